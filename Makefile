@@ -1,0 +1,44 @@
+# Ember: `make test` and `make demo` set everything up from scratch.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BUILD := build/dev
+SITE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))")
+export CCACHE_BASEDIR := $(CURDIR)
+
+.PHONY: all venv build test test-lit test-python demo clean
+
+all: build
+
+$(VENV)/.deps: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.deps
+
+$(BUILD)/build.ninja: $(VENV)/.deps CMakeLists.txt
+	$(VENV)/bin/cmake -G Ninja -S . -B $(BUILD) \
+	  -DPython3_EXECUTABLE=$(CURDIR)/$(PY) -DPython_EXECUTABLE=$(CURDIR)/$(PY)
+
+build: $(BUILD)/build.ninja
+	$(VENV)/bin/ninja -C $(BUILD) -j2
+	# Developer install: the pure-Python package from python/, the compiled
+	# MLIR package linked in from the build dir.
+	ln -sfn $(CURDIR)/$(BUILD)/python_packages/ember/_mlir python/ember/_mlir
+	echo "$(CURDIR)/python" > $(SITE)/ember-dev.pth
+
+test-lit: build
+	$(VENV)/bin/lit -sv $(BUILD)/test
+
+test-python: build
+	$(PY) -m pytest -q -x test/python
+
+test: test-lit test-python
+
+demo: build
+	$(PY) examples/demo.py
+
+clean:
+	rm -rf build python/ember/_mlir

@@ -1,0 +1,96 @@
+//===- EmberBase.td - the ember dialect and its attributes -*- tablegen -*-===//
+#ifndef EMBER_BASE_TD
+#define EMBER_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Ember_Dialect : Dialect {
+  let name = "ember";
+  let summary = "Array operations with value semantics, traced from Python";
+  let description = [{
+    The `ember` dialect holds the array operations a JAX-style program is traced
+    into: elementwise math, structural ops, reductions, contractions, gather and
+    scatter, and the random-bit primitive. Operands are ranked tensors. Signed
+    integers are signless (`i32`), unsigned integers are `ui32`, booleans `i1`.
+  }];
+  let cppNamespace = "::mlir::ember";
+  let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
+}
+
+// Element types JAX has.
+def Ember_Bool : I<1>;
+def Ember_SInt : AnyTypeOf<[I8, I16, I32, I64]>;
+def Ember_UInt : AnyTypeOf<[UI8, UI16, UI32, UI64]>;
+def Ember_Int : AnyTypeOf<[Ember_SInt, Ember_UInt]>;
+def Ember_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Ember_Complex : AnyTypeOf<[Complex<F32>, Complex<F64>]>;
+def Ember_Element : AnyTypeOf<[Ember_Bool, Ember_Int, Ember_Float, Ember_Complex]>;
+
+def Ember_Tensor : RankedTensorOf<[Ember_Element]>;
+def Ember_BoolTensor : RankedTensorOf<[Ember_Bool]>;
+def Ember_IntTensor : RankedTensorOf<[Ember_Int]>;
+def Ember_IntOrBoolTensor : RankedTensorOf<[Ember_Bool, Ember_Int]>;
+def Ember_FloatTensor : RankedTensorOf<[Ember_Float]>;
+def Ember_FloatOrComplexTensor : RankedTensorOf<[Ember_Float, Ember_Complex]>;
+def Ember_NumericTensor : RankedTensorOf<[Ember_Int, Ember_Float, Ember_Complex]>;
+def Ember_RealTensor : RankedTensorOf<[Ember_Int, Ember_Float]>;
+def Ember_ComplexTensor : RankedTensorOf<[Ember_Complex]>;
+def Ember_ScalarIndexTensor : 0DTensorOf<[Ember_Int]>;
+def Ember_U32Tensor : RankedTensorOf<[UI32]>;
+
+// Enumerations.
+def Ember_CmpEQ : I32EnumAttrCase<"EQ", 0>;
+def Ember_CmpNE : I32EnumAttrCase<"NE", 1>;
+def Ember_CmpLT : I32EnumAttrCase<"LT", 2>;
+def Ember_CmpLE : I32EnumAttrCase<"LE", 3>;
+def Ember_CmpGT : I32EnumAttrCase<"GT", 4>;
+def Ember_CmpGE : I32EnumAttrCase<"GE", 5>;
+def Ember_ComparisonDirection : I32EnumAttr<"ComparisonDirection",
+    "comparison direction",
+    [Ember_CmpEQ, Ember_CmpNE, Ember_CmpLT, Ember_CmpLE, Ember_CmpGT, Ember_CmpGE]> {
+  let cppNamespace = "::mlir::ember";
+  let genSpecializedAttr = 0;
+}
+def Ember_ComparisonDirectionAttr : EnumAttr<Ember_Dialect, Ember_ComparisonDirection, "cmp">;
+
+def Ember_RedSum : I32EnumAttrCase<"Sum", 0, "sum">;
+def Ember_RedProd : I32EnumAttrCase<"Prod", 1, "prod">;
+def Ember_RedMax : I32EnumAttrCase<"Max", 2, "max">;
+def Ember_RedMin : I32EnumAttrCase<"Min", 3, "min">;
+def Ember_RedAnd : I32EnumAttrCase<"And", 4, "and">;
+def Ember_RedOr : I32EnumAttrCase<"Or", 5, "or">;
+def Ember_RedXor : I32EnumAttrCase<"Xor", 6, "xor">;
+def Ember_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner",
+    [Ember_RedSum, Ember_RedProd, Ember_RedMax, Ember_RedMin, Ember_RedAnd,
+     Ember_RedOr, Ember_RedXor]> {
+  let cppNamespace = "::mlir::ember";
+  let genSpecializedAttr = 0;
+}
+def Ember_ReduceKindAttr : EnumAttr<Ember_Dialect, Ember_ReduceKind, "reduce">;
+
+def Ember_ScReplace : I32EnumAttrCase<"Replace", 0, "replace">;
+def Ember_ScAdd : I32EnumAttrCase<"Add", 1, "add">;
+def Ember_ScMul : I32EnumAttrCase<"Mul", 2, "mul">;
+def Ember_ScMin : I32EnumAttrCase<"Min", 3, "min">;
+def Ember_ScMax : I32EnumAttrCase<"Max", 4, "max">;
+def Ember_ScatterKind : I32EnumAttr<"ScatterKind", "scatter combiner",
+    [Ember_ScReplace, Ember_ScAdd, Ember_ScMul, Ember_ScMin, Ember_ScMax]> {
+  let cppNamespace = "::mlir::ember";
+  let genSpecializedAttr = 0;
+}
+def Ember_ScatterKindAttr : EnumAttr<Ember_Dialect, Ember_ScatterKind, "scatter">;
+
+def Ember_ModeClip : I32EnumAttrCase<"Clip", 0, "clip">;
+def Ember_ModeFill : I32EnumAttrCase<"Fill", 1, "fill">;
+def Ember_IndexMode : I32EnumAttr<"IndexMode",
+    "out-of-bounds handling: clip indices, or fill (gather) / drop (scatter)",
+    [Ember_ModeClip, Ember_ModeFill]> {
+  let cppNamespace = "::mlir::ember";
+  let genSpecializedAttr = 0;
+}
+def Ember_IndexModeAttr : EnumAttr<Ember_Dialect, Ember_IndexMode, "mode">;
+
+#endif // EMBER_BASE_TD

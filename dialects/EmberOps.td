@@ -1,0 +1,440 @@
+//===- EmberOps.td - ember array operations --------------*- tablegen -*-===//
+//
+// Semantics and the numbered verifier rules are in docs/spec.md; the rule
+// numbers (e.g. `slice_c2`) appear in the verifiers and in invalid.mlir.
+//
+//===----------------------------------------------------------------------===//
+#ifndef EMBER_OPS_TD
+#define EMBER_OPS_TD
+
+include "EmberBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/OpBase.td"
+
+class Ember_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Ember_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Ember_ConstantOp : Ember_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "output"]>]> {
+  let summary = "a constant tensor";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Ember_Tensor:$output);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Ember_IotaOp : Ember_Op<"iota", [Pure]> {
+  let summary = "indices along one dimension";
+  let arguments = (ins I64Attr:$iota_dimension);
+  let results = (outs RankedTensorOf<[Ember_Int, Ember_Float]>:$output);
+  let assemblyFormat = "`dim` `=` $iota_dimension attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Ember_UnaryOp<string mnemonic, Type T, list<Trait> traits = []>
+    : Ember_Op<mnemonic, traits # [Pure, Elementwise, SameOperandsAndResultType]> {
+  let arguments = (ins T:$operand);
+  let results = (outs T:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+def Ember_NegOp : Ember_UnaryOp<"neg", Ember_NumericTensor> { let hasFolder = 1; }
+def Ember_AbsOp : Ember_UnaryOp<"abs", Ember_RealTensor>;
+def Ember_SignOp : Ember_UnaryOp<"sign", Ember_RealTensor>;
+def Ember_FloorOp : Ember_UnaryOp<"floor", Ember_FloatTensor>;
+def Ember_CeilOp : Ember_UnaryOp<"ceil", Ember_FloatTensor>;
+def Ember_RoundNearestAfzOp : Ember_UnaryOp<"round_nearest_afz", Ember_FloatTensor>;
+def Ember_RoundNearestEvenOp : Ember_UnaryOp<"round_nearest_even", Ember_FloatTensor>;
+def Ember_ExpOp : Ember_UnaryOp<"exp", Ember_FloatOrComplexTensor>;
+def Ember_Exp2Op : Ember_UnaryOp<"exp2", Ember_FloatTensor>;
+def Ember_LogOp : Ember_UnaryOp<"log", Ember_FloatOrComplexTensor>;
+def Ember_Log1pOp : Ember_UnaryOp<"log1p", Ember_FloatTensor>;
+def Ember_Expm1Op : Ember_UnaryOp<"expm1", Ember_FloatTensor>;
+def Ember_TanhOp : Ember_UnaryOp<"tanh", Ember_FloatOrComplexTensor>;
+def Ember_LogisticOp : Ember_UnaryOp<"logistic", Ember_FloatTensor>;
+def Ember_SinOp : Ember_UnaryOp<"sin", Ember_FloatOrComplexTensor>;
+def Ember_CosOp : Ember_UnaryOp<"cos", Ember_FloatOrComplexTensor>;
+def Ember_TanOp : Ember_UnaryOp<"tan", Ember_FloatTensor>;
+def Ember_AsinOp : Ember_UnaryOp<"asin", Ember_FloatTensor>;
+def Ember_AcosOp : Ember_UnaryOp<"acos", Ember_FloatTensor>;
+def Ember_AtanOp : Ember_UnaryOp<"atan", Ember_FloatTensor>;
+def Ember_SinhOp : Ember_UnaryOp<"sinh", Ember_FloatTensor>;
+def Ember_CoshOp : Ember_UnaryOp<"cosh", Ember_FloatTensor>;
+def Ember_AsinhOp : Ember_UnaryOp<"asinh", Ember_FloatTensor>;
+def Ember_AcoshOp : Ember_UnaryOp<"acosh", Ember_FloatTensor>;
+def Ember_AtanhOp : Ember_UnaryOp<"atanh", Ember_FloatTensor>;
+def Ember_SqrtOp : Ember_UnaryOp<"sqrt", Ember_FloatOrComplexTensor>;
+def Ember_RsqrtOp : Ember_UnaryOp<"rsqrt", Ember_FloatTensor>;
+def Ember_CbrtOp : Ember_UnaryOp<"cbrt", Ember_FloatTensor>;
+def Ember_ErfOp : Ember_UnaryOp<"erf", Ember_FloatTensor>;
+def Ember_ErfInvOp : Ember_UnaryOp<"erf_inv", Ember_FloatTensor>;
+def Ember_LgammaOp : Ember_UnaryOp<"lgamma", Ember_FloatTensor>;
+def Ember_DigammaOp : Ember_UnaryOp<"digamma", Ember_FloatTensor>;
+def Ember_NotOp : Ember_UnaryOp<"not", Ember_IntOrBoolTensor> { let hasFolder = 1; }
+def Ember_PopulationCountOp : Ember_UnaryOp<"population_count", Ember_IntTensor>;
+def Ember_ClzOp : Ember_UnaryOp<"clz", Ember_IntTensor>;
+def Ember_ConjOp : Ember_UnaryOp<"conj", Ember_ComplexTensor>;
+
+def Ember_IsFiniteOp : Ember_Op<"is_finite",
+    [Pure, Elementwise, SameOperandsAndResultShape, InferTypeOpAdaptor]> {
+  let summary = "true where the operand is neither infinite nor NaN";
+  let arguments = (ins Ember_FloatTensor:$operand);
+  let results = (outs Ember_BoolTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+}
+
+class Ember_ComplexPartOp<string mnemonic>
+    : Ember_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultShape,
+                          InferTypeOpAdaptor]> {
+  let arguments = (ins Ember_ComplexTensor:$operand);
+  let results = (outs Ember_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+}
+def Ember_RealOp : Ember_ComplexPartOp<"real">;
+def Ember_ImagOp : Ember_ComplexPartOp<"imag">;
+
+class Ember_BinaryOp<string mnemonic, Type T, list<Trait> traits = []>
+    : Ember_Op<mnemonic, traits # [Pure, Elementwise, SameOperandsAndResultType]> {
+  let arguments = (ins T:$lhs, T:$rhs);
+  let results = (outs T:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Ember_AddOp : Ember_BinaryOp<"add", Ember_Tensor, [Commutative]> { let hasFolder = 1; }
+def Ember_SubOp : Ember_BinaryOp<"sub", Ember_NumericTensor> { let hasFolder = 1; }
+def Ember_MulOp : Ember_BinaryOp<"mul", Ember_Tensor, [Commutative]> { let hasFolder = 1; }
+def Ember_DivOp : Ember_BinaryOp<"div", Ember_NumericTensor> { let hasFolder = 1; }
+def Ember_RemOp : Ember_BinaryOp<"rem", Ember_RealTensor>;
+def Ember_PowOp : Ember_BinaryOp<"pow", Ember_NumericTensor>;
+def Ember_MaxOp : Ember_BinaryOp<"max", Ember_Tensor, [Commutative]>;
+def Ember_MinOp : Ember_BinaryOp<"min", Ember_Tensor, [Commutative]>;
+def Ember_Atan2Op : Ember_BinaryOp<"atan2", Ember_FloatTensor>;
+def Ember_NextAfterOp : Ember_BinaryOp<"nextafter", Ember_FloatTensor>;
+def Ember_AndOp : Ember_BinaryOp<"and", Ember_IntOrBoolTensor, [Commutative]>;
+def Ember_OrOp : Ember_BinaryOp<"or", Ember_IntOrBoolTensor, [Commutative]>;
+def Ember_XorOp : Ember_BinaryOp<"xor", Ember_IntOrBoolTensor, [Commutative]>;
+def Ember_ShiftLeftOp : Ember_BinaryOp<"shift_left", Ember_IntTensor>;
+def Ember_ShiftRightLogicalOp : Ember_BinaryOp<"shift_right_logical", Ember_IntTensor>;
+def Ember_ShiftRightArithmeticOp : Ember_BinaryOp<"shift_right_arithmetic", Ember_IntTensor>;
+
+def Ember_ComplexOp : Ember_Op<"complex",
+    [Pure, Elementwise, SameOperandsShape, SameOperandsElementType,
+     SameOperandsAndResultShape, InferTypeOpAdaptor]> {
+  let summary = "complex number from real and imaginary parts";
+  let arguments = (ins RankedTensorOf<[F32, F64]>:$lhs, RankedTensorOf<[F32, F64]>:$rhs);
+  let results = (outs Ember_ComplexTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Ember_CompareOp : Ember_Op<"compare",
+    [Pure, Elementwise, SameTypeOperands, SameOperandsAndResultShape,
+     InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison (IEEE: any comparison with NaN is false, NE true)";
+  let arguments = (ins Ember_ComparisonDirectionAttr:$comparison_direction,
+                       Ember_Tensor:$lhs, Ember_Tensor:$rhs);
+  let results = (outs Ember_BoolTensor:$result);
+  let assemblyFormat = [{
+    $comparison_direction `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Ember_SelectOp : Ember_Op<"select", [Pure, Elementwise,
+    AllTypesMatch<["on_true", "on_false", "result"]>, AllShapesMatch<["pred", "result"]>]> {
+  let summary = "pick on_true where pred holds, else on_false";
+  let arguments = (ins Ember_BoolTensor:$pred, Ember_Tensor:$on_true, Ember_Tensor:$on_false);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $pred `,` $on_true `,` $on_false attr-dict `:` type($pred) `,` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Ember_ClampOp : Ember_Op<"clamp", [Pure, Elementwise,
+    AllTypesMatch<["min", "operand", "max", "result"]>]> {
+  let summary = "min(max(operand, min), max)";
+  let arguments = (ins Ember_RealTensor:$min, Ember_RealTensor:$operand, Ember_RealTensor:$max);
+  let results = (outs Ember_RealTensor:$result);
+  let assemblyFormat = "$min `,` $operand `,` $max attr-dict `:` type($result)";
+}
+
+def Ember_ConvertOp : Ember_Op<"convert", [Pure, Elementwise, SameOperandsAndResultShape]> {
+  let summary = "convert elements to another dtype (C casts; float to int truncates, saturating)";
+  let arguments = (ins Ember_Tensor:$operand);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+def Ember_BitcastConvertOp : Ember_Op<"bitcast_convert", [Pure]> {
+  let summary = "reinterpret the bits of each element as another dtype";
+  let arguments = (ins Ember_Tensor:$operand);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Structural
+//===----------------------------------------------------------------------===//
+
+def Ember_BroadcastInDimOp : Ember_Op<"broadcast_in_dim", [Pure]> {
+  let summary = "broadcast an operand into a larger shape";
+  let arguments = (ins Ember_Tensor:$operand, DenseI64ArrayAttr:$broadcast_dimensions);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `dims` `=` $broadcast_dimensions attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Ember_ReshapeOp : Ember_Op<"reshape", [Pure]> {
+  let summary = "same elements in row-major order, another shape";
+  let arguments = (ins Ember_Tensor:$operand);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Ember_TransposeOp : Ember_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permute dimensions: result dim i is operand dim permutation[i]";
+  let arguments = (ins Ember_Tensor:$operand, DenseI64ArrayAttr:$permutation);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `dims` `=` $permutation attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+def Ember_SliceOp : Ember_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "static strided slice";
+  let arguments = (ins Ember_Tensor:$operand, DenseI64ArrayAttr:$start_indices,
+                       DenseI64ArrayAttr:$limit_indices, DenseI64ArrayAttr:$strides);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `,` `start` `=` $start_indices `,` `limit` `=` $limit_indices `,`
+    `strides` `=` $strides attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+def Ember_DynamicSliceOp : Ember_Op<"dynamic_slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "slice at run-time start indices, clamped so the slice stays in bounds";
+  let arguments = (ins Ember_Tensor:$operand, Variadic<Ember_ScalarIndexTensor>:$start_indices,
+                       DenseI64ArrayAttr:$slice_sizes);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `[` $start_indices `]` `,` `sizes` `=` $slice_sizes attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Ember_DynamicUpdateSliceOp : Ember_Op<"dynamic_update_slice",
+    [Pure, AllTypesMatch<["operand", "result"]>]> {
+  let summary = "write update into operand at run-time start indices (clamped)";
+  let arguments = (ins Ember_Tensor:$operand, Ember_Tensor:$update,
+                       Variadic<Ember_ScalarIndexTensor>:$start_indices);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `[` $start_indices `]` `,` $update attr-dict `:`
+    type($operand) `,` type($update) (`,` type($start_indices)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Ember_PadOp : Ember_Op<"pad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "pad with low, high (may be negative) and interior padding";
+  let arguments = (ins Ember_Tensor:$operand, Ember_Tensor:$padding_value,
+                       DenseI64ArrayAttr:$edge_padding_low,
+                       DenseI64ArrayAttr:$edge_padding_high,
+                       DenseI64ArrayAttr:$interior_padding);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `,` $padding_value `,` `low` `=` $edge_padding_low `,` `high` `=`
+    $edge_padding_high `,` `interior` `=` $interior_padding attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+def Ember_ConcatenateOp : Ember_Op<"concatenate", [Pure, InferTypeOpAdaptor]> {
+  let summary = "join tensors along one dimension";
+  let arguments = (ins Variadic<Ember_Tensor>:$inputs, I64Attr:$dimension);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    `dim` `=` $dimension `,` $inputs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasFolder = 1;
+}
+
+def Ember_ReverseOp : Ember_Op<"reverse", [Pure, SameOperandsAndResultType]> {
+  let summary = "reverse the order of elements along some dimensions";
+  let arguments = (ins Ember_Tensor:$operand, DenseI64ArrayAttr:$dimensions);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = "$operand `,` `dims` `=` $dimensions attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Ember_ReduceOp : Ember_Op<"reduce", [Pure, InferTypeOpAdaptor]> {
+  let summary = "reduce over dimensions with a combiner (sum, prod, max, min, and, or, xor)";
+  let arguments = (ins Ember_Tensor:$operand, Ember_ReduceKindAttr:$kind,
+                       DenseI64ArrayAttr:$dimensions);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $kind $operand `,` `dims` `=` $dimensions attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+class Ember_ArgReduceOp<string mnemonic> : Ember_Op<mnemonic, [Pure]> {
+  let arguments = (ins Ember_RealTensor:$operand, I64Attr:$axis);
+  let results = (outs RankedTensorOf<[Ember_Int]>:$result);
+  let assemblyFormat = [{
+    $operand `,` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+def Ember_ArgMaxOp : Ember_ArgReduceOp<"argmax"> {
+  let summary = "index of the first maximum along an axis (a NaN counts as the maximum)";
+}
+def Ember_ArgMinOp : Ember_ArgReduceOp<"argmin"> {
+  let summary = "index of the first minimum along an axis (a NaN counts as the minimum)";
+}
+
+def Ember_CumulativeOp : Ember_Op<"cumulative", [Pure, SameOperandsAndResultType]> {
+  let summary = "inclusive scan along an axis (sum, prod, max, min), optionally reversed";
+  let arguments = (ins Ember_NumericTensor:$operand, Ember_ReduceKindAttr:$kind, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Ember_NumericTensor:$result);
+  let assemblyFormat = "$kind $operand `,` `axis` `=` $axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Ember_ReduceWindowOp : Ember_Op<"reduce_window", [Pure, InferTypeOpAdaptor]> {
+  let summary = "reduce each window of a padded operand (pooling)";
+  let arguments = (ins Ember_RealTensor:$operand, Ember_RealTensor:$init_value,
+                       Ember_ReduceKindAttr:$kind,
+                       DenseI64ArrayAttr:$window_dimensions,
+                       DenseI64ArrayAttr:$window_strides,
+                       DenseI64ArrayAttr:$padding_low,
+                       DenseI64ArrayAttr:$padding_high);
+  let results = (outs Ember_RealTensor:$result);
+  let assemblyFormat = [{
+    $kind $operand `,` $init_value `,` `window` `=` $window_dimensions `,` `strides` `=`
+    $window_strides `,` `low` `=` $padding_low `,` `high` `=` $padding_high attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Ember_SortOp : Ember_Op<"sort", [Pure, SameOperandsAndResultType]> {
+  let summary = "sort several operands along a dimension by their first num_keys operands";
+  let description = [{
+    Keys compare lexicographically in ascending total order: for floats NaNs sort
+    last and -0.0 before +0.0. With `is_stable` equal keys keep their order.
+  }];
+  let arguments = (ins Variadic<Ember_RealTensor>:$inputs, I64Attr:$dimension,
+                       I64Attr:$num_keys, DefaultValuedAttr<BoolAttr, "true">:$is_stable);
+  let results = (outs Variadic<Ember_RealTensor>:$results);
+  let assemblyFormat = [{
+    `dim` `=` $dimension `,` `keys` `=` $num_keys `,` $inputs attr-dict `:` type($results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contraction, gather and scatter
+//===----------------------------------------------------------------------===//
+
+def Ember_DotGeneralOp : Ember_Op<"dot_general", [Pure]> {
+  let summary = "generalized contraction with batch and contracting dimensions";
+  let description = [{
+    Result dimensions are the batch dimensions, then lhs free dimensions, then
+    rhs free dimensions. Operands are converted to the result element type
+    (the preferred element type) before multiplying and accumulating.
+  }];
+  let arguments = (ins Ember_NumericTensor:$lhs, Ember_NumericTensor:$rhs,
+                       DenseI64ArrayAttr:$lhs_batching_dimensions,
+                       DenseI64ArrayAttr:$rhs_batching_dimensions,
+                       DenseI64ArrayAttr:$lhs_contracting_dimensions,
+                       DenseI64ArrayAttr:$rhs_contracting_dimensions);
+  let results = (outs Ember_NumericTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` `batch` `=` $lhs_batching_dimensions `x` $rhs_batching_dimensions
+    `,` `contract` `=` $lhs_contracting_dimensions `x` $rhs_contracting_dimensions
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Ember_GatherOp : Ember_Op<"gather", [Pure]> {
+  let summary = "gather slices of operand at indices (StableHLO dimension numbers)";
+  let arguments = (ins Ember_Tensor:$operand, Ember_IntTensor:$start_indices,
+                       DenseI64ArrayAttr:$offset_dims,
+                       DenseI64ArrayAttr:$collapsed_slice_dims,
+                       DenseI64ArrayAttr:$operand_batching_dims,
+                       DenseI64ArrayAttr:$start_indices_batching_dims,
+                       DenseI64ArrayAttr:$start_index_map,
+                       I64Attr:$index_vector_dim,
+                       DenseI64ArrayAttr:$slice_sizes,
+                       Ember_IndexModeAttr:$mode);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `[` $start_indices `]` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Ember_ScatterOp : Ember_Op<"scatter", [Pure, AllTypesMatch<["operand", "result"]>]> {
+  let summary = "combine updates into operand at indices (StableHLO dimension numbers)";
+  let description = [{
+    Updates are applied in row-major order of the update tensor; with `kind`
+    replace, a later update of the same element wins. Mode `clip` clamps
+    start indices into bounds; `fill` drops out-of-bounds updates.
+  }];
+  let arguments = (ins Ember_Tensor:$operand, Ember_IntTensor:$scatter_indices,
+                       Ember_Tensor:$updates,
+                       DenseI64ArrayAttr:$update_window_dims,
+                       DenseI64ArrayAttr:$inserted_window_dims,
+                       DenseI64ArrayAttr:$operand_batching_dims,
+                       DenseI64ArrayAttr:$scatter_indices_batching_dims,
+                       DenseI64ArrayAttr:$scatter_dims_to_operand_dims,
+                       I64Attr:$index_vector_dim,
+                       Ember_ScatterKindAttr:$kind,
+                       Ember_IndexModeAttr:$mode);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $kind $operand `[` $scatter_indices `]` `,` $updates attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Random bits
+//===----------------------------------------------------------------------===//
+
+def Ember_Threefry2x32Op : Ember_Op<"threefry2x32",
+    [Pure, Elementwise, AllTypesMatch<["key0", "key1", "x0", "x1", "out0", "out1"]>]> {
+  let summary = "Threefry-2x32 block cipher (20 rounds), elementwise on ui32";
+  let arguments = (ins Ember_U32Tensor:$key0, Ember_U32Tensor:$key1,
+                       Ember_U32Tensor:$x0, Ember_U32Tensor:$x1);
+  let results = (outs Ember_U32Tensor:$out0, Ember_U32Tensor:$out1);
+  let assemblyFormat = "$key0 `,` $key1 `,` $x0 `,` $x1 attr-dict `:` type($out0)";
+}
+
+#endif // EMBER_OPS_TD

@@ -1,0 +1,35 @@
+//===- EmberPasses.td - ember passes ----------------------*- tablegen -*-===//
+#ifndef EMBER_PASSES_TD
+#define EMBER_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def EmberToLinalgPass : Pass<"ember-to-linalg", "ModuleOp"> {
+  let summary = "Lower ember ops to linalg, tensor, arith, math, complex and scf";
+  let description = [{
+    Rewrites every `ember` op into upstream dialects on tensors. Unsigned
+    integer element types become signless (the signedness picks the arith op),
+    also in function signatures.
+
+    Before:
+    ```mlir
+    %0 = ember.add %a, %b : tensor<4xf32>
+    ```
+    After:
+    ```mlir
+    %e = tensor.empty() : tensor<4xf32>
+    %0 = linalg.generic {...} ins(%a, %b) outs(%e) {
+      ^bb0(%x: f32, %y: f32, %o: f32):
+        %s = arith.addf %x, %y : f32
+        linalg.yield %s : f32
+    } -> tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "linalg::LinalgDialect", "tensor::TensorDialect", "arith::ArithDialect",
+    "math::MathDialect", "scf::SCFDialect", "complex::ComplexDialect",
+    "func::FuncDialect"
+  ];
+}
+
+#endif // EMBER_PASSES_TD

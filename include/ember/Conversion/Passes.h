@@ -1,0 +1,28 @@
+//===- Passes.h - ember conversion passes -----------------------*- C++ -*-===//
+#ifndef EMBER_CONVERSION_PASSES_H
+#define EMBER_CONVERSION_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::ember {
+
+#define GEN_PASS_DECL
+#include "ember/Transforms/Passes.h.inc"
+
+/// Patterns rewriting every ember op to linalg/tensor/arith/math/scf/complex.
+void populateEmberToLinalgPatterns(const TypeConverter &converter,
+                                   RewritePatternSet &patterns);
+
+/// The type converter of the lowering: unsigned integers become signless.
+class EmberTypeConverter : public TypeConverter {
+public:
+  EmberTypeConverter();
+};
+
+#define GEN_PASS_REGISTRATION
+#include "ember/Transforms/Passes.h.inc"
+
+} // namespace mlir::ember
+
+#endif // EMBER_CONVERSION_PASSES_H

@@ -1,0 +1,1002 @@
+//===- EmberToLinalg.cpp - ember -> linalg/tensor/arith/math/scf ----------===//
+#include "EmberToLinalgCommon.h"
+#include "ember/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Complex/IR/Complex.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::ember {
+#define GEN_PASS_DEF_EMBERTOLINALGPASS
+#include "ember/Transforms/Passes.h.inc"
+} // namespace mlir::ember
+
+using namespace mlir;
+using namespace mlir::ember;
+
+//===----------------------------------------------------------------------===//
+// Type conversion
+//===----------------------------------------------------------------------===//
+
+EmberTypeConverter::EmberTypeConverter() {
+  addConversion([](Type t) { return t; });
+  addConversion([](IntegerType t) -> Type {
+    if (t.isUnsigned())
+      return IntegerType::get(t.getContext(), t.getWidth());
+    return t;
+  });
+  addConversion([this](RankedTensorType t) -> Type {
+    return t.clone(convertType(t.getElementType()));
+  });
+  auto cast = [](OpBuilder &b, Type type, ValueRange inputs, Location loc) -> Value {
+    return UnrealizedConversionCastOp::create(b, loc, type, inputs).getResult(0);
+  };
+  addSourceMaterialization(cast);
+  addTargetMaterialization(cast);
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType t) {
+  return tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType());
+}
+
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType t, Value scalar) {
+  Value e = emptyTensor(b, loc, t);
+  return linalg::FillOp::create(b, loc, scalar, e).getResult(0);
+}
+
+Value constScalar(OpBuilder &b, Location loc, TypedAttr a) {
+  return arith::ConstantOp::create(b, loc, a);
+}
+
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// Reads a 0-d integer tensor as an index (sign- or zero-extended).
+Value scalarToIndex(OpBuilder &b, Location loc, Value t0d, Type origElem) {
+  Value s = tensor::ExtractOp::create(b, loc, t0d, ValueRange{});
+  return toIndex(b, loc, s, origElem);
+}
+
+Value clampIndex(OpBuilder &b, Location loc, Value i, int64_t lo, int64_t hi) {
+  i = arith::MaxSIOp::create(b, loc, i, indexConst(b, loc, lo));
+  return arith::MinSIOp::create(b, loc, i, indexConst(b, loc, hi));
+}
+
+SmallVector<utils::IteratorType> parallel(unsigned n) {
+  return SmallVector<utils::IteratorType>(n, utils::IteratorType::parallel);
+}
+
+/// linalg.generic with identity maps over `outTypes`' shape.
+SmallVector<Value> elementwiseGeneric(
+    OpBuilder &b, Location loc, ValueRange inputs, TypeRange outTypes,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
+  auto first = cast<RankedTensorType>(outTypes[0]);
+  unsigned rank = first.getRank();
+  SmallVector<Value> outs;
+  for (Type t : outTypes)
+    outs.push_back(emptyTensor(b, loc, cast<RankedTensorType>(t)));
+  SmallVector<AffineMap> maps(inputs.size() + outs.size(),
+                              b.getMultiDimIdentityMap(rank));
+  auto g = linalg::GenericOp::create(
+      b, loc, outTypes, inputs, outs, maps, parallel(rank),
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        SmallVector<Value> r = body(nb, nl, args.take_front(inputs.size()));
+        linalg::YieldOp::create(nb, nl, r);
+      });
+  return g.getResults();
+}
+
+} // namespace
+
+Value mlir::ember::toIndex(OpBuilder &b, Location loc, Value s, Type origElem) {
+  auto it = cast<IntegerType>(origElem);
+  if (it.isUnsigned() || it.getWidth() == 1)
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), s);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), s);
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+struct ElementwiseLowering : public ConversionPattern {
+  ElementwiseLowering(const TypeConverter &tc, MLIRContext *ctx)
+      : ConversionPattern(tc, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!isa<EmberDialect>(op->getDialect()) || !op->hasTrait<OpTrait::Elementwise>())
+      return failure();
+    SmallVector<Type> outTypes;
+    if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), outTypes)))
+      return failure();
+    bool ok = true;
+    auto results = elementwiseGeneric(
+        rewriter, op->getLoc(), operands, outTypes,
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          SmallVector<Value> r = buildElementwiseScalar(b, loc, op, args);
+          if (r.empty()) {
+            ok = false;
+            // Keep the IR well formed; the pattern fails below.
+            for (Type t : outTypes)
+              r.push_back(constScalar(
+                  b, loc, cast<TypedAttr>(b.getZeroAttr(getElementTypeOrSelf(t)))));
+          }
+          return r;
+        });
+    if (!ok) {
+      for (Value v : results)
+        rewriter.eraseOp(v.getDefiningOp());
+      return rewriter.notifyMatchFailure(op, "no lowering for this element type");
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Constants and iota
+//===----------------------------------------------------------------------===//
+
+struct ConstantLowering : public OpConversionPattern<ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ConstantOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!dense)
+      return rewriter.notifyMatchFailure(op, "only dense constants are lowered");
+    if (type != op.getType())
+      dense = dense.bitcast(type.getElementType());
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, type, dense);
+    return success();
+  }
+};
+
+struct IotaLowering : public OpConversionPattern<IotaOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(IotaOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    Type orig = op.getType().getElementType();
+    int64_t dim = op.getIotaDimension();
+    auto r = elementwiseGeneric(rewriter, op.getLoc(), {}, {type},
+                                [&](OpBuilder &b, Location loc, ValueRange) {
+                                  Value i = linalg::IndexOp::create(b, loc, dim);
+                                  Value i64 = arith::IndexCastOp::create(
+                                      b, loc, b.getI64Type(), i);
+                                  return SmallVector<Value>{
+                                      convertScalar(b, loc, i64, b.getI64Type(), orig)};
+                                });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Structural ops
+//===----------------------------------------------------------------------===//
+
+struct BroadcastInDimLowering : public OpConversionPattern<BroadcastInDimOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(BroadcastInDimOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    auto in = op.getOperand().getType();
+    MLIRContext *ctx = op.getContext();
+    SmallVector<AffineExpr> exprs;
+    for (auto [i, d] : llvm::enumerate(op.getBroadcastDimensions())) {
+      if (in.getDimSize(i) == 1 && type.getDimSize(d) != 1)
+        exprs.push_back(getAffineConstantExpr(0, ctx));
+      else
+        exprs.push_back(getAffineDimExpr(d, ctx));
+    }
+    unsigned rank = type.getRank();
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, exprs, ctx),
+                                   rewriter.getMultiDimIdentityMap(rank)};
+    auto g = linalg::GenericOp::create(
+        rewriter, op.getLoc(), type, adaptor.getOperand(),
+        emptyTensor(rewriter, op.getLoc(), type), maps, parallel(rank),
+        [](OpBuilder &b, Location loc, ValueRange args) {
+          linalg::YieldOp::create(b, loc, args[0]);
+        });
+    rewriter.replaceOp(op, g.getResults());
+    return success();
+  }
+};
+
+struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    Location loc = op.getLoc();
+    auto in = cast<RankedTensorType>(adaptor.getOperand().getType());
+    // Collapse to 1-d, then expand to the result shape.
+    Value flat = adaptor.getOperand();
+    auto flatType = RankedTensorType::get({in.getNumElements()}, in.getElementType());
+    if (in.getRank() != 1) {
+      SmallVector<ReassociationIndices> all;
+      if (in.getRank() > 0)
+        all.push_back(llvm::to_vector(llvm::seq<int64_t>(0, in.getRank())));
+      flat = in.getRank() == 0
+                 ? (Value)tensor::ExpandShapeOp::create(rewriter, loc, flatType, flat, all)
+                 : (Value)tensor::CollapseShapeOp::create(rewriter, loc, flatType, flat, all);
+    }
+    Value result = flat;
+    if (type.getRank() != 1) {
+      SmallVector<ReassociationIndices> all;
+      if (type.getRank() > 0)
+        all.push_back(llvm::to_vector(llvm::seq<int64_t>(0, type.getRank())));
+      result = type.getRank() == 0
+                   ? (Value)tensor::CollapseShapeOp::create(rewriter, loc, type, flat, all)
+                   : (Value)tensor::ExpandShapeOp::create(rewriter, loc, type, flat, all);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct TransposeLowering : public OpConversionPattern<TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    Value init = emptyTensor(rewriter, op.getLoc(), type);
+    auto t = linalg::TransposeOp::create(rewriter, op.getLoc(), adaptor.getOperand(), init,
+                                         op.getPermutation());
+    rewriter.replaceOp(op, t.getResults());
+    return success();
+  }
+};
+
+struct SliceLowering : public OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, type, adaptor.getOperand(), ValueRange{}, ValueRange{}, ValueRange{},
+        op.getStartIndices(), type.getShape(), op.getStrides());
+    return success();
+  }
+};
+
+/// Start indices clamped so that a window of `sizes` stays inside `shape`.
+SmallVector<OpFoldResult> clampedStarts(OpBuilder &b, Location loc, ValueRange starts,
+                                        ValueRange origStarts, ArrayRef<int64_t> shape,
+                                        ArrayRef<int64_t> sizes) {
+  SmallVector<OpFoldResult> r;
+  for (auto [i, s] : llvm::enumerate(starts)) {
+    Type orig = getElementTypeOrSelf(origStarts[i].getType());
+    Value idx = scalarToIndex(b, loc, s, orig);
+    r.push_back(clampIndex(b, loc, idx, 0, shape[i] - sizes[i]));
+  }
+  return r;
+}
+
+struct DynamicSliceLowering : public OpConversionPattern<DynamicSliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(DynamicSliceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    auto in = op.getOperand().getType();
+    auto offsets = clampedStarts(rewriter, op.getLoc(), adaptor.getStartIndices(),
+                                 op.getStartIndices(), in.getShape(), op.getSliceSizes());
+    SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(op.getContext(), type.getShape());
+    SmallVector<OpFoldResult> strides(type.getRank(), rewriter.getIndexAttr(1));
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, type, adaptor.getOperand(),
+                                                        offsets, sizes, strides);
+    return success();
+  }
+};
+
+struct DynamicUpdateSliceLowering : public OpConversionPattern<DynamicUpdateSliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(DynamicUpdateSliceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto in = op.getOperand().getType();
+    auto upd = op.getUpdate().getType();
+    auto offsets = clampedStarts(rewriter, op.getLoc(), adaptor.getStartIndices(),
+                                 op.getStartIndices(), in.getShape(), upd.getShape());
+    SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(op.getContext(), upd.getShape());
+    SmallVector<OpFoldResult> strides(upd.getRank(), rewriter.getIndexAttr(1));
+    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(op, adaptor.getUpdate(),
+                                                       adaptor.getOperand(), offsets, sizes,
+                                                       strides);
+    return success();
+  }
+};
+
+struct PadLowering : public OpConversionPattern<PadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(PadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    auto in = op.getOperand().getType();
+    auto lo = op.getEdgePaddingLow(), hi = op.getEdgePaddingHigh();
+    auto interior = op.getInteriorPadding();
+    // Pad with the non-negative parts, then cut away negative padding.
+    SmallVector<int64_t> bigShape, insertAt, strides, cutAt;
+    bool needCut = false;
+    for (int64_t i = 0; i < in.getRank(); ++i) {
+      int64_t n = in.getDimSize(i);
+      int64_t l = std::max<int64_t>(lo[i], 0), h = std::max<int64_t>(hi[i], 0);
+      bigShape.push_back(l + h + n + std::max<int64_t>(n - 1, 0) * interior[i]);
+      insertAt.push_back(l);
+      strides.push_back(interior[i] + 1);
+      cutAt.push_back(-std::min<int64_t>(lo[i], 0));
+      needCut |= lo[i] < 0 || hi[i] < 0;
+    }
+    auto bigType = type.clone(bigShape);
+    Value pv = tensor::ExtractOp::create(rewriter, loc, adaptor.getPaddingValue(), ValueRange{});
+    Value big = filledTensor(rewriter, loc, bigType, pv);
+    SmallVector<int64_t> sizes(in.getShape());
+    big = tensor::InsertSliceOp::create(rewriter, loc, adaptor.getOperand(), big, ValueRange{},
+                                        ValueRange{}, ValueRange{}, insertAt, sizes, strides);
+    if (needCut) {
+      SmallVector<int64_t> ones(type.getRank(), 1);
+      big = tensor::ExtractSliceOp::create(rewriter, loc, type, big, ValueRange{}, ValueRange{},
+                                           ValueRange{}, cutAt, type.getShape(), ones);
+    }
+    rewriter.replaceOp(op, big);
+    return success();
+  }
+};
+
+struct ConcatenateLowering : public OpConversionPattern<ConcatenateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ConcatenateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    Value result = emptyTensor(rewriter, loc, type);
+    int64_t dim = op.getDimension(), at = 0;
+    for (Value v : adaptor.getInputs()) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<int64_t> offsets(type.getRank(), 0), ones(type.getRank(), 1);
+      offsets[dim] = at;
+      result = tensor::InsertSliceOp::create(rewriter, loc, v, result, ValueRange{},
+                                             ValueRange{}, ValueRange{}, offsets,
+                                             t.getShape(), ones);
+      at += t.getDimSize(dim);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ReverseLowering : public OpConversionPattern<ReverseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ReverseOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    MLIRContext *ctx = op.getContext();
+    unsigned rank = type.getRank();
+    SmallVector<AffineExpr> exprs;
+    for (unsigned i = 0; i < rank; ++i) {
+      AffineExpr d = getAffineDimExpr(i, ctx);
+      if (llvm::is_contained(op.getDimensions(), (int64_t)i))
+        exprs.push_back(getAffineConstantExpr(type.getDimSize(i) - 1, ctx) - d);
+      else
+        exprs.push_back(d);
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, exprs, ctx),
+                                   rewriter.getMultiDimIdentityMap(rank)};
+    auto g = linalg::GenericOp::create(
+        rewriter, op.getLoc(), type, adaptor.getOperand(),
+        emptyTensor(rewriter, op.getLoc(), type), maps, parallel(rank),
+        [](OpBuilder &b, Location loc, ValueRange args) {
+          linalg::YieldOp::create(b, loc, args[0]);
+        });
+    rewriter.replaceOp(op, g.getResults());
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+struct ReduceLowering : public OpConversionPattern<ReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    Type orig = op.getType().getElementType();
+    Type elem = type.getElementType();
+    TypedAttr id = combinerIdentity(rewriter, op.getKind(), elem, orig);
+    if (!id)
+      return rewriter.notifyMatchFailure(op, "no identity for this kind and type");
+    Value init = filledTensor(rewriter, loc, type, constScalar(rewriter, loc, id));
+    auto kind = op.getKind();
+    auto r = linalg::ReduceOp::create(
+        rewriter, loc, adaptor.getOperand(), init, op.getDimensions(),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(b, l, buildCombiner(b, l, kind, args[0], args[1], orig));
+        });
+    rewriter.replaceOp(op, r.getResults());
+    return success();
+  }
+};
+
+template <typename OpTy, bool IsMax>
+struct ArgReduceLowering : public OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
+  LogicalResult matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto idxType = cast<RankedTensorType>(
+        this->getTypeConverter()->convertType(op.getResult().getType()));
+    auto in = cast<RankedTensorType>(adaptor.getOperand().getType());
+    Type orig = op.getOperand().getType().getElementType();
+    Type elem = in.getElementType();
+    int64_t axis = op.getAxis();
+    TypedAttr start = combinerIdentity(rewriter, IsMax ? ReduceKind::Max : ReduceKind::Min,
+                                       elem, orig);
+    auto valType = idxType.clone(elem);
+    Value valInit = filledTensor(rewriter, loc, valType, constScalar(rewriter, loc, start));
+    Value idxInit = filledTensor(rewriter, loc, idxType,
+                                 constScalar(rewriter, loc, rewriter.getIntegerAttr(
+                                                                idxType.getElementType(), 0)));
+    MLIRContext *ctx = op.getContext();
+    unsigned rank = in.getRank();
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<utils::IteratorType> iters;
+    for (unsigned i = 0; i < rank; ++i) {
+      iters.push_back(i == axis ? utils::IteratorType::reduction
+                                : utils::IteratorType::parallel);
+      if ((int64_t)i != axis)
+        outExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+    AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank), outMap, outMap};
+    bool isFloat = isa<FloatType>(elem);
+    bool isU = !orig.isSignlessInteger() || orig.isInteger(1);
+    auto g = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{valType, idxType}, adaptor.getOperand(),
+        ValueRange{valInit, idxInit}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value x = args[0], cur = args[1], curIdx = args[2];
+          Value better;
+          if (isFloat) {
+            better = arith::CmpFOp::create(
+                b, l, IsMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, x, cur);
+            // The first NaN wins (NaN counts as the extreme).
+            Value xNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, x, x);
+            Value curNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, cur, cur);
+            Value notCurNan = arith::XOrIOp::create(
+                b, l, curNan, arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+            better = arith::OrIOp::create(b, l, arith::AndIOp::create(b, l, better, notCurNan),
+                                          arith::AndIOp::create(b, l, xNan, notCurNan));
+          } else {
+            arith::CmpIPredicate p =
+                IsMax ? (isU ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt)
+                      : (isU ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt);
+            better = arith::CmpIOp::create(b, l, p, x, cur);
+          }
+          Value i = linalg::IndexOp::create(b, l, axis);
+          Value iCast = arith::IndexCastOp::create(b, l, curIdx.getType(), i);
+          // The very first element is always taken (covers all -inf / max-int).
+          Value isFirst = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, i,
+                                                indexConst(b, l, 0));
+          better = arith::OrIOp::create(b, l, better, isFirst);
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{arith::SelectOp::create(b, l, better, x, cur),
+                         arith::SelectOp::create(b, l, better, iCast, curIdx)});
+        });
+    rewriter.replaceOp(op, g.getResult(1));
+    return success();
+  }
+};
+
+struct CumulativeLowering : public OpConversionPattern<CumulativeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CumulativeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(adaptor.getOperand().getType());
+    Type orig = op.getType().getElementType();
+    int64_t axis = op.getAxis(), n = type.getDimSize(axis);
+    if (n <= 1) {
+      rewriter.replaceOp(op, adaptor.getOperand());
+      return success();
+    }
+    bool rev = op.getReverse();
+    auto kind = op.getKind();
+    SmallVector<int64_t> sliceShape(type.getShape());
+    sliceShape[axis] = 1;
+    auto sliceType = type.clone(sliceShape);
+    int64_t rank = type.getRank();
+    auto loop = scf::ForOp::create(
+        rewriter, loc, indexConst(rewriter, loc, 1), indexConst(rewriter, loc, n),
+        indexConst(rewriter, loc, 1), ValueRange{adaptor.getOperand()},
+        [&](OpBuilder &b, Location l, Value k, ValueRange iter) {
+          Value acc = iter[0];
+          // Position of this step and of the previous one.
+          Value cur = rev ? (Value)arith::SubIOp::create(b, l, indexConst(b, l, n - 1), k) : k;
+          Value prev = rev ? (Value)arith::AddIOp::create(b, l, cur, indexConst(b, l, 1))
+                           : (Value)arith::SubIOp::create(b, l, cur, indexConst(b, l, 1));
+          auto offsetsAt = [&](Value p) {
+            SmallVector<OpFoldResult> o(rank, b.getIndexAttr(0));
+            o[axis] = p;
+            return o;
+          };
+          SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(b.getContext(), sliceShape);
+          SmallVector<OpFoldResult> ones(rank, b.getIndexAttr(1));
+          Value a = tensor::ExtractSliceOp::create(b, l, sliceType, acc, offsetsAt(prev), sizes, ones);
+          Value c = tensor::ExtractSliceOp::create(b, l, sliceType, acc, offsetsAt(cur), sizes, ones);
+          Value s = elementwiseGeneric(b, l, ValueRange{a, c}, TypeRange{sliceType},
+                                       [&](OpBuilder &bb, Location ll, ValueRange xs) {
+                                         return SmallVector<Value>{buildCombiner(
+                                             bb, ll, kind, xs[0], xs[1], orig)};
+                                       })[0];
+          Value next = tensor::InsertSliceOp::create(b, l, s, acc, offsetsAt(cur), sizes, ones);
+          scf::YieldOp::create(b, l, next);
+        });
+    rewriter.replaceOp(op, loop.getResults());
+    return success();
+  }
+};
+
+struct ReduceWindowLowering : public OpConversionPattern<ReduceWindowOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ReduceWindowOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    auto in = cast<RankedTensorType>(adaptor.getOperand().getType());
+    Type orig = op.getType().getElementType();
+    Value init = tensor::ExtractOp::create(rewriter, loc, adaptor.getInitValue(), ValueRange{});
+    // Pad the operand with the init value.
+    SmallVector<int64_t> padded;
+    bool anyPad = false;
+    for (int64_t i = 0; i < in.getRank(); ++i) {
+      padded.push_back(in.getDimSize(i) + op.getPaddingLow()[i] + op.getPaddingHigh()[i]);
+      anyPad |= op.getPaddingLow()[i] != 0 || op.getPaddingHigh()[i] != 0;
+    }
+    Value src = adaptor.getOperand();
+    if (anyPad) {
+      auto pt = in.clone(padded);
+      Value big = filledTensor(rewriter, loc, pt, init);
+      SmallVector<int64_t> ones(in.getRank(), 1);
+      src = tensor::InsertSliceOp::create(rewriter, loc, src, big, ValueRange{}, ValueRange{},
+                                          ValueRange{}, op.getPaddingLow(), in.getShape(),
+                                          ones);
+    }
+    MLIRContext *ctx = op.getContext();
+    unsigned rank = in.getRank();
+    SmallVector<AffineExpr> inExprs, winExprs, outExprs;
+    for (unsigned i = 0; i < rank; ++i) {
+      AffineExpr o = getAffineDimExpr(i, ctx), w = getAffineDimExpr(rank + i, ctx);
+      inExprs.push_back(o * op.getWindowStrides()[i] + w);
+      winExprs.push_back(w);
+      outExprs.push_back(o);
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(2 * rank, 0, inExprs, ctx),
+                                   AffineMap::get(2 * rank, 0, winExprs, ctx),
+                                   AffineMap::get(2 * rank, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iters = parallel(rank);
+    iters.append(rank, utils::IteratorType::reduction);
+    Value window = tensor::EmptyOp::create(rewriter, loc, op.getWindowDimensions(),
+                                           type.getElementType());
+    Value out = filledTensor(rewriter, loc, type, init);
+    auto kind = op.getKind();
+    auto g = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{src, window}, out, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(b, l, buildCombiner(b, l, kind, args[2], args[0], orig));
+        });
+    rewriter.replaceOp(op, g.getResults());
+    return success();
+  }
+};
+
+/// Sort by rank: the destination of element i along the sort dimension is the
+/// number of elements that sort before it (strictly less, or equal with a
+/// smaller index). This is O(n^2) per lane but fully data-parallel and stable.
+struct SortLowering : public OpConversionPattern<SortOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SortOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inputs = adaptor.getInputs();
+    auto type = cast<RankedTensorType>(inputs[0].getType());
+    unsigned rank = type.getRank();
+    int64_t dim = op.getDimension();
+    int64_t numKeys = op.getNumKeys();
+    MLIRContext *ctx = op.getContext();
+    // Pass 1: iteration (dims..., j); dest[..., i] = #{j : key_j before key_i}.
+    SmallVector<AffineExpr> selfExprs, otherExprs;
+    for (unsigned i = 0; i < rank; ++i) {
+      selfExprs.push_back(getAffineDimExpr(i, ctx));
+      otherExprs.push_back(i == dim ? getAffineDimExpr(rank, ctx) : getAffineDimExpr(i, ctx));
+    }
+    AffineMap self = AffineMap::get(rank + 1, 0, selfExprs, ctx);
+    AffineMap other = AffineMap::get(rank + 1, 0, otherExprs, ctx);
+    SmallVector<Value> ins;
+    SmallVector<AffineMap> maps;
+    for (int64_t k = 0; k < numKeys; ++k) {
+      ins.push_back(inputs[k]);
+      maps.push_back(self);
+    }
+    for (int64_t k = 0; k < numKeys; ++k) {
+      ins.push_back(inputs[k]);
+      maps.push_back(other);
+    }
+    maps.push_back(self);
+    auto destType = type.clone(rewriter.getIndexType());
+    Value zero = indexConst(rewriter, loc, 0);
+    Value destInit = filledTensor(rewriter, loc, destType, zero);
+    SmallVector<utils::IteratorType> iters = parallel(rank);
+    iters.push_back(utils::IteratorType::reduction);
+    auto pass1 = linalg::GenericOp::create(
+        rewriter, loc, destType, ins, destInit, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          // before = lexicographic total-order less-than, ties broken by index.
+          Value i = linalg::IndexOp::create(b, l, dim);
+          Value j = linalg::IndexOp::create(b, l, rank);
+          Value before = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, j, i);
+          for (int64_t k = numKeys - 1; k >= 0; --k) {
+            Value xi = totalOrderKey(b, l, args[k]);
+            Value xj = totalOrderKey(b, l, args[numKeys + k]);
+            Type origElem = getElementTypeOrSelf(op.getInputs()[k].getType());
+            bool u = !origElem.isSignlessInteger() || origElem.isInteger(1);
+            Value lt = arith::CmpIOp::create(
+                b, l, u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt, xj, xi);
+            Value eq = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, xj, xi);
+            before = arith::OrIOp::create(b, l, lt, arith::AndIOp::create(b, l, eq, before));
+          }
+          Value acc = args.back();
+          Value inc = arith::AddIOp::create(b, l, acc, indexConst(b, l, 1));
+          linalg::YieldOp::create(b, l, ValueRange{arith::SelectOp::create(b, l, before, inc, acc)});
+        });
+    Value dest = pass1.getResult(0);
+    // Pass 2: iteration (dims..., i) where dim is the destination k;
+    // out[..., k] = in[..., i] for the i with dest[..., i] == k.
+    SmallVector<Value> ins2 = {dest};
+    SmallVector<AffineMap> maps2 = {other};
+    for (Value v : inputs) {
+      ins2.push_back(v);
+      maps2.push_back(other);
+    }
+    SmallVector<Type> outTypes;
+    for (Value v : inputs) {
+      outTypes.push_back(v.getType());
+      maps2.push_back(self);
+    }
+    auto pass2 = linalg::GenericOp::create(
+        rewriter, loc, outTypes, ins2, inputs, maps2, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value k = linalg::IndexOp::create(b, l, dim);
+          Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, args[0], k);
+          size_t n = inputs.size();
+          SmallVector<Value> ys;
+          for (size_t m = 0; m < n; ++m)
+            ys.push_back(arith::SelectOp::create(b, l, hit, args[1 + m], args[1 + n + m]));
+          linalg::YieldOp::create(b, l, ys);
+        });
+    rewriter.replaceOp(op, pass2.getResults());
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// dot_general
+//===----------------------------------------------------------------------===//
+
+struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(DotGeneralOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    auto lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
+    auto lb = op.getLhsBatchingDimensions(), rb = op.getRhsBatchingDimensions();
+    auto lc = op.getLhsContractingDimensions(), rc = op.getRhsContractingDimensions();
+    MLIRContext *ctx = op.getContext();
+    // Iteration order: batch, lhs free, contracting, rhs free (rhs free
+    // innermost keeps the inner loop contiguous for row-major operands).
+    int64_t nb = lb.size(), nc = lc.size();
+    SmallVector<int64_t> lFree, rFree;
+    for (int64_t i = 0; i < lhs.getRank(); ++i)
+      if (!llvm::is_contained(lb, i) && !llvm::is_contained(lc, i))
+        lFree.push_back(i);
+    for (int64_t i = 0; i < rhs.getRank(); ++i)
+      if (!llvm::is_contained(rb, i) && !llvm::is_contained(rc, i))
+        rFree.push_back(i);
+    int64_t nl = lFree.size(), nr = rFree.size();
+    int64_t total = nb + nl + nc + nr;
+    auto dimOf = [&](int64_t pos) { return getAffineDimExpr(pos, ctx); };
+    SmallVector<AffineExpr> lExprs(lhs.getRank()), rExprs(rhs.getRank()), oExprs;
+    for (int64_t k = 0; k < nb; ++k) {
+      lExprs[lb[k]] = dimOf(k);
+      rExprs[rb[k]] = dimOf(k);
+    }
+    for (int64_t k = 0; k < nl; ++k)
+      lExprs[lFree[k]] = dimOf(nb + k);
+    for (int64_t k = 0; k < nc; ++k) {
+      lExprs[lc[k]] = dimOf(nb + nl + k);
+      rExprs[rc[k]] = dimOf(nb + nl + k);
+    }
+    for (int64_t k = 0; k < nr; ++k)
+      rExprs[rFree[k]] = dimOf(nb + nl + nc + k);
+    for (int64_t k = 0; k < nb + nl; ++k)
+      oExprs.push_back(dimOf(k));
+    for (int64_t k = 0; k < nr; ++k)
+      oExprs.push_back(dimOf(nb + nl + nc + k));
+    SmallVector<AffineMap> maps = {AffineMap::get(total, 0, lExprs, ctx),
+                                   AffineMap::get(total, 0, rExprs, ctx),
+                                   AffineMap::get(total, 0, oExprs, ctx)};
+    SmallVector<utils::IteratorType> iters = parallel(total);
+    for (int64_t k = 0; k < nc; ++k)
+      iters[nb + nl + k] = utils::IteratorType::reduction;
+    Type origOut = op.getType().getElementType();
+    Type lOrig = lhs.getElementType(), rOrig = rhs.getElementType();
+    Type elem = type.getElementType();
+    Value init = filledTensor(rewriter, loc, type,
+                              constScalar(rewriter, loc,
+                                          combinerIdentity(rewriter, ReduceKind::Sum, elem,
+                                                           origOut)));
+    auto g = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{adaptor.getLhs(), adaptor.getRhs()}, init, maps,
+        iters, [&](OpBuilder &b, Location l, ValueRange args) {
+          Value x = convertScalar(b, l, args[0], lOrig, origOut);
+          Value y = convertScalar(b, l, args[1], rOrig, origOut);
+          Value p = buildCombiner(b, l, ReduceKind::Prod, x, y, origOut);
+          linalg::YieldOp::create(b, l,
+                                  buildCombiner(b, l, ReduceKind::Sum, args[2], p, origOut));
+        });
+    rewriter.replaceOp(op, g.getResults());
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Gather and scatter
+//===----------------------------------------------------------------------===//
+
+/// Reads the index vector of `indices` at batch position `batch` (the indices'
+/// dimensions other than index_vector_dim, in order).
+SmallVector<Value> readIndexVector(OpBuilder &b, Location loc, Value indices, Type origElem,
+                                   ArrayRef<Value> batch, int64_t ivd, int64_t count) {
+  auto t = cast<RankedTensorType>(indices.getType());
+  SmallVector<Value> out;
+  for (int64_t k = 0; k < count; ++k) {
+    SmallVector<Value> pos;
+    unsigned bi = 0;
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      pos.push_back(d == ivd ? indexConst(b, loc, k) : batch[bi++]);
+    Value s = tensor::ExtractOp::create(b, loc, indices, pos);
+    out.push_back(toIndex(b, loc, s, origElem));
+  }
+  return out;
+}
+
+struct GatherLowering : public OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    auto operand = op.getOperand().getType();
+    auto indicesT = op.getStartIndices().getType();
+    Type idxOrig = indicesT.getElementType();
+    int64_t ivd = op.getIndexVectorDim();
+    int64_t count = op.getStartIndexMap().size();
+    auto offsetDims = op.getOffsetDims();
+    auto sizes = op.getSliceSizes();
+    bool fill = op.getMode() == IndexMode::Fill;
+    Value src = adaptor.getOperand(), indices = adaptor.getStartIndices();
+    auto r = elementwiseGeneric(rewriter, loc, {}, {type}, [&](OpBuilder &b, Location l,
+                                                               ValueRange) {
+      SmallVector<Value> batch, offsets;
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        Value i = linalg::IndexOp::create(b, l, d);
+        (llvm::is_contained(offsetDims, d) ? offsets : batch).push_back(i);
+      }
+      SmallVector<Value> iv = readIndexVector(b, l, indices, idxOrig, batch, ivd, count);
+      // Full operand index: start + offset (+ batching position).
+      SmallVector<Value> full(operand.getRank(), indexConst(b, l, 0));
+      Value inBounds = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
+      for (int64_t k = 0; k < count; ++k) {
+        int64_t d = op.getStartIndexMap()[k];
+        int64_t hi = operand.getDimSize(d) - sizes[d];
+        if (fill) {
+          Value ok = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, iv[k], indexConst(b, l, 0)),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, iv[k], indexConst(b, l, hi)));
+          inBounds = arith::AndIOp::create(b, l, inBounds, ok);
+        }
+        full[d] = clampIndex(b, l, iv[k], 0, hi);
+      }
+      // Batching dims: the operand position is the matching indices position.
+      SmallVector<int64_t> indexBatchDims;
+      for (int64_t d = 0; d < indicesT.getRank(); ++d)
+        if (d != ivd)
+          indexBatchDims.push_back(d);
+      for (auto [od, idim] :
+           llvm::zip(op.getOperandBatchingDims(), op.getStartIndicesBatchingDims())) {
+        auto it = llvm::find(indexBatchDims, idim);
+        full[od] = batch[it - indexBatchDims.begin()];
+      }
+      unsigned oi = 0;
+      for (int64_t d = 0; d < operand.getRank(); ++d) {
+        if (llvm::is_contained(op.getCollapsedSliceDims(), d) ||
+            llvm::is_contained(op.getOperandBatchingDims(), d))
+          continue;
+        full[d] = arith::AddIOp::create(b, l, full[d], offsets[oi++]);
+      }
+      Value v = tensor::ExtractOp::create(b, l, src, full);
+      if (fill) {
+        Value z = constScalar(b, l, cast<TypedAttr>(b.getZeroAttr(v.getType())));
+        if (isa<FloatType>(v.getType()))
+          z = constScalar(b, l, b.getFloatAttr(v.getType(), NAN));
+        v = arith::SelectOp::create(b, l, inBounds, v, z);
+      }
+      return SmallVector<Value>{v};
+    });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct ScatterLowering : public OpConversionPattern<ScatterOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ScatterOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto operand = op.getOperand().getType();
+    auto updatesT = op.getUpdates().getType();
+    auto indicesT = op.getScatterIndices().getType();
+    Type idxOrig = indicesT.getElementType();
+    Type orig = operand.getElementType();
+    int64_t ivd = op.getIndexVectorDim();
+    int64_t count = op.getScatterDimsToOperandDims().size();
+    auto windowDims = op.getUpdateWindowDims();
+    bool clip = op.getMode() == IndexMode::Clip;
+    auto kind = op.getKind();
+    Value indices = adaptor.getScatterIndices(), updates = adaptor.getUpdates();
+    // Operand dims that receive update window dims, in order.
+    SmallVector<int64_t> windowOperandDims;
+    for (int64_t d = 0; d < operand.getRank(); ++d)
+      if (!llvm::is_contained(op.getInsertedWindowDims(), d) &&
+          !llvm::is_contained(op.getOperandBatchingDims(), d))
+        windowOperandDims.push_back(d);
+    SmallVector<int64_t> windowSize(operand.getRank(), 1);
+    for (auto [k, d] : llvm::enumerate(windowOperandDims))
+      windowSize[d] = updatesT.getDimSize(windowDims[k]);
+    SmallVector<int64_t> indexBatchDims;
+    for (int64_t d = 0; d < indicesT.getRank(); ++d)
+      if (d != ivd)
+        indexBatchDims.push_back(d);
+
+    SmallVector<Value> lbs, ubs, steps;
+    for (int64_t d = 0; d < updatesT.getRank(); ++d) {
+      lbs.push_back(indexConst(rewriter, loc, 0));
+      ubs.push_back(indexConst(rewriter, loc, updatesT.getDimSize(d)));
+      steps.push_back(indexConst(rewriter, loc, 1));
+    }
+    auto nest = scf::buildLoopNest(
+        rewriter, loc, lbs, ubs, steps, ValueRange{adaptor.getOperand()},
+        [&](OpBuilder &b, Location l, ValueRange ivs, ValueRange iter) -> scf::ValueVector {
+          Value acc = iter[0];
+          SmallVector<Value> scatterPos, windowPos;
+          for (int64_t d = 0; d < updatesT.getRank(); ++d)
+            (llvm::is_contained(windowDims, d) ? windowPos : scatterPos).push_back(ivs[d]);
+          SmallVector<Value> iv =
+              readIndexVector(b, l, indices, idxOrig, scatterPos, ivd, count);
+          SmallVector<Value> full(operand.getRank(), indexConst(b, l, 0));
+          Value ok = arith::ConstantOp::create(b, l, b.getBoolAttr(true));
+          for (int64_t k = 0; k < count; ++k) {
+            int64_t d = op.getScatterDimsToOperandDims()[k];
+            int64_t hi = operand.getDimSize(d) - windowSize[d];
+            if (clip) {
+              full[d] = clampIndex(b, l, iv[k], 0, hi);
+            } else {
+              full[d] = iv[k];
+              ok = arith::AndIOp::create(
+                  b, l, ok,
+                  arith::AndIOp::create(
+                      b, l,
+                      arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, iv[k],
+                                            indexConst(b, l, 0)),
+                      arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, iv[k],
+                                            indexConst(b, l, hi))));
+            }
+          }
+          for (auto [od, idim] : llvm::zip(op.getOperandBatchingDims(),
+                                           op.getScatterIndicesBatchingDims())) {
+            auto it = llvm::find(indexBatchDims, idim);
+            full[od] = scatterPos[it - indexBatchDims.begin()];
+          }
+          for (auto [k, d] : llvm::enumerate(windowOperandDims))
+            full[d] = arith::AddIOp::create(b, l, full[d], windowPos[k]);
+          auto ifOp = scf::IfOp::create(
+              b, l, ok,
+              [&](OpBuilder &tb, Location tl) {
+                Value u = tensor::ExtractOp::create(tb, tl, updates, ivs);
+                Value v = u;
+                if (kind != ScatterKind::Replace) {
+                  Value old = tensor::ExtractOp::create(tb, tl, acc, full);
+                  ReduceKind rk = kind == ScatterKind::Add   ? ReduceKind::Sum
+                                  : kind == ScatterKind::Mul ? ReduceKind::Prod
+                                  : kind == ScatterKind::Min ? ReduceKind::Min
+                                                             : ReduceKind::Max;
+                  v = buildCombiner(tb, tl, rk, old, u, orig);
+                }
+                Value n = tensor::InsertOp::create(tb, tl, v, acc, full);
+                scf::YieldOp::create(tb, tl, n);
+              },
+              [&](OpBuilder &eb, Location el) { scf::YieldOp::create(eb, el, acc); });
+          return {ifOp.getResult(0)};
+        });
+    rewriter.replaceOp(op, nest.results);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct EmberToLinalgPass : public mlir::ember::impl::EmberToLinalgPassBase<EmberToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    EmberTypeConverter converter;
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
+                           arith::ArithDialect, math::MathDialect, scf::SCFDialect,
+                           complex::ComplexDialect>();
+    target.addIllegalDialect<EmberDialect>();
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
+      return converter.isSignatureLegal(f.getFunctionType()) &&
+             converter.isLegal(&f.getBody());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
+    RewritePatternSet patterns(ctx);
+    populateEmberToLinalgPatterns(converter, patterns);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
+                                                RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<ElementwiseLowering>(converter, ctx);
+  patterns.add<ConstantLowering, IotaLowering, BroadcastInDimLowering, ReshapeLowering,
+               TransposeLowering, SliceLowering, DynamicSliceLowering,
+               DynamicUpdateSliceLowering, PadLowering, ConcatenateLowering,
+               ReverseLowering, ReduceLowering, ArgReduceLowering<ArgMaxOp, true>,
+               ArgReduceLowering<ArgMinOp, false>, CumulativeLowering,
+               ReduceWindowLowering, SortLowering, DotGeneralLowering, GatherLowering,
+               ScatterLowering>(converter, ctx);
+}

@@ -1,0 +1,718 @@
+//===- EmberToLinalgScalar.cpp - scalar bodies of elementwise ops ---------===//
+//
+// The per-element computation of every elementwise ember op, built from
+// arith/math/complex ops. Unsigned element types have been converted to
+// signless ones by the time these run; the original element types (passed
+// in) choose signed or unsigned arith ops.
+//
+//===----------------------------------------------------------------------===//
+#include "EmberToLinalgCommon.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Complex/IR/Complex.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::ember;
+
+namespace {
+bool isUnsignedOrBool(Type t) {
+  auto i = dyn_cast<IntegerType>(t);
+  return i && (i.isUnsigned() || i.getWidth() == 1);
+}
+bool isLowPrecision(Type t) { return t.isF16() || t.isBF16(); }
+
+Value floatConst(OpBuilder &b, Location loc, Type t, double v) {
+  return arith::ConstantOp::create(b, loc, t, b.getFloatAttr(t, v));
+}
+Value intConst(OpBuilder &b, Location loc, Type t, int64_t v) {
+  return arith::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, v));
+}
+Value intConstAP(OpBuilder &b, Location loc, Type t, const APInt &v) {
+  return arith::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, v));
+}
+
+/// Polynomial p(x) by Horner's rule, highest coefficient first.
+Value horner(OpBuilder &b, Location loc, Value x, ArrayRef<double> coeffs) {
+  Type t = x.getType();
+  Value acc = floatConst(b, loc, t, coeffs.front());
+  for (double c : coeffs.drop_front())
+    acc = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, acc, x),
+                                floatConst(b, loc, t, c));
+  return acc;
+}
+
+/// erf^-1 by Giles' single-precision approximation ("Approximating the erfinv
+/// function", GPU Computing Gems), the method XLA uses for f32; f64 uses the
+/// same form with one Newton step on erf for extra accuracy.
+Value buildErfInv(OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  Value one = floatConst(b, loc, t, 1.0);
+  Value w = math::LogOp::create(
+      b, loc,
+      arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, one, x),
+                            arith::AddFOp::create(b, loc, one, x)));
+  w = arith::NegFOp::create(b, loc, w);
+  Value small = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, w,
+                                      floatConst(b, loc, t, 5.0));
+  Value ws = arith::SubFOp::create(b, loc, w, floatConst(b, loc, t, 2.5));
+  Value wl = arith::SubFOp::create(b, loc, math::SqrtOp::create(b, loc, w),
+                                   floatConst(b, loc, t, 3.0));
+  Value ps = horner(b, loc, ws,
+                    {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                     0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                     1.50140941});
+  Value pl = horner(b, loc, wl,
+                    {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                     0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+                     2.83297682});
+  Value p = arith::SelectOp::create(b, loc, small, ps, pl);
+  Value r = arith::MulFOp::create(b, loc, p, x);
+  if (t.isF64()) {
+    // Two Newton steps on erf(r) - x = 0: r -= (erf(r) - x) / (2/sqrt(pi) e^{-r^2}).
+    for (int i = 0; i < 2; ++i) {
+      Value err = arith::SubFOp::create(b, loc, math::ErfOp::create(b, loc, r), x);
+      Value d = arith::MulFOp::create(
+          b, loc, floatConst(b, loc, t, 1.1283791670955126),
+          math::ExpOp::create(
+              b, loc, arith::NegFOp::create(b, loc, arith::MulFOp::create(b, loc, r, r))));
+      Value step = arith::DivFOp::create(b, loc, err, d);
+      Value isFin = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, r),
+          floatConst(b, loc, t, INFINITY));
+      r = arith::SelectOp::create(b, loc, isFin, arith::SubFOp::create(b, loc, r, step), r);
+    }
+  }
+  // |x| == 1 gives +-inf.
+  Value absx = math::AbsFOp::create(b, loc, x);
+  Value isOne = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, absx, one);
+  Value inf = arith::MulFOp::create(b, loc, x, floatConst(b, loc, t, INFINITY));
+  return arith::SelectOp::create(b, loc, isOne, inf, r);
+}
+
+// Lanczos approximation (g = 7, n = 9), the standard coefficient set.
+constexpr double kLanczosG = 7.0;
+constexpr double kLanczos[] = {0.99999999999980993,  676.5203681218851,
+                               -1259.1392167224028,  771.32342877765313,
+                               -176.61502916214059,  12.507343278686905,
+                               -0.13857109526572012, 9.9843695780195716e-6,
+                               1.5056327351493116e-7};
+
+/// Returns (sum A(z), d/dz sum A(z)) for the Lanczos series at z = x - 1.
+std::pair<Value, Value> lanczosSeries(OpBuilder &b, Location loc, Value z) {
+  Type t = z.getType();
+  Value a = floatConst(b, loc, t, kLanczos[0]);
+  Value da = floatConst(b, loc, t, 0.0);
+  for (int i = 1; i < 9; ++i) {
+    Value zi = arith::AddFOp::create(b, loc, z, floatConst(b, loc, t, (double)i));
+    Value c = floatConst(b, loc, t, kLanczos[i]);
+    a = arith::AddFOp::create(b, loc, a, arith::DivFOp::create(b, loc, c, zi));
+    Value zi2 = arith::MulFOp::create(b, loc, zi, zi);
+    da = arith::SubFOp::create(b, loc, da, arith::DivFOp::create(b, loc, c, zi2));
+  }
+  return {a, da};
+}
+
+/// log|Gamma(x)| with the reflection formula for x < 0.5.
+Value buildLgamma(OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  Value half = floatConst(b, loc, t, 0.5);
+  Value one = floatConst(b, loc, t, 1.0);
+  Value pi = floatConst(b, loc, t, M_PI);
+  Value reflect = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, half);
+  // y = reflect ? 1 - x : x, then z = y - 1.
+  Value y = arith::SelectOp::create(b, loc, reflect, arith::SubFOp::create(b, loc, one, x), x);
+  Value z = arith::SubFOp::create(b, loc, y, one);
+  auto [a, da] = lanczosSeries(b, loc, z);
+  (void)da;
+  Value tt = arith::AddFOp::create(b, loc, z, floatConst(b, loc, t, kLanczosG + 0.5));
+  // lg = 0.5*log(2pi) + (z+0.5)*log(t) - t + log(a)
+  Value lg = arith::AddFOp::create(
+      b, loc,
+      arith::SubFOp::create(
+          b, loc,
+          arith::AddFOp::create(
+              b, loc, floatConst(b, loc, t, 0.91893853320467274178),
+              arith::MulFOp::create(b, loc, arith::AddFOp::create(b, loc, z, half),
+                                    math::LogOp::create(b, loc, tt))),
+          tt),
+      math::LogOp::create(b, loc, a));
+  // Reflection: log(pi / |sin(pi x)|) - lg(1 - x).
+  Value s = math::AbsFOp::create(
+      b, loc, math::SinOp::create(b, loc, arith::MulFOp::create(b, loc, pi, x)));
+  Value refl = arith::SubFOp::create(
+      b, loc, math::LogOp::create(b, loc, arith::DivFOp::create(b, loc, pi, s)), lg);
+  Value r = arith::SelectOp::create(b, loc, reflect, refl, lg);
+  // Poles (non-positive integers) give +inf; +-inf gives +inf.
+  Value isInt = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                      math::FloorOp::create(b, loc, x), x);
+  Value nonPos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, x,
+                                       floatConst(b, loc, t, 0.0));
+  Value pole = arith::AndIOp::create(b, loc, isInt, nonPos);
+  Value inf = floatConst(b, loc, t, INFINITY);
+  Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                      math::AbsFOp::create(b, loc, x), inf);
+  r = arith::SelectOp::create(b, loc, arith::OrIOp::create(b, loc, pole, isInf), inf, r);
+  return r;
+}
+
+/// digamma(x) = d/dx lgamma(x), with reflection psi(1-x) - pi/tan(pi x).
+Value buildDigamma(OpBuilder &b, Location loc, Value x) {
+  Type t = x.getType();
+  Value half = floatConst(b, loc, t, 0.5);
+  Value one = floatConst(b, loc, t, 1.0);
+  Value pi = floatConst(b, loc, t, M_PI);
+  Value reflect = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, half);
+  Value y = arith::SelectOp::create(b, loc, reflect, arith::SubFOp::create(b, loc, one, x), x);
+  Value z = arith::SubFOp::create(b, loc, y, one);
+  auto [a, da] = lanczosSeries(b, loc, z);
+  Value tt = arith::AddFOp::create(b, loc, z, floatConst(b, loc, t, kLanczosG + 0.5));
+  // psi = log(t) - g / t + da / a
+  Value psi = arith::AddFOp::create(
+      b, loc,
+      arith::SubFOp::create(b, loc, math::LogOp::create(b, loc, tt),
+                            arith::DivFOp::create(b, loc, floatConst(b, loc, t, kLanczosG), tt)),
+      arith::DivFOp::create(b, loc, da, a));
+  Value refl = arith::SubFOp::create(
+      b, loc, psi,
+      arith::DivFOp::create(
+          b, loc, pi, math::TanOp::create(b, loc, arith::MulFOp::create(b, loc, pi, x))));
+  Value r = arith::SelectOp::create(b, loc, reflect, refl, psi);
+  Value isInt = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                      math::FloorOp::create(b, loc, x), x);
+  Value nonPos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, x,
+                                       floatConst(b, loc, t, 0.0));
+  Value nan = floatConst(b, loc, t, NAN);
+  return arith::SelectOp::create(b, loc, arith::AndIOp::create(b, loc, isInt, nonPos), nan, r);
+}
+
+Value buildNextAfter(OpBuilder &b, Location loc, Value x, Value y) {
+  auto ft = cast<FloatType>(x.getType());
+  unsigned w = ft.getWidth();
+  Type it = b.getIntegerType(w);
+  Value xb = arith::BitcastOp::create(b, loc, it, x);
+  Value zero = floatConst(b, loc, ft, 0.0);
+  Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, y);
+  Value eq = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, y);
+  Value xZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zero);
+  // Smallest subnormal with the sign of y.
+  Value yb = arith::BitcastOp::create(b, loc, it, y);
+  Value sign = arith::AndIOp::create(b, loc, yb, intConstAP(b, loc, it, APInt::getSignMask(w)));
+  Value tiny = arith::BitcastOp::create(
+      b, loc, ft, arith::OrIOp::create(b, loc, sign, intConst(b, loc, it, 1)));
+  // Moving away from zero adds one to the magnitude bits.
+  Value xPos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero);
+  Value xLtY = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
+  Value up = arith::XOrIOp::create(b, loc, xPos, xLtY);
+  // up == false means "away from zero" when xPos == xLtY.
+  Value next = arith::SelectOp::create(
+      b, loc, up, arith::SubIOp::create(b, loc, xb, intConst(b, loc, it, 1)),
+      arith::AddIOp::create(b, loc, xb, intConst(b, loc, it, 1)));
+  Value r = arith::BitcastOp::create(b, loc, ft, next);
+  r = arith::SelectOp::create(b, loc, xZero, tiny, r);
+  r = arith::SelectOp::create(b, loc, eq, y, r);
+  Value nan = arith::AddFOp::create(b, loc, x, y);
+  return arith::SelectOp::create(b, loc, isNan, nan, r);
+}
+
+/// Integer division and remainder with XLA's results where C is undefined:
+/// x / 0 = -1 (all ones), x % 0 = x, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.
+Value buildIntDivRem(OpBuilder &b, Location loc, Value x, Value y, bool isUnsigned,
+                     bool isRem) {
+  Type t = x.getType();
+  unsigned w = t.getIntOrFloatBitWidth();
+  Value zero = intConst(b, loc, t, 0);
+  Value one = intConst(b, loc, t, 1);
+  Value yZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
+  Value bad = yZero;
+  if (!isUnsigned && w > 1) {
+    Value minInt = intConstAP(b, loc, t, APInt::getSignedMinValue(w));
+    Value allOnes = intConst(b, loc, t, -1);
+    Value overflow = arith::AndIOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, minInt),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, allOnes));
+    bad = arith::OrIOp::create(b, loc, yZero, overflow);
+  }
+  Value safeY = arith::SelectOp::create(b, loc, bad, one, y);
+  Value q;
+  if (isRem)
+    q = isUnsigned ? (Value)arith::RemUIOp::create(b, loc, x, safeY)
+                   : (Value)arith::RemSIOp::create(b, loc, x, safeY);
+  else
+    q = isUnsigned ? (Value)arith::DivUIOp::create(b, loc, x, safeY)
+                   : (Value)arith::DivSIOp::create(b, loc, x, safeY);
+  // With safeY = 1 for INT_MIN / -1: q = INT_MIN (right), rem = 0 (right).
+  Value zeroCase = isRem ? x : intConst(b, loc, t, -1);
+  return arith::SelectOp::create(b, loc, yZero, zeroCase, q);
+}
+
+Value buildShift(OpBuilder &b, Location loc, Operation *op, Value x, Value s) {
+  Type t = x.getType();
+  unsigned w = t.getIntOrFloatBitWidth();
+  Value width = intConst(b, loc, t, w);
+  Value tooBig = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, s, width);
+  Value zero = intConst(b, loc, t, 0);
+  if (isa<ShiftLeftOp>(op))
+    return arith::SelectOp::create(b, loc, tooBig, zero, arith::ShLIOp::create(b, loc, x, s));
+  if (isa<ShiftRightLogicalOp>(op))
+    return arith::SelectOp::create(b, loc, tooBig, zero, arith::ShRUIOp::create(b, loc, x, s));
+  Value clamped = arith::SelectOp::create(b, loc, tooBig, intConst(b, loc, t, w - 1), s);
+  return arith::ShRSIOp::create(b, loc, x, clamped);
+}
+
+Value buildCompare(OpBuilder &b, Location loc, ComparisonDirection dir, Value x, Value y,
+                   Type origElem) {
+  if (isa<FloatType>(x.getType())) {
+    arith::CmpFPredicate p;
+    switch (dir) {
+    case ComparisonDirection::EQ: p = arith::CmpFPredicate::OEQ; break;
+    case ComparisonDirection::NE: p = arith::CmpFPredicate::UNE; break;
+    case ComparisonDirection::LT: p = arith::CmpFPredicate::OLT; break;
+    case ComparisonDirection::LE: p = arith::CmpFPredicate::OLE; break;
+    case ComparisonDirection::GT: p = arith::CmpFPredicate::OGT; break;
+    case ComparisonDirection::GE: p = arith::CmpFPredicate::OGE; break;
+    }
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  if (isa<ComplexType>(x.getType())) {
+    if (dir == ComparisonDirection::EQ)
+      return complex::EqualOp::create(b, loc, x, y);
+    return complex::NotEqualOp::create(b, loc, x, y);
+  }
+  bool u = isUnsignedOrBool(origElem);
+  arith::CmpIPredicate p;
+  switch (dir) {
+  case ComparisonDirection::EQ: p = arith::CmpIPredicate::eq; break;
+  case ComparisonDirection::NE: p = arith::CmpIPredicate::ne; break;
+  case ComparisonDirection::LT: p = u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; break;
+  case ComparisonDirection::LE: p = u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; break;
+  case ComparisonDirection::GT: p = u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; break;
+  case ComparisonDirection::GE: p = u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; break;
+  }
+  return arith::CmpIOp::create(b, loc, p, x, y);
+}
+
+Value buildThreefryRounds(OpBuilder &b, Location loc, Value k0, Value k1, Value x0,
+                          Value x1, Value &out1) {
+  Type t = k0.getType();
+  auto rotl = [&](Value v, int r) {
+    return arith::OrIOp::create(
+        b, loc, arith::ShLIOp::create(b, loc, v, intConst(b, loc, t, r)),
+        arith::ShRUIOp::create(b, loc, v, intConst(b, loc, t, 32 - r)));
+  };
+  Value ks[3] = {k0, k1,
+                 arith::XOrIOp::create(b, loc, arith::XOrIOp::create(b, loc, k0, k1),
+                                       intConst(b, loc, t, 0x1BD11BDA))};
+  static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  x0 = arith::AddIOp::create(b, loc, x0, ks[0]);
+  x1 = arith::AddIOp::create(b, loc, x1, ks[1]);
+  for (int g = 0; g < 5; ++g) {
+    for (int r : rot[g % 2]) {
+      x0 = arith::AddIOp::create(b, loc, x0, x1);
+      x1 = rotl(x1, r);
+      x1 = arith::XOrIOp::create(b, loc, x1, x0);
+    }
+    x0 = arith::AddIOp::create(b, loc, x0, ks[(g + 1) % 3]);
+    x1 = arith::AddIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, x1, ks[(g + 2) % 3]),
+        intConst(b, loc, t, g + 1));
+  }
+  out1 = x1;
+  return x0;
+}
+
+Value buildUnaryFloat(OpBuilder &b, Location loc, Operation *op, Value x) {
+  Type t = x.getType();
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](NegOp) { return arith::NegFOp::create(b, loc, x); })
+      .Case([&](AbsOp) { return math::AbsFOp::create(b, loc, x); })
+      .Case([&](SignOp) -> Value {
+        Value zero = floatConst(b, loc, t, 0.0);
+        Value pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero);
+        Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero);
+        Value r = arith::SelectOp::create(b, loc, neg, floatConst(b, loc, t, -1.0), x);
+        return arith::SelectOp::create(b, loc, pos, floatConst(b, loc, t, 1.0), r);
+      })
+      .Case([&](FloorOp) { return math::FloorOp::create(b, loc, x); })
+      .Case([&](CeilOp) { return math::CeilOp::create(b, loc, x); })
+      .Case([&](RoundNearestAfzOp) { return math::RoundOp::create(b, loc, x); })
+      .Case([&](RoundNearestEvenOp) { return math::RoundEvenOp::create(b, loc, x); })
+      .Case([&](ExpOp) { return math::ExpOp::create(b, loc, x); })
+      .Case([&](Exp2Op) { return math::Exp2Op::create(b, loc, x); })
+      .Case([&](LogOp) { return math::LogOp::create(b, loc, x); })
+      .Case([&](Log1pOp) { return math::Log1pOp::create(b, loc, x); })
+      .Case([&](Expm1Op) { return math::ExpM1Op::create(b, loc, x); })
+      .Case([&](TanhOp) { return math::TanhOp::create(b, loc, x); })
+      .Case([&](LogisticOp) -> Value {
+        Value one = floatConst(b, loc, t, 1.0);
+        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+        return arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, e));
+      })
+      .Case([&](SinOp) { return math::SinOp::create(b, loc, x); })
+      .Case([&](CosOp) { return math::CosOp::create(b, loc, x); })
+      .Case([&](TanOp) { return math::TanOp::create(b, loc, x); })
+      .Case([&](AsinOp) { return math::AsinOp::create(b, loc, x); })
+      .Case([&](AcosOp) { return math::AcosOp::create(b, loc, x); })
+      .Case([&](AtanOp) { return math::AtanOp::create(b, loc, x); })
+      .Case([&](SinhOp) { return math::SinhOp::create(b, loc, x); })
+      .Case([&](CoshOp) { return math::CoshOp::create(b, loc, x); })
+      .Case([&](AsinhOp) { return math::AsinhOp::create(b, loc, x); })
+      .Case([&](AcoshOp) { return math::AcoshOp::create(b, loc, x); })
+      .Case([&](AtanhOp) { return math::AtanhOp::create(b, loc, x); })
+      .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, x); })
+      .Case([&](RsqrtOp) -> Value {
+        return arith::DivFOp::create(b, loc, floatConst(b, loc, t, 1.0),
+                                     math::SqrtOp::create(b, loc, x));
+      })
+      .Case([&](CbrtOp) { return math::CbrtOp::create(b, loc, x); })
+      .Case([&](ErfOp) { return math::ErfOp::create(b, loc, x); })
+      .Case([&](ErfInvOp) { return buildErfInv(b, loc, x); })
+      .Case([&](LgammaOp) { return buildLgamma(b, loc, x); })
+      .Case([&](DigammaOp) { return buildDigamma(b, loc, x); })
+      .Case([&](IsFiniteOp) -> Value {
+        return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                     math::AbsFOp::create(b, loc, x),
+                                     floatConst(b, loc, t, INFINITY));
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+Value buildUnaryComplex(OpBuilder &b, Location loc, Operation *op, Value x) {
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](NegOp) { return complex::NegOp::create(b, loc, x); })
+      .Case([&](ExpOp) { return complex::ExpOp::create(b, loc, x); })
+      .Case([&](LogOp) { return complex::LogOp::create(b, loc, x); })
+      .Case([&](TanhOp) { return complex::TanhOp::create(b, loc, x); })
+      .Case([&](SinOp) { return complex::SinOp::create(b, loc, x); })
+      .Case([&](CosOp) { return complex::CosOp::create(b, loc, x); })
+      .Case([&](SqrtOp) { return complex::SqrtOp::create(b, loc, x); })
+      .Case([&](ConjOp) { return complex::ConjOp::create(b, loc, x); })
+      .Case([&](RealOp) { return complex::ReOp::create(b, loc, x); })
+      .Case([&](ImagOp) { return complex::ImOp::create(b, loc, x); })
+      .Default([](Operation *) { return Value(); });
+}
+
+Value buildUnaryInt(OpBuilder &b, Location loc, Operation *op, Value x, Type origElem) {
+  Type t = x.getType();
+  bool u = isUnsignedOrBool(origElem);
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](NegOp) {
+        return arith::SubIOp::create(b, loc, intConst(b, loc, t, 0), x);
+      })
+      .Case([&](AbsOp) -> Value { return u ? x : (Value)math::AbsIOp::create(b, loc, x); })
+      .Case([&](SignOp) -> Value {
+        Value zero = intConst(b, loc, t, 0);
+        Value one = intConst(b, loc, t, 1);
+        if (u)
+          return arith::SelectOp::create(
+              b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero), one,
+              zero);
+        Value pos = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero);
+        Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero);
+        return arith::SelectOp::create(
+            b, loc, pos, one, arith::SelectOp::create(b, loc, neg, intConst(b, loc, t, -1), zero));
+      })
+      .Case([&](NotOp) { return arith::XOrIOp::create(b, loc, x, intConst(b, loc, t, -1)); })
+      .Case([&](PopulationCountOp) { return math::CtPopOp::create(b, loc, x); })
+      .Case([&](ClzOp) { return math::CountLeadingZerosOp::create(b, loc, x); })
+      .Default([](Operation *) { return Value(); });
+}
+
+Value buildBinary(OpBuilder &b, Location loc, Operation *op, Value x, Value y,
+                  Type origElem) {
+  Type t = x.getType();
+  bool isF = isa<FloatType>(t);
+  bool isC = isa<ComplexType>(t);
+  bool isBool = t.isInteger(1);
+  bool u = isUnsignedOrBool(origElem);
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](AddOp) -> Value {
+        if (isF) return arith::AddFOp::create(b, loc, x, y);
+        if (isC) return complex::AddOp::create(b, loc, x, y);
+        if (isBool) return arith::OrIOp::create(b, loc, x, y);
+        return arith::AddIOp::create(b, loc, x, y);
+      })
+      .Case([&](SubOp) -> Value {
+        if (isF) return arith::SubFOp::create(b, loc, x, y);
+        if (isC) return complex::SubOp::create(b, loc, x, y);
+        return arith::SubIOp::create(b, loc, x, y);
+      })
+      .Case([&](MulOp) -> Value {
+        if (isF) return arith::MulFOp::create(b, loc, x, y);
+        if (isC) return complex::MulOp::create(b, loc, x, y);
+        if (isBool) return arith::AndIOp::create(b, loc, x, y);
+        return arith::MulIOp::create(b, loc, x, y);
+      })
+      .Case([&](DivOp) -> Value {
+        if (isF) return arith::DivFOp::create(b, loc, x, y);
+        if (isC) return complex::DivOp::create(b, loc, x, y);
+        return buildIntDivRem(b, loc, x, y, u, /*isRem=*/false);
+      })
+      .Case([&](RemOp) -> Value {
+        if (isF) return arith::RemFOp::create(b, loc, x, y);
+        return buildIntDivRem(b, loc, x, y, u, /*isRem=*/true);
+      })
+      .Case([&](PowOp) -> Value {
+        if (isF) return math::PowFOp::create(b, loc, x, y);
+        if (isC) return complex::PowOp::create(b, loc, x, y);
+        return math::IPowIOp::create(b, loc, x, y);
+      })
+      .Case([&](MaxOp) -> Value {
+        if (isF) return arith::MaximumFOp::create(b, loc, x, y);
+        if (isC) return Value();
+        return u ? (Value)arith::MaxUIOp::create(b, loc, x, y)
+                 : (Value)arith::MaxSIOp::create(b, loc, x, y);
+      })
+      .Case([&](MinOp) -> Value {
+        if (isF) return arith::MinimumFOp::create(b, loc, x, y);
+        if (isC) return Value();
+        return u ? (Value)arith::MinUIOp::create(b, loc, x, y)
+                 : (Value)arith::MinSIOp::create(b, loc, x, y);
+      })
+      .Case([&](Atan2Op) { return math::Atan2Op::create(b, loc, x, y); })
+      .Case([&](NextAfterOp) { return buildNextAfter(b, loc, x, y); })
+      .Case([&](AndOp) { return arith::AndIOp::create(b, loc, x, y); })
+      .Case([&](OrOp) { return arith::OrIOp::create(b, loc, x, y); })
+      .Case([&](XorOp) { return arith::XOrIOp::create(b, loc, x, y); })
+      .Case<ShiftLeftOp, ShiftRightLogicalOp, ShiftRightArithmeticOp>(
+          [&](Operation *o) { return buildShift(b, loc, o, x, y); })
+      .Case([&](ComplexOp) -> Value {
+        return complex::CreateOp::create(b, loc, ComplexType::get(t), x, y);
+      })
+      .Default([](Operation *) { return Value(); });
+}
+} // namespace
+
+Value mlir::ember::convertScalar(OpBuilder &b, Location loc, Value v, Type from, Type to) {
+  if (from == to)
+    return v;
+  Type src = v.getType();
+  Type dst = to;
+  if (auto it = dyn_cast<IntegerType>(to))
+    dst = b.getIntegerType(it.getWidth());
+  bool srcU = isUnsignedOrBool(from);
+  // To bool: x != 0.
+  if (dst.isInteger(1)) {
+    if (isa<FloatType>(src))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v,
+                                   floatConst(b, loc, src, 0.0));
+    if (auto c = dyn_cast<ComplexType>(src)) {
+      Value z = floatConst(b, loc, c.getElementType(), 0.0);
+      return arith::OrIOp::create(
+          b, loc,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                complex::ReOp::create(b, loc, v), z),
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                complex::ImOp::create(b, loc, v), z));
+    }
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v,
+                                 intConst(b, loc, src, 0));
+  }
+  if (auto dc = dyn_cast<ComplexType>(dst)) {
+    Type part = dc.getElementType();
+    if (auto sc = dyn_cast<ComplexType>(src)) {
+      Value re = convertScalar(b, loc, complex::ReOp::create(b, loc, v), sc.getElementType(), part);
+      Value im = convertScalar(b, loc, complex::ImOp::create(b, loc, v), sc.getElementType(), part);
+      return complex::CreateOp::create(b, loc, dc, re, im);
+    }
+    Value re = convertScalar(b, loc, v, from, part);
+    return complex::CreateOp::create(b, loc, dc, re, floatConst(b, loc, part, 0.0));
+  }
+  if (auto sc = dyn_cast<ComplexType>(src))
+    return convertScalar(b, loc, complex::ReOp::create(b, loc, v), sc.getElementType(), to);
+  if (auto di = dyn_cast<IntegerType>(dst)) {
+    if (auto si = dyn_cast<IntegerType>(src)) {
+      if (si.getWidth() == di.getWidth())
+        return v;
+      if (si.getWidth() > di.getWidth())
+        return arith::TruncIOp::create(b, loc, dst, v);
+      return srcU ? (Value)arith::ExtUIOp::create(b, loc, dst, v)
+                  : (Value)arith::ExtSIOp::create(b, loc, dst, v);
+    }
+    // Float to integer: NaN -> 0, saturate out-of-range values.
+    bool dstU = isa<IntegerType>(to) && cast<IntegerType>(to).isUnsigned();
+    unsigned w = di.getWidth();
+    Value x = v;
+    if (isLowPrecision(src)) {
+      x = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+      src = b.getF32Type();
+    }
+    APFloat hiF(cast<FloatType>(src).getFloatSemantics());
+    APInt hiI = dstU ? APInt::getMaxValue(w) : APInt::getSignedMaxValue(w);
+    APInt loI = dstU ? APInt::getMinValue(w) : APInt::getSignedMinValue(w);
+    // Limits as exact powers of two: x >= 2^(w or w-1) saturates high.
+    double hiPow = std::ldexp(1.0, dstU ? w : w - 1);
+    double loPow = dstU ? 0.0 : -std::ldexp(1.0, w - 1);
+    Value tooHigh = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, x,
+                                          floatConst(b, loc, src, hiPow));
+    Value tooLow = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
+                                         floatConst(b, loc, src, loPow));
+    Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+    Value safe = arith::SelectOp::create(
+        b, loc, arith::OrIOp::create(b, loc, arith::OrIOp::create(b, loc, tooHigh, tooLow), isNan),
+        floatConst(b, loc, src, 0.0), x);
+    Value r = dstU ? (Value)arith::FPToUIOp::create(b, loc, dst, safe)
+                   : (Value)arith::FPToSIOp::create(b, loc, dst, safe);
+    r = arith::SelectOp::create(b, loc, tooHigh, intConstAP(b, loc, dst, hiI), r);
+    r = arith::SelectOp::create(b, loc, tooLow, intConstAP(b, loc, dst, loI), r);
+    return r;
+  }
+  // Destination is a float.
+  if (isa<IntegerType>(src))
+    return srcU ? (Value)arith::UIToFPOp::create(b, loc, dst, v)
+                : (Value)arith::SIToFPOp::create(b, loc, dst, v);
+  unsigned sw = src.getIntOrFloatBitWidth(), dw = dst.getIntOrFloatBitWidth();
+  if (sw < dw)
+    return arith::ExtFOp::create(b, loc, dst, v);
+  if (sw > dw)
+    return arith::TruncFOp::create(b, loc, dst, v);
+  // f16 <-> bf16.
+  return arith::TruncFOp::create(b, loc, dst,
+                                 arith::ExtFOp::create(b, loc, b.getF32Type(), v));
+}
+
+SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b, Location loc,
+                                                       Operation *op, ValueRange args) {
+  SmallVector<Type> argTypes, resTypes;
+  for (Value v : op->getOperands())
+    argTypes.push_back(getElementTypeOrSelf(v.getType()));
+  for (Value v : op->getResults())
+    resTypes.push_back(getElementTypeOrSelf(v.getType()));
+
+  if (auto c = dyn_cast<ConvertOp>(op))
+    return {convertScalar(b, loc, args[0], argTypes[0], resTypes[0])};
+  if (isa<BitcastConvertOp>(op)) {
+    Type dst = resTypes[0];
+    if (auto it = dyn_cast<IntegerType>(dst))
+      dst = b.getIntegerType(it.getWidth());
+    return {arith::BitcastOp::create(b, loc, dst, args[0])};
+  }
+  if (isa<SelectOp>(op))
+    return {arith::SelectOp::create(b, loc, args[0], args[1], args[2])};
+  if (isa<Threefry2x32Op>(op)) {
+    Value out1;
+    Value out0 = buildThreefryRounds(b, loc, args[0], args[1], args[2], args[3], out1);
+    return {out0, out1};
+  }
+
+  // Half-precision floats compute in f32 and round once at the end; for a
+  // single IEEE operation this gives the correctly rounded half result.
+  SmallVector<Value> xs(args);
+  bool upcast = llvm::any_of(argTypes, isLowPrecision);
+  if (upcast)
+    for (auto &x : xs)
+      if (isLowPrecision(x.getType()))
+        x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+  auto finish = [&](Value r) -> SmallVector<Value> {
+    if (!r)
+      return {};
+    if (upcast && isLowPrecision(resTypes[0]) && r.getType() != resTypes[0])
+      r = arith::TruncFOp::create(b, loc, resTypes[0], r);
+    return {r};
+  };
+
+  if (auto cmp = dyn_cast<CompareOp>(op))
+    return finish(buildCompare(b, loc, cmp.getComparisonDirection(), xs[0], xs[1], argTypes[0]));
+  if (auto clamp = dyn_cast<ClampOp>(op)) {
+    Type t = xs[0].getType();
+    if (isa<FloatType>(t))
+      return finish(arith::MinimumFOp::create(
+          b, loc, arith::MaximumFOp::create(b, loc, xs[1], xs[0]), xs[2]));
+    bool u = isUnsignedOrBool(argTypes[0]);
+    Value lo = u ? (Value)arith::MaxUIOp::create(b, loc, xs[1], xs[0])
+                 : (Value)arith::MaxSIOp::create(b, loc, xs[1], xs[0]);
+    return finish(u ? (Value)arith::MinUIOp::create(b, loc, lo, xs[2])
+                    : (Value)arith::MinSIOp::create(b, loc, lo, xs[2]));
+  }
+  if (xs.size() == 2)
+    return finish(buildBinary(b, loc, op, xs[0], xs[1], argTypes[0]));
+  Type t = xs[0].getType();
+  if (isa<FloatType>(t))
+    return finish(buildUnaryFloat(b, loc, op, xs[0]));
+  if (isa<ComplexType>(t))
+    return finish(buildUnaryComplex(b, loc, op, xs[0]));
+  return finish(buildUnaryInt(b, loc, op, xs[0], argTypes[0]));
+}
+
+Value mlir::ember::buildCombiner(OpBuilder &b, Location loc, ReduceKind kind, Value x,
+                                 Value y, Type origElem) {
+  Type t = x.getType();
+  bool isF = isa<FloatType>(t), isC = isa<ComplexType>(t), isBool = t.isInteger(1);
+  bool u = isUnsignedOrBool(origElem);
+  switch (kind) {
+  case ReduceKind::Sum:
+    if (isF) return arith::AddFOp::create(b, loc, x, y);
+    if (isC) return complex::AddOp::create(b, loc, x, y);
+    if (isBool) return arith::OrIOp::create(b, loc, x, y);
+    return arith::AddIOp::create(b, loc, x, y);
+  case ReduceKind::Prod:
+    if (isF) return arith::MulFOp::create(b, loc, x, y);
+    if (isC) return complex::MulOp::create(b, loc, x, y);
+    if (isBool) return arith::AndIOp::create(b, loc, x, y);
+    return arith::MulIOp::create(b, loc, x, y);
+  case ReduceKind::Max:
+    if (isF) return arith::MaximumFOp::create(b, loc, x, y);
+    return u ? (Value)arith::MaxUIOp::create(b, loc, x, y)
+             : (Value)arith::MaxSIOp::create(b, loc, x, y);
+  case ReduceKind::Min:
+    if (isF) return arith::MinimumFOp::create(b, loc, x, y);
+    return u ? (Value)arith::MinUIOp::create(b, loc, x, y)
+             : (Value)arith::MinSIOp::create(b, loc, x, y);
+  case ReduceKind::And: return arith::AndIOp::create(b, loc, x, y);
+  case ReduceKind::Or: return arith::OrIOp::create(b, loc, x, y);
+  case ReduceKind::Xor: return arith::XOrIOp::create(b, loc, x, y);
+  }
+  return {};
+}
+
+TypedAttr mlir::ember::combinerIdentity(OpBuilder &b, ReduceKind kind, Type t,
+                                        Type origElem) {
+  bool u = isUnsignedOrBool(origElem);
+  if (auto ft = dyn_cast<FloatType>(t)) {
+    const auto &sem = ft.getFloatSemantics();
+    switch (kind) {
+    case ReduceKind::Sum: return b.getFloatAttr(t, 0.0);
+    case ReduceKind::Prod: return b.getFloatAttr(t, 1.0);
+    case ReduceKind::Max: return b.getFloatAttr(t, APFloat::getInf(sem, true));
+    case ReduceKind::Min: return b.getFloatAttr(t, APFloat::getInf(sem, false));
+    default: return {};
+    }
+  }
+  if (auto ct = dyn_cast<ComplexType>(t)) {
+    double v = kind == ReduceKind::Prod ? 1.0 : 0.0;
+    Type e = ct.getElementType();
+    return cast<TypedAttr>(complex::NumberAttr::get(ct, v, 0.0));
+    (void)e;
+  }
+  unsigned w = t.getIntOrFloatBitWidth();
+  switch (kind) {
+  case ReduceKind::Sum:
+  case ReduceKind::Or:
+  case ReduceKind::Xor: return b.getIntegerAttr(t, 0);
+  case ReduceKind::Prod: return b.getIntegerAttr(t, 1);
+  case ReduceKind::And: return b.getIntegerAttr(t, APInt::getAllOnes(w));
+  case ReduceKind::Max:
+    return b.getIntegerAttr(t, u ? APInt::getMinValue(w) : APInt::getSignedMinValue(w));
+  case ReduceKind::Min:
+    return b.getIntegerAttr(t, u ? APInt::getMaxValue(w) : APInt::getSignedMaxValue(w));
+  }
+  return {};
+}
+
+Value mlir::ember::totalOrderKey(OpBuilder &b, Location loc, Value x) {
+  auto ft = dyn_cast<FloatType>(x.getType());
+  if (!ft)
+    return x;
+  unsigned w = ft.getWidth();
+  Type it = b.getIntegerType(w);
+  Value bits = arith::BitcastOp::create(b, loc, it, x);
+  // Negative floats: flip all but the sign bit so that the signed integer
+  // order is the IEEE total order.
+  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, bits,
+                                    intConst(b, loc, it, 0));
+  Value flipped = arith::XOrIOp::create(b, loc, bits,
+                                        intConstAP(b, loc, it, APInt::getSignedMaxValue(w)));
+  return arith::SelectOp::create(b, loc, neg, flipped, bits);
+}

@@ -1,0 +1,33 @@
+//===- EmberDialect.cpp - dialect registration ----------------------------===//
+#include "ember/IR/EmberDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::ember;
+
+#include "ember/IR/EmberDialect.cpp.inc"
+#include "ember/IR/EmberEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "ember/IR/EmberAttrs.cpp.inc"
+
+void EmberDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "ember/IR/EmberOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "ember/IR/EmberAttrs.cpp.inc"
+      >();
+}
+
+Operation *EmberDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                             Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, elements);
+}

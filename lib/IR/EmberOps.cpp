@@ -1,0 +1,738 @@
+//===- EmberOps.cpp - verifiers, type inference and folders ---------------===//
+//
+// Verifier rules carry the numbers of docs/spec.md (e.g. `slice_c2`).
+//
+//===----------------------------------------------------------------------===//
+#include "ember/IR/EmberDialect.h"
+
+#include "mlir/Dialect/CommonFolders.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace mlir::ember;
+
+#define GET_OP_CLASSES
+#include "ember/IR/EmberOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static RankedTensorType tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// Checks that `dims` are distinct and in [0, rank).
+static LogicalResult checkDims(std::optional<Location> loc, ArrayRef<int64_t> dims,
+                               int64_t rank, StringRef rule, StringRef what) {
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t d : dims) {
+    if (d < 0 || d >= rank)
+      return emitOptionalError(loc, rule, ": ", what, " dimension ", d,
+                               " is out of range [0, ", rank, ")");
+    if (!seen.insert(d).second)
+      return emitOptionalError(loc, rule, ": ", what, " dimension ", d,
+                               " appears twice");
+  }
+  return success();
+}
+
+static bool isZeroSplat(Attribute a) {
+  if (!a)
+    return false;
+  return matchPattern(a, m_Zero()) || matchPattern(a, m_AnyZeroFloat());
+}
+
+static bool isOneSplat(Attribute a) {
+  if (!a)
+    return false;
+  return matchPattern(a, m_One()) || matchPattern(a, m_OneFloat());
+}
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
+
+LogicalResult IotaOp::verify() {
+  auto type = getOutput().getType();
+  // iota_c1
+  if (getIotaDimension() < 0 || getIotaDimension() >= type.getRank())
+    return emitOpError("iota_c1: iota dimension ")
+           << getIotaDimension() << " is out of range for rank " << type.getRank();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult IsFiniteOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto t = tensorOf(adaptor.getOperand());
+  types.push_back(t.clone(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+static LogicalResult inferComplexPart(Value operand, SmallVectorImpl<Type> &types) {
+  auto t = tensorOf(operand);
+  auto c = dyn_cast<ComplexType>(t.getElementType());
+  if (!c)
+    return failure();
+  types.push_back(t.clone(c.getElementType()));
+  return success();
+}
+
+LogicalResult RealOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferComplexPart(adaptor.getOperand(), types);
+}
+
+LogicalResult ImagOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferComplexPart(adaptor.getOperand(), types);
+}
+
+LogicalResult ComplexOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto t = tensorOf(adaptor.getLhs());
+  types.push_back(t.clone(ComplexType::get(t.getElementType())));
+  return success();
+}
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  types.push_back(tensorOf(adaptor.getLhs()).clone(IntegerType::get(ctx, 1)));
+  return success();
+}
+
+OpFoldResult NegOp::fold(FoldAdaptor) {
+  if (auto inner = getOperand().getDefiningOp<NegOp>())
+    return inner.getOperand();
+  return {};
+}
+
+OpFoldResult NotOp::fold(FoldAdaptor) {
+  if (auto inner = getOperand().getDefiningOp<NotOp>())
+    return inner.getOperand();
+  return {};
+}
+
+/// Folds a binary op of two constants when the element type is signless or
+/// float; unsigned types are left to the lowering.
+template <typename IntFn, typename FloatFn>
+static Attribute foldConstants(Type type, ArrayRef<Attribute> operands, IntFn intFn,
+                               FloatFn floatFn) {
+  Type elem = getElementTypeOrSelf(type);
+  if (elem.isSignlessInteger() && !elem.isInteger(1))
+    return constFoldBinaryOp<IntegerAttr, APInt, void>(operands, intFn);
+  if (isa<FloatType>(elem))
+    return constFoldBinaryOp<FloatAttr, APFloat, void>(operands, floatFn);
+  return {};
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  Type elem = getElementTypeOrSelf(getType());
+  // x + 0 -> x holds for integers; for floats only x + (-0.0) is exact, skip it.
+  if (isa<IntegerType>(elem) && !elem.isInteger(1) && isZeroSplat(adaptor.getRhs()))
+    return getLhs();
+  return foldConstants(
+      getType(), adaptor.getOperands(),
+      [](const APInt &a, const APInt &b) { return a + b; },
+      [](const APFloat &a, const APFloat &b) { return a + b; });
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (isZeroSplat(adaptor.getRhs()) && !isa<ComplexType>(getElementTypeOrSelf(getType())))
+    return getLhs();
+  return foldConstants(
+      getType(), adaptor.getOperands(),
+      [](const APInt &a, const APInt &b) { return a - b; },
+      [](const APFloat &a, const APFloat &b) { return a - b; });
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  Type elem = getElementTypeOrSelf(getType());
+  if (!elem.isInteger(1) && !isa<ComplexType>(elem) && isOneSplat(adaptor.getRhs()))
+    return getLhs();
+  return foldConstants(
+      getType(), adaptor.getOperands(),
+      [](const APInt &a, const APInt &b) { return a * b; },
+      [](const APFloat &a, const APFloat &b) { return a * b; });
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  Type elem = getElementTypeOrSelf(getType());
+  if (!isa<ComplexType>(elem) && isOneSplat(adaptor.getRhs()))
+    return getLhs();
+  if (isa<FloatType>(elem))
+    return constFoldBinaryOp<FloatAttr, APFloat, void>(
+        adaptor.getOperands(),
+        [](const APFloat &a, const APFloat &b) { return a / b; });
+  return {};
+}
+
+OpFoldResult SelectOp::fold(FoldAdaptor adaptor) {
+  if (getOnTrue() == getOnFalse())
+    return getOnTrue();
+  auto pred = dyn_cast_if_present<DenseElementsAttr>(adaptor.getPred());
+  if (pred && pred.isSplat())
+    return pred.getSplatValue<bool>() ? getOnTrue() : getOnFalse();
+  return {};
+}
+
+OpFoldResult ConvertOp::fold(FoldAdaptor) {
+  if (getOperand().getType() == getType())
+    return getOperand();
+  return {};
+}
+
+LogicalResult BitcastConvertOp::verify() {
+  auto in = getOperand().getType();
+  auto out = getResult().getType();
+  // bitcast_convert_c1
+  if (in.getShape() != out.getShape())
+    return emitOpError("bitcast_convert_c1: operand and result shapes differ");
+  // bitcast_convert_c2
+  if (in.getElementTypeBitWidth() != out.getElementTypeBitWidth())
+    return emitOpError("bitcast_convert_c2: element bit widths differ (")
+           << in.getElementTypeBitWidth() << " vs " << out.getElementTypeBitWidth() << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Structural
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastInDimOp::verify() {
+  auto in = getOperand().getType();
+  auto out = getResult().getType();
+  auto dims = getBroadcastDimensions();
+  // broadcast_in_dim_c1
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("broadcast_in_dim_c1: element types differ");
+  // broadcast_in_dim_c2
+  if ((int64_t)dims.size() != in.getRank())
+    return emitOpError("broadcast_in_dim_c2: broadcast_dimensions has ")
+           << dims.size() << " entries, operand rank is " << in.getRank();
+  // broadcast_in_dim_c3
+  if (failed(checkDims(getLoc(), dims, out.getRank(), "broadcast_in_dim_c3", "broadcast")))
+    return failure();
+  // broadcast_in_dim_c4
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    int64_t s = in.getDimSize(i);
+    if (s != 1 && s != out.getDimSize(d))
+      return emitOpError("broadcast_in_dim_c4: operand dimension ")
+             << i << " of size " << s << " cannot broadcast to result dimension " << d
+             << " of size " << out.getDimSize(d);
+  }
+  return success();
+}
+
+OpFoldResult BroadcastInDimOp::fold(FoldAdaptor adaptor) {
+  if (getOperand().getType() == getType() &&
+      llvm::equal(getBroadcastDimensions(),
+                  llvm::seq<int64_t>(0, getType().getRank())))
+    return getOperand();
+  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(adaptor.getOperand()))
+    return SplatElementsAttr::get(getType(), splat.getSplatValue<Attribute>());
+  return {};
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getOperand().getType();
+  auto out = getResult().getType();
+  // reshape_c1
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("reshape_c1: element types differ");
+  // reshape_c2
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("reshape_c2: operand has ")
+           << in.getNumElements() << " elements, result has " << out.getNumElements();
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getOperand().getType() == getType())
+    return getOperand();
+  if (auto inner = getOperand().getDefiningOp<ReshapeOp>()) {
+    getOperandMutable().assign(inner.getOperand());
+    return getResult();
+  }
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getOperand()))
+    return dense.reshape(getType());
+  return {};
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto in = tensorOf(adaptor.getOperand());
+  auto perm = adaptor.getPermutation();
+  // transpose_c1
+  if ((int64_t)perm.size() != in.getRank())
+    return emitOptionalError(loc, "transpose_c1: permutation has ", perm.size(),
+                             " entries, operand rank is ", in.getRank());
+  // transpose_c2
+  if (failed(checkDims(loc, perm, in.getRank(), "transpose_c2", "permutation")))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(in.getDimSize(p));
+  types.push_back(in.clone(shape));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  if (llvm::equal(getPermutation(), llvm::seq<int64_t>(0, getType().getRank())))
+    return getOperand();
+  return {};
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto in = tensorOf(adaptor.getOperand());
+  auto start = adaptor.getStartIndices();
+  auto limit = adaptor.getLimitIndices();
+  auto strides = adaptor.getStrides();
+  int64_t rank = in.getRank();
+  // slice_c1
+  if ((int64_t)start.size() != rank || (int64_t)limit.size() != rank ||
+      (int64_t)strides.size() != rank)
+    return emitOptionalError(loc, "slice_c1: start, limit and strides need ", rank,
+                             " entries each");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    // slice_c2
+    if (start[i] < 0 || limit[i] > in.getDimSize(i) || start[i] > limit[i])
+      return emitOptionalError(loc, "slice_c2: dimension ", i, " needs 0 <= start (",
+                               start[i], ") <= limit (", limit[i], ") <= size (",
+                               in.getDimSize(i), ")");
+    // slice_c3
+    if (strides[i] < 1)
+      return emitOptionalError(loc, "slice_c3: stride ", strides[i], " of dimension ",
+                               i, " must be positive");
+    shape.push_back(llvm::divideCeil(limit[i] - start[i], strides[i]));
+  }
+  types.push_back(in.clone(shape));
+  return success();
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor) {
+  if (getOperand().getType() == getType())
+    return getOperand();
+  return {};
+}
+
+LogicalResult DynamicSliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  auto in = tensorOf(adaptor.getOperand());
+  auto sizes = adaptor.getSliceSizes();
+  // dynamic_slice_c1
+  if ((int64_t)adaptor.getStartIndices().size() != in.getRank() ||
+      (int64_t)sizes.size() != in.getRank())
+    return emitOptionalError(loc, "dynamic_slice_c1: need ", in.getRank(),
+                             " start indices and slice sizes");
+  // dynamic_slice_c2
+  for (int64_t i = 0; i < in.getRank(); ++i)
+    if (sizes[i] < 0 || sizes[i] > in.getDimSize(i))
+      return emitOptionalError(loc, "dynamic_slice_c2: slice size ", sizes[i],
+                               " of dimension ", i, " exceeds the operand size ",
+                               in.getDimSize(i));
+  types.push_back(in.clone(sizes));
+  return success();
+}
+
+LogicalResult DynamicUpdateSliceOp::verify() {
+  auto in = getOperand().getType();
+  auto upd = getUpdate().getType();
+  // dynamic_update_slice_c1
+  if (in.getElementType() != upd.getElementType() || in.getRank() != upd.getRank())
+    return emitOpError("dynamic_update_slice_c1: update must have the operand's rank "
+                       "and element type");
+  // dynamic_update_slice_c2
+  if ((int64_t)getStartIndices().size() != in.getRank())
+    return emitOpError("dynamic_update_slice_c2: need ")
+           << in.getRank() << " start indices";
+  // dynamic_update_slice_c3
+  for (int64_t i = 0; i < in.getRank(); ++i)
+    if (upd.getDimSize(i) > in.getDimSize(i))
+      return emitOpError("dynamic_update_slice_c3: update dimension ")
+             << i << " is larger than the operand";
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto in = tensorOf(adaptor.getOperand());
+  auto pv = tensorOf(adaptor.getPaddingValue());
+  // pad_c1
+  if (pv.getRank() != 0 || pv.getElementType() != in.getElementType())
+    return emitOptionalError(loc, "pad_c1: padding value must be a 0-d tensor of the "
+                                  "operand's element type");
+  auto lo = adaptor.getEdgePaddingLow();
+  auto hi = adaptor.getEdgePaddingHigh();
+  auto interior = adaptor.getInteriorPadding();
+  int64_t rank = in.getRank();
+  // pad_c2
+  if ((int64_t)lo.size() != rank || (int64_t)hi.size() != rank ||
+      (int64_t)interior.size() != rank)
+    return emitOptionalError(loc, "pad_c2: low, high and interior need ", rank,
+                             " entries each");
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    // pad_c3
+    if (interior[i] < 0)
+      return emitOptionalError(loc, "pad_c3: interior padding must be non-negative");
+    int64_t n = in.getDimSize(i);
+    int64_t size = lo[i] + hi[i] + n + std::max<int64_t>(n - 1, 0) * interior[i];
+    // pad_c4
+    if (size < 0)
+      return emitOptionalError(loc, "pad_c4: dimension ", i, " would have size ", size);
+    shape.push_back(size);
+  }
+  types.push_back(in.clone(shape));
+  return success();
+}
+
+OpFoldResult PadOp::fold(FoldAdaptor) {
+  if (getOperand().getType() == getType() &&
+      llvm::all_of(getInteriorPadding(), [](int64_t v) { return v == 0; }))
+    return getOperand();
+  return {};
+}
+
+LogicalResult ConcatenateOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  auto inputs = adaptor.getInputs();
+  // concatenate_c1
+  if (inputs.empty())
+    return emitOptionalError(loc, "concatenate_c1: needs at least one input");
+  auto first = tensorOf(inputs[0]);
+  int64_t dim = adaptor.getDimension();
+  // concatenate_c2
+  if (dim < 0 || dim >= first.getRank())
+    return emitOptionalError(loc, "concatenate_c2: dimension ", dim,
+                             " out of range for rank ", first.getRank());
+  SmallVector<int64_t> shape(first.getShape());
+  shape[dim] = 0;
+  for (Value v : inputs) {
+    auto t = tensorOf(v);
+    // concatenate_c3
+    if (t.getElementType() != first.getElementType() || t.getRank() != first.getRank())
+      return emitOptionalError(loc, "concatenate_c3: inputs differ in rank or element type");
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      if (i != dim && t.getDimSize(i) != first.getDimSize(i))
+        return emitOptionalError(loc, "concatenate_c3: inputs differ in dimension ", i);
+    shape[dim] += t.getDimSize(dim);
+  }
+  types.push_back(first.clone(shape));
+  return success();
+}
+
+OpFoldResult ConcatenateOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1)
+    return getInputs()[0];
+  return {};
+}
+
+LogicalResult ReverseOp::verify() {
+  // reverse_c1
+  return checkDims(getLoc(), getDimensions(), getType().getRank(), "reverse_c1", "reverse");
+}
+
+OpFoldResult ReverseOp::fold(FoldAdaptor) {
+  if (llvm::all_of(getDimensions(),
+                   [&](int64_t d) { return getType().getDimSize(d) <= 1; }))
+    return getOperand();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult checkKindForType(std::optional<Location> loc, ReduceKind kind,
+                                      Type elem, StringRef rule) {
+  bool isBitwise = kind == ReduceKind::And || kind == ReduceKind::Or ||
+                   kind == ReduceKind::Xor;
+  if (isBitwise && !isa<IntegerType>(elem))
+    return emitOptionalError(loc, rule, ": kind ", stringifyReduceKind(kind),
+                             " needs an integer or boolean element type");
+  if ((kind == ReduceKind::Max || kind == ReduceKind::Min) && isa<ComplexType>(elem))
+    return emitOptionalError(loc, rule, ": kind ", stringifyReduceKind(kind),
+                             " is not defined for complex elements");
+  return success();
+}
+
+LogicalResult ReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto in = tensorOf(adaptor.getOperand());
+  auto dims = adaptor.getDimensions();
+  // reduce_c1
+  if (failed(checkDims(loc, dims, in.getRank(), "reduce_c1", "reduced")))
+    return failure();
+  // reduce_c2
+  if (failed(checkKindForType(loc, adaptor.getKind(), in.getElementType(), "reduce_c2")))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < in.getRank(); ++i)
+    if (!llvm::is_contained(dims, i))
+      shape.push_back(in.getDimSize(i));
+  types.push_back(in.clone(shape));
+  return success();
+}
+
+static LogicalResult verifyArgReduce(Operation *op, RankedTensorType in,
+                                     RankedTensorType out, int64_t axis) {
+  StringRef name = op->getName().stripDialect();
+  // argmax_c1 / argmin_c1
+  if (axis < 0 || axis >= in.getRank())
+    return op->emitOpError() << name << "_c1: axis " << axis
+                             << " out of range for rank " << in.getRank();
+  SmallVector<int64_t> shape(in.getShape());
+  shape.erase(shape.begin() + axis);
+  // argmax_c2 / argmin_c2
+  if (out.getShape() != ArrayRef<int64_t>(shape))
+    return op->emitOpError() << name << "_c2: result shape must drop the axis";
+  return success();
+}
+
+LogicalResult ArgMaxOp::verify() {
+  return verifyArgReduce(*this, getOperand().getType(), getResult().getType(), getAxis());
+}
+
+LogicalResult ArgMinOp::verify() {
+  return verifyArgReduce(*this, getOperand().getType(), getResult().getType(), getAxis());
+}
+
+LogicalResult CumulativeOp::verify() {
+  // cumulative_c1
+  if (getAxis() < 0 || getAxis() >= getType().getRank())
+    return emitOpError("cumulative_c1: axis ")
+           << getAxis() << " out of range for rank " << getType().getRank();
+  // cumulative_c2
+  ReduceKind k = getKind();
+  if (k != ReduceKind::Sum && k != ReduceKind::Prod && k != ReduceKind::Max &&
+      k != ReduceKind::Min)
+    return emitOpError("cumulative_c2: kind must be sum, prod, max or min");
+  return checkKindForType(getLoc(), k, getType().getElementType(), "cumulative_c2");
+}
+
+LogicalResult ReduceWindowOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &types) {
+  auto in = tensorOf(adaptor.getOperand());
+  auto init = tensorOf(adaptor.getInitValue());
+  int64_t rank = in.getRank();
+  // reduce_window_c1
+  if (init.getRank() != 0 || init.getElementType() != in.getElementType())
+    return emitOptionalError(loc, "reduce_window_c1: init value must be a 0-d tensor of "
+                                  "the operand's element type");
+  auto win = adaptor.getWindowDimensions();
+  auto strides = adaptor.getWindowStrides();
+  auto lo = adaptor.getPaddingLow();
+  auto hi = adaptor.getPaddingHigh();
+  // reduce_window_c2
+  if ((int64_t)win.size() != rank || (int64_t)strides.size() != rank ||
+      (int64_t)lo.size() != rank || (int64_t)hi.size() != rank)
+    return emitOptionalError(loc, "reduce_window_c2: window, strides and padding need ",
+                             rank, " entries each");
+  // reduce_window_c3
+  if (failed(checkKindForType(loc, adaptor.getKind(), in.getElementType(),
+                              "reduce_window_c3")))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    // reduce_window_c4
+    if (win[i] < 1 || strides[i] < 1 || lo[i] < 0 || hi[i] < 0)
+      return emitOptionalError(loc, "reduce_window_c4: window sizes and strides must be "
+                                    "positive, padding non-negative");
+    int64_t padded = in.getDimSize(i) + lo[i] + hi[i];
+    shape.push_back(padded < win[i] ? 0 : (padded - win[i]) / strides[i] + 1);
+  }
+  types.push_back(in.clone(shape));
+  return success();
+}
+
+LogicalResult SortOp::verify() {
+  // sort_c1
+  if (getInputs().empty())
+    return emitOpError("sort_c1: needs at least one input");
+  auto first = cast<RankedTensorType>(getInputs()[0].getType());
+  // sort_c2
+  for (Value v : getInputs())
+    if (cast<RankedTensorType>(v.getType()).getShape() != first.getShape())
+      return emitOpError("sort_c2: all inputs must have the same shape");
+  // sort_c3
+  if (getDimension() < 0 || getDimension() >= first.getRank())
+    return emitOpError("sort_c3: dimension ")
+           << getDimension() << " out of range for rank " << first.getRank();
+  // sort_c4
+  if (getNumKeys() < 1 || getNumKeys() > (int64_t)getInputs().size())
+    return emitOpError("sort_c4: num_keys must be in [1, number of inputs]");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Contraction, gather and scatter
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotGeneralOp::verify() {
+  auto lhs = getLhs().getType();
+  auto rhs = getRhs().getType();
+  auto lb = getLhsBatchingDimensions(), rb = getRhsBatchingDimensions();
+  auto lc = getLhsContractingDimensions(), rc = getRhsContractingDimensions();
+  // dot_general_c1
+  if (lb.size() != rb.size())
+    return emitOpError("dot_general_c1: lhs and rhs batching dimensions differ in number");
+  // dot_general_c2
+  if (lc.size() != rc.size())
+    return emitOpError(
+        "dot_general_c2: lhs and rhs contracting dimensions differ in number");
+  // dot_general_c3
+  SmallVector<int64_t> lAll(lb), rAll(rb);
+  lAll.append(lc.begin(), lc.end());
+  rAll.append(rc.begin(), rc.end());
+  if (failed(checkDims(getLoc(), lAll, lhs.getRank(), "dot_general_c3", "lhs")) ||
+      failed(checkDims(getLoc(), rAll, rhs.getRank(), "dot_general_c3", "rhs")))
+    return failure();
+  // dot_general_c4
+  for (auto [l, r] : llvm::zip(lb, rb))
+    if (lhs.getDimSize(l) != rhs.getDimSize(r))
+      return emitOpError("dot_general_c4: batch dimension sizes differ (")
+             << lhs.getDimSize(l) << " vs " << rhs.getDimSize(r) << ")";
+  // dot_general_c5
+  for (auto [l, r] : llvm::zip(lc, rc))
+    if (lhs.getDimSize(l) != rhs.getDimSize(r))
+      return emitOpError("dot_general_c5: contracting dimension sizes differ (")
+             << lhs.getDimSize(l) << " vs " << rhs.getDimSize(r) << ")";
+  SmallVector<int64_t> shape;
+  for (int64_t d : lb)
+    shape.push_back(lhs.getDimSize(d));
+  for (int64_t i = 0; i < lhs.getRank(); ++i)
+    if (!llvm::is_contained(lAll, i))
+      shape.push_back(lhs.getDimSize(i));
+  for (int64_t i = 0; i < rhs.getRank(); ++i)
+    if (!llvm::is_contained(rAll, i))
+      shape.push_back(rhs.getDimSize(i));
+  // dot_general_c6
+  if (getType().getShape() != ArrayRef<int64_t>(shape))
+    return emitOpError("dot_general_c6: result shape must be batch, lhs free, rhs free");
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  auto operand = getOperand().getType();
+  auto indices = getStartIndices().getType();
+  auto result = getResult().getType();
+  int64_t ivd = getIndexVectorDim();
+  // gather_c1
+  if (ivd < 0 || ivd > indices.getRank())
+    return emitOpError("gather_c1: index_vector_dim out of range");
+  int64_t indexVectorSize = ivd == indices.getRank() ? 1 : indices.getDimSize(ivd);
+  // gather_c2
+  if ((int64_t)getStartIndexMap().size() != indexVectorSize)
+    return emitOpError("gather_c2: start_index_map has ")
+           << getStartIndexMap().size() << " entries, the index vector has "
+           << indexVectorSize;
+  // gather_c3
+  auto sizes = getSliceSizes();
+  if ((int64_t)sizes.size() != operand.getRank())
+    return emitOpError("gather_c3: slice_sizes needs one entry per operand dimension");
+  for (int64_t i = 0; i < operand.getRank(); ++i)
+    if (sizes[i] < 0 || sizes[i] > operand.getDimSize(i))
+      return emitOpError("gather_c3: slice size ") << sizes[i] << " of dimension " << i
+                                                   << " is out of bounds";
+  // gather_c4
+  if (failed(checkDims(getLoc(), getStartIndexMap(), operand.getRank(), "gather_c4",
+                       "start_index_map")))
+    return failure();
+  SmallVector<int64_t> removed(getCollapsedSliceDims());
+  removed.append(getOperandBatchingDims().begin(), getOperandBatchingDims().end());
+  // gather_c5
+  if (failed(checkDims(getLoc(), removed, operand.getRank(), "gather_c5",
+                       "collapsed or batching")))
+    return failure();
+  for (int64_t d : removed)
+    if (sizes[d] > 1)
+      return emitOpError("gather_c5: collapsed dimension ")
+             << d << " must have slice size 0 or 1";
+  // gather_c6
+  if (getOperandBatchingDims().size() != getStartIndicesBatchingDims().size())
+    return emitOpError("gather_c6: operand and indices batching dims differ in number");
+  SmallVector<int64_t> batchShape;
+  for (int64_t i = 0; i < indices.getRank(); ++i)
+    if (i != ivd)
+      batchShape.push_back(indices.getDimSize(i));
+  SmallVector<int64_t> offsetSizes;
+  for (int64_t i = 0; i < operand.getRank(); ++i)
+    if (!llvm::is_contained(removed, i))
+      offsetSizes.push_back(sizes[i]);
+  auto offsetDims = getOffsetDims();
+  // gather_c7
+  int64_t rank = (int64_t)batchShape.size() + (int64_t)offsetDims.size();
+  if (offsetDims.size() != offsetSizes.size() || result.getRank() != rank)
+    return emitOpError("gather_c7: offset_dims must name one result dimension per "
+                       "non-collapsed slice dimension");
+  if (failed(checkDims(getLoc(), offsetDims, rank, "gather_c7", "offset")))
+    return failure();
+  SmallVector<int64_t> shape;
+  unsigned b = 0, o = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    shape.push_back(llvm::is_contained(offsetDims, i) ? offsetSizes[o++]
+                                                      : batchShape[b++]);
+  // gather_c8
+  if (result.getShape() != ArrayRef<int64_t>(shape) ||
+      result.getElementType() != operand.getElementType())
+    return emitOpError("gather_c8: result type does not match the gather shape");
+  return success();
+}
+
+LogicalResult ScatterOp::verify() {
+  auto operand = getOperand().getType();
+  auto indices = getScatterIndices().getType();
+  auto updates = getUpdates().getType();
+  int64_t ivd = getIndexVectorDim();
+  // scatter_c1
+  if (ivd < 0 || ivd > indices.getRank())
+    return emitOpError("scatter_c1: index_vector_dim out of range");
+  int64_t indexVectorSize = ivd == indices.getRank() ? 1 : indices.getDimSize(ivd);
+  // scatter_c2
+  if ((int64_t)getScatterDimsToOperandDims().size() != indexVectorSize)
+    return emitOpError("scatter_c2: scatter_dims_to_operand_dims has ")
+           << getScatterDimsToOperandDims().size() << " entries, the index vector has "
+           << indexVectorSize;
+  // scatter_c3
+  int64_t windowRank = getUpdateWindowDims().size() + getInsertedWindowDims().size() +
+                       getOperandBatchingDims().size();
+  if (windowRank != operand.getRank())
+    return emitOpError("scatter_c3: update_window_dims, inserted_window_dims and "
+                       "operand_batching_dims must cover the operand rank");
+  // scatter_c4
+  int64_t scatterRank = indices.getRank() - (ivd < indices.getRank() ? 1 : 0);
+  if (updates.getRank() != scatterRank + (int64_t)getUpdateWindowDims().size())
+    return emitOpError("scatter_c4: updates rank must be the scatter rank plus the "
+                       "number of update_window_dims");
+  // scatter_c5
+  if (updates.getElementType() != operand.getElementType())
+    return emitOpError("scatter_c5: updates and operand element types differ");
+  if (failed(checkDims(getLoc(), getUpdateWindowDims(), updates.getRank(), "scatter_c6",
+                       "update window")) ||
+      failed(checkDims(getLoc(), getScatterDimsToOperandDims(), operand.getRank(),
+                       "scatter_c6", "scatter_dims_to_operand_dims")))
+    return failure();
+  return success();
+}

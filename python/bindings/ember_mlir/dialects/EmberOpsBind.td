@@ -1,0 +1,4 @@
+#ifndef EMBER_PYTHON_OPS_TD
+#define EMBER_PYTHON_OPS_TD
+include "EmberOps.td"
+#endif

@@ -1,0 +1,182 @@
+// RUN: ember-opt %s | ember-opt | FileCheck %s
+// RUN: ember-opt %s -mlir-print-op-generic | ember-opt | FileCheck %s
+
+// CHECK-LABEL: func @elementwise
+func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %i: tensor<2x3xi32>,
+                       %u: tensor<2x3xui32>, %c: tensor<2x3xcomplex<f32>>) {
+  // CHECK: ember.neg
+  %0 = ember.neg %a : tensor<2x3xf32>
+  // CHECK: ember.abs
+  %1 = ember.abs %i : tensor<2x3xi32>
+  // CHECK: ember.sign
+  %2 = ember.sign %a : tensor<2x3xf32>
+  // CHECK: ember.floor
+  %3 = ember.floor %a : tensor<2x3xf32>
+  // CHECK: ember.ceil
+  %4 = ember.ceil %a : tensor<2x3xf32>
+  // CHECK: ember.round_nearest_afz
+  %5 = ember.round_nearest_afz %a : tensor<2x3xf32>
+  // CHECK: ember.round_nearest_even
+  %6 = ember.round_nearest_even %a : tensor<2x3xf32>
+  // CHECK: ember.exp
+  %7 = ember.exp %a : tensor<2x3xf32>
+  // CHECK: ember.exp2
+  %8 = ember.exp2 %a : tensor<2x3xf32>
+  // CHECK: ember.log
+  %9 = ember.log %a : tensor<2x3xf32>
+  // CHECK: ember.log1p
+  %10 = ember.log1p %a : tensor<2x3xf32>
+  // CHECK: ember.expm1
+  %11 = ember.expm1 %a : tensor<2x3xf32>
+  // CHECK: ember.tanh
+  %12 = ember.tanh %a : tensor<2x3xf32>
+  // CHECK: ember.logistic
+  %13 = ember.logistic %a : tensor<2x3xf32>
+  // CHECK: ember.sin
+  %14 = ember.sin %a : tensor<2x3xf32>
+  // CHECK: ember.cos
+  %15 = ember.cos %a : tensor<2x3xf32>
+  // CHECK: ember.tan
+  %16 = ember.tan %a : tensor<2x3xf32>
+  // CHECK: ember.asin
+  %17 = ember.asin %a : tensor<2x3xf32>
+  // CHECK: ember.acos
+  %18 = ember.acos %a : tensor<2x3xf32>
+  // CHECK: ember.atan
+  %19 = ember.atan %a : tensor<2x3xf32>
+  // CHECK: ember.sinh
+  %20 = ember.sinh %a : tensor<2x3xf32>
+  // CHECK: ember.cosh
+  %21 = ember.cosh %a : tensor<2x3xf32>
+  // CHECK: ember.asinh
+  %22 = ember.asinh %a : tensor<2x3xf32>
+  // CHECK: ember.acosh
+  %23 = ember.acosh %a : tensor<2x3xf32>
+  // CHECK: ember.atanh
+  %24 = ember.atanh %a : tensor<2x3xf32>
+  // CHECK: ember.sqrt
+  %25 = ember.sqrt %a : tensor<2x3xf32>
+  // CHECK: ember.rsqrt
+  %26 = ember.rsqrt %a : tensor<2x3xf32>
+  // CHECK: ember.cbrt
+  %27 = ember.cbrt %a : tensor<2x3xf32>
+  // CHECK: ember.erf
+  %28 = ember.erf %a : tensor<2x3xf32>
+  // CHECK: ember.erf_inv
+  %29 = ember.erf_inv %a : tensor<2x3xf32>
+  // CHECK: ember.lgamma
+  %30 = ember.lgamma %a : tensor<2x3xf32>
+  // CHECK: ember.digamma
+  %31 = ember.digamma %a : tensor<2x3xf32>
+  // CHECK: ember.is_finite {{.*}} -> tensor<2x3xi1>
+  %32 = ember.is_finite %a : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  // CHECK: ember.not
+  %33 = ember.not %u : tensor<2x3xui32>
+  // CHECK: ember.population_count
+  %34 = ember.population_count %i : tensor<2x3xi32>
+  // CHECK: ember.clz
+  %35 = ember.clz %i : tensor<2x3xi32>
+  // CHECK: ember.real
+  %36 = ember.real %c : (tensor<2x3xcomplex<f32>>) -> tensor<2x3xf32>
+  // CHECK: ember.imag
+  %37 = ember.imag %c : (tensor<2x3xcomplex<f32>>) -> tensor<2x3xf32>
+  // CHECK: ember.conj
+  %38 = ember.conj %c : tensor<2x3xcomplex<f32>>
+  // CHECK: ember.add
+  %40 = ember.add %a, %b : tensor<2x3xf32>
+  // CHECK: ember.sub
+  %41 = ember.sub %a, %b : tensor<2x3xf32>
+  // CHECK: ember.mul
+  %42 = ember.mul %a, %b : tensor<2x3xf32>
+  // CHECK: ember.div
+  %43 = ember.div %i, %i : tensor<2x3xi32>
+  // CHECK: ember.rem
+  %44 = ember.rem %a, %b : tensor<2x3xf32>
+  // CHECK: ember.pow
+  %45 = ember.pow %a, %b : tensor<2x3xf32>
+  // CHECK: ember.max
+  %46 = ember.max %a, %b : tensor<2x3xf32>
+  // CHECK: ember.min
+  %47 = ember.min %u, %u : tensor<2x3xui32>
+  // CHECK: ember.atan2
+  %48 = ember.atan2 %a, %b : tensor<2x3xf32>
+  // CHECK: ember.nextafter
+  %49 = ember.nextafter %a, %b : tensor<2x3xf32>
+  // CHECK: ember.and
+  %50 = ember.and %i, %i : tensor<2x3xi32>
+  // CHECK: ember.or
+  %51 = ember.or %i, %i : tensor<2x3xi32>
+  // CHECK: ember.xor
+  %52 = ember.xor %i, %i : tensor<2x3xi32>
+  // CHECK: ember.shift_left
+  %53 = ember.shift_left %i, %i : tensor<2x3xi32>
+  // CHECK: ember.shift_right_logical
+  %54 = ember.shift_right_logical %i, %i : tensor<2x3xi32>
+  // CHECK: ember.shift_right_arithmetic
+  %55 = ember.shift_right_arithmetic %i, %i : tensor<2x3xi32>
+  // CHECK: ember.complex
+  %56 = ember.complex %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xcomplex<f32>>
+  // CHECK: ember.compare LT
+  %57 = ember.compare LT, %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+  // CHECK: ember.select
+  %58 = ember.select %57, %a, %b : tensor<2x3xi1>, tensor<2x3xf32>
+  // CHECK: ember.clamp
+  %59 = ember.clamp %a, %b, %a : tensor<2x3xf32>
+  // CHECK: ember.convert
+  %60 = ember.convert %a : (tensor<2x3xf32>) -> tensor<2x3xbf16>
+  // CHECK: ember.bitcast_convert
+  %61 = ember.bitcast_convert %a : (tensor<2x3xf32>) -> tensor<2x3xui32>
+  // CHECK: ember.threefry2x32
+  %62:2 = ember.threefry2x32 %u, %u, %u, %u : tensor<2x3xui32>
+  return
+}
+
+// CHECK-LABEL: func @structural
+func.func @structural(%a: tensor<2x3xf32>, %s: tensor<f32>, %i: tensor<i32>) {
+  // CHECK: ember.constant dense<1.000000e+00> : tensor<2xf32>
+  %c = ember.constant dense<1.0> : tensor<2xf32>
+  // CHECK: ember.iota dim = 1 : tensor<2x3xi32>
+  %0 = ember.iota dim = 1 : tensor<2x3xi32>
+  // CHECK: ember.broadcast_in_dim %{{.*}}, dims = [1, 2]
+  %1 = ember.broadcast_in_dim %a, dims = [1, 2] : (tensor<2x3xf32>) -> tensor<4x2x3xf32>
+  // CHECK: ember.reshape
+  %2 = ember.reshape %a : (tensor<2x3xf32>) -> tensor<6xf32>
+  // CHECK: ember.transpose %{{.*}}, dims = [1, 0]
+  %3 = ember.transpose %a, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  // CHECK: ember.slice
+  %4 = ember.slice %a, start = [0, 1], limit = [2, 3], strides = [1, 2] : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  // CHECK: ember.dynamic_slice
+  %5 = ember.dynamic_slice %a[%i, %i], sizes = [1, 2] : (tensor<2x3xf32>, tensor<i32>, tensor<i32>) -> tensor<1x2xf32>
+  // CHECK: ember.dynamic_update_slice
+  %6 = ember.dynamic_update_slice %a[%i, %i], %5 : tensor<2x3xf32>, tensor<1x2xf32>, tensor<i32>, tensor<i32>
+  // CHECK: ember.pad
+  %7 = ember.pad %a, %s, low = [1, -1], high = [0, 2], interior = [1, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<4x4xf32>
+  // CHECK: ember.concatenate
+  %8 = ember.concatenate dim = 0, %a, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  // CHECK: ember.reverse
+  %9 = ember.reverse %a, dims = [0] : tensor<2x3xf32>
+  // CHECK: ember.reduce max
+  %10 = ember.reduce max %a, dims = [1] : (tensor<2x3xf32>) -> tensor<2xf32>
+  // CHECK: ember.argmax
+  %11 = ember.argmax %a, axis = 1 : (tensor<2x3xf32>) -> tensor<2xi32>
+  // CHECK: ember.argmin
+  %12 = ember.argmin %a, axis = 0 : (tensor<2x3xf32>) -> tensor<3xi32>
+  // CHECK: ember.cumulative sum
+  %13 = ember.cumulative sum %a, axis = 1 {reverse = true} : tensor<2x3xf32>
+  // CHECK: ember.reduce_window max
+  %14 = ember.reduce_window max %a, %s, window = [2, 2], strides = [1, 1], low = [0, 0], high = [0, 1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<1x3xf32>
+  // CHECK: ember.sort
+  %15:2 = ember.sort dim = 1, keys = 1, %a, %a : tensor<2x3xf32>, tensor<2x3xf32>
+  // CHECK: ember.dot_general
+  %16 = ember.dot_general %a, %a, batch = [] x [], contract = [1] x [1] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// CHECK-LABEL: func @gather_scatter
+func.func @gather_scatter(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3xf32>) {
+  // CHECK: ember.gather
+  %0 = ember.gather %a[%idx] {offset_dims = array<i64: 1>, collapsed_slice_dims = array<i64: 0>, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>, start_index_map = array<i64: 0>, index_vector_dim = 1, slice_sizes = array<i64: 1, 3>, mode = #ember<mode clip>} : (tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x3xf32>
+  // CHECK: ember.scatter add
+  %1 = ember.scatter add %a[%idx], %upd {update_window_dims = array<i64: 1>, inserted_window_dims = array<i64: 0>, operand_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, index_vector_dim = 1, mode = #ember<mode fill>} : (tensor<5x3xf32>, tensor<4x1xi32>, tensor<4x3xf32>) -> tensor<5x3xf32>
+  return
+}
