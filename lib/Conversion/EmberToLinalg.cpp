@@ -11,6 +11,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::ember {
@@ -28,6 +29,10 @@ using namespace mlir::ember;
 EmberTypeConverter::EmberTypeConverter() {
   addConversion([](Type t) { return t; });
   addConversion([](IntegerType t) -> Type {
+    // Booleans are stored one byte each (0 or 1), as NumPy stores them; the
+    // LLVM lowering of memrefs cannot store i1 elements.
+    if (t.getWidth() == 1)
+      return IntegerType::get(t.getContext(), 8);
     if (t.isUnsigned())
       return IntegerType::get(t.getContext(), t.getWidth());
     return t;
@@ -121,7 +126,10 @@ struct ElementwiseLowering : public ConversionPattern {
 
   LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                                 ConversionPatternRewriter &rewriter) const override {
-    if (!isa<EmberDialect>(op->getDialect()) || !op->hasTrait<OpTrait::Elementwise>())
+    // bitcast_convert is elementwise too but lacks the trait (it may change
+    // nothing but the element type's signedness).
+    if (!isa<EmberDialect>(op->getDialect()) ||
+        !(op->hasTrait<OpTrait::Elementwise>() || isa<BitcastConvertOp>(op)))
       return failure();
     SmallVector<Type> outTypes;
     if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), outTypes)))
@@ -129,14 +137,30 @@ struct ElementwiseLowering : public ConversionPattern {
     bool ok = true;
     auto results = elementwiseGeneric(
         rewriter, op->getLoc(), operands, outTypes,
-        [&](OpBuilder &b, Location loc, ValueRange args) {
+        [&](OpBuilder &b, Location loc, ValueRange stored) {
+          // Booleans arrive as i8 storage: compute on i1, store back as i8.
+          SmallVector<Value> args(stored);
+          for (auto [i, v] : llvm::enumerate(op->getOperands()))
+            if (getElementTypeOrSelf(v.getType()).isInteger(1))
+              args[i] = arith::TruncIOp::create(b, loc, b.getI1Type(), args[i]);
           SmallVector<Value> r = buildElementwiseScalar(b, loc, op, args);
+          for (Value &v : r)
+            if (v.getType().isInteger(1))
+              v = arith::ExtUIOp::create(b, loc, b.getI8Type(), v);
           if (r.empty()) {
             ok = false;
             // Keep the IR well formed; the pattern fails below.
-            for (Type t : outTypes)
-              r.push_back(constScalar(
-                  b, loc, cast<TypedAttr>(b.getZeroAttr(getElementTypeOrSelf(t)))));
+            for (Type t : outTypes) {
+              Type et = getElementTypeOrSelf(t);
+              // getZeroAttr has no complex zero; build one from its parts.
+              if (auto ct = dyn_cast<ComplexType>(et)) {
+                Value z = constScalar(
+                    b, loc, cast<TypedAttr>(b.getZeroAttr(ct.getElementType())));
+                r.push_back(complex::CreateOp::create(b, loc, ct, z, z));
+                continue;
+              }
+              r.push_back(constScalar(b, loc, cast<TypedAttr>(b.getZeroAttr(et))));
+            }
           }
           return r;
         });
@@ -162,7 +186,11 @@ struct ConstantLowering : public OpConversionPattern<ConstantOp> {
     auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
     if (!dense)
       return rewriter.notifyMatchFailure(op, "only dense constants are lowered");
-    if (type != op.getType())
+    Type orig = op.getType().getElementType();
+    if (orig.isInteger(1))
+      dense = dense.mapValues(type.getElementType(),
+                              [](const APInt &v) { return v.zext(8); });
+    else if (type != op.getType())
       dense = dense.bitcast(type.getElementType());
     rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, type, dense);
     return success();
@@ -661,7 +689,9 @@ struct SortLowering : public OpConversionPattern<SortOp> {
             Value xi = totalOrderKey(b, l, args[k]);
             Value xj = totalOrderKey(b, l, args[numKeys + k]);
             Type origElem = getElementTypeOrSelf(op.getInputs()[k].getType());
-            bool u = !origElem.isSignlessInteger() || origElem.isInteger(1);
+            // Float keys compare as signed integers after totalOrderKey.
+            bool u = isa<IntegerType>(origElem) &&
+                     (!origElem.isSignlessInteger() || origElem.isInteger(1));
             Value lt = arith::CmpIOp::create(
                 b, l, u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt, xj, xi);
             Value eq = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, xj, xi);
@@ -853,6 +883,8 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
         Value z = constScalar(b, l, cast<TypedAttr>(b.getZeroAttr(v.getType())));
         if (isa<FloatType>(v.getType()))
           z = constScalar(b, l, b.getFloatAttr(v.getType(), NAN));
+        else if (operand.getElementType().isInteger(1))
+          z = constScalar(b, l, b.getIntegerAttr(v.getType(), 1));
         v = arith::SelectOp::create(b, l, inBounds, v, z);
       }
       return SmallVector<Value>{v};

@@ -587,6 +587,8 @@ SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b, Location lo
     Type dst = resTypes[0];
     if (auto it = dyn_cast<IntegerType>(dst))
       dst = b.getIntegerType(it.getWidth());
+    if (dst == args[0].getType())
+      return {args[0]};
     return {arith::BitcastOp::create(b, loc, dst, args[0])};
   }
   if (isa<SelectOp>(op))
@@ -639,7 +641,9 @@ SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b, Location lo
 Value mlir::ember::buildCombiner(OpBuilder &b, Location loc, ReduceKind kind, Value x,
                                  Value y, Type origElem) {
   Type t = x.getType();
-  bool isF = isa<FloatType>(t), isC = isa<ComplexType>(t), isBool = t.isInteger(1);
+  bool isF = isa<FloatType>(t), isC = isa<ComplexType>(t);
+  // Booleans may be i1 values or their i8 storage (0 or 1).
+  bool isBool = t.isInteger(1) || origElem.isInteger(1);
   bool u = isUnsignedOrBool(origElem);
   switch (kind) {
   case ReduceKind::Sum:
@@ -687,6 +691,11 @@ TypedAttr mlir::ember::combinerIdentity(OpBuilder &b, ReduceKind kind, Type t,
     (void)e;
   }
   unsigned w = t.getIntOrFloatBitWidth();
+  if (origElem.isInteger(1)) {
+    bool one = kind == ReduceKind::And || kind == ReduceKind::Prod ||
+               kind == ReduceKind::Min;
+    return b.getIntegerAttr(t, one ? 1 : 0);
+  }
   switch (kind) {
   case ReduceKind::Sum:
   case ReduceKind::Or:

@@ -1,0 +1,232 @@
+"""jit and friends."""
+
+import functools
+import inspect
+
+import numpy as np
+
+from . import core, dtypes, tree_util
+from .core import Array, Tracer, as_value
+
+_jit_caches = []
+
+
+def _clear_jit_caches():
+    for c in _jit_caches:
+        c.clear()
+
+
+def _is_array_leaf(x):
+    return isinstance(x, (core.Value, np.ndarray, np.generic, int, float, complex, bool))
+
+
+class Lowered:
+    def __init__(self, jitted, module_text, exe_factory):
+        self._text = module_text
+        self._factory = exe_factory
+
+    def as_text(self, stage="ember"):
+        if stage == "ember":
+            return self._text
+        return self.compile()._exe.stages[stage]
+
+    def compile(self):
+        return Compiled(self._factory())
+
+
+class Compiled:
+    def __init__(self, entry):
+        self._entry = entry
+        self._exe = entry[0]
+
+    def as_text(self, stage="llvm"):
+        return self._exe.stages.get(stage, self._exe.ember_text)
+
+    def __call__(self, *args, **kwargs):
+        raise NotImplementedError("call the jitted function instead of Compiled")
+
+
+class JitWrapped:
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        if isinstance(static_argnums, int):
+            static_argnums = (static_argnums,)
+        if isinstance(static_argnames, str):
+            static_argnames = (static_argnames,)
+        self.static_argnums = tuple(static_argnums)
+        self.static_argnames = tuple(static_argnames)
+        try:
+            self.sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self.sig = None
+        if self.sig is not None:
+            params = list(self.sig.parameters)
+            for n in self.static_argnames:
+                if n in params and params.index(n) not in self.static_argnums:
+                    self.static_argnums += (params.index(n),)
+            for i in self.static_argnums:
+                if i < len(params) and params[i] not in self.static_argnames:
+                    self.static_argnames += (params[i],)
+        self.cache = {}
+        _jit_caches.append(self.cache)
+
+    def _split(self, args, kwargs):
+        static = []
+        dyn_args = []
+        for i, a in enumerate(args):
+            if i in self.static_argnums:
+                static.append((i, a))
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self.static_argnames:
+                static.append((k, v))
+            else:
+                dyn_kwargs[k] = v
+        return static, dyn_args, dyn_kwargs
+
+    def _prepare(self, args, kwargs):
+        static, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        try:
+            static_key = tuple((k, v) for k, v in static)
+            hash(static_key)
+        except TypeError:
+            raise ValueError("Non-hashable static arguments are not supported; "
+                             f"got {static}") from None
+        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        vals = []
+        for x in leaves:
+            if not _is_array_leaf(x):
+                raise TypeError(f"Argument of type {type(x).__name__} is not a valid JAX type "
+                                f"(pass it as a static argument) (at {core.where()})")
+            vals.append(as_value(x))
+        return static, treedef, vals
+
+    def _make(self, static, treedef, avals):
+        nargs = len(static) + 0
+        out_store = {}
+
+        def flat_fun(*tracers):
+            dyn_args, dyn_kwargs = tree_util.tree_unflatten(treedef, list(tracers))
+            args = list(dyn_args)
+            kwargs = dict(dyn_kwargs)
+            for k, v in sorted((s for s in static if isinstance(s[0], int)), key=lambda s: s[0]):
+                args.insert(k, v)
+            for k, v in static:
+                if isinstance(k, str) and k not in kwargs and not (
+                        self.sig and list(self.sig.parameters).index(k) < len(args)
+                        if self.sig and k in self.sig.parameters else False):
+                    kwargs[k] = v
+            out = self.fun(*args, **kwargs)
+            leaves, out_tree = tree_util.tree_flatten(out)
+            out_store["tree"] = out_tree
+            return [as_value(x) for x in leaves]
+
+        del nargs
+        exe = core.compile_function(flat_fun, avals)
+        return exe, out_store["tree"]
+
+    def __call__(self, *args, **kwargs):
+        if dtypes.config.jax_disable_jit:
+            return self.fun(*args, **kwargs)
+        static, treedef, vals = self._prepare(args, kwargs)
+        if core.find_trace(vals) is not None or core._trace_stack:
+            # Inside another trace: inline (the outer jit compiles everything).
+            return self.fun(*args, **kwargs)
+        key = (tuple(static), treedef, tuple(v.aval for v in vals))
+        entry = self.cache.get(key)
+        if entry is None:
+            entry = self._make(static, treedef, [v.aval for v in vals])
+            self.cache[key] = entry
+        exe, out_tree = entry
+        outs = exe([v._value for v in vals])
+        return tree_util.tree_unflatten(
+            out_tree, [Array(o, a.weak_type) for o, a in zip(outs, exe.out_avals)])
+
+    def lower(self, *args, **kwargs):
+        static, treedef, vals = self._prepare(args, kwargs)
+        avals = [v.aval for v in vals]
+        module, _ = core.trace_function(
+            lambda *t: self._flat_for_lower(static, treedef, t), avals)
+        return Lowered(self, str(module), lambda: self._make(static, treedef, avals))
+
+    def _flat_for_lower(self, static, treedef, tracers):
+        dyn_args, dyn_kwargs = tree_util.tree_unflatten(treedef, list(tracers))
+        args = list(dyn_args)
+        for k, v in sorted((s for s in static if isinstance(s[0], int)), key=lambda s: s[0]):
+            args.insert(k, v)
+        out = self.fun(*args, **dyn_kwargs)
+        return [as_value(x) for x in tree_util.tree_leaves(out)]
+
+    def eval_shape(self, *args, **kwargs):
+        return eval_shape(self.fun, *args, **kwargs)
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        donate_argnames=(), inline=False, keep_unused=False, device=None, backend=None):
+    if fun is None:
+        return lambda f: JitWrapped(f, static_argnums, static_argnames, donate_argnums)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums)
+
+
+def eval_shape(fun, *args, **kwargs):
+    leaves, treedef = tree_util.tree_flatten((args, kwargs))
+    avals = []
+    for x in leaves:
+        if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, core.Value):
+            avals.append(core.ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype)))
+        else:
+            avals.append(as_value(x).aval)
+    store = {}
+
+    def flat(*tracers):
+        a, k = tree_util.tree_unflatten(treedef, list(tracers))
+        out = fun(*a, **k)
+        ls, store["tree"] = tree_util.tree_flatten(out)
+        return [as_value(x) for x in ls]
+
+    _, out_avals = core.trace_function(flat, avals)
+    return tree_util.tree_unflatten(
+        store["tree"], [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals])
+
+
+def device_put(x, device=None, **kwargs):
+    return tree_util.tree_map(lambda v: as_value(v) if not isinstance(v, core.Value) else v, x)
+
+
+def device_get(x):
+    return tree_util.tree_map(lambda v: np.asarray(v) if isinstance(v, Array) else v, x)
+
+
+def block_until_ready(x):
+    return x
+
+
+def devices(backend=None):
+    return [core.cpu_device]
+
+
+def local_devices(*a, **k):
+    return [core.cpu_device]
+
+
+def device_count(*a):
+    return 1
+
+
+def default_backend():
+    return "cpu"
+
+
+class disable_jit:
+    def __init__(self, disable=True):
+        self.disable = disable
+
+    def __enter__(self):
+        self.prev = dtypes.config.jax_disable_jit
+        dtypes.config.jax_disable_jit = self.disable
+
+    def __exit__(self, *a):
+        dtypes.config.jax_disable_jit = self.prev

@@ -1,0 +1,675 @@
+"""Tracing straight into MLIR, compilation through the CPU pipeline, and execution.
+
+A traced function becomes one `func.func @main` of `ember` ops, built through the
+MLIR Python bindings as the user's code runs on `Tracer`s. Outside a trace every
+primitive runs eagerly by compiling a one-op function (cached per signature).
+"""
+
+import ctypes
+import os
+import sys
+import threading
+
+import numpy as np
+
+from ember._mlir import ir, passmanager
+from ember._mlir.execution_engine import ExecutionEngine
+
+from . import dtypes
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_lock = threading.RLock()
+_context = None
+
+
+def context():
+    global _context
+    if _context is None:
+        _context = ir.Context()
+        _context.allow_unregistered_dialects = False
+        for name in ("builtin", "func", "ember"):
+            _context.dialects[name]  # load the dialects traces create ops of
+    return _context
+
+
+# --------------------------------------------------------------------------
+# Abstract values
+# --------------------------------------------------------------------------
+
+
+class ShapedArray:
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def _key(self):
+        return (self.shape, self.dtype, self.weak_type)
+
+    def __eq__(self, other):
+        return isinstance(other, ShapedArray) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def str_short(self):
+        name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name
+        return f"{name}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()}{', weak_type=True' if self.weak_type else ''})"
+
+
+class ShapeDtypeStruct:
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+
+# --------------------------------------------------------------------------
+# Errors that point at the user's line
+# --------------------------------------------------------------------------
+
+
+def user_frame():
+    """The innermost stack frame outside the ember package."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_EMBER_DIR) and "<frozen" not in fn:
+            return f
+        f = f.f_back
+    return None
+
+
+def where():
+    f = user_frame()
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f else "<unknown>"
+
+
+def type_error(msg):
+    return TypeError(f"{msg} (at {where()})")
+
+
+def value_error(msg):
+    return ValueError(f"{msg} (at {where()})")
+
+
+class ConcretizationTypeError(TypeError):
+    pass
+
+
+class TracerArrayConversionError(TypeError):
+    pass
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    pass
+
+
+class TracerIntegerConversionError(TypeError):
+    pass
+
+
+class EmberInternalError(RuntimeError):
+    """A verifier or pipeline failure on IR Ember produced: a bug in Ember."""
+
+
+# --------------------------------------------------------------------------
+# MLIR types
+# --------------------------------------------------------------------------
+
+_type_cache = {}
+
+
+def mlir_type(aval):
+    key = (aval.shape, aval.dtype)
+    t = _type_cache.get(key)
+    if t is None:
+        elem = ir.Type.parse(dtypes.mlir_name(aval.dtype), context())
+        t = ir.RankedTensorType.get(list(aval.shape), elem, loc=ir.Location.unknown(context()))
+        _type_cache[key] = t
+    return t
+
+
+def i64_array_attr(values):
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values], context=context())
+
+
+def i64_attr(v):
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64, context()), int(v))
+
+
+def bool_attr(v):
+    return ir.BoolAttr.get(bool(v), context())
+
+
+def enum_attr(text):
+    return ir.Attribute.parse(text, context())
+
+
+def dense_attr(np_value, aval):
+    arr = np.ascontiguousarray(np.asarray(np_value, dtype=aval.dtype).reshape(aval.shape))
+    t = mlir_type(aval)
+    if aval.dtype == dtypes.bfloat16:
+        arr = arr.view(np.uint16)
+    elif aval.dtype == dtypes.float16:
+        arr = arr.view(np.uint16)
+    elif aval.dtype == dtypes.bool_:
+        arr = np.packbits(arr.reshape(-1), bitorder="little")
+    return ir.DenseElementsAttr.get(arr, type=t, context=context())
+
+
+# --------------------------------------------------------------------------
+# Arrays and tracers
+# --------------------------------------------------------------------------
+
+
+class Value:
+    """Operator overloads shared by Array and Tracer (defined in ember.numpy)."""
+
+    __array_priority__ = 100
+    __slots__ = ()
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return len(self.aval.shape)
+
+    @property
+    def size(self):
+        return self.aval.size
+
+    @property
+    def weak_type(self):
+        return self.aval.weak_type
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+
+class Array(Value):
+    """A concrete array on the CPU, backed by an immutable NumPy buffer."""
+
+    __slots__ = ("_value", "aval")
+
+    def __init__(self, value, weak_type=False):
+        value = np.asarray(value)
+        value.flags.writeable = False
+        self._value = value
+        self.aval = ShapedArray(value.shape, value.dtype, weak_type)
+
+    def __array__(self, dtype=None, copy=None):
+        if dtype is not None:
+            return self._value.astype(dtype)
+        return self._value if not copy else self._value.copy()
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._value.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._value.__dlpack_device__()
+
+    def block_until_ready(self):
+        return self
+
+    def item(self, *args):
+        return self._value.item(*args)
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __float__(self):
+        return float(self._value)
+
+    def __complex__(self):
+        return complex(self._value)
+
+    def __index__(self):
+        if not dtypes.is_int(self.dtype) and not dtypes.is_bool(self.dtype):
+            raise TypeError("only integer arrays can be used as an index")
+        return int(self._value)
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Array'")
+
+    def __repr__(self):
+        s = np.array2string(self._value, separator=", ", prefix="Array(")
+        name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name
+        extra = "" if self.dtype in (dtypes.float32, dtypes.int32, dtypes.bool_) else f", dtype={name}"
+        if self.weak_type:
+            extra += ", weak_type=True"
+        return f"Array({s}{extra})"
+
+    def __str__(self):
+        return str(self._value)
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def __reduce__(self):
+        return (Array, (np.array(self._value), self.weak_type))
+
+    @property
+    def devices(self):
+        return lambda: {cpu_device}
+
+    def copy_to_host_async(self):
+        pass
+
+    @property
+    def sharding(self):
+        return None
+
+
+class Device:
+    platform = "cpu"
+    device_kind = "cpu"
+    id = 0
+
+    def __repr__(self):
+        return "CpuDevice(id=0)"
+
+
+cpu_device = Device()
+
+
+class Tracer(Value):
+    __slots__ = ("aval", "value", "trace")
+
+    def __init__(self, trace, value, aval):
+        self.trace = trace
+        self.value = value
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>"
+
+    def _concretization_error(self, what, cls=ConcretizationTypeError):
+        return cls(
+            f"Abstract tracer value encountered where concrete value is expected: "
+            f"{what} of a traced array {self.aval.str_short()} (at {where()}). "
+            f"The value depends on a traced function argument; use lax.cond/"
+            f"lax.select for data-dependent control flow, or mark the argument "
+            f"static with static_argnums.")
+
+    def __bool__(self):
+        raise self._concretization_error("bool()", TracerBoolConversionError)
+
+    def __int__(self):
+        raise self._concretization_error("int()", TracerIntegerConversionError)
+
+    def __index__(self):
+        raise self._concretization_error("__index__", TracerIntegerConversionError)
+
+    def __float__(self):
+        raise self._concretization_error("float()")
+
+    def __complex__(self):
+        raise self._concretization_error("complex()")
+
+    def item(self, *a):
+        raise self._concretization_error("item()")
+
+    def tolist(self):
+        raise self._concretization_error("tolist()")
+
+    def __array__(self, *a, **k):
+        raise TracerArrayConversionError(
+            f"The numpy.ndarray conversion method __array__() was called on a traced "
+            f"array {self.aval.str_short()} (at {where()}). NumPy cannot see values "
+            f"inside a traced function; use ember.numpy instead of numpy there.")
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'Tracer'")
+
+    def block_until_ready(self):
+        return self
+
+
+# --------------------------------------------------------------------------
+# Traces
+# --------------------------------------------------------------------------
+
+_trace_stack = []
+
+
+class Trace:
+    """Builds one func.func of ember ops."""
+
+    def __init__(self, name="main"):
+        self.ctx = context()
+        self.name = name
+        with self.ctx, ir.Location.unknown():
+            self.module = ir.Module.create()
+            self.func_type_placeholder = ir.FunctionType.get([], [])
+        self.block = None
+        self.func_op = None
+        self.const_cache = {}
+
+    def begin(self, in_avals):
+        in_types = [mlir_type(a) for a in in_avals]
+        with self.ctx, ir.Location.unknown():
+            ftype = ir.FunctionType.get(in_types, [])
+            with ir.InsertionPoint(self.module.body):
+                self.func_op = ir.Operation.create(
+                    "func.func", regions=1,
+                    attributes={"sym_name": ir.StringAttr.get(self.name),
+                                "function_type": ir.TypeAttr.get(ftype)})
+            self.block = self.func_op.regions[0].blocks.append(*in_types)
+        return [Tracer(self, self.block.arguments[i], a) for i, a in enumerate(in_avals)]
+
+    def location(self):
+        f = user_frame()
+        if f is None:
+            return ir.Location.unknown(self.ctx)
+        return ir.Location.file(f.f_code.co_filename, f.f_lineno, 0, self.ctx)
+
+    def emit(self, name, operands, result_avals, attributes=None):
+        with self.ctx, self.location() as loc:
+            op = ir.Operation.create(
+                name, results=[mlir_type(a) for a in result_avals],
+                operands=list(operands), attributes=attributes or {}, loc=loc,
+                ip=ir.InsertionPoint(self.block))
+        return [Tracer(self, op.results[i], a) for i, a in enumerate(result_avals)]
+
+    def to_value(self, x):
+        """An ir.Value for an operand of this trace (embedding constants)."""
+        if isinstance(x, Tracer):
+            if x.trace is not self:
+                raise type_error("a traced value escaped from another trace "
+                                 "(leaked tracer)")
+            return x.value
+        arr = x._value
+        return self.emit("ember.constant", [], [x.aval],
+                         {"value": dense_attr(arr, x.aval)})[0].value
+
+    def finish(self, outs):
+        vals = [self.to_value(o) for o in outs]
+        with self.ctx, ir.Location.unknown():
+            ir.Operation.create("func.return", operands=vals, ip=ir.InsertionPoint(self.block))
+            ftype = ir.FunctionType.get([a.type for a in self.block.arguments],
+                                        [v.type for v in vals])
+            self.func_op.attributes["function_type"] = ir.TypeAttr.get(ftype)
+        return self.module
+
+
+def current_trace():
+    return _trace_stack[-1] if _trace_stack else None
+
+
+def find_trace(args):
+    t = None
+    for a in args:
+        if isinstance(a, Tracer):
+            if t is None or _trace_stack.index(a.trace) > _trace_stack.index(t):
+                if a.trace not in _trace_stack:
+                    raise type_error("a traced value was used outside the function "
+                                     "that created it (leaked tracer)")
+                t = a.trace
+    return t
+
+
+# --------------------------------------------------------------------------
+# Primitives
+# --------------------------------------------------------------------------
+
+
+class Primitive:
+    """An ember op with a Python shape rule and an emitter."""
+
+    def __init__(self, name, abstract_eval, emit=None, multiple_results=False):
+        self.name = name
+        self.abstract_eval = abstract_eval
+        self._emit = emit
+        self.multiple_results = multiple_results
+
+    def __repr__(self):
+        return self.name
+
+    def bind(self, *args, **params):
+        args = [as_value(a) for a in args]
+        out_avals = self.abstract_eval(*[a.aval for a in args], **params)
+        if not isinstance(out_avals, (list, tuple)):
+            out_avals = [out_avals]
+        trace = find_trace(args) or current_trace()
+        if trace is None:
+            outs = eager_apply(self, args, params, out_avals)
+        else:
+            vals = [trace.to_value(a) for a in args]
+            if self._emit is not None:
+                outs = self._emit(trace, vals, out_avals, **params)
+            else:
+                outs = trace.emit("ember." + self.name, vals, out_avals)
+        return outs if self.multiple_results else outs[0]
+
+
+def as_value(x):
+    if isinstance(x, (Array, Tracer)):
+        return x
+    return asarray_concrete(x)
+
+
+def asarray_concrete(x, dtype=None):
+    """A concrete Array from Python/NumPy data with JAX's dtype rules."""
+    weak = False
+    if isinstance(x, (bool, np.bool_)) and not isinstance(x, np.ndarray):
+        arr = np.asarray(x, dtype=np.bool_)
+    elif isinstance(x, int) and not isinstance(x, np.integer):
+        weak = True
+        dt = dtypes.default_int()
+        if dtype is None:
+            info = np.iinfo(dt)
+            if not info.min <= x <= info.max:
+                raise OverflowError(f"Python int {x} too large to convert to {dt.name}")
+        arr = np.asarray(x, dtype=dt)
+    elif isinstance(x, float):
+        weak = True
+        arr = np.asarray(x, dtype=dtypes.default_float())
+    elif isinstance(x, complex):
+        weak = True
+        arr = np.asarray(x, dtype=dtypes.default_complex())
+    else:
+        arr = np.asarray(x)
+        if arr.dtype == object:
+            raise TypeError(f"cannot convert {type(x).__name__} to an Ember array")
+        if arr.dtype.kind in "US":
+            raise TypeError(f"strings are not valid Ember array data: {x!r}")
+        arr = arr.astype(dtypes.canonicalize_dtype(arr.dtype), copy=False)
+    if dtype is not None:
+        arr = arr.astype(dtypes.canonicalize_dtype(dtype))
+        weak = False
+    return Array(arr, weak_type=weak)
+
+
+# --------------------------------------------------------------------------
+# Compilation and execution
+# --------------------------------------------------------------------------
+
+_PIPELINE = "builtin.module(ember-cpu-pipeline)"
+_dump_dir = os.environ.get("EMBER_DUMP_DIR")
+
+
+class Executable:
+    def __init__(self, module, in_avals, out_avals):
+        self.in_avals = list(in_avals)
+        self.out_avals = list(out_avals)
+        self.ember_text = str(module)
+        with context():
+            fn = module.body.operations[0]
+            fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+            stages = run_pipeline(module)
+            self.stages = stages
+            self.engine = ExecutionEngine(module, opt_level=3)
+            addr = self.engine.raw_lookup("_mlir_ciface_main")
+        # raw_lookup gives the packed wrapper: f(void **args), where args[i]
+        # points at the i-th argument of _mlir_ciface_main, a descriptor pointer.
+        self.cfunc = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
+        self.descs = [_descriptor_class(a.ndim)() for a in self.in_avals + self.out_avals]
+        self.desc_ptrs = [ctypes.c_void_p(ctypes.addressof(d)) for d in self.descs]
+        n = len(self.descs)
+        self.packed = (ctypes.c_void_p * n)(*[ctypes.addressof(p) for p in self.desc_ptrs])
+        for d, a in zip(self.descs, self.in_avals + self.out_avals):
+            if a.ndim:
+                strides = np.cumprod((1,) + a.shape[::-1][:-1])[::-1]
+                for i, (s, st) in enumerate(zip(a.shape, strides)):
+                    d.sizes[i] = s
+                    d.strides[i] = int(st)
+
+    def __call__(self, arrays):
+        with _lock:
+            keep = []
+            for d, a in zip(self.descs, arrays):
+                a = np.ascontiguousarray(a)
+                keep.append(a)
+                p = a.ctypes.data
+                d.allocated = p
+                d.aligned = p
+            outs = [np.empty(a.shape, a.dtype) for a in self.out_avals]
+            for d, o in zip(self.descs[len(arrays):], outs):
+                p = o.ctypes.data
+                d.allocated = p
+                d.aligned = p
+            self.cfunc(self.packed)
+        return outs
+
+
+def run_pipeline(module):
+    """Verifies and lowers `module` in place; returns the IR text of each stage."""
+    stages = {"ember": str(module)}
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        raise EmberInternalError(f"Ember produced invalid IR (a bug in Ember): {e}") from None
+    try:
+        pm = passmanager.PassManager.parse(_PIPELINE, context())
+        pm.run(module.operation)
+    except ir.MLIRError as e:
+        raise EmberInternalError(f"the CPU pipeline failed (a bug in Ember): {e}") from None
+    stages["llvm"] = str(module)
+    if _dump_dir:
+        os.makedirs(_dump_dir, exist_ok=True)
+        n = len(os.listdir(_dump_dir))
+        for k, v in stages.items():
+            with open(os.path.join(_dump_dir, f"{n:04d}.{k}.mlir"), "w") as f:
+                f.write(v)
+    return stages
+
+
+_desc_classes = {}
+
+
+def _descriptor_class(rank):
+    cls = _desc_classes.get(rank)
+    if cls is None:
+        fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
+                  ("offset", ctypes.c_int64)]
+        if rank:
+            fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
+        cls = type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
+        _desc_classes[rank] = cls
+    return cls
+
+
+def trace_function(fun, in_avals):
+    """Traces `fun` (flat args -> flat outputs) into a module; returns (module, out_avals)."""
+    trace = Trace()
+    _trace_stack.append(trace)
+    try:
+        args = trace.begin(in_avals)
+        outs = fun(*args)
+        outs = [as_value(o) for o in outs]
+        module = trace.finish(outs)
+    finally:
+        _trace_stack.pop()
+    return module, [o.aval for o in outs]
+
+
+def compile_function(fun, in_avals):
+    module, out_avals = trace_function(fun, in_avals)
+    return Executable(module, in_avals, out_avals)
+
+
+_eager_cache = {}
+
+
+def _clear_caches():
+    _eager_cache.clear()
+    _type_cache.clear()
+    from . import api
+    api._clear_jit_caches()
+
+
+def _param_key(params):
+    items = []
+    for k, v in sorted(params.items()):
+        if isinstance(v, list):
+            v = tuple(v)
+        if isinstance(v, np.dtype):
+            v = ("dtype", v.str, v.name)
+        items.append((k, v))
+    return tuple(items)
+
+
+def eager_apply(prim, args, params, out_avals):
+    key = (prim.name, tuple(a.aval for a in args), _param_key(params))
+    exe = _eager_cache.get(key)
+    if exe is None:
+        def fun(*xs):
+            r = prim.bind(*xs, **params)
+            return list(r) if prim.multiple_results else [r]
+        exe = compile_function(fun, [a.aval for a in args])
+        _eager_cache[key] = exe
+    outs = exe([a._value for a in args])
+    return [Array(o, weak_type=a.weak_type) for o, a in zip(outs, out_avals)]

@@ -1,0 +1,165 @@
+"""JAX's dtype rules: the promotion lattice with weak types, x64 canonicalization."""
+
+import numpy as np
+import ml_dtypes
+
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+_SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+              float16, bfloat16, float32, float64, complex64, complex128}
+
+
+class _Config:
+    def __init__(self):
+        self.jax_enable_x64 = False
+        self.jax_disable_jit = False
+
+    def update(self, name, value):
+        if not hasattr(self, name):
+            raise AttributeError(f"Unrecognized config option: {name}")
+        setattr(self, name, value)
+        from . import core  # compiled code depends on the config
+        core._clear_caches()
+
+
+config = _Config()
+
+_NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+def canonicalize_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype not in _SUPPORTED:
+        raise TypeError(f"dtype {dtype} is not a valid Ember array type")
+    if not config.jax_enable_x64:
+        return _NARROW.get(dtype, dtype)
+    return dtype
+
+
+def default_int():
+    return int64 if config.jax_enable_x64 else int32
+
+
+def default_float():
+    return float64 if config.jax_enable_x64 else float32
+
+
+def default_complex():
+    return complex128 if config.jax_enable_x64 else complex64
+
+
+def is_float(d):
+    d = np.dtype(d)
+    return d.kind == "f" or d == bfloat16
+
+
+def is_complex(d):
+    return np.dtype(d).kind == "c"
+
+
+def is_inexact(d):
+    return is_float(d) or is_complex(d)
+
+
+def is_int(d):
+    return np.dtype(d).kind in "iu"
+
+
+def is_unsigned(d):
+    return np.dtype(d).kind == "u"
+
+
+def is_bool(d):
+    return np.dtype(d) == bool_
+
+
+# The lattice: each node lists the nodes directly above it.
+_I, _F, _C = "i*", "f*", "c*"
+_UP = {
+    bool_: [_I],
+    _I: [uint8, int8],
+    uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64], uint64: [_F],
+    int8: [int16], int16: [int32], int32: [int64], int64: [_F],
+    _F: [float16, bfloat16, _C],
+    float16: [float32], bfloat16: [float32], float32: [float64, complex64],
+    float64: [complex128],
+    _C: [complex64], complex64: [complex128], complex128: [],
+}
+
+
+def _upper_set(node):
+    seen, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        todo.extend(_UP[n])
+    return seen
+
+
+_UPPER = {n: _upper_set(n) for n in _UP}
+
+
+def _lub(nodes):
+    common = set.intersection(*(_UPPER[n] for n in nodes))
+    # The least element: the one whose upper set contains all the others.
+    for c in common:
+        if common <= _UPPER[c]:
+            return c
+    raise TypeError(f"no common type for {nodes}")
+
+
+def _node(dtype, weak):
+    dtype = np.dtype(dtype)
+    if weak:
+        if is_bool(dtype):
+            return bool_
+        if is_int(dtype):
+            return _I
+        if is_float(dtype):
+            return _F
+        return _C
+    return dtype
+
+
+def result_type_weak(*pairs):
+    """Promotes (dtype, weak) pairs; returns (dtype, weak)."""
+    nodes = [_node(d, w) for d, w in pairs]
+    r = _lub(nodes)
+    if r == _I:
+        return default_int(), True
+    if r == _F:
+        return default_float(), True
+    if r == _C:
+        return default_complex(), True
+    return canonicalize_dtype(r), False
+
+
+def promote_types(a, b):
+    return result_type_weak((np.dtype(a), False), (np.dtype(b), False))[0]
+
+
+_MLIR_NAMES = {
+    bool_: "i1", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
+    uint8: "ui8", uint16: "ui16", uint32: "ui32", uint64: "ui64",
+    float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
+    complex64: "complex<f32>", complex128: "complex<f64>",
+}
+
+
+def mlir_name(dtype):
+    return _MLIR_NAMES[np.dtype(dtype)]
+
+
+def finfo(dtype):
+    return ml_dtypes.finfo(dtype)
+
+
+def iinfo(dtype):
+    return np.iinfo(dtype)

@@ -1,0 +1,926 @@
+"""The lax primitives: one per ember op, with shape/dtype rules in Python."""
+
+import builtins
+
+import numpy as np
+
+from . import core, dtypes
+from .core import Primitive, ShapedArray, as_value, type_error, value_error
+
+# --------------------------------------------------------------------------
+# Shape rules
+# --------------------------------------------------------------------------
+
+
+def _same(*avals, **_):
+    return avals[0]
+
+
+def _check_same_types(name, *avals):
+    a0 = avals[0]
+    for a in avals[1:]:
+        if a.shape != a0.shape:
+            raise type_error(f"{name} requires arguments to have the same shape, got "
+                             + ", ".join(x.str_short() for x in avals))
+        if a.dtype != a0.dtype:
+            raise type_error(f"{name} requires arguments to have the same dtypes, got "
+                             + ", ".join(x.str_short() for x in avals))
+
+
+def _binary_rule(name):
+    def rule(x, y, **_):
+        _check_same_types(name, x, y)
+        return x.update(weak_type=x.weak_type and y.weak_type)
+    return rule
+
+
+def _make_unary(name, kinds=None):
+    def rule(x, **_):
+        if kinds == "float" and not dtypes.is_inexact(x.dtype):
+            raise type_error(f"{name} does not accept dtype {x.dtype.name}; "
+                             "it needs a floating-point input")
+        if kinds == "int" and not (dtypes.is_int(x.dtype) or dtypes.is_bool(x.dtype)):
+            raise type_error(f"{name} does not accept dtype {x.dtype.name}")
+        return x
+    prim = Primitive(name, rule)
+    return prim
+
+
+_unary_float = ["exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
+                "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                "sqrt", "rsqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma", "floor",
+                "ceil", "round_nearest_afz", "round_nearest_even"]
+_prims = {}
+for _n in _unary_float:
+    _prims[_n] = _make_unary(_n, "float")
+for _n in ["neg", "abs", "sign"]:
+    _prims[_n] = _make_unary(_n)
+for _n in ["not", "population_count", "clz"]:
+    _prims[_n] = _make_unary(_n, "int")
+_prims["conj"] = _make_unary("conj")
+
+for _n in ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter",
+           "and", "or", "xor", "shift_left", "shift_right_logical",
+           "shift_right_arithmetic"]:
+    _prims[_n] = Primitive(_n, _binary_rule(_n))
+
+is_finite_p = Primitive("is_finite", lambda x: x.update(dtype=dtypes.bool_, weak_type=False))
+
+
+def _part_rule(x):
+    if not dtypes.is_complex(x.dtype):
+        raise type_error(f"real/imag need a complex input, got {x.str_short()}")
+    return x.update(dtype=np.float64 if x.dtype == dtypes.complex128 else np.float32)
+
+
+real_p = Primitive("real", _part_rule)
+imag_p = Primitive("imag", _part_rule)
+
+
+def _complex_rule(x, y):
+    _check_same_types("complex", x, y)
+    return x.update(dtype=dtypes.complex128 if x.dtype == dtypes.float64 else dtypes.complex64)
+
+
+complex_p = Primitive("complex", _complex_rule)
+
+_DIRS = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
+
+
+def _compare_rule(x, y, direction):
+    _check_same_types(direction, x, y)
+    return x.update(dtype=dtypes.bool_, weak_type=False)
+
+
+def _compare_emit(trace, vals, avals, direction):
+    return trace.emit("ember.compare", vals, avals, {
+        "comparison_direction": core.enum_attr(f"#ember<cmp {_DIRS[direction]}>")})
+
+
+compare_p = Primitive("compare", _compare_rule, _compare_emit)
+
+
+def _select_rule(p, t, f):
+    if p.dtype != dtypes.bool_:
+        raise type_error(f"select requires a boolean predicate, got {p.str_short()}")
+    _check_same_types("select", t, f)
+    if p.shape != t.shape:
+        raise type_error(f"select predicate shape {p.shape} must match {t.shape}")
+    return t.update(weak_type=t.weak_type and f.weak_type)
+
+
+select_p = Primitive("select", _select_rule)
+
+
+def _clamp_rule(lo, x, hi):
+    _check_same_types("clamp", lo, x, hi)
+    return x
+
+
+clamp_p = Primitive("clamp", _clamp_rule)
+
+
+def _convert_rule(x, new_dtype, weak_type=False):
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+def _convert_emit(trace, vals, avals, new_dtype, weak_type=False):
+    if vals[0].type == core.mlir_type(avals[0]):
+        return [core.Tracer(trace, vals[0], avals[0])]
+    return trace.emit("ember.convert", vals, avals)
+
+
+convert_p = Primitive("convert", _convert_rule, _convert_emit)
+
+
+def _bitcast_rule(x, new_dtype):
+    if np.dtype(new_dtype).itemsize != x.dtype.itemsize:
+        raise type_error("bitcast_convert_type between different widths is not supported")
+    return ShapedArray(x.shape, new_dtype)
+
+
+bitcast_p = Primitive("bitcast_convert", _bitcast_rule)
+
+
+def _iota_rule(*, dtype, shape, dimension):
+    return ShapedArray(shape, dtype)
+
+
+def _iota_emit(trace, vals, avals, dtype, shape, dimension):
+    return trace.emit("ember.iota", [], avals, {"iota_dimension": core.i64_attr(dimension)})
+
+
+iota_p = Primitive("iota", _iota_rule, _iota_emit)
+
+
+def _bid_rule(x, shape, broadcast_dimensions):
+    if len(broadcast_dimensions) != x.ndim:
+        raise type_error(f"broadcast_in_dim: {len(broadcast_dimensions)} dims for "
+                         f"operand of rank {x.ndim}")
+    for i, d in enumerate(broadcast_dimensions):
+        if not (0 <= d < len(shape)) or x.shape[i] not in (1, shape[d]):
+            raise type_error(f"broadcast_in_dim: cannot broadcast {x.shape} to {tuple(shape)}")
+    return x.update(shape=shape)
+
+
+def _bid_emit(trace, vals, avals, shape, broadcast_dimensions):
+    return trace.emit("ember.broadcast_in_dim", vals, avals, {
+        "broadcast_dimensions": core.i64_array_attr(broadcast_dimensions)})
+
+
+broadcast_in_dim_p = Primitive("broadcast_in_dim", _bid_rule, _bid_emit)
+
+
+def _reshape_rule(x, new_sizes):
+    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+        raise type_error(f"cannot reshape array of shape {x.shape} (size {x.size}) "
+                         f"into shape {tuple(new_sizes)}")
+    return x.update(shape=new_sizes)
+
+
+reshape_p = Primitive("reshape", _reshape_rule)
+
+
+def _transpose_rule(x, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise value_error(f"transpose permutation {permutation} is not a permutation of "
+                          f"the {x.ndim} axes")
+    return x.update(shape=[x.shape[p] for p in permutation])
+
+
+def _transpose_emit(trace, vals, avals, permutation):
+    return trace.emit("ember.transpose", vals, avals,
+                      {"permutation": core.i64_array_attr(permutation)})
+
+
+transpose_p = Primitive("transpose", _transpose_rule, _transpose_emit)
+
+
+def _slice_rule(x, start_indices, limit_indices, strides):
+    shape = []
+    for s, l, st, n in zip(start_indices, limit_indices, strides, x.shape):
+        if not 0 <= s <= l <= n:
+            raise type_error(f"slice indices {start_indices}:{limit_indices} out of bounds "
+                             f"for shape {x.shape}")
+        shape.append(-(-(l - s) // st))
+    return x.update(shape=shape)
+
+
+def _slice_emit(trace, vals, avals, start_indices, limit_indices, strides):
+    return trace.emit("ember.slice", vals, avals, {
+        "start_indices": core.i64_array_attr(start_indices),
+        "limit_indices": core.i64_array_attr(limit_indices),
+        "strides": core.i64_array_attr(strides)})
+
+
+slice_p = Primitive("slice", _slice_rule, _slice_emit)
+
+
+def _ds_rule(x, *idx, slice_sizes):
+    if len(idx) != x.ndim:
+        raise type_error(f"dynamic_slice needs {x.ndim} indices, got {len(idx)}")
+    for s, n in zip(slice_sizes, x.shape):
+        if not 0 <= s <= n:
+            raise type_error(f"dynamic_slice size {tuple(slice_sizes)} too large for {x.shape}")
+    return x.update(shape=slice_sizes)
+
+
+def _ds_emit(trace, vals, avals, slice_sizes):
+    return trace.emit("ember.dynamic_slice", vals, avals, {
+        "slice_sizes": core.i64_array_attr(slice_sizes)})
+
+
+dynamic_slice_p = Primitive("dynamic_slice", _ds_rule, _ds_emit)
+
+
+def _dus_rule(x, u, *idx):
+    if u.dtype != x.dtype or u.ndim != x.ndim or any(a > b for a, b in zip(u.shape, x.shape)):
+        raise type_error(f"dynamic_update_slice: update {u.str_short()} does not fit "
+                         f"{x.str_short()}")
+    return x
+
+
+def _dus_emit(trace, vals, avals):
+    return trace.emit("ember.dynamic_update_slice", vals, avals)
+
+
+dynamic_update_slice_p = Primitive("dynamic_update_slice", _dus_rule, _dus_emit)
+
+
+def _pad_rule(x, pv, padding_config):
+    if pv.shape != () or pv.dtype != x.dtype:
+        raise type_error("pad value must be a scalar of the operand's dtype")
+    shape = []
+    for (lo, hi, it), n in zip(padding_config, x.shape):
+        s = lo + hi + n + builtins.max(n - 1, 0) * it
+        if s < 0 or it < 0:
+            raise value_error(f"invalid padding {padding_config} for shape {x.shape}")
+        shape.append(s)
+    return x.update(shape=shape)
+
+
+def _pad_emit(trace, vals, avals, padding_config):
+    lo, hi, it = zip(*padding_config) if padding_config else ((), (), ())
+    return trace.emit("ember.pad", vals, avals, {
+        "edge_padding_low": core.i64_array_attr(lo),
+        "edge_padding_high": core.i64_array_attr(hi),
+        "interior_padding": core.i64_array_attr(it)})
+
+
+pad_p = Primitive("pad", _pad_rule, _pad_emit)
+
+
+def _concat_rule(*xs, dimension):
+    x0 = xs[0]
+    for x in xs:
+        if x.ndim != x0.ndim or x.dtype != x0.dtype or any(
+                a != b for i, (a, b) in enumerate(zip(x.shape, x0.shape)) if i != dimension):
+            raise type_error("concatenate requires arrays of the same dtype and shape "
+                             "except along the axis, got "
+                             + ", ".join(y.str_short() for y in xs))
+    shape = list(x0.shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return x0.update(shape=shape, weak_type=all(x.weak_type for x in xs))
+
+
+def _concat_emit(trace, vals, avals, dimension):
+    return trace.emit("ember.concatenate", vals, avals, {"dimension": core.i64_attr(dimension)})
+
+
+concatenate_p = Primitive("concatenate", _concat_rule, _concat_emit)
+
+
+def _rev_emit(trace, vals, avals, dimensions):
+    return trace.emit("ember.reverse", vals, avals,
+                      {"dimensions": core.i64_array_attr(dimensions)})
+
+
+rev_p = Primitive("reverse", lambda x, dimensions: x, _rev_emit)
+
+
+def _reduce_rule(x, kind, axes):
+    return x.update(shape=[d for i, d in enumerate(x.shape) if i not in axes])
+
+
+def _reduce_emit(trace, vals, avals, kind, axes):
+    return trace.emit("ember.reduce", vals, avals, {
+        "kind": core.enum_attr(f"#ember<reduce {kind}>"),
+        "dimensions": core.i64_array_attr(sorted(axes))})
+
+
+reduce_p = Primitive("reduce", _reduce_rule, _reduce_emit)
+
+
+def _argred_rule(x, axis, index_dtype):
+    return ShapedArray([d for i, d in enumerate(x.shape) if i != axis], index_dtype)
+
+
+def _argred_emit(name):
+    def emit(trace, vals, avals, axis, index_dtype):
+        return trace.emit(f"ember.{name}", vals, avals, {"axis": core.i64_attr(axis)})
+    return emit
+
+
+argmax_p = Primitive("argmax", _argred_rule, _argred_emit("argmax"))
+argmin_p = Primitive("argmin", _argred_rule, _argred_emit("argmin"))
+
+
+def _cum_emit(trace, vals, avals, kind, axis, reverse):
+    return trace.emit("ember.cumulative", vals, avals, {
+        "kind": core.enum_attr(f"#ember<reduce {kind}>"), "axis": core.i64_attr(axis),
+        "reverse": core.bool_attr(reverse)})
+
+
+cumulative_p = Primitive("cumulative", lambda x, kind, axis, reverse: x, _cum_emit)
+
+
+def _rw_rule(x, init, kind, window_dimensions, window_strides, padding):
+    shape = []
+    for n, w, s, (lo, hi) in zip(x.shape, window_dimensions, window_strides, padding):
+        p = n + lo + hi
+        shape.append(0 if p < w else (p - w) // s + 1)
+    return x.update(shape=shape)
+
+
+def _rw_emit(trace, vals, avals, kind, window_dimensions, window_strides, padding):
+    return trace.emit("ember.reduce_window", vals, avals, {
+        "kind": core.enum_attr(f"#ember<reduce {kind}>"),
+        "window_dimensions": core.i64_array_attr(window_dimensions),
+        "window_strides": core.i64_array_attr(window_strides),
+        "padding_low": core.i64_array_attr([p[0] for p in padding]),
+        "padding_high": core.i64_array_attr([p[1] for p in padding])})
+
+
+reduce_window_p = Primitive("reduce_window", _rw_rule, _rw_emit)
+
+
+def _sort_rule(*xs, dimension, num_keys, is_stable):
+    for x in xs:
+        if x.shape != xs[0].shape:
+            raise type_error("sort operands must have the same shape")
+    return list(xs)
+
+
+def _sort_emit(trace, vals, avals, dimension, num_keys, is_stable):
+    return trace.emit("ember.sort", vals, avals, {
+        "dimension": core.i64_attr(dimension), "num_keys": core.i64_attr(num_keys),
+        "is_stable": core.bool_attr(is_stable)})
+
+
+sort_p = Primitive("sort", _sort_rule, _sort_emit, multiple_results=True)
+
+
+def _dot_rule(lhs, rhs, dimension_numbers, preferred_element_type):
+    (lc, rc), (lb, rb) = dimension_numbers
+    for a, b in zip(lc, rc):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise type_error(f"dot_general requires contracting dimensions to have the same "
+                             f"shape, got {lhs.shape} and {rhs.shape}")
+    for a, b in zip(lb, rb):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise type_error(f"dot_general requires batch dimensions to have the same "
+                             f"shape, got {lhs.shape} and {rhs.shape}")
+    shape = [lhs.shape[d] for d in lb]
+    shape += [n for i, n in enumerate(lhs.shape) if i not in lc and i not in lb]
+    shape += [n for i, n in enumerate(rhs.shape) if i not in rc and i not in rb]
+    return ShapedArray(shape, preferred_element_type, lhs.weak_type and rhs.weak_type)
+
+
+def _dot_emit(trace, vals, avals, dimension_numbers, preferred_element_type):
+    (lc, rc), (lb, rb) = dimension_numbers
+    return trace.emit("ember.dot_general", vals, avals, {
+        "lhs_batching_dimensions": core.i64_array_attr(lb),
+        "rhs_batching_dimensions": core.i64_array_attr(rb),
+        "lhs_contracting_dimensions": core.i64_array_attr(lc),
+        "rhs_contracting_dimensions": core.i64_array_attr(rc)})
+
+
+dot_general_p = Primitive("dot_general", _dot_rule, _dot_emit)
+
+
+def _gather_rule(x, idx, offset_dims, collapsed_slice_dims, start_index_map,
+                 index_vector_dim, slice_sizes, mode, operand_batching_dims=(),
+                 start_indices_batching_dims=()):
+    batch = [n for i, n in enumerate(idx.shape) if i != index_vector_dim]
+    offs = [s for i, s in enumerate(slice_sizes)
+            if i not in collapsed_slice_dims and i not in operand_batching_dims]
+    rank = len(batch) + len(offs)
+    shape, bi, oi = [], 0, 0
+    for d in range(rank):
+        if d in offset_dims:
+            shape.append(offs[oi])
+            oi += 1
+        else:
+            shape.append(batch[bi])
+            bi += 1
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+def _gather_emit(trace, vals, avals, offset_dims, collapsed_slice_dims, start_index_map,
+                 index_vector_dim, slice_sizes, mode, operand_batching_dims=(),
+                 start_indices_batching_dims=()):
+    a = core.i64_array_attr
+    return trace.emit("ember.gather", vals, avals, {
+        "offset_dims": a(offset_dims), "collapsed_slice_dims": a(collapsed_slice_dims),
+        "operand_batching_dims": a(operand_batching_dims),
+        "start_indices_batching_dims": a(start_indices_batching_dims),
+        "start_index_map": a(start_index_map),
+        "index_vector_dim": core.i64_attr(index_vector_dim),
+        "slice_sizes": a(slice_sizes), "mode": core.enum_attr(f"#ember<mode {mode}>")})
+
+
+gather_p = Primitive("gather", _gather_rule, _gather_emit)
+
+
+def _scatter_rule(x, idx, upd, **_):
+    if upd.dtype != x.dtype:
+        raise type_error(f"scatter updates dtype {upd.dtype} differs from {x.dtype}")
+    return x
+
+
+def _scatter_emit(trace, vals, avals, kind, update_window_dims, inserted_window_dims,
+                  scatter_dims_to_operand_dims, index_vector_dim, mode,
+                  operand_batching_dims=(), scatter_indices_batching_dims=()):
+    a = core.i64_array_attr
+    return trace.emit("ember.scatter", vals, avals, {
+        "update_window_dims": a(update_window_dims),
+        "inserted_window_dims": a(inserted_window_dims),
+        "operand_batching_dims": a(operand_batching_dims),
+        "scatter_indices_batching_dims": a(scatter_indices_batching_dims),
+        "scatter_dims_to_operand_dims": a(scatter_dims_to_operand_dims),
+        "index_vector_dim": core.i64_attr(index_vector_dim),
+        "kind": core.enum_attr(f"#ember<scatter {kind}>"),
+        "mode": core.enum_attr(f"#ember<mode {mode}>")})
+
+
+scatter_p = Primitive("scatter", _scatter_rule, _scatter_emit)
+
+threefry2x32_p = Primitive("threefry2x32", lambda *xs: [xs[0], xs[0]],
+                           multiple_results=True)
+
+# --------------------------------------------------------------------------
+# Public lax functions
+# --------------------------------------------------------------------------
+
+
+def _u(name):
+    p = _prims[name]
+    return lambda x: p.bind(x)
+
+
+def _b(name):
+    p = _prims[name]
+    return lambda x, y: p.bind(*_promote_scalars(x, y))
+
+
+def _promote_scalars(*xs):
+    """lax-level: Python scalars take the dtype of the array operands."""
+    vals = [x if isinstance(x, core.Value) else None for x in xs]
+    ref = next((v for v in vals if v is not None), None)
+    out = []
+    for x, v in zip(xs, vals):
+        if v is None:
+            x = core.asarray_concrete(x, ref.dtype if ref is not None else None)
+            if ref is not None and ref.shape:
+                x = broadcast(x, ref.shape)
+        out.append(x)
+    return out
+
+
+neg, abs, sign, floor, ceil = (_u(n) for n in ["neg", "abs", "sign", "floor", "ceil"])
+exp, exp2, log, log1p, expm1, tanh, logistic = (
+    _u(n) for n in ["exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic"])
+sin, cos, tan, asin, acos, atan = (_u(n) for n in ["sin", "cos", "tan", "asin", "acos", "atan"])
+sinh, cosh, asinh, acosh, atanh = (_u(n) for n in ["sinh", "cosh", "asinh", "acosh", "atanh"])
+sqrt, rsqrt, cbrt, erf, erf_inv, lgamma, digamma = (
+    _u(n) for n in ["sqrt", "rsqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma"])
+bitwise_not = _u("not")
+population_count, clz, conj = _u("population_count"), _u("clz"), _u("conj")
+add, sub, mul, div, rem, pow = (_b(n) for n in ["add", "sub", "mul", "div", "rem", "pow"])
+max, min, atan2, nextafter = (_b(n) for n in ["max", "min", "atan2", "nextafter"])
+bitwise_and, bitwise_or, bitwise_xor = _b("and"), _b("or"), _b("xor")
+shift_left, shift_right_logical, shift_right_arithmetic = (
+    _b(n) for n in ["shift_left", "shift_right_logical", "shift_right_arithmetic"])
+
+
+def round(x, rounding_method=0):
+    return _prims["round_nearest_even" if int(rounding_method) == 1
+                  else "round_nearest_afz"].bind(x)
+
+
+class RoundingMethod:
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def is_finite(x):
+    return is_finite_p.bind(x)
+
+
+def real(x):
+    return real_p.bind(x)
+
+
+def imag(x):
+    return imag_p.bind(x)
+
+
+def complex(x, y):
+    return complex_p.bind(*_promote_scalars(x, y))
+
+
+def _cmp(direction):
+    return lambda x, y: compare_p.bind(*_promote_scalars(x, y), direction=direction)
+
+
+eq, ne, lt, le, gt, ge = (_cmp(d) for d in ["eq", "ne", "lt", "le", "gt", "ge"])
+
+
+def select(pred, on_true, on_false):
+    return select_p.bind(pred, on_true, on_false)
+
+
+def select_n(which, *cases):
+    if len(cases) == 1:
+        return cases[0]
+    if as_value(which).dtype == dtypes.bool_:
+        return select(which, cases[1], cases[0])
+    out = cases[-1]
+    for i in range(len(cases) - 2, -1, -1):
+        out = select(le(which, i), cases[i], out)
+    return out
+
+
+def clamp(min, x, max):
+    x = as_value(x)
+    lo, hi = _promote_scalars(min, x)[0], _promote_scalars(max, x)[0]
+    if lo.shape != x.shape:
+        lo = broadcast_in_dim(lo, x.shape, ())
+    if hi.shape != x.shape:
+        hi = broadcast_in_dim(hi, x.shape, ())
+    return clamp_p.bind(lo, x, hi)
+
+
+def convert_element_type(x, new_dtype, weak_type=False):
+    x = as_value(x)
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    if x.dtype == new_dtype and x.weak_type == weak_type:
+        return x
+    return convert_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def bitcast_convert_type(x, new_dtype):
+    return bitcast_p.bind(x, new_dtype=dtypes.canonicalize_dtype(new_dtype))
+
+
+def iota(dtype, size):
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(int(size),), dimension=0)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(shape),
+                       dimension=int(dimension))
+
+
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    x = as_value(x)
+    shape, dims = tuple(int(s) for s in shape), tuple(int(d) for d in broadcast_dimensions)
+    if x.shape == shape and dims == tuple(range(len(shape))):
+        return x
+    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
+
+
+def broadcast(x, sizes):
+    x = as_value(x)
+    sizes = tuple(sizes)
+    return broadcast_in_dim(x, sizes + x.shape,
+                            tuple(range(len(sizes), len(sizes) + x.ndim)))
+
+
+def reshape(x, new_sizes, dimensions=None):
+    x = as_value(x)
+    if dimensions is not None:
+        x = transpose(x, dimensions)
+    new_sizes = tuple(int(s) for s in new_sizes)
+    if x.shape == new_sizes:
+        return x
+    return reshape_p.bind(x, new_sizes=new_sizes)
+
+
+def transpose(x, permutation):
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))):
+        return as_value(x)
+    return transpose_p.bind(x, permutation=permutation)
+
+
+def slice(x, start_indices, limit_indices, strides=None):
+    x = as_value(x)
+    strides = tuple(strides) if strides is not None else (1,) * x.ndim
+    return slice_p.bind(x, start_indices=tuple(int(s) for s in start_indices),
+                        limit_indices=tuple(int(s) for s in limit_indices),
+                        strides=tuple(int(s) for s in strides))
+
+
+def slice_in_dim(x, start_index, limit_index, stride=1, axis=0):
+    x = as_value(x)
+    n = x.shape[axis]
+    start_index = 0 if start_index is None else (start_index + n if start_index < 0 else start_index)
+    limit_index = n if limit_index is None else (limit_index + n if limit_index < 0 else limit_index)
+    starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    starts[axis], limits[axis], strides[axis] = start_index, limit_index, stride
+    return slice(x, starts, limits, strides)
+
+
+def index_in_dim(x, index, axis=0, keepdims=True):
+    x = as_value(x)
+    index = index + x.shape[axis] if index < 0 else index
+    r = slice_in_dim(x, index, index + 1, 1, axis)
+    return r if keepdims else reshape(r, [n for i, n in enumerate(r.shape) if i != axis])
+
+
+def _index_scalar(i):
+    i = as_value(i)
+    if i.ndim != 0:
+        raise type_error(f"dynamic indices must be scalars, got {i.str_short() if hasattr(i, 'str_short') else i.shape}")
+    if not dtypes.is_int(i.dtype):
+        raise type_error("dynamic indices must be integers")
+    return i
+
+
+def dynamic_slice(x, start_indices, slice_sizes):
+    x = as_value(x)
+    idx = [_index_scalar(i) for i in start_indices]
+    return dynamic_slice_p.bind(x, *idx, slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def dynamic_update_slice(x, update, start_indices):
+    idx = [_index_scalar(i) for i in start_indices]
+    return dynamic_update_slice_p.bind(x, update, *idx)
+
+
+def dynamic_slice_in_dim(x, start_index, slice_size, axis=0):
+    x = as_value(x)
+    starts = [0] * x.ndim
+    starts[axis] = start_index
+    sizes = list(x.shape)
+    sizes[axis] = slice_size
+    return dynamic_slice(x, starts, sizes)
+
+
+def dynamic_index_in_dim(x, index, axis=0, keepdims=True):
+    r = dynamic_slice_in_dim(x, index, 1, axis)
+    return r if keepdims else reshape(r, [n for i, n in enumerate(r.shape) if i != axis])
+
+
+def dynamic_update_slice_in_dim(x, update, start_index, axis):
+    x = as_value(x)
+    starts = [0] * x.ndim
+    starts[axis] = start_index
+    return dynamic_update_slice(x, update, starts)
+
+
+def pad(x, padding_value, padding_config):
+    x, pv = _promote_scalars(x, padding_value)
+    if pv.shape != ():
+        pv = reshape(pv, ())
+    return pad_p.bind(x, pv, padding_config=tuple(tuple(int(v) for v in c) for c in padding_config))
+
+
+def concatenate(operands, dimension):
+    operands = [as_value(o) for o in operands]
+    if len(operands) == 1:
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+def rev(x, dimensions):
+    return rev_p.bind(x, dimensions=tuple(int(d) for d in dimensions))
+
+
+def _reduce(kind):
+    def f(x, axes):
+        x = as_value(x)
+        axes = tuple(sorted(int(a) for a in axes))
+        if not axes:
+            return x
+        return reduce_p.bind(x, kind=kind, axes=axes)
+    return f
+
+
+reduce_sum, reduce_prod, reduce_max, reduce_min = (
+    _reduce(k) for k in ["sum", "prod", "max", "min"])
+reduce_and, reduce_or, reduce_xor = (_reduce(k) for k in ["and", "or", "xor"])
+
+
+def argmax(x, axis, index_dtype):
+    return argmax_p.bind(x, axis=int(axis), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def argmin(x, axis, index_dtype):
+    return argmin_p.bind(x, axis=int(axis), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def _cumulative(kind):
+    def f(x, axis=0, reverse=False):
+        x = as_value(x)
+        axis = int(axis) + (x.ndim if axis < 0 else 0)
+        return cumulative_p.bind(x, kind=kind, axis=axis, reverse=bool(reverse))
+    return f
+
+
+cumsum, cumprod, cummax, cummin = (_cumulative(k) for k in ["sum", "prod", "max", "min"])
+
+
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
+                  padding="VALID"):
+    kind = {add: "sum", max: "max", min: "min", mul: "prod"}.get(computation, computation)
+    if not isinstance(kind, str):
+        raise NotImplementedError("reduce_window supports lax.add, lax.max, lax.min, lax.mul")
+    operand = as_value(operand)
+    window_strides = tuple(window_strides or (1,) * operand.ndim)
+    if isinstance(padding, str):
+        padding = padtype_to_pads(operand.shape, window_dimensions, window_strides, padding)
+    init = core.asarray_concrete(init_value, operand.dtype) if not isinstance(
+        init_value, core.Value) else convert_element_type(init_value, operand.dtype)
+    return reduce_window_p.bind(operand, init, kind=kind,
+                                window_dimensions=tuple(window_dimensions),
+                                window_strides=window_strides,
+                                padding=tuple(tuple(p) for p in padding))
+
+
+def padtype_to_pads(in_shape, window_shape, window_strides, padding):
+    if padding.upper() == "VALID":
+        return [(0, 0)] * len(in_shape)
+    pads = []
+    for n, w, s in zip(in_shape, window_shape, window_strides):
+        out = -(-n // s)
+        total = builtins.max((out - 1) * s + w - n, 0)
+        pads.append((total // 2, total - total // 2))
+    return pads
+
+
+def sort(operand, dimension=-1, is_stable=True, num_keys=1):
+    single = isinstance(operand, core.Value) or not isinstance(operand, (list, tuple))
+    ops = [as_value(operand)] if single else [as_value(o) for o in operand]
+    dimension = int(dimension) + (ops[0].ndim if dimension < 0 else 0)
+    out = sort_p.bind(*ops, dimension=dimension, num_keys=int(num_keys),
+                      is_stable=bool(is_stable))
+    return out[0] if single else tuple(out)
+
+
+def sort_key_val(keys, values, dimension=-1, is_stable=True):
+    return sort((keys, values), dimension, is_stable, 1)
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    lhs, rhs = as_value(lhs), as_value(rhs)
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+    out = preferred_element_type or dtypes.promote_types(lhs.dtype, rhs.dtype)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                              preferred_element_type=dtypes.canonicalize_dtype(out))
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    lhs, rhs = as_value(lhs), as_value(rhs)
+    if lhs.ndim > 2 or rhs.ndim > 2 or lhs.ndim == 0 or rhs.ndim == 0:
+        raise type_error(f"lax.dot needs rank 1 or 2 operands, got {lhs.shape} and {rhs.shape}")
+    return dot_general(lhs, rhs, (([lhs.ndim - 1], [0]), ([], [])),
+                       preferred_element_type=preferred_element_type)
+
+
+class GatherScatterMode:
+    CLIP = "clip"
+    FILL_OR_DROP = "fill"
+    PROMISE_IN_BOUNDS = "clip"
+
+    @staticmethod
+    def from_any(mode):
+        if mode is None:
+            return "fill"
+        m = str(mode).lower()
+        if "clip" in m or "promise" in m:
+            return "clip"
+        return "fill"
+
+
+class GatherDimensionNumbers:
+    def __init__(self, offset_dims, collapsed_slice_dims, start_index_map,
+                 operand_batching_dims=(), start_indices_batching_dims=()):
+        self.offset_dims = tuple(offset_dims)
+        self.collapsed_slice_dims = tuple(collapsed_slice_dims)
+        self.start_index_map = tuple(start_index_map)
+        self.operand_batching_dims = tuple(operand_batching_dims)
+        self.start_indices_batching_dims = tuple(start_indices_batching_dims)
+
+
+class ScatterDimensionNumbers:
+    def __init__(self, update_window_dims, inserted_window_dims,
+                 scatter_dims_to_operand_dims, operand_batching_dims=(),
+                 scatter_indices_batching_dims=()):
+        self.update_window_dims = tuple(update_window_dims)
+        self.inserted_window_dims = tuple(inserted_window_dims)
+        self.scatter_dims_to_operand_dims = tuple(scatter_dims_to_operand_dims)
+        self.operand_batching_dims = tuple(operand_batching_dims)
+        self.scatter_indices_batching_dims = tuple(scatter_indices_batching_dims)
+
+
+def gather(operand, start_indices, dimension_numbers, slice_sizes, *,
+           indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
+    idx = as_value(start_indices)
+    dn = dimension_numbers
+    return gather_p.bind(operand, idx, offset_dims=dn.offset_dims,
+                         collapsed_slice_dims=dn.collapsed_slice_dims,
+                         start_index_map=dn.start_index_map,
+                         index_vector_dim=idx.ndim - 1, slice_sizes=tuple(slice_sizes),
+                         mode=GatherScatterMode.from_any(mode),
+                         operand_batching_dims=dn.operand_batching_dims,
+                         start_indices_batching_dims=dn.start_indices_batching_dims)
+
+
+def _scatter(kind):
+    def f(operand, scatter_indices, updates, dimension_numbers, *,
+          indices_are_sorted=False, unique_indices=False, mode=None):
+        idx = as_value(scatter_indices)
+        dn = dimension_numbers
+        operand = as_value(operand)
+        updates = convert_element_type(updates, operand.dtype)
+        return scatter_p.bind(operand, idx, updates, kind=kind,
+                              update_window_dims=dn.update_window_dims,
+                              inserted_window_dims=dn.inserted_window_dims,
+                              scatter_dims_to_operand_dims=dn.scatter_dims_to_operand_dims,
+                              index_vector_dim=idx.ndim - 1,
+                              mode=GatherScatterMode.from_any(mode),
+                              operand_batching_dims=dn.operand_batching_dims,
+                              scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+    return f
+
+
+scatter, scatter_add, scatter_mul, scatter_min, scatter_max = (
+    _scatter(k) for k in ["replace", "add", "mul", "min", "max"])
+
+
+def threefry2x32(k0, k1, x0, x1):
+    return threefry2x32_p.bind(k0, k1, x0, x1)
+
+
+def stop_gradient(x):
+    return x
+
+
+def integer_pow(x, y):
+    x = as_value(x)
+    if y == 0:
+        return full_like(x, 1)
+    neg_ = y < 0
+    y = builtins.abs(y)
+    acc = None
+    base = x
+    while y:
+        if y & 1:
+            acc = base if acc is None else mul(acc, base)
+        y >>= 1
+        if y:
+            base = mul(base, base)
+    return div(full_like(x, 1), acc) if neg_ else acc
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    x = as_value(x)
+    dtype = dtype or x.dtype
+    shape = x.shape if shape is None else tuple(shape)
+    v = core.asarray_concrete(fill_value, dtype) if not isinstance(fill_value, core.Value) \
+        else convert_element_type(fill_value, dtype)
+    return broadcast(v, shape) if shape else v
+
+
+def full(shape, fill_value, dtype=None):
+    v = core.asarray_concrete(fill_value, dtype) if not isinstance(fill_value, core.Value) \
+        else (convert_element_type(fill_value, dtype) if dtype else fill_value)
+    return broadcast(v, tuple(shape))
+
+
+def square(x):
+    return mul(x, x)
+
+
+def reciprocal(x):
+    return div(full_like(x, 1), x)
+
+
+def tanh_(x):
+    return tanh(x)
+
+
+def squeeze(x, dimensions):
+    x = as_value(x)
+    return reshape(x, [n for i, n in enumerate(x.shape) if i not in dimensions])
+
+
+def expand_dims(x, dimensions):
+    x = as_value(x)
+    shape = list(x.shape)
+    for d in sorted(dimensions):
+        shape.insert(d, 1)
+    return reshape(x, shape)

@@ -1,0 +1,251 @@
+"""Pytrees: JAX's tree_util API (flatten, unflatten, map, registration)."""
+
+import collections
+import dataclasses
+import functools
+
+_registry = {}
+
+
+class PyTreeDef:
+    __slots__ = ("kind", "aux", "children", "num_leaves")
+
+    def __init__(self, kind, aux, children):
+        self.kind, self.aux, self.children = kind, aux, tuple(children)
+        self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
+
+    def _key(self):
+        return (self.kind, _hashable(self.aux), self.children)
+
+    def __eq__(self, other):
+        return isinstance(other, PyTreeDef) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    @property
+    def num_nodes(self):
+        return 1 + sum(c.num_nodes for c in self.children)
+
+    def unflatten(self, leaves):
+        return tree_unflatten(self, leaves)
+
+    def __repr__(self):
+        return f"PyTreeDef({_repr(self)})"
+
+
+def _hashable(aux):
+    try:
+        hash(aux)
+        return aux
+    except TypeError:
+        return repr(aux)
+
+
+def _repr(t):
+    if t.kind is None:
+        return "*"
+    inner = ", ".join(_repr(c) for c in t.children)
+    if t.kind is tuple:
+        return f"({inner}{',' if len(t.children) == 1 else ''})"
+    if t.kind is list:
+        return f"[{inner}]"
+    if t.kind is dict:
+        return "{" + ", ".join(f"{k!r}: {_repr(c)}" for k, c in zip(t.aux, t.children)) + "}"
+    if t.kind is type(None):
+        return "None"
+    return f"{getattr(t.kind, '__name__', t.kind)}({inner})"
+
+
+def register_pytree_node(nodetype, flatten_func, unflatten_func):
+    _registry[nodetype] = (flatten_func, unflatten_func)
+    return nodetype
+
+
+def register_pytree_node_class(cls):
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
+    def flat(x):
+        kids, aux = flatten_with_keys(x)
+        return [c for _, c in kids], aux
+    register_pytree_node(nodetype, flatten_func or flat, unflatten_func)
+
+
+def register_dataclass(nodetype, data_fields=None, meta_fields=None, drop_fields=()):
+    if data_fields is None:
+        data_fields = [f.name for f in dataclasses.fields(nodetype)
+                       if not f.metadata.get("static", False)]
+        meta_fields = [f.name for f in dataclasses.fields(nodetype)
+                       if f.metadata.get("static", False)]
+    meta_fields = list(meta_fields or ())
+
+    def flatten(x):
+        return ([getattr(x, n) for n in data_fields],
+                tuple(getattr(x, n) for n in meta_fields))
+
+    def unflatten(aux, children):
+        kw = dict(zip(data_fields, children))
+        kw.update(zip(meta_fields, aux))
+        return nodetype(**kw)
+
+    register_pytree_node(nodetype, flatten, unflatten)
+    return nodetype
+
+
+def _is_namedtuple(x):
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _children(x):
+    """(kind, aux, children) or None for a leaf."""
+    t = type(x)
+    if t in _registry:
+        kids, aux = _registry[t][0](x)
+        return t, aux, list(kids)
+    if x is None:
+        return type(None), None, []
+    if t is tuple:
+        return tuple, None, list(x)
+    if t is list:
+        return list, None, list(x)
+    if t is dict:
+        keys = sorted(x.keys(), key=_sort_key)
+        return dict, tuple(keys), [x[k] for k in keys]
+    if isinstance(x, collections.OrderedDict):
+        keys = tuple(x.keys())
+        return collections.OrderedDict, keys, [x[k] for k in keys]
+    if isinstance(x, collections.defaultdict):
+        keys = sorted(x.keys(), key=_sort_key)
+        return collections.defaultdict, (x.default_factory, tuple(keys)), [x[k] for k in keys]
+    if _is_namedtuple(x):
+        return t, None, list(x)
+    return None
+
+
+def _sort_key(k):
+    return (type(k).__name__, k) if not isinstance(k, (int, float)) else ("0", k)
+
+
+def tree_flatten(tree, is_leaf=None):
+    leaves = []
+
+    def rec(x):
+        if is_leaf is not None and is_leaf(x):
+            leaves.append(x)
+            return PyTreeDef(None, None, ())
+        node = _children(x)
+        if node is None:
+            leaves.append(x)
+            return PyTreeDef(None, None, ())
+        kind, aux, kids = node
+        return PyTreeDef(kind, aux, [rec(c) for c in kids])
+
+    return leaves, rec(tree)
+
+
+def tree_unflatten(treedef, leaves):
+    it = iter(leaves)
+
+    def rec(t):
+        if t.kind is None:
+            return next(it)
+        kids = [rec(c) for c in t.children]
+        return _build(t, kids)
+
+    return rec(treedef)
+
+
+def _build(t, kids):
+    k = t.kind
+    if k in _registry:
+        return _registry[k][1](t.aux, kids)
+    if k is type(None):
+        return None
+    if k is tuple:
+        return tuple(kids)
+    if k is list:
+        return list(kids)
+    if k is dict:
+        return dict(zip(t.aux, kids))
+    if k is collections.OrderedDict:
+        return collections.OrderedDict(zip(t.aux, kids))
+    if k is collections.defaultdict:
+        return collections.defaultdict(t.aux[0], zip(t.aux[1], kids))
+    return k(*kids)
+
+
+def tree_leaves(tree, is_leaf=None):
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree, is_leaf=None):
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_map(f, tree, *rest, is_leaf=None):
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    others = [treedef.flatten_up_to(r) if False else _flatten_up_to(treedef, r) for r in rest]
+    return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
+
+
+def _flatten_up_to(treedef, tree):
+    out = []
+
+    def rec(t, x):
+        if t.kind is None:
+            out.append(x)
+            return
+        node = _children(x)
+        if node is None or node[0] is not t.kind or len(node[2]) != len(t.children):
+            raise ValueError(f"Tree structures do not match: {treedef} vs {tree_structure(tree)}")
+        if t.kind is dict and node[1] != t.aux:
+            raise ValueError(f"Dict key mismatch in tree_map: {t.aux} vs {node[1]}")
+        for c, k in zip(t.children, node[2]):
+            rec(c, k)
+
+    rec(treedef, tree)
+    return out
+
+
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    flat = _flatten_up_to(outer_treedef, pytree_to_transpose)
+    inner = [_flatten_up_to(inner_treedef, x) for x in flat]
+    n = inner_treedef.num_leaves
+    cols = [tree_unflatten(outer_treedef, [row[i] for row in inner]) for i in range(n)]
+    return tree_unflatten(inner_treedef, cols)
+
+
+def tree_reduce(function, tree, initializer=None, is_leaf=None):
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is None:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree):
+    return all(tree_leaves(tree))
+
+
+def treedef_children(treedef):
+    return list(treedef.children)
+
+
+def treedef_is_leaf(treedef):
+    return treedef.kind is None
+
+
+def all_leaves(iterable):
+    return all(_children(x) is None for x in iterable)
+
+
+class Partial(functools.partial):
+    pass
+
+
+register_pytree_node(Partial, lambda p: (list(p.args) + list(p.keywords.values()),
+                                         (p.func, len(p.args), tuple(p.keywords))),
+                     lambda aux, kids: Partial(aux[0], *kids[:aux[1]],
+                                               **dict(zip(aux[2], kids[aux[1]:]))))

@@ -1,0 +1,1 @@
+from ember._src.errors import *  # noqa: F401,F403

@@ -1,0 +1,4 @@
+"""ember.lax: the primitives of the ember dialect."""
+
+from ember._src.lax import *  # noqa: F401,F403
+from ember._src.lax import round, max, min, abs, pow, complex, slice  # noqa: F401

@@ -1,0 +1,119 @@
+"""ember.nn: activations and friends, as in jax.nn."""
+
+import ember.numpy as jnp
+from ember._src import lax
+
+
+def relu(x):
+    x = jnp.asarray(x)
+    return jnp.maximum(x, jnp.zeros_like(x))
+
+
+def relu6(x):
+    return jnp.minimum(jnp.maximum(x, 0), 6.0)
+
+
+def sigmoid(x):
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        x = x.astype(jnp.float32)
+    return lax.logistic(x)
+
+
+def log_sigmoid(x):
+    return -softplus(-jnp.asarray(x))
+
+
+def softplus(x):
+    x = jnp.asarray(x)
+    return jnp.logaddexp(x, 0.0)
+
+
+def silu(x):
+    return x * sigmoid(x)
+
+
+swish = silu
+
+
+def gelu(x, approximate=True):
+    x = jnp.asarray(x)
+    if approximate:
+        c = jnp.sqrt(2.0 / jnp.pi).astype(x.dtype)
+        return 0.5 * x * (1.0 + jnp.tanh(c * (x + 0.044715 * (x ** 3))))
+    return 0.5 * x * (1.0 + lax.erf(x / jnp.sqrt(2.0).astype(x.dtype)))
+
+
+def elu(x, alpha=1.0):
+    x = jnp.asarray(x)
+    return jnp.where(x > 0, x, alpha * jnp.expm1(jnp.where(x > 0, 0.0, x)))
+
+
+def leaky_relu(x, negative_slope=0.01):
+    x = jnp.asarray(x)
+    return jnp.where(x >= 0, x, negative_slope * x)
+
+
+def celu(x, alpha=1.0):
+    return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+
+
+def selu(x):
+    a, s = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return s * elu(x, a)
+
+
+def hard_tanh(x):
+    return jnp.clip(x, -1.0, 1.0)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    a = jnp.asarray(a)
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
+        a = a.astype(jnp.float32)
+    m = jnp.max(a, axis=axis, keepdims=True)
+    m = lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m)))
+    e = jnp.exp(a - m)
+    if b is not None:
+        e = e * b
+    s = jnp.sum(e, axis=axis, keepdims=True)
+    sign = jnp.sign(s)
+    out = jnp.log(jnp.abs(s)) + m
+    if not keepdims:
+        axes = tuple(range(a.ndim)) if axis is None else axis
+        out = jnp.squeeze(out, axes)
+        sign = jnp.squeeze(sign, axes)
+    return (out, sign) if return_sign else out
+
+
+def softmax(x, axis=-1, where=None, initial=None):
+    x = jnp.asarray(x)
+    m = jnp.max(x, axis=axis, keepdims=True)
+    e = jnp.exp(x - lax.stop_gradient(m))
+    return e / jnp.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(x, axis=-1, where=None, initial=None):
+    x = jnp.asarray(x)
+    shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
+    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
+
+
+def one_hot(x, num_classes, *, dtype=jnp.float32, axis=-1):
+    x = jnp.asarray(x)
+    cls = lax.broadcasted_iota(x.dtype, (num_classes,), 0) if False else jnp.arange(num_classes)
+    out = jnp.expand_dims(x, axis) == jnp.expand_dims(cls.astype(x.dtype),
+                                                      tuple(range(1, x.ndim + 1)) if axis == -1 else 0)
+    return out.astype(dtype)
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+    x = jnp.asarray(x)
+    if mean is None:
+        mean = jnp.mean(x, axis, keepdims=True)
+    if variance is None:
+        variance = jnp.mean(jnp.square(x), axis, keepdims=True) - jnp.square(mean)
+    return (x - mean) * lax.rsqrt(variance + epsilon)
+
+
+normalize = standardize

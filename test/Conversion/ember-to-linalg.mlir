@@ -1,0 +1,273 @@
+// RUN: ember-opt %s -ember-to-linalg -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func @elementwise
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: math.exp
+func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = ember.add %a, %b : tensor<2x3xf32>
+  %1 = ember.exp %0 : tensor<2x3xf32>
+  return %1 : tensor<2x3xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @unsigned_div(%{{.*}}: tensor<4xi32>, %{{.*}}: tensor<4xi32>) -> tensor<4xi32>
+// CHECK: linalg.generic
+// CHECK: %[[Z:.*]] = arith.cmpi eq
+// CHECK: %[[SAFE:.*]] = arith.select %[[Z]]
+// CHECK: %[[Q:.*]] = arith.divui %{{.*}}, %[[SAFE]] : i32
+// CHECK: arith.select %[[Z]], %{{.*}}, %[[Q]] : i32
+// CHECK-NOT: ui32
+func.func @unsigned_div(%a: tensor<4xui32>, %b: tensor<4xui32>) -> tensor<4xui32> {
+  %0 = ember.div %a, %b : tensor<4xui32>
+  return %0 : tensor<4xui32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @compare_f
+// CHECK: linalg.generic
+// CHECK: arith.cmpf olt, %{{.*}}, %{{.*}} : f32
+// CHECK: -> tensor<4xi1>
+func.func @compare_f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xi1> {
+  %0 = ember.compare LT, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @convert_f32_i32
+// CHECK: %[[HI:.*]] = arith.cmpf oge
+// CHECK: %[[LO:.*]] = arith.cmpf olt
+// CHECK: %[[NAN:.*]] = arith.cmpf uno
+// CHECK: %[[V:.*]] = arith.fptosi %{{.*}} : f32 to i32
+// CHECK: %[[S1:.*]] = arith.select %[[HI]], %{{.*}}, %[[V]] : i32
+// CHECK: arith.select %[[LO]], %{{.*}}, %[[S1]] : i32
+func.func @convert_f32_i32(%a: tensor<4xf32>) -> tensor<4xi32> {
+  %0 = ember.convert %a : (tensor<4xf32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+
+// -----
+
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func @broadcast
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #{{.*}}]
+// CHECK-NEXT: ^bb0(%[[X:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: linalg.yield %[[X]]
+func.func @broadcast(%a: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = ember.broadcast_in_dim %a, dims = [1] : (tensor<3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @reshape
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<2x3xf32> into tensor<6xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [3, 2] : tensor<6xf32> into tensor<3x2xf32>
+func.func @reshape(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %0 = ember.reshape %a : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @transpose
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<2x3xf32>) outs(%{{.*}} : tensor<3x2xf32>) permutation = [1, 0]
+func.func @transpose(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %0 = ember.transpose %a, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @slice
+// CHECK: tensor.extract_slice %{{.*}}[0, 1] [2, 1] [1, 2] : tensor<2x3xf32> to tensor<2x1xf32>
+func.func @slice(%a: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  %0 = ember.slice %a, start = [0, 1], limit = [2, 3], strides = [1, 2] : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @pad
+// CHECK: %[[PV:.*]] = tensor.extract %{{.*}}[] : tensor<f32>
+// CHECK: %[[F:.*]] = linalg.fill ins(%[[PV]] : f32) outs(%{{.*}} : tensor<4x5xf32>)
+// CHECK: %[[I:.*]] = tensor.insert_slice %{{.*}} into %[[F]][1, 0] [2, 3] [2, 1]
+// CHECK: tensor.extract_slice %[[I]][0, 1] [4, 4] [1, 1] : tensor<4x5xf32> to tensor<4x4xf32>
+func.func @pad(%a: tensor<2x3xf32>, %s: tensor<f32>) -> tensor<4x4xf32> {
+  %0 = ember.pad %a, %s, low = [1, -1], high = [0, 2], interior = [1, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @concatenate
+// CHECK: %[[A:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [2, 3] [1, 1]
+// CHECK: tensor.insert_slice %{{.*}} into %[[A]][2, 0] [1, 3] [1, 1]
+func.func @concatenate(%a: tensor<2x3xf32>, %b: tensor<1x3xf32>) -> tensor<3x3xf32> {
+  %0 = ember.concatenate dim = 0, %a, %b : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @reduce
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: linalg.fill ins(%[[ZERO]]
+// CHECK: linalg.reduce ins(%{{.*}} : tensor<2x3xf32>) outs(%{{.*}} : tensor<2xf32>) dimensions = [1]
+// CHECK: arith.addf
+func.func @reduce(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  %0 = ember.reduce sum %a, dims = [1] : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+
+// -----
+
+// CHECK-DAG: #[[L:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[R:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[O:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func @dot_general
+// CHECK: linalg.generic {indexing_maps = [#[[L]], #[[R]], #[[O]]], iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @dot_general(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @dynamic_slice
+// CHECK: %[[I:.*]] = arith.index_cast
+// CHECK: %[[LO:.*]] = arith.maxsi %[[I]], %{{.*}} : index
+// CHECK: %[[C3:.*]] = arith.constant 3 : index
+// CHECK: %[[S:.*]] = arith.minsi %[[LO]], %[[C3]] : index
+// CHECK: tensor.extract_slice %{{.*}}[%[[S]]] [2] [1] : tensor<5xf32> to tensor<2xf32>
+func.func @dynamic_slice(%a: tensor<5xf32>, %i: tensor<i32>) -> tensor<2xf32> {
+  %0 = ember.dynamic_slice %a[%i], sizes = [2] : (tensor<5xf32>, tensor<i32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @sort
+// CHECK: %[[RANK:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<4xindex>)
+// CHECK: arith.bitcast %{{.*}} : f32 to i32
+// CHECK: arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK: linalg.generic {{.*}}ins(%[[RANK]], %{{.*}} : tensor<4xindex>, tensor<4xf32>)
+func.func @sort(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = ember.sort dim = 0, keys = 1, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @gather
+// CHECK: linalg.generic {{.*}}outs(%{{.*}} : tensor<4x3xf32>)
+// CHECK: %[[B:.*]] = linalg.index 0
+// CHECK: tensor.extract %{{.*}}[%[[B]], %{{.*}}] : tensor<4x1xi32>
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract %{{.*}} : tensor<5x3xf32>
+func.func @gather(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>) -> tensor<4x3xf32> {
+  %0 = ember.gather %a[%idx] {offset_dims = array<i64: 1>, collapsed_slice_dims = array<i64: 0>, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>, start_index_map = array<i64: 0>, index_vector_dim = 1, slice_sizes = array<i64: 1, 3>, mode = #ember<mode clip>} : (tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @scatter
+// CHECK: scf.for {{.*}} -> (tensor<5x3xf32>)
+// CHECK: scf.for {{.*}} -> (tensor<5x3xf32>)
+// CHECK: scf.if
+// CHECK: arith.addf
+// CHECK: tensor.insert
+func.func @scatter(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3xf32>) -> tensor<5x3xf32> {
+  %0 = ember.scatter add %a[%idx], %upd {update_window_dims = array<i64: 1>, inserted_window_dims = array<i64: 0>, operand_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, index_vector_dim = 1, mode = #ember<mode fill>} : (tensor<5x3xf32>, tensor<4x1xi32>, tensor<4x3xf32>) -> tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @cumulative
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<2x3xf32>)
+// CHECK: tensor.extract_slice
+// CHECK: tensor.extract_slice
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: tensor.insert_slice
+func.func @cumulative(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = ember.cumulative sum %a, axis = 1 : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @argmax
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: %{{.*}}:2 = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf uno
+// CHECK: linalg.index 1
+// CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, i32
+func.func @argmax(%a: tensor<2x3xf32>) -> tensor<2xi32> {
+  %0 = ember.argmax %a, axis = 1 : (tensor<2x3xf32>) -> tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+
+// -----
+
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3) -> (d0 + d2, d1 + d3)>
+// CHECK-LABEL: func @reduce_window
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], {{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]
+// CHECK: arith.maximumf
+func.func @reduce_window(%a: tensor<2x3xf32>, %s: tensor<f32>) -> tensor<1x2xf32> {
+  %0 = ember.reduce_window max %a, %s, window = [2, 2], strides = [1, 1], low = [0, 0], high = [0, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<1x2xf32>
+  return %0 : tensor<1x2xf32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @iota
+// CHECK: linalg.generic
+// CHECK: linalg.index 1
+// CHECK: arith.index_cast
+func.func @iota() -> tensor<2x3xi32> {
+  %0 = ember.iota dim = 1 : tensor<2x3xi32>
+  return %0 : tensor<2x3xi32>
+}
+
+
+// -----
+
+// CHECK-LABEL: func @threefry(%{{.*}}: tensor<4xi32>, %{{.*}}: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>)
+// CHECK: %{{.*}}:2 = linalg.generic
+// CHECK: arith.constant 466688986 : i32
+// CHECK-COUNT-20: arith.shli
+// CHECK: linalg.yield %{{.*}}, %{{.*}} : i32, i32
+func.func @threefry(%k: tensor<4xui32>, %x: tensor<4xui32>) -> (tensor<4xui32>, tensor<4xui32>) {
+  %0:2 = ember.threefry2x32 %k, %k, %x, %x : tensor<4xui32>
+  return %0#0, %0#1 : tensor<4xui32>, tensor<4xui32>
+}

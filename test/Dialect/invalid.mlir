@@ -1,0 +1,569 @@
+// RUN: ember-opt %s -split-input-file -verify-diagnostics
+//
+// One case per numbered verifier rule of lib/IR/EmberOps.cpp (see docs/spec.md).
+// Rules checked in result type inference (InferTypeOpAdaptor) report the rule
+// and then "failed to infer returned types".
+//
+// Unreachable from textual IR (skipped):
+//   sort_c1 - SameOperandsAndResultType already rejects a sort with no operands
+//             ("expected 1 or more operands").
+//   sort_c2 - SameOperandsAndResultType already rejects inputs of different
+//             shapes ("requires the same type for all operands and results").
+
+// iota_c1
+func.func @iota_c1() -> tensor<2x3xi32> {
+  // expected-error @+1 {{iota_c1: iota dimension 2 is out of range for rank 2}}
+  %0 = ember.iota dim = 2 : tensor<2x3xi32>
+  return %0 : tensor<2x3xi32>
+}
+
+// -----
+
+// bitcast_convert_c1
+func.func @bitcast_convert_c1(%a: tensor<2x3xf32>) -> tensor<3x2xi32> {
+  // expected-error @+1 {{bitcast_convert_c1: operand and result shapes differ}}
+  %0 = ember.bitcast_convert %a : (tensor<2x3xf32>) -> tensor<3x2xi32>
+  return %0 : tensor<3x2xi32>
+}
+
+// -----
+
+// bitcast_convert_c2
+func.func @bitcast_convert_c2(%a: tensor<2x3xf32>) -> tensor<2x3xi16> {
+  // expected-error @+1 {{bitcast_convert_c2: element bit widths differ (32 vs 16)}}
+  %0 = ember.bitcast_convert %a : (tensor<2x3xf32>) -> tensor<2x3xi16>
+  return %0 : tensor<2x3xi16>
+}
+
+// -----
+
+// broadcast_in_dim_c1
+func.func @broadcast_in_dim_c1(%a: tensor<3xf32>) -> tensor<2x3xf64> {
+  // expected-error @+1 {{broadcast_in_dim_c1: element types differ}}
+  %0 = ember.broadcast_in_dim %a, dims = [1] : (tensor<3xf32>) -> tensor<2x3xf64>
+  return %0 : tensor<2x3xf64>
+}
+
+// -----
+
+// broadcast_in_dim_c2
+func.func @broadcast_in_dim_c2(%a: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{broadcast_in_dim_c2: broadcast_dimensions has 2 entries, operand rank is 1}}
+  %0 = ember.broadcast_in_dim %a, dims = [0, 1] : (tensor<3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// broadcast_in_dim_c3
+func.func @broadcast_in_dim_c3(%a: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{broadcast_in_dim_c3: broadcast dimension 2 is out of range [0, 2)}}
+  %0 = ember.broadcast_in_dim %a, dims = [2] : (tensor<3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// broadcast_in_dim_c4
+func.func @broadcast_in_dim_c4(%a: tensor<3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{broadcast_in_dim_c4: operand dimension 0 of size 3 cannot broadcast to result dimension 1 of size 4}}
+  %0 = ember.broadcast_in_dim %a, dims = [1] : (tensor<3xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// reshape_c1
+func.func @reshape_c1(%a: tensor<2x3xf32>) -> tensor<6xi32> {
+  // expected-error @+1 {{reshape_c1: element types differ}}
+  %0 = ember.reshape %a : (tensor<2x3xf32>) -> tensor<6xi32>
+  return %0 : tensor<6xi32>
+}
+
+// -----
+
+// reshape_c2
+func.func @reshape_c2(%a: tensor<2x3xf32>) -> tensor<7xf32> {
+  // expected-error @+1 {{reshape_c2: operand has 6 elements, result has 7}}
+  %0 = ember.reshape %a : (tensor<2x3xf32>) -> tensor<7xf32>
+  return %0 : tensor<7xf32>
+}
+
+// -----
+
+// transpose_c1
+func.func @transpose_c1(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+2 {{transpose_c1: permutation has 3 entries, operand rank is 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.transpose %a, dims = [1, 0, 2] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+// transpose_c2
+func.func @transpose_c2(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+2 {{transpose_c2: permutation dimension 1 appears twice}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.transpose %a, dims = [1, 1] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+// slice_c1
+func.func @slice_c1(%a: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  // expected-error @+2 {{slice_c1: start, limit and strides need 2 entries each}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.slice %a, start = [0], limit = [2, 3], strides = [1, 2] : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+// slice_c2
+func.func @slice_c2(%a: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  // expected-error @+2 {{slice_c2: dimension 1 needs 0 <= start (0) <= limit (4) <= size (3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.slice %a, start = [0, 0], limit = [2, 4], strides = [1, 4] : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+// slice_c3
+func.func @slice_c3(%a: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  // expected-error @+2 {{slice_c3: stride 0 of dimension 1 must be positive}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.slice %a, start = [0, 0], limit = [2, 1], strides = [1, 0] : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+// dynamic_slice_c1
+func.func @dynamic_slice_c1(%a: tensor<2x3xf32>, %i: tensor<i32>) -> tensor<1x2xf32> {
+  // expected-error @+2 {{dynamic_slice_c1: need 2 start indices and slice sizes}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.dynamic_slice %a[%i], sizes = [1, 2] : (tensor<2x3xf32>, tensor<i32>) -> tensor<1x2xf32>
+  return %0 : tensor<1x2xf32>
+}
+
+// -----
+
+// dynamic_slice_c2
+func.func @dynamic_slice_c2(%a: tensor<2x3xf32>, %i: tensor<i32>) -> tensor<1x4xf32> {
+  // expected-error @+2 {{dynamic_slice_c2: slice size 4 of dimension 1 exceeds the operand size 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.dynamic_slice %a[%i, %i], sizes = [1, 4] : (tensor<2x3xf32>, tensor<i32>, tensor<i32>) -> tensor<1x4xf32>
+  return %0 : tensor<1x4xf32>
+}
+
+// -----
+
+// dynamic_update_slice_c1
+func.func @dynamic_update_slice_c1(%a: tensor<2x3xf32>, %u: tensor<1x2xi32>, %i: tensor<i32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{dynamic_update_slice_c1: update must have the operand's rank and element type}}
+  %0 = ember.dynamic_update_slice %a[%i, %i], %u : tensor<2x3xf32>, tensor<1x2xi32>, tensor<i32>, tensor<i32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// dynamic_update_slice_c2
+func.func @dynamic_update_slice_c2(%a: tensor<2x3xf32>, %u: tensor<1x2xf32>, %i: tensor<i32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{dynamic_update_slice_c2: need 2 start indices}}
+  %0 = ember.dynamic_update_slice %a[%i], %u : tensor<2x3xf32>, tensor<1x2xf32>, tensor<i32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// dynamic_update_slice_c3
+func.func @dynamic_update_slice_c3(%a: tensor<2x3xf32>, %u: tensor<1x4xf32>, %i: tensor<i32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{dynamic_update_slice_c3: update dimension 1 is larger than the operand}}
+  %0 = ember.dynamic_update_slice %a[%i, %i], %u : tensor<2x3xf32>, tensor<1x4xf32>, tensor<i32>, tensor<i32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// pad_c1
+func.func @pad_c1(%a: tensor<2x3xf32>, %s: tensor<1xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{pad_c1: padding value must be a 0-d tensor of the operand's element type}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.pad %a, %s, low = [0, 0], high = [0, 0], interior = [0, 0] : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// pad_c2
+func.func @pad_c2(%a: tensor<2x3xf32>, %s: tensor<f32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{pad_c2: low, high and interior need 2 entries each}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.pad %a, %s, low = [0, 0], high = [0], interior = [0, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// pad_c3
+func.func @pad_c3(%a: tensor<2x3xf32>, %s: tensor<f32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{pad_c3: interior padding must be non-negative}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.pad %a, %s, low = [0, 0], high = [0, 0], interior = [0, -1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// pad_c4
+func.func @pad_c4(%a: tensor<2x3xf32>, %s: tensor<f32>) -> tensor<2x0xf32> {
+  // expected-error @+2 {{pad_c4: dimension 1 would have size -1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.pad %a, %s, low = [0, -2], high = [0, -2], interior = [0, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x0xf32>
+  return %0 : tensor<2x0xf32>
+}
+
+// -----
+
+// concatenate_c1
+func.func @concatenate_c1() -> tensor<0xf32> {
+  // expected-error @+2 {{concatenate_c1: needs at least one input}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.concatenate dim = 0, : () -> tensor<0xf32>
+  return %0 : tensor<0xf32>
+}
+
+// -----
+
+// concatenate_c2
+func.func @concatenate_c2(%a: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+2 {{concatenate_c2: dimension 2 out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.concatenate dim = 2, %a, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// concatenate_c3
+func.func @concatenate_c3(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<4x3xf32> {
+  // expected-error @+2 {{concatenate_c3: inputs differ in dimension 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.concatenate dim = 0, %a, %b : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// reverse_c1
+func.func @reverse_c1(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{reverse_c1: reverse dimension 2 is out of range [0, 2)}}
+  %0 = ember.reverse %a, dims = [2] : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// reduce_c1
+func.func @reduce_c1(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{reduce_c1: reduced dimension 1 appears twice}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.reduce sum %a, dims = [1, 1] : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// reduce_c2
+func.func @reduce_c2(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{reduce_c2: kind and needs an integer or boolean element type}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.reduce and %a, dims = [1] : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// argmax_c1
+func.func @argmax_c1(%a: tensor<2x3xf32>) -> tensor<2xi32> {
+  // expected-error @+1 {{argmax_c1: axis 2 out of range for rank 2}}
+  %0 = ember.argmax %a, axis = 2 : (tensor<2x3xf32>) -> tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+// -----
+
+// argmax_c2
+func.func @argmax_c2(%a: tensor<2x3xf32>) -> tensor<3xi32> {
+  // expected-error @+1 {{argmax_c2: result shape must drop the axis}}
+  %0 = ember.argmax %a, axis = 1 : (tensor<2x3xf32>) -> tensor<3xi32>
+  return %0 : tensor<3xi32>
+}
+
+// -----
+
+// argmin_c1 (argmin shares the argmax rules)
+func.func @argmin_c1(%a: tensor<2x3xf32>) -> tensor<2xi32> {
+  // expected-error @+1 {{argmin_c1: axis -1 out of range for rank 2}}
+  %0 = ember.argmin %a, axis = -1 : (tensor<2x3xf32>) -> tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+// -----
+
+// cumulative_c1
+func.func @cumulative_c1(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{cumulative_c1: axis 2 out of range for rank 2}}
+  %0 = ember.cumulative sum %a, axis = 2 : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// cumulative_c2
+func.func @cumulative_c2(%a: tensor<2x3xi32>) -> tensor<2x3xi32> {
+  // expected-error @+1 {{cumulative_c2: kind must be sum, prod, max or min}}
+  %0 = ember.cumulative xor %a, axis = 1 : tensor<2x3xi32>
+  return %0 : tensor<2x3xi32>
+}
+
+// -----
+
+// reduce_window_c1
+func.func @reduce_window_c1(%a: tensor<2x3xf32>, %s: tensor<1xf32>) -> tensor<1x2xf32> {
+  // expected-error @+2 {{reduce_window_c1: init value must be a 0-d tensor of the operand's element type}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.reduce_window max %a, %s, window = [2, 2], strides = [1, 1], low = [0, 0], high = [0, 0] : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<1x2xf32>
+  return %0 : tensor<1x2xf32>
+}
+
+// -----
+
+// reduce_window_c2
+func.func @reduce_window_c2(%a: tensor<2x3xf32>, %s: tensor<f32>) -> tensor<1x2xf32> {
+  // expected-error @+2 {{reduce_window_c2: window, strides and padding need 2 entries each}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.reduce_window max %a, %s, window = [2], strides = [1, 1], low = [0, 0], high = [0, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<1x2xf32>
+  return %0 : tensor<1x2xf32>
+}
+
+// -----
+
+// reduce_window_c3
+func.func @reduce_window_c3(%a: tensor<2x3xf32>, %s: tensor<f32>) -> tensor<1x2xf32> {
+  // expected-error @+2 {{reduce_window_c3: kind or needs an integer or boolean element type}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.reduce_window or %a, %s, window = [2, 2], strides = [1, 1], low = [0, 0], high = [0, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<1x2xf32>
+  return %0 : tensor<1x2xf32>
+}
+
+// -----
+
+// reduce_window_c4
+func.func @reduce_window_c4(%a: tensor<2x3xf32>, %s: tensor<f32>) -> tensor<1x2xf32> {
+  // expected-error @+2 {{reduce_window_c4: window sizes and strides must be positive, padding non-negative}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = ember.reduce_window max %a, %s, window = [2, 2], strides = [1, 0], low = [0, 0], high = [0, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<1x2xf32>
+  return %0 : tensor<1x2xf32>
+}
+
+// -----
+
+// sort_c3
+func.func @sort_c3(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{sort_c3: dimension 2 out of range for rank 2}}
+  %0 = ember.sort dim = 2, keys = 1, %a : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// sort_c4
+func.func @sort_c4(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{sort_c4: num_keys must be in [1, number of inputs]}}
+  %0 = ember.sort dim = 1, keys = 2, %a : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// dot_general_c1
+func.func @dot_general_c1(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{dot_general_c1: lhs and rhs batching dimensions differ in number}}
+  %0 = ember.dot_general %a, %b, batch = [0] x [], contract = [1] x [1] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// dot_general_c2
+func.func @dot_general_c2(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{dot_general_c2: lhs and rhs contracting dimensions differ in number}}
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// dot_general_c3
+func.func @dot_general_c3(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{dot_general_c3: lhs dimension 2 is out of range [0, 2)}}
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [2] x [1] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// dot_general_c4
+func.func @dot_general_c4(%a: tensor<2x3x4xf32>, %b: tensor<5x4x6xf32>) -> tensor<2x3x6xf32> {
+  // expected-error @+1 {{dot_general_c4: batch dimension sizes differ (2 vs 5)}}
+  %0 = ember.dot_general %a, %b, batch = [0] x [0], contract = [2] x [1] : (tensor<2x3x4xf32>, tensor<5x4x6xf32>) -> tensor<2x3x6xf32>
+  return %0 : tensor<2x3x6xf32>
+}
+
+// -----
+
+// dot_general_c5
+func.func @dot_general_c5(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+1 {{dot_general_c5: contracting dimension sizes differ (3 vs 4)}}
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// dot_general_c6
+func.func @dot_general_c6(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) -> tensor<5x2xf32> {
+  // expected-error @+1 {{dot_general_c6: result shape must be batch, lhs free, rhs free}}
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<5x2xf32>
+  return %0 : tensor<5x2xf32>
+}
+
+// -----
+
+// gather_c1
+func.func @gather_c1(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{gather_c1: index_vector_dim out of range}}
+  %0 = ember.gather %a[%idx] {offset_dims = array<i64: 1>, collapsed_slice_dims = array<i64: 0>, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>, start_index_map = array<i64: 0>, index_vector_dim = 3, slice_sizes = array<i64: 1, 3>, mode = #ember<mode clip>} : (tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// gather_c2
+func.func @gather_c2(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{gather_c2: start_index_map has 2 entries, the index vector has 1}}
+  %0 = ember.gather %a[%idx] {offset_dims = array<i64: 1>, collapsed_slice_dims = array<i64: 0>, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>, start_index_map = array<i64: 0, 1>, index_vector_dim = 1, slice_sizes = array<i64: 1, 3>, mode = #ember<mode clip>} : (tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// gather_c3
+func.func @gather_c3(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{gather_c3: slice size 4 of dimension 1 is out of bounds}}
+  %0 = ember.gather %a[%idx] {offset_dims = array<i64: 1>, collapsed_slice_dims = array<i64: 0>, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>, start_index_map = array<i64: 0>, index_vector_dim = 1, slice_sizes = array<i64: 1, 4>, mode = #ember<mode clip>} : (tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// gather_c4
+func.func @gather_c4(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{gather_c4: start_index_map dimension 2 is out of range [0, 2)}}
+  %0 = ember.gather %a[%idx] {offset_dims = array<i64: 1>, collapsed_slice_dims = array<i64: 0>, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>, start_index_map = array<i64: 2>, index_vector_dim = 1, slice_sizes = array<i64: 1, 3>, mode = #ember<mode clip>} : (tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// gather_c5
+func.func @gather_c5(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{gather_c5: collapsed dimension 0 must have slice size 0 or 1}}
+  %0 = ember.gather %a[%idx] {offset_dims = array<i64: 1>, collapsed_slice_dims = array<i64: 0>, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>, start_index_map = array<i64: 0>, index_vector_dim = 1, slice_sizes = array<i64: 2, 3>, mode = #ember<mode clip>} : (tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+// gather_c6
+func.func @gather_c6(%a: tensor<4x3xf32>, %idx: tensor<4x1xi32>) -> tensor<4xf32> {
+  // expected-error @+1 {{gather_c6: operand and indices batching dims differ in number}}
+  %0 = ember.gather %a[%idx] {offset_dims = array<i64>, collapsed_slice_dims = array<i64: 1>, operand_batching_dims = array<i64: 0>, start_indices_batching_dims = array<i64>, start_index_map = array<i64: 1>, index_vector_dim = 1, slice_sizes = array<i64: 1, 1>, mode = #ember<mode clip>} : (tensor<4x3xf32>, tensor<4x1xi32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// gather_c7
+func.func @gather_c7(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{gather_c7: offset_dims must name one result dimension per non-collapsed slice dimension}}
+  %0 = ember.gather %a[%idx] {offset_dims = array<i64>, collapsed_slice_dims = array<i64: 0>, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>, start_index_map = array<i64: 0>, index_vector_dim = 1, slice_sizes = array<i64: 1, 3>, mode = #ember<mode clip>} : (tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// gather_c8
+func.func @gather_c8(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{gather_c8: result type does not match the gather shape}}
+  %0 = ember.gather %a[%idx] {offset_dims = array<i64: 1>, collapsed_slice_dims = array<i64: 0>, operand_batching_dims = array<i64>, start_indices_batching_dims = array<i64>, start_index_map = array<i64: 0>, index_vector_dim = 1, slice_sizes = array<i64: 1, 3>, mode = #ember<mode clip>} : (tensor<5x3xf32>, tensor<4x1xi32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// scatter_c1
+func.func @scatter_c1(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3xf32>) -> tensor<5x3xf32> {
+  // expected-error @+1 {{scatter_c1: index_vector_dim out of range}}
+  %0 = ember.scatter add %a[%idx], %upd {update_window_dims = array<i64: 1>, inserted_window_dims = array<i64: 0>, operand_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, index_vector_dim = -1, mode = #ember<mode fill>} : (tensor<5x3xf32>, tensor<4x1xi32>, tensor<4x3xf32>) -> tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}
+
+// -----
+
+// scatter_c2
+func.func @scatter_c2(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3xf32>) -> tensor<5x3xf32> {
+  // expected-error @+1 {{scatter_c2: scatter_dims_to_operand_dims has 2 entries, the index vector has 1}}
+  %0 = ember.scatter add %a[%idx], %upd {update_window_dims = array<i64: 1>, inserted_window_dims = array<i64: 0>, operand_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0, 1>, index_vector_dim = 1, mode = #ember<mode fill>} : (tensor<5x3xf32>, tensor<4x1xi32>, tensor<4x3xf32>) -> tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}
+
+// -----
+
+// scatter_c3
+func.func @scatter_c3(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3xf32>) -> tensor<5x3xf32> {
+  // expected-error @+1 {{scatter_c3: update_window_dims, inserted_window_dims and operand_batching_dims must cover the operand rank}}
+  %0 = ember.scatter add %a[%idx], %upd {update_window_dims = array<i64: 1>, inserted_window_dims = array<i64>, operand_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, index_vector_dim = 1, mode = #ember<mode fill>} : (tensor<5x3xf32>, tensor<4x1xi32>, tensor<4x3xf32>) -> tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}
+
+// -----
+
+// scatter_c4
+func.func @scatter_c4(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3x1xf32>) -> tensor<5x3xf32> {
+  // expected-error @+1 {{scatter_c4: updates rank must be the scatter rank plus the number of update_window_dims}}
+  %0 = ember.scatter add %a[%idx], %upd {update_window_dims = array<i64: 1>, inserted_window_dims = array<i64: 0>, operand_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, index_vector_dim = 1, mode = #ember<mode fill>} : (tensor<5x3xf32>, tensor<4x1xi32>, tensor<4x3x1xf32>) -> tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}
+
+// -----
+
+// scatter_c5
+func.func @scatter_c5(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3xi32>) -> tensor<5x3xf32> {
+  // expected-error @+1 {{scatter_c5: updates and operand element types differ}}
+  %0 = ember.scatter add %a[%idx], %upd {update_window_dims = array<i64: 1>, inserted_window_dims = array<i64: 0>, operand_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, index_vector_dim = 1, mode = #ember<mode fill>} : (tensor<5x3xf32>, tensor<4x1xi32>, tensor<4x3xi32>) -> tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}
+
+// -----
+
+// scatter_c6
+func.func @scatter_c6(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3xf32>) -> tensor<5x3xf32> {
+  // expected-error @+1 {{scatter_c6: update window dimension 2 is out of range [0, 2)}}
+  %0 = ember.scatter add %a[%idx], %upd {update_window_dims = array<i64: 2>, inserted_window_dims = array<i64: 0>, operand_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, index_vector_dim = 1, mode = #ember<mode fill>} : (tensor<5x3xf32>, tensor<4x1xi32>, tensor<4x3xf32>) -> tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}
