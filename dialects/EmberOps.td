@@ -341,7 +341,7 @@ def Ember_ReduceWindowOp : Ember_Op<"reduce_window", [Pure, InferTypeOpAdaptor]>
   }];
 }
 
-def Ember_SortOp : Ember_Op<"sort", [Pure, SameOperandsAndResultType]> {
+def Ember_SortOp : Ember_Op<"sort", [Pure, InferTypeOpAdaptor]> {
   let summary = "sort several operands along a dimension by their first num_keys operands";
   let description = [{
     Keys compare lexicographically in ascending total order: for floats NaNs sort
@@ -351,7 +351,7 @@ def Ember_SortOp : Ember_Op<"sort", [Pure, SameOperandsAndResultType]> {
                        I64Attr:$num_keys, DefaultValuedAttr<BoolAttr, "true">:$is_stable);
   let results = (outs Variadic<Ember_RealTensor>:$results);
   let assemblyFormat = [{
-    `dim` `=` $dimension `,` `keys` `=` $num_keys `,` $inputs attr-dict `:` type($results)
+    `dim` `=` $dimension `,` `keys` `=` $num_keys `,` $inputs attr-dict `:` type($inputs)
   }];
   let hasVerifier = 1;
 }

@@ -32,4 +32,25 @@ def EmberToLinalgPass : Pass<"ember-to-linalg", "ModuleOp"> {
   ];
 }
 
+def EmberLowerCopiesPass : Pass<"ember-lower-copies"> {
+  let summary = "Rewrite memref.copy into linalg.copy so that it lowers to loops";
+  let description = [{
+    Bufferization and `buffer-results-to-out-params` produce `memref.copy`,
+    which `finalize-memref-to-llvm` turns into a call to the `memrefCopy`
+    runtime function whenever a side is strided. Ember's JIT-compiled code
+    must not depend on the MLIR runner libraries, so the copies become
+    `linalg.copy` and then plain loops that LLVM can vectorize.
+
+    Before:
+    ```mlir
+    memref.copy %a, %b : memref<4xf32, strided<[2]>> to memref<4xf32>
+    ```
+    After:
+    ```mlir
+    linalg.copy ins(%a : memref<4xf32, strided<[2]>>) outs(%b : memref<4xf32>)
+    ```
+  }];
+  let dependentDialects = ["linalg::LinalgDialect"];
+}
+
 #endif // EMBER_PASSES_TD

@@ -1014,7 +1014,17 @@ struct EmberToLinalgPass : public mlir::ember::impl::EmberToLinalgPassBase<Ember
     populateReturnOpTypeConversionPattern(patterns, converter);
     populateCallOpTypeConversionPattern(patterns, converter);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // Arguments belong to the caller (value semantics): bufferization must
+    // never write into them in place.
+    OpBuilder b(ctx);
+    getOperation().walk([&](func::FuncOp f) {
+      if (f.isExternal())
+        return;
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        if (isa<TensorType>(f.getArgument(i).getType()))
+          f.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
+    });
   }
 };
 

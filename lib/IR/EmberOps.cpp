@@ -567,6 +567,13 @@ LogicalResult ReduceWindowOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   return success();
 }
 
+LogicalResult SortOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  for (Value v : adaptor.getInputs())
+    types.push_back(v.getType());
+  return success();
+}
+
 LogicalResult SortOp::verify() {
   // sort_c1
   if (getInputs().empty())

@@ -80,6 +80,7 @@ static const char kCpuPipeline[] =
     "canonicalize,"
     "buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,"
+    "ember-lower-copies,"
     "convert-math-to-funcs,"
     "convert-linalg-to-loops,"
     "lower-affine,"

@@ -4,6 +4,8 @@
     import ember.numpy as jnp
 """
 
+import importlib.util  # noqa: F401  (loaded by jax too; tools rely on it)
+
 from ember._src.dtypes import config  # noqa: F401
 from ember._src.core import Array, ShapeDtypeStruct, Device  # noqa: F401
 from ember._src.api import (  # noqa: F401

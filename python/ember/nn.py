@@ -101,10 +101,33 @@ def log_softmax(x, axis=-1, where=None, initial=None):
 
 def one_hot(x, num_classes, *, dtype=jnp.float32, axis=-1):
     x = jnp.asarray(x)
-    cls = lax.broadcasted_iota(x.dtype, (num_classes,), 0) if False else jnp.arange(num_classes)
-    out = jnp.expand_dims(x, axis) == jnp.expand_dims(cls.astype(x.dtype),
-                                                      tuple(range(1, x.ndim + 1)) if axis == -1 else 0)
+    cls = jnp.arange(num_classes, dtype=x.dtype if jnp.issubdtype(x.dtype, jnp.integer)
+                     else jnp.int32)
+    out = jnp.expand_dims(x, -1) == cls
+    if axis != -1 and axis != x.ndim:
+        out = jnp.moveaxis(out, -1, axis)
     return out.astype(dtype)
+
+
+def soft_sign(x):
+    x = jnp.asarray(x)
+    return x / (jnp.abs(x) + 1)
+
+
+def hard_sigmoid(x):
+    return relu6(x + 3.0) / 6.0
+
+
+def hard_silu(x):
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def glu(x, axis=-1):
+    a, b = jnp.split(x, 2, axis)
+    return a * sigmoid(b)
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):

@@ -14,7 +14,7 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xf
 
 // -----
 
-// CHECK-LABEL: func @unsigned_div(%{{.*}}: tensor<4xi32>, %{{.*}}: tensor<4xi32>) -> tensor<4xi32>
+// CHECK-LABEL: func @unsigned_div(%{{.*}}: tensor<4xi32> {bufferization.writable = false}, %{{.*}}: tensor<4xi32> {bufferization.writable = false}) -> tensor<4xi32>
 // CHECK: linalg.generic
 // CHECK: %[[Z:.*]] = arith.cmpi eq
 // CHECK: %[[SAFE:.*]] = arith.select %[[Z]]
@@ -31,8 +31,10 @@ func.func @unsigned_div(%a: tensor<4xui32>, %b: tensor<4xui32>) -> tensor<4xui32
 
 // CHECK-LABEL: func @compare_f
 // CHECK: linalg.generic
-// CHECK: arith.cmpf olt, %{{.*}}, %{{.*}} : f32
-// CHECK: -> tensor<4xi1>
+// CHECK: %[[C:.*]] = arith.cmpf olt, %{{.*}}, %{{.*}} : f32
+// Bools are stored as i8 bytes in tensors.
+// CHECK: arith.extui %[[C]] : i1 to i8
+// CHECK: -> tensor<4xi8>
 func.func @compare_f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xi1> {
   %0 = ember.compare LT, %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
   return %0 : tensor<4xi1>
@@ -270,4 +272,13 @@ func.func @iota() -> tensor<2x3xi32> {
 func.func @threefry(%k: tensor<4xui32>, %x: tensor<4xui32>) -> (tensor<4xui32>, tensor<4xui32>) {
   %0:2 = ember.threefry2x32 %k, %k, %x, %x : tensor<4xui32>
   return %0#0, %0#1 : tensor<4xui32>, tensor<4xui32>
+}
+
+// -----
+
+// Arguments are the caller's: bufferization must not write into them.
+// CHECK-LABEL: func @args_not_writable(%{{.*}}: tensor<4xf32> {bufferization.writable = false})
+func.func @args_not_writable(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = ember.cumulative sum %a, axis = 0 : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

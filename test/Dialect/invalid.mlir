@@ -5,10 +5,7 @@
 // and then "failed to infer returned types".
 //
 // Unreachable from textual IR (skipped):
-//   sort_c1 - SameOperandsAndResultType already rejects a sort with no operands
-//             ("expected 1 or more operands").
-//   sort_c2 - SameOperandsAndResultType already rejects inputs of different
-//             shapes ("requires the same type for all operands and results").
+//   sort_c1 - the custom syntax cannot spell a sort with no operands.
 
 // iota_c1
 func.func @iota_c1() -> tensor<2x3xi32> {
@@ -368,6 +365,15 @@ func.func @reduce_window_c4(%a: tensor<2x3xf32>, %s: tensor<f32>) -> tensor<1x2x
   // expected-error @+1 {{failed to infer returned types}}
   %0 = ember.reduce_window max %a, %s, window = [2, 2], strides = [1, 0], low = [0, 0], high = [0, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<1x2xf32>
   return %0 : tensor<1x2xf32>
+}
+
+// -----
+
+// sort_c2
+func.func @sort_c2(%a: tensor<2x3xf32>, %b: tensor<3x2xi32>) {
+  // expected-error @+1 {{sort_c2: all inputs must have the same shape}}
+  %0:2 = ember.sort dim = 1, keys = 1, %a, %b : tensor<2x3xf32>, tensor<3x2xi32>
+  return
 }
 
 // -----

@@ -180,3 +180,10 @@ func.func @gather_scatter(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tens
   %1 = ember.scatter add %a[%idx], %upd {update_window_dims = array<i64: 1>, inserted_window_dims = array<i64: 0>, operand_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, index_vector_dim = 1, mode = #ember<mode fill>} : (tensor<5x3xf32>, tensor<4x1xi32>, tensor<4x3xf32>) -> tensor<5x3xf32>
   return
 }
+
+// CHECK-LABEL: func @sort_mixed
+func.func @sort_mixed(%k: tensor<5xf32>, %v: tensor<5xi32>) -> (tensor<5xf32>, tensor<5xi32>) {
+  // CHECK: ember.sort dim = 0, keys = 1, %{{.*}}, %{{.*}} : tensor<5xf32>, tensor<5xi32>
+  %0:2 = ember.sort dim = 0, keys = 1, %k, %v : tensor<5xf32>, tensor<5xi32>
+  return %0#0, %0#1 : tensor<5xf32>, tensor<5xi32>
+}

@@ -97,9 +97,7 @@ func.func @main() {
   %4 = ember.convert %3 : (tensor<8xi1>) -> tensor<8xi32>
   func.call @printi(%4) : (tensor<8xi32>) -> ()
 
-  // Bool ops: each in its own function so that every i1 value has a single
-  // use and fuses into its consumer (a materialized i1 buffer currently
-  // crashes finalize-memref-to-llvm).
+  // Bool ops (see bool_buffers.mlir for bools that are materialized).
   %pi = ember.constant dense<[1, 1, 0, 0, 1, 0, 1, 0]> : tensor<8xi32>
   %qi = ember.constant dense<[1, 0, 1, 0, 1, 0, 0, 1]> : tensor<8xi32>
   // CHECK: [1,  0,  0,  0,  1,  0,  0,  0]

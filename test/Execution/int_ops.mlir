@@ -2,9 +2,7 @@
 
 // Integer semantics: XLA results where C is undefined (x / 0 = -1, x % 0 = x,
 // INT_MIN / -1 = INT_MIN), shifts by >= bitwidth, popcount/clz, and
-// signed vs unsigned compare and convert. Bool results are converted to i32
-// in the same function (fused), since a materialized i1 buffer currently
-// crashes finalize-memref-to-llvm.
+// signed vs unsigned compare and convert.
 
 func.func private @printMemrefI32(tensor<*xi32>) attributes {llvm.emit_c_interface}
 func.func private @printMemrefI64(tensor<*xi64>) attributes {llvm.emit_c_interface}

@@ -553,6 +553,8 @@ class Executable:
             self.stages = stages
             self.engine = ExecutionEngine(module, opt_level=3)
             addr = self.engine.raw_lookup("_mlir_ciface_main")
+        if not addr:
+            raise EmberInternalError("the JIT did not produce the entry point (a bug in Ember)")
         # raw_lookup gives the packed wrapper: f(void **args), where args[i]
         # points at the i-th argument of _mlir_ciface_main, a descriptor pointer.
         self.cfunc = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)

@@ -681,9 +681,9 @@ def dynamic_update_slice_in_dim(x, update, start_index, axis):
 
 
 def pad(x, padding_value, padding_config):
-    x, pv = _promote_scalars(x, padding_value)
-    if pv.shape != ():
-        pv = reshape(pv, ())
+    x = as_value(x)
+    pv = padding_value if isinstance(padding_value, core.Value) else \
+        core.asarray_concrete(padding_value, x.dtype)
     return pad_p.bind(x, pv, padding_config=tuple(tuple(int(v) for v in c) for c in padding_config))
 
 
@@ -863,6 +863,21 @@ scatter, scatter_add, scatter_mul, scatter_min, scatter_max = (
 
 def threefry2x32(k0, k1, x0, x1):
     return threefry2x32_p.bind(k0, k1, x0, x1)
+
+
+def erfc(x):
+    x = as_value(x)
+    return sub(full_like(x, 1), erf(x))
+
+
+def top_k(operand, k):
+    operand = as_value(operand)
+    d = operand.ndim - 1
+    idx = broadcasted_iota(dtypes.int32, operand.shape, d)
+    keys = neg(operand) if not dtypes.is_unsigned(operand.dtype) else bitwise_not(operand)
+    skeys, sidx = sort((keys, idx), d, True, 1)
+    vals = neg(skeys) if not dtypes.is_unsigned(operand.dtype) else bitwise_not(skeys)
+    return slice_in_dim(vals, 0, k, 1, d), slice_in_dim(sidx, 0, k, 1, d)
 
 
 def stop_gradient(x):

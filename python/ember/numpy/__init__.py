@@ -117,6 +117,14 @@ def _promote(*args, to_inexact=False):
     return [broadcast_to(a, shape) for a in vals]
 
 
+def _promote_dtype(*args, to_inexact=False):
+    """Converts to the common dtype without broadcasting."""
+    dtype, weak = _result(*args)
+    if to_inexact and not _dt.is_inexact(dtype):
+        dtype = _dt.default_float()
+    return [_to(a, dtype, weak) for a in args]
+
+
 def _check_binary_shapes(name, x, y):
     try:
         broadcast_shapes(_v(x).shape, _v(y).shape)
@@ -293,7 +301,7 @@ def floor_divide(x, y):
         q = lax.div(x, y)
         r = lax.rem(x, y)
         fix_ = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))
-        return where(fix_, lax.sub(q, _to(1, q.dtype)), q)
+        return where(fix_, subtract(q, 1), q)
     if _dt.is_bool(x.dtype):
         return x
     return floor(lax.div(x, y))
@@ -309,6 +317,16 @@ def remainder(x, y):
 
 
 mod = remainder
+
+
+def fmax(x1, x2):
+    x1, x2 = _promote(x1, x2)
+    return where(logical_or(greater(x1, x2), isnan(x2)), x1, x2)
+
+
+def fmin(x1, x2):
+    x1, x2 = _promote(x1, x2)
+    return where(logical_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
 def fmod(x, y):
@@ -1091,7 +1109,10 @@ def _reduction(kind, a, axis, dtype, keepdims, initial=None, where_=None, promot
         if kind in ("max", "min") and a.shape[ax] == 0 and initial is None:
             raise _core.value_error(
                 f"zero-size array to reduction operation {kind} which has no identity")
-    r = getattr(lax, f"reduce_{kind}")(a, axes)
+    low = a.dtype in (_dt.float16, _dt.bfloat16) and kind in ("sum", "prod")
+    r = getattr(lax, f"reduce_{kind}")(_to(a, _np.float32) if low else a, axes)
+    if low:
+        r = _to(r, a.dtype)
     if initial is not None and kind in ("max", "min", "sum", "prod"):
         fn = {"max": maximum, "min": minimum, "sum": add, "prod": multiply}[kind]
         r = _to(fn(r, initial), r.dtype)
@@ -1682,7 +1703,7 @@ def ediff1d(ary, to_end=None, to_begin=None):
 
 
 def convolve(a, v, mode="full"):
-    a, v = _promote(ravel(a), ravel(v), to_inexact=False)
+    a, v = _promote_dtype(ravel(a), ravel(v))
     n, m = a.shape[0], v.shape[0]
     if n < m:
         a, v, n, m = v, a, m, n
@@ -1715,6 +1736,58 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     r = add(y0, multiply(t, subtract(y1, y0)))
     r = where(less(x, xp[0]), fp[0] if left is None else _to(left, dt), r)
     return where(greater(x, xp[-1]), fp[-1] if right is None else _to(right, dt), r)
+
+
+def append(arr, values, axis=None):
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)])
+    return concatenate([arr, values], axis)
+
+
+def compress(condition, a, axis=None, *, size=None, fill_value=0):
+    cond = _np.asarray(condition).astype(bool)
+    if axis is None:
+        a, axis = ravel(a), 0
+    idx = _np.nonzero(cond)[0]
+    return take(a, _core.Array(idx.astype(_np.int32)), axis=axis)
+
+
+def extract(condition, arr, *, size=None, fill_value=0):
+    return compress(ravel(condition), ravel(arr))
+
+
+def lexsort(keys, axis=-1):
+    keys = [_v(k) for k in keys]
+    k0 = keys[0]
+    axis = _axis(axis, k0.ndim)
+    idx = lax.broadcasted_iota(_dt.default_int(), k0.shape, axis)
+    ops = tuple(reversed(keys)) + (idx,)
+    return lax.sort(ops, axis, True, len(keys))[-1]
+
+
+def tril_indices(n, k=0, m=None):
+    r, c = _np.tril_indices(n, k, m)
+    return _core.Array(r.astype(_dt.default_int())), _core.Array(c.astype(_dt.default_int()))
+
+
+def triu_indices(n, k=0, m=None):
+    r, c = _np.triu_indices(n, k, m)
+    return _core.Array(r.astype(_dt.default_int())), _core.Array(c.astype(_dt.default_int()))
+
+
+def tril_indices_from(arr, k=0):
+    arr = _v(arr)
+    return tril_indices(arr.shape[-2], k, arr.shape[-1])
+
+
+def triu_indices_from(arr, k=0):
+    arr = _v(arr)
+    return triu_indices(arr.shape[-2], k, arr.shape[-1])
+
+
+def diag_indices(n, ndim=2):
+    i = arange(n)
+    return (i,) * ndim
 
 
 def cumulative_max(a, axis=0):
