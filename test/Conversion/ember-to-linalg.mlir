@@ -264,7 +264,7 @@ func.func @iota() -> tensor<2x3xi32> {
 
 // -----
 
-// CHECK-LABEL: func @threefry(%{{.*}}: tensor<4xi32>, %{{.*}}: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>)
+// CHECK-LABEL: func @threefry(%{{.*}}: tensor<4xi32> {bufferization.writable = false}, %{{.*}}: tensor<4xi32> {bufferization.writable = false}) -> (tensor<4xi32>, tensor<4xi32>)
 // CHECK: %{{.*}}:2 = linalg.generic
 // CHECK: arith.constant 466688986 : i32
 // CHECK-COUNT-20: arith.shli
