@@ -53,4 +53,22 @@ def EmberLowerCopiesPass : Pass<"ember-lower-copies"> {
   let dependentDialects = ["linalg::LinalgDialect"];
 }
 
+def EmberMathApproxPass : Pass<"ember-math-approx"> {
+  let summary = "Replace f32 exp/log/tanh/expm1/log1p with inline polynomials";
+  let description = [{
+    Libm calls block loop vectorization. For the transcendental functions
+    models use most (exp, expm1, log, log1p, log2, tanh) on f32, this pass
+    applies MLIR's polynomial approximations (a few ulp of error), so that
+    elementwise loops become straight-line arithmetic LLVM can vectorize.
+    Other functions and other precisions keep their libm calls.
+
+    Before:
+    ```mlir
+    %y = math.tanh %x : f32
+    ```
+    After: arithmetic on %x only (clamp, rational polynomial), no call.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "math::MathDialect"];
+}
+
 #endif // EMBER_PASSES_TD

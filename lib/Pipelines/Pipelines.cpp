@@ -81,6 +81,7 @@ static const char kCpuPipeline[] =
     "buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,"
     "ember-lower-copies,"
+    "ember-math-approx,"
     "convert-math-to-funcs,"
     "convert-linalg-to-loops,"
     "lower-affine,"

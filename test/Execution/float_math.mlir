@@ -18,7 +18,8 @@ func.func @main() {
   %e = ember.constant dense<[-0.9, -0.5, 0.0, 0.5]> : tensor<4xf32>
   %g = ember.constant dense<[0.5, 1.0, 3.0, -1.5]> : tensor<4xf32>
 
-  // CHECK: [1.64872,  2.71828,  7.38906,  54.5981]
+  // exp(4) = 54.59815: the f32 polynomial may round the 6th digit either way.
+  // CHECK: [1.64872,  2.71828,  7.38906,  54.598{{[12]}}]
   %0 = ember.exp %x : tensor<4xf32>
   func.call @print(%0) : (tensor<4xf32>) -> ()
   // CHECK: [-0.693147,  0,  0.693147,  1.38629]

@@ -5,7 +5,6 @@ MLIR Python bindings as the user's code runs on `Tracer`s. Outside a trace every
 primitive runs eagerly by compiling a one-op function (cached per signature).
 """
 
-import ctypes
 import os
 import sys
 import threading
@@ -13,7 +12,7 @@ import threading
 import numpy as np
 
 from ember._mlir import ir, passmanager
-from ember._mlir.execution_engine import ExecutionEngine
+from ember._mlir._mlir_libs import _ember_runtime
 
 from . import dtypes
 
@@ -542,6 +541,8 @@ _dump_dir = os.environ.get("EMBER_DUMP_DIR")
 
 
 class Executable:
+    """A compiled function: the C++ kernel plus the avals it was built for."""
+
     def __init__(self, module, in_avals, out_avals):
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
@@ -549,42 +550,20 @@ class Executable:
         with context():
             fn = module.body.operations[0]
             fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-            stages = run_pipeline(module)
-            self.stages = stages
-            self.engine = ExecutionEngine(module, opt_level=3)
-            addr = self.engine.raw_lookup("_mlir_ciface_main")
-        if not addr:
-            raise EmberInternalError("the JIT did not produce the entry point (a bug in Ember)")
-        # raw_lookup gives the packed wrapper: f(void **args), where args[i]
-        # points at the i-th argument of _mlir_ciface_main, a descriptor pointer.
-        self.cfunc = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr)
-        self.descs = [_descriptor_class(a.ndim)() for a in self.in_avals + self.out_avals]
-        self.desc_ptrs = [ctypes.c_void_p(ctypes.addressof(d)) for d in self.descs]
-        n = len(self.descs)
-        self.packed = (ctypes.c_void_p * n)(*[ctypes.addressof(p) for p in self.desc_ptrs])
-        for d, a in zip(self.descs, self.in_avals + self.out_avals):
-            if a.ndim:
-                strides = np.cumprod((1,) + a.shape[::-1][:-1])[::-1]
-                for i, (s, st) in enumerate(zip(a.shape, strides)):
-                    d.sizes[i] = s
-                    d.strides[i] = int(st)
+            self.stages = run_pipeline(module)
+            try:
+                self.kernel = _ember_runtime.Kernel(
+                    module, 3, [a.shape for a in self.in_avals],
+                    [a.dtype.itemsize for a in self.in_avals],
+                    [a.shape for a in self.out_avals],
+                    [a.dtype.itemsize for a in self.out_avals])
+            except RuntimeError as e:
+                raise EmberInternalError(f"{e} (a bug in Ember)") from None
+        self._views = [(a.dtype, a.shape) for a in self.out_avals]
 
     def __call__(self, arrays):
-        with _lock:
-            keep = []
-            for d, a in zip(self.descs, arrays):
-                a = np.ascontiguousarray(a)
-                keep.append(a)
-                p = a.ctypes.data
-                d.allocated = p
-                d.aligned = p
-            outs = [np.empty(a.shape, a.dtype) for a in self.out_avals]
-            for d, o in zip(self.descs[len(arrays):], outs):
-                p = o.ctypes.data
-                d.allocated = p
-                d.aligned = p
-            self.cfunc(self.packed)
-        return outs
+        raw = self.kernel(arrays)
+        return [r.view(dt).reshape(shape) for r, (dt, shape) in zip(raw, self._views)]
 
 
 def run_pipeline(module):
@@ -607,21 +586,6 @@ def run_pipeline(module):
             with open(os.path.join(_dump_dir, f"{n:04d}.{k}.mlir"), "w") as f:
                 f.write(v)
     return stages
-
-
-_desc_classes = {}
-
-
-def _descriptor_class(rank):
-    cls = _desc_classes.get(rank)
-    if cls is None:
-        fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
-                  ("offset", ctypes.c_int64)]
-        if rank:
-            fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
-        cls = type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
-        _desc_classes[rank] = cls
-    return cls
 
 
 def trace_function(fun, in_avals):

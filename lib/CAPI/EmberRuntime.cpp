@@ -1,0 +1,87 @@
+//===- EmberRuntime.cpp - JIT compilation for the host CPU ----------------===//
+#include "ember-c/Runtime.h"
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/CAPI/Support.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+
+struct EmberExecutable {
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+};
+
+static void report(void (*onError)(MlirStringRef, void *), void *userData,
+                   const std::string &msg) {
+  if (onError)
+    onError(mlirStringRefCreate(msg.data(), msg.size()), userData);
+}
+
+EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
+                                       void (*onError)(MlirStringRef, void *),
+                                       void *userData) {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    return true;
+  }();
+  (void)initialized;
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    report(onError, userData, llvm::toString(builder.takeError()));
+    return nullptr;
+  }
+  auto level = optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+               : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+               : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                               : llvm::CodeGenOptLevel::None;
+  builder->setCodeGenOptLevel(level);
+  auto tm = builder->createTargetMachine();
+  if (!tm) {
+    report(onError, userData, llvm::toString(tm.takeError()));
+    return nullptr;
+  }
+  llvm::TargetMachine *machine = tm->get();
+  std::string cpu = machine->getTargetCPU().str();
+  std::string features = machine->getTargetFeatureString().str();
+  auto optimize = mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine);
+  // Functions carry the host CPU and features so that the optimizer's cost
+  // model (vectorization above all) targets this machine.
+  auto transformer = [&](llvm::Module *m) -> llvm::Error {
+    for (llvm::Function &f : *m) {
+      if (f.isDeclaration())
+        continue;
+      f.addFnAttr("target-cpu", cpu);
+      f.addFnAttr("target-features", features);
+    }
+    return optimize(m);
+  };
+  mlir::ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = level;
+  options.enableGDBNotificationListener = false;
+  options.enablePerfNotificationListener = false;
+  auto engine = mlir::ExecutionEngine::create(unwrap(module), options, std::move(*tm));
+  if (!engine) {
+    report(onError, userData, llvm::toString(engine.takeError()));
+    return nullptr;
+  }
+  auto *exe = new EmberExecutable;
+  exe->engine = std::move(*engine);
+  return exe;
+}
+
+void *emberExecutableLookupPacked(EmberExecutable *exe, MlirStringRef name) {
+  auto fn = exe->engine->lookupPacked(unwrap(name));
+  if (!fn) {
+    llvm::consumeError(fn.takeError());
+    return nullptr;
+  }
+  return reinterpret_cast<void *>(*fn);
+}
+
+void emberExecutableDestroy(EmberExecutable *exe) { delete exe; }

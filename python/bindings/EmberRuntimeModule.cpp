@@ -1,0 +1,223 @@
+//===- EmberRuntimeModule.cpp - the fast call path for compiled code ------===//
+//
+// `_ember_runtime.Kernel` wraps one JIT-compiled function. Calling it checks
+// the argument buffers, packs MLIR memref descriptors in C++, takes output
+// buffers from a pool (a freed result's pages are reused, so large results do
+// not fault on every page each call) and calls the code with the GIL released.
+//
+//===----------------------------------------------------------------------===//
+#include "ember-c/Runtime.h"
+#include "mlir/Bindings/Python/Nanobind.h"
+#include "mlir/Bindings/Python/NanobindAdaptors.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace {
+
+/// Free output buffers by size, reused by later calls.
+class BufferPool {
+public:
+  void *take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = free.find(bytes);
+      if (it != free.end() && !it->second.empty()) {
+        void *p = it->second.back();
+        it->second.pop_back();
+        pooled -= bytes;
+        return p;
+      }
+    }
+    void *p = std::aligned_alloc(64, roundUp(bytes));
+    if (!p)
+      throw std::bad_alloc();
+    return p;
+  }
+  void give(void *p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (pooled + bytes > kMaxPooled) {
+      std::free(p);
+      return;
+    }
+    free[bytes].push_back(p);
+    pooled += bytes;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto &kv : free)
+      for (void *p : kv.second)
+        std::free(p);
+    free.clear();
+    pooled = 0;
+  }
+  size_t pooledBytes() {
+    std::lock_guard<std::mutex> lock(mu);
+    return pooled;
+  }
+
+private:
+  static size_t roundUp(size_t n) { return n == 0 ? 64 : (n + 63) / 64 * 64; }
+  static constexpr size_t kMaxPooled = size_t(1) << 30;
+  std::mutex mu;
+  std::map<size_t, std::vector<void *>> free;
+  size_t pooled = 0;
+};
+
+BufferPool &pool() {
+  static BufferPool *p = new BufferPool; // never destroyed: capsules may outlive us
+  return *p;
+}
+
+struct PooledBuffer {
+  void *data;
+  size_t bytes;
+};
+
+struct ArgSpec {
+  std::vector<int64_t> shape;
+  int64_t itemsize;
+  int64_t nbytes;
+};
+
+/// One memref descriptor: allocated, aligned, offset, sizes[r], strides[r].
+void fillDescriptor(int64_t *d, void *data, const ArgSpec &s) {
+  size_t r = s.shape.size();
+  std::memcpy(&d[0], &data, sizeof(void *));
+  std::memcpy(&d[1], &data, sizeof(void *));
+  d[2] = 0;
+  int64_t stride = 1;
+  for (size_t i = r; i-- > 0;) {
+    d[3 + i] = s.shape[i];
+    d[3 + r + i] = stride;
+    stride *= s.shape[i];
+  }
+}
+
+class Kernel {
+public:
+  Kernel(MlirModule module, int optLevel, std::vector<std::vector<int64_t>> inShapes,
+         std::vector<int64_t> inItemsizes, std::vector<std::vector<int64_t>> outShapes,
+         std::vector<int64_t> outItemsizes) {
+    std::string error;
+    exe = emberExecutableCreate(
+        module, optLevel,
+        [](MlirStringRef msg, void *user) {
+          static_cast<std::string *>(user)->append(msg.data, msg.length);
+        },
+        &error);
+    if (!exe)
+      throw std::runtime_error("ember: JIT compilation failed: " + error);
+    fn = reinterpret_cast<void (*)(void **)>(
+        emberExecutableLookupPacked(exe, mlirStringRefCreateFromCString("_mlir_ciface_main")));
+    if (!fn)
+      throw std::runtime_error("ember: compiled code has no entry point 'main'");
+    for (size_t i = 0; i < inShapes.size(); ++i)
+      ins.push_back(makeSpec(inShapes[i], inItemsizes[i]));
+    for (size_t i = 0; i < outShapes.size(); ++i)
+      outs.push_back(makeSpec(outShapes[i], outItemsizes[i]));
+    for (const ArgSpec &s : ins)
+      descWords += 3 + 2 * s.shape.size();
+    for (const ArgSpec &s : outs)
+      descWords += 3 + 2 * s.shape.size();
+  }
+  ~Kernel() {
+    if (exe)
+      emberExecutableDestroy(exe);
+  }
+
+  nb::list call(nb::sequence args) {
+    size_t n = nb::len(args);
+    if (n != ins.size())
+      throw nb::type_error(("expected " + std::to_string(ins.size()) + " arguments, got " +
+                            std::to_string(n)).c_str());
+    std::vector<Py_buffer> views(n);
+    size_t got = 0;
+    struct Releaser {
+      std::vector<Py_buffer> &v;
+      size_t &k;
+      ~Releaser() {
+        for (size_t i = 0; i < k; ++i)
+          PyBuffer_Release(&v[i]);
+      }
+    } releaser{views, got};
+    std::vector<int64_t> descs(descWords);
+    std::vector<void *> descPtrs(ins.size() + outs.size());
+    std::vector<void *> argv(ins.size() + outs.size());
+    size_t w = 0, a = 0;
+    for (size_t i = 0; i < n; ++i) {
+      nb::handle h = args[i];
+      if (PyObject_GetBuffer(h.ptr(), &views[i], PyBUF_C_CONTIGUOUS) != 0)
+        throw nb::python_error();
+      ++got;
+      if (views[i].len != ins[i].nbytes)
+        throw nb::value_error(("argument " + std::to_string(i) + " has " +
+                               std::to_string(views[i].len) + " bytes, expected " +
+                               std::to_string(ins[i].nbytes))
+                                  .c_str());
+      fillDescriptor(&descs[w], views[i].buf, ins[i]);
+      descPtrs[a] = &descs[w];
+      argv[a] = &descPtrs[a];
+      w += 3 + 2 * ins[i].shape.size();
+      ++a;
+    }
+    std::vector<PooledBuffer *> results;
+    for (const ArgSpec &s : outs) {
+      auto *buf = new PooledBuffer{pool().take(s.nbytes), (size_t)s.nbytes};
+      results.push_back(buf);
+      fillDescriptor(&descs[w], buf->data, s);
+      descPtrs[a] = &descs[w];
+      argv[a] = &descPtrs[a];
+      w += 3 + 2 * s.shape.size();
+      ++a;
+    }
+    {
+      nb::gil_scoped_release release;
+      fn(argv.data());
+    }
+    nb::list out;
+    for (PooledBuffer *buf : results) {
+      nb::capsule owner(buf, [](void *p) noexcept {
+        auto *b = static_cast<PooledBuffer *>(p);
+        pool().give(b->data, b->bytes);
+        delete b;
+      });
+      size_t shape[1] = {buf->bytes};
+      out.append(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(buf->data, 1, shape, owner));
+    }
+    return out;
+  }
+
+private:
+  static ArgSpec makeSpec(const std::vector<int64_t> &shape, int64_t itemsize) {
+    int64_t n = itemsize;
+    for (int64_t d : shape)
+      n *= d;
+    return ArgSpec{shape, itemsize, n};
+  }
+
+  EmberExecutable *exe = nullptr;
+  void (*fn)(void **) = nullptr;
+  std::vector<ArgSpec> ins, outs;
+  size_t descWords = 0;
+};
+
+} // namespace
+
+NB_MODULE(_ember_runtime, m) {
+  m.doc() = "Ember's JIT and fast call path";
+  nb::class_<Kernel>(m, "Kernel")
+      .def(nb::init<MlirModule, int, std::vector<std::vector<int64_t>>, std::vector<int64_t>,
+                    std::vector<std::vector<int64_t>>, std::vector<int64_t>>(),
+           nb::arg("module"), nb::arg("opt_level"), nb::arg("in_shapes"),
+           nb::arg("in_itemsizes"), nb::arg("out_shapes"), nb::arg("out_itemsizes"))
+      .def("__call__", &Kernel::call, nb::arg("args"));
+  m.def("pooled_bytes", [] { return pool().pooledBytes(); });
+  m.def("clear_pool", [] { pool().clear(); });
+}
