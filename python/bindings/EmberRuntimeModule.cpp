@@ -10,6 +10,9 @@
 #include "mlir/Bindings/Python/Nanobind.h"
 #include "mlir/Bindings/Python/NanobindAdaptors.h"
 
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -122,10 +125,14 @@ public:
       ins.push_back(makeSpec(inShapes[i], inItemsizes[i]));
     for (size_t i = 0; i < outShapes.size(); ++i)
       outs.push_back(makeSpec(outShapes[i], outItemsizes[i]));
-    for (const ArgSpec &s : ins)
+    for (const ArgSpec &s : ins) {
       descWords += 3 + 2 * s.shape.size();
-    for (const ArgSpec &s : outs)
+      bytes += s.nbytes;
+    }
+    for (const ArgSpec &s : outs) {
       descWords += 3 + 2 * s.shape.size();
+      bytes += s.nbytes;
+    }
   }
   ~Kernel() {
     if (exe)
@@ -134,6 +141,29 @@ public:
 
   nb::list call(nb::sequence args) {
     size_t n = nb::len(args);
+    std::vector<PyObject *> objs(n);
+    for (size_t i = 0; i < n; ++i)
+      objs[i] = args[i].ptr();
+    std::vector<PooledBuffer *> results = run(objs.data(), n);
+    nb::list out;
+    for (PooledBuffer *buf : results) {
+      nb::capsule owner = ownerOf(buf);
+      size_t shape[1] = {buf->bytes};
+      out.append(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(buf->data, 1, shape, owner));
+    }
+    return out;
+  }
+
+  static nb::capsule ownerOf(PooledBuffer *buf) {
+    return nb::capsule(buf, [](void *p) noexcept {
+      auto *b = static_cast<PooledBuffer *>(p);
+      pool().give(b->data, b->bytes);
+      delete b;
+    });
+  }
+
+  /// Runs the code on `n` buffer-protocol objects; returns the output buffers.
+  std::vector<PooledBuffer *> run(PyObject **args, size_t n) {
     if (n != ins.size())
       throw nb::type_error(("expected " + std::to_string(ins.size()) + " arguments, got " +
                             std::to_string(n)).c_str());
@@ -152,8 +182,7 @@ public:
     std::vector<void *> argv(ins.size() + outs.size());
     size_t w = 0, a = 0;
     for (size_t i = 0; i < n; ++i) {
-      nb::handle h = args[i];
-      if (PyObject_GetBuffer(h.ptr(), &views[i], PyBUF_C_CONTIGUOUS) != 0)
+      if (PyObject_GetBuffer(args[i], &views[i], PyBUF_C_CONTIGUOUS) != 0)
         throw nb::python_error();
       ++got;
       if (views[i].len != ins[i].nbytes)
@@ -177,22 +206,17 @@ public:
       w += 3 + 2 * s.shape.size();
       ++a;
     }
-    {
+    // Small calls keep the GIL: releasing it costs more than the call.
+    if (bytes < kReleaseGilBytes) {
+      fn(argv.data());
+    } else {
       nb::gil_scoped_release release;
       fn(argv.data());
     }
-    nb::list out;
-    for (PooledBuffer *buf : results) {
-      nb::capsule owner(buf, [](void *p) noexcept {
-        auto *b = static_cast<PooledBuffer *>(p);
-        pool().give(b->data, b->bytes);
-        delete b;
-      });
-      size_t shape[1] = {buf->bytes};
-      out.append(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(buf->data, 1, shape, owner));
-    }
-    return out;
+    return results;
   }
+
+  static constexpr int64_t kReleaseGilBytes = 1 << 16;
 
 private:
   static ArgSpec makeSpec(const std::vector<int64_t> &shape, int64_t itemsize) {
@@ -206,11 +230,116 @@ private:
   void (*fn)(void **) = nullptr;
   std::vector<ArgSpec> ins, outs;
   size_t descWords = 0;
+  int64_t bytes = 0;
+};
+
+/// The C++ dispatch path of `ember.jit`: for calls whose arguments are all
+/// ember Arrays (no keywords), looks the compiled kernel up by the arguments'
+/// signatures, calls it and builds the result Arrays without running Python.
+class FastJit {
+public:
+  explicit FastJit(nb::object arrayType) : arrayType(std::move(arrayType)) {}
+
+  void insert(nb::tuple key, Kernel &kernel, nb::tuple outAvals, nb::tuple outSigs,
+              nb::tuple outDescrs, bool single) {
+    // The Python Executable that owns `kernel` lives in the jit cache as
+    // long as this entry does.
+    cache[key] = nb::make_tuple(nb::cast(&kernel, nb::rv_policy::reference), outAvals,
+                                outSigs, outDescrs, single);
+  }
+
+  void clear() { cache.clear(); }
+
+  /// The result, or None when the slow path must run.
+  nb::object call(nb::args args, nb::kwargs kwargs) {
+    if (kwargs.size() != 0)
+      return nb::none();
+    size_t n = args.size();
+    nb::tuple key = nb::steal<nb::tuple>(PyTuple_New(n));
+    std::vector<PyObject *> values(n);
+    PyObject *sigName = sigStr.ptr(), *valueName = valueStr.ptr();
+    for (size_t i = 0; i < n; ++i) {
+      PyObject *a = PyTuple_GET_ITEM(args.ptr(), i);
+      if ((PyObject *)Py_TYPE(a) != arrayType.ptr())
+        return nb::none();
+      PyObject *sig = PyObject_GetAttr(a, sigName);
+      if (!sig)
+        throw nb::python_error();
+      PyTuple_SET_ITEM(key.ptr(), i, sig);
+      PyObject *v = PyObject_GetAttr(a, valueName);
+      if (!v)
+        throw nb::python_error();
+      values[i] = v;
+      Py_DECREF(v); // the Array keeps its value alive during the call
+    }
+    PyObject *entry = PyDict_GetItem(cache.ptr(), key.ptr());
+    if (!entry)
+      return nb::none();
+    Kernel *kernel = nb::cast<Kernel *>(nb::handle(PyTuple_GET_ITEM(entry, 0)));
+    PyObject *outAvals = PyTuple_GET_ITEM(entry, 1);
+    PyObject *outSigs = PyTuple_GET_ITEM(entry, 2);
+    PyObject *outDescrs = PyTuple_GET_ITEM(entry, 3);
+    bool single = PyTuple_GET_ITEM(entry, 4) == Py_True;
+    std::vector<PooledBuffer *> bufs = kernel->run(values.data(), n);
+    size_t m = bufs.size();
+    nb::tuple results = nb::steal<nb::tuple>(PyTuple_New(m));
+    for (size_t i = 0; i < m; ++i) {
+      PyObject *sig = PyTuple_GET_ITEM(outSigs, i);
+      PyObject *shapeTuple = PyTuple_GET_ITEM(sig, 0);
+      int nd = (int)PyTuple_GET_SIZE(shapeTuple);
+      npy_intp dims[32];
+      for (int d = 0; d < nd; ++d)
+        dims[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shapeTuple, d));
+      PyArray_Descr *descr = (PyArray_Descr *)PyTuple_GET_ITEM(outDescrs, i);
+      Py_INCREF(descr);
+      PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, nullptr,
+                                           bufs[i]->data, NPY_ARRAY_C_CONTIGUOUS, nullptr);
+      nb::capsule owner = Kernel::ownerOf(bufs[i]);
+      if (!arr)
+        throw nb::python_error();
+      if (PyArray_SetBaseObject((PyArrayObject *)arr, owner.release().ptr()) != 0)
+        throw nb::python_error();
+      PyTypeObject *t = (PyTypeObject *)arrayType.ptr();
+      PyObject *obj = t->tp_alloc(t, 0);
+      if (!obj ||
+          PyObject_SetAttr(obj, valueName, arr) != 0 ||
+          PyObject_SetAttr(obj, avalStr.ptr(), PyTuple_GET_ITEM(outAvals, i)) != 0 ||
+          PyObject_SetAttr(obj, sigName, sig) != 0) {
+        Py_XDECREF(arr);
+        Py_XDECREF(obj);
+        throw nb::python_error();
+      }
+      Py_DECREF(arr);
+      PyTuple_SET_ITEM(results.ptr(), i, obj);
+    }
+    if (single)
+      return nb::borrow(PyTuple_GET_ITEM(results.ptr(), 0));
+    return results;
+  }
+
+private:
+  nb::object arrayType;
+  nb::dict cache;
+  nb::str sigStr{"_sig"}, valueStr{"_value"}, avalStr{"aval"};
 };
 
 } // namespace
 
+static int initNumpy() {
+  import_array1(-1);
+  return 0;
+}
+
 NB_MODULE(_ember_runtime, m) {
+  if (initNumpy() != 0)
+    throw nb::python_error();
+  nb::class_<FastJit>(m, "FastJit")
+      .def(nb::init<nb::object>(), nb::arg("array_type"))
+      .def("insert", &FastJit::insert, nb::arg("key"), nb::arg("kernel"),
+           nb::arg("out_avals"), nb::arg("out_sigs"), nb::arg("out_descrs"),
+           nb::arg("single"))
+      .def("clear", &FastJit::clear)
+      .def("__call__", &FastJit::call);
   m.doc() = "Ember's JIT and fast call path";
   nb::class_<Kernel>(m, "Kernel")
       .def(nb::init<MlirModule, int, std::vector<std::vector<int64_t>>, std::vector<int64_t>,

@@ -6,13 +6,19 @@ import inspect
 import numpy as np
 
 from . import core, dtypes, tree_util
+from .dtypes import config as _config
+from ember._mlir._mlir_libs import _ember_runtime
+
 from .core import Array, Tracer, as_value
 
 _jit_caches = []
+_fast_caches = []
 
 
 def _clear_jit_caches():
     for c in _jit_caches:
+        c.clear()
+    for c in _fast_caches:
         c.clear()
 
 
@@ -70,6 +76,8 @@ class JitWrapped:
                     self.static_argnames += (params[i],)
         self.cache = {}
         _jit_caches.append(self.cache)
+        self._fast = _ember_runtime.FastJit(Array)
+        _fast_caches.append(self._fast)
 
     def _split(self, args, kwargs):
         static = []
@@ -129,6 +137,13 @@ class JitWrapped:
         return exe, out_store["tree"]
 
     def __call__(self, *args, **kwargs):
+        if not _config.jax_disable_jit:
+            out = self._fast(*args, **kwargs)
+            if out is not None:
+                return out
+        return self._call_slow(args, kwargs)
+
+    def _call_slow(self, args, kwargs):
         if dtypes.config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         static, treedef, vals = self._prepare(args, kwargs)
@@ -142,8 +157,27 @@ class JitWrapped:
             self.cache[key] = entry
         exe, out_tree = entry
         outs = exe([v._value for v in vals])
-        return tree_util.tree_unflatten(
+        result = tree_util.tree_unflatten(
             out_tree, [Array(o, a.weak_type) for o, a in zip(outs, exe.out_avals)])
+        self._register_fast(args, kwargs, static, vals, exe, out_tree)
+        return result
+
+    def _register_fast(self, args, kwargs, static, vals, exe, out_tree):
+        """Teaches the C++ dispatch path this signature when it can serve it:
+        positional Array arguments only, and one output or a flat tuple."""
+        if kwargs or static or len(vals) != len(args) or dtypes.config.jax_disable_jit:
+            return
+        if not all(type(a) is Array for a in args):
+            return
+        single = out_tree == tree_util.tree_structure(0)
+        flat_tuple = out_tree == tree_util.tree_structure((0,) * len(exe.out_avals))
+        if not (single or flat_tuple):
+            return
+        key = tuple(a._sig for a in args)
+        out_avals = tuple(exe.out_avals)
+        out_sigs = tuple((a.shape, a.dtype, a.weak_type) for a in out_avals)
+        self._fast.insert(key, exe.kernel, out_avals, out_sigs,
+                          tuple(a.dtype for a in out_avals), single)
 
     def lower(self, *args, **kwargs):
         static, treedef, vals = self._prepare(args, kwargs)

@@ -233,13 +233,15 @@ class Value:
 class Array(Value):
     """A concrete array on the CPU, backed by an immutable NumPy buffer."""
 
-    __slots__ = ("_value", "aval")
+    __slots__ = ("_value", "aval", "_sig", "__weakref__")
 
     def __init__(self, value, weak_type=False):
         value = np.asarray(value)
         value.flags.writeable = False
         self._value = value
         self.aval = ShapedArray(value.shape, value.dtype, weak_type)
+        # The jit fast path keys its cache on these signatures (in C++).
+        self._sig = (value.shape, value.dtype, bool(weak_type))
 
     def __array__(self, dtype=None, copy=None):
         if dtype is not None:
