@@ -14,10 +14,6 @@ void emberRegisterDialects(MlirDialectRegistry registry) {
 }
 
 void emberRegisterPassesAndPipelines(void) {
-  static bool done = false;
-  if (done)
-    return;
-  done = true;
   mlir::ember::registerEmberPassesAndPipelines();
 }
 

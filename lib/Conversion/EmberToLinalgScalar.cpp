@@ -50,10 +50,9 @@ Value horner(OpBuilder &b, Location loc, Value x, ArrayRef<double> coeffs) {
 Value buildErfInv(OpBuilder &b, Location loc, Value x) {
   Type t = x.getType();
   Value one = floatConst(b, loc, t, 1.0);
-  Value w = math::LogOp::create(
-      b, loc,
-      arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, one, x),
-                            arith::AddFOp::create(b, loc, one, x)));
+  // w = -log(1 - x^2), computed as -log1p(-x*x) for accuracy near 0.
+  Value w = math::Log1pOp::create(
+      b, loc, arith::NegFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x)));
   w = arith::NegFOp::create(b, loc, w);
   Value small = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, w,
                                       floatConst(b, loc, t, 5.0));

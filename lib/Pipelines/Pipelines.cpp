@@ -41,6 +41,8 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <mutex>
+
 using namespace mlir;
 
 void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
@@ -100,13 +102,23 @@ static const char kCpuPipeline[] =
     "convert-cf-to-llvm,"
     "reconcile-unrealized-casts";
 
+static void registerOnce();
+
 void mlir::ember::buildCpuPipeline(OpPassManager &pm) {
+  // The pipeline is parsed from text: make sure the passes it names exist,
+  // so that embedders need not register anything first.
+  registerEmberPassesAndPipelines();
   if (failed(parsePassPipeline(kCpuPipeline, pm, llvm::errs())))
     llvm::report_fatal_error("ember: the built-in CPU pipeline does not parse");
 }
 
 void mlir::ember::registerEmberPassesAndPipelines() {
-  registerEmberPasses();
+  static std::once_flag once;
+  std::call_once(once, registerOnce);
+}
+
+static void registerOnce() {
+  mlir::ember::registerEmberPasses();
   // Upstream passes the pipelines use.
   registerCanonicalizerPass();
   registerCSEPass();
@@ -132,7 +144,10 @@ void mlir::ember::registerEmberPassesAndPipelines() {
   registerReconcileUnrealizedCastsPass();
   registerLowerAffinePass();
   registerConvertBufferizationToMemRefPass();
-  PassPipelineRegistration<>("ember-cpu-pipeline",
-                             "Lower ember to the LLVM dialect for the host CPU",
-                             buildCpuPipeline);
+  PassPipelineRegistration<>(
+      "ember-cpu-pipeline", "Lower ember to the LLVM dialect for the host CPU",
+      [](OpPassManager &pm) {
+        if (failed(parsePassPipeline(kCpuPipeline, pm, llvm::errs())))
+          llvm::report_fatal_error("ember: the built-in CPU pipeline does not parse");
+      });
 }

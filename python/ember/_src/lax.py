@@ -537,6 +537,9 @@ eq, ne, lt, le, gt, ge = (_cmp(d) for d in ["eq", "ne", "lt", "le", "gt", "ge"])
 
 
 def select(pred, on_true, on_false):
+    pred, on_true = as_value(pred), as_value(on_true)
+    if pred.ndim == 0 and on_true.ndim != 0:
+        pred = broadcast(pred, on_true.shape)
     return select_p.bind(pred, on_true, on_false)
 
 
@@ -764,8 +767,12 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     single = isinstance(operand, core.Value) or not isinstance(operand, (list, tuple))
     ops = [as_value(operand)] if single else [as_value(o) for o in operand]
     dimension = int(dimension) + (ops[0].ndim if dimension < 0 else 0)
+    # ember.sort has no i1 operands: sort booleans as uint8 (False < True).
+    is_bool = [o.dtype == np.bool_ for o in ops]
+    ops = [convert_element_type(o, np.uint8) if b else o for o, b in zip(ops, is_bool)]
     out = sort_p.bind(*ops, dimension=dimension, num_keys=int(num_keys),
                       is_stable=bool(is_stable))
+    out = [convert_element_type(o, np.bool_) if b else o for o, b in zip(out, is_bool)]
     return out[0] if single else tuple(out)
 
 

@@ -1,0 +1,1199 @@
+"""ember.random: JAX's default PRNG (threefry2x32, partitionable), bit for bit.
+
+Keys are ``uint32[..., 2]`` arrays. ``key``/``PRNGKey`` both return that
+representation (Ember has no extended key dtype), so ``key_data`` and
+``wrap_key_data`` are identities on the data.
+
+All bits come from the ``ember.threefry2x32`` op; the samplers follow the
+algorithms of ``jax._src.random`` / ``jax._src.prng`` with
+``jax_threefry_partitionable=True`` (the default since JAX 0.5):
+
+* counters are the row-major linear index of each element, as a 64-bit value
+  split into (hi, lo) uint32 words (``iota_2x32_shape``);
+* ``split(key, shape)`` returns ``stack(threefry(key, iota_2x32(shape)), -1)``;
+* 32-bit ``bits`` are ``bits1 ^ bits2`` of the same call, narrower widths are
+  its truncation and 64-bit widths are ``bits1 << 32 | bits2``.
+
+Rejection samplers (gamma and its users, poisson) use ``while_loop`` in JAX.
+Ember has no loop op yet, so ``_while`` replays the loop with masked rounds:
+each round evaluates the condition, runs the body and keeps the new state only
+where the condition held. That is exactly JAX's (batched) ``while_loop`` as long
+as the loop ends within the rounds run. Outside ``jit`` it runs chunks of rounds
+until the condition is false everywhere (exact); under ``jit`` it runs a fixed
+number of rounds (see ``_ROUNDS``), after which a not-yet-finished element keeps
+its last state (probability far below 1e-9 per element for the bounds chosen).
+"""
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ember._src import core, dtypes
+from ember._src import lax
+from ember._src import tree_util
+from ember._src.api import jit
+from ember import numpy as jnp
+
+__all__ = [
+    "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "clone", "split", "fold_in",
+    "bits", "uniform", "normal", "truncated_normal", "bernoulli", "randint", "categorical",
+    "choice", "permutation", "shuffle", "gumbel", "exponential", "gamma", "loggamma", "beta",
+    "dirichlet", "multivariate_normal", "laplace", "logistic", "poisson", "cauchy", "pareto",
+    "t", "chisquare", "f", "rademacher", "maxwell", "double_sided_maxwell", "weibull_min",
+    "rayleigh", "wald", "geometric", "lognormal", "triangular", "generalized_normal", "ball",
+]
+
+_UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
+_U32 = dtypes.uint32
+
+# Fixed round counts used under jit (see module docstring).
+_ROUNDS = {"gamma_outer": 8, "gamma_inner": 4, "poisson_knuth": 40, "poisson_rejection": 16}
+_EAGER_CHUNK = 4
+
+
+# --------------------------------------------------------------------------
+# small helpers
+# --------------------------------------------------------------------------
+
+
+def _is_traced(*trees):
+    if core.current_trace() is not None:
+        return True
+    return any(isinstance(x, core.Tracer) for x in tree_util.tree_leaves(trees))
+
+
+def _const(dtype, value, shape=()):
+    v = core.asarray_concrete(np.asarray(value, dtype=dtype), dtype)
+    return lax.broadcast(v, tuple(shape)) if shape else v
+
+
+def _canon_float(dtype, name):
+    dtype = np.dtype(dtype) if dtype is not None else dtypes.default_float()
+    if not (dtypes.is_float(dtype)):
+        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dtype}")
+    return dtypes.canonicalize_dtype(dtype)
+
+
+def _canon_shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def _check_shape(name, shape, *param_shapes):
+    if param_shapes:
+        bshape = tuple(np.broadcast_shapes(tuple(shape), *[tuple(p) for p in param_shapes]))
+        if bshape != tuple(shape):
+            raise ValueError(
+                f"{name} parameter shapes must be broadcast-compatible with shape argument, "
+                "and the result of broadcasting the shapes must equal the shape argument, "
+                f"but got result {bshape} for shape argument {tuple(shape)}.")
+
+
+def _check_key(name, key, allow_batched=False):
+    key = jnp.asarray(key)
+    if key.dtype != _U32 or not key.ndim or key.shape[-1] != 2:
+        raise TypeError(f"{name}: expected a PRNG key (uint32 array with trailing dimension 2), "
+                        f"got {key.dtype}{list(key.shape)}")
+    if not allow_batched and key.ndim != 1:
+        raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                         f"{key.shape[:-1]} != (). Use jax.vmap for batching.")
+    return key
+
+
+def _key_words(keys):
+    """uint32[B..., 2] -> (k0, k1), each uint32[B...]."""
+    b = keys.shape[:-1]
+    k0 = lax.reshape(lax.slice_in_dim(keys, 0, 1, 1, keys.ndim - 1), b)
+    k1 = lax.reshape(lax.slice_in_dim(keys, 1, 2, 1, keys.ndim - 1), b)
+    return k0, k1
+
+
+def _iota_2x32(shape):
+    """(hi, lo) words of the row-major linear index over `shape` (JAX's iota_2x32_shape)."""
+    n = math.prod(shape)
+    if n > 2 ** 32:
+        raise NotImplementedError("random bits for arrays with more than 2**32 elements")
+    lo = lax.reshape(lax.iota(_U32, n), shape) if shape else _const(_U32, 0)
+    hi = _const(_U32, 0, shape)
+    return hi, lo
+
+
+def _threefry_batched(keys, shape):
+    """threefry2x32 of keys uint32[B...,2] over counters iota_2x32(shape).
+
+    Returns two uint32[B..., *shape] arrays.
+    """
+    b = keys.shape[:-1]
+    full = tuple(b) + tuple(shape)
+    k0, k1 = _key_words(keys)
+    k0 = lax.broadcast_in_dim(k0, full, tuple(range(len(b))))
+    k1 = lax.broadcast_in_dim(k1, full, tuple(range(len(b))))
+    hi, lo = _iota_2x32(tuple(shape))
+    dims = tuple(range(len(b), len(full)))
+    hi = lax.broadcast_in_dim(hi, full, dims)
+    lo = lax.broadcast_in_dim(lo, full, dims)
+    return lax.threefry2x32(k0, k1, hi, lo)
+
+
+def _split_b(keys, shape):
+    """Split keys uint32[B...,2] into uint32[B..., *shape, 2] (JAX's _threefry_split_foldlike)."""
+    b1, b2 = _threefry_batched(keys, shape)
+    full = b1.shape
+    return lax.concatenate([lax.reshape(b1, full + (1,)), lax.reshape(b2, full + (1,))],
+                           len(full))
+
+
+def _take_key(keys, i):
+    """keys uint32[B..., n, 2] -> the i-th along the axis before the key words."""
+    ax = keys.ndim - 2
+    k = lax.slice_in_dim(keys, i, i + 1, 1, ax)
+    return lax.reshape(k, keys.shape[:ax] + (2,))
+
+
+def _unstack_keys(keys, n):
+    return [_take_key(keys, i) for i in range(n)]
+
+
+def _random_bits_b(keys, bit_width, shape):
+    """JAX's _threefry_random_bits_partitionable for keys uint32[B...,2]."""
+    if bit_width not in (8, 16, 32, 64):
+        raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
+    b1, b2 = _threefry_batched(keys, shape)
+    dt = _UINT[bit_width]
+    if bit_width == 64:
+        if not dtypes.config.jax_enable_x64:
+            raise TypeError("64-bit random bits need jax_enable_x64")
+        hi = lax.convert_element_type(b1, dt)
+        lo = lax.convert_element_type(b2, dt)
+        return lax.bitwise_or(lax.shift_left(hi, _const(dt, 32, hi.shape)), lo)
+    x = lax.bitwise_xor(b1, b2)
+    return x if bit_width == 32 else lax.convert_element_type(x, dt)
+
+
+def _bcast_to(x, shape):
+    x = jnp.asarray(x)
+    return x if x.shape == tuple(shape) else jnp.broadcast_to(x, tuple(shape))
+
+
+def _uniform_b(keys, shape, dtype, minval=0.0, maxval=1.0):
+    """JAX's _uniform for keys uint32[B...,2]; result shape B + shape."""
+    dtype = np.dtype(dtype)
+    fi = dtypes.finfo(dtype)
+    nbits, nmant = fi.bits, fi.nmant
+    if nbits not in (8, 16, 32, 64):
+        raise TypeError(f"uniform only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype}.")
+    out_shape = tuple(keys.shape[:-1]) + tuple(shape)
+    minval = lax.convert_element_type(jnp.asarray(minval), dtype)
+    maxval = lax.convert_element_type(jnp.asarray(maxval), dtype)
+    rng_bits = 8 if nmant < 8 else nbits
+    bits_ = _random_bits_b(keys, rng_bits, shape)
+    udt = _UINT[nbits]
+    if rng_bits != nbits:
+        bits_ = lax.convert_element_type(bits_, udt)
+    one_bits = np.array(1.0, dtype).view(udt)
+    float_bits = lax.bitwise_or(
+        lax.shift_right_logical(bits_, _const(udt, rng_bits - nmant, out_shape)),
+        _const(udt, one_bits, out_shape))
+    floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), _const(dtype, 1.0, out_shape))
+    span = _bcast_to(jnp.subtract(maxval, minval), out_shape)
+    scaled = lax.add(lax.mul(floats, span), _bcast_to(minval, out_shape))
+    return lax.max(_bcast_to(minval, out_shape), scaled)
+
+
+def _normal_real_b(keys, shape, dtype):
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
+    u = _uniform_b(keys, shape, dtype, lo, np.array(1.0, dtype))
+    return lax.mul(_const(dtype, np.sqrt(2), u.shape), lax.erf_inv(u))
+
+
+def _exponential_b(keys, shape, dtype):
+    u = _uniform_b(keys, shape, dtype)
+    return lax.neg(lax.log1p(lax.neg(u)))
+
+
+# --------------------------------------------------------------------------
+# masked while loop (see module docstring)
+# --------------------------------------------------------------------------
+
+
+def _select_tree(c, new, old):
+    def sel(a, b):
+        cc = c
+        if cc.ndim < a.ndim:
+            cc = lax.reshape(cc, cc.shape + (1,) * (a.ndim - cc.ndim))
+        if cc.shape != a.shape:
+            cc = jnp.broadcast_to(cc, a.shape)
+        return lax.select(cc, a, b)
+    return tree_util.tree_map(sel, new, old)
+
+
+def _rounds(cond, body, consts, state, n):
+    for _ in range(n):
+        c = cond(consts, state)
+        state = _select_tree(c, body(consts, state), state)
+    return state
+
+
+_chunk_cache = {}
+
+
+def _while(cond, body, consts, state, max_rounds):
+    """while_loop(cond, body, state) with cond/body(consts, state); cond may be batched."""
+    if _is_traced(consts, state):
+        return _rounds(cond, body, consts, state, max_rounds)
+    fns = _chunk_cache.get((cond, body))
+    if fns is None:
+        fns = (jit(lambda cs, st, n: _rounds(cond, body, cs, st, n), static_argnums=(2,)),
+               jit(lambda cs, st: jnp.any(cond(cs, st))))
+        _chunk_cache[(cond, body)] = fns
+    chunk, anyc = fns
+    while bool(anyc(consts, state)):
+        state = chunk(consts, state, _EAGER_CHUNK)
+    return state
+
+
+# --------------------------------------------------------------------------
+# keys
+# --------------------------------------------------------------------------
+
+
+def _seed_words(seed):
+    """JAX's threefry_seed: [seed >> 32, seed & 0xFFFFFFFF] as uint32 words."""
+    if isinstance(seed, (bool, np.bool_)):
+        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+    if isinstance(seed, int):
+        # JAX converts a Python int through np.int64; without x64 only the low 32 bits
+        # survive (int64 -> int32 wraps), and a 32-bit seed has no high word.
+        s = seed % 2 ** 64
+        hi = (s >> 32) if dtypes.config.jax_enable_x64 else 0
+        words = np.array([hi, s & 0xFFFFFFFF], dtype=np.uint32)
+        return core.asarray_concrete(words, _U32)
+    seed = jnp.asarray(seed)
+    if seed.shape:
+        raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape "
+                        f"{seed.shape} != (). Use jax.vmap for batching")
+    if not (dtypes.is_int(seed.dtype) or dtypes.is_unsigned(seed.dtype)) \
+            or seed.dtype == dtypes.bool_:
+        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+    if seed.dtype.itemsize == 8:
+        hi = lax.convert_element_type(
+            lax.shift_right_logical(seed, _const(seed.dtype, 32)), _U32)
+        lo = lax.convert_element_type(seed, _U32)
+    else:
+        hi = _const(_U32, 0)
+        lo = _to_u32_bits(seed)
+    return lax.concatenate([lax.reshape(hi, (1,)), lax.reshape(lo, (1,))], 0)
+
+
+def _to_u32_bits(x):
+    """Two's-complement bits of an integer array, truncated to 32 bits, as uint32."""
+    if x.dtype == _U32:
+        return x
+    if dtypes.is_unsigned(x.dtype) or x.dtype.itemsize == 8:
+        return lax.convert_element_type(x, _U32)
+    return lax.convert_element_type(lax.convert_element_type(x, dtypes.int32), _U32)
+
+
+def PRNGKey(seed, *, impl=None):
+    """A legacy uint32[2] key from an integer seed (threefry2x32)."""
+    _check_impl(impl)
+    if np.ndim(seed):
+        raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape "
+                        f"{np.shape(seed)} != (). Use jax.vmap for batching")
+    return _seed_words(seed)
+
+
+def key(seed, *, impl=None):
+    """A key from an integer seed. Ember represents typed keys as their uint32[2] data."""
+    return PRNGKey(seed, impl=impl)
+
+
+def _check_impl(impl):
+    if impl is not None and str(impl) != "threefry2x32":
+        raise NotImplementedError(f"PRNG implementation {impl!r}: only threefry2x32 exists")
+
+
+def key_data(keys):
+    return _check_key("key_data", keys, allow_batched=True)
+
+
+def wrap_key_data(key_bits_array, *, impl=None):
+    _check_impl(impl)
+    return _check_key("wrap_key_data", jnp.asarray(key_bits_array), allow_batched=True)
+
+
+def key_impl(keys):
+    _check_key("key_impl", keys, allow_batched=True)
+    return "threefry2x32"
+
+
+def clone(key):
+    return key
+
+
+def split(key, num=2):
+    """Split a key into `num` (an int or a shape) new keys."""
+    key = _check_key("split", key)
+    shape = tuple(num) if isinstance(num, Sequence) else (int(num),)
+    return _split_j(key, shape)
+
+
+_split_j = jit(lambda k, shape: _split_b(k, shape), static_argnums=(1,))
+
+
+def _split(key, num=2):
+    return _split_j(key, (num,) if isinstance(num, int) else tuple(num))
+
+
+def fold_in(key, data):
+    """Fold a 32-bit integer into a key."""
+    key = _check_key("fold_in", key)
+    if np.ndim(data):
+        raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
+                        f"{np.shape(data)} != (). Use jax.vmap for batching.")
+    if isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
+        data = core.asarray_concrete(np.asarray(int(data) % 2 ** 32, np.uint32), _U32)
+    else:
+        data = jnp.asarray(data)
+        data = _to_u32_bits(data) if (dtypes.is_int(data.dtype) or
+                                      dtypes.is_unsigned(data.dtype)) else \
+            lax.convert_element_type(data, _U32)
+    return _fold_in_j(key, data)
+
+
+def _fold_in_impl(key, data):
+    k0, k1 = _key_words(key)
+    zero = _const(_U32, 0, (1,))
+    b1, b2 = lax.threefry2x32(lax.reshape(k0, (1,)), lax.reshape(k1, (1,)), zero,
+                              lax.reshape(data, (1,)))
+    return lax.concatenate([b1, b2], 0)
+
+
+_fold_in_j = jit(_fold_in_impl)
+
+
+# --------------------------------------------------------------------------
+# bits, uniform, normal
+# --------------------------------------------------------------------------
+
+
+def bits(key, shape=(), dtype=None):
+    """Uniform random bits as unsigned integers (uint32 unless x64)."""
+    key = _check_key("bits", key)
+    dtype = np.dtype(dtype) if dtype is not None else np.dtype("uint64")
+    if dtype.kind != "u":
+        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
+    dtype = dtypes.canonicalize_dtype(dtype)
+    return _bits_j(key, dtype.itemsize * 8, _canon_shape(shape))
+
+
+_bits_j = jit(lambda k, w, shape: _random_bits_b(k, w, shape), static_argnums=(1, 2))
+
+
+def uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
+    """Uniform floats in [minval, maxval)."""
+    key = _check_key("uniform", key)
+    dtype = _canon_float(dtype, "uniform")
+    shape = _canon_shape(shape)
+    _check_shape("uniform", shape, np.shape(minval), np.shape(maxval))
+    return _uniform_j(key, shape, dtype, minval, maxval)
+
+
+_uniform_j = jit(lambda k, shape, dtype, lo, hi: _uniform_b(k, shape, dtype, lo, hi),
+                 static_argnums=(1, 2))
+
+
+def _canon_inexact(dtype, name):
+    dtype = np.dtype(dtype) if dtype is not None else dtypes.default_float()
+    if not dtypes.is_inexact(dtype):
+        raise ValueError(f"dtype argument to `{name}` must be a float or complex dtype, "
+                         f"got {dtype}")
+    return dtypes.canonicalize_dtype(dtype)
+
+
+def normal(key, shape=(), dtype=float):
+    """Standard normal samples."""
+    key = _check_key("normal", key)
+    dtype = _canon_inexact(dtype, "normal")
+    return _normal_j(key, _canon_shape(shape), dtype)
+
+
+def _normal_impl(key, shape, dtype):
+    if dtypes.is_complex(dtype):
+        rdt = np.dtype(np.finfo(dtype).dtype)
+        k_re, k_im = _unstack_keys(_split_b(key, (2,)), 2)
+        re = _normal_real_b(k_re, shape, rdt)
+        im = _normal_real_b(k_im, shape, rdt)
+        z = lax.complex(re, im)
+        return jnp.divide(z, _const(dtype, np.sqrt(2)))
+    return _normal_real_b(key, shape, dtype)
+
+
+_normal_j = jit(_normal_impl, static_argnums=(1, 2))
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=float):
+    """Normal samples truncated to the open interval (lower, upper)."""
+    key = _check_key("truncated_normal", key)
+    dtype = _canon_float(dtype, "truncated_normal")
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(np.shape(lower), np.shape(upper)))
+    else:
+        shape = _canon_shape(shape)
+        _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
+    return _truncnorm_j(key, lower, upper, shape, dtype)
+
+
+def _truncnorm_impl(key, lower, upper, shape, dtype):
+    sqrt2 = _const(dtype, np.sqrt(2))
+    lower = lax.convert_element_type(jnp.asarray(lower), dtype)
+    upper = lax.convert_element_type(jnp.asarray(upper), dtype)
+    a = lax.erf(jnp.divide(lower, sqrt2))
+    b = lax.erf(jnp.divide(upper, sqrt2))
+    u = _uniform_b(key, shape, dtype, a, b)
+    out = lax.mul(_const(dtype, np.sqrt(2), u.shape), lax.erf_inv(u))
+    lo = lax.nextafter(lower, _const(dtype, np.inf, lower.shape))
+    hi = lax.nextafter(upper, _const(dtype, -np.inf, upper.shape))
+    return jnp.clip(out, lo, hi)
+
+
+_truncnorm_j = jit(_truncnorm_impl, static_argnums=(3, 4))
+
+
+def bernoulli(key, p=np.float32(0.5), shape=None, mode="low"):
+    """Boolean samples that are True with probability p."""
+    key = _check_key("bernoulli", key)
+    p = jnp.asarray(p)
+    dtype = dtypes.canonicalize_dtype(p.dtype)
+    if not dtypes.is_float(dtype):
+        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
+    p = lax.convert_element_type(p, dtype)
+    if shape is None:
+        shape = p.shape
+    else:
+        shape = _canon_shape(shape)
+        _check_shape("bernoulli", shape, p.shape)
+    if mode not in ("low", "high"):
+        raise ValueError(f"got {mode=}, expected 'low' or 'high'")
+    return _bernoulli_j(key, p, shape, mode)
+
+
+def _bernoulli_impl(key, p, shape, mode):
+    dtype = p.dtype
+    if mode == "high":
+        u = _uniform_b(key, (2,) + tuple(shape), dtype)
+        u1 = lax.reshape(lax.slice_in_dim(u, 0, 1, 1, 0), shape)
+        u2 = lax.reshape(lax.slice_in_dim(u, 1, 2, 1, 0), shape)
+        u2 = jnp.multiply(u2, _const(dtype, 2.0 ** -dtypes.finfo(dtype).nmant))
+        return jnp.less(jnp.add(u2, u1), p)
+    return jnp.less(_uniform_b(key, shape, dtype), p)
+
+
+_bernoulli_j = jit(_bernoulli_impl, static_argnums=(2, 3))
+
+
+# --------------------------------------------------------------------------
+# integers, permutations, choice
+# --------------------------------------------------------------------------
+
+
+def _convert_and_clip_integer(val, dtype):
+    dtype = np.dtype(dtype)
+    if val.dtype == dtype:
+        return val
+    vi, di = np.iinfo(val.dtype), np.iinfo(dtype)
+    lo = _const(val.dtype, max(vi.min, di.min), val.shape)
+    hi = _const(val.dtype, min(vi.max, di.max), val.shape)
+    return lax.convert_element_type(lax.clamp(lo, val, hi), dtype)
+
+
+def _urem(x, s):
+    """Unsigned remainder with XLA's semantics for a zero divisor (x % 0 == x)."""
+    zero = lax.eq(s, _const(s.dtype, 0, s.shape))
+    safe = lax.select(zero, _const(s.dtype, 1, s.shape), s)
+    return lax.select(zero, x, lax.rem(x, safe))
+
+
+def randint(key, shape, minval, maxval, dtype=int):
+    """Uniform integers in [minval, maxval)."""
+    key = _check_key("randint", key)
+    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    if not (dtypes.is_int(dtype) or dtypes.is_unsigned(dtype)) or dtype == dtypes.bool_:
+        raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
+    shape = _canon_shape(shape)
+    _check_shape("randint", shape, np.shape(minval), np.shape(maxval))
+    return _randint_j(key, shape, minval, maxval, dtype)
+
+
+def _randint_impl(key, shape, minval, maxval, dtype):
+    minval = jnp.asarray(minval)
+    maxval = jnp.asarray(maxval)
+    if not (dtypes.is_int(minval.dtype) or dtypes.is_unsigned(minval.dtype)):
+        minval = minval.astype(dtypes.default_int())
+    if not (dtypes.is_int(maxval.dtype) or dtypes.is_unsigned(maxval.dtype)):
+        maxval = maxval.astype(dtypes.default_int())
+    dmax = _convert_and_clip_integer(_const(dtype, np.iinfo(dtype).max), maxval.dtype)
+    maxval_out_of_range = lax.gt(maxval, _bcast_to(dmax, maxval.shape))
+    minval = _bcast_to(_convert_and_clip_integer(minval, dtype), shape)
+    maxval = _bcast_to(_convert_and_clip_integer(maxval, dtype), shape)
+    maxval_out_of_range = _bcast_to(maxval_out_of_range, shape)
+    nbits = np.iinfo(dtype).bits
+    k1, k2 = _unstack_keys(_split_b(key, (2,)), 2)
+    higher = _random_bits_b(k1, nbits, shape)
+    lower = _random_bits_b(k2, nbits, shape)
+    udt = _UINT[nbits]
+    span = lax.convert_element_type(lax.sub(maxval, minval), udt)
+    span = lax.select(lax.le(maxval, minval), _const(udt, 1, shape), span)
+    span = lax.select(lax.bitwise_and(maxval_out_of_range, lax.gt(maxval, minval)),
+                      lax.add(span, _const(udt, 1, shape)), span)
+    multiplier = _urem(_const(udt, 2 ** (nbits // 2), shape), span)
+    multiplier = _urem(lax.mul(multiplier, multiplier), span)
+    off = lax.add(lax.mul(_urem(higher, span), multiplier), _urem(lower, span))
+    off = _urem(off, span)
+    return lax.add(minval, lax.convert_element_type(off, dtype))
+
+
+_randint_j = jit(_randint_impl, static_argnums=(1, 4))
+
+
+def _shuffle_impl(key, x, axis):
+    exponent = 3
+    uint32max = np.iinfo(np.uint32).max
+    num_rounds = int(np.ceil(exponent * np.log(max(1, x.size)) / np.log(uint32max)))
+    for _ in range(num_rounds):
+        key, subkey = _unstack_keys(_split_b(key, (2,)), 2)
+        sort_keys = _random_bits_b(subkey, 32, x.shape)
+        _, x = lax.sort_key_val(sort_keys, x, axis)
+    return x
+
+
+_shuffle_j = jit(_shuffle_impl, static_argnums=(2,))
+
+
+def _canon_axis(axis, ndim):
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def shuffle(key, x, axis=0):
+    """Shuffle x along axis (deprecated in JAX: use permutation(..., independent=True))."""
+    key = _check_key("shuffle", key)
+    x = jnp.asarray(x)
+    return _shuffle_j(key, x, _canon_axis(axis, max(x.ndim, 1)))
+
+
+def permutation(key, x, axis=0, independent=False):
+    """A random permutation of arange(x) or of x along axis."""
+    key = _check_key("permutation", key)
+    if not np.ndim(x):
+        xa = jnp.asarray(x)
+        if not (dtypes.is_int(xa.dtype) or dtypes.is_unsigned(xa.dtype)):
+            raise TypeError("x must be an integer or at least 1-dimensional")
+        if isinstance(x, core.Tracer):
+            raise core.ConcretizationTypeError(
+                "argument x of jax.random.permutation() must be concrete")
+        _canon_axis(axis, 1)
+        return _shuffle_j(key, jnp.arange(int(x)), 0)
+    x = jnp.asarray(x)
+    axis = _canon_axis(axis, x.ndim)
+    if independent or x.ndim == 1:
+        return _shuffle_j(key, x, axis)
+    ind = _shuffle_j(key, jnp.arange(x.shape[axis]), 0)
+    return jnp.take(x, ind, axis=axis, unique_indices=True)
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
+    """Random sample from arange(a) or from a along axis."""
+    key = _check_key("choice", key)
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
+    shape = _canon_shape(shape)
+    arr = jnp.asarray(a)
+    if arr.ndim == 0:
+        if isinstance(a, core.Tracer):
+            raise core.ConcretizationTypeError("The error occurred in jax.random.choice()")
+        n_inputs = int(a)
+    else:
+        axis = _canon_axis(axis, arr.ndim)
+        n_inputs = arr.shape[axis]
+    n_draws = math.prod(shape)
+    if n_draws == 0:
+        return jnp.zeros(shape, dtype=arr.dtype)
+    if n_inputs <= 0:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population "
+                         f"(size {n_inputs}) when 'replace=False'")
+    if p is None:
+        if replace:
+            ind = randint(key, shape, 0, n_inputs)
+            result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
+        else:
+            perm = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)
+            result = lax.slice_in_dim(perm, 0, n_draws, 1, axis if arr.ndim else 0)
+    else:
+        p_arr = jnp.asarray(p)
+        if not dtypes.is_inexact(p_arr.dtype):
+            p_arr = p_arr.astype(dtypes.default_float())
+        if p_arr.shape != (n_inputs,):
+            raise ValueError(f"p must be None or a 1D vector with the same size as a.shape[axis]."
+                             f" p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
+        if replace:
+            p_cuml = jnp.cumsum(p_arr)
+            total = lax.reshape(lax.slice_in_dim(p_cuml, n_inputs - 1, n_inputs, 1, 0), ())
+            u = uniform(key, shape, dtype=p_cuml.dtype)
+            r = jnp.multiply(total, jnp.subtract(_const(p_cuml.dtype, 1), u))
+            ind = jnp.searchsorted(p_cuml, r).astype(dtypes.default_int())
+        else:
+            g = jnp.add(gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode), jnp.log(p_arr))
+            ind = lax.top_k(g, n_draws)[1].astype(dtypes.default_int())
+        result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
+    out_shape = shape if arr.ndim == 0 else \
+        tuple(arr.shape[:axis]) + shape + tuple(arr.shape[axis + 1:])
+    return jnp.reshape(result, out_shape)
+
+
+# --------------------------------------------------------------------------
+# simple continuous distributions
+# --------------------------------------------------------------------------
+
+
+def gumbel(key, shape=(), dtype=float, mode=None):
+    """Gumbel samples."""
+    key = _check_key("gumbel", key)
+    dtype = _canon_float(dtype, "gumbel")
+    if mode not in (None, "low", "high"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+    return _gumbel_j(key, _canon_shape(shape), dtype, mode or "low")
+
+
+def _gumbel_impl(key, shape, dtype, mode):
+    if mode == "high":
+        u = _uniform_b(key, (2,) + tuple(shape), dtype)
+        high = lax.reshape(lax.slice_in_dim(u, 0, 1, 1, 0), shape)
+        low = lax.reshape(lax.slice_in_dim(u, 1, 2, 1, 0), shape)
+        eps = _const(dtype, dtypes.finfo(dtype).eps)
+        return jnp.negative(jnp.log(jnp.negative(jnp.log1p(jnp.negative(
+            jnp.add(jnp.multiply(high, eps), low))))))
+    u = _uniform_b(key, shape, dtype, np.array(dtypes.finfo(dtype).tiny, dtype),
+                   np.array(1.0, dtype))
+    return jnp.negative(jnp.log(jnp.negative(jnp.log(u))))
+
+
+_gumbel_j = jit(_gumbel_impl, static_argnums=(1, 2, 3))
+
+
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+    """Samples from categorical distributions given by logits along axis."""
+    key = _check_key("categorical", key)
+    logits_arr = jnp.asarray(logits)
+    if axis >= 0:
+        axis -= logits_arr.ndim
+    batch_shape = tuple(np.delete(logits_arr.shape, axis))
+    if shape is None:
+        shape = batch_shape
+    else:
+        shape = _canon_shape(shape)
+        _check_shape("categorical", shape, batch_shape)
+    shape_prefix = shape[:len(shape) - len(batch_shape)]
+    logits_shape = list(shape[len(shape) - len(batch_shape):])
+    logits_shape.insert(axis % logits_arr.ndim, logits_arr.shape[axis])
+    if replace:
+        g = gumbel(key, (*shape_prefix, *logits_shape), logits_arr.dtype, mode=mode)
+        lg = lax.expand_dims(logits_arr, tuple(range(len(shape_prefix))))
+        return jnp.argmax(jnp.add(g, lg), axis=axis)
+    logits_arr = jnp.add(logits_arr, gumbel(key, logits_arr.shape, logits_arr.dtype, mode=mode))
+    k = math.prod(shape_prefix)
+    if k > logits_arr.shape[axis]:
+        raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number of "
+                         f"categories ({logits_arr.shape[axis]}).")
+    _, indices = lax.top_k(jnp.moveaxis(logits_arr, axis, -1), k)
+    return jnp.reshape(jnp.moveaxis(indices, -1, 0), shape)
+
+
+def exponential(key, shape=(), dtype=float):
+    """Exponential(1) samples."""
+    key = _check_key("exponential", key)
+    return _exp_j(key, _canon_shape(shape), _canon_float(dtype, "exponential"))
+
+
+_exp_j = jit(_exponential_b, static_argnums=(1, 2))
+
+
+def laplace(key, shape=(), dtype=float):
+    """Laplace(0, 1) samples."""
+    key = _check_key("laplace", key)
+    return _laplace_j(key, _canon_shape(shape), _canon_float(dtype, "laplace"))
+
+
+def _laplace_impl(key, shape, dtype):
+    epsneg = dtypes.finfo(dtype).epsneg
+    u = _uniform_b(key, shape, dtype, np.array(-1.0 + float(epsneg), dtype),
+                   np.array(1.0, dtype))
+    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+
+
+_laplace_j = jit(_laplace_impl, static_argnums=(1, 2))
+
+
+def logistic(key, shape=(), dtype=float):
+    """Logistic(0, 1) samples."""
+    key = _check_key("logistic", key)
+    return _logistic_j(key, _canon_shape(shape), _canon_float(dtype, "logistic"))
+
+
+def _logistic_impl(key, shape, dtype):
+    x = _uniform_b(key, shape, dtype, np.array(dtypes.finfo(dtype).eps, dtype),
+                   np.array(1.0, dtype))
+    return lax.log(lax.div(x, lax.sub(_const(dtype, 1, x.shape), x)))
+
+
+_logistic_j = jit(_logistic_impl, static_argnums=(1, 2))
+
+
+def cauchy(key, shape=(), dtype=float):
+    """Cauchy samples."""
+    key = _check_key("cauchy", key)
+    return _cauchy_j(key, _canon_shape(shape), _canon_float(dtype, "cauchy"))
+
+
+def _cauchy_impl(key, shape, dtype):
+    u = _uniform_b(key, shape, dtype, np.array(dtypes.finfo(dtype).eps, dtype),
+                   np.array(1.0, dtype))
+    return lax.tan(lax.mul(_const(dtype, np.pi, u.shape),
+                           lax.sub(u, _const(dtype, 0.5, u.shape))))
+
+
+_cauchy_j = jit(_cauchy_impl, static_argnums=(1, 2))
+
+
+def pareto(key, b, shape=None, dtype=float):
+    key = _check_key("pareto", key)
+    dtype = _canon_float(dtype, "pareto")
+    shape = np.shape(b) if shape is None else _canon_shape(shape)
+    _check_shape("pareto", shape, np.shape(b))
+    b = lax.convert_element_type(jnp.asarray(b), dtype)
+    return jnp.exp(jnp.divide(exponential(key, shape, dtype), b))
+
+
+def lognormal(key, sigma=np.float32(1), shape=None, dtype=float):
+    key = _check_key("lognormal", key)
+    dtype = _canon_float(dtype, "lognormal")
+    shape = np.shape(sigma) if shape is None else _canon_shape(shape)
+    _check_shape("lognormal", shape, np.shape(sigma))
+    sigma = lax.convert_element_type(jnp.asarray(sigma), dtype)
+    return jnp.exp(jnp.multiply(normal(key, shape, dtype), sigma))
+
+
+def rademacher(key, shape=(), dtype=int):
+    key = _check_key("rademacher", key)
+    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    b = bernoulli(key, 0.5, _canon_shape(shape)).astype(dtype)
+    return jnp.subtract(jnp.multiply(b, 2), 1).astype(dtype)
+
+
+def maxwell(key, shape=(), dtype=float):
+    key = _check_key("maxwell", key)
+    dtype = _canon_float(dtype, "maxwell")
+    z = normal(key, _canon_shape(shape) + (3,), dtype)
+    return jnp.sqrt(jnp.sum(jnp.multiply(z, z), axis=-1))
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=float):
+    key = _check_key("double_sided_maxwell", key)
+    dtype = _canon_float(dtype, "double_sided_maxwell")
+    shape = _canon_shape(shape) + tuple(np.broadcast_shapes(np.shape(loc), np.shape(scale)))
+    mk, rk = _split(key)
+    m = maxwell(mk, shape, dtype)
+    s = rademacher(rk, shape, dtype)
+    return jnp.add(jnp.multiply(jnp.multiply(s, m), scale), loc)
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=float):
+    key = _check_key("weibull_min", key)
+    dtype = _canon_float(dtype, "weibull_min")
+    u = uniform(key, _canon_shape(shape), dtype)
+    return jnp.multiply(jnp.power(jnp.negative(jnp.log1p(jnp.negative(u))),
+                                  jnp.divide(1.0, concentration)), scale)
+
+
+def rayleigh(key, scale=np.float32(1), shape=None, dtype=float):
+    key = _check_key("rayleigh", key)
+    dtype = _canon_float(dtype, "rayleigh")
+    shape = np.shape(scale) if shape is None else _canon_shape(shape)
+    _check_shape("rayleigh", shape, np.shape(scale))
+    u = uniform(key, shape, dtype)
+    scale = lax.convert_element_type(_bcast_to(jnp.asarray(scale), shape), dtype)
+    return jnp.multiply(scale, jnp.sqrt(jnp.multiply(jnp.log(u), -2.0)))
+
+
+def wald(key, mean, shape=None, dtype=float):
+    key = _check_key("wald", key)
+    dtype = _canon_float(dtype, "wald")
+    shape = np.shape(mean) if shape is None else _canon_shape(shape)
+    _check_shape("wald", shape, np.shape(mean))
+    k1, k2 = _split(key)
+    mean = lax.convert_element_type(_bcast_to(jnp.asarray(mean), shape), dtype)
+    v = normal(k1, shape, dtype)
+    z = uniform(k2, shape, dtype)
+    y = v * v
+    ym = y * mean
+    msq = mean * mean
+    sqrt_term = jnp.sqrt(4 * ym + ym * ym)
+    x = mean + msq * y / 2 - mean / 2 * sqrt_term
+    return jnp.where(z <= mean / (mean + x), x, msq / x)
+
+
+def geometric(key, p, shape=None, dtype=int):
+    key = _check_key("geometric", key)
+    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    shape = np.shape(p) if shape is None else _canon_shape(shape)
+    _check_shape("geometric", shape, np.shape(p))
+    p = jnp.asarray(p)
+    if not dtypes.is_float(p.dtype):
+        p = p.astype(dtypes.default_float())
+    u = uniform(key, shape, p.dtype)
+    g = jnp.floor(jnp.divide(jnp.log(u), _bcast_to(jnp.log1p(jnp.negative(p)), shape))) + 1
+    return g.astype(dtype)
+
+
+def triangular(key, left, mode, right, shape=None, dtype=float):
+    key = _check_key("triangular", key)
+    dtype = _canon_float(dtype, "triangular")
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(np.shape(left), np.shape(mode), np.shape(right)))
+    shape = _canon_shape(shape)
+    left, mode, right = (lax.convert_element_type(_bcast_to(jnp.asarray(v), shape), dtype)
+                         for v in (left, mode, right))
+    fc = (mode - left) / (right - left)
+    u = uniform(key, shape, dtype)
+    out1 = left + jnp.sqrt(u * (right - left) * (mode - left))
+    out2 = right - jnp.sqrt((1 - u) * (right - left) * (right - mode))
+    return jnp.where(u < fc, out1, out2)
+
+
+# --------------------------------------------------------------------------
+# gamma family (Marsaglia-Tsang with masked rounds)
+# --------------------------------------------------------------------------
+
+
+def _gamma_inner_cond(consts, st):
+    _, _, v = st
+    return lax.le(v, jnp.zeros_like(v))
+
+
+def _gamma_inner_body(consts, st):
+    (c,) = consts
+    k, _, _ = st
+    k, sub = _unstack_keys(_split_b(k, (2,)), 2)
+    x = _normal_real_b(sub, (), c.dtype)
+    return k, x, lax.add(jnp.ones_like(x), lax.mul(x, c))
+
+
+def _gamma_outer_cond(consts, st):
+    d, _ = consts
+    _, X, V, U = st
+    one = jnp.ones_like(X)
+    c1 = lax.ge(U, lax.sub(one, lax.mul(_const(X.dtype, 0.0331, X.shape), lax.mul(X, X))))
+    c2 = lax.ge(lax.log(U), lax.add(lax.mul(X, _const(X.dtype, 0.5, X.shape)),
+                                    lax.mul(d, lax.add(lax.sub(one, V), lax.log(V)))))
+    return lax.bitwise_and(c1, c2)
+
+
+def _gamma_outer_body(consts, st):
+    d, c = consts
+    k = st[0]
+    k, x_key, u_key = _unstack_keys(_split_b(k, (3,)), 3)
+    zero = jnp.zeros_like(d)
+    inner = (x_key, zero, jnp.full_like(d, -1))
+    _, x, v = _rounds(_gamma_inner_cond, _gamma_inner_body, (c,), inner,
+                      _ROUNDS["gamma_inner"])
+    X = lax.mul(x, x)
+    V = lax.mul(lax.mul(v, v), v)
+    U = _uniform_b(u_key, (), d.dtype)
+    return k, X, V, U
+
+
+def _gamma_one_b(keys, alpha, log_space):
+    """JAX's _gamma_one, batched over keys uint32[n,2] and alpha[n]."""
+    dtype = alpha.dtype
+    one = jnp.ones_like(alpha)
+    third = _const(dtype, 1.0 / 3.0, alpha.shape)
+    boost_mask = lax.ge(alpha, one)
+    alpha_orig = alpha
+    alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
+    d = lax.sub(alpha, third)
+    c = lax.div(third, lax.sqrt(d))
+    k, subkey = _unstack_keys(_split_b(keys, (2,)), 2)
+    zero = jnp.zeros_like(alpha)
+    state = (k, zero, one, _const(dtype, 2, alpha.shape))
+    _, _, V, _ = _while(_gamma_outer_cond, _gamma_outer_body, (d, c), state,
+                        _ROUNDS["gamma_outer"])
+    if log_space:
+        log_samples = lax.neg(_exponential_b(subkey, (), dtype))
+        log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_samples, zero)), zero,
+                               lax.mul(log_samples, lax.div(one, alpha_orig)))
+        return lax.add(lax.add(lax.log(d), lax.log(V)), log_boost)
+    samples = lax.sub(one, _uniform_b(subkey, (), dtype))
+    boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
+    return lax.mul(lax.mul(d, V), boost)
+
+
+def _gamma_impl(key, a, shape, dtype, log_space):
+    a = lax.convert_element_type(jnp.asarray(a), dtype)
+    a = _bcast_to(a, shape)
+    n = math.prod(shape)
+    if n == 0:
+        return jnp.zeros(shape, dtype)
+    keys = lax.reshape(_split_b(key, (n,)), (n, 2))
+    samples = _gamma_one_b(keys, lax.reshape(a, (n,)), log_space)
+    return lax.reshape(samples, shape)
+
+
+def _gamma(key, a, shape, dtype, log_space):
+    if shape is None:
+        shape = np.shape(a)
+    else:
+        shape = _canon_shape(shape)
+        _check_shape("gamma", shape, np.shape(a))
+    return _gamma_impl(key, a, tuple(shape), dtype, log_space)
+
+
+def gamma(key, a, shape=None, dtype=float):
+    """Gamma(a, 1) samples (Marsaglia-Tsang, as JAX)."""
+    key = _check_key("gamma", key)
+    return _gamma(key, a, shape, _canon_float(dtype, "gamma"), False)
+
+
+def loggamma(key, a, shape=None, dtype=float):
+    """log of Gamma(a, 1) samples, computed in log space."""
+    key = _check_key("loggamma", key)
+    return _gamma(key, a, shape, _canon_float(dtype, "loggamma"), True)
+
+
+def beta(key, a, b, shape=None, dtype=float):
+    """Beta(a, b) samples."""
+    key = _check_key("beta", key)
+    dtype = _canon_float(dtype, "beta")
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(np.shape(a), np.shape(b)))
+    else:
+        shape = _canon_shape(shape)
+        _check_shape("beta", shape, np.shape(a), np.shape(b))
+    a = _bcast_to(lax.convert_element_type(jnp.asarray(a), dtype), shape)
+    b = _bcast_to(lax.convert_element_type(jnp.asarray(b), dtype), shape)
+    key_a, key_b = _split(key)
+    lga = _gamma(key_a, a, shape, dtype, True)
+    lgb = _gamma(key_b, b, shape, dtype, True)
+    log_max = lax.max(lga, lgb)
+    ga = jnp.exp(lga - log_max)
+    gb = jnp.exp(lgb - log_max)
+    return ga / (ga + gb)
+
+
+def dirichlet(key, alpha, shape=None, dtype=float):
+    """Dirichlet(alpha) samples over the last axis of alpha."""
+    key = _check_key("dirichlet", key)
+    dtype = _canon_float(dtype, "dirichlet")
+    if np.ndim(alpha) < 1:
+        raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == {np.ndim(alpha)}")
+    if shape is None:
+        shape = np.shape(alpha)[:-1]
+    else:
+        shape = _canon_shape(shape)
+        _check_shape("dirichlet", shape, np.shape(alpha)[:-1])
+    alpha = lax.convert_element_type(jnp.asarray(alpha), dtype)
+    lg = _gamma(key, alpha, tuple(shape) + np.shape(alpha)[-1:], dtype, True)
+    m = jnp.max(lg, axis=-1, keepdims=True)
+    un = jnp.exp(lg - m)
+    return un / jnp.sum(un, axis=-1, keepdims=True)
+
+
+def t(key, df, shape=(), dtype=float):
+    key = _check_key("t", key)
+    dtype = _canon_float(dtype, "t")
+    shape = np.shape(df) if shape is None else _canon_shape(shape)
+    df = lax.convert_element_type(jnp.asarray(df), dtype)
+    key_n, key_g = _split(key)
+    n = normal(key_n, shape, dtype)
+    half_df = jnp.divide(df, _const(dtype, 2))
+    g = gamma(key_g, half_df, shape, dtype)
+    return n * jnp.sqrt(half_df / g)
+
+
+def chisquare(key, df, shape=None, dtype=float):
+    key = _check_key("chisquare", key)
+    dtype = _canon_float(dtype, "chisquare")
+    shape = np.shape(df) if shape is None else _canon_shape(shape)
+    df = lax.convert_element_type(jnp.asarray(df), dtype)
+    half_df = jnp.divide(df, _const(dtype, 2))
+    return jnp.multiply(jnp.exp(loggamma(key, half_df, shape, dtype)), _const(dtype, 2))
+
+
+def f(key, dfnum, dfden, shape=None, dtype=float):
+    key = _check_key("f", key)
+    dtype = _canon_float(dtype, "f")
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(np.shape(dfden), np.shape(dfnum)))
+    shape = _canon_shape(shape)
+    dfden = lax.convert_element_type(jnp.asarray(dfden), dtype)
+    dfnum = lax.convert_element_type(jnp.asarray(dfnum), dtype)
+    key_dfd, key_dfn = _split(key)
+    chi2_dfn = chisquare(key_dfn, dfnum, shape, dtype)
+    chi2_dfd = chisquare(key_dfd, dfden, shape, dtype)
+    return (chi2_dfn / _bcast_to(dfnum, shape)) / (chi2_dfd / _bcast_to(dfden, shape))
+
+
+def generalized_normal(key, p, shape=(), dtype=float):
+    key = _check_key("generalized_normal", key)
+    dtype = _canon_float(dtype, "generalized_normal")
+    shape = _canon_shape(shape)
+    key_g, key_r = _split(key)
+    g = gamma(key_g, 1 / p, shape, dtype)
+    r = rademacher(key_r, shape, dtype)
+    return r * g ** (1 / p)
+
+
+def ball(key, d, p=2, shape=(), dtype=float):
+    key = _check_key("ball", key)
+    dtype = _canon_float(dtype, "ball")
+    shape = _canon_shape(shape)
+    k1, k2 = _split(key)
+    g = generalized_normal(k1, p, (*shape, int(d)), dtype)
+    e = exponential(k2, shape, dtype)
+    return g / jnp.expand_dims(((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p), -1)
+
+
+# --------------------------------------------------------------------------
+# poisson (Knuth for lam < 10, Hormann's transformed rejection otherwise)
+# --------------------------------------------------------------------------
+
+
+def _knuth_cond(consts, st):
+    (lam,) = consts
+    _, _, log_prod = st
+    return jnp.any(lax.gt(log_prod, lax.neg(lam)))
+
+
+def _knuth_body(consts, st):
+    (lam,) = consts
+    k, rng, log_prod = st
+    rng, subkey = _unstack_keys(_split_b(rng, (2,)), 2)
+    k = lax.select(lax.gt(log_prod, lax.neg(lam)), lax.add(k, jnp.ones_like(k)), k)
+    u = _uniform_b(subkey, lam.shape, dtypes.float32)
+    return k, rng, lax.add(log_prod, lax.log(u))
+
+
+def _rejection_consts(lam):
+    log_lam = lax.log(lam)
+    b = 0.931 + 2.53 * lax.sqrt(lam)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2)
+    return lam, log_lam, a, b, inv_alpha, v_r
+
+
+def _rejection_cond(consts, st):
+    _, accepted, _ = st
+    return jnp.any(lax.bitwise_not(accepted))
+
+
+def _rejection_body(consts, st):
+    lam, log_lam, a, b, inv_alpha, v_r = consts
+    k_out, accepted, key = st
+    key, sk0, sk1 = _unstack_keys(_split_b(key, (3,)), 3)
+    u = _uniform_b(sk0, lam.shape, lam.dtype) - 0.5
+    v = _uniform_b(sk1, lam.shape, lam.dtype)
+    u_shifted = 0.5 - abs(u)
+    k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
+    s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+    tt = -lam + k * log_lam - lax.lgamma(k + 1)
+    accept1 = (u_shifted >= 0.07) & (v <= v_r)
+    reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
+    accept2 = s <= tt
+    accept = accept1 | (~reject & accept2)
+    k_out = lax.select(accept, k, k_out)
+    return k_out, accepted | accept, key
+
+
+def poisson(key, lam, shape=None, dtype=int):
+    """Poisson(lam) samples."""
+    key = _check_key("poisson", key)
+    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    shape = np.shape(lam) if shape is None else _canon_shape(shape)
+    lam = lax.convert_element_type(_bcast_to(jnp.asarray(lam), shape), dtypes.float32)
+    shape = tuple(shape)
+    use_knuth = jnp.isnan(lam) | (lam < 10)
+    lam_knuth = jnp.where(use_knuth, lam, 0.0)
+    lam_rej = jnp.where(use_knuth, 1e5, lam)
+    k0 = jnp.zeros(shape, dtype)
+    lp0 = jnp.zeros(shape, dtypes.float32)
+    k, _, _ = _while(_knuth_cond, _knuth_body, (lam_knuth,), (k0, key, lp0),
+                     _ROUNDS["poisson_knuth"])
+    knuth = (k - 1).astype(dtype)
+    st = (jnp.full(shape, -1.0, dtypes.float32), jnp.zeros(shape, dtypes.bool_), key)
+    kr, _, _ = _while(_rejection_cond, _rejection_body, _rejection_consts(lam_rej), st,
+                      _ROUNDS["poisson_rejection"])
+    result = jnp.where(use_knuth, knuth, kr.astype(dtype))
+    return jnp.where(lam == 0, jnp.zeros_like(result), result)
+
+
+# --------------------------------------------------------------------------
+# multivariate normal
+# --------------------------------------------------------------------------
+
+
+def _cholesky(a):
+    """Lower Cholesky factor of a[..., n, n] by a column loop unrolled at trace time."""
+    n = a.shape[-1]
+    cols = []
+    for j in range(n):
+        aj = a[..., :, j]
+        if cols:
+            lmat = jnp.stack(cols, axis=-1)                       # [..., n, j]
+            aj = aj - jnp.sum(lmat * lmat[..., j:j + 1, :], axis=-1)
+        djj = jnp.sqrt(aj[..., j:j + 1])
+        col = aj / djj
+        mask = jnp.arange(n) >= j
+        cols.append(jnp.where(mask, col, jnp.zeros_like(col)))
+    return jnp.stack(cols, axis=-1)
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+    """Multivariate normal samples. Only method='cholesky' (Ember has no svd/eigh)."""
+    key = _check_key("multivariate_normal", key)
+    if method not in {"svd", "eigh", "cholesky"}:
+        raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    if method != "cholesky":
+        raise NotImplementedError(f"multivariate_normal(method={method!r}): Ember has no "
+                                  "svd/eigh yet; use method='cholesky'")
+    mean = jnp.asarray(mean)
+    cov = jnp.asarray(cov)
+    if not dtypes.is_inexact(mean.dtype):
+        mean = mean.astype(dtypes.default_float())
+    if not dtypes.is_inexact(cov.dtype):
+        cov = cov.astype(dtypes.default_float())
+    dt = jnp.promote_types(mean.dtype, cov.dtype)
+    mean, cov = mean.astype(dt), cov.astype(dt)
+    dtype = dt if dtype is None else _canon_float(dtype, "multivariate_normal")
+    if mean.ndim < 1:
+        raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got {mean.ndim}")
+    if cov.ndim < 2:
+        raise ValueError(f"multivariate_normal requires cov.ndim >= 2, got {cov.ndim}")
+    n = mean.shape[-1]
+    if cov.shape[-2:] != (n, n):
+        raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
+                         f"but got cov.shape == {cov.shape}.")
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2]))
+    else:
+        shape = _canon_shape(shape)
+        _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
+    factor = _cholesky(cov)
+    z = normal(key, shape + mean.shape[-1:], dtype)
+    prod = jnp.matmul(factor, jnp.expand_dims(z, -1))
+    return mean + jnp.squeeze(prod, -1)
