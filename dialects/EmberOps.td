@@ -8,13 +8,20 @@
 #define EMBER_OPS_TD
 
 include "EmberBase.td"
+include "EmberInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/IR/OpBase.td"
 
 class Ember_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Ember_Dialect, mnemonic, traits>;
+    : Op<Ember_Dialect, mnemonic, traits # [Ember_DifferentiableOpInterface]>;
+
+// Transformation ops reference a function by symbol and are expanded by passes.
+class Ember_TransformOp<string mnemonic, list<Trait> traits = []>
+    : Op<Ember_Dialect, mnemonic,
+         traits # [AttrSizedOperandSegments, DeclareOpInterfaceMethods<SymbolUserOpInterface>]>;
 
 //===----------------------------------------------------------------------===//
 // Constants
@@ -435,6 +442,61 @@ def Ember_Threefry2x32Op : Ember_Op<"threefry2x32",
                        Ember_U32Tensor:$x0, Ember_U32Tensor:$x1);
   let results = (outs Ember_U32Tensor:$out0, Ember_U32Tensor:$out1);
   let assemblyFormat = "$key0 `,` $key1 `,` $x0 `,` $x1 attr-dict `:` type($out0)";
+}
+
+//===----------------------------------------------------------------------===//
+// Differentiation
+//===----------------------------------------------------------------------===//
+
+def Ember_StopGradientOp : Ember_Op<"stop_gradient", [Pure, SameOperandsAndResultType]> {
+  let summary = "identity whose derivative is zero";
+  let arguments = (ins Ember_Tensor:$operand);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
+}
+
+def Ember_JvpOp : Ember_TransformOp<"jvp"> {
+  let summary = "forward-mode derivative of a function (expanded by ember-autodiff)";
+  let description = [{
+    Calls `@callee` on `primals` and returns its results followed by the
+    tangents of its results, given `tangents` for the arguments listed in
+    `wrt` (the other arguments have zero tangents).
+
+    ```mlir
+    %y, %ty = ember.jvp @f(%x) tangents(%tx) wrt [0]
+        : (tensor<3xf32>, tensor<3xf32>) -> (tensor<f32>, tensor<f32>)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_Tensor>:$primals,
+                       Variadic<Ember_Tensor>:$tangents, DenseI64ArrayAttr:$wrt);
+  let results = (outs Variadic<Ember_Tensor>:$results);
+  let assemblyFormat = [{
+    $callee `(` $primals `)` `tangents` `(` $tangents `)` `wrt` $wrt attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Ember_VjpOp : Ember_TransformOp<"vjp"> {
+  let summary = "reverse-mode derivative of a function (expanded by ember-autodiff)";
+  let description = [{
+    Calls `@callee` on `primals` and returns its results followed by the
+    cotangents of the arguments listed in `wrt`, given `cotangents` for its
+    results.
+
+    ```mlir
+    %y, %gx = ember.vjp @f(%x) cotangents(%one) wrt [0]
+        : (tensor<3xf32>, tensor<f32>) -> (tensor<f32>, tensor<3xf32>)
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_Tensor>:$primals,
+                       Variadic<Ember_Tensor>:$cotangents, DenseI64ArrayAttr:$wrt);
+  let results = (outs Variadic<Ember_Tensor>:$results);
+  let assemblyFormat = [{
+    $callee `(` $primals `)` `cotangents` `(` $cotangents `)` `wrt` $wrt attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // EMBER_OPS_TD

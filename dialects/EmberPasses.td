@@ -71,4 +71,31 @@ def EmberMathApproxPass : Pass<"ember-math-approx"> {
   let dependentDialects = ["arith::ArithDialect", "math::MathDialect"];
 }
 
+def EmberAutodiffPass : Pass<"ember-autodiff", "ModuleOp"> {
+  let summary = "Expand ember.jvp and ember.vjp into plain ember IR";
+  let description = [{
+    Replaces each transformation op, innermost first, by a call to a derived
+    private function. `ember.jvp @f` becomes `@f_jvp` that computes `f` and
+    propagates tangents op by op with each op's JVP rule. `ember.vjp @f`
+    becomes `@f_vjp`: the JVP code of `f` is built with symbolic tangent
+    seeds, the ops that depend on the seeds (the linear part) are transposed
+    in reverse order with each op's transpose rule, and the linear forward ops
+    are erased, so the result holds the primal computation followed by the
+    adjoint. Calls inside the differentiated function are inlined first, so
+    nested transformations (grad of grad) are repeated applications.
+
+    Before:
+    ```mlir
+    %y, %g = ember.vjp @f(%x) cotangents(%one) wrt [0] : ...
+    ```
+    After:
+    ```mlir
+    %y, %g = func.call @f_vjp_0(%x, %one) : ...
+    ```
+    Follow with `inline`, `symbol-dce`, `canonicalize` and `cse` for compact
+    code (the CPU pipeline does).
+  }];
+  let dependentDialects = ["func::FuncDialect"];
+}
+
 #endif // EMBER_PASSES_TD

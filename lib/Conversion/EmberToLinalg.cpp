@@ -281,6 +281,15 @@ struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
   }
 };
 
+struct StopGradientLowering : public OpConversionPattern<StopGradientOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(StopGradientOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getOperand());
+    return success();
+  }
+};
+
 struct TransposeLowering : public OpConversionPattern<TransposeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
@@ -1034,7 +1043,7 @@ void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
                                                 RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ElementwiseLowering>(converter, ctx);
-  patterns.add<ConstantLowering, IotaLowering, BroadcastInDimLowering, ReshapeLowering,
+  patterns.add<ConstantLowering, IotaLowering, StopGradientLowering, BroadcastInDimLowering, ReshapeLowering,
                TransposeLowering, SliceLowering, DynamicSliceLowering,
                DynamicUpdateSliceLowering, PadLowering, ConcatenateLowering,
                ReverseLowering, ReduceLowering, ArgReduceLowering<ArgMaxOp, true>,

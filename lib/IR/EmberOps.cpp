@@ -6,6 +6,7 @@
 #include "ember/IR/EmberDialect.h"
 
 #include "mlir/Dialect/CommonFolders.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
@@ -743,3 +744,57 @@ LogicalResult ScatterOp::verify() {
     return failure();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Transformation ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyTransform(Operation *op, StringRef callee, ValueRange primals,
+                                     ValueRange extra, ArrayRef<int64_t> wrt,
+                                     TypeRange results, bool forward,
+                                     SymbolTableCollection &symbols) {
+  auto fn = symbols.lookupNearestSymbolFrom<func::FuncOp>(op, StringAttr::get(op->getContext(), callee));
+  // transform_c1
+  if (!fn)
+    return op->emitOpError("transform_c1: '") << callee << "' does not name a func.func";
+  FunctionType ft = fn.getFunctionType();
+  // transform_c2
+  if (TypeRange(primals) != ft.getInputs())
+    return op->emitOpError("transform_c2: primal types do not match the inputs of '")
+           << callee << "'";
+  // transform_c3
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t i : wrt)
+    if (i < 0 || i >= (int64_t)ft.getNumInputs() || !seen.insert(i).second)
+      return op->emitOpError("transform_c3: wrt index ") << i << " is invalid or repeated";
+  // transform_c4
+  SmallVector<Type> expectExtra, expectResults(ft.getResults());
+  for (int64_t i : wrt)
+    (forward ? expectExtra : expectResults).push_back(ft.getInput(i));
+  if (forward)
+    expectResults.append(ft.getResults().begin(), ft.getResults().end());
+  else
+    expectExtra.assign(ft.getResults().begin(), ft.getResults().end());
+  if (TypeRange(extra) != TypeRange(expectExtra))
+    return op->emitOpError("transform_c4: ")
+           << (forward ? "tangents must match the types of the wrt inputs"
+                       : "cotangents must match the result types of the callee");
+  // transform_c5
+  if (results != TypeRange(expectResults))
+    return op->emitOpError("transform_c5: result types must be the callee's results followed by ")
+           << (forward ? "their tangents" : "the cotangents of the wrt inputs");
+  return success();
+}
+
+LogicalResult JvpOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyTransform(*this, getCallee(), getPrimals(), getTangents(), getWrt(),
+                         getResultTypes(), /*forward=*/true, symbols);
+}
+
+LogicalResult VjpOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyTransform(*this, getCallee(), getPrimals(), getCotangents(), getWrt(),
+                         getResultTypes(), /*forward=*/false, symbols);
+}
+
+LogicalResult JvpOp::verify() { return success(); }
+LogicalResult VjpOp::verify() { return success(); }

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/Transforms/InlinerInterfaceImpl.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
@@ -65,6 +66,7 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerInferTypeOpInterfaceExternalModels(registry);
   tensor::registerSubsetOpInterfaceExternalModels(registry);
+  LLVM::registerInlinerInterface(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
 }
@@ -72,6 +74,7 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
 // The CPU pipeline as text: the same string is what `ember-opt
 // --ember-cpu-pipeline` and Python run, and what docs/design.md explains.
 static const char kCpuPipeline[] =
+    "ember-autodiff,inline,symbol-dce,canonicalize,cse,"
     "ember-to-linalg,"
     "canonicalize,cse,"
     "linalg-fuse-elementwise-ops,"

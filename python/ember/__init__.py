@@ -12,6 +12,10 @@ from ember._src.api import (  # noqa: F401
     jit, eval_shape, device_put, device_get, devices, local_devices, device_count,
     default_backend, disable_jit, block_until_ready,
 )
+from ember._src.ad import (  # noqa: F401
+    grad, value_and_grad, vjp, jvp, linearize, jacfwd, jacrev, jacobian, hessian,
+    checkpoint, remat, checkpoint_policies,
+)
 from ember import numpy  # noqa: F401
 from ember import lax  # noqa: F401
 from ember import tree_util  # noqa: F401

@@ -9,6 +9,9 @@ def relu(x):
     return jnp.maximum(x, jnp.zeros_like(x))
 
 
+tanh = jnp.tanh
+
+
 def relu6(x):
     return jnp.minimum(jnp.maximum(x, 0), 6.0)
 
@@ -88,15 +91,29 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
 
 def softmax(x, axis=-1, where=None, initial=None):
     x = jnp.asarray(x)
-    m = jnp.max(x, axis=axis, keepdims=True)
+    if where is None:
+        m = jnp.max(x, axis=axis, keepdims=True)
+    else:
+        m = jnp.max(x, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
     e = jnp.exp(x - lax.stop_gradient(m))
-    return e / jnp.sum(e, axis=axis, keepdims=True)
+    if where is not None:
+        e = jnp.where(where, e, 0)
+    out = e / jnp.sum(e, axis=axis, keepdims=True)
+    return out if where is None else jnp.where(where, out, 0)
 
 
 def log_softmax(x, axis=-1, where=None, initial=None):
     x = jnp.asarray(x)
-    shifted = x - lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
-    return shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True))
+    if where is None:
+        m = jnp.max(x, axis=axis, keepdims=True)
+    else:
+        m = jnp.max(x, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
+    shifted = x - lax.stop_gradient(m)
+    e = jnp.exp(shifted)
+    if where is not None:
+        e = jnp.where(where, e, 0)
+    out = shifted - jnp.log(jnp.sum(e, axis=axis, keepdims=True))
+    return out if where is None else jnp.where(where, out, -jnp.inf)
 
 
 def one_hot(x, num_classes, *, dtype=jnp.float32, axis=-1):

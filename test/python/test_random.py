@@ -1,11 +1,10 @@
 """ember.random: bit-exact threefry streams (values recorded from JAX 0.10.2) and
 distribution properties of the samplers, eagerly and under ember.jit."""
 
-import numpy as np
-import pytest
-
 import ember
 import ember.numpy as jnp
+import numpy as np
+import pytest
 from ember import random
 from ember._src import lax as elax
 

@@ -8,10 +8,21 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "ember/IR/EmberDialect.h.inc"
 #include "ember/IR/EmberEnums.h.inc"
+namespace mlir::ember {
+/// The JVP rule of an ember op (see DifferentiableOpInterface).
+LogicalResult buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> tangents,
+                       SmallVectorImpl<Value> &resultTangents);
+/// The transpose rule of an ember op (see DifferentiableOpInterface).
+LogicalResult buildTranspose(Operation *op, OpBuilder &b, ArrayRef<Value> cotangents,
+                             ArrayRef<bool> linear, SmallVectorImpl<Value> &operandCotangents);
+} // namespace mlir::ember
+
+#include "ember/IR/EmberInterfaces.h.inc"
 #define GET_ATTRDEF_CLASSES
 #include "ember/IR/EmberAttrs.h.inc"
 #define GET_OP_CLASSES

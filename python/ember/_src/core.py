@@ -237,6 +237,8 @@ class Array(Value):
 
     def __init__(self, value, weak_type=False):
         value = np.asarray(value)
+        if not value.flags.c_contiguous:
+            value = value.copy(order="C")  # compiled code reads C-ordered buffers
         value.flags.writeable = False
         self._value = value
         self.aval = ShapedArray(value.shape, value.dtype, weak_type)
@@ -387,27 +389,42 @@ _trace_stack = []
 
 
 class Trace:
-    """Builds one func.func of ember ops."""
+    """Builds one func.func of ember ops.
 
-    def __init__(self, name="main"):
+    A sub-trace (``parent`` given) builds a private function in its parent's
+    module, the callee of a transformation op; tracers of enclosing traces that
+    it uses become extra arguments (closure conversion), listed in ``captured``.
+    """
+
+    def __init__(self, name="main", parent=None):
         self.ctx = context()
-        self.name = name
-        with self.ctx, ir.Location.unknown():
-            self.module = ir.Module.create()
-            self.func_type_placeholder = ir.FunctionType.get([], [])
+        self.parent = parent
+        self.captured = []  # outer tracers, in the order of the extra arguments
+        self._capture_args = {}
+        if parent is None:
+            self.name = name
+            with self.ctx, ir.Location.unknown():
+                self.module = ir.Module.create()
+            self.root = self
+            self._counter = 0
+        else:
+            self.root = parent.root
+            self.module = parent.module
+            self.root._counter += 1
+            self.name = f"{name}_{self.root._counter}"
         self.block = None
         self.func_op = None
-        self.const_cache = {}
 
     def begin(self, in_avals):
         in_types = [mlir_type(a) for a in in_avals]
         with self.ctx, ir.Location.unknown():
-            ftype = ir.FunctionType.get(in_types, [])
-            with ir.InsertionPoint(self.module.body):
-                self.func_op = ir.Operation.create(
-                    "func.func", regions=1,
-                    attributes={"sym_name": ir.StringAttr.get(self.name),
-                                "function_type": ir.TypeAttr.get(ftype)})
+            attrs = {"sym_name": ir.StringAttr.get(self.name),
+                     "function_type": ir.TypeAttr.get(ir.FunctionType.get(in_types, []))}
+            if self.parent is not None:
+                attrs["sym_visibility"] = ir.StringAttr.get("private")
+            self.func_op = ir.Operation.create(
+                "func.func", regions=1, attributes=attrs,
+                ip=ir.InsertionPoint(self.module.body))
             self.block = self.func_op.regions[0].blocks.append(*in_types)
         return [Tracer(self, self.block.arguments[i], a) for i, a in enumerate(in_avals)]
 
@@ -425,16 +442,33 @@ class Trace:
                 ip=ir.InsertionPoint(self.block))
         return [Tracer(self, op.results[i], a) for i, a in enumerate(result_avals)]
 
+    def _is_ancestor(self, trace):
+        t = self.parent
+        while t is not None:
+            if t is trace:
+                return True
+            t = t.parent
+        return False
+
     def to_value(self, x):
-        """An ir.Value for an operand of this trace (embedding constants)."""
+        """An ir.Value for an operand of this trace (embedding constants and
+        capturing tracers of enclosing traces as extra arguments)."""
         if isinstance(x, Tracer):
-            if x.trace is not self:
-                raise type_error("a traced value escaped from another trace "
-                                 "(leaked tracer)")
-            return x.value
-        arr = x._value
+            if x.trace is self:
+                return x.value
+            if self._is_ancestor(x.trace):
+                arg = self._capture_args.get(id(x))
+                if arg is None:
+                    with self.ctx:
+                        arg = self.block.add_argument(mlir_type(x.aval),
+                                                      ir.Location.unknown(self.ctx))
+                    self._capture_args[id(x)] = arg
+                    self.captured.append(x)
+                return arg
+            raise type_error("a traced value escaped from the function that created it "
+                             "(leaked tracer)")
         return self.emit("ember.constant", [], [x.aval],
-                         {"value": dense_attr(arr, x.aval)})[0].value
+                         {"value": dense_attr(x._value, x.aval)})[0].value
 
     def finish(self, outs):
         vals = [self.to_value(o) for o in outs]
@@ -451,15 +485,16 @@ def current_trace():
 
 
 def find_trace(args):
-    t = None
+    """The trace an op on `args` belongs to: the innermost active trace when
+    any argument is traced (outer tracers are captured by it), else None."""
+    found = False
     for a in args:
         if isinstance(a, Tracer):
-            if t is None or _trace_stack.index(a.trace) > _trace_stack.index(t):
-                if a.trace not in _trace_stack:
-                    raise type_error("a traced value was used outside the function "
-                                     "that created it (leaked tracer)")
-                t = a.trace
-    return t
+            if not any(a.trace is t for t in _trace_stack):
+                raise type_error("a traced value was used outside the function that "
+                                 "created it (leaked tracer)")
+            found = True
+    return _trace_stack[-1] if found else None
 
 
 # --------------------------------------------------------------------------
@@ -588,6 +623,21 @@ def run_pipeline(module):
             with open(os.path.join(_dump_dir, f"{n:04d}.{k}.mlir"), "w") as f:
                 f.write(v)
     return stages
+
+
+def trace_subfunction(fun, in_avals, name="f"):
+    """Traces `fun` (flat args -> flat outputs) into a private function of the
+    current module. Returns (symbol name, out_avals, captured outer tracers)."""
+    parent = current_trace()
+    trace = Trace(name, parent)
+    _trace_stack.append(trace)
+    try:
+        args = trace.begin(in_avals)
+        outs = [as_value(o) for o in fun(*args)]
+        trace.finish(outs)
+    finally:
+        _trace_stack.pop()
+    return trace.name, [o.aval for o in outs], list(trace.captured)
 
 
 def trace_function(fun, in_avals):

@@ -39,16 +39,73 @@ def _reduce_single(x, s, keep):
     return x, s
 
 
-def einsum(subscripts, *operands):
+def _expand_ellipsis(subscripts, ops):
+    """Rewrites '...' into fresh letters (right-aligned, broadcast like NumPy)."""
+    subscripts = subscripts.replace(" ", "")
+    if "..." not in subscripts:
+        return subscripts, ops
+    if "->" in subscripts:
+        ins, out = subscripts.split("->")
+    else:
+        ins, out = subscripts, None
+    ins = ins.split(",")
+    if len(ins) != len(ops):
+        raise ValueError(f"einsum: {len(ins)} subscripts for {len(ops)} operands")
+    used = set(subscripts)
+    pool = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in used]
+    nell = 0
+    for s, o in zip(ins, ops):
+        if "..." in s:
+            nell = max(nell, o.ndim - (len(s) - 3))
+    letters = pool[:nell]
+    bshape = [1] * nell
+    for s, o in zip(ins, ops):
+        if "..." in s:
+            k = o.ndim - (len(s) - 3)
+            i = s.index("...")
+            for j, n in enumerate(o.shape[i:i + k]):
+                d = nell - k + j
+                if n != 1:
+                    if bshape[d] not in (1, n):
+                        raise ValueError(f"einsum: operands could not be broadcast together "
+                                         f"with shapes {[tuple(x.shape) for x in ops]}")
+                    bshape[d] = n
+    new_ins, new_ops = [], []
+    for s, o in zip(ins, ops):
+        if "..." in s:
+            k = o.ndim - (len(s) - 3)
+            i = s.index("...")
+            ell = letters[nell - k:]
+            target = list(o.shape)
+            target[i:i + k] = bshape[nell - k:]
+            if tuple(target) != o.shape:
+                o = jnp.broadcast_to(o, tuple(target))
+            s = s.replace("...", "".join(ell))
+        new_ins.append(s)
+        new_ops.append(o)
+    if out is None:
+        counts = {}
+        for s in ins:
+            for c in s.replace("...", ""):
+                counts[c] = counts.get(c, 0) + 1
+        out = "".join(letters) + "".join(sorted(c for c, k in counts.items() if k == 1))
+    else:
+        out = out.replace("...", "".join(letters))
+    return ",".join(new_ins) + "->" + out, new_ops
+
+
+def einsum(subscripts, *operands, preferred_element_type=None):
     ops = [jnp.asarray(o) for o in operands]
+    subscripts, ops = _expand_ellipsis(subscripts, ops)
     ins, out = _parse(subscripts, len(ops))
-    if any("." in s for s in ins):
-        raise NotImplementedError("einsum with ellipsis")
-    dt = jnp.result_type(*ops)
+    for s, o in zip(ins, ops):
+        if len(s) != o.ndim:
+            raise ValueError(f"einsum: subscripts {s!r} do not match operand of shape {o.shape}")
+    dt = jnp.result_type(*ops) if preferred_element_type is None else preferred_element_type
     ops = [o.astype(dt) for o in ops]
     x, s = ops[0], ins[0]
     rest = list(zip(ins[1:], ops[1:]))
-    needed_later = lambda k: set(out).union(*[set(t) for t, _ in rest[k:]])  # noqa: E731
+    needed_later = lambda k: set(out).union(*[set(t) for t, _ in rest[k:]])
     x, s = _reduce_single(x, s, needed_later(0))
     for k, (t, y) in enumerate(rest):
         keep = needed_later(k + 1)

@@ -2,8 +2,7 @@
 
 import numpy as np
 
-from . import core, dtypes
-from . import lax
+from . import core, dtypes, lax
 from .core import Array, Tracer, Value
 
 
@@ -15,17 +14,14 @@ def _jnp():
 def _is_int_array(x):
     if isinstance(x, (Value, np.ndarray)):
         return np.dtype(x.dtype).kind in "iu"
-    if isinstance(x, (list, tuple)) and x and all(isinstance(i, (int, np.integer)) for i in x):
-        return True
-    return False
+    return bool(isinstance(x, (list, tuple)) and x
+                and all(isinstance(i, (int, np.integer)) for i in x))
 
 
 def _is_bool_array(x):
     if isinstance(x, (Value, np.ndarray)):
         return np.dtype(x.dtype) == np.bool_
-    if isinstance(x, list) and x and all(isinstance(i, (bool, np.bool_)) for i in x):
-        return True
-    return False
+    return bool(isinstance(x, list) and x and all(isinstance(i, (bool, np.bool_)) for i in x))
 
 
 def _normalize(x, idx):
@@ -35,7 +31,15 @@ def _normalize(x, idx):
     # Boolean masks become integer arrays (static masks only).
     out = []
     for i in idx:
-        if _is_bool_array(i) and not isinstance(i, (bool, np.bool_)):
+        if isinstance(i, (bool, np.bool_)) or (isinstance(i, (Value, np.ndarray))
+                                               and i.ndim == 0 and np.dtype(i.dtype) == np.bool_):
+            if isinstance(i, Tracer):
+                raise core.NonConcreteBooleanIndexError(
+                    f"Array boolean indices must be concrete (at {core.where()})")
+            if not bool(i):
+                raise IndexError("indexing with a scalar False is not supported")
+            out.append(None)  # x[True] adds a leading axis of size 1
+        elif _is_bool_array(i):
             if isinstance(i, Tracer):
                 raise core.NonConcreteBooleanIndexError(
                     f"Array boolean indices must be concrete; got {i.aval.str_short()} "
@@ -64,7 +68,10 @@ def _normalize(x, idx):
     return expanded
 
 
-def getitem(x, idx):
+def getitem(x, idx, mode=None):
+    """x[idx]. mode=None is Python indexing (static out-of-bounds ints raise,
+    dynamic indices are clamped); 'clip' clamps every index; 'fill'/'drop' let
+    out-of-bounds gathers produce the gather fill value (0 for ints)."""
     jnp = _jnp()
     x = core.as_value(x)
     entries = _normalize(x, idx)
@@ -94,6 +101,14 @@ def getitem(x, idx):
             out_shape_ops.append("keep")
         elif isinstance(e, (int, np.integer)) and not isinstance(e, bool):
             e = int(e)
+            if not -n <= e < n and mode is not None:
+                e = Array(np.asarray(e, dtypes.default_int()))
+                starts.append(0)
+                limits.append(n)
+                strides.append(1)
+                out_shape_ops.append(("dyn", e))
+                dim += 1
+                continue
             if not -n <= e < n:
                 raise IndexError(f"index {e} is out of bounds for axis {dim} with size {n}")
             e = e + n if e < 0 else e
@@ -111,6 +126,9 @@ def getitem(x, idx):
             limits.append(n)
             strides.append(1)
             out_shape_ops.append(("adv", core.as_value(e)))
+        elif isinstance(e, (Value, np.ndarray, float, complex, np.floating)):
+            raise TypeError(f"Indexer must have integer or boolean type, got indexer with "
+                            f"type {np.result_type(e)} at position {dim}")
         else:
             raise IndexError(f"Indexing with {type(e).__name__} is not supported: only "
                              "integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
@@ -144,7 +162,8 @@ def getitem(x, idx):
         dn = lax.GatherDimensionNumbers(offset_dims=tuple(offset_dims),
                                         collapsed_slice_dims=tuple(adv_dims),
                                         start_index_map=tuple(adv_dims))
-        x = lax.gather(x, idx, dn, slice_sizes, mode="clip")
+        x = lax.gather(x, idx, dn, slice_sizes,
+                       mode="fill" if mode in ("fill", "drop") else "clip")
         # Now fix up dropped ints and new axes around the gathered dims.
         new_ops = []
         placed = False
@@ -202,14 +221,34 @@ class _IndexUpdateRef:
     def __init__(self, x, idx):
         self.x, self.idx = x, idx
 
-    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
-        return getitem(self.x, self.idx)
-
-    def _scatter(self, kind, values, mode=None):
+    def _valid(self):
+        """Bool mask over the indexed result: which entries are in bounds."""
         jnp = _jnp()
         x = self.x
-        flat_pos = jnp.arange(x.size, dtype=np.int32).reshape(x.shape)
-        pos = getitem(flat_pos, self.idx)
+        pos1 = jnp.arange(1, x.size + 1, dtype=np.int32).reshape(x.shape)
+        return getitem(pos1, self.idx, mode="fill") > 0
+
+    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
+        jnp = _jnp()
+        if mode in ("fill", "drop"):
+            out = getitem(self.x, self.idx, mode="clip")
+            fv = jnp._default_fill(out.dtype) if fill_value is None else fill_value
+            return jnp.where(self._valid(), out, jnp.asarray(fv).astype(out.dtype))
+        return getitem(self.x, self.idx, mode="clip")
+
+    def _scatter(self, kind, values, mode=None, x=None):
+        jnp = _jnp()
+        x = self.x if x is None else x
+        if mode in ("clip", "promise_in_bounds"):
+            flat_pos = jnp.arange(x.size, dtype=np.int32).reshape(x.shape)
+            pos = getitem(flat_pos, self.idx, mode="clip")
+        elif mode in (None, "fill", "drop"):
+            flat_pos = jnp.arange(1, x.size + 1, dtype=np.int32).reshape(x.shape)
+            pos = getitem(flat_pos, self.idx, mode="fill")
+            # 0 marks an out-of-bounds index: send it past the end so it is dropped.
+            pos = jnp.where(pos > 0, pos - 1, np.int32(x.size))
+        else:
+            raise ValueError(f"Invalid mode {mode!r} for an indexed update")
         vals = jnp.broadcast_to(jnp.asarray(values).astype(x.dtype), pos.shape)
         flat = x.reshape(-1)
         dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
@@ -219,37 +258,40 @@ class _IndexUpdateRef:
         out = fn(flat, pos.reshape(-1, 1), vals.reshape(-1), dn, mode="fill")
         return out.reshape(x.shape)
 
-    def set(self, values, **kw):
-        return self._scatter("replace", values)
+    def set(self, values, *, mode=None, **kw):
+        return self._scatter("replace", values, mode)
 
-    def add(self, values, **kw):
-        return self._scatter("add", values)
+    def add(self, values, *, mode=None, **kw):
+        return self._scatter("add", values, mode)
 
-    def subtract(self, values, **kw):
-        return self._scatter("add", -_jnp().asarray(values))
+    def subtract(self, values, *, mode=None, **kw):
+        jnp = _jnp()
+        return self._scatter("add", jnp.negative(jnp.asarray(values).astype(self.x.dtype)), mode)
 
-    def multiply(self, values, **kw):
-        return self._scatter("mul", values)
+    def multiply(self, values, *, mode=None, **kw):
+        return self._scatter("mul", values, mode)
 
     mul = multiply
 
-    def divide(self, values, **kw):
+    def divide(self, values, *, mode=None, **kw):
+        # As JAX: x / (ones.at[idx].multiply(values)).
         jnp = _jnp()
-        return self._scatter("mul", jnp.reciprocal(jnp.asarray(values).astype(self.x.dtype)))
+        return jnp.divide(self.x, self._scatter("mul", values, mode, x=jnp.ones_like(self.x)))
 
-    def power(self, values, **kw):
+    def power(self, values, *, mode=None, **kw):
+        # As JAX: x ** (ones.at[idx].multiply(values)).
         jnp = _jnp()
-        cur = self.get()
-        return self.set(jnp.power(cur, values))
+        return jnp.power(self.x, self._scatter("mul", values, mode, x=jnp.ones_like(self.x)))
 
-    def min(self, values, **kw):
-        return self._scatter("min", values)
+    def min(self, values, *, mode=None, **kw):
+        return self._scatter("min", values, mode)
 
-    def max(self, values, **kw):
-        return self._scatter("max", values)
+    def max(self, values, *, mode=None, **kw):
+        return self._scatter("max", values, mode)
 
-    def apply(self, func, **kw):
-        return self.set(func(self.get()))
+    def apply(self, func, *, mode=None, **kw):
+        # Applies func once per indexed element (repeated indices apply once).
+        return self.set(func(self.get(mode=mode)), mode=mode)
 
 
 class _IndexUpdateHelper:
@@ -291,6 +333,8 @@ def install():
     Value.T = property(lambda self: jnp.transpose(self))
     Value.mT = property(lambda self: jnp.matrix_transpose(self))
     Value.real = property(lambda self: jnp.real(self))
+    Value.itemsize = property(lambda self: self.dtype.itemsize)
+    Value.nbytes = property(lambda self: self.size * self.dtype.itemsize)
     Value.imag = property(lambda self: jnp.imag(self))
 
     def method(fn):

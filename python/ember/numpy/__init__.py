@@ -1,6 +1,7 @@
 """ember.numpy: the jax.numpy API on ember primitives."""
 
 import builtins
+import itertools as _itertools
 import math as _math
 
 import numpy as _np
@@ -55,9 +56,7 @@ def _result(*args):
     for a in args:
         if isinstance(a, _Value):
             pairs.append((a.dtype, a.weak_type))
-        elif isinstance(a, (_np.dtype, type)) and not isinstance(a, bool):
-            pairs.append((_np.dtype(a), False))
-        elif isinstance(a, str):
+        elif isinstance(a, (_np.dtype, type)) and not isinstance(a, bool) or isinstance(a, str):
             pairs.append((_np.dtype(a), False))
         else:
             pairs.append((_v(a).dtype, _v(a).weak_type))
@@ -108,10 +107,16 @@ def broadcast_to(x, shape):
     return lax.broadcast_in_dim(x, shape, tuple(range(nd, len(shape))))
 
 
+def broadcast_arrays(*args):
+    vals = [_v(a) for a in args]
+    shape = broadcast_shapes(*[a.shape for a in vals])
+    return [broadcast_to(a, shape) for a in vals]
+
+
 def _promote(*args, to_inexact=False):
     dtype, weak = _result(*args)
     if to_inexact and not _dt.is_inexact(dtype):
-        dtype, weak = _dt.default_float(), weak
+        dtype = _dt.default_float()
     vals = [_to(a, dtype, weak) for a in args]
     shape = broadcast_shapes(*[a.shape for a in vals])
     return [broadcast_to(a, shape) for a in vals]
@@ -162,9 +167,9 @@ nextafter = _binop(lax.nextafter, "nextafter", inexact=True)
 bitwise_and = _binop(lax.bitwise_and, "bitwise_and")
 bitwise_or = _binop(lax.bitwise_or, "bitwise_or")
 bitwise_xor = _binop(lax.bitwise_xor, "bitwise_xor")
-logical_and = lambda x, y: bitwise_and(_to(x, bool_), _to(y, bool_))  # noqa: E731
-logical_or = lambda x, y: bitwise_or(_to(x, bool_), _to(y, bool_))  # noqa: E731
-logical_xor = lambda x, y: bitwise_xor(_to(x, bool_), _to(y, bool_))  # noqa: E731
+logical_and = lambda x, y: bitwise_and(_to(x, bool_), _to(y, bool_))
+logical_or = lambda x, y: bitwise_or(_to(x, bool_), _to(y, bool_))
+logical_xor = lambda x, y: bitwise_xor(_to(x, bool_), _to(y, bool_))
 
 
 def logical_not(x):
@@ -201,7 +206,7 @@ less, less_equal = _cmp(lax.lt, "less"), _cmp(lax.le, "less_equal")
 greater, greater_equal = _cmp(lax.gt, "greater"), _cmp(lax.ge, "greater_equal")
 
 negative = _unop(lax.neg, "negative")
-positive = lambda x: _v(x)  # noqa: E731
+positive = lambda x: _v(x)
 sign = _unop(lax.sign, "sign")
 exp = _unop(lax.exp, "exp", True)
 exp2 = _unop(lax.exp2, "exp2", True)
@@ -219,7 +224,7 @@ asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh
 atan2 = arctan2
 sqrt = _unop(lax.sqrt, "sqrt", True)
 cbrt = _unop(lax.cbrt, "cbrt", True)
-conjugate = conj = lambda x: lax.conj(_v(x)) if iscomplexobj(x) else _v(x)  # noqa: E731
+conjugate = conj = lambda x: lax.conj(_v(x)) if iscomplexobj(x) else _v(x)
 
 
 def abs(x, /):
@@ -232,21 +237,21 @@ def abs(x, /):
 
 
 absolute = abs
-fabs = lambda x: abs(_to(x, _dt.default_float()) if not _dt.is_inexact(_v(x).dtype) else x)  # noqa: E731
+fabs = lambda x: abs(_to(x, _dt.default_float()) if not _dt.is_inexact(_v(x).dtype) else x)
 
 
 def _float_only(fn):
     def f(x, /, *a, **k):
         x = _v(x)
         if _dt.is_int(x.dtype) or _dt.is_bool(x.dtype):
-            return x if fn in (lax.floor, lax.ceil) else x
+            return x
         return fn(x)
     return f
 
 
 floor = _float_only(lax.floor)
 ceil = _float_only(lax.ceil)
-trunc = lambda x: where(less(x, 0), ceil(x), floor(x)) if _dt.is_inexact(_v(x).dtype) else _v(x)  # noqa: E731
+trunc = lambda x: where(less(x, 0), ceil(x), floor(x)) if _dt.is_inexact(_v(x).dtype) else _v(x)
 fix = trunc
 rint = _float_only(lambda x: lax.round(x, 1))
 
@@ -256,8 +261,12 @@ def round(a, decimals=0, out=None):
     if not _dt.is_inexact(a.dtype):
         if decimals >= 0:
             return a
-        f = 10 ** (-decimals)
-        return multiply(floor_divide(add(a, f // 2), f), f)
+        # Round half to even, like NumPy.
+        f = _to(10 ** (-decimals), a.dtype, True)
+        q = floor_divide(a, f)
+        r2 = multiply(subtract(a, multiply(q, f)), 2)
+        up = logical_or(greater(r2, f), logical_and(equal(r2, f), equal(remainder(q, 2), 1)))
+        return multiply(where(up, add(q, 1), q), f)
     if decimals == 0:
         return lax.round(a, 1)
     f = _to(10.0 ** decimals, a.dtype)
@@ -358,6 +367,20 @@ def logaddexp(x, y):
     d = subtract(x, y)
     r = add(m, log1p(exp(negative(abs(d)))))
     return where(isnan(d), add(x, y), r)
+
+
+def logaddexp2(x1, x2, /):
+    x1, x2 = _promote(x1, x2, to_inexact=True)
+    ln2 = _to(_math.log(2), x1.dtype, True)
+    return divide(logaddexp(multiply(x1, ln2), multiply(x2, ln2)), ln2)
+
+
+def ldexp(x1, x2, /):
+    x2 = _v(x2)
+    if not (_dt.is_int(x2.dtype) or _dt.is_bool(x2.dtype)):
+        raise TypeError(f"ldexp: x2 must be an integer array, got {x2.dtype}")
+    x1 = _promote(x1, to_inexact=True)[0]
+    return multiply(x1, exp2(_to(x2, x1.dtype)))
 
 
 def sinc(x):
@@ -509,8 +532,8 @@ def array(object, dtype=None, copy=True, ndmin=0):
             out = _to(out, _dt.canonicalize_dtype(dtype))
     else:
         if isinstance(object, (bool, int, float, complex)):
+            # As JAX: a Python scalar stays weakly typed unless a dtype is given.
             out = _core.asarray_concrete(object, dtype)
-            out = _core.Array(_np.asarray(out), weak_type=False)
         else:
             arr = _np.asarray(object)
             if arr.dtype == _np.float64 and dtype is None and not isinstance(object, _np.ndarray):
@@ -597,7 +620,7 @@ def arange(start, stop=None, step=None, dtype=None):
         dtype = _dt.default_float() if builtins.any(isinstance(v, float) for v in (start, stop, step)) \
             else _dt.default_int()
     dtype = _dt.canonicalize_dtype(dtype)
-    n = builtins.max(int(_math.ceil((stop - start) / step)), 0)
+    n = builtins.max(_math.ceil((stop - start) / step), 0)
     if n == 0:
         return _core.Array(_np.zeros((0,), dtype))
     if _dt.is_int(dtype) and isinstance(start, int) and isinstance(step, int):
@@ -620,6 +643,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         out = concatenate([out[:-1], expand_dims(stop, 0)]) if start.ndim == 0 else out
     if axis != 0 and out.ndim > 1:
         out = moveaxis(out, 0, axis)
+    if not _dt.is_inexact(dt):
+        out = floor(out)
     out = _to(out, dt)
     return (out, step) if retstep else out
 
@@ -717,7 +742,14 @@ def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
 
 def indices(dimensions, dtype=None, sparse=False):
     dt = _canon_dtype(dtype, _dt.default_int())
-    return stack([lax.broadcasted_iota(dt, tuple(dimensions), i) for i in range(len(dimensions))])
+    dimensions = tuple(dimensions)
+    if sparse:
+        nd = len(dimensions)
+        return tuple(lax.broadcasted_iota(dt, tuple(n if j == i else 1 for j in range(nd)), i)
+                     for i, n in enumerate(dimensions))
+    if not dimensions:
+        return zeros((0,), dt)
+    return stack([lax.broadcasted_iota(dt, dimensions, i) for i in range(len(dimensions))])
 
 
 # --------------------------------------------------------------------------
@@ -754,10 +786,19 @@ def reshape(a, shape=None, order="C", *, newshape=None):
             raise TypeError(f"cannot reshape array of shape {a.shape} (size {a.size}) into "
                             f"shape {shape} (at {_core.where()})")
         shape = tuple(a.size // known if s == -1 else s for s in shape)
+    if order == "F":
+        if int(_np.prod(shape, dtype=_np.int64)) != a.size:
+            raise TypeError(f"cannot reshape array of shape {a.shape} (size {a.size}) into "
+                            f"shape {shape} (at {_core.where()})")
+        return transpose(lax.reshape(transpose(a), shape[::-1]))
+    if order not in ("C", "A"):
+        raise ValueError(f"reshape: unsupported order {order!r}")
     return lax.reshape(a, shape)
 
 
 def ravel(a, order="C"):
+    if order == "F":
+        return reshape(transpose(_v(a)), (-1,))
     return reshape(a, (-1,))
 
 
@@ -916,7 +957,7 @@ def split(ary, indices_or_sections, axis=0):
         points = [int(p) for p in indices_or_sections]
     bounds = [0] + points + [n]
     return [lax.slice_in_dim(ary, builtins.min(a, n), builtins.min(builtins.max(a, b), n), 1, axis)
-            for a, b in zip(bounds[:-1], bounds[1:])]
+            for a, b in _itertools.pairwise(bounds)]
 
 
 def array_split(ary, indices_or_sections, axis=0):
@@ -965,9 +1006,23 @@ def repeat(a, repeats, axis=None, total_repeat_length=None):
         new = list(a.shape)
         new[axis] *= repeats
         return reshape(b, new)
-    reps = _np.asarray(repeats)
+    if isinstance(repeats, _core.Tracer) or (isinstance(repeats, _Value)
+                                             and total_repeat_length is not None):
+        if total_repeat_length is None:
+            raise _core.ConcretizationTypeError(
+                "jnp.repeat with a traced repeats array needs a static total_repeat_length= "
+                f"(at {_core.where()})")
+        r = broadcast_to(_to(repeats, _dt.default_int()), (a.shape[axis],))
+        excl = subtract(cumsum(r), r)
+        pos = arange(total_repeat_length, dtype=_dt.default_int())
+        idx = subtract(searchsorted(excl, pos, side="right"), 1)
+        return take(a, idx, axis=axis, mode="clip")
+    reps = _np.broadcast_to(_np.asarray(repeats), (a.shape[axis],))
     idx = _np.repeat(_np.arange(a.shape[axis]), reps)
-    return take(a, _core.Array(idx.astype(_np.int32)), axis=axis)
+    if total_repeat_length is not None:
+        idx = _np.concatenate([idx, _np.full((builtins.max(total_repeat_length - len(idx), 0),),
+                                             a.shape[axis] - 1)])[:total_repeat_length]
+    return take(a, _core.Array(idx.astype(_np.int32)), axis=axis, mode="clip")
 
 
 def flip(m, axis=None):
@@ -1001,7 +1056,9 @@ def roll(a, shift, axis=None):
     a = _v(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), a.shape)
-    shifts = (shift,) if isinstance(shift, int) else tuple(shift)
+    if isinstance(shift, _Value) and shift.ndim == 0:
+        shift = shift if isinstance(shift, _core.Tracer) else int(shift)
+    shifts = (shift,) if isinstance(shift, (int, _np.integer, _core.Tracer)) else tuple(shift)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     if len(shifts) == 1:
         shifts = shifts * len(axes)
@@ -1009,6 +1066,11 @@ def roll(a, shift, axis=None):
         ax = _axis(ax, a.ndim)
         n = a.shape[ax]
         if n == 0:
+            continue
+        if isinstance(s, _core.Tracer):
+            s = remainder(_to(s, _dt.default_int()), n)
+            a2 = concatenate([a, a], ax)
+            a = lax.dynamic_slice_in_dim(a2, subtract(n, s), n, ax)
             continue
         s = int(s) % n
         if s:
@@ -1034,54 +1096,100 @@ def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
             cfg[ax] = (0, hi, 0)
             a = lax.pad(a, _to(cv[ax][1], a.dtype), cfg)
         return a
+    if mode == "empty":
+        return lax.pad(a, _to(0, a.dtype), [(lo, hi, 0) for lo, hi in pw])
+    if mode not in ("edge", "reflect", "symmetric", "wrap", "maximum", "minimum", "mean",
+                    "median", "linear_ramp"):
+        raise ValueError(f"Unimplemented padding mode {mode!r} for np.pad.")
+    if a.size == 0 and builtins.any(lo or hi for lo, hi in pw):
+        raise ValueError(f"can't extend empty axis using mode {mode!r}")
+    stat = kwargs.get("stat_length")
+    stat = None if stat is None else _np.broadcast_to(_np.asarray(stat, _np.int64), (a.ndim, 2))
+    ends = _np.broadcast_to(_np.asarray(kwargs.get("end_values", 0)), (a.ndim, 2))
+    odd = kwargs.get("reflect_type", "even") == "odd"
     for ax in range(a.ndim):
         lo, hi = pw[ax]
-        n = a.shape[ax]
-        parts = []
-        if mode == "edge":
-            if lo:
-                parts.append(repeat(lax.slice_in_dim(a, 0, 1, 1, ax), lo, ax))
-            parts.append(a)
-            if hi:
-                parts.append(repeat(lax.slice_in_dim(a, n - 1, n, 1, ax), hi, ax))
-        elif mode in ("reflect", "symmetric"):
-            off = 1 if mode == "reflect" else 0
-            idx = list(range(-lo, n + hi))
-            period = 2 * (n - off) if n > 1 or off == 0 else 1
-            src = []
-            for i in idx:
-                j = i
-                if n == 1:
-                    j = 0
-                else:
-                    j = j % period
-                    if mode == "reflect":
-                        j = j if j < n else period - j
-                    else:
-                        j = j if j < n else period - 1 - j
-                src.append(j)
-            a = take(a, _core.Array(_np.asarray(src, _np.int32)), axis=ax)
+        if not (lo or hi):
             continue
-        elif mode == "wrap":
+        if mode in ("reflect", "symmetric"):
+            a = _pad_reflect_axis(a, ax, lo, hi, mode == "symmetric", odd)
+            continue
+        n = a.shape[ax]
+        if mode == "wrap":
             idx = [(i % n) for i in range(-lo, n + hi)]
             a = take(a, _core.Array(_np.asarray(idx, _np.int32)), axis=ax)
             continue
-        elif mode in ("maximum", "minimum", "mean", "median"):
+        left = lax.slice_in_dim(a, 0, 1, 1, ax)
+        right = lax.slice_in_dim(a, n - 1, n, 1, ax)
+        if mode in ("maximum", "minimum", "mean", "median"):
             red = {"maximum": max, "minimum": min, "mean": mean, "median": median}[mode]
-            v = red(a, axis=ax, keepdims=True)
-            v = _to(v, a.dtype) if mode != "mean" or _dt.is_inexact(a.dtype) else _to(round(v), a.dtype)
+
+            def _stat(part, red=red, ax=ax, a=a):
+                v = red(part, axis=ax, keepdims=True)
+                if _dt.is_inexact(a.dtype) or mode in ("maximum", "minimum"):
+                    return _to(v, a.dtype)
+                return _to(round(v), a.dtype)
+            ls = n if stat is None else builtins.max(builtins.min(int(stat[ax][0]), n), 1)
+            rs = n if stat is None else builtins.max(builtins.min(int(stat[ax][1]), n), 1)
+            left = _stat(lax.slice_in_dim(a, 0, ls, 1, ax))
+            right = _stat(lax.slice_in_dim(a, n - rs, n, 1, ax))
+        parts = []
+        if mode == "linear_ramp":
+            ct = a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float()
+            bshape = [1] * a.ndim
             if lo:
-                parts.append(repeat(v, lo, ax))
-            parts.append(a)
+                bshape[ax] = lo
+                t = reshape(divide(arange(lo, dtype=ct), _to(lo, ct)), tuple(bshape))
+                e = _to(ends[ax][0], ct)
+                parts.append(add(e, multiply(subtract(_to(left, ct), e), t)))
+            parts.append(_to(a, ct))
             if hi:
-                parts.append(repeat(v, hi, ax))
-        elif mode == "linear_ramp":
-            end = kwargs.get("end_values", 0)
-            parts = [a]
-            raise NotImplementedError("pad mode linear_ramp")
-        else:
-            raise NotImplementedError(f"pad mode {mode!r}")
+                bshape[ax] = hi
+                t = reshape(divide(arange(hi - 1, -1, -1, dtype=ct), _to(hi, ct)), tuple(bshape))
+                e = _to(ends[ax][1], ct)
+                parts.append(add(e, multiply(subtract(_to(right, ct), e), t)))
+            out = concatenate(parts, ax)
+            if not _dt.is_inexact(a.dtype):
+                out = trunc(out)
+            a = _to(out, a.dtype)
+            continue
+        if lo:
+            parts.append(repeat(left, lo, ax))
+        parts.append(a)
+        if hi:
+            parts.append(repeat(right, hi, ax))
         a = concatenate(parts, ax)
+    return a
+
+
+def _pad_reflect_axis(a, ax, lo, hi, symmetric, odd):
+    n = a.shape[ax]
+    if n == 1 and not symmetric:
+        parts = [repeat(a, lo, ax)] if lo else []
+        parts.append(a)
+        if hi:
+            parts.append(repeat(a, hi, ax))
+        return concatenate(parts, ax)
+    step = n if symmetric else n - 1
+    off = 0 if symmetric else 1
+    while lo or hi:
+        if lo:
+            k = builtins.min(lo, step)
+            chunk = flip(lax.slice_in_dim(a, off, off + k, 1, ax), ax)
+            if odd:
+                edge = lax.slice_in_dim(a, 0, 1, 1, ax)
+                chunk = subtract(multiply(edge, _to(2, a.dtype, True)), chunk)
+            a = concatenate([chunk, a], ax)
+            lo -= k
+        if hi:
+            m = a.shape[ax]
+            k = builtins.min(hi, step)
+            chunk = flip(lax.slice_in_dim(a, m - off - k, m - off, 1, ax), ax)
+            if odd:
+                edge = lax.slice_in_dim(a, m - 1, m, 1, ax)
+                chunk = subtract(multiply(edge, _to(2, a.dtype, True)), chunk)
+            a = concatenate([a, chunk], ax)
+            hi -= k
     return a
 
 
@@ -1208,7 +1316,8 @@ def count_nonzero(a, axis=None, keepdims=False):
 def argmax(a, axis=None, out=None, keepdims=False):
     a = _v(a)
     if axis is None:
-        a, axis = ravel(a), 0
+        r = argmax(ravel(a), 0)
+        return reshape(r, (1,) * a.ndim) if keepdims else r
     axis = _axis(axis, a.ndim)
     if a.shape[axis] == 0:
         raise _core.value_error("attempt to get argmax of an empty sequence")
@@ -1219,7 +1328,8 @@ def argmax(a, axis=None, out=None, keepdims=False):
 def argmin(a, axis=None, out=None, keepdims=False):
     a = _v(a)
     if axis is None:
-        a, axis = ravel(a), 0
+        r = argmin(ravel(a), 0)
+        return reshape(r, (1,) * a.ndim) if keepdims else r
     axis = _axis(axis, a.ndim)
     if a.shape[axis] == 0:
         raise _core.value_error("attempt to get argmin of an empty sequence")
@@ -1241,7 +1351,32 @@ def _cum(kind):
 
 
 cumsum, cumprod = _cum("sum"), _cum("prod")
-cumulative_sum, cumulative_prod = cumsum, cumprod
+
+
+def _cumulative(kind):
+    cum = cumsum if kind == "sum" else cumprod
+
+    def f(x, /, *, axis=None, dtype=None, include_initial=False):
+        x = _v(x)
+        if axis is None:
+            if x.ndim > 1:
+                raise ValueError(f"cumulative_{kind}: axis must be specified for arrays with "
+                                 f"ndim > 1; got shape {x.shape}")
+            axis = 0
+        x = atleast_1d(x)
+        axis = _axis(axis, x.ndim)
+        out = cum(x, axis=axis, dtype=dtype)
+        if include_initial:
+            shape = list(out.shape)
+            shape[axis] = 1
+            init = full(tuple(shape), 0 if kind == "sum" else 1, out.dtype)
+            out = concatenate([init, out], axis)
+        return out
+    f.__name__ = f"cumulative_{kind}"
+    return f
+
+
+cumulative_sum, cumulative_prod = _cumulative("sum"), _cumulative("prod")
 
 
 def _nan_to(a, v):
@@ -1331,45 +1466,58 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     return lax.sort((keys, idx), axis, True, 1)[1]
 
 
-def _quantile(a, q, axis, keepdims, method):
+def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
+    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
+        raise ValueError(f"quantile: unsupported method {method!r}")
     a = _v(a)
-    if axis is None:
-        a, axis = ravel(a), 0
-    axis = _axis(axis, a.ndim)
     if not _dt.is_inexact(a.dtype):
         a = _to(a, _dt.default_float())
+    nd = a.ndim
+    axes = tuple(range(nd)) if axis is None else _axes(axis, nd)
+    keep = [d for d in range(nd) if d not in axes]
+    a = transpose(a, tuple(keep) + tuple(axes))
+    batch = a.shape[:len(keep)]
+    n = int(_np.prod([a.shape[len(keep) + i] for i in range(len(axes))], dtype=_np.int64))
+    a = reshape(a, batch + (n,))
     q = _to(q, a.dtype)
-    s = sort(a, axis)
-    n = a.shape[axis]
-    s = moveaxis(s, axis, -1)
-    pos = multiply(q, n - 1)
-    lo = floor(pos)
-    hi = ceil(pos)
-    if method == "lower":
-        pos = lo
-    elif method == "higher":
-        pos = hi
-    elif method == "nearest":
-        pos = lax.round(pos, 1)
-    loi = _to(clip(lo if method == "linear" or method == "midpoint" else pos, 0, n - 1), _np.int32)
-    hii = _to(clip(hi if method in ("linear", "midpoint") else pos, 0, n - 1), _np.int32)
     qs = q.shape
-    flat_lo, flat_hi = ravel(loi), ravel(hii)
-    vlo = take(s, flat_lo, axis=-1)
-    vhi = take(s, flat_hi, axis=-1)
+    k = int(_np.prod(qs, dtype=_np.int64))
+    s = sort(a, axis=-1)  # NaNs sort to the end
+    qf = reshape(q, (1,) * len(batch) + (k,))
+    if ignore_nan:
+        cnt = _to(sum(logical_not(isnan(a)), axis=-1, keepdims=True), a.dtype)
+    else:
+        cnt = _to(n, a.dtype)
+    pos = multiply(qf, subtract(cnt, 1))
+    pos = broadcast_to(pos, batch + (k,))
+    lo, hi = floor(pos), ceil(pos)
+    if method == "lower":
+        hi = lo
+    elif method == "higher":
+        lo = hi
+    elif method == "nearest":
+        lo = hi = lax.round(pos, 1)
+    last = builtins.max(n - 1, 0)
+    loi = _to(clip(lo, 0, last), _np.int32)
+    hii = _to(clip(hi, 0, last), _np.int32)
+    vlo = take_along_axis(s, loi, axis=-1)
+    vhi = take_along_axis(s, hii, axis=-1)
     if method == "linear":
-        w = ravel(subtract(pos, lo))
-        v = add(vlo, multiply(subtract(vhi, vlo), w))
+        v = add(vlo, multiply(subtract(vhi, vlo), subtract(pos, lo)))
     elif method == "midpoint":
-        v = multiply(add(vlo, vhi), 0.5)
+        v = multiply(add(vlo, vhi), _to(0.5, a.dtype, True))
     else:
         v = vlo
-    v = reshape(v, s.shape[:-1] + qs)
-    v = moveaxis(v, tuple(range(s.ndim - 1, v.ndim)), tuple(range(len(qs)))) if qs else v
+    if not ignore_nan:
+        v = where(any(isnan(a), axis=-1, keepdims=True), _to(nan, v.dtype), v)
+    v = reshape(v, batch + qs)
+    v = moveaxis(v, tuple(range(len(batch), v.ndim)), tuple(range(len(qs)))) if qs else v
     if keepdims:
-        v = expand_dims(v, axis + len(qs))
-    nanany = any(isnan(a), axis=axis, keepdims=keepdims)
-    return where(nanany, _to(nan, v.dtype), v) if not qs else v
+        out_shape = [1 if d in axes else None for d in range(nd)]
+        it = iter(batch)
+        out_shape = tuple(1 if d is not None else next(it) for d in out_shape)
+        v = reshape(v, qs + out_shape)
+    return v
 
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
@@ -1386,8 +1534,18 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return quantile(a, 0.5, axis=axis, keepdims=keepdims)
 
 
-def nanquantile(a, q, axis=None, method="linear", keepdims=False, **kw):
-    raise NotImplementedError("nanquantile")
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, **kw):
+    return _quantile(a, q, axis, keepdims, method, ignore_nan=True)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, **kw):
+    return _quantile(a, divide(q, 100.0), axis, keepdims, method, ignore_nan=True)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return nanquantile(a, 0.5, axis=axis, keepdims=keepdims)
 
 
 # --------------------------------------------------------------------------
@@ -1489,7 +1647,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
     from ember._src.einsum import einsum as _einsum
-    return _einsum(subscripts, *operands)
+    return _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
 
 
 # --------------------------------------------------------------------------
@@ -1497,37 +1655,68 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
 # --------------------------------------------------------------------------
 
 
+def _default_fill(dtype):
+    if _dt.is_inexact(dtype):
+        return nan
+    if _dt.is_bool(dtype):
+        return True
+    if _dt.is_unsigned(dtype):
+        return int(_np.iinfo(dtype).max)
+    return int(_np.iinfo(dtype).min)
+
+
+def _check_mode(mode):
+    if mode not in (None, "fill", "clip", "wrap", "promise_in_bounds", "drop"):
+        raise ValueError(f"Invalid mode {mode!r}: expected one of 'fill', 'clip', 'wrap', "
+                         "'promise_in_bounds'")
+
+
 def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
          indices_are_sorted=False):
+    _check_mode(mode)
     a = _v(a)
     if axis is None:
         a, axis = ravel(a), 0
     axis = _axis(axis, a.ndim)
     idx = _v(indices)
-    if not _dt.is_int(idx.dtype):
-        raise TypeError("take indices must be integers")
+    if not (_dt.is_int(idx.dtype) or (idx.weak_type and _dt.is_int(idx.dtype))):
+        raise TypeError(f"take: indices must be integers, got {idx.dtype}")
     n = a.shape[axis]
-    idx = where(less(idx, 0), add(idx, _to(n, idx.dtype)), idx)
-    gmode = "clip" if mode in ("clip", "wrap") else "fill"
     if mode == "wrap":
-        idx = remainder(idx, n)
+        idx = remainder(idx, _to(builtins.max(n, 1), idx.dtype))
+    elif mode != "clip":  # clip clamps negative indices to 0, like NumPy
+        idx = where(less(idx, 0), add(idx, _to(n, idx.dtype)), idx)
+    valid = None
+    if mode in (None, "fill", "drop"):
+        valid = logical_and(greater_equal(idx, 0), less(idx, n))
+    offset_dims = tuple(d + (idx.ndim if d >= axis else 0) for d in range(a.ndim - 1))
     slice_sizes = list(a.shape)
     slice_sizes[axis] = 1
-    offset_dims = [d for d in range(a.ndim) if d != axis]
-    out_offset = [d if d < axis else d + idx.ndim - 1 for d in offset_dims]
-    out_offset = [d + (idx.ndim if d >= axis else 0) for d in range(a.ndim - 1)]
-    dn = lax.GatherDimensionNumbers(offset_dims=tuple(out_offset), collapsed_slice_dims=(axis,),
+    dn = lax.GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=(axis,),
                                     start_index_map=(axis,))
-    return lax.gather(a, expand_dims(idx, -1), dn, slice_sizes, mode=gmode)
+    out = lax.gather(a, expand_dims(idx, -1), dn, slice_sizes, mode="clip")
+    if valid is not None:
+        fv = _default_fill(a.dtype) if fill_value is None else fill_value
+        valid = expand_dims(valid, tuple(range(axis)) + tuple(range(axis + idx.ndim, out.ndim)))
+        out = where(valid, out, _to(fv, a.dtype))
+    return out
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    _check_mode(mode)
     arr, idx = _v(arr), _v(indices)
     if axis is None:
-        arr, axis = ravel(arr), 0
+        arr, idx, axis = ravel(arr), ravel(idx), 0
     axis = _axis(axis, arr.ndim)
+    if idx.ndim != arr.ndim:
+        raise _core.value_error(
+            f"take_along_axis: indices and arr must have the same number of dimensions; "
+            f"got {idx.shape} and {arr.shape}")
     n = arr.shape[axis]
-    idx = where(less(idx, 0), add(idx, _to(n, idx.dtype)), idx)
+    if mode == "wrap":
+        idx = remainder(idx, _to(builtins.max(n, 1), idx.dtype))
+    else:
+        idx = where(less(idx, 0), add(idx, _to(n, idx.dtype)), idx)
     shape = broadcast_shapes(*[tuple(1 if i == axis else s for i, s in enumerate(x.shape))
                                for x in (arr, idx)])
     idx = broadcast_to(idx, tuple(idx.shape[i] if i == axis else shape[i] for i in range(arr.ndim)))
@@ -1541,7 +1730,12 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     full = stack(index_arrays, -1)
     dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(arr.ndim)),
                                     start_index_map=tuple(range(arr.ndim)))
-    return lax.gather(arr, full, dn, [1] * arr.ndim, mode="clip" if mode == "clip" else "fill")
+    out = lax.gather(arr, full, dn, [1] * arr.ndim, mode="clip")
+    if mode in (None, "fill", "drop"):
+        fv = _default_fill(arr.dtype) if fill_value is None else fill_value
+        valid = logical_and(greater_equal(idx, 0), less(idx, n))
+        out = where(valid, out, _to(fv, arr.dtype))
+    return out
 
 
 def nonzero(a, *, size=None, fill_value=None):
@@ -1593,24 +1787,65 @@ def searchsorted(a, v, side="left", sorter=None, method=None):
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, size=None, fill_value=None, equal_nan=True):
-    ar = ravel(ar)
+    if axis is not None:
+        raise NotImplementedError("unique with axis= is not supported")
+    arr = _v(ar)
+    ar = ravel(arr)
     if size is None:
         if isinstance(ar, _core.Tracer):
-            raise _core.ConcretizationTypeError(f"unique needs size= inside jit (at {_core.where()})")
+            raise _core.ConcretizationTypeError(
+                f"unique needs a static size= inside jit (at {_core.where()})")
         res = _np.unique(_np.asarray(ar), return_index, return_inverse, return_counts)
         if isinstance(res, tuple):
-            return tuple(_core.Array(r if i == 0 else r.astype(_dt.default_int())) for i, r in enumerate(res))
+            out = [_core.Array(res[0])]
+            for r in res[1:]:
+                out.append(_core.Array(r.astype(_dt.default_int())))
+            if return_inverse:
+                k = 1 + int(return_index)
+                out[k] = reshape(out[k], arr.shape)
+            return tuple(out)
         return _core.Array(res)
-    s = sort(ar)
-    n = s.shape[0]
-    first = concatenate([ones((1,), bool_), not_equal(s[1:], s[:-1])]) if n else zeros((0,), bool_)
-    idx = nonzero(first, size=size, fill_value=n)[0] if n else zeros((size,), _dt.default_int())
-    sp = concatenate([s, zeros((1,), s.dtype)])
-    vals = take(sp, idx, mode="clip")
-    cnt = sum(first, dtype=_dt.default_int())
+    n = ar.shape[0]
+    ity = _dt.default_int()
+    if n == 0:
+        vals = full((size,), 0 if fill_value is None else fill_value, ar.dtype)
+        extra = [zeros((size,), ity)] * int(return_index)
+        extra += [zeros(arr.shape, ity)] * int(return_inverse)
+        extra += [zeros((size,), ity)] * int(return_counts)
+        return tuple([vals] + extra) if extra else vals
+    perm = argsort(ar)
+    s = take(ar, perm)
+    if n > 1:
+        differ = not_equal(s[1:], s[:-1])
+        if equal_nan and _dt.is_inexact(s.dtype):
+            differ = logical_and(differ, logical_not(logical_and(isnan(s[1:]), isnan(s[:-1]))))
+        first = concatenate([ones((1,), bool_), differ])
+    else:
+        first = ones((1,), bool_)
+    ind = nonzero(first, size=size, fill_value=0)[0]
+    cnt = sum(first, dtype=ity)
+    vals = take(s, ind, mode="clip")
     fv = min(s) if fill_value is None else fill_value
-    vals = where(less(arange(size), cnt), vals, _to(fv, vals.dtype))
-    return vals
+    valid = less(arange(size, dtype=ity), cnt)
+    vals = where(valid, vals, _to(fv, vals.dtype))
+    if not (return_index or return_inverse or return_counts):
+        return vals
+    out = [vals]
+    if return_index:
+        out.append(take(perm, ind, mode="clip"))
+    if return_inverse:
+        imask = subtract(cumsum(first, dtype=ity), 1)
+        inv = zeros((n,), ity).at[perm].set(imask)
+        out.append(reshape(inv, arr.shape))
+    if return_counts:
+        idx = nonzero(first, size=size + 1, fill_value=0)[0]
+        idx = concatenate([idx[:1], where(greater(idx[1:], 0), idx[1:], _to(n, ity))])
+        out.append(diff(idx))
+    return tuple(out)
+
+
+def unique_values(x):
+    return unique(x)
 
 
 def bincount(x, weights=None, minlength=0, *, length=None):
@@ -1798,8 +2033,7 @@ def logical(x):
     return x
 
 
-from ember._src.indexing import install as _install_indexing  # noqa: E402
-from ember.numpy import linalg  # noqa: E402,F401
-
+from ember._src.indexing import install as _install_indexing
+from ember.numpy import linalg  # noqa: F401
 
 _install_indexing()

@@ -29,11 +29,13 @@ def norm(x, ord=None, axis=None, keepdims=False):
     a = jnp.abs(x)
     if ord in (None, "fro"):
         return jnp.sqrt(jnp.sum(a * a, axis=axis, keepdims=keepdims))
-    if ord == 1:
-        return jnp.max(jnp.sum(a, axis=r, keepdims=True), axis=c, keepdims=True).reshape(
+    if ord in (1, -1):
+        red = jnp.max if ord == 1 else jnp.min
+        return red(jnp.sum(a, axis=r, keepdims=True), axis=c, keepdims=True).reshape(
             _kept(x.shape, axis, keepdims))
-    if ord == jnp.inf:
-        return jnp.max(jnp.sum(a, axis=c, keepdims=True), axis=r, keepdims=True).reshape(
+    if ord in (jnp.inf, -jnp.inf):
+        red = jnp.max if ord == jnp.inf else jnp.min
+        return red(jnp.sum(a, axis=c, keepdims=True), axis=r, keepdims=True).reshape(
             _kept(x.shape, axis, keepdims))
     raise NotImplementedError(f"matrix norm ord={ord!r} needs an SVD, which Ember lacks")
 
@@ -57,7 +59,25 @@ def matrix_power(a, n):
 
 
 def vector_norm(x, axis=None, keepdims=False, ord=2):
+    """The vector norm over `axis` (None: all axes, tuple: those axes flattened)."""
     x = jnp.asarray(x)
-    if axis is None:
-        x, axis = x.ravel(), 0
-    return norm(x, ord, axis, keepdims)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        x = x.astype(jnp.float32)
+    axes = tuple(range(x.ndim)) if axis is None else (
+        (axis,) if isinstance(axis, int) else tuple(axis))
+    a = jnp.abs(x)
+    if ord == jnp.inf:
+        return jnp.max(a, axis=axes, keepdims=keepdims)
+    if ord == -jnp.inf:
+        return jnp.min(a, axis=axes, keepdims=keepdims)
+    if ord == 0:
+        return jnp.sum(a != 0, axis=axes, keepdims=keepdims).astype(a.dtype)
+    if ord == 1:
+        return jnp.sum(a, axis=axes, keepdims=keepdims)
+    if ord is None or ord == 2:
+        return jnp.sqrt(jnp.sum(a * a, axis=axes, keepdims=keepdims))
+    return jnp.sum(a ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
+
+
+def matrix_norm(x, ord="fro", keepdims=False):
+    return norm(x, ord, axis=(-2, -1), keepdims=keepdims)

@@ -1,0 +1,43 @@
+//===- EmberInterfaces.td - rules every ember op declares --*- tablegen -*-===//
+#ifndef EMBER_INTERFACES_TD
+#define EMBER_INTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def Ember_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
+  let cppNamespace = "::mlir::ember";
+  let description = [{
+    The differentiation rules of an op, used by `ember-autodiff`.
+
+    `jvp` builds the tangents of the op's results from the tangents of its
+    operands (a null Value is a zero tangent; a null result means zero). The
+    op's own operands and results are the primal values. The built code must be
+    linear in the tangents.
+
+    `transpose` is defined for ops that appear with linear operands in JVP
+    code: given the cotangents of the results (null = zero) and which operands
+    are linear, it builds the cotangents of the linear operands (null = zero;
+    entries for non-linear operands are ignored).
+
+    The rules of all ops live in lib/IR/EmberAutodiffRules.cpp, one case per
+    op next to each other, so a new op is one place to edit.
+  }];
+  let methods = [
+    InterfaceMethod<"Builds the tangents of the results.", "::llvm::LogicalResult",
+      "jvp", (ins "::mlir::OpBuilder &":$b, "::mlir::ArrayRef<::mlir::Value>":$tangents,
+                  "::llvm::SmallVectorImpl<::mlir::Value> &":$resultTangents),
+      /*methodBody=*/"", /*defaultImplementation=*/[{
+        return ::mlir::ember::buildJvp($_op, b, tangents, resultTangents);
+      }]>,
+    InterfaceMethod<"Builds the cotangents of the linear operands.", "::llvm::LogicalResult",
+      "transpose", (ins "::mlir::OpBuilder &":$b,
+                        "::mlir::ArrayRef<::mlir::Value>":$cotangents,
+                        "::llvm::ArrayRef<bool>":$linear,
+                        "::llvm::SmallVectorImpl<::mlir::Value> &":$operandCotangents),
+      /*methodBody=*/"", /*defaultImplementation=*/[{
+        return ::mlir::ember::buildTranspose($_op, b, cotangents, linear, operandCotangents);
+      }]>,
+  ];
+}
+
+#endif // EMBER_INTERFACES_TD

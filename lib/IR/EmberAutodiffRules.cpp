@@ -1,0 +1,786 @@
+//===- EmberAutodiffRules.cpp - JVP and transpose rule of every op --------===//
+//
+// One place for the differentiation rules of all ember ops. `buildJvp` builds
+// result tangents that are linear in the operand tangents (null = zero);
+// `buildTranspose` transposes the linear ops that JVP code is made of. Reverse
+// mode is JVP followed by transposition (see EmberAutodiff.cpp). JAX's
+// conventions hold at non-differentiable points: abs'(0) = 0, max/min ties
+// share the tangent equally, sqrt'(0) = inf, comparisons and integer ops have
+// zero derivatives.
+//
+//===----------------------------------------------------------------------===//
+#include "ember/IR/EmberDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::ember;
+
+namespace {
+
+/// Small builder for the ember ops the rules emit.
+struct R {
+  OpBuilder &b;
+  Location loc;
+
+  RankedTensorType ty(Value v) const { return cast<RankedTensorType>(v.getType()); }
+
+  Value splat(RankedTensorType t, double v) {
+    Type e = t.getElementType();
+    Attribute a = isa<FloatType>(e) ? (Attribute)b.getFloatAttr(e, v)
+                                    : (Attribute)b.getIntegerAttr(e, (int64_t)v);
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(t, a));
+  }
+  Value like(Value v, double c) { return splat(ty(v), c); }
+  Value zeros(Type t) { return splat(cast<RankedTensorType>(t), 0.0); }
+  Value orZeros(Value v, Type t) { return v ? v : zeros(t); }
+
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value neg(Value x) { return NegOp::create(b, loc, x); }
+  Value square(Value x) { return mul(x, x); }
+  Value cmp(ComparisonDirection d, Value x, Value y) {
+    return CompareOp::create(b, loc, d, x, y);
+  }
+  Value select(Value p, Value x, Value y) {
+    return SelectOp::create(b, loc, x.getType(), p, x, y);
+  }
+  Value convert(Value x, Type elem) {
+    auto t = ty(x);
+    if (t.getElementType() == elem)
+      return x;
+    return ConvertOp::create(b, loc, t.clone(elem), x);
+  }
+  Value toFloat(Value pred, Value like) { return convert(pred, ty(like).getElementType()); }
+  Value bcast(Value x, RankedTensorType t, ArrayRef<int64_t> dims) {
+    if (x.getType() == t)
+      return x;
+    return BroadcastInDimOp::create(b, loc, t, x, b.getDenseI64ArrayAttr(dims));
+  }
+  /// Broadcasts a reduction result back over the reduced dimensions.
+  Value unreduce(Value r, RankedTensorType full, ArrayRef<int64_t> reduced) {
+    SmallVector<int64_t> kept;
+    for (int64_t i = 0; i < full.getRank(); ++i)
+      if (!llvm::is_contained(reduced, i))
+        kept.push_back(i);
+    return bcast(r, full.clone(ty(r).getElementType()), kept);
+  }
+  Value reduceSum(Value x, ArrayRef<int64_t> dims) {
+    if (dims.empty())
+      return x;
+    return ReduceOp::create(b, loc, x, ReduceKind::Sum, b.getDenseI64ArrayAttr(dims));
+  }
+  Value reshape(Value x, Type t) {
+    if (x.getType() == t)
+      return x;
+    return ReshapeOp::create(b, loc, t, x);
+  }
+  Value scalar(Value x) { return reshape(x, ty(x).clone(ArrayRef<int64_t>{})); }
+};
+
+bool isFloatLike(Type t) {
+  Type e = getElementTypeOrSelf(t);
+  return isa<FloatType>(e);
+}
+
+/// Tangent of a unary elementwise op y = f(x): t * f'(x), f' given as a
+/// function of x and y (primal values).
+template <typename Fn>
+LogicalResult unary(R &r, Operation *op, ArrayRef<Value> t, SmallVectorImpl<Value> &out,
+                    Fn deriv) {
+  if (!t[0]) {
+    out.push_back(Value());
+    return success();
+  }
+  Value d = deriv(op->getOperand(0), op->getResult(0));
+  if (!d)
+    return failure();
+  out.push_back(r.mul(t[0], d));
+  return success();
+}
+
+/// JAX's tie rule for max/min: each side gets its tangent where it wins, and
+/// half of it where the operands are equal.
+Value chooserTangent(R &r, Value x, Value y, Value tx, Value ty, bool isMax) {
+  Value xWins = r.toFloat(r.cmp(isMax ? ComparisonDirection::GT : ComparisonDirection::LT, x, y), x);
+  Value yWins = r.toFloat(r.cmp(isMax ? ComparisonDirection::LT : ComparisonDirection::GT, x, y), x);
+  Value tie = r.mul(r.toFloat(r.cmp(ComparisonDirection::EQ, x, y), x), r.like(x, 0.5));
+  Value out;
+  auto acc = [&](Value v) { out = out ? r.add(out, v) : v; };
+  if (tx)
+    acc(r.mul(tx, r.add(xWins, tie)));
+  if (ty)
+    acc(r.mul(ty, r.add(yWins, tie)));
+  return out;
+}
+
+/// Dimensions of a dot_general: batch, lhs free, rhs free.
+struct DotDims {
+  SmallVector<int64_t> lb, rb, lc, rc, lFree, rFree;
+  DotDims(DotGeneralOp op) {
+    auto l = op.getLhs().getType(), rr = op.getRhs().getType();
+    lb.assign(op.getLhsBatchingDimensions().begin(), op.getLhsBatchingDimensions().end());
+    rb.assign(op.getRhsBatchingDimensions().begin(), op.getRhsBatchingDimensions().end());
+    lc.assign(op.getLhsContractingDimensions().begin(), op.getLhsContractingDimensions().end());
+    rc.assign(op.getRhsContractingDimensions().begin(), op.getRhsContractingDimensions().end());
+    for (int64_t i = 0; i < l.getRank(); ++i)
+      if (!llvm::is_contained(lb, i) && !llvm::is_contained(lc, i))
+        lFree.push_back(i);
+    for (int64_t i = 0; i < rr.getRank(); ++i)
+      if (!llvm::is_contained(rb, i) && !llvm::is_contained(rc, i))
+        rFree.push_back(i);
+  }
+};
+
+/// The cotangent of one dot_general operand: contract the result cotangent
+/// with the other operand, then permute into the operand's layout.
+/// `self*` describe the operand whose cotangent we want, `other*` the other.
+Value dotTranspose(R &r, Value ct, Value other, RankedTensorType selfType,
+                   ArrayRef<int64_t> selfBatch, ArrayRef<int64_t> selfContract,
+                   ArrayRef<int64_t> selfFree, ArrayRef<int64_t> otherBatch,
+                   ArrayRef<int64_t> otherContract, ArrayRef<int64_t> otherFree,
+                   int64_t ctOtherFreeStart) {
+  int64_t nb = selfBatch.size(), ns = selfFree.size();
+  SmallVector<int64_t> ctBatch, ctContract;
+  for (int64_t i = 0; i < nb; ++i)
+    ctBatch.push_back(i);
+  for (int64_t i = 0; i < (int64_t)otherFree.size(); ++i)
+    ctContract.push_back(ctOtherFreeStart + i);
+  // The other operand's remaining dims are its contracting dims, ascending.
+  SmallVector<int64_t> otherRest(otherContract);
+  llvm::sort(otherRest);
+  auto otherType = r.ty(other);
+  SmallVector<int64_t> shape;
+  for (int64_t d : otherBatch)
+    shape.push_back(otherType.getDimSize(d));
+  auto ctType = r.ty(ct);
+  for (int64_t i = 0; i < ctType.getRank(); ++i)
+    if (!llvm::is_contained(ctBatch, i) && !llvm::is_contained(ctContract, i))
+      shape.push_back(ctType.getDimSize(i));
+  for (int64_t d : otherRest)
+    shape.push_back(otherType.getDimSize(d));
+  auto resType = RankedTensorType::get(shape, selfType.getElementType());
+  Value dot = DotGeneralOp::create(
+      r.b, r.loc, resType, ct, other, r.b.getDenseI64ArrayAttr(ctBatch),
+      r.b.getDenseI64ArrayAttr(otherBatch), r.b.getDenseI64ArrayAttr(ctContract),
+      r.b.getDenseI64ArrayAttr(otherFree));
+  // Result layout: [batch | ct free (= self free) | other contracting].
+  SmallVector<int64_t> perm(selfType.getRank());
+  for (int64_t d = 0; d < selfType.getRank(); ++d) {
+    if (auto it = llvm::find(selfBatch, d); it != selfBatch.end())
+      perm[d] = it - selfBatch.begin();
+    else if (auto it2 = llvm::find(selfFree, d); it2 != selfFree.end())
+      perm[d] = nb + (it2 - selfFree.begin());
+    else {
+      int64_t j = llvm::find(selfContract, d) - selfContract.begin();
+      int64_t p = llvm::find(otherRest, otherContract[j]) - otherRest.begin();
+      perm[d] = nb + ns + p;
+    }
+  }
+  bool identity = true;
+  for (int64_t d = 0; d < (int64_t)perm.size(); ++d)
+    identity &= perm[d] == d;
+  if (identity)
+    return dot;
+  return TransposeOp::create(r.b, r.loc, dot, r.b.getDenseI64ArrayAttr(perm));
+}
+
+Value iotaLike(R &r, RankedTensorType t, int64_t dim) {
+  return IotaOp::create(r.b, r.loc, t.clone(r.b.getI32Type()), dim);
+}
+
+/// The permutation a sort applies along its dimension (as i32 positions).
+Value sortPermutation(R &r, SortOp op) {
+  SmallVector<Value> keys(op.getInputs().take_front(op.getNumKeys()));
+  auto t = r.ty(keys[0]);
+  keys.push_back(iotaLike(r, t, op.getDimension()));
+  auto s = SortOp::create(r.b, r.loc, keys, op.getDimension(), op.getNumKeys(), true);
+  return s.getResult(op.getNumKeys());
+}
+
+} // namespace
+
+LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> t,
+                                    SmallVectorImpl<Value> &out) {
+  R r{b, op->getLoc()};
+  // Results that are not floats have zero tangents (JAX's float0).
+  if (llvm::none_of(op->getResultTypes(), isFloatLike)) {
+    out.append(op->getNumResults(), Value());
+    return success();
+  }
+  auto pass = [&](Value v) {
+    out.push_back(v);
+    return success();
+  };
+  auto zero = [&]() {
+    out.append(op->getNumResults(), Value());
+    return success();
+  };
+  auto linearSame = [&]() -> LogicalResult {
+    // A linear op: the same op applied to the tangents.
+    if (llvm::all_of(t, [](Value v) { return !v; }))
+      return zero();
+    IRMapping map;
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      map.map(v, t[i] ? t[i] : r.zeros(v.getType()));
+    Operation *c = b.clone(*op, map);
+    out.append(c->getResults().begin(), c->getResults().end());
+    return success();
+  };
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<ConstantOp, IotaOp, SignOp, FloorOp, CeilOp, RoundNearestAfzOp,
+            RoundNearestEvenOp, NextAfterOp, StopGradientOp>([&](auto) { return zero(); })
+      .Case<AddOp, SubOp, NegOp, BroadcastInDimOp, ReshapeOp, TransposeOp, SliceOp,
+            ReverseOp, ConcatenateOp, PadOp, GatherOp>([&](auto) { return linearSame(); })
+      .Case([&](ReduceOp o) -> LogicalResult {
+        if (!t[0])
+          return zero();
+        Value x = o.getOperand(), y = o.getResult();
+        auto dims = o.getDimensions();
+        switch (o.getKind()) {
+        case ReduceKind::Sum:
+          return linearSame();
+        case ReduceKind::Max:
+        case ReduceKind::Min: {
+          Value loc = r.toFloat(r.cmp(ComparisonDirection::EQ, x, r.unreduce(y, r.ty(x), dims)), x);
+          Value count = r.reduceSum(loc, dims);
+          return pass(r.div(r.reduceSum(r.mul(t[0], loc), dims), count));
+        }
+        case ReduceKind::Prod:
+          return pass(r.reduceSum(r.mul(t[0], r.div(r.unreduce(y, r.ty(x), dims), x)), dims));
+        default:
+          return zero();
+        }
+      })
+      .Case([&](CumulativeOp o) -> LogicalResult {
+        if (o.getKind() == ReduceKind::Sum)
+          return linearSame();
+        return o.emitOpError("has no JVP rule for kind ") << stringifyReduceKind(o.getKind());
+      })
+      .Case([&](MulOp o) -> LogicalResult {
+        Value res;
+        if (t[0])
+          res = r.mul(t[0], o.getRhs());
+        if (t[1])
+          res = res ? r.add(res, r.mul(o.getLhs(), t[1])) : r.mul(o.getLhs(), t[1]);
+        return pass(res);
+      })
+      .Case([&](DivOp o) -> LogicalResult {
+        // d(x/y) = tx / y - ty * (x/y) / y
+        Value res;
+        if (t[0])
+          res = r.div(t[0], o.getRhs());
+        if (t[1]) {
+          Value d = r.neg(r.div(r.mul(t[1], o.getResult()), o.getRhs()));
+          res = res ? r.add(res, d) : d;
+        }
+        return pass(res);
+      })
+      .Case([&](PowOp o) -> LogicalResult {
+        Value x = o.getLhs(), y = o.getRhs(), z = o.getResult(), res;
+        if (t[0]) {
+          // y * x^(y-1); zero where y == 0 (JAX's rule).
+          Value d = r.mul(y, PowOp::create(b, r.loc, x, r.sub(y, r.like(y, 1.0))));
+          d = r.select(r.cmp(ComparisonDirection::EQ, y, r.like(y, 0.0)), r.like(y, 0.0), d);
+          res = r.mul(t[0], d);
+        }
+        if (t[1]) {
+          Value logx = LogOp::create(b, r.loc, x);
+          logx = r.select(r.cmp(ComparisonDirection::EQ, x, r.like(x, 0.0)), r.like(x, 0.0), logx);
+          Value d = r.mul(t[1], r.mul(logx, z));
+          res = res ? r.add(res, d) : d;
+        }
+        return pass(res);
+      })
+      .Case([&](MaxOp o) {
+        return pass(chooserTangent(r, o.getLhs(), o.getRhs(), t[0], t[1], true));
+      })
+      .Case([&](MinOp o) {
+        return pass(chooserTangent(r, o.getLhs(), o.getRhs(), t[0], t[1], false));
+      })
+      .Case([&](Atan2Op o) -> LogicalResult {
+        Value x = o.getLhs(), y = o.getRhs(), res;
+        Value den = r.add(r.square(x), r.square(y));
+        if (t[0])
+          res = r.mul(t[0], r.div(y, den));
+        if (t[1]) {
+          Value d = r.neg(r.mul(t[1], r.div(x, den)));
+          res = res ? r.add(res, d) : d;
+        }
+        return pass(res);
+      })
+      .Case([&](RemOp o) -> LogicalResult {
+        // rem(x, y) = x - y * trunc(x / y)
+        Value res = t[0];
+        if (t[1]) {
+          Value q = r.div(o.getLhs(), o.getRhs());
+          Value tr = r.select(r.cmp(ComparisonDirection::LT, q, r.like(q, 0.0)),
+                              CeilOp::create(b, r.loc, q), FloorOp::create(b, r.loc, q));
+          Value d = r.neg(r.mul(t[1], tr));
+          res = res ? r.add(res, d) : d;
+        }
+        return pass(res);
+      })
+      .Case([&](AbsOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) { return (Value)SignOp::create(b, r.loc, x); });
+      })
+      .Case([&](ExpOp o) { return unary(r, op, t, out, [&](Value, Value y) { return y; }); })
+      .Case([&](Exp2Op o) {
+        return unary(r, op, t, out, [&](Value, Value y) { return r.mul(y, r.like(y, M_LN2)); });
+      })
+      .Case([&](LogOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) { return r.div(r.like(x, 1.0), x); });
+      })
+      .Case([&](Log1pOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return r.div(r.like(x, 1.0), r.add(x, r.like(x, 1.0)));
+        });
+      })
+      .Case([&](Expm1Op o) {
+        return unary(r, op, t, out, [&](Value, Value y) { return r.add(y, r.like(y, 1.0)); });
+      })
+      .Case([&](TanhOp o) {
+        return unary(r, op, t, out, [&](Value, Value y) { return r.sub(r.like(y, 1.0), r.square(y)); });
+      })
+      .Case([&](LogisticOp o) {
+        return unary(r, op, t, out, [&](Value, Value y) { return r.mul(y, r.sub(r.like(y, 1.0), y)); });
+      })
+      .Case([&](SinOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) { return (Value)CosOp::create(b, r.loc, x); });
+      })
+      .Case([&](CosOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) { return r.neg(SinOp::create(b, r.loc, x)); });
+      })
+      .Case([&](TanOp o) {
+        return unary(r, op, t, out, [&](Value, Value y) { return r.add(r.like(y, 1.0), r.square(y)); });
+      })
+      .Case([&](AsinOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return (Value)RsqrtOp::create(b, r.loc, r.sub(r.like(x, 1.0), r.square(x)));
+        });
+      })
+      .Case([&](AcosOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return r.neg(RsqrtOp::create(b, r.loc, r.sub(r.like(x, 1.0), r.square(x))));
+        });
+      })
+      .Case([&](AtanOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return r.div(r.like(x, 1.0), r.add(r.like(x, 1.0), r.square(x)));
+        });
+      })
+      .Case([&](SinhOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) { return (Value)CoshOp::create(b, r.loc, x); });
+      })
+      .Case([&](CoshOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) { return (Value)SinhOp::create(b, r.loc, x); });
+      })
+      .Case([&](AsinhOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return (Value)RsqrtOp::create(b, r.loc, r.add(r.square(x), r.like(x, 1.0)));
+        });
+      })
+      .Case([&](AcoshOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return (Value)RsqrtOp::create(b, r.loc, r.sub(r.square(x), r.like(x, 1.0)));
+        });
+      })
+      .Case([&](AtanhOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return r.div(r.like(x, 1.0), r.sub(r.like(x, 1.0), r.square(x)));
+        });
+      })
+      .Case([&](SqrtOp o) {
+        return unary(r, op, t, out, [&](Value, Value y) { return r.div(r.like(y, 0.5), y); });
+      })
+      .Case([&](RsqrtOp o) {
+        return unary(r, op, t, out, [&](Value x, Value y) {
+          return r.mul(r.like(y, -0.5), r.div(y, x));
+        });
+      })
+      .Case([&](CbrtOp o) {
+        return unary(r, op, t, out, [&](Value, Value y) {
+          return r.div(r.like(y, 1.0 / 3.0), r.square(y));
+        });
+      })
+      .Case([&](ErfOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return r.mul(r.like(x, 2.0 / std::sqrt(M_PI)),
+                       ExpOp::create(b, r.loc, r.neg(r.square(x))));
+        });
+      })
+      .Case([&](ErfInvOp o) {
+        return unary(r, op, t, out, [&](Value, Value y) {
+          return r.mul(r.like(y, std::sqrt(M_PI) / 2.0), ExpOp::create(b, r.loc, r.square(y)));
+        });
+      })
+      .Case([&](LgammaOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) { return (Value)DigammaOp::create(b, r.loc, x); });
+      })
+      .Case([&](SelectOp o) -> LogicalResult {
+        if (!t[1] && !t[2])
+          return zero();
+        return pass(r.select(o.getPred(), r.orZeros(t[1], o.getType()),
+                             r.orZeros(t[2], o.getType())));
+      })
+      .Case([&](ClampOp o) -> LogicalResult {
+        Value lo = o.getMin(), x = o.getOperand(), hi = o.getMax(), res;
+        auto acc = [&](Value v) { res = res ? r.add(res, v) : v; };
+        Value zeroT = r.zeros(o.getType());
+        if (t[1]) {
+          Value in = AndOp::create(b, r.loc, r.cmp(ComparisonDirection::GT, x, lo),
+                                   r.cmp(ComparisonDirection::LT, x, hi));
+          acc(r.select(in, t[1], zeroT));
+        }
+        if (t[0]) {
+          Value in = AndOp::create(b, r.loc, r.cmp(ComparisonDirection::GT, lo, x),
+                                   r.cmp(ComparisonDirection::LT, lo, hi));
+          acc(r.select(in, t[0], zeroT));
+        }
+        if (t[2])
+          acc(r.select(r.cmp(ComparisonDirection::LT, hi, x), t[2], zeroT));
+        return pass(res);
+      })
+      .Case([&](ConvertOp o) -> LogicalResult {
+        if (!t[0] || !isFloatLike(o.getOperand().getType()))
+          return zero();
+        return pass(r.convert(t[0], o.getType().getElementType()));
+      })
+      .Case([&](DynamicSliceOp o) -> LogicalResult {
+        if (!t[0])
+          return zero();
+        IRMapping map;
+        map.map(o.getOperand(), t[0]);
+        return pass(b.clone(*op, map)->getResult(0));
+      })
+      .Case([&](DynamicUpdateSliceOp o) -> LogicalResult {
+        if (!t[0] && !t[1])
+          return zero();
+        IRMapping map;
+        map.map(o.getOperand(), r.orZeros(t[0], o.getOperand().getType()));
+        map.map(o.getUpdate(), r.orZeros(t[1], o.getUpdate().getType()));
+        return pass(b.clone(*op, map)->getResult(0));
+      })
+      .Case([&](ScatterOp o) -> LogicalResult {
+        if (o.getKind() != ScatterKind::Add && o.getKind() != ScatterKind::Replace)
+          return o.emitOpError("has no JVP rule for scatter kind ")
+                 << stringifyScatterKind(o.getKind());
+        if (!t[0] && !t[2])
+          return zero();
+        IRMapping map;
+        map.map(o.getOperand(), r.orZeros(t[0], o.getOperand().getType()));
+        map.map(o.getUpdates(), r.orZeros(t[2], o.getUpdates().getType()));
+        return pass(b.clone(*op, map)->getResult(0));
+      })
+      .Case([&](DotGeneralOp o) -> LogicalResult {
+        Value res;
+        if (t[0]) {
+          IRMapping map;
+          map.map(o.getLhs(), t[0]);
+          res = b.clone(*op, map)->getResult(0);
+        }
+        if (t[1]) {
+          IRMapping map;
+          map.map(o.getRhs(), t[1]);
+          Value v = b.clone(*op, map)->getResult(0);
+          res = res ? r.add(res, v) : v;
+        }
+        return pass(res);
+      })
+      .Case([&](SortOp o) -> LogicalResult {
+        // Sort the tangents as payload alongside the primal operands.
+        size_t n = o.getInputs().size();
+        SmallVector<Value> ops(o.getInputs());
+        bool any = false;
+        for (size_t i = 0; i < n; ++i) {
+          any |= (bool)t[i];
+          ops.push_back(r.orZeros(t[i], o.getInputs()[i].getType()));
+        }
+        if (!any)
+          return zero();
+        auto s = SortOp::create(b, r.loc, ops, o.getDimension(), o.getNumKeys(), true);
+        for (size_t i = 0; i < n; ++i)
+          out.push_back(isFloatLike(o.getInputs()[i].getType()) ? s.getResult(n + i) : Value());
+        return success();
+      })
+      .Case([&](ReduceWindowOp o) -> LogicalResult {
+        if (o.getKind() != ReduceKind::Sum)
+          return o.emitOpError("has no JVP rule for window kind ")
+                 << stringifyReduceKind(o.getKind());
+        if (!t[0])
+          return zero();
+        IRMapping map;
+        map.map(o.getOperand(), t[0]);
+        map.map(o.getInitValue(), r.zeros(o.getInitValue().getType()));
+        return pass(b.clone(*op, map)->getResult(0));
+      })
+      .Default([&](Operation *o) -> LogicalResult {
+        if (llvm::all_of(t, [](Value v) { return !v; }))
+          return zero();
+        return o->emitOpError("has no JVP rule (Ember cannot differentiate it yet)");
+      });
+}
+
+LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<Value> ct,
+                                          ArrayRef<bool> linear, SmallVectorImpl<Value> &out) {
+  R r{b, op->getLoc()};
+  out.assign(op->getNumOperands(), Value());
+  if (llvm::all_of(ct, [](Value v) { return !v; }))
+    return success();
+  Value c = ct.empty() ? Value() : ct[0];
+  auto needs = [&](unsigned i) { return linear[i] && c; };
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](AddOp o) {
+        if (needs(0)) out[0] = c;
+        if (needs(1)) out[1] = c;
+        return success();
+      })
+      .Case([&](SubOp o) {
+        if (needs(0)) out[0] = c;
+        if (needs(1)) out[1] = r.neg(c);
+        return success();
+      })
+      .Case([&](NegOp o) {
+        out[0] = r.neg(c);
+        return success();
+      })
+      .Case([&](MulOp o) -> LogicalResult {
+        if (linear[0] && linear[1])
+          return o.emitOpError("is not linear in its tangent operands");
+        if (linear[0]) out[0] = r.mul(c, o.getRhs());
+        if (linear[1]) out[1] = r.mul(o.getLhs(), c);
+        return success();
+      })
+      .Case([&](DivOp o) -> LogicalResult {
+        if (linear[1])
+          return o.emitOpError("is not linear in its divisor");
+        out[0] = r.div(c, o.getRhs());
+        return success();
+      })
+      .Case([&](ConvertOp o) {
+        out[0] = r.convert(c, o.getOperand().getType().getElementType());
+        return success();
+      })
+      .Case([&](SelectOp o) {
+        Value z = r.zeros(o.getType());
+        if (linear[1]) out[1] = r.select(o.getPred(), c, z);
+        if (linear[2]) out[2] = r.select(o.getPred(), z, c);
+        return success();
+      })
+      .Case([&](ReshapeOp o) {
+        out[0] = r.reshape(c, o.getOperand().getType());
+        return success();
+      })
+      .Case([&](TransposeOp o) {
+        auto perm = o.getPermutation();
+        SmallVector<int64_t> inv(perm.size());
+        for (auto [i, p] : llvm::enumerate(perm))
+          inv[p] = i;
+        out[0] = TransposeOp::create(b, r.loc, c, b.getDenseI64ArrayAttr(inv));
+        return success();
+      })
+      .Case([&](ReverseOp o) {
+        out[0] = ReverseOp::create(b, r.loc, c, o.getDimensionsAttr());
+        return success();
+      })
+      .Case([&](BroadcastInDimOp o) {
+        auto in = o.getOperand().getType();
+        auto res = o.getType();
+        auto dims = o.getBroadcastDimensions();
+        SmallVector<int64_t> sum;
+        for (int64_t d = 0; d < res.getRank(); ++d) {
+          auto it = llvm::find(dims, d);
+          if (it == dims.end())
+            sum.push_back(d);
+          else if (in.getDimSize(it - dims.begin()) == 1 && res.getDimSize(d) != 1)
+            sum.push_back(d);
+        }
+        out[0] = r.reshape(r.reduceSum(c, sum), in);
+        return success();
+      })
+      .Case([&](ReduceOp o) -> LogicalResult {
+        if (o.getKind() != ReduceKind::Sum)
+          return o.emitOpError("is not linear");
+        out[0] = r.unreduce(c, o.getOperand().getType(), o.getDimensions());
+        return success();
+      })
+      .Case([&](CumulativeOp o) -> LogicalResult {
+        if (o.getKind() != ReduceKind::Sum)
+          return o.emitOpError("is not linear");
+        out[0] = CumulativeOp::create(b, r.loc, c, ReduceKind::Sum, o.getAxis(), !o.getReverse());
+        return success();
+      })
+      .Case([&](SliceOp o) {
+        auto in = o.getOperand().getType();
+        SmallVector<int64_t> lo, hi, interior;
+        for (int64_t d = 0; d < in.getRank(); ++d) {
+          int64_t n = o.getType().getDimSize(d), s = o.getStrides()[d];
+          int64_t start = o.getStartIndices()[d];
+          int64_t end = n == 0 ? start : start + (n - 1) * s + 1;
+          lo.push_back(start);
+          hi.push_back(in.getDimSize(d) - end);
+          interior.push_back(n == 0 ? 0 : s - 1);
+        }
+        Value z = r.zeros(RankedTensorType::get({}, in.getElementType()));
+        out[0] = PadOp::create(b, r.loc, c, z, b.getDenseI64ArrayAttr(lo),
+                               b.getDenseI64ArrayAttr(hi), b.getDenseI64ArrayAttr(interior));
+        return success();
+      })
+      .Case([&](PadOp o) {
+        auto in = o.getOperand().getType();
+        auto lo = o.getEdgePaddingLow(), hi = o.getEdgePaddingHigh();
+        auto interior = o.getInteriorPadding();
+        // Undo negative padding first (pad the cotangent with zeros), then
+        // take every (interior+1)-th element from the padded region.
+        SmallVector<int64_t> plo, phi, zeros(in.getRank(), 0), start, limit, stride;
+        bool anyNeg = false;
+        for (int64_t d = 0; d < in.getRank(); ++d) {
+          plo.push_back(std::max<int64_t>(-lo[d], 0));
+          phi.push_back(std::max<int64_t>(-hi[d], 0));
+          anyNeg |= lo[d] < 0 || hi[d] < 0;
+        }
+        Value full = c;
+        Value z = r.zeros(RankedTensorType::get({}, in.getElementType()));
+        if (anyNeg)
+          full = PadOp::create(b, r.loc, c, z, b.getDenseI64ArrayAttr(plo),
+                               b.getDenseI64ArrayAttr(phi), b.getDenseI64ArrayAttr(zeros));
+        for (int64_t d = 0; d < in.getRank(); ++d) {
+          int64_t n = in.getDimSize(d);
+          int64_t s0 = std::max<int64_t>(lo[d], 0);
+          start.push_back(s0);
+          limit.push_back(n == 0 ? s0 : s0 + (n - 1) * (interior[d] + 1) + 1);
+          stride.push_back(interior[d] + 1);
+        }
+        Value ctx = SliceOp::create(b, r.loc, full, b.getDenseI64ArrayAttr(start),
+                                    b.getDenseI64ArrayAttr(limit), b.getDenseI64ArrayAttr(stride));
+        if (linear[0])
+          out[0] = ctx;
+        if (linear[1]) {
+          SmallVector<int64_t> all, allIn;
+          for (int64_t d = 0; d < in.getRank(); ++d)
+            all.push_back(d);
+          out[1] = r.sub(r.reduceSum(c, all), r.reduceSum(ctx, all));
+        }
+        return success();
+      })
+      .Case([&](ConcatenateOp o) {
+        int64_t dim = o.getDimension(), at = 0;
+        auto res = o.getType();
+        for (auto [i, v] : llvm::enumerate(o.getInputs())) {
+          auto t = cast<RankedTensorType>(v.getType());
+          SmallVector<int64_t> start(res.getRank(), 0), limit(res.getShape()),
+              stride(res.getRank(), 1);
+          start[dim] = at;
+          limit[dim] = at + t.getDimSize(dim);
+          at += t.getDimSize(dim);
+          if (linear[i])
+            out[i] = SliceOp::create(b, r.loc, c, b.getDenseI64ArrayAttr(start),
+                                     b.getDenseI64ArrayAttr(limit), b.getDenseI64ArrayAttr(stride));
+        }
+        return success();
+      })
+      .Case([&](DynamicSliceOp o) {
+        SmallVector<Value> ops = {r.zeros(o.getOperand().getType()), c};
+        ops.append(o.getStartIndices().begin(), o.getStartIndices().end());
+        out[0] = DynamicUpdateSliceOp::create(b, r.loc, o.getOperand().getType(), ops[0], c,
+                                              o.getStartIndices());
+        return success();
+      })
+      .Case([&](DynamicUpdateSliceOp o) {
+        if (linear[0])
+          out[0] = DynamicUpdateSliceOp::create(b, r.loc, o.getType(), c,
+                                                r.zeros(o.getUpdate().getType()),
+                                                o.getStartIndices());
+        if (linear[1])
+          out[1] = DynamicSliceOp::create(b, r.loc, c, o.getStartIndices(),
+                                          b.getDenseI64ArrayAttr(o.getUpdate().getType().getShape()));
+        return success();
+      })
+      .Case([&](GatherOp o) {
+        out[0] = ScatterOp::create(
+            b, r.loc, o.getOperand().getType(), r.zeros(o.getOperand().getType()),
+            o.getStartIndices(), c, o.getOffsetDimsAttr(), o.getCollapsedSliceDimsAttr(),
+            o.getOperandBatchingDimsAttr(), o.getStartIndicesBatchingDimsAttr(),
+            o.getStartIndexMapAttr(), o.getIndexVectorDimAttr(),
+            ScatterKindAttr::get(b.getContext(), ScatterKind::Add), o.getModeAttr());
+        return success();
+      })
+      .Case([&](ScatterOp o) {
+        auto operand = o.getOperand().getType();
+        auto upd = o.getUpdates().getType();
+        if (linear[0]) {
+          if (o.getKind() == ScatterKind::Add) {
+            out[0] = c;
+          } else {
+            IRMapping map;
+            map.map(o.getOperand(), c);
+            map.map(o.getUpdates(), r.zeros(upd));
+            out[0] = b.clone(*op, map)->getResult(0);
+          }
+        }
+        if (linear[2]) {
+          // Gather back the window each update went to.
+          SmallVector<int64_t> sizes;
+          SmallVector<int64_t> windowOperandDims;
+          for (int64_t d = 0; d < operand.getRank(); ++d)
+            if (!llvm::is_contained(o.getInsertedWindowDims(), d) &&
+                !llvm::is_contained(o.getOperandBatchingDims(), d))
+              windowOperandDims.push_back(d);
+          for (int64_t d = 0; d < operand.getRank(); ++d) {
+            auto it = llvm::find(windowOperandDims, d);
+            sizes.push_back(it == windowOperandDims.end()
+                                ? 1
+                                : upd.getDimSize(o.getUpdateWindowDims()[it - windowOperandDims.begin()]));
+          }
+          out[2] = GatherOp::create(
+              b, r.loc, upd, c, o.getScatterIndices(), o.getUpdateWindowDimsAttr(),
+              o.getInsertedWindowDimsAttr(), o.getOperandBatchingDimsAttr(),
+              o.getScatterIndicesBatchingDimsAttr(), o.getScatterDimsToOperandDimsAttr(),
+              o.getIndexVectorDimAttr(), b.getDenseI64ArrayAttr(sizes), o.getModeAttr());
+        }
+        return success();
+      })
+      .Case([&](DotGeneralOp o) -> LogicalResult {
+        if (linear[0] && linear[1])
+          return o.emitOpError("is not linear in its tangent operands");
+        DotDims d(o);
+        int64_t nb = d.lb.size(), nl = d.lFree.size();
+        if (linear[0])
+          out[0] = dotTranspose(r, c, o.getRhs(), o.getLhs().getType(), d.lb, d.lc, d.lFree,
+                                d.rb, d.rc, d.rFree, nb + nl);
+        if (linear[1])
+          out[1] = dotTranspose(r, c, o.getLhs(), o.getRhs().getType(), d.rb, d.rc, d.rFree,
+                                d.lb, d.lc, d.lFree, nb);
+        return success();
+      })
+      .Case([&](SortOp o) -> LogicalResult {
+        // JVP sorts tangents as payload: route each cotangent back through
+        // the inverse permutation (sorting by the permutation undoes it).
+        size_t n = o.getInputs().size();
+        Value perm;
+        for (size_t i = 0; i < n; ++i) {
+          if (!linear[i])
+            continue;
+          if ((int64_t)i < o.getNumKeys())
+            return o.emitOpError("cannot transpose with respect to a sort key");
+          if (!ct[i])
+            continue;
+          if (!perm)
+            perm = sortPermutation(r, o);
+          auto s = SortOp::create(b, r.loc, ValueRange{perm, ct[i]}, o.getDimension(), 1, true);
+          out[i] = s.getResult(1);
+        }
+        return success();
+      })
+      .Default([&](Operation *o) -> LogicalResult {
+        return o->emitOpError("has no transpose rule (it is not linear)");
+      });
+}

@@ -1,0 +1,417 @@
+"""Differentiation API: grad, value_and_grad, vjp, jvp, linearize, jacfwd,
+jacrev, hessian, stop_gradient, checkpoint.
+
+Each transformation traces the function into a private MLIR function and emits
+an `ember.jvp` / `ember.vjp` op that references it by symbol; the
+`ember-autodiff` pass (C++) expands those ops, innermost first, when the
+enclosing function is compiled. Outside any trace, the whole transformed call
+is compiled and run like a jitted function.
+"""
+
+import functools
+
+import numpy as np
+
+from ember._mlir import ir
+
+from . import core, dtypes, tree_util
+from .core import Array, Tracer, as_value
+
+
+# --------------------------------------------------------------------------
+# Emitting transformation ops
+# --------------------------------------------------------------------------
+
+
+def _emit(name, operands, result_avals, attributes):
+    trace = core.current_trace()
+    vals = [trace.to_value(v) for v in operands]
+    return trace.emit(name, vals, result_avals, attributes)
+
+
+def _call(callee, operands, out_avals):
+    return _emit("func.call", operands, out_avals,
+                 {"callee": ir.FlatSymbolRefAttr.get(callee, core.context())})
+
+
+def _transform(kind, callee, primals, extra, wrt, result_avals):
+    ctx = core.context()
+    attrs = {"callee": ir.FlatSymbolRefAttr.get(callee, ctx),
+             "wrt": core.i64_array_attr(wrt),
+             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(primals), len(extra)], ctx)}
+    return _emit(f"ember.{kind}", list(primals) + list(extra), result_avals, attrs)
+
+
+class _Traced:
+    """A function traced as a private MLIR function of the current module."""
+
+    def __init__(self, fun, in_avals):
+        store = {}
+
+        def flat(*xs):
+            out = fun(*xs)
+            leaves, store["tree"] = tree_util.tree_flatten(out)
+            return [as_value(x) for x in leaves]
+
+        self.name, self.out_avals, self.captured = core.trace_subfunction(flat, in_avals)
+        self.out_tree = store["tree"]
+
+
+def _is_float(aval):
+    return dtypes.is_inexact(aval.dtype)
+
+
+def _zeros(aval):
+    from ember._src import lax
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
+def _eager(fun, args, static_positions=()):
+    """Runs `fun(*args)` compiled, outside of any trace."""
+    from .api import jit
+    return jit(fun, static_argnums=tuple(static_positions))(*args)
+
+
+def _static_positions(args, dynamic):
+    out = []
+    for i, a in enumerate(args):
+        if i in dynamic:
+            continue
+        if isinstance(a, (core.Value, np.ndarray, np.generic)):
+            continue
+        try:
+            hash(a)
+        except TypeError:
+            continue
+        if not tree_util.tree_leaves(a) or all(
+                isinstance(x, (int, float, bool, complex, str, type(None)))
+                for x in tree_util.tree_leaves(a)):
+            out.append(i)
+    return out
+
+
+# --------------------------------------------------------------------------
+# vjp / grad
+# --------------------------------------------------------------------------
+
+
+def _vjp_traced(fun, primals, has_aux):
+    leaves, treedef = tree_util.tree_flatten(primals)
+    vals = [as_value(x) for x in leaves]
+
+    def flat_fun(*xs):
+        out = fun(*tree_util.tree_unflatten(treedef, list(xs)))
+        return out
+
+    traced = _Traced(flat_fun, [v.aval for v in vals])
+    callee_primals = vals + traced.captured
+    outs = _call(traced.name, callee_primals, traced.out_avals)
+    full = tree_util.tree_unflatten(traced.out_tree, outs)
+    if has_aux:
+        if not (isinstance(full, (tuple, list)) and len(full) == 2):
+            raise TypeError("has_aux=True requires the function to return a pair "
+                            f"(output, aux) (at {core.where()})")
+        out, aux = full
+        n_main = len(tree_util.tree_leaves(out))
+    else:
+        out, aux = full, None
+        n_main = len(outs)
+    out_tree = tree_util.tree_structure(out)
+    wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
+
+    def vjp_fun(ct):
+        ct_leaves = tree_util.tree_leaves(ct)
+        if len(ct_leaves) != n_main:
+            raise ValueError(f"vjp cotangent has {len(ct_leaves)} leaves, the output has "
+                             f"{n_main} (at {core.where()})")
+        cts = []
+        from ember._src import lax
+        for c, a in zip(ct_leaves, traced.out_avals[:n_main]):
+            c = as_value(c)
+            if c.shape != a.shape:
+                raise ValueError(f"vjp cotangent shape {c.shape} does not match the output "
+                                 f"shape {a.shape} (at {core.where()})")
+            cts.append(lax.convert_element_type(c, a.dtype))
+        cts += [_zeros(a) for a in traced.out_avals[n_main:]]
+        if not core._trace_stack:
+            # Called outside a trace: compile the backward pass on its own.
+            return _eager(lambda p, c: _vjp_traced(fun, p, has_aux)[1](c), (primals, ct))
+        res = _transform("vjp", traced.name, callee_primals, cts, wrt,
+                         traced.out_avals + [vals[i].aval.update(weak_type=False) for i in wrt])
+        grads = res[len(traced.out_avals):]
+        by_index = dict(zip(wrt, grads))
+        leaves_out = [by_index[i] if i in by_index else _zeros(v.aval)
+                      for i, v in enumerate(vals)]
+        return tree_util.tree_unflatten(treedef, leaves_out)
+
+    return out, vjp_fun, aux, out_tree
+
+
+def vjp(fun, *primals, has_aux=False, reduce_axes=()):
+    if not core._trace_stack:
+        out_aux = _eager(lambda *p: _vjp_pair(fun, p, has_aux), primals)
+        def vjp_fun(ct):
+            return _eager(lambda p, c: _vjp_traced(fun, p, has_aux)[1](c), (primals, ct))
+        if has_aux:
+            return out_aux[0], vjp_fun, out_aux[1]
+        return out_aux, vjp_fun
+    out, f, aux, _ = _vjp_traced(fun, primals, has_aux)
+    f = _unpack_single(f)
+    return (out, f, aux) if has_aux else (out, f)
+
+
+def _vjp_pair(fun, primals, has_aux):
+    out, _, aux, _ = _vjp_traced(fun, primals, has_aux)
+    return (out, aux) if has_aux else out
+
+
+def _unpack_single(f):
+    return f
+
+
+def _check_argnums(argnums, n):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for a in nums:
+        if not -n <= a < n:
+            raise ValueError(f"argnums {argnums} out of range for {n} positional arguments")
+    return single, tuple(a % n for a in nums)
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
+                   reduce_axes=()):
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        single, nums = _check_argnums(argnums, len(args))
+        if not core._trace_stack:
+            static = _static_positions(args, nums)
+            return _eager(lambda *a: _value_and_grad_traced(
+                fun, a, kwargs, single, nums, has_aux, allow_int), args, static)
+        return _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int)
+    return wrapped
+
+
+def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int):
+    diff = tuple(args[i] for i in nums)
+    for leaf in tree_util.tree_leaves(diff):
+        aval = as_value(leaf).aval
+        if not dtypes.is_inexact(aval.dtype) and not allow_int:
+            raise TypeError(
+                "grad requires real- or complex-valued inputs (input dtype that is a "
+                f"sub-dtype of np.inexact), but got {aval.dtype.name}. If you want to use "
+                "Boolean- or integer-valued inputs, use vjp or set allow_int to True. "
+                f"(at {core.where()})")
+
+    def partial(*d):
+        full = list(args)
+        for i, v in zip(nums, d):
+            full[i] = v
+        return fun(*full, **kwargs)
+
+    out, vjp_fun, aux, out_tree = _vjp_traced(partial, diff, has_aux)
+    leaves = tree_util.tree_leaves(out)
+    if len(leaves) != 1 or as_value(leaves[0]).shape != ():
+        shape = as_value(leaves[0]).shape if len(leaves) == 1 else "a pytree"
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
+                        f"shape: {shape} (at {core.where()})")
+    y = as_value(leaves[0])
+    if not dtypes.is_inexact(y.dtype):
+        raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {y.dtype.name} (at {core.where()})")
+    from ember._src import lax
+    g = vjp_fun(tree_util.tree_unflatten(out_tree, [lax.full((), 1, y.dtype)]))
+    g = g[0] if single else tuple(g)
+    return ((out, aux), g) if has_aux else (out, g)
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        r = vg(*args, **kwargs)
+        if has_aux:
+            (_, aux), g = r
+            return g, aux
+        return r[1]
+    return wrapped
+
+
+# --------------------------------------------------------------------------
+# jvp / linearize / jacobians
+# --------------------------------------------------------------------------
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; "
+                        f"found {type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise ValueError("jvp called with different primal and tangent structures")
+    if not core._trace_stack:
+        return _eager(lambda p, t: _jvp_traced(fun, p, t, has_aux), (tuple(primals), tuple(tangents)))
+    return _jvp_traced(fun, tuple(primals), tuple(tangents), has_aux)
+
+
+def _jvp_traced(fun, primals, tangents, has_aux):
+    from ember._src import lax
+    leaves, treedef = tree_util.tree_flatten(primals)
+    t_leaves, t_def = tree_util.tree_flatten(tangents)
+    if t_def != treedef:
+        raise ValueError("jvp called with different primal and tangent structures "
+                         f"({treedef} vs {t_def})")
+    vals = [as_value(x) for x in leaves]
+    for v, t in zip(vals, t_leaves):
+        if as_value(t).shape != v.shape:
+            raise ValueError(f"jvp tangent shape {as_value(t).shape} does not match the "
+                             f"primal shape {v.shape} (at {core.where()})")
+    traced = _Traced(lambda *xs: fun(*tree_util.tree_unflatten(treedef, list(xs))),
+                     [v.aval for v in vals])
+    wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
+    ts = [lax.convert_element_type(t_leaves[i], vals[i].dtype) for i in wrt]
+    res = _transform("jvp", traced.name, vals + traced.captured, ts, wrt,
+                     traced.out_avals + traced.out_avals)
+    n = len(traced.out_avals)
+    out = tree_util.tree_unflatten(traced.out_tree, res[:n])
+    tan = tree_util.tree_unflatten(traced.out_tree, res[n:])
+    if has_aux:
+        return out[0], tan[0], out[1]
+    return out, tan
+
+
+def linearize(fun, *primals):
+    out = fun(*primals)
+
+    def f_jvp(*tangents):
+        return jvp(fun, primals, tangents)[1]
+    return out, f_jvp
+
+
+def _std_basis(x):
+    from ember._src import lax
+    import ember.numpy as jnp
+    x = as_value(x)
+    n = x.size
+    eye = jnp.eye(n, dtype=x.dtype) if n else jnp.zeros((0, 0), x.dtype)
+    return [lax.reshape(eye[i], x.shape) for i in range(n)]
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """Forward-mode Jacobian, one JVP per input element (no vmap yet)."""
+    import ember.numpy as jnp
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        single, nums = _check_argnums(argnums, len(args))
+
+        def jac(*args):
+            diff = [as_value(args[i]) for i in nums]
+            results = []
+            for k, x in enumerate(diff):
+                cols = []
+                for e in _std_basis(x):
+                    tangents = [jnp.zeros_like(d) if j != k else e for j, d in enumerate(diff)]
+
+                    def f(*d):
+                        full = list(args)
+                        for i, v in zip(nums, d):
+                            full[i] = v
+                        return fun(*full)
+                    _, t = jvp(f, tuple(diff), tuple(tangents))
+                    cols.append(t)
+                results.append(tree_util.tree_map(
+                    lambda *c, x=x: jnp.moveaxis(jnp.stack(c), 0, -1).reshape(
+                        as_value(c[0]).shape + x.shape) if c else None, *cols))
+            return results[0] if single else tuple(results)
+        return jac(*args)
+    return wrapped
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """Reverse-mode Jacobian, one VJP per output element (no vmap yet)."""
+    import ember.numpy as jnp
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        single, nums = _check_argnums(argnums, len(args))
+        diff = tuple(as_value(args[i]) for i in nums)
+
+        def f(*d):
+            full = list(args)
+            for i, v in zip(nums, d):
+                full[i] = v
+            return fun(*full)
+
+        def run(*d):
+            out, vjp_fun = vjp(f, *d)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            if len(out_leaves) != 1:
+                raise NotImplementedError("jacrev of a function with several outputs")
+            y = as_value(out_leaves[0])
+            rows = [vjp_fun(tree_util.tree_unflatten(out_tree, [e])) for e in _std_basis(y)]
+            jacs = []
+            for k, x in enumerate(d):
+                parts = [r[k] for r in rows]
+                j = jnp.stack(parts) if parts else jnp.zeros((0,) + x.shape, x.dtype)
+                jacs.append(j.reshape(y.shape + x.shape))
+            return jacs[0] if single else tuple(jacs)
+        if not core._trace_stack:
+            return _eager(run, diff)
+        return run(*diff)
+    return wrapped
+
+
+jacobian = jacrev
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    return jacfwd(jacrev(fun, argnums), argnums)
+
+
+# --------------------------------------------------------------------------
+# stop_gradient, checkpoint
+# --------------------------------------------------------------------------
+
+
+_stop_gradient_p = core.Primitive("stop_gradient", lambda x: x)
+
+
+def stop_gradient(x):
+    def one(v):
+        v = as_value(v)
+        if not dtypes.is_inexact(v.dtype):
+            return v
+        return _stop_gradient_p.bind(v)
+    return tree_util.tree_map(one, x)
+
+
+class checkpoint_policies:
+    """Names of JAX's rematerialization policies. Ember keeps every residual
+    (the values are identical; only memory use differs)."""
+
+    @staticmethod
+    def everything_saveable(*_, **__):
+        return True
+
+    @staticmethod
+    def nothing_saveable(*_, **__):
+        return False
+
+    @staticmethod
+    def dots_saveable(*_, **__):
+        return True
+
+    dots_with_no_batch_dims_saveable = dots_saveable
+    checkpoint_dots = dots_saveable
+
+
+def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
+    """`jax.checkpoint`: same values and derivatives. Ember does not yet
+    recompute residuals in the backward pass, so memory use is that of the
+    plain function (documented in the README)."""
+    if fun is None:
+        return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy)
+    return fun
+
+
+remat = checkpoint

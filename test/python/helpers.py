@@ -1,0 +1,61 @@
+"""Shared helpers for the ember pytest suite: compare ember with NumPy."""
+
+import ember as jax
+import ember.numpy as jnp
+import numpy as np
+
+_TOL = {
+    np.dtype(np.float16): 2e-3,
+    np.dtype(np.float32): 2e-5,
+    np.dtype(np.float64): 1e-5,
+}
+
+
+def canonical_dtype(dt):
+    """The dtype JAX gives for `dt` when x64 is off."""
+    dt = np.dtype(dt)
+    return {np.dtype(np.float64): np.dtype(np.float32),
+            np.dtype(np.int64): np.dtype(np.int32),
+            np.dtype(np.uint64): np.dtype(np.uint32),
+            np.dtype(np.complex128): np.dtype(np.complex64)}.get(dt, dt)
+
+
+def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True):
+    """Compares an ember result with a NumPy result (pytrees of arrays)."""
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(actual, (tuple, list)), type(actual)
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_close(a, e, rtol=rtol, atol=atol, check_dtype=check_dtype)
+        return
+    a = np.asarray(actual)
+    e = np.asarray(expected)
+    assert a.shape == e.shape, f"shape {a.shape} != expected {e.shape}"
+    if check_dtype:
+        want = canonical_dtype(e.dtype)
+        assert a.dtype == want, f"dtype {a.dtype} != expected {want}"
+    if a.dtype.kind in "biu" or a.dtype == np.bool_:
+        np.testing.assert_array_equal(a, e)
+        return
+    tol = _TOL.get(np.dtype(a.dtype), 1e-2)
+    ea = e.astype(np.float64) if e.dtype.kind in "fiub" else e
+    np.testing.assert_allclose(a.astype(np.float64) if a.dtype.kind == "f" or a.dtype.name == "bfloat16" else a,
+                               ea, rtol=tol if rtol is None else rtol,
+                               atol=tol if atol is None else atol, equal_nan=True)
+
+
+def rand(shape, dtype, seed=0, low=-3, high=3):
+    """Deterministic small test data of a NumPy dtype (or 'bfloat16')."""
+    rng = np.random.default_rng(seed)
+    if dtype == "bfloat16" or dtype == jnp.bfloat16:
+        return rng.uniform(low, high, shape).astype(np.float32)
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return rng.random(shape) > 0.5
+    if dt.kind in "iu":
+        lo = 0 if dt.kind == "u" else low
+        return rng.integers(lo, high + 1, shape).astype(dt)
+    return rng.uniform(low, high, shape).astype(dt)
+
+
+__all__ = ["assert_close", "canonical_dtype", "jax", "jnp", "rand"]

@@ -1,0 +1,85 @@
+"""The dtype promotion lattice and canonicalization (x64 off)."""
+
+import numpy as np
+import pytest
+from helpers import jnp
+
+B, I8, I16, I32, U8, U16, U32 = (np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32,
+                                                       np.uint8, np.uint16, np.uint32))
+F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
+BF16 = np.dtype(jnp.bfloat16)
+
+PROMOTIONS = [
+    (B, B, B), (B, I8, I8), (B, F16, F16), (I8, I16, I16), (I8, U8, I16), (U8, U16, U16),
+    (I16, U16, I32), (I32, U32, I32), (U8, F16, F16), (I32, F16, F16), (I32, BF16, BF16),
+    (F16, BF16, F32), (F16, F32, F32), (BF16, F32, F32), (U32, I8, I32), (I32, F32, F32),
+]
+
+
+@pytest.mark.parametrize("a,b,want", PROMOTIONS, ids=lambda d: str(d))
+def test_promote_types(a, b, want):
+    assert jnp.promote_types(a, b) == want
+    assert jnp.promote_types(b, a) == want
+    x = jnp.zeros(2, a)
+    y = jnp.zeros(2, b)
+    assert (x + y).dtype == want
+
+
+@pytest.mark.parametrize("dtype", [B, I8, U8, I32, F16, BF16, F32])
+def test_weak_python_scalars_do_not_promote(dtype):
+    x = jnp.zeros(2, dtype)
+    if dtype != B:
+        assert (x + 1).dtype == dtype
+        assert (1 * x).dtype == dtype
+    else:
+        assert (x + 1).dtype == I32
+    want_f = dtype if dtype in (F16, BF16, F32) else F32
+    assert (x + 1.0).dtype == want_f
+    assert (x * True).dtype == dtype
+
+
+def test_result_type():
+    assert jnp.result_type(np.int8, np.uint8) == I16
+    assert jnp.result_type(jnp.ones(2, jnp.float16), 2.0) == F16
+    assert jnp.result_type(1, 2.0) == F32
+    assert jnp.result_type(np.float64) == F32
+    assert jnp.result_type(np.int64) == I32
+
+
+def test_canonicalize_on_creation():
+    assert jnp.array(np.arange(3, dtype=np.int64)).dtype == I32
+    assert jnp.array(np.arange(3, dtype=np.uint64)).dtype == U32
+    assert jnp.array([1.0, 2.0], dtype=np.float64).dtype == F32
+    assert jnp.zeros(3, dtype=jnp.float64).dtype == F32
+    assert jnp.arange(3, dtype=jnp.int64).dtype == I32
+    assert jnp.ones(2).astype(np.float64).dtype == F32
+
+
+def test_weak_type_after_ops():
+    w = jnp.asarray(2.0)
+    assert (w + jnp.ones(2, jnp.float16)).dtype == F16
+    s = jnp.float32(2.0)
+    assert (s + jnp.ones(2, jnp.float16)).dtype == F32
+
+
+def test_dtype_helpers():
+    assert jnp.issubdtype(jnp.float32, jnp.floating)
+    assert jnp.issubdtype(jnp.bfloat16, jnp.floating)
+    assert not jnp.issubdtype(jnp.int32, jnp.floating)
+    assert jnp.finfo(jnp.bfloat16).bits == 16
+    assert jnp.iinfo(jnp.int8).max == 127
+    assert jnp.dtype("float32") == F32
+    assert jnp.float32(1.5).dtype == F32
+
+
+def test_astype_conversions():
+    x = jnp.asarray(np.array([-1.7, 0.5, 2.9], np.float32))
+    np.testing.assert_array_equal(np.asarray(x.astype(jnp.int32)), np.array([-1, 0, 2], np.int32))
+    np.testing.assert_array_equal(np.asarray(x.astype(bool)), np.array([True, True, True]))
+    np.testing.assert_array_equal(np.asarray(jnp.asarray([0, 2]).astype(bool)), [False, True])
+    np.testing.assert_array_equal(np.asarray(jnp.asarray([True, False]).astype(jnp.float32)), [1.0, 0.0])
+    y = jnp.asarray(np.array([1.0, 2.5], np.float32)).astype(jnp.bfloat16)
+    assert y.dtype == BF16
+    np.testing.assert_array_equal(np.asarray(y.astype(jnp.float32)), [1.0, 2.5])
+    np.testing.assert_array_equal(np.asarray(jnp.asarray([300]).astype(jnp.uint8)),
+                                  np.array([300]).astype(np.uint8))

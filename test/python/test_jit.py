@@ -1,0 +1,130 @@
+"""jit: static arguments, kwargs, pytrees, retracing, lowering."""
+
+import ember as jax
+import numpy as np
+import pytest
+from helpers import assert_close, jnp
+
+
+def test_jit_basic_and_cache():
+    calls = []
+
+    def f(x, y):
+        calls.append(1)
+        return jnp.sin(x) * y + 1
+
+    jf = jax.jit(f)
+    x = np.arange(3, dtype=np.float32)
+    assert_close(jf(x, 2.0), np.sin(x) * 2 + 1, rtol=1e-6, atol=1e-6)
+    jf(x + 1, 3.0)
+    assert len(calls) == 1  # same shapes/dtypes: no retrace
+    jf(np.arange(4, dtype=np.float32), 3.0)
+    assert len(calls) == 2  # new shape: retrace
+    jf(np.arange(4, dtype=np.int32), 3.0)
+    assert len(calls) == 3  # new dtype: retrace
+
+
+def test_static_argnums_and_argnames():
+    calls = []
+
+    def f(x, n, *, mode="a"):
+        calls.append((n, mode))
+        return x * n if mode == "a" else x + n
+
+    jf = jax.jit(f, static_argnums=1, static_argnames="mode")
+    x = jnp.ones(3)
+    assert_close(jf(x, 2), np.full(3, 2.0, np.float32))
+    assert_close(jf(x, 3), np.full(3, 3.0, np.float32))
+    assert_close(jf(x, 3, mode="b"), np.full(3, 4.0, np.float32))
+    jf(x, 3, mode="b")
+    assert calls == [(2, "a"), (3, "a"), (3, "b")]
+    jg = jax.jit(lambda x, shape: jnp.reshape(x, shape), static_argnames=("shape",))
+    assert jg(jnp.arange(6), shape=(2, 3)).shape == (2, 3)
+    assert jg(jnp.arange(6), (3, 2)).shape == (3, 2)
+
+
+def test_static_arg_must_be_hashable():
+    jf = jax.jit(lambda x, s: x, static_argnums=1)
+    with pytest.raises((ValueError, TypeError)):
+        jf(1.0, [1, 2])
+
+
+def test_kwargs_and_defaults():
+    @jax.jit
+    def f(x, y=2.0, *, z):
+        return x * y + z
+
+    assert_close(f(jnp.ones(2), z=1.0), np.full(2, 3.0, np.float32))
+    assert_close(f(jnp.ones(2), y=3.0, z=jnp.ones(2)), np.full(2, 4.0, np.float32))
+
+
+def test_pytrees_in_and_out():
+    @jax.jit
+    def f(params, xs):
+        return {"out": params["w"] @ xs[0] + params["b"], "aux": (xs[1].sum(), None)}
+
+    params = {"w": np.eye(2, dtype=np.float32) * 2, "b": np.ones(2, np.float32)}
+    out = f(params, (np.array([1.0, 2.0], np.float32), np.arange(3.0)))
+    assert set(out) == {"out", "aux"}
+    assert_close(out["out"], np.array([3.0, 5.0], np.float32))
+    assert_close(out["aux"][0], np.float32(3.0))
+    assert out["aux"][1] is None
+
+
+def test_jit_returns_scalars_and_constants():
+    f = jax.jit(lambda x: (x.sum(), 3, jnp.float32(2.0)))
+    s, c, d = f(np.ones(3, np.float32))
+    assert float(s) == 3.0 and int(c) == 3 and float(d) == 2.0
+
+
+def test_weak_type_preserved_through_jit():
+    f = jax.jit(lambda x: x * 2)
+    assert f(jnp.ones(2, jnp.float16)).dtype == np.float16
+    assert f(1.5).dtype == np.float32
+    assert (f(1.5) + jnp.ones(2, jnp.float16)).dtype == np.float16
+
+
+def test_nested_jit_and_decorator_form():
+    inner = jax.jit(lambda x: x + 1)
+    outer = jax.jit(lambda x: inner(x) * 2)
+    assert_close(outer(np.ones(2, np.float32)), np.full(2, 4.0, np.float32))
+
+    @jax.jit(static_argnums=(1,))
+    def g(x, k):
+        return x ** k
+
+    assert_close(g(np.full(2, 2.0, np.float32), 3), np.full(2, 8.0, np.float32))
+
+
+def test_lower_as_text():
+    def f(x, y):
+        return jnp.dot(x, y) + 1.0
+
+    lowered = jax.jit(f).lower(np.ones((2, 3), np.float32), np.ones((3,), np.float32))
+    text = lowered.as_text()
+    assert isinstance(text, str)
+    assert "func" in text and "2x3xf32" in text
+    assert "ember." in text
+
+
+def test_eval_shape():
+    out = jax.eval_shape(lambda x: jnp.concatenate([x, x]).sum(0), jax.ShapeDtypeStruct((2, 3), jnp.float32))
+    assert out.shape == (3,) and out.dtype == np.float32
+
+
+def test_disable_jit_runs_python():
+    seen = []
+
+    @jax.jit
+    def f(x):
+        seen.append(type(x))
+        return x + 1
+
+    with jax.disable_jit():
+        f(np.ones(2, np.float32))
+    assert seen == [np.ndarray]
+
+
+def test_jit_invalid_argument_type():
+    with pytest.raises(TypeError):
+        jax.jit(lambda x: x)("a string")

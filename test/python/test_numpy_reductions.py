@@ -1,0 +1,182 @@
+"""Reductions, scans, sorting statistics of ember.numpy against NumPy."""
+
+import numpy as np
+import pytest
+from helpers import assert_close, jnp, rand
+
+AXES = [None, 0, 1, -1, (0, 1)]
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean"])
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_basic_reductions(name, axis, dtype):
+    x = rand((3, 4), dtype, seed=1, low=-2, high=2)
+    ref = getattr(np, name)(x, axis=axis)
+    if name == "mean":
+        ref = ref.astype(np.float32)
+    assert_close(getattr(jnp, name)(x, axis=axis), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["sum", "max", "mean", "prod"])
+def test_reductions_keepdims_and_3d(name):
+    x = rand((2, 3, 4), np.float32, seed=2)
+    for axis in [None, 1, (0, 2)]:
+        assert_close(getattr(jnp, name)(x, axis=axis, keepdims=True),
+                     getattr(np, name)(x, axis=axis, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_reduction_dtypes():
+    b = rand((3, 4), np.bool_)
+    assert_close(jnp.sum(b), np.sum(b).astype(np.int32))
+    assert_close(jnp.sum(b, axis=0), np.sum(b, axis=0).astype(np.int32))
+    assert_close(jnp.max(b, axis=1), np.max(b, axis=1))
+    i8 = np.arange(5, dtype=np.int8)
+    assert jnp.sum(i8).dtype == np.int32
+    assert jnp.sum(i8, dtype=jnp.int8).dtype == np.int8
+    assert jnp.sum(np.arange(4, dtype=np.uint8)).dtype == np.uint32
+    h = np.linspace(0, 1, 8).astype(np.float16)
+    assert jnp.sum(h).dtype == np.float16
+    assert_close(jnp.sum(h), np.sum(h))
+    assert_close(jnp.mean(h), np.mean(h))
+    assert jnp.mean(np.arange(4, dtype=np.int32)).dtype == np.float32
+    assert jnp.sum(jnp.ones(4, jnp.bfloat16)).dtype == jnp.bfloat16
+    assert float(jnp.sum(jnp.ones(4, jnp.bfloat16))) == 4.0
+
+
+def test_reduction_initial_and_where():
+    x = rand((3, 4), np.float32, seed=3)
+    m = rand((3, 4), np.bool_, seed=4)
+    assert_close(jnp.sum(x, initial=10.0), np.sum(x, initial=10.0))
+    assert_close(jnp.sum(x, axis=1, where=m), np.sum(x, axis=1, where=m))
+    assert_close(jnp.max(x, axis=0, initial=-100.0, where=m), np.max(x, axis=0, initial=-100.0, where=m))
+    assert_close(jnp.max(x, initial=5.0), np.max(x, initial=5.0))
+    assert_close(jnp.mean(x, axis=1, where=m | np.eye(3, 4, dtype=bool)),
+                 np.mean(x, axis=1, where=m | np.eye(3, 4, dtype=bool)))
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_var_std(name, axis, ddof):
+    x = rand((3, 4), np.float32, seed=5)
+    assert_close(getattr(jnp, name)(x, axis=axis, ddof=ddof),
+                 getattr(np, name)(x, axis=axis, ddof=ddof), rtol=1e-5, atol=1e-5)
+    xi = rand((3, 4), np.int32, seed=5)
+    assert_close(getattr(jnp, name)(xi, axis=axis, ddof=ddof),
+                 getattr(np, name)(xi, axis=axis, ddof=ddof).astype(np.float32), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_argmax_argmin(name, axis, dtype):
+    x = rand((3, 4), dtype, seed=6, low=-2, high=2)
+    assert_close(getattr(jnp, name)(x, axis=axis), getattr(np, name)(x, axis=axis).astype(np.int32))
+    assert_close(getattr(jnp, name)(x, axis=axis, keepdims=True),
+                 getattr(np, name)(x, axis=axis, keepdims=True).astype(np.int32))
+
+
+def test_argmax_nan_first_occurrence():
+    x = np.array([1.0, np.nan, 3.0, np.nan], np.float32)
+    assert int(jnp.argmax(x)) == 1
+    assert int(jnp.argmin(x)) == 1
+    y = np.array([3, 1, 3, 1], np.int32)
+    assert int(jnp.argmax(y)) == 0 and int(jnp.argmin(y)) == 1
+
+
+@pytest.mark.parametrize("name", ["all", "any"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("dtype", [np.bool_, np.float32, np.int32])
+def test_all_any(name, axis, dtype):
+    x = rand((3, 4), dtype, seed=7, low=0, high=1)
+    assert_close(getattr(jnp, name)(x, axis=axis), getattr(np, name)(x, axis=axis))
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_cumulative(name, axis, dtype):
+    x = rand((3, 4), dtype, seed=8, low=-2, high=2)
+    ref = getattr(np, name)(x, axis=axis)
+    assert_close(getattr(jnp, name)(x, axis=axis), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_cumsum_dtype_arg():
+    x = np.arange(5, dtype=np.int32)
+    assert_close(jnp.cumsum(x, dtype=jnp.float32), np.cumsum(x, dtype=np.float32))
+
+
+NAN_DATA = np.array([[1.0, np.nan, 3.0, -2.0], [np.nan, 5.0, 0.5, 2.0], [4.0, 1.0, np.nan, 6.0]],
+                    np.float32)
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar",
+                                  "nanstd", "nanargmax", "nanargmin", "nancumsum", "nancumprod",
+                                  "nanmedian"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_nan_reductions(name, axis):
+    ref = getattr(np, name)(NAN_DATA, axis=axis)
+    if name.startswith("nanarg"):
+        ref = np.asarray(ref).astype(np.int32)
+    assert_close(getattr(jnp, name)(NAN_DATA, axis=axis), np.asarray(ref, np.float32)
+                 if not name.startswith("nanarg") else ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_median(axis):
+    x = rand((3, 4), np.float32, seed=9)
+    assert_close(jnp.median(x, axis=axis), np.median(x, axis=axis))
+    assert_close(jnp.median(x, axis=axis, keepdims=True), np.median(x, axis=axis, keepdims=True))
+    xi = rand((5,), np.int32, seed=9)
+    assert_close(jnp.median(xi), np.median(xi).astype(np.float32))
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "nearest", "midpoint"])
+def test_quantile_methods(method):
+    x = rand((3, 5), np.float32, seed=10)
+    q = np.array([0.0, 0.3, 0.5, 1.0], np.float32)
+    assert_close(jnp.quantile(x, q, axis=1, method=method), np.quantile(x, q, axis=1, method=method))
+    assert_close(jnp.quantile(x, 0.25, method=method), np.quantile(x, 0.25, method=method).astype(np.float32))
+
+
+def test_percentile():
+    x = rand((4, 3), np.float32, seed=11)
+    assert_close(jnp.percentile(x, 40), np.percentile(x, 40).astype(np.float32))
+    assert_close(jnp.percentile(x, [10, 90], axis=0), np.percentile(x, [10, 90], axis=0).astype(np.float32))
+    assert_close(jnp.percentile(x, 50, axis=1, keepdims=True),
+                 np.percentile(x, 50, axis=1, keepdims=True).astype(np.float32))
+    y = NAN_DATA
+    assert_close(jnp.nanpercentile(y, 50, axis=1), np.nanpercentile(y, 50, axis=1).astype(np.float32))
+    assert_close(jnp.nanquantile(y, 0.5, axis=0), np.nanquantile(y, 0.5, axis=0).astype(np.float32))
+
+
+def test_misc_statistics():
+    x = rand((3, 4), np.float32, seed=12)
+    w = np.abs(rand((4,), np.float32, seed=13)) + 0.1
+    assert_close(jnp.average(x, axis=1, weights=w), np.average(x, axis=1, weights=w))
+    assert_close(jnp.average(x), np.average(x).astype(np.float32))
+    assert_close(jnp.ptp(x, axis=0), np.ptp(x, axis=0))
+    assert_close(jnp.count_nonzero(x > 0, axis=1), np.count_nonzero(x > 0, axis=1).astype(np.int32))
+    assert_close(jnp.diff(x, axis=1), np.diff(x, axis=1))
+    assert_close(jnp.diff(x, n=2, axis=0), np.diff(x, n=2, axis=0))
+    assert_close(jnp.cumulative_sum(x, axis=1), np.cumulative_sum(x, axis=1))
+
+
+def test_empty_reductions():
+    z = np.zeros((0, 3), np.float32)
+    assert_close(jnp.sum(z, axis=0), np.sum(z, axis=0))
+    assert_close(jnp.prod(z, axis=0), np.prod(z, axis=0))
+    assert_close(jnp.any(z, axis=0), np.any(z, axis=0))
+    assert_close(jnp.all(z, axis=0), np.all(z, axis=0))
+
+
+def test_cumulative_sum_prod_include_initial():
+    x = np.arange(1, 5, dtype=np.int32)
+    assert_close(jnp.cumulative_sum(x, include_initial=True),
+                 np.cumulative_sum(x, include_initial=True))
+    m = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
+    assert_close(jnp.cumulative_prod(m, axis=1, include_initial=True),
+                 np.cumulative_prod(m, axis=1, include_initial=True))
+    with pytest.raises(ValueError):
+        jnp.cumulative_sum(m)
