@@ -74,8 +74,8 @@ def EmberMathApproxPass : Pass<"ember-math-approx"> {
 def EmberAutodiffPass : Pass<"ember-autodiff", "ModuleOp"> {
   let summary = "Expand ember.jvp and ember.vjp into plain ember IR";
   let description = [{
-    Replaces each transformation op, innermost first, by a call to a derived
-    private function. `ember.jvp @f` becomes `@f_jvp` that computes `f` and
+    Replaces each transformation op, innermost first, by the body of a derived
+    function, inlined at the op. `ember.jvp @f` becomes `@f_jvp` that computes `f` and
     propagates tangents op by op with each op's JVP rule. `ember.vjp @f`
     becomes `@f_vjp`: the JVP code of `f` is built with symbolic tangent
     seeds, the ops that depend on the seeds (the linear part) are transposed
@@ -88,12 +88,10 @@ def EmberAutodiffPass : Pass<"ember-autodiff", "ModuleOp"> {
     ```mlir
     %y, %g = ember.vjp @f(%x) cotangents(%one) wrt [0] : ...
     ```
-    After:
-    ```mlir
-    %y, %g = func.call @f_vjp_0(%x, %one) : ...
-    ```
-    Follow with `inline`, `symbol-dce`, `canonicalize` and `cse` for compact
-    code (the CPU pipeline does).
+    After: the ops of `f` on `%x`, then the adjoint ops; `%y` and `%g` are
+    their results. Follow with `symbol-dce` (the differentiated private
+    functions are no longer used), `canonicalize` and `cse` for compact code
+    (the CPU pipeline does).
   }];
   let dependentDialects = ["func::FuncDialect"];
 }

@@ -228,9 +228,12 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
     // A linear op: the same op applied to the tangents.
     if (llvm::all_of(t, [](Value v) { return !v; }))
       return zero();
+    // Float operands take their tangents (zero when absent); integer
+    // operands (indices) keep their primal values.
     IRMapping map;
     for (auto [i, v] : llvm::enumerate(op->getOperands()))
-      map.map(v, t[i] ? t[i] : r.zeros(v.getType()));
+      if (isFloatLike(v.getType()))
+        map.map(v, t[i] ? t[i] : r.zeros(v.getType()));
     Operation *c = b.clone(*op, map);
     out.append(c->getResults().begin(), c->getResults().end());
     return success();
@@ -263,6 +266,14 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
       .Case([&](CumulativeOp o) -> LogicalResult {
         if (o.getKind() == ReduceKind::Sum)
           return linearSame();
+        if (o.getKind() == ReduceKind::Prod) {
+          // y_i = prod_{j<=i} x_j, so dy = y * cumsum(t / x) (x nonzero).
+          if (!t[0])
+            return zero();
+          Value q = r.div(t[0], o.getOperand());
+          Value cs = CumulativeOp::create(b, r.loc, q, ReduceKind::Sum, o.getAxis(), o.getReverse());
+          return pass(r.mul(cs, o.getResult()));
+        }
         return o.emitOpError("has no JVP rule for kind ") << stringifyReduceKind(o.getKind());
       })
       .Case([&](MulOp o) -> LogicalResult {
@@ -330,7 +341,11 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         return pass(res);
       })
       .Case([&](AbsOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) { return (Value)SignOp::create(b, r.loc, x); });
+        // JAX: abs'(x) = 1 for x >= 0 (so abs'(0) = 1), -1 otherwise.
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return r.select(r.cmp(ComparisonDirection::GE, x, r.like(x, 0.0)), r.like(x, 1.0),
+                          r.like(x, -1.0));
+        });
       })
       .Case([&](ExpOp o) { return unary(r, op, t, out, [&](Value, Value y) { return y; }); })
       .Case([&](Exp2Op o) {

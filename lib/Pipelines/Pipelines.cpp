@@ -74,7 +74,7 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
 // The CPU pipeline as text: the same string is what `ember-opt
 // --ember-cpu-pipeline` and Python run, and what docs/design.md explains.
 static const char kCpuPipeline[] =
-    "ember-autodiff,inline,symbol-dce,canonicalize,cse,"
+    "ember-autodiff,symbol-dce,canonicalize,cse,"
     "ember-to-linalg,"
     "canonicalize,cse,"
     "linalg-fuse-elementwise-ops,"

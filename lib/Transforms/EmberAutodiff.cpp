@@ -287,10 +287,14 @@ struct EmberAutodiffPass
                            : d.deriveVjp(cast<VjpOp>(op), callee);
         if (failed(derived))
           return signalPassFailure();
+        // Inline the derived function at the op (no call, no inliner needed).
         OpBuilder b(op);
-        auto call = func::CallOp::create(b, op->getLoc(), *derived, op->getOperands());
-        op->replaceAllUsesWith(call.getResults());
+        auto results = inlineBody(b, *derived, op->getOperands(), symbols);
+        if (failed(results))
+          return signalPassFailure();
+        op->replaceAllUsesWith(*results);
         op->erase();
+        symbols.erase(*derived);
         progress = true;
       }
       if (!progress) {

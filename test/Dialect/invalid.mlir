@@ -573,3 +573,60 @@ func.func @scatter_c6(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4
   %0 = ember.scatter add %a[%idx], %upd {update_window_dims = array<i64: 2>, inserted_window_dims = array<i64: 0>, operand_batching_dims = array<i64>, scatter_indices_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, index_vector_dim = 1, mode = #ember<mode fill>} : (tensor<5x3xf32>, tensor<4x1xi32>, tensor<4x3xf32>) -> tensor<5x3xf32>
   return %0 : tensor<5x3xf32>
 }
+
+// -----
+
+// transform_c1
+func.func @transform_c1(%x: tensor<f32>) {
+  // expected-error @+1 {{transform_c1: 'nope' does not name a func.func}}
+  %y, %t = ember.jvp @nope(%x) tangents(%x) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func private @id(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+// transform_c2
+func.func @transform_c2(%x: tensor<2xf32>) {
+  // expected-error @+1 {{transform_c2: primal types do not match the inputs of 'id'}}
+  %y, %t = ember.jvp @id(%x) tangents(%x) wrt [0] : (tensor<2xf32>, tensor<2xf32>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func private @id(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+// transform_c3
+func.func @transform_c3(%x: tensor<f32>) {
+  // expected-error @+1 {{transform_c3: wrt index 1 is invalid or repeated}}
+  %y, %t = ember.jvp @id(%x) tangents(%x) wrt [1] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func private @id(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+// transform_c4
+func.func @transform_c4(%x: tensor<f32>, %c: tensor<2xf32>) {
+  // expected-error @+1 {{transform_c4: cotangents must match the result types of the callee}}
+  %y, %t = ember.vjp @id(%x) cotangents(%c) wrt [0] : (tensor<f32>, tensor<2xf32>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func private @id(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+// transform_c5
+func.func @transform_c5(%x: tensor<f32>) {
+  // expected-error @+1 {{transform_c5: result types must be the callee's results followed by their tangents}}
+  %y = ember.jvp @id(%x) tangents(%x) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>)
+  return
+}

@@ -187,3 +187,18 @@ func.func @sort_mixed(%k: tensor<5xf32>, %v: tensor<5xi32>) -> (tensor<5xf32>, t
   %0:2 = ember.sort dim = 0, keys = 1, %k, %v : tensor<5xf32>, tensor<5xi32>
   return %0#0, %0#1 : tensor<5xf32>, tensor<5xi32>
 }
+
+func.func private @callee(%x: tensor<3xf32>) -> tensor<f32> {
+  %0 = ember.reduce sum %x, dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+// CHECK-LABEL: func @transforms
+func.func @transforms(%x: tensor<3xf32>, %c: tensor<f32>) -> tensor<3xf32> {
+  // CHECK: ember.jvp @callee(%{{.*}}) tangents(%{{.*}}) wrt [0]
+  %y, %t = ember.jvp @callee(%x) tangents(%x) wrt [0] : (tensor<3xf32>, tensor<3xf32>) -> (tensor<f32>, tensor<f32>)
+  // CHECK: ember.vjp @callee(%{{.*}}) cotangents(%{{.*}}) wrt [0]
+  %z, %g = ember.vjp @callee(%x) cotangents(%c) wrt [0] : (tensor<3xf32>, tensor<f32>) -> (tensor<f32>, tensor<3xf32>)
+  // CHECK: ember.stop_gradient
+  %s = ember.stop_gradient %g : tensor<3xf32>
+  return %s : tensor<3xf32>
+}

@@ -73,20 +73,22 @@ def _eager(fun, args, static_positions=()):
 
 
 def _static_positions(args, dynamic):
+    """Positions of arguments that are not array data (functions, strings,
+    Python scalars that are not differentiated): they stay Python values."""
     out = []
     for i, a in enumerate(args):
-        if i in dynamic:
+        if i in dynamic or isinstance(a, (core.Value, np.ndarray, np.generic)):
             continue
-        if isinstance(a, (core.Value, np.ndarray, np.generic)):
-            continue
+        leaves = tree_util.tree_leaves(a)
+        if leaves and all(isinstance(x, (core.Value, np.ndarray, np.generic, int, float,
+                                         complex, bool)) for x in leaves) and \
+                not isinstance(a, (int, float, complex, bool)):
+            continue  # a pytree of array data
         try:
             hash(a)
         except TypeError:
             continue
-        if not tree_util.tree_leaves(a) or all(
-                isinstance(x, (int, float, bool, complex, str, type(None)))
-                for x in tree_util.tree_leaves(a)):
-            out.append(i)
+        out.append(i)
     return out
 
 
@@ -288,73 +290,101 @@ def linearize(fun, *primals):
 
 
 def _std_basis(x):
+    """The standard basis of x's space, as arrays shaped like x."""
     from ember._src import lax
-    import ember.numpy as jnp
     x = as_value(x)
     n = x.size
-    eye = jnp.eye(n, dtype=x.dtype) if n else jnp.zeros((0, 0), x.dtype)
-    return [lax.reshape(eye[i], x.shape) for i in range(n)]
+    flat = lax.broadcasted_iota(np.int32, (n, n), 0) == lax.broadcasted_iota(np.int32, (n, n), 1)
+    return [lax.reshape(lax.convert_element_type(flat[i], x.dtype), x.shape) for i in range(n)]
+
+
+def _partial(fun, args, nums):
+    def f(*d):
+        full = list(args)
+        for i, v in zip(nums, d):
+            full[i] = v
+        return fun(*full)
+    return f
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Forward-mode Jacobian, one JVP per input element (no vmap yet)."""
+    """Forward-mode Jacobian, one JVP per input element (no vmap yet).
+    The result nests the input structure inside the output structure."""
     import ember.numpy as jnp
 
     @functools.wraps(fun)
     def wrapped(*args):
         single, nums = _check_argnums(argnums, len(args))
+        diff = tuple(args[i] for i in nums)
+        f = _partial(fun, args, nums)
 
-        def jac(*args):
-            diff = [as_value(args[i]) for i in nums]
-            results = []
-            for k, x in enumerate(diff):
-                cols = []
+        def run(*d):
+            in_leaves, in_tree = tree_util.tree_flatten(d)
+            in_leaves = [as_value(x) for x in in_leaves]
+            cols, out_tree, out_avals = [], None, None
+            for m, x in enumerate(in_leaves):
+                per = []
                 for e in _std_basis(x):
-                    tangents = [jnp.zeros_like(d) if j != k else e for j, d in enumerate(diff)]
+                    tangents = [e if j == m else jnp.zeros_like(v) for j, v in enumerate(in_leaves)]
+                    _, t = jvp(f, d, tree_util.tree_unflatten(in_tree, tangents))
+                    t_leaves, out_tree = tree_util.tree_flatten(t)
+                    out_avals = [as_value(v).aval for v in t_leaves]
+                    per.append(t_leaves)
+                cols.append(per)
+            if out_tree is None:  # every input is empty
+                out = f(*d)
+                t_leaves, out_tree = tree_util.tree_flatten(out)
+                out_avals = [as_value(v).aval for v in t_leaves]
+            result = []
+            for k, a in enumerate(out_avals):
+                per_in = []
+                for m, x in enumerate(in_leaves):
+                    col = [c[k] for c in cols[m]]
+                    j = jnp.stack(col, axis=-1) if col else jnp.zeros(a.shape + (0,), a.dtype)
+                    per_in.append(j.reshape(a.shape + x.shape))
+                jin = tree_util.tree_unflatten(in_tree, per_in)
+                result.append(jin[0] if single else jin)
+            return tree_util.tree_unflatten(out_tree, result)
 
-                    def f(*d):
-                        full = list(args)
-                        for i, v in zip(nums, d):
-                            full[i] = v
-                        return fun(*full)
-                    _, t = jvp(f, tuple(diff), tuple(tangents))
-                    cols.append(t)
-                results.append(tree_util.tree_map(
-                    lambda *c, x=x: jnp.moveaxis(jnp.stack(c), 0, -1).reshape(
-                        as_value(c[0]).shape + x.shape) if c else None, *cols))
-            return results[0] if single else tuple(results)
-        return jac(*args)
+        if not core._trace_stack:
+            return _eager(run, diff)
+        return run(*diff)
     return wrapped
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    """Reverse-mode Jacobian, one VJP per output element (no vmap yet)."""
+    """Reverse-mode Jacobian, one VJP per output element (no vmap yet).
+    The result nests the input structure inside the output structure."""
     import ember.numpy as jnp
 
     @functools.wraps(fun)
     def wrapped(*args):
         single, nums = _check_argnums(argnums, len(args))
-        diff = tuple(as_value(args[i]) for i in nums)
-
-        def f(*d):
-            full = list(args)
-            for i, v in zip(nums, d):
-                full[i] = v
-            return fun(*full)
+        diff = tuple(args[i] for i in nums)
+        f = _partial(fun, args, nums)
 
         def run(*d):
             out, vjp_fun = vjp(f, *d)
             out_leaves, out_tree = tree_util.tree_flatten(out)
-            if len(out_leaves) != 1:
-                raise NotImplementedError("jacrev of a function with several outputs")
-            y = as_value(out_leaves[0])
-            rows = [vjp_fun(tree_util.tree_unflatten(out_tree, [e])) for e in _std_basis(y)]
-            jacs = []
-            for k, x in enumerate(d):
-                parts = [r[k] for r in rows]
-                j = jnp.stack(parts) if parts else jnp.zeros((0,) + x.shape, x.dtype)
-                jacs.append(j.reshape(y.shape + x.shape))
-            return jacs[0] if single else tuple(jacs)
+            out_leaves = [as_value(y) for y in out_leaves]
+            in_leaves, in_tree = tree_util.tree_flatten(d)
+            in_leaves = [as_value(x) for x in in_leaves]
+            result = []
+            for k, y in enumerate(out_leaves):
+                rows = []
+                for e in _std_basis(y):
+                    cts = [e if j == k else jnp.zeros_like(o) for j, o in enumerate(out_leaves)]
+                    g = vjp_fun(tree_util.tree_unflatten(out_tree, cts))
+                    rows.append(tree_util.tree_leaves(g))
+                per_in = []
+                for m, x in enumerate(in_leaves):
+                    j = jnp.stack([r[m] for r in rows]) if rows else \
+                        jnp.zeros((0,) + x.shape, x.dtype)
+                    per_in.append(j.reshape(y.shape + x.shape))
+                jin = tree_util.tree_unflatten(in_tree, per_in)
+                result.append(jin[0] if single else jin)
+            return tree_util.tree_unflatten(out_tree, result)
+
         if not core._trace_stack:
             return _eager(run, diff)
         return run(*diff)

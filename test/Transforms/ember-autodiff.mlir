@@ -1,0 +1,85 @@
+// RUN: ember-opt %s -ember-autodiff -symbol-dce -canonicalize -cse -split-input-file | FileCheck %s
+
+// The gradient of sum(tanh(W @ x)) with respect to W is compact: one forward
+// contraction, tanh, 1 - t^2, and one outer product; no zero tangents.
+// CHECK-LABEL: func @grad_tanh_matvec
+// CHECK-NEXT: ember.constant dense<1.000000e+00> : tensor<4xf32>
+// CHECK-NEXT: ember.dot_general {{.*}} contract = [1] x [0]
+// CHECK-NEXT: ember.tanh
+// CHECK-NEXT: ember.mul
+// CHECK-NEXT: ember.sub
+// CHECK-NEXT: ember.dot_general {{.*}} contract = [] x []
+// CHECK-NEXT: return
+func.func private @f(%w: tensor<4x3xf32>, %x: tensor<3xf32>) -> tensor<f32> {
+  %0 = ember.dot_general %w, %x, batch = [] x [], contract = [1] x [0] : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4xf32>
+  %1 = ember.tanh %0 : tensor<4xf32>
+  %2 = ember.reduce sum %1, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %2 : tensor<f32>
+}
+func.func @grad_tanh_matvec(%w: tensor<4x3xf32>, %x: tensor<3xf32>) -> tensor<4x3xf32> {
+  %one = ember.constant dense<1.0> : tensor<f32>
+  %y, %g = ember.vjp @f(%w, %x) cotangents(%one) wrt [0] : (tensor<4x3xf32>, tensor<3xf32>, tensor<f32>) -> (tensor<f32>, tensor<4x3xf32>)
+  return %g : tensor<4x3xf32>
+}
+
+// -----
+
+// Forward mode: d(x * sin x) = t * sin x + x * (t * cos x).
+// CHECK-LABEL: func @jvp_mul_sin
+// CHECK-DAG: ember.sin
+// CHECK-DAG: ember.cos
+// CHECK-NOT: ember.jvp
+func.func private @g(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = ember.sin %x : tensor<2xf32>
+  %1 = ember.mul %x, %0 : tensor<2xf32>
+  return %1 : tensor<2xf32>
+}
+func.func @jvp_mul_sin(%x: tensor<2xf32>, %t: tensor<2xf32>) -> tensor<2xf32> {
+  %y, %ty = ember.jvp @g(%x) tangents(%t) wrt [0] : (tensor<2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)
+  return %ty : tensor<2xf32>
+}
+
+// -----
+
+// Nested transformations expand innermost first (second derivative of sin).
+// CHECK-LABEL: func @second_derivative
+// CHECK-NOT: ember.vjp
+// CHECK-NOT: call
+// CHECK: ember.sin
+func.func private @h(%x: tensor<f32>) -> tensor<f32> {
+  %0 = ember.sin %x : tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func private @dh(%x: tensor<f32>) -> tensor<f32> {
+  %one = ember.constant dense<1.0> : tensor<f32>
+  %y, %g = ember.vjp @h(%x) cotangents(%one) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %g : tensor<f32>
+}
+func.func @second_derivative(%x: tensor<f32>) -> tensor<f32> {
+  %one = ember.constant dense<1.0> : tensor<f32>
+  %y, %g = ember.vjp @dh(%x) cotangents(%one) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %g : tensor<f32>
+}
+
+// -----
+
+// Structural ops transpose into their adjoints: slice -> pad, broadcast ->
+// reduce, transpose -> inverse transpose.
+// CHECK-LABEL: func @structural
+// CHECK-DAG: ember.pad
+// CHECK-DAG: ember.reduce sum
+// CHECK-DAG: ember.transpose
+func.func private @s(%x: tensor<4x3xf32>) -> tensor<f32> {
+  %0 = ember.slice %x, start = [1, 0], limit = [3, 3], strides = [1, 1] : (tensor<4x3xf32>) -> tensor<2x3xf32>
+  %1 = ember.transpose %0, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %2 = ember.broadcast_in_dim %1, dims = [1, 2] : (tensor<3x2xf32>) -> tensor<5x3x2xf32>
+  %3 = ember.mul %2, %2 : tensor<5x3x2xf32>
+  %4 = ember.reduce sum %3, dims = [0, 1, 2] : (tensor<5x3x2xf32>) -> tensor<f32>
+  return %4 : tensor<f32>
+}
+func.func @structural(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %one = ember.constant dense<1.0> : tensor<f32>
+  %y, %g = ember.vjp @s(%x) cotangents(%one) wrt [0] : (tensor<4x3xf32>, tensor<f32>) -> (tensor<f32>, tensor<4x3xf32>)
+  return %g : tensor<4x3xf32>
+}
+
