@@ -40,4 +40,24 @@ def Ember_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
   ];
 }
 
+def Ember_BatchableOpInterface : OpInterface<"BatchableOpInterface"> {
+  let cppNamespace = "::mlir::ember";
+  let description = [{
+    The batching rule of an op, used by `ember-batch`. `operands` are the
+    op's operands in the batched function; `batched[i]` tells whether operand
+    i carries a leading batch dimension of size `batchSize`. The rule builds
+    the batched op(s) and returns results that all carry the leading batch
+    dimension. Rules of all ops live in lib/IR/EmberBatchRules.cpp.
+  }];
+  let methods = [
+    InterfaceMethod<"Builds the batched results.", "::llvm::LogicalResult", "batch",
+      (ins "::mlir::OpBuilder &":$b, "::mlir::ArrayRef<::mlir::Value>":$operands,
+           "::llvm::ArrayRef<bool>":$batched, "int64_t":$batchSize,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$results),
+      /*methodBody=*/"", /*defaultImplementation=*/[{
+        return ::mlir::ember::buildBatch($_op, b, operands, batched, batchSize, results);
+      }]>,
+  ];
+}
+
 #endif // EMBER_INTERFACES_TD

@@ -16,7 +16,8 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/IR/OpBase.td"
 
 class Ember_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Ember_Dialect, mnemonic, traits # [Ember_DifferentiableOpInterface]>;
+    : Op<Ember_Dialect, mnemonic,
+         traits # [Ember_DifferentiableOpInterface, Ember_BatchableOpInterface]>;
 
 // Transformation ops reference a function by symbol and are expanded by passes.
 class Ember_TransformOp<string mnemonic, list<Trait> traits = []>
@@ -497,6 +498,32 @@ def Ember_VjpOp : Ember_TransformOp<"vjp"> {
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Batching
+//===----------------------------------------------------------------------===//
+
+def Ember_VmapOp : Op<Ember_Dialect, "vmap",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "vectorizing map of a function (expanded by ember-batch)";
+  let description = [{
+    Applies `@callee` to each of `batch_size` slices of the inputs marked
+    batched (their leading dimension) and stacks the results along a new
+    leading dimension. Inputs not marked batched are shared by all slices.
+
+    ```mlir
+    %y = ember.vmap @f(%xs, %w) batched [true, false] size 8
+        : (tensor<8x3xf32>, tensor<3xf32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_Tensor>:$inputs,
+                       DenseBoolArrayAttr:$batched, I64Attr:$batch_size);
+  let results = (outs Variadic<Ember_Tensor>:$results);
+  let assemblyFormat = [{
+    $callee `(` $inputs `)` `batched` $batched `size` $batch_size attr-dict `:`
+    functional-type(operands, results)
+  }];
 }
 
 #endif // EMBER_OPS_TD

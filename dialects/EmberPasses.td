@@ -96,4 +96,25 @@ def EmberAutodiffPass : Pass<"ember-autodiff", "ModuleOp"> {
   let dependentDialects = ["func::FuncDialect"];
 }
 
+def EmberBatchPass : Pass<"ember-batch", "ModuleOp"> {
+  let summary = "Expand ember.vmap into batched ember IR";
+  let description = [{
+    Replaces each `ember.vmap @f` whose callee contains no other
+    transformation (innermost first) by the batched body of `f`, inlined at
+    the op. Values that depend on a batched input carry the batch dimension
+    first; each op is rewritten by its batching rule (BatchableOpInterface):
+    elementwise ops broadcast their unbatched operands, dot_general gains a
+    batch dimension, dynamic slices with batched indices become gathers, so
+    the result has no loops. Transformations of other kinds that wait on a
+    vmap are left for `ember-autodiff`; the CPU pipeline alternates the two.
+
+    Before:
+    ```mlir
+    %y = ember.vmap @f(%xs) batched [true] size 8 : (tensor<8x3xf32>) -> tensor<8xf32>
+    ```
+    After: the ops of `f` on `tensor<8x3xf32>` values.
+  }];
+  let dependentDialects = ["func::FuncDialect"];
+}
+
 #endif // EMBER_PASSES_TD

@@ -798,3 +798,36 @@ LogicalResult VjpOp::verifySymbolUses(SymbolTableCollection &symbols) {
 
 LogicalResult JvpOp::verify() { return success(); }
 LogicalResult VjpOp::verify() { return success(); }
+
+LogicalResult VmapOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto fn = symbols.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
+  // vmap_c1
+  if (!fn)
+    return emitOpError("vmap_c1: '") << getCallee() << "' does not name a func.func";
+  FunctionType ft = fn.getFunctionType();
+  int64_t n = getBatchSize();
+  // vmap_c2
+  if (getInputs().size() != ft.getNumInputs() || getBatched().size() != ft.getNumInputs())
+    return emitOpError("vmap_c2: needs one input and one batched flag per argument of '")
+           << getCallee() << "'";
+  auto withBatch = [&](Type t) {
+    auto r = cast<RankedTensorType>(t);
+    SmallVector<int64_t> shape = {n};
+    shape.append(r.getShape().begin(), r.getShape().end());
+    return RankedTensorType::get(shape, r.getElementType());
+  };
+  // vmap_c3
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    Type expect = getBatched()[i] ? (Type)withBatch(ft.getInput(i)) : ft.getInput(i);
+    if (v.getType() != expect)
+      return emitOpError("vmap_c3: input ") << i << " must have type " << expect;
+  }
+  // vmap_c4
+  if (getNumResults() != ft.getNumResults())
+    return emitOpError("vmap_c4: one result per result of the callee");
+  for (auto [i, t] : llvm::enumerate(getResultTypes()))
+    if (t != withBatch(ft.getResult(i)))
+      return emitOpError("vmap_c4: result ") << i << " must be the callee's result type "
+                                             << "with a leading dimension of size " << n;
+  return success();
+}

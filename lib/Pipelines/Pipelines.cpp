@@ -74,7 +74,8 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
 // The CPU pipeline as text: the same string is what `ember-opt
 // --ember-cpu-pipeline` and Python run, and what docs/design.md explains.
 static const char kCpuPipeline[] =
-    "ember-autodiff,symbol-dce,canonicalize,cse,"
+    "ember-autodiff,ember-batch,ember-autodiff,ember-batch,ember-autodiff,ember-batch,"
+    "symbol-dce,canonicalize,cse,"
     "ember-to-linalg,"
     "canonicalize,cse,"
     "linalg-fuse-elementwise-ops,"

@@ -1,6 +1,7 @@
 //===- EmberAutodiff.cpp - expand ember.jvp / ember.vjp -------------------===//
 #include "ember/Conversion/Passes.h"
 #include "ember/IR/EmberDialect.h"
+#include "TransformUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -19,8 +20,6 @@ using namespace mlir::ember;
 
 namespace {
 
-bool isTransform(Operation *op) { return isa<JvpOp, VjpOp>(op); }
-
 bool isDifferentiable(Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); }
 
 Value zerosOf(OpBuilder &b, Location loc, Type type) {
@@ -31,45 +30,6 @@ Value zerosOf(OpBuilder &b, Location loc, Type type) {
   return ConstantOp::create(b, loc, DenseElementsAttr::get(t, z));
 }
 
-/// Clones the body of `fn` into the current insertion point with `args` for
-/// its arguments, inlining func.call ops recursively. Returns the values the
-/// body returns.
-FailureOr<SmallVector<Value>> inlineBody(OpBuilder &b, func::FuncOp fn, ValueRange args,
-                                         SymbolTable &symbols, int depth = 0) {
-  if (depth > 64)
-    return fn.emitError("ember-autodiff: call nesting too deep (recursion?)");
-  if (!fn.getBody().hasOneBlock())
-    return fn.emitError("ember-autodiff: only single-block functions can be differentiated");
-  IRMapping map;
-  for (auto [a, v] : llvm::zip(fn.getArguments(), args))
-    map.map(a, v);
-  for (Operation &op : fn.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      SmallVector<Value> out;
-      for (Value v : ret.getOperands())
-        out.push_back(map.lookup(v));
-      return out;
-    }
-    if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-      if (!callee || callee.isExternal())
-        return call.emitError("ember-autodiff: cannot differentiate through a call to '")
-               << call.getCallee() << "'";
-      SmallVector<Value> ins;
-      for (Value v : call.getOperands())
-        ins.push_back(map.lookup(v));
-      auto res = inlineBody(b, callee, ins, symbols, depth + 1);
-      if (failed(res))
-        return failure();
-      for (auto [r, v] : llvm::zip(call.getResults(), *res))
-        map.map(r, v);
-      continue;
-    }
-    b.clone(op, map);
-  }
-  return fn.emitError("ember-autodiff: function has no return");
-}
-
 /// Forward mode over the ops in [begin, end) of a block: fills `tangent`.
 LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iterator end,
                                 DenseMap<Value, Value> &tangent) {
@@ -77,7 +37,7 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
   for (auto it = begin; it != end; ++it)
     ops.push_back(&*it);
   for (Operation *op : ops) {
-    if (isTransform(op))
+    if (isTransformOp(op))
       return op->emitError("ember-autodiff: nested transformation was not expanded");
     SmallVector<Value> ts;
     bool any = false;
@@ -106,20 +66,9 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
 struct Deriver {
   ModuleOp module;
   SymbolTable &symbols;
-  unsigned counter = 0;
 
   func::FuncOp makeFunc(Location loc, StringRef base, FunctionType type) {
-    OpBuilder b(module.getBodyRegion());
-    b.setInsertionPointToEnd(module.getBody());
-    std::string name;
-    do {
-      name = (base + "_" + std::to_string(counter++)).str();
-    } while (symbols.lookup(name));
-    auto fn = func::FuncOp::create(b, loc, name, type);
-    fn.setPrivate();
-    symbols.insert(fn);
-    fn.addEntryBlock();
-    return fn;
+    return makePrivateFunc(module, symbols, loc, base, type);
   }
 
   FailureOr<func::FuncOp> deriveJvp(JvpOp op, func::FuncOp callee) {
@@ -242,65 +191,30 @@ struct Deriver {
   }
 };
 
-/// True when `fn` (following calls) contains no transformation op.
-bool isReady(func::FuncOp fn, SymbolTable &symbols, llvm::DenseSet<Operation *> &seen) {
-  if (!seen.insert(fn).second)
-    return true;
-  bool ready = true;
-  fn.walk([&](Operation *op) {
-    if (isTransform(op))
-      ready = false;
-    else if (auto call = dyn_cast<func::CallOp>(op))
-      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
-        ready &= isReady(callee, symbols, seen);
-  });
-  return ready;
-}
-
 struct EmberAutodiffPass
     : public mlir::ember::impl::EmberAutodiffPassBase<EmberAutodiffPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     Deriver d{module, symbols};
-    while (true) {
-      SmallVector<Operation *> pending;
-      module.walk([&](Operation *op) {
-        if (isTransform(op))
-          pending.push_back(op);
-      });
-      if (pending.empty())
-        return;
-      bool progress = false;
-      for (Operation *op : pending) {
-        auto calleeName = op->getAttrOfType<FlatSymbolRefAttr>("callee");
-        auto callee = symbols.lookup<func::FuncOp>(calleeName.getValue());
-        if (!callee) {
-          op->emitError("ember-autodiff: unknown callee ") << calleeName;
-          return signalPassFailure();
-        }
-        llvm::DenseSet<Operation *> seen;
-        if (!isReady(callee, symbols, seen))
-          continue;
-        FailureOr<func::FuncOp> derived =
-            isa<JvpOp>(op) ? d.deriveJvp(cast<JvpOp>(op), callee)
-                           : d.deriveVjp(cast<VjpOp>(op), callee);
-        if (failed(derived))
-          return signalPassFailure();
-        // Inline the derived function at the op (no call, no inliner needed).
-        OpBuilder b(op);
-        auto results = inlineBody(b, *derived, op->getOperands(), symbols);
-        if (failed(results))
-          return signalPassFailure();
-        op->replaceAllUsesWith(*results);
-        op->erase();
-        symbols.erase(*derived);
-        progress = true;
-      }
-      if (!progress) {
-        pending.front()->emitError("ember-autodiff: transformations form a cycle");
+    auto count = [&] {
+      size_t n = 0;
+      module.walk([&](Operation *op) { n += isa<JvpOp, VjpOp>(op); });
+      return n;
+    };
+    // Alternate until nothing is ready (a jvp may wait for a vjp and back).
+    for (size_t before = count(); before != 0;) {
+      if (failed(expandReady<JvpOp>(module, symbols, [&](JvpOp op, func::FuncOp callee) {
+            return d.deriveJvp(op, callee);
+          })) ||
+          failed(expandReady<VjpOp>(module, symbols, [&](VjpOp op, func::FuncOp callee) {
+            return d.deriveVjp(op, callee);
+          })))
         return signalPassFailure();
-      }
+      size_t after = count();
+      if (after == before)
+        break; // the rest waits for other transformations (ember-batch)
+      before = after;
     }
   }
 };

@@ -16,6 +16,7 @@ from ember._src.ad import (  # noqa: F401
     grad, value_and_grad, vjp, jvp, linearize, jacfwd, jacrev, jacobian, hessian,
     checkpoint, remat, checkpoint_policies,
 )
+from ember._src.batching import vmap  # noqa: F401
 from ember import numpy  # noqa: F401
 from ember import lax  # noqa: F401
 from ember import tree_util  # noqa: F401

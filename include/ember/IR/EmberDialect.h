@@ -20,6 +20,10 @@ LogicalResult buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> tangents,
 /// The transpose rule of an ember op (see DifferentiableOpInterface).
 LogicalResult buildTranspose(Operation *op, OpBuilder &b, ArrayRef<Value> cotangents,
                              ArrayRef<bool> linear, SmallVectorImpl<Value> &operandCotangents);
+/// The batching rule of an ember op (see BatchableOpInterface).
+LogicalResult buildBatch(Operation *op, OpBuilder &b, ArrayRef<Value> operands,
+                         ArrayRef<bool> batched, int64_t batchSize,
+                         SmallVectorImpl<Value> &results);
 } // namespace mlir::ember
 
 #include "ember/IR/EmberInterfaces.h.inc"

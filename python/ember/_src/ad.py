@@ -307,6 +307,22 @@ def _partial(fun, args, nums):
     return f
 
 
+def _main_and_aux(f, has_aux):
+    """For has_aux=True, splits `f` returning (out, aux) into the function
+    to differentiate and the function giving aux (JAX returns (jac, aux))."""
+    if not has_aux:
+        return f, None
+
+    def pair(*d):
+        r = f(*d)
+        if not (isinstance(r, (tuple, list)) and len(r) == 2):
+            raise TypeError("has_aux=True requires the function to return a pair "
+                            f"(output, aux) (at {core.where()})")
+        return r
+
+    return (lambda *d: pair(*d)[0]), (lambda *d: pair(*d)[1])
+
+
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """Forward-mode Jacobian, one JVP per input element (no vmap yet).
     The result nests the input structure inside the output structure."""
@@ -316,7 +332,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     def wrapped(*args):
         single, nums = _check_argnums(argnums, len(args))
         diff = tuple(args[i] for i in nums)
-        f = _partial(fun, args, nums)
+        f, aux_of = _main_and_aux(_partial(fun, args, nums), has_aux)
 
         def run(*d):
             in_leaves, in_tree = tree_util.tree_flatten(d)
@@ -344,7 +360,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                     per_in.append(j.reshape(a.shape + x.shape))
                 jin = tree_util.tree_unflatten(in_tree, per_in)
                 result.append(jin[0] if single else jin)
-            return tree_util.tree_unflatten(out_tree, result)
+            jac = tree_util.tree_unflatten(out_tree, result)
+            return (jac, aux_of(*d)) if has_aux else jac
 
         if not core._trace_stack:
             return _eager(run, diff)
@@ -364,7 +381,10 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         f = _partial(fun, args, nums)
 
         def run(*d):
-            out, vjp_fun = vjp(f, *d)
+            if has_aux:
+                out, vjp_fun, aux = vjp(f, *d, has_aux=True)
+            else:
+                out, vjp_fun = vjp(f, *d)
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_leaves = [as_value(y) for y in out_leaves]
             in_leaves, in_tree = tree_util.tree_flatten(d)
@@ -383,7 +403,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
                     per_in.append(j.reshape(y.shape + x.shape))
                 jin = tree_util.tree_unflatten(in_tree, per_in)
                 result.append(jin[0] if single else jin)
-            return tree_util.tree_unflatten(out_tree, result)
+            jac = tree_util.tree_unflatten(out_tree, result)
+            return (jac, aux) if has_aux else jac
 
         if not core._trace_stack:
             return _eager(run, diff)
@@ -395,7 +416,7 @@ jacobian = jacrev
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
-    return jacfwd(jacrev(fun, argnums), argnums)
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,340 @@
+//===- EmberBatchRules.cpp - the batching rule of every op ----------------===//
+//
+// Convention: a batched value carries the batch dimension first. A rule gets
+// the op's operands in the batched function (each batched or not), builds the
+// batched computation and returns results that all carry the batch dimension.
+// Contractions stay contractions (dot_general gains a batch dimension) and
+// dynamic indexing with batched indices becomes gather/scatter with batching
+// dimensions: no loops.
+//
+//===----------------------------------------------------------------------===//
+#include "ember/IR/EmberDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::ember;
+
+namespace {
+
+RankedTensorType withBatch(Type t, int64_t n) {
+  auto r = cast<RankedTensorType>(t);
+  SmallVector<int64_t> shape = {n};
+  shape.append(r.getShape().begin(), r.getShape().end());
+  return RankedTensorType::get(shape, r.getElementType());
+}
+
+SmallVector<int64_t> shifted(ArrayRef<int64_t> v, int64_t by = 1) {
+  SmallVector<int64_t> out;
+  for (int64_t x : v)
+    out.push_back(x + by);
+  return out;
+}
+
+SmallVector<int64_t> prepend(int64_t first, ArrayRef<int64_t> rest) {
+  SmallVector<int64_t> out = {first};
+  out.append(rest.begin(), rest.end());
+  return out;
+}
+
+struct BatchCtx {
+  OpBuilder &b;
+  Location loc;
+  int64_t n;
+
+  /// `v` with a leading batch dimension (broadcast when it has none).
+  Value batched(Value v, bool isBatched) {
+    if (isBatched)
+      return v;
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> dims;
+    for (int64_t i = 0; i < t.getRank(); ++i)
+      dims.push_back(i + 1);
+    return BroadcastInDimOp::create(b, loc, withBatch(t, n), v, b.getDenseI64ArrayAttr(dims));
+  }
+
+  /// Re-creates `op` with new operands, prefixed result types and attributes
+  /// updated by `attrs`.
+  Operation *recreate(Operation *op, ValueRange operands, NamedAttrList attrs) {
+    OperationState state(loc, op->getName());
+    state.addOperands(operands);
+    for (Type t : op->getResultTypes())
+      state.addTypes(withBatch(t, n));
+    state.addAttributes(attrs);
+    return b.create(state);
+  }
+};
+
+} // namespace
+
+LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Value> operands,
+                                      ArrayRef<bool> isBatched, int64_t n,
+                                      SmallVectorImpl<Value> &results) {
+  BatchCtx c{b, op->getLoc(), n};
+  auto all = [&]() {
+    SmallVector<Value> vs;
+    for (auto [v, isB] : llvm::zip(operands, isBatched))
+      vs.push_back(c.batched(v, isB));
+    return vs;
+  };
+  auto attrs = [&]() { return NamedAttrList(op->getAttrs()); };
+  auto done = [&](Operation *newOp) {
+    results.append(newOp->getResults().begin(), newOp->getResults().end());
+    return success();
+  };
+  auto doneValue = [&](Value v) {
+    results.push_back(v);
+    return success();
+  };
+  auto setArray = [&](NamedAttrList &a, StringRef name, ArrayRef<int64_t> v) {
+    a.set(name, b.getDenseI64ArrayAttr(v));
+  };
+  auto arrayAttr = [&](StringRef name) {
+    return cast<DenseI64ArrayAttr>(op->getAttr(name)).asArrayRef();
+  };
+  auto intAttr = [&](StringRef name) {
+    return cast<IntegerAttr>(op->getAttr(name)).getInt();
+  };
+
+  // Elementwise ops (and ops that act per element like them): broadcast the
+  // unbatched operands and apply the op to the batched shapes.
+  if (op->hasTrait<OpTrait::Elementwise>() || isa<StopGradientOp, BitcastConvertOp>(op))
+    return done(c.recreate(op, all(), attrs()));
+
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](BroadcastInDimOp o) {
+        NamedAttrList a = attrs();
+        setArray(a, "broadcast_dimensions", prepend(0, shifted(o.getBroadcastDimensions())));
+        return done(c.recreate(op, all(), a));
+      })
+      .Case([&](ReshapeOp o) { return done(c.recreate(op, all(), attrs())); })
+      .Case([&](TransposeOp o) {
+        NamedAttrList a = attrs();
+        setArray(a, "permutation", prepend(0, shifted(o.getPermutation())));
+        return done(c.recreate(op, all(), a));
+      })
+      .Case([&](SliceOp o) {
+        NamedAttrList a = attrs();
+        setArray(a, "start_indices", prepend(0, o.getStartIndices()));
+        setArray(a, "limit_indices", prepend(n, o.getLimitIndices()));
+        setArray(a, "strides", prepend(1, o.getStrides()));
+        return done(c.recreate(op, all(), a));
+      })
+      .Case<ReverseOp>([&](auto o) {
+        NamedAttrList a = attrs();
+        setArray(a, "dimensions", shifted(arrayAttr("dimensions")));
+        return done(c.recreate(op, all(), a));
+      })
+      .Case([&](ReduceOp o) {
+        NamedAttrList a = attrs();
+        setArray(a, "dimensions", shifted(o.getDimensions()));
+        return done(c.recreate(op, all(), a));
+      })
+      .Case<ArgMaxOp, ArgMinOp, CumulativeOp>([&](auto o) {
+        NamedAttrList a = attrs();
+        a.set("axis", b.getI64IntegerAttr(intAttr("axis") + 1));
+        return done(c.recreate(op, all(), a));
+      })
+      .Case([&](ConcatenateOp o) {
+        NamedAttrList a = attrs();
+        a.set("dimension", b.getI64IntegerAttr(o.getDimension() + 1));
+        return done(c.recreate(op, all(), a));
+      })
+      .Case([&](SortOp o) {
+        NamedAttrList a = attrs();
+        a.set("dimension", b.getI64IntegerAttr(o.getDimension() + 1));
+        return done(c.recreate(op, all(), a));
+      })
+      .Case([&](PadOp o) -> LogicalResult {
+        if (isBatched[1])
+          return o.emitOpError("cannot be batched over its padding value");
+        NamedAttrList a = attrs();
+        setArray(a, "edge_padding_low", prepend(0, o.getEdgePaddingLow()));
+        setArray(a, "edge_padding_high", prepend(0, o.getEdgePaddingHigh()));
+        setArray(a, "interior_padding", prepend(0, o.getInteriorPadding()));
+        return done(c.recreate(op, {c.batched(operands[0], isBatched[0]), operands[1]}, a));
+      })
+      .Case([&](ReduceWindowOp o) -> LogicalResult {
+        if (isBatched[1])
+          return o.emitOpError("cannot be batched over its init value");
+        NamedAttrList a = attrs();
+        setArray(a, "window_dimensions", prepend(1, o.getWindowDimensions()));
+        setArray(a, "window_strides", prepend(1, o.getWindowStrides()));
+        setArray(a, "padding_low", prepend(0, o.getPaddingLow()));
+        setArray(a, "padding_high", prepend(0, o.getPaddingHigh()));
+        return done(c.recreate(op, {c.batched(operands[0], isBatched[0]), operands[1]}, a));
+      })
+      .Case([&](DotGeneralOp o) {
+        auto lb = o.getLhsBatchingDimensions(), rb = o.getRhsBatchingDimensions();
+        auto lc = o.getLhsContractingDimensions(), rc = o.getRhsContractingDimensions();
+        auto resType = withBatch(o.getType(), n);
+        if (isBatched[0] && isBatched[1]) {
+          // The vmapped dimension becomes the first batch dimension.
+          auto d = DotGeneralOp::create(
+              b, c.loc, resType, operands[0], operands[1],
+              b.getDenseI64ArrayAttr(prepend(0, shifted(lb))),
+              b.getDenseI64ArrayAttr(prepend(0, shifted(rb))),
+              b.getDenseI64ArrayAttr(shifted(lc)), b.getDenseI64ArrayAttr(shifted(rc)));
+          return doneValue(d);
+        }
+        // One side batched: the vmapped dimension is a free dimension of that
+        // side; move it to the front of the result afterwards.
+        bool left = isBatched[0];
+        auto lType = cast<RankedTensorType>(operands[0].getType());
+        auto rType = cast<RankedTensorType>(operands[1].getType());
+        SmallVector<int64_t> nlb = left ? shifted(lb) : SmallVector<int64_t>(lb);
+        SmallVector<int64_t> nlc = left ? shifted(lc) : SmallVector<int64_t>(lc);
+        SmallVector<int64_t> nrb = left ? SmallVector<int64_t>(rb) : shifted(rb);
+        SmallVector<int64_t> nrc = left ? SmallVector<int64_t>(rc) : shifted(rc);
+        // Result layout: batch, lhs free (in order), rhs free (in order).
+        int64_t nb = lb.size();
+        int64_t lFree = lType.getRank() - nlb.size() - nlc.size();
+        int64_t pos = left ? nb : nb + lFree; // the vmapped dim is the first free dim
+        auto outType = o.getType();
+        SmallVector<int64_t> shape(outType.getShape());
+        shape.insert(shape.begin() + pos, n);
+        auto dotType = RankedTensorType::get(shape, outType.getElementType());
+        (void)rType;
+        Value d = DotGeneralOp::create(b, c.loc, dotType, operands[0], operands[1],
+                                       b.getDenseI64ArrayAttr(nlb), b.getDenseI64ArrayAttr(nrb),
+                                       b.getDenseI64ArrayAttr(nlc), b.getDenseI64ArrayAttr(nrc));
+        if (pos == 0)
+          return doneValue(d);
+        SmallVector<int64_t> perm = {pos};
+        for (int64_t i = 0; i < (int64_t)shape.size(); ++i)
+          if (i != pos)
+            perm.push_back(i);
+        return doneValue(TransposeOp::create(b, c.loc, d, b.getDenseI64ArrayAttr(perm)));
+      })
+      .Case([&](DynamicSliceOp o) -> LogicalResult {
+        auto sizes = o.getSliceSizes();
+        bool indicesBatched = llvm::any_of(isBatched.drop_front(), [](bool x) { return x; });
+        Value x = c.batched(operands[0], isBatched[0]);
+        if (!indicesBatched) {
+          SmallVector<Value> idx = {ConstantOp::create(
+              b, c.loc,
+              DenseElementsAttr::get(RankedTensorType::get({}, b.getI32Type()),
+                                     b.getI32IntegerAttr(0)))};
+          idx.append(operands.begin() + 1, operands.end());
+          return doneValue(DynamicSliceOp::create(b, c.loc, x, idx,
+                                                  b.getDenseI64ArrayAttr(prepend(n, sizes))));
+        }
+        // Batched start indices: a gather whose operand and indices share
+        // the batch dimension.
+        int64_t r = sizes.size();
+        SmallVector<Value> cols;
+        auto idxType = RankedTensorType::get({n, 1}, b.getI64Type());
+        for (auto [v, isB] : llvm::zip(operands.drop_front(), isBatched.drop_front())) {
+          Value vb = c.batched(v, isB); // [n]
+          auto et = cast<RankedTensorType>(vb.getType());
+          Value conv = et.getElementType() == b.getI64Type()
+                           ? vb
+                           : (Value)ConvertOp::create(b, c.loc, et.clone(b.getI64Type()), vb);
+          cols.push_back(ReshapeOp::create(b, c.loc, idxType, conv));
+        }
+        Value indices = cols.size() == 1 ? cols[0]
+                                         : (Value)ConcatenateOp::create(b, c.loc, cols, 1);
+        SmallVector<int64_t> offsetDims, startMap;
+        for (int64_t i = 0; i < r; ++i) {
+          offsetDims.push_back(i + 1);
+          startMap.push_back(i + 1);
+        }
+        auto g = GatherOp::create(
+            b, c.loc, withBatch(o.getType(), n), x, indices, b.getDenseI64ArrayAttr(offsetDims),
+            b.getDenseI64ArrayAttr({}), b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({0}),
+            b.getDenseI64ArrayAttr(startMap), b.getI64IntegerAttr(1),
+            b.getDenseI64ArrayAttr(prepend(1, sizes)),
+            IndexModeAttr::get(b.getContext(), IndexMode::Clip));
+        return doneValue(g);
+      })
+      .Case([&](DynamicUpdateSliceOp o) -> LogicalResult {
+        bool indicesBatched = llvm::any_of(isBatched.drop_front(2), [](bool x) { return x; });
+        Value x = c.batched(operands[0], isBatched[0]);
+        Value u = c.batched(operands[1], isBatched[1]);
+        if (!indicesBatched) {
+          SmallVector<Value> idx = {ConstantOp::create(
+              b, c.loc,
+              DenseElementsAttr::get(RankedTensorType::get({}, b.getI32Type()),
+                                     b.getI32IntegerAttr(0)))};
+          idx.append(operands.begin() + 2, operands.end());
+          return doneValue(
+              DynamicUpdateSliceOp::create(b, c.loc, x.getType(), x, u, idx));
+        }
+        // Batched start indices: clamp like dynamic_update_slice does, then
+        // scatter whole windows with a shared batch dimension.
+        auto upd = o.getUpdate().getType();
+        auto operand = o.getOperand().getType();
+        int64_t r = upd.getRank();
+        SmallVector<Value> cols;
+        auto idxType = RankedTensorType::get({n, 1}, b.getI64Type());
+        for (auto [k, pair] : llvm::enumerate(llvm::zip(operands.drop_front(2),
+                                                        isBatched.drop_front(2)))) {
+          auto [v, isB] = pair;
+          Value vb = c.batched(v, isB);
+          auto et = cast<RankedTensorType>(vb.getType());
+          Value conv = et.getElementType() == b.getI64Type()
+                           ? vb
+                           : (Value)ConvertOp::create(b, c.loc, et.clone(b.getI64Type()), vb);
+          auto st = cast<RankedTensorType>(conv.getType());
+          auto scalarT = RankedTensorType::get({}, b.getI64Type());
+          Value lo = BroadcastInDimOp::create(
+              b, c.loc, st, ConstantOp::create(b, c.loc, DenseElementsAttr::get(scalarT, b.getI64IntegerAttr(0))),
+              b.getDenseI64ArrayAttr({}));
+          Value hi = BroadcastInDimOp::create(
+              b, c.loc, st,
+              ConstantOp::create(b, c.loc, DenseElementsAttr::get(
+                                              scalarT, b.getI64IntegerAttr(operand.getDimSize(k) -
+                                                                           upd.getDimSize(k)))),
+              b.getDenseI64ArrayAttr({}));
+          Value cl = ClampOp::create(b, c.loc, lo, conv, hi);
+          cols.push_back(ReshapeOp::create(b, c.loc, idxType, cl));
+        }
+        Value indices = cols.size() == 1 ? cols[0]
+                                         : (Value)ConcatenateOp::create(b, c.loc, cols, 1);
+        SmallVector<int64_t> windowDims, toOperand;
+        for (int64_t i = 0; i < r; ++i) {
+          windowDims.push_back(i + 1);
+          toOperand.push_back(i + 1);
+        }
+        auto s = ScatterOp::create(
+            b, c.loc, x.getType(), x, indices, u, b.getDenseI64ArrayAttr(windowDims),
+            b.getDenseI64ArrayAttr({}), b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({0}),
+            b.getDenseI64ArrayAttr(toOperand), b.getI64IntegerAttr(1),
+            ScatterKindAttr::get(b.getContext(), ScatterKind::Replace),
+            IndexModeAttr::get(b.getContext(), IndexMode::Clip));
+        return doneValue(s);
+      })
+      .Case([&](GatherOp o) {
+        Value x = c.batched(operands[0], isBatched[0]);
+        Value idx = c.batched(operands[1], isBatched[1]);
+        auto g = GatherOp::create(
+            b, c.loc, withBatch(o.getType(), n), x, idx,
+            b.getDenseI64ArrayAttr(shifted(o.getOffsetDims())),
+            b.getDenseI64ArrayAttr(shifted(o.getCollapsedSliceDims())),
+            b.getDenseI64ArrayAttr(prepend(0, shifted(o.getOperandBatchingDims()))),
+            b.getDenseI64ArrayAttr(prepend(0, shifted(o.getStartIndicesBatchingDims()))),
+            b.getDenseI64ArrayAttr(shifted(o.getStartIndexMap())),
+            b.getI64IntegerAttr(o.getIndexVectorDim() + 1),
+            b.getDenseI64ArrayAttr(prepend(1, o.getSliceSizes())), o.getModeAttr());
+        return doneValue(g);
+      })
+      .Case([&](ScatterOp o) {
+        Value x = c.batched(operands[0], isBatched[0]);
+        Value idx = c.batched(operands[1], isBatched[1]);
+        Value u = c.batched(operands[2], isBatched[2]);
+        auto s = ScatterOp::create(
+            b, c.loc, x.getType(), x, idx, u,
+            b.getDenseI64ArrayAttr(shifted(o.getUpdateWindowDims())),
+            b.getDenseI64ArrayAttr(shifted(o.getInsertedWindowDims())),
+            b.getDenseI64ArrayAttr(prepend(0, shifted(o.getOperandBatchingDims()))),
+            b.getDenseI64ArrayAttr(prepend(0, shifted(o.getScatterIndicesBatchingDims()))),
+            b.getDenseI64ArrayAttr(shifted(o.getScatterDimsToOperandDims())),
+            b.getI64IntegerAttr(o.getIndexVectorDim() + 1), o.getKindAttr(), o.getModeAttr());
+        return doneValue(s);
+      })
+      .Default([&](Operation *o) -> LogicalResult {
+        return o->emitOpError("has no batching rule");
+      });
+}

@@ -1,0 +1,79 @@
+//===- TransformUtils.cpp - shared by the transformation passes -----------===//
+#include "TransformUtils.h"
+
+#include "ember/IR/EmberDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+using namespace mlir::ember;
+
+bool mlir::ember::isTransformOp(Operation *op) { return isa<JvpOp, VjpOp, VmapOp>(op); }
+
+static bool readyImpl(func::FuncOp fn, SymbolTable &symbols,
+                      llvm::DenseSet<Operation *> &seen) {
+  if (!seen.insert(fn).second)
+    return true;
+  bool ready = true;
+  fn.walk([&](Operation *op) {
+    if (isTransformOp(op))
+      ready = false;
+    else if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        ready &= readyImpl(callee, symbols, seen);
+  });
+  return ready;
+}
+
+bool mlir::ember::isReadyToTransform(func::FuncOp fn, SymbolTable &symbols) {
+  llvm::DenseSet<Operation *> seen;
+  return readyImpl(fn, symbols, seen);
+}
+
+FailureOr<SmallVector<Value>> mlir::ember::inlineBody(OpBuilder &b, func::FuncOp fn,
+                                                      ValueRange args, SymbolTable &symbols,
+                                                      int depth) {
+  if (depth > 64)
+    return fn.emitError("call nesting too deep (recursion?)");
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError("only single-block functions can be transformed");
+  IRMapping map;
+  for (auto [a, v] : llvm::zip(fn.getArguments(), args))
+    map.map(a, v);
+  for (Operation &op : fn.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      SmallVector<Value> out;
+      for (Value v : ret.getOperands())
+        out.push_back(map.lookup(v));
+      return out;
+    }
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (!callee || callee.isExternal())
+        return call.emitError("cannot transform through a call to '")
+               << call.getCallee() << "'";
+      SmallVector<Value> ins;
+      for (Value v : call.getOperands())
+        ins.push_back(map.lookup(v));
+      auto res = inlineBody(b, callee, ins, symbols, depth + 1);
+      if (failed(res))
+        return failure();
+      for (auto [r, v] : llvm::zip(call.getResults(), *res))
+        map.map(r, v);
+      continue;
+    }
+    b.clone(op, map);
+  }
+  return fn.emitError("function has no return");
+}
+
+func::FuncOp mlir::ember::makePrivateFunc(ModuleOp module, SymbolTable &symbols, Location loc,
+                                          StringRef base, FunctionType type) {
+  OpBuilder b(module.getBodyRegion());
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, base, type);
+  fn.setPrivate();
+  symbols.insert(fn); // renames on collision
+  fn.addEntryBlock();
+  return fn;
+}

@@ -1,0 +1,61 @@
+//===- TransformUtils.h - shared by the transformation passes ---*- C++ -*-===//
+#ifndef EMBER_LIB_TRANSFORMS_TRANSFORMUTILS_H
+#define EMBER_LIB_TRANSFORMS_TRANSFORMUTILS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::ember {
+
+/// True for the ops that reference a function and are expanded by a pass
+/// (ember.jvp, ember.vjp, ember.vmap).
+bool isTransformOp(Operation *op);
+
+/// True when `fn`, following calls, contains no transformation op: it can be
+/// transformed now (transformations expand innermost first).
+bool isReadyToTransform(func::FuncOp fn, SymbolTable &symbols);
+
+/// Clones the body of `fn` at the builder's insertion point with `args` for
+/// its arguments, inlining func.call ops recursively; returns what it returns.
+FailureOr<SmallVector<Value>> inlineBody(OpBuilder &b, func::FuncOp fn, ValueRange args,
+                                         SymbolTable &symbols, int depth = 0);
+
+/// A new private function in `module` named after `base`, with an entry block.
+func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols, Location loc,
+                             StringRef base, FunctionType type);
+
+/// Runs `expand(op, callee)` on every ready transformation op of kind `OpT`
+/// until none is left or none is ready; the result replaces the op.
+template <typename OpT, typename Fn>
+LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand) {
+  while (true) {
+    SmallVector<OpT> pending;
+    module.walk([&](OpT op) { pending.push_back(op); });
+    bool progress = false;
+    for (OpT op : pending) {
+      auto callee = symbols.lookup<func::FuncOp>(op.getCallee());
+      if (!callee)
+        return op.emitError("unknown callee ") << op.getCallee();
+      if (!isReadyToTransform(callee, symbols))
+        continue;
+      FailureOr<func::FuncOp> derived = expand(op, callee);
+      if (failed(derived))
+        return failure();
+      OpBuilder b(op);
+      auto results = inlineBody(b, *derived, op->getOperands(), symbols);
+      if (failed(results))
+        return failure();
+      op->replaceAllUsesWith(*results);
+      op->erase();
+      symbols.erase(*derived);
+      progress = true;
+    }
+    if (!progress)
+      return success(); // the rest waits for other transformations
+  }
+}
+
+} // namespace mlir::ember
+
+#endif

@@ -1,0 +1,120 @@
+"""vmap: the function is traced per example into a private MLIR function and
+an `ember.vmap` op marks which inputs carry the batch dimension; the
+`ember-batch` pass (C++) rewrites the body with each op's batching rule."""
+
+import functools
+
+from ember._mlir import ir
+
+from . import core, tree_util
+from .core import as_value
+
+
+def _is_axis_leaf(x):
+    return x is None or isinstance(x, int)
+
+
+def _axes_for(prefix, tree, what):
+    """Broadcasts an in_axes/out_axes prefix over `tree`; returns one axis
+    (int or None) per leaf of `tree`."""
+    if _is_axis_leaf(prefix):
+        return [prefix] * len(tree_util.tree_leaves(tree))
+    node = tree_util._children(tree)
+    pnode = tree_util._children(prefix)
+    if node is None or pnode is None or node[0] is not pnode[0] or \
+            len(node[2]) != len(pnode[2]) or (node[0] is dict and node[1] != pnode[1]):
+        raise ValueError(f"vmap {what} specification must be a tree prefix of the "
+                         f"corresponding value, got specification {prefix} for value tree "
+                         f"{tree_util.tree_structure(tree)}.")
+    out = []
+    for p, t in zip(pnode[2], node[2]):
+        out.extend(_axes_for(p, t, what))
+    return out
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not (_is_axis_leaf(in_axes) or isinstance(in_axes, (tuple, dict))):
+        raise TypeError("vmap in_axes must be an int, None, or (nested) container with those "
+                        f"types as leaves, but got {in_axes}.")
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
+                             "corresponding to the positional arguments passed to the "
+                             f"function, but got len(in_axes)={len(in_axes)}, "
+                             f"len(args)={len(args)}")
+        if not core._trace_stack:
+            from .ad import _eager, _static_positions
+            dynamic = [i for i, a in enumerate(args)
+                       if not (isinstance(in_axes, tuple) and in_axes[i] is None)]
+            static = _static_positions(args, dynamic)
+            return _eager(lambda *a: _vmap_traced(fun, in_axes, out_axes, axis_size, a, kwargs),
+                          args, static)
+        return _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs)
+    return wrapped
+
+
+def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
+    import ember.numpy as jnp
+    leaves, treedef = tree_util.tree_flatten(args)
+    axes = _axes_for(in_axes, args, "in_axes")
+    kw_leaves, kw_def = tree_util.tree_flatten(kwargs)
+    leaves, axes = leaves + kw_leaves, axes + [0] * len(kw_leaves)
+    sizes, moved = [], []
+    for i, (x, ax) in enumerate(zip(leaves, axes)):
+        if ax is None:
+            moved.append(x)
+            continue
+        x = as_value(x)
+        if not -x.ndim <= ax < max(x.ndim, 1) or x.ndim == 0:
+            raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
+                             f"implies that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
+                             f"but is only {x.ndim} (its shape is {x.shape})")
+        ax = ax % x.ndim
+        sizes.append((i, x.shape[ax], ax, x.shape))
+        moved.append(jnp.moveaxis(x, ax, 0) if ax else x)
+    distinct = {s for _, s, _, _ in sizes}
+    if axis_size is not None:
+        distinct.add(axis_size)
+    if len(distinct) > 1:
+        lines = "\n".join(f"  argument {i} has shape {shape} and axis {ax} is to be mapped"
+                          for i, _, ax, shape in sizes)
+        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" + lines)
+    if not distinct:
+        raise ValueError("vmap must have at least one non-None value in in_axes")
+    n = distinct.pop()
+    batched_idx = [i for i, ax in enumerate(axes) if ax is not None]
+    example_avals = [moved[i].aval.update(shape=moved[i].shape[1:]) for i in batched_idx]
+    n_args = len(tree_util.tree_leaves(args))
+
+    def per_example(*xs):
+        full = list(moved)
+        for i, x in zip(batched_idx, xs):
+            full[i] = x
+        a = tree_util.tree_unflatten(treedef, full[:n_args])
+        k = tree_util.tree_unflatten(kw_def, full[n_args:])
+        return fun(*a, **k)
+
+    from .ad import _Traced
+    traced = _Traced(per_example, example_avals)
+    operands = [moved[i] for i in batched_idx] + traced.captured
+    flags = [True] * len(batched_idx) + [False] * len(traced.captured)
+    trace = core.current_trace()
+    ctx = core.context()
+    attrs = {"callee": ir.FlatSymbolRefAttr.get(traced.name, ctx),
+             "batched": ir.DenseBoolArrayAttr.get(flags, ctx),
+             "batch_size": core.i64_attr(n)}
+    res = trace.emit("ember.vmap", [trace.to_value(v) for v in operands],
+                     [a.update(shape=(n,) + a.shape) for a in traced.out_avals], attrs)
+    out = tree_util.tree_unflatten(traced.out_tree, res)
+    oaxes = _axes_for(out_axes, out, "out_axes")
+    final = []
+    for r, ax in zip(res, oaxes):
+        if ax is None:
+            final.append(r[0])
+        else:
+            final.append(jnp.moveaxis(r, 0, ax % r.ndim) if ax % r.ndim else r)
+    return tree_util.tree_unflatten(traced.out_tree, final)
