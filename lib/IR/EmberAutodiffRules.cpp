@@ -206,6 +206,53 @@ Value sortPermutation(R &r, SortOp op) {
   return s.getResult(op.getNumKeys());
 }
 
+/// Tangent of prod(x) over `dims`: sum_i t_i * prod_{j != i} x_j, with the
+/// products of the others taken as exclusive prefix times exclusive suffix
+/// products (exact when x has zeros; no division).
+Value prodTangent(R &r, Value x, Value t, ArrayRef<int64_t> dims) {
+  auto xt = r.ty(x);
+  // Bring the reduced dimensions last and flatten them into one.
+  SmallVector<int64_t> perm, kept;
+  int64_t m = 1;
+  for (int64_t i = 0; i < xt.getRank(); ++i)
+    if (!llvm::is_contained(dims, i)) {
+      perm.push_back(i);
+      kept.push_back(xt.getDimSize(i));
+    }
+  for (int64_t d : dims) {
+    perm.push_back(d);
+    m *= xt.getDimSize(d);
+  }
+  auto flatType = xt.clone([&] {
+    SmallVector<int64_t> s(kept);
+    s.push_back(m);
+    return s;
+  }());
+  auto flatten = [&](Value v) {
+    bool identity = true;
+    for (int64_t i = 0; i < (int64_t)perm.size(); ++i)
+      identity &= perm[i] == i;
+    if (!identity)
+      v = TransposeOp::create(r.b, r.loc, v, r.b.getDenseI64ArrayAttr(perm));
+    return r.reshape(v, flatType);
+  };
+  Value xf = flatten(x), tf = flatten(t);
+  int64_t last = flatType.getRank() - 1;
+  Value one = r.splat(RankedTensorType::get({}, xt.getElementType()), 1.0);
+  SmallVector<int64_t> zeros(flatType.getRank(), 0), lo(zeros), hi(zeros);
+  lo[last] = 1;
+  hi[last] = -1;
+  // Shifted right by one (a leading 1), then the inclusive scan: the exclusive prefix.
+  Value right = PadOp::create(r.b, r.loc, xf, one, r.b.getDenseI64ArrayAttr(lo),
+                              r.b.getDenseI64ArrayAttr(hi), r.b.getDenseI64ArrayAttr(zeros));
+  Value prefix = CumulativeOp::create(r.b, r.loc, right, ReduceKind::Prod, last, false);
+  Value left = PadOp::create(r.b, r.loc, xf, one, r.b.getDenseI64ArrayAttr(hi),
+                             r.b.getDenseI64ArrayAttr(lo), r.b.getDenseI64ArrayAttr(zeros));
+  Value suffix = CumulativeOp::create(r.b, r.loc, left, ReduceKind::Prod, last, true);
+  Value others = r.mul(prefix, suffix);
+  return r.reduceSum(r.mul(tf, others), {last});
+}
+
 } // namespace
 
 LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> t,
@@ -258,7 +305,7 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
           return pass(r.div(r.reduceSum(r.mul(t[0], loc), dims), count));
         }
         case ReduceKind::Prod:
-          return pass(r.reduceSum(r.mul(t[0], r.div(r.unreduce(y, r.ty(x), dims), x)), dims));
+          return pass(prodTangent(r, x, t[0], dims));
         default:
           return zero();
         }

@@ -408,8 +408,10 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 }
 
 OpFoldResult PadOp::fold(FoldAdaptor) {
-  if (getOperand().getType() == getType() &&
-      llvm::all_of(getInteriorPadding(), [](int64_t v) { return v == 0; }))
+  // Only no padding at all is the identity (low 1, high -1 shifts).
+  auto zero = [](int64_t v) { return v == 0; };
+  if (llvm::all_of(getEdgePaddingLow(), zero) && llvm::all_of(getEdgePaddingHigh(), zero) &&
+      llvm::all_of(getInteriorPadding(), zero))
     return getOperand();
   return {};
 }

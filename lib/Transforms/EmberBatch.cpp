@@ -58,8 +58,6 @@ FailureOr<func::FuncOp> deriveBatched(ModuleOp module, SymbolTable &symbols, Vma
       exampleArgs.push_back(arg);
     }
   }
-  Operation *bodyStart = exampleArgs.empty() ? nullptr : &body.back();
-  (void)bodyStart;
   auto results = inlineBody(b, callee, exampleArgs, symbols);
   if (failed(results))
     return failure();

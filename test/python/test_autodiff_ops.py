@@ -47,47 +47,50 @@ def away(shape, seed=0, lo=0.5, hi=2.0):
     return r.uniform(lo, hi, shape) * r.choice([-1.0, 1.0], shape)
 
 
-def numerical_jacobians(f, args, eps=EPS):
-    """Central-difference Jacobians of f (one array output) with respect to
-    each argument, as (out.size, arg.size) matrices, and f(*args)."""
-    fj = jax.jit(f)
-    y = np.asarray(fj(*args))
-    jacs = []
+def check_grads(f, *args, modes=("fwd", "rev"), rtol=TOL, atol=TOL, seed=1):
+    """Checks jax.jvp and jax.vjp of f (float64 arrays in, one array out)
+    against the central-difference Jacobian.
+
+    f, its JVP and its VJP are compiled together as one jitted function (one
+    compile per check); the finite differences reuse that compiled function."""
+    args = [np.asarray(a, np.float64) for a in args]
+    fwd, rev = "fwd" in modes, "rev" in modes
+
+    @jax.jit
+    def run(xs, ts, ct):
+        y = f(*xs)
+        tan = jax.jvp(f, tuple(xs), tuple(ts))[1] if fwd else y
+        grads = jax.vjp(f, *xs)[1](ct) if rev else ()
+        return y, tan, grads
+
+    out_shape = jax.eval_shape(f, *args).shape
+    r = _rng(seed)
+    ts = [r.standard_normal(a.shape) for a in args]
+    ct = r.standard_normal(out_shape)
+    y, tan, grads = run(args, ts, ct)
+    y = np.asarray(y)
+    assert y.shape == out_shape
+
+    def value(xs):
+        return np.asarray(run(xs, ts, ct)[0])
+
+    jacs = []  # (out.size, arg.size) central-difference Jacobians
     for k, a in enumerate(args):
         jac = np.zeros((y.size, a.size))
         for i in range(a.size):
             step = np.zeros(a.size)
-            step[i] = eps
+            step[i] = EPS
             step = step.reshape(a.shape)
-            hi = list(args)
-            lo = list(args)
-            hi[k] = a + step
-            lo[k] = a - step
-            d = np.asarray(fj(*hi)) - np.asarray(fj(*lo))
-            jac[:, i] = d.reshape(-1) / (2 * eps)
+            hi, lo = list(args), list(args)
+            hi[k], lo[k] = a + step, a - step
+            jac[:, i] = (value(hi) - value(lo)).reshape(-1) / (2 * EPS)
         jacs.append(jac)
-    return y, jacs
-
-
-def check_grads(f, *args, modes=("fwd", "rev"), rtol=TOL, atol=TOL, seed=1):
-    """Checks jax.jvp and jax.vjp of f (float64 arrays in, one array out)
-    against the finite-difference Jacobian."""
-    args = [np.asarray(a, np.float64) for a in args]
-    y, jacs = numerical_jacobians(f, args)
-    r = _rng(seed)
-    if "fwd" in modes:
-        ts = [r.standard_normal(a.shape) for a in args]
-        out, tan = jax.jvp(f, tuple(args), tuple(ts))
-        np.testing.assert_allclose(np.asarray(out), y, rtol=1e-12, atol=1e-12)
+    if fwd:
+        tan = np.asarray(tan)
+        assert tan.shape == y.shape and tan.dtype == np.float64
         want = sum(j @ t.reshape(-1) for j, t in zip(jacs, ts)).reshape(y.shape)
-        assert np.asarray(tan).shape == y.shape
-        assert np.asarray(tan).dtype == np.float64
-        np.testing.assert_allclose(np.asarray(tan), want, rtol=rtol, atol=atol)
-    if "rev" in modes:
-        ct = r.standard_normal(y.shape)
-        out, pullback = jax.vjp(f, *args)
-        np.testing.assert_allclose(np.asarray(out), y, rtol=1e-12, atol=1e-12)
-        grads = pullback(ct)
+        np.testing.assert_allclose(tan, want, rtol=rtol, atol=atol)
+    if rev:
         assert isinstance(grads, tuple) and len(grads) == len(args)
         for g, j, a in zip(grads, jacs, args):
             g = np.asarray(g)
@@ -343,7 +346,7 @@ REDUCTIONS = {
     "sum_all": (jnp.sum, _u(-1, 1), (2, 3)),
     "sum_axis0": (lambda x: jnp.sum(x, axis=0), _u(-1, 1), (2, 3)),
     "sum_keepdims": (lambda x: jnp.sum(x, axis=1, keepdims=True), _u(-1, 1), (2, 3)),
-    "sum_scalar": (jnp.sum, _u(-1, 1), ()),
+    "sum_scalar": (lambda x: jnp.sum(x) * 3.0, _u(-1, 1), ()),
     "mean_axes": (lambda x: jnp.mean(x, axis=(0, 2)), _u(-1, 1), (2, 3, 2)),
     "mean_all": (jnp.mean, _u(-1, 1), (4,)),
     "max_axis": (lambda x: jnp.max(x, axis=1), _u(-1, 1), (2, 3)),
@@ -400,10 +403,10 @@ def test_convert_float64_to_float32():
     (g,) = jax.vjp(f, x)[1](ct)
     assert np.asarray(g).dtype == np.float64
     np.testing.assert_array_equal(np.asarray(g), ct.astype(np.float64))
-    # Composed with float64 math: d/dx [x * f32(x)] = f32(x) + x.
+    # Composed with float64 math: d/dx [x * f32(x)] = f32(x) + f32(1 * x), the
+    # cotangent of the second factor being rounded through float32 (as in JAX).
     g = jax.grad(lambda x: jnp.sum(x * f(x).astype(jnp.float64)))(x)
-    np.testing.assert_allclose(np.asarray(g), x.astype(np.float32).astype(np.float64) + x,
-                               rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(g), 2 * x.astype(np.float32).astype(np.float64))
 
 
 def test_convert_float32_to_float64():
@@ -483,6 +486,26 @@ def test_cumprod_jacobian_with_zero():
 def test_lgamma_second_derivative():
     g2 = jax.grad(jax.grad(lax.lgamma))(2.5)
     np.testing.assert_allclose(float(g2), 0.4903577561002349, rtol=1e-10)  # trigamma(2.5)
+
+
+IDENTITY_CRASH = """
+import numpy as np, ember as jax, ember.numpy as jnp
+print(float(jax.grad(lambda x: x)(2.0)), float(jax.grad(jnp.sum)(np.float32(2.0))))
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="vjp of a function that returns its input unchanged "
+                   "aborts the process: Deriver::deriveVjp dereferences body.end() "
+                   "(`&*b.getInsertionPoint()`) when the inlined body has no ops; repro: "
+                   "ember-opt --ember-autodiff on `func @f(%a) { return %a }` under ember.vjp")
+def test_vjp_of_identity():
+    # In a subprocess: the failure is an LLVM assertion (SIGABRT).
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", IDENTITY_CRASH], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["1.0", "1.0"]
 
 
 @pytest.mark.xfail(strict=True, reason="ember.cumulative kind max/min has no JVP rule")
@@ -597,7 +620,7 @@ def test_second_order_unary(name):
 
 
 SECOND_ORDER_MISC = {
-    "pow": lambda x: jnp.sum(jnp.power(x[:2], x[2:])),
+    "pow": lambda x: jnp.sum(jnp.power(x[:2] ** 2 + 0.5, x[2:])),
     "div_arctan2": lambda x: jnp.sum(x[:2] / x[2:] + jnp.arctan2(x[:2], x[2:])),
     "maximum": lambda x: jnp.sum(jnp.maximum(x[:2] ** 2, x[2:])),
     "matmul": lambda x: jnp.sum(jnp.tanh(x.reshape(2, 2) @ x.reshape(2, 2))),

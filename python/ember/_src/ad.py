@@ -176,7 +176,10 @@ def _check_argnums(argnums, n):
     nums = (argnums,) if single else tuple(argnums)
     for a in nums:
         if not -n <= a < n:
-            raise ValueError(f"argnums {argnums} out of range for {n} positional arguments")
+            raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
+                            f"least {max(a + 1 if a >= 0 else -a for a in nums)} positional "
+                            f"arguments to be passed by the caller, but got only {n} "
+                            "positional arguments.")
     return single, tuple(a % n for a in nums)
 
 
@@ -249,7 +252,8 @@ def jvp(fun, primals, tangents, has_aux=False):
         raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; "
                         f"found {type(primals).__name__} and {type(tangents).__name__}")
     if len(primals) != len(tangents):
-        raise ValueError("jvp called with different primal and tangent structures")
+        raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
+                        f"structure; got {len(primals)} primals and {len(tangents)} tangents")
     if not core._trace_stack:
         return _eager(lambda p, t: _jvp_traced(fun, p, t, has_aux), (tuple(primals), tuple(tangents)))
     return _jvp_traced(fun, tuple(primals), tuple(tangents), has_aux)
@@ -260,8 +264,9 @@ def _jvp_traced(fun, primals, tangents, has_aux):
     leaves, treedef = tree_util.tree_flatten(primals)
     t_leaves, t_def = tree_util.tree_flatten(tangents)
     if t_def != treedef:
-        raise ValueError("jvp called with different primal and tangent structures "
-                         f"({treedef} vs {t_def})")
+        raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
+                        f"structure; primals have tree structure {treedef} whereas tangents "
+                        f"have tree structure {t_def}")
     vals = [as_value(x) for x in leaves]
     for v, t in zip(vals, t_leaves):
         if as_value(t).shape != v.shape:

@@ -361,11 +361,20 @@ def log10(x):
     return divide(log(x), _to(_math.log(10), x.dtype))
 
 
+def _softplus_safe(t):
+    """log(1 + exp(t)) as a select of two branches that are each smooth and
+    overflow-free, so that its derivative is sigmoid(t) everywhere (also at 0,
+    where max/abs formulations give JAX's tie conventions instead)."""
+    pos = greater(t, 0)
+    tp = where(pos, t, zeros_like(t))
+    tn = where(pos, zeros_like(t), t)
+    return where(pos, add(tp, log1p(exp(negative(tp)))), log1p(exp(tn)))
+
+
 def logaddexp(x, y):
     x, y = _promote(x, y, to_inexact=True)
-    m = maximum(x, y)
     d = subtract(x, y)
-    r = add(m, log1p(exp(negative(abs(d)))))
+    r = where(greater(x, y), add(x, _softplus_safe(negative(d))), add(y, _softplus_safe(d)))
     return where(isnan(d), add(x, y), r)
 
 
@@ -1344,8 +1353,8 @@ def _cum(kind):
             a, axis = ravel(a), 0
         if dtype is not None:
             a = _to(a, _dt.canonicalize_dtype(dtype))
-        elif kind in ("sum", "prod") and (_dt.is_bool(a.dtype) or (_dt.is_int(a.dtype) and a.dtype.itemsize < 4)):
-            a = _to(a, _dt.default_int())
+        elif kind in ("sum", "prod") and _dt.is_bool(a.dtype):
+            a = _to(a, _dt.default_int())  # JAX promotes bools only, not small ints
         return getattr(lax, f"cum{kind}")(a, _axis(axis, a.ndim))
     return f
 

@@ -1,0 +1,46 @@
+// RUN: ember-opt %s -canonicalize -split-input-file | FileCheck %s
+
+// A pad whose low and high cancel out is a shift, not the identity.
+// CHECK-LABEL: func @pad_shift_not_folded
+// CHECK: ember.pad
+func.func @pad_shift_not_folded(%x: tensor<3xf32>, %p: tensor<f32>) -> tensor<3xf32> {
+  %0 = ember.pad %x, %p, low = [1], high = [-1], interior = [0] : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @pad_zero_folded
+// CHECK-NOT: ember.pad
+func.func @pad_zero_folded(%x: tensor<3xf32>, %p: tensor<f32>) -> tensor<3xf32> {
+  %0 = ember.pad %x, %p, low = [0], high = [0], interior = [0] : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @identities
+// CHECK-NEXT: return %arg0
+func.func @identities(%x: tensor<2x3xi32>) -> tensor<2x3xi32> {
+  %z = ember.constant dense<0> : tensor<2x3xi32>
+  %o = ember.constant dense<1> : tensor<2x3xi32>
+  %0 = ember.add %x, %z : tensor<2x3xi32>
+  %1 = ember.mul %0, %o : tensor<2x3xi32>
+  %2 = ember.transpose %1, dims = [0, 1] : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  %3 = ember.reshape %2 : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  %4 = ember.neg %3 : tensor<2x3xi32>
+  %5 = ember.neg %4 : tensor<2x3xi32>
+  return %5 : tensor<2x3xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func @constant_fold
+// CHECK: ember.constant dense<[4.000000e+00, 6.000000e+00]>
+// CHECK-NOT: ember.add
+func.func @constant_fold() -> tensor<2xf32> {
+  %a = ember.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = ember.constant dense<[3.0, 4.0]> : tensor<2xf32>
+  %0 = ember.add %a, %b : tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
