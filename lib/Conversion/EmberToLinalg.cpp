@@ -468,7 +468,14 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
     auto r = linalg::ReduceOp::create(
         rewriter, loc, adaptor.getOperand(), init, op.getDimensions(),
         [&](OpBuilder &b, Location l, ValueRange args) {
-          linalg::YieldOp::create(b, l, buildCombiner(b, l, kind, args[0], args[1], orig));
+          Value v = buildCombiner(b, l, kind, args[0], args[1], orig);
+          // Reductions may reassociate (as XLA's do): LLVM then vectorizes
+          // the reduction loop with several partial accumulators.
+          if (auto fm = v.getDefiningOp<arith::ArithFastMathInterface>())
+            v.getDefiningOp()->setAttr(
+                fm.getFastMathAttrName(),
+                arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::reassoc));
+          linalg::YieldOp::create(b, l, v);
         });
     rewriter.replaceOp(op, r.getResults());
     return success();

@@ -574,6 +574,7 @@ def asarray_concrete(x, dtype=None):
 # --------------------------------------------------------------------------
 
 _PIPELINE = "builtin.module(ember-cpu-pipeline)"
+_OPT_LEVEL = int(os.environ.get("EMBER_OPT_LEVEL", "2"))
 _dump_dir = os.environ.get("EMBER_DUMP_DIR")
 
 
@@ -590,7 +591,7 @@ class Executable:
             self.stages = run_pipeline(module)
             try:
                 self.kernel = _ember_runtime.Kernel(
-                    module, 3, [a.shape for a in self.in_avals],
+                    module, _OPT_LEVEL, [a.shape for a in self.in_avals],
                     [a.dtype.itemsize for a in self.in_avals],
                     [a.shape for a in self.out_avals],
                     [a.dtype.itemsize for a in self.out_avals])

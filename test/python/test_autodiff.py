@@ -1,0 +1,468 @@
+"""The differentiation API (grad, value_and_grad, vjp, jvp, linearize, jacfwd,
+jacrev, hessian, stop_gradient, checkpoint): argnums, has_aux, pytrees,
+higher order, composition with jit, closures, JAX's conventions at
+non-differentiable points and the errors. Default (float32) mode; the
+per-op finite-difference checks in float64 are in test_autodiff_ops.py."""
+
+import ember as jax
+import ember.numpy as jnp
+import numpy as np
+import pytest
+from ember import lax, nn
+
+X = np.array([0.5, -1.0, 2.0], np.float32)
+Y = np.array([1.5, 0.25, -0.75], np.float32)
+
+
+def close(a, b, tol=1e-5):
+    np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(b, np.float64),
+                               rtol=tol, atol=tol)
+
+
+def f3(a, b, c):
+    return jnp.sum(a * jnp.sin(b) * c ** 2)
+
+
+# --------------------------------------------------------------------------
+# argnums, value_and_grad, has_aux
+# --------------------------------------------------------------------------
+
+
+def test_grad_argnums_int():
+    c = X + 2
+    close(jax.grad(f3)(X, Y, c), np.sin(Y) * c ** 2)
+    close(jax.grad(f3, argnums=1)(X, Y, c), X * np.cos(Y) * c ** 2)
+    close(jax.grad(f3, argnums=-1)(X, Y, c), 2 * X * np.sin(Y) * c)
+
+
+def test_grad_argnums_tuple():
+    c = X + 2
+    g = jax.grad(f3, argnums=(0, 2))(X, Y, c)
+    assert isinstance(g, tuple) and len(g) == 2
+    close(g[0], np.sin(Y) * c ** 2)
+    close(g[1], 2 * X * np.sin(Y) * c)
+    (g0,) = jax.grad(f3, argnums=(1,))(X, Y, c)
+    close(g0, X * np.cos(Y) * c ** 2)
+
+
+def test_value_and_grad():
+    v, g = jax.value_and_grad(f3, argnums=(0, 1))(X, Y, 2.0)
+    close(v, np.sum(X * np.sin(Y) * 4))
+    close(g[0], np.sin(Y) * 4)
+    close(g[1], X * np.cos(Y) * 4)
+
+
+def test_grad_has_aux():
+    def f(x):
+        return jnp.sum(x ** 2), {"mean": jnp.mean(x), "x2": x * 2}
+
+    g, aux = jax.grad(f, has_aux=True)(X)
+    close(g, 2 * X)
+    assert set(aux) == {"mean", "x2"}
+    close(aux["mean"], X.mean())
+    close(aux["x2"], 2 * X)
+    (v, aux), g = jax.value_and_grad(f, has_aux=True)(X)
+    close(v, np.sum(X ** 2))
+    close(aux["x2"], 2 * X)
+    close(g, 2 * X)
+
+
+def test_grad_has_aux_argnums():
+    g, aux = jax.grad(lambda a, b: (jnp.sum(a * b), b - 1), argnums=(0, 1), has_aux=True)(X, Y)
+    close(g[0], Y)
+    close(g[1], X)
+    close(aux, Y - 1)
+
+
+def test_grad_kwargs_and_static_python_values():
+    def f(x, n, scale=1.0):
+        return jnp.sum(x ** n) * scale
+
+    close(jax.grad(f)(X, 3, scale=2.0), 6 * X ** 2)
+    # a non-differentiated integer array argument
+    close(jax.grad(lambda x, i: jnp.sum(x * i))(X, np.array([1, 2, 3])), [1, 2, 3])
+
+
+def test_grad_dtypes():
+    assert np.asarray(jax.grad(lambda x: jnp.sum(x ** 2))(X)).dtype == np.float32
+    g = jax.grad(lambda x: jnp.sum(x ** 2))(np.ones(2, np.float16))
+    assert np.asarray(g).dtype == np.float16
+    g = jax.grad(lambda x: x * 2.0)(3.0)
+    assert np.asarray(g).dtype == np.float32 and float(g) == 2.0
+
+
+def test_grad_of_constant_function():
+    assert float(jax.grad(lambda x: 3.0)(1.0)) == 0.0
+    close(jax.grad(lambda x, y: jnp.sum(x), argnums=1)(X, Y), np.zeros(3))
+
+
+# --------------------------------------------------------------------------
+# Pytrees
+# --------------------------------------------------------------------------
+
+
+def test_grad_pytree_input():
+    params = {"w": X, "b": (Y, 2.0)}
+    g = jax.grad(lambda p: jnp.sum(p["w"] * p["b"][0]) * p["b"][1])(params)
+    assert set(g) == {"w", "b"} and isinstance(g["b"], tuple)
+    close(g["w"], 2 * Y)
+    close(g["b"][0], 2 * X)
+    close(g["b"][1], np.sum(X * Y))
+    g = jax.grad(lambda ps: jnp.sum(ps[0] * ps[1]))([X, Y])
+    assert isinstance(g, list)
+    close(g[1], X)
+
+
+def test_vjp_pytrees():
+    def f(p, s):
+        return {"prod": p["a"] * p["b"], "sum": jnp.sum(p["a"]) * s}
+
+    out, pullback = jax.vjp(f, {"a": X, "b": Y}, 3.0)
+    close(out["prod"], X * Y)
+    close(out["sum"], 3 * X.sum())
+    ct = {"prod": np.ones(3, np.float32), "sum": np.float32(2.0)}
+    gp, gs = pullback(ct)
+    close(gp["a"], Y + 6)
+    close(gp["b"], X)
+    close(gs, 2 * X.sum())
+    # the pullback can be called again with another cotangent
+    gp2, _ = pullback({"prod": 2 * np.ones(3, np.float32), "sum": np.float32(0.0)})
+    close(gp2["a"], 2 * Y)
+
+
+def test_vjp_multiple_outputs_and_has_aux():
+    out, pullback, aux = jax.vjp(lambda a: ((a ** 2, jnp.sum(a)), a + 1), X, has_aux=True)
+    close(out[0], X ** 2)
+    close(aux, X + 1)
+    (g,) = pullback((np.ones(3, np.float32), np.float32(1.0)))
+    close(g, 2 * X + 1)
+
+
+def test_vjp_inside_jit():
+    @jax.jit
+    def f(x, ct):
+        y, pullback = jax.vjp(lambda x: jnp.sin(x) * x, x)
+        return y, pullback(ct)[0]
+
+    y, g = f(X, Y)
+    close(y, np.sin(X) * X)
+    close(g, Y * (np.cos(X) * X + np.sin(X)))
+
+
+def test_jvp_pytrees():
+    def f(p):
+        return {"a": p["x"] * p["y"], "b": (jnp.sum(p["x"]),)}
+
+    primals = ({"x": X, "y": Y},)
+    tangents = ({"x": np.ones(3, np.float32), "y": np.zeros(3, np.float32)},)
+    out, tan = jax.jvp(f, primals, tangents)
+    close(out["a"], X * Y)
+    close(tan["a"], Y)
+    assert isinstance(tan["b"], tuple)
+    close(tan["b"][0], 3.0)
+    # list primals and Python scalars
+    out, tan = jax.jvp(lambda a, b: a * b, [2.0, 3.0], [1.0, 0.0])
+    assert float(out) == 6.0 and float(tan) == 3.0
+
+
+def test_jvp_has_aux():
+    out, tan, aux = jax.jvp(lambda a: (a ** 2, a + 1), (X,), (np.ones(3, np.float32),),
+                            has_aux=True)
+    close(out, X ** 2)
+    close(tan, 2 * X)
+    close(aux, X + 1)
+
+
+def test_linearize():
+    out, f_jvp = jax.linearize(lambda x: jnp.sin(x) * 2, X)
+    close(out, 2 * np.sin(X))
+    close(f_jvp(np.ones(3, np.float32)), 2 * np.cos(X))
+    close(f_jvp(Y), 2 * np.cos(X) * Y)
+
+
+# --------------------------------------------------------------------------
+# Higher order
+# --------------------------------------------------------------------------
+
+
+def test_grad_of_grad():
+    close(jax.grad(jax.grad(jnp.sin))(1.0), -np.sin(1.0))
+    close(jax.grad(jax.grad(lambda x: x ** 3))(2.0), 12.0)
+    close(jax.grad(jax.grad(jax.grad(jnp.sin)))(1.0), -np.cos(1.0))
+    close(jax.grad(jax.grad(lambda x: jnp.exp(-x ** 2)))(0.5),
+          (4 * 0.25 - 2) * np.exp(-0.25))
+
+
+def test_grad_of_grad_two_arguments():
+    # d/dy d/dx (x^2 y^3) = 6 x y^2
+    def f(x, y):
+        return x ** 2 * y ** 3
+
+    close(jax.grad(jax.grad(f, argnums=0), argnums=1)(1.5, 2.0), 6 * 1.5 * 4)
+
+
+def test_perturbation_confusion():
+    # d/dx [x * d/dy (x + y)] = 1 (the inner derivative must not see x's perturbation)
+    def outer(x):
+        return x * jax.grad(lambda y: x + y)(1.0)
+
+    close(jax.grad(outer)(3.0), 1.0)
+
+    def outer2(x):
+        return jax.grad(lambda y: x * y)(2.0) * x
+
+    close(jax.grad(outer2)(3.0), 6.0)
+
+
+def test_forward_over_reverse_and_reverse_over_forward():
+    f = lambda x: jnp.sum(jnp.sin(x) * x)
+    h = np.diag(2 * np.cos(X) - X * np.sin(X))
+    _, hvp = jax.jvp(jax.grad(f), (X,), (Y,))
+    close(hvp, h @ Y)
+    g = jax.grad(lambda x: jnp.sum(jax.jvp(f, (x,), (Y,))[1]))(X)
+    close(g, h @ Y)
+
+
+def test_hessian_analytic():
+    a = np.array([[2.0, 1.0, 0.0], [0.5, 3.0, -1.0], [0.0, 2.0, 1.0]], np.float32)
+    close(jax.hessian(lambda x: x @ a @ x)(X), a + a.T)
+    close(jax.hessian(lambda x: jnp.sum(jnp.sin(x)))(X), np.diag(-np.sin(X)))
+    close(jax.hessian(lambda x: jnp.sum(x) ** 3)(X), 6 * X.sum() * np.ones((3, 3)))
+
+
+def test_hessian_argnums_and_has_aux():
+    h, aux = jax.hessian(lambda a, b: (jnp.sum(a ** 2 * b), b.mean()), argnums=1,
+                         has_aux=True)(X, Y)
+    close(h, np.zeros((3, 3)))
+    close(aux, Y.mean())
+    hv = jax.hessian(lambda a, b: jnp.sum(a ** 2 * b))(X, Y)
+    close(hv, np.diag(2 * Y))
+
+
+def test_nn_loss_hessian_is_symmetric():
+    def loss(w):
+        return nn.logsumexp(w * X) - jnp.sum(jnp.tanh(w) * Y)
+
+    h = np.asarray(jax.hessian(loss)(Y))
+    close(h, h.T)
+
+
+# --------------------------------------------------------------------------
+# Jacobians
+# --------------------------------------------------------------------------
+
+JAC_FUNS = {
+    "elementwise": lambda x: jnp.sin(x) * x[0],
+    "matvec": lambda x: jnp.array([[1.0, 2.0, 3.0], [0.0, -1.0, 4.0]]) @ jnp.tanh(x),
+    "softmax": lambda x: nn.softmax(x),
+    "scalar_out": lambda x: jnp.sum(x ** 3),
+    "sort_cumsum": lambda x: jnp.cumsum(jnp.sort(x)),
+}
+
+
+@pytest.mark.parametrize("name", list(JAC_FUNS))
+def test_jacfwd_equals_jacrev(name):
+    f = JAC_FUNS[name]
+    jf = np.asarray(jax.jacfwd(f)(X))
+    jr = np.asarray(jax.jacrev(f)(X))
+    out_shape = np.asarray(jax.jit(f)(X)).shape
+    assert jf.shape == jr.shape == out_shape + X.shape
+    close(jf, jr)
+
+
+def test_jacobian_values_and_structure():
+    j = jax.jacrev(lambda x: jnp.sin(x) * x[0])(X)
+    want = np.diag(np.cos(X) * X[0])
+    want[:, 0] += np.sin(X)
+    close(j, want)
+    # argnums tuple: one Jacobian per argument
+    ja, jb = jax.jacfwd(lambda a, b: a * b, argnums=(0, 1))(X, Y)
+    close(ja, np.diag(Y))
+    close(jb, np.diag(X))
+    # dict input: the input structure nested inside the output
+    jd = jax.jacrev(lambda p: p["a"] * p["b"])({"a": X, "b": Y})
+    close(jd["a"], np.diag(Y))
+    close(jd["b"], np.diag(X))
+    # matrix input
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    jm = jax.jacfwd(lambda m: jnp.sum(m, axis=1))(m)
+    assert np.asarray(jm).shape == (2, 2, 3)
+    close(jm, np.repeat(np.eye(2)[:, :, None], 3, axis=2))
+
+
+def test_jacobian_has_aux():
+    jr, aux = jax.jacrev(lambda a: (a * 2, {"s": jnp.sum(a)}), has_aux=True)(X)
+    close(jr, 2 * np.eye(3))
+    close(aux["s"], X.sum())
+    jf, aux = jax.jacfwd(lambda a: (a * 2, a - 1), has_aux=True)(X)
+    close(jf, 2 * np.eye(3))
+    close(aux, X - 1)
+
+
+# --------------------------------------------------------------------------
+# Composition with jit, closures
+# --------------------------------------------------------------------------
+
+
+def _loss(x, w):
+    return jnp.sum(jnp.tanh(x * w) ** 2) + jnp.max(x)
+
+
+def test_jit_of_grad_equals_grad():
+    close(jax.jit(jax.grad(_loss))(X, Y), jax.grad(_loss)(X, Y))
+    close(jax.jit(jax.grad(_loss, argnums=1))(X, Y), jax.grad(_loss, argnums=1)(X, Y))
+
+
+def test_grad_of_jit():
+    close(jax.grad(jax.jit(_loss))(X, Y), jax.grad(_loss)(X, Y))
+    g = jax.grad(jax.jit(lambda x, n: jnp.sum(x ** n), static_argnums=1))(X, 3)
+    close(g, 3 * X ** 2)
+
+
+def test_nested_jit_grad():
+    f = jax.jit(jax.grad(jax.jit(jax.grad(lambda x: jnp.sin(x) * x))))
+    close(f(1.0), 2 * np.cos(1.0) - np.sin(1.0))
+
+
+def test_grad_closure_over_traced_values():
+    f = jax.jit(lambda w, x: jax.grad(lambda x: jnp.sum(w * x ** 2))(x))
+    close(f(Y, X), 2 * Y * X)
+    # the outer derivative sees through the closure
+    g = jax.grad(lambda w: jnp.sum(jax.grad(lambda x: jnp.sum(w * x ** 2))(X)))(Y)
+    close(g, 2 * X)
+
+
+def test_checkpoint():
+    f = lambda x: jnp.sum(jnp.sin(jnp.cos(x)) * x)
+    close(jax.grad(jax.checkpoint(f))(X), jax.grad(f)(X))
+    close(jax.jit(jax.grad(jax.remat(f)))(X), jax.grad(f)(X))
+
+
+# --------------------------------------------------------------------------
+# stop_gradient
+# --------------------------------------------------------------------------
+
+
+def test_stop_gradient():
+    close(jax.grad(lambda x: jnp.sum(lax.stop_gradient(x) * x))(X), X)
+    close(jax.grad(lambda x: jnp.sum(lax.stop_gradient(x ** 2)))(X), np.zeros(3))
+    _, t = jax.jvp(lambda x: lax.stop_gradient(jnp.sin(x)), (X,), (Y,))
+    close(t, np.zeros(3))
+    # the value passes through unchanged; pytrees and integers are accepted
+    close(jax.jit(lax.stop_gradient)(X), X)
+    out = lax.stop_gradient({"a": X, "i": np.array([1, 2])})
+    close(out["a"], X)
+    np.testing.assert_array_equal(np.asarray(out["i"]), [1, 2])
+
+
+# --------------------------------------------------------------------------
+# JAX's conventions at non-differentiable points
+# --------------------------------------------------------------------------
+
+
+def test_abs_at_zero():
+    assert float(jax.grad(jnp.abs)(0.0)) == 1.0
+    assert float(jax.grad(jnp.abs)(-2.0)) == -1.0
+    assert float(jax.jvp(jnp.abs, (0.0,), (3.0,))[1]) == 3.0
+
+
+def test_relu_at_zero():
+    assert float(jax.grad(nn.relu)(0.0)) == 0.0
+    assert float(jax.grad(nn.relu)(1.0)) == 1.0
+
+
+def test_maximum_minimum_ties_split_evenly():
+    gx, gy = jax.grad(jnp.maximum, argnums=(0, 1))(1.0, 1.0)
+    assert (float(gx), float(gy)) == (0.5, 0.5)
+    gx, gy = jax.grad(jnp.minimum, argnums=(0, 1))(2.0, 2.0)
+    assert (float(gx), float(gy)) == (0.5, 0.5)
+    gx, gy = jax.grad(jnp.maximum, argnums=(0, 1))(3.0, 1.0)
+    assert (float(gx), float(gy)) == (1.0, 0.0)
+    # reductions share the cotangent among the tied maxima
+    close(jax.grad(jnp.max)(np.array([1.0, 3.0, 3.0], np.float32)), [0, 0.5, 0.5])
+    close(jax.grad(jnp.min)(np.array([0.0, 0.0, 1.0, 0.0], np.float32)), [1 / 3, 1 / 3, 0, 1 / 3])
+
+
+def test_sqrt_at_zero_is_inf():
+    assert np.isinf(float(jax.grad(jnp.sqrt)(0.0)))
+
+
+def test_where_safe_pattern():
+    def safe(x):
+        return jnp.where(x > 0, jnp.sqrt(jnp.where(x > 0, x, 1.0)), 0.0)
+
+    def unsafe(x):
+        return jnp.where(x > 0, jnp.sqrt(x), 0.0)
+
+    assert float(jax.grad(safe)(0.0)) == 0.0
+    close(jax.grad(safe)(4.0), 0.25)
+    # as in JAX: the untaken branch's inf times a zero cotangent is nan
+    assert np.isnan(float(jax.grad(unsafe)(0.0)))
+
+
+def test_power_at_zero():
+    assert float(jax.grad(lambda x: x ** 2)(0.0)) == 0.0
+    assert float(jax.grad(lambda x: jnp.power(x, 0.0))(0.0)) == 0.0
+    assert float(jax.grad(lambda y: jnp.power(0.0, y))(2.0)) == 0.0
+
+
+def test_piecewise_constant_ops_have_zero_derivative():
+    for f in (jnp.sign, jnp.floor, jnp.ceil, jnp.round):
+        assert float(jax.grad(f)(2.3)) == 0.0
+    close(jax.grad(lambda x: jnp.sum(x * jnp.argmax(x)))(X), [2, 2, 2])
+
+
+# --------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------
+
+
+def test_grad_of_non_scalar_output_raises():
+    with pytest.raises(TypeError, match="scalar-output"):
+        jax.grad(lambda x: x * 2)(X)
+    with pytest.raises(TypeError, match="scalar-output"):
+        jax.jit(jax.grad(lambda x: x * 2))(X)
+
+
+def test_grad_of_integer_input_raises():
+    with pytest.raises(TypeError, match="int32"):
+        jax.grad(lambda x: jnp.sum(x * 2.0))(np.array([1, 2]))
+    with pytest.raises(TypeError):
+        jax.grad(lambda x: x * 2.0)(3)
+    with pytest.raises(TypeError):
+        jax.grad(lambda a, i: jnp.sum(a * i), argnums=(0, 1))(X, np.array([1, 2, 3]))
+
+
+def test_grad_of_integer_output_raises():
+    with pytest.raises(TypeError):
+        jax.grad(lambda x: jnp.sum(x).astype(jnp.int32))(X)
+
+
+def test_vjp_wrong_cotangent_shape_raises():
+    _, pullback = jax.vjp(jnp.sin, X)
+    with pytest.raises(ValueError, match="shape"):
+        pullback(np.ones(2, np.float32))
+    with pytest.raises(ValueError):
+        jax.jit(lambda x: jax.vjp(jnp.sin, x)[1](jnp.ones(2)))(X)
+    _, pullback = jax.vjp(lambda x: (x, x), X)
+    with pytest.raises(ValueError):
+        pullback(np.ones(3, np.float32))  # one leaf for two outputs
+
+
+def test_jvp_errors():
+    with pytest.raises(ValueError, match="shape"):
+        jax.jvp(jnp.sin, (X,), (np.ones(2, np.float32),))
+    with pytest.raises(TypeError):
+        jax.jvp(jnp.sin, X, X)  # not tuples
+    with pytest.raises(TypeError):
+        jax.jvp(lambda a, b: a * b, (X, Y), (X,))
+
+
+def test_has_aux_requires_pair():
+    with pytest.raises(TypeError, match="has_aux"):
+        jax.grad(lambda a: jnp.sum(a), has_aux=True)(X)
+
+
+def test_argnums_out_of_range():
+    with pytest.raises(TypeError, match="argnums"):
+        jax.grad(lambda a: jnp.sum(a), argnums=1)(X)
