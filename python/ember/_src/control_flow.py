@@ -1,0 +1,236 @@
+"""lax control flow.
+
+`cond`/`switch` evaluate every branch and select the result; `scan`,
+`fori_loop` (static bounds) and `map` unroll the loop into the traced
+function. That keeps them differentiable and batchable through the ember
+passes without control-flow ops. `while_loop` runs on the host outside of
+traces (each step compiled). The region ops of issue #6 (a real `ember.while`
+with per-iteration residuals, `ember.case`) are the planned replacement; see
+the README's status table for what this does not cover yet.
+"""
+
+import numpy as np
+
+from . import core, dtypes, tree_util
+from .core import as_value
+
+
+def _jnp():
+    import ember.numpy as jnp
+    return jnp
+
+
+def _lax():
+    from ember._src import lax
+    return lax
+
+
+def _eager(fun, args):
+    from .ad import _eager as run
+    return run(fun, args)
+
+
+def _check_same(a, b, what, names=("true_fun", "false_fun")):
+    la, ta = tree_util.tree_flatten(a)
+    lb, tb = tree_util.tree_flatten(b)
+    if ta != tb:
+        raise TypeError(f"{what}: {names[0]} and {names[1]} outputs must have identical "
+                        f"pytree structure, got {ta} and {tb} (at {core.where()})")
+    for i, (x, y) in enumerate(zip(la, lb)):
+        x, y = as_value(x), as_value(y)
+        if x.shape != y.shape or x.dtype != y.dtype:
+            raise TypeError(f"{what}: {names[0]} and {names[1]} outputs must have identical "
+                            f"types, got leaf {i}: {x.aval.str_short()} vs "
+                            f"{y.aval.str_short()} (at {core.where()})")
+
+
+def _pred_scalar(pred, what):
+    p = as_value(pred)
+    if p.shape != ():
+        raise TypeError(f"{what}: pred must be a scalar, got shape {p.shape} "
+                        f"(at {core.where()})")
+    if not dtypes.is_bool(p.dtype):
+        p = _lax().ne(p, _lax().full((), 0, p.dtype))
+    return p
+
+
+def cond(pred, true_fun, false_fun, *operands):
+    if not core._trace_stack:
+        return _eager(lambda p, *ops: _cond_traced(p, true_fun, false_fun, ops),
+                      (pred,) + tuple(operands))
+    return _cond_traced(pred, true_fun, false_fun, operands)
+
+
+def _cond_traced(pred, true_fun, false_fun, operands):
+    p = _pred_scalar(pred, "cond")
+    t = true_fun(*operands)
+    f = false_fun(*operands)
+    _check_same(t, f, "cond")
+    lax = _lax()
+
+    def sel(a, b):
+        a, b = as_value(a), as_value(b)
+        pb = lax.broadcast(p, a.shape) if a.shape else p
+        return lax.select(pb, a, b)
+    return tree_util.tree_map(sel, t, f)
+
+
+def switch(index, branches, *operands):
+    branches = list(branches)
+    if not branches:
+        raise ValueError("switch: branches must be a non-empty sequence of callables")
+    if not core._trace_stack:
+        return _eager(lambda i, *ops: _switch_traced(i, branches, ops), (index,) + tuple(operands))
+    return _switch_traced(index, branches, operands)
+
+
+def _switch_traced(index, branches, operands):
+    lax, jnp = _lax(), _jnp()
+    i = as_value(index)
+    if i.shape != () or not dtypes.is_int(i.dtype):
+        raise TypeError(f"switch: index must be a scalar integer, got {i.aval.str_short()} "
+                        f"(at {core.where()})")
+    i = jnp.clip(i, 0, len(branches) - 1)
+    outs = [b(*operands) for b in branches]
+    for k, o in enumerate(outs[1:], 1):
+        _check_same(outs[0], o, "switch", ("branch 0", f"branch {k}"))
+
+    def pick(*leaves):
+        out = as_value(leaves[-1])
+        for k in range(len(leaves) - 2, -1, -1):
+            a = as_value(leaves[k])
+            c = lax.le(i, jnp.asarray(k, i.dtype))
+            out = lax.select(lax.broadcast(c, a.shape) if a.shape else c, a, out)
+        return out
+    return tree_util.tree_map(pick, *outs)
+
+
+def select_n(which, *cases):
+    return _lax().select_n(which, *cases)
+
+
+def _carry_check(init, new):
+    li, ti = tree_util.tree_flatten(init)
+    ln, tn = tree_util.tree_flatten(new)
+    if ti != tn:
+        raise TypeError("scan body function carry input and carry output must have the same "
+                        f"pytree structure, got {ti} and {tn} (at {core.where()})")
+    for k, (a, b) in enumerate(zip(li, ln)):
+        a, b = as_value(a), as_value(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise TypeError("scan body function carry input and carry output must have equal "
+                            f"types, but leaf {k} is {a.aval.str_short()} on input and "
+                            f"{b.aval.str_short()} on output (at {core.where()})")
+
+
+def _promote_carry(init, new):
+    """Weakly typed initial carries take the type the body produces (JAX)."""
+    def one(a, b):
+        a, b = as_value(a), as_value(b)
+        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
+            return _lax().convert_element_type(a, b.dtype)
+        return a
+    return tree_util.tree_map(one, init, new)
+
+
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+    if not core._trace_stack:
+        return _eager(lambda c, x: _scan_traced(f, c, x, length, reverse), (init, xs))
+    return _scan_traced(f, init, xs, length, reverse)
+
+
+def _scan_traced(f, init, xs, length, reverse):
+    jnp = _jnp()
+    x_leaves, x_tree = tree_util.tree_flatten(xs)
+    x_leaves = [as_value(x) for x in x_leaves]
+    lengths = {x.shape[0] for x in x_leaves if x.ndim}
+    if any(x.ndim == 0 for x in x_leaves):
+        raise ValueError("scan got value with no leading axis to scan over")
+    if length is not None:
+        lengths.add(int(length))
+    if len(lengths) > 1:
+        raise ValueError(f"scan got values with different leading axis sizes: {sorted(lengths)}")
+    if not lengths:
+        raise ValueError("scan got no values to scan over and `length` not provided")
+    n = lengths.pop()
+    carry = tree_util.tree_map(as_value, init)
+    ys = []
+    steps = range(n - 1, -1, -1) if reverse else range(n)
+    for i in steps:
+        x = tree_util.tree_unflatten(x_tree, [leaf[i] for leaf in x_leaves])
+        new, y = f(carry, x)
+        if i == steps[0]:
+            carry = _promote_carry(carry, new)
+        _carry_check(carry, new)
+        carry = new
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    if not ys:
+        return carry, None
+    y_leaves0, y_tree = tree_util.tree_flatten(ys[0])
+    stacked = [jnp.stack([tree_util.tree_leaves(y)[k] for y in ys])
+               for k in range(len(y_leaves0))]
+    return carry, tree_util.tree_unflatten(y_tree, stacked)
+
+
+def map(f, xs, *, batch_size=None):
+    return scan(lambda _, x: (None, f(x)), None, xs)[1]
+
+
+def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+    lo, hi = as_value(lower), as_value(upper)
+    if isinstance(lo, core.Tracer) or isinstance(hi, core.Tracer):
+        return while_loop(lambda c: c[0] < hi, lambda c: (c[0] + 1, body_fun(c[0], c[1])),
+                          (lo, init_val))[1]
+    lo_i, hi_i = int(lo), int(hi)
+    dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]
+
+    def run(init):
+        val = init
+        for i in range(lo_i, hi_i):
+            val = body_fun(_jnp().asarray(i, dt), val)
+        return val
+    if not core._trace_stack:
+        return _eager(run, (init_val,))
+    return run(init_val)
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    if core._trace_stack:
+        raise NotImplementedError(
+            "lax.while_loop inside jit/grad/vmap needs Ember's ember.while op, which is not "
+            f"implemented yet (issue #6); call it outside jit (at {core.where()})")
+    from .api import jit
+    c, b = jit(cond_fun), jit(body_fun)
+    val = tree_util.tree_map(as_value, init_val)
+    while bool(c(val)):
+        new = b(val)
+        _carry_check(val, new)
+        val = new
+    return val
+
+
+def associative_scan(fn, elems, reverse=False, axis=0):
+    """Inclusive scan with an associative `fn` by recursive doubling
+    (Hillis-Steele): log2(n) rounds of whole-array combines."""
+    jnp = _jnp()
+    leaves, tree = tree_util.tree_flatten(elems)
+    leaves = [jnp.moveaxis(as_value(x), axis, 0) for x in leaves]
+    if reverse:
+        leaves = [jnp.flip(x, 0) for x in leaves]
+    n = leaves[0].shape[0]
+    offset = 1
+    while offset < n:
+        a = tree_util.tree_unflatten(tree, [x[:-offset] for x in leaves])
+        b = tree_util.tree_unflatten(tree, [x[offset:] for x in leaves])
+        c = tree_util.tree_leaves(fn(a, b))
+        leaves = [jnp.concatenate([x[:offset], y]) for x, y in zip(leaves, c)]
+        offset *= 2
+    if reverse:
+        leaves = [jnp.flip(x, 0) for x in leaves]
+    leaves = [jnp.moveaxis(x, 0, axis) for x in leaves]
+    return tree_util.tree_unflatten(tree, leaves)
+
+
+_ = np
