@@ -13,6 +13,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/IR/OpBase.td"
 
 class Ember_Op<string mnemonic, list<Trait> traits = []>
@@ -443,6 +444,47 @@ def Ember_Threefry2x32Op : Ember_Op<"threefry2x32",
                        Ember_U32Tensor:$x0, Ember_U32Tensor:$x1);
   let results = (outs Ember_U32Tensor:$out0, Ember_U32Tensor:$out1);
   let assemblyFormat = "$key0 `,` $key1 `,` $x0 `,` $x1 attr-dict `:` type($out0)";
+}
+
+//===----------------------------------------------------------------------===//
+// Control flow
+//===----------------------------------------------------------------------===//
+
+def Ember_WhileOp : Ember_Op<"while", [RecursiveMemoryEffects, InferTypeOpAdaptor]> {
+  let summary = "loop while a predicate holds, carrying tensors";
+  let description = [{
+    Starting from `init`, evaluates the `cond` region on the carried values
+    and, while it yields true, replaces them with what the `body` region
+    yields. Both regions take the carried values as block arguments; `cond`
+    yields one `tensor<i1>`, `body` yields new carried values of the same
+    types. The results are the final carried values.
+
+    ```mlir
+    %r = ember.while (%x) : tensor<i32> cond {
+    ^bb0(%c: tensor<i32>):
+      %p = ember.compare LT, %c, %ten : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      ember.yield %p : tensor<i1>
+    } do {
+    ^bb0(%c: tensor<i32>):
+      %n = ember.add %c, %one : tensor<i32>
+      ember.yield %n : tensor<i32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Ember_Tensor>:$init);
+  let results = (outs Variadic<Ember_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$cond, SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $init `)` attr-dict `:` type($init) `cond` $cond `do` $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Ember_YieldOp : Ember_Op<"yield", [Pure, Terminator, ReturnLike,
+                                     HasParent<"WhileOp">]> {
+  let summary = "terminator of ember region ops";
+  let arguments = (ins Variadic<Ember_Tensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 //===----------------------------------------------------------------------===//

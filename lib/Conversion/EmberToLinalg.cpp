@@ -281,6 +281,49 @@ struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
   }
 };
 
+/// ember.while -> scf.while; the regions move over with converted types and
+/// their ember.yield terminators become scf.condition / scf.yield.
+struct WhileLowering : public OpConversionPattern<WhileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(WhileOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Type> types;
+    if (failed(getTypeConverter()->convertTypes(op.getResultTypes(), types)))
+      return failure();
+    auto loop = scf::WhileOp::create(rewriter, op.getLoc(), types, adaptor.getInit());
+    for (auto [from, to] : {std::pair<Region *, Region *>{&op.getCond(), &loop.getBefore()},
+                            std::pair<Region *, Region *>{&op.getBody(), &loop.getAfter()}}) {
+      rewriter.inlineRegionBefore(*from, *to, to->end());
+      if (failed(rewriter.convertRegionTypes(to, *getTypeConverter())))
+        return failure();
+    }
+    rewriter.replaceOp(op, loop.getResults());
+    return success();
+  }
+};
+
+struct YieldLowering : public OpConversionPattern<YieldOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(YieldOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto loop = dyn_cast<scf::WhileOp>(op->getParentOp());
+    if (!loop)
+      return rewriter.notifyMatchFailure(op, "parent not lowered yet");
+    if (op->getParentRegion() == &loop.getBefore()) {
+      // The predicate is a 0-d bool tensor (stored as i8).
+      Value p = tensor::ExtractOp::create(rewriter, op.getLoc(), adaptor.getValues()[0],
+                                         ValueRange{});
+      if (!p.getType().isInteger(1))
+        p = arith::TruncIOp::create(rewriter, op.getLoc(), rewriter.getI1Type(), p);
+      rewriter.replaceOpWithNewOp<scf::ConditionOp>(op, p,
+                                                    loop.getBefore().front().getArguments());
+    } else {
+      rewriter.replaceOpWithNewOp<scf::YieldOp>(op, adaptor.getValues());
+    }
+    return success();
+  }
+};
+
 struct StopGradientLowering : public OpConversionPattern<StopGradientOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(StopGradientOp op, OpAdaptor adaptor,
@@ -1050,7 +1093,7 @@ void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
                                                 RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ElementwiseLowering>(converter, ctx);
-  patterns.add<ConstantLowering, IotaLowering, StopGradientLowering, BroadcastInDimLowering, ReshapeLowering,
+  patterns.add<ConstantLowering, IotaLowering, StopGradientLowering, WhileLowering, YieldLowering, BroadcastInDimLowering, ReshapeLowering,
                TransposeLowering, SliceLowering, DynamicSliceLowering,
                DynamicUpdateSliceLowering, PadLowering, ConcatenateLowering,
                ReverseLowering, ReduceLowering, ArgReduceLowering<ArgMaxOp, true>,

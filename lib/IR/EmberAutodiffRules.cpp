@@ -4,7 +4,7 @@
 // result tangents that are linear in the operand tangents (null = zero);
 // `buildTranspose` transposes the linear ops that JVP code is made of. Reverse
 // mode is JVP followed by transposition (see EmberAutodiff.cpp). JAX's
-// conventions hold at non-differentiable points: abs'(0) = 0, max/min ties
+// conventions hold at non-differentiable points: abs'(0) = 1, max/min ties
 // share the tangent equally, sqrt'(0) = inf, comparisons and integer ops have
 // zero derivatives.
 //

@@ -833,3 +833,41 @@ LogicalResult VmapOp::verifySymbolUses(SymbolTableCollection &symbols) {
                                              << "with a leading dimension of size " << n;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Control flow
+//===----------------------------------------------------------------------===//
+
+LogicalResult WhileOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                        Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  for (Value v : adaptor.getInit())
+    types.push_back(v.getType());
+  return success();
+}
+
+LogicalResult WhileOp::verify() {
+  TypeRange carried = getInit().getTypes();
+  for (auto [name, region] : {std::pair<StringRef, Region *>{"cond", &getCond()},
+                              std::pair<StringRef, Region *>{"body", &getBody()}}) {
+    Block &block = region->front();
+    // while_c1
+    if (block.getArgumentTypes() != carried)
+      return emitOpError("while_c1: the ") << name
+             << " region must take the carried values as block arguments";
+    auto yield = dyn_cast<YieldOp>(block.getTerminator());
+    if (!yield)
+      return emitOpError("while_c1: the ") << name << " region must end in ember.yield";
+    if (name == "cond") {
+      // while_c2
+      auto t = yield.getValues().size() == 1
+                   ? dyn_cast<RankedTensorType>(yield.getValues()[0].getType())
+                   : RankedTensorType();
+      if (!t || t.getRank() != 0 || !t.getElementType().isInteger(1))
+        return emitOpError("while_c2: the cond region must yield one tensor<i1>");
+    } else if (yield.getValues().getTypes() != carried) {
+      // while_c3
+      return emitOpError("while_c3: the body region must yield values of the carried types");
+    }
+  }
+  return success();
+}

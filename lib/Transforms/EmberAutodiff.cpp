@@ -122,8 +122,9 @@ struct Deriver {
       seeds.push_back(seed.getResult(0));
       tangent[arg] = seed.getResult(0);
     }
-    Operation *firstPrimal = &*b.getInsertionPoint();
-    if (failed(propagateTangents(b, Block::iterator(firstPrimal), body.end(), tangent)))
+    // (An iterator, not an op: the body may have no ops, e.g. the identity.)
+    Block::iterator firstPrimal = b.getInsertionPoint();
+    if (failed(propagateTangents(b, firstPrimal, body.end(), tangent)))
       return failure();
     // 2. The linear ops: those that use a seed or a linear value.
     llvm::DenseSet<Value> linearValues;

@@ -197,18 +197,54 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
 
 def while_loop(cond_fun, body_fun, init_val):
-    if core._trace_stack:
-        raise NotImplementedError(
-            "lax.while_loop inside jit/grad/vmap needs Ember's ember.while op, which is not "
-            f"implemented yet (issue #6); call it outside jit (at {core.where()})")
-    from .api import jit
-    c, b = jit(cond_fun), jit(body_fun)
-    val = tree_util.tree_map(as_value, init_val)
-    while bool(c(val)):
-        new = b(val)
-        _carry_check(val, new)
-        val = new
-    return val
+    if not core._trace_stack:
+        return _eager(lambda v: _while_traced(cond_fun, body_fun, v), (init_val,))
+    return _while_traced(cond_fun, body_fun, init_val)
+
+
+def _while_traced(cond_fun, body_fun, init_val):
+    """Emits an ember.while whose regions hold the traced cond and body."""
+    from ember._mlir import ir
+    leaves, tree = tree_util.tree_flatten(init_val)
+    vals = [as_value(x) for x in leaves]
+    # Weakly typed initial values take the dtype the body produces (JAX).
+    # The probe is a sub-trace (it may close over traced values); the unused
+    # private function it leaves is removed by symbol-dce.
+    _, shapes, _ = core.trace_subfunction(lambda *xs: tree_util.tree_leaves(body_fun(
+        tree_util.tree_unflatten(tree, list(xs)))), [v.aval for v in vals], "probe")
+    if len(shapes) != len(vals):
+        raise TypeError("while_loop body_fun output and input must have the same pytree "
+                        f"structure (at {core.where()})")
+    vals = [_lax().convert_element_type(v, s.dtype) if v.weak_type and v.dtype != s.dtype
+            else v for v, s in zip(vals, shapes)]
+    avals = [v.aval for v in vals]
+    trace = core.current_trace()
+    results = trace.emit("ember.while", [trace.to_value(v) for v in vals], avals, regions=2)
+    op = results[0].value.owner if results else None
+    if op is None:
+        raise ValueError("while_loop needs at least one carried value")
+    types = [core.mlir_type(a) for a in avals]
+    with core.context(), ir.Location.unknown():
+        cond_block = op.regions[0].blocks.append(*types)
+        body_block = op.regions[1].blocks.append(*types)
+
+    def cond(*xs):
+        p = cond_fun(tree_util.tree_unflatten(tree, list(xs)))
+        p = as_value(p)
+        if p.shape != () or not dtypes.is_bool(p.dtype):
+            raise TypeError("while_loop cond_fun must return a boolean scalar, but got output "
+                            f"type(s) {p.aval.str_short()} (at {core.where()})")
+        return [p]
+
+    def body(*xs):
+        new = body_fun(tree_util.tree_unflatten(tree, list(xs)))
+        _carry_check(tree_util.tree_unflatten(tree, list(xs)), new)
+        return tree_util.tree_leaves(new)
+
+    core.trace_region(cond_block, cond, avals)
+    core.trace_region(body_block, body, avals)
+    del ir
+    return tree_util.tree_unflatten(tree, results)
 
 
 def associative_scan(fn, elems, reverse=False, axis=0):

@@ -434,12 +434,12 @@ class Trace:
             return ir.Location.unknown(self.ctx)
         return ir.Location.file(f.f_code.co_filename, f.f_lineno, 0, self.ctx)
 
-    def emit(self, name, operands, result_avals, attributes=None):
+    def emit(self, name, operands, result_avals, attributes=None, regions=0):
         with self.ctx, self.location() as loc:
             op = ir.Operation.create(
                 name, results=[mlir_type(a) for a in result_avals],
                 operands=list(operands), attributes=attributes or {}, loc=loc,
-                ip=ir.InsertionPoint(self.block))
+                regions=regions, ip=ir.InsertionPoint(self.block))
         return [Tracer(self, op.results[i], a) for i, a in enumerate(result_avals)]
 
     def _is_ancestor(self, trace):
@@ -478,6 +478,47 @@ class Trace:
                                         [v.type for v in vals])
             self.func_op.attributes["function_type"] = ir.TypeAttr.get(ftype)
         return self.module
+
+
+class RegionTrace(Trace):
+    """Traces into a block of a region op (e.g. the body of ember.while).
+    Regions are not isolated: values of enclosing traces are used directly
+    (through the parent, which captures them if it is a function)."""
+
+    def __init__(self, parent, block):
+        self.ctx = context()
+        self.parent = parent
+        self.root = parent.root
+        self.module = parent.module
+        self.name = parent.name
+        self.block = block
+        self.func_op = None
+        self.captured = []
+        self._capture_args = {}
+
+    def to_value(self, x):
+        if isinstance(x, Tracer) and x.trace is not self and self._is_ancestor(x.trace):
+            return self.parent.to_value(x)
+        return super().to_value(x)
+
+    def finish(self, outs):
+        raise TypeError("region traces end with a terminator, not a return")
+
+
+def trace_region(block, fun, arg_avals, terminator="ember.yield"):
+    """Traces `fun` on the block's arguments and terminates the block with
+    `terminator` on its results. Returns the result avals."""
+    trace = RegionTrace(current_trace(), block)
+    _trace_stack.append(trace)
+    try:
+        args = [Tracer(trace, block.arguments[i], a) for i, a in enumerate(arg_avals)]
+        outs = [as_value(o) for o in fun(*args)]
+        vals = [trace.to_value(o) for o in outs]
+        with trace.ctx, ir.Location.unknown():
+            ir.Operation.create(terminator, operands=vals, ip=ir.InsertionPoint(block))
+    finally:
+        _trace_stack.pop()
+    return [o.aval for o in outs]
 
 
 def current_trace():
