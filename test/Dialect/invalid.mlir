@@ -630,3 +630,99 @@ func.func @transform_c5(%x: tensor<f32>) {
   %y = ember.jvp @id(%x) tangents(%x) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>)
   return
 }
+
+// -----
+
+// while_c1
+func.func @while_c1(%x: tensor<i32>) {
+  // expected-error @+1 {{while_c1: the cond region must take the carried values as block arguments}}
+  %r = ember.while (%x) : tensor<i32> cond {
+  ^bb0(%c: tensor<f32>):
+    %p = ember.constant dense<true> : tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<i32>):
+    ember.yield %c : tensor<i32>
+  }
+  return
+}
+
+// -----
+
+// while_c2
+func.func @while_c2(%x: tensor<i32>) {
+  // expected-error @+1 {{while_c2: the cond region must yield one tensor<i1>}}
+  %r = ember.while (%x) : tensor<i32> cond {
+  ^bb0(%c: tensor<i32>):
+    ember.yield %c : tensor<i32>
+  } do {
+  ^bb0(%c: tensor<i32>):
+    ember.yield %c : tensor<i32>
+  }
+  return
+}
+
+// -----
+
+// while_c3
+func.func @while_c3(%x: tensor<i32>) {
+  // expected-error @+1 {{while_c3: the body region must yield values of the carried types}}
+  %r = ember.while (%x) : tensor<i32> cond {
+  ^bb0(%c: tensor<i32>):
+    %p = ember.constant dense<true> : tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<i32>):
+    %f = ember.convert %c : (tensor<i32>) -> tensor<f32>
+    ember.yield %f : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+// vmap_c1
+func.func @vmap_c1(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{vmap_c1: 'nope' does not name a func.func}}
+  %y = ember.vmap @nope(%x) batched [true] size 2 : (tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func private @g(%x: tensor<3xf32>) -> tensor<f32> {
+  %0 = ember.reduce sum %x, dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+// vmap_c2
+func.func @vmap_c2(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{vmap_c2: needs one input and one batched flag per argument of 'g'}}
+  %y = ember.vmap @g(%x, %x) batched [true, true] size 2 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func private @g(%x: tensor<3xf32>) -> tensor<f32> {
+  %0 = ember.reduce sum %x, dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+// vmap_c3
+func.func @vmap_c3(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{vmap_c3: input 0 must have type 'tensor<2x3xf32>'}}
+  %y = ember.vmap @g(%x) batched [true] size 2 : (tensor<4x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func private @g(%x: tensor<3xf32>) -> tensor<f32> {
+  %0 = ember.reduce sum %x, dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+// vmap_c4
+func.func @vmap_c4(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{vmap_c4: result 0 must be the callee's result type with a leading dimension of size 2}}
+  %y = ember.vmap @g(%x) batched [true] size 2 : (tensor<2x3xf32>) -> tensor<3xf32>
+  return
+}

@@ -202,3 +202,32 @@ func.func @transforms(%x: tensor<3xf32>, %c: tensor<f32>) -> tensor<3xf32> {
   %s = ember.stop_gradient %g : tensor<3xf32>
   return %s : tensor<3xf32>
 }
+
+// CHECK-LABEL: func @while_loop
+func.func @while_loop(%x: tensor<i32>, %ten: tensor<i32>) -> tensor<i32> {
+  // CHECK: ember.while
+  // CHECK: cond
+  // CHECK: do
+  %r = ember.while (%x) : tensor<i32> cond {
+  ^bb0(%c: tensor<i32>):
+    %p = ember.compare LT, %c, %ten : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<i32>):
+    %n = ember.add %c, %c : tensor<i32>
+    ember.yield %n : tensor<i32>
+  }
+  return %r : tensor<i32>
+}
+
+func.func private @per_example(%x: tensor<3xf32>, %w: tensor<3xf32>) -> tensor<f32> {
+  %0 = ember.mul %x, %w : tensor<3xf32>
+  %1 = ember.reduce sum %0, dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+// CHECK-LABEL: func @vmap
+func.func @vmap(%xs: tensor<8x3xf32>, %w: tensor<3xf32>) -> tensor<8xf32> {
+  // CHECK: ember.vmap @per_example(%{{.*}}, %{{.*}}) batched [true, false] size 8
+  %y = ember.vmap @per_example(%xs, %w) batched [true, false] size 8 : (tensor<8x3xf32>, tensor<3xf32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}

@@ -1,0 +1,90 @@
+// RUN: ember-opt %s -ember-batch -symbol-dce -canonicalize -cse -split-input-file | FileCheck %s
+
+// A matrix-vector product over a batch of vectors stays one contraction (no
+// loop): the batched vector becomes a free dimension of dot_general.
+// CHECK-LABEL: func @batched_matvec
+// CHECK-NOT: ember.vmap
+// CHECK: ember.dot_general %{{.*}}, %{{.*}}, batch = [] x [], contract = [1] x [1] : (tensor<4x3xf32>, tensor<8x3xf32>) -> tensor<4x8xf32>
+// CHECK: ember.transpose %{{.*}}, dims = [1, 0]
+// CHECK: ember.tanh %{{.*}} : tensor<8x4xf32>
+// CHECK: ember.reduce sum %{{.*}}, dims = [1] : (tensor<8x4xf32>) -> tensor<8xf32>
+func.func private @f(%w: tensor<4x3xf32>, %x: tensor<3xf32>) -> tensor<f32> {
+  %0 = ember.dot_general %w, %x, batch = [] x [], contract = [1] x [0] : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4xf32>
+  %1 = ember.tanh %0 : tensor<4xf32>
+  %2 = ember.reduce sum %1, dims = [0] : (tensor<4xf32>) -> tensor<f32>
+  return %2 : tensor<f32>
+}
+func.func @batched_matvec(%w: tensor<4x3xf32>, %xs: tensor<8x3xf32>) -> tensor<8xf32> {
+  %y = ember.vmap @f(%w, %xs) batched [false, true] size 8 : (tensor<4x3xf32>, tensor<8x3xf32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+// Both operands batched: the vmapped dimension is a dot_general batch dim.
+// CHECK-LABEL: func @both_batched
+// CHECK: ember.dot_general %{{.*}}, %{{.*}}, batch = [0] x [0], contract = [1] x [1] : (tensor<5x3xf32>, tensor<5x3xf32>) -> tensor<5xf32>
+func.func private @dot(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<f32> {
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [0] x [0] : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func @both_batched(%a: tensor<5x3xf32>, %b: tensor<5x3xf32>) -> tensor<5xf32> {
+  %y = ember.vmap @dot(%a, %b) batched [true, true] size 5 : (tensor<5x3xf32>, tensor<5x3xf32>) -> tensor<5xf32>
+  return %y : tensor<5xf32>
+}
+
+// -----
+
+// A dynamic slice at batched indices becomes a gather with batching dims.
+// CHECK-LABEL: func @batched_dynamic_slice
+// CHECK-NOT: ember.dynamic_slice
+// CHECK: ember.gather
+// CHECK-SAME: operand_batching_dims = array<i64: 0>
+func.func private @ds(%x: tensor<10xf32>, %i: tensor<i32>) -> tensor<3xf32> {
+  %0 = ember.dynamic_slice %x[%i], sizes = [3] : (tensor<10xf32>, tensor<i32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func @batched_dynamic_slice(%x: tensor<4x10xf32>, %i: tensor<4xi32>) -> tensor<4x3xf32> {
+  %y = ember.vmap @ds(%x, %i) batched [true, true] size 4 : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// Reductions shift their dimensions past the batch dimension.
+// CHECK-LABEL: func @batched_reduce
+// CHECK: ember.reduce max %{{.*}}, dims = [2] : (tensor<6x2x3xf32>) -> tensor<6x2xf32>
+func.func private @r(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  %0 = ember.reduce max %x, dims = [1] : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+func.func @batched_reduce(%x: tensor<6x2x3xf32>) -> tensor<6x2xf32> {
+  %y = ember.vmap @r(%x) batched [true] size 6 : (tensor<6x2x3xf32>) -> tensor<6x2xf32>
+  return %y : tensor<6x2xf32>
+}
+
+// -----
+
+// A while loop with a batched predicate runs until every lane is done and
+// keeps the values of finished lanes (select on the per-lane predicate).
+// CHECK-LABEL: func @batched_while
+// CHECK: ember.while
+// CHECK: ember.reduce or
+// CHECK: ember.select
+func.func private @w(%x: tensor<f32>) -> tensor<f32> {
+  %lim = ember.constant dense<100.0> : tensor<f32>
+  %r = ember.while (%x) : tensor<f32> cond {
+  ^bb0(%c: tensor<f32>):
+    %p = ember.compare LT, %c, %lim : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<f32>):
+    %n = ember.add %c, %c : tensor<f32>
+    ember.yield %n : tensor<f32>
+  }
+  return %r : tensor<f32>
+}
+func.func @batched_while(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = ember.vmap @w(%x) batched [true] size 4 : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
