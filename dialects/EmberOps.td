@@ -542,6 +542,64 @@ def Ember_VjpOp : Ember_TransformOp<"vjp"> {
   let hasVerifier = 1;
 }
 
+def Ember_CustomJvpCallOp : Op<Ember_Dialect, "custom_jvp_call",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "call of a function with a user-defined JVP rule";
+  let description = [{
+    Computes `@callee(args..., callee_captures...)`. Forward and reverse mode
+    differentiate it with `@jvp(args..., tangents..., jvp_captures...)`, which
+    returns the callee's results followed by their tangents (linear in the
+    tangents). `segments` = [#args, #callee captures, #jvp captures] splits
+    the operands. `ember-batch` batches the callee and the rule together, so
+    the rule survives vmap; `ember-inline-custom` finally inlines the callee.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, FlatSymbolRefAttr:$jvp,
+                       Variadic<Ember_Tensor>:$operands, DenseI64ArrayAttr:$segments);
+  let results = (outs Variadic<Ember_Tensor>:$results);
+  let assemblyFormat = [{
+    $callee `jvp` $jvp `(` $operands `)` `segments` $segments attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Ember_CustomVjpCallOp : Op<Ember_Dialect, "custom_vjp_call",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "call of a function with a user-defined VJP rule";
+  let description = [{
+    Computes `@callee(args..., callee_captures...)`. Reverse mode uses
+    `@fwd(args..., fwd_captures...)`, which returns the results followed by
+    residuals, and `@bwd(residuals..., cotangents..., bwd_captures...)`,
+    which returns one cotangent per argument. `segments` = [#args, #callee
+    captures, #fwd captures, #bwd captures, #residuals].
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, FlatSymbolRefAttr:$fwd,
+                       FlatSymbolRefAttr:$bwd, Variadic<Ember_Tensor>:$operands,
+                       DenseI64ArrayAttr:$segments);
+  let results = (outs Variadic<Ember_Tensor>:$results);
+  let assemblyFormat = [{
+    $callee `fwd` $fwd `bwd` $bwd `(` $operands `)` `segments` $segments attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Ember_CustomLinearOp : Op<Ember_Dialect, "custom_linear",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "the linear map of a custom_vjp_call, defined by its transpose";
+  let description = [{
+    Produced by `ember-autodiff` while linearizing an `ember.custom_vjp_call`:
+    maps tangents of the arguments to tangents of the results. Only its
+    transpose is known (`@bwd(residuals..., cotangents..., captures...)`), so
+    it must be transposed away; forward-mode use is an error.
+    `segments` = [#residuals, #tangents, #bwd captures].
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$bwd, Variadic<Ember_Tensor>:$operands,
+                       DenseI64ArrayAttr:$segments);
+  let results = (outs Variadic<Ember_Tensor>:$results);
+  let assemblyFormat = [{
+    $bwd `(` $operands `)` `segments` $segments attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Batching
 //===----------------------------------------------------------------------===//

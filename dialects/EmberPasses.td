@@ -117,4 +117,21 @@ def EmberBatchPass : Pass<"ember-batch", "ModuleOp"> {
   let dependentDialects = ["func::FuncDialect"];
 }
 
+def EmberInlineCustomPass : Pass<"ember-inline-custom", "ModuleOp"> {
+  let summary = "Inline the functions of custom-derivative calls after differentiation";
+  let description = [{
+    Once every transformation is expanded, `ember.custom_jvp_call` and
+    `ember.custom_vjp_call` are plain calls of their callee: this pass inlines
+    it. A remaining `ember.custom_linear` means forward-mode differentiation of
+    a custom_vjp function, which has no rule: it is reported as an error.
+
+    Before:
+    ```mlir
+    %y = ember.custom_jvp_call @f jvp @f_jvp(%x) segments [1, 0, 0] : ...
+    ```
+    After: the ops of `@f` applied to `%x`.
+  }];
+  let dependentDialects = ["func::FuncDialect"];
+}
+
 #endif // EMBER_PASSES_TD

@@ -351,6 +351,11 @@ struct SliceLowering : public OpConversionPattern<SliceOp> {
   LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    // An empty result needs no data (and its start may equal the size).
+    if (type.getNumElements() == 0) {
+      rewriter.replaceOp(op, emptyTensor(rewriter, op.getLoc(), type));
+      return success();
+    }
     rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
         op, type, adaptor.getOperand(), ValueRange{}, ValueRange{}, ValueRange{},
         op.getStartIndices(), type.getShape(), op.getStrides());

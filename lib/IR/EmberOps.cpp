@@ -871,3 +871,56 @@ LogicalResult WhileOp::verify() {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Custom derivative rules
+//===----------------------------------------------------------------------===//
+
+static LogicalResult checkCallee(Operation *op, SymbolTableCollection &symbols,
+                                 FlatSymbolRefAttr name, StringRef rule) {
+  // custom_c1
+  if (!symbols.lookupNearestSymbolFrom<func::FuncOp>(op, name))
+    return op->emitOpError(rule) << ": '" << name.getValue() << "' does not name a func.func";
+  return success();
+}
+
+static LogicalResult checkSegments(Operation *op, ArrayRef<int64_t> segments, size_t count) {
+  int64_t total = 0;
+  for (int64_t s : segments)
+    total += s;
+  // custom_c2
+  if (total != (int64_t)op->getNumOperands() || llvm::any_of(segments, [](int64_t s) { return s < 0; }))
+    return op->emitOpError("custom_c2: segments must be non-negative and add up to the number "
+                           "of operands");
+  if (segments.size() != count)
+    return op->emitOpError("custom_c2: expected ") << count << " segments";
+  return success();
+}
+
+LogicalResult CustomJvpCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(checkCallee(*this, symbols, getCalleeAttr(), "custom_c1")) ||
+      failed(checkCallee(*this, symbols, getJvpAttr(), "custom_c1")))
+    return failure();
+  return checkSegments(*this, getSegments(), 3);
+}
+
+LogicalResult CustomVjpCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(checkCallee(*this, symbols, getCalleeAttr(), "custom_c1")) ||
+      failed(checkCallee(*this, symbols, getFwdAttr(), "custom_c1")) ||
+      failed(checkCallee(*this, symbols, getBwdAttr(), "custom_c1")))
+    return failure();
+  int64_t total = 0;
+  for (int64_t s : getSegments().drop_back())
+    total += s;
+  // custom_c2
+  if (getSegments().size() != 5 || total != (int64_t)getNumOperands())
+    return emitOpError("custom_c2: segments must be [#args, #callee captures, #fwd captures, "
+                       "#bwd captures, #residuals] and cover the operands");
+  return success();
+}
+
+LogicalResult CustomLinearOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (failed(checkCallee(*this, symbols, getBwdAttr(), "custom_c1")))
+    return failure();
+  return checkSegments(*this, getSegments(), 3);
+}

@@ -75,7 +75,7 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
 // --ember-cpu-pipeline` and Python run, and what docs/design.md explains.
 static const char kCpuPipeline[] =
     "ember-autodiff,ember-batch,ember-autodiff,ember-batch,ember-autodiff,ember-batch,"
-    "symbol-dce,canonicalize,cse,"
+    "ember-inline-custom,symbol-dce,canonicalize,cse,"
     "ember-to-linalg,"
     "canonicalize,cse,"
     "linalg-fuse-elementwise-ops,"

@@ -32,7 +32,7 @@ Value zerosOf(OpBuilder &b, Location loc, Type type) {
 
 /// Forward mode over the ops in [begin, end) of a block: fills `tangent`.
 LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iterator end,
-                                DenseMap<Value, Value> &tangent) {
+                                DenseMap<Value, Value> &tangent, SymbolTable &symbols) {
   SmallVector<Operation *> ops;
   for (auto it = begin; it != end; ++it)
     ops.push_back(&*it);
@@ -48,6 +48,54 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
     }
     if (!any)
       continue;
+    b.setInsertionPointAfter(op);
+    if (auto c = dyn_cast<CustomJvpCallOp>(op)) {
+      // The user's rule: jvp(args..., tangents..., captures...) -> (outs, touts).
+      auto seg = c.getSegments();
+      auto parts = splitSegments(c.getOperands(), seg);
+      SmallVector<Value> ins(parts[0]);
+      for (Value a : parts[0]) {
+        Value t = tangent.lookup(a);
+        ins.push_back(t ? t : zerosOf(b, op->getLoc(), a.getType()));
+      }
+      ins.append(parts[2].begin(), parts[2].end());
+      auto rule = symbols.lookup<func::FuncOp>(c.getJvp());
+      auto res = inlineBody(b, rule, ins, symbols);
+      if (failed(res))
+        return failure();
+      unsigned n = op->getNumResults();
+      for (unsigned i = 0; i < n; ++i)
+        if (isDifferentiable(op->getResult(i).getType()))
+          tangent[op->getResult(i)] = (*res)[n + i];
+      continue;
+    }
+    if (auto c = dyn_cast<CustomVjpCallOp>(op)) {
+      // Linearize through the user's fwd: the tangent map is ember.custom_linear,
+      // known only by its transpose (bwd).
+      auto seg = c.getSegments();
+      auto parts = splitSegments(c.getOperands(), seg.take_front(4));
+      SmallVector<Value> fwdIns(parts[0]);
+      fwdIns.append(parts[2].begin(), parts[2].end());
+      auto fwd = symbols.lookup<func::FuncOp>(c.getFwd());
+      auto res = inlineBody(b, fwd, fwdIns, symbols);
+      if (failed(res))
+        return failure();
+      unsigned n = op->getNumResults();
+      SmallVector<Value> linIns(res->begin() + n, res->end());
+      for (Value a : parts[0]) {
+        Value t = tangent.lookup(a);
+        linIns.push_back(t ? t : zerosOf(b, op->getLoc(), a.getType()));
+      }
+      linIns.append(parts[3].begin(), parts[3].end());
+      auto lin = CustomLinearOp::create(
+          b, op->getLoc(), op->getResultTypes(), c.getBwdAttr(), linIns,
+          b.getDenseI64ArrayAttr({(int64_t)res->size() - n, (int64_t)parts[0].size(),
+                                  (int64_t)parts[3].size()}));
+      for (unsigned i = 0; i < n; ++i)
+        if (isDifferentiable(op->getResult(i).getType()))
+          tangent[op->getResult(i)] = lin.getResult(i);
+      continue;
+    }
     auto rule = dyn_cast<DifferentiableOpInterface>(op);
     if (!rule)
       return op->emitError("ember-autodiff: cannot differentiate '")
@@ -85,7 +133,7 @@ struct Deriver {
     for (auto [k, i] : llvm::enumerate(op.getWrt()))
       if (isDifferentiable(body.getArgument(i).getType()))
         tangent[body.getArgument(i)] = body.getArgument(np + k);
-    if (failed(propagateTangents(b, body.begin(), body.end(), tangent)))
+    if (failed(propagateTangents(b, body.begin(), body.end(), tangent, symbols)))
       return failure();
     b.setInsertionPointToEnd(&body);
     SmallVector<Value> rets(*results);
@@ -124,7 +172,7 @@ struct Deriver {
     }
     // (An iterator, not an op: the body may have no ops, e.g. the identity.)
     Block::iterator firstPrimal = b.getInsertionPoint();
-    if (failed(propagateTangents(b, firstPrimal, body.end(), tangent)))
+    if (failed(propagateTangents(b, firstPrimal, body.end(), tangent, symbols)))
       return failure();
     // 2. The linear ops: those that use a seed or a linear value.
     llvm::DenseSet<Value> linearValues;
@@ -162,6 +210,25 @@ struct Deriver {
       }
       if (!any)
         continue;
+      if (auto lin = dyn_cast<CustomLinearOp>(o)) {
+        // Its transpose is the user's bwd(residuals..., cts..., captures...).
+        auto parts = splitSegments(lin.getOperands(), lin.getSegments());
+        SmallVector<Value> ins(parts[0]);
+        for (auto [r, ct] : llvm::zip(o->getResults(), cts))
+          ins.push_back(ct ? ct : zerosOf(b, loc, r.getType()));
+        ins.append(parts[2].begin(), parts[2].end());
+        auto bwd = symbols.lookup<func::FuncOp>(lin.getBwd());
+        auto res = inlineBody(b, bwd, ins, symbols);
+        if (failed(res))
+          return failure();
+        if (res->size() != parts[1].size())
+          return lin.emitError("custom_vjp bwd must return one cotangent per argument (got ")
+                 << res->size() << ", expected " << parts[1].size() << ")";
+        for (auto [v, ct] : llvm::zip(parts[1], *res))
+          if (linearValues.contains(v))
+            accumulate(v, ct);
+        continue;
+      }
       SmallVector<bool> linear;
       for (Value v : o->getOperands())
         linear.push_back(linearValues.contains(v));

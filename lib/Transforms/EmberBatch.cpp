@@ -35,6 +35,73 @@ Value broadcastBatch(OpBuilder &b, Location loc, Value v, int64_t n) {
 /// Maps per-example values to their batched versions (batch dimension first).
 using BatchMap = DenseMap<Value, Value>;
 
+/// The module being transformed (custom-rule calls batch their functions).
+struct BatchScope {
+  ModuleOp module;
+  SymbolTable *symbols;
+};
+BatchScope scope;
+
+FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
+                                        ArrayRef<bool> flags, int64_t n);
+
+/// Batches a custom-rule call by batching its callee and rule functions with
+/// the same flags, so that the user's rule survives vmap.
+LogicalResult batchCustom(OpBuilder &b, Operation *op, ArrayRef<Value> operands,
+                          ArrayRef<bool> isBatched, int64_t n, SmallVectorImpl<Value> &results) {
+  auto seg = op->getAttrOfType<DenseI64ArrayAttr>("segments").asArrayRef();
+  SmallVector<bool> args(isBatched.take_front(seg[0]));
+  SmallVector<bool> caps[3];
+  size_t at = seg[0];
+  for (int k = 1; k < (int)std::min<size_t>(seg.size(), 4); ++k) {
+    caps[k - 1].assign(isBatched.begin() + at, isBatched.begin() + at + seg[k]);
+    at += seg[k];
+  }
+  auto lookup = [&](StringRef attr) {
+    return scope.symbols->lookup<func::FuncOp>(
+        op->getAttrOfType<FlatSymbolRefAttr>(attr).getValue());
+  };
+  auto concat = [](ArrayRef<bool> a, ArrayRef<bool> c) {
+    SmallVector<bool> r(a);
+    r.append(c.begin(), c.end());
+    return r;
+  };
+  NamedAttrList attrs(op->getAttrs());
+  auto callee = deriveBatchedFn(op->getLoc(), lookup("callee"), concat(args, caps[0]), n);
+  if (failed(callee))
+    return failure();
+  attrs.set("callee", FlatSymbolRefAttr::get(*callee));
+  if (isa<CustomJvpCallOp>(op)) {
+    SmallVector<bool> jf = concat(concat(args, args), caps[1]);
+    auto jvp = deriveBatchedFn(op->getLoc(), lookup("jvp"), jf, n);
+    if (failed(jvp))
+      return failure();
+    attrs.set("jvp", FlatSymbolRefAttr::get(*jvp));
+  } else {
+    auto fwd = deriveBatchedFn(op->getLoc(), lookup("fwd"), concat(args, caps[1]), n);
+    if (failed(fwd))
+      return failure();
+    // fwd's results are all batched now, so bwd gets batched residuals and
+    // batched cotangents.
+    int64_t nres = seg[4], nout = op->getNumResults();
+    SmallVector<bool> bf(nres + nout, true);
+    bf.append(caps[2].begin(), caps[2].end());
+    auto bwd = deriveBatchedFn(op->getLoc(), lookup("bwd"), bf, n);
+    if (failed(bwd))
+      return failure();
+    attrs.set("fwd", FlatSymbolRefAttr::get(*fwd));
+    attrs.set("bwd", FlatSymbolRefAttr::get(*bwd));
+  }
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(operands);
+  for (Type t : op->getResultTypes())
+    state.addTypes(withBatch(t, n));
+  state.addAttributes(attrs);
+  Operation *c = b.create(state);
+  results.append(c->getResults().begin(), c->getResults().end());
+  return success();
+}
+
 LogicalResult batchWhile(OpBuilder &b, WhileOp op, ArrayRef<Value> operands,
                          ArrayRef<bool> isBatched, int64_t n, BatchMap &batched,
                          SmallVectorImpl<Value> &results);
@@ -66,6 +133,9 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n, Batch
     SmallVector<Value> res;
     if (auto w = dyn_cast<WhileOp>(o)) {
       if (failed(batchWhile(b, w, operands, isBatched, n, batched, res)))
+        return failure();
+    } else if (isa<CustomJvpCallOp, CustomVjpCallOp>(o)) {
+      if (failed(batchCustom(b, o, operands, isBatched, n, res)))
         return failure();
     } else {
       auto rule = dyn_cast<BatchableOpInterface>(o);
@@ -172,21 +242,24 @@ LogicalResult batchWhile(OpBuilder &b, WhileOp op, ArrayRef<Value> operands,
   return success();
 }
 
-FailureOr<func::FuncOp> deriveBatched(ModuleOp module, SymbolTable &symbols, VmapOp op,
-                                      func::FuncOp callee) {
-  int64_t n = op.getBatchSize();
-  auto fn = makePrivateFunc(module, symbols, op.getLoc(),
-                            (callee.getName() + "_batched").str(),
-                            FunctionType::get(op.getContext(), op.getOperandTypes(),
-                                              op.getResultTypes()));
+FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
+                                        ArrayRef<bool> flags, int64_t n) {
+  ModuleOp module = scope.module;
+  SymbolTable &symbols = *scope.symbols;
+  SmallVector<Type> ins, outs;
+  for (auto [t, f] : llvm::zip(callee.getArgumentTypes(), flags))
+    ins.push_back(f ? (Type)withBatch(t, n) : t);
+  for (Type t : callee.getResultTypes())
+    outs.push_back(withBatch(t, n));
+  auto fn = makePrivateFunc(module, symbols, loc, (callee.getName() + "_batched").str(),
+                            FunctionType::get(callee.getContext(), ins, outs));
   Block &body = fn.front();
   OpBuilder b = OpBuilder::atBlockEnd(&body);
-  Location loc = op.getLoc();
   // Batched arguments get per-example placeholders for the cloned body.
   BatchMap batched;
   SmallVector<Value> exampleArgs;
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-    if (!op.getBatched()[i]) {
+    if (!flags[i]) {
       exampleArgs.push_back(arg);
       continue;
     }
@@ -223,8 +296,10 @@ struct EmberBatchPass : public mlir::ember::impl::EmberBatchPassBase<EmberBatchP
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
+    scope = BatchScope{module, &symbols};
     if (failed(expandReady<VmapOp>(module, symbols, [&](VmapOp op, func::FuncOp callee) {
-          return deriveBatched(module, symbols, op, callee);
+          SmallVector<bool> flags(op.getBatched());
+          return deriveBatchedFn(op.getLoc(), callee, flags, op.getBatchSize());
         })))
       signalPassFailure();
   }

@@ -10,6 +10,16 @@ using namespace mlir::ember;
 
 bool mlir::ember::isTransformOp(Operation *op) { return isa<JvpOp, VjpOp, VmapOp>(op); }
 
+SmallVector<ValueRange> mlir::ember::splitSegments(ValueRange values, ArrayRef<int64_t> sizes) {
+  SmallVector<ValueRange> out;
+  size_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(values.slice(at, s));
+    at += s;
+  }
+  return out;
+}
+
 static bool readyImpl(func::FuncOp fn, SymbolTable &symbols,
                       llvm::DenseSet<Operation *> &seen) {
   if (!seen.insert(fn).second)

@@ -12,6 +12,9 @@ namespace mlir::ember {
 /// (ember.jvp, ember.vjp, ember.vmap).
 bool isTransformOp(Operation *op);
 
+/// Splits `values` into consecutive ranges of the given sizes.
+SmallVector<ValueRange> splitSegments(ValueRange values, ArrayRef<int64_t> sizes);
+
 /// True when `fn`, following calls, contains no transformation op: it can be
 /// transformed now (transformations expand innermost first).
 bool isReadyToTransform(func::FuncOp fn, SymbolTable &symbols);

@@ -282,3 +282,14 @@ func.func @args_not_writable(%a: tensor<4xf32>) -> tensor<4xf32> {
   %0 = ember.cumulative sum %a, axis = 0 : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// An empty slice starting at the end of the operand needs no data.
+// CHECK-LABEL: func @empty_slice
+// CHECK-NOT: tensor.extract_slice
+// CHECK: tensor.empty() : tensor<0x4xf32>
+func.func @empty_slice(%a: tensor<3x4xf32>) -> tensor<0x4xf32> {
+  %0 = ember.slice %a, start = [3, 0], limit = [3, 4], strides = [1, 1] : (tensor<3x4xf32>) -> tensor<0x4xf32>
+  return %0 : tensor<0x4xf32>
+}

@@ -498,10 +498,6 @@ print(float(jax.grad(lambda x: x)(2.0)), float(jax.grad(jnp.sum)(np.float32(2.0)
 """
 
 
-@pytest.mark.xfail(strict=True, reason="vjp of a function that returns its input unchanged "
-                   "aborts the process: Deriver::deriveVjp dereferences body.end() "
-                   "(`&*b.getInsertionPoint()`) when the inlined body has no ops; repro: "
-                   "ember-opt --ember-autodiff on `func @f(%a) { return %a }` under ember.vjp")
 def test_vjp_of_identity():
     # In a subprocess: the failure is an LLVM assertion (SIGABRT).
     import subprocess
