@@ -14,7 +14,7 @@ from ember._src.api import (  # noqa: F401
 )
 from ember._src.ad import (  # noqa: F401
     grad, value_and_grad, vjp, jvp, linearize, jacfwd, jacrev, jacobian, hessian,
-    checkpoint, remat, checkpoint_policies,
+    checkpoint, remat, checkpoint_policies, custom_jvp, custom_vjp,
 )
 from ember._src.batching import vmap  # noqa: F401
 from ember import numpy  # noqa: F401

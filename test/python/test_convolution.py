@@ -418,3 +418,24 @@ def test_jnp_convolve_correlate(mode, na, nv):
     a, v = _rand(r, (na,)), _rand(r, (nv,))
     _check(jnp.convolve(a, v, mode=mode), np.convolve(a, v, mode=mode))
     _check(jnp.correlate(a, v, mode=mode), np.correlate(a, v, mode=mode))
+
+
+def test_conv_complex_and_preferred_element_type():
+    r = np.random.RandomState(15)
+    xc = (r.standard_normal((1, 2, 5, 4)) + 1j * r.standard_normal((1, 2, 5, 4))).astype(np.complex64)
+    wc = (r.standard_normal((3, 2, 2, 3)) + 1j * r.standard_normal((3, 2, 2, 3))).astype(np.complex64)
+    R = lambda a, b: ref_conv(a, b, (2, 1), "SAME")
+    want = (R(xc.real, wc.real) - R(xc.imag, wc.imag)
+            + 1j * (R(xc.real, wc.imag) + R(xc.imag, wc.real)))
+    got = lax.conv_general_dilated(xc, wc, (2, 1), "SAME")
+    assert got.dtype == np.complex64
+    _check(got, want)
+    xi = r.randint(-5, 5, (1, 2, 5, 5)).astype(np.int8)
+    wi = r.randint(-5, 5, (3, 2, 3, 3)).astype(np.int8)
+    got = lax.conv_general_dilated(xi, wi, (1, 1), "SAME", preferred_element_type=jnp.int32)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(got), ref_conv(xi, wi, (1, 1), "SAME"))
+    xh, wh = _rand(r, (1, 2, 5, 5), np.float16), _rand(r, (3, 2, 3, 3), np.float16)
+    got = lax.conv_general_dilated(xh, wh, (1, 1), "VALID", preferred_element_type=jnp.float32)
+    assert got.dtype == np.float32
+    _check(got, ref_conv(xh, wh, (1, 1), "VALID"), tol=1e-2)

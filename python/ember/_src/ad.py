@@ -471,3 +471,169 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
 
 
 remat = checkpoint
+
+
+# --------------------------------------------------------------------------
+# Custom derivative rules
+# --------------------------------------------------------------------------
+
+
+def _split_nondiff(args, nondiff_argnums):
+    nondiff = {i: args[i] for i in nondiff_argnums}
+    diff = [a for i, a in enumerate(args) if i not in nondiff]
+    return nondiff, diff
+
+
+def _rebuild(nondiff, diff, n):
+    full, it = [], iter(diff)
+    for i in range(n):
+        full.append(nondiff[i] if i in nondiff else next(it))
+    return full
+
+
+def _custom_call(name, symbols, operands, segments, out_avals):
+    ctx = core.context()
+    attrs = {k: ir.FlatSymbolRefAttr.get(v, ctx) for k, v in symbols.items()}
+    attrs["segments"] = core.i64_array_attr(segments)
+    return _emit(f"ember.{name}", operands, out_avals, attrs)
+
+
+class custom_jvp:
+    """`jax.custom_jvp`: a function with a user-defined JVP rule. The rule is
+    traced into its own function and referenced by an `ember.custom_jvp_call`
+    op, so it is used by forward and reverse mode and batched with the
+    function by vmap."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps):
+        def jvp(primals, tangents):
+            out = self.fun(*primals)
+            total = None
+            for rule, t in zip(jvps, tangents):
+                if rule is None:
+                    continue
+                contrib = rule(t, out, *primals)
+                total = contrib if total is None else tree_util.tree_map(
+                    lambda a, b: a + b, total, contrib)
+            if total is None:
+                total = tree_util.tree_map(lambda o: as_value(o) * 0, out)
+            return out, total
+        self.jvp = jvp
+
+    def __call__(self, *args):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
+                                 "using defjvp.")
+        if not core._trace_stack:
+            return _eager(lambda *a: self(*a), args, _static_positions(args, ()))
+        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
+        leaves, treedef = tree_util.tree_flatten(diff)
+        vals = [as_value(x) for x in leaves]
+        avals = [v.aval for v in vals]
+        n = len(vals)
+
+        def primal(*xs):
+            d = tree_util.tree_unflatten(treedef, list(xs))
+            return self.fun(*_rebuild(nondiff, d, len(args)))
+
+        f = _Traced(primal, avals)
+
+        def rule(*xs):
+            p = tree_util.tree_unflatten(treedef, list(xs[:n]))
+            t = tree_util.tree_unflatten(treedef, list(xs[n:]))
+            nd = [nondiff[i] for i in sorted(nondiff)]
+            out, tan = self.jvp(*nd, tuple(p), tuple(t))
+            outs, touts = tree_util.tree_leaves(out), tree_util.tree_leaves(tan)
+            if len(touts) != len(outs):
+                raise TypeError("custom_jvp rule must return tangents with the structure of "
+                                f"the primal output (at {core.where()})")
+            from ember._src import lax
+            touts = [lax.convert_element_type(as_value(tt), as_value(o).dtype)
+                     if dtypes.is_inexact(as_value(o).dtype) else as_value(o) * 0
+                     for tt, o in zip(touts, outs)]
+            return list(outs) + touts
+
+        j = _Traced(rule, avals + avals)
+        res = _custom_call("custom_jvp_call", {"callee": f.name, "jvp": j.name},
+                           vals + f.captured + j.captured,
+                           [n, len(f.captured), len(j.captured)], f.out_avals)
+        return tree_util.tree_unflatten(f.out_tree, res)
+
+
+class custom_vjp:
+    """`jax.custom_vjp`: a function with user-defined forward and backward
+    passes, referenced by an `ember.custom_vjp_call` op; reverse mode
+    transposes through the user's bwd, and vmap batches fwd and bwd."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
+                                 "using defvjp.")
+        if not core._trace_stack:
+            return _eager(lambda *a: self(*a), args, _static_positions(args, ()))
+        nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
+        leaves, treedef = tree_util.tree_flatten(diff)
+        vals = [as_value(x) for x in leaves]
+        avals = [v.aval for v in vals]
+        nargs = len(args)
+
+        def full(xs):
+            return _rebuild(nondiff, tree_util.tree_unflatten(treedef, list(xs)), nargs)
+
+        f = _Traced(lambda *xs: self.fun(*full(xs)), avals)
+        store = {}
+
+        def fwd(*xs):
+            out, res = self.fwd(*full(xs))
+            res_leaves, store["res_tree"] = tree_util.tree_flatten(res)
+            store["res_avals"] = [as_value(r).aval for r in res_leaves]
+            return tree_util.tree_leaves(out) + res_leaves
+
+        fw = _Traced(fwd, avals)
+        nout = len(f.out_avals)
+        res_avals = store["res_avals"]
+
+        def bwd(*xs):
+            res = tree_util.tree_unflatten(store["res_tree"], list(xs[:len(res_avals)]))
+            ct = tree_util.tree_unflatten(f.out_tree, list(xs[len(res_avals):]))
+            nd = [nondiff[i] for i in sorted(nondiff)]
+            cts = self.bwd(*nd, res, ct)
+            if not isinstance(cts, (tuple, list)):
+                raise TypeError("custom_vjp bwd function must produce a tuple of cotangents, "
+                                f"one per differentiable argument (at {core.where()})")
+            from ember._src import lax
+            flat = []
+            for arg, c in zip(diff, cts):
+                arg_leaves = tree_util.tree_leaves(arg)
+                c_leaves = tree_util.tree_leaves(c) if c is not None else [None] * len(arg_leaves)
+                for a, cl in zip(arg_leaves, c_leaves):
+                    a = as_value(a)
+                    flat.append(_zeros(a.aval) if cl is None else
+                                lax.convert_element_type(as_value(cl), a.dtype))
+            return flat
+
+        bw = _Traced(bwd, res_avals + f.out_avals)
+        res = _custom_call("custom_vjp_call",
+                           {"callee": f.name, "fwd": fw.name, "bwd": bw.name},
+                           vals + f.captured + fw.captured + bw.captured,
+                           [len(vals), len(f.captured), len(fw.captured), len(bw.captured),
+                            len(res_avals)], f.out_avals[:nout])
+        return tree_util.tree_unflatten(f.out_tree, res)

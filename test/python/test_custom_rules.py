@@ -1,0 +1,90 @@
+"""custom_jvp / custom_vjp: the user's rule is used by forward and reverse
+mode and survives vmap in both orders (grad(vmap(f)) and vmap(grad(f)))."""
+
+import numpy as np
+import pytest
+
+import ember as jax
+import ember.numpy as jnp
+
+XS = jnp.array([0.1, 0.2, -0.3])
+
+
+@pytest.fixture
+def fake_jvp():
+    @jax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+    # Deliberately not the true derivative, so we can see which rule is used.
+    f.defjvps(lambda t, ans, x: t * 100.0)
+    return f
+
+
+@pytest.fixture
+def fake_vjp():
+    @jax.custom_vjp
+    def g(x):
+        return x * x
+    g.defvjp(lambda x: (x * x, x), lambda x, ct: (ct * 7.0,))
+    return g
+
+
+def test_custom_jvp_value_is_the_function(fake_jvp):
+    np.testing.assert_allclose(fake_jvp(XS), np.sin(np.asarray(XS)), rtol=1e-6)
+
+
+def test_custom_jvp_rule_used_by_forward_and_reverse_mode(fake_jvp):
+    np.testing.assert_allclose(jax.grad(lambda x: fake_jvp(x).sum())(XS), [100.0] * 3)
+    _, t = jax.jvp(fake_jvp, (XS,), (jnp.ones(3),))
+    np.testing.assert_allclose(t, [100.0] * 3)
+
+
+def test_custom_jvp_rule_survives_vmap_both_orders(fake_jvp):
+    np.testing.assert_allclose(jax.vmap(jax.grad(fake_jvp))(XS), [100.0] * 3)
+    np.testing.assert_allclose(jax.grad(lambda x: jax.vmap(fake_jvp)(x).sum())(XS), [100.0] * 3)
+    np.testing.assert_allclose(jax.jit(jax.vmap(jax.grad(fake_jvp)))(XS), [100.0] * 3)
+
+
+def test_custom_vjp_rule_used_by_reverse_mode(fake_vjp):
+    np.testing.assert_allclose(fake_vjp(XS), np.asarray(XS) ** 2, rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(lambda x: fake_vjp(x).sum())(XS), [7.0] * 3)
+
+
+def test_custom_vjp_rule_survives_vmap_both_orders(fake_vjp):
+    np.testing.assert_allclose(jax.vmap(jax.grad(fake_vjp))(XS), [7.0] * 3)
+    np.testing.assert_allclose(jax.grad(lambda x: jax.vmap(fake_vjp)(x).sum())(XS), [7.0] * 3)
+
+
+def test_custom_vjp_forward_mode_is_an_error(fake_vjp):
+    with pytest.raises(Exception, match="forward-mode"):
+        jax.jvp(fake_vjp, (XS,), (jnp.ones(3),))
+
+
+def test_custom_jvp_second_order_with_true_rule():
+    @jax.custom_jvp
+    def softplus(x):
+        return jnp.logaddexp(x, 0.0)
+    softplus.defjvps(lambda t, ans, x: t * jax.nn.sigmoid(x))
+    x = np.array([-1.0, 0.0, 2.0], np.float32)
+    s = 1 / (1 + np.exp(-x))
+    np.testing.assert_allclose(jax.vmap(jax.grad(jax.grad(softplus)))(x), s * (1 - s), rtol=1e-5)
+
+
+def test_custom_vjp_nondiff_argnums_and_pytree_residuals():
+    import functools
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def apply(fn, x):
+        return fn(x)
+    apply.defvjp(lambda fn, x: (fn(x), {"x": x}), lambda fn, res, g: (g * 2.0 * res["x"],))
+    x = jnp.array([1.0, -2.0, 3.0])
+    np.testing.assert_allclose(jax.grad(lambda x: apply(jnp.sin, x).sum())(x), 2 * np.asarray(x))
+
+
+def test_custom_rule_closing_over_a_traced_value():
+    @jax.custom_jvp
+    def f(x):
+        return x * 2.0
+    f.defjvps(lambda t, ans, x: t * 3.0)
+    out = jax.jit(lambda w, x: jax.grad(lambda x: jnp.sum(f(x) * w))(x))(jnp.ones(3) * 2, XS)
+    np.testing.assert_allclose(out, [6.0] * 3)
