@@ -63,6 +63,12 @@ Value filledTensor(OpBuilder &b, Location loc, RankedTensorType t, Value scalar)
 }
 
 Value constScalar(OpBuilder &b, Location loc, TypedAttr a) {
+  if (auto c = dyn_cast<complex::NumberAttr>(a)) {
+    Type part = cast<ComplexType>(c.getType()).getElementType();
+    SmallVector<Attribute> parts = {b.getFloatAttr(part, c.getReal()),
+                                    b.getFloatAttr(part, c.getImag())};
+    return complex::ConstantOp::create(b, loc, c.getType(), b.getArrayAttr(parts));
+  }
   return arith::ConstantOp::create(b, loc, a);
 }
 

@@ -31,12 +31,7 @@ struct R {
 
   RankedTensorType ty(Value v) const { return cast<RankedTensorType>(v.getType()); }
 
-  Value splat(RankedTensorType t, double v) {
-    Type e = t.getElementType();
-    Attribute a = isa<FloatType>(e) ? (Attribute)b.getFloatAttr(e, v)
-                                    : (Attribute)b.getIntegerAttr(e, (int64_t)v);
-    return ConstantOp::create(b, loc, DenseElementsAttr::get(t, a));
-  }
+  Value splat(RankedTensorType t, double v) { return ConstantOp::create(b, loc, splatOf(t, v)); }
   Value like(Value v, double c) { return splat(ty(v), c); }
   Value zeros(Type t) { return splat(cast<RankedTensorType>(t), 0.0); }
   Value orZeros(Value v, Type t) { return v ? v : zeros(t); }
@@ -254,6 +249,22 @@ Value prodTangent(R &r, Value x, Value t, ArrayRef<int64_t> dims) {
 }
 
 } // namespace
+
+DenseElementsAttr mlir::ember::splatOf(RankedTensorType t, double v) {
+  Type e = t.getElementType();
+  if (auto c = dyn_cast<ComplexType>(e)) {
+    auto ft = cast<FloatType>(c.getElementType());
+    APFloat re(v);
+    bool lost;
+    re.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    APFloat im = APFloat::getZero(ft.getFloatSemantics());
+    std::complex<APFloat> z(re, im);
+    return DenseElementsAttr::get(t, ArrayRef<std::complex<APFloat>>(z));
+  }
+  if (auto f = dyn_cast<FloatType>(e))
+    return DenseElementsAttr::get(t, FloatAttr::get(f, v));
+  return DenseElementsAttr::get(t, IntegerAttr::get(e, (int64_t)v));
+}
 
 LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> t,
                                     SmallVectorImpl<Value> &out) {

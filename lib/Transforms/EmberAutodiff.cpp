@@ -23,11 +23,7 @@ namespace {
 bool isDifferentiable(Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); }
 
 Value zerosOf(OpBuilder &b, Location loc, Type type) {
-  auto t = cast<RankedTensorType>(type);
-  Type e = t.getElementType();
-  Attribute z = isa<FloatType>(e) ? (Attribute)b.getFloatAttr(e, 0.0)
-                                  : (Attribute)b.getIntegerAttr(e, 0);
-  return ConstantOp::create(b, loc, DenseElementsAttr::get(t, z));
+  return ConstantOp::create(b, loc, splatOf(cast<RankedTensorType>(type), 0.0));
 }
 
 /// Forward mode over the ops in [begin, end) of a block: fills `tangent`.

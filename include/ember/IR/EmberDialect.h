@@ -21,6 +21,9 @@ LogicalResult buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> tangents,
 /// The transpose rule of an ember op (see DifferentiableOpInterface).
 LogicalResult buildTranspose(Operation *op, OpBuilder &b, ArrayRef<Value> cotangents,
                              ArrayRef<bool> linear, SmallVectorImpl<Value> &operandCotangents);
+/// A splat constant `v` of tensor type `t` (float, integer or complex).
+DenseElementsAttr splatOf(RankedTensorType t, double v);
+
 /// The batching rule of an ember op (see BatchableOpInterface).
 LogicalResult buildBatch(Operation *op, OpBuilder &b, ArrayRef<Value> operands,
                          ArrayRef<bool> batched, int64_t batchSize,

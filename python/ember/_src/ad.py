@@ -97,9 +97,18 @@ def _static_positions(args, dynamic):
 # --------------------------------------------------------------------------
 
 
+def _no_complex(vals, what):
+    for v in vals:
+        if dtypes.is_complex(v.dtype):
+            raise NotImplementedError(
+                f"{what}: Ember does not differentiate with respect to complex inputs yet "
+                f"(got {v.aval.str_short()}) (at {core.where()})")
+
+
 def _vjp_traced(fun, primals, has_aux):
     leaves, treedef = tree_util.tree_flatten(primals)
     vals = [as_value(x) for x in leaves]
+    _no_complex(vals, "vjp/grad")
 
     def flat_fun(*xs):
         out = fun(*tree_util.tree_unflatten(treedef, list(xs)))
@@ -268,6 +277,7 @@ def _jvp_traced(fun, primals, tangents, has_aux):
                         f"structure; primals have tree structure {treedef} whereas tangents "
                         f"have tree structure {t_def}")
     vals = [as_value(x) for x in leaves]
+    _no_complex(vals, "jvp")
     for v, t in zip(vals, t_leaves):
         if as_value(t).shape != v.shape:
             raise ValueError(f"jvp tangent shape {as_value(t).shape} does not match the "
