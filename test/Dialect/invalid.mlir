@@ -726,3 +726,27 @@ func.func @vmap_c4(%x: tensor<2x3xf32>) {
   %y = ember.vmap @g(%x) batched [true] size 2 : (tensor<2x3xf32>) -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func private @id(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+// custom_c1
+func.func @custom_c1(%x: tensor<f32>) {
+  // expected-error @+1 {{custom_c1: 'nope' does not name a func.func}}
+  %y = ember.custom_jvp_call @id jvp @nope(%x) segments [1, 0, 0] : (tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func private @id(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+// custom_c2
+func.func @custom_c2(%x: tensor<f32>) {
+  // expected-error @+1 {{custom_c2: segments must be non-negative and add up to the number of operands}}
+  %y = ember.custom_jvp_call @id jvp @id(%x) segments [2, 0, 0] : (tensor<f32>) -> tensor<f32>
+  return
+}
