@@ -134,4 +134,28 @@ def EmberInlineCustomPass : Pass<"ember-inline-custom", "ModuleOp"> {
   let dependentDialects = ["func::FuncDialect"];
 }
 
+def EmberUniqueResultsPass : Pass<"ember-unique-results", "ModuleOp"> {
+  let summary = "Give every result of a public function its own tensor";
+  let description = [{
+    A function may return the same value at several positions (after CSE, or
+    by construction). Each result becomes a caller-provided buffer later
+    (`buffer-results-to-out-params`), which does not handle a buffer returned
+    twice. This pass copies every repeated tensor result (and every returned
+    argument after its first use as a result) into a fresh tensor with
+    `linalg.copy`, so each result has its own buffer.
+
+    Before:
+    ```mlir
+    return %0, %0 : tensor<3xf32>, tensor<3xf32>
+    ```
+    After:
+    ```mlir
+    %e = tensor.empty() : tensor<3xf32>
+    %1 = linalg.copy ins(%0 : tensor<3xf32>) outs(%e : tensor<3xf32>) -> tensor<3xf32>
+    return %0, %1 : tensor<3xf32>, tensor<3xf32>
+    ```
+  }];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
+}
+
 #endif // EMBER_PASSES_TD

@@ -585,15 +585,66 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         return success();
       })
       .Case([&](ReduceWindowOp o) -> LogicalResult {
-        if (o.getKind() != ReduceKind::Sum)
-          return o.emitOpError("has no JVP rule for window kind ")
-                 << stringifyReduceKind(o.getKind());
+        // Decompose into one strided slice per window offset of the padded
+        // operand: sum adds the tangent slices; max/min follow the first
+        // extreme element. Built from pad/slice/add/select, which all have
+        // transpose rules, so reverse mode needs nothing more.
         if (!t[0])
           return zero();
-        IRMapping map;
-        map.map(o.getOperand(), t[0]);
-        map.map(o.getInitValue(), r.zeros(o.getInitValue().getType()));
-        return pass(b.clone(*op, map)->getResult(0));
+        ReduceKind kind = o.getKind();
+        if (kind != ReduceKind::Sum && kind != ReduceKind::Max && kind != ReduceKind::Min)
+          return o.emitOpError("has no JVP rule for window kind ") << stringifyReduceKind(kind);
+        auto in = o.getOperand().getType();
+        auto outT = o.getType();
+        int64_t rank = in.getRank();
+        auto win = o.getWindowDimensions(), strides = o.getWindowStrides();
+        SmallVector<int64_t> zeros(rank, 0);
+        auto scalarT = RankedTensorType::get({}, in.getElementType());
+        Value init = r.reshape(o.getInitValue(), scalarT);
+        Value xp = PadOp::create(b, r.loc, o.getOperand(), init,
+                                 b.getDenseI64ArrayAttr(o.getPaddingLow()),
+                                 b.getDenseI64ArrayAttr(o.getPaddingHigh()),
+                                 b.getDenseI64ArrayAttr(zeros));
+        Value tp = PadOp::create(b, r.loc, t[0], r.zeros(scalarT),
+                                 b.getDenseI64ArrayAttr(o.getPaddingLow()),
+                                 b.getDenseI64ArrayAttr(o.getPaddingHigh()),
+                                 b.getDenseI64ArrayAttr(zeros));
+        int64_t count = 1;
+        for (int64_t w : win)
+          count *= w;
+        Value best, tan;
+        for (int64_t k = 0; k < count; ++k) {
+          SmallVector<int64_t> start(rank), limit(rank);
+          int64_t rest = k;
+          for (int64_t d = rank - 1; d >= 0; --d) {
+            start[d] = rest % win[d];
+            rest /= win[d];
+            int64_t n = outT.getDimSize(d);
+            limit[d] = n == 0 ? start[d] : start[d] + (n - 1) * strides[d] + 1;
+          }
+          auto slice = [&](Value v) {
+            return (Value)SliceOp::create(b, r.loc, v, b.getDenseI64ArrayAttr(start),
+                                          b.getDenseI64ArrayAttr(limit),
+                                          b.getDenseI64ArrayAttr(strides));
+          };
+          Value ts = slice(tp);
+          if (kind == ReduceKind::Sum) {
+            tan = tan ? r.add(tan, ts) : ts;
+            continue;
+          }
+          Value xs = slice(xp);
+          if (!best) {
+            best = xs;
+            tan = ts;
+            continue;
+          }
+          Value better = r.cmp(kind == ReduceKind::Max ? ComparisonDirection::GT
+                                                       : ComparisonDirection::LT,
+                               xs, best);
+          tan = r.select(better, ts, tan);
+          best = r.select(better, xs, best);
+        }
+        return pass(tan);
       })
       .Default([&](Operation *o) -> LogicalResult {
         if (llvm::all_of(t, [](Value v) { return !v; }))

@@ -80,6 +80,7 @@ static const char kCpuPipeline[] =
     "canonicalize,cse,"
     "linalg-fuse-elementwise-ops,"
     "canonicalize,"
+    "ember-unique-results,"
     "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true},"

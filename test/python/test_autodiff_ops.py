@@ -447,15 +447,10 @@ def test_reduce_window_sum_jvp(f, shape):
     check_grads(f, uniform(-1, 1, shape, 0), modes=("fwd",))
 
 
-@pytest.mark.xfail(strict=True, reason="ember.reduce_window has no transpose rule: "
-                   "VJP of lax.reduce_window(x, 0., lax.add, ...) fails with "
-                   "'ember.reduce_window op has no transpose rule'")
 def test_reduce_window_sum_vjp():
     check_grads(_window_sum, uniform(-1, 1, (3, 4), 0), modes=("rev",))
 
 
-@pytest.mark.xfail(strict=True, reason="ember.reduce_window kind max has no JVP rule "
-                   "(max pooling is differentiable in JAX)")
 def test_reduce_window_max():
     check_grads(lambda x: lax.reduce_window(x, -np.inf, lax.max, (2,), (1,)),
                 uniform(-1, 1, (5,), 0))

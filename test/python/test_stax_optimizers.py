@@ -659,8 +659,6 @@ def test_training_smoke():
     assert acc > 0.8
 
 
-@pytest.mark.xfail(reason="ember.reduce_window has no JVP/transpose rule yet "
-                          "(grad through MaxPool/SumPool/AvgPool fails)", strict=False)
 @pytest.mark.parametrize("layer", ["MaxPool", "AvgPool"])
 def test_pooling_grad(layer):
     _, apply = getattr(stax, layer)((2,), (1,))
