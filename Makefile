@@ -39,6 +39,7 @@ test: test-lit test-python
 
 demo: build
 	$(PY) examples/demo.py
+	$(PY) examples/train_digits.py
 
 clean:
 	rm -rf build python/ember/_mlir

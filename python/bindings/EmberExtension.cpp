@@ -17,5 +17,6 @@ NB_MODULE(_site_initialize_0, m) {
   m.def("register_dialects", [](MlirDialectRegistry registry) {
     emberRegisterDialects(registry);
   });
-  m.attr("disable_load_all_available_dialects") = true;
+  // Every context loads the registered dialects: creating an op of a dialect
+  // that is registered but not loaded would abort the process.
 }
