@@ -88,3 +88,18 @@ def test_custom_rule_closing_over_a_traced_value():
     f.defjvps(lambda t, ans, x: t * 3.0)
     out = jax.jit(lambda w, x: jax.grad(lambda x: jnp.sum(f(x) * w))(x))(jnp.ones(3) * 2, XS)
     np.testing.assert_allclose(out, [6.0] * 3)
+
+
+def test_rule_may_call_the_function_itself():
+    # JAX's documented pattern: the rule computes the primal with f itself.
+    @jax.custom_jvp
+    def f(x):
+        return jnp.tanh(x) * 2.0
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), t * 5.0
+
+    np.testing.assert_allclose(f(XS), np.tanh(np.asarray(XS)) * 2, rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(lambda x: f(x).sum())(XS), [5.0] * 3)

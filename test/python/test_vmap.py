@@ -166,6 +166,14 @@ ELEMENTWISE = [
     case(lambda x: x * 2.0, (W,), None, 0, axis_size=B, id="axis_size-unbatched-out0"),
     case(lambda x: x + 1.0, (X,), 0, 1, axis_size=B, id="axis_size-consistent"),
     case(lambda x, w: (x + w, w * 2.0), (X, W), (0, None), (0, None), id="out-None-where-valid"),
+    case(lambda x, n: x * n, (X, 3), (0, None), id="python-int-unmapped"),
+    case(lambda x: (1.0, jnp.zeros(2)), (X,), id="constant-outputs-broadcast"),
+    case(lambda x, w: w, (X, W), (0, None), id="unbatched-output-broadcast"),
+    case(lambda x: x, (XT,), 1, -1, id="identity-move"),
+    case(lambda x: jnp.arange(5.0) + jnp.zeros_like(x) + jnp.ones(x.shape) * x, (X,), id="iota-zeros_like"),
+    case(lambda x: lax.integer_pow(x, 3) + lax.rsqrt(jnp.abs(x) + 1) + jnp.expm1(x) + jnp.log1p(jnp.abs(x)),
+         (X,), id="integer_pow-rsqrt"),
+    case(lambda x: jnp.tril(x) - jnp.triu(x, 1), (X,), id="tril-triu"),
 ]
 
 
@@ -318,6 +326,10 @@ REDUCE = [
     case(lambda x: jnp.sort(x, axis=0), (XL,), -1, id="sort-ax0-in-1"),
     case(lambda x: jnp.argsort(x, axis=-1), (X,), id="argsort"),
     case(lambda x: jnp.argsort(x, axis=0), (XT,), 1, id="argsort-ax0"),
+    case(lambda x, y: lax.sort((x, y), dimension=0, num_keys=1), (X, Y), id="lax.sort-multi-operand"),
+    case(lambda x: lax.top_k(x, 2), (X,), id="top_k"),
+    case(lambda x: lax.cumsum(x, axis=1, reverse=True), (XT,), 1, id="cumsum-reverse"),
+    case(lambda i: jnp.sum(i, axis=0) + jnp.max(i), (_r((B, 4, 5), 27, np.int32, -9, 9),), id="int-reductions"),
 ]
 
 
@@ -374,6 +386,8 @@ DYN = [
          id="dyn_slice-clamped"),
     case(lambda x, i: x[i], (X, IDX), id="traced-int-index"),
     case(lambda x, i: x[:, i], (W, JJ), (None, 0), id="traced-int-index-ax1"),
+    case(lambda x, i: x[i], (X, np.array([-1, 2, -4], np.int32)), id="traced-negative-index"),
+    case(lambda x, i: x.at[i].add(1.0), (V, np.array([-1, 0, -2], np.int32)), id="at-add-negative-index"),
     case(lambda x, i, u: x.at[i].set(u), (V, IDX, np.arange(B, dtype=np.float32)), id="at-set-scalar"),
     case(lambda x, i: x.at[i].set(0.0), (W, IDX), (None, 0), id="at-set-unbatched-x"),
     case(lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 1)), (X, U, IDX), id="dus-all"),
@@ -417,6 +431,8 @@ SCATTER = [
          id="set-array-idx"),
     case(lambda x, i, u: x.at[:, i].add(u), (XT, IDXS, _r((4, 3), 16)), (1, 0, None), id="add-ax1"),
     case(lambda x, i: x.at[i].mul(2.0).at[i].max(0.5), (V, IDXS), id="mul-max"),
+    case(lambda x, i: x.at[i].add(1.0), (V, -IDXS - 1), id="add-negative-indices"),
+    case(lambda x, i, j, u: x.at[i, j].set(u), (X, IDXS, IDXS + 1, _r((B, 3), 28)), id="set-two-int-arrays"),
 ]
 
 
@@ -684,3 +700,121 @@ def test_error_out_axes_not_prefix():
 def test_error_in_axes_bad_type():
     with pytest.raises(TypeError):
         jax.vmap(jnp.sin, in_axes="0")(np.ones(3))
+
+
+# --------------------------------------------------------------------------
+# Convolution, lax.map / associative_scan, custom rules, checkpoint
+# --------------------------------------------------------------------------
+
+IMG = _r((B, 2, 6, 6), 29)    # examples: (C=2, H, W) -> a batch of 1 image inside
+KER = _r((B, 3, 2, 3, 3), 30)  # examples: (O=3, I=2, kh, kw)
+
+
+def _conv(img, ker):
+    return lax.conv_general_dilated(img[None], ker, (1, 1), "SAME")[0]
+
+
+CONV = [
+    case(_conv, (IMG, KER[0]), (0, None), id="conv-lhs-batched"),
+    case(_conv, (IMG[0], KER), (None, 0), id="conv-rhs-batched"),
+    case(_conv, (IMG, KER), id="conv-both"),
+    case(lambda i, k: lax.conv_general_dilated(i[None], k, (2, 1), "VALID", rhs_dilation=(1, 2))[0],
+         (np.ascontiguousarray(np.moveaxis(IMG, 0, 1)), KER), (1, 0), 1, id="conv-strided-dilated-ax1"),
+]
+
+
+@pytest.mark.parametrize("f,args,in_axes,out_axes,axis_size,tol", CONV)
+def test_convolution(f, args, in_axes, out_axes, axis_size, tol):
+    _run(f, args, in_axes, out_axes, axis_size, 1e-4)
+
+
+def test_lax_map_and_associative_scan():
+    check(lambda x: lax.map(lambda r: jnp.sum(r ** 2), x), (X,))
+    check(lambda x: lax.associative_scan(jnp.add, x, axis=1), (XT,), 1)
+
+
+@jax.custom_jvp
+def _softclip(x):
+    return jnp.tanh(x) * 2.0
+
+
+@_softclip.defjvp
+def _softclip_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    # (not `_softclip(x)`: a custom_jvp calling itself in its own rule recurses
+    # in ember today, independently of vmap)
+    return jnp.tanh(x) * 2.0, 2.0 * (1 - jnp.tanh(x) ** 2) * t
+
+
+@jax.custom_vjp
+def _clipgrad(x):
+    return jnp.sin(x)
+
+
+def _clipgrad_fwd(x):
+    return jnp.sin(x), jnp.cos(x)
+
+
+def _clipgrad_bwd(c, g):
+    return (jnp.clip(c * g, -0.5, 0.5),)
+
+
+_clipgrad.defvjp(_clipgrad_fwd, _clipgrad_bwd)
+
+
+def test_vmap_custom_jvp_and_custom_vjp():
+    check(_softclip, (X,))
+    check(_clipgrad, (XT,), 1)
+    check(jax.grad(lambda v: jnp.sum(_softclip(v) * _clipgrad(v))), (V,))
+
+
+def test_grad_of_vmap_custom_vjp():
+    got = jax.grad(lambda v: jnp.sum(jax.vmap(_clipgrad)(v) * 3.0))(V)
+    np.testing.assert_allclose(got, np.clip(np.cos(V) * 3.0, -0.5, 0.5), rtol=1e-5, atol=1e-6)
+
+
+def test_vmap_checkpoint_and_hessian():
+    def g(r):
+        return jnp.sum(jnp.sin(r) * r ** 2)
+    check(jax.grad(jax.checkpoint(g)), (V,))
+    check(jax.hessian(g), (V,), tol=1e-4)
+
+
+def test_vmap_of_jvp_and_vjp():
+    def g(r):
+        return jnp.sin(r) * jnp.sum(r)
+    check(lambda x, t: jax.jvp(g, (x,), (t,)), (V, V * 0.5 + 1))
+    check(lambda x, ct: jax.vjp(g, x)[1](ct), (V, V * 2.0))
+
+
+def test_triple_nested_vmap_with_grad():
+    def f(a, b):
+        return jnp.sin(a) * b
+    g = jax.vmap(jax.vmap(jax.vmap(jax.grad(f), (0, None)), (None, 0)), (0, 0))
+    a, b = _r((2, 3), 31), _r((2, 4), 32)
+    want = np.cos(a)[:, None, :] * b[:, :, None]
+    np.testing.assert_allclose(g(a, b), want, rtol=1e-5, atol=1e-6)
+
+
+def test_error_out_axes_none_for_mapped_output():
+    with pytest.raises(ValueError, match="mapped output but out_axes is None"):
+        jax.vmap(lambda x: x * 2.0, out_axes=None)(V)
+    with pytest.raises(ValueError, match="mapped output but out_axes is None"):
+        jax.vmap(lambda x, w: (w, lax.cond(w[0] > 0, lambda: w * x[0], lambda: w)),
+                 in_axes=(0, None), out_axes=None)(V, P)
+    with pytest.raises(ValueError, match="mapped output but out_axes is None"):
+        jax.jit(jax.vmap(lambda x, w: w + x, in_axes=(0, None), out_axes=None))(V, P)
+
+
+def test_out_axes_none_for_unmapped_output_inside_jit_and_nested_vmap():
+    got = jax.jit(jax.vmap(lambda x, w: (x, w + 1.0), in_axes=(0, None), out_axes=(0, None)))(V, P)
+    np.testing.assert_allclose(got[1], P + 1.0)
+    got = jax.vmap(lambda y: jax.vmap(lambda x: y * 2.0, out_axes=None)(V))(P)
+    np.testing.assert_allclose(got, P * 2.0)
+
+
+def test_error_out_axes_out_of_range():
+    with pytest.raises(ValueError, match="out of bounds"):
+        jax.vmap(lambda x: x * 2.0, out_axes=2)(V)
+    with pytest.raises(ValueError, match="out of bounds"):
+        jax.vmap(lambda x: x * 2.0, out_axes=-3)(V)

@@ -539,10 +539,16 @@ class custom_jvp:
             return out, total
         self.jvp = jvp
 
+    _tracing_rule = 0
+
     def __call__(self, *args):
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
                                  "using defjvp.")
+        if self._tracing_rule:
+            # Called from inside its own rule (JAX's documented pattern): the
+            # primal function.
+            return self.fun(*args)
         if not core._trace_stack:
             return _eager(lambda *a: self(*a), args, _static_positions(args, ()))
         nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
@@ -572,7 +578,11 @@ class custom_jvp:
                      for tt, o in zip(touts, outs)]
             return list(outs) + touts
 
-        j = _Traced(rule, avals + avals)
+        self._tracing_rule += 1
+        try:
+            j = _Traced(rule, avals + avals)
+        finally:
+            self._tracing_rule -= 1
         res = _custom_call("custom_jvp_call", {"callee": f.name, "jvp": j.name},
                            vals + f.captured + j.captured,
                            [n, len(f.captured), len(j.captured)], f.out_avals)
@@ -593,7 +603,11 @@ class custom_vjp:
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         self.fwd, self.bwd = fwd, bwd
 
+    _tracing_rule = 0
+
     def __call__(self, *args):
+        if self._tracing_rule:
+            return self.fun(*args)
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
                                  "using defvjp.")
@@ -617,7 +631,11 @@ class custom_vjp:
             store["res_avals"] = [as_value(r).aval for r in res_leaves]
             return tree_util.tree_leaves(out) + res_leaves
 
-        fw = _Traced(fwd, avals)
+        self._tracing_rule += 1
+        try:
+            fw = _Traced(fwd, avals)
+        finally:
+            self._tracing_rule -= 1
         nout = len(f.out_avals)
         res_avals = store["res_avals"]
 
@@ -640,7 +658,11 @@ class custom_vjp:
                                 lax.convert_element_type(as_value(cl), a.dtype))
             return flat
 
-        bw = _Traced(bwd, res_avals + f.out_avals)
+        self._tracing_rule += 1
+        try:
+            bw = _Traced(bwd, res_avals + f.out_avals)
+        finally:
+            self._tracing_rule -= 1
         res = _custom_call("custom_vjp_call",
                            {"callee": f.name, "fwd": fw.name, "bwd": bw.name},
                            vals + f.captured + fw.captured + bw.captured,

@@ -111,10 +111,50 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
                      [a.update(shape=(n,) + a.shape) for a in traced.out_avals], attrs)
     out = tree_util.tree_unflatten(traced.out_tree, res)
     oaxes = _axes_for(out_axes, out, "out_axes")
+    mapped = None
+    if any(ax is None for ax in oaxes):
+        mapped = _mapped_outputs(trace, traced.name, len(batched_idx), len(res))
     final = []
-    for r, ax in zip(res, oaxes):
+    for k, (r, ax) in enumerate(zip(res, oaxes)):
         if ax is None:
+            if mapped is not None and mapped[k]:
+                raise ValueError("vmap has mapped output but out_axes is None")
             final.append(r[0])
         else:
+            if not -r.ndim <= ax < r.ndim:
+                raise ValueError(f"vmap out_axes specification {ax} is out of bounds for an "
+                                 f"output of rank {r.ndim} (shape {r.shape}, including the "
+                                 f"mapped axis)")
             final.append(jnp.moveaxis(r, 0, ax % r.ndim) if ax % r.ndim else r)
     return tree_util.tree_unflatten(traced.out_tree, final)
+
+
+def _mapped_outputs(trace, name, n_batched, n_out):
+    """Which results of the traced per-example function `name` depend on its
+    first `n_batched` (batched) arguments, by forward dataflow over its body
+    (values used inside an op's regions count as that op's operands).
+    Returns None when the function cannot be found."""
+    func = None
+    for op in trace.module.body.operations:
+        attrs = op.operation.attributes
+        if "sym_name" in attrs and ir.StringAttr(attrs["sym_name"]).value == name:
+            func = op.operation
+            break
+    if func is None:
+        return None
+    block = func.regions[0].blocks[0]
+    dep = {block.arguments[i] for i in range(n_batched)}
+
+    def uses_dep(op):
+        if any(v in dep for v in op.operands):
+            return True
+        return any(uses_dep(inner.operation) for region in op.regions
+                   for b in region.blocks for inner in b.operations)
+
+    ret = None
+    for op in block.operations:
+        op = op.operation
+        if uses_dep(op):
+            dep.update(op.results)
+        ret = op
+    return [v in dep for v in ret.operands][:n_out]
