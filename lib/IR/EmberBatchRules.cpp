@@ -148,13 +148,33 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         return done(c.recreate(op, all(), a));
       })
       .Case([&](PadOp o) -> LogicalResult {
-        if (isBatched[1])
-          return o.emitOpError("cannot be batched over its padding value");
         NamedAttrList a = attrs();
         setArray(a, "edge_padding_low", prepend(0, o.getEdgePaddingLow()));
         setArray(a, "edge_padding_high", prepend(0, o.getEdgePaddingHigh()));
         setArray(a, "interior_padding", prepend(0, o.getInteriorPadding()));
-        return done(c.recreate(op, {c.batched(operands[0], isBatched[0]), operands[1]}, a));
+        Value x = c.batched(operands[0], isBatched[0]);
+        if (!isBatched[1])
+          return done(c.recreate(op, {x, operands[1]}, a));
+        // A per-example padding value: pad a mask of the data positions and
+        // select between the padded data and the broadcast padding values.
+        auto xt = cast<RankedTensorType>(x.getType());
+        auto scalar = [&](Type e, double v) {
+          return (Value)ConstantOp::create(b, c.loc, splatOf(RankedTensorType::get({}, e), v));
+        };
+        Value zero = scalar(xt.getElementType(), 0.0);
+        auto padded = [&](Value v, Value pv) {
+          return (Value)PadOp::create(
+              b, c.loc, v, pv, b.getDenseI64ArrayAttr(prepend(0, o.getEdgePaddingLow())),
+              b.getDenseI64ArrayAttr(prepend(0, o.getEdgePaddingHigh())),
+              b.getDenseI64ArrayAttr(prepend(0, o.getInteriorPadding())));
+        };
+        Value data = padded(x, zero);
+        Value ones = ConstantOp::create(b, c.loc, splatOf(xt.clone(b.getI1Type()), 1.0));
+        Value mask = padded(ones, scalar(b.getI1Type(), 0.0));
+        auto outT = cast<RankedTensorType>(data.getType());
+        Value pv = BroadcastInDimOp::create(b, c.loc, outT, operands[1],
+                                            b.getDenseI64ArrayAttr({0}));
+        return doneValue(SelectOp::create(b, c.loc, outT, mask, data, pv));
       })
       .Case([&](ReduceWindowOp o) -> LogicalResult {
         if (isBatched[1])

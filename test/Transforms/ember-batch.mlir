@@ -88,3 +88,19 @@ func.func @batched_while(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = ember.vmap @w(%x) batched [true] size 4 : (tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A per-example padding value: mask of the data positions, then select.
+// CHECK-LABEL: func @batched_pad_value
+// CHECK: ember.pad
+// CHECK: ember.pad {{.*}} : (tensor<3x4xi1>, tensor<i1>) -> tensor<3x8xi1>
+// CHECK: ember.select
+func.func private @p(%x: tensor<4xf32>, %c: tensor<f32>) -> tensor<8xf32> {
+  %0 = ember.pad %x, %c, low = [0], high = [1], interior = [1] : (tensor<4xf32>, tensor<f32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+func.func @batched_pad_value(%x: tensor<3x4xf32>, %c: tensor<3xf32>) -> tensor<3x8xf32> {
+  %y = ember.vmap @p(%x, %c) batched [true, true] size 3 : (tensor<3x4xf32>, tensor<3xf32>) -> tensor<3x8xf32>
+  return %y : tensor<3x8xf32>
+}
