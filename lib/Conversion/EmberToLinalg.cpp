@@ -330,6 +330,86 @@ struct YieldLowering : public OpConversionPattern<YieldOp> {
   }
 };
 
+/// bitcast_convert between element widths: a wide element splits into its
+/// little-endian parts along a new trailing dimension, or parts merge.
+struct BitcastResizeLowering : public OpConversionPattern<BitcastConvertOp> {
+  BitcastResizeLowering(const TypeConverter &tc, MLIRContext *ctx)
+      : OpConversionPattern(tc, ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(BitcastConvertOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto in = cast<RankedTensorType>(adaptor.getOperand().getType());
+    auto out = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    unsigned wi = in.getElementTypeBitWidth(), wo = out.getElementTypeBitWidth();
+    if (wi == wo)
+      return failure(); // the elementwise pattern handles equal widths
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto asInt = [&](OpBuilder &b, Location l, Value v) -> Value {
+      Type it = b.getIntegerType(v.getType().getIntOrFloatBitWidth());
+      return v.getType() == it ? v : (Value)arith::BitcastOp::create(b, l, it, v);
+    };
+    auto fromInt = [&](OpBuilder &b, Location l, Value v, Type t) -> Value {
+      return v.getType() == t ? v : (Value)arith::BitcastOp::create(b, l, t, v);
+    };
+    if (wi > wo) {
+      // Split: out[..., k] = bits(in[...]) >> (k * wo).
+      unsigned rank = out.getRank();
+      SmallVector<AffineExpr> inExprs;
+      for (unsigned i = 0; i + 1 < rank; ++i)
+        inExprs.push_back(getAffineDimExpr(i, ctx));
+      SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, inExprs, ctx),
+                                     rewriter.getMultiDimIdentityMap(rank)};
+      auto g = linalg::GenericOp::create(
+          rewriter, loc, out, adaptor.getOperand(), emptyTensor(rewriter, loc, out), maps,
+          parallel(rank), [&](OpBuilder &b, Location l, ValueRange args) {
+            Value bits = asInt(b, l, args[0]);
+            Value k = arith::IndexCastOp::create(b, l, bits.getType(),
+                                                 linalg::IndexOp::create(b, l, rank - 1));
+            Value sh = arith::MulIOp::create(
+                b, l, k, arith::ConstantOp::create(b, l, b.getIntegerAttr(bits.getType(), wo)));
+            Value part = arith::TruncIOp::create(b, l, b.getIntegerType(wo),
+                                                 arith::ShRUIOp::create(b, l, bits, sh));
+            linalg::YieldOp::create(b, l, fromInt(b, l, part, out.getElementType()));
+          });
+      rewriter.replaceOp(op, g.getResults());
+      return success();
+    }
+    // Merge: acc |= zext(bits(in[..., k])) << (k * wi), then view as out.
+    unsigned rank = in.getRank();
+    Type wideInt = rewriter.getIntegerType(wo);
+    auto accType = out.clone(wideInt);
+    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(wideInt, 0));
+    Value init = filledTensor(rewriter, loc, accType, zero);
+    SmallVector<AffineExpr> outExprs;
+    for (unsigned i = 0; i + 1 < rank; ++i)
+      outExprs.push_back(getAffineDimExpr(i, ctx));
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank),
+                                   AffineMap::get(rank, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iters = parallel(rank);
+    iters.back() = utils::IteratorType::reduction;
+    auto g = linalg::GenericOp::create(
+        rewriter, loc, accType, adaptor.getOperand(), init, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value bits = arith::ExtUIOp::create(b, l, wideInt, asInt(b, l, args[0]));
+          Value k = arith::IndexCastOp::create(b, l, wideInt,
+                                               linalg::IndexOp::create(b, l, rank - 1));
+          Value sh = arith::MulIOp::create(
+              b, l, k, arith::ConstantOp::create(b, l, b.getIntegerAttr(wideInt, wi)));
+          Value acc = arith::OrIOp::create(b, l, args[1], arith::ShLIOp::create(b, l, bits, sh));
+          linalg::YieldOp::create(b, l, acc);
+        });
+    Value result = g.getResult(0);
+    if (out.getElementType() != wideInt)
+      result = elementwiseGeneric(rewriter, loc, ValueRange{result}, TypeRange{out},
+                                  [&](OpBuilder &b, Location l, ValueRange xs) {
+                                    return SmallVector<Value>{
+                                        fromInt(b, l, xs[0], out.getElementType())};
+                                  })[0];
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct StopGradientLowering : public OpConversionPattern<StopGradientOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(StopGradientOp op, OpAdaptor adaptor,
@@ -1104,7 +1184,7 @@ void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
                                                 RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ElementwiseLowering>(converter, ctx);
-  patterns.add<ConstantLowering, IotaLowering, StopGradientLowering, WhileLowering, YieldLowering, BroadcastInDimLowering, ReshapeLowering,
+  patterns.add<ConstantLowering, IotaLowering, StopGradientLowering, BitcastResizeLowering, WhileLowering, YieldLowering, BroadcastInDimLowering, ReshapeLowering,
                TransposeLowering, SliceLowering, DynamicSliceLowering,
                DynamicUpdateSliceLowering, PadLowering, ConcatenateLowering,
                ReverseLowering, ReduceLowering, ArgReduceLowering<ArgMaxOp, true>,

@@ -201,13 +201,27 @@ OpFoldResult ConvertOp::fold(FoldAdaptor) {
 LogicalResult BitcastConvertOp::verify() {
   auto in = getOperand().getType();
   auto out = getResult().getType();
-  // bitcast_convert_c1
-  if (in.getShape() != out.getShape())
-    return emitOpError("bitcast_convert_c1: operand and result shapes differ");
-  // bitcast_convert_c2
-  if (in.getElementTypeBitWidth() != out.getElementTypeBitWidth())
-    return emitOpError("bitcast_convert_c2: element bit widths differ (")
-           << in.getElementTypeBitWidth() << " vs " << out.getElementTypeBitWidth() << ")";
+  unsigned wi = in.getElementTypeBitWidth(), wo = out.getElementTypeBitWidth();
+  // Complex element types have no integer view here.
+  if (isa<ComplexType>(in.getElementType()) || isa<ComplexType>(out.getElementType()))
+    wi = wo = 0;
+  if (wi == wo) {
+    // bitcast_convert_c1
+    if (in.getShape() != out.getShape())
+      return emitOpError("bitcast_convert_c1: operand and result shapes differ");
+    return success();
+  }
+  // bitcast_convert_c2: a wider element splits into a trailing dimension of
+  // width ratio (little-endian order); narrower elements merge the trailing
+  // dimension, which must have exactly that size.
+  auto wide = wi > wo ? in : out, narrow = wi > wo ? out : in;
+  unsigned big = std::max(wi, wo), small = std::min(wi, wo);
+  SmallVector<int64_t> expect(wide.getShape());
+  expect.push_back(small ? big / small : 0);
+  if (small == 0 || big % small != 0 || narrow.getShape() != ArrayRef<int64_t>(expect))
+    return emitOpError("bitcast_convert_c2: with element widths ")
+           << wi << " and " << wo << ", the narrower side must have the wider side's shape "
+           << "plus a trailing dimension of size " << (small ? big / small : 0);
   return success();
 }
 

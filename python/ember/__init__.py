@@ -22,6 +22,7 @@ from ember import lax  # noqa: F401
 from ember import tree_util  # noqa: F401
 from ember import nn  # noqa: F401
 from ember import random  # noqa: F401
+from ember import scipy  # noqa: F401
 from ember import example_libraries  # noqa: F401
 from ember._src.tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
 from ember._src import errors  # noqa: F401

@@ -293,3 +293,27 @@ func.func @empty_slice(%a: tensor<3x4xf32>) -> tensor<0x4xf32> {
   %0 = ember.slice %a, start = [3, 0], limit = [3, 4], strides = [1, 1] : (tensor<3x4xf32>) -> tensor<0x4xf32>
   return %0 : tensor<0x4xf32>
 }
+
+// -----
+
+// A wider element splits into little-endian parts along a new dimension.
+// CHECK-LABEL: func @bitcast_split
+// CHECK: linalg.generic
+// CHECK: arith.shrui
+// CHECK: arith.trunci {{.*}} : i32 to i8
+func.func @bitcast_split(%a: tensor<3xi32>) -> tensor<3x4xui8> {
+  %0 = ember.bitcast_convert %a : (tensor<3xi32>) -> tensor<3x4xui8>
+  return %0 : tensor<3x4xui8>
+}
+
+// -----
+
+// Narrow elements merge their trailing dimension into one wide element.
+// CHECK-LABEL: func @bitcast_merge
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.shli
+// CHECK: arith.bitcast {{.*}} : i32 to f32
+func.func @bitcast_merge(%a: tensor<3x4xui8>) -> tensor<3xf32> {
+  %0 = ember.bitcast_convert %a : (tensor<3x4xui8>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

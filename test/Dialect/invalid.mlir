@@ -27,7 +27,7 @@ func.func @bitcast_convert_c1(%a: tensor<2x3xf32>) -> tensor<3x2xi32> {
 
 // bitcast_convert_c2
 func.func @bitcast_convert_c2(%a: tensor<2x3xf32>) -> tensor<2x3xi16> {
-  // expected-error @+1 {{bitcast_convert_c2: element bit widths differ (32 vs 16)}}
+  // expected-error @+1 {{bitcast_convert_c2: with element widths 32 and 16, the narrower side must have the wider side's shape plus a trailing dimension of size 2}}
   %0 = ember.bitcast_convert %a : (tensor<2x3xf32>) -> tensor<2x3xi16>
   return %0 : tensor<2x3xi16>
 }

@@ -134,9 +134,15 @@ convert_p = Primitive("convert", _convert_rule, _convert_emit)
 
 
 def _bitcast_rule(x, new_dtype):
-    if np.dtype(new_dtype).itemsize != x.dtype.itemsize:
-        raise type_error("bitcast_convert_type between different widths is not supported")
-    return ShapedArray(x.shape, new_dtype)
+    wi, wo = x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    if wi == wo:
+        return ShapedArray(x.shape, new_dtype)
+    if wi > wo:  # each element splits into wi // wo parts (little-endian)
+        return ShapedArray(x.shape + (wi // wo,), new_dtype)
+    if not x.shape or x.shape[-1] != wo // wi:
+        raise type_error(f"bitcast_convert_type from {x.dtype.name} to {np.dtype(new_dtype).name} "
+                         f"needs a trailing dimension of size {wo // wi}, got shape {x.shape}")
+    return ShapedArray(x.shape[:-1], new_dtype)
 
 
 bitcast_p = Primitive("bitcast_convert", _bitcast_rule)

@@ -1,0 +1,3 @@
+"""ember.scipy: the small subset of jax.scipy that Ember provides."""
+
+from ember.scipy import linalg  # noqa: F401

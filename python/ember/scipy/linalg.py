@@ -1,0 +1,61 @@
+"""ember.scipy.linalg: Cholesky / triangular solves and thin wrappers over ember.numpy.linalg."""
+
+import ember.numpy as jnp
+from ember.numpy import linalg as _la
+from ember.numpy.linalg import det, eigh, inv, pinv, svd  # noqa: F401
+
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    return _la.cholesky(a, upper=not lower)
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    return cholesky(a, lower=lower), lower
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False,
+                     overwrite_b=False, debug=None, check_finite=True):
+    a = _la._float(a)
+    b = jnp.asarray(b).astype(a.dtype)
+    if trans in (1, 2, "T", "C"):
+        a = _la._mT(a)
+        lower = not lower
+    elif trans not in (0, "N"):
+        raise ValueError(f"solve_triangular: bad trans {trans!r}")
+    vec = b.ndim == a.ndim - 1
+    if vec:
+        b = b[..., None]
+    x = _la._tri_solve(a, b, lower=lower, unit_diagonal=unit_diagonal)
+    return x[..., 0] if vec else x
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    c, lower = c_and_lower
+    c = _la._float(c)
+    b = jnp.asarray(b).astype(c.dtype)
+    vec = b.ndim == c.ndim - 1
+    if vec:
+        b = b[..., None]
+    L = c if lower else _la._mT(c)
+    y = _la._tri_solve(L, b, lower=True)
+    x = _la._tri_solve(_la._mT(L), y, lower=False)
+    return x[..., 0] if vec else x
+
+
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
+          check_finite=True, assume_a="gen"):
+    if assume_a == "pos":
+        return cho_solve(cho_factor(a, lower=True), b)
+    return _la.solve(a, b)
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    if pivoting:
+        raise NotImplementedError("qr: pivoting is not supported")
+    m = {"full": "complete", "economic": "reduced", "r": "r"}.get(mode)
+    if m is None:
+        raise ValueError(f"qr: unsupported mode {mode!r}")
+    out = _la.qr(a, mode=m)
+    if mode == "r":
+        return (_la.qr(a, mode="complete")[1],)
+    return out
