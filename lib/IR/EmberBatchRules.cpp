@@ -19,12 +19,7 @@ using namespace mlir::ember;
 
 namespace {
 
-RankedTensorType withBatch(Type t, int64_t n) {
-  auto r = cast<RankedTensorType>(t);
-  SmallVector<int64_t> shape = {n};
-  shape.append(r.getShape().begin(), r.getShape().end());
-  return RankedTensorType::get(shape, r.getElementType());
-}
+RankedTensorType withBatch(Type t, int64_t n) { return batchedType(t, n); }
 
 SmallVector<int64_t> shifted(ArrayRef<int64_t> v, int64_t by = 1) {
   SmallVector<int64_t> out;
@@ -55,6 +50,34 @@ struct BatchCtx {
     return BroadcastInDimOp::create(b, loc, withBatch(t, n), v, b.getDenseI64ArrayAttr(dims));
   }
 
+  /// A 0-d i32 zero: the start index of the batch dimension.
+  Value zeroIndex() {
+    return ConstantOp::create(b, loc,
+                              DenseElementsAttr::get(RankedTensorType::get({}, b.getI32Type()),
+                                                     b.getI32IntegerAttr(0)));
+  }
+
+  /// The [n, r] i64 matrix of per-example start indices from r scalar index
+  /// operands (batched or not); with `hi`, index k is clamped to [0, hi[k]].
+  Value indexMatrix(ArrayRef<Value> idx, ArrayRef<bool> isB, ArrayRef<int64_t> hi = {}) {
+    SmallVector<Value> cols;
+    auto colType = RankedTensorType::get({n, 1}, b.getI64Type());
+    auto vecType = RankedTensorType::get({n}, b.getI64Type());
+    for (auto [k, v] : llvm::enumerate(idx)) {
+      Value vb = batched(v, isB[k]); // [n]
+      if (cast<RankedTensorType>(vb.getType()).getElementType() != b.getI64Type())
+        vb = ConvertOp::create(b, loc, vecType, vb);
+      if (!hi.empty()) {
+        auto bound = [&](int64_t x) {
+          return (Value)ConstantOp::create(b, loc, splatOf(vecType, (double)x));
+        };
+        vb = ClampOp::create(b, loc, bound(0), vb, bound(hi[k]));
+      }
+      cols.push_back(ReshapeOp::create(b, loc, colType, vb));
+    }
+    return cols.size() == 1 ? cols[0] : (Value)ConcatenateOp::create(b, loc, cols, 1);
+  }
+
   /// Re-creates `op` with new operands, prefixed result types and attributes
   /// updated by `attrs`.
   Operation *recreate(Operation *op, ValueRange operands, NamedAttrList attrs) {
@@ -68,6 +91,13 @@ struct BatchCtx {
 };
 
 } // namespace
+
+RankedTensorType mlir::ember::batchedType(Type t, int64_t n) {
+  auto r = cast<RankedTensorType>(t);
+  SmallVector<int64_t> shape = {n};
+  shape.append(r.getShape().begin(), r.getShape().end());
+  return RankedTensorType::get(shape, r.getElementType());
+}
 
 LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Value> operands,
                                       ArrayRef<bool> isBatched, int64_t n,
@@ -233,29 +263,15 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         bool indicesBatched = llvm::any_of(isBatched.drop_front(), [](bool x) { return x; });
         Value x = c.batched(operands[0], isBatched[0]);
         if (!indicesBatched) {
-          SmallVector<Value> idx = {ConstantOp::create(
-              b, c.loc,
-              DenseElementsAttr::get(RankedTensorType::get({}, b.getI32Type()),
-                                     b.getI32IntegerAttr(0)))};
+          SmallVector<Value> idx = {c.zeroIndex()};
           idx.append(operands.begin() + 1, operands.end());
           return doneValue(DynamicSliceOp::create(b, c.loc, x, idx,
                                                   b.getDenseI64ArrayAttr(prepend(n, sizes))));
         }
         // Batched start indices: a gather whose operand and indices share
-        // the batch dimension.
+        // the batch dimension (gather's clip mode clamps like dynamic_slice).
         int64_t r = sizes.size();
-        SmallVector<Value> cols;
-        auto idxType = RankedTensorType::get({n, 1}, b.getI64Type());
-        for (auto [v, isB] : llvm::zip(operands.drop_front(), isBatched.drop_front())) {
-          Value vb = c.batched(v, isB); // [n]
-          auto et = cast<RankedTensorType>(vb.getType());
-          Value conv = et.getElementType() == b.getI64Type()
-                           ? vb
-                           : (Value)ConvertOp::create(b, c.loc, et.clone(b.getI64Type()), vb);
-          cols.push_back(ReshapeOp::create(b, c.loc, idxType, conv));
-        }
-        Value indices = cols.size() == 1 ? cols[0]
-                                         : (Value)ConcatenateOp::create(b, c.loc, cols, 1);
+        Value indices = c.indexMatrix(operands.drop_front(), isBatched.drop_front());
         SmallVector<int64_t> offsetDims, startMap;
         for (int64_t i = 0; i < r; ++i) {
           offsetDims.push_back(i + 1);
@@ -274,10 +290,7 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         Value x = c.batched(operands[0], isBatched[0]);
         Value u = c.batched(operands[1], isBatched[1]);
         if (!indicesBatched) {
-          SmallVector<Value> idx = {ConstantOp::create(
-              b, c.loc,
-              DenseElementsAttr::get(RankedTensorType::get({}, b.getI32Type()),
-                                     b.getI32IntegerAttr(0)))};
+          SmallVector<Value> idx = {c.zeroIndex()};
           idx.append(operands.begin() + 2, operands.end());
           return doneValue(
               DynamicUpdateSliceOp::create(b, c.loc, x.getType(), x, u, idx));
@@ -287,32 +300,10 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         auto upd = o.getUpdate().getType();
         auto operand = o.getOperand().getType();
         int64_t r = upd.getRank();
-        SmallVector<Value> cols;
-        auto idxType = RankedTensorType::get({n, 1}, b.getI64Type());
-        for (auto [k, pair] : llvm::enumerate(llvm::zip(operands.drop_front(2),
-                                                        isBatched.drop_front(2)))) {
-          auto [v, isB] = pair;
-          Value vb = c.batched(v, isB);
-          auto et = cast<RankedTensorType>(vb.getType());
-          Value conv = et.getElementType() == b.getI64Type()
-                           ? vb
-                           : (Value)ConvertOp::create(b, c.loc, et.clone(b.getI64Type()), vb);
-          auto st = cast<RankedTensorType>(conv.getType());
-          auto scalarT = RankedTensorType::get({}, b.getI64Type());
-          Value lo = BroadcastInDimOp::create(
-              b, c.loc, st, ConstantOp::create(b, c.loc, DenseElementsAttr::get(scalarT, b.getI64IntegerAttr(0))),
-              b.getDenseI64ArrayAttr({}));
-          Value hi = BroadcastInDimOp::create(
-              b, c.loc, st,
-              ConstantOp::create(b, c.loc, DenseElementsAttr::get(
-                                              scalarT, b.getI64IntegerAttr(operand.getDimSize(k) -
-                                                                           upd.getDimSize(k)))),
-              b.getDenseI64ArrayAttr({}));
-          Value cl = ClampOp::create(b, c.loc, lo, conv, hi);
-          cols.push_back(ReshapeOp::create(b, c.loc, idxType, cl));
-        }
-        Value indices = cols.size() == 1 ? cols[0]
-                                         : (Value)ConcatenateOp::create(b, c.loc, cols, 1);
+        SmallVector<int64_t> hi;
+        for (int64_t k = 0; k < r; ++k)
+          hi.push_back(operand.getDimSize(k) - upd.getDimSize(k));
+        Value indices = c.indexMatrix(operands.drop_front(2), isBatched.drop_front(2), hi);
         SmallVector<int64_t> windowDims, toOperand;
         for (int64_t i = 0; i < r; ++i) {
           windowDims.push_back(i + 1);

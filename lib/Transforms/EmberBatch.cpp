@@ -17,12 +17,7 @@ using namespace mlir::ember;
 
 namespace {
 
-RankedTensorType withBatch(Type t, int64_t n) {
-  auto r = cast<RankedTensorType>(t);
-  SmallVector<int64_t> shape = {n};
-  shape.append(r.getShape().begin(), r.getShape().end());
-  return RankedTensorType::get(shape, r.getElementType());
-}
+RankedTensorType withBatch(Type t, int64_t n) { return batchedType(t, n); }
 
 Value broadcastBatch(OpBuilder &b, Location loc, Value v, int64_t n) {
   auto t = cast<RankedTensorType>(v.getType());

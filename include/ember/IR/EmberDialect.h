@@ -24,6 +24,9 @@ LogicalResult buildTranspose(Operation *op, OpBuilder &b, ArrayRef<Value> cotang
 /// A splat constant `v` of tensor type `t` (float, integer or complex).
 DenseElementsAttr splatOf(RankedTensorType t, double v);
 
+/// `t` (a ranked tensor type) with a leading batch dimension of size `n`.
+RankedTensorType batchedType(Type t, int64_t n);
+
 /// The batching rule of an ember op (see BatchableOpInterface).
 LogicalResult buildBatch(Operation *op, OpBuilder &b, ArrayRef<Value> operands,
                          ArrayRef<bool> batched, int64_t batchSize,
