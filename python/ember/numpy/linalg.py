@@ -8,13 +8,17 @@ Ember has no LAPACK custom calls, so the decompositions are written as
   with argmax and rows are swapped with one-hot outer products, so everything
   stays differentiable (argmax itself carries no gradient, as in JAX).
 * qr: Householder reflections (LAPACK's sign convention, min(m-1, n) of them).
-* eigh: cyclic Jacobi with a fixed number of sweeps (`_jacobi_sweeps(n)`:
-  8 sweeps for n <= 8, growing to 15 for larger n; Jacobi converges
-  quadratically, so this is ample for float32 and float64 at these sizes).
-  Eigenvalues ascend, eigenvectors are the columns (JAX's convention).
-* svd: one-sided (Hestenes) Jacobi on the columns, the same sweep count, then a
+* eigh: cyclic Jacobi run as a real loop (lax.while_loop, one rotation per
+  iteration, so compile time does not grow with the sweep count); it stops at
+  the end of the first sweep where all off-diagonal entries are below eps
+  relative to the diagonal, and after at most 15 sweeps (Jacobi converges
+  quadratically: 5-8 sweeps reach float64 accuracy for n <= 16).  Eigenvalues
+  ascend, eigenvectors are the columns (JAX's convention).  Differentiable
+  through a custom_jvp with JAX's eigh rule (a fully unrolled version compiled
+  far too slowly: ~250 s for n=8).
+* svd: one-sided (Hestenes) Jacobi on the columns, the same loop, then a
   Householder QR of the rotated columns to get orthonormal U (also for zero
-  singular values and for full_matrices=True).
+  singular values and for full_matrices=True).  Not differentiable (while_loop).
 
 Leading batch dimensions broadcast through every op.  Only real dtypes are
 supported by the decompositions.  Everything is O(n) to O(n^3) traced ops, so
@@ -319,8 +323,68 @@ def qr(a, mode="reduced"):
 # Jacobi: eigh, svd
 # ----------------------------------------------------------------------------
 
-def _jacobi_sweeps(n):
-    return 8 if n <= 8 else min(15, 8 + (n - 8) // 2)
+_MAX_SWEEPS = 15
+
+
+def _jacobi_loop(x, gram):
+    """Cyclic Jacobi as a real loop (lax.while_loop: one rotation per iteration).
+
+    gram=False: x is symmetric, rotate both sides (x <- J^T x J), eigen-decomposition.
+    gram=True: one-sided (Hestenes) Jacobi, x <- x J orthogonalizes the columns.
+    Stops at the end of a sweep once every off-diagonal pair is below eps
+    relative to its diagonal entries, or after _MAX_SWEEPS sweeps.
+    Returns (x, v) with v the accumulated rotations.
+    """
+    from ember import lax
+    n = x.shape[-1]
+    pairs = np.array([(p, q) for p in range(n - 1) for q in range(p + 1, n)], np.int32)
+    npairs = len(pairs)
+    iota = np.arange(n)
+    eps = float(jnp.finfo(x.dtype).eps)
+    dt = x.dtype
+    eye = np.eye(n)
+
+    def gram_of(x):
+        return _mT(x) @ x if gram else x
+
+    def converged(x):
+        g = gram_of(x)
+        d = jnp.abs(_diag(g))
+        fro2 = jnp.sum(d, axis=-1) if gram else jnp.sum(g * g, axis=(-2, -1))
+        thresh = eps * eps * (d[..., :, None] * d[..., None, :]
+                              + 1e-6 * fro2[..., None, None])
+        off = jnp.where(eye > 0, 0, g * g)
+        return jnp.all(off <= thresh)
+
+    def cond(state):
+        k, x, _ = state
+        at_sweep_end = (k % npairs) == 0
+        return (k < _MAX_SWEEPS * npairs) & ~(at_sweep_end & (k > 0) & converged(x))
+
+    def body(state):
+        k, x, v = state
+        pq = jnp.asarray(pairs)[k % npairs]
+        ep = (iota == pq[0]).astype(dt)
+        eq = (iota == pq[1]).astype(dt)
+        if gram:
+            xp, xq = x @ ep, x @ eq
+            app, aqq, apq = (jnp.sum(xp * xp, -1), jnp.sum(xq * xq, -1),
+                             jnp.sum(xp * xq, -1))
+        else:
+            xp, xq = x @ ep, x @ eq
+            app, aqq, apq = xp @ ep, xq @ eq, xp @ eq
+        c, s = _rotation(app, aqq, apq)
+        dd = ep[:, None] * ep[None, :] + eq[:, None] * eq[None, :]
+        sk = ep[:, None] * eq[None, :] - eq[:, None] * ep[None, :]
+        j = eye.astype(dt) + (c - 1)[..., None, None] * dd + s[..., None, None] * sk
+        x = x @ j if gram else _mT(j) @ x @ j
+        return k + 1, x, v @ j
+
+    v0 = _eye_like(x, n)
+    if n == 1:
+        return x, v0
+    _, x, v = lax.while_loop(cond, body, (jnp.asarray(0, jnp.int32), x, v0))
+    return x, v
 
 
 def _rotation(app, aqq, apq):
@@ -333,33 +397,48 @@ def _rotation(app, aqq, apq):
     return c, t * c
 
 
-def _rot_matrix(c, s, n, p, q, dtype):
-    epq = np.zeros((n, n))
-    epq[p, p] = epq[q, q] = 1
-    skew = np.zeros((n, n))
-    skew[p, q], skew[q, p] = 1, -1
-    return (np.eye(n) + (c - 1)[..., None, None] * epq.astype(dtype)
-            + s[..., None, None] * skew.astype(dtype))
-
-
 def _perm_matrix(order, n, dtype):
     # P[i, j] = (order[j] == i): x @ P picks columns in `order`
     return (order[..., None, :] == np.arange(n)[:, None]).astype(dtype)
 
 
-def _eigh_jacobi(a):
+def _eigh_impl(a):
     n = a.shape[-1]
-    v = _eye_like(a, n)
-    for _ in range(_jacobi_sweeps(n)):
-        for p in range(n - 1):
-            for q in range(p + 1, n):
-                c, s = _rotation(a[..., p, p], a[..., q, q], a[..., p, q])
-                j = _rot_matrix(c, s, n, p, q, a.dtype)
-                a = _mT(j) @ a @ j
-                v = v @ j
+    a, v = _jacobi_loop(a, gram=False)
     w = _diag(a)
     P = _perm_matrix(jnp.argsort(w, axis=-1), n, a.dtype)
     return jnp.sum(w[..., :, None] * P, axis=-2), v @ P
+
+
+def _make_eigh_core():
+    import ember
+
+    @ember.custom_jvp
+    def core(a):
+        return _eigh_impl(a)
+
+    @core.defjvp
+    def _jvp(primals, tangents):
+        (a,), (da,) = primals, tangents
+        w, v = core(a)
+        vdv = _mT(v) @ da @ v
+        n = a.shape[-1]
+        eye = np.eye(n, dtype=bool)
+        gap = w[..., None, :] - w[..., :, None]
+        f = jnp.where(eye, 0, 1 / jnp.where(eye, 1, gap))
+        return (w, v), (_diag(vdv), v @ (f * vdv))
+
+    return core
+
+
+_eigh_core = None
+
+
+def _eigh_jacobi(a):
+    global _eigh_core
+    if _eigh_core is None:
+        _eigh_core = _make_eigh_core()
+    return _eigh_core(a)
 
 
 def eigh(a, UPLO=None, symmetrize_input=True):
@@ -380,19 +459,9 @@ def eigvalsh(a, UPLO="L"):
 
 
 def _svd_tall(a, full_matrices, compute_uv):
-    """One-sided Jacobi SVD for m >= n."""
+    """One-sided Jacobi SVD for m >= n (not differentiable: it is a real loop)."""
     m, n = a.shape[-2:]
-    w = a
-    v = _eye_like(a, n)
-    for _ in range(_jacobi_sweeps(n)):
-        for p in range(n - 1):
-            for q in range(p + 1, n):
-                wp, wq = w[..., :, p], w[..., :, q]
-                c, s = _rotation(jnp.sum(wp * wp, -1), jnp.sum(wq * wq, -1),
-                                 jnp.sum(wp * wq, -1))
-                j = _rot_matrix(c, s, n, p, q, a.dtype)
-                w = w @ j
-                v = v @ j
+    w, v = _jacobi_loop(a, gram=True)
     s = _safe_sqrt(jnp.sum(w * w, axis=-2))
     P = _perm_matrix(jnp.argsort(-s, axis=-1), n, a.dtype)
     s = jnp.sum(s[..., :, None] * P, axis=-2)
