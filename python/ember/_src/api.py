@@ -41,15 +41,25 @@ class Lowered:
 
 
 class Compiled:
-    def __init__(self, entry):
+    """A compiled function for the argument signature it was lowered with."""
+
+    def __init__(self, entry, static=()):
         self._entry = entry
-        self._exe = entry[0]
+        self._exe, self._out_tree = entry
+        self._static = static
 
     def as_text(self, stage="llvm"):
         return self._exe.stages.get(stage, self._exe.ember_text)
 
     def __call__(self, *args, **kwargs):
-        raise NotImplementedError("call the jitted function instead of Compiled")
+        leaves = tree_util.tree_leaves((list(args), kwargs))
+        vals = [as_value(x) for x in leaves]
+        if [v.aval for v in vals] != self._exe.in_avals:
+            raise TypeError("Compiled function called with arguments of different types than "
+                            f"it was compiled for (at {core.where()})")
+        outs = self._exe([v._value for v in vals])
+        return tree_util.tree_unflatten(
+            self._out_tree, [Array(o, a.weak_type) for o, a in zip(outs, self._exe.out_avals)])
 
 
 class JitWrapped:

@@ -64,7 +64,11 @@ def norm(x, ord=None, axis=None, keepdims=False):
         red = jnp.max if ord == jnp.inf else jnp.min
         return red(jnp.sum(a, axis=c, keepdims=True), axis=r, keepdims=True).reshape(
             _kept(x.shape, axis, keepdims))
-    raise NotImplementedError(f"matrix norm ord={ord!r} needs an SVD, which Ember lacks")
+    if ord in (2, -2, "nuc"):
+        sv = svd(jnp.moveaxis(x, (r, c), (-2, -1)), compute_uv=False)
+        out = jnp.max(sv, -1) if ord == 2 else jnp.min(sv, -1) if ord == -2 else jnp.sum(sv, -1)
+        return out.reshape(_kept(x.shape, axis, keepdims)) if keepdims else out
+    raise ValueError(f"Invalid norm order {ord!r} for matrices")
 
 
 def _kept(shape, axis, keepdims):

@@ -55,7 +55,6 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     m = {"full": "complete", "economic": "reduced", "r": "r"}.get(mode)
     if m is None:
         raise ValueError(f"qr: unsupported mode {mode!r}")
-    out = _la.qr(a, mode=m)
     if mode == "r":
         return (_la.qr(a, mode="complete")[1],)
-    return out
+    return _la.qr(a, mode=m)
