@@ -491,6 +491,37 @@ def Ember_YieldOp : Ember_Op<"yield", [Pure, Terminator, ReturnLike,
 // Differentiation
 //===----------------------------------------------------------------------===//
 
+def Ember_HostCallbackOp : Ember_Op<"host_callback",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "calls a function of the host program on tensors";
+  let description = [{
+    Calls the host function registered under `callback_id` with the values
+    of `inputs` and returns the tensors it produces. The embedder (Ember's
+    Python runtime) owns the registry; compiled code reaches it through the
+    C symbol `ember_host_callback` (see docs/design.md). With
+    `has_side_effect` the op is ordered and never removed (`debug.print`,
+    `io_callback`); without it the op is pure and may be removed when its
+    results are unused (`pure_callback`). `vmap_method` says how
+    `ember-batch` batches it: `sequential` (one call per example),
+    `expand_dims` (one call; unbatched inputs get a leading dimension of
+    size 1), `broadcast_all` (one call; every input batched) or `none`
+    (batching is an error).
+
+    ```mlir
+    %y = ember.host_callback 3 (%x) {vmap_method = "sequential"}
+        : (tensor<4xf32>) -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Ember_Tensor>:$inputs, I64Attr:$callback_id,
+                       UnitAttr:$has_side_effect,
+                       DefaultValuedStrAttr<StrAttr, "sequential">:$vmap_method);
+  let results = (outs Variadic<Ember_Tensor>:$results);
+  let assemblyFormat = [{
+    $callback_id `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Ember_StopGradientOp : Ember_Op<"stop_gradient", [Pure, SameOperandsAndResultType]> {
   let summary = "identity whose derivative is zero";
   let arguments = (ins Ember_Tensor:$operand);

@@ -28,7 +28,7 @@ def EmberToLinalgPass : Pass<"ember-to-linalg", "ModuleOp"> {
   let dependentDialects = [
     "linalg::LinalgDialect", "tensor::TensorDialect", "arith::ArithDialect",
     "math::MathDialect", "scf::SCFDialect", "complex::ComplexDialect",
-    "func::FuncDialect"
+    "func::FuncDialect", "memref::MemRefDialect", "bufferization::BufferizationDialect"
   ];
 }
 

@@ -29,6 +29,27 @@ MLIR_CAPI_EXPORTED void *emberExecutableLookupPacked(EmberExecutable *exe,
 
 MLIR_CAPI_EXPORTED void emberExecutableDestroy(EmberExecutable *exe);
 
+/// Makes `address` the definition of the external symbol `name` in every
+/// module compiled from now on. Embedders use it for runtime entry points of
+/// compiled code, e.g. `ember_host_callback` (the `ember.host_callback` op):
+///
+///   void ember_host_callback(<memref<?xi64> signature>,
+///                            <memref<?xindex> operand addresses>,
+///                            <memref<?xindex> result addresses>)
+///
+/// where each memref is passed as its five descriptor fields (allocated
+/// pointer, aligned pointer, offset, size, stride). The signature record is
+/// [callback id, #operands, #results, then per value: type code, rank,
+/// dims...]; docs/design.md lists the type codes.
+MLIR_CAPI_EXPORTED void emberRuntimeRegisterSymbol(MlirStringRef name, void *address);
+
+/// Large f32/f64 contractions call `ember_gemm_f32` / `ember_gemm_f64`
+/// (batched row-major GEMM), which every compiled module resolves to the
+/// runtime's own functions. They use these CBLAS `cblas_sgemm` /
+/// `cblas_dgemm` functions (32-bit integer interface, e.g. scipy-openblas32's
+/// `scipy_cblas_sgemm`) when given, and a plain loop nest otherwise.
+MLIR_CAPI_EXPORTED void emberRuntimeSetCblasGemm(void *sgemm, void *dgemm);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,93 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+std::mutex symbolsMutex;
+std::vector<std::pair<std::string, void *>> &extraSymbols() {
+  static auto *v = new std::vector<std::pair<std::string, void *>>;
+  return *v;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// GEMM entry points of compiled code
+//===----------------------------------------------------------------------===//
+
+namespace {
+// cblas_?gemm with 32-bit integers (CblasRowMajor = 101, CblasNoTrans = 111,
+// CblasTrans = 112), e.g. from scipy-openblas32; null until an embedder
+// provides them.
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float *, int,
+                            const float *, int, float, float *, int);
+using CblasDgemm = void (*)(int, int, int, int, int, int, double, const double *, int,
+                            const double *, int, double, double *, int);
+CblasSgemm cblasSgemm = nullptr;
+CblasDgemm cblasDgemm = nullptr;
+
+/// C[i,j] = sum_p A[i,p] B[p,j] for one row-major matrix, without BLAS.
+template <typename T>
+void referenceGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,
+                   const T *b, T *c) {
+  for (int64_t i = 0; i < m; ++i) {
+    T *row = c + i * n;
+    for (int64_t j = 0; j < n; ++j)
+      row[j] = T(0);
+    for (int64_t p = 0; p < k; ++p) {
+      T x = ta ? a[p * m + i] : a[i * k + p];
+      for (int64_t j = 0; j < n; ++j)
+        row[j] += x * (tb ? b[j * k + p] : b[p * n + j]);
+    }
+  }
+}
+
+template <typename T, typename Blas>
+void gemm(Blas blas, int64_t ta, int64_t tb, int64_t batch, int64_t m, int64_t n,
+          int64_t k, intptr_t aAddr, intptr_t bAddr, intptr_t cAddr) {
+  auto *a = reinterpret_cast<const T *>(aAddr);
+  auto *b = reinterpret_cast<const T *>(bAddr);
+  auto *c = reinterpret_cast<T *>(cAddr);
+  for (int64_t i = 0; i < batch; ++i) {
+    const T *ai = a + i * m * k, *bi = b + i * k * n;
+    T *ci = c + i * m * n;
+    if (blas)
+      blas(101, ta ? 112 : 111, tb ? 112 : 111, (int)m, (int)n, (int)k, T(1), ai,
+           ta ? (int)m : (int)k, bi, tb ? (int)k : (int)n, T(0), ci, (int)n);
+    else
+      referenceGemm(ta, tb, m, n, k, ai, bi, ci);
+  }
+}
+} // namespace
+
+extern "C" void ember_gemm_f32(int64_t ta, int64_t tb, int64_t batch, int64_t m, int64_t n,
+                               int64_t k, intptr_t a, intptr_t b, intptr_t c) {
+  gemm<float>(cblasSgemm, ta, tb, batch, m, n, k, a, b, c);
+}
+
+extern "C" void ember_gemm_f64(int64_t ta, int64_t tb, int64_t batch, int64_t m, int64_t n,
+                               int64_t k, intptr_t a, intptr_t b, intptr_t c) {
+  gemm<double>(cblasDgemm, ta, tb, batch, m, n, k, a, b, c);
+}
+
+void emberRuntimeSetCblasGemm(void *sgemm, void *dgemm) {
+  cblasSgemm = reinterpret_cast<CblasSgemm>(sgemm);
+  cblasDgemm = reinterpret_cast<CblasDgemm>(dgemm);
+}
+
+void emberRuntimeRegisterSymbol(MlirStringRef name, void *address) {
+  std::lock_guard<std::mutex> lock(symbolsMutex);
+  std::string n(name.data, name.length);
+  for (auto &kv : extraSymbols())
+    if (kv.first == n) {
+      kv.second = address;
+      return;
+    }
+  extraSymbols().emplace_back(n, address);
+}
+
 struct EmberExecutable {
   std::unique_ptr<mlir::ExecutionEngine> engine;
 };
@@ -72,6 +159,20 @@ EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
   if (!engine) {
     report(onError, userData, llvm::toString(engine.takeError()));
     return nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(symbolsMutex);
+    (*engine)->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+        llvm::orc::SymbolMap map;
+        map[interner("ember_gemm_f32")] = {llvm::orc::ExecutorAddr::fromPtr(&ember_gemm_f32),
+                                           llvm::JITSymbolFlags::Exported};
+        map[interner("ember_gemm_f64")] = {llvm::orc::ExecutorAddr::fromPtr(&ember_gemm_f64),
+                                           llvm::JITSymbolFlags::Exported};
+        for (auto &[n, addr] : extraSymbols())
+          map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                              llvm::JITSymbolFlags::Exported};
+        return map;
+      });
   }
   auto *exe = new EmberExecutable;
   exe->engine = std::move(*engine);

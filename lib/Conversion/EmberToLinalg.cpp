@@ -3,11 +3,13 @@
 #include "ember/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
@@ -885,6 +887,97 @@ struct SortLowering : public OpConversionPattern<SortOp> {
 // dot_general
 //===----------------------------------------------------------------------===//
 
+void declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type);
+std::string buildBufferHelper(
+    ModuleOp module, Location loc, StringRef prefix, TypeRange inTypes, TypeRange resultTypes,
+    function_ref<void(OpBuilder &, ArrayRef<Value>, ArrayRef<Value>)> emit);
+
+/// Contractions with at least this many multiply-adds call the runtime's
+/// GEMM; smaller ones stay loop nests (a call costs about a microsecond).
+constexpr int64_t kGemmMinWork = 32 * 32 * 32;
+
+/// A large f32/f64 `dot_general` becomes a call of the runtime's batched GEMM
+/// (docs/design.md, "Contractions"):
+///
+///   ember_gemm_f32(transA, transB, batch, m, n, k, a, b, c)   (row-major)
+///
+/// Operands whose dimensions are already in GEMM order (possibly transposed
+/// as a matrix) are passed as they are; others are transposed first.
+FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
+                                RankedTensorType outType, OpBuilder &b) {
+  auto lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
+  Type e = op.getType().getElementType();
+  if (!(e.isF32() || e.isF64()) || lhs.getElementType() != e || rhs.getElementType() != e)
+    return failure();
+  auto lb = op.getLhsBatchingDimensions(), rb = op.getRhsBatchingDimensions();
+  auto lc = op.getLhsContractingDimensions(), rc = op.getRhsContractingDimensions();
+  SmallVector<int64_t> lFree, rFree;
+  for (int64_t i = 0; i < lhs.getRank(); ++i)
+    if (!llvm::is_contained(lb, i) && !llvm::is_contained(lc, i))
+      lFree.push_back(i);
+  for (int64_t i = 0; i < rhs.getRank(); ++i)
+    if (!llvm::is_contained(rb, i) && !llvm::is_contained(rc, i))
+      rFree.push_back(i);
+  auto prod = [](RankedTensorType t, ArrayRef<int64_t> dims) {
+    int64_t p = 1;
+    for (int64_t d : dims)
+      p *= t.getDimSize(d);
+    return p;
+  };
+  int64_t batch = prod(lhs, lb), m = prod(lhs, lFree), k = prod(lhs, lc), n = prod(rhs, rFree);
+  if (batch * m * n * k < kGemmMinWork || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+    return failure();
+  Location loc = op.getLoc();
+  auto concat = [](std::initializer_list<ArrayRef<int64_t>> parts) {
+    SmallVector<int64_t> out;
+    for (ArrayRef<int64_t> p : parts)
+      out.append(p.begin(), p.end());
+    return out;
+  };
+  auto isIdentity = [](ArrayRef<int64_t> perm) {
+    for (auto [i, p] : llvm::enumerate(perm))
+      if ((int64_t)i != p)
+        return false;
+    return true;
+  };
+  // Returns the operand in a GEMM layout and whether it is transposed.
+  auto arrange = [&](Value v, SmallVector<int64_t> plain,
+                     SmallVector<int64_t> transposed) -> std::pair<Value, int64_t> {
+    if (isIdentity(plain))
+      return {v, 0};
+    if (isIdentity(transposed))
+      return {v, 1};
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape;
+    for (int64_t p : plain)
+      shape.push_back(t.getDimSize(p));
+    Value init = tensor::EmptyOp::create(b, loc, shape, t.getElementType());
+    Value r = linalg::TransposeOp::create(b, loc, v, init, plain).getResult()[0];
+    return {r, 0};
+  };
+  auto [a, transA] = arrange(lhsV, concat({lb, lFree, lc}), concat({lb, lc, lFree}));
+  auto [bm, transB] = arrange(rhsV, concat({rb, rc, rFree}), concat({rb, rFree, rc}));
+  auto module = op->getParentOfType<ModuleOp>();
+  auto i64 = b.getI64Type();
+  auto idx = b.getIndexType();
+  std::string entry = e.isF32() ? "ember_gemm_f32" : "ember_gemm_f64";
+  declareRuntimeFunction(module, entry,
+                         b.getFunctionType({i64, i64, i64, i64, i64, i64, idx, idx, idx}, {}));
+  std::string name = buildBufferHelper(
+      module, loc, "__ember_gemm", TypeRange{a.getType(), bm.getType()}, TypeRange{outType},
+      [&, transA = transA, transB = transB](OpBuilder &hb, ArrayRef<Value> ins,
+                                            ArrayRef<Value> outs) {
+        auto c = [&](int64_t v) {
+          return (Value)arith::ConstantOp::create(hb, loc, hb.getI64IntegerAttr(v));
+        };
+        func::CallOp::create(hb, loc, entry, TypeRange{},
+                             ValueRange{c(transA), c(transB), c(batch), c(m), c(n), c(k),
+                                        ins[0], ins[1], outs[0]});
+      });
+  return func::CallOp::create(b, loc, name, TypeRange{outType}, ValueRange{a, bm})
+      .getResult(0);
+}
+
 struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(DotGeneralOp op, OpAdaptor adaptor,
@@ -895,6 +988,11 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
     auto lb = op.getLhsBatchingDimensions(), rb = op.getRhsBatchingDimensions();
     auto lc = op.getLhsContractingDimensions(), rc = op.getRhsContractingDimensions();
     MLIRContext *ctx = op.getContext();
+    if (auto call = lowerDotToGemm(op, adaptor.getLhs(), adaptor.getRhs(), type, rewriter);
+        succeeded(call)) {
+      rewriter.replaceOp(op, *call);
+      return success();
+    }
     // Iteration order: batch, lhs free, contracting, rhs free (rhs free
     // innermost keeps the inner loop contiguous for row-major operands).
     int64_t nb = lb.size(), nc = lc.size();
@@ -1140,6 +1238,154 @@ struct ScatterLowering : public OpConversionPattern<ScatterOp> {
 };
 
 //===----------------------------------------------------------------------===//
+// Host callbacks
+//===----------------------------------------------------------------------===//
+
+/// The code of an element type in a host callback's signature record (the
+/// table is in docs/design.md and in ember/_src/callback.py).
+int64_t hostTypeCode(Type t) {
+  if (t.isF16())
+    return 1;
+  if (t.isBF16())
+    return 2;
+  if (t.isF32())
+    return 3;
+  if (t.isF64())
+    return 4;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    if (i.getWidth() == 1)
+      return 5;
+    int64_t k = llvm::Log2_64(i.getWidth()) - 3; // 8 -> 0 ... 64 -> 3
+    return (i.isUnsigned() ? 10 : 6) + k;
+  }
+  if (auto c = dyn_cast<ComplexType>(t))
+    return c.getElementType().isF32() ? 14 : 15;
+  return -1;
+}
+
+/// Declares the external runtime function `name` once.
+void declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type) {
+  if (module.lookupSymbol(name))
+    return;
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto decl = func::FuncOp::create(mb, module.getLoc(), name, type);
+  decl.setPrivate();
+}
+
+/// Builds `func.func private @<prefix>_<k>(inTypes) -> resultTypes` that
+/// hands raw buffers to a runtime function: its tensor arguments become
+/// read-only buffers, its results freshly allocated buffers, and `emit` gets
+/// their aligned addresses (index values) to build the runtime call. Being
+/// arguments of the helper keeps the operand buffers alive across the call
+/// (extracting an address is not a use the deallocation pipeline respects).
+/// Returns the helper's name.
+std::string buildBufferHelper(
+    ModuleOp module, Location loc, StringRef prefix, TypeRange inTypes, TypeRange resultTypes,
+    function_ref<void(OpBuilder &, ArrayRef<Value>, ArrayRef<Value>)> emit) {
+  std::string name;
+  for (int k = 0;; ++k) {
+    name = (prefix + "_" + Twine(k)).str();
+    if (!module.lookupSymbol(name))
+      break;
+  }
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto helper = func::FuncOp::create(mb, loc, name, mb.getFunctionType(inTypes, resultTypes));
+  helper.setPrivate();
+  Block *body = helper.addEntryBlock();
+  OpBuilder hb = OpBuilder::atBlockEnd(body);
+  auto bufferOf = [&](Type t) {
+    auto tt = cast<RankedTensorType>(t);
+    return MemRefType::get(tt.getShape(), tt.getElementType());
+  };
+  SmallVector<Value> inPtrs, outPtrs, outBufs;
+  for (BlockArgument a : body->getArguments()) {
+    Value m = bufferization::ToBufferOp::create(hb, loc, bufferOf(a.getType()), a,
+                                                /*readOnly=*/true);
+    inPtrs.push_back(memref::ExtractAlignedPointerAsIndexOp::create(hb, loc, m));
+  }
+  for (Type t : resultTypes) {
+    Value m = memref::AllocOp::create(hb, loc, bufferOf(t));
+    outBufs.push_back(m);
+    outPtrs.push_back(memref::ExtractAlignedPointerAsIndexOp::create(hb, loc, m));
+  }
+  emit(hb, inPtrs, outPtrs);
+  SmallVector<Value> outs;
+  for (auto [m, t] : llvm::zip(outBufs, resultTypes))
+    outs.push_back(bufferization::ToTensorOp::create(hb, loc, t, m, /*restrict=*/true,
+                                                     /*writable=*/true));
+  func::ReturnOp::create(hb, loc, outs);
+  return name;
+}
+
+/// `ember.host_callback` becomes a call of a buffer helper that calls
+///
+///   ember_host_callback(signature, operand addresses, result addresses)
+///
+/// where `signature` is an i64 record [callback id, #operands, #results,
+/// then per value: type code, rank, dims...] and the address lists are
+/// memrefs of indices.
+struct HostCallbackLowering : public OpConversionPattern<HostCallbackOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(HostCallbackOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto module = op->getParentOfType<ModuleOp>();
+    SmallVector<Type> resultTypes;
+    if (failed(getTypeConverter()->convertTypes(op.getResultTypes(), resultTypes)))
+      return failure();
+
+    // The signature record, from the op's own (unconverted) types.
+    SmallVector<int64_t> sig = {op.getCallbackIdAttr().getInt(), (int64_t)op.getNumOperands(),
+                                (int64_t)op.getNumResults()};
+    auto describe = [&](Type t) {
+      auto rt = cast<RankedTensorType>(t);
+      sig.push_back(hostTypeCode(rt.getElementType()));
+      sig.push_back(rt.getRank());
+      sig.append(rt.getShape().begin(), rt.getShape().end());
+    };
+    for (Type t : op.getOperandTypes())
+      describe(t);
+    for (Type t : op.getResultTypes())
+      describe(t);
+    if (llvm::is_contained(sig, -1))
+      return rewriter.notifyMatchFailure(op, "unsupported element type");
+
+    Builder tb(op.getContext());
+    auto i64 = tb.getI64Type();
+    auto idx = tb.getIndexType();
+    auto dynI64 = MemRefType::get({ShapedType::kDynamic}, i64);
+    auto dynIdx = MemRefType::get({ShapedType::kDynamic}, idx);
+    StringRef entry = "ember_host_callback";
+    declareRuntimeFunction(module, entry, tb.getFunctionType({dynI64, dynIdx, dynIdx}, {}));
+    ValueRange ins = adaptor.getOperands();
+    std::string name = buildBufferHelper(
+        module, loc, "__ember_host_callback", TypeRange(ins), resultTypes,
+        [&](OpBuilder &hb, ArrayRef<Value> inPtrs, ArrayRef<Value> outPtrs) {
+          auto sigConst = arith::ConstantOp::create(
+              hb, loc,
+              DenseElementsAttr::get(RankedTensorType::get({(int64_t)sig.size()}, i64),
+                                     ArrayRef<int64_t>(sig)));
+          Value sigBuf = bufferization::ToBufferOp::create(
+              hb, loc, MemRefType::get({(int64_t)sig.size()}, i64), sigConst,
+              /*readOnly=*/true);
+          auto addresses = [&](ArrayRef<Value> ptrs) -> Value {
+            auto t = MemRefType::get({(int64_t)std::max<size_t>(ptrs.size(), 1)}, idx);
+            Value buf = memref::AllocaOp::create(hb, loc, t);
+            for (auto [i, p] : llvm::enumerate(ptrs))
+              memref::StoreOp::create(hb, loc, p, buf, ValueRange{indexConst(hb, loc, i)});
+            return memref::CastOp::create(hb, loc, dynIdx, buf);
+          };
+          Value argBuf = addresses(inPtrs), resBuf = addresses(outPtrs);
+          func::CallOp::create(hb, loc, entry, TypeRange{},
+                               ValueRange{memref::CastOp::create(hb, loc, dynI64, sigBuf),
+                                          argBuf, resBuf});
+        });
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, name, resultTypes, ins);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
@@ -1190,5 +1436,5 @@ void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
                ReverseLowering, ReduceLowering, ArgReduceLowering<ArgMaxOp, true>,
                ArgReduceLowering<ArgMinOp, false>, CumulativeLowering,
                ReduceWindowLowering, SortLowering, DotGeneralLowering, GatherLowering,
-               ScatterLowering>(converter, ctx);
+               ScatterLowering, HostCallbackLowering>(converter, ctx);
 }

@@ -44,11 +44,132 @@ Value horner(OpBuilder &b, Location loc, Value x, ArrayRef<double> coeffs) {
   return acc;
 }
 
+//===----------------------------------------------------------------------===//
+// f32 log1p and erf^-1 as XLA's CPU backend computes them
+//
+// `jax.random.normal` is sqrt(2) * erf_inv(u); matching JAX bit for bit needs
+// the same f32 operations in the same order, with fused multiply-adds in the
+// same places. The sequences below follow XLA's log1p (a Cephes rational for
+// |x| < sqrt(2) - 1, log(1 + x) otherwise, with a Cephes-style polynomial
+// log) and StableHLO's f32 erf_inv decomposition (Giles' polynomials), as
+// read off the code XLA generates on x86 (docs/design.md, "Bit-exact
+// random numbers"). Every FMA is explicit (math.fma); every other product
+// feeds something other than an add, so LLVM's contraction cannot change it.
+//===----------------------------------------------------------------------===//
+
+Value f32Bits(OpBuilder &b, Location loc, uint32_t bits) {
+  APFloat v(APFloat::IEEEsingle(), APInt(32, bits));
+  return arith::ConstantOp::create(b, loc, b.getF32Type(), b.getFloatAttr(b.getF32Type(), v));
+}
+
+Value fma(OpBuilder &b, Location loc, Value x, Value y, Value z) {
+  return math::FmaOp::create(b, loc, x, y, z);
+}
+
+/// Horner's rule with an FMA per step; coefficients highest degree first.
+Value hornerFma(OpBuilder &b, Location loc, Value x, ArrayRef<Value> coeffs) {
+  Value acc = fma(b, loc, x, coeffs[0], coeffs[1]);
+  for (Value c : coeffs.drop_front(2))
+    acc = fma(b, loc, x, acc, c);
+  return acc;
+}
+
+/// log(u) for f32 (Cephes-style: u = m * 2^e with m in [sqrt(1/2), sqrt(2))).
+Value buildLogF32(OpBuilder &b, Location loc, Value u) {
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  auto c = [&](uint32_t bits) { return f32Bits(b, loc, bits); };
+  auto ic = [&](int64_t v) { return intConst(b, loc, i32, v); };
+  using P = arith::CmpFPredicate;
+  Value minNormal = c(0x00800000);
+  Value v = arith::SelectOp::create(b, loc, arith::CmpFOp::create(b, loc, P::OGT, u, minNormal),
+                                    u, minNormal);
+  Value bits = arith::BitcastOp::create(b, loc, i32, v);
+  Value e = arith::SubIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, ic(23)), ic(127));
+  Value mBits = arith::OrIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, bits, ic((int32_t)0x807FFFFF)), ic(0x3F000000));
+  Value m = arith::BitcastOp::create(b, loc, f32, mBits);
+  Value one = c(0x3F800000);
+  Value ef = arith::AddFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, e), one);
+  Value lt = arith::CmpFOp::create(b, loc, P::OLT, m, c(0x3F3504F3));
+  Value f = arith::AddFOp::create(
+      b, loc, arith::AddFOp::create(b, loc, m, c(0xBF800000)),
+      arith::SelectOp::create(b, loc, lt, m, c(0)));
+  ef = arith::SelectOp::create(b, loc, lt, arith::SubFOp::create(b, loc, ef, one), ef);
+  Value z2 = arith::MulFOp::create(b, loc, f, f);
+  Value z3 = arith::MulFOp::create(b, loc, z2, f);
+  Value pa = hornerFma(b, loc, f, {c(0x3D9021BB), c(0xBDEBD1B8), c(0x3DEF251A)});
+  Value pb = hornerFma(b, loc, f, {c(0xBDFE5D4F), c(0x3E11E9BF), c(0xBE2AAE50)});
+  pb = fma(b, loc, z3, pa, pb);
+  Value pc = hornerFma(b, loc, f, {c(0x3E4CCEAC), c(0xBE7FFFFC), c(0x3EAAAAAA)});
+  pb = fma(b, loc, z3, pb, pc);
+  Value r = arith::MulFOp::create(b, loc, ef, c(0xB95E8083)); // -ln2 low part
+  r = fma(b, loc, z3, pb, r);
+  Value g = fma(b, loc, arith::NegFOp::create(b, loc, z2), c(0x3F000000), f);
+  Value s = arith::AddFOp::create(b, loc, g, r);
+  s = fma(b, loc, ef, c(0x3F318000), s); // ln2 high part
+  // u == 0 -> -inf, u == +inf -> +inf, u < 0 or NaN -> NaN.
+  Value inf = c(0x7F800000);
+  s = arith::SelectOp::create(b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, inf), inf, s);
+  s = arith::SelectOp::create(b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, c(0)),
+                              c(0xFF800000), s);
+  return arith::SelectOp::create(b, loc, arith::CmpFOp::create(b, loc, P::UGE, u, c(0)), s,
+                                 c(0xFFFFFFFF));
+}
+
+/// log(1 + x) for f32.
+Value buildLog1pF32(OpBuilder &b, Location loc, Value x) {
+  auto c = [&](uint32_t bits) { return f32Bits(b, loc, bits); };
+  Value large = buildLogF32(b, loc, arith::AddFOp::create(b, loc, x, c(0x3F800000)));
+  Value x2 = arith::MulFOp::create(b, loc, x, x);
+  Value x0 = arith::MulFOp::create(b, loc, x, c(0)); // kept: NaN/inf propagate
+  Value den = arith::AddFOp::create(b, loc, x0, c(0x3F800000));
+  for (uint32_t q : {0x417101ADu, 0x42A6185Bu, 0x435DC32Du, 0x439A8CA3u, 0x43586D8Au,
+                     0x42707982u})
+    den = fma(b, loc, den, x, c(q));
+  Value num = arith::AddFOp::create(b, loc, x0, c(0x383DE04B));
+  for (uint32_t p : {0x3EFF40C5u, 0x40D284FAu, 0x41EF4B9Cu, 0x4273CC76u, 0x426473ADu,
+                     0x41A05101u})
+    num = fma(b, loc, num, x, c(p));
+  Value q = arith::DivFOp::create(b, loc, num, den);
+  Value y = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x2), q);
+  y = fma(b, loc, x2, c(0xBF000000), y);
+  Value small = arith::AddFOp::create(b, loc, x, y);
+  Value isSmall = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                        math::AbsFOp::create(b, loc, x), c(0x3ED413CD));
+  return arith::SelectOp::create(b, loc, isSmall, small, large);
+}
+
+/// erf^-1 for f32 (StableHLO's decomposition, evaluated as XLA does).
+Value buildErfInvF32(OpBuilder &b, Location loc, Value x) {
+  auto c = [&](uint32_t bits) { return f32Bits(b, loc, bits); };
+  Value t = arith::MulFOp::create(b, loc, x, arith::NegFOp::create(b, loc, x));
+  Value lg = buildLog1pF32(b, loc, t); // -w
+  Value sm = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, lg, c(0xC0A00000));
+  Value zs = arith::SubFOp::create(b, loc, c(0xC0200000), lg);
+  Value zl = arith::AddFOp::create(
+      b, loc, math::SqrtOp::create(b, loc, arith::NegFOp::create(b, loc, lg)), c(0xC0400000));
+  Value z = arith::SelectOp::create(b, loc, sm, zs, zl);
+  static const uint32_t kSmall[] = {0x32F16588, 0x34B84B36, 0xB66C7357, 0xB6935AC1, 0x396532DB,
+                                    0xBAA45408, 0xBB88E4EF, 0x3E7C8F63, 0x3FC02E2F};
+  static const uint32_t kLarge[] = {0xB951F09B, 0x38D3B56B, 0x3AB0DC72, 0xBB70BDE7, 0x3BBC127B,
+                                    0xBBF9C5D7, 0x3C1AA57E, 0x3F8036DB, 0x40354F7E};
+  SmallVector<Value> coeffs;
+  for (int k = 0; k < 9; ++k)
+    coeffs.push_back(arith::SelectOp::create(b, loc, sm, c(kSmall[k]), c(kLarge[k])));
+  Value p = hornerFma(b, loc, z, coeffs);
+  Value isOne = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                      math::AbsFOp::create(b, loc, x), c(0x3F800000));
+  p = arith::SelectOp::create(b, loc, isOne, c(0x7F800000), p);
+  return arith::MulFOp::create(b, loc, x, p);
+}
+
 /// erf^-1 by Giles' single-precision approximation ("Approximating the erfinv
-/// function", GPU Computing Gems), the method XLA uses for f32; f64 uses the
-/// same form with one Newton step on erf for extra accuracy.
+/// function", GPU Computing Gems); f32 follows XLA exactly (above), f64 uses
+/// the same form with two Newton steps on erf for full accuracy.
 Value buildErfInv(OpBuilder &b, Location loc, Value x) {
   Type t = x.getType();
+  if (t.isF32())
+    return buildErfInvF32(b, loc, x);
   Value one = floatConst(b, loc, t, 1.0);
   // w = -log(1 - x^2), computed as -log1p(-x*x) for accuracy near 0.
   Value w = math::Log1pOp::create(
@@ -69,20 +190,18 @@ Value buildErfInv(OpBuilder &b, Location loc, Value x) {
                      2.83297682});
   Value p = arith::SelectOp::create(b, loc, small, ps, pl);
   Value r = arith::MulFOp::create(b, loc, p, x);
-  if (t.isF64()) {
-    // Two Newton steps on erf(r) - x = 0: r -= (erf(r) - x) / (2/sqrt(pi) e^{-r^2}).
-    for (int i = 0; i < 2; ++i) {
-      Value err = arith::SubFOp::create(b, loc, math::ErfOp::create(b, loc, r), x);
-      Value d = arith::MulFOp::create(
-          b, loc, floatConst(b, loc, t, 1.1283791670955126),
-          math::ExpOp::create(
-              b, loc, arith::NegFOp::create(b, loc, arith::MulFOp::create(b, loc, r, r))));
-      Value step = arith::DivFOp::create(b, loc, err, d);
-      Value isFin = arith::CmpFOp::create(
-          b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, r),
-          floatConst(b, loc, t, INFINITY));
-      r = arith::SelectOp::create(b, loc, isFin, arith::SubFOp::create(b, loc, r, step), r);
-    }
+  // Two Newton steps on erf(r) - x = 0: r -= (erf(r) - x) / (2/sqrt(pi) e^{-r^2}).
+  for (int i = 0; i < 2; ++i) {
+    Value err = arith::SubFOp::create(b, loc, math::ErfOp::create(b, loc, r), x);
+    Value d = arith::MulFOp::create(
+        b, loc, floatConst(b, loc, t, 1.1283791670955126),
+        math::ExpOp::create(
+            b, loc, arith::NegFOp::create(b, loc, arith::MulFOp::create(b, loc, r, r))));
+    Value step = arith::DivFOp::create(b, loc, err, d);
+    Value isFin = arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, r),
+        floatConst(b, loc, t, INFINITY));
+    r = arith::SelectOp::create(b, loc, isFin, arith::SubFOp::create(b, loc, r, step), r);
   }
   // |x| == 1 gives +-inf.
   Value absx = math::AbsFOp::create(b, loc, x);
@@ -341,7 +460,10 @@ Value buildUnaryFloat(OpBuilder &b, Location loc, Operation *op, Value x) {
       .Case([&](ExpOp) { return math::ExpOp::create(b, loc, x); })
       .Case([&](Exp2Op) { return math::Exp2Op::create(b, loc, x); })
       .Case([&](LogOp) { return math::LogOp::create(b, loc, x); })
-      .Case([&](Log1pOp) { return math::Log1pOp::create(b, loc, x); })
+      .Case([&](Log1pOp) {
+        return x.getType().isF32() ? buildLog1pF32(b, loc, x)
+                                   : (Value)math::Log1pOp::create(b, loc, x);
+      })
       .Case([&](Expm1Op) { return math::ExpM1Op::create(b, loc, x); })
       .Case([&](TanhOp) { return math::TanhOp::create(b, loc, x); })
       .Case([&](LogisticOp) -> Value {

@@ -646,6 +646,13 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         }
         return pass(tan);
       })
+      .Case([&](HostCallbackOp o) -> LogicalResult {
+        if (llvm::all_of(t, [](Value v) { return !v; }))
+          return zero();
+        // As in JAX: the host function is opaque, its derivative unknown.
+        return o.emitOpError("cannot be differentiated: pure callbacks do not support "
+                             "JVP; define the derivative with custom_jvp or custom_vjp");
+      })
       .Default([&](Operation *o) -> LogicalResult {
         if (llvm::all_of(t, [](Value v) { return !v; }))
           return zero();

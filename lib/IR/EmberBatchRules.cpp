@@ -345,6 +345,60 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
             b.getI64IntegerAttr(o.getIndexVectorDim() + 1), o.getKindAttr(), o.getModeAttr());
         return doneValue(s);
       })
+      .Case([&](HostCallbackOp o) -> LogicalResult {
+        StringRef method = o.getVmapMethod();
+        if (method == "none")
+          return o.emitOpError("cannot be batched: this callback has no vmap_method "
+                               "(pass vmap_method='sequential', 'expand_dims' or "
+                               "'broadcast_all')");
+        if (method != "sequential") {
+          // One call on the batched inputs; `expand_dims` gives unbatched
+          // inputs a leading dimension of 1 instead of broadcasting them.
+          SmallVector<Value> ins;
+          for (auto [v, isB] : llvm::zip(operands, isBatched)) {
+            if (isB || method == "broadcast_all") {
+              ins.push_back(c.batched(v, isB));
+              continue;
+            }
+            ins.push_back(ReshapeOp::create(b, c.loc, withBatch(v.getType(), 1), v));
+          }
+          return done(c.recreate(op, ins, attrs()));
+        }
+        // One call per example, in order; results are stacked.
+        SmallVector<SmallVector<Value>> perResult(o->getNumResults());
+        for (int64_t i = 0; i < n; ++i) {
+          SmallVector<Value> ins;
+          for (auto [v, isB] : llvm::zip(operands, isBatched)) {
+            if (!isB) {
+              ins.push_back(v);
+              continue;
+            }
+            auto t = cast<RankedTensorType>(v.getType());
+            SmallVector<int64_t> start(t.getRank(), 0), limit(t.getShape()),
+                strides(t.getRank(), 1);
+            start[0] = i;
+            limit[0] = i + 1;
+            Value s = SliceOp::create(b, c.loc, v, b.getDenseI64ArrayAttr(start),
+                                      b.getDenseI64ArrayAttr(limit),
+                                      b.getDenseI64ArrayAttr(strides));
+            auto unbatched = RankedTensorType::get(t.getShape().drop_front(), t.getElementType());
+            ins.push_back(ReshapeOp::create(b, c.loc, unbatched, s));
+          }
+          OperationState state(c.loc, op->getName());
+          state.addOperands(ins);
+          state.addTypes(op->getResultTypes());
+          state.addAttributes(op->getAttrs());
+          Operation *call = b.create(state);
+          for (auto [k, r] : llvm::enumerate(call->getResults()))
+            perResult[k].push_back(
+                ReshapeOp::create(b, c.loc, withBatch(r.getType(), 1), r));
+        }
+        for (auto &parts : perResult)
+          results.push_back(parts.size() == 1
+                                ? parts[0]
+                                : (Value)ConcatenateOp::create(b, c.loc, parts, 0));
+        return success();
+      })
       .Default([&](Operation *o) -> LogicalResult {
         return o->emitOpError("has no batching rule");
       });

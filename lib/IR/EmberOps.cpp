@@ -938,3 +938,30 @@ LogicalResult CustomLinearOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return failure();
   return checkSegments(*this, getSegments(), 3);
 }
+
+//===----------------------------------------------------------------------===//
+// Host callbacks
+//===----------------------------------------------------------------------===//
+
+LogicalResult HostCallbackOp::verify() {
+  // host_callback_c1
+  if (getCallbackIdAttr().getInt() < 0)
+    return emitOpError("host_callback_c1: callback_id must be non-negative");
+  // host_callback_c2
+  StringRef m = getVmapMethod();
+  if (m != "sequential" && m != "expand_dims" && m != "broadcast_all" && m != "none")
+    return emitOpError("host_callback_c2: vmap_method must be sequential, expand_dims, "
+                       "broadcast_all or none, got '")
+           << m << "'";
+  return success();
+}
+
+void HostCallbackOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  // A pure callback has no effects (it may be removed or merged); an
+  // effectful one reads and writes the host's state, which orders it.
+  if (!getHasSideEffect())
+    return;
+  effects.emplace_back(MemoryEffects::Read::get());
+  effects.emplace_back(MemoryEffects::Write::get());
+}

@@ -150,7 +150,11 @@ void eraseReplaced(ArrayRef<Operation *> ops, BatchMap &batched) {
   for (Operation *o : llvm::reverse(ops))
     if (o->use_empty() && !o->hasTrait<OpTrait::IsTerminator>() &&
         (isa<UnrealizedConversionCastOp>(o) ||
-         llvm::any_of(o->getResults(), [&](Value r) { return batched.count(r); })))
+         llvm::any_of(o->getResults(), [&](Value r) { return batched.count(r); }) ||
+         // An op without results (a host callback) that read batched values
+         // was rewritten by its rule.
+         (o->getNumResults() == 0 &&
+          llvm::any_of(o->getOperands(), [&](Value v) { return batched.count(v); }))))
       o->erase();
 }
 

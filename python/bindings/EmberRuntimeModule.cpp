@@ -103,6 +103,46 @@ void fillDescriptor(int64_t *d, void *data, const ArgSpec &s) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Host callbacks
+//===----------------------------------------------------------------------===//
+
+/// The Python function that serves `ember.host_callback`:
+/// handler(signature address, signature length, operand addresses' address,
+/// result addresses' address).
+nb::object &hostHandler() {
+  static auto *h = new nb::object(); // never destroyed (interpreter teardown)
+  return *h;
+}
+
+/// The exception a callback raised during the current call on this thread;
+/// the kernel re-raises it when the compiled code returns.
+struct PendingError {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  explicit operator bool() const { return type != nullptr; }
+};
+thread_local PendingError pendingError;
+
+extern "C" void emberHostCallbackEntry(int64_t *, int64_t *sig, int64_t sigOffset,
+                                       int64_t sigSize, int64_t, int64_t *,
+                                       int64_t *args, int64_t argsOffset, int64_t, int64_t,
+                                       int64_t *, int64_t *results, int64_t resultsOffset,
+                                       int64_t, int64_t) {
+  nb::gil_scoped_acquire gil;
+  if (pendingError || !hostHandler().is_valid())
+    return; // an earlier callback of this call failed: skip the rest
+  try {
+    hostHandler()((intptr_t)(sig + sigOffset), sigSize, (intptr_t)(args + argsOffset),
+                  (intptr_t)(results + resultsOffset));
+  } catch (nb::python_error &e) {
+    e.restore();
+    PyErr_Fetch(&pendingError.type, &pendingError.value, &pendingError.traceback);
+  }
+}
+
+/// Raises the pending callback error, if any, after freeing `results`.
+void raisePendingError(std::vector<PooledBuffer *> &results);
+
 class Kernel {
 public:
   Kernel(MlirModule module, int optLevel, std::vector<std::vector<int64_t>> inShapes,
@@ -213,6 +253,8 @@ public:
       nb::gil_scoped_release release;
       fn(argv.data());
     }
+    if (pendingError)
+      raisePendingError(results);
     return results;
   }
 
@@ -232,6 +274,17 @@ private:
   size_t descWords = 0;
   int64_t bytes = 0;
 };
+
+void raisePendingError(std::vector<PooledBuffer *> &results) {
+  for (PooledBuffer *b : results) {
+    pool().give(b->data, b->bytes);
+    delete b;
+  }
+  results.clear();
+  PyErr_Restore(pendingError.type, pendingError.value, pendingError.traceback);
+  pendingError = PendingError();
+  throw nb::python_error();
+}
 
 /// The C++ dispatch path of `ember.jit`: for calls whose arguments are all
 /// ember Arrays (no keywords), looks the compiled kernel up by the arguments'
@@ -348,5 +401,20 @@ NB_MODULE(_ember_runtime, m) {
            nb::arg("in_itemsizes"), nb::arg("out_shapes"), nb::arg("out_itemsizes"))
       .def("__call__", &Kernel::call, nb::arg("args"));
   m.def("pooled_bytes", [] { return pool().pooledBytes(); });
+  m.def(
+      "set_cblas_gemm",
+      [](uintptr_t sgemm, uintptr_t dgemm) {
+        emberRuntimeSetCblasGemm(reinterpret_cast<void *>(sgemm),
+                                 reinterpret_cast<void *>(dgemm));
+      },
+      nb::arg("sgemm"), nb::arg("dgemm"));
+  m.def(
+      "set_host_callback_handler",
+      [](nb::object handler) {
+        hostHandler() = std::move(handler);
+        emberRuntimeRegisterSymbol(mlirStringRefCreateFromCString("ember_host_callback"),
+                                   reinterpret_cast<void *>(&emberHostCallbackEntry));
+      },
+      nb::arg("handler"));
   m.def("clear_pool", [] { pool().clear(); });
 }

@@ -17,6 +17,7 @@ from ember._src.ad import (  # noqa: F401
     checkpoint, remat, checkpoint_policies, custom_jvp, custom_vjp,
 )
 from ember._src.batching import vmap  # noqa: F401
+from ember._src.callback import pure_callback  # noqa: F401
 from ember import numpy  # noqa: F401
 from ember import lax  # noqa: F401
 from ember import tree_util  # noqa: F401
@@ -24,6 +25,8 @@ from ember import nn  # noqa: F401
 from ember import random  # noqa: F401
 from ember import scipy  # noqa: F401
 from ember import example_libraries  # noqa: F401
+from ember import debug  # noqa: F401
+from ember import experimental  # noqa: F401
 from ember._src.tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
 from ember._src import errors  # noqa: F401
 

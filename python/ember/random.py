@@ -1147,30 +1147,13 @@ def poisson(key, lam, shape=None, dtype=int):
 # --------------------------------------------------------------------------
 
 
-def _cholesky(a):
-    """Lower Cholesky factor of a[..., n, n] by a column loop unrolled at trace time."""
-    n = a.shape[-1]
-    cols = []
-    for j in range(n):
-        aj = a[..., :, j]
-        if cols:
-            lmat = jnp.stack(cols, axis=-1)                       # [..., n, j]
-            aj = aj - jnp.sum(lmat * lmat[..., j:j + 1, :], axis=-1)
-        djj = jnp.sqrt(aj[..., j:j + 1])
-        col = aj / djj
-        mask = jnp.arange(n) >= j
-        cols.append(jnp.where(mask, col, jnp.zeros_like(col)))
-    return jnp.stack(cols, axis=-1)
-
-
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
-    """Multivariate normal samples. Only method='cholesky' (Ember has no svd/eigh)."""
+    """Multivariate normal samples: mean + factor @ z with factor the Cholesky
+    factor of cov, or from its SVD (u * sqrt(s)) or eigendecomposition
+    (v * sqrt(w)), as JAX computes it."""
     key = _check_key("multivariate_normal", key)
     if method not in {"svd", "eigh", "cholesky"}:
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
-    if method != "cholesky":
-        raise NotImplementedError(f"multivariate_normal(method={method!r}): Ember has no "
-                                  "svd/eigh yet; use method='cholesky'")
     mean = jnp.asarray(mean)
     cov = jnp.asarray(cov)
     if not dtypes.is_inexact(mean.dtype):
@@ -1193,7 +1176,14 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     else:
         shape = _canon_shape(shape)
         _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
-    factor = _cholesky(cov)
+    if method == "svd":
+        u, sv, _ = jnp.linalg.svd(cov)
+        factor = u * jnp.sqrt(sv[..., None, :])
+    elif method == "eigh":
+        w, v = jnp.linalg.eigh(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
+    else:
+        factor = jnp.linalg.cholesky(cov)
     z = normal(key, shape + mean.shape[-1:], dtype)
     prod = jnp.matmul(factor, jnp.expand_dims(z, -1))
     return mean + jnp.squeeze(prod, -1)

@@ -317,3 +317,66 @@ func.func @bitcast_merge(%a: tensor<3x4xui8>) -> tensor<3xf32> {
   %0 = ember.bitcast_convert %a : (tensor<3x4xui8>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
 }
+
+// -----
+
+// A host callback becomes a call of a helper that passes the signature
+// record [id, #in, #out, (type code, rank, dims)...] and the buffers'
+// addresses to the runtime entry point.
+// CHECK-LABEL: func @host_callback
+// CHECK: %[[R:.*]] = call @__ember_host_callback_0(%{{.*}}, %{{.*}}) : (tensor<2x3xf32>, tensor<i8>) -> tensor<3xi32>
+// CHECK: return %[[R]]
+// CHECK: func.func private @ember_host_callback(memref<?xi64>, memref<?xindex>, memref<?xindex>)
+// CHECK: func.func private @__ember_host_callback_0(%[[A:[a-z0-9]+]]: tensor<2x3xf32>
+// CHECK: bufferization.to_buffer %[[A]] read_only
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: %[[OUT:.*]] = memref.alloc() : memref<3xi32>
+// CHECK: arith.constant dense<[5, 2, 1, 3, 2, 2, 3, 5, 0, 8, 1, 3]> : tensor<12xi64>
+// CHECK: call @ember_host_callback
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable
+func.func @host_callback(%x: tensor<2x3xf32>, %p: tensor<i1>) -> tensor<3xi32> {
+  %y = ember.host_callback 5(%x, %p) : (tensor<2x3xf32>, tensor<i1>) -> tensor<3xi32>
+  return %y : tensor<3xi32>
+}
+
+// -----
+
+// f32 log1p is XLA's sequence (a rational for small |x|, a polynomial log
+// otherwise) with explicit FMAs, not math.log1p, so results match JAX's bits.
+// CHECK-LABEL: func @log1p_f32
+// CHECK-NOT: math.log1p
+// CHECK: math.fma
+// CHECK: arith.divf
+// CHECK-NOT: math.log1p
+func.func @log1p_f32(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = ember.log1p %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Large f32 contractions call the runtime's batched GEMM. An operand whose
+// dimensions are in matrix order but transposed is passed with its trans flag
+// (transB = 1 for %b, transA = 1 for %x); a layout no flag covers (%y, batch
+// dimension in the middle) is transposed first.
+// CHECK-LABEL: func @gemm
+// CHECK: %[[R:.*]] = call @__ember_gemm_0(%{{.*}}, %{{.*}}) : (tensor<64x32xf32>, tensor<48x32xf32>) -> tensor<64x48xf32>
+// CHECK: %[[T:.*]] = linalg.transpose ins(%{{.*}} : tensor<64x4x32xf32>) outs(%{{.*}} : tensor<4x64x32xf32>) permutation = [1, 0, 2]
+// CHECK: call @__ember_gemm_1(%{{.*}}, %[[T]])
+// CHECK: func.func private @ember_gemm_f32(i64, i64, i64, i64, i64, i64, index, index, index)
+// CHECK: func.func private @__ember_gemm_0(
+// CHECK: %[[C:.*]] = memref.alloc() : memref<64x48xf32>
+// transA = 0, transB = 1, batch = 1, m = 64, n = 48, k = 32:
+// CHECK: arith.constant 0 : i64
+// CHECK-NEXT: arith.constant 1 : i64
+// CHECK-NEXT: arith.constant 1 : i64
+// CHECK-NEXT: arith.constant 64 : i64
+// CHECK-NEXT: arith.constant 48 : i64
+// CHECK-NEXT: arith.constant 32 : i64
+// CHECK-NEXT: call @ember_gemm_f32(
+func.func @gemm(%a: tensor<64x32xf32>, %b: tensor<48x32xf32>, %x: tensor<4x64x32xf32>,
+                %y: tensor<64x4x32xf32>) -> (tensor<64x48xf32>, tensor<4x32x32xf32>) {
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [1] : (tensor<64x32xf32>, tensor<48x32xf32>) -> tensor<64x48xf32>
+  %1 = ember.dot_general %x, %y, batch = [0] x [1], contract = [1] x [0] : (tensor<4x64x32xf32>, tensor<64x4x32xf32>) -> tensor<4x32x32xf32>
+  return %0, %1 : tensor<64x48xf32>, tensor<4x32x32xf32>
+}

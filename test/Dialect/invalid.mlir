@@ -750,3 +750,21 @@ func.func @custom_c2(%x: tensor<f32>) {
   %y = ember.custom_jvp_call @id jvp @id(%x) segments [2, 0, 0] : (tensor<f32>) -> tensor<f32>
   return
 }
+
+// -----
+
+// host_callback_c1
+func.func @host_callback_c1(%x: tensor<f32>) {
+  // expected-error @+1 {{host_callback_c1: callback_id must be non-negative}}
+  ember.host_callback -1(%x) {has_side_effect} : (tensor<f32>) -> ()
+  return
+}
+
+// -----
+
+// host_callback_c2
+func.func @host_callback_c2(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{host_callback_c2: vmap_method must be sequential, expand_dims, broadcast_all or none, got 'loop'}}
+  %y = ember.host_callback 0(%x) {vmap_method = "loop"} : (tensor<f32>) -> tensor<f32>
+  return %y : tensor<f32>
+}

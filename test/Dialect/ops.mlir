@@ -231,3 +231,11 @@ func.func @vmap(%xs: tensor<8x3xf32>, %w: tensor<3xf32>) -> tensor<8xf32> {
   %y = ember.vmap @per_example(%xs, %w) batched [true, false] size 8 : (tensor<8x3xf32>, tensor<3xf32>) -> tensor<8xf32>
   return %y : tensor<8xf32>
 }
+// CHECK-LABEL: func @host_callback
+func.func @host_callback(%x: tensor<4xf32>, %i: tensor<i32>) -> tensor<4xf32> {
+  // CHECK: ember.host_callback 0(%{{.*}}) {has_side_effect} : (tensor<4xf32>) -> ()
+  ember.host_callback 0(%x) {has_side_effect} : (tensor<4xf32>) -> ()
+  // CHECK: ember.host_callback 1(%{{.*}}, %{{.*}}) {vmap_method = "expand_dims"} : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+  %y = ember.host_callback 1(%x, %i) {vmap_method = "expand_dims"} : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -83,3 +83,20 @@ func.func @structural(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
   return %g : tensor<4x3xf32>
 }
 
+
+// -----
+
+// debug.print inside a differentiated function stays in the primal code, once.
+// CHECK-LABEL: func @grad_with_print
+// CHECK-COUNT-1: ember.host_callback 0
+// CHECK-NOT: ember.host_callback
+func.func private @pr(%x: tensor<3xf32>) -> tensor<f32> {
+  ember.host_callback 0(%x) {has_side_effect} : (tensor<3xf32>) -> ()
+  %0 = ember.mul %x, %x : tensor<3xf32>
+  %1 = ember.reduce sum %0, dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+func.func @grad_with_print(%x: tensor<3xf32>, %ct: tensor<f32>) -> tensor<3xf32> {
+  %y, %g = ember.vjp @pr(%x) cotangents(%ct) wrt [0] : (tensor<3xf32>, tensor<f32>) -> (tensor<f32>, tensor<3xf32>)
+  return %g : tensor<3xf32>
+}

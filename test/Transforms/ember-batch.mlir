@@ -104,3 +104,24 @@ func.func @batched_pad_value(%x: tensor<3x4xf32>, %c: tensor<3xf32>) -> tensor<3
   %y = ember.vmap @p(%x, %c) batched [true, true] size 3 : (tensor<3x4xf32>, tensor<3xf32>) -> tensor<3x8xf32>
   return %y : tensor<3x8xf32>
 }
+
+// -----
+
+// A sequential callback runs once per example, in order; the results are
+// stacked. An expand_dims callback runs once on the batched inputs, with
+// unbatched inputs given a leading dimension of 1.
+// CHECK-LABEL: func @batched_callbacks
+// CHECK-COUNT-2: ember.host_callback 0(%{{.*}}) {has_side_effect} : (tensor<3xf32>) -> ()
+// CHECK-NOT: ember.host_callback 0
+// CHECK: %[[W1:.*]] = ember.reshape %{{.*}} : (tensor<3xf32>) -> tensor<1x3xf32>
+// CHECK: ember.host_callback 1(%{{.*}}, %[[W1]]) {vmap_method = "expand_dims"} : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+func.func private @g(%x: tensor<3xf32>, %w: tensor<3xf32>) -> tensor<3xf32> {
+  ember.host_callback 0(%x) {has_side_effect} : (tensor<3xf32>) -> ()
+  %y = ember.host_callback 1(%x, %w) {vmap_method = "expand_dims"} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %y : tensor<3xf32>
+}
+func.func @batched_callbacks(%xs: tensor<2x3xf32>, %w: tensor<3xf32>) -> tensor<2x3xf32> {
+  %y = ember.vmap @g(%xs, %w) batched [true, false] size 2 : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+

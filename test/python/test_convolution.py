@@ -314,14 +314,6 @@ GRAD = [
 ]
 
 
-@pytest.fixture
-def x64():
-    old = ember.config.jax_enable_x64
-    ember.config.update("jax_enable_x64", True)
-    yield
-    ember.config.update("jax_enable_x64", old)
-
-
 @pytest.mark.parametrize("cfg", GRAD, ids=[str(i) for i in range(len(GRAD))])
 def test_conv_grad_finite_differences(cfg, x64):
     ls, rs, st, pad, ld, rd, dn, fgc = cfg

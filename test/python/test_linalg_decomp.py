@@ -32,14 +32,6 @@ def _close(a, b, tol):
     np.testing.assert_allclose(a, b, rtol=0, atol=tol * scale)
 
 
-@pytest.fixture
-def x64():
-    old = ember.config.jax_enable_x64
-    ember.config.update("jax_enable_x64", True)
-    yield
-    ember.config.update("jax_enable_x64", old)
-
-
 SIZES = [1, 2, 3, 5, 8]
 
 

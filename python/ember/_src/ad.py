@@ -117,6 +117,7 @@ def _vjp_traced(fun, primals, has_aux):
     traced = _Traced(flat_fun, [v.aval for v in vals])
     callee_primals = vals + traced.captured
     outs = _call(traced.name, callee_primals, traced.out_avals)
+    call_state = {"trace": core.current_trace(), "op": outs[0].value.owner if outs else None}
     full = tree_util.tree_unflatten(traced.out_tree, outs)
     if has_aux:
         if not (isinstance(full, (tuple, list)) and len(full) == 2):
@@ -149,6 +150,7 @@ def _vjp_traced(fun, primals, has_aux):
             return _eager(lambda p, c: _vjp_traced(fun, p, has_aux)[1](c), (primals, ct))
         res = _transform("vjp", traced.name, callee_primals, cts, wrt,
                          traced.out_avals + [vals[i].aval.update(weak_type=False) for i in wrt])
+        _reuse_primal_outputs(call_state, outs, res[:len(traced.out_avals)])
         grads = res[len(traced.out_avals):]
         by_index = dict(zip(wrt, grads))
         leaves_out = [by_index[i] if i in by_index else _zeros(v.aval)
@@ -156,6 +158,22 @@ def _vjp_traced(fun, primals, has_aux):
         return tree_util.tree_unflatten(treedef, leaves_out)
 
     return out, vjp_fun, aux, out_tree
+
+
+def _reuse_primal_outputs(state, outs, primal_results):
+    """The vjp op computes the primal outputs too: when nothing has used the
+    separate call's results yet (value_and_grad), the outputs become the vjp's
+    and the call goes away, so the forward pass (and any callback in it) runs
+    once."""
+    op = state["op"]
+    if op is None or core.current_trace() is not state["trace"]:
+        return
+    if any(True for r in op.results for _ in r.uses):
+        return
+    for t, r in zip(outs, primal_results):
+        t.value = r.value
+    op.erase()
+    state["op"] = None
 
 
 def vjp(fun, *primals, has_aux=False, reduce_axes=()):

@@ -6,6 +6,7 @@ primitive runs eagerly by compiling a one-op function (cached per signature).
 """
 
 import os
+import re
 import sys
 import threading
 
@@ -614,6 +615,27 @@ def asarray_concrete(x, dtype=None):
 # Compilation and execution
 # --------------------------------------------------------------------------
 
+def _use_openblas():
+    """Points the runtime's GEMM entry points at scipy-openblas32 (the OpenBLAS
+    build NumPy and SciPy ship), when it is installed; otherwise large
+    contractions run the runtime's plain loop nest."""
+    try:
+        import ctypes
+
+        import scipy_openblas32
+    except ImportError:
+        return False
+    lib = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(),
+                                   f"lib{scipy_openblas32.get_library()}.so"))
+    addr = [ctypes.cast(getattr(lib, f"scipy_cblas_{k}gemm"), ctypes.c_void_p).value
+            for k in "sd"]
+    _ember_runtime.set_cblas_gemm(*addr)
+    _use_openblas.lib = lib  # keep it loaded
+    return True
+
+
+_HAVE_BLAS = _use_openblas()
+
 _PIPELINE = "builtin.module(ember-cpu-pipeline)"
 _OPT_LEVEL = int(os.environ.get("EMBER_OPT_LEVEL", "2"))
 _dump_dir = os.environ.get("EMBER_DUMP_DIR")
@@ -645,6 +667,28 @@ class Executable:
         return [r.view(dt).reshape(shape) for r, (dt, shape) in zip(raw, self._views)]
 
 
+# Pass diagnostics that report what the user asked for, not an Ember bug:
+# (message fragment, exception type).
+_USER_DIAGNOSTICS = (
+    ("cannot be differentiated", ValueError),
+    ("cannot be batched", NotImplementedError),
+    ("has no JVP rule", NotImplementedError),
+)
+
+
+def _user_error(e):
+    """The user-facing exception for a pass failure caused by the program
+    (differentiating an opaque callback, say), naming the user's line."""
+    for d in e.error_diagnostics:
+        for fragment, cls in _USER_DIAGNOSTICS:
+            if fragment in d.message:
+                loc = str(d.location)
+                m = re.match(r'loc\("(.*)":(\d+):\d+\)', loc)
+                at = f"{m.group(1)}:{m.group(2)}" if m else loc
+                return cls(f"{d.message} (at {at})")
+    return None
+
+
 def run_pipeline(module):
     """Verifies and lowers `module` in place; returns the IR text of each stage."""
     stages = {"ember": str(module)}
@@ -656,6 +700,9 @@ def run_pipeline(module):
         pm = passmanager.PassManager.parse(_PIPELINE, context())
         pm.run(module.operation)
     except ir.MLIRError as e:
+        user = _user_error(e)
+        if user is not None:
+            raise user from None
         raise EmberInternalError(f"the CPU pipeline failed (a bug in Ember): {e}") from None
     stages["llvm"] = str(module)
     if _dump_dir:

@@ -1,0 +1,260 @@
+"""Host callbacks: `pure_callback`, `io_callback`, `debug.callback`, `debug.print`.
+
+Inside a trace, a callback is staged out as one `ember.host_callback` op that
+names a Python function by an integer id. Compiled code reaches the runtime
+entry point `ember_host_callback` (registered with the JIT by
+`_ember_runtime`), which calls `_handle` below with the addresses of a
+signature record and of the operand and result buffers. The record says the
+shapes and element types the code actually has (after `ember-batch`, for
+instance), so the handler never relies on trace-time shapes.
+
+Outside any trace the callback simply runs.
+"""
+
+import ctypes
+import itertools
+import math
+import string
+
+import numpy as np
+
+from ember._mlir import ir
+from ember._mlir._mlir_libs import _ember_runtime
+
+from . import core, dtypes, tree_util
+from .core import Array, Tracer
+
+# Element type codes of the signature record (the same table is in
+# lib/Conversion/EmberToLinalg.cpp and docs/design.md).
+_CODES = {
+    1: np.dtype(np.float16),
+    2: np.dtype(dtypes.bfloat16),
+    3: np.dtype(np.float32),
+    4: np.dtype(np.float64),
+    5: np.dtype(np.bool_),
+    6: np.dtype(np.int8), 7: np.dtype(np.int16), 8: np.dtype(np.int32), 9: np.dtype(np.int64),
+    10: np.dtype(np.uint8), 11: np.dtype(np.uint16), 12: np.dtype(np.uint32),
+    13: np.dtype(np.uint64),
+    14: np.dtype(np.complex64), 15: np.dtype(np.complex128),
+}
+
+_VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+
+_registry = {}
+_ids = itertools.count()
+
+
+class _Callback:
+    """What a callback id stands for: a function of flat NumPy arrays that
+    returns flat results (or None)."""
+
+    def __init__(self, fun, name):
+        self.fun = fun
+        self.name = name
+
+
+def _register(fun, name):
+    cid = next(_ids)
+    _registry[cid] = _Callback(fun, name)
+    return cid
+
+
+def _buffer(addr, dtype, shape):
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes == 0:
+        return np.zeros(shape, dtype)
+    raw = (ctypes.c_char * nbytes).from_address(addr)
+    return np.frombuffer(raw, dtype=dtype).reshape(shape)
+
+
+def _decode(sig, pos, count):
+    out = []
+    for _ in range(count):
+        code, rank = int(sig[pos]), int(sig[pos + 1])
+        shape = tuple(int(d) for d in sig[pos + 2:pos + 2 + rank])
+        out.append((_CODES[code], shape))
+        pos += 2 + rank
+    return out, pos
+
+
+def _handle(sig_addr, sig_len, args_addr, results_addr):
+    """Called by compiled code (through `ember_host_callback`)."""
+    sig = (ctypes.c_int64 * sig_len).from_address(sig_addr)
+    cid, nin, nout = int(sig[0]), int(sig[1]), int(sig[2])
+    ins, pos = _decode(sig, 3, nin)
+    outs, _ = _decode(sig, pos, nout)
+    arg_ptrs = (ctypes.c_int64 * max(nin, 1)).from_address(args_addr)
+    res_ptrs = (ctypes.c_int64 * max(nout, 1)).from_address(results_addr)
+    args = [_buffer(arg_ptrs[i], dt, shape).copy() for i, (dt, shape) in enumerate(ins)]
+    cb = _registry[cid]
+    results = cb.fun(args)
+    if nout == 0:
+        return
+    results = list(results)
+    if len(results) != nout:
+        raise RuntimeError(f"{cb.name}: the callback returned {len(results)} values, "
+                           f"expected {nout}")
+    for i, (r, (dt, shape)) in enumerate(zip(results, outs)):
+        r = np.asarray(r)
+        if r.shape != shape:
+            raise RuntimeError(f"{cb.name}: incorrect output shape for return value {i}: "
+                               f"expected {shape}, got {r.shape}")
+        if r.dtype != dt:
+            raise RuntimeError(f"{cb.name}: incorrect output dtype for return value {i}: "
+                               f"expected {dt.name}, got {r.dtype.name}")
+        _buffer(res_ptrs[i], dt, shape)[...] = r
+
+
+_ember_runtime.set_host_callback_handler(_handle)
+
+
+def _as_ember(leaves):
+    return [Array(np.asarray(x)) for x in leaves]
+
+
+def _is_traced(leaves):
+    return core.current_trace() is not None or any(isinstance(x, Tracer) for x in leaves)
+
+
+def _stage(cid, leaves, out_avals, has_side_effect, vmap_method):
+    """Emits the host_callback op on `leaves` (array-like) in the current trace."""
+    vals = [core.as_value(x) for x in leaves]
+    trace = core.find_trace(vals) or core.current_trace()
+    operands = [trace.to_value(v) for v in vals]
+    ctx = core.context()
+    attrs = {"callback_id": ir.IntegerAttr.get(ir.IntegerType.get_signless(64, ctx), cid),
+             "vmap_method": ir.StringAttr.get(vmap_method, ctx)}
+    if has_side_effect:
+        attrs["has_side_effect"] = ir.UnitAttr.get(ctx)
+    return trace.emit("ember.host_callback", operands, out_avals, attrs)
+
+
+def _result_avals(result_shape_dtypes):
+    leaves, tree = tree_util.tree_flatten(result_shape_dtypes)
+    avals = []
+    for x in leaves:
+        if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+            raise TypeError("result_shape_dtypes leaves must have `shape` and `dtype` "
+                            f"attributes (e.g. ShapeDtypeStruct), got {x!r}")
+        avals.append(core.ShapedArray(tuple(x.shape),
+                                      dtypes.canonicalize_dtype(np.dtype(x.dtype))))
+    return avals, tree
+
+
+def _split_static(args, kwargs):
+    """Flattens (args, kwargs); array leaves become operands, others stay in
+    Python. Returns (operands, rebuild) with rebuild(arrays) -> (args, kwargs)."""
+    leaves, tree = tree_util.tree_flatten((args, kwargs))
+    dynamic = [i for i, x in enumerate(leaves)
+               if isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float,
+                                 complex))]
+
+    def rebuild(arrays):
+        full = list(leaves)
+        for i, a in zip(dynamic, arrays):
+            full[i] = a
+        return tree_util.tree_unflatten(tree, full)
+
+    return [leaves[i] for i in dynamic], rebuild
+
+
+def _callback(kind, callback, result_shape_dtypes, args, kwargs, has_side_effect,
+              vmap_method):
+    avals, out_tree = _result_avals(result_shape_dtypes)
+    operands, rebuild = _split_static(args, kwargs)
+
+    def run(arrays):
+        a, k = rebuild(_as_ember(arrays))
+        out = callback(*a, **k)
+        out_leaves, tree = tree_util.tree_flatten(out)
+        if tree != out_tree:
+            raise RuntimeError(f"{kind}: the callback returned a value of structure "
+                               f"{tree}, expected {out_tree}")
+        return [np.asarray(x) for x in out_leaves]
+
+    if not _is_traced(operands):
+        flat = run([np.asarray(x) for x in operands])
+        # Check against the declared shapes, as compiled code would.
+        for i, (r, av) in enumerate(zip(flat, avals)):
+            if r.shape != av.shape or r.dtype != av.dtype:
+                raise RuntimeError(
+                    f"{kind}: incorrect output for return value {i}: expected "
+                    f"{av.str_short()}, got {r.dtype.name}{list(r.shape)}")
+        return tree_util.tree_unflatten(out_tree, [Array(r) for r in flat])
+    cid = _register(run, kind)
+    outs = _stage(cid, operands, avals, has_side_effect, vmap_method)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
+                  vectorized=None, **kwargs):
+    """Calls a pure Python function on the host, from traced code as well.
+
+    `callback` gets Ember arrays and returns arrays matching
+    `result_shape_dtypes`. Under `vmap`, `vmap_method` decides: "sequential"
+    calls it once per example, "expand_dims" once with unbatched inputs given a
+    leading dimension of 1, "broadcast_all" once with every input batched;
+    without one, batching raises an error (as in JAX).
+    """
+    del sharding
+    if vectorized is not None:
+        if vmap_method is not None:
+            raise ValueError("pure_callback: pass vmap_method or vectorized, not both")
+        vmap_method = "expand_dims" if vectorized else "sequential"
+    if vmap_method is not None and vmap_method not in _VMAP_METHODS:
+        raise ValueError(f"pure_callback: vmap_method must be one of {_VMAP_METHODS}, "
+                         f"got {vmap_method!r}")
+    method = {None: "none", "sequential_unrolled": "sequential"}.get(vmap_method, vmap_method)
+    return _callback("pure_callback", callback, result_shape_dtypes, args, kwargs,
+                     False, method)
+
+
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False,
+                **kwargs):
+    """Calls an impure Python function on the host; never removed or merged,
+    and run in program order. Batched sequentially under `vmap`."""
+    del sharding, ordered
+    return _callback("io_callback", callback, result_shape_dtypes, args, kwargs, True,
+                     "sequential")
+
+
+def debug_callback(callback, *args, ordered=False, **kwargs):
+    """Calls `callback(*args, **kwargs)` on the host for its effect (no
+    results); under `vmap` once per example, under `grad` on primal values."""
+    del ordered
+
+    def effect(*a, **k):
+        callback(*a, **k)
+
+    _callback("debug.callback", effect, None, args, kwargs, True, "sequential")
+
+
+def _check_format(fmt, args, kwargs):
+    """Raises at trace time for fields that name missing arguments."""
+    auto = 0
+    for _, field, _, _ in string.Formatter().parse(fmt):
+        if field is None:
+            continue
+        name = field.split(".")[0].split("[")[0]
+        if name == "":
+            if auto >= len(args):
+                raise IndexError(f"debug.print: format string {fmt!r} has more "
+                                 f"positional fields than the {len(args)} arguments")
+            auto += 1
+        elif name.isdigit():
+            if int(name) >= len(args):
+                raise IndexError(f"debug.print: field {{{field}}} of {fmt!r} is out of range")
+        elif name not in kwargs:
+            raise KeyError(f"debug.print: format string {fmt!r} names {name!r}, "
+                           "which is not a keyword argument")
+
+
+def debug_print(fmt, *args, ordered=False, **kwargs):
+    """Prints `fmt.format(*args, **kwargs)` with the runtime values, from
+    compiled code too (like `jax.debug.print`)."""
+    _check_format(fmt, args, kwargs)
+
+    def show(*a, **k):
+        print(fmt.format(*a, **k))
+
+    debug_callback(show, *args, ordered=ordered, **kwargs)

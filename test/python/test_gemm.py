@@ -1,0 +1,69 @@
+"""Large f32/f64 contractions go through the runtime's GEMM (OpenBLAS when
+scipy-openblas32 is installed, a loop nest otherwise): every operand layout
+must give NumPy's result."""
+
+import ember as jax
+import ember.numpy as jnp
+import numpy as np
+import pytest
+from ember._mlir._mlir_libs import _ember_runtime
+from ember._src import core
+
+rng = np.random.default_rng(0)
+
+# (lhs shape, rhs shape, dimension_numbers, einsum equivalent)
+CASES = [
+    ((64, 40), (40, 48), (((1,), (0,)), ((), ())), "mk,kn->mn"),
+    ((64, 40), (48, 40), (((1,), (1,)), ((), ())), "mk,nk->mn"),
+    ((40, 64), (40, 48), (((0,), (0,)), ((), ())), "km,kn->mn"),
+    ((40, 64), (48, 40), (((0,), (1,)), ((), ())), "km,nk->mn"),
+    ((3, 32, 40), (3, 40, 36), (((2,), (1,)), ((0,), (0,))), "bmk,bkn->bmn"),
+    ((32, 3, 40), (40, 36, 3), (((2,), (0,)), ((1,), (2,))), "mbk,knb->bmn"),
+    ((2, 8, 8, 30), (30, 2, 40), (((3,), (0,)), ((0,), (1,))), "bxyk,kbn->bxyn"),
+    ((4, 6, 20, 10), (20, 10, 50), (((2, 3), (0, 1)), ((), ())), "abkl,kln->abn"),
+]
+
+
+def _check(lhs, rhs, dn, eq, dtype, rtol):
+    a = rng.standard_normal(lhs).astype(dtype)
+    b = rng.standard_normal(rhs).astype(dtype)
+    f = jax.jit(lambda x, y: jax.lax.dot_general(x, y, dn))
+    got = np.asarray(f(a, b))
+    want = np.einsum(eq, a.astype(np.float64), b.astype(np.float64))
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("lhs,rhs,dn,eq", CASES)
+def test_gemm_layouts_f32(lhs, rhs, dn, eq):
+    _check(lhs, rhs, dn, eq, np.float32, 1e-5)
+
+
+@pytest.mark.parametrize("lhs,rhs,dn,eq", CASES[:5])
+def test_gemm_layouts_f64(lhs, rhs, dn, eq, x64):
+    _check(lhs, rhs, dn, eq, np.float64, 1e-12)
+
+
+def test_gemm_without_blas_uses_the_loop_nest():
+    # The runtime's fallback (no CBLAS given) computes the same products.
+    try:
+        _ember_runtime.set_cblas_gemm(0, 0)
+        for lhs, rhs, dn, eq in CASES[:4]:
+            _check(lhs, rhs, dn, eq, np.float32, 1e-5)
+    finally:
+        core._use_openblas()
+
+
+def test_matmul_grad_and_vmap_through_gemm():
+    w = rng.standard_normal((64, 48)).astype(np.float32)
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    g = jax.grad(lambda w: jnp.sum(jnp.tanh(x @ w)))(w)
+    want = x.T @ (1 - np.tanh(x @ w) ** 2)
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-4, atol=1e-4)
+    per = jax.vmap(lambda xi: xi @ w)(x)
+    np.testing.assert_allclose(np.asarray(per), x @ w, rtol=1e-5, atol=1e-4)
+
+
+def test_openblas_is_used_when_installed():
+    pytest.importorskip("scipy_openblas32")
+    assert core._HAVE_BLAS
