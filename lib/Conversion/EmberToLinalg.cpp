@@ -895,6 +895,7 @@ std::string buildBufferHelper(
 /// Contractions with at least this many multiply-adds call the runtime's
 /// GEMM; smaller ones stay loop nests (a call costs about a microsecond).
 constexpr int64_t kGemmMinWork = 32 * 32 * 32;
+constexpr int64_t kGemmMinDepth = 8;
 
 /// A large f32/f64 `dot_general` becomes a call of the runtime's batched GEMM
 /// (docs/design.md, "Contractions"):
@@ -925,7 +926,10 @@ FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
     return p;
   };
   int64_t batch = prod(lhs, lb), m = prod(lhs, lFree), k = prod(lhs, lc), n = prod(rhs, rFree);
-  if (batch * m * n * k < kGemmMinWork || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+  // With a short contraction the product is memory bound: a loop nest
+  // (fusable with what follows, e.g. a transpose) beats a GEMM call.
+  if (batch * m * n * k < kGemmMinWork || k < kGemmMinDepth || m > INT32_MAX ||
+      n > INT32_MAX || k > INT32_MAX)
     return failure();
   Location loc = op.getLoc();
   auto concat = [](std::initializer_list<ArrayRef<int64_t>> parts) {
@@ -1004,6 +1008,12 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
       if (!llvm::is_contained(rb, i) && !llvm::is_contained(rc, i))
         rFree.push_back(i);
     int64_t nl = lFree.size(), nr = rFree.size();
+    // Contracting dimensions of size 1 (outer products, e.g. per-example
+    // weight gradients) need no reduction loop: the op is then all-parallel,
+    // so elementwise fusion can merge it with its consumers.
+    bool unitContraction = llvm::all_of(lc, [&](int64_t d) { return lhs.getDimSize(d) == 1; });
+    if (unitContraction)
+      nc = 0;
     int64_t total = nb + nl + nc + nr;
     auto dimOf = [&](int64_t pos) { return getAffineDimExpr(pos, ctx); };
     SmallVector<AffineExpr> lExprs(lhs.getRank()), rExprs(rhs.getRank()), oExprs;
@@ -1013,9 +1023,10 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
     }
     for (int64_t k = 0; k < nl; ++k)
       lExprs[lFree[k]] = dimOf(nb + k);
-    for (int64_t k = 0; k < nc; ++k) {
-      lExprs[lc[k]] = dimOf(nb + nl + k);
-      rExprs[rc[k]] = dimOf(nb + nl + k);
+    for (int64_t k = 0; k < (int64_t)lc.size(); ++k) {
+      AffineExpr e = unitContraction ? getAffineConstantExpr(0, ctx) : dimOf(nb + nl + k);
+      lExprs[lc[k]] = e;
+      rExprs[rc[k]] = e;
     }
     for (int64_t k = 0; k < nr; ++k)
       rExprs[rFree[k]] = dimOf(nb + nl + nc + k);
@@ -1032,18 +1043,22 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
     Type origOut = op.getType().getElementType();
     Type lOrig = lhs.getElementType(), rOrig = rhs.getElementType();
     Type elem = type.getElementType();
-    Value init = filledTensor(rewriter, loc, type,
-                              constScalar(rewriter, loc,
-                                          combinerIdentity(rewriter, ReduceKind::Sum, elem,
-                                                           origOut)));
+    Value init =
+        unitContraction
+            ? emptyTensor(rewriter, loc, type)
+            : filledTensor(rewriter, loc, type,
+                           constScalar(rewriter, loc,
+                                       combinerIdentity(rewriter, ReduceKind::Sum, elem,
+                                                        origOut)));
     auto g = linalg::GenericOp::create(
         rewriter, loc, type, ValueRange{adaptor.getLhs(), adaptor.getRhs()}, init, maps,
         iters, [&](OpBuilder &b, Location l, ValueRange args) {
           Value x = convertScalar(b, l, args[0], lOrig, origOut);
           Value y = convertScalar(b, l, args[1], rOrig, origOut);
           Value p = buildCombiner(b, l, ReduceKind::Prod, x, y, origOut);
-          linalg::YieldOp::create(b, l,
-                                  buildCombiner(b, l, ReduceKind::Sum, args[2], p, origOut));
+          linalg::YieldOp::create(
+              b, l,
+              unitContraction ? p : buildCombiner(b, l, ReduceKind::Sum, args[2], p, origOut));
         });
     rewriter.replaceOp(op, g.getResults());
     return success();
