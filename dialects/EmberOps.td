@@ -480,8 +480,35 @@ def Ember_WhileOp : Ember_Op<"while", [RecursiveMemoryEffects, InferTypeOpAdapto
   let hasVerifier = 1;
 }
 
+def Ember_CaseOp : Ember_Op<"case", [RecursiveMemoryEffects]> {
+  let summary = "run one of several regions, chosen by an index";
+  let description = [{
+    Runs the region `branches[index]` (the index clamped to
+    `[0, #branches - 1]`, as `lax.switch` does) and returns what it yields.
+    Regions take no arguments and use values from above; each ends in
+    `ember.yield` with values of the result types. `lax.cond` is a case on
+    its boolean predicate converted to an index (false first).
+
+    ```mlir
+    %r = ember.case %i : tensor<i32> -> tensor<f32> {
+      ember.yield %a : tensor<f32>
+    }, {
+      %n = ember.neg %a : tensor<f32>
+      ember.yield %n : tensor<f32>
+    }
+    ```
+  }];
+  let arguments = (ins TensorOf<[I32]>:$index);
+  let results = (outs Variadic<Ember_Tensor>:$results);
+  let regions = (region VariadicRegion<SizedRegion<1>>:$branches);
+  let assemblyFormat = [{
+    $index `:` type($index) (`->` type($results)^)? $branches attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def Ember_YieldOp : Ember_Op<"yield", [Pure, Terminator, ReturnLike,
-                                     HasParent<"WhileOp">]> {
+                                     ParentOneOf<["WhileOp", "CaseOp"]>]> {
   let summary = "terminator of ember region ops";
   let arguments = (ins Variadic<Ember_Tensor>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";

@@ -92,6 +92,31 @@ def EmberArithExpandPass : Pass<"ember-arith-expand"> {
   let dependentDialects = ["arith::ArithDialect"];
 }
 
+def EmberWidenBoolBuffersPass : Pass<"ember-widen-bool-buffers", "ModuleOp"> {
+  let summary = "Give memrefs of i1 an i8 element type (stores extend, loads truncate)";
+  let description = [{
+    MLIR 22's `finalize-memref-to-llvm` cannot load or store i1 elements, yet
+    the ownership-based deallocation pipeline creates `memref<?xi1>` buffers
+    for ownership flags known only at run time (results of `scf.index_switch`
+    from `ember.case`, or of loops). This pass rewrites every memref of i1 to
+    one of i8: `memref.store` zero-extends, `memref.load` truncates, and other
+    ops, function signatures and calls take the converted types.
+
+    Before:
+    ```mlir
+    %m = memref.alloc() : memref<2xi1>
+    memref.store %b, %m[%i] : memref<2xi1>
+    ```
+    After:
+    ```mlir
+    %m = memref.alloc() : memref<2xi8>
+    %e = arith.extui %b : i1 to i8
+    memref.store %e, %m[%i] : memref<2xi8>
+    ```
+  }];
+  let dependentDialects = ["arith::ArithDialect", "memref::MemRefDialect"];
+}
+
 def EmberAutodiffPass : Pass<"ember-autodiff", "ModuleOp"> {
   let summary = "Expand ember.jvp and ember.vjp into plain ember IR";
   let description = [{

@@ -310,10 +310,68 @@ struct WhileLowering : public OpConversionPattern<WhileOp> {
   }
 };
 
+/// `ember.case` becomes a chain of `scf.if` on the clamped index: branch k
+/// runs where the index is k, the last branch otherwise. (scf.if rather than
+/// scf.index_switch: one-shot bufferization misses read-after-write
+/// conflicts through index_switch results in MLIR 22, which corrupted
+/// values computed in earlier switches.)
+struct CaseLowering : public OpConversionPattern<CaseOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CaseOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Type> types;
+    if (failed(getTypeConverter()->convertTypes(op.getResultTypes(), types)))
+      return failure();
+    int64_t n = op.getBranches().size();
+    Value i = scalarToIndex(rewriter, loc, adaptor.getIndex(),
+                            op.getIndex().getType().getElementType());
+    i = clampIndex(rewriter, loc, i, 0, n - 1);
+    // Builds the dispatch over branches k..n-1 into `into` (or replaces the
+    // op when k == 0); returns the results.
+    std::function<ValueRange(int64_t)> build = [&](int64_t k) -> ValueRange {
+      Value isK = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, i,
+                                        indexConst(rewriter, loc, k));
+      auto ifOp = scf::IfOp::create(rewriter, loc, types, isK, /*withElseRegion=*/true);
+      Region &thenRegion = ifOp.getThenRegion(), &elseRegion = ifOp.getElseRegion();
+      // Drop the default (empty) blocks and move the branch regions in.
+      for (Region *r : {&thenRegion, &elseRegion})
+        while (!r->empty())
+          rewriter.eraseBlock(&r->front());
+      rewriter.inlineRegionBefore(op.getBranches()[k], thenRegion, thenRegion.end());
+      if (k + 2 == n) {
+        rewriter.inlineRegionBefore(op.getBranches()[k + 1], elseRegion, elseRegion.end());
+      } else {
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.createBlock(&elseRegion);
+        ValueRange inner = build(k + 1);
+        scf::YieldOp::create(rewriter, loc, inner);
+      }
+      return ifOp.getResults();
+    };
+    if (n == 1) {
+      // A single branch: its body, inline.
+      Block &b = op.getBranches()[0].front();
+      auto yield = cast<YieldOp>(b.getTerminator());
+      SmallVector<Value> results(yield.getValues());
+      rewriter.inlineBlockBefore(&b, op);
+      rewriter.eraseOp(yield);
+      rewriter.replaceOp(op, results);
+      return success();
+    }
+    rewriter.replaceOp(op, build(0));
+    return success();
+  }
+};
+
 struct YieldLowering : public OpConversionPattern<YieldOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(YieldOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
+    if (isa<scf::IfOp>(op->getParentOp())) {
+      rewriter.replaceOpWithNewOp<scf::YieldOp>(op, adaptor.getValues());
+      return success();
+    }
     auto loop = dyn_cast<scf::WhileOp>(op->getParentOp());
     if (!loop)
       return rewriter.notifyMatchFailure(op, "parent not lowered yet");
@@ -1445,7 +1503,7 @@ void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
                                                 RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ElementwiseLowering>(converter, ctx);
-  patterns.add<ConstantLowering, IotaLowering, StopGradientLowering, BitcastResizeLowering, WhileLowering, YieldLowering, BroadcastInDimLowering, ReshapeLowering,
+  patterns.add<ConstantLowering, IotaLowering, StopGradientLowering, BitcastResizeLowering, WhileLowering, CaseLowering, YieldLowering, BroadcastInDimLowering, ReshapeLowering,
                TransposeLowering, SliceLowering, DynamicSliceLowering,
                DynamicUpdateSliceLowering, PadLowering, ConcatenateLowering,
                ReverseLowering, ReduceLowering, ArgReduceLowering<ArgMaxOp, true>,

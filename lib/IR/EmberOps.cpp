@@ -965,3 +965,28 @@ void HostCallbackOp::getEffects(
   effects.emplace_back(MemoryEffects::Read::get());
   effects.emplace_back(MemoryEffects::Write::get());
 }
+
+//===----------------------------------------------------------------------===//
+// Case
+//===----------------------------------------------------------------------===//
+
+LogicalResult CaseOp::verify() {
+  // case_c1
+  if (getIndex().getType().getRank() != 0)
+    return emitOpError("case_c1: the index must be a 0-d tensor<i32>");
+  // case_c2
+  if (getBranches().empty())
+    return emitOpError("case_c2: there must be at least one branch");
+  for (auto [k, region] : llvm::enumerate(getBranches())) {
+    Block &block = region.front();
+    // case_c3
+    if (block.getNumArguments() != 0)
+      return emitOpError("case_c3: branch ") << k << " must take no arguments";
+    auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(&block.back());
+    // case_c4
+    if (!yield || yield.getValues().getTypes() != getResultTypes())
+      return emitOpError("case_c4: branch ")
+             << k << " must end in ember.yield with values of the result types";
+  }
+  return success();
+}

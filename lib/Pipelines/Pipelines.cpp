@@ -87,6 +87,7 @@ static const char kCpuPipeline[] =
     "canonicalize,"
     "buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,"
+    "ember-widen-bool-buffers,"
     "ember-lower-copies,"
     "ember-math-approx,"
     "convert-math-to-funcs,"

@@ -26,6 +26,64 @@ Value zerosOf(OpBuilder &b, Location loc, Type type) {
   return ConstantOp::create(b, loc, splatOf(cast<RankedTensorType>(type), 0.0));
 }
 
+LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iterator end,
+                                DenseMap<Value, Value> &tangent, SymbolTable &symbols);
+
+/// Forward mode through `ember.while`: a new loop carries the tangents of
+/// the differentiable carried values next to the primals; its body is the
+/// old body followed by its tangent code (values from above keep their
+/// tangents, regions being open). The old loop is replaced.
+LogicalResult jvpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent,
+                       SymbolTable &symbols) {
+  Location loc = op.getLoc();
+  b.setInsertionPoint(op);
+  SmallVector<Value> init(op.getInit());
+  SmallVector<unsigned> diff;
+  for (auto [i, v] : llvm::enumerate(op.getInit()))
+    if (isDifferentiable(v.getType())) {
+      diff.push_back(i);
+      Value t = tangent.lookup(v);
+      init.push_back(t ? t : zerosOf(b, loc, v.getType()));
+    }
+  SmallVector<Type> types;
+  for (Value v : init)
+    types.push_back(v.getType());
+  unsigned np = op.getInit().size();
+  auto loop = WhileOp::create(b, loc, types, init);
+  SmallVector<Location> locs(types.size(), loc);
+  for (auto [src, dst] : {std::pair<Region *, Region *>{&op.getCond(), &loop.getCond()},
+                          std::pair<Region *, Region *>{&op.getBody(), &loop.getBody()}}) {
+    Block &from = src->front();
+    Block *into = b.createBlock(dst, {}, types, locs);
+    IRMapping map;
+    for (unsigned i = 0; i < np; ++i)
+      map.map(from.getArgument(i), into->getArgument(i));
+    for (auto [k, i] : llvm::enumerate(diff))
+      tangent[into->getArgument(i)] = into->getArgument(np + k);
+    b.setInsertionPointToEnd(into);
+    for (Operation &o : from.without_terminator())
+      b.clone(o, map);
+    if (failed(propagateTangents(b, into->begin(), into->end(), tangent, symbols)))
+      return failure();
+    b.setInsertionPointToEnd(into);
+    SmallVector<Value> yielded;
+    for (Value v : from.getTerminator()->getOperands())
+      yielded.push_back(map.lookupOrDefault(v));
+    if (src == &op.getBody())
+      for (unsigned i : diff) {
+        Value t = tangent.lookup(yielded[i]);
+        yielded.push_back(t ? t : zerosOf(b, loc, yielded[i].getType()));
+      }
+    YieldOp::create(b, loc, yielded);
+  }
+  for (unsigned i = 0; i < np; ++i)
+    op.getResult(i).replaceAllUsesWith(loop.getResult(i));
+  for (auto [k, i] : llvm::enumerate(diff))
+    tangent[loop.getResult(i)] = loop.getResult(np + k);
+  op.erase();
+  return success();
+}
+
 /// Forward mode over the ops in [begin, end) of a block: fills `tangent`.
 LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iterator end,
                                 DenseMap<Value, Value> &tangent, SymbolTable &symbols) {
@@ -41,6 +99,18 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
       Value t = tangent.lookup(v);
       ts.push_back(t);
       any |= (bool)t;
+    }
+    if (auto w = dyn_cast<WhileOp>(op)) {
+      // Regions also read values from above.
+      w.walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          any |= (bool)tangent.lookup(v);
+      });
+      if (!any)
+        continue;
+      if (failed(jvpWhile(b, w, tangent, symbols)))
+        return failure();
+      continue;
     }
     if (!any)
       continue;
@@ -107,6 +177,24 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
   return success();
 }
 
+/// propagateTangents over [begin, end of `body`), keeping `results` (values
+/// of `body`) valid: an op the propagation replaces (ember.while) may define
+/// some of them.
+LogicalResult propagateKeeping(OpBuilder &b, Block &body, Block::iterator begin,
+                               SmallVectorImpl<Value> &results,
+                               DenseMap<Value, Value> &tangent, SymbolTable &symbols) {
+  OpBuilder::InsertionGuard guard(b);
+  bool empty = begin == body.end(); // (end() would then stand before `keep`)
+  b.setInsertionPointToEnd(&body);
+  Operation *keep = func::ReturnOp::create(b, body.getParentOp()->getLoc(), results);
+  if (empty)
+    begin = Block::iterator(keep);
+  LogicalResult r = propagateTangents(b, begin, Block::iterator(keep), tangent, symbols);
+  results.assign(keep->getOperands().begin(), keep->getOperands().end());
+  keep->erase();
+  return r;
+}
+
 struct Deriver {
   ModuleOp module;
   SymbolTable &symbols;
@@ -125,11 +213,13 @@ struct Deriver {
     auto results = inlineBody(b, callee, body.getArguments().take_front(np), symbols);
     if (failed(results))
       return failure();
+    flattenCases(body, *results);
+    b.setInsertionPointToEnd(&body);
     DenseMap<Value, Value> tangent;
     for (auto [k, i] : llvm::enumerate(op.getWrt()))
       if (isDifferentiable(body.getArgument(i).getType()))
         tangent[body.getArgument(i)] = body.getArgument(np + k);
-    if (failed(propagateTangents(b, body.begin(), body.end(), tangent, symbols)))
+    if (failed(propagateKeeping(b, body, body.begin(), *results, tangent, symbols)))
       return failure();
     b.setInsertionPointToEnd(&body);
     SmallVector<Value> rets(*results);
@@ -152,6 +242,7 @@ struct Deriver {
     auto results = inlineBody(b, callee, body.getArguments().take_front(np), symbols);
     if (failed(results))
       return failure();
+    flattenCases(body, *results);
     // 1. Linearize: JVP with symbolic seeds for the wrt arguments.
     DenseMap<Value, Value> tangent;
     SmallVector<Value> seeds;
@@ -168,7 +259,7 @@ struct Deriver {
     }
     // (An iterator, not an op: the body may have no ops, e.g. the identity.)
     Block::iterator firstPrimal = b.getInsertionPoint();
-    if (failed(propagateTangents(b, firstPrimal, body.end(), tangent, symbols)))
+    if (failed(propagateKeeping(b, body, firstPrimal, *results, tangent, symbols)))
       return failure();
     // 2. The linear ops: those that use a seed or a linear value.
     llvm::DenseSet<Value> linearValues;
@@ -225,6 +316,9 @@ struct Deriver {
             accumulate(v, ct);
         continue;
       }
+      if (isa<WhileOp>(o))
+        return o->emitError("ember.while cannot be differentiated in reverse mode (as in "
+                            "JAX): use lax.scan or fori_loop with static bounds, or jvp");
       SmallVector<bool> linear;
       for (Value v : o->getOperands())
         linear.push_back(linearValues.contains(v));

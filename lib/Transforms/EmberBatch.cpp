@@ -272,6 +272,8 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
   auto results = inlineBody(b, callee, exampleArgs, symbols);
   if (failed(results))
     return failure();
+  flattenCases(body, *results);
+  b.setInsertionPointToEnd(&body);
   SmallVector<Operation *> ops;
   for (Operation &o : body)
     ops.push_back(&o);

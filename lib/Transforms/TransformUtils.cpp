@@ -87,3 +87,50 @@ func::FuncOp mlir::ember::makePrivateFunc(ModuleOp module, SymbolTable &symbols,
   fn.addEntryBlock();
   return fn;
 }
+
+void mlir::ember::flattenCases(Block &body, SmallVectorImpl<Value> &live) {
+  // A temporary terminator keeps `live` up to date through the rewrites.
+  OpBuilder b = OpBuilder::atBlockEnd(&body);
+  Operation *keep = func::ReturnOp::create(b, body.getParentOp()->getLoc(), live);
+  flattenCases(body.getParentOp());
+  live.assign(keep->getOperands().begin(), keep->getOperands().end());
+  keep->erase();
+}
+
+void mlir::ember::flattenCases(Operation *root) {
+  SmallVector<CaseOp> cases;
+  root->walk<WalkOrder::PreOrder>([&](CaseOp op) { cases.push_back(op); });
+  // Outer cases first: an inner case moves out with its branch's ops and is
+  // flattened in turn.
+  for (CaseOp op : cases) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<SmallVector<Value>> yielded;
+    for (Region &r : op.getBranches()) {
+      Block &block = r.front();
+      yielded.emplace_back(cast<YieldOp>(block.getTerminator()).getValues());
+      for (Operation &o : llvm::make_early_inc_range(block.without_terminator()))
+        o.moveBefore(op);
+    }
+    // Branch k is taken where the clamped index is k: select from the last
+    // branch backwards (index <= 0 picks branch 0).
+    Value index = op.getIndex();
+    auto indexType = cast<RankedTensorType>(index.getType());
+    SmallVector<Value> res(yielded.back());
+    for (int64_t k = (int64_t)yielded.size() - 2; k >= 0; --k) {
+      Value c = ConstantOp::create(b, loc, splatOf(indexType, (double)k));
+      Value p = CompareOp::create(
+          b, loc, k == 0 ? ComparisonDirection::LE : ComparisonDirection::EQ, index, c);
+      for (auto [j, v] : llvm::enumerate(res)) {
+        auto t = cast<RankedTensorType>(v.getType());
+        Value pj = t.getRank() == 0 ? p
+                                    : (Value)BroadcastInDimOp::create(
+                                          b, loc, t.clone(b.getI1Type()), p,
+                                          b.getDenseI64ArrayAttr({}));
+        res[j] = SelectOp::create(b, loc, t, pj, yielded[k][j], v);
+      }
+    }
+    op->replaceAllUsesWith(res);
+    op->erase();
+  }
+}

@@ -24,6 +24,17 @@ bool isReadyToTransform(func::FuncOp fn, SymbolTable &symbols);
 FailureOr<SmallVector<Value>> inlineBody(OpBuilder &b, func::FuncOp fn, ValueRange args,
                                          SymbolTable &symbols, int depth = 0);
 
+/// Replaces every `ember.case` under `root` by all of its branches, inlined,
+/// and selects on the index. ember-autodiff and ember-batch transform this
+/// form (as JAX batches a cond with a batched predicate); code that is not
+/// transformed keeps the real conditional.
+void flattenCases(Operation *root);
+
+/// flattenCases on the op holding `body` (e.g. a function being built, not
+/// yet terminated); `live` (values defined in `body`) is updated to the
+/// values that replace them.
+void flattenCases(Block &body, SmallVectorImpl<Value> &live);
+
 /// A new private function in `module` named after `base`, with an entry block.
 func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols, Location loc,
                              StringRef base, FunctionType type);

@@ -380,3 +380,26 @@ func.func @gemm(%a: tensor<64x32xf32>, %b: tensor<48x32xf32>, %x: tensor<4x64x32
   %1 = ember.dot_general %x, %y, batch = [0] x [1], contract = [1] x [0] : (tensor<4x64x32xf32>, tensor<64x4x32xf32>) -> tensor<4x32x32xf32>
   return %0, %1 : tensor<64x48xf32>, tensor<4x32x32xf32>
 }
+
+// -----
+
+// ember.case becomes a chain of scf.if on the index clamped to the
+// branches: branch k where the index is k, the last branch otherwise.
+// CHECK-LABEL: func @case
+// CHECK: tensor.extract
+// CHECK: arith.maxsi
+// CHECK: %[[C:.*]] = arith.minsi
+// CHECK: %[[P:.*]] = arith.cmpi eq, %[[C]], %{{.*}} : index
+// CHECK: scf.if %[[P]] -> (tensor<3xf32>) {
+// CHECK: scf.yield %{{.*}} : tensor<3xf32>
+// CHECK: } else {
+// CHECK: math.exp
+func.func @case(%i: tensor<i32>, %a: tensor<3xf32>) -> tensor<3xf32> {
+  %r = ember.case %i : tensor<i32> -> tensor<3xf32> {
+    ember.yield %a : tensor<3xf32>
+  }, {
+    %e = ember.exp %a : tensor<3xf32>
+    ember.yield %e : tensor<3xf32>
+  }
+  return %r : tensor<3xf32>
+}

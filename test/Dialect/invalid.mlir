@@ -768,3 +768,48 @@ func.func @host_callback_c2(%x: tensor<f32>) -> tensor<f32> {
   %y = ember.host_callback 0(%x) {vmap_method = "loop"} : (tensor<f32>) -> tensor<f32>
   return %y : tensor<f32>
 }
+
+// -----
+
+// case_c1
+func.func @case_c1(%i: tensor<2xi32>, %a: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{case_c1: the index must be a 0-d tensor<i32>}}
+  %r = ember.case %i : tensor<2xi32> -> tensor<f32> {
+    ember.yield %a : tensor<f32>
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+// case_c2
+func.func @case_c2(%i: tensor<i32>) {
+  // expected-error @+1 {{case_c2: there must be at least one branch}}
+  "ember.case"(%i) : (tensor<i32>) -> ()
+  return
+}
+
+// -----
+
+// case_c3
+func.func @case_c3(%i: tensor<i32>, %a: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{case_c3: branch 0 must take no arguments}}
+  %r = "ember.case"(%i) ({
+  ^bb0(%x: tensor<f32>):
+    ember.yield %x : tensor<f32>
+  }) : (tensor<i32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// case_c4
+func.func @case_c4(%i: tensor<i32>, %a: tensor<f32>, %b: tensor<i32>) -> tensor<f32> {
+  // expected-error @+1 {{case_c4: branch 1 must end in ember.yield with values of the result types}}
+  %r = ember.case %i : tensor<i32> -> tensor<f32> {
+    ember.yield %a : tensor<f32>
+  }, {
+    ember.yield %b : tensor<i32>
+  }
+  return %r : tensor<f32>
+}

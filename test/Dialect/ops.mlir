@@ -239,3 +239,17 @@ func.func @host_callback(%x: tensor<4xf32>, %i: tensor<i32>) -> tensor<4xf32> {
   %y = ember.host_callback 1(%x, %i) {vmap_method = "expand_dims"} : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+// CHECK-LABEL: func @case
+func.func @case(%i: tensor<i32>, %a: tensor<3xf32>) -> tensor<3xf32> {
+  // CHECK: ember.case %{{.*}} : tensor<i32> -> tensor<3xf32> {
+  // CHECK: ember.yield %{{.*}} : tensor<3xf32>
+  // CHECK: }, {
+  // CHECK: ember.neg
+  %r = ember.case %i : tensor<i32> -> tensor<3xf32> {
+    ember.yield %a : tensor<3xf32>
+  }, {
+    %n = ember.neg %a : tensor<3xf32>
+    ember.yield %n : tensor<3xf32>
+  }
+  return %r : tensor<3xf32>
+}

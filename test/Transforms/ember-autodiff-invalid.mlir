@@ -24,3 +24,25 @@ func.func @through_callback(%x: tensor<3xf32>) -> tensor<3xf32> {
   %y, %t = ember.jvp @cb(%x) tangents(%x) wrt [0] : (tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
   return %t : tensor<3xf32>
 }
+
+// -----
+
+// Reverse mode through ember.while is refused (as in JAX); forward mode works.
+func.func private @loop(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{ember.while cannot be differentiated in reverse mode}}
+  %r = ember.while (%x) : tensor<f32> cond {
+  ^bb0(%v: tensor<f32>):
+    %c = ember.constant dense<1.000000e+01> : tensor<f32>
+    %p = ember.compare LT, %v, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%v: tensor<f32>):
+    %v2 = ember.mul %v, %v : tensor<f32>
+    ember.yield %v2 : tensor<f32>
+  }
+  return %r : tensor<f32>
+}
+func.func @grad_loop(%x: tensor<f32>, %ct: tensor<f32>) -> tensor<f32> {
+  %y, %g = ember.vjp @loop(%x) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %g : tensor<f32>
+}

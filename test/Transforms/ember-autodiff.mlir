@@ -100,3 +100,59 @@ func.func @grad_with_print(%x: tensor<3xf32>, %ct: tensor<f32>) -> tensor<3xf32>
   %y, %g = ember.vjp @pr(%x) cotangents(%ct) wrt [0] : (tensor<3xf32>, tensor<f32>) -> (tensor<f32>, tensor<3xf32>)
   return %g : tensor<3xf32>
 }
+
+// -----
+
+// Differentiating through ember.case: the derived code runs every branch and
+// selects on the index (index <= 0 picks branch 0).
+// CHECK-LABEL: func @jvp_case
+// CHECK-NOT: ember.case
+// CHECK-DAG: ember.cos
+// CHECK-DAG: ember.neg
+// CHECK: ember.compare LE
+// CHECK: ember.select
+func.func private @fc(%i: tensor<i32>, %a: tensor<3xf32>) -> tensor<3xf32> {
+  %r = ember.case %i : tensor<i32> -> tensor<3xf32> {
+    %s = ember.sin %a : tensor<3xf32>
+    ember.yield %s : tensor<3xf32>
+  }, {
+    %n = ember.neg %a : tensor<3xf32>
+    ember.yield %n : tensor<3xf32>
+  }
+  return %r : tensor<3xf32>
+}
+func.func @jvp_case(%i: tensor<i32>, %a: tensor<3xf32>, %t: tensor<3xf32>) -> tensor<3xf32> {
+  %y, %dy = ember.jvp @fc(%i, %a) tangents(%t) wrt [1] : (tensor<i32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %dy : tensor<3xf32>
+}
+
+// -----
+
+// Forward mode through ember.while: the loop carries the tangent next to the
+// primal; the body gains the tangent code (d(x*x) = 2 x dx here).
+// CHECK-LABEL: func @jvp_while
+// CHECK: %[[L:.*]]:3 = ember.while(%{{.*}}, %{{.*}}, %{{.*}}) : tensor<i32>, tensor<f32>, tensor<f32> cond {
+// CHECK: } do {
+// CHECK: ^bb0(%[[I:.*]]: tensor<i32>, %[[X:.*]]: tensor<f32>, %[[T:.*]]: tensor<f32>):
+// CHECK: ember.mul %[[X]], %[[X]]
+// CHECK: ember.yield
+// CHECK: return %[[L]]#2
+func.func private @sq(%x: tensor<f32>, %n: tensor<i32>) -> tensor<f32> {
+  %zero = ember.constant dense<0> : tensor<i32>
+  %r:2 = ember.while (%zero, %x) : tensor<i32>, tensor<f32> cond {
+  ^bb0(%i: tensor<i32>, %v: tensor<f32>):
+    %p = ember.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %v: tensor<f32>):
+    %one = ember.constant dense<1> : tensor<i32>
+    %i1 = ember.add %i, %one : tensor<i32>
+    %v2 = ember.mul %v, %v : tensor<f32>
+    ember.yield %i1, %v2 : tensor<i32>, tensor<f32>
+  }
+  return %r#1 : tensor<f32>
+}
+func.func @jvp_while(%x: tensor<f32>, %n: tensor<i32>, %t: tensor<f32>) -> tensor<f32> {
+  %y, %dy = ember.jvp @sq(%x, %n) tangents(%t) wrt [0] : (tensor<f32>, tensor<i32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %dy : tensor<f32>
+}

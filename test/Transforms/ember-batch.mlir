@@ -125,3 +125,24 @@ func.func @batched_callbacks(%xs: tensor<2x3xf32>, %w: tensor<3xf32>) -> tensor<
   return %y : tensor<2x3xf32>
 }
 
+
+// -----
+
+// A case with a batched index becomes both branches plus a per-example select.
+// CHECK-LABEL: func @batched_case
+// CHECK-NOT: ember.case
+// CHECK: ember.compare LE, %{{.*}}, %{{.*}} : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>
+// CHECK: ember.select %{{.*}} : tensor<4x3xi1>, tensor<4x3xf32>
+func.func private @gc(%i: tensor<i32>, %a: tensor<3xf32>) -> tensor<3xf32> {
+  %r = ember.case %i : tensor<i32> -> tensor<3xf32> {
+    ember.yield %a : tensor<3xf32>
+  }, {
+    %n = ember.neg %a : tensor<3xf32>
+    ember.yield %n : tensor<3xf32>
+  }
+  return %r : tensor<3xf32>
+}
+func.func @batched_case(%is: tensor<4xi32>, %a: tensor<3xf32>) -> tensor<4x3xf32> {
+  %y = ember.vmap @gc(%is, %a) batched [true, false] size 4 : (tensor<4xi32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}

@@ -1,15 +1,16 @@
 """lax control flow.
 
-`cond`/`switch` evaluate every branch and select the result; `scan`,
-`fori_loop` (static bounds) and `map` unroll the loop into the traced
-function. That keeps them differentiable and batchable through the ember
-passes without control-flow ops. `while_loop` runs on the host outside of
-traces (each step compiled). The region ops of issue #6 (a real `ember.while`
-with per-iteration residuals, `ember.case`) are the planned replacement; see
-the README's status table for what this does not cover yet.
+`cond`/`switch` stage an `ember.case` region op: only the chosen branch runs
+(ember-autodiff and ember-batch turn it into all branches plus a select when
+they transform it, as JAX does for a batched predicate). `while_loop` stages
+`ember.while`. `scan`, `fori_loop` (static bounds) and `map` unroll the loop
+into the traced function, which keeps them differentiable and batchable
+through the ember passes; see the README's status table.
 """
 
 import numpy as np
+
+from ember._mlir import ir
 
 from . import core, dtypes, tree_util
 from .core import as_value
@@ -28,20 +29,6 @@ def _lax():
 def _eager(fun, args):
     from .ad import _eager as run
     return run(fun, args)
-
-
-def _check_same(a, b, what, names=("true_fun", "false_fun")):
-    la, ta = tree_util.tree_flatten(a)
-    lb, tb = tree_util.tree_flatten(b)
-    if ta != tb:
-        raise TypeError(f"{what}: {names[0]} and {names[1]} outputs must have identical "
-                        f"pytree structure, got {ta} and {tb} (at {core.where()})")
-    for i, (x, y) in enumerate(zip(la, lb)):
-        x, y = as_value(x), as_value(y)
-        if x.shape != y.shape or x.dtype != y.dtype:
-            raise TypeError(f"{what}: {names[0]} and {names[1]} outputs must have identical "
-                            f"types, got leaf {i}: {x.aval.str_short()} vs "
-                            f"{y.aval.str_short()} (at {core.where()})")
 
 
 def _pred_scalar(pred, what):
@@ -63,16 +50,56 @@ def cond(pred, true_fun, false_fun, *operands):
 
 def _cond_traced(pred, true_fun, false_fun, operands):
     p = _pred_scalar(pred, "cond")
-    t = true_fun(*operands)
-    f = false_fun(*operands)
-    _check_same(t, f, "cond")
-    lax = _lax()
+    index = _lax().convert_element_type(p, np.int32)
+    return _case(index, [false_fun, true_fun], operands, "cond",
+                 ["false_fun", "true_fun"])
 
-    def sel(a, b):
-        a, b = as_value(a), as_value(b)
-        pb = lax.broadcast(p, a.shape) if a.shape else p
-        return lax.select(pb, a, b)
-    return tree_util.tree_map(sel, t, f)
+
+def _case(index, branches, operands, what, names):
+    """Stages an `ember.case` on the 0-d int32 `index`: each branch is traced
+    into its own region, so only the chosen one runs."""
+    trace = core.find_trace([index, *tree_util.tree_leaves(operands)]) or core.current_trace()
+    idx = trace.to_value(index)
+    ctx = core.context()
+    # The result types are known only after tracing: trace into a holder op,
+    # then move the regions into the real op.
+    with ctx, trace.location():
+        holder = ir.Operation.create("ember.case", results=[], operands=[idx],
+                                     regions=len(branches), ip=ir.InsertionPoint(trace.block))
+    try:
+        outs = []
+        for k, fun in enumerate(branches):
+            block = holder.regions[k].blocks.append()
+            tree = {}
+
+            def flat(fun=fun, tree=tree):
+                leaves, tree["def"] = tree_util.tree_flatten(fun(*operands))
+                return leaves
+            avals = core.trace_region(block, flat, [])
+            outs.append((tree["def"], avals))
+        tree0, avals0 = outs[0]
+        for k, (tk, ak) in enumerate(outs[1:], 1):
+            if tk != tree0:
+                raise TypeError(f"{what}: {names[k]} and {names[0]} outputs must have "
+                                f"identical pytree structure, got {tk} and {tree0} "
+                                f"(at {core.where()})")
+            for j, (a, b) in enumerate(zip(avals0, ak)):
+                if a.shape != b.shape or a.dtype != b.dtype:
+                    raise TypeError(f"{what}: {names[k]} and {names[0]} outputs must have "
+                                    f"identical types, got leaf {j}: {b.str_short()} vs "
+                                    f"{a.str_short()} (at {core.where()})")
+        avals = [a.update(weak_type=all(o[1][j].weak_type for o in outs))
+                 for j, a in enumerate(avals0)]
+        with ctx, trace.location():
+            op = ir.Operation.create("ember.case", results=[core.mlir_type(a) for a in avals],
+                                     operands=[idx], regions=len(branches),
+                                     ip=ir.InsertionPoint(holder))
+        for k in range(len(branches)):
+            holder.regions[k].blocks[0].append_to(op.regions[k])
+    finally:
+        holder.erase()
+    results = [core.Tracer(trace, op.results[i], a) for i, a in enumerate(avals)]
+    return tree_util.tree_unflatten(tree0, results)
 
 
 def switch(index, branches, *operands):
@@ -85,24 +112,14 @@ def switch(index, branches, *operands):
 
 
 def _switch_traced(index, branches, operands):
-    lax, jnp = _lax(), _jnp()
     i = as_value(index)
     if i.shape != () or not dtypes.is_int(i.dtype):
         raise TypeError(f"switch: index must be a scalar integer, got {i.aval.str_short()} "
                         f"(at {core.where()})")
-    i = jnp.clip(i, 0, len(branches) - 1)
-    outs = [b(*operands) for b in branches]
-    for k, o in enumerate(outs[1:], 1):
-        _check_same(outs[0], o, "switch", ("branch 0", f"branch {k}"))
-
-    def pick(*leaves):
-        out = as_value(leaves[-1])
-        for k in range(len(leaves) - 2, -1, -1):
-            a = as_value(leaves[k])
-            c = lax.le(i, jnp.asarray(k, i.dtype))
-            out = lax.select(lax.broadcast(c, a.shape) if a.shape else c, a, out)
-        return out
-    return tree_util.tree_map(pick, *outs)
+    # Clamped to [0, len(branches) - 1] by ember.case itself.
+    i = _lax().convert_element_type(_jnp().clip(i, -1, len(branches)), np.int32)
+    return _case(i, branches, operands, "switch",
+                 [f"branch {k}" for k in range(len(branches))])
 
 
 def select_n(which, *cases):
