@@ -248,6 +248,77 @@ Value prodTangent(R &r, Value x, Value t, ArrayRef<int64_t> dims) {
   return r.reduceSum(r.mul(tf, others), {last});
 }
 
+/// trigamma(x) = d/dx digamma(x): reflection for x <= 0, then six steps of
+/// the recurrence psi1(z) = psi1(z + 1) + 1/z^2 and the asymptotic series
+/// 1/w + 1/(2w^2) + sum B_2k / w^(2k+1) at w = z + 6.
+Value trigamma(R &r, Value x) {
+  auto one = [&](double v) { return r.like(x, v); };
+  Value neg = r.cmp(ComparisonDirection::LE, x, one(0.0));
+  Value z = r.select(neg, r.sub(one(1.0), x), x);
+  Value acc = one(0.0);
+  for (int k = 0; k < 6; ++k) {
+    Value zk = r.add(z, one((double)k));
+    acc = r.add(acc, r.div(one(1.0), r.square(zk)));
+  }
+  Value w = r.add(z, one(6.0));
+  Value iw = r.div(one(1.0), w), iw2 = r.square(iw);
+  // Tail in powers of 1/w^2: 1/6 - 1/30 w^-2 + 1/42 w^-4 - 1/30 w^-6 + 5/66 w^-8.
+  Value tail = one(5.0 / 66.0);
+  for (double c : {-1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.0, 1.0 / 6.0})
+    tail = r.add(r.mul(tail, iw2), one(c));
+  Value series = r.add(r.add(iw, r.mul(one(0.5), iw2)), r.mul(r.mul(iw2, iw), tail));
+  Value pos = r.add(acc, series);
+  // psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x) for x <= 0.
+  Value s = SinOp::create(r.b, r.loc, r.mul(one(M_PI), x));
+  Value refl = r.sub(r.div(one(M_PI * M_PI), r.square(s)), pos);
+  return r.select(neg, refl, pos);
+}
+
+/// `v` shifted by `s` along `axis` towards higher indices (towards lower ones
+/// with `reverse`), the vacated places filled with `fill`.
+Value shiftAlong(R &r, Value v, int64_t axis, int64_t s, bool reverse, double fill) {
+  int64_t rank = r.ty(v).getRank();
+  SmallVector<int64_t> lo(rank, 0), hi(rank, 0), interior(rank, 0);
+  (reverse ? hi : lo)[axis] = s;
+  (reverse ? lo : hi)[axis] = -s;
+  Value f = r.splat(RankedTensorType::get({}, r.ty(v).getElementType()), fill);
+  return PadOp::create(r.b, r.loc, v, f, r.b.getDenseI64ArrayAttr(lo),
+                       r.b.getDenseI64ArrayAttr(hi), r.b.getDenseI64ArrayAttr(interior));
+}
+
+/// h_i = a_i h_{i-1} + b_i along `axis` (h_{-1} = 0; from the other end with
+/// `reverse`), by log-step doubling on (a, b) pairs: no division, linear in b.
+Value linearRecurrence(R &r, Value a, Value b, int64_t axis, bool reverse) {
+  int64_t n = r.ty(a).getDimSize(axis);
+  for (int64_t s = 1; s < n; s *= 2) {
+    Value bs = shiftAlong(r, b, axis, s, reverse, 0.0);
+    Value as = shiftAlong(r, a, axis, s, reverse, 1.0);
+    b = r.add(r.mul(bs, a), b);
+    a = r.mul(as, a);
+  }
+  return b;
+}
+
+/// out[..., i, ...] = v[..., idx[..., i, ...], ...] along `axis` (idx i32,
+/// same shape as v): a gather with every other dimension batched.
+Value takeAlongAxis(R &r, Value v, Value idx, int64_t axis) {
+  auto t = r.ty(v);
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> shape(t.getShape());
+  shape.push_back(1);
+  Value idx1 = r.reshape(idx, RankedTensorType::get(shape, r.ty(idx).getElementType()));
+  SmallVector<int64_t> batch;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      batch.push_back(d);
+  SmallVector<int64_t> ones(rank, 1);
+  return GatherOp::create(
+      r.b, r.loc, t, v, idx1, r.b.getDenseI64ArrayAttr({}), r.b.getDenseI64ArrayAttr({axis}),
+      r.b.getDenseI64ArrayAttr(batch), r.b.getDenseI64ArrayAttr(batch),
+      r.b.getDenseI64ArrayAttr({axis}), r.b.getI64IntegerAttr(rank),
+      r.b.getDenseI64ArrayAttr(ones), IndexModeAttr::get(r.b.getContext(), IndexMode::Clip));
+}
+
 } // namespace
 
 DenseElementsAttr mlir::ember::splatOf(RankedTensorType t, double v) {
@@ -324,13 +395,28 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
       .Case([&](CumulativeOp o) -> LogicalResult {
         if (o.getKind() == ReduceKind::Sum)
           return linearSame();
+        if (!t[0])
+          return zero();
+        int64_t axis = o.getAxis();
+        bool rev = o.getReverse();
         if (o.getKind() == ReduceKind::Prod) {
-          // y_i = prod_{j<=i} x_j, so dy = y * cumsum(t / x) (x nonzero).
-          if (!t[0])
-            return zero();
-          Value q = r.div(t[0], o.getOperand());
-          Value cs = CumulativeOp::create(b, r.loc, q, ReduceKind::Sum, o.getAxis(), o.getReverse());
-          return pass(r.mul(cs, o.getResult()));
+          // y_i = x_i y_{i-1}, so dy_i = x_i dy_{i-1} + y_{i-1} t_i: a linear
+          // recurrence (no division, so zeros in x are fine).
+          Value prev = shiftAlong(r, o.getResult(), axis, 1, rev, 1.0);
+          return pass(linearRecurrence(r, o.getOperand(), r.mul(prev, t[0]), axis, rev));
+        }
+        if (o.getKind() == ReduceKind::Max || o.getKind() == ReduceKind::Min) {
+          // dy_i = t_k where k is the latest place (in scan order) up to i
+          // at which x attains the running extreme.
+          Value x = o.getOperand();
+          auto it = r.ty(x).clone(b.getI32Type());
+          int64_t n = it.getDimSize(axis);
+          Value iota = IotaOp::create(b, r.loc, it, axis);
+          Value at = r.cmp(ComparisonDirection::EQ, x, o.getResult());
+          Value idx = r.select(at, iota, r.splat(it, rev ? (double)n : -1.0));
+          Value k = CumulativeOp::create(b, r.loc, idx, rev ? ReduceKind::Min : ReduceKind::Max,
+                                         axis, rev);
+          return pass(takeAlongAxis(r, t[0], k, axis));
         }
         return o.emitOpError("has no JVP rule for kind ") << stringifyReduceKind(o.getKind());
       })
@@ -495,6 +581,9 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
           return r.mul(r.like(y, std::sqrt(M_PI) / 2.0), ExpOp::create(b, r.loc, r.square(y)));
         });
       })
+      .Case([&](DigammaOp o) {
+        return unary(r, op, t, out, [&](Value x, Value) { return trigamma(r, x); });
+      })
       .Case([&](LgammaOp o) {
         return unary(r, op, t, out, [&](Value x, Value) { return (Value)DigammaOp::create(b, r.loc, x); });
       })
@@ -543,11 +632,25 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         return pass(b.clone(*op, map)->getResult(0));
       })
       .Case([&](ScatterOp o) -> LogicalResult {
-        if (o.getKind() != ScatterKind::Add && o.getKind() != ScatterKind::Replace)
-          return o.emitOpError("has no JVP rule for scatter kind ")
-                 << stringifyScatterKind(o.getKind());
         if (!t[0] && !t[2])
           return zero();
+        ScatterKind kind = o.getKind();
+        if (kind == ScatterKind::Mul || kind == ScatterKind::Min || kind == ScatterKind::Max) {
+          // As in JAX: only the operand's tangent (updates held constant).
+          if (t[2])
+            return o.emitOpError("has no JVP rule for scatter kind ")
+                   << stringifyScatterKind(kind) << " with respect to its updates";
+          if (kind == ScatterKind::Mul) {
+            IRMapping map; // linear in the operand: the same scatter on t
+            map.map(o.getOperand(), t[0]);
+            return pass(b.clone(*op, map)->getResult(0));
+          }
+          // min/max: the operand's tangent where the operand survived.
+          Value kept = r.cmp(ComparisonDirection::EQ, o.getOperand(), o.getResult());
+          return pass(r.select(kept, t[0], r.zeros(t[0].getType())));
+        }
+        if (kind != ScatterKind::Add && kind != ScatterKind::Replace)
+          return o.emitOpError("has no JVP rule for scatter kind ") << stringifyScatterKind(kind);
         IRMapping map;
         map.map(o.getOperand(), r.orZeros(t[0], o.getOperand().getType()));
         map.map(o.getUpdates(), r.orZeros(t[2], o.getUpdates().getType()));
@@ -850,6 +953,11 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
         if (linear[0]) {
           if (o.getKind() == ScatterKind::Add) {
             out[0] = c;
+          } else if (o.getKind() == ScatterKind::Mul) {
+            // Scaling by the (constant) updates is self-adjoint.
+            IRMapping map;
+            map.map(o.getOperand(), c);
+            out[0] = b.clone(*op, map)->getResult(0);
           } else {
             IRMapping map;
             map.map(o.getOperand(), c);

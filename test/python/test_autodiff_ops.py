@@ -473,15 +473,11 @@ def test_prod_grad_with_zeros():
                                                                [[1.2, 0.7], [0.0, 0.3]]]))
 
 
-@pytest.mark.xfail(strict=True, reason="jacobian of cumprod with a zero element has nans "
-                   "(JVP divides by x)")
 def test_cumprod_jacobian_with_zero():
     j = jax.jacrev(jnp.cumprod)(np.array([2.0, 0.0, 3.0]))
     np.testing.assert_allclose(np.asarray(j), [[1, 0, 0], [0, 2, 0], [0, 6, 0]])
 
 
-@pytest.mark.xfail(strict=True, reason="ember.digamma has no JVP rule, so second derivatives "
-                   "of lgamma fail (JAX: polygamma(1, x))")
 def test_lgamma_second_derivative():
     g2 = jax.grad(jax.grad(lax.lgamma))(2.5)
     np.testing.assert_allclose(float(g2), 0.4903577561002349, rtol=1e-10)  # trigamma(2.5)
@@ -503,17 +499,29 @@ def test_vjp_of_identity():
     assert r.stdout.split() == ["1.0", "1.0"]
 
 
-@pytest.mark.xfail(strict=True, reason="ember.cumulative kind max/min has no JVP rule")
 def test_cummax():
     check_grads(lambda x: lax.cummax(x, axis=0), np.array([1.0, 3.0, 2.0, 4.0]))
 
 
-@pytest.mark.xfail(strict=True, reason="ember.scatter kind mul has no JVP rule")
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cummax_cummin_2d(reverse):
+    x = np.array([[1.0, 5.0, 2.0, 7.0], [4.0, -1.0, 3.0, 0.5], [0.0, 2.5, -3.0, 6.0]])
+    check_grads(lambda v: lax.cummax(v, axis=1, reverse=reverse), x)
+    check_grads(lambda v: lax.cummin(v, axis=0, reverse=reverse), x)
+
+
+def test_digamma_derivative_negative_argument():
+    check_grads(lax.digamma, np.array([-0.5, 0.3, 1.0, 7.25, 40.0]))
+
+
+def test_cumprod_grad_with_zeros_reverse():
+    check_grads(lambda v: jnp.cumprod(v[::-1])[::-1], np.array([2.0, 0.0, 3.0, 0.5, 1.5]))
+
+
 def test_scatter_multiply():
     check_grads(lambda x: x.at[np.array([1])].multiply(3.0), np.array([1.0, 3.0, 2.0]))
 
 
-@pytest.mark.xfail(strict=True, reason="ember.scatter kinds min/max have no JVP rule")
 def test_scatter_min():
     check_grads(lambda x: x.at[np.array([1])].min(0.0), np.array([1.0, 3.0, 2.0]))
 
