@@ -15,8 +15,7 @@ import numpy as np
 from ember._mlir import ir
 
 from . import core, dtypes, tree_util
-from .core import Array, Tracer, as_value
-
+from .core import as_value
 
 # --------------------------------------------------------------------------
 # Emitting transformation ops
@@ -323,12 +322,20 @@ def linearize(fun, *primals):
 
 
 def _std_basis(x):
-    """The standard basis of x's space, as arrays shaped like x."""
+    """The standard basis of x's space as one array [x.size, *x.shape]."""
     from ember._src import lax
     x = as_value(x)
     n = x.size
-    flat = lax.broadcasted_iota(np.int32, (n, n), 0) == lax.broadcasted_iota(np.int32, (n, n), 1)
-    return [lax.reshape(lax.convert_element_type(flat[i], x.dtype), x.shape) for i in range(n)]
+    eye = lax.broadcasted_iota(np.int32, (n, n), 0) == lax.broadcasted_iota(np.int32, (n, n), 1)
+    return lax.reshape(lax.convert_element_type(eye, x.dtype), (n,) + tuple(x.shape))
+
+
+def _push_basis(fn, x):
+    """vmap of fn over the standard basis of x: fn's output leaves, each with
+    a leading axis of size x.size (a single batched transformation, no
+    per-element loop)."""
+    from .batching import vmap
+    return vmap(fn)(_std_basis(x))
 
 
 def _partial(fun, args, nums):
@@ -357,8 +364,8 @@ def _main_and_aux(f, has_aux):
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
-    """Forward-mode Jacobian, one JVP per input element (no vmap yet).
-    The result nests the input structure inside the output structure."""
+    """Forward-mode Jacobian: vmap of jvp over the standard basis of each
+    input. The result nests the input structure inside the output structure."""
     import ember.numpy as jnp
 
     @functools.wraps(fun)
@@ -370,28 +377,26 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         def run(*d):
             in_leaves, in_tree = tree_util.tree_flatten(d)
             in_leaves = [as_value(x) for x in in_leaves]
-            cols, out_tree, out_avals = [], None, None
+            out_leaves, out_tree = tree_util.tree_flatten(f(*d))
+            out_avals = [as_value(v).aval for v in out_leaves]
+            per_in = []  # per input leaf: the Jacobian blocks of every output leaf
             for m, x in enumerate(in_leaves):
-                per = []
-                for e in _std_basis(x):
-                    tangents = [e if j == m else jnp.zeros_like(v) for j, v in enumerate(in_leaves)]
-                    _, t = jvp(f, d, tree_util.tree_unflatten(in_tree, tangents))
-                    t_leaves, out_tree = tree_util.tree_flatten(t)
-                    out_avals = [as_value(v).aval for v in t_leaves]
-                    per.append(t_leaves)
-                cols.append(per)
-            if out_tree is None:  # every input is empty
-                out = f(*d)
-                t_leaves, out_tree = tree_util.tree_flatten(out)
-                out_avals = [as_value(v).aval for v in t_leaves]
+                if x.size == 0:
+                    per_in.append([jnp.zeros(a.shape + x.shape, a.dtype) for a in out_avals])
+                    continue
+
+                def push(e, m=m):
+                    tangents = [e if j == m else jnp.zeros_like(v)
+                                for j, v in enumerate(in_leaves)]
+                    return tree_util.tree_leaves(
+                        jvp(f, d, tree_util.tree_unflatten(in_tree, tangents))[1])
+
+                cols = _push_basis(push, x)  # each [x.size, *out.shape]
+                per_in.append([jnp.moveaxis(c, 0, -1).reshape(a.shape + x.shape)
+                               for c, a in zip(cols, out_avals)])
             result = []
-            for k, a in enumerate(out_avals):
-                per_in = []
-                for m, x in enumerate(in_leaves):
-                    col = [c[k] for c in cols[m]]
-                    j = jnp.stack(col, axis=-1) if col else jnp.zeros(a.shape + (0,), a.dtype)
-                    per_in.append(j.reshape(a.shape + x.shape))
-                jin = tree_util.tree_unflatten(in_tree, per_in)
+            for k in range(len(out_avals)):
+                jin = tree_util.tree_unflatten(in_tree, [blocks[k] for blocks in per_in])
                 result.append(jin[0] if single else jin)
             jac = tree_util.tree_unflatten(out_tree, result)
             return (jac, aux_of(*d)) if has_aux else jac
@@ -403,8 +408,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
-    """Reverse-mode Jacobian, one VJP per output element (no vmap yet).
-    The result nests the input structure inside the output structure."""
+    """Reverse-mode Jacobian: vmap of the VJP over the standard basis of each
+    output. The result nests the input structure inside the output structure."""
     import ember.numpy as jnp
 
     @functools.wraps(fun)
@@ -424,16 +429,16 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             in_leaves = [as_value(x) for x in in_leaves]
             result = []
             for k, y in enumerate(out_leaves):
-                rows = []
-                for e in _std_basis(y):
-                    cts = [e if j == k else jnp.zeros_like(o) for j, o in enumerate(out_leaves)]
-                    g = vjp_fun(tree_util.tree_unflatten(out_tree, cts))
-                    rows.append(tree_util.tree_leaves(g))
-                per_in = []
-                for m, x in enumerate(in_leaves):
-                    j = jnp.stack([r[m] for r in rows]) if rows else \
-                        jnp.zeros((0,) + x.shape, x.dtype)
-                    per_in.append(j.reshape(y.shape + x.shape))
+                if y.size == 0:
+                    rows = [jnp.zeros((0,) + x.shape, x.dtype) for x in in_leaves]
+                else:
+                    def pull(e, k=k):
+                        cts = [e if j == k else jnp.zeros_like(o)
+                               for j, o in enumerate(out_leaves)]
+                        return tree_util.tree_leaves(vjp_fun(tree_util.tree_unflatten(out_tree, cts)))
+
+                    rows = _push_basis(pull, y)  # each [y.size, *x.shape]
+                per_in = [r.reshape(y.shape + x.shape) for r, x in zip(rows, in_leaves)]
                 jin = tree_util.tree_unflatten(in_tree, per_in)
                 result.append(jin[0] if single else jin)
             jac = tree_util.tree_unflatten(out_tree, result)
