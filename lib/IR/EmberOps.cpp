@@ -860,6 +860,9 @@ LogicalResult WhileOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
 }
 
 LogicalResult WhileOp::verify() {
+  // while_c4
+  if (auto n = getTripCountAttr(); n && n.getInt() < 0)
+    return emitOpError("while_c4: trip_count must be non-negative");
   TypeRange carried = getInit().getTypes();
   for (auto [name, region] : {std::pair<StringRef, Region *>{"cond", &getCond()},
                               std::pair<StringRef, Region *>{"body", &getBody()}}) {

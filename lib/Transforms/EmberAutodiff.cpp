@@ -50,6 +50,7 @@ LogicalResult jvpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
     types.push_back(v.getType());
   unsigned np = op.getInit().size();
   auto loop = WhileOp::create(b, loc, types, init);
+  loop.setTripCountAttr(op.getTripCountAttr());
   SmallVector<Location> locs(types.size(), loc);
   for (auto [src, dst] : {std::pair<Region *, Region *>{&op.getCond(), &loop.getCond()},
                           std::pair<Region *, Region *>{&op.getBody(), &loop.getBody()}}) {
@@ -185,14 +186,10 @@ LogicalResult propagateKeeping(OpBuilder &b, Block &body, Block::iterator begin,
                                DenseMap<Value, Value> &tangent, SymbolTable &symbols) {
   OpBuilder::InsertionGuard guard(b);
   bool empty = begin == body.end(); // (end() would then stand before `keep`)
-  b.setInsertionPointToEnd(&body);
-  Operation *keep = func::ReturnOp::create(b, body.getParentOp()->getLoc(), results);
-  if (empty)
-    begin = Block::iterator(keep);
-  LogicalResult r = propagateTangents(b, begin, Block::iterator(keep), tangent, symbols);
-  results.assign(keep->getOperands().begin(), keep->getOperands().end());
-  keep->erase();
-  return r;
+  return keepingLive(body, results, [&](Operation *keep) {
+    return propagateTangents(b, empty ? Block::iterator(keep) : begin, Block::iterator(keep),
+                             tangent, symbols);
+  });
 }
 
 struct Deriver {
@@ -242,6 +239,7 @@ struct Deriver {
     auto results = inlineBody(b, callee, body.getArguments().take_front(np), symbols);
     if (failed(results))
       return failure();
+    unrollCountedLoops(body, *results);
     flattenCases(body, *results);
     // 1. Linearize: JVP with symbolic seeds for the wrt arguments.
     DenseMap<Value, Value> tangent;

@@ -272,6 +272,7 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
   auto results = inlineBody(b, callee, exampleArgs, symbols);
   if (failed(results))
     return failure();
+  unrollCountedLoops(body, *results);
   flattenCases(body, *results);
   b.setInsertionPointToEnd(&body);
   SmallVector<Operation *> ops;

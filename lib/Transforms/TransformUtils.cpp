@@ -88,13 +88,22 @@ func::FuncOp mlir::ember::makePrivateFunc(ModuleOp module, SymbolTable &symbols,
   return fn;
 }
 
-void mlir::ember::flattenCases(Block &body, SmallVectorImpl<Value> &live) {
-  // A temporary terminator keeps `live` up to date through the rewrites.
+LogicalResult mlir::ember::keepingLive(Block &body, SmallVectorImpl<Value> &live,
+                                       function_ref<LogicalResult(Operation *)> fn) {
+  // A temporary terminator holds `live` as operands, which rewrites update.
   OpBuilder b = OpBuilder::atBlockEnd(&body);
   Operation *keep = func::ReturnOp::create(b, body.getParentOp()->getLoc(), live);
-  flattenCases(body.getParentOp());
+  LogicalResult r = fn(keep);
   live.assign(keep->getOperands().begin(), keep->getOperands().end());
   keep->erase();
+  return r;
+}
+
+void mlir::ember::flattenCases(Block &body, SmallVectorImpl<Value> &live) {
+  (void)keepingLive(body, live, [&](Operation *) {
+    flattenCases(body.getParentOp());
+    return success();
+  });
 }
 
 void mlir::ember::flattenCases(Operation *root) {
@@ -133,4 +142,40 @@ void mlir::ember::flattenCases(Operation *root) {
     op->replaceAllUsesWith(res);
     op->erase();
   }
+}
+
+void mlir::ember::unrollCountedLoops(Operation *root) {
+  while (true) {
+    WhileOp loop;
+    root->walk<WalkOrder::PreOrder>([&](WhileOp op) {
+      if (!op.getTripCountAttr())
+        return WalkResult::advance();
+      loop = op;
+      return WalkResult::interrupt();
+    });
+    if (!loop)
+      return;
+    // The body, trip_count times, on the carried values (outer loops first:
+    // inner counted loops are cloned with their body and unrolled in turn).
+    OpBuilder b(loop);
+    Block &body = loop.getBody().front();
+    SmallVector<Value> values(loop.getInit());
+    for (int64_t k = 0, n = loop.getTripCountAttr().getInt(); k < n; ++k) {
+      IRMapping map;
+      map.map(body.getArguments(), values);
+      for (Operation &o : body.without_terminator())
+        b.clone(o, map);
+      for (auto [i, v] : llvm::enumerate(body.getTerminator()->getOperands()))
+        values[i] = map.lookupOrDefault(v);
+    }
+    loop->replaceAllUsesWith(values);
+    loop->erase();
+  }
+}
+
+void mlir::ember::unrollCountedLoops(Block &body, SmallVectorImpl<Value> &live) {
+  (void)keepingLive(body, live, [&](Operation *) {
+    unrollCountedLoops(body.getParentOp());
+    return success();
+  });
 }

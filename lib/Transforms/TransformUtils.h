@@ -24,6 +24,12 @@ bool isReadyToTransform(func::FuncOp fn, SymbolTable &symbols);
 FailureOr<SmallVector<Value>> inlineBody(OpBuilder &b, func::FuncOp fn, ValueRange args,
                                          SymbolTable &symbols, int depth = 0);
 
+/// Runs `fn` with a temporary terminator of `body` (passed to `fn`) whose
+/// operands are `live`; rewrites that replace values keep it up to date, and
+/// `live` gets its final operands.
+LogicalResult keepingLive(Block &body, SmallVectorImpl<Value> &live,
+                          function_ref<LogicalResult(Operation *)> fn);
+
 /// Replaces every `ember.case` under `root` by all of its branches, inlined,
 /// and selects on the index. ember-autodiff and ember-batch transform this
 /// form (as JAX batches a cond with a batched predicate); code that is not
@@ -34,6 +40,14 @@ void flattenCases(Operation *root);
 /// yet terminated); `live` (values defined in `body`) is updated to the
 /// values that replace them.
 void flattenCases(Block &body, SmallVectorImpl<Value> &live);
+
+/// Replaces every `ember.while` with a `trip_count` under `root` by that many
+/// copies of its body (what ember-autodiff's reverse mode and ember-batch
+/// transform: lax.scan and fori_loop with static bounds).
+void unrollCountedLoops(Operation *root);
+
+/// unrollCountedLoops on the op holding `body`, keeping `live` up to date.
+void unrollCountedLoops(Block &body, SmallVectorImpl<Value> &live);
 
 /// A new private function in `module` named after `base`, with an entry block.
 func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols, Location loc,

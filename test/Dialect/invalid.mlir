@@ -813,3 +813,19 @@ func.func @case_c4(%i: tensor<i32>, %a: tensor<f32>, %b: tensor<i32>) -> tensor<
   }
   return %r : tensor<f32>
 }
+
+// -----
+
+// while_c4
+func.func @while_c4(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{while_c4: trip_count must be non-negative}}
+  %r = ember.while (%x) {trip_count = -1 : i64} : tensor<f32> cond {
+  ^bb0(%v: tensor<f32>):
+    %p = ember.constant dense<false> : tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%v: tensor<f32>):
+    ember.yield %v : tensor<f32>
+  }
+  return %r : tensor<f32>
+}

@@ -156,3 +156,28 @@ func.func @jvp_while(%x: tensor<f32>, %n: tensor<i32>, %t: tensor<f32>) -> tenso
   %y, %dy = ember.jvp @sq(%x, %n) tangents(%t) wrt [0] : (tensor<f32>, tensor<i32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
   return %dy : tensor<f32>
 }
+
+// -----
+
+// Reverse mode through a counted loop (lax.scan, fori_loop with static
+// bounds): the loop is unrolled trip_count times, then differentiated as
+// straight-line code. Here x -> x*x twice: d/dx x^4 = 4 x^3.
+// CHECK-LABEL: func @vjp_counted_loop
+// CHECK-NOT: ember.while
+// CHECK-COUNT-2: ember.mul %{{.*}}, %{{.*}} : tensor<f32>
+func.func private @sq2(%x: tensor<f32>) -> tensor<f32> {
+  %r = ember.while (%x) {trip_count = 2 : i64} : tensor<f32> cond {
+  ^bb0(%v: tensor<f32>):
+    %p = ember.constant dense<true> : tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%v: tensor<f32>):
+    %v2 = ember.mul %v, %v : tensor<f32>
+    ember.yield %v2 : tensor<f32>
+  }
+  return %r : tensor<f32>
+}
+func.func @vjp_counted_loop(%x: tensor<f32>, %ct: tensor<f32>) -> tensor<f32> {
+  %y, %g = ember.vjp @sq2(%x) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %g : tensor<f32>
+}

@@ -3,9 +3,9 @@
 `cond`/`switch` stage an `ember.case` region op: only the chosen branch runs
 (ember-autodiff and ember-batch turn it into all branches plus a select when
 they transform it, as JAX does for a batched predicate). `while_loop` stages
-`ember.while`. `scan`, `fori_loop` (static bounds) and `map` unroll the loop
-into the traced function, which keeps them differentiable and batchable
-through the ember passes; see the README's status table.
+`ember.while`; `scan`, `map` and `fori_loop` with static bounds stage a
+counted `ember.while` (`trip_count`), which the compiled forward pass keeps
+as a loop and which reverse-mode autodiff and batching unroll.
 """
 
 import numpy as np
@@ -157,7 +157,11 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
 
 
 def _scan_traced(f, init, xs, length, reverse):
-    jnp = _jnp()
+    """A counted ember.while: the carry, plus one [n, ...] buffer per output
+    leaf that iteration i writes at its index (xs are read with dynamic
+    slices). Reverse mode and batching unroll it (trip_count); the compiled
+    forward pass keeps the loop."""
+    jnp, lax = _jnp(), _lax()
     x_leaves, x_tree = tree_util.tree_flatten(xs)
     x_leaves = [as_value(x) for x in x_leaves]
     lengths = {x.shape[0] for x in x_leaves if x.ndim}
@@ -171,24 +175,47 @@ def _scan_traced(f, init, xs, length, reverse):
         raise ValueError("scan got no values to scan over and `length` not provided")
     n = lengths.pop()
     carry = tree_util.tree_map(as_value, init)
-    ys = []
-    steps = range(n - 1, -1, -1) if reverse else range(n)
-    for i in steps:
-        x = tree_util.tree_unflatten(x_tree, [leaf[i] for leaf in x_leaves])
-        new, y = f(carry, x)
-        if i == steps[0]:
-            carry = _promote_carry(carry, new)
-        _carry_check(carry, new)
-        carry = new
-        ys.append(y)
-    if reverse:
-        ys.reverse()
-    if not ys:
-        return carry, None
-    y_leaves0, y_tree = tree_util.tree_flatten(ys[0])
-    stacked = [jnp.stack([tree_util.tree_leaves(y)[k] for y in ys])
-               for k in range(len(y_leaves0))]
-    return carry, tree_util.tree_unflatten(y_tree, stacked)
+    c_leaves, c_tree = tree_util.tree_flatten(carry)
+    nc = len(c_leaves)
+    # Probe f once for the output types (and JAX's weak-carry promotion).
+    store = {}
+
+    def probe(*a):
+        new, y = f(tree_util.tree_unflatten(c_tree, list(a[:nc])),
+                   tree_util.tree_unflatten(x_tree, list(a[nc:])))
+        _carry_check(tree_util.tree_unflatten(c_tree, list(a[:nc])), _promote_carry(
+            tree_util.tree_unflatten(c_tree, list(a[:nc])), new))
+        y_leaves, store["y_tree"] = tree_util.tree_flatten(y)
+        store["n_new"] = len(tree_util.tree_leaves(new))
+        return tree_util.tree_leaves(new) + y_leaves
+
+    x_avals = [core.ShapedArray(x.shape[1:], x.dtype) for x in x_leaves]
+    name, out_avals, _ = core.trace_subfunction(probe, [c.aval for c in c_leaves] + x_avals,
+                                                "scan_probe")
+    _erase_function(name)
+    new_avals, y_avals = out_avals[:store["n_new"]], out_avals[store["n_new"]:]
+    carry = _promote_carry(carry, tree_util.tree_unflatten(
+        c_tree, [jnp.zeros(a.shape, a.dtype) for a in new_avals]))
+    # A weakly typed initial carry that the body makes strong is strong.
+    carry = tree_util.tree_unflatten(c_tree, [
+        lax.convert_element_type(c, a.dtype) if c.weak_type and not a.weak_type else c
+        for c, a in zip(tree_util.tree_leaves(carry), new_avals)])
+    ys0 = [jnp.zeros((n,) + tuple(a.shape), a.dtype) for a in y_avals]
+
+    def body(state):
+        i, c, ys = state
+        idx = (n - 1) - i if reverse else i
+        x = tree_util.tree_unflatten(
+            x_tree, [lax.dynamic_index_in_dim(leaf, idx, 0, keepdims=False)
+                     for leaf in x_leaves])
+        new, y = f(c, x)
+        ys = [lax.dynamic_update_index_in_dim(buf, lax.convert_element_type(
+                  as_value(v), buf.dtype), idx, 0) for buf, v in zip(ys, tree_util.tree_leaves(y))]
+        return i + 1, new, ys
+
+    _, carry, ys = _while_traced(lambda s: s[0] < n, body,
+                                 (jnp.asarray(0, np.int32), carry, ys0), trip_count=n)
+    return carry, tree_util.tree_unflatten(store["y_tree"], ys)
 
 
 def map(f, xs, *, batch_size=None):
@@ -204,10 +231,11 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]
 
     def run(init):
-        val = init
-        for i in range(lo_i, hi_i):
-            val = body_fun(_jnp().asarray(i, dt), val)
-        return val
+        # Static bounds: a counted loop, like scan (reverse mode unrolls it).
+        jnp = _jnp()
+        i0, end = jnp.asarray(lo_i, dt), jnp.asarray(hi_i, dt)
+        return _while_traced(lambda c: c[0] < end, lambda c: (c[0] + 1, body_fun(c[0], c[1])),
+                             (i0, init), trip_count=max(hi_i - lo_i, 0))[1]
     if not core._trace_stack:
         return _eager(run, (init_val,))
     return run(init_val)
@@ -219,16 +247,26 @@ def while_loop(cond_fun, body_fun, init_val):
     return _while_traced(cond_fun, body_fun, init_val)
 
 
-def _while_traced(cond_fun, body_fun, init_val):
-    """Emits an ember.while whose regions hold the traced cond and body."""
+def _erase_function(name):
+    """Removes the private function `name` (a probe trace) from the module."""
+    for op in core.current_trace().module.body.operations:
+        if "sym_name" in op.attributes and op.attributes["sym_name"].value == name:
+            op.erase()
+            return
+
+
+def _while_traced(cond_fun, body_fun, init_val, trip_count=None):
+    """Emits an ember.while whose regions hold the traced cond and body
+    (with `trip_count`, a loop known to run exactly that many times)."""
     from ember._mlir import ir
     leaves, tree = tree_util.tree_flatten(init_val)
     vals = [as_value(x) for x in leaves]
     # Weakly typed initial values take the dtype the body produces (JAX).
-    # The probe is a sub-trace (it may close over traced values); the unused
-    # private function it leaves is removed by symbol-dce.
-    _, shapes, _ = core.trace_subfunction(lambda *xs: tree_util.tree_leaves(body_fun(
+    # The probe is a sub-trace (it may close over traced values), removed
+    # once its result types are known.
+    name, shapes, _ = core.trace_subfunction(lambda *xs: tree_util.tree_leaves(body_fun(
         tree_util.tree_unflatten(tree, list(xs)))), [v.aval for v in vals], "probe")
+    _erase_function(name)
     if len(shapes) != len(vals):
         raise TypeError("while_loop body_fun output and input must have the same pytree "
                         f"structure (at {core.where()})")
@@ -260,6 +298,8 @@ def _while_traced(cond_fun, body_fun, init_val):
 
     core.trace_region(cond_block, cond, avals)
     core.trace_region(body_block, body, avals)
+    if trip_count is not None:
+        op.attributes["trip_count"] = core.i64_attr(int(trip_count))
     del ir
     return tree_util.tree_unflatten(tree, results)
 

@@ -689,6 +689,17 @@ def dynamic_update_slice_in_dim(x, update, start_index, axis):
     return dynamic_update_slice(x, update, starts)
 
 
+def dynamic_update_index_in_dim(x, update, index, axis):
+    """x with `update` (x's shape without `axis`, or with it of size 1)
+    written at `index` along `axis`."""
+    x, update = as_value(x), as_value(update)
+    if update.ndim == x.ndim - 1:
+        shape = list(update.shape)
+        shape.insert(axis, 1)
+        update = reshape(update, shape)
+    return dynamic_update_slice_in_dim(x, update, index, axis)
+
+
 def pad(x, padding_value, padding_config):
     x = as_value(x)
     pv = padding_value if isinstance(padding_value, core.Value) else \
