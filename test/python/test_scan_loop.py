@@ -73,3 +73,9 @@ def test_fori_loop_static_bounds_is_a_loop_and_differentiates():
     # d/dx (x^3 + x + 2) at 2 = 3*4 + 1
     assert float(jax.grad(f)(2.0)) == 13.0
     assert float(lax.fori_loop(5, 2, lambda i, v: v + 1, 0)) == 0
+
+
+def test_scan_over_empty_xs():
+    c, ys = jax.jit(lambda xs: lax.scan(rnn_step, 0.5, xs))(jnp.zeros((0,), jnp.float32))
+    assert float(c) == 0.5
+    assert np.asarray(ys).shape == (0,)

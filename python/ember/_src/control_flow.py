@@ -201,6 +201,8 @@ def _scan_traced(f, init, xs, length, reverse):
         lax.convert_element_type(c, a.dtype) if c.weak_type and not a.weak_type else c
         for c, a in zip(tree_util.tree_leaves(carry), new_avals)])
     ys0 = [jnp.zeros((n,) + tuple(a.shape), a.dtype) for a in y_avals]
+    if n == 0:  # nothing to run (and no element of xs to slice)
+        return carry, tree_util.tree_unflatten(store["y_tree"], ys0)
 
     def body(state):
         i, c, ys = state
