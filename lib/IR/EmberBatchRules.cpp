@@ -90,6 +90,72 @@ struct BatchCtx {
   }
 };
 
+/// `x` (batched) padded per example with the batched 0-d values `pv`: pad a
+/// mask of the data positions and select between the padded data and the
+/// broadcast padding values.
+Value padPerExample(BatchCtx &c, Value x, Value pv, ArrayRef<int64_t> low,
+                    ArrayRef<int64_t> high, ArrayRef<int64_t> interior) {
+  OpBuilder &b = c.b;
+  auto xt = cast<RankedTensorType>(x.getType());
+  auto scalar = [&](Type e, double v) {
+    return (Value)ConstantOp::create(b, c.loc, splatOf(RankedTensorType::get({}, e), v));
+  };
+  auto padded = [&](Value v, Value with) {
+    return (Value)PadOp::create(b, c.loc, v, with, b.getDenseI64ArrayAttr(prepend(0, low)),
+                                b.getDenseI64ArrayAttr(prepend(0, high)),
+                                b.getDenseI64ArrayAttr(prepend(0, interior)));
+  };
+  Value data = padded(x, scalar(xt.getElementType(), 0.0));
+  Value ones = ConstantOp::create(b, c.loc, splatOf(xt.clone(b.getI1Type()), 1.0));
+  Value mask = padded(ones, scalar(b.getI1Type(), 0.0));
+  auto outT = cast<RankedTensorType>(data.getType());
+  Value fill = BroadcastInDimOp::create(b, c.loc, outT, pv, b.getDenseI64ArrayAttr({0}));
+  return SelectOp::create(b, c.loc, outT, mask, data, fill);
+}
+
+/// The identity of a reduction kind, as a splat of `t`.
+DenseElementsAttr identityOf(RankedTensorType t, ReduceKind kind) {
+  Type e = t.getElementType();
+  if (auto f = dyn_cast<FloatType>(e)) {
+    const auto &sem = f.getFloatSemantics();
+    APFloat v = kind == ReduceKind::Prod  ? APFloat::getOne(sem)
+                : kind == ReduceKind::Max ? APFloat::getInf(sem, /*Negative=*/true)
+                : kind == ReduceKind::Min ? APFloat::getInf(sem)
+                                          : APFloat::getZero(sem);
+    return DenseElementsAttr::get(t, v);
+  }
+  auto it = cast<IntegerType>(e);
+  unsigned w = it.getWidth();
+  bool u = it.isUnsigned() || w == 1;
+  APInt v = kind == ReduceKind::Prod  ? APInt(w, 1)
+            : kind == ReduceKind::And ? APInt::getAllOnes(w)
+            : kind == ReduceKind::Max ? (u ? APInt::getMinValue(w) : APInt::getSignedMinValue(w))
+            : kind == ReduceKind::Min ? (u ? APInt::getMaxValue(w) : APInt::getSignedMaxValue(w))
+                                      : APInt::getZero(w);
+  return DenseElementsAttr::get(t, v);
+}
+
+/// The elementwise op that combines two partial results of a reduction.
+Value combineByKind(OpBuilder &b, Location loc, ReduceKind kind, Value x, Value y) {
+  switch (kind) {
+  case ReduceKind::Sum:
+    return AddOp::create(b, loc, x, y);
+  case ReduceKind::Prod:
+    return MulOp::create(b, loc, x, y);
+  case ReduceKind::Max:
+    return MaxOp::create(b, loc, x, y);
+  case ReduceKind::Min:
+    return MinOp::create(b, loc, x, y);
+  case ReduceKind::And:
+    return AndOp::create(b, loc, x, y);
+  case ReduceKind::Or:
+    return OrOp::create(b, loc, x, y);
+  case ReduceKind::Xor:
+    return XorOp::create(b, loc, x, y);
+  }
+  llvm_unreachable("unknown reduce kind");
+}
+
 } // namespace
 
 RankedTensorType mlir::ember::batchedType(Type t, int64_t n) {
@@ -185,36 +251,34 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         Value x = c.batched(operands[0], isBatched[0]);
         if (!isBatched[1])
           return done(c.recreate(op, {x, operands[1]}, a));
-        // A per-example padding value: pad a mask of the data positions and
-        // select between the padded data and the broadcast padding values.
-        auto xt = cast<RankedTensorType>(x.getType());
-        auto scalar = [&](Type e, double v) {
-          return (Value)ConstantOp::create(b, c.loc, splatOf(RankedTensorType::get({}, e), v));
-        };
-        Value zero = scalar(xt.getElementType(), 0.0);
-        auto padded = [&](Value v, Value pv) {
-          return (Value)PadOp::create(
-              b, c.loc, v, pv, b.getDenseI64ArrayAttr(prepend(0, o.getEdgePaddingLow())),
-              b.getDenseI64ArrayAttr(prepend(0, o.getEdgePaddingHigh())),
-              b.getDenseI64ArrayAttr(prepend(0, o.getInteriorPadding())));
-        };
-        Value data = padded(x, zero);
-        Value ones = ConstantOp::create(b, c.loc, splatOf(xt.clone(b.getI1Type()), 1.0));
-        Value mask = padded(ones, scalar(b.getI1Type(), 0.0));
-        auto outT = cast<RankedTensorType>(data.getType());
-        Value pv = BroadcastInDimOp::create(b, c.loc, outT, operands[1],
-                                            b.getDenseI64ArrayAttr({0}));
-        return doneValue(SelectOp::create(b, c.loc, outT, mask, data, pv));
+        return doneValue(padPerExample(c, x, operands[1], o.getEdgePaddingLow(),
+                                       o.getEdgePaddingHigh(), o.getInteriorPadding()));
       })
       .Case([&](ReduceWindowOp o) -> LogicalResult {
-        if (isBatched[1])
-          return o.emitOpError("cannot be batched over its init value");
         NamedAttrList a = attrs();
         setArray(a, "window_dimensions", prepend(1, o.getWindowDimensions()));
         setArray(a, "window_strides", prepend(1, o.getWindowStrides()));
         setArray(a, "padding_low", prepend(0, o.getPaddingLow()));
         setArray(a, "padding_high", prepend(0, o.getPaddingHigh()));
-        return done(c.recreate(op, {c.batched(operands[0], isBatched[0]), operands[1]}, a));
+        Value x = c.batched(operands[0], isBatched[0]);
+        if (!isBatched[1])
+          return done(c.recreate(op, {x, operands[1]}, a));
+        // A per-example init value: pad with it per example, reduce with the
+        // kind's identity and no padding, then combine with the init once.
+        SmallVector<int64_t> none(o.getPaddingLow().size(), 0);
+        Value padded = padPerExample(c, x, operands[1], o.getPaddingLow(), o.getPaddingHigh(),
+                                     none);
+        auto elem = getElementTypeOrSelf(x.getType());
+        Value ident = ConstantOp::create(
+            b, c.loc, identityOf(RankedTensorType::get({}, elem), o.getKind()));
+        setArray(a, "padding_low", prepend(0, none));
+        setArray(a, "padding_high", prepend(0, none));
+        Operation *rw = c.recreate(op, {padded, ident}, a);
+        Value r = rw->getResult(0);
+        auto rt = cast<RankedTensorType>(r.getType());
+        Value init = BroadcastInDimOp::create(b, c.loc, rt, operands[1],
+                                              b.getDenseI64ArrayAttr({0}));
+        return doneValue(combineByKind(b, c.loc, o.getKind(), r, init));
       })
       .Case([&](DotGeneralOp o) {
         auto lb = o.getLhsBatchingDimensions(), rb = o.getRhsBatchingDimensions();

@@ -146,3 +146,20 @@ func.func @batched_case(%is: tensor<4xi32>, %a: tensor<3xf32>) -> tensor<4x3xf32
   %y = ember.vmap @gc(%is, %a) batched [true, false] size 4 : (tensor<4xi32>, tensor<3xf32>) -> tensor<4x3xf32>
   return %y : tensor<4x3xf32>
 }
+
+// -----
+
+// reduce_window with a per-example init value: pad with it per example
+// (mask + select), reduce with the identity, then add the init once.
+// CHECK-LABEL: func @batched_window_init
+// CHECK: ember.select %{{.*}} : tensor<2x6xi1>, tensor<2x6xf32>
+// CHECK: ember.reduce_window sum %{{.*}}, %{{.*}}, window = [1, 2], strides = [1, 1], low = [0, 0], high = [0, 0]
+// CHECK: ember.add %{{.*}}, %{{.*}} : tensor<2x5xf32>
+func.func private @rw(%x: tensor<4xf32>, %i: tensor<f32>) -> tensor<5xf32> {
+  %r = ember.reduce_window sum %x, %i, window = [2], strides = [1], low = [1], high = [1] : (tensor<4xf32>, tensor<f32>) -> tensor<5xf32>
+  return %r : tensor<5xf32>
+}
+func.func @batched_window_init(%xs: tensor<2x4xf32>, %is: tensor<2xf32>) -> tensor<2x5xf32> {
+  %y = ember.vmap @rw(%xs, %is) batched [true, true] size 2 : (tensor<2x4xf32>, tensor<2xf32>) -> tensor<2x5xf32>
+  return %y : tensor<2x5xf32>
+}

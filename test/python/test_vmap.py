@@ -447,6 +447,11 @@ WINDOW = [
     case(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2, 3), (2, 1), "SAME"), (XT,), 1,
          id="max-same-strided"),
     case(lambda x: lax.reduce_window(x, jnp.inf, lax.min, (3,), (1,), "VALID"), (V,), 0, 1, id="min-1d"),
+    # A per-example init value: it also pads the windows ("SAME").
+    case(lambda x, i: lax.reduce_window(x, i, lax.add, (2, 3), (1, 1), "SAME"),
+         (X, np.array([0.5, -1.0, 2.0], np.float32)), (0, 0), id="sum-batched-init"),
+    case(lambda x, i: lax.reduce_window(x, i, lax.max, (3,), (2,), "SAME"),
+         (V, np.array([10.0, -10.0, 0.0], np.float32)), (0, 0), 1, id="max-batched-init"),
 ]
 
 
