@@ -139,6 +139,27 @@ Value buildLog1pF32(OpBuilder &b, Location loc, Value x) {
   return arith::SelectOp::create(b, loc, isSmall, small, large);
 }
 
+/// erf for f32 as XLA's CPU routine computes it: x P(x^2) / Q(x^2) with
+/// every Horner step an FMA, and +-1 from |x| >= 3.8325067 on. (XLA's
+/// inlined variant, used for 0-d inputs and inside fusions, switches to +-1
+/// at 3.7439206 instead; the two differ by one ulp between the thresholds.)
+Value buildErfF32(OpBuilder &b, Location loc, Value x) {
+  auto c = [&](uint32_t bits) { return f32Bits(b, loc, bits); };
+  Value x2 = arith::MulFOp::create(b, loc, x, x);
+  Value p = hornerFma(b, loc, x2,
+                      {c(0x39702D51), c(0x3B5F5DA2), c(0x3D50B6EB), c(0x3E3DA740),
+                       c(0x3F906EBA)});
+  Value num = arith::MulFOp::create(b, loc, x, p);
+  Value q = hornerFma(b, loc, x2,
+                      {c(0xB3FD3906), c(0x37C588DF), c(0x3A856D28), c(0x3C6687D4),
+                       c(0x3DE34C21), c(0x3EFEB44A), c(0x3F800000)});
+  Value r = arith::DivFOp::create(b, loc, num, q);
+  Value big = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
+                                    math::AbsFOp::create(b, loc, x), c(0x407547CB));
+  Value one = math::CopySignOp::create(b, loc, c(0x3F800000), x);
+  return arith::SelectOp::create(b, loc, big, one, r);
+}
+
 /// erf^-1 for f32 (StableHLO's decomposition, evaluated as XLA does).
 Value buildErfInvF32(OpBuilder &b, Location loc, Value x) {
   auto c = [&](uint32_t bits) { return f32Bits(b, loc, bits); };
@@ -488,7 +509,10 @@ Value buildUnaryFloat(OpBuilder &b, Location loc, Operation *op, Value x) {
                                      math::SqrtOp::create(b, loc, x));
       })
       .Case([&](CbrtOp) { return math::CbrtOp::create(b, loc, x); })
-      .Case([&](ErfOp) { return math::ErfOp::create(b, loc, x); })
+      .Case([&](ErfOp) {
+        return x.getType().isF32() ? buildErfF32(b, loc, x)
+                                   : (Value)math::ErfOp::create(b, loc, x);
+      })
       .Case([&](ErfInvOp) { return buildErfInv(b, loc, x); })
       .Case([&](LgammaOp) { return buildLgamma(b, loc, x); })
       .Case([&](DigammaOp) { return buildDigamma(b, loc, x); })

@@ -403,3 +403,17 @@ func.func @case(%i: tensor<i32>, %a: tensor<3xf32>) -> tensor<3xf32> {
   }
   return %r : tensor<3xf32>
 }
+
+// -----
+
+// f32 erf is XLA's rational approximation (FMAs and one division), not a
+// libm call.
+// CHECK-LABEL: func @erf_f32
+// CHECK-NOT: math.erf
+// CHECK: math.fma
+// CHECK: arith.divf
+// CHECK: math.copysign
+func.func @erf_f32(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = ember.erf %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
