@@ -339,8 +339,6 @@ def test_pooling_spec_nchw():
     assert_close(apply((), x), want.transpose(0, 3, 1, 2))
 
 
-@pytest.mark.skipif(not hasattr(jax.lax, "conv_general_dilated"),
-                    reason="ember.lax.conv_general_dilated not available")
 def test_conv_layer():
     init, apply = stax.Conv(4, (3, 3), padding="SAME")
     x = rand((2, 5, 5, 3), np.float32, seed=23)
