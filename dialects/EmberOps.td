@@ -518,6 +518,69 @@ def Ember_YieldOp : Ember_Op<"yield", [Pure, Terminator, ReturnLike,
 }
 
 //===----------------------------------------------------------------------===//
+// Run-time stacks (reverse mode through loops with a run-time trip count)
+//===----------------------------------------------------------------------===//
+
+def Ember_StackPushOp : Ember_Op<"stack_push",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "push tensors on a stack that grows at run time";
+  let description = [{
+    Copies `values` on top of the run-time stack `stack` (a `tensor<i64>`
+    handle; 0 is the empty stack, created on the first push) and returns the
+    handle. `ember-autodiff` emits it in the forward loop of a
+    reverse-differentiated `ember.while` without a trip count, to save each
+    iteration's residuals; `ember.stack_pop` reads them back in reverse order.
+    Lowered to the runtime entry `ember_stack_push` (docs/design.md).
+
+    ```mlir
+    %h1 = ember.stack_push %h0 (%x, %y) : (tensor<i64>, tensor<3xf32>, tensor<f32>) -> tensor<i64>
+    ```
+  }];
+  let arguments = (ins Ember_Tensor:$stack, Variadic<Ember_Tensor>:$values);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $stack `(` $values `)` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Ember_StackPopOp : Ember_Op<"stack_pop",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "pop the tensors of the last push from a run-time stack";
+  let description = [{
+    Removes the values of the matching (last) `ember.stack_push` from the top
+    of `stack` and returns the new handle followed by them. The stack is
+    freed when it becomes empty (the handle is then 0).
+
+    ```mlir
+    %h1, %x, %y = ember.stack_pop %h0 : (tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<f32>)
+    ```
+  }];
+  let arguments = (ins Ember_Tensor:$stack);
+  let results = (outs Ember_Tensor:$result, Variadic<Ember_Tensor>:$values);
+  let assemblyFormat = [{
+    $stack attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Ember_StackFreeOp : Ember_Op<"stack_free",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "free a run-time stack whose values are not needed";
+  let description = [{
+    Releases `stack` and everything still on it (reverse mode emits it when
+    no cotangent reaches a loop whose forward pass pushed residuals).
+
+    ```mlir
+    ember.stack_free %h : tensor<i64>
+    ```
+  }];
+  let arguments = (ins Ember_Tensor:$stack);
+  let assemblyFormat = "$stack attr-dict `:` type($stack)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Differentiation
 //===----------------------------------------------------------------------===//
 

@@ -10,6 +10,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -79,6 +80,54 @@ extern "C" void ember_gemm_f32(int64_t ta, int64_t tb, int64_t batch, int64_t m,
 extern "C" void ember_gemm_f64(int64_t ta, int64_t tb, int64_t batch, int64_t m, int64_t n,
                                int64_t k, intptr_t a, intptr_t b, intptr_t c) {
   gemm<double>(cblasDgemm, ta, tb, batch, m, n, k, a, b, c);
+}
+
+//===----------------------------------------------------------------------===//
+// Run-time stacks of compiled code (reverse mode through loops)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The bytes of the values pushed so far; a handle is its address (0: none).
+struct EmberStack {
+  std::vector<unsigned char> bytes;
+};
+} // namespace
+
+/// Appends `n` bytes at `data` to the stack `*hin` (created when 0) and
+/// stores its handle in `*hout`.
+extern "C" void ember_stack_push(intptr_t hin, intptr_t hout, intptr_t data, int64_t n) {
+  auto *s = reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(hin));
+  if (!s)
+    s = new EmberStack;
+  size_t at = s->bytes.size();
+  s->bytes.resize(at + n); // grows geometrically
+  if (n)
+    std::memcpy(s->bytes.data() + at, reinterpret_cast<const void *>(data), n);
+  *reinterpret_cast<int64_t *>(hout) = reinterpret_cast<int64_t>(s);
+}
+
+/// Moves the top `n` bytes of `*hin` to `data`; frees the stack once empty.
+extern "C" void ember_stack_pop(intptr_t hin, intptr_t hout, intptr_t data, int64_t n) {
+  auto *s = reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(hin));
+  if (!s || s->bytes.size() < (size_t)n) { // not reached by ember-autodiff's code
+    if (n)
+      std::memset(reinterpret_cast<void *>(data), 0, n);
+    *reinterpret_cast<int64_t *>(hout) = reinterpret_cast<int64_t>(s);
+    return;
+  }
+  size_t at = s->bytes.size() - n;
+  if (n)
+    std::memcpy(reinterpret_cast<void *>(data), s->bytes.data() + at, n);
+  s->bytes.resize(at);
+  if (at == 0) {
+    delete s;
+    s = nullptr;
+  }
+  *reinterpret_cast<int64_t *>(hout) = reinterpret_cast<int64_t>(s);
+}
+
+extern "C" void ember_stack_free(intptr_t h) {
+  delete reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(h));
 }
 
 void emberRuntimeSetCblasGemm(void *sgemm, void *dgemm) {
@@ -168,6 +217,12 @@ EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
                                            llvm::JITSymbolFlags::Exported};
         map[interner("ember_gemm_f64")] = {llvm::orc::ExecutorAddr::fromPtr(&ember_gemm_f64),
                                            llvm::JITSymbolFlags::Exported};
+        map[interner("ember_stack_push")] = {
+            llvm::orc::ExecutorAddr::fromPtr(&ember_stack_push), llvm::JITSymbolFlags::Exported};
+        map[interner("ember_stack_pop")] = {
+            llvm::orc::ExecutorAddr::fromPtr(&ember_stack_pop), llvm::JITSymbolFlags::Exported};
+        map[interner("ember_stack_free")] = {
+            llvm::orc::ExecutorAddr::fromPtr(&ember_stack_free), llvm::JITSymbolFlags::Exported};
         for (auto &[n, addr] : extraSymbols())
           map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
                               llvm::JITSymbolFlags::Exported};

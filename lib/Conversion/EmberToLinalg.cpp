@@ -1458,6 +1458,76 @@ struct HostCallbackLowering : public OpConversionPattern<HostCallbackOp> {
   }
 };
 
+/// Bytes of a tensor's buffer (i1 elements take a byte, as in memory).
+int64_t bufferBytes(Type t) {
+  auto rt = cast<RankedTensorType>(t);
+  Type e = rt.getElementType();
+  int64_t parts = 1;
+  if (auto c = dyn_cast<ComplexType>(e)) {
+    parts = 2;
+    e = c.getElementType();
+  }
+  return rt.getNumElements() * parts * ((e.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// The run-time stack ops become calls of buffer helpers that move one value
+/// at a time (docs/design.md, "Reverse mode through loops"):
+///
+///   ember_stack_push(handle in, handle out, data, bytes)
+///   ember_stack_pop(handle in, handle out, data, bytes)   (last value first)
+///   ember_stack_free(handle)
+///
+/// with the addresses of the `tensor<i64>` handle buffers and of the data.
+template <typename OpT>
+struct StackLowering : public OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+  using Adaptor = typename OpConversionPattern<OpT>::OpAdaptor;
+  LogicalResult matchAndRewrite(OpT op, Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto module = op->template getParentOfType<ModuleOp>();
+    SmallVector<Type> resultTypes;
+    if (failed(this->getTypeConverter()->convertTypes(op->getResultTypes(), resultTypes)))
+      return failure();
+    Builder tb(op.getContext());
+    Type idx = tb.getIndexType(), i64 = tb.getI64Type();
+    constexpr bool isPush = std::is_same_v<OpT, StackPushOp>;
+    constexpr bool isPop = std::is_same_v<OpT, StackPopOp>;
+    StringRef entry = isPush ? "ember_stack_push" : isPop ? "ember_stack_pop" : "ember_stack_free";
+    if (isPush || isPop)
+      declareRuntimeFunction(module, entry, tb.getFunctionType({idx, idx, idx, i64}, {}));
+    else
+      declareRuntimeFunction(module, entry, tb.getFunctionType({idx}, {}));
+    SmallVector<int64_t> bytes;
+    if (isPush || isPop)
+      for (Type t : isPush ? TypeRange(op->getOperandTypes()).drop_front()
+                           : TypeRange(op->getResultTypes()).drop_front())
+        bytes.push_back(bufferBytes(t));
+    ValueRange ins = adaptor.getOperands();
+    std::string name = buildBufferHelper(
+        module, loc, ("__" + entry).str(), TypeRange(ins), resultTypes,
+        [&](OpBuilder &hb, ArrayRef<Value> inPtrs, ArrayRef<Value> outPtrs) {
+          auto call = [&](Value hin, Value data, int64_t n) {
+            Value nb = arith::ConstantOp::create(hb, loc, hb.getI64IntegerAttr(n));
+            func::CallOp::create(hb, loc, entry, TypeRange{},
+                                 ValueRange{hin, outPtrs[0], data, nb});
+          };
+          if (isPush) {
+            for (auto [j, n] : llvm::enumerate(bytes))
+              call(j == 0 ? inPtrs[0] : outPtrs[0], inPtrs[j + 1], n);
+          } else if (isPop) {
+            for (int64_t j = (int64_t)bytes.size() - 1; j >= 0; --j)
+              call(j == (int64_t)bytes.size() - 1 ? inPtrs[0] : outPtrs[0], outPtrs[j + 1],
+                   bytes[j]);
+          } else {
+            func::CallOp::create(hb, loc, entry, TypeRange{}, ValueRange{inPtrs[0]});
+          }
+        });
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, name, resultTypes, ins);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
@@ -1509,5 +1579,6 @@ void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
                ReverseLowering, ReduceLowering, ArgReduceLowering<ArgMaxOp, true>,
                ArgReduceLowering<ArgMinOp, false>, CumulativeLowering,
                ReduceWindowLowering, SortLowering, DotGeneralLowering, GatherLowering,
-               ScatterLowering, HostCallbackLowering>(converter, ctx);
+               ScatterLowering, HostCallbackLowering, StackLowering<StackPushOp>,
+               StackLowering<StackPopOp>, StackLowering<StackFreeOp>>(converter, ctx);
 }

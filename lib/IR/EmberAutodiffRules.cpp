@@ -163,10 +163,6 @@ Value dotTranspose(R &r, Value ct, Value other, RankedTensorType selfType,
   for (int64_t d : otherRest)
     shape.push_back(otherType.getDimSize(d));
   auto resType = RankedTensorType::get(shape, selfType.getElementType());
-  Value dot = DotGeneralOp::create(
-      r.b, r.loc, resType, ct, other, r.b.getDenseI64ArrayAttr(ctBatch),
-      r.b.getDenseI64ArrayAttr(otherBatch), r.b.getDenseI64ArrayAttr(ctContract),
-      r.b.getDenseI64ArrayAttr(otherFree));
   // Result layout: [batch | ct free (= self free) | other contracting].
   SmallVector<int64_t> perm(selfType.getRank());
   for (int64_t d = 0; d < selfType.getRank(); ++d) {
@@ -183,6 +179,27 @@ Value dotTranspose(R &r, Value ct, Value other, RankedTensorType selfType,
   bool identity = true;
   for (int64_t d = 0; d < (int64_t)perm.size(); ++d)
     identity &= perm[d] == d;
+  // With the operands swapped the layout is [other contracting | ct free]:
+  // when that is the operand's own layout, no transpose is needed (the
+  // weight gradient x^T @ ct of a matmul, say).
+  if (!identity && nb == 0) {
+    int64_t nr = otherRest.size();
+    bool swapped = true;
+    for (int64_t d = 0; d < (int64_t)perm.size(); ++d)
+      swapped &= (perm[d] < ns ? perm[d] + nr : perm[d] - ns) == d;
+    if (swapped) {
+      SmallVector<int64_t> swappedShape(shape.begin() + ns, shape.end());
+      swappedShape.append(shape.begin(), shape.begin() + ns);
+      return DotGeneralOp::create(
+          r.b, r.loc, RankedTensorType::get(swappedShape, selfType.getElementType()), other,
+          ct, r.b.getDenseI64ArrayAttr({}), r.b.getDenseI64ArrayAttr({}),
+          r.b.getDenseI64ArrayAttr(otherFree), r.b.getDenseI64ArrayAttr(ctContract));
+    }
+  }
+  Value dot = DotGeneralOp::create(
+      r.b, r.loc, resType, ct, other, r.b.getDenseI64ArrayAttr(ctBatch),
+      r.b.getDenseI64ArrayAttr(otherBatch), r.b.getDenseI64ArrayAttr(ctContract),
+      r.b.getDenseI64ArrayAttr(otherFree));
   if (identity)
     return dot;
   return TransposeOp::create(r.b, r.loc, dot, r.b.getDenseI64ArrayAttr(perm));
@@ -340,6 +357,13 @@ DenseElementsAttr mlir::ember::splatOf(RankedTensorType t, double v) {
 LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> t,
                                     SmallVectorImpl<Value> &out) {
   R r{b, op->getLoc()};
+  // The values a stack saves are residuals of a derivative: differentiating
+  // through them again would need their tangents saved too.
+  if (isa<StackPushOp, StackPopOp, StackFreeOp>(op) && llvm::any_of(t, [](Value v) { return v; }))
+    return op->emitOpError(
+        "cannot be differentiated: the reverse-mode derivative of a while_loop with a "
+        "run-time trip count cannot be differentiated again; use fori_loop with static "
+        "bounds or lax.scan for higher-order derivatives");
   // Results that are not floats have zero tangents (JAX's float0).
   if (llvm::none_of(op->getResultTypes(), isFloatLike)) {
     out.append(op->getNumResults(), Value());

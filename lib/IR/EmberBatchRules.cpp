@@ -463,6 +463,12 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
                                 : (Value)ConcatenateOp::create(b, c.loc, parts, 0));
         return success();
       })
+      .Case<StackPushOp, StackPopOp, StackFreeOp>([&](Operation *o) -> LogicalResult {
+        return o->emitOpError(
+            "cannot be batched: vmap of the reverse-mode derivative of a while_loop with a "
+            "run-time trip count is not supported; apply vmap inside grad, or use fori_loop "
+            "with static bounds or lax.scan");
+      })
       .Default([&](Operation *o) -> LogicalResult {
         return o->emitOpError("has no batching rule");
       });

@@ -970,6 +970,61 @@ void HostCallbackOp::getEffects(
 }
 
 //===----------------------------------------------------------------------===//
+// Run-time stacks
+//===----------------------------------------------------------------------===//
+
+/// stack_c1: a stack handle is a `tensor<i64>`.
+static LogicalResult checkStackHandle(Operation *op, Type t, StringRef what) {
+  auto rt = dyn_cast<RankedTensorType>(t);
+  if (!rt || rt.getRank() != 0 || !rt.getElementType().isSignlessInteger(64))
+    return op->emitOpError("stack_c1: the ") << what << " must be a tensor<i64>, got " << t;
+  return success();
+}
+
+/// Stack ops read and write the run-time stack: they are ordered and kept.
+static void stackEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  effects.emplace_back(MemoryEffects::Read::get());
+  effects.emplace_back(MemoryEffects::Write::get());
+}
+
+LogicalResult StackPushOp::verify() {
+  if (failed(checkStackHandle(*this, getStack().getType(), "stack operand")) ||
+      failed(checkStackHandle(*this, getResult().getType(), "result")))
+    return failure();
+  // stack_c2
+  if (getValues().empty())
+    return emitOpError("stack_c2: a push needs at least one value");
+  return success();
+}
+
+LogicalResult StackPopOp::verify() {
+  if (failed(checkStackHandle(*this, getStack().getType(), "stack operand")) ||
+      failed(checkStackHandle(*this, getResult().getType(), "first result")))
+    return failure();
+  if (getValues().empty())
+    return emitOpError("stack_c2: a pop needs at least one value");
+  return success();
+}
+
+LogicalResult StackFreeOp::verify() {
+  return checkStackHandle(*this, getStack().getType(), "stack operand");
+}
+
+void StackPushOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  stackEffects(effects);
+}
+void StackPopOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  stackEffects(effects);
+}
+void StackFreeOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  stackEffects(effects);
+}
+
+//===----------------------------------------------------------------------===//
 // Case
 //===----------------------------------------------------------------------===//
 

@@ -9,6 +9,10 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <functional>
 
 namespace mlir::ember {
 #define GEN_PASS_DEF_EMBERAUTODIFFPASS
@@ -27,7 +31,80 @@ Value zerosOf(OpBuilder &b, Location loc, Type type) {
 }
 
 LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iterator end,
-                                DenseMap<Value, Value> &tangent, SymbolTable &symbols);
+                                DenseMap<Value, Value> &tangent, SymbolTable &symbols,
+                                bool reverse);
+
+/// The attribute on an ember.custom_linear made by vjpWhile whose residuals
+/// include a run-time stack: the index of that operand.
+constexpr StringLiteral kStackOperand = "ember.stack_operand";
+
+/// Transposes linear ops (JVP code) into adjoint code at the builder's
+/// insertion point: `cotangent` maps linear values to their cotangents.
+struct Transposer {
+  OpBuilder &b;
+  Location loc;
+  SymbolTable &symbols;
+  const llvm::DenseSet<Value> &linearValues;
+  DenseMap<Value, Value> cotangent;
+
+  void accumulate(Value v, Value ct) {
+    if (!ct || !isDifferentiable(v.getType()))
+      return;
+    Value &slot = cotangent[v];
+    slot = slot ? (Value)AddOp::create(b, loc, slot, ct) : ct;
+  }
+
+  /// Transposes `linearOps` (in program order) in reverse order.
+  LogicalResult run(ArrayRef<Operation *> linearOps) {
+    for (Operation *o : llvm::reverse(linearOps)) {
+      SmallVector<Value> cts;
+      bool any = false;
+      for (Value r : o->getResults()) {
+        cts.push_back(cotangent.lookup(r));
+        any |= (bool)cts.back();
+      }
+      if (!any) {
+        // A loop whose residuals wait on a run-time stack that no backward
+        // pass will pop: release it.
+        if (auto at = o->getAttrOfType<IntegerAttr>(kStackOperand))
+          StackFreeOp::create(b, loc, o->getOperand(at.getInt()));
+        continue;
+      }
+      if (auto lin = dyn_cast<CustomLinearOp>(o)) {
+        // Its transpose is bwd(residuals..., cts..., captures...).
+        auto parts = splitSegments(lin.getOperands(), lin.getSegments());
+        SmallVector<Value> ins(parts[0]);
+        for (auto [r, ct] : llvm::zip(o->getResults(), cts))
+          ins.push_back(ct ? ct : zerosOf(b, loc, r.getType()));
+        ins.append(parts[2].begin(), parts[2].end());
+        auto bwd = symbols.lookup<func::FuncOp>(lin.getBwd());
+        auto res = inlineBody(b, bwd, ins, symbols);
+        if (failed(res))
+          return failure();
+        if (res->size() != parts[1].size())
+          return lin.emitError("custom_vjp bwd must return one cotangent per argument (got ")
+                 << res->size() << ", expected " << parts[1].size() << ")";
+        for (auto [v, ct] : llvm::zip(parts[1], *res))
+          if (linearValues.contains(v))
+            accumulate(v, ct);
+        continue;
+      }
+      SmallVector<bool> linear;
+      for (Value v : o->getOperands())
+        linear.push_back(linearValues.contains(v));
+      auto rule = dyn_cast<DifferentiableOpInterface>(o);
+      SmallVector<Value> operandCts;
+      if (!rule || failed(rule.transpose(b, cts, linear, operandCts)))
+        return o->emitError("ember-autodiff: cannot transpose '") << o->getName() << "'";
+      for (auto [v, ct] : llvm::zip(o->getOperands(), operandCts))
+        if (linearValues.contains(v))
+          accumulate(v, ct);
+    }
+    return success();
+  }
+};
+LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent,
+                       SymbolTable &symbols);
 
 /// Forward mode through `ember.while`: a new loop carries the tangents of
 /// the differentiable carried values next to the primals; its body is the
@@ -64,7 +141,8 @@ LogicalResult jvpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
     b.setInsertionPointToEnd(into);
     for (Operation &o : from.without_terminator())
       b.clone(o, map);
-    if (failed(propagateTangents(b, into->begin(), into->end(), tangent, symbols)))
+    if (failed(propagateTangents(b, into->begin(), into->end(), tangent, symbols,
+                                 /*reverse=*/false)))
       return failure();
     b.setInsertionPointToEnd(into);
     SmallVector<Value> yielded;
@@ -86,8 +164,12 @@ LogicalResult jvpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
 }
 
 /// Forward mode over the ops in [begin, end) of a block: fills `tangent`.
+/// With `reverse` (linearizing for ember.vjp) a loop becomes a forward loop
+/// that saves residuals and an ember.custom_linear whose transpose is the
+/// backward loop (vjpWhile); otherwise the loop carries its tangents.
 LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iterator end,
-                                DenseMap<Value, Value> &tangent, SymbolTable &symbols) {
+                                DenseMap<Value, Value> &tangent, SymbolTable &symbols,
+                                bool reverse) {
   SmallVector<Operation *> ops;
   for (auto it = begin; it != end; ++it)
     ops.push_back(&*it);
@@ -109,7 +191,7 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
       });
       if (!any)
         continue;
-      if (failed(jvpWhile(b, w, tangent, symbols)))
+      if (failed(reverse ? vjpWhile(b, w, tangent, symbols) : jvpWhile(b, w, tangent, symbols)))
         return failure();
       continue;
     }
@@ -178,17 +260,362 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
   return success();
 }
 
+/// Erases linear ops (in program order) once their transposition is built.
+LogicalResult eraseLinearOps(ArrayRef<Operation *> ops) {
+  for (Operation *o : llvm::reverse(ops)) {
+    if (!o->use_empty())
+      return o->emitError("ember-autodiff: linear value still used after transposition");
+    o->erase();
+  }
+  return success();
+}
+
+Value scalarI64(OpBuilder &b, Location loc, int64_t v) {
+  return ConstantOp::create(b, loc, splatOf(RankedTensorType::get({}, b.getI64Type()), v));
+}
+
+/// Reverse mode through `ember.while` (docs/design.md, "Reverse mode through
+/// loops"). The body is linearized in place; its linear ops (JVP code) move
+/// to a backward loop in a new function @while_bwd, and the forward loop
+/// keeps the primal ops and saves, each iteration, the primal values that the
+/// linear ops read (residuals): in [trip_count, ...] buffers when the trip
+/// count is static, else on a run-time stack (ember.stack_push/pop). The
+/// loop's tangent map becomes an ember.custom_linear whose transpose is
+/// @while_bwd, which runs the transposed body once per iteration, last
+/// first. Values from above are passed to @while_bwd; those with tangents
+/// receive the cotangents the iterations accumulate.
+LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent,
+                       SymbolTable &symbols) {
+  OpBuilder::InsertionGuard guard(b);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  auto module = op->getParentOfType<ModuleOp>();
+  Block &body = op.getBody().front();
+  Region &bodyRegion = op.getBody();
+  unsigned np = op.getInit().size();
+  IntegerAttr trips = op.getTripCountAttr();
+  auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
+  auto outside = [&](Value v) { return !bodyRegion.isAncestor(v.getParentRegion()); };
+
+  // 1. Linearize the body in place, with a seed for each differentiable
+  //    carried value; values from above keep their tangents.
+  SmallVector<unsigned> diff;
+  for (unsigned i = 0; i < np; ++i)
+    if (isDifferentiable(op.getInit()[i].getType()))
+      diff.push_back(i);
+  llvm::DenseSet<Value> outerTangents;
+  for (auto &kv : tangent)
+    outerTangents.insert(kv.second);
+  DenseMap<Value, Value> inner(tangent);
+  b.setInsertionPointToStart(&body);
+  SmallVector<Value> seeds;
+  llvm::DenseSet<Operation *> seedOps;
+  for (unsigned i : diff) {
+    auto seed = UnrealizedConversionCastOp::create(b, loc, body.getArgument(i).getType(),
+                                                   ValueRange{});
+    seeds.push_back(seed.getResult(0));
+    seedOps.insert(seed);
+    inner[body.getArgument(i)] = seed.getResult(0);
+  }
+  auto term = cast<YieldOp>(body.getTerminator());
+  if (failed(propagateTangents(b, b.getInsertionPoint(), Block::iterator(term), inner, symbols,
+                               /*reverse=*/true)))
+    return failure();
+  SmallVector<Value> yTan;
+  for (unsigned i : diff)
+    yTan.push_back(inner.lookup(term.getOperand(i)));
+
+  // 2. The linear ops of the body, and the tangents from above they read.
+  llvm::DenseSet<Value> lin(seeds.begin(), seeds.end());
+  SmallVector<Operation *> linOps;
+  llvm::SetVector<Value> tOut;
+  auto isOuterTangent = [&](Value v) { return outside(v) && outerTangents.contains(v); };
+  for (Operation &o : body.without_terminator()) {
+    if (seedOps.contains(&o))
+      continue;
+    bool isLin = false;
+    for (Value v : o.getOperands()) {
+      if (lin.contains(v)) {
+        isLin = true;
+      } else if (isOuterTangent(v)) {
+        isLin = true;
+        tOut.insert(v);
+      }
+    }
+    if (!isLin)
+      continue;
+    linOps.push_back(&o);
+    for (Value r : o.getResults())
+      lin.insert(r);
+  }
+  for (Value t : yTan)
+    if (t && isOuterTangent(t))
+      tOut.insert(t);
+
+  // 3. Residuals: primal values the linear ops read. Values from above are
+  //    passed as they are; pure ops of values from above are recomputed in
+  //    the backward loop; other values of the body are saved per iteration.
+  llvm::SetVector<Value> saved, captures;
+  DenseMap<Operation *, bool> rematMemo;
+  llvm::DenseSet<Operation *> rematNeeded;
+  std::function<bool(Operation *)> remat = [&](Operation *d) -> bool {
+    auto it = rematMemo.find(d);
+    if (it != rematMemo.end())
+      return it->second;
+    bool ok = d->getNumRegions() == 0 && isMemoryEffectFree(d);
+    for (Value v : d->getOperands()) {
+      if (!ok)
+        break;
+      if (outside(v))
+        continue;
+      Operation *def = v.getDefiningOp();
+      ok = def && remat(def);
+    }
+    rematMemo[d] = ok;
+    return ok;
+  };
+  std::function<void(Value)> classify = [&](Value v) {
+    if (lin.contains(v) || tOut.contains(v))
+      return;
+    if (outside(v)) {
+      captures.insert(v);
+      return;
+    }
+    Operation *def = v.getDefiningOp();
+    if (def && remat(def)) {
+      if (rematNeeded.insert(def).second)
+        for (Value w : def->getOperands())
+          classify(w);
+      return;
+    }
+    saved.insert(v);
+  };
+  for (Operation *o : linOps)
+    for (Value v : o->getOperands())
+      classify(v);
+  SmallVector<Operation *> rematOps;
+  for (Operation &o : body.without_terminator())
+    if (rematNeeded.contains(&o))
+      rematOps.push_back(&o);
+
+  // 4. @while_bwd(n, storage..., captures..., cts...) -> (init cts..., tOut cts...).
+  bool useStack = !trips && !saved.empty();
+  int64_t n = trips ? trips.getInt() : 0;
+  auto storageType = [&](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape{n};
+    shape.append(t.getShape().begin(), t.getShape().end());
+    return RankedTensorType::get(shape, t.getElementType());
+  };
+  SmallVector<Type> storageTypes;
+  if (useStack)
+    storageTypes.push_back(i64Scalar);
+  else if (trips)
+    for (Value v : saved)
+      storageTypes.push_back(storageType(v));
+  SmallVector<Type> bwdIns{i64Scalar}, bwdOuts, ctTypes;
+  bwdIns.append(storageTypes);
+  for (Value v : captures)
+    bwdIns.push_back(v.getType());
+  for (unsigned i : diff)
+    ctTypes.push_back(op.getInit()[i].getType());
+  bwdIns.append(ctTypes);
+  bwdOuts.append(ctTypes);
+  for (Value v : tOut)
+    bwdOuts.push_back(v.getType());
+  auto fn = makePrivateFunc(module, symbols, loc, "while_bwd",
+                            FunctionType::get(ctx, bwdIns, bwdOuts));
+  {
+    Block &entry = fn.front();
+    OpBuilder fb = OpBuilder::atBlockEnd(&entry);
+    unsigned ns = storageTypes.size(), nc = captures.size();
+    ValueRange storageArgs = entry.getArguments().slice(1, ns);
+    ValueRange captureArgs = entry.getArguments().slice(1 + ns, nc);
+    ValueRange ctArgs = entry.getArguments().slice(1 + ns + nc, diff.size());
+    SmallVector<Value> init{entry.getArgument(0)};
+    if (useStack)
+      init.push_back(storageArgs[0]);
+    init.append(ctArgs.begin(), ctArgs.end());
+    for (Value v : tOut)
+      init.push_back(zerosOf(fb, loc, v.getType()));
+    SmallVector<Type> types;
+    for (Value v : init)
+      types.push_back(v.getType());
+    auto loop = WhileOp::create(fb, loc, types, init);
+    loop.setTripCountAttr(trips);
+    SmallVector<Location> locs(types.size(), loc);
+    Block *cond = fb.createBlock(&loop.getCond(), {}, types, locs);
+    Value more = CompareOp::create(fb, loc, ComparisonDirection::GT, cond->getArgument(0),
+                                   scalarI64(fb, loc, 0));
+    YieldOp::create(fb, loc, ValueRange{more});
+    Block *bb = fb.createBlock(&loop.getBody(), {}, types, locs);
+    unsigned at = 0;
+    Value k = SubOp::create(fb, loc, bb->getArgument(at++), scalarI64(fb, loc, 1));
+    Value handle = useStack ? bb->getArgument(at++) : Value();
+    ValueRange ctIn = bb->getArguments().slice(at, diff.size());
+    ValueRange accIn = bb->getArguments().slice(at + diff.size(), tOut.size());
+    IRMapping map;
+    for (auto [v, a] : llvm::zip(captures, captureArgs))
+      map.map(v, a);
+    if (useStack) {
+      SmallVector<Type> savedTypes;
+      for (Value v : saved)
+        savedTypes.push_back(v.getType());
+      auto pop = StackPopOp::create(fb, loc, i64Scalar, savedTypes, handle);
+      handle = pop.getResult();
+      for (auto [v, p] : llvm::zip(saved, pop.getValues()))
+        map.map(v, p);
+    } else if (trips) {
+      for (auto [v, buf] : llvm::zip(saved, storageArgs)) {
+        auto t = cast<RankedTensorType>(v.getType());
+        SmallVector<Value> idx{k};
+        for (int64_t d = 0; d < t.getRank(); ++d)
+          idx.push_back(scalarI64(fb, loc, 0));
+        SmallVector<int64_t> sizes{1};
+        sizes.append(t.getShape().begin(), t.getShape().end());
+        Value s = DynamicSliceOp::create(fb, loc, buf, idx, fb.getDenseI64ArrayAttr(sizes));
+        map.map(v, ReshapeOp::create(fb, loc, t, s));
+      }
+    }
+    // Placeholders for the tangents the linear ops start from.
+    llvm::DenseSet<Value> bwdLin;
+    SmallVector<Operation *> placeholders;
+    auto placeholder = [&](Value v) {
+      auto p = UnrealizedConversionCastOp::create(fb, loc, v.getType(), ValueRange{});
+      placeholders.push_back(p);
+      bwdLin.insert(p.getResult(0));
+      map.map(v, p.getResult(0));
+      return p.getResult(0);
+    };
+    SmallVector<Value> seedPh, outPh;
+    for (Value s : seeds)
+      seedPh.push_back(placeholder(s));
+    for (Value v : tOut)
+      outPh.push_back(placeholder(v));
+    for (Operation *o : rematOps)
+      fb.clone(*o, map);
+    SmallVector<Operation *> clones;
+    for (Operation *o : linOps) {
+      Operation *c = fb.clone(*o, map);
+      clones.push_back(c);
+      for (Value r : c->getResults())
+        bwdLin.insert(r);
+    }
+    Transposer tr{fb, loc, symbols, bwdLin, {}};
+    for (auto [t, ct] : llvm::zip(yTan, ctIn))
+      if (t) {
+        Value mt = map.lookupOrDefault(t);
+        if (bwdLin.contains(mt))
+          tr.accumulate(mt, ct);
+      }
+    if (failed(tr.run(clones)))
+      return failure();
+    SmallVector<Value> yielded{k};
+    if (useStack)
+      yielded.push_back(handle);
+    for (auto [p, v] : llvm::zip(seedPh, seeds)) {
+      Value ct = tr.cotangent.lookup(p);
+      yielded.push_back(ct ? ct : zerosOf(fb, loc, v.getType()));
+    }
+    for (auto [p, acc] : llvm::zip(outPh, accIn)) {
+      Value ct = tr.cotangent.lookup(p);
+      yielded.push_back(ct ? (Value)AddOp::create(fb, loc, acc, ct) : acc);
+    }
+    YieldOp::create(fb, loc, yielded);
+    if (failed(eraseLinearOps(clones)))
+      return failure();
+    for (Operation *p : placeholders)
+      p->erase();
+    fb.setInsertionPointToEnd(&entry);
+    SmallVector<Value> rets(loop.getResults().drop_front(useStack ? 2 : 1));
+    func::ReturnOp::create(fb, loc, rets);
+  }
+
+  // 5. The forward loop: the primal body, counting iterations and saving
+  //    the residuals.
+  if (failed(eraseLinearOps(linOps)))
+    return failure();
+  for (Operation *s : seedOps)
+    s->erase();
+  SmallVector<Type> extra{i64Scalar};
+  extra.append(storageTypes);
+  SmallVector<Location> extraLocs(extra.size(), loc);
+  op.getCond().front().addArguments(extra, extraLocs);
+  unsigned base = body.getNumArguments();
+  body.addArguments(extra, extraLocs);
+  b.setInsertionPoint(term);
+  SmallVector<Value> yielded(term.getOperands());
+  Value count = body.getArgument(base);
+  yielded.push_back(AddOp::create(b, loc, count, scalarI64(b, loc, 1)));
+  if (useStack) {
+    yielded.push_back(
+        StackPushOp::create(b, loc, i64Scalar, body.getArgument(base + 1), saved.getArrayRef()));
+  } else if (trips) {
+    for (auto [j, v] : llvm::enumerate(saved)) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<Value> idx{count};
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        idx.push_back(scalarI64(b, loc, 0));
+      SmallVector<int64_t> shape{1};
+      shape.append(t.getShape().begin(), t.getShape().end());
+      Value row = ReshapeOp::create(b, loc, RankedTensorType::get(shape, t.getElementType()), v);
+      yielded.push_back(
+          DynamicUpdateSliceOp::create(b, loc, body.getArgument(base + 1 + j), row, idx));
+    }
+  }
+  YieldOp::create(b, loc, yielded);
+  term.erase();
+  b.setInsertionPoint(op);
+  SmallVector<Value> init(op.getInit());
+  init.push_back(scalarI64(b, loc, 0));
+  if (useStack)
+    init.push_back(scalarI64(b, loc, 0));
+  else if (trips)
+    for (Value v : saved)
+      init.push_back(zerosOf(b, loc, storageType(v)));
+  SmallVector<Type> types;
+  for (Value v : init)
+    types.push_back(v.getType());
+  auto loop = WhileOp::create(b, loc, types, init);
+  loop.setTripCountAttr(trips);
+  loop.getCond().takeBody(op.getCond());
+  loop.getBody().takeBody(op.getBody());
+  for (unsigned i = 0; i < np; ++i)
+    op.getResult(i).replaceAllUsesWith(loop.getResult(i));
+  op.erase();
+  b.setInsertionPointAfter(loop);
+
+  // 6. The tangent map of the loop, known by its transpose @while_bwd.
+  SmallVector<Value> linIns(loop.getResults().drop_front(np));
+  linIns.append(captures.begin(), captures.end());
+  int64_t nres = linIns.size();
+  for (unsigned i : diff) {
+    Value t = tangent.lookup(loop.getInit()[i]);
+    linIns.push_back(t ? t : zerosOf(b, loc, loop.getInit()[i].getType()));
+  }
+  linIns.append(tOut.begin(), tOut.end());
+  auto linOp = CustomLinearOp::create(
+      b, loc, ctTypes, FlatSymbolRefAttr::get(fn), linIns,
+      b.getDenseI64ArrayAttr({nres, (int64_t)(linIns.size() - nres), 0}));
+  if (useStack)
+    linOp->setAttr(kStackOperand, b.getI64IntegerAttr(1));
+  for (auto [k, i] : llvm::enumerate(diff))
+    tangent[loop.getResult(i)] = linOp.getResult(k);
+  return success();
+}
+
 /// propagateTangents over [begin, end of `body`), keeping `results` (values
 /// of `body`) valid: an op the propagation replaces (ember.while) may define
 /// some of them.
 LogicalResult propagateKeeping(OpBuilder &b, Block &body, Block::iterator begin,
                                SmallVectorImpl<Value> &results,
-                               DenseMap<Value, Value> &tangent, SymbolTable &symbols) {
+                               DenseMap<Value, Value> &tangent, SymbolTable &symbols,
+                               bool reverse) {
   OpBuilder::InsertionGuard guard(b);
   bool empty = begin == body.end(); // (end() would then stand before `keep`)
   return keepingLive(body, results, [&](Operation *keep) {
     return propagateTangents(b, empty ? Block::iterator(keep) : begin, Block::iterator(keep),
-                             tangent, symbols);
+                             tangent, symbols, reverse);
   });
 }
 
@@ -216,7 +643,8 @@ struct Deriver {
     for (auto [k, i] : llvm::enumerate(op.getWrt()))
       if (isDifferentiable(body.getArgument(i).getType()))
         tangent[body.getArgument(i)] = body.getArgument(np + k);
-    if (failed(propagateKeeping(b, body, body.begin(), *results, tangent, symbols)))
+    if (failed(propagateKeeping(b, body, body.begin(), *results, tangent, symbols,
+                                /*reverse=*/false)))
       return failure();
     b.setInsertionPointToEnd(&body);
     SmallVector<Value> rets(*results);
@@ -239,7 +667,6 @@ struct Deriver {
     auto results = inlineBody(b, callee, body.getArguments().take_front(np), symbols);
     if (failed(results))
       return failure();
-    unrollCountedLoops(body, *results);
     flattenCases(body, *results);
     // 1. Linearize: JVP with symbolic seeds for the wrt arguments.
     DenseMap<Value, Value> tangent;
@@ -257,7 +684,8 @@ struct Deriver {
     }
     // (An iterator, not an op: the body may have no ops, e.g. the identity.)
     Block::iterator firstPrimal = b.getInsertionPoint();
-    if (failed(propagateKeeping(b, body, firstPrimal, *results, tangent, symbols)))
+    if (failed(propagateKeeping(b, body, firstPrimal, *results, tangent, symbols,
+                                /*reverse=*/true)))
       return failure();
     // 2. The linear ops: those that use a seed or a linear value.
     llvm::DenseSet<Value> linearValues;
@@ -276,58 +704,13 @@ struct Deriver {
     }
     // 3. Transpose in reverse order, appending the adjoint at the end.
     b.setInsertionPointToEnd(&body);
-    DenseMap<Value, Value> cotangent;
-    auto accumulate = [&](Value v, Value ct) {
-      if (!ct || !isDifferentiable(v.getType()))
-        return;
-      Value &slot = cotangent[v];
-      slot = slot ? (Value)AddOp::create(b, loc, slot, ct) : ct;
-    };
+    Transposer tr{b, loc, symbols, linearValues, {}};
     for (auto [i, v] : llvm::enumerate(*results))
       if (Value t = tangent.lookup(v))
-        accumulate(t, body.getArgument(np + i));
-    for (Operation *o : llvm::reverse(linearOps)) {
-      SmallVector<Value> cts;
-      bool any = false;
-      for (Value r : o->getResults()) {
-        cts.push_back(cotangent.lookup(r));
-        any |= (bool)cts.back();
-      }
-      if (!any)
-        continue;
-      if (auto lin = dyn_cast<CustomLinearOp>(o)) {
-        // Its transpose is the user's bwd(residuals..., cts..., captures...).
-        auto parts = splitSegments(lin.getOperands(), lin.getSegments());
-        SmallVector<Value> ins(parts[0]);
-        for (auto [r, ct] : llvm::zip(o->getResults(), cts))
-          ins.push_back(ct ? ct : zerosOf(b, loc, r.getType()));
-        ins.append(parts[2].begin(), parts[2].end());
-        auto bwd = symbols.lookup<func::FuncOp>(lin.getBwd());
-        auto res = inlineBody(b, bwd, ins, symbols);
-        if (failed(res))
-          return failure();
-        if (res->size() != parts[1].size())
-          return lin.emitError("custom_vjp bwd must return one cotangent per argument (got ")
-                 << res->size() << ", expected " << parts[1].size() << ")";
-        for (auto [v, ct] : llvm::zip(parts[1], *res))
-          if (linearValues.contains(v))
-            accumulate(v, ct);
-        continue;
-      }
-      if (isa<WhileOp>(o))
-        return o->emitError("ember.while cannot be differentiated in reverse mode (as in "
-                            "JAX): use lax.scan or fori_loop with static bounds, or jvp");
-      SmallVector<bool> linear;
-      for (Value v : o->getOperands())
-        linear.push_back(linearValues.contains(v));
-      auto rule = dyn_cast<DifferentiableOpInterface>(o);
-      SmallVector<Value> operandCts;
-      if (!rule || failed(rule.transpose(b, cts, linear, operandCts)))
-        return o->emitError("ember-autodiff: cannot transpose '") << o->getName() << "'";
-      for (auto [v, ct] : llvm::zip(o->getOperands(), operandCts))
-        if (linearValues.contains(v))
-          accumulate(v, ct);
-    }
+        tr.accumulate(t, body.getArgument(np + i));
+    if (failed(tr.run(linearOps)))
+      return failure();
+    DenseMap<Value, Value> &cotangent = tr.cotangent;
     SmallVector<Value> rets(*results);
     for (auto [k, i] : llvm::enumerate(op.getWrt())) {
       Value ct = seeds[k] ? cotangent.lookup(seeds[k]) : Value();
@@ -335,11 +718,8 @@ struct Deriver {
     }
     func::ReturnOp::create(b, loc, rets);
     // 4. Erase the linear forward code and the seeds.
-    for (Operation *o : llvm::reverse(linearOps)) {
-      if (!o->use_empty())
-        return o->emitError("ember-autodiff: linear value still used after transposition");
-      o->erase();
-    }
+    if (failed(eraseLinearOps(linearOps)))
+      return failure();
     for (Value s : seeds)
       if (s)
         s.getDefiningOp()->erase();

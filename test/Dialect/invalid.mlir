@@ -829,3 +829,27 @@ func.func @while_c4(%x: tensor<f32>) -> tensor<f32> {
   }
   return %r : tensor<f32>
 }
+
+// -----
+
+func.func @stack_c1(%h: tensor<i32>, %x: tensor<f32>) -> tensor<i64> {
+  // expected-error @+1 {{stack_c1: the stack operand must be a tensor<i64>}}
+  %h1 = ember.stack_push %h(%x) : (tensor<i32>, tensor<f32>) -> tensor<i64>
+  return %h1 : tensor<i64>
+}
+
+// -----
+
+func.func @stack_c1_result(%h: tensor<i64>) -> tensor<f32> {
+  // expected-error @+1 {{stack_c1: the first result must be a tensor<i64>}}
+  %h1, %x = ember.stack_pop %h : (tensor<i64>) -> (tensor<2xi64>, tensor<f32>)
+  return %x : tensor<f32>
+}
+
+// -----
+
+func.func @stack_c2(%h: tensor<i64>) -> tensor<i64> {
+  // expected-error @+1 {{stack_c2: a push needs at least one value}}
+  %h1 = ember.stack_push %h() : (tensor<i64>) -> tensor<i64>
+  return %h1 : tensor<i64>
+}

@@ -28,22 +28,15 @@ func.func @through_callback(%x: tensor<3xf32>) -> tensor<3xf32> {
 
 // -----
 
-// Reverse mode through ember.while is refused (as in JAX); forward mode works.
-func.func private @loop(%x: tensor<f32>) -> tensor<f32> {
-  // expected-error @+1 {{ember.while cannot be differentiated in reverse mode}}
-  %r = ember.while (%x) : tensor<f32> cond {
-  ^bb0(%v: tensor<f32>):
-    %c = ember.constant dense<1.000000e+01> : tensor<f32>
-    %p = ember.compare LT, %v, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
-    ember.yield %p : tensor<i1>
-  } do {
-  ^bb0(%v: tensor<f32>):
-    %v2 = ember.mul %v, %v : tensor<f32>
-    ember.yield %v2 : tensor<f32>
-  }
-  return %r : tensor<f32>
+// The stack a reverse-mode loop derivative saves its residuals on cannot be
+// differentiated again (grad of grad through a run-time trip count).
+func.func private @pushes(%x: tensor<f32>) -> tensor<i64> {
+  %h = ember.constant dense<0> : tensor<i64>
+  // expected-error @+1 {{cannot be differentiated again}}
+  %h1 = ember.stack_push %h(%x) : (tensor<i64>, tensor<f32>) -> tensor<i64>
+  return %h1 : tensor<i64>
 }
-func.func @grad_loop(%x: tensor<f32>, %ct: tensor<f32>) -> tensor<f32> {
-  %y, %g = ember.vjp @loop(%x) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
-  return %g : tensor<f32>
+func.func @jvp_push(%x: tensor<f32>) -> tensor<i64> {
+  %y, %t = ember.jvp @pushes(%x) tangents(%x) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<i64>, tensor<i64>)
+  return %y : tensor<i64>
 }

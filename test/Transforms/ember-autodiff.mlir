@@ -160,11 +160,20 @@ func.func @jvp_while(%x: tensor<f32>, %n: tensor<i32>, %t: tensor<f32>) -> tenso
 // -----
 
 // Reverse mode through a counted loop (lax.scan, fori_loop with static
-// bounds): the loop is unrolled trip_count times, then differentiated as
-// straight-line code. Here x -> x*x twice: d/dx x^4 = 4 x^3.
+// bounds): the forward loop saves the residual of x -> x*x (x itself) in a
+// [trip_count] buffer; the backward loop @while_bwd reads it last first and
+// applies the transposed body, ct -> 2 x ct. No unrolling.
 // CHECK-LABEL: func @vjp_counted_loop
-// CHECK-NOT: ember.while
-// CHECK-COUNT-2: ember.mul %{{.*}}, %{{.*}} : tensor<f32>
+// CHECK: %[[FWD:.*]]:3 = ember.while({{.*}}) {trip_count = 2 : i64} : tensor<f32>, tensor<i64>, tensor<2xf32>
+// CHECK: ember.mul
+// CHECK: ember.dynamic_update_slice
+// CHECK: ember.while(%[[FWD]]#1, %{{.*}}) {trip_count = 2 : i64} : tensor<i64>, tensor<f32>
+// CHECK: ember.sub
+// CHECK: ember.dynamic_slice %[[FWD]]#2
+// CHECK: %[[P:.*]] = ember.mul
+// CHECK-NOT: ember.mul
+// CHECK: ember.add %[[P]], %[[P]]
+// CHECK-NOT: ember.stack
 func.func private @sq2(%x: tensor<f32>) -> tensor<f32> {
   %r = ember.while (%x) {trip_count = 2 : i64} : tensor<f32> cond {
   ^bb0(%v: tensor<f32>):
@@ -179,5 +188,70 @@ func.func private @sq2(%x: tensor<f32>) -> tensor<f32> {
 }
 func.func @vjp_counted_loop(%x: tensor<f32>, %ct: tensor<f32>) -> tensor<f32> {
   %y, %g = ember.vjp @sq2(%x) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %g : tensor<f32>
+}
+
+// -----
+
+// Reverse mode through a loop with a run-time trip count (beyond JAX): the
+// forward loop counts its iterations and pushes each iteration's residual on
+// a run-time stack; the backward loop runs that many times, popping. The
+// value from above (%w, with a tangent) receives the sum of the iterations'
+// cotangents, carried by the backward loop.
+// CHECK-LABEL: func @vjp_runtime_loop
+// CHECK: %[[FWD:.*]]:4 = ember.while(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : tensor<i32>, tensor<f32>, tensor<i64>, tensor<i64>
+// CHECK: ember.mul
+// CHECK: ember.stack_push %{{.*}}(%{{.*}}) : (tensor<i64>, tensor<f32>) -> tensor<i64>
+// CHECK: ember.while(%[[FWD]]#2, %[[FWD]]#3, %{{.*}}, %{{.*}}) : tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>
+// CHECK: ember.compare GT
+// CHECK: ember.stack_pop %{{.*}} : (tensor<i64>) -> (tensor<i64>, tensor<f32>)
+// CHECK-NOT: ember.stack_free
+func.func private @scale_loop(%x: tensor<f32>, %w: tensor<f32>, %n: tensor<i32>) -> tensor<f32> {
+  %z = ember.constant dense<0> : tensor<i32>
+  %r:2 = ember.while (%z, %x) : tensor<i32>, tensor<f32> cond {
+  ^bb0(%i: tensor<i32>, %v: tensor<f32>):
+    %p = ember.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %v: tensor<f32>):
+    %one = ember.constant dense<1> : tensor<i32>
+    %i1 = ember.add %i, %one : tensor<i32>
+    %v2 = ember.mul %v, %w : tensor<f32>
+    ember.yield %i1, %v2 : tensor<i32>, tensor<f32>
+  }
+  return %r#1 : tensor<f32>
+}
+func.func @vjp_runtime_loop(%x: tensor<f32>, %w: tensor<f32>, %n: tensor<i32>, %ct: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  %y, %gx, %gw = ember.vjp @scale_loop(%x, %w, %n) cotangents(%ct) wrt [0, 1] : (tensor<f32>, tensor<f32>, tensor<i32>, tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>)
+  return %gx, %gw : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// No cotangent reaches the loop (its result is stop_gradient'ed): its
+// stack is released instead of popped.
+// CHECK-LABEL: func @vjp_runtime_loop_unused
+// CHECK: ember.stack_push
+// CHECK-NOT: ember.stack_pop
+// CHECK: ember.stack_free
+func.func private @unused_loop(%x: tensor<f32>, %n: tensor<i32>) -> tensor<f32> {
+  %z = ember.constant dense<0> : tensor<i32>
+  %r:2 = ember.while (%z, %x) : tensor<i32>, tensor<f32> cond {
+  ^bb0(%i: tensor<i32>, %v: tensor<f32>):
+    %p = ember.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %v: tensor<f32>):
+    %one = ember.constant dense<1> : tensor<i32>
+    %i1 = ember.add %i, %one : tensor<i32>
+    %v2 = ember.sin %v : tensor<f32>
+    ember.yield %i1, %v2 : tensor<i32>, tensor<f32>
+  }
+  %s = ember.stop_gradient %r#1 : tensor<f32>
+  %y = ember.add %s, %x : tensor<f32>
+  return %y : tensor<f32>
+}
+func.func @vjp_runtime_loop_unused(%x: tensor<f32>, %n: tensor<i32>, %ct: tensor<f32>) -> tensor<f32> {
+  %y, %g = ember.vjp @unused_loop(%x, %n) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<i32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
   return %g : tensor<f32>
 }

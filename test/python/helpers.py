@@ -59,3 +59,14 @@ def rand(shape, dtype, seed=0, low=-3, high=3):
 
 
 __all__ = ["assert_close", "canonical_dtype", "jax", "jnp", "rand"]
+
+
+def fd_grad(f, x, eps=1e-6):
+    """Central finite differences of the scalar function f at x (in f64)."""
+    x = np.asarray(x, np.float64)
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[idx] = eps
+        g[idx] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
+    return g

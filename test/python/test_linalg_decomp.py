@@ -5,6 +5,7 @@ import ember.numpy as jnp
 import ember.scipy.linalg as esl
 import numpy as np
 import pytest
+from helpers import fd_grad
 
 jit = ember.jit
 la = jnp.linalg
@@ -189,15 +190,6 @@ def test_scipy_linalg():
     _close(esl.solve(a, b, assume_a="pos"), np.linalg.solve(a, b), 1e-4)
 
 
-def _fd_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[idx] = eps
-        g[idx] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
-    return g
-
-
 def test_grads_vs_finite_differences(x64):
     r = np.random.RandomState(6)
     a = r.randn(4, 4) + 0.3 * np.eye(4)   # general: pivoting happens
@@ -207,8 +199,8 @@ def test_grads_vs_finite_differences(x64):
 
     f_solve = jit(lambda a, b: jnp.sum(jnp.sin(la.solve(a, b))))
     ga, gb = ember.grad(f_solve, argnums=(0, 1))(a, b)
-    np.testing.assert_allclose(ga, _fd_grad(lambda a: f_solve(a, b), a), rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(gb, _fd_grad(lambda b: f_solve(a, b), b), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(ga, fd_grad(lambda a: f_solve(a, b), a), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gb, fd_grad(lambda b: f_solve(a, b), b), rtol=1e-6, atol=1e-7)
     # analytic: d/dA = -A^{-T} g x^T
     x = np.linalg.solve(a, b)
     np.testing.assert_allclose(ga, -np.outer(np.linalg.solve(a.T, np.cos(x)), x), rtol=1e-9, atol=1e-10)
@@ -230,7 +222,7 @@ def test_grads_vs_finite_differences(x64):
         np.testing.assert_allclose(np.sum(g * d), fd, rtol=1e-6)
 
     f_inv = jit(lambda a: jnp.sum(la.inv(a) ** 2))
-    np.testing.assert_allclose(ember.grad(f_inv)(a), _fd_grad(f_inv, a), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(ember.grad(f_inv)(a), fd_grad(f_inv, a), rtol=1e-6, atol=1e-7)
 
     f_eig = jit(lambda a: jnp.sum(la.eigvalsh(a) ** 3))
     wv, vv = np.linalg.eigh(spd)

@@ -670,6 +670,7 @@ class Executable:
 # Pass diagnostics that report what the user asked for, not an Ember bug:
 # (message fragment, exception type).
 _USER_DIAGNOSTICS = (
+    ("cannot be differentiated again", NotImplementedError),
     ("cannot be differentiated", ValueError),
     ("cannot be batched", NotImplementedError),
     ("has no JVP rule", NotImplementedError),
