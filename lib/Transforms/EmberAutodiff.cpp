@@ -105,6 +105,8 @@ struct Transposer {
 };
 LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent,
                        SymbolTable &symbols);
+LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
+                      SymbolTable &symbols);
 
 /// Forward mode through `ember.while`: a new loop carries the tangents of
 /// the differentiable carried values next to the primals; its body is the
@@ -195,6 +197,20 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
         return failure();
       continue;
     }
+    if (auto c = dyn_cast<CaseOp>(op)) {
+      // Branches read values from above (forward mode flattens cases first).
+      c.walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          any |= (bool)tangent.lookup(v);
+      });
+      if (!any)
+        continue;
+      if (!reverse)
+        return c.emitError("ember-autodiff: ember.case must be flattened for forward mode");
+      if (failed(vjpCase(b, c, tangent, symbols)))
+        return failure();
+      continue;
+    }
     if (!any)
       continue;
     b.setInsertionPointAfter(op);
@@ -274,6 +290,131 @@ Value scalarI64(OpBuilder &b, Location loc, int64_t v) {
   return ConstantOp::create(b, loc, splatOf(RankedTensorType::get({}, b.getI64Type()), v));
 }
 
+/// The linear part of a region's block that was linearized in place (a loop
+/// body, a branch): its linear ops, and the primal values they read
+/// (residuals), which are either values from above (`captures`), pure ops of
+/// those (recomputed), or values of the block (`saved`, handed over by the
+/// forward code). `tOut` collects the tangents from above the linear ops
+/// read. `tOut` and `captures` may be shared by several regions of one op.
+struct LinearSplit {
+  Region &region;
+  llvm::SetVector<Value> &tOut, &captures;
+  llvm::DenseSet<Value> lin; // seeds, then the linear ops' results
+  SmallVector<Operation *> linOps, rematOps;
+  llvm::SetVector<Value> saved;
+  // Filled by placeholder() / transposeInto().
+  llvm::DenseSet<Value> bwdLin;
+  SmallVector<Operation *> placeholders, clones;
+
+  bool outside(Value v) const { return !region.isAncestor(v.getParentRegion()); }
+
+  void analyze(Block &block, const llvm::DenseSet<Value> &outerTangents,
+               const llvm::DenseSet<Operation *> &skip, ArrayRef<Value> yTan) {
+    auto isOuterTangent = [&](Value v) { return outside(v) && outerTangents.contains(v); };
+    for (Operation &o : block.without_terminator()) {
+      if (skip.contains(&o))
+        continue;
+      bool isLin = false;
+      for (Value v : o.getOperands()) {
+        if (lin.contains(v)) {
+          isLin = true;
+        } else if (isOuterTangent(v)) {
+          isLin = true;
+          tOut.insert(v);
+        }
+      }
+      if (!isLin)
+        continue;
+      linOps.push_back(&o);
+      for (Value r : o.getResults())
+        lin.insert(r);
+    }
+    for (Value t : yTan)
+      if (t && isOuterTangent(t))
+        tOut.insert(t);
+    DenseMap<Operation *, bool> rematMemo;
+    llvm::DenseSet<Operation *> rematNeeded;
+    std::function<bool(Operation *)> remat = [&](Operation *d) -> bool {
+      auto it = rematMemo.find(d);
+      if (it != rematMemo.end())
+        return it->second;
+      bool ok = d->getNumRegions() == 0 && isMemoryEffectFree(d);
+      for (Value v : d->getOperands()) {
+        if (!ok)
+          break;
+        if (outside(v))
+          continue;
+        Operation *def = v.getDefiningOp();
+        ok = def && remat(def);
+      }
+      rematMemo[d] = ok;
+      return ok;
+    };
+    std::function<void(Value)> classify = [&](Value v) {
+      if (lin.contains(v) || tOut.contains(v))
+        return;
+      if (outside(v)) {
+        captures.insert(v);
+        return;
+      }
+      Operation *def = v.getDefiningOp();
+      if (def && remat(def)) {
+        if (rematNeeded.insert(def).second)
+          for (Value w : def->getOperands())
+            classify(w);
+        return;
+      }
+      saved.insert(v);
+    };
+    for (Operation *o : linOps)
+      for (Value v : o->getOperands())
+        classify(v);
+    for (Operation &o : block.without_terminator())
+      if (rematNeeded.contains(&o))
+        rematOps.push_back(&o);
+  }
+
+  /// A placeholder at `fb` standing for the tangent `v` in the transposed copy.
+  Value placeholder(OpBuilder &fb, Value v, IRMapping &map) {
+    auto p = UnrealizedConversionCastOp::create(fb, v.getLoc(), v.getType(), ValueRange{});
+    placeholders.push_back(p);
+    bwdLin.insert(p.getResult(0));
+    map.map(v, p.getResult(0));
+    return p.getResult(0);
+  }
+
+  /// Clones the recomputed and linear ops at `fb` through `map` (residuals
+  /// and placeholders mapped) and transposes the copies, seeding the
+  /// cotangents `cts` of the block's result tangents `yTan`.
+  LogicalResult transposeInto(OpBuilder &fb, IRMapping &map, ArrayRef<Value> yTan,
+                              ValueRange cts, Transposer &tr) {
+    for (Operation *o : rematOps)
+      fb.clone(*o, map);
+    for (Operation *o : linOps) {
+      Operation *c = fb.clone(*o, map);
+      clones.push_back(c);
+      for (Value r : c->getResults())
+        bwdLin.insert(r);
+    }
+    for (auto [t, ct] : llvm::zip(yTan, cts))
+      if (t) {
+        Value mt = map.lookupOrDefault(t);
+        if (bwdLin.contains(mt))
+          tr.accumulate(mt, ct);
+      }
+    return tr.run(clones);
+  }
+
+  /// Erases the transposed copies and the placeholders.
+  LogicalResult eraseClones() {
+    if (failed(eraseLinearOps(clones)))
+      return failure();
+    for (Operation *p : placeholders)
+      p->erase();
+    return success();
+  }
+};
+
 /// Reverse mode through `ember.while` (docs/design.md, "Reverse mode through
 /// loops"). The body is linearized in place; its linear ops (JVP code) move
 /// to a backward loop in a new function @while_bwd, and the forward loop
@@ -325,78 +466,13 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
   for (unsigned i : diff)
     yTan.push_back(inner.lookup(term.getOperand(i)));
 
-  // 2. The linear ops of the body, and the tangents from above they read.
-  llvm::DenseSet<Value> lin(seeds.begin(), seeds.end());
-  SmallVector<Operation *> linOps;
-  llvm::SetVector<Value> tOut;
-  auto isOuterTangent = [&](Value v) { return outside(v) && outerTangents.contains(v); };
-  for (Operation &o : body.without_terminator()) {
-    if (seedOps.contains(&o))
-      continue;
-    bool isLin = false;
-    for (Value v : o.getOperands()) {
-      if (lin.contains(v)) {
-        isLin = true;
-      } else if (isOuterTangent(v)) {
-        isLin = true;
-        tOut.insert(v);
-      }
-    }
-    if (!isLin)
-      continue;
-    linOps.push_back(&o);
-    for (Value r : o.getResults())
-      lin.insert(r);
-  }
-  for (Value t : yTan)
-    if (t && isOuterTangent(t))
-      tOut.insert(t);
-
-  // 3. Residuals: primal values the linear ops read. Values from above are
-  //    passed as they are; pure ops of values from above are recomputed in
-  //    the backward loop; other values of the body are saved per iteration.
-  llvm::SetVector<Value> saved, captures;
-  DenseMap<Operation *, bool> rematMemo;
-  llvm::DenseSet<Operation *> rematNeeded;
-  std::function<bool(Operation *)> remat = [&](Operation *d) -> bool {
-    auto it = rematMemo.find(d);
-    if (it != rematMemo.end())
-      return it->second;
-    bool ok = d->getNumRegions() == 0 && isMemoryEffectFree(d);
-    for (Value v : d->getOperands()) {
-      if (!ok)
-        break;
-      if (outside(v))
-        continue;
-      Operation *def = v.getDefiningOp();
-      ok = def && remat(def);
-    }
-    rematMemo[d] = ok;
-    return ok;
-  };
-  std::function<void(Value)> classify = [&](Value v) {
-    if (lin.contains(v) || tOut.contains(v))
-      return;
-    if (outside(v)) {
-      captures.insert(v);
-      return;
-    }
-    Operation *def = v.getDefiningOp();
-    if (def && remat(def)) {
-      if (rematNeeded.insert(def).second)
-        for (Value w : def->getOperands())
-          classify(w);
-      return;
-    }
-    saved.insert(v);
-  };
-  for (Operation *o : linOps)
-    for (Value v : o->getOperands())
-      classify(v);
-  SmallVector<Operation *> rematOps;
-  for (Operation &o : body.without_terminator())
-    if (rematNeeded.contains(&o))
-      rematOps.push_back(&o);
+  // 2. The linear ops of the body and their residuals.
+  llvm::SetVector<Value> tOut, captures;
+  LinearSplit split{bodyRegion, tOut, captures};
+  split.lin.insert(seeds.begin(), seeds.end());
+  split.analyze(body, outerTangents, seedOps, yTan);
+  llvm::SetVector<Value> &saved = split.saved;
+  SmallVector<Operation *> &linOps = split.linOps;
 
   // 4. @while_bwd(n, storage..., captures..., cts...) -> (init cts..., tOut cts...).
   bool useStack = !trips && !saved.empty();
@@ -477,38 +553,13 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
         map.map(v, ReshapeOp::create(fb, loc, t, s));
       }
     }
-    // Placeholders for the tangents the linear ops start from.
-    llvm::DenseSet<Value> bwdLin;
-    SmallVector<Operation *> placeholders;
-    auto placeholder = [&](Value v) {
-      auto p = UnrealizedConversionCastOp::create(fb, loc, v.getType(), ValueRange{});
-      placeholders.push_back(p);
-      bwdLin.insert(p.getResult(0));
-      map.map(v, p.getResult(0));
-      return p.getResult(0);
-    };
     SmallVector<Value> seedPh, outPh;
-    for (Value s : seeds)
-      seedPh.push_back(placeholder(s));
+    for (Value sd : seeds)
+      seedPh.push_back(split.placeholder(fb, sd, map));
     for (Value v : tOut)
-      outPh.push_back(placeholder(v));
-    for (Operation *o : rematOps)
-      fb.clone(*o, map);
-    SmallVector<Operation *> clones;
-    for (Operation *o : linOps) {
-      Operation *c = fb.clone(*o, map);
-      clones.push_back(c);
-      for (Value r : c->getResults())
-        bwdLin.insert(r);
-    }
-    Transposer tr{fb, loc, symbols, bwdLin, {}};
-    for (auto [t, ct] : llvm::zip(yTan, ctIn))
-      if (t) {
-        Value mt = map.lookupOrDefault(t);
-        if (bwdLin.contains(mt))
-          tr.accumulate(mt, ct);
-      }
-    if (failed(tr.run(clones)))
+      outPh.push_back(split.placeholder(fb, v, map));
+    Transposer tr{fb, loc, symbols, split.bwdLin, {}};
+    if (failed(split.transposeInto(fb, map, yTan, ctIn, tr)))
       return failure();
     SmallVector<Value> yielded{k};
     if (useStack)
@@ -522,10 +573,8 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
       yielded.push_back(ct ? (Value)AddOp::create(fb, loc, acc, ct) : acc);
     }
     YieldOp::create(fb, loc, yielded);
-    if (failed(eraseLinearOps(clones)))
+    if (failed(split.eraseClones()))
       return failure();
-    for (Operation *p : placeholders)
-      p->erase();
     fb.setInsertionPointToEnd(&entry);
     SmallVector<Value> rets(loop.getResults().drop_front(useStack ? 2 : 1));
     func::ReturnOp::create(fb, loc, rets);
@@ -535,8 +584,8 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
   //    the residuals.
   if (failed(eraseLinearOps(linOps)))
     return failure();
-  for (Operation *s : seedOps)
-    s->erase();
+  for (Operation *sd : seedOps)
+    sd->erase();
   SmallVector<Type> extra{i64Scalar};
   extra.append(storageTypes);
   SmallVector<Location> extraLocs(extra.size(), loc);
@@ -604,6 +653,147 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
   return success();
 }
 
+/// Reverse mode through `ember.case` (docs/design.md, "Reverse mode through
+/// conditionals"): each branch is linearized in place; the forward case
+/// returns, next to its results, the residuals of every branch (the taken
+/// branch's, zeros for the others), and the branches' tangent maps become one
+/// ember.custom_linear whose transpose @case_bwd is a case on the same index
+/// running the taken branch's transposed linear ops. Only the taken branch is
+/// evaluated or differentiated, as in JAX: the other branches' derivatives
+/// (possibly inf or NaN where they are undefined) never meet the cotangent.
+LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
+                      SymbolTable &symbols) {
+  OpBuilder::InsertionGuard guard(b);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  auto module = op->getParentOfType<ModuleOp>();
+  unsigned nr = op.getNumResults(), nb = op.getBranches().size();
+  SmallVector<unsigned> diff;
+  for (unsigned j = 0; j < nr; ++j)
+    if (isDifferentiable(op.getResult(j).getType()))
+      diff.push_back(j);
+  llvm::DenseSet<Value> outerTangents;
+  for (auto &kv : tangent)
+    outerTangents.insert(kv.second);
+
+  // 1. Linearize each branch in place and split off its linear part.
+  llvm::SetVector<Value> tOut, captures;
+  SmallVector<std::unique_ptr<LinearSplit>> splits;
+  SmallVector<SmallVector<Value>> yTans;
+  for (Region &r : op.getBranches()) {
+    Block &block = r.front();
+    DenseMap<Value, Value> inner(tangent);
+    auto term = cast<YieldOp>(block.getTerminator());
+    if (failed(propagateTangents(b, block.begin(), Block::iterator(term), inner, symbols,
+                                 /*reverse=*/true)))
+      return failure();
+    SmallVector<Value> yTan;
+    for (unsigned j : diff)
+      yTan.push_back(inner.lookup(term.getOperand(j)));
+    auto split = std::make_unique<LinearSplit>(LinearSplit{r, tOut, captures});
+    split->analyze(block, outerTangents, {}, yTan);
+    splits.push_back(std::move(split));
+    yTans.push_back(std::move(yTan));
+  }
+  SmallVector<Type> ctTypes;
+  for (unsigned j : diff)
+    ctTypes.push_back(op.getResult(j).getType());
+
+  // 2. @case_bwd(index, saved of every branch..., captures..., cts...) -> tOut cts.
+  SmallVector<Type> savedTypes;
+  SmallVector<unsigned> savedStart;
+  for (auto &sp : splits) {
+    savedStart.push_back(savedTypes.size());
+    for (Value v : sp->saved)
+      savedTypes.push_back(v.getType());
+  }
+  SmallVector<Type> bwdIns{op.getIndex().getType()}, bwdOuts;
+  bwdIns.append(savedTypes);
+  for (Value v : captures)
+    bwdIns.push_back(v.getType());
+  bwdIns.append(ctTypes);
+  for (Value v : tOut)
+    bwdOuts.push_back(v.getType());
+  func::FuncOp fn;
+  if (!tOut.empty()) {
+    fn = makePrivateFunc(module, symbols, loc, "case_bwd", FunctionType::get(ctx, bwdIns, bwdOuts));
+    Block &entry = fn.front();
+    OpBuilder fb = OpBuilder::atBlockEnd(&entry);
+    unsigned ns = savedTypes.size(), nc = captures.size();
+    ValueRange savedArgs = entry.getArguments().slice(1, ns);
+    ValueRange captureArgs = entry.getArguments().slice(1 + ns, nc);
+    ValueRange ctArgs = entry.getArguments().slice(1 + ns + nc, diff.size());
+    auto bcase = CaseOp::create(fb, loc, bwdOuts, entry.getArgument(0), nb);
+    for (unsigned k = 0; k < nb; ++k) {
+      LinearSplit &sp = *splits[k];
+      fb.createBlock(&bcase.getBranches()[k]);
+      IRMapping map;
+      for (auto [v, a] : llvm::zip(captures, captureArgs))
+        map.map(v, a);
+      for (auto [i, v] : llvm::enumerate(sp.saved))
+        map.map(v, savedArgs[savedStart[k] + i]);
+      SmallVector<Value> outPh;
+      for (Value v : tOut)
+        outPh.push_back(sp.placeholder(fb, v, map));
+      Transposer tr{fb, loc, symbols, sp.bwdLin, {}};
+      if (failed(sp.transposeInto(fb, map, yTans[k], ctArgs, tr)))
+        return failure();
+      SmallVector<Value> yielded;
+      for (auto [p, v] : llvm::zip(outPh, tOut)) {
+        Value ct = tr.cotangent.lookup(p);
+        yielded.push_back(ct ? ct : zerosOf(fb, loc, v.getType()));
+      }
+      YieldOp::create(fb, loc, yielded);
+      if (failed(sp.eraseClones()))
+        return failure();
+    }
+    fb.setInsertionPointToEnd(&entry);
+    func::ReturnOp::create(fb, loc, bcase.getResults());
+  }
+
+  // 3. The forward case: the primal branches, each also returning its
+  //    residuals (zeros in the other branches' slots).
+  for (auto &sp : splits)
+    if (failed(eraseLinearOps(sp->linOps)))
+      return failure();
+  SmallVector<Type> types(op.getResultTypes());
+  types.append(savedTypes);
+  b.setInsertionPoint(op);
+  auto fwd = CaseOp::create(b, loc, types, op.getIndex(), nb);
+  for (unsigned k = 0; k < nb; ++k) {
+    Region &dst = fwd.getBranches()[k];
+    dst.takeBody(op.getBranches()[k]);
+    Block &block = dst.front();
+    auto term = cast<YieldOp>(block.getTerminator());
+    b.setInsertionPoint(term);
+    SmallVector<Value> yielded(term.getOperands());
+    for (unsigned kk = 0; kk < nb; ++kk)
+      for (Value v : splits[kk]->saved)
+        yielded.push_back(kk == k ? v : zerosOf(b, loc, v.getType()));
+    YieldOp::create(b, loc, yielded);
+    term.erase();
+  }
+  for (unsigned j = 0; j < nr; ++j)
+    op.getResult(j).replaceAllUsesWith(fwd.getResult(j));
+  op.erase();
+  if (tOut.empty())
+    return success(); // no tangent reaches the results
+
+  // 4. The tangent map of the case, known by its transpose @case_bwd.
+  b.setInsertionPointAfter(fwd);
+  SmallVector<Value> linIns{fwd.getIndex()};
+  linIns.append(fwd.getResults().begin() + nr, fwd.getResults().end());
+  linIns.append(captures.begin(), captures.end());
+  int64_t nres = linIns.size();
+  linIns.append(tOut.begin(), tOut.end());
+  auto linOp = CustomLinearOp::create(
+      b, loc, ctTypes, FlatSymbolRefAttr::get(fn), linIns,
+      b.getDenseI64ArrayAttr({nres, (int64_t)tOut.size(), 0}));
+  for (auto [k, j] : llvm::enumerate(diff))
+    tangent[fwd.getResult(j)] = linOp.getResult(k);
+  return success();
+}
+
 /// propagateTangents over [begin, end of `body`), keeping `results` (values
 /// of `body`) valid: an op the propagation replaces (ember.while) may define
 /// some of them.
@@ -667,7 +857,6 @@ struct Deriver {
     auto results = inlineBody(b, callee, body.getArguments().take_front(np), symbols);
     if (failed(results))
       return failure();
-    flattenCases(body, *results);
     // 1. Linearize: JVP with symbolic seeds for the wrt arguments.
     DenseMap<Value, Value> tangent;
     SmallVector<Value> seeds;

@@ -255,3 +255,32 @@ func.func @vjp_runtime_loop_unused(%x: tensor<f32>, %n: tensor<i32>, %ct: tensor
   %y, %g = ember.vjp @unused_loop(%x, %n) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<i32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
   return %g : tensor<f32>
 }
+
+// -----
+
+// Reverse mode through ember.case: only the taken branch is differentiated.
+// Branch 0 recomputes sqrt(x) (a pure op of a value from above) in its
+// transposed copy; the untaken branch never meets the cotangent.
+// CHECK-LABEL: func @vjp_case
+// CHECK: ember.case %arg1 : tensor<i32> -> tensor<f32> {
+// CHECK: ember.sqrt %arg0
+// CHECK: ember.div
+// CHECK: ember.mul %arg2
+// CHECK: }, {
+// CHECK: ember.mul %arg2
+// CHECK-NOT: ember.select
+func.func private @branchy(%x: tensor<f32>, %i: tensor<i32>) -> tensor<f32> {
+  %r = ember.case %i : tensor<i32> -> tensor<f32> {
+    %s = ember.sqrt %x : tensor<f32>
+    ember.yield %s : tensor<f32>
+  }, {
+    %z = ember.constant dense<2.0> : tensor<f32>
+    %m = ember.mul %x, %z : tensor<f32>
+    ember.yield %m : tensor<f32>
+  }
+  return %r : tensor<f32>
+}
+func.func @vjp_case(%x: tensor<f32>, %i: tensor<i32>, %ct: tensor<f32>) -> tensor<f32> {
+  %y, %g = ember.vjp @branchy(%x, %i) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<i32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %g : tensor<f32>
+}

@@ -1,11 +1,13 @@
 """lax.cond / lax.switch as the ember.case region op: only the chosen branch
-runs; grad and vmap go through the all-branches-and-select form."""
+runs, and reverse mode differentiates only the taken branch; forward mode and
+vmap go through the all-branches-and-select form."""
 
 import ember as jax
 import ember.numpy as jnp
 import numpy as np
 import pytest
 from ember import lax
+from helpers import fd_grad
 
 
 def counting_branches(log):
@@ -99,3 +101,67 @@ def test_cond_branch_type_mismatch_names_line():
         jax.jit(lambda x: lax.cond(x > 0, lambda: (x, x), lambda: x))(2.0)
     with pytest.raises(TypeError, match="pred must be a scalar"):
         jax.jit(lambda x: lax.cond(x > 0, lambda: x, lambda: x))(jnp.ones(2))
+
+
+def test_grad_of_cond_differentiates_only_the_taken_branch():
+    # As in JAX: the untaken branch's derivative (NaN for sqrt at -1) never
+    # meets the cotangent, so grad is exact, not NaN.
+    def f(x):
+        return lax.cond(x > 0, lambda v: jnp.sqrt(v), lambda v: 0.0 * v, x)
+
+    assert float(jax.grad(f)(-1.0)) == 0.0
+    assert float(jax.grad(f)(4.0)) == 0.25
+    assert float(jax.jit(jax.grad(f))(-1.0)) == 0.0
+
+    def g(x):
+        return lax.switch((x > 1.0).astype(jnp.int32) + (x > 2.0).astype(jnp.int32),
+                          [lambda v: jnp.log(v - 1.0), lambda v: v * v, lambda v: jnp.arcsin(v)], x)
+
+    # x = 1.5 takes branch 1; branch 0's log(0.5) is fine but branch 2's
+    # arcsin'(1.5) is NaN.
+    assert float(jax.grad(g)(1.5)) == 3.0
+
+
+def test_grad_of_cond_matches_finite_differences(x64):
+    w = jnp.array([0.3, -0.7, 1.1])
+
+    def f(x, k):
+        def b0(v):
+            return jnp.sum(jnp.sin(v * w)), v[0]
+
+        def b1(v):
+            return jnp.sum(jnp.exp(v) * w), v[1] * v[2]
+
+        def b2(v):
+            return jnp.sum(v ** 3), jnp.tanh(v[0])
+
+        a, b = lax.switch(k, [b0, b1, b2], x)
+        return a * b + a
+
+    x = np.array([0.4, -0.2, 0.9])
+    for k in range(3):
+        g = jax.grad(f)(x, k)
+        np.testing.assert_allclose(np.asarray(g), fd_grad(lambda v, k=k: f(v, k), x), rtol=1e-6)
+        gw = jax.grad(lambda ww, k=k: f(x, k) + jnp.sum(ww * 0))(w)  # w unused: zero
+        np.testing.assert_allclose(np.asarray(gw), 0.0)
+
+
+def test_grad_nested_cond_in_scan_and_higher_order(x64):
+    def step(h, t):
+        h = lax.cond(t > 0, lambda v: lax.cond(v > 1.0, jnp.log, jnp.exp, v), jnp.sin, h)
+        return h * 1.5, h
+
+    def f(x):
+        h, ys = lax.scan(step, x, jnp.array([1.0, -1.0, 2.0, 3.0]))
+        return h + jnp.sum(ys)
+
+    for x in (0.3, 2.5):
+        assert abs(float(jax.grad(f)(x)) - float(fd_grad(f, np.array(x)))) < 1e-6
+
+    def c(x):
+        return lax.cond(x > 0, lambda v: v ** 3, lambda v: -(v ** 2), x)
+
+    assert abs(float(jax.grad(jax.grad(c))(2.0)) - 12.0) < 1e-9
+    assert abs(float(jax.hessian(c)(-2.0)) + 2.0) < 1e-9
+    per = jax.vmap(jax.grad(c))(jnp.array([-1.0, 2.0]))
+    np.testing.assert_allclose(np.asarray(per), [2.0, 12.0])
