@@ -185,29 +185,22 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
       ts.push_back(t);
       any |= (bool)t;
     }
-    if (auto w = dyn_cast<WhileOp>(op)) {
+    if (isa<WhileOp, CaseOp>(op)) {
       // Regions also read values from above.
-      w.walk([&](Operation *inner) {
+      op->walk([&](Operation *inner) {
         for (Value v : inner->getOperands())
           any |= (bool)tangent.lookup(v);
       });
       if (!any)
         continue;
-      if (failed(reverse ? vjpWhile(b, w, tangent, symbols) : jvpWhile(b, w, tangent, symbols)))
-        return failure();
-      continue;
-    }
-    if (auto c = dyn_cast<CaseOp>(op)) {
-      // Branches read values from above (forward mode flattens cases first).
-      c.walk([&](Operation *inner) {
-        for (Value v : inner->getOperands())
-          any |= (bool)tangent.lookup(v);
-      });
-      if (!any)
-        continue;
-      if (!reverse)
-        return c.emitError("ember-autodiff: ember.case must be flattened for forward mode");
-      if (failed(vjpCase(b, c, tangent, symbols)))
+      LogicalResult r = success();
+      if (auto w = dyn_cast<WhileOp>(op))
+        r = reverse ? vjpWhile(b, w, tangent, symbols) : jvpWhile(b, w, tangent, symbols);
+      else if (reverse) // (forward mode flattens cases first)
+        r = vjpCase(b, cast<CaseOp>(op), tangent, symbols);
+      else
+        r = op->emitError("ember-autodiff: ember.case must be flattened for forward mode");
+      if (failed(r))
         return failure();
       continue;
     }
