@@ -38,6 +38,10 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
 /// include a run-time stack: the index of that operand.
 constexpr StringLiteral kStackOperand = "ember.stack_operand";
 
+/// The attribute on an ember.custom_vjp_call made by `checkpoint`: its bwd
+/// recomputes the function, and forward mode differentiates the function.
+constexpr StringLiteral kRemat = "ember.remat";
+
 /// Transposes linear ops (JVP code) into adjoint code at the builder's
 /// insertion point: `cotangent` maps linear values to their cotangents.
 struct Transposer {
@@ -227,6 +231,27 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
           tangent[op->getResult(i)] = (*res)[n + i];
       continue;
     }
+    if (auto c = dyn_cast<CustomVjpCallOp>(op); c && !reverse && c->hasAttr(kRemat)) {
+      // A checkpointed function (its bwd recomputes it): forward mode
+      // differentiates the function itself.
+      auto parts = splitSegments(c.getOperands(), c.getSegments().take_front(2));
+      SmallVector<Value> ins(parts[0]);
+      ins.append(parts[1].begin(), parts[1].end());
+      b.setInsertionPoint(op);
+      Operation *before = op->getPrevNode();
+      auto res = inlineBody(b, symbols.lookup<func::FuncOp>(c.getCallee()), ins, symbols);
+      if (failed(res))
+        return failure();
+      Block::iterator first =
+          before ? std::next(Block::iterator(before)) : op->getBlock()->begin();
+      if (failed(propagateTangents(b, first, Block::iterator(op), tangent, symbols, reverse)))
+        return failure();
+      for (auto [r, v] : llvm::zip(op->getResults(), *res)) {
+        if (Value t = tangent.lookup(v))
+          tangent[r] = t;
+      }
+      continue;
+    }
     if (auto c = dyn_cast<CustomVjpCallOp>(op)) {
       // Linearize through the user's fwd: the tangent map is ember.custom_linear,
       // known only by its transpose (bwd).
@@ -249,9 +274,14 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
           b, op->getLoc(), op->getResultTypes(), c.getBwdAttr(), linIns,
           b.getDenseI64ArrayAttr({(int64_t)res->size() - n, (int64_t)parts[0].size(),
                                   (int64_t)parts[3].size()}));
-      for (unsigned i = 0; i < n; ++i)
-        if (isDifferentiable(op->getResult(i).getType()))
-          tangent[op->getResult(i)] = lin.getResult(i);
+      // fwd's results are the primal results (as in JAX): the function is
+      // not run a second time.
+      for (unsigned i = 0; i < n; ++i) {
+        op->getResult(i).replaceAllUsesWith((*res)[i]);
+        if (isDifferentiable((*res)[i].getType()))
+          tangent[(*res)[i]] = lin.getResult(i);
+      }
+      op->erase();
       continue;
     }
     auto rule = dyn_cast<DifferentiableOpInterface>(op);

@@ -284,3 +284,32 @@ func.func @vjp_case(%x: tensor<f32>, %i: tensor<i32>, %ct: tensor<f32>) -> tenso
   %y, %g = ember.vjp @branchy(%x, %i) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<i32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
   return %g : tensor<f32>
 }
+
+// -----
+
+// A checkpointed function (custom_vjp_call marked ember.remat, made by
+// jax.checkpoint): forward mode differentiates the function itself instead
+// of refusing the custom VJP; d/dx sin(x) = cos(x).
+// CHECK-LABEL: func @jvp_remat
+// CHECK: ember.cos %arg0
+// CHECK: ember.mul
+func.func private @ck(%x: tensor<f32>) -> tensor<f32> {
+  %y = ember.sin %x : tensor<f32>
+  return %y : tensor<f32>
+}
+func.func private @ck_fwd(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  %y = ember.sin %x : tensor<f32>
+  return %y, %x : tensor<f32>, tensor<f32>
+}
+func.func private @ck_bwd(%x: tensor<f32>, %ct: tensor<f32>) -> tensor<f32> {
+  %y, %g = ember.vjp @ck(%x) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %g : tensor<f32>
+}
+func.func private @uses_ck(%x: tensor<f32>) -> tensor<f32> {
+  %y = ember.custom_vjp_call @ck fwd @ck_fwd bwd @ck_bwd(%x) segments [1, 0, 0, 0, 1] {ember.remat} : (tensor<f32>) -> tensor<f32>
+  return %y : tensor<f32>
+}
+func.func @jvp_remat(%x: tensor<f32>, %t: tensor<f32>) -> tensor<f32> {
+  %y, %dy = ember.jvp @uses_ck(%x) tangents(%t) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %dy : tensor<f32>
+}

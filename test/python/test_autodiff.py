@@ -338,6 +338,64 @@ def test_checkpoint():
     close(jax.jit(jax.grad(jax.remat(f)))(X), jax.grad(f)(X))
 
 
+def test_checkpoint_recomputes_in_the_backward_pass():
+    # The checkpointed block's forward pass runs again in the backward pass
+    # (its residuals are not kept): a callback inside it fires twice per
+    # gradient, once without checkpoint or with everything_saveable.
+    calls = []
+
+    def block(x):
+        jax.debug.callback(lambda: calls.append(1))
+        return jnp.sin(jnp.tanh(x) * 2.0)
+
+    def count(fn):
+        calls.clear()
+        g = jax.grad(lambda x: jnp.sum(fn(x) ** 2))(jnp.array([0.3, -0.4]))
+        return len(calls), np.asarray(g)
+
+    n_plain, g_plain = count(block)
+    n_ckpt, g_ckpt = count(jax.checkpoint(block))
+    n_save, _ = count(jax.checkpoint(
+        block, policy=jax.checkpoint_policies.everything_saveable))
+    assert (n_plain, n_ckpt, n_save) == (1, 2, 1)
+    np.testing.assert_allclose(g_ckpt, g_plain, rtol=1e-6)
+
+
+def test_checkpoint_composes(x64):
+    w = np.random.default_rng(1).standard_normal((5, 5)) * 0.3
+    x = np.random.default_rng(0).standard_normal((4, 5))
+
+    def f(x, blk, n=3):
+        for _ in range(n):
+            x = blk(x)
+        return jnp.sum(x ** 2)
+
+    def block(x):
+        return jnp.sin(jnp.tanh(x @ w) * 2.0)
+
+    ck = jax.remat(block, static_argnums=())
+    for transform in (jax.grad, lambda g: jax.jacfwd(jax.grad(g)), jax.hessian):
+        a = transform(lambda v: f(v[:1], ck))(x)
+        b = transform(lambda v: f(v[:1], block))(x)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+    t = jax.jvp(lambda v: f(v, ck), (x,), (np.ones_like(x),))[1]
+    t0 = jax.jvp(lambda v: f(v, block), (x,), (np.ones_like(x),))[1]
+    assert abs(float(t) - float(t0)) < 1e-10
+    per = jax.vmap(jax.grad(lambda v: f(v[None], ck)))(x)
+    per0 = jax.vmap(jax.grad(lambda v: f(v[None], block)))(x)
+    np.testing.assert_allclose(np.asarray(per), np.asarray(per0), rtol=1e-10)
+
+    # Inside a scan body (issue #6), with a static argument.
+    def step(h, t, scale):
+        return jnp.tanh(h @ w) * scale + t
+
+    def rnn(x, fn):
+        return jnp.sum(lax.scan(lambda h, t: (fn(h, t, 0.5), None), x, jnp.arange(3.0))[0])
+
+    a = jax.grad(rnn)(x, jax.checkpoint(step, static_argnums=(2,)))
+    np.testing.assert_allclose(np.asarray(a), np.asarray(jax.grad(rnn)(x, step)), rtol=1e-10)
+
+
 # --------------------------------------------------------------------------
 # stop_gradient
 # --------------------------------------------------------------------------

@@ -475,8 +475,11 @@ def stop_gradient(x):
 
 
 class checkpoint_policies:
-    """Names of JAX's rematerialization policies. Ember keeps every residual
-    (the values are identical; only memory use differs)."""
+    """JAX's rematerialization policies. Ember honours `everything_saveable`
+    (keep every residual: checkpoint is then the identity) and otherwise
+    saves only the checkpointed function's inputs and recomputes the rest in
+    the backward pass (as `nothing_saveable`); `dots_saveable` and its aliases
+    also recompute the dots (docs/design.md, "Checkpoint")."""
 
     @staticmethod
     def everything_saveable(*_, **__):
@@ -495,12 +498,38 @@ class checkpoint_policies:
 
 
 def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
-    """`jax.checkpoint`: same values and derivatives. Ember does not yet
-    recompute residuals in the backward pass, so memory use is that of the
-    plain function (documented in the README)."""
+    """`jax.checkpoint` / `jax.remat`: the function's residuals are not kept
+    for the backward pass but recomputed from its inputs there. Staged as an
+    `ember.custom_vjp_call` marked `ember.remat` whose fwd saves the inputs
+    and whose bwd is the VJP of the function (so its forward pass runs again);
+    forward mode differentiates the function directly."""
     if fun is None:
-        return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy)
-    return fun
+        return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy,
+                                    static_argnums=static_argnums)
+    if policy is checkpoint_policies.everything_saveable:
+        return fun
+    static = set(static_argnums if isinstance(static_argnums, (tuple, list))
+                 else (static_argnums,))
+
+    @functools.wraps(fun)
+    def rematted(*args):
+        if not core._trace_stack:
+            return fun(*args)  # eager: nothing is differentiated
+        positions = [i for i in range(len(args)) if i not in static]
+
+        def dynamic(*dyn):
+            full = list(args)
+            for i, v in zip(positions, dyn):
+                full[i] = v
+            return fun(*full)
+
+        call = custom_vjp(dynamic)
+        call.defvjp(lambda *dyn: (dynamic(*dyn), dyn),
+                    lambda dyn, ct: vjp(dynamic, *dyn)[1](ct))
+        call._remat = True
+        return call(*[args[i] for i in positions])
+
+    return rematted
 
 
 remat = checkpoint
@@ -524,10 +553,11 @@ def _rebuild(nondiff, diff, n):
     return full
 
 
-def _custom_call(name, symbols, operands, segments, out_avals):
+def _custom_call(name, symbols, operands, segments, out_avals, extra=None):
     ctx = core.context()
     attrs = {k: ir.FlatSymbolRefAttr.get(v, ctx) for k, v in symbols.items()}
     attrs["segments"] = core.i64_array_attr(segments)
+    attrs.update(extra or {})
     return _emit(f"ember.{name}", operands, out_avals, attrs)
 
 
@@ -627,6 +657,7 @@ class custom_vjp:
         self.fwd, self.bwd = fwd, bwd
 
     _tracing_rule = 0
+    _remat = False  # set by checkpoint: bwd recomputes fun
 
     def __call__(self, *args):
         if self._tracing_rule:
@@ -690,5 +721,7 @@ class custom_vjp:
                            {"callee": f.name, "fwd": fw.name, "bwd": bw.name},
                            vals + f.captured + fw.captured + bw.captured,
                            [len(vals), len(f.captured), len(fw.captured), len(bw.captured),
-                            len(res_avals)], f.out_avals[:nout])
+                            len(res_avals)], f.out_avals[:nout],
+                           {"ember.remat": ir.UnitAttr.get(core.context())} if self._remat
+                           else None)
         return tree_util.tree_unflatten(f.out_tree, res)
