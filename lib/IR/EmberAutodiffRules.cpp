@@ -714,12 +714,15 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
       .Case([&](ReduceWindowOp o) -> LogicalResult {
         // Decompose into one strided slice per window offset of the padded
         // operand: sum adds the tangent slices; max/min follow the first
-        // extreme element. Built from pad/slice/add/select, which all have
-        // transpose rules, so reverse mode needs nothing more.
+        // extreme element; prod is init * sum_k t_k * prod_{j != k} x_j, with
+        // prefix and suffix products (no division: zeros are fine). Built
+        // from pad/slice/add/mul/select, which all have transpose rules, so
+        // reverse mode needs nothing more.
         if (!t[0])
           return zero();
         ReduceKind kind = o.getKind();
-        if (kind != ReduceKind::Sum && kind != ReduceKind::Max && kind != ReduceKind::Min)
+        if (kind != ReduceKind::Sum && kind != ReduceKind::Max && kind != ReduceKind::Min &&
+            kind != ReduceKind::Prod)
           return o.emitOpError("has no JVP rule for window kind ") << stringifyReduceKind(kind);
         auto in = o.getOperand().getType();
         auto outT = o.getType();
@@ -740,6 +743,7 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         for (int64_t w : win)
           count *= w;
         Value best, tan;
+        SmallVector<Value> xSlices, tSlices;
         for (int64_t k = 0; k < count; ++k) {
           SmallVector<int64_t> start(rank), limit(rank);
           int64_t rest = k;
@@ -760,6 +764,11 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
             continue;
           }
           Value xs = slice(xp);
+          if (kind == ReduceKind::Prod) {
+            xSlices.push_back(xs);
+            tSlices.push_back(ts);
+            continue;
+          }
           if (!best) {
             best = xs;
             tan = ts;
@@ -770,6 +779,24 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
                                xs, best);
           tan = r.select(better, ts, tan);
           best = r.select(better, xs, best);
+        }
+        if (kind == ReduceKind::Prod) {
+          // suffix[k] = x_{k+1} * ... * x_{count-1}; prefix accumulates.
+          SmallVector<Value> suffix(count);
+          for (int64_t k = count - 2; k >= 0; --k)
+            suffix[k] = suffix[k + 1] ? r.mul(xSlices[k + 1], suffix[k + 1]) : xSlices[k + 1];
+          Value prefix;
+          for (int64_t k = 0; k < count; ++k) {
+            Value others = prefix && suffix[k] ? r.mul(prefix, suffix[k])
+                           : prefix            ? prefix
+                                               : suffix[k];
+            Value term = others ? r.mul(tSlices[k], others) : tSlices[k];
+            tan = tan ? r.add(tan, term) : term;
+            prefix = prefix ? r.mul(prefix, xSlices[k]) : xSlices[k];
+          }
+          if (!tan)
+            return zero(); // an empty window
+          tan = r.mul(tan, r.bcast(init, outT, {}));
         }
         return pass(tan);
       })

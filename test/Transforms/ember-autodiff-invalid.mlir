@@ -1,18 +1,5 @@
 // RUN: ember-opt %s -ember-autodiff -split-input-file -verify-diagnostics
 
-func.func private @k(%x: tensor<4xf32>) -> tensor<3xf32> {
-  %s = ember.constant dense<0xFF800000> : tensor<f32>
-  // expected-error @+1 {{has no JVP rule for window kind prod}}
-  %0 = ember.reduce_window prod %x, %s, window = [2], strides = [1], low = [0], high = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<3xf32>
-  return %0 : tensor<3xf32>
-}
-func.func @no_rule(%x: tensor<4xf32>) -> tensor<3xf32> {
-  %y, %t = ember.jvp @k(%x) tangents(%x) wrt [0] : (tensor<4xf32>, tensor<4xf32>) -> (tensor<3xf32>, tensor<3xf32>)
-  return %t : tensor<3xf32>
-}
-
-// -----
-
 // A pure callback is opaque: differentiating through it is an error (as in
 // JAX); an effect-only callback (debug.print) has no tangents and is kept.
 func.func private @cb(%x: tensor<3xf32>) -> tensor<3xf32> {

@@ -313,3 +313,22 @@ func.func @jvp_remat(%x: tensor<f32>, %t: tensor<f32>) -> tensor<f32> {
   %y, %dy = ember.jvp @uses_ck(%x) tangents(%t) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
   return %dy : tensor<f32>
 }
+
+// -----
+
+// reduce_window prod: each window's tangent is init * sum_k t_k * (product of
+// the other elements), from prefix and suffix products (no division, so
+// zeros are fine). Window 2: t0 * x1 + t1 * x0, then times init.
+// CHECK-LABEL: func @jvp_window_prod
+// CHECK-NOT: ember.div
+// CHECK-COUNT-2: ember.slice %arg0
+// CHECK-NOT: ember.div
+func.func private @wprod(%x: tensor<4xf32>) -> tensor<3xf32> {
+  %s = ember.constant dense<1.0> : tensor<f32>
+  %0 = ember.reduce_window prod %x, %s, window = [2], strides = [1], low = [0], high = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func @jvp_window_prod(%x: tensor<4xf32>, %t: tensor<4xf32>) -> tensor<3xf32> {
+  %y, %dy = ember.jvp @wprod(%x) tangents(%t) wrt [0] : (tensor<4xf32>, tensor<4xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %dy : tensor<3xf32>
+}

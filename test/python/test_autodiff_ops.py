@@ -456,6 +456,23 @@ def test_reduce_window_max():
                 uniform(-1, 1, (5,), 0))
 
 
+def _window_prod(x):
+    # padded with init (2.0), strided, 2-D windows
+    return lax.reduce_window(x, 2.0, lax.mul, (2, 3), (1, 2), [(1, 0), (0, 2)])
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_reduce_window_prod(mode):
+    check_grads(_window_prod, uniform(-1, 1, (4, 6), 0), modes=(mode,))
+
+
+def test_reduce_window_prod_with_zeros_is_exact(x64):
+    # no division: the derivative at a zero is the product of the others
+    x = np.array([0.5, -1.0, 2.0, 0.0, 1.5])
+    g = jax.grad(lambda v: jnp.sum(lax.reduce_window(v, 2.0, lax.mul, (3,), (1,), "SAME")))(x)
+    np.testing.assert_allclose(np.asarray(g), [-8.0, 4.0, -1.0, 8.0, 0.0])
+
+
 # --------------------------------------------------------------------------
 # Missing or wrong rules (minimal reproducers; JAX handles all of these)
 # --------------------------------------------------------------------------
