@@ -81,9 +81,11 @@ struct R {
   Value scalar(Value x) { return reshape(x, ty(x).clone(ArrayRef<int64_t>{})); }
 };
 
+/// Floats and complex numbers have tangents; other element types have
+/// JAX's float0 (zero) tangents.
 bool isFloatLike(Type t) {
   Type e = getElementTypeOrSelf(t);
-  return isa<FloatType>(e);
+  return isa<FloatType, ComplexType>(e);
 }
 
 /// Tangent of a unary elementwise op y = f(x): t * f'(x), f' given as a
@@ -395,7 +397,8 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
       .Case<ConstantOp, IotaOp, SignOp, FloorOp, CeilOp, RoundNearestAfzOp,
             RoundNearestEvenOp, NextAfterOp, StopGradientOp>([&](auto) { return zero(); })
       .Case<AddOp, SubOp, NegOp, BroadcastInDimOp, ReshapeOp, TransposeOp, SliceOp,
-            ReverseOp, ConcatenateOp, PadOp, GatherOp>([&](auto) { return linearSame(); })
+            ReverseOp, ConcatenateOp, PadOp, GatherOp, RealOp, ImagOp, ConjOp,
+            ComplexOp>([&](auto) { return linearSame(); })
       .Case([&](ReduceOp o) -> LogicalResult {
         if (!t[0])
           return zero();
@@ -852,6 +855,25 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
       })
       .Case([&](ConvertOp o) {
         out[0] = r.convert(c, o.getOperand().getType().getElementType());
+        return success();
+      })
+      // Complex parts, with JAX's convention (transposes, not adjoints:
+      // real^T(c) = c + 0i, imag^T(c) = 0 - ci, complex^T(c) = (re c, -im c)).
+      .Case([&](RealOp o) {
+        out[0] = ComplexOp::create(b, r.loc, c, r.zeros(c.getType()));
+        return success();
+      })
+      .Case([&](ImagOp o) {
+        out[0] = ComplexOp::create(b, r.loc, r.zeros(c.getType()), r.neg(c));
+        return success();
+      })
+      .Case([&](ConjOp o) {
+        out[0] = ConjOp::create(b, r.loc, c);
+        return success();
+      })
+      .Case([&](ComplexOp o) {
+        if (needs(0)) out[0] = RealOp::create(b, r.loc, c);
+        if (needs(1)) out[1] = r.neg(ImagOp::create(b, r.loc, c));
         return success();
       })
       .Case([&](SelectOp o) {

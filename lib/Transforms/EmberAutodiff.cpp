@@ -24,7 +24,7 @@ using namespace mlir::ember;
 
 namespace {
 
-bool isDifferentiable(Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); }
+bool isDifferentiable(Type t) { return isa<FloatType, ComplexType>(getElementTypeOrSelf(t)); }
 
 Value zerosOf(OpBuilder &b, Location loc, Type type) {
   return ConstantOp::create(b, loc, splatOf(cast<RankedTensorType>(type), 0.0));

@@ -332,3 +332,24 @@ func.func @jvp_window_prod(%x: tensor<4xf32>, %t: tensor<4xf32>) -> tensor<3xf32
   %y, %dy = ember.jvp @wprod(%x) tangents(%t) wrt [0] : (tensor<4xf32>, tensor<4xf32>) -> (tensor<3xf32>, tensor<3xf32>)
   return %dy : tensor<3xf32>
 }
+
+// -----
+
+// Complex parts transpose with JAX's convention: real^T c = c + 0i,
+// imag^T c = 0 - ci (transposes, not adjoints).
+// CHECK-LABEL: func @vjp_complex_parts
+// CHECK: %[[Z:.*]] = ember.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[N:.*]] = ember.neg %arg1
+// CHECK: %[[I:.*]] = ember.complex %[[Z]], %[[N]]
+// CHECK: %[[R:.*]] = ember.complex %arg1, %[[Z]]
+// CHECK: ember.add %[[I]], %[[R]] : tensor<complex<f32>>
+func.func private @re_part(%z: tensor<complex<f32>>) -> tensor<f32> {
+  %r = ember.real %z : (tensor<complex<f32>>) -> tensor<f32>
+  %i = ember.imag %z : (tensor<complex<f32>>) -> tensor<f32>
+  %s = ember.add %r, %i : tensor<f32>
+  return %s : tensor<f32>
+}
+func.func @vjp_complex_parts(%z: tensor<complex<f32>>, %ct: tensor<f32>) -> tensor<complex<f32>> {
+  %y, %g = ember.vjp @re_part(%z) cotangents(%ct) wrt [0] : (tensor<complex<f32>>, tensor<f32>) -> (tensor<f32>, tensor<complex<f32>>)
+  return %g : tensor<complex<f32>>
+}

@@ -96,18 +96,9 @@ def _static_positions(args, dynamic):
 # --------------------------------------------------------------------------
 
 
-def _no_complex(vals, what):
-    for v in vals:
-        if dtypes.is_complex(v.dtype):
-            raise NotImplementedError(
-                f"{what}: Ember does not differentiate with respect to complex inputs yet "
-                f"(got {v.aval.str_short()}) (at {core.where()})")
-
-
 def _vjp_traced(fun, primals, has_aux):
     leaves, treedef = tree_util.tree_flatten(primals)
     vals = [as_value(x) for x in leaves]
-    _no_complex(vals, "vjp/grad")
 
     def flat_fun(*xs):
         out = fun(*tree_util.tree_unflatten(treedef, list(xs)))
@@ -217,15 +208,20 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         if not core._trace_stack:
             static = _static_positions(args, nums)
             return _eager(lambda *a: _value_and_grad_traced(
-                fun, a, kwargs, single, nums, has_aux, allow_int), args, static)
-        return _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int)
+                fun, a, kwargs, single, nums, has_aux, allow_int, holomorphic), args, static)
+        return _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
+                                      holomorphic)
     return wrapped
 
 
-def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int):
+def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
+                           holomorphic=False):
     diff = tuple(args[i] for i in nums)
     for leaf in tree_util.tree_leaves(diff):
         aval = as_value(leaf).aval
+        if holomorphic and not dtypes.is_complex(aval.dtype):
+            raise TypeError("grad with holomorphic=True requires inputs with complex dtype, "
+                            f"but got {aval.dtype.name} (at {core.where()})")
         if not dtypes.is_inexact(aval.dtype) and not allow_int:
             raise TypeError(
                 "grad requires real- or complex-valued inputs (input dtype that is a "
@@ -246,9 +242,16 @@ def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int):
         raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
                         f"shape: {shape} (at {core.where()})")
     y = as_value(leaves[0])
-    if not dtypes.is_inexact(y.dtype):
+    if holomorphic:
+        if not dtypes.is_complex(y.dtype):
+            raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
+                            f"but got {y.dtype.name} (at {core.where()})")
+    elif not dtypes.is_inexact(y.dtype) or dtypes.is_complex(y.dtype):
         raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype "
-                        f"of np.floating), but got {y.dtype.name} (at {core.where()})")
+                        f"of np.floating), but got {y.dtype.name}. For holomorphic "
+                        "differentiation, pass holomorphic=True. For differentiation of "
+                        "non-holomorphic functions involving complex outputs, use vjp "
+                        f"directly (at {core.where()})")
     from ember._src import lax
     g = vjp_fun(tree_util.tree_unflatten(out_tree, [lax.full((), 1, y.dtype)]))
     g = g[0] if single else tuple(g)
@@ -294,7 +297,6 @@ def _jvp_traced(fun, primals, tangents, has_aux):
                         f"structure; primals have tree structure {treedef} whereas tangents "
                         f"have tree structure {t_def}")
     vals = [as_value(x) for x in leaves]
-    _no_complex(vals, "jvp")
     for v, t in zip(vals, t_leaves):
         if as_value(t).shape != v.shape:
             raise ValueError(f"jvp tangent shape {as_value(t).shape} does not match the "

@@ -479,6 +479,15 @@ def imag(x):
     return lax.imag(x) if _dt.is_complex(x.dtype) else zeros_like(x)
 
 
+def angle(z, deg=False):
+    """The counterclockwise angle of z from the positive real axis."""
+    z = _v(z)
+    if not _dt.is_inexact(z.dtype):
+        z = _to(z, _dt.default_float())
+    a = arctan2(imag(z), real(z))
+    return rad2deg(a) if deg else a
+
+
 def iscomplexobj(x):
     return _dt.is_complex(_v(x).dtype)
 
