@@ -231,6 +231,51 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
           tangent[op->getResult(i)] = (*res)[n + i];
       continue;
     }
+    if (auto c = dyn_cast<CustomVjpCallOp>(op); c && reverse && c->hasAttr(kRemat)) {
+      // A checkpointed function: the call stays the primal computation and
+      // its tangent map is an ember.custom_linear whose transpose
+      // @remat_bwd is ember.vjp of the function on the saved inputs (its
+      // arguments and the values it closes over, which get cotangents too),
+      // so the function runs again in the backward pass.
+      auto parts = splitSegments(c.getOperands(), c.getSegments().take_front(2));
+      SmallVector<Value> ins(parts[0]);
+      ins.append(parts[1].begin(), parts[1].end());
+      SmallVector<int64_t> wrt;
+      SmallVector<Value> tans;
+      for (auto [i, v] : llvm::enumerate(ins))
+        if (Value t = tangent.lookup(v); t && isDifferentiable(v.getType())) {
+          wrt.push_back(i);
+          tans.push_back(t);
+        }
+      if (wrt.empty())
+        continue;
+      Location loc = c.getLoc();
+      SmallVector<Type> bwdIns, bwdOuts;
+      for (Value v : ins)
+        bwdIns.push_back(v.getType());
+      bwdIns.append(c.getResultTypes().begin(), c.getResultTypes().end());
+      for (Value t : tans)
+        bwdOuts.push_back(t.getType());
+      auto module = c->getParentOfType<ModuleOp>();
+      auto fn = makePrivateFunc(module, symbols, loc, "remat_bwd",
+                                FunctionType::get(c.getContext(), bwdIns, bwdOuts));
+      OpBuilder fb = OpBuilder::atBlockEnd(&fn.front());
+      SmallVector<Type> vjpTypes(c.getResultTypes());
+      vjpTypes.append(bwdOuts);
+      auto args = fn.front().getArguments();
+      auto vjp = VjpOp::create(fb, loc, vjpTypes, c.getCalleeAttr(), args.take_front(ins.size()),
+                               args.drop_front(ins.size()), fb.getDenseI64ArrayAttr(wrt));
+      func::ReturnOp::create(fb, loc, vjp.getResults().drop_front(c.getNumResults()));
+      SmallVector<Value> linIns(ins);
+      linIns.append(tans);
+      auto lin = CustomLinearOp::create(
+          b, loc, c.getResultTypes(), FlatSymbolRefAttr::get(fn), linIns,
+          b.getDenseI64ArrayAttr({(int64_t)ins.size(), (int64_t)tans.size(), 0}));
+      for (auto [r, t] : llvm::zip(c.getResults(), lin.getResults()))
+        if (isDifferentiable(r.getType()))
+          tangent[r] = t;
+      continue;
+    }
     if (auto c = dyn_cast<CustomVjpCallOp>(op); c && !reverse && c->hasAttr(kRemat)) {
       // A checkpointed function (its bwd recomputes it): forward mode
       // differentiates the function itself.

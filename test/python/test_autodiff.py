@@ -9,6 +9,7 @@ import ember.numpy as jnp
 import numpy as np
 import pytest
 from ember import lax, nn
+from helpers import fd_grad
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 Y = np.array([1.5, 0.25, -0.75], np.float32)
@@ -394,6 +395,19 @@ def test_checkpoint_composes(x64):
 
     a = jax.grad(rnn)(x, jax.checkpoint(step, static_argnums=(2,)))
     np.testing.assert_allclose(np.asarray(a), np.asarray(jax.grad(rnn)(x, step)), rtol=1e-10)
+
+
+def test_checkpoint_differentiates_closed_over_values(x64):
+    # The checkpointed body closes over w, which is differentiated: its
+    # cotangent comes from the recomputed VJP (also inside a scan).
+    def f(w, wrap):
+        body = wrap(lambda h, _: (jnp.sin(h * w) + w, None))
+        return lax.scan(body, 0.5, None, length=4)[0]
+
+    for w in (1.3, -0.4):
+        g = jax.grad(f)(w, jax.checkpoint)
+        assert abs(float(g) - float(jax.grad(f)(w, lambda b: b))) < 1e-12
+        assert abs(float(g) - float(fd_grad(lambda v: f(v, lambda b: b), np.array(w)))) < 1e-6
 
 
 # --------------------------------------------------------------------------

@@ -502,9 +502,10 @@ class checkpoint_policies:
 def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
     """`jax.checkpoint` / `jax.remat`: the function's residuals are not kept
     for the backward pass but recomputed from its inputs there. Staged as an
-    `ember.custom_vjp_call` marked `ember.remat` whose fwd saves the inputs
-    and whose bwd is the VJP of the function (so its forward pass runs again);
-    forward mode differentiates the function directly."""
+    `ember.custom_vjp_call` marked `ember.remat`; ember-autodiff transposes it
+    to the VJP of the function on its inputs and closed-over values (so its
+    forward pass runs again) and differentiates it directly in forward mode
+    (docs/design.md, "Checkpoint")."""
     if fun is None:
         return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy,
                                     static_argnums=static_argnums)
