@@ -212,3 +212,27 @@ def test_static_loops_support_higher_order_and_vmap(x64):
     np.testing.assert_allclose(np.asarray(per), [fd_grad(f, np.array(t)) for t in xs], rtol=1e-6)
     h = jax.grad(jax.grad(f))(0.4)
     assert abs(float(h) - float(fd_grad(jax.grad(f), np.array(0.4)))) < 1e-5
+
+
+def test_boolean_residuals_in_buffers_and_on_the_stack(x64):
+    # `where` saves its predicate (i1) per iteration: in a [n] buffer for
+    # scan, on the run-time stack for while_loop.
+    def f(x):
+        def step(h, t):
+            h = jnp.where(h > 0.2, h * t, jnp.sin(h) - t)
+            return h, jnp.maximum(h, 0.1)
+
+        h, ys = lax.scan(step, x, jnp.array([1.1, 0.7, -0.5, 1.3]))
+        return jnp.sum(h) + jnp.sum(ys ** 2)
+
+    def g(x):
+        def body(c):
+            i, h = c
+            return i + 1, jnp.where(h > 0.2, h * 1.1, jnp.sin(h) - 0.3)
+
+        return jnp.sum(lax.while_loop(lambda c: c[0] < 5, body, (0, x))[1])
+
+    x = np.array([0.5, -0.3, 0.1, 2.0])
+    for fn in (f, g):
+        np.testing.assert_allclose(np.asarray(jax.grad(fn)(x)), fd_grad(fn, x), rtol=1e-6,
+                                   atol=1e-9)
