@@ -83,3 +83,32 @@ def test_astype_conversions():
     np.testing.assert_array_equal(np.asarray(y.astype(jnp.float32)), [1.0, 2.5])
     np.testing.assert_array_equal(np.asarray(jnp.asarray([300]).astype(jnp.uint8)),
                                   np.array([300]).astype(np.uint8))
+
+
+def test_scalar_types_construct_arrays_and_stand_for_dtypes():
+    # JAX's scalar types: callable on traced values, usable as dtypes, equal
+    # to NumPy's types.
+    import ember as jax
+
+    assert jax.jit(lambda x: jnp.float32(x) * 2)(3).dtype == np.float32
+    assert float(jax.jit(lambda x: jnp.float32(x) * 2)(3)) == 6.0
+    assert int(jax.jit(lambda x: jnp.int32(x))(2.7)) == 2
+    assert jax.grad(lambda x: jnp.float32(x) ** 2)(3.0) == 6.0
+    assert jnp.float32 == np.float32 and np.dtype(jnp.float32) == np.float32
+    assert jnp.zeros(2, jnp.bfloat16).dtype == jnp.bfloat16
+    assert jnp.issubdtype(jnp.float32, jnp.floating)
+    assert not jnp.issubdtype(jnp.int32, jnp.floating)
+    assert isinstance(np.float32(1), jnp.float32)
+    assert {np.float32: "f"}[jnp.float32] == "f"
+    assert jnp.finfo(jnp.float16).bits == 16
+    assert jnp.ones(3).astype(jnp.uint8).dtype == np.uint8
+
+
+def test_lax_broadcasts_rank0_operands_like_jax():
+    from ember import lax
+
+    np.testing.assert_array_equal(np.asarray(lax.shift_right_logical(
+        jnp.arange(4), jnp.int32(1))), [0, 0, 1, 1])
+    np.testing.assert_array_equal(np.asarray(lax.add(jnp.ones(3), jnp.ones(()))), [2.0] * 3)
+    with pytest.raises(TypeError, match="same shape"):
+        lax.add(jnp.ones(3), jnp.ones(2))

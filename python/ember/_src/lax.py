@@ -480,15 +480,18 @@ def _b(name):
 
 
 def _promote_scalars(*xs):
-    """lax-level: Python scalars take the dtype of the array operands."""
+    """lax-level: Python scalars take the dtype of the array operands, and
+    rank-0 operands broadcast to the others' shape (as in JAX)."""
     vals = [x if isinstance(x, core.Value) else None for x in xs]
-    ref = next((v for v in vals if v is not None), None)
+    ref = next((v for v in vals if v is not None and v.shape), None)
+    if ref is None:
+        ref = next((v for v in vals if v is not None), None)
     out = []
     for x, v in zip(xs, vals):
         if v is None:
             x = core.asarray_concrete(x, ref.dtype if ref is not None else None)
-            if ref is not None and ref.shape:
-                x = broadcast(x, ref.shape)
+        if ref is not None and ref.shape and not as_value(x).shape:
+            x = broadcast(x, ref.shape)
         out.append(x)
     return out
 

@@ -13,12 +13,41 @@ from ember._src.core import Array as ndarray  # noqa: F401
 from ember._src.core import Value as _Value
 from ember._src.core import as_value as _v
 
-bool_ = _np.bool_
-int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
-uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
-float16, float32, float64 = _np.float16, _np.float32, _np.float64
-bfloat16 = _dt.bfloat16.type
-complex64, complex128 = _np.complex64, _np.complex128
+
+class _ScalarMeta(type):
+    """JAX's scalar types: `jnp.float32(x)` makes an array of that dtype from
+    x, traced or not; the type itself stands for its dtype (np.dtype,
+    `dtype=` arguments, issubdtype, finfo) and compares equal to NumPy's."""
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __eq__(cls, other):
+        return cls is other or cls.dtype.type == getattr(other, "dtype", other) or (
+            isinstance(other, type) and other is cls.dtype.type)
+
+    def __ne__(cls, other):
+        return not cls.__eq__(other)
+
+    def __call__(cls, x):
+        return asarray(x, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)
+
+
+def _scalar_type(np_type, name=None):
+    return _ScalarMeta(name or _np.dtype(np_type).name, (object,),
+                       {"dtype": _np.dtype(np_type)})
+
+
+bool_ = _scalar_type(_np.bool_, "bool")
+int8, int16, int32, int64 = (_scalar_type(t) for t in (_np.int8, _np.int16, _np.int32, _np.int64))
+uint8, uint16, uint32, uint64 = (
+    _scalar_type(t) for t in (_np.uint8, _np.uint16, _np.uint32, _np.uint64))
+float16, float32, float64 = (_scalar_type(t) for t in (_np.float16, _np.float32, _np.float64))
+bfloat16 = _scalar_type(_dt.bfloat16)
+complex64, complex128 = _scalar_type(_np.complex64), _scalar_type(_np.complex128)
 inexact, floating, integer, signedinteger, unsignedinteger, number, complexfloating = (
     _np.inexact, _np.floating, _np.integer, _np.signedinteger, _np.unsignedinteger,
     _np.number, _np.complexfloating)
