@@ -472,8 +472,9 @@ def Ember_WhileOp : Ember_Op<"while", [RecursiveMemoryEffects, InferTypeOpAdapto
     ```
   }];
   // `trip_count`, when present, promises that the loop runs exactly that many
-  // times (lax.scan / fori_loop with static bounds): ember-autodiff (reverse
-  // mode) and ember-batch unroll such loops.
+  // times (lax.scan / fori_loop with static bounds): reverse-mode
+  // ember-autodiff saves residuals in [trip_count, ...] buffers (a run-time
+  // stack otherwise), and ember-batch unrolls such loops.
   let arguments = (ins Variadic<Ember_Tensor>:$init, OptionalAttr<I64Attr>:$trip_count);
   let results = (outs Variadic<Ember_Tensor>:$results);
   let regions = (region SizedRegion<1>:$cond, SizedRegion<1>:$body);
