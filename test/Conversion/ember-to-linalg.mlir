@@ -417,3 +417,32 @@ func.func @erf_f32(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = ember.erf %x : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Run-time stack ops become buffer helpers that move one value at a time:
+// push in order (the first call reads the input handle), pop last value
+// first, with each value's byte count (bools are bytes).
+// CHECK-LABEL: func @stacks
+// CHECK: call @__ember_stack_push_0(%arg0, %arg1, %arg2) : (tensor<i64>, tensor<3xf32>, tensor<2xi8>) -> tensor<i64>
+// CHECK: call @__ember_stack_pop_0(%{{.*}}) : (tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<2xi8>)
+// CHECK: call @__ember_stack_free_0(%{{.*}}) : (tensor<i64>) -> ()
+// CHECK: func.func private @ember_stack_push(index, index, index, i64)
+// CHECK: func.func private @__ember_stack_push_0
+// CHECK: %[[C12:.*]] = arith.constant 12 : i64
+// CHECK: call @ember_stack_push(%{{.*}}, %[[OUT:.*]], %{{.*}}, %[[C12]])
+// CHECK: %[[C2:.*]] = arith.constant 2 : i64
+// CHECK: call @ember_stack_push(%[[OUT]], %[[OUT]], %{{.*}}, %[[C2]])
+// CHECK: func.func private @__ember_stack_pop_0
+// CHECK: arith.constant 2 : i64
+// CHECK: call @ember_stack_pop
+// CHECK: arith.constant 12 : i64
+// CHECK: call @ember_stack_pop
+// CHECK: func.func private @__ember_stack_free_0
+// CHECK: call @ember_stack_free
+func.func @stacks(%h: tensor<i64>, %x: tensor<3xf32>, %b: tensor<2xi1>) -> tensor<3xf32> {
+  %h1 = ember.stack_push %h(%x, %b) : (tensor<i64>, tensor<3xf32>, tensor<2xi1>) -> tensor<i64>
+  %h2, %y, %c = ember.stack_pop %h1 : (tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<2xi1>)
+  ember.stack_free %h2 : tensor<i64>
+  return %y : tensor<3xf32>
+}
