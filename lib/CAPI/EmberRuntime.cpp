@@ -1,6 +1,8 @@
 //===- EmberRuntime.cpp - JIT compilation for the host CPU ----------------===//
 #include "ember-c/Runtime.h"
 
+#include "SmallGemm.h"
+
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Support.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -63,7 +65,10 @@ void gemm(Blas blas, int64_t ta, int64_t tb, int64_t batch, int64_t m, int64_t n
   for (int64_t i = 0; i < batch; ++i) {
     const T *ai = a + i * m * k, *bi = b + i * k * n;
     T *ci = c + i * m * n;
-    if (blas)
+    if (ember::runtime::smallGemmAvailable() &&
+        (!blas || ember::runtime::smallGemmPreferred(m, n, k)))
+      ember::runtime::smallGemm(ta, tb, m, n, k, ai, bi, ci);
+    else if (blas)
       blas(101, ta ? 112 : 111, tb ? 112 : 111, (int)m, (int)n, (int)k, T(1), ai,
            ta ? (int)m : (int)k, bi, tb ? (int)k : (int)n, T(0), ci, (int)n);
     else

@@ -1,6 +1,7 @@
-"""Large f32/f64 contractions go through the runtime's GEMM (OpenBLAS when
-scipy-openblas32 is installed, a loop nest otherwise): every operand layout
-must give NumPy's result."""
+"""Large f32/f64 contractions go through the runtime's GEMM: its own
+single-core kernels for products up to 2^21 multiply-adds, OpenBLAS above
+that when scipy-openblas32 is installed, a loop nest on CPUs without AVX2.
+Every operand layout must give NumPy's result."""
 
 import ember as jax
 import ember.numpy as jnp
@@ -44,12 +45,37 @@ def test_gemm_layouts_f64(lhs, rhs, dn, eq, x64):
     _check(lhs, rhs, dn, eq, np.float64, 1e-12)
 
 
-def test_gemm_without_blas_uses_the_loop_nest():
-    # The runtime's fallback (no CBLAS given) computes the same products.
+# (m, n, k): row tails of the 8-row blocks, column tails of the 2-vector strips
+# (f32: 32 columns, f64: 16), one-vector strips, k = 1, and products large
+# enough for OpenBLAS.
+SIZES = [(1, 1, 32), (7, 33, 40), (9, 17, 64), (32, 256, 256), (45, 100, 70),
+         (33, 48, 1), (200, 64, 300), (100, 31, 129), (300, 300, 300)]
+
+
+@pytest.mark.parametrize("m,n,k", SIZES)
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True),
+                                   (True, True)])
+def test_gemm_sizes_f32(m, n, k, ta, tb):
+    lhs, rhs = (k, m) if ta else (m, k), (n, k) if tb else (k, n)
+    dn = (((0 if ta else 1,), (1 if tb else 0,)), ((), ()))
+    _check(lhs, rhs, dn, ("km" if ta else "mk") + "," + ("nk" if tb else "kn") + "->mn",
+           np.float32, 1e-5)
+
+
+@pytest.mark.parametrize("m,n,k", SIZES[:6])
+def test_gemm_sizes_f64(m, n, k, x64):
+    _check((m, k), (n, k), (((1,), (1,)), ((), ())), "mk,nk->mn", np.float64, 1e-12)
+
+
+def test_gemm_without_blas():
+    # Without CBLAS the runtime's own kernels (or its loop nest) compute the
+    # same products, large ones included.
     try:
         _ember_runtime.set_cblas_gemm(0, 0)
         for lhs, rhs, dn, eq in CASES[:4]:
             _check(lhs, rhs, dn, eq, np.float32, 1e-5)
+        _check((300, 300), (300, 300), (((1,), (0,)), ((), ())), "mk,kn->mn",
+               np.float32, 1e-5)
     finally:
         core._use_openblas()
 
