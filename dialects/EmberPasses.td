@@ -163,6 +163,31 @@ def EmberBatchPass : Pass<"ember-batch", "ModuleOp"> {
   let dependentDialects = ["func::FuncDialect"];
 }
 
+def EmberHoistScanInputsPass : Pass<"ember-hoist-scan-inputs", "ModuleOp"> {
+  let summary = "Compute a counted loop's per-row work on outer arrays before the loop";
+  let description = [{
+    In an `ember.while` with a `trip_count` n, finds the rows the body reads
+    from arrays defined outside the loop (`ember.dynamic_slice` of a whole row
+    at `+-i + c` for a counter `i` that starts at a constant and grows by one)
+    and the pure ops that depend only on those rows and on values from outside.
+    When that work contains an `ember.dot_general`, it is outlined into a new
+    function, applied to all n rows at once before the loop with `ember.vmap`
+    (expanded by `ember-batch`: n small GEMMs become one large one), and the
+    loop reads its row of the results. Results are kept only up to 256 MiB per
+    loop; rows read out of bounds (clamped) stay in the loop.
+
+    Before (a scan step reading row %i of %xs):
+    ```mlir
+    %x = ember.dynamic_slice %xs[%i, %z, %z], sizes = [1, 32, 64] : ...
+    %x2 = ember.reshape %x : (tensor<1x32x64xf32>) -> tensor<32x64xf32>
+    %u = ember.dot_general %x2, %w, ... -> tensor<32x256xf32>
+    ```
+    After: `%all = ember.vmap @scan_inputs(%xs, %w) batched [true, false]
+    size 100` before the loop, and `%u` is row `%i` of `%all` in it.
+  }];
+  let dependentDialects = ["func::FuncDialect"];
+}
+
 def EmberInlineCustomPass : Pass<"ember-inline-custom", "ModuleOp"> {
   let summary = "Inline the functions of custom-derivative calls after differentiation";
   let description = [{

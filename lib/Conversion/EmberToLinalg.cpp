@@ -12,8 +12,10 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::ember {
@@ -264,7 +266,21 @@ struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
     auto type = cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
     Location loc = op.getLoc();
     auto in = cast<RankedTensorType>(adaptor.getOperand().getType());
-    // Collapse to 1-d, then expand to the result shape.
+    // One collapse or one expand when the shapes allow it (e.g. dropping a
+    // unit dimension): bufferization then views the buffer instead of
+    // copying a strided one (a row of a loop's [n, ...] array).
+    if (in.getRank() > 0 && type.getRank() > 0 && in.getRank() != type.getRank()) {
+      if (auto assoc = getReassociationIndicesForReshape(in, type)) {
+        Value r = in.getRank() > type.getRank()
+                      ? (Value)tensor::CollapseShapeOp::create(rewriter, loc, type,
+                                                               adaptor.getOperand(), *assoc)
+                      : (Value)tensor::ExpandShapeOp::create(rewriter, loc, type,
+                                                             adaptor.getOperand(), *assoc);
+        rewriter.replaceOp(op, r);
+        return success();
+      }
+    }
+    // Otherwise collapse to 1-d, then expand to the result shape.
     Value flat = adaptor.getOperand();
     auto flatType = RankedTensorType::get({in.getNumElements()}, in.getElementType());
     if (in.getRank() != 1) {
@@ -298,6 +314,8 @@ struct WhileLowering : public OpConversionPattern<WhileOp> {
     SmallVector<Type> types;
     if (failed(getTypeConverter()->convertTypes(op.getResultTypes(), types)))
       return failure();
+    if (op.getTripCount() && isPureRegion(op.getCond()))
+      return lowerCounted(op, adaptor, types, rewriter);
     auto loop = scf::WhileOp::create(rewriter, op.getLoc(), types, adaptor.getInit());
     for (auto [from, to] : {std::pair<Region *, Region *>{&op.getCond(), &loop.getBefore()},
                             std::pair<Region *, Region *>{&op.getBody(), &loop.getAfter()}}) {
@@ -305,6 +323,36 @@ struct WhileLowering : public OpConversionPattern<WhileOp> {
       if (failed(rewriter.convertRegionTypes(to, *getTypeConverter())))
         return failure();
     }
+    rewriter.replaceOp(op, loop.getResults());
+    return success();
+  }
+
+private:
+  static bool isPureRegion(Region &r) {
+    return llvm::all_of(r.front().without_terminator(),
+                        [](Operation &o) { return isMemoryEffectFree(&o); });
+  }
+
+  /// A loop that runs exactly `trip_count` times needs no predicate: it
+  /// becomes `scf.for`, whose carried tensors bufferize in place (scf.while
+  /// copies them, and allocates its predicate, on every iteration).
+  LogicalResult lowerCounted(WhileOp op, OpAdaptor adaptor, ArrayRef<Type> types,
+                             ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    Value lb = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(rewriter, loc, *op.getTripCount());
+    Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto loop = scf::ForOp::create(rewriter, loc, lb, ub, step, adaptor.getInit());
+    Region &to = loop.getRegion();
+    rewriter.eraseBlock(&to.front());
+    rewriter.inlineRegionBefore(op.getBody(), to, to.end());
+    // The body's carried values, after a new induction variable.
+    Block &body = to.front();
+    TypeConverter::SignatureConversion sig(body.getNumArguments());
+    sig.addInputs(rewriter.getIndexType());
+    for (auto [i, t] : llvm::enumerate(types))
+      sig.addInputs(i, t);
+    rewriter.applySignatureConversion(&body, sig, getTypeConverter());
     rewriter.replaceOp(op, loop.getResults());
     return success();
   }
@@ -369,6 +417,10 @@ struct YieldLowering : public OpConversionPattern<YieldOp> {
   LogicalResult matchAndRewrite(YieldOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     if (isa<scf::IfOp>(op->getParentOp())) {
+      rewriter.replaceOpWithNewOp<scf::YieldOp>(op, adaptor.getValues());
+      return success();
+    }
+    if (isa<scf::ForOp>(op->getParentOp())) {
       rewriter.replaceOpWithNewOp<scf::YieldOp>(op, adaptor.getValues());
       return success();
     }

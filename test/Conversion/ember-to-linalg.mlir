@@ -446,3 +446,71 @@ func.func @stacks(%h: tensor<i64>, %x: tensor<3xf32>, %b: tensor<2xi1>) -> tenso
   ember.stack_free %h2 : tensor<i64>
   return %y : tensor<3xf32>
 }
+
+// -----
+
+// A reshape that only drops or adds unit dimensions is one collapse or one
+// expand (so that a row of a larger buffer stays a view after bufferization).
+// CHECK-LABEL: func @reshape_unit_dims
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : tensor<1x2x3xf32> into tensor<2x3xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [2, 3, 1] : tensor<2x3xf32> into tensor<2x3x1xf32>
+func.func @reshape_unit_dims(%a: tensor<1x2x3xf32>, %b: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3x1xf32>) {
+  %0 = ember.reshape %a : (tensor<1x2x3xf32>) -> tensor<2x3xf32>
+  %1 = ember.reshape %b : (tensor<2x3xf32>) -> tensor<2x3x1xf32>
+  return %0, %1 : tensor<2x3xf32>, tensor<2x3x1xf32>
+}
+
+// -----
+
+// A loop without a trip count is scf.while: the predicate region becomes
+// `before`, yielding scf.condition.
+// CHECK-LABEL: func @while_loop
+// CHECK: scf.while (%{{.*}} = %{{.*}}) : (tensor<i32>) -> tensor<i32>
+// CHECK: arith.cmpi slt
+// CHECK: scf.condition(%{{.*}}) %{{.*}} : tensor<i32>
+// CHECK: } do {
+// CHECK: arith.addi
+// CHECK: scf.yield %{{.*}} : tensor<i32>
+func.func @while_loop(%x: tensor<i32>) -> tensor<i32> {
+  %ten = ember.constant dense<10> : tensor<i32>
+  %one = ember.constant dense<1> : tensor<i32>
+  %r = ember.while(%x) : tensor<i32> cond {
+  ^bb0(%c: tensor<i32>):
+    %p = ember.compare LT, %c, %ten : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<i32>):
+    %n = ember.add %c, %one : tensor<i32>
+    ember.yield %n : tensor<i32>
+  }
+  return %r : tensor<i32>
+}
+
+// -----
+
+// A loop with a trip count needs no predicate: it is scf.for over
+// [0, trip_count), carrying the same values (its tensors bufferize in place).
+// CHECK-LABEL: func @counted_loop
+// CHECK-DAG: %[[LB:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[UB:.*]] = arith.constant 7 : index
+// CHECK-DAG: %[[ST:.*]] = arith.constant 1 : index
+// CHECK: %[[R:.*]]:2 = scf.for %{{.*}} = %[[LB]] to %[[UB]] step %[[ST]] iter_args(%[[I:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}) -> (tensor<i32>, tensor<3xf32>)
+// CHECK-NOT: arith.cmpi
+// CHECK: scf.yield %{{.*}}, %{{.*}} : tensor<i32>, tensor<3xf32>
+// CHECK: return %[[R]]#1
+func.func @counted_loop(%s: tensor<3xf32>) -> tensor<3xf32> {
+  %zero = ember.constant dense<0> : tensor<i32>
+  %seven = ember.constant dense<7> : tensor<i32>
+  %one = ember.constant dense<1> : tensor<i32>
+  %r:2 = ember.while(%zero, %s) {trip_count = 7 : i64} : tensor<i32>, tensor<3xf32> cond {
+  ^bb0(%c: tensor<i32>, %v: tensor<3xf32>):
+    %p = ember.compare LT, %c, %seven : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<i32>, %v: tensor<3xf32>):
+    %n = ember.add %c, %one : tensor<i32>
+    %w = ember.sin %v : tensor<3xf32>
+    ember.yield %n, %w : tensor<i32>, tensor<3xf32>
+  }
+  return %r#1 : tensor<3xf32>
+}

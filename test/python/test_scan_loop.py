@@ -6,6 +6,7 @@ import ember.numpy as jnp
 import numpy as np
 import pytest
 from ember import lax
+from helpers import fd_grad
 
 
 def rnn_step(c, x):
@@ -79,3 +80,64 @@ def test_scan_over_empty_xs():
     c, ys = jax.jit(lambda xs: lax.scan(rnn_step, 0.5, xs))(jnp.zeros((0,), jnp.float32))
     assert float(c) == 0.5
     assert np.asarray(ys).shape == (0,)
+
+
+# ember-hoist-scan-inputs: products of each row of xs with loop-invariant
+# weights run as one batched product before the loop. Results must be those
+# of the loop as written, whichever rows (and direction) it reads.
+def elman(xs, wh, wx, b, reverse=False):
+    def step(h, x):
+        h = jnp.tanh(h @ wh + x @ wx + b)
+        return h, h.sum(axis=1)
+    return lax.scan(step, jnp.zeros((xs.shape[1], wh.shape[0]), xs.dtype), xs,
+                    reverse=reverse)
+
+
+def elman_numpy(xs, wh, wx, b, reverse=False):
+    h, ys = np.zeros((xs.shape[1], wh.shape[0])), [None] * len(xs)
+    for t in (range(len(xs) - 1, -1, -1) if reverse else range(len(xs))):
+        h = np.tanh(h @ wh + xs[t] @ wx + b)
+        ys[t] = h.sum(axis=1)
+    return h, np.stack(ys)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_rnn_with_hoisted_input_products(reverse):
+    r = np.random.default_rng(1)
+    xs, wh, wx, b = (r.standard_normal(s).astype(np.float32) * 0.5
+                     for s in [(9, 4, 6), (5, 5), (6, 5), (5,)])
+    h, ys = jax.jit(lambda *a: elman(*a, reverse=reverse))(xs, wh, wx, b)
+    wh_, wys = elman_numpy(*(a.astype(np.float64) for a in (xs, wh, wx, b)), reverse=reverse)
+    np.testing.assert_allclose(np.asarray(h), wh_, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(ys), wys, rtol=1e-5, atol=1e-5)
+
+
+def test_fori_loop_rows_in_bounds_and_clamped():
+    r = np.random.default_rng(2)
+    xs, w = r.standard_normal((8, 3)).astype(np.float32), r.standard_normal((3, 2)).astype(np.float32)
+
+    def f(xs, w, shift, flip):
+        def body(i, acc):
+            k = 7 - i if flip else i + shift
+            return acc * 0.5 + lax.dynamic_index_in_dim(xs, k, 0, keepdims=False) @ w
+        return lax.fori_loop(2, 7, body, jnp.zeros(2, jnp.float32))
+
+    for shift, flip in [(0, False), (1, False), (0, True), (4, False)]:
+        got = jax.jit(lambda a, b: f(a, b, shift, flip))(xs, w)
+        acc = np.zeros(2)
+        for i in range(2, 7):
+            k = min(max(7 - i if flip else i + shift, 0), 7)  # out of bounds clamps
+            acc = acc * 0.5 + xs[k].astype(np.float64) @ w
+        np.testing.assert_allclose(np.asarray(got), acc, rtol=1e-5, atol=1e-6)
+
+
+def test_grad_of_scan_rnn_with_hoisted_input_products(x64):
+    r = np.random.default_rng(3)
+    xs, wh, wx, b = (r.standard_normal(s) * 0.5 for s in [(6, 2, 3), (4, 4), (3, 4), (4,)])
+
+    def loss(wx):
+        h, ys = elman(xs, wh, wx, b)
+        return jnp.sum(h ** 2) + jnp.sum(ys)
+
+    np.testing.assert_allclose(np.asarray(jax.jit(jax.grad(loss))(wx)), fd_grad(loss, wx),
+                               rtol=1e-6, atol=1e-8)
