@@ -123,7 +123,7 @@ def test_fori_loop_rows_in_bounds_and_clamped():
         return lax.fori_loop(2, 7, body, jnp.zeros(2, jnp.float32))
 
     for shift, flip in [(0, False), (1, False), (0, True), (4, False)]:
-        got = jax.jit(lambda a, b: f(a, b, shift, flip))(xs, w)
+        got = jax.jit(lambda a, b, s=shift, fl=flip: f(a, b, s, fl))(xs, w)
         acc = np.zeros(2)
         for i in range(2, 7):
             k = min(max(7 - i if flip else i + shift, 0), 7)  # out of bounds clamps
