@@ -42,6 +42,115 @@ constexpr StringLiteral kStackOperand = "ember.stack_operand";
 /// recomputes the function, and forward mode differentiates the function.
 constexpr StringLiteral kRemat = "ember.remat";
 
+/// The string attribute on a checkpoint's ember.custom_vjp_call with a
+/// policy that saves products: "dots" or "dots_no_batch".
+constexpr StringLiteral kRematPolicy = "ember.remat_policy";
+
+/// What saveDots built for a checkpoint that keeps its products.
+struct SavedDots {
+  func::FuncOp fn;           // @remat_saved(args..., dots...) -> results
+  SmallVector<Value> dots;   // the products, computed in the forward pass
+  SmallVector<Value> results; // the forward pass's results (replacing the call's)
+};
+
+/// The float dot_generals at the top level of `fn` (those without batch
+/// dimensions only, for `noBatch`): what a dots policy saves.
+SmallVector<DotGeneralOp> productsToSave(func::FuncOp fn, bool noBatch) {
+  SmallVector<DotGeneralOp> dots;
+  for (Operation &o : fn.front())
+    if (auto d = dyn_cast<DotGeneralOp>(&o))
+      if (isDifferentiable(d.getType()) && (!noBatch || d.getLhsBatchingDimensions().empty()))
+        dots.push_back(d);
+  return dots;
+}
+
+/// For a checkpoint `c` (applied to `ins`: arguments, then captures) whose
+/// policy saves products: inlines the function at the builder's point,
+/// returning its products as well, and builds @remat_saved, the function
+/// with each product replaced by a given value that differentiates as the
+/// product (`ember.custom_jvp_call` of @saved_dot, whose rule is the product
+/// rule), so its VJP recomputes everything but the products. `fn` is null
+/// when the function has no product to save.
+FailureOr<SavedDots> saveDots(OpBuilder &b, CustomVjpCallOp c, ArrayRef<Value> ins,
+                              bool noBatch, SymbolTable &symbols) {
+  Location loc = c.getLoc();
+  MLIRContext *ctx = c.getContext();
+  auto module = c->getParentOfType<ModuleOp>();
+  auto callee = symbols.lookup<func::FuncOp>(c.getCallee());
+  SmallVector<Type> inTypes;
+  for (Value v : ins)
+    inTypes.push_back(v.getType());
+  // @remat_fwd(ins...) -> (results..., products...), inlined at the call.
+  auto fwd = makePrivateFunc(module, symbols, loc, "remat_fwd",
+                             FunctionType::get(ctx, inTypes, {}));
+  OpBuilder fb = OpBuilder::atBlockEnd(&fwd.front());
+  auto outs = inlineBody(fb, callee, fwd.front().getArguments(), symbols);
+  if (failed(outs))
+    return failure();
+  SmallVector<Value> rets(*outs);
+  SmallVector<Type> dotTypes;
+  for (DotGeneralOp d : productsToSave(fwd, noBatch)) {
+    rets.push_back(d.getResult());
+    dotTypes.push_back(d.getType());
+  }
+  SavedDots saved;
+  if (dotTypes.empty()) {
+    symbols.erase(fwd);
+    return saved;
+  }
+  func::ReturnOp::create(fb, loc, rets);
+  fwd.setType(FunctionType::get(ctx, inTypes, TypeRange(ValueRange(rets))));
+  auto fres = inlineBody(b, fwd, ins, symbols);
+  if (failed(fres))
+    return failure();
+  symbols.erase(fwd);
+  unsigned n = c.getNumResults();
+  for (unsigned i = 0; i < n; ++i) {
+    c.getResult(i).replaceAllUsesWith((*fres)[i]);
+    saved.results.push_back((*fres)[i]);
+  }
+  saved.dots.assign(fres->begin() + n, fres->end());
+
+  // @remat_saved(ins..., products...) -> results.
+  SmallVector<Type> savedIns(inTypes);
+  savedIns.append(dotTypes);
+  saved.fn = makePrivateFunc(module, symbols, loc, "remat_saved",
+                             FunctionType::get(ctx, savedIns, c.getResultTypes()));
+  Block &body = saved.fn.front();
+  fb.setInsertionPointToEnd(&body);
+  outs = inlineBody(fb, callee, body.getArguments().take_front(ins.size()), symbols);
+  if (failed(outs))
+    return failure();
+  func::ReturnOp::create(fb, loc, *outs);
+  for (auto [k, d] : llvm::enumerate(productsToSave(saved.fn, noBatch))) {
+    Value lhs = d.getLhs(), rhs = d.getRhs();
+    Type at = lhs.getType(), bt = rhs.getType(), st = d.getType();
+    // @saved_dot(a, b, s) = s
+    auto prim = makePrivateFunc(module, symbols, loc, "saved_dot",
+                                FunctionType::get(ctx, {at, bt, st}, {st}));
+    OpBuilder pb = OpBuilder::atBlockEnd(&prim.front());
+    func::ReturnOp::create(pb, loc, prim.getArgument(2));
+    // @saved_dot_jvp(a, b, s, ta, tb, ts) = (s, ta . b + a . tb)
+    auto rule = makePrivateFunc(module, symbols, loc, "saved_dot_jvp",
+                                FunctionType::get(ctx, {at, bt, st, at, bt, st}, {st, st}));
+    OpBuilder rb = OpBuilder::atBlockEnd(&rule.front());
+    // (x . x is called with x twice, so its two tangents are both dx.)
+    Operation *d1 = rb.clone(*d), *d2 = rb.clone(*d);
+    d1->setOperands({rule.getArgument(3), rule.getArgument(1)});
+    d2->setOperands({rule.getArgument(0), rule.getArgument(4)});
+    Value t1 = d1->getResult(0), t2 = d2->getResult(0);
+    Value t = AddOp::create(rb, loc, t1, t2);
+    func::ReturnOp::create(rb, loc, ValueRange{rule.getArgument(2), t});
+    OpBuilder db(d);
+    auto call = CustomJvpCallOp::create(
+        db, loc, TypeRange{st}, FlatSymbolRefAttr::get(prim), FlatSymbolRefAttr::get(rule),
+        ValueRange{lhs, rhs, body.getArgument(ins.size() + k)}, db.getDenseI64ArrayAttr({3, 0, 0}));
+    d.getResult().replaceAllUsesWith(call.getResult(0));
+    d.erase();
+  }
+  return saved;
+}
+
 /// Transposes linear ops (JVP code) into adjoint code at the builder's
 /// insertion point: `cotangent` maps linear values to their cotangents.
 struct Transposer {
@@ -250,30 +359,46 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
       if (wrt.empty())
         continue;
       Location loc = c.getLoc();
+      auto module = c->getParentOfType<ModuleOp>();
+      // With a dots policy, the forward pass keeps the products, and the
+      // recomputation (@remat_saved) takes them instead of recomputing them.
+      FlatSymbolRefAttr target = c.getCalleeAttr();
+      SmallVector<Value> primalIns(ins), results(c.getResults());
+      if (auto policy = c->getAttrOfType<StringAttr>(kRematPolicy)) {
+        auto saved = saveDots(b, c, ins, policy.getValue() == "dots_no_batch", symbols);
+        if (failed(saved))
+          return failure();
+        if (saved->fn) {
+          target = FlatSymbolRefAttr::get(saved->fn);
+          primalIns.append(saved->dots);
+          results = saved->results;
+        }
+      }
       SmallVector<Type> bwdIns, bwdOuts;
-      for (Value v : ins)
+      for (Value v : primalIns)
         bwdIns.push_back(v.getType());
       bwdIns.append(c.getResultTypes().begin(), c.getResultTypes().end());
       for (Value t : tans)
         bwdOuts.push_back(t.getType());
-      auto module = c->getParentOfType<ModuleOp>();
       auto fn = makePrivateFunc(module, symbols, loc, "remat_bwd",
                                 FunctionType::get(c.getContext(), bwdIns, bwdOuts));
       OpBuilder fb = OpBuilder::atBlockEnd(&fn.front());
       SmallVector<Type> vjpTypes(c.getResultTypes());
       vjpTypes.append(bwdOuts);
       auto args = fn.front().getArguments();
-      auto vjp = VjpOp::create(fb, loc, vjpTypes, c.getCalleeAttr(), args.take_front(ins.size()),
-                               args.drop_front(ins.size()), fb.getDenseI64ArrayAttr(wrt));
+      auto vjp = VjpOp::create(fb, loc, vjpTypes, target, args.take_front(primalIns.size()),
+                               args.drop_front(primalIns.size()), fb.getDenseI64ArrayAttr(wrt));
       func::ReturnOp::create(fb, loc, vjp.getResults().drop_front(c.getNumResults()));
-      SmallVector<Value> linIns(ins);
+      SmallVector<Value> linIns(primalIns);
       linIns.append(tans);
       auto lin = CustomLinearOp::create(
           b, loc, c.getResultTypes(), FlatSymbolRefAttr::get(fn), linIns,
-          b.getDenseI64ArrayAttr({(int64_t)ins.size(), (int64_t)tans.size(), 0}));
-      for (auto [r, t] : llvm::zip(c.getResults(), lin.getResults()))
+          b.getDenseI64ArrayAttr({(int64_t)primalIns.size(), (int64_t)tans.size(), 0}));
+      for (auto [r, t] : llvm::zip(results, lin.getResults()))
         if (isDifferentiable(r.getType()))
           tangent[r] = t;
+      if (target != c.getCalleeAttr())
+        op->erase(); // its results were replaced by the inlined forward pass
       continue;
     }
     if (auto c = dyn_cast<CustomVjpCallOp>(op); c && !reverse && c->hasAttr(kRemat)) {

@@ -353,3 +353,48 @@ func.func @vjp_complex_parts(%z: tensor<complex<f32>>, %ct: tensor<f32>) -> tens
   %y, %g = ember.vjp @re_part(%z) cotangents(%ct) wrt [0] : (tensor<complex<f32>>, tensor<f32>) -> (tensor<f32>, tensor<complex<f32>>)
   return %g : tensor<complex<f32>>
 }
+
+// -----
+
+// A checkpoint with the dots policy (ember.remat_policy = "dots"): the
+// forward pass keeps the product x . w, and the recomputation in the backward
+// pass takes it (a custom_jvp_call of @saved_dot, differentiated by the
+// product rule) instead of computing it again; tanh is recomputed from it.
+// CHECK-LABEL: func @grad_remat_dots
+// CHECK: %[[P:.*]] = ember.dot_general %arg0, %arg1, batch = [] x [], contract = [1] x [0]
+// CHECK: %[[S:.*]] = ember.custom_jvp_call @saved_dot jvp @saved_dot_jvp(%arg0, %arg1, %[[P]]) segments [3, 0, 0]
+// CHECK-NOT: ember.dot_general %arg0, %arg1
+// CHECK: ember.tanh %[[S]]
+// CHECK-NOT: ember.dot_general %arg0, %arg1
+// CHECK: ember.dot_general %arg0, %{{.*}}, batch = [] x [], contract = [0] x [0]
+// CHECK-NOT: ember.dot_general %arg0, %arg1
+// CHECK-LABEL: func.func private @saved_dot(
+// CHECK: return %arg2
+// CHECK-LABEL: func.func private @saved_dot_jvp(
+// CHECK: %[[A:.*]] = ember.dot_general %arg3, %arg1
+// CHECK: %[[B:.*]] = ember.dot_general %arg0, %arg4
+// CHECK: %[[T:.*]] = ember.add %[[A]], %[[B]]
+// CHECK: return %arg2, %[[T]]
+func.func private @blk(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %p = ember.dot_general %x, %w, batch = [] x [], contract = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %t = ember.tanh %p : tensor<2x4xf32>
+  return %t : tensor<2x4xf32>
+}
+func.func private @blk_fwd(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> (tensor<2x4xf32>, tensor<2x3xf32>, tensor<3x4xf32>) {
+  %t = func.call @blk(%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %t, %x, %w : tensor<2x4xf32>, tensor<2x3xf32>, tensor<3x4xf32>
+}
+func.func private @blk_bwd(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>, %ct: tensor<2x4xf32>) -> (tensor<2x3xf32>, tensor<3x4xf32>) {
+  %y, %gx, %gw = ember.vjp @blk(%x, %w) cotangents(%ct) wrt [0, 1] : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x3xf32>, tensor<3x4xf32>)
+  return %gx, %gw : tensor<2x3xf32>, tensor<3x4xf32>
+}
+func.func private @loss(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<f32> {
+  %t = ember.custom_vjp_call @blk fwd @blk_fwd bwd @blk_bwd(%x, %w) segments [2, 0, 0, 0, 2] {ember.remat, ember.remat_policy = "dots"} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %s = ember.reduce sum %t, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+func.func @grad_remat_dots(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %one = ember.constant dense<1.0> : tensor<f32>
+  %y, %g = ember.vjp @loss(%x, %w) cotangents(%one) wrt [1] : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<f32>) -> (tensor<f32>, tensor<3x4xf32>)
+  return %g : tensor<3x4xf32>
+}

@@ -410,6 +410,84 @@ def test_checkpoint_differentiates_closed_over_values(x64):
         assert abs(float(g) - float(fd_grad(lambda v: f(v, lambda b: b), np.array(w)))) < 1e-6
 
 
+def _derived(fn, *args):
+    """The IR of jit(fn) once its transformations are expanded (before
+    lowering), to look at what the backward pass computes."""
+    from ember._mlir import ir, passmanager
+    from ember._src import core
+    text = jax.jit(fn).lower(*args).as_text()
+    with core.context():
+        m = ir.Module.parse(text)
+        passmanager.PassManager.parse(
+            "builtin.module(ember-autodiff,ember-batch,ember-autodiff,ember-inline-custom,"
+            "symbol-dce,canonicalize,cse)").run(m.operation)
+        return str(m)
+
+
+def _loop_bodies(text):
+    """The text of each ember.while in `text`, outermost in program order."""
+    parts = text.split("ember.while")[1:]
+    return [p.split("\n    }\n")[0] for p in parts]
+
+
+@pytest.mark.parametrize("policy,kept", [
+    ("nothing_saveable", False), ("dots_saveable", True), ("checkpoint_dots", True),
+    ("dots_with_no_batch_dims_saveable", True)])
+def test_checkpoint_dots_policies_keep_the_products(policy, kept, x64):
+    # In a scan body, x @ w1 is saved by the forward loop under the dots
+    # policies (one more [n, 4, 5] residual buffer) and not recomputed by the
+    # backward loop; nothing_saveable recomputes it. Gradients agree.
+    r = np.random.default_rng(4)
+    w1, xs = r.standard_normal((3, 5)) * 0.5, r.standard_normal((6, 4, 3))
+    pol = getattr(jax.checkpoint_policies, policy)
+
+    def loss(w1, xs, wrap):
+        def step(c, x):
+            return c + wrap(lambda x: jnp.tanh(x @ w1) @ w1.T)(x), None
+        return jnp.sum(lax.scan(step, jnp.zeros((4, 3)), xs)[0] ** 2)
+
+    ck = lambda f: jax.checkpoint(f, policy=pol)
+    g = jax.grad(loss)(w1, xs, ck)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(loss)(w1, xs, lambda f: f)),
+                               rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(g), fd_grad(lambda w: loss(w, xs, ck), w1),
+                               rtol=1e-6, atol=1e-8)
+    text = _derived(jax.grad(lambda w: loss(w, xs, ck)), w1)
+    fwd, bwd = _loop_bodies(text)
+    assert ("tensor<6x4x5xf64>" in fwd) == kept
+    forward_product = "contract = [1] x [0] : (tensor<4x3xf64>, tensor<3x5xf64>)"
+    assert (forward_product in bwd) == (not kept)
+
+
+@pytest.mark.parametrize("policy,kept", [("dots_saveable", True),
+                                         ("dots_with_no_batch_dims_saveable", False)])
+def test_checkpoint_dots_with_batch_dimensions(policy, kept, x64):
+    r = np.random.default_rng(6)
+    w, xs = r.standard_normal((2, 3, 5)) * 0.5, r.standard_normal((4, 2, 7, 3))
+    ck = lambda f: jax.checkpoint(f, policy=getattr(jax.checkpoint_policies, policy))
+
+    def loss(w, wrap):
+        step = lambda c, x: (c + jnp.sum(wrap(lambda x: jnp.tanh(jnp.matmul(x, w)))(x)), None)
+        return lax.scan(step, 0.0, xs)[0]
+
+    g = jax.grad(loss)(w, ck)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(loss)(w, lambda f: f)),
+                               rtol=1e-10)
+    fwd, _ = _loop_bodies(_derived(jax.grad(lambda w: loss(w, ck)), w))
+    assert ("tensor<4x2x7x5xf64>" in fwd) == kept
+
+
+def test_checkpoint_dots_policy_differentiates_products_of_one_value(x64):
+    # x @ x.T: both operands of the saved product vary.
+    f = lambda x: jnp.sum(jnp.sin(x @ x.T))
+    ck = jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable)
+    x = np.random.default_rng(5).standard_normal((3, 4))
+    np.testing.assert_allclose(np.asarray(jax.grad(ck)(x)), np.asarray(jax.grad(f)(x)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(jax.jit(jax.hessian(ck))(x)),
+                               np.asarray(jax.hessian(f)(x)), rtol=1e-10, atol=1e-12)
+
+
 # --------------------------------------------------------------------------
 # stop_gradient
 # --------------------------------------------------------------------------

@@ -477,11 +477,13 @@ def stop_gradient(x):
 
 
 class checkpoint_policies:
-    """JAX's rematerialization policies. Ember honours `everything_saveable`
-    (keep every residual: checkpoint is then the identity) and otherwise
-    saves only the checkpointed function's inputs and recomputes the rest in
-    the backward pass (as `nothing_saveable`); `dots_saveable` and its aliases
-    also recompute the dots (docs/design.md, "Checkpoint")."""
+    """JAX's rematerialization policies. `everything_saveable` keeps every
+    residual (checkpoint is then the identity); `dots_saveable` (alias
+    `checkpoint_dots`) keeps the results of the function's contractions and
+    recomputes the rest in the backward pass, `dots_with_no_batch_dims_saveable`
+    (alias `checkpoint_dots_with_no_batch_dims`) only those without batch
+    dimensions; `nothing_saveable` and any other policy keep only the
+    function's inputs (docs/design.md, "Checkpoint")."""
 
     @staticmethod
     def everything_saveable(*_, **__):
@@ -492,11 +494,22 @@ class checkpoint_policies:
         return False
 
     @staticmethod
-    def dots_saveable(*_, **__):
-        return True
+    def dots_saveable(prim, *_, **__):
+        return getattr(prim, "name", prim) == "dot_general"
 
-    dots_with_no_batch_dims_saveable = dots_saveable
+    @staticmethod
+    def dots_with_no_batch_dims_saveable(prim, *_, **__):
+        return getattr(prim, "name", prim) == "dot_general"
+
     checkpoint_dots = dots_saveable
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+
+
+# The policies ember-autodiff implements by saving products (ember.remat_policy).
+_REMAT_POLICIES = {
+    checkpoint_policies.dots_saveable: "dots",
+    checkpoint_policies.dots_with_no_batch_dims_saveable: "dots_no_batch",
+}
 
 
 def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
@@ -529,7 +542,7 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
         call = custom_vjp(dynamic)
         call.defvjp(lambda *dyn: (dynamic(*dyn), dyn),
                     lambda dyn, ct: vjp(dynamic, *dyn)[1](ct))
-        call._remat = True
+        call._remat = _REMAT_POLICIES.get(policy, True)
         return call(*[args[i] for i in positions])
 
     return rematted
@@ -645,6 +658,16 @@ class custom_jvp:
         return tree_util.tree_unflatten(f.out_tree, res)
 
 
+def _remat_attributes(remat):
+    """The attributes marking a checkpoint's custom_vjp_call (None: not one)."""
+    if not remat:
+        return None
+    attrs = {"ember.remat": ir.UnitAttr.get(core.context())}
+    if isinstance(remat, str):
+        attrs["ember.remat_policy"] = ir.StringAttr.get(remat, core.context())
+    return attrs
+
+
 class custom_vjp:
     """`jax.custom_vjp`: a function with user-defined forward and backward
     passes, referenced by an `ember.custom_vjp_call` op; reverse mode
@@ -660,7 +683,7 @@ class custom_vjp:
         self.fwd, self.bwd = fwd, bwd
 
     _tracing_rule = 0
-    _remat = False  # set by checkpoint: bwd recomputes fun
+    _remat = False  # set by checkpoint: bwd recomputes fun (a str: its policy)
 
     def __call__(self, *args):
         if self._tracing_rule:
@@ -725,6 +748,5 @@ class custom_vjp:
                            vals + f.captured + fw.captured + bw.captured,
                            [len(vals), len(f.captured), len(fw.captured), len(bw.captured),
                             len(res_avals)], f.out_avals[:nout],
-                           {"ember.remat": ir.UnitAttr.get(core.context())} if self._remat
-                           else None)
+                           _remat_attributes(self._remat))
         return tree_util.tree_unflatten(f.out_tree, res)
