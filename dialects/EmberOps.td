@@ -623,6 +623,28 @@ def Ember_StopGradientOp : Ember_Op<"stop_gradient", [Pure, SameOperandsAndResul
   let assemblyFormat = "$operand attr-dict `:` type($result)";
 }
 
+def Ember_OptimizationBarrierOp : Ember_Op<"optimization_barrier",
+    [MemoryEffects<[MemRead]>, InferTypeOpAdaptor]> {
+  let summary = "identity that optimizations do not look through";
+  let description = [{
+    Returns its operands. Its results are new values to CSE and fusion, and
+    it is not folded, so computations on them are not merged with the same
+    computations on the operands (`lax.optimization_barrier`; `checkpoint`
+    puts one before the recomputation of its function). Its read effect keeps
+    it from being moved; an unused barrier is dead. `ember-to-linalg` keeps
+    it on tensors and `ember-drop-optimization-barriers` removes it just
+    before bufferization, after the last CSE. Derivatives and batching pass
+    through it.
+
+    ```mlir
+    %y:2 = ember.optimization_barrier %a, %b : tensor<3xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Ember_Tensor>:$operands);
+  let results = (outs Variadic<Ember_Tensor>:$results);
+  let assemblyFormat = "$operands attr-dict `:` type($operands)";
+}
+
 def Ember_JvpOp : Ember_TransformOp<"jvp"> {
   let summary = "forward-mode derivative of a function (expanded by ember-autodiff)";
   let description = [{

@@ -205,6 +205,24 @@ def EmberInlineCustomPass : Pass<"ember-inline-custom", "ModuleOp"> {
   let dependentDialects = ["func::FuncDialect"];
 }
 
+def EmberDropOptimizationBarriersPass : Pass<"ember-drop-optimization-barriers"> {
+  let summary = "Replace ember.optimization_barrier by its operands";
+  let description = [{
+    `ember.optimization_barrier` keeps CSE and fusion from merging a
+    computation with the same computation on the barrier's operands (the
+    recomputation of a checkpointed function with its forward pass). The CPU
+    pipeline keeps it through `ember-to-linalg` and the last CSE and runs this
+    pass right before bufferization, which has nothing to merge.
+
+    Before:
+    ```mlir
+    %y = ember.optimization_barrier %x : tensor<3xf32>
+    %z = linalg.generic ... ins(%y ...)
+    ```
+    After: `%z = linalg.generic ... ins(%x ...)`.
+  }];
+}
+
 def EmberUniqueResultsPass : Pass<"ember-unique-results", "ModuleOp"> {
   let summary = "Give every result of a public function its own tensor";
   let description = [{

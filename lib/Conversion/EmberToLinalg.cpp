@@ -531,6 +531,17 @@ struct StopGradientLowering : public OpConversionPattern<StopGradientOp> {
   }
 };
 
+/// The barrier stays (on converted types) until after the last CSE;
+/// ember-drop-optimization-barriers removes it before bufferization.
+struct OptimizationBarrierLowering : public OpConversionPattern<OptimizationBarrierOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(OptimizationBarrierOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<OptimizationBarrierOp>(op, adaptor.getOperands());
+    return success();
+  }
+};
+
 struct TransposeLowering : public OpConversionPattern<TransposeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
@@ -1593,6 +1604,8 @@ struct EmberToLinalgPass : public mlir::ember::impl::EmberToLinalgPassBase<Ember
                            arith::ArithDialect, math::MathDialect, scf::SCFDialect,
                            complex::ComplexDialect>();
     target.addIllegalDialect<EmberDialect>();
+    target.addDynamicallyLegalOp<OptimizationBarrierOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
     target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp f) {
       return converter.isSignatureLegal(f.getFunctionType()) &&
              converter.isLegal(&f.getBody());
@@ -1625,7 +1638,7 @@ void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
                                                 RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ElementwiseLowering>(converter, ctx);
-  patterns.add<ConstantLowering, IotaLowering, StopGradientLowering, BitcastResizeLowering, WhileLowering, CaseLowering, YieldLowering, BroadcastInDimLowering, ReshapeLowering,
+  patterns.add<ConstantLowering, IotaLowering, StopGradientLowering, OptimizationBarrierLowering, BitcastResizeLowering, WhileLowering, CaseLowering, YieldLowering, BroadcastInDimLowering, ReshapeLowering,
                TransposeLowering, SliceLowering, DynamicSliceLowering,
                DynamicUpdateSliceLowering, PadLowering, ConcatenateLowering,
                ReverseLowering, ReduceLowering, ArgReduceLowering<ArgMaxOp, true>,

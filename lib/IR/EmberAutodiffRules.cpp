@@ -396,6 +396,10 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<ConstantOp, IotaOp, SignOp, FloorOp, CeilOp, RoundNearestAfzOp,
             RoundNearestEvenOp, NextAfterOp, StopGradientOp>([&](auto) { return zero(); })
+      .Case([&](OptimizationBarrierOp) -> LogicalResult {
+        out.append(t.begin(), t.end()); // tangents pass through (null: zero)
+        return success();
+      })
       .Case<AddOp, SubOp, NegOp, BroadcastInDimOp, ReshapeOp, TransposeOp, SliceOp,
             ReverseOp, ConcatenateOp, PadOp, GatherOp, RealOp, ImagOp, ConjOp,
             ComplexOp>([&](auto) { return linearSame(); })

@@ -198,6 +198,12 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
   // unbatched operands and apply the op to the batched shapes.
   if (op->hasTrait<OpTrait::Elementwise>() || isa<StopGradientOp, BitcastConvertOp>(op))
     return done(c.recreate(op, all(), attrs()));
+  if (isa<OptimizationBarrierOp>(op)) { // unbatched operands stay unbatched
+    Operation *bar = OptimizationBarrierOp::create(b, c.loc, operands);
+    for (auto [r, isB] : llvm::zip(bar->getResults(), isBatched))
+      results.push_back(isB ? r : c.batched(r, false));
+    return success();
+  }
 
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](BroadcastInDimOp o) {

@@ -92,6 +92,15 @@ static LogicalResult inferComplexPart(Value operand, SmallVectorImpl<Type> &type
   return success();
 }
 
+// optimization_barrier_c1: the results have the operands' types.
+LogicalResult OptimizationBarrierOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                                      Adaptor adaptor,
+                                                      SmallVectorImpl<Type> &types) {
+  for (Value v : adaptor.getOperands())
+    types.push_back(v.getType());
+  return success();
+}
+
 LogicalResult RealOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                        Adaptor adaptor, SmallVectorImpl<Type> &types) {
   return inferComplexPart(adaptor.getOperand(), types);

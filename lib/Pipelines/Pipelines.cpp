@@ -81,6 +81,7 @@ static const char kCpuPipeline[] =
     "canonicalize,cse,"
     "linalg-generalize-named-ops,linalg-fuse-elementwise-ops,"
     "canonicalize,"
+    "ember-drop-optimization-barriers,"
     "ember-unique-results,"
     "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map},"

@@ -42,6 +42,10 @@ constexpr StringLiteral kStackOperand = "ember.stack_operand";
 /// recomputes the function, and forward mode differentiates the function.
 constexpr StringLiteral kRemat = "ember.remat";
 
+/// The unit attribute on a checkpoint's ember.custom_vjp_call made with
+/// prevent_cse=False: its recomputation needs no optimization barrier.
+constexpr StringLiteral kRematNoBarrier = "ember.remat_no_barrier";
+
 /// The string attribute on a checkpoint's ember.custom_vjp_call with a
 /// policy that saves products: "dots" or "dots_no_batch".
 constexpr StringLiteral kRematPolicy = "ember.remat_policy";
@@ -386,7 +390,15 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
       SmallVector<Type> vjpTypes(c.getResultTypes());
       vjpTypes.append(bwdOuts);
       auto args = fn.front().getArguments();
-      auto vjp = VjpOp::create(fb, loc, vjpTypes, target, args.take_front(primalIns.size()),
+      // The recomputation reads its inputs through a barrier (unless the
+      // user passed prevent_cse=False), so that CSE does not merge it with
+      // the forward pass, which would keep the residuals after all.
+      SmallVector<Value> primals(args.take_front(primalIns.size()));
+      if (!c->hasAttr(kRematNoBarrier)) {
+        auto bar = OptimizationBarrierOp::create(fb, loc, ValueRange(primals));
+        primals.assign(bar->result_begin(), bar->result_end());
+      }
+      auto vjp = VjpOp::create(fb, loc, vjpTypes, target, primals,
                                args.drop_front(primalIns.size()), fb.getDenseI64ArrayAttr(wrt));
       func::ReturnOp::create(fb, loc, vjp.getResults().drop_front(c.getNumResults()));
       SmallVector<Value> linIns(primalIns);

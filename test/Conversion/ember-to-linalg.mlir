@@ -514,3 +514,15 @@ func.func @counted_loop(%s: tensor<3xf32>) -> tensor<3xf32> {
   }
   return %r#1 : tensor<3xf32>
 }
+
+// -----
+
+// The barrier stays, on converted types (ember-drop-optimization-barriers
+// removes it before bufferization).
+// CHECK-LABEL: func @optimization_barrier
+// CHECK: %[[B:.*]]:2 = ember.optimization_barrier %arg0, %arg1 : tensor<3xi32>, tensor<f32>
+// CHECK: return %[[B]]#0
+func.func @optimization_barrier(%a: tensor<3xui32>, %b: tensor<f32>) -> tensor<3xui32> {
+  %0:2 = ember.optimization_barrier %a, %b : tensor<3xui32>, tensor<f32>
+  return %0#0 : tensor<3xui32>
+}

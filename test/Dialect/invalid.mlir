@@ -853,3 +853,13 @@ func.func @stack_c2(%h: tensor<i64>) -> tensor<i64> {
   %h1 = ember.stack_push %h() : (tensor<i64>) -> tensor<i64>
   return %h1 : tensor<i64>
 }
+
+// -----
+
+func.func @optimization_barrier_c1(%x: tensor<3xf32>) -> tensor<2xf32> {
+  // optimization_barrier_c1: the results have the operands' types.
+  // expected-error @+2 {{'ember.optimization_barrier' op inferred type(s) 'tensor<3xf32>' are incompatible with return type(s) of operation 'tensor<2xf32>'}}
+  // expected-error @+1 {{'ember.optimization_barrier' op failed to infer returned types}}
+  %y = "ember.optimization_barrier"(%x) : (tensor<3xf32>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}

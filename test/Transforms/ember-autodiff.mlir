@@ -360,20 +360,22 @@ func.func @vjp_complex_parts(%z: tensor<complex<f32>>, %ct: tensor<f32>) -> tens
 // forward pass keeps the product x . w, and the recomputation in the backward
 // pass takes it (a custom_jvp_call of @saved_dot, differentiated by the
 // product rule) instead of computing it again; tanh is recomputed from it.
+// The recomputation reads its inputs through an optimization barrier, so CSE
+// cannot merge it with the forward pass.
 // CHECK-LABEL: func @grad_remat_dots
 // CHECK: %[[P:.*]] = ember.dot_general %arg0, %arg1, batch = [] x [], contract = [1] x [0]
-// CHECK: %[[S:.*]] = ember.custom_jvp_call @saved_dot jvp @saved_dot_jvp(%arg0, %arg1, %[[P]]) segments [3, 0, 0]
-// CHECK-NOT: ember.dot_general %arg0, %arg1
+// CHECK: %[[B:.*]]:3 = ember.optimization_barrier %arg0, %arg1, %[[P]] : tensor<2x3xf32>, tensor<3x4xf32>, tensor<2x4xf32>
+// CHECK: %[[S:.*]] = ember.custom_jvp_call @saved_dot jvp @saved_dot_jvp(%[[B]]#0, %[[B]]#1, %[[B]]#2) segments [3, 0, 0]
+// CHECK-NOT: ember.dot_general %[[B]]#0, %[[B]]#1
 // CHECK: ember.tanh %[[S]]
-// CHECK-NOT: ember.dot_general %arg0, %arg1
-// CHECK: ember.dot_general %arg0, %{{.*}}, batch = [] x [], contract = [0] x [0]
-// CHECK-NOT: ember.dot_general %arg0, %arg1
+// CHECK-NOT: ember.dot_general %[[B]]#0, %[[B]]#1
+// CHECK: ember.dot_general %[[B]]#0, %{{.*}}, batch = [] x [], contract = [0] x [0]
 // CHECK-LABEL: func.func private @saved_dot(
 // CHECK: return %arg2
 // CHECK-LABEL: func.func private @saved_dot_jvp(
 // CHECK: %[[A:.*]] = ember.dot_general %arg3, %arg1
-// CHECK: %[[B:.*]] = ember.dot_general %arg0, %arg4
-// CHECK: %[[T:.*]] = ember.add %[[A]], %[[B]]
+// CHECK: %[[D:.*]] = ember.dot_general %arg0, %arg4
+// CHECK: %[[T:.*]] = ember.add %[[A]], %[[D]]
 // CHECK: return %arg2, %[[T]]
 func.func private @blk(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<2x4xf32> {
   %p = ember.dot_general %x, %w, batch = [] x [], contract = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>

@@ -477,6 +477,42 @@ def test_checkpoint_dots_with_batch_dimensions(policy, kept, x64):
     assert ("tensor<4x2x7x5xf64>" in fwd) == kept
 
 
+def test_checkpoint_recomputation_is_not_merged_with_the_forward_pass():
+    # Straight-line code: the recomputation reads its inputs through an
+    # optimization barrier, so CSE keeps it (forward product, recomputed
+    # product, weight gradient: 3 GEMMs); prevent_cse=False lets CSE merge it.
+    r = np.random.default_rng(7)
+    x, w = r.standard_normal((64, 64)).astype(np.float32), r.standard_normal((64, 64)).astype(
+        np.float32)
+    f = lambda w: jnp.sum(jnp.sin(x @ w))
+    gemms = {}
+    for prevent in (True, False):
+        g = jax.jit(jax.value_and_grad(jax.checkpoint(f, prevent_cse=prevent)))
+        gemms[prevent] = g.lower(w).as_text("llvm").count("llvm.call @__ember_gemm")
+        v, dw = g(w)
+        v0, dw0 = jax.value_and_grad(f)(w)
+        np.testing.assert_allclose(np.asarray(dw), np.asarray(dw0), rtol=1e-5, atol=1e-4)
+        assert abs(float(v) - float(v0)) <= 1e-3 * abs(float(v0))
+    assert gemms == {True: 3, False: 2}
+
+
+def test_optimization_barrier():
+    tree = {"a": np.arange(3.0, dtype=np.float32), "b": (np.float32(2.0),)}
+    out = lax.optimization_barrier(tree)
+    np.testing.assert_array_equal(np.asarray(out["a"]), tree["a"])
+    assert float(out["b"][0]) == 2.0
+    f = jax.jit(lambda x: jnp.sum(lax.optimization_barrier(jnp.sin(x)) ** 2))
+    close(f(X), np.sum(np.sin(X) ** 2))
+    close(jax.grad(f)(X), 2 * np.sin(X) * np.cos(X))
+    _, t = jax.jvp(lambda x: lax.optimization_barrier((x * 2, 1.0))[0], (X,), (Y,))
+    close(t, 2 * Y)
+    per = jax.vmap(lambda x, c: lax.optimization_barrier((x, c))[0] * c, (0, None))(
+        np.ones((2, 3), np.float32), 3.0)
+    np.testing.assert_array_equal(np.asarray(per), np.full((2, 3), 3.0))
+    # The barrier is a real op in the staged program.
+    assert "ember.optimization_barrier" in jax.jit(lax.optimization_barrier).lower(X).as_text()
+
+
 def test_checkpoint_dots_policy_differentiates_products_of_one_value(x64):
     # x @ x.T: both operands of the saved product vary.
     f = lambda x: jnp.sum(jnp.sin(x @ x.T))

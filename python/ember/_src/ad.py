@@ -542,7 +542,7 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
         call = custom_vjp(dynamic)
         call.defvjp(lambda *dyn: (dynamic(*dyn), dyn),
                     lambda dyn, ct: vjp(dynamic, *dyn)[1](ct))
-        call._remat = _REMAT_POLICIES.get(policy, True)
+        call._remat = (_REMAT_POLICIES.get(policy, "nothing"), prevent_cse)
         return call(*[args[i] for i in positions])
 
     return rematted
@@ -659,12 +659,17 @@ class custom_jvp:
 
 
 def _remat_attributes(remat):
-    """The attributes marking a checkpoint's custom_vjp_call (None: not one)."""
+    """The attributes marking a checkpoint's custom_vjp_call: `remat` is
+    (policy, prevent_cse), or None for a user's custom_vjp."""
     if not remat:
         return None
-    attrs = {"ember.remat": ir.UnitAttr.get(core.context())}
-    if isinstance(remat, str):
-        attrs["ember.remat_policy"] = ir.StringAttr.get(remat, core.context())
+    policy, prevent_cse = remat
+    ctx = core.context()
+    attrs = {"ember.remat": ir.UnitAttr.get(ctx)}
+    if policy != "nothing":
+        attrs["ember.remat_policy"] = ir.StringAttr.get(policy, ctx)
+    if not prevent_cse:
+        attrs["ember.remat_no_barrier"] = ir.UnitAttr.get(ctx)
     return attrs
 
 
@@ -683,7 +688,7 @@ class custom_vjp:
         self.fwd, self.bwd = fwd, bwd
 
     _tracing_rule = 0
-    _remat = False  # set by checkpoint: bwd recomputes fun (a str: its policy)
+    _remat = None  # set by checkpoint to (policy, prevent_cse): bwd recomputes fun
 
     def __call__(self, *args):
         if self._tracing_rule:

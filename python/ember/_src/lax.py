@@ -912,6 +912,22 @@ def stop_gradient(x):
     return sg(x)
 
 
+_optimization_barrier_p = Primitive("optimization_barrier", lambda *avals: list(avals),
+                                    multiple_results=True)
+
+
+def optimization_barrier(operand):
+    """`lax.optimization_barrier`: the values of `operand` (a pytree of
+    arrays), which compiler optimizations do not look through: computations
+    on the results are not merged with the same computations on the inputs.
+    Differentiation and vmap pass through it."""
+    from ember._src import tree_util
+    leaves, tree = tree_util.tree_flatten(operand)
+    if not leaves:
+        return operand
+    return tree_util.tree_unflatten(tree, _optimization_barrier_p.bind(*leaves))
+
+
 def integer_pow(x, y):
     x = as_value(x)
     if y == 0:
