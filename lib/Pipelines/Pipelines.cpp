@@ -76,7 +76,7 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
 static const char kCpuPipeline[] =
     "ember-autodiff,ember-batch,ember-autodiff,ember-batch,ember-autodiff,ember-batch,"
     "ember-inline-custom,symbol-dce,canonicalize,cse,"
-    "ember-hoist-scan-inputs,ember-batch,symbol-dce,canonicalize,cse,"
+    "ember-hoist-scan-inputs,ember-batch,symbol-dce,"
     "ember-to-linalg,"
     "canonicalize,cse,"
     "linalg-generalize-named-ops,linalg-fuse-elementwise-ops,"
