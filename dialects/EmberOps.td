@@ -531,6 +531,8 @@ def Ember_StackPushOp : Ember_Op<"stack_push",
     handle. `ember-autodiff` emits it in the forward loop of a
     reverse-differentiated `ember.while` without a trip count, to save each
     iteration's residuals; `ember.stack_pop` reads them back in reverse order.
+    Pushes of `L`-lane values (a batched loop) store all lanes; the handle
+    operand is then the stack's handle, shared by the lanes.
     Lowered to the runtime entry `ember_stack_push` (docs/design.md).
 
     ```mlir
@@ -547,20 +549,27 @@ def Ember_StackPushOp : Ember_Op<"stack_push",
 
 def Ember_StackPopOp : Ember_Op<"stack_pop",
     [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
-  let summary = "pop the tensors of the last push from a run-time stack";
+  let summary = "read back the tensors of one push from a run-time stack";
   let description = [{
-    Removes the values of the matching (last) `ember.stack_push` from the top
-    of `stack` and returns the new handle followed by them. The stack is
-    freed when it becomes empty (the handle is then 0).
+    Returns the values of push number `index` (0 is the first push; all
+    pushes on one stack carry the same types), after the new handle. The
+    reads of a backward loop go from the last push down to push 0, and the
+    read of push 0 frees the stack (the handle is then 0).
+
+    With `lanes = L` (made by `ember-batch`), the pushes hold values with a
+    leading dimension of L lanes, `index` is a `tensor<Lxi64>`, and lane j of
+    each result is lane j of push `index[j]` (zeros where `index[j]` is
+    negative: a lane that has finished); the stack is freed when no index is
+    above 0.
 
     ```mlir
-    %h1, %x, %y = ember.stack_pop %h0 : (tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<f32>)
+    %h1, %x, %y = ember.stack_pop %h0[%k] : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<f32>)
     ```
   }];
-  let arguments = (ins Ember_Tensor:$stack);
+  let arguments = (ins Ember_Tensor:$stack, Ember_Tensor:$index, OptionalAttr<I64Attr>:$lanes);
   let results = (outs Ember_Tensor:$result, Variadic<Ember_Tensor>:$values);
   let assemblyFormat = [{
-    $stack attr-dict `:` functional-type(operands, results)
+    $stack `[` $index `]` attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -12,6 +12,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -111,20 +112,35 @@ extern "C" void ember_stack_push(intptr_t hin, intptr_t hout, intptr_t data, int
   *reinterpret_cast<int64_t *>(hout) = reinterpret_cast<int64_t>(s);
 }
 
-/// Moves the top `n` bytes of `*hin` to `data`; frees the stack once empty.
-extern "C" void ember_stack_pop(intptr_t hin, intptr_t hout, intptr_t data, int64_t n) {
-  auto *s = reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(hin));
-  if (!s || s->bytes.size() < (size_t)n) { // not reached by ember-autodiff's code
-    if (n)
-      std::memset(reinterpret_cast<void *>(data), 0, n);
-    *reinterpret_cast<int64_t *>(hout) = reinterpret_cast<int64_t>(s);
-    return;
+/// Copies value bytes of push number `*index` (pushes of `entry` bytes each;
+/// the value at `offset` in the push) to `data`. With `lanes` > 0 the value
+/// has that many lanes of `laneBytes` each, and lane j comes from push
+/// `index[j]`; a negative index (a finished lane) gives zeros.
+extern "C" void ember_stack_read(intptr_t h, intptr_t index, int64_t lanes, int64_t entry,
+                                 int64_t offset, intptr_t data, int64_t laneBytes) {
+  auto *s = reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(h));
+  auto *idx = reinterpret_cast<const int64_t *>(index);
+  auto *out = reinterpret_cast<unsigned char *>(data);
+  for (int64_t j = 0, n = std::max<int64_t>(lanes, 1); j < n; ++j) {
+    int64_t k = idx[lanes ? j : 0];
+    size_t from = (size_t)(k * entry + offset + j * laneBytes);
+    if (k < 0 || !s || from + laneBytes > s->bytes.size()) // not reached for k >= 0
+      std::memset(out + j * laneBytes, 0, laneBytes);
+    else if (laneBytes)
+      std::memcpy(out + j * laneBytes, s->bytes.data() + from, laneBytes);
   }
-  size_t at = s->bytes.size() - n;
-  if (n)
-    std::memcpy(reinterpret_cast<void *>(data), s->bytes.data() + at, n);
-  s->bytes.resize(at);
-  if (at == 0) {
+}
+
+/// After the reads of push `*index` (of every lane's index): frees the stack
+/// `*hin` when that was push 0 for all lanes (the last read of a backward
+/// loop), storing the new handle (0 once freed) in `*hout`.
+extern "C" void ember_stack_release(intptr_t hin, intptr_t hout, intptr_t index, int64_t lanes) {
+  auto *s = reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(hin));
+  auto *idx = reinterpret_cast<const int64_t *>(index);
+  int64_t last = idx[0];
+  for (int64_t j = 1; j < lanes; ++j)
+    last = std::max(last, idx[j]);
+  if (last <= 0) {
     delete s;
     s = nullptr;
   }
@@ -224,8 +240,11 @@ EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
                                            llvm::JITSymbolFlags::Exported};
         map[interner("ember_stack_push")] = {
             llvm::orc::ExecutorAddr::fromPtr(&ember_stack_push), llvm::JITSymbolFlags::Exported};
-        map[interner("ember_stack_pop")] = {
-            llvm::orc::ExecutorAddr::fromPtr(&ember_stack_pop), llvm::JITSymbolFlags::Exported};
+        map[interner("ember_stack_read")] = {
+            llvm::orc::ExecutorAddr::fromPtr(&ember_stack_read), llvm::JITSymbolFlags::Exported};
+        map[interner("ember_stack_release")] = {
+            llvm::orc::ExecutorAddr::fromPtr(&ember_stack_release),
+            llvm::JITSymbolFlags::Exported};
         map[interner("ember_stack_free")] = {
             llvm::orc::ExecutorAddr::fromPtr(&ember_stack_free), llvm::JITSymbolFlags::Exported};
         for (auto &[n, addr] : extraSymbols())

@@ -1536,11 +1536,13 @@ int64_t bufferBytes(Type t) {
 /// The run-time stack ops become calls of buffer helpers that move one value
 /// at a time (docs/design.md, "Reverse mode through loops"):
 ///
-///   ember_stack_push(handle in, handle out, data, bytes)
-///   ember_stack_pop(handle in, handle out, data, bytes)   (last value first)
+///   ember_stack_push(handle in, handle out, data, bytes)     (per value)
+///   ember_stack_read(handle, index, lanes, push bytes, offset, data,
+///                    lane bytes)                             (per value)
+///   ember_stack_release(handle in, handle out, index, lanes)
 ///   ember_stack_free(handle)
 ///
-/// with the addresses of the `tensor<i64>` handle buffers and of the data.
+/// with the addresses of the handle, index and data buffers.
 template <typename OpT>
 struct StackLowering : public OpConversionPattern<OpT> {
   using OpConversionPattern<OpT>::OpConversionPattern;
@@ -1556,34 +1558,54 @@ struct StackLowering : public OpConversionPattern<OpT> {
     Type idx = tb.getIndexType(), i64 = tb.getI64Type();
     constexpr bool isPush = std::is_same_v<OpT, StackPushOp>;
     constexpr bool isPop = std::is_same_v<OpT, StackPopOp>;
-    StringRef entry = isPush ? "ember_stack_push" : isPop ? "ember_stack_pop" : "ember_stack_free";
-    if (isPush || isPop)
-      declareRuntimeFunction(module, entry, tb.getFunctionType({idx, idx, idx, i64}, {}));
-    else
-      declareRuntimeFunction(module, entry, tb.getFunctionType({idx}, {}));
+    StringRef base = isPush ? "ember_stack_push" : isPop ? "ember_stack_pop" : "ember_stack_free";
+    // (ember_stack_pop names only the helper: it calls read and release.)
+    if (isPush)
+      declareRuntimeFunction(module, base, tb.getFunctionType({idx, idx, idx, i64}, {}));
+    else if (isPop) {
+      declareRuntimeFunction(module, "ember_stack_read",
+                             tb.getFunctionType({idx, idx, i64, i64, i64, idx, i64}, {}));
+      declareRuntimeFunction(module, "ember_stack_release",
+                             tb.getFunctionType({idx, idx, idx, i64}, {}));
+    } else
+      declareRuntimeFunction(module, base, tb.getFunctionType({idx}, {}));
     SmallVector<int64_t> bytes;
     if (isPush || isPop)
       for (Type t : isPush ? TypeRange(op->getOperandTypes()).drop_front()
                            : TypeRange(op->getResultTypes()).drop_front())
         bytes.push_back(bufferBytes(t));
+    int64_t lanes = 0;
+    if constexpr (isPop)
+      lanes = (int64_t)op.getLanes().value_or(0);
     ValueRange ins = adaptor.getOperands();
     std::string name = buildBufferHelper(
-        module, loc, ("__" + entry).str(), TypeRange(ins), resultTypes,
+        module, loc, ("__" + base).str(), TypeRange(ins), resultTypes,
         [&](OpBuilder &hb, ArrayRef<Value> inPtrs, ArrayRef<Value> outPtrs) {
-          auto call = [&](Value hin, Value data, int64_t n) {
-            Value nb = arith::ConstantOp::create(hb, loc, hb.getI64IntegerAttr(n));
-            func::CallOp::create(hb, loc, entry, TypeRange{},
-                                 ValueRange{hin, outPtrs[0], data, nb});
+          auto i64c = [&](int64_t v) {
+            return (Value)arith::ConstantOp::create(hb, loc, hb.getI64IntegerAttr(v));
           };
           if (isPush) {
             for (auto [j, n] : llvm::enumerate(bytes))
-              call(j == 0 ? inPtrs[0] : outPtrs[0], inPtrs[j + 1], n);
+              func::CallOp::create(hb, loc, base, TypeRange{},
+                                   ValueRange{j == 0 ? inPtrs[0] : outPtrs[0], outPtrs[0],
+                                              inPtrs[j + 1], i64c(n)});
           } else if (isPop) {
-            for (int64_t j = (int64_t)bytes.size() - 1; j >= 0; --j)
-              call(j == (int64_t)bytes.size() - 1 ? inPtrs[0] : outPtrs[0], outPtrs[j + 1],
-                   bytes[j]);
+            // A push holds its values one after another.
+            int64_t entry = 0;
+            for (int64_t n : bytes)
+              entry += n;
+            int64_t offset = 0;
+            for (auto [j, n] : llvm::enumerate(bytes)) {
+              func::CallOp::create(hb, loc, "ember_stack_read", TypeRange{},
+                                   ValueRange{inPtrs[0], inPtrs[1], i64c(lanes), i64c(entry),
+                                              i64c(offset), outPtrs[j + 1],
+                                              i64c(lanes ? n / lanes : n)});
+              offset += n;
+            }
+            func::CallOp::create(hb, loc, "ember_stack_release", TypeRange{},
+                                 ValueRange{inPtrs[0], outPtrs[0], inPtrs[1], i64c(lanes)});
           } else {
-            func::CallOp::create(hb, loc, entry, TypeRange{}, ValueRange{inPtrs[0]});
+            func::CallOp::create(hb, loc, base, TypeRange{}, ValueRange{inPtrs[0]});
           }
         });
     rewriter.replaceOpWithNewOp<func::CallOp>(op, name, resultTypes, ins);

@@ -469,11 +469,43 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
                                 : (Value)ConcatenateOp::create(b, c.loc, parts, 0));
         return success();
       })
+      // Run-time stacks (reverse mode through a while_loop): the lanes share
+      // one stack. A batched (masked) forward loop pushes every lane's values
+      // at each of its iterations, so lane j's push k is lane j of push k;
+      // the backward loop reads lane j at its own index. The handles of the
+      // lanes are the stack's or 0 (a lane that never ran): their maximum.
       .Case<StackPushOp, StackPopOp, StackFreeOp>([&](Operation *o) -> LogicalResult {
-        return o->emitOpError(
-            "cannot be batched: vmap of the reverse-mode derivative of a while_loop with a "
-            "run-time trip count is not supported; apply vmap inside grad, or use fori_loop "
-            "with static bounds or lax.scan");
+        if (auto pop = dyn_cast<StackPopOp>(o); pop && pop.getLanes())
+          return o->emitOpError("cannot be batched: vmap of vmap of the reverse-mode "
+                                "derivative of a while_loop with a run-time trip count is not "
+                                "supported; use fori_loop with static bounds or lax.scan");
+        Value handle = operands[0];
+        if (isBatched[0])
+          handle = ReduceOp::create(b, c.loc, handle, ReduceKind::Max,
+                                    b.getDenseI64ArrayAttr({0}));
+        auto shared = [&](Value h) { return c.batched(h, false); };
+        if (isa<StackFreeOp>(o)) {
+          StackFreeOp::create(b, c.loc, handle);
+          return success();
+        }
+        if (isa<StackPushOp>(o)) {
+          SmallVector<Value> vals;
+          for (auto [v, isB] : llvm::zip(operands.drop_front(), isBatched.drop_front()))
+            vals.push_back(c.batched(v, isB));
+          Value h = StackPushOp::create(b, c.loc, handle.getType(), handle, vals);
+          results.push_back(shared(h));
+          return success();
+        }
+        auto pop = cast<StackPopOp>(o);
+        SmallVector<Type> types;
+        for (Type t : pop.getValues().getTypes())
+          types.push_back(withBatch(t, n));
+        auto batchedPop = StackPopOp::create(b, c.loc, handle.getType(), types, handle,
+                                             c.batched(operands[1], isBatched[1]),
+                                             b.getI64IntegerAttr(n));
+        results.push_back(shared(batchedPop.getResult()));
+        results.append(batchedPop.getValues().begin(), batchedPop.getValues().end());
+        return success();
       })
       .Default([&](Operation *o) -> LogicalResult {
         return o->emitOpError("has no batching rule");

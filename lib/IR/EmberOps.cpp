@@ -1013,6 +1013,23 @@ LogicalResult StackPopOp::verify() {
     return failure();
   if (getValues().empty())
     return emitOpError("stack_c2: a pop needs at least one value");
+  // stack_c3
+  auto index = dyn_cast<RankedTensorType>(getIndex().getType());
+  std::optional<uint64_t> lanes = getLanes();
+  SmallVector<int64_t> shape;
+  if (lanes)
+    shape.push_back((int64_t)*lanes);
+  if (!index || !index.getElementType().isInteger(64) || index.getShape() != ArrayRef(shape) ||
+      (lanes && *lanes < 1))
+    return emitOpError("stack_c3: the index must be a tensor<i64>, or a tensor<Lxi64> with "
+                       "lanes = L >= 1");
+  if (lanes)
+    for (Type t : getValues().getTypes()) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      if (!r || r.getRank() == 0 || r.getDimSize(0) != (int64_t)*lanes)
+        return emitOpError("stack_c3: with lanes = ")
+               << *lanes << ", every value has a leading dimension of " << *lanes;
+    }
   return success();
 }
 

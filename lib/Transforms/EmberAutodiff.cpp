@@ -742,7 +742,8 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
       SmallVector<Type> savedTypes;
       for (Value v : saved)
         savedTypes.push_back(v.getType());
-      auto pop = StackPopOp::create(fb, loc, i64Scalar, savedTypes, handle);
+      // Push k (the forward loop pushed once per iteration, from 0).
+      auto pop = StackPopOp::create(fb, loc, i64Scalar, savedTypes, handle, k, IntegerAttr());
       handle = pop.getResult();
       for (auto [v, p] : llvm::zip(saved, pop.getValues()))
         map.map(v, p);

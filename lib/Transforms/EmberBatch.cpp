@@ -145,6 +145,14 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n, Batch
   return success();
 }
 
+/// Erases `o` and forgets its results: a later op may be allocated at the
+/// same address, and a stale entry would map its results to unrelated values.
+void eraseFromMap(Operation *o, BatchMap &batched) {
+  for (Value r : o->getResults())
+    batched.erase(r);
+  o->erase();
+}
+
 /// Erases the per-example ops whose results were all replaced by batched ones.
 void eraseReplaced(ArrayRef<Operation *> ops, BatchMap &batched) {
   for (Operation *o : llvm::reverse(ops))
@@ -155,7 +163,7 @@ void eraseReplaced(ArrayRef<Operation *> ops, BatchMap &batched) {
          // was rewritten by its rule.
          (o->getNumResults() == 0 &&
           llvm::any_of(o->getOperands(), [&](Value v) { return batched.count(v); }))))
-      o->erase();
+      eraseFromMap(o, batched);
 }
 
 /// Clones the ops of `src` (a region block whose arguments are all batched)
@@ -185,7 +193,7 @@ FailureOr<SmallVector<Value>> batchBlockInto(OpBuilder &b, Block &src, Block &ds
   eraseReplaced(cloned, batched);
   for (Operation &o : llvm::make_early_inc_range(dst))
     if (isa<UnrealizedConversionCastOp>(o) && o.use_empty())
-      o.erase();
+      eraseFromMap(&o, batched);
   return out;
 }
 

@@ -421,11 +421,12 @@ func.func @erf_f32(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Run-time stack ops become buffer helpers that move one value at a time:
-// push in order (the first call reads the input handle), pop last value
-// first, with each value's byte count (bools are bytes).
+// push in order (the first call reads the input handle) with each value's
+// byte count (bools are bytes); a pop reads each value of push k (14 bytes
+// per push: the value at offset 0 or 12) and then releases the stack.
 // CHECK-LABEL: func @stacks
 // CHECK: call @__ember_stack_push_0(%arg0, %arg1, %arg2) : (tensor<i64>, tensor<3xf32>, tensor<2xi8>) -> tensor<i64>
-// CHECK: call @__ember_stack_pop_0(%{{.*}}) : (tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<2xi8>)
+// CHECK: call @__ember_stack_pop_0(%{{.*}}, %arg3) : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<2xi8>)
 // CHECK: call @__ember_stack_free_0(%{{.*}}) : (tensor<i64>) -> ()
 // CHECK: func.func private @ember_stack_push(index, index, index, i64)
 // CHECK: func.func private @__ember_stack_push_0
@@ -433,18 +434,42 @@ func.func @erf_f32(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK: call @ember_stack_push(%{{.*}}, %[[OUT:.*]], %{{.*}}, %[[C12]])
 // CHECK: %[[C2:.*]] = arith.constant 2 : i64
 // CHECK: call @ember_stack_push(%[[OUT]], %[[OUT]], %{{.*}}, %[[C2]])
+// CHECK: func.func private @ember_stack_read(index, index, i64, i64, i64, index, i64)
+// CHECK: func.func private @ember_stack_release(index, index, index, i64)
 // CHECK: func.func private @__ember_stack_pop_0
-// CHECK: arith.constant 2 : i64
-// CHECK: call @ember_stack_pop
-// CHECK: arith.constant 12 : i64
-// CHECK: call @ember_stack_pop
+// CHECK: %[[L:.*]] = arith.constant 0 : i64
+// CHECK-NEXT: %[[E:.*]] = arith.constant 14 : i64
+// CHECK-NEXT: %[[O:.*]] = arith.constant 0 : i64
+// CHECK-NEXT: %[[N:.*]] = arith.constant 12 : i64
+// CHECK-NEXT: call @ember_stack_read(%[[H:.*]], %[[K:.*]], %[[L]], %[[E]], %[[O]], %{{.*}}, %[[N]])
+// CHECK: %[[O2:.*]] = arith.constant 12 : i64
+// CHECK-NEXT: %[[B:.*]] = arith.constant 2 : i64
+// CHECK-NEXT: call @ember_stack_read(%[[H]], %[[K]], %{{.*}}, %{{.*}}, %[[O2]], %{{.*}}, %[[B]])
+// CHECK: call @ember_stack_release(%[[H]], %{{.*}}, %[[K]], %{{.*}})
 // CHECK: func.func private @__ember_stack_free_0
 // CHECK: call @ember_stack_free
-func.func @stacks(%h: tensor<i64>, %x: tensor<3xf32>, %b: tensor<2xi1>) -> tensor<3xf32> {
+func.func @stacks(%h: tensor<i64>, %x: tensor<3xf32>, %b: tensor<2xi1>, %k: tensor<i64>) -> tensor<3xf32> {
   %h1 = ember.stack_push %h(%x, %b) : (tensor<i64>, tensor<3xf32>, tensor<2xi1>) -> tensor<i64>
-  %h2, %y, %c = ember.stack_pop %h1 : (tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<2xi1>)
+  %h2, %y, %c = ember.stack_pop %h1[%k] : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<2xi1>)
   ember.stack_free %h2 : tensor<i64>
   return %y : tensor<3xf32>
+}
+
+// -----
+
+// With lanes, each read takes a lane's bytes (12 of 48) from its own push.
+// CHECK-LABEL: func @stack_lanes
+// CHECK: func.func private @__ember_stack_pop_0
+// CHECK: %[[L:.*]] = arith.constant 4 : i64
+// CHECK-NEXT: %[[E:.*]] = arith.constant 48 : i64
+// CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : i64
+// CHECK-NEXT: %[[N:.*]] = arith.constant 12 : i64
+// CHECK-NEXT: call @ember_stack_read(%{{.*}}, %{{.*}}, %[[L]], %[[E]], %[[Z]], %{{.*}}, %[[N]])
+// CHECK: %[[L2:.*]] = arith.constant 4 : i64
+// CHECK-NEXT: call @ember_stack_release(%{{.*}}, %{{.*}}, %{{.*}}, %[[L2]])
+func.func @stack_lanes(%h: tensor<i64>, %k: tensor<4xi64>) -> tensor<4x3xf32> {
+  %h2, %y = ember.stack_pop %h[%k] {lanes = 4 : i64} : (tensor<i64>, tensor<4xi64>) -> (tensor<i64>, tensor<4x3xf32>)
+  return %y : tensor<4x3xf32>
 }
 
 // -----

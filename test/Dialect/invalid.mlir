@@ -840,10 +840,26 @@ func.func @stack_c1(%h: tensor<i32>, %x: tensor<f32>) -> tensor<i64> {
 
 // -----
 
-func.func @stack_c1_result(%h: tensor<i64>) -> tensor<f32> {
+func.func @stack_c1_result(%h: tensor<i64>, %k: tensor<i64>) -> tensor<f32> {
   // expected-error @+1 {{stack_c1: the first result must be a tensor<i64>}}
-  %h1, %x = ember.stack_pop %h : (tensor<i64>) -> (tensor<2xi64>, tensor<f32>)
+  %h1, %x = ember.stack_pop %h[%k] : (tensor<i64>, tensor<i64>) -> (tensor<2xi64>, tensor<f32>)
   return %x : tensor<f32>
+}
+
+// -----
+
+func.func @stack_c3_index(%h: tensor<i64>, %k: tensor<2xi64>) -> tensor<f32> {
+  // expected-error @+1 {{stack_c3: the index must be a tensor<i64>, or a tensor<Lxi64> with lanes = L >= 1}}
+  %h1, %x = ember.stack_pop %h[%k] : (tensor<i64>, tensor<2xi64>) -> (tensor<i64>, tensor<f32>)
+  return %x : tensor<f32>
+}
+
+// -----
+
+func.func @stack_c3_lanes(%h: tensor<i64>, %k: tensor<2xi64>) -> tensor<3xf32> {
+  // expected-error @+1 {{stack_c3: with lanes = 2, every value has a leading dimension of 2}}
+  %h1, %x = ember.stack_pop %h[%k] {lanes = 2 : i64} : (tensor<i64>, tensor<2xi64>) -> (tensor<i64>, tensor<3xf32>)
+  return %x : tensor<3xf32>
 }
 
 // -----

@@ -204,7 +204,8 @@ func.func @vjp_counted_loop(%x: tensor<f32>, %ct: tensor<f32>) -> tensor<f32> {
 // CHECK: ember.stack_push %{{.*}}(%{{.*}}) : (tensor<i64>, tensor<f32>) -> tensor<i64>
 // CHECK: ember.while(%[[FWD]]#2, %[[FWD]]#3, %{{.*}}, %{{.*}}) : tensor<i64>, tensor<i64>, tensor<f32>, tensor<f32>
 // CHECK: ember.compare GT
-// CHECK: ember.stack_pop %{{.*}} : (tensor<i64>) -> (tensor<i64>, tensor<f32>)
+// CHECK: %[[K:.*]] = ember.sub
+// CHECK: ember.stack_pop %{{.*}}[%[[K]]] : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<f32>)
 // CHECK-NOT: ember.stack_free
 func.func private @scale_loop(%x: tensor<f32>, %w: tensor<f32>, %n: tensor<i32>) -> tensor<f32> {
   %z = ember.constant dense<0> : tensor<i32>

@@ -10,3 +10,16 @@ func.func @unbatchable(%xs: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %y = ember.vmap @h(%xs) batched [true] size 2 : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
+
+// -----
+
+// A pop that already has lanes is not batched again (vmap of vmap).
+func.func private @lanes(%h: tensor<i64>, %k: tensor<2xi64>) -> tensor<2xf32> {
+  // expected-error @+1 {{cannot be batched: vmap of vmap of the reverse-mode derivative of a while_loop}}
+  %h2, %y = ember.stack_pop %h[%k] {lanes = 2 : i64} : (tensor<i64>, tensor<2xi64>) -> (tensor<i64>, tensor<2xf32>)
+  return %y : tensor<2xf32>
+}
+func.func @batch_lanes(%h: tensor<i64>, %k: tensor<3x2xi64>) -> tensor<3x2xf32> {
+  %r = ember.vmap @lanes(%h, %k) batched [false, true] size 3 : (tensor<i64>, tensor<3x2xi64>) -> tensor<3x2xf32>
+  return %r : tensor<3x2xf32>
+}

@@ -163,3 +163,28 @@ func.func @batched_window_init(%xs: tensor<2x4xf32>, %is: tensor<2xf32>) -> tens
   %y = ember.vmap @rw(%xs, %is) batched [true, true] size 2 : (tensor<2x4xf32>, tensor<2xf32>) -> tensor<2x5xf32>
   return %y : tensor<2x5xf32>
 }
+
+// -----
+
+// Run-time stacks (vmap of reverse mode through a while_loop): the lanes
+// share one stack, whose handle is the maximum of the lanes' handles (0 for
+// a lane that has not pushed); a push stores every lane, and a pop reads
+// lane j at lane j's index (`lanes`).
+// CHECK-LABEL: func @batch_stacks
+// CHECK: %[[H:.*]] = ember.reduce max %arg1, dims = [0] : (tensor<4xi64>) -> tensor<i64>
+// CHECK: %[[P:.*]] = ember.stack_push %[[H]](%arg0) : (tensor<i64>, tensor<4x3xf32>) -> tensor<i64>
+// CHECK: %[[PB:.*]] = ember.broadcast_in_dim %[[P]], dims = [] : (tensor<i64>) -> tensor<4xi64>
+// CHECK: %[[H2:.*]] = ember.reduce max %[[PB]], dims = [0] : (tensor<4xi64>) -> tensor<i64>
+// CHECK: %[[K:.*]] = ember.broadcast_in_dim %arg2, dims = [] : (tensor<i64>) -> tensor<4xi64>
+// CHECK: %{{.*}}, %[[V:.*]] = ember.stack_pop %[[H2]][%[[K]]] {lanes = 4 : i64} : (tensor<i64>, tensor<4xi64>) -> (tensor<i64>, tensor<4x3xf32>)
+// CHECK: return %[[V]]
+func.func private @stacks(%x: tensor<3xf32>, %h: tensor<i64>, %k: tensor<i64>) -> tensor<3xf32> {
+  %h1 = ember.stack_push %h(%x) : (tensor<i64>, tensor<3xf32>) -> tensor<i64>
+  %h2, %y = ember.stack_pop %h1[%k] : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<3xf32>)
+  return %y : tensor<3xf32>
+}
+func.func @batch_stacks(%xs: tensor<4x3xf32>, %hs: tensor<4xi64>, %k: tensor<i64>) -> tensor<4x3xf32> {
+  %r = ember.vmap @stacks(%xs, %hs, %k) batched [true, true, false] size 4 : (tensor<4x3xf32>, tensor<4xi64>, tensor<i64>) -> tensor<4x3xf32>
+  return %r : tensor<4x3xf32>
+}
+

@@ -192,13 +192,40 @@ def test_grad_of_vmapped_while_with_batched_predicate(x64):
                                rtol=1e-6)
 
 
+def test_vmap_of_grad_through_runtime_while(x64):
+    # The lanes share one run-time stack: the batched forward loop pushes
+    # every lane's residuals at each of its iterations (as many as the
+    # longest lane needs), and the batched backward loop reads lane j at
+    # lane j's own iteration count.
+    xs = np.array([[0.3, 0.5, 0.7], [2.0, 3.0, 4.5], [0.01, 0.02, 0.05], [6.0, 5.0, 1.0]])
+    got = jax.jit(jax.vmap(jax.grad(grow)))(xs)  # the last lane runs no iteration
+    np.testing.assert_allclose(np.asarray(got), np.stack([fd_grad(grow, x) for x in xs]),
+                               rtol=1e-6, atol=1e-6)
+    # Per-lane trip counts from a batched bound; eager and jitted.
+    per = jax.vmap(jax.grad(power_loop))(np.array([1.1, 0.9, 1.3]), np.array([0, 3, 1]))
+    np.testing.assert_allclose(np.asarray(per), [1.0, 8 * 0.9 ** 7, 2 * 1.3], rtol=1e-12)
+    v, g = jax.jit(jax.vmap(jax.value_and_grad(lambda x: power_loop(x, 2))))(np.array([1.5, 2.0]))
+    np.testing.assert_allclose(np.asarray(v), [1.5 ** 4, 16.0])
+    np.testing.assert_allclose(np.asarray(g), [4 * 1.5 ** 3, 32.0])
+
+
+def test_vmap_of_grad_releases_unused_stacks(x64):
+    def f(x):
+        y = lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, jnp.sin(c[1])), (0, x))[1]
+        return x * 3.0 + 0.0 * lax.stop_gradient(y)
+
+    g = jax.jit(jax.vmap(jax.grad(f)))
+    for _ in range(100):
+        np.testing.assert_array_equal(np.asarray(g(np.array([0.3, 0.4]))), [3.0, 3.0])
+
+
 def test_unsupported_compositions_raise_clearly():
-    # vmap of grad needs per-example stacks; grad of grad re-differentiates
-    # the stack ops. Both are refused with a pointer to the alternatives.
-    with pytest.raises(NotImplementedError, match="run-time trip count"):
-        jax.vmap(jax.grad(lambda v: power_loop(v, 2)))(jnp.array([1.0, 2.0]))
+    # grad of grad would differentiate the stack ops, and vmap of vmap would
+    # nest lanes: both are refused with a pointer to the alternatives.
     with pytest.raises(NotImplementedError, match="run-time trip count"):
         jax.grad(jax.grad(lambda v: power_loop(v, 2)))(1.5)
+    with pytest.raises(NotImplementedError, match="run-time trip count"):
+        jax.vmap(jax.vmap(jax.grad(lambda v: power_loop(v, 2))))(jnp.ones((2, 2)))
 
 
 def test_static_loops_support_higher_order_and_vmap(x64):
