@@ -13,9 +13,11 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -87,6 +89,76 @@ extern "C" void ember_gemm_f64(int64_t ta, int64_t tb, int64_t batch, int64_t m,
                                int64_t k, intptr_t a, intptr_t b, intptr_t c) {
   gemm<double>(cblasDgemm, ta, tb, batch, m, n, k, a, b, c);
 }
+
+//===----------------------------------------------------------------------===//
+// Memory of compiled code
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Compiled code's `malloc`/`calloc`/`free` (the JIT binds those names to
+/// these). Blocks of 64 KiB and more are kept after `free`, per exact size, for
+/// the next call of the same function: glibc would return them to the
+/// kernel and page-fault them in again on every call (for a scan over 100
+/// steps, each residual buffer is megabytes). At most 512 MiB are kept.
+/// Every block has a 16-byte header holding its size (malloc's alignment).
+class BlockPool {
+public:
+  static constexpr size_t kHeader = 16, kMinPooled = size_t(64) << 10;
+
+  void *take(size_t n, bool zero) {
+    if (n >= kMinPooled) {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = blocks.find(n);
+      if (it != blocks.end() && !it->second.empty()) {
+        char *raw = it->second.back();
+        it->second.pop_back();
+        pooled -= n;
+        if (zero)
+          std::memset(raw + kHeader, 0, n);
+        return raw + kHeader;
+      }
+    }
+    auto *raw = static_cast<char *>(zero ? std::calloc(1, n + kHeader) : std::malloc(n + kHeader));
+    if (!raw)
+      return nullptr;
+    *reinterpret_cast<size_t *>(raw) = n;
+    return raw + kHeader;
+  }
+
+  void give(void *p) {
+    if (!p)
+      return;
+    char *raw = static_cast<char *>(p) - kHeader;
+    size_t n = *reinterpret_cast<size_t *>(raw);
+    if (n >= kMinPooled) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (pooled + n <= kMaxPooled) {
+        blocks[n].push_back(raw);
+        pooled += n;
+        return;
+      }
+    }
+    std::free(raw);
+  }
+
+private:
+  static constexpr size_t kMaxPooled = size_t(512) << 20;
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<char *>> blocks;
+  size_t pooled = 0;
+};
+
+BlockPool &blockPool() {
+  static auto *pool = new BlockPool; // leaked: compiled code may run at exit
+  return *pool;
+}
+} // namespace
+
+extern "C" void *ember_malloc(size_t n) { return blockPool().take(n, false); }
+extern "C" void *ember_calloc(size_t count, size_t size) {
+  return blockPool().take(count * size, true);
+}
+extern "C" void ember_free(void *p) { blockPool().give(p); }
 
 //===----------------------------------------------------------------------===//
 // Run-time stacks of compiled code (reverse mode through loops)
@@ -238,6 +310,13 @@ EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
                                            llvm::JITSymbolFlags::Exported};
         map[interner("ember_gemm_f64")] = {llvm::orc::ExecutorAddr::fromPtr(&ember_gemm_f64),
                                            llvm::JITSymbolFlags::Exported};
+        // (calloc too: LLVM may fold malloc + memset into calloc.)
+        map[interner("malloc")] = {llvm::orc::ExecutorAddr::fromPtr(&ember_malloc),
+                                   llvm::JITSymbolFlags::Exported};
+        map[interner("calloc")] = {llvm::orc::ExecutorAddr::fromPtr(&ember_calloc),
+                                   llvm::JITSymbolFlags::Exported};
+        map[interner("free")] = {llvm::orc::ExecutorAddr::fromPtr(&ember_free),
+                                 llvm::JITSymbolFlags::Exported};
         map[interner("ember_stack_push")] = {
             llvm::orc::ExecutorAddr::fromPtr(&ember_stack_push), llvm::JITSymbolFlags::Exported};
         map[interner("ember_stack_read")] = {

@@ -1018,6 +1018,18 @@ std::string buildBufferHelper(
 constexpr int64_t kGemmMinWork = 32 * 32 * 32;
 constexpr int64_t kGemmMinDepth = 8;
 
+/// Products up to this many multiply-adds run on the runtime's single-core
+/// kernel (`smallGemmPreferred` in lib/CAPI/SmallGemm.cpp).
+constexpr int64_t kSmallGemmWork = int64_t(1) << 21;
+
+/// Whether `v` is defined outside the innermost loop around `op`.
+bool definedOutsideLoop(Operation *op, Value v) {
+  Operation *loop = op->getParentOp();
+  while (loop && !isa<WhileOp, scf::ForOp, scf::WhileOp>(loop))
+    loop = loop->getParentOp();
+  return loop && !loop->isAncestor(v.getParentBlock()->getParentOp());
+}
+
 /// A large f32/f64 `dot_general` becomes a call of the runtime's batched GEMM
 /// (docs/design.md, "Contractions"):
 ///
@@ -1082,6 +1094,19 @@ FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
   };
   auto [a, transA] = arrange(lhsV, concat({lb, lFree, lc}), concat({lb, lc, lFree}));
   auto [bm, transB] = arrange(rhsV, concat({rb, rc, rFree}), concat({rb, rFree, rc}));
+  // A small product in a loop with a transposed B from outside the loop (the
+  // backward pass of a scan: dz . W^T) transposes B explicitly: the runtime's
+  // small-product kernel would transpose it on every call, while
+  // loop-invariant-code-motion moves this transpose out of the loop.
+  if (transB && batch * m * n * k <= kSmallGemmWork && definedOutsideLoop(op, rhsV)) {
+    auto t = cast<RankedTensorType>(rhsV.getType());
+    SmallVector<int64_t> perm = concat({rb, rc, rFree}), shape;
+    for (int64_t p : perm)
+      shape.push_back(t.getDimSize(p));
+    Value init = tensor::EmptyOp::create(b, loc, shape, t.getElementType());
+    bm = linalg::TransposeOp::create(b, loc, rhsV, init, perm).getResult()[0];
+    transB = 0;
+  }
   auto module = op->getParentOfType<ModuleOp>();
   auto i64 = b.getI64Type();
   auto idx = b.getIndexType();

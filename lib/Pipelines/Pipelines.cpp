@@ -78,7 +78,7 @@ static const char kCpuPipeline[] =
     "ember-inline-custom,symbol-dce,canonicalize,cse,"
     "ember-hoist-scan-inputs,ember-batch,symbol-dce,"
     "ember-to-linalg,"
-    "canonicalize,cse,"
+    "canonicalize,loop-invariant-code-motion,cse,"
     "linalg-generalize-named-ops,linalg-fuse-elementwise-ops,"
     "canonicalize,"
     "ember-drop-optimization-barriers,"
@@ -130,6 +130,7 @@ static void registerOnce() {
   // Upstream passes the pipelines use.
   registerCanonicalizerPass();
   registerCSEPass();
+  registerLoopInvariantCodeMotionPass();
   registerInlinerPass();
   registerSymbolDCEPass();
   registerLinalgPasses();

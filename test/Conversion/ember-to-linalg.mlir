@@ -551,3 +551,35 @@ func.func @optimization_barrier(%a: tensor<3xui32>, %b: tensor<f32>) -> tensor<3
   %0:2 = ember.optimization_barrier %a, %b : tensor<3xui32>, tensor<f32>
   return %0#0 : tensor<3xui32>
 }
+
+// -----
+
+// A small product in a loop whose B comes transposed from outside the loop
+// (dz . W^T in a scan's backward pass) transposes B explicitly, so that
+// loop-invariant-code-motion can move the transpose out of the loop; the
+// GEMM call then takes B as it is (transB = 0). Outside loops, or for the
+// lhs, the transposed operand is passed with its flag.
+// CHECK-LABEL: func @loop_invariant_transposed_rhs
+// CHECK: scf.for
+// CHECK: %[[T:.*]] = linalg.transpose ins(%arg0 : tensor<64x64xf32>) outs(%{{.*}} : tensor<64x64xf32>) permutation = [1, 0]
+// CHECK: call @__ember_gemm_0(%{{.*}}, %[[T]]) : (tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<32x64xf32>
+// CHECK: func.func private @__ember_gemm_0
+// CHECK: %[[TA:.*]] = arith.constant 0 : i64
+// CHECK-NEXT: %[[TB:.*]] = arith.constant 0 : i64
+// CHECK: call @ember_gemm_f32(%[[TA]], %[[TB]],
+func.func @loop_invariant_transposed_rhs(%w: tensor<64x64xf32>, %h0: tensor<32x64xf32>) -> tensor<32x64xf32> {
+  %zero = ember.constant dense<0> : tensor<i32>
+  %r:2 = ember.while(%zero, %h0) {trip_count = 4 : i64} : tensor<i32>, tensor<32x64xf32> cond {
+  ^bb0(%i: tensor<i32>, %h: tensor<32x64xf32>):
+    %n = ember.constant dense<4> : tensor<i32>
+    %p = ember.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %h: tensor<32x64xf32>):
+    %d = ember.dot_general %h, %w, batch = [] x [], contract = [1] x [1] : (tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<32x64xf32>
+    %one = ember.constant dense<1> : tensor<i32>
+    %i1 = ember.add %i, %one : tensor<i32>
+    ember.yield %i1, %d : tensor<i32>, tensor<32x64xf32>
+  }
+  return %r#1 : tensor<32x64xf32>
+}
