@@ -80,6 +80,44 @@ void gemm(Blas blas, int64_t ta, int64_t tb, int64_t batch, int64_t m, int64_t n
 }
 } // namespace
 
+namespace {
+template <typename T>
+void packGemmB(int64_t tb, int64_t n, int64_t k, intptr_t b, intptr_t packed) {
+  if (ember::runtime::smallGemmAvailable())
+    ember::runtime::packB(tb, n, k, reinterpret_cast<const T *>(b), reinterpret_cast<T *>(packed));
+}
+
+template <typename T, typename Blas>
+void packedGemm(Blas blas, int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k,
+                intptr_t a, intptr_t b, intptr_t packed, intptr_t c) {
+  if (ember::runtime::smallGemmAvailable())
+    ember::runtime::smallGemmPacked(ta, m, n, k, reinterpret_cast<const T *>(a),
+                                    reinterpret_cast<const T *>(packed),
+                                    reinterpret_cast<T *>(c));
+  else // (nothing was packed)
+    gemm<T>(blas, ta, tb, 1, m, n, k, a, b, c);
+}
+} // namespace
+
+/// B packed once for the small-product kernel (a weight used in a loop), and
+/// products with it; without the kernel (no AVX2) the products use B itself.
+extern "C" void ember_gemm_pack_f32(int64_t tb, int64_t n, int64_t k, intptr_t b,
+                                    intptr_t packed) {
+  packGemmB<float>(tb, n, k, b, packed);
+}
+extern "C" void ember_gemm_pack_f64(int64_t tb, int64_t n, int64_t k, intptr_t b,
+                                    intptr_t packed) {
+  packGemmB<double>(tb, n, k, b, packed);
+}
+extern "C" void ember_gemm_packed_f32(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k,
+                                      intptr_t a, intptr_t b, intptr_t packed, intptr_t c) {
+  packedGemm<float>(cblasSgemm, ta, tb, m, n, k, a, b, packed, c);
+}
+extern "C" void ember_gemm_packed_f64(int64_t ta, int64_t tb, int64_t m, int64_t n, int64_t k,
+                                      intptr_t a, intptr_t b, intptr_t packed, intptr_t c) {
+  packedGemm<double>(cblasDgemm, ta, tb, m, n, k, a, b, packed, c);
+}
+
 extern "C" void ember_gemm_f32(int64_t ta, int64_t tb, int64_t batch, int64_t m, int64_t n,
                                int64_t k, intptr_t a, intptr_t b, intptr_t c) {
   gemm<float>(cblasSgemm, ta, tb, batch, m, n, k, a, b, c);
@@ -310,6 +348,13 @@ EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
                                            llvm::JITSymbolFlags::Exported};
         map[interner("ember_gemm_f64")] = {llvm::orc::ExecutorAddr::fromPtr(&ember_gemm_f64),
                                            llvm::JITSymbolFlags::Exported};
+        for (auto [name, fn] :
+             {std::pair<const char *, void *>{"ember_gemm_pack_f32", (void *)&ember_gemm_pack_f32},
+              {"ember_gemm_pack_f64", (void *)&ember_gemm_pack_f64},
+              {"ember_gemm_packed_f32", (void *)&ember_gemm_packed_f32},
+              {"ember_gemm_packed_f64", (void *)&ember_gemm_packed_f64}})
+          map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                                 llvm::JITSymbolFlags::Exported};
         // (calloc too: LLVM may fold malloc + memset into calloc.)
         map[interner("malloc")] = {llvm::orc::ExecutorAddr::fromPtr(&ember_malloc),
                                    llvm::JITSymbolFlags::Exported};

@@ -90,48 +90,71 @@ struct Rhs {
 /// of 2W columns of B (k x 2W) is copied to `panel` first, so that the row
 /// blocks read it from L1 at consecutive addresses (B's own rows are often a
 /// power of two apart, which maps a strip onto a few cache sets).
+/// Copies the strip of columns [j, j + cols) of B into `panel`, k rows of
+/// `width` elements (zeros beyond `cols`).
+template <typename T>
+void packStrip(Rhs<T> rhs, int64_t k, int64_t j, int64_t cols, int64_t width, T *panel) {
+  // Whole rows of a strip are copied with a fixed size: GCC turns a
+  // variable-size memcpy into `rep movs`, slow for 64-128 bytes.
+  if (rhs.sj == 1 && cols == width && width * sizeof(T) == 128) {
+    for (int64_t p = 0; p < k; ++p)
+      std::memcpy(panel + p * width, rhs.b + p * rhs.sp + j, 128);
+  } else if (rhs.sj == 1 && cols == width && width * sizeof(T) == 64) {
+    for (int64_t p = 0; p < k; ++p)
+      std::memcpy(panel + p * width, rhs.b + p * rhs.sp + j, 64);
+  } else if (rhs.sj == 1) { // copy rows of the strip
+    for (int64_t p = 0; p < k; ++p) {
+      T *dst = panel + p * width;
+      std::memcpy(dst, rhs.b + p * rhs.sp + j, cols * sizeof(T));
+      std::fill(dst + cols, dst + width, T(0));
+    }
+  } else { // B^T given: its rows are the strip's columns
+    for (int64_t q = 0; q < cols; ++q) {
+      const T *src = rhs.b + (j + q) * rhs.sj;
+      for (int64_t p = 0; p < k; ++p)
+        panel[p * width + q] = src[p * rhs.sp];
+    }
+    for (int64_t q = cols; q < width; ++q)
+      for (int64_t p = 0; p < k; ++p)
+        panel[p * width + q] = T(0);
+  }
+}
+
+/// C (m x n, row stride n) = A B. Each strip of 2W columns of B (k x 2W) is
+/// copied to `panel` first, so that the row blocks read it from L1 at
+/// consecutive addresses (B's own rows are often a power of two apart, which
+/// maps a strip onto a few cache sets); with `packed` (from packB), the
+/// strips are read from there instead.
 template <typename V, typename T, int R>
 EMBER_INLINE void driver(int64_t m, int64_t n, int64_t k, Lhs<T> lhs, Rhs<T> rhs,
-                         T *panel, T *c) {
+                         const T *packed, T *panel, T *c) {
   constexpr int W = sizeof(V) / sizeof(T);
   for (int64_t j = 0; j < n; j += 2 * W) {
     int64_t cols = std::min<int64_t>(2 * W, n - j);
     int nv = cols > W ? 2 : 1;
     int64_t width = nv * W;
-    if (rhs.sj == 1 && cols == 2 * W) { // whole rows (a fixed-size copy)
-      for (int64_t p = 0; p < k; ++p)
-        std::memcpy(panel + p * 2 * W, rhs.b + p * rhs.sp + j, 2 * W * sizeof(T));
-    } else if (rhs.sj == 1) { // copy rows of the strip
-      for (int64_t p = 0; p < k; ++p) {
-        T *dst = panel + p * width;
-        std::memcpy(dst, rhs.b + p * rhs.sp + j, cols * sizeof(T));
-        std::fill(dst + cols, dst + width, T(0));
-      }
-    } else { // B^T given: its rows are the strip's columns
-      for (int64_t q = 0; q < cols; ++q) {
-        const T *src = rhs.b + (j + q) * rhs.sj;
-        for (int64_t p = 0; p < k; ++p)
-          panel[p * width + q] = src[p * rhs.sp];
-      }
-      for (int64_t q = cols; q < width; ++q)
-        for (int64_t p = 0; p < k; ++p)
-          panel[p * width + q] = T(0);
+    const T *strip = panel;
+    if (packed) {
+      strip = packed + (j / (2 * W)) * k * 2 * W;
+      width = 2 * W;
+    } else {
+      packStrip(rhs, k, j, cols, width, panel);
     }
     for (int64_t i = 0; i < m; i += R) {
       int rows = (int)std::min<int64_t>(R, m - i);
       Lhs<T> block{lhs.a + i * lhs.si, lhs.si, lhs.sp};
       if (cols == nv * W) { // whole vectors: store straight into C
         if (nv == 2)
-          rowBlock<V, T, R, 2>(rows, k, block, panel, 2 * W, c + i * n + j, n);
+          rowBlock<V, T, R, 2>(rows, k, block, strip, width, c + i * n + j, n);
         else
-          rowBlock<V, T, R, 1>(rows, k, block, panel, W, c + i * n + j, n);
+          rowBlock<V, T, R, 1>(rows, k, block, strip, width, c + i * n + j, n);
         continue;
       }
       T tile[R * 2 * W];
       if (nv == 2)
-        rowBlock<V, T, R, 2>(rows, k, block, panel, 2 * W, tile, 2 * W);
+        rowBlock<V, T, R, 2>(rows, k, block, strip, width, tile, 2 * W);
       else
-        rowBlock<V, T, R, 1>(rows, k, block, panel, W, tile, 2 * W);
+        rowBlock<V, T, R, 1>(rows, k, block, strip, width, tile, 2 * W);
       for (int r = 0; r < rows; ++r)
         std::memcpy(c + (i + r) * n + j, tile + r * 2 * W, cols * sizeof(T));
     }
@@ -140,9 +163,9 @@ EMBER_INLINE void driver(int64_t m, int64_t n, int64_t k, Lhs<T> lhs, Rhs<T> rhs
 
 #define EMBER_DRIVER(NAME, TARGET, T, V, R)                                       \
   __attribute__((target(TARGET))) void NAME(int64_t m, int64_t n, int64_t k,      \
-                                            Lhs<T> lhs, Rhs<T> rhs, T *panel,     \
-                                            T *c) {                               \
-    driver<V, T, R>(m, n, k, lhs, rhs, panel, c);                                \
+                                            Lhs<T> lhs, Rhs<T> rhs,               \
+                                            const T *packed, T *panel, T *c) {    \
+    driver<V, T, R>(m, n, k, lhs, rhs, packed, panel, c);                        \
   }
 EMBER_DRIVER(driverAvx512, "avx512f", float, F32x16, 8)
 EMBER_DRIVER(driverAvx512, "avx512f", double, F64x8, 8)
@@ -155,20 +178,35 @@ bool hasAvx512() {
   return has;
 }
 
+/// Elements per strip of B: two vectors of the kernel in use.
+template <typename T>
+int64_t stripWidth() {
+  return 2 * (hasAvx512() ? 64 : 32) / (int64_t)sizeof(T);
+}
+
 template <typename T>
 void gemmImpl(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T *a,
-              const T *b, T *c) {
+              const T *b, const T *packed, T *c) {
   if (m == 0 || n == 0)
     return;
   Lhs<T> lhs{a, ta ? 1 : k, ta ? m : 1};
   Rhs<T> rhs{b, tb ? 1 : n, tb ? k : 1};
   // The panel: k rows of two vectors (of 64 bytes at most).
   thread_local std::vector<T> panel;
-  panel.resize(k * 2 * (64 / sizeof(T)));
+  if (!packed)
+    panel.resize(k * 2 * (64 / sizeof(T)));
   if (hasAvx512())
-    driverAvx512(m, n, k, lhs, rhs, panel.data(), c);
+    driverAvx512(m, n, k, lhs, rhs, packed, panel.data(), c);
   else
-    driverAvx2(m, n, k, lhs, rhs, panel.data(), c);
+    driverAvx2(m, n, k, lhs, rhs, packed, panel.data(), c);
+}
+
+template <typename T>
+void packImpl(bool tb, int64_t n, int64_t k, const T *b, T *packed) {
+  Rhs<T> rhs{b, tb ? 1 : n, tb ? k : 1};
+  int64_t width = stripWidth<T>();
+  for (int64_t j = 0; j < n; j += width)
+    packStrip(rhs, k, j, std::min(width, n - j), width, packed + (j / width) * k * width);
 }
 
 } // namespace
@@ -187,12 +225,33 @@ bool smallGemmPreferred(int64_t m, int64_t n, int64_t k) {
 
 void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
                const float *b, float *c) {
-  gemmImpl(ta, tb, m, n, k, a, b, c);
+  gemmImpl(ta, tb, m, n, k, a, b, (const float *)nullptr, c);
 }
 
 void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a,
                const double *b, double *c) {
-  gemmImpl(ta, tb, m, n, k, a, b, c);
+  gemmImpl(ta, tb, m, n, k, a, b, (const double *)nullptr, c);
+}
+
+int64_t packedBSize(int64_t n, int64_t k, int64_t elementBytes) {
+  int64_t width = 2 * 64 / elementBytes; // the widest kernel's strips
+  return k * ((n + width - 1) / width) * width;
+}
+
+void packB(bool tb, int64_t n, int64_t k, const float *b, float *packed) {
+  packImpl(tb, n, k, b, packed);
+}
+void packB(bool tb, int64_t n, int64_t k, const double *b, double *packed) {
+  packImpl(tb, n, k, b, packed);
+}
+
+void smallGemmPacked(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
+                     const float *packed, float *c) {
+  gemmImpl(ta, false, m, n, k, a, (const float *)nullptr, packed, c);
+}
+void smallGemmPacked(bool ta, int64_t m, int64_t n, int64_t k, const double *a,
+                     const double *packed, double *c) {
+  gemmImpl(ta, false, m, n, k, a, (const double *)nullptr, packed, c);
 }
 
 } // namespace ember::runtime

@@ -26,6 +26,22 @@ void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a
 void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a,
                const double *b, double *c);
 
+/// Elements of a buffer that holds B (k x n) packed for smallGemmPacked:
+/// enough for the widest kernel's layout.
+int64_t packedBSize(int64_t n, int64_t k, int64_t elementBytes);
+
+/// Packs B (k x n, or n x k when `tb`) into `packed` (packedBSize elements),
+/// in the layout of the kernel this CPU runs. Requires smallGemmAvailable().
+void packB(bool tb, int64_t n, int64_t k, const float *b, float *packed);
+void packB(bool tb, int64_t n, int64_t k, const double *b, double *packed);
+
+/// smallGemm with B packed by packB (a B used by many products, such as a
+/// weight in a loop, is packed once).
+void smallGemmPacked(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
+                     const float *packed, float *c);
+void smallGemmPacked(bool ta, int64_t m, int64_t n, int64_t k, const double *a,
+                     const double *packed, double *c);
+
 } // namespace ember::runtime
 
 #endif // EMBER_CAPI_SMALLGEMM_H

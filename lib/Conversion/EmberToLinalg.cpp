@@ -1022,12 +1022,59 @@ constexpr int64_t kGemmMinDepth = 8;
 /// kernel (`smallGemmPreferred` in lib/CAPI/SmallGemm.cpp).
 constexpr int64_t kSmallGemmWork = int64_t(1) << 21;
 
-/// Whether `v` is defined outside the innermost loop around `op`.
-bool definedOutsideLoop(Operation *op, Value v) {
+/// The innermost loop around `op` if `v` is defined outside it, else null.
+Operation *loopInvariantIn(Operation *op, Value v) {
   Operation *loop = op->getParentOp();
   while (loop && !isa<WhileOp, scf::ForOp, scf::WhileOp>(loop))
     loop = loop->getParentOp();
-  return loop && !loop->isAncestor(v.getParentBlock()->getParentOp());
+  return loop && !loop->isAncestor(v.getParentBlock()->getParentOp()) ? loop : nullptr;
+}
+
+/// C = op(A) B for a small product in `loop` whose B (k x n, n x k when
+/// `transB`) is defined outside it: B is packed before the loop
+/// (`ember_gemm_pack_*`) and each product reads the packed B
+/// (`ember_gemm_packed_*`, which falls back to B on CPUs without the kernel).
+Value lowerSmallDotWithPackedB(DotGeneralOp op, Value a, int64_t transA, Value bv,
+                               int64_t transB, int64_t m, int64_t n, int64_t k,
+                               Operation *loop, RankedTensorType outType, OpBuilder &b) {
+  Location loc = op.getLoc();
+  auto module = op->getParentOfType<ModuleOp>();
+  Type e = outType.getElementType();
+  int64_t bytes = e.getIntOrFloatBitWidth() / 8;
+  int64_t width = 2 * 64 / bytes; // the widest kernel's strips (packedBSize)
+  auto packedType = RankedTensorType::get({k * ((n + width - 1) / width) * width}, e);
+  auto i64 = b.getI64Type();
+  auto idx = b.getIndexType();
+  std::string suffix = e.isF32() ? "_f32" : "_f64";
+  std::string pack = "ember_gemm_pack" + suffix, packed = "ember_gemm_packed" + suffix;
+  declareRuntimeFunction(module, pack, b.getFunctionType({i64, i64, i64, idx, idx}, {}));
+  declareRuntimeFunction(module, packed,
+                         b.getFunctionType({i64, i64, i64, i64, i64, idx, idx, idx, idx}, {}));
+  auto c = [&](OpBuilder &hb, int64_t v) {
+    return (Value)arith::ConstantOp::create(hb, loc, hb.getI64IntegerAttr(v));
+  };
+  std::string packHelper = buildBufferHelper(
+      module, loc, "__ember_gemm_pack", TypeRange{bv.getType()}, TypeRange{packedType},
+      [&](OpBuilder &hb, ArrayRef<Value> ins, ArrayRef<Value> outs) {
+        func::CallOp::create(hb, loc, pack, TypeRange{},
+                             ValueRange{c(hb, transB), c(hb, n), c(hb, k), ins[0], outs[0]});
+      });
+  Value packedB;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop);
+    packedB = func::CallOp::create(b, loc, packHelper, TypeRange{packedType}, ValueRange{bv})
+                  .getResult(0);
+  }
+  std::string helper = buildBufferHelper(
+      module, loc, "__ember_gemm_packed", TypeRange{a.getType(), bv.getType(), packedType},
+      TypeRange{outType}, [&](OpBuilder &hb, ArrayRef<Value> ins, ArrayRef<Value> outs) {
+        func::CallOp::create(hb, loc, packed, TypeRange{},
+                             ValueRange{c(hb, transA), c(hb, transB), c(hb, m), c(hb, n),
+                                        c(hb, k), ins[0], ins[1], ins[2], outs[0]});
+      });
+  return func::CallOp::create(b, loc, helper, TypeRange{outType}, ValueRange{a, bv, packedB})
+      .getResult(0);
 }
 
 /// A large f32/f64 `dot_general` becomes a call of the runtime's batched GEMM
@@ -1094,11 +1141,16 @@ FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
   };
   auto [a, transA] = arrange(lhsV, concat({lb, lFree, lc}), concat({lb, lc, lFree}));
   auto [bm, transB] = arrange(rhsV, concat({rb, rc, rFree}), concat({rb, rFree, rc}));
-  // A small product in a loop with a transposed B from outside the loop (the
-  // backward pass of a scan: dz . W^T) transposes B explicitly: the runtime's
-  // small-product kernel would transpose it on every call, while
-  // loop-invariant-code-motion moves this transpose out of the loop.
-  if (transB && batch * m * n * k <= kSmallGemmWork && definedOutsideLoop(op, rhsV)) {
+  // A small product in a loop with B from outside the loop (a weight in a
+  // scan step) packs B once, before the loop, for the runtime's small-product
+  // kernel, which would pack it on every call. Batched products with a
+  // transposed B from outside transpose it explicitly, and
+  // loop-invariant-code-motion moves the transpose out of the loop.
+  Operation *loop = loopInvariantIn(op, rhsV);
+  bool small = batch * m * n * k <= kSmallGemmWork;
+  if (loop && small && batch == 1 && bm == rhsV)
+    return lowerSmallDotWithPackedB(op, a, transA, rhsV, transB, m, n, k, loop, outType, b);
+  if (transB && small && loop) {
     auto t = cast<RankedTensorType>(rhsV.getType());
     SmallVector<int64_t> perm = concat({rb, rc, rFree}), shape;
     for (int64_t p : perm)

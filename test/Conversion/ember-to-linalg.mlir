@@ -554,20 +554,21 @@ func.func @optimization_barrier(%a: tensor<3xui32>, %b: tensor<f32>) -> tensor<3
 
 // -----
 
-// A small product in a loop whose B comes transposed from outside the loop
-// (dz . W^T in a scan's backward pass) transposes B explicitly, so that
-// loop-invariant-code-motion can move the transpose out of the loop; the
-// GEMM call then takes B as it is (transB = 0). Outside loops, or for the
-// lhs, the transposed operand is passed with its flag.
-// CHECK-LABEL: func @loop_invariant_transposed_rhs
+// A small product in a loop whose B comes from outside the loop (a weight in
+// a scan step; here transposed, as dz . W^T in the backward pass) packs B
+// once, before the loop, for the runtime's small-product kernel (64x64 B in
+// strips of 32 columns: 4096 elements; transB = 1), and each product reads
+// the packed B (B itself is passed for CPUs without the kernel).
+// CHECK-LABEL: func @loop_invariant_rhs
+// CHECK: %[[P:.*]] = call @__ember_gemm_pack_0(%arg0) : (tensor<64x64xf32>) -> tensor<4096xf32>
 // CHECK: scf.for
-// CHECK: %[[T:.*]] = linalg.transpose ins(%arg0 : tensor<64x64xf32>) outs(%{{.*}} : tensor<64x64xf32>) permutation = [1, 0]
-// CHECK: call @__ember_gemm_0(%{{.*}}, %[[T]]) : (tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<32x64xf32>
-// CHECK: func.func private @__ember_gemm_0
-// CHECK: %[[TA:.*]] = arith.constant 0 : i64
-// CHECK-NEXT: %[[TB:.*]] = arith.constant 0 : i64
-// CHECK: call @ember_gemm_f32(%[[TA]], %[[TB]],
-func.func @loop_invariant_transposed_rhs(%w: tensor<64x64xf32>, %h0: tensor<32x64xf32>) -> tensor<32x64xf32> {
+// CHECK: call @__ember_gemm_packed_0(%{{.*}}, %arg0, %[[P]]) : (tensor<32x64xf32>, tensor<64x64xf32>, tensor<4096xf32>) -> tensor<32x64xf32>
+// CHECK: func.func private @__ember_gemm_pack_0
+// CHECK: %[[TB:.*]] = arith.constant 1 : i64
+// CHECK: call @ember_gemm_pack_f32(%[[TB]],
+// CHECK: func.func private @__ember_gemm_packed_0
+// CHECK: call @ember_gemm_packed_f32(
+func.func @loop_invariant_rhs(%w: tensor<64x64xf32>, %h0: tensor<32x64xf32>) -> tensor<32x64xf32> {
   %zero = ember.constant dense<0> : tensor<i32>
   %r:2 = ember.while(%zero, %h0) {trip_count = 4 : i64} : tensor<i32>, tensor<32x64xf32> cond {
   ^bb0(%i: tensor<i32>, %h: tensor<32x64xf32>):
@@ -582,4 +583,34 @@ func.func @loop_invariant_transposed_rhs(%w: tensor<64x64xf32>, %h0: tensor<32x6
     ember.yield %i1, %d : tensor<i32>, tensor<32x64xf32>
   }
   return %r#1 : tensor<32x64xf32>
+}
+
+// -----
+
+// With batch dimensions, a transposed B from outside the loop is transposed
+// explicitly (loop-invariant-code-motion moves it out of the loop), and the
+// GEMM takes it as it is (transB = 0).
+// CHECK-LABEL: func @loop_invariant_batched_transposed_rhs
+// CHECK: scf.for
+// CHECK: %[[T:.*]] = linalg.transpose ins(%arg0 : tensor<2x64x64xf32>) outs(%{{.*}} : tensor<2x64x64xf32>) permutation = [0, 2, 1]
+// CHECK: call @__ember_gemm_0(%{{.*}}, %[[T]])
+// CHECK: func.func private @__ember_gemm_0
+// CHECK: %[[TA:.*]] = arith.constant 0 : i64
+// CHECK-NEXT: %[[TB:.*]] = arith.constant 0 : i64
+// CHECK: call @ember_gemm_f32(%[[TA]], %[[TB]],
+func.func @loop_invariant_batched_transposed_rhs(%w: tensor<2x64x64xf32>, %h0: tensor<2x32x64xf32>) -> tensor<2x32x64xf32> {
+  %zero = ember.constant dense<0> : tensor<i32>
+  %r:2 = ember.while(%zero, %h0) {trip_count = 4 : i64} : tensor<i32>, tensor<2x32x64xf32> cond {
+  ^bb0(%i: tensor<i32>, %h: tensor<2x32x64xf32>):
+    %n = ember.constant dense<4> : tensor<i32>
+    %p = ember.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %h: tensor<2x32x64xf32>):
+    %d = ember.dot_general %h, %w, batch = [0] x [0], contract = [2] x [2] : (tensor<2x32x64xf32>, tensor<2x64x64xf32>) -> tensor<2x32x64xf32>
+    %one = ember.constant dense<1> : tensor<i32>
+    %i1 = ember.add %i, %one : tensor<i32>
+    ember.yield %i1, %d : tensor<i32>, tensor<2x32x64xf32>
+  }
+  return %r#1 : tensor<2x32x64xf32>
 }
