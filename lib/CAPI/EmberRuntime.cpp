@@ -13,6 +13,7 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -156,6 +157,8 @@ public:
         return raw + kHeader;
       }
     }
+    if (n > SIZE_MAX - kHeader)
+      return nullptr;
     auto *raw = static_cast<char *>(zero ? std::calloc(1, n + kHeader) : std::malloc(n + kHeader));
     if (!raw)
       return nullptr;
@@ -194,6 +197,8 @@ BlockPool &blockPool() {
 
 extern "C" void *ember_malloc(size_t n) { return blockPool().take(n, false); }
 extern "C" void *ember_calloc(size_t count, size_t size) {
+  if (size && count > SIZE_MAX / size)
+    return nullptr;
   return blockPool().take(count * size, true);
 }
 extern "C" void ember_free(void *p) { blockPool().give(p); }
