@@ -531,15 +531,18 @@ def Ember_StackPushOp : Ember_Op<"stack_push",
     handle. `ember-autodiff` emits it in the forward loop of a
     reverse-differentiated `ember.while` without a trip count, to save each
     iteration's residuals; `ember.stack_pop` reads them back in reverse order.
-    Pushes of `L`-lane values (a batched loop) store all lanes; the handle
-    operand is then the stack's handle, shared by the lanes.
+    With `lanes = L` (made by `ember-batch`: a batched loop), the values have
+    a leading dimension of L lanes; the stack records it, so that a pop with
+    lanes reads lane j of each push (and every lane reads the whole push from
+    a stack of pushes without lanes).
     Lowered to the runtime entry `ember_stack_push` (docs/design.md).
 
     ```mlir
     %h1 = ember.stack_push %h0 (%x, %y) : (tensor<i64>, tensor<3xf32>, tensor<f32>) -> tensor<i64>
     ```
   }];
-  let arguments = (ins Ember_Tensor:$stack, Variadic<Ember_Tensor>:$values);
+  let arguments = (ins Ember_Tensor:$stack, Variadic<Ember_Tensor>:$values,
+                       OptionalAttr<I64Attr>:$lanes);
   let results = (outs Ember_Tensor:$result);
   let assemblyFormat = [{
     $stack `(` $values `)` attr-dict `:` functional-type(operands, results)
@@ -556,11 +559,11 @@ def Ember_StackPopOp : Ember_Op<"stack_pop",
     reads of a backward loop go from the last push down to push 0, and the
     read of push 0 frees the stack (the handle is then 0).
 
-    With `lanes = L` (made by `ember-batch`), the pushes hold values with a
-    leading dimension of L lanes, `index` is a `tensor<Lxi64>`, and lane j of
-    each result is lane j of push `index[j]` (zeros where `index[j]` is
-    negative: a lane that has finished); the stack is freed when no index is
-    above 0.
+    With `lanes = L` (made by `ember-batch`), `index` is a `tensor<Lxi64>`,
+    the results have a leading dimension of L lanes, and lane j of each
+    result comes from push `index[j]`: its lane j if the pushes had lanes,
+    else the whole pushed value (zeros where `index[j]` is negative: a lane
+    that has finished). The stack is freed when no index is above 0.
 
     ```mlir
     %h1, %x, %y = ember.stack_pop %h0[%k] : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<f32>)

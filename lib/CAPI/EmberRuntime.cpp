@@ -211,15 +211,19 @@ namespace {
 /// The bytes of the values pushed so far; a handle is its address (0: none).
 struct EmberStack {
   std::vector<unsigned char> bytes;
+  int64_t lanes = 0; // of the pushed values (0: none)
 };
 } // namespace
 
-/// Appends `n` bytes at `data` to the stack `*hin` (created when 0) and
-/// stores its handle in `*hout`.
-extern "C" void ember_stack_push(intptr_t hin, intptr_t hout, intptr_t data, int64_t n) {
+/// Appends `n` bytes at `data` to the stack `*hin` (created when 0, with the
+/// pushed values' `lanes`) and stores its handle in `*hout`.
+extern "C" void ember_stack_push(intptr_t hin, intptr_t hout, intptr_t data, int64_t n,
+                                 int64_t lanes) {
   auto *s = reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(hin));
-  if (!s)
+  if (!s) {
     s = new EmberStack;
+    s->lanes = lanes;
+  }
   size_t at = s->bytes.size();
   s->bytes.resize(at + n); // grows geometrically
   if (n)
@@ -230,15 +234,23 @@ extern "C" void ember_stack_push(intptr_t hin, intptr_t hout, intptr_t data, int
 /// Copies value bytes of push number `*index` (pushes of `entry` bytes each;
 /// the value at `offset` in the push) to `data`. With `lanes` > 0 the value
 /// has that many lanes of `laneBytes` each, and lane j comes from push
-/// `index[j]`; a negative index (a finished lane) gives zeros.
+/// `index[j]`: its lane j, or all of it when the pushes had no lanes (they
+/// are then `entry / lanes` bytes). A negative index (a finished lane)
+/// gives zeros.
 extern "C" void ember_stack_read(intptr_t h, intptr_t index, int64_t lanes, int64_t entry,
                                  int64_t offset, intptr_t data, int64_t laneBytes) {
   auto *s = reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(h));
   auto *idx = reinterpret_cast<const int64_t *>(index);
   auto *out = reinterpret_cast<unsigned char *>(data);
+  int64_t laneStride = laneBytes;
+  if (lanes && s && s->lanes == 0) { // every lane reads the whole value
+    entry /= lanes;
+    offset /= lanes;
+    laneStride = 0;
+  }
   for (int64_t j = 0, n = std::max<int64_t>(lanes, 1); j < n; ++j) {
     int64_t k = idx[lanes ? j : 0];
-    size_t from = (size_t)(k * entry + offset + j * laneBytes);
+    size_t from = (size_t)(k * entry + offset + j * laneStride);
     if (k < 0 || !s || from + laneBytes > s->bytes.size()) // not reached for k >= 0
       std::memset(out + j * laneBytes, 0, laneBytes);
     else if (laneBytes)

@@ -86,10 +86,6 @@ struct Rhs {
   int64_t sp, sj;
 };
 
-/// C (m x n, row stride n) = A B. Each strip
-/// of 2W columns of B (k x 2W) is copied to `panel` first, so that the row
-/// blocks read it from L1 at consecutive addresses (B's own rows are often a
-/// power of two apart, which maps a strip onto a few cache sets).
 /// Copies the strip of columns [j, j + cols) of B into `panel`, k rows of
 /// `width` elements (zeros beyond `cols`).
 template <typename T>

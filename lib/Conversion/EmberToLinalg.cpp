@@ -1613,7 +1613,7 @@ int64_t bufferBytes(Type t) {
 /// The run-time stack ops become calls of buffer helpers that move one value
 /// at a time (docs/design.md, "Reverse mode through loops"):
 ///
-///   ember_stack_push(handle in, handle out, data, bytes)     (per value)
+///   ember_stack_push(handle in, handle out, data, bytes, lanes)   (per value)
 ///   ember_stack_read(handle, index, lanes, push bytes, offset, data,
 ///                    lane bytes)                             (per value)
 ///   ember_stack_release(handle in, handle out, index, lanes)
@@ -1638,7 +1638,7 @@ struct StackLowering : public OpConversionPattern<OpT> {
     StringRef base = isPush ? "ember_stack_push" : isPop ? "ember_stack_pop" : "ember_stack_free";
     // (ember_stack_pop names only the helper: it calls read and release.)
     if (isPush)
-      declareRuntimeFunction(module, base, tb.getFunctionType({idx, idx, idx, i64}, {}));
+      declareRuntimeFunction(module, base, tb.getFunctionType({idx, idx, idx, i64, i64}, {}));
     else if (isPop) {
       declareRuntimeFunction(module, "ember_stack_read",
                              tb.getFunctionType({idx, idx, i64, i64, i64, idx, i64}, {}));
@@ -1652,7 +1652,7 @@ struct StackLowering : public OpConversionPattern<OpT> {
                            : TypeRange(op->getResultTypes()).drop_front())
         bytes.push_back(bufferBytes(t));
     int64_t lanes = 0;
-    if constexpr (isPop)
+    if constexpr (isPush || isPop)
       lanes = (int64_t)op.getLanes().value_or(0);
     ValueRange ins = adaptor.getOperands();
     std::string name = buildBufferHelper(
@@ -1665,7 +1665,7 @@ struct StackLowering : public OpConversionPattern<OpT> {
             for (auto [j, n] : llvm::enumerate(bytes))
               func::CallOp::create(hb, loc, base, TypeRange{},
                                    ValueRange{j == 0 ? inPtrs[0] : outPtrs[0], outPtrs[0],
-                                              inPtrs[j + 1], i64c(n)});
+                                              inPtrs[j + 1], i64c(n), i64c(lanes)});
           } else if (isPop) {
             // A push holds its values one after another.
             int64_t entry = 0;

@@ -471,11 +471,16 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
       })
       // Run-time stacks (reverse mode through a while_loop): the lanes share
       // one stack. A batched (masked) forward loop pushes every lane's values
-      // at each of its iterations, so lane j's push k is lane j of push k;
-      // the backward loop reads lane j at its own index. The handles of the
-      // lanes are the stack's or 0 (a lane that never ran): their maximum.
+      // at each of its iterations (lanes = n), so lane j's push k is lane j
+      // of push k; the backward loop reads lane j at its own index. When only
+      // the backward loop is batched (vmap of a VJP over cotangents, as in
+      // jacrev), the pushes have no lanes and every lane reads whole pushes
+      // (the runtime knows from the stack). The handles of the lanes are the
+      // stack's or 0 (a lane that never ran): their maximum.
       .Case<StackPushOp, StackPopOp, StackFreeOp>([&](Operation *o) -> LogicalResult {
-        if (auto pop = dyn_cast<StackPopOp>(o); pop && pop.getLanes())
+        auto push = dyn_cast<StackPushOp>(o);
+        auto pop = dyn_cast<StackPopOp>(o);
+        if ((pop && pop.getLanes()) || (push && push.getLanes()))
           return o->emitOpError("cannot be batched: vmap of vmap of the reverse-mode "
                                 "derivative of a while_loop with a run-time trip count is not "
                                 "supported; use fori_loop with static bounds or lax.scan");
@@ -488,15 +493,15 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
           StackFreeOp::create(b, c.loc, handle);
           return success();
         }
-        if (isa<StackPushOp>(o)) {
+        if (push) {
           SmallVector<Value> vals;
           for (auto [v, isB] : llvm::zip(operands.drop_front(), isBatched.drop_front()))
             vals.push_back(c.batched(v, isB));
-          Value h = StackPushOp::create(b, c.loc, handle.getType(), handle, vals);
+          Value h = StackPushOp::create(b, c.loc, handle.getType(), handle, vals,
+                                        b.getI64IntegerAttr(n));
           results.push_back(shared(h));
           return success();
         }
-        auto pop = cast<StackPopOp>(o);
         SmallVector<Type> types;
         for (Type t : pop.getValues().getTypes())
           types.push_back(withBatch(t, n));

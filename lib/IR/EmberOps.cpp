@@ -1004,6 +1004,17 @@ LogicalResult StackPushOp::verify() {
   // stack_c2
   if (getValues().empty())
     return emitOpError("stack_c2: a push needs at least one value");
+  // stack_c3
+  if (std::optional<uint64_t> lanes = getLanes()) {
+    if (*lanes < 1)
+      return emitOpError("stack_c3: lanes must be at least 1");
+    for (Type t : getValues().getTypes()) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      if (!r || r.getRank() == 0 || r.getDimSize(0) != (int64_t)*lanes)
+        return emitOpError("stack_c3: with lanes = ")
+               << *lanes << ", every value has a leading dimension of " << *lanes;
+    }
+  }
   return success();
 }
 

@@ -804,7 +804,8 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
   yielded.push_back(AddOp::create(b, loc, count, scalarI64(b, loc, 1)));
   if (useStack) {
     yielded.push_back(
-        StackPushOp::create(b, loc, i64Scalar, body.getArgument(base + 1), saved.getArrayRef()));
+        StackPushOp::create(b, loc, i64Scalar, body.getArgument(base + 1), saved.getArrayRef(),
+                            IntegerAttr()));
   } else if (trips) {
     for (auto [j, v] : llvm::enumerate(saved)) {
       auto t = cast<RankedTensorType>(v.getType());

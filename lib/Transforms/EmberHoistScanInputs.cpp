@@ -179,7 +179,14 @@ private:
         auto t = dyn_cast<RankedTensorType>(v.getType());
         if (!t || !t.hasStaticShape())
           return;
-        bytes += n * t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+        Type e = t.getElementType();
+        int64_t parts = 1;
+        if (auto c = dyn_cast<ComplexType>(e))
+          e = c.getElementType(), parts = 2;
+        if (!e.isIntOrFloat())
+          return;
+        bytes += n * t.getNumElements() * parts *
+                 std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8);
         roots.push_back(v);
       }
     }

@@ -428,12 +428,12 @@ func.func @erf_f32(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK: call @__ember_stack_push_0(%arg0, %arg1, %arg2) : (tensor<i64>, tensor<3xf32>, tensor<2xi8>) -> tensor<i64>
 // CHECK: call @__ember_stack_pop_0(%{{.*}}, %arg3) : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<2xi8>)
 // CHECK: call @__ember_stack_free_0(%{{.*}}) : (tensor<i64>) -> ()
-// CHECK: func.func private @ember_stack_push(index, index, index, i64)
+// CHECK: func.func private @ember_stack_push(index, index, index, i64, i64)
 // CHECK: func.func private @__ember_stack_push_0
 // CHECK: %[[C12:.*]] = arith.constant 12 : i64
-// CHECK: call @ember_stack_push(%{{.*}}, %[[OUT:.*]], %{{.*}}, %[[C12]])
+// CHECK: call @ember_stack_push(%{{.*}}, %[[OUT:.*]], %{{.*}}, %[[C12]], %{{.*}})
 // CHECK: %[[C2:.*]] = arith.constant 2 : i64
-// CHECK: call @ember_stack_push(%[[OUT]], %[[OUT]], %{{.*}}, %[[C2]])
+// CHECK: call @ember_stack_push(%[[OUT]], %[[OUT]], %{{.*}}, %[[C2]], %{{.*}})
 // CHECK: func.func private @ember_stack_read(index, index, i64, i64, i64, index, i64)
 // CHECK: func.func private @ember_stack_release(index, index, index, i64)
 // CHECK: func.func private @__ember_stack_pop_0

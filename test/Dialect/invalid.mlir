@@ -879,3 +879,11 @@ func.func @optimization_barrier_c1(%x: tensor<3xf32>) -> tensor<2xf32> {
   %y = "ember.optimization_barrier"(%x) : (tensor<3xf32>) -> tensor<2xf32>
   return %y : tensor<2xf32>
 }
+
+// -----
+
+func.func @stack_c3_push_lanes(%h: tensor<i64>, %x: tensor<3xf32>) -> tensor<i64> {
+  // expected-error @+1 {{stack_c3: with lanes = 2, every value has a leading dimension of 2}}
+  %h1 = ember.stack_push %h(%x) {lanes = 2 : i64} : (tensor<i64>, tensor<3xf32>) -> tensor<i64>
+  return %h1 : tensor<i64>
+}

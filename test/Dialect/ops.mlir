@@ -260,11 +260,13 @@ func.func @case(%i: tensor<i32>, %a: tensor<3xf32>) -> tensor<3xf32> {
 // CHECK: ember.stack_push %{{.*}}(%{{.*}}, %{{.*}}) : (tensor<i64>, tensor<3xf32>, tensor<i1>) -> tensor<i64>
 // CHECK: ember.stack_pop %{{.*}}[%{{.*}}] : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<i1>)
 // CHECK: ember.stack_pop %{{.*}}[%{{.*}}] {lanes = 4 : i64} : (tensor<i64>, tensor<4xi64>) -> (tensor<i64>, tensor<4x3xf32>)
+// CHECK: ember.stack_push %{{.*}}(%{{.*}}) {lanes = 4 : i64} : (tensor<i64>, tensor<4x3xf32>) -> tensor<i64>
 // CHECK: ember.stack_free %{{.*}} : tensor<i64>
 func.func @stacks(%h: tensor<i64>, %x: tensor<3xf32>, %b: tensor<i1>, %k: tensor<i64>, %ks: tensor<4xi64>) -> tensor<3xf32> {
   %h1 = ember.stack_push %h(%x, %b) : (tensor<i64>, tensor<3xf32>, tensor<i1>) -> tensor<i64>
   %h2, %y, %c = ember.stack_pop %h1[%k] : (tensor<i64>, tensor<i64>) -> (tensor<i64>, tensor<3xf32>, tensor<i1>)
   %h3, %ys = ember.stack_pop %h2[%ks] {lanes = 4 : i64} : (tensor<i64>, tensor<4xi64>) -> (tensor<i64>, tensor<4x3xf32>)
-  ember.stack_free %h3 : tensor<i64>
+  %h4 = ember.stack_push %h3(%ys) {lanes = 4 : i64} : (tensor<i64>, tensor<4x3xf32>) -> tensor<i64>
+  ember.stack_free %h4 : tensor<i64>
   return %y : tensor<3xf32>
 }

@@ -168,11 +168,11 @@ func.func @batched_window_init(%xs: tensor<2x4xf32>, %is: tensor<2xf32>) -> tens
 
 // Run-time stacks (vmap of reverse mode through a while_loop): the lanes
 // share one stack, whose handle is the maximum of the lanes' handles (0 for
-// a lane that has not pushed); a push stores every lane, and a pop reads
-// lane j at lane j's index (`lanes`).
+// a lane that has not pushed); a push stores every lane (`lanes`, recorded
+// by the stack), and a pop reads lane j at lane j's index (`lanes`).
 // CHECK-LABEL: func @batch_stacks
 // CHECK: %[[H:.*]] = ember.reduce max %arg1, dims = [0] : (tensor<4xi64>) -> tensor<i64>
-// CHECK: %[[P:.*]] = ember.stack_push %[[H]](%arg0) : (tensor<i64>, tensor<4x3xf32>) -> tensor<i64>
+// CHECK: %[[P:.*]] = ember.stack_push %[[H]](%arg0) {lanes = 4 : i64} : (tensor<i64>, tensor<4x3xf32>) -> tensor<i64>
 // CHECK: %[[PB:.*]] = ember.broadcast_in_dim %[[P]], dims = [] : (tensor<i64>) -> tensor<4xi64>
 // CHECK: %[[H2:.*]] = ember.reduce max %[[PB]], dims = [0] : (tensor<4xi64>) -> tensor<i64>
 // CHECK: %[[K:.*]] = ember.broadcast_in_dim %arg2, dims = [] : (tensor<i64>) -> tensor<4xi64>

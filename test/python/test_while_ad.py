@@ -209,6 +209,26 @@ def test_vmap_of_grad_through_runtime_while(x64):
     np.testing.assert_allclose(np.asarray(g), [4 * 1.5 ** 3, 32.0])
 
 
+def test_jacrev_and_vmapped_cotangents_through_runtime_while(x64):
+    # Only the backward loop is batched (the cotangents): the pushes have no
+    # lanes, and every lane reads the whole of each push.
+    def f(x):
+        return grow_state(x) ** 2
+
+    x = np.array([0.3, 0.5, 0.7])
+    want = np.asarray(jax.jacfwd(f)(x))
+    np.testing.assert_allclose(np.asarray(jax.jacrev(f)(x)), want, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(jax.jit(jax.jacrev(f))(x)), want, rtol=1e-12)
+    _, pullback = jax.vjp(f, x)
+    cts = np.array([[1.0, 0.0, 2.0], [0.5, -1.0, 0.0]])
+    np.testing.assert_allclose(np.asarray(jax.vmap(pullback)(cts)[0]), cts @ want, rtol=1e-12)
+
+
+def grow_state(x):
+    return lax.while_loop(lambda c: jnp.sum(c[1]) < 10.0,
+                          lambda c: (c[0] + 1, c[1] * 1.5 + jnp.sin(c[1])), (0, x))[1]
+
+
 def test_vmap_of_grad_releases_unused_stacks(x64):
     def f(x):
         y = lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, jnp.sin(c[1])), (0, x))[1]
