@@ -997,6 +997,21 @@ static void stackEffects(
   effects.emplace_back(MemoryEffects::Write::get());
 }
 
+/// stack_c3: with `lanes`, every pushed or popped value has that many lanes
+/// (its leading dimension).
+static LogicalResult checkStackLanes(Operation *op, std::optional<uint64_t> lanes,
+                                     TypeRange values) {
+  if (!lanes)
+    return success();
+  for (Type t : values) {
+    auto r = dyn_cast<RankedTensorType>(t);
+    if (!r || r.getRank() == 0 || r.getDimSize(0) != (int64_t)*lanes)
+      return op->emitOpError("stack_c3: with lanes = ")
+             << *lanes << ", every value has a leading dimension of " << *lanes;
+  }
+  return success();
+}
+
 LogicalResult StackPushOp::verify() {
   if (failed(checkStackHandle(*this, getStack().getType(), "stack operand")) ||
       failed(checkStackHandle(*this, getResult().getType(), "result")))
@@ -1005,17 +1020,9 @@ LogicalResult StackPushOp::verify() {
   if (getValues().empty())
     return emitOpError("stack_c2: a push needs at least one value");
   // stack_c3
-  if (std::optional<uint64_t> lanes = getLanes()) {
-    if (*lanes < 1)
-      return emitOpError("stack_c3: lanes must be at least 1");
-    for (Type t : getValues().getTypes()) {
-      auto r = dyn_cast<RankedTensorType>(t);
-      if (!r || r.getRank() == 0 || r.getDimSize(0) != (int64_t)*lanes)
-        return emitOpError("stack_c3: with lanes = ")
-               << *lanes << ", every value has a leading dimension of " << *lanes;
-    }
-  }
-  return success();
+  if (getLanes() && *getLanes() < 1)
+    return emitOpError("stack_c3: lanes must be at least 1");
+  return checkStackLanes(*this, getLanes(), getValues().getTypes());
 }
 
 LogicalResult StackPopOp::verify() {
@@ -1034,14 +1041,7 @@ LogicalResult StackPopOp::verify() {
       (lanes && *lanes < 1))
     return emitOpError("stack_c3: the index must be a tensor<i64>, or a tensor<Lxi64> with "
                        "lanes = L >= 1");
-  if (lanes)
-    for (Type t : getValues().getTypes()) {
-      auto r = dyn_cast<RankedTensorType>(t);
-      if (!r || r.getRank() == 0 || r.getDimSize(0) != (int64_t)*lanes)
-        return emitOpError("stack_c3: with lanes = ")
-               << *lanes << ", every value has a leading dimension of " << *lanes;
-    }
-  return success();
+  return checkStackLanes(*this, lanes, getValues().getTypes());
 }
 
 LogicalResult StackFreeOp::verify() {
