@@ -60,4 +60,30 @@ def Ember_BatchableOpInterface : OpInterface<"BatchableOpInterface"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Traits that classify an op for the transformation rules. The rule-coverage
+// test (test/Dialect/rule-coverage.mlir) enumerates every op of the dialect
+// and checks that each has the rules its traits and interfaces promise.
+//===----------------------------------------------------------------------===//
+
+// Linear in its float operands: the JVP applies the op to the tangents (the
+// generic rule); the op must have a transpose rule.
+def Ember_Linear : NativeOpTrait<"LinearTrait"> {
+  let cppNamespace = "::mlir::ember";
+}
+
+// Piecewise constant or not differentiable by design (rounding, constants,
+// stop_gradient): every result has a zero tangent.
+def Ember_ZeroTangent : NativeOpTrait<"ZeroTangentTrait"> {
+  let cppNamespace = "::mlir::ember";
+}
+
+// The passes transform the op themselves, not through per-op rules:
+// transformation ops and custom-rule calls (the function they reference is
+// transformed) and region ops (ember-autodiff and ember-batch handle
+// ember.while / ember.case and their ember.yield).
+def Ember_RulesInPasses : NativeOpTrait<"RulesInPassesTrait"> {
+  let cppNamespace = "::mlir::ember";
+}
+
 #endif // EMBER_INTERFACES_TD

@@ -23,14 +23,15 @@ class Ember_Op<string mnemonic, list<Trait> traits = []>
 // Transformation ops reference a function by symbol and are expanded by passes.
 class Ember_TransformOp<string mnemonic, list<Trait> traits = []>
     : Op<Ember_Dialect, mnemonic,
-         traits # [AttrSizedOperandSegments, DeclareOpInterfaceMethods<SymbolUserOpInterface>]>;
+         traits # [AttrSizedOperandSegments, Ember_RulesInPasses,
+                   DeclareOpInterfaceMethods<SymbolUserOpInterface>]>;
 
 //===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//
 
 def Ember_ConstantOp : Ember_Op<"constant",
-    [ConstantLike, Pure, AllTypesMatch<["value", "output"]>]> {
+    [Ember_ZeroTangent, ConstantLike, Pure, AllTypesMatch<["value", "output"]>]> {
   let summary = "a constant tensor";
   let arguments = (ins ElementsAttr:$value);
   let results = (outs Ember_Tensor:$output);
@@ -38,7 +39,7 @@ def Ember_ConstantOp : Ember_Op<"constant",
   let hasFolder = 1;
 }
 
-def Ember_IotaOp : Ember_Op<"iota", [Pure]> {
+def Ember_IotaOp : Ember_Op<"iota", [Ember_ZeroTangent, Pure]> {
   let summary = "indices along one dimension";
   let arguments = (ins I64Attr:$iota_dimension);
   let results = (outs RankedTensorOf<[Ember_Int, Ember_Float]>:$output);
@@ -57,13 +58,13 @@ class Ember_UnaryOp<string mnemonic, Type T, list<Trait> traits = []>
   let assemblyFormat = "$operand attr-dict `:` type($result)";
 }
 
-def Ember_NegOp : Ember_UnaryOp<"neg", Ember_NumericTensor> { let hasFolder = 1; }
+def Ember_NegOp : Ember_UnaryOp<"neg", Ember_NumericTensor, [Ember_Linear]> { let hasFolder = 1; }
 def Ember_AbsOp : Ember_UnaryOp<"abs", Ember_RealTensor>;
-def Ember_SignOp : Ember_UnaryOp<"sign", Ember_RealTensor>;
-def Ember_FloorOp : Ember_UnaryOp<"floor", Ember_FloatTensor>;
-def Ember_CeilOp : Ember_UnaryOp<"ceil", Ember_FloatTensor>;
-def Ember_RoundNearestAfzOp : Ember_UnaryOp<"round_nearest_afz", Ember_FloatTensor>;
-def Ember_RoundNearestEvenOp : Ember_UnaryOp<"round_nearest_even", Ember_FloatTensor>;
+def Ember_SignOp : Ember_UnaryOp<"sign", Ember_RealTensor, [Ember_ZeroTangent]>;
+def Ember_FloorOp : Ember_UnaryOp<"floor", Ember_FloatTensor, [Ember_ZeroTangent]>;
+def Ember_CeilOp : Ember_UnaryOp<"ceil", Ember_FloatTensor, [Ember_ZeroTangent]>;
+def Ember_RoundNearestAfzOp : Ember_UnaryOp<"round_nearest_afz", Ember_FloatTensor, [Ember_ZeroTangent]>;
+def Ember_RoundNearestEvenOp : Ember_UnaryOp<"round_nearest_even", Ember_FloatTensor, [Ember_ZeroTangent]>;
 def Ember_ExpOp : Ember_UnaryOp<"exp", Ember_FloatOrComplexTensor>;
 def Ember_Exp2Op : Ember_UnaryOp<"exp2", Ember_FloatTensor>;
 def Ember_LogOp : Ember_UnaryOp<"log", Ember_FloatOrComplexTensor>;
@@ -89,13 +90,13 @@ def Ember_ErfOp : Ember_UnaryOp<"erf", Ember_FloatTensor>;
 def Ember_ErfInvOp : Ember_UnaryOp<"erf_inv", Ember_FloatTensor>;
 def Ember_LgammaOp : Ember_UnaryOp<"lgamma", Ember_FloatTensor>;
 def Ember_DigammaOp : Ember_UnaryOp<"digamma", Ember_FloatTensor>;
-def Ember_NotOp : Ember_UnaryOp<"not", Ember_IntOrBoolTensor> { let hasFolder = 1; }
-def Ember_PopulationCountOp : Ember_UnaryOp<"population_count", Ember_IntTensor>;
-def Ember_ClzOp : Ember_UnaryOp<"clz", Ember_IntTensor>;
-def Ember_ConjOp : Ember_UnaryOp<"conj", Ember_ComplexTensor>;
+def Ember_NotOp : Ember_UnaryOp<"not", Ember_IntOrBoolTensor, [Ember_ZeroTangent]> { let hasFolder = 1; }
+def Ember_PopulationCountOp : Ember_UnaryOp<"population_count", Ember_IntTensor, [Ember_ZeroTangent]>;
+def Ember_ClzOp : Ember_UnaryOp<"clz", Ember_IntTensor, [Ember_ZeroTangent]>;
+def Ember_ConjOp : Ember_UnaryOp<"conj", Ember_ComplexTensor, [Ember_Linear]>;
 
 def Ember_IsFiniteOp : Ember_Op<"is_finite",
-    [Pure, Elementwise, SameOperandsAndResultShape, InferTypeOpAdaptor]> {
+    [Ember_ZeroTangent, Pure, Elementwise, SameOperandsAndResultShape, InferTypeOpAdaptor]> {
   let summary = "true where the operand is neither infinite nor NaN";
   let arguments = (ins Ember_FloatTensor:$operand);
   let results = (outs Ember_BoolTensor:$result);
@@ -103,7 +104,7 @@ def Ember_IsFiniteOp : Ember_Op<"is_finite",
 }
 
 class Ember_ComplexPartOp<string mnemonic>
-    : Ember_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultShape,
+    : Ember_Op<mnemonic, [Ember_Linear, Pure, Elementwise, SameOperandsAndResultShape,
                           InferTypeOpAdaptor]> {
   let arguments = (ins Ember_ComplexTensor:$operand);
   let results = (outs Ember_FloatTensor:$result);
@@ -119,8 +120,8 @@ class Ember_BinaryOp<string mnemonic, Type T, list<Trait> traits = []>
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def Ember_AddOp : Ember_BinaryOp<"add", Ember_Tensor, [Commutative]> { let hasFolder = 1; }
-def Ember_SubOp : Ember_BinaryOp<"sub", Ember_NumericTensor> { let hasFolder = 1; }
+def Ember_AddOp : Ember_BinaryOp<"add", Ember_Tensor, [Ember_Linear, Commutative]> { let hasFolder = 1; }
+def Ember_SubOp : Ember_BinaryOp<"sub", Ember_NumericTensor, [Ember_Linear]> { let hasFolder = 1; }
 def Ember_MulOp : Ember_BinaryOp<"mul", Ember_Tensor, [Commutative]> { let hasFolder = 1; }
 def Ember_DivOp : Ember_BinaryOp<"div", Ember_NumericTensor> { let hasFolder = 1; }
 def Ember_RemOp : Ember_BinaryOp<"rem", Ember_RealTensor>;
@@ -128,16 +129,16 @@ def Ember_PowOp : Ember_BinaryOp<"pow", Ember_NumericTensor>;
 def Ember_MaxOp : Ember_BinaryOp<"max", Ember_Tensor, [Commutative]>;
 def Ember_MinOp : Ember_BinaryOp<"min", Ember_Tensor, [Commutative]>;
 def Ember_Atan2Op : Ember_BinaryOp<"atan2", Ember_FloatTensor>;
-def Ember_NextAfterOp : Ember_BinaryOp<"nextafter", Ember_FloatTensor>;
-def Ember_AndOp : Ember_BinaryOp<"and", Ember_IntOrBoolTensor, [Commutative]>;
-def Ember_OrOp : Ember_BinaryOp<"or", Ember_IntOrBoolTensor, [Commutative]>;
-def Ember_XorOp : Ember_BinaryOp<"xor", Ember_IntOrBoolTensor, [Commutative]>;
-def Ember_ShiftLeftOp : Ember_BinaryOp<"shift_left", Ember_IntTensor>;
-def Ember_ShiftRightLogicalOp : Ember_BinaryOp<"shift_right_logical", Ember_IntTensor>;
-def Ember_ShiftRightArithmeticOp : Ember_BinaryOp<"shift_right_arithmetic", Ember_IntTensor>;
+def Ember_NextAfterOp : Ember_BinaryOp<"nextafter", Ember_FloatTensor, [Ember_ZeroTangent]>;
+def Ember_AndOp : Ember_BinaryOp<"and", Ember_IntOrBoolTensor, [Ember_ZeroTangent, Commutative]>;
+def Ember_OrOp : Ember_BinaryOp<"or", Ember_IntOrBoolTensor, [Ember_ZeroTangent, Commutative]>;
+def Ember_XorOp : Ember_BinaryOp<"xor", Ember_IntOrBoolTensor, [Ember_ZeroTangent, Commutative]>;
+def Ember_ShiftLeftOp : Ember_BinaryOp<"shift_left", Ember_IntTensor, [Ember_ZeroTangent]>;
+def Ember_ShiftRightLogicalOp : Ember_BinaryOp<"shift_right_logical", Ember_IntTensor, [Ember_ZeroTangent]>;
+def Ember_ShiftRightArithmeticOp : Ember_BinaryOp<"shift_right_arithmetic", Ember_IntTensor, [Ember_ZeroTangent]>;
 
 def Ember_ComplexOp : Ember_Op<"complex",
-    [Pure, Elementwise, SameOperandsShape, SameOperandsElementType,
+    [Ember_Linear, Pure, Elementwise, SameOperandsShape, SameOperandsElementType,
      SameOperandsAndResultShape, InferTypeOpAdaptor]> {
   let summary = "complex number from real and imaginary parts";
   let arguments = (ins RankedTensorOf<[F32, F64]>:$lhs, RankedTensorOf<[F32, F64]>:$rhs);
@@ -146,7 +147,7 @@ def Ember_ComplexOp : Ember_Op<"complex",
 }
 
 def Ember_CompareOp : Ember_Op<"compare",
-    [Pure, Elementwise, SameTypeOperands, SameOperandsAndResultShape,
+    [Ember_ZeroTangent, Pure, Elementwise, SameTypeOperands, SameOperandsAndResultShape,
      InferTypeOpAdaptor]> {
   let summary = "elementwise comparison (IEEE: any comparison with NaN is false, NE true)";
   let arguments = (ins Ember_ComparisonDirectionAttr:$comparison_direction,
@@ -196,7 +197,7 @@ def Ember_BitcastConvertOp : Ember_Op<"bitcast_convert", [Pure]> {
 // Structural
 //===----------------------------------------------------------------------===//
 
-def Ember_BroadcastInDimOp : Ember_Op<"broadcast_in_dim", [Pure]> {
+def Ember_BroadcastInDimOp : Ember_Op<"broadcast_in_dim", [Ember_Linear, Pure]> {
   let summary = "broadcast an operand into a larger shape";
   let arguments = (ins Ember_Tensor:$operand, DenseI64ArrayAttr:$broadcast_dimensions);
   let results = (outs Ember_Tensor:$result);
@@ -207,7 +208,7 @@ def Ember_BroadcastInDimOp : Ember_Op<"broadcast_in_dim", [Pure]> {
   let hasFolder = 1;
 }
 
-def Ember_ReshapeOp : Ember_Op<"reshape", [Pure]> {
+def Ember_ReshapeOp : Ember_Op<"reshape", [Ember_Linear, Pure]> {
   let summary = "same elements in row-major order, another shape";
   let arguments = (ins Ember_Tensor:$operand);
   let results = (outs Ember_Tensor:$result);
@@ -216,7 +217,7 @@ def Ember_ReshapeOp : Ember_Op<"reshape", [Pure]> {
   let hasFolder = 1;
 }
 
-def Ember_TransposeOp : Ember_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Ember_TransposeOp : Ember_Op<"transpose", [Ember_Linear, Pure, InferTypeOpAdaptor]> {
   let summary = "permute dimensions: result dim i is operand dim permutation[i]";
   let arguments = (ins Ember_Tensor:$operand, DenseI64ArrayAttr:$permutation);
   let results = (outs Ember_Tensor:$result);
@@ -226,7 +227,7 @@ def Ember_TransposeOp : Ember_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Ember_SliceOp : Ember_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Ember_SliceOp : Ember_Op<"slice", [Ember_Linear, Pure, InferTypeOpAdaptor]> {
   let summary = "static strided slice";
   let arguments = (ins Ember_Tensor:$operand, DenseI64ArrayAttr:$start_indices,
                        DenseI64ArrayAttr:$limit_indices, DenseI64ArrayAttr:$strides);
@@ -262,7 +263,7 @@ def Ember_DynamicUpdateSliceOp : Ember_Op<"dynamic_update_slice",
   let hasVerifier = 1;
 }
 
-def Ember_PadOp : Ember_Op<"pad", [Pure, InferTypeOpAdaptor]> {
+def Ember_PadOp : Ember_Op<"pad", [Ember_Linear, Pure, InferTypeOpAdaptor]> {
   let summary = "pad with low, high (may be negative) and interior padding";
   let arguments = (ins Ember_Tensor:$operand, Ember_Tensor:$padding_value,
                        DenseI64ArrayAttr:$edge_padding_low,
@@ -277,7 +278,7 @@ def Ember_PadOp : Ember_Op<"pad", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Ember_ConcatenateOp : Ember_Op<"concatenate", [Pure, InferTypeOpAdaptor]> {
+def Ember_ConcatenateOp : Ember_Op<"concatenate", [Ember_Linear, Pure, InferTypeOpAdaptor]> {
   let summary = "join tensors along one dimension";
   let arguments = (ins Variadic<Ember_Tensor>:$inputs, I64Attr:$dimension);
   let results = (outs Ember_Tensor:$result);
@@ -287,7 +288,7 @@ def Ember_ConcatenateOp : Ember_Op<"concatenate", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Ember_ReverseOp : Ember_Op<"reverse", [Pure, SameOperandsAndResultType]> {
+def Ember_ReverseOp : Ember_Op<"reverse", [Ember_Linear, Pure, SameOperandsAndResultType]> {
   let summary = "reverse the order of elements along some dimensions";
   let arguments = (ins Ember_Tensor:$operand, DenseI64ArrayAttr:$dimensions);
   let results = (outs Ember_Tensor:$result);
@@ -310,7 +311,7 @@ def Ember_ReduceOp : Ember_Op<"reduce", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-class Ember_ArgReduceOp<string mnemonic> : Ember_Op<mnemonic, [Pure]> {
+class Ember_ArgReduceOp<string mnemonic> : Ember_Op<mnemonic, [Ember_ZeroTangent, Pure]> {
   let arguments = (ins Ember_RealTensor:$operand, I64Attr:$axis);
   let results = (outs RankedTensorOf<[Ember_Int]>:$result);
   let assemblyFormat = [{
@@ -390,7 +391,7 @@ def Ember_DotGeneralOp : Ember_Op<"dot_general", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Ember_GatherOp : Ember_Op<"gather", [Pure]> {
+def Ember_GatherOp : Ember_Op<"gather", [Ember_Linear, Pure]> {
   let summary = "gather slices of operand at indices (StableHLO dimension numbers)";
   let arguments = (ins Ember_Tensor:$operand, Ember_IntTensor:$start_indices,
                        DenseI64ArrayAttr:$offset_dims,
@@ -438,7 +439,7 @@ def Ember_ScatterOp : Ember_Op<"scatter", [Pure, AllTypesMatch<["operand", "resu
 //===----------------------------------------------------------------------===//
 
 def Ember_Threefry2x32Op : Ember_Op<"threefry2x32",
-    [Pure, Elementwise, AllTypesMatch<["key0", "key1", "x0", "x1", "out0", "out1"]>]> {
+    [Ember_ZeroTangent, Pure, Elementwise, AllTypesMatch<["key0", "key1", "x0", "x1", "out0", "out1"]>]> {
   let summary = "Threefry-2x32 block cipher (20 rounds), elementwise on ui32";
   let arguments = (ins Ember_U32Tensor:$key0, Ember_U32Tensor:$key1,
                        Ember_U32Tensor:$x0, Ember_U32Tensor:$x1);
@@ -450,7 +451,7 @@ def Ember_Threefry2x32Op : Ember_Op<"threefry2x32",
 // Control flow
 //===----------------------------------------------------------------------===//
 
-def Ember_WhileOp : Ember_Op<"while", [RecursiveMemoryEffects, InferTypeOpAdaptor]> {
+def Ember_WhileOp : Ember_Op<"while", [Ember_RulesInPasses, RecursiveMemoryEffects, InferTypeOpAdaptor]> {
   let summary = "loop while a predicate holds, carrying tensors";
   let description = [{
     Starting from `init`, evaluates the `cond` region on the carried values
@@ -484,7 +485,7 @@ def Ember_WhileOp : Ember_Op<"while", [RecursiveMemoryEffects, InferTypeOpAdapto
   let hasVerifier = 1;
 }
 
-def Ember_CaseOp : Ember_Op<"case", [RecursiveMemoryEffects]> {
+def Ember_CaseOp : Ember_Op<"case", [Ember_RulesInPasses, RecursiveMemoryEffects]> {
   let summary = "run one of several regions, chosen by an index";
   let description = [{
     Runs the region `branches[index]` (the index clamped to
@@ -511,7 +512,7 @@ def Ember_CaseOp : Ember_Op<"case", [RecursiveMemoryEffects]> {
   let hasVerifier = 1;
 }
 
-def Ember_YieldOp : Ember_Op<"yield", [Pure, Terminator, ReturnLike,
+def Ember_YieldOp : Ember_Op<"yield", [Ember_RulesInPasses, Pure, Terminator, ReturnLike,
                                      ParentOneOf<["WhileOp", "CaseOp"]>]> {
   let summary = "terminator of ember region ops";
   let arguments = (ins Variadic<Ember_Tensor>:$values);
@@ -628,7 +629,7 @@ def Ember_HostCallbackOp : Ember_Op<"host_callback",
   let hasVerifier = 1;
 }
 
-def Ember_StopGradientOp : Ember_Op<"stop_gradient", [Pure, SameOperandsAndResultType]> {
+def Ember_StopGradientOp : Ember_Op<"stop_gradient", [Ember_ZeroTangent, Pure, SameOperandsAndResultType]> {
   let summary = "identity whose derivative is zero";
   let arguments = (ins Ember_Tensor:$operand);
   let results = (outs Ember_Tensor:$result);
@@ -702,7 +703,7 @@ def Ember_VjpOp : Ember_TransformOp<"vjp"> {
 }
 
 def Ember_CustomJvpCallOp : Op<Ember_Dialect, "custom_jvp_call",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Ember_RulesInPasses, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "call of a function with a user-defined JVP rule";
   let description = [{
     Computes `@callee(args..., callee_captures...)`. Forward and reverse mode
@@ -722,7 +723,7 @@ def Ember_CustomJvpCallOp : Op<Ember_Dialect, "custom_jvp_call",
 }
 
 def Ember_CustomVjpCallOp : Op<Ember_Dialect, "custom_vjp_call",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Ember_RulesInPasses, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "call of a function with a user-defined VJP rule";
   let description = [{
     Computes `@callee(args..., callee_captures...)`. Reverse mode uses
@@ -742,7 +743,7 @@ def Ember_CustomVjpCallOp : Op<Ember_Dialect, "custom_vjp_call",
 }
 
 def Ember_CustomLinearOp : Op<Ember_Dialect, "custom_linear",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Ember_RulesInPasses, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "the linear map of a custom_vjp_call, defined by its transpose";
   let description = [{
     Produced by `ember-autodiff` while linearizing an `ember.custom_vjp_call`:
@@ -764,7 +765,7 @@ def Ember_CustomLinearOp : Op<Ember_Dialect, "custom_linear",
 //===----------------------------------------------------------------------===//
 
 def Ember_VmapOp : Op<Ember_Dialect, "vmap",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Ember_RulesInPasses, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "vectorizing map of a function (expanded by ember-batch)";
   let description = [{
     Applies `@callee` to each of `batch_size` slices of the inputs marked

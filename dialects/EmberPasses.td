@@ -117,6 +117,32 @@ def EmberWidenBoolBuffersPass : Pass<"ember-widen-bool-buffers", "ModuleOp"> {
   let dependentDialects = ["arith::ArithDialect", "memref::MemRefDialect"];
 }
 
+def EmberExpandTransformsPass : Pass<"ember-expand-transforms", "ModuleOp"> {
+  let summary = "Expand every transformation op (jvp, vjp, vmap, custom rules) to a fixed point";
+  let description = [{
+    Expands `ember.jvp`, `ember.vjp` (as `ember-autodiff` does) and
+    `ember.vmap` (as `ember-batch` does), innermost first, alternating until
+    none is left, so transformations nest to any depth (`grad` of `vmap` of
+    `grad` ...). An op whose function can never become free of
+    transformation ops (a function that transforms itself) is an error.
+    Then the calls of custom rules that nothing differentiates any more
+    (`ember.custom_jvp_call`, `ember.custom_vjp_call`) are inlined, as
+    `ember-inline-custom` does. This is the first pass of `ember-transforms`.
+
+    Before:
+    ```mlir
+    func.func private @g(%x: tensor<f32>) -> tensor<f32> {
+      %y, %dx = ember.vjp @f(%x) cotangents(%one) wrt [0] : ...
+      return %dx : tensor<f32>
+    }
+    %r = ember.vmap @g(%xs) batched [true] size 8 : ...
+    ```
+    After: the batched adjoint code of `@f`, inlined; no transformation op
+    and no custom-rule call is left.
+  }];
+  let dependentDialects = ["func::FuncDialect"];
+}
+
 def EmberAutodiffPass : Pass<"ember-autodiff", "ModuleOp"> {
   let summary = "Expand ember.jvp and ember.vjp into plain ember IR";
   let description = [{

@@ -23,6 +23,12 @@ MLIR_CAPI_EXPORTED void emberRegisterPassesAndPipelines(void);
 /// Appends the CPU pipeline (ember -> LLVM dialect) to `passManager`.
 MLIR_CAPI_EXPORTED void emberAddCpuPipeline(MlirOpPassManager passManager);
 
+/// Appends one named stage to `passManager`: "transforms", "optimize",
+/// "<target>-codegen" or "<target>-pipeline" (all three), e.g. "cpu-codegen".
+/// Returns false (and adds nothing) for an unknown stage or target.
+MLIR_CAPI_EXPORTED bool emberAddPipelineStage(MlirOpPassManager passManager,
+                                              MlirStringRef stage);
+
 #ifdef __cplusplus
 }
 #endif

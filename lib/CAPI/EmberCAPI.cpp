@@ -20,3 +20,28 @@ void emberRegisterPassesAndPipelines(void) {
 void emberAddCpuPipeline(MlirOpPassManager passManager) {
   mlir::ember::buildCpuPipeline(*unwrap(passManager));
 }
+
+bool emberAddPipelineStage(MlirOpPassManager passManager, MlirStringRef stage) {
+  using namespace mlir::ember;
+  llvm::StringRef name = unwrap(stage);
+  mlir::OpPassManager &pm = *unwrap(passManager);
+  if (name == "transforms") {
+    buildTransformsPipeline(pm);
+    return true;
+  }
+  if (name == "optimize") {
+    buildOptimizePipeline(pm);
+    return true;
+  }
+  for (const TargetDescription *t : getTargets()) {
+    if (name == (t->name + "-codegen").str()) {
+      buildCodegenPipeline(*t, pm);
+      return true;
+    }
+    if (name == (t->name + "-pipeline").str()) {
+      buildTargetPipeline(*t, pm);
+      return true;
+    }
+  }
+  return false;
+}

@@ -15,7 +15,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "RuleSwitch.h"
 
 #include <cmath>
 
@@ -357,17 +357,13 @@ DenseElementsAttr mlir::ember::splatOf(RankedTensorType t, double v) {
 }
 
 LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> t,
-                                    SmallVectorImpl<Value> &out) {
+                                    SmallVectorImpl<Value> &out, RuleMode mode) {
   R r{b, op->getLoc()};
-  // The values a stack saves are residuals of a derivative: differentiating
-  // through them again would need their tangents saved too.
-  if (isa<StackPushOp, StackPopOp, StackFreeOp>(op) && llvm::any_of(t, [](Value v) { return v; }))
-    return op->emitOpError(
-        "cannot be differentiated: the reverse-mode derivative of a while_loop with a "
-        "run-time trip count cannot be differentiated again; use fori_loop with static "
-        "bounds or lax.scan for higher-order derivatives");
-  // Results that are not floats have zero tangents (JAX's float0).
-  if (llvm::none_of(op->getResultTypes(), isFloatLike)) {
+  bool probe = mode == RuleMode::Probe;
+  // Results that are not floats have zero tangents (JAX's float0); the stack
+  // ops' rule below refuses tangents even for their integer handles.
+  if (!probe && !isa<StackPushOp, StackPopOp, StackFreeOp>(op) &&
+      llvm::none_of(op->getResultTypes(), isFloatLike)) {
     out.append(op->getNumResults(), Value());
     return success();
   }
@@ -393,16 +389,32 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
     out.append(c->getResults().begin(), c->getResults().end());
     return success();
   };
-  return TypeSwitch<Operation *, LogicalResult>(op)
-      .Case<ConstantOp, IotaOp, SignOp, FloorOp, CeilOp, RoundNearestAfzOp,
-            RoundNearestEvenOp, NextAfterOp, StopGradientOp>([&](auto) { return zero(); })
+  // Ops whose traits say what their JVP is (EmberInterfaces.td).
+  if (op->hasTrait<ZeroTangentTrait>())
+    return probe ? success() : zero();
+  if (op->hasTrait<LinearTrait>())
+    return probe ? success() : linearSame();
+  return RuleSwitch(op, mode)
+      .Case<StackPushOp, StackPopOp, StackFreeOp>([&](auto o) -> LogicalResult {
+        // The values a stack saves are residuals of a derivative:
+        // differentiating through them again would need their tangents saved
+        // too. (Handles and other integer results have zero tangents.)
+        if (llvm::any_of(t, [](Value v) { return v; }) ||
+            llvm::any_of(o->getResultTypes(), isFloatLike))
+          return o->emitOpError(
+              "cannot be differentiated: the reverse-mode derivative of a while_loop with a "
+              "run-time trip count cannot be differentiated again; use fori_loop with static "
+              "bounds or lax.scan for higher-order derivatives");
+        return zero();
+      })
+      .Case([&](BitcastConvertOp o) -> LogicalResult {
+        return o->emitOpError("has no JVP rule: bit patterns reinterpreted as floats cannot "
+                              "be differentiated");
+      })
       .Case([&](OptimizationBarrierOp) -> LogicalResult {
         out.append(t.begin(), t.end()); // tangents pass through (null: zero)
         return success();
       })
-      .Case<AddOp, SubOp, NegOp, BroadcastInDimOp, ReshapeOp, TransposeOp, SliceOp,
-            ReverseOp, ConcatenateOp, PadOp, GatherOp, RealOp, ImagOp, ConjOp,
-            ComplexOp>([&](auto) { return linearSame(); })
       .Case([&](ReduceOp o) -> LogicalResult {
         if (!t[0])
           return zero();
@@ -822,14 +834,15 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
 }
 
 LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<Value> ct,
-                                          ArrayRef<bool> linear, SmallVectorImpl<Value> &out) {
+                                          ArrayRef<bool> linear, SmallVectorImpl<Value> &out,
+                                          RuleMode mode) {
   R r{b, op->getLoc()};
   out.assign(op->getNumOperands(), Value());
-  if (llvm::all_of(ct, [](Value v) { return !v; }))
+  if (mode == RuleMode::Build && llvm::all_of(ct, [](Value v) { return !v; }))
     return success();
   Value c = ct.empty() ? Value() : ct[0];
   auto needs = [&](unsigned i) { return linear[i] && c; };
-  return TypeSwitch<Operation *, LogicalResult>(op)
+  return RuleSwitch(op, mode)
       .Case([&](AddOp o) {
         if (needs(0)) out[0] = c;
         if (needs(1)) out[1] = c;

@@ -12,7 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/TypeUtilities.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "RuleSwitch.h"
 
 using namespace mlir;
 using namespace mlir::ember;
@@ -167,7 +167,7 @@ RankedTensorType mlir::ember::batchedType(Type t, int64_t n) {
 
 LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Value> operands,
                                       ArrayRef<bool> isBatched, int64_t n,
-                                      SmallVectorImpl<Value> &results) {
+                                      SmallVectorImpl<Value> &results, RuleMode mode) {
   BatchCtx c{b, op->getLoc(), n};
   auto all = [&]() {
     SmallVector<Value> vs;
@@ -196,7 +196,11 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
 
   // Elementwise ops (and ops that act per element like them): broadcast the
   // unbatched operands and apply the op to the batched shapes.
-  if (op->hasTrait<OpTrait::Elementwise>() || isa<StopGradientOp, BitcastConvertOp>(op))
+  bool perElement =
+      op->hasTrait<OpTrait::Elementwise>() || isa<StopGradientOp, BitcastConvertOp>(op);
+  if (mode == RuleMode::Probe && (perElement || isa<OptimizationBarrierOp>(op)))
+    return success();
+  if (perElement)
     return done(c.recreate(op, all(), attrs()));
   if (isa<OptimizationBarrierOp>(op)) { // unbatched operands stay unbatched
     Operation *bar = OptimizationBarrierOp::create(b, c.loc, operands);
@@ -205,7 +209,14 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
     return success();
   }
 
-  return TypeSwitch<Operation *, LogicalResult>(op)
+  return RuleSwitch(op, mode)
+      .Case<ConstantOp, IotaOp>([&](auto o) {
+        // No operands, so nothing batched: the same value for every example.
+        // (ember-batch keeps such ops as they are; this is the rule's meaning.)
+        Operation *same = b.clone(*o);
+        results.push_back(c.batched(same->getResult(0), false));
+        return success();
+      })
       .Case([&](BroadcastInDimOp o) {
         NamedAttrList a = attrs();
         setArray(a, "broadcast_dimensions", prepend(0, shifted(o.getBroadcastDimensions())));

@@ -45,6 +45,7 @@
 #include <mutex>
 
 using namespace mlir;
+using namespace mlir::ember;
 
 void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
   registry.insert<EmberDialect, affine::AffineDialect, arith::ArithDialect,
@@ -71,54 +72,67 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
 }
 
-// The CPU pipeline as text: the same string is what `ember-opt
-// --ember-cpu-pipeline` and Python run, and what docs/design.md explains.
-static const char kCpuPipeline[] =
-    "ember-autodiff,ember-batch,ember-autodiff,ember-batch,ember-autodiff,ember-batch,"
-    "ember-inline-custom,symbol-dce,canonicalize,cse,"
-    "ember-hoist-scan-inputs,ember-batch,symbol-dce,"
-    "ember-to-linalg,"
-    "canonicalize,loop-invariant-code-motion,cse,"
-    "linalg-generalize-named-ops,linalg-fuse-elementwise-ops,"
-    "canonicalize,"
-    "ember-drop-optimization-barriers,"
-    "ember-unique-results,"
-    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
-    "function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true},"
-    "canonicalize,"
-    "buffer-deallocation-pipeline,"
-    "convert-bufferization-to-memref,"
-    "ember-widen-bool-buffers,"
-    "ember-lower-copies,"
-    "ember-math-approx,"
-    "convert-math-to-funcs,"
-    "convert-linalg-to-loops,"
-    "lower-affine,"
-    "convert-scf-to-cf,"
-    "convert-complex-to-standard,"
-    "ember-arith-expand,"
-    "expand-strided-metadata,"
-    "lower-affine,"
-    "finalize-memref-to-llvm,"
-    "convert-math-to-llvm,"
-    "convert-math-to-libm,"
-    "convert-complex-to-llvm,"
-    "convert-arith-to-llvm,"
-    "convert-index-to-llvm,"
-    "convert-func-to-llvm,"
-    "convert-cf-to-llvm,"
-    "reconcile-unrealized-casts";
+// The target-independent stages, as text: the same strings are what
+// `ember-opt --ember-transforms` / `--ember-optimize`, Python's stages and
+// docs/design.md name.
+static const char kTransforms[] =
+    "ember-expand-transforms,symbol-dce,canonicalize,cse";
+static const char kOptimize[] =
+    "ember-hoist-scan-inputs,ember-expand-transforms,symbol-dce";
 
-static void registerOnce();
+// Every target, in one list (Targets.def): a new target adds its file under
+// Targets/ and one line there.
+namespace mlir::ember {
+#define EMBER_TARGET(ID) const TargetDescription &get##ID##Target();
+#include "Targets/Targets.def"
+} // namespace mlir::ember
+
+ArrayRef<const TargetDescription *> mlir::ember::getTargets() {
+  static const TargetDescription *targets[] = {
+#define EMBER_TARGET(ID) &get##ID##Target(),
+#include "Targets/Targets.def"
+  };
+  return targets;
+}
+
+const TargetDescription *mlir::ember::lookupTarget(StringRef name) {
+  for (const TargetDescription *t : getTargets())
+    if (t->name == name)
+      return t;
+  return nullptr;
+}
+
+static void parseOrDie(StringRef text, OpPassManager &pm) {
+  if (failed(parsePassPipeline(text, pm, llvm::errs())))
+    llvm::report_fatal_error(llvm::Twine("ember: a built-in pipeline does not parse: ") + text);
+}
+
+void mlir::ember::buildTransformsPipeline(OpPassManager &pm) {
+  registerEmberPassesAndPipelines();
+  parseOrDie(kTransforms, pm);
+}
+
+void mlir::ember::buildOptimizePipeline(OpPassManager &pm) {
+  registerEmberPassesAndPipelines();
+  parseOrDie(kOptimize, pm);
+}
+
+void mlir::ember::buildCodegenPipeline(const TargetDescription &target, OpPassManager &pm) {
+  registerEmberPassesAndPipelines();
+  parseOrDie(target.codegenPipeline, pm);
+}
+
+void mlir::ember::buildTargetPipeline(const TargetDescription &target, OpPassManager &pm) {
+  buildTransformsPipeline(pm);
+  buildOptimizePipeline(pm);
+  buildCodegenPipeline(target, pm);
+}
 
 void mlir::ember::buildCpuPipeline(OpPassManager &pm) {
-  // The pipeline is parsed from text: make sure the passes it names exist,
-  // so that embedders need not register anything first.
-  registerEmberPassesAndPipelines();
-  if (failed(parsePassPipeline(kCpuPipeline, pm, llvm::errs())))
-    llvm::report_fatal_error("ember: the built-in CPU pipeline does not parse");
+  buildTargetPipeline(*lookupTarget("cpu"), pm);
 }
+
+static void registerOnce();
 
 void mlir::ember::registerEmberPassesAndPipelines() {
   static std::once_flag once;
@@ -153,10 +167,26 @@ static void registerOnce() {
   registerReconcileUnrealizedCastsPass();
   registerLowerAffinePass();
   registerConvertBufferizationToMemRefPass();
-  PassPipelineRegistration<>(
-      "ember-cpu-pipeline", "Lower ember to the LLVM dialect for the host CPU",
-      [](OpPassManager &pm) {
-        if (failed(parsePassPipeline(kCpuPipeline, pm, llvm::errs())))
-          llvm::report_fatal_error("ember: the built-in CPU pipeline does not parse");
-      });
+  // The stages, each reachable by name: ember-transforms, ember-optimize,
+  // then per target ember-<t>-codegen and the whole ember-<t>-pipeline.
+  PassPipelineRegistration<>("ember-transforms",
+                             "Expand every transformation op, then clean up (stage 1)",
+                             [](OpPassManager &pm) { parseOrDie(kTransforms, pm); });
+  PassPipelineRegistration<>("ember-optimize",
+                             "Target-independent optimizations on ember IR (stage 2)",
+                             [](OpPassManager &pm) { parseOrDie(kOptimize, pm); });
+  for (const TargetDescription *t : getTargets()) {
+    PassPipelineRegistration<>(
+        ("ember-" + t->name + "-codegen").str(),
+        ("Lower optimized ember IR for the target '" + t->name + "': " + t->summary).str(),
+        [t](OpPassManager &pm) { parseOrDie(t->codegenPipeline, pm); });
+    PassPipelineRegistration<>(
+        ("ember-" + t->name + "-pipeline").str(),
+        ("ember-transforms, ember-optimize, then ember-" + t->name + "-codegen").str(),
+        [t](OpPassManager &pm) {
+          parseOrDie(kTransforms, pm);
+          parseOrDie(kOptimize, pm);
+          parseOrDie(t->codegenPipeline, pm);
+        });
+  }
 }

@@ -1128,27 +1128,26 @@ struct EmberAutodiffPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
-    Deriver d{module, symbols};
-    auto count = [&] {
-      size_t n = 0;
-      module.walk([&](Operation *op) { n += isa<JvpOp, VjpOp>(op); });
-      return n;
-    };
-    // Alternate until nothing is ready (a jvp may wait for a vjp and back).
-    for (size_t before = count(); before != 0;) {
-      if (failed(expandReady<JvpOp>(module, symbols, [&](JvpOp op, func::FuncOp callee) {
-            return d.deriveJvp(op, callee);
-          })) ||
-          failed(expandReady<VjpOp>(module, symbols, [&](VjpOp op, func::FuncOp callee) {
-            return d.deriveVjp(op, callee);
-          })))
+    // Alternate until nothing is ready (a jvp may wait for a vjp and back);
+    // the rest waits for other transformations (ember-batch).
+    for (bool progress = true; progress;) {
+      progress = false;
+      if (failed(expandAutodiffOps(module, symbols, progress)))
         return signalPassFailure();
-      size_t after = count();
-      if (after == before)
-        break; // the rest waits for other transformations (ember-batch)
-      before = after;
     }
   }
 };
 
 } // namespace
+
+LogicalResult mlir::ember::expandAutodiffOps(ModuleOp module, SymbolTable &symbols,
+                                             bool &progress) {
+  Deriver d{module, symbols};
+  if (failed(expandReady<JvpOp>(
+          module, symbols,
+          [&](JvpOp op, func::FuncOp callee) { return d.deriveJvp(op, callee); }, progress)))
+    return failure();
+  return expandReady<VjpOp>(
+      module, symbols, [&](VjpOp op, func::FuncOp callee) { return d.deriveVjp(op, callee); },
+      progress);
+}

@@ -35,7 +35,7 @@ struct BatchScope {
   ModuleOp module;
   SymbolTable *symbols;
 };
-BatchScope scope;
+thread_local BatchScope scope; // per thread: passes may run on several threads
 
 FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
                                         ArrayRef<bool> flags, int64_t n);
@@ -306,13 +306,22 @@ struct EmberBatchPass : public mlir::ember::impl::EmberBatchPassBase<EmberBatchP
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
-    scope = BatchScope{module, &symbols};
-    if (failed(expandReady<VmapOp>(module, symbols, [&](VmapOp op, func::FuncOp callee) {
-          SmallVector<bool> flags(op.getBatched());
-          return deriveBatchedFn(op.getLoc(), callee, flags, op.getBatchSize());
-        })))
+    bool progress = false;
+    if (failed(expandBatchOps(module, symbols, progress)))
       signalPassFailure();
   }
 };
 
 } // namespace
+
+LogicalResult mlir::ember::expandBatchOps(ModuleOp module, SymbolTable &symbols,
+                                          bool &progress) {
+  scope = BatchScope{module, &symbols};
+  return expandReady<VmapOp>(
+      module, symbols,
+      [&](VmapOp op, func::FuncOp callee) {
+        SmallVector<bool> flags(op.getBatched());
+        return deriveBatchedFn(op.getLoc(), callee, flags, op.getBatchSize());
+      },
+      progress);
+}

@@ -11,35 +11,39 @@ namespace mlir::ember {
 using namespace mlir;
 using namespace mlir::ember;
 
+LogicalResult mlir::ember::inlineCustomCalls(ModuleOp module, SymbolTable &symbols) {
+  SmallVector<Operation *> ops;
+  module.walk([&](Operation *op) {
+    if (isa<CustomJvpCallOp, CustomVjpCallOp, CustomLinearOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    if (isa<CustomLinearOp>(op))
+      return op->emitError("can't apply forward-mode autodiff (jvp) to a custom_vjp function");
+    auto callee = symbols.lookup<func::FuncOp>(
+        op->getAttrOfType<FlatSymbolRefAttr>("callee").getValue());
+    auto seg = op->getAttrOfType<DenseI64ArrayAttr>("segments").asArrayRef();
+    auto parts = splitSegments(op->getOperands(), seg.take_front(2));
+    SmallVector<Value> ins(parts[0]);
+    ins.append(parts[1].begin(), parts[1].end());
+    OpBuilder b(op);
+    auto res = inlineBody(b, callee, ins, symbols);
+    if (failed(res))
+      return failure();
+    op->replaceAllUsesWith(*res);
+    op->erase();
+  }
+  return success();
+}
+
 namespace {
 struct EmberInlineCustomPass
     : public mlir::ember::impl::EmberInlineCustomPassBase<EmberInlineCustomPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
-    SmallVector<Operation *> ops;
-    module.walk([&](Operation *op) {
-      if (isa<CustomJvpCallOp, CustomVjpCallOp, CustomLinearOp>(op))
-        ops.push_back(op);
-    });
-    for (Operation *op : ops) {
-      if (isa<CustomLinearOp>(op)) {
-        op->emitError("can't apply forward-mode autodiff (jvp) to a custom_vjp function");
-        return signalPassFailure();
-      }
-      auto callee = symbols.lookup<func::FuncOp>(
-          op->getAttrOfType<FlatSymbolRefAttr>("callee").getValue());
-      auto seg = op->getAttrOfType<DenseI64ArrayAttr>("segments").asArrayRef();
-      auto parts = splitSegments(op->getOperands(), seg.take_front(2));
-      SmallVector<Value> ins(parts[0]);
-      ins.append(parts[1].begin(), parts[1].end());
-      OpBuilder b(op);
-      auto res = inlineBody(b, callee, ins, symbols);
-      if (failed(res))
-        return signalPassFailure();
-      op->replaceAllUsesWith(*res);
-      op->erase();
-    }
+    if (failed(inlineCustomCalls(module, symbols)))
+      signalPassFailure();
   }
 };
 } // namespace

@@ -42,8 +42,9 @@ void flattenCases(Operation *root);
 void flattenCases(Block &body, SmallVectorImpl<Value> &live);
 
 /// Replaces every `ember.while` with a `trip_count` under `root` by that many
-/// copies of its body (what ember-autodiff's reverse mode and ember-batch
-/// transform: lax.scan and fori_loop with static bounds).
+/// copies of its body. ember-batch uses it for counted loops inside a batched
+/// function (lax.scan and fori_loop with static bounds); reverse mode keeps
+/// loops (ember-autodiff's vjpWhile).
 void unrollCountedLoops(Operation *root);
 
 /// unrollCountedLoops on the op holding `body`, keeping `live` up to date.
@@ -54,13 +55,15 @@ func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols, Location loc
                              StringRef base, FunctionType type);
 
 /// Runs `expand(op, callee)` on every ready transformation op of kind `OpT`
-/// until none is left or none is ready; the result replaces the op.
+/// until none is left or none is ready; the result replaces the op. Sets
+/// `progress` when at least one op was expanded.
 template <typename OpT, typename Fn>
-LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand) {
+LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand,
+                          bool &progress) {
   while (true) {
     SmallVector<OpT> pending;
     module.walk([&](OpT op) { pending.push_back(op); });
-    bool progress = false;
+    bool any = false;
     for (OpT op : pending) {
       auto callee = symbols.lookup<func::FuncOp>(op.getCallee());
       if (!callee)
@@ -77,12 +80,24 @@ LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand) {
       op->replaceAllUsesWith(*results);
       op->erase();
       symbols.erase(*derived);
-      progress = true;
+      any = true;
     }
-    if (!progress)
+    if (!any)
       return success(); // the rest waits for other transformations
+    progress = true;
   }
 }
+
+/// One round of each expansion, as used by `ember-expand-transforms`: every
+/// ready `ember.jvp`/`ember.vjp` (autodiff), every ready `ember.vmap`
+/// (batching). `progress` is set when something was expanded.
+LogicalResult expandAutodiffOps(ModuleOp module, SymbolTable &symbols, bool &progress);
+LogicalResult expandBatchOps(ModuleOp module, SymbolTable &symbols, bool &progress);
+
+/// Inlines the callee of every `ember.custom_jvp_call` / `custom_vjp_call`
+/// (what remains of a custom rule once nothing differentiates it); a
+/// remaining `ember.custom_linear` is an error (forward mode of custom_vjp).
+LogicalResult inlineCustomCalls(ModuleOp module, SymbolTable &symbols);
 
 } // namespace mlir::ember
 

@@ -15,12 +15,26 @@
 #include "ember/IR/EmberDialect.h.inc"
 #include "ember/IR/EmberEnums.h.inc"
 namespace mlir::ember {
+/// Traits of EmberInterfaces.td (Ember_Linear, Ember_ZeroTangent,
+/// Ember_RulesInPasses): markers the rules and the rule-coverage test read.
+template <typename ConcreteType>
+class LinearTrait : public OpTrait::TraitBase<ConcreteType, LinearTrait> {};
+template <typename ConcreteType>
+class ZeroTangentTrait : public OpTrait::TraitBase<ConcreteType, ZeroTangentTrait> {};
+template <typename ConcreteType>
+class RulesInPassesTrait : public OpTrait::TraitBase<ConcreteType, RulesInPassesTrait> {};
+
+/// How a rule function runs: `Build` emits the rule's IR; `Probe` only says
+/// whether the op has a rule (success) or not (failure), emitting nothing.
+enum class RuleMode { Build, Probe };
+
 /// The JVP rule of an ember op (see DifferentiableOpInterface).
 LogicalResult buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> tangents,
-                       SmallVectorImpl<Value> &resultTangents);
+                       SmallVectorImpl<Value> &resultTangents, RuleMode mode = RuleMode::Build);
 /// The transpose rule of an ember op (see DifferentiableOpInterface).
 LogicalResult buildTranspose(Operation *op, OpBuilder &b, ArrayRef<Value> cotangents,
-                             ArrayRef<bool> linear, SmallVectorImpl<Value> &operandCotangents);
+                             ArrayRef<bool> linear, SmallVectorImpl<Value> &operandCotangents,
+                             RuleMode mode = RuleMode::Build);
 /// A splat constant `v` of tensor type `t` (float, integer or complex).
 DenseElementsAttr splatOf(RankedTensorType t, double v);
 
@@ -30,7 +44,14 @@ RankedTensorType batchedType(Type t, int64_t n);
 /// The batching rule of an ember op (see BatchableOpInterface).
 LogicalResult buildBatch(Operation *op, OpBuilder &b, ArrayRef<Value> operands,
                          ArrayRef<bool> batched, int64_t batchSize,
-                         SmallVectorImpl<Value> &results);
+                         SmallVectorImpl<Value> &results, RuleMode mode = RuleMode::Build);
+
+/// Which rules the ops called `name` have (probed without building IR).
+struct OpRules {
+  bool rulesInPasses; ///< Ember_RulesInPasses: the passes handle it
+  bool jvp, linear, transpose, batch;
+};
+OpRules getOpRules(RegisteredOperationName name);
 } // namespace mlir::ember
 
 #include "ember/IR/EmberInterfaces.h.inc"

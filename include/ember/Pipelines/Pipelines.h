@@ -15,7 +15,37 @@ void registerEmberDialects(DialectRegistry &registry);
 /// pipelines (`ember-cpu-pipeline`).
 void registerEmberPassesAndPipelines();
 
-/// ember -> LLVM dialect for the host CPU (the same pipeline Python runs).
+/// A compilation target: what follows the target-independent stages. Python
+/// has the matching description (python/ember/_src/targets/), naming the
+/// runtime that loads what the codegen pipeline produces.
+struct TargetDescription {
+  /// Short name: the pipelines are `ember-<name>-codegen` and
+  /// `ember-<name>-pipeline`.
+  llvm::StringRef name;
+  llvm::StringRef summary;
+  /// The tail after `ember-optimize`, as pass-pipeline text.
+  llvm::StringRef codegenPipeline;
+  /// What runs the result (documentation; the runtime itself is in Python's
+  /// description and lib/Runtime).
+  llvm::StringRef runtime;
+};
+
+/// Every target Ember knows (lib/Pipelines/Targets/Targets.def).
+llvm::ArrayRef<const TargetDescription *> getTargets();
+/// The target called `name`, or null.
+const TargetDescription *lookupTarget(llvm::StringRef name);
+
+/// Stage 1, `ember-transforms`: expands every transformation op
+/// (`ember-expand-transforms`), then symbol-dce, canonicalize, cse.
+void buildTransformsPipeline(OpPassManager &pm);
+/// Stage 2, `ember-optimize`: target-independent rewrites of ember IR.
+void buildOptimizePipeline(OpPassManager &pm);
+/// Stage 3, `ember-<target>-codegen`.
+void buildCodegenPipeline(const TargetDescription &target, OpPassManager &pm);
+/// All three stages: `ember-<target>-pipeline`.
+void buildTargetPipeline(const TargetDescription &target, OpPassManager &pm);
+
+/// ember -> LLVM dialect for the host CPU: `buildTargetPipeline` of "cpu".
 void buildCpuPipeline(OpPassManager &pm);
 
 } // namespace mlir::ember

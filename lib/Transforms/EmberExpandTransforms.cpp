@@ -1,0 +1,49 @@
+//===- EmberExpandTransforms.cpp - expand every transformation op ---------===//
+//
+// ember.jvp, ember.vjp and ember.vmap reference the function they transform.
+// Each expansion needs its callee free of transformation ops (innermost
+// first), and an expansion may create new ones (the batched function of a
+// custom_vjp_call holds an ember.vjp, say), so the expansions alternate until
+// none is left: there is no bound on how deeply transformations nest.
+//
+//===----------------------------------------------------------------------===//
+#include "TransformUtils.h"
+#include "ember/Conversion/Passes.h"
+#include "ember/IR/EmberDialect.h"
+
+namespace mlir::ember {
+#define GEN_PASS_DEF_EMBEREXPANDTRANSFORMSPASS
+#include "ember/Transforms/Passes.h.inc"
+} // namespace mlir::ember
+
+using namespace mlir;
+using namespace mlir::ember;
+
+namespace {
+struct EmberExpandTransformsPass
+    : public mlir::ember::impl::EmberExpandTransformsPassBase<EmberExpandTransformsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    for (bool progress = true; progress;) {
+      progress = false;
+      if (failed(expandAutodiffOps(module, symbols, progress)) ||
+          failed(expandBatchOps(module, symbols, progress)))
+        return signalPassFailure();
+    }
+    // No progress: either nothing is left, or what is left can never be
+    // ready (a function that transforms itself, directly or not).
+    WalkResult stuck = module.walk([&](Operation *op) {
+      if (!isTransformOp(op))
+        return WalkResult::advance();
+      op->emitOpError("cannot be expanded: its function transforms itself (recursion "
+                      "through a transformation)");
+      return WalkResult::interrupt();
+    });
+    if (stuck.wasInterrupted())
+      return signalPassFailure();
+    if (failed(inlineCustomCalls(module, symbols)))
+      return signalPassFailure();
+  }
+};
+} // namespace
