@@ -5,6 +5,8 @@
 #include "mlir-c/IR.h"
 #include "mlir-c/Support.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,6 +51,15 @@ MLIR_CAPI_EXPORTED void emberRuntimeRegisterSymbol(MlirStringRef name, void *add
 /// `cblas_dgemm` functions (32-bit integer interface, e.g. scipy-openblas32's
 /// `scipy_cblas_sgemm`) when given, and a plain loop nest otherwise.
 MLIR_CAPI_EXPORTED void emberRuntimeSetCblasGemm(void *sgemm, void *dgemm);
+
+/// The runtime's one memory pool, which also serves compiled code's
+/// malloc/calloc/free: a 64-byte aligned block of `bytes` (null when out of
+/// memory), kept for reuse when freed. `emberRuntimeFree` takes blocks of
+/// either; `emberRuntimeClearPool` returns the kept blocks to the system.
+MLIR_CAPI_EXPORTED void *emberRuntimeAlloc(size_t bytes);
+MLIR_CAPI_EXPORTED void emberRuntimeFree(void *block);
+MLIR_CAPI_EXPORTED size_t emberRuntimePooledBytes(void);
+MLIR_CAPI_EXPORTED void emberRuntimeClearPool(void);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 //===- EmberToLinalg.cpp - ember -> linalg/tensor/arith/math/scf ----------===//
 #include "EmberToLinalgCommon.h"
 #include "ember/Conversion/Passes.h"
+#include "ember/Runtime/Runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -1008,7 +1009,8 @@ struct SortLowering : public OpConversionPattern<SortOp> {
 // dot_general
 //===----------------------------------------------------------------------===//
 
-void declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type);
+/// Declares the runtime function `name` (include/ember/Runtime/Runtime.def) once.
+void declareRuntimeFunction(ModuleOp module, StringRef name);
 std::string buildBufferHelper(
     ModuleOp module, Location loc, StringRef prefix, TypeRange inTypes, TypeRange resultTypes,
     function_ref<void(OpBuilder &, ArrayRef<Value>, ArrayRef<Value>)> emit);
@@ -1019,7 +1021,7 @@ constexpr int64_t kGemmMinWork = 32 * 32 * 32;
 constexpr int64_t kGemmMinDepth = 8;
 
 /// Products up to this many multiply-adds run on the runtime's single-core
-/// kernel (`smallGemmPreferred` in lib/CAPI/SmallGemm.cpp).
+/// kernel (`smallGemmPreferred` in lib/Runtime/SmallGemm.cpp).
 constexpr int64_t kSmallGemmWork = int64_t(1) << 21;
 
 /// The innermost loop around `op` if `v` is defined outside it, else null.
@@ -1043,13 +1045,10 @@ Value lowerSmallDotWithPackedB(DotGeneralOp op, Value a, int64_t transA, Value b
   int64_t bytes = e.getIntOrFloatBitWidth() / 8;
   int64_t width = 2 * 64 / bytes; // the widest kernel's strips (packedBSize)
   auto packedType = RankedTensorType::get({k * ((n + width - 1) / width) * width}, e);
-  auto i64 = b.getI64Type();
-  auto idx = b.getIndexType();
   std::string suffix = e.isF32() ? "_f32" : "_f64";
   std::string pack = "ember_gemm_pack" + suffix, packed = "ember_gemm_packed" + suffix;
-  declareRuntimeFunction(module, pack, b.getFunctionType({i64, i64, i64, idx, idx}, {}));
-  declareRuntimeFunction(module, packed,
-                         b.getFunctionType({i64, i64, i64, i64, i64, idx, idx, idx, idx}, {}));
+  declareRuntimeFunction(module, pack);
+  declareRuntimeFunction(module, packed);
   auto c = [&](OpBuilder &hb, int64_t v) {
     return (Value)arith::ConstantOp::create(hb, loc, hb.getI64IntegerAttr(v));
   };
@@ -1160,11 +1159,8 @@ FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
     transB = 0;
   }
   auto module = op->getParentOfType<ModuleOp>();
-  auto i64 = b.getI64Type();
-  auto idx = b.getIndexType();
   std::string entry = e.isF32() ? "ember_gemm_f32" : "ember_gemm_f64";
-  declareRuntimeFunction(module, entry,
-                         b.getFunctionType({i64, i64, i64, i64, i64, i64, idx, idx, idx}, {}));
+  declareRuntimeFunction(module, entry);
   std::string name = buildBufferHelper(
       module, loc, "__ember_gemm", TypeRange{a.getType(), bm.getType()}, TypeRange{outType},
       [&, transA = transA, transB = transB](OpBuilder &hb, ArrayRef<Value> ins,
@@ -1454,32 +1450,53 @@ struct ScatterLowering : public OpConversionPattern<ScatterOp> {
 // Host callbacks
 //===----------------------------------------------------------------------===//
 
-/// The code of an element type in a host callback's signature record (the
-/// table is in docs/design.md and in ember/_src/callback.py).
+/// The code of an element type in a host callback's signature record
+/// (EMBER_TYPE_CODE in Runtime.def; Python reads the same table).
 int64_t hostTypeCode(Type t) {
+  std::string name;
   if (t.isF16())
-    return 1;
-  if (t.isBF16())
-    return 2;
-  if (t.isF32())
-    return 3;
-  if (t.isF64())
-    return 4;
-  if (auto i = dyn_cast<IntegerType>(t)) {
-    if (i.getWidth() == 1)
-      return 5;
-    int64_t k = llvm::Log2_64(i.getWidth()) - 3; // 8 -> 0 ... 64 -> 3
-    return (i.isUnsigned() ? 10 : 6) + k;
-  }
-  if (auto c = dyn_cast<ComplexType>(t))
-    return c.getElementType().isF32() ? 14 : 15;
-  return -1;
+    name = "float16";
+  else if (t.isBF16())
+    name = "bfloat16";
+  else if (t.isF32())
+    name = "float32";
+  else if (t.isF64())
+    name = "float64";
+  else if (auto i = dyn_cast<IntegerType>(t))
+    name = i.getWidth() == 1 ? std::string("bool")
+                             : (i.isUnsigned() ? "uint" : "int") + std::to_string(i.getWidth());
+  else if (auto c = dyn_cast<ComplexType>(t))
+    name = c.getElementType().isF32() ? "complex64" : "complex128";
+  return runtime::typeCode(name);
 }
 
 /// Declares the external runtime function `name` once.
-void declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type) {
+void declareRuntimeFunction(ModuleOp module, StringRef name) {
   if (module.lookupSymbol(name))
     return;
+  const runtime::EntryPoint *entry = runtime::lookupEntryPoint(name);
+  if (!entry)
+    llvm::report_fatal_error(llvm::Twine("ember: '") + name +
+                             "' is not a runtime entry point (Runtime.def)");
+  Builder tb(module.getContext());
+  SmallVector<Type> params;
+  for (runtime::Param p : entry->params) {
+    switch (p) {
+    case runtime::Param::I64:
+      params.push_back(tb.getI64Type());
+      break;
+    case runtime::Param::Addr:
+      params.push_back(tb.getIndexType());
+      break;
+    case runtime::Param::MemRefI64:
+      params.push_back(MemRefType::get({ShapedType::kDynamic}, tb.getI64Type()));
+      break;
+    case runtime::Param::MemRefIndex:
+      params.push_back(MemRefType::get({ShapedType::kDynamic}, tb.getIndexType()));
+      break;
+    }
+  }
+  FunctionType type = tb.getFunctionType(params, {});
   OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
   auto decl = func::FuncOp::create(mb, module.getLoc(), name, type);
   decl.setPrivate();
@@ -1569,7 +1586,7 @@ struct HostCallbackLowering : public OpConversionPattern<HostCallbackOp> {
     auto dynI64 = MemRefType::get({ShapedType::kDynamic}, i64);
     auto dynIdx = MemRefType::get({ShapedType::kDynamic}, idx);
     StringRef entry = "ember_host_callback";
-    declareRuntimeFunction(module, entry, tb.getFunctionType({dynI64, dynIdx, dynIdx}, {}));
+    declareRuntimeFunction(module, entry);
     ValueRange ins = adaptor.getOperands();
     std::string name = buildBufferHelper(
         module, loc, "__ember_host_callback", TypeRange(ins), resultTypes,
@@ -1631,21 +1648,16 @@ struct StackLowering : public OpConversionPattern<OpT> {
     SmallVector<Type> resultTypes;
     if (failed(this->getTypeConverter()->convertTypes(op->getResultTypes(), resultTypes)))
       return failure();
-    Builder tb(op.getContext());
-    Type idx = tb.getIndexType(), i64 = tb.getI64Type();
     constexpr bool isPush = std::is_same_v<OpT, StackPushOp>;
     constexpr bool isPop = std::is_same_v<OpT, StackPopOp>;
     StringRef base = isPush ? "ember_stack_push" : isPop ? "ember_stack_pop" : "ember_stack_free";
     // (ember_stack_pop names only the helper: it calls read and release.)
-    if (isPush)
-      declareRuntimeFunction(module, base, tb.getFunctionType({idx, idx, idx, i64, i64}, {}));
-    else if (isPop) {
-      declareRuntimeFunction(module, "ember_stack_read",
-                             tb.getFunctionType({idx, idx, i64, i64, i64, idx, i64}, {}));
-      declareRuntimeFunction(module, "ember_stack_release",
-                             tb.getFunctionType({idx, idx, idx, i64}, {}));
-    } else
-      declareRuntimeFunction(module, base, tb.getFunctionType({idx}, {}));
+    if (isPop) {
+      declareRuntimeFunction(module, "ember_stack_read");
+      declareRuntimeFunction(module, "ember_stack_release");
+    } else {
+      declareRuntimeFunction(module, base);
+    }
     SmallVector<int64_t> bytes;
     if (isPush || isPop)
       for (Type t : isPush ? TypeRange(op->getOperandTypes()).drop_front()

@@ -401,14 +401,14 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         // too. (Handles and other integer results have zero tangents.)
         if (llvm::any_of(t, [](Value v) { return v; }) ||
             llvm::any_of(o->getResultTypes(), isFloatLike))
-          return o->emitOpError(
-              "cannot be differentiated: the reverse-mode derivative of a while_loop with a "
+          return emitUserError(o, runtime::ErrorKind::NotDifferentiableAgain)
+                 << ("cannot be differentiated: the reverse-mode derivative of a while_loop with a "
               "run-time trip count cannot be differentiated again; use fori_loop with static "
               "bounds or lax.scan for higher-order derivatives");
         return zero();
       })
       .Case([&](BitcastConvertOp o) -> LogicalResult {
-        return o->emitOpError("has no JVP rule: bit patterns reinterpreted as floats cannot "
+        return emitUserError(o, runtime::ErrorKind::NoJvpRule) << ("has no JVP rule: bit patterns reinterpreted as floats cannot "
                               "be differentiated");
       })
       .Case([&](OptimizationBarrierOp) -> LogicalResult {
@@ -461,7 +461,7 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
                                          axis, rev);
           return pass(takeAlongAxis(r, t[0], k, axis));
         }
-        return o.emitOpError("has no JVP rule for kind ") << stringifyReduceKind(o.getKind());
+        return emitUserError(o, runtime::ErrorKind::NoJvpRule) << "has no JVP rule for kind " << stringifyReduceKind(o.getKind());
       })
       .Case([&](MulOp o) -> LogicalResult {
         Value res;
@@ -681,7 +681,7 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         if (kind == ScatterKind::Mul || kind == ScatterKind::Min || kind == ScatterKind::Max) {
           // As in JAX: only the operand's tangent (updates held constant).
           if (t[2])
-            return o.emitOpError("has no JVP rule for scatter kind ")
+            return emitUserError(o, runtime::ErrorKind::NoJvpRule) << "has no JVP rule for scatter kind "
                    << stringifyScatterKind(kind) << " with respect to its updates";
           if (kind == ScatterKind::Mul) {
             IRMapping map; // linear in the operand: the same scatter on t
@@ -693,7 +693,7 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
           return pass(r.select(kept, t[0], r.zeros(t[0].getType())));
         }
         if (kind != ScatterKind::Add && kind != ScatterKind::Replace)
-          return o.emitOpError("has no JVP rule for scatter kind ") << stringifyScatterKind(kind);
+          return emitUserError(o, runtime::ErrorKind::NoJvpRule) << "has no JVP rule for scatter kind " << stringifyScatterKind(kind);
         IRMapping map;
         map.map(o.getOperand(), r.orZeros(t[0], o.getOperand().getType()));
         map.map(o.getUpdates(), r.orZeros(t[2], o.getUpdates().getType()));
@@ -742,7 +742,7 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         ReduceKind kind = o.getKind();
         if (kind != ReduceKind::Sum && kind != ReduceKind::Max && kind != ReduceKind::Min &&
             kind != ReduceKind::Prod)
-          return o.emitOpError("has no JVP rule for window kind ") << stringifyReduceKind(kind);
+          return emitUserError(o, runtime::ErrorKind::NoJvpRule) << "has no JVP rule for window kind " << stringifyReduceKind(kind);
         auto in = o.getOperand().getType();
         auto outT = o.getType();
         int64_t rank = in.getRank();
@@ -823,13 +823,13 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         if (llvm::all_of(t, [](Value v) { return !v; }))
           return zero();
         // As in JAX: the host function is opaque, its derivative unknown.
-        return o.emitOpError("cannot be differentiated: pure callbacks do not support "
+        return emitUserError(o, runtime::ErrorKind::NotDifferentiable) << ("cannot be differentiated: pure callbacks do not support "
                              "JVP; define the derivative with custom_jvp or custom_vjp");
       })
       .Default([&](Operation *o) -> LogicalResult {
         if (llvm::all_of(t, [](Value v) { return !v; }))
           return zero();
-        return o->emitOpError("has no JVP rule (Ember cannot differentiate it yet)");
+        return emitUserError(o, runtime::ErrorKind::NoJvpRule) << "has no JVP rule (Ember cannot differentiate it yet)";
       });
 }
 

@@ -429,7 +429,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
       .Case([&](HostCallbackOp o) -> LogicalResult {
         StringRef method = o.getVmapMethod();
         if (method == "none")
-          return o.emitOpError("cannot be batched: this callback has no vmap_method "
+          return emitUserError(o, runtime::ErrorKind::NotBatchable)
+                 << ("cannot be batched: this callback has no vmap_method "
                                "(pass vmap_method='sequential', 'expand_dims' or "
                                "'broadcast_all')");
         if (method != "sequential") {
@@ -492,7 +493,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         auto push = dyn_cast<StackPushOp>(o);
         auto pop = dyn_cast<StackPopOp>(o);
         if ((pop && pop.getLanes()) || (push && push.getLanes()))
-          return o->emitOpError("cannot be batched: vmap of vmap of the reverse-mode "
+          return emitUserError(o, runtime::ErrorKind::NotBatchable)
+                 << ("cannot be batched: vmap of vmap of the reverse-mode "
                                 "derivative of a while_loop with a run-time trip count is not "
                                 "supported; use fori_loop with static bounds or lax.scan");
         Value handle = operands[0];

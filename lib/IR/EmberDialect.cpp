@@ -44,3 +44,7 @@ Operation *EmberDialect::materializeConstant(OpBuilder &builder, Attribute value
     return nullptr;
   return ConstantOp::create(builder, loc, elements);
 }
+
+InFlightDiagnostic mlir::ember::emitUserError(Operation *op, runtime::ErrorKind kind) {
+  return op->emitOpError() << "[ember:" << runtime::errorKindId(kind) << "] ";
+}

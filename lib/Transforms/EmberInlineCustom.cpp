@@ -19,7 +19,8 @@ LogicalResult mlir::ember::inlineCustomCalls(ModuleOp module, SymbolTable &symbo
   });
   for (Operation *op : ops) {
     if (isa<CustomLinearOp>(op))
-      return op->emitError("can't apply forward-mode autodiff (jvp) to a custom_vjp function");
+      return emitUserError(op, runtime::ErrorKind::JvpOfCustomVjp)
+             << "can't apply forward-mode autodiff (jvp) to a custom_vjp function";
     auto callee = symbols.lookup<func::FuncOp>(
         op->getAttrOfType<FlatSymbolRefAttr>("callee").getValue());
     auto seg = op->getAttrOfType<DenseI64ArrayAttr>("segments").asArrayRef();

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ember-c/Runtime.h"
+#include "ember/Runtime/Runtime.h"
 #include "mlir/Bindings/Python/Nanobind.h"
 #include "mlir/Bindings/Python/NanobindAdaptors.h"
 
@@ -24,58 +25,23 @@ namespace nb = nanobind;
 
 namespace {
 
-/// Free output buffers by size, reused by later calls.
-class BufferPool {
-public:
+/// Output buffers come from the runtime's one memory pool
+/// (lib/Runtime/MemoryPool.cpp), which also serves compiled code's malloc.
+struct RuntimePool {
   void *take(size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      auto it = free.find(bytes);
-      if (it != free.end() && !it->second.empty()) {
-        void *p = it->second.back();
-        it->second.pop_back();
-        pooled -= bytes;
-        return p;
-      }
-    }
-    void *p = std::aligned_alloc(64, roundUp(bytes));
+    void *p = emberRuntimeAlloc(bytes);
     if (!p)
       throw std::bad_alloc();
     return p;
   }
-  void give(void *p, size_t bytes) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (pooled + bytes > kMaxPooled) {
-      std::free(p);
-      return;
-    }
-    free[bytes].push_back(p);
-    pooled += bytes;
-  }
-  void clear() {
-    std::lock_guard<std::mutex> lock(mu);
-    for (auto &kv : free)
-      for (void *p : kv.second)
-        std::free(p);
-    free.clear();
-    pooled = 0;
-  }
-  size_t pooledBytes() {
-    std::lock_guard<std::mutex> lock(mu);
-    return pooled;
-  }
-
-private:
-  static size_t roundUp(size_t n) { return n == 0 ? 64 : (n + 63) / 64 * 64; }
-  static constexpr size_t kMaxPooled = size_t(1) << 30;
-  std::mutex mu;
-  std::map<size_t, std::vector<void *>> free;
-  size_t pooled = 0;
+  void give(void *p, size_t) { emberRuntimeFree(p); }
+  void clear() { emberRuntimeClearPool(); }
+  size_t pooledBytes() { return emberRuntimePooledBytes(); }
 };
 
-BufferPool &pool() {
-  static BufferPool *p = new BufferPool; // never destroyed: capsules may outlive us
-  return *p;
+RuntimePool &pool() {
+  static RuntimePool p;
+  return p;
 }
 
 struct PooledBuffer {
@@ -417,4 +383,23 @@ NB_MODULE(_ember_runtime, m) {
       },
       nb::arg("handler"));
   m.def("clear_pool", [] { pool().clear(); });
+  m.def(
+      "runtime_tables",
+      [] {
+        // Runtime.def, as Python sees it: entry points compiled code calls,
+        // callback type codes and the ids of user errors of passes.
+        nb::list entries;
+        for (const auto &e : mlir::ember::runtime::entryPoints())
+          entries.append(nb::str(e.name.data(), e.name.size()));
+        nb::dict codes, errors;
+#define EMBER_TYPE_CODE(CODE, NAME) codes[nb::int_(CODE)] = nb::str(NAME);
+#define EMBER_ERROR_KIND(ENUM, ID, EXC) errors[nb::str(ID)] = nb::str(#EXC);
+#include "ember/Runtime/Runtime.def"
+        nb::dict tables;
+        tables["entry_points"] = entries;
+        tables["type_codes"] = codes;
+        tables["error_kinds"] = errors;
+        return tables;
+      },
+      "The tables of include/ember/Runtime/Runtime.def.");
 }

@@ -12,6 +12,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "ember/Runtime/Runtime.h"
+
 #include "ember/IR/EmberDialect.h.inc"
 #include "ember/IR/EmberEnums.h.inc"
 namespace mlir::ember {
@@ -23,6 +25,11 @@ template <typename ConcreteType>
 class ZeroTangentTrait : public OpTrait::TraitBase<ConcreteType, ZeroTangentTrait> {};
 template <typename ConcreteType>
 class RulesInPassesTrait : public OpTrait::TraitBase<ConcreteType, RulesInPassesTrait> {};
+
+/// Reports an error of a pass that is the user's, not Ember's (what they
+/// asked for cannot be done): the message starts with "[ember:<id>]", from
+/// which Python raises the exception Runtime.def names for the kind.
+InFlightDiagnostic emitUserError(Operation *op, runtime::ErrorKind kind);
 
 /// How a rule function runs: `Build` emits the rule's IR; `Probe` only says
 /// whether the op has a rule (success) or not (failure), emitting nothing.

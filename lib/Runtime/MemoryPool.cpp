@@ -1,0 +1,115 @@
+//===- MemoryPool.cpp - the one memory pool of the runtime ----------------===//
+//
+// Compiled code's malloc/calloc/free (the JIT binds those names to
+// ember_malloc/ember_calloc/ember_free, Runtime.def) and the output buffers
+// of Python's fast call path (emberRuntimeAlloc/emberRuntimeFree) come from
+// one pool.
+//
+//===----------------------------------------------------------------------===//
+#include "RuntimeEntries.h"
+
+#include "ember-c/Runtime.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+/// Freed blocks are kept per exact size for the next request of that size:
+/// glibc would return large blocks to the kernel and page-fault them in again
+/// on every call (for a scan over 100 steps, each residual buffer is
+/// megabytes), and Python's results of one shape are freed and asked for
+/// again call after call. At most 1 GiB is kept. Every block has a 64-byte
+/// header holding its size, so blocks asked for aligned are 64-byte aligned
+/// (Python's output buffers); others have malloc's 16-byte alignment.
+class MemoryPool {
+public:
+  static constexpr size_t kHeader = 64;
+
+  void *take(size_t n, bool zero, bool aligned) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = blocks.find(n);
+      if (it != blocks.end() && !it->second.empty()) {
+        char *raw = it->second.back();
+        it->second.pop_back();
+        pooled -= n;
+        if (zero)
+          std::memset(raw + kHeader, 0, n);
+        return raw + kHeader;
+      }
+    }
+    if (n > SIZE_MAX - 2 * kHeader)
+      return nullptr;
+    char *raw;
+    if (aligned) {
+      raw = static_cast<char *>(std::aligned_alloc(kHeader, (n + 2 * kHeader - 1) / kHeader * kHeader));
+      if (raw && zero)
+        std::memset(raw + kHeader, 0, n);
+    } else {
+      raw = static_cast<char *>(zero ? std::calloc(1, n + kHeader) : std::malloc(n + kHeader));
+    }
+    if (!raw)
+      return nullptr;
+    *reinterpret_cast<size_t *>(raw) = n;
+    return raw + kHeader;
+  }
+
+  void give(void *p) {
+    if (!p)
+      return;
+    char *raw = static_cast<char *>(p) - kHeader;
+    size_t n = *reinterpret_cast<size_t *>(raw);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (pooled + n <= kMaxPooled) {
+        blocks[n].push_back(raw);
+        pooled += n;
+        return;
+      }
+    }
+    std::free(raw);
+  }
+
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto &kv : blocks)
+      for (char *raw : kv.second)
+        std::free(raw);
+    blocks.clear();
+    pooled = 0;
+  }
+
+  size_t pooledBytes() {
+    std::lock_guard<std::mutex> lock(mu);
+    return pooled;
+  }
+
+private:
+  static constexpr size_t kMaxPooled = size_t(1) << 30;
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<char *>> blocks;
+  size_t pooled = 0;
+};
+
+MemoryPool &pool() {
+  static auto *p = new MemoryPool; // leaked: compiled code and capsules may outlive us
+  return *p;
+}
+} // namespace
+
+extern "C" void *ember_malloc(size_t n) { return pool().take(n, false, false); }
+extern "C" void *ember_calloc(size_t count, size_t size) {
+  if (size && count > SIZE_MAX / size)
+    return nullptr;
+  return pool().take(count * size, true, false);
+}
+extern "C" void ember_free(void *p) { pool().give(p); }
+
+void *emberRuntimeAlloc(size_t bytes) { return pool().take(bytes, false, true); }
+void emberRuntimeFree(void *p) { pool().give(p); }
+size_t emberRuntimePooledBytes(void) { return pool().pooledBytes(); }
+void emberRuntimeClearPool(void) { pool().clear(); }

@@ -1,0 +1,30 @@
+//===- RuntimeEntries.h - C prototypes of the runtime's entries -*- C++ -*-===//
+//
+// Generated from Runtime.def, so that the compiler checks each definition
+// against the signature the lowering declares.
+//
+//===----------------------------------------------------------------------===//
+#ifndef EMBER_LIB_RUNTIME_RUNTIMEENTRIES_H
+#define EMBER_LIB_RUNTIME_RUNTIMEENTRIES_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ember::runtime::params {
+using I64 = int64_t;
+using Addr = intptr_t;
+} // namespace ember::runtime::params
+
+#define EMBER_UNPAREN(...) __VA_ARGS__
+#define EMBER_RUNTIME_ENTRY(NAME, PARAMS)                                                          \
+  namespace ember::runtime::params {                                                              \
+  extern "C" void NAME(EMBER_UNPAREN PARAMS);                                                      \
+  }
+#include "ember/Runtime/Runtime.def"
+#undef EMBER_UNPAREN
+
+extern "C" void *ember_malloc(size_t n);
+extern "C" void *ember_calloc(size_t count, size_t size);
+extern "C" void ember_free(void *p);
+
+#endif // EMBER_LIB_RUNTIME_RUNTIMEENTRIES_H
