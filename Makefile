@@ -6,7 +6,7 @@ BUILD := build/dev
 SITE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))")
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all venv build test test-lit test-python demo clean
+.PHONY: all venv build test test-lit test-python demo lint clean
 
 all: build
 
@@ -36,6 +36,12 @@ test-python: build
 	$(PY) -m pytest -q -x test/python
 
 test: test-lit test-python
+
+# C++ in LLVM style (.clang-format) and Python with ruff's rules (pyproject.toml).
+CXX_SOURCES = $(shell git ls-files '*.cpp' '*.h')
+lint: venv
+	$(VENV)/bin/ruff check python test/python benchmarks examples
+	$(VENV)/bin/clang-format --dry-run --Werror $(CXX_SOURCES)
 
 demo: build
 	$(PY) examples/demo.py

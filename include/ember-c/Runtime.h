@@ -43,7 +43,8 @@ MLIR_CAPI_EXPORTED void emberExecutableDestroy(EmberExecutable *exe);
 /// pointer, aligned pointer, offset, size, stride). The signature record is
 /// [callback id, #operands, #results, then per value: type code, rank,
 /// dims...]; docs/design.md lists the type codes.
-MLIR_CAPI_EXPORTED void emberRuntimeRegisterSymbol(MlirStringRef name, void *address);
+MLIR_CAPI_EXPORTED void emberRuntimeRegisterSymbol(MlirStringRef name,
+                                                   void *address);
 
 /// Large f32/f64 contractions call `ember_gemm_f32` / `ember_gemm_f64`
 /// (batched row-major GEMM), which every compiled module resolves to the

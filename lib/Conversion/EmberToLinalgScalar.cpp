@@ -59,7 +59,8 @@ Value horner(OpBuilder &b, Location loc, Value x, ArrayRef<double> coeffs) {
 
 Value f32Bits(OpBuilder &b, Location loc, uint32_t bits) {
   APFloat v(APFloat::IEEEsingle(), APInt(32, bits));
-  return arith::ConstantOp::create(b, loc, b.getF32Type(), b.getFloatAttr(b.getF32Type(), v));
+  return arith::ConstantOp::create(b, loc, b.getF32Type(),
+                                   b.getFloatAttr(b.getF32Type(), v));
 }
 
 Value fma(OpBuilder &b, Location loc, Value x, Value y, Value z) {
@@ -81,26 +82,34 @@ Value buildLogF32(OpBuilder &b, Location loc, Value u) {
   auto ic = [&](int64_t v) { return intConst(b, loc, i32, v); };
   using P = arith::CmpFPredicate;
   Value minNormal = c(0x00800000);
-  Value v = arith::SelectOp::create(b, loc, arith::CmpFOp::create(b, loc, P::OGT, u, minNormal),
-                                    u, minNormal);
+  Value v = arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, P::OGT, u, minNormal), u,
+      minNormal);
   Value bits = arith::BitcastOp::create(b, loc, i32, v);
-  Value e = arith::SubIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, ic(23)), ic(127));
+  Value e = arith::SubIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, ic(23)), ic(127));
   Value mBits = arith::OrIOp::create(
-      b, loc, arith::AndIOp::create(b, loc, bits, ic((int32_t)0x807FFFFF)), ic(0x3F000000));
+      b, loc, arith::AndIOp::create(b, loc, bits, ic((int32_t)0x807FFFFF)),
+      ic(0x3F000000));
   Value m = arith::BitcastOp::create(b, loc, f32, mBits);
   Value one = c(0x3F800000);
-  Value ef = arith::AddFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, e), one);
+  Value ef = arith::AddFOp::create(
+      b, loc, arith::SIToFPOp::create(b, loc, f32, e), one);
   Value lt = arith::CmpFOp::create(b, loc, P::OLT, m, c(0x3F3504F3));
   Value f = arith::AddFOp::create(
       b, loc, arith::AddFOp::create(b, loc, m, c(0xBF800000)),
       arith::SelectOp::create(b, loc, lt, m, c(0)));
-  ef = arith::SelectOp::create(b, loc, lt, arith::SubFOp::create(b, loc, ef, one), ef);
+  ef = arith::SelectOp::create(b, loc, lt,
+                               arith::SubFOp::create(b, loc, ef, one), ef);
   Value z2 = arith::MulFOp::create(b, loc, f, f);
   Value z3 = arith::MulFOp::create(b, loc, z2, f);
-  Value pa = hornerFma(b, loc, f, {c(0x3D9021BB), c(0xBDEBD1B8), c(0x3DEF251A)});
-  Value pb = hornerFma(b, loc, f, {c(0xBDFE5D4F), c(0x3E11E9BF), c(0xBE2AAE50)});
+  Value pa =
+      hornerFma(b, loc, f, {c(0x3D9021BB), c(0xBDEBD1B8), c(0x3DEF251A)});
+  Value pb =
+      hornerFma(b, loc, f, {c(0xBDFE5D4F), c(0x3E11E9BF), c(0xBE2AAE50)});
   pb = fma(b, loc, z3, pa, pb);
-  Value pc = hornerFma(b, loc, f, {c(0x3E4CCEAC), c(0xBE7FFFFC), c(0x3EAAAAAA)});
+  Value pc =
+      hornerFma(b, loc, f, {c(0x3E4CCEAC), c(0xBE7FFFFC), c(0x3EAAAAAA)});
   pb = fma(b, loc, z3, pb, pc);
   Value r = arith::MulFOp::create(b, loc, ef, c(0xB95E8083)); // -ln2 low part
   r = fma(b, loc, z3, pb, r);
@@ -109,33 +118,37 @@ Value buildLogF32(OpBuilder &b, Location loc, Value u) {
   s = fma(b, loc, ef, c(0x3F318000), s); // ln2 high part
   // u == 0 -> -inf, u == +inf -> +inf, u < 0 or NaN -> NaN.
   Value inf = c(0x7F800000);
-  s = arith::SelectOp::create(b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, inf), inf, s);
-  s = arith::SelectOp::create(b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, c(0)),
-                              c(0xFF800000), s);
-  return arith::SelectOp::create(b, loc, arith::CmpFOp::create(b, loc, P::UGE, u, c(0)), s,
-                                 c(0xFFFFFFFF));
+  s = arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, inf), inf, s);
+  s = arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, c(0)), c(0xFF800000), s);
+  return arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, P::UGE, u, c(0)), s, c(0xFFFFFFFF));
 }
 
 /// log(1 + x) for f32.
 Value buildLog1pF32(OpBuilder &b, Location loc, Value x) {
   auto c = [&](uint32_t bits) { return f32Bits(b, loc, bits); };
-  Value large = buildLogF32(b, loc, arith::AddFOp::create(b, loc, x, c(0x3F800000)));
+  Value large =
+      buildLogF32(b, loc, arith::AddFOp::create(b, loc, x, c(0x3F800000)));
   Value x2 = arith::MulFOp::create(b, loc, x, x);
   Value x0 = arith::MulFOp::create(b, loc, x, c(0)); // kept: NaN/inf propagate
   Value den = arith::AddFOp::create(b, loc, x0, c(0x3F800000));
-  for (uint32_t q : {0x417101ADu, 0x42A6185Bu, 0x435DC32Du, 0x439A8CA3u, 0x43586D8Au,
-                     0x42707982u})
+  for (uint32_t q : {0x417101ADu, 0x42A6185Bu, 0x435DC32Du, 0x439A8CA3u,
+                     0x43586D8Au, 0x42707982u})
     den = fma(b, loc, den, x, c(q));
   Value num = arith::AddFOp::create(b, loc, x0, c(0x383DE04B));
-  for (uint32_t p : {0x3EFF40C5u, 0x40D284FAu, 0x41EF4B9Cu, 0x4273CC76u, 0x426473ADu,
-                     0x41A05101u})
+  for (uint32_t p : {0x3EFF40C5u, 0x40D284FAu, 0x41EF4B9Cu, 0x4273CC76u,
+                     0x426473ADu, 0x41A05101u})
     num = fma(b, loc, num, x, c(p));
   Value q = arith::DivFOp::create(b, loc, num, den);
-  Value y = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x2), q);
+  Value y =
+      arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x2), q);
   y = fma(b, loc, x2, c(0xBF000000), y);
   Value small = arith::AddFOp::create(b, loc, x, y);
-  Value isSmall = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
-                                        math::AbsFOp::create(b, loc, x), c(0x3ED413CD));
+  Value isSmall =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                            math::AbsFOp::create(b, loc, x), c(0x3ED413CD));
   return arith::SelectOp::create(b, loc, isSmall, small, large);
 }
 
@@ -147,15 +160,17 @@ Value buildErfF32(OpBuilder &b, Location loc, Value x) {
   auto c = [&](uint32_t bits) { return f32Bits(b, loc, bits); };
   Value x2 = arith::MulFOp::create(b, loc, x, x);
   Value p = hornerFma(b, loc, x2,
-                      {c(0x39702D51), c(0x3B5F5DA2), c(0x3D50B6EB), c(0x3E3DA740),
-                       c(0x3F906EBA)});
+                      {c(0x39702D51), c(0x3B5F5DA2), c(0x3D50B6EB),
+                       c(0x3E3DA740), c(0x3F906EBA)});
   Value num = arith::MulFOp::create(b, loc, x, p);
-  Value q = hornerFma(b, loc, x2,
-                      {c(0xB3FD3906), c(0x37C588DF), c(0x3A856D28), c(0x3C6687D4),
-                       c(0x3DE34C21), c(0x3EFEB44A), c(0x3F800000)});
+  Value q =
+      hornerFma(b, loc, x2,
+                {c(0xB3FD3906), c(0x37C588DF), c(0x3A856D28), c(0x3C6687D4),
+                 c(0x3DE34C21), c(0x3EFEB44A), c(0x3F800000)});
   Value r = arith::DivFOp::create(b, loc, num, q);
-  Value big = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
-                                    math::AbsFOp::create(b, loc, x), c(0x407547CB));
+  Value big =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
+                            math::AbsFOp::create(b, loc, x), c(0x407547CB));
   Value one = math::CopySignOp::create(b, loc, c(0x3F800000), x);
   return arith::SelectOp::create(b, loc, big, one, r);
 }
@@ -165,21 +180,27 @@ Value buildErfInvF32(OpBuilder &b, Location loc, Value x) {
   auto c = [&](uint32_t bits) { return f32Bits(b, loc, bits); };
   Value t = arith::MulFOp::create(b, loc, x, arith::NegFOp::create(b, loc, x));
   Value lg = buildLog1pF32(b, loc, t); // -w
-  Value sm = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, lg, c(0xC0A00000));
+  Value sm = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, lg,
+                                   c(0xC0A00000));
   Value zs = arith::SubFOp::create(b, loc, c(0xC0200000), lg);
   Value zl = arith::AddFOp::create(
-      b, loc, math::SqrtOp::create(b, loc, arith::NegFOp::create(b, loc, lg)), c(0xC0400000));
+      b, loc, math::SqrtOp::create(b, loc, arith::NegFOp::create(b, loc, lg)),
+      c(0xC0400000));
   Value z = arith::SelectOp::create(b, loc, sm, zs, zl);
-  static const uint32_t kSmall[] = {0x32F16588, 0x34B84B36, 0xB66C7357, 0xB6935AC1, 0x396532DB,
-                                    0xBAA45408, 0xBB88E4EF, 0x3E7C8F63, 0x3FC02E2F};
-  static const uint32_t kLarge[] = {0xB951F09B, 0x38D3B56B, 0x3AB0DC72, 0xBB70BDE7, 0x3BBC127B,
-                                    0xBBF9C5D7, 0x3C1AA57E, 0x3F8036DB, 0x40354F7E};
+  static const uint32_t kSmall[] = {0x32F16588, 0x34B84B36, 0xB66C7357,
+                                    0xB6935AC1, 0x396532DB, 0xBAA45408,
+                                    0xBB88E4EF, 0x3E7C8F63, 0x3FC02E2F};
+  static const uint32_t kLarge[] = {0xB951F09B, 0x38D3B56B, 0x3AB0DC72,
+                                    0xBB70BDE7, 0x3BBC127B, 0xBBF9C5D7,
+                                    0x3C1AA57E, 0x3F8036DB, 0x40354F7E};
   SmallVector<Value> coeffs;
   for (int k = 0; k < 9; ++k)
-    coeffs.push_back(arith::SelectOp::create(b, loc, sm, c(kSmall[k]), c(kLarge[k])));
+    coeffs.push_back(
+        arith::SelectOp::create(b, loc, sm, c(kSmall[k]), c(kLarge[k])));
   Value p = hornerFma(b, loc, z, coeffs);
-  Value isOne = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                      math::AbsFOp::create(b, loc, x), c(0x3F800000));
+  Value isOne =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                            math::AbsFOp::create(b, loc, x), c(0x3F800000));
   p = arith::SelectOp::create(b, loc, isOne, c(0x7F800000), p);
   return arith::MulFOp::create(b, loc, x, p);
 }
@@ -194,7 +215,8 @@ Value buildErfInv(OpBuilder &b, Location loc, Value x) {
   Value one = floatConst(b, loc, t, 1.0);
   // w = -log(1 - x^2), computed as -log1p(-x*x) for accuracy near 0.
   Value w = math::Log1pOp::create(
-      b, loc, arith::NegFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x)));
+      b, loc,
+      arith::NegFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x)));
   w = arith::NegFOp::create(b, loc, w);
   Value small = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, w,
                                       floatConst(b, loc, t, 5.0));
@@ -202,42 +224,46 @@ Value buildErfInv(OpBuilder &b, Location loc, Value x) {
   Value wl = arith::SubFOp::create(b, loc, math::SqrtOp::create(b, loc, w),
                                    floatConst(b, loc, t, 3.0));
   Value ps = horner(b, loc, ws,
-                    {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                     0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
-                     1.50140941});
+                    {2.81022636e-08, 3.43273939e-07, -3.5233877e-06,
+                     -4.39150654e-06, 0.00021858087, -0.00125372503,
+                     -0.00417768164, 0.246640727, 1.50140941});
   Value pl = horner(b, loc, wl,
-                    {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-                     0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
-                     2.83297682});
+                    {-0.000200214257, 0.000100950558, 0.00134934322,
+                     -0.00367342844, 0.00573950773, -0.0076224613,
+                     0.00943887047, 1.00167406, 2.83297682});
   Value p = arith::SelectOp::create(b, loc, small, ps, pl);
   Value r = arith::MulFOp::create(b, loc, p, x);
-  // Two Newton steps on erf(r) - x = 0: r -= (erf(r) - x) / (2/sqrt(pi) e^{-r^2}).
+  // Two Newton steps on erf(r) - x = 0: r -= (erf(r) - x) / (2/sqrt(pi)
+  // e^{-r^2}).
   for (int i = 0; i < 2; ++i) {
-    Value err = arith::SubFOp::create(b, loc, math::ErfOp::create(b, loc, r), x);
+    Value err =
+        arith::SubFOp::create(b, loc, math::ErfOp::create(b, loc, r), x);
     Value d = arith::MulFOp::create(
         b, loc, floatConst(b, loc, t, 1.1283791670955126),
-        math::ExpOp::create(
-            b, loc, arith::NegFOp::create(b, loc, arith::MulFOp::create(b, loc, r, r))));
+        math::ExpOp::create(b, loc,
+                            arith::NegFOp::create(
+                                b, loc, arith::MulFOp::create(b, loc, r, r))));
     Value step = arith::DivFOp::create(b, loc, err, d);
-    Value isFin = arith::CmpFOp::create(
-        b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, r),
-        floatConst(b, loc, t, INFINITY));
-    r = arith::SelectOp::create(b, loc, isFin, arith::SubFOp::create(b, loc, r, step), r);
+    Value isFin = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                        math::AbsFOp::create(b, loc, r),
+                                        floatConst(b, loc, t, INFINITY));
+    r = arith::SelectOp::create(b, loc, isFin,
+                                arith::SubFOp::create(b, loc, r, step), r);
   }
   // |x| == 1 gives +-inf.
   Value absx = math::AbsFOp::create(b, loc, x);
-  Value isOne = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, absx, one);
+  Value isOne =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, absx, one);
   Value inf = arith::MulFOp::create(b, loc, x, floatConst(b, loc, t, INFINITY));
   return arith::SelectOp::create(b, loc, isOne, inf, r);
 }
 
 // Lanczos approximation (g = 7, n = 9), the standard coefficient set.
 constexpr double kLanczosG = 7.0;
-constexpr double kLanczos[] = {0.99999999999980993,  676.5203681218851,
-                               -1259.1392167224028,  771.32342877765313,
-                               -176.61502916214059,  12.507343278686905,
-                               -0.13857109526572012, 9.9843695780195716e-6,
-                               1.5056327351493116e-7};
+constexpr double kLanczos[] = {
+    0.99999999999980993,  676.5203681218851,     -1259.1392167224028,
+    771.32342877765313,   -176.61502916214059,   12.507343278686905,
+    -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7};
 
 /// Returns (sum A(z), d/dz sum A(z)) for the Lanczos series at z = x - 1.
 std::pair<Value, Value> lanczosSeries(OpBuilder &b, Location loc, Value z) {
@@ -245,11 +271,13 @@ std::pair<Value, Value> lanczosSeries(OpBuilder &b, Location loc, Value z) {
   Value a = floatConst(b, loc, t, kLanczos[0]);
   Value da = floatConst(b, loc, t, 0.0);
   for (int i = 1; i < 9; ++i) {
-    Value zi = arith::AddFOp::create(b, loc, z, floatConst(b, loc, t, (double)i));
+    Value zi =
+        arith::AddFOp::create(b, loc, z, floatConst(b, loc, t, (double)i));
     Value c = floatConst(b, loc, t, kLanczos[i]);
     a = arith::AddFOp::create(b, loc, a, arith::DivFOp::create(b, loc, c, zi));
     Value zi2 = arith::MulFOp::create(b, loc, zi, zi);
-    da = arith::SubFOp::create(b, loc, da, arith::DivFOp::create(b, loc, c, zi2));
+    da = arith::SubFOp::create(b, loc, da,
+                               arith::DivFOp::create(b, loc, c, zi2));
   }
   return {a, da};
 }
@@ -260,13 +288,16 @@ Value buildLgamma(OpBuilder &b, Location loc, Value x) {
   Value half = floatConst(b, loc, t, 0.5);
   Value one = floatConst(b, loc, t, 1.0);
   Value pi = floatConst(b, loc, t, M_PI);
-  Value reflect = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, half);
+  Value reflect =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, half);
   // y = reflect ? 1 - x : x, then z = y - 1.
-  Value y = arith::SelectOp::create(b, loc, reflect, arith::SubFOp::create(b, loc, one, x), x);
+  Value y = arith::SelectOp::create(b, loc, reflect,
+                                    arith::SubFOp::create(b, loc, one, x), x);
   Value z = arith::SubFOp::create(b, loc, y, one);
   auto [a, da] = lanczosSeries(b, loc, z);
   (void)da;
-  Value tt = arith::AddFOp::create(b, loc, z, floatConst(b, loc, t, kLanczosG + 0.5));
+  Value tt =
+      arith::AddFOp::create(b, loc, z, floatConst(b, loc, t, kLanczosG + 0.5));
   // lg = 0.5*log(2pi) + (z+0.5)*log(t) - t + log(a)
   Value lg = arith::AddFOp::create(
       b, loc,
@@ -274,15 +305,18 @@ Value buildLgamma(OpBuilder &b, Location loc, Value x) {
           b, loc,
           arith::AddFOp::create(
               b, loc, floatConst(b, loc, t, 0.91893853320467274178),
-              arith::MulFOp::create(b, loc, arith::AddFOp::create(b, loc, z, half),
+              arith::MulFOp::create(b, loc,
+                                    arith::AddFOp::create(b, loc, z, half),
                                     math::LogOp::create(b, loc, tt))),
           tt),
       math::LogOp::create(b, loc, a));
   // Reflection: log(pi / |sin(pi x)|) - lg(1 - x).
   Value s = math::AbsFOp::create(
-      b, loc, math::SinOp::create(b, loc, arith::MulFOp::create(b, loc, pi, x)));
+      b, loc,
+      math::SinOp::create(b, loc, arith::MulFOp::create(b, loc, pi, x)));
   Value refl = arith::SubFOp::create(
-      b, loc, math::LogOp::create(b, loc, arith::DivFOp::create(b, loc, pi, s)), lg);
+      b, loc, math::LogOp::create(b, loc, arith::DivFOp::create(b, loc, pi, s)),
+      lg);
   Value r = arith::SelectOp::create(b, loc, reflect, refl, lg);
   // Poles (non-positive integers) give +inf; +-inf gives +inf.
   Value isInt = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
@@ -293,7 +327,8 @@ Value buildLgamma(OpBuilder &b, Location loc, Value x) {
   Value inf = floatConst(b, loc, t, INFINITY);
   Value isInf = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                       math::AbsFOp::create(b, loc, x), inf);
-  r = arith::SelectOp::create(b, loc, arith::OrIOp::create(b, loc, pole, isInf), inf, r);
+  r = arith::SelectOp::create(b, loc, arith::OrIOp::create(b, loc, pole, isInf),
+                              inf, r);
   return r;
 }
 
@@ -303,28 +338,34 @@ Value buildDigamma(OpBuilder &b, Location loc, Value x) {
   Value half = floatConst(b, loc, t, 0.5);
   Value one = floatConst(b, loc, t, 1.0);
   Value pi = floatConst(b, loc, t, M_PI);
-  Value reflect = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, half);
-  Value y = arith::SelectOp::create(b, loc, reflect, arith::SubFOp::create(b, loc, one, x), x);
+  Value reflect =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, half);
+  Value y = arith::SelectOp::create(b, loc, reflect,
+                                    arith::SubFOp::create(b, loc, one, x), x);
   Value z = arith::SubFOp::create(b, loc, y, one);
   auto [a, da] = lanczosSeries(b, loc, z);
-  Value tt = arith::AddFOp::create(b, loc, z, floatConst(b, loc, t, kLanczosG + 0.5));
+  Value tt =
+      arith::AddFOp::create(b, loc, z, floatConst(b, loc, t, kLanczosG + 0.5));
   // psi = log(t) - g / t + da / a
   Value psi = arith::AddFOp::create(
       b, loc,
-      arith::SubFOp::create(b, loc, math::LogOp::create(b, loc, tt),
-                            arith::DivFOp::create(b, loc, floatConst(b, loc, t, kLanczosG), tt)),
+      arith::SubFOp::create(
+          b, loc, math::LogOp::create(b, loc, tt),
+          arith::DivFOp::create(b, loc, floatConst(b, loc, t, kLanczosG), tt)),
       arith::DivFOp::create(b, loc, da, a));
   Value refl = arith::SubFOp::create(
       b, loc, psi,
       arith::DivFOp::create(
-          b, loc, pi, math::TanOp::create(b, loc, arith::MulFOp::create(b, loc, pi, x))));
+          b, loc, pi,
+          math::TanOp::create(b, loc, arith::MulFOp::create(b, loc, pi, x))));
   Value r = arith::SelectOp::create(b, loc, reflect, refl, psi);
   Value isInt = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                       math::FloorOp::create(b, loc, x), x);
   Value nonPos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, x,
                                        floatConst(b, loc, t, 0.0));
   Value nan = floatConst(b, loc, t, NAN);
-  return arith::SelectOp::create(b, loc, arith::AndIOp::create(b, loc, isInt, nonPos), nan, r);
+  return arith::SelectOp::create(
+      b, loc, arith::AndIOp::create(b, loc, isInt, nonPos), nan, r);
 }
 
 Value buildNextAfter(OpBuilder &b, Location loc, Value x, Value y) {
@@ -335,14 +376,17 @@ Value buildNextAfter(OpBuilder &b, Location loc, Value x, Value y) {
   Value zero = floatConst(b, loc, ft, 0.0);
   Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, y);
   Value eq = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, y);
-  Value xZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zero);
+  Value xZero =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zero);
   // Smallest subnormal with the sign of y.
   Value yb = arith::BitcastOp::create(b, loc, it, y);
-  Value sign = arith::AndIOp::create(b, loc, yb, intConstAP(b, loc, it, APInt::getSignMask(w)));
+  Value sign = arith::AndIOp::create(
+      b, loc, yb, intConstAP(b, loc, it, APInt::getSignMask(w)));
   Value tiny = arith::BitcastOp::create(
       b, loc, ft, arith::OrIOp::create(b, loc, sign, intConst(b, loc, it, 1)));
   // Moving away from zero adds one to the magnitude bits.
-  Value xPos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero);
+  Value xPos =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero);
   Value xLtY = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
   Value up = arith::XOrIOp::create(b, loc, xPos, xLtY);
   // up == false means "away from zero" when xPos == xLtY.
@@ -358,19 +402,21 @@ Value buildNextAfter(OpBuilder &b, Location loc, Value x, Value y) {
 
 /// Integer division and remainder with XLA's results where C is undefined:
 /// x / 0 = -1 (all ones), x % 0 = x, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.
-Value buildIntDivRem(OpBuilder &b, Location loc, Value x, Value y, bool isUnsigned,
-                     bool isRem) {
+Value buildIntDivRem(OpBuilder &b, Location loc, Value x, Value y,
+                     bool isUnsigned, bool isRem) {
   Type t = x.getType();
   unsigned w = t.getIntOrFloatBitWidth();
   Value zero = intConst(b, loc, t, 0);
   Value one = intConst(b, loc, t, 1);
-  Value yZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
+  Value yZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
   Value bad = yZero;
   if (!isUnsigned && w > 1) {
     Value minInt = intConstAP(b, loc, t, APInt::getSignedMinValue(w));
     Value allOnes = intConst(b, loc, t, -1);
     Value overflow = arith::AndIOp::create(
-        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, minInt),
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, minInt),
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, allOnes));
     bad = arith::OrIOp::create(b, loc, yZero, overflow);
   }
@@ -391,27 +437,43 @@ Value buildShift(OpBuilder &b, Location loc, Operation *op, Value x, Value s) {
   Type t = x.getType();
   unsigned w = t.getIntOrFloatBitWidth();
   Value width = intConst(b, loc, t, w);
-  Value tooBig = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, s, width);
+  Value tooBig =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, s, width);
   Value zero = intConst(b, loc, t, 0);
   if (isa<ShiftLeftOp>(op))
-    return arith::SelectOp::create(b, loc, tooBig, zero, arith::ShLIOp::create(b, loc, x, s));
+    return arith::SelectOp::create(b, loc, tooBig, zero,
+                                   arith::ShLIOp::create(b, loc, x, s));
   if (isa<ShiftRightLogicalOp>(op))
-    return arith::SelectOp::create(b, loc, tooBig, zero, arith::ShRUIOp::create(b, loc, x, s));
-  Value clamped = arith::SelectOp::create(b, loc, tooBig, intConst(b, loc, t, w - 1), s);
+    return arith::SelectOp::create(b, loc, tooBig, zero,
+                                   arith::ShRUIOp::create(b, loc, x, s));
+  Value clamped =
+      arith::SelectOp::create(b, loc, tooBig, intConst(b, loc, t, w - 1), s);
   return arith::ShRSIOp::create(b, loc, x, clamped);
 }
 
-Value buildCompare(OpBuilder &b, Location loc, ComparisonDirection dir, Value x, Value y,
-                   Type origElem) {
+Value buildCompare(OpBuilder &b, Location loc, ComparisonDirection dir, Value x,
+                   Value y, Type origElem) {
   if (isa<FloatType>(x.getType())) {
     arith::CmpFPredicate p;
     switch (dir) {
-    case ComparisonDirection::EQ: p = arith::CmpFPredicate::OEQ; break;
-    case ComparisonDirection::NE: p = arith::CmpFPredicate::UNE; break;
-    case ComparisonDirection::LT: p = arith::CmpFPredicate::OLT; break;
-    case ComparisonDirection::LE: p = arith::CmpFPredicate::OLE; break;
-    case ComparisonDirection::GT: p = arith::CmpFPredicate::OGT; break;
-    case ComparisonDirection::GE: p = arith::CmpFPredicate::OGE; break;
+    case ComparisonDirection::EQ:
+      p = arith::CmpFPredicate::OEQ;
+      break;
+    case ComparisonDirection::NE:
+      p = arith::CmpFPredicate::UNE;
+      break;
+    case ComparisonDirection::LT:
+      p = arith::CmpFPredicate::OLT;
+      break;
+    case ComparisonDirection::LE:
+      p = arith::CmpFPredicate::OLE;
+      break;
+    case ComparisonDirection::GT:
+      p = arith::CmpFPredicate::OGT;
+      break;
+    case ComparisonDirection::GE:
+      p = arith::CmpFPredicate::OGE;
+      break;
     }
     return arith::CmpFOp::create(b, loc, p, x, y);
   }
@@ -423,18 +485,30 @@ Value buildCompare(OpBuilder &b, Location loc, ComparisonDirection dir, Value x,
   bool u = isUnsignedOrBool(origElem);
   arith::CmpIPredicate p;
   switch (dir) {
-  case ComparisonDirection::EQ: p = arith::CmpIPredicate::eq; break;
-  case ComparisonDirection::NE: p = arith::CmpIPredicate::ne; break;
-  case ComparisonDirection::LT: p = u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; break;
-  case ComparisonDirection::LE: p = u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; break;
-  case ComparisonDirection::GT: p = u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; break;
-  case ComparisonDirection::GE: p = u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; break;
+  case ComparisonDirection::EQ:
+    p = arith::CmpIPredicate::eq;
+    break;
+  case ComparisonDirection::NE:
+    p = arith::CmpIPredicate::ne;
+    break;
+  case ComparisonDirection::LT:
+    p = u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+    break;
+  case ComparisonDirection::LE:
+    p = u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
+    break;
+  case ComparisonDirection::GT:
+    p = u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
+    break;
+  case ComparisonDirection::GE:
+    p = u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
+    break;
   }
   return arith::CmpIOp::create(b, loc, p, x, y);
 }
 
-Value buildThreefryRounds(OpBuilder &b, Location loc, Value k0, Value k1, Value x0,
-                          Value x1, Value &out1) {
+Value buildThreefryRounds(OpBuilder &b, Location loc, Value k0, Value k1,
+                          Value x0, Value x1, Value &out1) {
   Type t = k0.getType();
   auto rotl = [&](Value v, int r) {
     return arith::OrIOp::create(
@@ -442,7 +516,8 @@ Value buildThreefryRounds(OpBuilder &b, Location loc, Value k0, Value k1, Value 
         arith::ShRUIOp::create(b, loc, v, intConst(b, loc, t, 32 - r)));
   };
   Value ks[3] = {k0, k1,
-                 arith::XOrIOp::create(b, loc, arith::XOrIOp::create(b, loc, k0, k1),
+                 arith::XOrIOp::create(b, loc,
+                                       arith::XOrIOp::create(b, loc, k0, k1),
                                        intConst(b, loc, t, 0x1BD11BDA))};
   static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
   x0 = arith::AddIOp::create(b, loc, x0, ks[0]);
@@ -469,15 +544,21 @@ Value buildUnaryFloat(OpBuilder &b, Location loc, Operation *op, Value x) {
       .Case([&](AbsOp) { return math::AbsFOp::create(b, loc, x); })
       .Case([&](SignOp) -> Value {
         Value zero = floatConst(b, loc, t, 0.0);
-        Value pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero);
-        Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero);
-        Value r = arith::SelectOp::create(b, loc, neg, floatConst(b, loc, t, -1.0), x);
-        return arith::SelectOp::create(b, loc, pos, floatConst(b, loc, t, 1.0), r);
+        Value pos =
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero);
+        Value neg =
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero);
+        Value r = arith::SelectOp::create(b, loc, neg,
+                                          floatConst(b, loc, t, -1.0), x);
+        return arith::SelectOp::create(b, loc, pos, floatConst(b, loc, t, 1.0),
+                                       r);
       })
       .Case([&](FloorOp) { return math::FloorOp::create(b, loc, x); })
       .Case([&](CeilOp) { return math::CeilOp::create(b, loc, x); })
       .Case([&](RoundNearestAfzOp) { return math::RoundOp::create(b, loc, x); })
-      .Case([&](RoundNearestEvenOp) { return math::RoundEvenOp::create(b, loc, x); })
+      .Case([&](RoundNearestEvenOp) {
+        return math::RoundEvenOp::create(b, loc, x);
+      })
       .Case([&](ExpOp) { return math::ExpOp::create(b, loc, x); })
       .Case([&](Exp2Op) { return math::Exp2Op::create(b, loc, x); })
       .Case([&](LogOp) { return math::LogOp::create(b, loc, x); })
@@ -490,7 +571,8 @@ Value buildUnaryFloat(OpBuilder &b, Location loc, Operation *op, Value x) {
       .Case([&](LogisticOp) -> Value {
         Value one = floatConst(b, loc, t, 1.0);
         Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-        return arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, e));
+        return arith::DivFOp::create(b, loc, one,
+                                     arith::AddFOp::create(b, loc, one, e));
       })
       .Case([&](SinOp) { return math::SinOp::create(b, loc, x); })
       .Case([&](CosOp) { return math::CosOp::create(b, loc, x); })
@@ -539,27 +621,37 @@ Value buildUnaryComplex(OpBuilder &b, Location loc, Operation *op, Value x) {
       .Default([](Operation *) { return Value(); });
 }
 
-Value buildUnaryInt(OpBuilder &b, Location loc, Operation *op, Value x, Type origElem) {
+Value buildUnaryInt(OpBuilder &b, Location loc, Operation *op, Value x,
+                    Type origElem) {
   Type t = x.getType();
   bool u = isUnsignedOrBool(origElem);
   return TypeSwitch<Operation *, Value>(op)
       .Case([&](NegOp) {
         return arith::SubIOp::create(b, loc, intConst(b, loc, t, 0), x);
       })
-      .Case([&](AbsOp) -> Value { return u ? x : (Value)math::AbsIOp::create(b, loc, x); })
+      .Case([&](AbsOp) -> Value {
+        return u ? x : (Value)math::AbsIOp::create(b, loc, x);
+      })
       .Case([&](SignOp) -> Value {
         Value zero = intConst(b, loc, t, 0);
         Value one = intConst(b, loc, t, 1);
         if (u)
           return arith::SelectOp::create(
-              b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero), one,
-              zero);
-        Value pos = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero);
-        Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero);
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zero),
+              one, zero);
+        Value pos =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero);
+        Value neg =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero);
         return arith::SelectOp::create(
-            b, loc, pos, one, arith::SelectOp::create(b, loc, neg, intConst(b, loc, t, -1), zero));
+            b, loc, pos, one,
+            arith::SelectOp::create(b, loc, neg, intConst(b, loc, t, -1),
+                                    zero));
       })
-      .Case([&](NotOp) { return arith::XOrIOp::create(b, loc, x, intConst(b, loc, t, -1)); })
+      .Case([&](NotOp) {
+        return arith::XOrIOp::create(b, loc, x, intConst(b, loc, t, -1));
+      })
       .Case([&](PopulationCountOp) { return math::CtPopOp::create(b, loc, x); })
       .Case([&](ClzOp) { return math::CountLeadingZerosOp::create(b, loc, x); })
       .Default([](Operation *) { return Value(); });
@@ -574,45 +666,62 @@ Value buildBinary(OpBuilder &b, Location loc, Operation *op, Value x, Value y,
   bool u = isUnsignedOrBool(origElem);
   return TypeSwitch<Operation *, Value>(op)
       .Case([&](AddOp) -> Value {
-        if (isF) return arith::AddFOp::create(b, loc, x, y);
-        if (isC) return complex::AddOp::create(b, loc, x, y);
-        if (isBool) return arith::OrIOp::create(b, loc, x, y);
+        if (isF)
+          return arith::AddFOp::create(b, loc, x, y);
+        if (isC)
+          return complex::AddOp::create(b, loc, x, y);
+        if (isBool)
+          return arith::OrIOp::create(b, loc, x, y);
         return arith::AddIOp::create(b, loc, x, y);
       })
       .Case([&](SubOp) -> Value {
-        if (isF) return arith::SubFOp::create(b, loc, x, y);
-        if (isC) return complex::SubOp::create(b, loc, x, y);
+        if (isF)
+          return arith::SubFOp::create(b, loc, x, y);
+        if (isC)
+          return complex::SubOp::create(b, loc, x, y);
         return arith::SubIOp::create(b, loc, x, y);
       })
       .Case([&](MulOp) -> Value {
-        if (isF) return arith::MulFOp::create(b, loc, x, y);
-        if (isC) return complex::MulOp::create(b, loc, x, y);
-        if (isBool) return arith::AndIOp::create(b, loc, x, y);
+        if (isF)
+          return arith::MulFOp::create(b, loc, x, y);
+        if (isC)
+          return complex::MulOp::create(b, loc, x, y);
+        if (isBool)
+          return arith::AndIOp::create(b, loc, x, y);
         return arith::MulIOp::create(b, loc, x, y);
       })
       .Case([&](DivOp) -> Value {
-        if (isF) return arith::DivFOp::create(b, loc, x, y);
-        if (isC) return complex::DivOp::create(b, loc, x, y);
+        if (isF)
+          return arith::DivFOp::create(b, loc, x, y);
+        if (isC)
+          return complex::DivOp::create(b, loc, x, y);
         return buildIntDivRem(b, loc, x, y, u, /*isRem=*/false);
       })
       .Case([&](RemOp) -> Value {
-        if (isF) return arith::RemFOp::create(b, loc, x, y);
+        if (isF)
+          return arith::RemFOp::create(b, loc, x, y);
         return buildIntDivRem(b, loc, x, y, u, /*isRem=*/true);
       })
       .Case([&](PowOp) -> Value {
-        if (isF) return math::PowFOp::create(b, loc, x, y);
-        if (isC) return complex::PowOp::create(b, loc, x, y);
+        if (isF)
+          return math::PowFOp::create(b, loc, x, y);
+        if (isC)
+          return complex::PowOp::create(b, loc, x, y);
         return math::IPowIOp::create(b, loc, x, y);
       })
       .Case([&](MaxOp) -> Value {
-        if (isF) return arith::MaximumFOp::create(b, loc, x, y);
-        if (isC) return Value();
+        if (isF)
+          return arith::MaximumFOp::create(b, loc, x, y);
+        if (isC)
+          return Value();
         return u ? (Value)arith::MaxUIOp::create(b, loc, x, y)
                  : (Value)arith::MaxSIOp::create(b, loc, x, y);
       })
       .Case([&](MinOp) -> Value {
-        if (isF) return arith::MinimumFOp::create(b, loc, x, y);
-        if (isC) return Value();
+        if (isF)
+          return arith::MinimumFOp::create(b, loc, x, y);
+        if (isC)
+          return Value();
         return u ? (Value)arith::MinUIOp::create(b, loc, x, y)
                  : (Value)arith::MinSIOp::create(b, loc, x, y);
       })
@@ -630,7 +739,8 @@ Value buildBinary(OpBuilder &b, Location loc, Operation *op, Value x, Value y,
 }
 } // namespace
 
-Value mlir::ember::convertScalar(OpBuilder &b, Location loc, Value v, Type from, Type to) {
+Value mlir::ember::convertScalar(OpBuilder &b, Location loc, Value v, Type from,
+                                 Type to) {
   if (from == to)
     return v;
   Type src = v.getType();
@@ -658,15 +768,19 @@ Value mlir::ember::convertScalar(OpBuilder &b, Location loc, Value v, Type from,
   if (auto dc = dyn_cast<ComplexType>(dst)) {
     Type part = dc.getElementType();
     if (auto sc = dyn_cast<ComplexType>(src)) {
-      Value re = convertScalar(b, loc, complex::ReOp::create(b, loc, v), sc.getElementType(), part);
-      Value im = convertScalar(b, loc, complex::ImOp::create(b, loc, v), sc.getElementType(), part);
+      Value re = convertScalar(b, loc, complex::ReOp::create(b, loc, v),
+                               sc.getElementType(), part);
+      Value im = convertScalar(b, loc, complex::ImOp::create(b, loc, v),
+                               sc.getElementType(), part);
       return complex::CreateOp::create(b, loc, dc, re, im);
     }
     Value re = convertScalar(b, loc, v, from, part);
-    return complex::CreateOp::create(b, loc, dc, re, floatConst(b, loc, part, 0.0));
+    return complex::CreateOp::create(b, loc, dc, re,
+                                     floatConst(b, loc, part, 0.0));
   }
   if (auto sc = dyn_cast<ComplexType>(src))
-    return convertScalar(b, loc, complex::ReOp::create(b, loc, v), sc.getElementType(), to);
+    return convertScalar(b, loc, complex::ReOp::create(b, loc, v),
+                         sc.getElementType(), to);
   if (auto di = dyn_cast<IntegerType>(dst)) {
     if (auto si = dyn_cast<IntegerType>(src)) {
       if (si.getWidth() == di.getWidth())
@@ -694,14 +808,19 @@ Value mlir::ember::convertScalar(OpBuilder &b, Location loc, Value v, Type from,
                                           floatConst(b, loc, src, hiPow));
     Value tooLow = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
                                          floatConst(b, loc, src, loPow));
-    Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+    Value isNan =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
     Value safe = arith::SelectOp::create(
-        b, loc, arith::OrIOp::create(b, loc, arith::OrIOp::create(b, loc, tooHigh, tooLow), isNan),
+        b, loc,
+        arith::OrIOp::create(
+            b, loc, arith::OrIOp::create(b, loc, tooHigh, tooLow), isNan),
         floatConst(b, loc, src, 0.0), x);
     Value r = dstU ? (Value)arith::FPToUIOp::create(b, loc, dst, safe)
                    : (Value)arith::FPToSIOp::create(b, loc, dst, safe);
-    r = arith::SelectOp::create(b, loc, tooHigh, intConstAP(b, loc, dst, hiI), r);
-    r = arith::SelectOp::create(b, loc, tooLow, intConstAP(b, loc, dst, loI), r);
+    r = arith::SelectOp::create(b, loc, tooHigh, intConstAP(b, loc, dst, hiI),
+                                r);
+    r = arith::SelectOp::create(b, loc, tooLow, intConstAP(b, loc, dst, loI),
+                                r);
     return r;
   }
   // Destination is a float.
@@ -714,12 +833,14 @@ Value mlir::ember::convertScalar(OpBuilder &b, Location loc, Value v, Type from,
   if (sw > dw)
     return arith::TruncFOp::create(b, loc, dst, v);
   // f16 <-> bf16.
-  return arith::TruncFOp::create(b, loc, dst,
-                                 arith::ExtFOp::create(b, loc, b.getF32Type(), v));
+  return arith::TruncFOp::create(
+      b, loc, dst, arith::ExtFOp::create(b, loc, b.getF32Type(), v));
 }
 
-SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b, Location loc,
-                                                       Operation *op, ValueRange args) {
+SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b,
+                                                       Location loc,
+                                                       Operation *op,
+                                                       ValueRange args) {
   SmallVector<Type> argTypes, resTypes;
   for (Value v : op->getOperands())
     argTypes.push_back(getElementTypeOrSelf(v.getType()));
@@ -740,7 +861,8 @@ SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b, Location lo
     return {arith::SelectOp::create(b, loc, args[0], args[1], args[2])};
   if (isa<Threefry2x32Op>(op)) {
     Value out1;
-    Value out0 = buildThreefryRounds(b, loc, args[0], args[1], args[2], args[3], out1);
+    Value out0 =
+        buildThreefryRounds(b, loc, args[0], args[1], args[2], args[3], out1);
     return {out0, out1};
   }
 
@@ -761,7 +883,8 @@ SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b, Location lo
   };
 
   if (auto cmp = dyn_cast<CompareOp>(op))
-    return finish(buildCompare(b, loc, cmp.getComparisonDirection(), xs[0], xs[1], argTypes[0]));
+    return finish(buildCompare(b, loc, cmp.getComparisonDirection(), xs[0],
+                               xs[1], argTypes[0]));
   if (auto clamp = dyn_cast<ClampOp>(op)) {
     Type t = xs[0].getType();
     if (isa<FloatType>(t))
@@ -783,8 +906,8 @@ SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b, Location lo
   return finish(buildUnaryInt(b, loc, op, xs[0], argTypes[0]));
 }
 
-Value mlir::ember::buildCombiner(OpBuilder &b, Location loc, ReduceKind kind, Value x,
-                                 Value y, Type origElem) {
+Value mlir::ember::buildCombiner(OpBuilder &b, Location loc, ReduceKind kind,
+                                 Value x, Value y, Type origElem) {
   Type t = x.getType();
   bool isF = isa<FloatType>(t), isC = isa<ComplexType>(t);
   // Booleans may be i1 values or their i8 storage (0 or 1).
@@ -792,26 +915,37 @@ Value mlir::ember::buildCombiner(OpBuilder &b, Location loc, ReduceKind kind, Va
   bool u = isUnsignedOrBool(origElem);
   switch (kind) {
   case ReduceKind::Sum:
-    if (isF) return arith::AddFOp::create(b, loc, x, y);
-    if (isC) return complex::AddOp::create(b, loc, x, y);
-    if (isBool) return arith::OrIOp::create(b, loc, x, y);
+    if (isF)
+      return arith::AddFOp::create(b, loc, x, y);
+    if (isC)
+      return complex::AddOp::create(b, loc, x, y);
+    if (isBool)
+      return arith::OrIOp::create(b, loc, x, y);
     return arith::AddIOp::create(b, loc, x, y);
   case ReduceKind::Prod:
-    if (isF) return arith::MulFOp::create(b, loc, x, y);
-    if (isC) return complex::MulOp::create(b, loc, x, y);
-    if (isBool) return arith::AndIOp::create(b, loc, x, y);
+    if (isF)
+      return arith::MulFOp::create(b, loc, x, y);
+    if (isC)
+      return complex::MulOp::create(b, loc, x, y);
+    if (isBool)
+      return arith::AndIOp::create(b, loc, x, y);
     return arith::MulIOp::create(b, loc, x, y);
   case ReduceKind::Max:
-    if (isF) return arith::MaximumFOp::create(b, loc, x, y);
+    if (isF)
+      return arith::MaximumFOp::create(b, loc, x, y);
     return u ? (Value)arith::MaxUIOp::create(b, loc, x, y)
              : (Value)arith::MaxSIOp::create(b, loc, x, y);
   case ReduceKind::Min:
-    if (isF) return arith::MinimumFOp::create(b, loc, x, y);
+    if (isF)
+      return arith::MinimumFOp::create(b, loc, x, y);
     return u ? (Value)arith::MinUIOp::create(b, loc, x, y)
              : (Value)arith::MinSIOp::create(b, loc, x, y);
-  case ReduceKind::And: return arith::AndIOp::create(b, loc, x, y);
-  case ReduceKind::Or: return arith::OrIOp::create(b, loc, x, y);
-  case ReduceKind::Xor: return arith::XOrIOp::create(b, loc, x, y);
+  case ReduceKind::And:
+    return arith::AndIOp::create(b, loc, x, y);
+  case ReduceKind::Or:
+    return arith::OrIOp::create(b, loc, x, y);
+  case ReduceKind::Xor:
+    return arith::XOrIOp::create(b, loc, x, y);
   }
   return {};
 }
@@ -822,11 +956,16 @@ TypedAttr mlir::ember::combinerIdentity(OpBuilder &b, ReduceKind kind, Type t,
   if (auto ft = dyn_cast<FloatType>(t)) {
     const auto &sem = ft.getFloatSemantics();
     switch (kind) {
-    case ReduceKind::Sum: return b.getFloatAttr(t, 0.0);
-    case ReduceKind::Prod: return b.getFloatAttr(t, 1.0);
-    case ReduceKind::Max: return b.getFloatAttr(t, APFloat::getInf(sem, true));
-    case ReduceKind::Min: return b.getFloatAttr(t, APFloat::getInf(sem, false));
-    default: return {};
+    case ReduceKind::Sum:
+      return b.getFloatAttr(t, 0.0);
+    case ReduceKind::Prod:
+      return b.getFloatAttr(t, 1.0);
+    case ReduceKind::Max:
+      return b.getFloatAttr(t, APFloat::getInf(sem, true));
+    case ReduceKind::Min:
+      return b.getFloatAttr(t, APFloat::getInf(sem, false));
+    default:
+      return {};
     }
   }
   if (auto ct = dyn_cast<ComplexType>(t)) {
@@ -844,13 +983,18 @@ TypedAttr mlir::ember::combinerIdentity(OpBuilder &b, ReduceKind kind, Type t,
   switch (kind) {
   case ReduceKind::Sum:
   case ReduceKind::Or:
-  case ReduceKind::Xor: return b.getIntegerAttr(t, 0);
-  case ReduceKind::Prod: return b.getIntegerAttr(t, 1);
-  case ReduceKind::And: return b.getIntegerAttr(t, APInt::getAllOnes(w));
+  case ReduceKind::Xor:
+    return b.getIntegerAttr(t, 0);
+  case ReduceKind::Prod:
+    return b.getIntegerAttr(t, 1);
+  case ReduceKind::And:
+    return b.getIntegerAttr(t, APInt::getAllOnes(w));
   case ReduceKind::Max:
-    return b.getIntegerAttr(t, u ? APInt::getMinValue(w) : APInt::getSignedMinValue(w));
+    return b.getIntegerAttr(t, u ? APInt::getMinValue(w)
+                                 : APInt::getSignedMinValue(w));
   case ReduceKind::Min:
-    return b.getIntegerAttr(t, u ? APInt::getMaxValue(w) : APInt::getSignedMaxValue(w));
+    return b.getIntegerAttr(t, u ? APInt::getMaxValue(w)
+                                 : APInt::getSignedMaxValue(w));
   }
   return {};
 }
@@ -866,7 +1010,7 @@ Value mlir::ember::totalOrderKey(OpBuilder &b, Location loc, Value x) {
   // order is the IEEE total order.
   Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, bits,
                                     intConst(b, loc, it, 0));
-  Value flipped = arith::XOrIOp::create(b, loc, bits,
-                                        intConstAP(b, loc, it, APInt::getSignedMaxValue(w)));
+  Value flipped = arith::XOrIOp::create(
+      b, loc, bits, intConstAP(b, loc, it, APInt::getSignedMaxValue(w)));
   return arith::SelectOp::create(b, loc, neg, flipped, bits);
 }

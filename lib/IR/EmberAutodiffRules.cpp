@@ -11,11 +11,11 @@
 //===----------------------------------------------------------------------===//
 #include "ember/IR/EmberDialect.h"
 
+#include "RuleSwitch.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
-#include "RuleSwitch.h"
 
 #include <cmath>
 
@@ -29,9 +29,13 @@ struct R {
   OpBuilder &b;
   Location loc;
 
-  RankedTensorType ty(Value v) const { return cast<RankedTensorType>(v.getType()); }
+  RankedTensorType ty(Value v) const {
+    return cast<RankedTensorType>(v.getType());
+  }
 
-  Value splat(RankedTensorType t, double v) { return ConstantOp::create(b, loc, splatOf(t, v)); }
+  Value splat(RankedTensorType t, double v) {
+    return ConstantOp::create(b, loc, splatOf(t, v));
+  }
   Value like(Value v, double c) { return splat(ty(v), c); }
   Value zeros(Type t) { return splat(cast<RankedTensorType>(t), 0.0); }
   Value orZeros(Value v, Type t) { return v ? v : zeros(t); }
@@ -54,7 +58,9 @@ struct R {
       return x;
     return ConvertOp::create(b, loc, t.clone(elem), x);
   }
-  Value toFloat(Value pred, Value like) { return convert(pred, ty(like).getElementType()); }
+  Value toFloat(Value pred, Value like) {
+    return convert(pred, ty(like).getElementType());
+  }
   Value bcast(Value x, RankedTensorType t, ArrayRef<int64_t> dims) {
     if (x.getType() == t)
       return x;
@@ -71,7 +77,8 @@ struct R {
   Value reduceSum(Value x, ArrayRef<int64_t> dims) {
     if (dims.empty())
       return x;
-    return ReduceOp::create(b, loc, x, ReduceKind::Sum, b.getDenseI64ArrayAttr(dims));
+    return ReduceOp::create(b, loc, x, ReduceKind::Sum,
+                            b.getDenseI64ArrayAttr(dims));
   }
   Value reshape(Value x, Type t) {
     if (x.getType() == t)
@@ -91,8 +98,8 @@ bool isFloatLike(Type t) {
 /// Tangent of a unary elementwise op y = f(x): t * f'(x), f' given as a
 /// function of x and y (primal values).
 template <typename Fn>
-LogicalResult unary(R &r, Operation *op, ArrayRef<Value> t, SmallVectorImpl<Value> &out,
-                    Fn deriv) {
+LogicalResult unary(R &r, Operation *op, ArrayRef<Value> t,
+                    SmallVectorImpl<Value> &out, Fn deriv) {
   if (!t[0]) {
     out.push_back(Value());
     return success();
@@ -107,9 +114,14 @@ LogicalResult unary(R &r, Operation *op, ArrayRef<Value> t, SmallVectorImpl<Valu
 /// JAX's tie rule for max/min: each side gets its tangent where it wins, and
 /// half of it where the operands are equal.
 Value chooserTangent(R &r, Value x, Value y, Value tx, Value ty, bool isMax) {
-  Value xWins = r.toFloat(r.cmp(isMax ? ComparisonDirection::GT : ComparisonDirection::LT, x, y), x);
-  Value yWins = r.toFloat(r.cmp(isMax ? ComparisonDirection::LT : ComparisonDirection::GT, x, y), x);
-  Value tie = r.mul(r.toFloat(r.cmp(ComparisonDirection::EQ, x, y), x), r.like(x, 0.5));
+  Value xWins = r.toFloat(
+      r.cmp(isMax ? ComparisonDirection::GT : ComparisonDirection::LT, x, y),
+      x);
+  Value yWins = r.toFloat(
+      r.cmp(isMax ? ComparisonDirection::LT : ComparisonDirection::GT, x, y),
+      x);
+  Value tie =
+      r.mul(r.toFloat(r.cmp(ComparisonDirection::EQ, x, y), x), r.like(x, 0.5));
   Value out;
   auto acc = [&](Value v) { out = out ? r.add(out, v) : v; };
   if (tx)
@@ -124,10 +136,14 @@ struct DotDims {
   SmallVector<int64_t> lb, rb, lc, rc, lFree, rFree;
   DotDims(DotGeneralOp op) {
     auto l = op.getLhs().getType(), rr = op.getRhs().getType();
-    lb.assign(op.getLhsBatchingDimensions().begin(), op.getLhsBatchingDimensions().end());
-    rb.assign(op.getRhsBatchingDimensions().begin(), op.getRhsBatchingDimensions().end());
-    lc.assign(op.getLhsContractingDimensions().begin(), op.getLhsContractingDimensions().end());
-    rc.assign(op.getRhsContractingDimensions().begin(), op.getRhsContractingDimensions().end());
+    lb.assign(op.getLhsBatchingDimensions().begin(),
+              op.getLhsBatchingDimensions().end());
+    rb.assign(op.getRhsBatchingDimensions().begin(),
+              op.getRhsBatchingDimensions().end());
+    lc.assign(op.getLhsContractingDimensions().begin(),
+              op.getLhsContractingDimensions().end());
+    rc.assign(op.getRhsContractingDimensions().begin(),
+              op.getRhsContractingDimensions().end());
     for (int64_t i = 0; i < l.getRank(); ++i)
       if (!llvm::is_contained(lb, i) && !llvm::is_contained(lc, i))
         lFree.push_back(i);
@@ -193,15 +209,18 @@ Value dotTranspose(R &r, Value ct, Value other, RankedTensorType selfType,
       SmallVector<int64_t> swappedShape(shape.begin() + ns, shape.end());
       swappedShape.append(shape.begin(), shape.begin() + ns);
       return DotGeneralOp::create(
-          r.b, r.loc, RankedTensorType::get(swappedShape, selfType.getElementType()), other,
+          r.b, r.loc,
+          RankedTensorType::get(swappedShape, selfType.getElementType()), other,
           ct, r.b.getDenseI64ArrayAttr({}), r.b.getDenseI64ArrayAttr({}),
-          r.b.getDenseI64ArrayAttr(otherFree), r.b.getDenseI64ArrayAttr(ctContract));
+          r.b.getDenseI64ArrayAttr(otherFree),
+          r.b.getDenseI64ArrayAttr(ctContract));
     }
   }
-  Value dot = DotGeneralOp::create(
-      r.b, r.loc, resType, ct, other, r.b.getDenseI64ArrayAttr(ctBatch),
-      r.b.getDenseI64ArrayAttr(otherBatch), r.b.getDenseI64ArrayAttr(ctContract),
-      r.b.getDenseI64ArrayAttr(otherFree));
+  Value dot = DotGeneralOp::create(r.b, r.loc, resType, ct, other,
+                                   r.b.getDenseI64ArrayAttr(ctBatch),
+                                   r.b.getDenseI64ArrayAttr(otherBatch),
+                                   r.b.getDenseI64ArrayAttr(ctContract),
+                                   r.b.getDenseI64ArrayAttr(otherFree));
   if (identity)
     return dot;
   return TransposeOp::create(r.b, r.loc, dot, r.b.getDenseI64ArrayAttr(perm));
@@ -216,7 +235,8 @@ Value sortPermutation(R &r, SortOp op) {
   SmallVector<Value> keys(op.getInputs().take_front(op.getNumKeys()));
   auto t = r.ty(keys[0]);
   keys.push_back(iotaLike(r, t, op.getDimension()));
-  auto s = SortOp::create(r.b, r.loc, keys, op.getDimension(), op.getNumKeys(), true);
+  auto s = SortOp::create(r.b, r.loc, keys, op.getDimension(), op.getNumKeys(),
+                          true);
   return s.getResult(op.getNumKeys());
 }
 
@@ -256,13 +276,18 @@ Value prodTangent(R &r, Value x, Value t, ArrayRef<int64_t> dims) {
   SmallVector<int64_t> zeros(flatType.getRank(), 0), lo(zeros), hi(zeros);
   lo[last] = 1;
   hi[last] = -1;
-  // Shifted right by one (a leading 1), then the inclusive scan: the exclusive prefix.
+  // Shifted right by one (a leading 1), then the inclusive scan: the exclusive
+  // prefix.
   Value right = PadOp::create(r.b, r.loc, xf, one, r.b.getDenseI64ArrayAttr(lo),
-                              r.b.getDenseI64ArrayAttr(hi), r.b.getDenseI64ArrayAttr(zeros));
-  Value prefix = CumulativeOp::create(r.b, r.loc, right, ReduceKind::Prod, last, false);
+                              r.b.getDenseI64ArrayAttr(hi),
+                              r.b.getDenseI64ArrayAttr(zeros));
+  Value prefix =
+      CumulativeOp::create(r.b, r.loc, right, ReduceKind::Prod, last, false);
   Value left = PadOp::create(r.b, r.loc, xf, one, r.b.getDenseI64ArrayAttr(hi),
-                             r.b.getDenseI64ArrayAttr(lo), r.b.getDenseI64ArrayAttr(zeros));
-  Value suffix = CumulativeOp::create(r.b, r.loc, left, ReduceKind::Prod, last, true);
+                             r.b.getDenseI64ArrayAttr(lo),
+                             r.b.getDenseI64ArrayAttr(zeros));
+  Value suffix =
+      CumulativeOp::create(r.b, r.loc, left, ReduceKind::Prod, last, true);
   Value others = r.mul(prefix, suffix);
   return r.reduceSum(r.mul(tf, others), {last});
 }
@@ -281,11 +306,13 @@ Value trigamma(R &r, Value x) {
   }
   Value w = r.add(z, one(6.0));
   Value iw = r.div(one(1.0), w), iw2 = r.square(iw);
-  // Tail in powers of 1/w^2: 1/6 - 1/30 w^-2 + 1/42 w^-4 - 1/30 w^-6 + 5/66 w^-8.
+  // Tail in powers of 1/w^2: 1/6 - 1/30 w^-2 + 1/42 w^-4 - 1/30 w^-6 + 5/66
+  // w^-8.
   Value tail = one(5.0 / 66.0);
   for (double c : {-1.0 / 30.0, 1.0 / 42.0, -1.0 / 30.0, 1.0 / 6.0})
     tail = r.add(r.mul(tail, iw2), one(c));
-  Value series = r.add(r.add(iw, r.mul(one(0.5), iw2)), r.mul(r.mul(iw2, iw), tail));
+  Value series =
+      r.add(r.add(iw, r.mul(one(0.5), iw2)), r.mul(r.mul(iw2, iw), tail));
   Value pos = r.add(acc, series);
   // psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x) for x <= 0.
   Value s = SinOp::create(r.b, r.loc, r.mul(one(M_PI), x));
@@ -295,14 +322,16 @@ Value trigamma(R &r, Value x) {
 
 /// `v` shifted by `s` along `axis` towards higher indices (towards lower ones
 /// with `reverse`), the vacated places filled with `fill`.
-Value shiftAlong(R &r, Value v, int64_t axis, int64_t s, bool reverse, double fill) {
+Value shiftAlong(R &r, Value v, int64_t axis, int64_t s, bool reverse,
+                 double fill) {
   int64_t rank = r.ty(v).getRank();
   SmallVector<int64_t> lo(rank, 0), hi(rank, 0), interior(rank, 0);
   (reverse ? hi : lo)[axis] = s;
   (reverse ? lo : hi)[axis] = -s;
   Value f = r.splat(RankedTensorType::get({}, r.ty(v).getElementType()), fill);
   return PadOp::create(r.b, r.loc, v, f, r.b.getDenseI64ArrayAttr(lo),
-                       r.b.getDenseI64ArrayAttr(hi), r.b.getDenseI64ArrayAttr(interior));
+                       r.b.getDenseI64ArrayAttr(hi),
+                       r.b.getDenseI64ArrayAttr(interior));
 }
 
 /// h_i = a_i h_{i-1} + b_i along `axis` (h_{-1} = 0; from the other end with
@@ -325,17 +354,19 @@ Value takeAlongAxis(R &r, Value v, Value idx, int64_t axis) {
   int64_t rank = t.getRank();
   SmallVector<int64_t> shape(t.getShape());
   shape.push_back(1);
-  Value idx1 = r.reshape(idx, RankedTensorType::get(shape, r.ty(idx).getElementType()));
+  Value idx1 =
+      r.reshape(idx, RankedTensorType::get(shape, r.ty(idx).getElementType()));
   SmallVector<int64_t> batch;
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis)
       batch.push_back(d);
   SmallVector<int64_t> ones(rank, 1);
   return GatherOp::create(
-      r.b, r.loc, t, v, idx1, r.b.getDenseI64ArrayAttr({}), r.b.getDenseI64ArrayAttr({axis}),
-      r.b.getDenseI64ArrayAttr(batch), r.b.getDenseI64ArrayAttr(batch),
-      r.b.getDenseI64ArrayAttr({axis}), r.b.getI64IntegerAttr(rank),
-      r.b.getDenseI64ArrayAttr(ones), IndexModeAttr::get(r.b.getContext(), IndexMode::Clip));
+      r.b, r.loc, t, v, idx1, r.b.getDenseI64ArrayAttr({}),
+      r.b.getDenseI64ArrayAttr({axis}), r.b.getDenseI64ArrayAttr(batch),
+      r.b.getDenseI64ArrayAttr(batch), r.b.getDenseI64ArrayAttr({axis}),
+      r.b.getI64IntegerAttr(rank), r.b.getDenseI64ArrayAttr(ones),
+      IndexModeAttr::get(r.b.getContext(), IndexMode::Clip));
 }
 
 } // namespace
@@ -356,8 +387,10 @@ DenseElementsAttr mlir::ember::splatOf(RankedTensorType t, double v) {
   return DenseElementsAttr::get(t, IntegerAttr::get(e, (int64_t)v));
 }
 
-LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> t,
-                                    SmallVectorImpl<Value> &out, RuleMode mode) {
+LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
+                                    ArrayRef<Value> t,
+                                    SmallVectorImpl<Value> &out,
+                                    RuleMode mode) {
   R r{b, op->getLoc()};
   bool probe = mode == RuleMode::Probe;
   // Results that are not floats have zero tangents (JAX's float0); the stack
@@ -402,14 +435,18 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         if (llvm::any_of(t, [](Value v) { return v; }) ||
             llvm::any_of(o->getResultTypes(), isFloatLike))
           return emitUserError(o, runtime::ErrorKind::NotDifferentiableAgain)
-                 << ("cannot be differentiated: the reverse-mode derivative of a while_loop with a "
-              "run-time trip count cannot be differentiated again; use fori_loop with static "
-              "bounds or lax.scan for higher-order derivatives");
+                 << ("cannot be differentiated: the reverse-mode derivative of "
+                     "a while_loop with a "
+                     "run-time trip count cannot be differentiated again; use "
+                     "fori_loop with static "
+                     "bounds or lax.scan for higher-order derivatives");
         return zero();
       })
       .Case([&](BitcastConvertOp o) -> LogicalResult {
-        return emitUserError(o, runtime::ErrorKind::NoJvpRule) << ("has no JVP rule: bit patterns reinterpreted as floats cannot "
-                              "be differentiated");
+        return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+               << ("has no JVP rule: bit patterns reinterpreted as floats "
+                   "cannot "
+                   "be differentiated");
       })
       .Case([&](OptimizationBarrierOp) -> LogicalResult {
         out.append(t.begin(), t.end()); // tangents pass through (null: zero)
@@ -425,7 +462,9 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
           return linearSame();
         case ReduceKind::Max:
         case ReduceKind::Min: {
-          Value loc = r.toFloat(r.cmp(ComparisonDirection::EQ, x, r.unreduce(y, r.ty(x), dims)), x);
+          Value loc = r.toFloat(
+              r.cmp(ComparisonDirection::EQ, x, r.unreduce(y, r.ty(x), dims)),
+              x);
           Value count = r.reduceSum(loc, dims);
           return pass(r.div(r.reduceSum(r.mul(t[0], loc), dims), count));
         }
@@ -446,7 +485,8 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
           // y_i = x_i y_{i-1}, so dy_i = x_i dy_{i-1} + y_{i-1} t_i: a linear
           // recurrence (no division, so zeros in x are fine).
           Value prev = shiftAlong(r, o.getResult(), axis, 1, rev, 1.0);
-          return pass(linearRecurrence(r, o.getOperand(), r.mul(prev, t[0]), axis, rev));
+          return pass(linearRecurrence(r, o.getOperand(), r.mul(prev, t[0]),
+                                       axis, rev));
         }
         if (o.getKind() == ReduceKind::Max || o.getKind() == ReduceKind::Min) {
           // dy_i = t_k where k is the latest place (in scan order) up to i
@@ -457,18 +497,22 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
           Value iota = IotaOp::create(b, r.loc, it, axis);
           Value at = r.cmp(ComparisonDirection::EQ, x, o.getResult());
           Value idx = r.select(at, iota, r.splat(it, rev ? (double)n : -1.0));
-          Value k = CumulativeOp::create(b, r.loc, idx, rev ? ReduceKind::Min : ReduceKind::Max,
-                                         axis, rev);
+          Value k = CumulativeOp::create(
+              b, r.loc, idx, rev ? ReduceKind::Min : ReduceKind::Max, axis,
+              rev);
           return pass(takeAlongAxis(r, t[0], k, axis));
         }
-        return emitUserError(o, runtime::ErrorKind::NoJvpRule) << "has no JVP rule for kind " << stringifyReduceKind(o.getKind());
+        return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+               << "has no JVP rule for kind "
+               << stringifyReduceKind(o.getKind());
       })
       .Case([&](MulOp o) -> LogicalResult {
         Value res;
         if (t[0])
           res = r.mul(t[0], o.getRhs());
         if (t[1])
-          res = res ? r.add(res, r.mul(o.getLhs(), t[1])) : r.mul(o.getLhs(), t[1]);
+          res = res ? r.add(res, r.mul(o.getLhs(), t[1]))
+                    : r.mul(o.getLhs(), t[1]);
         return pass(res);
       })
       .Case([&](DivOp o) -> LogicalResult {
@@ -486,23 +530,28 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         Value x = o.getLhs(), y = o.getRhs(), z = o.getResult(), res;
         if (t[0]) {
           // y * x^(y-1); zero where y == 0 (JAX's rule).
-          Value d = r.mul(y, PowOp::create(b, r.loc, x, r.sub(y, r.like(y, 1.0))));
-          d = r.select(r.cmp(ComparisonDirection::EQ, y, r.like(y, 0.0)), r.like(y, 0.0), d);
+          Value d =
+              r.mul(y, PowOp::create(b, r.loc, x, r.sub(y, r.like(y, 1.0))));
+          d = r.select(r.cmp(ComparisonDirection::EQ, y, r.like(y, 0.0)),
+                       r.like(y, 0.0), d);
           res = r.mul(t[0], d);
         }
         if (t[1]) {
           Value logx = LogOp::create(b, r.loc, x);
-          logx = r.select(r.cmp(ComparisonDirection::EQ, x, r.like(x, 0.0)), r.like(x, 0.0), logx);
+          logx = r.select(r.cmp(ComparisonDirection::EQ, x, r.like(x, 0.0)),
+                          r.like(x, 0.0), logx);
           Value d = r.mul(t[1], r.mul(logx, z));
           res = res ? r.add(res, d) : d;
         }
         return pass(res);
       })
       .Case([&](MaxOp o) {
-        return pass(chooserTangent(r, o.getLhs(), o.getRhs(), t[0], t[1], true));
+        return pass(
+            chooserTangent(r, o.getLhs(), o.getRhs(), t[0], t[1], true));
       })
       .Case([&](MinOp o) {
-        return pass(chooserTangent(r, o.getLhs(), o.getRhs(), t[0], t[1], false));
+        return pass(
+            chooserTangent(r, o.getLhs(), o.getRhs(), t[0], t[1], false));
       })
       .Case([&](Atan2Op o) -> LogicalResult {
         Value x = o.getLhs(), y = o.getRhs(), res;
@@ -521,7 +570,8 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         if (t[1]) {
           Value q = r.div(o.getLhs(), o.getRhs());
           Value tr = r.select(r.cmp(ComparisonDirection::LT, q, r.like(q, 0.0)),
-                              CeilOp::create(b, r.loc, q), FloorOp::create(b, r.loc, q));
+                              CeilOp::create(b, r.loc, q),
+                              FloorOp::create(b, r.loc, q));
           Value d = r.neg(r.mul(t[1], tr));
           res = res ? r.add(res, d) : d;
         }
@@ -530,16 +580,21 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
       .Case([&](AbsOp o) {
         // JAX: abs'(x) = 1 for x >= 0 (so abs'(0) = 1), -1 otherwise.
         return unary(r, op, t, out, [&](Value x, Value) {
-          return r.select(r.cmp(ComparisonDirection::GE, x, r.like(x, 0.0)), r.like(x, 1.0),
-                          r.like(x, -1.0));
+          return r.select(r.cmp(ComparisonDirection::GE, x, r.like(x, 0.0)),
+                          r.like(x, 1.0), r.like(x, -1.0));
         });
       })
-      .Case([&](ExpOp o) { return unary(r, op, t, out, [&](Value, Value y) { return y; }); })
+      .Case([&](ExpOp o) {
+        return unary(r, op, t, out, [&](Value, Value y) { return y; });
+      })
       .Case([&](Exp2Op o) {
-        return unary(r, op, t, out, [&](Value, Value y) { return r.mul(y, r.like(y, M_LN2)); });
+        return unary(r, op, t, out, [&](Value, Value y) {
+          return r.mul(y, r.like(y, M_LN2));
+        });
       })
       .Case([&](LogOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) { return r.div(r.like(x, 1.0), x); });
+        return unary(r, op, t, out,
+                     [&](Value x, Value) { return r.div(r.like(x, 1.0), x); });
       })
       .Case([&](Log1pOp o) {
         return unary(r, op, t, out, [&](Value x, Value) {
@@ -547,31 +602,44 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         });
       })
       .Case([&](Expm1Op o) {
-        return unary(r, op, t, out, [&](Value, Value y) { return r.add(y, r.like(y, 1.0)); });
+        return unary(r, op, t, out,
+                     [&](Value, Value y) { return r.add(y, r.like(y, 1.0)); });
       })
       .Case([&](TanhOp o) {
-        return unary(r, op, t, out, [&](Value, Value y) { return r.sub(r.like(y, 1.0), r.square(y)); });
+        return unary(r, op, t, out, [&](Value, Value y) {
+          return r.sub(r.like(y, 1.0), r.square(y));
+        });
       })
       .Case([&](LogisticOp o) {
-        return unary(r, op, t, out, [&](Value, Value y) { return r.mul(y, r.sub(r.like(y, 1.0), y)); });
+        return unary(r, op, t, out, [&](Value, Value y) {
+          return r.mul(y, r.sub(r.like(y, 1.0), y));
+        });
       })
       .Case([&](SinOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) { return (Value)CosOp::create(b, r.loc, x); });
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return (Value)CosOp::create(b, r.loc, x);
+        });
       })
       .Case([&](CosOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) { return r.neg(SinOp::create(b, r.loc, x)); });
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return r.neg(SinOp::create(b, r.loc, x));
+        });
       })
       .Case([&](TanOp o) {
-        return unary(r, op, t, out, [&](Value, Value y) { return r.add(r.like(y, 1.0), r.square(y)); });
+        return unary(r, op, t, out, [&](Value, Value y) {
+          return r.add(r.like(y, 1.0), r.square(y));
+        });
       })
       .Case([&](AsinOp o) {
         return unary(r, op, t, out, [&](Value x, Value) {
-          return (Value)RsqrtOp::create(b, r.loc, r.sub(r.like(x, 1.0), r.square(x)));
+          return (Value)RsqrtOp::create(b, r.loc,
+                                        r.sub(r.like(x, 1.0), r.square(x)));
         });
       })
       .Case([&](AcosOp o) {
         return unary(r, op, t, out, [&](Value x, Value) {
-          return r.neg(RsqrtOp::create(b, r.loc, r.sub(r.like(x, 1.0), r.square(x))));
+          return r.neg(
+              RsqrtOp::create(b, r.loc, r.sub(r.like(x, 1.0), r.square(x))));
         });
       })
       .Case([&](AtanOp o) {
@@ -580,19 +648,25 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         });
       })
       .Case([&](SinhOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) { return (Value)CoshOp::create(b, r.loc, x); });
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return (Value)CoshOp::create(b, r.loc, x);
+        });
       })
       .Case([&](CoshOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) { return (Value)SinhOp::create(b, r.loc, x); });
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return (Value)SinhOp::create(b, r.loc, x);
+        });
       })
       .Case([&](AsinhOp o) {
         return unary(r, op, t, out, [&](Value x, Value) {
-          return (Value)RsqrtOp::create(b, r.loc, r.add(r.square(x), r.like(x, 1.0)));
+          return (Value)RsqrtOp::create(b, r.loc,
+                                        r.add(r.square(x), r.like(x, 1.0)));
         });
       })
       .Case([&](AcoshOp o) {
         return unary(r, op, t, out, [&](Value x, Value) {
-          return (Value)RsqrtOp::create(b, r.loc, r.sub(r.square(x), r.like(x, 1.0)));
+          return (Value)RsqrtOp::create(b, r.loc,
+                                        r.sub(r.square(x), r.like(x, 1.0)));
         });
       })
       .Case([&](AtanhOp o) {
@@ -601,7 +675,8 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         });
       })
       .Case([&](SqrtOp o) {
-        return unary(r, op, t, out, [&](Value, Value y) { return r.div(r.like(y, 0.5), y); });
+        return unary(r, op, t, out,
+                     [&](Value, Value y) { return r.div(r.like(y, 0.5), y); });
       })
       .Case([&](RsqrtOp o) {
         return unary(r, op, t, out, [&](Value x, Value y) {
@@ -621,14 +696,18 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
       })
       .Case([&](ErfInvOp o) {
         return unary(r, op, t, out, [&](Value, Value y) {
-          return r.mul(r.like(y, std::sqrt(M_PI) / 2.0), ExpOp::create(b, r.loc, r.square(y)));
+          return r.mul(r.like(y, std::sqrt(M_PI) / 2.0),
+                       ExpOp::create(b, r.loc, r.square(y)));
         });
       })
       .Case([&](DigammaOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) { return trigamma(r, x); });
+        return unary(r, op, t, out,
+                     [&](Value x, Value) { return trigamma(r, x); });
       })
       .Case([&](LgammaOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) { return (Value)DigammaOp::create(b, r.loc, x); });
+        return unary(r, op, t, out, [&](Value x, Value) {
+          return (Value)DigammaOp::create(b, r.loc, x);
+        });
       })
       .Case([&](SelectOp o) -> LogicalResult {
         if (!t[1] && !t[2])
@@ -641,13 +720,15 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         auto acc = [&](Value v) { res = res ? r.add(res, v) : v; };
         Value zeroT = r.zeros(o.getType());
         if (t[1]) {
-          Value in = AndOp::create(b, r.loc, r.cmp(ComparisonDirection::GT, x, lo),
-                                   r.cmp(ComparisonDirection::LT, x, hi));
+          Value in =
+              AndOp::create(b, r.loc, r.cmp(ComparisonDirection::GT, x, lo),
+                            r.cmp(ComparisonDirection::LT, x, hi));
           acc(r.select(in, t[1], zeroT));
         }
         if (t[0]) {
-          Value in = AndOp::create(b, r.loc, r.cmp(ComparisonDirection::GT, lo, x),
-                                   r.cmp(ComparisonDirection::LT, lo, hi));
+          Value in =
+              AndOp::create(b, r.loc, r.cmp(ComparisonDirection::GT, lo, x),
+                            r.cmp(ComparisonDirection::LT, lo, hi));
           acc(r.select(in, t[0], zeroT));
         }
         if (t[2])
@@ -678,22 +759,28 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         if (!t[0] && !t[2])
           return zero();
         ScatterKind kind = o.getKind();
-        if (kind == ScatterKind::Mul || kind == ScatterKind::Min || kind == ScatterKind::Max) {
+        if (kind == ScatterKind::Mul || kind == ScatterKind::Min ||
+            kind == ScatterKind::Max) {
           // As in JAX: only the operand's tangent (updates held constant).
           if (t[2])
-            return emitUserError(o, runtime::ErrorKind::NoJvpRule) << "has no JVP rule for scatter kind "
-                   << stringifyScatterKind(kind) << " with respect to its updates";
+            return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+                   << "has no JVP rule for scatter kind "
+                   << stringifyScatterKind(kind)
+                   << " with respect to its updates";
           if (kind == ScatterKind::Mul) {
             IRMapping map; // linear in the operand: the same scatter on t
             map.map(o.getOperand(), t[0]);
             return pass(b.clone(*op, map)->getResult(0));
           }
           // min/max: the operand's tangent where the operand survived.
-          Value kept = r.cmp(ComparisonDirection::EQ, o.getOperand(), o.getResult());
+          Value kept =
+              r.cmp(ComparisonDirection::EQ, o.getOperand(), o.getResult());
           return pass(r.select(kept, t[0], r.zeros(t[0].getType())));
         }
         if (kind != ScatterKind::Add && kind != ScatterKind::Replace)
-          return emitUserError(o, runtime::ErrorKind::NoJvpRule) << "has no JVP rule for scatter kind " << stringifyScatterKind(kind);
+          return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+                 << "has no JVP rule for scatter kind "
+                 << stringifyScatterKind(kind);
         IRMapping map;
         map.map(o.getOperand(), r.orZeros(t[0], o.getOperand().getType()));
         map.map(o.getUpdates(), r.orZeros(t[2], o.getUpdates().getType()));
@@ -725,9 +812,12 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         }
         if (!any)
           return zero();
-        auto s = SortOp::create(b, r.loc, ops, o.getDimension(), o.getNumKeys(), true);
+        auto s = SortOp::create(b, r.loc, ops, o.getDimension(), o.getNumKeys(),
+                                true);
         for (size_t i = 0; i < n; ++i)
-          out.push_back(isFloatLike(o.getInputs()[i].getType()) ? s.getResult(n + i) : Value());
+          out.push_back(isFloatLike(o.getInputs()[i].getType())
+                            ? s.getResult(n + i)
+                            : Value());
         return success();
       })
       .Case([&](ReduceWindowOp o) -> LogicalResult {
@@ -740,9 +830,11 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         if (!t[0])
           return zero();
         ReduceKind kind = o.getKind();
-        if (kind != ReduceKind::Sum && kind != ReduceKind::Max && kind != ReduceKind::Min &&
-            kind != ReduceKind::Prod)
-          return emitUserError(o, runtime::ErrorKind::NoJvpRule) << "has no JVP rule for window kind " << stringifyReduceKind(kind);
+        if (kind != ReduceKind::Sum && kind != ReduceKind::Max &&
+            kind != ReduceKind::Min && kind != ReduceKind::Prod)
+          return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+                 << "has no JVP rule for window kind "
+                 << stringifyReduceKind(kind);
         auto in = o.getOperand().getType();
         auto outT = o.getType();
         int64_t rank = in.getRank();
@@ -773,9 +865,9 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
             limit[d] = n == 0 ? start[d] : start[d] + (n - 1) * strides[d] + 1;
           }
           auto slice = [&](Value v) {
-            return (Value)SliceOp::create(b, r.loc, v, b.getDenseI64ArrayAttr(start),
-                                          b.getDenseI64ArrayAttr(limit),
-                                          b.getDenseI64ArrayAttr(strides));
+            return (Value)SliceOp::create(
+                b, r.loc, v, b.getDenseI64ArrayAttr(start),
+                b.getDenseI64ArrayAttr(limit), b.getDenseI64ArrayAttr(strides));
           };
           Value ts = slice(tp);
           if (kind == ReduceKind::Sum) {
@@ -793,9 +885,10 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
             tan = ts;
             continue;
           }
-          Value better = r.cmp(kind == ReduceKind::Max ? ComparisonDirection::GT
-                                                       : ComparisonDirection::LT,
-                               xs, best);
+          Value better =
+              r.cmp(kind == ReduceKind::Max ? ComparisonDirection::GT
+                                            : ComparisonDirection::LT,
+                    xs, best);
           tan = r.select(better, ts, tan);
           best = r.select(better, xs, best);
         }
@@ -803,7 +896,8 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
           // suffix[k] = x_{k+1} * ... * x_{count-1}; prefix accumulates.
           SmallVector<Value> suffix(count);
           for (int64_t k = count - 2; k >= 0; --k)
-            suffix[k] = suffix[k + 1] ? r.mul(xSlices[k + 1], suffix[k + 1]) : xSlices[k + 1];
+            suffix[k] = suffix[k + 1] ? r.mul(xSlices[k + 1], suffix[k + 1])
+                                      : xSlices[k + 1];
           Value prefix;
           for (int64_t k = 0; k < count; ++k) {
             Value others = prefix && suffix[k] ? r.mul(prefix, suffix[k])
@@ -823,18 +917,22 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value>
         if (llvm::all_of(t, [](Value v) { return !v; }))
           return zero();
         // As in JAX: the host function is opaque, its derivative unknown.
-        return emitUserError(o, runtime::ErrorKind::NotDifferentiable) << ("cannot be differentiated: pure callbacks do not support "
-                             "JVP; define the derivative with custom_jvp or custom_vjp");
+        return emitUserError(o, runtime::ErrorKind::NotDifferentiable)
+               << ("cannot be differentiated: pure callbacks do not support "
+                   "JVP; define the derivative with custom_jvp or custom_vjp");
       })
       .Default([&](Operation *o) -> LogicalResult {
         if (llvm::all_of(t, [](Value v) { return !v; }))
           return zero();
-        return emitUserError(o, runtime::ErrorKind::NoJvpRule) << "has no JVP rule (Ember cannot differentiate it yet)";
+        return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+               << "has no JVP rule (Ember cannot differentiate it yet)";
       });
 }
 
-LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<Value> ct,
-                                          ArrayRef<bool> linear, SmallVectorImpl<Value> &out,
+LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
+                                          ArrayRef<Value> ct,
+                                          ArrayRef<bool> linear,
+                                          SmallVectorImpl<Value> &out,
                                           RuleMode mode) {
   R r{b, op->getLoc()};
   out.assign(op->getNumOperands(), Value());
@@ -844,13 +942,17 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
   auto needs = [&](unsigned i) { return linear[i] && c; };
   return RuleSwitch(op, mode)
       .Case([&](AddOp o) {
-        if (needs(0)) out[0] = c;
-        if (needs(1)) out[1] = c;
+        if (needs(0))
+          out[0] = c;
+        if (needs(1))
+          out[1] = c;
         return success();
       })
       .Case([&](SubOp o) {
-        if (needs(0)) out[0] = c;
-        if (needs(1)) out[1] = r.neg(c);
+        if (needs(0))
+          out[0] = c;
+        if (needs(1))
+          out[1] = r.neg(c);
         return success();
       })
       .Case([&](NegOp o) {
@@ -860,8 +962,10 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
       .Case([&](MulOp o) -> LogicalResult {
         if (linear[0] && linear[1])
           return o.emitOpError("is not linear in its tangent operands");
-        if (linear[0]) out[0] = r.mul(c, o.getRhs());
-        if (linear[1]) out[1] = r.mul(o.getLhs(), c);
+        if (linear[0])
+          out[0] = r.mul(c, o.getRhs());
+        if (linear[1])
+          out[1] = r.mul(o.getLhs(), c);
         return success();
       })
       .Case([&](DivOp o) -> LogicalResult {
@@ -889,14 +993,18 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
         return success();
       })
       .Case([&](ComplexOp o) {
-        if (needs(0)) out[0] = RealOp::create(b, r.loc, c);
-        if (needs(1)) out[1] = r.neg(ImagOp::create(b, r.loc, c));
+        if (needs(0))
+          out[0] = RealOp::create(b, r.loc, c);
+        if (needs(1))
+          out[1] = r.neg(ImagOp::create(b, r.loc, c));
         return success();
       })
       .Case([&](SelectOp o) {
         Value z = r.zeros(o.getType());
-        if (linear[1]) out[1] = r.select(o.getPred(), c, z);
-        if (linear[2]) out[2] = r.select(o.getPred(), z, c);
+        if (linear[1])
+          out[1] = r.select(o.getPred(), c, z);
+        if (linear[2])
+          out[2] = r.select(o.getPred(), z, c);
         return success();
       })
       .Case([&](ReshapeOp o) {
@@ -924,7 +1032,8 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
           auto it = llvm::find(dims, d);
           if (it == dims.end())
             sum.push_back(d);
-          else if (in.getDimSize(it - dims.begin()) == 1 && res.getDimSize(d) != 1)
+          else if (in.getDimSize(it - dims.begin()) == 1 &&
+                   res.getDimSize(d) != 1)
             sum.push_back(d);
         }
         out[0] = r.reshape(r.reduceSum(c, sum), in);
@@ -939,7 +1048,8 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
       .Case([&](CumulativeOp o) -> LogicalResult {
         if (o.getKind() != ReduceKind::Sum)
           return o.emitOpError("is not linear");
-        out[0] = CumulativeOp::create(b, r.loc, c, ReduceKind::Sum, o.getAxis(), !o.getReverse());
+        out[0] = CumulativeOp::create(b, r.loc, c, ReduceKind::Sum, o.getAxis(),
+                                      !o.getReverse());
         return success();
       })
       .Case([&](SliceOp o) {
@@ -955,7 +1065,8 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
         }
         Value z = r.zeros(RankedTensorType::get({}, in.getElementType()));
         out[0] = PadOp::create(b, r.loc, c, z, b.getDenseI64ArrayAttr(lo),
-                               b.getDenseI64ArrayAttr(hi), b.getDenseI64ArrayAttr(interior));
+                               b.getDenseI64ArrayAttr(hi),
+                               b.getDenseI64ArrayAttr(interior));
         return success();
       })
       .Case([&](PadOp o) {
@@ -964,7 +1075,8 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
         auto interior = o.getInteriorPadding();
         // Undo negative padding first (pad the cotangent with zeros), then
         // take every (interior+1)-th element from the padded region.
-        SmallVector<int64_t> plo, phi, zeros(in.getRank(), 0), start, limit, stride;
+        SmallVector<int64_t> plo, phi, zeros(in.getRank(), 0), start, limit,
+            stride;
         bool anyNeg = false;
         for (int64_t d = 0; d < in.getRank(); ++d) {
           plo.push_back(std::max<int64_t>(-lo[d], 0));
@@ -975,7 +1087,8 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
         Value z = r.zeros(RankedTensorType::get({}, in.getElementType()));
         if (anyNeg)
           full = PadOp::create(b, r.loc, c, z, b.getDenseI64ArrayAttr(plo),
-                               b.getDenseI64ArrayAttr(phi), b.getDenseI64ArrayAttr(zeros));
+                               b.getDenseI64ArrayAttr(phi),
+                               b.getDenseI64ArrayAttr(zeros));
         for (int64_t d = 0; d < in.getRank(); ++d) {
           int64_t n = in.getDimSize(d);
           int64_t s0 = std::max<int64_t>(lo[d], 0);
@@ -983,8 +1096,9 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
           limit.push_back(n == 0 ? s0 : s0 + (n - 1) * (interior[d] + 1) + 1);
           stride.push_back(interior[d] + 1);
         }
-        Value ctx = SliceOp::create(b, r.loc, full, b.getDenseI64ArrayAttr(start),
-                                    b.getDenseI64ArrayAttr(limit), b.getDenseI64ArrayAttr(stride));
+        Value ctx = SliceOp::create(
+            b, r.loc, full, b.getDenseI64ArrayAttr(start),
+            b.getDenseI64ArrayAttr(limit), b.getDenseI64ArrayAttr(stride));
         if (linear[0])
           out[0] = ctx;
         if (linear[1]) {
@@ -1007,34 +1121,38 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
           at += t.getDimSize(dim);
           if (linear[i])
             out[i] = SliceOp::create(b, r.loc, c, b.getDenseI64ArrayAttr(start),
-                                     b.getDenseI64ArrayAttr(limit), b.getDenseI64ArrayAttr(stride));
+                                     b.getDenseI64ArrayAttr(limit),
+                                     b.getDenseI64ArrayAttr(stride));
         }
         return success();
       })
       .Case([&](DynamicSliceOp o) {
         SmallVector<Value> ops = {r.zeros(o.getOperand().getType()), c};
         ops.append(o.getStartIndices().begin(), o.getStartIndices().end());
-        out[0] = DynamicUpdateSliceOp::create(b, r.loc, o.getOperand().getType(), ops[0], c,
-                                              o.getStartIndices());
+        out[0] = DynamicUpdateSliceOp::create(
+            b, r.loc, o.getOperand().getType(), ops[0], c, o.getStartIndices());
         return success();
       })
       .Case([&](DynamicUpdateSliceOp o) {
         if (linear[0])
-          out[0] = DynamicUpdateSliceOp::create(b, r.loc, o.getType(), c,
-                                                r.zeros(o.getUpdate().getType()),
-                                                o.getStartIndices());
+          out[0] = DynamicUpdateSliceOp::create(
+              b, r.loc, o.getType(), c, r.zeros(o.getUpdate().getType()),
+              o.getStartIndices());
         if (linear[1])
-          out[1] = DynamicSliceOp::create(b, r.loc, c, o.getStartIndices(),
-                                          b.getDenseI64ArrayAttr(o.getUpdate().getType().getShape()));
+          out[1] = DynamicSliceOp::create(
+              b, r.loc, c, o.getStartIndices(),
+              b.getDenseI64ArrayAttr(o.getUpdate().getType().getShape()));
         return success();
       })
       .Case([&](GatherOp o) {
         out[0] = ScatterOp::create(
-            b, r.loc, o.getOperand().getType(), r.zeros(o.getOperand().getType()),
-            o.getStartIndices(), c, o.getOffsetDimsAttr(), o.getCollapsedSliceDimsAttr(),
+            b, r.loc, o.getOperand().getType(),
+            r.zeros(o.getOperand().getType()), o.getStartIndices(), c,
+            o.getOffsetDimsAttr(), o.getCollapsedSliceDimsAttr(),
             o.getOperandBatchingDimsAttr(), o.getStartIndicesBatchingDimsAttr(),
             o.getStartIndexMapAttr(), o.getIndexVectorDimAttr(),
-            ScatterKindAttr::get(b.getContext(), ScatterKind::Add), o.getModeAttr());
+            ScatterKindAttr::get(b.getContext(), ScatterKind::Add),
+            o.getModeAttr());
         return success();
       })
       .Case([&](ScatterOp o) {
@@ -1065,15 +1183,20 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
               windowOperandDims.push_back(d);
           for (int64_t d = 0; d < operand.getRank(); ++d) {
             auto it = llvm::find(windowOperandDims, d);
-            sizes.push_back(it == windowOperandDims.end()
-                                ? 1
-                                : upd.getDimSize(o.getUpdateWindowDims()[it - windowOperandDims.begin()]));
+            sizes.push_back(
+                it == windowOperandDims.end()
+                    ? 1
+                    : upd.getDimSize(
+                          o.getUpdateWindowDims()[it -
+                                                  windowOperandDims.begin()]));
           }
           out[2] = GatherOp::create(
-              b, r.loc, upd, c, o.getScatterIndices(), o.getUpdateWindowDimsAttr(),
-              o.getInsertedWindowDimsAttr(), o.getOperandBatchingDimsAttr(),
-              o.getScatterIndicesBatchingDimsAttr(), o.getScatterDimsToOperandDimsAttr(),
-              o.getIndexVectorDimAttr(), b.getDenseI64ArrayAttr(sizes), o.getModeAttr());
+              b, r.loc, upd, c, o.getScatterIndices(),
+              o.getUpdateWindowDimsAttr(), o.getInsertedWindowDimsAttr(),
+              o.getOperandBatchingDimsAttr(),
+              o.getScatterIndicesBatchingDimsAttr(),
+              o.getScatterDimsToOperandDimsAttr(), o.getIndexVectorDimAttr(),
+              b.getDenseI64ArrayAttr(sizes), o.getModeAttr());
         }
         return success();
       })
@@ -1083,11 +1206,11 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
         DotDims d(o);
         int64_t nb = d.lb.size(), nl = d.lFree.size();
         if (linear[0])
-          out[0] = dotTranspose(r, c, o.getRhs(), o.getLhs().getType(), d.lb, d.lc, d.lFree,
-                                d.rb, d.rc, d.rFree, nb + nl);
+          out[0] = dotTranspose(r, c, o.getRhs(), o.getLhs().getType(), d.lb,
+                                d.lc, d.lFree, d.rb, d.rc, d.rFree, nb + nl);
         if (linear[1])
-          out[1] = dotTranspose(r, c, o.getLhs(), o.getRhs().getType(), d.rb, d.rc, d.rFree,
-                                d.lb, d.lc, d.lFree, nb);
+          out[1] = dotTranspose(r, c, o.getLhs(), o.getRhs().getType(), d.rb,
+                                d.rc, d.rFree, d.lb, d.lc, d.lFree, nb);
         return success();
       })
       .Case([&](SortOp o) -> LogicalResult {
@@ -1104,7 +1227,8 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b, ArrayRef<
             continue;
           if (!perm)
             perm = sortPermutation(r, o);
-          auto s = SortOp::create(b, r.loc, ValueRange{perm, ct[i]}, o.getDimension(), 1, true);
+          auto s = SortOp::create(b, r.loc, ValueRange{perm, ct[i]},
+                                  o.getDimension(), 1, true);
           out[i] = s.getResult(1);
         }
         return success();

@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 #include "ember/IR/EmberDialect.h"
 
+#include "RuleSwitch.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/TypeUtilities.h"
-#include "RuleSwitch.h"
 
 using namespace mlir;
 using namespace mlir::ember;
@@ -47,25 +47,29 @@ struct BatchCtx {
     SmallVector<int64_t> dims;
     for (int64_t i = 0; i < t.getRank(); ++i)
       dims.push_back(i + 1);
-    return BroadcastInDimOp::create(b, loc, withBatch(t, n), v, b.getDenseI64ArrayAttr(dims));
+    return BroadcastInDimOp::create(b, loc, withBatch(t, n), v,
+                                    b.getDenseI64ArrayAttr(dims));
   }
 
   /// A 0-d i32 zero: the start index of the batch dimension.
   Value zeroIndex() {
-    return ConstantOp::create(b, loc,
-                              DenseElementsAttr::get(RankedTensorType::get({}, b.getI32Type()),
-                                                     b.getI32IntegerAttr(0)));
+    return ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get({}, b.getI32Type()),
+                               b.getI32IntegerAttr(0)));
   }
 
   /// The [n, r] i64 matrix of per-example start indices from r scalar index
   /// operands (batched or not); with `hi`, index k is clamped to [0, hi[k]].
-  Value indexMatrix(ArrayRef<Value> idx, ArrayRef<bool> isB, ArrayRef<int64_t> hi = {}) {
+  Value indexMatrix(ArrayRef<Value> idx, ArrayRef<bool> isB,
+                    ArrayRef<int64_t> hi = {}) {
     SmallVector<Value> cols;
     auto colType = RankedTensorType::get({n, 1}, b.getI64Type());
     auto vecType = RankedTensorType::get({n}, b.getI64Type());
     for (auto [k, v] : llvm::enumerate(idx)) {
       Value vb = batched(v, isB[k]); // [n]
-      if (cast<RankedTensorType>(vb.getType()).getElementType() != b.getI64Type())
+      if (cast<RankedTensorType>(vb.getType()).getElementType() !=
+          b.getI64Type())
         vb = ConvertOp::create(b, loc, vecType, vb);
       if (!hi.empty()) {
         auto bound = [&](int64_t x) {
@@ -75,7 +79,8 @@ struct BatchCtx {
       }
       cols.push_back(ReshapeOp::create(b, loc, colType, vb));
     }
-    return cols.size() == 1 ? cols[0] : (Value)ConcatenateOp::create(b, loc, cols, 1);
+    return cols.size() == 1 ? cols[0]
+                            : (Value)ConcatenateOp::create(b, loc, cols, 1);
   }
 
   /// Re-creates `op` with new operands, prefixed result types and attributes
@@ -98,18 +103,22 @@ Value padPerExample(BatchCtx &c, Value x, Value pv, ArrayRef<int64_t> low,
   OpBuilder &b = c.b;
   auto xt = cast<RankedTensorType>(x.getType());
   auto scalar = [&](Type e, double v) {
-    return (Value)ConstantOp::create(b, c.loc, splatOf(RankedTensorType::get({}, e), v));
+    return (Value)ConstantOp::create(b, c.loc,
+                                     splatOf(RankedTensorType::get({}, e), v));
   };
   auto padded = [&](Value v, Value with) {
-    return (Value)PadOp::create(b, c.loc, v, with, b.getDenseI64ArrayAttr(prepend(0, low)),
+    return (Value)PadOp::create(b, c.loc, v, with,
+                                b.getDenseI64ArrayAttr(prepend(0, low)),
                                 b.getDenseI64ArrayAttr(prepend(0, high)),
                                 b.getDenseI64ArrayAttr(prepend(0, interior)));
   };
   Value data = padded(x, scalar(xt.getElementType(), 0.0));
-  Value ones = ConstantOp::create(b, c.loc, splatOf(xt.clone(b.getI1Type()), 1.0));
+  Value ones =
+      ConstantOp::create(b, c.loc, splatOf(xt.clone(b.getI1Type()), 1.0));
   Value mask = padded(ones, scalar(b.getI1Type(), 0.0));
   auto outT = cast<RankedTensorType>(data.getType());
-  Value fill = BroadcastInDimOp::create(b, c.loc, outT, pv, b.getDenseI64ArrayAttr({0}));
+  Value fill =
+      BroadcastInDimOp::create(b, c.loc, outT, pv, b.getDenseI64ArrayAttr({0}));
   return SelectOp::create(b, c.loc, outT, mask, data, fill);
 }
 
@@ -118,8 +127,9 @@ DenseElementsAttr identityOf(RankedTensorType t, ReduceKind kind) {
   Type e = t.getElementType();
   if (auto f = dyn_cast<FloatType>(e)) {
     const auto &sem = f.getFloatSemantics();
-    APFloat v = kind == ReduceKind::Prod  ? APFloat::getOne(sem)
-                : kind == ReduceKind::Max ? APFloat::getInf(sem, /*Negative=*/true)
+    APFloat v = kind == ReduceKind::Prod ? APFloat::getOne(sem)
+                : kind == ReduceKind::Max
+                    ? APFloat::getInf(sem, /*Negative=*/true)
                 : kind == ReduceKind::Min ? APFloat::getInf(sem)
                                           : APFloat::getZero(sem);
     return DenseElementsAttr::get(t, v);
@@ -129,14 +139,17 @@ DenseElementsAttr identityOf(RankedTensorType t, ReduceKind kind) {
   bool u = it.isUnsigned() || w == 1;
   APInt v = kind == ReduceKind::Prod  ? APInt(w, 1)
             : kind == ReduceKind::And ? APInt::getAllOnes(w)
-            : kind == ReduceKind::Max ? (u ? APInt::getMinValue(w) : APInt::getSignedMinValue(w))
-            : kind == ReduceKind::Min ? (u ? APInt::getMaxValue(w) : APInt::getSignedMaxValue(w))
-                                      : APInt::getZero(w);
+            : kind == ReduceKind::Max
+                ? (u ? APInt::getMinValue(w) : APInt::getSignedMinValue(w))
+            : kind == ReduceKind::Min
+                ? (u ? APInt::getMaxValue(w) : APInt::getSignedMaxValue(w))
+                : APInt::getZero(w);
   return DenseElementsAttr::get(t, v);
 }
 
 /// The elementwise op that combines two partial results of a reduction.
-Value combineByKind(OpBuilder &b, Location loc, ReduceKind kind, Value x, Value y) {
+Value combineByKind(OpBuilder &b, Location loc, ReduceKind kind, Value x,
+                    Value y) {
   switch (kind) {
   case ReduceKind::Sum:
     return AddOp::create(b, loc, x, y);
@@ -165,9 +178,11 @@ RankedTensorType mlir::ember::batchedType(Type t, int64_t n) {
   return RankedTensorType::get(shape, r.getElementType());
 }
 
-LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Value> operands,
+LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
+                                      ArrayRef<Value> operands,
                                       ArrayRef<bool> isBatched, int64_t n,
-                                      SmallVectorImpl<Value> &results, RuleMode mode) {
+                                      SmallVectorImpl<Value> &results,
+                                      RuleMode mode) {
   BatchCtx c{b, op->getLoc(), n};
   auto all = [&]() {
     SmallVector<Value> vs;
@@ -196,8 +211,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
 
   // Elementwise ops (and ops that act per element like them): broadcast the
   // unbatched operands and apply the op to the batched shapes.
-  bool perElement =
-      op->hasTrait<OpTrait::Elementwise>() || isa<StopGradientOp, BitcastConvertOp>(op);
+  bool perElement = op->hasTrait<OpTrait::Elementwise>() ||
+                    isa<StopGradientOp, BitcastConvertOp>(op);
   if (mode == RuleMode::Probe && (perElement || isa<OptimizationBarrierOp>(op)))
     return success();
   if (perElement)
@@ -219,7 +234,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
       })
       .Case([&](BroadcastInDimOp o) {
         NamedAttrList a = attrs();
-        setArray(a, "broadcast_dimensions", prepend(0, shifted(o.getBroadcastDimensions())));
+        setArray(a, "broadcast_dimensions",
+                 prepend(0, shifted(o.getBroadcastDimensions())));
         return done(c.recreate(op, all(), a));
       })
       .Case([&](ReshapeOp o) { return done(c.recreate(op, all(), attrs())); })
@@ -269,7 +285,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         if (!isBatched[1])
           return done(c.recreate(op, {x, operands[1]}, a));
         return doneValue(padPerExample(c, x, operands[1], o.getEdgePaddingLow(),
-                                       o.getEdgePaddingHigh(), o.getInteriorPadding()));
+                                       o.getEdgePaddingHigh(),
+                                       o.getInteriorPadding()));
       })
       .Case([&](ReduceWindowOp o) -> LogicalResult {
         NamedAttrList a = attrs();
@@ -283,8 +300,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         // A per-example init value: pad with it per example, reduce with the
         // kind's identity and no padding, then combine with the init once.
         SmallVector<int64_t> none(o.getPaddingLow().size(), 0);
-        Value padded = padPerExample(c, x, operands[1], o.getPaddingLow(), o.getPaddingHigh(),
-                                     none);
+        Value padded = padPerExample(c, x, operands[1], o.getPaddingLow(),
+                                     o.getPaddingHigh(), none);
         auto elem = getElementTypeOrSelf(x.getType());
         Value ident = ConstantOp::create(
             b, c.loc, identityOf(RankedTensorType::get({}, elem), o.getKind()));
@@ -298,8 +315,10 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         return doneValue(combineByKind(b, c.loc, o.getKind(), r, init));
       })
       .Case([&](DotGeneralOp o) {
-        auto lb = o.getLhsBatchingDimensions(), rb = o.getRhsBatchingDimensions();
-        auto lc = o.getLhsContractingDimensions(), rc = o.getRhsContractingDimensions();
+        auto lb = o.getLhsBatchingDimensions(),
+             rb = o.getRhsBatchingDimensions();
+        auto lc = o.getLhsContractingDimensions(),
+             rc = o.getRhsContractingDimensions();
         auto resType = withBatch(o.getType(), n);
         if (isBatched[0] && isBatched[1]) {
           // The vmapped dimension becomes the first batch dimension.
@@ -307,7 +326,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
               b, c.loc, resType, operands[0], operands[1],
               b.getDenseI64ArrayAttr(prepend(0, shifted(lb))),
               b.getDenseI64ArrayAttr(prepend(0, shifted(rb))),
-              b.getDenseI64ArrayAttr(shifted(lc)), b.getDenseI64ArrayAttr(shifted(rc)));
+              b.getDenseI64ArrayAttr(shifted(lc)),
+              b.getDenseI64ArrayAttr(shifted(rc)));
           return doneValue(d);
         }
         // One side batched: the vmapped dimension is a free dimension of that
@@ -315,59 +335,70 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         bool left = isBatched[0];
         auto lType = cast<RankedTensorType>(operands[0].getType());
         auto rType = cast<RankedTensorType>(operands[1].getType());
-        SmallVector<int64_t> nlb = left ? shifted(lb) : SmallVector<int64_t>(lb);
-        SmallVector<int64_t> nlc = left ? shifted(lc) : SmallVector<int64_t>(lc);
-        SmallVector<int64_t> nrb = left ? SmallVector<int64_t>(rb) : shifted(rb);
-        SmallVector<int64_t> nrc = left ? SmallVector<int64_t>(rc) : shifted(rc);
+        SmallVector<int64_t> nlb =
+            left ? shifted(lb) : SmallVector<int64_t>(lb);
+        SmallVector<int64_t> nlc =
+            left ? shifted(lc) : SmallVector<int64_t>(lc);
+        SmallVector<int64_t> nrb =
+            left ? SmallVector<int64_t>(rb) : shifted(rb);
+        SmallVector<int64_t> nrc =
+            left ? SmallVector<int64_t>(rc) : shifted(rc);
         // Result layout: batch, lhs free (in order), rhs free (in order).
         int64_t nb = lb.size();
         int64_t lFree = lType.getRank() - nlb.size() - nlc.size();
-        int64_t pos = left ? nb : nb + lFree; // the vmapped dim is the first free dim
+        int64_t pos =
+            left ? nb : nb + lFree; // the vmapped dim is the first free dim
         auto outType = o.getType();
         SmallVector<int64_t> shape(outType.getShape());
         shape.insert(shape.begin() + pos, n);
         auto dotType = RankedTensorType::get(shape, outType.getElementType());
         (void)rType;
-        Value d = DotGeneralOp::create(b, c.loc, dotType, operands[0], operands[1],
-                                       b.getDenseI64ArrayAttr(nlb), b.getDenseI64ArrayAttr(nrb),
-                                       b.getDenseI64ArrayAttr(nlc), b.getDenseI64ArrayAttr(nrc));
+        Value d = DotGeneralOp::create(
+            b, c.loc, dotType, operands[0], operands[1],
+            b.getDenseI64ArrayAttr(nlb), b.getDenseI64ArrayAttr(nrb),
+            b.getDenseI64ArrayAttr(nlc), b.getDenseI64ArrayAttr(nrc));
         if (pos == 0)
           return doneValue(d);
         SmallVector<int64_t> perm = {pos};
         for (int64_t i = 0; i < (int64_t)shape.size(); ++i)
           if (i != pos)
             perm.push_back(i);
-        return doneValue(TransposeOp::create(b, c.loc, d, b.getDenseI64ArrayAttr(perm)));
+        return doneValue(
+            TransposeOp::create(b, c.loc, d, b.getDenseI64ArrayAttr(perm)));
       })
       .Case([&](DynamicSliceOp o) -> LogicalResult {
         auto sizes = o.getSliceSizes();
-        bool indicesBatched = llvm::any_of(isBatched.drop_front(), [](bool x) { return x; });
+        bool indicesBatched =
+            llvm::any_of(isBatched.drop_front(), [](bool x) { return x; });
         Value x = c.batched(operands[0], isBatched[0]);
         if (!indicesBatched) {
           SmallVector<Value> idx = {c.zeroIndex()};
           idx.append(operands.begin() + 1, operands.end());
-          return doneValue(DynamicSliceOp::create(b, c.loc, x, idx,
-                                                  b.getDenseI64ArrayAttr(prepend(n, sizes))));
+          return doneValue(DynamicSliceOp::create(
+              b, c.loc, x, idx, b.getDenseI64ArrayAttr(prepend(n, sizes))));
         }
         // Batched start indices: a gather whose operand and indices share
         // the batch dimension (gather's clip mode clamps like dynamic_slice).
         int64_t r = sizes.size();
-        Value indices = c.indexMatrix(operands.drop_front(), isBatched.drop_front());
+        Value indices =
+            c.indexMatrix(operands.drop_front(), isBatched.drop_front());
         SmallVector<int64_t> offsetDims, startMap;
         for (int64_t i = 0; i < r; ++i) {
           offsetDims.push_back(i + 1);
           startMap.push_back(i + 1);
         }
         auto g = GatherOp::create(
-            b, c.loc, withBatch(o.getType(), n), x, indices, b.getDenseI64ArrayAttr(offsetDims),
-            b.getDenseI64ArrayAttr({}), b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({0}),
+            b, c.loc, withBatch(o.getType(), n), x, indices,
+            b.getDenseI64ArrayAttr(offsetDims), b.getDenseI64ArrayAttr({}),
+            b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({0}),
             b.getDenseI64ArrayAttr(startMap), b.getI64IntegerAttr(1),
             b.getDenseI64ArrayAttr(prepend(1, sizes)),
             IndexModeAttr::get(b.getContext(), IndexMode::Clip));
         return doneValue(g);
       })
       .Case([&](DynamicUpdateSliceOp o) -> LogicalResult {
-        bool indicesBatched = llvm::any_of(isBatched.drop_front(2), [](bool x) { return x; });
+        bool indicesBatched =
+            llvm::any_of(isBatched.drop_front(2), [](bool x) { return x; });
         Value x = c.batched(operands[0], isBatched[0]);
         Value u = c.batched(operands[1], isBatched[1]);
         if (!indicesBatched) {
@@ -384,15 +415,17 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         SmallVector<int64_t> hi;
         for (int64_t k = 0; k < r; ++k)
           hi.push_back(operand.getDimSize(k) - upd.getDimSize(k));
-        Value indices = c.indexMatrix(operands.drop_front(2), isBatched.drop_front(2), hi);
+        Value indices =
+            c.indexMatrix(operands.drop_front(2), isBatched.drop_front(2), hi);
         SmallVector<int64_t> windowDims, toOperand;
         for (int64_t i = 0; i < r; ++i) {
           windowDims.push_back(i + 1);
           toOperand.push_back(i + 1);
         }
         auto s = ScatterOp::create(
-            b, c.loc, x.getType(), x, indices, u, b.getDenseI64ArrayAttr(windowDims),
-            b.getDenseI64ArrayAttr({}), b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({0}),
+            b, c.loc, x.getType(), x, indices, u,
+            b.getDenseI64ArrayAttr(windowDims), b.getDenseI64ArrayAttr({}),
+            b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({0}),
             b.getDenseI64ArrayAttr(toOperand), b.getI64IntegerAttr(1),
             ScatterKindAttr::get(b.getContext(), ScatterKind::Replace),
             IndexModeAttr::get(b.getContext(), IndexMode::Clip));
@@ -405,11 +438,14 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
             b, c.loc, withBatch(o.getType(), n), x, idx,
             b.getDenseI64ArrayAttr(shifted(o.getOffsetDims())),
             b.getDenseI64ArrayAttr(shifted(o.getCollapsedSliceDims())),
-            b.getDenseI64ArrayAttr(prepend(0, shifted(o.getOperandBatchingDims()))),
-            b.getDenseI64ArrayAttr(prepend(0, shifted(o.getStartIndicesBatchingDims()))),
+            b.getDenseI64ArrayAttr(
+                prepend(0, shifted(o.getOperandBatchingDims()))),
+            b.getDenseI64ArrayAttr(
+                prepend(0, shifted(o.getStartIndicesBatchingDims()))),
             b.getDenseI64ArrayAttr(shifted(o.getStartIndexMap())),
             b.getI64IntegerAttr(o.getIndexVectorDim() + 1),
-            b.getDenseI64ArrayAttr(prepend(1, o.getSliceSizes())), o.getModeAttr());
+            b.getDenseI64ArrayAttr(prepend(1, o.getSliceSizes())),
+            o.getModeAttr());
         return doneValue(g);
       })
       .Case([&](ScatterOp o) {
@@ -420,10 +456,13 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
             b, c.loc, x.getType(), x, idx, u,
             b.getDenseI64ArrayAttr(shifted(o.getUpdateWindowDims())),
             b.getDenseI64ArrayAttr(shifted(o.getInsertedWindowDims())),
-            b.getDenseI64ArrayAttr(prepend(0, shifted(o.getOperandBatchingDims()))),
-            b.getDenseI64ArrayAttr(prepend(0, shifted(o.getScatterIndicesBatchingDims()))),
+            b.getDenseI64ArrayAttr(
+                prepend(0, shifted(o.getOperandBatchingDims()))),
+            b.getDenseI64ArrayAttr(
+                prepend(0, shifted(o.getScatterIndicesBatchingDims()))),
             b.getDenseI64ArrayAttr(shifted(o.getScatterDimsToOperandDims())),
-            b.getI64IntegerAttr(o.getIndexVectorDim() + 1), o.getKindAttr(), o.getModeAttr());
+            b.getI64IntegerAttr(o.getIndexVectorDim() + 1), o.getKindAttr(),
+            o.getModeAttr());
         return doneValue(s);
       })
       .Case([&](HostCallbackOp o) -> LogicalResult {
@@ -431,8 +470,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         if (method == "none")
           return emitUserError(o, runtime::ErrorKind::NotBatchable)
                  << ("cannot be batched: this callback has no vmap_method "
-                               "(pass vmap_method='sequential', 'expand_dims' or "
-                               "'broadcast_all')");
+                     "(pass vmap_method='sequential', 'expand_dims' or "
+                     "'broadcast_all')");
         if (method != "sequential") {
           // One call on the batched inputs; `expand_dims` gives unbatched
           // inputs a leading dimension of 1 instead of broadcasting them.
@@ -442,7 +481,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
               ins.push_back(c.batched(v, isB));
               continue;
             }
-            ins.push_back(ReshapeOp::create(b, c.loc, withBatch(v.getType(), 1), v));
+            ins.push_back(
+                ReshapeOp::create(b, c.loc, withBatch(v.getType(), 1), v));
           }
           return done(c.recreate(op, ins, attrs()));
         }
@@ -460,10 +500,11 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
                 strides(t.getRank(), 1);
             start[0] = i;
             limit[0] = i + 1;
-            Value s = SliceOp::create(b, c.loc, v, b.getDenseI64ArrayAttr(start),
-                                      b.getDenseI64ArrayAttr(limit),
-                                      b.getDenseI64ArrayAttr(strides));
-            auto unbatched = RankedTensorType::get(t.getShape().drop_front(), t.getElementType());
+            Value s = SliceOp::create(
+                b, c.loc, v, b.getDenseI64ArrayAttr(start),
+                b.getDenseI64ArrayAttr(limit), b.getDenseI64ArrayAttr(strides));
+            auto unbatched = RankedTensorType::get(t.getShape().drop_front(),
+                                                   t.getElementType());
             ins.push_back(ReshapeOp::create(b, c.loc, unbatched, s));
           }
           OperationState state(c.loc, op->getName());
@@ -476,9 +517,9 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
                 ReshapeOp::create(b, c.loc, withBatch(r.getType(), 1), r));
         }
         for (auto &parts : perResult)
-          results.push_back(parts.size() == 1
-                                ? parts[0]
-                                : (Value)ConcatenateOp::create(b, c.loc, parts, 0));
+          results.push_back(parts.size() == 1 ? parts[0]
+                                              : (Value)ConcatenateOp::create(
+                                                    b, c.loc, parts, 0));
         return success();
       })
       // Run-time stacks (reverse mode through a while_loop): the lanes share
@@ -489,14 +530,16 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
       // jacrev), the pushes have no lanes and every lane reads whole pushes
       // (the runtime knows from the stack). The handles of the lanes are the
       // stack's or 0 (a lane that never ran): their maximum.
-      .Case<StackPushOp, StackPopOp, StackFreeOp>([&](Operation *o) -> LogicalResult {
+      .Case<StackPushOp, StackPopOp, StackFreeOp>([&](Operation *o)
+                                                      -> LogicalResult {
         auto push = dyn_cast<StackPushOp>(o);
         auto pop = dyn_cast<StackPopOp>(o);
         if ((pop && pop.getLanes()) || (push && push.getLanes()))
           return emitUserError(o, runtime::ErrorKind::NotBatchable)
                  << ("cannot be batched: vmap of vmap of the reverse-mode "
-                                "derivative of a while_loop with a run-time trip count is not "
-                                "supported; use fori_loop with static bounds or lax.scan");
+                     "derivative of a while_loop with a run-time trip count is "
+                     "not "
+                     "supported; use fori_loop with static bounds or lax.scan");
         Value handle = operands[0];
         if (isBatched[0])
           handle = ReduceOp::create(b, c.loc, handle, ReduceKind::Max,
@@ -508,21 +551,23 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b, ArrayRef<Valu
         }
         if (push) {
           SmallVector<Value> vals;
-          for (auto [v, isB] : llvm::zip(operands.drop_front(), isBatched.drop_front()))
+          for (auto [v, isB] :
+               llvm::zip(operands.drop_front(), isBatched.drop_front()))
             vals.push_back(c.batched(v, isB));
-          Value h = StackPushOp::create(b, c.loc, handle.getType(), handle, vals,
-                                        b.getI64IntegerAttr(n));
+          Value h = StackPushOp::create(b, c.loc, handle.getType(), handle,
+                                        vals, b.getI64IntegerAttr(n));
           results.push_back(shared(h));
           return success();
         }
         SmallVector<Type> types;
         for (Type t : pop.getValues().getTypes())
           types.push_back(withBatch(t, n));
-        auto batchedPop = StackPopOp::create(b, c.loc, handle.getType(), types, handle,
-                                             c.batched(operands[1], isBatched[1]),
-                                             b.getI64IntegerAttr(n));
+        auto batchedPop = StackPopOp::create(
+            b, c.loc, handle.getType(), types, handle,
+            c.batched(operands[1], isBatched[1]), b.getI64IntegerAttr(n));
         results.push_back(shared(batchedPop.getResult()));
-        results.append(batchedPop.getValues().begin(), batchedPop.getValues().end());
+        results.append(batchedPop.getValues().begin(),
+                       batchedPop.getValues().end());
         return success();
       })
       .Default([&](Operation *o) -> LogicalResult {

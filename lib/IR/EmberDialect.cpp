@@ -19,9 +19,15 @@ namespace {
 /// Every ember op is pure and region-free: always legal to inline.
 struct EmberInlinerInterface : public DialectInlinerInterface {
   using DialectInlinerInterface::DialectInlinerInterface;
-  bool isLegalToInline(Operation *, Operation *, bool) const final { return true; }
-  bool isLegalToInline(Region *, Region *, bool, IRMapping &) const final { return true; }
-  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final { return true; }
+  bool isLegalToInline(Operation *, Operation *, bool) const final {
+    return true;
+  }
+  bool isLegalToInline(Region *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
 };
 } // namespace
 
@@ -37,14 +43,16 @@ void EmberDialect::initialize() {
       >();
 }
 
-Operation *EmberDialect::materializeConstant(OpBuilder &builder, Attribute value,
-                                             Type type, Location loc) {
+Operation *EmberDialect::materializeConstant(OpBuilder &builder,
+                                             Attribute value, Type type,
+                                             Location loc) {
   auto elements = dyn_cast<ElementsAttr>(value);
   if (!elements || elements.getType() != type)
     return nullptr;
   return ConstantOp::create(builder, loc, elements);
 }
 
-InFlightDiagnostic mlir::ember::emitUserError(Operation *op, runtime::ErrorKind kind) {
+InFlightDiagnostic mlir::ember::emitUserError(Operation *op,
+                                              runtime::ErrorKind kind) {
   return op->emitOpError() << "[ember:" << runtime::errorKindId(kind) << "] ";
 }

@@ -30,8 +30,9 @@ static RankedTensorType tensorOf(Value v) {
 }
 
 /// Checks that `dims` are distinct and in [0, rank).
-static LogicalResult checkDims(std::optional<Location> loc, ArrayRef<int64_t> dims,
-                               int64_t rank, StringRef rule, StringRef what) {
+static LogicalResult checkDims(std::optional<Location> loc,
+                               ArrayRef<int64_t> dims, int64_t rank,
+                               StringRef rule, StringRef what) {
   llvm::SmallSet<int64_t, 8> seen;
   for (int64_t d : dims) {
     if (d < 0 || d >= rank)
@@ -67,7 +68,8 @@ LogicalResult IotaOp::verify() {
   // iota_c1
   if (getIotaDimension() < 0 || getIotaDimension() >= type.getRank())
     return emitOpError("iota_c1: iota dimension ")
-           << getIotaDimension() << " is out of range for rank " << type.getRank();
+           << getIotaDimension() << " is out of range for rank "
+           << type.getRank();
   return success();
 }
 
@@ -75,7 +77,8 @@ LogicalResult IotaOp::verify() {
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-LogicalResult IsFiniteOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+LogicalResult IsFiniteOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location>,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &types) {
   auto t = tensorOf(adaptor.getOperand());
@@ -83,7 +86,8 @@ LogicalResult IsFiniteOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locat
   return success();
 }
 
-static LogicalResult inferComplexPart(Value operand, SmallVectorImpl<Type> &types) {
+static LogicalResult inferComplexPart(Value operand,
+                                      SmallVectorImpl<Type> &types) {
   auto t = tensorOf(operand);
   auto c = dyn_cast<ComplexType>(t.getElementType());
   if (!c)
@@ -93,25 +97,29 @@ static LogicalResult inferComplexPart(Value operand, SmallVectorImpl<Type> &type
 }
 
 // optimization_barrier_c1: the results have the operands' types.
-LogicalResult OptimizationBarrierOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
-                                                      Adaptor adaptor,
-                                                      SmallVectorImpl<Type> &types) {
+LogicalResult
+OptimizationBarrierOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
   for (Value v : adaptor.getOperands())
     types.push_back(v.getType());
   return success();
 }
 
 LogicalResult RealOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
-                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
   return inferComplexPart(adaptor.getOperand(), types);
 }
 
 LogicalResult ImagOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
-                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
   return inferComplexPart(adaptor.getOperand(), types);
 }
 
-LogicalResult ComplexOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+LogicalResult ComplexOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location>,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
   auto t = tensorOf(adaptor.getLhs());
@@ -119,7 +127,8 @@ LogicalResult ComplexOp::inferReturnTypes(MLIRContext *, std::optional<Location>
   return success();
 }
 
-LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
+                                          std::optional<Location>,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
   types.push_back(tensorOf(adaptor.getLhs()).clone(IntegerType::get(ctx, 1)));
@@ -141,8 +150,8 @@ OpFoldResult NotOp::fold(FoldAdaptor) {
 /// Folds a binary op of two constants when the element type is signless or
 /// float; unsigned types are left to the lowering.
 template <typename IntFn, typename FloatFn>
-static Attribute foldConstants(Type type, ArrayRef<Attribute> operands, IntFn intFn,
-                               FloatFn floatFn) {
+static Attribute foldConstants(Type type, ArrayRef<Attribute> operands,
+                               IntFn intFn, FloatFn floatFn) {
   Type elem = getElementTypeOrSelf(type);
   if (elem.isSignlessInteger() && !elem.isInteger(1))
     return constFoldBinaryOp<IntegerAttr, APInt, void>(operands, intFn);
@@ -153,8 +162,10 @@ static Attribute foldConstants(Type type, ArrayRef<Attribute> operands, IntFn in
 
 OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   Type elem = getElementTypeOrSelf(getType());
-  // x + 0 -> x holds for integers; for floats only x + (-0.0) is exact, skip it.
-  if (isa<IntegerType>(elem) && !elem.isInteger(1) && isZeroSplat(adaptor.getRhs()))
+  // x + 0 -> x holds for integers; for floats only x + (-0.0) is exact, skip
+  // it.
+  if (isa<IntegerType>(elem) && !elem.isInteger(1) &&
+      isZeroSplat(adaptor.getRhs()))
     return getLhs();
   return foldConstants(
       getType(), adaptor.getOperands(),
@@ -163,7 +174,8 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
 }
 
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
-  if (isZeroSplat(adaptor.getRhs()) && !isa<ComplexType>(getElementTypeOrSelf(getType())))
+  if (isZeroSplat(adaptor.getRhs()) &&
+      !isa<ComplexType>(getElementTypeOrSelf(getType())))
     return getLhs();
   return foldConstants(
       getType(), adaptor.getOperands(),
@@ -173,7 +185,8 @@ OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
 
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
   Type elem = getElementTypeOrSelf(getType());
-  if (!elem.isInteger(1) && !isa<ComplexType>(elem) && isOneSplat(adaptor.getRhs()))
+  if (!elem.isInteger(1) && !isa<ComplexType>(elem) &&
+      isOneSplat(adaptor.getRhs()))
     return getLhs();
   return foldConstants(
       getType(), adaptor.getOperands(),
@@ -212,12 +225,14 @@ LogicalResult BitcastConvertOp::verify() {
   auto out = getResult().getType();
   unsigned wi = in.getElementTypeBitWidth(), wo = out.getElementTypeBitWidth();
   // Complex element types have no integer view here.
-  if (isa<ComplexType>(in.getElementType()) || isa<ComplexType>(out.getElementType()))
+  if (isa<ComplexType>(in.getElementType()) ||
+      isa<ComplexType>(out.getElementType()))
     wi = wo = 0;
   if (wi == wo) {
     // bitcast_convert_c1
     if (in.getShape() != out.getShape())
-      return emitOpError("bitcast_convert_c1: operand and result shapes differ");
+      return emitOpError(
+          "bitcast_convert_c1: operand and result shapes differ");
     return success();
   }
   // bitcast_convert_c2: a wider element splits into a trailing dimension of
@@ -227,9 +242,11 @@ LogicalResult BitcastConvertOp::verify() {
   unsigned big = std::max(wi, wo), small = std::min(wi, wo);
   SmallVector<int64_t> expect(wide.getShape());
   expect.push_back(small ? big / small : 0);
-  if (small == 0 || big % small != 0 || narrow.getShape() != ArrayRef<int64_t>(expect))
+  if (small == 0 || big % small != 0 ||
+      narrow.getShape() != ArrayRef<int64_t>(expect))
     return emitOpError("bitcast_convert_c2: with element widths ")
-           << wi << " and " << wo << ", the narrower side must have the wider side's shape "
+           << wi << " and " << wo
+           << ", the narrower side must have the wider side's shape "
            << "plus a trailing dimension of size " << (small ? big / small : 0);
   return success();
 }
@@ -250,15 +267,17 @@ LogicalResult BroadcastInDimOp::verify() {
     return emitOpError("broadcast_in_dim_c2: broadcast_dimensions has ")
            << dims.size() << " entries, operand rank is " << in.getRank();
   // broadcast_in_dim_c3
-  if (failed(checkDims(getLoc(), dims, out.getRank(), "broadcast_in_dim_c3", "broadcast")))
+  if (failed(checkDims(getLoc(), dims, out.getRank(), "broadcast_in_dim_c3",
+                       "broadcast")))
     return failure();
   // broadcast_in_dim_c4
   for (auto [i, d] : llvm::enumerate(dims)) {
     int64_t s = in.getDimSize(i);
     if (s != 1 && s != out.getDimSize(d))
       return emitOpError("broadcast_in_dim_c4: operand dimension ")
-             << i << " of size " << s << " cannot broadcast to result dimension " << d
-             << " of size " << out.getDimSize(d);
+             << i << " of size " << s
+             << " cannot broadcast to result dimension " << d << " of size "
+             << out.getDimSize(d);
   }
   return success();
 }
@@ -282,7 +301,8 @@ LogicalResult ReshapeOp::verify() {
   // reshape_c2
   if (in.getNumElements() != out.getNumElements())
     return emitOpError("reshape_c2: operand has ")
-           << in.getNumElements() << " elements, result has " << out.getNumElements();
+           << in.getNumElements() << " elements, result has "
+           << out.getNumElements();
   return success();
 }
 
@@ -298,7 +318,8 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
   auto in = tensorOf(adaptor.getOperand());
@@ -323,8 +344,10 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
   return {};
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                        Adaptor adaptor, SmallVectorImpl<Type> &types) {
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
   auto in = tensorOf(adaptor.getOperand());
   auto start = adaptor.getStartIndices();
   auto limit = adaptor.getLimitIndices();
@@ -333,19 +356,19 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   // slice_c1
   if ((int64_t)start.size() != rank || (int64_t)limit.size() != rank ||
       (int64_t)strides.size() != rank)
-    return emitOptionalError(loc, "slice_c1: start, limit and strides need ", rank,
-                             " entries each");
+    return emitOptionalError(loc, "slice_c1: start, limit and strides need ",
+                             rank, " entries each");
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < rank; ++i) {
     // slice_c2
     if (start[i] < 0 || limit[i] > in.getDimSize(i) || start[i] > limit[i])
-      return emitOptionalError(loc, "slice_c2: dimension ", i, " needs 0 <= start (",
-                               start[i], ") <= limit (", limit[i], ") <= size (",
-                               in.getDimSize(i), ")");
+      return emitOptionalError(loc, "slice_c2: dimension ", i,
+                               " needs 0 <= start (", start[i], ") <= limit (",
+                               limit[i], ") <= size (", in.getDimSize(i), ")");
     // slice_c3
     if (strides[i] < 1)
-      return emitOptionalError(loc, "slice_c3: stride ", strides[i], " of dimension ",
-                               i, " must be positive");
+      return emitOptionalError(loc, "slice_c3: stride ", strides[i],
+                               " of dimension ", i, " must be positive");
     shape.push_back(llvm::divideCeil(limit[i] - start[i], strides[i]));
   }
   types.push_back(in.clone(shape));
@@ -358,7 +381,8 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
   return {};
 }
 
-LogicalResult DynamicSliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult DynamicSliceOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
                                                Adaptor adaptor,
                                                SmallVectorImpl<Type> &types) {
   auto in = tensorOf(adaptor.getOperand());
@@ -372,8 +396,8 @@ LogicalResult DynamicSliceOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   for (int64_t i = 0; i < in.getRank(); ++i)
     if (sizes[i] < 0 || sizes[i] > in.getDimSize(i))
       return emitOptionalError(loc, "dynamic_slice_c2: slice size ", sizes[i],
-                               " of dimension ", i, " exceeds the operand size ",
-                               in.getDimSize(i));
+                               " of dimension ", i,
+                               " exceeds the operand size ", in.getDimSize(i));
   types.push_back(in.clone(sizes));
   return success();
 }
@@ -382,9 +406,11 @@ LogicalResult DynamicUpdateSliceOp::verify() {
   auto in = getOperand().getType();
   auto upd = getUpdate().getType();
   // dynamic_update_slice_c1
-  if (in.getElementType() != upd.getElementType() || in.getRank() != upd.getRank())
-    return emitOpError("dynamic_update_slice_c1: update must have the operand's rank "
-                       "and element type");
+  if (in.getElementType() != upd.getElementType() ||
+      in.getRank() != upd.getRank())
+    return emitOpError(
+        "dynamic_update_slice_c1: update must have the operand's rank "
+        "and element type");
   // dynamic_update_slice_c2
   if ((int64_t)getStartIndices().size() != in.getRank())
     return emitOpError("dynamic_update_slice_c2: need ")
@@ -397,14 +423,17 @@ LogicalResult DynamicUpdateSliceOp::verify() {
   return success();
 }
 
-LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                      Adaptor adaptor, SmallVectorImpl<Type> &types) {
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
   auto in = tensorOf(adaptor.getOperand());
   auto pv = tensorOf(adaptor.getPaddingValue());
   // pad_c1
   if (pv.getRank() != 0 || pv.getElementType() != in.getElementType())
-    return emitOptionalError(loc, "pad_c1: padding value must be a 0-d tensor of the "
-                                  "operand's element type");
+    return emitOptionalError(
+        loc, "pad_c1: padding value must be a 0-d tensor of the "
+             "operand's element type");
   auto lo = adaptor.getEdgePaddingLow();
   auto hi = adaptor.getEdgePaddingHigh();
   auto interior = adaptor.getInteriorPadding();
@@ -418,12 +447,15 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   for (int64_t i = 0; i < rank; ++i) {
     // pad_c3
     if (interior[i] < 0)
-      return emitOptionalError(loc, "pad_c3: interior padding must be non-negative");
+      return emitOptionalError(loc,
+                               "pad_c3: interior padding must be non-negative");
     int64_t n = in.getDimSize(i);
-    int64_t size = lo[i] + hi[i] + n + std::max<int64_t>(n - 1, 0) * interior[i];
+    int64_t size =
+        lo[i] + hi[i] + n + std::max<int64_t>(n - 1, 0) * interior[i];
     // pad_c4
     if (size < 0)
-      return emitOptionalError(loc, "pad_c4: dimension ", i, " would have size ", size);
+      return emitOptionalError(loc, "pad_c4: dimension ", i,
+                               " would have size ", size);
     shape.push_back(size);
   }
   types.push_back(in.clone(shape));
@@ -433,13 +465,15 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 OpFoldResult PadOp::fold(FoldAdaptor) {
   // Only no padding at all is the identity (low 1, high -1 shifts).
   auto zero = [](int64_t v) { return v == 0; };
-  if (llvm::all_of(getEdgePaddingLow(), zero) && llvm::all_of(getEdgePaddingHigh(), zero) &&
+  if (llvm::all_of(getEdgePaddingLow(), zero) &&
+      llvm::all_of(getEdgePaddingHigh(), zero) &&
       llvm::all_of(getInteriorPadding(), zero))
     return getOperand();
   return {};
 }
 
-LogicalResult ConcatenateOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ConcatenateOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
   auto inputs = adaptor.getInputs();
@@ -457,11 +491,14 @@ LogicalResult ConcatenateOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   for (Value v : inputs) {
     auto t = tensorOf(v);
     // concatenate_c3
-    if (t.getElementType() != first.getElementType() || t.getRank() != first.getRank())
-      return emitOptionalError(loc, "concatenate_c3: inputs differ in rank or element type");
+    if (t.getElementType() != first.getElementType() ||
+        t.getRank() != first.getRank())
+      return emitOptionalError(
+          loc, "concatenate_c3: inputs differ in rank or element type");
     for (int64_t i = 0; i < t.getRank(); ++i)
       if (i != dim && t.getDimSize(i) != first.getDimSize(i))
-        return emitOptionalError(loc, "concatenate_c3: inputs differ in dimension ", i);
+        return emitOptionalError(
+            loc, "concatenate_c3: inputs differ in dimension ", i);
     shape[dim] += t.getDimSize(dim);
   }
   types.push_back(first.clone(shape));
@@ -476,7 +513,8 @@ OpFoldResult ConcatenateOp::fold(FoldAdaptor) {
 
 LogicalResult ReverseOp::verify() {
   // reverse_c1
-  return checkDims(getLoc(), getDimensions(), getType().getRank(), "reverse_c1", "reverse");
+  return checkDims(getLoc(), getDimensions(), getType().getRank(), "reverse_c1",
+                   "reverse");
 }
 
 OpFoldResult ReverseOp::fold(FoldAdaptor) {
@@ -490,28 +528,33 @@ OpFoldResult ReverseOp::fold(FoldAdaptor) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-static LogicalResult checkKindForType(std::optional<Location> loc, ReduceKind kind,
-                                      Type elem, StringRef rule) {
+static LogicalResult checkKindForType(std::optional<Location> loc,
+                                      ReduceKind kind, Type elem,
+                                      StringRef rule) {
   bool isBitwise = kind == ReduceKind::And || kind == ReduceKind::Or ||
                    kind == ReduceKind::Xor;
   if (isBitwise && !isa<IntegerType>(elem))
     return emitOptionalError(loc, rule, ": kind ", stringifyReduceKind(kind),
                              " needs an integer or boolean element type");
-  if ((kind == ReduceKind::Max || kind == ReduceKind::Min) && isa<ComplexType>(elem))
+  if ((kind == ReduceKind::Max || kind == ReduceKind::Min) &&
+      isa<ComplexType>(elem))
     return emitOptionalError(loc, rule, ": kind ", stringifyReduceKind(kind),
                              " is not defined for complex elements");
   return success();
 }
 
-LogicalResult ReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+LogicalResult ReduceOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
   auto in = tensorOf(adaptor.getOperand());
   auto dims = adaptor.getDimensions();
   // reduce_c1
   if (failed(checkDims(loc, dims, in.getRank(), "reduce_c1", "reduced")))
     return failure();
   // reduce_c2
-  if (failed(checkKindForType(loc, adaptor.getKind(), in.getElementType(), "reduce_c2")))
+  if (failed(checkKindForType(loc, adaptor.getKind(), in.getElementType(),
+                              "reduce_c2")))
     return failure();
   SmallVector<int64_t> shape;
   for (int64_t i = 0; i < in.getRank(); ++i)
@@ -537,11 +580,13 @@ static LogicalResult verifyArgReduce(Operation *op, RankedTensorType in,
 }
 
 LogicalResult ArgMaxOp::verify() {
-  return verifyArgReduce(*this, getOperand().getType(), getResult().getType(), getAxis());
+  return verifyArgReduce(*this, getOperand().getType(), getResult().getType(),
+                         getAxis());
 }
 
 LogicalResult ArgMinOp::verify() {
-  return verifyArgReduce(*this, getOperand().getType(), getResult().getType(), getAxis());
+  return verifyArgReduce(*this, getOperand().getType(), getResult().getType(),
+                         getAxis());
 }
 
 LogicalResult CumulativeOp::verify() {
@@ -554,10 +599,12 @@ LogicalResult CumulativeOp::verify() {
   if (k != ReduceKind::Sum && k != ReduceKind::Prod && k != ReduceKind::Max &&
       k != ReduceKind::Min)
     return emitOpError("cumulative_c2: kind must be sum, prod, max or min");
-  return checkKindForType(getLoc(), k, getType().getElementType(), "cumulative_c2");
+  return checkKindForType(getLoc(), k, getType().getElementType(),
+                          "cumulative_c2");
 }
 
-LogicalResult ReduceWindowOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult ReduceWindowOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
                                                Adaptor adaptor,
                                                SmallVectorImpl<Type> &types) {
   auto in = tensorOf(adaptor.getOperand());
@@ -565,8 +612,9 @@ LogicalResult ReduceWindowOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   int64_t rank = in.getRank();
   // reduce_window_c1
   if (init.getRank() != 0 || init.getElementType() != in.getElementType())
-    return emitOptionalError(loc, "reduce_window_c1: init value must be a 0-d tensor of "
-                                  "the operand's element type");
+    return emitOptionalError(
+        loc, "reduce_window_c1: init value must be a 0-d tensor of "
+             "the operand's element type");
   auto win = adaptor.getWindowDimensions();
   auto strides = adaptor.getWindowStrides();
   auto lo = adaptor.getPaddingLow();
@@ -574,8 +622,9 @@ LogicalResult ReduceWindowOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   // reduce_window_c2
   if ((int64_t)win.size() != rank || (int64_t)strides.size() != rank ||
       (int64_t)lo.size() != rank || (int64_t)hi.size() != rank)
-    return emitOptionalError(loc, "reduce_window_c2: window, strides and padding need ",
-                             rank, " entries each");
+    return emitOptionalError(
+        loc, "reduce_window_c2: window, strides and padding need ", rank,
+        " entries each");
   // reduce_window_c3
   if (failed(checkKindForType(loc, adaptor.getKind(), in.getElementType(),
                               "reduce_window_c3")))
@@ -584,8 +633,9 @@ LogicalResult ReduceWindowOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   for (int64_t i = 0; i < rank; ++i) {
     // reduce_window_c4
     if (win[i] < 1 || strides[i] < 1 || lo[i] < 0 || hi[i] < 0)
-      return emitOptionalError(loc, "reduce_window_c4: window sizes and strides must be "
-                                    "positive, padding non-negative");
+      return emitOptionalError(
+          loc, "reduce_window_c4: window sizes and strides must be "
+               "positive, padding non-negative");
     int64_t padded = in.getDimSize(i) + lo[i] + hi[i];
     shape.push_back(padded < win[i] ? 0 : (padded - win[i]) / strides[i] + 1);
   }
@@ -594,7 +644,8 @@ LogicalResult ReduceWindowOp::inferReturnTypes(MLIRContext *, std::optional<Loca
 }
 
 LogicalResult SortOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
-                                       Adaptor adaptor, SmallVectorImpl<Type> &types) {
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
   for (Value v : adaptor.getInputs())
     types.push_back(v.getType());
   return success();
@@ -630,7 +681,8 @@ LogicalResult DotGeneralOp::verify() {
   auto lc = getLhsContractingDimensions(), rc = getRhsContractingDimensions();
   // dot_general_c1
   if (lb.size() != rb.size())
-    return emitOpError("dot_general_c1: lhs and rhs batching dimensions differ in number");
+    return emitOpError(
+        "dot_general_c1: lhs and rhs batching dimensions differ in number");
   // dot_general_c2
   if (lc.size() != rc.size())
     return emitOpError(
@@ -639,7 +691,8 @@ LogicalResult DotGeneralOp::verify() {
   SmallVector<int64_t> lAll(lb), rAll(rb);
   lAll.append(lc.begin(), lc.end());
   rAll.append(rc.begin(), rc.end());
-  if (failed(checkDims(getLoc(), lAll, lhs.getRank(), "dot_general_c3", "lhs")) ||
+  if (failed(
+          checkDims(getLoc(), lAll, lhs.getRank(), "dot_general_c3", "lhs")) ||
       failed(checkDims(getLoc(), rAll, rhs.getRank(), "dot_general_c3", "rhs")))
     return failure();
   // dot_general_c4
@@ -663,7 +716,8 @@ LogicalResult DotGeneralOp::verify() {
       shape.push_back(rhs.getDimSize(i));
   // dot_general_c6
   if (getType().getShape() != ArrayRef<int64_t>(shape))
-    return emitOpError("dot_general_c6: result shape must be batch, lhs free, rhs free");
+    return emitOpError(
+        "dot_general_c6: result shape must be batch, lhs free, rhs free");
   return success();
 }
 
@@ -675,7 +729,8 @@ LogicalResult GatherOp::verify() {
   // gather_c1
   if (ivd < 0 || ivd > indices.getRank())
     return emitOpError("gather_c1: index_vector_dim out of range");
-  int64_t indexVectorSize = ivd == indices.getRank() ? 1 : indices.getDimSize(ivd);
+  int64_t indexVectorSize =
+      ivd == indices.getRank() ? 1 : indices.getDimSize(ivd);
   // gather_c2
   if ((int64_t)getStartIndexMap().size() != indexVectorSize)
     return emitOpError("gather_c2: start_index_map has ")
@@ -684,17 +739,19 @@ LogicalResult GatherOp::verify() {
   // gather_c3
   auto sizes = getSliceSizes();
   if ((int64_t)sizes.size() != operand.getRank())
-    return emitOpError("gather_c3: slice_sizes needs one entry per operand dimension");
+    return emitOpError(
+        "gather_c3: slice_sizes needs one entry per operand dimension");
   for (int64_t i = 0; i < operand.getRank(); ++i)
     if (sizes[i] < 0 || sizes[i] > operand.getDimSize(i))
-      return emitOpError("gather_c3: slice size ") << sizes[i] << " of dimension " << i
-                                                   << " is out of bounds";
+      return emitOpError("gather_c3: slice size ")
+             << sizes[i] << " of dimension " << i << " is out of bounds";
   // gather_c4
-  if (failed(checkDims(getLoc(), getStartIndexMap(), operand.getRank(), "gather_c4",
-                       "start_index_map")))
+  if (failed(checkDims(getLoc(), getStartIndexMap(), operand.getRank(),
+                       "gather_c4", "start_index_map")))
     return failure();
   SmallVector<int64_t> removed(getCollapsedSliceDims());
-  removed.append(getOperandBatchingDims().begin(), getOperandBatchingDims().end());
+  removed.append(getOperandBatchingDims().begin(),
+                 getOperandBatchingDims().end());
   // gather_c5
   if (failed(checkDims(getLoc(), removed, operand.getRank(), "gather_c5",
                        "collapsed or batching")))
@@ -705,7 +762,8 @@ LogicalResult GatherOp::verify() {
              << d << " must have slice size 0 or 1";
   // gather_c6
   if (getOperandBatchingDims().size() != getStartIndicesBatchingDims().size())
-    return emitOpError("gather_c6: operand and indices batching dims differ in number");
+    return emitOpError(
+        "gather_c6: operand and indices batching dims differ in number");
   SmallVector<int64_t> batchShape;
   for (int64_t i = 0; i < indices.getRank(); ++i)
     if (i != ivd)
@@ -718,8 +776,9 @@ LogicalResult GatherOp::verify() {
   // gather_c7
   int64_t rank = (int64_t)batchShape.size() + (int64_t)offsetDims.size();
   if (offsetDims.size() != offsetSizes.size() || result.getRank() != rank)
-    return emitOpError("gather_c7: offset_dims must name one result dimension per "
-                       "non-collapsed slice dimension");
+    return emitOpError(
+        "gather_c7: offset_dims must name one result dimension per "
+        "non-collapsed slice dimension");
   if (failed(checkDims(getLoc(), offsetDims, rank, "gather_c7", "offset")))
     return failure();
   SmallVector<int64_t> shape;
@@ -730,7 +789,8 @@ LogicalResult GatherOp::verify() {
   // gather_c8
   if (result.getShape() != ArrayRef<int64_t>(shape) ||
       result.getElementType() != operand.getElementType())
-    return emitOpError("gather_c8: result type does not match the gather shape");
+    return emitOpError(
+        "gather_c8: result type does not match the gather shape");
   return success();
 }
 
@@ -742,30 +802,35 @@ LogicalResult ScatterOp::verify() {
   // scatter_c1
   if (ivd < 0 || ivd > indices.getRank())
     return emitOpError("scatter_c1: index_vector_dim out of range");
-  int64_t indexVectorSize = ivd == indices.getRank() ? 1 : indices.getDimSize(ivd);
+  int64_t indexVectorSize =
+      ivd == indices.getRank() ? 1 : indices.getDimSize(ivd);
   // scatter_c2
   if ((int64_t)getScatterDimsToOperandDims().size() != indexVectorSize)
     return emitOpError("scatter_c2: scatter_dims_to_operand_dims has ")
-           << getScatterDimsToOperandDims().size() << " entries, the index vector has "
-           << indexVectorSize;
+           << getScatterDimsToOperandDims().size()
+           << " entries, the index vector has " << indexVectorSize;
   // scatter_c3
-  int64_t windowRank = getUpdateWindowDims().size() + getInsertedWindowDims().size() +
+  int64_t windowRank = getUpdateWindowDims().size() +
+                       getInsertedWindowDims().size() +
                        getOperandBatchingDims().size();
   if (windowRank != operand.getRank())
-    return emitOpError("scatter_c3: update_window_dims, inserted_window_dims and "
-                       "operand_batching_dims must cover the operand rank");
+    return emitOpError(
+        "scatter_c3: update_window_dims, inserted_window_dims and "
+        "operand_batching_dims must cover the operand rank");
   // scatter_c4
   int64_t scatterRank = indices.getRank() - (ivd < indices.getRank() ? 1 : 0);
   if (updates.getRank() != scatterRank + (int64_t)getUpdateWindowDims().size())
-    return emitOpError("scatter_c4: updates rank must be the scatter rank plus the "
-                       "number of update_window_dims");
+    return emitOpError(
+        "scatter_c4: updates rank must be the scatter rank plus the "
+        "number of update_window_dims");
   // scatter_c5
   if (updates.getElementType() != operand.getElementType())
     return emitOpError("scatter_c5: updates and operand element types differ");
-  if (failed(checkDims(getLoc(), getUpdateWindowDims(), updates.getRank(), "scatter_c6",
-                       "update window")) ||
-      failed(checkDims(getLoc(), getScatterDimsToOperandDims(), operand.getRank(),
-                       "scatter_c6", "scatter_dims_to_operand_dims")))
+  if (failed(checkDims(getLoc(), getUpdateWindowDims(), updates.getRank(),
+                       "scatter_c6", "update window")) ||
+      failed(checkDims(getLoc(), getScatterDimsToOperandDims(),
+                       operand.getRank(), "scatter_c6",
+                       "scatter_dims_to_operand_dims")))
     return failure();
   return success();
 }
@@ -774,24 +839,29 @@ LogicalResult ScatterOp::verify() {
 // Transformation ops
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyTransform(Operation *op, StringRef callee, ValueRange primals,
-                                     ValueRange extra, ArrayRef<int64_t> wrt,
-                                     TypeRange results, bool forward,
+static LogicalResult verifyTransform(Operation *op, StringRef callee,
+                                     ValueRange primals, ValueRange extra,
+                                     ArrayRef<int64_t> wrt, TypeRange results,
+                                     bool forward,
                                      SymbolTableCollection &symbols) {
-  auto fn = symbols.lookupNearestSymbolFrom<func::FuncOp>(op, StringAttr::get(op->getContext(), callee));
+  auto fn = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+      op, StringAttr::get(op->getContext(), callee));
   // transform_c1
   if (!fn)
-    return op->emitOpError("transform_c1: '") << callee << "' does not name a func.func";
+    return op->emitOpError("transform_c1: '")
+           << callee << "' does not name a func.func";
   FunctionType ft = fn.getFunctionType();
   // transform_c2
   if (TypeRange(primals) != ft.getInputs())
-    return op->emitOpError("transform_c2: primal types do not match the inputs of '")
+    return op->emitOpError(
+               "transform_c2: primal types do not match the inputs of '")
            << callee << "'";
   // transform_c3
   llvm::SmallSet<int64_t, 8> seen;
   for (int64_t i : wrt)
     if (i < 0 || i >= (int64_t)ft.getNumInputs() || !seen.insert(i).second)
-      return op->emitOpError("transform_c3: wrt index ") << i << " is invalid or repeated";
+      return op->emitOpError("transform_c3: wrt index ")
+             << i << " is invalid or repeated";
   // transform_c4
   SmallVector<Type> expectExtra, expectResults(ft.getResults());
   for (int64_t i : wrt)
@@ -802,38 +872,45 @@ static LogicalResult verifyTransform(Operation *op, StringRef callee, ValueRange
     expectExtra.assign(ft.getResults().begin(), ft.getResults().end());
   if (TypeRange(extra) != TypeRange(expectExtra))
     return op->emitOpError("transform_c4: ")
-           << (forward ? "tangents must match the types of the wrt inputs"
-                       : "cotangents must match the result types of the callee");
+           << (forward
+                   ? "tangents must match the types of the wrt inputs"
+                   : "cotangents must match the result types of the callee");
   // transform_c5
   if (results != TypeRange(expectResults))
-    return op->emitOpError("transform_c5: result types must be the callee's results followed by ")
+    return op->emitOpError("transform_c5: result types must be the callee's "
+                           "results followed by ")
            << (forward ? "their tangents" : "the cotangents of the wrt inputs");
   return success();
 }
 
 LogicalResult JvpOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  return verifyTransform(*this, getCallee(), getPrimals(), getTangents(), getWrt(),
-                         getResultTypes(), /*forward=*/true, symbols);
+  return verifyTransform(*this, getCallee(), getPrimals(), getTangents(),
+                         getWrt(), getResultTypes(), /*forward=*/true, symbols);
 }
 
 LogicalResult VjpOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  return verifyTransform(*this, getCallee(), getPrimals(), getCotangents(), getWrt(),
-                         getResultTypes(), /*forward=*/false, symbols);
+  return verifyTransform(*this, getCallee(), getPrimals(), getCotangents(),
+                         getWrt(), getResultTypes(), /*forward=*/false,
+                         symbols);
 }
 
 LogicalResult JvpOp::verify() { return success(); }
 LogicalResult VjpOp::verify() { return success(); }
 
 LogicalResult VmapOp::verifySymbolUses(SymbolTableCollection &symbols) {
-  auto fn = symbols.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
+  auto fn =
+      symbols.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
   // vmap_c1
   if (!fn)
-    return emitOpError("vmap_c1: '") << getCallee() << "' does not name a func.func";
+    return emitOpError("vmap_c1: '")
+           << getCallee() << "' does not name a func.func";
   FunctionType ft = fn.getFunctionType();
   int64_t n = getBatchSize();
   // vmap_c2
-  if (getInputs().size() != ft.getNumInputs() || getBatched().size() != ft.getNumInputs())
-    return emitOpError("vmap_c2: needs one input and one batched flag per argument of '")
+  if (getInputs().size() != ft.getNumInputs() ||
+      getBatched().size() != ft.getNumInputs())
+    return emitOpError("vmap_c2: needs one input and one batched flag per "
+                       "argument of '")
            << getCallee() << "'";
   auto withBatch = [&](Type t) {
     auto r = cast<RankedTensorType>(t);
@@ -843,17 +920,20 @@ LogicalResult VmapOp::verifySymbolUses(SymbolTableCollection &symbols) {
   };
   // vmap_c3
   for (auto [i, v] : llvm::enumerate(getInputs())) {
-    Type expect = getBatched()[i] ? (Type)withBatch(ft.getInput(i)) : ft.getInput(i);
+    Type expect =
+        getBatched()[i] ? (Type)withBatch(ft.getInput(i)) : ft.getInput(i);
     if (v.getType() != expect)
-      return emitOpError("vmap_c3: input ") << i << " must have type " << expect;
+      return emitOpError("vmap_c3: input ")
+             << i << " must have type " << expect;
   }
   // vmap_c4
   if (getNumResults() != ft.getNumResults())
     return emitOpError("vmap_c4: one result per result of the callee");
   for (auto [i, t] : llvm::enumerate(getResultTypes()))
     if (t != withBatch(ft.getResult(i)))
-      return emitOpError("vmap_c4: result ") << i << " must be the callee's result type "
-                                             << "with a leading dimension of size " << n;
+      return emitOpError("vmap_c4: result ")
+             << i << " must be the callee's result type "
+             << "with a leading dimension of size " << n;
   return success();
 }
 
@@ -862,7 +942,8 @@ LogicalResult VmapOp::verifySymbolUses(SymbolTableCollection &symbols) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult WhileOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
-                                        Adaptor adaptor, SmallVectorImpl<Type> &types) {
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
   for (Value v : adaptor.getInit())
     types.push_back(v.getType());
   return success();
@@ -873,26 +954,31 @@ LogicalResult WhileOp::verify() {
   if (auto n = getTripCountAttr(); n && n.getInt() < 0)
     return emitOpError("while_c4: trip_count must be non-negative");
   TypeRange carried = getInit().getTypes();
-  for (auto [name, region] : {std::pair<StringRef, Region *>{"cond", &getCond()},
-                              std::pair<StringRef, Region *>{"body", &getBody()}}) {
+  for (auto [name, region] :
+       {std::pair<StringRef, Region *>{"cond", &getCond()},
+        std::pair<StringRef, Region *>{"body", &getBody()}}) {
     Block &block = region->front();
     // while_c1
     if (block.getArgumentTypes() != carried)
-      return emitOpError("while_c1: the ") << name
+      return emitOpError("while_c1: the ")
+             << name
              << " region must take the carried values as block arguments";
     auto yield = dyn_cast<YieldOp>(block.getTerminator());
     if (!yield)
-      return emitOpError("while_c1: the ") << name << " region must end in ember.yield";
+      return emitOpError("while_c1: the ")
+             << name << " region must end in ember.yield";
     if (name == "cond") {
       // while_c2
       auto t = yield.getValues().size() == 1
                    ? dyn_cast<RankedTensorType>(yield.getValues()[0].getType())
                    : RankedTensorType();
       if (!t || t.getRank() != 0 || !t.getElementType().isInteger(1))
-        return emitOpError("while_c2: the cond region must yield one tensor<i1>");
+        return emitOpError(
+            "while_c2: the cond region must yield one tensor<i1>");
     } else if (yield.getValues().getTypes() != carried) {
       // while_c3
-      return emitOpError("while_c3: the body region must yield values of the carried types");
+      return emitOpError(
+          "while_c3: the body region must yield values of the carried types");
     }
   }
   return success();
@@ -906,31 +992,37 @@ static LogicalResult checkCallee(Operation *op, SymbolTableCollection &symbols,
                                  FlatSymbolRefAttr name, StringRef rule) {
   // custom_c1
   if (!symbols.lookupNearestSymbolFrom<func::FuncOp>(op, name))
-    return op->emitOpError(rule) << ": '" << name.getValue() << "' does not name a func.func";
+    return op->emitOpError(rule)
+           << ": '" << name.getValue() << "' does not name a func.func";
   return success();
 }
 
-static LogicalResult checkSegments(Operation *op, ArrayRef<int64_t> segments, size_t count) {
+static LogicalResult checkSegments(Operation *op, ArrayRef<int64_t> segments,
+                                   size_t count) {
   int64_t total = 0;
   for (int64_t s : segments)
     total += s;
   // custom_c2
-  if (total != (int64_t)op->getNumOperands() || llvm::any_of(segments, [](int64_t s) { return s < 0; }))
-    return op->emitOpError("custom_c2: segments must be non-negative and add up to the number "
-                           "of operands");
+  if (total != (int64_t)op->getNumOperands() ||
+      llvm::any_of(segments, [](int64_t s) { return s < 0; }))
+    return op->emitOpError(
+        "custom_c2: segments must be non-negative and add up to the number "
+        "of operands");
   if (segments.size() != count)
     return op->emitOpError("custom_c2: expected ") << count << " segments";
   return success();
 }
 
-LogicalResult CustomJvpCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
+LogicalResult
+CustomJvpCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (failed(checkCallee(*this, symbols, getCalleeAttr(), "custom_c1")) ||
       failed(checkCallee(*this, symbols, getJvpAttr(), "custom_c1")))
     return failure();
   return checkSegments(*this, getSegments(), 3);
 }
 
-LogicalResult CustomVjpCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
+LogicalResult
+CustomVjpCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (failed(checkCallee(*this, symbols, getCalleeAttr(), "custom_c1")) ||
       failed(checkCallee(*this, symbols, getFwdAttr(), "custom_c1")) ||
       failed(checkCallee(*this, symbols, getBwdAttr(), "custom_c1")))
@@ -940,8 +1032,9 @@ LogicalResult CustomVjpCallOp::verifySymbolUses(SymbolTableCollection &symbols) 
     total += s;
   // custom_c2
   if (getSegments().size() != 5 || total != (int64_t)getNumOperands())
-    return emitOpError("custom_c2: segments must be [#args, #callee captures, #fwd captures, "
-                       "#bwd captures, #residuals] and cover the operands");
+    return emitOpError(
+        "custom_c2: segments must be [#args, #callee captures, #fwd captures, "
+        "#bwd captures, #residuals] and cover the operands");
   return success();
 }
 
@@ -961,15 +1054,18 @@ LogicalResult HostCallbackOp::verify() {
     return emitOpError("host_callback_c1: callback_id must be non-negative");
   // host_callback_c2
   StringRef m = getVmapMethod();
-  if (m != "sequential" && m != "expand_dims" && m != "broadcast_all" && m != "none")
-    return emitOpError("host_callback_c2: vmap_method must be sequential, expand_dims, "
-                       "broadcast_all or none, got '")
+  if (m != "sequential" && m != "expand_dims" && m != "broadcast_all" &&
+      m != "none")
+    return emitOpError(
+               "host_callback_c2: vmap_method must be sequential, expand_dims, "
+               "broadcast_all or none, got '")
            << m << "'";
   return success();
 }
 
 void HostCallbackOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
   // A pure callback has no effects (it may be removed or merged); an
   // effectful one reads and writes the host's state, which orders it.
   if (!getHasSideEffect())
@@ -986,20 +1082,23 @@ void HostCallbackOp::getEffects(
 static LogicalResult checkStackHandle(Operation *op, Type t, StringRef what) {
   auto rt = dyn_cast<RankedTensorType>(t);
   if (!rt || rt.getRank() != 0 || !rt.getElementType().isSignlessInteger(64))
-    return op->emitOpError("stack_c1: the ") << what << " must be a tensor<i64>, got " << t;
+    return op->emitOpError("stack_c1: the ")
+           << what << " must be a tensor<i64>, got " << t;
   return success();
 }
 
 /// Stack ops read and write the run-time stack: they are ordered and kept.
-static void stackEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+static void
+stackEffects(SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+                 &effects) {
   effects.emplace_back(MemoryEffects::Read::get());
   effects.emplace_back(MemoryEffects::Write::get());
 }
 
 /// stack_c3: with `lanes`, every pushed or popped value has that many lanes
 /// (its leading dimension).
-static LogicalResult checkStackLanes(Operation *op, std::optional<uint64_t> lanes,
+static LogicalResult checkStackLanes(Operation *op,
+                                     std::optional<uint64_t> lanes,
                                      TypeRange values) {
   if (!lanes)
     return success();
@@ -1037,10 +1136,11 @@ LogicalResult StackPopOp::verify() {
   SmallVector<int64_t> shape;
   if (lanes)
     shape.push_back((int64_t)*lanes);
-  if (!index || !index.getElementType().isInteger(64) || index.getShape() != ArrayRef(shape) ||
-      (lanes && *lanes < 1))
-    return emitOpError("stack_c3: the index must be a tensor<i64>, or a tensor<Lxi64> with "
-                       "lanes = L >= 1");
+  if (!index || !index.getElementType().isInteger(64) ||
+      index.getShape() != ArrayRef(shape) || (lanes && *lanes < 1))
+    return emitOpError(
+        "stack_c3: the index must be a tensor<i64>, or a tensor<Lxi64> with "
+        "lanes = L >= 1");
   return checkStackLanes(*this, lanes, getValues().getTypes());
 }
 
@@ -1049,15 +1149,18 @@ LogicalResult StackFreeOp::verify() {
 }
 
 void StackPushOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
   stackEffects(effects);
 }
 void StackPopOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
   stackEffects(effects);
 }
 void StackFreeOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
   stackEffects(effects);
 }
 

@@ -18,15 +18,17 @@ OpRules mlir::ember::getOpRules(RegisteredOperationName name) {
   rules.rulesInPasses = name.hasTrait<RulesInPassesTrait>();
   rules.linear = name.hasTrait<LinearTrait>();
   MLIRContext *ctx = name.getIdentifier().getContext();
-  Operation *op = Operation::create(UnknownLoc::get(ctx), name, /*resultTypes=*/{},
-                                    /*operands=*/{}, NamedAttrList(),
-                                    /*properties=*/nullptr, /*successors=*/{},
-                                    /*numRegions=*/0);
+  Operation *op =
+      Operation::create(UnknownLoc::get(ctx), name, /*resultTypes=*/{},
+                        /*operands=*/{}, NamedAttrList(),
+                        /*properties=*/nullptr, /*successors=*/{},
+                        /*numRegions=*/0);
   OpBuilder b(ctx);
   SmallVector<Value> out;
   if (name.hasInterface<DifferentiableOpInterface>()) {
     rules.jvp = succeeded(buildJvp(op, b, {}, out, RuleMode::Probe));
-    rules.transpose = succeeded(buildTranspose(op, b, {}, {}, out, RuleMode::Probe));
+    rules.transpose =
+        succeeded(buildTranspose(op, b, {}, {}, out, RuleMode::Probe));
   }
   if (name.hasInterface<BatchableOpInterface>())
     rules.batch = succeeded(buildBatch(op, b, {}, {}, 0, out, RuleMode::Probe));

@@ -1,4 +1,5 @@
-//===- RuleSwitch.h - a TypeSwitch over op rules that can be probed -*- C++ -*-===//
+//===- RuleSwitch.h - a TypeSwitch over op rules that can be probed -*- C++
+//-*-===//
 //
 // The per-op rules (JVP, transpose, batching) dispatch on the op's class with
 // `.Case<...>(fn)` like llvm::TypeSwitch. RuleSwitch does the same, and in
@@ -30,14 +31,15 @@ public:
 
   template <typename CaseT, typename Fn> RuleSwitch &Case(Fn &&fn) {
     if (!result && isa<CaseT>(op))
-      result = mode == RuleMode::Probe ? success() : LogicalResult(fn(cast<CaseT>(op)));
+      result = mode == RuleMode::Probe ? success()
+                                       : LogicalResult(fn(cast<CaseT>(op)));
     return *this;
   }
 
   /// The op class is the callable's parameter type.
   template <typename Fn> RuleSwitch &Case(Fn &&fn) {
-    using Arg = std::remove_cv_t<
-        std::remove_reference_t<typename llvm::function_traits<std::decay_t<Fn>>::template arg_t<0>>>;
+    using Arg = std::remove_cv_t<std::remove_reference_t<
+        typename llvm::function_traits<std::decay_t<Fn>>::template arg_t<0>>>;
     return Case<Arg>(std::forward<Fn>(fn));
   }
 

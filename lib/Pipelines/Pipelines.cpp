@@ -48,14 +48,16 @@ using namespace mlir;
 using namespace mlir::ember;
 
 void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
-  registry.insert<EmberDialect, affine::AffineDialect, arith::ArithDialect,
-                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
-                  complex::ComplexDialect, func::FuncDialect, index::IndexDialect,
-                  linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
-                  memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect>();
+  registry
+      .insert<EmberDialect, affine::AffineDialect, arith::ArithDialect,
+              bufferization::BufferizationDialect, cf::ControlFlowDialect,
+              complex::ComplexDialect, func::FuncDialect, index::IndexDialect,
+              linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
+              memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
-  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
   cf::registerBufferizableOpInterfaceExternalModels(registry);
   cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
   func::registerAllExtensions(registry);
@@ -104,7 +106,8 @@ const TargetDescription *mlir::ember::lookupTarget(StringRef name) {
 
 static void parseOrDie(StringRef text, OpPassManager &pm) {
   if (failed(parsePassPipeline(text, pm, llvm::errs())))
-    llvm::report_fatal_error(llvm::Twine("ember: a built-in pipeline does not parse: ") + text);
+    llvm::report_fatal_error(
+        llvm::Twine("ember: a built-in pipeline does not parse: ") + text);
 }
 
 void mlir::ember::buildTransformsPipeline(OpPassManager &pm) {
@@ -117,12 +120,14 @@ void mlir::ember::buildOptimizePipeline(OpPassManager &pm) {
   parseOrDie(kOptimize, pm);
 }
 
-void mlir::ember::buildCodegenPipeline(const TargetDescription &target, OpPassManager &pm) {
+void mlir::ember::buildCodegenPipeline(const TargetDescription &target,
+                                       OpPassManager &pm) {
   registerEmberPassesAndPipelines();
   parseOrDie(target.codegenPipeline, pm);
 }
 
-void mlir::ember::buildTargetPipeline(const TargetDescription &target, OpPassManager &pm) {
+void mlir::ember::buildTargetPipeline(const TargetDescription &target,
+                                      OpPassManager &pm) {
   buildTransformsPipeline(pm);
   buildOptimizePipeline(pm);
   buildCodegenPipeline(target, pm);
@@ -169,20 +174,25 @@ static void registerOnce() {
   registerConvertBufferizationToMemRefPass();
   // The stages, each reachable by name: ember-transforms, ember-optimize,
   // then per target ember-<t>-codegen and the whole ember-<t>-pipeline.
-  PassPipelineRegistration<>("ember-transforms",
-                             "Expand every transformation op, then clean up (stage 1)",
-                             [](OpPassManager &pm) { parseOrDie(kTransforms, pm); });
-  PassPipelineRegistration<>("ember-optimize",
-                             "Target-independent optimizations on ember IR (stage 2)",
-                             [](OpPassManager &pm) { parseOrDie(kOptimize, pm); });
+  PassPipelineRegistration<>(
+      "ember-transforms",
+      "Expand every transformation op, then clean up (stage 1)",
+      [](OpPassManager &pm) { parseOrDie(kTransforms, pm); });
+  PassPipelineRegistration<>(
+      "ember-optimize",
+      "Target-independent optimizations on ember IR (stage 2)",
+      [](OpPassManager &pm) { parseOrDie(kOptimize, pm); });
   for (const TargetDescription *t : getTargets()) {
     PassPipelineRegistration<>(
         ("ember-" + t->name + "-codegen").str(),
-        ("Lower optimized ember IR for the target '" + t->name + "': " + t->summary).str(),
+        ("Lower optimized ember IR for the target '" + t->name +
+         "': " + t->summary)
+            .str(),
         [t](OpPassManager &pm) { parseOrDie(t->codegenPipeline, pm); });
     PassPipelineRegistration<>(
         ("ember-" + t->name + "-pipeline").str(),
-        ("ember-transforms, ember-optimize, then ember-" + t->name + "-codegen").str(),
+        ("ember-transforms, ember-optimize, then ember-" + t->name + "-codegen")
+            .str(),
         [t](OpPassManager &pm) {
           parseOrDie(kTransforms, pm);
           parseOrDie(kOptimize, pm);

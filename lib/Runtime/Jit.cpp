@@ -29,7 +29,6 @@ std::vector<std::pair<std::string, void *>> &extraSymbols() {
 }
 } // namespace
 
-
 void emberRuntimeRegisterSymbol(MlirStringRef name, void *address) {
   std::lock_guard<std::mutex> lock(symbolsMutex);
   std::string n(name.data, name.length);
@@ -82,7 +81,8 @@ EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
   llvm::TargetMachine *machine = tm->get();
   std::string cpu = machine->getTargetCPU().str();
   std::string features = machine->getTargetFeatureString().str();
-  auto optimize = mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine);
+  auto optimize =
+      mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine);
   // Functions carry the host CPU and features so that the optimizer's cost
   // model (vectorization above all) targets this machine.
   auto transformer = [&](llvm::Module *m) -> llvm::Error {
@@ -99,7 +99,8 @@ EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
   options.jitCodeGenOptLevel = level;
   options.enableGDBNotificationListener = false;
   options.enablePerfNotificationListener = false;
-  auto engine = mlir::ExecutionEngine::create(unwrap(module), options, std::move(*tm));
+  auto engine =
+      mlir::ExecutionEngine::create(unwrap(module), options, std::move(*tm));
   if (!engine) {
     report(onError, userData, llvm::toString(engine.takeError()));
     return nullptr;
@@ -107,21 +108,22 @@ EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
   {
     std::lock_guard<std::mutex> lock(symbolsMutex);
     (*engine)->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
-        llvm::orc::SymbolMap map;
-        auto bind = [&](const char *name, void *fn) {
-          map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                                 llvm::JITSymbolFlags::Exported};
-        };
-        // Every entry point and libc alias of Runtime.def; hooks come from
-        // the embedder (extraSymbols).
-#define EMBER_RUNTIME_ENTRY(NAME, PARAMS) bind(#NAME, (void *)&ember::runtime::params::NAME);
+      llvm::orc::SymbolMap map;
+      auto bind = [&](const char *name, void *fn) {
+        map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                               llvm::JITSymbolFlags::Exported};
+      };
+      // Every entry point and libc alias of Runtime.def; hooks come from
+      // the embedder (extraSymbols).
+#define EMBER_RUNTIME_ENTRY(NAME, PARAMS)                                      \
+  bind(#NAME, (void *)&ember::runtime::params::NAME);
 #define EMBER_RUNTIME_ALIAS(LIBC, NAME) bind(#LIBC, (void *)&NAME);
 #include "ember/Runtime/Runtime.def"
-        for (auto &[n, addr] : extraSymbols())
-          map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
-                              llvm::JITSymbolFlags::Exported};
-        return map;
-      });
+      for (auto &[n, addr] : extraSymbols())
+        map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                            llvm::JITSymbolFlags::Exported};
+      return map;
+    });
   }
   auto *exe = new EmberExecutable;
   exe->engine = std::move(*engine);

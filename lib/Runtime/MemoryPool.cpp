@@ -46,11 +46,13 @@ public:
       return nullptr;
     char *raw;
     if (aligned) {
-      raw = static_cast<char *>(std::aligned_alloc(kHeader, (n + 2 * kHeader - 1) / kHeader * kHeader));
+      raw = static_cast<char *>(std::aligned_alloc(
+          kHeader, (n + 2 * kHeader - 1) / kHeader * kHeader));
       if (raw && zero)
         std::memset(raw + kHeader, 0, n);
     } else {
-      raw = static_cast<char *>(zero ? std::calloc(1, n + kHeader) : std::malloc(n + kHeader));
+      raw = static_cast<char *>(zero ? std::calloc(1, n + kHeader)
+                                     : std::malloc(n + kHeader));
     }
     if (!raw)
       return nullptr;
@@ -96,7 +98,8 @@ private:
 };
 
 MemoryPool &pool() {
-  static auto *p = new MemoryPool; // leaked: compiled code and capsules may outlive us
+  static auto *p =
+      new MemoryPool; // leaked: compiled code and capsules may outlive us
   return *p;
 }
 } // namespace
@@ -109,7 +112,9 @@ extern "C" void *ember_calloc(size_t count, size_t size) {
 }
 extern "C" void ember_free(void *p) { pool().give(p); }
 
-void *emberRuntimeAlloc(size_t bytes) { return pool().take(bytes, false, true); }
+void *emberRuntimeAlloc(size_t bytes) {
+  return pool().take(bytes, false, true);
+}
 void emberRuntimeFree(void *p) { pool().give(p); }
 size_t emberRuntimePooledBytes(void) { return pool().pooledBytes(); }
 void emberRuntimeClearPool(void) { pool().clear(); }

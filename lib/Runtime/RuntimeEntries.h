@@ -16,9 +16,9 @@ using Addr = intptr_t;
 } // namespace ember::runtime::params
 
 #define EMBER_UNPAREN(...) __VA_ARGS__
-#define EMBER_RUNTIME_ENTRY(NAME, PARAMS)                                                          \
-  namespace ember::runtime::params {                                                              \
-  extern "C" void NAME(EMBER_UNPAREN PARAMS);                                                      \
+#define EMBER_RUNTIME_ENTRY(NAME, PARAMS)                                      \
+  namespace ember::runtime::params {                                           \
+  extern "C" void NAME(EMBER_UNPAREN PARAMS);                                  \
   }
 #include "ember/Runtime/Runtime.def"
 #undef EMBER_UNPAREN

@@ -29,8 +29,7 @@ typedef double F64x4 __attribute__((vector_size(32), aligned(8)));
 #define EMBER_INLINE inline __attribute__((always_inline))
 
 /// Operand A with element (i, p) at a[i * si + p * sp].
-template <typename T>
-struct Lhs {
+template <typename T> struct Lhs {
   const T *a;
   int64_t si, sp;
 };
@@ -38,8 +37,8 @@ struct Lhs {
 /// C[0:R, 0:NV*W] = A[0:R, :] B[:, 0:NV*W] for a row-major B with row stride
 /// ldb and C with row stride ldc.
 template <typename V, typename T, int R, int NV>
-EMBER_INLINE void microKernel(int64_t k, Lhs<T> lhs, const T *b, int64_t ldb, T *c,
-                              int64_t ldc) {
+EMBER_INLINE void microKernel(int64_t k, Lhs<T> lhs, const T *b, int64_t ldb,
+                              T *c, int64_t ldc) {
   constexpr int W = sizeof(V) / sizeof(T);
   V acc[R][NV];
 #pragma GCC unroll 16
@@ -70,8 +69,8 @@ EMBER_INLINE void microKernel(int64_t k, Lhs<T> lhs, const T *b, int64_t ldb, T 
 
 /// Runs microKernel<R> on `rows` (1..R) rows.
 template <typename V, typename T, int R, int NV>
-EMBER_INLINE void rowBlock(int rows, int64_t k, Lhs<T> lhs, const T *b, int64_t ldb,
-                           T *c, int64_t ldc) {
+EMBER_INLINE void rowBlock(int rows, int64_t k, Lhs<T> lhs, const T *b,
+                           int64_t ldb, T *c, int64_t ldc) {
   if constexpr (R > 1) {
     if (rows < R)
       return rowBlock<V, T, R - 1, NV>(rows, k, lhs, b, ldb, c, ldc);
@@ -80,8 +79,7 @@ EMBER_INLINE void rowBlock(int rows, int64_t k, Lhs<T> lhs, const T *b, int64_t 
 }
 
 /// B with element (p, j) at b[p * sp + j * sj].
-template <typename T>
-struct Rhs {
+template <typename T> struct Rhs {
   const T *b;
   int64_t sp, sj;
 };
@@ -89,7 +87,8 @@ struct Rhs {
 /// Copies the strip of columns [j, j + cols) of B into `panel`, k rows of
 /// `width` elements (zeros beyond `cols`).
 template <typename T>
-void packStrip(Rhs<T> rhs, int64_t k, int64_t j, int64_t cols, int64_t width, T *panel) {
+void packStrip(Rhs<T> rhs, int64_t k, int64_t j, int64_t cols, int64_t width,
+               T *panel) {
   // Whole rows of a strip are copied with a fixed size: GCC turns a
   // variable-size memcpy into `rep movs`, slow for 64-128 bytes.
   if (rhs.sj == 1 && cols == width && width * sizeof(T) == 128) {
@@ -122,8 +121,8 @@ void packStrip(Rhs<T> rhs, int64_t k, int64_t j, int64_t cols, int64_t width, T 
 /// maps a strip onto a few cache sets); with `packed` (from packB), the
 /// strips are read from there instead.
 template <typename V, typename T, int R>
-EMBER_INLINE void driver(int64_t m, int64_t n, int64_t k, Lhs<T> lhs, Rhs<T> rhs,
-                         const T *packed, T *panel, T *c) {
+EMBER_INLINE void driver(int64_t m, int64_t n, int64_t k, Lhs<T> lhs,
+                         Rhs<T> rhs, const T *packed, T *panel, T *c) {
   constexpr int W = sizeof(V) / sizeof(T);
   for (int64_t j = 0; j < n; j += 2 * W) {
     int64_t cols = std::min<int64_t>(2 * W, n - j);
@@ -157,11 +156,11 @@ EMBER_INLINE void driver(int64_t m, int64_t n, int64_t k, Lhs<T> lhs, Rhs<T> rhs
   }
 }
 
-#define EMBER_DRIVER(NAME, TARGET, T, V, R)                                       \
-  __attribute__((target(TARGET))) void NAME(int64_t m, int64_t n, int64_t k,      \
-                                            Lhs<T> lhs, Rhs<T> rhs,               \
-                                            const T *packed, T *panel, T *c) {    \
-    driver<V, T, R>(m, n, k, lhs, rhs, packed, panel, c);                        \
+#define EMBER_DRIVER(NAME, TARGET, T, V, R)                                    \
+  __attribute__((target(TARGET))) void NAME(int64_t m, int64_t n, int64_t k,   \
+                                            Lhs<T> lhs, Rhs<T> rhs,            \
+                                            const T *packed, T *panel, T *c) { \
+    driver<V, T, R>(m, n, k, lhs, rhs, packed, panel, c);                      \
   }
 EMBER_DRIVER(driverAvx512, "avx512f", float, F32x16, 8)
 EMBER_DRIVER(driverAvx512, "avx512f", double, F64x8, 8)
@@ -175,8 +174,7 @@ bool hasAvx512() {
 }
 
 /// Elements per strip of B: two vectors of the kernel in use.
-template <typename T>
-int64_t stripWidth() {
+template <typename T> int64_t stripWidth() {
   return 2 * (hasAvx512() ? 64 : 32) / (int64_t)sizeof(T);
 }
 
@@ -202,14 +200,15 @@ void packImpl(bool tb, int64_t n, int64_t k, const T *b, T *packed) {
   Rhs<T> rhs{b, tb ? 1 : n, tb ? k : 1};
   int64_t width = stripWidth<T>();
   for (int64_t j = 0; j < n; j += width)
-    packStrip(rhs, k, j, std::min(width, n - j), width, packed + (j / width) * k * width);
+    packStrip(rhs, k, j, std::min(width, n - j), width,
+              packed + (j / width) * k * width);
 }
 
 } // namespace
 
 bool smallGemmAvailable() {
-  static const bool has =
-      hasAvx512() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+  static const bool has = hasAvx512() || (__builtin_cpu_supports("avx2") &&
+                                          __builtin_cpu_supports("fma"));
   return has;
 }
 
@@ -219,13 +218,13 @@ bool smallGemmPreferred(int64_t m, int64_t n, int64_t k) {
   return m * n * k <= (int64_t(1) << 21);
 }
 
-void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-               const float *b, float *c) {
+void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+               const float *a, const float *b, float *c) {
   gemmImpl(ta, tb, m, n, k, a, b, (const float *)nullptr, c);
 }
 
-void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a,
-               const double *b, double *c) {
+void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+               const double *a, const double *b, double *c) {
   gemmImpl(ta, tb, m, n, k, a, b, (const double *)nullptr, c);
 }
 

@@ -1,4 +1,5 @@
-//===- SmallGemm.h - Single-core GEMM kernels for small products -*- C++ -*-===//
+//===- SmallGemm.h - Single-core GEMM kernels for small products -*- C++
+//-*-===//
 //
 // Register-blocked row-major GEMM for the products where a BLAS library's
 // packing and thread hand-off cost more than the arithmetic (e.g. the
@@ -21,10 +22,10 @@ bool smallGemmPreferred(int64_t m, int64_t n, int64_t k);
 
 /// C = op(A) op(B) for row-major A (m x k, or k x m when `ta`), B (k x n, or
 /// n x k when `tb`) and C (m x n, overwritten). Requires smallGemmAvailable().
-void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-               const float *b, float *c);
-void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double *a,
-               const double *b, double *c);
+void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+               const float *a, const float *b, float *c);
+void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+               const double *a, const double *b, double *c);
 
 /// Elements of a buffer that holds B (k x n) packed for smallGemmPacked:
 /// enough for the widest kernel's layout.

@@ -21,8 +21,8 @@ struct EmberStack {
 
 /// Appends `n` bytes at `data` to the stack `*hin` (created when 0, with the
 /// pushed values' `lanes`) and stores its handle in `*hout`.
-extern "C" void ember_stack_push(intptr_t hin, intptr_t hout, intptr_t data, int64_t n,
-                                 int64_t lanes) {
+extern "C" void ember_stack_push(intptr_t hin, intptr_t hout, intptr_t data,
+                                 int64_t n, int64_t lanes) {
   auto *s = reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(hin));
   if (!s) {
     s = new EmberStack;
@@ -41,8 +41,9 @@ extern "C" void ember_stack_push(intptr_t hin, intptr_t hout, intptr_t data, int
 /// `index[j]`: its lane j, or all of it when the pushes had no lanes (they
 /// are then `entry / lanes` bytes). A negative index (a finished lane)
 /// gives zeros.
-extern "C" void ember_stack_read(intptr_t h, intptr_t index, int64_t lanes, int64_t entry,
-                                 int64_t offset, intptr_t data, int64_t laneBytes) {
+extern "C" void ember_stack_read(intptr_t h, intptr_t index, int64_t lanes,
+                                 int64_t entry, int64_t offset, intptr_t data,
+                                 int64_t laneBytes) {
   auto *s = reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(h));
   auto *idx = reinterpret_cast<const int64_t *>(index);
   auto *out = reinterpret_cast<unsigned char *>(data);
@@ -55,7 +56,8 @@ extern "C" void ember_stack_read(intptr_t h, intptr_t index, int64_t lanes, int6
   for (int64_t j = 0, n = std::max<int64_t>(lanes, 1); j < n; ++j) {
     int64_t k = idx[lanes ? j : 0];
     size_t from = (size_t)(k * entry + offset + j * laneStride);
-    if (k < 0 || !s || from + laneBytes > s->bytes.size()) // not reached for k >= 0
+    if (k < 0 || !s ||
+        from + laneBytes > s->bytes.size()) // not reached for k >= 0
       std::memset(out + j * laneBytes, 0, laneBytes);
     else if (laneBytes)
       std::memcpy(out + j * laneBytes, s->bytes.data() + from, laneBytes);
@@ -65,7 +67,8 @@ extern "C" void ember_stack_read(intptr_t h, intptr_t index, int64_t lanes, int6
 /// After the reads of push `*index` (of every lane's index): frees the stack
 /// `*hin` when that was push 0 for all lanes (the last read of a backward
 /// loop), storing the new handle (0 once freed) in `*hout`.
-extern "C" void ember_stack_release(intptr_t hin, intptr_t hout, intptr_t index, int64_t lanes) {
+extern "C" void ember_stack_release(intptr_t hin, intptr_t hout, intptr_t index,
+                                    int64_t lanes) {
   auto *s = reinterpret_cast<EmberStack *>(*reinterpret_cast<int64_t *>(hin));
   auto *idx = reinterpret_cast<const int64_t *>(index);
   int64_t last = idx[0];

@@ -1,16 +1,16 @@
 //===- EmberAutodiff.cpp - expand ember.jvp / ember.vjp -------------------===//
+#include "TransformUtils.h"
 #include "ember/Conversion/Passes.h"
 #include "ember/IR/EmberDialect.h"
-#include "TransformUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <functional>
 
@@ -24,15 +24,18 @@ using namespace mlir::ember;
 
 namespace {
 
-bool isDifferentiable(Type t) { return isa<FloatType, ComplexType>(getElementTypeOrSelf(t)); }
+bool isDifferentiable(Type t) {
+  return isa<FloatType, ComplexType>(getElementTypeOrSelf(t));
+}
 
 Value zerosOf(OpBuilder &b, Location loc, Type type) {
   return ConstantOp::create(b, loc, splatOf(cast<RankedTensorType>(type), 0.0));
 }
 
-LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iterator end,
-                                DenseMap<Value, Value> &tangent, SymbolTable &symbols,
-                                bool reverse);
+LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
+                                Block::iterator end,
+                                DenseMap<Value, Value> &tangent,
+                                SymbolTable &symbols, bool reverse);
 
 /// The attribute on an ember.custom_linear made by vjpWhile whose residuals
 /// include a run-time stack: the index of that operand.
@@ -52,9 +55,10 @@ constexpr StringLiteral kRematPolicy = "ember.remat_policy";
 
 /// What saveDots built for a checkpoint that keeps its products.
 struct SavedDots {
-  func::FuncOp fn;           // @remat_saved(args..., dots...) -> results
-  SmallVector<Value> dots;   // the products, computed in the forward pass
-  SmallVector<Value> results; // the forward pass's results (replacing the call's)
+  func::FuncOp fn;         // @remat_saved(args..., dots...) -> results
+  SmallVector<Value> dots; // the products, computed in the forward pass
+  SmallVector<Value>
+      results; // the forward pass's results (replacing the call's)
 };
 
 /// The float dot_generals at the top level of `fn` (those without batch
@@ -63,7 +67,8 @@ SmallVector<DotGeneralOp> productsToSave(func::FuncOp fn, bool noBatch) {
   SmallVector<DotGeneralOp> dots;
   for (Operation &o : fn.front())
     if (auto d = dyn_cast<DotGeneralOp>(&o))
-      if (isDifferentiable(d.getType()) && (!noBatch || d.getLhsBatchingDimensions().empty()))
+      if (isDifferentiable(d.getType()) &&
+          (!noBatch || d.getLhsBatchingDimensions().empty()))
         dots.push_back(d);
   return dots;
 }
@@ -75,8 +80,9 @@ SmallVector<DotGeneralOp> productsToSave(func::FuncOp fn, bool noBatch) {
 /// product (`ember.custom_jvp_call` of @saved_dot, whose rule is the product
 /// rule), so its VJP recomputes everything but the products. `fn` is null
 /// when the function has no product to save.
-FailureOr<SavedDots> saveDots(OpBuilder &b, CustomVjpCallOp c, ArrayRef<Value> ins,
-                              bool noBatch, SymbolTable &symbols) {
+FailureOr<SavedDots> saveDots(OpBuilder &b, CustomVjpCallOp c,
+                              ArrayRef<Value> ins, bool noBatch,
+                              SymbolTable &symbols) {
   Location loc = c.getLoc();
   MLIRContext *ctx = c.getContext();
   auto module = c->getParentOfType<ModuleOp>();
@@ -118,11 +124,13 @@ FailureOr<SavedDots> saveDots(OpBuilder &b, CustomVjpCallOp c, ArrayRef<Value> i
   // @remat_saved(ins..., products...) -> results.
   SmallVector<Type> savedIns(inTypes);
   savedIns.append(dotTypes);
-  saved.fn = makePrivateFunc(module, symbols, loc, "remat_saved",
-                             FunctionType::get(ctx, savedIns, c.getResultTypes()));
+  saved.fn =
+      makePrivateFunc(module, symbols, loc, "remat_saved",
+                      FunctionType::get(ctx, savedIns, c.getResultTypes()));
   Block &body = saved.fn.front();
   fb.setInsertionPointToEnd(&body);
-  outs = inlineBody(fb, callee, body.getArguments().take_front(ins.size()), symbols);
+  outs = inlineBody(fb, callee, body.getArguments().take_front(ins.size()),
+                    symbols);
   if (failed(outs))
     return failure();
   func::ReturnOp::create(fb, loc, *outs);
@@ -135,8 +143,9 @@ FailureOr<SavedDots> saveDots(OpBuilder &b, CustomVjpCallOp c, ArrayRef<Value> i
     OpBuilder pb = OpBuilder::atBlockEnd(&prim.front());
     func::ReturnOp::create(pb, loc, prim.getArgument(2));
     // @saved_dot_jvp(a, b, s, ta, tb, ts) = (s, ta . b + a . tb)
-    auto rule = makePrivateFunc(module, symbols, loc, "saved_dot_jvp",
-                                FunctionType::get(ctx, {at, bt, st, at, bt, st}, {st, st}));
+    auto rule = makePrivateFunc(
+        module, symbols, loc, "saved_dot_jvp",
+        FunctionType::get(ctx, {at, bt, st, at, bt, st}, {st, st}));
     OpBuilder rb = OpBuilder::atBlockEnd(&rule.front());
     // (x . x is called with x twice, so its two tangents are both dx.)
     Operation *d1 = rb.clone(*d), *d2 = rb.clone(*d);
@@ -147,8 +156,10 @@ FailureOr<SavedDots> saveDots(OpBuilder &b, CustomVjpCallOp c, ArrayRef<Value> i
     func::ReturnOp::create(rb, loc, ValueRange{rule.getArgument(2), t});
     OpBuilder db(d);
     auto call = CustomJvpCallOp::create(
-        db, loc, TypeRange{st}, FlatSymbolRefAttr::get(prim), FlatSymbolRefAttr::get(rule),
-        ValueRange{lhs, rhs, body.getArgument(ins.size() + k)}, db.getDenseI64ArrayAttr({3, 0, 0}));
+        db, loc, TypeRange{st}, FlatSymbolRefAttr::get(prim),
+        FlatSymbolRefAttr::get(rule),
+        ValueRange{lhs, rhs, body.getArgument(ins.size() + k)},
+        db.getDenseI64ArrayAttr({3, 0, 0}));
     d.getResult().replaceAllUsesWith(call.getResult(0));
     d.erase();
   }
@@ -199,7 +210,8 @@ struct Transposer {
         if (failed(res))
           return failure();
         if (res->size() != parts[1].size())
-          return lin.emitError("custom_vjp bwd must return one cotangent per argument (got ")
+          return lin.emitError("custom_vjp bwd must return one cotangent per "
+                               "argument (got ")
                  << res->size() << ", expected " << parts[1].size() << ")";
         for (auto [v, ct] : llvm::zip(parts[1], *res))
           if (linearValues.contains(v))
@@ -212,7 +224,8 @@ struct Transposer {
       auto rule = dyn_cast<DifferentiableOpInterface>(o);
       SmallVector<Value> operandCts;
       if (!rule || failed(rule.transpose(b, cts, linear, operandCts)))
-        return o->emitError("ember-autodiff: cannot transpose '") << o->getName() << "'";
+        return o->emitError("ember-autodiff: cannot transpose '")
+               << o->getName() << "'";
       for (auto [v, ct] : llvm::zip(o->getOperands(), operandCts))
         if (linearValues.contains(v))
           accumulate(v, ct);
@@ -220,8 +233,8 @@ struct Transposer {
     return success();
   }
 };
-LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent,
-                       SymbolTable &symbols);
+LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
+                       DenseMap<Value, Value> &tangent, SymbolTable &symbols);
 LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
                       SymbolTable &symbols);
 
@@ -229,8 +242,8 @@ LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
 /// the differentiable carried values next to the primals; its body is the
 /// old body followed by its tangent code (values from above keep their
 /// tangents, regions being open). The old loop is replaced.
-LogicalResult jvpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent,
-                       SymbolTable &symbols) {
+LogicalResult jvpWhile(OpBuilder &b, WhileOp op,
+                       DenseMap<Value, Value> &tangent, SymbolTable &symbols) {
   Location loc = op.getLoc();
   b.setInsertionPoint(op);
   SmallVector<Value> init(op.getInit());
@@ -248,8 +261,9 @@ LogicalResult jvpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
   auto loop = WhileOp::create(b, loc, types, init);
   loop.setTripCountAttr(op.getTripCountAttr());
   SmallVector<Location> locs(types.size(), loc);
-  for (auto [src, dst] : {std::pair<Region *, Region *>{&op.getCond(), &loop.getCond()},
-                          std::pair<Region *, Region *>{&op.getBody(), &loop.getBody()}}) {
+  for (auto [src, dst] :
+       {std::pair<Region *, Region *>{&op.getCond(), &loop.getCond()},
+        std::pair<Region *, Region *>{&op.getBody(), &loop.getBody()}}) {
     Block &from = src->front();
     Block *into = b.createBlock(dst, {}, types, locs);
     IRMapping map;
@@ -260,7 +274,8 @@ LogicalResult jvpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
     b.setInsertionPointToEnd(into);
     for (Operation &o : from.without_terminator())
       b.clone(o, map);
-    if (failed(propagateTangents(b, into->begin(), into->end(), tangent, symbols,
+    if (failed(propagateTangents(b, into->begin(), into->end(), tangent,
+                                 symbols,
                                  /*reverse=*/false)))
       return failure();
     b.setInsertionPointToEnd(into);
@@ -286,15 +301,17 @@ LogicalResult jvpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
 /// With `reverse` (linearizing for ember.vjp) a loop becomes a forward loop
 /// that saves residuals and an ember.custom_linear whose transpose is the
 /// backward loop (vjpWhile); otherwise the loop carries its tangents.
-LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iterator end,
-                                DenseMap<Value, Value> &tangent, SymbolTable &symbols,
-                                bool reverse) {
+LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
+                                Block::iterator end,
+                                DenseMap<Value, Value> &tangent,
+                                SymbolTable &symbols, bool reverse) {
   SmallVector<Operation *> ops;
   for (auto it = begin; it != end; ++it)
     ops.push_back(&*it);
   for (Operation *op : ops) {
     if (isTransformOp(op))
-      return op->emitError("ember-autodiff: nested transformation was not expanded");
+      return op->emitError(
+          "ember-autodiff: nested transformation was not expanded");
     SmallVector<Value> ts;
     bool any = false;
     for (Value v : op->getOperands()) {
@@ -312,11 +329,13 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
         continue;
       LogicalResult r = success();
       if (auto w = dyn_cast<WhileOp>(op))
-        r = reverse ? vjpWhile(b, w, tangent, symbols) : jvpWhile(b, w, tangent, symbols);
+        r = reverse ? vjpWhile(b, w, tangent, symbols)
+                    : jvpWhile(b, w, tangent, symbols);
       else if (reverse) // (forward mode flattens cases first)
         r = vjpCase(b, cast<CaseOp>(op), tangent, symbols);
       else
-        r = op->emitError("ember-autodiff: ember.case must be flattened for forward mode");
+        r = op->emitError(
+            "ember-autodiff: ember.case must be flattened for forward mode");
       if (failed(r))
         return failure();
       continue;
@@ -325,7 +344,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
       continue;
     b.setInsertionPointAfter(op);
     if (auto c = dyn_cast<CustomJvpCallOp>(op)) {
-      // The user's rule: jvp(args..., tangents..., captures...) -> (outs, touts).
+      // The user's rule: jvp(args..., tangents..., captures...) -> (outs,
+      // touts).
       auto seg = c.getSegments();
       auto parts = splitSegments(c.getOperands(), seg);
       SmallVector<Value> ins(parts[0]);
@@ -344,13 +364,15 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
           tangent[op->getResult(i)] = (*res)[n + i];
       continue;
     }
-    if (auto c = dyn_cast<CustomVjpCallOp>(op); c && reverse && c->hasAttr(kRemat)) {
+    if (auto c = dyn_cast<CustomVjpCallOp>(op);
+        c && reverse && c->hasAttr(kRemat)) {
       // A checkpointed function: the call stays the primal computation and
       // its tangent map is an ember.custom_linear whose transpose
       // @remat_bwd is ember.vjp of the function on the saved inputs (its
       // arguments and the values it closes over, which get cotangents too),
       // so the function runs again in the backward pass.
-      auto parts = splitSegments(c.getOperands(), c.getSegments().take_front(2));
+      auto parts =
+          splitSegments(c.getOperands(), c.getSegments().take_front(2));
       SmallVector<Value> ins(parts[0]);
       ins.append(parts[1].begin(), parts[1].end());
       SmallVector<int64_t> wrt;
@@ -369,7 +391,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
       FlatSymbolRefAttr target = c.getCalleeAttr();
       SmallVector<Value> primalIns(ins), results(c.getResults());
       if (auto policy = c->getAttrOfType<StringAttr>(kRematPolicy)) {
-        auto saved = saveDots(b, c, ins, policy.getValue() == "dots_no_batch", symbols);
+        auto saved =
+            saveDots(b, c, ins, policy.getValue() == "dots_no_batch", symbols);
         if (failed(saved))
           return failure();
         if (saved->fn) {
@@ -384,8 +407,9 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
       bwdIns.append(c.getResultTypes().begin(), c.getResultTypes().end());
       for (Value t : tans)
         bwdOuts.push_back(t.getType());
-      auto fn = makePrivateFunc(module, symbols, loc, "remat_bwd",
-                                FunctionType::get(c.getContext(), bwdIns, bwdOuts));
+      auto fn =
+          makePrivateFunc(module, symbols, loc, "remat_bwd",
+                          FunctionType::get(c.getContext(), bwdIns, bwdOuts));
       OpBuilder fb = OpBuilder::atBlockEnd(&fn.front());
       SmallVector<Type> vjpTypes(c.getResultTypes());
       vjpTypes.append(bwdOuts);
@@ -399,13 +423,16 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
         primals.assign(bar->result_begin(), bar->result_end());
       }
       auto vjp = VjpOp::create(fb, loc, vjpTypes, target, primals,
-                               args.drop_front(primalIns.size()), fb.getDenseI64ArrayAttr(wrt));
-      func::ReturnOp::create(fb, loc, vjp.getResults().drop_front(c.getNumResults()));
+                               args.drop_front(primalIns.size()),
+                               fb.getDenseI64ArrayAttr(wrt));
+      func::ReturnOp::create(fb, loc,
+                             vjp.getResults().drop_front(c.getNumResults()));
       SmallVector<Value> linIns(primalIns);
       linIns.append(tans);
       auto lin = CustomLinearOp::create(
           b, loc, c.getResultTypes(), FlatSymbolRefAttr::get(fn), linIns,
-          b.getDenseI64ArrayAttr({(int64_t)primalIns.size(), (int64_t)tans.size(), 0}));
+          b.getDenseI64ArrayAttr(
+              {(int64_t)primalIns.size(), (int64_t)tans.size(), 0}));
       for (auto [r, t] : llvm::zip(results, lin.getResults()))
         if (isDifferentiable(r.getType()))
           tangent[r] = t;
@@ -413,20 +440,24 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
         op->erase(); // its results were replaced by the inlined forward pass
       continue;
     }
-    if (auto c = dyn_cast<CustomVjpCallOp>(op); c && !reverse && c->hasAttr(kRemat)) {
+    if (auto c = dyn_cast<CustomVjpCallOp>(op);
+        c && !reverse && c->hasAttr(kRemat)) {
       // A checkpointed function (its bwd recomputes it): forward mode
       // differentiates the function itself.
-      auto parts = splitSegments(c.getOperands(), c.getSegments().take_front(2));
+      auto parts =
+          splitSegments(c.getOperands(), c.getSegments().take_front(2));
       SmallVector<Value> ins(parts[0]);
       ins.append(parts[1].begin(), parts[1].end());
       b.setInsertionPoint(op);
       Operation *before = op->getPrevNode();
-      auto res = inlineBody(b, symbols.lookup<func::FuncOp>(c.getCallee()), ins, symbols);
+      auto res = inlineBody(b, symbols.lookup<func::FuncOp>(c.getCallee()), ins,
+                            symbols);
       if (failed(res))
         return failure();
       Block::iterator first =
           before ? std::next(Block::iterator(before)) : op->getBlock()->begin();
-      if (failed(propagateTangents(b, first, Block::iterator(op), tangent, symbols, reverse)))
+      if (failed(propagateTangents(b, first, Block::iterator(op), tangent,
+                                   symbols, reverse)))
         return failure();
       for (auto [r, v] : llvm::zip(op->getResults(), *res)) {
         if (Value t = tangent.lookup(v))
@@ -435,8 +466,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
       continue;
     }
     if (auto c = dyn_cast<CustomVjpCallOp>(op)) {
-      // Linearize through the user's fwd: the tangent map is ember.custom_linear,
-      // known only by its transpose (bwd).
+      // Linearize through the user's fwd: the tangent map is
+      // ember.custom_linear, known only by its transpose (bwd).
       auto seg = c.getSegments();
       auto parts = splitSegments(c.getOperands(), seg.take_front(4));
       SmallVector<Value> fwdIns(parts[0]);
@@ -454,7 +485,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
       linIns.append(parts[3].begin(), parts[3].end());
       auto lin = CustomLinearOp::create(
           b, op->getLoc(), op->getResultTypes(), c.getBwdAttr(), linIns,
-          b.getDenseI64ArrayAttr({(int64_t)res->size() - n, (int64_t)parts[0].size(),
+          b.getDenseI64ArrayAttr({(int64_t)res->size() - n,
+                                  (int64_t)parts[0].size(),
                                   (int64_t)parts[3].size()}));
       // fwd's results are the primal results (as in JAX): the function is
       // not run a second time.
@@ -485,14 +517,16 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin, Block::iter
 LogicalResult eraseLinearOps(ArrayRef<Operation *> ops) {
   for (Operation *o : llvm::reverse(ops)) {
     if (!o->use_empty())
-      return o->emitError("ember-autodiff: linear value still used after transposition");
+      return o->emitError(
+          "ember-autodiff: linear value still used after transposition");
     o->erase();
   }
   return success();
 }
 
 Value scalarI64(OpBuilder &b, Location loc, int64_t v) {
-  return ConstantOp::create(b, loc, splatOf(RankedTensorType::get({}, b.getI64Type()), v));
+  return ConstantOp::create(
+      b, loc, splatOf(RankedTensorType::get({}, b.getI64Type()), v));
 }
 
 /// The linear part of a region's block that was linearized in place (a loop
@@ -511,11 +545,15 @@ struct LinearSplit {
   llvm::DenseSet<Value> bwdLin;
   SmallVector<Operation *> placeholders, clones;
 
-  bool outside(Value v) const { return !region.isAncestor(v.getParentRegion()); }
+  bool outside(Value v) const {
+    return !region.isAncestor(v.getParentRegion());
+  }
 
   void analyze(Block &block, const llvm::DenseSet<Value> &outerTangents,
                const llvm::DenseSet<Operation *> &skip, ArrayRef<Value> yTan) {
-    auto isOuterTangent = [&](Value v) { return outside(v) && outerTangents.contains(v); };
+    auto isOuterTangent = [&](Value v) {
+      return outside(v) && outerTangents.contains(v);
+    };
     for (Operation &o : block.without_terminator()) {
       if (skip.contains(&o))
         continue;
@@ -581,7 +619,8 @@ struct LinearSplit {
 
   /// A placeholder at `fb` standing for the tangent `v` in the transposed copy.
   Value placeholder(OpBuilder &fb, Value v, IRMapping &map) {
-    auto p = UnrealizedConversionCastOp::create(fb, v.getLoc(), v.getType(), ValueRange{});
+    auto p = UnrealizedConversionCastOp::create(fb, v.getLoc(), v.getType(),
+                                                ValueRange{});
     placeholders.push_back(p);
     bwdLin.insert(p.getResult(0));
     map.map(v, p.getResult(0));
@@ -591,8 +630,9 @@ struct LinearSplit {
   /// Clones the recomputed and linear ops at `fb` through `map` (residuals
   /// and placeholders mapped) and transposes the copies, seeding the
   /// cotangents `cts` of the block's result tangents `yTan`.
-  LogicalResult transposeInto(OpBuilder &fb, IRMapping &map, ArrayRef<Value> yTan,
-                              ValueRange cts, Transposer &tr) {
+  LogicalResult transposeInto(OpBuilder &fb, IRMapping &map,
+                              ArrayRef<Value> yTan, ValueRange cts,
+                              Transposer &tr) {
     for (Operation *o : rematOps)
       fb.clone(*o, map);
     for (Operation *o : linOps) {
@@ -630,8 +670,8 @@ struct LinearSplit {
 /// @while_bwd, which runs the transposed body once per iteration, last
 /// first. Values from above are passed to @while_bwd; those with tangents
 /// receive the cotangents the iterations accumulate.
-LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent,
-                       SymbolTable &symbols) {
+LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
+                       DenseMap<Value, Value> &tangent, SymbolTable &symbols) {
   OpBuilder::InsertionGuard guard(b);
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();
@@ -641,7 +681,9 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
   unsigned np = op.getInit().size();
   IntegerAttr trips = op.getTripCountAttr();
   auto i64Scalar = RankedTensorType::get({}, b.getI64Type());
-  auto outside = [&](Value v) { return !bodyRegion.isAncestor(v.getParentRegion()); };
+  auto outside = [&](Value v) {
+    return !bodyRegion.isAncestor(v.getParentRegion());
+  };
 
   // 1. Linearize the body in place, with a seed for each differentiable
   //    carried value; values from above keep their tangents.
@@ -657,14 +699,15 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
   SmallVector<Value> seeds;
   llvm::DenseSet<Operation *> seedOps;
   for (unsigned i : diff) {
-    auto seed = UnrealizedConversionCastOp::create(b, loc, body.getArgument(i).getType(),
-                                                   ValueRange{});
+    auto seed = UnrealizedConversionCastOp::create(
+        b, loc, body.getArgument(i).getType(), ValueRange{});
     seeds.push_back(seed.getResult(0));
     seedOps.insert(seed);
     inner[body.getArgument(i)] = seed.getResult(0);
   }
   auto term = cast<YieldOp>(body.getTerminator());
-  if (failed(propagateTangents(b, b.getInsertionPoint(), Block::iterator(term), inner, symbols,
+  if (failed(propagateTangents(b, b.getInsertionPoint(), Block::iterator(term),
+                               inner, symbols,
                                /*reverse=*/true)))
     return failure();
   SmallVector<Value> yTan;
@@ -679,7 +722,8 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
   llvm::SetVector<Value> &saved = split.saved;
   SmallVector<Operation *> &linOps = split.linOps;
 
-  // 4. @while_bwd(n, storage..., captures..., cts...) -> (init cts..., tOut cts...).
+  // 4. @while_bwd(n, storage..., captures..., cts...) -> (init cts..., tOut
+  // cts...).
   bool useStack = !trips && !saved.empty();
   int64_t n = trips ? trips.getInt() : 0;
   auto storageType = [&](Value v) {
@@ -726,12 +770,13 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
     loop.setTripCountAttr(trips);
     SmallVector<Location> locs(types.size(), loc);
     Block *cond = fb.createBlock(&loop.getCond(), {}, types, locs);
-    Value more = CompareOp::create(fb, loc, ComparisonDirection::GT, cond->getArgument(0),
-                                   scalarI64(fb, loc, 0));
+    Value more = CompareOp::create(fb, loc, ComparisonDirection::GT,
+                                   cond->getArgument(0), scalarI64(fb, loc, 0));
     YieldOp::create(fb, loc, ValueRange{more});
     Block *bb = fb.createBlock(&loop.getBody(), {}, types, locs);
     unsigned at = 0;
-    Value k = SubOp::create(fb, loc, bb->getArgument(at++), scalarI64(fb, loc, 1));
+    Value k =
+        SubOp::create(fb, loc, bb->getArgument(at++), scalarI64(fb, loc, 1));
     Value handle = useStack ? bb->getArgument(at++) : Value();
     ValueRange ctIn = bb->getArguments().slice(at, diff.size());
     ValueRange accIn = bb->getArguments().slice(at + diff.size(), tOut.size());
@@ -743,7 +788,8 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
       for (Value v : saved)
         savedTypes.push_back(v.getType());
       // Push k (the forward loop pushed once per iteration, from 0).
-      auto pop = StackPopOp::create(fb, loc, i64Scalar, savedTypes, handle, k, IntegerAttr());
+      auto pop = StackPopOp::create(fb, loc, i64Scalar, savedTypes, handle, k,
+                                    IntegerAttr());
       handle = pop.getResult();
       for (auto [v, p] : llvm::zip(saved, pop.getValues()))
         map.map(v, p);
@@ -755,7 +801,8 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
           idx.push_back(scalarI64(fb, loc, 0));
         SmallVector<int64_t> sizes{1};
         sizes.append(t.getShape().begin(), t.getShape().end());
-        Value s = DynamicSliceOp::create(fb, loc, buf, idx, fb.getDenseI64ArrayAttr(sizes));
+        Value s = DynamicSliceOp::create(fb, loc, buf, idx,
+                                         fb.getDenseI64ArrayAttr(sizes));
         map.map(v, ReshapeOp::create(fb, loc, t, s));
       }
     }
@@ -803,9 +850,9 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
   Value count = body.getArgument(base);
   yielded.push_back(AddOp::create(b, loc, count, scalarI64(b, loc, 1)));
   if (useStack) {
-    yielded.push_back(
-        StackPushOp::create(b, loc, i64Scalar, body.getArgument(base + 1), saved.getArrayRef(),
-                            IntegerAttr()));
+    yielded.push_back(StackPushOp::create(b, loc, i64Scalar,
+                                          body.getArgument(base + 1),
+                                          saved.getArrayRef(), IntegerAttr()));
   } else if (trips) {
     for (auto [j, v] : llvm::enumerate(saved)) {
       auto t = cast<RankedTensorType>(v.getType());
@@ -814,9 +861,10 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op, DenseMap<Value, Value> &tangent
         idx.push_back(scalarI64(b, loc, 0));
       SmallVector<int64_t> shape{1};
       shape.append(t.getShape().begin(), t.getShape().end());
-      Value row = ReshapeOp::create(b, loc, RankedTensorType::get(shape, t.getElementType()), v);
-      yielded.push_back(
-          DynamicUpdateSliceOp::create(b, loc, body.getArgument(base + 1 + j), row, idx));
+      Value row = ReshapeOp::create(
+          b, loc, RankedTensorType::get(shape, t.getElementType()), v);
+      yielded.push_back(DynamicUpdateSliceOp::create(
+          b, loc, body.getArgument(base + 1 + j), row, idx));
     }
   }
   YieldOp::create(b, loc, yielded);
@@ -891,7 +939,8 @@ LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
     Block &block = r.front();
     DenseMap<Value, Value> inner(tangent);
     auto term = cast<YieldOp>(block.getTerminator());
-    if (failed(propagateTangents(b, block.begin(), Block::iterator(term), inner, symbols,
+    if (failed(propagateTangents(b, block.begin(), Block::iterator(term), inner,
+                                 symbols,
                                  /*reverse=*/true)))
       return failure();
     SmallVector<Value> yTan;
@@ -906,7 +955,8 @@ LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
   for (unsigned j : diff)
     ctTypes.push_back(op.getResult(j).getType());
 
-  // 2. @case_bwd(index, saved of every branch..., captures..., cts...) -> tOut cts.
+  // 2. @case_bwd(index, saved of every branch..., captures..., cts...) -> tOut
+  // cts.
   SmallVector<Type> savedTypes;
   SmallVector<unsigned> savedStart;
   for (auto &sp : splits) {
@@ -923,7 +973,8 @@ LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
     bwdOuts.push_back(v.getType());
   func::FuncOp fn;
   if (!tOut.empty()) {
-    fn = makePrivateFunc(module, symbols, loc, "case_bwd", FunctionType::get(ctx, bwdIns, bwdOuts));
+    fn = makePrivateFunc(module, symbols, loc, "case_bwd",
+                         FunctionType::get(ctx, bwdIns, bwdOuts));
     Block &entry = fn.front();
     OpBuilder fb = OpBuilder::atBlockEnd(&entry);
     unsigned ns = savedTypes.size(), nc = captures.size();
@@ -1006,13 +1057,13 @@ LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
 /// some of them.
 LogicalResult propagateKeeping(OpBuilder &b, Block &body, Block::iterator begin,
                                SmallVectorImpl<Value> &results,
-                               DenseMap<Value, Value> &tangent, SymbolTable &symbols,
-                               bool reverse) {
+                               DenseMap<Value, Value> &tangent,
+                               SymbolTable &symbols, bool reverse) {
   OpBuilder::InsertionGuard guard(b);
   bool empty = begin == body.end(); // (end() would then stand before `keep`)
   return keepingLive(body, results, [&](Operation *keep) {
-    return propagateTangents(b, empty ? Block::iterator(keep) : begin, Block::iterator(keep),
-                             tangent, symbols, reverse);
+    return propagateTangents(b, empty ? Block::iterator(keep) : begin,
+                             Block::iterator(keep), tangent, symbols, reverse);
   });
 }
 
@@ -1026,12 +1077,14 @@ struct Deriver {
 
   FailureOr<func::FuncOp> deriveJvp(JvpOp op, func::FuncOp callee) {
     SmallVector<Type> ins(op.getOperandTypes());
-    auto fn = makeFunc(op.getLoc(), (callee.getName() + "_jvp").str(),
-                       FunctionType::get(op.getContext(), ins, op.getResultTypes()));
+    auto fn =
+        makeFunc(op.getLoc(), (callee.getName() + "_jvp").str(),
+                 FunctionType::get(op.getContext(), ins, op.getResultTypes()));
     Block &body = fn.front();
     OpBuilder b = OpBuilder::atBlockEnd(&body);
     unsigned np = op.getPrimals().size();
-    auto results = inlineBody(b, callee, body.getArguments().take_front(np), symbols);
+    auto results =
+        inlineBody(b, callee, body.getArguments().take_front(np), symbols);
     if (failed(results))
       return failure();
     flattenCases(body, *results);
@@ -1040,7 +1093,8 @@ struct Deriver {
     for (auto [k, i] : llvm::enumerate(op.getWrt()))
       if (isDifferentiable(body.getArgument(i).getType()))
         tangent[body.getArgument(i)] = body.getArgument(np + k);
-    if (failed(propagateKeeping(b, body, body.begin(), *results, tangent, symbols,
+    if (failed(propagateKeeping(b, body, body.begin(), *results, tangent,
+                                symbols,
                                 /*reverse=*/false)))
       return failure();
     b.setInsertionPointToEnd(&body);
@@ -1055,13 +1109,15 @@ struct Deriver {
 
   FailureOr<func::FuncOp> deriveVjp(VjpOp op, func::FuncOp callee) {
     SmallVector<Type> ins(op.getOperandTypes());
-    auto fn = makeFunc(op.getLoc(), (callee.getName() + "_vjp").str(),
-                       FunctionType::get(op.getContext(), ins, op.getResultTypes()));
+    auto fn =
+        makeFunc(op.getLoc(), (callee.getName() + "_vjp").str(),
+                 FunctionType::get(op.getContext(), ins, op.getResultTypes()));
     Block &body = fn.front();
     OpBuilder b = OpBuilder::atBlockEnd(&body);
     Location loc = op.getLoc();
     unsigned np = op.getPrimals().size();
-    auto results = inlineBody(b, callee, body.getArguments().take_front(np), symbols);
+    auto results =
+        inlineBody(b, callee, body.getArguments().take_front(np), symbols);
     if (failed(results))
       return failure();
     // 1. Linearize: JVP with symbolic seeds for the wrt arguments.
@@ -1074,13 +1130,15 @@ struct Deriver {
         seeds.push_back(Value());
         continue;
       }
-      auto seed = UnrealizedConversionCastOp::create(b, loc, arg.getType(), ValueRange{});
+      auto seed = UnrealizedConversionCastOp::create(b, loc, arg.getType(),
+                                                     ValueRange{});
       seeds.push_back(seed.getResult(0));
       tangent[arg] = seed.getResult(0);
     }
     // (An iterator, not an op: the body may have no ops, e.g. the identity.)
     Block::iterator firstPrimal = b.getInsertionPoint();
-    if (failed(propagateKeeping(b, body, firstPrimal, *results, tangent, symbols,
+    if (failed(propagateKeeping(b, body, firstPrimal, *results, tangent,
+                                symbols,
                                 /*reverse=*/true)))
       return failure();
     // 2. The linear ops: those that use a seed or a linear value.
@@ -1092,7 +1150,8 @@ struct Deriver {
     for (Operation &o : body) {
       if (isa<UnrealizedConversionCastOp>(o) && o.getNumOperands() == 0)
         continue;
-      if (llvm::any_of(o.getOperands(), [&](Value v) { return linearValues.contains(v); })) {
+      if (llvm::any_of(o.getOperands(),
+                       [&](Value v) { return linearValues.contains(v); })) {
         linearOps.push_back(&o);
         for (Value r : o.getResults())
           linearValues.insert(r);
@@ -1140,14 +1199,19 @@ struct EmberAutodiffPass
 
 } // namespace
 
-LogicalResult mlir::ember::expandAutodiffOps(ModuleOp module, SymbolTable &symbols,
+LogicalResult mlir::ember::expandAutodiffOps(ModuleOp module,
+                                             SymbolTable &symbols,
                                              bool &progress) {
   Deriver d{module, symbols};
   if (failed(expandReady<JvpOp>(
           module, symbols,
-          [&](JvpOp op, func::FuncOp callee) { return d.deriveJvp(op, callee); }, progress)))
+          [&](JvpOp op, func::FuncOp callee) {
+            return d.deriveJvp(op, callee);
+          },
+          progress)))
     return failure();
   return expandReady<VjpOp>(
-      module, symbols, [&](VjpOp op, func::FuncOp callee) { return d.deriveVjp(op, callee); },
+      module, symbols,
+      [&](VjpOp op, func::FuncOp callee) { return d.deriveVjp(op, callee); },
       progress);
 }

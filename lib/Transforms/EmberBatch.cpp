@@ -24,7 +24,8 @@ Value broadcastBatch(OpBuilder &b, Location loc, Value v, int64_t n) {
   SmallVector<int64_t> dims;
   for (int64_t i = 0; i < t.getRank(); ++i)
     dims.push_back(i + 1);
-  return BroadcastInDimOp::create(b, loc, withBatch(t, n), v, b.getDenseI64ArrayAttr(dims));
+  return BroadcastInDimOp::create(b, loc, withBatch(t, n), v,
+                                  b.getDenseI64ArrayAttr(dims));
 }
 
 /// Maps per-example values to their batched versions (batch dimension first).
@@ -43,7 +44,8 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
 /// Batches a custom-rule call by batching its callee and rule functions with
 /// the same flags, so that the user's rule survives vmap.
 LogicalResult batchCustom(OpBuilder &b, Operation *op, ArrayRef<Value> operands,
-                          ArrayRef<bool> isBatched, int64_t n, SmallVectorImpl<Value> &results) {
+                          ArrayRef<bool> isBatched, int64_t n,
+                          SmallVectorImpl<Value> &results) {
   auto seg = op->getAttrOfType<DenseI64ArrayAttr>("segments").asArrayRef();
   SmallVector<bool> args(isBatched.take_front(seg[0]));
   SmallVector<bool> caps[3];
@@ -62,7 +64,8 @@ LogicalResult batchCustom(OpBuilder &b, Operation *op, ArrayRef<Value> operands,
     return r;
   };
   NamedAttrList attrs(op->getAttrs());
-  auto callee = deriveBatchedFn(op->getLoc(), lookup("callee"), concat(args, caps[0]), n);
+  auto callee =
+      deriveBatchedFn(op->getLoc(), lookup("callee"), concat(args, caps[0]), n);
   if (failed(callee))
     return failure();
   attrs.set("callee", FlatSymbolRefAttr::get(*callee));
@@ -73,7 +76,8 @@ LogicalResult batchCustom(OpBuilder &b, Operation *op, ArrayRef<Value> operands,
       return failure();
     attrs.set("jvp", FlatSymbolRefAttr::get(*jvp));
   } else {
-    auto fwd = deriveBatchedFn(op->getLoc(), lookup("fwd"), concat(args, caps[1]), n);
+    auto fwd =
+        deriveBatchedFn(op->getLoc(), lookup("fwd"), concat(args, caps[1]), n);
     if (failed(fwd))
       return failure();
     // fwd's results are all batched now, so bwd gets batched residuals and
@@ -103,13 +107,16 @@ LogicalResult batchWhile(OpBuilder &b, WhileOp op, ArrayRef<Value> operands,
 
 /// Rewrites the ops of `ops` (in order) that touch batched values with their
 /// batching rules; `batched` grows with the batched results.
-LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n, BatchMap &batched) {
+LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
+                       BatchMap &batched) {
   for (Operation *o : ops) {
     if (isa<UnrealizedConversionCastOp>(o) && o->getNumOperands() == 0)
       continue;
     if (isTransformOp(o))
-      return o->emitError("ember-batch: nested transformation was not expanded");
-    bool any = llvm::any_of(o->getOperands(), [&](Value v) { return batched.count(v); });
+      return o->emitError(
+          "ember-batch: nested transformation was not expanded");
+    bool any = llvm::any_of(o->getOperands(),
+                            [&](Value v) { return batched.count(v); });
     // Region ops also read values from above.
     o->walk([&](Operation *inner) {
       for (Value v : inner->getOperands())
@@ -135,7 +142,8 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n, Batch
     } else {
       auto rule = dyn_cast<BatchableOpInterface>(o);
       if (!rule)
-        return o->emitError("ember-batch: cannot batch '") << o->getName() << "'";
+        return o->emitError("ember-batch: cannot batch '")
+               << o->getName() << "'";
       if (failed(rule.batch(b, operands, isBatched, n, res)))
         return failure();
     }
@@ -158,23 +166,27 @@ void eraseReplaced(ArrayRef<Operation *> ops, BatchMap &batched) {
   for (Operation *o : llvm::reverse(ops))
     if (o->use_empty() && !o->hasTrait<OpTrait::IsTerminator>() &&
         (isa<UnrealizedConversionCastOp>(o) ||
-         llvm::any_of(o->getResults(), [&](Value r) { return batched.count(r); }) ||
+         llvm::any_of(o->getResults(),
+                      [&](Value r) { return batched.count(r); }) ||
          // An op without results (a host callback) that read batched values
          // was rewritten by its rule.
          (o->getNumResults() == 0 &&
-          llvm::any_of(o->getOperands(), [&](Value v) { return batched.count(v); }))))
+          llvm::any_of(o->getOperands(),
+                       [&](Value v) { return batched.count(v); }))))
       eraseFromMap(o, batched);
 }
 
 /// Clones the ops of `src` (a region block whose arguments are all batched)
 /// to the end of `dst`, whose arguments are the batched carried values, and
 /// batches them. Returns the batched operands of `src`'s terminator.
-FailureOr<SmallVector<Value>> batchBlockInto(OpBuilder &b, Block &src, Block &dst, int64_t n,
+FailureOr<SmallVector<Value>> batchBlockInto(OpBuilder &b, Block &src,
+                                             Block &dst, int64_t n,
                                              BatchMap &batched) {
   b.setInsertionPointToEnd(&dst);
   IRMapping map;
   for (auto [s, d] : llvm::zip(src.getArguments(), dst.getArguments())) {
-    auto ex = UnrealizedConversionCastOp::create(b, s.getLoc(), s.getType(), ValueRange{});
+    auto ex = UnrealizedConversionCastOp::create(b, s.getLoc(), s.getType(),
+                                                 ValueRange{});
     map.map(s, ex.getResult(0));
     batched[ex.getResult(0)] = d;
   }
@@ -188,7 +200,8 @@ FailureOr<SmallVector<Value>> batchBlockInto(OpBuilder &b, Block &src, Block &ds
   for (Value v : src.getTerminator()->getOperands()) {
     Value m = map.lookupOrDefault(v);
     auto it = batched.find(m);
-    out.push_back(it != batched.end() ? it->second : broadcastBatch(b, v.getLoc(), m, n));
+    out.push_back(it != batched.end() ? it->second
+                                      : broadcastBatch(b, v.getLoc(), m, n));
   }
   eraseReplaced(cloned, batched);
   for (Operation &o : llvm::make_early_inc_range(dst))
@@ -224,7 +237,8 @@ LogicalResult batchWhile(OpBuilder &b, WhileOp op, ArrayRef<Value> operands,
   if (failed(pc))
     return failure();
   b.setInsertionPointToEnd(cond);
-  Value any = ReduceOp::create(b, loc, *pc, ReduceKind::Or, b.getDenseI64ArrayAttr({0}));
+  Value any = ReduceOp::create(b, loc, *pc, ReduceKind::Or,
+                               b.getDenseI64ArrayAttr({0}));
   YieldOp::create(b, loc, any);
   // body: step every lane, keep the old values of finished lanes.
   auto pb = lanePred(*body);
@@ -258,7 +272,8 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
     ins.push_back(f ? (Type)withBatch(t, n) : t);
   for (Type t : callee.getResultTypes())
     outs.push_back(withBatch(t, n));
-  auto fn = makePrivateFunc(module, symbols, loc, (callee.getName() + "_batched").str(),
+  auto fn = makePrivateFunc(module, symbols, loc,
+                            (callee.getName() + "_batched").str(),
                             FunctionType::get(callee.getContext(), ins, outs));
   Block &body = fn.front();
   OpBuilder b = OpBuilder::atBlockEnd(&body);
@@ -272,7 +287,8 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
     }
     auto t = cast<RankedTensorType>(arg.getType());
     auto ex = UnrealizedConversionCastOp::create(
-        b, loc, RankedTensorType::get(t.getShape().drop_front(), t.getElementType()),
+        b, loc,
+        RankedTensorType::get(t.getShape().drop_front(), t.getElementType()),
         ValueRange{});
     exampleArgs.push_back(ex.getResult(0));
     batched[ex.getResult(0)] = arg;
@@ -292,7 +308,8 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
   SmallVector<Value> rets;
   for (Value v : *results) {
     auto it = batched.find(v);
-    rets.push_back(it != batched.end() ? it->second : broadcastBatch(b, loc, v, n));
+    rets.push_back(it != batched.end() ? it->second
+                                       : broadcastBatch(b, loc, v, n));
   }
   func::ReturnOp::create(b, loc, rets);
   eraseReplaced(ops, batched);
@@ -302,7 +319,8 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
   return fn;
 }
 
-struct EmberBatchPass : public mlir::ember::impl::EmberBatchPassBase<EmberBatchPass> {
+struct EmberBatchPass
+    : public mlir::ember::impl::EmberBatchPassBase<EmberBatchPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);

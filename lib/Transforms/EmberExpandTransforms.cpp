@@ -21,7 +21,8 @@ using namespace mlir::ember;
 
 namespace {
 struct EmberExpandTransformsPass
-    : public mlir::ember::impl::EmberExpandTransformsPassBase<EmberExpandTransformsPass> {
+    : public mlir::ember::impl::EmberExpandTransformsPassBase<
+          EmberExpandTransformsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
@@ -36,8 +37,9 @@ struct EmberExpandTransformsPass
     WalkResult stuck = module.walk([&](Operation *op) {
       if (!isTransformOp(op))
         return WalkResult::advance();
-      op->emitOpError("cannot be expanded: its function transforms itself (recursion "
-                      "through a transformation)");
+      op->emitOpError(
+          "cannot be expanded: its function transforms itself (recursion "
+          "through a transformation)");
       return WalkResult::interrupt();
     });
     if (stuck.wasInterrupted())

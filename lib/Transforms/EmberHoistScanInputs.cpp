@@ -56,7 +56,8 @@ struct RowIndex {
 class Hoister {
 public:
   Hoister(WhileOp loop, ModuleOp module, SymbolTable &symbols)
-      : loop(loop), module(module), symbols(symbols), body(loop.getBody().front()) {}
+      : loop(loop), module(module), symbols(symbols),
+        body(loop.getBody().front()) {}
 
   void run() {
     int64_t n = *loop.getTripCount();
@@ -92,7 +93,8 @@ private:
         continue;
       Value arg = body.getArgument(i);
       Value lhs = add.getLhs(), rhs = add.getRhs();
-      if ((lhs == arg && constantInt(rhs) == 1) || (rhs == arg && constantInt(lhs) == 1))
+      if ((lhs == arg && constantInt(rhs) == 1) ||
+          (rhs == arg && constantInt(lhs) == 1))
         counters[arg] = *start;
     }
   }
@@ -125,18 +127,21 @@ private:
   bool isRowSlice(DynamicSliceOp s) {
     Value x = s.getOperand();
     auto t = dyn_cast<RankedTensorType>(x.getType());
-    if (!t || !t.hasStaticShape() || t.getRank() == 0 || !definedOutside(x, loop))
+    if (!t || !t.hasStaticShape() || t.getRank() == 0 ||
+        !definedOutside(x, loop))
       return false;
     ArrayRef<int64_t> sizes = s.getSliceSizes();
     if (sizes[0] != 1)
       return false;
     for (int64_t d = 1; d < t.getRank(); ++d)
-      if (sizes[d] != t.getDimSize(d) || constantInt(s.getStartIndices()[d]) != 0)
+      if (sizes[d] != t.getDimSize(d) ||
+          constantInt(s.getStartIndices()[d]) != 0)
         return false;
     return true;
   }
 
-  void hoistGroup(Value idx, RowIndex r, ArrayRef<DynamicSliceOp> slices, int64_t n) {
+  void hoistGroup(Value idx, RowIndex r, ArrayRef<DynamicSliceOp> slices,
+                  int64_t n) {
     // The ops that depend only on these slices and on values from outside.
     llvm::SetVector<Operation *> movable;
     DenseSet<Operation *> sliceOps;
@@ -172,9 +177,9 @@ private:
       if (sliceOps.contains(o))
         continue;
       for (Value v : o->getResults()) {
-        if (!dependent.contains(v) || llvm::all_of(v.getUsers(), [&](Operation *u) {
-              return movable.contains(u);
-            }))
+        if (!dependent.contains(v) ||
+            llvm::all_of(v.getUsers(),
+                         [&](Operation *u) { return movable.contains(u); }))
           continue;
         auto t = dyn_cast<RankedTensorType>(v.getType());
         if (!t || !t.hasStaticShape())
@@ -202,7 +207,8 @@ private:
       if (!sliceOps.contains(def))
         work.append(def->operand_begin(), def->operand_end());
     }
-    if (llvm::none_of(needed, [](Operation *o) { return isa<DotGeneralOp>(o); }))
+    if (llvm::none_of(needed,
+                      [](Operation *o) { return isa<DotGeneralOp>(o); }))
       return;
 
     // The outlined function: one row of each sliced array, then the values
@@ -224,7 +230,8 @@ private:
     SmallVector<Type> argTypes, resultTypes;
     for (DynamicSliceOp s : used) {
       auto t = cast<RankedTensorType>(s.getType());
-      argTypes.push_back(RankedTensorType::get(t.getShape().drop_front(), t.getElementType()));
+      argTypes.push_back(
+          RankedTensorType::get(t.getShape().drop_front(), t.getElementType()));
     }
     for (Value v : outside)
       argTypes.push_back(v.getType());
@@ -236,7 +243,8 @@ private:
     b.setInsertionPointToStart(&fn.front());
     IRMapping map;
     for (auto [j, s] : llvm::enumerate(used))
-      map.map(s.getResult(), ReshapeOp::create(b, loc, s.getType(), fn.getArgument(j)));
+      map.map(s.getResult(),
+              ReshapeOp::create(b, loc, s.getType(), fn.getArgument(j)));
     for (auto [j, v] : llvm::enumerate(outside))
       map.map(v, fn.getArgument(used.size() + j));
     for (Operation *o : movable)
@@ -274,7 +282,8 @@ private:
       shape.append(t.getShape().begin(), t.getShape().end());
       stacked.push_back(RankedTensorType::get(shape, t.getElementType()));
     }
-    auto vmap = VmapOp::create(b, loc, stacked, fn.getSymName(), inputs, batched, n);
+    auto vmap =
+        VmapOp::create(b, loc, stacked, fn.getSymName(), inputs, batched, n);
 
     // In the loop: row idx - lo of each result.
     if (Operation *def = idx.getDefiningOp())
@@ -284,18 +293,19 @@ private:
     Value row = idx;
     if (r.lo != 0) {
       auto it = cast<RankedTensorType>(idx.getType());
-      row = SubOp::create(b, loc, idx,
-                          ConstantOp::create(b, loc, splatOf(it, (double)r.lo)));
+      row = SubOp::create(
+          b, loc, idx, ConstantOp::create(b, loc, splatOf(it, (double)r.lo)));
     }
     for (auto [v, all] : llvm::zip(roots, vmap.getResults())) {
       auto t = cast<RankedTensorType>(v.getType());
       SmallVector<Value> start{row};
       for (int64_t d = 0; d < t.getRank(); ++d)
-        start.push_back(
-            ConstantOp::create(b, loc, splatOf(cast<RankedTensorType>(idx.getType()), 0.0)));
+        start.push_back(ConstantOp::create(
+            b, loc, splatOf(cast<RankedTensorType>(idx.getType()), 0.0)));
       SmallVector<int64_t> sizes{1};
       sizes.append(t.getShape().begin(), t.getShape().end());
-      Value s = DynamicSliceOp::create(b, loc, all, start, b.getDenseI64ArrayAttr(sizes));
+      Value s = DynamicSliceOp::create(b, loc, all, start,
+                                       b.getDenseI64ArrayAttr(sizes));
       v.replaceAllUsesWith(ReshapeOp::create(b, loc, t, s).getResult());
     }
     // The loop's copies are dead now.
@@ -312,7 +322,8 @@ private:
 };
 
 struct EmberHoistScanInputsPass
-    : public mlir::ember::impl::EmberHoistScanInputsPassBase<EmberHoistScanInputsPass> {
+    : public mlir::ember::impl::EmberHoistScanInputsPassBase<
+          EmberHoistScanInputsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);

@@ -11,7 +11,8 @@ namespace mlir::ember {
 using namespace mlir;
 using namespace mlir::ember;
 
-LogicalResult mlir::ember::inlineCustomCalls(ModuleOp module, SymbolTable &symbols) {
+LogicalResult mlir::ember::inlineCustomCalls(ModuleOp module,
+                                             SymbolTable &symbols) {
   SmallVector<Operation *> ops;
   module.walk([&](Operation *op) {
     if (isa<CustomJvpCallOp, CustomVjpCallOp, CustomLinearOp>(op))
@@ -20,7 +21,8 @@ LogicalResult mlir::ember::inlineCustomCalls(ModuleOp module, SymbolTable &symbo
   for (Operation *op : ops) {
     if (isa<CustomLinearOp>(op))
       return emitUserError(op, runtime::ErrorKind::JvpOfCustomVjp)
-             << "can't apply forward-mode autodiff (jvp) to a custom_vjp function";
+             << "can't apply forward-mode autodiff (jvp) to a custom_vjp "
+                "function";
     auto callee = symbols.lookup<func::FuncOp>(
         op->getAttrOfType<FlatSymbolRefAttr>("callee").getValue());
     auto seg = op->getAttrOfType<DenseI64ArrayAttr>("segments").asArrayRef();
@@ -39,7 +41,8 @@ LogicalResult mlir::ember::inlineCustomCalls(ModuleOp module, SymbolTable &symbo
 
 namespace {
 struct EmberInlineCustomPass
-    : public mlir::ember::impl::EmberInlineCustomPassBase<EmberInlineCustomPass> {
+    : public mlir::ember::impl::EmberInlineCustomPassBase<
+          EmberInlineCustomPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);

@@ -26,7 +26,8 @@ struct EmberLowerCopiesPass
       if (!src || !dst || src.getElementType() != dst.getElementType())
         continue;
       rewriter.setInsertionPoint(op);
-      linalg::CopyOp::create(rewriter, op.getLoc(), op.getSource(), op.getTarget());
+      linalg::CopyOp::create(rewriter, op.getLoc(), op.getSource(),
+                             op.getTarget());
       rewriter.eraseOp(op);
     }
   }

@@ -22,8 +22,9 @@ struct EmberMathApproxPass
     // The predicate sees operation names without the dialect prefix in some
     // releases and with it in others; accept both spellings.
     static const llvm::StringSet<> kApproximated = {
-        "exp", "expm1", "log", "log1p", "log2", "tanh",
-        "math.exp", "math.expm1", "math.log", "math.log1p", "math.log2", "math.tanh"};
+        "exp",      "expm1",      "log",       "log1p",
+        "log2",     "tanh",       "math.exp",  "math.expm1",
+        "math.log", "math.log1p", "math.log2", "math.tanh"};
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
         patterns, [](StringRef name) { return kApproximated.contains(name); });

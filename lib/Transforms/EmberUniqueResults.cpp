@@ -1,4 +1,5 @@
-//===- EmberUniqueResults.cpp - one tensor per function result -------------===//
+//===- EmberUniqueResults.cpp - one tensor per function result
+//-------------===//
 #include "ember/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,7 +16,8 @@ using namespace mlir;
 
 namespace {
 struct EmberUniqueResultsPass
-    : public mlir::ember::impl::EmberUniqueResultsPassBase<EmberUniqueResultsPass> {
+    : public mlir::ember::impl::EmberUniqueResultsPassBase<
+          EmberUniqueResultsPass> {
   void runOnOperation() override {
     getOperation().walk([&](func::ReturnOp ret) {
       llvm::DenseSet<Value> seen;
@@ -25,8 +27,10 @@ struct EmberUniqueResultsPass
         auto t = dyn_cast<RankedTensorType>(v.getType());
         if (!t || seen.insert(v).second)
           continue;
-        Value empty = tensor::EmptyOp::create(b, ret.getLoc(), t.getShape(), t.getElementType());
-        operand.set(linalg::CopyOp::create(b, ret.getLoc(), v, empty).getResult(0));
+        Value empty = tensor::EmptyOp::create(b, ret.getLoc(), t.getShape(),
+                                              t.getElementType());
+        operand.set(
+            linalg::CopyOp::create(b, ret.getLoc(), v, empty).getResult(0));
       }
     });
   }

@@ -43,17 +43,19 @@ struct BoolBufferTypeConverter : TypeConverter {
     addConversion([](UnrankedMemRefType t) -> Type {
       if (!t.getElementType().isInteger(1))
         return t;
-      return UnrankedMemRefType::get(IntegerType::get(t.getContext(), 8), t.getMemorySpace());
+      return UnrankedMemRefType::get(IntegerType::get(t.getContext(), 8),
+                                     t.getMemorySpace());
     });
   }
 };
 
 struct StoreWidening : OpConversionPattern<memref::StoreOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(memref::StoreOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    Value v = arith::ExtUIOp::create(rewriter, op.getLoc(), rewriter.getI8Type(),
-                                     adaptor.getValue());
+  LogicalResult
+  matchAndRewrite(memref::StoreOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value v = arith::ExtUIOp::create(rewriter, op.getLoc(),
+                                     rewriter.getI8Type(), adaptor.getValue());
     rewriter.replaceOpWithNewOp<memref::StoreOp>(op, v, adaptor.getMemref(),
                                                  adaptor.getIndices());
     return success();
@@ -62,8 +64,9 @@ struct StoreWidening : OpConversionPattern<memref::StoreOp> {
 
 struct LoadWidening : OpConversionPattern<memref::LoadOp> {
   using OpConversionPattern::OpConversionPattern;
-  LogicalResult matchAndRewrite(memref::LoadOp op, OpAdaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(memref::LoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
     Value v = memref::LoadOp::create(rewriter, op.getLoc(), adaptor.getMemref(),
                                      adaptor.getIndices());
     rewriter.replaceOpWithNewOp<arith::TruncIOp>(op, rewriter.getI1Type(), v);
@@ -75,22 +78,24 @@ struct LoadWidening : OpConversionPattern<memref::LoadOp> {
 struct RetypeOp : ConversionPattern {
   RetypeOp(const TypeConverter &tc, MLIRContext *ctx)
       : ConversionPattern(tc, MatchAnyOpTypeTag(), /*benefit=*/0, ctx) {}
-  LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value> operands,
-                                ConversionPatternRewriter &rewriter) const override {
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rewriter) const override {
     if (op->getNumRegions() != 0 || isa<memref::LoadOp, memref::StoreOp>(op))
       return failure();
     SmallVector<Type> types;
     if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), types)))
       return failure();
-    OperationState state(op->getLoc(), op->getName(), operands, types, op->getAttrs(),
-                         op->getSuccessors());
+    OperationState state(op->getLoc(), op->getName(), operands, types,
+                         op->getAttrs(), op->getSuccessors());
     rewriter.replaceOp(op, rewriter.create(state)->getResults());
     return success();
   }
 };
 
 struct EmberWidenBoolBuffersPass
-    : public mlir::ember::impl::EmberWidenBoolBuffersPassBase<EmberWidenBoolBuffersPass> {
+    : public mlir::ember::impl::EmberWidenBoolBuffersPassBase<
+          EmberWidenBoolBuffersPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     BoolBufferTypeConverter converter;
@@ -106,11 +111,14 @@ struct EmberWidenBoolBuffersPass
         [&](Operation *op) { return !touchesBoolBuffers(op); });
     RewritePatternSet patterns(ctx);
     patterns.add<StoreWidening, LoadWidening, RetypeOp>(converter, ctx);
-    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns, converter);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
     populateCallOpTypeConversionPattern(patterns, converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
-    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);
-    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
+    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                         target);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
       signalPassFailure();
   }
 };

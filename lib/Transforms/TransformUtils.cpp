@@ -8,9 +8,12 @@
 using namespace mlir;
 using namespace mlir::ember;
 
-bool mlir::ember::isTransformOp(Operation *op) { return isa<JvpOp, VjpOp, VmapOp>(op); }
+bool mlir::ember::isTransformOp(Operation *op) {
+  return isa<JvpOp, VjpOp, VmapOp>(op);
+}
 
-SmallVector<ValueRange> mlir::ember::splitSegments(ValueRange values, ArrayRef<int64_t> sizes) {
+SmallVector<ValueRange> mlir::ember::splitSegments(ValueRange values,
+                                                   ArrayRef<int64_t> sizes) {
   SmallVector<ValueRange> out;
   size_t at = 0;
   for (int64_t s : sizes) {
@@ -40,9 +43,9 @@ bool mlir::ember::isReadyToTransform(func::FuncOp fn, SymbolTable &symbols) {
   return readyImpl(fn, symbols, seen);
 }
 
-FailureOr<SmallVector<Value>> mlir::ember::inlineBody(OpBuilder &b, func::FuncOp fn,
-                                                      ValueRange args, SymbolTable &symbols,
-                                                      int depth) {
+FailureOr<SmallVector<Value>>
+mlir::ember::inlineBody(OpBuilder &b, func::FuncOp fn, ValueRange args,
+                        SymbolTable &symbols, int depth) {
   if (depth > 64)
     return fn.emitError("call nesting too deep (recursion?)");
   if (!fn.getBody().hasOneBlock())
@@ -77,8 +80,9 @@ FailureOr<SmallVector<Value>> mlir::ember::inlineBody(OpBuilder &b, func::FuncOp
   return fn.emitError("function has no return");
 }
 
-func::FuncOp mlir::ember::makePrivateFunc(ModuleOp module, SymbolTable &symbols, Location loc,
-                                          StringRef base, FunctionType type) {
+func::FuncOp mlir::ember::makePrivateFunc(ModuleOp module, SymbolTable &symbols,
+                                          Location loc, StringRef base,
+                                          FunctionType type) {
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, loc, base, type);
@@ -88,11 +92,13 @@ func::FuncOp mlir::ember::makePrivateFunc(ModuleOp module, SymbolTable &symbols,
   return fn;
 }
 
-LogicalResult mlir::ember::keepingLive(Block &body, SmallVectorImpl<Value> &live,
-                                       function_ref<LogicalResult(Operation *)> fn) {
+LogicalResult
+mlir::ember::keepingLive(Block &body, SmallVectorImpl<Value> &live,
+                         function_ref<LogicalResult(Operation *)> fn) {
   // A temporary terminator holds `live` as operands, which rewrites update.
   OpBuilder b = OpBuilder::atBlockEnd(&body);
-  Operation *keep = func::ReturnOp::create(b, body.getParentOp()->getLoc(), live);
+  Operation *keep =
+      func::ReturnOp::create(b, body.getParentOp()->getLoc(), live);
   LogicalResult r = fn(keep);
   live.assign(keep->getOperands().begin(), keep->getOperands().end());
   keep->erase();
@@ -118,7 +124,8 @@ void mlir::ember::flattenCases(Operation *root) {
     for (Region &r : op.getBranches()) {
       Block &block = r.front();
       yielded.emplace_back(cast<YieldOp>(block.getTerminator()).getValues());
-      for (Operation &o : llvm::make_early_inc_range(block.without_terminator()))
+      for (Operation &o :
+           llvm::make_early_inc_range(block.without_terminator()))
         o.moveBefore(op);
     }
     // Branch k is taken where the clamped index is k: select from the last
@@ -129,7 +136,8 @@ void mlir::ember::flattenCases(Operation *root) {
     for (int64_t k = (int64_t)yielded.size() - 2; k >= 0; --k) {
       Value c = ConstantOp::create(b, loc, splatOf(indexType, (double)k));
       Value p = CompareOp::create(
-          b, loc, k == 0 ? ComparisonDirection::LE : ComparisonDirection::EQ, index, c);
+          b, loc, k == 0 ? ComparisonDirection::LE : ComparisonDirection::EQ,
+          index, c);
       for (auto [j, v] : llvm::enumerate(res)) {
         auto t = cast<RankedTensorType>(v.getType());
         Value pj = t.getRank() == 0 ? p
@@ -173,7 +181,8 @@ void mlir::ember::unrollCountedLoops(Operation *root) {
   }
 }
 
-void mlir::ember::unrollCountedLoops(Block &body, SmallVectorImpl<Value> &live) {
+void mlir::ember::unrollCountedLoops(Block &body,
+                                     SmallVectorImpl<Value> &live) {
   (void)keepingLive(body, live, [&](Operation *) {
     unrollCountedLoops(body.getParentOp());
     return success();

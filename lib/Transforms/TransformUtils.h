@@ -13,7 +13,8 @@ namespace mlir::ember {
 bool isTransformOp(Operation *op);
 
 /// Splits `values` into consecutive ranges of the given sizes.
-SmallVector<ValueRange> splitSegments(ValueRange values, ArrayRef<int64_t> sizes);
+SmallVector<ValueRange> splitSegments(ValueRange values,
+                                      ArrayRef<int64_t> sizes);
 
 /// True when `fn`, following calls, contains no transformation op: it can be
 /// transformed now (transformations expand innermost first).
@@ -21,8 +22,9 @@ bool isReadyToTransform(func::FuncOp fn, SymbolTable &symbols);
 
 /// Clones the body of `fn` at the builder's insertion point with `args` for
 /// its arguments, inlining func.call ops recursively; returns what it returns.
-FailureOr<SmallVector<Value>> inlineBody(OpBuilder &b, func::FuncOp fn, ValueRange args,
-                                         SymbolTable &symbols, int depth = 0);
+FailureOr<SmallVector<Value>> inlineBody(OpBuilder &b, func::FuncOp fn,
+                                         ValueRange args, SymbolTable &symbols,
+                                         int depth = 0);
 
 /// Runs `fn` with a temporary terminator of `body` (passed to `fn`) whose
 /// operands are `live`; rewrites that replace values keep it up to date, and
@@ -51,8 +53,8 @@ void unrollCountedLoops(Operation *root);
 void unrollCountedLoops(Block &body, SmallVectorImpl<Value> &live);
 
 /// A new private function in `module` named after `base`, with an entry block.
-func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols, Location loc,
-                             StringRef base, FunctionType type);
+func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols,
+                             Location loc, StringRef base, FunctionType type);
 
 /// Runs `expand(op, callee)` on every ready transformation op of kind `OpT`
 /// until none is left or none is ready; the result replaces the op. Sets
@@ -91,8 +93,10 @@ LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand,
 /// One round of each expansion, as used by `ember-expand-transforms`: every
 /// ready `ember.jvp`/`ember.vjp` (autodiff), every ready `ember.vmap`
 /// (batching). `progress` is set when something was expanded.
-LogicalResult expandAutodiffOps(ModuleOp module, SymbolTable &symbols, bool &progress);
-LogicalResult expandBatchOps(ModuleOp module, SymbolTable &symbols, bool &progress);
+LogicalResult expandAutodiffOps(ModuleOp module, SymbolTable &symbols,
+                                bool &progress);
+LogicalResult expandBatchOps(ModuleOp module, SymbolTable &symbols,
+                             bool &progress);
 
 /// Inlines the callee of every `ember.custom_jvp_call` / `custom_vjp_call`
 /// (what remains of a custom rule once nothing differentiates it); a

@@ -14,9 +14,8 @@ namespace nb = nanobind;
 NB_MODULE(_site_initialize_0, m) {
   m.doc() = "Ember dialect and pass registration";
   emberRegisterPassesAndPipelines();
-  m.def("register_dialects", [](MlirDialectRegistry registry) {
-    emberRegisterDialects(registry);
-  });
+  m.def("register_dialects",
+        [](MlirDialectRegistry registry) { emberRegisterDialects(registry); });
   // Every context loads the registered dialects: creating an op of a dialect
   // that is registered but not loaded would abort the process.
 }

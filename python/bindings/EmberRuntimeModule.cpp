@@ -89,20 +89,21 @@ struct PendingError {
 };
 thread_local PendingError pendingError;
 
-extern "C" void emberHostCallbackEntry(int64_t *, int64_t *sig, int64_t sigOffset,
-                                       int64_t sigSize, int64_t, int64_t *,
-                                       int64_t *args, int64_t argsOffset, int64_t, int64_t,
-                                       int64_t *, int64_t *results, int64_t resultsOffset,
-                                       int64_t, int64_t) {
+extern "C" void emberHostCallbackEntry(
+    int64_t *, int64_t *sig, int64_t sigOffset, int64_t sigSize, int64_t,
+    int64_t *, int64_t *args, int64_t argsOffset, int64_t, int64_t, int64_t *,
+    int64_t *results, int64_t resultsOffset, int64_t, int64_t) {
   nb::gil_scoped_acquire gil;
   if (pendingError || !hostHandler().is_valid())
     return; // an earlier callback of this call failed: skip the rest
   try {
-    hostHandler()((intptr_t)(sig + sigOffset), sigSize, (intptr_t)(args + argsOffset),
+    hostHandler()((intptr_t)(sig + sigOffset), sigSize,
+                  (intptr_t)(args + argsOffset),
                   (intptr_t)(results + resultsOffset));
   } catch (nb::python_error &e) {
     e.restore();
-    PyErr_Fetch(&pendingError.type, &pendingError.value, &pendingError.traceback);
+    PyErr_Fetch(&pendingError.type, &pendingError.value,
+                &pendingError.traceback);
   }
 }
 
@@ -111,8 +112,10 @@ void raisePendingError(std::vector<PooledBuffer *> &results);
 
 class Kernel {
 public:
-  Kernel(MlirModule module, int optLevel, std::vector<std::vector<int64_t>> inShapes,
-         std::vector<int64_t> inItemsizes, std::vector<std::vector<int64_t>> outShapes,
+  Kernel(MlirModule module, int optLevel,
+         std::vector<std::vector<int64_t>> inShapes,
+         std::vector<int64_t> inItemsizes,
+         std::vector<std::vector<int64_t>> outShapes,
          std::vector<int64_t> outItemsizes) {
     std::string error;
     exe = emberExecutableCreate(
@@ -123,10 +126,11 @@ public:
         &error);
     if (!exe)
       throw std::runtime_error("ember: JIT compilation failed: " + error);
-    fn = reinterpret_cast<void (*)(void **)>(
-        emberExecutableLookupPacked(exe, mlirStringRefCreateFromCString("_mlir_ciface_main")));
+    fn = reinterpret_cast<void (*)(void **)>(emberExecutableLookupPacked(
+        exe, mlirStringRefCreateFromCString("_mlir_ciface_main")));
     if (!fn)
-      throw std::runtime_error("ember: compiled code has no entry point 'main'");
+      throw std::runtime_error(
+          "ember: compiled code has no entry point 'main'");
     for (size_t i = 0; i < inShapes.size(); ++i)
       ins.push_back(makeSpec(inShapes[i], inItemsizes[i]));
     for (size_t i = 0; i < outShapes.size(); ++i)
@@ -155,7 +159,8 @@ public:
     for (PooledBuffer *buf : results) {
       nb::capsule owner = ownerOf(buf);
       size_t shape[1] = {buf->bytes};
-      out.append(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(buf->data, 1, shape, owner));
+      out.append(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(buf->data, 1,
+                                                              shape, owner));
     }
     return out;
   }
@@ -171,8 +176,9 @@ public:
   /// Runs the code on `n` buffer-protocol objects; returns the output buffers.
   std::vector<PooledBuffer *> run(PyObject **args, size_t n) {
     if (n != ins.size())
-      throw nb::type_error(("expected " + std::to_string(ins.size()) + " arguments, got " +
-                            std::to_string(n)).c_str());
+      throw nb::type_error(("expected " + std::to_string(ins.size()) +
+                            " arguments, got " + std::to_string(n))
+                               .c_str());
     std::vector<Py_buffer> views(n);
     size_t got = 0;
     struct Releaser {
@@ -193,7 +199,8 @@ public:
       ++got;
       if (views[i].len != ins[i].nbytes)
         throw nb::value_error(("argument " + std::to_string(i) + " has " +
-                               std::to_string(views[i].len) + " bytes, expected " +
+                               std::to_string(views[i].len) +
+                               " bytes, expected " +
                                std::to_string(ins[i].nbytes))
                                   .c_str());
       fillDescriptor(&descs[w], views[i].buf, ins[i]);
@@ -259,12 +266,12 @@ class FastJit {
 public:
   explicit FastJit(nb::object arrayType) : arrayType(std::move(arrayType)) {}
 
-  void insert(nb::tuple key, Kernel &kernel, nb::tuple outAvals, nb::tuple outSigs,
-              nb::tuple outDescrs, bool single) {
+  void insert(nb::tuple key, Kernel &kernel, nb::tuple outAvals,
+              nb::tuple outSigs, nb::tuple outDescrs, bool single) {
     // The Python Executable that owns `kernel` lives in the jit cache as
     // long as this entry does.
-    cache[key] = nb::make_tuple(nb::cast(&kernel, nb::rv_policy::reference), outAvals,
-                                outSigs, outDescrs, single);
+    cache[key] = nb::make_tuple(nb::cast(&kernel, nb::rv_policy::reference),
+                                outAvals, outSigs, outDescrs, single);
   }
 
   void clear() { cache.clear(); }
@@ -311,18 +318,20 @@ public:
         dims[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shapeTuple, d));
       PyArray_Descr *descr = (PyArray_Descr *)PyTuple_GET_ITEM(outDescrs, i);
       Py_INCREF(descr);
-      PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, nullptr,
-                                           bufs[i]->data, NPY_ARRAY_C_CONTIGUOUS, nullptr);
+      PyObject *arr =
+          PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, nullptr,
+                               bufs[i]->data, NPY_ARRAY_C_CONTIGUOUS, nullptr);
       nb::capsule owner = Kernel::ownerOf(bufs[i]);
       if (!arr)
         throw nb::python_error();
-      if (PyArray_SetBaseObject((PyArrayObject *)arr, owner.release().ptr()) != 0)
+      if (PyArray_SetBaseObject((PyArrayObject *)arr, owner.release().ptr()) !=
+          0)
         throw nb::python_error();
       PyTypeObject *t = (PyTypeObject *)arrayType.ptr();
       PyObject *obj = t->tp_alloc(t, 0);
-      if (!obj ||
-          PyObject_SetAttr(obj, valueName, arr) != 0 ||
-          PyObject_SetAttr(obj, avalStr.ptr(), PyTuple_GET_ITEM(outAvals, i)) != 0 ||
+      if (!obj || PyObject_SetAttr(obj, valueName, arr) != 0 ||
+          PyObject_SetAttr(obj, avalStr.ptr(), PyTuple_GET_ITEM(outAvals, i)) !=
+              0 ||
           PyObject_SetAttr(obj, sigName, sig) != 0) {
         Py_XDECREF(arr);
         Py_XDECREF(obj);
@@ -361,10 +370,12 @@ NB_MODULE(_ember_runtime, m) {
       .def("__call__", &FastJit::call);
   m.doc() = "Ember's JIT and fast call path";
   nb::class_<Kernel>(m, "Kernel")
-      .def(nb::init<MlirModule, int, std::vector<std::vector<int64_t>>, std::vector<int64_t>,
-                    std::vector<std::vector<int64_t>>, std::vector<int64_t>>(),
+      .def(nb::init<MlirModule, int, std::vector<std::vector<int64_t>>,
+                    std::vector<int64_t>, std::vector<std::vector<int64_t>>,
+                    std::vector<int64_t>>(),
            nb::arg("module"), nb::arg("opt_level"), nb::arg("in_shapes"),
-           nb::arg("in_itemsizes"), nb::arg("out_shapes"), nb::arg("out_itemsizes"))
+           nb::arg("in_itemsizes"), nb::arg("out_shapes"),
+           nb::arg("out_itemsizes"))
       .def("__call__", &Kernel::call, nb::arg("args"));
   m.def("pooled_bytes", [] { return pool().pooledBytes(); });
   m.def(
@@ -378,8 +389,9 @@ NB_MODULE(_ember_runtime, m) {
       "set_host_callback_handler",
       [](nb::object handler) {
         hostHandler() = std::move(handler);
-        emberRuntimeRegisterSymbol(mlirStringRefCreateFromCString("ember_host_callback"),
-                                   reinterpret_cast<void *>(&emberHostCallbackEntry));
+        emberRuntimeRegisterSymbol(
+            mlirStringRefCreateFromCString("ember_host_callback"),
+            reinterpret_cast<void *>(&emberHostCallbackEntry));
       },
       nb::arg("handler"));
   m.def("clear_pool", [] { pool().clear(); });

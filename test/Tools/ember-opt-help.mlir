@@ -8,3 +8,8 @@
 // CHECK-DAG: --ember-math-approx
 // CHECK-DAG: --ember-to-linalg
 // CHECK-DAG: --ember-unique-results
+// The named stages and the per-target pipelines.
+// CHECK-DAG: --ember-expand-transforms
+// CHECK-DAG: --ember-transforms
+// CHECK-DAG: --ember-optimize
+// CHECK-DAG: --ember-cpu-codegen

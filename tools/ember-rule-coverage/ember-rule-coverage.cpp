@@ -26,8 +26,9 @@ int main() {
       continue;
     ++ops;
     ember::OpRules r = ember::getOpRules(name);
-    bool hasInterfaces = name.hasInterface<ember::DifferentiableOpInterface>() &&
-                         name.hasInterface<ember::BatchableOpInterface>();
+    bool hasInterfaces =
+        name.hasInterface<ember::DifferentiableOpInterface>() &&
+        name.hasInterface<ember::BatchableOpInterface>();
     llvm::SmallVector<llvm::StringRef> lacks;
     if (r.rulesInPasses) {
       llvm::outs() << name.getStringRef() << ": rules in the passes\n";
@@ -43,7 +44,8 @@ int main() {
       lacks.push_back("a batching rule");
     llvm::outs() << name.getStringRef() << ":" << (r.jvp ? " jvp" : "")
                  << (r.linear ? " (linear)" : "")
-                 << (r.transpose ? " transpose" : "") << (r.batch ? " batch" : "");
+                 << (r.transpose ? " transpose" : "")
+                 << (r.batch ? " batch" : "");
     if (!lacks.empty()) {
       ++missing;
       llvm::outs() << "  MISSING:";

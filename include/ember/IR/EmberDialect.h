@@ -7,9 +7,9 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "ember/Runtime/Runtime.h"
@@ -22,9 +22,11 @@ namespace mlir::ember {
 template <typename ConcreteType>
 class LinearTrait : public OpTrait::TraitBase<ConcreteType, LinearTrait> {};
 template <typename ConcreteType>
-class ZeroTangentTrait : public OpTrait::TraitBase<ConcreteType, ZeroTangentTrait> {};
+class ZeroTangentTrait
+    : public OpTrait::TraitBase<ConcreteType, ZeroTangentTrait> {};
 template <typename ConcreteType>
-class RulesInPassesTrait : public OpTrait::TraitBase<ConcreteType, RulesInPassesTrait> {};
+class RulesInPassesTrait
+    : public OpTrait::TraitBase<ConcreteType, RulesInPassesTrait> {};
 
 /// Reports an error of a pass that is the user's, not Ember's (what they
 /// asked for cannot be done): the message starts with "[ember:<id>]", from
@@ -37,10 +39,12 @@ enum class RuleMode { Build, Probe };
 
 /// The JVP rule of an ember op (see DifferentiableOpInterface).
 LogicalResult buildJvp(Operation *op, OpBuilder &b, ArrayRef<Value> tangents,
-                       SmallVectorImpl<Value> &resultTangents, RuleMode mode = RuleMode::Build);
+                       SmallVectorImpl<Value> &resultTangents,
+                       RuleMode mode = RuleMode::Build);
 /// The transpose rule of an ember op (see DifferentiableOpInterface).
-LogicalResult buildTranspose(Operation *op, OpBuilder &b, ArrayRef<Value> cotangents,
-                             ArrayRef<bool> linear, SmallVectorImpl<Value> &operandCotangents,
+LogicalResult buildTranspose(Operation *op, OpBuilder &b,
+                             ArrayRef<Value> cotangents, ArrayRef<bool> linear,
+                             SmallVectorImpl<Value> &operandCotangents,
                              RuleMode mode = RuleMode::Build);
 /// A splat constant `v` of tensor type `t` (float, integer or complex).
 DenseElementsAttr splatOf(RankedTensorType t, double v);
@@ -51,7 +55,8 @@ RankedTensorType batchedType(Type t, int64_t n);
 /// The batching rule of an ember op (see BatchableOpInterface).
 LogicalResult buildBatch(Operation *op, OpBuilder &b, ArrayRef<Value> operands,
                          ArrayRef<bool> batched, int64_t batchSize,
-                         SmallVectorImpl<Value> &results, RuleMode mode = RuleMode::Build);
+                         SmallVectorImpl<Value> &results,
+                         RuleMode mode = RuleMode::Build);
 
 /// Which rules the ops called `name` have (probed without building IR).
 struct OpRules {

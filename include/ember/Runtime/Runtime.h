@@ -26,11 +26,12 @@ struct EntryPoint {
 
 /// Every function compiled code may call (entries and hooks).
 inline llvm::ArrayRef<EntryPoint> entryPoints() {
-  constexpr Param I64 = Param::I64, Addr = Param::Addr, MemRefI64 = Param::MemRefI64,
+  constexpr Param I64 = Param::I64, Addr = Param::Addr,
+                  MemRefI64 = Param::MemRefI64,
                   MemRefIndex = Param::MemRefIndex;
-#define EMBER_RUNTIME_ENTRY(NAME, PARAMS)                                                          \
+#define EMBER_RUNTIME_ENTRY(NAME, PARAMS)                                      \
   static const Param NAME##_params[] = {EMBER_UNPAREN PARAMS};
-#define EMBER_RUNTIME_HOOK(NAME, PARAMS)                                                           \
+#define EMBER_RUNTIME_HOOK(NAME, PARAMS)                                       \
   static const Param NAME##_params[] = {EMBER_UNPAREN PARAMS};
 #define EMBER_UNPAREN(...) __VA_ARGS__
 #include "ember/Runtime/Runtime.def"
@@ -53,8 +54,8 @@ inline const EntryPoint *lookupEntryPoint(llvm::StringRef name) {
 
 /// The code of a NumPy dtype name in a callback's signature record, or -1.
 inline int64_t typeCode(llvm::StringRef dtypeName) {
-#define EMBER_TYPE_CODE(CODE, NAME)                                                                \
-  if (dtypeName == NAME)                                                                           \
+#define EMBER_TYPE_CODE(CODE, NAME)                                            \
+  if (dtypeName == NAME)                                                       \
     return CODE;
 #include "ember/Runtime/Runtime.def"
   return -1;
@@ -68,8 +69,8 @@ enum class ErrorKind {
 
 inline llvm::StringRef errorKindId(ErrorKind k) {
   switch (k) {
-#define EMBER_ERROR_KIND(ENUM, ID, EXC)                                                            \
-  case ErrorKind::ENUM:                                                                            \
+#define EMBER_ERROR_KIND(ENUM, ID, EXC)                                        \
+  case ErrorKind::ENUM:                                                        \
     return ID;
 #include "ember/Runtime/Runtime.def"
   }

@@ -20,10 +20,12 @@ static const char kCpuCodegen[] =
     "canonicalize,"
     "ember-drop-optimization-barriers,"
     "ember-unique-results,"
-    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map "
     "unknown-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params{hoist-static-allocs=true modify-public-functions=true},"
+    "buffer-results-to-out-params{hoist-static-allocs=true "
+    "modify-public-functions=true},"
     "canonicalize,"
     "buffer-deallocation-pipeline,"
     "convert-bufferization-to-memref,"
@@ -50,7 +52,9 @@ static const char kCpuCodegen[] =
 
 const TargetDescription &mlir::ember::getCPUTarget() {
   static const TargetDescription cpu{
-      "cpu", "ember -> linalg -> loops -> LLVM dialect for the host CPU", kCpuCodegen,
-      "ORC JIT of the host (emberExecutableCreate), runtime entry points in lib/Runtime"};
+      "cpu", "ember -> linalg -> loops -> LLVM dialect for the host CPU",
+      kCpuCodegen,
+      "ORC JIT of the host (emberExecutableCreate), runtime entry points in "
+      "lib/Runtime"};
   return cpu;
 }

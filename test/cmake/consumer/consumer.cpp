@@ -25,6 +25,8 @@ int main() {
   if (mlir::failed(pm.run(*module)))
     return 2;
   llvm::outs() << "consumer: lowered to LLVM dialect, "
-               << (module->lookupSymbol("main") ? "main present" : "main missing") << "\n";
+               << (module->lookupSymbol("main") ? "main present"
+                                                : "main missing")
+               << "\n";
   return 0;
 }
