@@ -536,7 +536,7 @@ def Ember_StackPushOp : Ember_Op<"stack_push",
     a leading dimension of L lanes; the stack records it, so that a pop with
     lanes reads lane j of each push (and every lane reads the whole push from
     a stack of pushes without lanes).
-    Lowered to the runtime entry `ember_stack_push` (docs/design.md).
+    Lowered to the runtime entry `ember_stack_push` (docs/decisions.md).
 
     ```mlir
     %h1 = ember.stack_push %h0 (%x, %y) : (tensor<i64>, tensor<3xf32>, tensor<f32>) -> tensor<i64>
@@ -605,7 +605,7 @@ def Ember_HostCallbackOp : Ember_Op<"host_callback",
     Calls the host function registered under `callback_id` with the values
     of `inputs` and returns the tensors it produces. The embedder (Ember's
     Python runtime) owns the registry; compiled code reaches it through the
-    C symbol `ember_host_callback` (see docs/design.md). With
+    C symbol `ember_host_callback` (see docs/decisions.md). With
     `has_side_effect` the op is ordered and never removed (`debug.print`,
     `io_callback`); without it the op is pure and may be removed when its
     results are unused (`pure_callback`). `vmap_method` says how

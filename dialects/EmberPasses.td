@@ -97,7 +97,7 @@ def EmberWidenBoolBuffersPass : Pass<"ember-widen-bool-buffers", "ModuleOp"> {
   let description = [{
     MLIR 22's `finalize-memref-to-llvm` cannot load or store i1 elements, yet
     the ownership-based deallocation pipeline creates `memref<?xi1>` buffers
-    for ownership flags known only at run time (results of `scf.index_switch`
+    for ownership flags known only at run time (results of `scf.if`
     from `ember.case`, or of loops). This pass rewrites every memref of i1 to
     one of i8: `memref.store` zero-extends, `memref.load` truncates, and other
     ops, function signatures and calls take the converted types.
@@ -178,7 +178,7 @@ def EmberBatchPass : Pass<"ember-batch", "ModuleOp"> {
     elementwise ops broadcast their unbatched operands, dot_general gains a
     batch dimension, dynamic slices with batched indices become gathers, so
     the result has no loops. Transformations of other kinds that wait on a
-    vmap are left for `ember-autodiff`; the CPU pipeline alternates the two.
+    vmap are left for `ember-autodiff`; `ember-expand-transforms` alternates the two.
 
     Before:
     ```mlir
@@ -198,7 +198,7 @@ def EmberHoistScanInputsPass : Pass<"ember-hoist-scan-inputs", "ModuleOp"> {
     and the pure ops that depend only on those rows and on values from outside.
     When that work contains an `ember.dot_general`, it is outlined into a new
     function, applied to all n rows at once before the loop with `ember.vmap`
-    (expanded by `ember-batch`: n small GEMMs become one large one), and the
+    (expanded by `ember-expand-transforms` in `ember-optimize`: n small GEMMs become one large one), and the
     loop reads its row of the results. Results are kept only up to 256 MiB per
     loop; rows read out of bounds (clamped) stay in the loop.
 

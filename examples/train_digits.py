@@ -13,11 +13,12 @@ import argparse
 import sys
 import time
 
+import numpy as np
+from sklearn.datasets import load_digits
+
 import ember as jax
 import ember.numpy as jnp
-import numpy as np
 from ember.example_libraries import optimizers, stax
-from sklearn.datasets import load_digits
 
 
 def load_data(seed=0, test_fraction=0.2):

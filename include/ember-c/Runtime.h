@@ -42,7 +42,7 @@ MLIR_CAPI_EXPORTED void emberExecutableDestroy(EmberExecutable *exe);
 /// where each memref is passed as its five descriptor fields (allocated
 /// pointer, aligned pointer, offset, size, stride). The signature record is
 /// [callback id, #operands, #results, then per value: type code, rank,
-/// dims...]; docs/design.md lists the type codes.
+/// dims...]; EMBER_TYPE_CODE in ember/Runtime/Runtime.def lists the type codes.
 MLIR_CAPI_EXPORTED void emberRuntimeRegisterSymbol(MlirStringRef name,
                                                    void *address);
 

@@ -1209,7 +1209,7 @@ Value lowerSmallDotWithPackedB(DotGeneralOp op, Value a, int64_t transA,
 }
 
 /// A large f32/f64 `dot_general` becomes a call of the runtime's batched GEMM
-/// (docs/design.md, "Contractions"):
+/// (docs/decisions.md, "Contractions"):
 ///
 ///   ember_gemm_f32(transA, transB, batch, m, n, k, a, b, c)   (row-major)
 ///
@@ -1811,7 +1811,7 @@ int64_t bufferBytes(Type t) {
 }
 
 /// The run-time stack ops become calls of buffer helpers that move one value
-/// at a time (docs/design.md, "Reverse mode through loops"):
+/// at a time (docs/decisions.md, "Reverse mode through loops"):
 ///
 ///   ember_stack_push(handle in, handle out, data, bytes, lanes)   (per value)
 ///   ember_stack_read(handle, index, lanes, push bytes, offset, data,

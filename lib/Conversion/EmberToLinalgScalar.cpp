@@ -52,7 +52,7 @@ Value horner(OpBuilder &b, Location loc, Value x, ArrayRef<double> coeffs) {
 // same places. The sequences below follow XLA's log1p (a Cephes rational for
 // |x| < sqrt(2) - 1, log(1 + x) otherwise, with a Cephes-style polynomial
 // log) and StableHLO's f32 erf_inv decomposition (Giles' polynomials), as
-// read off the code XLA generates on x86 (docs/design.md, "Bit-exact
+// read off the code XLA generates on x86 (docs/decisions.md, "Bit-exact
 // random numbers"). Every FMA is explicit (math.fma); every other product
 // feeds something other than an add, so LLVM's contraction cannot change it.
 //===----------------------------------------------------------------------===//

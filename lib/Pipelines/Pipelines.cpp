@@ -76,7 +76,7 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
 
 // The target-independent stages, as text: the same strings are what
 // `ember-opt --ember-transforms` / `--ember-optimize`, Python's stages and
-// docs/design.md name.
+// docs/design.md names.
 static const char kTransforms[] =
     "ember-expand-transforms,symbol-dce,canonicalize,cse";
 static const char kOptimize[] =

@@ -26,5 +26,6 @@ using Addr = intptr_t;
 extern "C" void *ember_malloc(size_t n);
 extern "C" void *ember_calloc(size_t count, size_t size);
 extern "C" void ember_free(void *p);
+extern "C" float ember_truncsfbf2(float x);
 
 #endif // EMBER_LIB_RUNTIME_RUNTIMEENTRIES_H

@@ -3,7 +3,7 @@
 //
 // Register-blocked row-major GEMM for the products where a BLAS library's
 // packing and thread hand-off cost more than the arithmetic (e.g. the
-// 32x256x256 step of a scan RNN). See docs/design.md, "Contractions".
+// 32x256x256 step of a scan RNN). See docs/decisions.md, "Contractions".
 //
 //===----------------------------------------------------------------------===//
 

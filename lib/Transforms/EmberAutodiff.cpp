@@ -660,7 +660,7 @@ struct LinearSplit {
   }
 };
 
-/// Reverse mode through `ember.while` (docs/design.md, "Reverse mode through
+/// Reverse mode through `ember.while` (docs/decisions.md, "Reverse mode through
 /// loops"). The body is linearized in place; its linear ops (JVP code) move
 /// to a backward loop in a new function @while_bwd, and the forward loop
 /// keeps the primal ops and saves, each iteration, the primal values that the
@@ -908,7 +908,7 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
   return success();
 }
 
-/// Reverse mode through `ember.case` (docs/design.md, "Reverse mode through
+/// Reverse mode through `ember.case` (docs/decisions.md, "Reverse mode through
 /// conditionals"): each branch is linearized in place; the forward case
 /// returns, next to its results, the residuals of every branch (the taken
 /// branch's, zeros for the others), and the branches' tangent maps become one

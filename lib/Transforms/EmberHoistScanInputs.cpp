@@ -6,8 +6,9 @@
 // not depend on the carry, so all iterations' worth can run before the loop
 // as one batched computation (one large GEMM instead of n small ones), and
 // the loop reads row i of the result. The batched form is an `ember.vmap` of
-// an outlined function, expanded by `ember-batch` with the ops' own batching
-// rules. See docs/design.md, "Hoisting scan inputs".
+// an outlined function, expanded by `ember-expand-transforms` (ember-batch)
+// with the ops' own batching rules. See docs/decisions.md, "Hoisting scan
+// inputs".
 //
 //===----------------------------------------------------------------------===//
 #include "TransformUtils.h"

@@ -3,7 +3,7 @@
 // MLIR 22's memref-to-LLVM lowering refuses loads and stores of i1 elements
 // (it asserts), but the ownership-based deallocation pipeline creates
 // memref<?xi1> buffers for its runtime ownership flags whenever a buffer's
-// ownership is only known at run time (e.g. results of scf.index_switch or
+// ownership is only known at run time (e.g. results of scf.if or
 // scf.while). This pass gives every memref of i1 an i8 element type: stores
 // zero-extend, loads truncate, and every other op (allocations, casts,
 // deallocation, function signatures and calls) just takes the new types.

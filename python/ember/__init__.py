@@ -6,39 +6,63 @@
 
 import importlib.util  # noqa: F401  (loaded by jax too; tools rely on it)
 
-from ember._src.dtypes import config  # noqa: F401
-from ember._src.core import Array, ShapeDtypeStruct, Device  # noqa: F401
-from ember._src.api import (  # noqa: F401
-    jit, eval_shape, device_put, device_get, devices, local_devices, device_count,
-    default_backend, disable_jit, block_until_ready,
-)
-from ember._src.ad import (  # noqa: F401
-    grad, value_and_grad, vjp, jvp, linearize, jacfwd, jacrev, jacobian, hessian,
-    checkpoint, remat, checkpoint_policies, custom_jvp, custom_vjp,
-)
-from ember._src.batching import vmap  # noqa: F401
-from ember._src.callback import pure_callback  # noqa: F401
-from ember import numpy  # noqa: F401
-from ember import lax  # noqa: F401
-from ember import tree_util  # noqa: F401
-from ember import nn  # noqa: F401
-from ember import random  # noqa: F401
-from ember import scipy  # noqa: F401
-from ember import example_libraries  # noqa: F401
-from ember import debug  # noqa: F401
-from ember import experimental  # noqa: F401
-from ember._src.tree_util import tree_map, tree_leaves, tree_structure  # noqa: F401
-from ember._src import errors  # noqa: F401
+from ember import debug as debug
+from ember import errors as errors
+from ember import example_libraries as example_libraries
+from ember import experimental as experimental
+from ember import lax as lax
+from ember import nn as nn
+from ember import numpy as numpy
+from ember import random as random
+from ember import scipy as scipy
+from ember import tree_util as tree_util
+from ember._src import tree_util as _tree_util
+from ember._src.ad import checkpoint as checkpoint
+from ember._src.ad import checkpoint_policies as checkpoint_policies
+from ember._src.ad import custom_jvp as custom_jvp
+from ember._src.ad import custom_vjp as custom_vjp
+from ember._src.ad import grad as grad
+from ember._src.ad import hessian as hessian
+from ember._src.ad import jacfwd as jacfwd
+from ember._src.ad import jacobian as jacobian
+from ember._src.ad import jacrev as jacrev
+from ember._src.ad import jvp as jvp
+from ember._src.ad import linearize as linearize
+from ember._src.ad import remat as remat
+from ember._src.ad import value_and_grad as value_and_grad
+from ember._src.ad import vjp as vjp
+from ember._src.api import block_until_ready as block_until_ready
+from ember._src.api import default_backend as default_backend
+from ember._src.api import device_count as device_count
+from ember._src.api import device_get as device_get
+from ember._src.api import device_put as device_put
+from ember._src.api import devices as devices
+from ember._src.api import disable_jit as disable_jit
+from ember._src.api import eval_shape as eval_shape
+from ember._src.api import jit as jit
+from ember._src.api import local_devices as local_devices
+from ember._src.batching import vmap as vmap
+from ember._src.callback import pure_callback as pure_callback
+from ember._src.config import config as config
+from ember._src.core import Array as Array
+from ember._src.core import Device as Device
+from ember._src.core import ShapeDtypeStruct as ShapeDtypeStruct
+from ember._src.tree_util import tree_leaves as tree_leaves
+from ember._src.tree_util import tree_map as tree_map
+from ember._src.tree_util import tree_structure as tree_structure
 
 __version__ = "0.1.0"
 
 
 class _Tree:
-    from ember._src.tree_util import (  # noqa: F401
-        tree_map as map, tree_leaves as leaves, tree_structure as structure,
-        tree_flatten as flatten, tree_unflatten as unflatten, tree_reduce as reduce,
-        tree_transpose as transpose, tree_all as all,
-    )
+    map = _tree_util.tree_map
+    leaves = _tree_util.tree_leaves
+    structure = _tree_util.tree_structure
+    flatten = _tree_util.tree_flatten
+    unflatten = _tree_util.tree_unflatten
+    reduce = _tree_util.tree_reduce
+    transpose = _tree_util.tree_transpose
+    all = _tree_util.tree_all
 
 
 tree = _Tree

@@ -15,7 +15,7 @@ algorithms of ``jax._src.random`` / ``jax._src.prng`` with
   its truncation and 64-bit widths are ``bits1 << 32 | bits2``.
 
 Rejection samplers (gamma and its users, poisson) use ``while_loop`` in JAX.
-Ember has no loop op yet, so ``_while`` replays the loop with masked rounds:
+``_while`` replays the loop with masked rounds:
 each round evaluates the condition, runs the body and keeps the new state only
 where the condition held. That is exactly JAX's (batched) ``while_loop`` as long
 as the loop ends within the rounds run. Outside ``jit`` it runs chunks of rounds
@@ -29,11 +29,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ember._src import core, dtypes
-from ember._src import lax
-from ember._src import tree_util
-from ember._src.api import jit
 from ember import numpy as jnp
+from ember._src import core, dtypes, lax, tree_util
+from ember._src.api import jit
+from ember._src.config import config as _config
 
 __all__ = [
     "PRNGKey", "key", "key_data", "wrap_key_data", "key_impl", "clone", "split", "fold_in",
@@ -163,7 +162,7 @@ def _random_bits_b(keys, bit_width, shape):
     b1, b2 = _threefry_batched(keys, shape)
     dt = _UINT[bit_width]
     if bit_width == 64:
-        if not dtypes.config.jax_enable_x64:
+        if not _config.jax_enable_x64:
             raise TypeError("64-bit random bits need jax_enable_x64")
         hi = lax.convert_element_type(b1, dt)
         lo = lax.convert_element_type(b2, dt)
@@ -267,7 +266,7 @@ def _seed_words(seed):
         # JAX converts a Python int through np.int64; without x64 only the low 32 bits
         # survive (int64 -> int32 wraps), and a 32-bit seed has no high word.
         s = seed % 2 ** 64
-        hi = (s >> 32) if dtypes.config.jax_enable_x64 else 0
+        hi = (s >> 32) if _config.jax_enable_x64 else 0
         words = np.array([hi, s & 0xFFFFFFFF], dtype=np.uint32)
         return core.asarray_concrete(words, _U32)
     seed = jnp.asarray(seed)

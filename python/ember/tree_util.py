@@ -2,8 +2,21 @@
 
 from ember._src.tree_util import *  # noqa: F401,F403
 from ember._src.tree_util import (  # noqa: F401
-    PyTreeDef, Partial, register_pytree_node, register_pytree_node_class, register_dataclass,
-    tree_flatten, tree_unflatten, tree_map, tree_leaves, tree_structure, tree_transpose,
-    tree_reduce, tree_all, treedef_children, treedef_is_leaf, all_leaves,
+    Partial,
+    PyTreeDef,
+    all_leaves,
+    register_dataclass,
+    register_pytree_node,
+    register_pytree_node_class,
     register_pytree_with_keys,
+    tree_all,
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_reduce,
+    tree_structure,
+    tree_transpose,
+    tree_unflatten,
+    treedef_children,
+    treedef_is_leaf,
 )

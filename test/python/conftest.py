@@ -3,8 +3,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-import ember  # noqa: E402
 import pytest  # noqa: E402
+
+import ember  # noqa: E402
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """Shared helpers for the ember pytest suite: compare ember with NumPy."""
 
+import numpy as np
+
 import ember as jax
 import ember.numpy as jnp
-import numpy as np
 
 _TOL = {
     np.dtype(np.float16): 2e-3,
@@ -39,8 +40,8 @@ def assert_close(actual, expected, *, rtol=None, atol=None, check_dtype=True):
         return
     tol = _TOL.get(np.dtype(a.dtype), 1e-2)
     ea = e.astype(np.float64) if e.dtype.kind in "fiub" else e
-    np.testing.assert_allclose(a.astype(np.float64) if a.dtype.kind == "f" or a.dtype.name == "bfloat16" else a,
-                               ea, rtol=tol if rtol is None else rtol,
+    aa = a.astype(np.float64) if a.dtype.kind == "f" or a.dtype.name == "bfloat16" else a
+    np.testing.assert_allclose(aa, ea, rtol=tol if rtol is None else rtol,
                                atol=tol if atol is None else atol, equal_nan=True)
 
 

@@ -4,11 +4,12 @@ import operator
 
 import numpy as np
 import pytest
+
 from helpers import assert_close, jnp, rand
 
 A = rand((2, 3), np.float32, seed=1) + 4
 B = rand((2, 3), np.float32, seed=2) + 4
-I = rand((2, 3), np.int32, seed=3, low=1, high=9)
+IA = rand((2, 3), np.int32, seed=3, low=1, high=9)
 J = rand((2, 3), np.int32, seed=4, low=1, high=4)
 
 OPS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
@@ -29,8 +30,8 @@ def test_float_operators_and_reflected(op):
                                       operator.lshift, operator.rshift],
                          ids=lambda o: o.__name__)
 def test_int_operators_and_reflected(op):
-    i = jnp.asarray(I)
-    ref = op(I, J)
+    i = jnp.asarray(IA)
+    ref = op(IA, J)
     if op is operator.truediv:
         ref = ref.astype(np.float32)
     assert_close(op(i, jnp.asarray(J)), ref)
@@ -45,7 +46,7 @@ def test_unary_operators():
     assert_close(-a, -A)
     assert_close(+a, +A)
     assert_close(abs(-a), np.abs(A))
-    assert_close(~jnp.asarray(I), ~I)
+    assert_close(~jnp.asarray(IA), ~IA)
     assert_close(~jnp.asarray(A > 4), ~(A > 4))
 
 

@@ -4,11 +4,13 @@ higher order, composition with jit, closures, JAX's conventions at
 non-differentiable points and the errors. Default (float32) mode; the
 per-op finite-difference checks in float64 are in test_autodiff_ops.py."""
 
-import ember as jax
-import ember.numpy as jnp
 import numpy as np
 import pytest
+
+import ember as jax
+import ember.numpy as jnp
 from ember import lax, nn
+
 from helpers import fd_grad
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
@@ -216,7 +218,8 @@ def test_perturbation_confusion():
 
 
 def test_forward_over_reverse_and_reverse_over_forward():
-    f = lambda x: jnp.sum(jnp.sin(x) * x)
+    def f(x):
+        return jnp.sum(jnp.sin(x) * x)
     h = np.diag(2 * np.cos(X) - X * np.sin(X))
     _, hvp = jax.jvp(jax.grad(f), (X,), (Y,))
     close(hvp, h @ Y)
@@ -334,7 +337,8 @@ def test_grad_closure_over_traced_values():
 
 
 def test_checkpoint():
-    f = lambda x: jnp.sum(jnp.sin(jnp.cos(x)) * x)
+    def f(x):
+        return jnp.sum(jnp.sin(jnp.cos(x)) * x)
     close(jax.grad(jax.checkpoint(f))(X), jax.grad(f)(X))
     close(jax.jit(jax.grad(jax.remat(f)))(X), jax.grad(f)(X))
 
@@ -446,7 +450,8 @@ def test_checkpoint_dots_policies_keep_the_products(policy, kept, x64):
             return c + wrap(lambda x: jnp.tanh(x @ w1) @ w1.T)(x), None
         return jnp.sum(lax.scan(step, jnp.zeros((4, 3)), xs)[0] ** 2)
 
-    ck = lambda f: jax.checkpoint(f, policy=pol)
+    def ck(f):
+        return jax.checkpoint(f, policy=pol)
     g = jax.grad(loss)(w1, xs, ck)
     np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(loss)(w1, xs, lambda f: f)),
                                rtol=1e-10)
@@ -464,10 +469,12 @@ def test_checkpoint_dots_policies_keep_the_products(policy, kept, x64):
 def test_checkpoint_dots_with_batch_dimensions(policy, kept, x64):
     r = np.random.default_rng(6)
     w, xs = r.standard_normal((2, 3, 5)) * 0.5, r.standard_normal((4, 2, 7, 3))
-    ck = lambda f: jax.checkpoint(f, policy=getattr(jax.checkpoint_policies, policy))
+    def ck(f):
+        return jax.checkpoint(f, policy=getattr(jax.checkpoint_policies, policy))
 
     def loss(w, wrap):
-        step = lambda c, x: (c + jnp.sum(wrap(lambda x: jnp.tanh(jnp.matmul(x, w)))(x)), None)
+        def step(c, x):
+            return (c + jnp.sum(wrap(lambda x: jnp.tanh(jnp.matmul(x, w)))(x)), None)
         return lax.scan(step, 0.0, xs)[0]
 
     g = jax.grad(loss)(w, ck)
@@ -484,7 +491,8 @@ def test_checkpoint_recomputation_is_not_merged_with_the_forward_pass():
     r = np.random.default_rng(7)
     x, w = r.standard_normal((64, 64)).astype(np.float32), r.standard_normal((64, 64)).astype(
         np.float32)
-    f = lambda w: jnp.sum(jnp.sin(x @ w))
+    def f(w):
+        return jnp.sum(jnp.sin(x @ w))
     gemms = {}
     for prevent in (True, False):
         g = jax.jit(jax.value_and_grad(jax.checkpoint(f, prevent_cse=prevent)))
@@ -515,7 +523,8 @@ def test_optimization_barrier():
 
 def test_checkpoint_dots_policy_differentiates_products_of_one_value(x64):
     # x @ x.T: both operands of the saved product vary.
-    f = lambda x: jnp.sum(jnp.sin(x @ x.T))
+    def f(x):
+        return jnp.sum(jnp.sin(x @ x.T))
     ck = jax.checkpoint(f, policy=jax.checkpoint_policies.dots_saveable)
     x = np.random.default_rng(5).standard_normal((3, 4))
     np.testing.assert_allclose(np.asarray(jax.grad(ck)(x)), np.asarray(jax.grad(f)(x)),

@@ -6,11 +6,12 @@ Inputs are chosen away from non-differentiable points; the conventions at
 those points are tested in test_autodiff.py.
 """
 
+import numpy as np
+import pytest
+
 import ember
 import ember as jax
 import ember.numpy as jnp
-import numpy as np
-import pytest
 from ember import lax, nn
 
 

@@ -30,7 +30,8 @@ def test_enum_attributes_are_exposed():
 def test_pipeline_diagnostics_raise_a_python_exception():
     src = """
     func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
-      %0 = ember.slice %a, start = [0], limit = [2], strides = [1] : (tensor<4xf32>) -> tensor<4xf32>
+      %0 = ember.slice %a, start = [0], limit = [2], strides = [1]
+          : (tensor<4xf32>) -> tensor<4xf32>
       return %0 : tensor<4xf32>
     }"""
     with ir.Context():

@@ -1,10 +1,11 @@
 """Host callbacks from compiled code: debug.print, debug.callback,
 pure_callback and io_callback, under jit, vmap and grad."""
 
-import ember as jax
-import ember.numpy as jnp
 import numpy as np
 import pytest
+
+import ember as jax
+import ember.numpy as jnp
 from ember.experimental import io_callback
 
 

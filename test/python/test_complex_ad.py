@@ -4,10 +4,11 @@ holomorphic=True, grad(f)(z) = f'(z); jvp pushes complex tangents; complex
 parts transpose (real^T c = c, imag^T c = -ic), they are not adjoints.
 Checked against finite differences in complex128."""
 
-import ember as jax
-import ember.numpy as jnp
 import numpy as np
 import pytest
+
+import ember as jax
+import ember.numpy as jnp
 from ember import lax
 
 EPS = 1e-6

@@ -2,11 +2,13 @@
 runs, and reverse mode differentiates only the taken branch; forward mode and
 vmap go through the all-branches-and-select form."""
 
-import ember as jax
-import ember.numpy as jnp
 import numpy as np
 import pytest
+
+import ember as jax
+import ember.numpy as jnp
 from ember import lax
+
 from helpers import fd_grad
 
 

@@ -5,11 +5,9 @@ import itertools
 import numpy as np
 import pytest
 
-import ember
 import ember as jax
 import ember.lax as lax
 import ember.numpy as jnp
-
 
 # --------------------------------------------------------------------------
 # NumPy reference (written straight from the XLA ConvGeneralDilated definition)
@@ -65,7 +63,7 @@ def ref_conv(x, w, strides, padding, lhs_dil=None, rhs_dil=None, dn=None, fgc=1,
         n = xd.shape[ax]
         xd = np.take(xd, np.arange(max(-lo, 0), n - max(-hi, 0)), axis=ax)
     N, C = xd.shape[:2]
-    O, I = w.shape[:2]
+    O, I = w.shape[:2]  # noqa: E741 (the dimension letters of the specs)
     out_sp = [max(0, (p - k) // s + 1) if p >= k else 0
               for p, k, s in zip(xd.shape[2:], eff_k, strides)]
     Nb, Ob, Og = N // bgc, O // bgc, O // fgc
@@ -273,7 +271,8 @@ def test_conv_transpose_kernel_is_conv_gradient(padding):
     dn = ("NHWC", "HWIO", "NHWC")
     in_sp = (8, 8) if padding == "SAME" else (9, 9)
     xf = _rand(r, (2,) + in_sp + (4,))
-    fwd = lambda x: lax.conv_general_dilated(x, w, strides, padding, dimension_numbers=dn)
+    def fwd(x):
+        return lax.conv_general_dilated(x, w, strides, padding, dimension_numbers=dn)
     y, vjp = jax.vjp(fwd, xf)
     g = _rand(r, y.shape)
     (want,) = vjp(g)
@@ -319,9 +318,12 @@ def test_conv_grad_finite_differences(cfg, x64):
     ls, rs, st, pad, ld, rd, dn, fgc = cfg
     r = np.random.RandomState(10)
     x, w = r.standard_normal(ls), r.standard_normal(rs)
-    conv = lambda x, w: lax.conv_general_dilated(x, w, st, pad, ld, rd, dn, fgc)
-    f = lambda x, w: jnp.sum(jnp.sin(conv(x, w)))
-    fr = lambda x, w: np.sum(np.sin(ref_conv(x, w, st, pad, ld, rd, dn, fgc)))
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, st, pad, ld, rd, dn, fgc)
+    def f(x, w):
+        return jnp.sum(jnp.sin(conv(x, w)))
+    def fr(x, w):
+        return np.sum(np.sin(ref_conv(x, w, st, pad, ld, rd, dn, fgc)))
     gx, gw = jax.grad(f, (0, 1))(x, w)
     assert np.asarray(gx).dtype == np.float64
     eps = 1e-6
@@ -339,9 +341,11 @@ def test_conv_grad_finite_differences(cfg, x64):
 def test_conv_grad_float32_loose():
     r = np.random.RandomState(11)
     x, w = _rand(r, (2, 2, 6, 6)), _rand(r, (3, 2, 3, 3))
-    f = lambda x, w: jnp.sum(lax.conv_general_dilated(x, w, (2, 1), "SAME") ** 2)
+    def f(x, w):
+        return jnp.sum(lax.conv_general_dilated(x, w, (2, 1), "SAME") ** 2)
     gx, gw = jax.grad(f, (0, 1))(x, w)
-    fr = lambda x, w: np.sum(ref_conv(x, w, (2, 1), "SAME") ** 2)
+    def fr(x, w):
+        return np.sum(ref_conv(x, w, (2, 1), "SAME") ** 2)
     eps = 1e-3
     vx, vw = r.standard_normal(x.shape), r.standard_normal(w.shape)
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
@@ -354,10 +358,12 @@ def test_conv_grad_float32_loose():
 def test_conv_transpose_grad(x64):
     r = np.random.RandomState(12)
     x, w = r.standard_normal((1, 4, 3, 2)), r.standard_normal((3, 2, 2, 3))
-    f = lambda x, w: jnp.sum(jnp.cos(lax.conv_transpose(x, w, (2, 2), "SAME")))
+    def f(x, w):
+        return jnp.sum(jnp.cos(lax.conv_transpose(x, w, (2, 2), "SAME")))
     pads = [_doc_transpose_pads(3, 2, "SAME"), _doc_transpose_pads(2, 2, "SAME")]
-    fr = lambda x, w: np.sum(np.cos(ref_conv(x, w, (1, 1), pads, (2, 2), None,
-                                             ("NHWC", "HWIO", "NHWC"))))
+    def fr(x, w):
+        return np.sum(np.cos(ref_conv(x, w, (1, 1), pads, (2, 2), None,
+                                      ("NHWC", "HWIO", "NHWC"))))
     gx, gw = jax.grad(f, (0, 1))(x, w)
     eps = 1e-6
     vx, vw = r.standard_normal(x.shape), r.standard_normal(w.shape)
@@ -371,9 +377,11 @@ def test_conv_vmap():
     r = np.random.RandomState(13)
     xs, w = _rand(r, (3, 2, 4, 7, 6)), _rand(r, (6, 2, 3, 2))
     ws = _rand(r, (3, 6, 2, 3, 2))
-    conv = lambda x, w: lax.conv_general_dilated(x, w, (2, 1), [(1, 1), (0, -1)],
-                                                 rhs_dilation=(1, 2), feature_group_count=2)
-    ref = lambda x, w: ref_conv(x, w, (2, 1), [(1, 1), (0, -1)], None, (1, 2), None, 2)
+    def conv(x, w):
+        return lax.conv_general_dilated(x, w, (2, 1), [(1, 1), (0, -1)],
+                                        rhs_dilation=(1, 2), feature_group_count=2)
+    def ref(x, w):
+        return ref_conv(x, w, (2, 1), [(1, 1), (0, -1)], None, (1, 2), None, 2)
     _check(jax.vmap(conv, in_axes=(0, None))(xs, w), np.stack([ref(x, w) for x in xs]))
     _check(jax.vmap(conv)(xs, ws), np.stack([ref(x, wi) for x, wi in zip(xs, ws)]))
     _check(jax.vmap(conv, in_axes=(None, 0))(xs[0], ws), np.stack([ref(xs[0], wi) for wi in ws]))
@@ -414,9 +422,12 @@ def test_jnp_convolve_correlate(mode, na, nv):
 
 def test_conv_complex_and_preferred_element_type():
     r = np.random.RandomState(15)
-    xc = (r.standard_normal((1, 2, 5, 4)) + 1j * r.standard_normal((1, 2, 5, 4))).astype(np.complex64)
-    wc = (r.standard_normal((3, 2, 2, 3)) + 1j * r.standard_normal((3, 2, 2, 3))).astype(np.complex64)
-    R = lambda a, b: ref_conv(a, b, (2, 1), "SAME")
+    xc = (r.standard_normal((1, 2, 5, 4))
+          + 1j * r.standard_normal((1, 2, 5, 4))).astype(np.complex64)
+    wc = (r.standard_normal((3, 2, 2, 3))
+          + 1j * r.standard_normal((3, 2, 2, 3))).astype(np.complex64)
+    def R(a, b):
+        return ref_conv(a, b, (2, 1), "SAME")
     want = (R(xc.real, wc.real) - R(xc.imag, wc.imag)
             + 1j * (R(xc.real, wc.imag) + R(xc.imag, wc.real)))
     got = lax.conv_general_dilated(xc, wc, (2, 1), "SAME")

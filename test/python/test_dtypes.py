@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from helpers import jnp
 
 B, I8, I16, I32, U8, U16, U32 = (np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32,
@@ -77,7 +78,8 @@ def test_astype_conversions():
     np.testing.assert_array_equal(np.asarray(x.astype(jnp.int32)), np.array([-1, 0, 2], np.int32))
     np.testing.assert_array_equal(np.asarray(x.astype(bool)), np.array([True, True, True]))
     np.testing.assert_array_equal(np.asarray(jnp.asarray([0, 2]).astype(bool)), [False, True])
-    np.testing.assert_array_equal(np.asarray(jnp.asarray([True, False]).astype(jnp.float32)), [1.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(jnp.asarray([True, False]).astype(jnp.float32)),
+                                  [1.0, 0.0])
     y = jnp.asarray(np.array([1.0, 2.5], np.float32)).astype(jnp.bfloat16)
     assert y.dtype == BF16
     np.testing.assert_array_equal(np.asarray(y.astype(jnp.float32)), [1.0, 2.5])

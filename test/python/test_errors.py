@@ -1,9 +1,11 @@
 """Error cases: shape mismatches, concretization errors, tracer conversion."""
 
-import ember as jax
 import numpy as np
 import pytest
+
+import ember as jax
 from ember._src import core
+
 from helpers import jnp
 
 

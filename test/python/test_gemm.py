@@ -3,12 +3,13 @@ single-core kernels for products up to 2^21 multiply-adds, OpenBLAS above
 that when scipy-openblas32 is installed, a loop nest on CPUs without AVX2.
 Every operand layout must give NumPy's result."""
 
-import ember as jax
-import ember.numpy as jnp
 import numpy as np
 import pytest
+
+import ember as jax
+import ember.numpy as jnp
 from ember._mlir._mlir_libs import _ember_runtime
-from ember._src import core
+from ember._src import compiler
 
 rng = np.random.default_rng(0)
 
@@ -77,7 +78,7 @@ def test_gemm_without_blas():
         _check((300, 300), (300, 300), (((1,), (0,)), ((), ())), "mk,kn->mn",
                np.float32, 1e-5)
     finally:
-        core._use_openblas()
+        compiler._use_openblas()
 
 
 def test_matmul_grad_and_vmap_through_gemm():
@@ -92,4 +93,4 @@ def test_matmul_grad_and_vmap_through_gemm():
 
 def test_openblas_is_used_when_installed():
     pytest.importorskip("scipy_openblas32")
-    assert core._HAVE_BLAS
+    assert compiler._HAVE_BLAS

@@ -1,8 +1,10 @@
 """jit: static arguments, kwargs, pytrees, retracing, lowering."""
 
-import ember as jax
 import numpy as np
 import pytest
+
+import ember as jax
+
 from helpers import assert_close, jnp
 
 
@@ -107,8 +109,37 @@ def test_lower_as_text():
     assert "ember." in text
 
 
+def test_lower_passes_static_keyword_arguments():
+    def f(x, n, *, mode="mul"):
+        return x * n if mode == "mul" else x + n
+
+    x = np.arange(3, dtype=np.float32)
+    jf = jax.jit(f, static_argnames=("n", "mode"))
+    lowered = jf.lower(x, n=3)
+    assert "ember.mul" in lowered.as_text() and "ember.add" not in lowered.as_text()
+    assert_close(lowered.compile()(x), x * 3)
+    added = jf.lower(x, n=3, mode="add")
+    assert "ember.add" in added.as_text() and "ember.mul" not in added.as_text()
+    assert_close(added.compile()(x), x + 3)
+    # Positionally, through the static_argnames-derived position.
+    assert_close(jf.lower(x, 4).compile()(x), x * 4)
+    assert_close(jf(x, n=3), x * 3)
+
+
+def test_lower_matches_the_call_for_static_argnums_and_kwargs():
+    def f(x, n, *, y):
+        return {"out": x * n + y}
+
+    jf = jax.jit(f, static_argnums=1)
+    x, y = np.ones(2, np.float32), np.full(2, 2.0, np.float32)
+    out = jf.lower(x, 5, y=y).compile()(x, y=y)
+    assert_close(out["out"], jf(x, 5, y=y)["out"])
+    assert_close(out["out"], np.full(2, 7.0, np.float32))
+
+
 def test_eval_shape():
-    out = jax.eval_shape(lambda x: jnp.concatenate([x, x]).sum(0), jax.ShapeDtypeStruct((2, 3), jnp.float32))
+    out = jax.eval_shape(lambda x: jnp.concatenate([x, x]).sum(0),
+                         jax.ShapeDtypeStruct((2, 3), jnp.float32))
     assert out.shape == (3,) and out.dtype == np.float32
 
 

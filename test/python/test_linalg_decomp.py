@@ -1,10 +1,12 @@
 """Decompositions in ember.numpy.linalg / ember.scipy.linalg against NumPy."""
 
+import numpy as np
+import pytest
+
 import ember
 import ember.numpy as jnp
 import ember.scipy.linalg as esl
-import numpy as np
-import pytest
+
 from helpers import fd_grad
 
 jit = ember.jit
@@ -203,7 +205,8 @@ def test_grads_vs_finite_differences(x64):
     np.testing.assert_allclose(gb, fd_grad(lambda b: f_solve(a, b), b), rtol=1e-6, atol=1e-7)
     # analytic: d/dA = -A^{-T} g x^T
     x = np.linalg.solve(a, b)
-    np.testing.assert_allclose(ga, -np.outer(np.linalg.solve(a.T, np.cos(x)), x), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(ga, -np.outer(np.linalg.solve(a.T, np.cos(x)), x), rtol=1e-9,
+                               atol=1e-10)
 
     f_ld = jit(lambda a: la.slogdet(a)[1])
     np.testing.assert_allclose(ember.grad(f_ld)(a), np.linalg.inv(a).T, rtol=1e-9, atol=1e-10)

@@ -2,9 +2,11 @@
 
 import math
 
-import ember as jax
 import numpy as np
 import pytest
+
+import ember as jax
+
 from helpers import assert_close, jnp, rand
 
 X = rand((3, 5), np.float32, seed=1, low=-4, high=4)
@@ -106,7 +108,8 @@ def test_standardize():
     assert_close(jax.nn.standardize(X), (X - mean) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-5)
     mean0 = X.mean(0, keepdims=True)
     var0 = X.var(0, keepdims=True)
-    assert_close(jax.nn.standardize(X, axis=0), (X - mean0) / np.sqrt(var0 + 1e-5), rtol=1e-4, atol=1e-5)
+    assert_close(jax.nn.standardize(X, axis=0), (X - mean0) / np.sqrt(var0 + 1e-5), rtol=1e-4,
+                 atol=1e-5)
     assert_close(jax.nn.standardize(X, mean=0.0, variance=1.0, epsilon=0.0), X, **TOL)
 
 
@@ -118,7 +121,8 @@ def test_misc_activations():
     assert_close(jax.nn.glu(x4), X[:, :2] * _sigmoid(X[:, 2:4]), **TOL)
     a, s = 1.6732632423543772, 1.0507009873554805
     assert_close(jax.nn.selu(X), s * np.where(X > 0, X, a * np.expm1(X)), rtol=1e-5, atol=1e-5)
-    assert_close(jax.nn.celu(X), np.maximum(X, 0) + np.minimum(0, np.expm1(X)), rtol=1e-5, atol=1e-6)
+    assert_close(jax.nn.celu(X), np.maximum(X, 0) + np.minimum(0, np.expm1(X)), rtol=1e-5,
+                 atol=1e-6)
 
 
 def test_nn_under_jit_and_dtypes():

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from helpers import assert_close, jnp
 
 
@@ -50,7 +51,8 @@ def test_like(fn):
     assert getattr(jnp, fn)(x, shape=(4,)).shape == (4,)
     assert_close(jnp.full_like(x, 3), np.full_like(x, 3))
     assert_close(jnp.full_like(x, 2.7, dtype=np.float32), np.full_like(x, 2.7, dtype=np.float32))
-    assert_close(jnp.full_like(jnp.ones(2, jnp.int32), 2.7), np.full_like(np.ones(2, np.int32), 2.7))
+    assert_close(jnp.full_like(jnp.ones(2, jnp.int32), 2.7),
+                 np.full_like(np.ones(2, np.int32), 2.7))
 
 
 @pytest.mark.parametrize("args,kw", [
@@ -86,7 +88,8 @@ def test_linspace_arrays_and_retstep():
 def test_logspace_geomspace():
     assert_close(jnp.logspace(0, 2, 5), np.logspace(0, 2, 5), rtol=1e-5)
     assert_close(jnp.logspace(0, 3, 4, base=2.0), np.logspace(0, 3, 4, base=2.0), rtol=1e-5)
-    assert_close(jnp.logspace(0, 2, 4, endpoint=False), np.logspace(0, 2, 4, endpoint=False), rtol=1e-5)
+    assert_close(jnp.logspace(0, 2, 4, endpoint=False), np.logspace(0, 2, 4, endpoint=False),
+                 rtol=1e-5)
     assert_close(jnp.geomspace(1, 1000, 4), np.geomspace(1, 1000, 4), rtol=1e-5)
 
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from helpers import assert_close, jnp, rand
 
 SHAPES = [(), (5,), (2, 3)]
@@ -43,7 +44,8 @@ def test_unary_float16_and_bfloat16(name):
     assert_close(getattr(jnp, name)(x.astype(np.float16)), getattr(np, name)(x.astype(np.float16)))
     out = getattr(jnp, name)(jnp.asarray(x, dtype=jnp.bfloat16))
     assert out.dtype == jnp.bfloat16
-    np.testing.assert_allclose(np.asarray(out, np.float32), getattr(np, name)(x), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(np.asarray(out, np.float32), getattr(np, name)(x), rtol=2e-2,
+                               atol=2e-2)
 
 
 @pytest.mark.parametrize("name", ["exp", "sqrt", "sin", "log1p"])
@@ -237,5 +239,7 @@ def test_isclose_allclose_array_equal():
 def test_power_int_negative_base_and_float():
     x = np.array([-3, -2, 0, 2, 3], np.int32)
     assert_close(jnp.power(x, 3), np.power(x, 3))
-    assert_close(jnp.power(2.0, np.arange(4, dtype=np.float32)), np.power(2.0, np.arange(4, dtype=np.float32)))
-    assert_close(jnp.power(np.float32(2.0), np.arange(4, dtype=np.int32)), np.power(np.float32(2.0), np.arange(4)).astype(np.float32))
+    assert_close(jnp.power(2.0, np.arange(4, dtype=np.float32)),
+                 np.power(2.0, np.arange(4, dtype=np.float32)))
+    assert_close(jnp.power(np.float32(2.0), np.arange(4, dtype=np.int32)),
+                 np.power(np.float32(2.0), np.arange(4)).astype(np.float32))

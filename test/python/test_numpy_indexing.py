@@ -1,8 +1,10 @@
 """__getitem__ and .at[] updates against NumPy."""
 
-import ember as jax
 import numpy as np
 import pytest
+
+import ember as jax
+
 from helpers import assert_close, jnp
 
 X = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
@@ -115,7 +117,8 @@ def test_at_modes_out_of_bounds():
     x = jnp.arange(5)
     assert_close(x.at[7].set(9), np.arange(5, dtype=np.int32))  # dropped
     assert_close(x.at[7].set(9, mode="clip"), np.array([0, 1, 2, 3, 9], np.int32))
-    assert_close(x.at[np.array([1, 9])].get(mode="fill", fill_value=-1), np.array([1, -1], np.int32))
+    assert_close(x.at[np.array([1, 9])].get(mode="fill", fill_value=-1),
+                 np.array([1, -1], np.int32))
     assert_close(x.at[-1].add(10), np.array([0, 1, 2, 3, 14], np.int32))
 
 

@@ -2,13 +2,15 @@
 
 import numpy as np
 import pytest
+
 from helpers import assert_close, jnp, rand
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 
 @pytest.mark.parametrize("sa,sb", [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
-                                   ((2, 2, 3), (3, 4)), ((2, 2, 3), (2, 3, 4)), ((1, 2, 3), (5, 3, 2))])
+                                   ((2, 2, 3), (3, 4)), ((2, 2, 3), (2, 3, 4)),
+                                   ((1, 2, 3), (5, 3, 2))])
 def test_matmul(sa, sb):
     a, b = rand(sa, np.float32, 1), rand(sb, np.float32, 2)
     assert_close(jnp.matmul(a, b), np.matmul(a, b), **TOL)
@@ -125,8 +127,10 @@ def test_matrix_norm(ord):
 def test_norm_misc():
     t = rand((2, 3, 4), np.float32, 15)
     assert_close(jnp.linalg.norm(t), np.linalg.norm(t), **TOL)
-    assert_close(jnp.linalg.norm(np.arange(4, dtype=np.int32)), np.linalg.norm(np.arange(4.0)).astype(np.float32))
-    assert_close(jnp.linalg.vector_norm(t, axis=(0, 2)), np.linalg.vector_norm(t, axis=(0, 2)), **TOL)
+    assert_close(jnp.linalg.norm(np.arange(4, dtype=np.int32)),
+                 np.linalg.norm(np.arange(4.0)).astype(np.float32))
+    assert_close(jnp.linalg.vector_norm(t, axis=(0, 2)), np.linalg.vector_norm(t, axis=(0, 2)),
+                 **TOL)
     m = rand((3, 3), np.float32, 16)
     assert_close(jnp.linalg.matrix_power(m, 3), np.linalg.matrix_power(m, 3), rtol=1e-4, atol=1e-4)
     assert_close(jnp.linalg.matrix_power(m, 0), np.eye(3, dtype=np.float32))

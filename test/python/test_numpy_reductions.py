@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from helpers import assert_close, jnp, rand
 
 AXES = [None, 0, 1, -1, (0, 1)]
@@ -49,7 +50,8 @@ def test_reduction_initial_and_where():
     m = rand((3, 4), np.bool_, seed=4)
     assert_close(jnp.sum(x, initial=10.0), np.sum(x, initial=10.0))
     assert_close(jnp.sum(x, axis=1, where=m), np.sum(x, axis=1, where=m))
-    assert_close(jnp.max(x, axis=0, initial=-100.0, where=m), np.max(x, axis=0, initial=-100.0, where=m))
+    assert_close(jnp.max(x, axis=0, initial=-100.0, where=m),
+                 np.max(x, axis=0, initial=-100.0, where=m))
     assert_close(jnp.max(x, initial=5.0), np.max(x, initial=5.0))
     assert_close(jnp.mean(x, axis=1, where=m | np.eye(3, 4, dtype=bool)),
                  np.mean(x, axis=1, where=m | np.eye(3, 4, dtype=bool)))
@@ -136,18 +138,22 @@ def test_median(axis):
 def test_quantile_methods(method):
     x = rand((3, 5), np.float32, seed=10)
     q = np.array([0.0, 0.3, 0.5, 1.0], np.float32)
-    assert_close(jnp.quantile(x, q, axis=1, method=method), np.quantile(x, q, axis=1, method=method))
-    assert_close(jnp.quantile(x, 0.25, method=method), np.quantile(x, 0.25, method=method).astype(np.float32))
+    assert_close(jnp.quantile(x, q, axis=1, method=method),
+                 np.quantile(x, q, axis=1, method=method))
+    assert_close(jnp.quantile(x, 0.25, method=method),
+                 np.quantile(x, 0.25, method=method).astype(np.float32))
 
 
 def test_percentile():
     x = rand((4, 3), np.float32, seed=11)
     assert_close(jnp.percentile(x, 40), np.percentile(x, 40).astype(np.float32))
-    assert_close(jnp.percentile(x, [10, 90], axis=0), np.percentile(x, [10, 90], axis=0).astype(np.float32))
+    assert_close(jnp.percentile(x, [10, 90], axis=0),
+                 np.percentile(x, [10, 90], axis=0).astype(np.float32))
     assert_close(jnp.percentile(x, 50, axis=1, keepdims=True),
                  np.percentile(x, 50, axis=1, keepdims=True).astype(np.float32))
     y = NAN_DATA
-    assert_close(jnp.nanpercentile(y, 50, axis=1), np.nanpercentile(y, 50, axis=1).astype(np.float32))
+    assert_close(jnp.nanpercentile(y, 50, axis=1),
+                 np.nanpercentile(y, 50, axis=1).astype(np.float32))
     assert_close(jnp.nanquantile(y, 0.5, axis=0), np.nanquantile(y, 0.5, axis=0).astype(np.float32))
 
 

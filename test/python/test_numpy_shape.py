@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from helpers import assert_close, jnp, rand
 
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
@@ -71,7 +72,8 @@ def test_atleast():
 def test_concatenate(axis):
     a = rand((2, 3), np.float32, 1)
     b = rand((2, 3), np.int32, 2)
-    assert_close(jnp.concatenate([a, b, a], axis=axis), np.concatenate([a, b.astype(np.float32), a], axis=axis))
+    assert_close(jnp.concatenate([a, b, a], axis=axis),
+                 np.concatenate([a, b.astype(np.float32), a], axis=axis))
     assert_close(jnp.concat([b, b], axis=axis), np.concatenate([b, b], axis=axis))
 
 
@@ -182,13 +184,15 @@ def test_pad_modes(mode, pw):
 def test_pad_options():
     x = np.arange(1, 6, dtype=np.int32)
     assert_close(jnp.pad(x, 2, constant_values=7), np.pad(x, 2, constant_values=7))
-    assert_close(jnp.pad(x, (1, 3), constant_values=(-1, 9)), np.pad(x, (1, 3), constant_values=(-1, 9)))
+    assert_close(jnp.pad(x, (1, 3), constant_values=(-1, 9)),
+                 np.pad(x, (1, 3), constant_values=(-1, 9)))
     assert_close(jnp.pad(x, 3, mode="reflect", reflect_type="odd"),
                  np.pad(x, 3, mode="reflect", reflect_type="odd"))
     assert_close(jnp.pad(x, 6, mode="wrap"), np.pad(x, 6, mode="wrap"))
     assert_close(jnp.pad(x, 7, mode="reflect"), np.pad(x, 7, mode="reflect"))
     assert_close(jnp.pad(x, 7, mode="symmetric"), np.pad(x, 7, mode="symmetric"))
-    assert_close(jnp.pad(x, 2, mode="maximum", stat_length=2), np.pad(x, 2, mode="maximum", stat_length=2))
+    assert_close(jnp.pad(x, 2, mode="maximum", stat_length=2),
+                 np.pad(x, 2, mode="maximum", stat_length=2))
     f = x.astype(np.float32)
     assert_close(jnp.pad(f, (2, 3), mode="linear_ramp", end_values=(5, -1)),
                  np.pad(f, (2, 3), mode="linear_ramp", end_values=(5, -1)))
@@ -244,11 +248,15 @@ def test_take_modes():
 @pytest.mark.parametrize("axis", [0, 1, -1, None])
 def test_take_along_axis(axis):
     x = rand((3, 4), np.float32, seed=5)
-    idx = np.argsort(x, axis=axis).astype(np.int32) if axis is not None else np.argsort(x, axis=None)
+    if axis is not None:
+        idx = np.argsort(x, axis=axis).astype(np.int32)
+    else:
+        idx = np.argsort(x, axis=None)
     assert_close(jnp.take_along_axis(x, idx, axis=axis), np.take_along_axis(x, idx, axis=axis))
     small = np.array([[0], [2], [1]], np.int32)
     if axis in (1, -1):
-        assert_close(jnp.take_along_axis(x, small, axis=axis), np.take_along_axis(x, small, axis=axis))
+        assert_close(jnp.take_along_axis(x, small, axis=axis),
+                     np.take_along_axis(x, small, axis=axis))
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
@@ -257,7 +265,8 @@ def test_searchsorted(side, method):
     a = np.array([0.0, 1.0, 1.0, 2.5, 4.0], np.float32)
     v = np.array([[-1.0, 1.0], [2.0, 5.0]], np.float32)
     kw = {} if method is None else {"method": method}
-    assert_close(jnp.searchsorted(a, v, side=side, **kw), np.searchsorted(a, v, side=side).astype(np.int32))
+    assert_close(jnp.searchsorted(a, v, side=side, **kw),
+                 np.searchsorted(a, v, side=side).astype(np.int32))
     assert_close(jnp.searchsorted(a, 1.0, side=side), np.int32(np.searchsorted(a, 1.0, side=side)))
 
 
@@ -297,7 +306,8 @@ def test_unique_with_size():
     assert_close(jnp.unique(x), np.unique(x))
     assert_close(jnp.unique(x, size=3), np.unique(x))
     assert_close(jnp.unique(x, size=5, fill_value=0), np.array([1, 2, 3, 0, 0], np.int32))
-    u, idx, inv, cnt = jnp.unique(x, return_index=True, return_inverse=True, return_counts=True, size=3)
+    u, idx, inv, cnt = jnp.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                                  size=3)
     ru, ridx, rinv, rcnt = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
     assert_close(u, ru)
     assert_close(idx, ridx.astype(np.int32))
@@ -319,10 +329,12 @@ def test_misc_shape_helpers():
                  np.compress([True, False, True], x, axis=1))
     assert_close(jnp.bincount(np.array([0, 1, 1, 3], np.int32), length=5),
                  np.bincount([0, 1, 1, 3], minlength=5).astype(np.int32))
-    assert_close(jnp.interp(np.array([0.5, 1.5, 3.0], np.float32), np.array([0.0, 1.0, 2.0], np.float32),
+    assert_close(jnp.interp(np.array([0.5, 1.5, 3.0], np.float32),
+                            np.array([0.0, 1.0, 2.0], np.float32),
                             np.array([0.0, 10.0, 0.0], np.float32)),
                  np.interp([0.5, 1.5, 3.0], [0.0, 1.0, 2.0], [0.0, 10.0, 0.0]).astype(np.float32))
-    assert_close(jnp.convolve(np.array([1.0, 2.0, 3.0], np.float32), np.array([0.0, 1.0, 0.5], np.float32)),
+    assert_close(jnp.convolve(np.array([1.0, 2.0, 3.0], np.float32),
+                              np.array([0.0, 1.0, 0.5], np.float32)),
                  np.convolve([1.0, 2.0, 3.0], [0.0, 1.0, 0.5]).astype(np.float32))
     assert_close(jnp.select([x > 3, x < 1], [x, -x], 9), np.select([x > 3, x < 1], [x, -x], 9))
 

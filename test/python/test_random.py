@@ -3,11 +3,12 @@ distribution properties of the samplers, eagerly and under ember.jit."""
 
 import hashlib
 
+import numpy as np
+import pytest
+
 import ember
 import ember as jax
 import ember.numpy as jnp
-import numpy as np
-import pytest
 from ember import random
 from ember._src import lax as elax
 

@@ -1,11 +1,13 @@
 """lax.scan and fori_loop with static bounds stage a counted ember.while:
 compiled forward code keeps the loop; grad and vmap unroll it in the passes."""
 
-import ember as jax
-import ember.numpy as jnp
 import numpy as np
 import pytest
+
+import ember as jax
+import ember.numpy as jnp
 from ember import lax
+
 from helpers import fd_grad
 
 
@@ -114,7 +116,8 @@ def test_scan_rnn_with_hoisted_input_products(reverse):
 
 def test_fori_loop_rows_in_bounds_and_clamped():
     r = np.random.default_rng(2)
-    xs, w = r.standard_normal((8, 3)).astype(np.float32), r.standard_normal((3, 2)).astype(np.float32)
+    xs = r.standard_normal((8, 3)).astype(np.float32)
+    w = r.standard_normal((3, 2)).astype(np.float32)
 
     def f(xs, w, shift, flip):
         def body(i, acc):

@@ -2,10 +2,12 @@
 
 import math
 
-import ember as jax
 import numpy as np
 import pytest
+
+import ember as jax
 from ember.example_libraries import optimizers, stax
+
 from helpers import assert_close, jnp, rand
 
 TOL = {"rtol": 1e-5, "atol": 1e-6}

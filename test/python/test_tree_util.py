@@ -3,10 +3,12 @@
 import collections
 import dataclasses
 
-import ember as jax
 import numpy as np
 import pytest
+
+import ember as jax
 from ember import tree_util as tu
+
 from helpers import jnp
 
 Point = collections.namedtuple("Point", ["x", "y"])
@@ -42,7 +44,8 @@ def test_tree_map_multiple_trees_and_is_leaf():
     a = {"x": 1, "y": (2, 3)}
     b = {"x": 10, "y": (20, 30)}
     assert tu.tree_map(lambda u, v: u + v, a, b) == {"x": 11, "y": (22, 33)}
-    out = tu.tree_map(lambda t: len(t), {"p": (1, 2), "q": (3,)}, is_leaf=lambda t: isinstance(t, tuple))
+    out = tu.tree_map(lambda t: len(t), {"p": (1, 2), "q": (3,)},
+                      is_leaf=lambda t: isinstance(t, tuple))
     assert out == {"p": 2, "q": 1}
     with pytest.raises((ValueError, TypeError)):
         tu.tree_map(lambda u, v: u, {"x": 1}, {"y": 1})
@@ -103,8 +106,8 @@ def test_register_pytree_node():
 
 @tu.register_pytree_node_class
 class Pair:
-    def __init__(self, l, r):
-        self.l, self.r = l, r
+    def __init__(self, left, right):
+        self.l, self.r = left, right
 
     def tree_flatten(self):
         return (self.l, self.r), None

@@ -4,10 +4,11 @@ example), for in_axes/out_axes of 0, 1, -1, None and pytrees of those,
 axis_size, and vmap's compositions with jit, grad, jacfwd/jacrev, nested
 vmap, control flow, random keys and closures; plus vmap's errors."""
 
-import ember as jax
-import ember.numpy as jnp
 import numpy as np
 import pytest
+
+import ember as jax
+import ember.numpy as jnp
 from ember import lax
 
 B = 3  # the batch size used throughout (shapes are reused to share compiles)
@@ -170,8 +171,10 @@ ELEMENTWISE = [
     case(lambda x: (1.0, jnp.zeros(2)), (X,), id="constant-outputs-broadcast"),
     case(lambda x, w: w, (X, W), (0, None), id="unbatched-output-broadcast"),
     case(lambda x: x, (XT,), 1, -1, id="identity-move"),
-    case(lambda x: jnp.arange(5.0) + jnp.zeros_like(x) + jnp.ones(x.shape) * x, (X,), id="iota-zeros_like"),
-    case(lambda x: lax.integer_pow(x, 3) + lax.rsqrt(jnp.abs(x) + 1) + jnp.expm1(x) + jnp.log1p(jnp.abs(x)),
+    case(lambda x: jnp.arange(5.0) + jnp.zeros_like(x) + jnp.ones(x.shape) * x, (X,),
+         id="iota-zeros_like"),
+    case(lambda x: (lax.integer_pow(x, 3) + lax.rsqrt(jnp.abs(x) + 1) + jnp.expm1(x)
+                    + jnp.log1p(jnp.abs(x))),
          (X,), id="integer_pow-rsqrt"),
     case(lambda x: jnp.tril(x) - jnp.triu(x, 1), (X,), id="tril-triu"),
 ]
@@ -212,11 +215,14 @@ def test_kwargs_are_batched_on_axis_0():
 SELECT = [
     case(lambda x, y: x < y, (X, Y), id="lt"),
     case(lambda x, w: (x == w) | (x >= 1.0), (X, W), (0, None), id="eq-ge-or"),
-    case(lambda p, x, y: lax.select(p, x, y), (X > 0, W, -W), (0, None, None), id="select-pred-only"),
-    case(lambda p, x, y: lax.select(p, x, y), (W > 0, X, Y), (None, 0, 0), id="select-unbatched-pred"),
+    case(lambda p, x, y: lax.select(p, x, y), (X > 0, W, -W), (0, None, None),
+         id="select-pred-only"),
+    case(lambda p, x, y: lax.select(p, x, y), (W > 0, X, Y), (None, 0, 0),
+         id="select-unbatched-pred"),
     case(lambda x: jnp.where(x > 0, x, 0.0), (XT,), 1, id="where-scalar-branch"),
     case(lambda c, x: jnp.where(c[:, None], x, -1.0), (V > 0, W), (0, None), id="where-bcast-cond"),
-    case(lambda x, lo, hi: jnp.clip(x, lo, hi), (X, -np.ones(B, np.float32), np.arange(B, dtype=np.float32)),
+    case(lambda x, lo, hi: jnp.clip(x, lo, hi),
+         (X, -np.ones(B, np.float32), np.arange(B, dtype=np.float32)),
          id="clip-batched-bounds"),
     case(lambda x: jnp.clip(x, -0.5, 0.5), (XL,), -1, id="clip-const"),
     case(lambda x: x.astype(jnp.int32), (X * 3,), id="to-int32"),
@@ -246,7 +252,8 @@ SHAPE = [
     case(lambda x: jnp.transpose(x), (XL,), -1, id="transpose"),
     case(lambda x: x.T + 0 * jnp.moveaxis(x, 0, 1), (X,), 0, 2, id="T-moveaxis-out2"),
     case(lambda x: jnp.squeeze(x, 0), (X1,), id="squeeze"),
-    case(lambda x: jnp.squeeze(x), (np.ascontiguousarray(np.moveaxis(X1, 0, 2)),), 2, id="squeeze-all-ax2"),
+    case(lambda x: jnp.squeeze(x), (np.ascontiguousarray(np.moveaxis(X1, 0, 2)),), 2,
+         id="squeeze-all-ax2"),
     case(lambda x: jnp.expand_dims(x, (0, -1)), (X,), id="expand_dims"),
     case(lambda x: x[None, :, None], (V,), id="none-index"),
     case(lambda x: jnp.moveaxis(x, -1, 0), (XT,), 1, -1, id="moveaxis-ax1-out-1"),
@@ -278,11 +285,13 @@ SLICE = [
     case(lambda x, w: jnp.stack([x, w], axis=1), (X, W), (0, None), id="stack-mixed"),
     case(lambda v, p: jnp.stack([v, p, v]), (V, P), (0, None), 1, id="stack-out1"),
     case(lambda x: jnp.pad(x, ((1, 0), (2, 1))), (X,), id="pad-const"),
-    case(lambda x: jnp.pad(x, ((1, 2), (0, 1)), constant_values=-3.0), (XT,), 1, id="pad-const-value"),
+    case(lambda x: jnp.pad(x, ((1, 2), (0, 1)), constant_values=-3.0), (XT,), 1,
+         id="pad-const-value"),
     case(lambda x: lax.pad(x, 0.5, ((1, -1, 1), (-2, 1, 2))), (X,), id="lax.pad-interior-neg"),
     case(lambda x, c: lax.pad(x, c, ((0, 1, 1), (1, 0, 0))), (X, np.arange(B, dtype=np.float32)),
          id="lax.pad-batched-value"),
-    case(lambda x, c: jnp.pad(x, 1, constant_values=c), (W, np.arange(B, dtype=np.float32)), (None, 0),
+    case(lambda x, c: jnp.pad(x, 1, constant_values=c), (W, np.arange(B, dtype=np.float32)),
+         (None, 0),
          id="pad-batched-value-only"),
     case(lambda x: jnp.flip(x, 1), (X,), id="flip"),
     case(lambda x: jnp.flip(x), (XT,), 1, id="flip-all"),
@@ -323,10 +332,12 @@ REDUCE = [
     case(lambda x: jnp.sort(x, axis=0), (XL,), -1, id="sort-ax0-in-1"),
     case(lambda x: jnp.argsort(x, axis=-1), (X,), id="argsort"),
     case(lambda x: jnp.argsort(x, axis=0), (XT,), 1, id="argsort-ax0"),
-    case(lambda x, y: lax.sort((x, y), dimension=0, num_keys=1), (X, Y), id="lax.sort-multi-operand"),
+    case(lambda x, y: lax.sort((x, y), dimension=0, num_keys=1), (X, Y),
+         id="lax.sort-multi-operand"),
     case(lambda x: lax.top_k(x, 2), (X,), id="top_k"),
     case(lambda x: lax.cumsum(x, axis=1, reverse=True), (XT,), 1, id="cumsum-reverse"),
-    case(lambda i: jnp.sum(i, axis=0) + jnp.max(i), (_r((B, 4, 5), 27, np.int32, -9, 9),), id="int-reductions"),
+    case(lambda i: jnp.sum(i, axis=0) + jnp.max(i), (_r((B, 4, 5), 27, np.int32, -9, 9),),
+         id="int-reductions"),
 ]
 
 
@@ -353,11 +364,14 @@ DOT = [
     case(jnp.matmul, (K3, L3), id="matmul-inner-batch"),
     case(lambda a, b: jnp.einsum("bij,bjk->bik", a, b), (K3, L3), id="einsum-inner-batch"),
     case(lambda a, b: jnp.einsum("ij,kj->ik", a, b), (X, W), (0, None), id="einsum-unbatched-rhs"),
-    case(lambda a, b: jnp.einsum("ij,j->i", a, b), (XL, X[:, 0].T.copy()), (-1, 1), id="einsum-mixed-axes"),
+    case(lambda a, b: jnp.einsum("ij,j->i", a, b), (XL, X[:, 0].T.copy()), (-1, 1),
+         id="einsum-mixed-axes"),
     case(lambda a: jnp.einsum("ii->i", a[:, :4]), (X,), id="einsum-diag"),
     case(lambda a, b: jnp.tensordot(a, b, axes=1), (X, M), id="tensordot-1"),
-    case(lambda a, b: jnp.tensordot(a, b, axes=([0], [0])), (X, W), (0, None), id="tensordot-pairs"),
-    case(lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))), (K3, L3), id="dot_general"),
+    case(lambda a, b: jnp.tensordot(a, b, axes=([0], [0])), (X, W), (0, None),
+         id="tensordot-pairs"),
+    case(lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))), (K3, L3),
+         id="dot_general"),
 ]
 
 
@@ -376,7 +390,8 @@ IDXS = np.array([[0, 3, 1], [2, 2, 0], [3, 1, 1]], np.int32)    # (B, 3) gather 
 
 DYN = [
     case(lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 3)), (X, IDX), id="dyn_slice-both"),
-    case(lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 3)), (W, IDX), (None, 0), id="dyn_slice-idx-only"),
+    case(lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 3)), (W, IDX), (None, 0),
+         id="dyn_slice-idx-only"),
     case(lambda x, i: lax.dynamic_slice(x, (i, i), (2, 2)), (X, np.int32(1)), (0, None),
          id="dyn_slice-x-only"),
     case(lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 3)), (XT, IDX, JJ), (1, 0, 0),
@@ -384,8 +399,10 @@ DYN = [
     case(lambda x, i: x[i], (X, IDX), id="traced-int-index"),
     case(lambda x, i: x[:, i], (W, JJ), (None, 0), id="traced-int-index-ax1"),
     case(lambda x, i: x[i], (X, np.array([-1, 2, -4], np.int32)), id="traced-negative-index"),
-    case(lambda x, i: x.at[i].add(1.0), (V, np.array([-1, 0, -2], np.int32)), id="at-add-negative-index"),
-    case(lambda x, i, u: x.at[i].set(u), (V, IDX, np.arange(B, dtype=np.float32)), id="at-set-scalar"),
+    case(lambda x, i: x.at[i].add(1.0), (V, np.array([-1, 0, -2], np.int32)),
+         id="at-add-negative-index"),
+    case(lambda x, i, u: x.at[i].set(u), (V, IDX, np.arange(B, dtype=np.float32)),
+         id="at-set-scalar"),
     case(lambda x, i: x.at[i].set(0.0), (W, IDX), (None, 0), id="at-set-unbatched-x"),
     case(lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 1)), (X, U, IDX), id="dus-all"),
     case(lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 2)), (W, U, IDX), (None, 0, 0),
@@ -408,8 +425,10 @@ GATHER = [
     case(lambda x, i, j: x[i, j], (X, IDXS, IDXS + 1), id="two-int-arrays"),
     case(lambda x, i: jnp.take(x, i, axis=1), (X, IDXS), id="take-ax1"),
     case(lambda x, i: jnp.take(x, i), (X, IDXS * 5), id="take-flat"),
-    case(lambda x: jnp.take_along_axis(x, jnp.argsort(x, axis=-1), axis=-1), (X,), id="take_along_axis"),
-    case(lambda x, i: jnp.take_along_axis(x, i, axis=0), (X, np.tile(IDXS[:, :, None], (1, 1, 5))[:, :2]),
+    case(lambda x: jnp.take_along_axis(x, jnp.argsort(x, axis=-1), axis=-1), (X,),
+         id="take_along_axis"),
+    case(lambda x, i: jnp.take_along_axis(x, i, axis=0),
+         (X, np.tile(IDXS[:, :, None], (1, 1, 5))[:, :2]),
          id="take_along_axis-ax0"),
 ]
 
@@ -421,7 +440,8 @@ def test_gather(f, args, in_axes, out_axes, axis_size, tol):
 
 SCATTER = [
     case(lambda x, i, u: x.at[i].add(u), (V, IDXS, _r((B, 3), 14)), id="add-dup-indices"),
-    case(lambda x, i, u: x.at[i].add(u), (P, IDXS, _r((B, 3), 14)), (None, 0, 0), id="add-unbatched-x"),
+    case(lambda x, i, u: x.at[i].add(u), (P, IDXS, _r((B, 3), 14)), (None, 0, 0),
+         id="add-unbatched-x"),
     case(lambda x, i, u: x.at[i].add(u), (V, IDXS[0], 1.0), (0, None, None), id="add-x-only"),
     case(lambda x, i, u: x.at[i].set(u), (X, IDX, _r((B, 5), 15)), id="set-row"),
     case(lambda x, i: x.at[i].set(-1.0), (X, np.array([[0, 1], [3, 3], [2, 0]], np.int32)),
@@ -429,7 +449,8 @@ SCATTER = [
     case(lambda x, i, u: x.at[:, i].add(u), (XT, IDXS, _r((4, 3), 16)), (1, 0, None), id="add-ax1"),
     case(lambda x, i: x.at[i].mul(2.0).at[i].max(0.5), (V, IDXS), id="mul-max"),
     case(lambda x, i: x.at[i].add(1.0), (V, -IDXS - 1), id="add-negative-indices"),
-    case(lambda x, i, j, u: x.at[i, j].set(u), (X, IDXS, IDXS + 1, _r((B, 3), 28)), id="set-two-int-arrays"),
+    case(lambda x, i, j, u: x.at[i, j].set(u), (X, IDXS, IDXS + 1, _r((B, 3), 28)),
+         id="set-two-int-arrays"),
 ]
 
 
@@ -443,10 +464,12 @@ def test_scatter(f, args, in_axes, out_axes, axis_size, tol):
 # --------------------------------------------------------------------------
 
 WINDOW = [
-    case(lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "VALID"), (X,), id="sum-valid"),
+    case(lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "VALID"), (X,),
+         id="sum-valid"),
     case(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2, 3), (2, 1), "SAME"), (XT,), 1,
          id="max-same-strided"),
-    case(lambda x: lax.reduce_window(x, jnp.inf, lax.min, (3,), (1,), "VALID"), (V,), 0, 1, id="min-1d"),
+    case(lambda x: lax.reduce_window(x, jnp.inf, lax.min, (3,), (1,), "VALID"), (V,), 0, 1,
+         id="min-1d"),
     # A per-example init value: it also pads the windows ("SAME").
     case(lambda x, i: lax.reduce_window(x, i, lax.add, (2, 3), (1, 1), "SAME"),
          (X, np.array([0.5, -1.0, 2.0], np.float32)), (0, 0), id="sum-batched-init"),
@@ -721,7 +744,8 @@ CONV = [
     case(_conv, (IMG[0], KER), (None, 0), id="conv-rhs-batched"),
     case(_conv, (IMG, KER), id="conv-both"),
     case(lambda i, k: lax.conv_general_dilated(i[None], k, (2, 1), "VALID", rhs_dilation=(1, 2))[0],
-         (np.ascontiguousarray(np.moveaxis(IMG, 0, 1)), KER), (1, 0), 1, id="conv-strided-dilated-ax1"),
+         (np.ascontiguousarray(np.moveaxis(IMG, 0, 1)), KER), (1, 0), 1,
+         id="conv-strided-dilated-ax1"),
 ]
 
 

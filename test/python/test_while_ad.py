@@ -2,11 +2,13 @@
 reverse mode with a trip count known only at run time (beyond JAX), which
 saves each iteration's residuals on a run-time stack."""
 
-import ember as jax
-import ember.numpy as jnp
 import numpy as np
 import pytest
+
+import ember as jax
+import ember.numpy as jnp
 from ember import lax
+
 from helpers import fd_grad
 
 

@@ -1,9 +1,10 @@
 """Differentiation API: grad, value_and_grad, vjp, jvp, linearize, jacfwd,
-jacrev, hessian, stop_gradient, checkpoint.
+jacrev, hessian, checkpoint, custom_jvp, custom_vjp (stop_gradient is a lax
+primitive).
 
 Each transformation traces the function into a private MLIR function and emits
 an `ember.jvp` / `ember.vjp` op that references it by symbol; the
-`ember-autodiff` pass (C++) expands those ops, innermost first, when the
+`ember-expand-transforms` pass (C++) expands those ops, innermost first, when the
 enclosing function is compiled. Outside any trace, the whole transformed call
 is compiled and run like a jitted function.
 """
@@ -14,8 +15,12 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import core, dtypes, tree_util
+from . import core, dtypes, lax, tree_util
+from .api import eager
+from .api_util import Traced, flatten_args, static_positions
+from .batching import vmap
 from .core import as_value
+from .numpy import lax_numpy as jnp
 
 # --------------------------------------------------------------------------
 # Emitting transformation ops
@@ -41,54 +46,12 @@ def _transform(kind, callee, primals, extra, wrt, result_avals):
     return _emit(f"ember.{kind}", list(primals) + list(extra), result_avals, attrs)
 
 
-class _Traced:
-    """A function traced as a private MLIR function of the current module."""
-
-    def __init__(self, fun, in_avals):
-        store = {}
-
-        def flat(*xs):
-            out = fun(*xs)
-            leaves, store["tree"] = tree_util.tree_flatten(out)
-            return [as_value(x) for x in leaves]
-
-        self.name, self.out_avals, self.captured = core.trace_subfunction(flat, in_avals)
-        self.out_tree = store["tree"]
-
-
 def _is_float(aval):
     return dtypes.is_inexact(aval.dtype)
 
 
 def _zeros(aval):
-    from ember._src import lax
     return lax.full(aval.shape, 0, aval.dtype)
-
-
-def _eager(fun, args, static_positions=()):
-    """Runs `fun(*args)` compiled, outside of any trace."""
-    from .api import jit
-    return jit(fun, static_argnums=tuple(static_positions))(*args)
-
-
-def _static_positions(args, dynamic):
-    """Positions of arguments that are not array data (functions, strings,
-    Python scalars that are not differentiated): they stay Python values."""
-    out = []
-    for i, a in enumerate(args):
-        if i in dynamic or isinstance(a, (core.Value, np.ndarray, np.generic)):
-            continue
-        leaves = tree_util.tree_leaves(a)
-        if leaves and all(isinstance(x, (core.Value, np.ndarray, np.generic, int, float,
-                                         complex, bool)) for x in leaves) and \
-                not isinstance(a, (int, float, complex, bool)):
-            continue  # a pytree of array data
-        try:
-            hash(a)
-        except TypeError:
-            continue
-        out.append(i)
-    return out
 
 
 # --------------------------------------------------------------------------
@@ -99,12 +62,7 @@ def _static_positions(args, dynamic):
 def _vjp_traced(fun, primals, has_aux):
     leaves, treedef = tree_util.tree_flatten(primals)
     vals = [as_value(x) for x in leaves]
-
-    def flat_fun(*xs):
-        out = fun(*tree_util.tree_unflatten(treedef, list(xs)))
-        return out
-
-    traced = _Traced(flat_fun, [v.aval for v in vals])
+    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1])
     callee_primals = vals + traced.captured
     outs = _call(traced.name, callee_primals, traced.out_avals)
     call_state = {"trace": core.current_trace(), "op": outs[0].value.owner if outs else None}
@@ -127,7 +85,6 @@ def _vjp_traced(fun, primals, has_aux):
             raise ValueError(f"vjp cotangent has {len(ct_leaves)} leaves, the output has "
                              f"{n_main} (at {core.where()})")
         cts = []
-        from ember._src import lax
         for c, a in zip(ct_leaves, traced.out_avals[:n_main]):
             c = as_value(c)
             if c.shape != a.shape:
@@ -137,7 +94,7 @@ def _vjp_traced(fun, primals, has_aux):
         cts += [_zeros(a) for a in traced.out_avals[n_main:]]
         if not core._trace_stack:
             # Called outside a trace: compile the backward pass on its own.
-            return _eager(lambda p, c: _vjp_traced(fun, p, has_aux)[1](c), (primals, ct))
+            return eager(lambda p, c: _vjp_traced(fun, p, has_aux)[1](c), (primals, ct))
         res = _transform("vjp", traced.name, callee_primals, cts, wrt,
                          traced.out_avals + [vals[i].aval.update(weak_type=False) for i in wrt])
         _reuse_primal_outputs(call_state, outs, res[:len(traced.out_avals)])
@@ -168,9 +125,9 @@ def _reuse_primal_outputs(state, outs, primal_results):
 
 def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     if not core._trace_stack:
-        out_aux = _eager(lambda *p: _vjp_pair(fun, p, has_aux), primals)
+        out_aux = eager(lambda *p: _vjp_pair(fun, p, has_aux), primals)
         def vjp_fun(ct):
-            return _eager(lambda p, c: _vjp_traced(fun, p, has_aux)[1](c), (primals, ct))
+            return eager(lambda p, c: _vjp_traced(fun, p, has_aux)[1](c), (primals, ct))
         if has_aux:
             return out_aux[0], vjp_fun, out_aux[1]
         return out_aux, vjp_fun
@@ -206,8 +163,8 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     def wrapped(*args, **kwargs):
         single, nums = _check_argnums(argnums, len(args))
         if not core._trace_stack:
-            static = _static_positions(args, nums)
-            return _eager(lambda *a: _value_and_grad_traced(
+            static = static_positions(args, nums)
+            return eager(lambda *a: _value_and_grad_traced(
                 fun, a, kwargs, single, nums, has_aux, allow_int, holomorphic), args, static)
         return _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
                                       holomorphic)
@@ -252,7 +209,6 @@ def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
                         "differentiation, pass holomorphic=True. For differentiation of "
                         "non-holomorphic functions involving complex outputs, use vjp "
                         f"directly (at {core.where()})")
-    from ember._src import lax
     g = vjp_fun(tree_util.tree_unflatten(out_tree, [lax.full((), 1, y.dtype)]))
     g = g[0] if single else tuple(g)
     return ((out, aux), g) if has_aux else (out, g)
@@ -284,12 +240,12 @@ def jvp(fun, primals, tangents, has_aux=False):
         raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
                         f"structure; got {len(primals)} primals and {len(tangents)} tangents")
     if not core._trace_stack:
-        return _eager(lambda p, t: _jvp_traced(fun, p, t, has_aux), (tuple(primals), tuple(tangents)))
+        return eager(lambda p, t: _jvp_traced(fun, p, t, has_aux),
+                     (tuple(primals), tuple(tangents)))
     return _jvp_traced(fun, tuple(primals), tuple(tangents), has_aux)
 
 
 def _jvp_traced(fun, primals, tangents, has_aux):
-    from ember._src import lax
     leaves, treedef = tree_util.tree_flatten(primals)
     t_leaves, t_def = tree_util.tree_flatten(tangents)
     if t_def != treedef:
@@ -301,8 +257,7 @@ def _jvp_traced(fun, primals, tangents, has_aux):
         if as_value(t).shape != v.shape:
             raise ValueError(f"jvp tangent shape {as_value(t).shape} does not match the "
                              f"primal shape {v.shape} (at {core.where()})")
-    traced = _Traced(lambda *xs: fun(*tree_util.tree_unflatten(treedef, list(xs))),
-                     [v.aval for v in vals])
+    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1])
     wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
     ts = [lax.convert_element_type(t_leaves[i], vals[i].dtype) for i in wrt]
     res = _transform("jvp", traced.name, vals + traced.captured, ts, wrt,
@@ -325,7 +280,6 @@ def linearize(fun, *primals):
 
 def _std_basis(x):
     """The standard basis of x's space as one array [x.size, *x.shape]."""
-    from ember._src import lax
     x = as_value(x)
     n = x.size
     eye = lax.broadcasted_iota(np.int32, (n, n), 0) == lax.broadcasted_iota(np.int32, (n, n), 1)
@@ -336,7 +290,6 @@ def _push_basis(fn, x):
     """vmap of fn over the standard basis of x: fn's output leaves, each with
     a leading axis of size x.size (a single batched transformation, no
     per-element loop)."""
-    from .batching import vmap
     return vmap(fn)(_std_basis(x))
 
 
@@ -368,7 +321,6 @@ def _main_and_aux(f, has_aux):
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """Forward-mode Jacobian: vmap of jvp over the standard basis of each
     input. The result nests the input structure inside the output structure."""
-    import ember.numpy as jnp
 
     @functools.wraps(fun)
     def wrapped(*args):
@@ -404,7 +356,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
             return (jac, aux_of(*d)) if has_aux else jac
 
         if not core._trace_stack:
-            return _eager(run, diff)
+            return eager(run, diff)
         return run(*diff)
     return wrapped
 
@@ -412,7 +364,6 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """Reverse-mode Jacobian: vmap of the VJP over the standard basis of each
     output. The result nests the input structure inside the output structure."""
-    import ember.numpy as jnp
 
     @functools.wraps(fun)
     def wrapped(*args):
@@ -437,7 +388,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
                     def pull(e, k=k):
                         cts = [e if j == k else jnp.zeros_like(o)
                                for j, o in enumerate(out_leaves)]
-                        return tree_util.tree_leaves(vjp_fun(tree_util.tree_unflatten(out_tree, cts)))
+                        return tree_util.tree_leaves(
+                            vjp_fun(tree_util.tree_unflatten(out_tree, cts)))
 
                     rows = _push_basis(pull, y)  # each [y.size, *x.shape]
                 per_in = [r.reshape(y.shape + x.shape) for r, x in zip(rows, in_leaves)]
@@ -447,7 +399,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             return (jac, aux) if has_aux else jac
 
         if not core._trace_stack:
-            return _eager(run, diff)
+            return eager(run, diff)
         return run(*diff)
     return wrapped
 
@@ -460,20 +412,8 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 # --------------------------------------------------------------------------
-# stop_gradient, checkpoint
+# checkpoint
 # --------------------------------------------------------------------------
-
-
-_stop_gradient_p = core.Primitive("stop_gradient", lambda x: x)
-
-
-def stop_gradient(x):
-    def one(v):
-        v = as_value(v)
-        if not dtypes.is_inexact(v.dtype):
-            return v
-        return _stop_gradient_p.bind(v)
-    return tree_util.tree_map(one, x)
 
 
 class checkpoint_policies:
@@ -483,7 +423,7 @@ class checkpoint_policies:
     recomputes the rest in the backward pass, `dots_with_no_batch_dims_saveable`
     (alias `checkpoint_dots_with_no_batch_dims`) only those without batch
     dimensions; `nothing_saveable` and any other policy keep only the
-    function's inputs (docs/design.md, "Checkpoint")."""
+    function's inputs (docs/decisions.md, "Checkpoint")."""
 
     @staticmethod
     def everything_saveable(*_, **__):
@@ -518,7 +458,7 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
     `ember.custom_vjp_call` marked `ember.remat`; ember-autodiff transposes it
     to the VJP of the function on its inputs and closed-over values (so its
     forward pass runs again) and differentiates it directly in forward mode
-    (docs/design.md, "Checkpoint")."""
+    (docs/decisions.md, "Checkpoint")."""
     if fun is None:
         return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy,
                                     static_argnums=static_argnums)
@@ -619,18 +559,13 @@ class custom_jvp:
             # primal function.
             return self.fun(*args)
         if not core._trace_stack:
-            return _eager(lambda *a: self(*a), args, _static_positions(args, ()))
+            return eager(lambda *a: self(*a), args, static_positions(args, ()))
         nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
         leaves, treedef = tree_util.tree_flatten(diff)
         vals = [as_value(x) for x in leaves]
         avals = [v.aval for v in vals]
         n = len(vals)
-
-        def primal(*xs):
-            d = tree_util.tree_unflatten(treedef, list(xs))
-            return self.fun(*_rebuild(nondiff, d, len(args)))
-
-        f = _Traced(primal, avals)
+        f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items())
 
         def rule(*xs):
             p = tree_util.tree_unflatten(treedef, list(xs[:n]))
@@ -641,7 +576,6 @@ class custom_jvp:
             if len(touts) != len(outs):
                 raise TypeError("custom_jvp rule must return tangents with the structure of "
                                 f"the primal output (at {core.where()})")
-            from ember._src import lax
             touts = [lax.convert_element_type(as_value(tt), as_value(o).dtype)
                      if dtypes.is_inexact(as_value(o).dtype) else as_value(o) * 0
                      for tt, o in zip(touts, outs)]
@@ -649,7 +583,7 @@ class custom_jvp:
 
         self._tracing_rule += 1
         try:
-            j = _Traced(rule, avals + avals)
+            j = Traced(rule, avals + avals)
         finally:
             self._tracing_rule -= 1
         res = _custom_call("custom_jvp_call", {"callee": f.name, "jvp": j.name},
@@ -697,7 +631,7 @@ class custom_vjp:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
                                  "using defvjp.")
         if not core._trace_stack:
-            return _eager(lambda *a: self(*a), args, _static_positions(args, ()))
+            return eager(lambda *a: self(*a), args, static_positions(args, ()))
         nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
         leaves, treedef = tree_util.tree_flatten(diff)
         vals = [as_value(x) for x in leaves]
@@ -707,7 +641,7 @@ class custom_vjp:
         def full(xs):
             return _rebuild(nondiff, tree_util.tree_unflatten(treedef, list(xs)), nargs)
 
-        f = _Traced(lambda *xs: self.fun(*full(xs)), avals)
+        f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items())
         store = {}
 
         def fwd(*xs):
@@ -718,7 +652,7 @@ class custom_vjp:
 
         self._tracing_rule += 1
         try:
-            fw = _Traced(fwd, avals)
+            fw = Traced(fwd, avals)
         finally:
             self._tracing_rule -= 1
         nout = len(f.out_avals)
@@ -732,7 +666,6 @@ class custom_vjp:
             if not isinstance(cts, (tuple, list)):
                 raise TypeError("custom_vjp bwd function must produce a tuple of cotangents, "
                                 f"one per differentiable argument (at {core.where()})")
-            from ember._src import lax
             flat = []
             for arg, c in zip(diff, cts):
                 arg_leaves = tree_util.tree_leaves(arg)
@@ -745,7 +678,7 @@ class custom_vjp:
 
         self._tracing_rule += 1
         try:
-            bw = _Traced(bwd, res_avals + f.out_avals)
+            bw = Traced(bwd, res_avals + f.out_avals)
         finally:
             self._tracing_rule -= 1
         res = _custom_call("custom_vjp_call",

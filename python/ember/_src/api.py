@@ -5,16 +5,19 @@ import inspect
 
 import numpy as np
 
-from . import core, dtypes, tree_util
-from .dtypes import config as _config
 from ember._mlir._mlir_libs import _ember_runtime
 
-from .core import Array, Tracer, as_value
+from . import compiler, core, dtypes, tree_util
+from .api_util import flatten_args, flatten_fun
+from .config import config as _config
+from .config import on_change
+from .core import Array, as_value
 
 _jit_caches = []
 _fast_caches = []
 
 
+@on_change
 def _clear_jit_caches():
     for c in _jit_caches:
         c.clear()
@@ -32,9 +35,12 @@ class Lowered:
         self._factory = exe_factory
 
     def as_text(self, stage="ember"):
+        """The IR of `stage`: "ember" (as traced), "transforms" (every
+        grad/vmap/custom rule expanded), "optimize", then the target's
+        codegen stages ("llvm" on the CPU, also called "cpu-codegen")."""
         if stage == "ember":
             return self._text
-        return self.compile()._exe.stages[stage]
+        return compiler.stage_text(self._text, stage)
 
     def compile(self):
         return Compiled(self._factory())
@@ -49,7 +55,10 @@ class Compiled:
         self._static = static
 
     def as_text(self, stage="llvm"):
-        return self._exe.stages.get(stage, self._exe.ember_text)
+        stage = self._exe.target.stage_name(stage)
+        if stage in self._exe.stages:
+            return self._exe.stages[stage]
+        return compiler.stage_text(self._exe.ember_text, stage, self._exe.target)
 
     def __call__(self, *args, **kwargs):
         leaves = tree_util.tree_leaves((list(args), kwargs))
@@ -113,7 +122,7 @@ class JitWrapped:
         except TypeError:
             raise ValueError("Non-hashable static arguments are not supported; "
                              f"got {static}") from None
-        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        leaves, treedef = flatten_args(dyn_args, dyn_kwargs)
         vals = []
         for x in leaves:
             if not _is_array_leaf(x):
@@ -123,28 +132,9 @@ class JitWrapped:
         return static, treedef, vals
 
     def _make(self, static, treedef, avals):
-        nargs = len(static) + 0
-        out_store = {}
-
-        def flat_fun(*tracers):
-            dyn_args, dyn_kwargs = tree_util.tree_unflatten(treedef, list(tracers))
-            args = list(dyn_args)
-            kwargs = dict(dyn_kwargs)
-            for k, v in sorted((s for s in static if isinstance(s[0], int)), key=lambda s: s[0]):
-                args.insert(k, v)
-            for k, v in static:
-                if isinstance(k, str) and k not in kwargs and not (
-                        self.sig and list(self.sig.parameters).index(k) < len(args)
-                        if self.sig and k in self.sig.parameters else False):
-                    kwargs[k] = v
-            out = self.fun(*args, **kwargs)
-            leaves, out_tree = tree_util.tree_flatten(out)
-            out_store["tree"] = out_tree
-            return [as_value(x) for x in leaves]
-
-        del nargs
+        flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
         exe = core.compile_function(flat_fun, avals)
-        return exe, out_store["tree"]
+        return exe, out_tree()
 
     def __call__(self, *args, **kwargs):
         if not _config.jax_disable_jit:
@@ -154,7 +144,7 @@ class JitWrapped:
         return self._call_slow(args, kwargs)
 
     def _call_slow(self, args, kwargs):
-        if dtypes.config.jax_disable_jit:
+        if _config.jax_disable_jit:
             return self.fun(*args, **kwargs)
         static, treedef, vals = self._prepare(args, kwargs)
         if core.find_trace(vals) is not None or core._trace_stack:
@@ -175,7 +165,7 @@ class JitWrapped:
     def _register_fast(self, args, kwargs, static, vals, exe, out_tree):
         """Teaches the C++ dispatch path this signature when it can serve it:
         positional Array arguments only, and one output or a flat tuple."""
-        if kwargs or static or len(vals) != len(args) or dtypes.config.jax_disable_jit:
+        if kwargs or static or len(vals) != len(args) or _config.jax_disable_jit:
             return
         if not all(type(a) is Array for a in args):
             return
@@ -192,17 +182,8 @@ class JitWrapped:
     def lower(self, *args, **kwargs):
         static, treedef, vals = self._prepare(args, kwargs)
         avals = [v.aval for v in vals]
-        module, _ = core.trace_function(
-            lambda *t: self._flat_for_lower(static, treedef, t), avals)
+        module, _ = core.trace_function(flatten_fun(self.fun, treedef, static)[0], avals)
         return Lowered(self, str(module), lambda: self._make(static, treedef, avals))
-
-    def _flat_for_lower(self, static, treedef, tracers):
-        dyn_args, dyn_kwargs = tree_util.tree_unflatten(treedef, list(tracers))
-        args = list(dyn_args)
-        for k, v in sorted((s for s in static if isinstance(s[0], int)), key=lambda s: s[0]):
-            args.insert(k, v)
-        out = self.fun(*args, **dyn_kwargs)
-        return [as_value(x) for x in tree_util.tree_leaves(out)]
 
     def eval_shape(self, *args, **kwargs):
         return eval_shape(self.fun, *args, **kwargs)
@@ -216,24 +197,23 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 
 
 def eval_shape(fun, *args, **kwargs):
-    leaves, treedef = tree_util.tree_flatten((args, kwargs))
+    leaves, treedef = flatten_args(args, kwargs)
     avals = []
     for x in leaves:
         if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, core.Value):
             avals.append(core.ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype)))
         else:
             avals.append(as_value(x).aval)
-    store = {}
-
-    def flat(*tracers):
-        a, k = tree_util.tree_unflatten(treedef, list(tracers))
-        out = fun(*a, **k)
-        ls, store["tree"] = tree_util.tree_flatten(out)
-        return [as_value(x) for x in ls]
-
+    flat, out_tree = flatten_fun(fun, treedef)
     _, out_avals = core.trace_function(flat, avals)
     return tree_util.tree_unflatten(
-        store["tree"], [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals])
+        out_tree(), [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals])
+
+
+def eager(fun, args, static_positions=()):
+    """Runs `fun(*args)` compiled, outside of any trace (how transformations
+    called outside `jit` run)."""
+    return jit(fun, static_argnums=tuple(static_positions))(*args)
 
 
 def device_put(x, device=None, **kwargs):
@@ -269,8 +249,8 @@ class disable_jit:
         self.disable = disable
 
     def __enter__(self):
-        self.prev = dtypes.config.jax_disable_jit
-        dtypes.config.jax_disable_jit = self.disable
+        self.prev = _config.jax_disable_jit
+        _config.jax_disable_jit = self.disable
 
     def __exit__(self, *a):
-        dtypes.config.jax_disable_jit = self.prev
+        _config.jax_disable_jit = self.prev

@@ -1,13 +1,16 @@
 """vmap: the function is traced per example into a private MLIR function and
 an `ember.vmap` op marks which inputs carry the batch dimension; the
-`ember-batch` pass (C++) rewrites the body with each op's batching rule."""
+`ember-expand-transforms` pass (C++) rewrites the body with each op's batching rule."""
 
 import functools
 
 from ember._mlir import ir
 
 from . import core, tree_util
+from .api import eager
+from .api_util import Traced, static_positions
 from .core import as_value
+from .numpy import lax_numpy as jnp
 
 
 def _is_axis_leaf(x):
@@ -47,18 +50,16 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                              f"function, but got len(in_axes)={len(in_axes)}, "
                              f"len(args)={len(args)}")
         if not core._trace_stack:
-            from .ad import _eager, _static_positions
             dynamic = [i for i, a in enumerate(args)
                        if not (isinstance(in_axes, tuple) and in_axes[i] is None)]
-            static = _static_positions(args, dynamic)
-            return _eager(lambda *a: _vmap_traced(fun, in_axes, out_axes, axis_size, a, kwargs),
-                          args, static)
+            static = static_positions(args, dynamic)
+            return eager(lambda *a: _vmap_traced(fun, in_axes, out_axes, axis_size, a, kwargs),
+                         args, static)
         return _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs)
     return wrapped
 
 
 def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
-    import ember.numpy as jnp
     leaves, treedef = tree_util.tree_flatten(args)
     axes = _axes_for(in_axes, args, "in_axes")
     kw_leaves, kw_def = tree_util.tree_flatten(kwargs)
@@ -70,8 +71,9 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
             continue
         x = as_value(x)
         if not -x.ndim <= ax < max(x.ndim, 1) or x.ndim == 0:
+            rank = ax + 1 if ax >= 0 else -ax
             raise ValueError(f"vmap was requested to map its argument along axis {ax}, which "
-                             f"implies that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
+                             f"implies that its rank should be at least {rank}, "
                              f"but is only {x.ndim} (its shape is {x.shape})")
         ax = ax % x.ndim
         sizes.append((i, x.shape[ax], ax, x.shape))
@@ -98,8 +100,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
         k = tree_util.tree_unflatten(kw_def, full[n_args:])
         return fun(*a, **k)
 
-    from .ad import _Traced
-    traced = _Traced(per_example, example_avals)
+    traced = Traced(per_example, example_avals)
     operands = [moved[i] for i in batched_idx] + traced.captured
     flags = [True] * len(batched_idx) + [False] * len(traced.captured)
     trace = core.current_trace()

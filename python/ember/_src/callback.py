@@ -24,19 +24,10 @@ from ember._mlir._mlir_libs import _ember_runtime
 from . import core, dtypes, tree_util
 from .core import Array, Tracer
 
-# Element type codes of the signature record (the same table is in
-# lib/Conversion/EmberToLinalg.cpp and docs/design.md).
-_CODES = {
-    1: np.dtype(np.float16),
-    2: np.dtype(dtypes.bfloat16),
-    3: np.dtype(np.float32),
-    4: np.dtype(np.float64),
-    5: np.dtype(np.bool_),
-    6: np.dtype(np.int8), 7: np.dtype(np.int16), 8: np.dtype(np.int32), 9: np.dtype(np.int64),
-    10: np.dtype(np.uint8), 11: np.dtype(np.uint16), 12: np.dtype(np.uint32),
-    13: np.dtype(np.uint64),
-    14: np.dtype(np.complex64), 15: np.dtype(np.complex128),
-}
+# Element type codes of the signature record: EMBER_TYPE_CODE in
+# include/ember/Runtime/Runtime.def, which the lowering uses too.
+_CODES = {code: np.dtype(dtypes.bfloat16 if name == "bfloat16" else name)
+          for code, name in _ember_runtime.runtime_tables()["type_codes"].items()}
 
 _VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
 

@@ -1,34 +1,26 @@
 """lax control flow.
 
-`cond`/`switch` stage an `ember.case` region op: only the chosen branch runs
-(ember-autodiff and ember-batch turn it into all branches plus a select when
-they transform it, as JAX does for a batched predicate). `while_loop` stages
-`ember.while`; `scan`, `map` and `fori_loop` with static bounds stage a
-counted `ember.while` (`trip_count`), which the compiled forward pass keeps
-as a loop and which reverse-mode autodiff and batching unroll.
+`cond`/`switch` stage an `ember.case` region op: only the chosen branch runs,
+and reverse mode differentiates only that branch; forward mode and vmap turn
+it into all branches plus a select (as JAX does for a batched predicate).
+`while_loop` stages `ember.while`; `scan`, `map` and `fori_loop` with static
+bounds stage a counted `ember.while` (`trip_count`). The compiled forward pass
+and reverse mode keep loops (reverse mode saves the residuals of a counted
+loop in [trip_count, ...] buffers, of other loops on a run-time stack); vmap
+unrolls counted loops.
 """
+
+import functools
 
 import numpy as np
 
 from ember._mlir import ir
 
-from . import core, dtypes, tree_util
+from . import core, dtypes, lax, tree_util
+from .api import eager as _eager
+from .api_util import flatten_fun
 from .core import as_value
-
-
-def _jnp():
-    import ember.numpy as jnp
-    return jnp
-
-
-def _lax():
-    from ember._src import lax
-    return lax
-
-
-def _eager(fun, args):
-    from .ad import _eager as run
-    return run(fun, args)
+from .numpy import lax_numpy as jnp
 
 
 def _pred_scalar(pred, what):
@@ -37,7 +29,7 @@ def _pred_scalar(pred, what):
         raise TypeError(f"{what}: pred must be a scalar, got shape {p.shape} "
                         f"(at {core.where()})")
     if not dtypes.is_bool(p.dtype):
-        p = _lax().ne(p, _lax().full((), 0, p.dtype))
+        p = lax.ne(p, lax.full((), 0, p.dtype))
     return p
 
 
@@ -50,7 +42,7 @@ def cond(pred, true_fun, false_fun, *operands):
 
 def _cond_traced(pred, true_fun, false_fun, operands):
     p = _pred_scalar(pred, "cond")
-    index = _lax().convert_element_type(p, np.int32)
+    index = lax.convert_element_type(p, np.int32)
     return _case(index, [false_fun, true_fun], operands, "cond",
                  ["false_fun", "true_fun"])
 
@@ -70,13 +62,9 @@ def _case(index, branches, operands, what, names):
         outs = []
         for k, fun in enumerate(branches):
             block = holder.regions[k].blocks.append()
-            tree = {}
-
-            def flat(fun=fun, tree=tree):
-                leaves, tree["def"] = tree_util.tree_flatten(fun(*operands))
-                return leaves
+            flat, out_tree = flatten_fun(functools.partial(fun, *operands))
             avals = core.trace_region(block, flat, [])
-            outs.append((tree["def"], avals))
+            outs.append((out_tree(), avals))
         tree0, avals0 = outs[0]
         for k, (tk, ak) in enumerate(outs[1:], 1):
             if tk != tree0:
@@ -117,13 +105,13 @@ def _switch_traced(index, branches, operands):
         raise TypeError(f"switch: index must be a scalar integer, got {i.aval.str_short()} "
                         f"(at {core.where()})")
     # Clamped to [0, len(branches) - 1] by ember.case itself.
-    i = _lax().convert_element_type(_jnp().clip(i, -1, len(branches)), np.int32)
+    i = lax.convert_element_type(jnp.clip(i, -1, len(branches)), np.int32)
     return _case(i, branches, operands, "switch",
                  [f"branch {k}" for k in range(len(branches))])
 
 
 def select_n(which, *cases):
-    return _lax().select_n(which, *cases)
+    return lax.select_n(which, *cases)
 
 
 def _carry_check(init, new):
@@ -145,7 +133,7 @@ def _promote_carry(init, new):
     def one(a, b):
         a, b = as_value(a), as_value(b)
         if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
-            return _lax().convert_element_type(a, b.dtype)
+            return lax.convert_element_type(a, b.dtype)
         return a
     return tree_util.tree_map(one, init, new)
 
@@ -159,9 +147,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
 def _scan_traced(f, init, xs, length, reverse):
     """A counted ember.while: the carry, plus one [n, ...] buffer per output
     leaf that iteration i writes at its index (xs are read with dynamic
-    slices). Reverse mode and batching unroll it (trip_count); the compiled
-    forward pass keeps the loop."""
-    jnp, lax = _jnp(), _lax()
+    slices). Batching unrolls it (trip_count); the compiled forward pass and
+    reverse mode keep the loop."""
     x_leaves, x_tree = tree_util.tree_flatten(xs)
     x_leaves = [as_value(x) for x in x_leaves]
     lengths = {x.shape[0] for x in x_leaves if x.ndim}
@@ -233,8 +220,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]
 
     def run(init):
-        # Static bounds: a counted loop, like scan (reverse mode unrolls it).
-        jnp = _jnp()
+        # Static bounds: a counted loop, like scan.
         i0, end = jnp.asarray(lo_i, dt), jnp.asarray(hi_i, dt)
         return _while_traced(lambda c: c[0] < end, lambda c: (c[0] + 1, body_fun(c[0], c[1])),
                              (i0, init), trip_count=max(hi_i - lo_i, 0))[1]
@@ -260,7 +246,6 @@ def _erase_function(name):
 def _while_traced(cond_fun, body_fun, init_val, trip_count=None):
     """Emits an ember.while whose regions hold the traced cond and body
     (with `trip_count`, a loop known to run exactly that many times)."""
-    from ember._mlir import ir
     leaves, tree = tree_util.tree_flatten(init_val)
     vals = [as_value(x) for x in leaves]
     # Weakly typed initial values take the dtype the body produces (JAX).
@@ -272,7 +257,7 @@ def _while_traced(cond_fun, body_fun, init_val, trip_count=None):
     if len(shapes) != len(vals):
         raise TypeError("while_loop body_fun output and input must have the same pytree "
                         f"structure (at {core.where()})")
-    vals = [_lax().convert_element_type(v, s.dtype) if v.weak_type and v.dtype != s.dtype
+    vals = [lax.convert_element_type(v, s.dtype) if v.weak_type and v.dtype != s.dtype
             else v for v, s in zip(vals, shapes)]
     avals = [v.aval for v in vals]
     trace = core.current_trace()
@@ -302,14 +287,12 @@ def _while_traced(cond_fun, body_fun, init_val, trip_count=None):
     core.trace_region(body_block, body, avals)
     if trip_count is not None:
         op.attributes["trip_count"] = core.i64_attr(int(trip_count))
-    del ir
     return tree_util.tree_unflatten(tree, results)
 
 
 def associative_scan(fn, elems, reverse=False, axis=0):
     """Inclusive scan with an associative `fn` by recursive doubling
     (Hillis-Steele): log2(n) rounds of whole-array combines."""
-    jnp = _jnp()
     leaves, tree = tree_util.tree_flatten(elems)
     leaves = [jnp.moveaxis(as_value(x), axis, 0) for x in leaves]
     if reverse:
@@ -327,5 +310,3 @@ def associative_scan(fn, elems, reverse=False, axis=0):
     leaves = [jnp.moveaxis(x, 0, axis) for x in leaves]
     return tree_util.tree_unflatten(tree, leaves)
 
-
-_ = np

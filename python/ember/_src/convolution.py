@@ -21,12 +21,13 @@ Algorithm (an im2col):
 
 import builtins
 import operator
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from . import core, dtypes
-from . import lax
+from . import api, core, dtypes, lax
+from .config import config
 
 __all__ = [
     "ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_permutations",
@@ -248,7 +249,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     # ---- shape / group checks (mirroring the XLA shape rule) --------------
     G, B = int(feature_group_count), int(batch_group_count)
     N, C = lhs.shape[lhs_spec[0]], lhs.shape[lhs_spec[1]]
-    O, I = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
+    O, I = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]  # noqa: E741 (the docstring's letters)
     if G < 1:
         raise ValueError(f"conv_general_dilated feature_group_count must be a positive "
                          f"integer, got {G}.")
@@ -297,14 +298,13 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
               rhs_dilation, G, B, None if preferred_element_type is None else
               dtypes.canonicalize_dtype(preferred_element_type))
     if (core.current_trace() is None and core.find_trace([lhs, rhs]) is None
-            and not dtypes.config.jax_disable_jit):
+            and not config.jax_disable_jit):
         # Eagerly, compile the whole composition once (per signature) instead of
         # dispatching its dozens of ops one by one.
         fn = _eager_fns.get(static)
         if fn is None:
-            from . import api
             fn = _eager_fns[static] = api.jit(
-                lambda l, r: _conv_impl(l, r, *static))
+                lambda lhs, rhs: _conv_impl(lhs, rhs, *static))
         return fn(lhs, rhs)
     return _conv_impl(lhs, rhs, *static)
 
@@ -326,7 +326,7 @@ def _conv_impl(lhs, rhs, lhs_spec, rhs_spec, out_spec, window_strides, padding,
         return lax.complex(re, im)
     nd = lhs.ndim - 2
     N, C = lhs.shape[lhs_spec[0]], lhs.shape[lhs_spec[1]]
-    O, I = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
+    O, I = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]  # noqa: E741 (the docstring's letters)
     k_sp = tuple(rhs.shape[i] for i in rhs_spec[2:])
     lhs_sp = tuple(lhs.shape[i] for i in lhs_spec[2:])
     eff_k = tuple(_dilate_dim(k, r) for k, r in zip(k_sp, rhs_dilation))

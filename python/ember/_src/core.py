@@ -1,35 +1,33 @@
-"""Tracing straight into MLIR, compilation through the CPU pipeline, and execution.
+"""Tracing straight into MLIR: abstract values, `Array` and `Tracer`, traces and
+primitives.
 
 A traced function becomes one `func.func @main` of `ember` ops, built through the
 MLIR Python bindings as the user's code runs on `Tracer`s. Outside a trace every
-primitive runs eagerly by compiling a one-op function (cached per signature).
+primitive runs eagerly by compiling a one-op function (cached per signature)
+with `compiler`.
 """
 
 import os
-import re
 import sys
 import threading
 
 import numpy as np
 
-from ember._mlir import ir, passmanager
-from ember._mlir._mlir_libs import _ember_runtime
+from ember._mlir import ir
 
 from . import dtypes
+from .compiler import Executable
+from .config import on_change
+from .context import context
+from .errors import (
+    ConcretizationTypeError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+)
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.RLock()
-_context = None
-
-
-def context():
-    global _context
-    if _context is None:
-        _context = ir.Context()
-        _context.allow_unregistered_dialects = False
-        for name in ("builtin", "func", "ember"):
-            _context.dialects[name]  # load the dialects traces create ops of
-    return _context
 
 
 # --------------------------------------------------------------------------
@@ -129,26 +127,6 @@ def value_error(msg):
     return ValueError(f"{msg} (at {where()})")
 
 
-class ConcretizationTypeError(TypeError):
-    pass
-
-
-class TracerArrayConversionError(TypeError):
-    pass
-
-
-class TracerBoolConversionError(ConcretizationTypeError):
-    pass
-
-
-class TracerIntegerConversionError(TypeError):
-    pass
-
-
-class EmberInternalError(RuntimeError):
-    """A verifier or pipeline failure on IR Ember produced: a bug in Ember."""
-
-
 # --------------------------------------------------------------------------
 # MLIR types
 # --------------------------------------------------------------------------
@@ -200,7 +178,8 @@ def dense_attr(np_value, aval):
 
 
 class Value:
-    """Operator overloads shared by Array and Tracer (defined in ember.numpy)."""
+    """What Array and Tracer share; their operators and array methods are set
+    by `numpy.array_methods.install` (called when ember.numpy is imported)."""
 
     __array_priority__ = 100
     __slots__ = ()
@@ -289,7 +268,8 @@ class Array(Value):
     def __repr__(self):
         s = np.array2string(self._value, separator=", ", prefix="Array(")
         name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name
-        extra = "" if self.dtype in (dtypes.float32, dtypes.int32, dtypes.bool_) else f", dtype={name}"
+        default = self.dtype in (dtypes.float32, dtypes.int32, dtypes.bool_)
+        extra = "" if default else f", dtype={name}"
         if self.weak_type:
             extra += ", weak_type=True"
         return f"Array({s}{extra})"
@@ -612,107 +592,8 @@ def asarray_concrete(x, dtype=None):
 
 
 # --------------------------------------------------------------------------
-# Compilation and execution
+# Tracing whole functions
 # --------------------------------------------------------------------------
-
-def _use_openblas():
-    """Points the runtime's GEMM entry points at scipy-openblas32 (the OpenBLAS
-    build NumPy and SciPy ship), when it is installed; otherwise large
-    contractions run the runtime's plain loop nest."""
-    try:
-        import ctypes
-
-        import scipy_openblas32
-    except ImportError:
-        return False
-    lib = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(),
-                                   f"lib{scipy_openblas32.get_library()}.so"))
-    addr = [ctypes.cast(getattr(lib, f"scipy_cblas_{k}gemm"), ctypes.c_void_p).value
-            for k in "sd"]
-    _ember_runtime.set_cblas_gemm(*addr)
-    _use_openblas.lib = lib  # keep it loaded
-    return True
-
-
-_HAVE_BLAS = _use_openblas()
-
-_PIPELINE = "builtin.module(ember-cpu-pipeline)"
-_OPT_LEVEL = int(os.environ.get("EMBER_OPT_LEVEL", "2"))
-_dump_dir = os.environ.get("EMBER_DUMP_DIR")
-
-
-class Executable:
-    """A compiled function: the C++ kernel plus the avals it was built for."""
-
-    def __init__(self, module, in_avals, out_avals):
-        self.in_avals = list(in_avals)
-        self.out_avals = list(out_avals)
-        self.ember_text = str(module)
-        with context():
-            fn = module.body.operations[0]
-            fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-            self.stages = run_pipeline(module)
-            try:
-                self.kernel = _ember_runtime.Kernel(
-                    module, _OPT_LEVEL, [a.shape for a in self.in_avals],
-                    [a.dtype.itemsize for a in self.in_avals],
-                    [a.shape for a in self.out_avals],
-                    [a.dtype.itemsize for a in self.out_avals])
-            except RuntimeError as e:
-                raise EmberInternalError(f"{e} (a bug in Ember)") from None
-        self._views = [(a.dtype, a.shape) for a in self.out_avals]
-
-    def __call__(self, arrays):
-        raw = self.kernel(arrays)
-        return [r.view(dt).reshape(shape) for r, (dt, shape) in zip(raw, self._views)]
-
-
-# Pass diagnostics that report what the user asked for, not an Ember bug:
-# (message fragment, exception type).
-_USER_DIAGNOSTICS = (
-    ("cannot be differentiated again", NotImplementedError),
-    ("cannot be differentiated", ValueError),
-    ("cannot be batched", NotImplementedError),
-    ("has no JVP rule", NotImplementedError),
-)
-
-
-def _user_error(e):
-    """The user-facing exception for a pass failure caused by the program
-    (differentiating an opaque callback, say), naming the user's line."""
-    for d in e.error_diagnostics:
-        for fragment, cls in _USER_DIAGNOSTICS:
-            if fragment in d.message:
-                loc = str(d.location)
-                m = re.match(r'loc\("(.*)":(\d+):\d+\)', loc)
-                at = f"{m.group(1)}:{m.group(2)}" if m else loc
-                return cls(f"{d.message} (at {at})")
-    return None
-
-
-def run_pipeline(module):
-    """Verifies and lowers `module` in place; returns the IR text of each stage."""
-    stages = {"ember": str(module)}
-    try:
-        module.operation.verify()
-    except ir.MLIRError as e:
-        raise EmberInternalError(f"Ember produced invalid IR (a bug in Ember): {e}") from None
-    try:
-        pm = passmanager.PassManager.parse(_PIPELINE, context())
-        pm.run(module.operation)
-    except ir.MLIRError as e:
-        user = _user_error(e)
-        if user is not None:
-            raise user from None
-        raise EmberInternalError(f"the CPU pipeline failed (a bug in Ember): {e}") from None
-    stages["llvm"] = str(module)
-    if _dump_dir:
-        os.makedirs(_dump_dir, exist_ok=True)
-        n = len(os.listdir(_dump_dir))
-        for k, v in stages.items():
-            with open(os.path.join(_dump_dir, f"{n:04d}.{k}.mlir"), "w") as f:
-                f.write(v)
-    return stages
 
 
 def trace_subfunction(fun, in_avals, name="f"):
@@ -752,11 +633,10 @@ def compile_function(fun, in_avals):
 _eager_cache = {}
 
 
+@on_change
 def _clear_caches():
     _eager_cache.clear()
     _type_cache.clear()
-    from . import api
-    api._clear_jit_caches()
 
 
 def _param_key(params):

@@ -1,7 +1,9 @@
 """JAX's dtype rules: the promotion lattice with weak types, x64 canonicalization."""
 
-import numpy as np
 import ml_dtypes
+import numpy as np
+
+from .config import config
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 bool_ = np.dtype(np.bool_)
@@ -12,22 +14,6 @@ complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
               float16, bfloat16, float32, float64, complex64, complex128}
-
-
-class _Config:
-    def __init__(self):
-        self.jax_enable_x64 = False
-        self.jax_disable_jit = False
-
-    def update(self, name, value):
-        if not hasattr(self, name):
-            raise AttributeError(f"Unrecognized config option: {name}")
-        setattr(self, name, value)
-        from . import core  # compiled code depends on the config
-        core._clear_caches()
-
-
-config = _Config()
 
 _NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 

@@ -1,7 +1,25 @@
-"""Exception types with JAX's names."""
+"""Exception types with JAX's names (re-exported by `ember.errors`)."""
 
-from ember._src.core import (  # noqa: F401
-    ConcretizationTypeError, TracerArrayConversionError, TracerBoolConversionError,
-    TracerIntegerConversionError, EmberInternalError,
-)
-from ember._src.indexing import NonConcreteBooleanIndexError  # noqa: F401
+
+class ConcretizationTypeError(TypeError):
+    pass
+
+
+class TracerArrayConversionError(TypeError):
+    pass
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    pass
+
+
+class TracerIntegerConversionError(TypeError):
+    pass
+
+
+class NonConcreteBooleanIndexError(IndexError):
+    pass
+
+
+class EmberInternalError(RuntimeError):
+    """A verifier or pipeline failure on IR Ember produced: a bug in Ember."""

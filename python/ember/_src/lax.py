@@ -4,7 +4,7 @@ import builtins
 
 import numpy as np
 
-from . import core, dtypes
+from . import core, dtypes, tree_util
 from .core import Primitive, ShapedArray, as_value, type_error, value_error
 
 # --------------------------------------------------------------------------
@@ -204,11 +204,11 @@ transpose_p = Primitive("transpose", _transpose_rule, _transpose_emit)
 
 def _slice_rule(x, start_indices, limit_indices, strides):
     shape = []
-    for s, l, st, n in zip(start_indices, limit_indices, strides, x.shape):
-        if not 0 <= s <= l <= n:
+    for s, lim, st, n in zip(start_indices, limit_indices, strides, x.shape):
+        if not 0 <= s <= lim <= n:
             raise type_error(f"slice indices {start_indices}:{limit_indices} out of bounds "
                              f"for shape {x.shape}")
-        shape.append(-(-(l - s) // st))
+        shape.append(-(-(lim - s) // st))
     return x.update(shape=shape)
 
 
@@ -637,8 +637,14 @@ def slice(x, start_indices, limit_indices, strides=None):
 def slice_in_dim(x, start_index, limit_index, stride=1, axis=0):
     x = as_value(x)
     n = x.shape[axis]
-    start_index = 0 if start_index is None else (start_index + n if start_index < 0 else start_index)
-    limit_index = n if limit_index is None else (limit_index + n if limit_index < 0 else limit_index)
+    if start_index is None:
+        start_index = 0
+    elif start_index < 0:
+        start_index += n
+    if limit_index is None:
+        limit_index = n
+    elif limit_index < 0:
+        limit_index += n
     starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
     starts[axis], limits[axis], strides[axis] = start_index, limit_index, stride
     return slice(x, starts, limits, strides)
@@ -654,7 +660,8 @@ def index_in_dim(x, index, axis=0, keepdims=True):
 def _index_scalar(i):
     i = as_value(i)
     if i.ndim != 0:
-        raise type_error(f"dynamic indices must be scalars, got {i.str_short() if hasattr(i, 'str_short') else i.shape}")
+        got = i.str_short() if hasattr(i, "str_short") else i.shape
+        raise type_error(f"dynamic indices must be scalars, got {got}")
     if not dtypes.is_int(i.dtype):
         raise type_error("dynamic indices must be integers")
     return i
@@ -907,9 +914,16 @@ def top_k(operand, k):
     return slice_in_dim(vals, 0, k, 1, d), slice_in_dim(sidx, 0, k, 1, d)
 
 
+_stop_gradient_p = core.Primitive("stop_gradient", lambda x: x)
+
+
 def stop_gradient(x):
-    from ember._src.ad import stop_gradient as sg
-    return sg(x)
+    def one(v):
+        v = as_value(v)
+        if not dtypes.is_inexact(v.dtype):
+            return v
+        return _stop_gradient_p.bind(v)
+    return tree_util.tree_map(one, x)
 
 
 _optimization_barrier_p = Primitive("optimization_barrier", lambda *avals: list(avals),
@@ -921,7 +935,6 @@ def optimization_barrier(operand):
     arrays), which compiler optimizations do not look through: computations
     on the results are not merged with the same computations on the inputs.
     Differentiation and vmap pass through it."""
-    from ember._src import tree_util
     leaves, tree = tree_util.tree_flatten(operand)
     if not leaves:
         return operand

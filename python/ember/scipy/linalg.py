@@ -1,8 +1,12 @@
 """ember.scipy.linalg: Cholesky / triangular solves and thin wrappers over ember.numpy.linalg."""
 
 import ember.numpy as jnp
-from ember.numpy import linalg as _la
-from ember.numpy.linalg import det, eigh, inv, pinv, svd  # noqa: F401
+from ember._src.numpy import linalg as _la
+from ember.numpy.linalg import det as det
+from ember.numpy.linalg import eigh as eigh
+from ember.numpy.linalg import inv as inv
+from ember.numpy.linalg import pinv as pinv
+from ember.numpy.linalg import svd as svd
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):

@@ -1,14 +1,11 @@
-"""Array operators, methods, NumPy-style indexing and the .at[] update API."""
+"""NumPy-style indexing (`x[idx]`) and the `.at[]` update API."""
 
 import numpy as np
 
-from . import core, dtypes, lax
-from .core import Array, Tracer, Value
-
-
-def _jnp():
-    import ember.numpy as jnp
-    return jnp
+from .. import core, dtypes, lax
+from ..core import Array, Tracer, Value
+from ..errors import NonConcreteBooleanIndexError
+from . import lax_numpy as jnp
 
 
 def _is_int_array(x):
@@ -34,14 +31,14 @@ def _normalize(x, idx):
         if isinstance(i, (bool, np.bool_)) or (isinstance(i, (Value, np.ndarray))
                                                and i.ndim == 0 and np.dtype(i.dtype) == np.bool_):
             if isinstance(i, Tracer):
-                raise core.NonConcreteBooleanIndexError(
+                raise NonConcreteBooleanIndexError(
                     f"Array boolean indices must be concrete (at {core.where()})")
             if not bool(i):
                 raise IndexError("indexing with a scalar False is not supported")
             out.append(None)  # x[True] adds a leading axis of size 1
         elif _is_bool_array(i):
             if isinstance(i, Tracer):
-                raise core.NonConcreteBooleanIndexError(
+                raise NonConcreteBooleanIndexError(
                     f"Array boolean indices must be concrete; got {i.aval.str_short()} "
                     f"(at {core.where()})")
             m = np.asarray(i)
@@ -72,7 +69,6 @@ def getitem(x, idx, mode=None):
     """x[idx]. mode=None is Python indexing (static out-of-bounds ints raise,
     dynamic indices are clamped); 'clip' clamps every index; 'fill'/'drop' let
     out-of-bounds gathers produce the gather fill value (0 for ints)."""
-    jnp = _jnp()
     x = core.as_value(x)
     entries = _normalize(x, idx)
     # 1. Basic indexing: slices, ints and None, with advanced entries kept.
@@ -136,7 +132,7 @@ def getitem(x, idx, mode=None):
         dim += 1
     if rev_dims:
         x = lax.rev(x, rev_dims)
-    if x.ndim and (any(s != 0 for s in starts) or any(l != n for l, n in zip(limits, x.shape))
+    if x.ndim and (any(s != 0 for s in starts) or any(lim != n for lim, n in zip(limits, x.shape))
                    or any(s != 1 for s in strides)):
         x = lax.slice(x, starts, limits, strides)
     # Dynamic scalar indices and integer arrays: one gather over those dims.
@@ -223,13 +219,11 @@ class _IndexUpdateRef:
 
     def _valid(self):
         """Bool mask over the indexed result: which entries are in bounds."""
-        jnp = _jnp()
         x = self.x
         pos1 = jnp.arange(1, x.size + 1, dtype=np.int32).reshape(x.shape)
         return getitem(pos1, self.idx, mode="fill") > 0
 
     def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
-        jnp = _jnp()
         if mode in ("fill", "drop"):
             out = getitem(self.x, self.idx, mode="clip")
             fv = jnp._default_fill(out.dtype) if fill_value is None else fill_value
@@ -237,7 +231,6 @@ class _IndexUpdateRef:
         return getitem(self.x, self.idx, mode="clip")
 
     def _scatter(self, kind, values, mode=None, x=None):
-        jnp = _jnp()
         x = self.x if x is None else x
         if mode in ("clip", "promise_in_bounds"):
             flat_pos = jnp.arange(x.size, dtype=np.int32).reshape(x.shape)
@@ -265,7 +258,6 @@ class _IndexUpdateRef:
         return self._scatter("add", values, mode)
 
     def subtract(self, values, *, mode=None, **kw):
-        jnp = _jnp()
         return self._scatter("add", jnp.negative(jnp.asarray(values).astype(self.x.dtype)), mode)
 
     def multiply(self, values, *, mode=None, **kw):
@@ -275,12 +267,10 @@ class _IndexUpdateRef:
 
     def divide(self, values, *, mode=None, **kw):
         # As JAX: x / (ones.at[idx].multiply(values)).
-        jnp = _jnp()
         return jnp.divide(self.x, self._scatter("mul", values, mode, x=jnp.ones_like(self.x)))
 
     def power(self, values, *, mode=None, **kw):
         # As JAX: x ** (ones.at[idx].multiply(values)).
-        jnp = _jnp()
         return jnp.power(self.x, self._scatter("mul", values, mode, x=jnp.ones_like(self.x)))
 
     def min(self, values, *, mode=None, **kw):
@@ -300,67 +290,3 @@ class _IndexUpdateHelper:
 
     def __getitem__(self, idx):
         return _IndexUpdateRef(self.x, idx)
-
-
-def install():
-    jnp = _jnp()
-
-    def binop(fn, reflected=False):
-        if reflected:
-            return lambda self, other: fn(other, self)
-        return lambda self, other: fn(self, other)
-
-    ops = {
-        "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "truediv": jnp.true_divide,
-        "floordiv": jnp.floor_divide, "mod": jnp.remainder, "pow": jnp.power,
-        "matmul": jnp.matmul, "and": jnp.bitwise_and, "or": jnp.bitwise_or,
-        "xor": jnp.bitwise_xor, "lshift": jnp.left_shift, "rshift": jnp.right_shift,
-        "divmod": jnp.divmod,
-    }
-    for name, fn in ops.items():
-        setattr(Value, f"__{name}__", binop(fn))
-        setattr(Value, f"__r{name}__", binop(fn, True))
-    for name, fn in {"eq": jnp.equal, "ne": jnp.not_equal, "lt": jnp.less, "le": jnp.less_equal,
-                     "gt": jnp.greater, "ge": jnp.greater_equal}.items():
-        setattr(Value, f"__{name}__", binop(fn))
-    Value.__neg__ = lambda self: jnp.negative(self)
-    Value.__pos__ = lambda self: self
-    Value.__abs__ = lambda self: jnp.abs(self)
-    Value.__invert__ = lambda self: jnp.invert(self)
-    Value.__getitem__ = getitem
-    Value.__iter__ = lambda self: (getitem(self, i) for i in range(len(self)))
-    Value.at = property(lambda self: _IndexUpdateHelper(self))
-    Value.T = property(lambda self: jnp.transpose(self))
-    Value.mT = property(lambda self: jnp.matrix_transpose(self))
-    Value.real = property(lambda self: jnp.real(self))
-    Value.itemsize = property(lambda self: self.dtype.itemsize)
-    Value.nbytes = property(lambda self: self.size * self.dtype.itemsize)
-    Value.imag = property(lambda self: jnp.imag(self))
-
-    def method(fn):
-        return lambda self, *a, **k: fn(self, *a, **k)
-
-    for name in ["sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "all",
-                 "any", "cumsum", "cumprod", "ravel", "transpose", "squeeze", "clip", "round",
-                 "sort", "argsort", "conj", "conjugate", "dot", "take", "nonzero", "ptp",
-                 "trace", "diagonal", "repeat", "swapaxes", "flatten", "astype", "nansum",
-                 "searchsorted"]:
-        if name == "flatten":
-            setattr(Value, name, method(jnp.ravel))
-        elif name == "transpose":
-            setattr(Value, name, lambda self, *axes: jnp.transpose(
-                self, axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list))
-                else (axes or None)))
-        else:
-            setattr(Value, name, method(getattr(jnp, name)))
-    Value.reshape = lambda self, *shape, order="C": jnp.reshape(
-        self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
-    Value.copy = lambda self: self
-    Value.view = lambda self, dtype=None: self if dtype is None else lax.bitcast_convert_type(self, dtype)
-
-
-class NonConcreteBooleanIndexError(IndexError):
-    pass
-
-
-core.NonConcreteBooleanIndexError = NonConcreteBooleanIndexError

@@ -1,7 +1,11 @@
 """einsum by pairwise dot_general contractions (left to right)."""
 
-import ember.numpy as jnp
-from ember._src import lax
+from .. import lax
+from . import lax_numpy as jnp
+
+
+def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
+    return _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
 
 
 def _parse(subscripts, n):
@@ -94,7 +98,7 @@ def _expand_ellipsis(subscripts, ops):
     return ",".join(new_ins) + "->" + out, new_ops
 
 
-def einsum(subscripts, *operands, preferred_element_type=None):
+def _einsum(subscripts, *operands, preferred_element_type=None):
     ops = [jnp.asarray(o) for o in operands]
     subscripts, ops = _expand_ellipsis(subscripts, ops)
     ins, out = _parse(subscripts, len(ops))
@@ -105,7 +109,8 @@ def einsum(subscripts, *operands, preferred_element_type=None):
     ops = [o.astype(dt) for o in ops]
     x, s = ops[0], ins[0]
     rest = list(zip(ins[1:], ops[1:]))
-    needed_later = lambda k: set(out).union(*[set(t) for t, _ in rest[k:]])
+    def needed_later(k):
+        return set(out).union(*[set(t) for t, _ in rest[k:]])
     x, s = _reduce_single(x, s, needed_later(0))
     for k, (t, y) in enumerate(rest):
         keep = needed_later(k + 1)

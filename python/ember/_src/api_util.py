@@ -1,0 +1,79 @@
+"""Flattening pytree functions for tracing, shared by `jit` and every
+transformation (grad, vjp, jvp, vmap, custom_jvp/custom_vjp, ...)."""
+
+import numpy as np
+
+from . import core, tree_util
+from .core import as_value
+
+
+def flatten_args(args, kwargs=None):
+    """The leaves of `(args, kwargs)` and their treedef, the `in_tree` of `flatten_fun`."""
+    return tree_util.tree_flatten((tuple(args), dict(kwargs or {})))
+
+
+def flatten_fun(fun, in_tree=None, static=()):
+    """`fun` as a function of flat array leaves, for tracing.
+
+    `in_tree` is the treedef of `(args, kwargs)` of the arguments passed as
+    leaves (see `flatten_args`), or None when the leaves are the positional
+    arguments themselves. `static` lists `(key, value)` pairs of static
+    arguments, put back before each call: an int key is a position among the
+    positional arguments, a str key a keyword argument.
+
+    Returns `(flat_fun, out_tree)`: `flat_fun(*leaves)` calls `fun` and returns
+    the leaves of its output as values; `out_tree()` is the treedef of the
+    output of the latest call.
+    """
+    positional = sorted((s for s in static if isinstance(s[0], int)), key=lambda s: s[0])
+    keywords = [(k, v) for k, v in static if isinstance(k, str)]
+    store = {}
+
+    def flat_fun(*leaves):
+        if in_tree is None:
+            args, kwargs = list(leaves), {}
+        else:
+            dyn_args, dyn_kwargs = tree_util.tree_unflatten(in_tree, list(leaves))
+            args, kwargs = list(dyn_args), dict(dyn_kwargs)
+        for i, v in positional:
+            args.insert(i, v)
+        for k, v in keywords:
+            kwargs[k] = v
+        out_leaves, store["tree"] = tree_util.tree_flatten(fun(*args, **kwargs))
+        return [as_value(x) for x in out_leaves]
+
+    def out_tree():
+        return store["tree"]
+
+    return flat_fun, out_tree
+
+
+class Traced:
+    """A function traced as a private MLIR function of the current module (the
+    callee of a transformation op); `fun`, `in_tree` and `static` as for
+    `flatten_fun`."""
+
+    def __init__(self, fun, in_avals, in_tree=None, static=()):
+        flat, out_tree = flatten_fun(fun, in_tree, static)
+        self.name, self.out_avals, self.captured = core.trace_subfunction(flat, in_avals)
+        self.out_tree = out_tree()
+
+
+def static_positions(args, dynamic):
+    """Positions of arguments that are not array data (functions, strings,
+    Python scalars that are not differentiated): they stay Python values."""
+    out = []
+    for i, a in enumerate(args):
+        if i in dynamic or isinstance(a, (core.Value, np.ndarray, np.generic)):
+            continue
+        leaves = tree_util.tree_leaves(a)
+        if leaves and all(isinstance(x, (core.Value, np.ndarray, np.generic, int, float,
+                                         complex, bool)) for x in leaves) and \
+                not isinstance(a, (int, float, complex, bool)):
+            continue  # a pytree of array data
+        try:
+            hash(a)
+        except TypeError:
+            continue
+        out.append(i)
+    return out

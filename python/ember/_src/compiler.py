@@ -1,0 +1,140 @@
+"""Compilation and execution: a target's stages over a traced module, and the
+compiled kernel its runtime produces.
+
+`run_pipeline` verifies a module of `ember` ops and lowers it in place through
+the stages of a target (`targets/`), mapping pass diagnostics that report a
+user's mistake to Python exceptions; `Executable` wraps the compiled kernel. Tracing lives
+above this layer (`core`), which hands it finished modules.
+"""
+
+import builtins
+import os
+import re
+
+from ember._mlir import ir, passmanager
+from ember._mlir._mlir_libs import _ember_runtime
+
+from .context import context
+from .errors import EmberInternalError
+from .targets import get_target
+
+
+def _use_openblas():
+    """Points the runtime's GEMM entry points at scipy-openblas32 (the OpenBLAS
+    build NumPy and SciPy ship), when it is installed; otherwise large
+    contractions run the runtime's plain loop nest."""
+    try:
+        import ctypes
+
+        import scipy_openblas32
+    except ImportError:
+        return False
+    lib = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(),
+                                   f"lib{scipy_openblas32.get_library()}.so"))
+    addr = [ctypes.cast(getattr(lib, f"scipy_cblas_{k}gemm"), ctypes.c_void_p).value
+            for k in "sd"]
+    _ember_runtime.set_cblas_gemm(*addr)
+    _use_openblas.lib = lib  # keep it loaded
+    return True
+
+
+_HAVE_BLAS = _use_openblas()
+
+_OPT_LEVEL = int(os.environ.get("EMBER_OPT_LEVEL", "2"))
+_dump_dir = os.environ.get("EMBER_DUMP_DIR")
+
+
+class Executable:
+    """A compiled function: the C++ kernel plus the avals it was built for."""
+
+    def __init__(self, module, in_avals, out_avals, target=None):
+        target = target or get_target()
+        self.target = target
+        self.in_avals = list(in_avals)
+        self.out_avals = list(out_avals)
+        self.ember_text = str(module)
+        with context():
+            fn = module.body.operations[0]
+            fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+            self.stages = run_pipeline(module, target)
+            try:
+                self.kernel = target.load(module, _OPT_LEVEL, self.in_avals, self.out_avals)
+            except RuntimeError as e:
+                raise EmberInternalError(f"{e} (a bug in Ember)") from None
+        self._views = [(a.dtype, a.shape) for a in self.out_avals]
+
+    def __call__(self, arrays):
+        raw = self.kernel(arrays)
+        return [r.view(dt).reshape(shape) for r, (dt, shape) in zip(raw, self._views)]
+
+
+# Pass diagnostics that report what the user asked for, not an Ember bug,
+# carry "[ember:<id>]" (emitUserError in C++); Runtime.def names the
+# exception of each id.
+_ERROR_KINDS = _ember_runtime.runtime_tables()["error_kinds"]
+_ERROR_TAG = re.compile(r"\[ember:([\w-]+)\] ")
+
+
+def _user_error(e):
+    """The user-facing exception for a pass failure caused by the program
+    (differentiating an opaque callback, say), naming the user's line."""
+    for d in e.error_diagnostics:
+        m = _ERROR_TAG.search(d.message)
+        if m is None or m.group(1) not in _ERROR_KINDS:
+            continue
+        cls = getattr(builtins, _ERROR_KINDS[m.group(1)])
+        loc = str(d.location)
+        where = re.match(r'loc\("(.*)":(\d+):\d+\)', loc)
+        at = f"{where.group(1)}:{where.group(2)}" if where else loc
+        return cls(f"{_ERROR_TAG.sub('', d.message)} (at {at})")
+    return None
+
+
+def run_pipeline(module, target=None, upto=None, keep_text=None):
+    """Verifies and lowers `module` in place through the stages of `target`
+    (all of them, or up to the stage `upto`); returns the IR text of the
+    traced module, of the last stage run and, with `keep_text` (the default
+    when EMBER_DUMP_DIR is set), of every stage."""
+    target = target or get_target()
+    keep_text = bool(_dump_dir) if keep_text is None else keep_text
+    stages = {"ember": str(module)}
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        raise EmberInternalError(f"Ember produced invalid IR (a bug in Ember): {e}") from None
+    ran = target.stages if upto is None else target.stages[
+        :[n for n, _ in target.stages].index(upto) + 1]
+    for k, (name, pipeline) in enumerate(ran):
+        try:
+            pm = passmanager.PassManager.parse(f"builtin.module({pipeline})", context())
+            pm.run(module.operation)
+        except ir.MLIRError as e:
+            user = _user_error(e)
+            if user is not None:
+                raise user from None
+            raise EmberInternalError(
+                f"the {target.name} pipeline failed in stage {name!r} (a bug in Ember): {e}"
+            ) from None
+        if keep_text or k == len(ran) - 1:
+            stages[name] = str(module)
+    if _dump_dir:
+        os.makedirs(_dump_dir, exist_ok=True)
+        n = len(os.listdir(_dump_dir))
+        for k, (name, v) in enumerate(stages.items()):
+            with open(os.path.join(_dump_dir, f"{n:04d}.{k}.{name}.mlir"), "w") as f:
+                f.write(v)
+    return stages
+
+
+def stage_text(ember_text, stage, target=None):
+    """The IR of `stage` for a traced module's text: the module is parsed
+    again and run through the stages up to that one."""
+    target = target or get_target()
+    stage = target.stage_name(stage)
+    if stage == "ember":
+        return ember_text
+    with context():
+        module = ir.Module.parse(ember_text)
+        fn = module.body.operations[0]
+        fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        return run_pipeline(module, target, upto=stage)[stage]

@@ -1,0 +1,67 @@
+"""The operators and methods of arrays and tracers (`x + y`, `x[i]`, `x.at`,
+`x.sum()`, ...): `install` sets them on `core.Value` from the numpy functions.
+`ember.numpy` calls it once imported; layers under the numpy implementation
+use operators on values only at run time, after that."""
+
+from .. import lax
+from ..core import Value
+from . import lax_numpy as jnp
+from .indexing import _IndexUpdateHelper, getitem
+
+
+def install():
+    """Sets the operators and methods of `Value` (so of `Array` and `Tracer`)."""
+
+    def binop(fn, reflected=False):
+        if reflected:
+            return lambda self, other: fn(other, self)
+        return lambda self, other: fn(self, other)
+
+    ops = {
+        "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "truediv": jnp.true_divide,
+        "floordiv": jnp.floor_divide, "mod": jnp.remainder, "pow": jnp.power,
+        "matmul": jnp.matmul, "and": jnp.bitwise_and, "or": jnp.bitwise_or,
+        "xor": jnp.bitwise_xor, "lshift": jnp.left_shift, "rshift": jnp.right_shift,
+        "divmod": jnp.divmod,
+    }
+    for name, fn in ops.items():
+        setattr(Value, f"__{name}__", binop(fn))
+        setattr(Value, f"__r{name}__", binop(fn, True))
+    for name, fn in {"eq": jnp.equal, "ne": jnp.not_equal, "lt": jnp.less, "le": jnp.less_equal,
+                     "gt": jnp.greater, "ge": jnp.greater_equal}.items():
+        setattr(Value, f"__{name}__", binop(fn))
+    Value.__neg__ = lambda self: jnp.negative(self)
+    Value.__pos__ = lambda self: self
+    Value.__abs__ = lambda self: jnp.abs(self)
+    Value.__invert__ = lambda self: jnp.invert(self)
+    Value.__getitem__ = getitem
+    Value.__iter__ = lambda self: (getitem(self, i) for i in range(len(self)))
+    Value.at = property(lambda self: _IndexUpdateHelper(self))
+    Value.T = property(lambda self: jnp.transpose(self))
+    Value.mT = property(lambda self: jnp.matrix_transpose(self))
+    Value.real = property(lambda self: jnp.real(self))
+    Value.itemsize = property(lambda self: self.dtype.itemsize)
+    Value.nbytes = property(lambda self: self.size * self.dtype.itemsize)
+    Value.imag = property(lambda self: jnp.imag(self))
+
+    def method(fn):
+        return lambda self, *a, **k: fn(self, *a, **k)
+
+    for name in ["sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "all",
+                 "any", "cumsum", "cumprod", "ravel", "transpose", "squeeze", "clip", "round",
+                 "sort", "argsort", "conj", "conjugate", "dot", "take", "nonzero", "ptp",
+                 "trace", "diagonal", "repeat", "swapaxes", "flatten", "astype", "nansum",
+                 "searchsorted"]:
+        if name == "flatten":
+            setattr(Value, name, method(jnp.ravel))
+        elif name == "transpose":
+            setattr(Value, name, lambda self, *axes: jnp.transpose(
+                self, axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list))
+                else (axes or None)))
+        else:
+            setattr(Value, name, method(getattr(jnp, name)))
+    Value.reshape = lambda self, *shape, order="C": jnp.reshape(
+        self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+    Value.copy = lambda self: self
+    Value.view = lambda self, dtype=None: (
+        self if dtype is None else lax.bitcast_convert_type(self, dtype))

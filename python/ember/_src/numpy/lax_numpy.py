@@ -1,0 +1,2108 @@
+"""The jax.numpy API on ember primitives (re-exported by `ember.numpy`).
+
+Array operators and methods are installed on `Value` by `array_methods`,
+indexing lives in `indexing`, einsum in `einsum`, and linalg in `linalg`.
+"""
+
+import builtins
+import itertools as _itertools
+import math as _math
+
+import numpy as _np
+
+from .. import core as _core
+from .. import dtypes as _dt
+from .. import lax as lax
+from ..config import config as _config
+from ..core import Value as _Value
+from ..core import as_value as _v
+
+ndarray = _core.Array
+
+
+class _ScalarMeta(type):
+    """JAX's scalar types: `jnp.float32(x)` makes an array of that dtype from
+    x, traced or not; the type itself stands for its dtype (np.dtype,
+    `dtype=` arguments, issubdtype, finfo) and compares equal to NumPy's."""
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __eq__(cls, other):
+        return cls is other or cls.dtype.type == getattr(other, "dtype", other) or (
+            isinstance(other, type) and other is cls.dtype.type)
+
+    def __ne__(cls, other):
+        return not cls.__eq__(other)
+
+    def __call__(cls, x):
+        return asarray(x, dtype=cls.dtype)
+
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, cls.dtype.type)
+
+
+def _scalar_type(np_type, name=None):
+    return _ScalarMeta(name or _np.dtype(np_type).name, (object,),
+                       {"dtype": _np.dtype(np_type)})
+
+
+bool_ = _scalar_type(_np.bool_, "bool")
+int8, int16, int32, int64 = (_scalar_type(t) for t in (_np.int8, _np.int16, _np.int32, _np.int64))
+uint8, uint16, uint32, uint64 = (
+    _scalar_type(t) for t in (_np.uint8, _np.uint16, _np.uint32, _np.uint64))
+float16, float32, float64 = (_scalar_type(t) for t in (_np.float16, _np.float32, _np.float64))
+bfloat16 = _scalar_type(_dt.bfloat16)
+complex64, complex128 = _scalar_type(_np.complex64), _scalar_type(_np.complex128)
+inexact, floating, integer, signedinteger, unsignedinteger, number, complexfloating = (
+    _np.inexact, _np.floating, _np.integer, _np.signedinteger, _np.unsignedinteger,
+    _np.number, _np.complexfloating)
+generic = _np.generic
+pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
+newaxis = None
+dtype = _np.dtype
+iinfo = _np.iinfo
+finfo = _dt.finfo
+float_ = float64
+int_ = int64
+complex_ = complex128
+
+
+def issubdtype(a, b):
+    if a == bfloat16 or (isinstance(a, _np.dtype) and a == _dt.bfloat16):
+        return b in (bfloat16, _np.floating, _np.inexact, _np.number, _np.generic)
+    return _np.issubdtype(a, b)
+
+
+def isdtype(d, kind):
+    return _np.isdtype(_np.dtype(d), kind)
+
+
+def promote_types(a, b):
+    return _dt.promote_types(a, b)
+
+
+def result_type(*args):
+    return _result(*args)[0]
+
+
+def _result(*args):
+    pairs = []
+    for a in args:
+        if isinstance(a, _Value):
+            pairs.append((a.dtype, a.weak_type))
+        elif isinstance(a, (_np.dtype, type)) and not isinstance(a, bool) or isinstance(a, str):
+            pairs.append((_np.dtype(a), False))
+        else:
+            pairs.append((_v(a).dtype, _v(a).weak_type))
+    return _dt.result_type_weak(*pairs)
+
+
+def can_cast(f, t, casting="safe"):
+    return _np.can_cast(f, t, casting)
+
+
+# --------------------------------------------------------------------------
+# Conversion and broadcasting helpers
+# --------------------------------------------------------------------------
+
+
+def _to(x, dtype, weak=False):
+    x = _v(x)
+    return lax.convert_element_type(x, dtype, weak)
+
+
+def broadcast_shapes(*shapes):
+    ndim = builtins.max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        dims = [s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0]
+        d = builtins.max(dims) if dims else 1
+        for x in dims:
+            if x != 1 and x != d:
+                raise _core.value_error(
+                    f"Incompatible shapes for broadcasting: {tuple(map(tuple, shapes))}")
+        if 0 in dims:
+            d = 0
+        out.append(d)
+    return tuple(out)
+
+
+def broadcast_to(x, shape):
+    x = _v(x)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if x.shape == shape:
+        return x
+    if len(shape) < x.ndim:
+        raise _core.value_error(f"cannot broadcast {x.shape} to {shape}")
+    nd = len(shape) - x.ndim
+    for i, n in enumerate(x.shape):
+        if n != 1 and n != shape[nd + i]:
+            raise _core.value_error(f"Incompatible shapes for broadcasting: {x.shape} and {shape}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(nd, len(shape))))
+
+
+def broadcast_arrays(*args):
+    vals = [_v(a) for a in args]
+    shape = broadcast_shapes(*[a.shape for a in vals])
+    return [broadcast_to(a, shape) for a in vals]
+
+
+def _promote(*args, to_inexact=False):
+    dtype, weak = _result(*args)
+    if to_inexact and not _dt.is_inexact(dtype):
+        dtype = _dt.default_float()
+    vals = [_to(a, dtype, weak) for a in args]
+    shape = broadcast_shapes(*[a.shape for a in vals])
+    return [broadcast_to(a, shape) for a in vals]
+
+
+def _promote_dtype(*args, to_inexact=False):
+    """Converts to the common dtype without broadcasting."""
+    dtype, weak = _result(*args)
+    if to_inexact and not _dt.is_inexact(dtype):
+        dtype = _dt.default_float()
+    return [_to(a, dtype, weak) for a in args]
+
+
+def _check_binary_shapes(name, x, y):
+    try:
+        broadcast_shapes(_v(x).shape, _v(y).shape)
+    except ValueError:
+        raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                        f"{_v(x).shape}, {_v(y).shape} (at {_core.where()})") from None
+
+
+def _binop(prim_fn, name, inexact=False):
+    def f(x, y, /):
+        _check_binary_shapes(name, x, y)
+        return prim_fn(*_promote(x, y, to_inexact=inexact))
+    f.__name__ = name
+    return f
+
+
+def _unop(prim_fn, name, inexact=False):
+    def f(x, /):
+        x = _v(x)
+        if inexact and not _dt.is_inexact(x.dtype):
+            x = _to(x, _dt.default_float(), x.weak_type)
+        return prim_fn(x)
+    f.__name__ = name
+    return f
+
+
+add = _binop(lax.add, "add")
+subtract = _binop(lax.sub, "subtract")
+multiply = _binop(lax.mul, "multiply")
+true_divide = divide = _binop(lax.div, "true_divide", inexact=True)
+maximum = _binop(lax.max, "maximum")
+minimum = _binop(lax.min, "minimum")
+arctan2 = _binop(lax.atan2, "arctan2", inexact=True)
+nextafter = _binop(lax.nextafter, "nextafter", inexact=True)
+bitwise_and = _binop(lax.bitwise_and, "bitwise_and")
+bitwise_or = _binop(lax.bitwise_or, "bitwise_or")
+bitwise_xor = _binop(lax.bitwise_xor, "bitwise_xor")
+def logical_and(x, y):
+    return bitwise_and(_to(x, bool_), _to(y, bool_))
+
+
+def logical_or(x, y):
+    return bitwise_or(_to(x, bool_), _to(y, bool_))
+
+
+def logical_xor(x, y):
+    return bitwise_xor(_to(x, bool_), _to(y, bool_))
+
+
+def logical_not(x):
+    return lax.bitwise_not(_to(x, bool_))
+
+
+def bitwise_not(x):
+    return lax.bitwise_not(_v(x))
+
+
+invert = bitwise_not
+
+
+def left_shift(x, y):
+    return lax.shift_left(*_promote(x, y))
+
+
+def right_shift(x, y):
+    x, y = _promote(x, y)
+    if _dt.is_unsigned(x.dtype):
+        return lax.shift_right_logical(x, y)
+    return lax.shift_right_arithmetic(x, y)
+
+
+def _cmp(fn, name):
+    def f(x, y, /):
+        _check_binary_shapes(name, x, y)
+        return fn(*_promote(x, y))
+    return f
+
+
+equal, not_equal = _cmp(lax.eq, "equal"), _cmp(lax.ne, "not_equal")
+less, less_equal = _cmp(lax.lt, "less"), _cmp(lax.le, "less_equal")
+greater, greater_equal = _cmp(lax.gt, "greater"), _cmp(lax.ge, "greater_equal")
+
+negative = _unop(lax.neg, "negative")
+
+
+def positive(x):
+    return _v(x)
+
+
+sign = _unop(lax.sign, "sign")
+exp = _unop(lax.exp, "exp", True)
+exp2 = _unop(lax.exp2, "exp2", True)
+log = _unop(lax.log, "log", True)
+log1p = _unop(lax.log1p, "log1p", True)
+expm1 = _unop(lax.expm1, "expm1", True)
+tanh = _unop(lax.tanh, "tanh", True)
+sin, cos, tan = (_unop(getattr(lax, n), n, True) for n in ["sin", "cos", "tan"])
+arcsin, arccos, arctan = (_unop(getattr(lax, n), "arc" + n[1:], True)
+                          for n in ["asin", "acos", "atan"])
+sinh, cosh = _unop(lax.sinh, "sinh", True), _unop(lax.cosh, "cosh", True)
+arcsinh, arccosh, arctanh = (_unop(getattr(lax, n), "arc" + n[1:], True)
+                             for n in ["asinh", "acosh", "atanh"])
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+atan2 = arctan2
+sqrt = _unop(lax.sqrt, "sqrt", True)
+cbrt = _unop(lax.cbrt, "cbrt", True)
+conjugate = conj = lambda x: lax.conj(_v(x)) if iscomplexobj(x) else _v(x)
+
+
+def abs(x, /):
+    x = _v(x)
+    if _dt.is_unsigned(x.dtype) or _dt.is_bool(x.dtype):
+        return x
+    if _dt.is_complex(x.dtype):
+        return hypot(lax.real(x), lax.imag(x))
+    return lax.abs(x)
+
+
+absolute = abs
+
+
+def fabs(x):
+    return abs(_to(x, _dt.default_float()) if not _dt.is_inexact(_v(x).dtype) else x)
+
+
+def _float_only(fn):
+    def f(x, /, *a, **k):
+        x = _v(x)
+        if _dt.is_int(x.dtype) or _dt.is_bool(x.dtype):
+            return x
+        return fn(x)
+    return f
+
+
+floor = _float_only(lax.floor)
+ceil = _float_only(lax.ceil)
+
+
+def trunc(x):
+    return where(less(x, 0), ceil(x), floor(x)) if _dt.is_inexact(_v(x).dtype) else _v(x)
+
+
+fix = trunc
+rint = _float_only(lambda x: lax.round(x, 1))
+
+
+def round(a, decimals=0, out=None):
+    a = _v(a)
+    if not _dt.is_inexact(a.dtype):
+        if decimals >= 0:
+            return a
+        # Round half to even, like NumPy.
+        f = _to(10 ** (-decimals), a.dtype, True)
+        q = floor_divide(a, f)
+        r2 = multiply(subtract(a, multiply(q, f)), 2)
+        up = logical_or(greater(r2, f), logical_and(equal(r2, f), equal(remainder(q, 2), 1)))
+        return multiply(where(up, add(q, 1), q), f)
+    if decimals == 0:
+        return lax.round(a, 1)
+    f = _to(10.0 ** decimals, a.dtype)
+    return divide(lax.round(multiply(a, f), 1), f)
+
+
+around = round_ = round
+
+
+def square(x):
+    x = _v(x)
+    return lax.mul(x, x)
+
+
+def reciprocal(x):
+    x = _v(x)
+    return divide(_to(1, x.dtype, True), x)
+
+
+def power(x, y):
+    if isinstance(y, int) and not isinstance(y, bool):
+        x = _v(x)
+        if y >= 0 or _dt.is_inexact(x.dtype):
+            return lax.integer_pow(x, y)
+    x, y = _promote(x, y)
+    if _dt.is_int(x.dtype) and not _dt.is_unsigned(x.dtype):
+        return lax.pow(x, y)
+    return lax.pow(x, y)
+
+
+pow = power
+
+
+def float_power(x, y):
+    return power(_to(x, _dt.default_float() if not _config.jax_enable_x64 else float64), y)
+
+
+def floor_divide(x, y):
+    x, y = _promote(x, y)
+    if _dt.is_int(x.dtype):
+        q = lax.div(x, y)
+        r = lax.rem(x, y)
+        fix_ = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))
+        return where(fix_, subtract(q, 1), q)
+    if _dt.is_bool(x.dtype):
+        return x
+    return floor(lax.div(x, y))
+
+
+def remainder(x, y):
+    x, y = _promote(x, y)
+    r = lax.rem(x, y)
+    if _dt.is_unsigned(x.dtype) or _dt.is_bool(x.dtype):
+        return r
+    fix_ = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))
+    return where(fix_, lax.add(r, y), r)
+
+
+mod = remainder
+
+
+def fmax(x1, x2):
+    x1, x2 = _promote(x1, x2)
+    return where(logical_or(greater(x1, x2), isnan(x2)), x1, x2)
+
+
+def fmin(x1, x2):
+    x1, x2 = _promote(x1, x2)
+    return where(logical_or(less(x1, x2), isnan(x2)), x1, x2)
+
+
+def fmod(x, y):
+    return lax.rem(*_promote(x, y))
+
+
+def divmod(x, y):
+    return floor_divide(x, y), remainder(x, y)
+
+
+def hypot(x, y):
+    x, y = _promote(x, y, to_inexact=True)
+    return sqrt(add(multiply(x, x), multiply(y, y)))
+
+
+def log2(x):
+    x = _promote(x, to_inexact=True)[0]
+    return divide(log(x), _to(_math.log(2), x.dtype))
+
+
+def log10(x):
+    x = _promote(x, to_inexact=True)[0]
+    return divide(log(x), _to(_math.log(10), x.dtype))
+
+
+def _softplus_safe(t):
+    """log(1 + exp(t)) as a select of two branches that are each smooth and
+    overflow-free, so that its derivative is sigmoid(t) everywhere (also at 0,
+    where max/abs formulations give JAX's tie conventions instead)."""
+    pos = greater(t, 0)
+    tp = where(pos, t, zeros_like(t))
+    tn = where(pos, zeros_like(t), t)
+    return where(pos, add(tp, log1p(exp(negative(tp)))), log1p(exp(tn)))
+
+
+def logaddexp(x, y):
+    x, y = _promote(x, y, to_inexact=True)
+    d = subtract(x, y)
+    r = where(greater(x, y), add(x, _softplus_safe(negative(d))), add(y, _softplus_safe(d)))
+    return where(isnan(d), add(x, y), r)
+
+
+def logaddexp2(x1, x2, /):
+    x1, x2 = _promote(x1, x2, to_inexact=True)
+    ln2 = _to(_math.log(2), x1.dtype, True)
+    return divide(logaddexp(multiply(x1, ln2), multiply(x2, ln2)), ln2)
+
+
+def ldexp(x1, x2, /):
+    x2 = _v(x2)
+    if not (_dt.is_int(x2.dtype) or _dt.is_bool(x2.dtype)):
+        raise TypeError(f"ldexp: x2 must be an integer array, got {x2.dtype}")
+    x1 = _promote(x1, to_inexact=True)[0]
+    return multiply(x1, exp2(_to(x2, x1.dtype)))
+
+
+def sinc(x):
+    x = _promote(x, to_inexact=True)[0]
+    px = multiply(x, pi)
+    safe = where(equal(x, 0), _to(1, x.dtype), px)
+    return where(equal(x, 0), _to(1, x.dtype), divide(sin(safe), safe))
+
+
+def deg2rad(x):
+    return multiply(_promote(x, to_inexact=True)[0], pi / 180)
+
+
+def rad2deg(x):
+    return multiply(_promote(x, to_inexact=True)[0], 180 / pi)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def copysign(x, y):
+    x, y = _promote(x, y, to_inexact=True)
+    neg = signbit(y)
+    return where(neg, negative(abs(x)), abs(x))
+
+
+def signbit(x):
+    x = _v(x)
+    if _dt.is_int(x.dtype):
+        return less(x, 0)
+    if _dt.is_bool(x.dtype):
+        return zeros_like(x, bool_)
+    bits = {2: _np.int16, 4: _np.int32, 8: _np.int64}[x.dtype.itemsize]
+    return less(lax.bitcast_convert_type(x, bits), 0)
+
+
+def isnan(x):
+    x = _v(x)
+    if not _dt.is_inexact(x.dtype):
+        return zeros_like(x, bool_)
+    if _dt.is_complex(x.dtype):
+        return logical_or(isnan(lax.real(x)), isnan(lax.imag(x)))
+    return lax.ne(x, x)
+
+
+def isinf(x):
+    x = _v(x)
+    if not _dt.is_inexact(x.dtype):
+        return zeros_like(x, bool_)
+    return equal(abs(x), inf)
+
+
+def isfinite(x):
+    x = _v(x)
+    if not _dt.is_inexact(x.dtype):
+        return ones_like(x, bool_)
+    return lax.is_finite(x)
+
+
+def isposinf(x):
+    return equal(x, inf)
+
+
+def isneginf(x):
+    return equal(x, -inf)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    x = _v(x)
+    if not _dt.is_inexact(x.dtype):
+        return x
+    fi = finfo(x.dtype)
+    posinf = fi.max if posinf is None else posinf
+    neginf = fi.min if neginf is None else neginf
+    x = where(isnan(x), _to(nan, x.dtype), x)
+    x = where(isposinf(x), _to(posinf, x.dtype), x)
+    return where(isneginf(x), _to(neginf, x.dtype), x)
+
+
+def real(x):
+    x = _v(x)
+    return lax.real(x) if _dt.is_complex(x.dtype) else x
+
+
+def imag(x):
+    x = _v(x)
+    return lax.imag(x) if _dt.is_complex(x.dtype) else zeros_like(x)
+
+
+def angle(z, deg=False):
+    """The counterclockwise angle of z from the positive real axis."""
+    z = _v(z)
+    if not _dt.is_inexact(z.dtype):
+        z = _to(z, _dt.default_float())
+    a = arctan2(imag(z), real(z))
+    return rad2deg(a) if deg else a
+
+
+def iscomplexobj(x):
+    return _dt.is_complex(_v(x).dtype)
+
+
+def heaviside(x1, x2):
+    x1, x2 = _promote(x1, x2, to_inexact=True)
+    return where(less(x1, 0), zeros_like(x1), where(greater(x1, 0), ones_like(x1), x2))
+
+
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    c = _to(condition, bool_)
+    x, y = _promote(x, y)
+    shape = broadcast_shapes(c.shape, x.shape)
+    return lax.select(broadcast_to(c, shape), broadcast_to(x, shape), broadcast_to(y, shape))
+
+
+def select(condlist, choicelist, default=0):
+    out = _v(default)
+    for c, v in reversed(list(zip(condlist, choicelist))):
+        out = where(c, v, out)
+    return out
+
+
+def clip(arr=None, min=None, max=None, *, a=None, a_min=None, a_max=None):
+    x = _v(arr if arr is not None else a)
+    lo = min if min is not None else a_min
+    hi = max if max is not None else a_max
+    if lo is not None:
+        x = maximum(x, lo)
+    if hi is not None:
+        x = minimum(x, hi)
+    return x
+
+
+# --------------------------------------------------------------------------
+# Creation
+# --------------------------------------------------------------------------
+
+
+def _canon_dtype(dtype, default):
+    return _dt.canonicalize_dtype(dtype if dtype is not None else default)
+
+
+def array(object, dtype=None, copy=True, ndmin=0):
+    if isinstance(object, _Value):
+        out = object if dtype is None else _to(object, _dt.canonicalize_dtype(dtype))
+    elif isinstance(object, (list, tuple)) and builtins.any(
+            isinstance(e, _core.Tracer) for e in _flatten_seq(object)):
+        out = (stack([array(o) for o in object]) if object
+               else _core.asarray_concrete(_np.array(object)))
+        if dtype is not None:
+            out = _to(out, _dt.canonicalize_dtype(dtype))
+    elif isinstance(object, (list, tuple)) and builtins.any(
+            isinstance(e, _Value) for e in _flatten_seq(object)):
+        leaves = [_np.asarray(e) for e in _flatten_seq(object)]
+        dt, _ = _result(*[_v(e) if not isinstance(e, _Value) else e for e in _flatten_seq(object)])
+        out = _core.asarray_concrete(_np.array(_nest_np(object)).astype(dt))
+        del leaves
+        if dtype is not None:
+            out = _to(out, _dt.canonicalize_dtype(dtype))
+    else:
+        if isinstance(object, (bool, int, float, complex)):
+            # As JAX: a Python scalar stays weakly typed unless a dtype is given.
+            out = _core.asarray_concrete(object, dtype)
+        else:
+            arr = _np.asarray(object)
+            if arr.dtype == _np.float64 and dtype is None and not isinstance(object, _np.ndarray):
+                arr = arr.astype(_dt.default_float())
+            elif arr.dtype == _np.int64 and dtype is None and not isinstance(object, _np.ndarray):
+                arr = arr.astype(_dt.default_int())
+            out = _core.asarray_concrete(arr, dtype)
+    if out.ndim < ndmin:
+        out = reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
+    return out
+
+
+def _flatten_seq(x):
+    if isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _flatten_seq(y)
+    else:
+        yield x
+
+
+def _nest_np(x):
+    if isinstance(x, (list, tuple)):
+        return [_nest_np(y) for y in x]
+    return _np.asarray(x)
+
+
+def asarray(a, dtype=None, order=None, copy=None):
+    if isinstance(a, _Value) and dtype is None:
+        return a
+    return array(a, dtype=dtype)
+
+
+def zeros(shape, dtype=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return lax.full(shape, 0, _canon_dtype(dtype, _dt.default_float()))
+
+
+def ones(shape, dtype=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return lax.full(shape, 1, _canon_dtype(dtype, _dt.default_float()))
+
+
+empty = zeros
+
+
+def full(shape, fill_value, dtype=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if dtype is None:
+        fv = _v(fill_value)
+        dtype = fv.dtype
+        if fv.weak_type:
+            return broadcast_to(_to(fv, dtype), shape)
+    return broadcast_to(_to(fill_value, _dt.canonicalize_dtype(dtype)), shape)
+
+
+def zeros_like(a, dtype=None, shape=None):
+    a = _v(a)
+    return lax.full(a.shape if shape is None else shape, 0, dtype or a.dtype)
+
+
+def ones_like(a, dtype=None, shape=None):
+    a = _v(a)
+    return lax.full(a.shape if shape is None else shape, 1, dtype or a.dtype)
+
+
+empty_like = zeros_like
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    a = _v(a)
+    return lax.full_like(a, fill_value, dtype or a.dtype, shape)
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    if stop is None and step is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    for v in (start, stop, step):
+        if isinstance(v, _core.Tracer):
+            raise _core.ConcretizationTypeError(
+                f"arange needs concrete bounds, got a traced value (at {_core.where()})")
+    start, stop, step = (v.item() if isinstance(v, _core.Array) else v for v in (start, stop, step))
+    if dtype is None:
+        inexact = builtins.any(isinstance(v, float) for v in (start, stop, step))
+        dtype = _dt.default_float() if inexact else _dt.default_int()
+    dtype = _dt.canonicalize_dtype(dtype)
+    n = builtins.max(_math.ceil((stop - start) / step), 0)
+    if n == 0:
+        return _core.Array(_np.zeros((0,), dtype))
+    if _dt.is_int(dtype) and isinstance(start, int) and isinstance(step, int):
+        return add(multiply(lax.iota(dtype, n), _to(step, dtype)), _to(start, dtype))
+    i = lax.iota(dtype, n)
+    return add(multiply(i, _to(step, dtype)), _to(start, dtype))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    dt = _canon_dtype(dtype, _dt.default_float())
+    cdt = dt if _dt.is_inexact(dt) else _dt.default_float()
+    start, stop = _to(start, cdt), _to(stop, cdt)
+    div_ = (num - 1) if endpoint else num
+    step = divide(subtract(stop, start), builtins.max(div_, 1))
+    i = lax.iota(cdt, num)
+    if start.ndim:
+        i = reshape(i, (num,) + (1,) * start.ndim)
+    out = add(start, multiply(i, step))
+    if endpoint and num > 1:
+        out = concatenate([out[:-1], expand_dims(stop, 0)]) if start.ndim == 0 else out
+    if axis != 0 and out.ndim > 1:
+        out = moveaxis(out, 0, axis)
+    if not _dt.is_inexact(dt):
+        out = floor(out)
+    out = _to(out, dt)
+    return (out, step) if retstep else out
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    y = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
+    out = power(_to(base, y.dtype), y)
+    return _to(out, _dt.canonicalize_dtype(dtype)) if dtype else out
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    return logspace(_math.log10(start), _math.log10(stop), num, endpoint, 10.0, dtype, axis)
+
+
+def eye(N, M=None, k=0, dtype=None):
+    M = N if M is None else M
+    dt = _canon_dtype(dtype, _dt.default_float())
+    r = lax.broadcasted_iota(_np.int32, (N, M), 0)
+    c = lax.broadcasted_iota(_np.int32, (N, M), 1)
+    return _to(equal(add(r, k), c), dt)
+
+
+def identity(n, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    M = N if M is None else M
+    dt = _canon_dtype(dtype, _dt.default_float())
+    r = lax.broadcasted_iota(_np.int32, (N, M), 0)
+    c = lax.broadcasted_iota(_np.int32, (N, M), 1)
+    return _to(greater_equal(add(r, k), c), dt)
+
+
+def tril(m, k=0):
+    m = _v(m)
+    mask = tri(m.shape[-2], m.shape[-1], k, bool_)
+    return where(mask, m, zeros_like(m))
+
+
+def triu(m, k=0):
+    m = _v(m)
+    mask = tri(m.shape[-2], m.shape[-1], k - 1, bool_)
+    return where(mask, zeros_like(m), m)
+
+
+def diag(v, k=0):
+    v = _v(v)
+    if v.ndim == 1:
+        n = v.shape[0] + builtins.abs(k)
+        out = zeros((n, n), v.dtype)
+        rows = arange(v.shape[0]) + builtins.max(-k, 0)
+        cols = arange(v.shape[0]) + builtins.max(k, 0)
+        return out.at[rows, cols].set(v)
+    return diagonal(v, k)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    a = _v(a)
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    n, m = a.shape[-2], a.shape[-1]
+    size = builtins.max(builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)), 0)
+    rows = arange(size) + builtins.max(-offset, 0)
+    cols = arange(size) + builtins.max(offset, 0)
+    return a[..., rows, cols]
+
+
+def diagflat(v, k=0):
+    return diag(ravel(v), k)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
+    xi = [ravel(x) for x in xi]
+    n = len(xi)
+    shape = [x.shape[0] for x in xi]
+    if indexing == "xy" and n >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, x in enumerate(xi):
+        d = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            d = 1 - i
+        if sparse:
+            s = [1] * n
+            s[d] = x.shape[0]
+            out.append(reshape(x, s))
+        else:
+            out.append(lax.broadcast_in_dim(x, shape, (d,)))
+    return out
+
+
+def indices(dimensions, dtype=None, sparse=False):
+    dt = _canon_dtype(dtype, _dt.default_int())
+    dimensions = tuple(dimensions)
+    if sparse:
+        nd = len(dimensions)
+        return tuple(lax.broadcasted_iota(dt, tuple(n if j == i else 1 for j in range(nd)), i)
+                     for i, n in enumerate(dimensions))
+    if not dimensions:
+        return zeros((0,), dt)
+    return stack([lax.broadcasted_iota(dt, dimensions, i) for i in range(len(dimensions))])
+
+
+# --------------------------------------------------------------------------
+# Shape manipulation
+# --------------------------------------------------------------------------
+
+
+def _axis(a, ndim):
+    if not -ndim <= a < builtins.max(ndim, 1) and not (ndim == 0 and a in (0, -1)):
+        raise _core.value_error(f"axis {a} is out of bounds for array of dimension {ndim}")
+    return a + ndim if a < 0 else a
+
+
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, _np.integer)):
+        axis = (int(axis),)
+    out = tuple(_axis(int(a), ndim) for a in axis)
+    if len(set(out)) != len(out):
+        raise _core.value_error(f"repeated axis in {axis}")
+    return out
+
+
+def reshape(a, shape=None, order="C", *, newshape=None):
+    a = _v(a)
+    shape = newshape if shape is None else shape
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise _core.value_error("can only specify one unknown dimension")
+    if -1 in shape:
+        known = int(_np.prod([s for s in shape if s != -1]))
+        if known == 0 or a.size % known:
+            raise TypeError(f"cannot reshape array of shape {a.shape} (size {a.size}) into "
+                            f"shape {shape} (at {_core.where()})")
+        shape = tuple(a.size // known if s == -1 else s for s in shape)
+    if order == "F":
+        if int(_np.prod(shape, dtype=_np.int64)) != a.size:
+            raise TypeError(f"cannot reshape array of shape {a.shape} (size {a.size}) into "
+                            f"shape {shape} (at {_core.where()})")
+        return transpose(lax.reshape(transpose(a), shape[::-1]))
+    if order not in ("C", "A"):
+        raise ValueError(f"reshape: unsupported order {order!r}")
+    return lax.reshape(a, shape)
+
+
+def ravel(a, order="C"):
+    if order == "F":
+        return reshape(transpose(_v(a)), (-1,))
+    return reshape(a, (-1,))
+
+
+def transpose(a, axes=None):
+    a = _v(a)
+    axes = tuple(reversed(range(a.ndim))) if axes is None else tuple(_axis(x, a.ndim) for x in axes)
+    return lax.transpose(a, axes)
+
+
+def permute_dims(a, axes):
+    return transpose(a, axes)
+
+
+def matrix_transpose(x):
+    x = _v(x)
+    return swapaxes(x, -1, -2)
+
+
+def moveaxis(a, source, destination):
+    a = _v(a)
+    src = _axes(source, a.ndim)
+    dst = _axes(destination, a.ndim)
+    order = [i for i in range(a.ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, order)
+
+
+def swapaxes(a, axis1, axis2):
+    a = _v(a)
+    perm = list(range(a.ndim))
+    i, j = _axis(axis1, a.ndim), _axis(axis2, a.ndim)
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(a, perm)
+
+
+def squeeze(a, axis=None):
+    a = _v(a)
+    if axis is None:
+        axes = [i for i, n in enumerate(a.shape) if n == 1]
+    else:
+        axes = _axes(axis, a.ndim)
+        for i in axes:
+            if a.shape[i] != 1:
+                raise _core.value_error(
+                    f"cannot select an axis to squeeze out which has size not equal to one, "
+                    f"got shape={a.shape} and dimensions={axes}")
+    return reshape(a, [n for i, n in enumerate(a.shape) if i not in axes])
+
+
+def expand_dims(a, axis):
+    a = _v(a)
+    axis = (axis,) if isinstance(axis, int) else tuple(axis)
+    nd = a.ndim + len(axis)
+    axis = sorted(_axis(x, nd) for x in axis)
+    shape = list(a.shape)
+    for x in axis:
+        shape.insert(x, 1)
+    return reshape(a, shape)
+
+
+def atleast_1d(*arys):
+    out = [_v(a) if _v(a).ndim >= 1 else reshape(a, (1,)) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    out = []
+    for a in arys:
+        a = _v(a)
+        out.append(a if a.ndim >= 2 else reshape(a, (1,) * (2 - a.ndim) + a.shape))
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+    out = []
+    for a in arys:
+        a = _v(a)
+        if a.ndim == 0:
+            a = reshape(a, (1, 1, 1))
+        elif a.ndim == 1:
+            a = reshape(a, (1, a.shape[0], 1))
+        elif a.ndim == 2:
+            a = reshape(a, a.shape + (1,))
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    arrays = [_v(a) for a in arrays]
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    if not arrays:
+        raise _core.value_error("need at least one array to concatenate")
+    if builtins.any(a.ndim == 0 for a in arrays):
+        raise _core.value_error("zero-dimensional arrays cannot be concatenated")
+    dt, weak = _result(*arrays)
+    if dtype is not None:
+        dt, weak = _dt.canonicalize_dtype(dtype), False
+    arrays = [_to(a, dt, weak) for a in arrays]
+    axis = _axis(axis, arrays[0].ndim)
+    for a in arrays:
+        if a.ndim != arrays[0].ndim:
+            raise _core.value_error("all the input arrays must have same number of dimensions")
+    return lax.concatenate(arrays, axis)
+
+
+concat = concatenate
+
+
+def stack(arrays, axis=0, dtype=None):
+    arrays = [_v(a) for a in arrays]
+    if not arrays:
+        raise _core.value_error("need at least one array to stack")
+    shape0 = arrays[0].shape
+    for a in arrays:
+        if a.shape != shape0:
+            raise _core.value_error("all input arrays must have the same shape")
+    axis = _axis(axis, arrays[0].ndim + 1)
+    return concatenate([expand_dims(a, axis) for a in arrays], axis, dtype)
+
+
+def hstack(tup, dtype=None):
+    arrs = [atleast_1d(a) for a in tup]
+    return concatenate(arrs, 0 if arrs[0].ndim == 1 else 1, dtype)
+
+
+def vstack(tup, dtype=None):
+    return concatenate([atleast_2d(a) for a in tup], 0, dtype)
+
+
+row_stack = vstack
+
+
+def dstack(tup, dtype=None):
+    return concatenate([atleast_3d(a) for a in tup], 2, dtype)
+
+
+def column_stack(tup):
+    arrs = [_v(a) for a in tup]
+    arrs = [reshape(a, (-1, 1)) if a.ndim < 2 else a for a in arrs]
+    return concatenate(arrs, 1)
+
+
+def split(ary, indices_or_sections, axis=0):
+    ary = _v(ary)
+    axis = _axis(axis, ary.ndim)
+    n = ary.shape[axis]
+    if isinstance(indices_or_sections, (int, _np.integer)):
+        if n % indices_or_sections:
+            raise _core.value_error("array split does not result in an equal division")
+        step = n // indices_or_sections
+        points = list(range(step, n, step))[: indices_or_sections - 1]
+    else:
+        points = [int(p) for p in indices_or_sections]
+    bounds = [0] + points + [n]
+    return [lax.slice_in_dim(ary, builtins.min(a, n), builtins.min(builtins.max(a, b), n), 1, axis)
+            for a, b in _itertools.pairwise(bounds)]
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    ary = _v(ary)
+    n = ary.shape[_axis(axis, ary.ndim)]
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        points = list(_np.cumsum(sizes)[:-1])
+        return split(ary, points, axis)
+    return split(ary, indices_or_sections, axis)
+
+
+def hsplit(a, i):
+    return split(a, i, 1 if _v(a).ndim > 1 else 0)
+
+
+def vsplit(a, i):
+    return split(a, i, 0)
+
+
+def tile(A, reps):
+    A = _v(A)
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    nd = builtins.max(A.ndim, len(reps))
+    A = reshape(A, (1,) * (nd - A.ndim) + A.shape)
+    reps = (1,) * (nd - len(reps)) + reps
+    shape = []
+    dims = []
+    for i, (r, n) in enumerate(zip(reps, A.shape)):
+        shape += [r, n]
+        dims.append(2 * i + 1)
+    b = lax.broadcast_in_dim(A, shape, dims)
+    return reshape(b, [r * n for r, n in zip(reps, A.shape)])
+
+
+def repeat(a, repeats, axis=None, total_repeat_length=None):
+    a = _v(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _axis(axis, a.ndim)
+    if isinstance(repeats, int):
+        shape = list(a.shape)
+        shape.insert(axis + 1, repeats)
+        b = lax.broadcast_in_dim(a, shape, [i if i <= axis else i + 1 for i in range(a.ndim)])
+        new = list(a.shape)
+        new[axis] *= repeats
+        return reshape(b, new)
+    if isinstance(repeats, _core.Tracer) or (isinstance(repeats, _Value)
+                                             and total_repeat_length is not None):
+        if total_repeat_length is None:
+            raise _core.ConcretizationTypeError(
+                "jnp.repeat with a traced repeats array needs a static total_repeat_length= "
+                f"(at {_core.where()})")
+        r = broadcast_to(_to(repeats, _dt.default_int()), (a.shape[axis],))
+        excl = subtract(cumsum(r), r)
+        pos = arange(total_repeat_length, dtype=_dt.default_int())
+        idx = subtract(searchsorted(excl, pos, side="right"), 1)
+        return take(a, idx, axis=axis, mode="clip")
+    reps = _np.broadcast_to(_np.asarray(repeats), (a.shape[axis],))
+    idx = _np.repeat(_np.arange(a.shape[axis]), reps)
+    if total_repeat_length is not None:
+        idx = _np.concatenate([idx, _np.full((builtins.max(total_repeat_length - len(idx), 0),),
+                                             a.shape[axis] - 1)])[:total_repeat_length]
+    return take(a, _core.Array(idx.astype(_np.int32)), axis=axis, mode="clip")
+
+
+def flip(m, axis=None):
+    m = _v(m)
+    return lax.rev(m, _axes(axis, m.ndim))
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    m = _v(m)
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, axes[0]), axes[1])
+    perm = list(range(m.ndim))
+    perm[axes[0]], perm[axes[1]] = perm[axes[1]], perm[axes[0]]
+    if k == 1:
+        return transpose(flip(m, axes[1]), perm)
+    return flip(transpose(m, perm), axes[1])
+
+
+def roll(a, shift, axis=None):
+    a = _v(a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), a.shape)
+    if isinstance(shift, _Value) and shift.ndim == 0:
+        shift = shift if isinstance(shift, _core.Tracer) else int(shift)
+    shifts = (shift,) if isinstance(shift, (int, _np.integer, _core.Tracer)) else tuple(shift)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    for s, ax in zip(shifts, axes):
+        ax = _axis(ax, a.ndim)
+        n = a.shape[ax]
+        if n == 0:
+            continue
+        if isinstance(s, _core.Tracer):
+            s = remainder(_to(s, _dt.default_int()), n)
+            a2 = concatenate([a, a], ax)
+            a = lax.dynamic_slice_in_dim(a2, subtract(n, s), n, ax)
+            continue
+        s = int(s) % n
+        if s:
+            a = concatenate([lax.slice_in_dim(a, n - s, n, 1, ax),
+                             lax.slice_in_dim(a, 0, n - s, 1, ax)], ax)
+    return a
+
+
+def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
+    a = _v(array)
+    pw = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64), (a.ndim, 2)).tolist()
+    if mode == "constant":
+        cv = _np.broadcast_to(_np.asarray(constant_values), (a.ndim, 2)).tolist() \
+            if not isinstance(constant_values, _Value) else None
+        if cv is None or builtins.all(c == cv[0][0] for row in cv for c in row):
+            val = constant_values if cv is None else cv[0][0]
+            return lax.pad(a, _to(val, a.dtype), [(lo, hi, 0) for lo, hi in pw])
+        for ax in range(a.ndim):
+            cfg = [(0, 0, 0)] * a.ndim
+            lo, hi = pw[ax]
+            cfg[ax] = (lo, 0, 0)
+            a = lax.pad(a, _to(cv[ax][0], a.dtype), cfg)
+            cfg[ax] = (0, hi, 0)
+            a = lax.pad(a, _to(cv[ax][1], a.dtype), cfg)
+        return a
+    if mode == "empty":
+        return lax.pad(a, _to(0, a.dtype), [(lo, hi, 0) for lo, hi in pw])
+    if mode not in ("edge", "reflect", "symmetric", "wrap", "maximum", "minimum", "mean",
+                    "median", "linear_ramp"):
+        raise ValueError(f"Unimplemented padding mode {mode!r} for np.pad.")
+    if a.size == 0 and builtins.any(lo or hi for lo, hi in pw):
+        raise ValueError(f"can't extend empty axis using mode {mode!r}")
+    stat = kwargs.get("stat_length")
+    stat = None if stat is None else _np.broadcast_to(_np.asarray(stat, _np.int64), (a.ndim, 2))
+    ends = _np.broadcast_to(_np.asarray(kwargs.get("end_values", 0)), (a.ndim, 2))
+    odd = kwargs.get("reflect_type", "even") == "odd"
+    for ax in range(a.ndim):
+        lo, hi = pw[ax]
+        if not (lo or hi):
+            continue
+        if mode in ("reflect", "symmetric"):
+            a = _pad_reflect_axis(a, ax, lo, hi, mode == "symmetric", odd)
+            continue
+        n = a.shape[ax]
+        if mode == "wrap":
+            idx = [(i % n) for i in range(-lo, n + hi)]
+            a = take(a, _core.Array(_np.asarray(idx, _np.int32)), axis=ax)
+            continue
+        left = lax.slice_in_dim(a, 0, 1, 1, ax)
+        right = lax.slice_in_dim(a, n - 1, n, 1, ax)
+        if mode in ("maximum", "minimum", "mean", "median"):
+            red = {"maximum": max, "minimum": min, "mean": mean, "median": median}[mode]
+
+            def _stat(part, red=red, ax=ax, a=a):
+                v = red(part, axis=ax, keepdims=True)
+                if _dt.is_inexact(a.dtype) or mode in ("maximum", "minimum"):
+                    return _to(v, a.dtype)
+                return _to(round(v), a.dtype)
+            ls = n if stat is None else builtins.max(builtins.min(int(stat[ax][0]), n), 1)
+            rs = n if stat is None else builtins.max(builtins.min(int(stat[ax][1]), n), 1)
+            left = _stat(lax.slice_in_dim(a, 0, ls, 1, ax))
+            right = _stat(lax.slice_in_dim(a, n - rs, n, 1, ax))
+        parts = []
+        if mode == "linear_ramp":
+            ct = a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float()
+            bshape = [1] * a.ndim
+            if lo:
+                bshape[ax] = lo
+                t = reshape(divide(arange(lo, dtype=ct), _to(lo, ct)), tuple(bshape))
+                e = _to(ends[ax][0], ct)
+                parts.append(add(e, multiply(subtract(_to(left, ct), e), t)))
+            parts.append(_to(a, ct))
+            if hi:
+                bshape[ax] = hi
+                t = reshape(divide(arange(hi - 1, -1, -1, dtype=ct), _to(hi, ct)), tuple(bshape))
+                e = _to(ends[ax][1], ct)
+                parts.append(add(e, multiply(subtract(_to(right, ct), e), t)))
+            out = concatenate(parts, ax)
+            if not _dt.is_inexact(a.dtype):
+                out = trunc(out)
+            a = _to(out, a.dtype)
+            continue
+        if lo:
+            parts.append(repeat(left, lo, ax))
+        parts.append(a)
+        if hi:
+            parts.append(repeat(right, hi, ax))
+        a = concatenate(parts, ax)
+    return a
+
+
+def _pad_reflect_axis(a, ax, lo, hi, symmetric, odd):
+    n = a.shape[ax]
+    if n == 1 and not symmetric:
+        parts = [repeat(a, lo, ax)] if lo else []
+        parts.append(a)
+        if hi:
+            parts.append(repeat(a, hi, ax))
+        return concatenate(parts, ax)
+    step = n if symmetric else n - 1
+    off = 0 if symmetric else 1
+    while lo or hi:
+        if lo:
+            k = builtins.min(lo, step)
+            chunk = flip(lax.slice_in_dim(a, off, off + k, 1, ax), ax)
+            if odd:
+                edge = lax.slice_in_dim(a, 0, 1, 1, ax)
+                chunk = subtract(multiply(edge, _to(2, a.dtype, True)), chunk)
+            a = concatenate([chunk, a], ax)
+            lo -= k
+        if hi:
+            m = a.shape[ax]
+            k = builtins.min(hi, step)
+            chunk = flip(lax.slice_in_dim(a, m - off - k, m - off, 1, ax), ax)
+            if odd:
+                edge = lax.slice_in_dim(a, m - 1, m, 1, ax)
+                chunk = subtract(multiply(edge, _to(2, a.dtype, True)), chunk)
+            a = concatenate([a, chunk], ax)
+            hi -= k
+    return a
+
+
+# --------------------------------------------------------------------------
+# Reductions
+# --------------------------------------------------------------------------
+
+
+def _reduction(kind, a, axis, dtype, keepdims, initial=None, where_=None, promote_int=False,
+               bool_ok=True):
+    a = _v(a)
+    axes = _axes(axis, a.ndim)
+    if dtype is not None:
+        a = _to(a, _dt.canonicalize_dtype(dtype))
+    elif promote_int and (_dt.is_bool(a.dtype) or (_dt.is_int(a.dtype) and a.dtype.itemsize < 4)):
+        a = _to(a, _dt.default_int() if not _dt.is_unsigned(a.dtype) else _np.uint32)
+    if where_ is not None:
+        ident = {"sum": 0, "prod": 1, "or": False, "and": True}.get(kind)
+        if ident is None:
+            if initial is None:
+                raise ValueError("reduction with where= needs initial")
+            ident = initial
+        a = where(where_, a, _to(ident, a.dtype))
+    for ax in axes:
+        if kind in ("max", "min") and a.shape[ax] == 0 and initial is None:
+            raise _core.value_error(
+                f"zero-size array to reduction operation {kind} which has no identity")
+    low = a.dtype in (_dt.float16, _dt.bfloat16) and kind in ("sum", "prod")
+    r = getattr(lax, f"reduce_{kind}")(_to(a, _np.float32) if low else a, axes)
+    if low:
+        r = _to(r, a.dtype)
+    if initial is not None and kind in ("max", "min", "sum", "prod"):
+        fn = {"max": maximum, "min": minimum, "sum": add, "prod": multiply}[kind]
+        r = _to(fn(r, initial), r.dtype)
+    if keepdims:
+        r = reshape(r, [1 if i in axes else n for i, n in enumerate(a.shape)])
+    return r
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    return _reduction("sum", a, axis, dtype, keepdims, initial, where, promote_int=True)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    return _reduction("prod", a, axis, dtype, keepdims, initial, where, promote_int=True)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    return _reduction("max", a, axis, None, keepdims, initial, where)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    return _reduction("min", a, axis, None, keepdims, initial, where)
+
+
+amax, amin = max, min
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=None):
+    return _reduction("and", _to(a, bool_), axis, None, keepdims, None, where)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=None):
+    return _reduction("or", _to(a, bool_), axis, None, keepdims, None, where)
+
+
+def _count(a, axis, keepdims, where_=None):
+    a = _v(a)
+    axes = _axes(axis, a.ndim)
+    if where_ is not None:
+        return sum(broadcast_to(where_, a.shape), axis=axis, keepdims=keepdims, dtype=None)
+    n = 1
+    for ax in axes:
+        n *= a.shape[ax]
+    return n
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    a = _v(a)
+    if dtype is None:
+        dtype = a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float()
+    s = sum(_to(a, _dt.canonicalize_dtype(dtype)), axis, keepdims=keepdims, where=where)
+    n = _count(a, axis, keepdims, where)
+    return divide(s, _to(n, s.dtype) if isinstance(n, _Value) else n)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    a = _v(a)
+    if correction is not None:
+        ddof = correction
+    dt = dtype or (a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float())
+    a = _to(a, _dt.canonicalize_dtype(dt))
+    m = mean(a, axis, keepdims=True, where=where)
+    d = subtract(a, m)
+    d2 = real(multiply(d, conj(d))) if _dt.is_complex(d.dtype) else multiply(d, d)
+    s = sum(d2, axis, keepdims=keepdims, where=where)
+    n = _count(a, axis, keepdims, where)
+    return divide(s, subtract(n, ddof) if isinstance(n, _Value) else builtins.max(n - ddof, 0))
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    if weights is None:
+        r = mean(a, axis, keepdims=keepdims)
+        w = _to(_count(a, axis, keepdims), r.dtype)
+        return (r, broadcast_to(w, r.shape)) if returned else r
+    a, w = _promote(a, weights, to_inexact=True)
+    s = sum(multiply(a, w), axis, keepdims=keepdims)
+    ws = sum(w, axis, keepdims=keepdims)
+    return (divide(s, ws), ws) if returned else divide(s, ws)
+
+
+def ptp(a, axis=None, keepdims=False):
+    return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    return sum(not_equal(a, 0), axis, keepdims=keepdims, dtype=_dt.default_int())
+
+
+def argmax(a, axis=None, out=None, keepdims=False):
+    a = _v(a)
+    if axis is None:
+        r = argmax(ravel(a), 0)
+        return reshape(r, (1,) * a.ndim) if keepdims else r
+    axis = _axis(axis, a.ndim)
+    if a.shape[axis] == 0:
+        raise _core.value_error("attempt to get argmax of an empty sequence")
+    r = lax.argmax(a if not _dt.is_bool(a.dtype) else _to(a, _np.int32), axis, _dt.default_int())
+    return expand_dims(r, axis) if keepdims else r
+
+
+def argmin(a, axis=None, out=None, keepdims=False):
+    a = _v(a)
+    if axis is None:
+        r = argmin(ravel(a), 0)
+        return reshape(r, (1,) * a.ndim) if keepdims else r
+    axis = _axis(axis, a.ndim)
+    if a.shape[axis] == 0:
+        raise _core.value_error("attempt to get argmin of an empty sequence")
+    r = lax.argmin(a if not _dt.is_bool(a.dtype) else _to(a, _np.int32), axis, _dt.default_int())
+    return expand_dims(r, axis) if keepdims else r
+
+
+def _cum(kind):
+    def f(a, axis=None, dtype=None, out=None):
+        a = _v(a)
+        if axis is None:
+            a, axis = ravel(a), 0
+        if dtype is not None:
+            a = _to(a, _dt.canonicalize_dtype(dtype))
+        elif kind in ("sum", "prod") and _dt.is_bool(a.dtype):
+            a = _to(a, _dt.default_int())  # JAX promotes bools only, not small ints
+        return getattr(lax, f"cum{kind}")(a, _axis(axis, a.ndim))
+    return f
+
+
+cumsum, cumprod = _cum("sum"), _cum("prod")
+
+
+def _cumulative(kind):
+    cum = cumsum if kind == "sum" else cumprod
+
+    def f(x, /, *, axis=None, dtype=None, include_initial=False):
+        x = _v(x)
+        if axis is None:
+            if x.ndim > 1:
+                raise ValueError(f"cumulative_{kind}: axis must be specified for arrays with "
+                                 f"ndim > 1; got shape {x.shape}")
+            axis = 0
+        x = atleast_1d(x)
+        axis = _axis(axis, x.ndim)
+        out = cum(x, axis=axis, dtype=dtype)
+        if include_initial:
+            shape = list(out.shape)
+            shape[axis] = 1
+            init = full(tuple(shape), 0 if kind == "sum" else 1, out.dtype)
+            out = concatenate([init, out], axis)
+        return out
+    f.__name__ = f"cumulative_{kind}"
+    return f
+
+
+cumulative_sum, cumulative_prod = _cumulative("sum"), _cumulative("prod")
+
+
+def _nan_to(a, v):
+    a = _v(a)
+    if not _dt.is_inexact(a.dtype):
+        return a
+    return where(isnan(a), _to(v, a.dtype), a)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    return sum(_nan_to(a, 0), axis, dtype, keepdims=keepdims, initial=initial, where=where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    return prod(_nan_to(a, 1), axis, dtype, keepdims=keepdims, initial=initial, where=where)
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    a = _v(a)
+    r = max(_nan_to(a, -inf), axis, keepdims=keepdims)
+    allnan = all(isnan(a), axis, keepdims=keepdims)
+    return where_(allnan, _to(nan, r.dtype), r)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    a = _v(a)
+    r = min(_nan_to(a, inf), axis, keepdims=keepdims)
+    allnan = all(isnan(a), axis, keepdims=keepdims)
+    return where_(allnan, _to(nan, r.dtype), r)
+
+
+where_ = where
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
+    a = _v(a)
+    n = sum(logical_not(isnan(a)), axis, keepdims=keepdims, dtype=a.dtype)
+    return divide(nansum(a, axis, keepdims=keepdims), n)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    a = _v(a)
+    m = nanmean(a, axis, keepdims=True)
+    d = _nan_to(subtract(a, m), 0)
+    n = sum(logical_not(isnan(a)), axis, keepdims=keepdims, dtype=a.dtype)
+    return divide(sum(multiply(d, d), axis, keepdims=keepdims), subtract(n, ddof))
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
+    return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims))
+
+
+def nanargmax(a, axis=None, keepdims=False):
+    return argmax(_nan_to(a, -inf), axis, keepdims=keepdims)
+
+
+def nanargmin(a, axis=None, keepdims=False):
+    return argmin(_nan_to(a, inf), axis, keepdims=keepdims)
+
+
+def nancumsum(a, axis=None, dtype=None):
+    return cumsum(_nan_to(a, 0), axis, dtype)
+
+
+def nancumprod(a, axis=None, dtype=None):
+    return cumprod(_nan_to(a, 1), axis, dtype)
+
+
+def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
+    a = _v(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _axis(axis, a.ndim)
+    r = lax.sort(a, axis)
+    return flip(r, axis) if descending else r
+
+
+def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
+    a = _v(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _axis(axis, a.ndim)
+    idx = lax.broadcasted_iota(_dt.default_int(), a.shape, axis)
+    keys = negative(a) if descending and not _dt.is_unsigned(a.dtype) else a
+    if descending and _dt.is_bool(a.dtype):
+        keys = logical_not(a)
+    return lax.sort((keys, idx), axis, True, 1)[1]
+
+
+def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
+    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
+        raise ValueError(f"quantile: unsupported method {method!r}")
+    a = _v(a)
+    if not _dt.is_inexact(a.dtype):
+        a = _to(a, _dt.default_float())
+    nd = a.ndim
+    axes = tuple(range(nd)) if axis is None else _axes(axis, nd)
+    keep = [d for d in range(nd) if d not in axes]
+    a = transpose(a, tuple(keep) + tuple(axes))
+    batch = a.shape[:len(keep)]
+    n = int(_np.prod([a.shape[len(keep) + i] for i in range(len(axes))], dtype=_np.int64))
+    a = reshape(a, batch + (n,))
+    q = _to(q, a.dtype)
+    qs = q.shape
+    k = int(_np.prod(qs, dtype=_np.int64))
+    s = sort(a, axis=-1)  # NaNs sort to the end
+    qf = reshape(q, (1,) * len(batch) + (k,))
+    if ignore_nan:
+        cnt = _to(sum(logical_not(isnan(a)), axis=-1, keepdims=True), a.dtype)
+    else:
+        cnt = _to(n, a.dtype)
+    pos = multiply(qf, subtract(cnt, 1))
+    pos = broadcast_to(pos, batch + (k,))
+    lo, hi = floor(pos), ceil(pos)
+    if method == "lower":
+        hi = lo
+    elif method == "higher":
+        lo = hi
+    elif method == "nearest":
+        lo = hi = lax.round(pos, 1)
+    last = builtins.max(n - 1, 0)
+    loi = _to(clip(lo, 0, last), _np.int32)
+    hii = _to(clip(hi, 0, last), _np.int32)
+    vlo = take_along_axis(s, loi, axis=-1)
+    vhi = take_along_axis(s, hii, axis=-1)
+    if method == "linear":
+        v = add(vlo, multiply(subtract(vhi, vlo), subtract(pos, lo)))
+    elif method == "midpoint":
+        v = multiply(add(vlo, vhi), _to(0.5, a.dtype, True))
+    else:
+        v = vlo
+    if not ignore_nan:
+        v = where(any(isnan(a), axis=-1, keepdims=True), _to(nan, v.dtype), v)
+    v = reshape(v, batch + qs)
+    v = moveaxis(v, tuple(range(len(batch), v.ndim)), tuple(range(len(qs)))) if qs else v
+    if keepdims:
+        out_shape = [1 if d in axes else None for d in range(nd)]
+        it = iter(batch)
+        out_shape = tuple(1 if d is not None else next(it) for d in out_shape)
+        v = reshape(v, qs + out_shape)
+    return v
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, **kw):
+    return _quantile(a, q, axis, keepdims, method)
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, **kw):
+    return _quantile(a, divide(q, 100.0), axis, keepdims, method)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return quantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, **kw):
+    return _quantile(a, q, axis, keepdims, method, ignore_nan=True)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, **kw):
+    return _quantile(a, divide(q, 100.0), axis, keepdims, method, ignore_nan=True)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return nanquantile(a, 0.5, axis=axis, keepdims=keepdims)
+
+
+# --------------------------------------------------------------------------
+# Linear algebra basics
+# --------------------------------------------------------------------------
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+    a, b = _v(a), _v(b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise _core.value_error("matmul: inputs must be at least 1-d")
+    dt, weak = _result(a, b)
+    a, b = _to(a, dt, weak), _to(b, dt, weak)
+    a1, b1 = a.ndim == 1, b.ndim == 1
+    if a1:
+        a = reshape(a, (1, a.shape[0]))
+    if b1:
+        b = reshape(b, (b.shape[0], 1))
+    if a.shape[-1] != b.shape[-2]:
+        raise TypeError(f"dot_general requires contracting dimensions to have the same shape, "
+                        f"got {a.shape} and {b.shape} (at {_core.where()})")
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = broadcast_to(a, batch + a.shape[-2:])
+    b = broadcast_to(b, batch + b.shape[-2:])
+    nb = len(batch)
+    r = lax.dot_general(a, b, (([nb + 1], [nb]), (list(range(nb)), list(range(nb)))),
+                        preferred_element_type=preferred_element_type or dt)
+    if a1:
+        r = squeeze(r, -2)
+    if b1:
+        r = squeeze(r, -1)
+    return r
+
+
+def dot(a, b, *, precision=None, preferred_element_type=None):
+    a, b = _v(a), _v(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    if b.ndim == 1 or a.ndim <= 2 and b.ndim <= 2:
+        return matmul(a, b)
+    dt, weak = _result(a, b)
+    a, b = _to(a, dt, weak), _to(b, dt, weak)
+    return lax.dot_general(a, b, (([a.ndim - 1], [b.ndim - 2]), ([], [])))
+
+
+def vdot(a, b):
+    return dot(ravel(conj(a)), ravel(b))
+
+
+def vecdot(x1, x2, axis=-1):
+    return sum(multiply(conj(x1), x2), axis=axis)
+
+
+def inner(a, b):
+    a, b = _v(a), _v(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    dt, weak = _result(a, b)
+    return lax.dot_general(_to(a, dt, weak), _to(b, dt, weak),
+                           (([a.ndim - 1], [b.ndim - 1]), ([], [])))
+
+
+def outer(a, b):
+    a, b = ravel(a), ravel(b)
+    return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
+
+
+def tensordot(a, b, axes=2):
+    a, b = _v(a), _v(b)
+    if isinstance(axes, int):
+        ax_a = list(range(a.ndim - axes, a.ndim))
+        ax_b = list(range(axes))
+    else:
+        ax_a, ax_b = axes
+        ax_a = [ax_a] if isinstance(ax_a, int) else list(ax_a)
+        ax_b = [ax_b] if isinstance(ax_b, int) else list(ax_b)
+    ax_a = [_axis(x, a.ndim) for x in ax_a]
+    ax_b = [_axis(x, b.ndim) for x in ax_b]
+    dt, weak = _result(a, b)
+    return lax.dot_general(_to(a, dt, weak), _to(b, dt, weak), ((ax_a, ax_b), ([], [])))
+
+
+def kron(a, b):
+    a, b = _v(a), _v(b)
+    nd = builtins.max(a.ndim, b.ndim)
+    a = reshape(a, (1,) * (nd - a.ndim) + a.shape)
+    b = reshape(b, (1,) * (nd - b.ndim) + b.shape)
+    ea = reshape(a, [x for n in a.shape for x in (n, 1)])
+    eb = reshape(b, [x for n in b.shape for x in (1, n)])
+    return reshape(multiply(ea, eb), [x * y for x, y in zip(a.shape, b.shape)])
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    a, b = _promote(a, b)
+    a0, a1, a2 = (a[..., i] for i in range(3))
+    b0, b1, b2 = (b[..., i] for i in range(3))
+    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], -1)
+
+
+# --------------------------------------------------------------------------
+# Indexing
+# --------------------------------------------------------------------------
+
+
+def _default_fill(dtype):
+    if _dt.is_inexact(dtype):
+        return nan
+    if _dt.is_bool(dtype):
+        return True
+    if _dt.is_unsigned(dtype):
+        return int(_np.iinfo(dtype).max)
+    return int(_np.iinfo(dtype).min)
+
+
+def _check_mode(mode):
+    if mode not in (None, "fill", "clip", "wrap", "promise_in_bounds", "drop"):
+        raise ValueError(f"Invalid mode {mode!r}: expected one of 'fill', 'clip', 'wrap', "
+                         "'promise_in_bounds'")
+
+
+def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
+         indices_are_sorted=False):
+    _check_mode(mode)
+    a = _v(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _axis(axis, a.ndim)
+    idx = _v(indices)
+    if not (_dt.is_int(idx.dtype) or (idx.weak_type and _dt.is_int(idx.dtype))):
+        raise TypeError(f"take: indices must be integers, got {idx.dtype}")
+    n = a.shape[axis]
+    if mode == "wrap":
+        idx = remainder(idx, _to(builtins.max(n, 1), idx.dtype))
+    elif mode != "clip":  # clip clamps negative indices to 0, like NumPy
+        idx = where(less(idx, 0), add(idx, _to(n, idx.dtype)), idx)
+    valid = None
+    if mode in (None, "fill", "drop"):
+        valid = logical_and(greater_equal(idx, 0), less(idx, n))
+    offset_dims = tuple(d + (idx.ndim if d >= axis else 0) for d in range(a.ndim - 1))
+    slice_sizes = list(a.shape)
+    slice_sizes[axis] = 1
+    dn = lax.GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=(axis,),
+                                    start_index_map=(axis,))
+    out = lax.gather(a, expand_dims(idx, -1), dn, slice_sizes, mode="clip")
+    if valid is not None:
+        fv = _default_fill(a.dtype) if fill_value is None else fill_value
+        valid = expand_dims(valid, tuple(range(axis)) + tuple(range(axis + idx.ndim, out.ndim)))
+        out = where(valid, out, _to(fv, a.dtype))
+    return out
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    _check_mode(mode)
+    arr, idx = _v(arr), _v(indices)
+    if axis is None:
+        arr, idx, axis = ravel(arr), ravel(idx), 0
+    axis = _axis(axis, arr.ndim)
+    if idx.ndim != arr.ndim:
+        raise _core.value_error(
+            f"take_along_axis: indices and arr must have the same number of dimensions; "
+            f"got {idx.shape} and {arr.shape}")
+    n = arr.shape[axis]
+    if mode == "wrap":
+        idx = remainder(idx, _to(builtins.max(n, 1), idx.dtype))
+    else:
+        idx = where(less(idx, 0), add(idx, _to(n, idx.dtype)), idx)
+    shape = broadcast_shapes(*[tuple(1 if i == axis else s for i, s in enumerate(x.shape))
+                               for x in (arr, idx)])
+    idx = broadcast_to(idx, tuple(idx.shape[i] if i == axis else shape[i] for i in range(arr.ndim)))
+    arr = broadcast_to(arr, tuple(arr.shape[i] if i == axis else shape[i] for i in range(arr.ndim)))
+    index_arrays = []
+    for d in range(arr.ndim):
+        if d == axis:
+            index_arrays.append(_to(idx, _np.int32))
+        else:
+            index_arrays.append(lax.broadcasted_iota(_np.int32, idx.shape, d))
+    full = stack(index_arrays, -1)
+    dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(arr.ndim)),
+                                    start_index_map=tuple(range(arr.ndim)))
+    out = lax.gather(arr, full, dn, [1] * arr.ndim, mode="clip")
+    if mode in (None, "fill", "drop"):
+        fv = _default_fill(arr.dtype) if fill_value is None else fill_value
+        valid = logical_and(greater_equal(idx, 0), less(idx, n))
+        out = where(valid, out, _to(fv, arr.dtype))
+    return out
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    a = _v(a)
+    if size is None:
+        if isinstance(a, _core.Tracer):
+            raise _core.ConcretizationTypeError(
+                f"nonzero needs a static size= inside jit (at {_core.where()})")
+        res = _np.nonzero(_np.asarray(a))
+        return tuple(_core.Array(r.astype(_dt.default_int())) for r in res)
+    flat = ravel(not_equal(a, 0))
+    n = flat.shape[0]
+    pos = arange(n, dtype=_dt.default_int())
+    key = where(flat, zeros_like(pos), ones_like(pos))
+    _, order = lax.sort((key, pos), 0, True, 1)
+    sel = order[:size] if size <= n else concatenate([order, zeros((size - n,), order.dtype)])
+    count = sum(flat, dtype=_dt.default_int())
+    valid = less(arange(size, dtype=_dt.default_int()), count)
+    outs = []
+    rem_ = sel
+    strides = _np.cumprod((1,) + a.shape[::-1])[::-1][1:]
+    for d, st in enumerate(strides):
+        coord = floor_divide(rem_, int(st)) if a.ndim else rem_
+        rem_ = remainder(rem_, int(st)) if a.ndim else rem_
+        fv = fill_value
+        if fill_value is None:
+            fv = 0
+        elif isinstance(fill_value, (tuple, list)):
+            fv = fill_value[d]
+        outs.append(where(valid, coord, _to(fv, coord.dtype)))
+    return tuple(outs)
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    r = nonzero(a, size=size, fill_value=fill_value)
+    return stack(r, -1) if r else zeros((0, 0), _dt.default_int())
+
+
+def searchsorted(a, v, side="left", sorter=None, method=None):
+    a, v = _v(a), _v(v)
+    if sorter is not None:
+        a = take(a, sorter)
+    dt, _ = _result(a, v)
+    a, v = _to(a, dt), _to(v, dt)
+    cmp = less_equal if side == "right" else less
+    r = sum(cmp(expand_dims(a, tuple(range(1, v.ndim + 1))), v), axis=0, dtype=_dt.default_int())
+    return r
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           *, size=None, fill_value=None, equal_nan=True):
+    if axis is not None:
+        raise NotImplementedError("unique with axis= is not supported")
+    arr = _v(ar)
+    ar = ravel(arr)
+    if size is None:
+        if isinstance(ar, _core.Tracer):
+            raise _core.ConcretizationTypeError(
+                f"unique needs a static size= inside jit (at {_core.where()})")
+        res = _np.unique(_np.asarray(ar), return_index, return_inverse, return_counts)
+        if isinstance(res, tuple):
+            out = [_core.Array(res[0])]
+            for r in res[1:]:
+                out.append(_core.Array(r.astype(_dt.default_int())))
+            if return_inverse:
+                k = 1 + int(return_index)
+                out[k] = reshape(out[k], arr.shape)
+            return tuple(out)
+        return _core.Array(res)
+    n = ar.shape[0]
+    ity = _dt.default_int()
+    if n == 0:
+        vals = full((size,), 0 if fill_value is None else fill_value, ar.dtype)
+        extra = [zeros((size,), ity)] * int(return_index)
+        extra += [zeros(arr.shape, ity)] * int(return_inverse)
+        extra += [zeros((size,), ity)] * int(return_counts)
+        return tuple([vals] + extra) if extra else vals
+    perm = argsort(ar)
+    s = take(ar, perm)
+    if n > 1:
+        differ = not_equal(s[1:], s[:-1])
+        if equal_nan and _dt.is_inexact(s.dtype):
+            differ = logical_and(differ, logical_not(logical_and(isnan(s[1:]), isnan(s[:-1]))))
+        first = concatenate([ones((1,), bool_), differ])
+    else:
+        first = ones((1,), bool_)
+    ind = nonzero(first, size=size, fill_value=0)[0]
+    cnt = sum(first, dtype=ity)
+    vals = take(s, ind, mode="clip")
+    fv = min(s) if fill_value is None else fill_value
+    valid = less(arange(size, dtype=ity), cnt)
+    vals = where(valid, vals, _to(fv, vals.dtype))
+    if not (return_index or return_inverse or return_counts):
+        return vals
+    out = [vals]
+    if return_index:
+        out.append(take(perm, ind, mode="clip"))
+    if return_inverse:
+        imask = subtract(cumsum(first, dtype=ity), 1)
+        inv = zeros((n,), ity).at[perm].set(imask)
+        out.append(reshape(inv, arr.shape))
+    if return_counts:
+        idx = nonzero(first, size=size + 1, fill_value=0)[0]
+        idx = concatenate([idx[:1], where(greater(idx[1:], 0), idx[1:], _to(n, ity))])
+        out.append(diff(idx))
+    return tuple(out)
+
+
+def unique_values(x):
+    return unique(x)
+
+
+def bincount(x, weights=None, minlength=0, *, length=None):
+    x = _v(x)
+    if length is None:
+        if isinstance(x, _core.Tracer):
+            raise _core.ConcretizationTypeError("bincount needs length= inside jit")
+        length = builtins.max(int(_np.max(_np.asarray(x), initial=-1)) + 1, minlength)
+    w = ones_like(x, _dt.default_int()) if weights is None else _v(weights)
+    return zeros((length,), w.dtype).at[x].add(w, mode="drop")
+
+
+def _histogram_unavailable(*a, **k):
+    raise NotImplementedError("histogram")
+
+
+histogram = _histogram_unavailable
+
+
+# --------------------------------------------------------------------------
+# Misc
+# --------------------------------------------------------------------------
+
+
+def astype(x, dtype, copy=False, device=None):
+    return _to(x, _dt.canonicalize_dtype(dtype))
+
+
+def shape(a):
+    return _v(a).shape
+
+
+def ndim(a):
+    return _v(a).ndim
+
+
+def size(a, axis=None):
+    a = _v(a)
+    return a.size if axis is None else a.shape[axis]
+
+
+def isscalar(x):
+    return _np.isscalar(x) or (isinstance(x, _Value) and x.ndim == 0)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    a, b = _promote(a, b, to_inexact=True)
+    r = less_equal(abs(subtract(a, b)), add(atol, multiply(rtol, abs(b))))
+    r = logical_or(r, equal(a, b))
+    if equal_nan:
+        r = logical_or(r, logical_and(isnan(a), isnan(b)))
+    return r
+
+
+def array_equal(a1, a2, equal_nan=False):
+    a1, a2 = _v(a1), _v(a2)
+    if a1.shape != a2.shape:
+        return _core.asarray_concrete(False)
+    return all(equal(a1, a2))
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    a = _v(a)
+    axis = _axis(axis, a.ndim)
+    if prepend is not None:
+        p = broadcast_to(_v(prepend), tuple(1 if i == axis else s for i, s in enumerate(a.shape))) \
+            if _v(prepend).ndim == 0 else _v(prepend)
+        a = concatenate([p, a], axis)
+    if append is not None:
+        p = broadcast_to(_v(append), tuple(1 if i == axis else s for i, s in enumerate(a.shape))) \
+            if _v(append).ndim == 0 else _v(append)
+        a = concatenate([a, p], axis)
+    for _ in range(n):
+        m = a.shape[axis]
+        a = subtract(lax.slice_in_dim(a, 1, m, 1, axis), lax.slice_in_dim(a, 0, m - 1, 1, axis))
+    return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    r = diff(ravel(ary))
+    if to_begin is not None:
+        r = concatenate([ravel(to_begin), r])
+    if to_end is not None:
+        r = concatenate([r, ravel(to_end)])
+    return r
+
+
+def convolve(a, v, mode="full"):
+    a, v = _promote_dtype(ravel(a), ravel(v))
+    n, m = a.shape[0], v.shape[0]
+    if n < m:
+        a, v, n, m = v, a, m, n
+    vr = flip(v)
+    ap = lax.pad(a, _to(0, a.dtype), [(m - 1, m - 1, 0)])
+    out_n = n + m - 1
+    idx = add(reshape(arange(out_n), (-1, 1)), reshape(arange(m), (1, -1)))
+    win = take(ap, idx)
+    full_ = sum(multiply(win, vr), axis=1)
+    if mode == "full":
+        return full_
+    if mode == "same":
+        start = (m - 1) // 2
+        return full_[start:start + n]
+    return full_[m - 1:n]
+
+
+def correlate(a, v, mode="valid"):
+    return convolve(a, flip(conj(_v(v))), mode)
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    x, xp, fp = _promote(x, xp, fp, to_inexact=True) if False else (_v(x), _v(xp), _v(fp))
+    dt = _result(x, xp, fp, 1.0)[0]
+    x, xp, fp = _to(x, dt), _to(xp, dt), _to(fp, dt)
+    i = clip(searchsorted(xp, x, side="right"), 1, xp.shape[0] - 1)
+    x0, x1 = take(xp, i - 1), take(xp, i)
+    y0, y1 = take(fp, i - 1), take(fp, i)
+    t = divide(subtract(x, x0), subtract(x1, x0))
+    r = add(y0, multiply(t, subtract(y1, y0)))
+    r = where(less(x, xp[0]), fp[0] if left is None else _to(left, dt), r)
+    return where(greater(x, xp[-1]), fp[-1] if right is None else _to(right, dt), r)
+
+
+def append(arr, values, axis=None):
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)])
+    return concatenate([arr, values], axis)
+
+
+def compress(condition, a, axis=None, *, size=None, fill_value=0):
+    cond = _np.asarray(condition).astype(bool)
+    if axis is None:
+        a, axis = ravel(a), 0
+    idx = _np.nonzero(cond)[0]
+    return take(a, _core.Array(idx.astype(_np.int32)), axis=axis)
+
+
+def extract(condition, arr, *, size=None, fill_value=0):
+    return compress(ravel(condition), ravel(arr))
+
+
+def lexsort(keys, axis=-1):
+    keys = [_v(k) for k in keys]
+    k0 = keys[0]
+    axis = _axis(axis, k0.ndim)
+    idx = lax.broadcasted_iota(_dt.default_int(), k0.shape, axis)
+    ops = tuple(reversed(keys)) + (idx,)
+    return lax.sort(ops, axis, True, len(keys))[-1]
+
+
+def tril_indices(n, k=0, m=None):
+    r, c = _np.tril_indices(n, k, m)
+    return _core.Array(r.astype(_dt.default_int())), _core.Array(c.astype(_dt.default_int()))
+
+
+def triu_indices(n, k=0, m=None):
+    r, c = _np.triu_indices(n, k, m)
+    return _core.Array(r.astype(_dt.default_int())), _core.Array(c.astype(_dt.default_int()))
+
+
+def tril_indices_from(arr, k=0):
+    arr = _v(arr)
+    return tril_indices(arr.shape[-2], k, arr.shape[-1])
+
+
+def triu_indices_from(arr, k=0):
+    arr = _v(arr)
+    return triu_indices(arr.shape[-2], k, arr.shape[-1])
+
+
+def diag_indices(n, ndim=2):
+    i = arange(n)
+    return (i,) * ndim
+
+
+def cumulative_max(a, axis=0):
+    return lax.cummax(a, axis)
+
+
+def logical(x):
+    return x
+

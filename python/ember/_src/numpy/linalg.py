@@ -1,0 +1,570 @@
+"""jax.numpy.linalg on ember primitives (re-exported by `ember.numpy.linalg`):
+norms, matrix power and the dense decompositions.
+
+Ember has no LAPACK custom calls, so the decompositions are written as
+*unrolled* sequences of ordinary array ops over the (static) matrix size:
+
+* cholesky: column-by-column (left-looking) Cholesky of the symmetrized input.
+* solve / inv / det / slogdet: LU with partial pivoting; the pivot is chosen
+  with argmax and rows are swapped with one-hot outer products, so everything
+  stays differentiable (argmax itself carries no gradient, as in JAX).
+* qr: Householder reflections (LAPACK's sign convention, min(m-1, n) of them).
+* eigh: cyclic Jacobi run as a real loop (lax.while_loop, one rotation per
+  iteration, so compile time does not grow with the sweep count); it stops at
+  the end of the first sweep where all off-diagonal entries are below eps
+  relative to the diagonal, and after at most 15 sweeps (Jacobi converges
+  quadratically: 5-8 sweeps reach float64 accuracy for n <= 16).  Eigenvalues
+  ascend, eigenvectors are the columns (JAX's convention).  Differentiable
+  through a custom_jvp with JAX's eigh rule (a fully unrolled version compiled
+  far too slowly: ~250 s for n=8).
+* svd: one-sided (Hestenes) Jacobi on the columns, the same loop, then a
+  Householder QR of the rotated columns to get orthonormal U (also for zero
+  singular values and for full_matrices=True).  Not differentiable (while_loop).
+
+Leading batch dimensions broadcast through every op.  Only real dtypes are
+supported by the decompositions.  Everything is O(n) to O(n^3) traced ops, so
+these are meant for small matrices (n up to a few dozen).
+"""
+
+import numpy as np
+
+from .. import control_flow
+from ..ad import custom_jvp
+from . import lax_numpy as jnp
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        x = x.astype(jnp.float32)
+    if axis is None and ord is None:
+        return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), keepdims=keepdims))
+    if axis is None:
+        axis = tuple(range(x.ndim)) if x.ndim <= 2 else None
+    if isinstance(axis, int) or (isinstance(axis, tuple) and len(axis) == 1):
+        ax = axis if isinstance(axis, int) else axis[0]
+        a = jnp.abs(x)
+        if ord is None or ord == 2:
+            return jnp.sqrt(jnp.sum(a * a, axis=ax, keepdims=keepdims))
+        if ord == jnp.inf:
+            return jnp.max(a, axis=ax, keepdims=keepdims)
+        if ord == -jnp.inf:
+            return jnp.min(a, axis=ax, keepdims=keepdims)
+        if ord == 0:
+            return jnp.sum(a != 0, axis=ax, keepdims=keepdims).astype(a.dtype)
+        if ord == 1:
+            return jnp.sum(a, axis=ax, keepdims=keepdims)
+        return jnp.sum(a ** ord, axis=ax, keepdims=keepdims) ** (1.0 / ord)
+    r, c = axis
+    a = jnp.abs(x)
+    if ord in (None, "fro"):
+        return jnp.sqrt(jnp.sum(a * a, axis=axis, keepdims=keepdims))
+    if ord in (1, -1):
+        red = jnp.max if ord == 1 else jnp.min
+        return red(jnp.sum(a, axis=r, keepdims=True), axis=c, keepdims=True).reshape(
+            _kept(x.shape, axis, keepdims))
+    if ord in (jnp.inf, -jnp.inf):
+        red = jnp.max if ord == jnp.inf else jnp.min
+        return red(jnp.sum(a, axis=c, keepdims=True), axis=r, keepdims=True).reshape(
+            _kept(x.shape, axis, keepdims))
+    if ord in (2, -2, "nuc"):
+        sv = svd(jnp.moveaxis(x, (r, c), (-2, -1)), compute_uv=False)
+        out = jnp.max(sv, -1) if ord == 2 else jnp.min(sv, -1) if ord == -2 else jnp.sum(sv, -1)
+        return out.reshape(_kept(x.shape, axis, keepdims)) if keepdims else out
+    raise ValueError(f"Invalid norm order {ord!r} for matrices")
+
+
+def _kept(shape, axis, keepdims):
+    axis = [a % len(shape) for a in axis]
+    return tuple(1 if i in axis else n for i, n in enumerate(shape) if keepdims or i not in axis)
+
+
+def matrix_power(a, n):
+    a = jnp.asarray(a)
+    out = jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    base = a
+    while n:
+        if n & 1:
+            out = out @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return out
+
+
+def vector_norm(x, axis=None, keepdims=False, ord=2):
+    """The vector norm over `axis` (None: all axes, tuple: those axes flattened)."""
+    x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        x = x.astype(jnp.float32)
+    axes = tuple(range(x.ndim)) if axis is None else (
+        (axis,) if isinstance(axis, int) else tuple(axis))
+    a = jnp.abs(x)
+    if ord == jnp.inf:
+        return jnp.max(a, axis=axes, keepdims=keepdims)
+    if ord == -jnp.inf:
+        return jnp.min(a, axis=axes, keepdims=keepdims)
+    if ord == 0:
+        return jnp.sum(a != 0, axis=axes, keepdims=keepdims).astype(a.dtype)
+    if ord == 1:
+        return jnp.sum(a, axis=axes, keepdims=keepdims)
+    if ord is None or ord == 2:
+        return jnp.sqrt(jnp.sum(a * a, axis=axes, keepdims=keepdims))
+    return jnp.sum(a ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
+
+
+def matrix_norm(x, ord="fro", keepdims=False):
+    return norm(x, ord, axis=(-2, -1), keepdims=keepdims)
+
+
+# ----------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------
+
+def _float(a):
+    a = jnp.asarray(a)
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
+        a = a.astype(jnp.float32)
+    if jnp.issubdtype(a.dtype, jnp.complexfloating):
+        raise NotImplementedError("ember.numpy.linalg decompositions support real dtypes only")
+    return a
+
+
+def _square(a, name):
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{name}: expected a (..., n, n) array, got shape {a.shape}")
+
+
+def _mT(x):
+    return jnp.swapaxes(x, -1, -2)
+
+
+def _sym(a):
+    return (a + _mT(a)) * 0.5
+
+
+def _eye_like(a, n):
+    return jnp.broadcast_to(jnp.eye(n, dtype=a.dtype), a.shape[:-2] + (n, n))
+
+
+def _safe_sqrt(s):
+    pos = s > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, s, 1)), 0)
+
+
+def _diag(a):
+    return jnp.diagonal(a, axis1=-2, axis2=-1)
+
+
+def _tri_solve(t, b, lower, unit_diagonal=False):
+    """Solve t @ x = b for triangular t (..., n, n) and b (..., n, k)."""
+    n = t.shape[-1]
+    rows = [None] * n
+    order = range(n) if lower else range(n - 1, -1, -1)
+    for i in order:
+        r = b[..., i:i + 1, :]
+        if lower and i > 0:
+            r = r - t[..., i:i + 1, :i] @ jnp.concatenate(rows[:i], axis=-2)
+        elif not lower and i < n - 1:
+            r = r - t[..., i:i + 1, i + 1:] @ jnp.concatenate(rows[i + 1:], axis=-2)
+        if not unit_diagonal:
+            r = r / t[..., i:i + 1, i:i + 1]
+        rows[i] = r
+    return jnp.concatenate(rows, axis=-2)
+
+
+# ----------------------------------------------------------------------------
+# Cholesky
+# ----------------------------------------------------------------------------
+
+def _cholesky_lower(a):
+    n = a.shape[-1]
+    ii = np.arange(n)
+    cols = []
+    for j in range(n):
+        v = a[..., :, j]
+        if j:
+            lp = jnp.stack(cols, axis=-1)  # (..., n, j)
+            v = v - jnp.sum(lp * lp[..., j:j + 1, :], axis=-1)
+        d = jnp.sqrt(v[..., j:j + 1])
+        cols.append(jnp.where(ii >= j, v / d, 0))
+    return jnp.stack(cols, axis=-1)
+
+
+def cholesky(a, *, upper=False, symmetrize_input=True):
+    """Cholesky factor L (lower, a = L @ L.T); NaNs if `a` is not positive definite."""
+    a = _float(a)
+    _square(a, "cholesky")
+    if symmetrize_input:
+        a = _sym(a)
+    L = _cholesky_lower(a)
+    return _mT(L) if upper else L
+
+
+# ----------------------------------------------------------------------------
+# LU with partial pivoting, solve, inv, det, slogdet
+# ----------------------------------------------------------------------------
+
+def _lu(a):
+    """Returns (lu, perm, sign): perm @ a = L @ U, L unit-lower in lu's strict lower part."""
+    n = a.shape[-1]
+    ii = np.arange(n)
+    perm = _eye_like(a, n)
+    sign = jnp.ones(a.shape[:-2], a.dtype)
+    for k in range(n):
+        if k < n - 1:
+            score = jnp.where(ii >= k, jnp.abs(a[..., :, k]), -1)
+            p = jnp.argmax(score, axis=-1)
+            ep = (ii == p[..., None]).astype(a.dtype)          # (..., n)
+            d = (ii == k).astype(a.dtype) - ep                 # e_k - e_p
+            rowp = jnp.sum(ep[..., :, None] * a, axis=-2)
+            a = a + d[..., :, None] * (rowp - a[..., k, :])[..., None, :]
+            prowp = jnp.sum(ep[..., :, None] * perm, axis=-2)
+            perm = perm + d[..., :, None] * (prowp - perm[..., k, :])[..., None, :]
+            sign = sign * jnp.where(p == k, 1, -1).astype(a.dtype)
+            mult = jnp.where(ii > k, a[..., :, k] / a[..., k:k + 1, k], 0)
+            rowk = jnp.where(ii > k, a[..., k, :], 0)
+            upd = a - mult[..., :, None] * rowk[..., None, :]
+            below = (ii[:, None] > k) & (ii[None, :] == k)
+            a = jnp.where(below, mult[..., :, None], upd)
+    return a, perm, sign
+
+
+def _lu_solve(lu, perm, b):
+    y = _tri_solve(lu, perm @ b, lower=True, unit_diagonal=True)
+    return _tri_solve(lu, y, lower=False)
+
+
+def solve(a, b):
+    """Solve a @ x = b.  b of shape (n,) or a.shape[:-1] is a (batch of) vector(s)."""
+    a = _float(a)
+    _square(a, "solve")
+    b = jnp.asarray(b)
+    dt = jnp.result_type(a, b)
+    if not jnp.issubdtype(dt, jnp.inexact):
+        dt = jnp.float32
+    a = a.astype(dt)
+    b = b.astype(dt)
+    vec = b.ndim == 1 or b.ndim == a.ndim - 1
+    if vec:
+        b = b[..., None]
+    lu, perm, _ = _lu(a)
+    x = _lu_solve(lu, perm, b)
+    return x[..., 0] if vec else x
+
+
+def inv(a):
+    a = _float(a)
+    _square(a, "inv")
+    lu, perm, _ = _lu(a)
+    return _lu_solve(lu, perm, _eye_like(a, a.shape[-1]))
+
+
+def slogdet(a, *, method=None):
+    """(sign, log|det a|) via LU with partial pivoting."""
+    a = _float(a)
+    _square(a, "slogdet")
+    if a.shape[-1] == 0:
+        return jnp.ones(a.shape[:-2], a.dtype), jnp.zeros(a.shape[:-2], a.dtype)
+    lu, _, sign = _lu(a)
+    d = _diag(lu)
+    sign = sign * jnp.prod(jnp.sign(d), axis=-1)
+    logdet = jnp.sum(jnp.log(jnp.abs(d)), axis=-1)
+    return sign, logdet
+
+
+def det(a):
+    a = _float(a)
+    _square(a, "det")
+    if a.shape[-1] == 0:
+        return jnp.ones(a.shape[:-2], a.dtype)
+    lu, _, sign = _lu(a)
+    return sign * jnp.prod(_diag(lu), axis=-1)
+
+
+# ----------------------------------------------------------------------------
+# QR (Householder)
+# ----------------------------------------------------------------------------
+
+def _householder_qr(a):
+    """Full Householder QR: q (..., m, m), r (..., m, n)."""
+    m, n = a.shape[-2:]
+    ii = np.arange(m)
+    r = a
+    q = _eye_like(a, m)
+    for k in range(min(m - 1, n)):
+        x = jnp.where(ii >= k, r[..., :, k], 0)
+        xk = r[..., k, k]
+        nx = _safe_sqrt(jnp.sum(x * x, axis=-1))
+        alpha = -jnp.where(xk >= 0, 1, -1).astype(a.dtype) * nx
+        v = x - alpha[..., None] * (ii == k).astype(a.dtype)
+        nv2 = jnp.sum(v * v, axis=-1)
+        tau = jnp.where(nv2 > 0, 2 / jnp.where(nv2 > 0, nv2, 1), 0)[..., None, None]
+        r = r - tau * v[..., :, None] * (v[..., None, :] @ r)
+        q = q - tau * (q @ v[..., :, None]) * v[..., None, :]
+    # exact zeros below the diagonal
+    r = jnp.where(ii[:, None] <= np.arange(n)[None, :], r, 0)
+    return q, r
+
+
+def qr(a, mode="reduced"):
+    a = _float(a)
+    if a.ndim < 2:
+        raise ValueError("qr: expected an array of rank >= 2")
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"qr: unsupported mode {mode!r}")
+    if mode == "raw":
+        raise NotImplementedError("qr: mode='raw' is not supported")
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    q, r = _householder_qr(a)
+    if mode == "complete":
+        return q, r
+    r = r[..., :k, :]
+    if mode == "r":
+        return r
+    return q[..., :, :k], r
+
+
+# ----------------------------------------------------------------------------
+# Jacobi: eigh, svd
+# ----------------------------------------------------------------------------
+
+_MAX_SWEEPS = 15
+
+
+def _jacobi_loop(x, gram):
+    """Cyclic Jacobi as a real loop (lax.while_loop: one rotation per iteration).
+
+    gram=False: x is symmetric, rotate both sides (x <- J^T x J), eigen-decomposition.
+    gram=True: one-sided (Hestenes) Jacobi, x <- x J orthogonalizes the columns.
+    Stops at the end of a sweep once every off-diagonal pair is below eps
+    relative to its diagonal entries, or after _MAX_SWEEPS sweeps.
+    Returns (x, v) with v the accumulated rotations.
+    """
+    n = x.shape[-1]
+    pairs = np.array([(p, q) for p in range(n - 1) for q in range(p + 1, n)], np.int32)
+    npairs = len(pairs)
+    iota = np.arange(n)
+    eps = float(jnp.finfo(x.dtype).eps)
+    dt = x.dtype
+    eye = np.eye(n)
+
+    def gram_of(x):
+        return _mT(x) @ x if gram else x
+
+    def converged(x):
+        g = gram_of(x)
+        d = jnp.abs(_diag(g))
+        fro2 = jnp.sum(d, axis=-1) if gram else jnp.sum(g * g, axis=(-2, -1))
+        thresh = eps * eps * (d[..., :, None] * d[..., None, :]
+                              + 1e-6 * fro2[..., None, None])
+        off = jnp.where(eye > 0, 0, g * g)
+        return jnp.all(off <= thresh)
+
+    def cond(state):
+        k, x, _ = state
+        at_sweep_end = (k % npairs) == 0
+        return (k < _MAX_SWEEPS * npairs) & ~(at_sweep_end & (k > 0) & converged(x))
+
+    def body(state):
+        k, x, v = state
+        pq = jnp.asarray(pairs)[k % npairs]
+        ep = (iota == pq[0]).astype(dt)
+        eq = (iota == pq[1]).astype(dt)
+        if gram:
+            xp, xq = x @ ep, x @ eq
+            app, aqq, apq = (jnp.sum(xp * xp, -1), jnp.sum(xq * xq, -1),
+                             jnp.sum(xp * xq, -1))
+        else:
+            xp, xq = x @ ep, x @ eq
+            app, aqq, apq = xp @ ep, xq @ eq, xp @ eq
+        c, s = _rotation(app, aqq, apq)
+        dd = ep[:, None] * ep[None, :] + eq[:, None] * eq[None, :]
+        sk = ep[:, None] * eq[None, :] - eq[:, None] * ep[None, :]
+        j = eye.astype(dt) + (c - 1)[..., None, None] * dd + s[..., None, None] * sk
+        x = x @ j if gram else _mT(j) @ x @ j
+        return k + 1, x, v @ j
+
+    v0 = _eye_like(x, n)
+    if n == 1:
+        return x, v0
+    _, x, v = control_flow.while_loop(cond, body, (jnp.asarray(0, jnp.int32), x, v0))
+    return x, v
+
+
+def _rotation(app, aqq, apq):
+    """(c, s) of the Jacobi rotation annihilating apq (overflow-free form)."""
+    d = aqq - app
+    sd = jnp.where(d >= 0, 1, -1).astype(d.dtype)
+    den = jnp.abs(d) + _safe_sqrt(d * d + 4 * apq * apq)
+    t = 2 * apq * sd / jnp.where(den == 0, 1, den)
+    c = 1 / jnp.sqrt(1 + t * t)
+    return c, t * c
+
+
+def _perm_matrix(order, n, dtype):
+    # P[i, j] = (order[j] == i): x @ P picks columns in `order`
+    return (order[..., None, :] == np.arange(n)[:, None]).astype(dtype)
+
+
+def _eigh_impl(a):
+    n = a.shape[-1]
+    a, v = _jacobi_loop(a, gram=False)
+    w = _diag(a)
+    P = _perm_matrix(jnp.argsort(w, axis=-1), n, a.dtype)
+    return jnp.sum(w[..., :, None] * P, axis=-2), v @ P
+
+
+def _make_eigh_core():
+    @custom_jvp
+    def core(a):
+        return _eigh_impl(a)
+
+    @core.defjvp
+    def _jvp(primals, tangents):
+        (a,), (da,) = primals, tangents
+        w, v = core(a)
+        vdv = _mT(v) @ da @ v
+        n = a.shape[-1]
+        eye = np.eye(n, dtype=bool)
+        gap = w[..., None, :] - w[..., :, None]
+        f = jnp.where(eye, 0, 1 / jnp.where(eye, 1, gap))
+        return (w, v), (_diag(vdv), v @ (f * vdv))
+
+    return core
+
+
+_eigh_core = None
+
+
+def _eigh_jacobi(a):
+    global _eigh_core
+    if _eigh_core is None:
+        _eigh_core = _make_eigh_core()
+    return _eigh_core(a)
+
+
+def eigh(a, UPLO=None, symmetrize_input=True):
+    """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix."""
+    a = _float(a)
+    _square(a, "eigh")
+    if symmetrize_input:
+        a = _sym(a)
+    elif UPLO in (None, "L"):
+        a = jnp.tril(a) + _mT(jnp.tril(a, -1))
+    else:
+        a = jnp.triu(a) + _mT(jnp.triu(a, 1))
+    return _eigh_jacobi(a)
+
+
+def eigvalsh(a, UPLO="L"):
+    return eigh(a, UPLO)[0]
+
+
+def _svd_tall(a, full_matrices, compute_uv):
+    """One-sided Jacobi SVD for m >= n (not differentiable: it is a real loop)."""
+    m, n = a.shape[-2:]
+    w, v = _jacobi_loop(a, gram=True)
+    s = _safe_sqrt(jnp.sum(w * w, axis=-2))
+    P = _perm_matrix(jnp.argsort(-s, axis=-1), n, a.dtype)
+    s = jnp.sum(s[..., :, None] * P, axis=-2)
+    if not compute_uv:
+        return s
+    w = w @ P
+    v = v @ P
+    q, r = _householder_qr(w)
+    sgn = jnp.where(_diag(r) >= 0, 1, -1).astype(a.dtype)
+    u = q[..., :, :n] * sgn[..., None, :]
+    if full_matrices and m > n:
+        u = jnp.concatenate([u, q[..., :, n:]], axis=-1)
+    return u, s, _mT(v)
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Singular values descending; returns (U, S, Vh) or S."""
+    a = _float(a)
+    if a.ndim < 2:
+        raise ValueError("svd: expected an array of rank >= 2")
+    m, n = a.shape[-2:]
+    if m >= n:
+        return _svd_tall(a, full_matrices, compute_uv)
+    out = _svd_tall(_mT(a), full_matrices, compute_uv)
+    if not compute_uv:
+        return out
+    u, s, vh = out
+    return _mT(vh), s, _mT(u)
+
+
+def svdvals(x):
+    return svd(x, compute_uv=False)
+
+
+# ----------------------------------------------------------------------------
+# derived: matrix_rank, pinv, lstsq, cond
+# ----------------------------------------------------------------------------
+
+def matrix_rank(M, rtol=None, *, tol=None):
+    M = _float(M)
+    if M.ndim < 2:
+        return jnp.any(M != 0).astype(jnp.int32)
+    s = svd(M, compute_uv=False)
+    if tol is None:
+        if rtol is None:
+            rtol = max(M.shape[-2:]) * jnp.finfo(M.dtype).eps
+        tol = jnp.max(s, axis=-1, keepdims=True) * jnp.asarray(rtol, M.dtype)
+    else:
+        tol = jnp.asarray(tol, M.dtype)
+    return jnp.sum(s > tol, axis=-1).astype(jnp.int32)
+
+
+def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+    a = _float(a)
+    m, n = a.shape[-2:]
+    if rcond is not None:
+        rtol = rcond
+    if rtol is None:
+        rtol = 10.0 * max(m, n) * jnp.finfo(a.dtype).eps
+    u, s, vh = svd(a, full_matrices=False)
+    cutoff = jnp.asarray(rtol, a.dtype)[..., None] * jnp.max(s, axis=-1, keepdims=True)
+    big = s > cutoff
+    sinv = jnp.where(big, 1 / jnp.where(big, s, 1), 0)
+    return _mT(vh) @ (sinv[..., :, None] * _mT(u))
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
+    """Least squares via the SVD: returns (x, residuals, rank, s)."""
+    a = _float(a)
+    b = jnp.asarray(b).astype(a.dtype)
+    if a.ndim != 2:
+        raise ValueError("lstsq: a must be 2-D")
+    m, n = a.shape
+    vec = b.ndim == 1
+    if vec:
+        b = b[:, None]
+    u, s, vh = svd(a, full_matrices=False)
+    if rcond is None:
+        rcond = jnp.finfo(a.dtype).eps * max(m, n)
+    cutoff = jnp.asarray(rcond, a.dtype) * (s[0] if s.shape[0] else 0)
+    big = s > cutoff
+    sinv = jnp.where(big, 1 / jnp.where(big, s, 1), 0)
+    rank = jnp.sum(big).astype(jnp.int32)
+    x = _mT(vh) @ (sinv[:, None] * (_mT(u) @ b))
+    resid = jnp.sum((b - a @ x) ** 2, axis=0)
+    if numpy_resid and not (m > n):
+        resid = jnp.zeros((0,), a.dtype)
+    if vec:
+        x = x[:, 0]
+        resid = resid[0] if not numpy_resid else resid.reshape(-1)
+    return x, resid, rank, s
+
+
+def cond(x, p=None):
+    x = _float(x)
+    if p is None or p == 2:
+        s = svd(x, compute_uv=False)
+        return s[..., 0] / s[..., -1]
+    if p == -2:
+        s = svd(x, compute_uv=False)
+        return s[..., -1] / s[..., 0]
+    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))

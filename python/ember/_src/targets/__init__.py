@@ -1,0 +1,58 @@
+"""Compilation targets: what runs after the target-independent stages.
+
+A target is one small description on each side of the Python/C++ boundary:
+C++'s `TargetDescription` (lib/Pipelines/Targets/) registers its codegen
+pipeline as `ember-<name>-codegen`; the module here of the same name says
+which stages Python runs and how the target's runtime loads the result.
+Adding a target adds one module here and one file there.
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+# The target-independent stages every target starts with: (stage name,
+# registered pass pipeline). `ember-transforms` expands grad/vmap/custom
+# rules to a fixed point; `ember-optimize` rewrites ember IR.
+SHARED_STAGES = (("transforms", "ember-transforms"), ("optimize", "ember-optimize"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    name: str
+    # (stage name, registered pass pipeline) after the shared stages.
+    codegen_stages: tuple
+    # load(module, opt_level, in_avals, out_avals) -> a callable kernel on
+    # buffers, from the module after the last stage.
+    load: Callable
+    # Other names `as_text` accepts for a stage: {alias: stage name}.
+    aliases: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def stages(self):
+        """Every stage in order, after the traced `ember` module."""
+        return SHARED_STAGES + tuple(self.codegen_stages)
+
+    def stage_name(self, stage):
+        stage = self.aliases.get(stage, stage)
+        if stage != "ember" and stage not in dict(self.stages):
+            names = ["ember", *dict(self.stages), *self.aliases]
+            raise ValueError(f"unknown stage {stage!r} for target {self.name!r}; "
+                             f"stages: {', '.join(names)}")
+        return stage
+
+
+_targets = {}
+
+
+def register(target):
+    _targets[target.name] = target
+    return target
+
+
+def get_target(name="cpu"):
+    if name not in _targets:
+        raise ValueError(f"unknown target {name!r}; known: {', '.join(_targets)}")
+    return _targets[name]
+
+
+from . import cpu  # noqa: E402,F401  (registers the CPU target)

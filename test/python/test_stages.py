@@ -1,0 +1,67 @@
+"""Every stage of the pipeline is visible from Python, in EMBER_DUMP_DIR, and
+pass errors that are the user's reach Python as the exception their id names."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember._mlir._mlir_libs import _ember_runtime
+
+
+def _f(x):
+    return jnp.sum(jnp.sin(x) * 2.0)
+
+
+def test_lower_shows_every_stage():
+    lowered = ember.jit(ember.grad(_f)).lower(jnp.ones(4))
+    assert "ember.vjp" in lowered.as_text("ember")
+    transformed = lowered.as_text("transforms")
+    assert "ember.vjp" not in transformed and "ember.cos" in transformed
+    assert "ember." in lowered.as_text("optimize")
+    llvm = lowered.as_text("llvm")
+    assert "llvm.func @main" in llvm and "ember." not in llvm
+    assert lowered.as_text("cpu-codegen") == llvm
+    compiled = lowered.compile()
+    assert compiled.as_text("transforms") == transformed
+    assert compiled.as_text() == llvm
+    np.testing.assert_allclose(np.asarray(compiled(jnp.ones(4))), 2 * np.cos(np.ones(4)),
+                               rtol=1e-6)
+
+
+def test_unknown_stage_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown stage 'bogus'.*transforms"):
+        ember.jit(_f).lower(jnp.ones(3)).as_text("bogus")
+
+
+def test_dump_dir_holds_every_stage(tmp_path):
+    code = ("import ember, ember.numpy as jnp\n"
+            "print(ember.jit(lambda x: jnp.sin(x) + 1)(jnp.ones(3)))\n")
+    env = dict(os.environ, EMBER_DUMP_DIR=str(tmp_path))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    stages = [n.split(".")[2] for n in names if n.startswith("0000.")]
+    assert stages == ["ember", "transforms", "optimize", "llvm"]
+
+
+def test_runtime_tables_are_the_shared_declarations():
+    tables = _ember_runtime.runtime_tables()
+    assert "ember_gemm_f32" in tables["entry_points"]
+    assert "ember_host_callback" in tables["entry_points"]
+    assert tables["type_codes"][3] == "float32"
+    assert tables["error_kinds"]["not-differentiable"] == "ValueError"
+
+
+def test_user_error_id_maps_to_its_exception():
+    def f(x):
+        y = ember.pure_callback(np.sin, ember.ShapeDtypeStruct(x.shape, x.dtype), x)
+        return jnp.sum(y)
+
+    with pytest.raises(ValueError, match="cannot be differentiated") as info:
+        ember.grad(f)(jnp.ones(3))
+    assert "[ember:" not in str(info.value)
+    assert "test_stages.py" in str(info.value)
