@@ -22,15 +22,19 @@ namespace {
 /// glibc would return large blocks to the kernel and page-fault them in again
 /// on every call (for a scan over 100 steps, each residual buffer is
 /// megabytes), and Python's results of one shape are freed and asked for
-/// again call after call. At most 1 GiB is kept. Every block has a 64-byte
-/// header holding its size, so blocks asked for aligned are 64-byte aligned
-/// (Python's output buffers); others have malloc's 16-byte alignment.
+/// again call after call. Compiled code's blocks under 64 KiB are left to
+/// malloc (no lock on the small temporaries of a loop); Python's output
+/// buffers are kept at every size. At most 1 GiB is kept. Every block has a
+/// 64-byte header holding its size and whether it is kept; kept blocks are
+/// 64-byte aligned (Python's output buffers need it), compiled code's small
+/// blocks have malloc's 16-byte alignment.
 class MemoryPool {
 public:
-  static constexpr size_t kHeader = 64;
+  static constexpr size_t kHeader = 64, kMinPooled = size_t(64) << 10;
 
   void *take(size_t n, bool zero, bool aligned) {
-    {
+    bool keep = aligned || n >= kMinPooled;
+    if (keep) {
       std::lock_guard<std::mutex> lock(mu);
       auto it = blocks.find(n);
       if (it != blocks.end() && !it->second.empty()) {
@@ -44,8 +48,10 @@ public:
     }
     if (n > SIZE_MAX - 2 * kHeader)
       return nullptr;
+    // Kept blocks are all 64-byte aligned: a block freed by compiled code
+    // may serve a later aligned request of the same size.
     char *raw;
-    if (aligned) {
+    if (keep) {
       raw = static_cast<char *>(std::aligned_alloc(
           kHeader, (n + 2 * kHeader - 1) / kHeader * kHeader));
       if (raw && zero)
@@ -56,7 +62,8 @@ public:
     }
     if (!raw)
       return nullptr;
-    *reinterpret_cast<size_t *>(raw) = n;
+    reinterpret_cast<size_t *>(raw)[0] = n;
+    reinterpret_cast<size_t *>(raw)[1] = keep;
     return raw + kHeader;
   }
 
@@ -64,8 +71,8 @@ public:
     if (!p)
       return;
     char *raw = static_cast<char *>(p) - kHeader;
-    size_t n = *reinterpret_cast<size_t *>(raw);
-    {
+    size_t n = reinterpret_cast<size_t *>(raw)[0];
+    if (reinterpret_cast<size_t *>(raw)[1]) {
       std::lock_guard<std::mutex> lock(mu);
       if (pooled + n <= kMaxPooled) {
         blocks[n].push_back(raw);
