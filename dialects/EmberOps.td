@@ -90,6 +90,8 @@ def Ember_ErfOp : Ember_UnaryOp<"erf", Ember_FloatTensor>;
 def Ember_ErfInvOp : Ember_UnaryOp<"erf_inv", Ember_FloatTensor>;
 def Ember_LgammaOp : Ember_UnaryOp<"lgamma", Ember_FloatTensor>;
 def Ember_DigammaOp : Ember_UnaryOp<"digamma", Ember_FloatTensor>;
+def Ember_BesselI0eOp : Ember_UnaryOp<"bessel_i0e", Ember_FloatTensor>;
+def Ember_BesselI1eOp : Ember_UnaryOp<"bessel_i1e", Ember_FloatTensor>;
 def Ember_NotOp : Ember_UnaryOp<"not", Ember_IntOrBoolTensor, [Ember_ZeroTangent]> { let hasFolder = 1; }
 def Ember_PopulationCountOp : Ember_UnaryOp<"population_count", Ember_IntTensor, [Ember_ZeroTangent]>;
 def Ember_ClzOp : Ember_UnaryOp<"clz", Ember_IntTensor, [Ember_ZeroTangent]>;

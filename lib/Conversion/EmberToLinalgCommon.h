@@ -1,11 +1,110 @@
 //===- EmberToLinalgCommon.h - shared pieces of the lowering ----*- C++ -*-===//
+//
+// Declarations shared by the files of the ember-to-linalg conversion: the
+// patterns of each op family (Lower<Family>.cpp), the helpers that build
+// tensors and linalg.generic ops (EmberToLinalg.cpp), the scalar bodies
+// (EmberToLinalgScalar.cpp) and the runtime-call helpers
+// (LowerRuntimeCalls.cpp).
+//
+//===----------------------------------------------------------------------===//
 #ifndef EMBER_LIB_CONVERSION_EMBERTOLINALGCOMMON_H
 #define EMBER_LIB_CONVERSION_EMBERTOLINALGCOMMON_H
 
 #include "ember/IR/EmberDialect.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::ember {
+
+//===----------------------------------------------------------------------===//
+// Patterns, one function per op family
+//===----------------------------------------------------------------------===//
+
+/// Every `Elementwise` op and bitcast_convert (LowerElementwise.cpp).
+void populateElementwiseLoweringPatterns(const TypeConverter &converter,
+                                         RewritePatternSet &patterns);
+/// Constants, iota, reshapes, transposes, slices, pad, concatenate, reverse
+/// and the identity ops (LowerStructural.cpp).
+void populateStructuralLoweringPatterns(const TypeConverter &converter,
+                                        RewritePatternSet &patterns);
+/// while, case and yield (LowerControlFlow.cpp).
+void populateControlFlowLoweringPatterns(const TypeConverter &converter,
+                                         RewritePatternSet &patterns);
+/// reduce, argmax/argmin, cumulative, reduce_window, sort
+/// (LowerReductions.cpp).
+void populateReductionLoweringPatterns(const TypeConverter &converter,
+                                       RewritePatternSet &patterns);
+/// dot_general (LowerDot.cpp).
+void populateDotLoweringPatterns(const TypeConverter &converter,
+                                 RewritePatternSet &patterns);
+/// gather and scatter (LowerGatherScatter.cpp).
+void populateGatherScatterLoweringPatterns(const TypeConverter &converter,
+                                           RewritePatternSet &patterns);
+/// host_callback and the run-time stack ops (LowerRuntimeCalls.cpp).
+void populateRuntimeCallLoweringPatterns(const TypeConverter &converter,
+                                         RewritePatternSet &patterns);
+
+//===----------------------------------------------------------------------===//
+// Tensors, indices and linalg.generic (EmberToLinalg.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A `tensor.empty` of type `t`.
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType t);
+
+/// A tensor of type `t` filled with `scalar`.
+Value filledTensor(OpBuilder &b, Location loc, RankedTensorType t,
+                   Value scalar);
+
+/// A scalar constant (arith, or complex for a complex::NumberAttr).
+Value constScalar(OpBuilder &b, Location loc, TypedAttr a);
+
+Value indexConst(OpBuilder &b, Location loc, int64_t v);
+
+/// Casts an integer scalar to index, zero-extending unsigned/bool types.
+Value toIndex(OpBuilder &b, Location loc, Value s, Type origElem);
+
+/// Reads a 0-d integer tensor as an index (sign- or zero-extended).
+Value scalarToIndex(OpBuilder &b, Location loc, Value t0d, Type origElem);
+
+/// `i` clamped to [lo, hi].
+Value clampIndex(OpBuilder &b, Location loc, Value i, int64_t lo, int64_t hi);
+
+/// `n` parallel iterator types.
+SmallVector<utils::IteratorType> parallelIterators(unsigned n);
+
+/// A `linalg.generic` whose loops are all parallel and span the shape of
+/// `outTypes` (results of one shape), each result written into a fresh
+/// `tensor.empty` through the identity map. Input k is read through
+/// `inputMaps[k]`, or through the identity when `inputMaps` is empty. `body`
+/// gets the input elements and returns one element per result. Returns the
+/// results.
+SmallVector<Value> buildGeneric(
+    OpBuilder &b, Location loc, ValueRange inputs, TypeRange outTypes,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body,
+    ArrayRef<AffineMap> inputMaps = {});
+
+//===----------------------------------------------------------------------===//
+// Runtime calls (LowerRuntimeCalls.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Declares the runtime function `name` (include/ember/Runtime/Runtime.def)
+/// once.
+void declareRuntimeFunction(ModuleOp module, StringRef name);
+
+/// Builds a private function that hands raw buffers to a runtime function:
+/// `emit` gets the aligned addresses of its operand and result buffers and
+/// builds the call. Returns the function's name.
+std::string buildBufferHelper(
+    ModuleOp module, Location loc, StringRef prefix, TypeRange inTypes,
+    TypeRange resultTypes,
+    function_ref<void(OpBuilder &, ArrayRef<Value>, ArrayRef<Value>)> emit);
+
+//===----------------------------------------------------------------------===//
+// Scalar bodies (EmberToLinalgScalar.cpp)
+//===----------------------------------------------------------------------===//
 
 /// The scalar body of an elementwise ember op applied to converted scalars.
 /// Returns no values when the op/type combination has no lowering.
@@ -30,9 +129,4 @@ Value totalOrderKey(OpBuilder &b, Location loc, Value x);
 
 } // namespace mlir::ember
 
-#endif
-
-namespace mlir::ember {
-/// Casts an integer scalar to index, zero-extending unsigned/bool types.
-Value toIndex(OpBuilder &b, Location loc, Value s, Type origElem);
-} // namespace mlir::ember
+#endif // EMBER_LIB_CONVERSION_EMBERTOLINALGCOMMON_H

@@ -709,6 +709,31 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
           return (Value)DigammaOp::create(b, r.loc, x);
         });
       })
+      .Case([&](BesselI0eOp o) {
+        // d/dx i0e(x) = i1e(x) - sign(x) i0e(x).
+        return unary(r, op, t, out, [&](Value x, Value y) {
+          return r.sub(BesselI1eOp::create(b, r.loc, x),
+                       r.mul(SignOp::create(b, r.loc, x), y));
+        });
+      })
+      .Case([&](BesselI1eOp o) {
+        // d/dx i1e(x) = i0e(x) - i1e(x) (sign(x) + 1/x), and 1/2 (the limit)
+        // where |x| <= eps, as JAX; x is replaced there so that the unused
+        // branch stays finite.
+        return unary(r, op, t, out, [&](Value x, Value y) {
+          auto ft = cast<FloatType>(r.ty(x).getElementType());
+          Value eps =
+              r.like(x, std::ldexp(1.0, 1 - (int)APFloat::semanticsPrecision(
+                                                ft.getFloatSemantics())));
+          Value notTiny =
+              r.cmp(ComparisonDirection::GT, AbsOp::create(b, r.loc, x), eps);
+          Value safe = r.select(notTiny, x, eps);
+          Value d = r.sub(BesselI0eOp::create(b, r.loc, safe),
+                          r.mul(y, r.add(SignOp::create(b, r.loc, safe),
+                                         r.div(r.like(x, 1.0), safe))));
+          return r.select(notTiny, d, r.like(x, 0.5));
+        });
+      })
       .Case([&](SelectOp o) -> LogicalResult {
         if (!t[1] && !t[2])
           return zero();

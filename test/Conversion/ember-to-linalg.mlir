@@ -614,3 +614,26 @@ func.func @loop_invariant_batched_transposed_rhs(%w: tensor<2x64x64xf32>, %h0: t
   }
   return %r#1 : tensor<2x32x64xf32>
 }
+
+// -----
+
+// bessel_i0e/i1e: Cephes' two Chebyshev series (in |x|/2 - 2, and in
+// 32/|x| - 2 over sqrt(|x|)), selected on |x| <= 8; i1e takes x's sign.
+// CHECK-LABEL: func @bessel
+// CHECK: linalg.generic
+// CHECK: math.absf
+// CHECK: math.sqrt
+// CHECK: arith.cmpf ole
+// CHECK: arith.select
+// CHECK-NOT: math.copysign
+// CHECK: linalg.generic
+// CHECK: math.absf
+// CHECK: math.sqrt
+// CHECK: arith.cmpf ole
+// CHECK: arith.select
+// CHECK: math.copysign
+func.func @bessel(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = ember.bessel_i0e %x : tensor<4xf32>
+  %1 = ember.bessel_i1e %x : tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}

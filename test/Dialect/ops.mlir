@@ -68,6 +68,10 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %i: tensor<2x3x
   %30 = ember.lgamma %a : tensor<2x3xf32>
   // CHECK: ember.digamma
   %31 = ember.digamma %a : tensor<2x3xf32>
+  // CHECK: ember.bessel_i0e
+  %i0e = ember.bessel_i0e %a : tensor<2x3xf32>
+  // CHECK: ember.bessel_i1e
+  %i1e = ember.bessel_i1e %a : tensor<2x3xf32>
   // CHECK: ember.is_finite {{.*}} -> tensor<2x3xi1>
   %32 = ember.is_finite %a : (tensor<2x3xf32>) -> tensor<2x3xi1>
   // CHECK: ember.not

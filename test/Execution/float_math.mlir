@@ -1,8 +1,8 @@
 // RUN: ember-opt %s --ember-cpu-pipeline | mlir-runner -e main --entry-point-result=void -shared-libs=%c_runner_utils,%runner_utils | FileCheck %s
 
-// Float unary math on f32. Expected values from Python's math module
-// (printed with 6 significant digits by printMemrefF32); lgamma(1) may be off
-// from 0 by about one f32 ulp of 1.
+// Float unary math on f32. Expected values from Python's math module (SciPy's
+// i0e/i1e for the Bessel functions), printed with 6 significant digits by
+// printMemrefF32; lgamma(1) may be off from 0 by about one f32 ulp of 1.
 
 func.func private @printMemrefF32(tensor<*xf32>) attributes {llvm.emit_c_interface}
 
@@ -17,6 +17,7 @@ func.func @main() {
   %s = ember.constant dense<[-2.0, -0.5, 0.0, 0.5]> : tensor<4xf32>
   %e = ember.constant dense<[-0.9, -0.5, 0.0, 0.5]> : tensor<4xf32>
   %g = ember.constant dense<[0.5, 1.0, 3.0, -1.5]> : tensor<4xf32>
+  %k = ember.constant dense<[-10.0, -1.0, 0.0, 2.0]> : tensor<4xf32>
 
   // exp(4) = 54.59815: the f32 polynomial may round the 6th digit either way.
   // CHECK: [1.64872,  2.71828,  7.38906,  54.598{{[12]}}]
@@ -52,5 +53,12 @@ func.func @main() {
   // CHECK: [-1.25992,  -0.793701,  0,  0.793701]
   %10 = ember.cbrt %s : tensor<4xf32>
   func.call @print(%10) : (tensor<4xf32>) -> ()
+  // Both series: |x| > 8 and |x| <= 8; i1e is odd.
+  // CHECK: [0.127833,  0.46576,  1,  0.308508]
+  %11 = ember.bessel_i0e %k : tensor<4xf32>
+  func.call @print(%11) : (tensor<4xf32>) -> ()
+  // CHECK: [-0.121263,  -0.20791,  0,  0.215269]
+  %12 = ember.bessel_i1e %k : tensor<4xf32>
+  func.call @print(%12) : (tensor<4xf32>) -> ()
   return
 }

@@ -146,6 +146,9 @@ UNARY = {
     "erfc": (lax.erfc, _u(-2, 2)),
     "erf_inv": (lax.erf_inv, _u(-0.9, 0.9)),
     "lgamma": (lax.lgamma, _u(0.5, 4)),
+    "bessel_i0e": (lax.bessel_i0e, _away(0.5, 12)),
+    "bessel_i1e": (lax.bessel_i1e, _u(-12, 12)),
+    "i0": (jnp.i0, _u(-4, 4)),
     "square": (jnp.square, _u(-2, 2)),
     "reciprocal": (jnp.reciprocal, _away()),
     "integer_pow3": (lambda x: x ** 3, _u(-2, 2)),
@@ -532,6 +535,19 @@ def test_digamma_derivative_negative_argument():
     check_grads(lax.digamma, np.array([-0.5, 0.3, 1.0, 7.25, 40.0]))
 
 
+def test_bessel_derivatives_at_zero():
+    # JAX's values: i0e'(0) = i1e(0) - sign(0) i0e(0) = 0, i1e'(0) = 1/2 (the
+    # limit), i0'(0) = i1(0) = 0; and i0''(0) = 1/2.
+    def grad(f):
+        return jax.grad(lambda x: jnp.sum(f(x)))
+
+    x = np.zeros(2)
+    np.testing.assert_allclose(grad(lax.bessel_i0e)(x), 0.0)
+    np.testing.assert_allclose(grad(lax.bessel_i1e)(x), 0.5)
+    np.testing.assert_allclose(grad(jnp.i0)(x), 0.0)
+    np.testing.assert_allclose(grad(grad(jnp.i0))(x), 0.5)
+
+
 def test_cumprod_grad_with_zeros_reverse():
     check_grads(lambda v: jnp.cumprod(v[::-1])[::-1], np.array([2.0, 0.0, 3.0, 0.5, 1.5]))
 
@@ -632,7 +648,8 @@ def test_transpose_identity_two_inputs():
 
 SECOND_ORDER = ["exp", "log", "tanh", "sigmoid", "sin", "tan", "arcsin", "arctan", "sinh",
                 "arccosh", "arctanh", "sqrt", "rsqrt", "cbrt", "erf", "erf_inv", "abs",
-                "integer_pow3", "reciprocal", "softplus", "gelu"]
+                "integer_pow3", "reciprocal", "softplus", "gelu", "bessel_i0e", "bessel_i1e",
+                "i0"]
 
 
 @pytest.mark.parametrize("name", SECOND_ORDER)

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from ember import lax
+
 from helpers import assert_close, jnp, rand
 
 SHAPES = [(), (5,), (2, 3)]
@@ -12,7 +14,7 @@ UNARY_FLOAT = [
     "exp", "expm1", "log1p", "sin", "cos", "tan", "tanh", "sinh", "cosh", "arctan",
     "arcsinh", "negative", "abs", "sign", "square", "floor", "ceil", "trunc", "rint",
     "exp2", "cbrt", "deg2rad", "rad2deg", "signbit", "isnan", "isinf", "isfinite",
-    "reciprocal", "fabs", "positive",
+    "reciprocal", "fabs", "positive", "i0",
 ]
 UNARY_POSITIVE = ["log", "log2", "log10", "sqrt"]
 UNARY_UNIT = ["arcsin", "arccos", "arctanh"]
@@ -243,3 +245,23 @@ def test_power_int_negative_base_and_float():
                  np.power(2.0, np.arange(4, dtype=np.float32)))
     assert_close(jnp.power(np.float32(2.0), np.arange(4, dtype=np.int32)),
                  np.power(np.float32(2.0), np.arange(4)).astype(np.float32))
+
+
+# Both Chebyshev series (|x| <= 8 and beyond) and the special points.
+BESSEL_X = np.concatenate([np.linspace(-30, 30, 61), [0.0, -0.0, 1e-3, -7.99, 8.0, 8.01,
+                                                       1e4, np.inf, -np.inf, np.nan]])
+
+
+@pytest.mark.parametrize("name", ["bessel_i0e", "bessel_i1e"])
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-14), (np.float32, 5e-6),
+                                        (np.float16, 2e-3)], ids=["f64", "f32", "f16"])
+def test_bessel_ie_against_scipy(name, dtype, rtol, request):
+    special = pytest.importorskip("scipy.special")
+    if dtype == np.float64:
+        request.getfixturevalue("x64")
+    x = BESSEL_X.astype(dtype)
+    got = getattr(lax, name)(x)
+    assert got.dtype == dtype
+    want = getattr(special, name[len("bessel_"):])(x.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=rtol, atol=0,
+                               equal_nan=True)

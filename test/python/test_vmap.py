@@ -177,6 +177,8 @@ ELEMENTWISE = [
                     + jnp.log1p(jnp.abs(x))),
          (X,), id="integer_pow-rsqrt"),
     case(lambda x: jnp.tril(x) - jnp.triu(x, 1), (X,), id="tril-triu"),
+    case(lambda x: lax.bessel_i0e(x * 4) + lax.bessel_i1e(x * 4) + jnp.i0(x), (XT,), 1,
+         id="bessel"),
 ]
 
 

@@ -48,8 +48,8 @@ def _make_unary(name, kinds=None):
 
 _unary_float = ["exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
                 "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-                "sqrt", "rsqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma", "floor",
-                "ceil", "round_nearest_afz", "round_nearest_even"]
+                "sqrt", "rsqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma", "bessel_i0e",
+                "bessel_i1e", "floor", "ceil", "round_nearest_afz", "round_nearest_even"]
 _prims = {}
 for _n in _unary_float:
     _prims[_n] = _make_unary(_n, "float")
@@ -503,6 +503,7 @@ sin, cos, tan, asin, acos, atan = (_u(n) for n in ["sin", "cos", "tan", "asin", 
 sinh, cosh, asinh, acosh, atanh = (_u(n) for n in ["sinh", "cosh", "asinh", "acosh", "atanh"])
 sqrt, rsqrt, cbrt, erf, erf_inv, lgamma, digamma = (
     _u(n) for n in ["sqrt", "rsqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma"])
+bessel_i0e, bessel_i1e = _u("bessel_i0e"), _u("bessel_i1e")
 bitwise_not = _u("not")
 population_count, clz, conj = _u("population_count"), _u("clz"), _u("conj")
 add, sub, mul, div, rem, pow = (_b(n) for n in ["add", "sub", "mul", "div", "rem", "pow"])

@@ -454,6 +454,15 @@ def sinc(x):
     return where(equal(x, 0), _to(1, x.dtype), divide(sin(safe), safe))
 
 
+def i0(x):
+    x = _promote(x, to_inexact=True)[0]
+    if _dt.is_complex(x.dtype):
+        raise ValueError(f"Unsupported input type to jax.numpy.i0: {x.dtype}")
+    # exp(|x|) i0e(x) with |x| as x * sign(x), whose derivative sign(x) is 0 at
+    # 0 (abs'(0) is 1, as in JAX), so that i0'(0) = i1(0) = 0.
+    return multiply(exp(multiply(x, sign(x))), lax.bessel_i0e(x))
+
+
 def deg2rad(x):
     return multiply(_promote(x, to_inexact=True)[0], pi / 180)
 

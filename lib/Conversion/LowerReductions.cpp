@@ -1,0 +1,370 @@
+//===- LowerReductions.cpp - reductions and sort --------------------------===//
+//
+// reduce, argmax/argmin, cumulative, reduce_window and sort.
+//
+//===----------------------------------------------------------------------===//
+#include "EmberToLinalgCommon.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace mlir::ember;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+struct ReduceLowering : public OpConversionPattern<ReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type =
+        cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    Type orig = op.getType().getElementType();
+    Type elem = type.getElementType();
+    TypedAttr id = combinerIdentity(rewriter, op.getKind(), elem, orig);
+    if (!id)
+      return rewriter.notifyMatchFailure(op,
+                                         "no identity for this kind and type");
+    Value init =
+        filledTensor(rewriter, loc, type, constScalar(rewriter, loc, id));
+    auto kind = op.getKind();
+    auto r = linalg::ReduceOp::create(
+        rewriter, loc, adaptor.getOperand(), init, op.getDimensions(),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value v = buildCombiner(b, l, kind, args[0], args[1], orig);
+          // Reductions may reassociate (as XLA's do): LLVM then vectorizes
+          // the reduction loop with several partial accumulators.
+          if (auto fm = v.getDefiningOp<arith::ArithFastMathInterface>())
+            v.getDefiningOp()->setAttr(
+                fm.getFastMathAttrName(),
+                arith::FastMathFlagsAttr::get(b.getContext(),
+                                              arith::FastMathFlags::reassoc));
+          linalg::YieldOp::create(b, l, v);
+        });
+    rewriter.replaceOp(op, r.getResults());
+    return success();
+  }
+};
+
+template <typename OpTy, bool IsMax>
+struct ArgReduceLowering : public OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  using OpAdaptor = typename OpConversionPattern<OpTy>::OpAdaptor;
+  LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto idxType = cast<RankedTensorType>(
+        this->getTypeConverter()->convertType(op.getResult().getType()));
+    auto in = cast<RankedTensorType>(adaptor.getOperand().getType());
+    Type orig = op.getOperand().getType().getElementType();
+    Type elem = in.getElementType();
+    int64_t axis = op.getAxis();
+    TypedAttr start = combinerIdentity(
+        rewriter, IsMax ? ReduceKind::Max : ReduceKind::Min, elem, orig);
+    auto valType = idxType.clone(elem);
+    Value valInit =
+        filledTensor(rewriter, loc, valType, constScalar(rewriter, loc, start));
+    Value idxInit = filledTensor(
+        rewriter, loc, idxType,
+        constScalar(rewriter, loc,
+                    rewriter.getIntegerAttr(idxType.getElementType(), 0)));
+    MLIRContext *ctx = op.getContext();
+    unsigned rank = in.getRank();
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<utils::IteratorType> iters;
+    for (unsigned i = 0; i < rank; ++i) {
+      iters.push_back(i == axis ? utils::IteratorType::reduction
+                                : utils::IteratorType::parallel);
+      if ((int64_t)i != axis)
+        outExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+    AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank),
+                                   outMap, outMap};
+    bool isFloat = isa<FloatType>(elem);
+    bool isU = !orig.isSignlessInteger() || orig.isInteger(1);
+    auto g = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{valType, idxType}, adaptor.getOperand(),
+        ValueRange{valInit, idxInit}, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value x = args[0], cur = args[1], curIdx = args[2];
+          Value better;
+          if (isFloat) {
+            better = arith::CmpFOp::create(b, l,
+                                           IsMax ? arith::CmpFPredicate::OGT
+                                                 : arith::CmpFPredicate::OLT,
+                                           x, cur);
+            // The first NaN wins (NaN counts as the extreme).
+            Value xNan =
+                arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, x, x);
+            Value curNan = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::UNO, cur, cur);
+            Value notCurNan = arith::XOrIOp::create(
+                b, l, curNan,
+                arith::ConstantOp::create(b, l, b.getBoolAttr(true)));
+            better = arith::OrIOp::create(
+                b, l, arith::AndIOp::create(b, l, better, notCurNan),
+                arith::AndIOp::create(b, l, xNan, notCurNan));
+          } else {
+            arith::CmpIPredicate p = IsMax ? (isU ? arith::CmpIPredicate::ugt
+                                                  : arith::CmpIPredicate::sgt)
+                                           : (isU ? arith::CmpIPredicate::ult
+                                                  : arith::CmpIPredicate::slt);
+            better = arith::CmpIOp::create(b, l, p, x, cur);
+          }
+          Value i = linalg::IndexOp::create(b, l, axis);
+          Value iCast = arith::IndexCastOp::create(b, l, curIdx.getType(), i);
+          // The very first element is always taken (covers all -inf / max-int).
+          Value isFirst = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                i, indexConst(b, l, 0));
+          better = arith::OrIOp::create(b, l, better, isFirst);
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{arith::SelectOp::create(b, l, better, x, cur),
+                         arith::SelectOp::create(b, l, better, iCast, curIdx)});
+        });
+    rewriter.replaceOp(op, g.getResult(1));
+    return success();
+  }
+};
+
+struct CumulativeLowering : public OpConversionPattern<CumulativeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CumulativeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(adaptor.getOperand().getType());
+    Type orig = op.getType().getElementType();
+    int64_t axis = op.getAxis(), n = type.getDimSize(axis);
+    if (n <= 1) {
+      rewriter.replaceOp(op, adaptor.getOperand());
+      return success();
+    }
+    bool rev = op.getReverse();
+    auto kind = op.getKind();
+    SmallVector<int64_t> sliceShape(type.getShape());
+    sliceShape[axis] = 1;
+    auto sliceType = type.clone(sliceShape);
+    int64_t rank = type.getRank();
+    auto loop = scf::ForOp::create(
+        rewriter, loc, indexConst(rewriter, loc, 1),
+        indexConst(rewriter, loc, n), indexConst(rewriter, loc, 1),
+        ValueRange{adaptor.getOperand()},
+        [&](OpBuilder &b, Location l, Value k, ValueRange iter) {
+          Value acc = iter[0];
+          // Position of this step and of the previous one.
+          Value cur = rev ? (Value)arith::SubIOp::create(
+                                b, l, indexConst(b, l, n - 1), k)
+                          : k;
+          Value prev =
+              rev ? (Value)arith::AddIOp::create(b, l, cur, indexConst(b, l, 1))
+                  : (Value)arith::SubIOp::create(b, l, cur,
+                                                 indexConst(b, l, 1));
+          auto offsetsAt = [&](Value p) {
+            SmallVector<OpFoldResult> o(rank, b.getIndexAttr(0));
+            o[axis] = p;
+            return o;
+          };
+          SmallVector<OpFoldResult> sizes =
+              getAsIndexOpFoldResult(b.getContext(), sliceShape);
+          SmallVector<OpFoldResult> ones(rank, b.getIndexAttr(1));
+          Value a = tensor::ExtractSliceOp::create(
+              b, l, sliceType, acc, offsetsAt(prev), sizes, ones);
+          Value c = tensor::ExtractSliceOp::create(b, l, sliceType, acc,
+                                                   offsetsAt(cur), sizes, ones);
+          Value s =
+              buildGeneric(b, l, ValueRange{a, c}, TypeRange{sliceType},
+                           [&](OpBuilder &bb, Location ll, ValueRange xs) {
+                             return SmallVector<Value>{buildCombiner(
+                                 bb, ll, kind, xs[0], xs[1], orig)};
+                           })[0];
+          Value next = tensor::InsertSliceOp::create(
+              b, l, s, acc, offsetsAt(cur), sizes, ones);
+          scf::YieldOp::create(b, l, next);
+        });
+    rewriter.replaceOp(op, loop.getResults());
+    return success();
+  }
+};
+
+struct ReduceWindowLowering : public OpConversionPattern<ReduceWindowOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceWindowOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type =
+        cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    auto in = cast<RankedTensorType>(adaptor.getOperand().getType());
+    Type orig = op.getType().getElementType();
+    Value init = tensor::ExtractOp::create(
+        rewriter, loc, adaptor.getInitValue(), ValueRange{});
+    // Pad the operand with the init value.
+    SmallVector<int64_t> padded;
+    bool anyPad = false;
+    for (int64_t i = 0; i < in.getRank(); ++i) {
+      padded.push_back(in.getDimSize(i) + op.getPaddingLow()[i] +
+                       op.getPaddingHigh()[i]);
+      anyPad |= op.getPaddingLow()[i] != 0 || op.getPaddingHigh()[i] != 0;
+    }
+    Value src = adaptor.getOperand();
+    if (anyPad) {
+      auto pt = in.clone(padded);
+      Value big = filledTensor(rewriter, loc, pt, init);
+      SmallVector<int64_t> ones(in.getRank(), 1);
+      src = tensor::InsertSliceOp::create(
+          rewriter, loc, src, big, ValueRange{}, ValueRange{}, ValueRange{},
+          op.getPaddingLow(), in.getShape(), ones);
+    }
+    MLIRContext *ctx = op.getContext();
+    unsigned rank = in.getRank();
+    SmallVector<AffineExpr> inExprs, winExprs, outExprs;
+    for (unsigned i = 0; i < rank; ++i) {
+      AffineExpr o = getAffineDimExpr(i, ctx),
+                 w = getAffineDimExpr(rank + i, ctx);
+      inExprs.push_back(o * op.getWindowStrides()[i] + w);
+      winExprs.push_back(w);
+      outExprs.push_back(o);
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(2 * rank, 0, inExprs, ctx),
+                                   AffineMap::get(2 * rank, 0, winExprs, ctx),
+                                   AffineMap::get(2 * rank, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iters = parallelIterators(rank);
+    iters.append(rank, utils::IteratorType::reduction);
+    Value window = tensor::EmptyOp::create(
+        rewriter, loc, op.getWindowDimensions(), type.getElementType());
+    Value out = filledTensor(rewriter, loc, type, init);
+    auto kind = op.getKind();
+    auto g = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{src, window}, out, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(
+              b, l, buildCombiner(b, l, kind, args[2], args[0], orig));
+        });
+    rewriter.replaceOp(op, g.getResults());
+    return success();
+  }
+};
+
+/// Sort by rank: the destination of element i along the sort dimension is the
+/// number of elements that sort before it (strictly less, or equal with a
+/// smaller index). This is O(n^2) per lane but fully data-parallel and stable.
+struct SortLowering : public OpConversionPattern<SortOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SortOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inputs = adaptor.getInputs();
+    auto type = cast<RankedTensorType>(inputs[0].getType());
+    unsigned rank = type.getRank();
+    int64_t dim = op.getDimension();
+    int64_t numKeys = op.getNumKeys();
+    MLIRContext *ctx = op.getContext();
+    // Pass 1: iteration (dims..., j); dest[..., i] = #{j : key_j before key_i}.
+    SmallVector<AffineExpr> selfExprs, otherExprs;
+    for (unsigned i = 0; i < rank; ++i) {
+      selfExprs.push_back(getAffineDimExpr(i, ctx));
+      otherExprs.push_back(i == dim ? getAffineDimExpr(rank, ctx)
+                                    : getAffineDimExpr(i, ctx));
+    }
+    AffineMap self = AffineMap::get(rank + 1, 0, selfExprs, ctx);
+    AffineMap other = AffineMap::get(rank + 1, 0, otherExprs, ctx);
+    SmallVector<Value> ins;
+    SmallVector<AffineMap> maps;
+    for (int64_t k = 0; k < numKeys; ++k) {
+      ins.push_back(inputs[k]);
+      maps.push_back(self);
+    }
+    for (int64_t k = 0; k < numKeys; ++k) {
+      ins.push_back(inputs[k]);
+      maps.push_back(other);
+    }
+    maps.push_back(self);
+    auto destType = type.clone(rewriter.getIndexType());
+    Value zero = indexConst(rewriter, loc, 0);
+    Value destInit = filledTensor(rewriter, loc, destType, zero);
+    SmallVector<utils::IteratorType> iters = parallelIterators(rank);
+    iters.push_back(utils::IteratorType::reduction);
+    auto pass1 = linalg::GenericOp::create(
+        rewriter, loc, destType, ins, destInit, maps, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          // before = lexicographic total-order less-than, ties broken by index.
+          Value i = linalg::IndexOp::create(b, l, dim);
+          Value j = linalg::IndexOp::create(b, l, rank);
+          Value before =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, j, i);
+          for (int64_t k = numKeys - 1; k >= 0; --k) {
+            Value xi = totalOrderKey(b, l, args[k]);
+            Value xj = totalOrderKey(b, l, args[numKeys + k]);
+            Type origElem = getElementTypeOrSelf(op.getInputs()[k].getType());
+            // Float keys compare as signed integers after totalOrderKey.
+            bool u = isa<IntegerType>(origElem) &&
+                     (!origElem.isSignlessInteger() || origElem.isInteger(1));
+            Value lt = arith::CmpIOp::create(
+                b, l, u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt,
+                xj, xi);
+            Value eq =
+                arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, xj, xi);
+            before = arith::OrIOp::create(
+                b, l, lt, arith::AndIOp::create(b, l, eq, before));
+          }
+          Value acc = args.back();
+          Value inc = arith::AddIOp::create(b, l, acc, indexConst(b, l, 1));
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{arith::SelectOp::create(b, l, before, inc, acc)});
+        });
+    Value dest = pass1.getResult(0);
+    // Pass 2: iteration (dims..., i) where dim is the destination k;
+    // out[..., k] = in[..., i] for the i with dest[..., i] == k.
+    SmallVector<Value> ins2 = {dest};
+    SmallVector<AffineMap> maps2 = {other};
+    for (Value v : inputs) {
+      ins2.push_back(v);
+      maps2.push_back(other);
+    }
+    SmallVector<Type> outTypes;
+    for (Value v : inputs) {
+      outTypes.push_back(v.getType());
+      maps2.push_back(self);
+    }
+    auto pass2 = linalg::GenericOp::create(
+        rewriter, loc, outTypes, ins2, inputs, maps2, iters,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value k = linalg::IndexOp::create(b, l, dim);
+          Value hit =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, args[0], k);
+          size_t n = inputs.size();
+          SmallVector<Value> ys;
+          for (size_t m = 0; m < n; ++m)
+            ys.push_back(arith::SelectOp::create(b, l, hit, args[1 + m],
+                                                 args[1 + n + m]));
+          linalg::YieldOp::create(b, l, ys);
+        });
+    rewriter.replaceOp(op, pass2.getResults());
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::ember::populateReductionLoweringPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<ReduceLowering, ArgReduceLowering<ArgMaxOp, true>,
+               ArgReduceLowering<ArgMinOp, false>, CumulativeLowering,
+               ReduceWindowLowering, SortLowering>(converter,
+                                                   patterns.getContext());
+}

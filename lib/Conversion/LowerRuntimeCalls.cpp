@@ -1,0 +1,312 @@
+//===- LowerRuntimeCalls.cpp - calls into the runtime ---------------------===//
+//
+// host_callback and the run-time stack ops become calls of buffer helpers
+// that call runtime entry points (include/ember/Runtime/Runtime.def).
+//
+//===----------------------------------------------------------------------===//
+#include "EmberToLinalgCommon.h"
+
+#include "ember/Runtime/Runtime.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace mlir::ember;
+
+//===----------------------------------------------------------------------===//
+// Buffer helpers (also used by LowerDot.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Declares the external runtime function `name` once.
+void mlir::ember::declareRuntimeFunction(ModuleOp module, StringRef name) {
+  if (module.lookupSymbol(name))
+    return;
+  const runtime::EntryPoint *entry = runtime::lookupEntryPoint(name);
+  if (!entry)
+    llvm::report_fatal_error(llvm::Twine("ember: '") + name +
+                             "' is not a runtime entry point (Runtime.def)");
+  Builder tb(module.getContext());
+  SmallVector<Type> params;
+  for (runtime::Param p : entry->params) {
+    switch (p) {
+    case runtime::Param::I64:
+      params.push_back(tb.getI64Type());
+      break;
+    case runtime::Param::Addr:
+      params.push_back(tb.getIndexType());
+      break;
+    case runtime::Param::MemRefI64:
+      params.push_back(
+          MemRefType::get({ShapedType::kDynamic}, tb.getI64Type()));
+      break;
+    case runtime::Param::MemRefIndex:
+      params.push_back(
+          MemRefType::get({ShapedType::kDynamic}, tb.getIndexType()));
+      break;
+    }
+  }
+  FunctionType type = tb.getFunctionType(params, {});
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto decl = func::FuncOp::create(mb, module.getLoc(), name, type);
+  decl.setPrivate();
+}
+
+/// Builds `func.func private @<prefix>_<k>(inTypes) -> resultTypes` that
+/// hands raw buffers to a runtime function: its tensor arguments become
+/// read-only buffers, its results freshly allocated buffers, and `emit` gets
+/// their aligned addresses (index values) to build the runtime call. Being
+/// arguments of the helper keeps the operand buffers alive across the call
+/// (extracting an address is not a use the deallocation pipeline respects).
+/// Returns the helper's name.
+std::string mlir::ember::buildBufferHelper(
+    ModuleOp module, Location loc, StringRef prefix, TypeRange inTypes,
+    TypeRange resultTypes,
+    function_ref<void(OpBuilder &, ArrayRef<Value>, ArrayRef<Value>)> emit) {
+  std::string name;
+  for (int k = 0;; ++k) {
+    name = (prefix + "_" + Twine(k)).str();
+    if (!module.lookupSymbol(name))
+      break;
+  }
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  auto helper = func::FuncOp::create(mb, loc, name,
+                                     mb.getFunctionType(inTypes, resultTypes));
+  helper.setPrivate();
+  Block *body = helper.addEntryBlock();
+  OpBuilder hb = OpBuilder::atBlockEnd(body);
+  auto bufferOf = [&](Type t) {
+    auto tt = cast<RankedTensorType>(t);
+    return MemRefType::get(tt.getShape(), tt.getElementType());
+  };
+  SmallVector<Value> inPtrs, outPtrs, outBufs;
+  for (BlockArgument a : body->getArguments()) {
+    Value m =
+        bufferization::ToBufferOp::create(hb, loc, bufferOf(a.getType()), a,
+                                          /*readOnly=*/true);
+    inPtrs.push_back(
+        memref::ExtractAlignedPointerAsIndexOp::create(hb, loc, m));
+  }
+  for (Type t : resultTypes) {
+    Value m = memref::AllocOp::create(hb, loc, bufferOf(t));
+    outBufs.push_back(m);
+    outPtrs.push_back(
+        memref::ExtractAlignedPointerAsIndexOp::create(hb, loc, m));
+  }
+  emit(hb, inPtrs, outPtrs);
+  SmallVector<Value> outs;
+  for (auto [m, t] : llvm::zip(outBufs, resultTypes))
+    outs.push_back(bufferization::ToTensorOp::create(hb, loc, t, m,
+                                                     /*restrict=*/true,
+                                                     /*writable=*/true));
+  func::ReturnOp::create(hb, loc, outs);
+  return name;
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Host callbacks
+//===----------------------------------------------------------------------===//
+
+/// The code of an element type in a host callback's signature record
+/// (EMBER_TYPE_CODE in Runtime.def; Python reads the same table).
+int64_t hostTypeCode(Type t) {
+  std::string name;
+  if (t.isF16())
+    name = "float16";
+  else if (t.isBF16())
+    name = "bfloat16";
+  else if (t.isF32())
+    name = "float32";
+  else if (t.isF64())
+    name = "float64";
+  else if (auto i = dyn_cast<IntegerType>(t))
+    name = i.getWidth() == 1 ? std::string("bool")
+                             : (i.isUnsigned() ? "uint" : "int") +
+                                   std::to_string(i.getWidth());
+  else if (auto c = dyn_cast<ComplexType>(t))
+    name = c.getElementType().isF32() ? "complex64" : "complex128";
+  return runtime::typeCode(name);
+}
+
+/// `ember.host_callback` becomes a call of a buffer helper that calls
+///
+///   ember_host_callback(signature, operand addresses, result addresses)
+///
+/// where `signature` is an i64 record [callback id, #operands, #results,
+/// then per value: type code, rank, dims...] and the address lists are
+/// memrefs of indices.
+struct HostCallbackLowering : public OpConversionPattern<HostCallbackOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(HostCallbackOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto module = op->getParentOfType<ModuleOp>();
+    SmallVector<Type> resultTypes;
+    if (failed(
+            getTypeConverter()->convertTypes(op.getResultTypes(), resultTypes)))
+      return failure();
+
+    // The signature record, from the op's own (unconverted) types.
+    SmallVector<int64_t> sig = {op.getCallbackIdAttr().getInt(),
+                                (int64_t)op.getNumOperands(),
+                                (int64_t)op.getNumResults()};
+    auto describe = [&](Type t) {
+      auto rt = cast<RankedTensorType>(t);
+      sig.push_back(hostTypeCode(rt.getElementType()));
+      sig.push_back(rt.getRank());
+      sig.append(rt.getShape().begin(), rt.getShape().end());
+    };
+    for (Type t : op.getOperandTypes())
+      describe(t);
+    for (Type t : op.getResultTypes())
+      describe(t);
+    if (llvm::is_contained(sig, -1))
+      return rewriter.notifyMatchFailure(op, "unsupported element type");
+
+    Builder tb(op.getContext());
+    auto i64 = tb.getI64Type();
+    auto idx = tb.getIndexType();
+    auto dynI64 = MemRefType::get({ShapedType::kDynamic}, i64);
+    auto dynIdx = MemRefType::get({ShapedType::kDynamic}, idx);
+    StringRef entry = "ember_host_callback";
+    declareRuntimeFunction(module, entry);
+    ValueRange ins = adaptor.getOperands();
+    std::string name = buildBufferHelper(
+        module, loc, "__ember_host_callback", TypeRange(ins), resultTypes,
+        [&](OpBuilder &hb, ArrayRef<Value> inPtrs, ArrayRef<Value> outPtrs) {
+          auto sigConst = arith::ConstantOp::create(
+              hb, loc,
+              DenseElementsAttr::get(
+                  RankedTensorType::get({(int64_t)sig.size()}, i64),
+                  ArrayRef<int64_t>(sig)));
+          Value sigBuf = bufferization::ToBufferOp::create(
+              hb, loc, MemRefType::get({(int64_t)sig.size()}, i64), sigConst,
+              /*readOnly=*/true);
+          auto addresses = [&](ArrayRef<Value> ptrs) -> Value {
+            auto t = MemRefType::get(
+                {(int64_t)std::max<size_t>(ptrs.size(), 1)}, idx);
+            Value buf = memref::AllocaOp::create(hb, loc, t);
+            for (auto [i, p] : llvm::enumerate(ptrs))
+              memref::StoreOp::create(hb, loc, p, buf,
+                                      ValueRange{indexConst(hb, loc, i)});
+            return memref::CastOp::create(hb, loc, dynIdx, buf);
+          };
+          Value argBuf = addresses(inPtrs), resBuf = addresses(outPtrs);
+          func::CallOp::create(
+              hb, loc, entry, TypeRange{},
+              ValueRange{memref::CastOp::create(hb, loc, dynI64, sigBuf),
+                         argBuf, resBuf});
+        });
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, name, resultTypes, ins);
+    return success();
+  }
+};
+
+/// Bytes of a tensor's buffer (i1 elements take a byte, as in memory).
+int64_t bufferBytes(Type t) {
+  auto rt = cast<RankedTensorType>(t);
+  Type e = rt.getElementType();
+  int64_t parts = 1;
+  if (auto c = dyn_cast<ComplexType>(e)) {
+    parts = 2;
+    e = c.getElementType();
+  }
+  return rt.getNumElements() * parts * ((e.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// The run-time stack ops become calls of buffer helpers that move one value
+/// at a time (docs/decisions.md, "Reverse mode through loops"):
+///
+///   ember_stack_push(handle in, handle out, data, bytes, lanes)   (per value)
+///   ember_stack_read(handle, index, lanes, push bytes, offset, data,
+///                    lane bytes)                             (per value)
+///   ember_stack_release(handle in, handle out, index, lanes)
+///   ember_stack_free(handle)
+///
+/// with the addresses of the handle, index and data buffers.
+template <typename OpT> struct StackLowering : public OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+  using Adaptor = typename OpConversionPattern<OpT>::OpAdaptor;
+  LogicalResult
+  matchAndRewrite(OpT op, Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto module = op->template getParentOfType<ModuleOp>();
+    SmallVector<Type> resultTypes;
+    if (failed(this->getTypeConverter()->convertTypes(op->getResultTypes(),
+                                                      resultTypes)))
+      return failure();
+    constexpr bool isPush = std::is_same_v<OpT, StackPushOp>;
+    constexpr bool isPop = std::is_same_v<OpT, StackPopOp>;
+    StringRef base = isPush  ? "ember_stack_push"
+                     : isPop ? "ember_stack_pop"
+                             : "ember_stack_free";
+    // (ember_stack_pop names only the helper: it calls read and release.)
+    if (isPop) {
+      declareRuntimeFunction(module, "ember_stack_read");
+      declareRuntimeFunction(module, "ember_stack_release");
+    } else {
+      declareRuntimeFunction(module, base);
+    }
+    SmallVector<int64_t> bytes;
+    if (isPush || isPop)
+      for (Type t : isPush ? TypeRange(op->getOperandTypes()).drop_front()
+                           : TypeRange(op->getResultTypes()).drop_front())
+        bytes.push_back(bufferBytes(t));
+    int64_t lanes = 0;
+    if constexpr (isPush || isPop)
+      lanes = (int64_t)op.getLanes().value_or(0);
+    ValueRange ins = adaptor.getOperands();
+    std::string name = buildBufferHelper(
+        module, loc, ("__" + base).str(), TypeRange(ins), resultTypes,
+        [&](OpBuilder &hb, ArrayRef<Value> inPtrs, ArrayRef<Value> outPtrs) {
+          auto i64c = [&](int64_t v) {
+            return (Value)arith::ConstantOp::create(hb, loc,
+                                                    hb.getI64IntegerAttr(v));
+          };
+          if (isPush) {
+            for (auto [j, n] : llvm::enumerate(bytes))
+              func::CallOp::create(hb, loc, base, TypeRange{},
+                                   ValueRange{j == 0 ? inPtrs[0] : outPtrs[0],
+                                              outPtrs[0], inPtrs[j + 1],
+                                              i64c(n), i64c(lanes)});
+          } else if (isPop) {
+            // A push holds its values one after another.
+            int64_t entry = 0;
+            for (int64_t n : bytes)
+              entry += n;
+            int64_t offset = 0;
+            for (auto [j, n] : llvm::enumerate(bytes)) {
+              func::CallOp::create(hb, loc, "ember_stack_read", TypeRange{},
+                                   ValueRange{inPtrs[0], inPtrs[1], i64c(lanes),
+                                              i64c(entry), i64c(offset),
+                                              outPtrs[j + 1],
+                                              i64c(lanes ? n / lanes : n)});
+              offset += n;
+            }
+            func::CallOp::create(
+                hb, loc, "ember_stack_release", TypeRange{},
+                ValueRange{inPtrs[0], outPtrs[0], inPtrs[1], i64c(lanes)});
+          } else {
+            func::CallOp::create(hb, loc, base, TypeRange{},
+                                 ValueRange{inPtrs[0]});
+          }
+        });
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, name, resultTypes, ins);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::ember::populateRuntimeCallLoweringPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<HostCallbackLowering, StackLowering<StackPushOp>,
+               StackLowering<StackPopOp>, StackLowering<StackFreeOp>>(
+      converter, patterns.getContext());
+}
