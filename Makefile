@@ -33,7 +33,8 @@ test-lit: build
 	$(VENV)/bin/lit -sv $(BUILD)/test
 
 test-python: build
-	$(PY) -m pytest -q -x test/python
+	# The CUDA target's PTX checks need ptxas (requirements.txt installs it).
+	EMBER_REQUIRE_PTXAS=1 $(PY) -m pytest -q -x test/python
 
 test: test-lit test-python
 

@@ -30,6 +30,12 @@ def EmberToLinalgPass : Pass<"ember-to-linalg", "ModuleOp"> {
     "math::MathDialect", "scf::SCFDialect", "complex::ComplexDialect",
     "func::FuncDialect", "memref::MemRefDialect", "bufferization::BufferizationDialect"
   ];
+  let options = [
+    Option<"runtimeGemm", "runtime-gemm", "bool", /*default=*/"true",
+           "Lower large f32/f64 dot_general to calls of the runtime's GEMM "
+           "entry points (the CPU target); false: every product is a "
+           "linalg.generic (the CUDA target)">
+  ];
 }
 
 def EmberLowerCopiesPass : Pass<"ember-lower-copies"> {
@@ -271,6 +277,51 @@ def EmberUniqueResultsPass : Pass<"ember-unique-results", "ModuleOp"> {
     ```
   }];
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
+}
+
+
+def EmberLinalgToGPUPass : Pass<"ember-linalg-to-gpu", "ModuleOp"> {
+  let summary = "Map bufferized linalg.generic ops and host buffers onto gpu.launch kernels";
+  let description = [{
+    The CUDA target's mapping onto the device, after bufferization. Every
+    `linalg.generic` in host code becomes one `gpu.launch`:
+
+    - without reduction dimensions, or with fewer than 128 reduced elements
+      per output (or several outputs), one thread per point of the parallel
+      iteration space (flattened, 256 threads per block, a bounds check),
+      running any reduction serially;
+    - with one output whose body is a single combiner that
+      `gpu.all_reduce` knows (add, mul, min/max, and/or/xor) over f32, f64,
+      i32 or i64, one block per output point: its 256 threads reduce
+      strided elements from the neutral value, `gpu.all_reduce` combines
+      them, and thread 0 combines the total with the output's initial value.
+
+    Host buffers become device buffers (`memref.alloc`/`dealloc` to
+    `gpu.alloc`/`dealloc`, `memref.copy` of identity layouts to
+    `gpu.memcpy`); a constant (`memref.get_global`) is copied to the device
+    at the function's entry and freed at its returns; a scalar host code
+    reads or writes (a loop predicate) goes through a one-thread kernel and
+    a copy. A call of an external function (a CPU runtime entry point) is an
+    error. The module becomes a `gpu.container_module`; run
+    `gpu-kernel-outlining` next.
+
+    Before:
+    ```mlir
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%a : memref<1024xf32>) outs(%o : memref<1024xf32>) { ... }
+    ```
+    After:
+    ```mlir
+    gpu.launch blocks(%b, ...) in (%gx = %c4, ...) threads(%t, ...) in (%bx = %c256, ...) {
+      %i = ... %b * 256 + %t
+      scf.if %i < 1024 { load %a[%i], body, store %o[%i] }
+      gpu.terminator
+    }
+    ```
+  }];
+  let dependentDialects = ["gpu::GPUDialect", "scf::SCFDialect",
+                           "memref::MemRefDialect", "arith::ArithDialect",
+                           "affine::AffineDialect"];
 }
 
 #endif // EMBER_PASSES_TD

@@ -24,3 +24,11 @@ config.substitutions.append(("%runner_utils", os.path.join(mlir_lib, "libmlir_ru
 config.substitutions.append(("%PYTHON", config.python_executable))
 llvm_config.use_default_substitutions()
 llvm_config.add_tool_substitutions(["ember-opt", "mlir-runner"], [config.ember_tools_dir, mlir_bin])
+
+# libdevice for the CUDA target's kernels (the nvidia-nvvm wheel, else a
+# CUDA toolkit): %libdevice.
+import glob  # noqa: E402
+
+_libdevice = sorted(glob.glob(os.path.join(sp, "nvidia", "cu*", "nvvm", "libdevice", "libdevice.10.bc")))
+_libdevice += sorted(glob.glob("/usr/local/cuda*/nvvm/libdevice/libdevice.10.bc"))
+config.substitutions.append(("%libdevice", _libdevice[0] if _libdevice else ""))

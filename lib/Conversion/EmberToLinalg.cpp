@@ -138,6 +138,7 @@ namespace {
 
 struct EmberToLinalgPass
     : public mlir::ember::impl::EmberToLinalgPassBase<EmberToLinalgPass> {
+  using EmberToLinalgPassBase::EmberToLinalgPassBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     EmberTypeConverter converter;
@@ -155,7 +156,7 @@ struct EmberToLinalgPass
     target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
         [&](Operation *op) { return converter.isLegal(op); });
     RewritePatternSet patterns(ctx);
-    populateEmberToLinalgPatterns(converter, patterns);
+    populateEmberToLinalgPatterns(converter, patterns, runtimeGemm);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -178,12 +179,13 @@ struct EmberToLinalgPass
 
 } // namespace
 void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
-                                                RewritePatternSet &patterns) {
+                                                RewritePatternSet &patterns,
+                                                bool runtimeGemm) {
   populateElementwiseLoweringPatterns(converter, patterns);
   populateStructuralLoweringPatterns(converter, patterns);
   populateControlFlowLoweringPatterns(converter, patterns);
   populateReductionLoweringPatterns(converter, patterns);
-  populateDotLoweringPatterns(converter, patterns);
+  populateDotLoweringPatterns(converter, patterns, runtimeGemm);
   populateGatherScatterLoweringPatterns(converter, patterns);
   populateRuntimeCallLoweringPatterns(converter, patterns);
 }

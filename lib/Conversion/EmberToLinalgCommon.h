@@ -39,7 +39,7 @@ void populateReductionLoweringPatterns(const TypeConverter &converter,
                                        RewritePatternSet &patterns);
 /// dot_general (LowerDot.cpp).
 void populateDotLoweringPatterns(const TypeConverter &converter,
-                                 RewritePatternSet &patterns);
+                                 RewritePatternSet &patterns, bool runtimeGemm);
 /// gather and scatter (LowerGatherScatter.cpp).
 void populateGatherScatterLoweringPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns);

@@ -207,7 +207,10 @@ FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
 }
 
 struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
-  using OpConversionPattern::OpConversionPattern;
+  DotGeneralLowering(const TypeConverter &converter, MLIRContext *ctx,
+                     bool runtimeGemm)
+      : OpConversionPattern(converter, ctx), runtimeGemm(runtimeGemm) {}
+  bool runtimeGemm;
   LogicalResult
   matchAndRewrite(DotGeneralOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -219,8 +222,10 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
     auto lc = op.getLhsContractingDimensions(),
          rc = op.getRhsContractingDimensions();
     MLIRContext *ctx = op.getContext();
-    if (auto call = lowerDotToGemm(op, adaptor.getLhs(), adaptor.getRhs(), type,
-                                   rewriter);
+    if (FailureOr<Value> call =
+            runtimeGemm ? lowerDotToGemm(op, adaptor.getLhs(), adaptor.getRhs(),
+                                         type, rewriter)
+                        : FailureOr<Value>(failure());
         succeeded(call)) {
       rewriter.replaceOp(op, *call);
       return success();
@@ -297,6 +302,8 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
 } // namespace
 
 void mlir::ember::populateDotLoweringPatterns(const TypeConverter &converter,
-                                              RewritePatternSet &patterns) {
-  patterns.add<DotGeneralLowering>(converter, patterns.getContext());
+                                              RewritePatternSet &patterns,
+                                              bool runtimeGemm) {
+  patterns.add<DotGeneralLowering>(converter, patterns.getContext(),
+                                   runtimeGemm);
 }

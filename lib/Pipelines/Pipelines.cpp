@@ -3,7 +3,18 @@
 #include "ember/Conversion/Passes.h"
 #include "ember/IR/EmberDialect.h"
 
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ComplexToLLVM/ComplexToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
@@ -19,8 +30,11 @@
 #include "mlir/Dialect/ControlFlow/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/Extensions/AllExtensions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/Transforms/InlinerInterfaceImpl.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -38,8 +52,11 @@
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
 #include <mutex>
@@ -48,12 +65,12 @@ using namespace mlir;
 using namespace mlir::ember;
 
 void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
-  registry
-      .insert<EmberDialect, affine::AffineDialect, arith::ArithDialect,
-              bufferization::BufferizationDialect, cf::ControlFlowDialect,
-              complex::ComplexDialect, func::FuncDialect, index::IndexDialect,
-              linalg::LinalgDialect, LLVM::LLVMDialect, math::MathDialect,
-              memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect>();
+  registry.insert<EmberDialect, affine::AffineDialect, arith::ArithDialect,
+                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
+                  complex::ComplexDialect, func::FuncDialect, gpu::GPUDialect,
+                  index::IndexDialect, NVVM::NVVMDialect, linalg::LinalgDialect,
+                  LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
+                  scf::SCFDialect, tensor::TensorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
@@ -72,6 +89,24 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
   LLVM::registerInlinerInterface(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  // The CUDA target: serializing kernels (NVVM target attribute) and
+  // translating gpu.binary / gpu.launch_func host code.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  // `gpu-to-llvm` converts host code through each dialect's
+  // ConvertToLLVMPatternInterface.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertComplexToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  NVVM::registerConvertGpuToNVVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
 }
 
 // The target-independent stages, as text: the same strings are what
@@ -110,6 +145,47 @@ static void parseOrDie(StringRef text, OpPassManager &pm) {
         llvm::Twine("ember: a built-in pipeline does not parse: ") + text);
 }
 
+/// The text of `stages` with every `${option}` replaced: `options` is
+/// `name=value ...` (values without spaces), others take their defaults.
+static FailureOr<std::string>
+expandStages(const TargetDescription &t, ArrayRef<TargetStage> stages,
+             StringRef options,
+             function_ref<LogicalResult(const Twine &)> errorHandler) {
+  llvm::StringMap<std::string> values;
+  for (const TargetOption &o : t.options)
+    values[o.name] = o.defaultValue.str();
+  SmallVector<StringRef> words;
+  options.split(words, ' ', -1, /*KeepEmpty=*/false);
+  for (StringRef w : words) {
+    auto [key, value] = w.split('=');
+    if (!values.count(key)) {
+      std::string known;
+      for (const TargetOption &o : t.options)
+        known += (known.empty() ? "" : ", ") + o.name.str();
+      (void)errorHandler("unknown option '" + key + "' of target '" + t.name +
+                         "' (options: " + known + ")");
+      return failure();
+    }
+    values[key] = value.str();
+  }
+  std::string text;
+  for (const TargetStage &stage : stages) {
+    if (!text.empty())
+      text += ",";
+    StringRef rest = stage.pipeline;
+    while (!rest.empty()) {
+      size_t at = rest.find("${");
+      text += rest.take_front(at).str();
+      if (at == StringRef::npos)
+        break;
+      size_t end = rest.find('}', at);
+      text += values.lookup(rest.slice(at + 2, end));
+      rest = rest.drop_front(end + 1);
+    }
+  }
+  return text;
+}
+
 void mlir::ember::buildTransformsPipeline(OpPassManager &pm) {
   registerEmberPassesAndPipelines();
   parseOrDie(kTransforms, pm);
@@ -123,7 +199,9 @@ void mlir::ember::buildOptimizePipeline(OpPassManager &pm) {
 void mlir::ember::buildCodegenPipeline(const TargetDescription &target,
                                        OpPassManager &pm) {
   registerEmberPassesAndPipelines();
-  parseOrDie(target.codegenPipeline, pm);
+  FailureOr<std::string> text = expandStages(
+      target, target.stages, "", [](const Twine &) { return failure(); });
+  parseOrDie(*text, pm);
 }
 
 void mlir::ember::buildTargetPipeline(const TargetDescription &target,
@@ -135,6 +213,38 @@ void mlir::ember::buildTargetPipeline(const TargetDescription &target,
 
 void mlir::ember::buildCpuPipeline(OpPassManager &pm) {
   buildTargetPipeline(*lookupTarget("cpu"), pm);
+}
+
+/// Registers `ember-<target>-<suffix>`: the shared stages when `shared`, then
+/// the target's `stages`, taking the target's options.
+static void registerTargetPipeline(const TargetDescription *t, StringRef suffix,
+                                   std::string description, bool shared,
+                                   ArrayRef<TargetStage> stages) {
+  std::string arg = ("ember-" + t->name + "-" + suffix).str();
+  if (!t->options.empty()) {
+    description += " (options:";
+    for (const TargetOption &o : t->options)
+      description +=
+          (" " + o.name + "=<" + o.help + ", default '" + o.defaultValue + "'>")
+              .str();
+    description += ")";
+  }
+  registerPassPipeline(
+      arg, description,
+      [t, shared,
+       stages](OpPassManager &pm, StringRef options,
+               function_ref<LogicalResult(const Twine &)> errorHandler) {
+        FailureOr<std::string> text =
+            expandStages(*t, stages, options, errorHandler);
+        if (failed(text))
+          return failure();
+        if (shared) {
+          parseOrDie(kTransforms, pm);
+          parseOrDie(kOptimize, pm);
+        }
+        return parsePassPipeline(*text, pm, llvm::errs());
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)>) {});
 }
 
 static void registerOnce();
@@ -172,6 +282,14 @@ static void registerOnce() {
   registerReconcileUnrealizedCastsPass();
   registerLowerAffinePass();
   registerConvertBufferizationToMemRefPass();
+  // The CUDA target.
+  registerGpuKernelOutliningPass();
+  registerGpuAsyncRegionPass();
+  registerGpuNVVMAttachTarget();
+  registerGpuModuleToBinaryPass();
+  registerConvertGpuOpsToNVVMOpsPass();
+  registerGpuToLLVMConversionPass();
+  registerConvertNVVMToLLVMPass();
   // The stages, each reachable by name: ember-transforms, ember-optimize,
   // then per target ember-<t>-codegen and the whole ember-<t>-pipeline.
   PassPipelineRegistration<>(
@@ -183,20 +301,20 @@ static void registerOnce() {
       "Target-independent optimizations on ember IR (stage 2)",
       [](OpPassManager &pm) { parseOrDie(kOptimize, pm); });
   for (const TargetDescription *t : getTargets()) {
-    PassPipelineRegistration<>(
-        ("ember-" + t->name + "-codegen").str(),
-        ("Lower optimized ember IR for the target '" + t->name +
-         "': " + t->summary)
-            .str(),
-        [t](OpPassManager &pm) { parseOrDie(t->codegenPipeline, pm); });
-    PassPipelineRegistration<>(
-        ("ember-" + t->name + "-pipeline").str(),
+    std::string what = ("the target '" + t->name + "': " + t->summary).str();
+    registerTargetPipeline(t, "codegen", "Lower optimized ember IR for " + what,
+                           false, t->stages);
+    registerTargetPipeline(
+        t, "pipeline",
         ("ember-transforms, ember-optimize, then ember-" + t->name + "-codegen")
             .str(),
-        [t](OpPassManager &pm) {
-          parseOrDie(kTransforms, pm);
-          parseOrDie(kOptimize, pm);
-          parseOrDie(t->codegenPipeline, pm);
-        });
+        true, t->stages);
+    // Each stage by itself, when there are several.
+    if (t->stages.size() > 1)
+      for (const TargetStage &stage : t->stages)
+        registerTargetPipeline(
+            t, stage.name,
+            ("Codegen stage '" + stage.name + "' of " + what).str(), false,
+            ArrayRef<TargetStage>(stage));
   }
 }

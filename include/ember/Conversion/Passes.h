@@ -11,8 +11,11 @@ namespace mlir::ember {
 #include "ember/Transforms/Passes.h.inc"
 
 /// Patterns rewriting every ember op to linalg/tensor/arith/math/scf/complex.
+/// With `runtimeGemm`, large f32/f64 products call the runtime's GEMM entry
+/// points (CPU); without, every product is a linalg.generic.
 void populateEmberToLinalgPatterns(const TypeConverter &converter,
-                                   RewritePatternSet &patterns);
+                                   RewritePatternSet &patterns,
+                                   bool runtimeGemm = true);
 
 /// The type converter of the lowering: unsigned integers become signless.
 class EmberTypeConverter : public TypeConverter {

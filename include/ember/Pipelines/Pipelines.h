@@ -15,19 +15,35 @@ void registerEmberDialects(DialectRegistry &registry);
 /// pipelines (`ember-cpu-pipeline`).
 void registerEmberPassesAndPipelines();
 
+/// One step of a target's codegen, registered as `ember-<target>-<name>`.
+struct TargetStage {
+  llvm::StringRef name;
+  /// Pass-pipeline text; `${option}` stands for a target option's value.
+  llvm::StringRef pipeline;
+};
+
+/// A target option: every stage pipeline of the target (and the composed
+/// ones) accepts `{name=value ...}`; `${name}` in the text is replaced.
+struct TargetOption {
+  llvm::StringRef name;
+  llvm::StringRef defaultValue;
+  llvm::StringRef help;
+};
+
 /// A compilation target: what follows the target-independent stages. Python
 /// has the matching description (python/ember/_src/targets/), naming the
 /// runtime that loads what the codegen pipeline produces.
 struct TargetDescription {
-  /// Short name: the pipelines are `ember-<name>-codegen` and
-  /// `ember-<name>-pipeline`.
+  /// Short name: the pipelines are `ember-<name>-codegen` (all its stages)
+  /// and `ember-<name>-pipeline` (the shared stages, then codegen).
   llvm::StringRef name;
   llvm::StringRef summary;
-  /// The tail after `ember-optimize`, as pass-pipeline text.
-  llvm::StringRef codegenPipeline;
+  /// The tail after `ember-optimize`, in order.
+  llvm::ArrayRef<TargetStage> stages;
   /// What runs the result (documentation; the runtime itself is in Python's
   /// description and lib/Runtime).
   llvm::StringRef runtime;
+  llvm::ArrayRef<TargetOption> options = {};
 };
 
 /// Every target Ember knows (lib/Pipelines/Targets/Targets.def).
@@ -40,7 +56,7 @@ const TargetDescription *lookupTarget(llvm::StringRef name);
 void buildTransformsPipeline(OpPassManager &pm);
 /// Stage 2, `ember-optimize`: target-independent rewrites of ember IR.
 void buildOptimizePipeline(OpPassManager &pm);
-/// Stage 3, `ember-<target>-codegen`.
+/// Stage 3, `ember-<target>-codegen`, with the target's default options.
 void buildCodegenPipeline(const TargetDescription &target, OpPassManager &pm);
 /// All three stages: `ember-<target>-pipeline`.
 void buildTargetPipeline(const TargetDescription &target, OpPassManager &pm);

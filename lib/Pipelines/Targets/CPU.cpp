@@ -5,6 +5,7 @@
 // host CPU.
 //
 //===----------------------------------------------------------------------===//
+#include "Common.h"
 #include "ember/Pipelines/Pipelines.h"
 
 namespace mlir::ember {
@@ -15,22 +16,7 @@ using namespace mlir::ember;
 
 static const char kCpuCodegen[] =
     "ember-to-linalg,"
-    "canonicalize,loop-invariant-code-motion,cse,"
-    "linalg-generalize-named-ops,linalg-fuse-elementwise-ops,"
-    "canonicalize,"
-    "ember-drop-optimization-barriers,"
-    "ember-unique-results,"
-    "one-shot-bufferize{bufferize-function-boundaries "
-    "allow-return-allocs-from-loops "
-    "function-boundary-type-conversion=identity-layout-map "
-    "unknown-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params{hoist-static-allocs=true "
-    "modify-public-functions=true},"
-    "canonicalize,"
-    "buffer-deallocation-pipeline,"
-    "convert-bufferization-to-memref,"
-    "ember-widen-bool-buffers,"
-    "ember-lower-copies,"
+    "canonicalize,loop-invariant-code-motion,cse," EMBER_FUSE_AND_BUFFERIZE
     "ember-math-approx,"
     "convert-math-to-funcs,"
     "convert-linalg-to-loops,"
@@ -51,9 +37,10 @@ static const char kCpuCodegen[] =
     "reconcile-unrealized-casts";
 
 const TargetDescription &mlir::ember::getCPUTarget() {
+  static const TargetStage stages[] = {{"llvm", kCpuCodegen}};
   static const TargetDescription cpu{
       "cpu", "ember -> linalg -> loops -> LLVM dialect for the host CPU",
-      kCpuCodegen,
+      stages,
       "ORC JIT of the host (emberExecutableCreate), runtime entry points in "
       "lib/Runtime"};
   return cpu;

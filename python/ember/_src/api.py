@@ -8,10 +8,12 @@ import numpy as np
 from ember._mlir._mlir_libs import _ember_runtime
 
 from . import compiler, core, dtypes, tree_util
+from . import devices as devices_lib
 from .api_util import flatten_args, flatten_fun
 from .config import config as _config
 from .config import on_change
 from .core import Array, as_value
+from .targets import get_target
 
 _jit_caches = []
 _fast_caches = []
@@ -30,20 +32,50 @@ def _is_array_leaf(x):
 
 
 class Lowered:
-    def __init__(self, jitted, module_text, exe_factory):
+    def __init__(self, jitted, module_text, exe_factory, platform="cpu", source=None):
         self._text = module_text
+        # The same module with its locations (the user's lines), which the
+        # stages compile so that their errors point at user code.
+        self._source = source or module_text
         self._factory = exe_factory
+        self._target = get_target(platform)
 
     def as_text(self, stage="ember"):
         """The IR of `stage`: "ember" (as traced), "transforms" (every
         grad/vmap/custom rule expanded), "optimize", then the target's
-        codegen stages ("llvm" on the CPU, also called "cpu-codegen")."""
+        codegen stages ("llvm" on the CPU, also called "cpu-codegen";
+        "gpu", "nvvm", "binary" and the kernels' "ptx" for cuda)."""
         if stage == "ember":
             return self._text
-        return compiler.stage_text(self._text, stage)
+        return compiler.stage_text(self._source, stage, self._target)
 
     def compile(self):
+        if self._target.name != "cpu":
+            # Compile every stage (errors surface here), then load.
+            self.as_text(self._target.stages[-1][0])
+            self._target.load(None, 0, [], [])
         return Compiled(self._factory())
+
+
+class Traced:
+    """`jit(f).trace(*args)`: the traced program, before lowering."""
+
+    def __init__(self, jitted, module_text, exe_factory, out_info, source=None):
+        self._jitted = jitted
+        self._text = module_text
+        self._source = source
+        self._factory = exe_factory
+        self.out_info = out_info
+
+    def lower(self, *, lowering_platforms=None):
+        """Lowered for the first of `lowering_platforms` ("cpu", "cuda" or
+        "gpu"); by default the CPU."""
+        platforms = tuple(lowering_platforms or ("cpu",))
+        if len(platforms) != 1:
+            raise NotImplementedError(
+                "lowering for several platforms at once is not supported; "
+                f"got {platforms}")
+        return Lowered(self._jitted, self._text, self._factory, platforms[0], self._source)
 
 
 class Compiled:
@@ -180,10 +212,17 @@ class JitWrapped:
                           tuple(a.dtype for a in out_avals), single)
 
     def lower(self, *args, **kwargs):
+        return self.trace(*args, **kwargs).lower()
+
+    def trace(self, *args, **kwargs):
         static, treedef, vals = self._prepare(args, kwargs)
         avals = [v.aval for v in vals]
-        module, _ = core.trace_function(flatten_fun(self.fun, treedef, static)[0], avals)
-        return Lowered(self, str(module), lambda: self._make(static, treedef, avals))
+        flat, out_tree = flatten_fun(self.fun, treedef, static)
+        module, out_avals = core.trace_function(flat, avals)
+        out_info = tree_util.tree_unflatten(
+            out_tree(), [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals])
+        return Traced(self, str(module), lambda: self._make(static, treedef, avals), out_info,
+                      module.operation.get_asm(enable_debug_info=True))
 
     def eval_shape(self, *args, **kwargs):
         return eval_shape(self.fun, *args, **kwargs)
@@ -216,7 +255,9 @@ def eager(fun, args, static_positions=()):
     return jit(fun, static_argnums=tuple(static_positions))(*args)
 
 
-def device_put(x, device=None, **kwargs):
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+    if device is not None:
+        devices_lib.check_device(device)
     return tree_util.tree_map(lambda v: as_value(v) if not isinstance(v, core.Value) else v, x)
 
 
@@ -226,22 +267,6 @@ def device_get(x):
 
 def block_until_ready(x):
     return x
-
-
-def devices(backend=None):
-    return [core.cpu_device]
-
-
-def local_devices(*a, **k):
-    return [core.cpu_device]
-
-
-def device_count(*a):
-    return 1
-
-
-def default_backend():
-    return "cpu"
 
 
 class disable_jit:

@@ -42,6 +42,10 @@ _HAVE_BLAS = _use_openblas()
 
 _OPT_LEVEL = int(os.environ.get("EMBER_OPT_LEVEL", "2"))
 _dump_dir = os.environ.get("EMBER_DUMP_DIR")
+# With EMBER_DUMP_DIR, also lower every compiled program for these targets
+# (comma-separated, e.g. "cuda") and dump their stages: how the PTX of whole
+# programs (the benchmarks) is checked without a GPU.
+_dump_targets = [t for t in os.environ.get("EMBER_DUMP_TARGETS", "").split(",") if t]
 
 
 class Executable:
@@ -53,6 +57,8 @@ class Executable:
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
         self.ember_text = str(module)
+        if _dump_dir and _dump_targets:
+            _dump_other_targets(module.operation.get_asm(enable_debug_info=True))
         with context():
             fn = module.body.operations[0]
             fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
@@ -66,6 +72,22 @@ class Executable:
     def __call__(self, arrays):
         raw = self.kernel(arrays)
         return [r.view(dt).reshape(shape) for r, (dt, shape) in zip(raw, self._views)]
+
+
+def _dump_other_targets(source):
+    """Lowers a traced module for each of EMBER_DUMP_TARGETS into
+    EMBER_DUMP_DIR; a failure is written there too (as `<n>.<target>.error`)
+    instead of stopping the program, which runs on the CPU."""
+    for name in _dump_targets:
+        try:
+            with context():
+                module = ir.Module.parse(source)
+                module.body.operations[0].attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+                run_pipeline(module, get_target(name), keep_text=True)
+        except Exception as e:  # noqa: BLE001 (reported in the dump, not raised)
+            n = len(os.listdir(_dump_dir))
+            with open(os.path.join(_dump_dir, f"{n:04d}.{name}.error"), "w") as f:
+                f.write(f"{type(e).__name__}: {e}\n")
 
 
 # Pass diagnostics that report what the user asked for, not an Ember bug,
@@ -133,6 +155,9 @@ def stage_text(ember_text, stage, target=None):
     stage = target.stage_name(stage)
     if stage == "ember":
         return ember_text
+    if stage in target.views:
+        source, view = target.views[stage]
+        return view(stage_text(ember_text, source, target))
     with context():
         module = ir.Module.parse(ember_text)
         fn = module.body.operations[0]

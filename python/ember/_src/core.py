@@ -19,6 +19,7 @@ from . import dtypes
 from .compiler import Executable
 from .config import on_change
 from .context import context
+from .devices import cpu_device
 from .errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -285,9 +286,12 @@ class Array(Value):
     def __reduce__(self):
         return (Array, (np.array(self._value), self.weak_type))
 
-    @property
     def devices(self):
-        return lambda: {cpu_device}
+        return {cpu_device}
+
+    @property
+    def device(self):
+        return cpu_device
 
     def copy_to_host_async(self):
         pass
@@ -297,16 +301,6 @@ class Array(Value):
         return None
 
 
-class Device:
-    platform = "cpu"
-    device_kind = "cpu"
-    id = 0
-
-    def __repr__(self):
-        return "CpuDevice(id=0)"
-
-
-cpu_device = Device()
 
 
 class Tracer(Value):

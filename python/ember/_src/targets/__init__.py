@@ -26,6 +26,9 @@ class Target:
     load: Callable
     # Other names `as_text` accepts for a stage: {alias: stage name}.
     aliases: dict = dataclasses.field(default_factory=dict)
+    # Texts derived from a stage's IR: {name: (stage name, text -> text)}
+    # (the PTX inside the CUDA binary, say).
+    views: dict = dataclasses.field(default_factory=dict)
 
     @property
     def stages(self):
@@ -34,8 +37,8 @@ class Target:
 
     def stage_name(self, stage):
         stage = self.aliases.get(stage, stage)
-        if stage != "ember" and stage not in dict(self.stages):
-            names = ["ember", *dict(self.stages), *self.aliases]
+        if stage != "ember" and stage not in dict(self.stages) and stage not in self.views:
+            names = ["ember", *dict(self.stages), *self.aliases, *self.views]
             raise ValueError(f"unknown stage {stage!r} for target {self.name!r}; "
                              f"stages: {', '.join(names)}")
         return stage
@@ -49,10 +52,15 @@ def register(target):
     return target
 
 
+# Platform names JAX uses for a target.
+_PLATFORM_ALIASES = {"gpu": "cuda", "host": "cpu"}
+
+
 def get_target(name="cpu"):
+    name = _PLATFORM_ALIASES.get(name, name)
     if name not in _targets:
         raise ValueError(f"unknown target {name!r}; known: {', '.join(_targets)}")
     return _targets[name]
 
 
-from . import cpu  # noqa: E402,F401  (registers the CPU target)
+from . import cpu, cuda  # noqa: E402,F401  (registers the targets)

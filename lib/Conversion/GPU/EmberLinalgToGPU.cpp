@@ -1,0 +1,492 @@
+//===- EmberLinalgToGPU.cpp - bufferized linalg -> gpu.launch kernels -----===//
+//
+// The CUDA target's mapping of the bufferized program onto the device. Every
+// linalg.generic left on the host becomes one gpu.launch (a fusion group is
+// one generic after linalg-fuse-elementwise-ops), buffers the host allocates
+// become device buffers, and the few scalars host control flow reads (loop
+// predicates, branch indices) travel through small device-to-host copies.
+//
+// Upstream's parallel-loop mapping (`gpu-map-parallel-loops`) launches one
+// thread per block and one block per iteration; the kernels here choose
+// their own shape: 256 threads per block over the flattened parallel
+// iterations, and for a reduction over many elements one block per output
+// whose threads stride over the reduced elements and combine with
+// gpu.all_reduce (warp shuffles after convert-gpu-to-nvvm). Written here
+// because no upstream pass chooses launch shapes from a linalg op's
+// iteration space (docs/decisions.md).
+//
+//===----------------------------------------------------------------------===//
+#include "ember/Conversion/Passes.h"
+#include "ember/IR/EmberDialect.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::ember {
+#define GEN_PASS_DEF_EMBERLINALGTOGPUPASS
+#include "ember/Transforms/Passes.h.inc"
+} // namespace mlir::ember
+
+using namespace mlir;
+
+namespace {
+
+constexpr int64_t kThreads = 256;
+/// A reduction over at least this many elements per output gets a block per
+/// output; fewer, and one thread computes each output serially.
+constexpr int64_t kBlockReduceMin = 128;
+
+Value cIndex(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value product(OpBuilder &b, Location loc, ArrayRef<Value> sizes) {
+  Value p = cIndex(b, loc, 1);
+  for (Value s : sizes)
+    p = arith::MulIOp::create(b, loc, p, s);
+  return p;
+}
+
+/// Row-major indices of `flat` in a space of `sizes`.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value flat,
+                               ArrayRef<Value> sizes) {
+  SmallVector<Value> idx(sizes.size());
+  for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+    if (i == 0) {
+      idx[i] = flat;
+      break;
+    }
+    idx[i] = arith::RemUIOp::create(b, loc, flat, sizes[i]);
+    flat = arith::DivUIOp::create(b, loc, flat, sizes[i]);
+  }
+  return idx;
+}
+
+/// The memref indices an indexing map gives for the loop indices `iv`.
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                            ArrayRef<Value> iv) {
+  SmallVector<Value> out;
+  for (unsigned i = 0; i < map.getNumResults(); ++i) {
+    AffineExpr e = map.getResult(i);
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      out.push_back(iv[d.getPosition()]);
+    else if (auto c = dyn_cast<AffineConstantExpr>(e))
+      out.push_back(cIndex(b, loc, c.getValue()));
+    else
+      out.push_back(
+          affine::AffineApplyOp::create(b, loc, map.getSubMap({i}), iv));
+  }
+  return out;
+}
+
+/// Emits the generic's body for the loop indices `iv`, with the output block
+/// arguments bound to `outs`; returns the yielded values.
+SmallVector<Value> emitBody(OpBuilder &b, Location loc, linalg::GenericOp op,
+                            ArrayRef<Value> iv, ValueRange outs) {
+  Block &body = op.getRegion().front();
+  IRMapping map;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    BlockArgument arg = body.getArgument(in->getOperandNumber());
+    if (arg.use_empty())
+      continue;
+    Value v = in->get();
+    if (isa<MemRefType>(v.getType()))
+      v = memref::LoadOp::create(
+          b, loc, v, applyMap(b, loc, op.getMatchingIndexingMap(in), iv));
+    map.map(arg, v);
+  }
+  for (auto [i, out] : llvm::enumerate(outs))
+    if (out)
+      map.map(body.getArgument(op.getNumDpsInputs() + i), out);
+  for (Operation &o : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(o)) {
+      map.map(index.getResult(), iv[index.getDim()]);
+      continue;
+    }
+    b.clone(o, map);
+  }
+  SmallVector<Value> results;
+  for (Value y : body.getTerminator()->getOperands())
+    results.push_back(map.lookupOrDefault(y));
+  return results;
+}
+
+/// Loads the current value of every output at the loop indices `iv`; with
+/// `onlyRead`, a null value stands for each output the body does not read.
+SmallVector<Value> loadOutputs(OpBuilder &b, Location loc, linalg::GenericOp op,
+                               ArrayRef<Value> iv, bool onlyRead) {
+  Block &body = op.getRegion().front();
+  SmallVector<Value> outs;
+  for (OpOperand &out : op.getDpsInitsMutable()) {
+    if (onlyRead && body.getArgument(out.getOperandNumber()).use_empty()) {
+      outs.push_back(Value());
+      continue;
+    }
+    outs.push_back(memref::LoadOp::create(
+        b, loc, out.get(),
+        applyMap(b, loc, op.getMatchingIndexingMap(&out), iv)));
+  }
+  return outs;
+}
+
+void storeOutputs(OpBuilder &b, Location loc, linalg::GenericOp op,
+                  ArrayRef<Value> iv, ValueRange values) {
+  for (auto [out, v] : llvm::zip_equal(op.getDpsInitsMutable(), values))
+    memref::StoreOp::create(
+        b, loc, v, out.get(),
+        applyMap(b, loc, op.getMatchingIndexingMap(&out), iv));
+}
+
+/// Puts the loop indices back in the order of the generic's dimensions.
+SmallVector<Value> mergeIndices(ArrayRef<unsigned> parDims, ValueRange parIv,
+                                ArrayRef<unsigned> redDims, ValueRange redIv,
+                                unsigned numLoops) {
+  SmallVector<Value> iv(numLoops);
+  for (auto [d, v] : llvm::zip_equal(parDims, parIv))
+    iv[d] = v;
+  for (auto [d, v] : llvm::zip_equal(redDims, redIv))
+    iv[d] = v;
+  return iv;
+}
+
+/// The gpu.all_reduce kind of a combiner op, if it has one.
+std::optional<gpu::AllReduceOperation> allReduceKind(Operation *op) {
+  using K = gpu::AllReduceOperation;
+  return llvm::TypeSwitch<Operation *, std::optional<K>>(op)
+      .Case<arith::AddFOp, arith::AddIOp>([](auto) { return K::ADD; })
+      .Case<arith::MulFOp, arith::MulIOp>([](auto) { return K::MUL; })
+      .Case([](arith::MaxNumFOp) { return K::MAXNUMF; })
+      .Case([](arith::MinNumFOp) { return K::MINNUMF; })
+      .Case([](arith::MaximumFOp) { return K::MAXIMUMF; })
+      .Case([](arith::MinimumFOp) { return K::MINIMUMF; })
+      .Case([](arith::MaxSIOp) { return K::MAXSI; })
+      .Case([](arith::MinSIOp) { return K::MINSI; })
+      .Case([](arith::MaxUIOp) { return K::MAXUI; })
+      .Case([](arith::MinUIOp) { return K::MINUI; })
+      .Case([](arith::AndIOp) { return K::AND; })
+      .Case([](arith::OrIOp) { return K::OR; })
+      .Case([](arith::XOrIOp) { return K::XOR; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// A gpu.launch of `grid` blocks of `threads` threads; `build` fills the body
+/// (before its terminator) given the block and thread ids along x.
+void launch(OpBuilder &b, Location loc, Value grid, int64_t threads,
+            function_ref<void(OpBuilder &, Value, Value)> build) {
+  Value one = cIndex(b, loc, 1);
+  auto l = gpu::LaunchOp::create(b, loc, grid, one, one,
+                                 cIndex(b, loc, threads), one, one);
+  Block &body = l.getBody().front();
+  OpBuilder kb = OpBuilder::atBlockEnd(&body);
+  auto term = gpu::TerminatorOp::create(kb, loc);
+  kb.setInsertionPoint(term);
+  build(kb, l.getBlockIds().x, l.getThreadIds().x);
+}
+
+struct Lowering {
+  linalg::GenericOp op;
+  SmallVector<unsigned> parDims, redDims;
+  SmallVector<Value> parSizes, redSizes;
+
+  LogicalResult run(OpBuilder &b) {
+    Location loc = op.getLoc();
+    SmallVector<Range> ranges =
+        cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+    for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
+      Value size = getValueOrCreateConstantIndexOp(b, loc, ranges[d].size);
+      if (it == utils::IteratorType::parallel) {
+        parDims.push_back(d);
+        parSizes.push_back(size);
+      } else {
+        redDims.push_back(d);
+        redSizes.push_back(size);
+      }
+    }
+    if (!redDims.empty() && succeeded(blockReduce(b)))
+      return success();
+    threadPerPoint(b);
+    return success();
+  }
+
+  /// A loop over the flattened reduced elements `from` to `to` by `step`,
+  /// at the parallel point `parIv`, carrying the outputs (the body's output
+  /// arguments) from `inits`.
+  scf::ForOp reductionLoop(OpBuilder &b, ArrayRef<Value> parIv, Value from,
+                           Value to, Value step, ValueRange inits) {
+    Location loc = op.getLoc();
+    auto loop = scf::ForOp::create(b, loc, from, to, step, inits);
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    SmallVector<Value> redIv =
+        delinearize(lb, loc, loop.getInductionVar(), redSizes);
+    SmallVector<Value> iv =
+        mergeIndices(parDims, parIv, redDims, redIv, op.getNumLoops());
+    scf::YieldOp::create(lb, loc,
+                         emitBody(lb, loc, op, iv, loop.getRegionIterArgs()));
+    return loop;
+  }
+
+  /// One thread per point of the parallel space; a reduction runs serially
+  /// in its thread.
+  void threadPerPoint(OpBuilder &b) {
+    Location loc = op.getLoc();
+    Value points = product(b, loc, parSizes);
+    Value grid =
+        arith::CeilDivUIOp::create(b, loc, points, cIndex(b, loc, kThreads));
+    Value reduced = product(b, loc, redSizes);
+    launch(b, loc, grid, kThreads, [&](OpBuilder &kb, Value bid, Value tid) {
+      Value gid = arith::AddIOp::create(
+          kb, loc,
+          arith::MulIOp::create(kb, loc, bid, cIndex(kb, loc, kThreads)), tid);
+      Value inRange = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::ult,
+                                            gid, points);
+      auto ifOp = scf::IfOp::create(kb, loc, inRange, /*withElse=*/false);
+      OpBuilder tb = ifOp.getThenBodyBuilder();
+      SmallVector<Value> parIv = delinearize(tb, loc, gid, parSizes);
+      unsigned n = op.getNumLoops();
+      if (redDims.empty()) {
+        SmallVector<Value> iv = mergeIndices(parDims, parIv, {}, {}, n);
+        storeOutputs(
+            tb, loc, op, iv,
+            emitBody(tb, loc, op, iv, loadOutputs(tb, loc, op, iv, true)));
+        return;
+      }
+      // Outputs do not depend on the reduction dimensions: read them at 0.
+      SmallVector<Value> zeros(redDims.size(), cIndex(tb, loc, 0));
+      SmallVector<Value> iv0 = mergeIndices(parDims, parIv, redDims, zeros, n);
+      scf::ForOp loop = reductionLoop(tb, parIv, cIndex(tb, loc, 0), reduced,
+                                      cIndex(tb, loc, 1),
+                                      loadOutputs(tb, loc, op, iv0, false));
+      storeOutputs(tb, loc, op, iv0, loop.getResults());
+    });
+  }
+
+  /// One block per output point: its threads reduce strided slices of the
+  /// reduced elements, then combine with gpu.all_reduce.
+  LogicalResult blockReduce(OpBuilder &b) {
+    if (op.getNumDpsInits() != 1)
+      return failure();
+    // Only worth it for many reduced elements; a dynamic count qualifies.
+    int64_t staticCount = 1;
+    for (Value s : redSizes) {
+      std::optional<int64_t> c = getConstantIntValue(s);
+      if (!c)
+        staticCount = kBlockReduceMin;
+      else
+        staticCount *= *c;
+    }
+    if (staticCount < kBlockReduceMin)
+      return failure();
+    Block &body = op.getRegion().front();
+    BlockArgument outArg = body.getArgument(op.getNumDpsInputs());
+    SmallVector<Operation *, 1> combiners;
+    if (!outArg.hasOneUse() ||
+        !matchReduction(op.getRegionOutputArgs(), 0, combiners) ||
+        combiners.size() != 1)
+      return failure();
+    Operation *combiner = combiners.front();
+    std::optional<gpu::AllReduceOperation> kind = allReduceKind(combiner);
+    std::optional<TypedAttr> neutral = arith::getNeutralElement(combiner);
+    Type t = outArg.getType();
+    if (!kind || !neutral ||
+        !(t.isF32() || t.isF64() || t.isInteger(32) || t.isInteger(64)))
+      return failure();
+
+    Location loc = op.getLoc();
+    Value points = product(b, loc, parSizes);
+    Value reduced = product(b, loc, redSizes);
+    unsigned n = op.getNumLoops();
+    launch(b, loc, points, kThreads, [&](OpBuilder &kb, Value bid, Value tid) {
+      SmallVector<Value> parIv = delinearize(kb, loc, bid, parSizes);
+      Value init = arith::ConstantOp::create(kb, loc, *neutral);
+      scf::ForOp loop = reductionLoop(kb, parIv, tid, reduced,
+                                      cIndex(kb, loc, kThreads), init);
+      auto total = gpu::AllReduceOp::create(
+          kb, loc, loop.getResult(0),
+          gpu::AllReduceOperationAttr::get(kb.getContext(), *kind),
+          /*uniform=*/true);
+      Value first = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::eq,
+                                          tid, cIndex(kb, loc, 0));
+      auto ifOp = scf::IfOp::create(kb, loc, first, /*withElse=*/false);
+      OpBuilder tb = ifOp.getThenBodyBuilder();
+      SmallVector<Value> zeros(redDims.size(), cIndex(tb, loc, 0));
+      SmallVector<Value> iv0 = mergeIndices(parDims, parIv, redDims, zeros, n);
+      Value old = loadOutputs(tb, loc, op, iv0, false).front();
+      // The combiner of the generic, applied to the output's initial value
+      // and the block's total (every kind here is commutative).
+      IRMapping map;
+      for (Value operand : combiner->getOperands())
+        map.map(operand, operand == outArg ? old : total.getResult());
+      Value combined = tb.clone(*combiner, map)->getResult(0);
+      storeOutputs(tb, loc, op, iv0, combined);
+    });
+    return success();
+  }
+};
+
+bool insideKernel(Operation *op) {
+  return op->getParentOfType<gpu::LaunchOp>() != nullptr;
+}
+
+/// Reads one element of device memory into a host value: a one-thread
+/// kernel copies it into a device scalar, which is copied to the host stack.
+Value loadToHost(OpBuilder &b, Location loc, Value mem, ValueRange idx) {
+  auto type = cast<MemRefType>(mem.getType());
+  auto one = MemRefType::get({1}, type.getElementType());
+  Value dev =
+      gpu::AllocOp::create(b, loc, one, Type(), {}, {}, {}, false).getResult(0);
+  launch(b, loc, cIndex(b, loc, 1), 1, [&](OpBuilder &kb, Value, Value) {
+    Value v = memref::LoadOp::create(kb, loc, mem, idx);
+    memref::StoreOp::create(kb, loc, v, dev, cIndex(kb, loc, 0));
+  });
+  Value host = memref::AllocaOp::create(b, loc, one);
+  gpu::MemcpyOp::create(b, loc, Type(), {}, host, dev);
+  gpu::DeallocOp::create(b, loc, Type(), {}, dev);
+  return memref::LoadOp::create(b, loc, host, cIndex(b, loc, 0));
+}
+
+/// Writes a host value into one element of device memory.
+void storeFromHost(OpBuilder &b, Location loc, Value v, Value mem,
+                   ValueRange idx) {
+  auto type = cast<MemRefType>(mem.getType());
+  auto one = MemRefType::get({1}, type.getElementType());
+  Value host = memref::AllocaOp::create(b, loc, one);
+  memref::StoreOp::create(b, loc, v, host, cIndex(b, loc, 0));
+  Value dev =
+      gpu::AllocOp::create(b, loc, one, Type(), {}, {}, {}, false).getResult(0);
+  gpu::MemcpyOp::create(b, loc, Type(), {}, dev, host);
+  launch(b, loc, cIndex(b, loc, 1), 1, [&](OpBuilder &kb, Value, Value) {
+    Value x = memref::LoadOp::create(kb, loc, dev, cIndex(kb, loc, 0));
+    memref::StoreOp::create(kb, loc, x, mem, idx);
+  });
+  gpu::DeallocOp::create(b, loc, Type(), {}, dev);
+}
+
+struct EmberLinalgToGPUPass
+    : public mlir::ember::impl::EmberLinalgToGPUPassBase<EmberLinalgToGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal() && failed(lowerFunction(fn)))
+        return signalPassFailure();
+  }
+
+  LogicalResult lowerFunction(func::FuncOp fn) {
+    // Host code may only call functions with bodies (which this pass lowers
+    // too); a runtime entry point works on host memory.
+    WalkResult calls = fn.walk([&](func::CallOp call) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (callee && callee.isExternal()) {
+        mlir::ember::emitUserError(call,
+                                   mlir::ember::runtime::ErrorKind::NotOnTarget)
+            << "this needs the CPU runtime entry point '" << call.getCallee()
+            << "', which the cuda target does not provide yet";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (calls.wasInterrupted())
+      return failure();
+
+    // Host ops only: the bodies of linalg ops become kernel code as they
+    // are, so the walk does not enter them.
+    SmallVector<Operation *> work;
+    fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<linalg::LinalgOp>(op)) {
+        work.push_back(op);
+        return WalkResult::skip();
+      }
+      if (isa<gpu::LaunchOp>(op))
+        return WalkResult::skip();
+      if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+              memref::CopyOp, memref::GetGlobalOp, memref::LoadOp,
+              memref::StoreOp>(op))
+        work.push_back(op);
+      return WalkResult::advance();
+    });
+    OpBuilder b(fn.getContext());
+    for (Operation *op : work) {
+      b.setInsertionPoint(op);
+      Location loc = op->getLoc();
+      if (auto g = dyn_cast<linalg::GenericOp>(op)) {
+        if (!g.hasPureBufferSemantics())
+          return g.emitOpError("expected buffers after bufferization");
+        if (failed(Lowering{g}.run(b)))
+          return failure();
+        op->erase();
+      } else if (isa<linalg::LinalgOp>(op)) {
+        return op->emitOpError("expected linalg.generic (run "
+                               "linalg-generalize-named-ops first)");
+      } else if (auto a = dyn_cast<memref::AllocOp>(op)) {
+        if (!a.getSymbolOperands().empty())
+          return a.emitOpError("symbol operands are not supported");
+        auto dev = gpu::AllocOp::create(b, loc, a.getType(), Type(), {},
+                                        a.getDynamicSizes(), {}, false);
+        a.replaceAllUsesWith(dev.getResult(0));
+        a.erase();
+      } else if (auto a = dyn_cast<memref::AllocaOp>(op)) {
+        // Stack buffers of the host: only scalars host code reads and writes
+        // itself stay there; one a kernel reads must live on the device.
+        bool hostOnly = llvm::all_of(a->getUsers(), [](Operation *u) {
+          return isa<memref::LoadOp, memref::StoreOp, gpu::MemcpyOp>(u) &&
+                 !insideKernel(u);
+        });
+        if (!hostOnly)
+          return a.emitOpError("stack buffers used by device code are not "
+                               "supported by the cuda target");
+      } else if (auto d = dyn_cast<memref::DeallocOp>(op)) {
+        gpu::DeallocOp::create(b, loc, Type(), {}, d.getMemref());
+        d.erase();
+      } else if (auto c = dyn_cast<memref::CopyOp>(op)) {
+        auto src = cast<MemRefType>(c.getSource().getType());
+        auto dst = cast<MemRefType>(c.getTarget().getType());
+        if (!src.getLayout().isIdentity() || !dst.getLayout().isIdentity())
+          return c.emitOpError("strided copies must be linalg.copy here (run "
+                               "ember-lower-copies first)");
+        gpu::MemcpyOp::create(b, loc, Type(), {}, c.getTarget(), c.getSource());
+        c.erase();
+      } else if (auto g = dyn_cast<memref::GetGlobalOp>(op)) {
+        // Constants live in host memory: copy each to the device once, at
+        // the function's entry, and free it at every return.
+        b.setInsertionPointToStart(&fn.getBody().front());
+        Value host =
+            memref::GetGlobalOp::create(b, loc, g.getType(), g.getNameAttr());
+        Value dev =
+            gpu::AllocOp::create(b, loc, g.getType(), Type(), {}, {}, {}, false)
+                .getResult(0);
+        gpu::MemcpyOp::create(b, loc, Type(), {}, dev, host);
+        g.replaceAllUsesWith(dev);
+        g.erase();
+        fn.walk([&](func::ReturnOp ret) {
+          OpBuilder rb(ret);
+          gpu::DeallocOp::create(rb, loc, Type(), {}, dev);
+        });
+      } else if (auto l = dyn_cast<memref::LoadOp>(op)) {
+        if (l.getMemRef().getDefiningOp<memref::AllocaOp>())
+          continue;
+        l.replaceAllUsesWith(loadToHost(b, loc, l.getMemRef(), l.getIndices()));
+        l.erase();
+      } else if (auto s = dyn_cast<memref::StoreOp>(op)) {
+        if (s.getMemRef().getDefiningOp<memref::AllocaOp>())
+          continue;
+        storeFromHost(b, loc, s.getValue(), s.getMemRef(), s.getIndices());
+        s.erase();
+      }
+    }
+    return success();
+  }
+};
+
+} // namespace

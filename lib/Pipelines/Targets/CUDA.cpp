@@ -1,0 +1,74 @@
+//===- CUDA.cpp - NVIDIA GPUs through NVVM --------------------------------===//
+//
+// ember -> linalg on tensors -> fused generics -> buffers -> one gpu.launch
+// per generic (ember-linalg-to-gpu) -> outlined gpu.module kernels -> NVVM
+// -> PTX embedded in a gpu.binary; the host code is LLVM dialect whose
+// gpu.launch_func and buffer operations become calls of the `mgpu*`
+// functions, which lib/Runtime/Cuda.cpp implements over the CUDA driver.
+//
+// Stages (each also `ember-cuda-<stage>`):
+//   gpu     buffers and kernels in the gpu dialect
+//   nvvm    kernels in NVVM, host code in the LLVM dialect
+//   binary  kernels serialized (PTX by default) into gpu.binary
+//
+//===----------------------------------------------------------------------===//
+#include "Common.h"
+#include "ember/Pipelines/Pipelines.h"
+
+namespace mlir::ember {
+const TargetDescription &getCUDATarget();
+} // namespace mlir::ember
+
+using namespace mlir::ember;
+
+static const char kGpu[] =
+    "ember-to-linalg{runtime-gemm=false},"
+    "canonicalize,cse," EMBER_FUSE_AND_BUFFERIZE "linalg-generalize-named-ops,"
+    "ember-linalg-to-gpu,"
+    "gpu-kernel-outlining,"
+    "canonicalize,cse";
+
+static const char kNvvm[] =
+    "func.func(gpu-async-region),"
+    "lower-affine,convert-scf-to-cf,"
+    "convert-complex-to-standard,"
+    "ember-arith-expand,"
+    "nvvm-attach-target{chip=${chip} features=${features} O=3 "
+    "l=${libdevice}},"
+    "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,"
+    "reconcile-unrealized-casts),"
+    "expand-strided-metadata,lower-affine,"
+    "gpu-to-llvm,"
+    "finalize-memref-to-llvm,"
+    "convert-math-to-llvm,"
+    "convert-arith-to-llvm,"
+    "convert-index-to-llvm,"
+    "convert-func-to-llvm,"
+    "convert-cf-to-llvm,"
+    "canonicalize,cse,"
+    "reconcile-unrealized-casts";
+
+static const char kBinary[] = "gpu-module-to-binary{format=${format}}";
+
+const TargetDescription &mlir::ember::getCUDATarget() {
+  static const TargetStage stages[] = {
+      {"gpu", kGpu}, {"nvvm", kNvvm}, {"binary", kBinary}};
+  static const TargetOption options[] = {
+      {"chip", "sm_90a", "the GPU architecture"},
+      {"features", "+ptx80",
+       "PTX ISA version: +ptx80 (sm_90a), +ptx86 "
+       "(sm_100a)"},
+      {"libdevice", "",
+       "libdevice.10.bc to link (empty: the CUDA toolkit's, found through "
+       "CUDA_ROOT, CUDA_HOME or CUDA_PATH)"},
+      {"format", "isa",
+       "what gpu.binary holds: isa (PTX), bin (cubin, needs "
+       "ptxas), fatbin"}};
+  static const TargetDescription cuda{
+      "cuda", "ember -> linalg -> gpu kernels -> NVVM -> PTX for NVIDIA GPUs",
+      stages,
+      "CUDA driver loaded at run time (lib/Runtime/Cuda.cpp implements the "
+      "mgpu* functions the host code calls)",
+      options};
+  return cuda;
+}

@@ -1,0 +1,190 @@
+"""Platforms and devices, as JAX names them: `devices()`, `default_backend()`,
+`local_device_count()`, `default_device`, and the `Device` objects arrays
+report.
+
+The platforms come from EMBER_PLATFORMS or JAX_PLATFORMS (comma-separated,
+in order of preference: "cpu", "cuda" or "gpu"); by default every platform
+that is present, CPU last as in JAX. CUDA devices are found through the
+driver (`libcuda.so.1`, loaded only when the cuda platform is asked for or
+the default list is probed); without a driver or a GPU nothing CUDA is
+loaded and the CPU is the only platform.
+
+Arrays live in host memory: compiled code runs on the CPU target, and the
+CUDA target compiles (to PTX) but does not run yet, so the CPU stays the
+default backend even when a GPU is present, and `device_put` onto a GPU
+raises (docs/design.md, "CUDA target").
+"""
+
+import contextlib
+import ctypes
+import os
+import threading
+
+_GPU_NAMES = ("cuda", "gpu")
+
+
+class Device:
+    """One device: `platform` ("cpu" or "gpu"), `id`, `device_kind`."""
+
+    process_index = 0
+    host_id = 0
+
+    def __init__(self, platform, id, device_kind):
+        self.platform = platform
+        self.id = id
+        self.device_kind = device_kind
+
+    def __repr__(self):
+        kind = "CpuDevice" if self.platform == "cpu" else "CudaDevice"
+        return f"{kind}(id={self.id})"
+
+    def __str__(self):
+        return f"{'TFRT_CPU' if self.platform == 'cpu' else 'cuda'}_{self.id}"
+
+    @property
+    def client(self):
+        return None
+
+
+cpu_device = Device("cpu", 0, "cpu")
+
+
+def _requested():
+    text = os.environ.get("EMBER_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or ""
+    names = [p.strip().lower() for p in text.split(",") if p.strip()]
+    for n in names:
+        if n not in ("cpu", "cuda", "gpu"):
+            raise RuntimeError(f"Unknown platform {n!r} in JAX_PLATFORMS/EMBER_PLATFORMS "
+                               "(Ember knows: cpu, cuda)")
+    return ["cuda" if n == "gpu" else n for n in names]
+
+
+def _cuda_devices():
+    """The GPUs the CUDA driver reports, or (None, reason)."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None, "the CUDA driver (libcuda.so.1) is not installed"
+    if lib.cuInit(0) != 0:
+        return None, "cuInit failed (no usable GPU)"
+    count = ctypes.c_int(0)
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return None, "the CUDA driver reports no GPU"
+    devs = []
+    for i in range(count.value):
+        name = ctypes.create_string_buffer(256)
+        dev = ctypes.c_int(0)
+        lib.cuDeviceGet(ctypes.byref(dev), i)
+        lib.cuDeviceGetName(name, 256, dev)
+        devs.append(Device("gpu", i, name.value.decode(errors="replace")))
+    return devs, None
+
+
+_lock = threading.Lock()
+_backends = None  # {"cpu": [...], "cuda": [...]}: the platforms present, in order
+
+
+def backends():
+    global _backends
+    with _lock:
+        if _backends is None:
+            requested = _requested()
+            found = {}
+            for name in requested or ["cuda", "cpu"]:
+                if name == "cpu":
+                    found["cpu"] = [cpu_device]
+                    continue
+                devs, why = _cuda_devices()
+                if devs:
+                    found["cuda"] = devs
+                elif requested:
+                    raise RuntimeError(f"Unable to initialize backend 'cuda': {why} "
+                                       "(set JAX_PLATFORMS='' to choose automatically)")
+            _backends = found
+        return _backends
+
+
+def _canonical(backend):
+    if backend is None:
+        return None
+    if isinstance(backend, Device):
+        backend = backend.platform
+    backend = backend.lower()
+    return "cuda" if backend in _GPU_NAMES else backend
+
+
+def default_backend():
+    """The platform computations run on: the CPU, the only one that runs
+    compiled code today."""
+    present = backends()
+    if "cpu" not in present:
+        return "gpu"
+    return "cpu"
+
+
+def devices(backend=None):
+    present = backends()
+    name = _canonical(backend)
+    if name is None:
+        name = "cuda" if default_backend() == "gpu" else "cpu"
+    if name not in present:
+        shown = ", ".join("gpu" if p == "cuda" else p for p in present)
+        raise RuntimeError(f"Unknown backend: '{backend}' requested, but no platforms that are "
+                           f"instances of {backend} are present. Platforms present are: {shown}")
+    return list(present[name])
+
+
+def local_devices(process_index=None, backend=None, host_id=None):
+    return devices(backend)
+
+
+def device_count(backend=None):
+    return len(devices(backend))
+
+
+def local_device_count(backend=None):
+    return len(devices(backend))
+
+
+def process_index(backend=None):
+    return 0
+
+
+def process_count(backend=None):
+    return 1
+
+
+_default = threading.local()
+
+
+def current_default_device():
+    """The device of `default_device(...)`, else the default backend's first."""
+    dev = getattr(_default, "device", None)
+    return dev if dev is not None else devices()[0]
+
+
+@contextlib.contextmanager
+def default_device(device):
+    """`with default_device(d):` puts new arrays and computations on `d`
+    (None: the default backend's first device)."""
+    if device is not None:
+        check_device(device)
+    prev = getattr(_default, "device", None)
+    _default.device = device
+    try:
+        yield
+    finally:
+        _default.device = prev
+
+
+def check_device(device):
+    """Raises unless arrays can live on `device` (a Device, or a platform name)."""
+    if isinstance(device, str):
+        device = devices(device)[0]
+    if not isinstance(device, Device):
+        raise TypeError(f"expected a Device, got {type(device).__name__}")
+    if device.platform != "cpu":
+        raise NotImplementedError(
+            f"arrays on {device!r} are not supported yet: Ember compiles for CUDA "
+            "(lower(lowering_platforms=('cuda',))) but runs on the CPU")
+    return device

@@ -1,0 +1,185 @@
+// RUN: ember-opt %s -ember-linalg-to-gpu -split-input-file | FileCheck %s
+
+// An elementwise generic: one thread per element, 256 threads per block,
+// ceil(n / 256) blocks, a bounds check, the body on loaded elements.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func @elementwise
+// CHECK: %[[N:.*]] = arith.muli %{{.*}}, %c256
+// CHECK: %[[G:.*]] = arith.ceildivui %[[N]], %c256
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[G]], {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
+// CHECK: %[[BX:.*]] = arith.muli %[[B]], %c256
+// CHECK: %[[I:.*]] = arith.addi %[[BX]], %[[TX]]
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %[[N]]
+// CHECK: scf.if %[[IN]]
+// CHECK: %[[R:.*]] = arith.remui %[[I]]
+// CHECK: %[[Q:.*]] = arith.divui %[[I]]
+// CHECK: memref.load %arg0[%[[Q]], %[[R]]]
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %arg1[%[[Q]], %[[R]]]
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.generic
+module {
+  func.func @elementwise(%a: memref<8x256xf32>, %o: memref<8x256xf32>) {
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%a : memref<8x256xf32>) outs(%o : memref<8x256xf32>) {
+    ^bb0(%x: f32, %y: f32):
+      %e = math.exp %x : f32
+      linalg.yield %e : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// A sum over 1024 elements per output: one block per output, threads stride
+// by 256 from their id, gpu.all_reduce combines, thread 0 adds the initial
+// value and stores.
+
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func @row_sum
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in
+// CHECK: %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[ACC:.*]] = scf.for %[[R:.*]] = %[[TX]] to %{{.*}} step %{{.*}} iter_args(%[[A:.*]] = %[[Z]]) -> (f32)
+// CHECK:   memref.load %arg0[%[[B]], %[[R]]]
+// CHECK:   arith.addf
+// CHECK: %[[TOT:.*]] = gpu.all_reduce add %[[ACC]] uniform
+// CHECK: scf.if
+// CHECK: %[[OLD:.*]] = memref.load %arg1[%[[B]]]
+// CHECK: %[[NEW:.*]] = arith.addf %[[TOT]], %[[OLD]]
+// CHECK: memref.store %[[NEW]], %arg1[%[[B]]]
+module {
+  func.func @row_sum(%a: memref<16x1024xf32>, %o: memref<16xf32>) {
+    linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+        ins(%a : memref<16x1024xf32>) outs(%o : memref<16xf32>) {
+    ^bb0(%x: f32, %acc: f32):
+      %s = arith.addf %x, %acc : f32
+      linalg.yield %s : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// A short reduction (4 elements per output), and one with two outputs (an
+// argmax): one thread per output, a serial loop seeded with the outputs.
+
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func @short_and_multi_output
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.all_reduce
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32)
+// CHECK: gpu.terminator
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.all_reduce
+// CHECK: scf.for %[[K:.*]] = {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, i32)
+// CHECK: arith.index_cast %[[K]] : index to i32
+// CHECK-NOT: linalg.index
+module {
+  func.func @short_and_multi_output(%a: memref<16x4xf32>, %o: memref<16xf32>,
+                                    %b: memref<16x1024xf32>, %m: memref<16xf32>, %i: memref<16xi32>) {
+    linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+        ins(%a : memref<16x4xf32>) outs(%o : memref<16xf32>) {
+    ^bb0(%x: f32, %acc: f32):
+      %s = arith.maximumf %x, %acc : f32
+      linalg.yield %s : f32
+    }
+    linalg.generic {indexing_maps = [#in, #out, #out], iterator_types = ["parallel", "reduction"]}
+        ins(%b : memref<16x1024xf32>) outs(%m, %i : memref<16xf32>, memref<16xi32>) {
+    ^bb0(%x: f32, %best: f32, %at: i32):
+      %k = linalg.index 1 : index
+      %ki = arith.index_cast %k : index to i32
+      %gt = arith.cmpf ogt, %x, %best : f32
+      %nb = arith.select %gt, %x, %best : f32
+      %na = arith.select %gt, %ki, %at : i32
+      linalg.yield %nb, %na : f32, i32
+    }
+    return
+  }
+}
+
+// -----
+
+// Host buffers become device buffers; a constant is copied to the device at
+// entry and freed at the return; a scalar host code reads (a loop
+// predicate) comes back through a one-thread kernel and a copy.
+
+// CHECK-LABEL: func @host_side
+// CHECK: %[[HOST:.*]] = memref.get_global @cst
+// CHECK: %[[DEV:.*]] = gpu.alloc () : memref<4xf32>
+// CHECK: gpu.memcpy %[[DEV]], %[[HOST]]
+// CHECK: %[[BUF:.*]] = gpu.alloc () : memref<4xf32>
+// CHECK: gpu.memcpy %[[BUF]], %[[DEV]]
+// CHECK: %[[TMP:.*]] = gpu.alloc () : memref<1xi8>
+// CHECK: gpu.launch
+// CHECK:   memref.load %arg0[]
+// CHECK:   memref.store %{{.*}}, %[[TMP]]
+// CHECK: %[[STACK:.*]] = memref.alloca() : memref<1xi8>
+// CHECK: gpu.memcpy %[[STACK]], %[[TMP]]
+// CHECK: gpu.dealloc %[[TMP]]
+// CHECK: memref.load %[[STACK]]
+// CHECK: gpu.dealloc %[[BUF]]
+// CHECK: gpu.dealloc %[[DEV]]
+// CHECK-NEXT: return
+module {
+  memref.global "private" constant @cst : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+  func.func @host_side(%p: memref<i8>) -> i8 {
+    %c = memref.get_global @cst : memref<4xf32>
+    %b = memref.alloc() : memref<4xf32>
+    memref.copy %c, %b : memref<4xf32> to memref<4xf32>
+    %v = memref.load %p[] : memref<i8>
+    memref.dealloc %b : memref<4xf32>
+    return %v : i8
+  }
+}
+
+// -----
+
+// A scalar host code writes goes to the device through a copy and a
+// one-thread kernel.
+
+// CHECK-LABEL: func @host_store
+// CHECK: %[[STACK:.*]] = memref.alloca() : memref<1xf32>
+// CHECK: memref.store %arg1, %[[STACK]]
+// CHECK: %[[TMP:.*]] = gpu.alloc () : memref<1xf32>
+// CHECK: gpu.memcpy %[[TMP]], %[[STACK]]
+// CHECK: gpu.launch
+// CHECK:   %[[X:.*]] = memref.load %[[TMP]]
+// CHECK:   memref.store %[[X]], %arg0[%{{.*}}]
+module {
+  func.func @host_store(%m: memref<3xf32>, %v: f32) {
+    %c1 = arith.constant 1 : index
+    memref.store %v, %m[%c1] : memref<3xf32>
+    return
+  }
+}
+
+// -----
+
+// A gather: the body's own loads (from tensor.extract) stay in the kernel;
+// only host code's loads go through copies.
+
+#id = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func @gather
+// CHECK: gpu.launch
+// CHECK: %[[I:.*]] = memref.load %arg1[
+// CHECK: %[[J:.*]] = arith.index_cast %[[I]]
+// CHECK: memref.load %arg0[%[[J]]]
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.memcpy
+module {
+  func.func @gather(%t: memref<64xf32>, %idx: memref<8xi32>, %o: memref<8xf32>) {
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%idx : memref<8xi32>) outs(%o : memref<8xf32>) {
+    ^bb0(%i: i32, %y: f32):
+      %j = arith.index_cast %i : i32 to index
+      %v = memref.load %t[%j] : memref<64xf32>
+      linalg.yield %v : f32
+    }
+    return
+  }
+}
