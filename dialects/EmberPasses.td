@@ -301,8 +301,10 @@ def EmberLinalgToGPUPass : Pass<"ember-linalg-to-gpu", "ModuleOp"> {
     `gpu.memcpy`); a constant (`memref.get_global`) is copied to the device
     at the function's entry and freed at its returns; a scalar host code
     reads or writes (a loop predicate) goes through a one-thread kernel and
-    a copy. A call of an external function (a CPU runtime entry point) is an
-    error. The module becomes a `gpu.container_module`; run
+    a copy. A host loop without results whose body is only scalar
+    arithmetic, loads and stores (how scatter and sort lower) moves whole
+    into a one-thread kernel. A call of an external function (a CPU runtime
+    entry point) is an error. The module becomes a `gpu.container_module`; run
     `gpu-kernel-outlining` next.
 
     Before:

@@ -183,3 +183,45 @@ module {
     return
   }
 }
+
+// -----
+
+// A host loop of scalar work on buffers (as a scatter lowers) runs whole in
+// one device thread; a loop that also runs a generic stays on the host.
+
+#id = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func @scatter_loop
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1{{.*}}) threads({{.*}}) in (%{{.*}} = %c1{{.*}}) {
+// CHECK-NEXT: scf.for
+// CHECK: memref.load %arg1
+// CHECK: memref.load %arg0
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.memcpy
+// CHECK: scf.for
+// CHECK: gpu.launch
+// CHECK: arith.addf
+module {
+  func.func @scatter_loop(%o: memref<64xf32>, %idx: memref<8xi32>, %u: memref<8xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    scf.for %i = %c0 to %c8 step %c1 {
+      %j32 = memref.load %idx[%i] : memref<8xi32>
+      %j = arith.index_cast %j32 : i32 to index
+      %a = memref.load %o[%j] : memref<64xf32>
+      %b = memref.load %u[%i] : memref<8xf32>
+      %s = arith.addf %a, %b : f32
+      memref.store %s, %o[%j] : memref<64xf32>
+    }
+    scf.for %i = %c0 to %c8 step %c1 {
+      linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]}
+          outs(%u : memref<8xf32>) {
+      ^bb0(%y: f32):
+        %z = arith.addf %y, %y : f32
+        linalg.yield %z : f32
+      }
+    }
+    return
+  }
+}

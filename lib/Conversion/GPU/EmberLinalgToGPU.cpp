@@ -25,7 +25,9 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -333,6 +335,30 @@ struct Lowering {
   }
 };
 
+/// Whether `loop` is scalar work on buffers that can run as it is in one
+/// device thread: no results, and inside only arithmetic, structured
+/// control flow, loads, stores and buffer views (scatter and sort lower to
+/// such loops).
+bool isSerialDeviceLoop(Operation *loop) {
+  if (loop->getNumResults() != 0)
+    return false;
+  bool touchesMemory = false;
+  WalkResult r = loop->walk([&](Operation *op) {
+    if (isa<memref::LoadOp, memref::StoreOp>(op)) {
+      touchesMemory = true;
+      return WalkResult::advance();
+    }
+    Dialect *d = op->getDialect();
+    if (isa<scf::SCFDialect, arith::ArithDialect, math::MathDialect,
+            affine::AffineDialect, index::IndexDialect>(d) ||
+        isa<memref::SubViewOp, memref::CastOp, memref::ExpandShapeOp,
+            memref::CollapseShapeOp, memref::DimOp>(op))
+      return WalkResult::advance();
+    return WalkResult::interrupt();
+  });
+  return !r.wasInterrupted() && touchesMemory;
+}
+
 bool insideKernel(Operation *op) {
   return op->getParentOfType<gpu::LaunchOp>() != nullptr;
 }
@@ -399,6 +425,27 @@ struct EmberLinalgToGPUPass
     });
     if (calls.wasInterrupted())
       return failure();
+
+    // Loops of scalar work on buffers (a scatter, a sort) run in one device
+    // thread, not as a host loop launching a kernel per element access.
+    SmallVector<Operation *> serial;
+    fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (isa<linalg::LinalgOp, gpu::LaunchOp>(op))
+        return WalkResult::skip();
+      if (isa<scf::ForOp, scf::WhileOp>(op) && isSerialDeviceLoop(op)) {
+        serial.push_back(op);
+        return WalkResult::skip();
+      }
+      return WalkResult::advance();
+    });
+    OpBuilder sb(fn.getContext());
+    for (Operation *loop : serial) {
+      sb.setInsertionPoint(loop);
+      launch(sb, loop->getLoc(), cIndex(sb, loop->getLoc(), 1), 1,
+             [&](OpBuilder &kb, Value, Value) {
+               loop->moveBefore(kb.getInsertionBlock(), kb.getInsertionPoint());
+             });
+    }
 
     // Host ops only: the bodies of linalg ops become kernel code as they
     // are, so the walk does not enter them.
