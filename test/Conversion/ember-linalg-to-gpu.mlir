@@ -5,8 +5,7 @@
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-LABEL: func @elementwise
-// CHECK: %[[N:.*]] = arith.muli %{{.*}}, %c256
-// CHECK: %[[G:.*]] = arith.ceildivui %[[N]], %c256
+// CHECK: %[[G:.*]] = arith.ceildivui %[[N:.*]], %c256
 // CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[G]], {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
 // CHECK: %[[BX:.*]] = arith.muli %[[B]], %c256
 // CHECK: %[[I:.*]] = arith.addi %[[BX]], %[[TX]]
@@ -221,6 +220,41 @@ module {
         %z = arith.addf %y, %y : f32
         linalg.yield %z : f32
       }
+    }
+    return
+  }
+}
+
+// -----
+
+// An empty iteration space launches nothing; one known only at run time is
+// guarded (CUDA rejects an empty grid).
+
+#id = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func @empty
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// CHECK-LABEL: func @dynamic
+// CHECK: %[[N:.*]] = memref.dim %arg0
+// CHECK: %[[ANY:.*]] = arith.cmpi ugt, %[[N]], %c0
+// CHECK: scf.if %[[ANY]] {
+// CHECK: gpu.launch
+module {
+  func.func @empty(%a: memref<0xf32>) {
+    linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]}
+        outs(%a : memref<0xf32>) {
+    ^bb0(%y: f32):
+      %z = arith.addf %y, %y : f32
+      linalg.yield %z : f32
+    }
+    return
+  }
+  func.func @dynamic(%a: memref<?xf32>) {
+    linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]}
+        outs(%a : memref<?xf32>) {
+    ^bb0(%y: f32):
+      %z = arith.addf %y, %y : f32
+      linalg.yield %z : f32
     }
     return
   }

@@ -15,3 +15,21 @@ def x64():
     ember.config.update("jax_enable_x64", True)
     yield
     ember.config.update("jax_enable_x64", old)
+
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """Counts the programs compiled while the test runs (the program cache
+    starts empty)."""
+    from ember._src import core
+
+    count = [0]
+    real = core.Executable
+
+    def counting(*a, **k):
+        count[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(core, "Executable", counting)
+    core._program_cache.clear()
+    return count

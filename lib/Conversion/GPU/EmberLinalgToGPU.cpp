@@ -52,10 +52,11 @@ Value cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+/// The product of `sizes`, folded to a constant when they are constants.
 Value product(OpBuilder &b, Location loc, ArrayRef<Value> sizes) {
   Value p = cIndex(b, loc, 1);
   for (Value s : sizes)
-    p = arith::MulIOp::create(b, loc, p, s);
+    p = b.createOrFold<arith::MulIOp>(loc, p, s);
   return p;
 }
 
@@ -213,6 +214,19 @@ struct Lowering {
         redDims.push_back(d);
         redSizes.push_back(size);
       }
+    }
+    // No parallel point (an empty array): nothing to launch. CUDA rejects
+    // an empty grid, so a count known only at run time guards the launch.
+    Value points = product(b, loc, parSizes);
+    std::optional<int64_t> staticPoints = getConstantIntValue(points);
+    if (staticPoints && *staticPoints == 0)
+      return success();
+    OpBuilder::InsertionGuard guard(b);
+    if (!staticPoints) {
+      Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                        points, cIndex(b, loc, 0));
+      b.setInsertionPoint(
+          scf::IfOp::create(b, loc, any, /*withElse=*/false).thenYield());
     }
     if (!redDims.empty() && succeeded(blockReduce(b)))
       return success();

@@ -62,7 +62,7 @@ def _zeros(aval):
 def _vjp_traced(fun, primals, has_aux):
     leaves, treedef = tree_util.tree_flatten(primals)
     vals = [as_value(x) for x in leaves]
-    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1])
+    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals)
     callee_primals = vals + traced.captured
     outs = _call(traced.name, callee_primals, traced.out_avals)
     call_state = {"trace": core.current_trace(), "op": outs[0].value.owner if outs else None}
@@ -257,7 +257,7 @@ def _jvp_traced(fun, primals, tangents, has_aux):
         if as_value(t).shape != v.shape:
             raise ValueError(f"jvp tangent shape {as_value(t).shape} does not match the "
                              f"primal shape {v.shape} (at {core.where()})")
-    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1])
+    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals)
     wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
     ts = [lax.convert_element_type(t_leaves[i], vals[i].dtype) for i in wrt]
     res = _transform("jvp", traced.name, vals + traced.captured, ts, wrt,
@@ -565,7 +565,8 @@ class custom_jvp:
         vals = [as_value(x) for x in leaves]
         avals = [v.aval for v in vals]
         n = len(vals)
-        f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items())
+        f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items(),
+                   sources=vals)
 
         def rule(*xs):
             p = tree_util.tree_unflatten(treedef, list(xs[:n]))
@@ -583,7 +584,7 @@ class custom_jvp:
 
         self._tracing_rule += 1
         try:
-            j = Traced(rule, avals + avals)
+            j = Traced(rule, avals + avals, sources=vals + [None] * n)
         finally:
             self._tracing_rule -= 1
         res = _custom_call("custom_jvp_call", {"callee": f.name, "jvp": j.name},
@@ -641,7 +642,8 @@ class custom_vjp:
         def full(xs):
             return _rebuild(nondiff, tree_util.tree_unflatten(treedef, list(xs)), nargs)
 
-        f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items())
+        f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items(),
+                   sources=vals)
         store = {}
 
         def fwd(*xs):
@@ -652,7 +654,7 @@ class custom_vjp:
 
         self._tracing_rule += 1
         try:
-            fw = Traced(fwd, avals)
+            fw = Traced(fwd, avals, sources=vals)
         finally:
             self._tracing_rule -= 1
         nout = len(f.out_avals)

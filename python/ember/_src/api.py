@@ -2,6 +2,7 @@
 
 import functools
 import inspect
+import weakref
 
 import numpy as np
 
@@ -15,16 +16,17 @@ from .config import on_change
 from .core import Array, as_value
 from .targets import get_target
 
-_jit_caches = []
-_fast_caches = []
+# Every live jit object, weakly: the configuration's changes clear their
+# caches, and a dead one (transformations outside `jit` make one per call)
+# is not kept alive.
+_jit_objects = weakref.WeakSet()
 
 
 @on_change
 def _clear_jit_caches():
-    for c in _jit_caches:
-        c.clear()
-    for c in _fast_caches:
-        c.clear()
+    for j in list(_jit_objects):
+        j.cache.clear()
+        j._fast.clear()
 
 
 def _is_array_leaf(x):
@@ -126,9 +128,8 @@ class JitWrapped:
                 if i < len(params) and params[i] not in self.static_argnames:
                     self.static_argnames += (params[i],)
         self.cache = {}
-        _jit_caches.append(self.cache)
         self._fast = _ember_runtime.FastJit(Array)
-        _fast_caches.append(self._fast)
+        _jit_objects.add(self)
 
     def _split(self, args, kwargs):
         static = []
@@ -251,8 +252,20 @@ def eval_shape(fun, *args, **kwargs):
 
 def eager(fun, args, static_positions=()):
     """Runs `fun(*args)` compiled, outside of any trace (how transformations
-    called outside `jit` run)."""
-    return jit(fun, static_argnums=tuple(static_positions))(*args)
+    called outside `jit` run). The trace is concrete: Python control flow on
+    values works as in JAX, and the compiled program is the path taken
+    (cached by its text, so a repeated path compiles nothing)."""
+    j = jit(fun, static_argnums=tuple(static_positions))
+    if _config.jax_disable_jit:
+        return fun(*args)
+    static, treedef, vals = j._prepare(args, {})
+    if core.find_trace(vals) is not None or core._trace_stack:
+        return fun(*args)
+    flat_fun, out_tree = flatten_fun(fun, treedef, static)
+    exe = core.compile_function(flat_fun, [v.aval for v in vals], concrete=vals)
+    outs = exe([v._value for v in vals])
+    return tree_util.tree_unflatten(
+        out_tree(), [Array(o, a.weak_type) for o, a in zip(outs, exe.out_avals)])
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

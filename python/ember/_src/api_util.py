@@ -53,9 +53,10 @@ class Traced:
     callee of a transformation op); `fun`, `in_tree` and `static` as for
     `flatten_fun`."""
 
-    def __init__(self, fun, in_avals, in_tree=None, static=()):
+    def __init__(self, fun, in_avals, in_tree=None, static=(), sources=None):
         flat, out_tree = flatten_fun(fun, in_tree, static)
-        self.name, self.out_avals, self.captured = core.trace_subfunction(flat, in_avals)
+        self.name, self.out_avals, self.captured = core.trace_subfunction(
+            flat, in_avals, sources=sources)
         self.out_tree = out_tree()
 
 

@@ -18,6 +18,8 @@ class _Config:
     def __init__(self):
         self.jax_enable_x64 = False
         self.jax_disable_jit = False
+        # Compiled programs kept in memory (core._program_cache).
+        self.ember_program_cache_size = 1024
 
     def update(self, name, value):
         if not hasattr(self, name):

@@ -7,6 +7,7 @@ primitive runs eagerly by compiling a one-op function (cached per signature)
 with `compiler`.
 """
 
+import collections
 import os
 import sys
 import threading
@@ -17,7 +18,7 @@ from ember._mlir import ir
 
 from . import dtypes
 from .compiler import Executable
-from .config import on_change
+from .config import config, on_change
 from .context import context
 from .devices import cpu_device
 from .errors import (
@@ -304,12 +305,24 @@ class Array(Value):
 
 
 class Tracer(Value):
-    __slots__ = ("aval", "value", "trace")
+    """A traced value. Outside `jit` (a concrete trace, see `trace_function`)
+    it also knows how to compute its value: `src` is ("value", Array),
+    ("same", another Value) or ("op", primitive, args, params, out_avals,
+    index), evaluated on demand by `concrete()` (Python control flow on
+    values under transformations outside `jit`); None inside `jit`."""
 
-    def __init__(self, trace, value, aval):
+    __slots__ = ("aval", "value", "trace", "src")
+
+    def __init__(self, trace, value, aval, src=None):
         self.trace = trace
         self.value = value
         self.aval = aval
+        self.src = src
+
+    def concrete(self):
+        """This tracer's value as an Array, or None when it has none (inside
+        `jit`, a batched value, the result of a region op)."""
+        return _concretize(self)
 
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>"
@@ -322,26 +335,32 @@ class Tracer(Value):
             f"lax.select for data-dependent control flow, or mark the argument "
             f"static with static_argnums.")
 
+    def _concrete_or_raise(self, what, cls=ConcretizationTypeError):
+        v = self.concrete()
+        if v is None:
+            raise self._concretization_error(what, cls)
+        return v
+
     def __bool__(self):
-        raise self._concretization_error("bool()", TracerBoolConversionError)
+        return bool(self._concrete_or_raise("bool()", TracerBoolConversionError))
 
     def __int__(self):
-        raise self._concretization_error("int()", TracerIntegerConversionError)
+        return int(self._concrete_or_raise("int()", TracerIntegerConversionError))
 
     def __index__(self):
-        raise self._concretization_error("__index__", TracerIntegerConversionError)
+        return self._concrete_or_raise("__index__", TracerIntegerConversionError).__index__()
 
     def __float__(self):
-        raise self._concretization_error("float()")
+        return float(self._concrete_or_raise("float()"))
 
     def __complex__(self):
-        raise self._concretization_error("complex()")
+        return complex(self._concrete_or_raise("complex()"))
 
     def item(self, *a):
-        raise self._concretization_error("item()")
+        return self._concrete_or_raise("item()").item(*a)
 
     def tolist(self):
-        raise self._concretization_error("tolist()")
+        return self._concrete_or_raise("tolist()").tolist()
 
     def __array__(self, *a, **k):
         raise TracerArrayConversionError(
@@ -354,6 +373,47 @@ class Tracer(Value):
 
     def block_until_ready(self):
         return self
+
+
+def _concretize(x):
+    """The concrete Array of a Value, evaluating the primitives recorded in
+    tracers' `src` (memoized, without recursion); None if it has none."""
+    if not isinstance(x, Tracer):
+        return x
+    stack = [x]
+    while stack:
+        t = stack[-1]
+        src = t.src
+        if src is None:
+            return None
+        if src[0] == "value":
+            stack.pop()
+            continue
+        deps = [src[1]] if src[0] == "same" else src[2]
+        waiting = [d for d in deps if isinstance(d, Tracer) and
+                   (d.src is None or d.src[0] != "value")]
+        if any(d.src is None for d in waiting):
+            t.src = None  # not computable: remember, for the next question
+            return None
+        if waiting:
+            stack.extend(waiting)
+            continue
+        stack.pop()
+        if src[0] == "same":
+            t.src = ("value", _concrete_of(src[1]))
+            continue
+        _, prim, args, params, out_avals, index = src
+        try:
+            outs = eager_apply(prim, [_concrete_of(a) for a in args], params, out_avals)
+        except Exception:  # noqa: BLE001 (an op that cannot run alone: no value)
+            t.src = None
+            return None
+        t.src = ("value", outs[index])
+    return x.src[1]
+
+
+def _concrete_of(v):
+    return v.src[1] if isinstance(v, Tracer) else v
 
 
 # --------------------------------------------------------------------------
@@ -371,9 +431,12 @@ class Trace:
     it uses become extra arguments (closure conversion), listed in ``captured``.
     """
 
-    def __init__(self, name="main", parent=None):
+    def __init__(self, name="main", parent=None, concrete=False):
         self.ctx = context()
         self.parent = parent
+        # Whether values are concrete here (outside `jit`): results of
+        # primitives record how to compute them.
+        self.concrete = concrete if parent is None else parent.concrete
         self.captured = []  # outer tracers, in the order of the extra arguments
         self._capture_args = {}
         if parent is None:
@@ -390,7 +453,9 @@ class Trace:
         self.block = None
         self.func_op = None
 
-    def begin(self, in_avals):
+    def begin(self, in_avals, sources=None):
+        """The argument tracers; `sources` (in a concrete trace) gives the
+        Value each argument equals, or None."""
         in_types = [mlir_type(a) for a in in_avals]
         with self.ctx, ir.Location.unknown():
             attrs = {"sym_name": ir.StringAttr.get(self.name),
@@ -401,7 +466,9 @@ class Trace:
                 "func.func", regions=1, attributes=attrs,
                 ip=ir.InsertionPoint(self.module.body))
             self.block = self.func_op.regions[0].blocks.append(*in_types)
-        return [Tracer(self, self.block.arguments[i], a) for i, a in enumerate(in_avals)]
+        sources = sources if self.concrete and sources else [None] * len(in_avals)
+        return [Tracer(self, self.block.arguments[i], a, _source(s))
+                for i, (a, s) in enumerate(zip(in_avals, sources))]
 
     def location(self):
         f = user_frame()
@@ -458,11 +525,13 @@ class Trace:
 class RegionTrace(Trace):
     """Traces into a block of a region op (e.g. the body of ember.while).
     Regions are not isolated: values of enclosing traces are used directly
-    (through the parent, which captures them if it is a function)."""
+    (through the parent, which captures them if it is a function). Their
+    arguments are abstract, as in JAX (a loop body runs many times)."""
 
     def __init__(self, parent, block):
         self.ctx = context()
         self.parent = parent
+        self.concrete = parent.concrete
         self.root = parent.root
         self.module = parent.module
         self.name = parent.name
@@ -478,6 +547,15 @@ class RegionTrace(Trace):
 
     def finish(self, outs):
         raise TypeError("region traces end with a terminator, not a return")
+
+
+def _source(v):
+    """The `src` of a tracer equal to `v` (None when `v` has no value)."""
+    if v is None:
+        return None
+    if isinstance(v, Tracer):
+        return None if v.src is None else ("same", v)
+    return ("value", v)
 
 
 def trace_region(block, fun, arg_avals, terminator="ember.yield"):
@@ -544,6 +622,10 @@ class Primitive:
                 outs = self._emit(trace, vals, out_avals, **params)
             else:
                 outs = trace.emit("ember." + self.name, vals, out_avals)
+            if trace.concrete and all(not isinstance(a, Tracer) or a.src is not None
+                                      for a in args):
+                for i, o in enumerate(outs):
+                    o.src = ("op", self, args, params, out_avals, i)
         return outs if self.multiple_results else outs[0]
 
 
@@ -590,14 +672,16 @@ def asarray_concrete(x, dtype=None):
 # --------------------------------------------------------------------------
 
 
-def trace_subfunction(fun, in_avals, name="f"):
+def trace_subfunction(fun, in_avals, name="f", sources=None):
     """Traces `fun` (flat args -> flat outputs) into a private function of the
-    current module. Returns (symbol name, out_avals, captured outer tracers)."""
+    current module; `sources`: the Values the caller passes (their concrete
+    values are the arguments' outside `jit`). Returns (symbol name,
+    out_avals, captured outer tracers)."""
     parent = current_trace()
     trace = Trace(name, parent)
     _trace_stack.append(trace)
     try:
-        args = trace.begin(in_avals)
+        args = trace.begin(in_avals, sources)
         outs = [as_value(o) for o in fun(*args)]
         trace.finish(outs)
     finally:
@@ -605,12 +689,15 @@ def trace_subfunction(fun, in_avals, name="f"):
     return trace.name, [o.aval for o in outs], list(trace.captured)
 
 
-def trace_function(fun, in_avals):
-    """Traces `fun` (flat args -> flat outputs) into a module; returns (module, out_avals)."""
-    trace = Trace()
+def trace_function(fun, in_avals, concrete=None):
+    """Traces `fun` (flat args -> flat outputs) into a module; returns (module,
+    out_avals). With `concrete` (the argument Arrays; transformations outside
+    `jit`), tracers know their values, so Python control flow on them works
+    and the module records the path taken."""
+    trace = Trace(concrete=concrete is not None)
     _trace_stack.append(trace)
     try:
-        args = trace.begin(in_avals)
+        args = trace.begin(in_avals, concrete)
         outs = fun(*args)
         outs = [as_value(o) for o in outs]
         module = trace.finish(outs)
@@ -619,9 +706,26 @@ def trace_function(fun, in_avals):
     return module, [o.aval for o in outs]
 
 
-def compile_function(fun, in_avals):
-    module, out_avals = trace_function(fun, in_avals)
-    return Executable(module, in_avals, out_avals)
+# Compiled code by program: the traced module's text (ops, types and
+# constants; not locations) with its input avals. Transformations outside
+# `jit` trace a new function object on every call, so this is what makes a
+# repeated `grad(f)(x)` compile nothing. Bounded (least recently used goes
+# first); entries hold no reference to the user's functions.
+_program_cache = collections.OrderedDict()
+
+
+def compile_function(fun, in_avals, concrete=None):
+    module, out_avals = trace_function(fun, in_avals, concrete)
+    key = (str(module), tuple(in_avals))
+    exe = _program_cache.get(key)
+    if exe is not None:
+        _program_cache.move_to_end(key)
+        return exe
+    exe = Executable(module, in_avals, out_avals)
+    _program_cache[key] = exe
+    while len(_program_cache) > max(config.ember_program_cache_size, 0):
+        _program_cache.popitem(last=False)
+    return exe
 
 
 _eager_cache = {}
@@ -631,6 +735,7 @@ _eager_cache = {}
 def _clear_caches():
     _eager_cache.clear()
     _type_cache.clear()
+    _program_cache.clear()
 
 
 def _param_key(params):
