@@ -577,8 +577,13 @@ def clamp(min, x, max):
 def convert_element_type(x, new_dtype, weak_type=False):
     x = as_value(x)
     new_dtype = dtypes.canonicalize_dtype(new_dtype)
-    if x.dtype == new_dtype and x.weak_type == weak_type:
-        return x
+    if x.dtype == new_dtype:
+        if x.weak_type == weak_type:
+            return x
+        if type(x) is core.Array:
+            # Only the weak flag changes (a Python scalar meeting an array):
+            # the same data, no kernel.
+            return core.Array(x._value, weak_type=weak_type)
     return convert_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
 
 
@@ -600,6 +605,16 @@ def broadcast_in_dim(x, shape, broadcast_dimensions):
     shape, dims = tuple(int(s) for s in shape), tuple(int(d) for d in broadcast_dimensions)
     if x.shape == shape and dims == tuple(range(len(shape))):
         return x
+    if type(x) is core.Array and not core._trace_stack and \
+            all(a < b for a, b in zip(dims, dims[1:])):
+        # Outside any trace a broadcast is data movement NumPy does exactly
+        # (eager `x * 2.0` broadcasts the scalar): no kernel launch.
+        broadcast_in_dim_p.abstract_eval(x.aval, shape=shape, broadcast_dimensions=dims)
+        expanded = [1] * len(shape)
+        for d, n in zip(dims, x.shape):
+            expanded[d] = n
+        v = np.ascontiguousarray(np.broadcast_to(x._value.reshape(expanded), shape))
+        return core.Array(v, weak_type=x.weak_type)
     return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
 
 

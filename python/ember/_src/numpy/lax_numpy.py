@@ -94,7 +94,8 @@ def _result(*args):
         elif isinstance(a, (_np.dtype, type)) and not isinstance(a, bool) or isinstance(a, str):
             pairs.append((_np.dtype(a), False))
         else:
-            pairs.append((_v(a).dtype, _v(a).weak_type))
+            v = _v(a)
+            pairs.append((v.dtype, v.weak_type))
     return _dt.result_type_weak(*pairs)
 
 
@@ -149,11 +150,15 @@ def broadcast_arrays(*args):
 
 
 def _promote(*args, to_inexact=False):
+    args = [a if isinstance(a, _Value) else _v(a) for a in args]  # convert once
     dtype, weak = _result(*args)
     if to_inexact and not _dt.is_inexact(dtype):
         dtype = _dt.default_float()
     vals = [_to(a, dtype, weak) for a in args]
-    shape = broadcast_shapes(*[a.shape for a in vals])
+    shapes = [a.shape for a in vals]
+    if shapes.count(shapes[0]) == len(shapes):  # (`all` here is jnp.all)
+        return vals
+    shape = broadcast_shapes(*shapes)
     return [broadcast_to(a, shape) for a in vals]
 
 
