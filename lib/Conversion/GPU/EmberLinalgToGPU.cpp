@@ -200,6 +200,8 @@ struct Lowering {
   linalg::GenericOp op;
   SmallVector<unsigned> parDims, redDims;
   SmallVector<Value> parSizes, redSizes;
+  /// The number of parallel points (product of parSizes).
+  Value points;
 
   LogicalResult run(OpBuilder &b) {
     Location loc = op.getLoc();
@@ -217,7 +219,7 @@ struct Lowering {
     }
     // No parallel point (an empty array): nothing to launch. CUDA rejects
     // an empty grid, so a count known only at run time guards the launch.
-    Value points = product(b, loc, parSizes);
+    points = product(b, loc, parSizes);
     std::optional<int64_t> staticPoints = getConstantIntValue(points);
     if (staticPoints && *staticPoints == 0)
       return success();
@@ -255,7 +257,6 @@ struct Lowering {
   /// in its thread.
   void threadPerPoint(OpBuilder &b) {
     Location loc = op.getLoc();
-    Value points = product(b, loc, parSizes);
     Value grid =
         arith::CeilDivUIOp::create(b, loc, points, cIndex(b, loc, kThreads));
     Value reduced = product(b, loc, redSizes);
@@ -318,7 +319,6 @@ struct Lowering {
       return failure();
 
     Location loc = op.getLoc();
-    Value points = product(b, loc, parSizes);
     Value reduced = product(b, loc, redSizes);
     unsigned n = op.getNumLoops();
     launch(b, loc, points, kThreads, [&](OpBuilder &kb, Value bid, Value tid) {

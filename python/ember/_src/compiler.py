@@ -51,12 +51,12 @@ _dump_targets = [t for t in os.environ.get("EMBER_DUMP_TARGETS", "").split(",") 
 class Executable:
     """A compiled function: the C++ kernel plus the avals it was built for."""
 
-    def __init__(self, module, in_avals, out_avals, target=None):
+    def __init__(self, module, in_avals, out_avals, target=None, text=None):
         target = target or get_target()
         self.target = target
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
-        self.ember_text = str(module)
+        self.ember_text = text if text is not None else str(module)
         if _dump_dir and _dump_targets:
             _dump_other_targets(module.operation.get_asm(enable_debug_info=True))
         with context():

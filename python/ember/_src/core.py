@@ -716,12 +716,13 @@ _program_cache = collections.OrderedDict()
 
 def compile_function(fun, in_avals, concrete=None):
     module, out_avals = trace_function(fun, in_avals, concrete)
-    key = (str(module), tuple(in_avals))
+    text = str(module)
+    key = (text, tuple(in_avals))
     exe = _program_cache.get(key)
     if exe is not None:
         _program_cache.move_to_end(key)
         return exe
-    exe = Executable(module, in_avals, out_avals)
+    exe = Executable(module, in_avals, out_avals, text=text)
     _program_cache[key] = exe
     while len(_program_cache) > max(config.ember_program_cache_size, 0):
         _program_cache.popitem(last=False)
