@@ -16,7 +16,7 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import core, dtypes, lax, tree_util
+from . import core, dtypes, lax, state, tree_util
 from .api import eager as _eager
 from .api_util import flatten_fun
 from .core import as_value
@@ -33,7 +33,18 @@ def _pred_scalar(pred, what):
     return p
 
 
+def _with_refs(fun):
+    """`fun`, a callable of a control-flow op, in its pure form over the live
+    refs (`state`): `pure(ref_values, *args) -> (ref_values, result)`."""
+    return state.stateful(fun, state.live_refs())
+
+
 def cond(pred, true_fun, false_fun, *operands):
+    if refs := state.live_refs():
+        vals, out = _cond_traced(pred, _with_refs(true_fun), _with_refs(false_fun),
+                                 (state.values(refs),) + operands)
+        state.bind(refs, vals)
+        return out
     if not core._trace_stack:
         return _eager(lambda p, *ops: _cond_traced(p, true_fun, false_fun, ops),
                       (pred,) + tuple(operands))
@@ -94,6 +105,11 @@ def switch(index, branches, *operands):
     branches = list(branches)
     if not branches:
         raise ValueError("switch: branches must be a non-empty sequence of callables")
+    if refs := state.live_refs():
+        vals, out = _switch_traced(index, [_with_refs(b) for b in branches],
+                                   (state.values(refs),) + operands)
+        state.bind(refs, vals)
+        return out
     if not core._trace_stack:
         return _eager(lambda i, *ops: _switch_traced(i, branches, ops), (index,) + tuple(operands))
     return _switch_traced(index, branches, operands)
@@ -139,6 +155,13 @@ def _promote_carry(init, new):
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+    if refs := state.live_refs():
+        def body(c, x):
+            vals, (new, y) = _with_refs(f)(c[0], c[1], x)
+            return (vals, new), y
+        (vals, carry), ys = _scan_traced(body, (state.values(refs), init), xs, length, reverse)
+        state.bind(refs, vals)
+        return carry, ys
     if not core._trace_stack:
         return _eager(lambda c, x: _scan_traced(f, c, x, length, reverse), (init, xs))
     return _scan_traced(f, init, xs, length, reverse)
@@ -212,10 +235,21 @@ def map(f, xs, *, batch_size=None):
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+    if refs := state.live_refs():
+        def body(i, c):
+            return _with_refs(body_fun)(c[0], i, c[1])
+        vals, out = _fori_loop(lower, upper, body, (state.values(refs), init_val))
+        state.bind(refs, vals)
+        return out
+    return _fori_loop(lower, upper, body_fun, init_val)
+
+
+def _fori_loop(lower, upper, body_fun, init_val):
     lo, hi = as_value(lower), as_value(upper)
     if isinstance(lo, core.Tracer) or isinstance(hi, core.Tracer):
-        return while_loop(lambda c: c[0] < hi, lambda c: (c[0] + 1, body_fun(c[0], c[1])),
-                          (lo, init_val))[1]
+        # Traced bounds only occur inside a trace.
+        return _while_traced(lambda c: c[0] < hi, lambda c: (c[0] + 1, body_fun(c[0], c[1])),
+                             (lo, init_val))[1]
     lo_i, hi_i = int(lo), int(hi)
     dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]
 
@@ -230,6 +264,12 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
 
 def while_loop(cond_fun, body_fun, init_val):
+    if refs := state.live_refs():
+        vals, out = _while_traced(lambda c: _with_refs(cond_fun)(c[0], c[1])[1],
+                                  lambda c: _with_refs(body_fun)(c[0], c[1]),
+                                  (state.values(refs), init_val))
+        state.bind(refs, vals)
+        return out
     if not core._trace_stack:
         return _eager(lambda v: _while_traced(cond_fun, body_fun, v), (init_val,))
     return _while_traced(cond_fun, body_fun, init_val)

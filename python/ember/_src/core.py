@@ -632,6 +632,10 @@ class Primitive:
 def as_value(x):
     if isinstance(x, (Array, Tracer)):
         return x
+    if hasattr(x, "__jax_array__"):
+        # JAX's protocol for array-like objects (a Pallas ref reads as its
+        # whole value).
+        return as_value(x.__jax_array__())
     return asarray_concrete(x)
 
 

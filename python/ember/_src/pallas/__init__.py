@@ -1,0 +1,1 @@
+"""Pallas: kernels over refs (JAX's `jax.experimental.pallas`)."""

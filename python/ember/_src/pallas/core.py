@@ -1,0 +1,507 @@
+"""`pallas_call` and the kernel-side API of `jax.experimental.pallas`.
+
+A kernel is a Python function over refs (`state.Ref`). `pallas_call` runs it
+once per point of the grid, as JAX's interpret mode defines: a counted loop
+over the grid points (last axis fastest) whose carry is every output and
+scratch buffer; each step slices the blocks its `BlockSpec` index maps
+choose out of the inputs and outputs, runs the kernel on refs holding them,
+and writes the output blocks back. The kernel traces to ordinary Ember ops
+(`state` discharges the refs), so the same program is both the interpreter
+(`interpret=True`) and the CPU compilation, and it composes with `jit`,
+`grad`, `vmap` and `custom_vjp` like any other code.
+
+Blocks that overhang the array read what JAX's interpreter reads (NaN for
+floats, the smallest integer otherwise) and their overhang is dropped on
+write. Input blocks are fresh per grid step: a kernel's writes to an input
+ref are not seen by later steps (alias the input to an output for that).
+"""
+
+import math
+
+import numpy as np
+
+from .. import control_flow, core, lax, state, tree_util
+from ..api import eager as _eager
+from ..numpy import lax_numpy as jnp
+
+
+class _NoBlockSpec:
+    def __repr__(self):
+        return "NoBlockSpec"
+
+
+no_block_spec = _NoBlockSpec()
+
+
+class MemorySpace:
+    """Where a buffer lives. On the CPU every space is host memory; `ANY`
+    hands the kernel the whole array unblocked."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, shape, dtype):
+        return MemoryRef(shape, dtype, self)
+
+    def __repr__(self):
+        return self.name
+
+
+ANY = MemorySpace("ANY")
+HOST = MemorySpace("HOST")
+
+
+class MemoryRef:
+    """A scratch buffer's type: `shape`, `dtype`, memory space."""
+
+    def __init__(self, shape, dtype, memory_space=None):
+        self.shape, self.dtype, self.memory_space = tuple(shape), np.dtype(dtype), memory_space
+
+    def __repr__(self):
+        return f"MemoryRef({self.shape}, {self.dtype}, {self.memory_space})"
+
+
+class Squeezed:
+    """A block dimension of size 1 that the kernel does not see."""
+
+    def __repr__(self):
+        return "Squeezed()"
+
+
+squeezed = Squeezed()
+
+
+class Blocked:
+    def __init__(self, block_size):
+        self.block_size = int(block_size)
+
+
+class Element:
+    """A block dimension indexed by element offset (not block index), with
+    `padding` (low, high) added around the array's dimension."""
+
+    def __init__(self, block_size, padding=(0, 0)):
+        self.block_size, self.padding = int(block_size), tuple(int(p) for p in padding)
+
+
+class BlockSpec:
+    """Which block of an array a grid point sees: `block_shape` (None for
+    the whole array; a None or `Squeezed()` entry is a size-1 dimension the
+    kernel does not see) and `index_map(*program_ids)`, the block's index
+    (all zeros when None)."""
+
+    def __init__(self, block_shape=None, index_map=None, pipeline_mode=None, *, memory_space=None):
+        self.block_shape = None if block_shape is None else tuple(block_shape)
+        self.index_map = index_map
+        self.pipeline_mode = pipeline_mode
+        self.memory_space = memory_space
+
+    def __repr__(self):
+        return f"BlockSpec(block_shape={self.block_shape}, index_map={self.index_map})"
+
+
+class GridSpec:
+    def __init__(self, grid=(), in_specs=no_block_spec, out_specs=no_block_spec, scratch_shapes=()):
+        self.grid = _grid_tuple(grid)
+        self.in_specs, self.out_specs, self.scratch_shapes = in_specs, out_specs, scratch_shapes
+
+
+class CompilerParams:
+    """Accepted for portability; the CPU ignores them."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class CostEstimate:
+    def __init__(self, flops=0, transcendentals=0, bytes_accessed=0, **kw):
+        self.flops, self.transcendentals, self.bytes_accessed = (
+            flops,
+            transcendentals,
+            bytes_accessed,
+        )
+
+
+def _grid_tuple(grid):
+    if grid is None:
+        return ()
+    if isinstance(grid, (int, np.integer)):
+        grid = (grid,)
+    out = []
+    for g in grid:
+        if not isinstance(g, (int, np.integer)):
+            raise NotImplementedError(
+                f"pallas_call: a grid of traced sizes is not supported, got {g!r} "
+                f"(at {core.where()})"
+            )
+        out.append(int(g))
+    return tuple(out)
+
+
+# The grid of the kernel being traced: [(program ids, grid sizes)].
+_grid_env = []
+
+
+def _grid_axis(axis, what):
+    """(program ids, grid) of the kernel being traced, `axis` checked."""
+    if not _grid_env:
+        raise ValueError(f"{what} can only be called inside a Pallas kernel (at {core.where()})")
+    ids, grid = _grid_env[-1]
+    if not -len(grid) <= axis < len(grid):
+        raise ValueError(
+            f"{what}: axis {axis} is out of range for a grid of rank {len(grid)} "
+            f"(at {core.where()})"
+        )
+    return ids, grid
+
+
+def program_id(axis):
+    return _grid_axis(axis, "program_id")[0][axis]
+
+
+def num_programs(axis):
+    return _grid_axis(axis, "num_programs")[1][axis]
+
+
+def cdiv(a, b):
+    if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+        return -(-int(a) // int(b))
+    return lax.div(as_int(a) + as_int(b) - 1, as_int(b))
+
+
+def as_int(x):
+    return core.as_value(x)
+
+
+def next_power_of_2(x):
+    if x < 0:
+        raise ValueError("next_power_of_2 takes a non-negative integer")
+    return 1 if x == 0 else 1 << (int(x) - 1).bit_length()
+
+
+def multiple_of(x, values):
+    """A hint on GPUs; the value itself."""
+    return x
+
+
+def when(condition):
+    """`@pl.when(c)` runs the decorated function only where `c` holds."""
+
+    def decorator(f):
+        if isinstance(condition, (bool, np.bool_)):
+            if condition:
+                f()
+            return None
+        control_flow.cond(condition, f, lambda: None)
+        return None
+
+    return decorator
+
+
+def loop(lower, upper, *, step=1, unroll=None):
+    """`@pl.loop(lo, hi, step=s)` runs the decorated `body(i)` for `i` in
+    range(lo, hi, s)."""
+    if isinstance(step, (int, np.integer)) and step <= 0:
+        raise ValueError(f"pl.loop: step must be positive, got {step} (at {core.where()})")
+
+    def decorator(body):
+        lo, hi = core.as_value(lower), core.as_value(upper)
+        static = not isinstance(lo, core.Tracer) and not isinstance(hi, core.Tracer)
+        if static and isinstance(step, (int, np.integer)):
+            n = max(0, -(-(int(hi) - int(lo)) // int(step)))
+            base, stride = int(lo), int(step)
+        else:
+            n = lax.div(hi - lo + step - 1, core.as_value(step))
+            base, stride = lo, step
+
+        def run(i, carry):
+            body(base + i * stride)
+            return carry
+
+        control_flow.fori_loop(0, n, run, None)
+        return None
+
+    return decorator
+
+
+def run_scoped(f, *types, collective_axes=(), **kw_types):
+    """Calls `f` with fresh refs of `types` (scratch shapes), live only
+    during the call."""
+    refs = [state.Ref(state.uninitialized(t.shape, t.dtype)) for t in types]
+    kw_refs = {k: state.Ref(state.uninitialized(t.shape, t.dtype)) for k, t in kw_types.items()}
+    with state.scope(refs + list(kw_refs.values())):
+        return f(*refs, **kw_refs)
+
+
+def with_scoped(*types, collective_axes=(), **kw_types):
+    def decorator(f):
+        return run_scoped(f, *types, collective_axes=collective_axes, **kw_types)
+
+    return decorator
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    return state.uninitialized(shape, dtype)
+
+
+def empty_like(x):
+    return state.uninitialized(x.shape, x.dtype)
+
+
+def broadcast_to(a, shape):
+    return jnp.broadcast_to(a, shape)
+
+
+def reciprocal(x, *, approx=False):
+    return 1.0 / core.as_value(x)
+
+
+def debug_print(fmt, *args):
+    from ..callback import debug_print as _print
+
+    _print(fmt, *args)
+
+
+def _specs_for(specs, tree, what):
+    """One BlockSpec (or None) per leaf of `tree`: `specs` is a prefix of it."""
+    if specs is None or isinstance(specs, (BlockSpec, _NoBlockSpec)):
+        return [specs] * len(tree_util.tree_leaves(tree))
+    if (
+        isinstance(specs, (list, tuple))
+        and isinstance(tree, (list, tuple))
+        and len(specs) == len(tree)
+    ):
+        return [s for sp, t in zip(specs, tree) for s in _specs_for(sp, t, what)]
+    if isinstance(specs, dict) and isinstance(tree, dict) and specs.keys() == tree.keys():
+        return [s for k in sorted(tree) for s in _specs_for(specs[k], tree[k], what)]
+    raise ValueError(
+        f"pallas_call: {what} must be a prefix of the structure of the "
+        f"{'arguments' if what == 'in_specs' else 'outputs'} "
+        f"({tree_util.tree_structure(tree)}), got {specs!r} (at {core.where()})"
+    )
+
+
+class _Block:
+    """A BlockSpec resolved against one array."""
+
+    def __init__(self, spec, shape, dtype, grid, what):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        if isinstance(spec, _NoBlockSpec) or spec is None:
+            spec = BlockSpec()
+        self.whole = spec.block_shape is None or spec.memory_space is ANY
+        bs = spec.block_shape if spec.block_shape is not None else self.shape
+        if len(bs) != len(self.shape):
+            raise ValueError(
+                f"pallas_call: the block shape {tuple(bs)} of {what} must have "
+                f"the rank of its array {self.shape} (at {core.where()})"
+            )
+        self.sizes, self.squeeze, self.element, self.padding = [], [], [], []
+        for d in bs:
+            if d is None or isinstance(d, Squeezed):
+                self.sizes.append(1)
+                self.squeeze.append(True)
+                self.element.append(False)
+                self.padding.append((0, 0))
+            elif isinstance(d, Element):
+                self.sizes.append(d.block_size)
+                self.squeeze.append(False)
+                self.element.append(True)
+                self.padding.append(d.padding)
+            else:
+                n = d.block_size if isinstance(d, Blocked) else int(d)
+                self.sizes.append(n)
+                self.squeeze.append(False)
+                self.element.append(False)
+                self.padding.append((0, 0))
+        self.index_map = spec.index_map
+        self.grid, self.what = grid, what
+        self.kernel_shape = tuple(n for n, s in zip(self.sizes, self.squeeze) if not s)
+
+    def padded(self, x):
+        """The array with Element padding around it and its last blocks
+        completed with the uninitialized value."""
+        cfg, need = [], False
+        for n, b, (lo, hi), el in zip(self.shape, self.sizes, self.padding, self.element):
+            full = n + lo + hi
+            extra = 0 if el else (-full) % b
+            cfg.append((lo, hi + extra, 0))
+            need |= bool(lo or hi + extra)
+        if not need:
+            return x
+        return lax.pad(x, state.uninitialized((), x.dtype), cfg)
+
+    def unpadded(self, x):
+        if tuple(x.shape) == self.shape:
+            return x
+        lo = [p[0] for p in self.padding]
+        return lax.slice(x, lo, [a + n for a, n in zip(lo, self.shape)])
+
+    def starts(self, ids):
+        if self.index_map is None:
+            idx = (0,) * len(self.shape)
+        else:
+            idx = self.index_map(*ids)
+            if not isinstance(idx, (tuple, list)):
+                idx = (idx,)
+            idx = tuple(idx)
+        if len(idx) != len(self.shape):
+            raise ValueError(
+                f"pallas_call: the index map of {self.what} returned {len(idx)} "
+                f"indices for an array of rank {len(self.shape)} "
+                f"(at {core.where()})"
+            )
+        return [i if el else _mul(i, b) for i, b, el in zip(idx, self.sizes, self.element)]
+
+    def read(self, x, ids):
+        if self.whole:
+            return x
+        block = lax.dynamic_slice(x, self.starts(ids), self.sizes)
+        return jnp.reshape(block, self.kernel_shape)
+
+    def write(self, x, block, ids):
+        if self.whole:
+            return block
+        return lax.dynamic_update_slice(x, jnp.reshape(block, self.sizes), self.starts(ids))
+
+
+def _mul(i, b):
+    if isinstance(i, (int, np.integer)):
+        return int(i) * b
+    return core.as_value(i) * b
+
+
+def _unravel(i, grid):
+    """Program ids of flat grid point `i` (last axis fastest)."""
+    ids, rest = [], i
+    for n in reversed(grid):
+        ids.append(lax.rem(rest, jnp.int32(n)))
+        rest = lax.div(rest, jnp.int32(n))
+    return tuple(reversed(ids))
+
+
+def pallas_call(
+    kernel,
+    out_shape,
+    *,
+    grid_spec=None,
+    grid=(),
+    in_specs=no_block_spec,
+    out_specs=no_block_spec,
+    scratch_shapes=(),
+    input_output_aliases=None,
+    debug=False,
+    interpret=False,
+    name=None,
+    compiler_params=None,
+    cost_estimate=None,
+    metadata=None,
+):
+    if grid_spec is not None:
+        grid, in_specs, out_specs = grid_spec.grid, grid_spec.in_specs, grid_spec.out_specs
+        scratch_shapes = grid_spec.scratch_shapes
+    grid = _grid_tuple(grid)
+    aliases = dict(input_output_aliases or {})
+    out_leaves, out_tree = tree_util.tree_flatten(out_shape)
+    for o in out_leaves:
+        if not hasattr(o, "shape") or not hasattr(o, "dtype"):
+            raise TypeError(
+                f"pallas_call: out_shape must be a pytree of objects with shape "
+                f"and dtype (e.g. ShapeDtypeStruct), got {o!r} (at {core.where()})"
+            )
+    kname = name or getattr(kernel, "__name__", "kernel")
+
+    def call(*args):
+        in_leaves = [core.as_value(a) for a in tree_util.tree_leaves(args)]
+        in_blocks = [
+            _Block(s, x.shape, x.dtype, grid, f"input {k}")
+            for k, (s, x) in enumerate(zip(_specs_for(in_specs, args, "in_specs"), in_leaves))
+        ]
+        out_blocks = [
+            _Block(s, o.shape, o.dtype, grid, f"output {k}")
+            for k, (s, o) in enumerate(
+                zip(_specs_for(out_specs, out_shape, "out_specs"), out_leaves)
+            )
+        ]
+        for i, o in aliases.items():
+            if not (0 <= i < len(in_leaves) and 0 <= o < len(out_leaves)):
+                raise ValueError(
+                    f"pallas_call: input_output_aliases {{{i}: {o}}} is out of "
+                    f"range (at {core.where()})"
+                )
+            x, ob = in_leaves[i], out_blocks[o]
+            if tuple(x.shape) != ob.shape or x.dtype != ob.dtype:
+                raise ValueError(
+                    f"pallas_call: input {i} ({x.aval.str_short()}) cannot alias "
+                    f"output {o} of shape {ob.shape} and dtype {ob.dtype} "
+                    f"(at {core.where()})"
+                )
+        return _run(
+            kernel, kname, grid, in_leaves, in_blocks, out_blocks, scratch_shapes, aliases, out_tree
+        )
+
+    def wrapped(*args):
+        if not core._trace_stack:
+            return _eager(call, args)
+        return call(*args)
+
+    return wrapped
+
+
+def _scratch_types(scratch_shapes):
+    if hasattr(scratch_shapes, "shape"):
+        scratch_shapes = (scratch_shapes,)
+    leaves = list(scratch_shapes)
+    for t in leaves:
+        if not hasattr(t, "shape") or not hasattr(t, "dtype"):
+            raise TypeError(
+                f"pallas_call: scratch_shapes must hold buffer types with a shape "
+                f"and a dtype, got {t!r} (at {core.where()})"
+            )
+    return leaves
+
+
+def _run(kernel, kname, grid, ins, in_blocks, out_blocks, scratch_shapes, aliases, out_tree):
+    scratch_types = _scratch_types(scratch_shapes)
+    ins_p = [b.padded(x) for b, x in zip(in_blocks, ins)]
+    outs0 = [state.uninitialized(b.shape, b.dtype) for b in out_blocks]
+    for i, o in aliases.items():
+        outs0[o] = ins[i]
+    outs0 = [b.padded(x) for b, x in zip(out_blocks, outs0)]
+    scratch0 = [state.uninitialized(t.shape, t.dtype) for t in scratch_types]
+    n = math.prod(grid)
+
+    def step(i, carry):
+        outs, scratch = carry
+        ids = _unravel(i, grid) if grid else ()
+        in_refs = [
+            state.Ref(b.read(x, ids), f"{kname} input {k}")
+            for k, (b, x) in enumerate(zip(in_blocks, ins_p))
+        ]
+        out_refs = [
+            state.Ref(b.read(x, ids), f"{kname} output {k}")
+            for k, (b, x) in enumerate(zip(out_blocks, outs))
+        ]
+        scratch_refs = [state.Ref(s) for s in scratch]
+        refs = in_refs + out_refs + scratch_refs
+        _grid_env.append((ids, grid))
+        try:
+            with state.scope(refs):
+                res = kernel(*in_refs, *out_refs, *scratch_refs)
+        finally:
+            _grid_env.pop()
+        if res is not None:
+            raise ValueError(
+                f"pallas_call: the kernel {kname} must return None, it returned "
+                f"{type(res).__name__} (at {core.where()})"
+            )
+        new_outs = [b.write(x, r._value, ids) for b, x, r in zip(out_blocks, outs, out_refs)]
+        return new_outs, [r._value for r in scratch_refs]
+
+    if n == 1:
+        outs, _ = step(jnp.int32(0), (outs0, scratch0))
+    elif n == 0:
+        outs = outs0
+    else:
+        outs, _ = control_flow.fori_loop(jnp.int32(0), jnp.int32(n), step, (outs0, scratch0))
+    outs = [b.unpadded(x) for b, x in zip(out_blocks, outs)]
+    return tree_util.tree_unflatten(out_tree, outs)
