@@ -326,4 +326,29 @@ def EmberLinalgToGPUPass : Pass<"ember-linalg-to-gpu", "ModuleOp"> {
                            "affine::AffineDialect"];
 }
 
+def EmberGPUToNVVMPass : Pass<"ember-gpu-to-nvvm"> {
+  let summary = "Lower ember_gpu kernel ops to typed NVVM ops";
+  let description = [{
+    Rewrites every `ember_gpu` op into the NVVM ops it stands for (see
+    docs/spec.md, "The ember_gpu kernel dialect"): a shared-memory buffer
+    becomes an `!llvm.ptr<3>` to its first element (plus the barrier's
+    offset), TMA destinations are cast to the cluster's shared window
+    (`!llvm.ptr<7>`), and TMA coordinates are reversed into the innermost-
+    first order of `cp.async.bulk.tensor`. Runs inside `gpu.module`s before
+    `convert-gpu-to-nvvm`; the CUDA pipeline's `nvvm` stage does so.
+
+    Before:
+    ```mlir
+    ember_gpu.barrier_arrive %bars[%i], expect_tx = %bytes : memref<2xi64, #gpu.address_space<workgroup>>
+    ```
+    After:
+    ```mlir
+    %p = ... address of %bars[%i] as !llvm.ptr<3>
+    nvvm.mbarrier.arrive.expect_tx %p, %bytes : !llvm.ptr<3>, i32
+    ```
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 #endif // EMBER_PASSES_TD

@@ -2,6 +2,7 @@
 #include "ember/Pipelines/Pipelines.h"
 #include "ember/Conversion/Passes.h"
 #include "ember/IR/EmberDialect.h"
+#include "ember/IR/EmberGPUDialect.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ComplexToLLVM/ComplexToLLVM.h"
@@ -65,7 +66,8 @@ using namespace mlir;
 using namespace mlir::ember;
 
 void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
-  registry.insert<EmberDialect, affine::AffineDialect, arith::ArithDialect,
+  registry.insert<EmberDialect, ember_gpu::EmberGPUDialect,
+                  affine::AffineDialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, cf::ControlFlowDialect,
                   complex::ComplexDialect, func::FuncDialect, gpu::GPUDialect,
                   index::IndexDialect, NVVM::NVVMDialect, linalg::LinalgDialect,

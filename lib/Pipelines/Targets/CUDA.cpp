@@ -35,7 +35,7 @@ static const char kNvvm[] =
     "ember-arith-expand,"
     "nvvm-attach-target{chip=${chip} features=${features} O=3 "
     "l=${libdevice}},"
-    "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,"
+    "gpu.module(ember-gpu-to-nvvm,convert-gpu-to-nvvm,canonicalize,cse,"
     "reconcile-unrealized-casts),"
     "expand-strided-metadata,lower-affine,"
     "gpu-to-llvm,"

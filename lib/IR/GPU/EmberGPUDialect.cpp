@@ -1,0 +1,110 @@
+//===- EmberGPUDialect.cpp - ember_gpu ops and their verifiers ------------===//
+//
+// Verifier rules are numbered as in docs/spec.md ("The ember_gpu kernel
+// dialect"); test/Dialect/ember-gpu-invalid.mlir has one case per rule.
+//
+//===----------------------------------------------------------------------===//
+#include "ember/IR/EmberGPUDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+
+using namespace mlir;
+using namespace mlir::ember_gpu;
+
+#include "ember/IR/EmberGPUDialect.cpp.inc"
+
+void EmberGPUDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "ember/IR/EmberGPUOps.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "ember/IR/EmberGPUOps.cpp.inc"
+
+/// Whether `type` lives in a block's shared memory.
+static bool inSharedMemory(MemRefType type) {
+  Attribute space = type.getMemorySpace();
+  if (auto gpuSpace = dyn_cast_or_null<gpu::AddressSpaceAttr>(space))
+    return gpuSpace.getValue() == gpu::AddressSpace::Workgroup;
+  if (auto intSpace = dyn_cast_or_null<IntegerAttr>(space))
+    return intSpace.getInt() ==
+           static_cast<int64_t>(NVVM::NVVMMemorySpace::Shared);
+  return false;
+}
+
+// barrier_c1: barriers live in shared memory.
+static LogicalResult verifyBarriers(Operation *op, Value barriers) {
+  if (!inSharedMemory(cast<MemRefType>(barriers.getType())))
+    return op->emitOpError("barrier_c1: barriers must be in shared memory "
+                           "(#gpu.address_space<workgroup>)");
+  return success();
+}
+
+LogicalResult BarrierInitOp::verify() {
+  if (failed(verifyBarriers(*this, getBarriers())))
+    return failure();
+  // barrier_init_c1: PTX mbarriers count at most 2^20 - 1 arrivals.
+  if (getArrivals() > (1 << 20) - 1)
+    return emitOpError("barrier_init_c1: arrivals must be at most 2^20 - 1, "
+                       "got ")
+           << getArrivals();
+  return success();
+}
+
+LogicalResult BarrierArriveOp::verify() {
+  return verifyBarriers(*this, getBarriers());
+}
+
+LogicalResult BarrierWaitOp::verify() {
+  return verifyBarriers(*this, getBarriers());
+}
+
+/// The rules a TMA box in shared memory obeys (`rule` names the op).
+static LogicalResult verifyTmaBox(Operation *op, StringRef rule,
+                                  MemRefType smem, size_t numCoordinates) {
+  // <op>_c1: a contiguous, statically shaped buffer in shared memory.
+  if (!inSharedMemory(smem) || !smem.hasStaticShape() ||
+      !smem.getLayout().isIdentity())
+    return op->emitOpError(rule) << "_c1: the shared-memory buffer must be "
+                                    "statically shaped, contiguous and in "
+                                    "shared memory, got "
+                                 << smem;
+  // <op>_c2: one coordinate per dimension, 1 to 5 dimensions.
+  int64_t rank = smem.getRank();
+  if (rank < 1 || rank > 5 || static_cast<int64_t>(numCoordinates) != rank)
+    return op->emitOpError(rule)
+           << "_c2: a TMA box has 1 to 5 dimensions and one coordinate per "
+              "dimension, got "
+           << numCoordinates << " coordinates for a buffer of rank " << rank;
+  // <op>_c3: box dimensions of at most 256 elements; the innermost spans a
+  // multiple of 16 bytes.
+  ArrayRef<int64_t> shape = smem.getShape();
+  for (int64_t d : shape)
+    if (d < 1 || d > 256)
+      return op->emitOpError(rule)
+             << "_c3: every box dimension must hold 1 to 256 elements, got "
+                "shape ["
+             << shape << "]";
+  int64_t bits = smem.getElementTypeBitWidth();
+  if ((shape.back() * bits) % 128 != 0)
+    return op->emitOpError(rule)
+           << "_c3: the innermost box dimension must span a multiple of 16 "
+              "bytes, got "
+           << shape.back() << " elements of " << bits << " bits";
+  return success();
+}
+
+LogicalResult CopyGmemToSmemOp::verify() {
+  if (failed(verifyBarriers(*this, getBarriers())))
+    return failure();
+  return verifyTmaBox(*this, "copy_gmem_to_smem", getDestination().getType(),
+                      getCoordinates().size());
+}
+
+LogicalResult CopySmemToGmemOp::verify() {
+  return verifyTmaBox(*this, "copy_smem_to_gmem", getSource().getType(),
+                      getCoordinates().size());
+}

@@ -1,0 +1,111 @@
+// RUN: ember-opt %s -split-input-file -verify-diagnostics
+//
+// One case per numbered verifier rule of lib/IR/GPU/EmberGPUDialect.cpp (see
+// docs/spec.md, "The ember_gpu kernel dialect").
+
+// barrier_c1
+func.func @barrier_c1(%bars: memref<2xi64>, %i: index) {
+  // expected-error @+1 {{barrier_c1: barriers must be in shared memory}}
+  ember_gpu.barrier_arrive %bars[%i] : memref<2xi64>
+  return
+}
+
+// -----
+
+// barrier_init_c1
+func.func @barrier_init_c1(%bars: memref<2xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{barrier_init_c1: arrivals must be at most 2^20 - 1, got 1048576}}
+  ember_gpu.barrier_init %bars[%i], arrivals = 1048576 : memref<2xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @barrier_init_zero(%bars: memref<2xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{attribute 'arrivals' failed to satisfy constraint}}
+  ember_gpu.barrier_init %bars[%i], arrivals = 0 : memref<2xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @barrier_type(%bars: memref<2xi32, #gpu.address_space<workgroup>>, %i: index, %p: i32) {
+  // expected-error @+1 {{must be 1D memref of 64-bit signless integer values}}
+  ember_gpu.barrier_wait %bars[%i], parity = %p : memref<2xi32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// copy_gmem_to_smem_c1
+func.func @copy_gmem_to_smem_c1(%d: !llvm.ptr, %x: i32, %tile: memref<64x64xbf16>,
+                                %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copy_gmem_to_smem_c1: the shared-memory buffer must be statically shaped, contiguous and in shared memory}}
+  ember_gpu.copy_gmem_to_smem %d[%x, %x], %tile, %bars[%i] : !llvm.ptr, memref<64x64xbf16>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// copy_gmem_to_smem_c2
+func.func @copy_gmem_to_smem_c2(%d: !llvm.ptr, %x: i32, %tile: memref<64x64xbf16, #gpu.address_space<workgroup>>,
+                                %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copy_gmem_to_smem_c2: a TMA box has 1 to 5 dimensions and one coordinate per dimension, got 1 coordinates for a buffer of rank 2}}
+  ember_gpu.copy_gmem_to_smem %d[%x], %tile, %bars[%i] : !llvm.ptr, memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// copy_gmem_to_smem_c3
+func.func @copy_gmem_to_smem_c3(%d: !llvm.ptr, %x: i32, %tile: memref<64x4xbf16, #gpu.address_space<workgroup>>,
+                                %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copy_gmem_to_smem_c3: the innermost box dimension must span a multiple of 16 bytes, got 4 elements of 16 bits}}
+  ember_gpu.copy_gmem_to_smem %d[%x, %x], %tile, %bars[%i] : !llvm.ptr, memref<64x4xbf16, #gpu.address_space<workgroup>>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// copy_gmem_to_smem_c3
+func.func @copy_gmem_to_smem_c3_big(%d: !llvm.ptr, %x: i32, %tile: memref<512x64xbf16, #gpu.address_space<workgroup>>,
+                                    %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copy_gmem_to_smem_c3: every box dimension must hold 1 to 256 elements, got shape [512, 64]}}
+  ember_gpu.copy_gmem_to_smem %d[%x, %x], %tile, %bars[%i] : !llvm.ptr, memref<512x64xbf16, #gpu.address_space<workgroup>>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// copy_smem_to_gmem_c1
+func.func @copy_smem_to_gmem_c1(%d: !llvm.ptr, %x: i32, %tile: memref<?x64xf32, #gpu.address_space<workgroup>>) {
+  // expected-error @+1 {{copy_smem_to_gmem_c1: the shared-memory buffer must be statically shaped}}
+  ember_gpu.copy_smem_to_gmem %tile, %d[%x, %x] : memref<?x64xf32, #gpu.address_space<workgroup>>, !llvm.ptr
+  return
+}
+
+// -----
+
+// copy_smem_to_gmem_c2
+func.func @copy_smem_to_gmem_c2(%d: !llvm.ptr, %x: i32, %tile: memref<2x2x2x2x2x4xf32, #gpu.address_space<workgroup>>) {
+  // expected-error @+1 {{copy_smem_to_gmem_c2: a TMA box has 1 to 5 dimensions}}
+  ember_gpu.copy_smem_to_gmem %tile, %d[%x, %x, %x, %x, %x, %x] : memref<2x2x2x2x2x4xf32, #gpu.address_space<workgroup>>, !llvm.ptr
+  return
+}
+
+// -----
+
+// copy_smem_to_gmem_c3
+func.func @copy_smem_to_gmem_c3(%d: !llvm.ptr, %x: i32, %tile: memref<8x3xf32, #gpu.address_space<workgroup>>) {
+  // expected-error @+1 {{copy_smem_to_gmem_c3: the innermost box dimension must span a multiple of 16 bytes}}
+  ember_gpu.copy_smem_to_gmem %tile, %d[%x, %x] : memref<8x3xf32, #gpu.address_space<workgroup>>, !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @wait_too_many() {
+  // expected-error @+1 {{attribute 'allow_in_flight' failed to satisfy constraint}}
+  ember_gpu.wait_smem_to_gmem 64
+  return
+}

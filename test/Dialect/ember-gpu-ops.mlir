@@ -1,0 +1,43 @@
+// RUN: ember-opt %s | ember-opt | FileCheck %s
+
+// Round trip of every ember_gpu op.
+
+!bars = memref<2xi64, #gpu.address_space<workgroup>>
+!tile = memref<64x64xbf16, #gpu.address_space<workgroup>>
+
+// CHECK-LABEL: gpu.func @all_ops
+gpu.module @k {
+  gpu.func @all_ops(%desc: !llvm.ptr, %x: i32, %y: i32, %parity: i32, %bytes: i32, %mask: i16)
+      workgroup(%bars: !bars, %tile: !tile) kernel {
+    %c0 = arith.constant 0 : index
+    // CHECK: ember_gpu.barrier_init %{{.*}}[%{{.*}}], arrivals = 128 : memref<2xi64, #gpu.address_space<workgroup>>
+    ember_gpu.barrier_init %bars[%c0], arrivals = 128 : !bars
+    // CHECK: ember_gpu.fence_barrier_init
+    ember_gpu.fence_barrier_init
+    // CHECK: ember_gpu.barrier_arrive %{{.*}}[%{{.*}}] : memref
+    ember_gpu.barrier_arrive %bars[%c0] : !bars
+    // CHECK: ember_gpu.barrier_arrive %{{.*}}[%{{.*}}], expect_tx = %{{.*}} : memref
+    ember_gpu.barrier_arrive %bars[%c0], expect_tx = %bytes : !bars
+    // CHECK: ember_gpu.copy_gmem_to_smem %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}, %{{.*}}[%{{.*}}] : !llvm.ptr, memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+    ember_gpu.copy_gmem_to_smem %desc[%x, %y], %tile, %bars[%c0] : !llvm.ptr, !tile, !bars
+    // CHECK: ember_gpu.copy_gmem_to_smem {{.*}}, multicast = %{{.*}} :
+    ember_gpu.copy_gmem_to_smem %desc[%x, %y], %tile, %bars[%c0], multicast = %mask : !llvm.ptr, !tile, !bars
+    // CHECK: ember_gpu.barrier_wait %{{.*}}[%{{.*}}], parity = %{{.*}} : memref
+    ember_gpu.barrier_wait %bars[%c0], parity = %parity : !bars
+    // CHECK: ember_gpu.commit_smem
+    ember_gpu.commit_smem
+    // CHECK: ember_gpu.copy_smem_to_gmem %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<64x64xbf16, #gpu.address_space<workgroup>>, !llvm.ptr
+    ember_gpu.copy_smem_to_gmem %tile, %desc[%x, %y] : !tile, !llvm.ptr
+    // CHECK: ember_gpu.wait_smem_to_gmem 0 read
+    ember_gpu.wait_smem_to_gmem 0 read
+    // CHECK: ember_gpu.wait_smem_to_gmem 1{{$}}
+    ember_gpu.wait_smem_to_gmem 1
+    // CHECK: ember_gpu.cluster_arrive relaxed
+    ember_gpu.cluster_arrive relaxed
+    // CHECK: ember_gpu.cluster_arrive{{$}}
+    ember_gpu.cluster_arrive
+    // CHECK: ember_gpu.cluster_wait
+    ember_gpu.cluster_wait
+    gpu.return
+  }
+}
