@@ -122,3 +122,27 @@ def test_same_code_under_jit_raises_at_the_users_line():
     from ember import lax
     with pytest.raises(TracerBoolConversionError):
         ember.grad(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2 if c > 0 else c, x))(1.)
+
+
+def test_disable_jit_runs_lax_control_flow_as_python():
+    # JAX's semantics: under disable_jit, lax control flow is Python control
+    # flow over concrete values (so a body may use Python `if` on them).
+    from ember import lax
+
+    seen = []
+
+    def body(i, c):
+        if int(i) % 2 == 0:  # concrete under disable_jit
+            seen.append(int(i))
+        return c + i
+
+    with ember.disable_jit():
+        assert int(lax.fori_loop(0, 5, body, 0)) == 10
+        assert int(lax.while_loop(lambda c: c < 5, lambda c: c + 2, 0)) == 6
+        assert int(lax.cond(np.float32(1.0) > 0, lambda: 1, lambda: 2)) == 1
+        assert int(lax.switch(7, [lambda: 0, lambda: 1])) == 1
+        c, ys = lax.scan(lambda c, x: (c + x, c), 0, np.arange(4))
+        empty = lax.scan(lambda c, x: (c + x, c), 0, np.arange(0, dtype=np.int32))
+    assert seen == [0, 2, 4]
+    assert int(c) == 6 and list(np.asarray(ys)) == [0, 0, 1, 3]
+    assert np.asarray(empty[1]).shape == (0,)

@@ -19,6 +19,7 @@ from ember._mlir import ir
 from . import core, dtypes, lax, state, tree_util
 from .api import eager as _eager
 from .api_util import flatten_fun
+from .config import config as _config
 from .core import as_value
 from .numpy import lax_numpy as jnp
 
@@ -33,6 +34,19 @@ def _pred_scalar(pred, what):
     return p
 
 
+def _python_mode():
+    """Under `disable_jit` outside any trace, control flow runs as Python
+    control flow on concrete values (JAX's semantics)."""
+    return _config.jax_disable_jit and not core._trace_stack
+
+
+def _concrete_pred(p, what):
+    p = as_value(p)
+    if p.shape != ():
+        raise TypeError(f"{what}: pred must be a scalar, got shape {p.shape} (at {core.where()})")
+    return bool(p)
+
+
 def _with_refs(fun):
     """`fun`, a callable of a control-flow op, in its pure form over the live
     refs (`state`): `pure(ref_values, *args) -> (ref_values, result)`."""
@@ -40,6 +54,8 @@ def _with_refs(fun):
 
 
 def cond(pred, true_fun, false_fun, *operands):
+    if _python_mode():
+        return (true_fun if _concrete_pred(pred, "cond") else false_fun)(*operands)
     if refs := state.live_refs():
         vals, out = _cond_traced(pred, _with_refs(true_fun), _with_refs(false_fun),
                                  (state.values(refs),) + operands)
@@ -105,6 +121,8 @@ def switch(index, branches, *operands):
     branches = list(branches)
     if not branches:
         raise ValueError("switch: branches must be a non-empty sequence of callables")
+    if _python_mode():
+        return branches[min(max(int(as_value(index)), 0), len(branches) - 1)](*operands)
     if refs := state.live_refs():
         vals, out = _switch_traced(index, [_with_refs(b) for b in branches],
                                    (state.values(refs),) + operands)
@@ -155,6 +173,8 @@ def _promote_carry(init, new):
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+    if _python_mode():
+        return _scan_python(f, init, xs, length, reverse)
     if refs := state.live_refs():
         def body(c, x):
             vals, (new, y) = _with_refs(f)(c[0], c[1], x)
@@ -230,11 +250,38 @@ def _scan_traced(f, init, xs, length, reverse):
     return carry, tree_util.tree_unflatten(store["y_tree"], ys)
 
 
+def _scan_python(f, init, xs, length, reverse):
+    x_leaves, x_tree = tree_util.tree_flatten(xs)
+    x_leaves = [as_value(x) for x in x_leaves]
+    n = int(length) if length is not None else (x_leaves[0].shape[0] if x_leaves else 0)
+    if n == 0:
+        # Nothing runs; the compiled path knows the (empty) outputs' types.
+        _config.jax_disable_jit = False
+        try:
+            return _eager(lambda c, x: _scan_traced(f, c, x, length, reverse), (init, xs))
+        finally:
+            _config.jax_disable_jit = True
+    carry, ys = init, []
+    for i in (reversed(range(n)) if reverse else range(n)):
+        carry, y = f(carry, tree_util.tree_unflatten(x_tree, [x[i] for x in x_leaves]))
+        ys.append(y)
+    if reverse:
+        ys.reverse()
+    return carry, tree_util.tree_map(lambda *v: jnp.stack(v), *ys)
+
+
 def map(f, xs, *, batch_size=None):
     return scan(lambda _, x: (None, f(x)), None, xs)[1]
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+    if _python_mode():
+        lo, hi = as_value(lower), as_value(upper)
+        dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]
+        val = init_val
+        for i in range(int(lo), int(hi)):
+            val = body_fun(jnp.asarray(i, dt), val)
+        return val
     if refs := state.live_refs():
         def body(i, c):
             return _with_refs(body_fun)(c[0], i, c[1])
@@ -264,6 +311,11 @@ def _fori_loop(lower, upper, body_fun, init_val):
 
 
 def while_loop(cond_fun, body_fun, init_val):
+    if _python_mode():
+        val = init_val
+        while _concrete_pred(cond_fun(val), "while_loop"):
+            val = body_fun(val)
+        return val
     if refs := state.live_refs():
         vals, out = _while_traced(lambda c: _with_refs(cond_fun)(c[0], c[1])[1],
                                   lambda c: _with_refs(body_fun)(c[0], c[1]),

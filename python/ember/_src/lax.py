@@ -1012,3 +1012,17 @@ def expand_dims(x, dimensions):
     for d in sorted(dimensions):
         shape.insert(d, 1)
     return reshape(x, shape)
+
+
+# Providers of named-axis indices (a plgpu kernel's grid, cluster and thread
+# names): each takes a name and returns its index, or None if it does not
+# know the name.
+axis_index_providers = []
+
+
+def axis_index(axis_name):
+    for provider in axis_index_providers:
+        i = provider(axis_name)
+        if i is not None:
+            return i
+    raise NameError(f"unbound axis name: {axis_name} (at {core.where()})")

@@ -207,7 +207,11 @@ def _resolve(ref, idx, what):
     """(the underlying Ref, the index normalized against it)."""
     if not isinstance(ref, _RefBase):
         raise TypeError(f"{what}: expected a ref, got {type(ref).__name__} (at {core.where()})")
-    return (ref.base if isinstance(ref, RefView) else ref), ref.compose(idx, what)
+    base, norm = (ref.base if isinstance(ref, RefView) else ref), ref.compose(idx, what)
+    # A ref may watch its accesses (the plgpu interpreter's race checks).
+    if (hook := getattr(base, "_access", None)) is not None:
+        hook("load" if what == "load" else "store", norm)
+    return base, norm
 
 
 def load(ref, idx=(), mask=None, other=None):

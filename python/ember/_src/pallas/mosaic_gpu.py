@@ -1,0 +1,722 @@
+"""`plgpu` (JAX's `jax.experimental.pallas.mosaic_gpu`) and its interpreter.
+
+`kernel(body, out_shape, grid=..., cluster=..., num_threads=...)` runs `body`
+on the CPU the way the GPU runs it: every block of a cluster (and every
+thread group of a block, `num_threads`) is a Python thread, and they take
+turns, switching only where a GPU thread could wait (barrier waits), so the
+blocks of a cluster really run concurrently with respect to the kernel's
+synchronization. Clusters run one after another. Shared memory (SMEM
+scratch) is per block; global memory (inputs and outputs) is shared.
+
+Misuse is reported as an error naming the kernel's line, found by tracking
+happens-before with vector clocks (each thread, and each asynchronous copy
+or MMA, is an agent; barrier arrivals release, waits acquire):
+
+- reading SMEM before the barrier of the copy that writes it completed;
+- overwriting SMEM (a copy, a multicast copy into another block of the
+  cluster, or a store) that a thread may still be reading, i.e. whose read
+  is not ordered before the write by a barrier;
+- a barrier wait that can never complete (waiting more times than the
+  barrier was armed), reported with the line of each stuck wait;
+- a barrier whose last phase got fewer arrivals than it counts;
+- an async copy to GMEM of SMEM written without `commit_smem()`, and
+  writing SMEM an unfinished async copy or wgmma still reads.
+
+Race-free kernels compute what the GPU computes: an asynchronous copy
+lands when it is issued (a race-free kernel cannot tell the difference).
+The kernel body runs under `disable_jit`, as Python over concrete arrays.
+"""
+
+import itertools
+import math
+import threading
+
+import numpy as np
+
+from .. import core, lax, state, tree_util
+from ..config import config as _config
+from ..numpy import lax_numpy as jnp
+
+# --------------------------------------------------------------------------
+# Types of buffers
+
+
+class _MemorySpace:
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, shape, dtype, *, transforms=()):
+        return _BufferType(tuple(shape), dtype, self, transforms)
+
+    def __repr__(self):
+        return self.name
+
+
+GMEM = _MemorySpace("GMEM")
+SMEM = _MemorySpace("SMEM")
+
+
+class _BufferType:
+    def __init__(self, shape, dtype, space, transforms=()):
+        self.shape, self.dtype, self.space = tuple(shape), np.dtype(dtype), space
+        self.transforms = tuple(transforms)
+
+
+class TilingTransform:
+    """A tiled SMEM layout. The interpreter keeps logical layouts."""
+
+    def __init__(self, tiling):
+        self.tiling = tuple(tiling)
+
+
+class SwizzleTransform:
+    """A swizzled SMEM layout. The interpreter keeps logical layouts."""
+
+    def __init__(self, swizzle):
+        self.swizzle = int(swizzle)
+
+
+class Barrier:
+    """`num_barriers` mbarriers in SMEM, each completing a phase after
+    `num_arrivals` arrivals (a `copy_gmem_to_smem` is one)."""
+
+    def __init__(self, num_arrivals=1, num_barriers=1, orders_tensor_core=False):
+        if num_arrivals < 1 or num_barriers < 1:
+            raise ValueError(f"Barrier: num_arrivals and num_barriers must be positive, got "
+                             f"{num_arrivals} and {num_barriers} (at {core.where()})")
+        self.num_arrivals, self.num_barriers = int(num_arrivals), int(num_barriers)
+
+
+class ClusterBarrier:
+    """Barriers shared by the blocks of a cluster along `collective_axes`:
+    an arrival reaches the barrier of every block of the group, and a phase
+    completes after `num_arrivals` arrivals from each of them."""
+
+    def __init__(self, collective_axes, num_arrivals=1, num_barriers=1):
+        if isinstance(collective_axes, str):
+            collective_axes = (collective_axes,)
+        self.collective_axes = tuple(collective_axes)
+        self.num_arrivals, self.num_barriers = int(num_arrivals), int(num_barriers)
+
+
+class ACC:
+    """A wgmma accumulator (registers), initialized to zeros."""
+
+    def __init__(self, shape, dtype=np.float32):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+
+
+class CompilerParams:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class InterpretError(RuntimeError):
+    """A kernel misused barriers, SMEM or asynchronous operations."""
+
+
+# --------------------------------------------------------------------------
+# The scheduler: one Python thread per GPU thread group, one running at a
+# time, switching at waits.
+
+
+class _Abort(BaseException):
+    pass
+
+
+class _Worker:
+    def __init__(self, sched, name, block, thread, coords):
+        self.sched, self.name, self.block, self.thread = sched, name, block, thread
+        self.coords = coords  # {axis name: index}
+        self.vc = {name: 1}
+        self.event = threading.Event()
+        self.waiting = None  # (ready predicate, description) while blocked
+        self.done = False
+        self.pending_stores = []  # async SMEM->GMEM copies, oldest first
+        self.pending_mma = []
+        self.waits = {}  # barrier instance -> phases waited
+
+
+_local = threading.local()
+
+
+def _me():
+    w = getattr(_local, "worker", None)
+    if w is None:
+        raise ValueError(f"this plgpu operation can only be used inside a plgpu kernel "
+                         f"(at {core.where()})")
+    return w
+
+
+class _Scheduler:
+    def __init__(self):
+        self.workers, self.error, self.current = [], None, None
+
+    def run(self, workers, body):
+        self.workers = workers
+
+        def main(w):
+            _local.worker = w
+            w.event.wait()
+            try:
+                if self.error is None:
+                    body(w)
+            except _Abort:
+                pass
+            except BaseException as e:  # noqa: BLE001 - re-raised by run()
+                if self.error is None:
+                    self.error = e
+            finally:
+                w.done = True
+                _local.worker = None
+                self._switch(w, final=True)
+
+        threads = [threading.Thread(target=main, args=(w,), daemon=True) for w in workers]
+        self.finished = threading.Event()
+        for t in threads:
+            t.start()
+        self.current = workers[0]
+        workers[0].event.set()
+        self.finished.wait()
+        for t in threads:
+            t.join()
+        if self.error is not None:
+            raise self.error
+
+    def _next(self, w):
+        """The next worker that can run (round robin after `w`), or None."""
+        k = self.workers.index(w)
+        order = self.workers[k + 1:] + self.workers[:k + 1]
+        for v in order:
+            if v.done:
+                continue
+            if v.waiting is None or v.waiting[0]():
+                return v
+        return None
+
+    def _switch(self, w, final=False):
+        if self.error is not None:
+            nxt = next((v for v in self.workers if not v.done), None)
+        else:
+            nxt = self._next(w)
+            if nxt is None and not all(v.done for v in self.workers):
+                stuck = [f"{v.name}: {v.waiting[1]}" for v in self.workers
+                         if not v.done and v.waiting is not None]
+                self.error = InterpretError(
+                    "deadlock: no thread of the cluster can proceed; every barrier wait "
+                    "below waits for a phase that never completes (more waits than the "
+                    "barrier was armed for?):\n  " + "\n  ".join(stuck))
+                nxt = next((v for v in self.workers if not v.done), None)
+        if nxt is None:
+            self.finished.set()
+            return
+        if nxt is not w:
+            self.current = nxt
+            nxt.event.set()
+            if not final:
+                w.event.clear()
+                w.event.wait()
+        if not final and self.error is not None:
+            raise _Abort()
+
+    def block_until(self, w, ready, what):
+        if ready():
+            return
+        w.waiting = (ready, what)
+        w.event.clear()
+        while not ready():
+            self._switch(w)
+            if self.error is not None:
+                raise _Abort()
+        w.waiting = None
+
+
+def _join(a, b):
+    for k, v in b.items():
+        if a.get(k, 0) < v:
+            a[k] = v
+
+
+_agents = itertools.count()
+
+
+def _agent(kind):
+    return f"{kind}#{next(_agents)}"
+
+
+# --------------------------------------------------------------------------
+# Barriers
+
+
+class _BarrierInst:
+    """One mbarrier of one block."""
+
+    def __init__(self, num_arrivals, where):
+        self.n, self.where = num_arrivals, where
+        self.arrived, self.expect, self.delivered = 0, 0, 0
+        self.pending = {}
+        self.phases = []  # the clock each completed phase publishes
+
+    def arrive(self, vc, deliveries=0):
+        self.arrived += 1
+        self.expect += deliveries
+        _join(self.pending, vc)
+        self._complete()
+
+    def deliver(self, vc):
+        self.delivered += 1
+        _join(self.pending, vc)
+        self._complete()
+
+    def _complete(self):
+        while self.arrived >= self.n and self.delivered >= self.expect:
+            self.phases.append(self.pending)
+            self.arrived -= self.n
+            self.delivered -= self.expect
+            self.expect, self.pending = 0, {}
+
+
+class _BarrierRef:
+    """The kernel's handle on barriers: one instance per block; `at[i]`
+    selects one of `num_barriers`."""
+
+    def __init__(self, kind, insts, index=None):
+        self.kind, self.insts, self.index = kind, insts, index
+
+    @property
+    def at(self):
+        ref = self
+
+        class _At:
+            def __getitem__(self, i):
+                return _BarrierRef(ref.kind, ref.insts, int(i))
+
+        return _At()
+
+    def inst(self, block):
+        row = self.insts[block]
+        if self.index is None:
+            if len(row) != 1:
+                raise ValueError(f"a group of {len(row)} barriers needs an index: "
+                                 f"barrier.at[i] (at {core.where()})")
+            return row[0]
+        return row[self.index]
+
+
+def barrier_arrive(barrier):
+    w = _me()
+    if isinstance(barrier.kind, ClusterBarrier):
+        for b in _group(w, barrier.kind.collective_axes):
+            barrier.inst(b).arrive(dict(w.vc))
+    else:
+        barrier.inst(w.block).arrive(dict(w.vc))
+    w.vc[w.name] += 1
+
+
+def barrier_wait(barrier):
+    w = _me()
+    inst = barrier.inst(w.block)
+    k = w.waits.get(id(inst), 0)
+    where = core.where()
+    w.sched.block_until(
+        w, lambda: len(inst.phases) > k,
+        f"barrier_wait at {where} waits for phase {k + 1}; the barrier completed "
+        f"{len(inst.phases)}, its current phase has {inst.arrived} of {inst.n} arrivals")
+    _join(w.vc, inst.phases[k])
+    w.waits[id(inst)] = k + 1
+
+
+# --------------------------------------------------------------------------
+# SMEM with shadow state
+
+
+class _Shadow:
+    """Per row (index of the leading dimension): the last write (agent,
+    clock, line, async?) and the reads since (agent -> (clock, line))."""
+
+    def __init__(self, rows, block, name):
+        self.block, self.name = block, name
+        self.write = [None] * rows
+        self.reads = [dict() for _ in range(rows)]
+        self.uncommitted = [None] * rows
+
+
+def _rows(norm, nrows):
+    k, s = norm[0]
+    if k == "at":
+        return [int(s)]
+    if k == "gather":
+        return sorted({int(i) for i in np.asarray(s).ravel()})
+    start = int(s.start)
+    return [r for r in range(start, start + s.size * s.stride, s.stride) if 0 <= r < nrows]
+
+
+def _check_read(sh, rows, vc, who, where):
+    for r in rows:
+        wr = sh.write[r]
+        if wr is not None and vc.get(wr[0], 0) < wr[1]:
+            if wr[3] and wr[4] != who:
+                raise InterpretError(
+                    f"{who} reads SMEM {sh.name} of block {sh.block} at {where}, which a copy "
+                    f"issued by {wr[4]} at {wr[2]} overwrote without this thread having "
+                    f"waited for it: a copy into a buffer still in use (guard its reuse "
+                    f"with a barrier, e.g. a ClusterBarrier across the cluster)")
+            if wr[3]:
+                raise InterpretError(
+                    f"{who} reads SMEM {sh.name} of block {sh.block} at {where} before the "
+                    f"barrier of the copy issued at {wr[2]} completed (wait on it first)")
+            raise InterpretError(
+                f"{who} reads SMEM {sh.name} of block {sh.block} at {where}, written at "
+                f"{wr[2]} by {wr[0]} without a barrier between them")
+
+
+def _check_write(sh, rows, vc, who, where):
+    for r in rows:
+        for agent, (clk, line) in sh.reads[r].items():
+            if agent != who and vc.get(agent, 0) < clk:
+                raise InterpretError(
+                    f"{who} overwrites SMEM {sh.name} of block {sh.block} at {where} while "
+                    f"{agent} may still be reading it (read at {line}); a barrier must order "
+                    f"the read before the write")
+        wr = sh.write[r]
+        if wr is not None and wr[0] != who and vc.get(wr[0], 0) < wr[1]:
+            raise InterpretError(
+                f"{who} overwrites SMEM {sh.name} of block {sh.block} at {where} while the "
+                f"write at {wr[2]} by {wr[0]} may still be in flight")
+
+
+class _SmemRef(state.Ref):
+    def __init__(self, value, shadow):
+        super().__init__(value)
+        self.shadow = shadow
+
+    def _access(self, kind, norm):
+        w = getattr(_local, "worker", None)
+        if w is None:
+            return
+        sh = self.shadow
+        rows = _rows(norm, len(sh.write))
+        where = core.where()
+        if kind == "load":
+            _check_read(sh, rows, w.vc, w.name, where)
+            for r in rows:
+                sh.reads[r][w.name] = (w.vc[w.name], where)
+        else:
+            _check_write(sh, rows, w.vc, w.name, where)
+            for r in rows:
+                sh.write[r] = (w.name, w.vc[w.name], where, False, w.name)
+                sh.reads[r] = {}
+                sh.uncommitted[r] = w.name
+
+
+def _smem_target(ref, block):
+    """The ref (or view) `ref` names, in the SMEM of `block`."""
+    base = ref.base if isinstance(ref, state.RefView) else ref
+    if not isinstance(base, _SmemRef):
+        raise TypeError(f"expected an SMEM ref, got {type(base).__name__} (at {core.where()})")
+    twin = base.twins[block]
+    norm = ref.norm if isinstance(ref, state.RefView) else base.compose((), "copy")
+    return twin, norm
+
+
+def _async_write(dst, norm, data, vc, agent, who, where, part=(0, 1)):
+    """An asynchronous copy's write of `data` into `dst` (at `norm`). A
+    multicast copy is issued by every block of its group, each delivering
+    part `part[0]` of `part[1]` of the rows: only those are checked and
+    marked (all parts carry the same data)."""
+    sh = dst.shadow
+    rows = _rows(norm, len(sh.write))
+    k, n = part
+    rows = rows[len(rows) * k // n:len(rows) * (k + 1) // n]
+    _check_write(sh, rows, vc, who, where)
+    saved = _local.worker
+    _local.worker = None
+    try:
+        state.store(state.RefView(dst, norm) if norm else dst, (), data)
+    finally:
+        _local.worker = saved
+    for r in rows:
+        sh.write[r] = (agent, 1, where, True, who)
+        sh.reads[r] = {}
+        sh.uncommitted[r] = None
+
+
+def _raw_load(ref):
+    saved = _local.worker
+    _local.worker = None
+    try:
+        return state.load(ref, ())
+    finally:
+        _local.worker = saved
+
+
+def _group(w, axes):
+    """The blocks of `w`'s cluster that differ from it only along `axes`."""
+    sched = w.sched
+    for a in axes:
+        if a not in sched.cluster_names:
+            raise ValueError(f"collective axis {a!r} is not a cluster axis "
+                             f"{sched.cluster_names} (at {core.where()})")
+    me = w.coords
+    return [b for b, c in enumerate(sched.block_coords)
+            if all(c[n] == me[n] for n in sched.cluster_names if n not in axes)]
+
+
+# --------------------------------------------------------------------------
+# Asynchronous copies, fences, MMA
+
+
+def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, leader_tracked=None,
+                      oob_mode=None):
+    if leader_tracked is not None:
+        raise NotImplementedError(f"copy_gmem_to_smem: leader_tracked copies are not "
+                                  f"supported by the interpreter (at {core.where()})")
+    w = _me()
+    where = core.where()
+    data = _raw_load(src)
+    agent = _agent("copy")
+    vc = dict(w.vc)
+    vc[agent] = 1
+    if collective_axes is None:
+        twin, norm = _smem_target(dst, w.block)
+        _async_write(twin, norm, data, vc, agent, w.name, where)
+        barrier.inst(w.block).arrive(vc)
+    else:
+        axes = (collective_axes,) if isinstance(collective_axes, str) else tuple(collective_axes)
+        group = _group(w, axes)
+        # Every block of the group issues this copy; each delivers its part
+        # into the SMEM of all of them, and a block's barrier completes once
+        # all parts arrived.
+        part = (group.index(w.block), len(group))
+        for b in group:
+            twin, norm = _smem_target(dst, b)
+            _async_write(twin, norm, data, vc, agent, w.name, where, part)
+            barrier.inst(b).deliver(vc)
+        barrier.inst(w.block).arrive({}, deliveries=len(group))
+    w.vc[w.name] += 1
+
+
+def commit_smem():
+    """Makes the thread's SMEM stores visible to asynchronous copies."""
+    w = _me()
+    for ref in w.sched.smem_refs[w.block]:
+        sh = ref.shadow
+        sh.uncommitted = [None if u == w.name else u for u in sh.uncommitted]
+
+
+def copy_smem_to_gmem(src, dst, predicate=None, *, commit_group=True, reduction_op=None):
+    w = _me()
+    where = core.where()
+    twin, norm = _smem_target(src, w.block)
+    sh = twin.shadow
+    rows = _rows(norm, len(sh.write))
+    _check_read(sh, rows, w.vc, w.name, where)
+    for r in rows:
+        if sh.uncommitted[r] is not None:
+            raise InterpretError(
+                f"copy_smem_to_gmem at {where} reads SMEM {sh.name} written by "
+                f"{sh.uncommitted[r]} without commit_smem() after the write")
+    data = _raw_load(src)
+    if predicate is not None and not bool(core.as_value(predicate)):
+        return
+    if reduction_op is not None:
+        old = _raw_load(dst)
+        data = {"add": lambda a, b: a + b, "max": jnp.maximum, "min": jnp.minimum}[
+            reduction_op](old, data)
+    saved = _local.worker
+    _local.worker = None
+    try:
+        state.store(dst, (), data)
+    finally:
+        _local.worker = saved
+    agent = _agent("store")
+    for r in rows:
+        sh.reads[r][agent] = (1, where)
+    w.pending_stores.append(agent)
+
+
+def wait_smem_to_gmem(n, wait_read_only=False):
+    w = _me()
+    done = w.pending_stores[:max(len(w.pending_stores) - int(n), 0)]
+    w.pending_stores = w.pending_stores[len(done):]
+    for agent in done:
+        w.vc[agent] = 1
+
+
+def commit_smem_to_gmem_group():
+    """Copies commit their group when issued; nothing more to do."""
+
+
+def wgmma(acc, a, b):
+    """`acc += a @ b` (f32 accumulation), asynchronous until `wgmma_wait`:
+    `a` and `b` (SMEM) must not be overwritten before then."""
+    w = _me()
+    where = core.where()
+    agent = _agent("wgmma")
+    vals = []
+    for x in (a, b):
+        if isinstance(x, (state.Ref, state.RefView)):
+            base = x.base if isinstance(x, state.RefView) else x
+            if isinstance(base, _SmemRef):
+                twin, norm = _smem_target(x, w.block)
+                rows = _rows(norm, len(twin.shadow.write))
+                _check_read(twin.shadow, rows, w.vc, w.name, where)
+                for r in rows:
+                    twin.shadow.reads[r][agent] = (1, where)
+            vals.append(_raw_load(x))
+        else:
+            vals.append(core.as_value(x))
+    prod = jnp.matmul(vals[0], vals[1], preferred_element_type=acc.dtype)
+    acc._value = acc._value + prod
+    w.pending_mma.append(agent)
+
+
+def wgmma_wait(n):
+    w = _me()
+    done = w.pending_mma[:max(len(w.pending_mma) - int(n), 0)]
+    w.pending_mma = w.pending_mma[len(done):]
+    for agent in done:
+        w.vc[agent] = 1
+
+
+def _axis_index(name):
+    w = getattr(_local, "worker", None)
+    if w is None or name not in w.coords:
+        return None
+    return jnp.int32(w.coords[name])
+
+
+lax.axis_index_providers.append(_axis_index)
+
+
+# --------------------------------------------------------------------------
+# kernel
+
+
+def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scratch_types=(),
+           compiler_params=None, grid=(), grid_names=(), cluster=(), cluster_names=(),
+           num_threads=None, thread_name=None, interpret=None, **mesh_kwargs):
+    """JAX's `plgpu.kernel`: `kernel(body, out_shape, ...)(*inputs)` runs
+    `body(*input_refs, *output_refs, *scratch_refs)` once per thread group
+    of every block. `grid` counts clusters; `lax.axis_index` of a grid,
+    cluster or thread name is the calling block's (or group's) index."""
+    if body is None:
+        return lambda b: kernel(b, out_shape, out_type=out_type, scratch_shapes=scratch_shapes,
+                                scratch_types=scratch_types, compiler_params=compiler_params,
+                                grid=grid, grid_names=grid_names, cluster=cluster,
+                                cluster_names=cluster_names, num_threads=num_threads,
+                                thread_name=thread_name, interpret=interpret)
+    out = out_type if out_type is not None else out_shape
+    scratch = scratch_types or scratch_shapes
+    grid, cluster = tuple(int(g) for g in grid), tuple(int(c) for c in cluster)
+    if len(grid_names) != len(grid) or len(cluster_names) != len(cluster):
+        raise ValueError(f"plgpu.kernel: grid_names and cluster_names must name every grid "
+                         f"and cluster dimension (at {core.where()})")
+    if (num_threads is None) != (thread_name is None):
+        raise ValueError(f"plgpu.kernel: num_threads and thread_name go together "
+                         f"(at {core.where()})")
+
+    def call(*args):
+        leaves = tree_util.tree_leaves(args)
+        if any(isinstance(x, core.Tracer) for x in leaves):
+            raise NotImplementedError(
+                "[ember:not-on-target] plgpu kernels run in the interpreter on the CPU, "
+                "outside jit and transformations; call the kernel on concrete arrays "
+                f"(at {core.where()})")
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        return tree_util.tree_unflatten(out_tree, _interpret(
+            body, [core.as_value(x) for x in leaves], out_leaves, scratch, grid,
+            tuple(grid_names), cluster, tuple(cluster_names), num_threads or 1,
+            thread_name))
+
+    return call
+
+
+def _make_scratch(t, nblocks, name, smem_refs):
+    """Per-block instances of one scratch type: a list indexed by block."""
+    where = core.where()
+    if isinstance(t, (Barrier, ClusterBarrier)):
+        n = t.num_arrivals  # a ClusterBarrier's is scaled by its group's size below
+        insts = [[_BarrierInst(n, where) for _ in range(t.num_barriers)]
+                 for _ in range(nblocks)]
+        return _BarrierRef(t, insts)
+    if isinstance(t, ACC):
+        return ("acc", t)
+    if isinstance(t, _BufferType) and t.space is GMEM:
+        raise NotImplementedError(f"GMEM scratch is not supported (at {where})")
+    shape, dtype = tuple(t.shape), np.dtype(t.dtype)
+    rows = shape[0] if shape else 1
+    twins = [_SmemRef(state.uninitialized(shape, dtype), _Shadow(rows, b, name))
+             for b in range(nblocks)]
+    for b, r in enumerate(twins):
+        r.twins = twins
+        smem_refs[b].append(r)
+    return twins
+
+
+def _interpret(body, ins, outs, scratch, grid, grid_names, cluster, cluster_names, nthreads,
+               thread_name):
+    gmem_in = [state.Ref(x) for x in ins]
+    gmem_out = [state.Ref(state.uninitialized(o.shape, o.dtype)) for o in outs]
+    cluster = cluster or ()
+    nblocks = math.prod(cluster)
+    prev = _config.jax_disable_jit
+    _config.jax_disable_jit = True
+    try:
+        for gidx in itertools.product(*[range(g) for g in grid]):
+            _run_cluster(body, gmem_in, gmem_out, scratch, dict(zip(grid_names, gidx)),
+                         cluster, cluster_names, nblocks, nthreads, thread_name)
+    finally:
+        _config.jax_disable_jit = prev
+    return [r._value for r in gmem_out]
+
+
+def _run_cluster(body, gmem_in, gmem_out, scratch, grid_coords, cluster, cluster_names,
+                 nblocks, nthreads, thread_name):
+    sched = _Scheduler()
+    sched.cluster_names = cluster_names
+    sched.block_coords = [dict(zip(cluster_names, c))
+                          for c in itertools.product(*[range(n) for n in cluster])] or [{}]
+    sched.smem_refs = [[] for _ in range(nblocks)]
+    flat = list(scratch) if isinstance(scratch, (list, tuple)) else [scratch]
+    per_scratch = [_make_scratch(t, nblocks, f"scratch {k}", sched.smem_refs)
+                   for k, t in enumerate(flat)]
+    for t, s in zip(flat, per_scratch):
+        if isinstance(t, ClusterBarrier):
+            size = math.prod(cluster[cluster_names.index(a)] for a in t.collective_axes
+                             if a in cluster_names)
+            for row in s.insts:
+                for inst in row:
+                    inst.n = t.num_arrivals * size
+    workers = []
+    for b in range(nblocks):
+        for t in range(nthreads):
+            coords = dict(grid_coords)
+            coords.update(sched.block_coords[b])
+            if thread_name is not None:
+                coords[thread_name] = t
+            name = f"block {b}" + (f" thread {t}" if nthreads > 1 else "")
+            workers.append(_Worker(sched, name, b, t, coords))
+
+    def run(w):
+        refs = []
+        for s in per_scratch:
+            if isinstance(s, tuple) and s[0] == "acc":
+                refs.append(state.Ref(jnp.zeros(s[1].shape, s[1].dtype)))
+            elif isinstance(s, list):
+                refs.append(s[w.block])
+            else:
+                refs.append(s)
+        res = body(*gmem_in, *gmem_out, *refs)
+        if res is not None:
+            raise ValueError("a plgpu kernel body must return None")
+
+    sched.run(workers, run)
+    for s in per_scratch:
+        if isinstance(s, _BarrierRef):
+            for b, row in enumerate(s.insts):
+                for inst in row:
+                    if inst.arrived:
+                        raise InterpretError(
+                            f"barrier allocated at {inst.where}: the last phase of block {b}'s "
+                            f"barrier got {inst.arrived} of its {inst.n} arrivals")

@@ -1,0 +1,23 @@
+"""`ember.experimental.pallas.mosaic_gpu`: JAX's `plgpu` API, run by an
+interpreter on the CPU that reports synchronization errors (see
+`ember._src.pallas.mosaic_gpu`)."""
+
+from ember._src.pallas.mosaic_gpu import ACC as ACC
+from ember._src.pallas.mosaic_gpu import GMEM as GMEM
+from ember._src.pallas.mosaic_gpu import SMEM as SMEM
+from ember._src.pallas.mosaic_gpu import Barrier as Barrier
+from ember._src.pallas.mosaic_gpu import ClusterBarrier as ClusterBarrier
+from ember._src.pallas.mosaic_gpu import CompilerParams as CompilerParams
+from ember._src.pallas.mosaic_gpu import InterpretError as InterpretError
+from ember._src.pallas.mosaic_gpu import SwizzleTransform as SwizzleTransform
+from ember._src.pallas.mosaic_gpu import TilingTransform as TilingTransform
+from ember._src.pallas.mosaic_gpu import barrier_arrive as barrier_arrive
+from ember._src.pallas.mosaic_gpu import barrier_wait as barrier_wait
+from ember._src.pallas.mosaic_gpu import commit_smem as commit_smem
+from ember._src.pallas.mosaic_gpu import commit_smem_to_gmem_group as commit_smem_to_gmem_group
+from ember._src.pallas.mosaic_gpu import copy_gmem_to_smem as copy_gmem_to_smem
+from ember._src.pallas.mosaic_gpu import copy_smem_to_gmem as copy_smem_to_gmem
+from ember._src.pallas.mosaic_gpu import kernel as kernel
+from ember._src.pallas.mosaic_gpu import wait_smem_to_gmem as wait_smem_to_gmem
+from ember._src.pallas.mosaic_gpu import wgmma as wgmma
+from ember._src.pallas.mosaic_gpu import wgmma_wait as wgmma_wait

@@ -1,0 +1,199 @@
+"""The plgpu interpreter: kernels with clusters, TMA-style copies,
+barriers and wgmma run on the CPU with the GPU's results, and misuse of
+barriers and shared memory is reported with the kernel's lines."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.experimental import pallas as pl
+from ember.experimental.pallas import mosaic_gpu as plgpu
+
+
+def _sds(shape, dtype=np.float32):
+    return ember.ShapeDtypeStruct(shape, dtype)
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_grid_and_cluster_copy_compute_store():
+    def body(x_ref, o_ref, smem, bar):
+        i = lax.axis_index("x") * 2 + lax.axis_index("cl")
+        plgpu.copy_gmem_to_smem(x_ref.at[pl.ds(i * 8, 8)], smem, bar)
+        plgpu.barrier_wait(bar)
+        smem[...] = smem[...] * 2
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(smem, o_ref.at[pl.ds(i * 8, 8)])
+        plgpu.wait_smem_to_gmem(0)
+
+    x = _rand(32, 4)
+    out = plgpu.kernel(body, out_shape=_sds((32, 4)), grid=(2,), grid_names=("x",),
+                       cluster=(2,), cluster_names=("cl",),
+                       scratch_shapes=[plgpu.SMEM((8, 4), np.float32), plgpu.Barrier(1)])(x)
+    np.testing.assert_array_equal(out, x * 2)
+
+
+def _collective_smem_reuse(guarded, steps=4):
+    """Two blocks of a cluster multicast step k's tile into one SMEM buffer
+    each and read it; the next step's copy overwrites that buffer in both
+    blocks, so each block must know the other finished reading it: a
+    ClusterBarrier between the steps."""
+
+    def body(x_ref, o_ref, smem, bar, cluster_bar):
+        b = lax.axis_index("cl")
+        acc = jnp.zeros((8, 16), jnp.float32)
+        for k in range(steps):
+            plgpu.copy_gmem_to_smem(x_ref.at[k], smem, bar, collective_axes="cl")
+            plgpu.barrier_wait(bar)
+            acc = acc + smem[...] * (b + 1).astype(jnp.float32)
+            if guarded:
+                plgpu.barrier_arrive(cluster_bar)
+                plgpu.barrier_wait(cluster_bar)
+        o_ref[b] = acc
+
+    return plgpu.kernel(body, out_shape=_sds((2, 8, 16)), cluster=(2,), cluster_names=("cl",),
+                        scratch_shapes=[plgpu.SMEM((8, 16), np.float32), plgpu.Barrier(1),
+                                        plgpu.ClusterBarrier(("cl",))])
+
+
+def test_collective_smem_reuse_guarded_by_a_cluster_barrier():
+    x = _rand(4, 8, 16)
+    out = _collective_smem_reuse(True)(x)
+    np.testing.assert_allclose(out, np.stack([x.sum(0), 2 * x.sum(0)]), rtol=1e-5, atol=1e-6)
+
+
+def test_collective_smem_reuse_without_the_cluster_barrier_is_a_race():
+    with pytest.raises(plgpu.InterpretError,
+                       match=r"copy issued by block \d at .*test_pallas_mosaic_gpu\.py:\d+ "
+                             r"overwrote"):
+        _collective_smem_reuse(False)(_rand(4, 8, 16))
+
+
+def test_reading_smem_before_its_copy_completed():
+    def body(x_ref, o_ref, smem, bar):
+        plgpu.copy_gmem_to_smem(x_ref, smem, bar)
+        o_ref[...] = smem[...]
+        plgpu.barrier_wait(bar)
+
+    with pytest.raises(plgpu.InterpretError, match=r"before the barrier of the copy issued at "
+                                                   r".*test_pallas_mosaic_gpu\.py"):
+        plgpu.kernel(body, out_shape=_sds((8, 4)),
+                     scratch_shapes=[plgpu.SMEM((8, 4), np.float32), plgpu.Barrier(1)])(
+            _rand(8, 4))
+
+
+def test_waiting_more_times_than_armed_is_a_deadlock():
+    def body(x_ref, o_ref, smem, bar):
+        plgpu.copy_gmem_to_smem(x_ref, smem, bar)
+        plgpu.barrier_wait(bar)
+        plgpu.barrier_wait(bar)
+
+    with pytest.raises(plgpu.InterpretError, match=r"(?s)deadlock.*barrier_wait at "
+                                                   r".*test_pallas_mosaic_gpu\.py:\d+ waits "
+                                                   r"for phase 2"):
+        plgpu.kernel(body, out_shape=_sds((8, 4)),
+                     scratch_shapes=[plgpu.SMEM((8, 4), np.float32), plgpu.Barrier(1)])(
+            _rand(8, 4))
+
+
+def test_arrival_count_mismatch():
+    def body(o_ref, bar):
+        plgpu.barrier_arrive(bar)
+        o_ref[...] = jnp.zeros((2,), jnp.float32)
+
+    with pytest.raises(plgpu.InterpretError, match="got 1 of its 2 arrivals"):
+        plgpu.kernel(body, out_shape=_sds((2,)), scratch_shapes=[plgpu.Barrier(2)])()
+
+
+def test_store_to_gmem_needs_commit_smem_and_wait_before_reuse():
+    def no_commit(o_ref, smem):
+        smem[...] = jnp.ones((8, 4), jnp.float32)
+        plgpu.copy_smem_to_gmem(smem, o_ref)
+        plgpu.wait_smem_to_gmem(0)
+
+    with pytest.raises(plgpu.InterpretError, match="without commit_smem"):
+        plgpu.kernel(no_commit, out_shape=_sds((8, 4)),
+                     scratch_shapes=[plgpu.SMEM((8, 4), np.float32)])()
+
+    def no_wait(o_ref, smem):
+        smem[...] = jnp.ones((8, 4), jnp.float32)
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(smem, o_ref)
+        smem[...] = jnp.zeros((8, 4), jnp.float32)
+
+    with pytest.raises(plgpu.InterpretError, match="may still be reading"):
+        plgpu.kernel(no_wait, out_shape=_sds((8, 4)),
+                     scratch_shapes=[plgpu.SMEM((8, 4), np.float32)])()
+
+
+def _pipelined_matmul(a, b, bm=64, bn=64, bk=32, slots=2):
+    """A Hopper-style matmul: per output tile, K tiles stream through a ring
+    of `slots` SMEM buffers (TMA copies, one barrier per slot) into wgmma."""
+    m, k = a.shape
+    n = b.shape[1]
+    steps = k // bk
+
+    def body(a_ref, b_ref, o_ref, a_smem, b_smem, bars, acc):
+        i, j = lax.axis_index("m"), lax.axis_index("n")
+
+        def fetch(s):
+            slot = s % slots
+            plgpu.copy_gmem_to_smem(a_ref.at[pl.ds(i * bm, bm), pl.ds(s * bk, bk)],
+                                    a_smem.at[slot], bars.at[slot])
+            plgpu.copy_gmem_to_smem(b_ref.at[pl.ds(s * bk, bk), pl.ds(j * bn, bn)],
+                                    b_smem.at[slot], bars.at[slot])
+
+        for s in range(min(slots, steps)):
+            fetch(s)
+
+        @pl.loop(0, steps)
+        def _(s):
+            slot = s % slots
+            plgpu.barrier_wait(bars.at[slot])
+            plgpu.wgmma(acc, a_smem.at[slot], b_smem.at[slot])
+            plgpu.wgmma_wait(0)
+
+            @pl.when(s + slots < steps)
+            def _():
+                fetch(s + slots)
+
+        o_ref[pl.ds(i * bm, bm), pl.ds(j * bn, bn)] = acc[...].astype(o_ref.dtype)
+
+    return plgpu.kernel(
+        body, out_shape=_sds((m, n), a.dtype), grid=(m // bm, n // bn), grid_names=("m", "n"),
+        scratch_shapes=[plgpu.SMEM((slots, bm, bk), a.dtype), plgpu.SMEM((slots, bk, bn), a.dtype),
+                        plgpu.Barrier(num_arrivals=2, num_barriers=slots),
+                        plgpu.ACC((bm, bn), np.float32)])(a, b)
+
+
+def test_pipelined_wgmma_matmul():
+    a, b = _rand(128, 128), _rand(128, 128, seed=1)
+    np.testing.assert_allclose(_pipelined_matmul(a, b), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_overwriting_an_operand_before_wgmma_wait_is_a_race():
+    def body(a_ref, o_ref, smem, bar, acc):
+        plgpu.copy_gmem_to_smem(a_ref, smem, bar)
+        plgpu.barrier_wait(bar)
+        plgpu.wgmma(acc, smem, smem)
+        smem[...] = jnp.zeros((16, 16), jnp.float32)
+        plgpu.wgmma_wait(0)
+        o_ref[...] = acc[...]
+
+    with pytest.raises(plgpu.InterpretError, match="wgmma"):
+        plgpu.kernel(body, out_shape=_sds((16, 16)),
+                     scratch_shapes=[plgpu.SMEM((16, 16), np.float32), plgpu.Barrier(1),
+                                     plgpu.ACC((16, 16))])(_rand(16, 16))
+
+
+def test_kernel_under_jit_says_it_runs_outside_jit():
+    def body(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    k = plgpu.kernel(body, out_shape=_sds((4,)))
+    with pytest.raises(NotImplementedError, match="outside jit"):
+        ember.jit(k)(np.zeros(4, np.float32))
