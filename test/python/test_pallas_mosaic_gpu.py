@@ -197,3 +197,74 @@ def test_kernel_under_jit_says_it_runs_outside_jit():
     k = plgpu.kernel(body, out_shape=_sds((4,)))
     with pytest.raises(NotImplementedError, match="outside jit"):
         ember.jit(k)(np.zeros(4, np.float32))
+
+
+def _blackwell_collective_matmul(a, b, guarded, bk=32, bn=64):
+    """A 2-CTA collective tcgen05 matmul over output column tiles, warp
+    specialized: thread group 0 streams A/B tiles into SMEM and issues the
+    pair's MMA into TMEM; group 1 (the epilogue) reads TMEM out. The next
+    tile's MMA overwrites both blocks' TMEM, so the MMA issuer must know
+    both epilogues finished reading it: a ClusterBarrier (`tmem_free`)."""
+    m, k = a.shape
+    n = b.shape[1]
+    assert m == 256
+    tiles, steps = n // bn, k // bk
+
+    def body(a_ref, b_ref, o_ref, a_smem, b_smem, acc, bars, ready, mma_bar, acc_ready,
+             tmem_free):
+        blk, wg = lax.axis_index("cl"), lax.axis_index("wg")
+        rows = pl.ds(blk * 128, 128)
+        if int(wg) == 0:
+            for t in range(tiles):
+                if guarded and t > 0:
+                    plgpu.barrier_wait(tmem_free)
+                for s in range(steps):
+                    plgpu.copy_gmem_to_smem(a_ref.at[rows, pl.ds(s * bk, bk)], a_smem, bars)
+                    plgpu.copy_gmem_to_smem(
+                        b_ref.at[pl.ds(s * bk, bk), pl.ds(t * bn + blk * (bn // 2), bn // 2)],
+                        b_smem, bars)
+                    plgpu.barrier_wait(bars)
+                    # Both blocks' tiles must have landed before the pair's MMA.
+                    plgpu.barrier_arrive(ready)
+                    plgpu.barrier_wait(ready)
+                    plgpu.tcgen05_mma(acc, a_smem, b_smem, accumulate=s > 0,
+                                      collective_axis="cl")
+                    plgpu.tcgen05_commit_arrive(mma_bar, collective_axis="cl")
+                    plgpu.barrier_wait(mma_bar)
+                plgpu.barrier_arrive(acc_ready)
+        else:
+            for t in range(tiles):
+                plgpu.barrier_wait(acc_ready)
+                o_ref[rows, pl.ds(t * bn, bn)] = plgpu.async_load_tmem(acc)
+                plgpu.wait_load_tmem()
+                if guarded:
+                    plgpu.barrier_arrive(tmem_free)
+
+    return plgpu.kernel(
+        body, out_shape=_sds((m, n)), cluster=(2,), cluster_names=("cl",), num_threads=2,
+        thread_name="wg",
+        scratch_shapes=[plgpu.SMEM((128, bk), np.float32), plgpu.SMEM((bk, bn // 2), np.float32),
+                        plgpu.TMEM((128, bn), np.float32), plgpu.Barrier(2),
+                        plgpu.ClusterBarrier(("cl",)), plgpu.Barrier(1), plgpu.Barrier(1),
+                        plgpu.ClusterBarrier(("cl",))])(a, b)
+
+
+def test_blackwell_collective_mma_with_tmem_reuse_guard():
+    a, b = _rand(256, 64), _rand(64, 128, seed=1)
+    np.testing.assert_allclose(_blackwell_collective_matmul(a, b, True), a @ b,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_tmem_reuse_without_the_cluster_barrier_is_a_race():
+    a, b = _rand(256, 64), _rand(64, 128, seed=1)
+    with pytest.raises(plgpu.InterpretError,
+                       match=r"overwrites TMEM .* of block \d .* tmem-load#\d+ may still be "
+                             r"reading it"):
+        _blackwell_collective_matmul(a, b, False)
+
+
+def test_tmem_allocation_limits():
+    with pytest.raises(ValueError, match="512"):
+        plgpu.TMEM((128, 1024), np.float32)
+    with pytest.raises(ValueError, match="lanes"):
+        plgpu.TMEM((32, 64), np.float32)

@@ -99,6 +99,23 @@ class ClusterBarrier:
         self.num_arrivals, self.num_barriers = int(num_arrivals), int(num_barriers)
 
 
+class TMEM:
+    """A buffer in a block's tensor memory (Blackwell): `shape` is (lanes,
+    columns); at most 512 32-bit columns per block."""
+
+    def __init__(self, shape, dtype, *, layout=None, collective=False, packed=None):
+        self.shape, self.dtype, self.collective = tuple(shape), np.dtype(dtype), collective
+        if len(self.shape) != 2 or self.shape[0] not in (64, 128):
+            raise ValueError(f"TMEM: the shape must be (64 or 128 lanes, columns), got "
+                             f"{self.shape} (at {core.where()})")
+        if self.columns() > 512:
+            raise ValueError(f"TMEM: {self.shape} {self.dtype} needs {self.columns()} 32-bit "
+                             f"columns; a block has 512 (at {core.where()})")
+
+    def columns(self):
+        return -(-self.shape[1] * self.dtype.itemsize // 4)
+
+
 class ACC:
     """A wgmma accumulator (registers), initialized to zeros."""
 
@@ -133,7 +150,9 @@ class _Worker:
         self.waiting = None  # (ready predicate, description) while blocked
         self.done = False
         self.pending_stores = []  # async SMEM->GMEM copies, oldest first
-        self.pending_mma = []
+        self.pending_mma = []  # wgmma groups
+        self.pending_tc = []  # tcgen05 MMAs not yet committed
+        self.pending_loads = []  # TMEM loads
         self.waits = {}  # barrier instance -> phases waited
 
 
@@ -334,8 +353,8 @@ class _Shadow:
     """Per row (index of the leading dimension): the last write (agent,
     clock, line, async?) and the reads since (agent -> (clock, line))."""
 
-    def __init__(self, rows, block, name):
-        self.block, self.name = block, name
+    def __init__(self, rows, block, name, space="SMEM"):
+        self.block, self.name, self.space = block, name, space
         self.write = [None] * rows
         self.reads = [dict() for _ in range(rows)]
         self.uncommitted = [None] * rows
@@ -357,16 +376,16 @@ def _check_read(sh, rows, vc, who, where):
         if wr is not None and vc.get(wr[0], 0) < wr[1]:
             if wr[3] and wr[4] != who:
                 raise InterpretError(
-                    f"{who} reads SMEM {sh.name} of block {sh.block} at {where}, which a copy "
+                    f"{who} reads {sh.space} {sh.name} of block {sh.block} at {where}, which a copy "
                     f"issued by {wr[4]} at {wr[2]} overwrote without this thread having "
                     f"waited for it: a copy into a buffer still in use (guard its reuse "
                     f"with a barrier, e.g. a ClusterBarrier across the cluster)")
             if wr[3]:
                 raise InterpretError(
-                    f"{who} reads SMEM {sh.name} of block {sh.block} at {where} before the "
+                    f"{who} reads {sh.space} {sh.name} of block {sh.block} at {where} before the "
                     f"barrier of the copy issued at {wr[2]} completed (wait on it first)")
             raise InterpretError(
-                f"{who} reads SMEM {sh.name} of block {sh.block} at {where}, written at "
+                f"{who} reads {sh.space} {sh.name} of block {sh.block} at {where}, written at "
                 f"{wr[2]} by {wr[0]} without a barrier between them")
 
 
@@ -375,13 +394,13 @@ def _check_write(sh, rows, vc, who, where):
         for agent, (clk, line) in sh.reads[r].items():
             if agent != who and vc.get(agent, 0) < clk:
                 raise InterpretError(
-                    f"{who} overwrites SMEM {sh.name} of block {sh.block} at {where} while "
+                    f"{who} overwrites {sh.space} {sh.name} of block {sh.block} at {where} while "
                     f"{agent} may still be reading it (read at {line}); a barrier must order "
                     f"the read before the write")
         wr = sh.write[r]
         if wr is not None and wr[0] != who and vc.get(wr[0], 0) < wr[1]:
             raise InterpretError(
-                f"{who} overwrites SMEM {sh.name} of block {sh.block} at {where} while the "
+                f"{who} overwrites {sh.space} {sh.name} of block {sh.block} at {where} while the "
                 f"write at {wr[2]} by {wr[0]} may still be in flight")
 
 
@@ -501,7 +520,8 @@ def commit_smem():
     w = _me()
     for ref in w.sched.smem_refs[w.block]:
         sh = ref.shadow
-        sh.uncommitted = [None if u == w.name else u for u in sh.uncommitted]
+        if sh.space == "SMEM":
+            sh.uncommitted = [None if u == w.name else u for u in sh.uncommitted]
 
 
 def copy_smem_to_gmem(src, dst, predicate=None, *, commit_group=True, reduction_op=None):
@@ -579,6 +599,120 @@ def wgmma_wait(n):
         w.vc[agent] = 1
 
 
+def _tensor_core_read(w, x, agent, where, block=None):
+    """The value of MMA operand `x` (an SMEM/TMEM ref of `block`), read by
+    the tensor core as `agent` until the MMA's completion is observed."""
+    twin, norm = _smem_target(x, w.block if block is None else block)
+    sh = twin.shadow
+    rows = _rows(norm, len(sh.write))
+    _check_read(sh, rows, w.vc, w.name, where)
+    for r in rows:
+        if sh.space == "TMEM" and sh.uncommitted[r] is not None:
+            raise InterpretError(f"tcgen05_mma at {where} reads TMEM {sh.name} stored by "
+                                 f"{sh.uncommitted[r]} without commit_tmem() after the store")
+        sh.reads[r][agent] = (1, where)
+    return _raw_load(state.RefView(twin, norm))
+
+
+def tcgen05_mma(acc, a, b, barrier=None, *, a_scale=None, b_scale=None,
+                a_sparse_metadata=None, accumulate=True, collective_axis=None):
+    """`acc (TMEM) = acc * accumulate + a @ b`, run by the tensor core
+    asynchronously: its completion is observed through
+    `tcgen05_commit_arrive` (or `barrier`). With `collective_axis` (a
+    cluster axis of size 2), the pair of blocks computes
+    `[acc0; acc1] += [a0; a1] @ [b0 | b1]`; the first block of the pair
+    issues it and it reads and writes both blocks' buffers."""
+    if a_scale is not None or b_scale is not None or a_sparse_metadata is not None:
+        raise NotImplementedError(f"tcgen05_mma: block-scaled and sparse MMAs are not "
+                                  f"supported by the interpreter (at {core.where()})")
+    w = _me()
+    where = core.where()
+    if collective_axis is None:
+        blocks = [w.block]
+    else:
+        blocks = _group(w, (collective_axis,))
+        if len(blocks) != 2:
+            raise ValueError(f"tcgen05_mma: the collective axis {collective_axis!r} must have "
+                             f"size 2, got {len(blocks)} (at {where})")
+        if w.block != blocks[0]:
+            return  # the pair's MMA is issued by its first block
+    agent = _agent("mma")
+    a_vals = [_tensor_core_read(w, a, agent, where, blk) for blk in blocks]
+    b_vals = [_tensor_core_read(w, b, agent, where, blk) for blk in blocks]
+    rhs = jnp.concatenate(b_vals, axis=1) if len(blocks) > 1 else b_vals[0]
+    for blk, av in zip(blocks, a_vals):
+        twin, norm = _smem_target(acc, blk)
+        sh = twin.shadow
+        rows = _rows(norm, len(sh.write))
+        _check_write(sh, rows, w.vc, w.name, where)
+        old = _raw_load(state.RefView(twin, norm))
+        prod = jnp.matmul(av, rhs, preferred_element_type=np.float32)
+        new = prod if not bool(core.as_value(accumulate)) else old.astype(np.float32) + prod
+        saved = _local.worker
+        _local.worker = None
+        try:
+            state.store(state.RefView(twin, norm), (), new.astype(twin.dtype))
+        finally:
+            _local.worker = saved
+        for r in rows:
+            sh.write[r] = (agent, 1, where, True, w.name)
+            sh.reads[r] = {}
+    w.pending_tc.append(agent)
+    if barrier is not None:
+        tcgen05_commit_arrive(barrier, collective_axis=collective_axis)
+
+
+def tcgen05_commit_arrive(barrier, collective_axis=None):
+    """Arrives on `barrier` (of both blocks of the pair, with
+    `collective_axis`) once every MMA the thread issued completed."""
+    w = _me()
+    vc = dict(w.vc)
+    for agent in w.pending_tc:
+        vc[agent] = 1
+    w.pending_tc = []
+    blocks = [w.block] if collective_axis is None else _group(w, (collective_axis,))
+    if collective_axis is not None and w.block != blocks[0]:
+        return  # the pair's MMAs are committed by its first block
+    for blk in blocks:
+        barrier.inst(blk).arrive(vc)
+    w.vc[w.name] += 1
+
+
+def async_load_tmem(src, *, layout=None):
+    """The value of a TMEM ref; the read completes at `wait_load_tmem`."""
+    w = _me()
+    where = core.where()
+    twin, norm = _smem_target(src, w.block)
+    sh = twin.shadow
+    rows = _rows(norm, len(sh.write))
+    _check_read(sh, rows, w.vc, w.name, where)
+    agent = _agent("tmem-load")
+    for r in rows:
+        sh.reads[r][agent] = (1, where)
+    w.pending_loads.append(agent)
+    return _raw_load(src)
+
+
+def wait_load_tmem():
+    w = _me()
+    for agent in w.pending_loads:
+        w.vc[agent] = 1
+    w.pending_loads = []
+
+
+def async_store_tmem(ref, value):
+    """Stores `value` into a TMEM ref; visible to MMAs after `commit_tmem`."""
+    state.store(ref, (), value)
+
+
+def commit_tmem():
+    w = _me()
+    for ref in w.sched.smem_refs[w.block]:
+        if ref.shadow.space == "TMEM":
+            sh = ref.shadow
+            sh.uncommitted = [None if u == w.name else u for u in sh.uncommitted]
+
+
 def _axis_index(name):
     w = getattr(_local, "worker", None)
     if w is None or name not in w.coords:
@@ -646,7 +780,8 @@ def _make_scratch(t, nblocks, name, smem_refs):
         raise NotImplementedError(f"GMEM scratch is not supported (at {where})")
     shape, dtype = tuple(t.shape), np.dtype(t.dtype)
     rows = shape[0] if shape else 1
-    twins = [_SmemRef(state.uninitialized(shape, dtype), _Shadow(rows, b, name))
+    space = "TMEM" if isinstance(t, TMEM) else "SMEM"
+    twins = [_SmemRef(state.uninitialized(shape, dtype), _Shadow(rows, b, name, space))
              for b in range(nblocks)]
     for b, r in enumerate(twins):
         r.twins = twins
