@@ -376,8 +376,8 @@ def _check_read(sh, rows, vc, who, where):
         if wr is not None and vc.get(wr[0], 0) < wr[1]:
             if wr[3] and wr[4] != who:
                 raise InterpretError(
-                    f"{who} reads {sh.space} {sh.name} of block {sh.block} at {where}, which a copy "
-                    f"issued by {wr[4]} at {wr[2]} overwrote without this thread having "
+                    f"{who} reads {sh.space} {sh.name} of block {sh.block} at {where}, which a "
+                    f"copy issued by {wr[4]} at {wr[2]} overwrote without this thread having "
                     f"waited for it: a copy into a buffer still in use (guard its reuse "
                     f"with a barrier, e.g. a ClusterBarrier across the cluster)")
             if wr[3]:
@@ -448,25 +448,52 @@ def _async_write(dst, norm, data, vc, agent, who, where, part=(0, 1)):
     k, n = part
     rows = rows[len(rows) * k // n:len(rows) * (k + 1) // n]
     _check_write(sh, rows, vc, who, where)
-    saved = _local.worker
-    _local.worker = None
-    try:
-        state.store(state.RefView(dst, norm) if norm else dst, (), data)
-    finally:
-        _local.worker = saved
+    _raw_store(state.RefView(dst, norm) if norm else dst, data)
     for r in rows:
         sh.write[r] = (agent, 1, where, True, who)
         sh.reads[r] = {}
         sh.uncommitted[r] = None
 
 
+class _unwatched:
+    """Accesses the interpreter itself makes (an async copy landing) are
+    checked where they are issued, not as the thread's own."""
+
+    def __enter__(self):
+        self.saved, _local.worker = _local.worker, None
+
+    def __exit__(self, *exc):
+        _local.worker = self.saved
+
+
 def _raw_load(ref):
-    saved = _local.worker
-    _local.worker = None
-    try:
+    with _unwatched():
         return state.load(ref, ())
-    finally:
-        _local.worker = saved
+
+
+def _raw_store(ref, value):
+    with _unwatched():
+        state.store(ref, (), value)
+
+
+def _async_read(w, ref, agent, where, block=None):
+    """Checks that `w` may read `ref` (in `block`'s memory, by default its
+    own) and records the read as `agent`'s, pending until observed."""
+    twin, norm = _smem_target(ref, w.block if block is None else block)
+    sh = twin.shadow
+    rows = _rows(norm, len(sh.write))
+    _check_read(sh, rows, w.vc, w.name, where)
+    for r in rows:
+        sh.reads[r][agent] = (1, where)
+    return twin, norm, rows
+
+
+def _commit(w, space):
+    """The thread's stores to `space` become visible to async operations."""
+    for ref in w.sched.smem_refs[w.block]:
+        sh = ref.shadow
+        if sh.space == space:
+            sh.uncommitted = [None if u == w.name else u for u in sh.uncommitted]
 
 
 def _group(w, axes):
@@ -517,41 +544,28 @@ def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, leader_tracked
 
 def commit_smem():
     """Makes the thread's SMEM stores visible to asynchronous copies."""
-    w = _me()
-    for ref in w.sched.smem_refs[w.block]:
-        sh = ref.shadow
-        if sh.space == "SMEM":
-            sh.uncommitted = [None if u == w.name else u for u in sh.uncommitted]
+    _commit(_me(), "SMEM")
 
 
 def copy_smem_to_gmem(src, dst, predicate=None, *, commit_group=True, reduction_op=None):
+    if predicate is not None and not bool(core.as_value(predicate)):
+        return
     w = _me()
     where = core.where()
-    twin, norm = _smem_target(src, w.block)
+    agent = _agent("store")
+    twin, _, rows = _async_read(w, src, agent, where)
     sh = twin.shadow
-    rows = _rows(norm, len(sh.write))
-    _check_read(sh, rows, w.vc, w.name, where)
     for r in rows:
         if sh.uncommitted[r] is not None:
             raise InterpretError(
                 f"copy_smem_to_gmem at {where} reads SMEM {sh.name} written by "
                 f"{sh.uncommitted[r]} without commit_smem() after the write")
     data = _raw_load(src)
-    if predicate is not None and not bool(core.as_value(predicate)):
-        return
     if reduction_op is not None:
         old = _raw_load(dst)
         data = {"add": lambda a, b: a + b, "max": jnp.maximum, "min": jnp.minimum}[
             reduction_op](old, data)
-    saved = _local.worker
-    _local.worker = None
-    try:
-        state.store(dst, (), data)
-    finally:
-        _local.worker = saved
-    agent = _agent("store")
-    for r in rows:
-        sh.reads[r][agent] = (1, where)
+    _raw_store(dst, data)
     w.pending_stores.append(agent)
 
 
@@ -578,11 +592,7 @@ def wgmma(acc, a, b):
         if isinstance(x, (state.Ref, state.RefView)):
             base = x.base if isinstance(x, state.RefView) else x
             if isinstance(base, _SmemRef):
-                twin, norm = _smem_target(x, w.block)
-                rows = _rows(norm, len(twin.shadow.write))
-                _check_read(twin.shadow, rows, w.vc, w.name, where)
-                for r in rows:
-                    twin.shadow.reads[r][agent] = (1, where)
+                _async_read(w, x, agent, where)
             vals.append(_raw_load(x))
         else:
             vals.append(core.as_value(x))
@@ -602,15 +612,12 @@ def wgmma_wait(n):
 def _tensor_core_read(w, x, agent, where, block=None):
     """The value of MMA operand `x` (an SMEM/TMEM ref of `block`), read by
     the tensor core as `agent` until the MMA's completion is observed."""
-    twin, norm = _smem_target(x, w.block if block is None else block)
+    twin, norm, rows = _async_read(w, x, agent, where, block)
     sh = twin.shadow
-    rows = _rows(norm, len(sh.write))
-    _check_read(sh, rows, w.vc, w.name, where)
     for r in rows:
         if sh.space == "TMEM" and sh.uncommitted[r] is not None:
             raise InterpretError(f"tcgen05_mma at {where} reads TMEM {sh.name} stored by "
                                  f"{sh.uncommitted[r]} without commit_tmem() after the store")
-        sh.reads[r][agent] = (1, where)
     return _raw_load(state.RefView(twin, norm))
 
 
@@ -648,12 +655,7 @@ def tcgen05_mma(acc, a, b, barrier=None, *, a_scale=None, b_scale=None,
         old = _raw_load(state.RefView(twin, norm))
         prod = jnp.matmul(av, rhs, preferred_element_type=np.float32)
         new = prod if not bool(core.as_value(accumulate)) else old.astype(np.float32) + prod
-        saved = _local.worker
-        _local.worker = None
-        try:
-            state.store(state.RefView(twin, norm), (), new.astype(twin.dtype))
-        finally:
-            _local.worker = saved
+        _raw_store(state.RefView(twin, norm), new.astype(twin.dtype))
         for r in rows:
             sh.write[r] = (agent, 1, where, True, w.name)
             sh.reads[r] = {}
@@ -681,14 +683,8 @@ def tcgen05_commit_arrive(barrier, collective_axis=None):
 def async_load_tmem(src, *, layout=None):
     """The value of a TMEM ref; the read completes at `wait_load_tmem`."""
     w = _me()
-    where = core.where()
-    twin, norm = _smem_target(src, w.block)
-    sh = twin.shadow
-    rows = _rows(norm, len(sh.write))
-    _check_read(sh, rows, w.vc, w.name, where)
     agent = _agent("tmem-load")
-    for r in rows:
-        sh.reads[r][agent] = (1, where)
+    _async_read(w, src, agent, core.where())
     w.pending_loads.append(agent)
     return _raw_load(src)
 
@@ -706,11 +702,7 @@ def async_store_tmem(ref, value):
 
 
 def commit_tmem():
-    w = _me()
-    for ref in w.sched.smem_refs[w.block]:
-        if ref.shadow.space == "TMEM":
-            sh = ref.shadow
-            sh.uncommitted = [None if u == w.name else u for u in sh.uncommitted]
+    _commit(_me(), "TMEM")
 
 
 def _axis_index(name):
