@@ -155,4 +155,123 @@ def EmberGPU_WaitSmemToGmemOp : EmberGPU_Op<"wait_smem_to_gmem"> {
   let assemblyFormat = "$allow_in_flight (`read` $read^)? attr-dict";
 }
 
+//===----------------------------------------------------------------------===//
+// wgmma groups (Hopper)
+//===----------------------------------------------------------------------===//
+
+def EmberGPU_WgmmaFenceOp : EmberGPU_Op<"wgmma_fence"> {
+  let summary = "orders register and SMEM accesses before the warpgroup's next wgmma";
+  let assemblyFormat = "attr-dict";
+}
+
+def EmberGPU_WgmmaCommitOp : EmberGPU_Op<"wgmma_commit"> {
+  let summary = "closes the group of wgmma operations issued since the last commit";
+  let assemblyFormat = "attr-dict";
+}
+
+def EmberGPU_WgmmaWaitOp : EmberGPU_Op<"wgmma_wait"> {
+  let summary = "waits until at most `allow_in_flight` wgmma groups are pending";
+  let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<7>]>:$allow_in_flight);
+  let assemblyFormat = "$allow_in_flight attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor memory and tcgen05 (Blackwell)
+//===----------------------------------------------------------------------===//
+
+def EmberGPU_TmemAllocOp : EmberGPU_Op<"tmem_alloc"> {
+  let summary = "allocates `columns` TMEM columns; writes their address to `slot`";
+  let description = [{
+    Run by one warp. The address lands in `slot` (a 32-bit word of shared
+    memory), where the block's threads read it after a barrier. With
+    `collective`, the pair of blocks of a 2-CTA cluster allocates together.
+  }];
+  let arguments = (ins MemRefRankOf<[I32], [1]>:$slot, Index:$index,
+                       I64Attr:$columns, UnitAttr:$collective);
+  let assemblyFormat = [{
+    $slot `[` $index `]` `,` `columns` `=` $columns (`collective` $collective^)? attr-dict
+    `:` type($slot)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberGPU_TmemDeallocOp : EmberGPU_Op<"tmem_dealloc"> {
+  let summary = "frees the `columns` TMEM columns at `address`";
+  let arguments = (ins I32:$address, I64Attr:$columns, UnitAttr:$collective);
+  let assemblyFormat = [{
+    $address `,` `columns` `=` $columns (`collective` $collective^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberGPU_TmemRelinquishOp : EmberGPU_Op<"tmem_relinquish"> {
+  let summary = "gives up the block's right to allocate TMEM (lets peers allocate)";
+  let arguments = (ins UnitAttr:$collective);
+  let assemblyFormat = "(`collective` $collective^)? attr-dict";
+}
+
+def EmberGPU_TmemLoadOp : EmberGPU_Op<"tmem_load"> {
+  let summary = "asynchronously loads 32-bit words of TMEM into registers";
+  let description = [{
+    Each thread of the warp reads its lane of `address` (the 32x32b shape:
+    lane i of the warp's 32 lanes) and as many consecutive columns as the
+    result has elements; complete with `tmem_wait load` before using the
+    registers' old contents' TMEM again.
+  }];
+  let arguments = (ins I32:$address);
+  let results = (outs AnyTypeOf<[I32, VectorOfLengthAndType<[2, 4, 8, 16, 32, 64, 128], [I32]>]>:$result);
+  let assemblyFormat = "$address attr-dict `:` type($result)";
+}
+
+def EmberGPU_TmemStoreOp : EmberGPU_Op<"tmem_store"> {
+  let summary = "asynchronously stores registers into TMEM (32x32b shape)";
+  let arguments = (ins I32:$address,
+                       AnyTypeOf<[I32, VectorOfLengthAndType<[2, 4, 8, 16, 32, 64, 128], [I32]>]>:$value);
+  let assemblyFormat = "$address `,` $value attr-dict `:` type($value)";
+}
+
+def EmberGPU_TmemWaitOp : EmberGPU_Op<"tmem_wait"> {
+  let summary = "waits for the thread's TMEM loads (`load`) or stores (`store`)";
+  let arguments = (ins UnitAttr:$store);
+  let assemblyFormat = "(`store` $store^) : (`load`)? attr-dict";
+}
+
+def EmberGPU_Tcgen05MmaOp : EmberGPU_Op<"tcgen05_mma"> {
+  let summary = "issues a tensor-core MMA: D (TMEM) = A * B (+ D if `accumulate`)";
+  let description = [{
+    `a` and `b` are shared-memory matrix descriptors (64-bit), `instruction`
+    the 32-bit instruction descriptor (shapes and types), `accumulate` whether
+    D is added to. With `collective`, one block issues the MMA of a 2-CTA
+    pair (cta_group::2). Completion is observed by `tcgen05_commit`.
+  }];
+  let arguments = (ins I32:$accumulator, I64:$a, I64:$b, I32:$instruction, I1:$accumulate,
+                       UnitAttr:$collective);
+  let assemblyFormat = [{
+    $accumulator `,` $a `,` $b `,` $instruction `,` $accumulate (`collective` $collective^)?
+    attr-dict
+  }];
+}
+
+def EmberGPU_Tcgen05CommitOp : EmberGPU_Op<"tcgen05_commit"> {
+  let summary = "arrives on `barriers[index]` once the thread's MMAs completed";
+  let description = [{
+    With `multicast`, the arrival reaches the barrier at the same offset in
+    every block of the cluster whose bit is set (a 2-CTA pair's MMA signals
+    both blocks); `collective` marks a 2-CTA pair's MMAs.
+  }];
+  let arguments = (ins EmberGPU_Barriers:$barriers, Index:$index, Optional<I16>:$multicast,
+                       UnitAttr:$collective);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` (`,` `multicast` `=` $multicast^)? (`collective` $collective^)?
+    attr-dict `:` type($barriers)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberGPU_Tcgen05FenceOp : EmberGPU_Op<"tcgen05_fence"> {
+  let summary = "orders tcgen05 operations around a thread synchronization";
+  let arguments = (ins UnitAttr:$after);
+  let assemblyFormat = "(`after` $after^) : (`before`)? attr-dict";
+}
+
 #endif // EMBER_GPU_OPS_TD

@@ -109,3 +109,55 @@ func.func @wait_too_many() {
   ember_gpu.wait_smem_to_gmem 64
   return
 }
+
+// -----
+
+// tmem_alloc_c1
+func.func @tmem_alloc_c1(%slot: memref<1xi32, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{tmem_alloc_c1: TMEM columns must be a power of two from 32 to 512, got 96}}
+  ember_gpu.tmem_alloc %slot[%i], columns = 96 : memref<1xi32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// tmem_alloc_c1
+func.func @tmem_alloc_c1_big(%slot: memref<1xi32, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{tmem_alloc_c1: TMEM columns must be a power of two from 32 to 512, got 1024}}
+  ember_gpu.tmem_alloc %slot[%i], columns = 1024 : memref<1xi32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// tmem_alloc_c2
+func.func @tmem_alloc_c2(%slot: memref<1xi32>, %i: index) {
+  // expected-error @+1 {{tmem_alloc_c2: the address slot must be in shared memory}}
+  ember_gpu.tmem_alloc %slot[%i], columns = 64 : memref<1xi32>
+  return
+}
+
+// -----
+
+// tmem_dealloc_c1
+func.func @tmem_dealloc_c1(%t: i32) {
+  // expected-error @+1 {{tmem_dealloc_c1: TMEM columns must be a power of two from 32 to 512, got 16}}
+  ember_gpu.tmem_dealloc %t, columns = 16
+  return
+}
+
+// -----
+
+func.func @tmem_load_shape(%t: i32) {
+  // expected-error @+1 {{result #0 must be 32-bit signless integer or vector of 32-bit signless integer values of length 2/4/8/16/32/64/128}}
+  %v = ember_gpu.tmem_load %t : vector<3xi32>
+  return
+}
+
+// -----
+
+func.func @wgmma_wait_range() {
+  // expected-error @+1 {{attribute 'allow_in_flight' failed to satisfy constraint}}
+  ember_gpu.wgmma_wait 8
+  return
+}

@@ -38,6 +38,42 @@ gpu.module @k {
     ember_gpu.cluster_arrive
     // CHECK: ember_gpu.cluster_wait
     ember_gpu.cluster_wait
+    // CHECK: ember_gpu.wgmma_fence
+    ember_gpu.wgmma_fence
+    // CHECK: ember_gpu.wgmma_commit
+    ember_gpu.wgmma_commit
+    // CHECK: ember_gpu.wgmma_wait 1
+    ember_gpu.wgmma_wait 1
+    gpu.return
+  }
+
+  // CHECK-LABEL: gpu.func @tmem_ops
+  gpu.func @tmem_ops(%adesc: i64, %bdesc: i64, %idesc: i32, %acc: i1, %mask: i16)
+      workgroup(%slot: memref<1xi32, #gpu.address_space<workgroup>>, %bars: !bars) kernel {
+    %c0 = arith.constant 0 : index
+    // CHECK: ember_gpu.tmem_alloc %{{.*}}[%{{.*}}], columns = 128 collective : memref<1xi32, #gpu.address_space<workgroup>>
+    ember_gpu.tmem_alloc %slot[%c0], columns = 128 collective : memref<1xi32, #gpu.address_space<workgroup>>
+    // CHECK: ember_gpu.tmem_relinquish collective
+    ember_gpu.tmem_relinquish collective
+    %t = memref.load %slot[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
+    // CHECK: ember_gpu.tcgen05_mma %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} collective
+    ember_gpu.tcgen05_mma %t, %adesc, %bdesc, %idesc, %acc collective
+    // CHECK: ember_gpu.tcgen05_commit %{{.*}}[%{{.*}}], multicast = %{{.*}} collective : memref
+    ember_gpu.tcgen05_commit %bars[%c0], multicast = %mask collective : !bars
+    // CHECK: ember_gpu.tcgen05_fence after
+    ember_gpu.tcgen05_fence after
+    // CHECK: ember_gpu.tcgen05_fence before
+    ember_gpu.tcgen05_fence before
+    // CHECK: %[[V:.*]] = ember_gpu.tmem_load %{{.*}} : vector<4xi32>
+    %v = ember_gpu.tmem_load %t : vector<4xi32>
+    // CHECK: ember_gpu.tmem_wait load
+    ember_gpu.tmem_wait load
+    // CHECK: ember_gpu.tmem_store %{{.*}}, %[[V]] : vector<4xi32>
+    ember_gpu.tmem_store %t, %v : vector<4xi32>
+    // CHECK: ember_gpu.tmem_wait store
+    ember_gpu.tmem_wait store
+    // CHECK: ember_gpu.tmem_dealloc %{{.*}}, columns = 128 collective
+    ember_gpu.tmem_dealloc %t, columns = 128 collective
     gpu.return
   }
 }

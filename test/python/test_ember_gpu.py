@@ -12,7 +12,8 @@ from ember._mlir import ir, passmanager
 from ember._src.context import context
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-KERNELS = ROOT / "test" / "Conversion" / "ember-gpu-to-nvvm.mlir"
+CONVERSION = ROOT / "test" / "Conversion"
+KERNELS = CONVERSION / "ember-gpu-to-nvvm.mlir"
 FEATURES = {"sm_90a": "+ptx80", "sm_100a": "+ptx86"}
 
 
@@ -35,6 +36,20 @@ def test_tma_mbarrier_cluster_kernel_passes_ptxas(chip, tmp_path):
                   "cp.async.bulk.tensor.2d.shared::cluster.global.tile",
                   ".multicast::cluster", "cp.async.bulk.tensor.2d.global.shared::cta",
                   "fence.proxy.async.shared::cta", ".reqnctapercluster 2, 1, 1"]:
+        assert instr in ptx, instr
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas not installed")
+@pytest.mark.parametrize("name,chip,instrs", [
+    ("ember-gpu-to-nvvm-sm100.mlir", "sm_100a",
+     ["tcgen05.alloc.cta_group::2", "tcgen05.mma.cta_group::2.kind::f16",
+      "tcgen05.commit.cta_group::2", "tcgen05.ld.sync.aligned.32x32b.x4.b32"]),
+    ("ember-gpu-to-nvvm-wgmma.mlir", "sm_90a",
+     ["wgmma.fence.sync.aligned", "wgmma.wait_group.sync.aligned"]),
+])
+def test_tensor_core_kernels_pass_ptxas(name, chip, instrs, tmp_path):
+    ptx = ptxas_check(lower((CONVERSION / name).read_text(), chip), tmp_path, chip)["k"]
+    for instr in instrs:
         assert instr in ptx, instr
 
 

@@ -141,6 +141,95 @@ void lower(eg::WaitSmemToGmemOp op, OpBuilder &b) {
       op.getRead() ? b.getUnitAttr() : UnitAttr());
 }
 
+void lower(eg::WgmmaFenceOp op, OpBuilder &b) {
+  NVVM::WgmmaFenceAlignedOp::create(b, op.getLoc());
+}
+
+void lower(eg::WgmmaCommitOp op, OpBuilder &b) {
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, op.getLoc());
+}
+
+void lower(eg::WgmmaWaitOp op, OpBuilder &b) {
+  NVVM::WgmmaWaitGroupSyncOp::create(b, op.getLoc(), op.getAllowInFlight());
+}
+
+NVVM::CTAGroupKind ctaGroup(bool collective) {
+  return collective ? NVVM::CTAGroupKind::CTA_2 : NVVM::CTAGroupKind::CTA_1;
+}
+
+/// A 32-bit TMEM address as the `!llvm.ptr<6>` the tcgen05 ops take.
+Value tmemPointer(OpBuilder &b, Location loc, Value address) {
+  auto ptrType = LLVM::LLVMPointerType::get(
+      b.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Tensor));
+  return LLVM::IntToPtrOp::create(b, loc, ptrType, address);
+}
+
+void lower(eg::TmemAllocOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  Value slot = sharedAddress(b, loc, op.getSlot(), op.getIndex());
+  NVVM::Tcgen05AllocOp::create(b, loc, slot,
+                               i32Constant(b, loc, op.getColumns()),
+                               ctaGroup(op.getCollective()));
+}
+
+void lower(eg::TmemDeallocOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  NVVM::Tcgen05DeallocOp::create(b, loc, tmemPointer(b, loc, op.getAddress()),
+                                 i32Constant(b, loc, op.getColumns()),
+                                 ctaGroup(op.getCollective()));
+}
+
+void lower(eg::TmemRelinquishOp op, OpBuilder &b) {
+  NVVM::Tcgen05RelinquishAllocPermitOp::create(b, op.getLoc(),
+                                               ctaGroup(op.getCollective()));
+}
+
+void lower(eg::TmemLoadOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  auto ld = NVVM::Tcgen05LdOp::create(b, loc, op.getType(), /*pack=*/false,
+                                      NVVM::Tcgen05LdStShape::SHAPE_32X32B,
+                                      tmemPointer(b, loc, op.getAddress()),
+                                      /*offset=*/Value());
+  op.getResult().replaceAllUsesWith(ld.getResult());
+}
+
+void lower(eg::TmemStoreOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  NVVM::Tcgen05StOp::create(
+      b, loc, /*unpack=*/false, NVVM::Tcgen05LdStShape::SHAPE_32X32B,
+      tmemPointer(b, loc, op.getAddress()), op.getValue(), /*offset=*/Value());
+}
+
+void lower(eg::TmemWaitOp op, OpBuilder &b) {
+  NVVM::Tcgen05WaitOp::create(b, op.getLoc(),
+                              op.getStore() ? NVVM::Tcgen05WaitKind::STORE
+                                            : NVVM::Tcgen05WaitKind::LOAD);
+}
+
+void lower(eg::Tcgen05MmaOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  NVVM::Tcgen05MMAOp::create(
+      b, loc, NVVM::Tcgen05MMAKind::F16, ctaGroup(op.getCollective()),
+      NVVM::Tcgen05MMACollectorOp::DISCARD, /*aShift=*/false,
+      tmemPointer(b, loc, op.getAccumulator()), op.getA(), op.getB(),
+      op.getInstruction(), op.getAccumulate(), /*scaleInputD=*/Value(),
+      /*disableOutputLane=*/Value());
+}
+
+void lower(eg::Tcgen05CommitOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  Value bar = sharedAddress(b, loc, op.getBarriers(), op.getIndex());
+  NVVM::Tcgen05CommitOp::create(b, loc, bar, op.getMulticast(),
+                                ctaGroup(op.getCollective()));
+}
+
+void lower(eg::Tcgen05FenceOp op, OpBuilder &b) {
+  NVVM::Tcgen05FenceOp::create(
+      b, op.getLoc(),
+      op.getAfter() ? NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC
+                    : NVVM::Tcgen05FenceKind::BEFORE_THREAD_SYNC);
+}
+
 struct EmberGPUToNVVMPass
     : public ember::impl::EmberGPUToNVVMPassBase<EmberGPUToNVVMPass> {
   void runOnOperation() override {
@@ -151,12 +240,26 @@ struct EmberGPUToNVVMPass
     });
     for (Operation *op : ops) {
       OpBuilder b(op);
-      llvm::TypeSwitch<Operation *>(op)
-          .Case<eg::BarrierInitOp, eg::BarrierArriveOp, eg::BarrierWaitOp,
-                eg::ClusterArriveOp, eg::ClusterWaitOp, eg::FenceBarrierInitOp,
-                eg::CommitSmemOp, eg::CopyGmemToSmemOp, eg::CopySmemToGmemOp,
-                eg::WaitSmemToGmemOp>(
-              [&](auto concrete) { lower(concrete, b); });
+      bool lowered =
+          llvm::TypeSwitch<Operation *, bool>(op)
+              .Case<eg::BarrierInitOp, eg::BarrierArriveOp, eg::BarrierWaitOp,
+                    eg::ClusterArriveOp, eg::ClusterWaitOp,
+                    eg::FenceBarrierInitOp, eg::CommitSmemOp,
+                    eg::CopyGmemToSmemOp, eg::CopySmemToGmemOp,
+                    eg::WaitSmemToGmemOp, eg::WgmmaFenceOp, eg::WgmmaCommitOp,
+                    eg::WgmmaWaitOp, eg::TmemAllocOp, eg::TmemDeallocOp,
+                    eg::TmemRelinquishOp, eg::TmemLoadOp, eg::TmemStoreOp,
+                    eg::TmemWaitOp, eg::Tcgen05MmaOp, eg::Tcgen05CommitOp,
+                    eg::Tcgen05FenceOp>([&](auto concrete) {
+                lower(concrete, b);
+                return true;
+              })
+              .Default([](Operation *unknown) {
+                unknown->emitOpError("has no NVVM lowering (an Ember bug)");
+                return false;
+              });
+      if (!lowered)
+        return signalPassFailure();
       op->erase();
     }
   }

@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::ember_gpu;
@@ -107,4 +108,33 @@ LogicalResult CopyGmemToSmemOp::verify() {
 LogicalResult CopySmemToGmemOp::verify() {
   return verifyTmaBox(*this, "copy_smem_to_gmem", getSource().getType(),
                       getCoordinates().size());
+}
+
+// tmem_alloc_c1 / tmem_dealloc_c1: TMEM is allocated in powers of two
+// from 32 to 512 columns.
+static LogicalResult verifyColumns(Operation *op, StringRef rule,
+                                   int64_t columns) {
+  if (columns < 32 || columns > 512 || !llvm::isPowerOf2_64(columns))
+    return op->emitOpError(rule)
+           << "_c1: TMEM columns must be a power of two from 32 to 512, got "
+           << columns;
+  return success();
+}
+
+LogicalResult TmemAllocOp::verify() {
+  if (failed(verifyColumns(*this, "tmem_alloc", getColumns())))
+    return failure();
+  // tmem_alloc_c2: the address slot is in shared memory.
+  if (!inSharedMemory(getSlot().getType()))
+    return emitOpError("tmem_alloc_c2: the address slot must be in shared "
+                       "memory (#gpu.address_space<workgroup>)");
+  return success();
+}
+
+LogicalResult TmemDeallocOp::verify() {
+  return verifyColumns(*this, "tmem_dealloc", getColumns());
+}
+
+LogicalResult Tcgen05CommitOp::verify() {
+  return verifyBarriers(*this, getBarriers());
 }
