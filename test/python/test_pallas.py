@@ -341,3 +341,39 @@ def test_errors_name_the_users_line():
 
     with pytest.raises(IndexError, match="out of bounds"):
         pl.pallas_call(oob, out_shape=_sds(()))(np.zeros(4, np.float32))
+
+
+def _flash():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "pallas_flash_attention.py"
+    spec = importlib.util.spec_from_file_location("pallas_flash_attention", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_example(causal):
+    fa = _flash()
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((1, 2, 128, 32)).astype(np.float32) for _ in range(3))
+    out = ember.jit(lambda q, k, v: fa.flash_attention(q, k, v, block_q=32, block_k=32,
+                                                       causal=causal))(q, k, v)
+    np.testing.assert_allclose(out, fa.reference(q, k, v, causal), rtol=1e-5, atol=1e-5)
+
+
+def test_grad_through_flash_attention():
+    fa = _flash()
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((1, 1, 64, 16)).astype(np.float32) for _ in range(3))
+
+    def plain(q, k, v):
+        s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(16)
+        return jnp.einsum("bhqk,bhkd->bhqd", ember.nn.softmax(s, axis=-1), v)
+
+    g = ember.grad(lambda q: jnp.sum(fa.flash_attention(q, k, v, block_q=16,
+                                                        block_k=16) ** 2))(q)
+    g_ref = ember.grad(lambda q: jnp.sum(plain(q, k, v) ** 2))(q)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=1e-5)
