@@ -176,15 +176,22 @@ void eraseReplaced(ArrayRef<Operation *> ops, BatchMap &batched) {
       eraseFromMap(o, batched);
 }
 
-/// Clones the ops of `src` (a region block whose arguments are all batched)
-/// to the end of `dst`, whose arguments are the batched carried values, and
-/// batches them. Returns the batched operands of `src`'s terminator.
+/// Clones the ops of `src` (a region block) to the end of `dst`, whose
+/// arguments are the carried values (batched ones where `argBatched` says so;
+/// all of them when it is empty), and batches them. Returns the operands of
+/// `src`'s terminator, batched (or, for an unbatched carry, as they are).
 FailureOr<SmallVector<Value>> batchBlockInto(OpBuilder &b, Block &src,
                                              Block &dst, int64_t n,
-                                             BatchMap &batched) {
+                                             BatchMap &batched,
+                                             ArrayRef<bool> argBatched = {}) {
   b.setInsertionPointToEnd(&dst);
   IRMapping map;
-  for (auto [s, d] : llvm::zip(src.getArguments(), dst.getArguments())) {
+  for (auto [i, s, d] :
+       llvm::enumerate(src.getArguments(), dst.getArguments())) {
+    if (!argBatched.empty() && !argBatched[i]) {
+      map.map(s, d); // an unbatched carried value stays as it is
+      continue;
+    }
     auto ex = UnrealizedConversionCastOp::create(b, s.getLoc(), s.getType(),
                                                  ValueRange{});
     map.map(s, ex.getResult(0));
@@ -197,11 +204,15 @@ FailureOr<SmallVector<Value>> batchBlockInto(OpBuilder &b, Block &src,
     return failure();
   b.setInsertionPointToEnd(&dst);
   SmallVector<Value> out;
-  for (Value v : src.getTerminator()->getOperands()) {
+  for (auto [i, v] : llvm::enumerate(src.getTerminator()->getOperands())) {
     Value m = map.lookupOrDefault(v);
     auto it = batched.find(m);
-    out.push_back(it != batched.end() ? it->second
-                                      : broadcastBatch(b, v.getLoc(), m, n));
+    if (it != batched.end())
+      out.push_back(it->second);
+    else if (!argBatched.empty() && !argBatched[i])
+      out.push_back(m); // an unbatched carried value stays unbatched
+    else
+      out.push_back(broadcastBatch(b, v.getLoc(), m, n));
   }
   eraseReplaced(cloned, batched);
   for (Operation &o : llvm::make_early_inc_range(dst))
@@ -210,11 +221,110 @@ FailureOr<SmallVector<Value>> batchBlockInto(OpBuilder &b, Block &src,
   return out;
 }
 
+/// Which values of `block` depend on a batched value: its arguments marked
+/// in `argBatched`, or a value from above that `batched` maps.
+llvm::DenseSet<Value> batchedIn(Block &block, ArrayRef<bool> argBatched,
+                                const BatchMap &batched) {
+  llvm::DenseSet<Value> dep;
+  for (auto [arg, f] : llvm::zip(block.getArguments(), argBatched))
+    if (f)
+      dep.insert(arg);
+  for (Operation &o : block) {
+    bool any = false;
+    o.walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        any |= dep.contains(v) || batched.count(v);
+    });
+    if (any)
+      for (Value r : o.getResults())
+        dep.insert(r);
+  }
+  return dep;
+}
+
+/// For a counted loop whose predicate depends on no batched value, the
+/// carries to batch: those that depend on batched values, a fixed point over
+/// the body. std::nullopt for any other loop.
+std::optional<SmallVector<bool>> countedLoopCarries(WhileOp op,
+                                                    ArrayRef<bool> isBatched,
+                                                    const BatchMap &batched) {
+  if (!op.getTripCountAttr())
+    return std::nullopt;
+  SmallVector<bool> flags(isBatched);
+  Block &body = op.getBody().front();
+  for (bool changed = true; changed;) {
+    changed = false;
+    llvm::DenseSet<Value> dep = batchedIn(body, flags, batched);
+    for (auto [i, v] : llvm::enumerate(body.getTerminator()->getOperands()))
+      if (!flags[i] && dep.contains(v))
+        flags[i] = changed = true;
+  }
+  // The predicate, and everything else the cond region computes, must not
+  // read a batched value: the cond region is cloned as it is.
+  Block &cond = op.getCond().front();
+  llvm::DenseSet<Value> condDep = batchedIn(cond, flags, batched);
+  for (Operation &o : cond)
+    for (Value v : o.getOperands())
+      if (condDep.contains(v) || batched.count(v))
+        return std::nullopt;
+  return flags;
+}
+
+/// A counted loop (`trip_count`) runs the same number of times in every
+/// lane: it stays one loop, its predicate stays per-example, and only the
+/// carried values that depend on batched ones (a fixed point, as JAX's scan
+/// batching rule finds it) get the batch dimension. `flags` are the
+/// carries to batch (`countedLoopCarries`).
+FailureOr<SmallVector<Value>> batchCountedWhile(OpBuilder &b, WhileOp op,
+                                                ArrayRef<Value> operands,
+                                                ArrayRef<bool> isBatched,
+                                                ArrayRef<bool> flags, int64_t n,
+                                                BatchMap &batched) {
+  Block &bodySrc = op.getBody().front();
+  Block &condSrc = op.getCond().front();
+  Location loc = op.getLoc();
+  SmallVector<Value> init;
+  SmallVector<Type> types;
+  for (auto [v, isB, f] : llvm::zip(operands, isBatched, flags)) {
+    init.push_back(f && !isB ? broadcastBatch(b, loc, v, n) : v);
+    types.push_back(init.back().getType());
+  }
+  auto loop = WhileOp::create(b, loc, types, init);
+  loop.setTripCountAttr(op.getTripCountAttr());
+  SmallVector<Location> locs(types.size(), loc);
+  Block *cond = b.createBlock(&loop.getCond(), {}, types, locs);
+  Block *body = b.createBlock(&loop.getBody(), {}, types, locs);
+  // The predicate depends on no batched value: a plain clone.
+  b.setInsertionPointToEnd(cond);
+  IRMapping condMap;
+  condMap.map(condSrc.getArguments(), cond->getArguments());
+  for (Operation &o : condSrc)
+    b.clone(o, condMap);
+  auto next = batchBlockInto(b, bodySrc, *body, n, batched, flags);
+  if (failed(next))
+    return failure();
+  b.setInsertionPointToEnd(body);
+  YieldOp::create(b, loc, *next);
+  b.setInsertionPointAfter(loop);
+  SmallVector<Value> results;
+  for (auto [r, f] : llvm::zip(loop.getResults(), flags))
+    results.push_back(f ? r : broadcastBatch(b, loc, r, n));
+  return results;
+}
+
 /// A while loop with batched values runs until no lane wants to continue;
 /// lanes that are done keep their values (JAX's batching of while_loop).
 LogicalResult batchWhile(OpBuilder &b, WhileOp op, ArrayRef<Value> operands,
                          ArrayRef<bool> isBatched, int64_t n, BatchMap &batched,
                          SmallVectorImpl<Value> &results) {
+  if (auto flags = countedLoopCarries(op, isBatched, batched)) {
+    auto counted =
+        batchCountedWhile(b, op, operands, isBatched, *flags, n, batched);
+    if (failed(counted))
+      return failure();
+    results.append(counted->begin(), counted->end());
+    return success();
+  }
   Location loc = op.getLoc();
   SmallVector<Value> init;
   SmallVector<Type> types;
@@ -296,7 +406,6 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
   auto results = inlineBody(b, callee, exampleArgs, symbols);
   if (failed(results))
     return failure();
-  unrollCountedLoops(body, *results);
   flattenCases(body, *results);
   b.setInsertionPointToEnd(&body);
   SmallVector<Operation *> ops;

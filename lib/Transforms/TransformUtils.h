@@ -43,15 +43,6 @@ void flattenCases(Operation *root);
 /// values that replace them.
 void flattenCases(Block &body, SmallVectorImpl<Value> &live);
 
-/// Replaces every `ember.while` with a `trip_count` under `root` by that many
-/// copies of its body. ember-batch uses it for counted loops inside a batched
-/// function (lax.scan and fori_loop with static bounds); reverse mode keeps
-/// loops (ember-autodiff's vjpWhile).
-void unrollCountedLoops(Operation *root);
-
-/// unrollCountedLoops on the op holding `body`, keeping `live` up to date.
-void unrollCountedLoops(Block &body, SmallVectorImpl<Value> &live);
-
 /// A new private function in `module` named after `base`, with an entry block.
 func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols,
                              Location loc, StringRef base, FunctionType type);

@@ -91,6 +91,43 @@ func.func @batched_while(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// A counted loop (lax.scan, fori_loop) stays one loop with its trip count: the
+// counter and the closed-over step stay per-example (no batch dimension, no
+// per-lane predicate), only the accumulator depending on the batched input
+// is batched (a fixed point over the body).
+// CHECK-LABEL: func @batched_counted_while
+// CHECK: %[[R:.*]]:3 = ember.while(%{{.*}}, %{{.*}}, %{{.*}}) {trip_count = 3 : i64} : tensor<i32>, tensor<f32>, tensor<4xf32> cond {
+// CHECK-NOT: ember.reduce or
+// CHECK: ember.compare LT, %{{.*}}, %{{.*}} : (tensor<i32>, tensor<i32>) -> tensor<i1>
+// CHECK: } do {
+// CHECK: ember.add %{{.*}}, %{{.*}} : tensor<4xf32>
+// CHECK-NOT: ember.select
+// CHECK: return %[[R]]#2 : tensor<4xf32>
+func.func private @acc(%x: tensor<f32>) -> tensor<f32> {
+  %zero = ember.constant dense<0> : tensor<i32>
+  %one = ember.constant dense<1> : tensor<i32>
+  %n = ember.constant dense<3> : tensor<i32>
+  %step0 = ember.constant dense<2.0> : tensor<f32>
+  %r:3 = ember.while (%zero, %step0, %x) {trip_count = 3 : i64} : tensor<i32>, tensor<f32>, tensor<f32> cond {
+  ^bb0(%i: tensor<i32>, %s: tensor<f32>, %a: tensor<f32>):
+    %p = ember.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %s: tensor<f32>, %a: tensor<f32>):
+    %i1 = ember.add %i, %one : tensor<i32>
+    %s1 = ember.mul %s, %s : tensor<f32>
+    %a1 = ember.add %a, %s : tensor<f32>
+    ember.yield %i1, %s1, %a1 : tensor<i32>, tensor<f32>, tensor<f32>
+  }
+  return %r#2 : tensor<f32>
+}
+func.func @batched_counted_while(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = ember.vmap @acc(%x) batched [true] size 4 : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
 // A per-example padding value: mask of the data positions, then select.
 // CHECK-LABEL: func @batched_pad_value
 // CHECK: ember.pad

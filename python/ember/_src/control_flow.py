@@ -7,7 +7,8 @@ it into all branches plus a select (as JAX does for a batched predicate).
 bounds stage a counted `ember.while` (`trip_count`). The compiled forward pass
 and reverse mode keep loops (reverse mode saves the residuals of a counted
 loop in [trip_count, ...] buffers, of other loops on a run-time stack); vmap
-unrolls counted loops.
+keeps a counted loop whole, batching only the carries that need it. Under
+`disable_jit` outside a trace, control flow runs as Python control flow.
 """
 
 import functools
