@@ -377,3 +377,40 @@ def test_grad_through_flash_attention():
                                                         block_k=16) ** 2))(q)
     g_ref = ember.grad(lambda q: jnp.sum(plain(q, k, v) ** 2))(q)
     np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=1e-5)
+
+
+def test_tpu_scalar_prefetch_and_manual_dma():
+    from ember.experimental.pallas import tpu as pltpu
+
+    # Gather rows chosen by a prefetched index vector through the index map.
+    def gather_kernel(idx_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    x = _rand(6, 8)
+    idx = np.array([4, 0, 5], np.int32)
+    spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1, grid=(3,),
+        in_specs=[pl.BlockSpec((None, 8), lambda i, idx_ref: (idx_ref[i], 0))],
+        out_specs=pl.BlockSpec((None, 8), lambda i, idx_ref: (i, 0)))
+    out = pl.pallas_call(gather_kernel, out_shape=_sds((3, 8)), grid_spec=spec,
+                         compiler_params=pltpu.CompilerParams(
+                             dimension_semantics=("parallel",)))(idx, x)
+    np.testing.assert_allclose(out, x[idx] * 2)
+
+    # A kernel that copies its HBM input by DMA into VMEM scratch.
+    def dma_kernel(x_hbm, o_ref, buf, sem):
+        copy = pltpu.make_async_copy(x_hbm.at[pl.ds(2, 4)], buf, sem.at[0])
+        copy.start()
+        copy.wait()
+        o_ref[...] = buf[...] + 1
+
+    out = pl.pallas_call(dma_kernel, out_shape=_sds((4, 8)),
+                         in_specs=[pl.BlockSpec(memory_space=pltpu.ANY)],
+                         scratch_shapes=[pltpu.VMEM((4, 8), np.float32),
+                                         pltpu.SemaphoreType.DMA((1,))])(x)
+    np.testing.assert_allclose(out, x[2:6] + 1)
+
+
+def test_shape_dtype_struct_like():
+    s = ember.ShapeDtypeStruct.like(jnp.ones((2, 3), jnp.int32))
+    assert s.shape == (2, 3) and s.dtype == np.int32

@@ -81,6 +81,13 @@ class ShapeDtypeStruct:
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
 
+    @classmethod
+    def like(cls, x):
+        """The shape, dtype and weak type of array-like `x`."""
+        if not (hasattr(x, "shape") and hasattr(x, "dtype")):
+            x = np.asarray(x)
+        return cls(x.shape, x.dtype, getattr(x, "weak_type", False))
+
     @property
     def ndim(self):
         return len(self.shape)

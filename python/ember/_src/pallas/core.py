@@ -396,9 +396,13 @@ def pallas_call(
     cost_estimate=None,
     metadata=None,
 ):
+    nprefetch = 0
     if grid_spec is not None:
         grid, in_specs, out_specs = grid_spec.grid, grid_spec.in_specs, grid_spec.out_specs
         scratch_shapes = grid_spec.scratch_shapes
+        # Scalar prefetch (pltpu.PrefetchScalarGridSpec): the first operands
+        # go to every index map and to the kernel first.
+        nprefetch = getattr(grid_spec, "num_scalar_prefetch", 0)
     grid = _grid_tuple(grid)
     aliases = dict(input_output_aliases or {})
     out_leaves, out_tree = tree_util.tree_flatten(out_shape)
@@ -411,6 +415,8 @@ def pallas_call(
     kname = name or getattr(kernel, "__name__", "kernel")
 
     def call(*args):
+        prefetch = [core.as_value(a) for a in args[:nprefetch]]
+        args = args[nprefetch:]
         in_leaves = [core.as_value(a) for a in tree_util.tree_leaves(args)]
         in_blocks = [
             _Block(s, x.shape, x.dtype, grid, f"input {k}")
@@ -422,10 +428,12 @@ def pallas_call(
                 zip(_specs_for(out_specs, out_shape, "out_specs"), out_leaves)
             )
         ]
-        for i, o in aliases.items():
+        # Alias indices count the prefetched operands.
+        aliases_in = {i - nprefetch: o for i, o in aliases.items()}
+        for i, o in aliases_in.items():
             if not (0 <= i < len(in_leaves) and 0 <= o < len(out_leaves)):
                 raise ValueError(
-                    f"pallas_call: input_output_aliases {{{i}: {o}}} is out of "
+                    f"pallas_call: input_output_aliases {{{i + nprefetch}: {o}}} is out of "
                     f"range (at {core.where()})"
                 )
             x, ob = in_leaves[i], out_blocks[o]
@@ -436,7 +444,8 @@ def pallas_call(
                     f"(at {core.where()})"
                 )
         return _run(
-            kernel, kname, grid, in_leaves, in_blocks, out_blocks, scratch_shapes, aliases, out_tree
+            kernel, kname, grid, prefetch, in_leaves, in_blocks, out_blocks, scratch_shapes,
+            aliases_in, out_tree,
         )
 
     def wrapped(*args):
@@ -460,7 +469,8 @@ def _scratch_types(scratch_shapes):
     return leaves
 
 
-def _run(kernel, kname, grid, ins, in_blocks, out_blocks, scratch_shapes, aliases, out_tree):
+def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shapes, aliases,
+         out_tree):
     scratch_types = _scratch_types(scratch_shapes)
     ins_p = [b.padded(x) for b, x in zip(in_blocks, ins)]
     outs0 = [state.uninitialized(b.shape, b.dtype) for b in out_blocks]
@@ -472,21 +482,24 @@ def _run(kernel, kname, grid, ins, in_blocks, out_blocks, scratch_shapes, aliase
 
     def step(i, carry):
         outs, scratch = carry
+        pf_refs = [state.Ref(p, f"{kname} scalar prefetch {k}") for k, p in enumerate(prefetch)]
         ids = _unravel(i, grid) if grid else ()
+        # What the index maps take: the program ids, then the prefetched refs.
+        ids_pf = ids + tuple(pf_refs)
         in_refs = [
-            state.Ref(b.read(x, ids), f"{kname} input {k}")
+            state.Ref(b.read(x, ids_pf), f"{kname} input {k}")
             for k, (b, x) in enumerate(zip(in_blocks, ins_p))
         ]
         out_refs = [
-            state.Ref(b.read(x, ids), f"{kname} output {k}")
+            state.Ref(b.read(x, ids_pf), f"{kname} output {k}")
             for k, (b, x) in enumerate(zip(out_blocks, outs))
         ]
         scratch_refs = [state.Ref(s) for s in scratch]
-        refs = in_refs + out_refs + scratch_refs
+        refs = pf_refs + in_refs + out_refs + scratch_refs
         _grid_env.append((ids, grid))
         try:
             with state.scope(refs):
-                res = kernel(*in_refs, *out_refs, *scratch_refs)
+                res = kernel(*refs)
         finally:
             _grid_env.pop()
         if res is not None:
@@ -494,7 +507,7 @@ def _run(kernel, kname, grid, ins, in_blocks, out_blocks, scratch_shapes, aliase
                 f"pallas_call: the kernel {kname} must return None, it returned "
                 f"{type(res).__name__} (at {core.where()})"
             )
-        new_outs = [b.write(x, r._value, ids) for b, x, r in zip(out_blocks, outs, out_refs)]
+        new_outs = [b.write(x, r._value, ids_pf) for b, x, r in zip(out_blocks, outs, out_refs)]
         return new_outs, [r._value for r in scratch_refs]
 
     if n == 1:
