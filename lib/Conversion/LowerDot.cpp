@@ -273,28 +273,40 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
       iters[nb + nl + k] = utils::IteratorType::reduction;
     Type origOut = op.getType().getElementType();
     Type lOrig = lhs.getElementType(), rOrig = rhs.getElementType();
-    Type elem = type.getElementType();
+    // f16 and bf16 products accumulate in f32 and round once at the end (as
+    // XLA does): summing in the narrow type loses digits with every term.
+    Type accOrig = origOut;
+    if (!unitContraction && (origOut.isF16() || origOut.isBF16()))
+      accOrig = rewriter.getF32Type();
+    auto accType = type.clone(accOrig);
     Value init =
         unitContraction
-            ? emptyTensor(rewriter, loc, type)
+            ? emptyTensor(rewriter, loc, accType)
             : filledTensor(
-                  rewriter, loc, type,
+                  rewriter, loc, accType,
                   constScalar(rewriter, loc,
-                              combinerIdentity(rewriter, ReduceKind::Sum, elem,
-                                               origOut)));
+                              combinerIdentity(rewriter, ReduceKind::Sum,
+                                               accOrig, accOrig)));
     auto g = linalg::GenericOp::create(
-        rewriter, loc, type, ValueRange{adaptor.getLhs(), adaptor.getRhs()},
+        rewriter, loc, accType, ValueRange{adaptor.getLhs(), adaptor.getRhs()},
         init, maps, iters, [&](OpBuilder &b, Location l, ValueRange args) {
-          Value x = convertScalar(b, l, args[0], lOrig, origOut);
-          Value y = convertScalar(b, l, args[1], rOrig, origOut);
-          Value p = buildCombiner(b, l, ReduceKind::Prod, x, y, origOut);
+          Value x = convertScalar(b, l, args[0], lOrig, accOrig);
+          Value y = convertScalar(b, l, args[1], rOrig, accOrig);
+          Value p = buildCombiner(b, l, ReduceKind::Prod, x, y, accOrig);
           linalg::YieldOp::create(
               b, l,
               unitContraction
                   ? p
-                  : buildCombiner(b, l, ReduceKind::Sum, args[2], p, origOut));
+                  : buildCombiner(b, l, ReduceKind::Sum, args[2], p, accOrig));
         });
-    rewriter.replaceOp(op, g.getResults());
+    Value result = g.getResult(0);
+    if (accOrig != origOut)
+      result = buildGeneric(rewriter, loc, result, type,
+                            [&](OpBuilder &b, Location l, ValueRange args) {
+                              return SmallVector<Value>{convertScalar(
+                                  b, l, args[0], accOrig, origOut)};
+                            })[0];
+    rewriter.replaceOp(op, result);
     return success();
   }
 };

@@ -94,3 +94,18 @@ def test_matmul_grad_and_vmap_through_gemm():
 def test_openblas_is_used_when_installed():
     pytest.importorskip("scipy_openblas32")
     assert compiler._HAVE_BLAS
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_low_precision_products_accumulate_in_f32(dtype):
+    # JAX (XLA) sums f16/bf16 products in f32 and rounds once: the error is
+    # one rounding of the result, not one per term (640 terms here).
+    import ember.numpy as jnp
+
+    rng = np.random.default_rng(0)
+    a = jnp.asarray(rng.uniform(size=(64, 640)).astype(np.float32), dtype)
+    b = jnp.asarray(rng.uniform(size=(640, 32)).astype(np.float32), dtype)
+    exact = np.asarray(a.astype(jnp.float32)) @ np.asarray(b.astype(jnp.float32))
+    got = np.asarray((a @ b).astype(jnp.float32))
+    ulp = 2.0 ** (np.floor(np.log2(exact)) - (10 if dtype == "float16" else 7))
+    assert np.all(np.abs(got - exact) <= 0.5 * ulp + 1e-3)
