@@ -268,3 +268,47 @@ def test_tmem_allocation_limits():
         plgpu.TMEM((128, 1024), np.float32)
     with pytest.raises(ValueError, match="lanes"):
         plgpu.TMEM((32, 64), np.float32)
+
+
+def _emit_pipeline_matmul(a, b, delay_release, tile=64, tile_k=32):
+    """The structure of JAX's Mosaic GPU pipelining tutorial: emit_pipeline
+    streams A/B tiles into SMEM, the body issues a wgmma and leaves it in
+    flight (`wgmma_wait(1)`), so a slot may be refilled only one step later
+    (`delay_release=1`)."""
+    m, k = a.shape
+    n = b.shape[1]
+
+    def kernel(a_gmem, b_gmem, o_gmem, o_smem, acc):
+        def step(_, a_smem, b_smem):
+            plgpu.wgmma(acc, a_smem, b_smem)
+            plgpu.wgmma_wait(1)
+
+        pid_m, pid_n = pl.program_id(0), pl.program_id(1)
+        pipeline = plgpu.emit_pipeline(
+            step, grid=(k // tile_k,), max_concurrent_steps=2, delay_release=delay_release,
+            in_specs=[plgpu.BlockSpec((tile, tile_k), lambda kk: (pid_m, kk)),
+                      plgpu.BlockSpec((tile_k, tile), lambda kk: (kk, pid_n))])
+        pipeline(a_gmem, b_gmem)
+        plgpu.wgmma_wait(0)
+        o_smem[...] = acc[...].astype(o_smem.dtype)
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(o_smem, o_gmem.at[pl.ds(pid_m * tile, tile),
+                                                 pl.ds(pid_n * tile, tile)])
+        plgpu.wait_smem_to_gmem(0)
+
+    return plgpu.kernel(
+        kernel, out_shape=_sds((m, n), a.dtype), grid=(m // tile, n // tile),
+        grid_names=("m", "n"),
+        scratch_shapes=dict(o_smem=plgpu.SMEM((tile, tile), a.dtype),
+                            acc=plgpu.ACC((tile, tile), np.float32)))(a, b)
+
+
+def test_emit_pipeline_matmul_with_delayed_release():
+    a, b = _rand(128, 128), _rand(128, 128, seed=1)
+    np.testing.assert_allclose(_emit_pipeline_matmul(a, b, 1), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_emit_pipeline_releasing_a_slot_wgmma_still_reads_is_a_race():
+    a, b = _rand(128, 128), _rand(128, 128, seed=1)
+    with pytest.raises(plgpu.InterpretError, match=r"overwrites SMEM pipeline input .* wgmma#"):
+        _emit_pipeline_matmul(a, b, 0)

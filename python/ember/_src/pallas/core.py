@@ -142,8 +142,21 @@ def _grid_tuple(grid):
 _grid_env = []
 
 
+# Other kernel runners that know program ids (the plgpu interpreter): each
+# returns (program ids, grid) for the calling thread, or None.
+grid_env_providers = []
+
+
 def _grid_axis(axis, what):
     """(program ids, grid) of the kernel being traced, `axis` checked."""
+    for provider in grid_env_providers:
+        env = provider()
+        if env is not None:
+            ids, grid = env
+            if not -len(grid) <= axis < len(grid):
+                raise ValueError(f"{what}: axis {axis} is out of range for a grid of rank "
+                                 f"{len(grid)} (at {core.where()})")
+            return ids, grid
     if not _grid_env:
         raise ValueError(f"{what} can only be called inside a Pallas kernel (at {core.where()})")
     ids, grid = _grid_env[-1]

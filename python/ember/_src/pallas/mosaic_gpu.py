@@ -34,6 +34,7 @@ import threading
 import numpy as np
 
 from .. import core, lax, state, tree_util
+from . import core as pl_core
 from ..config import config as _config
 from ..numpy import lax_numpy as jnp
 
@@ -715,6 +716,110 @@ def _axis_index(name):
 lax.axis_index_providers.append(_axis_index)
 
 
+def _grid_env():
+    w = getattr(_local, "worker", None)
+    if w is None:
+        return None
+    sched = w.sched
+    return tuple(jnp.int32(w.coords[n]) for n in sched.grid_names), sched.grid
+
+
+pl_core.grid_env_providers.append(_grid_env)
+
+
+class BlockSpec(pl_core.BlockSpec):
+    """A GPU BlockSpec: `transforms` (SMEM layout; the interpreter keeps
+    logical layouts), `delay_release` (pipeline steps a slot stays in use
+    after its step: asynchronous wgmma still reading it), `collective_axes`."""
+
+    def __init__(self, block_shape=None, index_map=None, pipeline_mode=None, *,
+                 memory_space=None, transforms=(), delay_release=0, collective_axes=()):
+        super().__init__(block_shape, index_map, pipeline_mode, memory_space=memory_space)
+        self.transforms, self.delay_release = tuple(transforms), int(delay_release)
+        self.collective_axes = tuple(collective_axes)
+
+
+def _alloc(w, shape, dtype, name):
+    """SMEM allocated while the kernel runs (emit_pipeline's buffers), in the
+    calling thread's block."""
+    shape = tuple(shape)
+    ref = _SmemRef(state.uninitialized(shape, dtype),
+                   _Shadow(shape[0] if shape else 1, w.block, name))
+    ref.twins = {w.block: ref}
+    w.sched.smem_refs[w.block].append(ref)
+    return ref
+
+
+def _gmem_block(ref, spec, idx):
+    """The window of GMEM `ref` that `spec` maps pipeline step `idx` to."""
+    block = spec.index_map(*idx)
+    if not isinstance(block, (tuple, list)):
+        block = (block,)
+    return ref.at[tuple(state.Slice(b * n, n) for b, n in zip(block, spec.block_shape))]
+
+
+def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), max_concurrent_steps=1,
+                  delay_release=0, init_carry=None):
+    """JAX's `plgpu.emit_pipeline`: a function of GMEM refs that runs
+    `body(indices, *in_smem, *out_smem)` for every point of `grid`,
+    streaming input blocks into a ring of `max_concurrent_steps` SMEM slots
+    with TMA-style copies and barriers (and output blocks back out). A slot
+    is refilled `delay_release` steps after its step (asynchronous wgmma
+    still reading it; the race checks hold the body to that)."""
+    grid = tuple(int(g) for g in grid)
+    delay = max([delay_release] + [getattr(s, "delay_release", 0) for s in in_specs])
+    slots = int(max_concurrent_steps)
+    if slots <= delay:
+        raise ValueError(f"emit_pipeline: max_concurrent_steps ({slots}) must exceed "
+                         f"delay_release ({delay}) (at {core.where()})")
+    steps = list(itertools.product(*[range(g) for g in grid]))
+
+    def run(*gmem_refs):
+        w = _me()
+        ins, outs = gmem_refs[:len(in_specs)], gmem_refs[len(in_specs):]
+        in_bufs = [_alloc(w, (slots,) + tuple(s.block_shape), r.dtype, f"pipeline input {k}")
+                   for k, (s, r) in enumerate(zip(in_specs, ins))]
+        out_bufs = [_alloc(w, (slots,) + tuple(s.block_shape), r.dtype,
+                           f"pipeline output {k}") for k, (s, r) in enumerate(zip(out_specs, outs))]
+        bars = _BarrierRef(Barrier(len(in_specs), slots),
+                           {w.block: [_BarrierInst(len(in_specs), core.where())
+                                      for _ in range(slots)]})
+
+        def fetch(t):
+            idx = tuple(jnp.int32(i) for i in steps[t])
+            for spec, ref, buf in zip(in_specs, ins, in_bufs):
+                copy_gmem_to_smem(_gmem_block(ref, spec, idx), buf.at[t % slots],
+                                  bars.at[t % slots])
+
+        if in_specs:
+            for t in range(min(slots - delay, len(steps))):
+                fetch(t)
+        carry = init_carry
+        for t, point in enumerate(steps):
+            idx = tuple(jnp.int32(i) for i in point)
+            if in_specs:
+                barrier_wait(bars.at[t % slots])
+            if out_specs and t >= slots:
+                wait_smem_to_gmem(slots - 1, wait_read_only=True)
+            views = [buf.at[t % slots] for buf in in_bufs + out_bufs]
+            if init_carry is None:
+                body(idx, *views)
+            else:
+                carry = body(idx, *views, carry)
+            if out_specs:
+                commit_smem()
+                for spec, ref, buf in zip(out_specs, outs, out_bufs):
+                    copy_smem_to_gmem(buf.at[t % slots], _gmem_block(ref, spec, idx))
+            nxt = t + slots - delay
+            if in_specs and nxt < len(steps):
+                fetch(nxt)
+        if out_specs:
+            wait_smem_to_gmem(0)
+        return carry
+
+    return run
+
+
 # --------------------------------------------------------------------------
 # kernel
 
@@ -791,21 +896,26 @@ def _interpret(body, ins, outs, scratch, grid, grid_names, cluster, cluster_name
     _config.jax_disable_jit = True
     try:
         for gidx in itertools.product(*[range(g) for g in grid]):
-            _run_cluster(body, gmem_in, gmem_out, scratch, dict(zip(grid_names, gidx)),
+            _run_cluster(body, gmem_in, gmem_out, scratch, dict(zip(grid_names, gidx)), grid,
                          cluster, cluster_names, nblocks, nthreads, thread_name)
     finally:
         _config.jax_disable_jit = prev
     return [r._value for r in gmem_out]
 
 
-def _run_cluster(body, gmem_in, gmem_out, scratch, grid_coords, cluster, cluster_names,
+def _run_cluster(body, gmem_in, gmem_out, scratch, grid_coords, grid_sizes, cluster,
+                 cluster_names,
                  nblocks, nthreads, thread_name):
     sched = _Scheduler()
     sched.cluster_names = cluster_names
+    sched.grid_names, sched.grid = tuple(grid_coords), tuple(grid_sizes)
     sched.block_coords = [dict(zip(cluster_names, c))
                           for c in itertools.product(*[range(n) for n in cluster])] or [{}]
     sched.smem_refs = [[] for _ in range(nblocks)]
-    flat = list(scratch) if isinstance(scratch, (list, tuple)) else [scratch]
+    # Scratch given as a dict reaches the body as keyword arguments.
+    names = list(scratch) if isinstance(scratch, dict) else None
+    flat = (list(scratch.values()) if names is not None else
+            list(scratch) if isinstance(scratch, (list, tuple)) else [scratch])
     per_scratch = [_make_scratch(t, nblocks, f"scratch {k}", sched.smem_refs)
                    for k, t in enumerate(flat)]
     for t, s in zip(flat, per_scratch):
@@ -834,7 +944,10 @@ def _run_cluster(body, gmem_in, gmem_out, scratch, grid_coords, cluster, cluster
                 refs.append(s[w.block])
             else:
                 refs.append(s)
-        res = body(*gmem_in, *gmem_out, *refs)
+        if names is not None:
+            res = body(*gmem_in, *gmem_out, **dict(zip(names, refs)))
+        else:
+            res = body(*gmem_in, *gmem_out, *refs)
         if res is not None:
             raise ValueError("a plgpu kernel body must return None")
 

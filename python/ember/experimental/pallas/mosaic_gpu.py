@@ -7,6 +7,7 @@ from ember._src.pallas.mosaic_gpu import GMEM as GMEM
 from ember._src.pallas.mosaic_gpu import SMEM as SMEM
 from ember._src.pallas.mosaic_gpu import TMEM as TMEM
 from ember._src.pallas.mosaic_gpu import Barrier as Barrier
+from ember._src.pallas.mosaic_gpu import BlockSpec as BlockSpec
 from ember._src.pallas.mosaic_gpu import ClusterBarrier as ClusterBarrier
 from ember._src.pallas.mosaic_gpu import CompilerParams as CompilerParams
 from ember._src.pallas.mosaic_gpu import InterpretError as InterpretError
@@ -21,6 +22,7 @@ from ember._src.pallas.mosaic_gpu import commit_smem_to_gmem_group as commit_sme
 from ember._src.pallas.mosaic_gpu import commit_tmem as commit_tmem
 from ember._src.pallas.mosaic_gpu import copy_gmem_to_smem as copy_gmem_to_smem
 from ember._src.pallas.mosaic_gpu import copy_smem_to_gmem as copy_smem_to_gmem
+from ember._src.pallas.mosaic_gpu import emit_pipeline as emit_pipeline
 from ember._src.pallas.mosaic_gpu import kernel as kernel
 from ember._src.pallas.mosaic_gpu import tcgen05_commit_arrive as tcgen05_commit_arrive
 from ember._src.pallas.mosaic_gpu import tcgen05_mma as tcgen05_mma
