@@ -34,9 +34,9 @@ import threading
 import numpy as np
 
 from .. import core, lax, state, tree_util
-from . import core as pl_core
 from ..config import config as _config
 from ..numpy import lax_numpy as jnp
+from . import core as pl_core
 
 # --------------------------------------------------------------------------
 # Types of buffers
