@@ -312,3 +312,44 @@ def test_emit_pipeline_releasing_a_slot_wgmma_still_reads_is_a_race():
     a, b = _rand(128, 128), _rand(128, 128, seed=1)
     with pytest.raises(plgpu.InterpretError, match=r"overwrites SMEM pipeline input .* wgmma#"):
         _emit_pipeline_matmul(a, b, 0)
+
+
+def test_warp_specialized_pipeline_matmul():
+    # The structure of JAX's warp-specialized tutorial kernel: two compute
+    # thread groups, each owning half of the output columns, and a memory
+    # thread group feeding a ring of SMEM slots; the groups write disjoint
+    # column halves of one SMEM tile.
+    tile, tile_k = 32, 16
+    a, b = _rand(64, 64), _rand(64, 128, seed=1)
+    m, k = a.shape
+    n = b.shape[1]
+
+    def kernel(a_gmem, b_gmem, o_gmem, o_smem):
+        wg = lax.axis_index("wg")
+        cols = pl.ds(wg * tile, tile)
+        pid_m, pid_n = pl.program_id(0), pl.program_id(1)
+
+        def compute(pipeline):
+            acc = plgpu.layout_cast(jnp.zeros((tile, tile), jnp.float32), plgpu.Layout.WGMMA)
+            o_smem[:, cols] = pipeline(acc)
+
+        def step(_, a_smem, b_smem, acc):
+            def mma(acc_ref):
+                plgpu.wgmma(acc_ref, a_smem, b_smem.at[:, cols])
+            return pl.run_state(mma)(plgpu.ACC.init(acc))
+
+        pipeline = plgpu.emit_pipeline_warp_specialized(
+            step, grid=(k // tile_k,), max_concurrent_steps=2, num_compute_wgs=2,
+            memory_registers=40, wg_axis="wg", compute_context=compute,
+            in_specs=[plgpu.BlockSpec((tile, tile_k), lambda kk: (pid_m, kk)),
+                      plgpu.BlockSpec((tile_k, 2 * tile), lambda kk: (kk, pid_n))])
+        pipeline(a_gmem, b_gmem)
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(o_smem, o_gmem.at[pl.ds(pid_m * tile, tile),
+                                                 pl.ds(pid_n * 2 * tile, 2 * tile)])
+        plgpu.wait_smem_to_gmem(0)
+
+    out = plgpu.kernel(kernel, out_shape=_sds((m, n)), grid=(m // tile, n // (2 * tile)),
+                       grid_names=("m", "n"), num_threads=3, thread_name="wg",
+                       scratch_shapes=dict(o_smem=plgpu.SMEM((tile, 2 * tile), np.float32)))(a, b)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-3)

@@ -123,6 +123,32 @@ class ACC:
     def __init__(self, shape, dtype=np.float32):
         self.shape, self.dtype = tuple(shape), np.dtype(dtype)
 
+    @staticmethod
+    def init(value):
+        """The initial value of an accumulator made with `pl.run_state`."""
+        return value
+
+
+class Layout:
+    """Register layouts (`layout_cast`). The interpreter keeps logical
+    arrays, so a layout is a name only."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"Layout.{self.name}"
+
+
+for _name in ("WGMMA", "WGMMA_ROW", "WGMMA_COL", "WG_SPLAT", "WG_STRIDED", "TCGEN05",
+              "TCGEN05_ROW", "TCGEN05_COL", "TCGEN05_TMEM_NATIVE"):
+    setattr(Layout, _name, Layout(_name))
+
+
+def layout_cast(x, new_layout):
+    """`x` in another register layout: the same array on the CPU."""
+    return x
+
 
 class CompilerParams:
     def __init__(self, **kw):
@@ -154,6 +180,7 @@ class _Worker:
         self.pending_mma = []  # wgmma groups
         self.pending_tc = []  # tcgen05 MMAs not yet committed
         self.pending_loads = []  # TMEM loads
+        self.pipeline_calls = {}  # warp-specialized pipelines entered, by call site
         self.waits = {}  # barrier instance -> phases waited
 
 
@@ -350,59 +377,109 @@ def barrier_wait(barrier):
 # SMEM with shadow state
 
 
+class _Write:
+    __slots__ = ("lo", "hi", "agent", "clk", "where", "is_async", "issuer", "uncommitted")
+
+    def __init__(self, lo, hi, agent, clk, where, is_async, issuer, uncommitted):
+        self.lo, self.hi, self.agent, self.clk, self.where = lo, hi, agent, clk, where
+        self.is_async, self.issuer, self.uncommitted = is_async, issuer, uncommitted
+
+
 class _Shadow:
-    """Per row (index of the leading dimension): the last write (agent,
-    clock, line, async?) and the reads since (agent -> (clock, line))."""
+    """What the race checks know of one SMEM/TMEM buffer, per row (index of
+    the leading dimension) and column interval (of the last dimension): the
+    writes not yet overwritten (`_Write`) and the reads since (lo, hi,
+    agent, clock, line)."""
 
-    def __init__(self, rows, block, name, space="SMEM"):
+    def __init__(self, shape, block, name, space="SMEM"):
         self.block, self.name, self.space = block, name, space
-        self.write = [None] * rows
-        self.reads = [dict() for _ in range(rows)]
-        self.uncommitted = [None] * rows
+        nrows = shape[0] if shape else 1
+        self.ncols = shape[-1] if len(shape) >= 2 else 1
+        self.writes = [[] for _ in range(nrows)]
+        self.reads = [[] for _ in range(nrows)]
+
+    def region(self, norm):
+        """(rows, (lo, hi)) an index (normalized against the buffer) covers."""
+        rows = _span(norm[0], len(self.writes)) if norm else range(len(self.writes))
+        if len(norm) < 2:
+            return list(rows), (0, 1)
+        cols = _span(norm[-1], self.ncols)
+        return list(rows), (min(cols, default=0), max(cols, default=-1) + 1)
+
+    def check_read(self, region, vc, who, where):
+        rows, (lo, hi) = region
+        for r in rows:
+            for wr in self.writes[r]:
+                if wr.lo < hi and lo < wr.hi and vc.get(wr.agent, 0) < wr.clk:
+                    raise InterpretError(self._unordered_read(wr, who, where))
+
+    def _unordered_read(self, wr, who, where):
+        what = f"{who} reads {self.space} {self.name} of block {self.block} at {where}"
+        if wr.is_async and wr.issuer != who:
+            return (f"{what}, which a copy issued by {wr.issuer} at {wr.where} overwrote "
+                    f"without this thread having waited for it: a copy into a buffer still "
+                    f"in use (guard its reuse with a barrier, e.g. a ClusterBarrier across "
+                    f"the cluster)")
+        if wr.is_async:
+            return (f"{what} before the barrier of the copy issued at {wr.where} completed "
+                    f"(wait on it first)")
+        return f"{what}, written at {wr.where} by {wr.agent} without a barrier between them"
+
+    def check_write(self, region, vc, who, where):
+        rows, (lo, hi) = region
+        what = f"{who} overwrites {self.space} {self.name} of block {self.block} at {where}"
+        for r in rows:
+            for rlo, rhi, agent, clk, line in self.reads[r]:
+                if rlo < hi and lo < rhi and agent != who and vc.get(agent, 0) < clk:
+                    raise InterpretError(
+                        f"{what} while {agent} may still be reading it (read at {line}); a "
+                        f"barrier must order the read before the write")
+            for wr in self.writes[r]:
+                if (wr.lo < hi and lo < wr.hi and wr.agent != who
+                        and vc.get(wr.agent, 0) < wr.clk):
+                    raise InterpretError(f"{what} while the write at {wr.where} by {wr.agent} "
+                                         f"may still be in flight")
+
+    def record_read(self, region, agent, clk, where):
+        rows, (lo, hi) = region
+        for r in rows:
+            reads = [x for x in self.reads[r] if not (x[2] == agent and x[0] == lo and x[1] == hi)]
+            reads.append((lo, hi, agent, clk, where))
+            self.reads[r] = reads
+
+    def record_write(self, region, agent, clk, where, is_async, issuer, uncommitted):
+        rows, (lo, hi) = region
+        for r in rows:
+            self.reads[r] = [x for x in self.reads[r] if not (lo <= x[0] and x[1] <= hi)]
+            self.writes[r] = [x for x in self.writes[r] if not (lo <= x.lo and x.hi <= hi)]
+            self.writes[r].append(_Write(lo, hi, agent, clk, where, is_async, issuer,
+                                         uncommitted))
+
+    def uncommitted_in(self, region):
+        rows, (lo, hi) = region
+        for r in rows:
+            for wr in self.writes[r]:
+                if wr.lo < hi and lo < wr.hi and wr.uncommitted is not None:
+                    return wr.uncommitted
+        return None
+
+    def commit(self, w):
+        for writes in self.writes:
+            for wr in writes:
+                if wr.uncommitted is not None and (
+                        wr.uncommitted == w.name or w.vc.get(wr.uncommitted, 0) >= wr.clk):
+                    wr.uncommitted = None
 
 
-def _rows(norm, nrows):
-    k, s = norm[0]
+def _span(entry, n):
+    """The indices one normalized index entry covers along a dimension."""
+    k, s = entry
     if k == "at":
         return [int(s)]
     if k == "gather":
         return sorted({int(i) for i in np.asarray(s).ravel()})
     start = int(s.start)
-    return [r for r in range(start, start + s.size * s.stride, s.stride) if 0 <= r < nrows]
-
-
-def _check_read(sh, rows, vc, who, where):
-    for r in rows:
-        wr = sh.write[r]
-        if wr is not None and vc.get(wr[0], 0) < wr[1]:
-            if wr[3] and wr[4] != who:
-                raise InterpretError(
-                    f"{who} reads {sh.space} {sh.name} of block {sh.block} at {where}, which a "
-                    f"copy issued by {wr[4]} at {wr[2]} overwrote without this thread having "
-                    f"waited for it: a copy into a buffer still in use (guard its reuse "
-                    f"with a barrier, e.g. a ClusterBarrier across the cluster)")
-            if wr[3]:
-                raise InterpretError(
-                    f"{who} reads {sh.space} {sh.name} of block {sh.block} at {where} before the "
-                    f"barrier of the copy issued at {wr[2]} completed (wait on it first)")
-            raise InterpretError(
-                f"{who} reads {sh.space} {sh.name} of block {sh.block} at {where}, written at "
-                f"{wr[2]} by {wr[0]} without a barrier between them")
-
-
-def _check_write(sh, rows, vc, who, where):
-    for r in rows:
-        for agent, (clk, line) in sh.reads[r].items():
-            if agent != who and vc.get(agent, 0) < clk:
-                raise InterpretError(
-                    f"{who} overwrites {sh.space} {sh.name} of block {sh.block} at {where} while "
-                    f"{agent} may still be reading it (read at {line}); a barrier must order "
-                    f"the read before the write")
-        wr = sh.write[r]
-        if wr is not None and wr[0] != who and vc.get(wr[0], 0) < wr[1]:
-            raise InterpretError(
-                f"{who} overwrites {sh.space} {sh.name} of block {sh.block} at {where} while the "
-                f"write at {wr[2]} by {wr[0]} may still be in flight")
+    return [i for i in range(start, start + s.size * s.stride, s.stride) if 0 <= i < n]
 
 
 class _SmemRef(state.Ref):
@@ -415,18 +492,14 @@ class _SmemRef(state.Ref):
         if w is None:
             return
         sh = self.shadow
-        rows = _rows(norm, len(sh.write))
+        region = sh.region(norm)
         where = core.where()
         if kind == "load":
-            _check_read(sh, rows, w.vc, w.name, where)
-            for r in rows:
-                sh.reads[r][w.name] = (w.vc[w.name], where)
+            sh.check_read(region, w.vc, w.name, where)
+            sh.record_read(region, w.name, w.vc[w.name], where)
         else:
-            _check_write(sh, rows, w.vc, w.name, where)
-            for r in rows:
-                sh.write[r] = (w.name, w.vc[w.name], where, False, w.name)
-                sh.reads[r] = {}
-                sh.uncommitted[r] = w.name
+            sh.check_write(region, w.vc, w.name, where)
+            sh.record_write(region, w.name, w.vc[w.name], where, False, w.name, w.name)
 
 
 def _smem_target(ref, block):
@@ -445,15 +518,12 @@ def _async_write(dst, norm, data, vc, agent, who, where, part=(0, 1)):
     part `part[0]` of `part[1]` of the rows: only those are checked and
     marked (all parts carry the same data)."""
     sh = dst.shadow
-    rows = _rows(norm, len(sh.write))
+    rows, cols = sh.region(norm)
     k, n = part
-    rows = rows[len(rows) * k // n:len(rows) * (k + 1) // n]
-    _check_write(sh, rows, vc, who, where)
+    region = (rows[len(rows) * k // n:len(rows) * (k + 1) // n], cols)
+    sh.check_write(region, vc, who, where)
     _raw_store(state.RefView(dst, norm) if norm else dst, data)
-    for r in rows:
-        sh.write[r] = (agent, 1, where, True, who)
-        sh.reads[r] = {}
-        sh.uncommitted[r] = None
+    sh.record_write(region, agent, 1, where, True, who, None)
 
 
 class _unwatched:
@@ -482,19 +552,19 @@ def _async_read(w, ref, agent, where, block=None):
     own) and records the read as `agent`'s, pending until observed."""
     twin, norm = _smem_target(ref, w.block if block is None else block)
     sh = twin.shadow
-    rows = _rows(norm, len(sh.write))
-    _check_read(sh, rows, w.vc, w.name, where)
-    for r in rows:
-        sh.reads[r][agent] = (1, where)
-    return twin, norm, rows
+    region = sh.region(norm)
+    sh.check_read(region, w.vc, w.name, where)
+    sh.record_read(region, agent, 1, where)
+    return twin, norm, region
 
 
 def _commit(w, space):
-    """The thread's stores to `space` become visible to async operations."""
+    """The stores to `space` that happened before this point of the thread
+    (its own, and other threads' it synchronized with) become visible to
+    asynchronous operations."""
     for ref in w.sched.smem_refs[w.block]:
-        sh = ref.shadow
-        if sh.space == space:
-            sh.uncommitted = [None if u == w.name else u for u in sh.uncommitted]
+        if ref.shadow.space == space:
+            ref.shadow.commit(w)
 
 
 def _group(w, axes):
@@ -554,13 +624,11 @@ def copy_smem_to_gmem(src, dst, predicate=None, *, commit_group=True, reduction_
     w = _me()
     where = core.where()
     agent = _agent("store")
-    twin, _, rows = _async_read(w, src, agent, where)
+    twin, _, region = _async_read(w, src, agent, where)
     sh = twin.shadow
-    for r in rows:
-        if sh.uncommitted[r] is not None:
-            raise InterpretError(
-                f"copy_smem_to_gmem at {where} reads SMEM {sh.name} written by "
-                f"{sh.uncommitted[r]} without commit_smem() after the write")
+    if (u := sh.uncommitted_in(region)) is not None:
+        raise InterpretError(f"copy_smem_to_gmem at {where} reads SMEM {sh.name} written by "
+                             f"{u} without commit_smem() after the write")
     data = _raw_load(src)
     if reduction_op is not None:
         old = _raw_load(dst)
@@ -613,12 +681,11 @@ def wgmma_wait(n):
 def _tensor_core_read(w, x, agent, where, block=None):
     """The value of MMA operand `x` (an SMEM/TMEM ref of `block`), read by
     the tensor core as `agent` until the MMA's completion is observed."""
-    twin, norm, rows = _async_read(w, x, agent, where, block)
+    twin, norm, region = _async_read(w, x, agent, where, block)
     sh = twin.shadow
-    for r in rows:
-        if sh.space == "TMEM" and sh.uncommitted[r] is not None:
-            raise InterpretError(f"tcgen05_mma at {where} reads TMEM {sh.name} stored by "
-                                 f"{sh.uncommitted[r]} without commit_tmem() after the store")
+    if sh.space == "TMEM" and (u := sh.uncommitted_in(region)) is not None:
+        raise InterpretError(f"tcgen05_mma at {where} reads TMEM {sh.name} stored by {u} "
+                             f"without commit_tmem() after the store")
     return _raw_load(state.RefView(twin, norm))
 
 
@@ -651,15 +718,13 @@ def tcgen05_mma(acc, a, b, barrier=None, *, a_scale=None, b_scale=None,
     for blk, av in zip(blocks, a_vals):
         twin, norm = _smem_target(acc, blk)
         sh = twin.shadow
-        rows = _rows(norm, len(sh.write))
-        _check_write(sh, rows, w.vc, w.name, where)
+        region = sh.region(norm)
+        sh.check_write(region, w.vc, w.name, where)
         old = _raw_load(state.RefView(twin, norm))
         prod = jnp.matmul(av, rhs, preferred_element_type=np.float32)
         new = prod if not bool(core.as_value(accumulate)) else old.astype(np.float32) + prod
         _raw_store(state.RefView(twin, norm), new.astype(twin.dtype))
-        for r in rows:
-            sh.write[r] = (agent, 1, where, True, w.name)
-            sh.reads[r] = {}
+        sh.record_write(region, agent, 1, where, True, w.name, None)
     w.pending_tc.append(agent)
     if barrier is not None:
         tcgen05_commit_arrive(barrier, collective_axis=collective_axis)
@@ -744,10 +809,97 @@ def _alloc(w, shape, dtype, name):
     calling thread's block."""
     shape = tuple(shape)
     ref = _SmemRef(state.uninitialized(shape, dtype),
-                   _Shadow(shape[0] if shape else 1, w.block, name))
+                   _Shadow(shape, w.block, name))
     ref.twins = {w.block: ref}
     w.sched.smem_refs[w.block].append(ref)
     return ref
+
+
+def _block_shared(w, key, make):
+    """What `make()` returns, made once per block for `key`: buffers and
+    barriers that every thread group of the block shares."""
+    table = w.sched.shared_allocs
+    if (w.block, key) not in table:
+        table[(w.block, key)] = make()
+    return table[(w.block, key)]
+
+
+def emit_pipeline_warp_specialized(body, *, grid, memory_registers=None, in_specs=(),
+                                   out_specs=(), max_concurrent_steps=2, wg_axis,
+                                   num_compute_wgs, pipeline_state=None,
+                                   manual_consumed_barriers=False, compute_context=None,
+                                   memory_thread_idx=None):
+    """JAX's warp-specialized pipeline: one thread group (`memory_thread_idx`,
+    by default the last) copies input blocks into a ring of SMEM slots; the
+    `num_compute_wgs` compute groups wait for a slot, run `body(indices,
+    *in_smem, [carry])`, and release the slot to the memory group through a
+    barrier. Reading the accumulator at the end of a step completes the
+    step's wgmma (as JAX's accumulator dereference does). With
+    `compute_context`, the compute groups run `compute_context(pipeline)`,
+    where `pipeline(init_carry)` runs the steps and returns the last carry.
+    Every thread group of the block meets at a barrier when the pipeline
+    ends."""
+    if out_specs or manual_consumed_barriers:
+        raise NotImplementedError(
+            "emit_pipeline_warp_specialized: output specs and manual consumed barriers are "
+            f"not supported by the interpreter (at {core.where()})")
+    grid = tuple(int(g) for g in grid)
+    steps = list(itertools.product(*[range(g) for g in grid]))
+    slots = int(max_concurrent_steps)
+
+    def run(*gmem_refs):
+        w = _me()
+        where = core.where()
+        nthreads = w.sched.nthreads
+        mem = memory_thread_idx if memory_thread_idx is not None else num_compute_wgs
+        # Every thread group builds its own pipeline object; they share the
+        # buffers of the same call (site and count) in the block.
+        k = w.pipeline_calls[where] = w.pipeline_calls.get(where, 0) + 1
+
+        def make():
+            bufs = [_alloc(w, (slots,) + tuple(s.block_shape), r.dtype, f"pipeline input {i}")
+                    for i, (s, r) in enumerate(zip(in_specs, gmem_refs))]
+            for b in bufs:  # shared by the block's thread groups
+                b.twins = {w.block: b}
+            full = _BarrierRef(Barrier(len(in_specs), slots), {w.block: [
+                _BarrierInst(len(in_specs), where) for _ in range(slots)]})
+            consumed = _BarrierRef(Barrier(num_compute_wgs, slots), {w.block: [
+                _BarrierInst(num_compute_wgs, where) for _ in range(slots)]})
+            done = _BarrierRef(Barrier(nthreads), {w.block: [_BarrierInst(nthreads, where)]})
+            return bufs, full, consumed, done
+
+        bufs, full, consumed, done = _block_shared(w, (where, k), make)
+        carry = None
+        if int(w.coords[wg_axis]) == mem:
+            for t, point in enumerate(steps):
+                slot = t % slots
+                if t >= slots:
+                    barrier_wait(consumed.at[slot])
+                idx = tuple(jnp.int32(i) for i in point)
+                for spec, ref, buf in zip(in_specs, gmem_refs, bufs):
+                    copy_gmem_to_smem(_gmem_block(ref, spec, idx), buf.at[slot], full.at[slot])
+        else:
+            def pipeline(init_carry=None):
+                c = init_carry
+                for t, point in enumerate(steps):
+                    slot = t % slots
+                    barrier_wait(full.at[slot])
+                    idx = tuple(jnp.int32(i) for i in point)
+                    views = [buf.at[slot] for buf in bufs]
+                    if compute_context is None:
+                        body(idx, *views)
+                    else:
+                        c = body(idx, *views, c)
+                    wgmma_wait(0)
+                    barrier_arrive(consumed.at[slot])
+                return c
+
+            carry = pipeline() if compute_context is None else compute_context(pipeline)
+        barrier_arrive(done)
+        barrier_wait(done)
+        return carry
+
+    return run
 
 
 def _gmem_block(ref, spec, idx):
@@ -876,9 +1028,8 @@ def _make_scratch(t, nblocks, name, smem_refs):
     if isinstance(t, _BufferType) and t.space is GMEM:
         raise NotImplementedError(f"GMEM scratch is not supported (at {where})")
     shape, dtype = tuple(t.shape), np.dtype(t.dtype)
-    rows = shape[0] if shape else 1
     space = "TMEM" if isinstance(t, TMEM) else "SMEM"
-    twins = [_SmemRef(state.uninitialized(shape, dtype), _Shadow(rows, b, name, space))
+    twins = [_SmemRef(state.uninitialized(shape, dtype), _Shadow(shape, b, name, space))
              for b in range(nblocks)]
     for b, r in enumerate(twins):
         r.twins = twins
@@ -912,6 +1063,7 @@ def _run_cluster(body, gmem_in, gmem_out, scratch, grid_coords, grid_sizes, clus
     sched.block_coords = [dict(zip(cluster_names, c))
                           for c in itertools.product(*[range(n) for n in cluster])] or [{}]
     sched.smem_refs = [[] for _ in range(nblocks)]
+    sched.shared_allocs, sched.nthreads = {}, nthreads
     # Scratch given as a dict reaches the body as keyword arguments.
     names = list(scratch) if isinstance(scratch, dict) else None
     flat = (list(scratch.values()) if names is not None else

@@ -11,6 +11,7 @@ from ember._src.pallas.mosaic_gpu import BlockSpec as BlockSpec
 from ember._src.pallas.mosaic_gpu import ClusterBarrier as ClusterBarrier
 from ember._src.pallas.mosaic_gpu import CompilerParams as CompilerParams
 from ember._src.pallas.mosaic_gpu import InterpretError as InterpretError
+from ember._src.pallas.mosaic_gpu import Layout as Layout
 from ember._src.pallas.mosaic_gpu import SwizzleTransform as SwizzleTransform
 from ember._src.pallas.mosaic_gpu import TilingTransform as TilingTransform
 from ember._src.pallas.mosaic_gpu import async_load_tmem as async_load_tmem
@@ -23,7 +24,11 @@ from ember._src.pallas.mosaic_gpu import commit_tmem as commit_tmem
 from ember._src.pallas.mosaic_gpu import copy_gmem_to_smem as copy_gmem_to_smem
 from ember._src.pallas.mosaic_gpu import copy_smem_to_gmem as copy_smem_to_gmem
 from ember._src.pallas.mosaic_gpu import emit_pipeline as emit_pipeline
+from ember._src.pallas.mosaic_gpu import (
+    emit_pipeline_warp_specialized as emit_pipeline_warp_specialized,
+)
 from ember._src.pallas.mosaic_gpu import kernel as kernel
+from ember._src.pallas.mosaic_gpu import layout_cast as layout_cast
 from ember._src.pallas.mosaic_gpu import tcgen05_commit_arrive as tcgen05_commit_arrive
 from ember._src.pallas.mosaic_gpu import tcgen05_mma as tcgen05_mma
 from ember._src.pallas.mosaic_gpu import wait_load_tmem as wait_load_tmem
