@@ -237,6 +237,20 @@ def loop(lower, upper, *, step=1, unroll=None):
     return decorator
 
 
+def core_map(mesh, *, compiler_params=None, interpret=False, debug=False,
+             cost_estimate=None, name=None, metadata=None, scratch_shapes=()):
+    """`@pl.core_map(mesh)` runs the decorated function on every core of
+    `mesh` (a plgpu `WarpMesh` inside a plgpu kernel)."""
+    if not hasattr(mesh, "run"):
+        raise NotImplementedError(f"core_map over {type(mesh).__name__} is not supported "
+                                  f"(at {core.where()})")
+
+    def decorator(fn):
+        mesh.run(fn)
+
+    return decorator
+
+
 def run_scoped(f, *types, collective_axes=(), **kw_types):
     """Calls `f` with fresh refs of `types` (scratch shapes), live only
     during the call."""

@@ -93,7 +93,8 @@ class ClusterBarrier:
     an arrival reaches the barrier of every block of the group, and a phase
     completes after `num_arrivals` arrivals from each of them."""
 
-    def __init__(self, collective_axes, num_arrivals=1, num_barriers=1):
+    def __init__(self, collective_axes, num_arrivals=1, num_barriers=1,
+                 orders_tensor_core=False):
         if isinstance(collective_axes, str):
             collective_axes = (collective_axes,)
         self.collective_axes = tuple(collective_axes)
@@ -181,6 +182,7 @@ class _Worker:
         self.pending_tc = []  # tcgen05 MMAs not yet committed
         self.pending_loads = []  # TMEM loads
         self.pipeline_calls = {}  # warp-specialized pipelines entered, by call site
+        self.children = {}  # warps of `core_map(WarpMesh)`, kept across calls
         self.waits = {}  # barrier instance -> phases waited
 
 
@@ -200,14 +202,25 @@ class _Scheduler:
         self.workers, self.error, self.current = [], None, None
 
     def run(self, workers, body):
-        self.workers = workers
+        self.workers, self.threads = list(workers), []
+        self.finished = threading.Event()
+        for w in workers:
+            self._start(w, lambda w=w: body(w))
+        self.current = workers[0]
+        workers[0].event.set()
+        self.finished.wait()
+        for t in list(self.threads):
+            t.join()
+        if self.error is not None:
+            raise self.error
 
-        def main(w):
+    def _start(self, w, fn):
+        def main():
             _local.worker = w
             w.event.wait()
             try:
                 if self.error is None:
-                    body(w)
+                    fn()
             except _Abort:
                 pass
             except BaseException as e:  # noqa: BLE001 - re-raised by run()
@@ -218,17 +231,26 @@ class _Scheduler:
                 _local.worker = None
                 self._switch(w, final=True)
 
-        threads = [threading.Thread(target=main, args=(w,), daemon=True) for w in workers]
-        self.finished = threading.Event()
-        for t in threads:
-            t.start()
-        self.current = workers[0]
-        workers[0].event.set()
-        self.finished.wait()
-        for t in threads:
-            t.join()
-        if self.error is not None:
-            raise self.error
+        t = threading.Thread(target=main, daemon=True)
+        self.threads.append(t)
+        t.start()
+
+    def spawn(self, parent, children, fn):
+        """Runs `fn()` in each of `children` (new threads of execution that
+        start knowing what `parent` knows) and waits for them all; the
+        parent then knows what they know."""
+        for c in children:
+            c.done, c.waiting = False, None
+            c.event.clear()
+            _join(c.vc, parent.vc)
+            if c not in self.workers:
+                self.workers.append(c)
+            self._start(c, fn)
+        self.block_until(parent, lambda: all(c.done for c in children),
+                         f"waits for its {len(children)} warps at {core.where()}")
+        for c in children:
+            _join(parent.vc, c.vc)
+        parent.vc[parent.name] += 1
 
     def _next(self, w):
         """The next worker that can run (round robin after `w`), or None."""
@@ -415,17 +437,21 @@ class _Shadow:
 
     def _unordered_read(self, wr, who, where):
         what = f"{who} reads {self.space} {self.name} of block {self.block} at {where}"
+        op = "an MMA" if wr.agent.startswith("mma#") else "a copy"
         if wr.is_async and wr.issuer != who:
-            return (f"{what}, which a copy issued by {wr.issuer} at {wr.where} overwrote "
-                    f"without this thread having waited for it: a copy into a buffer still "
-                    f"in use (guard its reuse with a barrier, e.g. a ClusterBarrier across "
-                    f"the cluster)")
+            return (f"{what}, which {op} issued by {wr.issuer} at {wr.where} wrote without "
+                    f"this thread having waited for it: {op} into a buffer still in use, or "
+                    f"its completion not awaited (guard the reuse with a barrier, e.g. a "
+                    f"ClusterBarrier across the cluster)")
         if wr.is_async:
-            return (f"{what} before the barrier of the copy issued at {wr.where} completed "
+            return (f"{what} before the barrier of {op} issued at {wr.where} completed "
                     f"(wait on it first)")
         return f"{what}, written at {wr.where} by {wr.agent} without a barrier between them"
 
-    def check_write(self, region, vc, who, where):
+    def check_write(self, region, vc, who, where, in_order=None):
+        """`in_order`: the kind of asynchronous agent (e.g. "mma") whose
+        earlier writes issued by `who` complete before this one (a thread's
+        tensor-core MMAs run in issue order)."""
         rows, (lo, hi) = region
         what = f"{who} overwrites {self.space} {self.name} of block {self.block} at {where}"
         for r in rows:
@@ -435,7 +461,9 @@ class _Shadow:
                         f"{what} while {agent} may still be reading it (read at {line}); a "
                         f"barrier must order the read before the write")
             for wr in self.writes[r]:
-                if (wr.lo < hi and lo < wr.hi and wr.agent != who
+                ordered = (in_order is not None and wr.is_async and wr.issuer == who
+                           and wr.agent.startswith(in_order + "#"))
+                if (wr.lo < hi and lo < wr.hi and wr.agent != who and not ordered
                         and vc.get(wr.agent, 0) < wr.clk):
                     raise InterpretError(f"{what} while the write at {wr.where} by {wr.agent} "
                                          f"may still be in flight")
@@ -583,18 +611,51 @@ def _group(w, axes):
 # Asynchronous copies, fences, MMA
 
 
+class CopyPartition:
+    """How a leader-tracked collective copy splits its source:
+    `PARTITIONED(axis)` gives block i of the group the i-th slice of the
+    source along `axis`; `REPLICATED` gives every block all of it."""
+
+    def __init__(self, axis=None):
+        self.axis = axis
+
+    @classmethod
+    def PARTITIONED(cls, axis):  # noqa: N802 - JAX's name
+        return cls(int(axis))
+
+
+CopyPartition.REPLICATED = CopyPartition(None)
+
+
 def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, leader_tracked=None,
                       oob_mode=None):
-    if leader_tracked is not None:
-        raise NotImplementedError(f"copy_gmem_to_smem: leader_tracked copies are not "
-                                  f"supported by the interpreter (at {core.where()})")
     w = _me()
     where = core.where()
     data = _raw_load(src)
     agent = _agent("copy")
     vc = dict(w.vc)
     vc[agent] = 1
-    if collective_axes is None:
+    if leader_tracked is not None:
+        # Each block receives its part into its own SMEM; only the group's
+        # first block tracks the copies: its barrier gets an arrival from its
+        # own call and a delivery from every block's part.
+        if collective_axes is None:
+            raise ValueError(f"copy_gmem_to_smem: leader_tracked needs collective_axes "
+                             f"(at {where})")
+        axes = (collective_axes,) if isinstance(collective_axes, str) else tuple(collective_axes)
+        group = _group(w, axes)
+        rank = group.index(w.block)
+        if leader_tracked.axis is not None:
+            ax = leader_tracked.axis
+            size = data.shape[ax] // len(group)
+            data = lax.slice_in_dim(data, rank * size, (rank + 1) * size, axis=ax)
+        twin, norm = _smem_target(dst, w.block)
+        _async_write(twin, norm, data, vc, agent, w.name, where)
+        leader = group[0]
+        barrier.inst(leader).deliver(vc)
+        if w.block == leader:
+            barrier.inst(leader).arrive({}, deliveries=len(group))
+    elif collective_axes is None:
         twin, norm = _smem_target(dst, w.block)
         _async_write(twin, norm, data, vc, agent, w.name, where)
         barrier.inst(w.block).arrive(vc)
@@ -719,7 +780,7 @@ def tcgen05_mma(acc, a, b, barrier=None, *, a_scale=None, b_scale=None,
         twin, norm = _smem_target(acc, blk)
         sh = twin.shadow
         region = sh.region(norm)
-        sh.check_write(region, w.vc, w.name, where)
+        sh.check_write(region, w.vc, w.name, where, in_order="mma")
         old = _raw_load(state.RefView(twin, norm))
         prod = jnp.matmul(av, rhs, preferred_element_type=np.float32)
         new = prod if not bool(core.as_value(accumulate)) else old.astype(np.float32) + prod
@@ -734,10 +795,12 @@ def tcgen05_commit_arrive(barrier, collective_axis=None):
     """Arrives on `barrier` (of both blocks of the pair, with
     `collective_axis`) once every MMA the thread issued completed."""
     w = _me()
+    # A commit covers every MMA the thread issued before it, not only those
+    # since the previous commit.
+    w.pending_tc = [a for a in w.pending_tc if w.vc.get(a, 0) < 1]
     vc = dict(w.vc)
     for agent in w.pending_tc:
         vc[agent] = 1
-    w.pending_tc = []
     blocks = [w.block] if collective_axis is None else _group(w, (collective_axis,))
     if collective_axis is not None and w.block != blocks[0]:
         return  # the pair's MMAs are committed by its first block
@@ -769,6 +832,111 @@ def async_store_tmem(ref, value):
 
 def commit_tmem():
     _commit(_me(), "TMEM")
+
+
+def find_swizzle(minor_dim_bits):
+    """The largest TMA swizzle (bytes) whose span divides a row of
+    `minor_dim_bits` bits."""
+    for swizzle in (128, 64, 32, 16):
+        if minor_dim_bits % (swizzle * 8) == 0:
+            return swizzle
+    raise ValueError(f"find_swizzle: no swizzle fits a row of {minor_dim_bits} bits "
+                     f"(at {core.where()})")
+
+
+def planar_snake(lin_idx, shape, minor_dim, tile_width):
+    """The position of linear index `lin_idx` on a snake through `shape`: the
+    minor dimension is cut into tiles `tile_width` wide (the last one may be
+    narrower), each walked minor-fastest, every other tile with the major
+    dimension reversed."""
+    i = int(core.as_value(lin_idx))
+    minor_size, major_size = int(shape[minor_dim]), int(shape[1 - minor_dim])
+    tile = i // (tile_width * major_size)
+    width = min(tile_width, minor_size - tile * tile_width)
+    within = i - tile * tile_width * major_size
+    minor = tile * tile_width + within % width
+    major = within // width
+    if tile % 2:
+        major = major_size - 1 - major
+    pos = (minor, major) if minor_dim == 0 else (major, minor)
+    return tuple(jnp.int32(p) for p in pos)
+
+
+class NDLoopInfo:
+    """One step of `nd_loop`: `index` (grid indices), `local_index` (the
+    step's number in this block's share), `num_local_steps`."""
+
+    def __init__(self, index, local_index, num_local_steps):
+        self.index, self.local_index = index, local_index
+        self.num_local_steps = num_local_steps
+
+
+def _axes_position(w, axes):
+    """(index, size) of the calling block along the named grid/cluster axes
+    (row-major when several)."""
+    sched, index, size = w.sched, 0, 1
+    for a in axes:
+        if a in sched.grid_names:
+            n = sched.grid[sched.grid_names.index(a)]
+        elif a in sched.cluster_names:
+            n = sched.cluster[sched.cluster_names.index(a)]
+        else:
+            raise ValueError(f"nd_loop: {a!r} is not a grid or cluster axis (at {core.where()})")
+        index, size = index * n + int(w.coords[a]), size * n
+    return index, size
+
+
+def nd_loop(grid, *, collective_axes, tiling=None, init_carry=None):
+    """JAX's `plgpu.nd_loop`: runs the decorated `body(NDLoopInfo)` over the
+    points of `grid` that fall to the calling block, the flat iteration
+    space dealt out round robin over `collective_axes` (a persistent
+    kernel's loop)."""
+    if tiling is not None:
+        raise NotImplementedError(f"nd_loop: tiling is not supported (at {core.where()})")
+    axes = (collective_axes,) if isinstance(collective_axes, str) else tuple(collective_axes)
+    grid = tuple(int(g) for g in grid)
+
+    def decorator(body):
+        w = _me()
+        me, size = _axes_position(w, axes)
+        flat = list(range(me, math.prod(grid), size))
+        carry = init_carry
+        for local, lin in enumerate(flat):
+            idx, rest = [], lin
+            for n in reversed(grid):
+                idx.append(jnp.int32(rest % n))
+                rest //= n
+            info = NDLoopInfo(tuple(reversed(idx)), jnp.int32(local), len(flat))
+            if init_carry is None:
+                body(info)
+            else:
+                carry = body(info, carry=carry)
+        return carry
+
+    return decorator
+
+
+class WarpMesh:
+    """The 4 warps of a thread group, for `pl.core_map`: each runs the body,
+    concurrently, with `lax.axis_index(axis_name)` its warp index. A warp
+    keeps its barrier phases from one `core_map` to the next."""
+
+    num_warps = 4
+
+    def __init__(self, axis_name):
+        self.axis_name = axis_name
+
+    def run(self, fn):
+        w = _me()
+        children = []
+        for i in range(self.num_warps):
+            key = (self.axis_name, i)
+            if key not in w.children:
+                c = _Worker(w.sched, f"{w.name} warp {i}", w.block, w.thread,
+                            dict(w.coords, **{self.axis_name: i}))
+                w.children[key] = c
+            children.append(w.children[key])
+        w.sched.spawn(w, children, fn)
 
 
 def _axis_index(name):
@@ -1060,6 +1228,7 @@ def _run_cluster(body, gmem_in, gmem_out, scratch, grid_coords, grid_sizes, clus
     sched = _Scheduler()
     sched.cluster_names = cluster_names
     sched.grid_names, sched.grid = tuple(grid_coords), tuple(grid_sizes)
+    sched.cluster = tuple(cluster)
     sched.block_coords = [dict(zip(cluster_names, c))
                           for c in itertools.product(*[range(n) for n in cluster])] or [{}]
     sched.smem_refs = [[] for _ in range(nblocks)]

@@ -18,6 +18,7 @@ from ember._src.pallas.core import MemorySpace as MemorySpace
 from ember._src.pallas.core import Squeezed as Squeezed
 from ember._src.pallas.core import broadcast_to as broadcast_to
 from ember._src.pallas.core import cdiv as cdiv
+from ember._src.pallas.core import core_map as core_map
 from ember._src.pallas.core import debug_print as debug_print
 from ember._src.pallas.core import empty as empty
 from ember._src.pallas.core import empty_like as empty_like

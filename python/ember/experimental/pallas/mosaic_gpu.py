@@ -10,10 +10,13 @@ from ember._src.pallas.mosaic_gpu import Barrier as Barrier
 from ember._src.pallas.mosaic_gpu import BlockSpec as BlockSpec
 from ember._src.pallas.mosaic_gpu import ClusterBarrier as ClusterBarrier
 from ember._src.pallas.mosaic_gpu import CompilerParams as CompilerParams
+from ember._src.pallas.mosaic_gpu import CopyPartition as CopyPartition
 from ember._src.pallas.mosaic_gpu import InterpretError as InterpretError
 from ember._src.pallas.mosaic_gpu import Layout as Layout
+from ember._src.pallas.mosaic_gpu import NDLoopInfo as NDLoopInfo
 from ember._src.pallas.mosaic_gpu import SwizzleTransform as SwizzleTransform
 from ember._src.pallas.mosaic_gpu import TilingTransform as TilingTransform
+from ember._src.pallas.mosaic_gpu import WarpMesh as WarpMesh
 from ember._src.pallas.mosaic_gpu import async_load_tmem as async_load_tmem
 from ember._src.pallas.mosaic_gpu import async_store_tmem as async_store_tmem
 from ember._src.pallas.mosaic_gpu import barrier_arrive as barrier_arrive
@@ -27,8 +30,11 @@ from ember._src.pallas.mosaic_gpu import emit_pipeline as emit_pipeline
 from ember._src.pallas.mosaic_gpu import (
     emit_pipeline_warp_specialized as emit_pipeline_warp_specialized,
 )
+from ember._src.pallas.mosaic_gpu import find_swizzle as find_swizzle
 from ember._src.pallas.mosaic_gpu import kernel as kernel
 from ember._src.pallas.mosaic_gpu import layout_cast as layout_cast
+from ember._src.pallas.mosaic_gpu import nd_loop as nd_loop
+from ember._src.pallas.mosaic_gpu import planar_snake as planar_snake
 from ember._src.pallas.mosaic_gpu import tcgen05_commit_arrive as tcgen05_commit_arrive
 from ember._src.pallas.mosaic_gpu import tcgen05_mma as tcgen05_mma
 from ember._src.pallas.mosaic_gpu import wait_load_tmem as wait_load_tmem
