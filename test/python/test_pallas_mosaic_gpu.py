@@ -17,6 +17,23 @@ from ember.experimental import pallas as pl
 from ember.experimental.pallas import mosaic_gpu as plgpu
 
 
+def _examples():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "pallas_gpu_kernels.py"
+    spec = importlib.util.spec_from_file_location("pallas_gpu_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_ex = _examples()
+_collective_smem_reuse = _ex.collective_smem_reuse
+_pipelined_matmul = _ex.pipelined_matmul
+_blackwell_collective_matmul = _ex.blackwell_collective_matmul
+
+
 def _sds(shape, dtype=np.float32):
     return ember.ShapeDtypeStruct(shape, dtype)
 
@@ -42,29 +59,6 @@ def test_grid_and_cluster_copy_compute_store():
     np.testing.assert_array_equal(out, x * 2)
 
 
-def _collective_smem_reuse(guarded, steps=4):
-    """Two blocks of a cluster multicast step k's tile into one SMEM buffer
-    each and read it; the next step's copy overwrites that buffer in both
-    blocks, so each block must know the other finished reading it: a
-    ClusterBarrier between the steps."""
-
-    def body(x_ref, o_ref, smem, bar, cluster_bar):
-        b = lax.axis_index("cl")
-        acc = jnp.zeros((8, 16), jnp.float32)
-        for k in range(steps):
-            plgpu.copy_gmem_to_smem(x_ref.at[k], smem, bar, collective_axes="cl")
-            plgpu.barrier_wait(bar)
-            acc = acc + smem[...] * (b + 1).astype(jnp.float32)
-            if guarded:
-                plgpu.barrier_arrive(cluster_bar)
-                plgpu.barrier_wait(cluster_bar)
-        o_ref[b] = acc
-
-    return plgpu.kernel(body, out_shape=_sds((2, 8, 16)), cluster=(2,), cluster_names=("cl",),
-                        scratch_shapes=[plgpu.SMEM((8, 16), np.float32), plgpu.Barrier(1),
-                                        plgpu.ClusterBarrier(("cl",))])
-
-
 def test_collective_smem_reuse_guarded_by_a_cluster_barrier():
     x = _rand(4, 8, 16)
     out = _collective_smem_reuse(True)(x)
@@ -73,7 +67,7 @@ def test_collective_smem_reuse_guarded_by_a_cluster_barrier():
 
 def test_collective_smem_reuse_without_the_cluster_barrier_is_a_race():
     with pytest.raises(plgpu.InterpretError,
-                       match=r"a copy issued by block \d at .*test_pallas_mosaic_gpu\.py:\d+ "
+                       match=r"a copy issued by block \d at .*pallas_gpu_kernels\.py:\d+ "
                              r"wrote"):
         _collective_smem_reuse(False)(_rand(4, 8, 16))
 
@@ -135,46 +129,6 @@ def test_store_to_gmem_needs_commit_smem_and_wait_before_reuse():
                      scratch_shapes=[plgpu.SMEM((8, 4), np.float32)])()
 
 
-def _pipelined_matmul(a, b, bm=64, bn=64, bk=32, slots=2):
-    """A Hopper-style matmul: per output tile, K tiles stream through a ring
-    of `slots` SMEM buffers (TMA copies, one barrier per slot) into wgmma."""
-    m, k = a.shape
-    n = b.shape[1]
-    steps = k // bk
-
-    def body(a_ref, b_ref, o_ref, a_smem, b_smem, bars, acc):
-        i, j = lax.axis_index("m"), lax.axis_index("n")
-
-        def fetch(s):
-            slot = s % slots
-            plgpu.copy_gmem_to_smem(a_ref.at[pl.ds(i * bm, bm), pl.ds(s * bk, bk)],
-                                    a_smem.at[slot], bars.at[slot])
-            plgpu.copy_gmem_to_smem(b_ref.at[pl.ds(s * bk, bk), pl.ds(j * bn, bn)],
-                                    b_smem.at[slot], bars.at[slot])
-
-        for s in range(min(slots, steps)):
-            fetch(s)
-
-        @pl.loop(0, steps)
-        def _(s):
-            slot = s % slots
-            plgpu.barrier_wait(bars.at[slot])
-            plgpu.wgmma(acc, a_smem.at[slot], b_smem.at[slot])
-            plgpu.wgmma_wait(0)
-
-            @pl.when(s + slots < steps)
-            def _():
-                fetch(s + slots)
-
-        o_ref[pl.ds(i * bm, bm), pl.ds(j * bn, bn)] = acc[...].astype(o_ref.dtype)
-
-    return plgpu.kernel(
-        body, out_shape=_sds((m, n), a.dtype), grid=(m // bm, n // bn), grid_names=("m", "n"),
-        scratch_shapes=[plgpu.SMEM((slots, bm, bk), a.dtype), plgpu.SMEM((slots, bk, bn), a.dtype),
-                        plgpu.Barrier(num_arrivals=2, num_barriers=slots),
-                        plgpu.ACC((bm, bn), np.float32)])(a, b)
-
-
 def test_pipelined_wgmma_matmul():
     a, b = _rand(128, 128), _rand(128, 128, seed=1)
     np.testing.assert_allclose(_pipelined_matmul(a, b), a @ b, rtol=1e-4, atol=1e-3)
@@ -202,56 +156,6 @@ def test_kernel_under_jit_says_it_runs_outside_jit():
     k = plgpu.kernel(body, out_shape=_sds((4,)))
     with pytest.raises(NotImplementedError, match="outside jit"):
         ember.jit(k)(np.zeros(4, np.float32))
-
-
-def _blackwell_collective_matmul(a, b, guarded, bk=32, bn=64):
-    """A 2-CTA collective tcgen05 matmul over output column tiles, warp
-    specialized: thread group 0 streams A/B tiles into SMEM and issues the
-    pair's MMA into TMEM; group 1 (the epilogue) reads TMEM out. The next
-    tile's MMA overwrites both blocks' TMEM, so the MMA issuer must know
-    both epilogues finished reading it: a ClusterBarrier (`tmem_free`)."""
-    m, k = a.shape
-    n = b.shape[1]
-    assert m == 256
-    tiles, steps = n // bn, k // bk
-
-    def body(a_ref, b_ref, o_ref, a_smem, b_smem, acc, bars, ready, mma_bar, acc_ready,
-             tmem_free):
-        blk, wg = lax.axis_index("cl"), lax.axis_index("wg")
-        rows = pl.ds(blk * 128, 128)
-        if int(wg) == 0:
-            for t in range(tiles):
-                if guarded and t > 0:
-                    plgpu.barrier_wait(tmem_free)
-                for s in range(steps):
-                    plgpu.copy_gmem_to_smem(a_ref.at[rows, pl.ds(s * bk, bk)], a_smem, bars)
-                    plgpu.copy_gmem_to_smem(
-                        b_ref.at[pl.ds(s * bk, bk), pl.ds(t * bn + blk * (bn // 2), bn // 2)],
-                        b_smem, bars)
-                    plgpu.barrier_wait(bars)
-                    # Both blocks' tiles must have landed before the pair's MMA.
-                    plgpu.barrier_arrive(ready)
-                    plgpu.barrier_wait(ready)
-                    plgpu.tcgen05_mma(acc, a_smem, b_smem, accumulate=s > 0,
-                                      collective_axis="cl")
-                    plgpu.tcgen05_commit_arrive(mma_bar, collective_axis="cl")
-                    plgpu.barrier_wait(mma_bar)
-                plgpu.barrier_arrive(acc_ready)
-        else:
-            for t in range(tiles):
-                plgpu.barrier_wait(acc_ready)
-                o_ref[rows, pl.ds(t * bn, bn)] = plgpu.async_load_tmem(acc)
-                plgpu.wait_load_tmem()
-                if guarded:
-                    plgpu.barrier_arrive(tmem_free)
-
-    return plgpu.kernel(
-        body, out_shape=_sds((m, n)), cluster=(2,), cluster_names=("cl",), num_threads=2,
-        thread_name="wg",
-        scratch_shapes=[plgpu.SMEM((128, bk), np.float32), plgpu.SMEM((bk, bn // 2), np.float32),
-                        plgpu.TMEM((128, bn), np.float32), plgpu.Barrier(2),
-                        plgpu.ClusterBarrier(("cl",)), plgpu.Barrier(1), plgpu.Barrier(1),
-                        plgpu.ClusterBarrier(("cl",))])(a, b)
 
 
 def test_blackwell_collective_mma_with_tmem_reuse_guard():

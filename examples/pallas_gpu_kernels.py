@@ -1,0 +1,165 @@
+"""Pallas Mosaic-GPU (`plgpu`) kernels, run by Ember's interpreter on the
+CPU with its race checks:
+
+- `collective_smem_reuse`: the blocks of a 2-block cluster multicast each
+  step's tile into one SMEM buffer; a ClusterBarrier keeps the next step's
+  copy from landing while the other block still reads the buffer;
+- `pipelined_matmul`: a Hopper-style matmul, K tiles streamed through a ring
+  of SMEM slots by TMA-style copies into wgmma;
+- `blackwell_collective_matmul`: a 2-CTA collective tcgen05 matmul into
+  TMEM, warp specialized, with a ClusterBarrier guarding TMEM reuse.
+
+With `guarded=False` the first and last drop their ClusterBarrier, and the
+interpreter reports the race (`plgpu.InterpretError`) with the kernel's
+lines. Run the file to see both:
+
+    .venv/bin/python examples/pallas_gpu_kernels.py
+"""
+
+import numpy as np
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember.experimental import pallas as pl
+from ember.experimental.pallas import mosaic_gpu as plgpu
+
+
+def _sds(shape, dtype=np.float32):
+    return ember.ShapeDtypeStruct(shape, dtype)
+
+
+def collective_smem_reuse(guarded, steps=4):
+    """Two blocks of a cluster multicast step k's tile into one SMEM buffer
+    each and read it; the next step's copy overwrites that buffer in both
+    blocks, so each block must know the other finished reading it: a
+    ClusterBarrier between the steps."""
+
+    def body(x_ref, o_ref, smem, bar, cluster_bar):
+        b = lax.axis_index("cl")
+        acc = jnp.zeros((8, 16), jnp.float32)
+        for k in range(steps):
+            plgpu.copy_gmem_to_smem(x_ref.at[k], smem, bar, collective_axes="cl")
+            plgpu.barrier_wait(bar)
+            acc = acc + smem[...] * (b + 1).astype(jnp.float32)
+            if guarded:
+                plgpu.barrier_arrive(cluster_bar)
+                plgpu.barrier_wait(cluster_bar)
+        o_ref[b] = acc
+
+    return plgpu.kernel(body, out_shape=_sds((2, 8, 16)), cluster=(2,), cluster_names=("cl",),
+                        scratch_shapes=[plgpu.SMEM((8, 16), np.float32), plgpu.Barrier(1),
+                                        plgpu.ClusterBarrier(("cl",))])
+
+
+def pipelined_matmul(a, b, bm=64, bn=64, bk=32, slots=2):
+    """A Hopper-style matmul: per output tile, K tiles stream through a ring
+    of `slots` SMEM buffers (TMA copies, one barrier per slot) into wgmma."""
+    m, k = a.shape
+    n = b.shape[1]
+    steps = k // bk
+
+    def body(a_ref, b_ref, o_ref, a_smem, b_smem, bars, acc):
+        i, j = lax.axis_index("m"), lax.axis_index("n")
+
+        def fetch(s):
+            slot = s % slots
+            plgpu.copy_gmem_to_smem(a_ref.at[pl.ds(i * bm, bm), pl.ds(s * bk, bk)],
+                                    a_smem.at[slot], bars.at[slot])
+            plgpu.copy_gmem_to_smem(b_ref.at[pl.ds(s * bk, bk), pl.ds(j * bn, bn)],
+                                    b_smem.at[slot], bars.at[slot])
+
+        for s in range(min(slots, steps)):
+            fetch(s)
+
+        @pl.loop(0, steps)
+        def _(s):
+            slot = s % slots
+            plgpu.barrier_wait(bars.at[slot])
+            plgpu.wgmma(acc, a_smem.at[slot], b_smem.at[slot])
+            plgpu.wgmma_wait(0)
+
+            @pl.when(s + slots < steps)
+            def _():
+                fetch(s + slots)
+
+        o_ref[pl.ds(i * bm, bm), pl.ds(j * bn, bn)] = acc[...].astype(o_ref.dtype)
+
+    return plgpu.kernel(
+        body, out_shape=_sds((m, n), a.dtype), grid=(m // bm, n // bn), grid_names=("m", "n"),
+        scratch_shapes=[plgpu.SMEM((slots, bm, bk), a.dtype), plgpu.SMEM((slots, bk, bn), a.dtype),
+                        plgpu.Barrier(num_arrivals=2, num_barriers=slots),
+                        plgpu.ACC((bm, bn), np.float32)])(a, b)
+
+
+def blackwell_collective_matmul(a, b, guarded, bk=32, bn=64):
+    """A 2-CTA collective tcgen05 matmul over output column tiles, warp
+    specialized: thread group 0 streams A/B tiles into SMEM and issues the
+    pair's MMA into TMEM; group 1 (the epilogue) reads TMEM out. The next
+    tile's MMA overwrites both blocks' TMEM, so the MMA issuer must know
+    both epilogues finished reading it: a ClusterBarrier (`tmem_free`)."""
+    m, k = a.shape
+    n = b.shape[1]
+    assert m == 256
+    tiles, steps = n // bn, k // bk
+
+    def body(a_ref, b_ref, o_ref, a_smem, b_smem, acc, bars, ready, mma_bar, acc_ready,
+             tmem_free):
+        blk, wg = lax.axis_index("cl"), lax.axis_index("wg")
+        rows = pl.ds(blk * 128, 128)
+        if int(wg) == 0:
+            for t in range(tiles):
+                if guarded and t > 0:
+                    plgpu.barrier_wait(tmem_free)
+                for s in range(steps):
+                    plgpu.copy_gmem_to_smem(a_ref.at[rows, pl.ds(s * bk, bk)], a_smem, bars)
+                    plgpu.copy_gmem_to_smem(
+                        b_ref.at[pl.ds(s * bk, bk), pl.ds(t * bn + blk * (bn // 2), bn // 2)],
+                        b_smem, bars)
+                    plgpu.barrier_wait(bars)
+                    # Both blocks' tiles must have landed before the pair's MMA.
+                    plgpu.barrier_arrive(ready)
+                    plgpu.barrier_wait(ready)
+                    plgpu.tcgen05_mma(acc, a_smem, b_smem, accumulate=s > 0,
+                                      collective_axis="cl")
+                    plgpu.tcgen05_commit_arrive(mma_bar, collective_axis="cl")
+                    plgpu.barrier_wait(mma_bar)
+                plgpu.barrier_arrive(acc_ready)
+        else:
+            for t in range(tiles):
+                plgpu.barrier_wait(acc_ready)
+                o_ref[rows, pl.ds(t * bn, bn)] = plgpu.async_load_tmem(acc)
+                plgpu.wait_load_tmem()
+                if guarded:
+                    plgpu.barrier_arrive(tmem_free)
+
+    return plgpu.kernel(
+        body, out_shape=_sds((m, n)), cluster=(2,), cluster_names=("cl",), num_threads=2,
+        thread_name="wg",
+        scratch_shapes=[plgpu.SMEM((128, bk), np.float32), plgpu.SMEM((bk, bn // 2), np.float32),
+                        plgpu.TMEM((128, bn), np.float32), plgpu.Barrier(2),
+                        plgpu.ClusterBarrier(("cl",)), plgpu.Barrier(1), plgpu.Barrier(1),
+                        plgpu.ClusterBarrier(("cl",))])(a, b)
+
+
+if __name__ == "__main__":
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 8, 16)).astype(np.float32)
+    out = collective_smem_reuse(True)(x)
+    print("collective SMEM reuse, guarded: max error",
+          float(np.abs(np.asarray(out) - np.stack([x.sum(0), 2 * x.sum(0)])).max()))
+    try:
+        collective_smem_reuse(False)(x)
+    except plgpu.InterpretError as e:
+        print("without the ClusterBarrier:", e)
+    a = rng.standard_normal((256, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 128)).astype(np.float32)
+    p, q = rng.standard_normal((2, 128, 128)).astype(np.float32)
+    print("pipelined wgmma matmul: max error",
+          float(np.abs(np.asarray(pipelined_matmul(p, q)) - p @ q).max()))
+    print("Blackwell collective matmul: max error",
+          float(np.abs(np.asarray(blackwell_collective_matmul(a, b, True)) - a @ b).max()))
+    try:
+        blackwell_collective_matmul(a, b, False)
+    except plgpu.InterpretError as e:
+        print("without the TMEM guard:", e)
