@@ -71,3 +71,15 @@ def fd_grad(f, x, eps=1e-6):
         e[idx] = eps
         g[idx] = (float(f(x + e)) - float(f(x - e))) / (2 * eps)
     return g
+
+
+def load_example(name):
+    """The module `examples/<name>.py` of the repository."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

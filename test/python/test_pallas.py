@@ -11,6 +11,8 @@ from ember import lax
 from ember.experimental import pallas as pl
 from ember.experimental.pallas import triton as plt
 
+from helpers import load_example
+
 
 def _sds(shape, dtype=np.float32):
     return ember.ShapeDtypeStruct(shape, dtype)
@@ -344,14 +346,7 @@ def test_errors_name_the_users_line():
 
 
 def _flash():
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "pallas_flash_attention.py"
-    spec = importlib.util.spec_from_file_location("pallas_flash_attention", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_example("pallas_flash_attention")
 
 
 @pytest.mark.parametrize("causal", [False, True])

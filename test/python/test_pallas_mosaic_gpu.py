@@ -16,19 +16,9 @@ from ember import lax
 from ember.experimental import pallas as pl
 from ember.experimental.pallas import mosaic_gpu as plgpu
 
+from helpers import load_example
 
-def _examples():
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "pallas_gpu_kernels.py"
-    spec = importlib.util.spec_from_file_location("pallas_gpu_kernels", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-_ex = _examples()
+_ex = load_example("pallas_gpu_kernels")
 _collective_smem_reuse = _ex.collective_smem_reuse
 _pipelined_matmul = _ex.pipelined_matmul
 _blackwell_collective_matmul = _ex.blackwell_collective_matmul
