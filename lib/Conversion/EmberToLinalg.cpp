@@ -156,7 +156,8 @@ struct EmberToLinalgPass
     target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
         [&](Operation *op) { return converter.isLegal(op); });
     RewritePatternSet patterns(ctx);
-    populateEmberToLinalgPatterns(converter, patterns, runtimeGemm);
+    populateEmberToLinalgPatterns(converter, patterns, runtimeGemm,
+                                  runtimeSort);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -180,11 +181,12 @@ struct EmberToLinalgPass
 } // namespace
 void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
                                                 RewritePatternSet &patterns,
-                                                bool runtimeGemm) {
+                                                bool runtimeGemm,
+                                                bool runtimeSort) {
   populateElementwiseLoweringPatterns(converter, patterns);
   populateStructuralLoweringPatterns(converter, patterns);
   populateControlFlowLoweringPatterns(converter, patterns);
-  populateReductionLoweringPatterns(converter, patterns);
+  populateReductionLoweringPatterns(converter, patterns, runtimeSort);
   populateDotLoweringPatterns(converter, patterns, runtimeGemm);
   populateGatherScatterLoweringPatterns(converter, patterns);
   populateRuntimeCallLoweringPatterns(converter, patterns);

@@ -34,9 +34,10 @@ void populateStructuralLoweringPatterns(const TypeConverter &converter,
 void populateControlFlowLoweringPatterns(const TypeConverter &converter,
                                          RewritePatternSet &patterns);
 /// reduce, argmax/argmin, cumulative, reduce_window, sort
-/// (LowerReductions.cpp).
+/// (LowerReductions.cpp); `runtimeSort`: sorts call the runtime.
 void populateReductionLoweringPatterns(const TypeConverter &converter,
-                                       RewritePatternSet &patterns);
+                                       RewritePatternSet &patterns,
+                                       bool runtimeSort);
 /// dot_general (LowerDot.cpp).
 void populateDotLoweringPatterns(const TypeConverter &converter,
                                  RewritePatternSet &patterns, bool runtimeGemm);

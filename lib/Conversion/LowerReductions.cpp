@@ -6,6 +6,7 @@
 #include "EmberToLinalgCommon.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -258,16 +259,157 @@ struct ReduceWindowLowering : public OpConversionPattern<ReduceWindowOp> {
   }
 };
 
+/// Lanes at least this long sort through the runtime.
+constexpr int64_t kRuntimeSortMinLength = 64;
+
+/// The sort through the runtime (O(n log n) per lane, stable): the keys,
+/// moved so that the sort dimension is innermost and mapped to 64-bit
+/// integers whose unsigned order is the sort order (IEEE total order for
+/// floats), go to `ember_sort_keys`, which returns per lane the source index
+/// of each destination; every operand is then gathered by it. Fails (for
+/// the rank sort) on complex keys and short lanes.
+FailureOr<SmallVector<Value>> lowerSortToRuntime(SortOp op, ValueRange inputs,
+                                                 OpBuilder &b) {
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(inputs[0].getType());
+  int64_t rank = type.getRank(), dim = op.getDimension();
+  int64_t numKeys = op.getNumKeys();
+  // Short lanes keep the rank sort: a few compares per element, no call, and
+  // it fuses with its neighbours.
+  if (type.getDimSize(dim) < kRuntimeSortMinLength)
+    return failure();
+  for (int64_t k = 0; k < numKeys; ++k)
+    if (!isa<IntegerType, FloatType>(
+            getElementTypeOrSelf(op.getInputs()[k].getType())))
+      return failure();
+  // The sort dimension last.
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim)
+      perm.push_back(d);
+  perm.push_back(dim);
+  SmallVector<int64_t> shape;
+  for (int64_t d : perm)
+    shape.push_back(type.getDimSize(d));
+  bool moved = dim != rank - 1;
+  auto toLast = [&](Value v) -> Value {
+    if (!moved)
+      return v;
+    auto t = cast<RankedTensorType>(v.getType());
+    Value init = tensor::EmptyOp::create(b, loc, shape, t.getElementType());
+    return linalg::TransposeOp::create(b, loc, v, init, perm).getResult()[0];
+  };
+  SmallVector<Value> last;
+  for (Value v : inputs)
+    last.push_back(toLast(v));
+  int64_t n = shape.back(), lanes = 1;
+  for (int64_t d : ArrayRef<int64_t>(shape).drop_back())
+    lanes *= d;
+  // The keys as one tensor<numKeys x shape x i64> of order-preserving codes.
+  SmallVector<int64_t> keysShape = {numKeys};
+  keysShape.append(shape.begin(), shape.end());
+  Type i64 = b.getI64Type();
+  Value keys = tensor::EmptyOp::create(b, loc, keysShape, i64);
+  auto laneType = RankedTensorType::get(shape, i64);
+  for (int64_t k = 0; k < numKeys; ++k) {
+    Type orig = getElementTypeOrSelf(op.getInputs()[k].getType());
+    bool isUnsigned = isa<IntegerType>(orig) &&
+                      (!orig.isSignlessInteger() || orig.isInteger(1));
+    Value code = buildGeneric(
+        b, loc, last[k], laneType,
+        [&](OpBuilder &hb, Location l, ValueRange args) {
+          Value t = totalOrderKey(hb, l, args[0]);
+          unsigned w = t.getType().getIntOrFloatBitWidth();
+          if (isUnsigned)
+            return SmallVector<Value>{
+                w == 64 ? t : (Value)arith::ExtUIOp::create(hb, l, i64, t)};
+          Value s = w == 64 ? t : (Value)arith::ExtSIOp::create(hb, l, i64, t);
+          // Signed order as unsigned order: flip the sign bit.
+          return SmallVector<Value>{arith::XOrIOp::create(
+              hb, l, s,
+              arith::ConstantOp::create(hb, l,
+                                        hb.getI64IntegerAttr(INT64_MIN)))};
+        })[0];
+    SmallVector<OpFoldResult> offsets(rank + 1, b.getIndexAttr(0)),
+        sizes = {b.getIndexAttr(1)}, strides(rank + 1, b.getIndexAttr(1));
+    offsets[0] = b.getIndexAttr(k);
+    for (int64_t d : shape)
+      sizes.push_back(b.getIndexAttr(d));
+    keys = tensor::InsertSliceOp::create(b, loc, code, keys, offsets, sizes,
+                                         strides);
+  }
+  auto module = op->getParentOfType<ModuleOp>();
+  declareRuntimeFunction(module, "ember_sort_keys");
+  std::string name = buildBufferHelper(
+      module, loc, "__ember_sort", TypeRange{keys.getType()},
+      TypeRange{laneType},
+      [&](OpBuilder &hb, ArrayRef<Value> ins, ArrayRef<Value> outs) {
+        auto c = [&](int64_t v) {
+          return (Value)arith::ConstantOp::create(hb, loc,
+                                                  hb.getI64IntegerAttr(v));
+        };
+        func::CallOp::create(
+            hb, loc, "ember_sort_keys", TypeRange{},
+            ValueRange{c(lanes), c(n), c(numKeys), ins[0], outs[0]});
+      });
+  Value source =
+      func::CallOp::create(b, loc, name, TypeRange{laneType}, ValueRange{keys})
+          .getResult(0);
+  // out[..., j] = in[..., source[..., j]]
+  SmallVector<Type> outTypes;
+  for (Value v : last)
+    outTypes.push_back(v.getType());
+  SmallVector<Value> sorted =
+      buildGeneric(b, loc, source, outTypes,
+                   [&](OpBuilder &hb, Location l, ValueRange args) {
+                     SmallVector<Value> idx;
+                     for (int64_t d = 0; d < rank - 1; ++d)
+                       idx.push_back(linalg::IndexOp::create(hb, l, d));
+                     idx.push_back(arith::IndexCastOp::create(
+                         hb, l, hb.getIndexType(), args[0]));
+                     SmallVector<Value> ys;
+                     for (Value v : last)
+                       ys.push_back(tensor::ExtractOp::create(hb, l, v, idx));
+                     return ys;
+                   });
+  if (!moved)
+    return sorted;
+  // Back to the original dimension order.
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i)
+    inverse[perm[i]] = i;
+  SmallVector<Value> results;
+  for (auto [v, orig] : llvm::zip(sorted, inputs)) {
+    auto t = cast<RankedTensorType>(orig.getType());
+    Value init =
+        tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType());
+    results.push_back(
+        linalg::TransposeOp::create(b, loc, v, init, inverse).getResult()[0]);
+  }
+  return results;
+}
+
 /// Sort by rank: the destination of element i along the sort dimension is the
 /// number of elements that sort before it (strictly less, or equal with a
-/// smaller index). This is O(n^2) per lane but fully data-parallel and stable.
+/// smaller index). This is O(n^2) per lane but fully data-parallel and stable:
+/// the CUDA target's sort (the CPU calls the runtime).
 struct SortLowering : public OpConversionPattern<SortOp> {
-  using OpConversionPattern::OpConversionPattern;
+  SortLowering(const TypeConverter &converter, MLIRContext *ctx,
+               bool runtimeSort)
+      : OpConversionPattern(converter, ctx), runtimeSort(runtimeSort) {}
+  bool runtimeSort;
   LogicalResult
   matchAndRewrite(SortOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto inputs = adaptor.getInputs();
+    if (runtimeSort) {
+      if (auto sorted = lowerSortToRuntime(op, inputs, rewriter);
+          succeeded(sorted)) {
+        rewriter.replaceOp(op, *sorted);
+        return success();
+      }
+    }
     auto type = cast<RankedTensorType>(inputs[0].getType());
     unsigned rank = type.getRank();
     int64_t dim = op.getDimension();
@@ -362,9 +504,10 @@ struct SortLowering : public OpConversionPattern<SortOp> {
 } // namespace
 
 void mlir::ember::populateReductionLoweringPatterns(
-    const TypeConverter &converter, RewritePatternSet &patterns) {
+    const TypeConverter &converter, RewritePatternSet &patterns,
+    bool runtimeSort) {
   patterns.add<ReduceLowering, ArgReduceLowering<ArgMaxOp, true>,
                ArgReduceLowering<ArgMinOp, false>, CumulativeLowering,
-               ReduceWindowLowering, SortLowering>(converter,
-                                                   patterns.getContext());
+               ReduceWindowLowering>(converter, patterns.getContext());
+  patterns.add<SortLowering>(converter, patterns.getContext(), runtimeSort);
 }

@@ -178,6 +178,28 @@ func.func @sort(%a: tensor<4xf32>) -> tensor<4xf32> {
   return %0 : tensor<4xf32>
 }
 
+// -----
+
+// A long sort calls the runtime: the keys become order-preserving i64 codes
+// (the sort dimension moved innermost), ember_sort_keys returns each
+// destination's source index, and every operand is gathered by it.
+// CHECK-LABEL: func @long_sort
+// CHECK: linalg.transpose
+// CHECK: arith.bitcast %{{.*}} : f32 to i32
+// CHECK: arith.extsi %{{.*}} : i32 to i64
+// CHECK: tensor.insert_slice
+// CHECK: %[[SRC:.*]] = call @__ember_sort{{.*}} -> tensor<3x100xi64>
+// CHECK: linalg.generic {{.*}}ins(%[[SRC]] : tensor<3x100xi64>)
+// CHECK: tensor.extract
+// CHECK: tensor.extract
+// CHECK: linalg.transpose
+// CHECK: func.func private @__ember_sort
+// CHECK: call @ember_sort_keys
+func.func @long_sort(%a: tensor<100x3xf32>, %b: tensor<100x3xi32>) -> (tensor<100x3xf32>, tensor<100x3xi32>) {
+  %0:2 = ember.sort dim = 0, keys = 1, %a, %b : tensor<100x3xf32>, tensor<100x3xi32>
+  return %0#0, %0#1 : tensor<100x3xf32>, tensor<100x3xi32>
+}
+
 
 // -----
 

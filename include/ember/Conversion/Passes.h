@@ -12,10 +12,12 @@ namespace mlir::ember {
 
 /// Patterns rewriting every ember op to linalg/tensor/arith/math/scf/complex.
 /// With `runtimeGemm`, large f32/f64 products call the runtime's GEMM entry
-/// points (CPU); without, every product is a linalg.generic.
+/// points (CPU); without, every product is a linalg.generic. With
+/// `runtimeSort`, sorts call the runtime's sort; without, a rank sort.
 void populateEmberToLinalgPatterns(const TypeConverter &converter,
                                    RewritePatternSet &patterns,
-                                   bool runtimeGemm = true);
+                                   bool runtimeGemm = true,
+                                   bool runtimeSort = true);
 
 /// The type converter of the lowering: unsigned integers become signless.
 class EmberTypeConverter : public TypeConverter {

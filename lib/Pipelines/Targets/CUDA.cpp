@@ -22,7 +22,7 @@ const TargetDescription &getCUDATarget();
 using namespace mlir::ember;
 
 static const char kGpu[] =
-    "ember-to-linalg{runtime-gemm=false},"
+    "ember-to-linalg{runtime-gemm=false runtime-sort=false},"
     "canonicalize,cse," EMBER_FUSE_AND_BUFFERIZE "linalg-generalize-named-ops,"
     "ember-linalg-to-gpu,"
     "gpu-kernel-outlining,"
