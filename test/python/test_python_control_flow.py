@@ -146,3 +146,14 @@ def test_disable_jit_runs_lax_control_flow_as_python():
     assert seen == [0, 2, 4]
     assert int(c) == 6 and list(np.asarray(ys)) == [0, 0, 1, 3]
     assert np.asarray(empty[1]).shape == (0,)
+
+
+def test_transformations_work_under_disable_jit():
+    # disable_jit turns off jit, not grad/vmap (JAX's semantics).
+    from ember import lax
+
+    with ember.disable_jit():
+        assert float(ember.grad(lambda x: x * x)(3.0)) == 6.0
+        g = ember.grad(lambda x: lax.fori_loop(0, 3, lambda i, c: c * x, 1.0))(2.0)
+        assert float(g) == 12.0
+        np.testing.assert_allclose(ember.vmap(jnp.sin)(jnp.ones(3)), np.sin(np.ones(3)))

@@ -255,9 +255,10 @@ def eager(fun, args, static_positions=()):
     called outside `jit` run). The trace is concrete: Python control flow on
     values works as in JAX, and the compiled program is the path taken
     (cached by its text, so a repeated path compiles nothing)."""
+    # Also under `disable_jit`: the transformations still need a trace (as in
+    # JAX, `disable_jit` turns off `jit`, not `grad`); control flow checks
+    # for `disable_jit` itself before coming here.
     j = jit(fun, static_argnums=tuple(static_positions))
-    if _config.jax_disable_jit:
-        return fun(*args)
     static, treedef, vals = j._prepare(args, {})
     if core.find_trace(vals) is not None or core._trace_stack:
         return fun(*args)
