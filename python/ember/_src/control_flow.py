@@ -257,11 +257,7 @@ def _scan_python(f, init, xs, length, reverse):
     n = int(length) if length is not None else (x_leaves[0].shape[0] if x_leaves else 0)
     if n == 0:
         # Nothing runs; the compiled path knows the (empty) outputs' types.
-        _config.jax_disable_jit = False
-        try:
-            return _eager(lambda c, x: _scan_traced(f, c, x, length, reverse), (init, xs))
-        finally:
-            _config.jax_disable_jit = True
+        return _eager(lambda c, x: _scan_traced(f, c, x, length, reverse), (init, xs))
     carry, ys = init, []
     for i in (reversed(range(n)) if reverse else range(n)):
         carry, y = f(carry, tree_util.tree_unflatten(x_tree, [x[i] for x in x_leaves]))

@@ -86,9 +86,12 @@ class Slice:
 
 
 def ds(start, size=None, stride=None):
+    if start is None:
+        return slice(None)
     if size is None:
+        # pl.ds(n): n elements from the first (every `stride`-th).
         if isinstance(start, int):
-            return slice(start)
+            return Slice(0, start, stride) if stride not in (None, 1) else slice(start)
         raise ValueError(f"pl.ds: a traced start needs a static size (at {core.where()})")
     return Slice(start, size, 1 if stride is None else stride)
 
