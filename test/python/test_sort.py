@@ -51,3 +51,27 @@ def test_gradient_through_a_long_sort():
     expect = np.empty_like(x)
     expect[np.argsort(x, kind="stable")] = w
     np.testing.assert_allclose(g, expect)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("method", [None, "compare_all"])
+def test_searchsorted_binary_search_matches_numpy(side, method):
+    rng = np.random.default_rng(5)
+    a = np.sort(rng.integers(0, 50, 1000)).astype(np.float32)
+    a[-3:] = np.nan
+    v = rng.integers(-5, 55, 300).astype(np.float32)
+    v[:4] = [np.nan, -0.0, 0.0, np.inf]
+    got = ember.jit(lambda a, v: jnp.searchsorted(a, v, side=side, method=method))(a, v)
+    np.testing.assert_array_equal(got, np.searchsorted(a, v, side=side))
+    empty = jnp.searchsorted(np.zeros(0, np.float32), v, side=side)
+    np.testing.assert_array_equal(empty, np.zeros(300, np.int32))
+
+
+def test_half_precision_mean_and_var_accumulate_in_f32():
+    # JAX computes them in f32 and rounds once.
+    x32 = np.random.default_rng(6).uniform(size=100_000).astype(np.float32)
+    x = jnp.asarray(x32, jnp.bfloat16)
+    exact = np.asarray(x.astype(jnp.float32), np.float64)
+    assert jnp.mean(x).dtype == jnp.bfloat16
+    assert float(jnp.mean(x)) == float(jnp.asarray(exact.mean(), jnp.bfloat16))
+    assert abs(float(jnp.var(x)) - exact.var()) <= 2 ** -9 * exact.var()

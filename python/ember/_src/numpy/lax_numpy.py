@@ -1356,27 +1356,36 @@ def _count(a, axis, keepdims, where_=None):
     return n
 
 
+def _upcast_half(dtype):
+    """The dtype a mean or variance of `dtype` is computed in: f16 and bf16
+    in f32, rounded once at the end (as JAX does)."""
+    return _np.dtype(_np.float32) if dtype in (_dt.float16, _dt.bfloat16) else dtype
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     a = _v(a)
     if dtype is None:
         dtype = a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float()
-    s = sum(_to(a, _dt.canonicalize_dtype(dtype)), axis, keepdims=keepdims, where=where)
+    dtype = _dt.canonicalize_dtype(dtype)
+    s = sum(_to(a, _upcast_half(dtype)), axis, keepdims=keepdims, where=where)
     n = _count(a, axis, keepdims, where)
-    return divide(s, _to(n, s.dtype) if isinstance(n, _Value) else n)
+    return _to(divide(s, _to(n, s.dtype) if isinstance(n, _Value) else n), dtype)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     a = _v(a)
     if correction is not None:
         ddof = correction
-    dt = dtype or (a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float())
-    a = _to(a, _dt.canonicalize_dtype(dt))
+    dt = _dt.canonicalize_dtype(
+        dtype or (a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float()))
+    a = _to(a, _upcast_half(dt))
     m = mean(a, axis, keepdims=True, where=where)
     d = subtract(a, m)
     d2 = real(multiply(d, conj(d))) if _dt.is_complex(d.dtype) else multiply(d, d)
     s = sum(d2, axis, keepdims=keepdims, where=where)
     n = _count(a, axis, keepdims, where)
-    return divide(s, subtract(n, ddof) if isinstance(n, _Value) else builtins.max(n - ddof, 0))
+    v = divide(s, subtract(n, ddof) if isinstance(n, _Value) else builtins.max(n - ddof, 0))
+    return _to(v, _np.finfo(dt).dtype if _dt.is_complex(dt) else dt)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
@@ -1862,15 +1871,45 @@ def argwhere(a, *, size=None, fill_value=None):
     return stack(r, -1) if r else zeros((0, 0), _dt.default_int())
 
 
+def _sort_order_key(x):
+    """A key whose integer order is the sort order of `x`: floats in IEEE
+    total order with -0.0 equal to 0.0 and every NaN equal and last (JAX's
+    sort comparator); other values as they are."""
+    if not _dt.is_float(x.dtype):
+        return x
+    x = where(x == 0, _to(0, x.dtype), x)
+    x = where(isnan(x), _to(_np.nan, x.dtype), x)
+    bits = lax.bitcast_convert_type(x, {2: _np.int16, 4: _np.int32, 8: _np.int64}[x.dtype.itemsize])
+    top = _np.iinfo(bits.dtype).max
+    return where(bits < 0, bitwise_xor(bits, _to(top, bits.dtype)), bits)
+
+
 def searchsorted(a, v, side="left", sorter=None, method=None):
+    """Where to insert `v` into the sorted 1-D `a`: a binary search per
+    query, log2(len(a)) vectorized steps (JAX's default "scan" method), or
+    with method="compare_all" a count of the smaller elements."""
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     a, v = _v(a), _v(v)
+    if a.ndim != 1:
+        raise ValueError(f"searchsorted: a must be 1-D, got shape {a.shape} (at {_core.where()})")
     if sorter is not None:
         a = take(a, sorter)
     dt, _ = _result(a, v)
-    a, v = _to(a, dt), _to(v, dt)
+    ka, kv = _sort_order_key(_to(a, dt)), _sort_order_key(_to(v, dt))
     cmp = less_equal if side == "right" else less
-    r = sum(cmp(expand_dims(a, tuple(range(1, v.ndim + 1))), v), axis=0, dtype=_dt.default_int())
-    return r
+    out = _dt.default_int()
+    if method == "compare_all":
+        return sum(cmp(expand_dims(ka, tuple(range(1, kv.ndim + 1))), kv), axis=0, dtype=out)
+    n = a.shape[0]
+    lo, hi = zeros(kv.shape, out), full(kv.shape, n, out)
+    # Invariant: the answer is in [lo, hi]; each step halves the interval.
+    for _ in range(_math.ceil(_math.log2(n + 1)) if n else 0):
+        mid = lax.div(lo + hi, _to(2, out))
+        go_right = logical_and(lo < hi, cmp(take(ka, clip(mid, 0, builtins.max(n - 1, 0))), kv))
+        lo = where(go_right, mid + 1, lo)
+        hi = where(go_right | (lo >= hi), hi, mid)
+    return lo
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
