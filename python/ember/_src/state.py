@@ -366,12 +366,11 @@ class Ref(_RefBase):
     """A mutable array: `ref[idx]` reads, `ref[idx] = v` writes, `ref[...]`
     is all of it; `ref.at[idx]` is a view of a window of it."""
 
-    def __init__(self, value, name=None):
+    def __init__(self, value):
         v = as_value(value)
         if v.weak_type:
             v = lax.convert_element_type(v, v.dtype)
         self._value = v
-        self.name = name
 
     @property
     def shape(self):

@@ -179,11 +179,8 @@ def num_programs(axis):
 def cdiv(a, b):
     if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
         return -(-int(a) // int(b))
-    return lax.div(as_int(a) + as_int(b) - 1, as_int(b))
-
-
-def as_int(x):
-    return core.as_value(x)
+    a, b = core.as_value(a), core.as_value(b)
+    return lax.div(a + b - 1, b)
 
 
 def next_power_of_2(x):
@@ -311,7 +308,7 @@ def _specs_for(specs, tree, what):
 class _Block:
     """A BlockSpec resolved against one array."""
 
-    def __init__(self, spec, shape, dtype, grid, what):
+    def __init__(self, spec, shape, dtype, what):
         self.shape, self.dtype = tuple(shape), np.dtype(dtype)
         if isinstance(spec, _NoBlockSpec) or spec is None:
             spec = BlockSpec()
@@ -341,7 +338,7 @@ class _Block:
                 self.element.append(False)
                 self.padding.append((0, 0))
         self.index_map = spec.index_map
-        self.grid, self.what = grid, what
+        self.what = what
         self.kernel_shape = tuple(n for n, s in zip(self.sizes, self.squeeze) if not s)
 
     def padded(self, x):
@@ -446,11 +443,11 @@ def pallas_call(
         args = args[nprefetch:]
         in_leaves = [core.as_value(a) for a in tree_util.tree_leaves(args)]
         in_blocks = [
-            _Block(s, x.shape, x.dtype, grid, f"input {k}")
+            _Block(s, x.shape, x.dtype, f"input {k}")
             for k, (s, x) in enumerate(zip(_specs_for(in_specs, args, "in_specs"), in_leaves))
         ]
         out_blocks = [
-            _Block(s, o.shape, o.dtype, grid, f"output {k}")
+            _Block(s, o.shape, o.dtype, f"output {k}")
             for k, (s, o) in enumerate(
                 zip(_specs_for(out_specs, out_shape, "out_specs"), out_leaves)
             )
@@ -509,18 +506,12 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
 
     def step(i, carry):
         outs, scratch = carry
-        pf_refs = [state.Ref(p, f"{kname} scalar prefetch {k}") for k, p in enumerate(prefetch)]
+        pf_refs = [state.Ref(p) for p in prefetch]
         ids = _unravel(i, grid) if grid else ()
         # What the index maps take: the program ids, then the prefetched refs.
         ids_pf = ids + tuple(pf_refs)
-        in_refs = [
-            state.Ref(b.read(x, ids_pf), f"{kname} input {k}")
-            for k, (b, x) in enumerate(zip(in_blocks, ins_p))
-        ]
-        out_refs = [
-            state.Ref(b.read(x, ids_pf), f"{kname} output {k}")
-            for k, (b, x) in enumerate(zip(out_blocks, outs))
-        ]
+        in_refs = [state.Ref(b.read(x, ids_pf)) for b, x in zip(in_blocks, ins_p)]
+        out_refs = [state.Ref(b.read(x, ids_pf)) for b, x in zip(out_blocks, outs)]
         scratch_refs = [state.Ref(s) for s in scratch]
         refs = pf_refs + in_refs + out_refs + scratch_refs
         _grid_env.append((ids, grid))

@@ -199,14 +199,13 @@ def _me():
 
 class _Scheduler:
     def __init__(self):
-        self.workers, self.error, self.current = [], None, None
+        self.workers, self.error = [], None
 
     def run(self, workers, body):
         self.workers, self.threads = list(workers), []
         self.finished = threading.Event()
         for w in workers:
             self._start(w, lambda w=w: body(w))
-        self.current = workers[0]
         workers[0].event.set()
         self.finished.wait()
         for t in list(self.threads):
@@ -280,7 +279,6 @@ class _Scheduler:
             self.finished.set()
             return
         if nxt is not w:
-            self.current = nxt
             nxt.event.set()
             if not final:
                 w.event.clear()
