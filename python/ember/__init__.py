@@ -6,6 +6,7 @@
 
 import importlib.util  # noqa: F401  (loaded by jax too; tools rely on it)
 
+from ember import ad as ad
 from ember import debug as debug
 from ember import errors as errors
 from ember import example_libraries as example_libraries
@@ -14,6 +15,7 @@ from ember import lax as lax
 from ember import nn as nn
 from ember import numpy as numpy
 from ember import random as random
+from ember import ref as ref
 from ember import scipy as scipy
 from ember import tree_util as tree_util
 from ember._src import tree_util as _tree_util
@@ -51,6 +53,10 @@ from ember._src.devices import local_device_count as local_device_count
 from ember._src.devices import local_devices as local_devices
 from ember._src.devices import process_count as process_count
 from ember._src.devices import process_index as process_index
+from ember._src.state import Ref as Ref
+from ember._src.state import empty_ref as empty_ref
+from ember._src.state import freeze as freeze
+from ember._src.state import new_ref as new_ref
 from ember._src.tree_util import tree_leaves as tree_leaves
 from ember._src.tree_util import tree_map as tree_map
 from ember._src.tree_util import tree_structure as tree_structure

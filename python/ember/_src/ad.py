@@ -15,7 +15,7 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import core, dtypes, lax, tree_util
+from . import core, dtypes, lax, state, tree_util
 from .api import eager
 from .api_util import Traced, flatten_args, static_positions
 from .batching import vmap
@@ -59,13 +59,24 @@ def _zeros(aval):
 # --------------------------------------------------------------------------
 
 
-def _vjp_traced(fun, primals, has_aux):
+def _vjp_traced(fun, primals, has_aux, replay=False):
+    """(out, vjp_fun, aux, out_tree) of `fun` at `primals` (a tuple of
+    arguments). `vjp_fun(ct, want=None)`: `want` (a bool per argument) leaves
+    out the gradients nobody wants (None in their place). `replay`: the
+    forward pass was run already (a backward pass compiled on its own), so
+    the refs it writes keep the values they have."""
     leaves, treedef = tree_util.tree_flatten(primals)
     vals = [as_value(x) for x in leaves]
-    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals)
+    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals,
+                    refs_ok=True)
     callee_primals = vals + traced.captured
-    outs = _call(traced.name, callee_primals, traced.out_avals)
-    call_state = {"trace": core.current_trace(), "op": outs[0].value.owner if outs else None}
+    all_outs = _call(traced.name, callee_primals, traced.out_avals)
+    call_state = {"trace": core.current_trace(),
+                  "op": all_outs[0].value.owner if all_outs else None}
+    # Refs the function writes take their final values (not differentiated).
+    if not replay:
+        state.bind_written(traced.ref_outs, all_outs[traced.n_out:])
+    outs = all_outs[:traced.n_out]
     full = tree_util.tree_unflatten(traced.out_tree, outs)
     if has_aux:
         if not (isinstance(full, (tuple, list)) and len(full) == 2):
@@ -79,7 +90,7 @@ def _vjp_traced(fun, primals, has_aux):
     out_tree = tree_util.tree_structure(out)
     wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
 
-    def vjp_fun(ct):
+    def vjp_fun(ct, want=None):
         ct_leaves = tree_util.tree_leaves(ct)
         if len(ct_leaves) != n_main:
             raise ValueError(f"vjp cotangent has {len(ct_leaves)} leaves, the output has "
@@ -94,15 +105,24 @@ def _vjp_traced(fun, primals, has_aux):
         cts += [_zeros(a) for a in traced.out_avals[n_main:]]
         if not core._trace_stack:
             # Called outside a trace: compile the backward pass on its own.
-            return eager(lambda p, c: _vjp_traced(fun, p, has_aux)[1](c), (primals, ct))
-        res = _transform("vjp", traced.name, callee_primals, cts, wrt,
-                         traced.out_avals + [vals[i].aval.update(weak_type=False) for i in wrt])
-        _reuse_primal_outputs(call_state, outs, res[:len(traced.out_avals)])
+            return eager(lambda p, c: _vjp_traced(fun, p, has_aux, True)[1](c, want),
+                         (primals, ct))
+        wanted = wrt
+        if want is not None:
+            ends = np.cumsum([len(tree_util.tree_leaves(p)) for p in primals])
+            wanted = [i for i in wrt if want[int(np.searchsorted(ends, i, side="right"))]]
+        res = _transform("vjp", traced.name, callee_primals, cts, wanted,
+                         traced.out_avals + [vals[i].aval.update(weak_type=False)
+                                             for i in wanted])
+        _reuse_primal_outputs(call_state, all_outs, res[:len(traced.out_avals)])
         grads = res[len(traced.out_avals):]
-        by_index = dict(zip(wrt, grads))
+        by_index = dict(zip(wanted, grads))
         leaves_out = [by_index[i] if i in by_index else _zeros(v.aval)
                       for i, v in enumerate(vals)]
-        return tree_util.tree_unflatten(treedef, leaves_out)
+        out = tree_util.tree_unflatten(treedef, leaves_out)
+        if want is not None:
+            out = tuple(g if w else None for g, w in zip(out, want))
+        return out
 
     return out, vjp_fun, aux, out_tree
 
@@ -126,23 +146,99 @@ def _reuse_primal_outputs(state, outs, primal_results):
 def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     if not core._trace_stack:
         out_aux = eager(lambda *p: _vjp_pair(fun, p, has_aux), primals)
-        def vjp_fun(ct):
-            return eager(lambda p, c: _vjp_traced(fun, p, has_aux)[1](c), (primals, ct))
+        f = VJPFunction(lambda ct, want: eager(
+            lambda p, c: _vjp_traced(fun, p, has_aux, True)[1](c, want), (primals, ct)),
+            len(primals))
         if has_aux:
-            return out_aux[0], vjp_fun, out_aux[1]
-        return out_aux, vjp_fun
+            return out_aux[0], f, out_aux[1]
+        return out_aux, f
     out, f, aux, _ = _vjp_traced(fun, primals, has_aux)
-    f = _unpack_single(f)
+    f = VJPFunction(f, len(primals))
     return (out, f, aux) if has_aux else (out, f)
+
+
+class _Marker:
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+class GradValue(_Marker):
+    """`with_refs` entry: return this argument's gradient as a value."""
+
+
+class DontWant(_Marker):
+    """`with_refs` entry: do not compute this argument's gradient."""
+
+
+class GradRef(_Marker):
+    """What the VJP returns for a gradient accumulated into a ref."""
+
+
+class DidntWant(_Marker):
+    """What the VJP returns for a gradient that was not wanted."""
+
+
+for _cls in (GradValue, DontWant, GradRef, DidntWant):
+    tree_util.register_pytree_node(_cls, lambda m: ((), None), lambda _, c, cls=_cls: cls())
+
+
+class VJPFunction:
+    """The backward function `jax.vjp` returns: `f(ct)` gives one gradient per
+    argument; `f.with_refs(*entries)` is the same with, per argument, a Ref
+    (pytree) to accumulate the gradient into (`+=`), `GradValue()` or
+    `DontWant()` (the gradient is not computed)."""
+
+    def __init__(self, call, nargs):
+        self._call = call
+        self._nargs = nargs
+
+    def __call__(self, ct):
+        return self._call(ct, None)
+
+    def with_refs(self, *entries):
+        if len(entries) != self._nargs:
+            raise TypeError(f"with_refs takes one entry per argument of the differentiated "
+                            f"function ({self._nargs}), got {len(entries)} "
+                            f"(at {core.where()})")
+
+        def is_ref(x):
+            return isinstance(x, state.Ref)
+
+        for e in entries:
+            if not isinstance(e, (GradValue, DontWant)) and not all(
+                    is_ref(x) for x in tree_util.tree_leaves(e)):
+                raise TypeError(f"with_refs entries are Refs, GradValue() or DontWant(); got "
+                                f"{e!r} (at {core.where()})")
+
+        def apply(ct):
+            if not core._trace_stack:
+                # One program: the backward pass and the accumulations.
+                return eager(apply, (ct,))
+            want = [not isinstance(e, DontWant) for e in entries]
+            grads = self._call(ct, want)
+            out = []
+            for e, g in zip(entries, grads):
+                if isinstance(e, DontWant):
+                    out.append(DidntWant())
+                elif isinstance(e, GradValue):
+                    out.append(g)
+                else:
+                    tree_util.tree_map(lambda r, v: state.ref_addupdate(r, ..., v), e, g)
+                    out.append(GradRef())
+            return tuple(out)
+
+        return apply
 
 
 def _vjp_pair(fun, primals, has_aux):
     out, _, aux, _ = _vjp_traced(fun, primals, has_aux)
     return (out, aux) if has_aux else out
-
-
-def _unpack_single(f):
-    return f
 
 
 def _check_argnums(argnums, n):
@@ -257,14 +353,16 @@ def _jvp_traced(fun, primals, tangents, has_aux):
         if as_value(t).shape != v.shape:
             raise ValueError(f"jvp tangent shape {as_value(t).shape} does not match the "
                              f"primal shape {v.shape} (at {core.where()})")
-    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals)
+    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals,
+                    refs_ok=True)
     wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
     ts = [lax.convert_element_type(t_leaves[i], vals[i].dtype) for i in wrt]
     res = _transform("jvp", traced.name, vals + traced.captured, ts, wrt,
                      traced.out_avals + traced.out_avals)
-    n = len(traced.out_avals)
-    out = tree_util.tree_unflatten(traced.out_tree, res[:n])
-    tan = tree_util.tree_unflatten(traced.out_tree, res[n:])
+    n, k = len(traced.out_avals), traced.n_out
+    state.bind_written(traced.ref_outs, res[k:n])
+    out = tree_util.tree_unflatten(traced.out_tree, res[:k])
+    tan = tree_util.tree_unflatten(traced.out_tree, res[n:n + k])
     if has_aux:
         return out[0], tan[0], out[1]
     return out, tan
@@ -490,6 +588,11 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
 
 remat = checkpoint
 
+_IMPURE_REMAT = ("jax.checkpoint / jax.remat cannot be applied to an impure function: it "
+                 "writes a mutable array reference (Ref) from outside it, and recomputing "
+                 "it would write again; draw keys (e.g. StatefulPRNG.key()) outside the "
+                 "checkpointed function and pass them in")
+
 
 # --------------------------------------------------------------------------
 # Custom derivative rules
@@ -643,7 +746,8 @@ class custom_vjp:
             return _rebuild(nondiff, tree_util.tree_unflatten(treedef, list(xs)), nargs)
 
         f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items(),
-                   sources=vals)
+                   sources=vals, refs_ok=_IMPURE_REMAT if getattr(self, "_remat", None)
+                   else None)
         store = {}
 
         def fwd(*xs):

@@ -8,7 +8,7 @@ import numpy as np
 
 from ember._mlir._mlir_libs import _ember_runtime
 
-from . import compiler, core, dtypes, tree_util
+from . import compiler, core, dtypes, state, tree_util
 from . import devices as devices_lib
 from .api_util import flatten_args, flatten_fun
 from .config import config as _config
@@ -31,6 +31,57 @@ def _clear_jit_caches():
 
 def _is_array_leaf(x):
     return isinstance(x, (core.Value, np.ndarray, np.generic, int, float, complex, bool))
+
+
+def _ref_leaves(leaves, name):
+    """Positions of the `Ref` arguments among `leaves` (each ref at most once,
+    as JAX requires)."""
+    pos, seen = [], {}
+    for i, x in enumerate(leaves):
+        if isinstance(x, state.Ref):
+            if id(x) in seen:
+                raise core.type_error(
+                    f"only one reference to a mutable array may be passed as an argument to "
+                    f"a function, but when tracing {name} for jit the mutable array "
+                    f"reference of type {x!r} appeared twice")
+            seen[id(x)] = i
+            pos.append(i)
+    return pos
+
+
+def _with_ref_args(flat_fun, ref_pos, actual):
+    """`flat_fun` taking the values of its `Ref` arguments (at `ref_pos`) and
+    returning their final values after its results: inside, each is a ref
+    again. `actual`: the caller's refs (closing over one of them as well is
+    an error)."""
+    if not ref_pos:
+        return flat_fun
+
+    def f(*xs):
+        xs = list(xs)
+        trace = core.current_trace()
+        trace.arg_refs = {id(r) for r in actual}
+        refs = []
+        for i in ref_pos:
+            r = state.Ref(xs[i], array_ref=True)
+            r._home = None  # an argument: only its creator may freeze it
+            xs[i] = r
+            refs.append(r)
+        outs = flat_fun(*xs)
+        return list(outs) + [r._value for r in refs]
+    return f
+
+
+def _run(exe, vals, refs, lifted):
+    """Calls `exe` on `vals` and the lifted refs' values; writes the final
+    values of `refs` (the Ref arguments) and `lifted` back; returns the
+    function's own results."""
+    outs = exe([v._value for v in vals] + [r._value._value for r in lifted])
+    arrays = [Array(o, a.weak_type) for o, a in zip(outs, exe.out_avals)]
+    n = len(arrays) - len(refs) - len(lifted)
+    for r, a in zip(list(refs) + list(lifted), arrays[n:]):
+        r._value = a
+    return arrays[:n]
 
 
 class Lowered:
@@ -156,18 +207,26 @@ class JitWrapped:
             raise ValueError("Non-hashable static arguments are not supported; "
                              f"got {static}") from None
         leaves, treedef = flatten_args(dyn_args, dyn_kwargs)
+        ref_pos = _ref_leaves(leaves, getattr(self.fun, "__name__", "fun"))
+        refs = [leaves[i] for i in ref_pos]
         vals = []
         for x in leaves:
+            if isinstance(x, state.Ref):
+                state.check_access(x)
+                vals.append(x._value)
+                continue
             if not _is_array_leaf(x):
                 raise TypeError(f"Argument of type {type(x).__name__} is not a valid JAX type "
                                 f"(pass it as a static argument) (at {core.where()})")
             vals.append(as_value(x))
-        return static, treedef, vals
+        return static, treedef, vals, ref_pos, refs
 
-    def _make(self, static, treedef, avals):
+    def _make(self, static, treedef, avals, ref_pos=(), refs=()):
         flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
-        exe = core.compile_function(flat_fun, avals)
-        return exe, out_tree()
+        lifted = []
+        exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs), avals,
+                                    lifted=lifted)
+        return exe, out_tree(), lifted
 
     def __call__(self, *args, **kwargs):
         if not _config.jax_disable_jit:
@@ -179,20 +238,21 @@ class JitWrapped:
     def _call_slow(self, args, kwargs):
         if _config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        static, treedef, vals = self._prepare(args, kwargs)
-        if core.find_trace(vals) is not None or core._trace_stack:
+        if core._trace_stack:
             # Inside another trace: inline (the outer jit compiles everything).
             return self.fun(*args, **kwargs)
-        key = (tuple(static), treedef, tuple(v.aval for v in vals))
+        static, treedef, vals, ref_pos, refs = self._prepare(args, kwargs)
+        if core.find_trace(vals) is not None:
+            return self.fun(*args, **kwargs)
+        key = (tuple(static), treedef, tuple(v.aval for v in vals), tuple(ref_pos))
         entry = self.cache.get(key)
         if entry is None:
-            entry = self._make(static, treedef, [v.aval for v in vals])
+            entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs)
             self.cache[key] = entry
-        exe, out_tree = entry
-        outs = exe([v._value for v in vals])
-        result = tree_util.tree_unflatten(
-            out_tree, [Array(o, a.weak_type) for o, a in zip(outs, exe.out_avals)])
-        self._register_fast(args, kwargs, static, vals, exe, out_tree)
+        exe, out_tree, lifted = entry
+        result = tree_util.tree_unflatten(out_tree, _run(exe, vals, refs, lifted))
+        if not (refs or lifted):
+            self._register_fast(args, kwargs, static, vals, exe, out_tree)
         return result
 
     def _register_fast(self, args, kwargs, static, vals, exe, out_tree):
@@ -216,14 +276,16 @@ class JitWrapped:
         return self.trace(*args, **kwargs).lower()
 
     def trace(self, *args, **kwargs):
-        static, treedef, vals = self._prepare(args, kwargs)
+        static, treedef, vals, ref_pos, refs = self._prepare(args, kwargs)
         avals = [v.aval for v in vals]
         flat, out_tree = flatten_fun(self.fun, treedef, static)
-        module, out_avals = core.trace_function(flat, avals)
-        out_info = tree_util.tree_unflatten(
-            out_tree(), [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals])
-        return Traced(self, str(module), lambda: self._make(static, treedef, avals), out_info,
-                      module.operation.get_asm(enable_debug_info=True))
+        module, out_avals = core.trace_function(_with_ref_args(flat, ref_pos, refs), avals,
+                                                lifted=[])
+        leaves = [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals]
+        out_info = tree_util.tree_unflatten(out_tree(), leaves[:out_tree().num_leaves])
+        return Traced(self, str(module),
+                      lambda: self._make(static, treedef, avals, ref_pos, refs)[:2],
+                      out_info, module.operation.get_asm(enable_debug_info=True))
 
     def eval_shape(self, *args, **kwargs):
         return eval_shape(self.fun, *args, **kwargs)
@@ -245,9 +307,9 @@ def eval_shape(fun, *args, **kwargs):
         else:
             avals.append(as_value(x).aval)
     flat, out_tree = flatten_fun(fun, treedef)
-    _, out_avals = core.trace_function(flat, avals)
-    return tree_util.tree_unflatten(
-        out_tree(), [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals])
+    _, out_avals = core.trace_function(flat, avals, lifted=[])
+    leaves = [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals]
+    return tree_util.tree_unflatten(out_tree(), leaves[:out_tree().num_leaves])
 
 
 def eager(fun, args, static_positions=()):
@@ -258,15 +320,17 @@ def eager(fun, args, static_positions=()):
     # Also under `disable_jit`: the transformations still need a trace (as in
     # JAX, `disable_jit` turns off `jit`, not `grad`); control flow checks
     # for `disable_jit` itself before coming here.
+    if core._trace_stack:
+        return fun(*args)
     j = jit(fun, static_argnums=tuple(static_positions))
-    static, treedef, vals = j._prepare(args, {})
-    if core.find_trace(vals) is not None or core._trace_stack:
+    static, treedef, vals, ref_pos, refs = j._prepare(args, {})
+    if core.find_trace(vals) is not None:
         return fun(*args)
     flat_fun, out_tree = flatten_fun(fun, treedef, static)
-    exe = core.compile_function(flat_fun, [v.aval for v in vals], concrete=vals)
-    outs = exe([v._value for v in vals])
-    return tree_util.tree_unflatten(
-        out_tree(), [Array(o, a.weak_type) for o, a in zip(outs, exe.out_avals)])
+    lifted = []
+    exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs),
+                                [v.aval for v in vals], concrete=vals, lifted=lifted)
+    return tree_util.tree_unflatten(out_tree(), _run(exe, vals, refs, lifted))
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

@@ -40,6 +40,13 @@ def flatten_fun(fun, in_tree=None, static=()):
         for k, v in keywords:
             kwargs[k] = v
         out_leaves, store["tree"] = tree_util.tree_flatten(fun(*args, **kwargs))
+        for x in out_leaves:
+            if getattr(x, "_is_ref", False):
+                name = getattr(fun, "__name__", "function")
+                raise core.type_error(
+                    f"function {name} traced for a transformation returned a mutable array "
+                    f"reference of type {x!r}, but mutable array references cannot be "
+                    "returned")
         return [as_value(x) for x in out_leaves]
 
     def out_tree():
@@ -53,11 +60,21 @@ class Traced:
     callee of a transformation op); `fun`, `in_tree` and `static` as for
     `flatten_fun`."""
 
-    def __init__(self, fun, in_avals, in_tree=None, static=(), sources=None):
+    def __init__(self, fun, in_avals, in_tree=None, static=(), sources=None, refs_ok=None):
         flat, out_tree = flatten_fun(fun, in_tree, static)
+        # Refs from outside that the function writes: their final values are
+        # the last results (`n_out` are the function's own), which only a
+        # transformation that can update them (`refs_ok`) accepts.
+        self.ref_outs = []
         self.name, self.out_avals, self.captured = core.trace_subfunction(
-            flat, in_avals, sources=sources)
+            flat, in_avals, sources=sources, ref_outs=self.ref_outs)
         self.out_tree = out_tree()
+        self.n_out = len(self.out_avals) - len(self.ref_outs)
+        if self.ref_outs and refs_ok is not True:
+            raise core.type_error(refs_ok or (
+                "a mutable array reference (Ref) from outside this function was written "
+                "inside it, which this transformation does not support; pass the ref's "
+                "value in and return its new value instead"))
 
 
 def static_positions(args, dynamic):
@@ -67,6 +84,8 @@ def static_positions(args, dynamic):
     for i, a in enumerate(args):
         if i in dynamic or isinstance(a, (core.Value, np.ndarray, np.generic)):
             continue
+        if getattr(a, "_is_ref", False):
+            continue  # a Ref argument (see api._with_ref_args)
         leaves = tree_util.tree_leaves(a)
         if leaves and all(isinstance(x, (core.Value, np.ndarray, np.generic, int, float,
                                          complex, bool)) for x in leaves) and \

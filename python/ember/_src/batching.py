@@ -6,7 +6,7 @@ import functools
 
 from ember._mlir import ir
 
-from . import core, tree_util
+from . import core, state, tree_util
 from .api import eager
 from .api_util import Traced, static_positions
 from .core import as_value
@@ -65,7 +65,12 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
     kw_leaves, kw_def = tree_util.tree_flatten(kwargs)
     leaves, axes = leaves + kw_leaves, axes + [0] * len(kw_leaves)
     sizes, moved = [], []
+    ref_args = []  # (position, the caller's Ref, its axis)
     for i, (x, ax) in enumerate(zip(leaves, axes)):
+        if isinstance(x, state.Ref):
+            state.check_access(x)
+            ref_args.append((i, x, ax))
+            x = x._value
         if ax is None:
             moved.append(x)
             continue
@@ -92,15 +97,28 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
     example_avals = [moved[i].aval.update(shape=moved[i].shape[1:]) for i in batched_idx]
     n_args = len(tree_util.tree_leaves(args))
 
+    store = {}
+
     def per_example(*xs):
         full = list(moved)
         for i, x in zip(batched_idx, xs):
             full[i] = x
+        # A Ref argument is a ref again inside (one element of it when mapped).
+        refs = []
+        for i, _, _ in ref_args:
+            full[i] = state.Ref(full[i], array_ref=True)
+            full[i]._home = None
+            refs.append(full[i])
         a = tree_util.tree_unflatten(treedef, full[:n_args])
         k = tree_util.tree_unflatten(kw_def, full[n_args:])
-        return fun(*a, **k)
+        out = fun(*a, **k)
+        leaves_out, store["tree"] = tree_util.tree_flatten(out)
+        return leaves_out + [r._value for r in refs]
 
-    traced = Traced(per_example, example_avals)
+    traced = Traced(per_example, example_avals, refs_ok=(
+        "performing a set/swap operation with vmapped value on an unbatched array "
+        "reference: a Ref closed over by a vmapped function cannot be written; move "
+        "the array reference to be an argument to the vmapped function"))
     operands = [moved[i] for i in batched_idx] + traced.captured
     flags = [True] * len(batched_idx) + [False] * len(traced.captured)
     trace = core.current_trace()
@@ -110,10 +128,15 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
              "batch_size": core.i64_attr(n)}
     res = trace.emit("ember.vmap", [trace.to_value(v) for v in operands],
                      [a.update(shape=(n,) + a.shape) for a in traced.out_avals], attrs)
-    out = tree_util.tree_unflatten(traced.out_tree, res)
-    oaxes = _axes_for(out_axes, out, "out_axes")
     mapped = None
-    if any(ax is None for ax in oaxes):
+    if ref_args:
+        mapped = _mapped_outputs(trace, traced.name, len(batched_idx), len(res))
+        _write_ref_args(ref_args, res[len(res) - len(ref_args):],
+                        mapped[len(res) - len(ref_args):] if mapped else None)
+        res = res[:len(res) - len(ref_args)]
+    out = tree_util.tree_unflatten(store["tree"], res)
+    oaxes = _axes_for(out_axes, out, "out_axes")
+    if mapped is None and any(ax is None for ax in oaxes):
         mapped = _mapped_outputs(trace, traced.name, len(batched_idx), len(res))
     final = []
     for k, (r, ax) in enumerate(zip(res, oaxes)):
@@ -127,7 +150,26 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
                                  f"output of rank {r.ndim} (shape {r.shape}, including the "
                                  f"mapped axis)")
             final.append(jnp.moveaxis(r, 0, ax % r.ndim) if ax % r.ndim else r)
-    return tree_util.tree_unflatten(traced.out_tree, final)
+    return tree_util.tree_unflatten(store["tree"], final)
+
+
+def _write_ref_args(ref_args, finals, mapped):
+    """The final values of vmap's Ref arguments (`finals`, mapped on axis 0)
+    written back: a mapped ref takes them on its axis; an unmapped one takes
+    the one value, which must not depend on the mapped inputs."""
+    trace = core.current_trace()
+    for (_, ref, ax), r, m in zip(ref_args, finals, mapped or [True] * len(finals)):
+        trace.written.add(id(ref))
+        if ax is None:
+            if m:
+                raise core.type_error(
+                    "performing a set/swap operation with vmapped value on an unbatched "
+                    f"array reference of type {ref!r}; move the array reference to be an "
+                    "argument to the vmapped function and map it")
+            ref._value = r[0]
+        else:
+            ax = ax % r.ndim
+            ref._value = jnp.moveaxis(r, 0, ax) if ax else r
 
 
 def _mapped_outputs(trace, name, n_batched, n_out):

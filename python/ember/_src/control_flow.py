@@ -48,23 +48,28 @@ def _concrete_pred(p, what):
     return bool(p)
 
 
-def _with_refs(fun):
-    """`fun`, a callable of a control-flow op, in its pure form over the live
-    refs (`state`): `pure(ref_values, *args) -> (ref_values, result)`."""
-    return state.stateful(fun, state.live_refs())
+def _with_refs(fun, refs=None):
+    """`fun`, a callable of a control-flow op, in its pure form over `refs`
+    (by default the live refs, `state`): `pure(ref_values, *args) ->
+    (ref_values, result)`."""
+    return state.stateful(fun, state.live_refs() if refs is None else refs)
 
 
 def cond(pred, true_fun, false_fun, *operands):
     if _python_mode():
         return (true_fun if _concrete_pred(pred, "cond") else false_fun)(*operands)
+    if not core._trace_stack:
+        return _eager(lambda p, *ops: cond(p, true_fun, false_fun, *ops),
+                      (pred,) + tuple(operands))
+    return state.retry(lambda: _cond_refs(pred, true_fun, false_fun, operands))
+
+
+def _cond_refs(pred, true_fun, false_fun, operands):
     if refs := state.live_refs():
         vals, out = _cond_traced(pred, _with_refs(true_fun), _with_refs(false_fun),
                                  (state.values(refs),) + operands)
         state.bind(refs, vals)
         return out
-    if not core._trace_stack:
-        return _eager(lambda p, *ops: _cond_traced(p, true_fun, false_fun, ops),
-                      (pred,) + tuple(operands))
     return _cond_traced(pred, true_fun, false_fun, operands)
 
 
@@ -124,13 +129,17 @@ def switch(index, branches, *operands):
         raise ValueError("switch: branches must be a non-empty sequence of callables")
     if _python_mode():
         return branches[min(max(int(as_value(index)), 0), len(branches) - 1)](*operands)
+    if not core._trace_stack:
+        return _eager(lambda i, *ops: switch(i, branches, *ops), (index,) + tuple(operands))
+    return state.retry(lambda: _switch_refs(index, branches, operands))
+
+
+def _switch_refs(index, branches, operands):
     if refs := state.live_refs():
         vals, out = _switch_traced(index, [_with_refs(b) for b in branches],
                                    (state.values(refs),) + operands)
         state.bind(refs, vals)
         return out
-    if not core._trace_stack:
-        return _eager(lambda i, *ops: _switch_traced(i, branches, ops), (index,) + tuple(operands))
     return _switch_traced(index, branches, operands)
 
 
@@ -176,15 +185,19 @@ def _promote_carry(init, new):
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     if _python_mode():
         return _scan_python(f, init, xs, length, reverse)
+    if not core._trace_stack:
+        return _eager(lambda c, x: scan(f, c, x, length, reverse), (init, xs))
+    return state.retry(lambda: _scan_refs(f, init, xs, length, reverse))
+
+
+def _scan_refs(f, init, xs, length, reverse):
     if refs := state.live_refs():
         def body(c, x):
-            vals, (new, y) = _with_refs(f)(c[0], c[1], x)
+            vals, (new, y) = _with_refs(f, refs)(c[0], c[1], x)
             return (vals, new), y
         (vals, carry), ys = _scan_traced(body, (state.values(refs), init), xs, length, reverse)
         state.bind(refs, vals)
         return carry, ys
-    if not core._trace_stack:
-        return _eager(lambda c, x: _scan_traced(f, c, x, length, reverse), (init, xs))
     return _scan_traced(f, init, xs, length, reverse)
 
 
@@ -279,9 +292,16 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         for i in range(int(lo), int(hi)):
             val = body_fun(jnp.asarray(i, dt), val)
         return val
+    if not core._trace_stack:
+        # The bounds are concrete here: closed over, the loop is counted.
+        return _eager(lambda v: fori_loop(lower, upper, body_fun, v), (init_val,))
+    return state.retry(lambda: _fori_refs(lower, upper, body_fun, init_val))
+
+
+def _fori_refs(lower, upper, body_fun, init_val):
     if refs := state.live_refs():
         def body(i, c):
-            return _with_refs(body_fun)(c[0], i, c[1])
+            return _with_refs(body_fun, refs)(c[0], i, c[1])
         vals, out = _fori_loop(lower, upper, body, (state.values(refs), init_val))
         state.bind(refs, vals)
         return out
@@ -313,14 +333,18 @@ def while_loop(cond_fun, body_fun, init_val):
         while _concrete_pred(cond_fun(val), "while_loop"):
             val = body_fun(val)
         return val
+    if not core._trace_stack:
+        return _eager(lambda v: while_loop(cond_fun, body_fun, v), (init_val,))
+    return state.retry(lambda: _while_refs(cond_fun, body_fun, init_val))
+
+
+def _while_refs(cond_fun, body_fun, init_val):
     if refs := state.live_refs():
-        vals, out = _while_traced(lambda c: _with_refs(cond_fun)(c[0], c[1])[1],
-                                  lambda c: _with_refs(body_fun)(c[0], c[1]),
+        vals, out = _while_traced(lambda c: _with_refs(cond_fun, refs)(c[0], c[1])[1],
+                                  lambda c: _with_refs(body_fun, refs)(c[0], c[1]),
                                   (state.values(refs), init_val))
         state.bind(refs, vals)
         return out
-    if not core._trace_stack:
-        return _eager(lambda v: _while_traced(cond_fun, body_fun, v), (init_val,))
     return _while_traced(cond_fun, body_fun, init_val)
 
 

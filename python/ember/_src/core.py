@@ -427,7 +427,34 @@ def _concrete_of(v):
 # Traces
 # --------------------------------------------------------------------------
 
-_trace_stack = []
+class _ThreadStack(threading.local):
+    """The stack of active traces, one per Python thread (as JAX keeps its
+    trace state): threads trace and call compiled functions independently.
+    Behaves as the list it holds."""
+
+    def __init__(self):
+        self.items = []
+
+    def append(self, x):
+        self.items.append(x)
+
+    def pop(self):
+        return self.items.pop()
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __len__(self):
+        return len(self.items)
+
+    def __bool__(self):
+        return bool(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+
+_trace_stack = _ThreadStack()
 
 
 class Trace:
@@ -446,6 +473,7 @@ class Trace:
         self.concrete = concrete if parent is None else parent.concrete
         self.captured = []  # outer tracers, in the order of the extra arguments
         self._capture_args = {}
+        _init_ref_state(self)
         if parent is None:
             self.name = name
             with self.ctx, ir.Location.unknown():
@@ -546,6 +574,7 @@ class RegionTrace(Trace):
         self.func_op = None
         self.captured = []
         self._capture_args = {}
+        _init_ref_state(self)
 
     def to_value(self, x):
         if isinstance(x, Tracer) and x.trace is not self and self._is_ancestor(x.trace):
@@ -554,6 +583,43 @@ class RegionTrace(Trace):
 
     def finish(self, outs):
         raise TypeError("region traces end with a terminator, not a return")
+
+
+def _init_ref_state(trace):
+    """Mutable refs (`state`) a trace can use: `refs` created or threaded
+    here (by id), `lifted` the (ref, value outside) pairs that became extra
+    arguments of this function, `written` the ids of refs written here."""
+    trace.refs = {}
+    trace.lifted = []
+    trace.written = set()
+
+
+def _finish_refs(trace, outs, ref_outs):
+    """Ends the refs lifted into `trace`: with `ref_outs` (a list), the final
+    values of those written here become extra results (the refs are listed
+    in it; the caller binds them to the call's results); the refs hold their
+    outside values again either way."""
+    extra = []
+    for ref, _ in trace.lifted:
+        if ref_outs is not None and id(ref) in trace.written:
+            ref_outs.append(ref)
+            extra.append(as_value(ref._value))
+    return list(outs) + extra
+
+
+def _restore_refs(trace):
+    for ref, saved in reversed(trace.lifted):
+        ref._value = saved
+    for ref in list(trace.refs.values()):
+        if getattr(ref, "_home", None) is trace:
+            ref._dead = True
+
+
+def _check_outputs(outs, what):
+    for o in outs:
+        if getattr(o, "_is_ref", False):
+            raise type_error(f"{what} returned a mutable array reference of type {o!r}, "
+                             "but mutable array references cannot be returned")
 
 
 def _source(v):
@@ -683,37 +749,55 @@ def asarray_concrete(x, dtype=None):
 # --------------------------------------------------------------------------
 
 
-def trace_subfunction(fun, in_avals, name="f", sources=None):
+def trace_subfunction(fun, in_avals, name="f", sources=None, ref_outs=None):
     """Traces `fun` (flat args -> flat outputs) into a private function of the
     current module; `sources`: the Values the caller passes (their concrete
     values are the arguments' outside `jit`). Returns (symbol name,
-    out_avals, captured outer tracers)."""
+    out_avals, captured outer tracers). Refs of enclosing traces that `fun`
+    writes are appended to `ref_outs` (when given), their final values being
+    the last results."""
     parent = current_trace()
     trace = Trace(name, parent)
     _trace_stack.append(trace)
     try:
         args = trace.begin(in_avals, sources)
-        outs = [as_value(o) for o in fun(*args)]
+        outs = fun(*args)
+        _check_outputs(outs, f"a function traced for a transformation ({name})")
+        outs = _finish_refs(trace, [as_value(o) for o in outs], ref_outs)
         trace.finish(outs)
     finally:
         _trace_stack.pop()
+        _restore_refs(trace)
     return trace.name, [o.aval for o in outs], list(trace.captured)
 
 
-def trace_function(fun, in_avals, concrete=None):
+def trace_function(fun, in_avals, concrete=None, lifted=None):
     """Traces `fun` (flat args -> flat outputs) into a module; returns (module,
     out_avals). With `concrete` (the argument Arrays; transformations outside
     `jit`), tracers know their values, so Python control flow on them works
-    and the module records the path taken."""
+    and the module records the path taken. Refs from outside that `fun` uses
+    become extra arguments after `in_avals` (their values on entry) and
+    extra results (their values on exit); they are appended to `lifted`,
+    which must be given when `fun` may use refs."""
     trace = Trace(concrete=concrete is not None)
     _trace_stack.append(trace)
+    ref_outs = []
     try:
         args = trace.begin(in_avals, concrete)
         outs = fun(*args)
+        _check_outputs(outs, "a function traced for jit")
         outs = [as_value(o) for o in outs]
+        outs += [as_value(ref._value) for ref, _ in trace.lifted]
         module = trace.finish(outs)
+        ref_outs = [ref for ref, _ in trace.lifted]
     finally:
         _trace_stack.pop()
+        _restore_refs(trace)
+    if ref_outs and lifted is None:
+        raise type_error("a mutable array reference (Ref) from outside was used by a "
+                         "function that cannot update it here")
+    if lifted is not None:
+        lifted.extend(ref_outs)
     return module, [o.aval for o in outs]
 
 
@@ -725,8 +809,17 @@ def trace_function(fun, in_avals, concrete=None):
 _program_cache = collections.OrderedDict()
 
 
-def compile_function(fun, in_avals, concrete=None):
-    module, out_avals = trace_function(fun, in_avals, concrete)
+def compile_function(fun, in_avals, concrete=None, lifted=None):
+    """The Executable of `fun` traced on `in_avals` (see `trace_function`;
+    refs appended to `lifted` are extra arguments and results)."""
+    refs = []
+    module, out_avals = trace_function(fun, in_avals, concrete, refs)
+    if refs:
+        if lifted is None:
+            raise type_error("a mutable array reference (Ref) from outside was used by a "
+                             "function that cannot update it here")
+        lifted.extend(refs)
+        in_avals = list(in_avals) + [r._value.aval for r in refs]
     text = str(module)
     key = (text, tuple(in_avals))
     exe = _program_cache.get(key)

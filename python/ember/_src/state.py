@@ -1,4 +1,5 @@
-"""Mutable array references inside a trace (Pallas kernels, `run_state`).
+"""Mutable array references: Pallas kernels' refs, `run_state`, and JAX's
+`Ref`s (`new_ref`, `freeze`, `ref.get/swap/addupdate`).
 
 A `Ref` is a Python cell holding the current traced value of an array;
 reading (`ref[idx]`) slices that value and writing (`ref[idx] = v`) replaces
@@ -12,34 +13,64 @@ while refs are live (`cond`, `while_loop`, `fori_loop`, `scan`, `pl.when`,
 results, so a write inside a loop body is seen by the next iteration and
 after the loop: `control_flow` asks `live_refs()` and wraps its callables
 with `stateful`.
+
+Every trace knows the refs it may use (`Trace.refs`): those created in it
+and those threaded into it. A ref from outside used in a `jit` function (an
+argument or closed over) is *lifted*: its value becomes an extra argument
+and its final value an extra result, which the caller writes back after the
+call, so the caller sees the update (`core.trace_function`). A function
+traced for a transformation lifts the same way (`core.trace_subfunction`).
+A loop or branch body cannot grow operands once its op is being built: a
+ref it uses that is not threaded raises `UnthreadedRef`, and the control-flow
+op (`retry`) removes what it emitted, threads the ref and traces again.
 """
 
 import numpy as np
+
+from ember._mlir import ir
 
 from . import core, dtypes, lax
 from .core import as_value
 from .numpy import lax_numpy as jnp
 
-_scopes = []
+
+class UnthreadedRef(Exception):
+    """A loop or branch body used a ref that is not threaded through it
+    (caught by `retry`)."""
+
+    def __init__(self, ref):
+        super().__init__("a ref used in a region it is not threaded through")
+        self.ref = ref
 
 
 def live_refs():
-    """Every ref of the enclosing scopes, outermost first."""
-    return [r for scope in _scopes for r in scope]
+    """The refs the current trace may use, in the order they became usable."""
+    trace = core.current_trace()
+    return [] if trace is None else list(trace.refs.values())
+
+
+def _register(trace, refs):
+    if trace is not None:
+        for r in refs:
+            trace.refs[id(r)] = r
 
 
 class scope:
-    """Makes `refs` live for the duration of a `with` block."""
+    """Makes `refs` usable in the current trace for a `with` block (a
+    kernel's refs: not threaded through loops after it)."""
 
     def __init__(self, refs):
         self.refs = list(refs)
 
     def __enter__(self):
-        _scopes.append(self.refs)
+        self.trace = core.current_trace()
+        _register(self.trace, self.refs)
         return self.refs
 
     def __exit__(self, *exc):
-        _scopes.pop()
+        if self.trace is not None:
+            for r in self.refs:
+                self.trace.refs.pop(id(r), None)
 
 
 def values(refs):
@@ -51,6 +82,13 @@ def bind(refs, vals):
         r._value = v
 
 
+def bind_written(refs, vals):
+    """`bind`, for refs a transformation op wrote (its results)."""
+    bind(refs, vals)
+    if (trace := core.current_trace()) is not None:
+        trace.written.update(id(r) for r in refs)
+
+
 def stateful(fun, refs):
     """The pure form of `fun`, which may read and write `refs`:
     `pure(ref_values, *args) -> (new_ref_values, fun's result)`. The refs
@@ -60,6 +98,8 @@ def stateful(fun, refs):
     def pure(vals, *args):
         saved = values(refs)
         bind(refs, list(vals))
+        trace = core.current_trace()
+        _register(trace, refs)
         try:
             out = fun(*args)
             return values(refs), out
@@ -67,6 +107,98 @@ def stateful(fun, refs):
             bind(refs, saved)
 
     return pure
+
+
+def _mark(trace):
+    """What `retry` needs to undo an attempt: the ops in the trace's block
+    and at the module's top level."""
+    block_ops = {op for op in _ops(trace.block)}
+    module_ops = {op for op in _ops(trace.module.body)}
+    return block_ops, module_ops, {k: (r, r._value) for k, r in trace.refs.items()}
+
+
+def _ops(block):
+    return [op.operation for op in block.operations]
+
+
+def _undo(trace, mark):
+    block_ops, module_ops, refs = mark
+    for block, keep in ((trace.block, block_ops), (trace.module.body, module_ops)):
+        for op in reversed(_ops(block)):
+            if op not in keep:
+                op.erase()
+    for r, v in refs.values():
+        r._value = v
+
+
+def retry(run):
+    """Runs `run()` (which emits one control-flow op into the current trace)
+    until no body in it uses a ref that is not threaded: each time one does,
+    what was emitted is removed, the ref is made usable here (lifted when
+    this trace is a function) and the op is traced again. A ref this trace
+    cannot reach either goes up to the enclosing control-flow op."""
+    trace = core.current_trace()
+    while True:
+        mark = _mark(trace)
+        try:
+            return run()
+        except UnthreadedRef as e:
+            _undo(trace, mark)
+            if id(e.ref) in mark[2]:
+                raise  # usable here already: an enclosing op must thread it
+            _accessible(e.ref, trace)
+
+
+def _lift(ref, trace):
+    """Makes the value of `ref` (usable in the parent trace, or concrete for
+    the root) an extra argument of the function `trace` builds."""
+    outer = ref._value
+    with trace.ctx:
+        arg = trace.block.add_argument(core.mlir_type(outer.aval),
+                                       ir.Location.unknown(trace.ctx))
+    if trace.parent is not None:
+        trace._capture_args[("ref", id(ref))] = arg
+        trace.captured.append(outer)
+    src = core._source(outer) if trace.concrete else None
+    ref._value = core.Tracer(trace, arg, outer.aval, src)
+    trace.lifted.append((ref, outer))
+    trace.refs[id(ref)] = ref
+
+
+def _accessible(ref, trace):
+    """Makes `ref` usable in `trace` (see the module's docstring) or raises
+    UnthreadedRef for the control-flow op that must thread it."""
+    if trace is None or id(ref) in trace.refs:
+        return
+    if isinstance(trace, core.RegionTrace):
+        raise UnthreadedRef(ref)
+    if trace.parent is None:
+        if isinstance(ref._value, core.Tracer):
+            raise core.type_error("a mutable array reference (Ref) created in a transformed "
+                                  "function was used after that function returned")
+        if id(ref) in getattr(trace, "arg_refs", ()):
+            raise core.type_error(
+                f"when tracing for jit, a mutable array reference of type {ref!r} was "
+                "both closed over and passed as an argument")
+        _lift(ref, trace)
+        return
+    _accessible(ref, trace.parent)
+    _lift(ref, trace)
+
+
+def check_access(ref, write=False):
+    """Every read and write of a ref goes through here."""
+    if getattr(ref, "_frozen", False):
+        raise core.type_error(f"{ref!r} was frozen (jax.freeze): it cannot be used again")
+    trace = core.current_trace()
+    if trace is None:
+        if isinstance(ref._value, core.Tracer):
+            raise core.type_error("a mutable array reference (Ref) created in a transformed "
+                                  "function was used after that function returned")
+        return
+    _accessible(ref, trace)
+    if write:
+        trace.written.add(id(ref))
 
 
 class Slice:
@@ -211,6 +343,7 @@ def _resolve(ref, idx, what):
     if not isinstance(ref, _RefBase):
         raise TypeError(f"{what}: expected a ref, got {type(ref).__name__} (at {core.where()})")
     base, norm = (ref.base if isinstance(ref, RefView) else ref), ref.compose(idx, what)
+    check_access(base, write=what != "load")
     # A ref may watch its accesses (the plgpu interpreter's race checks).
     if (hook := getattr(base, "_access", None)) is not None:
         hook("load" if what == "load" else "store", norm)
@@ -253,6 +386,11 @@ def _as_stored(ref, val, shape, what):
     return v
 
 
+def _covers(norm, shape):
+    return all(k == "ds" and s.start is not None and isinstance(s.start, int) and s.start == 0
+               and s.size == n and s.stride == 1 for (k, s), n in zip(norm, shape))
+
+
 def store(ref, idx, val, mask=None):
     ref, norm = _resolve(ref, idx, "store")
     x = ref._value
@@ -261,7 +399,11 @@ def store(ref, idx, val, mask=None):
         shape = [s.size for k, s in norm if k == "ds"]
         v = _as_stored(ref, val, shape, "store")
         if mask is None:
-            ref._value = lax.dynamic_update_slice(x, jnp.reshape(v, sizes), starts)
+            new = lax.dynamic_update_slice(x, jnp.reshape(v, sizes), starts)
+            if getattr(ref, "_array_ref", False) and _covers(norm, x.shape):
+                # A whole new value: the ref takes its weak type (as JAX's).
+                new = lax.convert_element_type(new, ref.dtype, as_value(val).weak_type)
+            ref._value = new
             return
         padded = _pad_for(x, sizes)
         old = jnp.reshape(lax.dynamic_slice(padded, starts, sizes), shape)
@@ -364,13 +506,21 @@ class RefView(_RefBase):
 
 class Ref(_RefBase):
     """A mutable array: `ref[idx]` reads, `ref[idx] = v` writes, `ref[...]`
-    is all of it; `ref.at[idx]` is a view of a window of it."""
+    is all of it; `ref.at[idx]` is a view of a window of it. `jax.new_ref`
+    makes one (`array_ref=True`: JAX's `Ref`, which is not an array and
+    keeps a weak type); Pallas makes them for a kernel's operands."""
 
-    def __init__(self, value):
+    _is_ref = True
+
+    def __init__(self, value, *, array_ref=False):
         v = as_value(value)
-        if v.weak_type:
+        if v.weak_type and not array_ref:
             v = lax.convert_element_type(v, v.dtype)
         self._value = v
+        self._array_ref = array_ref
+        self._frozen = False
+        self._home = core.current_trace()
+        _register(self._home, [self])
 
     @property
     def shape(self):
@@ -379,6 +529,14 @@ class Ref(_RefBase):
     @property
     def dtype(self):
         return self._value.dtype
+
+    @property
+    def weak_type(self):
+        return self._value.weak_type
+
+    @property
+    def aval(self):
+        return self._value.aval
 
     def compose(self, idx, what):
         return _normalize(self.shape, idx, what)
@@ -394,21 +552,91 @@ class Ref(_RefBase):
         store(self, idx, val)
         return old
 
+    def __jax_array__(self):
+        if self._array_ref:
+            raise TypeError(
+                f"a mutable array reference {self!r} is not an array: read its value with "
+                f"ref[...] first (at {core.where()})")
+        return load(self, ())
 
-def run_state(f):
-    """JAX's `run_state`: `run_state(f)(init)` runs `f` on refs holding the
-    pytree `init` and returns their final values."""
-    from . import tree_util
-    from .api import eager
+    def __repr__(self):
+        if not self._array_ref:
+            return super().__repr__()
+        aval = core.ShapedArray(self.shape, self.dtype, self.weak_type)
+        if isinstance(self._value, core.Tracer) or self._frozen:
+            return f"Ref{{{aval.str_short()}}}"
+        body = np.array2string(np.asarray(self._value), separator=", ", prefix="Ref(")
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"Ref({body}, dtype={self.dtype.name}{weak})"
 
-    def run(init):
-        leaves, tree = tree_util.tree_flatten(init)
-        refs = [Ref(x) for x in leaves]
-        with scope(refs):
-            f(tree_util.tree_unflatten(tree, refs))
-        return tree_util.tree_unflatten(tree, values(refs))
+    def __str__(self):
+        return repr(self)
 
-    def call(init):
-        return eager(run, (init,)) if not core._trace_stack else run(init)
+    def __iter__(self):
+        if self._array_ref:
+            raise TypeError(f"iteration over a mutable array reference {self!r} is not "
+                            f"supported (at {core.where()})")
+        return (self[i] for i in range(len(self)))
 
-    return call
+
+def _check_ref(ref, what):
+    if not isinstance(ref, _RefBase):
+        raise TypeError(f"{what}: expected a Ref, got {type(ref).__name__} (at {core.where()})")
+
+
+def new_ref(init_val, *, memory_space=None, kind=None):
+    """JAX's `jax.new_ref`: a new mutable array holding `init_val`."""
+    if isinstance(init_val, _RefBase):
+        raise TypeError(f"new_ref: refs of refs are not supported (at {core.where()})")
+    return Ref(init_val, array_ref=True)
+
+
+def empty_ref(ty, *, memory_space=None):
+    """JAX's `jax.empty_ref`: a new mutable array of the shape and dtype of
+    `ty` (a ShapeDtypeStruct or an array); its contents are unspecified
+    (Ember fills it as an unwritten Pallas buffer: NaN, int-min, False)."""
+    return Ref(uninitialized(tuple(ty.shape), dtypes.canonicalize_dtype(ty.dtype)),
+               array_ref=True)
+
+
+def freeze(ref):
+    """JAX's `jax.freeze`: the final value of `ref`, which cannot be used
+    afterwards; only in the scope (function or top level) that created it."""
+    _check_ref(ref, "freeze")
+    base = ref.base if isinstance(ref, RefView) else ref
+    if base._home is not core.current_trace():
+        raise core.type_error(
+            f"jax.freeze: {base!r} can only be frozen in the scope that created it "
+            "(not in a function it was passed to or closed over by)")
+    value = load(ref, ())
+    base._frozen = True
+    if base._home is not None:
+        base._home.refs.pop(id(base), None)
+    return value
+
+
+def ref_get(ref, idx=()):
+    """`jax.ref.get(ref, idx)`: `ref[idx]`."""
+    _check_ref(ref, "ref.get")
+    return load(ref, idx)
+
+
+def ref_set(ref, idx, value):
+    """`jax.ref.set(ref, idx, value)`: `ref[idx] = value`."""
+    _check_ref(ref, "ref.set")
+    store(ref, idx, value)
+
+
+def ref_swap(ref, idx, value):
+    """`jax.ref.swap(ref, idx, value)`: writes `value` at `idx` and returns
+    what was there."""
+    _check_ref(ref, "ref.swap")
+    old = load(ref, idx)
+    store(ref, idx, value)
+    return old
+
+
+def ref_addupdate(ref, idx, value):
+    """`jax.ref.addupdate(ref, idx, value)`: `ref[idx] += value`."""
+    _check_ref(ref, "ref.addupdate")
+    store(ref, idx, load(ref, idx) + as_value(value))

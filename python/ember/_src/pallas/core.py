@@ -536,3 +536,19 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
         outs, _ = control_flow.fori_loop(jnp.int32(0), jnp.int32(n), step, (outs0, scratch0))
     outs = [b.unpadded(x) for b, x in zip(out_blocks, outs)]
     return tree_util.tree_unflatten(out_tree, outs)
+
+
+def run_state(f):
+    """JAX's `run_state`: `run_state(f)(init)` runs `f` on refs holding the
+    pytree `init` and returns their final values."""
+    def run(init):
+        leaves, tree = tree_util.tree_flatten(init)
+        refs = [state.Ref(x) for x in leaves]
+        with state.scope(refs):
+            f(tree_util.tree_unflatten(tree, refs))
+        return tree_util.tree_unflatten(tree, state.values(refs))
+
+    def call(init):
+        return _eager(run, (init,)) if not core._trace_stack else run(init)
+
+    return call

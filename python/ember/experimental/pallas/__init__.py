@@ -31,11 +31,11 @@ from ember._src.pallas.core import pallas_call as pallas_call
 from ember._src.pallas.core import program_id as program_id
 from ember._src.pallas.core import reciprocal as reciprocal
 from ember._src.pallas.core import run_scoped as run_scoped
+from ember._src.pallas.core import run_state as run_state
 from ember._src.pallas.core import squeezed as squeezed
 from ember._src.pallas.core import when as when
 from ember._src.pallas.core import with_scoped as with_scoped
 from ember._src.state import Slice as Slice
 from ember._src.state import ds as ds
-from ember._src.state import run_state as run_state
 
 dslice = ds
