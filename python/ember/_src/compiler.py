@@ -14,7 +14,7 @@ import re
 from ember._mlir import ir, passmanager
 from ember._mlir._mlir_libs import _ember_runtime
 
-from .context import context
+from .context import compile_lock, context
 from .errors import EmberInternalError
 from .targets import get_target
 
@@ -59,7 +59,7 @@ class Executable:
         self.ember_text = text if text is not None else str(module)
         if _dump_dir and _dump_targets:
             _dump_other_targets(module.operation.get_asm(enable_debug_info=True))
-        with context():
+        with compile_lock, context():
             fn = module.body.operations[0]
             fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
             self.stages = run_pipeline(module, target)
@@ -117,6 +117,11 @@ def run_pipeline(module, target=None, upto=None, keep_text=None):
     (all of them, or up to the stage `upto`); returns the IR text of the
     traced module, of the last stage run and, with `keep_text` (the default
     when EMBER_DUMP_DIR is set), of every stage."""
+    with compile_lock:
+        return _run_pipeline(module, target, upto, keep_text)
+
+
+def _run_pipeline(module, target, upto, keep_text):
     target = target or get_target()
     keep_text = bool(_dump_dir) if keep_text is None else keep_text
     stages = {"ember": str(module)}
