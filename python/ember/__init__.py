@@ -17,6 +17,7 @@ from ember import numpy as numpy
 from ember import random as random
 from ember import ref as ref
 from ember import scipy as scipy
+from ember import sharding as sharding
 from ember import tree_util as tree_util
 from ember._src import tree_util as _tree_util
 from ember._src.ad import checkpoint as checkpoint
@@ -29,6 +30,7 @@ from ember._src.ad import jacfwd as jacfwd
 from ember._src.ad import jacobian as jacobian
 from ember._src.ad import jacrev as jacrev
 from ember._src.ad import jvp as jvp
+from ember._src.ad import linear_transpose as linear_transpose
 from ember._src.ad import linearize as linearize
 from ember._src.ad import remat as remat
 from ember._src.ad import value_and_grad as value_and_grad
@@ -53,6 +55,7 @@ from ember._src.devices import local_device_count as local_device_count
 from ember._src.devices import local_devices as local_devices
 from ember._src.devices import process_count as process_count
 from ember._src.devices import process_index as process_index
+from ember._src.jaxpr import make_jaxpr as make_jaxpr
 from ember._src.state import Ref as Ref
 from ember._src.state import empty_ref as empty_ref
 from ember._src.state import freeze as freeze

@@ -1,5 +1,8 @@
 """ember.lax: the primitives of the ember dialect."""
 
+import enum as _enum  # noqa: E402
+
+from ember._src import core as _core  # noqa: E402
 from ember._src.control_flow import (  # noqa: F401
     associative_scan,
     cond,
@@ -9,6 +12,52 @@ from ember._src.control_flow import (  # noqa: F401
     switch,
     while_loop,
 )
+from ember._src.control_flow import associative_scan as _associative_scan  # noqa: E402
 from ember._src.convolution import *  # noqa: F401,F403
 from ember._src.lax import *  # noqa: F401,F403
 from ember._src.lax import abs, complex, max, min, pow, round, slice  # noqa: F401
+from ember._src.numpy import lax_numpy as _jnp  # noqa: E402
+
+
+class Precision(_enum.Enum):
+    """Precision of a product on accelerators (`precision=` of `dot_general`
+    and friends). Ember's CPU products are always full f32 precision."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        names = {"default": cls.DEFAULT, "fastest": cls.DEFAULT, "bfloat16": cls.DEFAULT,
+                 "high": cls.HIGH, "bfloat16_3x": cls.HIGH, "tensorfloat32": cls.HIGH,
+                 "highest": cls.HIGHEST, "float32": cls.HIGHEST}
+        return names.get(value) if isinstance(value, str) else None
+
+    def __repr__(self):
+        return f"Precision.{self.name}"
+
+    __str__ = __repr__
+
+
+def collapse(operand, start_dimension, stop_dimension=None):
+    """`operand` with the dimensions [start_dimension, stop_dimension) merged
+    into one."""
+    x = _core.as_value(operand)
+    lo = start_dimension % x.ndim if x.ndim else 0
+    hi = x.ndim if stop_dimension is None else (
+        stop_dimension + x.ndim if stop_dimension < 0 else stop_dimension)
+    if not 0 <= lo <= hi <= x.ndim:
+        raise ValueError(f"collapse: dimensions [{start_dimension}, {stop_dimension}) are out of "
+                         f"range for a rank-{x.ndim} operand")
+    size = 1
+    for d in x.shape[lo:hi]:
+        size *= d
+    return _jnp.reshape(x, x.shape[:lo] + (size,) + x.shape[hi:])
+
+
+def cumlogsumexp(operand, axis=0, reverse=False):
+    """log(cumsum(exp(operand))) along `axis`, without overflow (a parallel
+    prefix of `logaddexp`)."""
+    return _associative_scan(_jnp.logaddexp, operand, reverse=reverse, axis=axis)
+

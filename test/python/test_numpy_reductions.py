@@ -147,7 +147,7 @@ def test_quantile_methods(method):
 def test_percentile():
     x = rand((4, 3), np.float32, seed=11)
     assert_close(jnp.percentile(x, 40), np.percentile(x, 40).astype(np.float32))
-    assert_close(jnp.percentile(x, [10, 90], axis=0),
+    assert_close(jnp.percentile(x, jnp.array([10, 90]), axis=0),
                  np.percentile(x, [10, 90], axis=0).astype(np.float32))
     assert_close(jnp.percentile(x, 50, axis=1, keepdims=True),
                  np.percentile(x, 50, axis=1, keepdims=True).astype(np.float32))

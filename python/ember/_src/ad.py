@@ -157,6 +157,28 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     return (out, f, aux) if has_aux else (out, f)
 
 
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """JAX's `linear_transpose`: for a linear `fun`, the function mapping an
+    output cotangent to the tuple of input cotangents. `primals` give the
+    input shapes and dtypes (arrays or ShapeDtypeStructs); the transpose is
+    the VJP of `fun` taken at zero (the same everywhere for a linear
+    function)."""
+    leaves, treedef = tree_util.tree_flatten(primals)
+    leaves = [x if hasattr(x, "dtype") and hasattr(x, "shape") else as_value(x)
+              for x in leaves]
+    for x in leaves:
+        if not dtypes.is_inexact(np.dtype(x.dtype)):
+            raise TypeError(f"linear_transpose only supports [float or complex] -> [float or "
+                            f"complex], got {np.dtype(x.dtype).name} (at {core.where()})")
+    zeros = tree_util.tree_unflatten(
+        treedef, [lax.full(tuple(x.shape), 0, np.dtype(x.dtype)) for x in leaves])
+
+    def transposed(out_cotangent):
+        return vjp(fun, *zeros)[1](out_cotangent)
+
+    return transposed
+
+
 class _Marker:
     def __repr__(self):
         return f"{type(self).__name__}()"

@@ -2,6 +2,7 @@
 
 import functools
 import inspect
+import types
 import weakref
 
 import numpy as np
@@ -271,6 +272,10 @@ class JitWrapped:
         out_sigs = tuple((a.shape, a.dtype, a.weak_type) for a in out_avals)
         self._fast.insert(key, exe.kernel, out_avals, out_sigs,
                           tuple(a.dtype for a in out_avals), single)
+
+    def __get__(self, obj, objtype=None):
+        # A jitted function in a class body is a method, as in JAX.
+        return self if obj is None else types.MethodType(self, obj)
 
     def lower(self, *args, **kwargs):
         return self.trace(*args, **kwargs).lower()

@@ -20,7 +20,7 @@ from . import dtypes
 from .compiler import Executable
 from .config import config, on_change
 from .context import context
-from .devices import cpu_device
+from .devices import SingleDeviceSharding, cpu_device
 from .errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -275,10 +275,11 @@ class Array(Value):
         raise TypeError("unhashable type: 'Array'")
 
     def __repr__(self):
+        # JAX's form: the dtype always, the shape when the data shows none.
         s = np.array2string(self._value, separator=", ", prefix="Array(")
         name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name
-        default = self.dtype in (dtypes.float32, dtypes.int32, dtypes.bool_)
-        extra = "" if default else f", dtype={name}"
+        extra = f", shape={self.shape}" if self.size == 0 else ""
+        extra += f", dtype={name}"
         if self.weak_type:
             extra += ", weak_type=True"
         return f"Array({s}{extra})"
@@ -306,7 +307,13 @@ class Array(Value):
 
     @property
     def sharding(self):
-        return None
+        return SingleDeviceSharding(cpu_device)
+
+    def __array_namespace__(self, *, api_version=None):
+        """The Array API namespace of this array: `ember.numpy`."""
+        import importlib
+
+        return importlib.import_module("ember.numpy")
 
 
 
@@ -332,7 +339,8 @@ class Tracer(Value):
         return _concretize(self)
 
     def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>"
+        # JAX's form; `~` marks a weak type.
+        return f"JitTracer({'~' if self.aval.weak_type else ''}{self.aval.str_short()})"
 
     def _concretization_error(self, what, cls=ConcretizationTypeError):
         return cls(

@@ -49,6 +49,36 @@ class Device:
 cpu_device = Device("cpu", 0, "cpu")
 
 
+class SingleDeviceSharding:
+    """JAX's sharding of an array that lives whole on one device (every
+    Ember array, until #22 brings meshes)."""
+
+    def __init__(self, device, *, memory_kind=None):
+        self._device = device
+        self.memory_kind = memory_kind
+
+    @property
+    def device_set(self):
+        return {self._device}
+
+    @property
+    def addressable_devices(self):
+        return {self._device}
+
+    is_fully_replicated = True
+    is_fully_addressable = True
+    num_devices = 1
+
+    def __eq__(self, other):
+        return isinstance(other, SingleDeviceSharding) and other._device is self._device
+
+    def __hash__(self):
+        return hash(("SingleDeviceSharding", self._device.id))
+
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+
+
 def _requested():
     text = os.environ.get("EMBER_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or ""
     names = [p.strip().lower() for p in text.split(",") if p.strip()]

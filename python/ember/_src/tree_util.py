@@ -5,6 +5,7 @@ import dataclasses
 import functools
 
 _registry = {}
+_key_registry = {}  # node type -> the keys of a node's children (key paths)
 
 
 class PyTreeDef:
@@ -72,6 +73,7 @@ def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatt
         kids, aux = flatten_with_keys(x)
         return [c for _, c in kids], aux
     register_pytree_node(nodetype, flatten_func or flat, unflatten_func)
+    _key_registry[nodetype] = lambda x: [k for k, _ in flatten_with_keys(x)[0]]
 
 
 def register_dataclass(nodetype, data_fields=None, meta_fields=None, drop_fields=()):
@@ -92,6 +94,7 @@ def register_dataclass(nodetype, data_fields=None, meta_fields=None, drop_fields
         return nodetype(**kw)
 
     register_pytree_node(nodetype, flatten, unflatten)
+    _key_registry[nodetype] = lambda x: [GetAttrKey(n) for n in data_fields]
     return nodetype
 
 
@@ -187,7 +190,7 @@ def tree_structure(tree, is_leaf=None):
 
 def tree_map(f, tree, *rest, is_leaf=None):
     leaves, treedef = tree_flatten(tree, is_leaf)
-    others = [treedef.flatten_up_to(r) if False else _flatten_up_to(treedef, r) for r in rest]
+    others = [_flatten_up_to(treedef, r) for r in rest]
     return tree_unflatten(treedef, [f(*xs) for xs in zip(leaves, *others)])
 
 
@@ -249,3 +252,99 @@ register_pytree_node(Partial, lambda p: (list(p.args) + list(p.keywords.values()
                                          (p.func, len(p.args), tuple(p.keywords))),
                      lambda aux, kids: Partial(aux[0], *kids[:aux[1]],
                                                **dict(zip(aux[2], kids[aux[1]:]))))
+
+
+# --------------------------------------------------------------------------
+# Key paths
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    key: object
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+def _child_keys(x, kind, aux, kids):
+    """The key of each child of the node `x` (JAX's key kinds)."""
+    if kind in _key_registry:
+        return _key_registry[kind](x)
+    if kind in (dict, collections.OrderedDict):
+        return [DictKey(k) for k in aux]
+    if kind is collections.defaultdict:
+        return [DictKey(k) for k in aux[1]]
+    if kind in (tuple, list):
+        return [SequenceKey(i) for i in range(len(kids))]
+    if _is_namedtuple(x):
+        return [GetAttrKey(f) for f in type(x)._fields]
+    return [FlattenedIndexKey(i) for i in range(len(kids))]
+
+
+def tree_flatten_with_path(tree, is_leaf=None):
+    """([(key path, leaf), ...], treedef)."""
+    out = []
+
+    def rec(x, path):
+        if is_leaf is not None and is_leaf(x):
+            out.append((path, x))
+            return
+        node = _children(x)
+        if node is None:
+            out.append((path, x))
+            return
+        kind, aux, kids = node
+        for k, c in zip(_child_keys(x, kind, aux, kids), kids):
+            rec(c, path + (k,))
+
+    rec(tree, ())
+    return out, tree_structure(tree, is_leaf)
+
+
+def tree_leaves_with_path(tree, is_leaf=None):
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(f, tree, *rest, is_leaf=None):
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    others = [_flatten_up_to(treedef, r) for r in rest]
+    return tree_unflatten(treedef, [f(p, x, *xs) for (p, x), *xs in zip(pairs, *others)])
+
+
+def keystr(keys, *, simple=False, separator=""):
+    """A key path as text: `['a'][0].b` (or `a/0/b` with simple=True and
+    separator="/")."""
+    if not simple:
+        return separator.join(str(k) for k in keys)
+    def one(k):
+        for attr in ("idx", "key", "name"):
+            if hasattr(k, attr):
+                return str(getattr(k, attr))
+        return str(k)
+    return separator.join(one(k) for k in keys)
+

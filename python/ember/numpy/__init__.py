@@ -1,5 +1,7 @@
 """ember.numpy: the jax.numpy API (implemented in `ember._src.numpy`)."""
 
+from ember._src.numpy.array_api import __array_api_version__ as __array_api_version__
+from ember._src.numpy.array_api import __array_namespace_info__ as __array_namespace_info__
 from ember._src.numpy.array_methods import install as _install_array_methods
 from ember._src.numpy.einsum import einsum as einsum
 from ember._src.numpy.lax_numpy import *  # noqa: F403

@@ -97,7 +97,8 @@ def getitem(x, idx, mode=None):
             out_shape_ops.append("keep")
         elif isinstance(e, (int, np.integer)) and not isinstance(e, bool):
             e = int(e)
-            if not -n <= e < n and mode is not None:
+            if not -n <= e < n and n > 0:
+                # JAX clamps an out-of-bounds index (as a gather does).
                 e = Array(np.asarray(e, dtypes.default_int()))
                 starts.append(0)
                 limits.append(n)

@@ -178,8 +178,18 @@ def _check_binary_shapes(name, x, y):
                         f"{_v(x).shape}, {_v(y).shape} (at {_core.where()})") from None
 
 
+def _check_arraylike(name, *args):
+    """JAX's rule: array functions take arrays and scalars, not Python lists
+    or tuples (`jnp.asarray` converts those)."""
+    for i, a in enumerate(args):
+        if isinstance(a, (list, tuple)):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
+                            f"position {i}. (at {_core.where()})")
+
+
 def _binop(prim_fn, name, inexact=False):
     def f(x, y, /):
+        _check_arraylike(name, x, y)
         _check_binary_shapes(name, x, y)
         return prim_fn(*_promote(x, y, to_inexact=inexact))
     f.__name__ = name
@@ -188,6 +198,7 @@ def _binop(prim_fn, name, inexact=False):
 
 def _unop(prim_fn, name, inexact=False):
     def f(x, /):
+        _check_arraylike(name, x)
         x = _v(x)
         if inexact and not _dt.is_inexact(x.dtype):
             x = _to(x, _dt.default_float(), x.weak_type)
@@ -280,6 +291,7 @@ conjugate = conj = lambda x: lax.conj(_v(x)) if iscomplexobj(x) else _v(x)
 
 
 def abs(x, /):
+    _check_arraylike("absolute", x)
     x = _v(x)
     if _dt.is_unsigned(x.dtype) or _dt.is_bool(x.dtype):
         return x
@@ -567,6 +579,7 @@ def heaviside(x1, x2):
 
 
 def where(condition, x=None, y=None, *, size=None, fill_value=None):
+    _check_arraylike("where", condition, x, y)
     if x is None and y is None:
         return nonzero(condition, size=size, fill_value=fill_value)
     c = _to(condition, bool_)
@@ -583,6 +596,7 @@ def select(condlist, choicelist, default=0):
 
 
 def clip(arr=None, min=None, max=None, *, a=None, a_min=None, a_max=None):
+    _check_arraylike("clip", arr, min, max)
     x = _v(arr if arr is not None else a)
     lo = min if min is not None else a_min
     hi = max if max is not None else a_max
@@ -1289,6 +1303,7 @@ def _pad_reflect_axis(a, ax, lo, hi, symmetric, odd):
 
 def _reduction(kind, a, axis, dtype, keepdims, initial=None, where_=None, promote_int=False,
                bool_ok=True):
+    _check_arraylike({"or": "any", "and": "all"}.get(kind, kind), a)
     a = _v(a)
     axes = _axes(axis, a.ndim)
     if dtype is not None:
@@ -1363,6 +1378,7 @@ def _upcast_half(dtype):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    _check_arraylike("mean", a)
     a = _v(a)
     if dtype is None:
         dtype = a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float()
@@ -1373,6 +1389,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    _check_arraylike("var", a)
     a = _v(a)
     if correction is not None:
         ddof = correction
@@ -1412,6 +1429,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 
 def argmax(a, axis=None, out=None, keepdims=False):
+    _check_arraylike("argmax", a)
     a = _v(a)
     if axis is None:
         r = argmax(ravel(a), 0)
@@ -1424,6 +1442,7 @@ def argmax(a, axis=None, out=None, keepdims=False):
 
 
 def argmin(a, axis=None, out=None, keepdims=False):
+    _check_arraylike("argmin", a)
     a = _v(a)
     if axis is None:
         r = argmin(ravel(a), 0)
@@ -1437,6 +1456,7 @@ def argmin(a, axis=None, out=None, keepdims=False):
 
 def _cum(kind):
     def f(a, axis=None, dtype=None, out=None):
+        _check_arraylike(f"cum{kind}", a)
         a = _v(a)
         if axis is None:
             a, axis = ravel(a), 0
@@ -1620,11 +1640,13 @@ def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, **kw):
+    _check_arraylike("quantile", a, q)
     return _quantile(a, q, axis, keepdims, method)
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, **kw):
+    _check_arraylike("percentile", a, q)
     return _quantile(a, divide(q, 100.0), axis, keepdims, method)
 
 
@@ -1910,6 +1932,22 @@ def searchsorted(a, v, side="left", sorter=None, method=None):
         lo = where(go_right, mid + 1, lo)
         hi = where(go_right | (lo >= hi), hi, mid)
     return lo
+
+
+def digitize(x, bins, right=False, *, method=None):
+    """NumPy's `digitize`: the bin of each `x` (bins increasing or
+    decreasing), through `searchsorted`."""
+    _check_arraylike("digitize", x, bins)
+    x, bins = _v(x), _v(bins)
+    if bins.ndim != 1:
+        raise ValueError(f"digitize: bins must be a 1-dimensional array, got shape "
+                         f"{bins.shape} (at {_core.where()})")
+    if bins.shape[0] == 0:
+        return zeros(x.shape, _dt.default_int())
+    side = "left" if right else "right"
+    up = searchsorted(bins, x, side=side, method=method)
+    down = bins.shape[0] - searchsorted(bins[::-1], x, side=side, method=method)
+    return where(bins[-1] >= bins[0], up, down)
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,

@@ -1,0 +1,233 @@
+"""`make_jaxpr`: the traced program of a function, printed in JAX's jaxpr
+form (`{ lambda consts ; args. let eqns in (outs) }`).
+
+Ember's program is MLIR (`ember` dialect), so a jaxpr here is a readable
+view of the traced module after the transformations are expanded (what
+`grad`/`vmap` produced, as JAX's jaxprs show), not a separate IR: each
+equation is one op, named without its `ember.` prefix, with its attributes
+as parameters. Scalar constants print inline as JAX's literals; other
+constants are the jaxpr's `consts`.
+"""
+
+import re
+
+import numpy as np
+
+from ember._mlir import ir
+
+from . import compiler, core, tree_util
+from .api_util import flatten_args, flatten_fun
+
+_MLIR_ELT = {"f32": "f32", "f64": "f64", "f16": "f16", "bf16": "bf16", "i1": "bool",
+             "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "ui8": "u8",
+             "ui16": "u16", "ui32": "u32", "ui64": "u64", "complex<f32>": "c64",
+             "complex<f64>": "c128"}
+
+
+def _names():
+    """a, b, ..., z, ba, bb, ... (JAX's variable names)."""
+    n = 0
+    while True:
+        k, s = n, ""
+        while True:
+            s = chr(ord("a") + k % 26) + s
+            k //= 26
+            if k == 0:
+                break
+        n += 1
+        yield s
+
+
+def _type_str(t):
+    text = str(t)
+    m = re.fullmatch(r"tensor<(.*)>", text)
+    if not m:
+        return text
+    parts = m.group(1).split("x")
+    # complex<f32> has no 'x' inside; dims come first.
+    dims, elt = [], m.group(1)
+    while parts and parts[0].isdigit():
+        dims.append(parts.pop(0))
+        elt = "x".join(parts)
+    return f"{_MLIR_ELT.get(elt, elt)}[{','.join(dims)}]"
+
+
+def _param(attr):
+    text = str(attr)
+    m = re.fullmatch(r"array<i64(?:: (.*))?>", text)
+    if m:
+        return f"({m.group(1) or ''}{',' if m.group(1) and ',' not in m.group(1) else ''})"
+    m = re.fullmatch(r"(-?\d+) : i64", text)
+    if m:
+        return m.group(1)
+    m = re.fullmatch(r"#ember<\w+ (\w+)>", text)
+    return m.group(1) if m else text
+
+
+def _scalar_literal(op):
+    """The literal text of a rank-0 constant, or None."""
+    t = op.results[0].type
+    if not str(t).startswith("tensor<") or "x" in str(t)[7:-1].split("complex")[0]:
+        return None
+    m = re.match(r"dense<([^>]*)>", str(op.attributes["value"]))
+    if not m:
+        return None
+    v = m.group(1)
+    elt = _type_str(t)[:-2]
+    if v in ("true", "false"):
+        v = "True" if v == "true" else "False"
+    else:
+        try:
+            x = float(v) if elt.startswith(("f", "bf")) else int(v)
+            v = repr(x) if isinstance(x, float) else str(x)
+        except ValueError:
+            pass
+    return f"{v}:{elt}[]"
+
+
+def _const_value(op):
+    """A constant op's value as a NumPy array."""
+    attr = op.attributes["value"]
+    try:
+        return np.array(ir.DenseElementsAttr(attr))
+    except (TypeError, ValueError, RuntimeError):
+        pass
+    m = re.match(r"dense<([^>]*)>", str(attr))
+    shape = [int(d) for d in re.findall(r"(\d+)x", str(op.results[0].type))]
+    try:
+        return np.full(shape, float(m.group(1)) if m else np.nan)
+    except ValueError:
+        return str(attr)
+
+
+class Jaxpr:
+    """The program: `invars`, `outvars`, `eqns` (text) and `constvars`."""
+
+    def __init__(self, constvars, invars, eqns, outvars):
+        self.constvars, self.invars, self.eqns, self.outvars = constvars, invars, eqns, outvars
+
+    def pretty(self, indent=0):
+        pad = " " * indent
+        head = f"{{ lambda {' '.join(self.constvars)}; {' '.join(self.invars)}. let"
+        if not self.eqns:
+            outs = ", ".join(self.outvars) + ("," if len(self.outvars) == 1 else "")
+            return f"{pad}{head} in ({outs}) }}"
+        body = "\n".join(f"{pad}    {e}" for e in self.eqns)
+        outs = ", ".join(self.outvars) + ("," if len(self.outvars) == 1 else "")
+        return f"{pad}{head}\n{body}\n{pad}  in ({outs}) }}"
+
+    def __str__(self):
+        return self.pretty()
+
+
+class ClosedJaxpr:
+    """What `make_jaxpr` returns: `jaxpr`, `consts`, `in_avals`, `out_avals`."""
+
+    def __init__(self, jaxpr, consts, in_avals, out_avals):
+        self.jaxpr, self.consts = jaxpr, consts
+        self.in_avals, self.out_avals = in_avals, out_avals
+
+    @property
+    def eqns(self):
+        return self.jaxpr.eqns
+
+    def __str__(self):
+        return str(self.jaxpr)
+
+    __repr__ = __str__
+
+    def pretty_print(self, **_):
+        return str(self.jaxpr)
+
+
+class _Printer:
+    def __init__(self):
+        self.names = _names()
+        self.of = {}
+        self.consts, self.constvars = [], []
+
+    def var(self, v, typed=True):
+        name = self.of.get(v)
+        if name is None:
+            name = self.of[v] = next(self.names)
+        return f"{name}:{_type_str(v.type)}" if typed else name
+
+    def use(self, v):
+        return self.of.get(v) or self.var(v, typed=False)
+
+    def block(self, block, indent):
+        eqns, outs = [], []
+        for op in block.operations:
+            op = op.operation
+            name = op.name
+            if name in ("func.return", "ember.yield", "ember.return"):
+                outs = [self.use(v) for v in op.operands]
+                continue
+            if name == "ember.constant":
+                lit = _scalar_literal(op)
+                if lit is not None:
+                    self.of[op.results[0]] = lit
+                    continue
+                self.constvars.append(self.var(op.results[0]))
+                self.consts.append(_const_value(op))
+                continue
+            params = ", ".join(f"{k}={_param(op.attributes[k])}" for k in op.attributes
+                               if k not in ("operandSegmentSizes",))
+            lhs = " ".join(self.var(r) for r in op.results) or "_"
+            short = name[len("ember."):] if name.startswith("ember.") else name
+            args = " ".join(self.use(v) for v in op.operands)
+            text = f"{lhs} = {short}{f'[{params}]' if params else ''} {args}".rstrip()
+            for region in op.regions:
+                for b in region.blocks:
+                    inner = _Printer.region(self, b, indent + 4)
+                    text += "\n" + inner
+            eqns.append(text)
+        return eqns, outs
+
+    def region(self, block, indent):
+        invars = [self.var(a) for a in block.arguments]
+        eqns, outs = self.block(block, indent)
+        return Jaxpr([], invars, eqns, outs).pretty(indent)
+
+
+def _main(module):
+    for op in module.body.operations:
+        attrs = op.operation.attributes
+        if "sym_name" in attrs and ir.StringAttr(attrs["sym_name"]).value == "main":
+            return op.operation
+    return module.body.operations[0].operation
+
+
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
+               abstracted_axes=None):
+    """JAX's `make_jaxpr`: `make_jaxpr(f)(*args)` is the program `f` traces
+    to on arguments of these types (transformations expanded)."""
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    def wrapped(*args, **kwargs):
+        st = [(i, a) for i, a in enumerate(args) if i in static]
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        leaves, treedef = flatten_args(dyn, kwargs)
+        avals = [core.as_value(x).aval for x in leaves]
+        flat, out_tree = flatten_fun(fun, treedef, st)
+        module, out_avals = core.trace_function(flat, avals, lifted=[])
+        with core.context():
+            module = ir.Module.parse(str(module))
+            compiler.run_pipeline(module, upto="transforms")
+        p = _Printer()
+        func = _main(module)
+        block = func.regions[0].blocks[0]
+        invars = [p.var(a) for a in block.arguments]
+        eqns, outs = p.block(block, 0)
+        closed = ClosedJaxpr(Jaxpr(p.constvars, invars, eqns, outs), p.consts, avals,
+                             out_avals)
+        if return_shape:
+            shapes = tree_util.tree_unflatten(
+                out_tree(), [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals])
+            return closed, shapes
+        return closed
+
+    return wrapped
+
+
+__all__ = ["ClosedJaxpr", "Jaxpr", "make_jaxpr"]

@@ -1,0 +1,169 @@
+"""JAX's documented behaviour and names (#15): reprs, out-of-bounds
+indexing, non-array inputs, jitted methods, key paths, `make_jaxpr`,
+`check_grads`, `linear_transpose`, `lax` extras, the Array API namespace.
+Expected texts and values were recorded from JAX 0.10.2."""
+
+from functools import partial
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax, tree_util
+from ember.test_util import check_grads
+
+
+def test_array_repr_shows_dtype_and_weak_type():
+    assert repr(jnp.ones(2)) == "Array([1., 1.], dtype=float32)"
+    assert repr(jnp.array([1, 2])) == "Array([1, 2], dtype=int32)"
+    assert repr(jnp.array(True)) == "Array(True, dtype=bool)"
+    assert repr(jnp.float32(1)) == "Array(1., dtype=float32)"
+    assert repr(jnp.asarray(1.0)) == "Array(1., dtype=float32, weak_type=True)"
+    assert repr(jnp.zeros((0,))) == "Array([], shape=(0,), dtype=float32)"
+    assert repr(jnp.ones(3, dtype=jnp.bfloat16)) == "Array([1, 1, 1], dtype=bfloat16)"
+    assert repr(jnp.ones((2, 3))) == ("Array([[1., 1., 1.],\n"
+                                      "       [1., 1., 1.]], dtype=float32)")
+
+
+def test_tracer_repr():
+    seen = []
+
+    @ember.jit
+    def f(x, y):
+        seen.append((repr(x), repr(y)))
+        return x
+
+    f(jnp.arange(5), 3.0)
+    assert seen == [("JitTracer(int32[5])", "JitTracer(~float32[])")]
+
+
+def test_out_of_bounds_indexing_clamps_and_drops():
+    x = jnp.arange(5.0)
+    assert float(x[10]) == 4.0 and float(x[-10]) == 0.0
+    np.testing.assert_array_equal(np.asarray(x[jnp.array([1, 10])]), [1, 4])
+    np.testing.assert_array_equal(np.asarray(x.at[jnp.array([10])].set(100.0)), np.arange(5))
+    np.testing.assert_array_equal(np.asarray(x.at[10].set(100.0)), np.arange(5))
+    assert float(ember.jit(lambda x, i: x[i])(x, 10)) == 4.0
+
+
+@pytest.mark.parametrize("call", [
+    lambda: jnp.sum([1, 2, 3]), lambda: jnp.mean([1.0, 2.0]), lambda: jnp.maximum([1], 2),
+    lambda: jnp.where([True], 1, 2), lambda: jnp.argmax([1, 2]), lambda: jnp.cumsum([1, 2]),
+    lambda: jnp.clip([1, 2], 0, 1), lambda: jnp.abs([1]),
+    lambda: jnp.percentile(jnp.ones(3), [10, 90]), lambda: jnp.quantile(jnp.ones(3), (0.1,)),
+])
+def test_lists_are_not_arrays(call):
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        call()
+
+
+def test_jitted_method_with_static_self():
+    class C:
+        def __init__(self):
+            self.k = 2.0
+
+        @partial(ember.jit, static_argnums=0)
+        def f(self, x):
+            return x * self.k
+
+        def __hash__(self):
+            return 1
+
+        def __eq__(self, other):
+            return True
+
+    assert float(C().f(3.0)) == 6.0
+
+
+def test_tree_key_paths():
+    tree = {"a": [1, (2, 3)], "b": 4}
+    pairs, treedef = tree_util.tree_flatten_with_path(tree)
+    assert repr(pairs) == (
+        "[((DictKey(key='a'), SequenceKey(idx=0)), 1), ((DictKey(key='a'), SequenceKey(idx=1), "
+        "SequenceKey(idx=0)), 2), ((DictKey(key='a'), SequenceKey(idx=1), SequenceKey(idx=1)), "
+        "3), ((DictKey(key='b'),), 4)]")
+    assert treedef == tree_util.tree_structure(tree)
+    assert [tree_util.keystr(p) for p, _ in pairs] == ["['a'][0]", "['a'][1][0]",
+                                                       "['a'][1][1]", "['b']"]
+    assert tree_util.keystr(pairs[1][0], simple=True, separator="/") == "a/1/0"
+    assert tree_util.tree_map_with_path(lambda p, v: len(p), {"a": [1, 2]}) == {"a": [2, 2]}
+    assert repr(tree_util.tree_leaves_with_path([1, {"x": 2}])) == (
+        "[((SequenceKey(idx=0),), 1), ((SequenceKey(idx=1), DictKey(key='x')), 2)]")
+
+    @partial(tree_util.register_dataclass, data_fields=["w"], meta_fields=["n"])
+    class P:
+        def __init__(self, w, n):
+            self.w, self.n = w, n
+
+    assert tree_util.keystr(tree_util.tree_leaves_with_path(P(1.0, 3))[0][0]) == ".w"
+
+
+def test_make_jaxpr():
+    j = ember.make_jaxpr(lambda a: jnp.sin(a) * 2.0)(1.0)
+    assert str(j) == ("{ lambda ; a:f32[]. let\n    b:f32[] = sin a\n"
+                      "    c:f32[] = mul b 2.0:f32[]\n  in (c,) }")
+    assert [a.shape for a in j.in_avals] == [()] and j.out_avals[0].dtype == np.float32
+    g = ember.make_jaxpr(ember.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2)))(jnp.ones(3))
+    assert "tanh" in str(g) and "vjp" not in str(g)  # the derivative, expanded
+    k = ember.make_jaxpr(lambda x: x + jnp.array([1.0, 2.0]))(jnp.ones(2))
+    np.testing.assert_array_equal(k.consts[0], [1.0, 2.0])
+    loop = ember.make_jaxpr(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x))(1.0)
+    assert "while[trip_count=3]" in str(loop)
+
+
+def test_check_grads():
+    check_grads(lambda v: jnp.sin(v) * v, (1.5,), order=2)
+    check_grads(lambda a, b: jnp.sum(jnp.tanh(a @ b)),
+                (jnp.ones((2, 3)) * 0.3, jnp.ones((3,)) * 0.2), order=2, modes=["rev"])
+    wrong = ember.custom_jvp(jnp.sin)
+    wrong.defjvp(lambda p, t: (jnp.sin(p[0]), 2.0 * t[0]))
+    with pytest.raises(AssertionError):
+        check_grads(wrong, (1.0,), order=1)
+
+
+def test_linear_transpose():
+    (ct,) = ember.linear_transpose(lambda v: 2.0 * v, 1.0)(3.0)
+    assert float(ct) == 6.0
+    a_t, b_t = ember.linear_transpose(lambda a, b: a + 3 * b, jnp.ones(2), jnp.ones(2))(
+        jnp.array([1.0, 2.0]))
+    np.testing.assert_array_equal(np.asarray(b_t), [3, 6])
+    with pytest.raises(TypeError, match="float or complex"):
+        ember.linear_transpose(lambda i: i, jnp.ones(2, jnp.int32))
+
+
+def test_lax_extras():
+    np.testing.assert_allclose(np.asarray(lax.cumlogsumexp(jnp.array([0.0, 1.0, 2.0]))),
+                               [0.0, 1.3132617, 2.4076061], rtol=1e-6)
+    big = jnp.array([1000.0, 1000.0])
+    np.testing.assert_allclose(np.asarray(lax.cumlogsumexp(big)), [1000, 1000 + np.log(2)])
+    assert lax.collapse(jnp.ones((2, 3, 4)), 1, 3).shape == (2, 12)
+    assert lax.collapse(jnp.ones((2, 3, 4)), 0).shape == (24,)
+    assert lax.Precision("highest") is lax.Precision.HIGHEST
+    assert repr(lax.Precision.HIGHEST) == "Precision.HIGHEST"
+    a = jnp.ones((2, 2))
+    np.testing.assert_array_equal(
+        np.asarray(jnp.dot(a, a, precision=lax.Precision.HIGHEST)), 2 * np.ones((2, 2)))
+    np.testing.assert_array_equal(np.asarray(jnp.digitize(jnp.array([0.2, 6.4, 3.0]),
+                                                          jnp.array([0.0, 1.0, 2.5, 4.0]))),
+                                  [1, 4, 3])
+    np.testing.assert_array_equal(np.asarray(jnp.digitize(jnp.array([0.2, 6.4, 3.0]),
+                                                          jnp.array([4.0, 2.5, 1.0, 0.0]))),
+                                  np.digitize([0.2, 6.4, 3.0], [4.0, 2.5, 1.0, 0.0]))
+    np.testing.assert_array_equal(
+        np.asarray(jnp.digitize(jnp.array([1.0, 2.5]), jnp.array([1.0, 2.5]), right=True)),
+        np.digitize([1.0, 2.5], [1.0, 2.5], right=True))
+
+
+def test_array_api_namespace_and_sharding():
+    info = jnp.__array_namespace_info__()
+    assert info.default_dtypes() == {"real floating": np.dtype("float32"),
+                                     "complex floating": np.dtype("complex64"),
+                                     "integral": np.dtype("int32"),
+                                     "indexing": np.dtype("int32")}
+    assert "float64" not in info.dtypes(kind="real floating")
+    assert info.devices() == [ember.devices()[0]]
+    x = jnp.arange(3.0)
+    assert x.__array_namespace__() is jnp
+    assert type(x.sharding).__name__ == "SingleDeviceSharding"
+    assert x.sharding.device_set == {x.device}
