@@ -6,7 +6,7 @@ BUILD := build/dev
 SITE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))")
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all venv build test test-lit test-python demo lint clean
+.PHONY: all venv build test test-lit test-python fuzz demo lint clean
 
 all: build
 
@@ -40,6 +40,14 @@ test: test-lit test-python
 
 # C++ in LLVM style (.clang-format) and Python with ruff's rules (pyproject.toml).
 CXX_SOURCES = $(shell git ls-files '*.cpp' '*.h')
+# A long program-fuzzing campaign (#21): FUZZ_EXAMPLES programs per test,
+# a new random seed each run unless FUZZ_SEED is given.
+FUZZ_EXAMPLES ?= 5000
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: build
+	EMBER_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) EMBER_FUZZ_SEED=$(FUZZ_SEED) \
+	  $(PY) -m pytest -q test/python/test_fuzz_programs.py
+
 lint: venv
 	$(VENV)/bin/ruff check python test/python benchmarks examples
 	$(VENV)/bin/clang-format --dry-run --Werror $(CXX_SOURCES)
