@@ -661,6 +661,22 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
 # --------------------------------------------------------------------------
 
 
+def orthogonal(key, n, shape=(), dtype=float, m=None):
+    """Matrices of shape (*shape, n, m) (m defaults to n) with orthonormal
+    columns (n >= m) or rows, uniformly distributed (Haar): the Q of a QR of
+    normal samples, its columns' signs fixed by R's diagonal (JAX's
+    algorithm)."""
+    key = _check_key("orthogonal", key)
+    dtype = _canon_float(dtype, "orthogonal")
+    m = n if m is None else int(m)
+    shape = _canon_shape(shape)
+    z = normal(key, (*shape, max(n, m), min(n, m)), dtype)
+    q, r = jnp.linalg.qr(z)
+    d = jnp.diagonal(r, 0, -2, -1)
+    q = q * jnp.expand_dims(jnp.sign(d), -2)
+    return jnp.swapaxes(q, -1, -2) if n < m else q
+
+
 def gumbel(key, shape=(), dtype=float, mode=None):
     """Gumbel samples."""
     key = _check_key("gumbel", key)
