@@ -11,6 +11,7 @@ from ember import debug as debug
 from ember import errors as errors
 from ember import example_libraries as example_libraries
 from ember import experimental as experimental
+from ember import export as export
 from ember import lax as lax
 from ember import nn as nn
 from ember import numpy as numpy

@@ -1,0 +1,139 @@
+"""`ember.export`: export a jitted function, serialize it, load it (also in
+a fresh process) and call it, under jit, grad and vmap; its VJP; clear
+errors for bad calls and for damaged or foreign files (a seeded fuzz)."""
+
+import hashlib
+import json
+import random
+import struct
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import export, lax
+
+
+def _model(x, w):
+    h = jnp.tanh(x @ w)
+    return {"y": h, "n": lax.fori_loop(0, 3, lambda i, c: c * 0.5, jnp.sum(h))}
+
+
+SPECS = (ember.ShapeDtypeStruct((4, 3), jnp.float32), ember.ShapeDtypeStruct((3, 2), jnp.float32))
+X = jnp.arange(12.0).reshape(4, 3) / 10
+W = jnp.arange(6.0).reshape(3, 2) / 7
+
+
+def _exported():
+    return export.export(ember.jit(_model))(*SPECS)
+
+
+def test_export_attributes_and_round_trip():
+    exp = _exported()
+    assert exp.platforms == ("cpu",) and exp.nr_devices == 1
+    assert [a.shape for a in exp.in_avals] == [(4, 3), (3, 2)]
+    assert [a.shape for a in exp.out_avals] == [(), (4, 2)]
+    assert "ember.dot_general" in exp.mlir_module()
+    back = export.deserialize(exp.serialize())
+    want = _model(X, W)
+    got = back.call(X, W)
+    np.testing.assert_allclose(np.asarray(got["y"]), np.asarray(want["y"]), rtol=1e-6)
+    np.testing.assert_allclose(float(got["n"]), float(want["n"]), rtol=1e-6)
+
+
+def test_exported_call_under_transformations():
+    back = export.deserialize(_exported().serialize())
+    np.testing.assert_allclose(
+        np.asarray(ember.jit(lambda x, w: back.call(x, w)["y"] * 2)(X, W)),
+        2 * np.asarray(_model(X, W)["y"]), rtol=1e-6)
+    g = ember.grad(lambda w: back.call(X, w)["n"])(W)
+    want = ember.grad(lambda w: _model(X, w)["n"])(W)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-5)
+    xs = jnp.stack([X, X + 1])
+    got = ember.vmap(lambda x: back.call(x, W)["y"])(xs)
+    np.testing.assert_allclose(np.asarray(got[1]), np.asarray(_model(X + 1, W)["y"]),
+                               rtol=1e-6)
+
+
+def test_exported_vjp():
+    exp = _exported()
+    v = export.deserialize(exp.vjp().serialize())
+    ct_n, ct_y = jnp.ones(()), jnp.ones((4, 2))
+    gx, gw = v.call(X, W, ct_n, ct_y)
+    _, pull = ember.vjp(_model, X, W)
+    wx, ww = pull({"n": ct_n, "y": ct_y})
+    np.testing.assert_allclose(np.asarray(gx), np.asarray(wx), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(gw), np.asarray(ww), rtol=1e-5)
+
+
+def test_served_in_a_fresh_process(tmp_path):
+    path = tmp_path / "model.ember"
+    path.write_bytes(bytes(_exported().serialize()))
+    code = (
+        "import numpy as np, ember.numpy as jnp\n"
+        "from ember import export\n"
+        f"e = export.deserialize(open({str(path)!r}, 'rb').read())\n"
+        "x = jnp.arange(12.0).reshape(4, 3) / 10; w = jnp.arange(6.0).reshape(3, 2) / 7\n"
+        "print(repr(np.asarray(e.call(x, w)['y']).tolist()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True).stdout
+    np.testing.assert_allclose(np.array(eval(out)), np.asarray(_model(X, W)["y"]), rtol=1e-6)
+
+
+def test_call_errors():
+    exp = _exported()
+    with pytest.raises(ValueError, match="float32\\[5,3\\]"):
+        exp.call(jnp.ones((5, 3)), W)
+    with pytest.raises(ValueError, match="int32"):
+        exp.call(X.astype(jnp.int32), W)
+    with pytest.raises(TypeError, match="structure"):
+        exp.call((X, W))
+    with pytest.raises(TypeError, match="jax.jit"):
+        export.export(_model)
+    with pytest.raises(NotImplementedError, match="symbolic"):
+        export.symbolic_shape("b, 3")
+    with pytest.raises(NotImplementedError, match="CPU only"):
+        export.export(ember.jit(_model), platforms=("cuda",))(*SPECS)
+
+
+def _reseal(body):
+    return b"EMBEREXP" + hashlib.sha256(body).digest() + body
+
+
+def _parts(blob):
+    data = bytes(blob)[40:]
+    (n,) = struct.unpack("<I", data[:4])
+    return json.loads(data[4:4 + n]), data[4 + n:]
+
+
+def test_newer_format_and_bad_headers_are_rejected():
+    header, body = _parts(_exported().serialize())
+    newer = dict(header, format_version=99)
+    h = json.dumps(newer).encode()
+    with pytest.raises(ValueError, match="format version 99"):
+        export.deserialize(_reseal(struct.pack("<I", len(h)) + h + body))
+    for bad in ({**header, "in_avals": [[["x"], "float32", False]]},
+                {**header, "in_avals": header["in_avals"][:1]},
+                {**header, "out_tree": {"tuple": ["*"]}},
+                {k: v for k, v in header.items() if k != "fun_name"}):
+        h = json.dumps(bad).encode()
+        with pytest.raises(ValueError):
+            export.deserialize(_reseal(struct.pack("<I", len(h)) + h + body))
+
+
+def test_fuzzed_files_give_value_errors():
+    blob = bytes(_exported().serialize())
+    rng = random.Random(0)
+    for _ in range(300):
+        b = bytearray(blob)
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            b = b[:rng.randrange(len(b))]
+        if bytes(b) == blob:
+            continue
+        with pytest.raises(ValueError):
+            export.deserialize(bytes(b))
