@@ -5,6 +5,7 @@ from ember._src.numpy.array_api import __array_namespace_info__ as __array_names
 from ember._src.numpy.array_methods import install as _install_array_methods
 from ember._src.numpy.einsum import einsum as einsum
 from ember._src.numpy.lax_numpy import *  # noqa: F403
+from ember.numpy import fft as fft
 from ember.numpy import linalg as linalg
 
 # The operators and methods of arrays (`x + y`, `x[i]`, `x.at`, `x.sum()`, ...).
