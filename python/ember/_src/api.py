@@ -239,11 +239,9 @@ class JitWrapped:
     def _call_slow(self, args, kwargs):
         if _config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        if core._trace_stack:
-            # Inside another trace: inline (the outer jit compiles everything).
-            return self.fun(*args, **kwargs)
         static, treedef, vals, ref_pos, refs = self._prepare(args, kwargs)
-        if core.find_trace(vals) is not None:
+        if core.find_trace(vals) is not None or core._trace_stack:
+            # Inside another trace: inline (the outer jit compiles everything).
             return self.fun(*args, **kwargs)
         key = (tuple(static), treedef, tuple(v.aval for v in vals), tuple(ref_pos))
         entry = self.cache.get(key)
@@ -325,11 +323,9 @@ def eager(fun, args, static_positions=()):
     # Also under `disable_jit`: the transformations still need a trace (as in
     # JAX, `disable_jit` turns off `jit`, not `grad`); control flow checks
     # for `disable_jit` itself before coming here.
-    if core._trace_stack:
-        return fun(*args)
     j = jit(fun, static_argnums=tuple(static_positions))
     static, treedef, vals, ref_pos, refs = j._prepare(args, {})
-    if core.find_trace(vals) is not None:
+    if core.find_trace(vals) is not None or core._trace_stack:
         return fun(*args)
     flat_fun, out_tree = flatten_fun(fun, treedef, static)
     lifted = []

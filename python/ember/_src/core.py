@@ -11,6 +11,7 @@ import collections
 import os
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -597,7 +598,8 @@ def _init_ref_state(trace):
     """Mutable refs (`state`) a trace can use: `refs` created or threaded
     here (by id), `lifted` the (ref, value outside) pairs that became extra
     arguments of this function, `written` the ids of refs written here."""
-    trace.refs = {}
+    # Weakly: a ref nobody can reach any more is not threaded through loops.
+    trace.refs = weakref.WeakValueDictionary()
     trace.lifted = []
     trace.written = set()
 
@@ -618,9 +620,6 @@ def _finish_refs(trace, outs, ref_outs):
 def _restore_refs(trace):
     for ref, saved in reversed(trace.lifted):
         ref._value = saved
-    for ref in list(trace.refs.values()):
-        if getattr(ref, "_home", None) is trace:
-            ref._dead = True
 
 
 def _check_outputs(outs, what):

@@ -111,7 +111,7 @@ class Jaxpr:
         head = f"{{ lambda {' '.join(self.constvars)}; {' '.join(self.invars)}. let"
         if not self.eqns:
             outs = ", ".join(self.outvars) + ("," if len(self.outvars) == 1 else "")
-            return f"{pad}{head} in ({outs}) }}"
+            return f"{pad}{head}  in ({outs}) }}"
         body = "\n".join(f"{pad}    {e}" for e in self.eqns)
         outs = ", ".join(self.outvars) + ("," if len(self.outvars) == 1 else "")
         return f"{pad}{head}\n{body}\n{pad}  in ({outs}) }}"

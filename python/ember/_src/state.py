@@ -110,23 +110,19 @@ def stateful(fun, refs):
 
 
 def _mark(trace):
-    """What `retry` needs to undo an attempt: the ops in the trace's block
-    and at the module's top level."""
-    block_ops = {op for op in _ops(trace.block)}
-    module_ops = {op for op in _ops(trace.module.body)}
-    return block_ops, module_ops, {k: (r, r._value) for k, r in trace.refs.items()}
-
-
-def _ops(block):
-    return [op.operation for op in block.operations]
+    """What `retry` needs to undo an attempt: how many ops the trace's block
+    and the module's top level hold (ops are only appended to both), and
+    the values of the refs usable here."""
+    return (len(trace.block.operations), len(trace.module.body.operations),
+            {k: (r, r._value) for k, r in trace.refs.items()})
 
 
 def _undo(trace, mark):
-    block_ops, module_ops, refs = mark
-    for block, keep in ((trace.block, block_ops), (trace.module.body, module_ops)):
-        for op in reversed(_ops(block)):
-            if op not in keep:
-                op.erase()
+    n_block, n_module, refs = mark
+    for block, keep in ((trace.block, n_block), (trace.module.body, n_module)):
+        ops = block.operations
+        for i in range(len(ops) - 1, keep - 1, -1):
+            ops[i].operation.erase()
     for r, v in refs.values():
         r._value = v
 

@@ -55,7 +55,14 @@ def _repr(t):
         return "{" + ", ".join(f"{k!r}: {_repr(c)}" for k, c in zip(t.aux, t.children)) + "}"
     if t.kind is type(None):
         return "None"
-    return f"{getattr(t.kind, '__name__', t.kind)}({inner})"
+    if t.kind is collections.OrderedDict:
+        return f"CustomNode(OrderedDict[{t.aux!r}], [{inner}])"
+    if t.kind is collections.defaultdict:
+        return f"CustomNode(defaultdict[({t.aux[0]!r}, {t.aux[1]!r})], [{inner}])"
+    name = getattr(t.kind, "__name__", t.kind)
+    if isinstance(t.kind, type) and issubclass(t.kind, tuple) and hasattr(t.kind, "_fields"):
+        return f"CustomNode(namedtuple[{name}], [{inner}])"
+    return f"CustomNode({name}[{t.aux}], [{inner}])"
 
 
 def register_pytree_node(nodetype, flatten_func, unflatten_func):
@@ -115,21 +122,27 @@ def _children(x):
     if t is list:
         return list, None, list(x)
     if t is dict:
-        keys = sorted(x.keys(), key=_sort_key)
+        keys = _sorted_keys(x)
         return dict, tuple(keys), [x[k] for k in keys]
     if isinstance(x, collections.OrderedDict):
         keys = tuple(x.keys())
         return collections.OrderedDict, keys, [x[k] for k in keys]
     if isinstance(x, collections.defaultdict):
-        keys = sorted(x.keys(), key=_sort_key)
+        keys = _sorted_keys(x)
         return collections.defaultdict, (x.default_factory, tuple(keys)), [x[k] for k in keys]
     if _is_namedtuple(x):
         return t, None, list(x)
     return None
 
 
-def _sort_key(k):
-    return (type(k).__name__, k) if not isinstance(k, (int, float)) else ("0", k)
+def _sorted_keys(d):
+    """A dict's keys in JAX's order (sorted; keys that do not compare are an
+    error, as in JAX)."""
+    try:
+        return sorted(d.keys())
+    except TypeError:
+        raise ValueError("Comparator raised exception while sorting pytree dictionary "
+                         "keys.") from None
 
 
 def tree_flatten(tree, is_leaf=None):
