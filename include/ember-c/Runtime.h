@@ -31,6 +31,28 @@ MLIR_CAPI_EXPORTED void *emberExecutableLookupPacked(EmberExecutable *exe,
 
 MLIR_CAPI_EXPORTED void emberExecutableDestroy(EmberExecutable *exe);
 
+/// As emberExecutableCreate, keeping the object code so that
+/// emberExecutableWriteObject can store it (the persistent compilation
+/// cache).
+MLIR_CAPI_EXPORTED EmberExecutable *emberExecutableCreateKeepingObject(
+    MlirModule module, int optLevel,
+    void (*onError)(MlirStringRef message, void *userData), void *userData);
+
+/// Writes the object code of `exe` (made by emberExecutableCreateKeepingObject
+/// and already looked up, so compiled) to `path`. Returns false on failure.
+MLIR_CAPI_EXPORTED bool emberExecutableWriteObject(EmberExecutable *exe,
+                                                   MlirStringRef path);
+
+/// Loads object code written by emberExecutableWriteObject (for this CPU),
+/// with the runtime's entry points; null on failure (reported as above).
+MLIR_CAPI_EXPORTED EmberExecutable *emberExecutableLoadObject(
+    const void *data, size_t size,
+    void (*onError)(MlirStringRef message, void *userData), void *userData);
+
+/// The host CPU's name and features as the JIT targets them: part of the
+/// persistent cache's key.
+MLIR_CAPI_EXPORTED MlirStringRef emberRuntimeHostCpu(void);
+
 /// Makes `address` the definition of the external symbol `name` in every
 /// module compiled from now on. Embedders use it for runtime entry points of
 /// compiled code, e.g. `ember_host_callback` (the `ember.host_callback` op):

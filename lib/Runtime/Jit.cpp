@@ -7,10 +7,13 @@
 #include "mlir/CAPI/Support.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -40,19 +43,34 @@ void emberRuntimeRegisterSymbol(MlirStringRef name, void *address) {
   extraSymbols().emplace_back(n, address);
 }
 
+/// Compiled code: an MLIR ExecutionEngine (compiled here), or an ORC LLJIT
+/// holding object code loaded from the persistent cache.
 struct EmberExecutable {
   std::unique_ptr<mlir::ExecutionEngine> engine;
+  std::unique_ptr<llvm::orc::LLJIT> loaded;
 };
 
-static void report(void (*onError)(MlirStringRef, void *), void *userData,
-                   const std::string &msg) {
-  if (onError)
-    onError(mlirStringRefCreate(msg.data(), msg.size()), userData);
+/// Every entry point and libc alias of Runtime.def, and the embedder's hooks
+/// (extraSymbols), for the JIT's symbol table.
+static llvm::orc::SymbolMap
+runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
+  std::lock_guard<std::mutex> lock(symbolsMutex);
+  llvm::orc::SymbolMap map;
+  auto bind = [&](const char *name, void *fn) {
+    map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                           llvm::JITSymbolFlags::Exported};
+  };
+#define EMBER_RUNTIME_ENTRY(NAME, PARAMS)                                      \
+  bind(#NAME, (void *)&ember::runtime::params::NAME);
+#define EMBER_RUNTIME_ALIAS(LIBC, NAME) bind(#LIBC, (void *)&NAME);
+#include "ember/Runtime/Runtime.def"
+  for (auto &[n, addr] : extraSymbols())
+    map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                        llvm::JITSymbolFlags::Exported};
+  return map;
 }
 
-EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
-                                       void (*onError)(MlirStringRef, void *),
-                                       void *userData) {
+static void initializeNativeTarget() {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -60,6 +78,18 @@ EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
     return true;
   }();
   (void)initialized;
+}
+
+static void report(void (*onError)(MlirStringRef, void *), void *userData,
+                   const std::string &msg) {
+  if (onError)
+    onError(mlirStringRefCreate(msg.data(), msg.size()), userData);
+}
+
+static EmberExecutable *create(MlirModule module, int optLevel, bool keepObject,
+                               void (*onError)(MlirStringRef, void *),
+                               void *userData) {
+  initializeNativeTarget();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) {
     report(onError, userData, llvm::toString(builder.takeError()));
@@ -99,38 +129,98 @@ EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
   options.jitCodeGenOptLevel = level;
   options.enableGDBNotificationListener = false;
   options.enablePerfNotificationListener = false;
+  options.enableObjectDump = keepObject;
   auto engine =
       mlir::ExecutionEngine::create(unwrap(module), options, std::move(*tm));
   if (!engine) {
     report(onError, userData, llvm::toString(engine.takeError()));
     return nullptr;
   }
-  {
-    std::lock_guard<std::mutex> lock(symbolsMutex);
-    (*engine)->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
-      llvm::orc::SymbolMap map;
-      auto bind = [&](const char *name, void *fn) {
-        map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                               llvm::JITSymbolFlags::Exported};
-      };
-      // Every entry point and libc alias of Runtime.def; hooks come from
-      // the embedder (extraSymbols).
-#define EMBER_RUNTIME_ENTRY(NAME, PARAMS)                                      \
-  bind(#NAME, (void *)&ember::runtime::params::NAME);
-#define EMBER_RUNTIME_ALIAS(LIBC, NAME) bind(#LIBC, (void *)&NAME);
-#include "ember/Runtime/Runtime.def"
-      for (auto &[n, addr] : extraSymbols())
-        map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
-                            llvm::JITSymbolFlags::Exported};
-      return map;
-    });
-  }
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    return runtimeSymbols(interner);
+  });
   auto *exe = new EmberExecutable;
   exe->engine = std::move(*engine);
   return exe;
 }
 
+EmberExecutable *emberExecutableCreate(MlirModule module, int optLevel,
+                                       void (*onError)(MlirStringRef, void *),
+                                       void *userData) {
+  return create(module, optLevel, /*keepObject=*/false, onError, userData);
+}
+
+EmberExecutable *
+emberExecutableCreateKeepingObject(MlirModule module, int optLevel,
+                                   void (*onError)(MlirStringRef, void *),
+                                   void *userData) {
+  return create(module, optLevel, /*keepObject=*/true, onError, userData);
+}
+
+bool emberExecutableWriteObject(EmberExecutable *exe, MlirStringRef path) {
+  if (!exe->engine)
+    return false;
+  exe->engine->dumpToObjectFile(unwrap(path));
+  return true;
+}
+
+EmberExecutable *emberExecutableLoadObject(const void *data, size_t size,
+                                           void (*onError)(MlirStringRef,
+                                                           void *),
+                                           void *userData) {
+  initializeNativeTarget();
+  auto fail = [&](llvm::Error e) -> EmberExecutable * {
+    report(onError, userData, llvm::toString(std::move(e)));
+    return nullptr;
+  };
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit)
+    return fail(jit.takeError());
+  llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
+  // libc and libm from the process, the runtime's entry points by address.
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process)
+    return fail(process.takeError());
+  lib.addGenerator(std::move(*process));
+  llvm::orc::MangleAndInterner interner(lib.getExecutionSession(),
+                                        (*jit)->getDataLayout());
+  if (auto e = lib.define(llvm::orc::absoluteSymbols(runtimeSymbols(interner))))
+    return fail(std::move(e));
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(static_cast<const char *>(data), size), "ember-cached");
+  if (auto e = (*jit)->addObjectFile(std::move(buffer)))
+    return fail(std::move(e));
+  auto *exe = new EmberExecutable;
+  exe->loaded = std::move(*jit);
+  return exe;
+}
+
+MlirStringRef emberRuntimeHostCpu(void) {
+  static const std::string text = [] {
+    std::vector<std::string> on;
+    for (const auto &f : llvm::sys::getHostCPUFeatures())
+      if (f.getValue())
+        on.push_back(f.getKey().str());
+    std::sort(on.begin(), on.end());
+    std::string out = llvm::sys::getHostCPUName().str();
+    for (const std::string &f : on)
+      out += "," + f;
+    return out;
+  }();
+  return mlirStringRefCreate(text.data(), text.size());
+}
+
 void *emberExecutableLookupPacked(EmberExecutable *exe, MlirStringRef name) {
+  if (exe->loaded) {
+    // The packed wrapper ExecutionEngine generated: "_mlir_" + name.
+    auto addr = exe->loaded->lookup(("_mlir_" + unwrap(name)).str());
+    if (!addr) {
+      llvm::consumeError(addr.takeError());
+      return nullptr;
+    }
+    return addr->toPtr<void *>();
+  }
   auto fn = exe->engine->lookupPacked(unwrap(name));
   if (!fn) {
     llvm::consumeError(fn.takeError());

@@ -112,20 +112,50 @@ void raisePendingError(std::vector<PooledBuffer *> &results);
 
 class Kernel {
 public:
+  /// Compiles `module`; with `objectPath`, also writes its object code
+  /// there (the persistent compilation cache).
   Kernel(MlirModule module, int optLevel,
          std::vector<std::vector<int64_t>> inShapes,
          std::vector<int64_t> inItemsizes,
          std::vector<std::vector<int64_t>> outShapes,
+         std::vector<int64_t> outItemsizes, std::string objectPath) {
+    std::string error;
+    auto onError = [](MlirStringRef msg, void *user) {
+      static_cast<std::string *>(user)->append(msg.data, msg.length);
+    };
+    exe = objectPath.empty()
+              ? emberExecutableCreate(module, optLevel, onError, &error)
+              : emberExecutableCreateKeepingObject(module, optLevel, onError,
+                                                   &error);
+    if (!exe)
+      throw std::runtime_error("ember: JIT compilation failed: " + error);
+    init(inShapes, inItemsizes, outShapes, outItemsizes);
+    if (!objectPath.empty())
+      emberExecutableWriteObject(
+          exe, mlirStringRefCreate(objectPath.data(), objectPath.size()));
+  }
+
+  /// Loads object code from the persistent compilation cache.
+  Kernel(nb::bytes object, std::vector<std::vector<int64_t>> inShapes,
+         std::vector<int64_t> inItemsizes,
+         std::vector<std::vector<int64_t>> outShapes,
          std::vector<int64_t> outItemsizes) {
     std::string error;
-    exe = emberExecutableCreate(
-        module, optLevel,
+    exe = emberExecutableLoadObject(
+        object.c_str(), object.size(),
         [](MlirStringRef msg, void *user) {
           static_cast<std::string *>(user)->append(msg.data, msg.length);
         },
         &error);
     if (!exe)
-      throw std::runtime_error("ember: JIT compilation failed: " + error);
+      throw std::runtime_error("ember: loading cached code failed: " + error);
+    init(inShapes, inItemsizes, outShapes, outItemsizes);
+  }
+
+  void init(const std::vector<std::vector<int64_t>> &inShapes,
+            const std::vector<int64_t> &inItemsizes,
+            const std::vector<std::vector<int64_t>> &outShapes,
+            const std::vector<int64_t> &outItemsizes) {
     fn = reinterpret_cast<void (*)(void **)>(emberExecutableLookupPacked(
         exe, mlirStringRefCreateFromCString("_mlir_ciface_main")));
     if (!fn)
@@ -372,12 +402,21 @@ NB_MODULE(_ember_runtime, m) {
   nb::class_<Kernel>(m, "Kernel")
       .def(nb::init<MlirModule, int, std::vector<std::vector<int64_t>>,
                     std::vector<int64_t>, std::vector<std::vector<int64_t>>,
-                    std::vector<int64_t>>(),
+                    std::vector<int64_t>, std::string>(),
            nb::arg("module"), nb::arg("opt_level"), nb::arg("in_shapes"),
            nb::arg("in_itemsizes"), nb::arg("out_shapes"),
-           nb::arg("out_itemsizes"))
+           nb::arg("out_itemsizes"), nb::arg("object_path") = "")
+      .def(nb::init<nb::bytes, std::vector<std::vector<int64_t>>,
+                    std::vector<int64_t>, std::vector<std::vector<int64_t>>,
+                    std::vector<int64_t>>(),
+           nb::arg("object"), nb::arg("in_shapes"), nb::arg("in_itemsizes"),
+           nb::arg("out_shapes"), nb::arg("out_itemsizes"))
       .def("__call__", &Kernel::call, nb::arg("args"));
   m.def("pooled_bytes", [] { return pool().pooledBytes(); });
+  m.def("host_cpu", [] {
+    MlirStringRef s = emberRuntimeHostCpu();
+    return std::string(s.data, s.length);
+  });
   m.def(
       "set_cblas_gemm",
       [](uintptr_t sgemm, uintptr_t dgemm) {

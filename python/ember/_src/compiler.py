@@ -10,10 +10,12 @@ above this layer (`core`), which hands it finished modules.
 import builtins
 import os
 import re
+import time
 
 from ember._mlir import ir, passmanager
 from ember._mlir._mlir_libs import _ember_runtime
 
+from . import compilation_cache
 from .context import compile_lock, context
 from .errors import EmberInternalError
 from .targets import get_target
@@ -57,17 +59,43 @@ class Executable:
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
         self.ember_text = text if text is not None else str(module)
+        self._views = [(a.dtype, a.shape) for a in self.out_avals]
         if _dump_dir and _dump_targets:
             _dump_other_targets(module.operation.get_asm(enable_debug_info=True))
-        with compile_lock, context():
-            fn = module.body.operations[0]
-            fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-            self.stages = run_pipeline(module, target)
-            try:
-                self.kernel = target.load(module, _OPT_LEVEL, self.in_avals, self.out_avals)
-            except RuntimeError as e:
-                raise EmberInternalError(f"{e} (a bug in Ember)") from None
-        self._views = [(a.dtype, a.shape) for a in self.out_avals]
+        # The persistent cache (not while dumping every stage).
+        key = None
+        if compilation_cache.enabled(target) and not _dump_dir:
+            key = compilation_cache.key(target, self.ember_text, self.in_avals,
+                                        self.out_avals, _OPT_LEVEL)
+            obj = compilation_cache.load(key)
+            if obj is not None:
+                try:
+                    self.kernel = target.load_object(obj, self.in_avals, self.out_avals)
+                    self.stages = {"ember": self.ember_text}
+                    return
+                except RuntimeError:
+                    pass  # an unusable entry: compiled again and rewritten below
+        start = time.perf_counter()
+        obj_path = compilation_cache.object_file() if key else ""
+        try:
+            with compile_lock, context():
+                fn = module.body.operations[0]
+                fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+                self.stages = run_pipeline(module, target)
+                try:
+                    if obj_path:
+                        self.kernel = target.load(module, _OPT_LEVEL, self.in_avals,
+                                                  self.out_avals, object_path=obj_path)
+                    else:
+                        self.kernel = target.load(module, _OPT_LEVEL, self.in_avals,
+                                                  self.out_avals)
+                except RuntimeError as e:
+                    raise EmberInternalError(f"{e} (a bug in Ember)") from None
+            if key:
+                compilation_cache.store(key, obj_path, time.perf_counter() - start)
+        finally:
+            if obj_path:
+                os.unlink(obj_path)
 
     def __call__(self, arrays):
         raw = self.kernel(arrays)

@@ -20,6 +20,11 @@ class _Config:
         self.jax_disable_jit = False
         # Compiled programs kept in memory (core._program_cache).
         self.ember_program_cache_size = 1024
+        # The persistent compilation cache (compilation_cache.py), JAX's names.
+        self.jax_compilation_cache_dir = None
+        self.jax_persistent_cache_min_compile_time_secs = 1.0
+        self.jax_persistent_cache_min_entry_size_bytes = 0
+        self.jax_persistent_cache_enable_xla_caches = "none"
 
     def update(self, name, value):
         if not hasattr(self, name):

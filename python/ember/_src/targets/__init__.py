@@ -29,6 +29,12 @@ class Target:
     # Texts derived from a stage's IR: {name: (stage name, text -> text)}
     # (the PTX inside the CUDA binary, say).
     views: dict = dataclasses.field(default_factory=dict)
+    # For the persistent compilation cache (None: not cached):
+    # load_object(object bytes, in_avals, out_avals) -> the kernel, and
+    # load(..., object_path=path) writes the object code to `path`.
+    load_object: Callable = None
+    # What the compiled code depends on besides the program (host CPU...).
+    cache_key: Callable = None
 
     @property
     def stages(self):

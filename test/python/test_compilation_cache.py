@@ -1,0 +1,100 @@
+"""The persistent compilation cache: a second process reuses the first one's
+object code (compiling nothing), corrupt or truncated entries are compiled
+again and rewritten, processes writing at once are safe, and the
+thresholds are honoured."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import sys, time
+    import ember as jax, ember.numpy as jnp
+    from ember._src import compiler
+    jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(sys.argv[3]))
+    if sys.argv[2] == "forbid":
+        def no(*a, **k):
+            raise AssertionError("compiled although the cache holds the program")
+        compiler.run_pipeline = no
+    def loss(ws, x):
+        for w in ws:
+            x = jnp.tanh(x @ w)
+        return jnp.sum(x)
+    ws = [jnp.eye(16) * 0.5 + 0.01 * k for k in range(4)]
+    t = time.perf_counter()
+    g = jax.jit(jax.grad(loss))(ws, jnp.ones((2, 16)))
+    print(time.perf_counter() - t, float(g[1][0, 0]), float(g[3][5, 7]))
+""")
+
+
+def _run(cache, mode="compile", min_secs=0.0):
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(cache), mode, str(min_secs)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    secs, a, b = out.stdout.split()
+    return float(secs), (float(a), float(b))
+
+
+def _entries(cache):
+    return sorted(p for p in os.listdir(cache) if p.endswith(".bin"))
+
+
+def test_second_process_compiles_nothing(tmp_path):
+    cold, want = _run(tmp_path)
+    entries = _entries(tmp_path)
+    assert entries
+    warm, got = _run(tmp_path, "forbid")
+    assert got == want
+    assert _entries(tmp_path) == entries
+    assert warm < cold
+
+
+def test_corrupt_and_truncated_entries_are_recompiled(tmp_path):
+    _, want = _run(tmp_path)
+    for k, name in enumerate(_entries(tmp_path)):
+        path = tmp_path / name
+        data = bytearray(path.read_bytes())
+        if k % 2:
+            path.write_bytes(bytes(data[: len(data) // 2]))
+        else:
+            data[len(data) // 2] ^= 0xFF
+            path.write_bytes(bytes(data))
+    _, got = _run(tmp_path)  # compiles again, rewrites the entries
+    assert got == want
+    _, again = _run(tmp_path, "forbid")  # the rewritten entries load
+    assert again == want
+
+
+def test_concurrent_writers(tmp_path):
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, str(tmp_path), "compile", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-500:] for o in outs]
+    results = {tuple(o[0].split()[1:]) for o in outs}
+    assert len(results) == 1
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    _run(tmp_path, "forbid")
+
+
+def test_min_compile_time_threshold(tmp_path):
+    _run(tmp_path, min_secs=1e9)
+    assert not os.path.exists(tmp_path) or _entries(tmp_path) == []
+
+
+def test_key_depends_on_version_cpu_and_program(monkeypatch):
+    import ember
+    from ember._src import compilation_cache
+    from ember._src.core import ShapedArray
+    from ember._src.targets import get_target
+
+    cpu = get_target("cpu")
+    avals = [ShapedArray((3,), "float32")]
+    k = compilation_cache.key(cpu, "module {}", avals, avals, 2)
+    assert k == compilation_cache.key(cpu, "module {}", avals, avals, 2)
+    assert k != compilation_cache.key(cpu, "module { }", avals, avals, 2)
+    assert k != compilation_cache.key(cpu, "module {}", avals, avals, 1)
+    monkeypatch.setattr(ember, "__version__", "99.0")
+    assert k != compilation_cache.key(cpu, "module {}", avals, avals, 2)
