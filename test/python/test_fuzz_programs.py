@@ -64,6 +64,18 @@ BINARY = [
 ]
 
 
+class _Tie(Exception):
+    """The NumPy reference met a branch condition within rounding of its
+    threshold: the program says nothing about Ember and is skipped."""
+
+
+def _reference(x, dtype, steps):
+    try:
+        return run(np, x, dtype, steps)
+    except _Tie:
+        hypothesis.assume(False)
+
+
 def _canon(a):
     """NumPy's result in JAX's default dtypes (float64 -> float32, int64 -> int32)."""
     a = np.asarray(a)
@@ -188,6 +200,8 @@ def run(xp, x, dtype, steps):
             op = step[1]
             if op == "cond":
                 if is_np:
+                    if abs(float(np.sum(x, dtype=np.float64))) < 1e-3:
+                        raise _Tie()  # rounding could pick either branch
                     x = -x if np.sum(x) > 0 else x + 1
                 else:
                     x = lax.cond(jnp.sum(x) > 0, lambda v: -v, lambda v: v + 1, x)
@@ -243,7 +257,7 @@ def _close(got, want, dtype):
 def test_programs_match_numpy(prog):
     shape, dtype, steps = prog
     x = _input(shape, dtype)
-    want = run(np, x, dtype, steps)
+    want = _reference(x, dtype, steps)
     _close(run(jnp, jnp.asarray(x), dtype, steps), want, dtype)
     _close(ember.jit(lambda v: run(jnp, v, dtype, steps))(x), want, dtype)
 
@@ -253,7 +267,7 @@ def test_programs_match_numpy(prog):
 def test_vmapped_programs_match_numpy_rows(prog, batch):
     shape, dtype, steps = prog
     xs = np.stack([_input(shape, dtype, seed=s) for s in range(batch)])
-    want = np.stack([np.asarray(run(np, x, dtype, steps)) for x in xs])
+    want = np.stack([np.asarray(_reference(x, dtype, steps)) for x in xs])
     _close(ember.vmap(lambda v: run(jnp, v, dtype, steps))(xs), want, dtype)
 
 
@@ -271,7 +285,8 @@ def test_gradients_match_finite_differences(prog):
         return jnp.sum(jnp.sin(run(jnp, v, dtype, steps)))
 
     def f_np(v):
-        return float(np.sum(np.sin(run(np, v.astype(np.float32), dtype, steps)).astype(np.float64)))
+        out = _reference(v.astype(np.float32), dtype, steps)
+        return float(np.sum(np.sin(out).astype(np.float64)))
 
     g = np.asarray(ember.grad(f)(x.astype(np.float32)), dtype=np.float64)
     rng = np.random.default_rng(1)
