@@ -167,3 +167,36 @@ def test_array_api_namespace_and_sharding():
     assert x.__array_namespace__() is jnp
     assert type(x.sharding).__name__ == "SingleDeviceSharding"
     assert x.sharding.device_set == {x.device}
+
+
+def test_custom_rules_traced_only_when_differentiated():
+    traced = []
+
+    @ember.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        traced.append("jvp")
+        return jnp.sin(primals[0]), jnp.cos(primals[0]) * tangents[0]
+
+    @ember.custom_vjp
+    def g(x):
+        return x * 2
+
+    def g_fwd(x):
+        traced.append("fwd")
+        return x * 2, None
+
+    def g_bwd(res, ct):
+        traced.append("bwd")
+        return (ct * 2,)
+
+    g.defvjp(g_fwd, g_bwd)
+    f(1.0), ember.jit(f)(1.0), ember.vmap(f)(jnp.ones(2))
+    g(1.0), ember.jit(g)(1.0), ember.vmap(g)(jnp.ones(2))
+    assert traced == []
+    assert float(ember.grad(f)(1.0)) == pytest.approx(np.cos(1.0))
+    assert float(ember.jit(ember.grad(g))(1.0)) == 2.0
+    assert traced.count("jvp") == 1 and "fwd" in traced and "bwd" in traced

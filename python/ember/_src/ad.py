@@ -68,7 +68,7 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
     leaves, treedef = tree_util.tree_flatten(primals)
     vals = [as_value(x) for x in leaves]
     traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals,
-                    refs_ok=True)
+                    refs_ok=True, differentiated=True)
     callee_primals = vals + traced.captured
     all_outs = _call(traced.name, callee_primals, traced.out_avals)
     call_state = {"trace": core.current_trace(),
@@ -376,7 +376,7 @@ def _jvp_traced(fun, primals, tangents, has_aux):
             raise ValueError(f"jvp tangent shape {as_value(t).shape} does not match the "
                              f"primal shape {v.shape} (at {core.where()})")
     traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals,
-                    refs_ok=True)
+                    refs_ok=True, differentiated=True)
     wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
     ts = [lax.convert_element_type(t_leaves[i], vals[i].dtype) for i in wrt]
     res = _transform("jvp", traced.name, vals + traced.captured, ts, wrt,
@@ -642,6 +642,13 @@ def _custom_call(name, symbols, operands, segments, out_avals, extra=None):
     return _emit(f"ember.{name}", operands, out_avals, attrs)
 
 
+def differentiating():
+    """Whether the current trace is inside a function traced for `jvp` or
+    `vjp` (and what is built on them): only there are custom rules traced,
+    as JAX traces them only when something differentiates."""
+    return any(getattr(t, "differentiated", False) for t in core._trace_stack)
+
+
 class custom_jvp:
     """`jax.custom_jvp`: a function with a user-defined JVP rule. The rule is
     traced into its own function and referenced by an `ember.custom_jvp_call`
@@ -679,9 +686,10 @@ class custom_jvp:
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
                                  "using defjvp.")
-        if self._tracing_rule:
-            # Called from inside its own rule (JAX's documented pattern): the
-            # primal function.
+        if self._tracing_rule or (core._trace_stack and not differentiating()):
+            # Called from inside its own rule (JAX's documented pattern), or
+            # where nothing differentiates it (JAX traces the rule only
+            # then): the primal function.
             return self.fun(*args)
         if not core._trace_stack:
             return eager(lambda *a: self(*a), args, static_positions(args, ()))
@@ -751,7 +759,7 @@ class custom_vjp:
     _remat = None  # set by checkpoint to (policy, prevent_cse): bwd recomputes fun
 
     def __call__(self, *args):
-        if self._tracing_rule:
+        if self._tracing_rule or (core._trace_stack and not differentiating()):
             return self.fun(*args)
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "

@@ -60,14 +60,16 @@ class Traced:
     callee of a transformation op); `fun`, `in_tree` and `static` as for
     `flatten_fun`."""
 
-    def __init__(self, fun, in_avals, in_tree=None, static=(), sources=None, refs_ok=None):
+    def __init__(self, fun, in_avals, in_tree=None, static=(), sources=None, refs_ok=None,
+                 differentiated=False):
         flat, out_tree = flatten_fun(fun, in_tree, static)
         # Refs from outside that the function writes: their final values are
         # the last results (`n_out` are the function's own), which only a
         # transformation that can update them (`refs_ok`) accepts.
         self.ref_outs = []
         self.name, self.out_avals, self.captured = core.trace_subfunction(
-            flat, in_avals, sources=sources, ref_outs=self.ref_outs)
+            flat, in_avals, sources=sources, ref_outs=self.ref_outs,
+            differentiated=differentiated)
         self.out_tree = out_tree()
         self.n_out = len(self.out_avals) - len(self.ref_outs)
         if self.ref_outs and refs_ok is not True:

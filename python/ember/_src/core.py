@@ -756,7 +756,8 @@ def asarray_concrete(x, dtype=None):
 # --------------------------------------------------------------------------
 
 
-def trace_subfunction(fun, in_avals, name="f", sources=None, ref_outs=None):
+def trace_subfunction(fun, in_avals, name="f", sources=None, ref_outs=None,
+                      differentiated=False):
     """Traces `fun` (flat args -> flat outputs) into a private function of the
     current module; `sources`: the Values the caller passes (their concrete
     values are the arguments' outside `jit`). Returns (symbol name,
@@ -765,6 +766,9 @@ def trace_subfunction(fun, in_avals, name="f", sources=None, ref_outs=None):
     the last results."""
     parent = current_trace()
     trace = Trace(name, parent)
+    # Traced for jvp/vjp: custom derivative rules inside are needed (see
+    # `ad.differentiating`).
+    trace.differentiated = differentiated
     _trace_stack.append(trace)
     try:
         args = trace.begin(in_avals, sources)
