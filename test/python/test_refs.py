@@ -126,6 +126,15 @@ def test_freeze_and_empty_ref():
         z[...]
 
 
+def test_jit_with_a_closed_over_ref_frozen_later():
+    r = ember.new_ref(1.0)
+    f = ember.jit(lambda x: x + r[...])
+    assert float(f(1.0)) == 2.0
+    ember.freeze(r)
+    with pytest.raises(TypeError, match="frozen"):
+        f(1.0)
+
+
 def test_leaked_ref_is_an_error():
     box = []
 

@@ -77,6 +77,8 @@ def _run(exe, vals, refs, lifted):
     """Calls `exe` on `vals` and the lifted refs' values; writes the final
     values of `refs` (the Ref arguments) and `lifted` back; returns the
     function's own results."""
+    for r in lifted:
+        state.check_access(r)  # frozen since it was compiled in, say
     outs = exe([v._value for v in vals] + [r._value._value for r in lifted])
     arrays = [Array(o, a.weak_type) for o, a in zip(outs, exe.out_avals)]
     n = len(arrays) - len(refs) - len(lifted)
