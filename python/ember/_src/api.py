@@ -7,9 +7,10 @@ import weakref
 
 import numpy as np
 
+from ember._mlir import ir
 from ember._mlir._mlir_libs import _ember_runtime
 
-from . import compiler, core, dtypes, state, tree_util
+from . import compiler, core, cost, dtypes, state, tree_util
 from . import devices as devices_lib
 from .api_util import flatten_args, flatten_fun
 from .config import config as _config
@@ -105,12 +106,30 @@ class Lowered:
             return self._text
         return compiler.stage_text(self._source, stage, self._target)
 
+    @property
+    def in_tree(self):
+        return self._in_tree
+
+    def compiler_ir(self, dialect=None):
+        """The traced program as an MLIR module (the `ember` dialect; Ember
+        has no StableHLO)."""
+        if dialect not in (None, "ember"):
+            raise ValueError(f"compiler_ir: Ember's IR is the 'ember' dialect, not {dialect!r}")
+        with core.context():
+            return ir.Module.parse(self._text)
+
+    def cost_analysis(self):
+        """Estimated flops, transcendentals and bytes accessed (`cost.py`)."""
+        return cost.cost_analysis(self.as_text("optimize"))
+
     def compile(self):
         if self._target.name != "cpu":
             # Compile every stage (errors surface here), then load.
             self.as_text(self._target.stages[-1][0])
             self._target.load(None, 0, [], [])
-        return Compiled(self._factory())
+        compiled = Compiled(self._factory())
+        compiled._lowered = self
+        return compiled
 
 
 class Traced:
@@ -123,6 +142,13 @@ class Traced:
         self._factory = exe_factory
         self.out_info = out_info
 
+    @property
+    def jaxpr(self):
+        """The traced program in jaxpr form (transformations expanded)."""
+        from .jaxpr import closed_jaxpr_of
+
+        return closed_jaxpr_of(self._text, self._in_avals, self._out_avals)
+
     def lower(self, *, lowering_platforms=None):
         """Lowered for the first of `lowering_platforms` ("cpu", "cuda" or
         "gpu"); by default the CPU."""
@@ -131,7 +157,9 @@ class Traced:
             raise NotImplementedError(
                 "lowering for several platforms at once is not supported; "
                 f"got {platforms}")
-        return Lowered(self._jitted, self._text, self._factory, platforms[0], self._source)
+        low = Lowered(self._jitted, self._text, self._factory, platforms[0], self._source)
+        low._in_tree, low.out_info = self._in_tree, self.out_info
+        return low
 
 
 class Compiled:
@@ -141,6 +169,19 @@ class Compiled:
         self._entry = entry
         self._exe, self._out_tree = entry
         self._static = static
+
+    def cost_analysis(self):
+        """Estimated flops, transcendentals and bytes accessed (`cost.py`)."""
+        return cost.cost_analysis(self.as_text("optimize"))
+
+    def memory_analysis(self):
+        """Argument and output sizes; temporaries as an upper bound (`cost.py`)."""
+        return cost.memory_analysis(self.as_text("optimize"), self._exe.in_avals,
+                                    self._exe.out_avals)
+
+    @property
+    def out_tree(self):
+        return self._out_tree
 
     def as_text(self, stage="llvm"):
         stage = self._exe.target.stage_name(stage)
@@ -288,9 +329,11 @@ class JitWrapped:
                                                 lifted=[])
         leaves = [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals]
         out_info = tree_util.tree_unflatten(out_tree(), leaves[:out_tree().num_leaves])
-        return Traced(self, str(module),
-                      lambda: self._make(static, treedef, avals, ref_pos, refs)[:2],
-                      out_info, module.operation.get_asm(enable_debug_info=True))
+        traced = Traced(self, str(module),
+                        lambda: self._make(static, treedef, avals, ref_pos, refs)[:2],
+                        out_info, module.operation.get_asm(enable_debug_info=True))
+        traced._in_tree, traced._in_avals, traced._out_avals = treedef, avals, out_avals
+        return traced
 
     def eval_shape(self, *args, **kwargs):
         return eval_shape(self.fun, *args, **kwargs)

@@ -198,6 +198,18 @@ def _main(module):
     return module.body.operations[0].operation
 
 
+def closed_jaxpr_of(text, in_avals, out_avals):
+    """The jaxpr view of a traced module's text (transformations expanded)."""
+    with core.context():
+        module = ir.Module.parse(text)
+        compiler.run_pipeline(module, upto="transforms")
+    p = _Printer()
+    block = _main(module).regions[0].blocks[0]
+    invars = [p.var(a) for a in block.arguments]
+    eqns, outs = p.block(block, 0)
+    return ClosedJaxpr(Jaxpr(p.constvars, invars, eqns, outs), p.consts, in_avals, out_avals)
+
+
 def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
                abstracted_axes=None):
     """JAX's `make_jaxpr`: `make_jaxpr(f)(*args)` is the program `f` traces
@@ -211,16 +223,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
         avals = [core.as_value(x).aval for x in leaves]
         flat, out_tree = flatten_fun(fun, treedef, st)
         module, out_avals = core.trace_function(flat, avals, lifted=[])
-        with core.context():
-            module = ir.Module.parse(str(module))
-            compiler.run_pipeline(module, upto="transforms")
-        p = _Printer()
-        func = _main(module)
-        block = func.regions[0].blocks[0]
-        invars = [p.var(a) for a in block.arguments]
-        eqns, outs = p.block(block, 0)
-        closed = ClosedJaxpr(Jaxpr(p.constvars, invars, eqns, outs), p.consts, avals,
-                             out_avals)
+        closed = closed_jaxpr_of(str(module), avals, out_avals)
         if return_shape:
             shapes = tree_util.tree_unflatten(
                 out_tree(), [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals])
