@@ -28,6 +28,8 @@ CASES = [
     ("log_ndtr", (TAIL,), 1e-5), ("log_ndtr", (X,), 1e-5),
     ("i0e", (X,), 1e-6), ("i1e", (X,), 1e-6), ("i0", (X,), 1e-5), ("i1", (X,), 1e-5),
     ("poch", (POS, np.float32(2.5)), 1e-4), ("exprel", (X,), 1e-5),
+    ("gammainc", (POS, POS[::-1]), 2e-5), ("gammaincc", (POS, POS[::-1] * 0.5), 2e-5),
+    ("betainc", (POS, POS[::-1], P01[:40]), 2e-5),
     ("logsumexp", (X,), 1e-6), ("softmax", (X,), 1e-5), ("log_softmax", (X,), 1e-5),
 ]
 

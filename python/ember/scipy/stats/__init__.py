@@ -1,8 +1,7 @@
 """`jax.scipy.stats`: densities, distribution functions and quantiles of
 common distributions, with JAX's names and signatures (`norm.logpdf(x, loc,
 scale)`, ...). Each distribution is a namespace of functions, written on
-`ember.scipy.special`; the CDFs that need the incomplete gamma or beta
-functions (gamma, beta, chi2, poisson, t) are not provided yet."""
+`ember.scipy.special` (CDFs on its incomplete gamma and beta functions)."""
 
 import math
 from types import SimpleNamespace
@@ -152,8 +151,21 @@ def _gamma_logpdf(x, a, loc=0, scale=1):
                                                  - jnp.log(scale), val))
 
 
+def _gamma_cdf(x, a, loc=0, scale=1):
+    x, a, loc, scale = _float(x, a, loc, scale)
+    return sp.gammainc(a, jnp.maximum((x - loc) / scale, 0.0))
+
+
+def _gamma_sf(x, a, loc=0, scale=1):
+    x, a, loc, scale = _float(x, a, loc, scale)
+    return sp.gammaincc(a, jnp.maximum((x - loc) / scale, 0.0))
+
+
 gamma = _dist("gamma", logpdf=_gamma_logpdf,
-              pdf=lambda x, a, loc=0, scale=1: jnp.exp(_gamma_logpdf(x, a, loc, scale)))
+              pdf=lambda x, a, loc=0, scale=1: jnp.exp(_gamma_logpdf(x, a, loc, scale)),
+              cdf=_gamma_cdf, sf=_gamma_sf,
+              logcdf=lambda x, a, loc=0, scale=1: jnp.log(_gamma_cdf(x, a, loc, scale)),
+              logsf=lambda x, a, loc=0, scale=1: jnp.log(_gamma_sf(x, a, loc, scale)))
 
 
 def _chi2_logpdf(x, df, loc=0, scale=1):
@@ -161,8 +173,21 @@ def _chi2_logpdf(x, df, loc=0, scale=1):
     return _gamma_logpdf(x, df / 2, loc, 2 * scale)
 
 
+def _chi2_cdf(x, df, loc=0, scale=1):
+    x, df, loc, scale = _float(x, df, loc, scale)
+    return _gamma_cdf(x, df / 2, loc, 2 * scale)
+
+
+def _chi2_sf(x, df, loc=0, scale=1):
+    x, df, loc, scale = _float(x, df, loc, scale)
+    return _gamma_sf(x, df / 2, loc, 2 * scale)
+
+
 chi2 = _dist("chi2", logpdf=_chi2_logpdf,
-             pdf=lambda x, df, loc=0, scale=1: jnp.exp(_chi2_logpdf(x, df, loc, scale)))
+             pdf=lambda x, df, loc=0, scale=1: jnp.exp(_chi2_logpdf(x, df, loc, scale)),
+             cdf=_chi2_cdf, sf=_chi2_sf,
+             logcdf=lambda x, df, loc=0, scale=1: jnp.log(_chi2_cdf(x, df, loc, scale)),
+             logsf=lambda x, df, loc=0, scale=1: jnp.log(_chi2_sf(x, df, loc, scale)))
 
 
 def _beta_logpdf(x, a, b, loc=0, scale=1):
@@ -172,8 +197,21 @@ def _beta_logpdf(x, a, b, loc=0, scale=1):
     return jnp.where((z < 0) | (z > 1), -jnp.inf, val)
 
 
+def _beta_cdf(x, a, b, loc=0, scale=1):
+    x, a, b, loc, scale = _float(x, a, b, loc, scale)
+    return sp.betainc(a, b, jnp.clip((x - loc) / scale, 0.0, 1.0))
+
+
+def _beta_sf(x, a, b, loc=0, scale=1):
+    x, a, b, loc, scale = _float(x, a, b, loc, scale)
+    return sp.betainc(b, a, jnp.clip(1 - (x - loc) / scale, 0.0, 1.0))
+
+
 beta = _dist("beta", logpdf=_beta_logpdf,
-             pdf=lambda x, a, b, loc=0, scale=1: jnp.exp(_beta_logpdf(x, a, b, loc, scale)))
+             pdf=lambda x, a, b, loc=0, scale=1: jnp.exp(_beta_logpdf(x, a, b, loc, scale)),
+             cdf=_beta_cdf, sf=_beta_sf,
+             logcdf=lambda x, a, b, loc=0, scale=1: jnp.log(_beta_cdf(x, a, b, loc, scale)),
+             logsf=lambda x, a, b, loc=0, scale=1: jnp.log(_beta_sf(x, a, b, loc, scale)))
 
 
 def _poisson_logpmf(k, mu, loc=0):
@@ -183,8 +221,15 @@ def _poisson_logpmf(k, mu, loc=0):
     return jnp.where((x < 0) | (x != jnp.round(x)), -jnp.inf, val)
 
 
+def _poisson_cdf(k, mu, loc=0):
+    k, mu, loc = _float(k, mu, loc)
+    x = jnp.floor(k - loc)
+    return jnp.where(x < 0, 0.0, sp.gammaincc(jnp.maximum(x, 0.0) + 1, mu)).astype(k.dtype)
+
+
 poisson = _dist("poisson", logpmf=_poisson_logpmf,
-                pmf=lambda k, mu, loc=0: jnp.exp(_poisson_logpmf(k, mu, loc)))
+                pmf=lambda k, mu, loc=0: jnp.exp(_poisson_logpmf(k, mu, loc)),
+                cdf=_poisson_cdf)
 
 
 def _bernoulli_logpmf(k, p, loc=0):
