@@ -200,3 +200,19 @@ def test_custom_rules_traced_only_when_differentiated():
     assert float(ember.grad(f)(1.0)) == pytest.approx(np.cos(1.0))
     assert float(ember.jit(ember.grad(g))(1.0)) == 2.0
     assert traced.count("jvp") == 1 and "fwd" in traced and "bwd" in traced
+
+
+def test_histogram_matches_numpy():
+    a = np.array([1.0, 2, 2, 3, 10, -1, 4.5], np.float32)
+    for kwargs in ({"bins": 3}, {"bins": np.array([0.0, 2, 5, 11])}, {"bins": 4, "range": (0, 4)},
+                   {"bins": 5, "density": True}, {"bins": 3, "weights": np.arange(7.0)}):
+        got, edges = jnp.histogram(a, **{k: jnp.asarray(v) if isinstance(v, np.ndarray) else v
+                                         for k, v in kwargs.items()})
+        want, wedges = np.histogram(a, **kwargs)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(edges), wedges, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jnp.histogram_bin_edges(jnp.array([5.0, 5.0]), 2)),
+                               [4.5, 5.0, 5.5])
+    counts = ember.jit(lambda x: jnp.histogram(x, bins=3, range=(0.0, 3.0))[0])(
+        jnp.array([0.5, 1.5, 1.5, 2.9]))
+    np.testing.assert_array_equal(np.asarray(counts), [1, 2, 1])

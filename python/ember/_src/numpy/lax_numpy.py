@@ -2023,11 +2023,43 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     return zeros((length,), w.dtype).at[x].add(w, mode="drop")
 
 
-def _histogram_unavailable(*a, **k):
-    raise NotImplementedError("histogram")
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """NumPy's bin edges: `bins` equal bins over `range` (the data's extent
+    by default, widened by 0.5 on each side when it is a single value), or
+    the given edges."""
+    _check_arraylike("histogram_bin_edges", a)
+    a = _v(a)
+    dt = _dt.default_float() if not _dt.is_inexact(a.dtype) else a.dtype
+    if not isinstance(bins, int):
+        return _to(_v(bins), dt)
+    if bins < 1:
+        raise ValueError(f"histogram: `bins` must be positive, got {bins}")
+    if range is None:
+        lo, hi = min(a), max(a)
+    else:
+        lo, hi = _to(range[0], dt), _to(range[1], dt)
+    lo, hi = _to(lo, dt), _to(hi, dt)
+    same = lo == hi
+    lo = where(same, lo - 0.5, lo)
+    hi = where(same, hi + 0.5, hi)
+    return linspace(lo, hi, bins + 1, dtype=dt)
 
 
-histogram = _histogram_unavailable
+def histogram(a, bins=10, range=None, weights=None, density=None):
+    """NumPy's `histogram`: counts (or weight sums) per bin, a value on the
+    last edge in the last bin, values outside the edges ignored; with
+    `density`, normalized to integrate to 1. Returns (hist, bin_edges)."""
+    _check_arraylike("histogram", a)
+    a = ravel(_v(a))
+    edges = histogram_bin_edges(a, bins, range)
+    w = ones(a.shape, edges.dtype) if weights is None else _to(ravel(_v(weights)), edges.dtype)
+    idx = searchsorted(edges, _to(a, edges.dtype), side="right")
+    idx = where(_to(a, edges.dtype) == edges[-1], edges.shape[0] - 1, idx)
+    counts = zeros((edges.shape[0] + 1,), edges.dtype).at[idx].add(w)[1:-1]
+    if density:
+        widths = diff(edges)
+        counts = counts / widths / sum(counts)
+    return counts, edges
 
 
 # --------------------------------------------------------------------------
