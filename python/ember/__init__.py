@@ -77,6 +77,9 @@ class _Tree:
     reduce = _tree_util.tree_reduce
     transpose = _tree_util.tree_transpose
     all = _tree_util.tree_all
+    flatten_with_path = _tree_util.tree_flatten_with_path
+    leaves_with_path = _tree_util.tree_leaves_with_path
+    map_with_path = _tree_util.tree_map_with_path
 
 
 tree = _Tree

@@ -216,3 +216,11 @@ def test_histogram_matches_numpy():
     counts = ember.jit(lambda x: jnp.histogram(x, bins=3, range=(0.0, 3.0))[0])(
         jnp.array([0.5, 1.5, 1.5, 2.9]))
     np.testing.assert_array_equal(np.asarray(counts), [1, 2, 1])
+
+
+def test_tree_namespace_paths():
+    assert ember.tree.map_with_path(lambda p, v: tree_util.keystr(p), {"a": [1]}) == {
+        "a": ["['a'][0]"]}
+    assert [tree_util.keystr(p) for p, _ in ember.tree.leaves_with_path((1, {"b": 2}))] == [
+        "[0]", "[1]['b']"]
+    assert ember.tree.flatten_with_path([3])[1] == ember.tree.structure([3])
