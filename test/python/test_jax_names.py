@@ -224,3 +224,30 @@ def test_tree_namespace_paths():
     assert [tree_util.keystr(p) for p, _ in ember.tree.leaves_with_path((1, {"b": 2}))] == [
         "[0]", "[1]['b']"]
     assert ember.tree.flatten_with_path([3])[1] == ember.tree.structure([3])
+
+
+def test_array_api_names():
+    r = jnp.unique_all(jnp.array([3, 1, 3, 2]))
+    assert r._fields == ("values", "indices", "inverse_indices", "counts")
+    np.testing.assert_array_equal(np.asarray(r.inverse_indices), [2, 0, 2, 1])
+    np.testing.assert_array_equal(np.asarray(jnp.unique_counts(jnp.array([3, 1, 3])).counts),
+                                  [1, 2])
+    np.testing.assert_array_equal(
+        np.asarray(jnp.unique_inverse(jnp.array([3, 1, 3])).inverse_indices), [1, 0, 1])
+    assert [np.asarray(u).tolist() for u in jnp.unstack(jnp.arange(6).reshape(2, 3), axis=1)] == [
+        [0, 3], [1, 4], [2, 5]]
+    assert jnp.zeros(2, jnp.bool).dtype == np.bool_
+    assert int(jnp.bitwise_invert(jnp.array(1))) == -2
+    assert int(jnp.bitwise_left_shift(jnp.array(1), 2)) == 4
+    assert int(jnp.bitwise_right_shift(jnp.array(8), 2)) == 2
+    np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(np.arange(3.0))), [0, 1, 2])
+    stack = jnp.arange(18.0).reshape(2, 3, 3)
+    np.testing.assert_array_equal(np.asarray(jnp.linalg.diagonal(stack)),
+                                  np.diagonal(np.arange(18.0).reshape(2, 3, 3), axis1=-2, axis2=-1))
+    np.testing.assert_array_equal(np.asarray(jnp.linalg.trace(stack)), [12, 39])
+    np.testing.assert_array_equal(np.asarray(jnp.linalg.vecdot(jnp.ones((2, 3)), jnp.ones(3))),
+                                  [3, 3])
+    np.testing.assert_array_equal(np.asarray(jnp.linalg.cross(jnp.array([1.0, 0, 0]),
+                                                              jnp.array([0.0, 1, 0]))), [0, 0, 1])
+    assert jnp.linalg.outer(jnp.ones(2), jnp.ones(3)).shape == (2, 3)
+    assert jnp.linalg.matrix_transpose(stack).shape == (2, 3, 3)

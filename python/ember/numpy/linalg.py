@@ -6,8 +6,14 @@ from ember._src.numpy.linalg import (
 from ember._src.numpy.linalg import (
     cond as cond,
 )
+from ember._src.numpy.linalg import (  # noqa: E402  (the Array API's names)
+    cross as cross,
+)
 from ember._src.numpy.linalg import (
     det as det,
+)
+from ember._src.numpy.linalg import (
+    diagonal as diagonal,
 )
 from ember._src.numpy.linalg import (
     eigh as eigh,
@@ -22,6 +28,9 @@ from ember._src.numpy.linalg import (
     lstsq as lstsq,
 )
 from ember._src.numpy.linalg import (
+    matmul as matmul,
+)
+from ember._src.numpy.linalg import (
     matrix_norm as matrix_norm,
 )
 from ember._src.numpy.linalg import (
@@ -31,7 +40,13 @@ from ember._src.numpy.linalg import (
     matrix_rank as matrix_rank,
 )
 from ember._src.numpy.linalg import (
+    matrix_transpose as matrix_transpose,
+)
+from ember._src.numpy.linalg import (
     norm as norm,
+)
+from ember._src.numpy.linalg import (
+    outer as outer,
 )
 from ember._src.numpy.linalg import (
     pinv as pinv,
@@ -50,6 +65,15 @@ from ember._src.numpy.linalg import (
 )
 from ember._src.numpy.linalg import (
     svdvals as svdvals,
+)
+from ember._src.numpy.linalg import (
+    tensordot as tensordot,
+)
+from ember._src.numpy.linalg import (
+    trace as trace,
+)
+from ember._src.numpy.linalg import (
+    vecdot as vecdot,
 )
 from ember._src.numpy.linalg import (
     vector_norm as vector_norm,

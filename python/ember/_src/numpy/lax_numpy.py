@@ -5,6 +5,7 @@ indexing lives in `indexing`, einsum in `einsum`, and linalg in `linalg`.
 """
 
 import builtins
+import collections as _collections
 import itertools as _itertools
 import math as _math
 
@@ -48,6 +49,7 @@ def _scalar_type(np_type, name=None):
 
 
 bool_ = _scalar_type(_np.bool_, "bool")
+bool = bool_  # noqa: A001  (the Array API's and JAX's name)
 int8, int16, int32, int64 = (_scalar_type(t) for t in (_np.int8, _np.int16, _np.int32, _np.int64))
 uint8, uint16, uint32, uint64 = (
     _scalar_type(t) for t in (_np.uint8, _np.uint16, _np.uint32, _np.uint64))
@@ -91,7 +93,8 @@ def _result(*args):
     for a in args:
         if isinstance(a, _Value):
             pairs.append((a.dtype, a.weak_type))
-        elif isinstance(a, (_np.dtype, type)) and not isinstance(a, bool) or isinstance(a, str):
+        elif (isinstance(a, (_np.dtype, type)) and not isinstance(a, builtins.bool)
+              or isinstance(a, str)):
             pairs.append((_np.dtype(a), False))
         else:
             v = _v(a)
@@ -239,6 +242,7 @@ def bitwise_not(x):
 
 
 invert = bitwise_not
+bitwise_invert = bitwise_not
 
 
 def left_shift(x, y):
@@ -250,6 +254,10 @@ def right_shift(x, y):
     if _dt.is_unsigned(x.dtype):
         return lax.shift_right_logical(x, y)
     return lax.shift_right_arithmetic(x, y)
+
+
+bitwise_left_shift = left_shift
+bitwise_right_shift = right_shift
 
 
 def _cmp(fn, name):
@@ -359,7 +367,7 @@ def reciprocal(x):
 
 
 def power(x, y):
-    if isinstance(y, int) and not isinstance(y, bool):
+    if isinstance(y, int) and not isinstance(y, builtins.bool):
         x = _v(x)
         if y >= 0 or _dt.is_inexact(x.dtype):
             return lax.integer_pow(x, y)
@@ -634,7 +642,7 @@ def array(object, dtype=None, copy=True, ndmin=0):
         if dtype is not None:
             out = _to(out, _dt.canonicalize_dtype(dtype))
     else:
-        if isinstance(object, (bool, int, float, complex)):
+        if isinstance(object, (builtins.bool, int, float, complex)):
             # As JAX: a Python scalar stays weakly typed unless a dtype is given.
             out = _core.asarray_concrete(object, dtype)
         else:
@@ -1950,6 +1958,42 @@ def digitize(x, bins, right=False, *, method=None):
     return where(bins[-1] >= bins[0], up, down)
 
 
+_UniqueAllResult = _collections.namedtuple(
+    "_UniqueAllResult", ["values", "indices", "inverse_indices", "counts"])
+_UniqueCountsResult = _collections.namedtuple("_UniqueCountsResult", ["values", "counts"])
+_UniqueInverseResult = _collections.namedtuple("_UniqueInverseResult",
+                                               ["values", "inverse_indices"])
+
+
+def unique_all(x, /, *, size=None, fill_value=None):
+    """The Array API's `unique_all`: values, first indices, inverse indices
+    and counts."""
+    return _UniqueAllResult(*unique(x, True, True, True, size=size, fill_value=fill_value))
+
+
+def unique_counts(x, /, *, size=None, fill_value=None):
+    return _UniqueCountsResult(*unique(x, return_counts=True, size=size,
+                                       fill_value=fill_value))
+
+
+def unique_inverse(x, /, *, size=None, fill_value=None):
+    return _UniqueInverseResult(*unique(x, return_inverse=True, size=size,
+                                        fill_value=fill_value))
+
+
+def unstack(x, /, *, axis=0):
+    """The slices of `x` along `axis`, as a tuple."""
+    x = _v(x)
+    axis = _axis(axis, x.ndim)
+    return tuple(take(x, i, axis=axis) for i in range(x.shape[axis]))
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """An array from a DLPack-exporting object (through NumPy: Ember arrays
+    live in host memory)."""
+    return asarray(_np.from_dlpack(x))
+
+
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, size=None, fill_value=None, equal_nan=True):
     if axis is not None:
@@ -2177,7 +2221,7 @@ def append(arr, values, axis=None):
 
 
 def compress(condition, a, axis=None, *, size=None, fill_value=0):
-    cond = _np.asarray(condition).astype(bool)
+    cond = _np.asarray(condition).astype(builtins.bool)
     if axis is None:
         a, axis = ravel(a), 0
     idx = _np.nonzero(cond)[0]

@@ -568,3 +568,45 @@ def cond(x, p=None):
         s = svd(x, compute_uv=False)
         return s[..., -1] / s[..., 0]
     return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+
+
+# The Array API's linalg names that act on the last axes (stacks of vectors
+# and matrices), where jnp's counterparts default to the first ones.
+
+
+def diagonal(x, /, *, offset=0):
+    return jnp.diagonal(x, offset, axis1=-2, axis2=-1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    return jnp.trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    return jnp.vecdot(x1, x2, axis=axis)
+
+
+def outer(x1, x2, /):
+    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"linalg.outer takes 1-D arrays, got shapes {x1.shape} and {x2.shape}")
+    return jnp.outer(x1, x2)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError("linalg.cross requires vectors of size 3 along the axis")
+    return jnp.cross(x1, x2, axis=axis)
+
+
+def matmul(x1, x2, /):
+    return jnp.matmul(x1, x2)
+
+
+def matrix_transpose(x, /):
+    return jnp.matrix_transpose(x)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    return jnp.tensordot(x1, x2, axes)
