@@ -957,13 +957,16 @@ LogicalResult WhileOp::verify() {
   for (auto [name, region] :
        {std::pair<StringRef, Region *>{"cond", &getCond()},
         std::pair<StringRef, Region *>{"body", &getBody()}}) {
-    Block &block = region->front();
     // while_c1
+    if (region->empty())
+      return emitOpError("while_c1: the ") << name << " region has no block";
+    Block &block = region->front();
     if (block.getArgumentTypes() != carried)
       return emitOpError("while_c1: the ")
              << name
              << " region must take the carried values as block arguments";
-    auto yield = dyn_cast<YieldOp>(block.getTerminator());
+    // A block may lack a terminator here (invalid input): no getTerminator.
+    auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(&block.back());
     if (!yield)
       return emitOpError("while_c1: the ")
              << name << " region must end in ember.yield";
@@ -1176,6 +1179,9 @@ LogicalResult CaseOp::verify() {
   if (getBranches().empty())
     return emitOpError("case_c2: there must be at least one branch");
   for (auto [k, region] : llvm::enumerate(getBranches())) {
+    // case_c4 (a branch without a block is invalid input, not an abort)
+    if (region.empty())
+      return emitOpError("case_c4: branch ") << k << " has no block";
     Block &block = region.front();
     // case_c3
     if (block.getNumArguments() != 0)

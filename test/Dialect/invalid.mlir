@@ -633,6 +633,22 @@ func.func @transform_c5(%x: tensor<f32>) {
 
 // -----
 
+// while_c1: a region whose block has no terminator is a diagnostic, not an
+// abort (found by fuzzing ember-opt).
+func.func @while_c1_no_terminator(%x: tensor<i32>) {
+  // expected-error @+1 {{while_c1: the cond region must end in ember.yield}}
+  %r = ember.while (%x) : tensor<i32> cond {
+  ^bb0(%c: tensor<i32>):
+    %p = ember.constant dense<true> : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<i32>):
+    ember.yield %c : tensor<i32>
+  }
+  return
+}
+
+// -----
+
 // while_c1
 func.func @while_c1(%x: tensor<i32>) {
   // expected-error @+1 {{while_c1: the cond region must take the carried values as block arguments}}
