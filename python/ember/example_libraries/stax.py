@@ -17,8 +17,6 @@ Conv layers (``GeneralConv``, ``Conv``, ``Conv1D``) exist only when
 import functools
 import math
 
-import numpy as np
-
 import ember.numpy as jnp
 from ember import lax, random
 from ember.nn import (
@@ -33,6 +31,9 @@ from ember.nn import (
     softplus,
     standardize,
 )
+
+# The initializers are jax.nn.initializers' (as JAX's stax imports them).
+from ember.nn.initializers import glorot_normal, normal, ones, variance_scaling, zeros
 
 __all__ = [
     "AvgPool",
@@ -73,78 +74,6 @@ __all__ = [
     "variance_scaling",
     "zeros",
 ]
-
-
-# ---------------------------------------------------------------------------------
-# Initializers (the semantics of jax.nn.initializers).
-# ---------------------------------------------------------------------------------
-
-def zeros(key, shape, dtype=jnp.float32):
-    """Initializer of zeros (``jax.nn.initializers.zeros``)."""
-    return jnp.zeros(tuple(shape), dtype)
-
-
-def ones(key, shape, dtype=jnp.float32):
-    """Initializer of ones (``jax.nn.initializers.ones``)."""
-    return jnp.ones(tuple(shape), dtype)
-
-
-def normal(stddev=1e-2, dtype=jnp.float32):
-    """Initializer drawing N(0, stddev**2) samples (``jax.nn.initializers.normal``)."""
-    def init(key, shape, dtype=dtype):
-        return random.normal(key, tuple(shape), dtype) * jnp.asarray(stddev, dtype)
-    return init
-
-
-def _compute_fans(shape, in_axis=-2, out_axis=-1, batch_axis=()):
-    shape = tuple(shape)
-    if len(shape) <= 1:
-        raise ValueError("Can't compute input and output sizes of a "
-                         f"{len(shape)}-dimensional weights tensor. Must be at least 2D.")
-    nd = len(shape)
-    in_axes = tuple(a % nd for a in np.atleast_1d(in_axis).tolist())
-    out_axes = tuple(a % nd for a in np.atleast_1d(out_axis).tolist())
-    batch_axes = tuple(a % nd for a in np.atleast_1d(batch_axis).astype(int).tolist())
-    in_size = math.prod(shape[a] for a in in_axes)
-    out_size = math.prod(shape[a] for a in out_axes)
-    batch_size = math.prod(shape[a] for a in batch_axes)
-    receptive = math.prod(shape) / in_size / out_size / batch_size
-    return in_size * receptive, out_size * receptive
-
-
-def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_axis=(),
-                     dtype=jnp.float32):
-    """Variance-scaling initializer (``jax.nn.initializers.variance_scaling``)."""
-    def init(key, shape, dtype=dtype):
-        shape = tuple(shape)
-        fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
-        if mode == "fan_in":
-            denominator = fan_in
-        elif mode == "fan_out":
-            denominator = fan_out
-        elif mode == "fan_avg":
-            denominator = (fan_in + fan_out) / 2
-        else:
-            raise ValueError(f"invalid mode for variance scaling initializer: {mode}")
-        variance = jnp.asarray(scale / denominator, dtype)
-        if distribution == "truncated_normal":
-            # 0.8796... is the stddev of the standard normal truncated to (-2, 2).
-            stddev = jnp.sqrt(variance) / jnp.asarray(.87962566103423978, dtype)
-            return random.truncated_normal(key, -2, 2, shape, dtype) * stddev
-        if distribution == "normal":
-            return random.normal(key, shape, dtype) * jnp.sqrt(variance)
-        if distribution == "uniform":
-            return random.uniform(key, shape, dtype, -1) * jnp.sqrt(3 * variance)
-        raise ValueError(f"invalid distribution for variance scaling initializer: "
-                         f"{distribution}")
-    return init
-
-
-def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=jnp.float32):
-    """Glorot (Xavier) normal initializer: ``variance_scaling(1.0, "fan_avg",
-    "truncated_normal")``."""
-    return variance_scaling(1.0, "fan_avg", "truncated_normal", in_axis=in_axis,
-                            out_axis=out_axis, batch_axis=batch_axis, dtype=dtype)
 
 
 # Aliases kept by jax.example_libraries.stax for backwards compatibility.

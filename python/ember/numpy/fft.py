@@ -228,15 +228,16 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     return jnp.asarray(np.fft.rfftfreq(int(n), d).astype(dt))
 
 
-def fftshift(x, axes=None):
+def _shift(x, axes, sign):
     x = jnp.asarray(x)
     axes = tuple(range(x.ndim)) if axes is None else (
         (axes,) if isinstance(axes, int) else tuple(axes))
-    return jnp.roll(x, [x.shape[a] // 2 for a in axes], axes)
+    return jnp.roll(x, [sign * (x.shape[a] // 2) for a in axes], axes)
+
+
+def fftshift(x, axes=None):
+    return _shift(x, axes, 1)
 
 
 def ifftshift(x, axes=None):
-    x = jnp.asarray(x)
-    axes = tuple(range(x.ndim)) if axes is None else (
-        (axes,) if isinstance(axes, int) else tuple(axes))
-    return jnp.roll(x, [-(x.shape[a] // 2) for a in axes], axes)
+    return _shift(x, axes, -1)
