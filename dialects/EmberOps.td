@@ -763,6 +763,132 @@ def Ember_CustomLinearOp : Op<Ember_Dialect, "custom_linear",
 }
 
 //===----------------------------------------------------------------------===//
+// Collectives over named axes
+//===----------------------------------------------------------------------===//
+
+// Each collective names one axis (`axis`, of `axis_size` lanes) bound by an
+// enclosing `ember.vmap ... axis "name"` (jax.vmap(axis_name=),
+// shard_map, pmap). Inside that vmap's callee a value is one lane's; the
+// collective combines the lanes. `ember-batch` rewrites a collective over
+// the axis of the vmap it expands into ops over the batch dimension, and
+// shifts the dimensions of collectives over other (enclosing) axes.
+class Ember_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Ember_Op<mnemonic, traits # [Pure]> {
+  let hasVerifier = 1;
+}
+
+class Ember_AllReduceOp<string mnemonic, list<Trait> traits = []>
+    : Ember_CollectiveOp<mnemonic, traits # [SameOperandsAndResultType]> {
+  let arguments = (ins Ember_NumericTensor:$operand, StrAttr:$axis,
+                       I64Attr:$axis_size, UnitAttr:$invariant);
+  let results = (outs Ember_NumericTensor:$result);
+  let assemblyFormat = [{
+    $operand `axis` $axis `size` $axis_size attr-dict `:` type($result)
+  }];
+}
+
+def Ember_PsumOp : Ember_AllReduceOp<"psum", [Ember_Linear]> {
+  let summary = "sum over the lanes of a named axis (lax.psum)";
+  let description = [{
+    Every lane gets the sum of the operand over the lanes of `axis`. With
+    `invariant` (shard_map's `check_vma=True`) the result is the same value
+    on every lane and the transpose is `ember.pvary`; without it (vmap
+    semantics) the transpose is a psum again.
+  }];
+}
+def Ember_PmaxOp : Ember_AllReduceOp<"pmax"> {
+  let summary = "maximum over the lanes of a named axis (lax.pmax)";
+}
+def Ember_PminOp : Ember_AllReduceOp<"pmin"> {
+  let summary = "minimum over the lanes of a named axis (lax.pmin)";
+}
+
+def Ember_PvaryOp : Ember_CollectiveOp<"pvary", [Ember_Linear, SameOperandsAndResultType]> {
+  let summary = "a lane-invariant value used as a varying one (lax.pvary)";
+  let description = [{
+    The identity on each lane. It marks where a value that is the same on
+    every lane of `axis` meets lane-varying values, so that reverse mode
+    sums its cotangent over the lanes (its transpose is an invariant psum).
+  }];
+  let arguments = (ins Ember_Tensor:$operand, StrAttr:$axis, I64Attr:$axis_size);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `axis` $axis `size` $axis_size attr-dict `:` type($result)
+  }];
+}
+
+def Ember_AllGatherOp : Ember_CollectiveOp<"all_gather", [Ember_Linear]> {
+  let summary = "the lanes' operands stacked (or concatenated) on every lane";
+  let description = [{
+    Without `tiled` the result has a new dimension `dimension` of size
+    `axis_size` indexed by lane; with `tiled` the lanes' operands are
+    concatenated along `dimension`.
+  }];
+  let arguments = (ins Ember_Tensor:$operand, StrAttr:$axis, I64Attr:$axis_size,
+                       I64Attr:$dimension, UnitAttr:$tiled);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `axis` $axis `size` $axis_size `dim` $dimension attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Ember_ReduceScatterOp : Ember_CollectiveOp<"reduce_scatter", [Ember_Linear]> {
+  let summary = "sum over the lanes, lane i keeping block i (lax.psum_scatter)";
+  let description = [{
+    Without `tiled`, dimension `dimension` of the operand has `axis_size`
+    entries and lane i gets the sum over the lanes of entry i (the dimension
+    is removed); with `tiled` the dimension is split into `axis_size` equal
+    blocks and lane i gets the summed block i.
+  }];
+  let arguments = (ins Ember_NumericTensor:$operand, StrAttr:$axis,
+                       I64Attr:$axis_size, I64Attr:$dimension, UnitAttr:$tiled);
+  let results = (outs Ember_NumericTensor:$result);
+  let assemblyFormat = [{
+    $operand `axis` $axis `size` $axis_size `dim` $dimension attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Ember_PpermuteOp : Ember_CollectiveOp<"ppermute", [Ember_Linear, SameOperandsAndResultType]> {
+  let summary = "send each lane's operand to another lane (lax.ppermute)";
+  let description = [{
+    `pairs` lists (source, destination) lane pairs flattened; a lane that is
+    no destination gets zeros.
+  }];
+  let arguments = (ins Ember_Tensor:$operand, StrAttr:$axis, I64Attr:$axis_size,
+                       DenseI64ArrayAttr:$pairs);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `axis` $axis `size` $axis_size `pairs` $pairs attr-dict `:` type($result)
+  }];
+}
+
+def Ember_AllToAllOp : Ember_CollectiveOp<"all_to_all", [Ember_Linear]> {
+  let summary = "lane i gets block i of every lane's operand (lax.all_to_all)";
+  let description = [{
+    Without `tiled`, dimension `split` (of `axis_size` entries) is removed
+    and a dimension of `axis_size` entries, indexed by the sending lane, is
+    inserted at `concat`. With `tiled`, `split` is cut into `axis_size`
+    blocks and the received blocks are concatenated along `concat`.
+  }];
+  let arguments = (ins Ember_Tensor:$operand, StrAttr:$axis, I64Attr:$axis_size,
+                       I64Attr:$split, I64Attr:$concat, UnitAttr:$tiled);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = [{
+    $operand `axis` $axis `size` $axis_size `split` $split `concat` $concat attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Ember_AxisIndexOp : Ember_CollectiveOp<"axis_index", [Ember_ZeroTangent]> {
+  let summary = "the lane's index along a named axis (lax.axis_index)";
+  let arguments = (ins StrAttr:$axis, I64Attr:$axis_size);
+  let results = (outs TensorOf<[I32]>:$result);
+  let assemblyFormat = "`axis` $axis `size` $axis_size attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
 // Batching
 //===----------------------------------------------------------------------===//
 
@@ -773,6 +899,8 @@ def Ember_VmapOp : Op<Ember_Dialect, "vmap",
     Applies `@callee` to each of `batch_size` slices of the inputs marked
     batched (their leading dimension) and stacks the results along a new
     leading dimension. Inputs not marked batched are shared by all slices.
+    With `axis "name"`, the slices are the lanes of a named axis that
+    collectives in the callee (and in functions it calls) combine.
 
     ```mlir
     %y = ember.vmap @f(%xs, %w) batched [true, false] size 8
@@ -780,11 +908,12 @@ def Ember_VmapOp : Op<Ember_Dialect, "vmap",
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_Tensor>:$inputs,
-                       DenseBoolArrayAttr:$batched, I64Attr:$batch_size);
+                       DenseBoolArrayAttr:$batched, I64Attr:$batch_size,
+                       OptionalAttr<StrAttr>:$axis_name);
   let results = (outs Variadic<Ember_Tensor>:$results);
   let assemblyFormat = [{
-    $callee `(` $inputs `)` `batched` $batched `size` $batch_size attr-dict `:`
-    functional-type(operands, results)
+    $callee `(` $inputs `)` `batched` $batched `size` $batch_size
+    (`axis` $axis_name^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 

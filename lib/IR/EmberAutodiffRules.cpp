@@ -452,6 +452,14 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         out.append(t.begin(), t.end()); // tangents pass through (null: zero)
         return success();
       })
+      .Case<PmaxOp, PminOp>([&](auto o) -> LogicalResult {
+        if (!t[0])
+          return zero();
+        // As in JAX: the lanes that hold the extremum are not told apart.
+        return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+               << "has no JVP rule: Differentiation rule for '"
+               << o->getName().stripDialect() << "' not implemented";
+      })
       .Case([&](ReduceOp o) -> LogicalResult {
         if (!t[0])
           return zero();
@@ -1046,6 +1054,52 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
       })
       .Case([&](ReverseOp o) {
         out[0] = ReverseOp::create(b, r.loc, c, o.getDimensionsAttr());
+        return success();
+      })
+      // Collectives (vmap semantics: the transpose of the linear map over
+      // all lanes). An invariant psum (shard_map with check_vma) gets its
+      // cotangent once, not once per lane: it only becomes varying again;
+      // pvary is where a value became varying, so its cotangent is summed.
+      .Case([&](PsumOp o) {
+        if (o.getInvariant())
+          out[0] = PvaryOp::create(b, r.loc, c, o.getAxisAttr(),
+                                   o.getAxisSizeAttr());
+        else
+          out[0] = PsumOp::create(b, r.loc, c, o.getAxisAttr(),
+                                  o.getAxisSizeAttr(), UnitAttr());
+        return success();
+      })
+      .Case([&](PvaryOp o) {
+        out[0] = PsumOp::create(b, r.loc, c, o.getAxisAttr(),
+                                o.getAxisSizeAttr(), b.getUnitAttr());
+        return success();
+      })
+      .Case([&](AllGatherOp o) {
+        out[0] = ReduceScatterOp::create(
+            b, r.loc, o.getOperand().getType(), c, o.getAxisAttr(),
+            o.getAxisSizeAttr(), o.getDimensionAttr(), o.getTiledAttr());
+        return success();
+      })
+      .Case([&](ReduceScatterOp o) {
+        out[0] = AllGatherOp::create(
+            b, r.loc, o.getOperand().getType(), c, o.getAxisAttr(),
+            o.getAxisSizeAttr(), o.getDimensionAttr(), o.getTiledAttr());
+        return success();
+      })
+      .Case([&](PpermuteOp o) {
+        SmallVector<int64_t> inv(o.getPairs());
+        for (size_t i = 0; i + 1 < inv.size(); i += 2)
+          std::swap(inv[i], inv[i + 1]);
+        out[0] = PpermuteOp::create(b, r.loc, c, o.getAxisAttr(),
+                                    o.getAxisSizeAttr(),
+                                    b.getDenseI64ArrayAttr(inv));
+        return success();
+      })
+      .Case([&](AllToAllOp o) {
+        out[0] = AllToAllOp::create(
+            b, r.loc, o.getOperand().getType(), c, o.getAxisAttr(),
+            o.getAxisSizeAttr(), o.getConcatAttr(), o.getSplitAttr(),
+            o.getTiledAttr());
         return success();
       })
       .Case([&](BroadcastInDimOp o) {

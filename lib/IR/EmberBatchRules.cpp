@@ -225,7 +225,7 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
   }
 
   return RuleSwitch(op, mode)
-      .Case<ConstantOp, IotaOp>([&](auto o) {
+      .Case<ConstantOp, IotaOp, AxisIndexOp>([&](auto o) {
         // No operands, so nothing batched: the same value for every example.
         // (ember-batch keeps such ops as they are; this is the rule's meaning.)
         Operation *same = b.clone(*o);
@@ -259,6 +259,22 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
       .Case([&](ReduceOp o) {
         NamedAttrList a = attrs();
         setArray(a, "dimensions", shifted(o.getDimensions()));
+        return done(c.recreate(op, all(), a));
+      })
+      // Collectives over an axis bound by an enclosing vmap (ember-batch
+      // handles those over the axis of the vmap it expands): they act per
+      // lane of that axis, so the new batch dimension is one more dimension.
+      .Case<PsumOp, PmaxOp, PminOp, PvaryOp, PpermuteOp>(
+          [&](auto o) { return done(c.recreate(op, all(), attrs())); })
+      .Case<AllGatherOp, ReduceScatterOp>([&](auto o) {
+        NamedAttrList a = attrs();
+        a.set("dimension", b.getI64IntegerAttr(o.getDimension() + 1));
+        return done(c.recreate(op, all(), a));
+      })
+      .Case([&](AllToAllOp o) {
+        NamedAttrList a = attrs();
+        a.set("split", b.getI64IntegerAttr(o.getSplit() + 1));
+        a.set("concat", b.getI64IntegerAttr(o.getConcat() + 1));
         return done(c.recreate(op, all(), a));
       })
       .Case<ArgMaxOp, ArgMinOp, CumulativeOp>([&](auto o) {

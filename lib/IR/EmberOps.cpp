@@ -897,6 +897,153 @@ LogicalResult VjpOp::verifySymbolUses(SymbolTableCollection &symbols) {
 LogicalResult JvpOp::verify() { return success(); }
 LogicalResult VjpOp::verify() { return success(); }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// collective_c1: the axis has a name and at least one lane.
+static LogicalResult verifyAxis(Operation *op, StringRef axis, int64_t size) {
+  if (axis.empty())
+    return op->emitOpError("collective_c1: the axis name is empty");
+  if (size < 1)
+    return op->emitOpError("collective_c1: the axis size must be at least "
+                           "1, got ")
+           << size;
+  return success();
+}
+
+LogicalResult PsumOp::verify() {
+  return verifyAxis(*this, getAxis(), getAxisSize());
+}
+LogicalResult PmaxOp::verify() {
+  return verifyAxis(*this, getAxis(), getAxisSize());
+}
+LogicalResult PminOp::verify() {
+  return verifyAxis(*this, getAxis(), getAxisSize());
+}
+LogicalResult PvaryOp::verify() {
+  return verifyAxis(*this, getAxis(), getAxisSize());
+}
+LogicalResult AxisIndexOp::verify() {
+  if (failed(verifyAxis(*this, getAxis(), getAxisSize())))
+    return failure();
+  // axis_index_c1
+  if (getType().getRank() != 0)
+    return emitOpError("axis_index_c1: the result is a 0-d tensor<i32>");
+  return success();
+}
+
+/// The shape of all_gather's result (gather_c1/c2).
+static FailureOr<SmallVector<int64_t>>
+gatheredShape(Operation *op, ArrayRef<int64_t> in, int64_t dim, int64_t n,
+              bool tiled) {
+  int64_t rank = in.size();
+  if (dim < 0 || dim > rank - (tiled ? 1 : 0))
+    return op->emitOpError("all_gather_c1: dimension ")
+           << dim << " is out of range for an operand of rank " << rank;
+  SmallVector<int64_t> out(in);
+  if (tiled)
+    out[dim] *= n;
+  else
+    out.insert(out.begin() + dim, n);
+  return out;
+}
+
+LogicalResult AllGatherOp::verify() {
+  if (failed(verifyAxis(*this, getAxis(), getAxisSize())))
+    return failure();
+  auto in = cast<RankedTensorType>(getOperand().getType());
+  auto shape = gatheredShape(*this, in.getShape(), getDimension(),
+                             getAxisSize(), getTiled());
+  if (failed(shape))
+    return failure();
+  // all_gather_c2
+  if (getType() != in.clone(*shape))
+    return emitOpError("all_gather_c2: the result must be ")
+           << in.clone(*shape);
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyAxis(*this, getAxis(), getAxisSize())))
+    return failure();
+  auto in = cast<RankedTensorType>(getOperand().getType());
+  int64_t d = getDimension(), n = getAxisSize();
+  // reduce_scatter_c1
+  if (d < 0 || d >= in.getRank())
+    return emitOpError("reduce_scatter_c1: dimension ")
+           << d << " is out of range for an operand of rank " << in.getRank();
+  SmallVector<int64_t> out(in.getShape());
+  // reduce_scatter_c2
+  if (getTiled() ? out[d] % n != 0 : out[d] != n)
+    return emitOpError("reduce_scatter_c2: dimension ")
+           << d << " has " << out[d] << " entries, which "
+           << (getTiled() ? "the axis size does not divide" : "is not the axis size")
+           << " (" << n << ")";
+  if (getTiled())
+    out[d] /= n;
+  else
+    out.erase(out.begin() + d);
+  // reduce_scatter_c3
+  if (getType() != in.clone(out))
+    return emitOpError("reduce_scatter_c3: the result must be ")
+           << in.clone(out);
+  return success();
+}
+
+LogicalResult PpermuteOp::verify() {
+  if (failed(verifyAxis(*this, getAxis(), getAxisSize())))
+    return failure();
+  auto pairs = getPairs();
+  // ppermute_c1
+  if (pairs.size() % 2)
+    return emitOpError("ppermute_c1: pairs must list (source, destination) "
+                       "pairs");
+  llvm::SmallSet<int64_t, 8> src, dst;
+  for (size_t i = 0; i < pairs.size(); i += 2) {
+    for (int64_t l : {pairs[i], pairs[i + 1]})
+      if (l < 0 || l >= getAxisSize())
+        return emitOpError("ppermute_c1: lane ")
+               << l << " is out of range [0, " << getAxisSize() << ")";
+    // ppermute_c2
+    if (!src.insert(pairs[i]).second || !dst.insert(pairs[i + 1]).second)
+      return emitOpError("ppermute_c2: a lane is a source or a destination "
+                         "more than once");
+  }
+  return success();
+}
+
+LogicalResult AllToAllOp::verify() {
+  if (failed(verifyAxis(*this, getAxis(), getAxisSize())))
+    return failure();
+  auto in = cast<RankedTensorType>(getOperand().getType());
+  int64_t s = getSplit(), c = getConcat(), n = getAxisSize(),
+          rank = in.getRank();
+  // all_to_all_c1
+  if (s < 0 || s >= rank || c < 0 || c >= rank)
+    return emitOpError("all_to_all_c1: split and concat dimensions must be in "
+                       "[0, ")
+           << rank << ")";
+  SmallVector<int64_t> out(in.getShape());
+  // all_to_all_c2
+  if (getTiled() ? out[s] % n != 0 : out[s] != n)
+    return emitOpError("all_to_all_c2: split dimension ")
+           << s << " has " << out[s] << " entries, which "
+           << (getTiled() ? "the axis size does not divide" : "is not the axis size")
+           << " (" << n << ")";
+  if (getTiled()) {
+    out[s] /= n;
+    out[c] *= n;
+  } else {
+    out.erase(out.begin() + s);
+    out.insert(out.begin() + c, n);
+  }
+  // all_to_all_c3
+  if (getType() != in.clone(out))
+    return emitOpError("all_to_all_c3: the result must be ") << in.clone(out);
+  return success();
+}
+
 LogicalResult VmapOp::verifySymbolUses(SymbolTableCollection &symbols) {
   auto fn =
       symbols.lookupNearestSymbolFrom<func::FuncOp>(*this, getCalleeAttr());
@@ -926,6 +1073,9 @@ LogicalResult VmapOp::verifySymbolUses(SymbolTableCollection &symbols) {
       return emitOpError("vmap_c3: input ")
              << i << " must have type " << expect;
   }
+  // vmap_c5
+  if (getAxisName() && getAxisName()->empty())
+    return emitOpError("vmap_c5: the axis name is empty");
   // vmap_c4
   if (getNumResults() != ft.getNumResults())
     return emitOpError("vmap_c4: one result per result of the callee");

@@ -31,12 +31,152 @@ Value broadcastBatch(OpBuilder &b, Location loc, Value v, int64_t n) {
 /// Maps per-example values to their batched versions (batch dimension first).
 using BatchMap = DenseMap<Value, Value>;
 
-/// The module being transformed (custom-rule calls batch their functions).
+/// The module being transformed (custom-rule calls batch their functions),
+/// and the axis name of the vmap being expanded (null when it has none).
 struct BatchScope {
   ModuleOp module;
   SymbolTable *symbols;
+  StringAttr axis;
+  /// Per-example results of collectives replaced by a value that is the
+  /// same on every lane (their uses were rewritten; function results and
+  /// terminator operands are looked up here).
+  DenseMap<Value, Value> sameOnLanes;
 };
 thread_local BatchScope scope; // per thread: passes may run on several threads
+
+/// Whether `o` is a collective over the axis of the vmap being expanded.
+bool overOwnAxis(Operation *o) {
+  if (!scope.axis || !isa<PsumOp, PmaxOp, PminOp, PvaryOp, AllGatherOp,
+                          ReduceScatterOp, PpermuteOp, AllToAllOp,
+                          AxisIndexOp>(o))
+    return false;
+  return o->getAttrOfType<StringAttr>("axis") == scope.axis;
+}
+
+bool containsOwnCollective(Operation *o) {
+  if (!scope.axis)
+    return false;
+  return o->walk([](Operation *inner) {
+            return overOwnAxis(inner) ? WalkResult::interrupt()
+                                      : WalkResult::advance();
+          })
+      .wasInterrupted();
+}
+
+/// `perm` as a transpose of `x`.
+Value transposed(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
+  return TransposeOp::create(b, loc, x, b.getDenseI64ArrayAttr(perm));
+}
+
+/// The rule for a collective over the axis of the vmap being expanded: the
+/// lanes are the batch dimension, so the collective becomes ops over it.
+/// `x` is the operand in the batched function (with the batch dimension if
+/// `xb`). Returns the result and whether it carries the batch dimension
+/// (reductions and gathers give every lane the same value, so they do not).
+FailureOr<std::pair<Value, bool>>
+batchOwnCollective(OpBuilder &b, Operation *op, Value x, bool xb, int64_t n) {
+  Location loc = op->getLoc();
+  auto all = [&]() { return xb ? x : broadcastBatch(b, loc, x, n); };
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  auto dims0 = b.getDenseI64ArrayAttr({0});
+  if (isa<PvaryOp>(op))
+    return std::make_pair(x, xb);
+  if (isa<PsumOp, PmaxOp, PminOp>(op)) {
+    ReduceKind k = isa<PsumOp>(op)   ? ReduceKind::Sum
+                   : isa<PmaxOp>(op) ? ReduceKind::Max
+                                     : ReduceKind::Min;
+    Value r = ReduceOp::create(b, loc, all(), k, dims0);
+    return std::make_pair(r, false);
+  }
+  if (isa<AxisIndexOp>(op)) {
+    Value r = IotaOp::create(b, loc, withBatch(resultType, n), 0);
+    return std::make_pair(r, true);
+  }
+  if (auto g = dyn_cast<AllGatherOp>(op)) {
+    // Every lane gets the batch dimension moved to `dimension`.
+    Value xs = all();
+    int64_t d = g.getDimension();
+    int64_t rank = cast<RankedTensorType>(xs.getType()).getRank();
+    SmallVector<int64_t> perm;
+    for (int64_t k = 0; k < rank; ++k)
+      perm.push_back(k < d ? k + 1 : k == d ? 0 : k);
+    Value r = transposed(b, loc, xs, perm);
+    if (g.getTiled())
+      r = ReshapeOp::create(b, loc, resultType, r);
+    return std::make_pair(r, false);
+  }
+  if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
+    // Sum over the lanes, then lane i takes entry (or block) i.
+    Value sum = ReduceOp::create(b, loc, all(), ReduceKind::Sum, dims0);
+    auto st = cast<RankedTensorType>(sum.getType());
+    int64_t d = rs.getDimension();
+    if (rs.getTiled()) {
+      SmallVector<int64_t> shape(st.getShape());
+      shape[d] /= n;
+      shape.insert(shape.begin() + d, n);
+      sum = ReshapeOp::create(b, loc, st.clone(shape), sum);
+    }
+    int64_t rank = cast<RankedTensorType>(sum.getType()).getRank();
+    SmallVector<int64_t> perm = {d};
+    for (int64_t k = 0; k < rank; ++k)
+      if (k != d)
+        perm.push_back(k);
+    return std::make_pair(transposed(b, loc, sum, perm), true);
+  }
+  if (auto pp = dyn_cast<PpermuteOp>(op)) {
+    // Lane dst reads lane src; a lane nobody sends to gets zeros.
+    Value xs = all();
+    auto xt = cast<RankedTensorType>(xs.getType());
+    SmallVector<int64_t> from(n, -1);
+    auto pairs = pp.getPairs();
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+      from[pairs[i + 1]] = pairs[i];
+    SmallVector<int64_t> shape1(xt.getShape());
+    shape1[0] = 1;
+    SmallVector<Value> rows;
+    for (int64_t dst = 0; dst < n; ++dst) {
+      if (from[dst] < 0) {
+        rows.push_back(
+            ConstantOp::create(b, loc, splatOf(xt.clone(shape1), 0.0)));
+        continue;
+      }
+      SmallVector<int64_t> start(xt.getRank(), 0), limit(xt.getShape()),
+          strides(xt.getRank(), 1);
+      start[0] = from[dst];
+      limit[0] = from[dst] + 1;
+      rows.push_back(SliceOp::create(b, loc, xs, start, limit, strides));
+    }
+    Value r = rows.size() == 1 ? rows[0]
+                               : (Value)ConcatenateOp::create(b, loc, rows, 0);
+    return std::make_pair(r, true);
+  }
+  if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+    // Lane i gets entry (block) i of dimension `split` from every lane j,
+    // j indexing a new dimension at `concat` (tiled: merged into it).
+    Value xs = all();
+    auto xt = cast<RankedTensorType>(xs.getType());
+    int64_t s = a2a.getSplit(), c = a2a.getConcat();
+    if (a2a.getTiled()) {
+      SmallVector<int64_t> shape(xt.getShape());
+      shape[s + 1] /= n;
+      shape.insert(shape.begin() + s + 1, n);
+      xs = ReshapeOp::create(b, loc, xt.clone(shape), xs);
+    }
+    int64_t rank = cast<RankedTensorType>(xs.getType()).getRank();
+    SmallVector<int64_t> rest;
+    for (int64_t k = 0; k + 1 < rank; ++k)
+      if (k != s)
+        rest.push_back(k + 1);
+    rest.insert(rest.begin() + c, 0);
+    SmallVector<int64_t> perm = {s + 1};
+    perm.append(rest.begin(), rest.end());
+    Value r = transposed(b, loc, xs, perm);
+    if (a2a.getTiled())
+      r = ReshapeOp::create(b, loc, withBatch(resultType, n), r);
+    return std::make_pair(r, true);
+  }
+  return op->emitError("ember-batch: unknown collective");
+}
 
 FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
                                         ArrayRef<bool> flags, int64_t n);
@@ -115,13 +255,35 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
     if (isTransformOp(o))
       return o->emitError(
           "ember-batch: nested transformation was not expanded");
+    if (overOwnAxis(o)) {
+      b.setInsertionPoint(o);
+      Value x;
+      bool xb = false;
+      if (o->getNumOperands()) {
+        auto it = batched.find(o->getOperand(0));
+        xb = it != batched.end();
+        x = xb ? it->second : o->getOperand(0);
+      }
+      auto r = batchOwnCollective(b, o, x, xb, n);
+      if (failed(r))
+        return failure();
+      if (r->second)
+        batched[o->getResult(0)] = r->first;
+      else { // the same on every lane: it stays per-example
+        o->getResult(0).replaceAllUsesWith(r->first);
+        scope.sameOnLanes[o->getResult(0)] = r->first;
+      }
+      continue;
+    }
     bool any = llvm::any_of(o->getOperands(),
                             [&](Value v) { return batched.count(v); });
-    // Region ops also read values from above.
+    // Region ops also read values from above, and collectives over this
+    // vmap's axis in them must be rewritten.
     o->walk([&](Operation *inner) {
       for (Value v : inner->getOperands())
         any |= (bool)batched.count(v);
     });
+    any |= containsOwnCollective(o);
     if (!any)
       continue;
     SmallVector<Value> operands;
@@ -156,8 +318,10 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
 /// Erases `o` and forgets its results: a later op may be allocated at the
 /// same address, and a stale entry would map its results to unrelated values.
 void eraseFromMap(Operation *o, BatchMap &batched) {
-  for (Value r : o->getResults())
+  for (Value r : o->getResults()) {
     batched.erase(r);
+    scope.sameOnLanes.erase(r);
+  }
   o->erase();
 }
 
@@ -165,7 +329,7 @@ void eraseFromMap(Operation *o, BatchMap &batched) {
 void eraseReplaced(ArrayRef<Operation *> ops, BatchMap &batched) {
   for (Operation *o : llvm::reverse(ops))
     if (o->use_empty() && !o->hasTrait<OpTrait::IsTerminator>() &&
-        (isa<UnrealizedConversionCastOp>(o) ||
+        (isa<UnrealizedConversionCastOp>(o) || overOwnAxis(o) ||
          llvm::any_of(o->getResults(),
                       [&](Value r) { return batched.count(r); }) ||
          // An op without results (a host callback) that read batched values
@@ -206,6 +370,8 @@ FailureOr<SmallVector<Value>> batchBlockInto(OpBuilder &b, Block &src,
   SmallVector<Value> out;
   for (auto [i, v] : llvm::enumerate(src.getTerminator()->getOperands())) {
     Value m = map.lookupOrDefault(v);
+    if (Value same = scope.sameOnLanes.lookup(m))
+      m = same;
     auto it = batched.find(m);
     if (it != batched.end())
       out.push_back(it->second);
@@ -235,7 +401,7 @@ llvm::DenseSet<Value> batchedIn(Block &block, ArrayRef<bool> argBatched,
       for (Value v : inner->getOperands())
         any |= dep.contains(v) || batched.count(v);
     });
-    if (any)
+    if (any || containsOwnCollective(&o))
       for (Value r : o.getResults())
         dep.insert(r);
   }
@@ -416,6 +582,8 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
   b.setInsertionPointToEnd(&body);
   SmallVector<Value> rets;
   for (Value v : *results) {
+    if (Value same = scope.sameOnLanes.lookup(v))
+      v = same;
     auto it = batched.find(v);
     rets.push_back(it != batched.end() ? it->second
                                        : broadcastBatch(b, loc, v, n));
@@ -443,12 +611,16 @@ struct EmberBatchPass
 
 LogicalResult mlir::ember::expandBatchOps(ModuleOp module, SymbolTable &symbols,
                                           bool &progress) {
-  scope = BatchScope{module, &symbols};
+  scope = BatchScope{module, &symbols, StringAttr(), {}};
   return expandReady<VmapOp>(
       module, symbols,
       [&](VmapOp op, func::FuncOp callee) {
         SmallVector<bool> flags(op.getBatched());
-        return deriveBatchedFn(op.getLoc(), callee, flags, op.getBatchSize());
+        scope.axis = op.getAxisNameAttr();
+        auto fn =
+            deriveBatchedFn(op.getLoc(), callee, flags, op.getBatchSize());
+        scope.axis = StringAttr();
+        return fn;
       },
       progress);
 }

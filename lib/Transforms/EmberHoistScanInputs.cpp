@@ -284,7 +284,8 @@ private:
       stacked.push_back(RankedTensorType::get(shape, t.getElementType()));
     }
     auto vmap =
-        VmapOp::create(b, loc, stacked, fn.getSymName(), inputs, batched, n);
+        VmapOp::create(b, loc, stacked, fn.getSymName(), inputs, batched, n,
+                       /*axis_name=*/StringAttr());
 
     // In the loop: row idx - lo of each result.
     if (Operation *def = idx.getDefiningOp())
