@@ -57,6 +57,11 @@ from ember._src.devices import local_devices as local_devices
 from ember._src.devices import process_count as process_count
 from ember._src.devices import process_index as process_index
 from ember._src.jaxpr import make_jaxpr as make_jaxpr
+from ember._src.mesh import PartitionSpec as P  # noqa: F401  (jax.P)
+from ember._src.mesh import make_mesh as make_mesh
+from ember._src.mesh import set_mesh as set_mesh
+from ember._src.shard_map import pmap as pmap
+from ember._src.shard_map import shard_map as shard_map
 from ember._src.state import Ref as Ref
 from ember._src.state import empty_ref as empty_ref
 from ember._src.state import freeze as freeze

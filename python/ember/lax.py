@@ -17,6 +17,19 @@ from ember._src.convolution import *  # noqa: F401,F403
 from ember._src.lax import *  # noqa: F401,F403
 from ember._src.lax import abs, complex, max, min, pow, round, slice  # noqa: F401
 from ember._src.numpy import lax_numpy as _jnp  # noqa: E402
+from ember._src.parallel import (  # noqa: F401
+    all_gather,
+    all_to_all,
+    axis_size,
+    pmax,
+    pmean,
+    pmin,
+    ppermute,
+    pshuffle,
+    psum,
+    psum_scatter,
+    pvary,
+)
 
 
 class Precision(_enum.Enum):

@@ -380,9 +380,33 @@ def eager(fun, args, static_positions=()):
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-    if device is not None:
-        devices_lib.check_device(device)
-    return tree_util.tree_map(lambda v: as_value(v) if not isinstance(v, core.Value) else v, x)
+    """`x` on `device`: a Device, a platform name, or a sharding (then the
+    array records it; the data stays one host buffer, see mesh.py). A pytree
+    of shardings matches a pytree `x`."""
+    from .mesh import NamedSharding
+
+    def put(v, dev):
+        v = as_value(v) if not isinstance(v, core.Value) else v
+        if isinstance(dev, NamedSharding):
+            dev.shard_shape(v.shape)  # JAX's divisibility checks
+            if isinstance(v, core.Tracer):
+                return v
+            out = core.Array(v._value, weak_type=v.weak_type)
+            out._sharding = dev
+            return out
+        if isinstance(dev, devices_lib.SingleDeviceSharding):
+            dev = next(iter(dev.device_set))
+        if dev is not None:
+            devices_lib.check_device(dev)
+        if isinstance(v, core.Array) and getattr(v, "_sharding", None) is not None:
+            out = core.Array(v._value, weak_type=v.weak_type)
+            return out
+        return v
+
+    if device is None or isinstance(device, (str, devices_lib.Device, NamedSharding,
+                                             devices_lib.SingleDeviceSharding)):
+        return tree_util.tree_map(lambda v: put(v, device), x)
+    return tree_util.tree_map(put, x, device)
 
 
 def device_get(x):

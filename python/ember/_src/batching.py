@@ -6,7 +6,7 @@ import functools
 
 from ember._mlir import ir
 
-from . import core, state, tree_util
+from . import core, parallel, state, tree_util
 from .api import eager
 from .api_util import Traced, static_positions
 from .core import as_value
@@ -53,13 +53,15 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             dynamic = [i for i, a in enumerate(args)
                        if not (isinstance(in_axes, tuple) and in_axes[i] is None)]
             static = static_positions(args, dynamic)
-            return eager(lambda *a: _vmap_traced(fun, in_axes, out_axes, axis_size, a, kwargs),
+            return eager(lambda *a: _vmap_traced(fun, in_axes, out_axes, axis_size, a, kwargs,
+                                                 axis_name),
                          args, static)
-        return _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs)
+        return _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name)
     return wrapped
 
 
-def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
+def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None,
+                 check_vma=False):
     leaves, treedef = tree_util.tree_flatten(args)
     axes = _axes_for(in_axes, args, "in_axes")
     kw_leaves, kw_def = tree_util.tree_flatten(kwargs)
@@ -111,7 +113,11 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
             refs.append(full[i])
         a = tree_util.tree_unflatten(treedef, full[:n_args])
         k = tree_util.tree_unflatten(kw_def, full[n_args:])
-        out = fun(*a, **k)
+        if axis_name is None:
+            out = fun(*a, **k)
+        else:
+            with parallel.bind_axis(axis_name, n, check_vma):
+                out = fun(*a, **k)
         leaves_out, store["tree"] = tree_util.tree_flatten(out)
         return leaves_out + [r._value for r in refs]
 
@@ -126,18 +132,20 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
     attrs = {"callee": ir.FlatSymbolRefAttr.get(traced.name, ctx),
              "batched": ir.DenseBoolArrayAttr.get(flags, ctx),
              "batch_size": core.i64_attr(n)}
+    if axis_name is not None:
+        attrs["axis_name"] = ir.StringAttr.get(axis_name, ctx)
     res = trace.emit("ember.vmap", [trace.to_value(v) for v in operands],
                      [a.update(shape=(n,) + a.shape) for a in traced.out_avals], attrs)
     mapped = None
     if ref_args:
-        mapped = _mapped_outputs(trace, traced.name, len(batched_idx), len(res))
+        mapped = _mapped_outputs(trace, traced.name, len(batched_idx), len(res), axis_name)
         _write_ref_args(ref_args, res[len(res) - len(ref_args):],
                         mapped[len(res) - len(ref_args):] if mapped else None)
         res = res[:len(res) - len(ref_args)]
     out = tree_util.tree_unflatten(store["tree"], res)
     oaxes = _axes_for(out_axes, out, "out_axes")
     if mapped is None and any(ax is None for ax in oaxes):
-        mapped = _mapped_outputs(trace, traced.name, len(batched_idx), len(res))
+        mapped = _mapped_outputs(trace, traced.name, len(batched_idx), len(res), axis_name)
     final = []
     for k, (r, ax) in enumerate(zip(res, oaxes)):
         if ax is None:
@@ -172,10 +180,12 @@ def _write_ref_args(ref_args, finals, mapped):
             ref._value = jnp.moveaxis(r, 0, ax) if ax else r
 
 
-def _mapped_outputs(trace, name, n_batched, n_out):
+def _mapped_outputs(trace, name, n_batched, n_out, axis_name=None):
     """Which results of the traced per-example function `name` depend on its
     first `n_batched` (batched) arguments, by forward dataflow over its body
     (values used inside an op's regions count as that op's operands).
+    Collectives over `axis_name` make values the same on every lane
+    (reductions, gathers) or different (axis_index, permutations).
     Returns None when the function cannot be found."""
     func = None
     for op in trace.module.body.operations:
@@ -188,7 +198,13 @@ def _mapped_outputs(trace, name, n_batched, n_out):
     block = func.regions[0].blocks[0]
     dep = {block.arguments[i] for i in range(n_batched)}
 
+    def own(op):
+        return axis_name is not None and op.name in parallel.COLLECTIVES and \
+            ir.StringAttr(op.attributes["axis"]).value == axis_name
+
     def uses_dep(op):
+        if own(op):
+            return op.name not in parallel.SAME_ON_LANES
         if any(v in dep for v in op.operands):
             return True
         return any(uses_dep(inner.operation) for region in op.regions

@@ -28,6 +28,7 @@ from .errors import (
     TracerBoolConversionError,
     TracerIntegerConversionError,
 )
+from .mesh import Shard, shard_indices
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.RLock()
@@ -39,12 +40,17 @@ _lock = threading.RLock()
 
 
 class ShapedArray:
-    __slots__ = ("shape", "dtype", "weak_type")
+    """Shape, dtype and weak type; inside `shard_map` (with check_vma) also
+    `vma`, the mesh axes the value varies over (not part of equality: JAX's
+    type errors for mismatched varying axes are not reproduced)."""
 
-    def __init__(self, shape, dtype, weak_type=False):
+    __slots__ = ("shape", "dtype", "weak_type", "vma")
+
+    def __init__(self, shape, dtype, weak_type=False, vma=frozenset()):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        self.vma = vma
 
     @property
     def ndim(self):
@@ -63,14 +69,16 @@ class ShapedArray:
     def __hash__(self):
         return hash(self._key())
 
-    def update(self, shape=None, dtype=None, weak_type=None):
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None):
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type,
+                           self.vma if vma is None else vma)
 
     def str_short(self):
         name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name
-        return f"{name}[{','.join(map(str, self.shape))}]"
+        vma = "{V:" + ",".join(sorted(self.vma)) + "}" if self.vma else ""
+        return f"{name}[{','.join(map(str, self.shape))}]{vma}"
 
     def __repr__(self):
         return f"ShapedArray({self.str_short()}{', weak_type=True' if self.weak_type else ''})"
@@ -223,7 +231,7 @@ class Value:
 class Array(Value):
     """A concrete array on the CPU, backed by an immutable NumPy buffer."""
 
-    __slots__ = ("_value", "aval", "_sig", "__weakref__")
+    __slots__ = ("_value", "aval", "_sig", "_sharding", "__weakref__")
 
     def __init__(self, value, weak_type=False):
         value = np.asarray(value)
@@ -297,7 +305,7 @@ class Array(Value):
         return (Array, (np.array(self._value), self.weak_type))
 
     def devices(self):
-        return {cpu_device}
+        return set(self.sharding.device_set)
 
     @property
     def device(self):
@@ -308,7 +316,25 @@ class Array(Value):
 
     @property
     def sharding(self):
-        return SingleDeviceSharding(cpu_device)
+        s = getattr(self, "_sharding", None)
+        return s if s is not None else SingleDeviceSharding(cpu_device)
+
+    @property
+    def addressable_shards(self):
+        return [Shard(dev, index, replica, Array(self._value[index]))
+                for dev, index, replica in shard_indices(self.sharding, self.shape)]
+
+    @property
+    def global_shards(self):
+        return self.addressable_shards
+
+    @property
+    def is_fully_addressable(self):
+        return True
+
+    @property
+    def is_fully_replicated(self):
+        return self.sharding.is_fully_replicated
 
     def __array_namespace__(self, *, api_version=None):
         """The Array API namespace of this array: `ember.numpy`."""
@@ -690,9 +716,16 @@ class Primitive:
 
     def bind(self, *args, **params):
         args = [as_value(a) for a in args]
+        vma = None
+        if any(a.aval.vma for a in args):
+            # Inside shard_map: values the same on every lane meet varying
+            # ones through an explicit pvary (summed in reverse mode).
+            args, vma = match_vma(args)
         out_avals = self.abstract_eval(*[a.aval for a in args], **params)
         if not isinstance(out_avals, (list, tuple)):
             out_avals = [out_avals]
+        if vma is not None:
+            out_avals = [a.update(vma=vma) for a in out_avals]
         trace = find_trace(args) or current_trace()
         if trace is None:
             outs = eager_apply(self, args, params, out_avals)
@@ -707,6 +740,15 @@ class Primitive:
                 for i, o in enumerate(outs):
                     o.src = ("op", self, args, params, out_avals, i)
         return outs if self.multiple_results else outs[0]
+
+
+def match_vma(args):
+    """`args` with every value varying over the union of their varying mesh
+    axes (installed by `parallel`, which owns pvary), and that union."""
+    return _match_vma_hook(args)
+
+
+_match_vma_hook = None
 
 
 def as_value(x):

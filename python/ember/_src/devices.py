@@ -39,7 +39,7 @@ class Device:
         return f"{kind}(id={self.id})"
 
     def __str__(self):
-        return f"{'TFRT_CPU' if self.platform == 'cpu' else 'cuda'}_{self.id}"
+        return f"{'cpu' if self.platform == 'cpu' else 'cuda'}:{self.id}"
 
     @property
     def client(self):
@@ -47,6 +47,25 @@ class Device:
 
 
 cpu_device = Device("cpu", 0, "cpu")
+
+
+def _cpu_device_count():
+    """EMBER_NUM_CPU_DEVICES, else XLA's --xla_force_host_platform_device_count
+    in XLA_FLAGS, else 1."""
+    text = os.environ.get("EMBER_NUM_CPU_DEVICES")
+    if not text:
+        for flag in os.environ.get("XLA_FLAGS", "").split():
+            if flag.startswith("--xla_force_host_platform_device_count="):
+                text = flag.split("=", 1)[1]
+    if not text:
+        return 1
+    try:
+        n = int(text)
+    except ValueError:
+        raise RuntimeError(f"the number of CPU devices must be an integer, got {text!r}") from None
+    if n < 1:
+        raise RuntimeError(f"the number of CPU devices must be at least 1, got {n}")
+    return n
 
 
 class SingleDeviceSharding:
@@ -122,7 +141,8 @@ def backends():
             found = {}
             for name in requested or ["cuda", "cpu"]:
                 if name == "cpu":
-                    found["cpu"] = [cpu_device]
+                    found["cpu"] = [cpu_device] + [Device("cpu", i, "cpu")
+                                                   for i in range(1, _cpu_device_count())]
                     continue
                 devs, why = _cuda_devices()
                 if devs:

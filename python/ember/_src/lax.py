@@ -1032,9 +1032,9 @@ def expand_dims(x, dimensions):
     return reshape(x, shape)
 
 
-# Providers of named-axis indices (a plgpu kernel's grid, cluster and thread
-# names): each takes a name and returns its index, or None if it does not
-# know the name.
+# Providers of named-axis indices (the axes of named vmaps, shard_map and
+# pmap; a plgpu kernel's grid, cluster and thread names): each takes a name
+# and returns its index, or None if it does not know the name.
 axis_index_providers = []
 
 

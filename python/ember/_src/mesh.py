@@ -1,0 +1,357 @@
+"""Meshes and shardings with JAX's API: `Mesh`, `AxisType`, `make_mesh`,
+`PartitionSpec` (`P`), `NamedSharding`, `set_mesh`/`use_mesh`, and the
+shards of an array.
+
+Ember's devices share one address space (the CPU devices of one process,
+`EMBER_NUM_CPU_DEVICES` or XLA's `--xla_force_host_platform_device_count`),
+so a sharding says where each block of an array belongs while the data stays
+one host buffer; `shard_map` computes per block (`parallel.py`)."""
+
+import contextlib
+import enum
+import math
+import threading
+
+import numpy as np
+
+from . import devices as devices_lib
+
+
+class AxisType(enum.Enum):
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self):
+        return self.name
+
+
+class Mesh:
+    """A named grid of devices (`devices` an ndarray of `Device`s)."""
+
+    def __init__(self, devices, axis_names, axis_types=None):
+        devs = np.asarray(devices, dtype=object)
+        if isinstance(axis_names, str):
+            axis_names = (axis_names,)
+        axis_names = tuple(axis_names)
+        if devs.ndim != len(axis_names):
+            raise ValueError(f"Mesh requires the ndim of its first argument (`devices`) to equal "
+                             f"the length of its second argument (`axis_names`), but got "
+                             f"devices.ndim == {devs.ndim} and len(axis_names) == "
+                             f"{len(axis_names)}.")
+        if len(set(axis_names)) != len(axis_names):
+            raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(axis_names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(axis_names)
+        axis_types = tuple(axis_types)
+        if len(axis_types) != len(axis_names):
+            raise ValueError("Number of axis names should match the number of axis_types")
+        self.devices = devs
+        self.axis_names = axis_names
+        self.axis_types = axis_types
+
+    @property
+    def shape(self):
+        return dict(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def axis_sizes(self):
+        return tuple(self.devices.shape)
+
+    @property
+    def shape_tuple(self):
+        return tuple(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def size(self):
+        return int(self.devices.size)
+
+    @property
+    def empty(self):
+        return self.devices.size == 0
+
+    @property
+    def device_ids(self):
+        return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+    @property
+    def local_devices(self):
+        return list(self.devices.flat)
+
+    @property
+    def abstract_mesh(self):
+        return self
+
+    def _key(self):
+        return (self.axis_names, self.axis_types, self.devices.shape,
+                tuple(d.id for d in self.devices.flat))
+
+    def __eq__(self, other):
+        return isinstance(other, Mesh) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.devices.shape))
+        types = ", ".join(repr(t) for t in self.axis_types)
+        return f"Mesh({axes}, axis_types=({types}{',' if len(self.axis_types) == 1 else ''}))"
+
+    def __enter__(self):
+        _mesh_stack().append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _mesh_stack().pop()
+        return False
+
+
+_state = threading.local()
+
+
+def _mesh_stack():
+    if not hasattr(_state, "stack"):
+        _state.stack = []
+    return _state.stack
+
+
+_global_mesh = None
+
+
+def current_mesh():
+    """The mesh of the innermost `with mesh:`/`use_mesh`/`set_mesh` (None
+    when there is none)."""
+    stack = _mesh_stack()
+    return stack[-1] if stack else _global_mesh
+
+
+class _MeshSetting:
+    """What `set_mesh` returns: the mesh is set at once; as a context
+    manager the previous one comes back at exit."""
+
+    def __init__(self, previous):
+        self._previous = previous
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        global _global_mesh
+        _global_mesh = self._previous
+        return False
+
+
+def set_mesh(mesh):
+    global _global_mesh
+    previous = _global_mesh
+    _global_mesh = mesh
+    return _MeshSetting(previous)
+
+
+@contextlib.contextmanager
+def use_mesh(mesh):
+    _mesh_stack().append(mesh)
+    try:
+        yield mesh
+    finally:
+        _mesh_stack().pop()
+
+
+def get_abstract_mesh():
+    return current_mesh()
+
+
+def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):
+    """A mesh over the first prod(axis_shapes) devices (Explicit axes by
+    default, as in JAX 0.10)."""
+    axis_shapes = tuple(int(s) for s in axis_shapes)
+    if isinstance(axis_names, str):
+        axis_names = (axis_names,)
+    if len(axis_shapes) != len(axis_names):
+        raise ValueError(f"Length of axis_shapes {axis_shapes} and axis_names {axis_names} "
+                         "should match")
+    devs = list(devices) if devices is not None else devices_lib.devices()
+    need = math.prod(axis_shapes)
+    if need != len(devs):
+        raise ValueError(f"Number of devices {len(devs)} must equal the product of mesh_shape "
+                         f"{axis_shapes}")
+    if axis_types is None:
+        axis_types = (AxisType.Explicit,) * len(axis_names)
+    arr = np.empty(need, dtype=object)
+    arr[:] = devs
+    return Mesh(arr.reshape(axis_shapes), axis_names, axis_types)
+
+
+class PartitionSpec(tuple):
+    """How each dimension of an array is split over mesh axes: None, an
+    axis name, or a tuple of names (major to minor)."""
+
+    UNCONSTRAINED = "unconstrained"
+
+    def __new__(cls, *parts):
+        for p in parts:
+            if not (p is None or isinstance(p, str) or p is cls.UNCONSTRAINED or
+                    (isinstance(p, (tuple, list)) and all(isinstance(q, str) for q in p))):
+                raise TypeError(f"PartitionSpec entries must be None, an axis name or a tuple "
+                                f"of axis names, got {p!r}")
+        return super().__new__(cls, tuple(tuple(p) if isinstance(p, list) else p for p in parts))
+
+    def __repr__(self):
+        if len(self) == 1:
+            return f"P({self[0]!r},)"
+        return "P(" + ", ".join(repr(p) for p in self) + ")"
+
+    def _normalized(self):
+        spec = tuple(self)
+        while spec and spec[-1] is None:
+            spec = spec[:-1]
+        return spec
+
+    def __reduce__(self):
+        return (PartitionSpec, tuple(self))
+
+    def axes(self, dim):
+        """The mesh axes dimension `dim` is split over, major first."""
+        if dim >= len(self) or self[dim] is None or self[dim] is self.UNCONSTRAINED:
+            return ()
+        return (self[dim],) if isinstance(self[dim], str) else tuple(self[dim])
+
+    def all_axes(self):
+        out = []
+        for d in range(len(self)):
+            out.extend(self.axes(d))
+        return out
+
+
+P = PartitionSpec
+
+
+def check_spec(spec, mesh, shape, what):
+    """JAX's checks of a spec against a mesh and an array shape."""
+    names = spec.all_axes()
+    for n in names:
+        if n not in mesh.axis_names:
+            raise ValueError(f"Resource axis: {n} of {spec!r} is not found in mesh: "
+                             f"{tuple(mesh.axis_names)}.")
+    if len(set(names)) != len(names):
+        raise ValueError(f"A single {what} specification can map every mesh axis to at most "
+                         f"one positional dimension, but {spec!r} has duplicate entries")
+    if shape is not None and len(spec) > len(shape):
+        raise ValueError(f"{what} {spec!r} has length {len(spec)}, which is longer than the "
+                         f"rank {len(shape)} of the array of shape {tuple(shape)}")
+    if shape is not None:
+        for d in range(len(spec)):
+            k = math.prod(mesh.shape[n] for n in spec.axes(d))
+            if shape[d] % k:
+                raise ValueError(f"One of {what} was given the resource assignment of {spec!r}, "
+                                 f"which implies that the global size of its dimension {d} "
+                                 f"should be divisible by {k}, but it is equal to {shape[d]} "
+                                 f"(full shape: {tuple(shape)})")
+
+
+class NamedSharding:
+    """A mesh and a PartitionSpec: block i of the array belongs to the
+    devices at mesh position i (replicated over the unnamed axes)."""
+
+    def __init__(self, mesh, spec=None, *, memory_kind=None):
+        if spec is None:
+            spec = PartitionSpec()
+        elif not isinstance(spec, PartitionSpec):
+            spec = PartitionSpec(*spec) if isinstance(spec, (tuple, list)) else spec
+        check_spec(spec, mesh, None, "NamedSharding spec")
+        self.mesh = mesh
+        self.spec = spec
+        self.memory_kind = memory_kind
+
+    def __repr__(self):
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind=device)"
+
+    def __eq__(self, other):
+        return isinstance(other, NamedSharding) and self.mesh == other.mesh and \
+            self.spec._normalized() == other.spec._normalized()
+
+    def __hash__(self):
+        return hash((self.mesh, self.spec._normalized()))
+
+    @property
+    def device_set(self):
+        return set(self.mesh.devices.flat)
+
+    @property
+    def addressable_devices(self):
+        return self.device_set
+
+    @property
+    def num_devices(self):
+        return self.mesh.size
+
+    @property
+    def is_fully_addressable(self):
+        return True
+
+    @property
+    def is_fully_replicated(self):
+        return not self.spec.all_axes()
+
+    def shard_shape(self, global_shape):
+        shape = list(global_shape)
+        check_spec(self.spec, self.mesh, shape, "NamedSharding")
+        for d in range(len(self.spec)):
+            shape[d] //= math.prod(self.mesh.shape[n] for n in self.spec.axes(d))
+        return tuple(shape)
+
+    def devices_indices_map(self, global_shape):
+        """Each device's block of an array of `global_shape`, as slices."""
+        local = self.shard_shape(global_shape)
+        names = self.mesh.axis_names
+        out = {}
+        for pos in np.ndindex(*self.mesh.devices.shape):
+            coord = dict(zip(names, pos))
+            index = []
+            for d in range(len(global_shape)):
+                axes = self.spec.axes(d)
+                if not axes:
+                    index.append(slice(None))
+                    continue
+                k = 0
+                for n in axes:
+                    k = k * self.mesh.shape[n] + coord[n]
+                index.append(slice(k * local[d], (k + 1) * local[d]))
+            out[self.mesh.devices[pos]] = tuple(index)
+        return out
+
+    def addressable_devices_indices_map(self, global_shape):
+        return self.devices_indices_map(global_shape)
+
+    def with_spec(self, spec):
+        return NamedSharding(self.mesh, spec)
+
+
+class Shard:
+    """One device's block of an array."""
+
+    def __init__(self, device, index, replica_id, data):
+        self.device = device
+        self.index = index
+        self.replica_id = replica_id
+        self.data = data
+
+    def __repr__(self):
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data!r})")
+
+
+def shard_indices(sharding, shape):
+    """(device, index, replica_id) of each block of an array of `shape`."""
+    if not isinstance(sharding, NamedSharding):
+        return [(next(iter(sharding.device_set)), tuple(slice(None) for _ in shape), 0)]
+    seen = {}
+    out = []
+    for dev, index in sharding.devices_indices_map(shape).items():
+        key = tuple((s.start, s.stop) for s in index)
+        replica = seen.get(key, 0)
+        seen[key] = replica + 1
+        out.append((dev, index, replica))
+    return out

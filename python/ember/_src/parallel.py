@@ -1,0 +1,379 @@
+"""Named axes and collectives: the axis environment of `vmap(axis_name=)`,
+`pmap` and `shard_map` (`shard_map.py`), and `lax.psum`/`pmean`/`pmax`/
+`pmin`/`all_gather`/`psum_scatter`/`ppermute`/`pshuffle`/`all_to_all`/
+`axis_index`/`axis_size`/`pvary`.
+
+A named axis is bound by an `ember.vmap ... axis "name"`: its lanes are the
+slices the vmap maps over. Collectives are ops of the `ember` dialect that
+name the axis (docs/spec.md, "Collectives"); `ember-batch` rewrites them
+into ops over the batch dimension when it expands the vmap, and
+`ember-autodiff` transposes them.
+
+With `check_vma=True` (shard_map's default) values carry the mesh axes they
+vary over (`ShapedArray.vma`, JAX's "varying manual axes"): psum makes a
+value invariant, an invariant value meeting a varying one goes through
+`ember.pvary`, and reverse mode sums the cotangents of invariant values over
+the lanes (psum transposes to pvary and pvary to psum), as in JAX.
+"""
+
+import contextlib
+import math
+import threading
+
+from ember._mlir import ir
+
+from . import core, tree_util
+from . import lax as _lax
+from .core import as_value
+
+COLLECTIVES = frozenset({
+    "ember.psum", "ember.pmax", "ember.pmin", "ember.pvary", "ember.all_gather",
+    "ember.reduce_scatter", "ember.ppermute", "ember.all_to_all", "ember.axis_index"})
+# Collectives whose result is the same on every lane of their axis.
+SAME_ON_LANES = frozenset({"ember.psum", "ember.pmax", "ember.pmin", "ember.all_gather"})
+
+
+# --------------------------------------------------------------------------
+# The axis environment: the named axes bound while their vmap body traces
+# --------------------------------------------------------------------------
+
+
+class _Env(threading.local):
+    def __init__(self):
+        self.frames = []  # (name, size, check_vma)
+
+
+_env = _Env()
+
+
+@contextlib.contextmanager
+def bind_axis(name, size, check_vma=False):
+    if not isinstance(name, str) and not _hashable(name):
+        raise TypeError(f"axis_name must be hashable, got {name!r}")
+    _env.frames.append((name, int(size), bool(check_vma)))
+    try:
+        yield
+    finally:
+        _env.frames.pop()
+
+
+def _hashable(x):
+    try:
+        hash(x)
+        return True
+    except TypeError:
+        return False
+
+
+def _frame(name):
+    for n, size, check in reversed(_env.frames):
+        if n == name:
+            return size, check
+    raise NameError(f"unbound axis name: {name} (at {core.where()})")
+
+
+def is_bound(name):
+    return any(n == name for n, _, _ in _env.frames)
+
+
+def _names(axis_name):
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _no_groups(groups, what):
+    if groups is not None:
+        raise NotImplementedError(f"{what}: axis_index_groups is not supported by Ember")
+
+
+# --------------------------------------------------------------------------
+# Emitting collective ops
+# --------------------------------------------------------------------------
+
+
+def _emit(name, x, out_aval, axis, size, **extra):
+    """One collective op over `axis` on `x` (None for axis_index)."""
+    operands = [] if x is None else [x]
+    trace = core.find_trace(operands) or core.current_trace()
+    ctx = core.context()
+    attrs = {"axis": ir.StringAttr.get(str(axis), ctx), "axis_size": core.i64_attr(size)}
+    for k, v in extra.items():
+        if v is True:
+            attrs[k] = ir.UnitAttr.get(ctx)
+        elif isinstance(v, (list, tuple)):
+            attrs[k] = ir.DenseI64ArrayAttr.get(list(v), ctx)
+        elif v is not False and v is not None:
+            attrs[k] = core.i64_attr(v)
+    vals = [trace.to_value(v) for v in operands]
+    return trace.emit(name, vals, [out_aval], attrs)[0]
+
+
+def _pvary1(x, name):
+    """`x` marked as varying over `name` (a checked axis it does not vary
+    over yet)."""
+    size, _ = _frame(name)
+    return _emit("ember.pvary", x, x.aval.update(vma=x.aval.vma | {name}), name, size)
+
+
+def _varying(x, name):
+    """`x`, made varying over `name` if that axis is checked (collectives
+    other than the reductions take and give varying values)."""
+    _, check = _frame(name)
+    if check and name not in x.aval.vma:
+        return _pvary1(x, name)
+    return x
+
+
+def _match_vma(args):
+    union = frozenset().union(*(a.aval.vma for a in args))
+    out = []
+    for a in args:
+        for name in sorted(union - a.aval.vma, key=str):
+            a = _pvary1(a, name)
+        out.append(a)
+    return out, union
+
+
+core._match_vma_hook = _match_vma
+
+
+def _to_numeric(x):
+    from .numpy import lax_numpy as jnp
+
+    x = as_value(x)
+    if x.dtype == bool:
+        return jnp.asarray(x, dtype=jnp.int32)
+    return x
+
+
+def _reduce(op, x, name):
+    size, check = _frame(name)
+    x = _to_numeric(x)
+    if check and name not in x.aval.vma:
+        x = _pvary1(x, name)
+    out = x.aval.update(vma=x.aval.vma - {name}) if check else x.aval
+    return _emit(op, x, out, name, size, invariant=check)
+
+
+def _tree_apply(fn, x):
+    return tree_util.tree_map(fn, x)
+
+
+def psum(x, axis_name, *, axis_index_groups=None):
+    _no_groups(axis_index_groups, "psum")
+    names = _names(axis_name)
+
+    def one(v):
+        for n in names:
+            v = _reduce("ember.psum", v, n)
+        return v
+    return _tree_apply(one, x)
+
+
+def pmax(x, axis_name, *, axis_index_groups=None):
+    _no_groups(axis_index_groups, "pmax")
+    names = _names(axis_name)
+
+    def one(v):
+        for n in names:
+            v = _reduce("ember.pmax", v, n)
+        return v
+    return _tree_apply(one, x)
+
+
+def pmin(x, axis_name, *, axis_index_groups=None):
+    _no_groups(axis_index_groups, "pmin")
+    names = _names(axis_name)
+
+    def one(v):
+        for n in names:
+            v = _reduce("ember.pmin", v, n)
+        return v
+    return _tree_apply(one, x)
+
+
+def pmean(x, axis_name, *, axis_index_groups=None):
+    from .numpy import lax_numpy as jnp
+
+    n = axis_size(axis_name)
+    return _tree_apply(lambda v: jnp.true_divide(psum(v, axis_name,
+                                                      axis_index_groups=axis_index_groups), n),
+                       x)
+
+
+def axis_size(axis_name):
+    return math.prod(_frame(n)[0] for n in _names(axis_name))
+
+
+def axis_index(axis_name):
+    """The lane's index along `axis_name` (row-major over a tuple of names)."""
+    idx = None
+    for n in _names(axis_name):
+        size, check = _frame(n)
+        one = _emit("ember.axis_index", None,
+                    core.ShapedArray((), "int32", vma=frozenset({n}) if check else frozenset()),
+                    n, size)
+        idx = one if idx is None else idx * size + one
+    return idx
+
+
+def pvary(x, axis_name):
+    """Marks `x` as varying over the named (checked) axes; the identity
+    otherwise."""
+    names = _names(axis_name)
+
+    def one(v):
+        v = as_value(v)
+        for n in names:
+            _, check = _frame(n)
+            if check and n not in v.aval.vma:
+                v = _pvary1(v, n)
+        return v
+    return _tree_apply(one, x)
+
+
+def _canon_axis(axis, rank, what):
+    if not -rank <= axis < rank:
+        raise ValueError(f"{what} {axis} is out of bounds for an array of rank {rank - 1}")
+    return axis % rank
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+    from .numpy import lax_numpy as jnp
+
+    _no_groups(axis_index_groups, "all_gather")
+    names = _names(axis_name)
+
+    def one(v):
+        v = as_value(v)
+        if tiled and v.ndim == 0:
+            raise ValueError("all_gather with tiled=True needs an operand of rank >= 1")
+        d = _canon_axis(axis, v.ndim + (0 if tiled else 1), "all_gather axis")
+        total = 1
+        for n in reversed(names):  # major axis gathered last
+            size, _ = _frame(n)
+            v = _varying(v, n)
+            shape = list(v.shape)
+            if tiled:
+                shape[d] *= size
+            else:
+                shape.insert(d, size)
+            v = _emit("ember.all_gather", v,
+                      v.aval.update(shape=tuple(shape), vma=v.aval.vma), n, size,
+                      dimension=d, tiled=True if tiled else False)
+            if not tiled:
+                total *= size
+                if total != size:  # merge with the axes gathered before
+                    shape = list(v.shape)
+                    merged = shape[:d] + [shape[d] * shape[d + 1]] + shape[d + 2:]
+                    v = jnp.reshape(v, merged)
+        return v
+    return _tree_apply(one, x)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+    from .numpy import lax_numpy as jnp
+
+    _no_groups(axis_index_groups, "psum_scatter")
+    names = _names(axis_name)
+
+    def one(v):
+        v = _to_numeric(v)
+        d = _canon_axis(scatter_dimension, v.ndim, "psum_scatter scatter_dimension")
+        sizes = [_frame(n)[0] for n in names]
+        total = math.prod(sizes)
+        if tiled and v.shape[d] % total:
+            raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} is not "
+                             f"divisible by the axis size {total}")
+        if not tiled and v.shape[d] != total:
+            raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} must equal "
+                             f"the axis size {total} (or use tiled=True)")
+        if not tiled and len(names) > 1:
+            v = jnp.reshape(v, v.shape[:d] + tuple(sizes) + v.shape[d + 1:])
+        for n, size in zip(names, sizes):
+            v = _varying(v, n)
+            shape = list(v.shape)
+            if tiled:
+                shape[d] //= size
+            else:
+                del shape[d]
+            v = _emit("ember.reduce_scatter", v, v.aval.update(shape=tuple(shape)), n, size,
+                      dimension=d, tiled=True if tiled else False)
+        return v
+    return _tree_apply(one, x)
+
+
+def _single(axis_name, what):
+    names = _names(axis_name)
+    if len(names) != 1:
+        raise NotImplementedError(f"{what} over several axes at once is not supported by Ember "
+                                  f"(got {axis_name!r}); nest one per axis")
+    return names[0]
+
+
+def ppermute(x, axis_name, perm):
+    name = _single(axis_name, "ppermute")
+    size, _ = _frame(name)
+    pairs = [(int(s), int(d)) for s, d in perm]
+    srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
+    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
+        raise ValueError(f"ppermute sources and destinations must be unique, got {perm}.")
+    for s, d in pairs:
+        if not (0 <= s < size and 0 <= d < size):
+            raise ValueError(f"ppermute perm {perm} has an index out of range for axis "
+                             f"'{name}' of size {size}")
+    flat = [i for p in pairs for i in p]
+
+    def one(v):
+        v = _varying(as_value(v), name)
+        return _emit("ember.ppermute", v, v.aval, name, size, pairs=flat)
+    return _tree_apply(one, x)
+
+
+def pshuffle(x, axis_name, perm):
+    """Lane i gets lane perm[i]'s value."""
+    if sorted(perm) != list(range(len(perm))):
+        raise ValueError(f"`perm` does not represent a permutation: {perm}")
+    return ppermute(x, axis_name, [(int(src), dst) for dst, src in enumerate(perm)])
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
+    _no_groups(axis_index_groups, "all_to_all")
+    name = _single(axis_name, "all_to_all")
+    size, _ = _frame(name)
+
+    def one(v):
+        v = _varying(as_value(v), name)
+        s = _canon_axis(split_axis, v.ndim, "all_to_all split_axis")
+        c = _canon_axis(concat_axis, v.ndim, "all_to_all concat_axis")
+        shape = list(v.shape)
+        if tiled:
+            if shape[s] % size:
+                raise ValueError(f"all_to_all: split_axis {s} of size {shape[s]} is not "
+                                 f"divisible by the axis size {size}")
+            shape[s] //= size
+            shape[c] *= size
+        else:
+            if shape[s] != size:
+                raise ValueError(f"all_to_all: split_axis {s} has size {shape[s]}, which must "
+                                 f"equal the size of axis '{name}' ({size})")
+            del shape[s]
+            shape.insert(c, size)
+        return _emit("ember.all_to_all", v, v.aval.update(shape=tuple(shape)), name, size,
+                     split=s, concat=c, tiled=True if tiled else False)
+    return _tree_apply(one, x)
+
+
+def _axis_index_provider(name):
+    return axis_index(name) if all(is_bound(n) for n in _names(name)) else None
+
+
+# `lax.axis_index` asks its providers (it sits below this module).
+_lax.axis_index_providers.insert(0, _axis_index_provider)
+
+
+def _retype_vma(x, vma):
+    """`x` (an argument block inside shard_map) typed as varying over `vma`."""
+    if isinstance(x, core.Tracer):
+        t = core.Tracer(x.trace, x.value, x.aval.update(vma=x.aval.vma | vma), x.src)
+        return t
+    return x

@@ -1,0 +1,247 @@
+"""`shard_map` and `pmap` on named vmaps (the collectives are in
+`parallel.py`).
+
+`shard_map` splits each argument into the blocks of its `in_specs`, maps the
+function over the manual mesh axes with one named `vmap` per axis (mesh
+order, outermost first), and reassembles the results by `out_specs`; with
+`check_vma` the blocks are typed as varying over the axes they are split
+over. `pmap` is a named vmap under `jit`, one lane per device.
+"""
+
+import functools
+import math
+
+from . import core, tree_util
+from .core import as_value
+from .parallel import _retype_vma
+
+
+def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
+         devices=None, backend=None, axis_size=None, donate_argnums=()):
+    """JAX's pmap over Ember's devices: the mapped axis is a named vmap (one
+    lane per device; at most as many lanes as devices), compiled with jit."""
+    if fun is None:
+        return lambda f: pmap(f, axis_name, in_axes=in_axes, out_axes=out_axes,
+                              static_broadcasted_argnums=static_broadcasted_argnums,
+                              devices=devices, backend=backend, axis_size=axis_size)
+    from . import devices as devices_lib
+    from .api import jit
+    from .batching import vmap
+
+    if isinstance(static_broadcasted_argnums, int):
+        static_broadcasted_argnums = (static_broadcasted_argnums,)
+    available = len(devices) if devices is not None else devices_lib.device_count(backend)
+    name = axis_name if axis_name is not None else object()
+
+    @functools.wraps(fun)
+    def mapped(*args):
+        dyn = [a for i, a in enumerate(args) if i not in static_broadcasted_argnums]
+        axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+        if isinstance(in_axes, (tuple, list)):
+            axes = [ax for i, ax in enumerate(in_axes) if i not in static_broadcasted_argnums]
+        sizes = {as_value(leaf).shape[ax] for a, ax in zip(dyn, axes) if ax is not None
+                 for leaf in tree_util.tree_leaves(a)}
+        n = sizes.pop() if len(sizes) == 1 else axis_size
+        if n is not None and n > available:
+            raise ValueError(f"compiling computation that requires {n} logical devices, but "
+                             f"only {available} XLA devices are available (num_replicas={n})")
+        return _pmapped(*args)
+
+    def per_call(*args):
+        dyn_pos = [i for i in range(len(args)) if i not in static_broadcasted_argnums]
+
+        def inner(*dyn):
+            full = list(args)
+            for i, v in zip(dyn_pos, dyn):
+                full[i] = v
+            return fun(*full)
+        axes = in_axes
+        if isinstance(in_axes, (tuple, list)):
+            axes = tuple(in_axes[i] for i in dyn_pos)
+        return vmap(inner, in_axes=axes, out_axes=out_axes, axis_name=name,
+                    axis_size=axis_size)(*[args[i] for i in dyn_pos])
+
+    _pmapped = jit(per_call, static_argnums=tuple(static_broadcasted_argnums))
+    return mapped
+
+
+def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=frozenset(),
+              check_vma=True, check_rep=None):
+    """JAX's shard_map: `f` runs on each block of its arguments (split over
+    the mesh axes by `in_specs`), collectives combine blocks, and the
+    results are assembled by `out_specs`."""
+    if check_rep is not None:
+        check_vma = check_rep
+    if f is None:
+        return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                                   axis_names=axis_names, check_vma=check_vma)
+    from .api import eager
+
+    @functools.wraps(f)
+    def wrapped(*args):
+        if not core._trace_stack:
+            return eager(lambda *a: _shard_map_traced(f, a, mesh, in_specs, out_specs,
+                                                      axis_names, check_vma), args)
+        return _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
+    return wrapped
+
+
+def _spec_leaves(specs, tree, what, fname):
+    """One PartitionSpec per leaf of `tree` from the prefix `specs`."""
+    from .mesh import PartitionSpec
+
+    def is_leaf(s):
+        return s is None or isinstance(s, PartitionSpec)
+    if is_leaf(specs):
+        return [specs] * len(tree_util.tree_leaves(tree))
+    out = []
+    node = tree_util._children(tree)
+    snode = tree_util._children(specs)
+    if node is None or snode is None or node[0] is not snode[0] or \
+            len(node[2]) != len(snode[2]):
+        raise ValueError(f"shard_map applied to the function '{fname}' was given {what} "
+                         f"{specs!r}, which is not a tree prefix of the "
+                         f"{'arguments' if what == 'in_specs' else 'outputs'} "
+                         f"{tree_util.tree_structure(tree)}")
+    for s, t in zip(snode[2], node[2]):
+        out.extend(_spec_leaves(s, t, what, fname))
+    return out
+
+
+def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma):
+    from .mesh import NamedSharding, PartitionSpec, check_spec, current_mesh
+    from .numpy import lax_numpy as jnp
+
+    fname = getattr(f, "__name__", repr(f))
+    mesh = mesh if mesh is not None else current_mesh()
+    if mesh is None:
+        raise ValueError("shard_map requires a mesh: pass mesh= or set one with jax.set_mesh")
+    manual = [a for a in mesh.axis_names if not axis_names or a in axis_names]
+    sizes = mesh.shape
+    leaves, treedef = tree_util.tree_flatten(args)
+    leaves = [as_value(x) for x in leaves]
+    if in_specs is None:  # inferred from the arguments' shardings
+        specs = [x.sharding.spec if isinstance(getattr(x, "sharding", None), NamedSharding)
+                 else PartitionSpec() for x in leaves]
+    else:
+        specs = _spec_leaves(in_specs, tuple(args), "in_specs", fname)
+    for x, spec in zip(leaves, specs):
+        if not isinstance(spec, PartitionSpec):
+            raise TypeError(f"shard_map in_specs entries must be PartitionSpecs, got {spec!r}")
+        check_spec(spec, mesh, x.shape, f"shard_map applied to the function '{fname}' in_specs")
+        for n in spec.all_axes():
+            if n not in manual:
+                raise NotImplementedError(f"shard_map: in_specs name the mesh axis '{n}', "
+                                          "which is not manual (axis_names); Ember does not "
+                                          "mix manual and automatic axes")
+
+    # Each argument as [mesh axes it is split over (in mesh order)..., block].
+    prepared, uses = [], []
+    for x, spec in zip(leaves, specs):
+        shape, order = [], []
+        for d in range(x.ndim):
+            axes = spec.axes(d)
+            block = x.shape[d] // math.prod(sizes[n] for n in axes)
+            for n in axes:
+                order.append((n, len(shape)))
+                shape.append(sizes[n])
+            order.append((None, len(shape)))
+            shape.append(block)
+        y = jnp.reshape(x, tuple(shape)) if tuple(shape) != x.shape else x
+        mesh_dims = sorted([(manual.index(n), pos) for n, pos in order if n is not None])
+        perm = [pos for _, pos in mesh_dims] + [pos for n, pos in order if n is None]
+        if perm != list(range(len(perm))):
+            y = jnp.transpose(y, perm)
+        prepared.append(y)
+        uses.append({n for n, _ in order if n is not None})
+
+    store = {}
+
+    def body(*blocks):
+        vals = []
+        for b, spec in zip(blocks, specs):
+            if check_vma:
+                varying = frozenset(spec.all_axes())
+                b = as_value(b)
+                if varying:
+                    b = _retype_vma(b, varying)
+            vals.append(b)
+        out = f(*tree_util.tree_unflatten(treedef, vals))
+        out_leaves, store["tree"] = tree_util.tree_flatten(out)
+        out_leaves = [as_value(o) for o in out_leaves]
+        ospecs = _spec_leaves(out_specs, out, "out_specs", fname)
+        store["specs"] = ospecs
+        for o, spec in zip(out_leaves, ospecs):
+            if not isinstance(spec, PartitionSpec):
+                raise TypeError(f"shard_map out_specs entries must be PartitionSpecs, "
+                                f"got {spec!r}")
+            if len(spec) > o.ndim:
+                raise ValueError(
+                    f"shard_map applied to the function '{fname}' was given an out_specs entry "
+                    f"which is too long to be compatible with the corresponding output value "
+                    f"from the function:\n\nout_specs is {spec!r} which has length "
+                    f"{len(spec)}, but {fname}(*args) has shape "
+                    f"{o.aval.update(vma=frozenset()).str_short()}, which "
+                    f"has rank {o.ndim} (and {o.ndim} < {len(spec)})")
+            check_spec(spec, mesh, None, "out_specs")
+            if check_vma:
+                missing = [n for n in manual if n in o.aval.vma and n not in spec.all_axes()]
+                if missing:
+                    raise ValueError(
+                        f"shard_map applied to the function '{fname}' was given out_specs "
+                        f"which require replication which can't be statically inferred given "
+                        f"the mesh:\n\nThe mesh given has shape {tuple(mesh.shape.items())} "
+                        f"with corresponding axis names {tuple(mesh.axis_names)}.\n\nout_specs "
+                        f"is {spec!r} which implies that the corresponding output value is "
+                        f"replicated across mesh axis {missing[0]!r}, but could not infer "
+                        f"replication over any axes\n\nCheck if these output values are meant "
+                        f"to be replicated over those mesh axes. If not, consider revising the "
+                        f"corresponding out_specs entries. If so, consider disabling the check "
+                        f"by passing the check_vma=False argument to `jax.shard_map`.")
+        return out_leaves
+
+    g = body
+    for k in reversed(range(len(manual))):
+        g = _level(g, manual[k], sizes[manual[k]], [manual[k] in u for u in uses], check_vma)
+    outs = g(*prepared)
+
+    final = []
+    for o, spec in zip(outs, store["specs"]):
+        # o is [every manual axis (mesh order)..., block]; an axis the spec
+        # does not name is replicated: its first lane.
+        m = len(manual)
+        keep = []
+        idx = []
+        for n in manual:
+            if n in spec.all_axes():
+                idx.append(slice(None))
+                keep.append(n)
+            else:
+                idx.append(0)
+        o = o[tuple(idx)] if any(i == 0 for i in idx) else o
+        m = len(keep)
+        block_rank = o.ndim - m
+        perm, shape = [], []
+        for d in range(block_rank):
+            for n in spec.axes(d):
+                perm.append(keep.index(n))
+            perm.append(m + d)
+            shape.append(o.shape[m + d] * math.prod(sizes[n] for n in spec.axes(d)))
+        if perm != list(range(len(perm))):
+            o = jnp.transpose(o, perm)
+        if tuple(shape) != o.shape:
+            o = jnp.reshape(o, tuple(shape))
+        final.append(o)
+    return tree_util.tree_unflatten(store["tree"], final)
+
+
+def _level(g, name, size, mapped, check_vma):
+    """`g` mapped over mesh axis `name` (leading dimension of the arguments
+    in `mapped`)."""
+    from . import batching
+
+    def h(*xs):
+        in_axes = tuple(0 if m else None for m in mapped)
+        return batching._vmap_traced(lambda *a: g(*a), in_axes, 0, size, xs, {}, name,
+                                     check_vma)
+    return h
