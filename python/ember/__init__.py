@@ -42,6 +42,8 @@ from ember._src.api import device_put as device_put
 from ember._src.api import disable_jit as disable_jit
 from ember._src.api import eval_shape as eval_shape
 from ember._src.api import jit as jit
+from ember._src.api import reshard as reshard
+from ember._src.api import typeof as typeof
 from ember._src.batching import vmap as vmap
 from ember._src.callback import pure_callback as pure_callback
 from ember._src.config import config as config
@@ -57,6 +59,7 @@ from ember._src.devices import local_devices as local_devices
 from ember._src.devices import process_count as process_count
 from ember._src.devices import process_index as process_index
 from ember._src.jaxpr import make_jaxpr as make_jaxpr
+from ember._src.mesh import NamedSharding as NamedSharding
 from ember._src.mesh import PartitionSpec as P  # noqa: F401  (jax.P)
 from ember._src.mesh import make_mesh as make_mesh
 from ember._src.mesh import set_mesh as set_mesh

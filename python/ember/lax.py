@@ -3,6 +3,7 @@
 import enum as _enum  # noqa: E402
 
 from ember._src import core as _core  # noqa: E402
+from ember._src.api import with_sharding_constraint  # noqa: F401
 from ember._src.control_flow import (  # noqa: F401
     associative_scan,
     cond,
@@ -21,6 +22,7 @@ from ember._src.parallel import (  # noqa: F401
     all_gather,
     all_to_all,
     axis_size,
+    pcast,
     pmax,
     pmean,
     pmin,

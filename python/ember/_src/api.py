@@ -340,10 +340,34 @@ class JitWrapped:
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
-        donate_argnames=(), inline=False, keep_unused=False, device=None, backend=None):
-    if fun is None:
-        return lambda f: JitWrapped(f, static_argnums, static_argnames, donate_argnums)
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums)
+        donate_argnames=(), inline=False, keep_unused=False, device=None, backend=None,
+        in_shardings=None, out_shardings=None):
+    """`in_shardings` are accepted (arguments are in one address space);
+    `out_shardings` are recorded on the results of calls outside traces."""
+    def make(f):
+        j = JitWrapped(f, static_argnums, static_argnames, donate_argnums)
+        if out_shardings is None:
+            return j
+        return _ShardedOutputs(j, out_shardings)
+    return make if fun is None else make(fun)
+
+
+class _ShardedOutputs:
+    """A jitted function whose results take `out_shardings`."""
+
+    def __init__(self, jitted, out_shardings):
+        functools.update_wrapper(self, jitted.fun)
+        self._jitted = jitted
+        self._out_shardings = out_shardings
+
+    def __call__(self, *args, **kwargs):
+        out = self._jitted(*args, **kwargs)
+        if core._trace_stack:
+            return out
+        return with_sharding_constraint(out, self._out_shardings)
+
+    def __getattr__(self, name):
+        return getattr(self._jitted, name)
 
 
 def eval_shape(fun, *args, **kwargs):
@@ -383,17 +407,16 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """`x` on `device`: a Device, a platform name, or a sharding (then the
     array records it; the data stays one host buffer, see mesh.py). A pytree
     of shardings matches a pytree `x`."""
-    from .mesh import NamedSharding
+    from .mesh import NamedSharding, PartitionSpec, sharding_of
 
     def put(v, dev):
+        dev = sharding_of(dev)
         v = as_value(v) if not isinstance(v, core.Value) else v
         if isinstance(dev, NamedSharding):
             dev.shard_shape(v.shape)  # JAX's divisibility checks
             if isinstance(v, core.Tracer):
                 return v
-            out = core.Array(v._value, weak_type=v.weak_type)
-            out._sharding = dev
-            return out
+            return core.Array.with_sharding(v._value, v.weak_type, dev)
         if isinstance(dev, devices_lib.SingleDeviceSharding):
             dev = next(iter(dev.device_set))
         if dev is not None:
@@ -404,9 +427,40 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         return v
 
     if device is None or isinstance(device, (str, devices_lib.Device, NamedSharding,
-                                             devices_lib.SingleDeviceSharding)):
+                                             PartitionSpec, devices_lib.SingleDeviceSharding)):
         return tree_util.tree_map(lambda v: put(v, device), x)
     return tree_util.tree_map(put, x, device)
+
+
+def with_sharding_constraint(x, shardings):
+    """The value of `x`; outside traces, arrays record the sharding (inside
+    them there is one address space to lay values out in, see mesh.py)."""
+    from .mesh import NamedSharding, PartitionSpec, sharding_of
+
+    def one(v, s):
+        s = sharding_of(s, "with_sharding_constraint")
+        if isinstance(s, NamedSharding):
+            s.shard_shape(as_value(v).shape)
+        if isinstance(v, core.Tracer):
+            return v
+        return device_put(v, s)
+    if isinstance(shardings, (NamedSharding, PartitionSpec, devices_lib.SingleDeviceSharding)):
+        return tree_util.tree_map(lambda v: one(v, shardings), x)
+    return tree_util.tree_map(one, x, shardings)
+
+
+core._out_sharding_hook = with_sharding_constraint
+
+
+def reshard(x, out_shardings):
+    return with_sharding_constraint(x, out_shardings)
+
+
+def typeof(x):
+    """The abstract value of `x` (`jax.typeof`): shape, dtype, weak type,
+    the mesh axes it varies over inside shard_map, and for a concrete array
+    with a NamedSharding its sharding (`float32[8@X,4@Y]`)."""
+    return as_value(x).aval
 
 
 def device_get(x):

@@ -41,16 +41,19 @@ _lock = threading.RLock()
 
 class ShapedArray:
     """Shape, dtype and weak type; inside `shard_map` (with check_vma) also
-    `vma`, the mesh axes the value varies over (not part of equality: JAX's
-    type errors for mismatched varying axes are not reproduced)."""
+    `vma`, the mesh axes the value varies over, and for an argument that was
+    placed with a NamedSharding its `sharding` (shardings are not propagated
+    through ops). Neither is part of equality: JAX's type errors for
+    mismatched varying axes or shardings are not reproduced."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "vma")
+    __slots__ = ("shape", "dtype", "weak_type", "vma", "sharding")
 
-    def __init__(self, shape, dtype, weak_type=False, vma=frozenset()):
+    def __init__(self, shape, dtype, weak_type=False, vma=frozenset(), sharding=None):
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.vma = vma
+        self.sharding = sharding
 
     @property
     def ndim(self):
@@ -69,19 +72,55 @@ class ShapedArray:
     def __hash__(self):
         return hash(self._key())
 
-    def update(self, shape=None, dtype=None, weak_type=None, vma=None):
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None, sharding=None):
+        # A new shape drops the sharding (it described the old one).
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
                            self.weak_type if weak_type is None else weak_type,
-                           self.vma if vma is None else vma)
+                           self.vma if vma is None else vma,
+                           sharding if sharding is not None else
+                           self.sharding if shape is None else None)
+
+    @property
+    def manual_axis_type(self):
+        return _ManualAxisType(self.vma)
 
     def str_short(self):
         name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name
-        vma = "{V:" + ",".join(sorted(self.vma)) + "}" if self.vma else ""
+        explicit = self._explicit_axes()
+        if explicit is not None:
+            return f"{name}[{','.join(explicit)}]"
+        names = sorted(self.vma, key=str)
+        vma = ("{V:" + (names[0] if len(names) == 1 else "(" + ",".join(names) + ")") + "}"
+               if names else "")
         return f"{name}[{','.join(map(str, self.shape))}]{vma}"
 
     def __repr__(self):
         return f"ShapedArray({self.str_short()}{', weak_type=True' if self.weak_type else ''})"
+
+    def __str__(self):
+        return self.str_short()
+
+    def _explicit_axes(self):
+        """`8@X`-style dims when sharded over Explicit mesh axes, else None."""
+        sh = self.sharding
+        if sh is None or not hasattr(sh, "spec"):
+            return None
+        explicit = {n for n, t in zip(sh.mesh.axis_names, sh.mesh.axis_types)
+                    if t.name == "Explicit"}
+        if not explicit:
+            return None
+        dims = []
+        for d, n in enumerate(self.shape):
+            axes = [a for a in sh.spec.axes(d) if a in explicit]
+            dims.append(f"{n}@{axes[0]}" if len(axes) == 1 else
+                        f"{n}@({','.join(axes)})" if axes else str(n))
+        return dims
+
+
+class _ManualAxisType:
+    def __init__(self, vma):
+        self.varying = set(vma)
 
 
 class ShapeDtypeStruct:
@@ -242,6 +281,14 @@ class Array(Value):
         self.aval = ShapedArray(value.shape, value.dtype, weak_type)
         # The jit fast path keys its cache on these signatures (in C++).
         self._sig = (value.shape, value.dtype, bool(weak_type))
+
+    @classmethod
+    def with_sharding(cls, value, weak_type, sharding):
+        """An array whose blocks are placed by `sharding` (mesh.py)."""
+        out = cls(value, weak_type)
+        out._sharding = sharding
+        out.aval = out.aval.update(sharding=sharding)
+        return out
 
     def __array__(self, dtype=None, copy=None):
         if dtype is not None:
@@ -749,6 +796,15 @@ def match_vma(args):
 
 
 _match_vma_hook = None
+
+
+def with_out_sharding(x, sharding):
+    """`x` with the sharding an `out_sharding=` argument asked for
+    (installed by `api`, which owns device_put)."""
+    return _out_sharding_hook(x, sharding)
+
+
+_out_sharding_hook = None
 
 
 def as_value(x):

@@ -174,9 +174,10 @@ def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):
                          "should match")
     devs = list(devices) if devices is not None else devices_lib.devices()
     need = math.prod(axis_shapes)
-    if need != len(devs):
-        raise ValueError(f"Number of devices {len(devs)} must equal the product of mesh_shape "
+    if need > len(devs) or (devices is not None and need != len(devs)):
+        raise ValueError(f"Number of devices {len(devs)} must be >= the product of mesh_shape "
                          f"{axis_shapes}")
+    devs = devs[:need]
     if axis_types is None:
         axis_types = (AxisType.Explicit,) * len(axis_names)
     arr = np.empty(need, dtype=object)
@@ -355,3 +356,43 @@ def shard_indices(sharding, shape):
         seen[key] = replica + 1
         out.append((dev, index, replica))
     return out
+
+
+def sharding_of(spec_or_sharding, what="device_put"):
+    """A sharding from a PartitionSpec (on the current mesh) or a sharding."""
+    if isinstance(spec_or_sharding, PartitionSpec):
+        mesh = current_mesh()
+        if mesh is None:
+            raise ValueError(f"{what} was given a PartitionSpec {spec_or_sharding!r} with no "
+                             "mesh set: use jax.set_mesh(mesh) or pass a NamedSharding")
+        return NamedSharding(mesh, spec_or_sharding)
+    return spec_or_sharding
+
+
+def visualize(shape, sharding):
+    """A text picture of which devices hold which block of a 1-D or 2-D
+    array (JAX draws the same grid with `rich`)."""
+    if len(shape) not in (1, 2):
+        raise ValueError(f"visualize_array_sharding only works for 1D and 2D arrays, got an "
+                         f"array of shape {tuple(shape)}")
+    rows_n, cols_n = (1, shape[0]) if len(shape) == 1 else shape
+    blocks = {}
+    for dev, index, _ in shard_indices(sharding, tuple(shape)):
+        idx = (slice(0, 1),) + index if len(shape) == 1 else index
+        key = tuple((s.start or 0, rows_n if k == 0 and s.stop is None else
+                     cols_n if s.stop is None else s.stop) for k, s in enumerate(idx))
+        blocks.setdefault(key, []).append(dev)
+    row_edges = sorted({k[0][0] for k in blocks} | {rows_n})
+    col_edges = sorted({k[1][0] for k in blocks} | {cols_n})
+    labels = {}
+    for key, devs in blocks.items():
+        ids = ",".join(str(d.id) for d in devs)
+        labels[(key[0][0], key[1][0])] = f"{devs[0].platform.upper()} {ids}"
+    width = max(len(v) for v in labels.values()) + 2
+    sep = "+" + "+".join("-" * width for _ in col_edges[:-1]) + "+"
+    lines = [sep]
+    for r in row_edges[:-1]:
+        cells = [labels.get((r, c), "").center(width) for c in col_edges[:-1]]
+        lines.append("|" + "|".join(cells) + "|")
+        lines.append(sep)
+    return "\n".join(lines)

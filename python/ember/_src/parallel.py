@@ -231,6 +231,13 @@ def pvary(x, axis_name):
     return _tree_apply(one, x)
 
 
+def pcast(x, axis_name, *, to):
+    """`to="varying"` is `pvary`; other casts are not provided."""
+    if to != "varying":
+        raise NotImplementedError(f"pcast(to={to!r}): Ember provides to='varying' (pvary)")
+    return pvary(x, axis_name)
+
+
 def _canon_axis(axis, rank, what):
     if not -rank <= axis < rank:
         raise ValueError(f"{what} {axis} is out of bounds for an array of rank {rank - 1}")

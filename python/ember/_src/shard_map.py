@@ -80,10 +80,65 @@ def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=froz
     @functools.wraps(f)
     def wrapped(*args):
         if not core._trace_stack:
-            return eager(lambda *a: _shard_map_traced(f, a, mesh, in_specs, out_specs,
-                                                      axis_names, check_vma), args)
+            m = _mesh_of(mesh)
+            _check_explicit_inputs(args, in_specs, m)
+            out = eager(lambda *a: _shard_map_traced(f, a, m, in_specs, out_specs,
+                                                     axis_names, check_vma), args)
+            return _record_shardings(out, out_specs, m)
+        _check_explicit_inputs(args, in_specs, _mesh_of(mesh))
         return _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
     return wrapped
+
+
+def _mesh_of(mesh):
+    from .mesh import current_mesh
+
+    mesh = mesh if mesh is not None else current_mesh()
+    if mesh is None:
+        raise ValueError("shard_map requires a mesh: pass mesh= or set one with jax.set_mesh")
+    return mesh
+
+
+def _check_explicit_inputs(args, in_specs, mesh):
+    """On a mesh with Explicit axes an argument's sharding must be its
+    in_spec (JAX's check; in Ember only arrays placed with a sharding, and
+    jit arguments made from them, carry one)."""
+    from .mesh import AxisType, NamedSharding, PartitionSpec
+
+    if in_specs is None or AxisType.Explicit not in mesh.axis_types:
+        return
+    leaves = tree_util.tree_leaves(args)
+    specs = _spec_leaves(in_specs, tuple(args), "in_specs", "shard_map")
+    for x, spec in zip(leaves, specs):
+        if not isinstance(spec, PartitionSpec):
+            continue
+        x = as_value(x)
+        s = x.aval.sharding
+        have = s.spec if isinstance(s, NamedSharding) else PartitionSpec(*([None] * x.ndim))
+        explicit = [n for n, t in zip(mesh.axis_names, mesh.axis_types)
+                    if t == AxisType.Explicit]
+        want = [a for a in spec.all_axes() if a in explicit]
+        if want != [a for a in have.all_axes() if a in explicit] or \
+                spec._normalized() != have._normalized() and want:
+            raise ValueError(
+                f"in_specs passed to shard_map: {spec!r} does not match the specs of the "
+                f"input: {have!r} for arg: {x.aval.str_short()}. `in_specs` is an optional "
+                f"argument so you can omit specifying it and shard_map will infer the "
+                f"in_specs from the arguments. If you want to reshard your inputs, you can "
+                f"use `jax.reshard` on the arguments and then pass those args to shard_map.")
+
+
+def _record_shardings(out, out_specs, mesh):
+    from .mesh import NamedSharding
+
+    leaves, tree = tree_util.tree_flatten(out)
+    specs = _spec_leaves(out_specs, out, "out_specs", "shard_map")
+    put = []
+    for x, spec in zip(leaves, specs):
+        if isinstance(x, core.Array):
+            x = core.Array.with_sharding(x._value, x.weak_type, NamedSharding(mesh, spec))
+        put.append(x)
+    return tree_util.tree_unflatten(tree, put)
 
 
 def _spec_leaves(specs, tree, what, fname):
@@ -109,19 +164,17 @@ def _spec_leaves(specs, tree, what, fname):
 
 
 def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma):
-    from .mesh import NamedSharding, PartitionSpec, check_spec, current_mesh
+    from .mesh import NamedSharding, PartitionSpec, check_spec
     from .numpy import lax_numpy as jnp
 
     fname = getattr(f, "__name__", repr(f))
-    mesh = mesh if mesh is not None else current_mesh()
-    if mesh is None:
-        raise ValueError("shard_map requires a mesh: pass mesh= or set one with jax.set_mesh")
+    mesh = _mesh_of(mesh)
     manual = [a for a in mesh.axis_names if not axis_names or a in axis_names]
     sizes = mesh.shape
     leaves, treedef = tree_util.tree_flatten(args)
     leaves = [as_value(x) for x in leaves]
     if in_specs is None:  # inferred from the arguments' shardings
-        specs = [x.sharding.spec if isinstance(getattr(x, "sharding", None), NamedSharding)
+        specs = [x.aval.sharding.spec if isinstance(x.aval.sharding, NamedSharding)
                  else PartitionSpec() for x in leaves]
     else:
         specs = _spec_leaves(in_specs, tuple(args), "in_specs", fname)
@@ -190,7 +243,7 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
                     raise ValueError(
                         f"shard_map applied to the function '{fname}' was given out_specs "
                         f"which require replication which can't be statically inferred given "
-                        f"the mesh:\n\nThe mesh given has shape {tuple(mesh.shape.items())} "
+                        f"the mesh:\n\nThe mesh given has shape {mesh.axis_sizes} "
                         f"with corresponding axis names {tuple(mesh.axis_names)}.\n\nout_specs "
                         f"is {spec!r} which implies that the corresponding output value is "
                         f"replicated across mesh axis {missing[0]!r}, but could not infer "

@@ -1681,7 +1681,11 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 # --------------------------------------------------------------------------
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    if out_sharding is not None:
+        return _core.with_out_sharding(
+            matmul(a, b, precision=precision, preferred_element_type=preferred_element_type),
+            out_sharding)
     a, b = _v(a), _v(b)
     if a.ndim == 0 or b.ndim == 0:
         raise _core.value_error("matmul: inputs must be at least 1-d")
@@ -1708,7 +1712,11 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     return r
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+    if out_sharding is not None:
+        return _core.with_out_sharding(
+            dot(a, b, precision=precision, preferred_element_type=preferred_element_type),
+            out_sharding)
     a, b = _v(a), _v(b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
