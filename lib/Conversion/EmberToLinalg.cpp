@@ -141,6 +141,20 @@ struct EmberToLinalgPass
   using EmberToLinalgPassBase::EmberToLinalgPassBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // A collective left here names an axis no vmap binds: the program
+    // computes one lane, and there are no others to combine with.
+    WalkResult unbound = getOperation()->walk([](Operation *op) {
+      if (!isa<PsumOp, PmaxOp, PminOp, PvaryOp, AllGatherOp, ReduceScatterOp,
+               PpermuteOp, AllToAllOp, AxisIndexOp>(op))
+        return WalkResult::advance();
+      op->emitError("collective over axis ")
+          << op->getAttr("axis")
+          << " outside any ember.vmap that binds the axis (vmap "
+             "axis_name, shard_map or pmap)";
+      return WalkResult::interrupt();
+    });
+    if (unbound.wasInterrupted())
+      return signalPassFailure();
     EmberTypeConverter converter;
     ConversionTarget target(*ctx);
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,

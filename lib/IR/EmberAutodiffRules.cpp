@@ -1081,9 +1081,9 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
         return success();
       })
       .Case([&](ReduceScatterOp o) {
-        out[0] = AllGatherOp::create(
-            b, r.loc, o.getOperand().getType(), c, o.getAxisAttr(),
-            o.getAxisSizeAttr(), o.getDimensionAttr(), o.getTiledAttr());
+        out[0] = AllGatherOp::create(b, r.loc, o.getOperand().getType(), c,
+                                     o.getAxisAttr(), o.getAxisSizeAttr(),
+                                     o.getDimensionAttr(), o.getTiledAttr());
         return success();
       })
       .Case([&](PpermuteOp o) {
@@ -1096,10 +1096,10 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
         return success();
       })
       .Case([&](AllToAllOp o) {
-        out[0] = AllToAllOp::create(
-            b, r.loc, o.getOperand().getType(), c, o.getAxisAttr(),
-            o.getAxisSizeAttr(), o.getConcatAttr(), o.getSplitAttr(),
-            o.getTiledAttr());
+        out[0] = AllToAllOp::create(b, r.loc, o.getOperand().getType(), c,
+                                    o.getAxisAttr(), o.getAxisSizeAttr(),
+                                    o.getConcatAttr(), o.getSplitAttr(),
+                                    o.getTiledAttr());
         return success();
       })
       .Case([&](BroadcastInDimOp o) {

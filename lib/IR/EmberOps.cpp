@@ -934,9 +934,10 @@ LogicalResult AxisIndexOp::verify() {
 }
 
 /// The shape of all_gather's result (gather_c1/c2).
-static FailureOr<SmallVector<int64_t>>
-gatheredShape(Operation *op, ArrayRef<int64_t> in, int64_t dim, int64_t n,
-              bool tiled) {
+static FailureOr<SmallVector<int64_t>> gatheredShape(Operation *op,
+                                                     ArrayRef<int64_t> in,
+                                                     int64_t dim, int64_t n,
+                                                     bool tiled) {
   int64_t rank = in.size();
   if (dim < 0 || dim > rank - (tiled ? 1 : 0))
     return op->emitOpError("all_gather_c1: dimension ")
@@ -978,7 +979,8 @@ LogicalResult ReduceScatterOp::verify() {
   if (getTiled() ? out[d] % n != 0 : out[d] != n)
     return emitOpError("reduce_scatter_c2: dimension ")
            << d << " has " << out[d] << " entries, which "
-           << (getTiled() ? "the axis size does not divide" : "is not the axis size")
+           << (getTiled() ? "the axis size does not divide"
+                          : "is not the axis size")
            << " (" << n << ")";
   if (getTiled())
     out[d] /= n;
@@ -1029,7 +1031,8 @@ LogicalResult AllToAllOp::verify() {
   if (getTiled() ? out[s] % n != 0 : out[s] != n)
     return emitOpError("all_to_all_c2: split dimension ")
            << s << " has " << out[s] << " entries, which "
-           << (getTiled() ? "the axis size does not divide" : "is not the axis size")
+           << (getTiled() ? "the axis size does not divide"
+                          : "is not the axis size")
            << " (" << n << ")";
   if (getTiled()) {
     out[s] /= n;

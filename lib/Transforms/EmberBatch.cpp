@@ -46,9 +46,9 @@ thread_local BatchScope scope; // per thread: passes may run on several threads
 
 /// Whether `o` is a collective over the axis of the vmap being expanded.
 bool overOwnAxis(Operation *o) {
-  if (!scope.axis || !isa<PsumOp, PmaxOp, PminOp, PvaryOp, AllGatherOp,
-                          ReduceScatterOp, PpermuteOp, AllToAllOp,
-                          AxisIndexOp>(o))
+  if (!scope.axis ||
+      !isa<PsumOp, PmaxOp, PminOp, PvaryOp, AllGatherOp, ReduceScatterOp,
+           PpermuteOp, AllToAllOp, AxisIndexOp>(o))
     return false;
   return o->getAttrOfType<StringAttr>("axis") == scope.axis;
 }
@@ -56,10 +56,11 @@ bool overOwnAxis(Operation *o) {
 bool containsOwnCollective(Operation *o) {
   if (!scope.axis)
     return false;
-  return o->walk([](Operation *inner) {
-            return overOwnAxis(inner) ? WalkResult::interrupt()
-                                      : WalkResult::advance();
-          })
+  return o
+      ->walk([](Operation *inner) {
+        return overOwnAxis(inner) ? WalkResult::interrupt()
+                                  : WalkResult::advance();
+      })
       .wasInterrupted();
 }
 

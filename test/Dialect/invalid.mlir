@@ -903,3 +903,141 @@ func.func @stack_c3_push_lanes(%h: tensor<i64>, %x: tensor<3xf32>) -> tensor<i64
   %h1 = ember.stack_push %h(%x) {lanes = 2 : i64} : (tensor<i64>, tensor<3xf32>) -> tensor<i64>
   return %h1 : tensor<i64>
 }
+
+// -----
+
+// collective_c1
+func.func @collective_c1(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{collective_c1: the axis size must be at least 1, got 0}}
+  %0 = ember.psum %x axis "i" size 0 : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// collective_c1 (empty name)
+func.func @collective_c1_name(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{collective_c1: the axis name is empty}}
+  %0 = ember.pvary %x axis "" size 2 : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// axis_index_c1
+func.func @axis_index_c1() -> tensor<2xi32> {
+  // expected-error @+1 {{axis_index_c1: the result is a 0-d tensor<i32>}}
+  %0 = ember.axis_index axis "i" size 2 : tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+// -----
+
+// all_gather_c1
+func.func @all_gather_c1(%x: tensor<3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{all_gather_c1: dimension 2 is out of range for an operand of rank 1}}
+  %0 = ember.all_gather %x axis "i" size 2 dim 2 : (tensor<3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+// all_gather_c2
+func.func @all_gather_c2(%x: tensor<3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{all_gather_c2: the result must be 'tensor<2x3xf32>'}}
+  %0 = ember.all_gather %x axis "i" size 2 dim 0 : (tensor<3xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+// reduce_scatter_c1
+func.func @reduce_scatter_c1(%x: tensor<2xf32>) -> tensor<f32> {
+  // expected-error @+1 {{reduce_scatter_c1: dimension 1 is out of range for an operand of rank 1}}
+  %0 = ember.reduce_scatter %x axis "i" size 2 dim 1 : (tensor<2xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// reduce_scatter_c2
+func.func @reduce_scatter_c2(%x: tensor<6xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{reduce_scatter_c2: dimension 0 has 6 entries, which the axis size does not divide (4)}}
+  %0 = ember.reduce_scatter %x axis "i" size 4 dim 0 {tiled} : (tensor<6xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// reduce_scatter_c3
+func.func @reduce_scatter_c3(%x: tensor<4x3xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{reduce_scatter_c3: the result must be 'tensor<3xf32>'}}
+  %0 = ember.reduce_scatter %x axis "i" size 4 dim 0 : (tensor<4x3xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// ppermute_c1
+func.func @ppermute_c1(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{ppermute_c1: lane 5 is out of range [0, 4)}}
+  %0 = ember.ppermute %x axis "i" size 4 pairs [0, 5] : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// ppermute_c1 (odd count)
+func.func @ppermute_c1_pairs(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{ppermute_c1: pairs must list (source, destination) pairs}}
+  %0 = ember.ppermute %x axis "i" size 4 pairs [0, 1, 2] : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// ppermute_c2
+func.func @ppermute_c2(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{ppermute_c2: a lane is a source or a destination more than once}}
+  %0 = ember.ppermute %x axis "i" size 4 pairs [0, 1, 2, 1] : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// all_to_all_c1
+func.func @all_to_all_c1(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{all_to_all_c1: split and concat dimensions must be in [0, 1)}}
+  %0 = ember.all_to_all %x axis "i" size 4 split 0 concat 1 : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// all_to_all_c2
+func.func @all_to_all_c2(%x: tensor<3x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{all_to_all_c2: split dimension 0 has 3 entries, which is not the axis size (4)}}
+  %0 = ember.all_to_all %x axis "i" size 4 split 0 concat 0 : (tensor<3x2xf32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+
+// -----
+
+// all_to_all_c3
+func.func @all_to_all_c3(%x: tensor<8x2xf32>) -> tensor<8x2xf32> {
+  // expected-error @+1 {{all_to_all_c3: the result must be 'tensor<2x8xf32>'}}
+  %0 = ember.all_to_all %x axis "i" size 4 split 0 concat 1 {tiled} : (tensor<8x2xf32>) -> tensor<8x2xf32>
+  return %0 : tensor<8x2xf32>
+}
+
+// -----
+
+// vmap_c5
+func.func private @vmap_c5_f(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+func.func @vmap_c5(%xs: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{vmap_c5: the axis name is empty}}
+  %r = ember.vmap @vmap_c5_f(%xs) batched [true] size 2 axis "" : (tensor<2xf32>) -> tensor<2xf32>
+  return %r : tensor<2xf32>
+}

@@ -5,4 +5,6 @@
 // CHECK-DAG: ember.mul: jvp transpose batch
 // CHECK-DAG: ember.sin: jvp batch
 // CHECK-DAG: ember.vjp: rules in the passes
+// CHECK-DAG: ember.psum: jvp (linear) transpose batch
+// CHECK-DAG: ember.axis_index: jvp batch
 // CHECK: all {{[0-9]+}} ember ops have their rules

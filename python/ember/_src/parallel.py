@@ -238,9 +238,12 @@ def pcast(x, axis_name, *, to):
     return pvary(x, axis_name)
 
 
-def _canon_axis(axis, rank, what):
+def _canon_axis(axis, rank, what, ndim=None):
+    """`axis` in [0, rank) (`rank` may exceed the operand's `ndim` by one
+    where a dimension is inserted)."""
     if not -rank <= axis < rank:
-        raise ValueError(f"{what} {axis} is out of bounds for an array of rank {rank - 1}")
+        raise ValueError(f"{what} {axis} is out of bounds for an operand of rank "
+                         f"{rank if ndim is None else ndim}")
     return axis % rank
 
 
@@ -254,7 +257,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
         v = as_value(v)
         if tiled and v.ndim == 0:
             raise ValueError("all_gather with tiled=True needs an operand of rank >= 1")
-        d = _canon_axis(axis, v.ndim + (0 if tiled else 1), "all_gather axis")
+        d = _canon_axis(axis, v.ndim + (0 if tiled else 1), "all_gather axis", v.ndim)
         total = 1
         for n in reversed(names):  # major axis gathered last
             size, _ = _frame(n)
