@@ -11,7 +11,6 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember._src import devices as devices_lib
-from ember._src import mesh as mesh_lib
 from ember.sharding import AxisType, NamedSharding
 from ember.sharding import PartitionSpec as P
 from ember.test_util import check_grads
@@ -349,23 +348,24 @@ def test_data_parallel_training_matches_one_device(devices8):
 
     @ember.jit
     def step_dp(params, x, y):
-        l, g = ember.value_and_grad(loss_dp)(params, x, y)
-        return ember.tree.map(lambda p, d: p - 0.1 * d, params, g), l
+        value, g = ember.value_and_grad(loss_dp)(params, x, y)
+        return ember.tree.map(lambda p, d: p - 0.1 * d, params, g), value
 
     # Gradients taken per device. With check_vma=False they are per-device
     # gradients to average; with check_vma (the default) the gradient of the
     # replicated parameters is already summed over the devices (as in JAX).
     def local_step(check_vma, scale):
         def local(params, x, y):
-            l, g = ember.value_and_grad(loss)(params, x, y)
+            value, g = ember.value_and_grad(loss)(params, x, y)
             return ember.tree.map(lambda d: lax.pmean(d, "batch") * scale, g), \
-                lax.pmean(l, "batch")
+                lax.pmean(value, "batch")
 
         @ember.jit
         def run(params, x, y):
-            g, l = ember.shard_map(local, mesh=mesh, in_specs=(P(), P("batch"), P("batch")),
-                                   out_specs=(P(), P()), check_vma=check_vma)(params, x, y)
-            return ember.tree.map(lambda p, d: p - 0.1 * d, params, g), l
+            g, value = ember.shard_map(local, mesh=mesh,
+                                       in_specs=(P(), P("batch"), P("batch")),
+                                       out_specs=(P(), P()), check_vma=check_vma)(params, x, y)
+            return ember.tree.map(lambda p, d: p - 0.1 * d, params, g), value
         return run
 
     steps = [step_dp, local_step(False, 1.0), local_step(True, 1 / 8)]
