@@ -6,7 +6,7 @@ BUILD := build/dev
 SITE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))")
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all venv build test test-lit test-python fuzz demo lint clean
+.PHONY: all venv build mpi test test-lit test-python fuzz demo lint clean
 
 all: build
 
@@ -32,7 +32,23 @@ build: $(BUILD)/build.ninja
 test-lit: build
 	$(VENV)/bin/lit -sv $(BUILD)/test
 
-test-python: build
+# Multi-process tests (#22): MPICH from Debian's packages, and mpi4py built
+# against it (mpi4py's binary wheels look for libmpi.so.12, which Debian's
+# MPICH names libmpich.so.12). Without root or apt the MPI tests skip.
+MPI4PY := mpi4py==4.1.2
+$(VENV)/.mpi: $(VENV)/.deps
+	@command -v mpicc >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { apt-get install -y -q mpich libmpich-dev >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q mpich libmpich-dev >/dev/null 2>&1; }; }; } || \
+	  echo "note: MPICH is not installed; the MPI tests will be skipped"
+	@if command -v mpicc >/dev/null; then \
+	  $(PY) -c "import mpi4py.MPI" 2>/dev/null || \
+	  $(PY) -m pip install -q --no-binary mpi4py --force-reinstall $(MPI4PY); \
+	  $(PY) -c "import mpi4py.MPI" && touch $@; fi
+
+mpi: $(VENV)/.mpi
+
+test-python: build mpi
 	# The CUDA target's PTX checks need ptxas (requirements.txt installs it).
 	EMBER_REQUIRE_PTXAS=1 $(PY) -m pytest -q -x test/python
 
@@ -49,7 +65,7 @@ fuzz: build
 	  $(PY) -m pytest -q test/python/test_fuzz_programs.py
 
 lint: venv
-	$(VENV)/bin/ruff check python test/python benchmarks examples
+	$(VENV)/bin/ruff check python test/python test/mpi benchmarks examples tools
 	$(VENV)/bin/clang-format --dry-run --Werror $(CXX_SOURCES)
 
 demo: build

@@ -311,6 +311,7 @@ def Ember_ReduceOp : Ember_Op<"reduce", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $kind $operand `,` `dims` `=` $dimensions attr-dict `:` functional-type(operands, results)
   }];
+  let hasCanonicalizer = 1;
 }
 
 class Ember_ArgReduceOp<string mnemonic> : Ember_Op<mnemonic, [Ember_ZeroTangent, Pure]> {

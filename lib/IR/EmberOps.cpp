@@ -528,6 +528,28 @@ OpFoldResult ReverseOp::fold(FoldAdaptor) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// A reduction over dimensions of size 1 combines one element: a reshape
+/// (ember-batch makes these from collectives over one lane).
+struct ReduceUnitDims : public OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceOp op,
+                                PatternRewriter &rewriter) const override {
+    auto in = op.getOperand().getType();
+    if (!llvm::all_of(op.getDimensions(),
+                      [&](int64_t d) { return in.getDimSize(d) == 1; }))
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getOperand());
+    return success();
+  }
+};
+} // namespace
+
+void ReduceOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<ReduceUnitDims>(context);
+}
+
 static LogicalResult checkKindForType(std::optional<Location> loc,
                                       ReduceKind kind, Type elem,
                                       StringRef rule) {

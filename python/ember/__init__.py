@@ -8,6 +8,7 @@ import importlib.util  # noqa: F401  (loaded by jax too; tools rely on it)
 
 from ember import ad as ad
 from ember import debug as debug
+from ember import distributed as distributed
 from ember import errors as errors
 from ember import example_libraries as example_libraries
 from ember import experimental as experimental

@@ -61,7 +61,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
 
 def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None,
-                 check_vma=False):
+                 check_vma=False, processes=1):
     leaves, treedef = tree_util.tree_flatten(args)
     axes = _axes_for(in_axes, args, "in_axes")
     kw_leaves, kw_def = tree_util.tree_flatten(kwargs)
@@ -116,7 +116,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
         if axis_name is None:
             out = fun(*a, **k)
         else:
-            with parallel.bind_axis(axis_name, n, check_vma):
+            with parallel.bind_axis(axis_name, n, check_vma, processes):
                 out = fun(*a, **k)
         leaves_out, store["tree"] = tree_util.tree_flatten(out)
         return leaves_out + [r._value for r in refs]

@@ -39,14 +39,17 @@ class _Callback:
     """What a callback id stands for: a function of flat NumPy arrays that
     returns flat results (or None)."""
 
-    def __init__(self, fun, name):
+    def __init__(self, fun, name, in_place=False):
         self.fun = fun
         self.name = name
+        # In place: fun(arguments, results) gets NumPy views of the compiled
+        # code's buffers (not copies) and fills the results itself.
+        self.in_place = in_place
 
 
-def _register(fun, name):
+def _register(fun, name, in_place=False):
     cid = next(_ids)
-    _registry[cid] = _Callback(fun, name)
+    _registry[cid] = _Callback(fun, name, in_place)
     return cid
 
 
@@ -76,8 +79,12 @@ def _handle(sig_addr, sig_len, args_addr, results_addr):
     outs, _ = _decode(sig, pos, nout)
     arg_ptrs = (ctypes.c_int64 * max(nin, 1)).from_address(args_addr)
     res_ptrs = (ctypes.c_int64 * max(nout, 1)).from_address(results_addr)
-    args = [_buffer(arg_ptrs[i], dt, shape).copy() for i, (dt, shape) in enumerate(ins)]
     cb = _registry[cid]
+    if cb.in_place:
+        cb.fun([_buffer(arg_ptrs[i], dt, shape) for i, (dt, shape) in enumerate(ins)],
+               [_buffer(res_ptrs[i], dt, shape) for i, (dt, shape) in enumerate(outs)])
+        return
+    args = [_buffer(arg_ptrs[i], dt, shape).copy() for i, (dt, shape) in enumerate(ins)]
     results = cb.fun(args)
     if nout == 0:
         return
@@ -118,6 +125,14 @@ def _stage(cid, leaves, out_avals, has_side_effect, vmap_method):
     if has_side_effect:
         attrs["has_side_effect"] = ir.UnitAttr.get(ctx)
     return trace.emit("ember.host_callback", operands, out_avals, attrs)
+
+
+def in_place_callback(fun, out_avals, operands, name="callback", vmap_method="sequential"):
+    """A host callback, in a trace, whose `fun(arguments, results)` reads
+    the compiled code's argument buffers and writes its result buffers
+    directly (views, no copies; for runtime services such as MPI calls)."""
+    cid = _register(fun, name, in_place=True)
+    return _stage(cid, operands, out_avals, False, vmap_method)
 
 
 def _result_avals(result_shape_dtypes):

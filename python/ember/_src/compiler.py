@@ -42,6 +42,14 @@ def _use_openblas():
 
 _HAVE_BLAS = _use_openblas()
 
+
+def set_blas_threads(n):
+    """The number of threads OpenBLAS products use (distributed runs give
+    each process its share of the cores)."""
+    lib = getattr(_use_openblas, "lib", None)
+    if lib is not None:
+        lib.scipy_openblas_set_num_threads(int(n))
+
 _OPT_LEVEL = int(os.environ.get("EMBER_OPT_LEVEL", "2"))
 _dump_dir = os.environ.get("EMBER_DUMP_DIR")
 # With EMBER_DUMP_DIR, also lower every compiled program for these targets

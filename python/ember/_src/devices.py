@@ -26,13 +26,15 @@ _GPU_NAMES = ("cuda", "gpu")
 class Device:
     """One device: `platform` ("cpu" or "gpu"), `id`, `device_kind`."""
 
-    process_index = 0
-    host_id = 0
-
-    def __init__(self, platform, id, device_kind):
+    def __init__(self, platform, id, device_kind, process_index=0):
         self.platform = platform
         self.id = id
         self.device_kind = device_kind
+        self.process_index = process_index
+
+    @property
+    def host_id(self):
+        return self.process_index
 
     def __repr__(self):
         kind = "CpuDevice" if self.platform == "cpu" else "CudaDevice"
@@ -141,8 +143,12 @@ def backends():
             found = {}
             for name in requested or ["cuda", "cpu"]:
                 if name == "cpu":
-                    found["cpu"] = [cpu_device] + [Device("cpu", i, "cpu")
-                                                   for i in range(1, _cpu_device_count())]
+                    # Every process's devices (distributed.initialize): L per
+                    # process, ids p*L .. p*L+L-1.
+                    local = _cpu_device_count()
+                    found["cpu"] = [cpu_device if i == 0 else
+                                    Device("cpu", i, "cpu", process_index=i // local)
+                                    for i in range(local * _processes[1])]
                     continue
                 devs, why = _cuda_devices()
                 if devs:
@@ -184,8 +190,20 @@ def devices(backend=None):
     return list(present[name])
 
 
+_processes = (0, 1)  # (this process's index, the number of processes)
+
+
+def set_processes(rank, size):
+    """Called by distributed.initialize: the device list is made again."""
+    global _processes, _backends
+    with _lock:
+        _processes = (rank, size)
+        _backends = None
+
+
 def local_devices(process_index=None, backend=None, host_id=None):
-    return devices(backend)
+    p = _processes[0] if process_index is None else process_index
+    return [d for d in devices(backend) if d.process_index == p]
 
 
 def device_count(backend=None):
@@ -193,15 +211,15 @@ def device_count(backend=None):
 
 
 def local_device_count(backend=None):
-    return len(devices(backend))
+    return len(local_devices(backend=backend))
 
 
 def process_index(backend=None):
-    return 0
+    return _processes[0]
 
 
 def process_count(backend=None):
-    return 1
+    return _processes[1]
 
 
 _default = threading.local()

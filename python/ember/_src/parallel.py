@@ -40,17 +40,26 @@ SAME_ON_LANES = frozenset({"ember.psum", "ember.pmax", "ember.pmin", "ember.all_
 
 class _Env(threading.local):
     def __init__(self):
-        self.frames = []  # (name, size, check_vma)
+        # (name, lanes here, check_vma, processes the axis is split over)
+        self.frames = []
 
 
 _env = _Env()
 
 
+# The MPI halves of collectives over an axis split over processes (set by
+# distributed.initialize; this module sits below it).
+cross_process = None
+
+
 @contextlib.contextmanager
-def bind_axis(name, size, check_vma=False):
+def bind_axis(name, size, check_vma=False, processes=1):
+    """Binds `name` to `size` lanes while the vmap body traces; with
+    `processes` > 1 the axis has size * processes lanes, `size` of them in
+    this process (distributed.py)."""
     if not isinstance(name, str) and not _hashable(name):
         raise TypeError(f"axis_name must be hashable, got {name!r}")
-    _env.frames.append((name, int(size), bool(check_vma)))
+    _env.frames.append((name, int(size), bool(check_vma), int(processes)))
     try:
         yield
     finally:
@@ -65,15 +74,31 @@ def _hashable(x):
         return False
 
 
-def _frame(name):
-    for n, size, check in reversed(_env.frames):
+def _frame_full(name):
+    for n, size, check, procs in reversed(_env.frames):
         if n == name:
-            return size, check
+            return size, check, procs
     raise NameError(f"unbound axis name: {name} (at {core.where()})")
 
 
+def _frame(name):
+    """(lanes in this process, check_vma) of the axis `name`."""
+    return _frame_full(name)[:2]
+
+
+def _split(name, what):
+    """Whether `name` is split over processes (for `what`, which supports
+    that only where the MPI half exists)."""
+    procs = _frame_full(name)[2]
+    if procs > 1 and what is not None:
+        raise NotImplementedError(f"{what} over an axis split over MPI processes is not "
+                                  "supported yet (psum, pmean, pmax, pmin, pvary, all_gather, "
+                                  "axis_index and axis_size are)")
+    return procs > 1
+
+
 def is_bound(name):
-    return any(n == name for n, _, _ in _env.frames)
+    return any(f[0] == name for f in _env.frames)
 
 
 def _names(axis_name):
@@ -111,7 +136,10 @@ def _pvary1(x, name):
     """`x` marked as varying over `name` (a checked axis it does not vary
     over yet)."""
     size, _ = _frame(name)
-    return _emit("ember.pvary", x, x.aval.update(vma=x.aval.vma | {name}), name, size)
+    out = _emit("ember.pvary", x, x.aval.update(vma=x.aval.vma | {name}), name, size)
+    if _split(name, None):
+        out = _retype_vma(cross_process.pvary(out), out.aval.vma)
+    return out
 
 
 def _varying(x, name):
@@ -151,7 +179,10 @@ def _reduce(op, x, name):
     if check and name not in x.aval.vma:
         x = _pvary1(x, name)
     out = x.aval.update(vma=x.aval.vma - {name}) if check else x.aval
-    return _emit(op, x, out, name, size, invariant=check)
+    y = _emit(op, x, out, name, size, invariant=check)
+    if _split(name, None):
+        y = _retype_vma(cross_process.allreduce(y, op[len("ember.p"):], check), out.vma)
+    return y
 
 
 def _tree_apply(fn, x):
@@ -201,18 +232,20 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 
 
 def axis_size(axis_name):
-    return math.prod(_frame(n)[0] for n in _names(axis_name))
+    return math.prod(_frame_full(n)[0] * _frame_full(n)[2] for n in _names(axis_name))
 
 
 def axis_index(axis_name):
     """The lane's index along `axis_name` (row-major over a tuple of names)."""
     idx = None
     for n in _names(axis_name):
-        size, check = _frame(n)
+        size, check, procs = _frame_full(n)
         one = _emit("ember.axis_index", None,
                     core.ShapedArray((), "int32", vma=frozenset({n}) if check else frozenset()),
                     n, size)
-        idx = one if idx is None else idx * size + one
+        if procs > 1:  # this process's lanes come after those of lower ranks
+            one = one + cross_process.rank * size
+        idx = one if idx is None else idx * size * procs + one
     return idx
 
 
@@ -270,6 +303,9 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
             v = _emit("ember.all_gather", v,
                       v.aval.update(shape=tuple(shape), vma=v.aval.vma), n, size,
                       dimension=d, tiled=True if tiled else False)
+            if _split(n, None):
+                v = _retype_vma(cross_process.allgather(v, d), v.aval.vma)
+                size *= cross_process.size
             if not tiled:
                 total *= size
                 if total != size:  # merge with the axes gathered before
@@ -300,6 +336,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         if not tiled and len(names) > 1:
             v = jnp.reshape(v, v.shape[:d] + tuple(sizes) + v.shape[d + 1:])
         for n, size in zip(names, sizes):
+            _split(n, "psum_scatter")
             v = _varying(v, n)
             shape = list(v.shape)
             if tiled:
@@ -322,6 +359,7 @@ def _single(axis_name, what):
 
 def ppermute(x, axis_name, perm):
     name = _single(axis_name, "ppermute")
+    _split(name, "ppermute")
     size, _ = _frame(name)
     pairs = [(int(s), int(d)) for s, d in perm]
     srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
@@ -349,6 +387,7 @@ def pshuffle(x, axis_name, perm):
 def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
     _no_groups(axis_index_groups, "all_to_all")
     name = _single(axis_name, "all_to_all")
+    _split(name, "all_to_all")
     size, _ = _frame(name)
 
     def one(v):

@@ -11,7 +11,9 @@ over. `pmap` is a named vmap under `jit`, one lane per device.
 import functools
 import math
 
-from . import core, tree_util
+import numpy as np
+
+from . import core, parallel, tree_util
 from .core import as_value
 from .parallel import _retype_vma
 
@@ -188,6 +190,7 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
                                           "which is not manual (axis_names); Ember does not "
                                           "mix manual and automatic axes")
 
+    procs = _process_split(mesh, manual)
     # Each argument as [mesh axes it is split over (in mesh order)..., block].
     prepared, uses = [], []
     for x, spec in zip(leaves, specs):
@@ -205,6 +208,9 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
         perm = [pos for _, pos in mesh_dims] + [pos for n, pos in order if n is None]
         if perm != list(range(len(perm))):
             y = jnp.transpose(y, perm)
+        if procs > 1 and manual[0] in spec.all_axes():
+            # This process's lanes of the first (process-split) axis.
+            y = parallel.cross_process.own_lanes(y, sizes[manual[0]] // procs)
         prepared.append(y)
         uses.append({n for n, _ in order if n is not None})
 
@@ -255,8 +261,17 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
 
     g = body
     for k in reversed(range(len(manual))):
-        g = _level(g, manual[k], sizes[manual[k]], [manual[k] in u for u in uses], check_vma)
+        n = sizes[manual[k]]
+        split = procs if k == 0 else 1
+        g = _level(g, manual[k], n // split, [manual[k] in u for u in uses], check_vma, split)
     outs = g(*prepared)
+    if procs > 1:
+        # Every process gets every lane's results. A result replicated over
+        # the process axis (checked invariant) is this process's own first
+        # lane: the same value, and reverse mode gives it the cotangent here.
+        outs = [o if check_vma and manual[0] not in spec.all_axes() else
+                parallel.cross_process.gather_outputs(o)
+                for o, spec in zip(outs, store["specs"])]
 
     final = []
     for o, spec in zip(outs, store["specs"]):
@@ -288,13 +303,37 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
     return tree_util.tree_unflatten(store["tree"], final)
 
 
-def _level(g, name, size, mapped, check_vma):
+def _level(g, name, size, mapped, check_vma, processes):
     """`g` mapped over mesh axis `name` (leading dimension of the arguments
-    in `mapped`)."""
+    in `mapped`; `size` lanes in this process, of `processes`)."""
     from . import batching
 
     def h(*xs):
         in_axes = tuple(0 if m else None for m in mapped)
         return batching._vmap_traced(lambda *a: g(*a), in_axes, 0, size, xs, {}, name,
-                                     check_vma)
+                                     check_vma, processes)
     return h
+
+
+def _process_split(mesh, manual):
+    """The number of MPI processes the mesh's first axis is split over (1
+    when the mesh is in this process). Each process must own a contiguous
+    block of that axis and everything along the other axes."""
+    owners = {d.process_index for d in mesh.devices.flat}
+    if len(owners) == 1:
+        return 1
+    cross = parallel.cross_process
+    first = mesh.axis_names[0]
+    n = mesh.shape[first]
+    if cross is None or len(owners) != cross.size or not manual or manual[0] != first or \
+            n % cross.size:
+        raise NotImplementedError(
+            "shard_map over devices of several processes needs distributed.initialize() "
+            "and a mesh whose first axis is manual and split evenly over the processes")
+    lanes = n // cross.size
+    for k in range(n):
+        if any(d.process_index != k // lanes for d in np.asarray(mesh.devices[k]).flat):
+            raise NotImplementedError(
+                "shard_map over several processes: each process must own a contiguous block "
+                f"of the first mesh axis '{first}' and every device along the other axes")
+    return cross.size

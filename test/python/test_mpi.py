@@ -1,0 +1,48 @@
+"""Multi-process runs over MPI (#22): test/mpi/mpi_programs.py under
+`mpirun -n 2`, `-n 4` (more processes than cores: oversubscribed) and with
+two devices per process. `make test` installs MPICH and mpi4py first."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS = os.path.join(HERE, "..", "mpi", "mpi_programs.py")
+
+
+def _mpi_ready():
+    if shutil.which("mpirun") is None:
+        return "mpirun is not installed (make test installs Debian's mpich)"
+    r = subprocess.run([sys.executable, "-c", "import mpi4py.MPI"], capture_output=True)
+    if r.returncode != 0:
+        return "mpi4py cannot load MPI: " + r.stderr.decode()[-300:]
+    return None
+
+
+@pytest.mark.parametrize("procs,local", [(2, 1), (4, 1), (2, 2)])
+def test_mpi_programs(procs, local):
+    why = _mpi_ready()
+    if why:
+        pytest.skip(why)
+    env = dict(os.environ, EMBER_NUM_CPU_DEVICES=str(local))
+    r = subprocess.run(["mpirun", "-n", str(procs), sys.executable, PROGRAMS], env=env,
+                       capture_output=True, text=True, timeout=600)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    for rank in range(procs):
+        assert f"rank {rank}/{procs}: 16 checks passed" in out, out[-4000:]
+
+
+def test_initialize_outside_mpirun():
+    code = ("import ember\n"
+            "try:\n    ember.distributed.initialize()\n"
+            "except RuntimeError as e:\n    print('refused:', e)\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PMI_", "OMPI_", "PMIX_"))}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert "refused: ember.distributed.initialize: this process was not started by an MPI " \
+           "launcher" in r.stdout, r.stdout + r.stderr
