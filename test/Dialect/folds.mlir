@@ -44,3 +44,14 @@ func.func @constant_fold() -> tensor<2xf32> {
   %0 = ember.add %a, %b : tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+// A reduction over dimensions of size 1 is a reshape.
+// CHECK-LABEL: func @reduce_unit_dims
+// CHECK-NEXT: %[[R:.*]] = ember.reshape %arg0 : (tensor<1x4x1xf32>) -> tensor<4xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @reduce_unit_dims(%x: tensor<1x4x1xf32>) -> tensor<4xf32> {
+  %0 = ember.reduce max %x, dims = [0, 2] : (tensor<1x4x1xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -182,6 +182,7 @@ def test_device_put_shards_and_typeof(devices8):
     assert len(shards) == 8
     assert str(shards[1].device) == "cpu:1"
     np.testing.assert_allclose(shards[1].data, [[2.0, 3.0], [6.0, 7.0]])
+    assert ember.device_put(x).sharding == x.sharding
     y = ember.device_put(x, NamedSharding(mesh, P("X", None)))
     assert [s.replica_id for s in y.addressable_shards][:2] == [0, 1]
     np.testing.assert_allclose(y.addressable_shards[1].data, np.arange(8.0).reshape(2, 4))
@@ -317,6 +318,9 @@ def test_ring_allreduce_and_pmap(devices8):
     np.testing.assert_allclose(pm(jnp.arange(4.0)), [0.0, 6.0, 12.0, 18.0])
     with pytest.raises(ValueError, match="requires 9 logical devices, but only 8"):
         ember.pmap(lambda v: v)(jnp.arange(9.0))
+    np.testing.assert_allclose(ember.pmap(jnp.sin)(jnp.arange(3.0)), np.sin(np.arange(3.0)))
+    # Any hashable names an axis.
+    np.testing.assert_allclose(vm(lambda v: lax.psum(v, 7), np.ones(3), name=7), [3.0] * 3)
 
 
 def test_data_parallel_training_matches_one_device(devices8):
@@ -380,3 +384,30 @@ def test_data_parallel_training_matches_one_device(devices8):
     for curve in ls:
         np.testing.assert_allclose(curve, l1s, rtol=1e-5)
     assert l1s[-1] < l1s[0]
+
+
+def test_collectives_inside_control_flow():
+    x = jnp.arange(8.0).reshape(4, 2)
+    s = np.asarray(x).sum(0)
+    shift = [(j, (j + 1) % 4) for j in range(4)]
+
+    def ring(v):
+        def body(i, carry):
+            acc, cur = carry
+            cur = lax.ppermute(cur, "i", shift)
+            return acc + cur, cur
+        return lax.fori_loop(0, 3, body, (v, v))[0]
+    np.testing.assert_allclose(vm(ring, x), np.tile(s, (4, 1)))
+    np.testing.assert_allclose(ember.grad(lambda x: ember.vmap(ring, axis_name="i")(x).sum())(x),
+                               np.full((4, 2), 4.0))
+
+    def w(v):
+        return lax.while_loop(lambda c: c[1] < 3,
+                              lambda c: (c[0] + lax.psum(c[0], "i"), c[1] + 1), (v, 0))[0]
+    np.testing.assert_allclose(vm(w, x), np.asarray(x) + 31 * s)
+    np.testing.assert_allclose(
+        vm(lambda v: lax.scan(lambda c, _: (c + lax.axis_index("i"), None), v, None,
+                              length=2)[0], x), np.asarray(x) + 2 * np.arange(4)[:, None])
+    np.testing.assert_allclose(
+        vm(lambda v: lax.cond(v[0] > 2, lambda: lax.psum(v, "i"), lambda: v), x),
+        [[0, 1], [2, 3], s, s])

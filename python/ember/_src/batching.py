@@ -133,7 +133,8 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
              "batched": ir.DenseBoolArrayAttr.get(flags, ctx),
              "batch_size": core.i64_attr(n)}
     if axis_name is not None:
-        attrs["axis_name"] = ir.StringAttr.get(axis_name, ctx)
+        # Any hashable names an axis in JAX; the IR spells it as text.
+        attrs["axis_name"] = ir.StringAttr.get(str(axis_name), ctx)
     res = trace.emit("ember.vmap", [trace.to_value(v) for v in operands],
                      [a.update(shape=(n,) + a.shape) for a in traced.out_avals], attrs)
     mapped = None
@@ -200,7 +201,7 @@ def _mapped_outputs(trace, name, n_batched, n_out, axis_name=None):
 
     def own(op):
         return axis_name is not None and op.name in parallel.COLLECTIVES and \
-            ir.StringAttr(op.attributes["axis"]).value == axis_name
+            ir.StringAttr(op.attributes["axis"]).value == str(axis_name)
 
     def uses_dep(op):
         if own(op):

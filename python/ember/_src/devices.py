@@ -9,6 +9,11 @@ driver (`libcuda.so.1`, loaded only when the cuda platform is asked for or
 the default list is probed); without a driver or a GPU nothing CUDA is
 loaded and the CPU is the only platform.
 
+The CPU platform has EMBER_NUM_CPU_DEVICES devices (or XLA_FLAGS'
+--xla_force_host_platform_device_count; one by default), all in this
+process's memory; after `distributed.initialize()` the list holds every MPI
+process's devices (`process_index` says whose).
+
 Arrays live in host memory: compiled code runs on the CPU target, and the
 CUDA target compiles (to PTX) but does not run yet, so the CPU stays the
 default backend even when a GPU is present, and `device_put` onto a GPU

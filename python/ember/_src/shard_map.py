@@ -33,7 +33,6 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
     if isinstance(static_broadcasted_argnums, int):
         static_broadcasted_argnums = (static_broadcasted_argnums,)
     available = len(devices) if devices is not None else devices_lib.device_count(backend)
-    name = axis_name if axis_name is not None else object()
 
     @functools.wraps(fun)
     def mapped(*args):
@@ -60,7 +59,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         axes = in_axes
         if isinstance(in_axes, (tuple, list)):
             axes = tuple(in_axes[i] for i in dyn_pos)
-        return vmap(inner, in_axes=axes, out_axes=out_axes, axis_name=name,
+        return vmap(inner, in_axes=axes, out_axes=out_axes, axis_name=axis_name,
                     axis_size=axis_size)(*[args[i] for i in dyn_pos])
 
     _pmapped = jit(per_call, static_argnums=tuple(static_broadcasted_argnums))
