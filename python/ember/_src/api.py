@@ -421,8 +421,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
             dev = next(iter(dev.device_set))
         if dev is not None:
             devices_lib.check_device(dev)
-        if dev is not None and isinstance(v, core.Array) and \
-                getattr(v, "_sharding", None) is not None:
+        if dev is not None and isinstance(v, core.Array) and v.aval.sharding is not None:
             return core.Array(v._value, weak_type=v.weak_type)  # on one device now
         return v
 

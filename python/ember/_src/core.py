@@ -270,7 +270,7 @@ class Value:
 class Array(Value):
     """A concrete array on the CPU, backed by an immutable NumPy buffer."""
 
-    __slots__ = ("_value", "aval", "_sig", "_sharding", "__weakref__")
+    __slots__ = ("_value", "aval", "_sig", "__weakref__")
 
     def __init__(self, value, weak_type=False):
         value = np.asarray(value)
@@ -286,7 +286,6 @@ class Array(Value):
     def with_sharding(cls, value, weak_type, sharding):
         """An array whose blocks are placed by `sharding` (mesh.py)."""
         out = cls(value, weak_type)
-        out._sharding = sharding
         out.aval = out.aval.update(sharding=sharding)
         return out
 
@@ -363,7 +362,7 @@ class Array(Value):
 
     @property
     def sharding(self):
-        s = getattr(self, "_sharding", None)
+        s = self.aval.sharding
         return s if s is not None else SingleDeviceSharding(cpu_device)
 
     @property

@@ -276,16 +276,9 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
     for o, spec in zip(outs, store["specs"]):
         # o is [every manual axis (mesh order)..., block]; an axis the spec
         # does not name is replicated: its first lane.
-        m = len(manual)
-        keep = []
-        idx = []
-        for n in manual:
-            if n in spec.all_axes():
-                idx.append(slice(None))
-                keep.append(n)
-            else:
-                idx.append(0)
-        o = o[tuple(idx)] if any(i == 0 for i in idx) else o
+        keep = [n for n in manual if n in spec.all_axes()]
+        if len(keep) != len(manual):
+            o = o[tuple(slice(None) if n in keep else 0 for n in manual)]
         m = len(keep)
         block_rank = o.ndim - m
         perm, shape = [], []
