@@ -46,6 +46,33 @@ f = ember.jit(ember.shard_map(lambda v: lax.all_gather(v, "i"), mesh=mesh, in_sp
                               out_specs=P("i")))
 check("all_gather under jit", f(x), np.tile(blocks, (n, 1)).reshape(n * n, 2))
 
+# ppermute (a ring all-reduce, item 6), psum_scatter and all_to_all across
+# processes.
+def ring(v):
+    acc = cur = v
+    for _ in range(n - 1):
+        cur = lax.ppermute(cur, "i", [(j, (j + 1) % n) for j in range(n)])
+        acc = acc + cur
+    return acc
+
+
+f = ember.jit(ember.shard_map(ring, mesh=mesh, in_specs=P("i"), out_specs=P("i")))
+check("ring all-reduce with ppermute", f(x), np.tile(blocks.sum(0), n))
+f = ember.shard_map(lambda v: lax.ppermute(v, "i", [(0, n - 1)]), mesh=mesh, in_specs=P("i"),
+                    out_specs=P("i"))
+check("partial ppermute", f(x), np.concatenate([np.zeros(2 * n - 2), blocks[0]]))
+m = jnp.arange(n * n * 3.0).reshape(n * n, 3)
+mb = np.asarray(m).reshape(n, n, 3)
+f = ember.shard_map(lambda v: lax.psum_scatter(v, "i", tiled=True), mesh=mesh, in_specs=P("i"),
+                    out_specs=P("i"))
+check("psum_scatter", f(m), mb.sum(0))
+f = ember.shard_map(lambda v: lax.all_to_all(v, "i", 0, 0, tiled=True), mesh=mesh,
+                    in_specs=P("i"), out_specs=P("i"))
+check("all_to_all", f(m), mb.transpose(1, 0, 2).reshape(n * n, 3))
+g = ember.grad(lambda v: (ember.shard_map(ring, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(v)
+                          * jnp.arange(2.0 * n)).sum())(x)
+check("grad through ppermute", g, np.tile(np.arange(2.0 * n).reshape(n, 2).sum(0), n))
+
 # Gradients: a replicated parameter's gradient is summed over every device
 # (check_vma), psum transposes to pvary; with check_vma=False, vmap semantics.
 w = jnp.float32(2.0)

@@ -276,6 +276,11 @@ def test_shard_map_check_vma(devices8):
     np.testing.assert_allclose(
         ember.shard_map(lambda x: lax.psum(1.0, "i") + x, mesh=mesh, in_specs=P("i"),
                         out_specs=P("i"))(x), np.arange(8.0) + 4)
+    # Results outside shard_map vary over no mesh axis.
+    y = ember.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(x)
+    np.testing.assert_allclose(ember.jit(lambda x: ember.shard_map(
+        lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(x) * x)(x),
+        np.asarray(y) * np.asarray(x))
     # Differentiating through the whole shard_map.
     g = ember.grad(lambda x: ember.shard_map(lambda v: lax.psum(v ** 2, "i"), mesh=mesh,
                                              in_specs=P("i"), out_specs=P())(x).sum())(x)

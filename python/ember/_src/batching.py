@@ -135,8 +135,11 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
     if axis_name is not None:
         # Any hashable names an axis in JAX; the IR spells it as text.
         attrs["axis_name"] = ir.StringAttr.get(str(axis_name), ctx)
+    # The lanes of a named axis become the batch dimension: the results no
+    # longer vary over that axis (shard_map's check_vma types).
     res = trace.emit("ember.vmap", [trace.to_value(v) for v in operands],
-                     [a.update(shape=(n,) + a.shape) for a in traced.out_avals], attrs)
+                     [a.update(shape=(n,) + a.shape, vma=a.vma - {axis_name})
+                      for a in traced.out_avals], attrs)
     mapped = None
     if ref_args:
         mapped = _mapped_outputs(trace, traced.name, len(batched_idx), len(res), axis_name)

@@ -86,15 +86,9 @@ def _frame(name):
     return _frame_full(name)[:2]
 
 
-def _split(name, what):
-    """Whether `name` is split over processes (for `what`, which supports
-    that only where the MPI half exists)."""
-    procs = _frame_full(name)[2]
-    if procs > 1 and what is not None:
-        raise NotImplementedError(f"{what} over an axis split over MPI processes is not "
-                                  "supported yet (psum, pmean, pmax, pmin, pvary, all_gather, "
-                                  "axis_index and axis_size are)")
-    return procs > 1
+def _split(name):
+    """Whether the axis `name` is split over MPI processes (distributed.py)."""
+    return _frame_full(name)[2] > 1
 
 
 def is_bound(name):
@@ -137,7 +131,7 @@ def _pvary1(x, name):
     over yet)."""
     size, _ = _frame(name)
     out = _emit("ember.pvary", x, x.aval.update(vma=x.aval.vma | {name}), name, size)
-    if _split(name, None):
+    if _split(name):
         out = _retype_vma(cross_process.pvary(out), out.aval.vma)
     return out
 
@@ -180,7 +174,7 @@ def _reduce(op, x, name):
         x = _pvary1(x, name)
     out = x.aval.update(vma=x.aval.vma - {name}) if check else x.aval
     y = _emit(op, x, out, name, size, invariant=check)
-    if _split(name, None):
+    if _split(name):
         y = _retype_vma(cross_process.allreduce(y, op[len("ember.p"):], check), out.vma)
     return y
 
@@ -303,7 +297,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
             v = _emit("ember.all_gather", v,
                       v.aval.update(shape=tuple(shape), vma=v.aval.vma), n, size,
                       dimension=d, tiled=True if tiled else False)
-            if _split(n, None):
+            if _split(n):
                 v = _retype_vma(cross_process.allgather(v, d), v.aval.vma)
                 size *= cross_process.size
             if not tiled:
@@ -325,7 +319,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     def one(v):
         v = _to_numeric(v)
         d = _canon_axis(scatter_dimension, v.ndim, "psum_scatter scatter_dimension")
-        sizes = [_frame(n)[0] for n in names]
+        sizes = [axis_size(n) for n in names]
         total = math.prod(sizes)
         if tiled and v.shape[d] % total:
             raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} is not "
@@ -336,7 +330,15 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         if not tiled and len(names) > 1:
             v = jnp.reshape(v, v.shape[:d] + tuple(sizes) + v.shape[d + 1:])
         for n, size in zip(names, sizes):
-            _split(n, "psum_scatter")
+            if _split(n):  # over MPI: the sum, then this lane's block
+                total_ = _reduce("ember.psum", v, n)
+                i = axis_index(n)
+                if tiled:
+                    k = v.shape[d] // size
+                    v = _lax.dynamic_slice_in_dim(total_, i * k, k, d)
+                else:
+                    v = _lax.dynamic_index_in_dim(total_, i, d, keepdims=False)
+                continue
             v = _varying(v, n)
             shape = list(v.shape)
             if tiled:
@@ -359,8 +361,7 @@ def _single(axis_name, what):
 
 def ppermute(x, axis_name, perm):
     name = _single(axis_name, "ppermute")
-    _split(name, "ppermute")
-    size, _ = _frame(name)
+    size = axis_size(name)
     pairs = [(int(s), int(d)) for s, d in perm]
     srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
@@ -370,11 +371,29 @@ def ppermute(x, axis_name, perm):
             raise ValueError(f"ppermute perm {perm} has an index out of range for axis "
                              f"'{name}' of size {size}")
     flat = [i for p in pairs for i in p]
+    if _split(name):
+        return _tree_apply(lambda v: _ppermute_across(as_value(v), name, size, pairs), x)
 
     def one(v):
         v = _varying(as_value(v), name)
         return _emit("ember.ppermute", v, v.aval, name, size, pairs=flat)
     return _tree_apply(one, x)
+
+
+def _ppermute_across(v, name, size, pairs):
+    """ppermute over an axis split over MPI processes: every lane's value
+    (an all_gather), from which each lane takes its source's (zeros when it
+    has none). Correct and differentiable; it moves size times the data a
+    point-to-point exchange would."""
+    from .numpy import lax_numpy as jnp
+
+    src = [-1] * size
+    for s_, d_ in pairs:
+        src[d_] = s_
+    everyone = all_gather(v, name)
+    mine = jnp.asarray(src, dtype=jnp.int32)[axis_index(name)]
+    got = _lax.dynamic_index_in_dim(everyone, jnp.maximum(mine, 0), 0, keepdims=False)
+    return jnp.where(mine >= 0, got, jnp.zeros_like(got))
 
 
 def pshuffle(x, axis_name, perm):
@@ -387,13 +406,15 @@ def pshuffle(x, axis_name, perm):
 def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
     _no_groups(axis_index_groups, "all_to_all")
     name = _single(axis_name, "all_to_all")
-    _split(name, "all_to_all")
-    size, _ = _frame(name)
+    size = axis_size(name)
 
     def one(v):
-        v = _varying(as_value(v), name)
+        v = as_value(v)
         s = _canon_axis(split_axis, v.ndim, "all_to_all split_axis")
         c = _canon_axis(concat_axis, v.ndim, "all_to_all concat_axis")
+        if _split(name):
+            return _all_to_all_across(v, name, size, s, c, tiled)
+        v = _varying(v, name)
         shape = list(v.shape)
         if tiled:
             if shape[s] % size:
@@ -410,6 +431,27 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         return _emit("ember.all_to_all", v, v.aval.update(shape=tuple(shape)), name, size,
                      split=s, concat=c, tiled=True if tiled else False)
     return _tree_apply(one, x)
+
+
+def _all_to_all_across(v, name, size, s, c, tiled):
+    """all_to_all over an axis split over MPI processes: every lane's value
+    (an all_gather), from which each lane takes its entry (block) of
+    dimension `s` of every sender."""
+    from .numpy import lax_numpy as jnp
+
+    if (v.shape[s] % size) if tiled else (v.shape[s] != size):
+        raise ValueError(f"all_to_all: split_axis {s} has size {v.shape[s]}, which does not "
+                         f"match the size of axis '{name}' ({size})")
+    everyone = all_gather(v, name)  # [sender, ...]
+    i = axis_index(name)
+    if tiled:
+        k = v.shape[s] // size
+        mine = _lax.dynamic_slice_in_dim(everyone, i * k, k, s + 1)
+        mine = jnp.moveaxis(mine, 0, c)
+        shape = mine.shape[:c] + (mine.shape[c] * mine.shape[c + 1],) + mine.shape[c + 2:]
+        return jnp.reshape(mine, shape)
+    mine = _lax.dynamic_index_in_dim(everyone, i, s + 1, keepdims=False)
+    return jnp.moveaxis(mine, 0, c)
 
 
 def _axis_index_provider(name):
