@@ -127,6 +127,23 @@ for _ in range(4):
     p1, v1 = step1(p1, xs, ys)
     check("data-parallel loss", v, float(v1))
 
+# Colocated Python: each process runs the function on its own block.
+from ember.experimental.colocated_python import colocated_python  # noqa: E402
+from ember.sharding import NamedSharding  # noqa: E402
+
+
+@colocated_python
+def tag(v):
+    return np.asarray(v) * 0 + ember.process_index()
+
+
+xs_sharded = ember.device_put(x, NamedSharding(mesh, P("i")))
+check("colocated_python on each process's block", tag(xs_sharded),
+      np.repeat(np.arange(size), 2 * local))
+only0 = ember.device_put(x, ember.local_devices(process_index=0)[0])
+check("colocated_python on process 0's device", tag(only0) if size > 1 else tag(x),
+      np.zeros(2 * n))
+
 # multihost_utils
 check("process_allgather", multihost_utils.process_allgather(np.float32(rank)),
       np.arange(size, dtype=np.float32))

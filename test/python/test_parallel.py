@@ -416,3 +416,37 @@ def test_collectives_inside_control_flow():
     np.testing.assert_allclose(
         vm(lambda v: lax.cond(v[0] > 2, lambda: lax.psum(v, "i"), lambda: v), x),
         [[0, 1], [2, 3], s, s])
+
+
+def test_colocated_python_in_one_process(devices8):
+    from ember.experimental.colocated_python import colocated_python, colocated_python_class
+
+    calls = []
+
+    @colocated_python
+    def double(x):
+        calls.append(type(x).__name__)
+        return x * 2
+    x = ember.device_put(jnp.arange(4.0), ember.devices()[3])
+    assert x.device is ember.devices()[3] and x.devices() == {ember.devices()[3]}
+    np.testing.assert_allclose(double(x), [0.0, 2.0, 4.0, 6.0])
+    assert calls == ["Array"]
+    spec = double.specialize(out_specs_fn=lambda x: ember.ShapeDtypeStruct((4,), jnp.float32))
+    np.testing.assert_allclose(spec(x), [0.0, 2.0, 4.0, 6.0])
+    bad = double.specialize(out_specs_fn=lambda x: ember.ShapeDtypeStruct((5,), jnp.float32))
+    with pytest.raises(ValueError, match="out_specs_fn says"):
+        bad(x)
+    with pytest.raises(TypeError, match="outside jit"):
+        ember.jit(double)(x)
+
+    @colocated_python_class
+    class Counter:
+        def __init__(self):
+            self.total = 0.0
+
+        def add(self, v):
+            self.total += float(np.asarray(v).sum())
+            return np.float32(self.total)
+    c = Counter()
+    c.add(x)
+    assert float(c.add(x)) == 12.0

@@ -419,11 +419,17 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
             return core.Array.with_sharding(v._value, v.weak_type, dev)
         if isinstance(dev, devices_lib.SingleDeviceSharding):
             dev = next(iter(dev.device_set))
-        if dev is not None:
-            devices_lib.check_device(dev)
-        if dev is not None and isinstance(v, core.Array) and v.aval.sharding is not None:
+        if dev is None:
+            return v
+        dev = devices_lib.check_device(dev)
+        if isinstance(v, core.Tracer):
+            return v
+        if dev is devices_lib.cpu_device:
+            if v.aval.sharding is None:
+                return v
             return core.Array(v._value, weak_type=v.weak_type)  # on one device now
-        return v
+        return core.Array.with_sharding(v._value, v.weak_type,
+                                        devices_lib.SingleDeviceSharding(dev))
 
     if device is None or isinstance(device, (str, devices_lib.Device, NamedSharding,
                                              PartitionSpec, devices_lib.SingleDeviceSharding)):

@@ -355,7 +355,10 @@ class Array(Value):
 
     @property
     def device(self):
-        return cpu_device
+        devs = self.sharding.device_set
+        if len(devs) != 1:
+            raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
+        return next(iter(devs))
 
     def copy_to_host_async(self):
         pass
