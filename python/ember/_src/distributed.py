@@ -279,9 +279,8 @@ def own_lanes(x, lanes):
 
 
 def _require():
-    if _state.comm is None:
-        return False
-    return True
+    """Whether there are other processes (else the utilities are local)."""
+    return _state.comm is not None
 
 
 def process_allgather(in_tree, tiled=False):

@@ -57,7 +57,7 @@ def bind_axis(name, size, check_vma=False, processes=1):
     """Binds `name` to `size` lanes while the vmap body traces; with
     `processes` > 1 the axis has size * processes lanes, `size` of them in
     this process (distributed.py)."""
-    if not isinstance(name, str) and not _hashable(name):
+    if not _hashable(name):
         raise TypeError(f"axis_name must be hashable, got {name!r}")
     _env.frames.append((name, int(size), bool(check_vma), int(processes)))
     try:
@@ -179,50 +179,36 @@ def _reduce(op, x, name):
     return y
 
 
-def _tree_apply(fn, x):
-    return tree_util.tree_map(fn, x)
+def _reduction(op, x, axis_name, groups):
+    """`op` over each named axis in turn, on every leaf of `x`."""
+    _no_groups(groups, op[len("ember."):])
+    names = _names(axis_name)
+
+    def one(v):
+        for n in names:
+            v = _reduce(op, v, n)
+        return v
+    return tree_util.tree_map(one, x)
 
 
 def psum(x, axis_name, *, axis_index_groups=None):
-    _no_groups(axis_index_groups, "psum")
-    names = _names(axis_name)
-
-    def one(v):
-        for n in names:
-            v = _reduce("ember.psum", v, n)
-        return v
-    return _tree_apply(one, x)
+    return _reduction("ember.psum", x, axis_name, axis_index_groups)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
-    _no_groups(axis_index_groups, "pmax")
-    names = _names(axis_name)
-
-    def one(v):
-        for n in names:
-            v = _reduce("ember.pmax", v, n)
-        return v
-    return _tree_apply(one, x)
+    return _reduction("ember.pmax", x, axis_name, axis_index_groups)
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
-    _no_groups(axis_index_groups, "pmin")
-    names = _names(axis_name)
-
-    def one(v):
-        for n in names:
-            v = _reduce("ember.pmin", v, n)
-        return v
-    return _tree_apply(one, x)
+    return _reduction("ember.pmin", x, axis_name, axis_index_groups)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
     from .numpy import lax_numpy as jnp
 
     n = axis_size(axis_name)
-    return _tree_apply(lambda v: jnp.true_divide(psum(v, axis_name,
-                                                      axis_index_groups=axis_index_groups), n),
-                       x)
+    total = psum(x, axis_name, axis_index_groups=axis_index_groups)
+    return tree_util.tree_map(lambda v: jnp.true_divide(v, n), total)
 
 
 def axis_size(axis_name):
@@ -255,7 +241,7 @@ def pvary(x, axis_name):
             if check and n not in v.aval.vma:
                 v = _pvary1(v, n)
         return v
-    return _tree_apply(one, x)
+    return tree_util.tree_map(one, x)
 
 
 def pcast(x, axis_name, *, to):
@@ -307,7 +293,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
                     merged = shape[:d] + [shape[d] * shape[d + 1]] + shape[d + 2:]
                     v = jnp.reshape(v, merged)
         return v
-    return _tree_apply(one, x)
+    return tree_util.tree_map(one, x)
 
 
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
@@ -348,7 +334,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
             v = _emit("ember.reduce_scatter", v, v.aval.update(shape=tuple(shape)), n, size,
                       dimension=d, tiled=True if tiled else False)
         return v
-    return _tree_apply(one, x)
+    return tree_util.tree_map(one, x)
 
 
 def _single(axis_name, what):
@@ -372,12 +358,12 @@ def ppermute(x, axis_name, perm):
                              f"'{name}' of size {size}")
     flat = [i for p in pairs for i in p]
     if _split(name):
-        return _tree_apply(lambda v: _ppermute_across(as_value(v), name, size, pairs), x)
+        return tree_util.tree_map(lambda v: _ppermute_across(as_value(v), name, size, pairs), x)
 
     def one(v):
         v = _varying(as_value(v), name)
         return _emit("ember.ppermute", v, v.aval, name, size, pairs=flat)
-    return _tree_apply(one, x)
+    return tree_util.tree_map(one, x)
 
 
 def _ppermute_across(v, name, size, pairs):
@@ -430,7 +416,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
             shape.insert(c, size)
         return _emit("ember.all_to_all", v, v.aval.update(shape=tuple(shape)), name, size,
                      split=s, concat=c, tiled=True if tiled else False)
-    return _tree_apply(one, x)
+    return tree_util.tree_map(one, x)
 
 
 def _all_to_all_across(v, name, size, s, c, tiled):
