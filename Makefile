@@ -28,6 +28,10 @@ build: $(BUILD)/build.ninja
 	# MLIR package linked in from the build dir.
 	ln -sfn $(CURDIR)/$(BUILD)/python_packages/ember/_mlir python/ember/_mlir
 	echo "$(CURDIR)/python" > $(SITE)/ember-dev.pth
+	# Byte-compile the package as pip would on install (the generated op
+	# classes take 0.1 s to compile from source on every first import where
+	# PYTHONDONTWRITEBYTECODE keeps Python from caching them).
+	$(PY) -m compileall -q -j 2 python/ember $(BUILD)/python_packages/ember/_mlir >/dev/null
 
 test-lit: build
 	$(VENV)/bin/lit -sv $(BUILD)/test

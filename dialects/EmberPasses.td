@@ -42,6 +42,91 @@ def EmberToLinalgPass : Pass<"ember-to-linalg", "ModuleOp"> {
   ];
 }
 
+def EmberOutlineRepeatedKernelsPass
+    : Pass<"ember-outline-repeated-kernels", "ModuleOp"> {
+  let summary = "Share one function between identical loop nests on buffers";
+  let description = [{
+    Models repeat themselves: the layers of a network, and their backward
+    passes, are the same loop nests on different buffers. After
+    bufferization, this pass finds `linalg` ops on buffers (outside loops)
+    that are equal up to their operands, moves each such group into one
+    private function, marked `noinline` (`passthrough`, which
+    `convert-func-to-llvm` keeps), and calls it from every place;
+    constants the op uses are cloned into the function. LLVM then optimizes
+    and compiles each distinct loop nest once: for a 20-layer MLP's forward
+    and backward pass, 3 functions instead of 60 loop nests. An op that
+    occurs once stays where it is.
+
+    Before:
+    ```mlir
+    linalg.generic {...} ins(%a : memref<64x256xf32>) outs(%b : memref<64x256xf32>) {...}
+    linalg.generic {...} ins(%c : memref<64x256xf32>) outs(%d : memref<64x256xf32>) {...}
+    ```
+    After:
+    ```mlir
+    call @__ember_kernel(%a, %b) : (memref<64x256xf32>, memref<64x256xf32>) -> ()
+    call @__ember_kernel(%c, %d) : (memref<64x256xf32>, memref<64x256xf32>) -> ()
+    func.func private @__ember_kernel(%x: memref<64x256xf32>, %y: memref<64x256xf32>)
+        attributes {passthrough = ["noinline"]} {
+      linalg.generic {...} ins(%x : memref<64x256xf32>) outs(%y : memref<64x256xf32>) {...}
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["func::FuncDialect"];
+}
+
+def EmberSplitRowsPass : Pass<"ember-split-rows", "ModuleOp"> {
+  let summary = "Move large loop nests into functions of the rows of their first loop";
+  let description = [{
+    A linalg op on buffers (outside loops) whose first loop is parallel and
+    whose iteration space has at least `min-elements` points becomes a call
+    of a private function `(lo, hi, operands...)` marked `ember.rows`, which
+    computes the rows [lo, hi) of the first loop on subviews of the operands
+    (`linalg.index 0` is shifted by `lo`). The call covers every row, so the
+    program means the same; `ember-parallel-calls` later runs the rows on
+    the runtime's threads. Ops whose maps use the first loop other than as
+    one plain dimension, or with an output that does not depend on it, stay.
+
+    Before:
+    ```mlir
+    linalg.generic {...} ins(%a : memref<512x512xf32>) outs(%b : memref<512x512xf32>) {...}
+    ```
+    After:
+    ```mlir
+    call @__ember_rows(%c0, %c512, %a, %b) : (index, index, memref<512x512xf32>, memref<512x512xf32>) -> ()
+    func.func private @__ember_rows(%lo: index, %hi: index, %x: memref<512x512xf32>, %y: memref<512x512xf32>)
+        attributes {ember.rows} {
+      %n = arith.subi %hi, %lo : index
+      %xs = memref.subview %x[%lo, 0] [%n, 512] [1, 1] : ...
+      %ys = memref.subview %y[%lo, 0] [%n, 512] [1, 1] : ...
+      linalg.generic {...} ins(%xs : ...) outs(%ys : ...) {...}
+      return
+    }
+    ```
+  }];
+  let options = [
+    Option<"minElements", "min-elements", "int64_t", /*default=*/"131072",
+           "Smallest iteration space worth splitting over threads">
+  ];
+  let dependentDialects = ["func::FuncDialect", "memref::MemRefDialect",
+                           "arith::ArithDialect"];
+}
+
+def EmberParallelCallsPass : Pass<"ember-parallel-calls", "ModuleOp"> {
+  let summary = "Run calls of `ember.rows` functions on the runtime's threads";
+  let description = [{
+    On the LLVM dialect, after `ember-split-rows` and the conversion: each
+    call `@f(lo, hi, args...)` of an `llvm.func` marked `ember.rows` becomes
+    a call of the runtime's `ember_parallel_for(@f_task, frame, lo, hi)`,
+    where `frame` is a stack slot (in the caller's entry block) holding
+    `args`, and the new internal function `@f_task(frame, a, b)` loads them
+    and calls `@f(a, b, args...)`. The runtime runs the task on contiguous
+    pieces of [lo, hi), one per thread (lib/Runtime/Parallel.cpp).
+  }];
+  let dependentDialects = ["LLVM::LLVMDialect"];
+}
+
 def EmberLowerCopiesPass : Pass<"ember-lower-copies"> {
   let summary = "Rewrite memref.copy into linalg.copy so that it lowers to loops";
   let description = [{

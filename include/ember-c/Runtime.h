@@ -49,6 +49,11 @@ MLIR_CAPI_EXPORTED EmberExecutable *emberExecutableLoadObject(
     const void *data, size_t size,
     void (*onError)(MlirStringRef message, void *userData), void *userData);
 
+/// Threads of `ember_parallel_for` (the rows of large loop nests; default
+/// EMBER_NUM_THREADS, else the host's cores), the caller included.
+MLIR_CAPI_EXPORTED void emberRuntimeSetNumThreads(int n);
+MLIR_CAPI_EXPORTED int emberRuntimeNumThreads(void);
+
 /// The host CPU's name and features as the JIT targets them: part of the
 /// persistent cache's key.
 MLIR_CAPI_EXPORTED MlirStringRef emberRuntimeHostCpu(void);

@@ -6,11 +6,13 @@
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Support.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/PassTimingInfo.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
@@ -86,6 +88,64 @@ static void report(void (*onError)(MlirStringRef, void *), void *userData,
     onError(mlirStringRefCreate(msg.data(), msg.size()), userData);
 }
 
+/// The callable entry points of a module lowered by Ember are the packed
+/// wrappers ExecutionEngine generates for C-interface functions
+/// (`_mlir__mlir_ciface_<name>`). Every other defined function gets internal
+/// linkage, so that the optimizer may inline a single-use function into its
+/// caller and drop the packed wrappers nobody looks up: otherwise `main`
+/// stays a separate function called with hundreds of scalar arguments
+/// (unpacked memref descriptors) from two wrappers, and instruction selection
+/// of those calls alone took a third of the codegen time of a large program
+/// (docs/design.md, "Compile time"). Modules without C-interface functions
+/// (embedders compiling their own) are left as they are.
+static void internalizeNonEntries(llvm::Module &m) {
+  auto isEntry = [](const llvm::Function &f) {
+    return f.getName().starts_with("_mlir__mlir_ciface_");
+  };
+  if (llvm::none_of(m, [&](const llvm::Function &f) {
+        return !f.isDeclaration() && isEntry(f);
+      }))
+    return;
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration() && !isEntry(f))
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+/// LLVM's default module pipeline at `optLevel` (as clang -O<n>). With
+/// EMBER_LLVM_TIME_PASSES set, the time of each pass (optimization and code
+/// generation) is printed to stderr when the process exits.
+static void optimize(llvm::Module &m, llvm::TargetMachine *machine,
+                     int optLevel) {
+  static const bool timePasses = [] {
+    const char *v = std::getenv("EMBER_LLVM_TIME_PASSES");
+    if (v && *v && std::strcmp(v, "0") != 0)
+      llvm::TimePassesIsEnabled = true;
+    return llvm::TimePassesIsEnabled;
+  }();
+  if (optLevel <= 0)
+    return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassInstrumentationCallbacks pic;
+  llvm::StandardInstrumentations si(m.getContext(), /*DebugLogging=*/false);
+  si.registerCallbacks(pic, &mam);
+  llvm::PipelineTuningOptions tuning;
+  llvm::PassBuilder pb(machine, tuning, std::nullopt, &pic);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel == 1   ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  pb.buildPerModuleDefaultPipeline(level).run(m, mam);
+  if (timePasses)
+    si.getTimePasses().print();
+}
+
 static EmberExecutable *create(MlirModule module, int optLevel, bool keepObject,
                                void (*onError)(MlirStringRef, void *),
                                void *userData) {
@@ -111,18 +171,19 @@ static EmberExecutable *create(MlirModule module, int optLevel, bool keepObject,
   llvm::TargetMachine *machine = tm->get();
   std::string cpu = machine->getTargetCPU().str();
   std::string features = machine->getTargetFeatureString().str();
-  auto optimize =
-      mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine);
   // Functions carry the host CPU and features so that the optimizer's cost
   // model (vectorization above all) targets this machine.
-  auto transformer = [&](llvm::Module *m) -> llvm::Error {
+  auto transformer = [cpu, features, machine,
+                      optLevel](llvm::Module *m) -> llvm::Error {
     for (llvm::Function &f : *m) {
       if (f.isDeclaration())
         continue;
       f.addFnAttr("target-cpu", cpu);
       f.addFnAttr("target-features", features);
     }
-    return optimize(m);
+    internalizeNonEntries(*m);
+    optimize(*m, machine, optLevel);
+    return llvm::Error::success();
   };
   mlir::ExecutionEngineOptions options;
   options.transformer = transformer;

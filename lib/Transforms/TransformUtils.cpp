@@ -3,6 +3,8 @@
 
 #include "ember/IR/EmberDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
@@ -150,4 +152,19 @@ void mlir::ember::flattenCases(Operation *root) {
     op->replaceAllUsesWith(res);
     op->erase();
   }
+}
+
+SmallVector<Value>
+mlir::ember::outlinedOperands(Operation *op,
+                              SmallVectorImpl<Operation *> &constants) {
+  SmallVector<Value> args(op->getOperands());
+  SetVector<Value> above;
+  getUsedValuesDefinedAbove(op->getRegions(), above);
+  for (Value v : above) {
+    if (v.getDefiningOp() && matchPattern(v, m_Constant()))
+      constants.push_back(v.getDefiningOp());
+    else
+      args.push_back(v);
+  }
+  return args;
 }

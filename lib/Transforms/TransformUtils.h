@@ -43,6 +43,13 @@ void flattenCases(Operation *root);
 /// values that replace them.
 void flattenCases(Block &body, SmallVectorImpl<Value> &live);
 
+/// The values `op` needs when it moves into a function of its own: its
+/// operands, then the non-constant values its regions use from above.
+/// `constants` receives the constant ops its regions use, which the function
+/// clones instead of taking them as arguments.
+SmallVector<Value> outlinedOperands(Operation *op,
+                                    SmallVectorImpl<Operation *> &constants);
+
 /// A new private function in `module` named after `base`, with an entry block.
 func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols,
                              Location loc, StringRef base, FunctionType type);

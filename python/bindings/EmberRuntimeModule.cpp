@@ -434,6 +434,8 @@ NB_MODULE(_ember_runtime, m) {
       },
       nb::arg("handler"));
   m.def("clear_pool", [] { pool().clear(); });
+  m.def("set_num_threads", &emberRuntimeSetNumThreads, nb::arg("n"));
+  m.def("num_threads", &emberRuntimeNumThreads);
   m.def(
       "runtime_tables",
       [] {

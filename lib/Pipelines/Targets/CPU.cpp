@@ -17,6 +17,8 @@ using namespace mlir::ember;
 static const char kCpuCodegen[] =
     "ember-to-linalg,"
     "canonicalize,loop-invariant-code-motion,cse," EMBER_FUSE_AND_BUFFERIZE
+    "ember-outline-repeated-kernels,"
+    "ember-split-rows,"
     "ember-math-approx,"
     "convert-math-to-funcs,"
     "convert-linalg-to-loops,"
@@ -34,6 +36,7 @@ static const char kCpuCodegen[] =
     "convert-index-to-llvm,"
     "convert-func-to-llvm,"
     "convert-cf-to-llvm,"
+    "ember-parallel-calls,"
     "reconcile-unrealized-casts";
 
 const TargetDescription &mlir::ember::getCPUTarget() {

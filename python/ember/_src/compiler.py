@@ -43,12 +43,14 @@ def _use_openblas():
 _HAVE_BLAS = _use_openblas()
 
 
-def set_blas_threads(n):
-    """The number of threads OpenBLAS products use (distributed runs give
-    each process its share of the cores)."""
+def set_threads(n):
+    """The number of threads OpenBLAS products and the rows of large loop
+    nests (`ember_parallel_for`) use (distributed runs give each process its
+    share of the cores)."""
     lib = getattr(_use_openblas, "lib", None)
     if lib is not None:
         lib.scipy_openblas_set_num_threads(int(n))
+    _ember_runtime.set_num_threads(int(n))
 
 _OPT_LEVEL = int(os.environ.get("EMBER_OPT_LEVEL", "2"))
 _dump_dir = os.environ.get("EMBER_DUMP_DIR")
@@ -89,7 +91,8 @@ class Executable:
             with compile_lock, context():
                 fn = module.body.operations[0]
                 fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-                self.stages = run_pipeline(module, target)
+                self.stages = run_pipeline(module, target, text=self.ember_text,
+                                           keep_last=False)
                 try:
                     if obj_path:
                         self.kernel = target.load(module, _OPT_LEVEL, self.in_avals,
@@ -148,19 +151,22 @@ def _user_error(e):
     return None
 
 
-def run_pipeline(module, target=None, upto=None, keep_text=None):
+def run_pipeline(module, target=None, upto=None, keep_text=None, text=None, keep_last=True):
     """Verifies and lowers `module` in place through the stages of `target`
     (all of them, or up to the stage `upto`); returns the IR text of the
-    traced module, of the last stage run and, with `keep_text` (the default
-    when EMBER_DUMP_DIR is set), of every stage."""
+    traced module (`text` when the caller has it), of the last stage run
+    (unless `keep_last` is false) and, with `keep_text` (the default when
+    EMBER_DUMP_DIR is set), of every stage. (Printing a large program's LLVM
+    dialect costs a tenth of its compile time, so `Executable` keeps no
+    text: `Compiled.as_text` lowers the traced text again when asked.)"""
     with compile_lock:
-        return _run_pipeline(module, target, upto, keep_text)
+        return _run_pipeline(module, target, upto, keep_text, text, keep_last)
 
 
-def _run_pipeline(module, target, upto, keep_text):
+def _run_pipeline(module, target, upto, keep_text, text, keep_last):
     target = target or get_target()
     keep_text = bool(_dump_dir) if keep_text is None else keep_text
-    stages = {"ember": str(module)}
+    stages = {"ember": str(module) if text is None else text}
     try:
         module.operation.verify()
     except ir.MLIRError as e:
@@ -178,7 +184,7 @@ def _run_pipeline(module, target, upto, keep_text):
             raise EmberInternalError(
                 f"the {target.name} pipeline failed in stage {name!r} (a bug in Ember): {e}"
             ) from None
-        if keep_text or k == len(ran) - 1:
+        if keep_text or (keep_last and k == len(ran) - 1):
             stages[name] = str(module)
     if _dump_dir:
         os.makedirs(_dump_dir, exist_ok=True)

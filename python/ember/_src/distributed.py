@@ -77,13 +77,14 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     if process_id is not None and process_id != comm.Get_rank():
         raise ValueError(f"process_id={process_id}, but MPI says {comm.Get_rank()}")
     _state.comm, _state.rank, _state.size = comm, comm.Get_rank(), comm.Get_size()
-    # The processes on this host share its cores: OpenBLAS would start a
-    # thread per core in each of them (measured: 8x slower steps with 2
-    # processes on 2 cores). OPENBLAS_NUM_THREADS, when set, still wins.
-    if "OPENBLAS_NUM_THREADS" not in os.environ:
+    # The processes on this host share its cores: OpenBLAS and the runtime's
+    # pool would start a thread per core in each of them (measured: 8x
+    # slower steps with 2 processes on 2 cores). OPENBLAS_NUM_THREADS or
+    # EMBER_NUM_THREADS, when set, still win.
+    if "OPENBLAS_NUM_THREADS" not in os.environ and "EMBER_NUM_THREADS" not in os.environ:
         on_host = int(os.environ.get("MPI_LOCALNRANKS", os.environ.get(
             "OMPI_COMM_WORLD_LOCAL_SIZE", _state.size)))
-        compiler.set_blas_threads(max(1, (os.cpu_count() or 1) // max(1, on_host)))
+        compiler.set_threads(max(1, (os.cpu_count() or 1) // max(1, on_host)))
     devices_lib.set_processes(_state.rank, _state.size)
     parallel.cross_process = _CrossProcess()
 

@@ -1,0 +1,128 @@
+//===- Parallel.cpp - rows of a loop nest on several threads -------------===//
+//
+// `ember_parallel_for(task, ctx, lo, hi)` runs task(ctx, a, b) on contiguous
+// pieces [a, b) of [lo, hi), one per thread: the caller takes the first
+// piece and waits for the pool's workers. `ember-parallel-calls` emits the
+// calls (docs/decisions.md, "Threads"). The pool starts on first use with
+// EMBER_NUM_THREADS threads (default: the host's cores), less one for the
+// caller. A caller that finds the pool busy (another Python thread, say)
+// runs its rows itself.
+//
+//===----------------------------------------------------------------------===//
+#include "ember-c/Runtime.h"
+
+#include "RuntimeEntries.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace {
+using Task = void (*)(void *, int64_t, int64_t);
+
+class Pool {
+public:
+  static Pool &get() {
+    static Pool *pool = new Pool; // never destroyed: workers outlive exit
+    return *pool;
+  }
+
+  void setThreads(int n) {
+    std::lock_guard<std::mutex> busy(submit);
+    wanted = std::max(1, n);
+  }
+
+  int threads() const { return wanted; }
+
+  void run(Task task, void *ctx, int64_t lo, int64_t hi) {
+    int64_t n = hi - lo;
+    std::unique_lock<std::mutex> busy(submit, std::try_to_lock);
+    int parts = (int)std::min<int64_t>(wanted, n);
+    if (!busy.owns_lock() || parts < 2) {
+      task(ctx, lo, hi);
+      return;
+    }
+    start(parts - 1);
+    {
+      std::lock_guard<std::mutex> g(m);
+      job = {task, ctx, lo, n, parts};
+      pending = parts - 1;
+      ++generation;
+    }
+    wake.notify_all();
+    task(ctx, lo, lo + n / parts);
+    std::unique_lock<std::mutex> g(m);
+    done.wait(g, [&] { return pending == 0; });
+  }
+
+private:
+  struct Job {
+    Task task;
+    void *ctx;
+    int64_t lo, n;
+    int parts;
+  };
+
+  Pool() {
+    const char *env = std::getenv("EMBER_NUM_THREADS");
+    int n = env ? std::atoi(env) : (int)std::thread::hardware_concurrency();
+    wanted = std::max(1, n);
+  }
+
+  /// Starts workers until there are `n`; worker k takes piece k. A new
+  /// worker waits for the job after the current generation.
+  void start(int n) {
+    uint64_t now;
+    {
+      std::lock_guard<std::mutex> g(m);
+      now = generation;
+    }
+    while ((int)workers.size() < n) {
+      int k = (int)workers.size() + 1;
+      workers.emplace_back([this, k, now] { work(k, now); });
+      workers.back().detach();
+    }
+  }
+
+  void work(int k, uint64_t seen) {
+    std::unique_lock<std::mutex> g(m);
+    for (;;) {
+      wake.wait(g, [&] { return generation != seen; });
+      seen = generation;
+      Job j = job;
+      if (k >= j.parts)
+        continue;
+      g.unlock();
+      int64_t a = j.lo + j.n * k / j.parts, b = j.lo + j.n * (k + 1) / j.parts;
+      j.task(j.ctx, a, b);
+      g.lock();
+      if (--pending == 0)
+        done.notify_one();
+    }
+  }
+
+  std::mutex submit; // one job at a time
+  std::mutex m;
+  std::condition_variable wake, done;
+  std::vector<std::thread> workers;
+  Job job{};
+  int pending = 0;
+  uint64_t generation = 0;
+  int wanted = 1;
+};
+} // namespace
+
+namespace ember::runtime::params {
+void ember_parallel_for(Addr task, Addr ctx, I64 lo, I64 hi) {
+  Pool::get().run(reinterpret_cast<Task>(task), reinterpret_cast<void *>(ctx),
+                  lo, hi);
+}
+} // namespace ember::runtime::params
+
+void emberRuntimeSetNumThreads(int n) { Pool::get().setThreads(n); }
+
+int emberRuntimeNumThreads(void) { return Pool::get().threads(); }

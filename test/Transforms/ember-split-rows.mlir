@@ -1,0 +1,64 @@
+// RUN: ember-opt %s -ember-split-rows="min-elements=64" -split-input-file | FileCheck %s
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// The op becomes a call over every row of a function of [lo, hi) on
+// subviews; a broadcast operand (no first loop in its map) is passed whole,
+// and `linalg.index 0` is shifted by lo.
+// CHECK-LABEL: func @split
+// CHECK-SAME: (%[[A:.*]]: memref<16x8xf32>, %[[B:.*]]: memref<8xf32>, %[[C:.*]]: memref<16x8xf32>)
+func.func @split(%a: memref<16x8xf32>, %b: memref<8xf32>, %c: memref<16x8xf32>) {
+  // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+  // CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
+  // CHECK: call @[[F:__ember_rows]](%[[C0]], %[[C16]], %[[A]], %[[B]], %[[C]])
+  // CHECK-NOT: linalg.generic
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : memref<16x8xf32>, memref<8xf32>) outs(%c : memref<16x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i32
+    %fi = arith.sitofp %ii : i32 to f32
+    %s = arith.addf %x, %y : f32
+    %t = arith.addf %s, %fi : f32
+    linalg.yield %t : f32
+  }
+  return
+}
+// CHECK: func.func private @[[F]](%[[LO:.*]]: index, %[[HI:.*]]: index, %[[X:.*]]: memref<16x8xf32>, %[[Y:.*]]: memref<8xf32>, %[[Z:.*]]: memref<16x8xf32>) attributes {ember.rows}
+// CHECK: %[[N:.*]] = arith.subi %[[HI]], %[[LO]]
+// CHECK: %[[XS:.*]] = memref.subview %[[X]][%[[LO]], 0] [%[[N]], 8] [1, 1]
+// CHECK: %[[ZS:.*]] = memref.subview %[[Z]][%[[LO]], 0] [%[[N]], 8] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[XS]], %[[Y]] : {{.*}}) outs(%[[ZS]] : {{.*}})
+// CHECK: %[[I:.*]] = linalg.index 0
+// CHECK: %[[IS:.*]] = arith.addi %[[I]], %[[LO]]
+// CHECK: arith.index_cast %[[IS]]
+
+// -----
+
+// Too small, a reduction first loop, an output that does not depend on the
+// first loop, and ops in loops stay.
+// CHECK-LABEL: func @kept
+func.func @kept(%a: memref<4x8xf32>, %big: memref<16x8xf32>, %r: memref<8xf32>, %n: index) {
+  // CHECK-NOT: call
+  linalg.copy ins(%a : memref<4x8xf32>) outs(%a : memref<4x8xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
+                  iterator_types = ["reduction", "parallel"]}
+      ins(%big : memref<16x8xf32>) outs(%r : memref<8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.addf %x, %o : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%big : memref<16x8xf32>) outs(%r : memref<8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  }
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {
+    linalg.copy ins(%big : memref<16x8xf32>) outs(%big : memref<16x8xf32>)
+  }
+  return
+}

@@ -1,0 +1,123 @@
+"""Large loop nests run their rows on the runtime's threads
+(`ember-split-rows`, `ember-parallel-calls`, lib/Runtime/Parallel.cpp), and
+repeated loop nests share one function (`ember-outline-repeated-kernels`)."""
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+import ember
+import ember.numpy as jnp
+from ember._mlir._mlir_libs import _ember_runtime
+
+
+def _chain(a, b):
+    return jnp.tanh(a * 2.0 + b) * a - jnp.exp(-a) + jnp.arange(a.shape[0], dtype=a.dtype)[:, None]
+
+
+def _expected(a, b):
+    return np.tanh(a * 2 + b) * a - np.exp(-a) + np.arange(a.shape[0], dtype=a.dtype)[:, None]
+
+
+def test_large_elementwise_goes_through_the_pool():
+    a = np.random.default_rng(0).standard_normal((600, 300)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal(300).astype(np.float32)
+    text = ember.jit(_chain).lower(a, b).as_text("llvm")
+    assert "llvm.call @ember_parallel_for" in text
+    np.testing.assert_allclose(ember.jit(_chain)(a, b), _expected(a, b), rtol=2e-6, atol=2e-6)
+    # Small programs stay serial.
+    small = ember.jit(_chain).lower(a[:4], b).as_text("llvm")
+    assert "ember_parallel_for" not in small
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    code = (
+        "import numpy as np, ember, ember.numpy as jnp\n"
+        "x = np.random.default_rng(0).standard_normal((1001, 257)).astype(np.float32)\n"
+        "f = ember.jit(lambda a: (jnp.sin(a) * 3 + a, jnp.sum(a * a, axis=1),"
+        " jnp.cumsum(a, axis=1)))\n"
+        "np.save('/dev/stdout', np.concatenate([np.ravel(np.asarray(o)) for o in f(x)]))\n"
+    )
+    outs = []
+    for n in ("1", "2", "3"):
+        env = dict(os.environ, EMBER_NUM_THREADS=n)
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             check=True)
+        outs.append(run.stdout)
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_concurrent_callers_share_the_pool():
+    x = np.random.default_rng(2).standard_normal((512, 512)).astype(np.float32)
+    f = ember.jit(lambda a: jnp.tanh(a) * 2.0 + a)
+    want = np.tanh(x) * 2 + x
+    errors = []
+
+    def work():
+        try:
+            for _ in range(50):
+                np.testing.assert_allclose(f(x), want, rtol=2e-6, atol=2e-6)
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_thread_count_is_settable():
+    before = _ember_runtime.num_threads()
+    try:
+        _ember_runtime.set_num_threads(1)
+        assert _ember_runtime.num_threads() == 1
+        x = np.ones((512, 512), np.float32)
+        np.testing.assert_array_equal(ember.jit(lambda a: a * 3.0)(x), x * 3)
+    finally:
+        _ember_runtime.set_num_threads(before)
+
+
+def test_repeated_layers_share_one_function():
+    rng = np.random.default_rng(3)
+    params = [(rng.standard_normal((64, 64)).astype(np.float32) / 8,
+               rng.standard_normal(64).astype(np.float32)) for _ in range(6)]
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+
+    def loss(params, x):
+        h = x
+        for w, b in params:
+            h = jnp.tanh(h @ w + b)
+        return jnp.sum(h * h)
+
+    f = ember.jit(ember.value_and_grad(loss))
+    text = f.lower(params, x).as_text("llvm")
+    kernels = {line.split("@")[1].split("(")[0] for line in text.splitlines()
+               if line.strip().startswith("llvm.func @__ember_kernel")}
+    # Six layers: every kernel serves several of them.
+    assert kernels
+    assert text.count("llvm.call @__ember_kernel") >= 4 * len(kernels)
+    value, grads = f(params, x)
+
+    def np_loss(params):
+        h = x.astype(np.float64)
+        for w, b in params:
+            h = np.tanh(h @ w + b)
+        return np.sum(h * h)
+
+    assert np.isclose(float(value), np_loss(params), rtol=1e-5)
+    eps = 1e-3
+    w0 = params[0][0].astype(np.float64)
+    for i, j in [(0, 0), (5, 7), (63, 63)]:
+        up = [(w.astype(np.float64), b) for w, b in params]
+        dn = [(w.astype(np.float64), b) for w, b in params]
+        up[0] = (w0.copy(), params[0][1])
+        dn[0] = (w0.copy(), params[0][1])
+        up[0][0][i, j] += eps
+        dn[0][0][i, j] -= eps
+        fd = (np_loss(up) - np_loss(dn)) / (2 * eps)
+        assert np.isclose(grads[0][0][i, j], fd, rtol=1e-3, atol=1e-4)
