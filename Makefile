@@ -30,7 +30,8 @@ build: $(BUILD)/build.ninja
 	echo "$(CURDIR)/python" > $(SITE)/ember-dev.pth
 	# Byte-compile the package as pip would on install (the generated op
 	# classes take 0.1 s to compile from source on every first import where
-	# PYTHONDONTWRITEBYTECODE keeps Python from caching them).
+	# PYTHONDONTWRITEBYTECODE keeps Python from caching them). compileall
+	# does not follow the python/ember/_mlir link, hence both paths.
 	$(PY) -m compileall -q -j 2 python/ember $(BUILD)/python_packages/ember/_mlir >/dev/null
 
 test-lit: build

@@ -112,8 +112,9 @@ static void internalizeNonEntries(llvm::Module &m) {
 }
 
 /// LLVM's default module pipeline at `optLevel` (as clang -O<n>). With
-/// EMBER_LLVM_TIME_PASSES set, the time of each pass (optimization and code
-/// generation) is printed to stderr when the process exits.
+/// EMBER_LLVM_TIME_PASSES set, the time of each optimizer pass is printed to
+/// stderr after each compile (code generation's passes: `mlir-runner
+/// --time-passes` on the dumped LLVM dialect, docs/design.md).
 static void optimize(llvm::Module &m, llvm::TargetMachine *machine,
                      int optLevel) {
   static const bool timePasses = [] {

@@ -112,7 +112,7 @@ private:
   Job job{};
   int pending = 0;
   uint64_t generation = 0;
-  int wanted = 1;
+  std::atomic<int> wanted{1};
 };
 } // namespace
 

@@ -14,7 +14,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::ember {
@@ -72,19 +71,20 @@ struct EmberOutlineRepeatedKernelsPass
         ops.push_back(op);
     });
     // Groups in program order (deterministic function names).
-    llvm::MapVector<StringRef, SmallVector<Candidate>,
-                    llvm::StringMap<unsigned>>
-        groups;
-    std::vector<std::unique_ptr<std::string>> keys;
+    llvm::StringMap<unsigned> groupOf;
+    SmallVector<SmallVector<Candidate>> groups;
     for (linalg::LinalgOp op : ops) {
       Candidate c = outline(op);
-      keys.push_back(std::make_unique<std::string>());
-      llvm::raw_string_ostream os(*keys.back());
+      std::string key;
+      llvm::raw_string_ostream os(key);
       c.fn->print(os, OpPrintingFlags().useLocalScope());
-      groups[*keys.back()].push_back(std::move(c));
+      auto [it, added] = groupOf.try_emplace(key, groups.size());
+      if (added)
+        groups.emplace_back();
+      groups[it->second].push_back(std::move(c));
     }
     SymbolTable symbols(module);
-    for (auto &[key, group] : groups) {
+    for (SmallVector<Candidate> &group : groups) {
       if (group.size() < 2) {
         group.front().fn.erase();
         continue;

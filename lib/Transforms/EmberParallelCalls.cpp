@@ -85,22 +85,23 @@ struct EmberParallelCallsPass
             call && call->getParentOp() != task)
           calls.push_back(call);
       for (LLVM::CallOp call : calls) {
+        Location at = call.getLoc();
         auto caller = call->getParentOfType<LLVM::LLVMFuncOp>();
         OpBuilder eb = OpBuilder::atBlockBegin(&caller.getBody().front());
-        Value one = LLVM::ConstantOp::create(eb, loc, i64, 1);
-        Value slot = LLVM::AllocaOp::create(eb, loc, ptr, frame, one);
+        Value one = LLVM::ConstantOp::create(eb, at, i64, 1);
+        Value slot = LLVM::AllocaOp::create(eb, at, ptr, frame, one);
         OpBuilder cb(call);
         for (auto [i, v] :
              llvm::enumerate(call.getArgOperands().drop_front(2))) {
-          Value at = LLVM::GEPOp::create(
-              cb, loc, ptr, frame, slot,
+          Value field = LLVM::GEPOp::create(
+              cb, at, ptr, frame, slot,
               ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
-          LLVM::StoreOp::create(cb, loc, v, at);
+          LLVM::StoreOp::create(cb, at, v, field);
         }
         Value taskAddr = LLVM::PtrToIntOp::create(
-            cb, loc, i64, LLVM::AddressOfOp::create(cb, loc, task));
-        Value slotAddr = LLVM::PtrToIntOp::create(cb, loc, i64, slot);
-        LLVM::CallOp::create(cb, loc, TypeRange{}, kRuntime,
+            cb, at, i64, LLVM::AddressOfOp::create(cb, at, task));
+        Value slotAddr = LLVM::PtrToIntOp::create(cb, at, i64, slot);
+        LLVM::CallOp::create(cb, at, TypeRange{}, kRuntime,
                              ValueRange{taskAddr, slotAddr,
                                         call.getArgOperands()[0],
                                         call.getArgOperands()[1]});

@@ -44,13 +44,15 @@ _HAVE_BLAS = _use_openblas()
 
 
 def set_threads(n):
-    """The number of threads OpenBLAS products and the rows of large loop
-    nests (`ember_parallel_for`) use (distributed runs give each process its
-    share of the cores)."""
+    """Distributed runs give each process its share of the cores: the threads
+    of OpenBLAS products and of the rows of large loop nests
+    (`ember_parallel_for`), each unless its own variable
+    (OPENBLAS_NUM_THREADS, EMBER_NUM_THREADS) is set."""
     lib = getattr(_use_openblas, "lib", None)
-    if lib is not None:
+    if lib is not None and "OPENBLAS_NUM_THREADS" not in os.environ:
         lib.scipy_openblas_set_num_threads(int(n))
-    _ember_runtime.set_num_threads(int(n))
+    if "EMBER_NUM_THREADS" not in os.environ:
+        _ember_runtime.set_num_threads(int(n))
 
 _OPT_LEVEL = int(os.environ.get("EMBER_OPT_LEVEL", "2"))
 _dump_dir = os.environ.get("EMBER_DUMP_DIR")

@@ -79,12 +79,10 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     _state.comm, _state.rank, _state.size = comm, comm.Get_rank(), comm.Get_size()
     # The processes on this host share its cores: OpenBLAS and the runtime's
     # pool would start a thread per core in each of them (measured: 8x
-    # slower steps with 2 processes on 2 cores). OPENBLAS_NUM_THREADS or
-    # EMBER_NUM_THREADS, when set, still win.
-    if "OPENBLAS_NUM_THREADS" not in os.environ and "EMBER_NUM_THREADS" not in os.environ:
-        on_host = int(os.environ.get("MPI_LOCALNRANKS", os.environ.get(
-            "OMPI_COMM_WORLD_LOCAL_SIZE", _state.size)))
-        compiler.set_threads(max(1, (os.cpu_count() or 1) // max(1, on_host)))
+    # slower steps with 2 processes on 2 cores).
+    on_host = int(os.environ.get("MPI_LOCALNRANKS", os.environ.get(
+        "OMPI_COMM_WORLD_LOCAL_SIZE", _state.size)))
+    compiler.set_threads(max(1, (os.cpu_count() or 1) // max(1, on_host)))
     devices_lib.set_processes(_state.rank, _state.size)
     parallel.cross_process = _CrossProcess()
 
