@@ -639,6 +639,23 @@ def Ember_StopGradientOp : Ember_Op<"stop_gradient", [Ember_ZeroTangent, Pure, S
   let assemblyFormat = "$operand attr-dict `:` type($result)";
 }
 
+def Ember_CheckpointNameOp : Ember_Op<"checkpoint_name", [Pure, SameOperandsAndResultType]> {
+  let summary = "identity that names a value for checkpoint policies";
+  let description = [{
+    Returns its operand (`jax.ad_checkpoint.checkpoint_name`). A checkpoint
+    policy such as `save_only_these_names` decides by `name` whether the
+    forward pass keeps the value; derivatives pass through it and batching
+    keeps it. `ember-to-linalg` replaces it by its operand.
+
+    ```mlir
+    %y = ember.checkpoint_name %x "layer0" : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Ember_Tensor:$operand, StrAttr:$name);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = "$operand $name attr-dict `:` type($result)";
+}
+
 def Ember_OptimizationBarrierOp : Ember_Op<"optimization_barrier",
     [MemoryEffects<[MemRead]>, InferTypeOpAdaptor]> {
   let summary = "identity that optimizations do not look through";

@@ -2,7 +2,8 @@
 //
 // Ops that create or move data without arithmetic: constants, iota,
 // broadcast_in_dim, reshape, transpose, slices, pad, concatenate, reverse,
-// and the identities stop_gradient and optimization_barrier.
+// and the identities stop_gradient, checkpoint_name and
+// optimization_barrier.
 //
 //===----------------------------------------------------------------------===//
 #include "EmberToLinalgCommon.h"
@@ -152,10 +153,12 @@ struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
   }
 };
 
-struct StopGradientLowering : public OpConversionPattern<StopGradientOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// Identities that only mean something to the transformations.
+template <typename OpT>
+struct IdentityLowering : public OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(StopGradientOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOp(op, adaptor.getOperand());
     return success();
@@ -363,10 +366,10 @@ struct ReverseLowering : public OpConversionPattern<ReverseOp> {
 
 void mlir::ember::populateStructuralLoweringPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<ConstantLowering, IotaLowering, StopGradientLowering,
-               OptimizationBarrierLowering, BroadcastInDimLowering,
-               ReshapeLowering, TransposeLowering, SliceLowering,
-               DynamicSliceLowering, DynamicUpdateSliceLowering, PadLowering,
-               ConcatenateLowering, ReverseLowering>(converter,
-                                                     patterns.getContext());
+  patterns.add<ConstantLowering, IotaLowering, IdentityLowering<StopGradientOp>,
+               IdentityLowering<CheckpointNameOp>, OptimizationBarrierLowering,
+               BroadcastInDimLowering, ReshapeLowering, TransposeLowering,
+               SliceLowering, DynamicSliceLowering, DynamicUpdateSliceLowering,
+               PadLowering, ConcatenateLowering, ReverseLowering>(
+      converter, patterns.getContext());
 }

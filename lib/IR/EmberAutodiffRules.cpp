@@ -448,10 +448,11 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
                    "cannot "
                    "be differentiated");
       })
-      .Case([&](OptimizationBarrierOp) -> LogicalResult {
-        out.append(t.begin(), t.end()); // tangents pass through (null: zero)
-        return success();
-      })
+      .Case<OptimizationBarrierOp, CheckpointNameOp>(
+          [&](Operation *) -> LogicalResult {
+            out.append(t.begin(), t.end()); // tangents pass through
+            return success();
+          })
       .Case<PmaxOp, PminOp>([&](auto o) -> LogicalResult {
         if (!t[0])
           return zero();

@@ -212,7 +212,7 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
   // Elementwise ops (and ops that act per element like them): broadcast the
   // unbatched operands and apply the op to the batched shapes.
   bool perElement = op->hasTrait<OpTrait::Elementwise>() ||
-                    isa<StopGradientOp, BitcastConvertOp>(op);
+                    isa<StopGradientOp, CheckpointNameOp, BitcastConvertOp>(op);
   if (mode == RuleMode::Probe && (perElement || isa<OptimizationBarrierOp>(op)))
     return success();
   if (perElement)

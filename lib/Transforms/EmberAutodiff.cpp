@@ -49,48 +49,114 @@ constexpr StringLiteral kRemat = "ember.remat";
 /// prevent_cse=False: its recomputation needs no optimization barrier.
 constexpr StringLiteral kRematNoBarrier = "ember.remat_no_barrier";
 
-/// The string attribute on a checkpoint's ember.custom_vjp_call with a
-/// policy that saves products: "dots" or "dots_no_batch".
-constexpr StringLiteral kRematPolicy = "ember.remat_policy";
+/// The unit attribute `checkpoint` puts (at trace time) on the ops of a
+/// checkpointed function whose results its policy lets the forward pass
+/// keep: products for `dots_saveable`, `ember.checkpoint_name` ops for the
+/// name policies, whatever a user's policy accepts.
+constexpr StringLiteral kSaveable = "ember.saveable";
 
-/// What saveDots built for a checkpoint that keeps its products.
-struct SavedDots {
-  func::FuncOp fn;         // @remat_saved(args..., dots...) -> results
-  SmallVector<Value> dots; // the products, computed in the forward pass
+/// The unit attribute on an ember.vjp whose expansion reports its residuals
+/// (`jax.ad_checkpoint.print_saved_residuals`) in the module attribute
+/// kResiduals.
+constexpr StringLiteral kRecordResiduals = "ember.record_residuals";
+constexpr StringLiteral kResiduals = "ember.residuals";
+
+/// What saveMarked built for a checkpoint that keeps some of its values.
+struct SavedValues {
+  func::FuncOp fn;           // @remat_saved(args..., saved...) -> results
+  SmallVector<Value> values; // the saved values, computed in the forward pass
   SmallVector<Value>
       results; // the forward pass's results (replacing the call's)
 };
 
-/// The float dot_generals at the top level of `fn` (those without batch
-/// dimensions only, for `noBatch`): what a dots policy saves.
-SmallVector<DotGeneralOp> productsToSave(func::FuncOp fn, bool noBatch) {
-  SmallVector<DotGeneralOp> dots;
+/// The marked ops at the top level of `fn` with a float result: what the
+/// policy saves. (Values inside loops and branches are recomputed.)
+SmallVector<Operation *> opsToSave(func::FuncOp fn) {
+  SmallVector<Operation *> ops;
   for (Operation &o : fn.front())
-    if (auto d = dyn_cast<DotGeneralOp>(&o))
-      if (isDifferentiable(d.getType()) &&
-          (!noBatch || d.getLhsBatchingDimensions().empty()))
-        dots.push_back(d);
-  return dots;
+    if (o.hasAttr(kSaveable) && o.getNumRegions() == 0 &&
+        isa<DifferentiableOpInterface>(o) &&
+        llvm::any_of(o.getResultTypes(), isDifferentiable))
+      ops.push_back(&o);
+  return ops;
+}
+
+/// Replaces the saved op `o` (in @remat_saved) by the given values `saved`
+/// of its results, wrapped in an `ember.custom_jvp_call` whose rule is the
+/// op's own JVP rule on those values, so the function differentiates as
+/// before but no longer computes the op.
+LogicalResult replaceBySaved(Operation *o, ValueRange saved,
+                             SymbolTable &symbols) {
+  Location loc = o->getLoc();
+  MLIRContext *ctx = o->getContext();
+  auto module = o->getParentOfType<ModuleOp>();
+  SmallVector<Type> ins(o->getOperandTypes()), outs(o->getResultTypes());
+  SmallVector<Type> primIns(ins);
+  primIns.append(outs);
+  // @saved(xs..., ys...) = ys
+  auto prim = makePrivateFunc(module, symbols, loc, "saved",
+                              FunctionType::get(ctx, primIns, outs));
+  OpBuilder pb = OpBuilder::atBlockEnd(&prim.front());
+  func::ReturnOp::create(pb, loc, prim.getArguments().drop_front(ins.size()));
+  // @saved_jvp(xs..., ys..., txs..., tys...) = (ys..., jvp of o at xs, ys)
+  SmallVector<Type> ruleIns(primIns), ruleOuts(outs);
+  ruleIns.append(primIns);
+  ruleOuts.append(outs);
+  auto rule = makePrivateFunc(module, symbols, loc, "saved_jvp",
+                              FunctionType::get(ctx, ruleIns, ruleOuts));
+  OpBuilder rb = OpBuilder::atBlockEnd(&rule.front());
+  auto args = rule.getArguments();
+  IRMapping map;
+  map.map(o->getOperands(), args.take_front(ins.size()));
+  Operation *copy = rb.clone(*o, map);
+  SmallVector<Value> tangents;
+  for (auto [x, t] :
+       llvm::zip(o->getOperands(),
+                 args.drop_front(primIns.size()).take_front(ins.size())))
+    tangents.push_back(isDifferentiable(x.getType()) ? t : Value());
+  SmallVector<Value> resultTangents;
+  if (failed(cast<DifferentiableOpInterface>(copy).jvp(rb, tangents,
+                                                       resultTangents)))
+    return failure();
+  // The rule reads the saved results instead of computing them again.
+  ValueRange ys = args.slice(ins.size(), outs.size());
+  copy->replaceAllUsesWith(ys);
+  copy->erase();
+  SmallVector<Value> rets(ys);
+  for (auto [y, t] : llvm::zip(ys, resultTangents))
+    rets.push_back(t ? t : zerosOf(rb, loc, y.getType()));
+  func::ReturnOp::create(rb, loc, rets);
+  OpBuilder b(o);
+  SmallVector<Value> callIns(o->getOperands());
+  callIns.append(saved.begin(), saved.end());
+  auto call = CustomJvpCallOp::create(
+      b, loc, outs, FlatSymbolRefAttr::get(prim), FlatSymbolRefAttr::get(rule),
+      callIns, b.getDenseI64ArrayAttr({(int64_t)callIns.size(), 0, 0}));
+  o->replaceAllUsesWith(call.getResults());
+  o->erase();
+  return success();
 }
 
 /// For a checkpoint `c` (applied to `ins`: arguments, then captures) whose
-/// policy saves products: inlines the function at the builder's point,
-/// returning its products as well, and builds @remat_saved, the function
-/// with each product replaced by a given value that differentiates as the
-/// product (`ember.custom_jvp_call` of @saved_dot, whose rule is the product
-/// rule), so its VJP recomputes everything but the products. `fn` is null
-/// when the function has no product to save.
-FailureOr<SavedDots> saveDots(OpBuilder &b, CustomVjpCallOp c,
-                              ArrayRef<Value> ins, bool noBatch,
-                              SymbolTable &symbols) {
+/// function has ops marked saveable: inlines the function at the builder's
+/// point, returning the results of those ops as well, and builds
+/// @remat_saved, the function with each of those ops replaced by given
+/// values that differentiate as the op (replaceBySaved), so its VJP
+/// recomputes everything but them. `fn` is null when nothing is saved.
+FailureOr<SavedValues> saveMarked(OpBuilder &b, CustomVjpCallOp c,
+                                  ArrayRef<Value> ins, SymbolTable &symbols) {
   Location loc = c.getLoc();
   MLIRContext *ctx = c.getContext();
   auto module = c->getParentOfType<ModuleOp>();
   auto callee = symbols.lookup<func::FuncOp>(c.getCallee());
+  SavedValues saved;
+  if (llvm::none_of(callee.front(),
+                    [](Operation &o) { return o.hasAttr(kSaveable); }))
+    return saved;
   SmallVector<Type> inTypes;
   for (Value v : ins)
     inTypes.push_back(v.getType());
-  // @remat_fwd(ins...) -> (results..., products...), inlined at the call.
+  // @remat_fwd(ins...) -> (results..., saved...), inlined at the call.
   auto fwd = makePrivateFunc(module, symbols, loc, "remat_fwd",
                              FunctionType::get(ctx, inTypes, {}));
   OpBuilder fb = OpBuilder::atBlockEnd(&fwd.front());
@@ -98,13 +164,13 @@ FailureOr<SavedDots> saveDots(OpBuilder &b, CustomVjpCallOp c,
   if (failed(outs))
     return failure();
   SmallVector<Value> rets(*outs);
-  SmallVector<Type> dotTypes;
-  for (DotGeneralOp d : productsToSave(fwd, noBatch)) {
-    rets.push_back(d.getResult());
-    dotTypes.push_back(d.getType());
-  }
-  SavedDots saved;
-  if (dotTypes.empty()) {
+  SmallVector<Type> savedTypes;
+  for (Operation *o : opsToSave(fwd))
+    for (Value r : o->getResults()) {
+      rets.push_back(r);
+      savedTypes.push_back(r.getType());
+    }
+  if (savedTypes.empty()) {
     symbols.erase(fwd);
     return saved;
   }
@@ -119,11 +185,11 @@ FailureOr<SavedDots> saveDots(OpBuilder &b, CustomVjpCallOp c,
     c.getResult(i).replaceAllUsesWith((*fres)[i]);
     saved.results.push_back((*fres)[i]);
   }
-  saved.dots.assign(fres->begin() + n, fres->end());
+  saved.values.assign(fres->begin() + n, fres->end());
 
-  // @remat_saved(ins..., products...) -> results.
+  // @remat_saved(ins..., saved...) -> results.
   SmallVector<Type> savedIns(inTypes);
-  savedIns.append(dotTypes);
+  savedIns.append(savedTypes);
   saved.fn =
       makePrivateFunc(module, symbols, loc, "remat_saved",
                       FunctionType::get(ctx, savedIns, c.getResultTypes()));
@@ -134,34 +200,12 @@ FailureOr<SavedDots> saveDots(OpBuilder &b, CustomVjpCallOp c,
   if (failed(outs))
     return failure();
   func::ReturnOp::create(fb, loc, *outs);
-  for (auto [k, d] : llvm::enumerate(productsToSave(saved.fn, noBatch))) {
-    Value lhs = d.getLhs(), rhs = d.getRhs();
-    Type at = lhs.getType(), bt = rhs.getType(), st = d.getType();
-    // @saved_dot(a, b, s) = s
-    auto prim = makePrivateFunc(module, symbols, loc, "saved_dot",
-                                FunctionType::get(ctx, {at, bt, st}, {st}));
-    OpBuilder pb = OpBuilder::atBlockEnd(&prim.front());
-    func::ReturnOp::create(pb, loc, prim.getArgument(2));
-    // @saved_dot_jvp(a, b, s, ta, tb, ts) = (s, ta . b + a . tb)
-    auto rule = makePrivateFunc(
-        module, symbols, loc, "saved_dot_jvp",
-        FunctionType::get(ctx, {at, bt, st, at, bt, st}, {st, st}));
-    OpBuilder rb = OpBuilder::atBlockEnd(&rule.front());
-    // (x . x is called with x twice, so its two tangents are both dx.)
-    Operation *d1 = rb.clone(*d), *d2 = rb.clone(*d);
-    d1->setOperands({rule.getArgument(3), rule.getArgument(1)});
-    d2->setOperands({rule.getArgument(0), rule.getArgument(4)});
-    Value t1 = d1->getResult(0), t2 = d2->getResult(0);
-    Value t = AddOp::create(rb, loc, t1, t2);
-    func::ReturnOp::create(rb, loc, ValueRange{rule.getArgument(2), t});
-    OpBuilder db(d);
-    auto call = CustomJvpCallOp::create(
-        db, loc, TypeRange{st}, FlatSymbolRefAttr::get(prim),
-        FlatSymbolRefAttr::get(rule),
-        ValueRange{lhs, rhs, body.getArgument(ins.size() + k)},
-        db.getDenseI64ArrayAttr({3, 0, 0}));
-    d.getResult().replaceAllUsesWith(call.getResult(0));
-    d.erase();
+  unsigned next = ins.size();
+  for (Operation *o : opsToSave(saved.fn)) {
+    unsigned m = o->getNumResults();
+    if (failed(replaceBySaved(o, body.getArguments().slice(next, m), symbols)))
+      return failure();
+    next += m;
   }
   return saved;
 }
@@ -386,20 +430,18 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
         continue;
       Location loc = c.getLoc();
       auto module = c->getParentOfType<ModuleOp>();
-      // With a dots policy, the forward pass keeps the products, and the
-      // recomputation (@remat_saved) takes them instead of recomputing them.
+      // With a policy that saves values, the forward pass keeps them, and
+      // the recomputation (@remat_saved) takes them instead of recomputing
+      // them.
       FlatSymbolRefAttr target = c.getCalleeAttr();
       SmallVector<Value> primalIns(ins), results(c.getResults());
-      if (auto policy = c->getAttrOfType<StringAttr>(kRematPolicy)) {
-        auto saved =
-            saveDots(b, c, ins, policy.getValue() == "dots_no_batch", symbols);
-        if (failed(saved))
-          return failure();
-        if (saved->fn) {
-          target = FlatSymbolRefAttr::get(saved->fn);
-          primalIns.append(saved->dots);
-          results = saved->results;
-        }
+      auto saved = saveMarked(b, c, ins, symbols);
+      if (failed(saved))
+        return failure();
+      if (saved->fn) {
+        target = FlatSymbolRefAttr::get(saved->fn);
+        primalIns.append(saved->values);
+        results = saved->results;
       }
       SmallVector<Type> bwdIns, bwdOuts;
       for (Value v : primalIns)
@@ -1067,6 +1109,88 @@ LogicalResult propagateKeeping(OpBuilder &b, Block &body, Block::iterator begin,
   });
 }
 
+/// "file:line:col (function)" for a location made by the tracer.
+std::string describeLocation(Location loc) {
+  std::string function;
+  if (auto named = dyn_cast<NameLoc>(loc)) {
+    function = named.getName().str();
+    loc = named.getChildLoc();
+  }
+  std::string out = "<unknown>";
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    out = (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+           Twine(file.getColumn()))
+              .str();
+  return function.empty() ? out : out + " (" + function + ")";
+}
+
+/// Records in the module attribute kResiduals the values of `body` (a VJP
+/// just transposed; the adjoint code follows `lastPrimal`) that the adjoint
+/// code reads from the forward pass: arguments (of the first `np`) in order,
+/// then op results in program order, each as a dictionary with its `type`
+/// and `argument` (an index), `constant`, `name` (a checkpoint_name) or
+/// `op` (the op's name), with the op's `loc`.
+void recordResiduals(Block &body, Operation *lastPrimal, unsigned np) {
+  llvm::DenseSet<Operation *> adjoint;
+  for (auto it = lastPrimal ? std::next(Block::iterator(lastPrimal))
+                            : body.begin();
+       it != body.end(); ++it)
+    adjoint.insert(&*it);
+  llvm::DenseSet<Value> used;
+  for (Operation *o : adjoint)
+    o->walk([&](Operation *inner) {
+      for (Value v : inner->getOperands()) {
+        if (auto arg = dyn_cast<BlockArgument>(v)) {
+          if (arg.getOwner() == &body && arg.getArgNumber() < np)
+            used.insert(v);
+        } else if (Operation *def = v.getDefiningOp();
+                   def->getBlock() == &body && !adjoint.contains(def)) {
+          used.insert(v);
+        }
+      }
+    });
+  MLIRContext *ctx = body.getParentOp()->getContext();
+  Builder b(ctx);
+  SmallVector<Attribute> entries;
+  auto entry = [&](Value v, StringRef kind, Attribute what) {
+    SmallVector<NamedAttribute> fields{
+        b.getNamedAttr("type", TypeAttr::get(v.getType())),
+        b.getNamedAttr(kind, what)};
+    if (Operation *def = v.getDefiningOp())
+      fields.push_back(b.getNamedAttr(
+          "loc", b.getStringAttr(describeLocation(def->getLoc()))));
+    entries.push_back(b.getDictionaryAttr(fields));
+  };
+  for (BlockArgument a : body.getArguments().take_front(np))
+    if (used.contains(a))
+      entry(a, "argument", b.getI64IntegerAttr(a.getArgNumber()));
+  // Constants after the arguments (as JAX lists them), then op results.
+  auto primal = llvm::make_filter_range(
+      body, [&](Operation &o) { return !adjoint.contains(&o); });
+  for (Operation &o : primal)
+    if (isa<ConstantOp>(o) && used.contains(o.getResult(0)))
+      entry(o.getResult(0), "constant", b.getUnitAttr());
+  for (Operation &o : primal) {
+    for (Value r : o.getResults()) {
+      if (!used.contains(r) || isa<ConstantOp>(o))
+        continue;
+      if (auto named = dyn_cast<CheckpointNameOp>(o))
+        entry(r, "name", named.getNameAttr());
+      else if (o.hasAttr(kRemat)) // JAX's primitive `checkpoint`
+        entry(r, "op", b.getStringAttr("checkpoint"));
+      else if (auto cmp = dyn_cast<CompareOp>(o)) // JAX's `gt`, `eq`, ...
+        entry(r, "op",
+              b.getStringAttr(StringRef(stringifyComparisonDirection(
+                                            cmp.getComparisonDirection()))
+                                  .lower()));
+      else
+        entry(r, "op", b.getStringAttr(o.getName().stripDialect()));
+    }
+  }
+  body.getParentOp()->getParentOfType<ModuleOp>()->setAttr(
+      kResiduals, b.getArrayAttr(entries));
+}
+
 struct Deriver {
   ModuleOp module;
   SymbolTable &symbols;
@@ -1158,6 +1282,7 @@ struct Deriver {
       }
     }
     // 3. Transpose in reverse order, appending the adjoint at the end.
+    Operation *lastPrimal = body.empty() ? nullptr : &body.back();
     b.setInsertionPointToEnd(&body);
     Transposer tr{b, loc, symbols, linearValues, {}};
     for (auto [i, v] : llvm::enumerate(*results))
@@ -1165,6 +1290,8 @@ struct Deriver {
         tr.accumulate(t, body.getArgument(np + i));
     if (failed(tr.run(linearOps)))
       return failure();
+    if (op->hasAttr(kRecordResiduals))
+      recordResiduals(body, lastPrimal, np);
     DenseMap<Value, Value> &cotangent = tr.cotangent;
     SmallVector<Value> rets(*results);
     for (auto [k, i] : llvm::enumerate(op.getWrt())) {

@@ -7,6 +7,7 @@
 import importlib.util  # noqa: F401  (loaded by jax too; tools rely on it)
 
 from ember import ad as ad
+from ember import ad_checkpoint as ad_checkpoint
 from ember import debug as debug
 from ember import distributed as distributed
 from ember import errors as errors
@@ -22,8 +23,6 @@ from ember import scipy as scipy
 from ember import sharding as sharding
 from ember import tree_util as tree_util
 from ember._src import tree_util as _tree_util
-from ember._src.ad import checkpoint as checkpoint
-from ember._src.ad import checkpoint_policies as checkpoint_policies
 from ember._src.ad import custom_jvp as custom_jvp
 from ember._src.ad import custom_vjp as custom_vjp
 from ember._src.ad import grad as grad
@@ -34,9 +33,11 @@ from ember._src.ad import jacrev as jacrev
 from ember._src.ad import jvp as jvp
 from ember._src.ad import linear_transpose as linear_transpose
 from ember._src.ad import linearize as linearize
-from ember._src.ad import remat as remat
 from ember._src.ad import value_and_grad as value_and_grad
 from ember._src.ad import vjp as vjp
+from ember._src.ad_checkpoint import checkpoint as checkpoint
+from ember._src.ad_checkpoint import checkpoint_policies as checkpoint_policies
+from ember._src.ad_checkpoint import remat as remat
 from ember._src.api import block_until_ready as block_until_ready
 from ember._src.api import device_get as device_get
 from ember._src.api import device_put as device_put

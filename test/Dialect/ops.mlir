@@ -204,6 +204,8 @@ func.func @transforms(%x: tensor<3xf32>, %c: tensor<f32>) -> tensor<3xf32> {
   %z, %g = ember.vjp @callee(%x) cotangents(%c) wrt [0] : (tensor<3xf32>, tensor<f32>) -> (tensor<f32>, tensor<3xf32>)
   // CHECK: ember.stop_gradient
   %s = ember.stop_gradient %g : tensor<3xf32>
+  // CHECK: ember.checkpoint_name %{{.*}} "layer0" : tensor<3xf32>
+  %n = ember.checkpoint_name %s "layer0" : tensor<3xf32>
   // CHECK: ember.optimization_barrier %{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>
   %ob:2 = ember.optimization_barrier %s, %g : tensor<3xf32>, tensor<3xf32>
   return %s : tensor<3xf32>

@@ -357,29 +357,30 @@ func.func @vjp_complex_parts(%z: tensor<complex<f32>>, %ct: tensor<f32>) -> tens
 
 // -----
 
-// A checkpoint with the dots policy (ember.remat_policy = "dots"): the
-// forward pass keeps the product x . w, and the recomputation in the backward
-// pass takes it (a custom_jvp_call of @saved_dot, differentiated by the
-// product rule) instead of computing it again; tanh is recomputed from it.
-// The recomputation reads its inputs through an optimization barrier, so CSE
-// cannot merge it with the forward pass.
+// A checkpoint whose policy saves the product (dots_saveable marks the
+// dot_general `ember.saveable` when tracing): the forward pass keeps x . w,
+// and the recomputation in the backward pass takes it (a custom_jvp_call of
+// @saved, differentiated by the op's own JVP rule on the saved value) instead
+// of computing it again; tanh is recomputed from it. The recomputation reads
+// its inputs through an optimization barrier, so CSE cannot merge it with the
+// forward pass.
 // CHECK-LABEL: func @grad_remat_dots
 // CHECK: %[[P:.*]] = ember.dot_general %arg0, %arg1, batch = [] x [], contract = [1] x [0]
 // CHECK: %[[B:.*]]:3 = ember.optimization_barrier %arg0, %arg1, %[[P]] : tensor<2x3xf32>, tensor<3x4xf32>, tensor<2x4xf32>
-// CHECK: %[[S:.*]] = ember.custom_jvp_call @saved_dot jvp @saved_dot_jvp(%[[B]]#0, %[[B]]#1, %[[B]]#2) segments [3, 0, 0]
+// CHECK: %[[S:.*]] = ember.custom_jvp_call @saved jvp @saved_jvp(%[[B]]#0, %[[B]]#1, %[[B]]#2) segments [3, 0, 0]
 // CHECK-NOT: ember.dot_general %[[B]]#0, %[[B]]#1
 // CHECK: ember.tanh %[[S]]
 // CHECK-NOT: ember.dot_general %[[B]]#0, %[[B]]#1
 // CHECK: ember.dot_general %[[B]]#0, %{{.*}}, batch = [] x [], contract = [0] x [0]
-// CHECK-LABEL: func.func private @saved_dot(
+// CHECK-LABEL: func.func private @saved(
 // CHECK: return %arg2
-// CHECK-LABEL: func.func private @saved_dot_jvp(
-// CHECK: %[[A:.*]] = ember.dot_general %arg3, %arg1
-// CHECK: %[[D:.*]] = ember.dot_general %arg0, %arg4
-// CHECK: %[[T:.*]] = ember.add %[[A]], %[[D]]
-// CHECK: return %arg2, %[[T]]
+// CHECK-LABEL: func.func private @saved_jvp(
+// CHECK-DAG: %[[A:.*]] = ember.dot_general %arg3, %arg1
+// CHECK-DAG: %[[D:.*]] = ember.dot_general %arg0, %arg4
+// CHECK: ember.add
+// CHECK: return %arg2, %{{.*}}
 func.func private @blk(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<2x4xf32> {
-  %p = ember.dot_general %x, %w, batch = [] x [], contract = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %p = ember.dot_general %x, %w, batch = [] x [], contract = [1] x [0] {ember.saveable} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   %t = ember.tanh %p : tensor<2x4xf32>
   return %t : tensor<2x4xf32>
 }
@@ -392,7 +393,7 @@ func.func private @blk_bwd(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>, %ct: tensor
   return %gx, %gw : tensor<2x3xf32>, tensor<3x4xf32>
 }
 func.func private @loss(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<f32> {
-  %t = ember.custom_vjp_call @blk fwd @blk_fwd bwd @blk_bwd(%x, %w) segments [2, 0, 0, 0, 2] {ember.remat, ember.remat_policy = "dots"} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %t = ember.custom_vjp_call @blk fwd @blk_fwd bwd @blk_bwd(%x, %w) segments [2, 0, 0, 0, 2] {ember.remat} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   %s = ember.reduce sum %t, dims = [0, 1] : (tensor<2x4xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
@@ -400,4 +401,63 @@ func.func @grad_remat_dots(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) -> tensor<3
   %one = ember.constant dense<1.0> : tensor<f32>
   %y, %g = ember.vjp @loss(%x, %w) cotangents(%one) wrt [1] : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<f32>) -> (tensor<f32>, tensor<3x4xf32>)
   return %g : tensor<3x4xf32>
+}
+
+// -----
+
+// A value named by checkpoint_name and saved by the policy: the recomputation
+// takes it (the custom_jvp_call's primal is the saved value; the sin feeding
+// its unused operand is dead once ember-inline-custom inlines @saved), and
+// cos, the derivative, is computed from the input. The tangent passes
+// through the name: the rule returns it unchanged.
+// CHECK-LABEL: func @grad_remat_named
+// CHECK: %[[S:.*]] = ember.sin %arg0
+// CHECK: %[[N:.*]] = ember.checkpoint_name %[[S]] "h"
+// CHECK: %[[B:.*]]:2 = ember.optimization_barrier %arg0, %[[N]]
+// CHECK: %[[R:.*]] = ember.sin %[[B]]#0
+// CHECK: ember.cos %[[B]]#0
+// CHECK: ember.custom_jvp_call @saved jvp @saved_jvp(%[[R]], %[[B]]#1) segments [2, 0, 0]
+// CHECK: return
+// CHECK-LABEL: func.func private @saved(
+// CHECK-NEXT: return %arg1
+// CHECK-LABEL: func.func private @saved_jvp(
+// CHECK-NEXT: return %arg1, %arg2
+func.func private @nblk(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %s = ember.sin %x : tensor<3xf32>
+  %n = ember.checkpoint_name %s "h" {ember.saveable} : tensor<3xf32>
+  %e = ember.mul %n, %n : tensor<3xf32>
+  return %e : tensor<3xf32>
+}
+func.func private @nblk_fwd(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %t = func.call @nblk(%x) : (tensor<3xf32>) -> tensor<3xf32>
+  return %t, %x : tensor<3xf32>, tensor<3xf32>
+}
+func.func private @nblk_bwd(%x: tensor<3xf32>, %ct: tensor<3xf32>) -> tensor<3xf32> {
+  %y, %gx = ember.vjp @nblk(%x) cotangents(%ct) wrt [0] : (tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %gx : tensor<3xf32>
+}
+func.func private @nloss(%x: tensor<3xf32>) -> tensor<f32> {
+  %t = ember.custom_vjp_call @nblk fwd @nblk_fwd bwd @nblk_bwd(%x) segments [1, 0, 0, 0, 1] {ember.remat} : (tensor<3xf32>) -> tensor<3xf32>
+  %s = ember.reduce sum %t, dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+func.func @grad_remat_named(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %one = ember.constant dense<1.0> : tensor<f32>
+  %y, %g = ember.vjp @nloss(%x) cotangents(%one) wrt [0] : (tensor<3xf32>, tensor<f32>) -> (tensor<f32>, tensor<3xf32>)
+  return %g : tensor<3xf32>
+}
+
+// -----
+
+// ember.record_residuals: the expansion lists what the backward pass reads
+// from the forward pass (here cos x, computed in the forward pass, and not
+// the argument itself) in the module attribute ember.residuals.
+// CHECK: module attributes {ember.residuals = [{loc = "f.py:3:4 (g)", op = "cos", type = tensor<3xf32>}]}
+func.func private @rsin(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %s = ember.sin %x : tensor<3xf32> loc("g"("f.py":3:4))
+  return %s : tensor<3xf32>
+}
+func.func @record(%x: tensor<3xf32>, %ct: tensor<3xf32>) -> tensor<3xf32> {
+  %y, %g = ember.vjp @rsin(%x) cotangents(%ct) wrt [0] {ember.record_residuals} : (tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %g : tensor<3xf32>
 }

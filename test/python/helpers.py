@@ -73,6 +73,21 @@ def fd_grad(f, x, eps=1e-6):
     return g
 
 
+def expanded_ir(fn, *args):
+    """The IR of jit(fn) once its transformations are expanded and custom
+    calls inlined (before lowering), to look at what a backward pass
+    computes."""
+    from ember._mlir import ir, passmanager
+    from ember._src import core
+    text = jax.jit(fn).lower(*args).as_text()
+    with core.context():
+        m = ir.Module.parse(text)
+        passmanager.PassManager.parse(
+            "builtin.module(ember-autodiff,ember-batch,ember-autodiff,ember-inline-custom,"
+            "symbol-dce,canonicalize,cse)").run(m.operation)
+        return str(m)
+
+
 def load_example(name):
     """The module `examples/<name>.py` of the repository."""
     import importlib.util

@@ -11,7 +11,7 @@ import ember as jax
 import ember.numpy as jnp
 from ember import lax, nn
 
-from helpers import fd_grad
+from helpers import expanded_ir, fd_grad
 
 X = np.array([0.5, -1.0, 2.0], np.float32)
 Y = np.array([1.5, 0.25, -0.75], np.float32)
@@ -414,20 +414,6 @@ def test_checkpoint_differentiates_closed_over_values(x64):
         assert abs(float(g) - float(fd_grad(lambda v: f(v, lambda b: b), np.array(w)))) < 1e-6
 
 
-def _derived(fn, *args):
-    """The IR of jit(fn) once its transformations are expanded (before
-    lowering), to look at what the backward pass computes."""
-    from ember._mlir import ir, passmanager
-    from ember._src import core
-    text = jax.jit(fn).lower(*args).as_text()
-    with core.context():
-        m = ir.Module.parse(text)
-        passmanager.PassManager.parse(
-            "builtin.module(ember-autodiff,ember-batch,ember-autodiff,ember-inline-custom,"
-            "symbol-dce,canonicalize,cse)").run(m.operation)
-        return str(m)
-
-
 def _loop_bodies(text):
     """The text of each ember.while in `text`, outermost in program order."""
     parts = text.split("ember.while")[1:]
@@ -457,7 +443,7 @@ def test_checkpoint_dots_policies_keep_the_products(policy, kept, x64):
                                rtol=1e-10)
     np.testing.assert_allclose(np.asarray(g), fd_grad(lambda w: loss(w, xs, ck), w1),
                                rtol=1e-6, atol=1e-8)
-    text = _derived(jax.grad(lambda w: loss(w, xs, ck)), w1)
+    text = expanded_ir(jax.grad(lambda w: loss(w, xs, ck)), w1)
     fwd, bwd = _loop_bodies(text)
     assert ("tensor<6x4x5xf64>" in fwd) == kept
     forward_product = "contract = [1] x [0] : (tensor<4x3xf64>, tensor<3x5xf64>)"
@@ -480,7 +466,7 @@ def test_checkpoint_dots_with_batch_dimensions(policy, kept, x64):
     g = jax.grad(loss)(w, ck)
     np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(loss)(w, lambda f: f)),
                                rtol=1e-10)
-    fwd, _ = _loop_bodies(_derived(jax.grad(lambda w: loss(w, ck)), w))
+    fwd, _ = _loop_bodies(expanded_ir(jax.grad(lambda w: loss(w, ck)), w))
     assert ("tensor<4x2x7x5xf64>" in fwd) == kept
 
 

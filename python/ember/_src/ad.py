@@ -1,6 +1,6 @@
 """Differentiation API: grad, value_and_grad, vjp, jvp, linearize, jacfwd,
-jacrev, hessian, checkpoint, custom_jvp, custom_vjp (stop_gradient is a lax
-primitive).
+jacrev, hessian, custom_jvp, custom_vjp (stop_gradient is a lax primitive;
+checkpoint is in ad_checkpoint.py).
 
 Each transformation traces the function into a private MLIR function and emits
 an `ember.jvp` / `ember.vjp` op that references it by symbol; the
@@ -17,7 +17,7 @@ from ember._mlir import ir
 
 from . import core, dtypes, lax, state, tree_util
 from .api import eager
-from .api_util import Traced, flatten_args, static_positions
+from .api_util import Traced, flatten_args, static_positions, with_dynamic
 from .batching import vmap
 from .core import as_value
 from .numpy import lax_numpy as jnp
@@ -413,15 +413,6 @@ def _push_basis(fn, x):
     return vmap(fn)(_std_basis(x))
 
 
-def _partial(fun, args, nums):
-    def f(*d):
-        full = list(args)
-        for i, v in zip(nums, d):
-            full[i] = v
-        return fun(*full)
-    return f
-
-
 def _main_and_aux(f, has_aux):
     """For has_aux=True, splits `f` returning (out, aux) into the function
     to differentiate and the function giving aux (JAX returns (jac, aux))."""
@@ -446,7 +437,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     def wrapped(*args):
         single, nums = _check_argnums(argnums, len(args))
         diff = tuple(args[i] for i in nums)
-        f, aux_of = _main_and_aux(_partial(fun, args, nums), has_aux)
+        f, aux_of = _main_and_aux(with_dynamic(fun, args, nums), has_aux)
 
         def run(*d):
             in_leaves, in_tree = tree_util.tree_flatten(d)
@@ -489,7 +480,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     def wrapped(*args):
         single, nums = _check_argnums(argnums, len(args))
         diff = tuple(args[i] for i in nums)
-        f = _partial(fun, args, nums)
+        f = with_dynamic(fun, args, nums)
 
         def run(*d):
             if has_aux:
@@ -530,85 +521,6 @@ jacobian = jacrev
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
 
-
-# --------------------------------------------------------------------------
-# checkpoint
-# --------------------------------------------------------------------------
-
-
-class checkpoint_policies:
-    """JAX's rematerialization policies. `everything_saveable` keeps every
-    residual (checkpoint is then the identity); `dots_saveable` (alias
-    `checkpoint_dots`) keeps the results of the function's contractions and
-    recomputes the rest in the backward pass, `dots_with_no_batch_dims_saveable`
-    (alias `checkpoint_dots_with_no_batch_dims`) only those without batch
-    dimensions; `nothing_saveable` and any other policy keep only the
-    function's inputs (docs/decisions.md, "Checkpoint")."""
-
-    @staticmethod
-    def everything_saveable(*_, **__):
-        return True
-
-    @staticmethod
-    def nothing_saveable(*_, **__):
-        return False
-
-    @staticmethod
-    def dots_saveable(prim, *_, **__):
-        return getattr(prim, "name", prim) == "dot_general"
-
-    @staticmethod
-    def dots_with_no_batch_dims_saveable(prim, *_, **__):
-        return getattr(prim, "name", prim) == "dot_general"
-
-    checkpoint_dots = dots_saveable
-    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
-
-
-# The policies ember-autodiff implements by saving products (ember.remat_policy).
-_REMAT_POLICIES = {
-    checkpoint_policies.dots_saveable: "dots",
-    checkpoint_policies.dots_with_no_batch_dims_saveable: "dots_no_batch",
-}
-
-
-def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
-    """`jax.checkpoint` / `jax.remat`: the function's residuals are not kept
-    for the backward pass but recomputed from its inputs there. Staged as an
-    `ember.custom_vjp_call` marked `ember.remat`; ember-autodiff transposes it
-    to the VJP of the function on its inputs and closed-over values (so its
-    forward pass runs again) and differentiates it directly in forward mode
-    (docs/decisions.md, "Checkpoint")."""
-    if fun is None:
-        return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy,
-                                    static_argnums=static_argnums)
-    if policy is checkpoint_policies.everything_saveable:
-        return fun
-    static = set(static_argnums if isinstance(static_argnums, (tuple, list))
-                 else (static_argnums,))
-
-    @functools.wraps(fun)
-    def rematted(*args):
-        if not core._trace_stack:
-            return fun(*args)  # eager: nothing is differentiated
-        positions = [i for i in range(len(args)) if i not in static]
-
-        def dynamic(*dyn):
-            full = list(args)
-            for i, v in zip(positions, dyn):
-                full[i] = v
-            return fun(*full)
-
-        call = custom_vjp(dynamic)
-        call.defvjp(lambda *dyn: (dynamic(*dyn), dyn),
-                    lambda dyn, ct: vjp(dynamic, *dyn)[1](ct))
-        call._remat = (_REMAT_POLICIES.get(policy, "nothing"), prevent_cse)
-        return call(*[args[i] for i in positions])
-
-    return rematted
-
-
-remat = checkpoint
 
 _IMPURE_REMAT = ("jax.checkpoint / jax.remat cannot be applied to an impure function: it "
                  "writes a mutable array reference (Ref) from outside it, and recomputing "
@@ -731,11 +643,9 @@ def _remat_attributes(remat):
     (policy, prevent_cse), or None for a user's custom_vjp."""
     if not remat:
         return None
-    policy, prevent_cse = remat
+    _, prevent_cse = remat
     ctx = core.context()
     attrs = {"ember.remat": ir.UnitAttr.get(ctx)}
-    if policy != "nothing":
-        attrs["ember.remat_policy"] = ir.StringAttr.get(policy, ctx)
     if not prevent_cse:
         attrs["ember.remat_no_barrier"] = ir.UnitAttr.get(ctx)
     return attrs
@@ -756,7 +666,9 @@ class custom_vjp:
         self.fwd, self.bwd = fwd, bwd
 
     _tracing_rule = 0
-    _remat = None  # set by checkpoint to (policy, prevent_cse): bwd recomputes fun
+    # Set by checkpoint to (policy or None, prevent_cse): bwd recomputes fun,
+    # keeping what the policy saves (ad_checkpoint.py).
+    _remat = None
 
     def __call__(self, *args):
         if self._tracing_rule or (core._trace_stack and not differentiating()):
@@ -776,8 +688,8 @@ class custom_vjp:
             return _rebuild(nondiff, tree_util.tree_unflatten(treedef, list(xs)), nargs)
 
         f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items(),
-                   sources=vals, refs_ok=_IMPURE_REMAT if getattr(self, "_remat", None)
-                   else None)
+                   sources=vals, refs_ok=_IMPURE_REMAT if self._remat else None,
+                   policy=self._remat[0] if self._remat else None)
         store = {}
 
         def fwd(*xs):

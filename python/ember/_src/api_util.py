@@ -61,7 +61,7 @@ class Traced:
     `flatten_fun`."""
 
     def __init__(self, fun, in_avals, in_tree=None, static=(), sources=None, refs_ok=None,
-                 differentiated=False):
+                 differentiated=False, policy=None):
         flat, out_tree = flatten_fun(fun, in_tree, static)
         # Refs from outside that the function writes: their final values are
         # the last results (`n_out` are the function's own), which only a
@@ -69,7 +69,7 @@ class Traced:
         self.ref_outs = []
         self.name, self.out_avals, self.captured = core.trace_subfunction(
             flat, in_avals, sources=sources, ref_outs=self.ref_outs,
-            differentiated=differentiated)
+            differentiated=differentiated, policy=policy)
         self.out_tree = out_tree()
         self.n_out = len(self.out_avals) - len(self.ref_outs)
         if self.ref_outs and refs_ok is not True:
@@ -77,6 +77,17 @@ class Traced:
                 "a mutable array reference (Ref) from outside this function was written "
                 "inside it, which this transformation does not support; pass the ref's "
                 "value in and return its new value instead"))
+
+
+def with_dynamic(fun, args, positions):
+    """`fun` as a function of the arguments at `positions` only, the others
+    fixed to their values in `args` (static arguments of a transformation)."""
+    def dynamic(*dyn):
+        full = list(args)
+        for i, v in zip(positions, dyn):
+            full[i] = v
+        return fun(*full)
+    return dynamic
 
 
 def static_positions(args, dynamic):

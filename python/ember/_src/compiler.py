@@ -147,7 +147,7 @@ def _user_error(e):
             continue
         cls = getattr(builtins, _ERROR_KINDS[m.group(1)])
         loc = str(d.location)
-        where = re.match(r'loc\("(.*)":(\d+):\d+\)', loc)
+        where = re.match(r'loc\((?:".*?"\()?"(.*)":(\d+):\d+\)', loc)
         at = f"{where.group(1)}:{where.group(2)}" if where else loc
         return cls(f"{_ERROR_TAG.sub('', d.message)} (at {at})")
     return None

@@ -8,6 +8,7 @@ with `compiler`.
 """
 
 import collections
+import functools
 import os
 import sys
 import threading
@@ -169,6 +170,13 @@ def user_frame():
             return f
         f = f.f_back
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_positions(code):
+    """(line, end line, column, end column) of each code unit of `code`
+    (Python 3.11+; none before)."""
+    return tuple(code.co_positions()) if hasattr(code, "co_positions") else ()
 
 
 def where():
@@ -589,11 +597,25 @@ class Trace:
         return [Tracer(self, self.block.arguments[i], a, _source(s))
                 for i, (a, s) in enumerate(zip(in_avals, sources))]
 
+    # Set on the trace of a function `checkpoint` applies a policy to: ops
+    # whose results the policy saves are marked `ember.saveable`.
+    remat_policy = None
+
     def location(self):
+        """The user's line: `"file":line:col` (the column of the expression,
+        as Python reports it) named by the function's qualified name."""
         f = user_frame()
         if f is None:
             return ir.Location.unknown(self.ctx)
-        return ir.Location.file(f.f_code.co_filename, f.f_lineno, 0, self.ctx)
+        code = f.f_code
+        positions = _code_positions(code)
+        at = f.f_lasti // 2
+        line, col = f.f_lineno, 0
+        if at < len(positions) and positions[at][0] is not None:
+            line, col = positions[at][0], positions[at][2] or 0
+        return ir.Location.name(getattr(code, "co_qualname", code.co_name),
+                                ir.Location.file(code.co_filename, line, col, self.ctx),
+                                self.ctx)
 
     def emit(self, name, operands, result_avals, attributes=None, regions=0):
         with self.ctx, self.location() as loc:
@@ -784,11 +806,48 @@ class Primitive:
                 outs = self._emit(trace, vals, out_avals, **params)
             else:
                 outs = trace.emit("ember." + self.name, vals, out_avals)
+            if trace.remat_policy is not None:
+                _mark_saveable(trace, self, args, params, outs)
             if trace.concrete and all(not isinstance(a, Tracer) or a.src is not None
                                       for a in args):
                 for i, o in enumerate(outs):
                     o.src = ("op", self, args, params, out_avals, i)
         return outs if self.multiple_results else outs[0]
+
+
+def _mark_saveable(trace, prim, args, params, outs):
+    """Marks the ops defining `outs` `ember.saveable` when the checkpoint
+    policy of `trace` saves this application of `prim` (JAX's policy
+    signature: prim, input avals, params)."""
+    if not policy_saves(trace.remat_policy(prim, *[a.aval for a in args], **params)):
+        return
+    for o in outs:
+        if isinstance(o.value, ir.OpResult):
+            o.value.owner.attributes["ember.saveable"] = ir.UnitAttr.get(trace.ctx)
+
+
+class _RematCase:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+# What a policy may return besides a bool (`jax.ad_checkpoint`).
+Saveable = _RematCase("Saveable")
+Recompute = _RematCase("Recompute")
+
+
+class Offloadable(collections.namedtuple("Offloadable", ["src", "dst"])):
+    """Saved in another memory (`save_and_offload_only_these_names`); Ember
+    has one memory per device, so it is saved."""
+
+
+def policy_saves(decision):
+    if decision is Recompute:
+        return False
+    return decision is Saveable or isinstance(decision, Offloadable) or bool(decision)
 
 
 def match_vma(args):
@@ -857,18 +916,20 @@ def asarray_concrete(x, dtype=None):
 
 
 def trace_subfunction(fun, in_avals, name="f", sources=None, ref_outs=None,
-                      differentiated=False):
+                      differentiated=False, policy=None):
     """Traces `fun` (flat args -> flat outputs) into a private function of the
     current module; `sources`: the Values the caller passes (their concrete
     values are the arguments' outside `jit`). Returns (symbol name,
     out_avals, captured outer tracers). Refs of enclosing traces that `fun`
     writes are appended to `ref_outs` (when given), their final values being
-    the last results."""
+    the last results. `policy`: a checkpoint policy marking the ops whose
+    results it saves."""
     parent = current_trace()
     trace = Trace(name, parent)
     # Traced for jvp/vjp: custom derivative rules inside are needed (see
     # `ad.differentiating`).
     trace.differentiated = differentiated
+    trace.remat_policy = policy
     _trace_stack.append(trace)
     try:
         args = trace.begin(in_avals, sources)

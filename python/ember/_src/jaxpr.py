@@ -24,6 +24,10 @@ _MLIR_ELT = {"f32": "f32", "f64": "f64", "f16": "f16", "bf16": "bf16", "i1": "bo
              "complex<f64>": "c128"}
 
 
+# Ops whose JAX primitive has another name.
+_JAX_NAMES = {"checkpoint_name": "name"}
+
+
 def _names():
     """a, b, ..., z, ba, bb, ... (JAX's variable names)."""
     n = 0
@@ -60,6 +64,8 @@ def _param(attr):
     m = re.fullmatch(r"(-?\d+) : i64", text)
     if m:
         return m.group(1)
+    if isinstance(attr, ir.StringAttr):
+        return attr.value
     m = re.fullmatch(r"#ember<\w+ (\w+)>", text)
     return m.group(1) if m else text
 
@@ -171,10 +177,12 @@ class _Printer:
                 self.constvars.append(self.var(op.results[0]))
                 self.consts.append(_const_value(op))
                 continue
+            # (Discardable `ember.*` attributes are marks for the passes.)
             params = ", ".join(f"{k}={_param(op.attributes[k])}" for k in op.attributes
-                               if k not in ("operandSegmentSizes",))
+                               if k != "operandSegmentSizes" and not k.startswith("ember."))
             lhs = " ".join(self.var(r) for r in op.results) or "_"
             short = name[len("ember."):] if name.startswith("ember.") else name
+            short = _JAX_NAMES.get(short, short)
             args = " ".join(self.use(v) for v in op.operands)
             text = f"{lhs} = {short}{f'[{params}]' if params else ''} {args}".rstrip()
             for region in op.regions:

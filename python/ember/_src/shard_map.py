@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from . import core, parallel, tree_util
+from .api_util import with_dynamic
 from .core import as_value
 from .parallel import _retype_vma
 
@@ -50,12 +51,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
 
     def per_call(*args):
         dyn_pos = [i for i in range(len(args)) if i not in static_broadcasted_argnums]
-
-        def inner(*dyn):
-            full = list(args)
-            for i, v in zip(dyn_pos, dyn):
-                full[i] = v
-            return fun(*full)
+        inner = with_dynamic(fun, args, dyn_pos)
         axes = in_axes
         if isinstance(in_axes, (tuple, list)):
             axes = tuple(in_axes[i] for i in dyn_pos)

@@ -1,0 +1,190 @@
+"""`jax.ad_checkpoint`: checkpoint policies (by products, by names, the
+user's own callables), `checkpoint_name` and `print_saved_residuals`.
+
+Expected report lines marked "JAX 0.10.2" were printed by JAX for the same
+program (paths and line numbers replaced by this file's)."""
+
+import re
+
+import numpy as np
+import pytest
+
+import ember as jax
+import ember.numpy as jnp
+from ember.ad_checkpoint import checkpoint_name, print_saved_residuals
+
+from helpers import expanded_ir, fd_grad
+
+cp = jax.checkpoint_policies
+
+R = np.random.default_rng(0)
+W1 = R.normal(size=(5, 4)).astype(np.float32)
+W2 = R.normal(size=(3, 5)).astype(np.float32)
+X = R.normal(size=(4,)).astype(np.float32)
+
+
+def f(w1, w2, x):
+    h = checkpoint_name(jnp.sin(w1 @ x), "h1")
+    h = checkpoint_name(jnp.tanh(w2 @ h) * jnp.exp(h[:3].sum()), "h2")
+    return jnp.sum(h ** 2)
+
+
+POLICIES = {
+    "none": None,
+    "nothing": cp.nothing_saveable,
+    "dots": cp.dots_saveable,
+    "dots_no_batch": cp.dots_with_no_batch_dims_saveable,
+    "only_h1": cp.save_only_these_names("h1"),
+    "all_names_but_h1": cp.save_any_names_but_these("h1"),
+    "anything_but_h2": cp.save_anything_except_these_names("h2"),
+    "both": cp.save_from_both_policies(cp.dots_saveable, cp.save_only_these_names("h2")),
+    "offload_names": cp.save_and_offload_only_these_names(
+        names_which_can_be_saved=["h1"], names_which_can_be_offloaded=["h2"],
+        offload_src="device", offload_dst="pinned_host"),
+    "offload_dots": cp.offload_dot_with_no_batch_dims("device", "pinned_host"),
+    "user": lambda prim, *avals, **params: prim.name in ("sin", "exp"),
+}
+
+
+@pytest.mark.parametrize("name", list(POLICIES))
+def test_policies_give_the_same_derivatives(name):
+    ck = jax.checkpoint(f, policy=POLICIES[name])
+    args = (W1, W2, X)
+    for a, b in zip(jax.jit(jax.grad(ck, argnums=(0, 1, 2)))(*args),
+                    jax.grad(f, argnums=(0, 1, 2))(*args)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.grad(ck, argnums=2)(*args)),
+                               fd_grad(lambda x: f(W1, W2, x.astype(np.float32)), X, eps=1e-3),
+                               rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(np.asarray(jax.hessian(ck, argnums=2)(*args)),
+                               np.asarray(jax.hessian(f, argnums=2)(*args)), rtol=1e-5,
+                               atol=1e-5)
+    xs = np.stack([X, 2 * X])
+    np.testing.assert_allclose(
+        np.asarray(jax.vmap(jax.grad(ck, argnums=2), (None, None, 0))(W1, W2, xs)),
+        np.asarray(jax.vmap(jax.grad(f, argnums=2), (None, None, 0))(W1, W2, xs)),
+        rtol=1e-6, atol=1e-6)
+    t = jax.jvp(ck, args, args)[1]
+    assert abs(float(t) - float(jax.jvp(f, args, args)[1])) < 1e-4
+
+
+@pytest.mark.parametrize("policy,sins", [(None, 2), (cp.save_only_these_names("s"), 1),
+                                         (cp.save_only_these_names("t"), 2),
+                                         (cp.save_any_names_but_these("t"), 1)])
+def test_a_saved_name_is_not_recomputed(policy, sins):
+    # With the value computed too, sin is computed once when the forward pass
+    # keeps its named result, and again in the backward pass when it is
+    # recomputed.
+    def g(x):
+        s = checkpoint_name(jnp.sin(x), "s")
+        return jnp.sum(checkpoint_name(s * s, "t"))
+    ck = jax.checkpoint(g, policy=policy)
+    assert expanded_ir(jax.value_and_grad(ck), X).count("ember.sin") == sins
+    np.testing.assert_allclose(np.asarray(jax.grad(ck)(X)), np.sin(2 * X), rtol=1e-5)
+
+
+def test_user_policy_sees_primitives_avals_and_params():
+    seen = []
+
+    def policy(prim, *avals, **params):
+        seen.append((prim.name, tuple(a.shape for a in avals), params))
+        return False
+
+    jax.grad(jax.checkpoint(f, policy=policy))(W1, W2, X)
+    names = [s[0] for s in seen]
+    assert {"sin", "tanh", "exp", "dot_general", "name"} <= set(names)
+    dot = next(s for s in seen if s[0] == "dot_general")
+    assert dot[1][0] == (5, 4) and "dimension_numbers" in dot[2]
+    assert {s[2]["name"] for s in seen if s[0] == "name"} == {"h1", "h2"}
+
+
+def test_checkpoint_name_is_the_identity():
+    tree = {"a": X, "b": (jnp.float32(2.0),)}
+    out = checkpoint_name(tree, "n")
+    np.testing.assert_array_equal(np.asarray(out["a"]), X)
+    assert float(out["b"][0]) == 2.0
+    np.testing.assert_allclose(np.asarray(jax.grad(lambda x: checkpoint_name(x * x, "sq").sum())(
+        jnp.arange(3.0))), [0.0, 2.0, 4.0])  # JAX 0.10.2
+    np.testing.assert_allclose(np.asarray(jax.vmap(lambda x: checkpoint_name(x, "v") * 2)(X)),
+                               2 * X)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda x: checkpoint_name(x, "j") + 1)(X)),
+                               X + 1)
+    text = str(jax.make_jaxpr(lambda x: checkpoint_name(x, "q"))(1.0))
+    assert "name[name=q]" in text  # JAX 0.10.2 prints `c:f32[] = name[name=q] b`
+    with pytest.raises(TypeError, match="str name"):
+        checkpoint_name(X, 3)
+
+
+def test_offload_names_must_not_intersect():
+    with pytest.raises(ValueError, match="should be exclusive"):
+        cp.save_and_offload_only_these_names(
+            names_which_can_be_saved=["a"], names_which_can_be_offloaded=["a"],
+            offload_src="device", offload_dst="pinned_host")
+
+
+def _report(capsys, fn, *args):
+    print_saved_residuals(fn, *args)
+    out = capsys.readouterr().out
+    return re.sub(r"from \S*test_ad_checkpoint\.py:\d+:\d+", "from LOC", out).splitlines()
+
+
+def test_print_saved_residuals(capsys):
+    def g(W, x):
+        return jnp.sin(jnp.dot(W, x))
+
+    def f2(W1, W2, W3, x):
+        x = jax.checkpoint(g)(W1, x)
+        x = jax.checkpoint(g)(W2, x)
+        return jax.checkpoint(g)(W3, x)
+
+    w1, w2, w3, x = jnp.ones((5, 4)), jnp.ones((6, 5)), jnp.ones((7, 6)), jnp.ones(4)
+    # JAX 0.10.2 names the inner primitive (sin) where Ember names the
+    # checkpoint whose output is kept.
+    assert _report(capsys, f2, w1, w2, w3, x) == [
+        "f32[5,4] from the argument W1", "f32[6,5] from the argument W2",
+        "f32[7,6] from the argument W3", "f32[4] from the argument x",
+        "f32[5] output of checkpoint from LOC (test_print_saved_residuals.<locals>.f2)",
+        "f32[6] output of checkpoint from LOC (test_print_saved_residuals.<locals>.f2)"]
+
+    def chain(x):
+        for _ in range(3):
+            x = jnp.sin(x)
+        return x
+    assert _report(capsys, chain, 3.0) == [  # JAX 0.10.2
+        "f32[] output of cos from LOC (test_print_saved_residuals.<locals>.chain)"] * 3
+
+    c = jnp.arange(3.0)
+    assert _report(capsys, lambda a: jnp.sin(a) * c, 1.0) == [  # JAX 0.10.2
+        "f32[3] from a constant",
+        "f32[] output of cos from LOC (test_print_saved_residuals.<locals>.<lambda>)"]
+
+    def h(a, b):
+        return jnp.exp(a) * b["k"]
+    assert _report(capsys, h, 1.0, {"k": 2.0}) == [  # JAX 0.10.2
+        "f32[] from the argument b['k']",
+        "f32[] output of exp from LOC (test_print_saved_residuals.<locals>.h)"]
+
+    assert _report(capsys, lambda x: jnp.sum(jax.nn.relu(x)), jnp.ones(3))[0] == (
+        "bool[3] output of gt from LOC (test_print_saved_residuals.<locals>.<lambda>)")
+
+    def named(w, x):
+        h = checkpoint_name(jnp.sin(w @ x), "a")
+        return jnp.sum(jnp.sin(w.T @ h))
+    lines = _report(capsys, jax.checkpoint(named, policy=cp.save_only_these_names("a")),
+                    jnp.ones((4, 4)), jnp.ones(4))
+    assert lines == ["f32[4,4] from the argument w", "f32[4] from the argument x",
+                     "f32[4] named 'a' from LOC (test_print_saved_residuals.<locals>.named)"]
+
+
+def test_locations_name_the_function_and_column():
+    # The traced program's locations carry the expression's column and the
+    # function's qualified name (what print_saved_residuals reports).
+    from ember._src import core
+
+    def fn(x):
+        return jnp.cos(x)
+    module, _ = core.trace_function(lambda x: [fn(x)], [core.as_value(X).aval])
+    main = module.body.operations[0]
+    text = str(main.regions[0].blocks[0].operations[0].location)
+    assert re.search(r'loc\("test_locations_name_the_function_and_column.<locals>.fn"'
+                     r'\(".*test_ad_checkpoint.py":\d+:15\)\)', text), text
