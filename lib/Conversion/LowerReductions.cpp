@@ -22,6 +22,33 @@ namespace {
 // Reductions
 //===----------------------------------------------------------------------===//
 
+/// Full reductions of at least this many elements run as two stages: rows
+/// first (a parallel loop, which ember-split-rows gives to both cores), then
+/// the row results.
+constexpr int64_t kSplitReductionMinElements = 1 << 18;
+
+/// Reduces `in` over `dims` into `type` with the combiner of `kind`.
+/// Reassociation is allowed (as XLA's reductions do), so LLVM vectorizes the
+/// loop with several partial accumulators.
+Value buildReduction(OpBuilder &b, Location loc, Value in,
+                     ArrayRef<int64_t> dims, RankedTensorType type,
+                     ReduceKind kind, Type orig) {
+  Type elem = type.getElementType();
+  Value init = filledTensor(
+      b, loc, type, constScalar(b, loc, combinerIdentity(b, kind, elem, orig)));
+  auto r = linalg::ReduceOp::create(
+      b, loc, in, init, dims, [&](OpBuilder &bb, Location l, ValueRange a) {
+        Value v = buildCombiner(bb, l, kind, a[0], a[1], orig);
+        if (auto fm = v.getDefiningOp<arith::ArithFastMathInterface>())
+          v.getDefiningOp()->setAttr(
+              fm.getFastMathAttrName(),
+              arith::FastMathFlagsAttr::get(bb.getContext(),
+                                            arith::FastMathFlags::reassoc));
+        linalg::YieldOp::create(bb, l, v);
+      });
+  return r.getResult(0);
+}
+
 struct ReduceLowering : public OpConversionPattern<ReduceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -32,27 +59,41 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
         cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
     Type orig = op.getType().getElementType();
     Type elem = type.getElementType();
-    TypedAttr id = combinerIdentity(rewriter, op.getKind(), elem, orig);
-    if (!id)
+    if (!combinerIdentity(rewriter, op.getKind(), elem, orig))
       return rewriter.notifyMatchFailure(op,
                                          "no identity for this kind and type");
-    Value init =
-        filledTensor(rewriter, loc, type, constScalar(rewriter, loc, id));
-    auto kind = op.getKind();
-    auto r = linalg::ReduceOp::create(
-        rewriter, loc, adaptor.getOperand(), init, op.getDimensions(),
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value v = buildCombiner(b, l, kind, args[0], args[1], orig);
-          // Reductions may reassociate (as XLA's do): LLVM then vectorizes
-          // the reduction loop with several partial accumulators.
-          if (auto fm = v.getDefiningOp<arith::ArithFastMathInterface>())
-            v.getDefiningOp()->setAttr(
-                fm.getFastMathAttrName(),
-                arith::FastMathFlagsAttr::get(b.getContext(),
-                                              arith::FastMathFlags::reassoc));
-          linalg::YieldOp::create(b, l, v);
-        });
-    rewriter.replaceOp(op, r.getResults());
+    Value in = adaptor.getOperand();
+    auto inType = cast<RankedTensorType>(in.getType());
+    ReduceKind kind = op.getKind();
+    // A large full reduction: rows of the flattened operand, then the rows'
+    // results (the same order for any number of threads).
+    int64_t n = inType.hasStaticShape() ? inType.getNumElements() : 0;
+    int64_t rows = 0;
+    if (type.getRank() == 0 && n >= kSplitReductionMinElements)
+      for (int64_t k : {64, 32, 16, 8})
+        if (n % k == 0) {
+          rows = k;
+          break;
+        }
+    if (rows) {
+      SmallVector<ReassociationIndices> all(1);
+      for (int64_t d = 0; d < inType.getRank(); ++d)
+        all[0].push_back(d);
+      Value flat = inType.getRank() == 1
+                       ? in
+                       : tensor::CollapseShapeOp::create(rewriter, loc, in, all)
+                             .getResult();
+      Value grid = tensor::ExpandShapeOp::create(
+          rewriter, loc, inType.clone({rows, n / rows}), flat,
+          ArrayRef<ReassociationIndices>{{0, 1}});
+      Value perRow = buildReduction(rewriter, loc, grid, {1},
+                                    type.clone({rows}), kind, orig);
+      rewriter.replaceOp(
+          op, buildReduction(rewriter, loc, perRow, {0}, type, kind, orig));
+      return success();
+    }
+    rewriter.replaceOp(op, buildReduction(rewriter, loc, in, op.getDimensions(),
+                                          type, kind, orig));
     return success();
   }
 };

@@ -139,6 +139,21 @@ func.func @reduce(%a: tensor<2x3xf32>) -> tensor<2xf32> {
 
 // -----
 
+// A large full reduction runs as rows (a parallel loop), then the rows'
+// results.
+// CHECK-LABEL: func @reduce_split
+// CHECK: %[[F:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1]] : tensor<512x1024xf32> into tensor<524288xf32>
+// CHECK: %[[G:.*]] = tensor.expand_shape %[[F]] {{\[\[}}0, 1]] output_shape [64, 8192] : tensor<524288xf32> into tensor<64x8192xf32>
+// CHECK: %[[ROWS:.*]] = linalg.reduce ins(%[[G]] : tensor<64x8192xf32>) outs(%{{.*}} : tensor<64xf32>) dimensions = [1]
+// CHECK: linalg.reduce ins(%[[ROWS]] : tensor<64xf32>) outs(%{{.*}} : tensor<f32>) dimensions = [0]
+func.func @reduce_split(%a: tensor<512x1024xf32>) -> tensor<f32> {
+  %0 = ember.reduce sum %a, dims = [0, 1] : (tensor<512x1024xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+
+// -----
+
 // CHECK-DAG: #[[L:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[R:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[O:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>

@@ -159,3 +159,16 @@ def test_disable_jit_runs_python():
 def test_jit_invalid_argument_type():
     with pytest.raises(TypeError):
         jax.jit(lambda x: x)("a string")
+
+
+def test_numpy_arguments_stay_writable():
+    # As in JAX (which copies them to the device), a NumPy array passed to
+    # Ember stays the caller's to write, and writing it later changes no
+    # Ember array made from it.
+    x = np.ones(4, np.float32)
+    kept = jnp.asarray(x)
+    out = jax.jit(lambda a: a)(x)
+    x[0] = 5.0
+    assert x.flags.writeable
+    np.testing.assert_array_equal(np.asarray(out), np.ones(4))
+    np.testing.assert_array_equal(np.asarray(kept), np.ones(4))

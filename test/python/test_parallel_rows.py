@@ -38,7 +38,7 @@ def test_results_do_not_depend_on_the_thread_count():
         "import numpy as np, ember, ember.numpy as jnp\n"
         "x = np.random.default_rng(0).standard_normal((1001, 257)).astype(np.float32)\n"
         "f = ember.jit(lambda a: (jnp.sin(a) * 3 + a, jnp.sum(a * a, axis=1),"
-        " jnp.cumsum(a, axis=1)))\n"
+        " jnp.cumsum(a, axis=1), jnp.sum(a[:1000, :256] * 3), jnp.max(a[:1000, :256])))\n"
         "np.save('/dev/stdout', np.concatenate([np.ravel(np.asarray(o)) for o in f(x)]))\n"
     )
     outs = []
@@ -48,6 +48,35 @@ def test_results_do_not_depend_on_the_thread_count():
                              check=True)
         outs.append(run.stdout)
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_large_full_reductions_run_as_rows():
+    # sum/max/min/prod of >= 2**18 elements: 64 (or 32, 16, 8) rows on the
+    # pool, then the rows' results; NaN and infinities as NumPy has them.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1 << 20).astype(np.float32)
+    assert "llvm.call @ember_parallel_for" in ember.jit(jnp.sum).lower(x).as_text("llvm")
+    odd = rng.standard_normal(3 * (1 << 18) + 1).astype(np.float32)  # no row split
+    assert "ember_parallel_for" not in ember.jit(jnp.sum).lower(odd).as_text("llvm")
+    for v in (x, x.reshape(512, 2048), odd):
+        for op in ("sum", "max", "min"):
+            got = float(ember.jit(getattr(jnp, op))(v))
+            want = float(getattr(np, op)(v.astype(np.float64)))
+            assert abs(got - want) <= 1e-4 * max(1.0, abs(want)), (op, got, want)
+        np.testing.assert_allclose(float(ember.jit(lambda a: jnp.sum(a * a))(v)),
+                                   float(np.sum(v.astype(np.float64) ** 2)), rtol=1e-5)
+    y = x.copy()
+    y[12345] = np.nan
+    for op in ("sum", "max", "min"):
+        assert np.isnan(float(ember.jit(getattr(jnp, op))(y)))
+    y = x.copy()
+    y[12345] = np.inf
+    assert float(ember.jit(jnp.max)(y)) == np.inf
+    assert float(ember.jit(jnp.sum)(y)) == np.inf
+    ints = rng.integers(-1000, 1000, 1 << 19).astype(np.int32)
+    assert int(ember.jit(jnp.sum)(ints)) == int(ints.sum())
+    assert int(ember.jit(jnp.max)(ints)) == int(ints.max())
+    assert bool(ember.jit(jnp.any)(ints == 999)) == bool((ints == 999).any())
 
 
 def test_concurrent_callers_share_the_pool():

@@ -281,9 +281,13 @@ class Array(Value):
     __slots__ = ("_value", "aval", "_sig", "__weakref__")
 
     def __init__(self, value, weak_type=False):
+        given = value
         value = np.asarray(value)
-        if not value.flags.c_contiguous:
-            value = value.copy(order="C")  # compiled code reads C-ordered buffers
+        if not value.flags.c_contiguous or (value is given and value.flags.writeable):
+            # Compiled code reads C-ordered buffers; and the caller's NumPy
+            # array stays theirs to write (as JAX copies it to the device),
+            # so the array takes a copy of it.
+            value = value.copy(order="C")
         value.flags.writeable = False
         self._value = value
         self.aval = ShapedArray(value.shape, value.dtype, weak_type)
