@@ -99,3 +99,30 @@ def test_memory_flat_over_10000_calls():
     finally:
         tracemalloc.stop()
     assert grown < 1_000_000, f"{grown} bytes more after 9000 more calls"
+
+
+def test_elementwise_functions_run_through_the_c_dispatch(monkeypatch):
+    # Outside traces, jnp's elementwise functions are jitted programs, and
+    # after the first call (Python scalars included) jit's C++ path serves
+    # them: the Python path is not taken again.
+    from ember._src.api import JitWrapped
+    a = jnp.asarray(x)
+
+    def chain(v):
+        return jnp.tanh(v) * 2.0 + jnp.cos(v) - 1 + (v > 0.5)
+
+    want = np.tanh(x) * 2 + np.cos(x) - 1 + (x > 0.5)
+    np.testing.assert_allclose(np.asarray(chain(a)), want, rtol=1e-6)
+
+    def slow(self, args, kwargs):
+        raise AssertionError(f"Python dispatch for {self.fun.__name__}")
+    monkeypatch.setattr(JitWrapped, "_call_slow", slow)
+    out = chain(a)
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
+    assert out.dtype == np.float32
+    monkeypatch.undo()
+    # Results keep JAX's types: weak for scalars only, x64 honoured.
+    assert repr(jnp.add(1, 2)) == "Array(3, dtype=int32, weak_type=True)"
+    assert repr(jnp.multiply(2.5, True)) == "Array(2.5, dtype=float32, weak_type=True)"
+    with ember.disable_jit():
+        assert repr(jnp.add(1, 2)) == "Array(3, dtype=int32, weak_type=True)"

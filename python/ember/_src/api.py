@@ -352,6 +352,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
     return make if fun is None else make(fun)
 
 
+core.jit_hook = jit
+
+
 class _ShardedOutputs:
     """A jitted function whose results take `out_shardings`."""
 

@@ -862,6 +862,10 @@ def match_vma(args):
 
 _match_vma_hook = None
 
+# `jit`, installed by api.py (which owns it; core is below it): what the
+# elementwise jnp functions run through outside any trace.
+jit_hook = None
+
 
 def with_out_sharding(x, sharding):
     """`x` with the sharding an `out_sharding=` argument asked for

@@ -6,6 +6,7 @@ indexing lives in `indexing`, einsum in `einsum`, and linalg in `linalg`.
 
 import builtins
 import collections as _collections
+import functools as _functools
 import itertools as _itertools
 import math as _math
 
@@ -190,13 +191,50 @@ def _check_arraylike(name, *args):
                             f"position {i}. (at {_core.where()})")
 
 
+def _eager_jit(f):
+    """`f` (an elementwise function of arrays) that, called outside any
+    trace, runs as one jitted program through jit's C++ dispatch (as JAX's
+    jnp functions are jitted): promotion, broadcasting and the op are one
+    compiled call instead of one per primitive."""
+    jitted = None
+
+    @_functools.wraps(f)
+    def g(*args):
+        nonlocal jitted
+        if _core._trace_stack or _config.jax_disable_jit:
+            return f(*args)
+        if jitted is None:
+            jitted = _core.jit_hook(f)
+        # Python scalars as (weakly typed) arrays, so that jit's C++ path
+        # serves the call.
+        return jitted(*[a if type(a) is ndarray else _scalar_array(a) for a in args])
+    return g
+
+
+_scalar_arrays = {}
+
+
+def _scalar_array(x):
+    """The weakly typed array of a Python scalar (a few hundred kept, as the
+    same constants recur); anything else unchanged."""
+    if type(x) not in (int, float, bool, complex):
+        return x
+    key = (type(x), repr(x), _config.jax_enable_x64)
+    a = _scalar_arrays.get(key)
+    if a is None:
+        if len(_scalar_arrays) >= 512:
+            _scalar_arrays.clear()
+        a = _scalar_arrays[key] = _v(x)
+    return a
+
+
 def _binop(prim_fn, name, inexact=False):
     def f(x, y, /):
         _check_arraylike(name, x, y)
         _check_binary_shapes(name, x, y)
         return prim_fn(*_promote(x, y, to_inexact=inexact))
     f.__name__ = name
-    return f
+    return _eager_jit(f)
 
 
 def _unop(prim_fn, name, inexact=False):
@@ -207,7 +245,7 @@ def _unop(prim_fn, name, inexact=False):
             x = _to(x, _dt.default_float(), x.weak_type)
         return prim_fn(x)
     f.__name__ = name
-    return f
+    return _eager_jit(f)
 
 
 add = _binop(lax.add, "add")
