@@ -278,7 +278,9 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
     Type accOrig = origOut;
     if (!unitContraction && (origOut.isF16() || origOut.isBF16()))
       accOrig = rewriter.getF32Type();
-    auto accType = type.clone(accOrig);
+    // (Unsigned types are signless once converted.)
+    Type accElem = accOrig != origOut ? accOrig : type.getElementType();
+    auto accType = type.clone(accElem);
     Value init =
         unitContraction
             ? emptyTensor(rewriter, loc, accType)
@@ -286,7 +288,7 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
                   rewriter, loc, accType,
                   constScalar(rewriter, loc,
                               combinerIdentity(rewriter, ReduceKind::Sum,
-                                               accOrig, accOrig)));
+                                               accElem, accOrig)));
     auto g = linalg::GenericOp::create(
         rewriter, loc, accType, ValueRange{adaptor.getLhs(), adaptor.getRhs()},
         init, maps, iters, [&](OpBuilder &b, Location l, ValueRange args) {

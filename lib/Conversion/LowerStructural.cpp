@@ -322,6 +322,9 @@ struct ConcatenateLowering : public OpConversionPattern<ConcatenateOp> {
     int64_t dim = op.getDimension(), at = 0;
     for (Value v : adaptor.getInputs()) {
       auto t = cast<RankedTensorType>(v.getType());
+      // Empty pieces add nothing (and a slice may not start at the end).
+      if (t.getNumElements() == 0)
+        continue;
       SmallVector<int64_t> offsets(type.getRank(), 0), ones(type.getRank(), 1);
       offsets[dim] = at;
       result = tensor::InsertSliceOp::create(

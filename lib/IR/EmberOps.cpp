@@ -223,11 +223,12 @@ OpFoldResult ConvertOp::fold(FoldAdaptor) {
 LogicalResult BitcastConvertOp::verify() {
   auto in = getOperand().getType();
   auto out = getResult().getType();
-  unsigned wi = in.getElementTypeBitWidth(), wo = out.getElementTypeBitWidth();
-  // Complex element types have no integer view here.
+  // bitcast_convert_c3 (before widths: complex types have none)
   if (isa<ComplexType>(in.getElementType()) ||
       isa<ComplexType>(out.getElementType()))
-    wi = wo = 0;
+    return emitOpError("bitcast_convert_c3: complex element types have no "
+                       "bit-level view");
+  unsigned wi = in.getElementTypeBitWidth(), wo = out.getElementTypeBitWidth();
   if (wi == wo) {
     // bitcast_convert_c1
     if (in.getShape() != out.getShape())

@@ -25,6 +25,15 @@ func.func @bitcast_convert_c1(%a: tensor<2x3xf32>) -> tensor<3x2xi32> {
 
 // -----
 
+// bitcast_convert_c3
+func.func @bitcast_convert_c3(%a: tensor<2xcomplex<f32>>) -> tensor<2xi64> {
+  // expected-error @+1 {{bitcast_convert_c3: complex element types have no bit-level view}}
+  %0 = ember.bitcast_convert %a : (tensor<2xcomplex<f32>>) -> tensor<2xi64>
+  return %0 : tensor<2xi64>
+}
+
+// -----
+
 // bitcast_convert_c2
 func.func @bitcast_convert_c2(%a: tensor<2x3xf32>) -> tensor<2x3xi16> {
   // expected-error @+1 {{bitcast_convert_c2: with element widths 32 and 16, the narrower side must have the wider side's shape plus a trailing dimension of size 2}}

@@ -161,6 +161,19 @@ class ShapeDtypeStruct:
 # --------------------------------------------------------------------------
 
 
+def _verify_emitted(op, name):
+    """An op its verifier rejects is never built: the primitives check the
+    dtypes they accept, and this is the net behind them (TypeError at the
+    user's line, never invalid IR reaching a pipeline)."""
+    try:
+        op.verify()
+    except ir.MLIRError as e:
+        op.erase()
+        detail = " ".join(str(d.message) for d in e.error_diagnostics) or str(e)
+        raise type_error(f"{name.removeprefix('ember.')} does not accept these operands: "
+                         f"{detail}") from None
+
+
 def user_frame():
     """The innermost stack frame outside the ember package."""
     f = sys._getframe(1)
@@ -627,6 +640,8 @@ class Trace:
                 name, results=[mlir_type(a) for a in result_avals],
                 operands=list(operands), attributes=attributes or {}, loc=loc,
                 regions=regions, ip=ir.InsertionPoint(self.block))
+            if not regions:
+                _verify_emitted(op, name)
         return [Tracer(self, op.results[i], a) for i, a in enumerate(result_avals)]
 
     def _is_ancestor(self, trace):

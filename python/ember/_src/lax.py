@@ -1,6 +1,7 @@
 """The lax primitives: one per ember op, with shape/dtype rules in Python."""
 
 import builtins
+import math
 
 import numpy as np
 
@@ -34,13 +35,32 @@ def _binary_rule(name):
     return rule
 
 
+# The dtypes each primitive's op accepts (as the dialect's verifiers do),
+# checked when it is applied, with JAX's wording: the Python level never
+# builds an op its verifier rejects. Complex inputs of the functions whose
+# op is real-only are computed from real and imaginary parts below.
+_ACCEPTS = {
+    "float": (lambda d: dtypes.is_inexact(d) and not dtypes.is_complex(d), "floating"),
+    "inexact": (dtypes.is_inexact, "inexact"),
+    "real": (lambda d: not dtypes.is_complex(d), "real"),
+    "int": (lambda d: dtypes.is_int(d) or dtypes.is_bool(d), "integer or boolean"),
+    "integer": (dtypes.is_int, "integer"),
+}
+
+
+def _check_accepts(name, kinds, *avals):
+    ok, what = _ACCEPTS[kinds]
+    for i, a in enumerate(avals):
+        if not ok(a.dtype):
+            where = f" at position {i}" if len(avals) > 1 else ""
+            raise type_error(f"{name} does not accept dtype {np.dtype(a.dtype).name}{where}. "
+                             f"Accepted dtypes{where} are subtypes of {what}.")
+
+
 def _make_unary(name, kinds=None):
     def rule(x, **_):
-        if kinds == "float" and not dtypes.is_inexact(x.dtype):
-            raise type_error(f"{name} does not accept dtype {x.dtype.name}; "
-                             "it needs a floating-point input")
-        if kinds == "int" and not (dtypes.is_int(x.dtype) or dtypes.is_bool(x.dtype)):
-            raise type_error(f"{name} does not accept dtype {x.dtype.name}")
+        if kinds:
+            _check_accepts(name, kinds, x)
         return x
     prim = Primitive(name, rule)
     return prim
@@ -50,19 +70,36 @@ _unary_float = ["exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin
                 "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
                 "sqrt", "rsqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma", "bessel_i0e",
                 "bessel_i1e", "floor", "ceil", "round_nearest_afz", "round_nearest_even"]
+_unary_complex = ["exp", "log", "tanh", "sin", "cos", "sqrt"]  # ops taking complex too
 _prims = {}
 for _n in _unary_float:
-    _prims[_n] = _make_unary(_n, "float")
-for _n in ["neg", "abs", "sign"]:
-    _prims[_n] = _make_unary(_n)
-for _n in ["not", "population_count", "clz"]:
-    _prims[_n] = _make_unary(_n, "int")
+    _prims[_n] = _make_unary(_n, "inexact" if _n in _unary_complex else "float")
+for _n in ["abs", "sign"]:
+    _prims[_n] = _make_unary(_n, "real")
+_prims["neg"] = _make_unary("neg")
+_prims["not"] = _make_unary("not", "int")
+for _n in ["population_count", "clz"]:
+    _prims[_n] = _make_unary(_n, "integer")
 _prims["conj"] = _make_unary("conj")
 
-for _n in ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter",
-           "and", "or", "xor", "shift_left", "shift_right_logical",
-           "shift_right_arithmetic"]:
-    _prims[_n] = Primitive(_n, _binary_rule(_n))
+
+def _binary_kinds_rule(name, kinds):
+    same = _binary_rule(name)
+
+    def rule(x, y, **params):
+        out = same(x, y, **params)
+        if kinds:
+            _check_accepts(name, kinds, x, y)
+        return out
+    return rule
+
+
+for _n, _k in [("add", None), ("sub", None), ("mul", None), ("div", None), ("rem", "real"),
+               ("pow", None), ("max", "real"), ("min", "real"), ("atan2", "float"),
+               ("nextafter", "float"), ("and", "int"), ("or", "int"), ("xor", "int"),
+               ("shift_left", "integer"), ("shift_right_logical", "integer"),
+               ("shift_right_arithmetic", "integer")]:
+    _prims[_n] = Primitive(_n, _binary_kinds_rule(_n, _k))
 
 is_finite_p = Primitive("is_finite", lambda x: x.update(dtype=dtypes.bool_, weak_type=False))
 
@@ -89,6 +126,8 @@ _DIRS = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
 
 def _compare_rule(x, y, direction):
     _check_same_types(direction, x, y)
+    if direction not in ("eq", "ne"):
+        _check_accepts(direction, "real", x, y)
     return x.update(dtype=dtypes.bool_, weak_type=False)
 
 
@@ -305,6 +344,10 @@ rev_p = Primitive("reverse", lambda x, dimensions: x, _rev_emit)
 
 
 def _reduce_rule(x, kind, axes):
+    if kind in ("max", "min"):
+        _check_accepts(f"reduce_{kind}", "real", x)
+    elif kind in ("and", "or", "xor"):
+        _check_accepts(f"reduce_{kind}", "int", x)
     return x.update(shape=[d for i, d in enumerate(x.shape) if i not in axes])
 
 
@@ -318,6 +361,7 @@ reduce_p = Primitive("reduce", _reduce_rule, _reduce_emit)
 
 
 def _argred_rule(x, axis, index_dtype):
+    _check_accepts("argmax/argmin", "real", x)
     return ShapedArray([d for i, d in enumerate(x.shape) if i != axis], index_dtype)
 
 
@@ -496,26 +540,194 @@ def _promote_scalars(*xs):
     return out
 
 
-neg, abs, sign, floor, ceil = (_u(n) for n in ["neg", "abs", "sign", "floor", "ceil"])
-exp, exp2, log, log1p, expm1, tanh, logistic = (
-    _u(n) for n in ["exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic"])
-sin, cos, tan, asin, acos, atan = (_u(n) for n in ["sin", "cos", "tan", "asin", "acos", "atan"])
-sinh, cosh, asinh, acosh, atanh = (_u(n) for n in ["sinh", "cosh", "asinh", "acosh", "atanh"])
-sqrt, rsqrt, cbrt, erf, erf_inv, lgamma, digamma = (
-    _u(n) for n in ["sqrt", "rsqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma"])
+neg, abs, floor, ceil = (_u(n) for n in ["neg", "abs", "floor", "ceil"])
+exp, log, tanh, sin, cos = (_u(n) for n in ["exp", "log", "tanh", "sin", "cos"])
+sqrt, cbrt, erf, erf_inv, lgamma, digamma = (
+    _u(n) for n in ["sqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma"])
 bessel_i0e, bessel_i1e = _u("bessel_i0e"), _u("bessel_i1e")
 bitwise_not = _u("not")
 population_count, clz, conj = _u("population_count"), _u("clz"), _u("conj")
 add, sub, mul, div, rem, pow = (_b(n) for n in ["add", "sub", "mul", "div", "rem", "pow"])
-max, min, atan2, nextafter = (_b(n) for n in ["max", "min", "atan2", "nextafter"])
+nextafter = _b("nextafter")
 bitwise_and, bitwise_or, bitwise_xor = _b("and"), _b("or"), _b("xor")
 shift_left, shift_right_logical, shift_right_arithmetic = (
     _b(n) for n in ["shift_left", "shift_right_logical", "shift_right_arithmetic"])
 
 
 def round(x, rounding_method=0):
+    x = as_value(x)
+    if dtypes.is_complex(x.dtype):  # each part (as JAX)
+        return complex(round(real(x), rounding_method), round(imag(x), rounding_method))
     return _prims["round_nearest_even" if int(rounding_method) == 1
                   else "round_nearest_afz"].bind(x)
+
+
+# --------------------------------------------------------------------------
+# Complex arguments of the functions whose op is real-only: computed from
+# the real and imaginary parts with formulas that keep accuracy near zero
+# (log1p, expm1) and the principal branches of NumPy/JAX.
+# --------------------------------------------------------------------------
+
+
+def _is_complex(x):
+    return isinstance(x, core.Value) and dtypes.is_complex(x.dtype)
+
+
+def _times_i(z):
+    """i z."""
+    return complex(neg(imag(z)), real(z))
+
+
+def _times_minus_i(z):
+    """-i z."""
+    return complex(imag(z), neg(real(z)))
+
+
+def _scale(z, c):
+    """z times the real number c, part by part (log2(0) stays -inf + 0j)."""
+    return complex(mul(real(z), c), mul(imag(z), c))
+
+
+def _complex_unary(name):
+    """The primitive `name` on real operands; on complex ones the formula
+    `_c_<name>` below, built from primitives that accept complex values."""
+    real_fn = _u(name)
+
+    def f(x):
+        x = as_value(x)
+        if dtypes.is_complex(x.dtype):
+            return globals()["_c_" + name](x)
+        return real_fn(x)
+    f.__name__ = name
+    return f
+
+
+def _c_exp2(z):
+    return exp(_scale(z, math.log(2.0)))
+
+
+def _c_log1p(z):
+    x, y = real(z), imag(z)
+    # log|1 + z| = log1p(2x + x^2 + y^2) / 2 near 0, log|1 + z| elsewhere.
+    small = _prims["and"].bind(lt(abs(x), 0.5), lt(abs(y), 0.5))
+    zero = full_like(x, 0)
+    xs, ys = select(small, x, zero), select(small, y, zero)
+    near = mul(log1p(add(mul(xs, add(xs, 2.0)), mul(ys, ys))), 0.5)
+    far = real(log(add(z, 1.0)))
+    return complex(select(small, near, far), atan2(y, add(x, 1.0)))
+
+
+def _c_expm1(z):
+    x, y = real(z), imag(z)
+    h = sin(mul(y, 0.5))
+    re = sub(mul(expm1(x), cos(y)), mul(mul(h, h), 2.0))
+    return complex(re, mul(exp(x), sin(y)))
+
+
+def _c_sinh(z):
+    x, y = real(z), imag(z)
+    return complex(mul(sinh(x), cos(y)), mul(cosh(x), sin(y)))
+
+
+def _c_cosh(z):
+    x, y = real(z), imag(z)
+    return complex(mul(cosh(x), cos(y)), mul(sinh(x), sin(y)))
+
+
+def _c_tan(z):
+    return _times_minus_i(tanh(_times_i(z)))
+
+
+def _c_asinh(z):
+    # Odd: computed on the half plane Re >= 0, where z + sqrt(z^2 + 1) does
+    # not cancel.
+    flip = lt(real(z), 0.0)
+    w = select(flip, neg(z), z)
+    r = log(add(w, sqrt(add(mul(w, w), 1.0))))
+    return select(flip, neg(r), r)
+
+
+def _c_acosh(z):
+    return log(add(z, mul(sqrt(add(z, 1.0)), sqrt(sub(z, 1.0)))))
+
+
+def _c_atanh(z):
+    return _scale(sub(_c_log1p(z), _c_log1p(neg(z))), 0.5)
+
+
+def _c_asin(z):
+    return _times_minus_i(_c_asinh(_times_i(z)))
+
+
+def _c_acos(z):
+    a = _c_asin(z)
+    return complex(sub(full_like(real(a), math.pi / 2), real(a)), neg(imag(a)))
+
+
+def _c_atan(z):
+    return _times_minus_i(_c_atanh(_times_i(z)))
+
+
+def _c_sign(z):
+    m = abs_complex(z)
+    zero = eq(m, 0.0)
+    safe = select(zero, full_like(m, 1.0), m)
+    return select(zero, full_like(z, 0), complex(div(real(z), safe), div(imag(z), safe)))
+
+
+def abs_complex(z):
+    """|z| (hypot of the parts, without overflow of their squares)."""
+    x, y = abs(real(z)), abs(imag(z))
+    big, small = max(x, y), min(x, y)
+    safe = select(eq(big, 0.0), full_like(big, 1.0), big)
+    r = div(small, safe)
+    return select(eq(big, 0.0), big, mul(big, sqrt(add(mul(r, r), 1.0))))
+
+
+def _c_rsqrt(z):
+    return div(full_like(z, 1), sqrt(z))
+
+
+def _c_logistic(z):
+    return div(full_like(z, 1), add(exp(neg(z)), 1.0))
+
+
+(exp2, log1p, expm1, tan, sinh, cosh, asinh, acosh, atanh, asin, acos, atan, sign, rsqrt,
+ logistic) = (_complex_unary(n) for n in [
+     "exp2", "log1p", "expm1", "tan", "sinh", "cosh", "asinh", "acosh", "atanh", "asin",
+     "acos", "atan", "sign", "rsqrt", "logistic"])
+
+
+def _lex_greater(x, y):
+    """x > y ordering complex numbers by real part, then imaginary part (JAX's
+    order for max, min, sort and comparisons)."""
+    xr, yr = real(x), real(y)
+    return _prims["or"].bind(gt(xr, yr),
+                             _prims["and"].bind(eq(xr, yr), gt(imag(x), imag(y))))
+
+
+def _extremum(name, pick_first):
+    prim = _b(name)
+
+    def f(x, y):
+        x, y = _promote_scalars(x, y)
+        if not _is_complex(as_value(x)):
+            return prim(x, y)
+        return select(pick_first(x, y), x, y)
+    f.__name__ = name
+    return f
+
+
+max = _extremum("max", _lex_greater)
+min = _extremum("min", lambda x, y: _lex_greater(y, x))
+
+
+def atan2(x, y):
+    x, y = _promote_scalars(x, y)
+    if not _is_complex(as_value(x)):
+        return _prims["atan2"].bind(x, y)
+    # -i log((y + i x) / sqrt(x^2 + y^2))
+    return _times_minus_i(log(div(add(y, _times_i(x)), sqrt(add(mul(x, x), mul(y, y))))))
 
 
 class RoundingMethod:
@@ -524,6 +736,9 @@ class RoundingMethod:
 
 
 def is_finite(x):
+    x = as_value(x)
+    if dtypes.is_complex(x.dtype):
+        return _prims["and"].bind(is_finite_p.bind(real(x)), is_finite_p.bind(imag(x)))
     return is_finite_p.bind(x)
 
 
@@ -540,7 +755,18 @@ def complex(x, y):
 
 
 def _cmp(direction):
-    return lambda x, y: compare_p.bind(*_promote_scalars(x, y), direction=direction)
+    def f(x, y):
+        x, y = _promote_scalars(x, y)
+        if direction in ("eq", "ne") or not _is_complex(as_value(x)):
+            return compare_p.bind(x, y, direction=direction)
+        # Complex numbers order lexicographically (real, then imaginary).
+        if direction == "gt":
+            return _lex_greater(x, y)
+        if direction == "lt":
+            return _lex_greater(y, x)
+        strict = _lex_greater(x, y) if direction == "ge" else _lex_greater(y, x)
+        return _prims["or"].bind(strict, compare_p.bind(x, y, direction="eq"))
+    return f
 
 
 eq, ne, lt, le, gt, ge = (_cmp(d) for d in ["eq", "ne", "lt", "le", "gt", "ge"])
@@ -750,8 +976,23 @@ def _reduce(kind):
         axes = tuple(sorted(int(a) for a in axes))
         if not axes:
             return x
+        if kind in ("max", "min") and dtypes.is_complex(x.dtype):
+            return _reduce_complex_extremum(kind, x, axes)
         return reduce_p.bind(x, kind=kind, axes=axes)
     return f
+
+
+def _reduce_complex_extremum(kind, x, axes):
+    """max/min of complex numbers in their lexicographic order: the extreme
+    real part, then the extreme imaginary part among the elements that have
+    it."""
+    re, im = real(x), imag(x)
+    r = reduce_p.bind(re, kind=kind, axes=axes)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    ties = eq(re, broadcast_in_dim(r, x.shape, kept))
+    worst = full_like(im, -np.inf if kind == "max" else np.inf)
+    i = reduce_p.bind(select(ties, im, worst), kind=kind, axes=axes)
+    return complex(r, i)
 
 
 reduce_sum, reduce_prod, reduce_max, reduce_min = (
@@ -810,6 +1051,21 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     single = isinstance(operand, core.Value) or not isinstance(operand, (list, tuple))
     ops = [as_value(operand)] if single else [as_value(o) for o in operand]
     dimension = int(dimension) + (ops[0].ndim if dimension < 0 else 0)
+    if builtins.any(dtypes.is_complex(o.dtype) for o in ops):
+        # ember.sort takes real operands: a complex one travels as its two
+        # parts, and a complex key sorts by real part, then imaginary part
+        # (as JAX).
+        parts, n_keys = [], 0
+        for k, o in enumerate(ops):
+            split = [real(o), imag(o)] if dtypes.is_complex(o.dtype) else [o]
+            parts += split
+            n_keys += len(split) if k < num_keys else 0
+        out = list(sort(parts, dimension, is_stable, n_keys))
+        res = []
+        for o in ops:
+            res.append(complex(out.pop(0), out.pop(0)) if dtypes.is_complex(o.dtype)
+                       else out.pop(0))
+        return res[0] if single else tuple(res)
     # ember.sort has no i1 operands: sort booleans as uint8 (False < True).
     is_bool = [o.dtype == np.bool_ for o in ops]
     ops = [convert_element_type(o, np.uint8) if b else o for o, b in zip(ops, is_bool)]

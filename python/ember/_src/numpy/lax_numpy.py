@@ -35,7 +35,7 @@ class _ScalarMeta(type):
             isinstance(other, type) and other is cls.dtype.type)
 
     def __ne__(cls, other):
-        return not cls.__eq__(other)
+        return not _ScalarMeta.__eq__(cls, other)
 
     def __call__(cls, x):
         return asarray(x, dtype=cls.dtype)
@@ -349,7 +349,16 @@ def abs(x, /):
 absolute = abs
 
 
+def _real_only(name, *xs, error=TypeError):
+    """JAX's error for a function that has no meaning for complex numbers."""
+    for x in xs:
+        if x is not None and _dt.is_complex(_v(x).dtype):
+            raise error(f"{name} does not support complex-valued inputs "
+                        f"(got {_v(x).dtype}) (at {_core.where()})")
+
+
 def fabs(x):
+    _real_only("fabs", x)
     return abs(_to(x, _dt.default_float()) if not _dt.is_inexact(_v(x).dtype) else x)
 
 
@@ -419,7 +428,12 @@ pow = power
 
 
 def float_power(x, y):
-    return power(_to(x, _dt.default_float() if not _config.jax_enable_x64 else float64), y)
+    x, y = _v(x), _v(y)
+    if _dt.is_complex(x.dtype) or _dt.is_complex(y.dtype):
+        wide = complex128 if _config.jax_enable_x64 else complex64
+    else:
+        wide = float64 if _config.jax_enable_x64 else _dt.default_float()
+    return power(_to(x, wide), _to(y, wide))
 
 
 def floor_divide(x, y):
@@ -465,18 +479,24 @@ def divmod(x, y):
 
 
 def hypot(x, y):
+    _real_only("hypot", x, y, error=ValueError)
     x, y = _promote(x, y, to_inexact=True)
     return sqrt(add(multiply(x, x), multiply(y, y)))
 
 
-def log2(x):
+def _log_base(x, base):
     x = _promote(x, to_inexact=True)[0]
-    return divide(log(x), _to(_math.log(2), x.dtype))
+    if _dt.is_complex(x.dtype):  # part by part: log2(0) is -inf + 0j
+        return lax._scale(log(x), 1 / _math.log(base))
+    return divide(log(x), _to(_math.log(base), x.dtype))
+
+
+def log2(x):
+    return _log_base(x, 2)
 
 
 def log10(x):
-    x = _promote(x, to_inexact=True)[0]
-    return divide(log(x), _to(_math.log(10), x.dtype))
+    return _log_base(x, 10)
 
 
 def _softplus_safe(t):
@@ -491,6 +511,10 @@ def _softplus_safe(t):
 
 def logaddexp(x, y):
     x, y = _promote(x, y, to_inexact=True)
+    if _dt.is_complex(x.dtype):
+        # The larger (lexicographically) plus log1p(exp(other - larger)).
+        big = maximum(x, y)
+        return add(big, log1p(exp(subtract(add(x, y), add(big, big)))))
     d = subtract(x, y)
     r = where(greater(x, y), add(x, _softplus_safe(negative(d))), add(y, _softplus_safe(d)))
     return where(isnan(d), add(x, y), r)
@@ -538,6 +562,7 @@ radians, degrees = deg2rad, rad2deg
 
 
 def copysign(x, y):
+    _real_only("copysign", x, y)
     x, y = _promote(x, y, to_inexact=True)
     neg = signbit(y)
     return where(neg, negative(abs(x)), abs(x))
@@ -545,6 +570,9 @@ def copysign(x, y):
 
 def signbit(x):
     x = _v(x)
+    if _dt.is_complex(x.dtype):
+        raise ValueError(f"jax.numpy.signbit is not well defined for {x.dtype} "
+                         f"(at {_core.where()})")
     if _dt.is_int(x.dtype):
         return less(x, 0)
     if _dt.is_bool(x.dtype):
@@ -619,7 +647,22 @@ def iscomplexobj(x):
     return _dt.is_complex(_v(x).dtype)
 
 
+def isreal(x):
+    x = _v(x)
+    return equal(imag(x), 0) if _dt.is_complex(x.dtype) else ones_like(x, bool_)
+
+
+def iscomplex(x):
+    x = _v(x)
+    return not_equal(imag(x), 0) if _dt.is_complex(x.dtype) else zeros_like(x, bool_)
+
+
+def isrealobj(x):
+    return not iscomplexobj(x)
+
+
 def heaviside(x1, x2):
+    _real_only("heaviside", x1, x2)
     x1, x2 = _promote(x1, x2, to_inexact=True)
     return where(less(x1, 0), zeros_like(x1), where(greater(x1, 0), ones_like(x1), x2))
 
@@ -646,6 +689,12 @@ def clip(arr=None, min=None, max=None, *, a=None, a_min=None, a_max=None):
     x = _v(arr if arr is not None else a)
     lo = min if min is not None else a_min
     hi = max if max is not None else a_max
+    if builtins.any(v is not None and iscomplexobj(v) for v in (x, lo, hi)):
+        raise ValueError("Clip received a complex value either through the input or the "
+                         "min/max keywords. Complex values have no ordering and cannot be "
+                         f"clipped. Please convert to a real value or array by taking the real "
+                         f"or imaginary components via jax.numpy.real/imag respectively. "
+                         f"(at {_core.where()})")
     if lo is not None:
         x = maximum(x, lo)
     if hi is not None:
