@@ -123,7 +123,7 @@ Value buildLogF32(OpBuilder &b, Location loc, Value u) {
   s = arith::SelectOp::create(
       b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, c(0)), c(0xFF800000), s);
   return arith::SelectOp::create(
-      b, loc, arith::CmpFOp::create(b, loc, P::UGE, u, c(0)), s, c(0xFFFFFFFF));
+      b, loc, arith::CmpFOp::create(b, loc, P::OGE, u, c(0)), s, c(0xFFFFFFFF));
 }
 
 /// log(1 + x) for f32.

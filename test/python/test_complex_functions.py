@@ -143,3 +143,46 @@ def test_no_input_dtype_builds_invalid_ir():
                 except Exception:  # noqa: BLE001 (any user-facing error is fine here)
                     pass
     assert not bad, bad
+
+
+_INF, _NAN = np.inf, np.nan
+_EDGE = [0j, complex(0, _INF), complex(_INF, 0), complex(-_INF, 0), complex(_INF, _INF),
+         complex(-_INF, _INF), complex(1, _INF), complex(_INF, 1), complex(-_INF, 1),
+         complex(1e5, 1e5), complex(-3e4, 2), complex(1e30, -1e30), complex(0.5, -0.25),
+         complex(5000, 0), complex(0, -5000), complex(-7000, 1e-3)]
+
+
+@pytest.mark.parametrize("name", ["sinh", "cosh", "arcsinh", "arccosh", "arctanh", "arcsin",
+                                  "arccos", "arctan", "log1p"])
+def test_infinities_and_large_magnitudes_match_numpy(name):
+    # The standard's (C99 Annex G) values at infinities, which NumPy follows
+    # for these functions, and the asymptotic forms for large |z|.
+    x = np.array(_EDGE, np.complex64)
+    with np.errstate(all="ignore"):
+        ref = getattr(np, name)(x)
+    out = np.asarray(getattr(jnp, name)(jnp.asarray(x)))
+    if name == "sinh":  # sinh(-inf + inf j) is +-inf + NaN j: sign unspecified
+        out, ref = out.copy(), ref.copy()
+        k = _EDGE.index(complex(-_INF, _INF))
+        out[k], ref[k] = abs(out[k].real) + 1j * out[k].imag, abs(ref[k].real) + 1j * ref[k].imag
+    for part in (np.real, np.imag):
+        np.testing.assert_allclose(part(out), part(ref), rtol=2e-6, atol=1e-30,
+                                   err_msg=f"{name} at {x}")
+
+
+def test_expm1_sinh_cosh_keep_exact_zero_parts():
+    # f(x + 0j) has a zero imaginary part even where x is infinite (NumPy
+    # gives NaN there: inf * 0); exp(-inf + yj) - 1 is -1 for every y.
+    x = np.array([complex(_INF, 0), complex(-_INF, _INF), complex(-_INF, _NAN), complex(5000, 0),
+                  complex(_NAN, 0)], np.complex64)
+    out = np.asarray(jnp.expm1(jnp.asarray(x)))
+    np.testing.assert_array_equal(out.real[:4], [_INF, -1, -1, _INF])
+    np.testing.assert_array_equal(out.imag, [0, 0, 0, 0, 0])
+    assert np.isnan(out.real[4])
+    sh = np.asarray(jnp.sinh(jnp.asarray(np.array([complex(_INF, 0), complex(0, _INF)],
+                                                   np.complex64))))
+    assert sh[0] == complex(_INF, 0) and sh[1].real == 0 and np.isnan(sh[1].imag)
+    ch = np.asarray(jnp.cosh(jnp.asarray(np.array([complex(-_INF, 0), complex(0, _NAN)],
+                                                   np.complex64))))
+    assert ch[0].real == _INF and ch[0].imag == 0 and np.signbit(ch[0].imag)
+    assert np.isnan(ch[1].real) and ch[1].imag == 0

@@ -458,6 +458,7 @@ def with_sharding_constraint(x, shardings):
 
 
 core._out_sharding_hook = with_sharding_constraint
+core.device_put_hook = device_put
 
 
 def reshard(x, out_shardings):

@@ -287,6 +287,13 @@ class Value:
             raise TypeError("len() of unsized object")
         return self.aval.shape[0]
 
+    def __setitem__(self, key, value):
+        # JAX's error: arrays are immutable, `.at[]` makes updated copies.
+        raise TypeError(
+            f"{type(self)!r} object does not support item assignment. JAX arrays are "
+            "immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another "
+            ".at[] method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
 
 class Array(Value):
     """A concrete array on the CPU, backed by an immutable NumPy buffer."""
@@ -319,8 +326,20 @@ class Array(Value):
             return self._value.astype(dtype)
         return self._value if not copy else self._value.copy()
 
-    def __dlpack__(self, *args, **kwargs):
-        return self._value.__dlpack__(*args, **kwargs)
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        kw = {"stream": stream}
+        if max_version is not None:
+            kw["max_version"] = max_version
+        if dl_device is not None:
+            kw["dl_device"] = dl_device
+        if copy is not None:
+            kw["copy"] = copy
+        try:
+            return self._value.__dlpack__(**kw)
+        except BufferError:
+            # Arrays are immutable, so their host buffers are read-only, which
+            # DLPack before 1.0 cannot say: such consumers get a copy.
+            return self._value.copy().__dlpack__(**kw)
 
     def __dlpack_device__(self):
         return self._value.__dlpack_device__()
@@ -384,6 +403,11 @@ class Array(Value):
         if len(devs) != 1:
             raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
         return next(iter(devs))
+
+    def to_device(self, device, *, stream=None):
+        """This array on `device` (a Device or a sharding), as `device_put`."""
+        del stream  # one host stream: nothing to order against
+        return on_device(self, device)
 
     def copy_to_host_async(self):
         pass
@@ -880,6 +904,15 @@ _match_vma_hook = None
 # `jit`, installed by api.py (which owns it; core is below it): what the
 # elementwise jnp functions run through outside any trace.
 jit_hook = None
+
+
+def on_device(x, device):
+    """`x` placed as a `device=` argument asks (None: where it is), through
+    `device_put` (installed by `api`, which owns it)."""
+    return x if device is None else device_put_hook(x, device)
+
+
+device_put_hook = None
 
 
 def with_out_sharding(x, sharding):

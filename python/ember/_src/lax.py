@@ -617,42 +617,107 @@ def _c_log1p(z):
     return complex(select(small, near, far), atan2(y, add(x, 1.0)))
 
 
+def _is_inf(x):
+    return eq(abs(x), float("inf"))
+
+
+def _negative_sign(x):
+    """The sign bit of the real x (true for -0.0 too)."""
+    bits = {2: np.int16, 4: np.int32, 8: np.int64}[np.dtype(x.dtype).itemsize]
+    return lt(bitcast_convert_type(x, bits), 0)
+
+
+def _not_finite(x):
+    return _prims["not"].bind(is_finite_p.bind(x))
+
+
+def _exact_zero_part(part, other, flip=None):
+    """`part` itself where it is zero (a product with an infinite or NaN
+    factor would turn it into NaN), negated where `flip`: the standard's
+    results for f(x + 0j) and f(0 + yj) (C99 Annex G)."""
+    zero = part if flip is None else select(flip, neg(part), part)
+    return select(eq(part, 0.0), zero, other)
+
+
 def _c_expm1(z):
     x, y = real(z), imag(z)
     h = sin(mul(y, 0.5))
     re = sub(mul(expm1(x), cos(y)), mul(mul(h, h), 2.0))
-    return complex(re, mul(exp(x), sin(y)))
+    im = _exact_zero_part(y, mul(exp(x), sin(y)))
+    # exp(-inf + yj) is 0 for every y: expm1 is -1 + 0j; exp(+inf + yj) with
+    # y infinite or NaN is inf + NaN j.
+    minus_inf = eq(x, float("-inf"))
+    re = select(minus_inf, full_like(x, -1.0), re)
+    im = select(minus_inf, full_like(x, 0.0), im)
+    re = select(_prims["and"].bind(eq(x, float("inf")), _not_finite(y)), x, re)
+    return complex(re, im)
 
 
 def _c_sinh(z):
     x, y = real(z), imag(z)
-    return complex(mul(sinh(x), cos(y)), mul(cosh(x), sin(y)))
+    re, im = mul(sinh(x), cos(y)), mul(cosh(x), sin(y))
+    y_bad = _not_finite(y)
+    re = select(_prims["and"].bind(eq(x, 0.0), y_bad), x, re)   # +-0 + NaN j
+    re = select(_prims["and"].bind(_is_inf(x), y_bad), x, re)   # +-inf + NaN j
+    im = _exact_zero_part(y, im)
+    return complex(re, im)
 
 
 def _c_cosh(z):
     x, y = real(z), imag(z)
-    return complex(mul(cosh(x), cos(y)), mul(sinh(x), sin(y)))
+    re, im = mul(cosh(x), cos(y)), mul(sinh(x), sin(y))
+    y_bad = _not_finite(y)
+    im = select(_prims["and"].bind(eq(x, 0.0), y_bad), mul(x, 0.0), im)  # NaN + 0j
+    re = select(_prims["and"].bind(_is_inf(x), y_bad), abs(x), re)      # inf + NaN j
+    im = _exact_zero_part(y, im, _negative_sign(x))
+    return complex(re, im)
 
 
 def _c_tan(z):
     return _times_minus_i(tanh(_times_i(z)))
 
 
+def _large(z):
+    """|z| past which the functions below take their asymptotic forms (the
+    next term is below half an ulp): 1 / sqrt(eps) of the part type."""
+    eps = float(np.finfo(np.dtype(real(z).dtype)).eps)
+    return gt(abs_complex(z), 1.0 / math.sqrt(eps))
+
+
 def _c_asinh(z):
     # Odd: computed on the half plane Re >= 0, where z + sqrt(z^2 + 1) does
-    # not cancel.
-    flip = lt(real(z), 0.0)
+    # not cancel; for large |z| (infinities included) log(2z).
+    flip = _negative_sign(real(z))
     w = select(flip, neg(z), z)
     r = log(add(w, sqrt(add(mul(w, w), 1.0))))
+    far = log(w)
+    far = complex(add(real(far), math.log(2.0)), imag(far))
+    r = select(_large(w), far, r)
     return select(flip, neg(r), r)
 
 
 def _c_acosh(z):
-    return log(add(z, mul(sqrt(add(z, 1.0)), sqrt(sub(z, 1.0)))))
+    near = log(add(z, mul(sqrt(add(z, 1.0)), sqrt(sub(z, 1.0)))))
+    far = log(z)
+    far = complex(add(real(far), math.log(2.0)), imag(far))
+    return select(_large(z), far, near)
 
 
 def _c_atanh(z):
-    return _scale(sub(_c_log1p(z), _c_log1p(neg(z))), 0.5)
+    near = _scale(sub(_c_log1p(z), _c_log1p(neg(z))), 0.5)
+    # Large |z|: 1/z + i pi/2 with the sign of Im z (the next term, 1/(3z^3),
+    # is below an ulp; at infinity the parts of 1/z are +-0 whatever the
+    # other part of z is).
+    x, y = real(z), imag(z)
+    m = abs_complex(z)
+    at_inf = _is_inf(m)
+    safe = select(at_inf, full_like(m, 1.0), m)
+    zero = full_like(x, 0.0)
+    re = select(at_inf, zero, div(div(x, safe), safe))
+    half_pi = full_like(x, math.pi / 2)
+    im = add(select(_negative_sign(y), neg(half_pi), half_pi),
+             select(at_inf, zero, neg(div(div(y, safe), safe))))
+    return select(_large(z), complex(re, im), near)
 
 
 def _c_asin(z):
@@ -676,12 +741,15 @@ def _c_sign(z):
 
 
 def abs_complex(z):
-    """|z| (hypot of the parts, without overflow of their squares)."""
+    """|z| (hypot of the parts, without overflow of their squares; inf when
+    either part is infinite, NaN or not)."""
     x, y = abs(real(z)), abs(imag(z))
     big, small = max(x, y), min(x, y)
     safe = select(eq(big, 0.0), full_like(big, 1.0), big)
     r = div(small, safe)
-    return select(eq(big, 0.0), big, mul(big, sqrt(add(mul(r, r), 1.0))))
+    out = select(eq(big, 0.0), big, mul(big, sqrt(add(mul(r, r), 1.0))))
+    inf = _prims["or"].bind(_is_inf(x), _is_inf(y))
+    return select(inf, full_like(big, float("inf")), out)
 
 
 def _c_rsqrt(z):

@@ -7,7 +7,7 @@ from .. import dtypes
 from ..config import config
 from ..devices import cpu_device
 
-__array_api_version__ = "2023.12"
+__array_api_version__ = "2024.12"
 
 _KINDS = {
     "bool": ["bool"],

@@ -21,6 +21,15 @@ def _is_bool_array(x):
     return bool(isinstance(x, list) and x and all(isinstance(i, (bool, np.bool_)) for i in x))
 
 
+def _is_scalar_false(idx):
+    if isinstance(idx, tuple):
+        return len(idx) == 1 and _is_scalar_false(idx[0])
+    if isinstance(idx, (bool, np.bool_)):
+        return not idx
+    return (isinstance(idx, (Value, np.ndarray)) and not isinstance(idx, Tracer)
+            and idx.ndim == 0 and np.dtype(idx.dtype) == np.bool_ and not bool(idx))
+
+
 def _normalize(x, idx):
     """Expands the index into (per-dim entries, inserted None positions)."""
     if not isinstance(idx, tuple):
@@ -33,9 +42,9 @@ def _normalize(x, idx):
             if isinstance(i, Tracer):
                 raise NonConcreteBooleanIndexError(
                     f"Array boolean indices must be concrete (at {core.where()})")
-            if not bool(i):
-                raise IndexError("indexing with a scalar False is not supported")
-            out.append(None)  # x[True] adds a leading axis of size 1
+            if not bool(i) and len(idx) > 1:
+                raise IndexError("a scalar False is supported only as the whole index")
+            out.append(None)  # x[True] adds an axis of size 1 (x[False]: of size 0)
         elif _is_bool_array(i):
             if isinstance(i, Tracer):
                 raise NonConcreteBooleanIndexError(
@@ -70,6 +79,8 @@ def getitem(x, idx, mode=None):
     dynamic indices are clamped); 'clip' clamps every index; 'fill'/'drop' let
     out-of-bounds gathers produce the gather fill value (0 for ints)."""
     x = core.as_value(x)
+    if _is_scalar_false(idx):
+        return getitem(x, None)[:0]
     entries = _normalize(x, idx)
     # 1. Basic indexing: slices, ints and None, with advanced entries kept.
     starts, limits, strides, rev_dims = [], [], [], []
@@ -150,6 +161,12 @@ def getitem(x, idx, mode=None):
         bshape = jnp.broadcast_shapes(*[a.shape for a in idx_arrays])
         idx = jnp.stack([jnp.broadcast_to(a.astype(np.int32), bshape) for a in idx_arrays], -1)
         adv_dims = [d for d, _ in adv]
+        if any(x.shape[d] == 0 for d in adv_dims):
+            # A gather takes one element per index along these dims, so an
+            # empty dim gets one padding element (read only by out-of-bounds
+            # indices; an empty mask's index arrays read nothing).
+            x = lax.pad(x, lax.full((), 0, x.dtype),
+                        [(0, int(d in adv_dims and n == 0), 0) for d, n in enumerate(x.shape)])
         slice_sizes = [1 if d in adv_dims else n for d, n in enumerate(x.shape)]
         contiguous = adv_dims == list(range(adv_dims[0], adv_dims[0] + len(adv_dims)))
         pos = adv_dims[0] if contiguous else 0

@@ -77,8 +77,8 @@ def issubdtype(a, b):
     return _np.issubdtype(a, b)
 
 
-def isdtype(d, kind):
-    return _np.isdtype(_np.dtype(d), kind)
+def isdtype(dtype, kind):
+    return _np.isdtype(_np.dtype(dtype), kind)
 
 
 def promote_types(a, b):
@@ -122,14 +122,11 @@ def broadcast_shapes(*shapes):
     out = []
     for i in range(ndim):
         dims = [s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0]
-        d = builtins.max(dims) if dims else 1
-        for x in dims:
-            if x != 1 and x != d:
-                raise _core.value_error(
-                    f"Incompatible shapes for broadcasting: {tuple(map(tuple, shapes))}")
-        if 0 in dims:
-            d = 0
-        out.append(d)
+        sizes = {x for x in dims if x != 1}  # 1 stretches to any size, 0 included
+        if len(sizes) > 1:
+            raise _core.value_error(
+                f"Incompatible shapes for broadcasting: {tuple(map(tuple, shapes))}")
+        out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 
 
@@ -711,7 +708,11 @@ def _canon_dtype(dtype, default):
     return _dt.canonicalize_dtype(dtype if dtype is not None else default)
 
 
-def array(object, dtype=None, copy=True, ndmin=0):
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
+    return _core.on_device(_array(object, dtype, ndmin), device)
+
+
+def _array(object, dtype, ndmin):
     if isinstance(object, _Value):
         out = object if dtype is None else _to(object, _dt.canonicalize_dtype(dtype))
     elif isinstance(object, (list, tuple)) and builtins.any(
@@ -758,54 +759,60 @@ def _nest_np(x):
     return _np.asarray(x)
 
 
-def asarray(a, dtype=None, order=None, copy=None):
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if isinstance(a, _Value) and dtype is None:
-        return a
-    return array(a, dtype=dtype)
+        return _core.on_device(a, device)
+    return array(a, dtype=dtype, device=device)
 
 
-def zeros(shape, dtype=None):
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return lax.full(shape, 0, _canon_dtype(dtype, _dt.default_float()))
+def zeros(shape, dtype=None, *, device=None):
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    return _core.on_device(lax.full(shape, 0, _canon_dtype(dtype, _dt.default_float())), device)
 
 
-def ones(shape, dtype=None):
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return lax.full(shape, 1, _canon_dtype(dtype, _dt.default_float()))
+def ones(shape, dtype=None, *, device=None):
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    return _core.on_device(lax.full(shape, 1, _canon_dtype(dtype, _dt.default_float())), device)
 
 
-empty = zeros
+def empty(shape, dtype=None, *, device=None):
+    return zeros(shape, dtype, device=device)
 
 
-def full(shape, fill_value, dtype=None):
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+def full(shape, fill_value, dtype=None, *, device=None):
+    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
     if dtype is None:
         fv = _v(fill_value)
         dtype = fv.dtype
         if fv.weak_type:
-            return broadcast_to(_to(fv, dtype), shape)
-    return broadcast_to(_to(fill_value, _dt.canonicalize_dtype(dtype)), shape)
+            return _core.on_device(broadcast_to(_to(fv, dtype), shape), device)
+    out = broadcast_to(_to(fill_value, _dt.canonicalize_dtype(dtype)), shape)
+    return _core.on_device(out, device)
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None):
+    return full_like(a, 0, dtype, shape, device=device)
+
+
+def ones_like(a, dtype=None, shape=None, *, device=None):
+    return full_like(a, 1, dtype, shape, device=device)
+
+
+def empty_like(prototype, dtype=None, shape=None, *, device=None):
+    return zeros_like(prototype, dtype, shape, device=device)
+
+
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     a = _v(a)
-    return lax.full(a.shape if shape is None else shape, 0, dtype or a.dtype)
+    out = lax.full_like(a, fill_value, dtype or a.dtype, shape)
+    return _core.on_device(out, device)
 
 
-def ones_like(a, dtype=None, shape=None):
-    a = _v(a)
-    return lax.full(a.shape if shape is None else shape, 1, dtype or a.dtype)
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
+    return _core.on_device(_arange(start, stop, step, dtype), device)
 
 
-empty_like = zeros_like
-
-
-def full_like(a, fill_value, dtype=None, shape=None):
-    a = _v(a)
-    return lax.full_like(a, fill_value, dtype or a.dtype, shape)
-
-
-def arange(start, stop=None, step=None, dtype=None):
+def _arange(start, stop, step, dtype):
     if stop is None and step is None:
         start, stop = 0, start
     step = 1 if step is None else step
@@ -827,7 +834,14 @@ def arange(start, stop=None, step=None, dtype=None):
     return add(multiply(i, _to(step, dtype)), _to(start, dtype))
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    out = _linspace(start, stop, num, endpoint, dtype, axis)
+    return (_core.on_device(out[0], device), out[1]) if retstep else _core.on_device(
+        out[0], device)
+
+
+def _linspace(start, stop, num, endpoint, dtype, axis):
     dt = _canon_dtype(dtype, _dt.default_float())
     cdt = dt if _dt.is_inexact(dt) else _dt.default_float()
     start, stop = _to(start, cdt), _to(stop, cdt)
@@ -843,8 +857,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         out = moveaxis(out, 0, axis)
     if not _dt.is_inexact(dt):
         out = floor(out)
-    out = _to(out, dt)
-    return (out, step) if retstep else out
+    return _to(out, dt), step
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
@@ -857,12 +870,12 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     return logspace(_math.log10(start), _math.log10(stop), num, endpoint, 10.0, dtype, axis)
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N, M=None, k=0, dtype=None, *, device=None):
     M = N if M is None else M
     dt = _canon_dtype(dtype, _dt.default_float())
     r = lax.broadcasted_iota(_np.int32, (N, M), 0)
     c = lax.broadcasted_iota(_np.int32, (N, M), 1)
-    return _to(equal(add(r, k), c), dt)
+    return _core.on_device(_to(equal(add(r, k), c), dt), device)
 
 
 def identity(n, dtype=None):
@@ -972,7 +985,7 @@ def _axes(axis, ndim):
     return out
 
 
-def reshape(a, shape=None, order="C", *, newshape=None):
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     a = _v(a)
     shape = newshape if shape is None else shape
     shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(int(s) for s in shape)
@@ -1818,8 +1831,11 @@ def vdot(a, b):
     return dot(ravel(conj(a)), ravel(b))
 
 
-def vecdot(x1, x2, axis=-1):
-    return sum(multiply(conj(x1), x2), axis=axis)
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    """sum(conj(x1) * x2) over `axis`, in the operands' common dtype (a dot:
+    no widening of small integers, unlike `sum`)."""
+    dt = preferred_element_type or result_type(x1, x2)
+    return sum(multiply(conj(x1), x2), axis=axis, dtype=dt)
 
 
 def inner(a, b):

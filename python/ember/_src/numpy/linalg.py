@@ -80,7 +80,15 @@ def _kept(shape, axis, keepdims):
 
 
 def matrix_power(a, n):
+    """a @ a @ ... (n times) by repeated squaring; n < 0 powers the inverse."""
     a = jnp.asarray(a)
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"exponent must be an integer, got {n!r}")
+    n = int(n)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"matrix_power needs square matrices, got shape {a.shape}")
+    if n < 0:
+        a, n = inv(a), -n
     out = jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
     base = a
     while n:
@@ -179,6 +187,8 @@ def _tri_solve(t, b, lower, unit_diagonal=False):
 
 def _cholesky_lower(a):
     n = a.shape[-1]
+    if n == 0:
+        return a
     ii = np.arange(n)
     cols = []
     for j in range(n):

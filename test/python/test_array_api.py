@@ -1,0 +1,147 @@
+"""The Array API standard's forms of `ember.numpy` (issue #15 item 4): what the
+data-apis suite (tools/array_api_suite.sh) found missing or wrong, each
+checked here against NumPy or the standard's text."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+
+CREATION = ["arange", "asarray", "empty", "empty_like", "eye", "full", "full_like",
+            "linspace", "ones", "ones_like", "zeros", "zeros_like"]
+
+
+@pytest.mark.parametrize("name", CREATION)
+def test_creation_functions_take_device(name):
+    assert "device" in inspect.signature(getattr(jnp, name)).parameters
+    dev = jnp.__array_namespace_info__().default_device()
+    args = {"arange": (3,), "asarray": ([1, 2],), "empty": ((2,),), "eye": (2,),
+            "full": ((2,), 7), "linspace": (0, 1, 3), "ones": ((2,),), "zeros": ((2,),)}
+    like = {"empty_like": (jnp.ones(2),), "full_like": (jnp.ones(2), 3),
+            "ones_like": (jnp.ones(2),), "zeros_like": (jnp.ones(2),)}
+    a = args.get(name) or like[name]
+    out = getattr(jnp, name)(*a, device=dev)
+    ref = getattr(jnp, name)(*a)
+    np.testing.assert_array_equal(np.asarray(out) if name != "empty_like" else 0,
+                                  np.asarray(ref) if name != "empty_like" else 0)
+    assert out.device == dev
+    with pytest.raises(RuntimeError, match="Unknown backend"):  # JAX's error
+        getattr(jnp, name)(*a, device="no-such-device")
+
+
+def test_linspace_retstep_with_device():
+    out, step = jnp.linspace(0.0, 1.0, 5, retstep=True, device=ember.devices()[0])
+    np.testing.assert_allclose(np.asarray(out), np.linspace(0.0, 1.0, 5))
+    assert float(step) == 0.25
+
+
+def test_to_device_and_signatures():
+    x = jnp.arange(4.0)
+    y = x.to_device(ember.devices()[0])
+    np.testing.assert_array_equal(np.asarray(y), np.arange(4.0))
+    assert list(inspect.signature(jnp.isdtype).parameters) == ["dtype", "kind"]
+    assert "copy" in inspect.signature(jnp.reshape).parameters
+    assert {"stream", "max_version", "dl_device", "copy"} <= set(
+        inspect.signature(type(x).__dlpack__).parameters)
+
+
+def test_dlpack_export_to_old_consumers():
+    # NumPy's legacy DLPack path cannot mark the buffer read-only; such a
+    # consumer gets a copy, and the array itself stays unchanged.
+    x = jnp.arange(3.0)
+    capsule_user = np.from_dlpack(x)
+    np.testing.assert_array_equal(capsule_user, [0.0, 1.0, 2.0])
+    assert x.__dlpack__() is not None
+    np.testing.assert_array_equal(np.asarray(x), [0.0, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("a,b", [((1,), (0,)), ((0,), (1,)), ((2, 1), (1, 0)), ((0, 1), (1,))])
+def test_size_one_broadcasts_against_size_zero(a, b):
+    assert jnp.broadcast_shapes(a, b) == np.broadcast_shapes(a, b)
+    out = jnp.add(jnp.ones(a), jnp.ones(b))
+    assert out.shape == np.broadcast_shapes(a, b)
+    with pytest.raises(ValueError):
+        jnp.broadcast_shapes((2,), (3,))
+
+
+def test_unstack_and_take_of_empty_arrays():
+    x = jnp.zeros((0, 1))
+    assert jnp.take(x, 0, axis=1).shape == (0,)
+    parts = jnp.unstack(x, axis=1)
+    assert len(parts) == 1 and parts[0].shape == (0,)
+    assert float(jnp.std(jnp.zeros((0,)))) != float(jnp.std(jnp.zeros((0,))))  # NaN
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_log_and_log1p_of_nan_and_negative(dtype):
+    x = np.array([np.nan, -np.nan, -2.0, -1.0, 0.0, -0.0, 1e-30, 1.0, np.inf], dtype)
+    with np.errstate(all="ignore"):
+        for f, ref in [(jnp.log, np.log), (jnp.log1p, np.log1p)]:
+            out = np.asarray(f(jnp.asarray(x)))
+            np.testing.assert_array_equal(np.isnan(out), np.isnan(ref(x)))
+            ok = ~np.isnan(ref(x))
+            np.testing.assert_allclose(out[ok], ref(x)[ok], rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [-3, -1, 0, 1, 2, 5])
+def test_matrix_power(n):
+    a = np.array([[2.0, 1.0], [0.5, 3.0]], np.float32)
+    np.testing.assert_allclose(np.asarray(jnp.linalg.matrix_power(jnp.asarray(a), n)),
+                               np.linalg.matrix_power(a, n), rtol=1e-5)
+
+
+def test_matrix_power_rejects_bad_exponents():
+    with pytest.raises(TypeError, match="integer"):
+        jnp.linalg.matrix_power(jnp.eye(2), 1.5)
+    with pytest.raises(ValueError, match="square"):
+        jnp.linalg.matrix_power(jnp.ones((2, 3)), 2)
+
+
+def test_vecdot_keeps_the_operand_dtype():
+    a = jnp.asarray(np.array([200, 3], np.uint8))
+    out = jnp.vecdot(a, a)
+    assert out.dtype == np.uint8 and int(out) == (200 * 200 + 9) % 256  # wraps, as a dot
+    assert jnp.linalg.vecdot(a, a).dtype == np.uint8
+    z = jnp.asarray(np.array([1 + 2j, 3j], np.complex64))
+    assert complex(jnp.vecdot(z, z)) == complex(np.vdot(np.asarray(z), np.asarray(z)))
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0)])
+def test_cholesky_of_empty_matrices(shape):
+    assert jnp.linalg.cholesky(jnp.zeros(shape)).shape == shape
+
+
+def test_item_assignment_raises_jax_error():
+    x = jnp.zeros(3)
+    with pytest.raises(TypeError, match=r"immutable.*x\.at\[idx\]\.set\(y\)"):
+        x[0] = 1.0
+    assert list(inspect.signature(type(x).__setitem__).parameters) == ["self", "key", "value"]
+
+    def f(y):
+        y[1] = 2.0
+        return y
+    with pytest.raises(TypeError, match="immutable"):
+        ember.jit(f)(x)
+
+
+@pytest.mark.parametrize("shape,mask", [((0,), np.zeros(0, bool)), ((2, 0), np.zeros((2, 0), bool)),
+                                        ((0, 3), np.zeros(0, bool)), ((3,), [True, False, True])])
+def test_boolean_masks_of_empty_arrays(shape, mask):
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(x)[jnp.asarray(mask)]),
+                                  x[np.asarray(mask)])
+
+
+def test_integer_arrays_into_empty_dims():
+    assert jnp.zeros((0,))[jnp.array([], int)].shape == (0,)
+    assert jnp.zeros((2, 0))[:, jnp.array([], int)].shape == (2, 0)
+
+
+@pytest.mark.parametrize("key", [False, np.bool_(False), True])
+def test_scalar_boolean_index(key):
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(x)[key]), x[key])
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(x)[jnp.asarray(key)]), x[bool(key)])
