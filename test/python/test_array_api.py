@@ -145,3 +145,27 @@ def test_scalar_boolean_index(key):
     x = np.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(np.asarray(jnp.asarray(x)[key]), x[key])
     np.testing.assert_array_equal(np.asarray(jnp.asarray(x)[jnp.asarray(key)]), x[bool(key)])
+
+
+@pytest.mark.parametrize("a", [[1, 2, 1, 2], np.array([3, 0, 3, 1], np.uint8), [True, False, True],
+                               np.array([-128, 5, -128, 7], np.int8),
+                               np.array([np.nan, 1.0, np.nan, 2.0, 1.0], np.float32)])
+def test_argsort_descending_is_stable_for_every_dtype(a):
+    a = np.asarray(a)
+    out = np.asarray(jnp.argsort(jnp.asarray(a), descending=True))
+    # Stable descending: reverse, sort ascending stably, map back, reverse
+    # (NaN first, as JAX).
+    ref = (len(a) - 1 - np.argsort(a[::-1], kind="stable"))[::-1]
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_take_along_axis_defaults_to_the_last_axis():
+    x = jnp.asarray([[1, 2], [3, 4]])
+    np.testing.assert_array_equal(np.asarray(jnp.take_along_axis(x, jnp.asarray([[1, 0], [0, 1]]))),
+                                  [[2, 1], [3, 4]])
+
+
+def test_vecdot_checks_the_contracted_axis():
+    with pytest.raises(ValueError, match="axes must match"):
+        jnp.vecdot(jnp.ones((2, 3)), jnp.ones((2, 1)))
+    np.testing.assert_array_equal(np.asarray(jnp.vecdot(jnp.ones((2, 3)), jnp.ones(3))), [3, 3])

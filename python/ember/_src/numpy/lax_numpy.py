@@ -1686,10 +1686,15 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
         a, axis = ravel(a), 0
     axis = _axis(axis, a.ndim)
     idx = lax.broadcasted_iota(_dt.default_int(), a.shape, axis)
-    keys = negative(a) if descending and not _dt.is_unsigned(a.dtype) else a
-    if descending and _dt.is_bool(a.dtype):
-        keys = logical_not(a)
-    return lax.sort((keys, idx), axis, True, 1)[1]
+    if not descending:
+        return lax.sort((a, idx), axis, True, 1)[1]
+    # Descending and stable (equal keys keep their order), for every dtype
+    # (negating keys breaks unsigned, bool and the most negative integer):
+    # sort the reversed array ascending, then reverse the result and map the
+    # positions back.
+    n = a.shape[axis]
+    rev = lax.sort((lax.rev(a, (axis,)), idx), axis, True, 1)[1]
+    return lax.rev(subtract(_to(n - 1, idx.dtype), rev), (axis,))
 
 
 def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
@@ -1834,6 +1839,11 @@ def vdot(a, b):
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """sum(conj(x1) * x2) over `axis`, in the operands' common dtype (a dot:
     no widening of small integers, unlike `sum`)."""
+    x1, x2 = _v(x1), _v(x2)
+    n1, n2 = (x.shape[_axis(axis, x.ndim)] if x.ndim else None for x in (x1, x2))
+    if n1 is None or n2 is None or n1 != n2:
+        raise _core.value_error(
+            f"axes must match; got shapes {x1.shape} and {x2.shape} with axis={axis}")
     dt = preferred_element_type or result_type(x1, x2)
     return sum(multiply(conj(x1), x2), axis=axis, dtype=dt)
 
@@ -1936,7 +1946,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
     return out
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     _check_mode(mode)
     arr, idx = _v(arr), _v(indices)
     if axis is None:
