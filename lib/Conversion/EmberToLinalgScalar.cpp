@@ -1126,6 +1126,17 @@ Value mlir::ember::totalOrderKey(OpBuilder &b, Location loc, Value x) {
     return x;
   unsigned w = ft.getWidth();
   Type it = b.getIntegerType(w);
+  // JAX's order: -0.0 equals 0.0 and every NaN equals +NaN (after +inf), so
+  // both are canonicalized before the bits are read.
+  Value zero = arith::ConstantOp::create(b, loc, ft, b.getFloatAttr(ft, 0.0));
+  Value nan = arith::ConstantOp::create(
+      b, loc, ft, b.getFloatAttr(ft, APFloat::getQNaN(ft.getFloatSemantics())));
+  x = arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zero),
+      zero, x);
+  x = arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x),
+      nan, x);
   Value bits = arith::BitcastOp::create(b, loc, it, x);
   // Negative floats: flip all but the sign bit so that the signed integer
   // order is the IEEE total order.

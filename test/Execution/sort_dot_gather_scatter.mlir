@@ -6,11 +6,12 @@ func.func private @printMemrefF32(tensor<*xf32>) attributes {llvm.emit_c_interfa
 func.func private @printMemrefI32(tensor<*xi32>) attributes {llvm.emit_c_interface}
 
 func.func @main() {
-  // Floats sort in IEEE total order: -inf < -1 < -0 < +0 < ... < NaN.
-  %k = ember.constant dense<[3.0, 0x7FC00000, -1.0, 2.0, 0.0, -0.0, 0xFF800000, 1.0]> : tensor<8xf32>
-  // CHECK: [-inf,  -1,  -0,  0,  1,  2,  3,  nan]
-  %0 = ember.sort dim = 0, keys = 1, %k : tensor<8xf32>
-  %u0 = tensor.cast %0 : tensor<8xf32> to tensor<*xf32>
+  // Floats sort in JAX's order: -inf < -1 < -0 == +0 < ... < NaN, with equal
+  // zeros (and NaNs of either sign) in input order.
+  %k = ember.constant dense<[3.0, 0x7FC00000, -1.0, 2.0, 0.0, -0.0, 0xFF800000, 1.0, 0xFFC00000]> : tensor<9xf32>
+  // CHECK: [-inf,  -1,  0,  -0,  1,  2,  3,  nan,  -nan]
+  %0 = ember.sort dim = 0, keys = 1, %k : tensor<9xf32>
+  %u0 = tensor.cast %0 : tensor<9xf32> to tensor<*xf32>
   func.call @printMemrefF32(%u0) : (tensor<*xf32>) -> ()
 
   // Stable sort of a payload by one key.
