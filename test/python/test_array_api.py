@@ -169,3 +169,16 @@ def test_vecdot_checks_the_contracted_axis():
     with pytest.raises(ValueError, match="axes must match"):
         jnp.vecdot(jnp.ones((2, 3)), jnp.ones((2, 1)))
     np.testing.assert_array_equal(np.asarray(jnp.vecdot(jnp.ones((2, 3)), jnp.ones(3))), [3, 3])
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint8, np.int32, np.float32, np.bool_])
+def test_out_of_bounds_fill_of_every_dtype(dtype):
+    # JAX's fills (max for unsigned, min for signed, NaN, True); uint32's max
+    # once overflowed a weak int32 on the way.
+    x = jnp.zeros(2, dtype)
+    fill = {np.uint32: 2**32 - 1, np.uint8: 255, np.int32: -2**31, np.bool_: True}.get(dtype)
+    for out in (jnp.take(x, jnp.array([0, 5]))[1], x.at[5].get(mode="fill")):
+        out = np.asarray(out)
+        assert out.dtype == dtype
+        assert np.isnan(out) if fill is None else out == fill
+    assert int(jnp.searchsorted(jnp.array([0], jnp.uint32), jnp.array([0], jnp.uint32))[0]) == 0

@@ -1900,13 +1900,14 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def _default_fill(dtype):
+    """JAX's fill for out-of-bounds gathers, as a NumPy scalar of `dtype`
+    (a Python int would be read as a weak int32: uint32's max overflows)."""
     if _dt.is_inexact(dtype):
-        return nan
+        return _np.asarray(nan, dtype)
     if _dt.is_bool(dtype):
-        return True
-    if _dt.is_unsigned(dtype):
-        return int(_np.iinfo(dtype).max)
-    return int(_np.iinfo(dtype).min)
+        return _np.asarray(True)
+    info = _np.iinfo(dtype)
+    return _np.asarray(info.max if _dt.is_unsigned(dtype) else info.min, dtype)
 
 
 def _check_mode(mode):
