@@ -182,3 +182,12 @@ def test_out_of_bounds_fill_of_every_dtype(dtype):
         assert out.dtype == dtype
         assert np.isnan(out) if fill is None else out == fill
     assert int(jnp.searchsorted(jnp.array([0], jnp.uint32), jnp.array([0], jnp.uint32))[0]) == 0
+
+
+def test_dlpack_copy_false_is_a_read_only_view():
+    # A DLPack 1.0 consumer asking for no copy gets the array's own
+    # read-only buffer, never a silent writable copy.
+    x = jnp.arange(3.0)
+    out = np.from_dlpack(x, copy=False)
+    assert not out.flags.writeable
+    np.testing.assert_array_equal(out, [0.0, 1.0, 2.0])

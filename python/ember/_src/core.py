@@ -338,7 +338,10 @@ class Array(Value):
             return self._value.__dlpack__(**kw)
         except BufferError:
             # Arrays are immutable, so their host buffers are read-only, which
-            # DLPack before 1.0 cannot say: such consumers get a copy.
+            # DLPack before 1.0 cannot say: such consumers get a copy (unless
+            # they asked for none).
+            if copy is False:
+                raise
             return self._value.copy().__dlpack__(**kw)
 
     def __dlpack_device__(self):
