@@ -621,8 +621,8 @@ def _is_inf(x):
     return eq(abs(x), float("inf"))
 
 
-def _negative_sign(x):
-    """The sign bit of the real x (true for -0.0 too)."""
+def sign_bit(x):
+    """The sign bit of the real float x (true for -0.0 and negative NaNs)."""
     bits = {2: np.int16, 4: np.int32, 8: np.int64}[np.dtype(x.dtype).itemsize]
     return lt(bitcast_convert_type(x, bits), 0)
 
@@ -669,7 +669,7 @@ def _c_cosh(z):
     y_bad = _not_finite(y)
     im = select(_prims["and"].bind(eq(x, 0.0), y_bad), mul(x, 0.0), im)  # NaN + 0j
     re = select(_prims["and"].bind(_is_inf(x), y_bad), abs(x), re)      # inf + NaN j
-    im = _exact_zero_part(y, im, _negative_sign(x))
+    im = _exact_zero_part(y, im, sign_bit(x))
     return complex(re, im)
 
 
@@ -687,7 +687,7 @@ def _large(z):
 def _c_asinh(z):
     # Odd: computed on the half plane Re >= 0, where z + sqrt(z^2 + 1) does
     # not cancel; for large |z| (infinities included) log(2z).
-    flip = _negative_sign(real(z))
+    flip = sign_bit(real(z))
     w = select(flip, neg(z), z)
     r = log(add(w, sqrt(add(mul(w, w), 1.0))))
     far = log(w)
@@ -715,7 +715,7 @@ def _c_atanh(z):
     zero = full_like(x, 0.0)
     re = select(at_inf, zero, div(div(x, safe), safe))
     half_pi = full_like(x, math.pi / 2)
-    im = add(select(_negative_sign(y), neg(half_pi), half_pi),
+    im = add(select(sign_bit(y), neg(half_pi), half_pi),
              select(at_inf, zero, neg(div(div(y, safe), safe))))
     return select(_large(z), complex(re, im), near)
 

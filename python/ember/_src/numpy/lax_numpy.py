@@ -574,8 +574,7 @@ def signbit(x):
         return less(x, 0)
     if _dt.is_bool(x.dtype):
         return zeros_like(x, bool_)
-    bits = {2: _np.int16, 4: _np.int32, 8: _np.int64}[x.dtype.itemsize]
-    return less(lax.bitcast_convert_type(x, bits), 0)
+    return lax.sign_bit(x)
 
 
 def isnan(x):
