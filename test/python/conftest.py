@@ -32,4 +32,5 @@ def compiles(monkeypatch):
 
     monkeypatch.setattr(core, "Executable", counting)
     core._program_cache.clear()
+    core._bytecode_index.clear()
     return count

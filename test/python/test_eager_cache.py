@@ -60,6 +60,7 @@ def test_cache_is_bounded(compiles):
         for n in range(1, 8):
             ember.grad(f)(x[:n])
         assert len(core._program_cache) == 3
+        assert len(core._bytecode_index) == 3
         ember.grad(f)(x[:1])  # evicted: compiled again
         assert compiles[0] == 8
     finally:

@@ -200,6 +200,44 @@ class Compiled:
             self._out_tree, [Array(o, a.weak_type) for o, a in zip(outs, self._exe.out_avals)])
 
 
+def _prepare_args(fun, static_argnums, static_argnames, args, kwargs):
+    """Splits a call's arguments into the static ones ((position or name,
+    value) pairs), the treedef of the others and their flat Values, with the
+    positions of Ref leaves and the Refs."""
+    static = []
+    dyn_args = []
+    for i, a in enumerate(args):
+        if i in static_argnums:
+            static.append((i, a))
+        else:
+            dyn_args.append(a)
+    dyn_kwargs = {}
+    for k, v in kwargs.items():
+        if k in static_argnames:
+            static.append((k, v))
+        else:
+            dyn_kwargs[k] = v
+    try:
+        hash(tuple(static))
+    except TypeError:
+        raise ValueError("Non-hashable static arguments are not supported; "
+                         f"got {static}") from None
+    leaves, treedef = flatten_args(dyn_args, dyn_kwargs)
+    ref_pos = _ref_leaves(leaves, getattr(fun, "__name__", "fun"))
+    refs = [leaves[i] for i in ref_pos]
+    vals = []
+    for x in leaves:
+        if isinstance(x, state.Ref):
+            state.check_access(x)
+            vals.append(x._value)
+            continue
+        if not _is_array_leaf(x):
+            raise TypeError(f"Argument of type {type(x).__name__} is not a valid JAX type "
+                            f"(pass it as a static argument) (at {core.where()})")
+        vals.append(as_value(x))
+    return static, treedef, vals, ref_pos, refs
+
+
 class JitWrapped:
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
         functools.update_wrapper(self, fun)
@@ -226,44 +264,9 @@ class JitWrapped:
         self._fast = _ember_runtime.FastJit(Array)
         _jit_objects.add(self)
 
-    def _split(self, args, kwargs):
-        static = []
-        dyn_args = []
-        for i, a in enumerate(args):
-            if i in self.static_argnums:
-                static.append((i, a))
-            else:
-                dyn_args.append(a)
-        dyn_kwargs = {}
-        for k, v in kwargs.items():
-            if k in self.static_argnames:
-                static.append((k, v))
-            else:
-                dyn_kwargs[k] = v
-        return static, dyn_args, dyn_kwargs
-
     def _prepare(self, args, kwargs):
-        static, dyn_args, dyn_kwargs = self._split(args, kwargs)
-        try:
-            static_key = tuple((k, v) for k, v in static)
-            hash(static_key)
-        except TypeError:
-            raise ValueError("Non-hashable static arguments are not supported; "
-                             f"got {static}") from None
-        leaves, treedef = flatten_args(dyn_args, dyn_kwargs)
-        ref_pos = _ref_leaves(leaves, getattr(self.fun, "__name__", "fun"))
-        refs = [leaves[i] for i in ref_pos]
-        vals = []
-        for x in leaves:
-            if isinstance(x, state.Ref):
-                state.check_access(x)
-                vals.append(x._value)
-                continue
-            if not _is_array_leaf(x):
-                raise TypeError(f"Argument of type {type(x).__name__} is not a valid JAX type "
-                                f"(pass it as a static argument) (at {core.where()})")
-            vals.append(as_value(x))
-        return static, treedef, vals, ref_pos, refs
+        return _prepare_args(self.fun, self.static_argnums, self.static_argnames, args,
+                             kwargs)
 
     def _make(self, static, treedef, avals, ref_pos=(), refs=()):
         flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
@@ -395,8 +398,8 @@ def eager(fun, args, static_positions=()):
     # Also under `disable_jit`: the transformations still need a trace (as in
     # JAX, `disable_jit` turns off `jit`, not `grad`); control flow checks
     # for `disable_jit` itself before coming here.
-    j = jit(fun, static_argnums=tuple(static_positions))
-    static, treedef, vals, ref_pos, refs = j._prepare(args, {})
+    static, treedef, vals, ref_pos, refs = _prepare_args(fun, tuple(static_positions), (),
+                                                         args, {})
     if core.find_trace(vals) is not None or core._trace_stack:
         return fun(*args)
     flat_fun, out_tree = flatten_fun(fun, treedef, static)

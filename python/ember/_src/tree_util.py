@@ -35,6 +35,9 @@ class PyTreeDef:
         return f"PyTreeDef({_repr(self)})"
 
 
+_LEAF = PyTreeDef(None, None, ())  # every leaf's (PyTreeDefs are not changed)
+
+
 def _hashable(aux):
     try:
         hash(aux)
@@ -67,6 +70,7 @@ def _repr(t):
 
 def register_pytree_node(nodetype, flatten_func, unflatten_func):
     _registry[nodetype] = (flatten_func, unflatten_func)
+    _leaf_types.discard(nodetype)
     return nodetype
 
 
@@ -109,9 +113,16 @@ def _is_namedtuple(x):
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
+# Types seen to be leaves (every test below depends on the type alone), so
+# that arrays skip them; registering a node type takes it out.
+_leaf_types = set()
+
+
 def _children(x):
     """(kind, aux, children) or None for a leaf."""
     t = type(x)
+    if t in _leaf_types:
+        return None
     if t in _registry:
         kids, aux = _registry[t][0](x)
         return t, aux, list(kids)
@@ -132,6 +143,7 @@ def _children(x):
         return collections.defaultdict, (x.default_factory, tuple(keys)), [x[k] for k in keys]
     if _is_namedtuple(x):
         return t, None, list(x)
+    _leaf_types.add(t)
     return None
 
 
@@ -151,11 +163,11 @@ def tree_flatten(tree, is_leaf=None):
     def rec(x):
         if is_leaf is not None and is_leaf(x):
             leaves.append(x)
-            return PyTreeDef(None, None, ())
+            return _LEAF
         node = _children(x)
         if node is None:
             leaves.append(x)
-            return PyTreeDef(None, None, ())
+            return _LEAF
         kind, aux, kids = node
         return PyTreeDef(kind, aux, [rec(c) for c in kids])
 
