@@ -172,3 +172,14 @@ def test_numpy_arguments_stay_writable():
     assert x.flags.writeable
     np.testing.assert_array_equal(np.asarray(out), np.ones(4))
     np.testing.assert_array_equal(np.asarray(kept), np.ones(4))
+
+
+def test_results_are_not_copied():
+    """Results of the slow call path (pytree outputs) are the runtime's
+    buffers, read-only, not copies of them."""
+    f = jax.jit(lambda x: {"a": [x * 2], "b": (x + 1, x - 1)})
+    out = f(jnp.ones((256, 256)))
+    for leaf in jax.tree_util.tree_leaves(out):
+        assert not leaf._value.flags.owndata
+        assert not leaf._value.flags.writeable
+    np.testing.assert_allclose(np.asarray(out["b"][1]), 0.0)

@@ -241,7 +241,10 @@ class VJPFunction:
         def apply(ct):
             if not core._trace_stack:
                 # One program: the backward pass and the accumulations.
-                return eager(apply, (ct,))
+                return eager(traced, (ct,))
+            return traced(ct)
+
+        def traced(ct):  # (apply calling itself would be a reference cycle)
             want = [not isinstance(e, DontWant) for e in entries]
             grads = self._call(ct, want)
             out = []

@@ -111,8 +111,13 @@ class Executable:
                 os.unlink(obj_path)
 
     def __call__(self, arrays):
-        raw = self.kernel(arrays)
-        return [r.view(dt).reshape(shape) for r, (dt, shape) in zip(raw, self._views)]
+        """The outputs, read-only: an Array takes them without a copy (it
+        copies a writeable NumPy array, which its caller could change)."""
+        outs = []
+        for r, (dt, shape) in zip(self.kernel(arrays), self._views):
+            r.flags.writeable = False
+            outs.append(r.view(dt).reshape(shape))
+        return outs
 
 
 def _dump_other_targets(source):

@@ -157,33 +157,34 @@ def _sorted_keys(d):
                          "keys.") from None
 
 
+# The recursive walks are module-level functions: a nested function that
+# calls itself is a reference cycle (its closure holds it), which would keep
+# the leaves it saw (a program's results) alive until the garbage collector.
 def tree_flatten(tree, is_leaf=None):
     leaves = []
+    return leaves, _flatten(tree, is_leaf, leaves)
 
-    def rec(x):
-        if is_leaf is not None and is_leaf(x):
-            leaves.append(x)
-            return _LEAF
-        node = _children(x)
-        if node is None:
-            leaves.append(x)
-            return _LEAF
-        kind, aux, kids = node
-        return PyTreeDef(kind, aux, [rec(c) for c in kids])
 
-    return leaves, rec(tree)
+def _flatten(x, is_leaf, leaves):
+    if is_leaf is not None and is_leaf(x):
+        leaves.append(x)
+        return _LEAF
+    node = _children(x)
+    if node is None:
+        leaves.append(x)
+        return _LEAF
+    kind, aux, kids = node
+    return PyTreeDef(kind, aux, [_flatten(c, is_leaf, leaves) for c in kids])
 
 
 def tree_unflatten(treedef, leaves):
-    it = iter(leaves)
+    return _unflatten(treedef, iter(leaves))
 
-    def rec(t):
-        if t.kind is None:
-            return next(it)
-        kids = [rec(c) for c in t.children]
-        return _build(t, kids)
 
-    return rec(treedef)
+def _unflatten(t, it):
+    if t.kind is None:
+        return next(it)
+    return _build(t, [_unflatten(c, it) for c in t.children])
 
 
 def _build(t, kids):
@@ -221,21 +222,21 @@ def tree_map(f, tree, *rest, is_leaf=None):
 
 def _flatten_up_to(treedef, tree):
     out = []
-
-    def rec(t, x):
-        if t.kind is None:
-            out.append(x)
-            return
-        node = _children(x)
-        if node is None or node[0] is not t.kind or len(node[2]) != len(t.children):
-            raise ValueError(f"Tree structures do not match: {treedef} vs {tree_structure(tree)}")
-        if t.kind is dict and node[1] != t.aux:
-            raise ValueError(f"Dict key mismatch in tree_map: {t.aux} vs {node[1]}")
-        for c, k in zip(t.children, node[2]):
-            rec(c, k)
-
-    rec(treedef, tree)
+    _flatten_up_to_rec(treedef, tree, treedef, tree, out)
     return out
+
+
+def _flatten_up_to_rec(t, x, treedef, tree, out):
+    if t.kind is None:
+        out.append(x)
+        return
+    node = _children(x)
+    if node is None or node[0] is not t.kind or len(node[2]) != len(t.children):
+        raise ValueError(f"Tree structures do not match: {treedef} vs {tree_structure(tree)}")
+    if t.kind is dict and node[1] != t.aux:
+        raise ValueError(f"Dict key mismatch in tree_map: {t.aux} vs {node[1]}")
+    for c, k in zip(t.children, node[2]):
+        _flatten_up_to_rec(c, k, treedef, tree, out)
 
 
 def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
@@ -334,21 +335,21 @@ def _child_keys(x, kind, aux, kids):
 def tree_flatten_with_path(tree, is_leaf=None):
     """([(key path, leaf), ...], treedef)."""
     out = []
-
-    def rec(x, path):
-        if is_leaf is not None and is_leaf(x):
-            out.append((path, x))
-            return
-        node = _children(x)
-        if node is None:
-            out.append((path, x))
-            return
-        kind, aux, kids = node
-        for k, c in zip(_child_keys(x, kind, aux, kids), kids):
-            rec(c, path + (k,))
-
-    rec(tree, ())
+    _flatten_with_path(tree, (), is_leaf, out)
     return out, tree_structure(tree, is_leaf)
+
+
+def _flatten_with_path(x, path, is_leaf, out):
+    if is_leaf is not None and is_leaf(x):
+        out.append((path, x))
+        return
+    node = _children(x)
+    if node is None:
+        out.append((path, x))
+        return
+    kind, aux, kids = node
+    for k, c in zip(_child_keys(x, kind, aux, kids), kids):
+        _flatten_with_path(c, path + (k,), is_leaf, out)
 
 
 def tree_leaves_with_path(tree, is_leaf=None):
