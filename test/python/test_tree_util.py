@@ -1,9 +1,9 @@
 """ember.tree_util: flatten/unflatten, map, registration, transpose."""
 
 import collections
+import dataclasses
 import gc
 import weakref
-import dataclasses
 
 import numpy as np
 import pytest
