@@ -3,6 +3,10 @@ single-core kernels for products up to 2^21 multiply-adds, OpenBLAS above
 that when scipy-openblas32 is installed, a loop nest on CPUs without AVX2.
 Every operand layout must give NumPy's result."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -94,6 +98,28 @@ def test_matmul_grad_and_vmap_through_gemm():
 def test_openblas_is_used_when_installed():
     pytest.importorskip("scipy_openblas32")
     assert compiler._HAVE_BLAS
+
+
+def _openblas_core(env):
+    code = ("import ctypes, os, ember\n"
+            "from ember._src import compiler\n"
+            "f = compiler._use_openblas.lib.scipy_openblas_get_corename\n"
+            "f.restype = ctypes.c_char_p\n"
+            "print(f().decode(), os.environ.get('OPENBLAS_CORETYPE'))\n")
+    env = {k: v for k, v in os.environ.items() if "OPENBLAS_CORETYPE" not in k} | env
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    return out[0], out[1]
+
+
+def test_openblas_kernels_follow_ember_openblas_coretype_only():
+    """Ember's OpenBLAS copy detects the CPU whatever NumPy's
+    OPENBLAS_CORETYPE says (which stays set for NumPy), and takes the core
+    type from EMBER_OPENBLAS_CORETYPE."""
+    pytest.importorskip("scipy_openblas32")
+    detected, _ = _openblas_core({})
+    assert _openblas_core({"OPENBLAS_CORETYPE": "Prescott"}) == (detected, "Prescott")
+    assert _openblas_core({"EMBER_OPENBLAS_CORETYPE": "Haswell"}) == ("Haswell", "None")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

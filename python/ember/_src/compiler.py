@@ -25,14 +25,27 @@ def _use_openblas():
     """Points the runtime's GEMM entry points at scipy-openblas32 (the OpenBLAS
     build NumPy and SciPy ship), when it is installed; otherwise large
     contractions run the runtime's plain loop nest."""
+    # This OpenBLAS is Ember's own copy (NumPy's is scipy-openblas64), so
+    # OPENBLAS_CORETYPE, NumPy's setting, does not choose its kernels: it
+    # detects the CPU when it loads (importing the package loads it, reading
+    # the variable then), unless EMBER_OPENBLAS_CORETYPE names a core type.
+    # See docs/decisions.md.
+    saved = os.environ.pop("OPENBLAS_CORETYPE", None)
+    if os.environ.get("EMBER_OPENBLAS_CORETYPE"):
+        os.environ["OPENBLAS_CORETYPE"] = os.environ["EMBER_OPENBLAS_CORETYPE"]
     try:
         import ctypes
 
         import scipy_openblas32
+
+        lib = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(),
+                                       f"lib{scipy_openblas32.get_library()}.so"))
     except ImportError:
         return False
-    lib = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(),
-                                   f"lib{scipy_openblas32.get_library()}.so"))
+    finally:
+        os.environ.pop("OPENBLAS_CORETYPE", None)
+        if saved is not None:
+            os.environ["OPENBLAS_CORETYPE"] = saved
     addr = [ctypes.cast(getattr(lib, f"scipy_cblas_{k}gemm"), ctypes.c_void_p).value
             for k in "sd"]
     _ember_runtime.set_cblas_gemm(*addr)
