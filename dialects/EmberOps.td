@@ -370,6 +370,41 @@ def Ember_SortOp : Ember_Op<"sort", [Pure, InferTypeOpAdaptor]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Linear algebra (runtime calls: LAPACK and BLAS when the embedder gives them)
+//===----------------------------------------------------------------------===//
+
+def Ember_CholeskyOp : Ember_Op<"cholesky", [Pure, SameOperandsAndResultType]> {
+  let summary = "lower Cholesky factor of (a batch of) symmetric positive definite matrices";
+  let description = [{
+    Reads the lower triangle of each trailing n x n matrix `a` and returns L,
+    lower triangular with a positive diagonal, such that a = L L^T; the strict
+    upper triangle of the result is zero. Where `a` is not positive definite
+    the whole matrix of the result is NaN (as JAX).
+  }];
+  let arguments = (ins Ember_FloatTensor:$operand);
+  let results = (outs Ember_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+  let hasVerifier = 1;
+}
+
+def Ember_TriangularSolveOp : Ember_Op<"triangular_solve", [Pure]> {
+  let summary = "solve op(a) x = b for triangular a, for a batch of matrices";
+  let description = [{
+    `a` is (..., n, n), `b` and the result (..., n, k), with equal batch
+    dimensions. op(a) is `a` or, with `transpose_a`, its transpose. Only the
+    triangle `lower` names is read; with `unit_diagonal` the diagonal is taken
+    to be ones and not read either.
+  }];
+  let arguments = (ins Ember_FloatTensor:$a, Ember_FloatTensor:$b, BoolAttr:$lower,
+                       BoolAttr:$transpose_a, BoolAttr:$unit_diagonal);
+  let results = (outs Ember_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Contraction, gather and scatter
 //===----------------------------------------------------------------------===//
 

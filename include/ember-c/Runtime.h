@@ -80,6 +80,14 @@ MLIR_CAPI_EXPORTED void emberRuntimeRegisterSymbol(MlirStringRef name,
 /// `scipy_cblas_sgemm`) when given, and a plain loop nest otherwise.
 MLIR_CAPI_EXPORTED void emberRuntimeSetCblasGemm(void *sgemm, void *dgemm);
 
+/// `ember.cholesky` and `ember.triangular_solve` call
+/// `ember_cholesky_f32/f64` and `ember_triangular_solve_f32/f64`, which use
+/// these LAPACKE `LAPACKE_spotrf` / `LAPACKE_dpotrf` and CBLAS `cblas_strsm`
+/// / `cblas_dtrsm` functions (32-bit integers, e.g. scipy-openblas32's
+/// `scipy_LAPACKE_spotrf`) when given, and plain loops otherwise.
+MLIR_CAPI_EXPORTED void emberRuntimeSetLapack(void *spotrf, void *dpotrf,
+                                              void *strsm, void *dtrsm);
+
 /// The runtime's one memory pool, which also serves compiled code's
 /// malloc/calloc/free: a 64-byte aligned block of `bytes` (null when out of
 /// memory), kept for reuse when freed. `emberRuntimeFree` takes blocks of

@@ -1,7 +1,8 @@
 //===- LowerRuntimeCalls.cpp - calls into the runtime ---------------------===//
 //
-// host_callback and the run-time stack ops become calls of buffer helpers
-// that call runtime entry points (include/ember/Runtime/Runtime.def).
+// host_callback, the run-time stack ops, cholesky and triangular_solve
+// become calls of buffer helpers that call runtime entry points
+// (include/ember/Runtime/Runtime.def).
 //
 //===----------------------------------------------------------------------===//
 #include "EmberToLinalgCommon.h"
@@ -304,9 +305,82 @@ template <typename OpT> struct StackLowering : public OpConversionPattern<OpT> {
 
 } // namespace
 
+//===----------------------------------------------------------------------===//
+// Linear algebra: cholesky and triangular_solve (Linalg.cpp in the runtime)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The number of matrices and their trailing sizes.
+struct MatrixBatch {
+  int64_t batch = 1, rows, cols;
+  explicit MatrixBatch(RankedTensorType t) {
+    int64_t r = t.getRank();
+    for (int64_t d : t.getShape().drop_back(2))
+      batch *= d;
+    rows = t.getDimSize(r - 2);
+    cols = t.getDimSize(r - 1);
+  }
+};
+
+/// A call of runtime entry `entry` (with `consts` before the buffers) on
+/// `operands`, returning one tensor of `outType`.
+Value callLinalgEntry(ConversionPatternRewriter &rewriter, Operation *op,
+                      StringRef prefix, StringRef entry,
+                      SmallVector<int64_t> consts, ValueRange operands,
+                      RankedTensorType outType) {
+  Location loc = op->getLoc();
+  auto module = op->getParentOfType<ModuleOp>();
+  declareRuntimeFunction(module, entry);
+  std::string name = buildBufferHelper(
+      module, loc, prefix, TypeRange(operands), TypeRange{outType},
+      [&](OpBuilder &hb, ArrayRef<Value> ins, ArrayRef<Value> outs) {
+        SmallVector<Value> args;
+        for (int64_t v : consts)
+          args.push_back(
+              arith::ConstantOp::create(hb, loc, hb.getI64IntegerAttr(v)));
+        args.append(ins.begin(), ins.end());
+        args.push_back(outs[0]);
+        func::CallOp::create(hb, loc, entry, TypeRange{}, args);
+      });
+  return func::CallOp::create(rewriter, loc, name, TypeRange{outType}, operands)
+      .getResult(0);
+}
+
+/// The entry (without its _f32/_f64 suffix) and leading integer arguments
+/// of each op's call.
+std::pair<StringRef, SmallVector<int64_t>> entryOf(CholeskyOp, MatrixBatch m) {
+  return {"ember_cholesky", {m.batch, m.rows}};
+}
+std::pair<StringRef, SmallVector<int64_t>> entryOf(TriangularSolveOp op,
+                                                   MatrixBatch m) {
+  return {"ember_triangular_solve",
+          {m.batch, m.rows, m.cols, op.getLower(), op.getTransposeA(),
+           op.getUnitDiagonal()}};
+}
+
+template <typename OpT>
+struct LinalgCallLowering : public OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    auto [base, consts] = entryOf(op, MatrixBatch(type));
+    std::string entry =
+        (base + (type.getElementType().isF32() ? "_f32" : "_f64")).str();
+    rewriter.replaceOp(op,
+                       callLinalgEntry(rewriter, op, ("__" + base).str(), entry,
+                                       consts, adaptor.getOperands(), type));
+    return success();
+  }
+};
+} // namespace
+
 void mlir::ember::populateRuntimeCallLoweringPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<HostCallbackLowering, StackLowering<StackPushOp>,
-               StackLowering<StackPopOp>, StackLowering<StackFreeOp>>(
-      converter, patterns.getContext());
+               StackLowering<StackPopOp>, StackLowering<StackFreeOp>,
+               LinalgCallLowering<CholeskyOp>,
+               LinalgCallLowering<TriangularSolveOp>>(converter,
+                                                      patterns.getContext());
 }

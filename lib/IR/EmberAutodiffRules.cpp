@@ -230,6 +230,52 @@ Value iotaLike(R &r, RankedTensorType t, int64_t dim) {
   return IotaOp::create(r.b, r.loc, t.clone(r.b.getI32Type()), dim);
 }
 
+/// Linear algebra helpers: matrices are the two trailing dimensions.
+Value swapLastTwo(R &r, Value x) {
+  int64_t rank = r.ty(x).getRank();
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return TransposeOp::create(r.b, r.loc, x, r.b.getDenseI64ArrayAttr(perm));
+}
+
+/// x @ y per batch element (x^T @ y with `transX`).
+Value batchedMatmul(R &r, Value x, Value y, bool transX = false) {
+  auto xt = r.ty(x), yt = r.ty(y);
+  int64_t rank = xt.getRank();
+  SmallVector<int64_t> batch = llvm::to_vector(llvm::seq<int64_t>(0, rank - 2));
+  SmallVector<int64_t> shape(xt.getShape().drop_back(2));
+  shape.push_back(xt.getDimSize(transX ? rank - 1 : rank - 2));
+  shape.push_back(yt.getDimSize(rank - 1));
+  return DotGeneralOp::create(
+      r.b, r.loc, RankedTensorType::get(shape, xt.getElementType()), x, y,
+      r.b.getDenseI64ArrayAttr(batch), r.b.getDenseI64ArrayAttr(batch),
+      r.b.getDenseI64ArrayAttr({transX ? rank - 2 : rank - 1}),
+      r.b.getDenseI64ArrayAttr({rank - 2}));
+}
+
+/// `x` with the entries outside the triangle `lower` names set to zero
+/// (the diagonal too with `strict`), and its diagonal times `diagScale`.
+Value triangle(R &r, Value x, bool lower, bool strict, double diagScale = 1) {
+  auto t = r.ty(x);
+  int64_t rank = t.getRank();
+  Value row = iotaLike(r, t, rank - 2), col = iotaLike(r, t, rank - 1);
+  auto dir = lower
+                 ? (strict ? ComparisonDirection::GT : ComparisonDirection::GE)
+                 : (strict ? ComparisonDirection::LT : ComparisonDirection::LE);
+  Value kept = r.select(r.cmp(dir, row, col), x, r.zeros(t));
+  if (diagScale == 1 || strict)
+    return kept;
+  return r.select(r.cmp(ComparisonDirection::EQ, row, col),
+                  r.mul(kept, r.like(kept, diagScale)), kept);
+}
+
+Value triangularSolve(R &r, TriangularSolveOp like, Value a, Value rhs,
+                      bool transposeA) {
+  return TriangularSolveOp::create(r.b, r.loc, rhs.getType(), a, rhs,
+                                   like.getLower(), transposeA,
+                                   like.getUnitDiagonal());
+}
+
 /// The permutation a sort applies along its dimension (as i32 positions).
 Value sortPermutation(R &r, SortOp op) {
   SmallVector<Value> keys(op.getInputs().take_front(op.getNumKeys()));
@@ -835,6 +881,35 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         }
         return pass(res);
       })
+      .Case([&](CholeskyOp o) -> LogicalResult {
+        // L' = L phi(L^-1 A' L^-T), phi = the lower triangle with the
+        // diagonal halved (Murray, arXiv:1602.07527; JAX's rule).
+        if (!t[0])
+          return zero();
+        Value l = o.getResult();
+        auto solve = [&](Value rhs) {
+          return TriangularSolveOp::create(b, r.loc, rhs.getType(), l, rhs,
+                                           true, false, false)
+              .getResult();
+        };
+        Value y = solve(t[0]);                              // L^-1 A'
+        Value x = swapLastTwo(r, solve(swapLastTwo(r, y))); // L^-1 A' L^-T
+        return pass(batchedMatmul(r, l, triangle(r, x, true, false, 0.5)));
+      })
+      .Case([&](TriangularSolveOp o) -> LogicalResult {
+        // x = op(a)^-1 b: x' = op(a)^-1 (b' - op(a') x), a' restricted to
+        // the triangle the op reads.
+        Value res;
+        if (t[1])
+          res = triangularSolve(r, o, o.getA(), t[1], o.getTransposeA());
+        if (t[0]) {
+          Value da = triangle(r, t[0], o.getLower(), o.getUnitDiagonal());
+          Value p = batchedMatmul(r, da, o.getResult(), o.getTransposeA());
+          Value d = triangularSolve(r, o, o.getA(), p, o.getTransposeA());
+          res = res ? r.sub(res, d) : r.neg(d);
+        }
+        return res ? pass(res) : zero();
+      })
       .Case([&](SortOp o) -> LogicalResult {
         // Sort the tangents as payload alongside the primal operands.
         size_t n = o.getInputs().size();
@@ -1291,6 +1366,14 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
         if (linear[1])
           out[1] = dotTranspose(r, c, o.getLhs(), o.getRhs().getType(), d.rb,
                                 d.rc, d.rFree, d.lb, d.lc, d.lFree, nb);
+        return success();
+      })
+      .Case([&](TriangularSolveOp o) -> LogicalResult {
+        // Linear in b: b's cotangent solves the transposed system.
+        if (linear[0])
+          return o.emitOpError("is not linear in its matrix operand");
+        if (needs(1))
+          out[1] = triangularSolve(r, o, o.getA(), c, !o.getTransposeA());
         return success();
       })
       .Case([&](SortOp o) -> LogicalResult {

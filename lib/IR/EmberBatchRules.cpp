@@ -287,6 +287,9 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
         a.set("dimension", b.getI64IntegerAttr(o.getDimension() + 1));
         return done(c.recreate(op, all(), a));
       })
+      // Batch dimensions are leading dimensions of these ops already.
+      .Case<CholeskyOp, TriangularSolveOp>(
+          [&](auto o) { return done(c.recreate(op, all(), attrs())); })
       .Case([&](SortOp o) {
         NamedAttrList a = attrs();
         a.set("dimension", b.getI64IntegerAttr(o.getDimension() + 1));

@@ -694,6 +694,56 @@ LogicalResult SortOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+/// f32 or f64 (the element types the runtime's LAPACK calls take).
+static bool isLapackElement(Type t) { return t.isF32() || t.isF64(); }
+
+LogicalResult CholeskyOp::verify() {
+  auto t = cast<RankedTensorType>(getOperand().getType());
+  // cholesky_c1
+  if (t.getRank() < 2 ||
+      t.getDimSize(t.getRank() - 1) != t.getDimSize(t.getRank() - 2))
+    return emitOpError("cholesky_c1: the operand must be (a batch of) square "
+                       "matrices, got ")
+           << t;
+  // cholesky_c2
+  if (!isLapackElement(t.getElementType()))
+    return emitOpError("cholesky_c2: element type must be f32 or f64, got ")
+           << t.getElementType();
+  return success();
+}
+
+LogicalResult TriangularSolveOp::verify() {
+  auto a = cast<RankedTensorType>(getA().getType());
+  auto b = cast<RankedTensorType>(getB().getType());
+  int64_t r = a.getRank();
+  // triangular_solve_c1
+  if (r < 2 || a.getDimSize(r - 1) != a.getDimSize(r - 2))
+    return emitOpError("triangular_solve_c1: a must be (a batch of) square "
+                       "matrices, got ")
+           << a;
+  // triangular_solve_c2
+  if (b.getRank() != r ||
+      a.getShape().drop_back(2) != b.getShape().drop_back(2) ||
+      b.getDimSize(r - 2) != a.getDimSize(r - 1))
+    return emitOpError("triangular_solve_c2: b must be (..., n, k) with a's "
+                       "batch dimensions and n, got ")
+           << b << " for a of type " << a;
+  // triangular_solve_c3
+  if (a.getElementType() != b.getElementType() || getType() != b)
+    return emitOpError("triangular_solve_c3: a, b and the result must have "
+                       "one element type and the result b's type");
+  // triangular_solve_c4
+  if (!isLapackElement(a.getElementType()))
+    return emitOpError("triangular_solve_c4: element type must be f32 or f64, "
+                       "got ")
+           << a.getElementType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Contraction, gather and scatter
 //===----------------------------------------------------------------------===//
 

@@ -425,6 +425,14 @@ NB_MODULE(_ember_runtime, m) {
       },
       nb::arg("sgemm"), nb::arg("dgemm"));
   m.def(
+      "set_lapack",
+      [](uintptr_t spotrf, uintptr_t dpotrf, uintptr_t strsm, uintptr_t dtrsm) {
+        emberRuntimeSetLapack(
+            reinterpret_cast<void *>(spotrf), reinterpret_cast<void *>(dpotrf),
+            reinterpret_cast<void *>(strsm), reinterpret_cast<void *>(dtrsm));
+      },
+      nb::arg("spotrf"), nb::arg("dpotrf"), nb::arg("strsm"), nb::arg("dtrsm"));
+  m.def(
       "set_host_callback_handler",
       [](nb::object handler) {
         hostHandler() = std::move(handler);

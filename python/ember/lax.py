@@ -3,6 +3,7 @@
 import enum as _enum  # noqa: E402
 
 from ember._src import core as _core  # noqa: E402
+from ember._src import lax_linalg as linalg  # noqa: F401,E402
 from ember._src.api import with_sharding_constraint  # noqa: F401
 from ember._src.control_flow import (  # noqa: F401
     associative_scan,

@@ -679,3 +679,24 @@ func.func @bessel(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   %1 = ember.bessel_i1e %x : tensor<4xf32>
   return %0, %1 : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// cholesky and triangular_solve call the runtime through buffer helpers:
+// batch, n (and k, lower, transpose_a, unit_diagonal), the operands, the
+// result.
+// CHECK-LABEL: func @linalg
+// CHECK: %[[L:.*]] = call @__ember_cholesky{{.*}}(%{{.*}}) : (tensor<2x3x3xf64>) -> tensor<2x3x3xf64>
+// CHECK: call @__ember_triangular_solve{{.*}}(%[[L]], %{{.*}}) : (tensor<2x3x3xf64>, tensor<2x3x4xf64>) -> tensor<2x3x4xf64>
+// CHECK: func.func private @ember_cholesky_f64(i64, i64, index, index)
+// CHECK: func.func private @__ember_cholesky
+// CHECK-DAG: %[[TWO:.*]] = arith.constant 2 : i64
+// CHECK-DAG: %[[THREE:.*]] = arith.constant 3 : i64
+// CHECK: call @ember_cholesky_f64(%[[TWO]], %[[THREE]], %{{.*}}, %{{.*}})
+// CHECK: func.func private @ember_triangular_solve_f64(i64, i64, i64, i64, i64, i64, index, index, index)
+// CHECK: call @ember_triangular_solve_f64
+func.func @linalg(%a: tensor<2x3x3xf64>, %b: tensor<2x3x4xf64>) -> tensor<2x3x4xf64> {
+  %l = ember.cholesky %a : tensor<2x3x3xf64>
+  %x = ember.triangular_solve %l, %b {lower = true, transpose_a = true, unit_diagonal = false} : (tensor<2x3x3xf64>, tensor<2x3x4xf64>) -> tensor<2x3x4xf64>
+  return %x : tensor<2x3x4xf64>
+}

@@ -1050,3 +1050,57 @@ func.func @vmap_c5(%xs: tensor<2xf32>) -> tensor<2xf32> {
   %r = ember.vmap @vmap_c5_f(%xs) batched [true] size 2 axis "" : (tensor<2xf32>) -> tensor<2xf32>
   return %r : tensor<2xf32>
 }
+
+// -----
+
+// cholesky_c1
+func.func @cholesky_c1(%a: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{cholesky_c1: the operand must be (a batch of) square matrices}}
+  %0 = ember.cholesky %a : tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// cholesky_c2
+func.func @cholesky_c2(%a: tensor<3x3xf16>) -> tensor<3x3xf16> {
+  // expected-error @+1 {{cholesky_c2: element type must be f32 or f64, got 'f16'}}
+  %0 = ember.cholesky %a : tensor<3x3xf16>
+  return %0 : tensor<3x3xf16>
+}
+
+// -----
+
+// triangular_solve_c1
+func.func @triangular_solve_c1(%a: tensor<3xf32>, %b: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{triangular_solve_c1: a must be (a batch of) square matrices}}
+  %0 = ember.triangular_solve %a, %b {lower = true, transpose_a = false, unit_diagonal = false} : (tensor<3xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+
+// -----
+
+// triangular_solve_c2
+func.func @triangular_solve_c2(%a: tensor<2x3x3xf32>, %b: tensor<3x3x2xf32>) -> tensor<3x3x2xf32> {
+  // expected-error @+1 {{triangular_solve_c2: b must be (..., n, k) with a's batch dimensions and n}}
+  %0 = ember.triangular_solve %a, %b {lower = true, transpose_a = false, unit_diagonal = false} : (tensor<2x3x3xf32>, tensor<3x3x2xf32>) -> tensor<3x3x2xf32>
+  return %0 : tensor<3x3x2xf32>
+}
+
+// -----
+
+// triangular_solve_c3
+func.func @triangular_solve_c3(%a: tensor<3x3xf32>, %b: tensor<3x2xf64>) -> tensor<3x2xf64> {
+  // expected-error @+1 {{triangular_solve_c3: a, b and the result must have one element type}}
+  %0 = ember.triangular_solve %a, %b {lower = true, transpose_a = false, unit_diagonal = false} : (tensor<3x3xf32>, tensor<3x2xf64>) -> tensor<3x2xf64>
+  return %0 : tensor<3x2xf64>
+}
+
+// -----
+
+// triangular_solve_c4
+func.func @triangular_solve_c4(%a: tensor<3x3xbf16>, %b: tensor<3x2xbf16>) -> tensor<3x2xbf16> {
+  // expected-error @+1 {{triangular_solve_c4: element type must be f32 or f64, got 'bf16'}}
+  %0 = ember.triangular_solve %a, %b {lower = true, transpose_a = false, unit_diagonal = false} : (tensor<3x3xbf16>, tensor<3x2xbf16>) -> tensor<3x2xbf16>
+  return %0 : tensor<3x2xbf16>
+}

@@ -461,3 +461,40 @@ func.func @record(%x: tensor<3xf32>, %ct: tensor<3xf32>) -> tensor<3xf32> {
   %y, %g = ember.vjp @rsin(%x) cotangents(%ct) wrt [0] {ember.record_residuals} : (tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
   return %g : tensor<3xf32>
 }
+
+// -----
+
+// Cholesky's JVP: L' = L phi(L^-1 A' L^-T), two triangular solves (the
+// second on transposes), the lower triangle with the diagonal halved, one
+// product with L.
+// CHECK-LABEL: func @jvp_cholesky
+// CHECK: %[[L:.*]] = ember.cholesky %{{.*}} : tensor<3x3xf32>
+// CHECK: ember.triangular_solve %[[L]], %{{.*}} {lower = true, transpose_a = false, unit_diagonal = false}
+// CHECK: ember.transpose
+// CHECK: ember.triangular_solve %[[L]]
+// CHECK: ember.compare  GE
+// CHECK: ember.mul
+// CHECK: ember.dot_general %[[L]], %{{.*}}, batch = [] x [], contract = [1] x [0]
+func.func private @chol(%a: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %0 = ember.cholesky %a : tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+func.func @jvp_cholesky(%a: tensor<3x3xf32>, %t: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %y, %ty = ember.jvp @chol(%a) tangents(%t) wrt [0] : (tensor<3x3xf32>, tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3x3xf32>)
+  return %ty : tensor<3x3xf32>
+}
+
+// -----
+
+// The triangular solve is linear in b: b's cotangent solves the transposed
+// system with the same triangle.
+// CHECK-LABEL: func @grad_triangular_solve_b
+// CHECK: ember.triangular_solve %{{.*}}, %{{.*}} {lower = true, transpose_a = true, unit_diagonal = true}
+func.func private @tsolve(%a: tensor<3x3xf32>, %b: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %0 = ember.triangular_solve %a, %b {lower = true, transpose_a = false, unit_diagonal = true} : (tensor<3x3xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+func.func @grad_triangular_solve_b(%a: tensor<3x3xf32>, %b: tensor<3x2xf32>, %ct: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %y, %g = ember.vjp @tsolve(%a, %b) cotangents(%ct) wrt [1] : (tensor<3x3xf32>, tensor<3x2xf32>, tensor<3x2xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>)
+  return %g : tensor<3x2xf32>
+}

@@ -22,9 +22,9 @@ from .targets import get_target
 
 
 def _use_openblas():
-    """Points the runtime's GEMM entry points at scipy-openblas32 (the OpenBLAS
-    build NumPy and SciPy ship), when it is installed; otherwise large
-    contractions run the runtime's plain loop nest."""
+    """Points the runtime's GEMM, Cholesky and triangular-solve entry points
+    at scipy-openblas32 (the OpenBLAS build NumPy and SciPy ship), when it
+    is installed; otherwise they run the runtime's plain loops."""
     # This OpenBLAS is Ember's own copy (NumPy's is scipy-openblas64), so
     # OPENBLAS_CORETYPE, NumPy's setting, does not choose its kernels: it
     # detects the CPU when it loads (importing the package loads it, reading
@@ -49,6 +49,10 @@ def _use_openblas():
     addr = [ctypes.cast(getattr(lib, f"scipy_cblas_{k}gemm"), ctypes.c_void_p).value
             for k in "sd"]
     _ember_runtime.set_cblas_gemm(*addr)
+    _ember_runtime.set_lapack(*[
+        ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+        for name in ("scipy_LAPACKE_spotrf", "scipy_LAPACKE_dpotrf", "scipy_cblas_strsm",
+                     "scipy_cblas_dtrsm")])
     _use_openblas.lib = lib  # keep it loaded
     return True
 

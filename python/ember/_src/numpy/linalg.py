@@ -1,10 +1,11 @@
 """jax.numpy.linalg on ember primitives (re-exported by `ember.numpy.linalg`):
 norms, matrix power and the dense decompositions.
 
-Ember has no LAPACK custom calls, so the decompositions are written as
-*unrolled* sequences of ordinary array ops over the (static) matrix size:
+cholesky and the triangular solves are the ops `ember.cholesky` and
+`ember.triangular_solve` (`lax_linalg.py`), which run LAPACK's potrf and
+BLAS's trsm through the runtime. The other decompositions are still written
+as *unrolled* sequences of ordinary array ops over the (static) matrix size:
 
-* cholesky: column-by-column (left-looking) Cholesky of the symmetrized input.
 * solve / inv / det / slogdet: LU with partial pivoting; the pivot is chosen
   with argmax and rows are swapped with one-hot outer products, so everything
   stays differentiable (argmax itself carries no gradient, as in JAX).
@@ -22,13 +23,13 @@ Ember has no LAPACK custom calls, so the decompositions are written as
   singular values and for full_matrices=True).  Not differentiable (while_loop).
 
 Leading batch dimensions broadcast through every op.  Only real dtypes are
-supported by the decompositions.  Everything is O(n) to O(n^3) traced ops, so
-these are meant for small matrices (n up to a few dozen).
+supported by the decompositions.  The unrolled ones are O(n) to O(n^3)
+traced ops, so they are meant for small matrices (n up to a few dozen).
 """
 
 import numpy as np
 
-from .. import control_flow
+from .. import control_flow, lax_linalg
 from ..ad import custom_jvp
 from . import lax_numpy as jnp
 
@@ -165,41 +166,18 @@ def _diag(a):
 
 
 def _tri_solve(t, b, lower, unit_diagonal=False):
-    """Solve t @ x = b for triangular t (..., n, n) and b (..., n, k)."""
-    n = t.shape[-1]
-    rows = [None] * n
-    order = range(n) if lower else range(n - 1, -1, -1)
-    for i in order:
-        r = b[..., i:i + 1, :]
-        if lower and i > 0:
-            r = r - t[..., i:i + 1, :i] @ jnp.concatenate(rows[:i], axis=-2)
-        elif not lower and i < n - 1:
-            r = r - t[..., i:i + 1, i + 1:] @ jnp.concatenate(rows[i + 1:], axis=-2)
-        if not unit_diagonal:
-            r = r / t[..., i:i + 1, i:i + 1]
-        rows[i] = r
-    return jnp.concatenate(rows, axis=-2)
+    """Solve t @ x = b for triangular t (..., n, n) and b (..., n, k) (batch
+    dimensions broadcast)."""
+    batch = jnp.broadcast_shapes(t.shape[:-2], b.shape[:-2])
+    t = jnp.broadcast_to(t, batch + t.shape[-2:])
+    b = jnp.broadcast_to(b.astype(t.dtype), batch + b.shape[-2:])
+    return lax_linalg.triangular_solve(t, b, left_side=True, lower=lower,
+                                       unit_diagonal=unit_diagonal)
 
 
 # ----------------------------------------------------------------------------
 # Cholesky
 # ----------------------------------------------------------------------------
-
-def _cholesky_lower(a):
-    n = a.shape[-1]
-    if n == 0:
-        return a
-    ii = np.arange(n)
-    cols = []
-    for j in range(n):
-        v = a[..., :, j]
-        if j:
-            lp = jnp.stack(cols, axis=-1)  # (..., n, j)
-            v = v - jnp.sum(lp * lp[..., j:j + 1, :], axis=-1)
-        d = jnp.sqrt(v[..., j:j + 1])
-        cols.append(jnp.where(ii >= j, v / d, 0))
-    return jnp.stack(cols, axis=-1)
-
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
     """Cholesky factor L (lower, a = L @ L.T); NaNs if `a` is not positive definite."""
@@ -207,7 +185,7 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     _square(a, "cholesky")
     if symmetrize_input:
         a = _sym(a)
-    L = _cholesky_lower(a)
+    L = lax_linalg.cholesky(a, symmetrize_input=False)
     return _mT(L) if upper else L
 
 

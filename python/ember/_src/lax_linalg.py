@@ -1,0 +1,97 @@
+"""ember.lax.linalg: the linear algebra primitives (`ember.cholesky`,
+`ember.triangular_solve`), which compiled code runs through the runtime's
+LAPACK and BLAS calls. Their JVP, transpose and batching rules are the ops'
+rules in C++."""
+
+import numpy as np
+
+from . import core, dtypes, lax
+from .core import Primitive, as_value, type_error
+
+_LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _square(x, what):
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise type_error(f"{what} must be (a batch of) square matrices, got shape {x.shape}")
+
+
+def _matrices(x, what):
+    _square(x, what)
+    if x.dtype not in _LAPACK_DTYPES:
+        raise type_error(f"{what} must be float32 or float64, got {x.dtype}")
+
+
+def _cholesky_rule(x):
+    _matrices(x, "cholesky's operand")
+    return x
+
+
+def _cholesky_emit(trace, vals, avals):
+    return trace.emit("ember.cholesky", vals, avals)
+
+
+cholesky_p = Primitive("cholesky", _cholesky_rule, _cholesky_emit)
+
+
+def _solve_rule(a, b, lower, transpose_a, unit_diagonal):
+    _matrices(a, "triangular_solve's a")
+    if b.ndim != a.ndim or b.shape[:-2] != a.shape[:-2] or b.shape[-2] != a.shape[-1]:
+        raise type_error(f"triangular_solve: b of shape {b.shape} does not match a of "
+                         f"shape {a.shape}")
+    if b.dtype != a.dtype:
+        raise type_error(f"triangular_solve: a and b must have one dtype, got {a.dtype} "
+                         f"and {b.dtype}")
+    return b.update(weak_type=False)
+
+
+def _solve_emit(trace, vals, avals, lower, transpose_a, unit_diagonal):
+    return trace.emit("ember.triangular_solve", vals, avals, {
+        "lower": core.bool_attr(lower), "transpose_a": core.bool_attr(transpose_a),
+        "unit_diagonal": core.bool_attr(unit_diagonal)})
+
+
+triangular_solve_p = Primitive("triangular_solve", _solve_rule, _solve_emit)
+
+
+def _swap(x):
+    return lax.transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
+
+
+def _in_lapack_dtype(f, *xs):
+    """f on xs in float32 when they are half precision, cast back."""
+    dt = xs[0].dtype
+    if dt not in (dtypes.float16, dtypes.bfloat16):
+        return f(*xs)  # (the primitive's rule rejects what it cannot take)
+    return lax.convert_element_type(
+        f(*(lax.convert_element_type(x, np.float32) for x in xs)), dt)
+
+
+def cholesky(x, *, symmetrize_input=True):
+    """The lower Cholesky factor of each trailing matrix of `x` (NaNs where
+    it is not positive definite). With `symmetrize_input`, of (x + x^T) / 2."""
+    x = as_value(x)
+    _square(x, "cholesky's operand")
+    if symmetrize_input:
+        x = (x + _swap(x)) * np.array(0.5, x.dtype)
+    return _in_lapack_dtype(cholesky_p.bind, x)
+
+
+def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
+                     conjugate_a=False, unit_diagonal=False):
+    """x with op(a) @ x = b (`left_side`) or x @ op(a) = b, op(a) being `a`
+    or its transpose; only `a`'s triangle `lower` names is read."""
+    a, b = as_value(a), as_value(b)
+    if np.issubdtype(a.dtype, np.complexfloating):
+        raise NotImplementedError("triangular_solve: complex matrices are not supported yet")
+
+    def solve(a, b):
+        if left_side:
+            return triangular_solve_p.bind(a, b, lower=bool(lower),
+                                           transpose_a=bool(transpose_a),
+                                           unit_diagonal=bool(unit_diagonal))
+        # x op(a) = b  <=>  op(a)^T x^T = b^T
+        return _swap(triangular_solve_p.bind(a, _swap(b), lower=bool(lower),
+                                             transpose_a=not transpose_a,
+                                             unit_diagonal=bool(unit_diagonal)))
+    return _in_lapack_dtype(solve, a, b)

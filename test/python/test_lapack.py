@@ -1,0 +1,166 @@
+"""`lax.linalg.cholesky` and `lax.linalg.triangular_solve`: the ops
+`ember.cholesky` / `ember.triangular_solve`, run by the runtime through
+LAPACK's potrf and BLAS's trsm (scipy-openblas32) or its own loops."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import ember as jax
+import ember.numpy as jnp
+from ember import lax
+from ember._mlir._mlir_libs import _ember_runtime
+from ember._src import compiler
+from ember.test_util import check_grads
+
+
+def _spd(n, batch=(), seed=0, dtype=np.float32):
+    a = np.random.default_rng(seed).standard_normal(batch + (n, n))
+    return (a @ np.swapaxes(a, -1, -2) / n + np.eye(n)).astype(dtype)
+
+
+def _tri(n, k, lower, seed=1, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n)) / n + 2 * np.eye(n)
+    a = np.tril(a) if lower else np.triu(a)
+    # the other triangle holds garbage the op must not read
+    a = a + (np.triu(np.full((n, n), 7.0), 1) if lower else np.tril(np.full((n, n), 7.0), -1))
+    return a.astype(dtype), rng.standard_normal((n, k)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 2e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("batch", [(), (3,), (2, 2)])
+def test_cholesky_values(dtype, tol, batch, x64):
+    a = _spd(7, batch, dtype=dtype)
+    out = jax.jit(lambda a: lax.linalg.cholesky(a))(a)
+    assert out.dtype == dtype
+    np.testing.assert_allclose(np.asarray(out), np.linalg.cholesky(a), rtol=tol, atol=tol)
+
+
+def test_cholesky_reads_the_lower_triangle_without_symmetrizing():
+    a = _spd(5)
+    garbage = a + np.triu(np.full((5, 5), 3.0, np.float32), 1)
+    np.testing.assert_allclose(
+        np.asarray(lax.linalg.cholesky(garbage, symmetrize_input=False)),
+        np.linalg.cholesky(a), rtol=2e-5, atol=2e-5)
+
+
+def test_cholesky_not_positive_definite_is_nan_per_matrix():
+    a = np.stack([_spd(4), -np.eye(4, dtype=np.float32)])
+    out = np.asarray(jnp.linalg.cholesky(a))
+    np.testing.assert_allclose(out[0], np.linalg.cholesky(a[0]), rtol=2e-5, atol=2e-5)
+    assert np.isnan(out[1]).all()
+
+
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose_a", [True, False])
+@pytest.mark.parametrize("unit_diagonal", [True, False])
+def test_triangular_solve_flags(left_side, lower, transpose_a, unit_diagonal):
+    a, b = _tri(6, 3, lower)
+    if not left_side:
+        b = b.T.copy()
+    x = np.asarray(lax.linalg.triangular_solve(
+        a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
+        unit_diagonal=unit_diagonal))
+    t = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        np.fill_diagonal(t, 1.0)
+    op = t.T if transpose_a else t
+    want = np.linalg.solve(op.astype(np.float64), b) if left_side else \
+        np.linalg.solve(op.T.astype(np.float64), b.T).T
+    np.testing.assert_allclose(x, want, rtol=1e-4, atol=1e-4)
+
+
+def test_without_lapack_the_runtime_loops_agree():
+    a = _spd(9, (2,))
+    L = np.linalg.cholesky(a)
+    b = np.random.default_rng(2).standard_normal((2, 9, 4)).astype(np.float32)
+    f = jax.jit(lambda a, b: (lax.linalg.cholesky(a),
+                              lax.linalg.triangular_solve(a, b, left_side=True, lower=True,
+                                                          transpose_a=True)))
+    try:
+        _ember_runtime.set_lapack(0, 0, 0, 0)
+        c, x = f(a, b)
+        bad = jnp.linalg.cholesky(-np.eye(3, dtype=np.float32))
+    finally:
+        compiler._use_openblas()  # registers LAPACK again
+    np.testing.assert_allclose(np.asarray(c), L, rtol=2e-5, atol=2e-5)
+    want = np.linalg.solve(np.swapaxes(np.tril(a), -1, -2), b)
+    np.testing.assert_allclose(np.asarray(x), want, rtol=1e-4, atol=1e-4)
+    assert np.isnan(np.asarray(bad)).all()
+
+
+def test_scipy_cho_solve_and_solve_triangular():
+    import ember.scipy.linalg as esl
+
+    a = _spd(40)
+    b = np.random.default_rng(3).standard_normal((40, 5)).astype(np.float32)
+    x = jax.jit(lambda a, b: esl.cho_solve(esl.cho_factor(a, lower=True), b))(a, b)
+    np.testing.assert_allclose(np.asarray(x), np.linalg.solve(a, b), rtol=1e-3, atol=1e-3)
+    L = np.linalg.cholesky(a)
+    np.testing.assert_allclose(np.asarray(esl.solve_triangular(L, b, lower=True, trans="T")),
+                               sl.solve_triangular(L, b, lower=True, trans="T"),
+                               rtol=1e-3, atol=1e-3)
+
+
+def test_large_factorization_is_one_op():
+    """cho_factor + cho_solve of 512 x 512 is one cholesky and two solves (the
+    unrolled version took minutes to compile)."""
+    import ember.scipy.linalg as esl
+
+    a = _spd(512)
+    b = np.random.default_rng(4).standard_normal((512, 64)).astype(np.float32)
+    f = jax.jit(lambda a, b: esl.cho_solve(esl.cho_factor(a, lower=True), b))
+    text = f.trace(a, b).lower().as_text("optimize")
+    assert text.count("ember.cholesky") == 1 and text.count("ember.triangular_solve") == 2
+    np.testing.assert_allclose(np.asarray(f(a, b)), np.linalg.solve(a.astype(np.float64), b),
+                               rtol=2e-3, atol=2e-3)
+
+
+def test_half_precision_computes_in_f32():
+    a = _spd(4).astype(np.float16)
+    out = jnp.linalg.cholesky(a)
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(np.asarray(out, np.float32),
+                               np.linalg.cholesky(a.astype(np.float32)), rtol=3e-3, atol=3e-3)
+
+
+def test_grads_against_finite_differences(x64):
+    a = _spd(4, dtype=np.float64)
+    check_grads(lambda a: lax.linalg.cholesky(a), (a,), order=2, modes=("fwd", "rev"))
+    t, b = _tri(4, 2, True, dtype=np.float64)
+    for transpose_a in (False, True):
+        for unit in (False, True):
+            def f(t, b, transpose_a=transpose_a, unit=unit):
+                return lax.linalg.triangular_solve(t, b, left_side=True, lower=True,
+                                                   transpose_a=transpose_a, unit_diagonal=unit)
+            check_grads(f, (t, b), order=2, modes=("fwd", "rev"))
+    check_grads(lambda a, b: jnp.linalg.solve(a, b), (a, b), order=1, modes=("fwd", "rev"))
+
+
+def test_vmap_matches_a_loop():
+    a = _spd(5, (3,))
+    b = np.random.default_rng(5).standard_normal((3, 5, 2)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(jax.vmap(lax.linalg.cholesky)(a)),
+                               np.linalg.cholesky(a), rtol=2e-5, atol=2e-5)
+    L = np.linalg.cholesky(a[0])
+    solve = lambda b: lax.linalg.triangular_solve(L, b, left_side=True, lower=True)  # noqa: E731
+    np.testing.assert_allclose(np.asarray(jax.vmap(solve)(b)),
+                               np.stack([np.linalg.solve(L, bi) for bi in b]),
+                               rtol=1e-4, atol=1e-4)
+    both = jax.vmap(lambda a, b: lax.linalg.triangular_solve(
+        lax.linalg.cholesky(a), b, left_side=True, lower=True))(a, b)
+    np.testing.assert_allclose(np.asarray(both),
+                               np.stack([np.linalg.solve(np.linalg.cholesky(ai), bi)
+                                         for ai, bi in zip(a, b)]), rtol=1e-4, atol=1e-4)
+
+
+def test_bad_input_raises_at_the_users_line():
+    with pytest.raises(TypeError, match="square matrices"):
+        lax.linalg.cholesky(np.ones((2, 3), np.float32))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        lax.linalg.cholesky(np.eye(2, dtype=np.int32), symmetrize_input=False)
+    with pytest.raises(TypeError, match="does not match"):
+        lax.linalg.triangular_solve(np.eye(3, dtype=np.float32), np.ones((2, 1), np.float32),
+                                    left_side=True)
