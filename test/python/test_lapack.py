@@ -164,3 +164,19 @@ def test_bad_input_raises_at_the_users_line():
     with pytest.raises(TypeError, match="does not match"):
         lax.linalg.triangular_solve(np.eye(3, dtype=np.float32), np.ones((2, 1), np.float32),
                                     left_side=True)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_scipy_cholesky_reads_one_triangle(lower):
+    """As JAX's (and SciPy's): the factor of the named triangle, not of the
+    symmetrized matrix; cho_solve solves with the factor as it is."""
+    import ember.scipy.linalg as esl
+
+    a = _spd(6)
+    junk = np.full((6, 6), 5.0, np.float32)
+    given = a + (np.triu(junk, 1) if lower else np.tril(junk, -1))
+    c = np.asarray(esl.cholesky(given, lower=lower))
+    np.testing.assert_allclose(c, sl.cholesky(a, lower=lower), rtol=2e-5, atol=2e-5)
+    b = np.random.default_rng(6).standard_normal((6, 2)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(esl.cho_solve((c, lower), b)),
+                               np.linalg.solve(a.astype(np.float64), b), rtol=1e-4, atol=1e-4)

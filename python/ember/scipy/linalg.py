@@ -1,6 +1,7 @@
 """ember.scipy.linalg: Cholesky / triangular solves and thin wrappers over ember.numpy.linalg."""
 
 import ember.numpy as jnp
+from ember._src import lax_linalg
 from ember._src.numpy import linalg as _la
 from ember.numpy.linalg import det as det
 from ember.numpy.linalg import eigh as eigh
@@ -10,7 +11,12 @@ from ember.numpy.linalg import svd as svd
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    return _la.cholesky(a, upper=not lower)
+    """The Cholesky factor of `a` from its `lower` (or upper) triangle alone,
+    not symmetrized (as JAX's)."""
+    a = _la._float(a)
+    _la._square(a, "cholesky")
+    L = lax_linalg.cholesky(a if lower else _la._mT(a), symmetrize_input=False)
+    return L if lower else _la._mT(L)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
@@ -21,28 +27,26 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False,
                      overwrite_b=False, debug=None, check_finite=True):
     a = _la._float(a)
     b = jnp.asarray(b).astype(a.dtype)
-    if trans in (1, 2, "T", "C"):
-        a = _la._mT(a)
-        lower = not lower
-    elif trans not in (0, "N"):
+    if trans not in (0, 1, 2, "N", "T", "C"):
         raise ValueError(f"solve_triangular: bad trans {trans!r}")
     vec = b.ndim == a.ndim - 1
     if vec:
         b = b[..., None]
-    x = _la._tri_solve(a, b, lower=lower, unit_diagonal=unit_diagonal)
+    x = _la._tri_solve(a, b, lower=lower, unit_diagonal=unit_diagonal,
+                       transpose_a=trans in (1, 2, "T", "C"))
     return x[..., 0] if vec else x
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """Solves with the factor itself (transposed solves, no transposes)."""
     c, lower = c_and_lower
     c = _la._float(c)
     b = jnp.asarray(b).astype(c.dtype)
     vec = b.ndim == c.ndim - 1
     if vec:
         b = b[..., None]
-    L = c if lower else _la._mT(c)
-    y = _la._tri_solve(L, b, lower=True)
-    x = _la._tri_solve(_la._mT(L), y, lower=False)
+    y = _la._tri_solve(c, b, lower=lower, transpose_a=not lower)
+    x = _la._tri_solve(c, y, lower=lower, transpose_a=lower)
     return x[..., 0] if vec else x
 
 

@@ -165,13 +165,14 @@ def _diag(a):
     return jnp.diagonal(a, axis1=-2, axis2=-1)
 
 
-def _tri_solve(t, b, lower, unit_diagonal=False):
-    """Solve t @ x = b for triangular t (..., n, n) and b (..., n, k) (batch
-    dimensions broadcast)."""
+def _tri_solve(t, b, lower, unit_diagonal=False, transpose_a=False):
+    """Solve op(t) @ x = b for triangular t (..., n, n) and b (..., n, k),
+    op(t) = t.T with `transpose_a` (batch dimensions broadcast)."""
     batch = jnp.broadcast_shapes(t.shape[:-2], b.shape[:-2])
     t = jnp.broadcast_to(t, batch + t.shape[-2:])
     b = jnp.broadcast_to(b.astype(t.dtype), batch + b.shape[-2:])
     return lax_linalg.triangular_solve(t, b, left_side=True, lower=lower,
+                                       transpose_a=transpose_a,
                                        unit_diagonal=unit_diagonal)
 
 
