@@ -387,6 +387,23 @@ def Ember_CholeskyOp : Ember_Op<"cholesky", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Ember_LuOp : Ember_Op<"lu", [Pure]> {
+  let summary = "LU decomposition with partial pivoting of (a batch of) matrices";
+  let description = [{
+    For each trailing m x n matrix a: P a = L U with L unit lower triangular
+    (m x k, k = min(m, n)) and U upper triangular (k x n), packed in `lu` (L
+    below the diagonal, U on and above it). `pivots` (k, i32) are LAPACK's
+    row swaps, 0-based: row i was swapped with row pivots[i], in order;
+    `permutation` (m, i32) is the row of a that each row of P a is. A
+    singular matrix gives a zero on U's diagonal.
+  }];
+  let arguments = (ins Ember_FloatTensor:$operand);
+  let results = (outs Ember_FloatTensor:$lu, Ember_IntTensor:$pivots,
+                      Ember_IntTensor:$permutation);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Ember_TriangularSolveOp : Ember_Op<"triangular_solve", [Pure]> {
   let summary = "solve op(a) x = b for triangular a, for a batch of matrices";
   let description = [{

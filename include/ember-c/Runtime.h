@@ -80,12 +80,14 @@ MLIR_CAPI_EXPORTED void emberRuntimeRegisterSymbol(MlirStringRef name,
 /// `scipy_cblas_sgemm`) when given, and a plain loop nest otherwise.
 MLIR_CAPI_EXPORTED void emberRuntimeSetCblasGemm(void *sgemm, void *dgemm);
 
-/// `ember.cholesky` and `ember.triangular_solve` call
-/// `ember_cholesky_f32/f64` and `ember_triangular_solve_f32/f64`, which use
-/// these LAPACKE `LAPACKE_spotrf` / `LAPACKE_dpotrf` and CBLAS `cblas_strsm`
-/// / `cblas_dtrsm` functions (32-bit integers, e.g. scipy-openblas32's
-/// `scipy_LAPACKE_spotrf`) when given, and plain loops otherwise.
+/// `ember.cholesky`, `ember.lu` and `ember.triangular_solve` call
+/// `ember_cholesky_f32/f64`, `ember_lu_f32/f64` and
+/// `ember_triangular_solve_f32/f64`, which use these LAPACKE
+/// `LAPACKE_?potrf` and `LAPACKE_?getrf` and CBLAS `cblas_?trsm` functions
+/// (32-bit integers, e.g. scipy-openblas32's `scipy_LAPACKE_spotrf`) when
+/// given (any may be null), and plain loops otherwise.
 MLIR_CAPI_EXPORTED void emberRuntimeSetLapack(void *spotrf, void *dpotrf,
+                                              void *sgetrf, void *dgetrf,
                                               void *strsm, void *dtrsm);
 
 /// The runtime's one memory pool, which also serves compiled code's

@@ -1,6 +1,6 @@
 //===- LowerRuntimeCalls.cpp - calls into the runtime ---------------------===//
 //
-// host_callback, the run-time stack ops, cholesky and triangular_solve
+// host_callback, the run-time stack ops, cholesky, lu and triangular_solve
 // become calls of buffer helpers that call runtime entry points
 // (include/ember/Runtime/Runtime.def).
 //
@@ -323,36 +323,41 @@ struct MatrixBatch {
 };
 
 /// A call of runtime entry `entry` (with `consts` before the buffers) on
-/// `operands`, returning one tensor of `outType`.
-Value callLinalgEntry(ConversionPatternRewriter &rewriter, Operation *op,
-                      StringRef prefix, StringRef entry,
-                      SmallVector<int64_t> consts, ValueRange operands,
-                      RankedTensorType outType) {
+/// `operands`, returning tensors of `outTypes`.
+ValueRange callLinalgEntry(ConversionPatternRewriter &rewriter, Operation *op,
+                           StringRef prefix, StringRef entry,
+                           SmallVector<int64_t> consts, ValueRange operands,
+                           TypeRange outTypes) {
   Location loc = op->getLoc();
   auto module = op->getParentOfType<ModuleOp>();
   declareRuntimeFunction(module, entry);
   std::string name = buildBufferHelper(
-      module, loc, prefix, TypeRange(operands), TypeRange{outType},
+      module, loc, prefix, TypeRange(operands), outTypes,
       [&](OpBuilder &hb, ArrayRef<Value> ins, ArrayRef<Value> outs) {
         SmallVector<Value> args;
         for (int64_t v : consts)
           args.push_back(
               arith::ConstantOp::create(hb, loc, hb.getI64IntegerAttr(v)));
         args.append(ins.begin(), ins.end());
-        args.push_back(outs[0]);
+        args.append(outs.begin(), outs.end());
         func::CallOp::create(hb, loc, entry, TypeRange{}, args);
       });
-  return func::CallOp::create(rewriter, loc, name, TypeRange{outType}, operands)
-      .getResult(0);
+  return func::CallOp::create(rewriter, loc, name, outTypes, operands)
+      .getResults();
 }
 
 /// The entry (without its _f32/_f64 suffix) and leading integer arguments
 /// of each op's call.
-std::pair<StringRef, SmallVector<int64_t>> entryOf(CholeskyOp, MatrixBatch m) {
+std::pair<StringRef, SmallVector<int64_t>> entryOf(CholeskyOp op) {
+  MatrixBatch m(cast<RankedTensorType>(op.getType()));
   return {"ember_cholesky", {m.batch, m.rows}};
 }
-std::pair<StringRef, SmallVector<int64_t>> entryOf(TriangularSolveOp op,
-                                                   MatrixBatch m) {
+std::pair<StringRef, SmallVector<int64_t>> entryOf(LuOp op) {
+  MatrixBatch m(cast<RankedTensorType>(op.getOperand().getType()));
+  return {"ember_lu", {m.batch, m.rows, m.cols}};
+}
+std::pair<StringRef, SmallVector<int64_t>> entryOf(TriangularSolveOp op) {
+  MatrixBatch m(cast<RankedTensorType>(op.getType()));
   return {"ember_triangular_solve",
           {m.batch, m.rows, m.cols, op.getLower(), op.getTransposeA(),
            op.getUnitDiagonal()}};
@@ -364,13 +369,14 @@ struct LinalgCallLowering : public OpConversionPattern<OpT> {
   LogicalResult
   matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto type = cast<RankedTensorType>(op.getType());
-    auto [base, consts] = entryOf(op, MatrixBatch(type));
-    std::string entry =
-        (base + (type.getElementType().isF32() ? "_f32" : "_f64")).str();
-    rewriter.replaceOp(op,
-                       callLinalgEntry(rewriter, op, ("__" + base).str(), entry,
-                                       consts, adaptor.getOperands(), type));
+    auto [base, consts] = entryOf(op);
+    bool f32 = cast<RankedTensorType>(op->getResult(0).getType())
+                   .getElementType()
+                   .isF32();
+    std::string entry = (base + (f32 ? "_f32" : "_f64")).str();
+    rewriter.replaceOp(op, callLinalgEntry(rewriter, op, ("__" + base).str(),
+                                           entry, consts, adaptor.getOperands(),
+                                           op->getResultTypes()));
     return success();
   }
 };
@@ -380,7 +386,7 @@ void mlir::ember::populateRuntimeCallLoweringPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<HostCallbackLowering, StackLowering<StackPushOp>,
                StackLowering<StackPopOp>, StackLowering<StackFreeOp>,
-               LinalgCallLowering<CholeskyOp>,
+               LinalgCallLowering<CholeskyOp>, LinalgCallLowering<LuOp>,
                LinalgCallLowering<TriangularSolveOp>>(converter,
                                                       patterns.getContext());
 }

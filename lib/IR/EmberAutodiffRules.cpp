@@ -896,6 +896,41 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         Value x = swapLastTwo(r, solve(swapLastTwo(r, y))); // L^-1 A' L^-T
         return pass(batchedMatmul(r, l, triangle(r, x, true, false, 0.5)));
       })
+      .Case([&](LuOp o) -> LogicalResult {
+        // P a = L U: with X = L^-1 P a' U^-1, L' = L tril(X, -1) and
+        // U' = triu(X) U (JAX's rule); integer results have no tangent.
+        auto at = cast<RankedTensorType>(o.getOperand().getType());
+        int64_t rank = at.getRank(), m = at.getDimSize(rank - 2);
+        if (m != at.getDimSize(rank - 1))
+          return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+                 << "has no JVP rule for non-square matrices";
+        if (!t[0])
+          return zero();
+        Value lu = o.getLu();
+        SmallVector<int64_t> keep =
+            llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
+        Value perm =
+            r.bcast(o.getPermutation(), at.clone(r.b.getI32Type()), keep);
+        Value pmat = r.toFloat(
+            r.cmp(ComparisonDirection::EQ, perm, iotaLike(r, at, rank - 1)),
+            lu);
+        Value pa = batchedMatmul(r, pmat, t[0]);
+        Value row = iotaLike(r, at, rank - 2), col = iotaLike(r, at, rank - 1);
+        Value eye = r.toFloat(r.cmp(ComparisonDirection::EQ, row, col), lu);
+        Value l = r.add(triangle(r, lu, true, true), eye);
+        Value u = triangle(r, lu, false, false);
+        Value la = TriangularSolveOp::create(b, r.loc, pa.getType(), l, pa,
+                                             true, false, true);
+        // X U = la  <=>  U^T X^T = la^T
+        Value x = swapLastTwo(r, TriangularSolveOp::create(
+                                     b, r.loc, pa.getType(), u,
+                                     swapLastTwo(r, la), false, true, false));
+        out.push_back(r.add(batchedMatmul(r, l, triangle(r, x, true, true)),
+                            batchedMatmul(r, triangle(r, x, false, false), u)));
+        out.push_back(Value());
+        out.push_back(Value());
+        return success();
+      })
       .Case([&](TriangularSolveOp o) -> LogicalResult {
         // x = op(a)^-1 b: x' = op(a)^-1 (b' - op(a') x), a' restricted to
         // the triangle the op reads.

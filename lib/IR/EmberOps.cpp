@@ -715,6 +715,31 @@ LogicalResult CholeskyOp::verify() {
   return success();
 }
 
+LogicalResult LuOp::verify() {
+  auto t = cast<RankedTensorType>(getOperand().getType());
+  int64_t r = t.getRank();
+  // lu_c1
+  if (r < 2)
+    return emitOpError("lu_c1: the operand must be (a batch of) matrices, got ")
+           << t;
+  // lu_c2
+  if (!isLapackElement(t.getElementType()))
+    return emitOpError("lu_c2: element type must be f32 or f64, got ")
+           << t.getElementType();
+  // lu_c3
+  int64_t m = t.getDimSize(r - 2), k = std::min(m, t.getDimSize(r - 1));
+  auto batchOf = [&](int64_t last) {
+    SmallVector<int64_t> s(t.getShape().drop_back(2));
+    s.push_back(last);
+    return RankedTensorType::get(s, IntegerType::get(getContext(), 32));
+  };
+  if (getLu().getType() != t || getPivots().getType() != batchOf(k) ||
+      getPermutation().getType() != batchOf(m))
+    return emitOpError("lu_c3: results must be the operand's type, ")
+           << batchOf(k) << " and " << batchOf(m);
+  return success();
+}
+
 LogicalResult TriangularSolveOp::verify() {
   auto a = cast<RankedTensorType>(getA().getType());
   auto b = cast<RankedTensorType>(getB().getType());

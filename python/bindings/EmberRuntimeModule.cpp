@@ -426,12 +426,14 @@ NB_MODULE(_ember_runtime, m) {
       nb::arg("sgemm"), nb::arg("dgemm"));
   m.def(
       "set_lapack",
-      [](uintptr_t spotrf, uintptr_t dpotrf, uintptr_t strsm, uintptr_t dtrsm) {
-        emberRuntimeSetLapack(
-            reinterpret_cast<void *>(spotrf), reinterpret_cast<void *>(dpotrf),
-            reinterpret_cast<void *>(strsm), reinterpret_cast<void *>(dtrsm));
+      [](uintptr_t spotrf, uintptr_t dpotrf, uintptr_t sgetrf, uintptr_t dgetrf,
+         uintptr_t strsm, uintptr_t dtrsm) {
+        auto p = [](uintptr_t v) { return reinterpret_cast<void *>(v); };
+        emberRuntimeSetLapack(p(spotrf), p(dpotrf), p(sgetrf), p(dgetrf),
+                              p(strsm), p(dtrsm));
       },
-      nb::arg("spotrf"), nb::arg("dpotrf"), nb::arg("strsm"), nb::arg("dtrsm"));
+      nb::arg("spotrf"), nb::arg("dpotrf"), nb::arg("sgetrf"),
+      nb::arg("dgetrf"), nb::arg("strsm"), nb::arg("dtrsm"));
   m.def(
       "set_host_callback_handler",
       [](nb::object handler) {

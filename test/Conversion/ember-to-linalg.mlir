@@ -700,3 +700,15 @@ func.func @linalg(%a: tensor<2x3x3xf64>, %b: tensor<2x3x4xf64>) -> tensor<2x3x4x
   %x = ember.triangular_solve %l, %b {lower = true, transpose_a = true, unit_diagonal = false} : (tensor<2x3x3xf64>, tensor<2x3x4xf64>) -> tensor<2x3x4xf64>
   return %x : tensor<2x3x4xf64>
 }
+
+// -----
+
+// CHECK-LABEL: func @lu
+// CHECK: call @__ember_lu{{.*}}(%{{.*}}) : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3xi32>, tensor<4xi32>)
+// CHECK: func.func private @ember_lu_f32(i64, i64, i64, index, index, index, index)
+// CHECK: func.func private @__ember_lu
+// CHECK: call @ember_lu_f32
+func.func @lu(%a: tensor<4x3xf32>) -> tensor<3xi32> {
+  %lu, %p, %q = ember.lu %a : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3xi32>, tensor<4xi32>)
+  return %p : tensor<3xi32>
+}

@@ -1104,3 +1104,30 @@ func.func @triangular_solve_c4(%a: tensor<3x3xbf16>, %b: tensor<3x2xbf16>) -> te
   %0 = ember.triangular_solve %a, %b {lower = true, transpose_a = false, unit_diagonal = false} : (tensor<3x3xbf16>, tensor<3x2xbf16>) -> tensor<3x2xbf16>
   return %0 : tensor<3x2xbf16>
 }
+
+// -----
+
+// lu_c1
+func.func @lu_c1(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{lu_c1: the operand must be (a batch of) matrices}}
+  %lu, %p, %q = ember.lu %a : (tensor<3xf32>) -> (tensor<3xf32>, tensor<1xi32>, tensor<1xi32>)
+  return %lu : tensor<3xf32>
+}
+
+// -----
+
+// lu_c2
+func.func @lu_c2(%a: tensor<3x3xf16>) -> tensor<3x3xf16> {
+  // expected-error @+1 {{lu_c2: element type must be f32 or f64, got 'f16'}}
+  %lu, %p, %q = ember.lu %a : (tensor<3x3xf16>) -> (tensor<3x3xf16>, tensor<3xi32>, tensor<3xi32>)
+  return %lu : tensor<3x3xf16>
+}
+
+// -----
+
+// lu_c3
+func.func @lu_c3(%a: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{lu_c3: results must be the operand's type, 'tensor<3xi32>' and 'tensor<4xi32>'}}
+  %lu, %p, %q = ember.lu %a : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4xi32>, tensor<4xi32>)
+  return %lu : tensor<4x3xf32>
+}

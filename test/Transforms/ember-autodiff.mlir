@@ -498,3 +498,22 @@ func.func @grad_triangular_solve_b(%a: tensor<3x3xf32>, %b: tensor<3x2xf32>, %ct
   %y, %g = ember.vjp @tsolve(%a, %b) cotangents(%ct) wrt [1] : (tensor<3x3xf32>, tensor<3x2xf32>, tensor<3x2xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>)
   return %g : tensor<3x2xf32>
 }
+
+// -----
+
+// LU's JVP: the permuted tangent (a one-hot product), a unit-lower solve,
+// a transposed upper solve, then L' + U'.
+// CHECK-LABEL: func @jvp_lu
+// CHECK: %[[LU:.*]], %{{.*}}, %[[P:.*]] = ember.lu
+// CHECK: ember.compare  EQ
+// CHECK: ember.triangular_solve %{{.*}}, %{{.*}} {lower = true, transpose_a = false, unit_diagonal = true}
+// CHECK: ember.triangular_solve %{{.*}}, %{{.*}} {lower = false, transpose_a = true, unit_diagonal = false}
+// CHECK: ember.add
+func.func private @lu(%a: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %lu, %p, %q = ember.lu %a : (tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3xi32>, tensor<3xi32>)
+  return %lu : tensor<3x3xf32>
+}
+func.func @jvp_lu(%a: tensor<3x3xf32>, %t: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %y, %ty = ember.jvp @lu(%a) tangents(%t) wrt [0] : (tensor<3x3xf32>, tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3x3xf32>)
+  return %ty : tensor<3x3xf32>
+}

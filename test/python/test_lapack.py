@@ -80,7 +80,7 @@ def test_without_lapack_the_runtime_loops_agree():
                               lax.linalg.triangular_solve(a, b, left_side=True, lower=True,
                                                           transpose_a=True)))
     try:
-        _ember_runtime.set_lapack(0, 0, 0, 0)
+        _ember_runtime.set_lapack(0, 0, 0, 0, 0, 0)
         c, x = f(a, b)
         bad = jnp.linalg.cholesky(-np.eye(3, dtype=np.float32))
     finally:
@@ -180,3 +180,80 @@ def test_scipy_cholesky_reads_one_triangle(lower):
     b = np.random.default_rng(6).standard_normal((6, 2)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(esl.cho_solve((c, lower), b)),
                                np.linalg.solve(a.astype(np.float64), b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6), (2, 3, 3)])
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+def test_lu_matches_lapack(shape, dtype, tol, x64):
+    a = np.random.default_rng(7).standard_normal(shape).astype(dtype)
+    lu, piv, perm = jax.jit(lax.linalg.lu)(a)
+    assert piv.dtype == np.int32 and perm.dtype == np.int32
+    m, n = shape[-2:]
+    k = min(m, n)
+    for i in np.ndindex(shape[:-2]):
+        want_lu, want_piv = sl.lu_factor(a[i].astype(np.float64)) if m == n else (None, None)
+        L = np.tril(np.asarray(lu)[i], -1)[:, :k] + np.eye(m, k)
+        U = np.triu(np.asarray(lu)[i])[:k]
+        np.testing.assert_allclose(L @ U, a[i][np.asarray(perm)[i]], rtol=10 * tol,
+                                   atol=10 * tol)
+        if want_piv is not None:
+            np.testing.assert_array_equal(np.asarray(piv)[i], want_piv)
+            np.testing.assert_allclose(np.asarray(lu)[i], want_lu, rtol=10 * tol, atol=10 * tol)
+
+
+def test_lu_without_lapack_and_singular():
+    a = np.random.default_rng(8).standard_normal((6, 6)).astype(np.float32)
+    sing = np.ones((3, 3), np.float32)
+    try:
+        _ember_runtime.set_lapack(0, 0, 0, 0, 0, 0)
+        lu, piv, perm = lax.linalg.lu(a)
+        slu = lax.linalg.lu(sing)[0]
+    finally:
+        compiler._use_openblas()
+    want_lu, want_piv = sl.lu_factor(a)
+    np.testing.assert_allclose(np.asarray(lu), want_lu, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(np.asarray(piv), want_piv)
+    assert np.asarray(lax.linalg.lu(sing)[0])[2, 2] == 0 == np.asarray(slu)[2, 2]
+
+
+def test_large_solve_inv_det_compile_quickly():
+    """solve, inv and slogdet of 256 x 256 are one LU each (unrolled, a 128 x
+    128 solve took 15 s to compile)."""
+    import time
+
+    n = 256
+    a = (np.random.default_rng(9).standard_normal((n, n)) + n ** 0.5 * np.eye(n)).astype(
+        np.float32)
+    b = np.random.default_rng(10).standard_normal((n, 3)).astype(np.float32)
+    t = time.perf_counter()
+    x = jax.jit(jnp.linalg.solve)(a, b)
+    inv = jax.jit(jnp.linalg.inv)(a)
+    sign, logdet = jax.jit(jnp.linalg.slogdet)(a)
+    assert time.perf_counter() - t < 20
+    a64 = a.astype(np.float64)
+    np.testing.assert_allclose(np.asarray(x), np.linalg.solve(a64, b), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(inv), np.linalg.inv(a64), rtol=1e-3, atol=1e-3)
+    ws, wl = np.linalg.slogdet(a64)
+    assert float(sign) == ws
+    np.testing.assert_allclose(float(logdet), wl, rtol=1e-4)
+
+
+def test_lu_solve_det_grads(x64):
+    a = np.random.default_rng(11).standard_normal((4, 4)) + 3 * np.eye(4)
+    b = np.random.default_rng(12).standard_normal((4, 2))
+    check_grads(lambda a: lax.linalg.lu(a)[0], (a,), order=2, modes=("fwd", "rev"))
+    check_grads(jnp.linalg.solve, (a, b), order=2, modes=("fwd", "rev"))
+    check_grads(jnp.linalg.det, (a,), order=1, modes=("fwd", "rev"))
+    check_grads(jnp.linalg.inv, (a,), order=1, modes=("fwd", "rev"))
+    with pytest.raises(Exception, match="non-square"):
+        jax.jacfwd(lambda a: lax.linalg.lu(a)[0])(np.ones((3, 2)))
+
+
+def test_lu_vmap():
+    a = np.random.default_rng(13).standard_normal((3, 4, 4)).astype(np.float32)
+    lu_b, piv_b, perm_b = jax.vmap(lax.linalg.lu)(a)
+    for i in range(3):
+        lu, piv, perm = lax.linalg.lu(a[i])
+        np.testing.assert_allclose(np.asarray(lu_b[i]), np.asarray(lu), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(np.asarray(piv_b[i]), np.asarray(piv))
+        np.testing.assert_array_equal(np.asarray(perm_b[i]), np.asarray(perm))

@@ -51,8 +51,8 @@ def _use_openblas():
     _ember_runtime.set_cblas_gemm(*addr)
     _ember_runtime.set_lapack(*[
         ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-        for name in ("scipy_LAPACKE_spotrf", "scipy_LAPACKE_dpotrf", "scipy_cblas_strsm",
-                     "scipy_cblas_dtrsm")])
+        for name in ("scipy_LAPACKE_spotrf", "scipy_LAPACKE_dpotrf", "scipy_LAPACKE_sgetrf",
+                     "scipy_LAPACKE_dgetrf", "scipy_cblas_strsm", "scipy_cblas_dtrsm")])
     # No scan of every input for NaNs (2% of a 512 x 512 Cholesky solve): a
     # factorization of NaNs fails and gives NaNs anyway.
     lib.scipy_LAPACKE_set_nancheck(0)

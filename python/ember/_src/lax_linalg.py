@@ -1,6 +1,6 @@
 """ember.lax.linalg: the linear algebra primitives (`ember.cholesky`,
-`ember.triangular_solve`), which compiled code runs through the runtime's
-LAPACK and BLAS calls. Their JVP, transpose and batching rules are the ops'
+`ember.lu`, `ember.triangular_solve`), which compiled code runs through the
+runtime's LAPACK and BLAS calls. Their JVP, transpose and batching rules are the ops'
 rules in C++."""
 
 import numpy as np
@@ -32,6 +32,23 @@ def _cholesky_emit(trace, vals, avals):
 
 
 cholesky_p = Primitive("cholesky", _cholesky_rule, _cholesky_emit)
+
+
+def _lu_rule(x):
+    if x.ndim < 2:
+        raise type_error(f"lu's operand must be (a batch of) matrices, got shape {x.shape}")
+    if x.dtype not in _LAPACK_DTYPES:
+        raise type_error(f"lu's operand must be float32 or float64, got {x.dtype}")
+    m, n = x.shape[-2:]
+    return [x, core.ShapedArray(x.shape[:-2] + (min(m, n),), np.dtype(np.int32)),
+            core.ShapedArray(x.shape[:-2] + (m,), np.dtype(np.int32))]
+
+
+def _lu_emit(trace, vals, avals):
+    return trace.emit("ember.lu", vals, avals)
+
+
+lu_p = Primitive("lu", _lu_rule, _lu_emit, multiple_results=True)
 
 
 def _solve_rule(a, b, lower, transpose_a, unit_diagonal):
@@ -75,6 +92,18 @@ def cholesky(x, *, symmetrize_input=True):
     if symmetrize_input:
         x = (x + _swap(x)) * np.array(0.5, x.dtype)
     return _in_lapack_dtype(cholesky_p.bind, x)
+
+
+def lu(x):
+    """LU with partial pivoting of each trailing matrix: (lu, pivots,
+    permutation) as JAX's `lax.linalg.lu` (LAPACK's getrf): `P x = L U`
+    packed in lu, pivots the 0-based row swaps, permutation the row of x
+    each row of `P x` is."""
+    x = as_value(x)
+    if x.dtype in (dtypes.float16, dtypes.bfloat16):
+        out, piv, perm = lu_p.bind(lax.convert_element_type(x, np.float32))
+        return lax.convert_element_type(out, x.dtype), piv, perm
+    return tuple(lu_p.bind(x))
 
 
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,

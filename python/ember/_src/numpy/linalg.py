@@ -1,14 +1,12 @@
 """jax.numpy.linalg on ember primitives (re-exported by `ember.numpy.linalg`):
 norms, matrix power and the dense decompositions.
 
-cholesky and the triangular solves are the ops `ember.cholesky` and
+cholesky, the LU factorization (of solve / inv / det / slogdet) and the
+triangular solves are the ops `ember.cholesky`, `ember.lu` and
 `ember.triangular_solve` (`lax_linalg.py`), which run LAPACK's potrf and
-BLAS's trsm through the runtime. The other decompositions are still written
+getrf and BLAS's trsm through the runtime. The other decompositions are still written
 as *unrolled* sequences of ordinary array ops over the (static) matrix size:
 
-* solve / inv / det / slogdet: LU with partial pivoting; the pivot is chosen
-  with argmax and rows are swapped with one-hot outer products, so everything
-  stays differentiable (argmax itself carries no gradient, as in JAX).
 * qr: Householder reflections (LAPACK's sign convention, min(m-1, n) of them).
 * eigh: cyclic Jacobi run as a real loop (lax.while_loop, one rotation per
   iteration, so compile time does not grow with the sweep count); it stops at
@@ -195,28 +193,15 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
 # ----------------------------------------------------------------------------
 
 def _lu(a):
-    """Returns (lu, perm, sign): perm @ a = L @ U, L unit-lower in lu's strict lower part."""
+    """Returns (lu, perm, sign): perm @ a = L @ U, L unit-lower in lu's strict
+    lower part, perm a permutation matrix, sign its determinant (LAPACK's
+    getrf through `ember.lu`)."""
     n = a.shape[-1]
-    ii = np.arange(n)
-    perm = _eye_like(a, n)
-    sign = jnp.ones(a.shape[:-2], a.dtype)
-    for k in range(n):
-        if k < n - 1:
-            score = jnp.where(ii >= k, jnp.abs(a[..., :, k]), -1)
-            p = jnp.argmax(score, axis=-1)
-            ep = (ii == p[..., None]).astype(a.dtype)          # (..., n)
-            d = (ii == k).astype(a.dtype) - ep                 # e_k - e_p
-            rowp = jnp.sum(ep[..., :, None] * a, axis=-2)
-            a = a + d[..., :, None] * (rowp - a[..., k, :])[..., None, :]
-            prowp = jnp.sum(ep[..., :, None] * perm, axis=-2)
-            perm = perm + d[..., :, None] * (prowp - perm[..., k, :])[..., None, :]
-            sign = sign * jnp.where(p == k, 1, -1).astype(a.dtype)
-            mult = jnp.where(ii > k, a[..., :, k] / a[..., k:k + 1, k], 0)
-            rowk = jnp.where(ii > k, a[..., k, :], 0)
-            upd = a - mult[..., :, None] * rowk[..., None, :]
-            below = (ii[:, None] > k) & (ii[None, :] == k)
-            a = jnp.where(below, mult[..., :, None], upd)
-    return a, perm, sign
+    lu, pivots, permutation = lax_linalg.lu(a)
+    perm = (permutation[..., :, None] == np.arange(n)).astype(a.dtype)
+    swaps = jnp.sum(pivots != np.arange(pivots.shape[-1], dtype=np.int32), axis=-1)
+    sign = jnp.where(swaps % 2 == 0, 1, -1).astype(a.dtype)
+    return lu, perm, sign
 
 
 def _lu_solve(lu, perm, b):
