@@ -377,12 +377,12 @@ def Ember_CholeskyOp : Ember_Op<"cholesky", [Pure, SameOperandsAndResultType]> {
   let summary = "lower Cholesky factor of (a batch of) symmetric positive definite matrices";
   let description = [{
     Reads the lower triangle of each trailing n x n matrix `a` and returns L,
-    lower triangular with a positive diagonal, such that a = L L^T; the strict
+    lower triangular with a positive diagonal, such that a = L L^H; the strict
     upper triangle of the result is zero. Where `a` is not positive definite
     the whole matrix of the result is NaN (as JAX).
   }];
-  let arguments = (ins Ember_FloatTensor:$operand);
-  let results = (outs Ember_FloatTensor:$result);
+  let arguments = (ins Ember_FloatOrComplexTensor:$operand);
+  let results = (outs Ember_FloatOrComplexTensor:$result);
   let assemblyFormat = "$operand attr-dict `:` type($operand)";
   let hasVerifier = 1;
 }
@@ -397,8 +397,8 @@ def Ember_LuOp : Ember_Op<"lu", [Pure]> {
     `permutation` (m, i32) is the row of a that each row of P a is. A
     singular matrix gives a zero on U's diagonal.
   }];
-  let arguments = (ins Ember_FloatTensor:$operand);
-  let results = (outs Ember_FloatTensor:$lu, Ember_IntTensor:$pivots,
+  let arguments = (ins Ember_FloatOrComplexTensor:$operand);
+  let results = (outs Ember_FloatOrComplexTensor:$lu, Ember_IntTensor:$pivots,
                       Ember_IntTensor:$permutation);
   let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -412,9 +412,9 @@ def Ember_TriangularSolveOp : Ember_Op<"triangular_solve", [Pure]> {
     triangle `lower` names is read; with `unit_diagonal` the diagonal is taken
     to be ones and not read either.
   }];
-  let arguments = (ins Ember_FloatTensor:$a, Ember_FloatTensor:$b, BoolAttr:$lower,
+  let arguments = (ins Ember_FloatOrComplexTensor:$a, Ember_FloatOrComplexTensor:$b, BoolAttr:$lower,
                        BoolAttr:$transpose_a, BoolAttr:$unit_diagonal);
-  let results = (outs Ember_FloatTensor:$result);
+  let results = (outs Ember_FloatOrComplexTensor:$result);
   let assemblyFormat = [{
     $a `,` $b attr-dict `:` functional-type(operands, results)
   }];

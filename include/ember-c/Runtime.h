@@ -81,14 +81,14 @@ MLIR_CAPI_EXPORTED void emberRuntimeRegisterSymbol(MlirStringRef name,
 MLIR_CAPI_EXPORTED void emberRuntimeSetCblasGemm(void *sgemm, void *dgemm);
 
 /// `ember.cholesky`, `ember.lu` and `ember.triangular_solve` call
-/// `ember_cholesky_f32/f64`, `ember_lu_f32/f64` and
-/// `ember_triangular_solve_f32/f64`, which use these LAPACKE
-/// `LAPACKE_?potrf` and `LAPACKE_?getrf` and CBLAS `cblas_?trsm` functions
-/// (32-bit integers, e.g. scipy-openblas32's `scipy_LAPACKE_spotrf`) when
-/// given (any may be null), and plain loops otherwise.
-MLIR_CAPI_EXPORTED void emberRuntimeSetLapack(void *spotrf, void *dpotrf,
-                                              void *sgetrf, void *dgetrf,
-                                              void *strsm, void *dtrsm);
+/// `ember_cholesky_*`, `ember_lu_*` and `ember_triangular_solve_*` (`f32`,
+/// `f64`, `c64`, `c128`), which use the LAPACKE `LAPACKE_?potrf` and
+/// `LAPACKE_?getrf` and CBLAS `cblas_?trsm` functions (32-bit integers, e.g.
+/// scipy-openblas32's `scipy_LAPACKE_spotrf`) registered here under their
+/// LAPACK names (`spotrf`, `zgetrf`, `ctrsm`, ...; null unregisters), and
+/// plain loops otherwise. Returns false for a name it does not know.
+MLIR_CAPI_EXPORTED bool emberRuntimeSetLapackFunction(MlirStringRef name,
+                                                      void *fn);
 
 /// The runtime's one memory pool, which also serves compiled code's
 /// malloc/calloc/free: a 64-byte aligned block of `bytes` (null when out of

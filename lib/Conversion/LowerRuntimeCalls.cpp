@@ -370,10 +370,12 @@ struct LinalgCallLowering : public OpConversionPattern<OpT> {
   matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto [base, consts] = entryOf(op);
-    bool f32 = cast<RankedTensorType>(op->getResult(0).getType())
-                   .getElementType()
-                   .isF32();
-    std::string entry = (base + (f32 ? "_f32" : "_f64")).str();
+    Type e =
+        cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
+    StringRef suffix = e.isF32() ? "_f32" : e.isF64() ? "_f64" : "_c";
+    std::string entry = (base + suffix).str();
+    if (auto c = dyn_cast<ComplexType>(e))
+      entry += c.getElementType().isF32() ? "64" : "128";
     rewriter.replaceOp(op, callLinalgEntry(rewriter, op, ("__" + base).str(),
                                            entry, consts, adaptor.getOperands(),
                                            op->getResultTypes()));

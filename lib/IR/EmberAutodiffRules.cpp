@@ -882,18 +882,22 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         return pass(res);
       })
       .Case([&](CholeskyOp o) -> LogicalResult {
-        // L' = L phi(L^-1 A' L^-T), phi = the lower triangle with the
+        // L' = L phi(L^-1 A' L^-H), phi = the lower triangle with the
         // diagonal halved (Murray, arXiv:1602.07527; JAX's rule).
         if (!t[0])
           return zero();
         Value l = o.getResult();
-        auto solve = [&](Value rhs) {
-          return TriangularSolveOp::create(b, r.loc, rhs.getType(), l, rhs,
+        auto solve = [&](Value m, Value rhs) {
+          return TriangularSolveOp::create(b, r.loc, rhs.getType(), m, rhs,
                                            true, false, false)
               .getResult();
         };
-        Value y = solve(t[0]);                              // L^-1 A'
-        Value x = swapLastTwo(r, solve(swapLastTwo(r, y))); // L^-1 A' L^-T
+        // X L^H = Y  <=>  conj(L) X^T = Y^T
+        Value lc = isa<ComplexType>(r.ty(l).getElementType())
+                       ? (Value)ConjOp::create(b, r.loc, l)
+                       : l;
+        Value y = solve(l, t[0]);                               // L^-1 A'
+        Value x = swapLastTwo(r, solve(lc, swapLastTwo(r, y))); // Y L^-H
         return pass(batchedMatmul(r, l, triangle(r, x, true, false, 0.5)));
       })
       .Case([&](LuOp o) -> LogicalResult {
@@ -911,12 +915,15 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
             llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
         Value perm =
             r.bcast(o.getPermutation(), at.clone(r.b.getI32Type()), keep);
-        Value pmat = r.toFloat(
-            r.cmp(ComparisonDirection::EQ, perm, iotaLike(r, at, rank - 1)),
-            lu);
+        // (Selects, not converts: the element type may be complex.)
+        auto oneHot = [&](Value pred) {
+          return r.select(pred, r.like(lu, 1.0), r.zeros(lu.getType()));
+        };
+        Value pmat = oneHot(
+            r.cmp(ComparisonDirection::EQ, perm, iotaLike(r, at, rank - 1)));
         Value pa = batchedMatmul(r, pmat, t[0]);
         Value row = iotaLike(r, at, rank - 2), col = iotaLike(r, at, rank - 1);
-        Value eye = r.toFloat(r.cmp(ComparisonDirection::EQ, row, col), lu);
+        Value eye = oneHot(r.cmp(ComparisonDirection::EQ, row, col));
         Value l = r.add(triangle(r, lu, true, true), eye);
         Value u = triangle(r, lu, false, false);
         Value la = TriangularSolveOp::create(b, r.loc, pa.getType(), l, pa,

@@ -697,8 +697,13 @@ LogicalResult SortOp::verify() {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-/// f32 or f64 (the element types the runtime's LAPACK calls take).
-static bool isLapackElement(Type t) { return t.isF32() || t.isF64(); }
+/// f32, f64 or complex of them (the element types the runtime's LAPACK
+/// calls take).
+static bool isLapackElement(Type t) {
+  if (auto c = dyn_cast<ComplexType>(t))
+    t = c.getElementType();
+  return t.isF32() || t.isF64();
+}
 
 LogicalResult CholeskyOp::verify() {
   auto t = cast<RankedTensorType>(getOperand().getType());
@@ -710,7 +715,9 @@ LogicalResult CholeskyOp::verify() {
            << t;
   // cholesky_c2
   if (!isLapackElement(t.getElementType()))
-    return emitOpError("cholesky_c2: element type must be f32 or f64, got ")
+    return emitOpError(
+               "cholesky_c2: element type must be f32, f64 or complex of "
+               "them, got ")
            << t.getElementType();
   return success();
 }
@@ -724,7 +731,9 @@ LogicalResult LuOp::verify() {
            << t;
   // lu_c2
   if (!isLapackElement(t.getElementType()))
-    return emitOpError("lu_c2: element type must be f32 or f64, got ")
+    return emitOpError(
+               "lu_c2: element type must be f32, f64 or complex of them, "
+               "got ")
            << t.getElementType();
   // lu_c3
   int64_t m = t.getDimSize(r - 2), k = std::min(m, t.getDimSize(r - 1));
@@ -762,8 +771,8 @@ LogicalResult TriangularSolveOp::verify() {
                        "one element type and the result b's type");
   // triangular_solve_c4
   if (!isLapackElement(a.getElementType()))
-    return emitOpError("triangular_solve_c4: element type must be f32 or f64, "
-                       "got ")
+    return emitOpError("triangular_solve_c4: element type must be f32, f64 or "
+                       "complex of them, got ")
            << a.getElementType();
   return success();
 }

@@ -14,65 +14,84 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace {
-// LAPACKE_?potrf(layout, uplo, n, a, lda) and cblas_?trsm(layout, side,
-// uplo, trans, diag, m, n, alpha, a, lda, b, ldb), 32-bit integers.
-using Spotrf = int (*)(int, char, int, float *, int);
-using Dpotrf = int (*)(int, char, int, double *, int);
-// LAPACKE_?getrf(layout, m, n, a, lda, ipiv)
-using Sgetrf = int (*)(int, int, int, float *, int, int *);
-using Dgetrf = int (*)(int, int, int, double *, int, int *);
-using Strsm = void (*)(int, int, int, int, int, int, int, float, const float *,
-                       int, float *, int);
-using Dtrsm = void (*)(int, int, int, int, int, int, int, double,
-                       const double *, int, double *, int);
-Spotrf spotrf = nullptr;
-Dpotrf dpotrf = nullptr;
-Sgetrf sgetrf = nullptr;
-Dgetrf dgetrf = nullptr;
-Strsm strsm = nullptr;
-Dtrsm dtrsm = nullptr;
+using C64 = std::complex<float>;
+using C128 = std::complex<double>;
+
+/// The library functions for element type T, null until an embedder
+/// registers them: LAPACKE_?potrf(layout, uplo, n, a, lda),
+/// LAPACKE_?getrf(layout, m, n, a, lda, ipiv) and cblas_?trsm(layout, side,
+/// uplo, trans, diag, m, n, alpha, a, lda, b, ldb), 32-bit integers (alpha
+/// by value for real types, by address for complex ones).
+template <typename T> struct Lapack {
+  static inline int (*potrf)(int, char, int, T *, int) = nullptr;
+  static inline int (*getrf)(int, int, int, T *, int, int *) = nullptr;
+  static inline void *trsm = nullptr;
+};
 
 constexpr int kColMajor = 102, kRowMajor = 101, kLeft = 141, kUpper = 121,
               kLower = 122, kNoTrans = 111, kTrans = 112, kNonUnit = 131,
               kUnit = 132;
 
-int potrf(float *a, int n) { return spotrf(kColMajor, 'U', n, a, n); }
-int potrf(double *a, int n) { return dpotrf(kColMajor, 'U', n, a, n); }
-bool havePotrf(float *) { return spotrf; }
-bool havePotrf(double *) { return dpotrf; }
-void trsm(int uplo, int trans, int diag, int n, int k, const float *a,
-          float *b) {
-  strsm(kRowMajor, kLeft, uplo, trans, diag, n, k, 1.0f, a, n, b, k);
+template <typename T> bool isComplex() {
+  return std::is_same_v<T, C64> || std::is_same_v<T, C128>;
 }
-void trsm(int uplo, int trans, int diag, int n, int k, const double *a,
-          double *b) {
-  dtrsm(kRowMajor, kLeft, uplo, trans, diag, n, k, 1.0, a, n, b, k);
+template <typename T> T conjOf(T x) {
+  if constexpr (std::is_same_v<T, C64> || std::is_same_v<T, C128>)
+    return std::conj(x);
+  else
+    return x;
 }
-bool haveTrsm(float *) { return strsm; }
-bool haveTrsm(double *) { return dtrsm; }
+
+/// The row-major lower triangle is the column-major upper one (of the
+/// transpose, which for a Hermitian matrix is its conjugate): potrf('U')
+/// leaves L in place, row-major, with no transposes.
+template <typename T> int potrf(T *a, int n) {
+  return Lapack<T>::potrf(kColMajor, 'U', n, a, n);
+}
+template <typename T> int getrf(T *a, int m, int n, int *ipiv) {
+  return Lapack<T>::getrf(kRowMajor, m, n, a, n, ipiv);
+}
+template <typename T>
+void trsm(int uplo, int trans, int diag, int n, int k, const T *a, T *b) {
+  if constexpr (std::is_same_v<T, C64> || std::is_same_v<T, C128>) {
+    using Fn = void (*)(int, int, int, int, int, int, int, const void *,
+                        const void *, int, void *, int);
+    T one(1);
+    reinterpret_cast<Fn>(Lapack<T>::trsm)(kRowMajor, kLeft, uplo, trans, diag,
+                                          n, k, &one, a, n, b, k);
+  } else {
+    using Fn = void (*)(int, int, int, int, int, int, int, T, const T *, int,
+                        T *, int);
+    reinterpret_cast<Fn>(Lapack<T>::trsm)(kRowMajor, kLeft, uplo, trans, diag,
+                                          n, k, T(1), a, n, b, k);
+  }
+}
 
 /// Row-major lower Cholesky in place (reading the lower triangle); false
 /// when the matrix is not positive definite.
 template <typename T> bool referenceCholesky(T *a, int64_t n) {
   for (int64_t j = 0; j < n; ++j) {
-    T d = a[j * n + j];
+    auto d = std::real(a[j * n + j]);
     for (int64_t p = 0; p < j; ++p)
-      d -= a[j * n + p] * a[j * n + p];
-    if (!(d > T(0)))
+      d -= std::norm(a[j * n + p]);
+    if (!(d > 0))
       return false;
     d = std::sqrt(d);
-    a[j * n + j] = d;
+    a[j * n + j] = T(d);
     for (int64_t i = j + 1; i < n; ++i) {
       T s = a[i * n + j];
       for (int64_t p = 0; p < j; ++p)
-        s -= a[i * n + p] * a[j * n + p];
-      a[i * n + j] = s / d;
+        s -= a[i * n + p] * conjOf(a[j * n + p]);
+      a[i * n + j] = s / T(d);
     }
   }
   return true;
@@ -86,11 +105,11 @@ void cholesky(int64_t batch, int64_t n, const T *in, T *out) {
     T *a = out + b * size;
     // The row-major lower triangle is the column-major upper one: potrf
     // with 'U' factors it in place without transposing.
-    bool ok = havePotrf(a) && n <= INT32_MAX ? potrf(a, int(n)) == 0
-                                             : referenceCholesky(a, n);
+    bool ok = Lapack<T>::potrf && n <= INT32_MAX ? potrf(a, int(n)) == 0
+                                                 : referenceCholesky(a, n);
     if (!ok) {
       for (size_t i = 0; i < size; ++i)
-        a[i] = std::numeric_limits<T>::quiet_NaN();
+        a[i] = T(std::numeric_limits<decltype(std::real(a[0]))>::quiet_NaN());
       continue;
     }
     for (int64_t i = 0; i < n; ++i)
@@ -98,15 +117,6 @@ void cholesky(int64_t batch, int64_t n, const T *in, T *out) {
         a[i * n + j] = T(0);
   }
 }
-
-int getrf(float *a, int m, int n, int *ipiv) {
-  return sgetrf(kRowMajor, m, n, a, n, ipiv);
-}
-int getrf(double *a, int m, int n, int *ipiv) {
-  return dgetrf(kRowMajor, m, n, a, n, ipiv);
-}
-bool haveGetrf(float *) { return sgetrf; }
-bool haveGetrf(double *) { return dgetrf; }
 
 /// Row-major LU with partial pivoting in place; piv[i] (0-based) is the
 /// row swapped with row i at step i.
@@ -142,7 +152,7 @@ void lu(int64_t batch, int64_t m, int64_t n, const T *in, T *out,
   for (int64_t b = 0; b < batch; ++b) {
     T *a = out + b * m * n;
     int32_t *piv = pivots + b * k, *p = perm + b * m;
-    if (haveGetrf(a) && m <= INT32_MAX && n <= INT32_MAX && k > 0) {
+    if (Lapack<T>::getrf && m <= INT32_MAX && n <= INT32_MAX && k > 0) {
       getrf(a, int(m), int(n), ipiv.data()); // info > 0: singular, kept
       for (int64_t i = 0; i < k; ++i)
         piv[i] = ipiv[i] - 1;
@@ -190,7 +200,7 @@ void triangularSolve(int64_t batch, int64_t n, int64_t k, bool lower,
   for (int64_t i = 0; i < batch; ++i) {
     const T *ai = a + i * n * n;
     T *xi = out + i * n * k;
-    if (haveTrsm(xi) && n <= INT32_MAX && k <= INT32_MAX && n > 0 && k > 0)
+    if (Lapack<T>::trsm && n <= INT32_MAX && k <= INT32_MAX && n > 0 && k > 0)
       trsm(lower ? kLower : kUpper, trans ? kTrans : kNoTrans,
            unit ? kUnit : kNonUnit, int(n), int(k), ai, xi);
     else
@@ -199,51 +209,64 @@ void triangularSolve(int64_t batch, int64_t n, int64_t k, bool lower,
 }
 } // namespace
 
-extern "C" void ember_cholesky_f32(int64_t batch, int64_t n, intptr_t a,
-                                   intptr_t out) {
-  cholesky(batch, n, reinterpret_cast<const float *>(a),
-           reinterpret_cast<float *>(out));
-}
-extern "C" void ember_cholesky_f64(int64_t batch, int64_t n, intptr_t a,
-                                   intptr_t out) {
-  cholesky(batch, n, reinterpret_cast<const double *>(a),
-           reinterpret_cast<double *>(out));
-}
-extern "C" void ember_lu_f32(int64_t batch, int64_t m, int64_t n, intptr_t a,
-                             intptr_t out, intptr_t pivots, intptr_t perm) {
-  lu(batch, m, n, reinterpret_cast<const float *>(a),
-     reinterpret_cast<float *>(out), reinterpret_cast<int32_t *>(pivots),
-     reinterpret_cast<int32_t *>(perm));
-}
-extern "C" void ember_lu_f64(int64_t batch, int64_t m, int64_t n, intptr_t a,
-                             intptr_t out, intptr_t pivots, intptr_t perm) {
-  lu(batch, m, n, reinterpret_cast<const double *>(a),
-     reinterpret_cast<double *>(out), reinterpret_cast<int32_t *>(pivots),
-     reinterpret_cast<int32_t *>(perm));
-}
-extern "C" void ember_triangular_solve_f32(int64_t batch, int64_t n, int64_t k,
-                                           int64_t lower, int64_t trans,
-                                           int64_t unit, intptr_t a, intptr_t b,
-                                           intptr_t out) {
-  triangularSolve(
-      batch, n, k, lower, trans, unit, reinterpret_cast<const float *>(a),
-      reinterpret_cast<const float *>(b), reinterpret_cast<float *>(out));
-}
-extern "C" void ember_triangular_solve_f64(int64_t batch, int64_t n, int64_t k,
-                                           int64_t lower, int64_t trans,
-                                           int64_t unit, intptr_t a, intptr_t b,
-                                           intptr_t out) {
-  triangularSolve(
-      batch, n, k, lower, trans, unit, reinterpret_cast<const double *>(a),
-      reinterpret_cast<const double *>(b), reinterpret_cast<double *>(out));
-}
+// The entries of each element type (Runtime.def): SUFFIX, C++ type.
+#define EMBER_LINALG_ENTRIES(SUFFIX, T)                                        \
+  extern "C" void ember_cholesky_##SUFFIX(int64_t batch, int64_t n,            \
+                                          intptr_t a, intptr_t out) {          \
+    cholesky(batch, n, reinterpret_cast<const T *>(a),                         \
+             reinterpret_cast<T *>(out));                                      \
+  }                                                                            \
+  extern "C" void ember_lu_##SUFFIX(int64_t batch, int64_t m, int64_t n,       \
+                                    intptr_t a, intptr_t out, intptr_t piv,    \
+                                    intptr_t perm) {                           \
+    lu(batch, m, n, reinterpret_cast<const T *>(a),                            \
+       reinterpret_cast<T *>(out), reinterpret_cast<int32_t *>(piv),           \
+       reinterpret_cast<int32_t *>(perm));                                     \
+  }                                                                            \
+  extern "C" void ember_triangular_solve_##SUFFIX(                             \
+      int64_t batch, int64_t n, int64_t k, int64_t lower, int64_t trans,       \
+      int64_t unit, intptr_t a, intptr_t b, intptr_t out) {                    \
+    triangularSolve(                                                           \
+        batch, n, k, lower, trans, unit, reinterpret_cast<const T *>(a),       \
+        reinterpret_cast<const T *>(b), reinterpret_cast<T *>(out));           \
+  }
+EMBER_LINALG_ENTRIES(f32, float)
+EMBER_LINALG_ENTRIES(f64, double)
+EMBER_LINALG_ENTRIES(c64, C64)
+EMBER_LINALG_ENTRIES(c128, C128)
+#undef EMBER_LINALG_ENTRIES
 
-void emberRuntimeSetLapack(void *spotrfFn, void *dpotrfFn, void *sgetrfFn,
-                           void *dgetrfFn, void *strsmFn, void *dtrsmFn) {
-  spotrf = reinterpret_cast<Spotrf>(spotrfFn);
-  dpotrf = reinterpret_cast<Dpotrf>(dpotrfFn);
-  sgetrf = reinterpret_cast<Sgetrf>(sgetrfFn);
-  dgetrf = reinterpret_cast<Dgetrf>(dgetrfFn);
-  strsm = reinterpret_cast<Strsm>(strsmFn);
-  dtrsm = reinterpret_cast<Dtrsm>(dtrsmFn);
+bool emberRuntimeSetLapackFunction(MlirStringRef name, void *fn) {
+  std::string_view n(name.data, name.length);
+  auto set = [&](auto *t, char kind) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    if (kind == 'p')
+      Lapack<T>::potrf = reinterpret_cast<decltype(Lapack<T>::potrf)>(fn);
+    else if (kind == 'g')
+      Lapack<T>::getrf = reinterpret_cast<decltype(Lapack<T>::getrf)>(fn);
+    else
+      Lapack<T>::trsm = fn;
+    return true;
+  };
+  if (n.empty())
+    return false;
+  std::string_view op = n.substr(1);
+  char kind = op == "potrf"   ? 'p'
+              : op == "getrf" ? 'g'
+              : op == "trsm"  ? 't'
+                              : 0;
+  if (!kind)
+    return false;
+  switch (n[0]) {
+  case 's':
+    return set(static_cast<float *>(nullptr), kind);
+  case 'd':
+    return set(static_cast<double *>(nullptr), kind);
+  case 'c':
+    return set(static_cast<C64 *>(nullptr), kind);
+  case 'z':
+    return set(static_cast<C128 *>(nullptr), kind);
+  default:
+    return false;
+  }
 }

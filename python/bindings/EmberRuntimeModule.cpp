@@ -425,15 +425,13 @@ NB_MODULE(_ember_runtime, m) {
       },
       nb::arg("sgemm"), nb::arg("dgemm"));
   m.def(
-      "set_lapack",
-      [](uintptr_t spotrf, uintptr_t dpotrf, uintptr_t sgetrf, uintptr_t dgetrf,
-         uintptr_t strsm, uintptr_t dtrsm) {
-        auto p = [](uintptr_t v) { return reinterpret_cast<void *>(v); };
-        emberRuntimeSetLapack(p(spotrf), p(dpotrf), p(sgetrf), p(dgetrf),
-                              p(strsm), p(dtrsm));
+      "set_lapack_function",
+      [](const std::string &name, uintptr_t fn) {
+        return emberRuntimeSetLapackFunction(
+            MlirStringRef{name.data(), name.size()},
+            reinterpret_cast<void *>(fn));
       },
-      nb::arg("spotrf"), nb::arg("dpotrf"), nb::arg("sgetrf"),
-      nb::arg("dgetrf"), nb::arg("strsm"), nb::arg("dtrsm"));
+      nb::arg("name"), nb::arg("fn"));
   m.def(
       "set_host_callback_handler",
       [](nb::object handler) {

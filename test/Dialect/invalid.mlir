@@ -1064,7 +1064,7 @@ func.func @cholesky_c1(%a: tensor<3x4xf32>) -> tensor<3x4xf32> {
 
 // cholesky_c2
 func.func @cholesky_c2(%a: tensor<3x3xf16>) -> tensor<3x3xf16> {
-  // expected-error @+1 {{cholesky_c2: element type must be f32 or f64, got 'f16'}}
+  // expected-error @+1 {{cholesky_c2: element type must be f32, f64 or complex of them, got 'f16'}}
   %0 = ember.cholesky %a : tensor<3x3xf16>
   return %0 : tensor<3x3xf16>
 }
@@ -1100,7 +1100,7 @@ func.func @triangular_solve_c3(%a: tensor<3x3xf32>, %b: tensor<3x2xf64>) -> tens
 
 // triangular_solve_c4
 func.func @triangular_solve_c4(%a: tensor<3x3xbf16>, %b: tensor<3x2xbf16>) -> tensor<3x2xbf16> {
-  // expected-error @+1 {{triangular_solve_c4: element type must be f32 or f64, got 'bf16'}}
+  // expected-error @+1 {{triangular_solve_c4: element type must be f32, f64 or complex of them, got 'bf16'}}
   %0 = ember.triangular_solve %a, %b {lower = true, transpose_a = false, unit_diagonal = false} : (tensor<3x3xbf16>, tensor<3x2xbf16>) -> tensor<3x2xbf16>
   return %0 : tensor<3x2xbf16>
 }
@@ -1118,7 +1118,7 @@ func.func @lu_c1(%a: tensor<3xf32>) -> tensor<3xf32> {
 
 // lu_c2
 func.func @lu_c2(%a: tensor<3x3xf16>) -> tensor<3x3xf16> {
-  // expected-error @+1 {{lu_c2: element type must be f32 or f64, got 'f16'}}
+  // expected-error @+1 {{lu_c2: element type must be f32, f64 or complex of them, got 'f16'}}
   %lu, %p, %q = ember.lu %a : (tensor<3x3xf16>) -> (tensor<3x3xf16>, tensor<3xi32>, tensor<3xi32>)
   return %lu : tensor<3x3xf16>
 }

@@ -20,6 +20,9 @@ from .context import compile_lock, context
 from .errors import EmberInternalError
 from .targets import get_target
 
+# What the runtime's linear algebra calls (lib/Runtime/Linalg.cpp).
+LAPACK_FUNCTIONS = [t + f for f in ("potrf", "getrf", "trsm") for t in "sdcz"]
+
 
 def _use_openblas():
     """Points the runtime's GEMM, Cholesky and triangular-solve entry points
@@ -49,10 +52,10 @@ def _use_openblas():
     addr = [ctypes.cast(getattr(lib, f"scipy_cblas_{k}gemm"), ctypes.c_void_p).value
             for k in "sd"]
     _ember_runtime.set_cblas_gemm(*addr)
-    _ember_runtime.set_lapack(*[
-        ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-        for name in ("scipy_LAPACKE_spotrf", "scipy_LAPACKE_dpotrf", "scipy_LAPACKE_sgetrf",
-                     "scipy_LAPACKE_dgetrf", "scipy_cblas_strsm", "scipy_cblas_dtrsm")])
+    for name in LAPACK_FUNCTIONS:
+        prefix = "scipy_cblas_" if name.endswith("trsm") else "scipy_LAPACKE_"
+        _ember_runtime.set_lapack_function(
+            name, ctypes.cast(getattr(lib, prefix + name), ctypes.c_void_p).value)
     # No scan of every input for NaNs (2% of a 512 x 512 Cholesky solve): a
     # factorization of NaNs fails and gives NaNs anyway.
     lib.scipy_LAPACKE_set_nancheck(0)

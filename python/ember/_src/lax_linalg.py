@@ -8,7 +8,8 @@ import numpy as np
 from . import core, dtypes, lax
 from .core import Primitive, as_value, type_error
 
-_LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_LAPACK_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
+                                             np.complex128))
 
 
 def _square(x, what):
@@ -19,7 +20,8 @@ def _square(x, what):
 def _matrices(x, what):
     _square(x, what)
     if x.dtype not in _LAPACK_DTYPES:
-        raise type_error(f"{what} must be float32 or float64, got {x.dtype}")
+        raise type_error(f"{what} must be float32, float64, complex64 or complex128, got "
+                         f"{x.dtype}")
 
 
 def _cholesky_rule(x):
@@ -38,7 +40,8 @@ def _lu_rule(x):
     if x.ndim < 2:
         raise type_error(f"lu's operand must be (a batch of) matrices, got shape {x.shape}")
     if x.dtype not in _LAPACK_DTYPES:
-        raise type_error(f"lu's operand must be float32 or float64, got {x.dtype}")
+        raise type_error(f"lu's operand must be float32, float64, complex64 or complex128, "
+                         f"got {x.dtype}")
     m, n = x.shape[-2:]
     return [x, core.ShapedArray(x.shape[:-2] + (min(m, n),), np.dtype(np.int32)),
             core.ShapedArray(x.shape[:-2] + (m,), np.dtype(np.int32))]
@@ -71,6 +74,10 @@ def _solve_emit(trace, vals, avals, lower, transpose_a, unit_diagonal):
 triangular_solve_p = Primitive("triangular_solve", _solve_rule, _solve_emit)
 
 
+def _conj(x):
+    return lax.conj(x) if np.issubdtype(x.dtype, np.complexfloating) else x
+
+
 def _swap(x):
     return lax.transpose(x, tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2))
 
@@ -86,11 +93,11 @@ def _in_lapack_dtype(f, *xs):
 
 def cholesky(x, *, symmetrize_input=True):
     """The lower Cholesky factor of each trailing matrix of `x` (NaNs where
-    it is not positive definite). With `symmetrize_input`, of (x + x^T) / 2."""
+    it is not positive definite). With `symmetrize_input`, of (x + x^H) / 2."""
     x = as_value(x)
     _square(x, "cholesky's operand")
-    if symmetrize_input:
-        x = (x + _swap(x)) * np.array(0.5, x.dtype)
+    if symmetrize_input:  # the Hermitian part
+        x = (x + _conj(_swap(x))) * np.array(0.5, x.dtype)
     return _in_lapack_dtype(cholesky_p.bind, x)
 
 
@@ -109,10 +116,11 @@ def lu(x):
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
                      conjugate_a=False, unit_diagonal=False):
     """x with op(a) @ x = b (`left_side`) or x @ op(a) = b, op(a) being `a`
-    or its transpose; only `a`'s triangle `lower` names is read."""
+    or its transpose, conjugated with `conjugate_a`; only `a`'s triangle
+    `lower` names is read."""
     a, b = as_value(a), as_value(b)
-    if np.issubdtype(a.dtype, np.complexfloating):
-        raise NotImplementedError("triangular_solve: complex matrices are not supported yet")
+    if conjugate_a:
+        a = _conj(a)
 
     def solve(a, b):
         if left_side:

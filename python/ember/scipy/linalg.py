@@ -13,10 +13,10 @@ from ember.numpy.linalg import svd as svd
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """The Cholesky factor of `a` from its `lower` (or upper) triangle alone,
     not symmetrized (as JAX's)."""
-    a = _la._float(a)
+    a = _la._float(a, complex_ok=True)
     _la._square(a, "cholesky")
-    L = lax_linalg.cholesky(a if lower else _la._mT(a), symmetrize_input=False)
-    return L if lower else _la._mT(L)
+    L = lax_linalg.cholesky(a if lower else jnp.conj(_la._mT(a)), symmetrize_input=False)
+    return L if lower else jnp.conj(_la._mT(L))
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
@@ -25,28 +25,32 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False,
                      overwrite_b=False, debug=None, check_finite=True):
-    a = _la._float(a)
-    b = jnp.asarray(b).astype(a.dtype)
+    a = _la._float(a, complex_ok=True)
+    b = jnp.asarray(b)
+    a = a.astype(jnp.result_type(a, b))
+    b = b.astype(a.dtype)
     if trans not in (0, 1, 2, "N", "T", "C"):
         raise ValueError(f"solve_triangular: bad trans {trans!r}")
     vec = b.ndim == a.ndim - 1
     if vec:
         b = b[..., None]
     x = _la._tri_solve(a, b, lower=lower, unit_diagonal=unit_diagonal,
-                       transpose_a=trans in (1, 2, "T", "C"))
+                       transpose_a=trans in (1, 2, "T", "C"), conjugate_a=trans in (2, "C"))
     return x[..., 0] if vec else x
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """Solves with the factor itself (transposed solves, no transposes)."""
     c, lower = c_and_lower
-    c = _la._float(c)
-    b = jnp.asarray(b).astype(c.dtype)
+    c = _la._float(c, complex_ok=True)
+    b = jnp.asarray(b)
+    c = c.astype(jnp.result_type(c, b))
+    b = b.astype(c.dtype)
     vec = b.ndim == c.ndim - 1
     if vec:
         b = b[..., None]
-    y = _la._tri_solve(c, b, lower=lower, transpose_a=not lower)
-    x = _la._tri_solve(c, y, lower=lower, transpose_a=lower)
+    y = _la._tri_solve(c, b, lower=lower, transpose_a=not lower, conjugate_a=not lower)
+    x = _la._tri_solve(c, y, lower=lower, transpose_a=lower, conjugate_a=lower)
     return x[..., 0] if vec else x
 
 

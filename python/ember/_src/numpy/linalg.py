@@ -128,12 +128,15 @@ def matrix_norm(x, ord="fro", keepdims=False):
 # helpers
 # ----------------------------------------------------------------------------
 
-def _float(a):
+def _float(a, complex_ok=False):
+    """`a` as an inexact array; complex ones only where `complex_ok` (the
+    LAPACK-backed functions: cholesky, solve, inv, det, slogdet)."""
     a = jnp.asarray(a)
     if not jnp.issubdtype(a.dtype, jnp.inexact):
         a = a.astype(jnp.float32)
-    if jnp.issubdtype(a.dtype, jnp.complexfloating):
-        raise NotImplementedError("ember.numpy.linalg decompositions support real dtypes only")
+    if jnp.issubdtype(a.dtype, jnp.complexfloating) and not complex_ok:
+        raise NotImplementedError("ember.numpy.linalg: qr, eigh, svd and the functions built "
+                                  "on them support real dtypes only")
     return a
 
 
@@ -147,7 +150,8 @@ def _mT(x):
 
 
 def _sym(a):
-    return (a + _mT(a)) * 0.5
+    """The Hermitian part (a + a^H) / 2."""
+    return (a + jnp.conj(_mT(a))) * 0.5
 
 
 def _eye_like(a, n):
@@ -163,14 +167,15 @@ def _diag(a):
     return jnp.diagonal(a, axis1=-2, axis2=-1)
 
 
-def _tri_solve(t, b, lower, unit_diagonal=False, transpose_a=False):
+def _tri_solve(t, b, lower, unit_diagonal=False, transpose_a=False, conjugate_a=False):
     """Solve op(t) @ x = b for triangular t (..., n, n) and b (..., n, k),
-    op(t) = t.T with `transpose_a` (batch dimensions broadcast)."""
+    op(t) = t.T with `transpose_a`, conjugated with `conjugate_a` (batch
+    dimensions broadcast)."""
     batch = jnp.broadcast_shapes(t.shape[:-2], b.shape[:-2])
     t = jnp.broadcast_to(t, batch + t.shape[-2:])
     b = jnp.broadcast_to(b.astype(t.dtype), batch + b.shape[-2:])
     return lax_linalg.triangular_solve(t, b, left_side=True, lower=lower,
-                                       transpose_a=transpose_a,
+                                       transpose_a=transpose_a, conjugate_a=conjugate_a,
                                        unit_diagonal=unit_diagonal)
 
 
@@ -180,7 +185,7 @@ def _tri_solve(t, b, lower, unit_diagonal=False, transpose_a=False):
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
     """Cholesky factor L (lower, a = L @ L.T); NaNs if `a` is not positive definite."""
-    a = _float(a)
+    a = _float(a, complex_ok=True)
     _square(a, "cholesky")
     if symmetrize_input:
         a = _sym(a)
@@ -211,7 +216,7 @@ def _lu_solve(lu, perm, b):
 
 def solve(a, b):
     """Solve a @ x = b.  b of shape (n,) or a.shape[:-1] is a (batch of) vector(s)."""
-    a = _float(a)
+    a = _float(a, complex_ok=True)
     _square(a, "solve")
     b = jnp.asarray(b)
     dt = jnp.result_type(a, b)
@@ -228,7 +233,7 @@ def solve(a, b):
 
 
 def inv(a):
-    a = _float(a)
+    a = _float(a, complex_ok=True)
     _square(a, "inv")
     lu, perm, _ = _lu(a)
     return _lu_solve(lu, perm, _eye_like(a, a.shape[-1]))
@@ -236,10 +241,11 @@ def inv(a):
 
 def slogdet(a, *, method=None):
     """(sign, log|det a|) via LU with partial pivoting."""
-    a = _float(a)
+    a = _float(a, complex_ok=True)
     _square(a, "slogdet")
     if a.shape[-1] == 0:
-        return jnp.ones(a.shape[:-2], a.dtype), jnp.zeros(a.shape[:-2], a.dtype)
+        return (jnp.ones(a.shape[:-2], a.dtype),
+                jnp.zeros(a.shape[:-2], jnp.real(jnp.zeros((), a.dtype)).dtype))
     lu, _, sign = _lu(a)
     d = _diag(lu)
     sign = sign * jnp.prod(jnp.sign(d), axis=-1)
@@ -248,7 +254,7 @@ def slogdet(a, *, method=None):
 
 
 def det(a):
-    a = _float(a)
+    a = _float(a, complex_ok=True)
     _square(a, "det")
     if a.shape[-1] == 0:
         return jnp.ones(a.shape[:-2], a.dtype)
