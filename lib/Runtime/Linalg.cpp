@@ -41,11 +41,11 @@ constexpr int kColMajor = 102, kRowMajor = 101, kLeft = 141, kUpper = 121,
               kLower = 122, kNoTrans = 111, kTrans = 112, kNonUnit = 131,
               kUnit = 132;
 
-template <typename T> bool isComplex() {
-  return std::is_same_v<T, C64> || std::is_same_v<T, C128>;
-}
+template <typename T>
+constexpr bool kIsComplex = std::is_same_v<T, C64> || std::is_same_v<T, C128>;
+
 template <typename T> T conjOf(T x) {
-  if constexpr (std::is_same_v<T, C64> || std::is_same_v<T, C128>)
+  if constexpr (kIsComplex<T>)
     return std::conj(x);
   else
     return x;
@@ -62,7 +62,7 @@ template <typename T> int getrf(T *a, int m, int n, int *ipiv) {
 }
 template <typename T>
 void trsm(int uplo, int trans, int diag, int n, int k, const T *a, T *b) {
-  if constexpr (std::is_same_v<T, C64> || std::is_same_v<T, C128>) {
+  if constexpr (kIsComplex<T>) {
     using Fn = void (*)(int, int, int, int, int, int, int, const void *,
                         const void *, int, void *, int);
     T one(1);
@@ -103,8 +103,6 @@ void cholesky(int64_t batch, int64_t n, const T *in, T *out) {
   std::memcpy(out, in, batch * size * sizeof(T));
   for (int64_t b = 0; b < batch; ++b) {
     T *a = out + b * size;
-    // The row-major lower triangle is the column-major upper one: potrf
-    // with 'U' factors it in place without transposing.
     bool ok = Lapack<T>::potrf && n <= INT32_MAX ? potrf(a, int(n)) == 0
                                                  : referenceCholesky(a, n);
     if (!ok) {
