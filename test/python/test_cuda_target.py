@@ -209,6 +209,16 @@ def test_host_callback_is_not_on_cuda_yet():
         lower_cuda(f, x).as_text("binary")
 
 
+def test_lapack_ops_are_not_on_cuda_yet():
+    """The LAPACK-backed ops name the runtime entry point the cuda target
+    lacks, at the user's line."""
+    a = np.eye(4, dtype=np.float32) * 2
+    for f in (jnp.linalg.cholesky, jnp.linalg.inv):
+        with pytest.raises(NotImplementedError,
+                           match=r"'ember_(cholesky|lu)_f32'.*cuda target.*test_cuda_target"):
+            lower_cuda(f, a).as_text("binary")
+
+
 @needs_ptxas
 def test_pallas_call_program_ptx(tmp_path):
     # A Pallas kernel (a blocked matmul accumulating over the grid) is
