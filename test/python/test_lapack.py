@@ -338,3 +338,24 @@ def test_complex_derivatives(x64):
                 e[i] = step * eps
                 fd[i] += scale * (float(loss(a + e)) - float(loss(a - e))) / (2 * eps)
         np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_check_grads_on_complex_functions(x64):
+    """`test_util.check_grads` projects as JAX's does (conj(vjp(conj(ct))))
+    and so holds for complex functions, holomorphic or not, and still
+    catches a conjugated rule."""
+    a = _hpd(4, np.complex128)
+    check_grads(jnp.linalg.cholesky, (a,), order=1, modes=("fwd", "rev"))
+    check_grads(lambda a: jnp.linalg.solve(a, np.ones((4, 1))), (a,), order=2,
+                modes=("fwd", "rev"))
+    check_grads(lambda z: jnp.abs(z) * jnp.conj(z), (a,), order=2, modes=("fwd", "rev"))
+
+    @jax.custom_vjp
+    def times_2j(x):
+        return x * 2j
+
+    times_2j.defvjp(lambda x: (times_2j(x), None), lambda _, g: (g * -2j,))  # conjugated
+    with pytest.raises(AssertionError):
+        check_grads(times_2j, (a,), order=1, modes=("rev",))
+    times_2j.defvjp(lambda x: (times_2j(x), None), lambda _, g: (g * 2j,))
+    check_grads(times_2j, (a,), order=1, modes=("rev",))
