@@ -404,6 +404,20 @@ def Ember_LuOp : Ember_Op<"lu", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Ember_EighOp : Ember_Op<"eigh", [Pure]> {
+  let summary = "eigenvectors and eigenvalues of (a batch of) Hermitian matrices";
+  let description = [{
+    Reads the lower triangle of each trailing n x n matrix a (real symmetric
+    or complex Hermitian) and returns V, whose columns are orthonormal
+    eigenvectors, and w, the eigenvalues in ascending order (real), with
+    a V = V diag(w).
+  }];
+  let arguments = (ins Ember_FloatOrComplexTensor:$operand);
+  let results = (outs Ember_FloatOrComplexTensor:$vectors, Ember_FloatTensor:$values);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Ember_TriangularSolveOp : Ember_Op<"triangular_solve", [Pure]> {
   let summary = "solve op(a) x = b for triangular a, for a batch of matrices";
   let description = [{

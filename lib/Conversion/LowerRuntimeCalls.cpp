@@ -1,8 +1,8 @@
 //===- LowerRuntimeCalls.cpp - calls into the runtime ---------------------===//
 //
-// host_callback, the run-time stack ops, cholesky, lu and triangular_solve
-// become calls of buffer helpers that call runtime entry points
-// (include/ember/Runtime/Runtime.def).
+// host_callback, the run-time stack ops and the linear algebra ops
+// (cholesky, eigh, lu, triangular_solve) become calls of buffer helpers that
+// call runtime entry points (include/ember/Runtime/Runtime.def).
 //
 //===----------------------------------------------------------------------===//
 #include "EmberToLinalgCommon.h"
@@ -356,6 +356,10 @@ std::pair<StringRef, SmallVector<int64_t>> entryOf(LuOp op) {
   MatrixBatch m(cast<RankedTensorType>(op.getOperand().getType()));
   return {"ember_lu", {m.batch, m.rows, m.cols}};
 }
+std::pair<StringRef, SmallVector<int64_t>> entryOf(EighOp op) {
+  MatrixBatch m(cast<RankedTensorType>(op.getOperand().getType()));
+  return {"ember_eigh", {m.batch, m.rows}};
+}
 std::pair<StringRef, SmallVector<int64_t>> entryOf(TriangularSolveOp op) {
   MatrixBatch m(cast<RankedTensorType>(op.getType()));
   return {"ember_triangular_solve",
@@ -388,7 +392,7 @@ void mlir::ember::populateRuntimeCallLoweringPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<HostCallbackLowering, StackLowering<StackPushOp>,
                StackLowering<StackPopOp>, StackLowering<StackFreeOp>,
-               LinalgCallLowering<CholeskyOp>, LinalgCallLowering<LuOp>,
-               LinalgCallLowering<TriangularSolveOp>>(converter,
-                                                      patterns.getContext());
+               LinalgCallLowering<CholeskyOp>, LinalgCallLowering<EighOp>,
+               LinalgCallLowering<LuOp>, LinalgCallLowering<TriangularSolveOp>>(
+      converter, patterns.getContext());
 }

@@ -938,6 +938,41 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         out.push_back(Value());
         return success();
       })
+      .Case([&](EighOp o) -> LogicalResult {
+        // a V = V diag(w): with M = V^H a' V, w' = real(diag(M)) and
+        // V' = V (F o M), F_ij = 1 / (w_j - w_i) off the diagonal (JAX's
+        // rule).
+        if (!t[0])
+          return zero();
+        Value v = o.getVectors(), w = o.getValues();
+        auto vt = r.ty(v);
+        int64_t rank = vt.getRank();
+        bool cplx = isa<ComplexType>(vt.getElementType());
+        Value vh = swapLastTwo(r, v);
+        if (cplx)
+          vh = ConjOp::create(b, r.loc, vh);
+        Value m = batchedMatmul(r, vh, batchedMatmul(r, t[0], v));
+        auto realMat = vt.clone(r.ty(w).getElementType());
+        SmallVector<int64_t> rows =
+            llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
+        SmallVector<int64_t> cols =
+            llvm::to_vector(llvm::seq<int64_t>(0, rank - 2));
+        cols.push_back(rank - 1);
+        Value gap = r.sub(r.bcast(w, realMat, cols), r.bcast(w, realMat, rows));
+        Value eye =
+            r.cmp(ComparisonDirection::EQ, iotaLike(r, realMat, rank - 2),
+                  iotaLike(r, realMat, rank - 1));
+        Value one = r.like(gap, 1.0);
+        Value f = r.select(eye, r.zeros(realMat),
+                           r.div(one, r.select(eye, one, gap)));
+        if (cplx)
+          f = r.convert(f, vt.getElementType());
+        out.push_back(batchedMatmul(r, v, r.mul(f, m)));
+        Value diag =
+            r.reduceSum(r.select(eye, m, r.zeros(m.getType())), {rank - 1});
+        out.push_back(cplx ? (Value)RealOp::create(b, r.loc, diag) : diag);
+        return success();
+      })
       .Case([&](TriangularSolveOp o) -> LogicalResult {
         // x = op(a)^-1 b: x' = op(a)^-1 (b' - op(a') x), a' restricted to
         // the triangle the op reads.

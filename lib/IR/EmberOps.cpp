@@ -749,6 +749,30 @@ LogicalResult LuOp::verify() {
   return success();
 }
 
+LogicalResult EighOp::verify() {
+  auto t = cast<RankedTensorType>(getOperand().getType());
+  int64_t r = t.getRank();
+  // eigh_c1
+  if (r < 2 || t.getDimSize(r - 1) != t.getDimSize(r - 2))
+    return emitOpError("eigh_c1: the operand must be (a batch of) square "
+                       "matrices, got ")
+           << t;
+  // eigh_c2
+  if (!isLapackElement(t.getElementType()))
+    return emitOpError("eigh_c2: element type must be f32, f64 or complex of "
+                       "them, got ")
+           << t.getElementType();
+  // eigh_c3
+  Type real = t.getElementType();
+  if (auto c = dyn_cast<ComplexType>(real))
+    real = c.getElementType();
+  auto values = RankedTensorType::get(t.getShape().drop_back(), real);
+  if (getVectors().getType() != t || getValues().getType() != values)
+    return emitOpError("eigh_c3: results must be the operand's type and ")
+           << values;
+  return success();
+}
+
 LogicalResult TriangularSolveOp::verify() {
   auto a = cast<RankedTensorType>(getA().getType());
   auto b = cast<RankedTensorType>(getB().getType());

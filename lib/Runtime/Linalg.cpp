@@ -1,11 +1,12 @@
-//===- Linalg.cpp - Cholesky and triangular solves for compiled code ------===//
+//===- Linalg.cpp - dense linear algebra for compiled code ----------------===//
 //
-// `ember.cholesky`, `ember.lu` and `ember.triangular_solve` lower to these
-// entries. They call LAPACK's potrf and getrf and BLAS's trsm when an embedder
-// registers them (emberRuntimeSetLapack; Python registers scipy-openblas32's,
-// the library it already uses for GEMM) and plain loops otherwise, so C API
-// embedders and mlir-runner need nothing extra. Matrices are row-major and
-// contiguous.
+// `ember.cholesky`, `ember.eigh`, `ember.lu` and `ember.triangular_solve`
+// lower to these entries. They call LAPACK's potrf, getrf and syevd/heevd
+// and BLAS's trsm when an embedder registers them
+// (emberRuntimeSetLapackFunction; Python registers scipy-openblas32's, the
+// library it already uses for GEMM) and plain loops otherwise (complex eigh
+// excepted: NaNs), so C API embedders and mlir-runner need nothing extra.
+// Matrices are row-major and contiguous.
 //
 //===----------------------------------------------------------------------===//
 #include "RuntimeEntries.h"
@@ -35,6 +36,8 @@ template <typename T> struct Lapack {
   static inline int (*potrf)(int, char, int, T *, int) = nullptr;
   static inline int (*getrf)(int, int, int, T *, int, int *) = nullptr;
   static inline void *trsm = nullptr;
+  /// LAPACKE_?syevd / ?heevd(layout, jobz, uplo, n, a, lda, w), w real.
+  static inline void *evd = nullptr;
 };
 
 constexpr int kColMajor = 102, kRowMajor = 101, kLeft = 141, kUpper = 121,
@@ -164,6 +167,93 @@ void lu(int64_t batch, int64_t m, int64_t n, const T *in, T *out,
   }
 }
 
+/// Cyclic Jacobi on a real symmetric row-major matrix (both triangles
+/// filled): a becomes diagonal (the eigenvalues), v the eigenvectors as
+/// columns. Stops when the off-diagonal mass is below epsilon relative to
+/// the whole, or after 100 sweeps.
+template <typename T> void referenceJacobi(T *a, T *v, int64_t n) {
+  for (int64_t i = 0; i < n * n; ++i)
+    v[i] = T(0);
+  for (int64_t i = 0; i < n; ++i)
+    v[i * n + i] = T(1);
+  T eps = std::numeric_limits<T>::epsilon();
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    T off = 0, all = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        all += a[i * n + j] * a[i * n + j];
+        if (i != j)
+          off += a[i * n + j] * a[i * n + j];
+      }
+    if (off <= eps * eps * all)
+      return;
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t q = p + 1; q < n; ++q) {
+        T apq = a[p * n + q];
+        if (apq == T(0))
+          continue;
+        T theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
+        T t = (theta >= 0 ? T(1) : T(-1)) /
+              (std::abs(theta) + std::sqrt(theta * theta + 1));
+        T c = 1 / std::sqrt(t * t + 1), s = t * c;
+        auto rotate = [&](T &x, T &y) {
+          T xp = x, yq = y;
+          x = c * xp - s * yq;
+          y = s * xp + c * yq;
+        };
+        for (int64_t k = 0; k < n; ++k)
+          rotate(a[k * n + p], a[k * n + q]); // columns
+        for (int64_t k = 0; k < n; ++k)
+          rotate(a[p * n + k], a[q * n + k]); // rows
+        for (int64_t k = 0; k < n; ++k)
+          rotate(v[k * n + p], v[k * n + q]);
+      }
+  }
+}
+
+template <typename T, typename R>
+void eigh(int64_t batch, int64_t n, const T *in, T *vectors, R *values) {
+  size_t size = size_t(n) * size_t(n);
+  std::memcpy(vectors, in, batch * size * sizeof(T));
+  std::vector<T> a, v;
+  std::vector<int64_t> order(n);
+  for (int64_t b = 0; b < batch; ++b) {
+    T *x = vectors + b * size;
+    R *w = values + b * n;
+    bool ok = true;
+    if (Lapack<T>::evd && n <= INT32_MAX) {
+      using Fn = int (*)(int, char, char, int, T *, int, R *);
+      ok = n == 0 || reinterpret_cast<Fn>(Lapack<T>::evd)(
+                         kRowMajor, 'V', 'L', int(n), x, int(n), w) == 0;
+    } else if constexpr (!kIsComplex<T>) {
+      a.assign(x, x + size);
+      for (int64_t i = 0; i < n; ++i) // the lower triangle, mirrored
+        for (int64_t j = i + 1; j < n; ++j)
+          a[i * n + j] = a[j * n + i];
+      v.resize(size);
+      referenceJacobi(a.data(), v.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+        return a[i * n + i] < a[j * n + j];
+      });
+      for (int64_t k = 0; k < n; ++k) {
+        w[k] = a[order[k] * n + order[k]];
+        for (int64_t i = 0; i < n; ++i)
+          x[i * n + k] = v[i * n + order[k]];
+      }
+    } else {
+      ok = false; // complex matrices need LAPACK (docs/decisions.md)
+    }
+    if (!ok) {
+      for (size_t i = 0; i < size; ++i)
+        x[i] = T(std::numeric_limits<R>::quiet_NaN());
+      for (int64_t i = 0; i < n; ++i)
+        w[i] = std::numeric_limits<R>::quiet_NaN();
+    }
+  }
+}
+
 /// Solves op(a) x = b in place in b (n x k), by substitution.
 template <typename T>
 void referenceSolve(bool lower, bool trans, bool unit, int64_t n, int64_t k,
@@ -214,6 +304,12 @@ void triangularSolve(int64_t batch, int64_t n, int64_t k, bool lower,
     cholesky(batch, n, reinterpret_cast<const T *>(a),                         \
              reinterpret_cast<T *>(out));                                      \
   }                                                                            \
+  extern "C" void ember_eigh_##SUFFIX(int64_t batch, int64_t n, intptr_t a,    \
+                                      intptr_t vectors, intptr_t values) {     \
+    eigh(batch, n, reinterpret_cast<const T *>(a),                             \
+         reinterpret_cast<T *>(vectors),                                       \
+         reinterpret_cast<decltype(std::real(T())) *>(values));                \
+  }                                                                            \
   extern "C" void ember_lu_##SUFFIX(int64_t batch, int64_t m, int64_t n,       \
                                     intptr_t a, intptr_t out, intptr_t piv,    \
                                     intptr_t perm) {                           \
@@ -242,17 +338,21 @@ bool emberRuntimeSetLapackFunction(MlirStringRef name, void *fn) {
       Lapack<T>::potrf = reinterpret_cast<decltype(Lapack<T>::potrf)>(fn);
     else if (kind == 'g')
       Lapack<T>::getrf = reinterpret_cast<decltype(Lapack<T>::getrf)>(fn);
-    else
+    else if (kind == 't')
       Lapack<T>::trsm = fn;
+    else
+      Lapack<T>::evd = fn;
     return true;
   };
   if (n.empty())
     return false;
   std::string_view op = n.substr(1);
-  char kind = op == "potrf"   ? 'p'
-              : op == "getrf" ? 'g'
-              : op == "trsm"  ? 't'
-                              : 0;
+  bool real = n[0] == 's' || n[0] == 'd';
+  char kind = op == "potrf"                      ? 'p'
+              : op == "getrf"                    ? 'g'
+              : op == "trsm"                     ? 't'
+              : op == (real ? "syevd" : "heevd") ? 'e'
+                                                 : 0;
   if (!kind)
     return false;
   switch (n[0]) {

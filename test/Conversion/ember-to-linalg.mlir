@@ -712,3 +712,14 @@ func.func @lu(%a: tensor<4x3xf32>) -> tensor<3xi32> {
   %lu, %p, %q = ember.lu %a : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3xi32>, tensor<4xi32>)
   return %p : tensor<3xi32>
 }
+
+// -----
+
+// CHECK-LABEL: func @eigh
+// CHECK: call @__ember_eigh{{.*}}(%{{.*}}) : (tensor<3x3xcomplex<f64>>) -> (tensor<3x3xcomplex<f64>>, tensor<3xf64>)
+// CHECK: func.func private @ember_eigh_c128(i64, i64, index, index, index)
+// CHECK: call @ember_eigh_c128
+func.func @eigh(%a: tensor<3x3xcomplex<f64>>) -> tensor<3xf64> {
+  %v, %w = ember.eigh %a : (tensor<3x3xcomplex<f64>>) -> (tensor<3x3xcomplex<f64>>, tensor<3xf64>)
+  return %w : tensor<3xf64>
+}

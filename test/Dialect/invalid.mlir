@@ -1131,3 +1131,30 @@ func.func @lu_c3(%a: tensor<4x3xf32>) -> tensor<4x3xf32> {
   %lu, %p, %q = ember.lu %a : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4xi32>, tensor<4xi32>)
   return %lu : tensor<4x3xf32>
 }
+
+// -----
+
+// eigh_c1
+func.func @eigh_c1(%a: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{eigh_c1: the operand must be (a batch of) square matrices}}
+  %v, %w = ember.eigh %a : (tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3xf32>)
+  return %v : tensor<3x4xf32>
+}
+
+// -----
+
+// eigh_c2
+func.func @eigh_c2(%a: tensor<3x3xbf16>) -> tensor<3x3xbf16> {
+  // expected-error @+1 {{eigh_c2: element type must be f32, f64 or complex of them, got 'bf16'}}
+  %v, %w = ember.eigh %a : (tensor<3x3xbf16>) -> (tensor<3x3xbf16>, tensor<3xbf16>)
+  return %v : tensor<3x3xbf16>
+}
+
+// -----
+
+// eigh_c3
+func.func @eigh_c3(%a: tensor<3x3xcomplex<f32>>) -> tensor<3x3xcomplex<f32>> {
+  // expected-error @+1 {{eigh_c3: results must be the operand's type and 'tensor<3xf32>'}}
+  %v, %w = ember.eigh %a : (tensor<3x3xcomplex<f32>>) -> (tensor<3x3xcomplex<f32>>, tensor<3xf64>)
+  return %v : tensor<3x3xcomplex<f32>>
+}

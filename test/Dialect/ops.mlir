@@ -279,11 +279,13 @@ func.func @stacks(%h: tensor<i64>, %x: tensor<3xf32>, %b: tensor<i1>, %k: tensor
 
 // CHECK-LABEL: func @linalg
 // CHECK: ember.lu %{{.*}} : (tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, tensor<2x3xi32>, tensor<2x3xi32>)
+// CHECK: ember.eigh %{{.*}} : (tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, tensor<2x3xf32>)
 // CHECK: %[[L:.*]] = ember.cholesky %{{.*}} : tensor<2x3x3xf32>
 // CHECK: ember.triangular_solve %[[L]], %{{.*}} {lower = true, transpose_a = false, unit_diagonal = false} : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
 func.func @linalg(%a: tensor<2x3x3xf32>, %b: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   %lu, %piv, %perm = ember.lu %a : (tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, tensor<2x3xi32>, tensor<2x3xi32>)
-  %l = ember.cholesky %lu : tensor<2x3x3xf32>
+  %v, %w = ember.eigh %lu : (tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, tensor<2x3xf32>)
+  %l = ember.cholesky %v : tensor<2x3x3xf32>
   %x = ember.triangular_solve %l, %b {lower = true, transpose_a = false, unit_diagonal = false} : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %x : tensor<2x3x4xf32>
 }

@@ -517,3 +517,23 @@ func.func @jvp_lu(%a: tensor<3x3xf32>, %t: tensor<3x3xf32>) -> tensor<3x3xf32> {
   %y, %ty = ember.jvp @lu(%a) tangents(%t) wrt [0] : (tensor<3x3xf32>, tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3x3xf32>)
   return %ty : tensor<3x3xf32>
 }
+
+// -----
+
+// eigh's JVP: M = V^T A' V, w' = diag(M) (V' = V (F o M) is not asked
+// for, so nothing of it is left).
+// CHECK-LABEL: func @jvp_eigh
+// CHECK: %[[V:.*]], %{{.*}} = ember.eigh
+// CHECK: ember.transpose %[[V]]
+// CHECK: ember.dot_general %arg1, %[[V]]
+// CHECK: ember.compare  EQ
+// CHECK: ember.reduce  sum %{{.*}}, dims = [1]
+// CHECK-NOT: ember.div
+func.func private @eig(%a: tensor<3x3xf32>) -> tensor<3xf32> {
+  %v, %w = ember.eigh %a : (tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3xf32>)
+  return %w : tensor<3xf32>
+}
+func.func @jvp_eigh(%a: tensor<3x3xf32>, %t: tensor<3x3xf32>) -> tensor<3xf32> {
+  %y, %ty = ember.jvp @eig(%a) tangents(%t) wrt [0] : (tensor<3x3xf32>, tensor<3x3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %ty : tensor<3xf32>
+}

@@ -359,3 +359,65 @@ def test_check_grads_on_complex_functions(x64):
         check_grads(times_2j, (a,), order=1, modes=("rev",))
     times_2j.defvjp(lambda x: (times_2j(x), None), lambda _, g: (g * 2j,))
     check_grads(times_2j, (a,), order=1, modes=("rev",))
+
+
+def _check_eigh(a, v, w, tol):
+    a64 = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+    v, w = np.asarray(v).astype(a64.dtype), np.asarray(w)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a64), rtol=tol, atol=tol)
+    np.testing.assert_allclose(a64 @ v, v * w[..., None, :], rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.swapaxes(v.conj(), -1, -2) @ v,
+                               np.broadcast_to(np.eye(a.shape[-1]), a.shape), atol=tol)
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-4), (np.float64, 1e-10),
+                                       (np.complex64, 1e-4), (np.complex128, 1e-10)])
+def test_eigh_values_and_vectors(dtype, tol, x64):
+    rng = np.random.default_rng(18)
+    a = rng.standard_normal((2, 6, 6))
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal((2, 6, 6))
+    a = (a + np.swapaxes(a.conj(), -1, -2)).astype(dtype)
+    w, v = jax.jit(jnp.linalg.eigh)(a)
+    assert w.dtype == np.real(np.zeros((), dtype)).dtype and v.dtype == dtype
+    _check_eigh(a, v, w, tol)
+    np.testing.assert_allclose(np.asarray(jnp.linalg.eigvalsh(a)), np.linalg.eigvalsh(a),
+                               rtol=tol, atol=tol)
+
+
+def test_eigh_reads_one_triangle_and_runs_large():
+    a = _spd(200) - np.eye(200, dtype=np.float32)
+    junk = a + np.triu(np.full((200, 200), 9.0, np.float32), 1)
+    v, w = lax.linalg.eigh(junk, symmetrize_input=False)
+    _check_eigh(a, v, w, 2e-3)
+    w_upper, _ = jnp.linalg.eigh(a + np.tril(np.full((200, 200), 9.0, np.float32), -1),
+                                 UPLO="U", symmetrize_input=False)
+    np.testing.assert_allclose(np.asarray(w_upper), np.asarray(w), rtol=1e-4, atol=1e-4)
+
+
+def test_eigh_without_lapack():
+    a = _spd(7, (2,)) - 0.5 * np.eye(7, dtype=np.float32)
+    c = _hpd(3, np.complex64)
+    try:
+        for name in compiler.LAPACK_FUNCTIONS:
+            _ember_runtime.set_lapack_function(name, 0)
+        w, v = jnp.linalg.eigh(a)
+        wc, _ = jnp.linalg.eigh(c)
+    finally:
+        compiler._use_openblas()
+    _check_eigh(a, v, w, 1e-4)
+    assert np.isnan(np.asarray(wc)).all()  # complex eigh needs LAPACK
+
+
+def test_eigh_derivatives(x64):
+    rng = np.random.default_rng(19)
+    a = rng.standard_normal((4, 4))
+    a = a + a.T
+    # eigenvalues, and eigenvectors through a sign-invariant function of them
+    check_grads(lambda a: jnp.linalg.eigh(a)[0], (a,), order=2, modes=("fwd", "rev"))
+    check_grads(lambda a: jnp.abs(jnp.linalg.eigh(a)[1]), (a,), order=1, modes=("fwd", "rev"))
+    c = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    c = c + c.conj().T
+    check_grads(lambda c: jnp.linalg.eigh(c)[0], (c,), order=1, modes=("fwd", "rev"))
+    w_b, v_b = jax.vmap(jnp.linalg.eigh)(np.stack([a, 2 * a]))
+    np.testing.assert_allclose(np.asarray(w_b[1]), 2 * np.linalg.eigvalsh(a), rtol=1e-10)

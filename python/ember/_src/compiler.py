@@ -21,7 +21,8 @@ from .errors import EmberInternalError
 from .targets import get_target
 
 # What the runtime's linear algebra calls (lib/Runtime/Linalg.cpp).
-LAPACK_FUNCTIONS = [t + f for f in ("potrf", "getrf", "trsm") for t in "sdcz"]
+LAPACK_FUNCTIONS = [t + f for f in ("potrf", "getrf", "trsm") for t in "sdcz"] + [
+    "ssyevd", "dsyevd", "cheevd", "zheevd"]
 
 
 def _use_openblas():

@@ -1,5 +1,5 @@
 """ember.lax.linalg: the linear algebra primitives (`ember.cholesky`,
-`ember.lu`, `ember.triangular_solve`), which compiled code runs through the
+`ember.eigh`, `ember.lu`, `ember.triangular_solve`), which compiled code runs through the
 runtime's LAPACK and BLAS calls. Their JVP, transpose and batching rules are the ops'
 rules in C++."""
 
@@ -52,6 +52,19 @@ def _lu_emit(trace, vals, avals):
 
 
 lu_p = Primitive("lu", _lu_rule, _lu_emit, multiple_results=True)
+
+
+def _eigh_rule(x):
+    _matrices(x, "eigh's operand")
+    real = np.real(np.zeros((), x.dtype)).dtype
+    return [x, core.ShapedArray(x.shape[:-1], real)]
+
+
+def _eigh_emit(trace, vals, avals):
+    return trace.emit("ember.eigh", vals, avals)
+
+
+eigh_p = Primitive("eigh", _eigh_rule, _eigh_emit, multiple_results=True)
 
 
 def _solve_rule(a, b, lower, transpose_a, unit_diagonal):
@@ -111,6 +124,27 @@ def lu(x):
         out, piv, perm = lu_p.bind(lax.convert_element_type(x, np.float32))
         return lax.convert_element_type(out, x.dtype), piv, perm
     return tuple(lu_p.bind(x))
+
+
+def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
+         subset_by_index=None):
+    """(v, w): eigenvectors (columns of v) and ascending eigenvalues of each
+    trailing Hermitian matrix of `x`, read from its `lower` (or upper)
+    triangle, of (x + x^H) / 2 with `symmetrize_input` (JAX's
+    `lax.linalg.eigh`, LAPACK's syevd/heevd)."""
+    if subset_by_index is not None:
+        raise NotImplementedError("eigh: subset_by_index is not supported")
+    x = as_value(x)
+    _square(x, "eigh's operand")
+    if symmetrize_input:
+        x = (x + _conj(_swap(x))) * np.array(0.5, x.dtype)
+    elif not lower:
+        x = _conj(_swap(x))
+    if x.dtype in (dtypes.float16, dtypes.bfloat16):
+        v, w = eigh_p.bind(lax.convert_element_type(x, np.float32))
+        return lax.convert_element_type(v, x.dtype), lax.convert_element_type(w, x.dtype)
+    v, w = eigh_p.bind(x)
+    return v, w
 
 
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,

@@ -1,22 +1,18 @@
 """jax.numpy.linalg on ember primitives (re-exported by `ember.numpy.linalg`):
 norms, matrix power and the dense decompositions.
 
-cholesky, the LU factorization (of solve / inv / det / slogdet) and the
-triangular solves are the ops `ember.cholesky`, `ember.lu` and
-`ember.triangular_solve` (`lax_linalg.py`), which run LAPACK's potrf and
-getrf and BLAS's trsm through the runtime. The other decompositions are still written
-as *unrolled* sequences of ordinary array ops over the (static) matrix size:
+cholesky, eigh, the LU factorization (of solve / inv / det / slogdet) and
+the triangular solves are the ops `ember.cholesky`, `ember.eigh`, `ember.lu`
+and `ember.triangular_solve` (`lax_linalg.py`), which run LAPACK's potrf,
+syevd/heevd and getrf and BLAS's trsm through the runtime. The other
+decompositions are still written as *unrolled* sequences of ordinary array
+ops over the (static) matrix size:
 
 * qr: Householder reflections (LAPACK's sign convention, min(m-1, n) of them).
-* eigh: cyclic Jacobi run as a real loop (lax.while_loop, one rotation per
-  iteration, so compile time does not grow with the sweep count); it stops at
-  the end of the first sweep where all off-diagonal entries are below eps
-  relative to the diagonal, and after at most 15 sweeps (Jacobi converges
-  quadratically: 5-8 sweeps reach float64 accuracy for n <= 16).  Eigenvalues
-  ascend, eigenvectors are the columns (JAX's convention).  Differentiable
-  through a custom_jvp with JAX's eigh rule (a fully unrolled version compiled
-  far too slowly: ~250 s for n=8).
-* svd: one-sided (Hestenes) Jacobi on the columns, the same loop, then a
+* svd: one-sided (Hestenes) Jacobi on the columns as a real loop
+  (lax.while_loop, one rotation per iteration, so compile time does not grow
+  with the sweep count; it stops at the end of the first sweep where all
+  columns are orthogonal to eps, after at most 15 sweeps), then a
   Householder QR of the rotated columns to get orthonormal U (also for zero
   singular values and for full_matrices=True).  Not differentiable (while_loop).
 
@@ -28,7 +24,6 @@ traced ops, so they are meant for small matrices (n up to a few dozen).
 import numpy as np
 
 from .. import control_flow, lax_linalg
-from ..ad import custom_jvp
 from . import lax_numpy as jnp
 
 
@@ -313,11 +308,9 @@ def qr(a, mode="reduced"):
 _MAX_SWEEPS = 15
 
 
-def _jacobi_loop(x, gram):
-    """Cyclic Jacobi as a real loop (lax.while_loop: one rotation per iteration).
-
-    gram=False: x is symmetric, rotate both sides (x <- J^T x J), eigen-decomposition.
-    gram=True: one-sided (Hestenes) Jacobi, x <- x J orthogonalizes the columns.
+def _jacobi_loop(x):
+    """One-sided (Hestenes) Jacobi as a real loop (lax.while_loop: one
+    rotation per iteration): x <- x J orthogonalizes the columns.
     Stops at the end of a sweep once every off-diagonal pair is below eps
     relative to its diagonal entries, or after _MAX_SWEEPS sweeps.
     Returns (x, v) with v the accumulated rotations.
@@ -330,13 +323,10 @@ def _jacobi_loop(x, gram):
     dt = x.dtype
     eye = np.eye(n)
 
-    def gram_of(x):
-        return _mT(x) @ x if gram else x
-
     def converged(x):
-        g = gram_of(x)
+        g = _mT(x) @ x
         d = jnp.abs(_diag(g))
-        fro2 = jnp.sum(d, axis=-1) if gram else jnp.sum(g * g, axis=(-2, -1))
+        fro2 = jnp.sum(d, axis=-1)
         thresh = eps * eps * (d[..., :, None] * d[..., None, :]
                               + 1e-6 * fro2[..., None, None])
         off = jnp.where(eye > 0, 0, g * g)
@@ -352,18 +342,14 @@ def _jacobi_loop(x, gram):
         pq = jnp.asarray(pairs)[k % npairs]
         ep = (iota == pq[0]).astype(dt)
         eq = (iota == pq[1]).astype(dt)
-        if gram:
-            xp, xq = x @ ep, x @ eq
-            app, aqq, apq = (jnp.sum(xp * xp, -1), jnp.sum(xq * xq, -1),
-                             jnp.sum(xp * xq, -1))
-        else:
-            xp, xq = x @ ep, x @ eq
-            app, aqq, apq = xp @ ep, xq @ eq, xp @ eq
+        xp, xq = x @ ep, x @ eq
+        app, aqq, apq = (jnp.sum(xp * xp, -1), jnp.sum(xq * xq, -1),
+                         jnp.sum(xp * xq, -1))
         c, s = _rotation(app, aqq, apq)
         dd = ep[:, None] * ep[None, :] + eq[:, None] * eq[None, :]
         sk = ep[:, None] * eq[None, :] - eq[:, None] * ep[None, :]
         j = eye.astype(dt) + (c - 1)[..., None, None] * dd + s[..., None, None] * sk
-        x = x @ j if gram else _mT(j) @ x @ j
+        x = x @ j
         return k + 1, x, v @ j
 
     v0 = _eye_like(x, n)
@@ -388,54 +374,17 @@ def _perm_matrix(order, n, dtype):
     return (order[..., None, :] == np.arange(n)[:, None]).astype(dtype)
 
 
-def _eigh_impl(a):
-    n = a.shape[-1]
-    a, v = _jacobi_loop(a, gram=False)
-    w = _diag(a)
-    P = _perm_matrix(jnp.argsort(w, axis=-1), n, a.dtype)
-    return jnp.sum(w[..., :, None] * P, axis=-2), v @ P
-
-
-def _make_eigh_core():
-    @custom_jvp
-    def core(a):
-        return _eigh_impl(a)
-
-    @core.defjvp
-    def _jvp(primals, tangents):
-        (a,), (da,) = primals, tangents
-        w, v = core(a)
-        vdv = _mT(v) @ da @ v
-        n = a.shape[-1]
-        eye = np.eye(n, dtype=bool)
-        gap = w[..., None, :] - w[..., :, None]
-        f = jnp.where(eye, 0, 1 / jnp.where(eye, 1, gap))
-        return (w, v), (_diag(vdv), v @ (f * vdv))
-
-    return core
-
-
-_eigh_core = None
-
-
-def _eigh_jacobi(a):
-    global _eigh_core
-    if _eigh_core is None:
-        _eigh_core = _make_eigh_core()
-    return _eigh_core(a)
-
-
 def eigh(a, UPLO=None, symmetrize_input=True):
-    """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix."""
-    a = _float(a)
+    """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric
+    (Hermitian) matrix: LAPACK's syevd/heevd through `ember.eigh`."""
+    a = _float(a, complex_ok=True)
     _square(a, "eigh")
-    if symmetrize_input:
-        a = _sym(a)
-    elif UPLO in (None, "L"):
-        a = jnp.tril(a) + _mT(jnp.tril(a, -1))
-    else:
-        a = jnp.triu(a) + _mT(jnp.triu(a, 1))
-    return _eigh_jacobi(a)
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    if not symmetrize_input and UPLO == "U":
+        a = jnp.conj(_mT(a))  # the op reads the lower triangle
+    v, w = lax_linalg.eigh(a, symmetrize_input=symmetrize_input)
+    return w, v
 
 
 def eigvalsh(a, UPLO="L"):
@@ -445,7 +394,7 @@ def eigvalsh(a, UPLO="L"):
 def _svd_tall(a, full_matrices, compute_uv):
     """One-sided Jacobi SVD for m >= n (not differentiable: it is a real loop)."""
     m, n = a.shape[-2:]
-    w, v = _jacobi_loop(a, gram=True)
+    w, v = _jacobi_loop(a)
     s = _safe_sqrt(jnp.sum(w * w, axis=-2))
     P = _perm_matrix(jnp.argsort(-s, axis=-1), n, a.dtype)
     s = jnp.sum(s[..., :, None] * P, axis=-2)
