@@ -125,13 +125,13 @@ def matrix_norm(x, ord="fro", keepdims=False):
 
 def _float(a, complex_ok=False):
     """`a` as an inexact array; complex ones only where `complex_ok` (the
-    LAPACK-backed functions: cholesky, solve, inv, det, slogdet)."""
+    LAPACK-backed functions: cholesky, solve, inv, det, slogdet, eigh)."""
     a = jnp.asarray(a)
     if not jnp.issubdtype(a.dtype, jnp.inexact):
         a = a.astype(jnp.float32)
     if jnp.issubdtype(a.dtype, jnp.complexfloating) and not complex_ok:
-        raise NotImplementedError("ember.numpy.linalg: qr, eigh, svd and the functions built "
-                                  "on them support real dtypes only")
+        raise NotImplementedError("ember.numpy.linalg: qr, svd and the functions built on "
+                                  "them support real dtypes only")
     return a
 
 
