@@ -421,3 +421,17 @@ def test_eigh_derivatives(x64):
     check_grads(lambda c: jnp.linalg.eigh(c)[0], (c,), order=1, modes=("fwd", "rev"))
     w_b, v_b = jax.vmap(jnp.linalg.eigh)(np.stack([a, 2 * a]))
     np.testing.assert_allclose(np.asarray(w_b[1]), 2 * np.linalg.eigvalsh(a), rtol=1e-10)
+
+
+def test_results_are_jax_named_tuples():
+    a = _spd(3)
+    res = jnp.linalg.eigh(a)
+    assert type(res).__name__ == "EighResult" and res._fields == ("eigenvalues", "eigenvectors")
+    assert jnp.linalg.slogdet(a)._fields == ("sign", "logabsdet")
+    assert jnp.linalg.qr(a)._fields == ("Q", "R")
+    assert jnp.linalg.svd(a)._fields == ("U", "S", "Vh")
+    assert not isinstance(jnp.linalg.qr(a, mode="r"), tuple)
+    assert not isinstance(jnp.linalg.svd(a, compute_uv=False), tuple)
+    out = jax.jit(jnp.linalg.eigh)(a)  # a pytree through jit
+    assert type(out).__name__ == "EighResult"
+    np.testing.assert_allclose(np.asarray(out.eigenvalues), np.linalg.eigvalsh(a), rtol=1e-4)

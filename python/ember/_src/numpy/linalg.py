@@ -21,6 +21,8 @@ supported by the decompositions.  The unrolled ones are O(n) to O(n^3)
 traced ops, so they are meant for small matrices (n up to a few dozen).
 """
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from .. import control_flow, lax_linalg
@@ -122,6 +124,28 @@ def matrix_norm(x, ord="fro", keepdims=False):
 # ----------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------
+
+# JAX's (and the Array API's) result types: named tuples, so also pytrees.
+class EighResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class QRResult(NamedTuple):
+    Q: Any
+    R: Any
+
+
+class SlogdetResult(NamedTuple):
+    sign: Any
+    logabsdet: Any
+
+
+class SVDResult(NamedTuple):
+    U: Any
+    S: Any
+    Vh: Any
+
 
 def _float(a, complex_ok=False):
     """`a` as an inexact array; complex ones only where `complex_ok` (the
@@ -239,13 +263,13 @@ def slogdet(a, *, method=None):
     a = _float(a, complex_ok=True)
     _square(a, "slogdet")
     if a.shape[-1] == 0:
-        return (jnp.ones(a.shape[:-2], a.dtype),
-                jnp.zeros(a.shape[:-2], jnp.real(jnp.zeros((), a.dtype)).dtype))
+        return SlogdetResult(jnp.ones(a.shape[:-2], a.dtype),
+                             jnp.zeros(a.shape[:-2], jnp.real(jnp.zeros((), a.dtype)).dtype))
     lu, _, sign = _lu(a)
     d = _diag(lu)
     sign = sign * jnp.prod(jnp.sign(d), axis=-1)
     logdet = jnp.sum(jnp.log(jnp.abs(d)), axis=-1)
-    return sign, logdet
+    return SlogdetResult(sign, logdet)
 
 
 def det(a):
@@ -294,11 +318,11 @@ def qr(a, mode="reduced"):
     k = min(m, n)
     q, r = _householder_qr(a)
     if mode == "complete":
-        return q, r
+        return QRResult(q, r)
     r = r[..., :k, :]
     if mode == "r":
         return r
-    return q[..., :, :k], r
+    return QRResult(q[..., :, :k], r)
 
 
 # ----------------------------------------------------------------------------
@@ -384,7 +408,7 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     if not symmetrize_input and UPLO == "U":
         a = jnp.conj(_mT(a))  # the op reads the lower triangle
     v, w = lax_linalg.eigh(a, symmetrize_input=symmetrize_input)
-    return w, v
+    return EighResult(w, v)
 
 
 def eigvalsh(a, UPLO="L"):
@@ -417,12 +441,13 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         raise ValueError("svd: expected an array of rank >= 2")
     m, n = a.shape[-2:]
     if m >= n:
-        return _svd_tall(a, full_matrices, compute_uv)
+        out = _svd_tall(a, full_matrices, compute_uv)
+        return SVDResult(*out) if compute_uv else out
     out = _svd_tall(_mT(a), full_matrices, compute_uv)
     if not compute_uv:
         return out
     u, s, vh = out
-    return _mT(vh), s, _mT(u)
+    return SVDResult(_mT(vh), s, _mT(u))
 
 
 def svdvals(x):
