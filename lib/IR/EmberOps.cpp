@@ -705,36 +705,35 @@ static bool isLapackElement(Type t) {
   return t.isF32() || t.isF64();
 }
 
-LogicalResult CholeskyOp::verify() {
-  auto t = cast<RankedTensorType>(getOperand().getType());
-  // cholesky_c1
-  if (t.getRank() < 2 ||
-      t.getDimSize(t.getRank() - 1) != t.getDimSize(t.getRank() - 2))
-    return emitOpError("cholesky_c1: the operand must be (a batch of) square "
-                       "matrices, got ")
-           << t;
-  // cholesky_c2
+/// The two rules every linear algebra op has: `shapeRule` (square trailing
+/// matrices, or any matrices unless `square`) and `elementRule` (a LAPACK
+/// element type), for the operand `what` of type `t`.
+static LogicalResult verifyMatrices(Operation *op, RankedTensorType t,
+                                    StringRef what, bool square,
+                                    StringRef shapeRule,
+                                    StringRef elementRule) {
+  int64_t r = t.getRank();
+  if (r < 2 || (square && t.getDimSize(r - 1) != t.getDimSize(r - 2)))
+    return op->emitOpError(shapeRule)
+           << ": " << what << " must be (a batch of) "
+           << (square ? "square " : "") << "matrices, got " << t;
   if (!isLapackElement(t.getElementType()))
-    return emitOpError(
-               "cholesky_c2: element type must be f32, f64 or complex of "
-               "them, got ")
+    return op->emitOpError(elementRule)
+           << ": element type must be f32, f64 or complex of them, got "
            << t.getElementType();
   return success();
+}
+
+LogicalResult CholeskyOp::verify() {
+  return verifyMatrices(*this, cast<RankedTensorType>(getOperand().getType()),
+                        "the operand", true, "cholesky_c1", "cholesky_c2");
 }
 
 LogicalResult LuOp::verify() {
   auto t = cast<RankedTensorType>(getOperand().getType());
   int64_t r = t.getRank();
-  // lu_c1
-  if (r < 2)
-    return emitOpError("lu_c1: the operand must be (a batch of) matrices, got ")
-           << t;
-  // lu_c2
-  if (!isLapackElement(t.getElementType()))
-    return emitOpError(
-               "lu_c2: element type must be f32, f64 or complex of them, "
-               "got ")
-           << t.getElementType();
+  if (failed(verifyMatrices(*this, t, "the operand", false, "lu_c1", "lu_c2")))
+    return failure();
   // lu_c3
   int64_t m = t.getDimSize(r - 2), k = std::min(m, t.getDimSize(r - 1));
   auto batchOf = [&](int64_t last) {
@@ -751,17 +750,9 @@ LogicalResult LuOp::verify() {
 
 LogicalResult EighOp::verify() {
   auto t = cast<RankedTensorType>(getOperand().getType());
-  int64_t r = t.getRank();
-  // eigh_c1
-  if (r < 2 || t.getDimSize(r - 1) != t.getDimSize(r - 2))
-    return emitOpError("eigh_c1: the operand must be (a batch of) square "
-                       "matrices, got ")
-           << t;
-  // eigh_c2
-  if (!isLapackElement(t.getElementType()))
-    return emitOpError("eigh_c2: element type must be f32, f64 or complex of "
-                       "them, got ")
-           << t.getElementType();
+  if (failed(
+          verifyMatrices(*this, t, "the operand", true, "eigh_c1", "eigh_c2")))
+    return failure();
   // eigh_c3
   Type real = t.getElementType();
   if (auto c = dyn_cast<ComplexType>(real))
@@ -777,11 +768,9 @@ LogicalResult TriangularSolveOp::verify() {
   auto a = cast<RankedTensorType>(getA().getType());
   auto b = cast<RankedTensorType>(getB().getType());
   int64_t r = a.getRank();
-  // triangular_solve_c1
-  if (r < 2 || a.getDimSize(r - 1) != a.getDimSize(r - 2))
-    return emitOpError("triangular_solve_c1: a must be (a batch of) square "
-                       "matrices, got ")
-           << a;
+  if (failed(verifyMatrices(*this, a, "a", true, "triangular_solve_c1",
+                            "triangular_solve_c4")))
+    return failure();
   // triangular_solve_c2
   if (b.getRank() != r ||
       a.getShape().drop_back(2) != b.getShape().drop_back(2) ||
@@ -793,11 +782,6 @@ LogicalResult TriangularSolveOp::verify() {
   if (a.getElementType() != b.getElementType() || getType() != b)
     return emitOpError("triangular_solve_c3: a, b and the result must have "
                        "one element type and the result b's type");
-  // triangular_solve_c4
-  if (!isLapackElement(a.getElementType()))
-    return emitOpError("triangular_solve_c4: element type must be f32, f64 or "
-                       "complex of them, got ")
-           << a.getElementType();
   return success();
 }
 

@@ -96,12 +96,16 @@ def _swap(x):
 
 
 def _in_lapack_dtype(f, *xs):
-    """f on xs in float32 when they are half precision, cast back."""
+    """f on xs in float32 when they are half precision, its float results
+    cast back (a list of results stays a tuple)."""
     dt = xs[0].dtype
     if dt not in (dtypes.float16, dtypes.bfloat16):
-        return f(*xs)  # (the primitive's rule rejects what it cannot take)
-    return lax.convert_element_type(
-        f(*(lax.convert_element_type(x, np.float32) for x in xs)), dt)
+        out = f(*xs)  # (the primitive's rule rejects what it cannot take)
+        return tuple(out) if isinstance(out, list) else out
+    out = f(*(lax.convert_element_type(x, np.float32) for x in xs))
+    back = [lax.convert_element_type(r, dt) if r.dtype == np.float32 else r
+            for r in (out if isinstance(out, list) else [out])]
+    return tuple(back) if isinstance(out, list) else back[0]
 
 
 def cholesky(x, *, symmetrize_input=True):
@@ -119,11 +123,7 @@ def lu(x):
     permutation) as JAX's `lax.linalg.lu` (LAPACK's getrf): `P x = L U`
     packed in lu, pivots the 0-based row swaps, permutation the row of x
     each row of `P x` is."""
-    x = as_value(x)
-    if x.dtype in (dtypes.float16, dtypes.bfloat16):
-        out, piv, perm = lu_p.bind(lax.convert_element_type(x, np.float32))
-        return lax.convert_element_type(out, x.dtype), piv, perm
-    return tuple(lu_p.bind(x))
+    return _in_lapack_dtype(lu_p.bind, as_value(x))
 
 
 def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
@@ -131,7 +131,9 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
     """(v, w): eigenvectors (columns of v) and ascending eigenvalues of each
     trailing Hermitian matrix of `x`, read from its `lower` (or upper)
     triangle, of (x + x^H) / 2 with `symmetrize_input` (JAX's
-    `lax.linalg.eigh`, LAPACK's syevd/heevd)."""
+    `lax.linalg.eigh`, LAPACK's syevd/heevd). The eigenvalues always ascend:
+    `sort_eigenvalues=False` lets JAX return any order, so sorted is one.
+    `subset_by_index` is not supported."""
     if subset_by_index is not None:
         raise NotImplementedError("eigh: subset_by_index is not supported")
     x = as_value(x)
@@ -140,11 +142,7 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
         x = (x + _conj(_swap(x))) * np.array(0.5, x.dtype)
     elif not lower:
         x = _conj(_swap(x))
-    if x.dtype in (dtypes.float16, dtypes.bfloat16):
-        v, w = eigh_p.bind(lax.convert_element_type(x, np.float32))
-        return lax.convert_element_type(v, x.dtype), lax.convert_element_type(w, x.dtype)
-    v, w = eigh_p.bind(x)
-    return v, w
+    return _in_lapack_dtype(eigh_p.bind, x)
 
 
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
