@@ -418,6 +418,43 @@ def Ember_EighOp : Ember_Op<"eigh", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Ember_QrOp : Ember_Op<"qr", [Pure]> {
+  let summary = "QR decomposition of (a batch of) matrices";
+  let description = [{
+    For each trailing m x n matrix a: a = Q R with Q's columns orthonormal
+    and R upper triangular (LAPACK's geqrf and orgqr/ungqr, so R's diagonal
+    has LAPACK's signs). With `full_matrices` Q is m x m and R m x n,
+    otherwise Q is m x k and R k x n, k = min(m, n).
+  }];
+  let arguments = (ins Ember_FloatOrComplexTensor:$operand,
+                       BoolAttr:$full_matrices);
+  let results = (outs Ember_FloatOrComplexTensor:$q, Ember_FloatOrComplexTensor:$r);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Ember_SvdOp : Ember_Op<"svd", [Pure]> {
+  let summary = "singular value decomposition of (a batch of) matrices";
+  let description = [{
+    For each trailing m x n matrix a: the singular values s (k = min(m, n),
+    real, descending) and, when the op has three results, U and V^H with
+    a = U diag(s) V^H (LAPACK's gesdd). With `full_matrices` U is m x m and
+    V^H n x n, otherwise m x k and k x n.
+  }];
+  let arguments = (ins Ember_FloatOrComplexTensor:$operand,
+                       BoolAttr:$full_matrices);
+  let results = (outs Variadic<Ember_FloatOrComplexTensor>:$results);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether the op computes U and V^H too (three results).
+    bool computesUv() { return getNumResults() == 3; }
+    Value getS() { return getResult(0); }
+    Value getU() { return getResult(1); }
+    Value getVh() { return getResult(2); }
+  }];
+}
+
 def Ember_TriangularSolveOp : Ember_Op<"triangular_solve", [Pure]> {
   let summary = "solve op(a) x = b for triangular a, for a batch of matrices";
   let description = [{

@@ -80,15 +80,18 @@ MLIR_CAPI_EXPORTED void emberRuntimeRegisterSymbol(MlirStringRef name,
 /// `scipy_cblas_sgemm`) when given, and a plain loop nest otherwise.
 MLIR_CAPI_EXPORTED void emberRuntimeSetCblasGemm(void *sgemm, void *dgemm);
 
-/// `ember.cholesky`, `ember.eigh`, `ember.lu` and `ember.triangular_solve`
-/// call `ember_cholesky_*`, `ember_eigh_*`, `ember_lu_*` and
+/// `ember.cholesky`, `ember.eigh`, `ember.lu`, `ember.qr`, `ember.svd` and
+/// `ember.triangular_solve` call `ember_cholesky_*`, `ember_eigh_*`,
+/// `ember_lu_*`, `ember_qr_*`, `ember_svd_*` / `ember_svd_values_*` and
 /// `ember_triangular_solve_*` (`f32`, `f64`, `c64`, `c128`), which use the
-/// LAPACKE `LAPACKE_?potrf`, `LAPACKE_?getrf` and `LAPACKE_?syevd` /
-/// `LAPACKE_?heevd` and CBLAS `cblas_?trsm` functions (32-bit integers, e.g.
-/// scipy-openblas32's `scipy_LAPACKE_spotrf`) registered here under their
-/// LAPACK names (`spotrf`, `zgetrf`, `cheevd`, `dtrsm`, ...; null
-/// unregisters), and plain loops otherwise (complex eigh then gives NaNs).
-/// Returns false for a name it does not know.
+/// LAPACKE `LAPACKE_?potrf`, `LAPACKE_?getrf`, `LAPACKE_?syevd` /
+/// `LAPACKE_?heevd`, `LAPACKE_?geqrf`, `LAPACKE_?orgqr` / `LAPACKE_?ungqr`
+/// and `LAPACKE_?gesdd` and CBLAS `cblas_?trsm` functions (32-bit integers,
+/// e.g. scipy-openblas32's `scipy_LAPACKE_spotrf`) registered here under
+/// their LAPACK names (`spotrf`, `zgetrf`, `cheevd`, `dorgqr`, `cungqr`,
+/// `sgesdd`, `dtrsm`, ...; null unregisters), and plain loops otherwise
+/// (complex eigh and SVD then give NaNs). Returns false for a name it does
+/// not know.
 MLIR_CAPI_EXPORTED bool emberRuntimeSetLapackFunction(MlirStringRef name,
                                                       void *fn);
 

@@ -1,8 +1,8 @@
 //===- LowerRuntimeCalls.cpp - calls into the runtime ---------------------===//
 //
 // host_callback, the run-time stack ops and the linear algebra ops
-// (cholesky, eigh, lu, triangular_solve) become calls of buffer helpers that
-// call runtime entry points (include/ember/Runtime/Runtime.def).
+// (cholesky, eigh, lu, qr, svd, triangular_solve) become calls of buffer
+// helpers that call runtime entry points (include/ember/Runtime/Runtime.def).
 //
 //===----------------------------------------------------------------------===//
 #include "EmberToLinalgCommon.h"
@@ -360,6 +360,16 @@ std::pair<StringRef, SmallVector<int64_t>> entryOf(EighOp op) {
   MatrixBatch m(cast<RankedTensorType>(op.getOperand().getType()));
   return {"ember_eigh", {m.batch, m.rows}};
 }
+std::pair<StringRef, SmallVector<int64_t>> entryOf(QrOp op) {
+  MatrixBatch m(cast<RankedTensorType>(op.getOperand().getType()));
+  return {"ember_qr", {m.batch, m.rows, m.cols, op.getFullMatrices()}};
+}
+std::pair<StringRef, SmallVector<int64_t>> entryOf(SvdOp op) {
+  MatrixBatch m(cast<RankedTensorType>(op.getOperand().getType()));
+  if (!op.computesUv())
+    return {"ember_svd_values", {m.batch, m.rows, m.cols}};
+  return {"ember_svd", {m.batch, m.rows, m.cols, op.getFullMatrices()}};
+}
 std::pair<StringRef, SmallVector<int64_t>> entryOf(TriangularSolveOp op) {
   MatrixBatch m(cast<RankedTensorType>(op.getType()));
   return {"ember_triangular_solve",
@@ -374,8 +384,9 @@ struct LinalgCallLowering : public OpConversionPattern<OpT> {
   matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto [base, consts] = entryOf(op);
+    // (The operand's element type: svd's first result is real.)
     Type e =
-        cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
+        cast<RankedTensorType>(op->getOperand(0).getType()).getElementType();
     StringRef suffix = e.isF32() ? "_f32" : e.isF64() ? "_f64" : "_c";
     std::string entry = (base + suffix).str();
     if (auto c = dyn_cast<ComplexType>(e))
@@ -390,9 +401,11 @@ struct LinalgCallLowering : public OpConversionPattern<OpT> {
 
 void mlir::ember::populateRuntimeCallLoweringPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<HostCallbackLowering, StackLowering<StackPushOp>,
-               StackLowering<StackPopOp>, StackLowering<StackFreeOp>,
-               LinalgCallLowering<CholeskyOp>, LinalgCallLowering<EighOp>,
-               LinalgCallLowering<LuOp>, LinalgCallLowering<TriangularSolveOp>>(
-      converter, patterns.getContext());
+  patterns
+      .add<HostCallbackLowering, StackLowering<StackPushOp>,
+           StackLowering<StackPopOp>, StackLowering<StackFreeOp>,
+           LinalgCallLowering<CholeskyOp>, LinalgCallLowering<EighOp>,
+           LinalgCallLowering<LuOp>, LinalgCallLowering<QrOp>,
+           LinalgCallLowering<SvdOp>, LinalgCallLowering<TriangularSolveOp>>(
+          converter, patterns.getContext());
 }

@@ -238,6 +238,14 @@ Value swapLastTwo(R &r, Value x) {
   return TransposeOp::create(r.b, r.loc, x, r.b.getDenseI64ArrayAttr(perm));
 }
 
+/// The conjugate transpose of each trailing matrix of x.
+Value adjointOf(R &r, Value x) {
+  Value t = swapLastTwo(r, x);
+  if (isa<ComplexType>(r.ty(x).getElementType()))
+    return ConjOp::create(r.b, r.loc, t);
+  return t;
+}
+
 /// x @ y per batch element (x^T @ y with `transX`).
 Value batchedMatmul(R &r, Value x, Value y, bool transX = false) {
   auto xt = r.ty(x), yt = r.ty(y);
@@ -948,10 +956,8 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         auto vt = r.ty(v);
         int64_t rank = vt.getRank();
         bool cplx = isa<ComplexType>(vt.getElementType());
-        Value vh = swapLastTwo(r, v);
-        if (cplx)
-          vh = ConjOp::create(b, r.loc, vh);
-        Value m = batchedMatmul(r, vh, batchedMatmul(r, t[0], v));
+        Value av = batchedMatmul(r, t[0], v);
+        Value m = batchedMatmul(r, adjointOf(r, v), av);
         auto realMat = vt.clone(r.ty(w).getElementType());
         SmallVector<int64_t> rows =
             llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
@@ -971,6 +977,159 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         Value diag =
             r.reduceSum(r.select(eye, m, r.zeros(m.getType())), {rank - 1});
         out.push_back(cplx ? (Value)RealOp::create(b, r.loc, diag) : diag);
+        return success();
+      })
+      .Case([&](QrOp o) -> LogicalResult {
+        // a = Q R, m >= n (or the leading m x m block when m < n): with
+        // Y = a' R^-1 and C = Q^H Y, Omega = tril(C, -1) - tril(C, -1)^H
+        // (plus C's imaginary diagonal when complex), Q' = Q (Omega - C) + Y
+        // and R' = (C - Omega) R. A wide a = [a1 a2] has R = [R1 Q^H a2]:
+        // R2' = Q'^H a2 + Q^H a2' (JAX's rules).
+        auto at = cast<RankedTensorType>(o.getOperand().getType());
+        int64_t rank = at.getRank(), m = at.getDimSize(rank - 2),
+                n = at.getDimSize(rank - 1);
+        if (o.getFullMatrices() && m > n)
+          return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+                 << "has no JVP rule for full_matrices=True with more rows "
+                    "than columns";
+        if (!t[0])
+          return zero();
+        int64_t k = std::min(m, n);
+        auto cols = [&](Value v, int64_t lo, int64_t hi) {
+          auto vt = r.ty(v);
+          SmallVector<int64_t> start(vt.getRank(), 0), limit(vt.getShape()),
+              step(vt.getRank(), 1);
+          start.back() = lo;
+          limit.back() = hi;
+          return (Value)SliceOp::create(
+              b, r.loc, v, b.getDenseI64ArrayAttr(start),
+              b.getDenseI64ArrayAttr(limit), b.getDenseI64ArrayAttr(step));
+        };
+        Value q = o.getQ(), rr = o.getR(), dx = t[0];
+        Value r1 = k < n ? cols(rr, 0, k) : rr;
+        Value dx1 = k < n ? cols(dx, 0, k) : dx;
+        bool cplx = isa<ComplexType>(at.getElementType());
+        auto adjoint = [&](Value v) { return adjointOf(r, v); };
+        // Y R1 = dx1  <=>  R1^T Y^T = dx1^T
+        Value y = swapLastTwo(r, TriangularSolveOp::create(
+                                     b, r.loc, r.ty(swapLastTwo(r, dx1)), r1,
+                                     swapLastTwo(r, dx1), false, true, false));
+        Value c = batchedMatmul(r, adjoint(q), y);
+        Value low = triangle(r, c, true, true);
+        Value omega = r.sub(low, adjoint(low));
+        if (cplx) {
+          auto ct = r.ty(c);
+          Value re =
+              r.convert(RealOp::create(b, r.loc, c), ct.getElementType());
+          Value eye = r.cmp(ComparisonDirection::EQ, iotaLike(r, ct, rank - 2),
+                            iotaLike(r, ct, rank - 1));
+          omega = r.add(omega, r.select(eye, r.sub(c, re), r.zeros(ct)));
+        }
+        Value dq = r.add(batchedMatmul(r, q, r.sub(omega, c)), y);
+        Value dr = batchedMatmul(r, r.sub(c, omega), r1);
+        if (k < n) {
+          Value x2 = cols(o.getOperand(), k, n), dx2 = cols(dx, k, n);
+          Value dr2 = r.add(batchedMatmul(r, adjoint(dq), x2),
+                            batchedMatmul(r, adjoint(q), dx2));
+          dr = ConcatenateOp::create(b, r.loc, ValueRange{dr, dr2}, rank - 1);
+        }
+        out.push_back(dq);
+        out.push_back(dr);
+        return success();
+      })
+      .Case([&](SvdOp o) -> LogicalResult {
+        // a = U diag(s) V^H (thin): with dS = U^H a' V, s' = real(diag(dS)),
+        // F_ij = 1 / (s_j^2 - s_i^2) off the diagonal,
+        // U' = U (F o (dS S + S dS^H) + (dS - dS^H) / 2 S^-1) and
+        // V' = V (F o (S dS + dS^H S)), plus (I - U U^H) a' V S^-1 for U
+        // when m > n and (I - V V^H) a'^H U S^-1 for V when n > m (JAX's
+        // rule).
+        auto at = cast<RankedTensorType>(o.getOperand().getType());
+        int64_t rank = at.getRank(), m = at.getDimSize(rank - 2),
+                n = at.getDimSize(rank - 1);
+        if (o.computesUv() && o.getFullMatrices() && m != n)
+          return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+                 << "has no JVP rule for full_matrices=True on non-square "
+                    "matrices";
+        if (!t[0])
+          return zero();
+        int64_t k = std::min(m, n);
+        Type elem = at.getElementType();
+        bool cplx = isa<ComplexType>(elem);
+        auto adjoint = [&](Value v) { return adjointOf(r, v); };
+        Value s, u, vh;
+        if (o.computesUv()) {
+          s = o.getS(), u = o.getU(), vh = o.getVh();
+        } else {
+          auto sv = SvdOp::create(
+              b, r.loc,
+              TypeRange{o.getS().getType(),
+                        RankedTensorType::get(
+                            [&] {
+                              SmallVector<int64_t> sh(at.getShape());
+                              sh.back() = k;
+                              return sh;
+                            }(),
+                            elem),
+                        RankedTensorType::get(
+                            [&] {
+                              SmallVector<int64_t> sh(at.getShape());
+                              sh[rank - 2] = k;
+                              return sh;
+                            }(),
+                            elem)},
+              o.getOperand(), false);
+          s = sv.getS(), u = sv.getU(), vh = sv.getVh();
+        }
+        Value v = adjoint(vh), da = t[0];
+        Value ds = batchedMatmul(r, adjoint(u), batchedMatmul(r, da, v));
+        auto kk = r.ty(ds); // (..., k, k) of elem
+        auto realK = kk.clone(r.ty(s).getElementType());
+        Value eye = r.cmp(ComparisonDirection::EQ, iotaLike(r, kk, rank - 2),
+                          iotaLike(r, kk, rank - 1));
+        Value diag = r.reduceSum(r.select(eye, ds, r.zeros(kk)), {rank - 1});
+        out.push_back(cplx ? (Value)RealOp::create(b, r.loc, diag) : diag);
+        if (!o.computesUv())
+          return success();
+        auto asElem = [&](Value x) { return r.convert(x, elem); };
+        SmallVector<int64_t> batch =
+            llvm::to_vector(llvm::seq<int64_t>(0, rank - 2));
+        auto along = [&](Value x, RankedTensorType to, int64_t dim) {
+          SmallVector<int64_t> dims(batch);
+          dims.push_back(dim);
+          return r.bcast(x, to.clone(r.ty(x).getElementType()), dims);
+        };
+        Value sj = along(s, realK, rank - 1), si = along(s, realK, rank - 2);
+        Value eyeR = r.select(eye, r.like(sj, 1.0), r.zeros(realK));
+        Value f = r.sub(r.div(r.like(sj, 1.0),
+                              r.add(r.mul(r.add(sj, si), r.sub(sj, si)), eyeR)),
+                        eyeR);
+        Value zeroS =
+            r.select(r.cmp(ComparisonDirection::EQ, s, r.zeros(r.ty(s))),
+                     r.like(s, 1.0), r.zeros(r.ty(s)));
+        Value sInv = r.sub(r.div(r.like(s, 1.0), r.add(s, zeroS)), zeroS);
+        Value sInvMat =
+            r.select(eye, along(sInv, realK, rank - 1), r.zeros(realK));
+        Value dss = r.mul(asElem(sj), ds), sds = r.mul(asElem(si), ds);
+        Value fe = asElem(f);
+        Value inner =
+            r.add(r.mul(fe, r.add(dss, adjoint(dss))),
+                  r.mul(r.mul(r.like(ds, 0.5), r.sub(ds, adjoint(ds))),
+                        asElem(sInvMat)));
+        Value du = batchedMatmul(r, u, inner);
+        Value dv = batchedMatmul(r, v, r.mul(fe, r.add(sds, adjoint(sds))));
+        // The parts outside the span of U (V): (I - U U^H) x / s.
+        auto outside = [&](Value basis, Value x) {
+          Value p = r.sub(
+              x, batchedMatmul(r, basis, batchedMatmul(r, adjoint(basis), x)));
+          return r.div(p, asElem(along(s, r.ty(p), rank - 1)));
+        };
+        if (m > n)
+          du = r.add(du, outside(u, batchedMatmul(r, da, v)));
+        if (n > m)
+          dv = r.add(dv, outside(v, batchedMatmul(r, adjoint(da), u)));
+        out.push_back(du);
+        out.push_back(adjoint(dv));
         return success();
       })
       .Case([&](TriangularSolveOp o) -> LogicalResult {

@@ -764,6 +764,56 @@ LogicalResult EighOp::verify() {
   return success();
 }
 
+/// A matrix type with `t`'s batch dimensions and element type.
+static RankedTensorType matrixLike(RankedTensorType t, int64_t rows,
+                                   int64_t cols, Type element = {}) {
+  SmallVector<int64_t> s(t.getShape().drop_back(2));
+  s.push_back(rows);
+  if (cols >= 0)
+    s.push_back(cols);
+  return RankedTensorType::get(s, element ? element : t.getElementType());
+}
+
+LogicalResult QrOp::verify() {
+  auto t = cast<RankedTensorType>(getOperand().getType());
+  if (failed(verifyMatrices(*this, t, "the operand", false, "qr_c1", "qr_c2")))
+    return failure();
+  // qr_c3
+  int64_t r = t.getRank(), m = t.getDimSize(r - 2), n = t.getDimSize(r - 1);
+  int64_t c = getFullMatrices() ? m : std::min(m, n);
+  auto q = matrixLike(t, m, c), rt = matrixLike(t, c, n);
+  if (getQ().getType() != q || getR().getType() != rt)
+    return emitOpError("qr_c3: results must be ") << q << " and " << rt;
+  return success();
+}
+
+LogicalResult SvdOp::verify() {
+  auto t = cast<RankedTensorType>(getOperand().getType());
+  if (failed(
+          verifyMatrices(*this, t, "the operand", false, "svd_c1", "svd_c2")))
+    return failure();
+  // svd_c3
+  if (getNumResults() != 1 && getNumResults() != 3)
+    return emitOpError("svd_c3: expected 1 result (s) or 3 (s, u, vh), got ")
+           << getNumResults();
+  // svd_c4
+  int64_t r = t.getRank(), m = t.getDimSize(r - 2), n = t.getDimSize(r - 1);
+  int64_t k = std::min(m, n);
+  Type real = t.getElementType();
+  if (auto c = dyn_cast<ComplexType>(real))
+    real = c.getElementType();
+  bool full = getFullMatrices();
+  auto s = matrixLike(t, k, -1, real), u = matrixLike(t, m, full ? m : k),
+       vh = matrixLike(t, full ? n : k, n);
+  if (!computesUv() && getS().getType() != s)
+    return emitOpError("svd_c4: the result must be ") << s;
+  if (computesUv() && (getS().getType() != s || getU().getType() != u ||
+                       getVh().getType() != vh))
+    return emitOpError("svd_c4: results must be ")
+           << s << ", " << u << " and " << vh;
+  return success();
+}
+
 LogicalResult TriangularSolveOp::verify() {
   auto a = cast<RankedTensorType>(getA().getType());
   auto b = cast<RankedTensorType>(getB().getType());

@@ -1,11 +1,12 @@
 //===- Linalg.cpp - dense linear algebra for compiled code ----------------===//
 //
-// `ember.cholesky`, `ember.eigh`, `ember.lu` and `ember.triangular_solve`
-// lower to these entries. They call LAPACK's potrf, getrf and syevd/heevd
-// and BLAS's trsm when an embedder registers them
-// (emberRuntimeSetLapackFunction; Python registers scipy-openblas32's, the
-// library it already uses for GEMM) and plain loops otherwise (complex eigh
-// excepted: NaNs), so C API embedders and mlir-runner need nothing extra.
+// `ember.cholesky`, `ember.eigh`, `ember.lu`, `ember.qr`, `ember.svd` and
+// `ember.triangular_solve` lower to these entries. They call LAPACK's potrf,
+// getrf, syevd/heevd, geqrf + orgqr/ungqr and gesdd and BLAS's trsm when an
+// embedder registers them (emberRuntimeSetLapackFunction; Python registers
+// scipy-openblas32's, the library it already uses for GEMM) and plain loops
+// otherwise (complex eigh and svd excepted: NaNs), so C API embedders and
+// mlir-runner need nothing extra.
 // Matrices are row-major and contiguous.
 //
 //===----------------------------------------------------------------------===//
@@ -38,6 +39,13 @@ template <typename T> struct Lapack {
   static inline void *trsm = nullptr;
   /// LAPACKE_?syevd / ?heevd(layout, jobz, uplo, n, a, lda, w), w real.
   static inline void *evd = nullptr;
+  /// LAPACKE_?geqrf(layout, m, n, a, lda, tau) and ?orgqr / ?ungqr(layout,
+  /// m, n, k, a, lda, tau).
+  static inline int (*geqrf)(int, int, int, T *, int, T *) = nullptr;
+  static inline int (*orgqr)(int, int, int, int, T *, int, const T *) = nullptr;
+  /// LAPACKE_?gesdd(layout, jobz, m, n, a, lda, s, u, ldu, vt, ldvt), s
+  /// real.
+  static inline void *gesdd = nullptr;
 };
 
 constexpr int kColMajor = 102, kRowMajor = 101, kLeft = 141, kUpper = 121,
@@ -52,6 +60,13 @@ template <typename T> T conjOf(T x) {
     return std::conj(x);
   else
     return x;
+}
+
+/// The rows x cols identity (ones on the leading diagonal), row-major.
+template <typename T> void setIdentity(T *x, int64_t rows, int64_t cols) {
+  std::fill(x, x + rows * cols, T(0));
+  for (int64_t i = 0; i < std::min(rows, cols); ++i)
+    x[i * cols + i] = T(1);
 }
 
 /// The row-major lower triangle is the column-major upper one (of the
@@ -172,10 +187,7 @@ void lu(int64_t batch, int64_t m, int64_t n, const T *in, T *out,
 /// columns. Stops when the off-diagonal mass is below epsilon relative to
 /// the whole, or after 100 sweeps.
 template <typename T> void referenceJacobi(T *a, T *v, int64_t n) {
-  for (int64_t i = 0; i < n * n; ++i)
-    v[i] = T(0);
-  for (int64_t i = 0; i < n; ++i)
-    v[i * n + i] = T(1);
+  setIdentity(v, n, n);
   T eps = std::numeric_limits<T>::epsilon();
   for (int sweep = 0; sweep < 100; ++sweep) {
     T off = 0, all = 0;
@@ -254,6 +266,220 @@ void eigh(int64_t batch, int64_t n, const T *in, T *vectors, R *values) {
   }
 }
 
+/// Householder QR of the row-major m x n matrix `a` as LAPACK's geqr2 and
+/// ung2r compute it (each reflector H = I - tau v v^H makes a diagonal
+/// entry real, R's diagonal signs are LAPACK's): `a` becomes R (its lower
+/// part is left as is) and `q` (m x m) the product of the reflectors.
+template <typename T> void referenceQr(T *a, int64_t m, int64_t n, T *q) {
+  using R = decltype(std::real(T()));
+  setIdentity(q, m, m);
+  std::vector<T> v(m);
+  for (int64_t j = 0; j < std::min(m, n); ++j) {
+    T alpha = a[j * n + j];
+    R xnorm = 0;
+    for (int64_t i = j + 1; i < m; ++i)
+      xnorm = std::hypot(xnorm, std::abs(a[i * n + j]));
+    if (xnorm == 0 && std::imag(alpha) == R(0))
+      continue; // H = I
+    R beta =
+        -std::copysign(std::hypot(std::abs(alpha), xnorm), std::real(alpha));
+    T tau = (T(beta) - alpha) / T(beta), scale = T(1) / (alpha - T(beta));
+    v[j] = T(1);
+    for (int64_t i = j + 1; i < m; ++i)
+      v[i] = a[i * n + j] * scale;
+    // a <- H^H a on columns j.. (column j becomes (beta, 0, ...)).
+    for (int64_t c = j; c < n; ++c) {
+      T dot = 0;
+      for (int64_t i = j; i < m; ++i)
+        dot += conjOf(v[i]) * a[i * n + c];
+      dot *= conjOf(tau);
+      for (int64_t i = j; i < m; ++i)
+        a[i * n + c] -= v[i] * dot;
+    }
+    // q <- q H.
+    for (int64_t r = 0; r < m; ++r) {
+      T dot = 0;
+      for (int64_t i = j; i < m; ++i)
+        dot += q[r * m + i] * v[i];
+      dot *= tau;
+      for (int64_t i = j; i < m; ++i)
+        q[r * m + i] -= dot * conjOf(v[i]);
+    }
+  }
+}
+
+/// QR of each m x n matrix: q is m x qc and r is qc x n, qc = m with `full`
+/// and min(m, n) otherwise (LAPACK's geqrf and orgqr/ungqr).
+template <typename T>
+void qr(int64_t batch, int64_t m, int64_t n, bool full, const T *in, T *q,
+        T *r) {
+  int64_t k = std::min(m, n), qc = full ? m : k;
+  std::vector<T> a(size_t(m) * n), tau(k), qq;
+  for (int64_t b = 0; b < batch; ++b) {
+    std::copy(in + b * m * n, in + (b + 1) * m * n, a.begin());
+    T *qb = q + b * m * qc, *rb = r + b * qc * n;
+    bool lapack = Lapack<T>::geqrf && Lapack<T>::orgqr && k > 0 &&
+                  m <= INT32_MAX && n <= INT32_MAX;
+    if (lapack) {
+      Lapack<T>::geqrf(kRowMajor, int(m), int(n), a.data(), int(n), tau.data());
+      // The reflectors (below the diagonal of a's first k columns) in q's
+      // first columns; orgqr forms q from them.
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < qc; ++j)
+          qb[i * qc + j] = j < n ? a[i * n + j] : T(0);
+      Lapack<T>::orgqr(kRowMajor, int(m), int(qc), int(k), qb, int(qc),
+                       tau.data());
+    } else {
+      qq.resize(size_t(m) * m);
+      referenceQr(a.data(), m, n, qq.data());
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < qc; ++j)
+          qb[i * qc + j] = qq[i * m + j];
+    }
+    for (int64_t i = 0; i < qc; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        rb[i * n + j] = i <= j && i < m ? a[i * n + j] : T(0);
+  }
+}
+
+/// One-sided (Hestenes) Jacobi on the columns of the real row-major m x n
+/// matrix w (m >= n): w <- w V with orthogonal columns, V in v (n x n).
+template <typename T>
+void referenceJacobiColumns(T *w, T *v, int64_t m, int64_t n) {
+  setIdentity(v, n, n);
+  T eps = std::numeric_limits<T>::epsilon();
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    bool rotated = false;
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t q = p + 1; q < n; ++q) {
+        T alpha = 0, beta = 0, gamma = 0;
+        for (int64_t i = 0; i < m; ++i) {
+          alpha += w[i * n + p] * w[i * n + p];
+          beta += w[i * n + q] * w[i * n + q];
+          gamma += w[i * n + p] * w[i * n + q];
+        }
+        if (!(std::abs(gamma) > eps * std::sqrt(alpha * beta)))
+          continue;
+        rotated = true;
+        T zeta = (beta - alpha) / (2 * gamma);
+        T t = (zeta >= 0 ? T(1) : T(-1)) /
+              (std::abs(zeta) + std::sqrt(1 + zeta * zeta));
+        T c = 1 / std::sqrt(1 + t * t), s = c * t;
+        auto rotate = [&](T *x, int64_t rows) {
+          for (int64_t i = 0; i < rows; ++i) {
+            T xp = x[i * n + p], xq = x[i * n + q];
+            x[i * n + p] = c * xp - s * xq;
+            x[i * n + q] = s * xp + c * xq;
+          }
+        };
+        rotate(w, m);
+        rotate(v, n);
+      }
+    if (!rotated)
+      return;
+  }
+}
+
+/// SVD of one real row-major m x n matrix `a` (m >= n) by one-sided Jacobi:
+/// s descending, u m x uc (from a QR of the rotated columns, which also
+/// completes it for zero singular values and full matrices), vt n x n.
+template <typename T>
+void referenceSvdTall(const T *a, int64_t m, int64_t n, int64_t uc, T *s, T *u,
+                      T *vt) {
+  std::vector<T> w(a, a + m * n), v(size_t(n) * n), q(size_t(m) * m);
+  referenceJacobiColumns(w.data(), v.data(), m, n);
+  std::vector<T> norms(n);
+  std::vector<int64_t> order(n);
+  for (int64_t j = 0; j < n; ++j) {
+    T sq = 0;
+    for (int64_t i = 0; i < m; ++i)
+      sq += w[i * n + j] * w[i * n + j];
+    norms[j] = std::sqrt(sq);
+    order[j] = j;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t i, int64_t j) { return norms[i] > norms[j]; });
+  std::vector<T> ws(size_t(m) * n);
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = norms[order[j]];
+    for (int64_t i = 0; i < m; ++i)
+      ws[i * n + j] = w[i * n + order[j]];
+    if (vt)
+      for (int64_t i = 0; i < n; ++i)
+        vt[j * n + i] = v[i * n + order[j]];
+  }
+  if (!u)
+    return;
+  referenceQr(ws.data(), m, n, q.data()); // ws becomes R, diagonal +-s
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < uc; ++j)
+      u[i * uc + j] = j < n && ws[j * n + j] < 0 ? -q[i * m + j] : q[i * m + j];
+}
+
+/// SVD of each m x n matrix (LAPACK's gesdd): s (k = min(m, n), real,
+/// descending), and with `u` u (m x uc) and vh (vr x n), uc = vr = m, n with
+/// `full` and k otherwise.
+template <typename T, typename R>
+void svd(int64_t batch, int64_t m, int64_t n, bool full, const T *in, R *s,
+         T *u, T *vh) {
+  int64_t k = std::min(m, n), uc = full ? m : k, vr = full ? n : k;
+  std::vector<T> a(size_t(m) * n), at;
+  std::vector<R> sr;
+  for (int64_t b = 0; b < batch; ++b) {
+    std::copy(in + b * m * n, in + (b + 1) * m * n, a.begin());
+    R *sb = s + b * k;
+    T *ub = u ? u + b * m * uc : nullptr, *vb = u ? vh + b * vr * n : nullptr;
+    bool ok = true;
+    if (k == 0) {
+      // Nothing to factor: full u and vh are identities.
+    } else if (Lapack<T>::gesdd && m <= INT32_MAX && n <= INT32_MAX) {
+      // (Row-major LAPACKE transposes to gesdd's column-major a: the signs
+      // of the singular vectors are then NumPy's and JAX's.)
+      using Fn =
+          int (*)(int, char, int, int, T *, int, R *, T *, int, T *, int);
+      T scratch[1];
+      ok = reinterpret_cast<Fn>(Lapack<T>::gesdd)(
+               kRowMajor, u ? (full ? 'A' : 'S') : 'N', int(m), int(n),
+               a.data(), int(n), sb, ub ? ub : scratch,
+               int(std::max<int64_t>(uc, 1)), ub ? vb : scratch, int(n)) == 0;
+    } else if constexpr (!kIsComplex<T>) {
+      if (m >= n) {
+        referenceSvdTall(a.data(), m, n, uc, sb, ub, vb);
+      } else { // a^T = v s u^T
+        at.resize(size_t(m) * n);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            at[j * m + i] = a[i * n + j];
+        std::vector<T> ut(ub ? size_t(n) * vr : 0), vt(ub ? size_t(m) * m : 0);
+        referenceSvdTall(at.data(), n, m, vr, sb, ub ? ut.data() : nullptr,
+                         ub ? vt.data() : nullptr);
+        if (ub) {
+          for (int64_t i = 0; i < m; ++i) // u = (vt)^T, m x m
+            for (int64_t j = 0; j < m; ++j)
+              ub[i * uc + j] = vt[j * m + i];
+          for (int64_t i = 0; i < vr; ++i) // vh = (ut)^T
+            for (int64_t j = 0; j < n; ++j)
+              vb[i * n + j] = ut[j * vr + i];
+        }
+      }
+    } else {
+      ok = false; // complex matrices need LAPACK (docs/decisions.md)
+    }
+    if (ub && k == 0) {
+      setIdentity(ub, m, uc);
+      setIdentity(vb, vr, n);
+    }
+    if (!ok) {
+      R nan = std::numeric_limits<R>::quiet_NaN();
+      std::fill(sb, sb + k, nan);
+      if (ub) {
+        std::fill(ub, ub + m * uc, T(nan));
+        std::fill(vb, vb + vr * n, T(nan));
+      }
+    }
+  }
+}
+
 /// Solves op(a) x = b in place in b (n x k), by substitution.
 template <typename T>
 void referenceSolve(bool lower, bool trans, bool unit, int64_t n, int64_t k,
@@ -317,6 +543,25 @@ void triangularSolve(int64_t batch, int64_t n, int64_t k, bool lower,
        reinterpret_cast<T *>(out), reinterpret_cast<int32_t *>(piv),           \
        reinterpret_cast<int32_t *>(perm));                                     \
   }                                                                            \
+  extern "C" void ember_qr_##SUFFIX(int64_t batch, int64_t m, int64_t n,       \
+                                    int64_t full, intptr_t a, intptr_t q,      \
+                                    intptr_t r) {                              \
+    qr(batch, m, n, full, reinterpret_cast<const T *>(a),                      \
+       reinterpret_cast<T *>(q), reinterpret_cast<T *>(r));                    \
+  }                                                                            \
+  extern "C" void ember_svd_##SUFFIX(int64_t batch, int64_t m, int64_t n,      \
+                                     int64_t full, intptr_t a, intptr_t s,     \
+                                     intptr_t u, intptr_t vh) {                \
+    svd(batch, m, n, full, reinterpret_cast<const T *>(a),                     \
+        reinterpret_cast<decltype(std::real(T())) *>(s),                       \
+        reinterpret_cast<T *>(u), reinterpret_cast<T *>(vh));                  \
+  }                                                                            \
+  extern "C" void ember_svd_values_##SUFFIX(                                   \
+      int64_t batch, int64_t m, int64_t n, intptr_t a, intptr_t s) {           \
+    svd(batch, m, n, false, reinterpret_cast<const T *>(a),                    \
+        reinterpret_cast<decltype(std::real(T())) *>(s), (T *)nullptr,         \
+        (T *)nullptr);                                                         \
+  }                                                                            \
   extern "C" void ember_triangular_solve_##SUFFIX(                             \
       int64_t batch, int64_t n, int64_t k, int64_t lower, int64_t trans,       \
       int64_t unit, intptr_t a, intptr_t b, intptr_t out) {                    \
@@ -340,6 +585,12 @@ bool emberRuntimeSetLapackFunction(MlirStringRef name, void *fn) {
       Lapack<T>::getrf = reinterpret_cast<decltype(Lapack<T>::getrf)>(fn);
     else if (kind == 't')
       Lapack<T>::trsm = fn;
+    else if (kind == 'q')
+      Lapack<T>::geqrf = reinterpret_cast<decltype(Lapack<T>::geqrf)>(fn);
+    else if (kind == 'o')
+      Lapack<T>::orgqr = reinterpret_cast<decltype(Lapack<T>::orgqr)>(fn);
+    else if (kind == 's')
+      Lapack<T>::gesdd = fn;
     else
       Lapack<T>::evd = fn;
     return true;
@@ -352,6 +603,9 @@ bool emberRuntimeSetLapackFunction(MlirStringRef name, void *fn) {
               : op == "getrf"                    ? 'g'
               : op == "trsm"                     ? 't'
               : op == (real ? "syevd" : "heevd") ? 'e'
+              : op == "geqrf"                    ? 'q'
+              : op == (real ? "orgqr" : "ungqr") ? 'o'
+              : op == "gesdd"                    ? 's'
                                                  : 0;
   if (!kind)
     return false;

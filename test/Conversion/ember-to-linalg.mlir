@@ -723,3 +723,34 @@ func.func @eigh(%a: tensor<3x3xcomplex<f64>>) -> tensor<3xf64> {
   %v, %w = ember.eigh %a : (tensor<3x3xcomplex<f64>>) -> (tensor<3x3xcomplex<f64>>, tensor<3xf64>)
   return %w : tensor<3xf64>
 }
+
+// -----
+
+// CHECK-LABEL: func @qr
+// CHECK: call @__ember_qr{{.*}}(%{{.*}}) : (tensor<2x5x3xf32>) -> (tensor<2x5x5xf32>, tensor<2x5x3xf32>)
+// CHECK: func.func private @ember_qr_f32(i64, i64, i64, i64, index, index, index)
+// CHECK: func.func private @__ember_qr
+// CHECK-DAG: arith.constant 2 : i64
+// CHECK-DAG: arith.constant 5 : i64
+// CHECK-DAG: arith.constant 3 : i64
+// CHECK-DAG: arith.constant 1 : i64
+// CHECK: call @ember_qr_f32
+func.func @qr(%a: tensor<2x5x3xf32>) -> tensor<2x5x3xf32> {
+  %q, %r = ember.qr %a {full_matrices = true} : (tensor<2x5x3xf32>) -> (tensor<2x5x5xf32>, tensor<2x5x3xf32>)
+  return %r : tensor<2x5x3xf32>
+}
+
+// -----
+
+// The suffix is the operand's element type (s is real), and without U and
+// V^H the call is the values-only entry.
+// CHECK-LABEL: func @svd
+// CHECK: call @__ember_svd{{.*}}(%{{.*}}) : (tensor<4x3xcomplex<f32>>) -> (tensor<3xf32>, tensor<4x3xcomplex<f32>>, tensor<3x3xcomplex<f32>>)
+// CHECK: call @__ember_svd_values{{.*}}(%{{.*}}) : (tensor<4x3xcomplex<f32>>) -> tensor<3xf32>
+// CHECK-DAG: func.func private @ember_svd_c64(i64, i64, i64, i64, index, index, index, index)
+// CHECK-DAG: func.func private @ember_svd_values_c64(i64, i64, i64, index, index)
+func.func @svd(%a: tensor<4x3xcomplex<f32>>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %s, %u, %vh = ember.svd %a {full_matrices = false} : (tensor<4x3xcomplex<f32>>) -> (tensor<3xf32>, tensor<4x3xcomplex<f32>>, tensor<3x3xcomplex<f32>>)
+  %s2 = ember.svd %a {full_matrices = false} : (tensor<4x3xcomplex<f32>>) -> tensor<3xf32>
+  return %s, %s2 : tensor<3xf32>, tensor<3xf32>
+}

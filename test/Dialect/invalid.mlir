@@ -1158,3 +1158,75 @@ func.func @eigh_c3(%a: tensor<3x3xcomplex<f32>>) -> tensor<3x3xcomplex<f32>> {
   %v, %w = ember.eigh %a : (tensor<3x3xcomplex<f32>>) -> (tensor<3x3xcomplex<f32>>, tensor<3xf64>)
   return %v : tensor<3x3xcomplex<f32>>
 }
+
+// -----
+
+// qr_c1
+func.func @qr_c1(%a: tensor<3xf32>) -> tensor<3x1xf32> {
+  // expected-error @+1 {{qr_c1: the operand must be (a batch of) matrices, got 'tensor<3xf32>'}}
+  %q, %r = ember.qr %a {full_matrices = false} : (tensor<3xf32>) -> (tensor<3x1xf32>, tensor<1xf32>)
+  return %q : tensor<3x1xf32>
+}
+
+// -----
+
+// qr_c2
+func.func @qr_c2(%a: tensor<3x3xf16>) -> tensor<3x3xf16> {
+  // expected-error @+1 {{qr_c2: element type must be f32, f64 or complex of them, got 'f16'}}
+  %q, %r = ember.qr %a {full_matrices = false} : (tensor<3x3xf16>) -> (tensor<3x3xf16>, tensor<3x3xf16>)
+  return %q : tensor<3x3xf16>
+}
+
+// -----
+
+// qr_c3
+func.func @qr_c3(%a: tensor<5x3xf32>) -> tensor<5x3xf32> {
+  // expected-error @+1 {{qr_c3: results must be 'tensor<5x5xf32>' and 'tensor<5x3xf32>'}}
+  %q, %r = ember.qr %a {full_matrices = true} : (tensor<5x3xf32>) -> (tensor<5x3xf32>, tensor<3x3xf32>)
+  return %q : tensor<5x3xf32>
+}
+
+// -----
+
+// svd_c1
+func.func @svd_c1(%a: tensor<3xf32>) -> tensor<1xf32> {
+  // expected-error @+1 {{svd_c1: the operand must be (a batch of) matrices}}
+  %s = ember.svd %a {full_matrices = false} : (tensor<3xf32>) -> tensor<1xf32>
+  return %s : tensor<1xf32>
+}
+
+// -----
+
+// svd_c2
+func.func @svd_c2(%a: tensor<3x3xbf16>) -> tensor<3xbf16> {
+  // expected-error @+1 {{svd_c2: element type must be f32, f64 or complex of them, got 'bf16'}}
+  %s = ember.svd %a {full_matrices = false} : (tensor<3x3xbf16>) -> tensor<3xbf16>
+  return %s : tensor<3xbf16>
+}
+
+// -----
+
+// svd_c3
+func.func @svd_c3(%a: tensor<3x3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{svd_c3: expected 1 result (s) or 3 (s, u, vh), got 2}}
+  %s, %u = ember.svd %a {full_matrices = false} : (tensor<3x3xf32>) -> (tensor<3xf32>, tensor<3x3xf32>)
+  return %s : tensor<3xf32>
+}
+
+// -----
+
+// svd_c4
+func.func @svd_c4(%a: tensor<2x4x3xcomplex<f64>>) -> tensor<2x3xf64> {
+  // expected-error @+1 {{svd_c4: results must be 'tensor<2x3xf64>', 'tensor<2x4x4xcomplex<f64>>' and 'tensor<2x3x3xcomplex<f64>>'}}
+  %s, %u, %vh = ember.svd %a {full_matrices = true} : (tensor<2x4x3xcomplex<f64>>) -> (tensor<2x3xf64>, tensor<2x4x3xcomplex<f64>>, tensor<2x3x3xcomplex<f64>>)
+  return %s : tensor<2x3xf64>
+}
+
+// -----
+
+// svd_c4
+func.func @svd_c4_values(%a: tensor<4x3xcomplex<f32>>) -> tensor<3xcomplex<f32>> {
+  // expected-error @+1 {{svd_c4: the result must be 'tensor<3xf32>'}}
+  %s = ember.svd %a {full_matrices = false} : (tensor<4x3xcomplex<f32>>) -> tensor<3xcomplex<f32>>
+  return %s : tensor<3xcomplex<f32>>
+}

@@ -289,3 +289,16 @@ func.func @linalg(%a: tensor<2x3x3xf32>, %b: tensor<2x3x4xf32>) -> tensor<2x3x4x
   %x = ember.triangular_solve %l, %b {lower = true, transpose_a = false, unit_diagonal = false} : (tensor<2x3x3xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %x : tensor<2x3x4xf32>
 }
+
+// CHECK-LABEL: func @qr_svd
+// CHECK: ember.qr %{{.*}} {full_matrices = false} : (tensor<2x5x3xcomplex<f32>>) -> (tensor<2x5x3xcomplex<f32>>, tensor<2x3x3xcomplex<f32>>)
+// CHECK: ember.qr %{{.*}} {full_matrices = true} : (tensor<2x5x3xcomplex<f32>>) -> (tensor<2x5x5xcomplex<f32>>, tensor<2x5x3xcomplex<f32>>)
+// CHECK: ember.svd %{{.*}} {full_matrices = false} : (tensor<2x5x3xcomplex<f32>>) -> (tensor<2x3xf32>, tensor<2x5x3xcomplex<f32>>, tensor<2x3x3xcomplex<f32>>)
+// CHECK: ember.svd %{{.*}} {full_matrices = false} : (tensor<2x5x3xcomplex<f32>>) -> tensor<2x3xf32>
+func.func @qr_svd(%a: tensor<2x5x3xcomplex<f32>>) -> tensor<2x3xf32> {
+  %q, %r = ember.qr %a {full_matrices = false} : (tensor<2x5x3xcomplex<f32>>) -> (tensor<2x5x3xcomplex<f32>>, tensor<2x3x3xcomplex<f32>>)
+  %qf, %rf = ember.qr %a {full_matrices = true} : (tensor<2x5x3xcomplex<f32>>) -> (tensor<2x5x5xcomplex<f32>>, tensor<2x5x3xcomplex<f32>>)
+  %s, %u, %vh = ember.svd %a {full_matrices = false} : (tensor<2x5x3xcomplex<f32>>) -> (tensor<2x3xf32>, tensor<2x5x3xcomplex<f32>>, tensor<2x3x3xcomplex<f32>>)
+  %s2 = ember.svd %a {full_matrices = false} : (tensor<2x5x3xcomplex<f32>>) -> tensor<2x3xf32>
+  return %s2 : tensor<2x3xf32>
+}

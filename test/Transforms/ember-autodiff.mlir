@@ -524,8 +524,8 @@ func.func @jvp_lu(%a: tensor<3x3xf32>, %t: tensor<3x3xf32>) -> tensor<3x3xf32> {
 // for, so nothing of it is left).
 // CHECK-LABEL: func @jvp_eigh
 // CHECK: %[[V:.*]], %{{.*}} = ember.eigh
-// CHECK: ember.transpose %[[V]]
-// CHECK: ember.dot_general %arg1, %[[V]]
+// CHECK-DAG: ember.transpose %[[V]]
+// CHECK-DAG: ember.dot_general %arg1, %[[V]]
 // CHECK: ember.compare  EQ
 // CHECK: ember.reduce  sum %{{.*}}, dims = [1]
 // CHECK-NOT: ember.div
@@ -536,4 +536,63 @@ func.func private @eig(%a: tensor<3x3xf32>) -> tensor<3xf32> {
 func.func @jvp_eigh(%a: tensor<3x3xf32>, %t: tensor<3x3xf32>) -> tensor<3xf32> {
   %y, %ty = ember.jvp @eig(%a) tangents(%t) wrt [0] : (tensor<3x3xf32>, tensor<3x3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
   return %ty : tensor<3xf32>
+}
+
+// -----
+
+// qr's JVP (tall): Y = A' R^-1 as a transposed upper solve, C = Q^T Y,
+// Q' = Q (Omega - C) + Y and R' = (C - Omega) R.
+// CHECK-LABEL: func @jvp_qr
+// CHECK: %[[Q:.*]], %[[R:.*]] = ember.qr %arg0 {full_matrices = false}
+// CHECK: ember.triangular_solve %[[R]], %{{.*}} {lower = false, transpose_a = true, unit_diagonal = false}
+// CHECK: %[[QT:.*]] = ember.transpose %[[Q]]
+// CHECK: %[[C:.*]] = ember.dot_general %[[QT]]
+// CHECK: ember.compare  GT
+// CHECK: %[[OMEGA:.*]] = ember.sub
+// CHECK: ember.sub %[[OMEGA]], %[[C]]
+// CHECK: ember.dot_general %[[Q]]
+// CHECK: ember.sub %[[C]], %[[OMEGA]]
+// CHECK: ember.dot_general %{{.*}}, %[[R]]
+func.func private @qr(%a: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3x3xf32>) {
+  %q, %r = ember.qr %a {full_matrices = false} : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3x3xf32>)
+  return %q, %r : tensor<4x3xf32>, tensor<3x3xf32>
+}
+func.func @jvp_qr(%a: tensor<4x3xf32>, %t: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3x3xf32>) {
+  %q, %r, %tq, %tr = ember.jvp @qr(%a) tangents(%t) wrt [0] : (tensor<4x3xf32>, tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3x3xf32>, tensor<4x3xf32>, tensor<3x3xf32>)
+  return %tq, %tr : tensor<4x3xf32>, tensor<3x3xf32>
+}
+
+// -----
+
+// A wide qr's R' gets a second block, Q'^T A2 + Q^T A2', joined to the first.
+// CHECK-LABEL: func @jvp_qr_wide
+// CHECK: ember.qr
+// CHECK: ember.slice
+// CHECK: ember.concatenate dim = 1
+func.func private @qrw(%a: tensor<2x3xf64>) -> tensor<2x3xf64> {
+  %q, %r = ember.qr %a {full_matrices = false} : (tensor<2x3xf64>) -> (tensor<2x2xf64>, tensor<2x3xf64>)
+  return %r : tensor<2x3xf64>
+}
+func.func @jvp_qr_wide(%a: tensor<2x3xf64>, %t: tensor<2x3xf64>) -> tensor<2x3xf64> {
+  %r, %tr = ember.jvp @qrw(%a) tangents(%t) wrt [0] : (tensor<2x3xf64>, tensor<2x3xf64>) -> (tensor<2x3xf64>, tensor<2x3xf64>)
+  return %tr : tensor<2x3xf64>
+}
+
+// -----
+
+// svd's JVP for the singular values alone needs U and V: the rule adds a
+// thin svd with vectors; s' = real(diag(U^H A' V)).
+// CHECK-LABEL: func @jvp_svd_values
+// CHECK: %{{.*}}:3 = ember.svd %arg0 {full_matrices = false} : (tensor<3x4xcomplex<f32>>) -> (tensor<3xf32>, tensor<3x3xcomplex<f32>>, tensor<3x4xcomplex<f32>>)
+// CHECK: ember.conj
+// CHECK: ember.reduce  sum %{{.*}}, dims = [1]
+// CHECK: ember.real
+// CHECK-NOT: ember.div
+func.func private @sv(%a: tensor<3x4xcomplex<f32>>) -> tensor<3xf32> {
+  %s = ember.svd %a {full_matrices = false} : (tensor<3x4xcomplex<f32>>) -> tensor<3xf32>
+  return %s : tensor<3xf32>
+}
+func.func @jvp_svd_values(%a: tensor<3x4xcomplex<f32>>, %t: tensor<3x4xcomplex<f32>>) -> tensor<3xf32> {
+  %s, %ts = ember.jvp @sv(%a) tangents(%t) wrt [0] : (tensor<3x4xcomplex<f32>>, tensor<3x4xcomplex<f32>>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %ts : tensor<3xf32>
 }

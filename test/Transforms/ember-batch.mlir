@@ -225,3 +225,25 @@ func.func @batch_stacks(%xs: tensor<4x3xf32>, %hs: tensor<4xi64>, %k: tensor<i64
   return %r : tensor<4x3xf32>
 }
 
+
+// -----
+
+// The linear algebra ops take leading batch dimensions themselves: qr and
+// svd (with one result or three) just gain the vmapped one.
+// CHECK-LABEL: func @batched_qr_svd
+// CHECK-NOT: ember.vmap
+// CHECK: ember.qr %arg0 {full_matrices = true} : (tensor<6x4x3xf32>) -> (tensor<6x4x4xf32>, tensor<6x4x3xf32>)
+// CHECK: ember.svd %arg0 {full_matrices = false} : (tensor<6x4x3xf32>) -> (tensor<6x3xf32>, tensor<6x4x3xf32>, tensor<6x3x3xf32>)
+// CHECK: ember.svd %arg0 {full_matrices = false} : (tensor<6x4x3xf32>) -> tensor<6x3xf32>
+func.func private @qs(%a: tensor<4x3xf32>) -> (tensor<4x4xf32>, tensor<4x3xf32>, tensor<3xf32>) {
+  %q, %r = ember.qr %a {full_matrices = true} : (tensor<4x3xf32>) -> (tensor<4x4xf32>, tensor<4x3xf32>)
+  %s, %u, %vh = ember.svd %a {full_matrices = false} : (tensor<4x3xf32>) -> (tensor<3xf32>, tensor<4x3xf32>, tensor<3x3xf32>)
+  %s2 = ember.svd %a {full_matrices = false} : (tensor<4x3xf32>) -> tensor<3xf32>
+  %u0 = ember.add %u, %r : tensor<4x3xf32>
+  %t = ember.add %s, %s2 : tensor<3xf32>
+  return %q, %u0, %t : tensor<4x4xf32>, tensor<4x3xf32>, tensor<3xf32>
+}
+func.func @batched_qr_svd(%as: tensor<6x4x3xf32>) -> (tensor<6x4x4xf32>, tensor<6x4x3xf32>, tensor<6x3xf32>) {
+  %q, %u, %t = ember.vmap @qs(%as) batched [true] size 6 : (tensor<6x4x3xf32>) -> (tensor<6x4x4xf32>, tensor<6x4x3xf32>, tensor<6x3xf32>)
+  return %q, %u, %t : tensor<6x4x4xf32>, tensor<6x4x3xf32>, tensor<6x3xf32>
+}

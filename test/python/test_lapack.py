@@ -1,6 +1,7 @@
-"""`lax.linalg.cholesky` and `lax.linalg.triangular_solve`: the ops
-`ember.cholesky` / `ember.triangular_solve`, run by the runtime through
-LAPACK's potrf and BLAS's trsm (scipy-openblas32) or its own loops."""
+"""`lax.linalg` (cholesky, lu, eigh, qr, svd, triangular_solve) and what
+`jnp.linalg` / `scipy.linalg` build on them: the ops `ember.cholesky`,
+`ember.lu`, ..., run by the runtime through LAPACK and BLAS
+(scipy-openblas32) or its own loops."""
 
 import numpy as np
 import pytest
@@ -435,3 +436,176 @@ def test_results_are_jax_named_tuples():
     out = jax.jit(jnp.linalg.eigh)(a)  # a pytree through jit
     assert type(out).__name__ == "EighResult"
     np.testing.assert_allclose(np.asarray(out.eigenvalues), np.linalg.eigvalsh(a), rtol=1e-4)
+
+
+# QR and SVD: `ember.qr` (geqrf + orgqr/ungqr) and `ember.svd` (gesdd).
+
+def _rand(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def _eye_stack(x):
+    """Identity matrices with x's batch shape and x's trailing size."""
+    return np.broadcast_to(np.eye(x.shape[-1]), x.shape[:-2] + (x.shape[-1],) * 2)
+
+
+_DTYPES = [(np.float32, 1e-4), (np.float64, 1e-10), (np.complex64, 1e-4),
+           (np.complex128, 1e-10)]
+
+
+@pytest.mark.parametrize("dtype,tol", _DTYPES)
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 3), (2, 1, 3, 5)])
+def test_qr_matches_lapack(shape, dtype, tol, x64):
+    a = _rand(shape, dtype, 30)
+    for mode in ("reduced", "complete"):
+        q, r = jax.jit(jnp.linalg.qr, static_argnames="mode")(a, mode=mode)
+        qn, rn = np.linalg.qr(a, mode=mode)  # LAPACK too: the same signs
+        assert q.dtype == dtype and q.shape == qn.shape and r.shape == rn.shape
+        np.testing.assert_allclose(np.asarray(q), qn, rtol=tol * 10, atol=tol * 10)
+        np.testing.assert_allclose(np.asarray(r), rn, rtol=tol * 10, atol=tol * 10)
+    np.testing.assert_allclose(np.asarray(jnp.linalg.qr(a, mode="r")),
+                               np.linalg.qr(a, mode="r"), rtol=tol * 10, atol=tol * 10)
+    q, r = lax.linalg.qr(a, full_matrices=False)
+    np.testing.assert_allclose(np.asarray(q) @ np.asarray(r), a, rtol=tol * 10, atol=tol * 10)
+
+
+def _check_svd(a, u, s, vh, tol, full):
+    a = np.asarray(a)
+    u, s, vh = np.asarray(u), np.asarray(s), np.asarray(vh)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    assert s.dtype == np.real(np.zeros((), a.dtype)).dtype
+    assert u.shape[-2:] == (m, m if full else k) and vh.shape[-2:] == (n if full else k, n)
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=tol, atol=tol)
+    assert (np.diff(s, axis=-1) <= 0).all()
+    np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], a,
+                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.swapaxes(u.conj(), -1, -2) @ u, _eye_stack(u), atol=tol)
+    np.testing.assert_allclose(vh @ np.swapaxes(vh.conj(), -1, -2),
+                               _eye_stack(np.swapaxes(vh, -1, -2)), atol=tol)
+
+
+@pytest.mark.parametrize("dtype,tol", _DTYPES)
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 3), (0, 3)])
+def test_svd_values_and_vectors(shape, dtype, tol, x64):
+    a = _rand(shape, dtype, 31)
+    for full in (False, True):
+        u, s, vh = jax.jit(jnp.linalg.svd, static_argnames="full_matrices")(
+            a, full_matrices=full)
+        _check_svd(a, u, s, vh, tol * 10, full)
+        # gesdd on a itself (LAPACKE transposes): NumPy's and JAX's signs
+        un, _, vhn = np.linalg.svd(a, full_matrices=full)
+        np.testing.assert_allclose(np.asarray(u), un, rtol=tol * 10, atol=tol * 10)
+        np.testing.assert_allclose(np.asarray(vh), vhn, rtol=tol * 10, atol=tol * 10)
+    s = jnp.linalg.svdvals(a)
+    np.testing.assert_allclose(np.asarray(s), np.linalg.svd(a, compute_uv=False),
+                               rtol=tol * 10, atol=tol * 10)
+
+
+def test_svd_hermitian_subset_and_derived(x64):
+    rng = np.random.default_rng(32)
+    h = rng.standard_normal((5, 5)) + 1j * rng.standard_normal((5, 5))
+    h = h + h.conj().T
+    u, s, vh = jnp.linalg.svd(h, hermitian=True)
+    _check_svd(h, u, s, vh, 1e-10, True)
+    np.testing.assert_allclose(np.asarray(jnp.linalg.svd(h, hermitian=True, compute_uv=False)),
+                               np.linalg.svd(h, compute_uv=False), rtol=1e-10)
+    a = _rand((6, 4), np.complex128, 33)
+    u, s, vh = lax.linalg.svd(a, full_matrices=False, subset_by_index=(1, 3))
+    un, sn, vhn = np.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(np.asarray(s), sn[1:3], rtol=1e-10)
+    np.testing.assert_allclose(np.abs(np.asarray(u)), np.abs(un[:, 1:3]), atol=1e-10)
+    np.testing.assert_allclose(np.abs(np.asarray(vh)), np.abs(vhn[1:3]), atol=1e-10)
+    with pytest.raises(ValueError, match="subset_by_index"):
+        lax.linalg.svd(a, subset_by_index=(0, 9))
+    # complex pinv / lstsq / matrix_rank / cond (JAX allows them; NumPy agrees)
+    np.testing.assert_allclose(np.asarray(jnp.linalg.pinv(a)), np.linalg.pinv(a), atol=1e-10)
+    b = _rand((6, 2), np.complex128, 34)
+    x, resid, rank, sv = jnp.linalg.lstsq(a, b)
+    xn, residn, rankn, svn = np.linalg.lstsq(a, b, rcond=None)
+    np.testing.assert_allclose(np.asarray(x), xn, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(resid), residn, atol=1e-10)
+    assert int(rank) == rankn == 4
+    low_rank = a[:, :2] @ _rand((2, 4), np.complex128, 35)
+    assert int(jnp.linalg.matrix_rank(low_rank)) == np.linalg.matrix_rank(low_rank) == 2
+    np.testing.assert_allclose(float(jnp.linalg.cond(a)), np.linalg.cond(a), rtol=1e-10)
+
+
+def test_qr_svd_without_lapack(x64):
+    """The runtime's loops: Householder QR with LAPACK's signs, one-sided
+    Jacobi SVD (real; complex SVD needs LAPACK and gives NaNs)."""
+    a = _rand((2, 5, 3), np.float64, 36)
+    w = _rand((3, 5), np.float64, 37)
+    c = _rand((4, 3), np.complex128, 38)
+    rank1 = np.outer(np.arange(1.0, 5.0), np.ones(3))  # zero singular values
+    try:
+        for name in compiler.LAPACK_FUNCTIONS:
+            _ember_runtime.set_lapack_function(name, 0)
+        qr_out = [jnp.linalg.qr(x, mode="complete") for x in (a, w, c)]
+        svd_out = [jnp.linalg.svd(x, full_matrices=full)
+                   for x in (a, w, rank1) for full in (False, True)]
+        bad = jnp.linalg.svd(c, compute_uv=False)
+    finally:
+        compiler._use_openblas()
+    for x, (q, r) in zip((a, w, c), qr_out):
+        qn, rn = np.linalg.qr(x, mode="complete")
+        np.testing.assert_allclose(np.asarray(q), qn, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(r), rn, atol=1e-12)
+    for i, x in enumerate((a, w, rank1)):
+        for j, full in enumerate((False, True)):
+            _check_svd(x, *svd_out[2 * i + j], 1e-10, full)
+    assert np.isnan(np.asarray(bad)).all()
+
+
+def test_qr_svd_derivatives(x64):
+    """JVPs and VJPs against finite differences (U and V through
+    sign-invariant functions of them where signs could flip)."""
+    for shape in ((5, 3), (3, 3), (3, 5)):
+        a = _rand(shape, np.float64, 40)
+        check_grads(lambda a: jnp.linalg.qr(a), (a,), order=2, modes=("fwd", "rev"))
+        check_grads(lambda a: jnp.linalg.svd(a, compute_uv=False), (a,), order=2,
+                    modes=("fwd", "rev"))
+        check_grads(lambda a: jnp.linalg.svd(a, full_matrices=False), (a,), order=1,
+                    modes=("fwd", "rev"))
+        check_grads(jnp.linalg.pinv, (a,), order=1, modes=("fwd", "rev"))
+    c = _rand((4, 3), np.complex128, 41)
+    check_grads(lambda a: jnp.linalg.qr(a), (c,), order=1, modes=("fwd", "rev"))
+    check_grads(lambda a: jnp.linalg.svd(a, compute_uv=False), (c,), order=1,
+                modes=("fwd", "rev"))
+    # complex U and V are unique up to a phase per column: check a
+    # phase-invariant function, U diag(s) V^H itself
+    check_grads(lambda a: (lambda u, s, vh: (u * s[None, :].astype(u.dtype)) @ vh)(
+        *jnp.linalg.svd(a, full_matrices=False)), (c,), order=1, modes=("fwd", "rev"))
+    check_grads(lambda a: jnp.linalg.qr(a, mode="complete"), (_rand((3, 3), np.float64, 42),),
+                order=1, modes=("fwd",))
+
+
+def test_qr_svd_vmap_and_unsupported_derivatives():
+    a = _rand((3, 5, 4), np.float32, 43)
+    q, r = jax.vmap(jnp.linalg.qr)(a)
+    s = jax.vmap(jnp.linalg.svdvals)(a)
+    for i in range(3):
+        np.testing.assert_allclose(np.asarray(q[i]), np.linalg.qr(a[i])[0], atol=1e-5)
+        np.testing.assert_allclose(np.asarray(s[i]), np.linalg.svd(a[i], compute_uv=False),
+                                   rtol=1e-5)
+    # (the message names the line that called qr)
+    with pytest.raises(NotImplementedError, match=r"full_matrices.*test_lapack.py:\d+"):
+        jax.jvp(lambda a: jnp.linalg.qr(a, mode="complete"), (a[0],), (a[0],))
+    with pytest.raises(NotImplementedError, match="full_matrices"):
+        jax.grad(lambda a: jnp.sum(jnp.linalg.svd(a)[0]))(a[0])
+    with pytest.raises(NotImplementedError, match="pivoting"):
+        lax.linalg.qr(a[0], pivoting=True)
+
+
+def test_large_qr_svd_are_one_call():
+    a = _rand((300, 200), np.float32, 44)
+    f = jax.jit(lambda a: (jnp.linalg.qr(a), jnp.linalg.svd(a, full_matrices=False)))
+    (q, r), (u, s, vh) = f(a)
+    np.testing.assert_allclose(np.asarray(q) @ np.asarray(r), a, atol=1e-4)
+    _check_svd(a, u, s, vh, 1e-3, False)
+    text = f.lower(a).as_text()
+    assert text.count("ember.qr") == 1 and text.count("ember.svd") == 1

@@ -21,8 +21,9 @@ from .errors import EmberInternalError
 from .targets import get_target
 
 # What the runtime's linear algebra calls (lib/Runtime/Linalg.cpp).
-LAPACK_FUNCTIONS = [t + f for f in ("potrf", "getrf", "trsm") for t in "sdcz"] + [
-    "ssyevd", "dsyevd", "cheevd", "zheevd"]
+LAPACK_FUNCTIONS = [t + f for f in ("potrf", "getrf", "trsm", "geqrf", "gesdd")
+                    for t in "sdcz"] + [
+    "ssyevd", "dsyevd", "cheevd", "zheevd", "sorgqr", "dorgqr", "cungqr", "zungqr"]
 
 
 def _use_openblas():

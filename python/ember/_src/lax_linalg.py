@@ -1,7 +1,7 @@
 """ember.lax.linalg: the linear algebra primitives (`ember.cholesky`,
-`ember.eigh`, `ember.lu`, `ember.triangular_solve`), which compiled code runs through the
-runtime's LAPACK and BLAS calls. Their JVP, transpose and batching rules are the ops'
-rules in C++."""
+`ember.eigh`, `ember.lu`, `ember.qr`, `ember.svd`, `ember.triangular_solve`), which
+compiled code runs through the runtime's LAPACK and BLAS calls. Their JVP, transpose and
+batching rules are the ops' rules in C++."""
 
 import numpy as np
 
@@ -65,6 +65,50 @@ def _eigh_emit(trace, vals, avals):
 
 
 eigh_p = Primitive("eigh", _eigh_rule, _eigh_emit, multiple_results=True)
+
+
+def _any_matrices(x, what):
+    if x.ndim < 2:
+        raise type_error(f"{what} must be (a batch of) matrices, got shape {x.shape}")
+    if x.dtype not in _LAPACK_DTYPES:
+        raise type_error(f"{what} must be float32, float64, complex64 or complex128, got "
+                         f"{x.dtype}")
+
+
+def _qr_rule(x, full_matrices):
+    _any_matrices(x, "qr's operand")
+    m, n = x.shape[-2:]
+    c = m if full_matrices else min(m, n)
+    return [core.ShapedArray(x.shape[:-2] + (m, c), x.dtype),
+            core.ShapedArray(x.shape[:-2] + (c, n), x.dtype)]
+
+
+def _qr_emit(trace, vals, avals, full_matrices):
+    return trace.emit("ember.qr", vals, avals,
+                      {"full_matrices": core.bool_attr(full_matrices)})
+
+
+qr_p = Primitive("qr", _qr_rule, _qr_emit, multiple_results=True)
+
+
+def _svd_rule(x, full_matrices, compute_uv):
+    _any_matrices(x, "svd's operand")
+    m, n = x.shape[-2:]
+    k, b = min(m, n), x.shape[:-2]
+    real = np.real(np.zeros((), x.dtype)).dtype
+    out = [core.ShapedArray(b + (k,), real)]
+    if compute_uv:
+        out += [core.ShapedArray(b + (m, m if full_matrices else k), x.dtype),
+                core.ShapedArray(b + (n if full_matrices else k, n), x.dtype)]
+    return out
+
+
+def _svd_emit(trace, vals, avals, full_matrices, compute_uv):
+    return trace.emit("ember.svd", vals, avals,
+                      {"full_matrices": core.bool_attr(full_matrices)})
+
+
+svd_p = Primitive("svd", _svd_rule, _svd_emit, multiple_results=True)
 
 
 def _solve_rule(a, b, lower, transpose_a, unit_diagonal):
@@ -143,6 +187,48 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
     elif not lower:
         x = _conj(_swap(x))
     return _in_lapack_dtype(eigh_p.bind, x)
+
+
+def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
+    """(q, r) with x = q @ r for each trailing m x n matrix of `x` (LAPACK's
+    geqrf and orgqr/ungqr, JAX's `lax.linalg.qr`): q m x m and r m x n with
+    `full_matrices`, else m x k and k x n, k = min(m, n). `use_magma` is a
+    GPU option and ignored; `pivoting` (geqp3) is not supported."""
+    del use_magma
+    if pivoting:
+        raise NotImplementedError("qr: pivoting=True is not supported")
+    return _in_lapack_dtype(lambda a: qr_p.bind(a, full_matrices=bool(full_matrices)),
+                            as_value(x))
+
+
+def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
+    """The singular values of each trailing matrix of `x`, descending, and
+    with `compute_uv` (u, s, vh), x = u @ diag(s) @ vh (LAPACK's gesdd, JAX's
+    `lax.linalg.svd`). `subset_by_index=(start, end)` keeps those singular
+    values (and vectors; full_matrices=False then). `algorithm` chooses among
+    GPU algorithms in JAX and is ignored."""
+    del algorithm
+    x = as_value(x)
+    if subset_by_index is not None:
+        start, end = (int(i) for i in subset_by_index)
+        k = min(x.shape[-2:]) if x.ndim >= 2 else 0
+        if not 0 <= start <= end <= k:
+            raise ValueError(f"svd: subset_by_index {subset_by_index!r} out of range for "
+                             f"{k} singular values")
+        if full_matrices and compute_uv and (start, end) != (0, k):
+            raise ValueError("svd: subset_by_index needs full_matrices=False")
+    out = _in_lapack_dtype(lambda a: svd_p.bind(a, full_matrices=bool(full_matrices),
+                                                compute_uv=bool(compute_uv)), x)
+    s = out[0]
+    if subset_by_index is not None and (start, end) != (0, k):
+        s = lax.slice_in_dim(s, start, end, axis=s.ndim - 1)
+        if compute_uv:
+            u = lax.slice_in_dim(out[1], start, end, axis=x.ndim - 1)
+            vh = lax.slice_in_dim(out[2], start, end, axis=x.ndim - 2)
+            return u, s, vh
+    if not compute_uv:
+        return s
+    return out[1], s, out[2]
 
 
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,

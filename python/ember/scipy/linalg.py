@@ -13,7 +13,7 @@ from ember.numpy.linalg import svd as svd
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """The Cholesky factor of `a` from its `lower` (or upper) triangle alone,
     not symmetrized (as JAX's)."""
-    a = _la._float(a, complex_ok=True)
+    a = _la._float(a)
     _la._square(a, "cholesky")
     L = lax_linalg.cholesky(a if lower else jnp.conj(_la._mT(a)), symmetrize_input=False)
     return L if lower else jnp.conj(_la._mT(L))
@@ -25,7 +25,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False,
                      overwrite_b=False, debug=None, check_finite=True):
-    a = _la._float(a, complex_ok=True)
+    a = _la._float(a)
     b = jnp.asarray(b)
     a = a.astype(jnp.result_type(a, b))
     b = b.astype(a.dtype)
@@ -42,7 +42,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False,
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """Solves with the factor itself (transposed solves, no transposes)."""
     c, lower = c_and_lower
-    c = _la._float(c, complex_ok=True)
+    c = _la._float(c)
     b = jnp.asarray(b)
     c = c.astype(jnp.result_type(c, b))
     b = b.astype(c.dtype)

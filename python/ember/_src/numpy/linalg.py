@@ -1,31 +1,19 @@
 """jax.numpy.linalg on ember primitives (re-exported by `ember.numpy.linalg`):
 norms, matrix power and the dense decompositions.
 
-cholesky, eigh, the LU factorization (of solve / inv / det / slogdet) and
-the triangular solves are the ops `ember.cholesky`, `ember.eigh`, `ember.lu`
-and `ember.triangular_solve` (`lax_linalg.py`), which run LAPACK's potrf,
-syevd/heevd and getrf and BLAS's trsm through the runtime. The other
-decompositions are still written as *unrolled* sequences of ordinary array
-ops over the (static) matrix size:
-
-* qr: Householder reflections (LAPACK's sign convention, min(m-1, n) of them).
-* svd: one-sided (Hestenes) Jacobi on the columns as a real loop
-  (lax.while_loop, one rotation per iteration, so compile time does not grow
-  with the sweep count; it stops at the end of the first sweep where all
-  columns are orthogonal to eps, after at most 15 sweeps), then a
-  Householder QR of the rotated columns to get orthonormal U (also for zero
-  singular values and for full_matrices=True).  Not differentiable (while_loop).
-
-Leading batch dimensions broadcast through every op.  Only real dtypes are
-supported by the decompositions.  The unrolled ones are O(n) to O(n^3)
-traced ops, so they are meant for small matrices (n up to a few dozen).
+The decompositions are the ops `ember.cholesky`, `ember.eigh`, `ember.lu`,
+`ember.qr`, `ember.svd` and `ember.triangular_solve` (`lax_linalg.py`),
+which run LAPACK's potrf, syevd/heevd, getrf, geqrf + orgqr/ungqr and gesdd
+and BLAS's trsm through the runtime, real and complex, with leading batch
+dimensions. solve / inv / det / slogdet are built on the LU factorization;
+pinv, lstsq, matrix_rank, svdvals and cond on the SVD.
 """
 
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import control_flow, lax_linalg
+from .. import lax_linalg
 from . import lax_numpy as jnp
 
 
@@ -147,15 +135,11 @@ class SVDResult(NamedTuple):
     Vh: Any
 
 
-def _float(a, complex_ok=False):
-    """`a` as an inexact array; complex ones only where `complex_ok` (the
-    LAPACK-backed functions: cholesky, solve, inv, det, slogdet, eigh)."""
+def _float(a):
+    """`a` as an inexact array (integers and bools as float32)."""
     a = jnp.asarray(a)
     if not jnp.issubdtype(a.dtype, jnp.inexact):
         a = a.astype(jnp.float32)
-    if jnp.issubdtype(a.dtype, jnp.complexfloating) and not complex_ok:
-        raise NotImplementedError("ember.numpy.linalg: qr, svd and the functions built on "
-                                  "them support real dtypes only")
     return a
 
 
@@ -168,6 +152,10 @@ def _mT(x):
     return jnp.swapaxes(x, -1, -2)
 
 
+def _adjoint(x):
+    return jnp.conj(_mT(x))
+
+
 def _sym(a):
     """The Hermitian part (a + a^H) / 2."""
     return (a + jnp.conj(_mT(a))) * 0.5
@@ -175,11 +163,6 @@ def _sym(a):
 
 def _eye_like(a, n):
     return jnp.broadcast_to(jnp.eye(n, dtype=a.dtype), a.shape[:-2] + (n, n))
-
-
-def _safe_sqrt(s):
-    pos = s > 0
-    return jnp.where(pos, jnp.sqrt(jnp.where(pos, s, 1)), 0)
 
 
 def _diag(a):
@@ -204,7 +187,7 @@ def _tri_solve(t, b, lower, unit_diagonal=False, transpose_a=False, conjugate_a=
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
     """Cholesky factor L (lower, a = L @ L.T); NaNs if `a` is not positive definite."""
-    a = _float(a, complex_ok=True)
+    a = _float(a)
     _square(a, "cholesky")
     if symmetrize_input:
         a = _sym(a)
@@ -217,25 +200,29 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
 # ----------------------------------------------------------------------------
 
 def _lu(a):
-    """Returns (lu, perm, sign): perm @ a = L @ U, L unit-lower in lu's strict
-    lower part, perm a permutation matrix, sign its determinant (LAPACK's
+    """Returns (lu, permutation, sign): a[permutation] = L @ U, L unit-lower
+    in lu's strict lower part, sign the permutation's determinant (LAPACK's
     getrf through `ember.lu`)."""
-    n = a.shape[-1]
     lu, pivots, permutation = lax_linalg.lu(a)
-    perm = (permutation[..., :, None] == np.arange(n)).astype(a.dtype)
     swaps = jnp.sum(pivots != np.arange(pivots.shape[-1], dtype=np.int32), axis=-1)
     sign = jnp.where(swaps % 2 == 0, 1, -1).astype(a.dtype)
-    return lu, perm, sign
+    return lu, permutation, sign
 
 
-def _lu_solve(lu, perm, b):
-    y = _tri_solve(lu, perm @ b, lower=True, unit_diagonal=True)
+def _lu_solve(lu, permutation, b):
+    # b's rows in the permutation's order: a gather, not a product with the
+    # permutation matrix (n^2 k multiplications, n^3 for inv).
+    batch = jnp.broadcast_shapes(permutation.shape[:-1], b.shape[:-2])
+    p = jnp.broadcast_to(permutation, batch + permutation.shape[-1:])
+    b = jnp.broadcast_to(b, batch + b.shape[-2:])
+    pb = jnp.take_along_axis(b, p[..., :, None], axis=-2)
+    y = _tri_solve(lu, pb, lower=True, unit_diagonal=True)
     return _tri_solve(lu, y, lower=False)
 
 
 def solve(a, b):
     """Solve a @ x = b.  b of shape (n,) or a.shape[:-1] is a (batch of) vector(s)."""
-    a = _float(a, complex_ok=True)
+    a = _float(a)
     _square(a, "solve")
     b = jnp.asarray(b)
     dt = jnp.result_type(a, b)
@@ -252,7 +239,7 @@ def solve(a, b):
 
 
 def inv(a):
-    a = _float(a, complex_ok=True)
+    a = _float(a)
     _square(a, "inv")
     lu, perm, _ = _lu(a)
     return _lu_solve(lu, perm, _eye_like(a, a.shape[-1]))
@@ -260,7 +247,7 @@ def inv(a):
 
 def slogdet(a, *, method=None):
     """(sign, log|det a|) via LU with partial pivoting."""
-    a = _float(a, complex_ok=True)
+    a = _float(a)
     _square(a, "slogdet")
     if a.shape[-1] == 0:
         return SlogdetResult(jnp.ones(a.shape[:-2], a.dtype),
@@ -273,7 +260,7 @@ def slogdet(a, *, method=None):
 
 
 def det(a):
-    a = _float(a, complex_ok=True)
+    a = _float(a)
     _square(a, "det")
     if a.shape[-1] == 0:
         return jnp.ones(a.shape[:-2], a.dtype)
@@ -282,31 +269,11 @@ def det(a):
 
 
 # ----------------------------------------------------------------------------
-# QR (Householder)
+# QR, eigh, SVD
 # ----------------------------------------------------------------------------
 
-def _householder_qr(a):
-    """Full Householder QR: q (..., m, m), r (..., m, n)."""
-    m, n = a.shape[-2:]
-    ii = np.arange(m)
-    r = a
-    q = _eye_like(a, m)
-    for k in range(min(m - 1, n)):
-        x = jnp.where(ii >= k, r[..., :, k], 0)
-        xk = r[..., k, k]
-        nx = _safe_sqrt(jnp.sum(x * x, axis=-1))
-        alpha = -jnp.where(xk >= 0, 1, -1).astype(a.dtype) * nx
-        v = x - alpha[..., None] * (ii == k).astype(a.dtype)
-        nv2 = jnp.sum(v * v, axis=-1)
-        tau = jnp.where(nv2 > 0, 2 / jnp.where(nv2 > 0, nv2, 1), 0)[..., None, None]
-        r = r - tau * v[..., :, None] * (v[..., None, :] @ r)
-        q = q - tau * (q @ v[..., :, None]) * v[..., None, :]
-    # exact zeros below the diagonal
-    r = jnp.where(ii[:, None] <= np.arange(n)[None, :], r, 0)
-    return q, r
-
-
 def qr(a, mode="reduced"):
+    """a = Q R (LAPACK's geqrf and orgqr/ungqr through `ember.qr`)."""
     a = _float(a)
     if a.ndim < 2:
         raise ValueError("qr: expected an array of rank >= 2")
@@ -314,94 +281,14 @@ def qr(a, mode="reduced"):
         raise ValueError(f"qr: unsupported mode {mode!r}")
     if mode == "raw":
         raise NotImplementedError("qr: mode='raw' is not supported")
-    m, n = a.shape[-2:]
-    k = min(m, n)
-    q, r = _householder_qr(a)
-    if mode == "complete":
-        return QRResult(q, r)
-    r = r[..., :k, :]
-    if mode == "r":
-        return r
-    return QRResult(q[..., :, :k], r)
-
-
-# ----------------------------------------------------------------------------
-# Jacobi: eigh, svd
-# ----------------------------------------------------------------------------
-
-_MAX_SWEEPS = 15
-
-
-def _jacobi_loop(x):
-    """One-sided (Hestenes) Jacobi as a real loop (lax.while_loop: one
-    rotation per iteration): x <- x J orthogonalizes the columns.
-    Stops at the end of a sweep once every off-diagonal pair is below eps
-    relative to its diagonal entries, or after _MAX_SWEEPS sweeps.
-    Returns (x, v) with v the accumulated rotations.
-    """
-    n = x.shape[-1]
-    pairs = np.array([(p, q) for p in range(n - 1) for q in range(p + 1, n)], np.int32)
-    npairs = len(pairs)
-    iota = np.arange(n)
-    eps = float(jnp.finfo(x.dtype).eps)
-    dt = x.dtype
-    eye = np.eye(n)
-
-    def converged(x):
-        g = _mT(x) @ x
-        d = jnp.abs(_diag(g))
-        fro2 = jnp.sum(d, axis=-1)
-        thresh = eps * eps * (d[..., :, None] * d[..., None, :]
-                              + 1e-6 * fro2[..., None, None])
-        off = jnp.where(eye > 0, 0, g * g)
-        return jnp.all(off <= thresh)
-
-    def cond(state):
-        k, x, _ = state
-        at_sweep_end = (k % npairs) == 0
-        return (k < _MAX_SWEEPS * npairs) & ~(at_sweep_end & (k > 0) & converged(x))
-
-    def body(state):
-        k, x, v = state
-        pq = jnp.asarray(pairs)[k % npairs]
-        ep = (iota == pq[0]).astype(dt)
-        eq = (iota == pq[1]).astype(dt)
-        xp, xq = x @ ep, x @ eq
-        app, aqq, apq = (jnp.sum(xp * xp, -1), jnp.sum(xq * xq, -1),
-                         jnp.sum(xp * xq, -1))
-        c, s = _rotation(app, aqq, apq)
-        dd = ep[:, None] * ep[None, :] + eq[:, None] * eq[None, :]
-        sk = ep[:, None] * eq[None, :] - eq[:, None] * ep[None, :]
-        j = eye.astype(dt) + (c - 1)[..., None, None] * dd + s[..., None, None] * sk
-        x = x @ j
-        return k + 1, x, v @ j
-
-    v0 = _eye_like(x, n)
-    if n == 1:
-        return x, v0
-    _, x, v = control_flow.while_loop(cond, body, (jnp.asarray(0, jnp.int32), x, v0))
-    return x, v
-
-
-def _rotation(app, aqq, apq):
-    """(c, s) of the Jacobi rotation annihilating apq (overflow-free form)."""
-    d = aqq - app
-    sd = jnp.where(d >= 0, 1, -1).astype(d.dtype)
-    den = jnp.abs(d) + _safe_sqrt(d * d + 4 * apq * apq)
-    t = 2 * apq * sd / jnp.where(den == 0, 1, den)
-    c = 1 / jnp.sqrt(1 + t * t)
-    return c, t * c
-
-
-def _perm_matrix(order, n, dtype):
-    # P[i, j] = (order[j] == i): x @ P picks columns in `order`
-    return (order[..., None, :] == np.arange(n)[:, None]).astype(dtype)
+    q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
 
 
 def eigh(a, UPLO=None, symmetrize_input=True):
     """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric
     (Hermitian) matrix: LAPACK's syevd/heevd through `ember.eigh`."""
-    a = _float(a, complex_ok=True)
+    a = _float(a)
     _square(a, "eigh")
     if UPLO not in (None, "L", "U"):
         raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
@@ -415,39 +302,26 @@ def eigvalsh(a, UPLO="L"):
     return eigh(a, UPLO)[0]
 
 
-def _svd_tall(a, full_matrices, compute_uv):
-    """One-sided Jacobi SVD for m >= n (not differentiable: it is a real loop)."""
-    m, n = a.shape[-2:]
-    w, v = _jacobi_loop(a)
-    s = _safe_sqrt(jnp.sum(w * w, axis=-2))
-    P = _perm_matrix(jnp.argsort(-s, axis=-1), n, a.dtype)
-    s = jnp.sum(s[..., :, None] * P, axis=-2)
-    if not compute_uv:
-        return s
-    w = w @ P
-    v = v @ P
-    q, r = _householder_qr(w)
-    sgn = jnp.where(_diag(r) >= 0, 1, -1).astype(a.dtype)
-    u = q[..., :, :n] * sgn[..., None, :]
-    if full_matrices and m > n:
-        u = jnp.concatenate([u, q[..., :, n:]], axis=-1)
-    return u, s, _mT(v)
-
-
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """Singular values descending; returns (U, S, Vh) or S."""
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
+    """Singular values descending, and (U, S, Vh) with `compute_uv` (LAPACK's
+    gesdd through `ember.svd`; with `hermitian`, from `eigh`)."""
     a = _float(a)
     if a.ndim < 2:
         raise ValueError("svd: expected an array of rank >= 2")
-    m, n = a.shape[-2:]
-    if m >= n:
-        out = _svd_tall(a, full_matrices, compute_uv)
-        return SVDResult(*out) if compute_uv else out
-    out = _svd_tall(_mT(a), full_matrices, compute_uv)
-    if not compute_uv:
-        return out
-    u, s, vh = out
-    return SVDResult(_mT(vh), s, _mT(u))
+    if hermitian:
+        _square(a, "svd")
+        w, v = eigh(a)
+        s = jnp.abs(w)
+        order = jnp.argsort(-s, axis=-1)
+        s = jnp.take_along_axis(s, order, axis=-1)
+        if not compute_uv:
+            return s
+        u = jnp.take_along_axis(v, order[..., None, :], axis=-1)
+        sign = jnp.take_along_axis(jnp.sign(w), order, axis=-1).astype(a.dtype)
+        return SVDResult(u, s, jnp.conj(_mT(u * sign[..., None, :])))
+    out = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+                         subset_by_index=subset_by_index)
+    return SVDResult(*out) if compute_uv else out
 
 
 def svdvals(x):
@@ -466,9 +340,9 @@ def matrix_rank(M, rtol=None, *, tol=None):
     if tol is None:
         if rtol is None:
             rtol = max(M.shape[-2:]) * jnp.finfo(M.dtype).eps
-        tol = jnp.max(s, axis=-1, keepdims=True) * jnp.asarray(rtol, M.dtype)
+        tol = jnp.max(s, axis=-1, keepdims=True) * jnp.asarray(rtol, s.dtype)
     else:
-        tol = jnp.asarray(tol, M.dtype)
+        tol = jnp.asarray(tol, s.dtype)
     return jnp.sum(s > tol, axis=-1).astype(jnp.int32)
 
 
@@ -479,11 +353,11 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
         rtol = rcond
     if rtol is None:
         rtol = 10.0 * max(m, n) * jnp.finfo(a.dtype).eps
-    u, s, vh = svd(a, full_matrices=False)
-    cutoff = jnp.asarray(rtol, a.dtype)[..., None] * jnp.max(s, axis=-1, keepdims=True)
+    u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
+    cutoff = jnp.asarray(rtol, s.dtype)[..., None] * jnp.max(s, axis=-1, keepdims=True)
     big = s > cutoff
-    sinv = jnp.where(big, 1 / jnp.where(big, s, 1), 0)
-    return _mT(vh) @ (sinv[..., :, None] * _mT(u))
+    sinv = jnp.where(big, 1 / jnp.where(big, s, 1), 0).astype(a.dtype)
+    return _adjoint(vh) @ (sinv[..., :, None] * _adjoint(u))
 
 
 def lstsq(a, b, rcond=None, *, numpy_resid=False):
@@ -499,14 +373,14 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     u, s, vh = svd(a, full_matrices=False)
     if rcond is None:
         rcond = jnp.finfo(a.dtype).eps * max(m, n)
-    cutoff = jnp.asarray(rcond, a.dtype) * (s[0] if s.shape[0] else 0)
+    cutoff = jnp.asarray(rcond, s.dtype) * (s[0] if s.shape[0] else 0)
     big = s > cutoff
-    sinv = jnp.where(big, 1 / jnp.where(big, s, 1), 0)
+    sinv = jnp.where(big, 1 / jnp.where(big, s, 1), 0).astype(a.dtype)
     rank = jnp.sum(big).astype(jnp.int32)
-    x = _mT(vh) @ (sinv[:, None] * (_mT(u) @ b))
-    resid = jnp.sum((b - a @ x) ** 2, axis=0)
+    x = _adjoint(vh) @ (sinv[:, None] * (_adjoint(u) @ b))
+    resid = jnp.sum(jnp.abs(b - a @ x) ** 2, axis=0)
     if numpy_resid and not (m > n):
-        resid = jnp.zeros((0,), a.dtype)
+        resid = jnp.zeros((0,), s.dtype)
     if vec:
         x = x[:, 0]
         resid = resid[0] if not numpy_resid else resid.reshape(-1)
