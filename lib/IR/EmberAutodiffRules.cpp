@@ -910,35 +910,64 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
       })
       .Case([&](LuOp o) -> LogicalResult {
         // P a = L U: with X = L^-1 P a' U^-1, L' = L tril(X, -1) and
-        // U' = triu(X) U (JAX's rule); integer results have no tangent.
+        // U' = triu(X) U (JAX's rule); integer results have no tangent. For
+        // an m x n a, L is completed to m x m and U to n x n with identity
+        // blocks (L's strict lower part padded or cut to m columns, U's
+        // upper part padded or cut to n rows).
         auto at = cast<RankedTensorType>(o.getOperand().getType());
-        int64_t rank = at.getRank(), m = at.getDimSize(rank - 2);
-        if (m != at.getDimSize(rank - 1))
-          return emitUserError(o, runtime::ErrorKind::NoJvpRule)
-                 << "has no JVP rule for non-square matrices";
+        int64_t rank = at.getRank(), m = at.getDimSize(rank - 2),
+                n = at.getDimSize(rank - 1);
         if (!t[0])
           return zero();
         Value lu = o.getLu();
         SmallVector<int64_t> keep =
             llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
+        auto square = [&](int64_t size) {
+          SmallVector<int64_t> s(at.getShape());
+          s[rank - 2] = s[rank - 1] = size;
+          return at.clone(s);
+        };
+        RankedTensorType mm = square(m), nn = square(n);
         Value perm =
-            r.bcast(o.getPermutation(), at.clone(r.b.getI32Type()), keep);
+            r.bcast(o.getPermutation(), mm.clone(r.b.getI32Type()), keep);
         // (Selects, not converts: the element type may be complex.)
-        auto oneHot = [&](Value pred) {
-          return r.select(pred, r.like(lu, 1.0), r.zeros(lu.getType()));
+        auto oneHot = [&](Value pred, RankedTensorType like) {
+          return r.select(pred, r.splat(like, 1.0), r.zeros(like));
+        };
+        auto eyeOf = [&](RankedTensorType sq) {
+          return r.cmp(ComparisonDirection::EQ, iotaLike(r, sq, rank - 2),
+                       iotaLike(r, sq, rank - 1));
         };
         Value pmat = oneHot(
-            r.cmp(ComparisonDirection::EQ, perm, iotaLike(r, at, rank - 1)));
+            r.cmp(ComparisonDirection::EQ, perm, iotaLike(r, mm, rank - 1)),
+            mm);
         Value pa = batchedMatmul(r, pmat, t[0]);
-        Value row = iotaLike(r, at, rank - 2), col = iotaLike(r, at, rank - 1);
-        Value eye = oneHot(r.cmp(ComparisonDirection::EQ, row, col));
-        Value l = r.add(triangle(r, lu, true, true), eye);
-        Value u = triangle(r, lu, false, false);
+        // Pads (or, negative, cuts) the trailing two dimensions at their end.
+        auto padEnd = [&](Value x, int64_t rows, int64_t cols) {
+          if (!rows && !cols)
+            return x;
+          SmallVector<int64_t> low(rank, 0), high(rank, 0);
+          high[rank - 2] = rows;
+          high[rank - 1] = cols;
+          Value zeroScalar =
+              r.zeros(RankedTensorType::get({}, at.getElementType()));
+          return (Value)PadOp::create(
+              b, r.loc, x, zeroScalar, b.getDenseI64ArrayAttr(low),
+              b.getDenseI64ArrayAttr(high), b.getDenseI64ArrayAttr(low));
+        };
+        Value l = r.add(padEnd(triangle(r, lu, true, true), 0, m - n),
+                        oneHot(eyeOf(mm), mm));
+        Value u = padEnd(triangle(r, lu, false, false), n - m, 0);
+        if (n > m) {
+          Value rest = r.cmp(ComparisonDirection::GE, iotaLike(r, nn, rank - 2),
+                             r.splat(nn.clone(r.b.getI32Type()), double(m)));
+          u = r.add(u, oneHot(AndOp::create(b, r.loc, eyeOf(nn), rest), nn));
+        }
         Value la = TriangularSolveOp::create(b, r.loc, pa.getType(), l, pa,
                                              true, false, true);
         // X U = la  <=>  U^T X^T = la^T
         Value x = swapLastTwo(r, TriangularSolveOp::create(
-                                     b, r.loc, pa.getType(), u,
+                                     b, r.loc, r.ty(swapLastTwo(r, la)), u,
                                      swapLastTwo(r, la), false, true, false));
         out.push_back(r.add(batchedMatmul(r, l, triangle(r, x, true, true)),
                             batchedMatmul(r, triangle(r, x, false, false), u)));

@@ -520,6 +520,24 @@ func.func @jvp_lu(%a: tensor<3x3xf32>, %t: tensor<3x3xf32>) -> tensor<3x3xf32> {
 
 // -----
 
+// A wide LU (2 x 3): L is the strict lower part cut to 2 x 2 plus I, U the
+// upper part padded to 3 x 3 with a 1 in the new corner.
+// CHECK-LABEL: func @jvp_lu_wide
+// CHECK: ember.pad %{{.*}}, %{{.*}}, low = [0, 0], high = [0, -1], interior = [0, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x2xf32>
+// CHECK: ember.pad %{{.*}}, %{{.*}}, low = [0, 0], high = [1, 0], interior = [0, 0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<3x3xf32>
+// CHECK: ember.compare  GE
+// CHECK: ember.triangular_solve %{{.*}}, %{{.*}} {lower = false, transpose_a = true, unit_diagonal = false} : (tensor<3x3xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+func.func private @luw(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %lu, %p, %q = ember.lu %a : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2xi32>, tensor<2xi32>)
+  return %lu : tensor<2x3xf32>
+}
+func.func @jvp_lu_wide(%a: tensor<2x3xf32>, %t: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %y, %ty = ember.jvp @luw(%a) tangents(%t) wrt [0] : (tensor<2x3xf32>, tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return %ty : tensor<2x3xf32>
+}
+
+// -----
+
 // eigh's JVP: M = V^T A' V, w' = diag(M) (V' = V (F o M) is not asked
 // for, so nothing of it is left).
 // CHECK-LABEL: func @jvp_eigh
