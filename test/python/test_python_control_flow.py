@@ -157,3 +157,42 @@ def test_transformations_work_under_disable_jit():
         g = ember.grad(lambda x: lax.fori_loop(0, 3, lambda i, c: c * x, 1.0))(2.0)
         assert float(g) == 12.0
         np.testing.assert_allclose(ember.vmap(jnp.sin)(jnp.ones(3)), np.sin(np.ones(3)))
+
+
+def test_backward_functions_taken_outside_jit_work_under_it():
+    """The autodiff cookbook: `vjp(f, 4.)` outside `jit`, then `jit(f_vjp)`.
+    JAX's backward function holds residuals, so the branch taken at 4. is
+    fixed; Ember replays `f` at the same concrete primals (also for
+    `linearize`). A gradient of a constant taken inside `jit` still raises,
+    as in JAX (omnistaging: the constant is staged)."""
+    y, f_vjp = ember.vjp(piecewise, 4.)
+    assert float(y) == -16.0
+    (g,) = ember.jit(f_vjp)(1.)
+    assert float(g) == -4.0 and g.weak_type
+    (g,) = ember.jit(ember.vjp(piecewise, 2.)[1])(1.)
+    assert float(g) == 12.0
+    _, f_jvp = ember.linearize(piecewise, 4.)
+    assert float(ember.jit(f_jvp)(1.)) == -4.0
+    assert float(ember.vmap(f_vjp)(jnp.ones(3))[0][1]) == -4.0
+    with pytest.raises(TracerBoolConversionError):
+        ember.jit(lambda: ember.grad(piecewise)(2.))()
+
+
+def test_gradients_keep_jax_weak_types():
+    """As JAX's weak-type propagation (values recorded from JAX 0.10.2): the
+    gradient of a weak primal is weak, unless nothing promoted it on the
+    way to a weak output and the cotangent given is strong."""
+    f = lambda x: x * 2.0  # noqa: E731
+    assert ember.grad(f)(4.).weak_type
+    assert not ember.grad(f)(jnp.float32(4.)).weak_type
+    assert ember.vjp(f, 4.)[1](1.)[0].weak_type
+    assert not ember.vjp(f, 4.)[1](jnp.float32(1.))[0].weak_type
+    assert ember.jit(ember.grad(f))(4.).weak_type
+    assert ember.grad(lambda z: z ** 2, holomorphic=True)(3. + 4j).weak_type
+    assert ember.jacrev(f)(4.).weak_type and ember.jacfwd(f)(4.).weak_type
+    assert ember.grad(lambda x: x * jnp.float32(2.0))(4.).weak_type
+    assert ember.grad(lambda x: jnp.sum(x * jnp.ones(3)))(4.).weak_type
+    gx, gy = ember.grad(lambda x, y: x * y, argnums=(0, 1))(4., jnp.float32(2.))
+    assert gx.weak_type and not gy.weak_type
+    # a complex primal reaching a real output: strong, as in JAX
+    assert not ember.grad(lambda z: jnp.real(z) ** 2 + jnp.imag(z) ** 2)(3. + 4j).weak_type

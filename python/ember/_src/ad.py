@@ -64,11 +64,14 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
     arguments). `vjp_fun(ct, want=None)`: `want` (a bool per argument) leaves
     out the gradients nobody wants (None in their place). `replay`: the
     forward pass was run already (a backward pass compiled on its own), so
-    the refs it writes keep the values they have."""
+    the refs it writes keep the values they have; the primals are the
+    concrete values `vjp` was called with outside `jit`, so Python control
+    flow on them also works when the backward function is called under `jit`
+    (as JAX's, which holds residuals, not `fun`)."""
     leaves, treedef = tree_util.tree_flatten(primals)
     vals = [as_value(x) for x in leaves]
     traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals,
-                    refs_ok=True, differentiated=True)
+                    refs_ok=True, differentiated=True, concrete=replay)
     callee_primals = vals + traced.captured
     all_outs = _call(traced.name, callee_primals, traced.out_avals)
     call_state = {"trace": core.current_trace(),
@@ -96,13 +99,16 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
             raise ValueError(f"vjp cotangent has {len(ct_leaves)} leaves, the output has "
                              f"{n_main} (at {core.where()})")
         cts = []
+        weak_cts = True
         for c, a in zip(ct_leaves, traced.out_avals[:n_main]):
             c = as_value(c)
+            weak_cts = weak_cts and c.weak_type
             if c.shape != a.shape:
                 raise ValueError(f"vjp cotangent shape {c.shape} does not match the output "
                                  f"shape {a.shape} (at {core.where()})")
             cts.append(lax.convert_element_type(c, a.dtype))
         cts += [_zeros(a) for a in traced.out_avals[n_main:]]
+        main_out = traced.out_avals[:n_main]
         if not core._trace_stack:
             # Called outside a trace: compile the backward pass on its own.
             return eager(lambda p, c: _vjp_traced(fun, p, has_aux, True)[1](c, want),
@@ -112,7 +118,9 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
             ends = np.cumsum([len(tree_util.tree_leaves(p)) for p in primals])
             wanted = [i for i in wrt if want[int(np.searchsorted(ends, i, side="right"))]]
         res = _transform("vjp", traced.name, callee_primals, cts, wanted,
-                         traced.out_avals + [vals[i].aval.update(weak_type=False)
+                         traced.out_avals + [vals[i].aval.update(
+                                             weak_type=_weak_gradient(vals[i].aval,
+                                                                      weak_cts, main_out))
                                              for i in wanted])
         _reuse_primal_outputs(call_state, all_outs, res[:len(traced.out_avals)])
         grads = res[len(traced.out_avals):]
@@ -125,6 +133,20 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
         return out
 
     return out, vjp_fun, aux, out_tree
+
+
+def _weak_gradient(primal, weak_cts, outs):
+    """Whether the gradient of `primal` is weakly typed, as JAX's weak-type
+    propagation through the backward pass makes it: the gradient of a weak
+    primal is weak, unless the outputs are weak too (no promotion to a
+    strong type on the way, whose transpose would make it weak again) and a
+    cotangent is strong, or a complex primal reaches real outputs (`real`,
+    `abs`: their transposes build strong complex values)."""
+    if not primal.weak_type:
+        return False
+    if dtypes.is_complex(primal.dtype) and not all(dtypes.is_complex(a.dtype) for a in outs):
+        return False
+    return weak_cts or not all(a.weak_type for a in outs)
 
 
 def _reuse_primal_outputs(state, outs, primal_results):
@@ -330,7 +352,9 @@ def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
                         "differentiation, pass holomorphic=True. For differentiation of "
                         "non-holomorphic functions involving complex outputs, use vjp "
                         f"directly (at {core.where()})")
-    g = vjp_fun(tree_util.tree_unflatten(out_tree, [lax.full((), 1, y.dtype)]))
+    # (The seed is weakly typed where the output is, as JAX's ones_like.)
+    seed = core.Array(np.ones((), y.dtype), weak_type=y.weak_type)
+    g = vjp_fun(tree_util.tree_unflatten(out_tree, [seed]))
     g = g[0] if single else tuple(g)
     return ((out, aux), g) if has_aux else (out, g)
 
@@ -366,7 +390,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     return _jvp_traced(fun, tuple(primals), tuple(tangents), has_aux)
 
 
-def _jvp_traced(fun, primals, tangents, has_aux):
+def _jvp_traced(fun, primals, tangents, has_aux, concrete=False):
     leaves, treedef = tree_util.tree_flatten(primals)
     t_leaves, t_def = tree_util.tree_flatten(tangents)
     if t_def != treedef:
@@ -379,7 +403,7 @@ def _jvp_traced(fun, primals, tangents, has_aux):
             raise ValueError(f"jvp tangent shape {as_value(t).shape} does not match the "
                              f"primal shape {v.shape} (at {core.where()})")
     traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals,
-                    refs_ok=True, differentiated=True)
+                    refs_ok=True, differentiated=True, concrete=concrete)
     wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
     ts = [lax.convert_element_type(t_leaves[i], vals[i].dtype) for i in wrt]
     res = _transform("jvp", traced.name, vals + traced.captured, ts, wrt,
@@ -395,8 +419,14 @@ def _jvp_traced(fun, primals, tangents, has_aux):
 
 def linearize(fun, *primals):
     out = fun(*primals)
+    outside = not core._trace_stack
 
     def f_jvp(*tangents):
+        if outside and core._trace_stack:
+            # Under `jit` now, at primals known before it: `fun` is traced at
+            # their concrete values (Python control flow on them works, as
+            # with JAX's linearized function, which does not run `fun`).
+            return _jvp_traced(fun, tuple(primals), tuple(tangents), False, concrete=True)[1]
         return jvp(fun, primals, tangents)[1]
     return out, f_jvp
 
@@ -406,7 +436,8 @@ def _std_basis(x):
     x = as_value(x)
     n = x.size
     eye = lax.broadcasted_iota(np.int32, (n, n), 0) == lax.broadcasted_iota(np.int32, (n, n), 1)
-    return lax.reshape(lax.convert_element_type(eye, x.dtype), (n,) + tuple(x.shape))
+    return lax.reshape(lax.convert_element_type(eye, x.dtype, weak_type=x.weak_type),
+                       (n,) + tuple(x.shape))
 
 
 def _push_basis(fn, x):

@@ -61,7 +61,7 @@ class Traced:
     `flatten_fun`."""
 
     def __init__(self, fun, in_avals, in_tree=None, static=(), sources=None, refs_ok=None,
-                 differentiated=False, policy=None):
+                 differentiated=False, policy=None, concrete=False):
         flat, out_tree = flatten_fun(fun, in_tree, static)
         # Refs from outside that the function writes: their final values are
         # the last results (`n_out` are the function's own), which only a
@@ -69,7 +69,7 @@ class Traced:
         self.ref_outs = []
         self.name, self.out_avals, self.captured = core.trace_subfunction(
             flat, in_avals, sources=sources, ref_outs=self.ref_outs,
-            differentiated=differentiated, policy=policy)
+            differentiated=differentiated, policy=policy, concrete=concrete)
         self.out_tree = out_tree()
         self.n_out = len(self.out_avals) - len(self.ref_outs)
         if self.ref_outs and refs_ok is not True:

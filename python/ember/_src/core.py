@@ -606,8 +606,11 @@ class Trace:
         self.ctx = context()
         self.parent = parent
         # Whether values are concrete here (outside `jit`): results of
-        # primitives record how to compute them.
-        self.concrete = concrete if parent is None else parent.concrete
+        # primitives record how to compute them. A sub-trace is concrete in a
+        # concrete parent, or (`concrete`) when its arguments are values
+        # known before the enclosing trace began (the primals of a `vjp` or
+        # `linearize` taken outside `jit`, replayed under it).
+        self.concrete = concrete if parent is None else parent.concrete or concrete
         self.captured = []  # outer tracers, in the order of the extra arguments
         self._capture_args = {}
         _init_ref_state(self)
@@ -976,16 +979,17 @@ def asarray_concrete(x, dtype=None):
 
 
 def trace_subfunction(fun, in_avals, name="f", sources=None, ref_outs=None,
-                      differentiated=False, policy=None):
+                      differentiated=False, policy=None, concrete=False):
     """Traces `fun` (flat args -> flat outputs) into a private function of the
     current module; `sources`: the Values the caller passes (their concrete
     values are the arguments' outside `jit`). Returns (symbol name,
     out_avals, captured outer tracers). Refs of enclosing traces that `fun`
     writes are appended to `ref_outs` (when given), their final values being
     the last results. `policy`: a checkpoint policy marking the ops whose
-    results it saves."""
+    results it saves. `concrete`: the sources' values count as concrete even
+    under an abstract parent (see `Trace`)."""
     parent = current_trace()
-    trace = Trace(name, parent)
+    trace = Trace(name, parent, concrete=concrete)
     # Traced for jvp/vjp: custom derivative rules inside are needed (see
     # `ad.differentiating`).
     trace.differentiated = differentiated
