@@ -151,6 +151,26 @@ func.func @reduce_split(%a: tensor<512x1024xf32>) -> tensor<f32> {
   return %0 : tensor<f32>
 }
 
+// -----
+
+// A long float sum over an outer dimension (each output a sequential sum)
+// runs in blocks: 1000 = 40 blocks of 25 (the largest divisor up to
+// sqrt(1000)), then the 40 block sums. The innermost dimension and short
+// ones are reduced in one step (vectorized, or short enough).
+// CHECK-LABEL: func @reduce_tree
+// CHECK: %[[S:.*]] = tensor.expand_shape %arg0 {{\[\[}}0, 1], [2]] output_shape [40, 25, 8] : tensor<1000x8xf32> into tensor<40x25x8xf32>
+// CHECK: %[[B:.*]] = linalg.reduce ins(%[[S]] : tensor<40x25x8xf32>) outs(%{{.*}} : tensor<40x8xf32>) dimensions = [1]
+// CHECK: linalg.reduce ins(%[[B]] : tensor<40x8xf32>) outs(%{{.*}} : tensor<8xf32>) dimensions = [0]
+// CHECK: linalg.reduce ins(%arg0 : tensor<1000x8xf32>) outs(%{{.*}} : tensor<1000xf32>) dimensions = [1]
+// CHECK: linalg.reduce ins(%arg1 : tensor<200x8xf32>) outs(%{{.*}} : tensor<8xf32>) dimensions = [0]
+// CHECK-NOT: expand_shape
+func.func @reduce_tree(%a: tensor<1000x8xf32>, %b: tensor<200x8xf32>) -> (tensor<8xf32>, tensor<1000xf32>, tensor<8xf32>) {
+  %0 = ember.reduce sum %a, dims = [0] : (tensor<1000x8xf32>) -> tensor<8xf32>
+  %1 = ember.reduce sum %a, dims = [1] : (tensor<1000x8xf32>) -> tensor<1000xf32>
+  %2 = ember.reduce sum %b, dims = [0] : (tensor<200x8xf32>) -> tensor<8xf32>
+  return %0, %1, %2 : tensor<8xf32>, tensor<1000xf32>, tensor<8xf32>
+}
+
 
 // -----
 

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import ember
+
 from helpers import assert_close, jnp, rand
 
 AXES = [None, 0, 1, -1, (0, 1)]
@@ -186,3 +188,23 @@ def test_cumulative_sum_prod_include_initial():
                  np.cumulative_prod(m, axis=1, include_initial=True))
     with pytest.raises(ValueError):
         jnp.cumulative_sum(m)
+
+
+def test_long_column_sums_are_accurate():
+    """Sums over a long outer dimension run in blocks (as XLA's tree
+    reduction rewriter does): a column mean of 10,000 float32 values in
+    [0, 1) is within a few ulp of the float64 result (a sequential sum was
+    about 40 ulp off; JAX's about 1), under `jit` and outside it, for the
+    quantities JAX's "thinking in JAX" tutorial compares."""
+    rng = np.random.default_rng(0)
+    x = rng.random((10000, 10)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    eps = np.finfo(np.float32).eps
+    for f in (lambda a: a.mean(0), lambda a: a.sum(0), lambda a: a.std(0),
+              lambda a: a.sum(-2)):
+        want = f(x64)
+        for g in (f, ember.jit(f)):
+            got = np.asarray(g(jnp.asarray(x))).astype(np.float64)
+            assert np.max(np.abs(got - want) / np.abs(want)) < 4 * eps
+    norm = lambda a: (a - a.mean(0)) / a.std(0)  # noqa: E731
+    assert np.allclose(norm(jnp.asarray(x)), ember.jit(norm)(x), atol=1e-6)
