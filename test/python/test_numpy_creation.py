@@ -159,3 +159,16 @@ def test_tril_triu_indices():
             assert_close(o, r.astype(np.int32))
     for o, r in zip(jnp.diag_indices(3), np.diag_indices(3)):
         assert_close(o, r.astype(np.int32))
+
+
+def test_array_of_none_or_an_object_is_an_error_naming_it():
+    """JAX's ValueError for None; an object NumPy can only hold as an
+    object array is named in the TypeError (the custom pytrees tutorial)."""
+    with pytest.raises(ValueError, match="None is not a valid value for jnp.array"):
+        jnp.asarray(None)
+
+    class Thing:
+        pass
+
+    with pytest.raises(TypeError, match="cannot convert Thing to an Ember array"):
+        jnp.array(Thing())

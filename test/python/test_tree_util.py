@@ -182,3 +182,11 @@ def test_results_are_freed_without_the_garbage_collector():
         assert ref() is None
     finally:
         gc.enable()
+
+
+def test_register_pytree_node_returns_none():
+    """As JAX's (the custom pytrees tutorial shows the cell's value)."""
+    class Box:
+        pass
+
+    assert tu.register_pytree_node(Box, lambda b: ((), None), lambda a, c: Box()) is None

@@ -69,9 +69,9 @@ def _repr(t):
 
 
 def register_pytree_node(nodetype, flatten_func, unflatten_func):
+    """Registers `nodetype` as a pytree node (returns None, as JAX's does)."""
     _registry[nodetype] = (flatten_func, unflatten_func)
     _leaf_types.discard(nodetype)
-    return nodetype
 
 
 def register_pytree_node_class(cls):

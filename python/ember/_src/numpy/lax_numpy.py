@@ -712,6 +712,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
 
 
 def _array(object, dtype, ndmin):
+    if object is None:
+        raise ValueError("None is not a valid value for jnp.array")
     if isinstance(object, _Value):
         out = object if dtype is None else _to(object, _dt.canonicalize_dtype(dtype))
     elif isinstance(object, (list, tuple)) and builtins.any(
@@ -734,6 +736,8 @@ def _array(object, dtype, ndmin):
             out = _core.asarray_concrete(object, dtype)
         else:
             arr = _np.asarray(object)
+            if arr.dtype.kind == "O" and not isinstance(object, _np.ndarray):
+                raise TypeError(f"cannot convert {type(object).__name__} to an Ember array")
             if arr.dtype == _np.float64 and dtype is None and not isinstance(object, _np.ndarray):
                 arr = arr.astype(_dt.default_float())
             elif arr.dtype == _np.int64 and dtype is None and not isinstance(object, _np.ndarray):
