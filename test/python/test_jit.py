@@ -183,3 +183,36 @@ def test_results_are_not_copied():
         assert not leaf._value.flags.owndata
         assert not leaf._value.flags.writeable
     np.testing.assert_allclose(np.asarray(out["b"][1]), 0.0)
+
+
+g_global = 0.0
+
+
+def _uses_global(x):
+    return x + g_global
+
+
+def test_jit_objects_of_one_function_share_its_traces():
+    """JAX's "pure functions" gotcha: `jit(f)` made again for the same
+    function uses the first trace (the global's value then), until the
+    argument types change. Different static options trace apart."""
+    global g_global
+    traces = []
+
+    def f(x):
+        traces.append(1)
+        return x * 2
+
+    assert float(jax.jit(f)(4.)) == 8.0 and float(jax.jit(f)(5.)) == 10.0
+    assert len(traces) == 1
+    jax.jit(f)(jnp.array([5.]))
+    assert len(traces) == 2
+    g_global = 0.0
+    assert float(jax.jit(_uses_global)(4.)) == 4.0
+    g_global = 10.0
+    assert float(jax.jit(_uses_global)(5.)) == 5.0       # the cached trace
+    assert float(jax.jit(_uses_global)(jnp.array([4.]))[0]) == 14.0  # traced again
+    g_global = 0.0
+    h = lambda x, n: x * n  # noqa: E731
+    assert float(jax.jit(h, static_argnums=1)(2., 3)) == 6.0
+    assert float(jax.jit(h)(2., 3)) == 6.0

@@ -166,3 +166,21 @@ def test_grad_of_scan_with_gemm_sized_steps_matches_unrolled():
     want = jax.jit(jax.grad(unrolled, argnums=(0, 1, 2)))(wh, wx, b)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-4, atol=2e-5)
+
+
+def test_loop_bodies_are_traced_once():
+    """As JAX's: a fori_loop/while_loop body is traced once (the gotchas
+    tutorial's `next(iterator)` is 0 in every iteration), twice only when a
+    weakly typed initial value takes the dtype the body produces."""
+    iterator = iter(range(10))
+    assert int(lax.fori_loop(0, 10, lambda i, x: x + next(iterator), 0)) == 0
+    calls = []
+
+    def body(i, x):
+        calls.append(i)
+        return x + 1.5
+
+    out = lax.fori_loop(0, 3, body, 0)  # weak int 0 becomes float32: traced again
+    assert float(out) == 4.5 and out.dtype == np.float32 and len(calls) == 2
+    calls.clear()
+    assert float(lax.fori_loop(0, 3, body, 0.0)) == 4.5 and len(calls) == 1

@@ -24,6 +24,20 @@ from .targets import get_target
 _jit_objects = weakref.WeakSet()
 
 
+# The compiled programs of the jit objects of one function, by the jit
+# options that change them: `jit(f)(x)` twice traces `f` once, as JAX keys
+# its cache by the function (weakly), so `f` reading a global sees the value
+# of the first trace (JAX's "pure functions" gotcha).
+_shared_caches = weakref.WeakKeyDictionary()
+
+
+def _shared_cache(fun, options):
+    try:
+        return _shared_caches.setdefault(fun, {}).setdefault(options, {})
+    except TypeError:  # not weakly referable or not hashable: its own cache
+        return {}
+
+
 @on_change
 def _clear_jit_caches():
     for j in list(_jit_objects):
@@ -260,7 +274,7 @@ class JitWrapped:
             for i in self.static_argnums:
                 if i < len(params) and params[i] not in self.static_argnames:
                     self.static_argnames += (params[i],)
-        self.cache = {}
+        self.cache = _shared_cache(fun, (self.static_argnums, self.static_argnames))
         self._fast = _ember_runtime.FastJit(Array)
         _jit_objects.add(self)
 

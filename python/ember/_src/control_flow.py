@@ -356,22 +356,35 @@ def _erase_function(name):
             return
 
 
+class _WeakCarry(Exception):
+    """A weakly typed initial carry that the body gives another dtype: the
+    loop is traced again from that dtype (JAX's weak-carry promotion)."""
+
+    def __init__(self, dtypes):
+        super().__init__("weak carry")
+        self.dtypes = dtypes
+
+
 def _while_traced(cond_fun, body_fun, init_val, trip_count=None):
     """Emits an ember.while whose regions hold the traced cond and body
-    (with `trip_count`, a loop known to run exactly that many times)."""
+    (with `trip_count`, a loop known to run exactly that many times). The
+    body is traced once, as JAX's, unless a weakly typed initial value must
+    take the dtype the body produces: then what was emitted is removed and
+    the loop is traced again from the promoted values."""
     leaves, tree = tree_util.tree_flatten(init_val)
     vals = [as_value(x) for x in leaves]
-    # Weakly typed initial values take the dtype the body produces (JAX).
-    # The probe is a sub-trace (it may close over traced values), removed
-    # once its result types are known.
-    name, shapes, _ = core.trace_subfunction(lambda *xs: tree_util.tree_leaves(body_fun(
-        tree_util.tree_unflatten(tree, list(xs)))), [v.aval for v in vals], "probe")
-    _erase_function(name)
-    if len(shapes) != len(vals):
-        raise TypeError("while_loop body_fun output and input must have the same pytree "
-                        f"structure (at {core.where()})")
-    vals = [lax.convert_element_type(v, s.dtype) if v.weak_type and v.dtype != s.dtype
-            else v for v, s in zip(vals, shapes)]
+    trace = core.current_trace()
+    mark = state._mark(trace)
+    try:
+        return _emit_while(cond_fun, body_fun, tree, vals, trip_count, True)
+    except _WeakCarry as e:
+        state._undo(trace, mark)
+        vals = [lax.convert_element_type(v, d) if v.weak_type and v.dtype != d else v
+                for v, d in zip(vals, e.dtypes)]
+        return _emit_while(cond_fun, body_fun, tree, vals, trip_count, False)
+
+
+def _emit_while(cond_fun, body_fun, tree, vals, trip_count, promote):
     avals = [v.aval for v in vals]
     trace = core.current_trace()
     results = trace.emit("ember.while", [trace.to_value(v) for v in vals], avals, regions=2)
@@ -393,8 +406,16 @@ def _while_traced(cond_fun, body_fun, init_val, trip_count=None):
 
     def body(*xs):
         new = body_fun(tree_util.tree_unflatten(tree, list(xs)))
+        new_leaves, new_tree = tree_util.tree_flatten(new)
+        if new_tree != tree:
+            raise TypeError("while_loop body_fun output and input must have the same pytree "
+                            f"structure (at {core.where()})")
+        new_vals = [as_value(x) for x in new_leaves]
+        if promote and any(a.weak_type and a.shape == n.shape and a.dtype != n.dtype
+                           for a, n in zip(avals, new_vals)):
+            raise _WeakCarry([n.dtype for n in new_vals])
         _carry_check(tree_util.tree_unflatten(tree, list(xs)), new)
-        return tree_util.tree_leaves(new)
+        return new_vals
 
     core.trace_region(cond_block, cond, avals)
     core.trace_region(body_block, body, avals)
