@@ -717,8 +717,9 @@ def Ember_HostCallbackOp : Ember_Op<"host_callback",
     results are unused (`pure_callback`). `vmap_method` says how
     `ember-batch` batches it: `sequential` (one call per example),
     `expand_dims` (one call; unbatched inputs get a leading dimension of
-    size 1), `broadcast_all` (one call; every input batched) or `none`
-    (batching is an error).
+    size 1), `broadcast_all` (one call; every input batched), `none`
+    (batching is an error) or `ordered` (an ordered `io_callback`:
+    batching is JAX's ValueError).
 
     ```mlir
     %y = ember.host_callback 3 (%x) {vmap_method = "sequential"}

@@ -1376,10 +1376,10 @@ LogicalResult HostCallbackOp::verify() {
   // host_callback_c2
   StringRef m = getVmapMethod();
   if (m != "sequential" && m != "expand_dims" && m != "broadcast_all" &&
-      m != "none")
+      m != "none" && m != "ordered")
     return emitOpError(
                "host_callback_c2: vmap_method must be sequential, expand_dims, "
-               "broadcast_all or none, got '")
+               "broadcast_all, none or ordered, got '")
            << m << "'";
   return success();
 }

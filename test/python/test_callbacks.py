@@ -241,3 +241,18 @@ def test_io_callback_is_ordered_and_kept():
 
     f(jnp.int32(5))
     assert log == [5, 6, 7, 8]
+
+
+def test_ordered_io_callback_cannot_be_vmapped():
+    """JAX's ValueError (the external callbacks tutorial); an unordered one
+    runs once per example."""
+    def f(x, ordered):
+        return io_callback(lambda x: x * 2, jax.ShapeDtypeStruct(x.shape, x.dtype), x,
+                           ordered=ordered)
+
+    with pytest.raises(ValueError, match="Cannot `vmap` ordered IO callback"):
+        jax.vmap(lambda x: f(x, True))(jnp.ones(3))
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda x: f(x, True))(jnp.ones(3))),
+                                  2 * np.ones(3))
+    np.testing.assert_array_equal(np.asarray(jax.vmap(lambda x: f(x, False))(jnp.ones(3))),
+                                  2 * np.ones(3))

@@ -588,6 +588,11 @@ def _custom_call(name, symbols, operands, segments, out_avals, extra=None):
     return _emit(f"ember.{name}", operands, out_avals, attrs)
 
 
+def _differentiation_depth():
+    """How many enclosing traces are differentiated (2 under `hessian`)."""
+    return sum(1 for t in core._trace_stack if getattr(t, "differentiated", False))
+
+
 def differentiating():
     """Whether the current trace is inside a function traced for `jvp` or
     `vjp` (and what is built on them): only there are custom rules traced,
@@ -632,10 +637,13 @@ class custom_jvp:
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
                                  "using defjvp.")
-        if self._tracing_rule or (core._trace_stack and not differentiating()):
-            # Called from inside its own rule (JAX's documented pattern), or
-            # where nothing differentiates it (JAX traces the rule only
-            # then): the primal function.
+        if (self._tracing_rule >= _differentiation_depth()
+                or (core._trace_stack and not differentiating())):
+            # Where nothing differentiates it (JAX traces the rule only then),
+            # or called from inside its own rule (JAX's documented pattern)
+            # once as many rules are nested as derivatives are taken (JAX
+            # traces each rule when it differentiates, one order at a time;
+            # Ember when the function is called): the primal function.
             return self.fun(*args)
         if not core._trace_stack:
             return eager(lambda *a: self(*a), args, static_positions(args, ()))

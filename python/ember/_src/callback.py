@@ -218,10 +218,11 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
 def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False,
                 **kwargs):
     """Calls an impure Python function on the host; never removed or merged,
-    and run in program order. Batched sequentially under `vmap`."""
-    del sharding, ordered
+    and run in program order. Batched sequentially under `vmap`, except an
+    `ordered` one, which cannot be (JAX's ValueError)."""
+    del sharding
     return _callback("io_callback", callback, result_shape_dtypes, args, kwargs, True,
-                     "sequential")
+                     "ordered" if ordered else "sequential")
 
 
 def debug_callback(callback, *args, ordered=False, **kwargs):
