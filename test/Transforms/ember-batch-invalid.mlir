@@ -13,6 +13,19 @@ func.func @unbatchable(%xs: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+// Nor can an ordered io_callback (JAX's "Cannot vmap ordered IO callback").
+func.func private @o(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{cannot be batched: Cannot `vmap` ordered IO callback.}}
+  %y = ember.host_callback 2(%x) {has_side_effect, vmap_method = "ordered"} : (tensor<3xf32>) -> tensor<3xf32>
+  return %y : tensor<3xf32>
+}
+func.func @ordered(%xs: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %y = ember.vmap @o(%xs) batched [true] size 2 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
 // A pop that already has lanes is not batched again (vmap of vmap).
 func.func private @lanes(%h: tensor<i64>, %k: tensor<2xi64>) -> tensor<2xf32> {
   // expected-error @+1 {{cannot be batched: vmap of vmap of the reverse-mode derivative of a while_loop}}
