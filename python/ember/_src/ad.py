@@ -652,15 +652,15 @@ class custom_jvp:
         vals = [as_value(x) for x in leaves]
         avals = [v.aval for v in vals]
         n = len(vals)
-        f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items(),
-                   sources=vals)
+        rule_out = {}
 
         def rule(*xs):
             p = tree_util.tree_unflatten(treedef, list(xs[:n]))
             t = tree_util.tree_unflatten(treedef, list(xs[n:]))
             nd = [nondiff[i] for i in sorted(nondiff)]
             out, tan = self.jvp(*nd, tuple(p), tuple(t))
-            outs, touts = tree_util.tree_leaves(out), tree_util.tree_leaves(tan)
+            outs, rule_out["tree"] = tree_util.tree_flatten(out)
+            touts = tree_util.tree_leaves(tan)
             if len(touts) != len(outs):
                 raise TypeError("custom_jvp rule must return tangents with the structure of "
                                 f"the primal output (at {core.where()})")
@@ -674,10 +674,20 @@ class custom_jvp:
             j = Traced(rule, avals + avals, sources=vals + [None] * n)
         finally:
             self._tracing_rule -= 1
+        n_out = len(j.out_avals) // 2
+
+        def primal(*xs):
+            # The function itself is the rule's primal half at zero tangents,
+            # so differentiating traces only the rule, as JAX does (the
+            # function runs once, where the rule calls it).
+            zeros = [lax.full(a.shape, 0, a.dtype) for a in avals]
+            return _call(j.name, list(xs) + zeros + j.captured, j.out_avals)[:n_out]
+
+        f = Traced(primal, avals, sources=vals)
         res = _custom_call("custom_jvp_call", {"callee": f.name, "jvp": j.name},
                            vals + f.captured + j.captured,
                            [n, len(f.captured), len(j.captured)], f.out_avals)
-        return tree_util.tree_unflatten(f.out_tree, res)
+        return tree_util.tree_unflatten(rule_out["tree"], res)
 
 
 def _remat_attributes(remat):
@@ -729,24 +739,33 @@ class custom_vjp:
         def full(xs):
             return _rebuild(nondiff, tree_util.tree_unflatten(treedef, list(xs)), nargs)
 
-        f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items(),
-                   sources=vals, refs_ok=_IMPURE_REMAT if self._remat else None,
-                   policy=self._remat[0] if self._remat else None)
         store = {}
 
         def fwd(*xs):
             out, res = self.fwd(*full(xs))
+            out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
             res_leaves, store["res_tree"] = tree_util.tree_flatten(res)
             store["res_avals"] = [as_value(r).aval for r in res_leaves]
-            return tree_util.tree_leaves(out) + res_leaves
+            return out_leaves + res_leaves
 
         self._tracing_rule += 1
         try:
             fw = Traced(fwd, avals, sources=vals)
         finally:
             self._tracing_rule -= 1
-        nout = len(f.out_avals)
         res_avals = store["res_avals"]
+        nout = len(fw.out_avals) - len(res_avals)
+        if self._remat:
+            # checkpoint: the function itself, its ops marked by the policy
+            f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items(),
+                       sources=vals, refs_ok=_IMPURE_REMAT, policy=self._remat[0])
+        else:
+            # The function is fwd's output half, so differentiating traces
+            # fwd and bwd only, as JAX does (the function runs once, where
+            # fwd calls it).
+            f = Traced(lambda *xs: _call(fw.name, list(xs) + fw.captured,
+                                         fw.out_avals)[:nout], avals, sources=vals)
+            f.out_tree = store["out_tree"]
 
         def bwd(*xs):
             res = tree_util.tree_unflatten(store["res_tree"], list(xs[:len(res_avals)]))
