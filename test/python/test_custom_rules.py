@@ -132,3 +132,49 @@ def test_rule_calling_its_function_gives_higher_derivatives():
     for order, g in ((1, jax.grad(j1)), (2, jax.grad(jax.grad(j1))),
                      (3, jax.grad(jax.grad(jax.grad(j1))))):
         np.testing.assert_allclose(float(g(2.0)), scipy.special.jvp(1, 2.0, order), rtol=1e-4)
+
+
+def test_differentiation_traces_the_rule_not_the_function():
+    """The custom derivative rules tutorial's call prints (JAX 0.10.2): under
+    differentiation only the rule is traced; the function runs where the
+    rule calls it."""
+    calls = []
+
+    @jax.custom_jvp
+    def f(x):
+        calls.append("f")
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        calls.append("f_jvp")
+        (x,), (t,) = primals, tangents
+        return f(x), jnp.cos(x) * t
+
+    jax.jvp(f, (3.,), (1.,))
+    assert calls == ["f_jvp", "f"]
+    calls.clear()
+    jax.grad(f)(3.)
+    assert calls == ["f_jvp", "f"]
+    calls.clear()
+    np.testing.assert_allclose(float(jax.grad(jax.grad(f))(3.)), -np.sin(3.), rtol=1e-6)
+    assert calls == ["f_jvp", "f_jvp", "f"]
+
+    calls.clear()
+
+    @jax.custom_vjp
+    def g(x):
+        calls.append("g")
+        return jnp.sin(x)
+
+    def g_fwd(x):
+        calls.append("g_fwd")
+        return g(x), jnp.cos(x)
+
+    def g_bwd(cos_x, y_bar):
+        calls.append("g_bwd")
+        return (cos_x * y_bar,)
+
+    g.defvjp(g_fwd, g_bwd)
+    np.testing.assert_allclose(float(jax.grad(g)(3.)), np.cos(3.), rtol=1e-6)
+    assert calls == ["g_fwd", "g", "g_bwd"]

@@ -69,3 +69,37 @@ def test_derivatives():
     # ndtri' = 1 / pdf(ndtri(p)).
     want = np.sqrt(2 * np.pi) * np.exp(scipy_special.ndtri(0.3) ** 2 / 2)
     assert float(ember.grad(es.ndtri)(0.3)) == pytest.approx(want, rel=1e-4)
+
+
+def test_zeta_and_polygamma_against_scipy(x64):
+    """Hurwitz zeta (x > 1; poles at x = 1 and at q = 0, -1, ...; NaN for
+    x < 1 and for a negative q with a fractional x) and polygamma, against
+    SciPy, with derivatives in both arguments against SciPy's sums."""
+    import scipy.special as ss
+
+    import ember as jax
+    import ember.scipy.special as esp
+
+    x = np.array([2., 3., 1.5, 1., 0.5, 2., 2., 2., 4.5, 30., 1.01, 50., 2.5, 2.5])
+    q = np.array([1., 2., 0.5, 1., 1., -1., -1.5, 0., 3.3, 0.2, 1., 1., 1e-3, -0.5])
+    want = ss.zeta(x, q)
+    got = np.asarray(esp.zeta(x.astype(np.float32), q.astype(np.float32)))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=2e-6)
+    # float64 (the x64 fixture)
+    np.testing.assert_allclose(np.asarray(esp.zeta(x, q)), want, rtol=1e-14)
+    n = np.array([0, 1, 2, 3, 1, 4])
+    z = np.array([0.7, 2., 0.5, 3.3, -1.5, 1e-2])
+    np.testing.assert_allclose(np.asarray(esp.polygamma(n, z)), ss.polygamma(n, z),
+                               rtol=1e-13)
+    k = np.arange(2, 200000, dtype=np.float64)
+    np.testing.assert_allclose(float(jax.grad(lambda x: esp.zeta(x, 2.))(2.)),
+                               -np.sum(np.log(k) / k ** 2), rtol=1e-4)
+    np.testing.assert_allclose(float(jax.grad(lambda q: esp.zeta(2., q))(2.)),
+                               -2 * ss.zeta(3., 2.), rtol=1e-13)
+    np.testing.assert_allclose(float(jax.grad(lambda x: esp.polygamma(1, x))(2.)),
+                               ss.polygamma(2, 2.), rtol=1e-13)
+    with pytest.raises(ValueError, match="must be of integer type"):
+        esp.polygamma(1.5, 2.)
+    with pytest.raises(NotImplementedError, match="Riemann zeta"):
+        esp.zeta(2.)

@@ -739,6 +739,11 @@ class custom_vjp:
         def full(xs):
             return _rebuild(nondiff, tree_util.tree_unflatten(treedef, list(xs)), nargs)
 
+        if self._remat:
+            # checkpoint: the function itself, its ops marked by the policy
+            # (traced first: its refs are checkpoint's error to report)
+            f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items(),
+                       sources=vals, refs_ok=_IMPURE_REMAT, policy=self._remat[0])
         store = {}
 
         def fwd(*xs):
@@ -755,11 +760,7 @@ class custom_vjp:
             self._tracing_rule -= 1
         res_avals = store["res_avals"]
         nout = len(fw.out_avals) - len(res_avals)
-        if self._remat:
-            # checkpoint: the function itself, its ops marked by the policy
-            f = Traced(self.fun, avals, flatten_args(diff)[1], static=nondiff.items(),
-                       sources=vals, refs_ok=_IMPURE_REMAT, policy=self._remat[0])
-        else:
+        if not self._remat:
             # The function is fwd's output half, so differentiating traces
             # fwd and bwd only, as JAX does (the function runs once, where
             # fwd calls it).

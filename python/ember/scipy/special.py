@@ -356,5 +356,47 @@ def betainc(a, b, x):
     return jnp.where(bad, jnp.nan, out).astype(x.dtype)
 
 
+# Euler-Maclaurin: B_2j / (2j)! = 1 / _ZETA_A[j - 1] (Cephes' table).
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+           7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+           -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18)
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function sum_k (q + k)^-x, x > 1 (JAX's, with `q`
+    required): nine terms of the sum, then the Euler-Maclaurin tail with
+    twelve Bernoulli terms (Cephes' method). Differentiable in x and q
+    through the formula."""
+    if q is None:
+        raise NotImplementedError("Riemann zeta function not implemented; pass q != None "
+                                  "to compute the Hurwitz Zeta function.")
+    x, q = _float(x, q)
+    n = 9
+    s = sum((q + k) ** -x for k in range(n))
+    w = q + n
+    b = w ** -x
+    s = s + w * b / (x - 1) + 0.5 * b
+    fac = x * b / w  # (x)_{2j-1} w^(-x-2j+1), j = 1
+    for j, a in enumerate(_ZETA_A):
+        s = s + fac / a
+        fac = fac * (x + 2 * j + 1) * (x + 2 * j + 2) / (w * w)
+    pole = (x == 1) | ((q <= 0) & (q == jnp.floor(q)))
+    nan = (x < 1) | ((q < 0) & (x != jnp.floor(x)))
+    return jnp.where(pole, jnp.inf, jnp.where(nan, jnp.nan, s))
+
+
+def polygamma(n, x):
+    """The n-th derivative of digamma: (-1)^(n+1) n! zeta(n + 1, x) for n
+    >= 1, digamma for n = 0; `n` must be integers (as JAX)."""
+    n = jnp.asarray(n)
+    if not jnp.issubdtype(n.dtype, jnp.integer):
+        raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype "
+                         f"{n.dtype}.")
+    nf, x = _float(n, x)
+    sign = jnp.where(n % 2 == 0, -1.0, 1.0).astype(x.dtype)
+    higher = sign * jnp.exp(lax.lgamma(nf + 1)) * zeta(nf + 1, x)
+    return jnp.where(n == 0, lax.digamma(x), higher)
+
+
 __all__ = sorted(n for n in dir() if not n.startswith("_") and n not in (
     "math", "jnp", "lax", "config", "custom_jvp", "_dlog"))
