@@ -216,3 +216,22 @@ def test_jit_objects_of_one_function_share_its_traces():
     h = lambda x, n: x * n  # noqa: E731
     assert float(jax.jit(h, static_argnums=1)(2., 3)) == 6.0
     assert float(jax.jit(h)(2., 3)) == 6.0
+
+
+def test_shared_caches_are_cleared_when_the_configuration_changes():
+    """A function whose jit objects are gone keeps its programs for the next
+    `jit(f)`, except across a configuration change (x64 here: the same
+    float32 argument traces to another program)."""
+    import gc
+
+    def f(x):
+        return x, jnp.arange(2)
+
+    assert jax.jit(f)(jnp.float32(1.))[1].dtype == np.int32
+    gc.collect()
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        assert jax.jit(f)(jnp.float32(1.))[1].dtype == np.int64
+    finally:
+        jax.config.update("jax_enable_x64", old)

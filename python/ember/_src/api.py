@@ -40,6 +40,11 @@ def _shared_cache(fun, options):
 
 @on_change
 def _clear_jit_caches():
+    # (Also the shared caches of functions with no live jit object: a later
+    # `jit(f)` must not find programs traced under the old configuration.)
+    for per_fun in list(_shared_caches.values()):
+        for cache in per_fun.values():
+            cache.clear()
     for j in list(_jit_objects):
         j.cache.clear()
         j._fast.clear()
