@@ -49,6 +49,7 @@ from ember._src.api import typeof as typeof
 from ember._src.batching import vmap as vmap
 from ember._src.callback import pure_callback as pure_callback
 from ember._src.config import config as config
+from ember._src.config import enable_x64 as enable_x64
 from ember._src.core import Array as Array
 from ember._src.core import ShapeDtypeStruct as ShapeDtypeStruct
 from ember._src.devices import Device as Device

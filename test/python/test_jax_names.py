@@ -251,3 +251,17 @@ def test_array_api_names():
                                                               jnp.array([0.0, 1, 0]))), [0, 0, 1])
     assert jnp.linalg.outer(jnp.ones(2), jnp.ones(3)).shape == (2, 3)
     assert jnp.linalg.matrix_transpose(stack).shape == (2, 3, 3)
+
+
+def test_enable_x64_state():
+    """`jax.enable_x64`: the option's value, and a context manager that sets
+    it for its body and restores it (also when the body raises)."""
+    assert ember.enable_x64.value is False
+    with ember.enable_x64(True):
+        assert ember.enable_x64.value is True
+        assert jnp.arange(2).dtype == np.int64
+    assert jnp.arange(2).dtype == np.int32
+    with pytest.raises(RuntimeError):
+        with ember.enable_x64(True):
+            raise RuntimeError
+    assert ember.config.jax_enable_x64 is False

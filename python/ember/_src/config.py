@@ -35,3 +35,36 @@ class _Config:
 
 
 config = _Config()
+
+
+class _State:
+    """JAX's top-level configuration states (`jax.enable_x64`): `.value`
+    reads the option, and calling it with a value gives a context manager
+    that sets the option for its body and restores it after."""
+
+    def __init__(self, name):
+        self._name = name
+
+    @property
+    def value(self):
+        return getattr(config, self._name)
+
+    def __call__(self, value=True):
+        import contextlib
+
+        @contextlib.contextmanager
+        def scope():
+            old = getattr(config, self._name)
+            config.update(self._name, value)
+            try:
+                yield
+            finally:
+                config.update(self._name, old)
+
+        return scope()
+
+    def __repr__(self):
+        return f"State({self._name}={self.value!r})"
+
+
+enable_x64 = _State("jax_enable_x64")
