@@ -1,5 +1,6 @@
 """jit and friends."""
 
+import collections
 import functools
 import inspect
 import types
@@ -24,6 +25,38 @@ from .targets import get_target
 _jit_objects = weakref.WeakSet()
 
 
+class _JitCache(dict):
+    """A function's compiled programs by call signature. All of them together
+    are bounded by `config.ember_program_cache_size`, least recently used
+    out first (`_jit_lru`); evicting an entry clears the C++ fast paths of
+    the jit objects using this cache (`users`), which learn their
+    signatures again on their next call."""
+
+    def __init__(self):
+        super().__init__()
+        self.users = weakref.WeakSet()
+
+    def lookup(self, key):
+        entry = self.get(key)
+        if entry is not None:
+            _jit_lru[(id(self), key)] = weakref.ref(self)
+            _jit_lru.move_to_end((id(self), key))
+        return entry
+
+    def store(self, key, entry):
+        self[key] = entry
+        _jit_lru[(id(self), key)] = weakref.ref(self)
+        while len(_jit_lru) > max(_config.ember_program_cache_size, 1):
+            (_, old_key), ref = _jit_lru.popitem(last=False)
+            cache = ref()
+            if cache is not None and cache.pop(old_key, None) is not None:
+                for j in list(cache.users):
+                    j._fast.clear()
+
+
+# Every jit cache's entries, least recently used first (see _JitCache).
+_jit_lru = collections.OrderedDict()
+
 # The compiled programs of the jit objects of one function, by the jit
 # options that change them: `jit(f)(x)` twice traces `f` once, as JAX keys
 # its cache by the function (weakly), so `f` reading a global sees the value
@@ -33,9 +66,9 @@ _shared_caches = weakref.WeakKeyDictionary()
 
 def _shared_cache(fun, options):
     try:
-        return _shared_caches.setdefault(fun, {}).setdefault(options, {})
+        return _shared_caches.setdefault(fun, {}).setdefault(options, _JitCache())
     except TypeError:  # not weakly referable or not hashable: its own cache
-        return {}
+        return _JitCache()
 
 
 @on_change
@@ -45,6 +78,7 @@ def _clear_jit_caches():
     for per_fun in list(_shared_caches.values()):
         for cache in per_fun.values():
             cache.clear()
+    _jit_lru.clear()
     for j in list(_jit_objects):
         j.cache.clear()
         j._fast.clear()
@@ -281,6 +315,7 @@ class JitWrapped:
                     self.static_argnames += (params[i],)
         self.cache = _shared_cache(fun, (self.static_argnums, self.static_argnames))
         self._fast = _ember_runtime.FastJit(Array)
+        self.cache.users.add(self)
         _jit_objects.add(self)
 
     def _prepare(self, args, kwargs):
@@ -309,10 +344,10 @@ class JitWrapped:
             # Inside another trace: inline (the outer jit compiles everything).
             return self.fun(*args, **kwargs)
         key = (tuple(static), treedef, tuple(v.aval for v in vals), tuple(ref_pos))
-        entry = self.cache.get(key)
+        entry = self.cache.lookup(key)
         if entry is None:
             entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs)
-            self.cache[key] = entry
+            self.cache.store(key, entry)
         exe, out_tree, lifted = entry
         result = tree_util.tree_unflatten(out_tree, _run(exe, vals, refs, lifted))
         if not (refs or lifted):

@@ -1089,7 +1089,10 @@ def _lru_put(cache, key, exe):
         cache.popitem(last=False)
 
 
-_eager_cache = {}
+# One-op programs of eager primitives, by (primitive, avals, parameters):
+# bounded like the program cache (indexing arrays of ever new shapes would
+# otherwise keep a program per shape).
+_eager_cache = collections.OrderedDict()
 
 
 @on_change
@@ -1113,12 +1116,12 @@ def _param_key(params):
 
 def eager_apply(prim, args, params, out_avals):
     key = (prim.name, tuple(a.aval for a in args), _param_key(params))
-    exe = _eager_cache.get(key)
+    exe = _lru_get(_eager_cache, key)
     if exe is None:
         def fun(*xs):
             r = prim.bind(*xs, **params)
             return list(r) if prim.multiple_results else [r]
         exe = compile_function(fun, [a.aval for a in args])
-        _eager_cache[key] = exe
+        _lru_put(_eager_cache, key, exe)
     outs = exe([a._value for a in args])
     return [Array(o, weak_type=a.weak_type) for o, a in zip(outs, out_avals)]
