@@ -296,12 +296,13 @@ class FastJit {
 public:
   explicit FastJit(nb::object arrayType) : arrayType(std::move(arrayType)) {}
 
-  void insert(nb::tuple key, Kernel &kernel, nb::tuple outAvals,
+  void insert(nb::tuple key, nb::object kernel, nb::tuple outAvals,
               nb::tuple outSigs, nb::tuple outDescrs, bool single) {
-    // The Python Executable that owns `kernel` lives in the jit cache as
-    // long as this entry does.
-    cache[key] = nb::make_tuple(nb::cast(&kernel, nb::rv_policy::reference),
-                                outAvals, outSigs, outDescrs, single);
+    // The entry holds the kernel object itself: the jit cache may evict its
+    // Executable (and another thread clear this cache) while a call runs.
+    nb::cast<Kernel *>(kernel); // (a Kernel, or a TypeError here)
+    cache[key] =
+        nb::make_tuple(std::move(kernel), outAvals, outSigs, outDescrs, single);
   }
 
   void clear() { cache.clear(); }
@@ -328,9 +329,13 @@ public:
       values[i] = v;
       Py_DECREF(v); // the Array keeps its value alive during the call
     }
-    PyObject *entry = PyDict_GetItem(cache.ptr(), key.ptr());
-    if (!entry)
+    PyObject *found = PyDict_GetItem(cache.ptr(), key.ptr());
+    if (!found)
       return nb::none();
+    // A reference of our own: the kernel and the entry outlive a clear() by
+    // another thread while this one runs the kernel without the GIL.
+    nb::object entryRef = nb::borrow(found);
+    PyObject *entry = entryRef.ptr();
     Kernel *kernel = nb::cast<Kernel *>(nb::handle(PyTuple_GET_ITEM(entry, 0)));
     PyObject *outAvals = PyTuple_GET_ITEM(entry, 1);
     PyObject *outSigs = PyTuple_GET_ITEM(entry, 2);

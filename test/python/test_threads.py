@@ -120,3 +120,19 @@ if __name__ == "__main__":
     print(f"{a.threads} threads x {a.calls} calls: {len(errs)} failed threads, {secs:.1f} s")
     for e in errs:
         print(e)
+
+
+def test_threads_while_the_jit_caches_evict():
+    """Eight threads compiling and calling while the bounded jit caches evict
+    the programs other threads' fast paths are running (the C++ path holds
+    its entry and kernel, so a concurrent eviction cannot free a running
+    kernel). A stress test: the abort CI once hit here (eviction freeing a
+    kernel another thread ran without the GIL) does not reproduce on
+    demand."""
+    old = ember.config.ember_program_cache_size
+    ember.config.update("ember_program_cache_size", 4)
+    try:
+        errors, _ = run(8, 60)
+    finally:
+        ember.config.update("ember_program_cache_size", old)
+    assert errors == []
