@@ -6,7 +6,7 @@ BUILD := build/dev
 SITE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))")
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all venv build mpi test test-lit test-python fuzz demo lint clean
+.PHONY: all venv build mpi jax-venv test test-lit test-python fuzz demo lint clean
 
 all: build
 
@@ -53,9 +53,21 @@ $(VENV)/.mpi: $(VENV)/.deps
 
 mpi: $(VENV)/.mpi
 
-test-python: build mpi
+# JAX in its own virtual environment (one MLIR per process): the reference
+# that the StableHLO cross-checks (#20) run Ember's exported programs with.
+# Without network access the install fails and those checks skip.
+JAXVENV := build/jaxvenv
+JAX_PIN := jax==0.10.2 jaxlib==0.10.2
+$(JAXVENV)/.deps:
+	@{ $(PYTHON) -m venv $(JAXVENV) && $(JAXVENV)/bin/python -m pip install -q $(JAX_PIN) && \
+	  touch $@; } || echo "note: JAX is not installed; the StableHLO/XLA cross-checks will be skipped"
+
+jax-venv: $(JAXVENV)/.deps
+
+test-python: build mpi jax-venv
 	# The CUDA target's PTX checks need ptxas (requirements.txt installs it).
-	EMBER_REQUIRE_PTXAS=1 $(PY) -m pytest -q -x test/python
+	EMBER_REQUIRE_PTXAS=1 EMBER_JAX_PYTHON=$(if $(wildcard $(JAXVENV)/.deps),$(CURDIR)/$(JAXVENV)/bin/python,) \
+	  $(PY) -m pytest -q -x test/python
 
 test: test-lit test-python
 

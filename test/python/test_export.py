@@ -36,7 +36,8 @@ def test_export_attributes_and_round_trip():
     assert exp.platforms == ("cpu",) and exp.nr_devices == 1
     assert [a.shape for a in exp.in_avals] == [(4, 3), (3, 2)]
     assert [a.shape for a in exp.out_avals] == [(), (4, 2)]
-    assert "ember.dot_general" in exp.mlir_module()
+    assert "ember.dot_general" in exp.ember_module()
+    assert '"stablehlo.dot_general"' in exp.mlir_module()
     back = export.deserialize(exp.serialize())
     want = _model(X, W)
     got = back.call(X, W)

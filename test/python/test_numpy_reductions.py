@@ -208,3 +208,23 @@ def test_long_column_sums_are_accurate():
             assert np.max(np.abs(got - want) / np.abs(want)) < 4 * eps
     norm = lambda a: (a - a.mean(0)) / a.std(0)  # noqa: E731
     assert np.allclose(norm(jnp.asarray(x)), ember.jit(norm)(x), atol=1e-6)
+
+
+def test_lax_reduce_monoids_and_init_values():
+    from ember import lax
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
+    i = np.arange(12, dtype=np.int32).reshape(3, 4) * 7
+    np.testing.assert_allclose(np.asarray(lax.reduce(x, 0.0, lax.add, (0,))), x.sum(0))
+    np.testing.assert_allclose(np.asarray(lax.reduce(x, 10.0, lax.add, (1,))), x.sum(1) + 10)
+    np.testing.assert_allclose(np.asarray(lax.reduce(x, -np.inf, lax.max, (0, 1))), x.max())
+    np.testing.assert_allclose(np.asarray(lax.reduce(x, 100.0, lax.min, (1,))), x.min(1))
+    np.testing.assert_array_equal(np.asarray(lax.reduce(i, 0, lax.bitwise_xor, (0,))),
+                                  np.bitwise_xor.reduce(i, 0))
+    a, b = lax.reduce((x, i), (1.0, 1), lax.mul, (1,))
+    np.testing.assert_allclose(np.asarray(a), x.prod(1))
+    np.testing.assert_array_equal(np.asarray(b), i.prod(1, dtype=np.int32))
+    g = ember.grad(lambda v: lax.reduce(v, 0.0, lax.add, (0, 1)))(x)
+    np.testing.assert_allclose(np.asarray(g), np.ones_like(x))
+    with pytest.raises(NotImplementedError, match="lax.reduce"):
+        lax.reduce(x, 0.0, lambda p, q: p + 2 * q, (0,))

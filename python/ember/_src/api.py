@@ -152,7 +152,8 @@ class Lowered:
 
     def as_text(self, stage="ember"):
         """The IR of `stage`: "ember" (as traced), "transforms" (every
-        grad/vmap/custom rule expanded), "optimize", then the target's
+        grad/vmap/custom rule expanded), "stablehlo" (the transformed
+        program as StableHLO, generic form), "optimize", then the target's
         codegen stages ("llvm" on the CPU, also called "cpu-codegen";
         "gpu", "nvvm", "binary" and the kernels' "ptx" for cuda)."""
         if stage == "ember":

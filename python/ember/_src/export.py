@@ -95,7 +95,16 @@ class Exported:
                 f"out_avals={self.out_avals}, platforms={self.platforms})")
 
     def mlir_module(self):
-        """The module as text (the `ember` dialect)."""
+        """The exported program as StableHLO (MLIR's generic form), which
+        XLA compiles; `ember_module()` is Ember's own form."""
+        from .stablehlo_out import to_stablehlo
+
+        with core.context():
+            return to_stablehlo(ir.Module.parse(self._text), f"jit_{self.fun_name}")
+
+    def ember_module(self):
+        """The exported program in the `ember` dialect (what `serialize`
+        stores and `call` compiles)."""
         return self._text
 
     def serialize(self, vjp_order=0):

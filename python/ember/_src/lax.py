@@ -1068,6 +1068,49 @@ reduce_sum, reduce_prod, reduce_max, reduce_min = (
 reduce_and, reduce_or, reduce_xor = (_reduce(k) for k in ["and", "or", "xor"])
 
 
+def reduce(operands, init_values, computation, dimensions):
+    """`lax.reduce`: reduces `operands` over `dimensions` with `computation`
+    starting from `init_values`. Ember's reduction op has fixed combiners,
+    so `computation` must be one of `lax.add`, `mul`, `max`, `min`,
+    `bitwise_and`/`or`/`xor` (the monoids XLA recognizes too); an init value
+    other than the combiner's identity is combined with the result once
+    (the same value for an associative combiner)."""
+    kinds = {add: "sum", mul: "prod", max: "max", min: "min", bitwise_and: "and",
+             bitwise_or: "or", bitwise_xor: "xor"}
+    kind = kinds.get(computation)
+    if kind is None:
+        raise NotImplementedError(
+            "lax.reduce: Ember reduces with lax.add, mul, max, min, bitwise_and, bitwise_or "
+            f"or bitwise_xor, not {getattr(computation, '__name__', computation)!r} (at "
+            f"{core.where()})")
+    flat_ops, tree = tree_util.tree_flatten(operands)
+    flat_init, init_tree = tree_util.tree_flatten(init_values)
+    if tree != init_tree:
+        raise TypeError(f"lax.reduce: operands {tree} and init_values {init_tree} must have "
+                        "the same structure")
+    outs = []
+    for x, init in zip(flat_ops, flat_init):
+        x = as_value(x)
+        r = _reduce(kind)(x, [int(d) % builtins.max(x.ndim, 1) for d in dimensions])
+        if not (isinstance(init, core.Value) and isinstance(init, core.Tracer)):
+            v = np.asarray(init)
+            ident = {"sum": 0, "prod": 1, "and": -1, "or": 0, "xor": 0}.get(kind)
+            if kind in ("max", "min"):
+                if np.issubdtype(v.dtype, np.floating) or np.issubdtype(x.dtype, np.floating):
+                    ident = -np.inf if kind == "max" else np.inf
+                    skip = v == ident
+                else:
+                    info = np.iinfo(x.dtype) if x.dtype != np.bool_ else None
+                    skip = info is not None and v == (info.min if kind == "max" else info.max)
+            else:
+                skip = v == ident or (x.dtype == np.bool_ and kind == "and" and bool(v))
+            if np.all(skip):
+                outs.append(r)
+                continue
+        outs.append(computation(r, convert_element_type(init, r.dtype)))
+    return tree_util.tree_unflatten(tree, outs)
+
+
 def argmax(x, axis, index_dtype):
     return argmax_p.bind(x, axis=int(axis), index_dtype=dtypes.canonicalize_dtype(index_dtype))
 

@@ -1,0 +1,688 @@
+"""StableHLO out: an `ember` module (after `ember-transforms`) as StableHLO
+in MLIR's generic form, which XLA (or any StableHLO consumer) parses with
+its own dialects registered.
+
+Ember's MLIR build does not carry the StableHLO dialect (DESIGN.md: register
+only what is used), so this translation writes text: each `ember` op becomes
+one or a few `stablehlo` (or `chlo`, for the special functions XLA expands
+itself) ops with Ember's semantics, e.g. `ember.case` clamps its index before
+`stablehlo.case` (which sends out-of-range indices to the last branch),
+`ember.gather` in fill mode masks the slices whose start is out of bounds,
+`ember.sort` compares floats in JAX's total order, and the Threefry cipher is
+written out round by round. docs/design.md ("StableHLO out") lists the ops
+without a StableHLO form; they raise NotImplementedError naming the op.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+from ember._mlir import ir
+
+from . import dtypes
+
+V = namedtuple("V", "name type")
+
+_UNARY = {
+    "neg": "stablehlo.negate", "abs": "stablehlo.abs", "sign": "stablehlo.sign",
+    "floor": "stablehlo.floor", "ceil": "stablehlo.ceil",
+    "round_nearest_afz": "stablehlo.round_nearest_afz",
+    "round_nearest_even": "stablehlo.round_nearest_even", "exp": "stablehlo.exponential",
+    "log": "stablehlo.log", "log1p": "stablehlo.log_plus_one",
+    "expm1": "stablehlo.exponential_minus_one", "tanh": "stablehlo.tanh",
+    "logistic": "stablehlo.logistic", "sin": "stablehlo.sine", "cos": "stablehlo.cosine",
+    "tan": "stablehlo.tan", "sqrt": "stablehlo.sqrt", "rsqrt": "stablehlo.rsqrt",
+    "cbrt": "stablehlo.cbrt", "not": "stablehlo.not", "population_count": "stablehlo.popcnt",
+    "clz": "stablehlo.count_leading_zeros", "is_finite": "stablehlo.is_finite",
+    "real": "stablehlo.real", "imag": "stablehlo.imag",
+    "asin": "chlo.asin", "acos": "chlo.acos", "atan": "chlo.atan", "sinh": "chlo.sinh",
+    "cosh": "chlo.cosh", "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh",
+    "erf": "chlo.erf", "erf_inv": "chlo.erf_inv", "lgamma": "chlo.lgamma",
+    "digamma": "chlo.digamma", "bessel_i1e": "chlo.bessel_i1e",
+}
+_BINARY = {
+    "add": "stablehlo.add", "sub": "stablehlo.subtract", "mul": "stablehlo.multiply",
+    "div": "stablehlo.divide", "rem": "stablehlo.remainder", "pow": "stablehlo.power",
+    "max": "stablehlo.maximum", "min": "stablehlo.minimum", "atan2": "stablehlo.atan2",
+    "and": "stablehlo.and", "or": "stablehlo.or", "xor": "stablehlo.xor",
+    "shift_left": "stablehlo.shift_left",
+    "shift_right_logical": "stablehlo.shift_right_logical",
+    "shift_right_arithmetic": "stablehlo.shift_right_arithmetic",
+    "complex": "stablehlo.complex", "nextafter": "chlo.next_after",
+}
+_SAME = {
+    "select": "stablehlo.select", "clamp": "stablehlo.clamp",
+    "bitcast_convert": "stablehlo.bitcast_convert", "reshape": "stablehlo.reshape",
+    "optimization_barrier": "stablehlo.optimization_barrier",
+}
+_IDENTITY = ("stop_gradient", "checkpoint_name")
+_WITHOUT = {
+    "lu": "LU (XLA runs it as a LAPACK custom call)",
+    "eigh": "eigh (a LAPACK custom call in XLA)", "qr": "QR (a LAPACK custom call in XLA)",
+    "svd": "SVD (a LAPACK custom call in XLA)", "bessel_i0e": "bessel_i0e",
+    "host_callback": "host callbacks", "stack_push": "run-time stacks",
+    "stack_pop": "run-time stacks", "stack_free": "run-time stacks",
+}
+_THREEFRY_ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
+
+
+def _ints(attr):
+    """The integers of a DenseI64ArrayAttr (or an integer attribute)."""
+    text = str(attr)
+    if text.startswith("array<"):
+        body = text[len("array<i64"):-1].lstrip(":").strip()
+        return [int(t) for t in body.split(",")] if body else []
+    return int(text.split(":")[0])
+
+
+def _enum(attr):
+    return str(attr).rstrip(">").split()[-1]
+
+
+def _tensor(shape, elt):
+    return "tensor<" + "".join(f"{d}x" for d in shape) + elt + ">"
+
+
+def _split(t):
+    """(shape, element type text) of a tensor type text."""
+    body = t[len("tensor<"):-1]
+    if body.startswith("complex<"):
+        return (), body
+    parts = body.split("x")
+    dims = []
+    for k, p in enumerate(parts):
+        if p.isdigit():
+            dims.append(int(p))
+        else:
+            return tuple(dims), "x".join(parts[k:])
+    raise ValueError(t)
+
+
+def _elt(t):
+    return _split(t)[1]
+
+
+def _is_float(elt):
+    return elt in ("f16", "bf16", "f32", "f64")
+
+
+def _is_complex(elt):
+    return elt.startswith("complex<")
+
+
+def _is_unsigned(elt):
+    return elt.startswith("ui") or elt == "i1"
+
+
+def _np_dtype(elt):
+    table = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.bool_,
+             "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+             "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
+             "complex<f32>": np.complex64, "complex<f64>": np.complex128}
+    if elt == "bf16":
+        return np.dtype(dtypes.bfloat16)
+    return np.dtype(table[elt])
+
+
+def _literal(value, elt):
+    """`value` as an MLIR dense element literal of element type `elt`."""
+    if elt == "i1":
+        return "true" if value else "false"
+    if _is_complex(elt):
+        part = elt[len("complex<"):-1]
+        v = complex(value)
+        return f"({_literal(v.real, part)}, {_literal(v.imag, part)})"
+    dt = _np_dtype(elt)
+    if _is_float(elt):
+        bits = np.array(value, dt).view(f"u{dt.itemsize}").item()
+        return f"0x{bits:0{2 * dt.itemsize}X}"
+    return str(int(np.array(value).astype(dt)))
+
+
+def _identity(kind, elt):
+    """The identity of a reduction combiner on `elt`."""
+    if kind in ("sum", "or", "xor"):
+        return False if elt == "i1" else 0
+    if kind in ("prod", "and"):
+        return True if elt == "i1" else (1 if kind == "prod" else -1)
+    if elt == "i1":
+        return kind == "min"
+    if _is_float(elt):
+        return -np.inf if kind == "max" else np.inf
+    info = np.iinfo(_np_dtype(elt))
+    return info.min if kind == "max" else info.max
+
+
+class _Writer:
+    def __init__(self):
+        self.lines = []
+        self.count = 0
+        self.indent = 2
+
+    def fresh(self):
+        self.count += 1
+        return f"%{self.count}"
+
+    def op(self, name, operands, result_types, props=None, regions=None):
+        """Writes one op; returns its results as `V`s."""
+        res = ""
+        results = []
+        if result_types:
+            base = self.fresh()
+            if len(result_types) == 1:
+                results = [V(base, result_types[0])]
+            else:
+                results = [V(f"{base}#{k}", t) for k, t in enumerate(result_types)]
+            res = (base if len(result_types) == 1 else f"{base}:{len(result_types)}") + " = "
+        args = ", ".join(v.name for v in operands)
+        attr = ""
+        if props:
+            attr = " <{" + ", ".join(f"{k} = {v}" for k, v in props.items()) + "}>"
+        regs = ""
+        if regions:
+            regs = " (" + ", ".join(regions) + ")"
+        ftype = "(" + ", ".join(v.type for v in operands) + ") -> "
+        ftype += (result_types[0] if len(result_types) == 1
+                  else "(" + ", ".join(result_types) + ")")
+        self.lines.append(" " * self.indent + f'{res}"{name}"({args}){attr}{regs} : {ftype}')
+        return results
+
+    def region(self, arg_types, body):
+        """A region with one block taking `arg_types`; `body(args)` writes
+        its ops and returns the values the block returns."""
+        saved, self.lines = self.lines, []
+        self.indent += 2
+        args = [V(self.fresh(), t) for t in arg_types]
+        outs = body(args)
+        self.op("stablehlo.return", outs, [])
+        self.indent -= 2
+        inner = self.lines
+        self.lines = saved
+        head = ""
+        if arg_types:
+            head = " " * (self.indent + 1) + "^bb0(" + ", ".join(
+                f"{a.name}: {a.type}" for a in args) + "):\n"
+        return "{\n" + head + "\n".join(inner) + "\n" + " " * self.indent + "}"
+
+    # Small builders.
+    def const(self, value, shape, elt):
+        t = _tensor(shape, elt)
+        return self.op("stablehlo.constant", [], [t],
+                       {"value": f"dense<{_literal(value, elt)}> : {t}"})[0]
+
+    def un(self, name, x, t=None):
+        return self.op(name, [x], [t or x.type])[0]
+
+    def bin(self, name, a, b, t=None):
+        return self.op(name, [a, b], [t or a.type])[0]
+
+    def cmp(self, direction, a, b, total=False):
+        elt = _elt(a.type)
+        props = {"comparison_direction": f"#stablehlo<comparison_direction {direction}>"}
+        if _is_float(elt):
+            props["compare_type"] = ("#stablehlo<comparison_type TOTALORDER>" if total
+                                     else "#stablehlo<comparison_type FLOAT>")
+        elif not _is_complex(elt):
+            kind = "UNSIGNED" if _is_unsigned(elt) else "SIGNED"
+            props["compare_type"] = f"#stablehlo<comparison_type {kind}>"
+        return self.op("stablehlo.compare", [a, b], [_tensor(_split(a.type)[0], "i1")],
+                       props)[0]
+
+    def select(self, p, a, b):
+        return self.op("stablehlo.select", [p, a, b], [a.type])[0]
+
+    def bcast(self, x, shape, dims):
+        return self.op("stablehlo.broadcast_in_dim", [x], [_tensor(shape, _elt(x.type))],
+                       {"broadcast_dimensions": _array(dims)})[0]
+
+    def reshape(self, x, shape):
+        return self.op("stablehlo.reshape", [x], [_tensor(shape, _elt(x.type))])[0]
+
+    def convert(self, x, elt):
+        return self.op("stablehlo.convert", [x], [_tensor(_split(x.type)[0], elt)])[0]
+
+    def combine(self, kind, a, b):
+        elt = _elt(a.type)
+        if elt == "i1":
+            kind = {"sum": "or", "prod": "and", "max": "or", "min": "and"}.get(kind, kind)
+        name = {"sum": "stablehlo.add", "add": "stablehlo.add", "prod": "stablehlo.multiply",
+                "mul": "stablehlo.multiply", "max": "stablehlo.maximum",
+                "min": "stablehlo.minimum", "and": "stablehlo.and", "or": "stablehlo.or",
+                "xor": "stablehlo.xor"}[kind]
+        return self.bin(name, a, b)
+
+    def combiner(self, kind, elt):
+        t = _tensor((), elt)
+        return self.region([t, t], lambda a: [self.combine(kind, a[0], a[1])])
+
+
+def _array(vals):
+    return "array<i64" + (": " + ", ".join(str(int(v)) for v in vals) if len(vals) else "") + ">"
+
+
+def _list(vals):
+    return "[" + ", ".join(str(int(v)) for v in vals) + "]"
+
+
+def _padding(pairs):
+    return (f"dense<[{', '.join(f'[{lo}, {hi}]' for lo, hi in pairs)}]> : "
+            f"tensor<{len(pairs)}x2xi64>")
+
+
+class _Translator:
+    def __init__(self, functions):
+        self.w = _Writer()
+        self.env = {}
+        self.functions = functions
+
+    def value(self, v):
+        return self.env[v]
+
+    def block(self, block, arg_values=None):
+        """Translates the ops of `block`; returns the translated operands of
+        its terminator."""
+        if arg_values is not None:
+            for a, v in zip(block.arguments, arg_values):
+                self.env[a] = v
+        for op in block.operations:
+            op = op.operation
+            if op.name in ("func.return", "ember.yield"):
+                return [self.value(o) for o in op.operands]
+            outs = self.translate(op)
+            for r, v in zip(op.results, outs):
+                self.env[r] = v
+        return []
+
+    def translate(self, op):
+        w = self.w
+        kind = op.name.split(".", 1)[1]
+        ins = [self.value(o) for o in op.operands]
+        rtypes = [str(r.type) for r in op.results]
+        a = op.attributes
+        if op.name == "func.call":
+            # Private callees are inlined (Ember's programs do not recurse).
+            callee = self.functions[ir.FlatSymbolRefAttr(a["callee"]).value]
+            return self.block(callee.regions[0].blocks[0], ins)
+        if kind in _WITHOUT:
+            raise NotImplementedError(
+                f"StableHLO export: ember.{kind} ({_WITHOUT[kind]}) has no StableHLO form "
+                "in Ember yet")
+        if kind in _UNARY:
+            return [w.un(_UNARY[kind], ins[0], rtypes[0])]
+        if kind in _BINARY:
+            return [w.bin(_BINARY[kind], ins[0], ins[1], rtypes[0])]
+        if kind in _SAME:
+            return w.op(_SAME[kind], ins, rtypes)
+        if kind in _IDENTITY:
+            return [ins[0]]
+        method = getattr(self, "t_" + kind, None)
+        if method is None:
+            raise NotImplementedError(
+                f"StableHLO export: ember.{kind} has no StableHLO form in Ember yet")
+        return method(op, ins, rtypes, a)
+
+    # -- elementwise ------------------------------------------------------
+    def t_constant(self, op, ins, rtypes, a):
+        return self.w.op("stablehlo.constant", [], rtypes, {"value": str(a["value"])})
+
+    def t_iota(self, op, ins, rtypes, a):
+        return self.w.op("stablehlo.iota", [], rtypes,
+                         {"iota_dimension": f"{_ints(a['iota_dimension'])} : i64"})
+
+    def t_exp2(self, op, ins, rtypes, a):
+        x = ins[0]
+        shape, elt = _split(x.type)
+        ln2 = self.w.const(np.log(2.0), shape, elt)
+        return [self.w.un("stablehlo.exponential", self.w.bin("stablehlo.multiply", x, ln2))]
+
+    def t_conj(self, op, ins, rtypes, a):
+        w, x = self.w, ins[0]
+        shape, elt = _split(x.type)
+        part = _tensor(shape, elt[len("complex<"):-1])
+        re = w.un("stablehlo.real", x, part)
+        im = w.un("stablehlo.negate", w.un("stablehlo.imag", x, part))
+        return [w.bin("stablehlo.complex", re, im, x.type)]
+
+    def t_compare(self, op, ins, rtypes, a):
+        return [self.w.cmp(_enum(a["comparison_direction"]), ins[0], ins[1])]
+
+    def t_convert(self, op, ins, rtypes, a):
+        x = ins[0]
+        src, dst = _elt(x.type), _elt(rtypes[0])
+        if _is_complex(src) and not _is_complex(dst):
+            x = self.w.un("stablehlo.real", x,
+                          _tensor(_split(x.type)[0], src[len("complex<"):-1]))
+        return self.w.op("stablehlo.convert", [x], rtypes)
+
+    def t_threefry2x32(self, op, ins, rtypes, a):
+        w = self.w
+        k0, k1, x0, x1 = ins
+        shape, elt = _split(k0.type)
+
+        def c(v):
+            return w.const(v, shape, elt)
+
+        def add(p, q):
+            return w.bin("stablehlo.add", p, q)
+
+        def rotl(v, r):
+            left = w.bin("stablehlo.shift_left", v, c(r))
+            return w.bin("stablehlo.or", left, w.bin("stablehlo.shift_right_logical", v, c(32 - r)))
+
+        ks = [k0, k1, w.bin("stablehlo.xor", w.bin("stablehlo.xor", k0, k1), c(0x1BD11BDA))]
+        x0, x1 = add(x0, ks[0]), add(x1, ks[1])
+        for i in range(5):
+            rots = _THREEFRY_ROTATIONS[:4] if i % 2 == 0 else _THREEFRY_ROTATIONS[4:]
+            for r in rots:
+                x0 = add(x0, x1)
+                x1 = w.bin("stablehlo.xor", rotl(x1, r), x0)
+            x0 = add(x0, ks[(i + 1) % 3])
+            x1 = add(add(x1, ks[(i + 2) % 3]), c(i + 1))
+        return [x0, x1]
+
+    # -- structural -------------------------------------------------------
+    def t_broadcast_in_dim(self, op, ins, rtypes, a):
+        return self.w.op("stablehlo.broadcast_in_dim", ins, rtypes,
+                         {"broadcast_dimensions": _array(_ints(a["broadcast_dimensions"]))})
+
+    def t_transpose(self, op, ins, rtypes, a):
+        return self.w.op("stablehlo.transpose", ins, rtypes,
+                         {"permutation": _array(_ints(a["permutation"]))})
+
+    def t_slice(self, op, ins, rtypes, a):
+        return self.w.op("stablehlo.slice", ins, rtypes, {
+            "start_indices": _array(_ints(a["start_indices"])),
+            "limit_indices": _array(_ints(a["limit_indices"])),
+            "strides": _array(_ints(a["strides"]))})
+
+    def t_dynamic_slice(self, op, ins, rtypes, a):
+        return self.w.op("stablehlo.dynamic_slice", ins, rtypes,
+                         {"slice_sizes": _array(_ints(a["slice_sizes"]))})
+
+    def t_dynamic_update_slice(self, op, ins, rtypes, a):
+        return self.w.op("stablehlo.dynamic_update_slice", ins, rtypes)
+
+    def t_pad(self, op, ins, rtypes, a):
+        return self.w.op("stablehlo.pad", ins, rtypes, {
+            k: _array(_ints(a[k])) for k in
+            ("edge_padding_low", "edge_padding_high", "interior_padding")})
+
+    def t_concatenate(self, op, ins, rtypes, a):
+        return self.w.op("stablehlo.concatenate", ins, rtypes,
+                         {"dimension": f"{_ints(a['dimension'])} : i64"})
+
+    def t_reverse(self, op, ins, rtypes, a):
+        return self.w.op("stablehlo.reverse", ins, rtypes,
+                         {"dimensions": _array(_ints(a["dimensions"]))})
+
+    # -- reductions -------------------------------------------------------
+    def t_reduce(self, op, ins, rtypes, a):
+        w, x = self.w, ins[0]
+        kind, elt = _enum(a["kind"]), _elt(x.type)
+        init = w.const(_identity(kind, elt), (), elt)
+        return w.op("stablehlo.reduce", [x, init], rtypes,
+                    {"dimensions": _array(_ints(a["dimensions"]))},
+                    [w.combiner(kind, elt)])
+
+    def _arg(self, op, ins, rtypes, a, direction):
+        w, x = self.w, ins[0]
+        axis = _ints(a["axis"])
+        shape, elt = _split(x.type)
+        ielt = _elt(rtypes[0])
+        idx = w.op("stablehlo.iota", [], [_tensor(shape, ielt)],
+                   {"iota_dimension": f"{axis} : i64"})[0]
+        extreme = "max" if direction == "GT" else "min"
+        init_v = w.const(_identity(extreme, elt), (), elt)
+        init_i = w.const(0, (), ielt)
+        st, it = _tensor((), elt), _tensor((), ielt)
+
+        def body(args):
+            av, ai, bv, bi = args
+            better = w.cmp(direction, av, bv)
+            tie = w.cmp("EQ", av, bv)
+            if _is_float(elt):
+                anan, bnan = w.cmp("NE", av, av), w.cmp("NE", bv, bv)
+                nb = w.un("stablehlo.not", bnan)
+                better = w.bin("stablehlo.or", better, w.bin("stablehlo.and", anan, nb))
+                tie = w.bin("stablehlo.or", tie, w.bin("stablehlo.and", anan, bnan))
+            low = w.bin("stablehlo.minimum", ai, bi)
+            return [w.select(better, av, bv), w.select(better, ai, w.select(tie, low, bi))]
+
+        outs = w.op("stablehlo.reduce", [x, idx, init_v, init_i],
+                    [_tensor(_split(rtypes[0])[0], elt), rtypes[0]],
+                    {"dimensions": _array([axis])}, [w.region([st, it, st, it], body)])
+        return [outs[1]]
+
+    def t_argmax(self, op, ins, rtypes, a):
+        return self._arg(op, ins, rtypes, a, "GT")
+
+    def t_argmin(self, op, ins, rtypes, a):
+        return self._arg(op, ins, rtypes, a, "LT")
+
+    def _window(self, x, init, kind, window, strides, pads, rtype):
+        w = self.w
+        return w.op("stablehlo.reduce_window", [x, init], [rtype], {
+            "window_dimensions": _array(window), "window_strides": _array(strides),
+            "padding": _padding(pads)}, [w.combiner(kind, _elt(x.type))])
+
+    def t_cumulative(self, op, ins, rtypes, a):
+        x = ins[0]
+        kind, axis = _enum(a["kind"]), _ints(a["axis"])
+        reverse = str(a["reverse"]) == "true" if "reverse" in a else False
+        shape, elt = _split(x.type)
+        n = shape[axis]
+        window = [n if d == axis else 1 for d in range(len(shape))]
+        pads = [((0, n - 1) if reverse else (n - 1, 0)) if d == axis else (0, 0)
+                for d in range(len(shape))]
+        init = self.w.const(_identity(kind, elt), (), elt)
+        return self._window(x, init, kind, window, [1] * len(shape), pads, rtypes[0])
+
+    def t_reduce_window(self, op, ins, rtypes, a):
+        lo, hi = _ints(a["padding_low"]), _ints(a["padding_high"])
+        return self._window(ins[0], ins[1], _enum(a["kind"]), _ints(a["window_dimensions"]),
+                            _ints(a["window_strides"]), list(zip(lo, hi)), rtypes[0])
+
+    def t_sort(self, op, ins, rtypes, a):
+        w = self.w
+        nkeys = _ints(a["num_keys"])
+        scalar = [_tensor((), _elt(v.type)) for v in ins]
+        arg_types = [t for t in scalar for _ in (0, 1)]
+
+        def canon(x):
+            elt = _elt(x.type)
+            if not _is_float(elt):
+                return x
+            zero, nan = w.const(0.0, (), elt), w.const(np.nan, (), elt)
+            x = w.select(w.cmp("EQ", x, zero), zero, x)
+            return w.select(w.cmp("NE", x, x), nan, x)
+
+        def body(args):
+            keys = [(canon(args[2 * k]), canon(args[2 * k + 1])) for k in range(nkeys)]
+            lt = w.cmp("LT", *keys[-1], total=True)
+            for p, q in reversed(keys[:-1]):
+                eq = w.cmp("EQ", p, q, total=True)
+                lt = w.bin("stablehlo.or", w.cmp("LT", p, q, total=True),
+                           w.bin("stablehlo.and", eq, lt))
+            return [lt]
+
+        return w.op("stablehlo.sort", ins, rtypes, {
+            "dimension": f"{_ints(a['dimension'])} : i64", "is_stable": "true"},
+            [w.region(arg_types, body)])
+
+    # -- linear algebra ---------------------------------------------------
+    def t_dot_general(self, op, ins, rtypes, a):
+        relt = _elt(rtypes[0])
+        ins = [x if _elt(x.type) == relt else self.w.convert(x, relt) for x in ins]
+        fields = []
+        for k in ("lhs_batching_dimensions", "rhs_batching_dimensions",
+                  "lhs_contracting_dimensions", "rhs_contracting_dimensions"):
+            vals = _ints(a[k])
+            if vals:
+                fields.append(f"{k} = {_list(vals)}")
+        return self.w.op("stablehlo.dot_general", ins, rtypes, {
+            "dot_dimension_numbers": "#stablehlo.dot<" + ", ".join(fields) + ">"})
+
+    def t_cholesky(self, op, ins, rtypes, a):
+        w = self.w
+        l_ = w.op("stablehlo.cholesky", ins, rtypes, {"lower": "true"})[0]
+        shape = _split(rtypes[0])[0]
+        r = len(shape)
+        it = _tensor(shape, "i32")
+        rows = w.op("stablehlo.iota", [], [it], {"iota_dimension": f"{r - 2} : i64"})[0]
+        cols = w.op("stablehlo.iota", [], [it], {"iota_dimension": f"{r - 1} : i64"})[0]
+        zero = w.const(0, shape, _elt(rtypes[0]))
+        return [w.select(w.cmp("GE", rows, cols), l_, zero)]
+
+    def t_triangular_solve(self, op, ins, rtypes, a):
+        trans = "TRANSPOSE" if str(a["transpose_a"]) == "true" else "NO_TRANSPOSE"
+        return self.w.op("stablehlo.triangular_solve", ins, rtypes, {
+            "left_side": "true", "lower": str(a["lower"]),
+            "unit_diagonal": str(a["unit_diagonal"]),
+            "transpose_a": f"#stablehlo<transpose {trans}>"})
+
+    # -- gather / scatter -------------------------------------------------
+    def _index_vectors(self, idx, ivd):
+        """`idx` with its index vectors along an explicit dimension `ivd`."""
+        shape = _split(idx.type)[0]
+        if ivd == len(shape):
+            idx = self.w.reshape(idx, shape + (1,))
+        return idx
+
+    def _bounds(self, idx, ivd, bounds):
+        """The upper bounds of the index vector entries, shaped like `idx`."""
+        shape, elt = _split(idx.type)
+        t = _tensor((len(bounds),), elt)
+        vec = self.w.op("stablehlo.constant", [], [t], {
+            "value": f"dense<[{', '.join(_literal(b, elt) for b in bounds)}]> : {t}"})[0]
+        return self.w.bcast(vec, shape, [ivd])
+
+    def t_gather(self, op, ins, rtypes, a):
+        w = self.w
+        operand, idx = ins
+        ivd = _ints(a["index_vector_dim"])
+        sizes = _ints(a["slice_sizes"])
+        smap = _ints(a["start_index_map"])
+        offset = _ints(a["offset_dims"])
+        fields = []
+        for k in ("offset_dims", "collapsed_slice_dims", "operand_batching_dims",
+                  "start_indices_batching_dims", "start_index_map"):
+            vals = _ints(a[k])
+            if vals:
+                fields.append(f"{k} = {_list(vals)}")
+        fields.append(f"index_vector_dim = {ivd}")
+        out = w.op("stablehlo.gather", [operand, idx], rtypes, {
+            "dimension_numbers": "#stablehlo.gather<" + ", ".join(fields) + ">",
+            "slice_sizes": _array(sizes), "indices_are_sorted": "false"})[0]
+        if _enum(a["mode"]) != "fill":
+            return [out]
+        # Fill: a slice whose start is out of bounds gives NaN (floats) or 0.
+        oshape = _split(operand.type)[0]
+        full = self._index_vectors(idx, ivd)
+        fshape, ielt = _split(full.type)
+        upper = self._bounds(full, ivd, [oshape[d] - sizes[d] for d in smap])
+        ok = w.bin("stablehlo.and", w.cmp("GE", full, w.const(0, fshape, ielt)),
+                   w.cmp("LE", full, upper))
+        batch_shape = tuple(d for k, d in enumerate(fshape) if k != ivd)
+        ok = w.op("stablehlo.reduce", [ok, w.const(True, (), "i1")],
+                  [_tensor(batch_shape, "i1")], {"dimensions": _array([ivd])},
+                  [w.combiner("and", "i1")])[0]
+        rshape, relt = _split(rtypes[0])
+        batch_dims = [d for d in range(len(rshape)) if d not in offset]
+        mask = w.bcast(ok, rshape, batch_dims)
+        fill = np.nan if (_is_float(relt) or _is_complex(relt)) else 0
+        if _is_complex(relt):
+            fill = complex(np.nan, np.nan)
+        return [w.select(mask, out, w.const(fill, rshape, relt))]
+
+    def t_scatter(self, op, ins, rtypes, a):
+        w = self.w
+        operand, idx, upd = ins
+        ivd = _ints(a["index_vector_dim"])
+        kind = _enum(a["kind"])
+        if _enum(a["mode"]) == "clip":
+            # Clamp each window start into bounds (XLA drops out-of-bounds
+            # windows, which is Ember's fill mode).
+            oshape = _split(operand.type)[0]
+            ushape = _split(upd.type)[0]
+            window = _ints(a["update_window_dims"])
+            skipped = set(_ints(a["inserted_window_dims"])) | set(_ints(a["operand_batching_dims"]))
+            size, k = {}, 0
+            for d in range(len(oshape)):
+                if d in skipped:
+                    size[d] = 1
+                else:
+                    size[d] = ushape[window[k]]
+                    k += 1
+            idx = self._index_vectors(idx, ivd)
+            ishape, ielt = _split(idx.type)
+            upper = self._bounds(idx, ivd, [oshape[d] - size[d]
+                                            for d in _ints(a["scatter_dims_to_operand_dims"])])
+            idx = w.op("stablehlo.clamp", [w.const(0, ishape, ielt), idx, upper], [idx.type])[0]
+        fields = []
+        for k in ("update_window_dims", "inserted_window_dims"):
+            vals = _ints(a[k])
+            if vals:
+                fields.append(f"{k} = {_list(vals)}")
+        if _ints(a["operand_batching_dims"]):
+            fields.append(f"input_batching_dims = {_list(_ints(a['operand_batching_dims']))}")
+            fields.append("scatter_indices_batching_dims = "
+                          f"{_list(_ints(a['scatter_indices_batching_dims']))}")
+        fields.append("scatter_dims_to_operand_dims = "
+                      f"{_list(_ints(a['scatter_dims_to_operand_dims']))}")
+        fields.append(f"index_vector_dim = {ivd}")
+        elt = _elt(operand.type)
+        t = _tensor((), elt)
+        if kind == "replace":
+            region = w.region([t, t], lambda args: [args[1]])
+        else:
+            region = w.combiner(kind, elt)
+        return w.op("stablehlo.scatter", [operand, idx, upd], rtypes, {
+            "scatter_dimension_numbers": "#stablehlo.scatter<" + ", ".join(fields) + ">",
+            "indices_are_sorted": "false", "unique_indices": "false"}, [region])
+
+    # -- control flow -----------------------------------------------------
+    def t_while(self, op, ins, rtypes, a):
+        w = self.w
+        types = [v.type for v in ins]
+        cond = w.region(types, lambda args: self.block(op.regions[0].blocks[0], args))
+        body = w.region(types, lambda args: self.block(op.regions[1].blocks[0], args))
+        return w.op("stablehlo.while", ins, rtypes, regions=[cond, body])
+
+    def t_case(self, op, ins, rtypes, a):
+        w = self.w
+        n = len(op.regions)
+        index = w.op("stablehlo.clamp", [w.const(0, (), "i32"), ins[0],
+                                         w.const(n - 1, (), "i32")], [ins[0].type])[0]
+        branches = [w.region([], lambda args, r=r: self.block(r.blocks[0], []))
+                    for r in op.regions]
+        return w.op("stablehlo.case", [index], rtypes, regions=branches)
+
+
+def to_stablehlo(module, name="main_module"):
+    """The `ember` module `module` (an ir.Module whose `main` has no
+    transformation ops left) as StableHLO text in generic form."""
+    functions = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "func.func":
+            functions[ir.StringAttr(op.attributes["sym_name"]).value] = op
+    main = functions.get("main")
+    if main is None:
+        raise ValueError("StableHLO export: the module has no main function")
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    t = _Translator(functions)
+    block = main.regions[0].blocks[0]
+    args = [V(t.w.fresh(), str(x)) for x in ftype.inputs]
+    t.w.indent = 4
+    outs = t.block(block, args)
+    results = [str(x) for x in ftype.results]
+    ret = ('    "func.return"(' + ", ".join(v.name for v in outs) + ") : ("
+           + ", ".join(v.type for v in outs) + ") -> ()")
+    sig = "(" + ", ".join(a.type for a in args) + ") -> (" + ", ".join(results) + ")"
+    head = ('"builtin.module"() <{sym_name = "' + name + '"}> ({\n'
+            '  "func.func"() <{function_type = ' + sig
+            + ', sym_name = "main", sym_visibility = "public"}> ({\n'
+            "  ^bb0(" + ", ".join(f"{a.name}: {a.type}" for a in args) + "):\n")
+    tail = ("\n  }) : () -> ()\n}) {mhlo.num_partitions = 1 : i32, "
+            "mhlo.num_replicas = 1 : i32} : () -> ()\n")
+    return head + "\n".join(t.w.lines + [ret]) + tail
