@@ -228,3 +228,10 @@ def test_lax_reduce_monoids_and_init_values():
     np.testing.assert_allclose(np.asarray(g), np.ones_like(x))
     with pytest.raises(NotImplementedError, match="lax.reduce"):
         lax.reduce(x, 0.0, lambda p, q: p + 2 * q, (0,))
+
+
+def test_argmax_argmin_of_booleans():
+    b = np.array([[False, True, True], [False, False, False], [True, False, True]])
+    np.testing.assert_array_equal(np.asarray(jnp.argmax(b, axis=1)), np.argmax(b, axis=1))
+    np.testing.assert_array_equal(np.asarray(jnp.argmin(b, axis=0)), np.argmin(b, axis=0))
+    np.testing.assert_array_equal(np.asarray(ember.jit(jnp.argmax)(b)), np.argmax(b))

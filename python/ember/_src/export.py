@@ -334,6 +334,15 @@ def deserialize(blob):
     return Exported(name, text, in_tree, in_avals, out_tree, out_avals, platforms)
 
 
+def from_stablehlo(text, name=None):
+    """An `Exported` for a StableHLO module in MLIR's generic form (e.g. a
+    JAX export's `mlir_module()` printed generically): Ember compiles,
+    differentiates and batches it (`stablehlo_in.py`)."""
+    from .stablehlo_in import from_stablehlo as _from
+
+    return _from(text, name)
+
+
 def symbolic_shape(*args, **kwargs):
     raise NotImplementedError("symbolic dimensions (shape polymorphism) are not supported by "
                               "Ember's export yet")

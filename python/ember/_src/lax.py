@@ -1111,12 +1111,20 @@ def reduce(operands, init_values, computation, dimensions):
     return tree_util.tree_unflatten(tree, outs)
 
 
+def _bool_as_uint8(x):
+    # ember.argmax/argmin take numbers; False < True as 0 < 1.
+    x = as_value(x)
+    return convert_element_type(x, np.uint8) if x.dtype == np.bool_ else x
+
+
 def argmax(x, axis, index_dtype):
-    return argmax_p.bind(x, axis=int(axis), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    return argmax_p.bind(_bool_as_uint8(x), axis=int(axis),
+                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(x, axis, index_dtype):
-    return argmin_p.bind(x, axis=int(axis), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    return argmin_p.bind(_bool_as_uint8(x), axis=int(axis),
+                         index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def _cumulative(kind):

@@ -658,9 +658,8 @@ class _Translator:
         return w.op("stablehlo.case", [index], rtypes, regions=branches)
 
 
-def to_stablehlo(module, name="main_module"):
-    """The `ember` module `module` (an ir.Module whose `main` has no
-    transformation ops left) as StableHLO text in generic form."""
+def module_functions(module, who):
+    """(functions by name, `main`, main's FunctionType) of a module."""
     functions = {}
     for op in module.body.operations:
         op = op.operation
@@ -668,8 +667,14 @@ def to_stablehlo(module, name="main_module"):
             functions[ir.StringAttr(op.attributes["sym_name"]).value] = op
     main = functions.get("main")
     if main is None:
-        raise ValueError("StableHLO export: the module has no main function")
-    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        raise ValueError(f"{who}: the module has no main function")
+    return functions, main, ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+
+
+def to_stablehlo(module, name="main_module"):
+    """The `ember` module `module` (an ir.Module whose `main` has no
+    transformation ops left) as StableHLO text in generic form."""
+    functions, main, ftype = module_functions(module, "StableHLO export")
     t = _Translator(functions)
     block = main.regions[0].blocks[0]
     args = [V(t.w.fresh(), str(x)) for x in ftype.inputs]

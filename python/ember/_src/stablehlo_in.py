@@ -1,0 +1,615 @@
+"""StableHLO in: a StableHLO module (MLIR's generic form, e.g. what JAX's
+`jax.export` gives after `mlir_module()`) as an Ember function.
+
+The module is parsed with the `stablehlo`/`chlo` dialects unregistered
+(Ember's MLIR does not carry them; every op in generic form still parses and
+keeps its attributes), then each op is emitted through Ember's `lax`, so the
+result is an `ember` program that Ember compiles, differentiates and batches
+with its own passes. `from_stablehlo` returns an `Exported` (traced once for
+the module's argument types). The ops Ember reads are listed in
+docs/design.md ("StableHLO in"); others raise NotImplementedError naming the op.
+"""
+
+import re
+
+import numpy as np
+
+from ember import lax as L
+from ember._mlir import ir
+
+from . import core, dtypes
+from .config import config
+from .stablehlo_out import _is_complex, _is_float, _np_dtype, _split, module_functions
+
+_UNARY = {
+    "negate": L.neg, "abs": L.abs, "sign": L.sign, "floor": L.floor, "ceil": L.ceil,
+    "round_nearest_afz": lambda x: L.round(x, L.RoundingMethod.AWAY_FROM_ZERO),
+    "round_nearest_even": lambda x: L.round(x, L.RoundingMethod.TO_NEAREST_EVEN),
+    "exponential": L.exp, "exponential_minus_one": L.expm1, "log": L.log,
+    "log_plus_one": L.log1p, "logistic": L.logistic, "tanh": L.tanh, "sine": L.sin,
+    "cosine": L.cos, "tan": L.tan, "sqrt": L.sqrt, "rsqrt": L.rsqrt, "cbrt": L.cbrt,
+    "is_finite": L.is_finite, "popcnt": L.population_count, "count_leading_zeros": L.clz,
+    "not": L.bitwise_not, "real": L.real, "imag": L.imag,
+    # chlo (also the names of `stablehlo.composite` ops)
+    "erf": L.erf, "erf_inv": L.erf_inv, "lgamma": L.lgamma, "digamma": L.digamma,
+    "bessel_i1e": L.bessel_i1e, "asin": L.asin, "acos": L.acos, "atan": L.atan,
+    "sinh": L.sinh, "cosh": L.cosh, "asinh": L.asinh, "acosh": L.acosh, "atanh": L.atanh,
+    "conj": L.conj,
+}
+_BINARY = {
+    "add": L.add, "subtract": L.sub, "multiply": L.mul, "divide": L.div,
+    "remainder": L.rem, "power": L.pow, "maximum": L.max, "minimum": L.min,
+    "atan2": L.atan2, "and": L.bitwise_and, "or": L.bitwise_or, "xor": L.bitwise_xor,
+    "shift_left": L.shift_left, "shift_right_logical": L.shift_right_logical,
+    "shift_right_arithmetic": L.shift_right_arithmetic, "complex": L.complex,
+    "next_after": L.nextafter,
+}
+_COMBINERS = {"add": L.add, "multiply": L.mul, "maximum": L.max, "minimum": L.min,
+              "and": L.bitwise_and, "or": L.bitwise_or, "xor": L.bitwise_xor}
+_COMPARE = {"EQ": L.eq, "NE": L.ne, "LT": L.lt, "LE": L.le, "GT": L.gt, "GE": L.ge}
+
+
+def _dtype(type_text):
+    elt = _split(type_text)[1]
+    return np.dtype(dtypes.bfloat16) if elt == "bf16" else _np_dtype(elt)
+
+
+def _attr(op, name, default=None):
+    try:
+        return op.attributes[name]
+    except (KeyError, IndexError, ValueError):
+        return default
+
+
+def _ints(attr):
+    text = str(attr)
+    if text.startswith("array<"):
+        body = text[text.index("i64") + 3:-1].lstrip(":").strip()
+        return [int(t) for t in body.split(",")] if body else []
+    if text.startswith("dense<"):
+        return np.asarray(_dense(attr)).astype(int).ravel().tolist()
+    return int(text.split(":")[0])
+
+
+def _fields(attr):
+    """The `name = value` fields of an opaque `#stablehlo.x<...>` attribute:
+    lists of ints as lists, numbers as ints."""
+    text = str(attr)
+    body = text[text.index("<") + 1:text.rindex(">")]
+    out = {}
+    for name, value in re.findall(r"(\w+)\s*=\s*(\[[^\]]*\]|-?\d+)", body):
+        out[name] = ([int(v) for v in value[1:-1].split(",") if v.strip()]
+                     if value.startswith("[") else int(value))
+    return out
+
+
+def _enum_word(attr):
+    return str(attr).rstrip(">").split()[-1]
+
+
+def _dense(attr):
+    """A DenseElementsAttr as a NumPy array (parsed from its text: dense
+    literals are decimal, hexadecimal or booleans)."""
+    text = str(attr)
+    m = re.match(r"dense<(.*)>\s*:\s*(tensor<.*>)$", text, re.S)
+    if not m:
+        raise NotImplementedError(f"StableHLO import: constant {text[:80]!r}")
+    body, ttype = m.group(1).strip(), m.group(2)
+    shape, elt = _split(ttype)
+    dt = _dtype(ttype)
+    if body.startswith('"0x') or (body.startswith("0x") and "," not in body
+                                  and len(body) - 2 > 2 * dt.itemsize):
+        raw = bytes.fromhex(body.strip('"')[2:])
+        return np.frombuffer(raw, dt).reshape(shape) if len(raw) > dt.itemsize else \
+            np.full(shape, np.frombuffer(raw, dt)[0])
+    vals = re.findall(r"\(\s*[^()]*\)|true|false|0x[0-9A-Fa-f]+"
+                      r"|[-+]?(?:inf|nan|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)", body)
+
+    def scalar(tok, elt):
+        if tok == "true":
+            return True
+        if tok == "false":
+            return False
+        if tok.startswith("("):
+            re_, im = tok[1:-1].split(",")
+            part = elt[len("complex<"):-1]
+            return complex(scalar(re_.strip(), part), scalar(im.strip(), part))
+        if tok.startswith("0x"):
+            pdt = _np_dtype(elt) if elt != "bf16" else np.dtype(dtypes.bfloat16)
+            if _is_float(elt):
+                return np.array(int(tok, 16), f"u{pdt.itemsize}").view(pdt).item()
+            return int(tok, 16)
+        if tok in ("inf", "+inf"):
+            return np.inf
+        if tok == "-inf":
+            return -np.inf
+        if tok == "nan":
+            return np.nan
+        return float(tok) if (_is_float(elt) or "." in tok or "e" in tok) else int(tok)
+
+    flat = [scalar(t, elt) for t in vals]
+    if _is_float(elt):
+        arr = np.array(flat, np.float64).astype(dt)
+    elif _is_complex(elt):
+        arr = np.array(flat, np.complex128).astype(dt)
+    elif elt.startswith("ui") or elt.startswith("i") and elt != "i1":
+        bits = int(elt.lstrip("ui"))
+        arr = np.array([v & ((1 << bits) - 1) if isinstance(v, int) and v < 0
+                        and elt.startswith("ui") else v for v in flat], dtype=np.int64
+                       if not elt.startswith("ui") else np.uint64).astype(dt)
+    else:
+        arr = np.array(flat, dt)
+    size = int(np.prod(shape)) if shape else 1
+    return np.full(shape, arr[0]) if arr.size == 1 and size != 1 else arr.reshape(shape)
+
+
+def _body_ops(region):
+    return [o.operation for o in region.blocks[0].operations]
+
+
+def _single_combiner(region):
+    """The op name when a region is `return op(arg0, arg1)`, 'replace' when
+    it returns its second argument; else None."""
+    block = region.blocks[0]
+    ops = _body_ops(region)
+    args = list(block.arguments)
+    if len(ops) == 1 and len(args) == 2 and ops[0].operands[0] == args[1]:
+        return "replace"
+    if len(ops) == 2 and len(args) == 2:
+        op = ops[0]
+        kind = op.name.split(".", 1)[1]
+        if kind in _COMBINERS and set(op.operands) == set(args) and \
+                ops[1].operands[0] == op.results[0]:
+            return kind
+    return None
+
+
+class _Importer:
+    def __init__(self, functions):
+        self.functions = functions
+
+    def call(self, fn, args):
+        return self.block(fn.regions[0].blocks[0], args, {})
+
+    def block(self, block, args, outer):
+        env = dict(outer)
+        for a, v in zip(block.arguments, args):
+            env[a] = v
+        for op in block.operations:
+            op = op.operation
+            if op.name in ("func.return", "stablehlo.return"):
+                return [env[o] for o in op.operands]
+            outs = self.op(op, [env[o] for o in op.operands], env)
+            for r, v in zip(op.results, outs):
+                env[r] = v
+        return []
+
+    def op(self, op, ins, env):
+        name = op.name
+        dialect, kind = name.split(".", 1)
+        rtypes = [str(r.type) for r in op.results]
+        if name == "func.call":
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            return self.call(self.functions[callee], ins)
+        if dialect in ("stablehlo", "chlo"):
+            if kind in _UNARY and len(ins) == 1:
+                return [_UNARY[kind](ins[0])]
+            if kind in _BINARY and len(ins) == 2:
+                return [_BINARY[kind](ins[0], ins[1])]
+            method = getattr(self, "s_" + kind, None)
+            if method is not None:
+                out = method(op, ins, rtypes, env)
+                return out if isinstance(out, (list, tuple)) else [out]
+        raise NotImplementedError(f"StableHLO import: Ember does not read {name!r} yet")
+
+    # -- elementwise ------------------------------------------------------
+    def s_constant(self, op, ins, rtypes, env):
+        return core.Array(_dense(op.attributes["value"]))
+
+    def s_compare(self, op, ins, rtypes, env):
+        a, b = ins
+        direction = _enum_word(op.attributes["comparison_direction"])
+        ctype = _attr(op, "compare_type")
+        if ctype is not None and _enum_word(ctype) == "TOTALORDER":
+            a, b = _total_order_key(a), _total_order_key(b)
+        return _COMPARE[direction](a, b)
+
+    def s_select(self, op, ins, rtypes, env):
+        p, a, b = ins
+        if p.ndim == 0 and a.ndim:
+            p = L.broadcast_in_dim(p, a.shape, ())
+        return L.select(p, a, b)
+
+    def s_clamp(self, op, ins, rtypes, env):
+        lo, x, hi = ins
+        lo = L.broadcast_in_dim(lo, x.shape, ()) if lo.ndim == 0 and x.ndim else lo
+        hi = L.broadcast_in_dim(hi, x.shape, ()) if hi.ndim == 0 and x.ndim else hi
+        return L.clamp(lo, x, hi)
+
+    def s_convert(self, op, ins, rtypes, env):
+        x = ins[0]
+        dt = _dtype(rtypes[0])
+        if dtypes.is_complex(x.dtype) and not np.issubdtype(dt, np.complexfloating):
+            x = L.real(x)
+        return L.convert_element_type(x, dt)
+
+    def s_bitcast_convert(self, op, ins, rtypes, env):
+        return L.bitcast_convert_type(ins[0], _dtype(rtypes[0]))
+
+    def s_iota(self, op, ins, rtypes, env):
+        shape = _split(rtypes[0])[0]
+        return L.broadcasted_iota(_dtype(rtypes[0]), shape,
+                                  _ints(op.attributes["iota_dimension"]))
+
+    # -- structural -------------------------------------------------------
+    def s_broadcast_in_dim(self, op, ins, rtypes, env):
+        return L.broadcast_in_dim(ins[0], _split(rtypes[0])[0],
+                                  tuple(_ints(op.attributes["broadcast_dimensions"])))
+
+    def s_reshape(self, op, ins, rtypes, env):
+        return L.reshape(ins[0], _split(rtypes[0])[0])
+
+    def s_transpose(self, op, ins, rtypes, env):
+        return L.transpose(ins[0], tuple(_ints(op.attributes["permutation"])))
+
+    def s_slice(self, op, ins, rtypes, env):
+        return L.slice(ins[0], _ints(op.attributes["start_indices"]),
+                       _ints(op.attributes["limit_indices"]), _ints(op.attributes["strides"]))
+
+    def s_dynamic_slice(self, op, ins, rtypes, env):
+        return L.dynamic_slice(ins[0], ins[1:], _ints(op.attributes["slice_sizes"]))
+
+    def s_dynamic_update_slice(self, op, ins, rtypes, env):
+        return L.dynamic_update_slice(ins[0], ins[1], ins[2:])
+
+    def s_pad(self, op, ins, rtypes, env):
+        lo, hi, inner = (_ints(op.attributes[k]) for k in
+                         ("edge_padding_low", "edge_padding_high", "interior_padding"))
+        return L.pad(ins[0], ins[1], list(zip(lo, hi, inner)))
+
+    def s_concatenate(self, op, ins, rtypes, env):
+        return L.concatenate(ins, _ints(op.attributes["dimension"]))
+
+    def s_reverse(self, op, ins, rtypes, env):
+        return L.rev(ins[0], _ints(op.attributes["dimensions"]))
+
+    def s_optimization_barrier(self, op, ins, rtypes, env):
+        return list(L.optimization_barrier(tuple(ins)))
+
+    # -- reductions -------------------------------------------------------
+    def s_reduce(self, op, ins, rtypes, env):
+        dims = _ints(op.attributes["dimensions"])
+        n = len(ins) // 2
+        region = op.regions[0]
+        kind = _single_combiner(region)
+        if n == 1 and kind in _COMBINERS:
+            return L.reduce(ins[0], ins[1], _COMBINERS[kind], dims)
+        if n == 2 and len(dims) == 1:
+            arg = self._arg_reduce(op, region, dims[0])
+            if arg is not None:
+                x = ins[0]
+                idx = (L.argmax if arg == "GT" else L.argmin)(x, dims[0], _dtype(rtypes[1]))
+                val = (L.reduce_max if arg == "GT" else L.reduce_min)(x, dims)
+                return [val, idx]
+        raise NotImplementedError(
+            "StableHLO import: a stablehlo.reduce whose body is not a single add, multiply, "
+            "maximum, minimum, and, or or xor (or JAX's argmax/argmin)")
+
+    def _arg_reduce(self, op, region, dim):
+        """'GT' or 'LT' when the reduce is JAX's argmax / argmin: (values, an
+        iota along the reduced dimension) compared by value."""
+        src = op.operands[1].owner
+        if getattr(src, "name", None) != "stablehlo.iota" or \
+                _ints(src.attributes["iota_dimension"]) != dim:
+            return None
+        args = list(region.blocks[0].arguments)
+        for o in _body_ops(region):
+            if o.name == "stablehlo.compare" and set(o.operands) == {args[0], args[2]}:
+                d = _enum_word(o.attributes["comparison_direction"])
+                if d in ("GT", "LT"):
+                    return d if o.operands[0] == args[0] else {"GT": "LT", "LT": "GT"}[d]
+        return None
+
+    def s_reduce_window(self, op, ins, rtypes, env):
+        if len(ins) != 2:
+            raise NotImplementedError("StableHLO import: variadic stablehlo.reduce_window")
+        kind = _single_combiner(op.regions[0])
+        if kind not in _COMBINERS:
+            raise NotImplementedError("StableHLO import: a stablehlo.reduce_window whose body "
+                                      "is not a single add, multiply, maximum or minimum")
+        rank = ins[0].ndim
+        for k in ("base_dilations", "window_dilations"):
+            d = _attr(op, k)
+            if d is not None and any(v != 1 for v in _ints(d)):
+                raise NotImplementedError(f"StableHLO import: reduce_window with {k}")
+        window = _ints(op.attributes["window_dimensions"])
+        strides = _ints(op.attributes["window_strides"]) if _attr(op, "window_strides") \
+            is not None else [1] * rank
+        pads = np.asarray(_dense(op.attributes["padding"])).reshape(rank, 2).tolist() \
+            if _attr(op, "padding") is not None else [(0, 0)] * rank
+        return L.reduce_window(ins[0], ins[1], _COMBINERS[kind], window, strides,
+                               [tuple(p) for p in pads])
+
+    def s_sort(self, op, ins, rtypes, env):
+        region = op.regions[0]
+        args = list(region.blocks[0].arguments)
+        # The keys are the operands the comparator reads (JAX compares them in
+        # order, in its total order); the direction is that of its compares.
+        used, directions = set(), set()
+        derived = {}
+        for o in _body_ops(region):
+            srcs = set()
+            for v in o.operands:
+                if v in args:
+                    srcs.add(args.index(v))
+                srcs |= derived.get(v, set())
+            used |= {k // 2 for k in srcs}
+            for r in o.results:
+                derived[r] = srcs
+            if o.name == "stablehlo.compare" and len(o.operands) == 2:
+                a, b = (derived.get(v, {args.index(v)} if v in args else set())
+                        for v in o.operands)
+                d = _enum_word(o.attributes["comparison_direction"])
+                if a and b and d in ("LT", "GT") and len({k // 2 for k in a | b}) == 1:
+                    first = min(a) % 2 == 0
+                    directions.add(d if first else {"LT": "GT", "GT": "LT"}[d])
+        num_keys = max(used) + 1 if used else 1
+        dim = _ints(op.attributes["dimension"])
+        if directions == {"GT"}:
+            # Stable descending: reverse, sort ascending, reverse.
+            rev = [L.rev(x, (dim,)) for x in ins]
+            return [L.rev(x, (dim,)) for x in L.sort(tuple(rev), dim, True, num_keys)]
+        if directions - {"LT"}:
+            raise NotImplementedError("StableHLO import: a stablehlo.sort whose comparator "
+                                      "mixes directions")
+        return list(L.sort(tuple(ins), dim, True, num_keys))
+
+    # -- contraction, gather, scatter -------------------------------------
+    def s_dot_general(self, op, ins, rtypes, env):
+        f = _fields(op.attributes["dot_dimension_numbers"])
+        dn = ((f.get("lhs_contracting_dimensions", []), f.get("rhs_contracting_dimensions", [])),
+              (f.get("lhs_batching_dimensions", []), f.get("rhs_batching_dimensions", [])))
+        return L.dot_general(ins[0], ins[1], dn, preferred_element_type=_dtype(rtypes[0]))
+
+    def s_gather(self, op, ins, rtypes, env):
+        operand, idx = ins
+        f = _fields(op.attributes["dimension_numbers"])
+        ivd = f.get("index_vector_dim", 0)
+        idx = _index_vectors_last(idx, ivd)
+        dn = L.GatherDimensionNumbers(
+            offset_dims=tuple(f.get("offset_dims", [])),
+            collapsed_slice_dims=tuple(f.get("collapsed_slice_dims", [])),
+            start_index_map=tuple(f.get("start_index_map", [])),
+            operand_batching_dims=tuple(f.get("operand_batching_dims", [])),
+            start_indices_batching_dims=tuple(_moved(f.get("start_indices_batching_dims", []),
+                                                     ivd, idx.ndim)))
+        return L.gather(operand, idx, dn, tuple(_ints(op.attributes["slice_sizes"])),
+                        mode=L.GatherScatterMode.CLIP)
+
+    def s_scatter(self, op, ins, rtypes, env):
+        if len(ins) != 3:
+            raise NotImplementedError("StableHLO import: variadic stablehlo.scatter")
+        operand, idx, upd = ins
+        f = _fields(op.attributes["scatter_dimension_numbers"])
+        ivd = f.get("index_vector_dim", 0)
+        idx = _index_vectors_last(idx, ivd)
+        kind = _single_combiner(op.regions[0])
+        fn = {"replace": L.scatter, "add": L.scatter_add, "multiply": L.scatter_mul,
+              "minimum": L.scatter_min, "maximum": L.scatter_max}.get(kind)
+        if fn is None:
+            raise NotImplementedError("StableHLO import: a stablehlo.scatter whose body is not "
+                                      "a replacement, add, multiply, minimum or maximum")
+        dn = L.ScatterDimensionNumbers(
+            update_window_dims=tuple(f.get("update_window_dims", [])),
+            inserted_window_dims=tuple(f.get("inserted_window_dims", [])),
+            scatter_dims_to_operand_dims=tuple(f.get("scatter_dims_to_operand_dims", [])),
+            operand_batching_dims=tuple(f.get("input_batching_dims", [])),
+            scatter_indices_batching_dims=tuple(_moved(
+                f.get("scatter_indices_batching_dims", []), ivd, idx.ndim)))
+        return fn(operand, idx, upd, dn, mode=L.GatherScatterMode.FILL_OR_DROP)
+
+    # -- control flow -----------------------------------------------------
+    def s_while(self, op, ins, rtypes, env):
+        cond_b, body_b = op.regions[0].blocks[0], op.regions[1].blocks[0]
+
+        def cond(carry):
+            return self.block(cond_b, list(carry), env)[0]
+
+        def body(carry):
+            return tuple(self.block(body_b, list(carry), env))
+
+        return list(L.while_loop(cond, body, tuple(ins)))
+
+    def s_case(self, op, ins, rtypes, env):
+        n = len(op.regions)
+        index = ins[0]
+        # StableHLO runs the last branch for an index out of [0, n).
+        index = L.select(L.bitwise_or(L.lt(index, L.full_like(index, 0)),
+                                      L.ge(index, L.full_like(index, n))),
+                         L.full_like(index, n - 1), index)
+        branches = [lambda r=r: tuple(self.block(r.blocks[0], [], env)) for r in op.regions]
+        return list(L.switch(index, branches))
+
+    # -- linear algebra, convolution, composites --------------------------
+    def s_cholesky(self, op, ins, rtypes, env):
+        return self.s_cholesky_like(ins[0], str(_attr(op, "lower", "false")) == "true")
+
+    def s_triangular_solve(self, op, ins, rtypes, env):
+        trans = _enum_word(op.attributes["transpose_a"])
+        return L.linalg.triangular_solve(
+            ins[0], ins[1], left_side=str(op.attributes["left_side"]) == "true",
+            lower=str(op.attributes["lower"]) == "true",
+            unit_diagonal=str(op.attributes["unit_diagonal"]) == "true",
+            transpose_a=trans in ("TRANSPOSE", "ADJOINT"), conjugate_a=trans == "ADJOINT")
+
+    def s_convolution(self, op, ins, rtypes, env):
+        lhs_spec, rhs_spec, out_spec = _conv_dims(str(op.attributes["dimension_numbers"]))
+        rank = ins[0].ndim - 2
+
+        def get(k, default):
+            v = _attr(op, k)
+            return default if v is None else _ints(v)
+
+        padding = _attr(op, "padding")
+        pads = (np.asarray(_dense(padding)).reshape(rank, 2).tolist() if padding is not None
+                else [(0, 0)] * rank)
+        return L.conv_general_dilated(
+            ins[0], ins[1], get("window_strides", [1] * rank), [tuple(p) for p in pads],
+            lhs_dilation=get("lhs_dilation", [1] * rank),
+            rhs_dilation=get("rhs_dilation", [1] * rank),
+            dimension_numbers=L.ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec),
+            feature_group_count=_ints(op.attributes["feature_group_count"]),
+            batch_group_count=_ints(op.attributes["batch_group_count"]),
+            preferred_element_type=_dtype(rtypes[0]))
+
+    def s_composite(self, op, ins, rtypes, env):
+        name = ir.StringAttr(op.attributes["name"]).value
+        short = name.split(".", 1)[1] if "." in name else name
+        if name.startswith("chlo.") and short in _UNARY and len(ins) == 1:
+            return [_UNARY[short](ins[0])]
+        callee = ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value
+        return self.call(self.functions[callee], ins)
+
+    def s_custom_call(self, op, ins, rtypes, env):
+        """The LAPACK calls of JAX's CPU lowering (`lapack_?potrf_ffi`, `trsm`,
+        `getrf`, `syevd`, `gesdd`), read as Ember's linear algebra ops."""
+        target = ir.StringAttr(op.attributes["call_target_name"]).value
+        m = re.fullmatch(r"lapack_[sdcz](potrf|trsm|getrf|syevd|heevd|gesdd)_ffi", target)
+        if m is None:
+            raise NotImplementedError(
+                f"StableHLO import: Ember does not read the custom call {target!r} yet")
+        cfg = {}
+        conf = _attr(op, "mhlo.backend_config")
+        if conf is not None:
+            for named in ir.DictAttr(conf):
+                cfg[named.name] = chr(_ints(named.attr)) if "ui8" in str(named.attr) else \
+                    str(named.attr)
+        kind = m.group(1)
+        info_t = rtypes[-1]
+        zero_info = L.full(_split(info_t)[0], 0, _dtype(info_t))
+        if kind == "potrf":
+            lower = cfg.get("uplo", "L") == "L"
+            out = self.s_cholesky_like(ins[0], lower)
+            bad = L.reduce_or(L.ne(out, out), tuple(range(out.ndim - 2, out.ndim)))
+            return [out, L.convert_element_type(bad, _dtype(info_t))]
+        if kind == "trsm":
+            trans = cfg.get("trans_x", "N")
+            return [L.linalg.triangular_solve(
+                ins[0], ins[1], left_side=cfg.get("side", "L") == "L",
+                lower=cfg.get("uplo", "L") == "L", unit_diagonal=cfg.get("diag", "N") == "U",
+                transpose_a=trans in ("T", "C"), conjugate_a=trans == "C")]
+        if kind == "getrf":
+            lu, pivots, _ = L.linalg.lu(ins[0])
+            return [lu, L.add(pivots, L.full_like(pivots, 1)), zero_info]
+        if kind in ("syevd", "heevd"):
+            v, w = L.linalg.eigh(ins[0], lower=cfg.get("uplo", "L") == "L",
+                                 symmetrize_input=False)
+            return [v, w, zero_info]
+        mode = cfg.get("mode", "S")
+        if mode == "N":
+            s_ = L.linalg.svd(ins[0], full_matrices=False, compute_uv=False)
+            return [ins[0], s_, ins[0], ins[0], zero_info]
+        u, s_, vt = L.linalg.svd(ins[0], full_matrices=mode == "A")
+        return [ins[0], s_, u, vt, zero_info]
+
+    def s_cholesky_like(self, a, lower):
+        if not lower:
+            a = _swap_last(a)
+        lo = L.linalg.cholesky(a, symmetrize_input=False)
+        return lo if lower else _swap_last(lo)
+
+    def s_top_k(self, op, ins, rtypes, env):
+        return list(L.top_k(ins[0], _ints(op.attributes["k"])))
+
+
+def _swap_last(a):
+    perm = list(range(a.ndim))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return L.transpose(a, tuple(perm))
+
+
+def _total_order_key(x):
+    """Floats as signed integers in IEEE total order (for TOTALORDER
+    compares); other types unchanged."""
+    if not np.issubdtype(x.dtype, np.floating):
+        return x
+    width = np.dtype(x.dtype).itemsize * 8
+    it = {16: np.int16, 32: np.int32, 64: np.int64}[width]
+    i = L.bitcast_convert_type(x, it)
+    sign = L.shift_right_arithmetic(i, L.full_like(i, width - 1))
+    return L.bitwise_xor(i, L.bitwise_and(sign, L.full_like(i, np.iinfo(it).max)))
+
+
+def _index_vectors_last(idx, ivd):
+    """Indices with the index vector dimension last (JAX's convention)."""
+    if ivd == idx.ndim:
+        return L.reshape(idx, tuple(idx.shape) + (1,))
+    if ivd != idx.ndim - 1:
+        perm = [d for d in range(idx.ndim) if d != ivd] + [ivd]
+        return L.transpose(idx, tuple(perm))
+    return idx
+
+
+def _moved(dims, ivd, rank):
+    """Index batching dimensions renumbered after moving `ivd` last."""
+    if ivd >= rank - 1:
+        return list(dims)
+    return [d - 1 if d > ivd else d for d in dims]
+
+
+def _conv_dims(text):
+    """(lhs, rhs, out) specs of `#stablehlo.conv<[b, 0, f]x[o, i, 0]->[b, 0, f]>`
+    as ConvDimensionNumbers tuples (batch/out-feature, feature/in-feature,
+    spatial dimensions in order)."""
+    m = re.search(r"\[([^\]]*)\]x\[([^\]]*)\]->\[([^\]]*)\]", text)
+    if not m:
+        raise NotImplementedError(f"StableHLO import: convolution dimensions {text!r}")
+
+    def spec(part, first, second):
+        roles = [r.strip() for r in part.split(",")]
+        spatial = sorted((int(r), k) for k, r in enumerate(roles) if r.isdigit())
+        return (roles.index(first), roles.index(second)) + tuple(k for _, k in spatial)
+
+    return (spec(m.group(1), "b", "f"), spec(m.group(2), "o", "i"), spec(m.group(3), "b", "f"))
+
+
+def from_stablehlo(text, name=None):
+    """An `Exported` for the StableHLO module `text` (generic form): its
+    public `main` traced into the `ember` dialect. The result calls (also
+    under `jit`, `grad` and `vmap`), serializes and exports back."""
+    from .export import _export_flat
+
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    with ctx:
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as e:
+            raise ValueError(f"from_stablehlo: the module does not parse: {e}") from None
+        functions, main, ftype = module_functions(module, "from_stablehlo")
+        in_types = [str(t) for t in ftype.inputs]
+        for t in in_types:
+            if not t.startswith("tensor<") or "?" in t:
+                raise NotImplementedError(f"from_stablehlo: argument type {t} (Ember reads "
+                                          "static tensor shapes)")
+        specs = [core.ShapeDtypeStruct(_split(t)[0], _dtype(t)) for t in in_types]
+        importer = _Importer(functions)
+        if name is None:
+            sym = module.operation.attributes
+            name = str(ir.StringAttr(sym["sym_name"]).value) if "sym_name" in sym else "main"
+
+        def fun(*args):
+            outs = importer.call(main, [core.as_value(a) for a in args])
+            return tuple(outs)
+
+        # A module with 64-bit types is traced with them (JAX exports them
+        # whether or not x64 is on in the reader); the option is set for the
+        # trace only, without clearing the compiled-code caches.
+        wide = re.search(r"tensor<[^>]*(?:f64|i64)>", text) and not config.jax_enable_x64
+        if wide:
+            config.jax_enable_x64 = True
+        try:
+            return _export_flat(fun, specs, name, ("cpu",))
+        finally:
+            if wide:
+                config.jax_enable_x64 = False

@@ -1,0 +1,128 @@
+"""Records programs exported by JAX as StableHLO for Ember's import tests
+(`test/python/test_stablehlo_in.py`); run it with a Python that has JAX:
+
+    build/jaxvenv/bin/python tools/stablehlo/record_jax_exports.py \\
+        ../shared/conformance test/data/stablehlo
+
+For each program, writes NAME.mlir.gz (`jax.export` of `jax.jit(f)`, its
+`mlir_module()` in MLIR's generic form without locations) and NAME.npz
+(`in_K`: the arguments, `out_K`: JAX's results). The programs are the
+conformance cases that JAX runs without an exception (traced under `jit`,
+so their inputs are constants) and the programs with arguments below.
+"""
+
+import gzip
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+
+def programs(jax, jnp):
+    lax = jax.lax
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 6)).astype(np.float32)
+    w = rng.normal(size=(6, 3)).astype(np.float32)
+    i = rng.integers(-9, 9, size=(4, 6)).astype(np.int32)
+    params = [(rng.normal(size=(8, 16)).astype(np.float32) * 0.3, np.zeros(16, np.float32)),
+              (rng.normal(size=(16, 4)).astype(np.float32) * 0.3, np.zeros(4, np.float32))]
+    bx = rng.normal(size=(32, 8)).astype(np.float32)
+    by = np.eye(4, dtype=np.float32)[rng.integers(0, 4, size=32)]
+
+    def loss(p, xb, yb):
+        h = jnp.tanh(xb @ p[0][0] + p[0][1])
+        logits = h @ p[1][0] + p[1][1]
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * yb, axis=-1))
+
+    def step(p, xb, yb):
+        val, g = jax.value_and_grad(loss)(p, xb, yb)
+        return val, jax.tree.map(lambda a, b: a - 0.1 * b, p, g)
+
+    return {
+        "args_elementwise": (lambda a, b: (jnp.sin(a) * jnp.exp(-a * a) + jnp.tanh(a) / 3,
+                                           jnp.where(a > 0, jnp.sqrt(jnp.abs(a)), a ** 2),
+                                           jnp.maximum(a, 0.1) - jnp.clip(a, -1, 1),
+                                           jax.nn.gelu(a), jax.scipy.special.erf(a),
+                                           jnp.logaddexp(a, b)), (x, x[::-1].copy())),
+        "args_matmul_reduce": (lambda a, b: (a @ b, jnp.sum(a, 0), jnp.max(a, 1),
+                                             jnp.argmax(a, 1), jnp.argmin(a, 0),
+                                             jnp.mean(a @ b), jnp.cumsum(a, 1),
+                                             jax.nn.softmax(a @ b)), (x, w)),
+        "args_indexing": (lambda a, k: (a[k[0, 0] % 4], a[:, 1:5:2], a[k % 4, k % 6],
+                                        a.at[k % 4, 2].add(1.0), jnp.take(a, k[0] * 2, axis=1),
+                                        jnp.sort(a, 1), jnp.argsort(a[0]),
+                                        lax.dynamic_slice(a, (k[0, 1], 2), (2, 3))), (x, i)),
+        "args_control_flow": (lambda a, k: (lax.fori_loop(0, 4, lambda j, c: c * 0.5 + j, a),
+                                            lax.cond(k[0, 0] > 0, jnp.sin, jnp.cos, a),
+                                            lax.scan(lambda c, r: (c + r, c * r), a[0], a)[1],
+                                            lax.while_loop(lambda c: c[0] < 20,
+                                                           lambda c: (c[0] + 3, c[1] * 1.5),
+                                                           (k[0, 0], a[0]))[1],
+                                            lax.switch(k[1, 1] % 3,
+                                                       [jnp.sin, jnp.cos, jnp.tanh], a)), (x, i)),
+        "args_integers": (lambda k: (k // 3, k % 5, k << 2, k >> 1, k & 7, k | 8, k ^ 5,
+                                     lax.population_count(k), jnp.abs(k), -k,
+                                     k.astype(jnp.float32) / 2, (k > 0).astype(jnp.uint8)), (i,)),
+        "args_random": (lambda key: (jax.random.normal(jax.random.wrap_key_data(key), (5,)),
+                                     jax.random.uniform(jax.random.wrap_key_data(key), (3, 2)),
+                                     jax.random.bits(jax.random.wrap_key_data(key), (4,))),
+                        (np.array([0, 7], np.uint32),)),
+        "args_mlp_loss": (loss, (params, bx, by)),
+        "args_mlp_step": (step, (params, bx, by)),
+    }
+
+
+def generic(exported):
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    with mlir.make_ir_context():
+        module = ir.Module.parse(exported.mlir_module())
+        return module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+
+
+def main(conformance, out):
+    import jax
+    import jax.numpy as jnp
+
+    os.makedirs(out, exist_ok=True)
+    done = 0
+    cases = os.path.join(conformance, "cases")
+    for fn in sorted(os.listdir(cases)):
+        if not fn.endswith(".py") or fn.startswith("_"):
+            continue
+        spec = importlib.util.spec_from_file_location(fn[:-3], os.path.join(cases, fn))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        if getattr(mod, "EXPECT", None):
+            continue
+        f = jax.jit(lambda mod=mod: mod.case(jax, jnp, np))
+        try:
+            exp = jax.export.export(f)()
+            outs = jax.tree.leaves(f())
+        except Exception as e:  # noqa: BLE001 - not exportable under jit
+            print(f"skip {fn[:-3]}: {type(e).__name__}")
+            continue
+        name = "conf_" + fn[:-3]
+        with gzip.open(os.path.join(out, name + ".mlir.gz"), "wt") as fh:
+            fh.write(generic(exp))
+        np.savez_compressed(os.path.join(out, name + ".npz"),
+                 **{f"out_{k}": np.asarray(o) for k, o in enumerate(outs)})
+        done += 1
+    for name, (f, args) in programs(jax, jnp).items():
+        leaves = jax.tree.leaves(args)
+        specs = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
+        exp = jax.export.export(jax.jit(f))(*specs)
+        outs = jax.tree.leaves(jax.jit(f)(*args))
+        with gzip.open(os.path.join(out, name + ".mlir.gz"), "wt") as fh:
+            fh.write(generic(exp))
+        arrays = {f"in_{k}": np.asarray(a) for k, a in enumerate(leaves)}
+        arrays.update({f"out_{k}": np.asarray(o) for k, o in enumerate(outs)})
+        np.savez_compressed(os.path.join(out, name + ".npz"), **arrays)
+        done += 1
+    print(f"{done} programs recorded with JAX {jax.__version__}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
