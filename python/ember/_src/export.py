@@ -340,7 +340,7 @@ def from_stablehlo(text, name=None):
     differentiates and batches it (`stablehlo_in.py`)."""
     from .stablehlo_in import from_stablehlo as _from
 
-    return _from(text, name)
+    return _from(text, name, _export_flat)
 
 
 def symbolic_shape(*args, **kwargs):

@@ -14,10 +14,10 @@ import re
 
 import numpy as np
 
-from ember import lax as L
 from ember._mlir import ir
 
-from . import core, dtypes
+from . import control_flow, convolution, core, dtypes, lax_linalg
+from . import lax as L
 from .config import config
 from .stablehlo_out import _is_complex, _is_float, _np_dtype, _split, module_functions
 
@@ -418,7 +418,7 @@ class _Importer:
         def body(carry):
             return tuple(self.block(body_b, list(carry), env))
 
-        return list(L.while_loop(cond, body, tuple(ins)))
+        return list(control_flow.while_loop(cond, body, tuple(ins)))
 
     def s_case(self, op, ins, rtypes, env):
         n = len(op.regions)
@@ -428,7 +428,7 @@ class _Importer:
                                       L.ge(index, L.full_like(index, n))),
                          L.full_like(index, n - 1), index)
         branches = [lambda r=r: tuple(self.block(r.blocks[0], [], env)) for r in op.regions]
-        return list(L.switch(index, branches))
+        return list(control_flow.switch(index, branches))
 
     # -- linear algebra, convolution, composites --------------------------
     def s_cholesky(self, op, ins, rtypes, env):
@@ -436,7 +436,7 @@ class _Importer:
 
     def s_triangular_solve(self, op, ins, rtypes, env):
         trans = _enum_word(op.attributes["transpose_a"])
-        return L.linalg.triangular_solve(
+        return lax_linalg.triangular_solve(
             ins[0], ins[1], left_side=str(op.attributes["left_side"]) == "true",
             lower=str(op.attributes["lower"]) == "true",
             unit_diagonal=str(op.attributes["unit_diagonal"]) == "true",
@@ -453,11 +453,11 @@ class _Importer:
         padding = _attr(op, "padding")
         pads = (np.asarray(_dense(padding)).reshape(rank, 2).tolist() if padding is not None
                 else [(0, 0)] * rank)
-        return L.conv_general_dilated(
+        return convolution.conv_general_dilated(
             ins[0], ins[1], get("window_strides", [1] * rank), [tuple(p) for p in pads],
             lhs_dilation=get("lhs_dilation", [1] * rank),
             rhs_dilation=get("rhs_dilation", [1] * rank),
-            dimension_numbers=L.ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec),
+            dimension_numbers=convolution.ConvDimensionNumbers(lhs_spec, rhs_spec, out_spec),
             feature_group_count=_ints(op.attributes["feature_group_count"]),
             batch_group_count=_ints(op.attributes["batch_group_count"]),
             preferred_element_type=_dtype(rtypes[0]))
@@ -494,28 +494,28 @@ class _Importer:
             return [out, L.convert_element_type(bad, _dtype(info_t))]
         if kind == "trsm":
             trans = cfg.get("trans_x", "N")
-            return [L.linalg.triangular_solve(
+            return [lax_linalg.triangular_solve(
                 ins[0], ins[1], left_side=cfg.get("side", "L") == "L",
                 lower=cfg.get("uplo", "L") == "L", unit_diagonal=cfg.get("diag", "N") == "U",
                 transpose_a=trans in ("T", "C"), conjugate_a=trans == "C")]
         if kind == "getrf":
-            lu, pivots, _ = L.linalg.lu(ins[0])
+            lu, pivots, _ = lax_linalg.lu(ins[0])
             return [lu, L.add(pivots, L.full_like(pivots, 1)), zero_info]
         if kind in ("syevd", "heevd"):
-            v, w = L.linalg.eigh(ins[0], lower=cfg.get("uplo", "L") == "L",
+            v, w = lax_linalg.eigh(ins[0], lower=cfg.get("uplo", "L") == "L",
                                  symmetrize_input=False)
             return [v, w, zero_info]
         mode = cfg.get("mode", "S")
         if mode == "N":
-            s_ = L.linalg.svd(ins[0], full_matrices=False, compute_uv=False)
+            s_ = lax_linalg.svd(ins[0], full_matrices=False, compute_uv=False)
             return [ins[0], s_, ins[0], ins[0], zero_info]
-        u, s_, vt = L.linalg.svd(ins[0], full_matrices=mode == "A")
+        u, s_, vt = lax_linalg.svd(ins[0], full_matrices=mode == "A")
         return [ins[0], s_, u, vt, zero_info]
 
     def s_cholesky_like(self, a, lower):
         if not lower:
             a = _swap_last(a)
-        lo = L.linalg.cholesky(a, symmetrize_input=False)
+        lo = lax_linalg.cholesky(a, symmetrize_input=False)
         return lo if lower else _swap_last(lo)
 
     def s_top_k(self, op, ins, rtypes, env):
@@ -573,12 +573,9 @@ def _conv_dims(text):
     return (spec(m.group(1), "b", "f"), spec(m.group(2), "o", "i"), spec(m.group(3), "b", "f"))
 
 
-def from_stablehlo(text, name=None):
-    """An `Exported` for the StableHLO module `text` (generic form): its
-    public `main` traced into the `ember` dialect. The result calls (also
-    under `jit`, `grad` and `vmap`), serializes and exports back."""
-    from .export import _export_flat
-
+def from_stablehlo(text, name, export_flat):
+    """The StableHLO module `text` (generic form) traced into the `ember`
+    dialect by `export_flat(fun, specs, name, platforms)` (export.py's)."""
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True
     with ctx:
@@ -609,7 +606,7 @@ def from_stablehlo(text, name=None):
         if wide:
             config.jax_enable_x64 = True
         try:
-            return _export_flat(fun, specs, name, ("cpu",))
+            return export_flat(fun, specs, name, ("cpu",))
         finally:
             if wide:
                 config.jax_enable_x64 = False
