@@ -29,17 +29,17 @@ def Ember_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
 def Ember_Complex : AnyTypeOf<[Complex<F32>, Complex<F64>]>;
 def Ember_Element : AnyTypeOf<[Ember_Bool, Ember_Int, Ember_Float, Ember_Complex]>;
 
-def Ember_Tensor : RankedTensorOf<[Ember_Element]>;
-def Ember_BoolTensor : RankedTensorOf<[Ember_Bool]>;
-def Ember_IntTensor : RankedTensorOf<[Ember_Int]>;
-def Ember_IntOrBoolTensor : RankedTensorOf<[Ember_Bool, Ember_Int]>;
-def Ember_FloatTensor : RankedTensorOf<[Ember_Float]>;
-def Ember_FloatOrComplexTensor : RankedTensorOf<[Ember_Float, Ember_Complex]>;
-def Ember_NumericTensor : RankedTensorOf<[Ember_Int, Ember_Float, Ember_Complex]>;
-def Ember_RealTensor : RankedTensorOf<[Ember_Int, Ember_Float]>;
-def Ember_ComplexTensor : RankedTensorOf<[Ember_Complex]>;
+def Ember_Tensor : StaticShapeTensorOf<[Ember_Element]>;
+def Ember_BoolTensor : StaticShapeTensorOf<[Ember_Bool]>;
+def Ember_IntTensor : StaticShapeTensorOf<[Ember_Int]>;
+def Ember_IntOrBoolTensor : StaticShapeTensorOf<[Ember_Bool, Ember_Int]>;
+def Ember_FloatTensor : StaticShapeTensorOf<[Ember_Float]>;
+def Ember_FloatOrComplexTensor : StaticShapeTensorOf<[Ember_Float, Ember_Complex]>;
+def Ember_NumericTensor : StaticShapeTensorOf<[Ember_Int, Ember_Float, Ember_Complex]>;
+def Ember_RealTensor : StaticShapeTensorOf<[Ember_Int, Ember_Float]>;
+def Ember_ComplexTensor : StaticShapeTensorOf<[Ember_Complex]>;
 def Ember_ScalarIndexTensor : 0DTensorOf<[Ember_Int]>;
-def Ember_U32Tensor : RankedTensorOf<[UI32]>;
+def Ember_U32Tensor : StaticShapeTensorOf<[UI32]>;
 
 // Enumerations.
 def Ember_CmpEQ : I32EnumAttrCase<"EQ", 0>;

@@ -42,7 +42,7 @@ def Ember_ConstantOp : Ember_Op<"constant",
 def Ember_IotaOp : Ember_Op<"iota", [Ember_ZeroTangent, Pure]> {
   let summary = "indices along one dimension";
   let arguments = (ins I64Attr:$iota_dimension);
-  let results = (outs RankedTensorOf<[Ember_Int, Ember_Float]>:$output);
+  let results = (outs StaticShapeTensorOf<[Ember_Int, Ember_Float]>:$output);
   let assemblyFormat = "`dim` `=` $iota_dimension attr-dict `:` type($output)";
   let hasVerifier = 1;
 }
@@ -143,7 +143,7 @@ def Ember_ComplexOp : Ember_Op<"complex",
     [Ember_Linear, Pure, Elementwise, SameOperandsShape, SameOperandsElementType,
      SameOperandsAndResultShape, InferTypeOpAdaptor]> {
   let summary = "complex number from real and imaginary parts";
-  let arguments = (ins RankedTensorOf<[F32, F64]>:$lhs, RankedTensorOf<[F32, F64]>:$rhs);
+  let arguments = (ins StaticShapeTensorOf<[F32, F64]>:$lhs, StaticShapeTensorOf<[F32, F64]>:$rhs);
   let results = (outs Ember_ComplexTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
@@ -316,7 +316,7 @@ def Ember_ReduceOp : Ember_Op<"reduce", [Pure, InferTypeOpAdaptor]> {
 
 class Ember_ArgReduceOp<string mnemonic> : Ember_Op<mnemonic, [Ember_ZeroTangent, Pure]> {
   let arguments = (ins Ember_RealTensor:$operand, I64Attr:$axis);
-  let results = (outs RankedTensorOf<[Ember_Int]>:$result);
+  let results = (outs StaticShapeTensorOf<[Ember_Int]>:$result);
   let assemblyFormat = [{
     $operand `,` `axis` `=` $axis attr-dict `:` functional-type(operands, results)
   }];

@@ -1230,3 +1230,21 @@ func.func @svd_c4_values(%a: tensor<4x3xcomplex<f32>>) -> tensor<3xcomplex<f32>>
   %s = ember.svd %a {full_matrices = false} : (tensor<4x3xcomplex<f32>>) -> tensor<3xcomplex<f32>>
   return %s : tensor<3xcomplex<f32>>
 }
+
+// -----
+
+// Ember's tensors have static shapes (docs/spec.md, "Types"): a dynamic
+// dimension is a verifier error, never a crash in the lowering.
+func.func @dynamic_operand(%a: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor}}
+  %0 = ember.tanh %a : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @dynamic_result() -> tensor<?xi32> {
+  // expected-error @+1 {{result #0 must be statically shaped tensor}}
+  %0 = ember.iota dim = 0 : tensor<?xi32>
+  return %0 : tensor<?xi32>
+}
