@@ -248,6 +248,14 @@ def test_lowered_as_text_stablehlo():
     assert "sym_visibility = \"public\"" in text
 
 
+def test_compiler_ir_stablehlo():
+    module = ember.jit(lambda x: jnp.cumsum(x) * 2).lower(F[0]).compiler_ir("stablehlo")
+    names = [op.operation.name for op in module.body.operations[0].regions[0].blocks[0]]
+    assert "stablehlo.reduce_window" in names and "stablehlo.multiply" in names
+    with pytest.raises(ValueError, match="stablehlo"):
+        ember.jit(jnp.sin).lower(F).compiler_ir("hlo")
+
+
 def test_ops_without_stablehlo_form_raise():
     exp = export.export(ember.jit(jnp.linalg.qr))(ember.ShapeDtypeStruct((3, 3), jnp.float32))
     with pytest.raises(NotImplementedError, match="ember.qr"):

@@ -165,10 +165,18 @@ class Lowered:
         return self._in_tree
 
     def compiler_ir(self, dialect=None):
-        """The traced program as an MLIR module (the `ember` dialect; Ember
-        has no StableHLO)."""
+        """The traced program as an MLIR module: the `ember` dialect, or
+        with `dialect="stablehlo"` its StableHLO translation (parsed in a
+        context of its own with the StableHLO dialects unregistered, since
+        Ember's MLIR does not carry them)."""
+        if dialect == "stablehlo":
+            ctx = ir.Context()
+            ctx.allow_unregistered_dialects = True
+            with ctx:
+                return ir.Module.parse(self.as_text("stablehlo"))
         if dialect not in (None, "ember"):
-            raise ValueError(f"compiler_ir: Ember's IR is the 'ember' dialect, not {dialect!r}")
+            raise ValueError(f"compiler_ir: Ember's IR is the 'ember' dialect or 'stablehlo', "
+                             f"not {dialect!r}")
         with core.context():
             return ir.Module.parse(self._text)
 
