@@ -19,7 +19,12 @@ def main(folder):
     import jax
     import jax.extend
     from jax._src import compiler
+    from jax._src.lib import lapack
     from jax._src.lib import xla_client as xc
+
+    # The LAPACK custom calls (lapack_*_ffi) find LAPACK through SciPy once
+    # this has run (JAX runs it when it first lowers a decomposition).
+    lapack._lapack.initialize()
 
     backend = jax.extend.backend.get_backend("cpu")
     devices = xc.DeviceList(tuple(jax.devices("cpu")[:1]))

@@ -19,7 +19,14 @@ from ember._mlir import ir
 from . import control_flow, convolution, core, dtypes, lax_linalg
 from . import lax as L
 from .config import config
-from .stablehlo_out import _is_complex, _is_float, _np_dtype, _split, module_functions
+from .stablehlo_out import (
+    _is_complex,
+    _is_float,
+    _np_dtype,
+    _split,
+    attr_text,
+    module_functions,
+)
 
 _UNARY = {
     "negate": L.neg, "abs": L.abs, "sign": L.sign, "floor": L.floor, "ceil": L.ceil,
@@ -204,7 +211,7 @@ class _Importer:
 
     # -- elementwise ------------------------------------------------------
     def s_constant(self, op, ins, rtypes, env):
-        return core.Array(_dense(op.attributes["value"]))
+        return core.Array(_dense(attr_text(op, "value")))
 
     def s_compare(self, op, ins, rtypes, env):
         a, b = ins
@@ -508,7 +515,8 @@ class _Importer:
         mode = cfg.get("mode", "S")
         if mode == "N":
             s_ = lax_linalg.svd(ins[0], full_matrices=False, compute_uv=False)
-            return [ins[0], s_, ins[0], ins[0], zero_info]
+            unused = [L.full(_split(t)[0], 0, _dtype(t)) for t in rtypes[2:4]]
+            return [ins[0], s_, *unused, zero_info]
         u, s_, vt = lax_linalg.svd(ins[0], full_matrices=mode == "A")
         return [ins[0], s_, u, vt, zero_info]
 

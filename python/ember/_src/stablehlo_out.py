@@ -57,9 +57,7 @@ _SAME = {
 }
 _IDENTITY = ("stop_gradient", "checkpoint_name")
 _WITHOUT = {
-    "lu": "LU (XLA runs it as a LAPACK custom call)",
-    "eigh": "eigh (a LAPACK custom call in XLA)", "qr": "QR (a LAPACK custom call in XLA)",
-    "svd": "SVD (a LAPACK custom call in XLA)", "bessel_i0e": "bessel_i0e",
+    "bessel_i0e": "bessel_i0e",
     "host_callback": "host callbacks", "stack_push": "run-time stacks",
     "stack_pop": "run-time stacks", "stack_free": "run-time stacks",
 }
@@ -73,6 +71,30 @@ def _ints(attr):
         body = text[len("array<i64"):-1].lstrip(":").strip()
         return [int(t) for t in body.split(",")] if body else []
     return int(text.split(":")[0])
+
+
+def attr_text(op, name):
+    """The text of attribute `name` of `op`. (The bindings cannot return
+    some attributes as objects, e.g. complex dense constants; the op's
+    generic text has them.)"""
+    try:
+        return str(op.attributes[name])
+    except TypeError:
+        text = op.get_asm(print_generic_op_form=True, large_elements_limit=None)
+        start = text.index(name + " = ") + len(name) + 3
+        depth, k = 0, start
+        while k < len(text):
+            c = text[k]
+            if c in "<([{":
+                depth += 1
+            elif c in ">)]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif c == "," and depth == 0:
+                break
+            k += 1
+        return text[start:k].strip()
 
 
 def _enum(attr):
@@ -323,7 +345,7 @@ class _Translator:
 
     # -- elementwise ------------------------------------------------------
     def t_constant(self, op, ins, rtypes, a):
-        return self.w.op("stablehlo.constant", [], rtypes, {"value": str(a["value"])})
+        return self.w.op("stablehlo.constant", [], rtypes, {"value": attr_text(op, "value")})
 
     def t_iota(self, op, ins, rtypes, a):
         return self.w.op("stablehlo.iota", [], rtypes,
@@ -539,6 +561,159 @@ class _Translator:
             "left_side": "true", "lower": str(a["lower"]),
             "unit_diagonal": str(a["unit_diagonal"]),
             "transpose_a": f"#stablehlo<transpose {trans}>"})
+
+    # LAPACK through jaxlib's CPU custom calls, written as JAX 0.10.2 writes
+    # them (column-major matrices, batch dimensions major, the factored
+    # operand aliased to the first result).
+    def _lapack(self, routine, elt, operands, rtypes, config=None, alias=True):
+        prefix = {"f32": "s", "f64": "d", "complex<f32>": "c", "complex<f64>": "z"}[elt]
+        if _is_complex(elt):
+            routine = {"syevd": "heevd", "orgqr": "ungqr"}.get(routine, routine)
+
+        def layout(t, matrix):
+            r = len(_split(t)[0])
+            dims = [r - 2, r - 1] + list(range(r - 3, -1, -1)) if matrix and r >= 2 \
+                else list(range(r - 1, -1, -1))
+            return f"dense<{_list(dims) if dims else ''}> : tensor<{len(dims)}xindex>"
+
+        def is_matrix(t, nbatch):
+            return len(_split(t)[0]) - nbatch == 2
+
+        nbatch = len(_split(operands[0].type)[0]) - 2
+        out_idx = "[0]" if len(rtypes) > 1 else "[]"
+        props = {
+            "call_target_name": f'"lapack_{prefix}{routine}_ffi"',
+            "operand_layouts": "[" + ", ".join(layout(v.type, is_matrix(v.type, nbatch))
+                                               for v in operands) + "]",
+            "output_operand_aliases": (f"[#stablehlo.output_operand_alias<output_tuple_indices = "
+                                       f"{out_idx}, operand_index = 0, operand_tuple_indices = "
+                                       "[]>]") if alias else "[]",
+            "result_layouts": "[" + ", ".join(layout(t, is_matrix(t, nbatch))
+                                              for t in rtypes) + "]",
+        }
+        cfg = ", ".join(f"{k} = {ord(v)} : ui8" for k, v in (config or {}).items())
+        w = self.w
+        outs = w.op("stablehlo.custom_call", operands, rtypes, props)
+        # The backend config and batch count are discardable attributes.
+        w.lines[-1] = w.lines[-1].replace(
+            "}> : (", "}> {mhlo.backend_config = {" + cfg + "}, mhlo.frontend_attributes = "
+            "{num_batch_dims = \"" + str(nbatch) + "\"}} : (", 1)
+        return outs
+
+    def _triangle(self, x, upper):
+        """x with the other triangle of each trailing matrix zeroed."""
+        w = self.w
+        shape, elt = _split(x.type)
+        r = len(shape)
+        it = _tensor(shape, "i32")
+        rows = w.op("stablehlo.iota", [], [it], {"iota_dimension": f"{r - 2} : i64"})[0]
+        cols = w.op("stablehlo.iota", [], [it], {"iota_dimension": f"{r - 1} : i64"})[0]
+        keep = w.cmp("LE" if upper else "GE", rows, cols)
+        return w.select(keep, x, w.const(0, shape, elt))
+
+    def _info_type(self, t):
+        return _tensor(_split(t)[0][:-2], "i32")
+
+    def _slice_last2(self, x, rows, cols):
+        shape = _split(x.type)[0]
+        new = shape[:-2] + (rows, cols)
+        return self.w.op("stablehlo.slice", [x], [_tensor(new, _elt(x.type))], {
+            "start_indices": _array([0] * len(shape)), "limit_indices": _array(new),
+            "strides": _array([1] * len(shape))})[0]
+
+    def t_eigh(self, op, ins, rtypes, a):
+        v, w_, _ = self._lapack("syevd", _elt(ins[0].type), ins,
+                                [rtypes[0], rtypes[1], self._info_type(ins[0].type)],
+                                {"mode": "V", "uplo": "L"})
+        return [v, w_]
+
+    def t_svd(self, op, ins, rtypes, a):
+        x = ins[0]
+        shape, elt = _split(x.type)
+        m, n = shape[-2:]
+        batch = shape[:-2]
+        k = min(m, n)
+        info = self._info_type(x.type)
+        svals = rtypes[0]
+        if len(rtypes) == 1:
+            outs = self._lapack("gesdd", elt, [x], [x.type, svals, _tensor(batch + (m, m), elt),
+                                                   _tensor(batch + (n, n), elt), info],
+                                {"mode": "N"})
+            return [outs[1]]
+        full = str(a["full_matrices"]) == "true"
+        outs = self._lapack("gesdd", elt, [x], [x.type, svals, rtypes[1], rtypes[2], info],
+                            {"mode": "A" if full else "S"})
+        assert full or _split(rtypes[1])[0][-1] == k
+        return [outs[1], outs[2], outs[3]]
+
+    def t_qr(self, op, ins, rtypes, a):
+        w = self.w
+        x = ins[0]
+        shape, elt = _split(x.type)
+        m, n = shape[-2:]
+        batch = shape[:-2]
+        k = min(m, n)
+        full = str(a["full_matrices"]) == "true"
+        fac, tau = self._lapack("geqrf", elt, [x], [x.type, _tensor(batch + (k,), elt)])
+        if m > n and full:
+            pads = [0] * len(shape)
+            high = pads[:-1] + [m - n]
+            basis = w.op("stablehlo.pad", [fac, w.const(0, (), elt)],
+                         [_tensor(batch + (m, m), elt)], {
+                             "edge_padding_low": _array(pads), "edge_padding_high": _array(high),
+                             "interior_padding": _array(pads)})[0]
+        elif m < n:
+            basis = self._slice_last2(fac, m, m)
+        else:
+            basis = fac
+        q = self._lapack("orgqr", elt, [basis, tau], [rtypes[0]])[0]
+        r = fac if (full or m <= n) else self._slice_last2(fac, n, n)
+        return [q, self._triangle(r, upper=True)]
+
+    def t_lu(self, op, ins, rtypes, a):
+        w = self.w
+        x = ins[0]
+        shape, elt = _split(x.type)
+        m = shape[-2]
+        batch = shape[:-2]
+        lu, ipiv, _ = self._lapack("getrf", elt, [x], [x.type, rtypes[1],
+                                                        self._info_type(x.type)])
+        pivots = w.bin("stablehlo.subtract", ipiv, w.const(1, _split(ipiv.type)[0], "i32"))
+        # The permutation: the row swaps applied to 0..m-1 in order.
+        k = _split(ipiv.type)[0][-1]
+        pshape = batch + (m,)
+        pt = _tensor(pshape, "i32")
+        last = len(pshape) - 1
+        perm0 = w.op("stablehlo.iota", [], [pt], {"iota_dimension": f"{last} : i64"})[0]
+        i0 = w.const(0, (), "i32")
+        scalar = _tensor((), "i32")
+
+        def cond(args):
+            return [w.cmp("LT", args[0], w.const(k, (), "i32"))]
+
+        def body(args):
+            i, perm = args
+            iota = w.op("stablehlo.iota", [], [pt], {"iota_dimension": f"{last} : i64"})[0]
+            zeros = [w.const(0, (), "i32") for _ in batch]
+            bt = _tensor(batch + (1,), "i32")
+            pj = w.op("stablehlo.dynamic_slice", [pivots] + zeros + [i], [bt],
+                      {"slice_sizes": _array(batch + (1,))})[0]
+            pi = w.op("stablehlo.dynamic_slice", [perm] + zeros + [i], [bt],
+                      {"slice_sizes": _array(batch + (1,))})[0]
+            dims = list(range(len(pshape)))
+            onehot_j = w.cmp("EQ", iota, w.bcast(pj, pshape, dims))
+            at_i = w.cmp("EQ", iota, w.bcast(i, pshape, []))
+            zero = w.const(0, pshape, "i32")
+            pvj = w.op("stablehlo.reduce", [w.select(onehot_j, perm, zero), i0],
+                       [_tensor(batch, "i32")], {"dimensions": _array([last])},
+                       [w.combiner("sum", "i32")])[0]
+            swapped = w.select(onehot_j, w.bcast(pi, pshape, dims), perm)
+            perm = w.select(at_i, w.bcast(pvj, pshape, list(range(len(batch)))), swapped)
+            return [w.bin("stablehlo.add", i, w.const(1, (), "i32")), perm]
+
+        loop = w.op("stablehlo.while", [i0, perm0], [scalar, pt],
+                    regions=[w.region([scalar, pt], cond), w.region([scalar, pt], body)])
+        return [lu, pivots, loop[1]]
 
     # -- gather / scatter -------------------------------------------------
     def _index_vectors(self, idx, ivd):
