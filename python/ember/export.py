@@ -2,9 +2,18 @@
 (see `ember._src.export`)."""
 
 from ember._src.export import Exported as Exported
+from ember._src.export import default_export_platform as default_export_platform
 from ember._src.export import deserialize as deserialize
 from ember._src.export import export as export
 from ember._src.export import from_stablehlo as from_stablehlo
+from ember._src.export import (
+    maximum_supported_calling_convention_version as maximum_supported_calling_convention_version,
+)
+from ember._src.export import (
+    minimum_supported_calling_convention_version as minimum_supported_calling_convention_version,
+)
 from ember._src.export import symbolic_shape as symbolic_shape
 
-__all__ = ["Exported", "deserialize", "export", "from_stablehlo", "symbolic_shape"]
+__all__ = ["Exported", "default_export_platform", "deserialize", "export", "from_stablehlo",
+           "maximum_supported_calling_convention_version",
+           "minimum_supported_calling_convention_version", "symbolic_shape"]

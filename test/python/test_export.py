@@ -138,3 +138,17 @@ def test_fuzzed_files_give_value_errors():
             continue
         with pytest.raises(ValueError):
             export.deserialize(bytes(b))
+
+
+def test_export_module_constants_and_shape_dtype_struct_sharding():
+    assert export.default_export_platform() == "cpu"
+    assert (export.minimum_supported_calling_convention_version
+            <= export.maximum_supported_calling_convention_version)
+    spec = ember.ShapeDtypeStruct((4,), jnp.float32, sharding=None)
+    assert spec.sharding is None and spec.shape == (4,)
+    exp = export.export(ember.jit(lambda x: 2 * x * x))(
+        ember.ShapeDtypeStruct((), np.float32))
+    import re
+
+    assert re.search(r".*@main.*", exp.mlir_module()).group(0).strip().startswith(
+        "func.func public @main(")

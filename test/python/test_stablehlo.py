@@ -257,7 +257,7 @@ def test_stablehlo_text_is_wellformed(name):
 def test_lowered_as_text_stablehlo():
     text = ember.jit(lambda x: jnp.sin(x) @ x.T).lower(F).as_text("stablehlo")
     assert '"stablehlo.sine"' in text and '"stablehlo.dot_general"' in text
-    assert "sym_visibility = \"public\"" in text
+    assert "func.func public @main(" in text
 
 
 def test_compiler_ir_stablehlo():

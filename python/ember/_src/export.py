@@ -28,6 +28,13 @@ from .api_util import flatten_args, flatten_fun
 
 FORMAT_VERSION = 1
 CALLING_CONVENTION_VERSION = 9  # JAX's current one; Ember's has one form
+minimum_supported_calling_convention_version = CALLING_CONVENTION_VERSION
+maximum_supported_calling_convention_version = CALLING_CONVENTION_VERSION
+
+
+def default_export_platform():
+    """The platform `export` targets by default: Ember exports for the CPU."""
+    return "cpu"
 _MAGIC = b"EMBEREXP"
 
 

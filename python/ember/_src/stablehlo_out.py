@@ -13,6 +13,7 @@ written out round by round. docs/design.md ("StableHLO out") lists the ops
 without a StableHLO form; they raise NotImplementedError naming the op.
 """
 
+import re
 from collections import namedtuple
 
 import numpy as np
@@ -846,7 +847,7 @@ def module_functions(module, who):
     return functions, main, ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
 
 
-def to_stablehlo(module, name="main_module"):
+def to_stablehlo(module, name="jit_main"):
     """The `ember` module `module` (an ir.Module whose `main` has no
     transformation ops left) as StableHLO text in generic form."""
     functions, main, ftype = module_functions(module, "StableHLO export")
@@ -856,13 +857,16 @@ def to_stablehlo(module, name="main_module"):
     t.w.indent = 4
     outs = t.block(block, args)
     results = [str(x) for x in ftype.results]
-    ret = ('    "func.return"(' + ", ".join(v.name for v in outs) + ") : ("
-           + ", ".join(v.type for v in outs) + ") -> ()")
-    sig = "(" + ", ".join(a.type for a in args) + ") -> (" + ", ".join(results) + ")"
-    head = ('"builtin.module"() <{sym_name = "' + name + '"}> ({\n'
-            '  "func.func"() <{function_type = ' + sig
-            + ', sym_name = "main", sym_visibility = "public"}> ({\n'
-            "  ^bb0(" + ", ".join(f"{a.name}: {a.type}" for a in args) + "):\n")
-    tail = ("\n  }) : () -> ()\n}) {mhlo.num_partitions = 1 : i32, "
-            "mhlo.num_replicas = 1 : i32} : () -> ()\n")
-    return head + "\n".join(t.w.lines + [ret]) + tail
+    # The module and function in their custom form (as JAX prints them; the
+    # builtin and func dialects are registered wherever StableHLO is), the
+    # StableHLO ops in generic form.
+    ret = "    return"
+    if outs:
+        ret += (" " + ", ".join(v.name for v in outs) + " : "
+                + ", ".join(v.type for v in outs))
+    name = re.sub(r"[^A-Za-z0-9_$.]", "_", name)  # a bare symbol name, as JAX's
+    head = (f"module @{name} attributes {{mhlo.num_partitions = 1 : i32, "
+            "mhlo.num_replicas = 1 : i32} {\n"
+            "  func.func public @main(" + ", ".join(f"{a.name}: {a.type}" for a in args)
+            + ") -> (" + ", ".join(results) + ") {\n")
+    return head + "\n".join(t.w.lines + [ret]) + "\n  }\n}\n"
