@@ -2,6 +2,8 @@
 PRNG built on them. Expected values were recorded by running the same code
 under JAX 0.10.2 (the reference virtual environment)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -459,3 +461,33 @@ def test_gradient_accumulation_over_microbatches():
     assert losses.shape == (mubatches,)
     jg, _ = ember.jit(process_batch)(Ws, xs_batch)
     np.testing.assert_allclose(np.asarray(jg), np.asarray(expected), rtol=1e-5)
+
+
+def test_differentiated_value_into_plumbing_ref_is_jaxs_error():
+    # JAX 0.10.2: grad/jvp raise when a value that depends on the
+    # differentiated argument is set (or added) into a ref from outside;
+    # values with a zero derivative (floor, integers, stop_gradient) are fine.
+    r = ember.new_ref(jnp.zeros(()))
+    i = ember.new_ref(jnp.zeros((), jnp.int32))
+
+    def f(x):
+        r[...] = x * 2
+        return x ** 2
+
+    def g(x):
+        r[...] += jnp.sin(x)
+        return x
+
+    def h(x):
+        i[...] = (x * 2).astype(jnp.int32)
+        r[...] = jnp.floor(x) + lax.stop_gradient(x)
+        return x ** 2
+
+    msg = "differentiated value on a non-differentiated array reference of type Ref{float32"
+    for fn in (f, g):
+        with pytest.raises(TypeError, match=re.escape(msg)):
+            ember.grad(fn)(3.0)
+    with pytest.raises(TypeError, match=re.escape(msg)):
+        ember.jvp(f, (3.0,), (1.0,))
+    assert float(ember.grad(h)(3.0)) == 6.0
+    assert int(i[...]) == 6 and float(r[...]) == 6.0

@@ -3,6 +3,8 @@ transformation (grad, vjp, jvp, vmap, custom_jvp/custom_vjp, ...)."""
 
 import numpy as np
 
+from ember._mlir import ir
+
 from . import core, tree_util
 from .core import as_value
 
@@ -77,6 +79,56 @@ class Traced:
                 "a mutable array reference (Ref) from outside this function was written "
                 "inside it, which this transformation does not support; pass the ref's "
                 "value in and return its new value instead"))
+        if self.ref_outs and differentiated:
+            self._check_plumbing_refs(len(in_avals))
+
+    def _check_plumbing_refs(self, n_args):
+        """JAX's error for a value that depends on the differentiated
+        arguments written into a ref from outside the function (a ref that
+        is not differentiated): found by following the traced function's
+        def-use chains from its float arguments (ops with a zero derivative
+        and integer results stop them)."""
+        trace = core.current_trace()
+        func = next(op.operation for op in trace.module.body.operations
+                    if op.operation.name == "func.func"
+                    and ir.StringAttr(op.operation.attributes["sym_name"]).value == self.name)
+        block = func.regions[0].blocks[0]
+        active = {a for a in list(block.arguments)[:n_args] if _is_inexact(a.type)}
+        stops = {"ember.stop_gradient", "ember.floor", "ember.ceil", "ember.sign",
+                 "ember.round_nearest_afz", "ember.round_nearest_even"}
+
+        def uses_active(op):
+            hit = any(v in active for v in op.operands)
+            for region in op.regions:
+                for b in region.blocks:
+                    for inner in b.operations:
+                        hit |= visit(inner.operation)
+            return hit
+
+        def visit(op):
+            hit = uses_active(op)
+            if hit and op.name not in stops:
+                active.update(r for r in op.results if _is_inexact(r.type))
+            return hit
+
+        ret = None
+        for op in block.operations:
+            op = op.operation
+            if op.name == "func.return":
+                ret = op
+            else:
+                visit(op)
+        for ref, v in zip(self.ref_outs, list(ret.operands)[self.n_out:]):
+            if v in active:
+                raise core.type_error(
+                    "performing a set/swap operation with a differentiated value on a "
+                    f"non-differentiated array reference of type Ref{{{ref.aval.str_short()}}}. "
+                    "Move the array reference to be an argument of the differentiated function?")
+
+
+def _is_inexact(t):
+    elt = str(ir.RankedTensorType(t).element_type)
+    return elt.startswith(("f", "bf", "complex"))
 
 
 def with_dynamic(fun, args, positions):
