@@ -586,7 +586,7 @@ def Ember_WhileOp : Ember_Op<"while", [Ember_RulesInPasses, RecursiveMemoryEffec
   let results = (outs Variadic<Ember_Tensor>:$results);
   let regions = (region SizedRegion<1>:$cond, SizedRegion<1>:$body);
   let assemblyFormat = [{
-    `(` $init `)` attr-dict `:` type($init) `cond` $cond `do` $body
+    `(` $init `)` attr-dict `:` type($init) custom<WhileRegions>($cond, $body)
   }];
   let hasVerifier = 1;
 }

@@ -18,6 +18,33 @@
 using namespace mlir;
 using namespace mlir::ember;
 
+// `cond {...} do {...}` of ember.while. A value of the body can resolve a
+// forward reference in the cond region; when parsing then fails, the regions
+// are destroyed body first, which would destroy a definition that still has
+// uses (an abort in MLIR's use-list checks). Dropping the regions' references
+// before failing makes that a diagnostic.
+static ParseResult parseWhileRegions(OpAsmParser &parser, Region &cond,
+                                     Region &body) {
+  auto fail = [&]() {
+    cond.dropAllReferences();
+    body.dropAllReferences();
+    return failure();
+  };
+  if (parser.parseKeyword("cond") || parser.parseRegion(cond))
+    return fail();
+  if (parser.parseKeyword("do") || parser.parseRegion(body))
+    return fail();
+  return success();
+}
+
+static void printWhileRegions(OpAsmPrinter &printer, Operation *, Region &cond,
+                              Region &body) {
+  printer << "cond ";
+  printer.printRegion(cond);
+  printer << " do ";
+  printer.printRegion(body);
+}
+
 #define GET_OP_CLASSES
 #include "ember/IR/EmberOps.cpp.inc"
 
