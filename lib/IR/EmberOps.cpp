@@ -18,16 +18,26 @@
 using namespace mlir;
 using namespace mlir::ember;
 
-// `cond {...} do {...}` of ember.while. A value of the body can resolve a
-// forward reference in the cond region; when parsing then fails, the regions
-// are destroyed body first, which would destroy a definition that still has
-// uses (an abort in MLIR's use-list checks). Dropping the regions' references
-// before failing makes that a diagnostic.
+// `cond {...} do {...}` of ember.while. A value of the body (or a block
+// argument of either region) can resolve a forward reference made earlier, in
+// the cond region or outside the op; when parsing then fails, the regions are
+// destroyed while those uses remain (an abort in MLIR's use-list checks).
+// Dropping the regions' references and the uses of their values before
+// failing makes that a diagnostic.
 static ParseResult parseWhileRegions(OpAsmParser &parser, Region &cond,
                                      Region &body) {
   auto fail = [&]() {
-    cond.dropAllReferences();
-    body.dropAllReferences();
+    // Forward references from outside can also have been resolved to the
+    // regions' block arguments and results: drop those uses as well.
+    for (Region *region : {&cond, &body}) {
+      region->dropAllReferences();
+      region->walk([](Block *block) {
+        for (BlockArgument arg : block->getArguments())
+          arg.dropAllUses();
+        for (Operation &op : *block)
+          op.dropAllUses();
+      });
+    }
     return failure();
   };
   if (parser.parseKeyword("cond") || parser.parseRegion(cond))
@@ -1254,6 +1264,9 @@ LogicalResult VmapOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return emitOpError("vmap_c2: needs one input and one batched flag per "
                        "argument of '")
            << getCallee() << "'";
+  // vmap_c6 (before any type with a leading `n` is built)
+  if (n < 0)
+    return emitOpError("vmap_c6: the batch size ") << n << " is negative";
   auto withBatch = [&](Type t) {
     auto r = cast<RankedTensorType>(t);
     SmallVector<int64_t> shape = {n};

@@ -1053,6 +1053,19 @@ func.func @vmap_c5(%xs: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
+// vmap_c6 (was an abort: a tensor type of size -1 built in the verifier)
+func.func private @vmap_c6_f(%x: tensor<3xf32>) -> tensor<f32> {
+  %0 = ember.reduce sum %x, dims = [0] : (tensor<3xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func @vmap_c6(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{vmap_c6: the batch size -1 is negative}}
+  %y = ember.vmap @vmap_c6_f(%x) batched [true] size -1 : (tensor<2x3xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
 // cholesky_c1
 func.func @cholesky_c1(%a: tensor<3x4xf32>) -> tensor<3x4xf32> {
   // expected-error @+1 {{cholesky_c1: the operand must be (a batch of) square matrices}}

@@ -22,3 +22,4 @@ func.func @f(%w: tensor<4x4xf32>, %h0: tensor<2x4xf32>) -> tensor<2x4xf32> {
   }
   return %r#1 : tensor<2x4xf32>
 }
+
