@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "EmberToLinalgCommon.h"
 
+#include <limits>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -124,6 +126,51 @@ Value buildLogF32(OpBuilder &b, Location loc, Value u) {
       b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, c(0)), c(0xFF800000), s);
   return arith::SelectOp::create(
       b, loc, arith::CmpFOp::create(b, loc, P::OGE, u, c(0)), s, c(0xFFFFFFFF));
+}
+
+/// log(1 + x) for f64 (and wider-than-f32 types) from math.log, without the
+/// cancellation of log(1 + x) for small x (math-to-llvm lowers math.log1p that
+/// way): with u = 1 + x rounded, log(u) * x / (u - 1) is within a few ulps
+/// (Goldberg, "What every computer scientist should know about floating-point
+/// arithmetic", theorem 4); u == 1 gives x, u == inf gives inf.
+Value buildLog1pWide(OpBuilder &b, Location loc, Value x) {
+  using P = arith::CmpFPredicate;
+  Type t = x.getType();
+  Value one = floatConst(b, loc, t, 1.0);
+  Value u = arith::AddFOp::create(b, loc, one, x);
+  Value d = arith::SubFOp::create(b, loc, u, one);
+  Value logu = math::LogOp::create(b, loc, u);
+  Value scaled =
+      arith::MulFOp::create(b, loc, logu, arith::DivFOp::create(b, loc, x, d));
+  Value inf = floatConst(b, loc, t, std::numeric_limits<double>::infinity());
+  Value r = arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, inf), logu, scaled);
+  return arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, one), x, r);
+}
+
+/// exp(x) - 1 for f64 from math.exp (math-to-llvm lowers math.expm1 as
+/// exp(x) - 1, which cancels for small x): with u = exp(x) rounded,
+/// (u - 1) * x / log(u) (Kahan); u == 1 gives x, u - 1 == -1 gives -1 and
+/// u == inf gives inf.
+Value buildExpm1Wide(OpBuilder &b, Location loc, Value x) {
+  using P = arith::CmpFPredicate;
+  Type t = x.getType();
+  Value one = floatConst(b, loc, t, 1.0);
+  Value u = math::ExpOp::create(b, loc, x);
+  Value um1 = arith::SubFOp::create(b, loc, u, one);
+  Value scaled = arith::MulFOp::create(
+      b, loc, um1,
+      arith::DivFOp::create(b, loc, x, math::LogOp::create(b, loc, u)));
+  Value inf = floatConst(b, loc, t, std::numeric_limits<double>::infinity());
+  Value minusOne = floatConst(b, loc, t, -1.0);
+  Value r = arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, inf), u, scaled);
+  r = arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, P::OEQ, um1, minusOne), minusOne,
+      r);
+  return arith::SelectOp::create(
+      b, loc, arith::CmpFOp::create(b, loc, P::OEQ, u, one), x, r);
 }
 
 /// log(1 + x) for f32.
@@ -683,9 +730,13 @@ Value buildUnaryFloat(OpBuilder &b, Location loc, Operation *op, Value x) {
       .Case([&](LogOp) { return math::LogOp::create(b, loc, x); })
       .Case([&](Log1pOp) {
         return x.getType().isF32() ? buildLog1pF32(b, loc, x)
-                                   : (Value)math::Log1pOp::create(b, loc, x);
+                                   : buildLog1pWide(b, loc, x);
       })
-      .Case([&](Expm1Op) { return math::ExpM1Op::create(b, loc, x); })
+      .Case([&](Expm1Op) -> Value {
+        if (x.getType().isF32())
+          return math::ExpM1Op::create(b, loc, x);
+        return buildExpm1Wide(b, loc, x);
+      })
       .Case([&](TanhOp) { return math::TanhOp::create(b, loc, x); })
       .Case([&](LogisticOp) -> Value {
         Value one = floatConst(b, loc, t, 1.0);
