@@ -318,20 +318,26 @@ LogicalResult jvpWhile(OpBuilder &b, WhileOp op,
     b.setInsertionPointToEnd(into);
     for (Operation &o : from.without_terminator())
       b.clone(o, map);
-    if (failed(propagateTangents(b, into->begin(), into->end(), tangent,
-                                 symbols,
+    // The yield is built before the tangent code: differentiating a nested
+    // loop replaces it (and its results) by a new one, which updates the
+    // yield's operands but not `map`.
+    SmallVector<Value> mapped;
+    for (Value v : from.getTerminator()->getOperands())
+      mapped.push_back(map.lookupOrDefault(v));
+    auto primalYield = YieldOp::create(b, loc, mapped);
+    if (failed(propagateTangents(b, into->begin(), Block::iterator(primalYield),
+                                 tangent, symbols,
                                  /*reverse=*/false)))
       return failure();
-    b.setInsertionPointToEnd(into);
-    SmallVector<Value> yielded;
-    for (Value v : from.getTerminator()->getOperands())
-      yielded.push_back(map.lookupOrDefault(v));
+    b.setInsertionPoint(primalYield);
+    SmallVector<Value> yielded(primalYield.getOperands());
     if (src == &op.getBody())
       for (unsigned i : diff) {
         Value t = tangent.lookup(yielded[i]);
         yielded.push_back(t ? t : zerosOf(b, loc, yielded[i].getType()));
       }
     YieldOp::create(b, loc, yielded);
+    primalYield.erase();
   }
   for (unsigned i = 0; i < np; ++i)
     op.getResult(i).replaceAllUsesWith(loop.getResult(i));

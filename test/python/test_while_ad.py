@@ -285,3 +285,23 @@ def test_boolean_residuals_in_buffers_and_on_the_stack(x64):
     for fn in (f, g):
         np.testing.assert_allclose(np.asarray(jax.grad(fn)(x)), fd_grad(fn, x), rtol=1e-6,
                                    atol=1e-9)
+
+
+def test_jvp_of_loop_whose_body_has_a_loop_reading_the_outer_body():
+    # Was a segfault in ember-autodiff: forward mode replaced the inner loop
+    # after the outer body's yield had been mapped to it.
+    def f(a):
+        def outer(c):
+            i, x = c
+            g = jnp.sin(x) * a
+            y = lax.while_loop(lambda s: s[0] < 3,
+                               lambda s: (s[0] + 1, s[1] - 0.1 * g), (0, x))[1]
+            return i + 1, y
+        return lax.while_loop(lambda c: c[0] < 4, outer, (0, a))[1]
+
+    e = 1e-3
+    fd = (float(f(1.0 + e)) - float(f(1.0 - e))) / (2 * e)
+    _, t = jax.jvp(f, (1.0,), (1.0,))
+    np.testing.assert_allclose(float(t), fd, rtol=2e-3)
+    np.testing.assert_allclose(float(jax.jit(jax.jacfwd(f))(1.0)), fd, rtol=2e-3)
+    np.testing.assert_allclose(float(jax.grad(f)(1.0)), fd, rtol=2e-3)
