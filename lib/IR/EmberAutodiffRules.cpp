@@ -40,6 +40,17 @@ struct R {
   Value zeros(Type t) { return splat(cast<RankedTensorType>(t), 0.0); }
   Value orZeros(Value v, Type t) { return v ? v : zeros(t); }
 
+  /// A copy of `op` with the operands at the given positions replaced.
+  /// (Replacing by position, not by value through an IRMapping: the same
+  /// value can be several operands, as in `x @ x`.)
+  Operation *cloneWith(Operation *op,
+                       ArrayRef<std::pair<unsigned, Value>> operands) {
+    Operation *c = b.clone(*op);
+    for (auto [i, v] : operands)
+      c->setOperand(i, v);
+    return c;
+  }
+
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
@@ -855,11 +866,8 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
                    << "has no JVP rule for scatter kind "
                    << stringifyScatterKind(kind)
                    << " with respect to its updates";
-          if (kind == ScatterKind::Mul) {
-            IRMapping map; // linear in the operand: the same scatter on t
-            map.map(o.getOperand(), t[0]);
-            return pass(b.clone(*op, map)->getResult(0));
-          }
+          if (kind == ScatterKind::Mul) // linear in the operand
+            return pass(r.cloneWith(op, {{0, t[0]}})->getResult(0));
           // min/max: the operand's tangent where the operand survived.
           Value kept =
               r.cmp(ComparisonDirection::EQ, o.getOperand(), o.getResult());
@@ -875,16 +883,12 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         return pass(b.clone(*op, map)->getResult(0));
       })
       .Case([&](DotGeneralOp o) -> LogicalResult {
+        // Bilinear: lhs' . rhs + lhs . rhs' (by operand position).
         Value res;
-        if (t[0]) {
-          IRMapping map;
-          map.map(o.getLhs(), t[0]);
-          res = b.clone(*op, map)->getResult(0);
-        }
+        if (t[0])
+          res = r.cloneWith(op, {{0, t[0]}})->getResult(0);
         if (t[1]) {
-          IRMapping map;
-          map.map(o.getRhs(), t[1]);
-          Value v = b.clone(*op, map)->getResult(0);
+          Value v = r.cloneWith(op, {{1, t[1]}})->getResult(0);
           res = res ? r.add(res, v) : v;
         }
         return pass(res);
@@ -1583,14 +1587,9 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
             out[0] = c;
           } else if (o.getKind() == ScatterKind::Mul) {
             // Scaling by the (constant) updates is self-adjoint.
-            IRMapping map;
-            map.map(o.getOperand(), c);
-            out[0] = b.clone(*op, map)->getResult(0);
+            out[0] = r.cloneWith(op, {{0, c}})->getResult(0);
           } else {
-            IRMapping map;
-            map.map(o.getOperand(), c);
-            map.map(o.getUpdates(), r.zeros(upd));
-            out[0] = b.clone(*op, map)->getResult(0);
+            out[0] = r.cloneWith(op, {{0, c}, {2, r.zeros(upd)}})->getResult(0);
           }
         }
         if (linear[2]) {

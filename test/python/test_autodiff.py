@@ -647,3 +647,20 @@ def test_has_aux_requires_pair():
 def test_argnums_out_of_range():
     with pytest.raises(TypeError, match="argnums"):
         jax.grad(lambda a: jnp.sum(a), argnums=1)(X)
+
+
+def test_product_of_a_value_with_itself():
+    # x @ x: the JVP rule replaced the value, so both operands took the
+    # tangent (t @ t) and reverse mode failed ("not linear in its tangent
+    # operands"); now by operand position.
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    t = np.array([[0.5, -1.0], [2.0, 0.25]], np.float32)
+    _, tt = jax.jvp(lambda a: a @ a, (x,), (t,))
+    np.testing.assert_allclose(np.asarray(tt), t @ x + x @ t, rtol=1e-6)
+    g = jax.grad(lambda a: jnp.sum(a @ a))(x)
+    ones = np.ones((2, 2), np.float32)
+    np.testing.assert_allclose(np.asarray(g), ones @ x.T + x.T @ ones, rtol=1e-6)
+    v = np.array([1.0, -2.0, 3.0], np.float32)
+    np.testing.assert_allclose(np.asarray(jax.grad(lambda a: jnp.dot(a, a))(v)), 2 * v)
+    h = jax.hessian(lambda a: jnp.einsum("i,i->", a, a))(v)
+    np.testing.assert_allclose(np.asarray(h), 2 * np.eye(3), rtol=1e-6)
