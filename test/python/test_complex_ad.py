@@ -112,3 +112,14 @@ def test_vmap_of_complex_grad(x64):
     f = REAL_VALUED["abs2"]
     per = jax.vmap(jax.grad(lambda z: f(z[None])))(Z)
     np.testing.assert_allclose(np.asarray(per), 2 * np.conj(Z), rtol=1e-12)
+
+
+def test_abs_of_complex_zero_has_zero_derivative_and_no_overflow():
+    # JAX's abs of a complex number has derivative 0 at 0 (Ember gave NaN
+    # through sqrt(re^2 + im^2)); hypot does not overflow its squares.
+    ember = jax
+    assert complex(ember.grad(lambda v: jnp.abs(v) ** 2)(0j)) == 0
+    assert float(ember.grad(lambda v: jnp.abs(lax.complex(v, 0.0)))(0.0)) == 0.0
+    assert complex(ember.grad(lambda v: jnp.abs(v) ** 2)(1 + 1j)) == pytest.approx(2 - 2j)
+    assert float(jnp.abs(jnp.complex64(3e30 + 4e30j))) == pytest.approx(5e30, rel=1e-6)
+    assert float(jnp.hypot(3e30, 4e30)) == pytest.approx(5e30, rel=1e-6)

@@ -740,16 +740,23 @@ def _c_sign(z):
     return select(zero, full_like(z, 0), complex(div(real(z), safe), div(imag(z), safe)))
 
 
-def abs_complex(z):
-    """|z| (hypot of the parts, without overflow of their squares; inf when
-    either part is infinite, NaN or not)."""
-    x, y = abs(real(z)), abs(imag(z))
+def hypot_parts(x, y):
+    """sqrt(x^2 + y^2) of reals without overflow of the squares; inf when
+    either is infinite (NaN or not); at the origin 0 with derivative 0 (JAX's
+    `abs` of a complex number: its JVP is 0 there, not NaN)."""
+    x, y = abs(x), abs(y)
     big, small = max(x, y), min(x, y)
-    safe = select(eq(big, 0.0), full_like(big, 1.0), big)
+    zero = eq(big, 0.0)
+    safe = select(zero, full_like(big, 1.0), big)
     r = div(small, safe)
-    out = select(eq(big, 0.0), big, mul(big, sqrt(add(mul(r, r), 1.0))))
+    out = select(zero, full_like(big, 0.0), mul(big, sqrt(add(mul(r, r), 1.0))))
     inf = _prims["or"].bind(_is_inf(x), _is_inf(y))
     return select(inf, full_like(big, float("inf")), out)
+
+
+def abs_complex(z):
+    """|z| (hypot of the parts: see `hypot_parts`)."""
+    return hypot_parts(real(z), imag(z))
 
 
 def _c_rsqrt(z):
