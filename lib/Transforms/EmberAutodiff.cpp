@@ -347,6 +347,25 @@ LogicalResult jvpWhile(OpBuilder &b, WhileOp op,
   return success();
 }
 
+/// A custom_jvp/custom_vjp function's rules see only its arguments' tangents:
+/// a value it closes over (segments after the first) that is being
+/// differentiated would silently get a zero derivative, so it is an error
+/// (JAX raises UnexpectedTracerError there).
+LogicalResult checkNoCapturedTangent(Operation *op, ArrayRef<ValueRange> parts,
+                                     DenseMap<Value, Value> &tangent,
+                                     StringRef kind) {
+  for (const auto &part : parts.drop_front())
+    for (Value v : part)
+      if (isDifferentiable(v.getType()) && tangent.lookup(v))
+        return emitUserError(op, runtime::ErrorKind::ClosedOverTangent)
+               << "a " << kind
+               << " function closes over a value that is being "
+                  "differentiated; its rule cannot see that value's "
+                  "derivative. Pass the value as an argument of the "
+                  "function instead";
+  return success();
+}
+
 /// Forward mode over the ops in [begin, end) of a block: fills `tangent`.
 /// With `reverse` (linearizing for ember.vjp) a loop becomes a forward loop
 /// that saves residuals and an ember.custom_linear whose transpose is the
@@ -398,6 +417,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       // touts).
       auto seg = c.getSegments();
       auto parts = splitSegments(c.getOperands(), seg);
+      if (failed(checkNoCapturedTangent(op, parts, tangent, "custom_jvp")))
+        return failure();
       SmallVector<Value> ins(parts[0]);
       for (Value a : parts[0]) {
         Value t = tangent.lookup(a);
@@ -518,6 +539,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       // ember.custom_linear, known only by its transpose (bwd).
       auto seg = c.getSegments();
       auto parts = splitSegments(c.getOperands(), seg.take_front(4));
+      if (failed(checkNoCapturedTangent(op, parts, tangent, "custom_vjp")))
+        return failure();
       SmallVector<Value> fwdIns(parts[0]);
       fwdIns.append(parts[2].begin(), parts[2].end());
       auto fwd = symbols.lookup<func::FuncOp>(c.getFwd());

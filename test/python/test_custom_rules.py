@@ -178,3 +178,38 @@ def test_differentiation_traces_the_rule_not_the_function():
     g.defvjp(g_fwd, g_bwd)
     np.testing.assert_allclose(float(jax.grad(g)(3.)), np.cos(3.), rtol=1e-6)
     assert calls == ["g_fwd", "g", "g_bwd"]
+
+
+def test_rules_of_functions_closing_over_differentiated_values_raise():
+    # JAX raises (UnexpectedTracerError) where the rule cannot see the
+    # derivative of a closed-over value; Ember gave 0 silently (custom_jvp)
+    # or a misleading forward-mode error (custom_vjp).
+    def outer_jvp(a):
+        @jax.custom_jvp
+        def f(x):
+            return jnp.sin(x) * a
+
+        @f.defjvp
+        def f_jvp(p, t):
+            (x,), (tx,) = p, t
+            return f(x), jnp.cos(x) * a * tx
+
+        return f(2.0)
+
+    def outer_vjp(a):
+        @jax.custom_vjp
+        def f(x):
+            return jnp.sin(x) * a
+
+        f.defvjp(lambda x: (f(x), x), lambda x, g: (jnp.cos(x) * a * g,))
+        return f(2.0)
+
+    for fn in (outer_jvp, outer_vjp):
+        with pytest.raises(TypeError, match="closes over a value that is being differentiated"):
+            jax.grad(fn)(3.0)
+    with pytest.raises(TypeError, match="closes over a value that is being differentiated"):
+        jax.jvp(outer_jvp, (3.0,), (1.0,))
+    # Closing over values that are not differentiated is fine.
+    assert float(outer_jvp(3.0)) == pytest.approx(3.0 * np.sin(2.0), rel=1e-6)
+    assert float(jax.grad(lambda x: outer_jvp(3.0) * x)(1.0)) == pytest.approx(
+        3.0 * np.sin(2.0), rel=1e-6)
