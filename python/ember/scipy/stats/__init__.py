@@ -302,5 +302,9 @@ def _dirichlet_logpdf(x, alpha):
 dirichlet = _dist("dirichlet", logpdf=_dirichlet_logpdf,
                   pdf=lambda x, alpha: jnp.exp(_dirichlet_logpdf(x, alpha)))
 
+from ember.scipy.stats._more import *  # noqa: E402,F401,F403
+from ember.scipy.stats._more import __all__ as _more_all  # noqa: E402
+
 __all__ = ["bernoulli", "beta", "cauchy", "chi2", "dirichlet", "expon", "gamma", "geom",
            "laplace", "logistic", "multivariate_normal", "norm", "poisson", "t", "uniform"]
+__all__ += _more_all
