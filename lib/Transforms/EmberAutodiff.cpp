@@ -347,23 +347,84 @@ LogicalResult jvpWhile(OpBuilder &b, WhileOp op,
   return success();
 }
 
+/// Which results of `fn` depend on its arguments `args` (def-use chains; a
+/// use inside a region counts for the op holding it; through `func.call`,
+/// only the callee's results that depend on the reached arguments).
+SmallVector<bool> dependentResults(func::FuncOp fn, ArrayRef<unsigned> args,
+                                   SymbolTable &symbols) {
+  Block &body = fn.getBody().front();
+  SmallVector<bool> out(fn.getNumResults(), false);
+  SmallVector<Value> work;
+  DenseSet<Value> reached;
+  DenseSet<Operation *> seen;
+  DenseMap<Operation *, SmallVector<unsigned>> callArgs;
+  auto reach = [&](Value v) {
+    if (reached.insert(v).second)
+      work.push_back(v);
+  };
+  for (unsigned i : args)
+    reach(body.getArgument(i));
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *top = body.findAncestorOpInBlock(*use.getOwner());
+      if (!top)
+        continue;
+      if (isa<func::ReturnOp>(top)) {
+        if (use.getOwner() == top)
+          out[use.getOperandNumber()] = true;
+        else
+          out.assign(out.size(), true);
+        continue;
+      }
+      auto call = dyn_cast<func::CallOp>(top);
+      auto callee =
+          call ? symbols.lookup<func::FuncOp>(call.getCallee()) : nullptr;
+      if (callee && use.getOwner() == top) {
+        callArgs[top].push_back(use.getOperandNumber());
+        SmallVector<bool> dep =
+            dependentResults(callee, callArgs[top], symbols);
+        for (auto [r, d] : llvm::zip(call.getResults(), dep))
+          if (d)
+            reach(r);
+        continue;
+      }
+      if (seen.insert(top).second)
+        for (Value r : top->getResults())
+          reach(r);
+    }
+  }
+  return out;
+}
+
 /// A custom_jvp/custom_vjp function's rules see only its arguments' tangents:
-/// a value it closes over (segments after the first) that is being
-/// differentiated would silently get a zero derivative, so it is an error
-/// (JAX raises UnexpectedTracerError there).
+/// when the function's result depends on a value it closes over (the second
+/// segment, the callee's arguments after the first segment) that is being
+/// differentiated, that dependence would silently get a zero derivative, so
+/// it is an error (JAX raises UnexpectedTracerError there). Values only the
+/// rules use (for instance at their primal values, as a first-order rule
+/// needs) are fine.
 LogicalResult checkNoCapturedTangent(Operation *op, ArrayRef<ValueRange> parts,
                                      DenseMap<Value, Value> &tangent,
-                                     StringRef kind) {
-  for (const auto &part : parts.drop_front())
-    for (Value v : part)
-      if (isDifferentiable(v.getType()) && tangent.lookup(v))
-        return emitUserError(op, runtime::ErrorKind::ClosedOverTangent)
-               << "a " << kind
-               << " function closes over a value that is being "
-                  "differentiated; its rule cannot see that value's "
-                  "derivative. Pass the value as an argument of the "
-                  "function instead";
-  return success();
+                                     SymbolTable &symbols, StringRef kind) {
+  if (parts.size() < 2)
+    return success();
+  SmallVector<unsigned> active;
+  for (auto [k, v] : llvm::enumerate(parts[1]))
+    if (isDifferentiable(v.getType()) && tangent.lookup(v))
+      active.push_back(parts[0].size() + k);
+  if (active.empty())
+    return success();
+  auto callee = symbols.lookup<func::FuncOp>(
+      op->getAttrOfType<FlatSymbolRefAttr>("callee").getValue());
+  if (callee &&
+      !llvm::is_contained(dependentResults(callee, active, symbols), true))
+    return success();
+  return emitUserError(op, runtime::ErrorKind::ClosedOverTangent)
+         << "a " << kind
+         << " function closes over a value that is being differentiated; "
+            "its rule cannot see that value's derivative. Pass the value as "
+            "an argument of the function instead";
 }
 
 /// Forward mode over the ops in [begin, end) of a block: fills `tangent`.
@@ -417,7 +478,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       // touts).
       auto seg = c.getSegments();
       auto parts = splitSegments(c.getOperands(), seg);
-      if (failed(checkNoCapturedTangent(op, parts, tangent, "custom_jvp")))
+      if (failed(checkNoCapturedTangent(op, parts, tangent, symbols,
+                                        "custom_jvp")))
         return failure();
       SmallVector<Value> ins(parts[0]);
       for (Value a : parts[0]) {
@@ -539,7 +601,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       // ember.custom_linear, known only by its transpose (bwd).
       auto seg = c.getSegments();
       auto parts = splitSegments(c.getOperands(), seg.take_front(4));
-      if (failed(checkNoCapturedTangent(op, parts, tangent, "custom_vjp")))
+      if (failed(checkNoCapturedTangent(op, parts, tangent, symbols,
+                                        "custom_vjp")))
         return failure();
       SmallVector<Value> fwdIns(parts[0]);
       fwdIns.append(parts[2].begin(), parts[2].end());
