@@ -68,9 +68,21 @@ def programs(jax, jnp):
                                      jax.random.uniform(jax.random.wrap_key_data(key), (3, 2)),
                                      jax.random.bits(jax.random.wrap_key_data(key), (4,))),
                         (np.array([0, 7], np.uint32),)),
+        "args_qr": (lambda a, b, c: (*jnp.linalg.qr(a), *jnp.linalg.qr(a, mode="complete"),
+                                     *jnp.linalg.qr(b), *jnp.linalg.qr(b, mode="complete"),
+                                     *jnp.linalg.qr(c)),
+                    (rng.normal(size=(5, 3)).astype(np.float32),
+                     rng.normal(size=(3, 5)).astype(np.float32),
+                     rng.normal(size=(2, 4, 3)).astype(np.float32))),
         "args_mlp_loss": (loss, (params, bx, by)),
         "args_mlp_step": (step, (params, bx, by)),
     }
+
+
+def _write_gz(path, text):
+    # mtime 0: the same program records to the same bytes.
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
+        fh.write(text.encode())
 
 
 def generic(exported):
@@ -105,8 +117,7 @@ def main(conformance, out):
             print(f"skip {fn[:-3]}: {type(e).__name__}")
             continue
         name = "conf_" + fn[:-3]
-        with gzip.open(os.path.join(out, name + ".mlir.gz"), "wt") as fh:
-            fh.write(generic(exp))
+        _write_gz(os.path.join(out, name + ".mlir.gz"), generic(exp))
         np.savez_compressed(os.path.join(out, name + ".npz"),
                  **{f"out_{k}": np.asarray(o) for k, o in enumerate(outs)})
         done += 1
@@ -115,8 +126,7 @@ def main(conformance, out):
         specs = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
         exp = jax.export.export(jax.jit(f))(*specs)
         outs = jax.tree.leaves(jax.jit(f)(*args))
-        with gzip.open(os.path.join(out, name + ".mlir.gz"), "wt") as fh:
-            fh.write(generic(exp))
+        _write_gz(os.path.join(out, name + ".mlir.gz"), generic(exp))
         arrays = {f"in_{k}": np.asarray(a) for k, a in enumerate(leaves)}
         arrays.update({f"out_{k}": np.asarray(o) for k, o in enumerate(outs)})
         np.savez_compressed(os.path.join(out, name + ".npz"), **arrays)

@@ -174,6 +174,12 @@ def _single_combiner(region):
 class _Importer:
     def __init__(self, functions):
         self.functions = functions
+        # QR read by meaning: the matrix each geqrf's `tau` result came from
+        # (by the result object), so that the orgqr/ungqr given that tau
+        # returns the Q of that matrix. Householder vectors are not exposed
+        # by Ember's `qr`, so geqrf's factored matrix holds R alone (zeros
+        # below it), which is what JAX reads of it.
+        self._qr_sources = {}
 
     def call(self, fn, args):
         return self.block(fn.regions[0].blocks[0], args, {})
@@ -481,7 +487,8 @@ class _Importer:
         """The LAPACK calls of JAX's CPU lowering (`lapack_?potrf_ffi`, `trsm`,
         `getrf`, `syevd`, `gesdd`), read as Ember's linear algebra ops."""
         target = ir.StringAttr(op.attributes["call_target_name"]).value
-        m = re.fullmatch(r"lapack_[sdcz](potrf|trsm|getrf|syevd|heevd|gesdd)_ffi", target)
+        m = re.fullmatch(
+            r"lapack_[sdcz](potrf|trsm|getrf|syevd|heevd|gesdd|geqrf|orgqr|ungqr)_ffi", target)
         if m is None:
             raise NotImplementedError(
                 f"StableHLO import: Ember does not read the custom call {target!r} yet")
@@ -492,6 +499,27 @@ class _Importer:
                 cfg[named.name] = chr(_ints(named.attr)) if "ui8" in str(named.attr) else \
                     str(named.attr)
         kind = m.group(1)
+        if kind == "geqrf":
+            a = ins[0]
+            rows, cols = a.shape[-2:]
+            _, r = lax_linalg.qr(a, full_matrices=True)  # R: (..., m, n)
+            tau = L.full(_split(rtypes[1])[0], 0, _dtype(rtypes[1]))
+            self._qr_sources[id(tau)] = (a, tau)
+            return [r, tau]
+        if kind in ("orgqr", "ungqr"):
+            src = self._qr_sources.get(id(ins[1]))
+            if src is None:
+                raise NotImplementedError(
+                    f"StableHLO import: {target!r} on Householder vectors that do not come "
+                    "from a geqrf in the same module (Ember's qr does not expose them)")
+            a = src[0]
+            rows, cols = a.shape[-2:]
+            qcols = _split(rtypes[0])[0][-1]
+            q, _ = lax_linalg.qr(a, full_matrices=qcols == rows and rows > cols)
+            if q.shape[-1] != qcols:
+                raise NotImplementedError(f"StableHLO import: {target!r} with {qcols} columns "
+                                          f"for a {rows}x{cols} matrix")
+            return [q]
         info_t = rtypes[-1]
         zero_info = L.full(_split(info_t)[0], 0, _dtype(info_t))
         if kind == "potrf":
