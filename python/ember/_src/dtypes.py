@@ -143,6 +143,14 @@ def mlir_name(dtype):
     return _MLIR_NAMES[np.dtype(dtype)]
 
 
+_FROM_MLIR = {v: np.dtype(k) for k, v in _MLIR_NAMES.items()}
+
+
+def from_mlir_name(name):
+    """The dtype of an MLIR element type's text ("f32", "ui8", "complex<f64>")."""
+    return _FROM_MLIR[str(name)]
+
+
 def finfo(dtype):
     return ml_dtypes.finfo(dtype)
 

@@ -223,18 +223,7 @@ def _inline(text, vals):
 
 def _aval_of(v):
     t = ir.RankedTensorType(v.type)
-    return core.ShapedArray(tuple(t.shape), _dtype_of(t.element_type))
-
-
-def _dtype_of(t):
-    text = str(t)
-    table = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i1": np.bool_,
-             "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-             "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
-             "complex<f32>": np.complex64, "complex<f64>": np.complex128}
-    if text == "bf16":
-        return dtypes.bfloat16
-    return np.dtype(table[text])
+    return core.ShapedArray(tuple(t.shape), dtypes.from_mlir_name(t.element_type))
 
 
 def _export_flat(fun, specs, name, platforms):

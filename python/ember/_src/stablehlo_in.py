@@ -19,14 +19,8 @@ from ember._mlir import ir
 from . import control_flow, convolution, core, dtypes, lax_linalg
 from . import lax as L
 from .config import config
-from .stablehlo_out import (
-    _is_complex,
-    _is_float,
-    _np_dtype,
-    _split,
-    attr_text,
-    module_functions,
-)
+from .stablehlo_out import _enum, _is_complex, _is_float, _split, attr_text, module_functions
+from .stablehlo_out import _ints as _attr_ints
 
 _UNARY = {
     "negate": L.neg, "abs": L.abs, "sign": L.sign, "floor": L.floor, "ceil": L.ceil,
@@ -57,8 +51,7 @@ _COMPARE = {"EQ": L.eq, "NE": L.ne, "LT": L.lt, "LE": L.le, "GT": L.gt, "GE": L.
 
 
 def _dtype(type_text):
-    elt = _split(type_text)[1]
-    return np.dtype(dtypes.bfloat16) if elt == "bf16" else _np_dtype(elt)
+    return dtypes.from_mlir_name(_split(type_text)[1])
 
 
 def _attr(op, name, default=None):
@@ -69,13 +62,10 @@ def _attr(op, name, default=None):
 
 
 def _ints(attr):
-    text = str(attr)
-    if text.startswith("array<"):
-        body = text[text.index("i64") + 3:-1].lstrip(":").strip()
-        return [int(t) for t in body.split(",")] if body else []
-    if text.startswith("dense<"):
+    """The integers of an array, integer or dense attribute."""
+    if str(attr).startswith("dense<"):
         return np.asarray(_dense(attr)).astype(int).ravel().tolist()
-    return int(text.split(":")[0])
+    return _attr_ints(attr)
 
 
 def _fields(attr):
@@ -88,10 +78,6 @@ def _fields(attr):
         out[name] = ([int(v) for v in value[1:-1].split(",") if v.strip()]
                      if value.startswith("[") else int(value))
     return out
-
-
-def _enum_word(attr):
-    return str(attr).rstrip(">").split()[-1]
 
 
 def _dense(attr):
@@ -122,7 +108,7 @@ def _dense(attr):
             part = elt[len("complex<"):-1]
             return complex(scalar(re_.strip(), part), scalar(im.strip(), part))
         if tok.startswith("0x"):
-            pdt = _np_dtype(elt) if elt != "bf16" else np.dtype(dtypes.bfloat16)
+            pdt = dtypes.from_mlir_name(elt)
             if _is_float(elt):
                 return np.array(int(tok, 16), f"u{pdt.itemsize}").view(pdt).item()
             return int(tok, 16)
@@ -221,9 +207,9 @@ class _Importer:
 
     def s_compare(self, op, ins, rtypes, env):
         a, b = ins
-        direction = _enum_word(op.attributes["comparison_direction"])
+        direction = _enum(op.attributes["comparison_direction"])
         ctype = _attr(op, "compare_type")
-        if ctype is not None and _enum_word(ctype) == "TOTALORDER":
+        if ctype is not None and _enum(ctype) == "TOTALORDER":
             a, b = _total_order_key(a), _total_order_key(b)
         return _COMPARE[direction](a, b)
 
@@ -318,7 +304,7 @@ class _Importer:
         args = list(region.blocks[0].arguments)
         for o in _body_ops(region):
             if o.name == "stablehlo.compare" and set(o.operands) == {args[0], args[2]}:
-                d = _enum_word(o.attributes["comparison_direction"])
+                d = _enum(o.attributes["comparison_direction"])
                 if d in ("GT", "LT"):
                     return d if o.operands[0] == args[0] else {"GT": "LT", "LT": "GT"}[d]
         return None
@@ -362,7 +348,7 @@ class _Importer:
             if o.name == "stablehlo.compare" and len(o.operands) == 2:
                 a, b = (derived.get(v, {args.index(v)} if v in args else set())
                         for v in o.operands)
-                d = _enum_word(o.attributes["comparison_direction"])
+                d = _enum(o.attributes["comparison_direction"])
                 if a and b and d in ("LT", "GT") and len({k // 2 for k in a | b}) == 1:
                     first = min(a) % 2 == 0
                     directions.add(d if first else {"LT": "GT", "GT": "LT"}[d])
@@ -448,7 +434,7 @@ class _Importer:
         return self.s_cholesky_like(ins[0], str(_attr(op, "lower", "false")) == "true")
 
     def s_triangular_solve(self, op, ins, rtypes, env):
-        trans = _enum_word(op.attributes["transpose_a"])
+        trans = _enum(op.attributes["transpose_a"])
         return lax_linalg.triangular_solve(
             ins[0], ins[1], left_side=str(op.attributes["left_side"]) == "true",
             lower=str(op.attributes["lower"]) == "true",

@@ -137,16 +137,6 @@ def _is_unsigned(elt):
     return elt.startswith("ui") or elt == "i1"
 
 
-def _np_dtype(elt):
-    table = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.bool_,
-             "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-             "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
-             "complex<f32>": np.complex64, "complex<f64>": np.complex128}
-    if elt == "bf16":
-        return np.dtype(dtypes.bfloat16)
-    return np.dtype(table[elt])
-
-
 def _literal(value, elt):
     """`value` as an MLIR dense element literal of element type `elt`."""
     if elt == "i1":
@@ -155,7 +145,7 @@ def _literal(value, elt):
         part = elt[len("complex<"):-1]
         v = complex(value)
         return f"({_literal(v.real, part)}, {_literal(v.imag, part)})"
-    dt = _np_dtype(elt)
+    dt = dtypes.from_mlir_name(elt)
     if _is_float(elt):
         bits = np.array(value, dt).view(f"u{dt.itemsize}").item()
         return f"0x{bits:0{2 * dt.itemsize}X}"
@@ -172,7 +162,7 @@ def _identity(kind, elt):
         return kind == "min"
     if _is_float(elt):
         return -np.inf if kind == "max" else np.inf
-    info = np.iinfo(_np_dtype(elt))
+    info = np.iinfo(dtypes.from_mlir_name(elt))
     return info.min if kind == "max" else info.max
 
 

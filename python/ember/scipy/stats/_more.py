@@ -304,16 +304,21 @@ def _tie_groups(s):
     return start, end, dense
 
 
-def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
-    """Ranks of `a` (1-based) along `axis` (of the flattened array when None),
-    ties resolved by `method`: 'average', 'min', 'max', 'dense' or 'ordinal'."""
+def _only_propagate(nan_policy, name):
+    """JAX's errors for the nan policies `rankdata` and `mode` do not take."""
     _check_nan_policy(nan_policy)
     if nan_policy == "omit":
         raise NotImplementedError("Logic for `nan_policy` of omit is not implemented")
     if nan_policy == "raise":
         raise NotImplementedError(
-            "In order to best JIT compile `rankdata`, we cannot know whether `x` contains "
-            "nans. Please check if nans exist in `x` outside of the `rankdata` function.")
+            f"In order to best JIT compile `{name}`, we cannot know whether `x` contains "
+            f"nans. Please check if nans exist in `x` outside of the `{name}` function.")
+
+
+def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
+    """Ranks of `a` (1-based) along `axis` (of the flattened array when None),
+    ties resolved by `method`: 'average', 'min', 'max', 'dense' or 'ordinal'."""
+    _only_propagate(nan_policy, "rankdata")
     if method not in ("average", "min", "max", "dense", "ordinal"):
         raise ValueError(f"unknown method '{method}'")
     a = jnp.asarray(a)
@@ -357,13 +362,7 @@ class ModeResult(NamedTuple):
 def mode(a, axis=0, nan_policy="propagate", keepdims=False):
     """Most common value along `axis` (the smallest among equally common ones)
     and its count, as `ModeResult(mode, count)`."""
-    _check_nan_policy(nan_policy)
-    if nan_policy == "omit":
-        raise NotImplementedError("Logic for `nan_policy` of omit is not implemented")
-    if nan_policy == "raise":
-        raise NotImplementedError(
-            "In order to best JIT compile `mode`, we cannot know whether `x` contains nans. "
-            "Please check if nans exist in `x` outside of the `mode` function.")
+    _only_propagate(nan_policy, "mode")
     a = jnp.asarray(a)
     if axis is None or a.ndim == 0:
         out_nd = a.ndim
