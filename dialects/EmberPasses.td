@@ -73,6 +73,11 @@ def EmberOutlineRepeatedKernelsPass
     }
     ```
   }];
+  let options = [
+    Option<"outlineAllAbove", "outline-all-above", "int64_t", /*default=*/"0",
+           "In a function with at least this many candidate loop nests, "
+           "outline every one, including those that occur once (0: never)">
+  ];
   let dependentDialects = ["func::FuncDialect"];
 }
 

@@ -15,8 +15,10 @@ extern "C" {
 typedef struct EmberExecutable EmberExecutable;
 
 /// Compiles `module` (already lowered to the LLVM dialect) for the host CPU,
-/// with the host's CPU name and features so that LLVM vectorizes for it.
-/// Returns null on failure and reports the message through `onError`.
+/// with the host's CPU name and features so that LLVM vectorizes for it. A
+/// large program's glue code (functions without loops) and its loops compile
+/// on two threads (docs/design.md, "Compile time"). Returns null on failure
+/// and reports the message through `onError`.
 MLIR_CAPI_EXPORTED EmberExecutable *
 emberExecutableCreate(MlirModule module, int optLevel,
                       void (*onError)(MlirStringRef message, void *userData),
@@ -38,8 +40,9 @@ MLIR_CAPI_EXPORTED EmberExecutable *emberExecutableCreateKeepingObject(
     MlirModule module, int optLevel,
     void (*onError)(MlirStringRef message, void *userData), void *userData);
 
-/// Writes the object code of `exe` (made by emberExecutableCreateKeepingObject
-/// and already looked up, so compiled) to `path`. Returns false on failure.
+/// Writes the object code of `exe` (made by emberExecutableCreateKeepingObject)
+/// to `path`: one object file, or several in a container that
+/// emberExecutableLoadObject reads. Returns false on failure.
 MLIR_CAPI_EXPORTED bool emberExecutableWriteObject(EmberExecutable *exe,
                                                    MlirStringRef path);
 

@@ -60,6 +60,8 @@ Candidate outline(linalg::LinalgOp op) {
 struct EmberOutlineRepeatedKernelsPass
     : public mlir::ember::impl::EmberOutlineRepeatedKernelsPassBase<
           EmberOutlineRepeatedKernelsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> ops;
@@ -83,9 +85,19 @@ struct EmberOutlineRepeatedKernelsPass
         groups.emplace_back();
       groups[it->second].push_back(std::move(c));
     }
+    // Functions with many loop nests become glue code calling kernels: every
+    // candidate of theirs is outlined, one that occurs once included.
+    DenseMap<Operation *, int64_t> perFunction;
+    for (linalg::LinalgOp op : ops)
+      ++perFunction[op->getParentOfType<func::FuncOp>()];
+    auto outlineAll = [&](const Candidate &c) {
+      return outlineAllAbove > 0 &&
+             perFunction.lookup(c.op->getParentOfType<func::FuncOp>()) >=
+                 outlineAllAbove;
+    };
     SymbolTable symbols(module);
     for (SmallVector<Candidate> &group : groups) {
-      if (group.size() < 2) {
+      if (group.size() < 2 && !outlineAll(group.front())) {
         group.front().fn.erase();
         continue;
       }

@@ -1,4 +1,5 @@
 // RUN: ember-opt %s -ember-outline-repeated-kernels -split-input-file | FileCheck %s
+// RUN: ember-opt %s -ember-outline-repeated-kernels=outline-all-above=3 -split-input-file | FileCheck %s --check-prefix=ALL
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
@@ -110,4 +111,56 @@ func.func @tensors(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tens
   %0 = linalg.copy ins(%a : tensor<4xf32>) outs(%b : tensor<4xf32>) -> tensor<4xf32>
   %1 = linalg.copy ins(%a : tensor<4xf32>) outs(%b : tensor<4xf32>) -> tensor<4xf32>
   return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// With outline-all-above=3, a function with three or more loop nests becomes
+// glue: the nest that occurs once gets a function too. A function with fewer
+// keeps its single nests.
+// ALL-LABEL: func @glue
+// ALL: call @[[K:__ember_kernel[_0-9]*]](
+// ALL: call @[[K]](
+// ALL: call @[[ONCE:__ember_kernel[_0-9]*]](
+// ALL-NOT: linalg.generic
+// ALL-LABEL: func @small
+// ALL: linalg.generic
+// ALL: func.func private @[[K]]
+// ALL: math.exp
+// ALL: func.func private @[[ONCE]]({{.*}}) attributes {passthrough = ["noinline"]}
+// ALL: arith.subf
+// CHECK-LABEL: func @glue
+// CHECK: call @__ember_kernel
+// CHECK: call @__ember_kernel
+// CHECK: linalg.generic
+// CHECK: arith.subf
+func.func @glue(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%b : memref<4xf32>) outs(%c : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%a : memref<4xf32>) outs(%c : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %d = arith.subf %x, %y : f32
+    linalg.yield %d : f32
+  }
+  return
+}
+func.func @small(%a: memref<4xf32>, %b: memref<4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %d = arith.mulf %x, %y : f32
+    linalg.yield %d : f32
+  }
+  return
 }

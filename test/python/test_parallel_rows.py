@@ -127,9 +127,10 @@ def test_repeated_layers_share_one_function():
     text = f.lower(params, x).as_text("llvm")
     kernels = {line.split("@")[1].split("(")[0] for line in text.splitlines()
                if line.strip().startswith("llvm.func @__ember_kernel")}
-    # Six layers: every kernel serves several of them.
-    assert kernels
-    assert text.count("llvm.call @__ember_kernel") >= 4 * len(kernels)
+    # Six layers: the layers' loop nests share their kernels (a large
+    # program also gets a kernel for each loop nest that occurs once).
+    shared = [k for k in kernels if text.count(f"llvm.call @{k}(") >= 4]
+    assert len(shared) >= 3
     value, grads = f(params, x)
 
     def np_loss(params):
