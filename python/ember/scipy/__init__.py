@@ -12,7 +12,7 @@ from ember.scipy import (
 )
 
 _LAZY = ("cluster", "fft", "integrate", "interpolate", "ndimage", "optimize", "signal",
-         "sparse", "stats")
+         "sparse", "spatial", "stats")
 
 
 def __getattr__(name):
