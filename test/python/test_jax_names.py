@@ -24,6 +24,13 @@ def test_array_repr_shows_dtype_and_weak_type():
     assert repr(jnp.ones(3, dtype=jnp.bfloat16)) == "Array([1, 1, 1], dtype=bfloat16)"
     assert repr(jnp.ones((2, 3))) == ("Array([[1., 1., 1.],\n"
                                       "       [1., 1., 1.]], dtype=float32)")
+    # A dtype that would overflow the last line: JAX sets it off by six
+    # spaces on the same line (recorded from JAX 0.10.2).
+    x = jnp.array([[0.04970884, 0.09941769, 0.14912653, 0.982551],
+                   [0.47355506, -0.23677753, 0.09471101, 0.8430373]])
+    assert repr(x) == ("Array([[ 0.04970884,  0.09941769,  0.14912653,  0.982551  ],\n"
+                       "       [ 0.47355506, -0.23677753,  0.09471101,  0.8430373 ]],"
+                       "      dtype=float32)")
 
 
 def test_tracer_repr():
@@ -52,6 +59,9 @@ def test_out_of_bounds_indexing_clamps_and_drops():
     lambda: jnp.where([True], 1, 2), lambda: jnp.argmax([1, 2]), lambda: jnp.cumsum([1, 2]),
     lambda: jnp.clip([1, 2], 0, 1), lambda: jnp.abs([1]),
     lambda: jnp.percentile(jnp.ones(3), [10, 90]), lambda: jnp.quantile(jnp.ones(3), (0.1,)),
+    lambda: jnp.atleast_1d([1.0, 2.0]), lambda: jnp.atleast_2d(1.0, (2.0,)),
+    lambda: jnp.atleast_3d([[1]]), lambda: jnp.hstack([[1, 2], [3, 4]]),
+    lambda: jnp.vstack(([1], [2])), lambda: jnp.dstack([[1]]),
 ])
 def test_lists_are_not_arrays(call):
     with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):

@@ -381,14 +381,20 @@ class Array(Value):
         raise TypeError("unhashable type: 'Array'")
 
     def __repr__(self):
-        # JAX's form: the dtype always, the shape when the data shows none.
-        s = np.array2string(self._value, separator=", ", prefix="Array(")
+        # JAX's form: the dtype always, the shape when the data shows none;
+        # a dtype that would overflow the last line is set off by the
+        # prefix's width of spaces instead of one (JAX's layout, no newline).
         name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name
-        extra = f", shape={self.shape}" if self.size == 0 else ""
-        extra += f", dtype={name}"
-        if self.weak_type:
-            extra += ", weak_type=True"
-        return f"Array({s}{extra})"
+        dtype = f"dtype={name}" + (", weak_type=True" if self.weak_type else "")
+        width = np.get_printoptions()["linewidth"]
+        if self.size == 0:
+            s = f"[], shape={self.shape}"
+        else:
+            s = np.array2string(self._value, separator=", ", prefix="Array(", suffix=",",
+                                max_line_width=width)
+        last = len(s) - s.rfind("\n") + 1
+        sep = " " * len("Array(") if last + len(dtype) + 2 > width else " "
+        return f"Array({s},{sep}{dtype})"
 
     def __str__(self):
         return str(self._value)

@@ -1075,11 +1075,13 @@ def expand_dims(a, axis):
 
 
 def atleast_1d(*arys):
+    _check_arraylike("atleast_1d", *arys)
     out = [_v(a) if _v(a).ndim >= 1 else reshape(a, (1,)) for a in arys]
     return out[0] if len(out) == 1 else out
 
 
 def atleast_2d(*arys):
+    _check_arraylike("atleast_2d", *arys)
     out = []
     for a in arys:
         a = _v(a)
@@ -1088,6 +1090,7 @@ def atleast_2d(*arys):
 
 
 def atleast_3d(*arys):
+    _check_arraylike("atleast_3d", *arys)
     out = []
     for a in arys:
         a = _v(a)
@@ -1137,11 +1140,13 @@ def stack(arrays, axis=0, dtype=None):
 
 
 def hstack(tup, dtype=None):
+    _check_arraylike("hstack", *tup)
     arrs = [atleast_1d(a) for a in tup]
     return concatenate(arrs, 0 if arrs[0].ndim == 1 else 1, dtype)
 
 
 def vstack(tup, dtype=None):
+    _check_arraylike("vstack", *tup)
     return concatenate([atleast_2d(a) for a in tup], 0, dtype)
 
 
@@ -1149,6 +1154,7 @@ row_stack = vstack
 
 
 def dstack(tup, dtype=None):
+    _check_arraylike("dstack", *tup)
     return concatenate([atleast_3d(a) for a in tup], 2, dtype)
 
 
