@@ -320,6 +320,33 @@ def test_unique_with_size():
     assert_close(g(x), np.array([1, 2, 3, -1], np.int32))
 
 
+def test_unique_along_an_axis():
+    """Values recorded from JAX 0.10.2: slices sorted lexicographically, the
+    first unique slice as the default fill, NaN rows merged by equal_nan."""
+    import ember as jax
+    a = np.array([[1, 2], [3, 4], [1, 2], [0, 5], [3, 4]], np.int32)
+    u, idx, inv, cnt = jnp.unique(a, axis=0, return_index=True, return_inverse=True,
+                                  return_counts=True)
+    assert_close(u, np.array([[0, 5], [1, 2], [3, 4]], np.int32))
+    assert_close(idx, np.array([3, 0, 1], np.int32))
+    assert_close(inv, np.array([1, 2, 1, 0, 2], np.int32))
+    assert_close(cnt, np.array([1, 2, 2], np.int32))
+    u, inv = jnp.unique(a, axis=1, return_inverse=True)
+    assert_close(u, a)
+    assert_close(inv, np.array([0, 1], np.int32))
+    assert_close(jnp.unique(a, axis=0, size=5, fill_value=9),
+                 np.array([[0, 5], [1, 2], [3, 4], [9, 9], [9, 9]], np.int32))
+    want = np.array([[0, 5], [1, 2], [3, 4], [0, 5]], np.int32)
+    assert_close(jax.jit(lambda v: jnp.unique(v, axis=0, size=4))(a), want)
+    b = np.array([[1.0, np.nan], [1.0, np.nan], [0.0, 2.0]], np.float32)
+    assert jnp.unique(b, axis=0).shape == (2, 2)
+    assert jnp.unique(b, axis=0, equal_nan=False).shape == (3, 2)
+    c = np.random.default_rng(0).integers(0, 2, (3, 6, 2)).astype(np.int32)
+    assert_close(jnp.unique(c, axis=1), np.unique(c, axis=1))
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(lambda v: jnp.unique(v, axis=0))(a)
+
+
 def test_misc_shape_helpers():
     x = np.arange(6, dtype=np.int32).reshape(2, 3)
     assert jnp.shape(x) == (2, 3) and jnp.ndim(x) == 2 and jnp.size(x) == 6 and jnp.size(x, 1) == 3

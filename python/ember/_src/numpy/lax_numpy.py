@@ -2128,7 +2128,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, size=None, fill_value=None, equal_nan=True):
     if axis is not None:
-        raise NotImplementedError("unique with axis= is not supported")
+        return _unique_along(_v(ar), axis, return_index, return_inverse, return_counts,
+                             size, fill_value, equal_nan)
     arr = _v(ar)
     ar = ravel(arr)
     if size is None:
@@ -2179,6 +2180,62 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         out.append(reshape(inv, arr.shape))
     if return_counts:
         idx = nonzero(first, size=size + 1, fill_value=0)[0]
+        idx = concatenate([idx[:1], where(greater(idx[1:], 0), idx[1:], _to(n, ity))])
+        out.append(diff(idx))
+    return tuple(out)
+
+
+def _unique_along(arr, axis, return_index, return_inverse, return_counts, size, fill_value,
+                  equal_nan):
+    """`unique` of the slices of `arr` along `axis`, in lexicographic order
+    (JAX's `axis=`): the slices are rows of a matrix sorted by its columns,
+    first column first; rows equal to the one before them are dropped (NaNs
+    equal with `equal_nan`). Without `size` (outside jit) the result has as
+    many slices as there are distinct ones."""
+    axis = _axis(axis, arr.ndim)
+    x = moveaxis(arr, axis, 0)
+    n, rest = x.shape[0], x.shape[1:]
+    if size is None and isinstance(x, _core.Tracer):
+        raise _core.ConcretizationTypeError(
+            f"unique needs a static size= inside jit (at {_core.where()})")
+    ity = _dt.default_int()
+    rows = reshape(x, (n, -1))
+    m = rows.shape[1]
+    if n == 0:
+        count = size if size is not None else 0
+        vals = full((count,) + rest, 0 if fill_value is None else fill_value, arr.dtype)
+        extra = [zeros((count,), ity)] * int(return_index)
+        extra += [zeros((0,), ity)] * int(return_inverse)
+        extra += [zeros((count,), ity)] * int(return_counts)
+        vals = moveaxis(vals, 0, axis)
+        return tuple([vals] + extra) if extra else vals
+    perm = lexsort([rows[:, j] for j in reversed(range(m))]) if m else arange(n, dtype=ity)
+    s = take(rows, perm, axis=0)
+    if n > 1 and m:
+        ne = not_equal(s[1:], s[:-1])
+        if equal_nan and _dt.is_inexact(s.dtype):
+            ne = logical_and(ne, logical_not(logical_and(isnan(s[1:]), isnan(s[:-1]))))
+        first = concatenate([ones((1,), bool_), any(ne, axis=1)])
+    else:
+        first = concatenate([ones((1,), bool_), zeros((n - 1,), bool_)])
+    out_size = size if size is not None else int(sum(first))
+    ind = nonzero(first, size=out_size, fill_value=0)[0]
+    cnt = sum(first, dtype=ity)
+    vals = take(s, ind, axis=0, mode="clip")
+    valid = less(arange(out_size, dtype=ity), cnt)[:, None]
+    fv = s[:1] if fill_value is None else _to(fill_value, vals.dtype)
+    vals = where(valid, vals, fv)
+    vals = moveaxis(reshape(vals, (out_size,) + rest), 0, axis)
+    if not (return_index or return_inverse or return_counts):
+        return vals
+    out = [vals]
+    if return_index:
+        out.append(take(perm, ind, mode="clip"))
+    if return_inverse:
+        imask = subtract(cumsum(first, dtype=ity), 1)
+        out.append(zeros((n,), ity).at[perm].set(imask))
+    if return_counts:
+        idx = nonzero(first, size=out_size + 1, fill_value=0)[0]
         idx = concatenate([idx[:1], where(greater(idx[1:], 0), idx[1:], _to(n, ity))])
         out.append(diff(idx))
     return tuple(out)
