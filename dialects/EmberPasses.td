@@ -84,7 +84,7 @@ def EmberOutlineRepeatedKernelsPass
 def EmberSplitRowsPass : Pass<"ember-split-rows", "ModuleOp"> {
   let summary = "Move large loop nests into functions of the rows of their first loop";
   let description = [{
-    A linalg op on buffers (outside loops) whose first loop is parallel and
+    A linalg op on buffers (in loops too: a scan's body) whose first loop is parallel and
     whose iteration space has at least `min-elements` points becomes a call
     of a private function `(lo, hi, operands...)` marked `ember.rows`, which
     computes the rows [lo, hi) of the first loop on subviews of the operands

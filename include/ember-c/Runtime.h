@@ -33,6 +33,14 @@ MLIR_CAPI_EXPORTED void *emberExecutableLookupPacked(EmberExecutable *exe,
 
 MLIR_CAPI_EXPORTED void emberExecutableDestroy(EmberExecutable *exe);
 
+/// Calls the packed entry point `fn(args)` (from emberExecutableLookupPacked)
+/// and returns 0; returns 1 when compiled code could not allocate memory, with
+/// the size it asked for in `*bytes`: the call is abandoned where the
+/// allocation failed (its temporaries are not freed) instead of writing
+/// through a null pointer.
+MLIR_CAPI_EXPORTED int emberRuntimeCallChecked(void (*fn)(void **), void **args,
+                                               size_t *bytes);
+
 /// As emberExecutableCreate, keeping the object code so that
 /// emberExecutableWriteObject can store it (the persistent compilation
 /// cache).

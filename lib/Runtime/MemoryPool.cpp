@@ -10,6 +10,7 @@
 
 #include "ember-c/Runtime.h"
 
+#include <csetjmp>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -111,11 +112,70 @@ MemoryPool &pool() {
 }
 } // namespace
 
-extern "C" void *ember_malloc(size_t n) { return pool().take(n, false, false); }
+// Allocation failures of compiled code. A call of compiled code runs under a
+// guard (a jmp_buf per thread); when compiled code's malloc fails, the call
+// is abandoned by a longjmp back to its guard, which reports the size, and
+// Python raises MemoryError instead of compiled code writing through a null
+// pointer. Only frames of compiled code (C, no destructors) and the guard's
+// own lie in between; the abandoned call's temporaries are not freed. The
+// pool's threads run their pieces under guards of their own, and the caller
+// reports a piece's failure once every piece has ended (Parallel.cpp).
+namespace {
+thread_local std::jmp_buf *innermostGuard = nullptr;
+thread_local size_t failedBytes = 0;
+} // namespace
+
+void ember::runtime::allocationFailed(size_t bytes) {
+  if (!innermostGuard)
+    return;
+  failedBytes = bytes;
+  std::longjmp(*innermostGuard, 1);
+}
+
+size_t ember::runtime::runGuarded(void (*task)(void *, int64_t, int64_t),
+                                  void *ctx, int64_t a, int64_t b) {
+  std::jmp_buf guard;
+  std::jmp_buf *outer = innermostGuard;
+  innermostGuard = &guard;
+  if (setjmp(guard) != 0) {
+    innermostGuard = outer;
+    return failedBytes;
+  }
+  task(ctx, a, b);
+  innermostGuard = outer;
+  return 0;
+}
+
+int emberRuntimeCallChecked(void (*fn)(void **), void **args, size_t *bytes) {
+  std::jmp_buf guard;
+  std::jmp_buf *outer = innermostGuard;
+  innermostGuard = &guard;
+  if (setjmp(guard) != 0) {
+    innermostGuard = outer;
+    if (bytes)
+      *bytes = failedBytes;
+    return 1;
+  }
+  fn(args);
+  innermostGuard = outer;
+  return 0;
+}
+
+extern "C" void *ember_malloc(size_t n) {
+  void *p = pool().take(n, false, false);
+  if (!p && n)
+    ember::runtime::allocationFailed(n);
+  return p;
+}
 extern "C" void *ember_calloc(size_t count, size_t size) {
-  if (size && count > SIZE_MAX / size)
+  if (size && count > SIZE_MAX / size) {
+    ember::runtime::allocationFailed(SIZE_MAX);
     return nullptr;
-  return pool().take(count * size, true, false);
+  }
+  void *p = pool().take(count * size, true, false);
+  if (!p && count * size)
+    ember::runtime::allocationFailed(count * size);
+  return p;
 }
 extern "C" void ember_free(void *p) { pool().give(p); }
 

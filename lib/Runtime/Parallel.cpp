@@ -38,25 +38,28 @@ public:
 
   int threads() const { return wanted; }
 
-  void run(Task task, void *ctx, int64_t lo, int64_t hi) {
+  /// Runs the pieces; returns 0, or the size of an allocation a piece
+  /// failed to get (each piece runs under its own guard, so that no lock is
+  /// left held: the caller reports the failure after this returns).
+  size_t run(Task task, void *ctx, int64_t lo, int64_t hi) {
     int64_t n = hi - lo;
     std::unique_lock<std::mutex> busy(submit, std::try_to_lock);
     int parts = (int)std::min<int64_t>(wanted, n);
-    if (!busy.owns_lock() || parts < 2) {
-      task(ctx, lo, hi);
-      return;
-    }
+    if (!busy.owns_lock() || parts < 2)
+      return ember::runtime::runGuarded(task, ctx, lo, hi);
     start(parts - 1);
     {
       std::lock_guard<std::mutex> g(m);
       job = {task, ctx, lo, n, parts};
       pending = parts - 1;
+      failed = 0;
       ++generation;
     }
     wake.notify_all();
-    task(ctx, lo, lo + n / parts);
+    size_t mine = ember::runtime::runGuarded(task, ctx, lo, lo + n / parts);
     std::unique_lock<std::mutex> g(m);
     done.wait(g, [&] { return pending == 0; });
+    return mine ? mine : failed;
   }
 
 private:
@@ -98,8 +101,10 @@ private:
         continue;
       g.unlock();
       int64_t a = j.lo + j.n * k / j.parts, b = j.lo + j.n * (k + 1) / j.parts;
-      j.task(j.ctx, a, b);
+      size_t lost = ember::runtime::runGuarded(j.task, j.ctx, a, b);
       g.lock();
+      if (lost)
+        failed = lost;
       if (--pending == 0)
         done.notify_one();
     }
@@ -111,6 +116,7 @@ private:
   std::vector<std::thread> workers;
   Job job{};
   int pending = 0;
+  size_t failed = 0; // an allocation a worker's piece failed to get
   uint64_t generation = 0;
   std::atomic<int> wanted{1};
 };
@@ -118,8 +124,9 @@ private:
 
 namespace ember::runtime::params {
 void ember_parallel_for(Addr task, Addr ctx, I64 lo, I64 hi) {
-  Pool::get().run(reinterpret_cast<Task>(task), reinterpret_cast<void *>(ctx),
-                  lo, hi);
+  if (size_t bytes = Pool::get().run(reinterpret_cast<Task>(task),
+                                     reinterpret_cast<void *>(ctx), lo, hi))
+    ember::runtime::allocationFailed(bytes);
 }
 } // namespace ember::runtime::params
 

@@ -28,4 +28,15 @@ extern "C" void *ember_calloc(size_t count, size_t size);
 extern "C" void ember_free(void *p);
 extern "C" float ember_truncsfbf2(float x);
 
+namespace ember::runtime {
+/// Runs task(ctx, a, b) on this thread; returns 0, or the size of an
+/// allocation of compiled code that failed on this thread, where the task
+/// was abandoned (MemoryPool.cpp).
+size_t runGuarded(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t a,
+                  int64_t b);
+/// An allocation of `bytes` failed: jumps to this thread's innermost guard
+/// (runGuarded, emberRuntimeCallChecked); returns when there is none.
+void allocationFailed(size_t bytes);
+} // namespace ember::runtime
+
 #endif // EMBER_LIB_RUNTIME_RUNTIMEENTRIES_H

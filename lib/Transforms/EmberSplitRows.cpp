@@ -16,7 +16,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::ember {
@@ -59,8 +58,9 @@ struct EmberSplitRowsPass
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> ops;
     module.walk([&](linalg::LinalgOp op) {
+      // Ops in loops (a scan's body) too: a large op's rows are worth the
+      // pool's wake-up on every iteration.
       if (!op.hasPureBufferSemantics() || op->getNumResults() != 0 ||
-          op->getParentOfType<LoopLikeOpInterface>() ||
           !op->getParentOfType<func::FuncOp>() || op.getNumLoops() == 0 ||
           op.getIteratorTypesArray()[0] != utils::IteratorType::parallel)
         return;

@@ -110,6 +110,10 @@ extern "C" void emberHostCallbackEntry(
 /// Raises the pending callback error, if any, after freeing `results`.
 void raisePendingError(std::vector<PooledBuffer *> &results);
 
+/// Frees `results` and raises MemoryError for an allocation of `bytes`.
+[[noreturn]] void outOfMemory(std::vector<PooledBuffer *> &results,
+                              size_t bytes);
+
 class Kernel {
 public:
   /// Compiles `module`; with `objectPath`, also writes its object code
@@ -241,7 +245,10 @@ public:
     }
     std::vector<PooledBuffer *> results;
     for (const ArgSpec &s : outs) {
-      auto *buf = new PooledBuffer{pool().take(s.nbytes), (size_t)s.nbytes};
+      void *data = emberRuntimeAlloc(s.nbytes);
+      if (!data && s.nbytes)
+        outOfMemory(results, s.nbytes);
+      auto *buf = new PooledBuffer{data, (size_t)s.nbytes};
       results.push_back(buf);
       fillDescriptor(&descs[w], buf->data, s);
       descPtrs[a] = &descs[w];
@@ -250,12 +257,16 @@ public:
       ++a;
     }
     // Small calls keep the GIL: releasing it costs more than the call.
+    size_t failed = 0;
+    int lost;
     if (bytes < kReleaseGilBytes) {
-      fn(argv.data());
+      lost = emberRuntimeCallChecked(fn, argv.data(), &failed);
     } else {
       nb::gil_scoped_release release;
-      fn(argv.data());
+      lost = emberRuntimeCallChecked(fn, argv.data(), &failed);
     }
+    if (lost)
+      outOfMemory(results, failed);
     if (pendingError)
       raisePendingError(results);
     return results;
@@ -277,6 +288,20 @@ private:
   size_t descWords = 0;
   int64_t bytes = 0;
 };
+
+[[noreturn]] void outOfMemory(std::vector<PooledBuffer *> &results,
+                              size_t bytes) {
+  for (PooledBuffer *b : results) {
+    if (b->data)
+      pool().give(b->data, b->bytes);
+    delete b;
+  }
+  results.clear();
+  std::string msg = "ember: out of memory: could not allocate " +
+                    std::to_string(bytes) + " bytes";
+  PyErr_SetString(PyExc_MemoryError, msg.c_str());
+  throw nb::python_error();
+}
 
 void raisePendingError(std::vector<PooledBuffer *> &results) {
   for (PooledBuffer *b : results) {

@@ -36,8 +36,8 @@ func.func @split(%a: memref<16x8xf32>, %b: memref<8xf32>, %c: memref<16x8xf32>) 
 
 // -----
 
-// Too small, a reduction first loop, an output that does not depend on the
-// first loop, and ops in loops stay.
+// Too small, a reduction first loop, and an output that does not depend on
+// the first loop stay.
 // CHECK-LABEL: func @kept
 func.func @kept(%a: memref<4x8xf32>, %big: memref<16x8xf32>, %r: memref<8xf32>, %n: index) {
   // CHECK-NOT: call
@@ -55,8 +55,20 @@ func.func @kept(%a: memref<4x8xf32>, %big: memref<16x8xf32>, %r: memref<8xf32>, 
   ^bb0(%x: f32, %o: f32):
     linalg.yield %x : f32
   }
+  return
+}
+
+// -----
+
+// A large op in a loop (a scan's body) is split too: the rows run on every
+// iteration.
+// CHECK-LABEL: func @in_loop
+func.func @in_loop(%big: memref<16x8xf32>, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
+  // CHECK: scf.for
+  // CHECK: call @__ember_rows{{.*}}(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (index, index, memref<16x8xf32>, memref<16x8xf32>) -> ()
+  // CHECK-NEXT: }
   scf.for %i = %c0 to %n step %c1 {
     linalg.copy ins(%big : memref<16x8xf32>) outs(%big : memref<16x8xf32>)
   }

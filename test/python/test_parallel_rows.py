@@ -38,7 +38,8 @@ def test_results_do_not_depend_on_the_thread_count():
         "import numpy as np, ember, ember.numpy as jnp\n"
         "x = np.random.default_rng(0).standard_normal((1001, 257)).astype(np.float32)\n"
         "f = ember.jit(lambda a: (jnp.sin(a) * 3 + a, jnp.sum(a * a, axis=1),"
-        " jnp.cumsum(a, axis=1), jnp.sum(a[:1000, :256] * 3), jnp.max(a[:1000, :256])))\n"
+        " jnp.cumsum(a, axis=1), jnp.sum(a[:1000, :256] * 3), jnp.max(a[:1000, :256]),"
+        " ember.lax.scan(lambda h, _: (jnp.tanh(h * 0.9 + a), None), a, None, length=5)[0]))\n"
         "np.save('/dev/stdout', np.concatenate([np.ravel(np.asarray(o)) for o in f(x)]))\n"
     )
     outs = []
@@ -48,6 +49,22 @@ def test_results_do_not_depend_on_the_thread_count():
                              check=True)
         outs.append(run.stdout)
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_large_ops_in_loops_run_their_rows_on_the_pool():
+    # A scan's body: the rows of its large loop nest run on every iteration.
+    h0 = np.random.default_rng(4).standard_normal((512, 512)).astype(np.float32)
+
+    def f(h, a):
+        return ember.lax.scan(lambda h, _: (jnp.tanh(h * a + 0.5) * 0.9, None), h, None,
+                              length=20)[0]
+
+    text = ember.jit(f).lower(h0, np.float32(0.7)).as_text("llvm")
+    assert "llvm.call @ember_parallel_for" in text
+    want = h0.astype(np.float64)
+    for _ in range(20):
+        want = np.tanh(want * 0.7 + 0.5) * 0.9
+    np.testing.assert_allclose(ember.jit(f)(h0, np.float32(0.7)), want, rtol=1e-5, atol=1e-6)
 
 
 def test_large_full_reductions_run_as_rows():
