@@ -1806,24 +1806,21 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
     dt, weak = _result(a, b)
     a, b = _to(a, dt, weak), _to(b, dt, weak)
     a1, b1 = a.ndim == 1, b.ndim == 1
-    if a1:
-        a = reshape(a, (1, a.shape[0]))
-    if b1:
-        b = reshape(b, (b.shape[0], 1))
-    if a.shape[-1] != b.shape[-2]:
+    ka, kb = a.shape[-1], b.shape[0 if b1 else -2]
+    if ka != kb:
         raise TypeError(f"dot_general requires contracting dimensions to have the same shape, "
                         f"got {a.shape} and {b.shape} (at {_core.where()})")
+    if a1 or b1:
+        # A vector side contracts as it is (JAX's product: no reshape, so
+        # the result and what differentiation saves have the vector's shape).
+        return lax.dot_general(a, b, (([a.ndim - 1], [0 if b1 else b.ndim - 2]), ([], [])),
+                               preferred_element_type=preferred_element_type or dt)
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = broadcast_to(a, batch + a.shape[-2:])
     b = broadcast_to(b, batch + b.shape[-2:])
     nb = len(batch)
-    r = lax.dot_general(a, b, (([nb + 1], [nb]), (list(range(nb)), list(range(nb)))),
-                        preferred_element_type=preferred_element_type or dt)
-    if a1:
-        r = squeeze(r, -2)
-    if b1:
-        r = squeeze(r, -1)
-    return r
+    return lax.dot_general(a, b, (([nb + 1], [nb]), (list(range(nb)), list(range(nb)))),
+                           preferred_element_type=preferred_element_type or dt)
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
