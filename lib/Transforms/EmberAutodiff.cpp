@@ -1244,14 +1244,43 @@ void recordResiduals(Block &body, Operation *lastPrimal, unsigned np) {
   MLIRContext *ctx = body.getParentOp()->getContext();
   Builder b(ctx);
   SmallVector<Attribute> entries;
+  // The op that computes `v` as JAX names it: for a result of a
+  // checkpointed function (JAX's primitive `checkpoint`), the op inside the
+  // function that computes what it returns, as JAX lists it.
+  auto source = [&](Value v) -> Operation * {
+    Operation *def = v.getDefiningOp();
+    for (int depth = 0; def && def->hasAttr(kRemat) && depth < 16; ++depth) {
+      auto call = cast<CustomVjpCallOp>(def);
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (!callee || callee.isExternal())
+        break;
+      Value inner = callee.getBody().front().getTerminator()->getOperand(
+          cast<OpResult>(v).getResultNumber());
+      if (!inner.getDefiningOp())
+        break;
+      v = inner;
+      def = inner.getDefiningOp();
+    }
+    return def;
+  };
   auto entry = [&](Value v, StringRef kind, Attribute what) {
     SmallVector<NamedAttribute> fields{
         b.getNamedAttr("type", TypeAttr::get(v.getType())),
         b.getNamedAttr(kind, what)};
-    if (Operation *def = v.getDefiningOp())
+    if (Operation *def = source(v))
       fields.push_back(b.getNamedAttr(
           "loc", b.getStringAttr(describeLocation(def->getLoc()))));
     entries.push_back(b.getDictionaryAttr(fields));
+  };
+  auto opName = [&](Operation *o) -> StringAttr {
+    if (o->hasAttr(kRemat)) // a checkpointed function returning its input
+      return b.getStringAttr("checkpoint");
+    if (auto cmp = dyn_cast<CompareOp>(o)) // JAX's `gt`, `eq`, ...
+      return b.getStringAttr(
+          StringRef(stringifyComparisonDirection(cmp.getComparisonDirection()))
+              .lower());
+    return b.getStringAttr(o->getName().stripDialect());
   };
   for (BlockArgument a : body.getArguments().take_front(np))
     if (used.contains(a))
@@ -1266,17 +1295,11 @@ void recordResiduals(Block &body, Operation *lastPrimal, unsigned np) {
     for (Value r : o.getResults()) {
       if (!used.contains(r) || isa<ConstantOp>(o))
         continue;
-      if (auto named = dyn_cast<CheckpointNameOp>(o))
+      Operation *def = source(r);
+      if (auto named = dyn_cast<CheckpointNameOp>(def))
         entry(r, "name", named.getNameAttr());
-      else if (o.hasAttr(kRemat)) // JAX's primitive `checkpoint`
-        entry(r, "op", b.getStringAttr("checkpoint"));
-      else if (auto cmp = dyn_cast<CompareOp>(o)) // JAX's `gt`, `eq`, ...
-        entry(r, "op",
-              b.getStringAttr(StringRef(stringifyComparisonDirection(
-                                            cmp.getComparisonDirection()))
-                                  .lower()));
       else
-        entry(r, "op", b.getStringAttr(o.getName().stripDialect()));
+        entry(r, "op", opName(def));
     }
   }
   body.getParentOp()->getParentOfType<ModuleOp>()->setAttr(
