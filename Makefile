@@ -100,10 +100,11 @@ build-asan: $(ASAN)/build.ninja
 	ln -s $(CURDIR)/$(ASAN)/python_packages/ember/_mlir $(ASAN)/pkg/ember/_mlir
 
 # Everything: the lit suite and the whole Python suite.
-test-asan: build-asan mpi
+test-asan: build-asan mpi jax-venv
 	rm -f $(ASAN)/report.*
 	$(ASAN_ENV) $(VENV)/bin/lit -sv $(ASAN)/test || { cat $(ASAN)/report.* 2>/dev/null; exit 1; }
-	$(ASAN_ENV) $(PY) -m pytest -q -x -p no:cacheprovider test/python || \
+	$(ASAN_ENV) EMBER_JAX_PYTHON=$(if $(wildcard $(JAXVENV)/.deps),$(CURDIR)/$(JAXVENV)/bin/python,) \
+	  $(PY) -m pytest -q -x -p no:cacheprovider test/python || \
 	  { cat $(ASAN)/report.* 2>/dev/null; exit 1; }
 	$(ASAN_REPORT)
 

@@ -84,8 +84,10 @@ def EmberOutlineRepeatedKernelsPass
 def EmberSplitRowsPass : Pass<"ember-split-rows", "ModuleOp"> {
   let summary = "Move large loop nests into functions of the rows of their first loop";
   let description = [{
-    A linalg op on buffers (in loops too: a scan's body) whose first loop is parallel and
-    whose iteration space has at least `min-elements` points becomes a call
+    A linalg op on buffers whose first loop is parallel and whose iteration
+    space has at least `min-elements` points (`min-elements-in-loops` for an
+    op inside a loop, such as a scan's body, whose every iteration pays the
+    pool's wake-up) becomes a call
     of a private function `(lo, hi, operands...)` marked `ember.rows`, which
     computes the rows [lo, hi) of the first loop on subviews of the operands
     (`linalg.index 0` is shifted by `lo`). The call covers every row, so the
@@ -112,7 +114,10 @@ def EmberSplitRowsPass : Pass<"ember-split-rows", "ModuleOp"> {
   }];
   let options = [
     Option<"minElements", "min-elements", "int64_t", /*default=*/"131072",
-           "Smallest iteration space worth splitting over threads">
+           "Smallest iteration space worth splitting over threads">,
+    Option<"minElementsInLoops", "min-elements-in-loops", "int64_t",
+           /*default=*/"2097152",
+           "Smallest iteration space worth splitting inside a loop">
   ];
   let dependentDialects = ["func::FuncDialect", "memref::MemRefDialect",
                            "arith::ArithDialect"];

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -23,6 +24,25 @@
 
 namespace {
 using Task = void (*)(void *, int64_t, int64_t);
+
+/// Spins until `ready()` or for `kSpin`, whichever is first. The caller
+/// waiting for the workers' pieces spins before sleeping (waking a sleeping
+/// thread takes about 0.1 ms here); workers do not spin between jobs: on two
+/// cores a spinning worker takes the core OpenBLAS's threads compute on
+/// (the MLP and CNN steps ran 25-50% slower).
+template <typename F> bool spinFor(F ready) {
+  constexpr auto kSpin = std::chrono::microseconds(200);
+  auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int k = 0;; ++k) {
+    if (ready())
+      return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if ((k & 63) == 63 && std::chrono::steady_clock::now() > until)
+      return false;
+  }
+}
 
 class Pool {
 public:
@@ -57,8 +77,11 @@ public:
     }
     wake.notify_all();
     size_t mine = ember::runtime::runGuarded(task, ctx, lo, lo + n / parts);
-    std::unique_lock<std::mutex> g(m);
-    done.wait(g, [&] { return pending == 0; });
+    if (!spinFor([&] { return pending.load() == 0; })) {
+      std::unique_lock<std::mutex> g(m);
+      done.wait(g, [&] { return pending.load() == 0; });
+    }
+    std::lock_guard<std::mutex> g(m);
     return mine ? mine : failed;
   }
 
@@ -92,10 +115,10 @@ private:
   }
 
   void work(int k, uint64_t seen) {
-    std::unique_lock<std::mutex> g(m);
     for (;;) {
-      wake.wait(g, [&] { return generation != seen; });
-      seen = generation;
+      std::unique_lock<std::mutex> g(m);
+      wake.wait(g, [&] { return generation.load() != seen; });
+      seen = generation.load();
       Job j = job;
       if (k >= j.parts)
         continue;
@@ -115,9 +138,9 @@ private:
   std::condition_variable wake, done;
   std::vector<std::thread> workers;
   Job job{};
-  int pending = 0;
+  std::atomic<int> pending{0};
   size_t failed = 0; // an allocation a worker's piece failed to get
-  uint64_t generation = 0;
+  std::atomic<uint64_t> generation{0};
   std::atomic<int> wanted{1};
 };
 } // namespace

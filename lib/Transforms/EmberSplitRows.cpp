@@ -16,6 +16,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::ember {
@@ -58,8 +59,8 @@ struct EmberSplitRowsPass
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> ops;
     module.walk([&](linalg::LinalgOp op) {
-      // Ops in loops (a scan's body) too: a large op's rows are worth the
-      // pool's wake-up on every iteration.
+      // Ops in loops (a scan's body) too, when larger: the pool's wake-up
+      // (about 0.1 ms) comes on every iteration.
       if (!op.hasPureBufferSemantics() || op->getNumResults() != 0 ||
           !op->getParentOfType<func::FuncOp>() || op.getNumLoops() == 0 ||
           op.getIteratorTypesArray()[0] != utils::IteratorType::parallel)
@@ -71,7 +72,10 @@ struct EmberSplitRowsPass
           return;
         work *= r;
       }
-      if (ranges[0] >= 2 && work >= minElements)
+      int64_t least = op->getParentOfType<LoopLikeOpInterface>()
+                          ? minElementsInLoops
+                          : minElements;
+      if (ranges[0] >= 2 && work >= least)
         ops.push_back(op);
     });
     SymbolTable symbols(module);

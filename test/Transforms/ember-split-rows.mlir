@@ -1,4 +1,4 @@
-// RUN: ember-opt %s -ember-split-rows="min-elements=64" -split-input-file | FileCheck %s
+// RUN: ember-opt %s -ember-split-rows="min-elements=64 min-elements-in-loops=128" -split-input-file | FileCheck %s
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
@@ -60,17 +60,20 @@ func.func @kept(%a: memref<4x8xf32>, %big: memref<16x8xf32>, %r: memref<8xf32>, 
 
 // -----
 
-// A large op in a loop (a scan's body) is split too: the rows run on every
-// iteration.
+// An op in a loop (a scan's body) is split when it reaches
+// min-elements-in-loops (128 here): the rows run on every iteration. One of
+// 64 points, enough outside loops, stays.
 // CHECK-LABEL: func @in_loop
-func.func @in_loop(%big: memref<16x8xf32>, %n: index) {
+func.func @in_loop(%big: memref<16x8xf32>, %small: memref<8x8xf32>, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   // CHECK: scf.for
   // CHECK: call @__ember_rows{{.*}}(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (index, index, memref<16x8xf32>, memref<16x8xf32>) -> ()
+  // CHECK-NEXT: linalg.copy ins(%{{.*}} : memref<8x8xf32>)
   // CHECK-NEXT: }
   scf.for %i = %c0 to %n step %c1 {
     linalg.copy ins(%big : memref<16x8xf32>) outs(%big : memref<16x8xf32>)
+    linalg.copy ins(%small : memref<8x8xf32>) outs(%small : memref<8x8xf32>)
   }
   return
 }

@@ -52,8 +52,10 @@ def test_results_do_not_depend_on_the_thread_count():
 
 
 def test_large_ops_in_loops_run_their_rows_on_the_pool():
-    # A scan's body: the rows of its large loop nest run on every iteration.
-    h0 = np.random.default_rng(4).standard_normal((512, 512)).astype(np.float32)
+    # A scan's body: the rows of its large loop nest (2**21 points, the
+    # threshold inside loops) run on the pool on every iteration (smaller
+    # bodies stay serial: test/Transforms/ember-split-rows.mlir).
+    h0 = np.random.default_rng(4).standard_normal((2048, 1024)).astype(np.float32)
 
     def f(h, a):
         return ember.lax.scan(lambda h, _: (jnp.tanh(h * a + 0.5) * 0.9, None), h, None,

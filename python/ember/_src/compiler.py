@@ -179,7 +179,9 @@ def _user_error(e):
         loc = str(d.location)
         where = re.match(r'loc\((?:".*?"\()?"(.*)":(\d+):\d+\)', loc)
         at = f"{where.group(1)}:{where.group(2)}" if where else loc
-        return cls(f"{_ERROR_TAG.sub('', d.message)} (at {at})")
+        # Without MLIR's "'ember.op' op " prefix: the user wrote no such op.
+        message = re.sub(r"^'[\w.]+' op ", "", _ERROR_TAG.sub("", d.message))
+        return cls(f"{message} (at {at})")
     return None
 
 
