@@ -254,8 +254,17 @@ static bool isGlue(const llvm::Function &f) {
 /// its loops apart, on two threads: the glue through a few cheap passes and
 /// the fast instruction selector (LLVM's full pipeline spends most of a large
 /// program's compile on it, for no measurable run time: design.md, "Compile
-/// time"), the loops at `optLevel`.
-constexpr size_t kSplitGlueInstructions = 2000;
+/// time"), the loops at `optLevel`. EMBER_SPLIT_GLUE_INSTRUCTIONS overrides
+/// it (0 splits every program with glue and loops: how the test suite runs
+/// the split on small programs).
+static size_t splitGlueInstructions() {
+  static const size_t n = [] {
+    const char *v = std::getenv("EMBER_SPLIT_GLUE_INSTRUCTIONS");
+    return v && *v ? static_cast<size_t>(std::strtoull(v, nullptr, 10))
+                   : size_t(2000);
+  }();
+  return n;
+}
 
 /// Which part of a split compile defines each global value (true: glue), or
 /// nothing when the module compiles whole. Values referenced from the other
@@ -274,7 +283,7 @@ partition(llvm::Module &m) {
     else
       ++loopFunctions;
   }
-  if (glueSize < kSplitGlueInstructions || loopFunctions == 0)
+  if (glueSize < splitGlueInstructions() || glueSize == 0 || loopFunctions == 0)
     return std::nullopt;
   // The functions (parts) using a value, through constant expressions.
   auto usersOf = [&](const llvm::GlobalValue &v) {

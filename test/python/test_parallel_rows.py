@@ -51,6 +51,28 @@ def test_results_do_not_depend_on_the_thread_count():
     assert outs[0] == outs[1] == outs[2]
 
 
+def test_small_programs_split_into_glue_and_loops_agree():
+    # EMBER_SPLIT_GLUE_INSTRUCTIONS=0 compiles every program with glue and
+    # loops in two parts (as large programs are): same results, bit for bit.
+    code = (
+        "import numpy as np, ember, ember.numpy as jnp\n"
+        "x = np.random.default_rng(0).standard_normal((64, 33)).astype(np.float32)\n"
+        "f = lambda a: jnp.sum(jnp.tanh(a) * jnp.cos(a) ** 2)\n"
+        "g = ember.jit(lambda a: (ember.grad(f)(a), jnp.sort(a, axis=0), jnp.cumsum(a, 1),"
+        " ember.lax.scan(lambda h, r: (jnp.tanh(h + r), h * 2), a[0], a)[1],"
+        " ember.vmap(jnp.linalg.norm)(a), jnp.argmax(a, 1)))\n"
+        "np.save('/dev/stdout', np.concatenate([np.ravel(np.asarray(o, np.float32))"
+        " for o in g(x)]))\n"
+    )
+    outs = []
+    for n in ("0", "1000000000"):
+        env = dict(os.environ, EMBER_SPLIT_GLUE_INSTRUCTIONS=n)
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             check=True)
+        outs.append(run.stdout)
+    assert outs[0] == outs[1]
+
+
 def test_large_ops_in_loops_run_their_rows_on_the_pool():
     # A scan's body: the rows of its large loop nest (2**21 points, the
     # threshold inside loops) run on the pool on every iteration (smaller
