@@ -2160,26 +2160,37 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         first = concatenate([ones((1,), bool_), differ])
     else:
         first = ones((1,), bool_)
-    ind = nonzero(first, size=size, fill_value=0)[0]
-    cnt = sum(first, dtype=ity)
-    vals = take(s, ind, mode="clip")
     fv = min(s) if fill_value is None else fill_value
-    valid = less(arange(size, dtype=ity), cnt)
-    vals = where(valid, vals, _to(fv, vals.dtype))
-    if not (return_index or return_inverse or return_counts):
-        return vals
-    out = [vals]
+    vals, extras = _unique_of_sorted(s, perm, first, size, _to(fv, s.dtype), return_index,
+                                     return_inverse, return_counts)
+    if return_inverse:
+        k = int(return_index)
+        extras[k] = reshape(extras[k], arr.shape)
+    return tuple([vals] + extras) if extras else vals
+
+
+def _unique_of_sorted(s, perm, first, size, fill, return_index, return_inverse,
+                      return_counts):
+    """The `size` unique entries (along the first axis) of `s`, sorted by
+    `perm`, whose first occurrences `first` marks, with `fill` after them;
+    and the requested indices, inverse (flat, one per entry) and counts."""
+    n = first.shape[0]
+    ity = _dt.default_int()
+    ind = nonzero(first, size=size, fill_value=0)[0]
+    valid = less(arange(size, dtype=ity), sum(first, dtype=ity))
+    vals = where(reshape(valid, (size,) + (1,) * (s.ndim - 1)),
+                 take(s, ind, axis=0, mode="clip"), fill)
+    extras = []
     if return_index:
-        out.append(take(perm, ind, mode="clip"))
+        extras.append(take(perm, ind, mode="clip"))
     if return_inverse:
         imask = subtract(cumsum(first, dtype=ity), 1)
-        inv = zeros((n,), ity).at[perm].set(imask)
-        out.append(reshape(inv, arr.shape))
+        extras.append(zeros((n,), ity).at[perm].set(imask))
     if return_counts:
         idx = nonzero(first, size=size + 1, fill_value=0)[0]
         idx = concatenate([idx[:1], where(greater(idx[1:], 0), idx[1:], _to(n, ity))])
-        out.append(diff(idx))
-    return tuple(out)
+        extras.append(diff(idx))
+    return vals, extras
 
 
 def _unique_along(arr, axis, return_index, return_inverse, return_counts, size, fill_value,
@@ -2216,26 +2227,11 @@ def _unique_along(arr, axis, return_index, return_inverse, return_counts, size, 
     else:
         first = concatenate([ones((1,), bool_), zeros((n - 1,), bool_)])
     out_size = size if size is not None else int(sum(first))
-    ind = nonzero(first, size=out_size, fill_value=0)[0]
-    cnt = sum(first, dtype=ity)
-    vals = take(s, ind, axis=0, mode="clip")
-    valid = less(arange(out_size, dtype=ity), cnt)[:, None]
-    fv = s[:1] if fill_value is None else _to(fill_value, vals.dtype)
-    vals = where(valid, vals, fv)
+    fv = s[:1] if fill_value is None else _to(fill_value, s.dtype)
+    vals, extras = _unique_of_sorted(s, perm, first, out_size, fv, return_index,
+                                     return_inverse, return_counts)
     vals = moveaxis(reshape(vals, (out_size,) + rest), 0, axis)
-    if not (return_index or return_inverse or return_counts):
-        return vals
-    out = [vals]
-    if return_index:
-        out.append(take(perm, ind, mode="clip"))
-    if return_inverse:
-        imask = subtract(cumsum(first, dtype=ity), 1)
-        out.append(zeros((n,), ity).at[perm].set(imask))
-    if return_counts:
-        idx = nonzero(first, size=out_size + 1, fill_value=0)[0]
-        idx = concatenate([idx[:1], where(greater(idx[1:], 0), idx[1:], _to(n, ity))])
-        out.append(diff(idx))
-    return tuple(out)
+    return tuple([vals] + extras) if extras else vals
 
 
 def unique_values(x):
