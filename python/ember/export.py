@@ -12,8 +12,14 @@ from ember._src.export import (
 from ember._src.export import (
     minimum_supported_calling_convention_version as minimum_supported_calling_convention_version,
 )
+from ember._src.export import symbolic_args_specs as symbolic_args_specs
 from ember._src.export import symbolic_shape as symbolic_shape
+from ember._src.shape_poly import DimExpr as DimExpr
+from ember._src.shape_poly import InconclusiveDimensionOperation as InconclusiveDimensionOperation
+from ember._src.shape_poly import SymbolicScope as SymbolicScope
 
-__all__ = ["Exported", "default_export_platform", "deserialize", "export", "from_stablehlo",
+__all__ = ["DimExpr", "Exported", "InconclusiveDimensionOperation", "SymbolicScope",
+           "default_export_platform", "deserialize", "export", "from_stablehlo",
            "maximum_supported_calling_convention_version",
-           "minimum_supported_calling_convention_version", "symbolic_shape"]
+           "minimum_supported_calling_convention_version", "symbolic_args_specs",
+           "symbolic_shape"]

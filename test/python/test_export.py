@@ -94,8 +94,6 @@ def test_call_errors():
         exp.call((X, W))
     with pytest.raises(TypeError, match="jax.jit"):
         export.export(_model)
-    with pytest.raises(NotImplementedError, match="symbolic"):
-        export.symbolic_shape("b, 3")
     with pytest.raises(NotImplementedError, match="CPU only"):
         export.export(ember.jit(_model), platforms=("cuda",))(*SPECS)
 

@@ -262,7 +262,21 @@ class Compiled:
             self._out_tree, [Array(o, a.weak_type) for o, a in zip(outs, self._exe.out_avals)])
 
 
-def _prepare_args(fun, static_argnums, static_argnames, args, kwargs):
+class _AbstractArg:
+    """A `ShapeDtypeStruct` argument of `jit(f).trace`/`.lower`: only its
+    aval is used."""
+
+    def __init__(self, spec):
+        if core.is_symbolic_shape(spec.shape):
+            raise NotImplementedError(
+                "jit(f).trace/lower with symbolic dimensions is not built (the traced "
+                "program would be compiled for one size); use ember.export.export(jit(f))"
+                f"(...) for shape-polymorphic programs (at {core.where()})")
+        self.aval = core.ShapedArray(spec.shape, dtypes.canonicalize_dtype(spec.dtype),
+                                     bool(getattr(spec, "weak_type", False)))
+
+
+def _prepare_args(fun, static_argnums, static_argnames, args, kwargs, abstract_ok=False):
     """Splits a call's arguments into the static ones ((position or name,
     value) pairs), the treedef of the others and their flat Values, with the
     positions of Ref leaves and the Refs."""
@@ -292,6 +306,9 @@ def _prepare_args(fun, static_argnums, static_argnames, args, kwargs):
         if isinstance(x, state.Ref):
             state.check_access(x)
             vals.append(x._value)
+            continue
+        if abstract_ok and isinstance(x, core.ShapeDtypeStruct):
+            vals.append(_AbstractArg(x))
             continue
         if not _is_array_leaf(x):
             raise TypeError(f"Argument of type {type(x).__name__} is not a valid JAX type "
@@ -327,9 +344,9 @@ class JitWrapped:
         self.cache.users.add(self)
         _jit_objects.add(self)
 
-    def _prepare(self, args, kwargs):
+    def _prepare(self, args, kwargs, abstract_ok=False):
         return _prepare_args(self.fun, self.static_argnums, self.static_argnames, args,
-                             kwargs)
+                             kwargs, abstract_ok)
 
     def _make(self, static, treedef, avals, ref_pos=(), refs=()):
         flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
@@ -388,7 +405,7 @@ class JitWrapped:
         return self.trace(*args, **kwargs).lower()
 
     def trace(self, *args, **kwargs):
-        static, treedef, vals, ref_pos, refs = self._prepare(args, kwargs)
+        static, treedef, vals, ref_pos, refs = self._prepare(args, kwargs, abstract_ok=True)
         avals = [v.aval for v in vals]
         flat, out_tree = flatten_fun(self.fun, treedef, static)
         module, out_avals = core.trace_function(_with_ref_args(flat, ref_pos, refs), avals,

@@ -115,6 +115,7 @@ def _case(index, branches, operands, what, names):
             op = ir.Operation.create("ember.case", results=[core.mlir_type(a) for a in avals],
                                      operands=[idx], regions=len(branches),
                                      ip=ir.InsertionPoint(holder))
+        core._annotate(op, avals, None)
         for k in range(len(branches)):
             holder.regions[k].blocks[0].append_to(op.regions[k])
     finally:
@@ -395,6 +396,7 @@ def _emit_while(cond_fun, body_fun, tree, vals, trip_count, promote):
     with core.context(), ir.Location.unknown():
         cond_block = op.regions[0].blocks.append(*types)
         body_block = op.regions[1].blocks.append(*types)
+        core.annotate_block_args(op, [avals, avals])
 
     def cond(*xs):
         p = cond_fun(tree_util.tree_unflatten(tree, list(xs)))
@@ -420,7 +422,11 @@ def _emit_while(cond_fun, body_fun, tree, vals, trip_count, promote):
     core.trace_region(cond_block, cond, avals)
     core.trace_region(body_block, body, avals)
     if trip_count is not None:
-        op.attributes["trip_count"] = core.i64_attr(int(trip_count))
+        with core.context():
+            op.attributes["trip_count"] = core.i64_attr(core.canonicalize_dim(trip_count))
+            if isinstance(trip_count, core.DimExpr):
+                op.attributes["ember.sym_attr.trip_count"] = ir.StringAttr.get(
+                    str(trip_count))
     return tree_util.tree_unflatten(tree, results)
 
 

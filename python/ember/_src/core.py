@@ -31,6 +31,7 @@ from .errors import (
     TracerIntegerConversionError,
 )
 from .mesh import Shard, shard_indices
+from .shape_poly import DimExpr
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _lock = threading.RLock()
@@ -51,7 +52,7 @@ class ShapedArray:
     __slots__ = ("shape", "dtype", "weak_type", "vma", "sharding")
 
     def __init__(self, shape, dtype, weak_type=False, vma=frozenset(), sharding=None):
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = tuple(canonicalize_dim(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.vma = vma
@@ -63,7 +64,7 @@ class ShapedArray:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return shape_size(self.shape)
 
     def _key(self):
         return (self.shape, self.dtype, self.weak_type)
@@ -120,6 +121,24 @@ class ShapedArray:
         return dims
 
 
+def canonicalize_dim(d):
+    """An int, or a `DimExpr` (a symbolic dimension of an export)."""
+    if isinstance(d, DimExpr):
+        return d
+    return int(d)
+
+
+def shape_size(shape):
+    n = 1
+    for d in shape:
+        n = n * d
+    return n if isinstance(n, DimExpr) else int(n)
+
+
+def is_symbolic_shape(shape):
+    return any(isinstance(d, DimExpr) for d in shape)
+
+
 class _ManualAxisType:
     def __init__(self, vma):
         self.varying = set(vma)
@@ -147,7 +166,7 @@ class ShapeDtypeStruct:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return shape_size(self.shape)
 
     def __repr__(self):
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
@@ -216,7 +235,84 @@ def value_error(msg):
 _type_cache = {}
 
 
+def _witness_shape(shape):
+    """The concrete shape a symbolic one has in the MLIR of the trace (the
+    scope's witness values; `ember.sym_*` annotations keep the expressions)."""
+    out = []
+    for d in shape:
+        if isinstance(d, DimExpr):
+            scope = d._scope
+            w = getattr(scope, "_witness_env", None)
+            if w is None:
+                w = scope._witness_env = scope.witness()
+            d = d._eval(w)
+        out.append(int(d))
+    return tuple(out)
+
+
+def sym_spec(shape):
+    """The annotation text of a shape with symbolic dims ("" for a static
+    one): the dims' expressions separated by ';'."""
+    if not is_symbolic_shape(shape):
+        return ""
+    return ";".join(str(d) for d in shape) or "-"
+
+
+class _SymAttrs(threading.local):
+    """Attributes made from symbolic values, by id, until the op using them
+    is emitted: (attribute, annotation text); per thread, as traces are."""
+
+    def __init__(self):
+        self.pending = {}
+
+
+_sym_attrs_tls = _SymAttrs()
+
+
+def _annotate(op, result_avals, attributes):
+    """Records the symbolic dims of an op's results and attributes as
+    `ember.sym_results` / `ember.sym_attr.<name>` (see shape_poly.py)."""
+    specs = [sym_spec(a.shape) for a in result_avals]
+    if any(specs):
+        op.attributes["ember.sym_results"] = ir.ArrayAttr.get(
+            [ir.StringAttr.get(x) for x in specs])
+    pending = _sym_attrs_tls.pending
+    if pending and attributes:
+        for k, v in attributes.items():
+            hit = pending.get(id(v))
+            if hit is not None and hit[0] is v:
+                op.attributes[f"ember.sym_attr.{k}"] = ir.StringAttr.get(hit[1])
+
+
+def annotate_block_args(op, avals_per_region):
+    """`ember.sym_block_args`: for each region of `op`, the specs of its
+    entry block's arguments (when any is symbolic)."""
+    specs = [[sym_spec(a.shape) for a in avals] for avals in avals_per_region]
+    if any(any(x) for x in specs):
+        op.attributes["ember.sym_block_args"] = ir.ArrayAttr.get(
+            [ir.ArrayAttr.get([ir.StringAttr.get(x) for x in r]) for r in specs])
+
+
+def dimension_as_value(d):
+    """A dimension as a traced int scalar (JAX's `core.dimension_as_value`)."""
+    if not isinstance(d, DimExpr):
+        return int(d)
+    trace = current_trace()
+    if trace is None:
+        raise TypeError(f"the symbolic dimension {d} is a value only inside a traced "
+                        "function")
+    aval = ShapedArray((), dtypes.default_int(), weak_type=True)
+    w = _witness_shape((d,))[0]
+    out = trace.emit("ember.constant", [], [aval],
+                     {"value": dense_attr(np.asarray(w), aval)})[0]
+    with trace.ctx:
+        out.value.owner.attributes["ember.sym_value"] = ir.StringAttr.get(str(d))
+    return out
+
+
 def mlir_type(aval):
+    if is_symbolic_shape(aval.shape):
+        aval = ShapedArray(_witness_shape(aval.shape), aval.dtype)
     key = (aval.shape, aval.dtype)
     t = _type_cache.get(key)
     if t is None:
@@ -227,10 +323,20 @@ def mlir_type(aval):
 
 
 def i64_array_attr(values):
+    values = list(values)
+    if is_symbolic_shape(values):
+        attr = ir.DenseI64ArrayAttr.get(list(_witness_shape(values)), context=context())
+        _sym_attrs_tls.pending[id(attr)] = (attr, sym_spec(values))
+        return attr
     return ir.DenseI64ArrayAttr.get([int(v) for v in values], context=context())
 
 
 def i64_attr(v):
+    if isinstance(v, DimExpr):
+        attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64, context()),
+                                  _witness_shape((v,))[0])
+        _sym_attrs_tls.pending[id(attr)] = (attr, str(v))
+        return attr
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64, context()), int(v))
 
 
@@ -650,6 +756,7 @@ class Trace:
                 "func.func", regions=1, attributes=attrs,
                 ip=ir.InsertionPoint(self.module.body))
             self.block = self.func_op.regions[0].blocks.append(*in_types)
+        self.arg_specs = [sym_spec(a.shape) for a in in_avals]
         sources = sources if self.concrete and sources else [None] * len(in_avals)
         return [Tracer(self, self.block.arguments[i], a, _source(s))
                 for i, (a, s) in enumerate(zip(in_avals, sources))]
@@ -682,6 +789,8 @@ class Trace:
                 regions=regions, ip=ir.InsertionPoint(self.block))
             if not regions:
                 _verify_emitted(op, name)
+            _annotate(op, result_avals, attributes)
+            _sym_attrs_tls.pending.clear()
         return [Tracer(self, op.results[i], a) for i, a in enumerate(result_avals)]
 
     def _is_ancestor(self, trace):
@@ -706,6 +815,8 @@ class Trace:
                                                       ir.Location.unknown(self.ctx))
                     self._capture_args[id(x)] = arg
                     self.captured.append(x)
+                    if self.func_op is not None:
+                        self.arg_specs.append(sym_spec(x.aval.shape))
                 return arg
             raise type_error("a traced value escaped from the function that created it "
                              "(leaked tracer)")
@@ -719,6 +830,10 @@ class Trace:
             ftype = ir.FunctionType.get([a.type for a in self.block.arguments],
                                         [v.type for v in vals])
             self.func_op.attributes["function_type"] = ir.TypeAttr.get(ftype)
+            specs = getattr(self, "arg_specs", [])
+            if any(specs) and len(specs) == len(self.block.arguments):
+                self.func_op.attributes["ember.sym_args"] = ir.ArrayAttr.get(
+                    [ir.StringAttr.get(x) for x in specs])
         return self.module
 
 
@@ -947,6 +1062,8 @@ def as_value(x):
         # JAX's protocol for array-like objects (a Pallas ref reads as its
         # whole value).
         return as_value(x.__jax_array__())
+    if isinstance(x, DimExpr):
+        return dimension_as_value(x)
     return asarray_concrete(x)
 
 

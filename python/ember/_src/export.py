@@ -23,10 +23,13 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import compiler, core, dtypes, tree_util
+from . import compiler, core, dtypes, shape_poly, tree_util
 from .api_util import flatten_args, flatten_fun
 
-FORMAT_VERSION = 1
+# 1: static shapes. 2: symbolic dimensions (the header's "symbolic" entry,
+# dims as expressions; the module traced, before `ember-transforms`, with
+# `ember.sym_*` annotations). Static exports are still written as 1.
+FORMAT_VERSION = 2
 CALLING_CONVENTION_VERSION = 9  # JAX's current one; Ember's has one form
 minimum_supported_calling_convention_version = CALLING_CONVENTION_VERSION
 maximum_supported_calling_convention_version = CALLING_CONVENTION_VERSION
@@ -70,13 +73,31 @@ def _tree_from_json(j):
 
 
 def _aval_json(a):
-    return [list(a.shape), np.dtype(a.dtype).name, bool(a.weak_type)]
+    return [[d if isinstance(d, int) else str(d) for d in a.shape],
+            np.dtype(a.dtype).name, bool(a.weak_type)]
 
 
-def _aval_from(j):
+def _aval_from(j, scope=None):
     shape, dtype, weak = j
-    return core.ShapedArray(tuple(int(d) for d in shape), dtypes.canonicalize_dtype(
+    dims = tuple(shape_poly.parse_dim(d, scope) if isinstance(d, str) and scope is not None
+                 else int(d) for d in shape)
+    return core.ShapedArray(dims, dtypes.canonicalize_dtype(
         np.dtype(dtype) if dtype != "bfloat16" else dtypes.bfloat16), bool(weak))
+
+
+def _scope_of_avals(avals):
+    """The one symbolic scope of these avals' dims (None when all static);
+    dims of different `symbolic_shape` calls do not mix (JAX's rule)."""
+    scope = None
+    for a in avals:
+        for d in a.shape:
+            if isinstance(d, shape_poly.DimExpr):
+                if scope is not None and d._scope is not scope:
+                    raise ValueError(
+                        "Invalid mixing of symbolic scopes: the arguments' dimensions come "
+                        "from different `symbolic_shape` calls (pass scope= to share one)")
+                scope = d._scope
+    return scope
 
 
 class Exported:
@@ -85,8 +106,12 @@ class Exported:
     `mlir_module()`, `serialize()`, `vjp()`."""
 
     def __init__(self, fun_name, module_text, in_tree, in_avals, out_tree, out_avals,
-                 platforms=("cpu",)):
+                 platforms=("cpu",), scope=None):
         self.fun_name = fun_name
+        # Symbolic exports: the scope of their dimension variables; the
+        # module is compiled once for each set of the variables' values.
+        self._scope = scope
+        self._exes = {}
         self._text = module_text
         self.in_tree, self.out_tree = in_tree, out_tree
         self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
@@ -106,6 +131,10 @@ class Exported:
         XLA compiles; `ember_module()` is Ember's own form."""
         from .stablehlo_out import to_stablehlo
 
+        if self._scope is not None:
+            raise NotImplementedError(
+                "Exported.mlir_module: StableHLO with symbolic dimensions is not built; "
+                "ember_module() gives the exported program")
         with core.context():
             return to_stablehlo(ir.Module.parse(self._text), f"jit_{self.fun_name}")
 
@@ -119,7 +148,8 @@ class Exported:
             raise ValueError("serialize: vjp_order > 0 is not supported; serialize "
                              "exp.vjp() instead")
         header = {
-            "format_version": FORMAT_VERSION, "ember_version": _version(),
+            "format_version": 2 if self._scope is not None else 1,
+            "ember_version": _version(),
             "fun_name": self.fun_name, "in_tree": _tree_to_json(self.in_tree),
             "out_tree": _tree_to_json(self.out_tree),
             "in_avals": [_aval_json(a) for a in self.in_avals],
@@ -127,6 +157,9 @@ class Exported:
             "platforms": list(self.platforms), "nr_devices": self.nr_devices,
             "calling_convention_version": self.calling_convention_version, "effects": [],
         }
+        if self._scope is not None:
+            header["symbolic"] = {"variables": list(self._scope.vars),
+                                  "constraints": list(self._scope._constraint_texts)}
         head = json.dumps(header).encode()
         buf = io.BytesIO()
         with core.context():
@@ -140,6 +173,13 @@ class Exported:
             raise TypeError(f"Exported.call: the arguments' structure {tree} does not match "
                             f"the exported {self.in_tree} (at {core.where()})")
         vals = [core.as_value(x) for x in leaves]
+        if self._scope is not None:
+            for i, (v, a) in enumerate(zip(vals, self.in_avals)):
+                if len(v.shape) != len(a.shape) or v.dtype != a.dtype:
+                    raise ValueError(
+                        f"Exported.call: argument {i} has type {v.aval.str_short()}, the "
+                        f"exported function takes {a.str_short()} (at {core.where()})")
+            return vals
         for i, (v, a) in enumerate(zip(vals, self.in_avals)):
             if tuple(v.shape) != a.shape or v.dtype != a.dtype:
                 raise ValueError(
@@ -151,6 +191,8 @@ class Exported:
         """Runs the exported function (compiled once; inside a trace its ops
         join the traced program, so `jit`, `grad` and `vmap` apply)."""
         vals = self._check(args, kwargs)
+        if self._scope is not None:
+            return tree_util.tree_unflatten(self.out_tree, self._call_symbolic(vals))
         if core._trace_stack or any(isinstance(v, core.Tracer) for v in vals):
             outs = _inline(self._text, vals)
         else:
@@ -162,6 +204,28 @@ class Exported:
             raw = self._exe([v._value for v in vals])
             outs = [core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)]
         return tree_util.tree_unflatten(self.out_tree, outs)
+
+    def _call_symbolic(self, vals):
+        """Solves the dimension variables from the arguments' shapes (JAX's
+        errors on a mismatch), then runs the program refined for them:
+        compiled once per set of values, or inlined into a trace."""
+        env = _solve_dims(self.in_avals, [tuple(v.shape) for v in vals], self._scope)
+        traced = core._trace_stack or any(isinstance(v, core.Tracer) for v in vals)
+        if traced:
+            with core.context():
+                module = _refine(self._text, env, self._scope)
+            return _inline_module(module, vals, [_eval_aval(a, env) for a in self.out_avals])
+        key = tuple(sorted(env.items()))
+        exe = self._exes.get(key)
+        if exe is None:
+            with core.context():
+                module = _refine(self._text, env, self._scope)
+                text = str(module)
+            ins = [_eval_aval(a, env) for a in self.in_avals]
+            outs = [_eval_aval(a, env) for a in self.out_avals]
+            exe = self._exes[key] = compiler.Executable(module, ins, outs, text=text)
+        raw = exe([v._value for v in vals])
+        return [core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)]
 
     def vjp(self):
         """The exported VJP: takes the primal arguments and the output
@@ -184,19 +248,256 @@ class Exported:
         return _export_flat(bwd, specs, f"{self.fun_name}_vjp", self.platforms)
 
 
+def _eval_aval(a, env):
+    return a.update(shape=tuple(shape_poly.evaluate(d, env) for d in a.shape))
+
+
+_SHAPE_DOC = ("Please see https://docs.jax.dev/en/latest/export/shape_poly.html"
+              "#shape-assertion-errors for more details.")
+
+
+def _shape_str(shape):
+    """A shape as Python prints a tuple, with expressions unquoted."""
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _solve_dims(in_avals, shapes, scope):
+    """The values of the dimension variables for arguments of `shapes`
+    (ints, or the dims of symbolic tracers), with JAX's errors: a constant
+    dimension that differs, a variable below 1 or outside its constraints,
+    dimensions that disagree, a division with a remainder."""
+    specs = "; ".join(f"args[{i}].shape = {_shape_str(a.shape)}"
+                      for i, a in enumerate(in_avals) if core.is_symbolic_shape(a.shape))
+
+    def fail(why, env, where=()):
+        got = ", ".join(f"'{v}' = {env[v]} from specification '{s}' for dimension {w}"
+                        for v, s, w in where)
+        return ValueError(
+            "Input shapes do not match the polymorphic shapes specification. "
+            f"{why} Using the following polymorphic shapes specifications: {specs}. "
+            f"Obtained dimension variables: {got + ', ' if got else ''}. {_SHAPE_DOC} "
+            f"(at {core.where()})")
+
+    env, origin, pending = {}, [], []
+    for i, (a, shape) in enumerate(zip(in_avals, shapes)):
+        for j, (d, v) in enumerate(zip(a.shape, shape)):
+            where = f"args[{i}].shape[{j}] (= {v})"
+            if isinstance(d, int):
+                if v != d:
+                    raise ValueError(
+                        f"Shape mismatch for args[{i}].shape[{j}] (expected same constant): "
+                        f"expected {_shape_str(a.shape)} and called with {_shape_str(shape)} "
+                        f"(at {core.where()})")
+            elif d.is_single_var():
+                name = d.variables()[0]
+                if name in env:
+                    pending.append((d, v, where))
+                else:
+                    env[name] = v
+                    origin.append((name, str(d), where))
+            else:
+                pending.append((d, v, where))
+    # Linear specifications with one unknown (`2*b`, `b + 1`) once the single
+    # variables are known.
+    changed = True
+    while changed:
+        changed = False
+        for d, v, where in list(pending):
+            unknown = [x for x in d.variables() if x not in env]
+            if len(unknown) != 1:
+                continue
+            var = unknown[0]
+            probe = {**env, var: 0}
+            rest = d._eval(probe)
+            probe[var] = 1
+            coeff = d._eval(probe) - rest
+            probe[var] = 2
+            if d._eval(probe) - rest != 2 * coeff or coeff == 0:
+                continue  # not linear in the unknown
+            q, r = divmod(v - rest, coeff)
+            if r:
+                raise fail(f"Division had remainder {r} when computing the value of "
+                           f"'{var}'.", env, origin)
+            env[var] = q
+            origin.append((var, str(d), where))
+            changed = True
+    needed = []
+    for a in in_avals:
+        for d in a.shape:
+            if isinstance(d, shape_poly.DimExpr):
+                needed += [v for v in d.variables() if v not in needed]
+    for v in needed:
+        if v not in env:
+            raise ValueError(f"Exported.call: the dimension variable '{v}' cannot be solved "
+                             f"from the arguments' shapes ({specs}) (at {core.where()})")
+    for v in needed:
+        lo, hi = scope.bounds[v]
+        if not isinstance(env[v], int):
+            continue
+        if env[v] < lo:
+            raise fail(f"Expected value >= {lo} for dimension variable '{v}'.", env, origin)
+        if env[v] > hi:
+            raise fail(f"Expected value <= {hi} for dimension variable '{v}'.", env, origin)
+    for c in scope.constraints:
+        if any(v not in env for v in c.variables()):
+            continue
+        if isinstance(c._eval(env), int) and c._eval(env) < 0:
+            raise fail(f"Constraint '{c} >= 0' does not hold.", env, origin)
+    for d, v, where in pending:
+        got = d._eval(env)
+        if isinstance(got, int) and isinstance(v, int) and got != v:
+            raise fail(f"Found inconsistency between dimension size {where} and the "
+                       f"specification '{d}' (= {got}).", env, origin)
+        if not (isinstance(got, int) and isinstance(v, int)) and got != v:
+            raise ValueError(f"Exported.call: dimension {where} is not '{d}' (= {got}) "
+                             f"(at {core.where()})")
+    return env
+
+
+def _eval_specs(text, env, scope):
+    return [shape_poly.evaluate(shape_poly.parse_dim(d, scope), env)
+            for d in text.split(";")] if text and text != "-" else []
+
+
+def _refine(text, env, scope):
+    """The traced module of a symbolic export with its dimension variables
+    set to `env`'s values: every annotated type, shape attribute and
+    dimension value re-evaluated (JAX refines StableHLO's shapes the same
+    way). Values that are themselves symbolic (a call inside a symbolic
+    trace) give the witness sizes and new annotations."""
+    with ir.Location.unknown():
+        return _refine_in(ir.Module.parse(text), env, scope)
+
+
+def _refine_in(module, env, scope):
+    def tensor(old_type, dims):
+        t = ir.RankedTensorType(old_type)
+        return ir.RankedTensorType.get(list(core._witness_shape(dims)), t.element_type)
+
+    def reannotate(op, name, dims_list):
+        specs = [core.sym_spec(dims) for dims in dims_list]
+        if any(specs):
+            return specs
+        del op.attributes[name]
+        return None
+
+    def visit(op):
+        attrs = op.attributes
+        names = list(attrs)
+        for name in names:
+            if name == "ember.sym_results":
+                dims_list = []
+                for k, spec in enumerate(ir.ArrayAttr(attrs[name])):
+                    spec = ir.StringAttr(spec).value
+                    dims = _eval_specs(spec, env, scope)
+                    if spec:
+                        op.results[k].set_type(tensor(op.results[k].type, dims))
+                    dims_list.append(dims)
+                specs = reannotate(op, name, dims_list)
+                if specs:
+                    attrs[name] = ir.ArrayAttr.get([ir.StringAttr.get(x) for x in specs])
+            elif name in ("ember.sym_args", "ember.sym_block_args"):
+                per_region = ([ir.ArrayAttr(attrs[name])] if name == "ember.sym_args" else
+                              [ir.ArrayAttr(r) for r in ir.ArrayAttr(attrs[name])])
+                new = []
+                for region, specs in zip(op.regions, per_region):
+                    block = region.blocks[0]
+                    row = []
+                    for k, spec in enumerate(specs):
+                        spec = ir.StringAttr(spec).value
+                        dims = _eval_specs(spec, env, scope)
+                        if spec:
+                            block.arguments[k].set_type(tensor(block.arguments[k].type, dims))
+                        row.append(core.sym_spec(dims))
+                    new.append(row)
+                if not any(any(r) for r in new):
+                    del attrs[name]
+                elif name == "ember.sym_args":
+                    attrs[name] = ir.ArrayAttr.get([ir.StringAttr.get(x) for x in new[0]])
+                else:
+                    attrs[name] = ir.ArrayAttr.get(
+                        [ir.ArrayAttr.get([ir.StringAttr.get(x) for x in r]) for r in new])
+            elif name.startswith("ember.sym_attr."):
+                target = name[len("ember.sym_attr."):]
+                spec = ir.StringAttr(attrs[name]).value
+                dims = _eval_specs(spec, env, scope)
+                witness = list(core._witness_shape(dims))
+                old = attrs[target]
+                if isinstance(old, ir.DenseI64ArrayAttr):
+                    attrs[target] = ir.DenseI64ArrayAttr.get(witness)
+                else:
+                    attrs[target] = ir.IntegerAttr.get(ir.IntegerAttr(old).type, witness[0])
+                if core.is_symbolic_shape(dims):
+                    attrs[name] = ir.StringAttr.get(core.sym_spec(dims))
+                else:
+                    del attrs[name]
+            elif name == "ember.sym_value":
+                d = shape_poly.evaluate(
+                    shape_poly.parse_dim(ir.StringAttr(attrs[name]).value, scope), env)
+                w = core._witness_shape((d,))[0]
+                t = ir.RankedTensorType(op.results[0].type)
+                attrs["value"] = ir.DenseElementsAttr.get_splat(
+                    t, ir.IntegerAttr.get(t.element_type, w))
+                if isinstance(d, shape_poly.DimExpr):
+                    attrs[name] = ir.StringAttr.get(str(d))
+                else:
+                    del attrs[name]
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner.operation)
+
+    for fn in module.body.operations:
+        visit(fn.operation)
+    for fn in module.body.operations:
+        fn = fn.operation
+        if fn.name != "func.func":
+            continue
+        block = fn.regions[0].blocks[0]
+        ret = list(block.operations)[-1].operation
+        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
+            [a.type for a in block.arguments], [v.type for v in ret.operands]))
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        raise ValueError(f"Exported.call: the exported program is not valid for these "
+                         f"dimensions ({env}): {e}") from None
+    return module
+
+
+def _inline_module(module, vals, out_avals):
+    """`_inline` for a module that may have private functions (the callees
+    of transformation ops): they join the trace's module under new names."""
+    trace = core.current_trace() or core.find_trace(vals)
+    fns = [op.operation for op in module.body.operations]
+    for fn in fns[1:]:
+        old = ir.StringAttr(fn.attributes["sym_name"]).value
+        trace.root._counter += 1
+        new = f"{old}_exported{trace.root._counter}"
+        ir.SymbolTable.replace_all_symbol_uses(old, new, module.operation)
+        fn.attributes["sym_name"] = ir.StringAttr.get(new)
+    for fn in fns[1:]:
+        fn.detach_from_parent()
+        trace.module.body.append(fn)
+    return _inline(module, vals, out_avals)
+
+
 def _version():
     import importlib
 
     return importlib.import_module("ember").__version__
 
 
-def _inline(text, vals):
+def _inline(text, vals, out_avals=None):
     """Emits the ops of the module's `main` into the current trace on
     `vals`; returns its results as tracers. (The module is a fresh copy:
     its ops are re-created here and its regions moved.)"""
     trace = core.current_trace() or core.find_trace(vals)
-    with core.context():
-        module = ir.Module.parse(text)
+    if isinstance(text, str):
+        with core.context():
+            module = ir.Module.parse(text)
+    else:
+        module = text
     main = module.body.operations[0].operation
     block = main.regions[0].blocks[0]
     args = [trace.to_value(v) for v in vals]
@@ -218,7 +519,7 @@ def _inline(text, vals):
                 b.append_to(new.regions[k])
         for old_r, new_r in zip(op.results, new.results):
             old_r.replace_all_uses_with(new_r)
-    return [core.Tracer(trace, v, _aval_of(v)) for v in outs]
+    return [core.Tracer(trace, v, a) for v, a in zip(outs, out_avals or map(_aval_of, outs))]
 
 
 def _aval_of(v):
@@ -231,11 +532,24 @@ def _export_flat(fun, specs, name, platforms):
     avals = [core.ShapedArray(tuple(s.shape), dtypes.canonicalize_dtype(s.dtype),
                               bool(getattr(s, "weak_type", False))) for s in leaves]
     flat, out_tree = flatten_fun(fun, in_tree)
+    return _trace_export(flat, avals, in_tree, out_tree, name, platforms)
+
+
+def _trace_export(flat, avals, in_tree, out_tree, name, platforms):
+    """Traces the flat function into an `Exported`: with static shapes the
+    program after `ember-transforms`; with symbolic dimensions the traced
+    program itself (transformations run once the dimensions are known: the
+    ops they create would not carry the dimensions' annotations)."""
+    scope = _scope_of_avals(avals)
     module, out_avals = core.trace_function(flat, avals, lifted=[])
+    if scope is not None and _scope_of_avals(out_avals) not in (None, scope):
+        raise ValueError("export: the results' symbolic dimensions come from another scope")
     with core.context():
         module = ir.Module.parse(str(module))
-        compiler.run_pipeline(module, upto="transforms")
-    return Exported(name, str(module), in_tree, avals, out_tree(), out_avals, platforms)
+        if scope is None:
+            compiler.run_pipeline(module, upto="transforms")
+    return Exported(name, str(module), in_tree, avals, out_tree(), out_avals, platforms,
+                    scope=scope)
 
 
 def export(fun_jit, *, platforms=None, disabled_checks=()):
@@ -256,11 +570,6 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
         if static or fun_jit.static_argnames:
             raise NotImplementedError("export of a function with static arguments")
         leaves, in_tree = flatten_args(args, kwargs)
-        for x in leaves:
-            if isinstance(getattr(x, "shape", None), tuple) and any(
-                    not isinstance(d, (int, np.integer)) for d in x.shape):
-                raise NotImplementedError("export with symbolic dimensions is not "
-                                          "supported (every dimension must be an int)")
         avals = []
         for x in leaves:
             if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, core.Value):
@@ -269,12 +578,8 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
             else:
                 avals.append(core.as_value(x).aval)
         flat, out_tree = flatten_fun(fun, in_tree)
-        module, out_avals = core.trace_function(flat, avals, lifted=[])
-        with core.context():
-            module = ir.Module.parse(str(module))
-            compiler.run_pipeline(module, upto="transforms")
-        return Exported(getattr(fun, "__name__", "fun"), str(module), in_tree, avals,
-                        out_tree(), out_avals, platforms)
+        return _trace_export(flat, avals, in_tree, out_tree, getattr(fun, "__name__", "fun"),
+                             platforms)
 
     return do_export
 
@@ -305,8 +610,14 @@ def deserialize(blob):
     try:
         in_tree = _tree_from_json(header["in_tree"])
         out_tree = _tree_from_json(header["out_tree"])
-        in_avals = [_aval_from(a) for a in header["in_avals"]]
-        out_avals = [_aval_from(a) for a in header["out_avals"]]
+        scope = None
+        if "symbolic" in header:
+            sym = header["symbolic"]
+            scope = shape_poly.SymbolicScope([str(c) for c in sym["constraints"]])
+            for v in sym["variables"]:
+                scope._var(str(v))
+        in_avals = [_aval_from(a, scope) for a in header["in_avals"]]
+        out_avals = [_aval_from(a, scope) for a in header["out_avals"]]
         platforms = tuple(header["platforms"])
         name = str(header["fun_name"])
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -327,7 +638,8 @@ def deserialize(blob):
                          "number of arguments or results")
     if in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
         raise ValueError("deserialize: the export's trees and avals disagree")
-    return Exported(name, text, in_tree, in_avals, out_tree, out_avals, platforms)
+    return Exported(name, text, in_tree, in_avals, out_tree, out_avals, platforms,
+                    scope=scope)
 
 
 def from_stablehlo(text, name=None):
@@ -339,6 +651,33 @@ def from_stablehlo(text, name=None):
     return _from(text, name, _export_flat)
 
 
-def symbolic_shape(*args, **kwargs):
-    raise NotImplementedError("symbolic dimensions (shape polymorphism) are not supported by "
-                              "Ember's export yet")
+def symbolic_shape(shape_spec, *, constraints=(), scope=None, like=None):
+    """JAX's `export.symbolic_shape`: `"b, 2*n, 4"` -> `(b, 2*n, 4)`, dims
+    that trace as symbolic expressions (shape_poly.py)."""
+    return shape_poly.symbolic_shape(shape_spec, constraints=constraints, scope=scope,
+                                     like=like)
+
+
+def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
+    """JAX's `export.symbolic_args_specs`: ShapeDtypeStructs for `args`
+    (a pytree of arrays or specs) with the symbolic shapes `shapes_specs`
+    (one string for all, or a matching pytree; `...` takes the array's
+    remaining dims; None keeps an argument's shape). One scope for all."""
+    leaves, tree = tree_util.tree_flatten(args)
+    if isinstance(shapes_specs, (str, type(None))):
+        specs = [shapes_specs] * len(leaves)
+    else:
+        specs = tree.flatten_up_to(shapes_specs) if hasattr(tree, "flatten_up_to") else \
+            tree_util.tree_leaves(shapes_specs, is_leaf=lambda x: x is None)
+        if len(specs) != len(leaves):
+            raise ValueError("symbolic_args_specs: shapes_specs must match the structure "
+                             "of args")
+    scope = scope or shape_poly.SymbolicScope(constraints)
+    out = []
+    for x, spec in zip(leaves, specs):
+        shape = tuple(np.shape(x)) if not hasattr(x, "shape") else tuple(x.shape)
+        dims = shape if spec is None else shape_poly.symbolic_shape(spec, scope=scope,
+                                                                     like=shape)
+        out.append(core.ShapeDtypeStruct(dims, x.dtype if hasattr(x, "dtype") else
+                                         np.asarray(x).dtype))
+    return tree_util.tree_unflatten(tree, out)

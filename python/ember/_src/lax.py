@@ -217,7 +217,7 @@ broadcast_in_dim_p = Primitive("broadcast_in_dim", _bid_rule, _bid_emit)
 
 
 def _reshape_rule(x, new_sizes):
-    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    if core.shape_size(new_sizes) != x.size:
         raise type_error(f"cannot reshape array of shape {x.shape} (size {x.size}) "
                          f"into shape {tuple(new_sizes)}")
     return x.update(shape=new_sizes)
@@ -892,8 +892,12 @@ def bitcast_convert_type(x, new_dtype):
     return bitcast_p.bind(x, new_dtype=dtypes.canonicalize_dtype(new_dtype))
 
 
+_dim = core.canonicalize_dim
+
+
 def iota(dtype, size):
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(int(size),), dimension=0)
+    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(_dim(size),),
+                       dimension=0)
 
 
 def broadcasted_iota(dtype, shape, dimension):
@@ -903,7 +907,7 @@ def broadcasted_iota(dtype, shape, dimension):
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
     x = as_value(x)
-    shape, dims = tuple(int(s) for s in shape), tuple(int(d) for d in broadcast_dimensions)
+    shape, dims = tuple(_dim(s) for s in shape), tuple(int(d) for d in broadcast_dimensions)
     if x.shape == shape and dims == tuple(range(len(shape))):
         return x
     if type(x) is core.Array and not core._trace_stack and \
@@ -930,7 +934,7 @@ def reshape(x, new_sizes, dimensions=None):
     x = as_value(x)
     if dimensions is not None:
         x = transpose(x, dimensions)
-    new_sizes = tuple(int(s) for s in new_sizes)
+    new_sizes = tuple(_dim(s) for s in new_sizes)
     if x.shape == new_sizes:
         return x
     return reshape_p.bind(x, new_sizes=new_sizes)
@@ -946,8 +950,8 @@ def transpose(x, permutation):
 def slice(x, start_indices, limit_indices, strides=None):
     x = as_value(x)
     strides = tuple(strides) if strides is not None else (1,) * x.ndim
-    return slice_p.bind(x, start_indices=tuple(int(s) for s in start_indices),
-                        limit_indices=tuple(int(s) for s in limit_indices),
+    return slice_p.bind(x, start_indices=tuple(_dim(s) for s in start_indices),
+                        limit_indices=tuple(_dim(s) for s in limit_indices),
                         strides=tuple(int(s) for s in strides))
 
 
@@ -987,7 +991,7 @@ def _index_scalar(i):
 def dynamic_slice(x, start_indices, slice_sizes):
     x = as_value(x)
     idx = [_index_scalar(i) for i in start_indices]
-    return dynamic_slice_p.bind(x, *idx, slice_sizes=tuple(int(s) for s in slice_sizes))
+    return dynamic_slice_p.bind(x, *idx, slice_sizes=tuple(_dim(s) for s in slice_sizes))
 
 
 def dynamic_update_slice(x, update, start_indices):
@@ -1031,7 +1035,8 @@ def pad(x, padding_value, padding_config):
     x = as_value(x)
     pv = padding_value if isinstance(padding_value, core.Value) else \
         core.asarray_concrete(padding_value, x.dtype)
-    return pad_p.bind(x, pv, padding_config=tuple(tuple(int(v) for v in c) for c in padding_config))
+    return pad_p.bind(x, pv,
+                      padding_config=tuple(tuple(_dim(v) for v in c) for c in padding_config))
 
 
 def concatenate(operands, dimension):

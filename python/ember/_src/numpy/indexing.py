@@ -1,8 +1,10 @@
 """NumPy-style indexing (`x[idx]`) and the `.at[]` update API."""
 
+import operator
+
 import numpy as np
 
-from .. import core, dtypes, lax
+from .. import core, dtypes, lax, shape_poly
 from ..core import Array, Tracer, Value
 from ..errors import NonConcreteBooleanIndexError
 from . import lax_numpy as jnp
@@ -74,6 +76,39 @@ def _normalize(x, idx):
     return expanded
 
 
+def _slice_indices(e, n):
+    """`slice.indices(n)`, also for a symbolic size (bounds as dimension
+    expressions, clamped with `max`/`min` of dimensions)."""
+    if not isinstance(n, shape_poly.DimExpr):
+        return e.indices(n)
+    step = 1 if e.step is None else operator.index(e.step)
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    lo, hi = (0, n) if step > 0 else (-1, n - 1)
+
+    def bound(v, default):
+        if v is None:
+            return default
+        v = operator.index(v)
+        if v < 0:
+            return shape_poly.dim_max(v + n, lo)
+        return shape_poly.dim_min(v, hi)
+
+    if step > 0:
+        return bound(e.start, 0), bound(e.stop, n), step
+    return bound(e.start, n - 1), bound(e.stop, -1), step
+
+
+def _in_bounds(e, n):
+    """Whether int index `e` is within a dimension of size `n`; None when a
+    symbolic size cannot decide it (the index is then clamped at run time,
+    as JAX's gathers do)."""
+    try:
+        return bool(-n <= e < n)
+    except shape_poly.InconclusiveDimensionOperation:
+        return None
+
+
 def getitem(x, idx, mode=None):
     """x[idx]. mode=None is Python indexing (static out-of-bounds ints raise,
     dynamic indices are clamped); 'clip' clamps every index; 'fill'/'drop' let
@@ -92,15 +127,15 @@ def getitem(x, idx, mode=None):
             continue
         n = x.shape[dim]
         if isinstance(e, slice):
-            s, stop, st = e.indices(n)
+            s, stop, st = _slice_indices(e, n)
             if st > 0:
                 starts.append(s)
-                limits.append(max(stop, s))
+                limits.append(shape_poly.dim_max(stop, s))
                 strides.append(st)
             else:
                 # Negative step: reverse then slice.
                 rev_dims.append(dim)
-                length = len(range(s, stop, st))
+                length = shape_poly.dim_max((s - stop - st - 1) // -st, 0)
                 s2 = n - 1 - s
                 starts.append(s2)
                 limits.append(s2 + (length - 1) * (-st) + 1 if length else s2)
@@ -108,7 +143,8 @@ def getitem(x, idx, mode=None):
             out_shape_ops.append("keep")
         elif isinstance(e, (int, np.integer)) and not isinstance(e, bool):
             e = int(e)
-            if not -n <= e < n and n > 0:
+            inside = _in_bounds(e, n)
+            if inside is None or (not inside and n > 0):
                 # JAX clamps an out-of-bounds index (as a gather does).
                 e = Array(np.asarray(e, dtypes.default_int()))
                 starts.append(0)
@@ -117,7 +153,7 @@ def getitem(x, idx, mode=None):
                 out_shape_ops.append(("dyn", e))
                 dim += 1
                 continue
-            if not -n <= e < n:
+            if not inside:
                 raise IndexError(f"index {e} is out of bounds for axis {dim} with size {n}")
             e = e + n if e < 0 else e
             starts.append(e)

@@ -15,9 +15,11 @@ import numpy as _np
 from .. import core as _core
 from .. import dtypes as _dt
 from .. import lax as lax
+from .. import shape_poly
 from ..config import config as _config
 from ..core import Value as _Value
 from ..core import as_value as _v
+from ..shape_poly import DimExpr, InconclusiveDimensionOperation
 
 ndarray = _core.Array
 
@@ -828,6 +830,15 @@ def _arange(start, stop, step, dtype):
         inexact = builtins.any(isinstance(v, float) for v in (start, stop, step))
         dtype = _dt.default_float() if inexact else _dt.default_int()
     dtype = _dt.canonicalize_dtype(dtype)
+    if builtins.any(isinstance(v, DimExpr) for v in (start, stop, step)):
+        # A symbolic bound (`arange(x.shape[0])`): integer steps only, as in JAX.
+        if not builtins.all(isinstance(v, (int, DimExpr)) for v in (start, stop, step)) \
+                or isinstance(step, DimExpr) or step == 0:
+            raise InconclusiveDimensionOperation(
+                f"arange with symbolic dimensions needs integer start and step, got "
+                f"start={start}, stop={stop}, step={step}")
+        n = shape_poly.dim_max((stop - start + step - (1 if step > 0 else -1)) // step, 0)
+        return add(multiply(lax.iota(dtype, n), _to(step, dtype)), _to(start, dtype))
     n = builtins.max(_math.ceil((stop - start) / step), 0)
     if n == 0:
         return _core.Array(_np.zeros((0,), dtype))
@@ -991,17 +1002,26 @@ def _axes(axis, ndim):
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     a = _v(a)
     shape = newshape if shape is None else shape
-    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(int(s) for s in shape)
+    shape = ((shape,) if isinstance(shape, (int, _np.integer, DimExpr)) else
+             tuple(_core.canonicalize_dim(s) for s in shape))
     if shape.count(-1) > 1:
         raise _core.value_error("can only specify one unknown dimension")
     if -1 in shape:
-        known = int(_np.prod([s for s in shape if s != -1]))
-        if known == 0 or a.size % known:
+        known = _core.shape_size([s for s in shape if not (isinstance(s, int) and s == -1)])
+        if isinstance(known, DimExpr) or isinstance(a.size, DimExpr):
+            rem = a.size % known if isinstance(a.size, DimExpr) else 0
+            if isinstance(known, DimExpr) and not isinstance(a.size, DimExpr):
+                rem = 1
+            if not (isinstance(rem, int) and rem == 0):
+                raise InconclusiveDimensionOperation(
+                    f"Cannot divide evenly the sizes of shapes {a.shape} and {shape}. The "
+                    f"remainder {rem} should be 0.")
+        elif known == 0 or a.size % known:
             raise TypeError(f"cannot reshape array of shape {a.shape} (size {a.size}) into "
                             f"shape {shape} (at {_core.where()})")
-        shape = tuple(a.size // known if s == -1 else s for s in shape)
+        shape = tuple(a.size // known if isinstance(s, int) and s == -1 else s for s in shape)
     if order == "F":
-        if int(_np.prod(shape, dtype=_np.int64)) != a.size:
+        if _core.shape_size(shape) != a.size:
             raise TypeError(f"cannot reshape array of shape {a.shape} (size {a.size}) into "
                             f"shape {shape} (at {_core.where()})")
         return transpose(lax.reshape(transpose(a), shape[::-1]))
