@@ -75,9 +75,9 @@ def _canon_float(dtype, name):
 
 
 def _canon_shape(shape):
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(s) for s in shape)
+    if isinstance(shape, (int, np.integer, core.DimExpr)):
+        return (core.canonicalize_dim(shape),)
+    return tuple(core.canonicalize_dim(s) for s in shape)
 
 
 def _check_shape(name, shape, *param_shapes):
@@ -111,8 +111,8 @@ def _key_words(keys):
 
 def _iota_2x32(shape):
     """(hi, lo) words of the row-major linear index over `shape` (JAX's iota_2x32_shape)."""
-    n = math.prod(shape)
-    if n > 2 ** 32:
+    n = core.shape_size(shape)
+    if not isinstance(n, core.DimExpr) and n > 2 ** 32:
         raise NotImplementedError("random bits for arrays with more than 2**32 elements")
     lo = lax.reshape(lax.iota(_U32, n), shape) if shape else _const(_U32, 0)
     hi = _const(_U32, 0, shape)

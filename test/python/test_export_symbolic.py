@@ -90,6 +90,26 @@ PROGRAMS = {
     "broadcast_to": (lambda x: jnp.broadcast_to(x, (x.shape[0], 3)), [S((_B, 1), _F32)]),
     "eye": (lambda x: x @ jnp.eye(x.shape[1]), [S((3, _B), _F32)]),
     "size_as_value": (lambda x: x / x.size, [S((_B, 2 * _N), _F32)]),
+    "split": (lambda x: jnp.split(x, 2)[1], [S((2 * _B,), _F32)]),
+    "gather": (lambda x, i: x[i] + jnp.take(x, i, axis=0), [S((_B, 3), _F32), S((_N,), _I32)]),
+    "scatter": (lambda x, i: x.at[0].set(1.0).at[i].add(1.0), [S((_B, 3), _F32),
+                                                               S((_N,), _I32)]),
+    "random_normal": (lambda x: x + ember.random.normal(ember.random.key(0), x.shape),
+                      [S((_B, 3), _F32)]),
+    "roll": (lambda x: jnp.roll(x, 1, 0), [S((_B, 3), _F32)]),
+    "einsum": (lambda x, y: jnp.einsum("bi,bj->ij", x, y), [S((_B, 3), _F32),
+                                                            S((_B, 2), _F32)]),
+    "while_loop": (lambda x: ember.lax.while_loop(lambda c: c[0] < 10, lambda c: c * 2 + 1, x),
+                   [S((_B,), _F32)]),
+    "cond": (lambda x: ember.lax.cond(x.sum() > 0, lambda x: x, lambda x: -x, x),
+             [S((_B,), _F32)]),
+    "hessian": (lambda x: ember.hessian(lambda x: jnp.sum(x ** 3))(x), [S((_B,), _F32)]),
+    "jacrev": (lambda x: ember.jacrev(lambda x: jnp.sin(x) * x[0])(x), [S((_B,), _F32)]),
+    "checkpoint": (lambda x: ember.grad(lambda x: ember.checkpoint(
+        lambda x: jnp.sin(jnp.sin(x)))(x).sum())(x), [S((_B,), _F32)]),
+    "dynamic_slice": (lambda x: ember.lax.dynamic_slice_in_dim(x, 1, 2) +
+                      ember.lax.dynamic_update_slice(x, jnp.ones(2), (1,))[:2],
+                      [S((_B + 2,), _F32)]),
 }
 
 
@@ -97,7 +117,7 @@ def _args(specs, env, rng):
     out = []
     for s in specs:
         shape = tuple(d if isinstance(d, int) else d._eval(env) for d in s.shape)
-        out.append(rng.integers(0, 4, shape).astype(np.int32) if s.dtype == np.int32
+        out.append(rng.integers(0, env["b"], shape).astype(np.int32) if s.dtype == np.int32
                    else rng.standard_normal(shape).astype(np.float32))
     return out
 

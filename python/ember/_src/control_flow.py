@@ -115,7 +115,8 @@ def _case(index, branches, operands, what, names):
             op = ir.Operation.create("ember.case", results=[core.mlir_type(a) for a in avals],
                                      operands=[idx], regions=len(branches),
                                      ip=ir.InsertionPoint(holder))
-        core._annotate(op, avals, None)
+        with ctx:
+            core._annotate(op, avals, None)
         for k in range(len(branches)):
             holder.regions[k].blocks[0].append_to(op.regions[k])
     finally:

@@ -293,7 +293,9 @@ class _IndexUpdateRef:
             flat_pos = jnp.arange(1, x.size + 1, dtype=np.int32).reshape(x.shape)
             pos = getitem(flat_pos, self.idx, mode="fill")
             # 0 marks an out-of-bounds index: send it past the end so it is dropped.
-            pos = jnp.where(pos > 0, pos - 1, np.int32(x.size))
+            end = (np.int32(x.size) if not isinstance(x.size, shape_poly.DimExpr) else
+                   lax.convert_element_type(core.as_value(x.size), np.int32))
+            pos = jnp.where(pos > 0, pos - 1, end)
         else:
             raise ValueError(f"Invalid mode {mode!r} for an indexed update")
         vals = jnp.broadcast_to(jnp.asarray(values).astype(x.dtype), pos.shape)

@@ -1192,11 +1192,12 @@ def split(ary, indices_or_sections, axis=0):
         if n % indices_or_sections:
             raise _core.value_error("array split does not result in an equal division")
         step = n // indices_or_sections
-        points = list(range(step, n, step))[: indices_or_sections - 1]
+        points = [step * i for i in range(1, int(indices_or_sections))]
     else:
         points = [int(p) for p in indices_or_sections]
     bounds = [0] + points + [n]
-    return [lax.slice_in_dim(ary, builtins.min(a, n), builtins.min(builtins.max(a, b), n), 1, axis)
+    lo, hi = shape_poly.dim_min, shape_poly.dim_max
+    return [lax.slice_in_dim(ary, lo(a, n), lo(hi(a, b), n), 1, axis)
             for a, b in _itertools.pairwise(bounds)]
 
 
@@ -1307,7 +1308,8 @@ def roll(a, shift, axis=None):
         n = a.shape[ax]
         if n == 0:
             continue
-        if isinstance(s, _core.Tracer):
+        if isinstance(s, _core.Tracer) or isinstance(n, DimExpr):
+            # A traced shift or a symbolic size: the rotation is a dynamic slice.
             s = remainder(_to(s, _dt.default_int()), n)
             a2 = concatenate([a, a], ax)
             a = lax.dynamic_slice_in_dim(a2, subtract(n, s), n, ax)
