@@ -8,7 +8,9 @@ For each program, writes NAME.mlir.gz (`jax.export` of `jax.jit(f)`, its
 `mlir_module()` in MLIR's generic form without locations) and NAME.npz
 (`in_K`: the arguments, `out_K`: JAX's results). The programs are the
 conformance cases that JAX runs without an exception (traced under `jit`,
-so their inputs are constants) and the programs with arguments below.
+so their inputs are constants) and the programs with arguments below; the
+`sym_` programs are exported with symbolic dimensions (`jax.export`'s shape
+polymorphism) and run for two sizes (`in_K`/`out_K` and `bin_K`/`bout_K`).
 """
 
 import gzip
@@ -79,6 +81,42 @@ def programs(jax, jnp):
     }
 
 
+def symbolic_programs(jax, jnp):
+    """name -> (f, the arguments' symbolic shapes, arguments of two sizes)."""
+    lax = jax.lax
+    rng = np.random.default_rng(4)
+
+    def f32(*shape):
+        return rng.normal(size=shape).astype(np.float32)
+
+    params = [(f32(8, 16) * 0.3, np.zeros(16, np.float32)), (f32(16, 4) * 0.3,
+                                                              np.zeros(4, np.float32))]
+
+    def loss(p, xb, yb):
+        h = jnp.tanh(xb @ p[0][0] + p[0][1])
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(h @ p[1][0] + p[1][1]) * yb, axis=-1))
+
+    def onehot(n):
+        return np.eye(4, dtype=np.float32)[rng.integers(0, 4, size=n)]
+
+    return {
+        "sym_mlp_step": (jax.value_and_grad(loss), (None, "b, 8", "b, 4"),
+                         [(params, f32(1, 8), onehot(1)), (params, f32(7, 8), onehot(7))]),
+        "sym_reshape": (lambda x: (x.reshape(-1, 2).sum(1), x.reshape(2, -1) * 2),
+                        ("2*b",), [(f32(2),), (f32(10),)]),
+        "sym_iota_slices": (lambda x: (x * jnp.arange(x.shape[0]) + x[1:].sum(),
+                                       x[::-1], x[:-1] - x[1:], jnp.zeros_like(x) + 1),
+                            ("b",), [(f32(1),), (f32(6),)]),
+        "sym_two_variables": (lambda x, y: (jnp.concatenate([x, y])[::-1],
+                                            jnp.outer(x, y).sum(0) / x.shape[0]),
+                              ("b", "n"), [(f32(2), f32(3)), (f32(5), f32(1))]),
+        "sym_reductions": (lambda x: (jax.nn.log_softmax(x) - jnp.mean(x, axis=0),
+                                      jnp.max(x, axis=0), jnp.argmax(x, axis=1),
+                                      lax.cumsum(x, axis=0)),
+                           ("b, 5",), [(f32(1, 5),), (f32(9, 5),)]),
+    }
+
+
 def _write_gz(path, text):
     # mtime 0: the same program records to the same bytes.
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
@@ -129,6 +167,25 @@ def main(conformance, out):
         _write_gz(os.path.join(out, name + ".mlir.gz"), generic(exp))
         arrays = {f"in_{k}": np.asarray(a) for k, a in enumerate(leaves)}
         arrays.update({f"out_{k}": np.asarray(o) for k, o in enumerate(outs)})
+        np.savez_compressed(os.path.join(out, name + ".npz"), **arrays)
+        done += 1
+    for name, (f, shapes, runs) in symbolic_programs(jax, jnp).items():
+        scope = jax.export.SymbolicScope()
+        specs = []
+        for spec, arg in zip(shapes, runs[0]):
+            if spec is None:
+                specs.append(jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), arg))
+            else:
+                shape = jax.export.symbolic_shape(spec, scope=scope)
+                specs.append(jax.ShapeDtypeStruct(shape, arg.dtype))
+        exp = jax.export.export(jax.jit(f))(*specs)
+        _write_gz(os.path.join(out, name + ".mlir.gz"), generic(exp))
+        arrays = {}
+        for prefix, args in zip(("", "b"), runs):
+            outs = jax.tree.leaves(exp.call(*args))
+            arrays.update({f"{prefix}in_{k}": np.asarray(a)
+                           for k, a in enumerate(jax.tree.leaves(args))})
+            arrays.update({f"{prefix}out_{k}": np.asarray(o) for k, o in enumerate(outs)})
         np.savez_compressed(os.path.join(out, name + ".npz"), **arrays)
         done += 1
     print(f"{done} programs recorded with JAX {jax.__version__}")

@@ -16,7 +16,7 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import control_flow, convolution, core, dtypes, lax_linalg
+from . import control_flow, convolution, core, dtypes, lax_linalg, shape_poly
 from . import lax as L
 from .config import config
 from .stablehlo_out import _enum, _is_complex, _is_float, _split, attr_text, module_functions
@@ -157,6 +157,64 @@ def _single_combiner(region):
     return None
 
 
+class _Dims:
+    """An integer tensor of dimension values (ints and symbolic `DimExpr`s):
+    what `get_dimension_size` gives in a module with symbolic shapes, and the
+    shape arithmetic on it, computed while importing (as JAX's shape
+    refinement does) so that `dynamic_broadcast_in_dim`, `dynamic_reshape`,
+    `dynamic_iota`, ... get shapes. Used as data it becomes a traced value."""
+
+    def __init__(self, values, dtype):
+        self.v = np.empty(np.shape(values), dtype=object)
+        self.v[...] = values
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def shape(self):
+        return self.v.shape
+
+    def dims(self):
+        return [d if isinstance(d, shape_poly.DimExpr) else int(d) for d in self.v.ravel()]
+
+
+def _trunc_div(a, b):
+    """StableHLO's integer division (towards zero); floor division for a
+    symbolic dimension (>= 0) by a positive constant."""
+    if isinstance(a, shape_poly.DimExpr) or isinstance(b, shape_poly.DimExpr):
+        return a // b
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _trunc_rem(a, b):
+    if isinstance(a, shape_poly.DimExpr) or isinstance(b, shape_poly.DimExpr):
+        return a % b
+    return a - b * _trunc_div(a, b)
+
+
+def _dim_sign(a):
+    if not isinstance(a, shape_poly.DimExpr):
+        return (a > 0) - (a < 0)
+    if a >= 1:
+        return 1
+    raise shape_poly.InconclusiveDimensionOperation(f"sign of {a}")
+
+
+_DIM_BINARY = {
+    "add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b, "divide": _trunc_div, "remainder": _trunc_rem,
+    "maximum": shape_poly.dim_max, "minimum": shape_poly.dim_min,
+    "and": lambda a, b: a and b if isinstance(a, bool) else a & b,
+    "or": lambda a, b: a or b if isinstance(a, bool) else a | b,
+}
+_DIM_COMPARE = {"EQ": lambda a, b: a == b, "NE": lambda a, b: a != b,
+                "LT": lambda a, b: a < b, "LE": lambda a, b: a <= b,
+                "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
+# Ops that take shapes as operands: they read `_Dims` themselves.
+_SHAPE_CONSUMERS = {"dynamic_iota", "dynamic_broadcast_in_dim", "dynamic_reshape",
+                    "dynamic_gather", "real_dynamic_slice", "dynamic_pad", "custom_call"}
+
+
 class _Importer:
     def __init__(self, functions):
         self.functions = functions
@@ -168,16 +226,19 @@ class _Importer:
         self._qr_sources = {}
 
     def call(self, fn, args):
-        return self.block(fn.regions[0].blocks[0], args, {})
+        """A function's results (dimension values stay `_Dims` between
+        functions)."""
+        return self.block(fn.regions[0].blocks[0], args, {}, keep_dims=True)
 
-    def block(self, block, args, outer):
+    def block(self, block, args, outer, keep_dims=False):
         env = dict(outer)
         for a, v in zip(block.arguments, args):
             env[a] = v
         for op in block.operations:
             op = op.operation
             if op.name in ("func.return", "stablehlo.return"):
-                return [env[o] for o in op.operands]
+                outs = [env[o] for o in op.operands]
+                return outs if keep_dims else [self._val(v) for v in outs]
             outs = self.op(op, [env[o] for o in op.operands], env)
             for r, v in zip(op.results, outs):
                 env[r] = v
@@ -190,6 +251,16 @@ class _Importer:
         if name == "func.call":
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             return self.call(self.functions[callee], ins)
+        # Shape arithmetic (on dimension sizes, or on small integer constants,
+        # which shape operands are built from) is computed here.
+        if kind not in _SHAPE_CONSUMERS and ins and (
+                any(isinstance(v, _Dims) for v in ins) or
+                all(type(v) is core.Array and v.size <= 64 and dtypes.is_int(v.dtype)
+                    for v in ins)):
+            out = self._dims_op(op, kind, ins, rtypes)
+            if out is not None:
+                return out
+            ins = [self._val(v) for v in ins]
         if dialect in ("stablehlo", "chlo"):
             if kind in _UNARY and len(ins) == 1:
                 return [_UNARY[kind](ins[0])]
@@ -200,6 +271,128 @@ class _Importer:
                 out = method(op, ins, rtypes, env)
                 return out if isinstance(out, (list, tuple)) else [out]
         raise NotImplementedError(f"StableHLO import: Ember does not read {name!r} yet")
+
+    # -- shapes as values (symbolic dimensions) ---------------------------
+    def _dims_op(self, op, kind, ins, rtypes):
+        """`op` computed on dimension values in Python, or None when it cannot
+        be (a traced operand, a float result, an undecidable comparison)."""
+        vals = []
+        for v in ins:
+            if isinstance(v, _Dims):
+                vals.append(v.v)
+            elif isinstance(v, core.Array) and (dtypes.is_int(v.dtype) or
+                                                dtypes.is_bool(v.dtype)):
+                arr = np.empty(v.shape, dtype=object)
+                arr[...] = np.asarray(v._value).tolist()
+                vals.append(arr)
+            else:
+                return None
+        out_dt = _dtype(rtypes[0]) if len(rtypes) == 1 else None
+        if out_dt is None or not (dtypes.is_int(out_dt) or dtypes.is_bool(out_dt)):
+            return None
+        shape = _split(rtypes[0])[0]
+        if None in shape:
+            return None
+        try:
+            if kind in _DIM_BINARY and len(vals) == 2:
+                a, b = np.broadcast_arrays(*vals)
+                r = [_DIM_BINARY[kind](x, y) for x, y in zip(a.ravel(), b.ravel())]
+            elif kind == "compare":
+                a, b = np.broadcast_arrays(*vals)
+                f = _DIM_COMPARE[_enum(op.attributes["comparison_direction"])]
+                r = [bool(f(x, y)) for x, y in zip(a.ravel(), b.ravel())]
+            elif kind == "select":
+                p, a, b = np.broadcast_arrays(*vals)
+                r = [x if bool(c) else y for c, x, y in zip(p.ravel(), a.ravel(), b.ravel())]
+            elif kind == "sign":
+                r = [_dim_sign(x) for x in vals[0].ravel()]
+            elif kind == "negate":
+                r = [-x for x in vals[0].ravel()]
+            elif kind in ("convert", "reshape"):
+                r = list(vals[0].ravel())
+                if dtypes.is_bool(out_dt):
+                    r = [x != 0 for x in r]
+            elif kind == "broadcast_in_dim":
+                dims = _ints(op.attributes["broadcast_dimensions"])
+                expanded = [1] * len(shape)
+                for d, n in zip(dims, vals[0].shape):
+                    expanded[d] = n
+                r = list(np.broadcast_to(vals[0].reshape(expanded), shape).ravel())
+            elif kind == "concatenate":
+                r = list(np.concatenate(vals, _ints(op.attributes["dimension"])).ravel())
+            elif kind == "slice":
+                sl = tuple(slice(a, b, c) for a, b, c in zip(
+                    _ints(op.attributes["start_indices"]),
+                    _ints(op.attributes["limit_indices"]), _ints(op.attributes["strides"])))
+                r = list(vals[0][sl].ravel())
+            else:
+                return None
+        except (shape_poly.InconclusiveDimensionOperation, ZeroDivisionError):
+            return None
+        if dtypes.is_int(out_dt):
+            info = np.iinfo(out_dt)
+            if any(isinstance(x, int) and not info.min <= x <= info.max for x in r):
+                return None  # wraps around: computed by the program instead
+        res = np.empty(len(r), dtype=object)
+        res[:] = r
+        return [_Dims(res.reshape(shape), out_dt)]
+
+    def _val(self, v):
+        """A `_Dims` as an Ember value (a constant, or traced dimension values)."""
+        if not isinstance(v, _Dims):
+            return v
+        dims = v.dims()
+        if not any(isinstance(d, shape_poly.DimExpr) for d in dims):
+            return core.Array(np.asarray(dims, dtype=v.dtype).reshape(v.shape))
+        parts = [L.convert_element_type(core.as_value(d), v.dtype) for d in dims]
+        flat = L.concatenate([L.reshape(p, (1,)) for p in parts], 0)
+        return L.reshape(flat, v.shape)
+
+    def _shape(self, v, what):
+        if isinstance(v, _Dims):
+            return v.dims()
+        if isinstance(v, core.Array):
+            return [int(d) for d in np.asarray(v._value).ravel()]
+        raise NotImplementedError(f"StableHLO import: the {what} of a dynamic op is "
+                                  "computed from array data (Ember reads shapes computed "
+                                  "from dimension sizes)")
+
+    def s_get_dimension_size(self, op, ins, rtypes, env):
+        d = _ints(op.attributes["dimension"])
+        return _Dims(ins[0].shape[d], _dtype(rtypes[0]))
+
+    def s_dynamic_iota(self, op, ins, rtypes, env):
+        return L.broadcasted_iota(_dtype(rtypes[0]), tuple(self._shape(ins[0], "shape")),
+                                  _ints(op.attributes["iota_dimension"]))
+
+    def s_dynamic_broadcast_in_dim(self, op, ins, rtypes, env):
+        return L.broadcast_in_dim(self._val(ins[0]), tuple(self._shape(ins[1], "shape")),
+                                  tuple(_ints(op.attributes["broadcast_dimensions"])))
+
+    def s_dynamic_reshape(self, op, ins, rtypes, env):
+        return L.reshape(self._val(ins[0]), tuple(self._shape(ins[1], "shape")))
+
+    def s_real_dynamic_slice(self, op, ins, rtypes, env):
+        return L.slice(self._val(ins[0]), self._shape(ins[1], "start"),
+                       self._shape(ins[2], "limit"), self._shape(ins[3], "strides"))
+
+    def s_dynamic_pad(self, op, ins, rtypes, env):
+        lo, hi, it = (self._shape(v, "padding") for v in ins[2:5])
+        return L.pad(self._val(ins[0]), self._val(ins[1]), list(zip(lo, hi, it)))
+
+    def s_dynamic_gather(self, op, ins, rtypes, env):
+        return self._gather(op, self._val(ins[0]), self._val(ins[1]),
+                            tuple(self._shape(ins[2], "slice sizes")))
+
+    def _shape_assertion(self, op, ins):
+        """JAX's `shape_assertion`: checked here when the dimensions decide
+        it (Ember's `Exported.call` checks the arguments' shapes itself)."""
+        pred = ins[0]
+        if isinstance(pred, _Dims) and not all(bool(x) for x in pred.v.ravel()):
+            msg = ir.StringAttr(op.attributes["error_message"]).value
+            vals = [v.dims()[0] if isinstance(v, _Dims) else "?" for v in ins[1:]]
+            raise ValueError(msg.format(*vals))
+        return []
 
     # -- elementwise ------------------------------------------------------
     def s_constant(self, op, ins, rtypes, env):
@@ -298,7 +491,7 @@ class _Importer:
         """'GT' or 'LT' when the reduce is JAX's argmax / argmin: (values, an
         iota along the reduced dimension) compared by value."""
         src = op.operands[1].owner
-        if getattr(src, "name", None) != "stablehlo.iota" or \
+        if getattr(src, "name", None) not in ("stablehlo.iota", "stablehlo.dynamic_iota") or \
                 _ints(src.attributes["iota_dimension"]) != dim:
             return None
         args = list(region.blocks[0].arguments)
@@ -328,6 +521,22 @@ class _Importer:
             if _attr(op, "padding") is not None else [(0, 0)] * rank
         return L.reduce_window(ins[0], ins[1], _COMBINERS[kind], window, strides,
                                [tuple(p) for p in pads])
+
+    def _dynamic_reduce_window(self, op, ins):
+        """JAX's `stablehlo.dynamic_reduce_window` custom call (a reduce_window
+        whose window, strides, dilations and padding are operands)."""
+        reducer = ir.ArrayAttr(op.attributes["called_computations"])
+        fn = self.functions[ir.FlatSymbolRefAttr(reducer[0]).value]
+        kind = _single_combiner(fn.regions[0])
+        if len(ins) != 7 or kind not in _COMBINERS:
+            raise NotImplementedError("StableHLO import: a dynamic_reduce_window that is not "
+                                      "one add, multiply, maximum or minimum")
+        window, strides, base, wdil = (self._shape(v, "window") for v in ins[2:6])
+        if any(d != 1 for d in base + wdil):
+            raise NotImplementedError("StableHLO import: dynamic_reduce_window with dilations")
+        pads = self._shape(ins[6], "padding")
+        return [L.reduce_window(self._val(ins[0]), self._val(ins[1]), _COMBINERS[kind],
+                                window, strides, list(zip(pads[0::2], pads[1::2])))]
 
     def s_sort(self, op, ins, rtypes, env):
         region = op.regions[0]
@@ -371,7 +580,9 @@ class _Importer:
         return L.dot_general(ins[0], ins[1], dn, preferred_element_type=_dtype(rtypes[0]))
 
     def s_gather(self, op, ins, rtypes, env):
-        operand, idx = ins
+        return self._gather(op, ins[0], ins[1], tuple(_ints(op.attributes["slice_sizes"])))
+
+    def _gather(self, op, operand, idx, slice_sizes):
         f = _fields(op.attributes["dimension_numbers"])
         ivd = f.get("index_vector_dim", 0)
         idx = _index_vectors_last(idx, ivd)
@@ -382,8 +593,7 @@ class _Importer:
             operand_batching_dims=tuple(f.get("operand_batching_dims", [])),
             start_indices_batching_dims=tuple(_moved(f.get("start_indices_batching_dims", []),
                                                      ivd, idx.ndim)))
-        return L.gather(operand, idx, dn, tuple(_ints(op.attributes["slice_sizes"])),
-                        mode=L.GatherScatterMode.CLIP)
+        return L.gather(operand, idx, dn, slice_sizes, mode=L.GatherScatterMode.CLIP)
 
     def s_scatter(self, op, ins, rtypes, env):
         if len(ins) != 3:
@@ -473,6 +683,11 @@ class _Importer:
         """The LAPACK calls of JAX's CPU lowering (`lapack_?potrf_ffi`, `trsm`,
         `getrf`, `syevd`, `gesdd`), read as Ember's linear algebra ops."""
         target = ir.StringAttr(op.attributes["call_target_name"]).value
+        if target == "shape_assertion":
+            return self._shape_assertion(op, ins)
+        if target == "stablehlo.dynamic_reduce_window":
+            return self._dynamic_reduce_window(op, ins)
+        ins = [self._val(v) for v in ins]
         m = re.fullmatch(
             r"lapack_[sdcz](potrf|trsm|getrf|syevd|heevd|gesdd|geqrf|orgqr|ungqr)_ffi", target)
         if m is None:
@@ -595,6 +810,89 @@ def _conv_dims(text):
     return (spec(m.group(1), "b", "f"), spec(m.group(2), "o", "i"), spec(m.group(3), "b", "f"))
 
 
+_SPECS = "Using the following polymorphic shapes specifications: "
+
+
+def _parse_specs(message):
+    """The shape specs a JAX shape-assertion message names, in the order of
+    the flattened arguments (`args[1]['w'].shape = (b, 4)`, ...)."""
+    text = message[message.index(_SPECS) + len(_SPECS):]
+    out = {}
+    out = []
+    for m in re.finditer(r"args(?:\[[^\]]*\])+\.shape = \(", text):
+        depth, k = 1, m.end()
+        while depth and k < len(text):
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            k += 1
+        out.append(text[m.end():k - 1])
+    return out
+
+
+def _symbolic_entry(main, functions, in_types):
+    """For a JAX export with symbolic dimensions: the arguments' specs (with
+    the dimension variables of JAX's wrapped function, `jax.global_constant`,
+    and the shapes JAX's shape assertions name) and how to call the wrapped
+    function (its dimension arguments as `_Dims`, the indices of `main`'s
+    arguments it takes). `main`'s own code (computing the variables from the
+    argument sizes and asserting them) is not replayed: `Exported.call`
+    solves and checks the variables itself."""
+    block = main.regions[0].blocks[0]
+    call, messages = None, []
+    for op in block.operations:
+        op = op.operation
+        if "error_message" in op.attributes:
+            msg = ir.StringAttr(op.attributes["error_message"]).value
+            if _SPECS in msg:
+                messages.append(msg)
+        if op.name == "func.call":
+            callee = functions[ir.FlatSymbolRefAttr(op.attributes["callee"]).value]
+            if "jax.global_constant" in str(_attr(callee, "arg_attrs", "")):
+                call = op
+    if call is None or not messages:
+        raise NotImplementedError(
+            "from_stablehlo: a module with dynamic dimensions that is not a JAX "
+            "shape-polymorphic export (no dimension variables or shape assertions found)")
+    callee = functions[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
+    arg_attrs = ir.ArrayAttr(callee.attributes["arg_attrs"])
+    scope = shape_poly.SymbolicScope()
+    dim_args, data_index = [], []
+    args = list(block.arguments)
+    for k, operand in enumerate(call.operands):
+        attrs = ir.DictAttr(arg_attrs[k])
+        if "jax.global_constant" in attrs and ir.StringAttr(attrs["jax.global_constant"]).value:
+            var = ir.StringAttr(attrs["jax.global_constant"]).value
+            dim_args.append(_Dims(scope._var(var), _dtype(str(operand.type))))
+        elif operand in args:
+            data_index.append(args.index(operand))
+        else:
+            raise NotImplementedError("from_stablehlo: the wrapped function takes a value "
+                                      "computed in main (platform index or token)")
+    ret = list(block.operations)[-1].operation
+    if [str(v) for v in ret.operands] != [str(r) for r in call.results]:
+        raise NotImplementedError("from_stablehlo: main does more than call the wrapped "
+                                  "function")
+    texts = _parse_specs(messages[0])
+    dynamic = [i for i, t in enumerate(in_types) if None in _split(t)[0]]
+    # JAX names every argument's spec, or (usually) only the symbolic ones.
+    by_arg = (dict(enumerate(texts)) if len(texts) == len(in_types) else
+              dict(zip(dynamic, texts)) if len(texts) == len(dynamic) else None)
+    if by_arg is None:
+        raise NotImplementedError(f"from_stablehlo: {len(texts)} shape specifications for "
+                                  f"{len(dynamic)} arguments with dynamic dimensions")
+    specs = []
+    for i, t in enumerate(in_types):
+        shape = _split(t)[0]
+        if None in shape:
+            dims = shape_poly.parse_shape(by_arg[i], scope)
+            if len(dims) != len(shape) or any(
+                    s is not None and d != s for d, s in zip(dims, shape)):
+                raise ValueError(f"from_stablehlo: specification ({by_arg[i]}) does not "
+                                 f"match argument {i}'s type {t}")
+            shape = dims
+        specs.append(core.ShapeDtypeStruct(shape, _dtype(t)))
+    return specs, (callee, dim_args, data_index)
+
+
 def from_stablehlo(text, name, export_flat):
     """The StableHLO module `text` (generic form) traced into the `ember`
     dialect by `export_flat(fun, specs, name, platforms)` (export.py's)."""
@@ -608,18 +906,27 @@ def from_stablehlo(text, name, export_flat):
         functions, main, ftype = module_functions(module, "from_stablehlo")
         in_types = [str(t) for t in ftype.inputs]
         for t in in_types:
-            if not t.startswith("tensor<") or "?" in t:
+            if not t.startswith("tensor<"):
                 raise NotImplementedError(f"from_stablehlo: argument type {t} (Ember reads "
-                                          "static tensor shapes)")
-        specs = [core.ShapeDtypeStruct(_split(t)[0], _dtype(t)) for t in in_types]
+                                          "tensors)")
         importer = _Importer(functions)
         if name is None:
             sym = module.operation.attributes
             name = str(ir.StringAttr(sym["sym_name"]).value) if "sym_name" in sym else "main"
+        if any(None in _split(t)[0] for t in in_types):
+            specs, entry = _symbolic_entry(main, functions, in_types)
 
-        def fun(*args):
-            outs = importer.call(main, [core.as_value(a) for a in args])
-            return tuple(outs)
+            def fun(*args):
+                callee, dim_args, data_index = entry
+                vals = [core.as_value(a) for a in args]
+                outs = importer.call(callee, dim_args + [vals[i] for i in data_index])
+                return tuple(importer._val(v) for v in outs)
+        else:
+            specs = [core.ShapeDtypeStruct(_split(t)[0], _dtype(t)) for t in in_types]
+
+            def fun(*args):
+                outs = importer.call(main, [core.as_value(a) for a in args])
+                return tuple(importer._val(v) for v in outs)
 
         # A module with 64-bit types is traced with them (JAX exports them
         # whether or not x64 is on in the reader); the option is set for the

@@ -107,15 +107,16 @@ def _tensor(shape, elt):
 
 
 def _split(t):
-    """(shape, element type text) of a tensor type text."""
+    """(shape, element type text) of a tensor type text; a dynamic
+    dimension (`?`, in modules with symbolic shapes) is None."""
     body = t[len("tensor<"):-1]
     if body.startswith("complex<"):
         return (), body
     parts = body.split("x")
     dims = []
     for k, p in enumerate(parts):
-        if p.isdigit():
-            dims.append(int(p))
+        if p.isdigit() or p == "?":
+            dims.append(int(p) if p != "?" else None)
         else:
             return tuple(dims), "x".join(parts[k:])
     raise ValueError(t)
