@@ -209,21 +209,23 @@ class Exported:
         """Solves the dimension variables from the arguments' shapes (JAX's
         errors on a mismatch), then runs the program refined for them:
         compiled once per set of values, or inlined into a trace."""
-        env = _solve_dims(self.in_avals, [tuple(v.shape) for v in vals], self._scope)
+        shapes = tuple(tuple(v.shape) for v in vals)
         traced = core._trace_stack or any(isinstance(v, core.Tracer) for v in vals)
+        exe = None if traced else self._exes.get(shapes)
+        if exe is not None:  # these sizes were solved and compiled before
+            raw = exe([v._value for v in vals])
+            return [core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)]
+        env = _solve_dims(self.in_avals, list(shapes), self._scope)
         if traced:
             with core.context():
                 module = _refine(self._text, env, self._scope)
             return _inline_module(module, vals, [_eval_aval(a, env) for a in self.out_avals])
-        key = tuple(sorted(env.items()))
-        exe = self._exes.get(key)
-        if exe is None:
-            with core.context():
-                module = _refine(self._text, env, self._scope)
-                text = str(module)
-            ins = [_eval_aval(a, env) for a in self.in_avals]
-            outs = [_eval_aval(a, env) for a in self.out_avals]
-            exe = self._exes[key] = compiler.Executable(module, ins, outs, text=text)
+        with core.context():
+            module = _refine(self._text, env, self._scope)
+            text = str(module)
+        ins = [_eval_aval(a, env) for a in self.in_avals]
+        outs = [_eval_aval(a, env) for a in self.out_avals]
+        exe = self._exes[shapes] = compiler.Executable(module, ins, outs, text=text)
         raw = exe([v._value for v in vals])
         return [core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)]
 
