@@ -320,3 +320,50 @@ def test_invalid_programs_raise_python_errors(prog, how):
     except (TypeError, ValueError, IndexError):
         return
     pytest.fail(f"invalid program {steps[-1][1]!r} ran without an error")
+
+
+@_settings
+@given(programs(), st.sampled_from([(1, 3), (2, 5)]))
+def test_programs_exported_with_a_symbolic_batch(prog, sizes):
+    """The vmapped program exported once for a symbolic batch `b`, then
+    called for two batch sizes (each compiled once), against NumPy's rows."""
+    shape, dtype, steps = prog
+    (b,) = ember.export.symbolic_shape("b")
+    spec = ember.ShapeDtypeStruct((b,) + shape, np.dtype(dtype))
+    exp = ember.export.export(ember.jit(ember.vmap(lambda v: run(jnp, v, dtype, steps))))(spec)
+    for batch in sizes:
+        xs = np.stack([_input(shape, dtype, seed=s) for s in range(batch)])
+        want = np.stack([np.asarray(_reference(x, dtype, steps)) for x in xs])
+        _close(exp.call(xs), want, dtype)
+
+
+@_settings
+@given(programs())
+def test_programs_with_a_symbolic_leading_dimension(prog):
+    """The program itself traced with its input's leading dimension symbolic
+    (slices, indices, reductions, concatenations, flattening, scans over
+    it) and called at that size and a larger one. Two errors are allowed,
+    as under JAX: InconclusiveDimensionOperation (a comparison of
+    dimensions the program needs and the bounds cannot decide) and a
+    broadcast of a symbolic dimension against the fixed-size operands the
+    program was drawn with."""
+    shape, dtype, steps = prog
+    if not shape:
+        return
+    (b,) = ember.export.symbolic_shape("b")
+    spec = ember.ShapeDtypeStruct((b,) + shape[1:], np.dtype(dtype))
+    try:
+        exp = ember.export.export(ember.jit(lambda v: run(jnp, v, dtype, steps)))(spec)
+    except ember.export.InconclusiveDimensionOperation:
+        return
+    except TypeError as e:
+        if "incompatible shapes for broadcasting" in str(e) and "b" in str(e):
+            return
+        raise
+    for n in (shape[0], shape[0] + 2):
+        x = _input((n,) + shape[1:], dtype)
+        try:
+            want = _reference(x, dtype, steps)
+        except _Tie:
+            continue
+        _close(exp.call(x), want, dtype)
