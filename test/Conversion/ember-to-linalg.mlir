@@ -153,6 +153,22 @@ func.func @reduce_split(%a: tensor<512x1024xf32>) -> tensor<f32> {
 
 // -----
 
+// A size no row count from 64 to 8 divides: 64 rows take all but the last
+// n % 64 elements; the tail's reduction is where the rows' results start.
+// CHECK-LABEL: func @reduce_split_tail
+// CHECK: %[[BODY:.*]] = tensor.extract_slice %arg0[0] [786432] [1] : tensor<786433xf32> to tensor<786432xf32>
+// CHECK: %[[G:.*]] = tensor.expand_shape %[[BODY]] {{\[\[}}0, 1]] output_shape [64, 12288]
+// CHECK: %[[ROWS:.*]] = linalg.reduce ins(%[[G]] : tensor<64x12288xf32>) outs(%{{.*}} : tensor<64xf32>) dimensions = [1]
+// CHECK: %[[TAIL:.*]] = tensor.extract_slice %arg0[786432] [1] [1] : tensor<786433xf32> to tensor<1xf32>
+// CHECK: %[[START:.*]] = linalg.reduce ins(%[[TAIL]] : tensor<1xf32>) outs(%{{.*}} : tensor<f32>) dimensions = [0]
+// CHECK: linalg.reduce ins(%[[ROWS]] : tensor<64xf32>) outs(%[[START]] : tensor<f32>) dimensions = [0]
+func.func @reduce_split_tail(%a: tensor<786433xf32>) -> tensor<f32> {
+  %0 = ember.reduce max %a, dims = [0] : (tensor<786433xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
 // A long float sum over an outer dimension (each output a sequential sum)
 // runs in blocks: 1000 = 40 blocks of 25 (the largest divisor up to
 // sqrt(1000)), then the 40 block sums. The innermost dimension and short

@@ -97,8 +97,9 @@ def test_large_full_reductions_run_as_rows():
     rng = np.random.default_rng(3)
     x = rng.standard_normal(1 << 20).astype(np.float32)
     assert "llvm.call @ember_parallel_for" in ember.jit(jnp.sum).lower(x).as_text("llvm")
-    odd = rng.standard_normal(3 * (1 << 18) + 1).astype(np.float32)  # no row split
-    assert "ember_parallel_for" not in ember.jit(jnp.sum).lower(odd).as_text("llvm")
+    # No row count from 64 to 8 divides this size: 64 rows and a tail of 1.
+    odd = rng.standard_normal(3 * (1 << 18) + 1).astype(np.float32)
+    assert "ember_parallel_for" in ember.jit(jnp.sum).lower(odd).as_text("llvm")
     for v in (x, x.reshape(512, 2048), odd):
         for op in ("sum", "max", "min"):
             got = float(ember.jit(getattr(jnp, op))(v))
@@ -110,6 +111,12 @@ def test_large_full_reductions_run_as_rows():
     y[12345] = np.nan
     for op in ("sum", "max", "min"):
         assert np.isnan(float(ember.jit(getattr(jnp, op))(y)))
+    y = odd.copy()
+    y[-1] = np.nan  # in the tail
+    for op in ("sum", "max", "min"):
+        assert np.isnan(float(ember.jit(getattr(jnp, op))(y)))
+    y[-1] = 1e6
+    assert float(ember.jit(jnp.max)(y)) == 1e6
     y = x.copy()
     y[12345] = np.inf
     assert float(ember.jit(jnp.max)(y)) == np.inf
