@@ -184,3 +184,26 @@ def test_loop_bodies_are_traced_once():
     assert float(out) == 4.5 and out.dtype == np.float32 and len(calls) == 2
     calls.clear()
     assert float(lax.fori_loop(0, 3, body, 0.0)) == 4.5 and len(calls) == 1
+
+
+def test_scan_traces_its_body_once():
+    # As JAX: once, also when a weak initial carry comes out strong (the
+    # carry's dtype is the same); stacked weak outputs stay weak.
+    count = [0]
+
+    def f(c, x):
+        count[0] += 1
+        return c + x, c * x
+
+    xs = np.arange(5.0, dtype=np.float32)
+    for init in (0.0, jnp.float32(0)):
+        count[0] = 0
+        c, ys = jax.jit(lambda xs, init=init: lax.scan(f, init, xs))(xs)
+        assert count[0] == 1 and not c.weak_type
+        np.testing.assert_allclose(ys, [0, 0, 2, 9, 24])
+    count[0] = 0
+    c, ys = lax.scan(lambda c, x: (c + 1, {"b": c, "x": x}), 0, jnp.arange(3))
+    assert c.weak_type and ys["b"].weak_type and not ys["x"].weak_type
+    count[0] = 0
+    lax.scan(f, jnp.zeros(2), jnp.ones((3, 2)), reverse=True)
+    assert count[0] == 1

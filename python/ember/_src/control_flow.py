@@ -206,31 +206,49 @@ def _scan_refs(f, init, xs, length, reverse):
 def _scan_traced(f, init, xs, length, reverse):
     """A counted ember.while: the carry, plus one [n, ...] buffer per output
     leaf that iteration i writes at its index (xs are read with dynamic
-    slices). Batching unrolls it (trip_count); the compiled forward pass and
-    reverse mode keep the loop."""
+    slices). The body is traced once, as JAX's (the buffers' types come from
+    that trace), or twice when a weakly typed initial carry must take the
+    type the body gives it (JAX retraces then too). Batching unrolls it
+    (trip_count); the compiled forward pass and reverse mode keep the loop."""
     x_leaves, x_tree = tree_util.tree_flatten(xs)
     x_leaves = [as_value(x) for x in x_leaves]
     lengths = {x.shape[0] for x in x_leaves if x.ndim}
     if any(x.ndim == 0 for x in x_leaves):
         raise ValueError("scan got value with no leading axis to scan over")
     if length is not None:
-        lengths.add(int(length))
+        lengths.add(core.canonicalize_dim(length))
     if len(lengths) > 1:
-        raise ValueError(f"scan got values with different leading axis sizes: {sorted(lengths)}")
+        raise ValueError(f"scan got values with different leading axis sizes: "
+                         f"{sorted(lengths, key=str)}")
     if not lengths:
         raise ValueError("scan got no values to scan over and `length` not provided")
     n = lengths.pop()
     carry = tree_util.tree_map(as_value, init)
+    if isinstance(n, int) and n == 0:
+        return _scan_empty(f, carry, x_leaves, x_tree)
+    trace = core.current_trace()
+    mark = state._mark(trace)
+    try:
+        return _emit_scan(f, carry, x_leaves, x_tree, n, reverse, True)
+    except _WeakCarry as e:
+        state._undo(trace, mark)
+        leaves, tree = tree_util.tree_flatten(carry)
+        carry = tree_util.tree_unflatten(tree, [
+            lax.convert_element_type(c, d) if c.weak_type and c.dtype != d else c
+            for c, d in zip(leaves, e.dtypes)])
+        return _emit_scan(f, carry, x_leaves, x_tree, n, reverse, False)
+
+
+def _scan_empty(f, carry, x_leaves, x_tree):
+    """A scan of length 0: nothing runs; the body is traced (in a probe
+    function, then dropped) for the types of the empty outputs."""
     c_leaves, c_tree = tree_util.tree_flatten(carry)
     nc = len(c_leaves)
-    # Probe f once for the output types (and JAX's weak-carry promotion).
     store = {}
 
     def probe(*a):
         new, y = f(tree_util.tree_unflatten(c_tree, list(a[:nc])),
                    tree_util.tree_unflatten(x_tree, list(a[nc:])))
-        _carry_check(tree_util.tree_unflatten(c_tree, list(a[:nc])), _promote_carry(
-            tree_util.tree_unflatten(c_tree, list(a[:nc])), new))
         y_leaves, store["y_tree"] = tree_util.tree_flatten(y)
         store["n_new"] = len(tree_util.tree_leaves(new))
         return tree_util.tree_leaves(new) + y_leaves
@@ -242,28 +260,79 @@ def _scan_traced(f, init, xs, length, reverse):
     new_avals, y_avals = out_avals[:store["n_new"]], out_avals[store["n_new"]:]
     carry = _promote_carry(carry, tree_util.tree_unflatten(
         c_tree, [jnp.zeros(a.shape, a.dtype) for a in new_avals]))
-    # A weakly typed initial carry that the body makes strong is strong.
-    carry = tree_util.tree_unflatten(c_tree, [
-        lax.convert_element_type(c, a.dtype) if c.weak_type and not a.weak_type else c
-        for c, a in zip(tree_util.tree_leaves(carry), new_avals)])
-    ys0 = [jnp.zeros((n,) + tuple(a.shape), a.dtype) for a in y_avals]
-    if n == 0:  # nothing to run (and no element of xs to slice)
-        return carry, tree_util.tree_unflatten(store["y_tree"], ys0)
+    ys0 = [jnp.zeros((0,) + tuple(a.shape), a.dtype) for a in y_avals]
+    return carry, tree_util.tree_unflatten(store["y_tree"], ys0)
 
-    def body(state):
-        i, c, ys = state
-        idx = (n - 1) - i if reverse else i
-        x = tree_util.tree_unflatten(
-            x_tree, [lax.dynamic_index_in_dim(leaf, idx, 0, keepdims=False)
-                     for leaf in x_leaves])
-        new, y = f(c, x)
-        ys = [lax.dynamic_update_index_in_dim(buf, lax.convert_element_type(
-                  as_value(v), buf.dtype), idx, 0) for buf, v in zip(ys, tree_util.tree_leaves(y))]
-        return i + 1, new, ys
 
-    _, carry, ys = _while_traced(lambda s: s[0] < n, body,
-                                 (jnp.asarray(0, np.int32), carry, ys0), trip_count=n)
-    return carry, tree_util.tree_unflatten(store["y_tree"], ys)
+def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
+    """Traces the body into a holder op's region (adding one block argument
+    per output buffer once `f`'s outputs are known), then the condition, then
+    emits the ember.while on (0, carry, zero buffers) and moves the regions
+    into it."""
+    c_leaves, c_tree = tree_util.tree_flatten(carry)
+    trace = core.current_trace()
+    ctx = core.context()
+    avals = [core.ShapedArray((), np.int32)] + [c.aval for c in c_leaves]
+    with ctx, trace.location():
+        holder = ir.Operation.create("ember.while", results=[], operands=[], regions=2,
+                                     ip=ir.InsertionPoint(trace.block))
+    try:
+        with ctx, ir.Location.unknown():
+            body_block = holder.regions[1].blocks.append(*[core.mlir_type(a) for a in avals])
+        store = {}
+
+        def body(i, *cs):
+            idx = (n - 1) - i if reverse else i
+            x = tree_util.tree_unflatten(
+                x_tree, [lax.dynamic_index_in_dim(leaf, idx, 0, keepdims=False)
+                         for leaf in x_leaves])
+            c = tree_util.tree_unflatten(c_tree, list(cs))
+            new, y = f(c, x)
+            _carry_check(c, _promote_carry(c, new))
+            new_leaves = [as_value(v) for v in tree_util.tree_leaves(new)]
+            if promote and any(a.weak_type and a.shape == b.shape and a.dtype != b.dtype
+                               for a, b in zip(c_leaves, new_leaves)):
+                raise _WeakCarry([b.dtype for b in new_leaves])
+            store["new_weak"] = [b.weak_type for b in new_leaves]
+            y_leaves, store["y_tree"] = tree_util.tree_flatten(y)
+            rt = core.current_trace()
+            ys, store["y_avals"] = [], []
+            for v in [as_value(v) for v in y_leaves]:
+                a = core.ShapedArray((n,) + tuple(v.shape), v.dtype, v.weak_type)
+                with rt.ctx:
+                    arg = body_block.add_argument(core.mlir_type(a), ir.Location.unknown(rt.ctx))
+                buf = core.Tracer(rt, arg, a)
+                ys.append(lax.dynamic_update_index_in_dim(
+                    buf, lax.convert_element_type(v, buf.dtype), idx, 0))
+                store["y_avals"].append(a)
+            return [i + 1] + new_leaves + ys
+
+        core.trace_region(body_block, body, avals)
+        full = avals + store["y_avals"]
+        with ctx, ir.Location.unknown():
+            cond_block = holder.regions[0].blocks.append(*[core.mlir_type(a) for a in full])
+        core.trace_region(cond_block, lambda i, *rest: [i < n], full)
+        ys0 = [jnp.zeros(a.shape, a.dtype) for a in store["y_avals"]]
+        init = [jnp.asarray(0, np.int32)] + c_leaves + ys0
+        # A weak initial carry that the body makes strong (same dtype) comes
+        # out strong, as in JAX (no second trace: the types are the same).
+        out = [full[0]] + [a.update(weak_type=a.weak_type and w)
+                           for a, w in zip(full[1:], store["new_weak"])] + full[1 + len(c_leaves):]
+        results = trace.emit("ember.while", [trace.to_value(v) for v in init], out,
+                             regions=2)
+        op = results[0].value.owner
+        for k in range(2):
+            holder.regions[k].blocks[0].append_to(op.regions[k])
+        with ctx:
+            core.annotate_block_args(op, [full, full])
+            op.attributes["trip_count"] = core.i64_attr(n)
+            if isinstance(n, core.DimExpr):
+                op.attributes["ember.sym_attr.trip_count"] = ir.StringAttr.get(str(n))
+    finally:
+        holder.erase()
+    nc = len(c_leaves)
+    carry = tree_util.tree_unflatten(c_tree, results[1:1 + nc])
+    return carry, tree_util.tree_unflatten(store["y_tree"], results[1 + nc:])
 
 
 def _scan_python(f, init, xs, length, reverse):
