@@ -17,9 +17,10 @@ from ember._src.export import symbolic_shape as symbolic_shape
 from ember._src.shape_poly import DimExpr as DimExpr
 from ember._src.shape_poly import InconclusiveDimensionOperation as InconclusiveDimensionOperation
 from ember._src.shape_poly import SymbolicScope as SymbolicScope
+from ember._src.shape_poly import UnexpectedDimVar as UnexpectedDimVar
 
 __all__ = ["DimExpr", "Exported", "InconclusiveDimensionOperation", "SymbolicScope",
-           "default_export_platform", "deserialize", "export", "from_stablehlo",
+           "UnexpectedDimVar", "default_export_platform", "deserialize", "export", "from_stablehlo",
            "maximum_supported_calling_convention_version",
            "minimum_supported_calling_convention_version", "symbolic_args_specs",
            "symbolic_shape"]

@@ -3,7 +3,10 @@ tracing with symbolic dims, the exported program refined for each call's
 sizes, JAX's shape-assertion errors, serialization and transformations.
 Texts and values compared with JAX 0.10.2's (its `jax.export`)."""
 
+import doctest
+import os
 import pickle
+import re
 import subprocess
 import sys
 
@@ -22,6 +25,8 @@ S = ember.ShapeDtypeStruct
 def test_dim_expressions():
     b, n = export.symbolic_shape("b, n")
     assert str(2 * b + 1) == "2*b + 1"
+    assert str(b + n) == "n + b" and str(5 - b) == "- b + 5"  # JAX's order and signs
+    assert str(b * b * n + n * n * b) == "b*n^2 + b^2*n"
     assert (2 * b + 1) // 2 == b and (2 * b + 1) % 2 == 1
     assert str((b + 1) % 3) == "mod(b + 1, 3)"
     assert str(b * b - 3 * b + n) == "b^2 + n - 3*b"
@@ -142,7 +147,7 @@ def test_out_avals_are_symbolic():
     b, n = export.symbolic_shape("b, n")
     exp = export.export(ember.jit(lambda x, y: jnp.concatenate([x, y])[1:]))(
         S((b,), _F32), S((n,), _F32))
-    assert str(exp.out_avals[0]) == "float32[b + n - 1]"
+    assert str(exp.out_avals[0]) == "float32[n + b - 1]"  # JAX's order of terms
     exp = export.export(ember.jit(lambda x: x.reshape(-1, 2)))(S((2 * b,), _F32))
     assert str(exp.out_avals[0]) == "float32[b,2]"
 
@@ -317,3 +322,72 @@ def test_symbolic_args_specs():
     exp = export.export(ember.jit(lambda x, y: x.sum(1) + y.sum(1)))(sx, sy)
     np.testing.assert_allclose(exp.call(np.ones((6, 4), np.float32),
                                         np.ones((6, 5), np.float32)), np.full(6, 9.0))
+
+
+def test_equality_constraints_and_static_arguments():
+    a, b, c, d = export.symbolic_shape("a, b, c, d", constraints=("a * b == c + d",))
+    assert str(2 * b * a) == "2*d + 2*c" and str(a * b * b) == "b*d + b*c"
+    exp = export.export(ember.jit(lambda x, y, z: x.reshape(-1) + jnp.concatenate([y, z])))(
+        S((a, b), _F32), S((c,), _F32), S((d,), _F32))
+    ones = np.ones((2, 3), np.float32)
+    np.testing.assert_allclose(exp.call(ones, np.ones(2, np.float32), np.ones(4, np.float32)),
+                               np.full(6, 2.0))
+    with pytest.raises(ValueError, match="Constraint 'a \\* b == c \\+ d' does not hold"):
+        exp.call(ones, np.ones(2, np.float32), np.ones(5, np.float32))
+    # Static arguments are baked in at export (JAX's convention).
+    x = np.arange(40, dtype=np.int32).reshape(4, 10)
+    top = export.export(ember.jit(lambda k, x: ember.lax.top_k(x, k)[0], static_argnums=0))(3, x)
+    assert str(top.out_avals[0]) == "int32[4,3]"
+    np.testing.assert_array_equal(top.call(x), np.sort(x, 1)[:, ::-1][:, :3])
+    (k,) = export.symbolic_shape("k", constraints=["k <= 10"])
+    with pytest.raises(export.UnexpectedDimVar, match="dimension variable 'k'"):
+        export.export(ember.jit(lambda k, x: ember.lax.top_k(x, k)[0], static_argnums=0))(k, x)
+    with pytest.raises(ValueError, match="We can only solve linear uni-variate constraints"):
+        export.export(ember.jit(lambda x: x.shape[0]))(S((a * a,), _I32))
+    # A float combined with a dimension is a traced value (JAX's weak float).
+    exp = export.export(ember.jit(lambda x: (5.0 + x.shape[0], jnp.array([x.shape[0], 3]))))(
+        S((a,), _I32))
+    assert [str(v) for v in exp.out_avals] == ["float32[]", "int32[2]"]
+    v, w = exp.call(np.ones(4, np.int32))
+    assert float(v) == 9.0 and w.tolist() == [4, 3]
+
+
+# JAX's shape polymorphism guide (docs/export/shape_poly.md), read from a
+# jax-ml/jax snapshot where one exists: every doctest example runs under
+# Ember with `import jax` aliased, with JAX's documented outputs.
+_JAX_SNAPSHOT = os.environ.get("EMBER_JAX_SNAPSHOT", "/work/.mirror/jax-ml+jax/repo")
+
+
+def test_jax_shape_polymorphism_guide_examples():
+    if not os.path.isdir(_JAX_SNAPSHOT):
+        pytest.skip("no jax-ml/jax snapshot on this machine")
+    text = subprocess.run(["git", "-C", _JAX_SNAPSHOT, "show", "HEAD:docs/export/shape_poly.md"],
+                          capture_output=True, text=True)
+    if text.returncode:
+        pytest.skip("docs/export/shape_poly.md is not in the snapshot")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "tutorials"))
+    import run_cells
+
+    alias = run_cells._Alias()
+    sys.meta_path.insert(0, alias)
+    try:
+        globs = {"np": np}
+        exec("from jax import lax", globs)
+        parser = doctest.DocTestParser()
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS |
+                                       doctest.NORMALIZE_WHITESPACE |
+                                       doctest.IGNORE_EXCEPTION_DETAIL)
+        report = []
+        for i, block in enumerate(re.findall(r"```python\n(.*?)```", text.stdout, re.S)):
+            if ">>>" not in block:
+                continue
+            test = parser.get_doctest(block, globs, f"block{i}", "shape_poly.md", 0)
+            runner.run(test, out=report.append, clear_globs=False)
+            globs.update(test.globs)
+        result = runner.summarize(verbose=False)
+    finally:
+        sys.meta_path.remove(alias)
+        for name in [m for m in sys.modules if m == "jax" or m.startswith("jax.")]:
+            del sys.modules[name]
+    assert result.attempted >= 70
+    assert result.failed == 0, "".join(report)

@@ -17,6 +17,7 @@ so a reader needs only the `ember` dialect of the same or a later format.
 import hashlib
 import io
 import json
+import re
 import struct
 
 import numpy as np
@@ -258,6 +259,59 @@ _SHAPE_DOC = ("Please see https://docs.jax.dev/en/latest/export/shape_poly.html"
               "#shape-assertion-errors for more details.")
 
 
+def _check_no_other_variables(in_avals, out_avals, text):
+    """JAX's UnexpectedDimVar: the program uses a dimension variable (a
+    static argument, a closed-over dimension) that the arguments' shapes do
+    not determine."""
+    known = {v for a in in_avals for d in a.shape for v in shape_poly.variables_of(d)}
+    used = {v for a in out_avals for d in a.shape for v in shape_poly.variables_of(d)}
+    for line in text.splitlines():
+        if "ember.sym_" in line:
+            for spec in re.findall(r'ember\.sym_[a-z_.]+ = (\[[^\]]*\]|"[^"]*")', line):
+                used |= set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", spec))
+    extra = sorted(used - known - {"max", "min", "floordiv", "mod"})
+    if extra:
+        raise shape_poly.UnexpectedDimVar(
+            f"Encountered dimension variable '{extra[0]}' that is not appearing in the shapes "
+            "of the function arguments. Please see https://docs.jax.dev/en/latest/export/"
+            "shape_poly.html#dimension-variables-must-be-solvable-from-the-input-shapes for "
+            "more details.")
+
+
+def _check_solvable(in_avals):
+    """JAX's rule: every dimension variable must be solvable from the
+    arguments' shapes, each step a specification linear in one unknown
+    variable (`b`, `2*b`, `b + n` once `n` is known)."""
+    pending = [(d, f"args[{i}].shape[{j}]") for i, a in enumerate(in_avals)
+               for j, d in enumerate(a.shape) if isinstance(d, shape_poly.DimExpr)]
+    known = set()
+    progress = True
+    while progress:
+        progress = False
+        for d, where in list(pending):
+            unknown = [v for v in d.variables() if v not in known]
+            if not unknown:
+                pending.remove((d, where))
+            elif len(unknown) == 1 and all(
+                    m == ((unknown[0], 1),) or all(a != unknown[0] and (
+                        not isinstance(a, str) or a in known) for a, _ in m)
+                    for m, _ in d._terms):
+                known.add(unknown[0])
+                pending.remove((d, where))
+                progress = True
+    if pending:
+        missing = sorted({v for d, _ in pending for v in d.variables() if v not in known})
+        specs = ", ".join(f"args[{i}].shape = {_shape_str(a.shape)}"
+                          for i, a in enumerate(in_avals) if core.is_symbolic_shape(a.shape))
+        todo = ", ".join(f"'{d}' for dimension size {w}" for d, w in pending)
+        raise ValueError(
+            f"Cannot solve for values of dimension variables {set(missing)}. We can only "
+            "solve linear uni-variate constraints. Using the following polymorphic shapes "
+            f"specifications: {specs}. Unprocessed specifications: {todo}. Please see "
+            "https://docs.jax.dev/en/latest/export/shape_poly.html"
+            "#dimension-variables-must-be-solvable-from-the-input-shapes for more details.")
+
+
 def _shape_str(shape):
     """A shape as Python prints a tuple, with expressions unquoted."""
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
@@ -340,6 +394,14 @@ def _solve_dims(in_avals, shapes, scope):
             raise fail(f"Expected value >= {lo} for dimension variable '{v}'.", env, origin)
         if env[v] > hi:
             raise fail(f"Expected value <= {hi} for dimension variable '{v}'.", env, origin)
+    for mono, rhs, text in scope.rewrites:
+        if any(v not in env for v in list(mono) + shape_poly.variables_of(rhs)):
+            continue
+        lhs_val = 1
+        for v, p in mono.items():
+            lhs_val *= env[v] ** p
+        if lhs_val != shape_poly.evaluate(rhs, env):
+            raise fail(f"Constraint '{text}' does not hold.", env, origin)
     for c in scope.constraints:
         if any(v not in env for v in c.variables()):
             continue
@@ -543,9 +605,14 @@ def _trace_export(flat, avals, in_tree, out_tree, name, platforms):
     program itself (transformations run once the dimensions are known: the
     ops they create would not carry the dimensions' annotations)."""
     scope = _scope_of_avals(avals)
+    if scope is not None:
+        _check_solvable(avals)
     module, out_avals = core.trace_function(flat, avals, lifted=[])
     if scope is not None and _scope_of_avals(out_avals) not in (None, scope):
         raise ValueError("export: the results' symbolic dimensions come from another scope")
+    text = str(module)
+    if scope is not None or "ember.sym_" in text or _scope_of_avals(out_avals) is not None:
+        _check_no_other_variables(avals, out_avals, text)
     with core.context():
         module = ir.Module.parse(str(module))
         if scope is None:
@@ -568,9 +635,21 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
                 "runtime is not built yet)")
 
     def do_export(*args, **kwargs):
+        # Static arguments are given to `export` and baked in; the exported
+        # function takes the others (JAX's convention).
         static = set(fun_jit.static_argnums)
-        if static or fun_jit.static_argnames:
-            raise NotImplementedError("export of a function with static arguments")
+        static_kw = {k: v for k, v in kwargs.items() if k in fun_jit.static_argnames}
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
+        target = fun
+        if static or static_kw:
+            given = args
+
+            def target(*dargs, **dkw):
+                it = iter(dargs)
+                full = [given[i] if i in static else next(it) for i in range(len(given))]
+                return fun(*full, *it, **dkw, **static_kw)
+        args = dyn
         leaves, in_tree = flatten_args(args, kwargs)
         avals = []
         for x in leaves:
@@ -579,7 +658,7 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
                                               dtypes.canonicalize_dtype(x.dtype)))
             else:
                 avals.append(core.as_value(x).aval)
-        flat, out_tree = flatten_fun(fun, in_tree)
+        flat, out_tree = flatten_fun(target, in_tree)
         return _trace_export(flat, avals, in_tree, out_tree, getattr(fun, "__name__", "fun"),
                              platforms)
 

@@ -19,8 +19,16 @@ static program) and the expressions as `ember.sym_*` annotations, which
 import math
 import re
 
-__all__ = ["DimExpr", "InconclusiveDimensionOperation", "SymbolicScope", "symbolic_shape",
+import numpy as np
+
+__all__ = ["DimExpr", "InconclusiveDimensionOperation", "SymbolicScope", "UnexpectedDimVar",
+           "symbolic_shape",
            "is_symbolic_dim", "parse_dim"]
+
+
+class UnexpectedDimVar(Exception):
+    """A program uses a dimension variable the arguments' shapes do not
+    determine (JAX's exception)."""
 
 
 class InconclusiveDimensionOperation(Exception):
@@ -46,7 +54,10 @@ class SymbolicScope:
     mix (JAX's rule)."""
 
     def __init__(self, constraints=()):
-        self.constraints = []  # (kind, expr) with kind in {">=", "=="}: expr >= 0 / == 0
+        self.constraints = []  # expressions known to be >= 0
+        # Equality constraints `monomial == expr`: the monomial is rewritten
+        # to the expression wherever it occurs (JAX's normalization rule).
+        self.rewrites = []  # (monomial as {atom: power}, expression, text)
         self.bounds = {}  # var -> (lo, hi)
         self.vars = []
         self._constraint_texts = tuple(constraints)
@@ -69,10 +80,15 @@ class SymbolicScope:
                              "'e1 >= e2', 'e1 <= e2' or 'e1 == e2'")
         lhs, op, rhs = (_Parser(m.group(1), self).expr_only(),
                         m.group(2), _Parser(m.group(3), self).expr_only())
-        diff = lhs - rhs if op != "<=" else rhs - lhs
         if op == "==":
-            raise NotImplementedError(
-                f"symbolic constraint {text!r}: Ember takes inequality constraints only")
+            if not (isinstance(lhs, DimExpr) and len(lhs._terms) == 1 and
+                    lhs._terms[0][1] == 1 and all(isinstance(a, str)
+                                                  for a, _ in lhs._terms[0][0])):
+                raise ValueError(f"Invalid equality constraint {text!r}: its left side must "
+                                 "be a product of dimension variables")
+            self.rewrites.append((dict(lhs._terms[0][0]), rhs, text.strip()))
+            return
+        diff = lhs - rhs if op != "<=" else rhs - lhs
         if isinstance(diff, int):
             if diff < 0:
                 raise ValueError(f"Unsatisfiable symbolic constraint {text!r}")
@@ -106,12 +122,34 @@ class SymbolicScope:
             guess = max(lo, primes[i % len(primes)])
             env[v] = int(min(guess, hi))
         for _ in range(64):
+            # Equalities: solved for a variable of the right side that enters
+            # it linearly (`d` in `a*b == c + d`).
+            for mono, rhs, _ in self.rewrites:
+                lhs_val = math.prod(env[a] ** p for a, p in mono.items())
+                for v in (rhs.variables() if isinstance(rhs, DimExpr) else []):
+                    if v in mono:
+                        continue
+                    base = rhs._eval({**env, v: 0})
+                    coeff = rhs._eval({**env, v: 1}) - base
+                    if coeff and rhs._eval({**env, v: 2}) - base == 2 * coeff and \
+                            (lhs_val - base) % coeff == 0 and (lhs_val - base) // coeff >= 1:
+                        env[v] = (lhs_val - base) // coeff
+                        break
             bad = [c for c in self.constraints if c._eval(env) < 0]
-            if not bad:
+            bad_eq = [r for r in self.rewrites
+                      if math.prod(env[a] ** p for a, p in r[0].items()) != _eval_dim(r[1], env)]
+            if not bad and not bad_eq:
                 return env
-            for v in self.vars:
-                lo, hi = self.bounds[v]
-                env[v] = int(min(hi, env[v] * 2))
+            # Raise the variables a violated constraint grows with.
+            for c in bad:
+                for v in c.variables():
+                    lo, hi = self.bounds[v]
+                    if c._eval({**env, v: env[v] + 1}) > c._eval(env) and env[v] < hi:
+                        env[v] = int(min(hi, env[v] - c._eval(env) + env[v]))
+                        break
+            for mono, _, _ in bad_eq:
+                v = next(iter(mono))
+                env[v] = int(min(self.bounds[v][1], env[v] * 2))
         raise ValueError(f"could not find values satisfying the symbolic constraints "
                          f"{list(self._constraint_texts)}")
 
@@ -134,6 +172,10 @@ class DimExpr:
         self._scope = scope
         self._hash = None
 
+    @property
+    def scope(self):
+        return self._scope
+
     # ---- construction and normalization
     @staticmethod
     def _atom(atom, scope):
@@ -141,6 +183,8 @@ class DimExpr:
 
     @staticmethod
     def _normalize(acc, scope):
+        if scope is not None and scope.rewrites:
+            acc = DimExpr._rewrite(acc, scope)
         items = tuple(sorted(((m, c) for m, c in acc.items() if c != 0),
                              key=lambda mc: _mono_key(mc[0])))
         if not items:
@@ -148,6 +192,26 @@ class DimExpr:
         if len(items) == 1 and items[0][0] == ():
             return items[0][1]
         return DimExpr(items, scope)
+
+    @staticmethod
+    def _rewrite(acc, scope):
+        """Applies the scope's equality constraints to a term map: a term
+        containing a constraint's monomial becomes the rest of the term times
+        the constraint's right side."""
+        for mono, rhs, _ in scope.rewrites:
+            for m, c in list(acc.items()):
+                powers = dict(m)
+                if c == 0 or any(powers.get(a, 0) < p for a, p in mono.items()):
+                    continue
+                for a, p in mono.items():
+                    powers[a] -= p
+                rest = tuple(sorted(((a, p) for a, p in powers.items() if p),
+                                    key=lambda ap: _mono_key(((ap[0], 1),))))
+                del acc[m]
+                term = DimExpr(((rest, c),), scope) if rest else c
+                for m2, c2 in DimExpr._lift(term * rhs, scope):
+                    acc[m2] = acc.get(m2, 0) + c2
+        return acc
 
     @staticmethod
     def _lift(x, scope):
@@ -159,9 +223,24 @@ class DimExpr:
             return x._terms
         return (((), int(x)),) if int(x) else ()
 
+    def _value_op(self, other, op, reflected=False):
+        """`self op other` for an operand that is not a dimension (a float,
+        an array): the dimension's value takes part (JAX's
+        `dimension_as_value`), inside a traced function."""
+        import operator
+
+        from . import core
+
+        if not isinstance(other, (float, complex, np.ndarray, np.floating, np.complexfloating,
+                                  core.Value)):
+            return NotImplemented
+        v = core.dimension_as_value(self)
+        f = getattr(operator, op)
+        return f(other, v) if reflected else f(v, other)
+
     def _combine(self, other, sign):
         if not _is_dimlike(other):
-            return NotImplemented
+            return self._value_op(other, "add" if sign > 0 else "sub")
         acc = {}
         for m, c in self._terms:
             acc[m] = acc.get(m, 0) + c
@@ -172,12 +251,17 @@ class DimExpr:
     def __add__(self, other):
         return self._combine(other, 1)
 
-    __radd__ = __add__
+    def __radd__(self, other):
+        if not _is_dimlike(other):
+            return self._value_op(other, "add", reflected=True)
+        return self._combine(other, 1)
 
     def __sub__(self, other):
         return self._combine(other, -1)
 
     def __rsub__(self, other):
+        if not _is_dimlike(other):
+            return self._value_op(other, "sub", reflected=True)
         return (-self)._combine(other, 1)
 
     def __neg__(self):
@@ -188,7 +272,7 @@ class DimExpr:
 
     def __mul__(self, other):
         if not _is_dimlike(other):
-            return NotImplemented
+            return self._value_op(other, "mul")
         acc = {}
         for m1, c1 in self._terms:
             for m2, c2 in DimExpr._lift(other, self._scope):
@@ -199,7 +283,10 @@ class DimExpr:
                 acc[m] = acc.get(m, 0) + c1 * c2
         return DimExpr._normalize(acc, self._scope)
 
-    __rmul__ = __mul__
+    def __rmul__(self, other):
+        if not _is_dimlike(other):
+            return self._value_op(other, "mul", reflected=True)
+        return self.__mul__(other)
 
     def __pow__(self, k):
         if not isinstance(k, int) or k < 0:
@@ -258,6 +345,10 @@ class DimExpr:
     def __floordiv__(self, other):
         return self._div_or_atom(other, "floordiv")
 
+    def __rtruediv__(self, other):
+        return self._value_op(other if not _is_dimlike(other) else float(other), "truediv",
+                              reflected=True)
+
     def __rfloordiv__(self, other):
         if isinstance(other, int) and other == 0:
             return 0
@@ -272,6 +363,8 @@ class DimExpr:
 
     def __truediv__(self, other):
         # JAX: an exact division gives the dimension; otherwise an error.
+        if not _is_dimlike(other):
+            return self._value_op(other, "truediv")
         q = self._divmod(other if isinstance(other, DimExpr) else int(other))
         if q is None or q[1] != 0:
             raise InconclusiveDimensionOperation(
@@ -399,11 +492,15 @@ class DimExpr:
             return "*".join(_atom_str(a) + (f"^{p}" if p > 1 else "") for a, p in m)
 
         def order(mc):
-            m, c = mc
-            return (c < 0, -sum(p for _, p in m), _mono_key(m))
+            # JAX's order: higher degree first, then by the factors, largest
+            # name first (`n + b`, `b*n^2 + b^2*n`); the constant last.
+            m, _ = mc
+            factors = sorted(((1, _atom_str(a)) if not isinstance(a, str) else (0, a), p)
+                             for a, p in m)
+            return (sum(p for _, p in m), factors[::-1])
 
         out = ""
-        for m, c in sorted(self._terms, key=order):
+        for m, c in sorted(self._terms, key=order, reverse=True):
             if not m:
                 body = str(abs(c))
             elif abs(c) == 1:
@@ -411,7 +508,7 @@ class DimExpr:
             else:
                 body = f"{abs(c)}*{mono_str(m)}"
             if not out:
-                out = ("-" if c < 0 else "") + body
+                out = ("- " if c < 0 else "") + body
             else:
                 out += (" - " if c < 0 else " + ") + body
         return out
@@ -522,6 +619,14 @@ def _dim_extreme(x, y, kind):
 def _nonneg(e):
     """Whether e >= 0 for every value of the variables (False when unknown)."""
     return e >= 0 if isinstance(e, int) else e._sign_of(e) == 1
+
+
+def variables_of(d):
+    return d.variables() if isinstance(d, DimExpr) else []
+
+
+def _eval_dim(d, env):
+    return d._eval(env) if isinstance(d, DimExpr) else d
 
 
 def evaluate(d, env):

@@ -79,7 +79,7 @@ def _normalize(x, idx):
 def _slice_indices(e, n):
     """`slice.indices(n)`, also for a symbolic size (bounds as dimension
     expressions, clamped with `max`/`min` of dimensions)."""
-    if not isinstance(n, shape_poly.DimExpr):
+    if not any(isinstance(v, shape_poly.DimExpr) for v in (n, e.start, e.stop)):
         return e.indices(n)
     step = 1 if e.step is None else operator.index(e.step)
     if step == 0:
@@ -89,8 +89,9 @@ def _slice_indices(e, n):
     def bound(v, default):
         if v is None:
             return default
-        v = operator.index(v)
-        if v < 0:
+        if not isinstance(v, shape_poly.DimExpr):
+            v = operator.index(v)
+        if v < 0:  # decided by the bounds (or raises JAX's inconclusive error)
             return shape_poly.dim_max(v + n, lo)
         return shape_poly.dim_min(v, hi)
 

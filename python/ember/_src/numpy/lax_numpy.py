@@ -716,10 +716,12 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
 def _array(object, dtype, ndmin):
     if object is None:
         raise ValueError("None is not a valid value for jnp.array")
+    if isinstance(object, DimExpr):  # a symbolic dimension's value
+        object = _core.dimension_as_value(object)
     if isinstance(object, _Value):
         out = object if dtype is None else _to(object, _dt.canonicalize_dtype(dtype))
     elif isinstance(object, (list, tuple)) and builtins.any(
-            isinstance(e, _core.Tracer) for e in _flatten_seq(object)):
+            isinstance(e, (_core.Tracer, DimExpr)) for e in _flatten_seq(object)):
         out = (stack([array(o) for o in object]) if object
                else _core.asarray_concrete(_np.array(object)))
         if dtype is not None:
