@@ -19,7 +19,7 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import dtypes
+from . import dtypes, shape_poly
 from .compiler import Executable
 from .config import config, on_change
 from .context import context
@@ -403,6 +403,9 @@ class Value:
             f"{type(self)!r} object does not support item assignment. JAX arrays are "
             "immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another "
             ".at[] method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
+
+shape_poly.register_value_hook(Value, dimension_as_value)
 
 
 class Array(Value):

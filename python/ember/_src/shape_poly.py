@@ -159,6 +159,16 @@ def _mono_key(mono):
                  for a, p in mono)
 
 
+# (value type, dimension_as_value), registered by core (the layer above) so
+# that a dimension combined with a traced value becomes a traced value.
+_value_hook = None
+
+
+def register_value_hook(value_type, as_value):
+    global _value_hook
+    _value_hook = (value_type, as_value)
+
+
 class DimExpr:
     """A symbolic dimension: use it as an int in shapes and shape arithmetic.
     `int()` of a non-constant expression and undecidable comparisons raise
@@ -229,12 +239,11 @@ class DimExpr:
         `dimension_as_value`), inside a traced function."""
         import operator
 
-        from . import core
-
-        if not isinstance(other, (float, complex, np.ndarray, np.floating, np.complexfloating,
-                                  core.Value)):
+        if _value_hook is None or not isinstance(
+                other, (float, complex, np.ndarray, np.floating, np.complexfloating,
+                        _value_hook[0])):
             return NotImplemented
-        v = core.dimension_as_value(self)
+        v = _value_hook[1](self)
         f = getattr(operator, op)
         return f(other, v) if reflected else f(v, other)
 
