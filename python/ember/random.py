@@ -1202,3 +1202,25 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     z = normal(key, shape + mean.shape[-1:], dtype)
     prod = jnp.matmul(factor, jnp.expand_dims(z, -1))
     return mean + jnp.squeeze(prod, -1)
+
+
+def _takes_out_sharding(fn):
+    """`fn` with JAX's `out_sharding=` keyword: the draw is the same for any
+    sharding (as JAX's partitionable threefry), then laid out by it."""
+    import functools
+
+    @functools.wraps(fn)
+    def sampler(*args, out_sharding=None, **kwargs):
+        out = fn(*args, **kwargs)
+        return out if out_sharding is None else core.with_out_sharding(out, out_sharding)
+    return sampler
+
+
+for _name in ("bits", "uniform", "randint", "permutation", "normal", "multivariate_normal",
+              "truncated_normal", "bernoulli", "beta", "cauchy", "dirichlet", "exponential",
+              "gamma", "loggamma", "poisson", "gumbel", "categorical", "laplace", "logistic",
+              "pareto", "t", "chisquare", "f", "rademacher", "maxwell", "orthogonal",
+              "generalized_normal", "ball", "rayleigh", "wald", "geometric", "triangular",
+              "lognormal"):
+    globals()[_name] = _takes_out_sharding(globals()[_name])
+del _name

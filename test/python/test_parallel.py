@@ -450,3 +450,92 @@ def test_colocated_python_in_one_process(devices8):
     c = Counter()
     c.add(x)
     assert float(c.add(x)) == 12.0
+
+
+# ------------------------------------------------- shardings in types (Explicit)
+
+
+def test_explicit_mode_programs_print_what_jax_prints():
+    """Sharding propagation through elementwise ops, transposes, reductions,
+    reshapes (splits and merges), broadcasting and products, JAX's errors
+    (sharded contracting dimensions, incompatible and illegal shardings,
+    unsupported reshapes), `jit` results, `out_sharding=` on dot/einsum and
+    random draws, `reshard` inside `jit`, `auto_axes`, `use_abstract_mesh`
+    and `jax_num_cpu_devices`: each line as JAX 0.10.2 printed it."""
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.join(os.path.dirname(__file__), "..", "data", "sharding")
+    env = dict(os.environ, IMPORT="ember")
+    env.pop("EMBER_NUM_CPU_DEVICES", None)
+    out = subprocess.run([sys.executable, os.path.join(here, "explicit_mode.py")], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    with open(os.path.join(here, "explicit_mode.jax.txt")) as f:
+        expected = f.read().splitlines()
+    assert out.stdout.splitlines() == expected
+
+
+def test_shardings_follow_ops_and_jit_caches_by_sharding(devices8):
+    mesh = ember.make_mesh((2, 4), ("X", "Y"))
+    x = ember.device_put(jnp.arange(32.0).reshape(8, 4), NamedSharding(mesh, P("X", "Y")))
+    f = ember.jit(lambda v: jnp.cos(v) + 1)
+    # The same program for an unsharded argument, then a sharded one, then
+    # again unsharded: the results' types follow the arguments' (the fast
+    # path keys on the sharding too).
+    for arg, want in [(jnp.ones((8, 4)), "float32[8,4]"), (x, "float32[8@X,4@Y]"),
+                      (jnp.ones((8, 4)), "float32[8,4]"), (x, "float32[8@X,4@Y]")]:
+        assert str(ember.typeof(f(arg))) == want
+    np.testing.assert_allclose(f(x), np.cos(np.arange(32.0).reshape(8, 4)) + 1, atol=1e-6)
+    # Auto axes are not in the type, but the array's sharding follows them.
+    auto = ember.make_mesh((2, 4), ("X", "Y"), (Auto, Auto))
+    a = ember.device_put(jnp.arange(8.0), NamedSharding(auto, P("X")))
+    b = jnp.sin(a)
+    assert str(ember.typeof(b)) == "float32[8]"
+    assert b.sharding == NamedSharding(auto, P("X"))
+    assert ember.typeof(b).sharding.spec == P(None)
+    # An ambiguous result over Auto axes is unsharded there, not an error.
+    m = ember.device_put(jnp.ones((8, 8)), NamedSharding(auto, P(None, "X")))
+    assert (m @ m).sharding.spec == P(None, "X")
+    assert (m @ m.T).sharding.spec == P()
+    # A function's result sharding set by a constraint inside `jit`.
+    g = ember.jit(lambda v: lax.with_sharding_constraint(v * 2, NamedSharding(auto, P("Y"))))
+    assert g(a).sharding == NamedSharding(auto, P("Y"))
+    # Gradients and vmap run on sharded arguments (values as unsharded).
+    gx = ember.grad(lambda v: jnp.sum(jnp.sin(v) * v))(x)
+    xv = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    np.testing.assert_allclose(gx, np.cos(xv) * xv + np.sin(xv), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ember.vmap(jnp.sum)(x), xv.sum(1))
+
+
+def test_explicit_axes_switches_the_mesh(devices8):
+    from ember.sharding import explicit_axes, get_abstract_mesh
+
+    auto = ember.make_mesh((4, 2), ("X", "Y"), (Auto, Auto))
+    seen = []
+
+    @explicit_axes
+    def g(y):
+        seen.append((str(get_abstract_mesh()), str(ember.typeof(y)), str(ember.typeof(y * 2))))
+        return y * 2
+
+    @ember.jit
+    def f(v):
+        seen.append(str(get_abstract_mesh()))
+        return g(jnp.sin(v), in_sharding=P("X", "Y")) + 1
+
+    with ember.set_mesh(auto):
+        v = ember.device_put(np.arange(16.0, dtype=np.float32).reshape(4, 4), P("X", "Y"))
+        out = f(v)
+    np.testing.assert_allclose(out, np.sin(np.arange(16.0).reshape(4, 4)) * 2 + 1, rtol=1e-6)
+    # (JAX 0.10.2's texts, from JAX's explicit sharding tutorial.)
+    assert seen[0] == ("AbstractMesh('X': 4, 'Y': 2, axis_types=(Auto, Auto), "
+                       "device_kind=cpu, num_cores=None, platform=cpu)")
+    assert seen[1] == ("AbstractMesh('X': 4, 'Y': 2, axis_types=(Explicit, Explicit), "
+                       "device_kind=cpu, num_cores=None, platform=cpu)",
+                       "float32[4@X,4@Y]", "float32[4@X,4@Y]")
+    with pytest.raises(TypeError, match="in_sharding"):
+        g(v)
+    with pytest.raises(ValueError, match="Context mesh cannot be empty"):
+        g(v, in_sharding=P("X"))

@@ -134,7 +134,9 @@ def _run(exe, vals, refs, lifted):
     for r in lifted:
         state.check_access(r)  # frozen since it was compiled in, say
     outs = exe([v._value for v in vals] + [r._value._value for r in lifted])
-    arrays = [Array(o, a.weak_type) for o, a in zip(outs, exe.out_avals)]
+    arrays = [Array(o, a.weak_type) if a.sharding is None else
+              Array.with_sharding(o, a.weak_type, a.sharding)
+              for o, a in zip(outs, exe.out_avals)]
     n = len(arrays) - len(refs) - len(lifted)
     for r, a in zip(list(refs) + list(lifted), arrays[n:]):
         r._value = a
@@ -370,6 +372,9 @@ class JitWrapped:
             # Inside another trace: inline (the outer jit compiles everything).
             return self.fun(*args, **kwargs)
         key = (tuple(static), treedef, tuple(v.aval for v in vals), tuple(ref_pos))
+        shardings = tuple(core.named_sharding(v.aval) for v in vals)
+        if any(s is not None for s in shardings):
+            key += (shardings,)  # (the results' shardings follow them)
         entry = self.cache.lookup(key)
         if entry is None:
             entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs)
@@ -393,7 +398,8 @@ class JitWrapped:
             return
         key = tuple(a._sig for a in args)
         out_avals = tuple(exe.out_avals)
-        out_sigs = tuple((a.shape, a.dtype, a.weak_type) for a in out_avals)
+        out_sigs = tuple((a.shape, a.dtype, a.weak_type) if core.named_sharding(a) is None else
+                         (a.shape, a.dtype, a.weak_type, a.sharding) for a in out_avals)
         self._fast.insert(key, exe.kernel, out_avals, out_sigs,
                           tuple(a.dtype for a in out_avals), single)
 
@@ -524,8 +530,10 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 
 def with_sharding_constraint(x, shardings):
-    """The value of `x`; outside traces, arrays record the sharding (inside
-    them there is one address space to lay values out in, see mesh.py)."""
+    """The value of `x`, laid out by `shardings`: arrays record it; inside
+    traces the traced value carries it (its type over Explicit axes; the
+    layout a jitted function's result takes). The data stays one buffer
+    (mesh.py)."""
     from .mesh import NamedSharding, PartitionSpec, sharding_of
 
     def one(v, s):
@@ -533,6 +541,8 @@ def with_sharding_constraint(x, shardings):
         if isinstance(s, NamedSharding):
             s.shard_shape(as_value(v).shape)
         if isinstance(v, core.Tracer):
+            if isinstance(s, NamedSharding):
+                return core.Tracer(v.trace, v.value, v.aval.update(sharding=s), ("same", v))
             return v
         return device_put(v, s)
     if isinstance(shardings, (NamedSharding, PartitionSpec, devices_lib.SingleDeviceSharding)):
@@ -550,9 +560,106 @@ def reshard(x, out_shardings):
 
 def typeof(x):
     """The abstract value of `x` (`jax.typeof`): shape, dtype, weak type,
-    the mesh axes it varies over inside shard_map, and for a concrete array
-    with a NamedSharding its sharding (`float32[8@X,4@Y]`)."""
-    return as_value(x).aval
+    the mesh axes it varies over inside shard_map, and for an array with a
+    NamedSharding its type-level sharding (`float32[8@X,4@Y]`): on the
+    mesh's AbstractMesh, with None where the axes are of Auto type (the
+    array's own `.sharding` keeps them, as JAX)."""
+    from .mesh import AxisType, NamedSharding, PartitionSpec
+
+    aval = as_value(x).aval
+    sh = aval.sharding
+    if not isinstance(sh, NamedSharding):
+        return aval
+    hidden = set(sh.mesh.auto_axes)
+    entries = []
+    for d in range(aval.ndim):
+        axes = tuple(a for a in sh.spec.axes(d) if a not in hidden)
+        entries.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+    spec = PartitionSpec(*entries) if AxisType.Auto in sh.mesh.axis_types else sh.spec
+    return aval.update(sharding=NamedSharding(sh.mesh.abstract_mesh, spec))
+
+
+def _retyped(x, mesh):
+    """`x` with its sharding's spec on `mesh` (the same devices, other axis
+    types): a type change, the data stays."""
+    from .mesh import NamedSharding
+
+    def one(v):
+        v = as_value(v)
+        sh = v.aval.sharding
+        if not isinstance(sh, NamedSharding):
+            return v
+        sh = NamedSharding(mesh, sh.spec)
+        if isinstance(v, core.Tracer):
+            return core.Tracer(v.trace, v.value, v.aval.update(sharding=sh), ("same", v))
+        return core.Array.with_sharding(v._value, v.weak_type, sh)
+    return tree_util.tree_map(one, x)
+
+
+def _switched_mesh(axes, axis_type, what):
+    from .mesh import AxisType, current_mesh, use_mesh
+
+    mesh = current_mesh()
+    if mesh is None:
+        raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to enter "
+                         f"into a mesh context when using `{what}` API.")
+    names = mesh.axis_names if axes is None else (axes,) if isinstance(axes, str) else axes
+    if any(t == AxisType.Manual for n, t in zip(mesh.axis_names, mesh.axis_types)
+           if n in names):
+        raise NotImplementedError(f"`{what}` cannot be used with Manual mesh axes "
+                                  f"(inside shard_map); got {mesh}")
+    new = mesh.update_axis_types({n: axis_type for n in names})
+    return mesh, new, use_mesh(new)
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """JAX's `auto_axes`: `f` runs with `axes` (default: all) of the mesh in
+    context switched to Auto, so no sharding errors arise inside; its result
+    takes `out_sharding` (given here or as a keyword of each call)."""
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        out_s = _fixed_or_keyword(out_sharding, kwargs, "out_sharding")
+        _, new, scope = _switched_mesh(axes, _axis_type("Auto"), "auto_axes")
+        with scope:
+            out = f(*_retyped(args, new), **kwargs)
+        return reshard(out, out_s)
+    return wrapped
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """JAX's `explicit_axes`: `f` runs with `axes` (default: all) of the mesh
+    in context switched to Explicit, its arguments resharded to
+    `in_sharding` (given here or as a keyword of each call); its result is
+    retyped back to the caller's mesh."""
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        in_s = _fixed_or_keyword(in_sharding, kwargs, "in_sharding")
+        old, new, scope = _switched_mesh(axes, _axis_type("Explicit"), "explicit_axes")
+        with scope:
+            out = f(*reshard(_retyped(args, new), in_s), **kwargs)
+        return _retyped(out, old)
+    return wrapped
+
+
+def _fixed_or_keyword(value, kwargs, name):
+    """A decorator's argument, else the call's keyword `name` (required)."""
+    if value is not None:
+        return value
+    if name not in kwargs:
+        raise TypeError(f"Missing required keyword argument: '{name}'")
+    return kwargs.pop(name)
+
+
+def _axis_type(name):
+    from .mesh import AxisType
+
+    return AxisType[name]
 
 
 def device_get(x):

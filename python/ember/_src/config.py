@@ -6,6 +6,9 @@ register a function with `on_change`, called after every `config.update`.
 """
 
 _on_change = []
+# option name -> function checking a new value before it is set (registered
+# by the layer the option belongs to).
+_validators = {}
 
 
 def on_change(fn):
@@ -25,10 +28,14 @@ class _Config:
         self.jax_persistent_cache_min_compile_time_secs = 1.0
         self.jax_persistent_cache_min_entry_size_bytes = 0
         self.jax_persistent_cache_enable_xla_caches = "none"
+        # CPU devices (devices.py; None: EMBER_NUM_CPU_DEVICES or XLA_FLAGS).
+        self.jax_num_cpu_devices = None
 
     def update(self, name, value):
         if not hasattr(self, name):
             raise AttributeError(f"Unrecognized config option: {name}")
+        if name in _validators:
+            _validators[name](value)
         setattr(self, name, value)
         for fn in _on_change:  # compiled code depends on the config
             fn()

@@ -8,6 +8,7 @@ with `compiler`.
 """
 
 import collections
+import copy
 import functools
 import io
 import os
@@ -88,8 +89,11 @@ class ShapedArray:
     def manual_axis_type(self):
         return _ManualAxisType(self.vma)
 
-    def str_short(self):
+    def str_short(self, short_dtypes=False):
         name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name
+        if short_dtypes:  # JAX's `f32`, `i32`, `u8`, `c64`, `bf16`
+            name = (name.replace("float", "f").replace("uint", "u").replace("int", "i")
+                    .replace("complex", "c"))
         explicit = self._explicit_axes()
         if explicit is not None:
             return f"{name}[{','.join(explicit)}]"
@@ -119,6 +123,14 @@ class ShapedArray:
             dims.append(f"{n}@{axes[0]}" if len(axes) == 1 else
                         f"{n}@({','.join(axes)})" if axes else str(n))
         return dims
+
+
+def named_sharding(aval):
+    """The aval's sharding when it is a NamedSharding (on a mesh: results
+    of ops follow it, `sharding_rules.py`), else None. (A NamedSharding is
+    recognized by its `spec`; mesh.py sits above this module.)"""
+    sh = aval.sharding
+    return sh if sh is not None and hasattr(sh, "spec") else None
 
 
 def canonicalize_dim(d):
@@ -429,9 +441,13 @@ class Array(Value):
 
     @classmethod
     def with_sharding(cls, value, weak_type, sharding):
-        """An array whose blocks are placed by `sharding` (mesh.py)."""
+        """An array whose blocks are placed by `sharding` (mesh.py). A
+        sharding over Explicit mesh axes is part of the type, so also of the
+        signature jit's fast path dispatches on."""
         out = cls(value, weak_type)
         out.aval = out.aval.update(sharding=sharding)
+        if named_sharding(out.aval) is not None:
+            out._sig = out._sig + (sharding,)
         return out
 
     def __array__(self, dtype=None, copy=None):
@@ -974,6 +990,10 @@ class Primitive:
             out_avals = [out_avals]
         if vma is not None:
             out_avals = [a.update(vma=vma) for a in out_avals]
+        if any(a.aval.sharding is not None for a in args):
+            from .sharding_rules import propagate
+
+            out_avals = propagate(self, args, out_avals, params)
         trace = find_trace(args) or current_trace()
         if trace is None:
             outs = eager_apply(self, args, params, out_avals)
@@ -1194,14 +1214,18 @@ def compile_function(fun, in_avals, concrete=None, lifted=None):
     module.operation.write_bytecode(buf)
     avals = tuple(in_avals)
     exe = _lru_get(_bytecode_index, (buf.getvalue(), avals))
-    if exe is not None:
-        return exe
-    text = str(module)
-    exe = _lru_get(_program_cache, (text, avals))
     if exe is None:
-        exe = Executable(module, in_avals, out_avals, text=text)
-        _lru_put(_program_cache, (text, avals), exe)
-    _lru_put(_bytecode_index, (buf.getvalue(), avals), exe)
+        text = str(module)
+        exe = _lru_get(_program_cache, (text, avals))
+        if exe is None:
+            exe = Executable(module, in_avals, out_avals, text=text)
+            _lru_put(_program_cache, (text, avals), exe)
+        _lru_put(_bytecode_index, (buf.getvalue(), avals), exe)
+    if [a.sharding for a in exe.out_avals] != [a.sharding for a in out_avals]:
+        # One program, traced again with other result shardings (they are
+        # not in the IR): the same code with this trace's result types.
+        exe = copy.copy(exe)
+        exe.out_avals = list(out_avals)
     return exe
 
 
@@ -1253,4 +1277,5 @@ def eager_apply(prim, args, params, out_avals):
         exe = compile_function(fun, [a.aval for a in args])
         _lru_put(_eager_cache, key, exe)
     outs = exe([a._value for a in args])
-    return [Array(o, weak_type=a.weak_type) for o, a in zip(outs, out_avals)]
+    return [Array(o, weak_type=a.weak_type) if a.sharding is None else
+            Array.with_sharding(o, a.weak_type, a.sharding) for o, a in zip(outs, out_avals)]

@@ -25,6 +25,8 @@ import ctypes
 import os
 import threading
 
+from .config import _validators, config
+
 _GPU_NAMES = ("cuda", "gpu")
 
 
@@ -57,8 +59,10 @@ cpu_device = Device("cpu", 0, "cpu")
 
 
 def _cpu_device_count():
-    """EMBER_NUM_CPU_DEVICES, else XLA's --xla_force_host_platform_device_count
-    in XLA_FLAGS, else 1."""
+    """`jax_num_cpu_devices` when set, else EMBER_NUM_CPU_DEVICES, else XLA's
+    --xla_force_host_platform_device_count in XLA_FLAGS, else 1."""
+    if config.jax_num_cpu_devices is not None:
+        return int(config.jax_num_cpu_devices)
     text = os.environ.get("EMBER_NUM_CPU_DEVICES")
     if not text:
         for flag in os.environ.get("XLA_FLAGS", "").split():
@@ -138,6 +142,19 @@ def _cuda_devices():
 
 _lock = threading.Lock()
 _backends = None  # {"cpu": [...], "cuda": [...]}: the platforms present, in order
+
+
+def _check_num_cpu_devices(n):
+    # JAX's rule: the count is fixed once the devices exist.
+    if _backends is not None and n != _cpu_device_count():
+        raise RuntimeError("jax_num_cpu_devices config should be updated before backends "
+                           "are initialized i.e. before any JAX operation is executed. You "
+                           "should initialize this config immediately after `import jax`.")
+    if n is not None and (not isinstance(n, int) or n < 1):
+        raise ValueError(f"jax_num_cpu_devices must be a positive integer, got {n!r}")
+
+
+_validators["jax_num_cpu_devices"] = _check_num_cpu_devices
 
 
 def backends():

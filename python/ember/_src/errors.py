@@ -23,3 +23,9 @@ class NonConcreteBooleanIndexError(IndexError):
 
 class EmberInternalError(RuntimeError):
     """A verifier or pipeline failure on IR Ember produced: a bug in Ember."""
+
+
+class ShardingTypeError(TypeError):
+    """Operands whose shardings (over Explicit mesh axes) give no result
+    sharding (JAX's `ShardingTypeError`, there an `Exception`; here also a
+    `TypeError`, as the sharding is part of the type)."""

@@ -82,7 +82,18 @@ class Mesh:
 
     @property
     def abstract_mesh(self):
-        return self
+        platform = self.devices.flat[0].platform if self.devices.size else None
+        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types,
+                            device_kind=platform, platform=platform)
+
+    def update_axis_types(self, name_to_type):
+        return Mesh(self.devices, self.axis_names,
+                    tuple(name_to_type.get(n, t) for n, t in zip(self.axis_names,
+                                                                  self.axis_types)))
+
+    auto_axes = property(lambda self: _axes_of(self, AxisType.Auto))
+    explicit_axes = property(lambda self: _axes_of(self, AxisType.Explicit))
+    manual_axes = property(lambda self: _axes_of(self, AxisType.Manual))
 
     def _key(self):
         return (self.axis_names, self.axis_types, self.devices.shape,
@@ -108,6 +119,67 @@ class Mesh:
         return False
 
 
+def _axes_of(mesh, axis_type):
+    return tuple(n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == axis_type)
+
+
+class AbstractMesh:
+    """A mesh's axis sizes, names and types without devices (JAX's
+    `AbstractMesh`: what `get_abstract_mesh()` reports, and what
+    `use_abstract_mesh` sets; shardings made under it take the devices of
+    the concrete mesh in context, see `concrete_mesh`)."""
+
+    def __init__(self, axis_sizes, axis_names, axis_types=None, *, device_kind=None,
+                 platform=None):
+        self.axis_sizes = tuple(int(n) for n in axis_sizes)
+        self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"Length of axis_sizes {self.axis_sizes} and axis_names "
+                             f"{self.axis_names} should match")
+        if axis_types is None:
+            axis_types = (AxisType.Auto,) * len(self.axis_names)
+        elif isinstance(axis_types, AxisType):
+            axis_types = (axis_types,) * len(self.axis_names)
+        self.axis_types = tuple(axis_types)
+        self._device = (device_kind, platform)
+
+    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes))
+    empty = property(lambda self: not self.axis_names)
+    abstract_mesh = property(lambda self: self)
+    auto_axes = property(lambda self: _axes_of(self, AxisType.Auto))
+    explicit_axes = property(lambda self: _axes_of(self, AxisType.Explicit))
+    manual_axes = property(lambda self: _axes_of(self, AxisType.Manual))
+
+    def update_axis_types(self, name_to_type):
+        return AbstractMesh(self.axis_sizes, self.axis_names,
+                            tuple(name_to_type.get(n, t) for n, t in zip(self.axis_names,
+                                                                          self.axis_types)),
+                            device_kind=self._device[0], platform=self._device[1])
+
+    def _key(self):
+        return (self.axis_sizes, self.axis_names, self.axis_types)
+
+    def __eq__(self, other):
+        return isinstance(other, AbstractMesh) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        axes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple) or "()"
+        types = ", ".join(repr(t) for t in self.axis_types)
+        dev = ("" if self._device[0] is None else
+               f", device_kind={self._device[0]}, num_cores=None, platform={self._device[1]}")
+        return (f"AbstractMesh({axes}, axis_types=({types}"
+                f"{',' if len(self.axis_types) == 1 else ''}){dev})")
+
+    @property
+    def devices(self):
+        raise ValueError("devices is not implemented for `jax.sharding.AbstractMesh`")
+
+
 _state = threading.local()
 
 
@@ -122,9 +194,46 @@ _global_mesh = None
 
 def current_mesh():
     """The mesh of the innermost `with mesh:`/`use_mesh`/`set_mesh` (None
-    when there is none)."""
+    when there is none), with the axes of an enclosing `use_abstract_mesh`
+    (`concrete_mesh`)."""
     stack = _mesh_stack()
-    return stack[-1] if stack else _global_mesh
+    mesh = stack[-1] if stack else _global_mesh
+    abstract = getattr(_state, "abstract", None)
+    if abstract:
+        return concrete_mesh(abstract[-1], mesh)
+    return mesh
+
+
+def concrete_mesh(abstract, like=None):
+    """`abstract` on devices: those of `like` (the concrete mesh in
+    context, of the same size), else the first devices."""
+    if isinstance(abstract, Mesh):
+        return abstract
+    if like is not None and like.size == abstract.size:
+        devs = like.devices.reshape(abstract.axis_sizes)
+    else:
+        all_devs = devices_lib.devices()
+        if abstract.size > len(all_devs):
+            raise ValueError(f"the abstract mesh {abstract} needs {abstract.size} devices; "
+                             f"there are {len(all_devs)}")
+        devs = np.empty(abstract.size, dtype=object)
+        devs[:] = all_devs[:abstract.size]
+        devs = devs.reshape(abstract.axis_sizes)
+    return Mesh(devs, abstract.axis_names, abstract.axis_types)
+
+
+@contextlib.contextmanager
+def use_abstract_mesh(mesh):
+    """Within: the mesh in context has `mesh`'s axis sizes, names and types
+    (JAX requires the same total size as the concrete mesh)."""
+    if not isinstance(mesh, AbstractMesh):
+        raise ValueError(f"Expected mesh of type `jax.sharding.AbstractMesh`. Got {type(mesh)}")
+    stack = _state.__dict__.setdefault("abstract", [])
+    stack.append(mesh)
+    try:
+        yield mesh
+    finally:
+        stack.pop()
 
 
 class _MeshSetting:
@@ -160,7 +269,13 @@ def use_mesh(mesh):
 
 
 def get_abstract_mesh():
-    return current_mesh()
+    """The mesh in context without its devices (an empty AbstractMesh when
+    there is none)."""
+    abstract = getattr(_state, "abstract", None)
+    if abstract:
+        return abstract[-1]
+    mesh = current_mesh()
+    return AbstractMesh((), ()) if mesh is None else mesh.abstract_mesh
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):
@@ -267,6 +382,8 @@ class NamedSharding:
         self.memory_kind = memory_kind
 
     def __repr__(self):
+        if isinstance(self.mesh, AbstractMesh):  # a type's sharding (`typeof`)
+            return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
         return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind=device)"
 
     def __eq__(self, other):

@@ -1,14 +1,17 @@
 """einsum by pairwise dot_general contractions (left to right)."""
 
 from .. import core as _core
-from .. import lax
+from .. import lax, sharding_rules
 from . import lax_numpy as jnp
 
 
 def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None,
            out_sharding=None):
-    out = _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
-    return out if out_sharding is None else _core.with_out_sharding(out, out_sharding)
+    if out_sharding is None:
+        return _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
+    with sharding_rules.output_given():
+        out = _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
+    return _core.with_out_sharding(out, out_sharding)
 
 
 def _parse(subscripts, n):

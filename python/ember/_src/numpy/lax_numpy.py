@@ -16,6 +16,7 @@ from .. import core as _core
 from .. import dtypes as _dt
 from .. import lax as lax
 from .. import shape_poly
+from .. import sharding_rules as _sharding_rules
 from ..config import config as _config
 from ..core import Value as _Value
 from ..core import as_value as _v
@@ -1821,9 +1822,9 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     if out_sharding is not None:
-        return _core.with_out_sharding(
-            matmul(a, b, precision=precision, preferred_element_type=preferred_element_type),
-            out_sharding)
+        with _sharding_rules.output_given():
+            out = matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
+        return _core.with_out_sharding(out, out_sharding)
     a, b = _v(a), _v(b)
     if a.ndim == 0 or b.ndim == 0:
         raise _core.value_error("matmul: inputs must be at least 1-d")
@@ -1849,9 +1850,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     if out_sharding is not None:
-        return _core.with_out_sharding(
-            dot(a, b, precision=precision, preferred_element_type=preferred_element_type),
-            out_sharding)
+        with _sharding_rules.output_given():
+            out = dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
+        return _core.with_out_sharding(out, out_sharding)
     a, b = _v(a), _v(b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)

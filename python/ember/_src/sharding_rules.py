@@ -1,0 +1,267 @@
+"""Shardings in types through ops (JAX's Explicit mode): the sharding of an
+op's result from its operands' shardings over Explicit mesh axes (Auto axes
+are not part of the type and are not propagated), for the ops whose rule is a
+mapping of dimensions. Ember runs every array in one address space, so a
+sharding is type information (`jax.typeof` prints `float32[8@X,4@Y]`, and
+`Array.sharding` places the blocks on the CPU devices); no op computes
+differently for it.
+
+Rules (docs/design.md, "Parallelism"): an op whose operands and result have
+one shape (elementwise ops, and ops along one dimension such as cumulative
+sums) keeps the dimensions' mesh axes, and operands that disagree on a
+dimension are JAX's TypeError; `transpose` permutes, `broadcast_in_dim`
+maps operand dimensions to result dimensions (new ones unsharded),
+reductions drop the reduced dimensions, `dot_general` keeps batch and free
+dimensions and refuses contracting dimensions split over a mesh axis (JAX's
+error asking for `out_sharding`), `reshape` keeps the dimensions it does not
+touch. Any other op gives an unsharded result.
+"""
+
+import contextlib
+import threading
+
+from .errors import ShardingTypeError
+from .mesh import NamedSharding, PartitionSpec
+
+
+class _Given(threading.local):
+    depth = 0
+
+
+_given = _Given()
+
+
+@contextlib.contextmanager
+def output_given():
+    """Inside: the caller gives the result's sharding (`out_sharding=`), so a
+    product over sharded contracting dimensions is not an error (its result
+    is unsharded until the caller's sharding is applied)."""
+    _given.depth += 1
+    try:
+        yield
+    finally:
+        _given.depth -= 1
+
+
+class _Kind(threading.local):
+    # The axis type the rules run over: "Explicit" (strict: JAX's errors),
+    # then "Auto" (an ambiguous result is unsharded over those axes).
+    value = "Explicit"
+
+
+_kind = _Kind()
+
+
+def _spec_dims(aval):
+    """(mesh, per-dimension axes tuples over the axes of the current kind)
+    of an aval with a NamedSharding."""
+    sh = aval.sharding
+    if not isinstance(sh, NamedSharding):
+        return None, None
+    names = {n for n, t in zip(sh.mesh.axis_names, sh.mesh.axis_types)
+             if t.name == _kind.value}
+    if not names:
+        return None, None
+    return sh.mesh, [tuple(a for a in sh.spec.axes(d) if a in names)
+                     for d in range(len(aval.shape))]
+
+
+def _sharding(mesh, dims):
+    if not any(dims):
+        return NamedSharding(mesh, PartitionSpec())
+    entries = [None if not a else a[0] if len(a) == 1 else a for a in dims]
+    while entries and entries[-1] is None:
+        entries.pop()
+    return NamedSharding(mesh, PartitionSpec(*entries))
+
+
+def _entry(axes):
+    """A dimension's axes as a PartitionSpec entry (JAX's error texts)."""
+    return None if not axes else axes[0] if len(axes) == 1 else tuple(axes)
+
+
+def _specs(avals):
+    return ", ".join(str(tuple(_entry(a) for a in (_spec_dims(v)[1] or [()] * len(v.shape))))
+                     for v in avals)
+
+
+def propagate(prim, args, out_avals, params):
+    """`out_avals` with the shardings `prim` gives its results: over the
+    Explicit axes by the rules (JAX's errors where they give none), over
+    the Auto axes by the same rules where they give one (else unsharded
+    there: the choice is the compiler's, and Ember's is no split). Results
+    of ops without a rule are unsharded on the operands' mesh."""
+    avals = [a.aval for a in args]
+    meshes = {a.sharding.mesh for a in avals if isinstance(a.sharding, NamedSharding)}
+    if len(meshes) != 1 or len(out_avals) == 0:
+        return out_avals
+    mesh = next(iter(meshes))
+    rank = len(out_avals[0].shape)
+    if any(len(o.shape) != rank for o in out_avals[1:]):
+        return out_avals
+    dims = [()] * rank
+    for kind in ("Explicit", "Auto"):
+        if all(t.name != kind for t in mesh.axis_types):
+            continue
+        _kind.value = kind
+        try:
+            found = _rule(prim, avals, out_avals, params, mesh)
+        except ShardingTypeError:
+            if kind == "Explicit":
+                raise
+            found = None
+        finally:
+            _kind.value = "Explicit"
+        if found is not None:
+            dims = [a + b for a, b in zip(dims, found)]
+    sh = _sharding(mesh, dims)
+    return [o.update(sharding=sh) for o in out_avals]
+
+
+def _rule(prim, avals, out_avals, params, mesh):
+    name = prim.name
+    dims = None
+    if name == "transpose":
+        _, d = _spec_dims(avals[0])
+        if d is not None:
+            dims = [d[p] for p in params["permutation"]]
+    elif name == "broadcast_in_dim":
+        _, d = _spec_dims(avals[0])
+        if d is not None:
+            dims = [()] * len(out_avals[0].shape)
+            for src, dst in enumerate(params["broadcast_dimensions"]):
+                if avals[0].shape[src] == out_avals[0].shape[dst]:
+                    dims[dst] = d[src]
+    elif name in ("reduce", "argmax", "argmin"):
+        _, d = _spec_dims(avals[0])
+        if d is not None:
+            axes = params.get("axes", (params.get("axis"),))
+            dims = [a for k, a in enumerate(d) if k not in axes]
+    elif name == "dot_general":
+        dims = _dot_general(avals, params)
+    elif name == "reshape":
+        if _spec_dims(avals[0])[1] is not None:
+            dims = _reshape(avals[0], out_avals[0].shape)
+    elif all(a.shape == out_avals[0].shape or a.shape == () for a in avals):
+        dims = _same_shape(name, avals, len(out_avals[0].shape))
+    if dims is None:
+        return None
+    used = [x for axes in dims for x in axes]
+    if len(used) != len(set(used)):
+        # JAX's check after every rule: a mesh axis may split one dimension.
+        out = out_avals[0].update(sharding=_sharding(mesh, [()] * len(dims)))
+        shown = out.str_short(short_dtypes=True).split("[", 1)[0] + "[" + ",".join(
+            f"{n}@{a[0]}" if len(a) == 1 else f"{n}@({','.join(a)})" if a else str(n)
+            for n, a in zip(out.shape, dims)) + "]"
+        raise ShardingTypeError(
+            f"{name} operation with inputs: "
+            f"{', '.join(a.str_short(short_dtypes=True) for a in avals)} produces an "
+            f"illegally sharded result: {shown}")
+    return dims
+
+
+def _same_shape(name, avals, rank):
+    dims = [()] * rank
+    for a in avals:
+        _, d = _spec_dims(a)
+        if d is None or not d:
+            continue
+        for k, axes in enumerate(d):
+            if axes and dims[k] and axes != dims[k]:
+                raise ShardingTypeError(
+                    f"{name} got incompatible shardings for broadcasting: "
+                    f"{_specs([a for a in avals if a.shape])}.")
+            dims[k] = dims[k] or axes
+    return dims
+
+
+def _dot_general(avals, params):
+    if _given.depth:
+        return None
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    _, ld = _spec_dims(avals[0])
+    _, rd = _spec_dims(avals[1])
+    ld = ld or [()] * len(avals[0].shape)
+    rd = rd or [()] * len(avals[1].shape)
+    lspec = tuple(_entry(ld[k]) for k in lc)
+    rspec = tuple(_entry(rd[k]) for k in rc)
+    for a, b in zip(lb, rb):
+        if ld[a] and rd[b] and ld[a] != rd[b]:
+            raise ShardingTypeError(
+                "dot_general requires lhs batch dimensions and rhs batch dimensions to have "
+                f"the consistent sharding, got {tuple(_entry(ld[k]) for k in lb)} and "
+                f"{tuple(_entry(rd[k]) for k in rb)}.")
+    if any(ld[a] and rd[b] and ld[a] != rd[b] for a, b in zip(lc, rc)):
+        raise ShardingTypeError("dot_general requires contracting dimensions to have "
+                                f"consistent sharding, got {lspec} and {rspec}.")
+    if any(ld[a] and rd[b] for a, b in zip(lc, rc)):
+        raise ShardingTypeError(
+            "Contracting dimensions are sharded and it is ambiguous how the output should be "
+            "sharded. Please specify the output sharding via the `out_sharding` parameter. "
+            f"Got lhs_contracting_spec={lspec} and rhs_contracting_spec={rspec}")
+    dims = [ld[a] or rd[b] for a, b in zip(lb, rb)]
+    dims += [ld[k] for k in range(len(ld)) if k not in lc and k not in lb]
+    dims += [rd[k] for k in range(len(rd)) if k not in rc and k not in rb]
+    return dims
+
+
+def _reshape(aval, new_shape):
+    """Dimensions grouped into runs of equal products: a run of one
+    dimension to one keeps its axes; a dimension split into several gives
+    its axes, major first, to the new dimensions (each axis's size must
+    divide what is left of its dimension); dimensions merged into one give
+    it their axes in order (the unsharded ones only after the sharded). Any
+    other sharded run is JAX's error asking for `out_sharding`. (JAX allows
+    one split or merge per reshape; several independent ones work here.)"""
+    _, d = _spec_dims(aval)
+    old = aval.shape
+
+    def error():
+        raise ShardingTypeError(
+            "This reshape is not supported. Please specify the sharding of the output via "
+            "the `out_sharding` argument of jax.lax.reshape. Got operand type: "
+            f"{aval.str_short()}, new sizes: {tuple(new_shape)}")
+
+    sizes = dict(zip(aval.sharding.mesh.axis_names, aval.sharding.mesh.devices.shape))
+    olds = [(k, n) for k, n in enumerate(old) if n != 1]
+    news = [(k, n) for k, n in enumerate(new_shape) if n != 1]
+    dims = [()] * len(new_shape)
+    i = j = 0
+    while i < len(olds) or j < len(news):
+        gi, gj = [olds[i]], [news[j]]
+        i, j = i + 1, j + 1
+        po, pn = gi[0][1], gj[0][1]
+        while po != pn:
+            if po < pn:
+                gi.append(olds[i])
+                po *= olds[i][1]
+                i += 1
+            else:
+                gj.append(news[j])
+                pn *= news[j][1]
+                j += 1
+        axes = [a for k, _ in gi for a in d[k]]
+        if not axes:
+            continue
+        if len(gi) > 1 and len(gj) > 1:
+            error()
+        if len(gi) > 1:
+            # merge: no unsharded dimension before a sharded one.
+            seen_unsharded = False
+            for k, _ in gi:
+                if not d[k]:
+                    seen_unsharded = True
+                elif seen_unsharded:
+                    error()
+        left = list(axes)
+        for k, n in gj:
+            took = []
+            while left and n > 1:
+                n, rem = divmod(n, sizes[left[0]])
+                if rem:
+                    error()
+                took.append(left.pop(0))
+            dims[k] = tuple(took)
+        if left:
+            error()
+    return dims

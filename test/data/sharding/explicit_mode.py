@@ -1,0 +1,70 @@
+"""Shardings in types (JAX's Explicit mode), auto_axes, abstract meshes and
+`out_sharding=`: one line per case. Run with IMPORT=jax (in a JAX venv) to
+record `explicit_mode.jax.txt` (JAX 0.10.2), with IMPORT=ember to compare
+(test_parallel.py)."""
+import os, sys
+if os.environ["IMPORT"] == "jax":
+    import jax; jax.config.update("jax_num_cpu_devices", 8)
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P, NamedSharding, AxisType, auto_axes, explicit_axes
+else:
+    import ember as jax; jax.config.update("jax_num_cpu_devices", 8); import ember.numpy as jnp
+    from ember.sharding import PartitionSpec as P, NamedSharding, AxisType, auto_axes, explicit_axes
+import numpy as np
+def show(f):
+    try: print(f())
+    except Exception as e: print(type(e).__name__, str(e).split("\n")[0])
+mesh = jax.make_mesh((2, 4), ("X", "Y"))
+jax.set_mesh(mesh)
+x = jax.device_put(jnp.arange(32.).reshape(8, 4), P("X", "Y"))
+show(lambda: jax.typeof(x))
+show(lambda: jax.typeof(x).sharding)
+show(lambda: jax.typeof(jnp.sin(x).T))
+show(lambda: jax.typeof(jnp.exp(x) * 2 + x))
+show(lambda: (jax.typeof(x.sum(0)), jax.typeof(x.max(1)), jax.typeof(x.sum())))
+show(lambda: jax.typeof(jnp.argmax(x, axis=1)))
+show(lambda: jax.typeof(x.astype(jnp.int32)))
+show(lambda: jax.typeof(jnp.where(x > 3, x, 0.)))
+show(lambda: jax.typeof(x[None]))
+show(lambda: jax.typeof(x.reshape(32)))
+show(lambda: jax.typeof(x.reshape(2, 4, 4)))
+show(lambda: jax.typeof(x.reshape(4, 8)))
+show(lambda: x @ x.T)
+show(lambda: jax.typeof(jnp.dot(x, x.T, out_sharding=P("X", None))))
+show(lambda: jax.typeof(jnp.einsum("ij,kj->ik", x, x, out_sharding=P(None, "X"))))
+y = jax.device_put(jnp.ones((4, 6)), P())
+show(lambda: jax.typeof(x @ y))
+z = jax.device_put(jnp.ones((8, 4)), P("Y", None))
+show(lambda: x + z)
+a0 = jax.device_put(np.arange(4).reshape(4, 1), P("X", None))
+a1 = jax.device_put(np.arange(8).reshape(1, 8), P(None, "Y"))
+show(lambda: jax.typeof(a0 + a1))
+b0 = jax.device_put(np.arange(16).reshape(4, 4), P("X", None))
+b1 = jax.device_put(np.arange(16).reshape(4, 4), P(None, "X"))
+show(lambda: b0 + b1)
+@jax.jit
+def f(v):
+    w = jnp.sin(v)
+    print("in jit:", jax.typeof(w), jax.typeof(w.T))
+    return w.T
+show(lambda: jax.typeof(f(x)))
+show(lambda: f(x).sharding)
+show(lambda: jax.typeof(f(jnp.ones((8, 4)))))
+show(lambda: jax.typeof(f(x)))
+show(lambda: jax.typeof(jax.random.normal(jax.random.key(0), (8, 4), out_sharding=P("X", "Y"))))
+show(lambda: np.asarray(jax.random.normal(jax.random.key(0), (4,), out_sharding=P("X"))).round(4).tolist())
+show(lambda: jax.typeof(jax.jit(lambda v: jax.reshard(v * 2, P(None, "X")))(x)))
+@auto_axes
+def add2(u, v):
+    print("auto mesh:", jax.sharding.get_abstract_mesh())
+    return u + v
+show(lambda: jax.typeof(add2(b0, b1, out_sharding=P("X", None))))
+show(lambda: jax.sharding.get_abstract_mesh())
+am = jax.sharding.AbstractMesh((8,), ("A",), (AxisType.Explicit,))
+show(lambda: am)
+@jax.jit
+def g(v):
+    with jax.sharding.use_abstract_mesh(am):
+        return jax.reshard(v, P("A", None)) * 2
+show(lambda: jax.typeof(g(x)))
+show(lambda: jax.config.update("jax_num_cpu_devices", 4))
