@@ -96,7 +96,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
         raise ValueError("vmap must have at least one non-None value in in_axes")
     n = distinct.pop()
     batched_idx = [i for i, ax in enumerate(axes) if ax is not None]
-    example_avals = [moved[i].aval.update(shape=moved[i].shape[1:]) for i in batched_idx]
+    example_avals, batch_sharding = _split_batch_shardings([moved[i].aval for i in batched_idx])
     n_args = len(tree_util.tree_leaves(args))
 
     store = {}
@@ -138,7 +138,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
     # The lanes of a named axis become the batch dimension: the results no
     # longer vary over that axis (shard_map's check_vma types).
     res = trace.emit("ember.vmap", [trace.to_value(v) for v in operands],
-                     [a.update(shape=(n,) + a.shape, vma=a.vma - {axis_name})
+                     [_with_batch_sharding(a.update(vma=a.vma - {axis_name}), n, batch_sharding)
                       for a in traced.out_avals], attrs)
     mapped = None
     if ref_args:
@@ -163,6 +163,47 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
                                  f"mapped axis)")
             final.append(jnp.moveaxis(r, 0, ax % r.ndim) if ax % r.ndim else r)
     return tree_util.tree_unflatten(store["tree"], final)
+
+
+def _split_batch_shardings(avals):
+    """The per-example avals of batched arguments (a NamedSharding loses its
+    first, mapped, dimension), and (mesh, that dimension's spec entry) of
+    the first argument whose mapped dimension is sharded, else None: the
+    results' mapped dimension keeps it, as in JAX."""
+    from .mesh import NamedSharding, PartitionSpec
+
+    out, batch = [], None
+    for a in avals:
+        sh = core.named_sharding(a)
+        if sh is None:
+            out.append(a.update(shape=a.shape[1:]))
+            continue
+        entries = [sh.spec[d] if d < len(sh.spec) else None for d in range(a.ndim)]
+        out.append(a.update(shape=a.shape[1:],
+                            sharding=NamedSharding(sh.mesh, PartitionSpec(*entries[1:]))))
+        if batch is None and entries[0] is not None:
+            batch = (sh.mesh, entries[0])
+    return out, batch
+
+
+def _with_batch_sharding(aval, n, batch):
+    """`aval` of one example as the stacked result: the mapped dimension in
+    front, sharded as the arguments' (when no other dimension uses those
+    mesh axes)."""
+    from .mesh import NamedSharding, PartitionSpec
+
+    sh = core.named_sharding(aval)
+    out = aval.update(shape=(n,) + aval.shape)
+    if sh is None and batch is None:
+        return out
+    mesh = sh.mesh if sh is not None else batch[0]
+    rest = [sh.spec[d] if d < len(sh.spec) else None for d in range(aval.ndim)] if sh else \
+        [None] * aval.ndim
+    first = None
+    if batch is not None and batch[0] == mesh:
+        used = set(PartitionSpec(*rest).all_axes())
+        first = batch[1] if not used & set(PartitionSpec(batch[1]).all_axes()) else None
+    return out.update(sharding=NamedSharding(mesh, PartitionSpec(first, *rest)))
 
 
 def _write_ref_args(ref_args, finals, mapped):

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from . import core, dtypes, tree_util
+from . import core, dtypes, sharding_rules, tree_util
 from .core import Primitive, ShapedArray, as_value, type_error, value_error
 
 # --------------------------------------------------------------------------
@@ -930,11 +930,15 @@ def broadcast(x, sizes):
                             tuple(range(len(sizes), len(sizes) + x.ndim)))
 
 
-def reshape(x, new_sizes, dimensions=None):
+def reshape(x, new_sizes, dimensions=None, *, out_sharding=None):
     x = as_value(x)
     if dimensions is not None:
         x = transpose(x, dimensions)
     new_sizes = tuple(_dim(s) for s in new_sizes)
+    if out_sharding is not None:
+        with sharding_rules.output_given():
+            out = reshape(x, new_sizes)
+        return core.with_out_sharding(out, out_sharding)
     if x.shape == new_sizes:
         return x
     return reshape_p.bind(x, new_sizes=new_sizes)

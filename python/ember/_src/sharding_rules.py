@@ -140,7 +140,7 @@ def _rule(prim, avals, out_avals, params, mesh):
     elif name == "dot_general":
         dims = _dot_general(avals, params)
     elif name == "reshape":
-        if _spec_dims(avals[0])[1] is not None:
+        if _spec_dims(avals[0])[1] is not None and not _given.depth:
             dims = _reshape(avals[0], out_avals[0].shape)
     elif all(a.shape == out_avals[0].shape or a.shape == () for a in avals):
         dims = _same_shape(name, avals, len(out_avals[0].shape))

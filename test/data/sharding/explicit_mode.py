@@ -67,4 +67,14 @@ def g(v):
     with jax.sharding.use_abstract_mesh(am):
         return jax.reshard(v, P("A", None)) * 2
 show(lambda: jax.typeof(g(x)))
+show(lambda: jax.typeof(jax.vmap(jnp.sin)(x)))
+show(lambda: jax.typeof(jax.vmap(jnp.sum)(x)))
+show(lambda: jax.typeof(jax.vmap(jnp.sin, in_axes=1)(x)))
+show(lambda: jax.typeof(jax.vmap(lambda r: r * 2, in_axes=1, out_axes=1)(x)))
+show(lambda: jax.typeof(jax.vmap(lambda r, s: r + s, in_axes=(0, None))(x, jnp.ones(4))))
+show(lambda: jax.typeof(jax.grad(lambda v: jnp.sum(v ** 2))(x)))
+show(lambda: jax.typeof(jax.jit(jax.grad(lambda v: jnp.sum(jnp.sin(v) * v)))(x)))
+show(lambda: jax.typeof(jax.vmap(jax.grad(lambda r: jnp.sum(r ** 3)))(x)))
+show(lambda: jax.typeof(x.reshape(4, 8, out_sharding=P("X"))))
+show(lambda: jax.typeof(jax.lax.reshape(x, (4, 8), out_sharding=P(None, "Y"))))
 show(lambda: jax.config.update("jax_num_cpu_devices", 4))

@@ -60,8 +60,9 @@ def install():
                 else (axes or None)))
         else:
             setattr(Value, name, method(getattr(jnp, name)))
-    Value.reshape = lambda self, *shape, order="C": jnp.reshape(
-        self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+    Value.reshape = lambda self, *shape, order="C", out_sharding=None: jnp.reshape(
+        self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape,
+        order, out_sharding=out_sharding)
     Value.copy = lambda self: self
     Value.view = lambda self, dtype=None: (
         self if dtype is None else lax.bitcast_convert_type(self, dtype))

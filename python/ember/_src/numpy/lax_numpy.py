@@ -1002,7 +1002,11 @@ def _axes(axis, ndim):
     return out
 
 
-def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=None):
+    if out_sharding is not None:
+        with _sharding_rules.output_given():
+            out = reshape(a, shape, order, newshape=newshape)
+        return _core.with_out_sharding(out, out_sharding)
     a = _v(a)
     shape = newshape if shape is None else shape
     shape = ((shape,) if isinstance(shape, (int, _np.integer, DimExpr)) else
