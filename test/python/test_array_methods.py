@@ -126,3 +126,11 @@ def test_iteration_and_len():
 def test_non_contiguous_numpy_inputs():
     assert_close(jnp.asarray(A.T) + 1, A.T + 1)
     assert_close(jnp.sum(A[:, ::2]), A[:, ::2].sum())
+
+
+def test_reshape_method_takes_order():
+    x = np.arange(12).reshape(3, 4)
+    got = jnp.asarray(x).reshape(4, 3, order="F")
+    np.testing.assert_array_equal(got, x.reshape(4, 3, order="F"))
+    np.testing.assert_array_equal(jnp.asarray(x).reshape((2, 6), order="F"),
+                                  x.reshape((2, 6), order="F"))
