@@ -542,6 +542,10 @@ def with_sharding_constraint(x, shardings):
             s.shard_shape(as_value(v).shape)
         if isinstance(v, core.Tracer):
             if isinstance(s, NamedSharding):
+                if all(t.name == "Auto" for t in s.mesh.axis_types):
+                    # A hint to the compiler, whose chosen layout has no
+                    # trailing unsplit dimensions (JAX's `P('X',)`).
+                    s = NamedSharding(s.mesh, PartitionSpec(*s.spec._normalized()))
                 return core.Tracer(v.trace, v.value, v.aval.update(sharding=s), ("same", v))
             return v
         return device_put(v, s)
