@@ -42,6 +42,7 @@ from ember._src.api import block_until_ready as block_until_ready
 from ember._src.api import device_get as device_get
 from ember._src.api import device_put as device_put
 from ember._src.api import disable_jit as disable_jit
+from ember._src.api import effects_barrier as effects_barrier
 from ember._src.api import eval_shape as eval_shape
 from ember._src.api import jit as jit
 from ember._src.api import reshard as reshard
@@ -49,6 +50,8 @@ from ember._src.api import typeof as typeof
 from ember._src.batching import vmap as vmap
 from ember._src.callback import pure_callback as pure_callback
 from ember._src.config import config as config
+from ember._src.config import debug_infs as debug_infs
+from ember._src.config import debug_nans as debug_nans
 from ember._src.config import enable_x64 as enable_x64
 from ember._src.core import Array as Array
 from ember._src.core import ShapeDtypeStruct as ShapeDtypeStruct

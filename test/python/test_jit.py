@@ -270,3 +270,41 @@ def test_jit_caches_are_bounded_across_signatures():
         np.testing.assert_array_equal(np.asarray(f(np.ones((1,), np.float32))), [3.0])
     finally:
         jax.config.update("ember_program_cache_size", old)
+
+
+def test_debug_nans_and_infs(capsys):
+    """JAX's protocol: a jitted function whose result has a NaN is run again
+    without its `jit`, so that the op making the NaN raises FloatingPointError
+    (texts as JAX 0.10.2's debugging tutorial prints them)."""
+    import ember
+
+    def f(x):
+        w = 3 * jnp.square(x)
+        return jnp.log(-w)
+
+    ember.config.update("jax_debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError, match=r"^invalid value \(nan\) encountered in log$"):
+            f(5.0)
+        capsys.readouterr()
+        with pytest.raises(FloatingPointError, match=r"^invalid value \(nan\) encountered in log$"):
+            ember.jit(f)(5.0)
+        # The jitted f, then jnp.log's own compiled call, each reported.
+        assert capsys.readouterr().out.count("Calling the de-optimized version.") == 2
+        with ember.debug_nans(False):
+            assert np.isnan(ember.jit(f)(5.0))
+        # A NaN only the compiled program shows (here: its argument).
+        with pytest.raises(FloatingPointError, match=r"encountered in jit\(<lambda>\). Because"):
+            ember.jit(lambda x: x)(jnp.array(np.nan))
+        with pytest.raises(FloatingPointError, match=r"encountered in mul"):
+            ember.jit(lambda x: x * 1)(jnp.array(np.nan))
+        assert np.isneginf(ember.jit(f)(0.0))  # (an Inf is not checked here)
+        assert float(ember.jit(jnp.sin)(1.0)) == pytest.approx(np.sin(1.0))
+    finally:
+        ember.config.update("jax_debug_nans", False)
+    with ember.debug_infs(True):
+        with pytest.raises(FloatingPointError, match=r"invalid value \(inf\) encountered in div"):
+            ember.jit(lambda x: 1.0 / x)(jnp.array(0.0))
+        np.testing.assert_allclose(ember.jit(lambda x: 1.0 / x)(4.0), 0.25)
+    assert np.isinf(ember.jit(lambda x: 1.0 / x)(0.0))
+    ember.effects_barrier()

@@ -4,6 +4,8 @@ Expected values come from NumPy, finite differences, or were recorded from
 JAX 0.10.2 with 4 or 8 CPU devices (--xla_force_host_platform_device_count)
 running the same programs."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -161,10 +163,12 @@ def test_devices_and_meshes(devices8):
     assert len(ember.devices()) == 8 and ember.device_count() == 8
     assert [str(d) for d in ember.devices()[:2]] == ["cpu:0", "cpu:1"]
     mesh = ember.make_mesh((4, 2), ("x", "y"))
-    assert repr(mesh) == "Mesh('x': 4, 'y': 2, axis_types=(Explicit, Explicit))"
+    assert str(mesh) == "Mesh('x': 4, 'y': 2, axis_types=(Explicit, Explicit))"
+    assert repr(mesh) == ("Mesh(axis_sizes=(4, 2), axis_names=('x', 'y'), "
+                          "axis_types=(Explicit, Explicit))")
     assert mesh.shape == {"x": 4, "y": 2} and mesh.size == 8
     m1 = ember.make_mesh((2,), ("i",), axis_types=(Auto,))
-    assert repr(m1) == "Mesh('i': 2, axis_types=(Auto,))"
+    assert str(m1) == "Mesh('i': 2, axis_types=(Auto,))"
     with pytest.raises(ValueError, match="must be >= the product"):
         ember.make_mesh((16,), ("i",))
     assert repr(P("x", None)) == "P('x', None)" and repr(P("i")) == "P('i',)"
@@ -267,6 +271,11 @@ def test_shard_map_check_vma(devices8):
         seen.append(str(ember.typeof(y)))
         return y
     np.testing.assert_allclose(typed(x), np.asarray(x).reshape(4, 2).sum(0))
+    assert seen == ["float32[2]{V:i}", "float32[2]"]
+    # The same for an argument placed with the sharding (its blocks' types
+    # carry the varying axis, not the sharding).
+    seen.clear()
+    typed(ember.device_put(x, NamedSharding(mesh, P("i"))))
     assert seen == ["float32[2]{V:i}", "float32[2]"]
     with pytest.raises(ValueError, match="require replication"):
         ember.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P())(x)
@@ -539,3 +548,30 @@ def test_explicit_axes_switches_the_mesh(devices8):
         g(v)
     with pytest.raises(ValueError, match="Context mesh cannot be empty"):
         g(v, in_sharding=P("X"))
+
+
+def test_committed_arrays_and_incompatible_devices(devices8):
+    """JAX's placement rules (texts recorded from JAX 0.10.2): `device_put`
+    commits an array to its device, results of committed arrays stay there,
+    and a computation over arrays committed to different devices is an
+    error naming both arguments."""
+    devs = ember.devices()
+    x = jnp.arange(3.0)
+    y = ember.device_put(x, devs[1])
+    assert not x.committed and y.committed and not ember.device_put(x).committed
+    assert ember.device_put(x, devs[0]).committed
+    assert not (x + 1).committed and (y + 1).committed
+    assert (y + x).sharding == devices_lib.SingleDeviceSharding(devs[1])
+    assert ember.jit(lambda a: a * 2)(y).sharding == devices_lib.SingleDeviceSharding(devs[1])
+    with pytest.raises(ValueError, match=re.escape(
+            "Received incompatible devices for jitted computation. Got argument x of add with "
+            "shape float32[3] and with device ids [1] on platform CPU and argument y of add "
+            "with shape float32[3] and with device ids [2] on platform CPU")):
+        y + ember.device_put(x, devs[2])
+    with pytest.raises(ValueError, match=re.escape(
+            "Got argument a of test_committed_arrays_and_incompatible_devices.<locals>.f with "
+            "shape float32[3] and with device ids [1] on platform CPU and argument b['k'] of")):
+        def f(a, b):
+            return a * b["k"]
+        ember.jit(f)(y, {"k": ember.device_put(x, devs[2])})
+    np.testing.assert_allclose(y * x, np.arange(3.0) ** 2)

@@ -319,6 +319,34 @@ def _prepare_args(fun, static_argnums, static_argnames, args, kwargs, abstract_o
     return static, treedef, vals, ref_pos, refs
 
 
+def _check_devices(fun, sig, args, kwargs, static_argnums, static_argnames):
+    """JAX's error for arguments committed to different devices (or to
+    meshes over different devices), named as JAX names them."""
+    def name_of(pos):
+        params = list(sig.parameters) if sig is not None else []
+        return params[pos] if pos < len(params) else f"args[{pos}]"
+
+    seen = None
+    named = [(name_of(i), a) for i, a in enumerate(args) if i not in static_argnums] + \
+        [(k, v) for k, v in kwargs.items() if k not in static_argnames]
+    for pname, arg in named:
+        for path, leaf in tree_util.tree_flatten_with_path(arg)[0]:
+            if not isinstance(leaf, Array) or leaf.aval.sharding is None:
+                continue
+            sh = leaf.aval.sharding
+            ids = ([d.id for d in sh.mesh.devices.flat] if hasattr(sh, "mesh")
+                   else [d.id for d in sh.device_set])
+            what = (f"argument {pname}{tree_util.keystr(path)} of "
+                    f"{getattr(fun, '__qualname__', None) or getattr(fun, '__name__', 'fun')} "
+                    f"with shape {leaf.aval.str_short()} and "
+                    f"with device ids {ids} on platform CPU")
+            if seen is None:
+                seen = (set(ids), what)
+            elif set(ids) != seen[0]:
+                raise ValueError("Received incompatible devices for jitted computation. Got "
+                                 f"{seen[1]} and {what}")
+
+
 class JitWrapped:
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
         functools.update_wrapper(self, fun)
@@ -358,6 +386,8 @@ class JitWrapped:
         return exe, out_tree(), lifted
 
     def __call__(self, *args, **kwargs):
+        if _config.jax_debug_nans or _config.jax_debug_infs:
+            return self._call_checked(args, kwargs)
         if not _config.jax_disable_jit:
             out = self._fast(*args, **kwargs)
             if out is not None:
@@ -372,9 +402,11 @@ class JitWrapped:
             # Inside another trace: inline (the outer jit compiles everything).
             return self.fun(*args, **kwargs)
         key = (tuple(static), treedef, tuple(v.aval for v in vals), tuple(ref_pos))
-        shardings = tuple(core.named_sharding(v.aval) for v in vals)
+        shardings = tuple(v.aval.sharding for v in vals)
         if any(s is not None for s in shardings):
             key += (shardings,)  # (the results' shardings follow them)
+            _check_devices(self.fun, self.sig, args, kwargs, self.static_argnums,
+                           self.static_argnames)
         entry = self.cache.lookup(key)
         if entry is None:
             entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs)
@@ -384,6 +416,35 @@ class JitWrapped:
         if not (refs or lifted):
             self._register_fast(args, kwargs, static, vals, exe, out_tree)
         return result
+
+    def _call_checked(self, args, kwargs):
+        """A call under `jax_debug_nans`/`jax_debug_infs` (JAX's protocol):
+        a NaN or Inf in the results runs the function again without this
+        `jit` (its ops then raise FloatingPointError naming the op that made
+        the value), else reports that only the compiled function made it."""
+        out = self._call_slow(args, kwargs)
+        if _config.jax_disable_jit or core._trace_stack:
+            return out
+        kind = core.special_kind([np.asarray(v) for v in tree_util.tree_leaves(out)
+                                  if isinstance(v, Array)])
+        if kind is None:
+            return out
+        name = getattr(self.fun, "__name__", "fun")
+        print("Invalid nan value encountered in the output of a jax.jit function. Calling "
+              "the de-optimized version.")
+        try:
+            self.fun(*args, **kwargs)
+        except (FloatingPointError, ZeroDivisionError) as e:
+            raise e from None
+        raise FloatingPointError(
+            f"invalid value ({kind}) encountered in jit({name}). Because "
+            "jax_config.debug_nans.value and/or config.jax_debug_infs is set, the "
+            "de-optimized function (i.e., the function as if the `jit` decorator were "
+            "removed) was called in an attempt to get a more precise error message. However, "
+            "the de-optimized function did not produce invalid values during its execution. "
+            "This behavior can result from `jit` optimizations causing the invalid value to "
+            "be produced. It may also arise from having nan/inf literals as inputs or "
+            "outputs, like `jax.jit(lambda ...: jax.numpy.nan)(...)`.")
 
     def _register_fast(self, args, kwargs, static, vals, exe, out_tree):
         """Teaches the C++ dispatch path this signature when it can serve it:
@@ -398,7 +459,7 @@ class JitWrapped:
             return
         key = tuple(a._sig for a in args)
         out_avals = tuple(exe.out_avals)
-        out_sigs = tuple((a.shape, a.dtype, a.weak_type) if core.named_sharding(a) is None else
+        out_sigs = tuple((a.shape, a.dtype, a.weak_type) if a.sharding is None else
                          (a.shape, a.dtype, a.weak_type, a.sharding) for a in out_avals)
         self._fast.insert(key, exe.kernel, out_avals, out_sigs,
                           tuple(a.dtype for a in out_avals), single)
@@ -516,10 +577,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         dev = devices_lib.check_device(dev)
         if isinstance(v, core.Tracer):
             return v
-        if dev is devices_lib.cpu_device:
-            if v.aval.sharding is None:
-                return v
-            return core.Array(v._value, weak_type=v.weak_type)  # on one device now
+        # Committed to the device (`Array.committed`), also the default one.
         return core.Array.with_sharding(v._value, v.weak_type,
                                         devices_lib.SingleDeviceSharding(dev))
 
@@ -672,6 +730,13 @@ def device_get(x):
 
 def block_until_ready(x):
     return x
+
+
+def effects_barrier():
+    """JAX's wait for the side effects (callbacks, `debug.print`) of calls
+    already made. Ember runs a compiled call, its callbacks included, to the
+    end before returning, so there is never one pending: nothing to wait
+    for."""
 
 
 class disable_jit:

@@ -96,7 +96,15 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
         raise ValueError("vmap must have at least one non-None value in in_axes")
     n = distinct.pop()
     batched_idx = [i for i, ax in enumerate(axes) if ax is not None]
-    example_avals, batch_sharding = _split_batch_shardings([moved[i].aval for i in batched_idx])
+    if axis_name is None:
+        example_avals, batch_sharding = _split_batch_shardings(
+            [moved[i].aval for i in batched_idx])
+    else:
+        # Lanes of a named axis (shard_map, pmap): per-device blocks, whose
+        # types carry the varying axes instead of a sharding.
+        example_avals = [moved[i].aval.update(shape=moved[i].shape[1:], sharding=None)
+                         for i in batched_idx]
+        batch_sharding = None
     n_args = len(tree_util.tree_leaves(args))
 
     store = {}

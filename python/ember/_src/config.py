@@ -9,6 +9,8 @@ _on_change = []
 # option name -> function checking a new value before it is set (registered
 # by the layer the option belongs to).
 _validators = {}
+# Options compiled code does not depend on (no cache is cleared for them).
+_RUNTIME_ONLY = {"jax_debug_nans", "jax_debug_infs", "jax_num_cpu_devices"}
 
 
 def on_change(fn):
@@ -30,6 +32,9 @@ class _Config:
         self.jax_persistent_cache_enable_xla_caches = "none"
         # CPU devices (devices.py; None: EMBER_NUM_CPU_DEVICES or XLA_FLAGS).
         self.jax_num_cpu_devices = None
+        # Results checked for NaN/Inf (api.py's jit, core.eager_apply).
+        self.jax_debug_nans = False
+        self.jax_debug_infs = False
 
     def update(self, name, value):
         if not hasattr(self, name):
@@ -37,6 +42,8 @@ class _Config:
         if name in _validators:
             _validators[name](value)
         setattr(self, name, value)
+        if name in _RUNTIME_ONLY:
+            return
         for fn in _on_change:  # compiled code depends on the config
             fn()
 
@@ -75,3 +82,5 @@ class _State:
 
 
 enable_x64 = _State("jax_enable_x64")
+debug_nans = _State("jax_debug_nans")
+debug_infs = _State("jax_debug_infs")

@@ -446,9 +446,15 @@ class Array(Value):
         signature jit's fast path dispatches on."""
         out = cls(value, weak_type)
         out.aval = out.aval.update(sharding=sharding)
-        if named_sharding(out.aval) is not None:
-            out._sig = out._sig + (sharding,)
+        out._sig = out._sig + (sharding,)
         return out
+
+    @property
+    def committed(self):
+        """Placed on a device or mesh by `device_put` (or computed from such
+        an array): JAX's committed arrays, which computations may not mix
+        across devices."""
+        return self.aval.sharding is not None
 
     def __array__(self, dtype=None, copy=None):
         if dtype is not None:
@@ -1277,5 +1283,29 @@ def eager_apply(prim, args, params, out_avals):
         exe = compile_function(fun, [a.aval for a in args])
         _lru_put(_eager_cache, key, exe)
     outs = exe([a._value for a in args])
+    if config.jax_debug_nans or config.jax_debug_infs:
+        check_special(prim.name, outs)
     return [Array(o, weak_type=a.weak_type) if a.sharding is None else
             Array.with_sharding(o, a.weak_type, a.sharding) for o, a in zip(outs, out_avals)]
+
+
+def special_kind(values):
+    """"nan" or "inf" when `jax_debug_nans`/`jax_debug_infs` asks and a
+    floating-point value among `values` (NumPy arrays) is one, else None."""
+    for v in values:
+        v = np.asarray(v)
+        if v.dtype.kind not in "fcV":  # (ml_dtypes' bfloat16 and float8s are "V")
+            continue
+        f = v.astype(np.complex128 if v.dtype.kind == "c" else np.float64)
+        if config.jax_debug_nans and np.isnan(f).any():
+            return "nan"
+        if config.jax_debug_infs and np.isinf(f).any():
+            return "inf"
+    return None
+
+
+def check_special(name, values):
+    """JAX's debug_nans/debug_infs check of an op's results."""
+    kind = special_kind(values)
+    if kind is not None:
+        raise FloatingPointError(f"invalid value ({kind}) encountered in {name}")

@@ -105,10 +105,13 @@ class Mesh:
     def __hash__(self):
         return hash(self._key())
 
-    def __repr__(self):
+    def __str__(self):
         axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.devices.shape))
-        types = ", ".join(repr(t) for t in self.axis_types)
-        return f"Mesh({axes}, axis_types=({types}{',' if len(self.axis_types) == 1 else ''}))"
+        return f"Mesh({axes}, axis_types={self.axis_types!r})"
+
+    def __repr__(self):
+        return (f"Mesh(axis_sizes={self.axis_sizes!r}, axis_names={self.axis_names!r}, "
+                f"axis_types={self.axis_types!r})")
 
     def __enter__(self):
         _mesh_stack().append(self)
@@ -383,8 +386,8 @@ class NamedSharding:
 
     def __repr__(self):
         if isinstance(self.mesh, AbstractMesh):  # a type's sharding (`typeof`)
-            return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind=device)"
+            return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r})"
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind=device)"
 
     def __eq__(self, other):
         return isinstance(other, NamedSharding) and self.mesh == other.mesh and \

@@ -93,6 +93,11 @@ def propagate(prim, args, out_avals, params):
     of ops without a rule are unsharded on the operands' mesh."""
     avals = [a.aval for a in args]
     meshes = {a.sharding.mesh for a in avals if isinstance(a.sharding, NamedSharding)}
+    if not meshes:
+        # Committed to one device: so are the results.
+        single = {a.sharding for a in avals if a.sharding is not None}
+        return [o.update(sharding=next(iter(single))) for o in out_avals] \
+            if len(single) == 1 else out_avals
     if len(meshes) != 1 or len(out_avals) == 0:
         return out_avals
     mesh = next(iter(meshes))

@@ -233,7 +233,7 @@ def _binop(prim_fn, name, inexact=False):
         _check_arraylike(name, x, y)
         _check_binary_shapes(name, x, y)
         return prim_fn(*_promote(x, y, to_inexact=inexact))
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     return _eager_jit(f)
 
 
@@ -244,7 +244,7 @@ def _unop(prim_fn, name, inexact=False):
         if inexact and not _dt.is_inexact(x.dtype):
             x = _to(x, _dt.default_float(), x.weak_type)
         return prim_fn(x)
-    f.__name__ = name
+    f.__name__ = f.__qualname__ = name
     return _eager_jit(f)
 
 
