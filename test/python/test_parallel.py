@@ -575,3 +575,20 @@ def test_committed_arrays_and_incompatible_devices(devices8):
             return a * b["k"]
         ember.jit(f)(y, {"k": ember.device_put(x, devs[2])})
     np.testing.assert_allclose(y * x, np.arange(3.0) ** 2)
+
+
+def test_device_put_to_another_mesh_inside_jit(devices8):
+    devs = ember.devices()
+    mesh_a = ember.make_mesh((4,), ("x",), devices=devs[:4])
+    mesh_b = ember.make_mesh((4,), ("x",), devices=devs[4:])
+    xa = ember.device_put(np.arange(8.0), NamedSharding(mesh_a, P("x")))
+    with pytest.raises(ValueError, match=re.escape(
+            "with shape float32[8@x] and with device ids [0, 1, 2, 3] on platform CPU and "
+            "device_put inside jit with device ids [4, 5, 6, 7]")):
+        ember.jit(lambda v: ember.device_put(v, NamedSharding(mesh_b, P("x"))) * 2)(xa)
+    # Onto the same devices inside jit: the result takes that sharding.
+    out = ember.jit(lambda v: ember.device_put(v, NamedSharding(mesh_a, P())) * 2)(xa)
+    assert str(ember.typeof(out)) == "float32[8]"
+    np.testing.assert_allclose(out, np.arange(8.0) * 2)
+    # Outside jit the array moves.
+    assert ember.device_put(xa, NamedSharding(mesh_b, P("x"))).sharding.mesh == mesh_b

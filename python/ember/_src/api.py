@@ -568,7 +568,17 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         if isinstance(dev, NamedSharding):
             dev.shard_shape(v.shape)  # JAX's divisibility checks
             if isinstance(v, core.Tracer):
-                return v
+                have = v.aval.sharding
+                if have is not None and core._trace_stack and \
+                        set(have.device_set) != set(dev.device_set):
+                    ids = sorted(d.id for d in have.device_set)
+                    raise ValueError(
+                        "Received incompatible devices for jitted computation. Got a value "
+                        f"with shape {v.aval.str_short()} and with device ids {ids} on "
+                        "platform CPU and device_put inside jit with device ids "
+                        f"{[d.id for d in dev.mesh.devices.flat]} on platform CPU "
+                        f"(at {core.where()})")
+                return core.Tracer(v.trace, v.value, v.aval.update(sharding=dev), ("same", v))
             return core.Array.with_sharding(v._value, v.weak_type, dev)
         if isinstance(dev, devices_lib.SingleDeviceSharding):
             dev = next(iter(dev.device_set))
