@@ -11,6 +11,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -56,6 +57,54 @@ Value buildReduction(OpBuilder &b, Location loc, Value in,
   return r.getResult(0);
 }
 
+/// The linalg.generic defining `v` when it is elementwise: all loops
+/// parallel, every operand and the result indexed by the identity over one
+/// shape, a body that does not read the output. Else null.
+linalg::GenericOp elementwiseGeneric(Value v) {
+  auto g = v.getDefiningOp<linalg::GenericOp>();
+  if (!g || g->getNumResults() != 1 || g.getNumDpsInits() != 1 ||
+      g.getNumDpsInputs() == 0 || g.getNumLoops() != g.getNumParallelLoops())
+    return nullptr;
+  for (AffineMap m : g.getIndexingMapsArray())
+    if (!m.isIdentity())
+      return nullptr;
+  Block &body = g.getRegion().front();
+  if (!body.getArguments().back().use_empty())
+    return nullptr;
+  auto shape = cast<RankedTensorType>(v.getType()).getShape();
+  for (Value in : g.getDpsInputs()) {
+    auto t = dyn_cast<RankedTensorType>(in.getType());
+    if (!t || t.getShape() != shape)
+      return nullptr;
+  }
+  return g;
+}
+
+/// `g` (see elementwiseGeneric) again, one-dimensional, on `sliceOf` of each
+/// of its operands.
+Value cloneOnSlice(OpBuilder &b, Location loc, linalg::GenericOp g,
+                   function_ref<Value(Value)> sliceOf) {
+  SmallVector<Value> inputs;
+  for (Value in : g.getDpsInputs())
+    inputs.push_back(sliceOf(in));
+  auto outType = cast<RankedTensorType>(g->getResult(0).getType());
+  int64_t size = cast<RankedTensorType>(inputs[0].getType()).getDimSize(0);
+  Block &body = g.getRegion().front();
+  return buildGeneric(b, loc, inputs, outType.clone({size}),
+                      [&](OpBuilder &nb, Location nl, ValueRange args) {
+                        IRMapping map;
+                        for (auto [from, to] :
+                             llvm::zip(body.getArguments(), args))
+                          map.map(from, to);
+                        for (Operation &o : body.without_terminator())
+                          nb.clone(o, map);
+                        SmallVector<Value> r;
+                        for (Value y : body.getTerminator()->getOperands())
+                          r.push_back(map.lookupOrDefault(y));
+                        return r;
+                      })[0];
+}
+
 struct ReduceLowering : public OpConversionPattern<ReduceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -77,12 +126,15 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
     // the largest from 64 down to 8 that divides the size (the view is then a
     // reshape, which fuses with the producers); when none does, 64 rows take
     // all but the last n % 64 elements, whose reduction is where the rows'
-    // results start. The tail's slice would keep an elementwise producer
-    // from fusing (one more pass over memory: `sum(x * x)` 11% slower on two
-    // cores than one fused serial loop), so a reduction of such a producer
-    // stays one loop.
+    // results start. A slice of an elementwise producer's result would keep
+    // it from fusing (one more pass over memory: `sum(x * x)` 11% slower on
+    // two cores than one fused serial loop), so an elementwise linalg.generic
+    // producer used only here is computed twice instead, on slices of its
+    // operands (`cloneOnSlice`); other producers that would fuse (converts,
+    // broadcasts) keep the reduction one loop.
     int64_t n = inType.hasStaticShape() ? inType.getNumElements() : 0;
     int64_t rows = 0;
+    linalg::GenericOp sliceable;
     if (type.getRank() == 0 && n >= kSplitReductionMinElements) {
       for (int64_t k = 64; k >= 8 && !rows; --k)
         if (n % k == 0)
@@ -90,7 +142,9 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
       Operation *producer = op.getOperand().getDefiningOp();
       bool fuses = producer && (producer->hasTrait<OpTrait::Elementwise>() ||
                                 isa<ConvertOp, BroadcastInDimOp>(producer));
-      if (!rows && !fuses)
+      if (!rows && fuses && op.getOperand().hasOneUse())
+        sliceable = elementwiseGeneric(in);
+      if (!rows && (!fuses || sliceable))
         rows = 64;
     }
     if (rows) {
@@ -102,14 +156,25 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
                        ? in
                        : tensor::CollapseShapeOp::create(rewriter, loc, in, all)
                              .getResult();
-      auto piece = [&](int64_t offset, int64_t size) -> Value {
-        if (offset == 0 && size == n)
-          return flat;
+      auto slice = [&](Value whole, int64_t offset, int64_t size) -> Value {
         return tensor::ExtractSliceOp::create(
-            rewriter, loc, flat,
+            rewriter, loc, whole,
             ArrayRef<OpFoldResult>{rewriter.getIndexAttr(offset)},
             ArrayRef<OpFoldResult>{rewriter.getIndexAttr(size)},
             ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
+      };
+      auto piece = [&](int64_t offset, int64_t size) -> Value {
+        if (offset == 0 && size == n)
+          return flat;
+        if (sliceable)
+          return cloneOnSlice(rewriter, loc, sliceable, [&](Value operand) {
+            Value f = operand;
+            if (inType.getRank() != 1)
+              f = tensor::CollapseShapeOp::create(rewriter, loc, operand, all)
+                      .getResult();
+            return slice(f, offset, size);
+          });
+        return slice(flat, offset, size);
       };
       Value grid = tensor::ExpandShapeOp::create(
           rewriter, loc, inType.clone({rows, body / rows}), piece(0, body),

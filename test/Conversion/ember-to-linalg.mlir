@@ -169,6 +169,40 @@ func.func @reduce_split_tail(%a: tensor<786433xf32>) -> tensor<f32> {
 
 // -----
 
+// The same split of an elementwise producer used only by the reduction: the
+// producer is computed again on slices of its flattened operands, once for
+// the rows and once for the tail, so that each fuses with its reduction.
+// CHECK-LABEL: func @reduce_split_tail_producer
+// CHECK: %[[A:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1]] : tensor<3x262147xf32> into tensor<786441xf32>
+// CHECK: %[[S:.*]] = tensor.extract_slice %[[A]][0] [786432] [1]
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%[[S]], %{{.*}} : tensor<786432xf32>, tensor<786432xf32>)
+// CHECK: arith.mulf
+// CHECK: %[[G:.*]] = tensor.expand_shape %[[P]] {{\[\[}}0, 1]] output_shape [64, 12288]
+// CHECK: %[[ROWS:.*]] = linalg.reduce ins(%[[G]] : tensor<64x12288xf32>)
+// CHECK: %[[T:.*]] = tensor.extract_slice %{{.*}}[786432] [9] [1] : tensor<786441xf32> to tensor<9xf32>
+// CHECK: %[[PT:.*]] = linalg.generic {{.*}} ins(%[[T]], %{{.*}} : tensor<9xf32>, tensor<9xf32>)
+// CHECK: %[[START:.*]] = linalg.reduce ins(%[[PT]] : tensor<9xf32>)
+// CHECK: linalg.reduce ins(%[[ROWS]] : tensor<64xf32>) outs(%[[START]] : tensor<f32>)
+func.func @reduce_split_tail_producer(%a: tensor<3x262147xf32>) -> tensor<f32> {
+  %0 = ember.mul %a, %a : tensor<3x262147xf32>
+  %1 = ember.reduce sum %0, dims = [0, 1] : (tensor<3x262147xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// A producer with another use keeps the one fused serial loop.
+// CHECK-LABEL: func @reduce_tail_shared_producer
+// CHECK-NOT: tensor.extract_slice
+// CHECK: linalg.reduce ins(%{{.*}} : tensor<786433xf32>) outs(%{{.*}} : tensor<f32>) dimensions = [0]
+func.func @reduce_tail_shared_producer(%a: tensor<786433xf32>) -> (tensor<f32>, tensor<786433xf32>) {
+  %0 = ember.mul %a, %a : tensor<786433xf32>
+  %1 = ember.reduce sum %0, dims = [0] : (tensor<786433xf32>) -> tensor<f32>
+  return %1, %0 : tensor<f32>, tensor<786433xf32>
+}
+
+// -----
+
 // A long float sum over an outer dimension (each output a sequential sum)
 // runs in blocks: 1000 = 40 blocks of 25 (the largest divisor up to
 // sqrt(1000)), then the 40 block sums. The innermost dimension and short

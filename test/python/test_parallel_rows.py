@@ -107,6 +107,22 @@ def test_large_full_reductions_run_as_rows():
             assert abs(got - want) <= 1e-4 * max(1.0, abs(want)), (op, got, want)
         np.testing.assert_allclose(float(ember.jit(lambda a: jnp.sum(a * a))(v)),
                                    float(np.sum(v.astype(np.float64) ** 2)), rtol=1e-5)
+    # An elementwise producer of a size no row count divides: computed on
+    # the rows' part and on the tail apart (both fused), also on both cores.
+    sumsq = ember.jit(lambda a: jnp.sum(a * a))
+    assert "ember_parallel_for" in sumsq.lower(odd).as_text("llvm")
+    odd2 = odd[:-1].reshape(3, 1 << 18)[:, :-5]  # (3, 262139): 786417 elements
+    for v in (odd, np.ascontiguousarray(odd2)):
+        np.testing.assert_allclose(float(sumsq(v)), float(np.sum(v.astype(np.float64) ** 2)),
+                                   rtol=1e-5)
+        got = float(ember.jit(lambda a: jnp.max(jnp.abs(a) - 1))(v))
+        assert got == float(np.max(np.abs(v)) - 1)
+    y = odd.copy()
+    y[-1] = np.nan  # in the tail, through the producer
+    assert np.isnan(float(ember.jit(lambda a: jnp.max(a * 2))(y)))
+    y[5] = np.nan
+    y[-1] = 0
+    assert np.isnan(float(ember.jit(lambda a: jnp.max(a * 2))(y)))
     y = x.copy()
     y[12345] = np.nan
     for op in ("sum", "max", "min"):
