@@ -1,20 +1,24 @@
-"""Shardings in types through ops (JAX's Explicit mode): the sharding of an
-op's result from its operands' shardings over Explicit mesh axes (Auto axes
-are not part of the type and are not propagated), for the ops whose rule is a
-mapping of dimensions. Ember runs every array in one address space, so a
-sharding is type information (`jax.typeof` prints `float32[8@X,4@Y]`, and
-`Array.sharding` places the blocks on the CPU devices); no op computes
+"""Shardings through ops: the sharding of an op's result from its
+operands' shardings. Over Explicit mesh axes the sharding is part of the
+type (JAX's Explicit mode: `jax.typeof` prints `float32[8@X,4@Y]`) and an
+op whose result sharding is ambiguous raises JAX's `ShardingTypeError`;
+over Auto axes the same rules run without errors (an ambiguous result is
+unsharded there). Ember runs every array in one address space, so a
+sharding places blocks (`Array.sharding`) and types values; no op computes
 differently for it.
 
 Rules (docs/design.md, "Parallelism"): an op whose operands and result have
 one shape (elementwise ops, and ops along one dimension such as cumulative
-sums) keeps the dimensions' mesh axes, and operands that disagree on a
-dimension are JAX's TypeError; `transpose` permutes, `broadcast_in_dim`
-maps operand dimensions to result dimensions (new ones unsharded),
-reductions drop the reduced dimensions, `dot_general` keeps batch and free
-dimensions and refuses contracting dimensions split over a mesh axis (JAX's
-error asking for `out_sharding`), `reshape` keeps the dimensions it does not
-touch. Any other op gives an unsharded result.
+sums, which JAX refuses along a sharded dimension and Ember does not) keeps
+the dimensions' mesh axes, and operands that disagree on a dimension are
+JAX's error; `transpose` permutes, `broadcast_in_dim` maps operand
+dimensions to result dimensions (new ones unsharded), reductions drop the
+reduced dimensions, `dot_general` keeps batch and free dimensions and
+refuses contracting dimensions sharded on both sides (JAX's error asking for
+`out_sharding`), `reshape` keeps, splits or merges dimensions' axes
+(`_reshape`). A mesh axis on two dimensions of a result is JAX's "illegally
+sharded result". Other ops give a result unsharded on the operands' mesh;
+arrays committed to one device give their results that device.
 """
 
 import contextlib
