@@ -297,6 +297,12 @@ def test_gradients_match_finite_differences(prog):
     if second > 0.1 * eps:  # curvature this large means a kink nearby
         return
     fd = (plus - minus) / (2 * eps)
+    # A kink near the end of the step shows little curvature but moves the
+    # difference quotient: one over an eighth of the step must agree (seed
+    # 8088 found `abs` of a column sum 0.0106 from zero with a step of 0.0114).
+    small = (f_np(x + eps / 8 * d) - f_np(x - eps / 8 * d)) / (2 * eps / 8)
+    if abs(small - fd) > 5e-3 + 2e-2 * abs(fd):
+        return
     np.testing.assert_allclose(float(np.sum(g * d)), fd, rtol=5e-2, atol=5e-3)
 
 
