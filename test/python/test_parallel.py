@@ -548,6 +548,9 @@ def test_explicit_axes_switches_the_mesh(devices8):
         g(v)
     with pytest.raises(ValueError, match="Context mesh cannot be empty"):
         g(v, in_sharding=P("X"))
+    manual = ember.make_mesh((8,), ("M",), (AxisType.Manual,))
+    with ember.set_mesh(manual), pytest.raises(ValueError, match="cannot switch Manual"):
+        ember.sharding.auto_axes(lambda a: a, out_sharding=P())(v)
 
 
 def test_committed_arrays_and_incompatible_devices(devices8):

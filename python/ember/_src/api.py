@@ -678,8 +678,8 @@ def _switched_mesh(axes, axis_type, what):
     names = mesh.axis_names if axes is None else (axes,) if isinstance(axes, str) else axes
     if any(t == AxisType.Manual for n, t in zip(mesh.axis_names, mesh.axis_types)
            if n in names):
-        raise NotImplementedError(f"`{what}` cannot be used with Manual mesh axes "
-                                  f"(inside shard_map); got {mesh}")
+        raise ValueError(f"`{what}` cannot switch Manual mesh axes (inside shard_map); "
+                         f"the context mesh is {mesh}")
     new = mesh.update_axis_types({n: axis_type for n in names})
     return mesh, new, use_mesh(new)
 
