@@ -441,9 +441,10 @@ class Array(Value):
 
     @classmethod
     def with_sharding(cls, value, weak_type, sharding):
-        """An array whose blocks are placed by `sharding` (mesh.py). A
-        sharding over Explicit mesh axes is part of the type, so also of the
-        signature jit's fast path dispatches on."""
+        """An array whose blocks are placed by `sharding` (mesh.py): on a
+        mesh or committed to a device. Results of computations follow the
+        sharding, so it is part of the signature jit's fast path dispatches
+        on."""
         out = cls(value, weak_type)
         out.aval = out.aval.update(sharding=sharding)
         out._sig = out._sig + (sharding,)
