@@ -595,3 +595,23 @@ def test_device_put_to_another_mesh_inside_jit(devices8):
     np.testing.assert_allclose(out, np.arange(8.0) * 2)
     # Outside jit the array moves.
     assert ember.device_put(xa, NamedSharding(mesh_b, P("x"))).sharding.mesh == mesh_b
+
+
+def test_library_functions_on_explicitly_sharded_arrays(devices8):
+    """Ember's own functions reshape and slice where JAX's have one
+    primitive (the FFT's radix-2 steps): no sharding error from inside them,
+    while a user's own unsupported reshape keeps JAX's error. Slices keep
+    the operand's axes where the result still splits evenly (JAX's types)."""
+    mesh = ember.make_mesh((2, 4), ("X", "Y"))
+    x = ember.device_put(jnp.arange(64.0).reshape(16, 4), NamedSharding(mesh, P("X", "Y")))
+    xv = np.arange(64.0).reshape(16, 4)
+    np.testing.assert_allclose(jnp.fft.fft(x, axis=1), np.fft.fft(xv, axis=1), atol=1e-4)
+    with pytest.raises(TypeError, match="This reshape is not supported"):
+        x.reshape(16, 2, 2)
+    with pytest.raises(TypeError, match="This reshape is not supported"):
+        ember.jit(lambda v: jnp.reshape(v, (16, 2, 2)))(x)
+    assert str(ember.typeof(lax.slice(x, (2, 0), (8, 4)))) == "float32[6@X,4@Y]"
+    assert str(ember.typeof(lax.slice(x, (0, 1), (16, 3)))) == "float32[16@X,2]"
+    assert str(ember.typeof(lax.dynamic_slice(x, (jnp.int32(2), 0), (4, 4)))) == \
+        "float32[4@X,4@Y]"
+    np.testing.assert_allclose(lax.slice(x, (2, 0), (8, 4)), xv[2:8])

@@ -16,12 +16,15 @@ dimensions to result dimensions (new ones unsharded), reductions drop the
 reduced dimensions, `dot_general` keeps batch and free dimensions and
 refuses contracting dimensions sharded on both sides (JAX's error asking for
 `out_sharding`), `reshape` keeps, splits or merges dimensions' axes
-(`_reshape`). A mesh axis on two dimensions of a result is JAX's "illegally
-sharded result". Other ops give a result unsharded on the operands' mesh;
-arrays committed to one device give their results that device.
+(`_reshape`; JAX's error only for a user's own reshape), `slice` and
+`dynamic_slice` keep the operand's (`_sliced`). A mesh axis on two
+dimensions of a result is JAX's "illegally sharded result". Other ops give a
+result unsharded on the operands' mesh; arrays committed to one device give
+their results that device.
 """
 
 import contextlib
+import sys
 import threading
 
 from .errors import ShardingTypeError
@@ -146,11 +149,18 @@ def _rule(prim, avals, out_avals, params, mesh):
         if d is not None:
             axes = params.get("axes", (params.get("axis"),))
             dims = [a for k, a in enumerate(d) if k not in axes]
+    elif name in ("slice", "dynamic_slice"):
+        _, d = _spec_dims(avals[0])
+        if d is not None:
+            dims = _sliced(avals[0], d, out_avals[0].shape, mesh)
     elif name == "dot_general":
         dims = _dot_general(avals, params)
     elif name == "reshape":
         if _spec_dims(avals[0])[1] is not None and not _given.depth:
-            dims = _reshape(avals[0], out_avals[0].shape)
+            try:
+                dims = _reshape(avals[0], out_avals[0].shape)
+            except _Unsharded:
+                dims = [()] * len(out_avals[0].shape)
     elif all(a.shape == out_avals[0].shape or a.shape == () for a in avals):
         dims = _same_shape(name, avals, len(out_avals[0].shape))
     if dims is None:
@@ -184,6 +194,24 @@ def _same_shape(name, avals, rank):
     return dims
 
 
+def _sliced(aval, d, out_shape, mesh):
+    """A slice keeps the operand's axes where the result's dimension still
+    splits evenly over them, and is unsharded elsewhere. (JAX raises for an
+    uneven one; Ember's own functions slice where JAX's use other
+    primitives, such as the FFT's radix-2 steps, so here it is not an
+    error: decision.)"""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    dims = list(d)
+    for k, (n, m) in enumerate(zip(aval.shape, out_shape)):
+        if n != m and d[k]:
+            k_size = 1
+            for a in d[k]:
+                k_size *= sizes[a]
+            if m % k_size:
+                dims[k] = ()
+    return dims
+
+
 def _dot_general(avals, params):
     if _given.depth:
         return None
@@ -214,6 +242,29 @@ def _dot_general(avals, params):
     return dims
 
 
+class _Unsharded(Exception):
+    """A reshape with no rule inside one of Ember's own functions."""
+
+
+# The functions through which a user reshapes (JAX's error is theirs).
+_RESHAPES = {("ember._src.numpy.lax_numpy", "reshape"), ("ember._src.numpy.lax_numpy", "ravel"),
+             ("ember._src.lax", "reshape"), ("ember._src.numpy.array_methods", "<lambda>")}
+
+
+def _user_reshape():
+    """Whether the user's code called a reshape itself (JAX's error), not a
+    function of Ember's that reshapes inside (the FFT's radix-2 steps, say,
+    where JAX has one primitive: then the result is unsharded there)."""
+    frame, callee = sys._getframe(1), None
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != "ember" and not module.startswith("ember."):
+            return callee is not None and (callee.f_globals.get("__name__"),
+                                           callee.f_code.co_name) in _RESHAPES
+        frame, callee = frame.f_back, frame
+    return True
+
+
 def _reshape(aval, new_shape):
     """Dimensions grouped into runs of equal products: a run of one
     dimension to one keeps its axes; a dimension split into several gives
@@ -226,6 +277,8 @@ def _reshape(aval, new_shape):
     old = aval.shape
 
     def error():
+        if not _user_reshape():
+            raise _Unsharded
         raise ShardingTypeError(
             "This reshape is not supported. Please specify the sharding of the output via "
             "the `out_sharding` argument of jax.lax.reshape. Got operand type: "
