@@ -200,7 +200,7 @@ def _sliced(aval, d, out_shape, mesh):
     uneven one; Ember's own functions slice where JAX's use other
     primitives, such as the FFT's radix-2 steps, so here it is not an
     error: decision.)"""
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    sizes = mesh.shape
     dims = list(d)
     for k, (n, m) in enumerate(zip(aval.shape, out_shape)):
         if n != m and d[k]:
@@ -284,7 +284,7 @@ def _reshape(aval, new_shape):
             "the `out_sharding` argument of jax.lax.reshape. Got operand type: "
             f"{aval.str_short()}, new sizes: {tuple(new_shape)}")
 
-    sizes = dict(zip(aval.sharding.mesh.axis_names, aval.sharding.mesh.devices.shape))
+    sizes = aval.sharding.mesh.shape
     olds = [(k, n) for k, n in enumerate(old) if n != 1]
     news = [(k, n) for k, n in enumerate(new_shape) if n != 1]
     dims = [()] * len(new_shape)
