@@ -98,3 +98,22 @@ def load_example(name):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def assert_prints_recorded(subdir, script):
+    """Runs `test/data/<subdir>/<script>.py` with IMPORT=ember and compares
+    its output, line by line, with `<script>.jax.txt` (what the same script
+    printed under JAX)."""
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.join(os.path.dirname(__file__), "..", "data", subdir)
+    env = dict(os.environ, IMPORT="ember")
+    env.pop("EMBER_NUM_CPU_DEVICES", None)
+    out = subprocess.run([sys.executable, os.path.join(here, script + ".py")], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    with open(os.path.join(here, script + ".jax.txt")) as f:
+        expected = f.read().splitlines()
+    assert out.stdout.splitlines() == expected

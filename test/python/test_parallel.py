@@ -17,6 +17,8 @@ from ember.sharding import AxisType, NamedSharding
 from ember.sharding import PartitionSpec as P
 from ember.test_util import check_grads
 
+from helpers import assert_prints_recorded
+
 Auto = AxisType.Auto
 
 
@@ -471,19 +473,7 @@ def test_explicit_mode_programs_print_what_jax_prints():
     unsupported reshapes), `jit` results, `out_sharding=` on dot/einsum and
     random draws, `reshard` inside `jit`, `auto_axes`, `use_abstract_mesh`
     and `jax_num_cpu_devices`: each line as JAX 0.10.2 printed it."""
-    import os
-    import subprocess
-    import sys
-
-    here = os.path.join(os.path.dirname(__file__), "..", "data", "sharding")
-    env = dict(os.environ, IMPORT="ember")
-    env.pop("EMBER_NUM_CPU_DEVICES", None)
-    out = subprocess.run([sys.executable, os.path.join(here, "explicit_mode.py")], env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    with open(os.path.join(here, "explicit_mode.jax.txt")) as f:
-        expected = f.read().splitlines()
-    assert out.stdout.splitlines() == expected
+    assert_prints_recorded("sharding", "explicit_mode")
 
 
 def test_shardings_follow_ops_and_jit_caches_by_sharding(devices8):

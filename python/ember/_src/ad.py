@@ -15,7 +15,7 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import core, dtypes, lax, state, tree_util
+from . import core, dtypes, hitypes, lax, state, tree_util
 from .api import eager
 from .api_util import Traced, flatten_args, static_positions, with_dynamic
 from .batching import vmap
@@ -68,9 +68,11 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
     concrete values `vjp` was called with outside `jit`, so Python control
     flow on them also works when the backward function is called under `jit`
     (as JAX's, which holds residuals, not `fun`)."""
-    leaves, treedef = tree_util.tree_flatten(primals)
+    # (Hi values: their arrays and tangent carriers, `hitypes.py`.)
+    leaves, treedef = hitypes.with_carriers(*tree_util.tree_flatten_lo(primals))
     vals = [as_value(x) for x in leaves]
-    traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals,
+    in_tree = tree_util.PyTreeDef(tuple, None, [treedef, tree_util.tree_structure({})])
+    traced = Traced(fun, [v.aval for v in vals], in_tree, sources=vals,
                     refs_ok=True, differentiated=True, concrete=replay)
     callee_primals = vals + traced.captured
     all_outs = _call(traced.name, callee_primals, traced.out_avals)
@@ -115,7 +117,7 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
                          (primals, ct))
         wanted = wrt
         if want is not None:
-            ends = np.cumsum([len(tree_util.tree_leaves(p)) for p in primals])
+            ends = np.cumsum([c.num_leaves for c in treedef.children])
             wanted = [i for i in wrt if want[int(np.searchsorted(ends, i, side="right"))]]
         res = _transform("vjp", traced.name, callee_primals, cts, wanted,
                          traced.out_avals + [vals[i].aval.update(
@@ -127,7 +129,7 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
         by_index = dict(zip(wanted, grads))
         leaves_out = [by_index[i] if i in by_index else _zeros(v.aval)
                       for i, v in enumerate(vals)]
-        out = tree_util.tree_unflatten(treedef, leaves_out)
+        out = tree_util.tree_unflatten(hitypes.tangent_treedef(treedef), leaves_out)
         if want is not None:
             out = tuple(g if w else None for g, w in zip(out, want))
         return out
@@ -318,6 +320,8 @@ def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
                            holomorphic=False):
     diff = tuple(args[i] for i in nums)
     for leaf in tree_util.tree_leaves(diff):
+        if hitypes.is_hi(leaf):
+            continue  # (differentiated in its tangent type)
         aval = as_value(leaf).aval
         if holomorphic and not dtypes.is_complex(aval.dtype):
             raise TypeError("grad with holomorphic=True requires inputs with complex dtype, "

@@ -11,7 +11,7 @@ import numpy as np
 from ember._mlir import ir
 from ember._mlir._mlir_libs import _ember_runtime
 
-from . import compiler, core, cost, dtypes, state, tree_util
+from . import compiler, core, cost, dtypes, hitypes, state, tree_util
 from . import devices as devices_lib
 from .api_util import flatten_args, flatten_fun
 from .config import config as _config
@@ -254,7 +254,7 @@ class Compiled:
         return compiler.stage_text(self._exe.ember_text, stage, self._exe.target)
 
     def __call__(self, *args, **kwargs):
-        leaves = tree_util.tree_leaves((list(args), kwargs))
+        leaves = tree_util.tree_leaves_lo((list(args), kwargs))
         vals = [as_value(x) for x in leaves]
         if [v.aval for v in vals] != self._exe.in_avals:
             raise TypeError("Compiled function called with arguments of different types than "
@@ -636,18 +636,26 @@ def typeof(x):
     NamedSharding its type-level sharding (`float32[8@X,4@Y]`): on the
     mesh's AbstractMesh, with None where the axes are of Auto type (the
     array's own `.sharding` keeps them, as JAX)."""
-    from .mesh import AxisType, NamedSharding, PartitionSpec
+    from .mesh import AxisType, NamedSharding, PartitionSpec, get_abstract_mesh
 
+    hi = hitypes.hi_typeof(x)
+    if hi is not None:
+        return hi
     aval = as_value(x).aval
     sh = aval.sharding
     if not isinstance(sh, NamedSharding):
-        return aval
+        # JAX's type of an array placed on no mesh: replicated on the mesh
+        # in context (the empty one when there is none).
+        return aval.update(sharding=NamedSharding(get_abstract_mesh(),
+                                                  PartitionSpec(*[None] * aval.ndim)))
     hidden = set(sh.mesh.auto_axes)
     entries = []
     for d in range(aval.ndim):
         axes = tuple(a for a in sh.spec.axes(d) if a not in hidden)
         entries.append(None if not axes else axes[0] if len(axes) == 1 else axes)
-    spec = PartitionSpec(*entries) if AxisType.Auto in sh.mesh.axis_types else sh.spec
+    if AxisType.Auto not in sh.mesh.axis_types:  # (one entry per dimension, as JAX's)
+        entries = [sh.spec[d] if d < len(sh.spec) else None for d in range(aval.ndim)]
+    spec = PartitionSpec(*entries)
     return aval.update(sharding=NamedSharding(sh.mesh.abstract_mesh, spec))
 
 

@@ -5,13 +5,13 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import core, tree_util
+from . import core, hitypes, tree_util
 from .core import as_value
 
 
 def flatten_args(args, kwargs=None):
     """The leaves of `(args, kwargs)` and their treedef, the `in_tree` of `flatten_fun`."""
-    return tree_util.tree_flatten((tuple(args), dict(kwargs or {})))
+    return tree_util.tree_flatten_lo((tuple(args), dict(kwargs or {})))
 
 
 def flatten_fun(fun, in_tree=None, static=()):
@@ -41,7 +41,7 @@ def flatten_fun(fun, in_tree=None, static=()):
             args.insert(i, v)
         for k, v in keywords:
             kwargs[k] = v
-        out_leaves, store["tree"] = tree_util.tree_flatten(fun(*args, **kwargs))
+        out_leaves, store["tree"] = tree_util.tree_flatten_lo(fun(*args, **kwargs))
         for x in out_leaves:
             if getattr(x, "_is_ref", False):
                 name = getattr(fun, "__name__", "function")
@@ -151,7 +151,9 @@ def static_positions(args, dynamic):
             continue
         if getattr(a, "_is_ref", False):
             continue  # a Ref argument (see api._with_ref_args)
-        leaves = tree_util.tree_leaves(a)
+        if hitypes.is_hi(a):
+            continue  # a hijax value
+        leaves = tree_util.tree_leaves_lo(a)
         if leaves and all(isinstance(x, (core.Value, np.ndarray, np.generic, int, float,
                                          complex, bool)) for x in leaves) and \
                 not isinstance(a, (int, float, complex, bool)):

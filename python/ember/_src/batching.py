@@ -6,7 +6,7 @@ import functools
 
 from ember._mlir import ir
 
-from . import core, parallel, state, tree_util
+from . import core, hitypes, parallel, state, tree_util
 from .api import eager
 from .api_util import Traced, static_positions
 from .core import as_value
@@ -17,11 +17,65 @@ def _is_axis_leaf(x):
     return x is None or isinstance(x, int)
 
 
-def _axes_for(prefix, tree, what):
+class _HiPending:
+    """The axes of a hi value's lowered arrays, known once the mapped size
+    is (`_resolve_hi`): its type and mapping spec."""
+
+    def __init__(self, ty, spec):
+        self.ty, self.spec = ty, spec
+
+
+def _hi_axes(prefix, x, what, size):
+    ty = hitypes.hi_typeof(x)
+    count = len(tree_util.tree_leaves_lo(x))
+    if prefix is None:
+        return [None] * count
+    if not isinstance(prefix, hitypes.MappingSpec):
+        raise ValueError(f"vmap {what} entry for a value of hijax type "
+                         f"{hitypes._type_str(ty)} must be a MappingSpec of its type or None, "
+                         f"got {prefix!r}")
+    if getattr(x, "carrier", None) is not None:
+        raise NotImplementedError("vmap of a function of a differentiated hijax value "
+                                  f"(of type {hitypes._type_str(ty)}) is not built")
+    if size is None:
+        return [_HiPending(ty, prefix)] * count
+    return hitypes.lo_axes(ty, prefix, size)
+
+
+def _resolve_hi(axes, n):
+    """`axes` with each hi value's placeholders replaced by its arrays'
+    axes; also the per-example type of each hi value, in order."""
+    out, elems, k = [], [], 0
+    while k < len(axes):
+        p = axes[k]
+        if not isinstance(p, _HiPending):
+            out.append(p)
+            k += 1
+            continue
+        elem = p.ty.dec_rank(n, p.spec)
+        lo = hitypes.lo_axes(elem, p.spec, n, batched=p.ty)
+        out.extend(lo)
+        elems.append(elem)
+        k += len(lo)
+    return out, elems
+
+
+def _axes_for(prefix, tree, what, size=None):
     """Broadcasts an in_axes/out_axes prefix over `tree`; returns one axis
-    (int or None) per leaf of `tree`."""
-    if _is_axis_leaf(prefix):
-        return [prefix] * len(tree_util.tree_leaves(tree))
+    (int or None) per leaf of `tree`, a hi value counting as its lowered
+    arrays (`size`: the mapped size, None while it is not known)."""
+    if hitypes.is_hi(tree):
+        return _hi_axes(prefix, tree, what, size)
+    if _is_axis_leaf(prefix) or isinstance(prefix, hitypes.MappingSpec):
+        leaves = tree_util.tree_leaves(tree)
+        if not isinstance(prefix, hitypes.MappingSpec) and \
+                not any(hitypes.is_hi(x) for x in leaves):
+            return [prefix] * len(leaves)
+        node = tree_util._children(tree)
+        if node is None:
+            raise ValueError(f"vmap {what} entry {prefix!r} is a MappingSpec, for values of "
+                             "a hijax type, but the value is an array")
+        return [a for c in node[2] for a in _axes_for(prefix, c, what, size)]
     node = tree_util._children(tree)
     pnode = tree_util._children(prefix)
     if node is None or pnode is None or node[0] is not pnode[0] or \
@@ -31,14 +85,14 @@ def _axes_for(prefix, tree, what):
                          f"{tree_util.tree_structure(tree)}.")
     out = []
     for p, t in zip(pnode[2], node[2]):
-        out.extend(_axes_for(p, t, what))
+        out.extend(_axes_for(p, t, what, size))
     return out
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
-    if not (_is_axis_leaf(in_axes) or isinstance(in_axes, (tuple, dict))):
+    if not (_is_axis_leaf(in_axes) or isinstance(in_axes, (tuple, dict, hitypes.MappingSpec))):
         raise TypeError("vmap in_axes must be an int, None, or (nested) container with those "
                         f"types as leaves, but got {in_axes}.")
 
@@ -62,8 +116,21 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
 def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None,
                  check_vma=False, processes=1):
-    leaves, treedef = tree_util.tree_flatten(args)
+    leaves, treedef = tree_util.tree_flatten_lo(args)
     axes = _axes_for(in_axes, args, "in_axes")
+    if any(isinstance(a, _HiPending) for a in axes):
+        # Hi values: their arrays' axes follow from the mapped size.
+        known = [as_value(x).shape[a] for x, a in zip(leaves, axes)
+                 if a is not None and not isinstance(a, _HiPending)]
+        n_hi = axis_size if axis_size is not None else known[0] if known else None
+        if n_hi is None:
+            raise ValueError("vmap over a value of a hijax type needs axis_size= "
+                             "(no array argument gives the mapped size)")
+        axes, elems = _resolve_hi(axes, n_hi)
+        it = iter(elems)
+        treedef = tree_util.replace_hi_nodes(treedef, lambda aux: tree_util.PyTreeDef(
+            tree_util.HiNode, (next(it), aux[1]), [tree_util._LEAF] * len(
+                hitypes.lo_types(aux[0]))))
     kw_leaves, kw_def = tree_util.tree_flatten(kwargs)
     leaves, axes = leaves + kw_leaves, axes + [0] * len(kw_leaves)
     sizes, moved = [], []
@@ -105,7 +172,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
         example_avals = [moved[i].aval.update(shape=moved[i].shape[1:], sharding=None)
                          for i in batched_idx]
         batch_sharding = None
-    n_args = len(tree_util.tree_leaves(args))
+    n_args = treedef.num_leaves
 
     store = {}
 
@@ -126,7 +193,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
         else:
             with parallel.bind_axis(axis_name, n, check_vma, processes):
                 out = fun(*a, **k)
-        leaves_out, store["tree"] = tree_util.tree_flatten(out)
+        leaves_out, store["tree"] = tree_util.tree_flatten_lo(out)
         return leaves_out + [r._value for r in refs]
 
     traced = Traced(per_example, example_avals, refs_ok=(
@@ -155,7 +222,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
                         mapped[len(res) - len(ref_args):] if mapped else None)
         res = res[:len(res) - len(ref_args)]
     out = tree_util.tree_unflatten(store["tree"], res)
-    oaxes = _axes_for(out_axes, out, "out_axes")
+    oaxes = _axes_for(out_axes, out, "out_axes", n)
     if mapped is None and any(ax is None for ax in oaxes):
         mapped = _mapped_outputs(trace, traced.name, len(batched_idx), len(res), axis_name)
     final = []
@@ -170,7 +237,41 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
                                  f"output of rank {r.ndim} (shape {r.shape}, including the "
                                  f"mapped axis)")
             final.append(jnp.moveaxis(r, 0, ax % r.ndim) if ax % r.ndim else r)
-    return tree_util.tree_unflatten(store["tree"], final)
+    return tree_util.tree_unflatten(_batched_hi_tree(store["tree"], out, out_axes, n), final)
+
+
+def _batched_hi_tree(tree, out, out_axes, n):
+    """The output treedef with each hi value's per-example type replaced by
+    its mapped type (`inc_rank` by its out_axes spec)."""
+    spans = tree_util.hi_node_spans(tree)
+    if not spans:
+        return tree
+    specs = []
+
+    def collect(prefix, x):
+        if hitypes.is_hi(x):
+            specs.append(prefix)
+            return
+        node = tree_util._children(x)
+        if node is None:
+            return
+        if _is_axis_leaf(prefix) or isinstance(prefix, hitypes.MappingSpec):
+            for c in node[2]:
+                collect(prefix, c)
+            return
+        for p, c in zip(tree_util._children(prefix)[2], node[2]):
+            collect(p, c)
+
+    collect(out_axes, out)
+    it = iter(specs)
+
+    def node(aux):
+        ty, carrier = aux
+        spec = next(it)
+        batched = ty if spec is None else ty.inc_rank(n, spec)
+        return tree_util.PyTreeDef(tree_util.HiNode, (batched, carrier),
+                                   [tree_util._LEAF] * len(hitypes.lo_types(ty)))
+    return tree_util.replace_hi_nodes(tree, node)
 
 
 def _split_batch_shardings(avals):

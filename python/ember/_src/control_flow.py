@@ -17,7 +17,7 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import core, dtypes, lax, state, tree_util
+from . import core, dtypes, hitypes, lax, state, tree_util
 from .api import eager as _eager
 from .api_util import flatten_fun
 from .config import config as _config
@@ -161,8 +161,8 @@ def select_n(which, *cases):
 
 
 def _carry_check(init, new):
-    li, ti = tree_util.tree_flatten(init)
-    ln, tn = tree_util.tree_flatten(new)
+    li, ti = tree_util.tree_flatten_lo(init)
+    ln, tn = tree_util.tree_flatten_lo(new)
     if ti != tn:
         raise TypeError("scan body function carry input and carry output must have the same "
                         f"pytree structure, got {ti} and {tn} (at {core.where()})")
@@ -181,7 +181,11 @@ def _promote_carry(init, new):
         if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
             return lax.convert_element_type(a, b.dtype)
         return a
-    return tree_util.tree_map(one, init, new)
+    li, ti = tree_util.tree_flatten_lo(init)
+    ln, tn = tree_util.tree_flatten_lo(new)
+    if ti != tn:
+        return init  # (`_carry_check` reports it)
+    return tree_util.tree_unflatten(ti, [one(a, b) for a, b in zip(li, ln)])
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
@@ -210,10 +214,15 @@ def _scan_traced(f, init, xs, length, reverse):
     that trace), or twice when a weakly typed initial carry must take the
     type the body gives it (JAX retraces then too). Batching unrolls it
     (trip_count); the compiled forward pass and reverse mode keep the loop."""
-    x_leaves, x_tree = tree_util.tree_flatten(xs)
+    x_leaves, x_tree = tree_util.tree_flatten_lo(xs)
     x_leaves = [as_value(x) for x in x_leaves]
-    lengths = {x.shape[0] for x in x_leaves if x.ndim}
-    if any(x.ndim == 0 for x in x_leaves):
+    # Hi values are scanned along their type's leading axis (each lowered
+    # array's own axis, `hitypes.unstack_leading`), so only arrays say n.
+    spans = tree_util.hi_node_spans(x_tree)
+    in_hi = {k for start, count, _ in spans for k in range(start, start + count)}
+    plain = [x for k, x in enumerate(x_leaves) if k not in in_hi]
+    lengths = {x.shape[0] for x in plain if x.ndim}
+    if any(x.ndim == 0 for x in plain):
         raise ValueError("scan got value with no leading axis to scan over")
     if length is not None:
         lengths.add(core.canonicalize_dim(length))
@@ -223,20 +232,24 @@ def _scan_traced(f, init, xs, length, reverse):
     if not lengths:
         raise ValueError("scan got no values to scan over and `length` not provided")
     n = lengths.pop()
-    carry = tree_util.tree_map(as_value, init)
+    if spans:
+        x_leaves, x_tree = hitypes.unstack_leading(x_leaves, x_tree, n)
+    c_leaves, c_tree = tree_util.tree_flatten_lo(init)
+    carry = tree_util.tree_unflatten(c_tree, [as_value(c) for c in c_leaves])
     if isinstance(n, int) and n == 0:
         return _scan_empty(f, carry, x_leaves, x_tree)
     trace = core.current_trace()
     mark = state._mark(trace)
     try:
-        return _emit_scan(f, carry, x_leaves, x_tree, n, reverse, True)
+        carry, ys = _emit_scan(f, carry, x_leaves, x_tree, n, reverse, True)
     except _WeakCarry as e:
         state._undo(trace, mark)
-        leaves, tree = tree_util.tree_flatten(carry)
+        leaves, tree = tree_util.tree_flatten_lo(carry)
         carry = tree_util.tree_unflatten(tree, [
             lax.convert_element_type(c, d) if c.weak_type and c.dtype != d else c
             for c, d in zip(leaves, e.dtypes)])
-        return _emit_scan(f, carry, x_leaves, x_tree, n, reverse, False)
+        carry, ys = _emit_scan(f, carry, x_leaves, x_tree, n, reverse, False)
+    return carry, hitypes.stack_leading(ys, n)
 
 
 def _scan_empty(f, carry, x_leaves, x_tree):
@@ -269,7 +282,7 @@ def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
     per output buffer once `f`'s outputs are known), then the condition, then
     emits the ember.while on (0, carry, zero buffers) and moves the regions
     into it."""
-    c_leaves, c_tree = tree_util.tree_flatten(carry)
+    c_leaves, c_tree = tree_util.tree_flatten_lo(carry)
     trace = core.current_trace()
     ctx = core.context()
     avals = [core.ShapedArray((), np.int32)] + [c.aval for c in c_leaves]
@@ -289,12 +302,12 @@ def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
             c = tree_util.tree_unflatten(c_tree, list(cs))
             new, y = f(c, x)
             _carry_check(c, _promote_carry(c, new))
-            new_leaves = [as_value(v) for v in tree_util.tree_leaves(new)]
+            new_leaves = [as_value(v) for v in tree_util.tree_leaves_lo(new)]
             if promote and any(a.weak_type and a.shape == b.shape and a.dtype != b.dtype
                                for a, b in zip(c_leaves, new_leaves)):
                 raise _WeakCarry([b.dtype for b in new_leaves])
             store["new_weak"] = [b.weak_type for b in new_leaves]
-            y_leaves, store["y_tree"] = tree_util.tree_flatten(y)
+            y_leaves, store["y_tree"] = tree_util.tree_flatten_lo(y)
             rt = core.current_trace()
             ys, store["y_avals"] = [], []
             for v in [as_value(v) for v in y_leaves]:

@@ -89,7 +89,32 @@ class ShapedArray:
     def manual_axis_type(self):
         return _ManualAxisType(self.vma)
 
-    def str_short(self, short_dtypes=False):
+    # The hijax type interface (`hitypes.py`): an array type lowers to
+    # itself, and maps over one of its axes (a spec is an axis or None).
+    def lo_ty(self):
+        return [self]
+
+    def lower_val(self, x):
+        return [x]
+
+    def raise_val(self, x):
+        return x
+
+    def to_tangent_aval(self):
+        # (Ember's cotangent of an integer array is integer zeros, not float0.)
+        return self.update(weak_type=False)
+
+    def dec_rank(self, size, spec):
+        if spec is None:
+            return self
+        return self.update(shape=self.shape[:spec] + self.shape[spec + 1:])
+
+    def inc_rank(self, size, spec):
+        if spec is None:
+            return self
+        return self.update(shape=self.shape[:spec] + (size,) + self.shape[spec:])
+
+    def str_short(self, short_dtypes=False, mesh_axis_types=False):
         name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name
         if short_dtypes:  # JAX's `f32`, `i32`, `u8`, `c64`, `bf16`
             name = (name.replace("float", "f").replace("uint", "u").replace("int", "i")
@@ -130,7 +155,8 @@ def named_sharding(aval):
     of ops follow it, `sharding_rules.py`), else None. (A NamedSharding is
     recognized by its `spec`; mesh.py sits above this module.)"""
     sh = aval.sharding
-    return sh if sh is not None and hasattr(sh, "spec") else None
+    # (`typeof` gives unsharded arrays JAX's sharding on the empty mesh.)
+    return sh if sh is not None and hasattr(sh, "spec") and sh.mesh.axis_names else None
 
 
 def canonicalize_dim(d):

@@ -446,6 +446,11 @@ class NamedSharding:
     def addressable_devices_indices_map(self, global_shape):
         return self.devices_indices_map(global_shape)
 
+    def update(self, *, mesh=None, spec=None, memory_kind=None):
+        return NamedSharding(self.mesh if mesh is None else mesh,
+                             self.spec if spec is None else spec,
+                             memory_kind=self.memory_kind if memory_kind is None else memory_kind)
+
     def with_spec(self, spec):
         return NamedSharding(self.mesh, spec)
 

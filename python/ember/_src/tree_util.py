@@ -118,9 +118,73 @@ def _is_namedtuple(x):
 _leaf_types = set()
 
 
+class HiNode:
+    """The node kind of a hijax value flattened into its lowered arrays
+    (`tree_flatten_lo`); aux is what `hitypes` needs to raise it again."""
+
+
+# hitypes' (is_hi, children, build) once it is imported; `_expand_hi` > 0
+# while a transformation boundary flattens (elsewhere hi values are leaves,
+# as in JAX).
+_hi_hooks = None
+_expand_hi = 0
+
+
+def register_hi_hooks(is_hi, children, build):
+    global _hi_hooks
+    _hi_hooks = (is_hi, children, build)
+
+
+def tree_flatten_lo(tree, is_leaf=None):
+    """`tree_flatten` with hijax values expanded into their lowered arrays
+    (a `HiNode` each): what `jit`, `grad`, `vmap` and the loops pass through
+    the program, where public tree functions keep hi values as leaves."""
+    global _expand_hi
+    _expand_hi += 1
+    try:
+        return tree_flatten(tree, is_leaf)
+    finally:
+        _expand_hi -= 1
+
+
+def tree_leaves_lo(tree):
+    return tree_flatten_lo(tree)[0]
+
+
+def hi_node_spans(treedef):
+    """[(first leaf, number of leaves, aux)] of the HiNodes of `treedef` in
+    leaf order."""
+    out = []
+    _hi_spans(treedef, 0, out)
+    return out
+
+
+def _hi_spans(t, start, out):
+    if t.kind is HiNode:
+        out.append((start, t.num_leaves, t.aux))
+        return
+    for c in t.children:
+        _hi_spans(c, start, out)
+        start += c.num_leaves
+
+
+def replace_hi_nodes(treedef, fn):
+    """`treedef` with each HiNode replaced by `fn(aux)`, a PyTreeDef (in
+    order)."""
+    if treedef.kind is HiNode:
+        return fn(treedef.aux)
+    if not treedef.children:
+        return treedef
+    return PyTreeDef(treedef.kind, treedef.aux,
+                     [replace_hi_nodes(c, fn) for c in treedef.children])
+
+
 def _children(x):
     """(kind, aux, children) or None for a leaf."""
     t = type(x)
+    if _expand_hi and _hi_hooks is not None and _hi_hooks[0](x):
+        aux, kids = _hi_hooks[1](x)
+        return HiNode, aux, kids
     if t in _leaf_types:
         return None
     if t in _registry:
@@ -191,6 +255,8 @@ def _build(t, kids):
     k = t.kind
     if k in _registry:
         return _registry[k][1](t.aux, kids)
+    if k is HiNode:
+        return _hi_hooks[2](t.aux, kids)
     if k is type(None):
         return None
     if k is tuple:

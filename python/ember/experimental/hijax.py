@@ -1,0 +1,11 @@
+"""`ember.experimental.hijax`: user-defined types (JAX's hijax; see
+`docs/design.md`, "Hijax types")."""
+
+from ember._src.core import ShapedArray  # noqa: F401
+from ember._src.hijax import VJPHiPrimitive  # noqa: F401
+from ember._src.hitypes import (  # noqa: F401
+    HiPspec,
+    HiType,
+    MappingSpec,
+    register_hitype,
+)
