@@ -9,6 +9,18 @@ import ember  # noqa: E402
 
 
 @pytest.fixture
+def devices8(monkeypatch):
+    """Eight CPU devices for the test (the platform list is read again)."""
+    from ember._src import devices as devices_lib
+
+    monkeypatch.setenv("EMBER_NUM_CPU_DEVICES", "8")
+    devices_lib._backends = None
+    yield ember.devices()
+    devices_lib._backends = None
+    ember.set_mesh(None)
+
+
+@pytest.fixture
 def x64():
     """Runs the test with jax_enable_x64 on (restored afterwards)."""
     old = ember.config.jax_enable_x64

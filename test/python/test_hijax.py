@@ -11,12 +11,17 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember.experimental.hijax import (
+    HiPspec,
     HiType,
     MappingSpec,
     ShapedArray,
     VJPHiPrimitive,
+    Zero,
+    instantiate_zeros,
     register_hitype,
+    vjp_from_jvp,
 )
+from ember.sharding import PartitionSpec as P
 
 from helpers import assert_prints_recorded
 
@@ -364,3 +369,127 @@ def test_primitive_declared_type_is_checked_under_differentiation():
     x = jnp.ones((2, 3))
     with pytest.raises(TypeError, match="out_aval declares q8\\[5\\]"):
         ember.grad(lambda x: jnp.sum(dequantize(Bad(ember.typeof(x))(x))))(x)
+
+
+class Logistic(VJPHiPrimitive):
+    """Forward-mode rule only; reverse mode transposes it (vjp_from_jvp)."""
+
+    def __init__(self, a):
+        self.in_avals = (a,)
+        self.out_aval = a
+        self.params = {}
+        super().__init__()
+
+    def expand(self, x):
+        return 1 / (1 + jnp.exp(-x))
+
+    def jvp(self, primals, tangents):
+        (x,), (xd,) = primals, tangents
+        y = self(x)
+        return y, y * (1 - y) * xd
+
+    vjp_fwd, vjp_bwd_retval = vjp_from_jvp
+
+
+def logistic(x):
+    return Logistic(ember.typeof(x))(x)
+
+
+def test_jvp_rule_serves_forward_and_reverse_mode_and_vmap():
+    v = np.array([0.5, -1.0, 2.0], np.float32)
+    sig = 1 / (1 + np.exp(-v))
+    dsig = sig * (1 - sig)
+    y, t = ember.jvp(logistic, (jnp.asarray(v),), (jnp.ones(3),))
+    np.testing.assert_allclose(np.asarray(y), sig, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(t), dsig, rtol=1e-5)
+    g = ember.jit(ember.grad(lambda v: jnp.sum(logistic(v) ** 2)))(v)
+    np.testing.assert_allclose(np.asarray(g), 2 * sig * dsig, rtol=1e-5)
+    # jacfwd maps the rule (no batch rule needed: ember-batch maps it).
+    np.testing.assert_allclose(np.asarray(ember.jacfwd(logistic)(v)), np.diag(dsig),
+                               rtol=1e-5)
+    text = ember.jit(ember.grad(logistic)).lower(1.0).as_text("ember")
+    assert "ember.custom_jvp_call" in text
+
+
+def test_zero_and_accumulators():
+    z = Zero(ShapedArray((2,), np.float32))
+    np.testing.assert_array_equal(np.asarray(instantiate_zeros(z)), [0.0, 0.0])
+    assert instantiate_zeros(3.0) == 3.0
+
+    class Twice(VJPHiPrimitive):
+        def __init__(self, a):
+            self.in_avals = (a, a)
+            self.out_aval = a
+            self.params = {}
+            super().__init__()
+
+        def expand(self, x, y):
+            return 2 * x * y
+
+        def vjp_fwd(self, nzs, x, y):
+            return self(x, y), (x, y)
+
+        def vjp_bwd(self, res, g, x_acc, y_acc):
+            x, y = res
+            x_acc.accum(g * y)  # accumulated twice: 2 * g * y
+            x_acc.accum(g * y)
+            y_acc.accum(Zero(ember.typeof(y)))  # a symbolic zero adds nothing
+            y_acc.accum(2 * x * g)
+
+    gx, gy = ember.grad(lambda x, y: Twice(ember.typeof(x))(x, y), (0, 1))(3.0, 5.0)
+    assert (float(gx), float(gy)) == (10.0, 6.0)
+    with pytest.raises(AttributeError, match="should not override both"):
+        class Both(Twice):
+            def vjp_bwd_retval(self, res, g):
+                return (g, g)
+        Both(ember.typeof(1.0))
+
+
+def test_shard_map_with_hi_partition_specs_outside_jit(devices8):
+    mesh = ember.make_mesh((4,), ("i",))
+    rows = np.arange(24.0, dtype=np.float32).reshape(8, 3)
+    placed = ember.device_put(rows, ember.sharding.NamedSharding(mesh, P("i")))
+
+    @dataclasses.dataclass(frozen=True)
+    class QP(HiPspec):
+        spec: object
+
+        def to_lo(self):
+            return (self.spec, self.spec)
+
+    def q_shard(self, mesh, manual, check, spec):
+        return QTy(ShapedArray(self.shape, np.int8).shard(mesh, manual, check, spec.spec).shape)
+
+    def q_unshard(self, mesh, check, spec):
+        return QTy(ShapedArray(self.shape, np.int8).unshard(mesh, check, spec.spec).shape)
+
+    QTy.shard, QTy.unshard = q_shard, q_unshard
+    try:
+        seen = []
+
+        def per_shard(x):
+            seen.append(ember.typeof(x).shape)
+            return quantize(x)
+
+        with ember.sharding.use_mesh(mesh):
+            q = ember.shard_map(per_shard, in_specs=P("i"), out_specs=QP(P("i")))(placed)
+            back = ember.shard_map(dequantize, in_specs=QP(P("i")), out_specs=P("i"))(q)
+        assert seen == [(2, 3)]
+        assert ember.typeof(q).str_short() == "q8[8,3]"
+        qv, scale = np_quantize(rows)  # per-row scales: shard by shard = global
+        np.testing.assert_array_equal(np.asarray(q.qvalue), qv)
+        np.testing.assert_allclose(np.asarray(back), np_dequantize(qv, scale), rtol=1e-6)
+        with pytest.raises(TypeError, match="must be a HiPspec"):
+            with ember.sharding.use_mesh(mesh):
+                ember.shard_map(dequantize, in_specs=P("i"), out_specs=P("i"))(q)
+    finally:
+        del QTy.shard, QTy.unshard
+
+
+def test_jvp_through_a_type_with_its_own_tangents_is_not_built():
+    class QuantizeJvp(Quantize):
+        def jvp(self, primals, tangents):
+            return self(*primals), tangents[0]
+
+    with pytest.raises(NotImplementedError, match="not built"):
+        ember.jvp(lambda x: dequantize(QuantizeJvp(ember.typeof(x))(x)), (XS[0],), (XS[0],))

@@ -22,16 +22,6 @@ from helpers import assert_prints_recorded
 Auto = AxisType.Auto
 
 
-@pytest.fixture
-def devices8(monkeypatch):
-    """Eight CPU devices for the test (the platform list is read again)."""
-    monkeypatch.setenv("EMBER_NUM_CPU_DEVICES", "8")
-    devices_lib._backends = None
-    yield ember.devices()
-    devices_lib._backends = None
-    ember.set_mesh(None)
-
-
 def vm(f, x, name="i"):
     return np.asarray(ember.vmap(f, axis_name=name)(x))
 

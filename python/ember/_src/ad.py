@@ -73,7 +73,7 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
     vals = [as_value(x) for x in leaves]
     in_tree = tree_util.PyTreeDef(tuple, None, [treedef, tree_util.tree_structure({})])
     traced = Traced(fun, [v.aval for v in vals], in_tree, sources=vals,
-                    refs_ok=True, differentiated=True, concrete=replay)
+                    refs_ok=True, differentiated="vjp", concrete=replay)
     callee_primals = vals + traced.captured
     all_outs = _call(traced.name, callee_primals, traced.out_avals)
     call_state = {"trace": core.current_trace(),
@@ -407,7 +407,7 @@ def _jvp_traced(fun, primals, tangents, has_aux, concrete=False):
             raise ValueError(f"jvp tangent shape {as_value(t).shape} does not match the "
                              f"primal shape {v.shape} (at {core.where()})")
     traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals,
-                    refs_ok=True, differentiated=True, concrete=concrete)
+                    refs_ok=True, differentiated="jvp", concrete=concrete)
     wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
     ts = [lax.convert_element_type(t_leaves[i], vals[i].dtype) for i in wrt]
     res = _transform("jvp", traced.name, vals + traced.captured, ts, wrt,
@@ -595,6 +595,17 @@ def _custom_call(name, symbols, operands, segments, out_avals, extra=None):
 def _differentiation_depth():
     """How many enclosing traces are differentiated (2 under `hessian`)."""
     return sum(1 for t in core._trace_stack if getattr(t, "differentiated", False))
+
+
+def differentiation_kind():
+    """"vjp" or "jvp": how the innermost differentiated trace around the
+    current one is differentiated (None when none is), which ember-autodiff
+    applies first."""
+    for t in reversed(core._trace_stack.items):
+        kind = getattr(t, "differentiated", False)
+        if kind:
+            return kind
+    return None
 
 
 def differentiating():

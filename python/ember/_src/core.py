@@ -43,6 +43,9 @@ _lock = threading.RLock()
 # --------------------------------------------------------------------------
 
 
+_aval_hooks = {}  # set by the modules above this one (shard_map.py)
+
+
 class ShapedArray:
     """Shape, dtype and weak type; inside `shard_map` (with check_vma) also
     `vma`, the mesh axes the value varies over, and for an argument that was
@@ -113,6 +116,14 @@ class ShapedArray:
         if spec is None:
             return self
         return self.update(shape=self.shape[:spec] + (size,) + self.shape[spec:])
+
+    # shard_map's per-device type of an argument (`shard`) and the global
+    # type of a result (`unshard`), by a PartitionSpec (shard_map.py).
+    def shard(self, mesh, manual_axes, check_vma, spec):
+        return _aval_hooks["shard"](self, mesh, manual_axes, check_vma, spec)
+
+    def unshard(self, mesh, check_vma, spec):
+        return _aval_hooks["unshard"](self, mesh, check_vma, spec)
 
     def str_short(self, short_dtypes=False, mesh_axis_types=False):
         name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name

@@ -47,6 +47,10 @@ class VJPHiPrimitive:
         for name in ("in_avals", "out_aval", "params"):
             if not hasattr(self, name):
                 raise AttributeError(f"subclass __init__ should set `self.{name}`")
+        if (type(self).vjp_bwd is not VJPHiPrimitive.vjp_bwd and
+                type(self).vjp_bwd_retval is not VJPHiPrimitive.vjp_bwd_retval):
+            raise AttributeError(f"subclass {type(self)} should not override both "
+                                 "`vjp_bwd` and `vjp_bwd_retval`")
         self.in_avals_flat, self.in_tree = _flat_types(tuple(self.in_avals))
         self.out_avals_flat, self.out_tree = _flat_types(self.out_aval)
         self.__dict__.update(self.params)
@@ -72,7 +76,23 @@ class VJPHiPrimitive:
         return
 
     def _has_vjp(self):
-        return type(self).vjp_fwd is not VJPHiPrimitive.vjp_fwd
+        return type(self).vjp_fwd not in (VJPHiPrimitive.vjp_fwd, _vjp_fwd_from_jvp)
+
+    def _has_jvp(self):
+        return type(self).jvp is not VJPHiPrimitive.jvp
+
+    def jvp(self, primals, tangents):
+        raise NotImplementedError(f"for jvp support, subclass {type(self)} must implement "
+                                  "`jvp`")
+
+    def vjp_bwd(self, res, outgrad, /, *arg_accums):
+        """The backward pass with accumulators (`acc.accum(ct)` per argument);
+        by default `vjp_bwd_retval`'s cotangents."""
+        cts = self.vjp_bwd_retval(res, outgrad)
+        for acc, ct in zip(arg_accums, cts):
+            if ct is not None:
+                tree_util.tree_map(lambda a, c: a.accum(c) if c is not None else None,
+                                   acc, ct, is_leaf=lambda x: x is None)
 
     def __call__(self, *args):
         flat, tree = tree_util.tree_flatten(tuple(args), is_leaf=hitypes.is_hi)
@@ -80,17 +100,22 @@ class VJPHiPrimitive:
             raise TypeError(f"{self!r} applied to arguments of structure {tree}, but its "
                             f"in_avals have structure {self.in_tree}")
         if not core._trace_stack:
-            # Eagerly: `expand` on the values (array arguments as arrays).
-            flat = [as_value(v) if isinstance(ty, ShapedArray) else v
-                    for ty, v in zip(self.in_avals_flat, flat)]
-            out = self.expand(*tree_util.tree_unflatten(self.in_tree, flat))
+            # Eagerly: `expand` on the values as given (as JAX's).
+            out = self.expand(*args)
             leaves = tree_util.tree_flatten(out, is_leaf=hitypes.is_hi)[0]
             if len(leaves) != len(self.out_avals_flat):
                 return out
             return tree_util.tree_unflatten(
                 self.out_tree, [_retyped(ty, v) for ty, v in zip(self.out_avals_flat, leaves)])
-        if not _rule_depth[0] and self._has_vjp() and ad.differentiating():
+        kind = None if _rule_depth[0] else ad.differentiation_kind()
+        if kind == "vjp" and self._has_vjp():
             outs = _custom_vjp(self, flat)
+        elif kind is not None and self._has_jvp():
+            # Forward mode, and reverse mode without VJP rules: the JVP
+            # rule (transposed by ember-autodiff for reverse mode).
+            outs = _custom_jvp(self, flat)
+        elif kind == "jvp" and self._has_vjp():
+            outs = _custom_vjp(self, flat)  # (forward mode through it: the pass's error)
         else:
             outs = _expanded(self, flat)
         return tree_util.tree_unflatten(self.out_tree, outs)
@@ -256,7 +281,8 @@ def _custom_vjp(prim, flat):
         nzs = tuple(True for _ in args)
         out, res = prim.vjp_fwd(nzs, *args)
         res_leaves, store["res_tree"] = tree_util.tree_flatten_lo(res)
-        store["n_res"] = len(res_leaves)
+        # (Outside `jit` they have values: the backward pass may branch on them.)
+        store["res"] = [as_value(r) for r in res_leaves]
         return _results(prim, out) + [as_value(r) for r in res_leaves]
 
     _rule_depth[0] += 1
@@ -276,7 +302,12 @@ def _custom_vjp(prim, flat):
             ts = carrier if carrier is not None else lo
             cts.append(hitypes.raise_value(ty.to_tangent_aval(), list(ts)))
         g = tree_util.tree_unflatten(prim.out_tree, cts)
-        in_cts = prim.vjp_bwd_retval(res, g)
+        if type(prim).vjp_bwd is VJPHiPrimitive.vjp_bwd:
+            in_cts = prim.vjp_bwd_retval(res, g)
+        else:
+            accs = [GradAccum() for _ in prim.in_avals_flat]
+            prim.vjp_bwd(res, g, *tree_util.tree_unflatten(prim.in_tree, accs))
+            in_cts = tree_util.tree_unflatten(prim.in_tree, [a.value for a in accs])
         if not isinstance(in_cts, (tuple, list)) or len(in_cts) != len(prim.in_avals):
             raise TypeError(f"{prim!r}.vjp_bwd_retval must return a tuple of "
                             f"{len(prim.in_avals)} cotangents, one per argument")
@@ -290,7 +321,8 @@ def _custom_vjp(prim, flat):
 
     _rule_depth[0] += 1
     try:
-        bw = Traced(bwd, res_avals + f.out_avals)
+        bw = Traced(bwd, res_avals + f.out_avals,
+                    sources=store["res"] + [None] * len(f.out_avals))
     finally:
         _rule_depth[0] -= 1
     res = ad._custom_call("custom_vjp_call",
@@ -299,4 +331,101 @@ def _custom_vjp(prim, flat):
                           [len(vals), len(f.captured), len(fw.captured), len(bw.captured),
                            len(res_avals)], f.out_avals)
     return [_traced_value(ty, lo, carrier) for ty, (lo, carrier) in
+            zip(prim.out_avals_flat, _split(prim.out_avals_flat, res))]
+
+
+class GradAccum:
+    """An argument's cotangent accumulator in `vjp_bwd` (`accum(ct)` adds)."""
+
+    def __init__(self):
+        self.value = None
+
+    def accum(self, ct):
+        if isinstance(ct, Zero):
+            return
+        self.value = ct if self.value is None else self.value + ct
+
+
+class Zero:
+    """A symbolic zero (JAX's `Zero`): Ember's rules receive instantiated
+    cotangents, so it appears only where a user makes one."""
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+def instantiate_zeros(x):
+    if isinstance(x, Zero):
+        return lax.full(x.aval.shape, 0, x.aval.dtype)
+    return x
+
+
+def _vjp_fwd_from_jvp(self, nzs_in, *primals):
+    raise AssertionError("vjp_from_jvp primitives are differentiated by their JVP rule")
+
+
+def _vjp_bwd_from_jvp(self, res, g):
+    raise AssertionError("vjp_from_jvp primitives are differentiated by their JVP rule")
+
+
+# `vjp_fwd, vjp_bwd_retval = vjp_from_jvp`: reverse mode transposes the JVP
+# rule (what ember-autodiff does with an `ember.custom_jvp_call`).
+vjp_from_jvp = (_vjp_fwd_from_jvp, _vjp_bwd_from_jvp)
+
+
+def _custom_jvp(prim, flat):
+    """The primitive as an `ember.custom_jvp_call`: callee `expand`, rule
+    `jvp` (tangents of the arguments' lowered arrays' own types)."""
+    for ty in list(prim.in_avals_flat) + list(prim.out_avals_flat):
+        if hitypes.needs_carrier(ty):
+            raise NotImplementedError(
+                f"the jvp rule of {prim!r} on the hijax type {hitypes._type_str(ty)}, whose "
+                "tangent type is not its arrays' tangents, is not built")
+    operands = []
+    for ty, v in zip(prim.in_avals_flat, flat):
+        operands += hitypes.lower(ty, v)
+    vals = [as_value(v) for v in operands]
+    avals = [v.aval for v in vals]
+    n = len(vals)
+
+    def values(xs, tangent=False):
+        out, pos = [], 0
+        for ty in prim.in_avals_flat:
+            k = len(hitypes.lo_types(ty))
+            t = ty.to_tangent_aval() if tangent else ty
+            out.append(hitypes.raise_value(t, list(xs[pos:pos + k])))
+            pos += k
+        return tree_util.tree_unflatten(prim.in_tree, out)
+
+    def primal(*xs):
+        args = [hitypes.expand_value(ty, v) for ty, v in
+                zip(prim.in_avals_flat, tree_util.tree_leaves(values(xs), is_leaf=hitypes.is_hi))]
+        return _results(prim, prim.expand(*tree_util.tree_unflatten(prim.in_tree, args)))
+
+    def rule(*xs):
+        out, tan = prim.jvp(values(xs[:n]), values(xs[n:], tangent=True))
+        touts = []
+        t_leaves = tree_util._flatten_up_to(prim.out_tree, tan)
+        for ty, t in zip(prim.out_avals_flat, t_leaves):
+            los = hitypes.lo_types(ty)
+            if t is None or isinstance(t, Zero):
+                touts += [lax.full(a.shape, 0, a.dtype) for a in los]
+            else:
+                touts += [lax.convert_element_type(as_value(c), a.dtype)
+                          for c, a in zip(hitypes.lower(ty.to_tangent_aval(), t), los)]
+        return _results(prim, out) + touts
+
+    _rule_depth[0] += 1
+    try:
+        j = Traced(rule, avals + avals, sources=vals + [None] * n)
+        f = Traced(primal, avals, sources=vals)
+    finally:
+        _rule_depth[0] -= 1
+    res = ad._custom_call("custom_jvp_call", {"callee": f.name, "jvp": j.name},
+                          vals + f.captured + j.captured,
+                          [n, len(f.captured), len(j.captured)], f.out_avals)
+    return [_traced_value(ty, lo) for ty, (lo, _) in
             zip(prim.out_avals_flat, _split(prim.out_avals_flat, res))]

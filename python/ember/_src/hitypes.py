@@ -357,3 +357,34 @@ def _moveaxis(x, src, dst):
     perm = list(range(x.ndim))
     perm.insert(dst, perm.pop(src))
     return lax.transpose(x, perm)
+
+
+def prefix_entries(prefix, tree):
+    """The entry of the prefix tree `prefix` (vmap's axes, shard_map's
+    specs) that applies to each hi value of `tree`, in order."""
+    out = []
+    _prefix_entries(prefix, tree, out)
+    return out
+
+
+def _prefix_entries(prefix, x, out):
+    if is_hi(x):
+        out.append(prefix)
+        return
+    node = tree_util._children(x)
+    if node is None:
+        return
+    pnode = tree_util._children(prefix)
+    if pnode is None or len(pnode[2]) != len(node[2]):
+        for c in node[2]:  # a leaf of the prefix applies to the whole subtree
+            _prefix_entries(prefix, c, out)
+        return
+    for p, c in zip(pnode[2], node[2]):
+        _prefix_entries(p, c, out)
+
+
+def retyped_node(aux, ty):
+    """A HiNode treedef for a value of type `ty` in place of `aux`'s."""
+    _, carrier = aux
+    n = len(lo_types(ty)) + (len(tangent_types(ty)) if carrier else 0)
+    return tree_util.PyTreeDef(tree_util.HiNode, (ty, carrier), [tree_util._LEAF] * n)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from . import core, parallel, tree_util
+from . import core, hitypes, parallel, tree_util
 from .api_util import with_dynamic
 from .core import as_value
 from .parallel import _retype_vma
@@ -104,7 +104,7 @@ def _check_explicit_inputs(args, in_specs, mesh):
 
     if in_specs is None or AxisType.Explicit not in mesh.axis_types:
         return
-    leaves = tree_util.tree_leaves(args)
+    leaves = tree_util.tree_leaves_lo(args)
     specs = _spec_leaves(in_specs, tuple(args), "in_specs", "shard_map")
     for x, spec in zip(leaves, specs):
         if not isinstance(spec, PartitionSpec):
@@ -128,7 +128,7 @@ def _check_explicit_inputs(args, in_specs, mesh):
 def _record_shardings(out, out_specs, mesh):
     from .mesh import NamedSharding
 
-    leaves, tree = tree_util.tree_flatten(out)
+    leaves, tree = tree_util.tree_flatten_lo(out)
     specs = _spec_leaves(out_specs, out, "out_specs", "shard_map")
     put = []
     for x, spec in zip(leaves, specs):
@@ -139,13 +139,32 @@ def _record_shardings(out, out_specs, mesh):
 
 
 def _spec_leaves(specs, tree, what, fname):
-    """One PartitionSpec per leaf of `tree` from the prefix `specs`."""
+    """One PartitionSpec per leaf of `tree` from the prefix `specs` (per
+    lowered array of a hi value, from its `HiPspec`)."""
     from .mesh import PartitionSpec
 
     def is_leaf(s):
         return s is None or isinstance(s, PartitionSpec)
-    if is_leaf(specs):
-        return [specs] * len(tree_util.tree_leaves(tree))
+    if hitypes.is_hi(tree):
+        n = len(hitypes.lo_types(hitypes.hi_typeof(tree)))
+        if not isinstance(specs, hitypes.HiPspec):
+            raise TypeError(f"shard_map {what} entry for a value of hijax type "
+                            f"{hitypes._type_str(hitypes.hi_typeof(tree))} must be a HiPspec "
+                            f"of its type, got {specs!r}")
+        lo = list(specs.to_lo())
+        if len(lo) != n:
+            raise TypeError(f"{specs!r}.to_lo() gives {len(lo)} PartitionSpecs for the {n} "
+                            "lowered arrays of its type")
+        return lo
+    if is_leaf(specs) or isinstance(specs, hitypes.HiPspec):
+        leaves = tree_util.tree_leaves(tree)
+        if not any(hitypes.is_hi(x) for x in leaves):
+            if isinstance(specs, hitypes.HiPspec):
+                raise TypeError(f"shard_map {what} entry {specs!r} is a HiPspec, for values "
+                                "of a hijax type, but the value is an array")
+            return [specs] * len(leaves)
+        return [s for c in tree_util._children(tree)[2]
+                for s in _spec_leaves(specs, c, what, fname)]
     out = []
     node = tree_util._children(tree)
     snode = tree_util._children(specs)
@@ -168,8 +187,13 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
     mesh = _mesh_of(mesh)
     manual = [a for a in mesh.axis_names if not axis_names or a in axis_names]
     sizes = mesh.shape
-    leaves, treedef = tree_util.tree_flatten(args)
+    leaves, treedef = tree_util.tree_flatten_lo(args)
     leaves = [as_value(x) for x in leaves]
+    if tree_util.hi_node_spans(treedef):
+        # Hi values: each device sees its shard's type (`HiType.shard`).
+        his = iter(hitypes.prefix_entries(in_specs, tuple(args)))
+        treedef = tree_util.replace_hi_nodes(treedef, lambda aux: hitypes.retyped_node(
+            aux, aux[0].shard(mesh, frozenset(manual), check_vma, next(his))))
     if in_specs is None:  # inferred from the arguments' shardings
         specs = [x.aval.sharding.spec if isinstance(x.aval.sharding, NamedSharding)
                  else PartitionSpec() for x in leaves]
@@ -221,9 +245,14 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
                     b = _retype_vma(b, varying)
             vals.append(b)
         out = f(*tree_util.tree_unflatten(treedef, vals))
-        out_leaves, store["tree"] = tree_util.tree_flatten(out)
+        out_leaves, store["tree"] = tree_util.tree_flatten_lo(out)
         out_leaves = [as_value(o) for o in out_leaves]
         ospecs = _spec_leaves(out_specs, out, "out_specs", fname)
+        if tree_util.hi_node_spans(store["tree"]):
+            his = iter(hitypes.prefix_entries(out_specs, out))
+            store["tree"] = tree_util.replace_hi_nodes(
+                store["tree"], lambda aux: hitypes.retyped_node(
+                    aux, aux[0].unshard(mesh, check_vma, next(his))))
         store["specs"] = ospecs
         for o, spec in zip(out_leaves, ospecs):
             if not isinstance(spec, PartitionSpec):
@@ -287,6 +316,12 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
             o = jnp.transpose(o, perm)
         if tuple(shape) != o.shape:
             o = jnp.reshape(o, tuple(shape))
+        if isinstance(o, core.Tracer):
+            # The result's type is sharded by its spec (JAX's, one entry per
+            # dimension), also as a `jit` result.
+            entries = [spec[i] if i < len(spec) else None for i in range(o.ndim)]
+            sh = NamedSharding(mesh, PartitionSpec(*entries))
+            o = core.Tracer(o.trace, o.value, o.aval.update(sharding=sh), ("same", o))
         final.append(o)
     return tree_util.tree_unflatten(store["tree"], final)
 
@@ -325,3 +360,33 @@ def _process_split(mesh, manual):
                 "shard_map over several processes: each process must own a contiguous block "
                 f"of the first mesh axis '{first}' and every device along the other axes")
     return cross.size
+
+
+def _shard_aval(aval, mesh, manual_axes, check_vma, spec):
+    """An array type's per-device type in shard_map (`HiType.shard` of a hi
+    type delegates to it): the block's shape, replicated on the mesh with
+    the manual axes Manual, varying over the spec's axes."""
+    from .mesh import AxisType, NamedSharding, PartitionSpec
+
+    sizes = mesh.shape
+    shape = tuple(d // math.prod(sizes[a] for a in spec.axes(i))
+                  for i, d in enumerate(aval.shape))
+    abstract = mesh.abstract_mesh.update_axis_types({a: AxisType.Manual for a in manual_axes})
+    vma = frozenset(a for a in spec.all_axes() if a in manual_axes) if check_vma else frozenset()
+    return core.ShapedArray(shape, aval.dtype, aval.weak_type, vma=vma,
+                            sharding=NamedSharding(abstract, PartitionSpec(*[None] * len(shape))))
+
+
+def _unshard_aval(aval, mesh, check_vma, spec):
+    """An array type's global type from its per-device type in shard_map."""
+    from .mesh import NamedSharding, PartitionSpec
+
+    sizes = mesh.shape
+    shape = tuple(d * math.prod(sizes[a] for a in spec.axes(i))
+                  for i, d in enumerate(aval.shape))
+    entries = [spec[i] if i < len(spec) else None for i in range(len(shape))]
+    return core.ShapedArray(shape, aval.dtype, aval.weak_type,
+                            sharding=NamedSharding(mesh.abstract_mesh, PartitionSpec(*entries)))
+
+
+core._aval_hooks.update(shard=_shard_aval, unshard=_unshard_aval)

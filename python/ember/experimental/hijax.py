@@ -2,7 +2,13 @@
 `docs/design.md`, "Hijax types")."""
 
 from ember._src.core import ShapedArray  # noqa: F401
-from ember._src.hijax import VJPHiPrimitive  # noqa: F401
+from ember._src.hijax import (  # noqa: F401
+    GradAccum,
+    VJPHiPrimitive,
+    Zero,
+    instantiate_zeros,
+    vjp_from_jvp,
+)
 from ember._src.hitypes import (  # noqa: F401
     HiPspec,
     HiType,

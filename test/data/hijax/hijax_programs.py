@@ -11,21 +11,29 @@ if os.environ["IMPORT"] == "jax":
     import jax
     jax.config.update("jax_num_cpu_devices", 8)
     import jax.numpy as jnp
-    from jax.experimental.hijax import HiType, ShapedArray, VJPHiPrimitive, register_hitype
+    from jax.experimental.hijax import (HiPspec, HiType, ShapedArray, VJPHiPrimitive,
+                                        register_hitype)
 else:
     import ember as jax
     jax.config.update("jax_num_cpu_devices", 8)
     import ember.numpy as jnp
-    from ember.experimental.hijax import HiType, ShapedArray, VJPHiPrimitive, register_hitype
+    from ember.experimental.hijax import (HiPspec, HiType, ShapedArray, VJPHiPrimitive,
+                                          register_hitype)
+
+
+def fmt(v):
+    # arrays rounded (types, which have a dtype too, printed as they are)
+    return np.round(np.asarray(v), 4) if hasattr(v, "dtype") and not hasattr(
+        v, "str_short") else v
 
 
 def show(f):
     try:
         r = f()
         if isinstance(r, tuple):
-            print(*[np.round(np.asarray(v), 4) if hasattr(v, "dtype") else v for v in r])
+            print(*[fmt(v) for v in r])
         else:
-            print(np.round(np.asarray(r), 4) if hasattr(r, "dtype") else r)
+            print(fmt(r))
     except Exception as e:  # noqa: BLE001
         print(type(e).__name__)
 
@@ -252,3 +260,150 @@ show(lambda: jax.typeof(decode(cr)))
 show(lambda: jax.typeof(jax.jit(encode)(rows)))
 show(lambda: jax.typeof(jax.jit(lambda r: decode(encode(r)))(rows)))
 show(lambda: jax.typeof(pair(rows, jnp.float32(1.0))))
+
+
+# shard_map: partition specs of hi types.
+@dataclasses.dataclass(frozen=True)
+class PairP(HiPspec):
+    a: object
+    b: object
+
+    def to_lo(self):
+        return (self.a, self.b)
+
+
+@dataclasses.dataclass(frozen=True)
+class CodesP(HiPspec):
+    rows: object
+
+    def to_lo(self):
+        return (self.rows, jax.P())
+
+
+PairTy.shard = lambda self, mesh, manual, check, spec: PairTy(
+    self.a.shard(mesh, manual, check, spec.a), self.b.shard(mesh, manual, check, spec.b))
+PairTy.unshard = lambda self, mesh, check, spec: PairTy(
+    self.a.unshard(mesh, check, spec.a), self.b.unshard(mesh, check, spec.b))
+
+
+def codes_shard(self, mesh, manual, check, spec):
+    t = self.lo_ty()[0].shard(mesh, manual, check, spec.rows)
+    return CodesTy(t.shape, t.sharding)
+
+
+CodesTy.shard = codes_shard
+seen = []
+
+
+def swap_scale(p):
+    seen.append(jax.typeof(p))
+    return pair(part(p, 1) * 2, part(p, 0))
+
+
+sm = jax.shard_map(swap_scale, in_specs=PairP(jax.P("i"), jax.P()),
+                   out_specs=PairP(jax.P(), jax.P("i")))
+out = jax.jit(sm)(pair(rows, jnp.float32(3.0)))
+show(lambda: (seen[-1].a.shape, seen[-1].b.shape))
+show(lambda: jax.typeof(out))
+show(lambda: (part(out, 0), part(out, 1)))
+dec = jax.jit(jax.shard_map(lambda c: decode(c) + 0 * jnp.float32(len(seen.append(jax.typeof(c).shape) or [])),
+                            in_specs=CodesP(jax.P("i")), out_specs=jax.P("i")))
+codes_all = jax.device_put(encode(jnp.arange(24.0, dtype=jnp.float32).reshape(8, 3)).code, jax.P("i"))
+cs = Codes(codes_all, jnp.array([0.5, 0.25, 2.0], jnp.float32))
+show(lambda: (dec(cs), seen[-1]))
+show(lambda: jax.typeof(dec(cs)))
+
+
+# Primitives on arrays: forward-mode rules, accumulators, Python control
+# flow on values in rules outside `jit`. (Mapping a primitive without a
+# batch rule, or reverse mode from a JVP rule, JAX 0.10.2 refuses and Ember
+# does: test_hijax.py.)
+class Scaled(VJPHiPrimitive):
+    def __init__(self, a, b):
+        self.in_avals = (a, b)
+        self.out_aval = a
+        self.params = {}
+        super().__init__()
+
+    def expand(self, x, y):
+        return x * jnp.exp(y)
+
+    def vjp_fwd(self, nzs, x, y):
+        e = jnp.exp(y)
+        return self(x, y), (x, e)
+
+    def vjp_bwd_retval(self, res, g):
+        x, e = res
+        return (e * g, x * e * g)
+
+    def jvp(self, primals, tangents):
+        (x, y), (xd, yd) = primals, tangents
+        return self(x, y), jnp.exp(y) * xd + x * jnp.exp(y) * yd
+
+
+def scaled(x, y):
+    return Scaled(jax.typeof(x), jax.typeof(y))(x, y)
+
+
+jax.set_mesh(jax.make_mesh((1,), ("k",)))
+show(lambda: jax.jvp(scaled, (1.5, 0.3), (1.0, 2.0)))
+show(lambda: jax.jit(lambda t: jax.jvp(scaled, (1.5, 0.3), (t, 2.0)))(1.0))
+show(lambda: jax.grad(scaled, (0, 1))(1.5, 0.3))
+show(lambda: jax.jacrev(lambda v: scaled(v, v * v))(jnp.array([0.5, 1.0, -2.0])))
+
+
+class Unary(VJPHiPrimitive):
+    def __init__(self, a):
+        self.in_avals = (a,)
+        self.out_aval = a
+        self.params = {}
+        super().__init__()
+
+
+class Cubed(Unary):
+    def expand(self, x):
+        return x * x * x
+
+    def vjp_fwd(self, nzs, x):
+        return self(x), x
+
+    def vjp_bwd(self, x, g, x_acc):
+        x_acc.accum(3 * x * x * g)
+
+
+def cubed(x):
+    return Cubed(jax.typeof(x))(x)
+
+
+show(lambda: (jax.grad(cubed)(2.0), jax.jit(jax.grad(cubed))(-1.5)))
+
+
+class Branchy(Unary):
+    def expand(self, x):
+        return jnp.sin(x) if x > 0 else jnp.cos(x)
+
+    def vjp_fwd(self, nzs, x):
+        return self(x), x
+
+    def vjp_bwd_retval(self, x, g):
+        return (2 * g,) if x > 0 else (3 * g,)
+
+
+show(lambda: (jax.grad(lambda x: Branchy(jax.typeof(x))(x))(1.0),
+              jax.grad(lambda x: Branchy(jax.typeof(x))(x))(-1.0)))
+
+
+class Softplus(Unary):
+    def expand(self, x):
+        return jnp.log1p(jnp.exp(x))
+
+    def jvp(self, primals, tangents):
+        (x,), (xd,) = primals, tangents
+        return self(x), xd / (1 + jnp.exp(-x))
+
+
+def softplus(x):
+    return Softplus(jax.typeof(x))(x)
+
+
+show(lambda: (softplus(0.5), *jax.jvp(softplus, (0.5,), (2.0,))))
