@@ -493,3 +493,19 @@ def test_jvp_through_a_type_with_its_own_tangents_is_not_built():
 
     with pytest.raises(NotImplementedError, match="not built"):
         ember.jvp(lambda x: dequantize(QuantizeJvp(ember.typeof(x))(x)), (XS[0],), (XS[0],))
+
+
+def test_hi_values_through_cond_while_and_fori():
+    tup = make_tup(jnp.arange(3.0), 5.0)
+
+    def bump(t):
+        return make_tup(get(t, 0) + 1, get(t, 1) * 2)
+
+    out = ember.jit(lambda t, p: ember.lax.cond(p, bump, lambda t: t, t))(tup, True)
+    np.testing.assert_array_equal(np.asarray(out.elts[0]), [1.0, 2.0, 3.0])
+    out = ember.lax.while_loop(lambda t: get(t, 1) < 100, bump, tup)
+    assert float(out.elts[1]) == 160.0
+    out = ember.lax.fori_loop(0, 3, lambda i, t: bump(t), tup)
+    np.testing.assert_array_equal(np.asarray(out.elts[0]), [3.0, 4.0, 5.0])
+    q = ember.lax.fori_loop(0, 2, lambda i, q: quantize(dequantize(q) * 2), quantize(XS[0]))
+    np.testing.assert_allclose(np.asarray(dequantize(q)), 4 * XS[0], rtol=0.02, atol=0.02)

@@ -455,7 +455,7 @@ def _while_traced(cond_fun, body_fun, init_val, trip_count=None):
     body is traced once, as JAX's, unless a weakly typed initial value must
     take the dtype the body produces: then what was emitted is removed and
     the loop is traced again from the promoted values."""
-    leaves, tree = tree_util.tree_flatten(init_val)
+    leaves, tree = tree_util.tree_flatten_lo(init_val)
     vals = [as_value(x) for x in leaves]
     trace = core.current_trace()
     mark = state._mark(trace)
@@ -491,7 +491,7 @@ def _emit_while(cond_fun, body_fun, tree, vals, trip_count, promote):
 
     def body(*xs):
         new = body_fun(tree_util.tree_unflatten(tree, list(xs)))
-        new_leaves, new_tree = tree_util.tree_flatten(new)
+        new_leaves, new_tree = tree_util.tree_flatten_lo(new)
         if new_tree != tree:
             raise TypeError("while_loop body_fun output and input must have the same pytree "
                             f"structure (at {core.where()})")

@@ -561,7 +561,8 @@ class Ref(_RefBase):
         aval = core.ShapedArray(self.shape, self.dtype, self.weak_type)
         if isinstance(self._value, core.Tracer) or self._frozen:
             return f"Ref{{{aval.str_short()}}}"
-        body = np.array2string(np.asarray(self._value), separator=", ", prefix="Ref(")
+        # (Continuation lines are indented as an Array's, as JAX prints them.)
+        body = np.array2string(np.asarray(self._value), separator=", ", prefix="Array(")
         weak = ", weak_type=True" if self.weak_type else ""
         return f"Ref({body}, dtype={self.dtype.name}{weak})"
 
