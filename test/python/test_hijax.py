@@ -509,3 +509,59 @@ def test_hi_values_through_cond_while_and_fori():
     np.testing.assert_array_equal(np.asarray(out.elts[0]), [3.0, 4.0, 5.0])
     q = ember.lax.fori_loop(0, 2, lambda i, q: quantize(dequantize(q) * 2), quantize(XS[0]))
     np.testing.assert_allclose(np.asarray(dequantize(q)), 4 * XS[0], rtol=0.02, atol=0.02)
+
+
+class MatmulQ(VJPHiPrimitive):
+    """f32[m, k] @ q8[k, n]: the per-row scales fold into the dense operand."""
+
+    def __init__(self, x, q):
+        if len(x.shape) != 2 or x.shape[1] != q.shape[0]:
+            raise TypeError(f"matmul_q: {x} @ {q.str_short()}")
+        self.in_avals = (x, q)
+        self.out_aval = ShapedArray((x.shape[0], q.shape[1]), np.float32)
+        self.params = {}
+        super().__init__()
+
+    def expand(self, x, q):
+        return (x * q.scale) @ q.qvalue.astype(jnp.float32)
+
+    def vjp_fwd(self, nzs, x, q):
+        return self(x, q), (x, q)
+
+    def vjp_bwd_retval(self, res, g):
+        x, q = res
+        w = dequantize(q)
+        return g @ w.T, x.T @ g
+
+
+def matmul_q(x, q):
+    return MatmulQ(ember.typeof(x), ember.typeof(q))(x, q)
+
+
+def test_dense_times_quantized_matmul_under_jit_grad_and_vmap():
+    rng = np.random.RandomState(0)
+    xs = rng.randn(5, 2, 3).astype(np.float32)
+    ws = rng.randn(5, 3, 4).astype(np.float32)
+    w = np.asarray(dequantize(quantize(ws[0])))
+    q = quantize(ws[0])
+    np.testing.assert_allclose(np.asarray(ember.jit(matmul_q)(xs[0], q)), xs[0] @ w,
+                               rtol=1e-5, atol=1e-5)
+    # grad with respect to both operands: the weights' gradient is f32[3, 4].
+    gx, gq = ember.jit(ember.grad(lambda x, q: jnp.sum(matmul_q(x, q) ** 2), (0, 1)))(xs[0], q)
+    y = xs[0] @ w
+    np.testing.assert_allclose(np.asarray(gx), 2 * y @ w.T, rtol=1e-4, atol=1e-5)
+    assert ember.typeof(gq).str_short() == "float32[3,4]"
+    np.testing.assert_allclose(np.asarray(gq), 2 * xs[0].T @ y, rtol=1e-4, atol=1e-5)
+    # vmap over the activations (weights shared), then over both.
+    out = ember.vmap(lambda x: matmul_q(x, q))(xs)
+    np.testing.assert_allclose(np.asarray(out), xs @ w, rtol=1e-5, atol=1e-5)
+    qs = ember.vmap(quantize, out_axes=QSpec())(ws)
+    wq = np_dequantize(*np_quantize(ws))
+    out = ember.vmap(matmul_q, in_axes=(0, QSpec()))(xs, qs)
+    np.testing.assert_allclose(np.asarray(out), xs @ wq, rtol=1e-5, atol=1e-5)
+    # per-example gradients with respect to the activations
+    g = ember.vmap(ember.grad(lambda x, q: jnp.sum(matmul_q(x, q))), in_axes=(0, QSpec()))(xs, qs)
+    np.testing.assert_allclose(np.asarray(g), np.broadcast_to(wq.sum(-1)[:, None, :], xs.shape),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(TypeError, match="matmul_q"):
+        matmul_q(xs[0].T, q)
