@@ -462,7 +462,9 @@ def test_explicit_mode_programs_print_what_jax_prints():
     (sharded contracting dimensions, incompatible and illegal shardings,
     unsupported reshapes), `jit` results, `out_sharding=` on dot/einsum and
     random draws, `reshard` inside `jit`, `auto_axes`, `use_abstract_mesh`
-    and `jax_num_cpu_devices`: each line as JAX 0.10.2 printed it."""
+    and `jax_num_cpu_devices`; joins, pads, cumulative ops and sorts (JAX's
+    errors for sharded joined-in-one and along-axis dimensions), gathers of
+    whole sharded extents, `*_like`: each line as JAX 0.10.2 printed it."""
     assert_prints_recorded("sharding", "explicit_mode")
 
 

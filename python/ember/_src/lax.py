@@ -911,7 +911,7 @@ def broadcast_in_dim(x, shape, broadcast_dimensions):
     if x.shape == shape and dims == tuple(range(len(shape))):
         return x
     if type(x) is core.Array and not core._trace_stack and \
-            all(a < b for a, b in zip(dims, dims[1:])):
+            all(a < b for a, b in zip(dims, dims[1:])) and core.named_sharding(x.aval) is None:
         # Outside any trace a broadcast is data movement NumPy does exactly
         # (eager `x * 2.0` broadcasts the scalar): no kernel launch.
         broadcast_in_dim_p.abstract_eval(x.aval, shape=shape, broadcast_dimensions=dims)
@@ -1144,11 +1144,11 @@ def argmin(x, axis, index_dtype):
 
 
 def _cumulative(kind):
-    def f(x, axis=0, reverse=False):
+    def cumulative(x, axis=0, reverse=False):
         x = as_value(x)
         axis = int(axis) + (x.ndim if axis < 0 else 0)
         return cumulative_p.bind(x, kind=kind, axis=axis, reverse=bool(reverse))
-    return f
+    return cumulative
 
 
 cumsum, cumprod, cummax, cummin = (_cumulative(k) for k in ["sum", "prod", "max", "min"])

@@ -155,6 +155,23 @@ def _rule(prim, avals, out_avals, params, mesh):
             dims = _sliced(avals[0], d, out_avals[0].shape, mesh)
     elif name == "dot_general":
         dims = _dot_general(avals, params)
+    elif name in ("pad", "reverse"):
+        _, d = _spec_dims(avals[0])
+        dims = d
+    elif name == "concatenate":
+        dims = _concatenate(avals, len(out_avals[0].shape))
+    elif name in ("cumulative", "sort"):
+        dims = _along_axis(name, avals, params)
+    elif name == "gather":
+        dims = _gather(avals[0], params, len(out_avals[0].shape))
+    elif name == "scatter":
+        dims = _scatter(avals[0], params)
+    elif name == "dynamic_update_slice":
+        # Updating whole extents of the sharded dimensions keeps them.
+        _, d = _spec_dims(avals[0])
+        if d is not None:
+            dims = d if all(not axes or avals[1].shape[k] == avals[0].shape[k]
+                            for k, axes in enumerate(d)) else [()] * len(d)
     elif name == "reshape":
         if _spec_dims(avals[0])[1] is not None and not _given.depth:
             try:
@@ -192,6 +209,76 @@ def _same_shape(name, avals, rank):
                     f"{_specs([a for a in avals if a.shape])}.")
             dims[k] = dims[k] or axes
     return dims
+
+
+def _concatenate(avals, rank):
+    """Operands sharded alike give their sharding (also along the joined
+    dimension); JAX's error for others, when the user's code joins them
+    (inside Ember's own functions the result is unsharded there)."""
+    specs = [_spec_dims(a)[1] or [()] * rank for a in avals]
+    if all(d == specs[0] for d in specs[1:]):
+        return specs[0]
+    if not _user_called(_CONCATENATES):
+        return [()] * rank
+    raise ShardingTypeError(
+        "All operands should have the same sharding. Got shardings "
+        + ", ".join(repr(NamedSharding(a.sharding.mesh.abstract_mesh, PartitionSpec(
+            *[_entry(x) for x in d]))) for a, d in zip(avals, specs)
+            if isinstance(a.sharding, NamedSharding)))
+
+
+def _along_axis(name, avals, params):
+    """Cumulative ops and sorts keep the operand's sharding; the axis they
+    run along must be unsharded (JAX's errors, from the user's own calls;
+    inside Ember's functions that axis is made unsharded)."""
+    _, d = _spec_dims(avals[0])
+    if d is None:
+        return None
+    axis = params["axis"] if name == "cumulative" else params["dimension"]
+    if not d[axis]:
+        return d
+    calls = _CUMULATIVES if name == "cumulative" else _SORTS
+    if not _user_called(calls):
+        return [() if k == axis else a for k, a in enumerate(d)]
+    if name == "cumulative":
+        raise ShardingTypeError(
+            "Input should be unsharded over the axis being reduced. Got input "
+            f"type={avals[0].str_short()} and axis={axis}")
+    raise ShardingTypeError(
+        "Arguments to sort must be unsharded over the sorting dimension. Got arg "
+        f"sharding={NamedSharding(avals[0].sharding.mesh.abstract_mesh, avals[0].sharding.spec)!r}")
+
+
+def _gather(operand, params, rank):
+    """A gather that takes whole slices along the operand's sharded
+    dimensions (indexing only unsharded ones) keeps their axes on its
+    offset dimensions. Otherwise the result is unsharded (JAX asks for
+    `.at[...].get(out_sharding=)`: not reproduced)."""
+    _, d = _spec_dims(operand)
+    if d is None:
+        return None
+    indexed = set(params["start_index_map"]) | set(params["operand_batching_dims"])
+    if any(axes and (k in indexed or params["slice_sizes"][k] != operand.shape[k])
+           for k, axes in enumerate(d)):
+        return [()] * rank
+    dropped = set(params["collapsed_slice_dims"]) | set(params["operand_batching_dims"])
+    dims = [()] * rank
+    for pos, k in zip(params["offset_dims"], [k for k in range(len(d)) if k not in dropped]):
+        dims[pos] = d[k]
+    return dims
+
+
+def _scatter(operand, params):
+    """A scatter into unsharded dimensions keeps the operand's sharding;
+    into sharded ones the result is unsharded (JAX asks for
+    `out_sharding=`: not reproduced)."""
+    _, d = _spec_dims(operand)
+    if d is None:
+        return None
+    indexed = set(params["scatter_dims_to_operand_dims"]) | set(params["operand_batching_dims"])
+    if any(axes and k in indexed for k, axes in enumerate(d)):
+        return [()] * len(d)
+    return d
 
 
 def _sliced(aval, d, out_shape, mesh):
@@ -246,21 +333,29 @@ class _Unsharded(Exception):
     """A reshape with no rule inside one of Ember's own functions."""
 
 
-# The functions through which a user reshapes (JAX's error is theirs).
-_RESHAPES = {("ember._src.numpy.lax_numpy", "reshape"), ("ember._src.numpy.lax_numpy", "ravel"),
-             ("ember._src.lax", "reshape"), ("ember._src.numpy.array_methods", "<lambda>")}
+# The functions through which a user calls a primitive whose sharding
+# errors are JAX's (elsewhere Ember's own functions use it where JAX's use
+# other primitives).
+_NP, _LAX = "ember._src.numpy.lax_numpy", "ember._src.lax"
+_RESHAPES = {(_NP, "reshape"), (_NP, "ravel"), (_LAX, "reshape"),
+             ("ember._src.numpy.array_methods", "<lambda>")}
+_CONCATENATES = {(_NP, "concatenate"), (_NP, "stack"), (_NP, "hstack"), (_NP, "vstack"),
+                 (_LAX, "concatenate")}
+_CUMULATIVES = {(_NP, "cumulative"), (_NP, "cumulative_sum"), (_NP, "cumulative_prod"),
+                (_LAX, "cumulative"), (_LAX, "cumlogsumexp")}
+_SORTS = {(_NP, "sort"), (_NP, "argsort"), (_LAX, "sort"), (_LAX, "sort_key_val")}
 
 
-def _user_reshape():
-    """Whether the user's code called a reshape itself (JAX's error), not a
-    function of Ember's that reshapes inside (the FFT's radix-2 steps, say,
-    where JAX has one primitive: then the result is unsharded there)."""
+def _user_called(names):
+    """Whether the user's code called one of `names` itself (JAX's error),
+    not a function of Ember's that uses the primitive inside (the FFT's
+    radix-2 steps, say, where JAX has one primitive)."""
     frame, callee = sys._getframe(1), None
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if module != "ember" and not module.startswith("ember."):
             return callee is not None and (callee.f_globals.get("__name__"),
-                                           callee.f_code.co_name) in _RESHAPES
+                                           callee.f_code.co_name) in names
         frame, callee = frame.f_back, frame
     return True
 
@@ -277,7 +372,7 @@ def _reshape(aval, new_shape):
     old = aval.shape
 
     def error():
-        if not _user_reshape():
+        if not _user_called(_RESHAPES):
             raise _Unsharded
         raise ShardingTypeError(
             "This reshape is not supported. Please specify the sharding of the output via "

@@ -813,6 +813,9 @@ def empty_like(prototype, dtype=None, shape=None, *, device=None):
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     a = _v(a)
     out = lax.full_like(a, fill_value, dtype or a.dtype, shape)
+    sh = _core.named_sharding(a.aval)
+    if sh is not None and device is None and (shape is None or tuple(shape) == a.shape):
+        out = _core.with_out_sharding(out, sh)  # (JAX's: sharded as `a`)
     return _core.on_device(out, device)
 
 
@@ -1601,7 +1604,7 @@ def argmin(a, axis=None, out=None, keepdims=False):
 
 
 def _cum(kind):
-    def f(a, axis=None, dtype=None, out=None):
+    def cumulative(a, axis=None, dtype=None, out=None):
         _check_arraylike(f"cum{kind}", a)
         a = _v(a)
         if axis is None:
@@ -1611,7 +1614,7 @@ def _cum(kind):
         elif kind in ("sum", "prod") and _dt.is_bool(a.dtype):
             a = _to(a, _dt.default_int())  # JAX promotes bools only, not small ints
         return getattr(lax, f"cum{kind}")(a, _axis(axis, a.ndim))
-    return f
+    return cumulative
 
 
 cumsum, cumprod = _cum("sum"), _cum("prod")
