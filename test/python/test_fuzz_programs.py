@@ -155,7 +155,10 @@ def programs(draw, valid=True):
 
 
 def _other(step, dtype):
-    rng = np.random.default_rng(step[3])
+    # (Seeded apart from `_input`'s stream: the same seed gave a constant
+    # equal to an input element, a tie whose JAX-convention gradient (half
+    # to each side) no finite difference reproduces; seed 19019 found it.)
+    rng = np.random.default_rng([7, step[3]])
     if dtype == "float32":
         return rng.uniform(-2, 2, step[2]).astype(np.float32)
     return rng.integers(-3, 4, step[2]).astype(np.int32)

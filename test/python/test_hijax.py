@@ -565,3 +565,53 @@ def test_dense_times_quantized_matmul_under_jit_grad_and_vmap():
                                rtol=1e-5, atol=1e-5)
     with pytest.raises(TypeError, match="matmul_q"):
         matmul_q(xs[0].T, q)
+
+
+def test_type_without_tangent_type_is_fine_until_differentiated():
+    @dataclasses.dataclass(frozen=True)
+    class Box:
+        v: object
+
+    @dataclasses.dataclass(frozen=True)
+    class BoxTy(HiType):
+        shape: tuple
+
+        def lo_ty(self):
+            return [ShapedArray(self.shape, np.float32)]
+
+        def lower_val(self, b):
+            return [b.v]
+
+        def raise_val(self, v):
+            return Box(v)
+
+    register_hitype(Box, lambda b: BoxTy(tuple(b.v.shape)))
+
+    class Scale(VJPHiPrimitive):
+        def __init__(self, b, x):
+            self.in_avals, self.out_aval, self.params = (b, x), x, {}
+            super().__init__()
+
+        def expand(self, b, x):
+            return b.v * x
+
+        def vjp_fwd(self, nzs, b, x):
+            return self(b, x), b
+
+        def vjp_bwd_retval(self, b, g):
+            return None, Unbox(ember.typeof(b))(b) * g
+
+    class Unbox(VJPHiPrimitive):
+        def __init__(self, b):
+            self.in_avals, self.out_aval, self.params = (b,), ShapedArray(b.shape, np.float32), {}
+            super().__init__()
+
+        def expand(self, b):
+            return b.v
+
+    box = Box(jnp.array([2.0, 3.0]))
+    g = ember.grad(lambda x: jnp.sum(Scale(ember.typeof(box), ember.typeof(x))(box, x)))(
+        jnp.ones(2))
+    np.testing.assert_array_equal(np.asarray(g), [2.0, 3.0])
+    with pytest.raises(NotImplementedError, match="to_tangent_aval"):
+        ember.grad(lambda b: jnp.sum(Unbox(ember.typeof(b))(b)))(box)
