@@ -128,9 +128,8 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
                              "(no array argument gives the mapped size)")
         axes, elems = _resolve_hi(axes, n_hi)
         it = iter(elems)
-        treedef = tree_util.replace_hi_nodes(treedef, lambda aux: tree_util.PyTreeDef(
-            tree_util.HiNode, (next(it), aux[1]), [tree_util._LEAF] * len(
-                hitypes.lo_types(aux[0]))))
+        treedef = tree_util.replace_hi_nodes(
+            treedef, lambda aux: hitypes.retyped_node(aux, next(it)))
     kw_leaves, kw_def = tree_util.tree_flatten(kwargs)
     leaves, axes = leaves + kw_leaves, axes + [0] * len(kw_leaves)
     sizes, moved = [], []
@@ -243,34 +242,14 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
 def _batched_hi_tree(tree, out, out_axes, n):
     """The output treedef with each hi value's per-example type replaced by
     its mapped type (`inc_rank` by its out_axes spec)."""
-    spans = tree_util.hi_node_spans(tree)
-    if not spans:
+    if not tree_util.hi_node_spans(tree):
         return tree
-    specs = []
-
-    def collect(prefix, x):
-        if hitypes.is_hi(x):
-            specs.append(prefix)
-            return
-        node = tree_util._children(x)
-        if node is None:
-            return
-        if _is_axis_leaf(prefix) or isinstance(prefix, hitypes.MappingSpec):
-            for c in node[2]:
-                collect(prefix, c)
-            return
-        for p, c in zip(tree_util._children(prefix)[2], node[2]):
-            collect(p, c)
-
-    collect(out_axes, out)
+    specs = hitypes.prefix_entries(out_axes, out)
     it = iter(specs)
 
     def node(aux):
-        ty, carrier = aux
         spec = next(it)
-        batched = ty if spec is None else ty.inc_rank(n, spec)
-        return tree_util.PyTreeDef(tree_util.HiNode, (batched, carrier),
-                                   [tree_util._LEAF] * len(hitypes.lo_types(ty)))
+        return hitypes.retyped_node(aux, aux[0] if spec is None else aux[0].inc_rank(n, spec))
     return tree_util.replace_hi_nodes(tree, node)
 
 

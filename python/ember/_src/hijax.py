@@ -68,10 +68,6 @@ class VJPHiPrimitive:
             f"for grad support, subclass {type(self)} must implement `vjp_bwd` or "
             "`vjp_bwd_retval`")
 
-    def batch(self, axis_data, args, dims):
-        raise NotImplementedError(f"for vmap support, subclass {type(self)} must implement "
-                                  "`batch` or `batch_dim_rule`")
-
     def check(self, *arg_tys):
         return
 
@@ -89,6 +85,9 @@ class VJPHiPrimitive:
         """The backward pass with accumulators (`acc.accum(ct)` per argument);
         by default `vjp_bwd_retval`'s cotangents."""
         cts = self.vjp_bwd_retval(res, outgrad)
+        if not isinstance(cts, (tuple, list)) or len(cts) != len(self.in_avals):
+            raise TypeError(f"{self!r}.vjp_bwd_retval must return a tuple of "
+                            f"{len(self.in_avals)} cotangents, one per argument")
         for acc, ct in zip(arg_accums, cts):
             if ct is not None:
                 tree_util.tree_map(lambda a, c: a.accum(c) if c is not None else None,
@@ -225,13 +224,6 @@ def _split(types, arrays):
     return out
 
 
-def _traced_value(ty, lo, carrier=None):
-    v = hitypes.raise_value(ty, lo)
-    if type(v) is hitypes.HiTracer:
-        v.carrier = carrier
-    return v
-
-
 def _results(prim, out):
     """The callee's results for `out` (what `expand` or `vjp_fwd` made):
     each result's arrays, then a zero carrier where its type has one."""
@@ -268,14 +260,14 @@ def _custom_vjp(prim, flat):
     avals = [v.aval for v in vals]
 
     def primal(*xs):
-        args = [_traced_value(ty, lo) for ty, (lo, _) in
+        args = [hitypes.raise_value(ty, lo) for ty, (lo, _) in
                 zip(prim.in_avals_flat, _split(prim.in_avals_flat, xs))]
         return _results(prim, prim.expand(*_args_for_expand(prim, args)))
 
     store = {}
 
     def fwd(*xs):
-        args = [_traced_value(ty, lo) for ty, (lo, _) in
+        args = [hitypes.raise_value(ty, lo) for ty, (lo, _) in
                 zip(prim.in_avals_flat, _split(prim.in_avals_flat, xs))]
         args = tree_util.tree_unflatten(prim.in_tree, args)
         nzs = tuple(True for _ in args)
@@ -302,21 +294,11 @@ def _custom_vjp(prim, flat):
             ts = carrier if carrier is not None else lo
             cts.append(hitypes.raise_value(ty.to_tangent_aval(), list(ts)))
         g = tree_util.tree_unflatten(prim.out_tree, cts)
-        if type(prim).vjp_bwd is VJPHiPrimitive.vjp_bwd:
-            in_cts = prim.vjp_bwd_retval(res, g)
-        else:
-            accs = [GradAccum() for _ in prim.in_avals_flat]
-            prim.vjp_bwd(res, g, *tree_util.tree_unflatten(prim.in_tree, accs))
-            in_cts = tree_util.tree_unflatten(prim.in_tree, [a.value for a in accs])
-        if not isinstance(in_cts, (tuple, list)) or len(in_cts) != len(prim.in_avals):
-            raise TypeError(f"{prim!r}.vjp_bwd_retval must return a tuple of "
-                            f"{len(prim.in_avals)} cotangents, one per argument")
+        accs = [GradAccum() for _ in prim.in_avals_flat]
+        prim.vjp_bwd(res, g, *tree_util.tree_unflatten(prim.in_tree, accs))
         flat_cts = []
-        for aval_tree, c in zip(prim.in_avals, in_cts):
-            tys, tdef = _flat_types(aval_tree)
-            cs = [None] * len(tys) if c is None else tree_util._flatten_up_to(tdef, c)
-            for ty, ct in zip(tys, cs):
-                flat_cts += _cotangent_arrays(ty, ct)
+        for ty, acc in zip(prim.in_avals_flat, accs):
+            flat_cts += _cotangent_arrays(ty, acc.value)
         return flat_cts
 
     _rule_depth[0] += 1
@@ -330,7 +312,7 @@ def _custom_vjp(prim, flat):
                           vals + f.captured + fw.captured + bw.captured,
                           [len(vals), len(f.captured), len(fw.captured), len(bw.captured),
                            len(res_avals)], f.out_avals)
-    return [_traced_value(ty, lo, carrier) for ty, (lo, carrier) in
+    return [hitypes.raise_value(ty, lo, carrier) for ty, (lo, carrier) in
             zip(prim.out_avals_flat, _split(prim.out_avals_flat, res))]
 
 
@@ -427,5 +409,5 @@ def _custom_jvp(prim, flat):
     res = ad._custom_call("custom_jvp_call", {"callee": f.name, "jvp": j.name},
                           vals + f.captured + j.captured,
                           [n, len(f.captured), len(j.captured)], f.out_avals)
-    return [_traced_value(ty, lo) for ty, (lo, _) in
+    return [hitypes.raise_value(ty, lo) for ty, (lo, _) in
             zip(prim.out_avals_flat, _split(prim.out_avals_flat, res))]

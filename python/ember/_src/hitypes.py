@@ -166,13 +166,14 @@ def lower(ty, v):
     return [core.as_value(x) for x in ty.lower_val(v)]
 
 
-def raise_value(ty, lo):
+def raise_value(ty, lo, carrier=None):
     """A value of type `ty` from its lowered arrays: an array type's array,
-    else a HiTracer inside a trace and the user's class outside."""
+    else a HiTracer (with `carrier`) inside a trace and the user's class
+    outside."""
     if isinstance(ty, ShapedArray):
         return lo[0]
     if core._trace_stack or any(isinstance(v, core.Tracer) for v in lo):
-        return HiTracer(ty, lo)
+        return HiTracer(ty, lo, carrier)
     return ty.raise_val(*lo)
 
 
@@ -224,11 +225,7 @@ def _children(x):
 def _build(aux, kids):
     ty, has_carrier = aux
     n = len(lo_types(ty))
-    lo, carrier = list(kids[:n]), (list(kids[n:]) if has_carrier else None)
-    v = raise_value(ty, lo)
-    if type(v) is HiTracer:
-        v.carrier = carrier
-    return v
+    return raise_value(ty, list(kids[:n]), list(kids[n:]) if has_carrier else None)
 
 
 tree_util.register_hi_hooks(is_hi, _children, _build)
@@ -254,12 +251,8 @@ def with_carriers(leaves, treedef):
             out.extend(zero_carrier(ty))
     out.extend(leaves[pos:])
 
-    def node(aux):
-        ty, c = aux
-        n = len(lo_types(ty)) + (len(tangent_types(ty)) if c or needs_carrier(ty) else 0)
-        return tree_util.PyTreeDef(tree_util.HiNode, (ty, c or needs_carrier(ty)),
-                                   [tree_util._LEAF] * n)
-    return out, tree_util.replace_hi_nodes(treedef, node)
+    return out, tree_util.replace_hi_nodes(
+        treedef, lambda aux: retyped_node((aux[0], aux[1] or needs_carrier(aux[0])), aux[0]))
 
 
 class _TangentNode:
@@ -337,8 +330,7 @@ def unstack_leading(leaves, treedef, n):
                 leaves[start + k] = _moveaxis(leaves[start + k], ax, 0)
         elems.append(elem)
     it = iter(elems)
-    return leaves, tree_util.replace_hi_nodes(treedef, lambda aux: tree_util.PyTreeDef(
-        tree_util.HiNode, (next(it), aux[1]), [tree_util._LEAF] * len(lo_types(aux[0]))))
+    return leaves, tree_util.replace_hi_nodes(treedef, lambda aux: retyped_node(aux, next(it)))
 
 
 def stack_leading(ys, n):
