@@ -450,4 +450,43 @@ def EmberGPUToNVVMPass : Pass<"ember-gpu-to-nvvm"> {
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def EmberTPUKernelPass : Pass<"ember-tpu-kernel", "ModuleOp"> {
+  let summary = "Rewrite traced Pallas TPU kernels into Mosaic's kernel form";
+  let description = [{
+    Every `func.func` with `ember_tpu.grid_args = N` is a kernel (or block
+    index map) traced as a function of values: N grid indices as 0-d i32
+    tensors, then one tensor per buffer; `ember_tpu.arg_spaces` gives each
+    buffer's memory space, and `ember_tpu.result_args` the buffer each result
+    is stored into (without it, results are returned as scalars: an index
+    map). The function becomes Mosaic's form (docs/spec.md, "The ember_tpu
+    kernel dialect"): i32 grid arguments, memrefs in `#ember_tpu.memory_space`
+    spaces read with `vector.load` (SMEM buffers with `memref.load`), the body
+    on vectors (arith, math, vector, scf and `ember_tpu` ops: matmul, iota,
+    transpose), written back with `ember_tpu.vector_store`. Ops without a
+    kernel form are reported at their location.
+
+    Before:
+    ```mlir
+    func.func @k(%i: tensor<i32>, %x: tensor<8x128xf32>, %o: tensor<8x128xf32>)
+        -> tensor<8x128xf32> attributes {ember_tpu.grid_args = 1 : i64, ...} {
+      %e = ember.exp %x : tensor<8x128xf32>
+      return %e : tensor<8x128xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @k(%i: i32, %x: memref<8x128xf32, #ember_tpu.memory_space<vmem>>,
+                 %o: memref<8x128xf32, #ember_tpu.memory_space<vmem>>) {
+      %v = vector.load %x[%c0, %c0] : ... -> vector<8x128xf32>
+      %e = math.exp %v : vector<8x128xf32>
+      ember_tpu.vector_store %o[%c0, %c0], %e {strides = array<i32>} : ...
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::ember_tpu::EmberTPUDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
+}
+
 #endif // EMBER_PASSES_TD

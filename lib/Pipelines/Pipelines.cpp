@@ -3,6 +3,7 @@
 #include "ember/Conversion/Passes.h"
 #include "ember/IR/EmberDialect.h"
 #include "ember/IR/EmberGPUDialect.h"
+#include "ember/IR/EmberTPUDialect.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ComplexToLLVM/ComplexToLLVM.h"
@@ -52,6 +53,7 @@
 #include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -67,6 +69,8 @@ using namespace mlir::ember;
 
 void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
   registry.insert<EmberDialect, ember_gpu::EmberGPUDialect,
+                  ember_tpu::EmberTPUDialect,
+                  ember_tpu::serial::MosaicSerialDialect, vector::VectorDialect,
                   affine::AffineDialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, cf::ControlFlowDialect,
                   complex::ComplexDialect, func::FuncDialect, gpu::GPUDialect,

@@ -233,6 +233,8 @@ def stage_text(ember_text, stage, target=None):
     """The IR of `stage` for a traced module's text: the module is parsed
     again and run through the stages up to that one."""
     target = target or get_target()
+    if stage == "stablehlo" and target.stablehlo is not None:
+        return target.stablehlo(ember_text)
     if stage == "stablehlo":
         from .stablehlo_out import to_stablehlo
 

@@ -1200,6 +1200,15 @@ def trace_subfunction(fun, in_avals, name="f", sources=None, ref_outs=None,
     return trace.name, [o.aval for o in outs], list(trace.captured)
 
 
+def find_function(name):
+    """The func.func `name` of the module being traced (a sub-trace's)."""
+    for op in current_trace().root.module.body.operations:
+        op = op.operation
+        if op.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            return op
+    raise KeyError(name)
+
+
 def trace_function(fun, in_avals, concrete=None, lifted=None):
     """Traces `fun` (flat args -> flat outputs) into a module; returns (module,
     out_avals). With `concrete` (the argument Arrays; transformations outside

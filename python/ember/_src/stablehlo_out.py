@@ -284,10 +284,33 @@ def _padding(pairs):
 
 
 class _Translator:
-    def __init__(self, functions):
+    def __init__(self, functions, tpu_kernels=None):
         self.w = _Writer()
         self.env = {}
         self.functions = functions
+        # callee name -> (backend config, kernel name) for Pallas TPU
+        # kernels, None for other callees (targets/tpu.py).
+        self.tpu_kernels = tpu_kernels
+
+    def _tpu_custom_call(self, ins, rtypes, config, kname):
+        """A Mosaic kernel as XLA:TPU takes it: `tpu_custom_call` with the
+        serialized kernel in its backend config, row-major layouts."""
+        def layout(t):
+            r = len(_split(t)[0])
+            return (f"dense<{_list(range(r - 1, -1, -1)) if r else ''}> : "
+                    f"tensor<{r}xindex>")
+
+        props = {
+            "backend_config": _string(config),
+            "call_target_name": '"tpu_custom_call"',
+            "operand_layouts": "[" + ", ".join(layout(v.type) for v in ins) + "]",
+            "result_layouts": "[" + ", ".join(layout(t) for t in rtypes) + "]",
+        }
+        outs = self.w.op("stablehlo.custom_call", ins, rtypes, props)
+        self.w.lines[-1] = self.w.lines[-1].replace(
+            "}> : (", "}> {kernel_name = " + _string(kname) + ", mhlo.frontend_attributes = "
+            '{kernel_metadata = "{}"}} : (', 1)
+        return outs
 
     def value(self, v):
         return self.env[v]
@@ -314,8 +337,12 @@ class _Translator:
         rtypes = [str(r.type) for r in op.results]
         a = op.attributes
         if op.name == "func.call":
+            name = ir.FlatSymbolRefAttr(a["callee"]).value
+            kernel = self.tpu_kernels(name) if self.tpu_kernels else None
+            if kernel is not None:
+                return self._tpu_custom_call(ins, rtypes, *kernel)
             # Private callees are inlined (Ember's programs do not recurse).
-            callee = self.functions[ir.FlatSymbolRefAttr(a["callee"]).value]
+            callee = self.functions[name]
             return self.block(callee.regions[0].blocks[0], ins)
         if kind in _WITHOUT:
             raise NotImplementedError(
@@ -838,11 +865,18 @@ def module_functions(module, who):
     return functions, main, ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
 
 
-def to_stablehlo(module, name="jit_main"):
+def _string(s):
+    """`s` as an MLIR string literal."""
+    return '"' + "".join(c if c.isprintable() and c not in '"\\' else f"\\{ord(c):02X}"
+                         for c in s) + '"'
+
+
+def to_stablehlo(module, name="jit_main", tpu_kernels=None):
     """The `ember` module `module` (an ir.Module whose `main` has no
-    transformation ops left) as StableHLO text in generic form."""
+    transformation ops left) as StableHLO text in generic form;
+    `tpu_kernels` (see `_Translator`) makes Pallas kernels Mosaic calls."""
     functions, main, ftype = module_functions(module, "StableHLO export")
-    t = _Translator(functions)
+    t = _Translator(functions, tpu_kernels)
     block = main.regions[0].blocks[0]
     args = [V(t.w.fresh(), str(x)) for x in ftype.inputs]
     t.w.indent = 4

@@ -20,9 +20,12 @@ import math
 
 import numpy as np
 
-from .. import control_flow, core, lax, state, tree_util
+from ..._mlir import ir
+from .. import ad, control_flow, core, lax, state, tree_util
 from ..api import eager as _eager
 from ..numpy import lax_numpy as jnp
+from ..targets import tpu as tpu_target
+from . import tpu_kernel
 
 
 class _NoBlockSpec:
@@ -338,6 +341,7 @@ class _Block:
                 self.element.append(False)
                 self.padding.append((0, 0))
         self.index_map = spec.index_map
+        self.memory_space = spec.memory_space
         self.what = what
         self.kernel_shape = tuple(n for n, s in zip(self.sizes, self.squeeze) if not s)
 
@@ -467,10 +471,31 @@ def pallas_call(
                     f"output {o} of shape {ob.shape} and dtype {ob.dtype} "
                     f"(at {core.where()})"
                 )
-        return _run(
-            kernel, kname, grid, prefetch, in_leaves, in_blocks, out_blocks, scratch_shapes,
-            aliases_in, out_tree,
-        )
+        flat = prefetch + in_leaves
+
+        def interpret(*vals):
+            return _run(kernel, kname, grid, list(vals[:nprefetch]), list(vals[nprefetch:]),
+                        in_blocks, out_blocks, scratch_shapes, aliases_in)
+
+        # The interpreter is a function of its own, which the TPU target
+        # replaces by the kernel in Mosaic's form (targets/tpu.py).
+        try:
+            kernel_text, error = tpu_kernel.kernel_module(
+                kernel, kname, grid, _grid_env, prefetch, in_blocks, out_blocks,
+                _scratch_types(scratch_shapes), compiler_params), None
+        except Exception as e:  # only lowering for TPU reports it
+            kernel_text, error = None, f"{kname}: {type(e).__name__}: {e}"
+        name, out_avals, captured = core.trace_subfunction(
+            interpret, [v.aval for v in flat], name=f"pallas_{kname}", sources=flat)
+        fn = core.find_function(name)
+        with core.context():
+            if error is None:
+                fn.attributes[tpu_target.KERNEL_ATTR] = ir.StringAttr.get(kernel_text)
+                fn.attributes[tpu_target.NAME_ATTR] = ir.StringAttr.get(kname)
+            else:
+                fn.attributes[tpu_target.ERROR_ATTR] = ir.StringAttr.get(error)
+        outs = ad._call(name, flat + captured, out_avals)
+        return tree_util.tree_unflatten(out_tree, outs)
 
     def wrapped(*args):
         if not core._trace_stack:
@@ -493,8 +518,7 @@ def _scratch_types(scratch_shapes):
     return leaves
 
 
-def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shapes, aliases,
-         out_tree):
+def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shapes, aliases):
     scratch_types = _scratch_types(scratch_shapes)
     ins_p = [b.padded(x) for b, x in zip(in_blocks, ins)]
     outs0 = [state.uninitialized(b.shape, b.dtype) for b in out_blocks]
@@ -534,8 +558,7 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
         outs = outs0
     else:
         outs, _ = control_flow.fori_loop(jnp.int32(0), jnp.int32(n), step, (outs0, scratch0))
-    outs = [b.unpadded(x) for b, x in zip(out_blocks, outs)]
-    return tree_util.tree_unflatten(out_tree, outs)
+    return [b.unpadded(x) for b, x in zip(out_blocks, outs)]
 
 
 def run_state(f):

@@ -35,6 +35,9 @@ class Target:
     load_object: Callable = None
     # What the compiled code depends on besides the program (host CPU...).
     cache_key: Callable = None
+    # stablehlo(ember text) -> the program as StableHLO for this target
+    # (None: the target-independent translation).
+    stablehlo: Callable = None
 
     @property
     def stages(self):
@@ -69,4 +72,4 @@ def get_target(name="cpu"):
     return _targets[name]
 
 
-from . import cpu, cuda  # noqa: E402,F401  (registers the targets)
+from . import cpu, cuda, tpu  # noqa: E402,F401  (registers the targets)

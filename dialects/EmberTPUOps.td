@@ -1,0 +1,268 @@
+//===- EmberTPUOps.td - the ember_tpu kernel dialect ------*- tablegen -*-===//
+//
+// The TPU kernel dialect (docs/spec.md, "The ember_tpu kernel dialect"),
+// modelled on Mosaic TPU's `tpu` dialect: every op, attribute and type here
+// has the name, operands, operand segments and attributes of its Mosaic
+// counterpart, so `ember-tpu-serialize` only renames them. A Pallas TPU
+// kernel is a func.func over memrefs in TPU memory spaces whose body is
+// arith/math/vector/scf ops and the ops below.
+//
+//===----------------------------------------------------------------------===//
+#ifndef EMBER_TPU_OPS_TD
+#define EMBER_TPU_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinTypeInterfaces.td"
+
+def EmberTPU_Dialect : Dialect {
+  let name = "ember_tpu";
+  let summary = "Pallas TPU kernel operations, modelled on Mosaic TPU";
+  let description = [{
+    The operations of a Pallas TPU kernel above the vector layout: stores
+    with strides and masks, the MXU matmul with its dimension numbers, iota
+    and transposes of vectors, windows of memrefs, DMAs and semaphores.
+    Memrefs carry `#ember_tpu.memory_space<...>`.
+  }];
+  let cppNamespace = "::mlir::ember_tpu";
+  let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+class EmberTPU_Op<string mnemonic, list<Trait> traits = []>
+    : Op<EmberTPU_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def EmberTPU_MemorySpace : I32EnumAttr<"MemorySpace", "a TPU memory space", [
+    I32EnumAttrCase<"any", 0>, I32EnumAttrCase<"vmem", 1>,
+    I32EnumAttrCase<"smem", 2>, I32EnumAttrCase<"hbm", 3>,
+    I32EnumAttrCase<"semaphore_mem", 4>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ember_tpu";
+}
+def EmberTPU_MemorySpaceAttr
+    : EnumAttr<EmberTPU_Dialect, EmberTPU_MemorySpace, "memory_space"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def EmberTPU_DimensionSemantics : I32EnumAttr<"DimensionSemantics",
+    "how grid steps along a dimension may be scheduled", [
+    I32EnumAttrCase<"parallel", 0>, I32EnumAttrCase<"arbitrary", 1>,
+    I32EnumAttrCase<"core_parallel", 2>, I32EnumAttrCase<"subcore_parallel", 3>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ember_tpu";
+}
+def EmberTPU_DimensionSemanticsAttr
+    : EnumAttr<EmberTPU_Dialect, EmberTPU_DimensionSemantics, "dimension_semantics"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def EmberTPU_CoreType : I32EnumAttr<"CoreType", "the core a kernel runs on", [
+    I32EnumAttrCase<"tc", 0>, I32EnumAttrCase<"sc_scalar_subcore", 1>,
+    I32EnumAttrCase<"sc_vector_subcore", 2>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ember_tpu";
+}
+def EmberTPU_CoreTypeAttr : EnumAttr<EmberTPU_Dialect, EmberTPU_CoreType, "core_type"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+
+def EmberTPU_PipelineMode : I32EnumAttr<"PipelineMode",
+    "how a window's blocks are fetched across grid steps", [
+    I32EnumAttrCase<"synchronous", 0>, I32EnumAttrCase<"double_buffered", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ember_tpu";
+}
+def EmberTPU_PipelineModeAttr
+    : EnumAttr<EmberTPU_Dialect, EmberTPU_PipelineMode, "pipeline_mode"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def EmberTPU_DotDimensionNumbersAttr
+    : AttrDef<EmberTPU_Dialect, "DotDimensionNumbers"> {
+  let mnemonic = "dot_dimension_numbers";
+  let summary = "contracting, free and batch dimensions of a matmul";
+  let description = [{
+    `<[lhs contracting], [rhs contracting], [lhs free], [rhs free],
+    [output order], [lhs batch], [rhs batch]>`; the output order lists
+    (operand, dimension) pairs flattened: `[0, 0, 1, 1]` is lhs dimension 0
+    then rhs dimension 1.
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"int64_t">:$lhs_contracting_dims,
+    ArrayRefParameter<"int64_t">:$rhs_contracting_dims,
+    ArrayRefParameter<"int64_t">:$lhs_non_contracting_dims,
+    ArrayRefParameter<"int64_t">:$rhs_non_contracting_dims,
+    ArrayRefParameter<"int64_t">:$output_dim_order,
+    ArrayRefParameter<"int64_t">:$lhs_batch_dims,
+    ArrayRefParameter<"int64_t">:$rhs_batch_dims);
+  let hasCustomAssemblyFormat = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def EmberTPU_SemaphoreType : TypeDef<EmberTPU_Dialect, "Semaphore", [MemRefElementTypeInterface]> {
+  let mnemonic = "semaphore";
+  let summary = "a counting semaphore (in semaphore memory)";
+}
+def EmberTPU_DMASemaphoreType : TypeDef<EmberTPU_Dialect, "DMASemaphore", [MemRefElementTypeInterface]> {
+  let mnemonic = "dma_semaphore";
+  let summary = "a semaphore a DMA signals when its bytes have landed";
+}
+
+def EmberTPU_AnySemaphore : AnyTypeOf<[EmberTPU_SemaphoreType, EmberTPU_DMASemaphoreType]>;
+def EmberTPU_SemaphoreRef : MemRefRankOf<[EmberTPU_AnySemaphore], [0]>;
+
+//===----------------------------------------------------------------------===//
+// Vector ops
+//===----------------------------------------------------------------------===//
+
+def EmberTPU_VectorStoreOp : EmberTPU_Op<"vector_store", [AttrSizedOperandSegments]> {
+  let summary = "stores a vector into a memref window, optionally masked or strided";
+  let description = [{
+    Writes `valueToStore` at `base[indices]` (with `strides`, every
+    `strides[d]`-th row of dimension `d`); with a `mask`, only the lanes whose
+    mask bit is set. With `add`, adds to what is there.
+  }];
+  let arguments = (ins AnyVectorOfNonZeroRank:$valueToStore, AnyMemRef:$base,
+                       Variadic<Index>:$indices,
+                       Optional<VectorOfAnyRankOf<[I1]>>:$mask,
+                       DenseI32ArrayAttr:$strides,
+                       DefaultValuedAttr<BoolAttr, "false">:$add);
+  let assemblyFormat = [{
+    $base `[` $indices `]` `,` $valueToStore (`masked` $mask^)? attr-dict
+      `:` type($base) `,` type($valueToStore) `,` type($mask)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_MatmulOp : EmberTPU_Op<"matmul", [Pure]> {
+  let summary = "an MXU matrix product with an accumulator";
+  let description = [{
+    `acc + lhs . rhs`, contracting and batching the dimensions that
+    `dimension_numbers` names; the result's dimensions come in the order it
+    gives. The accumulator has the result's type.
+  }];
+  let arguments = (ins AnyVectorOfNonZeroRank:$lhs, AnyVectorOfNonZeroRank:$rhs,
+                       AnyVectorOfNonZeroRank:$acc,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs_hint,
+                       EmberTPU_DotDimensionNumbersAttr:$dimension_numbers);
+  let results = (outs AnyVectorOfNonZeroRank:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $acc attr-dict `:` type($lhs) `,` type($rhs) `,` type($acc)
+      `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_IotaOp : EmberTPU_Op<"iota", [Pure]> {
+  let summary = "a vector of indices along the given dimensions";
+  let arguments = (ins DenseI32ArrayAttr:$dimensions);
+  let results = (outs VectorOfNonZeroRankOf<[AnyInteger]>:$output);
+  let assemblyFormat = "attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def EmberTPU_TransposeOp : EmberTPU_Op<"transpose", [Pure]> {
+  let summary = "permutes the dimensions of a vector";
+  let arguments = (ins AnyVectorOfNonZeroRank:$vector, DenseI64ArrayAttr:$permutation);
+  let results = (outs AnyVectorOfNonZeroRank:$result);
+  let assemblyFormat = [{
+    $vector `,` $permutation attr-dict `:` type($vector) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory: windows, DMAs, semaphores
+//===----------------------------------------------------------------------===//
+
+def EmberTPU_MemRefSliceOp : EmberTPU_Op<"memref_slice",
+                                         [Pure, AttrSizedOperandSegments]> {
+  let summary = "a window of a memref at the given offsets";
+  let arguments = (ins AnyMemRef:$mem_ref, Variadic<I32>:$base_idx,
+                       Variadic<I32>:$dynamic_sizes);
+  let results = (outs AnyMemRef:$result);
+  let assemblyFormat = [{
+    $mem_ref `[` $base_idx `]` (`<` $dynamic_sizes^ `>`)? attr-dict `:`
+      type($mem_ref) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_EnqueueDMAOp : EmberTPU_Op<"enqueue_dma", [AttrSizedOperandSegments]> {
+  let summary = "starts copying `source` into `target`";
+  let description = [{
+    Asynchronous: `target_semaphore` is signalled when the bytes have landed
+    (`wait_dma2` waits for it). With `device_id`, `target` is on another
+    device (a remote copy).
+  }];
+  let arguments = (ins AnyMemRef:$source, Optional<EmberTPU_SemaphoreRef>:$source_semaphore,
+                       AnyMemRef:$target, Optional<EmberTPU_SemaphoreRef>:$target_semaphore,
+                       Optional<I32>:$device_id, Optional<I32>:$core_id,
+                       Optional<I32>:$subcore_id,
+                       OptionalAttr<I32Attr>:$priority,
+                       DefaultValuedAttr<BoolAttr, "false">:$strict_ordering);
+  let assemblyFormat = [{
+    `source` `(` $source `:` type($source) `)`
+    (`source_semaphore` `(` $source_semaphore^ `:` type($source_semaphore) `)`)?
+    `target` `(` $target `:` type($target) `)`
+    (`target_semaphore` `(` $target_semaphore^ `:` type($target_semaphore) `)`)?
+    (`device_id` `(` $device_id^ `)`)? (`core_id` `(` $core_id^ `)`)?
+    (`subcore_id` `(` $subcore_id^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_WaitDMA2Op : EmberTPU_Op<"wait_dma2", [AttrSizedOperandSegments]> {
+  let summary = "waits until the copy from `src` to `dst` signalled `semaphore`";
+  let arguments = (ins EmberTPU_SemaphoreRef:$semaphore, AnyMemRef:$src, AnyMemRef:$dst,
+                       Optional<I32>:$device_id, Optional<I32>:$core_id,
+                       DefaultValuedAttr<BoolAttr, "false">:$strict_ordering);
+  let assemblyFormat = [{
+    `semaphore` `(` $semaphore `:` type($semaphore) `)` `src` `(` $src `:` type($src) `)`
+    `dst` `(` $dst `:` type($dst) `)` (`device_id` `(` $device_id^ `)`)?
+    (`core_id` `(` $core_id^ `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_SemaphoreSignalOp : EmberTPU_Op<"sem_signal", [AttrSizedOperandSegments]> {
+  let summary = "adds `amount` to a semaphore (on another device with `device_id`)";
+  let arguments = (ins EmberTPU_SemaphoreRef:$semaphore, I32:$amount,
+                       Optional<I32>:$device_id, Optional<I32>:$core_id,
+                       Optional<I32>:$subcore_id);
+  let assemblyFormat = [{
+    $semaphore `,` $amount (`device_id` $device_id^)? (`core_id` $core_id^)?
+      (`subcore_id` $subcore_id^)? attr-dict `:` type($semaphore)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_SemaphoreWaitOp : EmberTPU_Op<"sem_wait"> {
+  let summary = "waits until a semaphore holds `amount`, then subtracts it";
+  let arguments = (ins EmberTPU_SemaphoreRef:$semaphore, I32:$amount);
+  let assemblyFormat = "$semaphore `,` $amount attr-dict `:` type($semaphore)";
+  let hasVerifier = 1;
+}
+
+def EmberTPU_SemaphoreReadOp : EmberTPU_Op<"sem_read"> {
+  let summary = "the current value of a semaphore";
+  let arguments = (ins EmberTPU_SemaphoreRef:$semaphore);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$semaphore attr-dict `:` type($semaphore) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // EMBER_TPU_OPS_TD

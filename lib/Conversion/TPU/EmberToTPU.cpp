@@ -1,0 +1,870 @@
+//===- EmberToTPU.cpp - Pallas TPU kernels in Mosaic's form ---------------===//
+//
+// `ember-tpu-kernel`: a Pallas TPU kernel traced by Python is a function of
+// values (grid indices as 0-d i32 tensors, then the kernel's buffers as
+// tensors) returning the buffers' final values. This pass rewrites it into
+// the form Mosaic compiles: grid indices are i32 scalars, buffers are memrefs
+// in TPU memory spaces, each buffer is read once with `vector.load` (scalar
+// buffers in SMEM with `memref.load`), the body computes on vectors with
+// arith/math/vector/scf ops and `ember_tpu` ops, and each changed buffer is
+// written back with `ember_tpu.vector_store`. Block index maps (transform
+// functions) go through the same rewrite with scalar results.
+//
+// Written by hand rather than with the dialect-conversion framework: the
+// rewrite changes every value's type at once (tensors to vectors or scalars)
+// and maps region ops to other region ops, which a single walk with a value
+// map does directly.
+//
+//===----------------------------------------------------------------------===//
+#include "ember/Conversion/Passes.h"
+#include "ember/IR/EmberDialect.h"
+#include "ember/IR/EmberTPUDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::ember {
+#define GEN_PASS_DEF_EMBERTPUKERNELPASS
+#include "ember/Transforms/Passes.h.inc"
+} // namespace mlir::ember
+
+using namespace mlir;
+using namespace mlir::ember;
+namespace et = mlir::ember_tpu;
+
+namespace {
+
+bool isUnsigned(Type t) {
+  auto it = dyn_cast<IntegerType>(getElementTypeOrSelf(t));
+  return it && it.isUnsigned();
+}
+
+/// Signless form of an element type (Mosaic computes on signless integers).
+Type signless(Type t) {
+  if (auto it = dyn_cast<IntegerType>(t); it && !it.isSignless())
+    return IntegerType::get(t.getContext(), it.getWidth());
+  return t;
+}
+
+/// tensor<T> -> T, tensor<s x T> -> vector<s x T>.
+Type kernelType(Type t) {
+  auto rt = cast<RankedTensorType>(t);
+  Type e = signless(rt.getElementType());
+  if (rt.getRank() == 0)
+    return e;
+  return VectorType::get(rt.getShape(), e);
+}
+
+/// `t` with the element type `e` (scalar or vector).
+Type withElement(Type t, Type e) {
+  if (auto v = dyn_cast<VectorType>(t))
+    return VectorType::get(v.getShape(), e);
+  return e;
+}
+
+struct KernelBuilder {
+  OpBuilder &b;
+  IRMapping map;
+  // Values that stand for SMEM buffers read whole by dynamic_slice.
+  llvm::DenseMap<Value, Value> smem;
+
+  explicit KernelBuilder(OpBuilder &b) : b(b) {}
+
+  Value get(Value v) { return map.lookup(v); }
+  void set(Operation *op, Value v) { map.map(op->getResult(0), v); }
+
+  Value constant(Location loc, Type t, TypedAttr scalar) {
+    if (auto vt = dyn_cast<VectorType>(t))
+      return arith::ConstantOp::create(b, loc, vt,
+                                       SplatElementsAttr::get(vt, scalar));
+    return arith::ConstantOp::create(b, loc, t, scalar);
+  }
+
+  Value zero(Location loc, Type t) {
+    Type e = getElementTypeOrSelf(t);
+    return constant(loc, t, cast<TypedAttr>(b.getZeroAttr(e)));
+  }
+
+  Value splatLike(Location loc, Type t, double f, int64_t i) {
+    Type e = getElementTypeOrSelf(t);
+    TypedAttr a = isa<FloatType>(e) ? (TypedAttr)b.getFloatAttr(e, f)
+                                    : (TypedAttr)b.getIntegerAttr(e, i);
+    return constant(loc, t, a);
+  }
+
+  LogicalResult block(Block &src);
+  LogicalResult op(Operation *op);
+  LogicalResult elementwise(Operation *op);
+  Value convert(Location loc, Value v, Type from, Type to, Type resultType);
+  Value compare(Location loc, ComparisonDirection dir, Value x, Value y,
+                Type orig);
+};
+
+LogicalResult KernelBuilder::block(Block &src) {
+  for (Operation &o : src.without_terminator())
+    if (failed(op(&o)))
+      return failure();
+  return success();
+}
+
+Value KernelBuilder::compare(Location loc, ComparisonDirection dir, Value x,
+                             Value y, Type orig) {
+  Type e = getElementTypeOrSelf(x.getType());
+  if (isa<FloatType>(e)) {
+    arith::CmpFPredicate p;
+    switch (dir) {
+    case ComparisonDirection::EQ:
+      p = arith::CmpFPredicate::OEQ;
+      break;
+    case ComparisonDirection::NE:
+      p = arith::CmpFPredicate::UNE;
+      break;
+    case ComparisonDirection::LT:
+      p = arith::CmpFPredicate::OLT;
+      break;
+    case ComparisonDirection::LE:
+      p = arith::CmpFPredicate::OLE;
+      break;
+    case ComparisonDirection::GT:
+      p = arith::CmpFPredicate::OGT;
+      break;
+    case ComparisonDirection::GE:
+      p = arith::CmpFPredicate::OGE;
+      break;
+    }
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  bool u = isUnsigned(orig) || e.isInteger(1);
+  arith::CmpIPredicate p;
+  switch (dir) {
+  case ComparisonDirection::EQ:
+    p = arith::CmpIPredicate::eq;
+    break;
+  case ComparisonDirection::NE:
+    p = arith::CmpIPredicate::ne;
+    break;
+  case ComparisonDirection::LT:
+    p = u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+    break;
+  case ComparisonDirection::LE:
+    p = u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
+    break;
+  case ComparisonDirection::GT:
+    p = u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
+    break;
+  case ComparisonDirection::GE:
+    p = u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
+    break;
+  }
+  return arith::CmpIOp::create(b, loc, p, x, y);
+}
+
+Value KernelBuilder::convert(Location loc, Value v, Type from, Type to,
+                             Type resultType) {
+  Type fe = signless(from), te = signless(to);
+  if (fe == te)
+    return v;
+  bool fFloat = isa<FloatType>(fe), tFloat = isa<FloatType>(te);
+  if (te.isInteger(1)) {
+    Value z = zero(loc, v.getType());
+    return fFloat
+               ? (Value)arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE,
+                                              v, z)
+               : (Value)arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                              v, z);
+  }
+  if (fFloat && tFloat)
+    return fe.getIntOrFloatBitWidth() < te.getIntOrFloatBitWidth()
+               ? (Value)arith::ExtFOp::create(b, loc, resultType, v)
+               : (Value)arith::TruncFOp::create(b, loc, resultType, v);
+  bool fromU = isUnsigned(from) || fe.isInteger(1);
+  if (!fFloat && tFloat)
+    return fromU ? (Value)arith::UIToFPOp::create(b, loc, resultType, v)
+                 : (Value)arith::SIToFPOp::create(b, loc, resultType, v);
+  if (fFloat && !tFloat)
+    return isUnsigned(to)
+               ? (Value)arith::FPToUIOp::create(b, loc, resultType, v)
+               : (Value)arith::FPToSIOp::create(b, loc, resultType, v);
+  unsigned fw = fe.getIntOrFloatBitWidth(), tw = te.getIntOrFloatBitWidth();
+  if (fw < tw)
+    return fromU ? (Value)arith::ExtUIOp::create(b, loc, resultType, v)
+                 : (Value)arith::ExtSIOp::create(b, loc, resultType, v);
+  return arith::TruncIOp::create(b, loc, resultType, v);
+}
+
+LogicalResult KernelBuilder::elementwise(Operation *op) {
+  Location loc = op->getLoc();
+  StringRef name = op->getName().stripDialect();
+  SmallVector<Value> a;
+  for (Value v : op->getOperands())
+    a.push_back(get(v));
+  Type rt = kernelType(op->getResult(0).getType());
+  Type orig = getElementTypeOrSelf(op->getOperand(0).getType());
+  Type e = getElementTypeOrSelf(a[0].getType());
+  bool f = isa<FloatType>(e), u = isUnsigned(orig) || e.isInteger(1);
+  Value r;
+  auto un = [&](auto tag) {
+    using OpT = decltype(tag);
+    r = OpT::create(b, loc, a[0]);
+  };
+  auto bin = [&](auto tag) {
+    using OpT = decltype(tag);
+    r = OpT::create(b, loc, a[0], a[1]);
+  };
+  if (name == "add")
+    f ? bin(arith::AddFOp()) : bin(arith::AddIOp());
+  else if (name == "sub")
+    f ? bin(arith::SubFOp()) : bin(arith::SubIOp());
+  else if (name == "mul")
+    f ? bin(arith::MulFOp()) : bin(arith::MulIOp());
+  else if (name == "div")
+    f ? bin(arith::DivFOp())
+      : (u ? bin(arith::DivUIOp()) : bin(arith::DivSIOp()));
+  else if (name == "rem")
+    f ? bin(arith::RemFOp())
+      : (u ? bin(arith::RemUIOp()) : bin(arith::RemSIOp()));
+  else if (name == "max")
+    f ? bin(arith::MaximumFOp())
+      : (u ? bin(arith::MaxUIOp()) : bin(arith::MaxSIOp()));
+  else if (name == "min")
+    f ? bin(arith::MinimumFOp())
+      : (u ? bin(arith::MinUIOp()) : bin(arith::MinSIOp()));
+  else if (name == "and" && !f)
+    bin(arith::AndIOp());
+  else if (name == "or" && !f)
+    bin(arith::OrIOp());
+  else if (name == "xor" && !f)
+    bin(arith::XOrIOp());
+  else if (name == "shift_left" && !f)
+    bin(arith::ShLIOp());
+  else if (name == "shift_right_logical" && !f)
+    bin(arith::ShRUIOp());
+  else if (name == "shift_right_arithmetic" && !f)
+    bin(arith::ShRSIOp());
+  else if (name == "pow" && f)
+    bin(math::PowFOp());
+  else if (name == "atan2" && f)
+    bin(math::Atan2Op());
+  else if (name == "not" && !f)
+    r = arith::XOrIOp::create(b, loc, a[0],
+                              constant(loc, rt, b.getIntegerAttr(e, -1)));
+  else if (name == "neg")
+    r = f ? (Value)arith::NegFOp::create(b, loc, a[0])
+          : (Value)arith::SubIOp::create(b, loc, zero(loc, rt), a[0]);
+  else if (name == "abs")
+    f ? un(math::AbsFOp()) : un(math::AbsIOp());
+  else if (f && name == "exp")
+    un(math::ExpOp());
+  else if (f && name == "exp2")
+    un(math::Exp2Op());
+  else if (f && name == "log")
+    un(math::LogOp());
+  else if (f && name == "log1p")
+    un(math::Log1pOp());
+  else if (f && name == "expm1")
+    un(math::ExpM1Op());
+  else if (f && name == "tanh")
+    un(math::TanhOp());
+  else if (f && name == "sqrt")
+    un(math::SqrtOp());
+  else if (f && name == "rsqrt")
+    un(math::RsqrtOp());
+  else if (f && name == "sin")
+    un(math::SinOp());
+  else if (f && name == "cos")
+    un(math::CosOp());
+  else if (f && name == "tan")
+    un(math::TanOp());
+  else if (f && name == "erf")
+    un(math::ErfOp());
+  else if (f && name == "floor")
+    un(math::FloorOp());
+  else if (f && name == "ceil")
+    un(math::CeilOp());
+  else if (f && name == "round_nearest_even")
+    un(math::RoundEvenOp());
+  else if (f && name == "round_nearest_afz")
+    un(math::RoundOp());
+  else if (f && name == "logistic") {
+    // 1 / (1 + exp(-x)).
+    Value one = splatLike(loc, rt, 1.0, 1);
+    Value ex = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, a[0]));
+    r = arith::DivFOp::create(b, loc, one,
+                              arith::AddFOp::create(b, loc, one, ex));
+  } else if (name == "select")
+    r = arith::SelectOp::create(b, loc, a[0], a[1], a[2]);
+  else if (name == "clamp")
+    r = f ? (Value)arith::MinimumFOp::create(
+                b, loc, arith::MaximumFOp::create(b, loc, a[1], a[0]), a[2])
+          : (u ? (Value)arith::MinUIOp::create(
+                     b, loc, arith::MaxUIOp::create(b, loc, a[1], a[0]), a[2])
+               : (Value)arith::MinSIOp::create(
+                     b, loc, arith::MaxSIOp::create(b, loc, a[1], a[0]), a[2]));
+  else if (auto c = dyn_cast<CompareOp>(op))
+    r = compare(loc, c.getComparisonDirection(), a[0], a[1], orig);
+  else if (isa<ConvertOp>(op))
+    r = convert(loc, a[0], orig,
+                getElementTypeOrSelf(op->getResult(0).getType()), rt);
+  if (!r)
+    return op->emitOpError("has no TPU kernel lowering for element type ")
+           << orig;
+  map.map(op->getResult(0), r);
+  return success();
+}
+
+/// `v` (vector or scalar) reshaped to `t` (vector or scalar) of the same
+/// element count.
+Value reshapeTo(OpBuilder &b, Location loc, Value v, Type t) {
+  if (v.getType() == t)
+    return v;
+  auto vt = dyn_cast<VectorType>(v.getType());
+  auto tt = dyn_cast<VectorType>(t);
+  if (!vt) // scalar -> vector<1x..x1>
+    return vector::BroadcastOp::create(b, loc, tt, v);
+  if (!tt) { // vector<1x..x1> -> scalar
+    if (auto bc = v.getDefiningOp<vector::BroadcastOp>();
+        bc && bc.getSource().getType() == t)
+      return bc.getSource();
+    SmallVector<int64_t> zeros(vt.getRank(), 0);
+    return vector::ExtractOp::create(b, loc, v, zeros);
+  }
+  return vector::ShapeCastOp::create(b, loc, tt, v);
+}
+
+LogicalResult KernelBuilder::op(Operation *op) {
+  Location loc = op->getLoc();
+  if (op->hasTrait<OpTrait::Elementwise>() &&
+      isa<EmberDialect>(op->getDialect()))
+    return elementwise(op);
+  if (isa<StopGradientOp, OptimizationBarrierOp>(op)) {
+    for (auto [r, o] : llvm::zip(op->getResults(), op->getOperands()))
+      map.map(r, get(o));
+    return success();
+  }
+  if (auto c = dyn_cast<ConstantOp>(op)) {
+    auto value = cast<DenseElementsAttr>(c.getValue());
+    Type t = kernelType(c.getType());
+    Type e = getElementTypeOrSelf(t);
+    if (value.getElementType() != e) // unsigned: the same bits, signless
+      value = value.bitcast(e);
+    if (auto vt = dyn_cast<VectorType>(t))
+      set(c, arith::ConstantOp::create(b, loc, vt, value.reshape(vt)));
+    else
+      set(c, arith::ConstantOp::create(
+                 b, loc, t, cast<TypedAttr>(*value.value_begin<Attribute>())));
+    return success();
+  }
+  if (auto io = dyn_cast<IotaOp>(op)) {
+    auto t = dyn_cast<VectorType>(kernelType(io.getType()));
+    if (!t || !isa<IntegerType>(t.getElementType()))
+      return op->emitOpError(
+          "TPU kernels take iotas of integers of rank 1 or more");
+    set(io, et::IotaOp::create(
+                b, loc, t,
+                b.getDenseI32ArrayAttr({(int32_t)io.getIotaDimension()})));
+    return success();
+  }
+  if (auto bc = dyn_cast<BroadcastInDimOp>(op)) {
+    Value x = get(bc.getOperand());
+    auto out = cast<VectorType>(kernelType(bc.getType()));
+    auto in = dyn_cast<VectorType>(x.getType());
+    if (in) {
+      // Put the operand's dimensions where they go (size 1 elsewhere), then
+      // broadcast; the dimensions must keep their order.
+      ArrayRef<int64_t> dims = bc.getBroadcastDimensions();
+      if (!llvm::is_sorted(dims))
+        return op->emitOpError(
+            "TPU kernels take broadcasts that keep the dimensions' order");
+      SmallVector<int64_t> shape(out.getRank(), 1);
+      for (auto [i, d] : llvm::enumerate(dims))
+        shape[d] = in.getDimSize(i);
+      x = reshapeTo(b, loc, x, VectorType::get(shape, in.getElementType()));
+    }
+    set(bc, x.getType() == out
+                ? x
+                : (Value)vector::BroadcastOp::create(b, loc, out, x));
+    return success();
+  }
+  if (auto rs = dyn_cast<ReshapeOp>(op)) {
+    set(rs, reshapeTo(b, loc, get(rs.getOperand()), kernelType(rs.getType())));
+    return success();
+  }
+  if (auto tr = dyn_cast<TransposeOp>(op)) {
+    Value x = get(tr.getOperand());
+    if (!isa<VectorType>(x.getType())) {
+      set(tr, x);
+      return success();
+    }
+    set(tr, et::TransposeOp::create(b, loc, kernelType(tr.getType()), x,
+                                    tr.getPermutation()));
+    return success();
+  }
+  if (auto sl = dyn_cast<SliceOp>(op)) {
+    Value x = get(sl.getOperand());
+    if (llvm::any_of(sl.getStrides(), [](int64_t s) { return s != 1; }))
+      return op->emitOpError("TPU kernels take slices of stride 1");
+    SmallVector<int64_t> sizes;
+    for (auto [s, l] : llvm::zip(sl.getStartIndices(), sl.getLimitIndices()))
+      sizes.push_back(l - s);
+    SmallVector<int64_t> ones(sizes.size(), 1);
+    Value r = vector::ExtractStridedSliceOp::create(
+        b, loc, x, sl.getStartIndices(), sizes, ones);
+    set(sl, reshapeTo(b, loc, r, kernelType(sl.getType())));
+    return success();
+  }
+  if (auto ds = dyn_cast<DynamicSliceOp>(op)) {
+    // Element reads of an SMEM buffer (scalar prefetch): memref.load at the
+    // clamped indices.
+    auto it = smem.find(ds.getOperand());
+    if (it != smem.end() &&
+        llvm::all_of(ds.getSliceSizes(), [](int64_t s) { return s == 1; })) {
+      auto mt = cast<MemRefType>(it->second.getType());
+      SmallVector<Value> idx;
+      for (auto [k, i] : llvm::enumerate(ds.getStartIndices())) {
+        Value s = get(i);
+        Value lo = arith::ConstantIntOp::create(b, loc, s.getType(), 0);
+        Value hi = arith::ConstantIntOp::create(b, loc, s.getType(),
+                                                mt.getDimSize(k) - 1);
+        s = arith::MinSIOp::create(b, loc,
+                                   arith::MaxSIOp::create(b, loc, s, lo), hi);
+        idx.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), s));
+      }
+      Value v = memref::LoadOp::create(b, loc, it->second, idx);
+      set(ds, reshapeTo(b, loc, v, kernelType(ds.getType())));
+      return success();
+    }
+    // Constant starts into a vector: a static slice.
+    SmallVector<int64_t> starts;
+    auto in = cast<RankedTensorType>(ds.getOperand().getType());
+    for (auto [k, i] : llvm::enumerate(ds.getStartIndices())) {
+      DenseElementsAttr a;
+      auto c = i.getDefiningOp<ConstantOp>();
+      if (!c || !(a = dyn_cast<DenseElementsAttr>(c.getValue())))
+        return op->emitOpError(
+            "TPU kernels take dynamic slices of values only at constant "
+            "starts (index refs with pl.ds on the ref instead)");
+      int64_t s = (*a.value_begin<APInt>()).getSExtValue();
+      starts.push_back(
+          std::clamp<int64_t>(s, 0, in.getDimSize(k) - ds.getSliceSizes()[k]));
+    }
+    SmallVector<int64_t> ones(starts.size(), 1);
+    Value r = vector::ExtractStridedSliceOp::create(
+        b, loc, get(ds.getOperand()), starts, ds.getSliceSizes(), ones);
+    set(ds, reshapeTo(b, loc, r, kernelType(ds.getType())));
+    return success();
+  }
+  if (auto dus = dyn_cast<DynamicUpdateSliceOp>(op)) {
+    auto in = cast<RankedTensorType>(dus.getOperand().getType());
+    auto up = cast<RankedTensorType>(dus.getUpdate().getType());
+    SmallVector<int64_t> starts;
+    for (auto [k, i] : llvm::enumerate(dus.getStartIndices())) {
+      DenseElementsAttr a;
+      auto c = i.getDefiningOp<ConstantOp>();
+      if (!c || !(a = dyn_cast<DenseElementsAttr>(c.getValue())))
+        return op->emitOpError(
+            "TPU kernels write blocks only at constant offsets");
+      int64_t s = (*a.value_begin<APInt>()).getSExtValue();
+      starts.push_back(
+          std::clamp<int64_t>(s, 0, in.getDimSize(k) - up.getDimSize(k)));
+    }
+    Value u = get(dus.getUpdate());
+    if (up.getShape() == in.getShape()) {
+      set(dus, u);
+      return success();
+    }
+    SmallVector<int64_t> ones(starts.size(), 1);
+    set(dus, vector::InsertStridedSliceOp::create(
+                 b, loc, u, get(dus.getOperand()), starts, ones));
+    return success();
+  }
+  if (auto red = dyn_cast<ReduceOp>(op)) {
+    Value x = get(red.getOperand());
+    auto in = cast<VectorType>(x.getType());
+    Type e = in.getElementType();
+    bool f = isa<FloatType>(e);
+    bool u = isUnsigned(red.getOperand().getType());
+    vector::CombiningKind kind;
+    switch (red.getKind()) {
+    case ReduceKind::Sum:
+      kind = vector::CombiningKind::ADD;
+      break;
+    case ReduceKind::Prod:
+      kind = vector::CombiningKind::MUL;
+      break;
+    case ReduceKind::Max:
+      kind =
+          f ? vector::CombiningKind::MAXIMUMF
+            : (u ? vector::CombiningKind::MAXUI : vector::CombiningKind::MAXSI);
+      break;
+    case ReduceKind::Min:
+      kind =
+          f ? vector::CombiningKind::MINIMUMF
+            : (u ? vector::CombiningKind::MINUI : vector::CombiningKind::MINSI);
+      break;
+    case ReduceKind::And:
+      kind = vector::CombiningKind::AND;
+      break;
+    case ReduceKind::Or:
+      kind = vector::CombiningKind::OR;
+      break;
+    case ReduceKind::Xor:
+      kind = vector::CombiningKind::XOR;
+      break;
+    }
+    // The identity of the combiner for the accumulator.
+    TypedAttr ident;
+    const llvm::fltSemantics *sem =
+        f ? &cast<FloatType>(e).getFloatSemantics() : nullptr;
+    unsigned w = f ? 0 : e.getIntOrFloatBitWidth();
+    switch (red.getKind()) {
+    case ReduceKind::Sum:
+    case ReduceKind::Or:
+    case ReduceKind::Xor:
+      ident = cast<TypedAttr>(b.getZeroAttr(e));
+      break;
+    case ReduceKind::Prod:
+      ident = f ? (TypedAttr)b.getFloatAttr(e, 1.0)
+                : (TypedAttr)b.getIntegerAttr(e, 1);
+      break;
+    case ReduceKind::And:
+      ident = b.getIntegerAttr(e, APInt::getAllOnes(w));
+      break;
+    case ReduceKind::Max:
+      ident =
+          f ? (TypedAttr)b.getFloatAttr(
+                  e, APFloat::getInf(*sem, /*Negative=*/true))
+            : (TypedAttr)b.getIntegerAttr(e, u ? APInt::getMinValue(w)
+                                               : APInt::getSignedMinValue(w));
+      break;
+    case ReduceKind::Min:
+      ident =
+          f ? (TypedAttr)b.getFloatAttr(e, APFloat::getInf(*sem))
+            : (TypedAttr)b.getIntegerAttr(e, u ? APInt::getMaxValue(w)
+                                               : APInt::getSignedMaxValue(w));
+      break;
+    }
+    // A full reduction goes through a leading unit dimension (as Pallas
+    // writes it), so the accumulator is a vector.
+    SmallVector<int64_t> dims(red.getDimensions());
+    Type resultType = kernelType(red.getType());
+    bool full = !isa<VectorType>(resultType);
+    if (full) {
+      SmallVector<int64_t> shape{1};
+      llvm::append_range(shape, in.getShape());
+      x = vector::ShapeCastOp::create(b, loc, VectorType::get(shape, e), x);
+      for (int64_t &d : dims)
+        ++d;
+    }
+    auto xt = cast<VectorType>(x.getType());
+    SmallVector<int64_t> kept;
+    for (int64_t d = 0; d < xt.getRank(); ++d)
+      if (!llvm::is_contained(dims, d))
+        kept.push_back(xt.getDimSize(d));
+    auto accT = VectorType::get(kept, e);
+    Value acc = constant(loc, accT, ident);
+    Value r = vector::MultiDimReductionOp::create(b, loc, kind, x, acc, dims);
+    set(red, reshapeTo(b, loc, r, resultType));
+    return success();
+  }
+  if (auto dot = dyn_cast<DotGeneralOp>(op)) {
+    auto lt = cast<RankedTensorType>(dot.getLhs().getType());
+    auto rt = cast<RankedTensorType>(dot.getRhs().getType());
+    auto free = [](RankedTensorType t, ArrayRef<int64_t> c,
+                   ArrayRef<int64_t> bd) {
+      SmallVector<int64_t> r;
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        if (!llvm::is_contained(c, d) && !llvm::is_contained(bd, d))
+          r.push_back(d);
+      return r;
+    };
+    auto lf = free(lt, dot.getLhsContractingDimensions(),
+                   dot.getLhsBatchingDimensions());
+    auto rf = free(rt, dot.getRhsContractingDimensions(),
+                   dot.getRhsBatchingDimensions());
+    SmallVector<int64_t> order;
+    for (int64_t d : dot.getLhsBatchingDimensions())
+      order.append({0, d});
+    for (int64_t d : lf)
+      order.append({0, d});
+    for (int64_t d : rf)
+      order.append({1, d});
+    auto dn = et::DotDimensionNumbersAttr::get(
+        b.getContext(), dot.getLhsContractingDimensions(),
+        dot.getRhsContractingDimensions(), lf, rf, order,
+        dot.getLhsBatchingDimensions(), dot.getRhsBatchingDimensions());
+    Value lhs = get(dot.getLhs()), rhs = get(dot.getRhs());
+    auto out = dyn_cast<VectorType>(kernelType(dot.getType()));
+    if (!out || !isa<VectorType>(lhs.getType()) ||
+        !isa<VectorType>(rhs.getType()))
+      return op->emitOpError("TPU kernels take products of vectors");
+    // Mixed operand types meet in the result's element type.
+    if (getElementTypeOrSelf(lhs.getType()) !=
+        getElementTypeOrSelf(rhs.getType())) {
+      Type e = out.getElementType();
+      lhs = convert(loc, lhs, lt.getElementType(), e,
+                    withElement(lhs.getType(), e));
+      rhs = convert(loc, rhs, rt.getElementType(), e,
+                    withElement(rhs.getType(), e));
+    }
+    set(dot, et::MatmulOp::create(b, loc, out, lhs, rhs, zero(loc, out),
+                                  /*transpose_lhs_hint=*/false, dn));
+    return success();
+  }
+  if (auto cat = dyn_cast<ConcatenateOp>(op)) {
+    // Insert each piece into a zero vector at its offset.
+    auto out = cast<VectorType>(kernelType(cat.getType()));
+    Value r = zero(loc, out);
+    SmallVector<int64_t> offsets(out.getRank(), 0), ones(out.getRank(), 1);
+    for (Value in : cat.getInputs()) {
+      r = vector::InsertStridedSliceOp::create(b, loc, get(in), r, offsets,
+                                               ones);
+      offsets[cat.getDimension()] +=
+          cast<RankedTensorType>(in.getType()).getDimSize(cat.getDimension());
+    }
+    set(cat, r);
+    return success();
+  }
+  if (auto w = dyn_cast<WhileOp>(op)) {
+    SmallVector<Value> init;
+    SmallVector<Type> types;
+    for (Value v : w.getInit()) {
+      init.push_back(get(v));
+      types.push_back(init.back().getType());
+    }
+    auto sw = scf::WhileOp::create(b, loc, types, init);
+    SmallVector<Location> locs(types.size(), loc);
+    OpBuilder::InsertionGuard guard(b);
+    // Before region: the condition.
+    Block *before = b.createBlock(&sw.getBefore(), {}, types, locs);
+    Block &cond = w.getCond().front();
+    for (auto [s, d] : llvm::zip(cond.getArguments(), before->getArguments()))
+      map.map(s, d);
+    if (failed(block(cond)))
+      return failure();
+    Value pred = get(cond.getTerminator()->getOperand(0));
+    scf::ConditionOp::create(b, loc, pred, before->getArguments());
+    // After region: the body.
+    Block *after = b.createBlock(&sw.getAfter(), {}, types, locs);
+    Block &body = w.getBody().front();
+    for (auto [s, d] : llvm::zip(body.getArguments(), after->getArguments()))
+      map.map(s, d);
+    if (failed(block(body)))
+      return failure();
+    SmallVector<Value> next;
+    for (Value v : body.getTerminator()->getOperands())
+      next.push_back(get(v));
+    scf::YieldOp::create(b, loc, next);
+    for (auto [r, n] : llvm::zip(w.getResults(), sw.getResults()))
+      map.map(r, n);
+    return success();
+  }
+  if (auto c = dyn_cast<CaseOp>(op)) {
+    // index clamped into the branches; branch k runs when index == k, as a
+    // chain of scf.if (the last branch is the final else).
+    SmallVector<Type> types;
+    for (Value r : c.getResults())
+      types.push_back(kernelType(r.getType()));
+    Value index = get(c.getIndex());
+    unsigned n = c.getBranches().size();
+    std::function<FailureOr<SmallVector<Value>>(unsigned)> emit =
+        [&](unsigned k) -> FailureOr<SmallVector<Value>> {
+      Region &region = c.getBranches()[k];
+      if (k + 1 == n) {
+        if (failed(block(region.front())))
+          return failure();
+        SmallVector<Value> out;
+        for (Value v : region.front().getTerminator()->getOperands())
+          out.push_back(get(v));
+        return out;
+      }
+      Value kc = arith::ConstantIntOp::create(b, loc, index.getType(), k);
+      // Indices below 0 run the first branch (JAX clamps).
+      Value take = arith::CmpIOp::create(
+          b, loc, k == 0 ? arith::CmpIPredicate::sle : arith::CmpIPredicate::eq,
+          index, kc);
+      auto ifOp = scf::IfOp::create(b, loc, types, take, /*withElse=*/true);
+      bool ok = true;
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        if (failed(block(region.front())))
+          ok = false;
+        SmallVector<Value> out;
+        if (ok)
+          for (Value v : region.front().getTerminator()->getOperands())
+            out.push_back(get(v));
+        // Without results the builder made the yields already.
+        if (ok && !types.empty())
+          scf::YieldOp::create(b, loc, out);
+        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+        auto rest = ok ? emit(k + 1) : FailureOr<SmallVector<Value>>(failure());
+        if (failed(rest))
+          ok = false;
+        else if (!types.empty())
+          scf::YieldOp::create(b, loc, *rest);
+      }
+      if (!ok)
+        return failure();
+      return SmallVector<Value>(ifOp.getResults());
+    };
+    auto results = emit(0);
+    if (failed(results))
+      return failure();
+    for (auto [r, v] : llvm::zip(c.getResults(), *results))
+      map.map(r, v);
+    return success();
+  }
+  return op->emitOpError("has no TPU kernel lowering");
+}
+
+struct EmberTPUKernelPass
+    : public ember::impl::EmberTPUKernelPassBase<EmberTPUKernelPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> kernels;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr("ember_tpu.grid_args"))
+        kernels.push_back(fn);
+    for (func::FuncOp fn : kernels)
+      if (failed(convert(fn)))
+        return signalPassFailure();
+  }
+
+  LogicalResult convert(func::FuncOp fn) {
+    MLIRContext *ctx = fn.getContext();
+    auto gridArgs = fn->getAttrOfType<IntegerAttr>("ember_tpu.grid_args");
+    auto spaces = fn->getAttrOfType<ArrayAttr>("ember_tpu.arg_spaces");
+    auto resultArgs =
+        fn->getAttrOfType<DenseI64ArrayAttr>("ember_tpu.result_args");
+    int64_t ng = gridArgs.getInt();
+    int64_t nargs = fn.getNumArguments();
+    if (!spaces || (int64_t)spaces.size() != nargs - ng)
+      return fn.emitError("ember-tpu-kernel: ember_tpu.arg_spaces must give a "
+                          "memory space for each argument after the grid");
+    // The new signature.
+    SmallVector<Type> argTypes;
+    for (int64_t i = 0; i < nargs; ++i) {
+      auto t = cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+      if (i < ng) {
+        if (t.getRank() != 0 || !t.getElementType().isInteger(32))
+          return fn.emitError("ember-tpu-kernel: grid arguments are i32");
+        argTypes.push_back(t.getElementType());
+        continue;
+      }
+      argTypes.push_back(
+          MemRefType::get(t.getShape(), signless(t.getElementType()),
+                          MemRefLayoutAttrInterface(), spaces[i - ng]));
+    }
+    SmallVector<Type> resultTypes;
+    if (!resultArgs)
+      for (Type t : fn.getResultTypes())
+        resultTypes.push_back(kernelType(t));
+    OpBuilder b(fn);
+    auto nf =
+        func::FuncOp::create(b, fn.getLoc(), fn.getSymName(),
+                             FunctionType::get(ctx, argTypes, resultTypes));
+    for (NamedAttribute a : fn->getAttrs()) {
+      StringRef n = a.getName().strref();
+      if (n == "ember_tpu.grid_args" || n == "ember_tpu.arg_spaces" ||
+          n == "ember_tpu.result_args" || n == "function_type" ||
+          n == "sym_name" || n == "arg_attrs" || n == "res_attrs")
+        continue;
+      nf->setAttr(a.getName(), a.getValue());
+    }
+    Block *entry = nf.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    KernelBuilder kb(b);
+    Location loc = fn.getLoc();
+    Block &src = fn.getBody().front();
+    for (int64_t i = 0; i < nargs; ++i) {
+      Value a = entry->getArgument(i);
+      if (i < ng) {
+        kb.map.map(src.getArgument(i), a);
+        continue;
+      }
+      auto mt = cast<MemRefType>(a.getType());
+      auto space = dyn_cast<et::MemorySpaceAttr>(mt.getMemorySpace());
+      if (space && space.getValue() == et::MemorySpace::smem) {
+        kb.smem[src.getArgument(i)] = a;
+        // A rank-0 SMEM buffer is also read as a value.
+        if (mt.getRank() == 0)
+          kb.map.map(src.getArgument(i),
+                     memref::LoadOp::create(b, loc, a, ValueRange{}));
+        continue;
+      }
+      if (mt.getRank() == 0)
+        return fn.emitError("ember-tpu-kernel: VMEM buffers have rank 1 or "
+                            "more");
+      SmallVector<Value> zeros(mt.getRank(),
+                               arith::ConstantIndexOp::create(b, loc, 0));
+      kb.map.map(src.getArgument(i),
+                 vector::LoadOp::create(
+                     b, loc,
+                     VectorType::get(mt.getShape(), mt.getElementType()), a,
+                     zeros));
+    }
+    if (failed(kb.block(src))) {
+      nf.erase();
+      return failure();
+    }
+    Operation *ret = src.getTerminator();
+    SmallVector<Value> outs;
+    if (resultArgs) {
+      if ((int64_t)resultArgs.size() != (int64_t)ret->getNumOperands())
+        return fn.emitError("ember-tpu-kernel: ember_tpu.result_args must "
+                            "name a buffer for each result");
+      for (auto [v, j] :
+           llvm::zip(ret->getOperands(), resultArgs.asArrayRef())) {
+        // Buffers count from the first argument after the grid.
+        int64_t k = j + ng;
+        if (j < 0 || k >= nargs)
+          return fn.emitError("ember-tpu-kernel: ember_tpu.result_args names "
+                              "no buffer: ")
+                 << j;
+        // A buffer returned as it came in is not written.
+        if (v == src.getArgument(k))
+          continue;
+        Value buf = entry->getArgument(k);
+        auto mt = cast<MemRefType>(buf.getType());
+        Value val = kb.get(v);
+        if (mt.getRank() == 0 || !isa<VectorType>(val.getType())) {
+          SmallVector<Value> zeros(mt.getRank(),
+                                   arith::ConstantIndexOp::create(b, loc, 0));
+          memref::StoreOp::create(
+              b, loc, reshapeTo(b, loc, val, mt.getElementType()), buf, zeros);
+          continue;
+        }
+        SmallVector<Value> zeros(mt.getRank(),
+                                 arith::ConstantIndexOp::create(b, loc, 0));
+        et::VectorStoreOp::create(b, loc, val, buf, zeros, /*mask=*/Value(),
+                                  b.getDenseI32ArrayAttr({}),
+                                  /*add=*/false);
+      }
+    } else {
+      for (Value v : ret->getOperands())
+        outs.push_back(kb.get(v));
+    }
+    func::ReturnOp::create(b, loc, outs);
+    // Drop what the rewrite made and nothing uses (reshapes of scalars).
+    SmallVector<Operation *> ops;
+    nf.walk([&](Operation *o) { ops.push_back(o); });
+    for (Operation *o : llvm::reverse(ops))
+      if (isOpTriviallyDead(o))
+        o->erase();
+    StringAttr name = fn.getSymNameAttr();
+    fn.erase();
+    nf.setSymNameAttr(name);
+    return success();
+  }
+};
+
+} // namespace

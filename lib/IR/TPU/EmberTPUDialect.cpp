@@ -1,0 +1,308 @@
+//===- EmberTPUDialect.cpp - ember_tpu ops and their verifiers ------------===//
+//
+// Verifier rules are numbered as in docs/spec.md ("The ember_tpu kernel
+// dialect"); test/Dialect/ember-tpu-invalid.mlir has one case per rule.
+//
+//===----------------------------------------------------------------------===//
+#include "ember/IR/EmberTPUDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::ember_tpu;
+
+#include "ember/IR/EmberTPUDialect.cpp.inc"
+#include "ember/IR/EmberTPUEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "ember/IR/EmberTPUAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "ember/IR/EmberTPUTypes.cpp.inc"
+
+void EmberTPUDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "ember/IR/EmberTPUOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "ember/IR/EmberTPUAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "ember/IR/EmberTPUTypes.cpp.inc"
+      >();
+}
+
+#define GET_OP_CLASSES
+#include "ember/IR/EmberTPUOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// dot_dimension_numbers: `<[..], [..], [..], [..], [..], [..], [..]>`
+//===----------------------------------------------------------------------===//
+
+#include "DotDimensionNumbers.h"
+
+Attribute DotDimensionNumbersAttr::parse(AsmParser &parser, Type) {
+  return parseDotDimensionNumbers<DotDimensionNumbersAttr>(parser);
+}
+void DotDimensionNumbersAttr::print(AsmPrinter &printer) const {
+  printDotDimensionNumbers(printer, *this);
+}
+
+//===----------------------------------------------------------------------===//
+// Verifiers
+//===----------------------------------------------------------------------===//
+
+static std::optional<MemorySpace> memorySpaceOf(MemRefType t) {
+  if (auto s = dyn_cast_or_null<MemorySpaceAttr>(t.getMemorySpace()))
+    return s.getValue();
+  return std::nullopt;
+}
+
+LogicalResult VectorStoreOp::verify() {
+  auto vt = getValueToStore().getType();
+  auto mt = getBase().getType();
+  // vector_store_c1: the vector holds the memref's element type.
+  if (vt.getElementType() != mt.getElementType())
+    return emitOpError("vector_store_c1: the stored vector's element type ")
+           << vt.getElementType() << " differs from the memref's "
+           << mt.getElementType();
+  // vector_store_c2: one index per memref dimension.
+  if ((int64_t)getIndices().size() != mt.getRank())
+    return emitOpError("vector_store_c2: expected ")
+           << mt.getRank() << " indices, got " << getIndices().size();
+  // vector_store_c3: the vector has the memref's rank and fits in it.
+  if (vt.getRank() != mt.getRank())
+    return emitOpError("vector_store_c3: the vector's rank ")
+           << vt.getRank() << " differs from the memref's " << mt.getRank();
+  for (auto [v, m] : llvm::zip(vt.getShape(), mt.getShape()))
+    if (!ShapedType::isDynamic(m) && v > m)
+      return emitOpError("vector_store_c3: the vector ")
+             << vt << " does not fit in " << mt;
+  // vector_store_c4: the mask has the vector's shape.
+  if (getMask() &&
+      cast<VectorType>(getMask().getType()).getShape() != vt.getShape())
+    return emitOpError("vector_store_c4: the mask's shape differs from the "
+                       "stored vector's");
+  // vector_store_c5: strides are empty or one positive stride per dimension.
+  ArrayRef<int32_t> strides = getStrides();
+  if (!strides.empty() &&
+      ((int64_t)strides.size() != mt.getRank() ||
+       llvm::any_of(strides, [](int32_t s) { return s < 1; })))
+    return emitOpError("vector_store_c5: strides must be empty or one "
+                       "positive stride per memref dimension");
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  auto lt = getLhs().getType(), rt = getRhs().getType();
+  auto res = getResult().getType();
+  DotDimensionNumbersAttr dn = getDimensionNumbers();
+  // matmul_c1: each operand dimension is contracting, free or batch, once.
+  auto partition = [&](VectorType t, ArrayRef<int64_t> c, ArrayRef<int64_t> n,
+                       ArrayRef<int64_t> b, StringRef which) -> LogicalResult {
+    llvm::SmallBitVector seen(t.getRank());
+    for (ArrayRef<int64_t> l : {c, n, b})
+      for (int64_t d : l) {
+        if (d < 0 || d >= t.getRank() || seen.test(d))
+          return emitOpError("matmul_c1: the ")
+                 << which << " dimensions must name each of its " << t.getRank()
+                 << " dimensions once as contracting, free or batch";
+        seen.set(d);
+      }
+    if (!seen.all())
+      return emitOpError("matmul_c1: the ")
+             << which << " dimensions must name each of its " << t.getRank()
+             << " dimensions once as contracting, free or batch";
+    return success();
+  };
+  if (failed(partition(lt, dn.getLhsContractingDims(),
+                       dn.getLhsNonContractingDims(), dn.getLhsBatchDims(),
+                       "lhs")) ||
+      failed(partition(rt, dn.getRhsContractingDims(),
+                       dn.getRhsNonContractingDims(), dn.getRhsBatchDims(),
+                       "rhs")))
+    return failure();
+  // matmul_c2: contracting and batch dimensions pair up with equal sizes.
+  auto pairUp = [&](ArrayRef<int64_t> l, ArrayRef<int64_t> r,
+                    StringRef what) -> LogicalResult {
+    if (l.size() != r.size())
+      return emitOpError("matmul_c2: lhs and rhs have different numbers of ")
+             << what << " dimensions";
+    for (auto [a, b] : llvm::zip(l, r))
+      if (lt.getDimSize(a) != rt.getDimSize(b))
+        return emitOpError("matmul_c2: ")
+               << what << " dimension sizes differ: lhs " << lt.getDimSize(a)
+               << ", rhs " << rt.getDimSize(b);
+    return success();
+  };
+  if (failed(pairUp(dn.getLhsContractingDims(), dn.getRhsContractingDims(),
+                    "contracting")) ||
+      failed(pairUp(dn.getLhsBatchDims(), dn.getRhsBatchDims(), "batch")))
+    return failure();
+  // matmul_c3: the output order lists the batch then free dimensions as
+  // (operand, dimension) pairs, and the result has their sizes.
+  ArrayRef<int64_t> order = dn.getOutputDimOrder();
+  SmallVector<int64_t> expect;
+  for (int64_t d : dn.getLhsBatchDims())
+    expect.append({0, d});
+  for (int64_t d : dn.getLhsNonContractingDims())
+    expect.append({0, d});
+  for (int64_t d : dn.getRhsNonContractingDims())
+    expect.append({1, d});
+  if (ArrayRef<int64_t>(expect) != order)
+    return emitOpError("matmul_c3: the output order must list the batch "
+                       "dimensions, then the lhs and rhs free dimensions");
+  SmallVector<int64_t> shape;
+  for (unsigned i = 0; i < order.size(); i += 2)
+    shape.push_back(order[i] == 0 ? lt.getDimSize(order[i + 1])
+                                  : rt.getDimSize(order[i + 1]));
+  if (ArrayRef<int64_t>(shape) != res.getShape())
+    return emitOpError("matmul_c3: the result's shape must be the batch and "
+                       "free dimensions' sizes");
+  // matmul_c4: the operands share an element type; the accumulator has the
+  // result's type.
+  if (lt.getElementType() != rt.getElementType())
+    return emitOpError("matmul_c4: lhs and rhs element types differ");
+  if (getAcc().getType() != res)
+    return emitOpError("matmul_c4: the accumulator's type ")
+           << getAcc().getType() << " differs from the result's " << res;
+  return success();
+}
+
+LogicalResult IotaOp::verify() {
+  auto t = getOutput().getType();
+  // iota_c1: the dimensions are distinct dimensions of the result.
+  llvm::SmallBitVector seen(t.getRank());
+  if (getDimensions().empty())
+    return emitOpError("iota_c1: at least one dimension is needed");
+  for (int32_t d : getDimensions()) {
+    if (d < 0 || d >= t.getRank() || seen.test(d))
+      return emitOpError("iota_c1: dimension ")
+             << d << " is out of range or repeated for " << t;
+    seen.set(d);
+  }
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  auto in = getVector().getType(), out = getResult().getType();
+  ArrayRef<int64_t> perm = getPermutation();
+  // transpose_c1: a permutation of the vector's dimensions.
+  llvm::SmallBitVector seen(in.getRank());
+  if ((int64_t)perm.size() != in.getRank())
+    return emitOpError("transpose_c1: the permutation must have ")
+           << in.getRank() << " entries";
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank() || seen.test(p))
+      return emitOpError("transpose_c1: ")
+             << p << " is out of range or repeated";
+    seen.set(p);
+  }
+  // transpose_c2: the result is the permuted vector.
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(in.getDimSize(p));
+  if (out.getElementType() != in.getElementType() ||
+      ArrayRef<int64_t>(shape) != out.getShape())
+    return emitOpError("transpose_c2: the result must be ")
+           << VectorType::get(shape, in.getElementType());
+  return success();
+}
+
+LogicalResult MemRefSliceOp::verify() {
+  auto in = getMemRef().getType();
+  auto out = getResult().getType();
+  // memref_slice_c1: one offset per dimension.
+  if ((int64_t)getBaseIdx().size() != in.getRank())
+    return emitOpError("memref_slice_c1: expected ")
+           << in.getRank() << " offsets, got " << getBaseIdx().size();
+  // memref_slice_c2: same rank, element type and memory space.
+  if (out.getRank() != in.getRank() ||
+      out.getElementType() != in.getElementType() ||
+      out.getMemorySpace() != in.getMemorySpace())
+    return emitOpError("memref_slice_c2: the window must keep the memref's "
+                       "rank, element type and memory space");
+  // memref_slice_c3: the window fits; a size per dynamic window dimension.
+  int64_t dynamic = 0;
+  for (auto [o, i] : llvm::zip(out.getShape(), in.getShape())) {
+    if (ShapedType::isDynamic(o)) {
+      ++dynamic;
+      continue;
+    }
+    if (!ShapedType::isDynamic(i) && o > i)
+      return emitOpError("memref_slice_c3: the window ")
+             << out << " does not fit in " << in;
+  }
+  if (dynamic != (int64_t)getDynamicSizes().size())
+    return emitOpError("memref_slice_c3: expected ")
+           << dynamic << " dynamic sizes, got " << getDynamicSizes().size();
+  return success();
+}
+
+// sem_c1: a semaphore lives in semaphore memory and has the kind the op
+// takes (`dma`: a DMA semaphore; otherwise a regular one).
+static LogicalResult verifySemaphore(Operation *op, Value sem, bool dma) {
+  auto t = cast<MemRefType>(sem.getType());
+  if (memorySpaceOf(t) != MemorySpace::semaphore_mem)
+    return op->emitOpError(
+        "sem_c1: semaphores must be in #ember_tpu.memory_space<semaphore_mem>");
+  bool isDma = isa<DMASemaphoreType>(t.getElementType());
+  if (isDma != dma)
+    return op->emitOpError("sem_c1: expected a ")
+           << (dma ? "!ember_tpu.dma_semaphore" : "!ember_tpu.semaphore")
+           << ", got " << t.getElementType();
+  return success();
+}
+
+// dma_c1: a copy's two ends have the same shape and element type.
+static LogicalResult verifyCopyEnds(Operation *op, Value a, Value b) {
+  auto x = cast<MemRefType>(a.getType()), y = cast<MemRefType>(b.getType());
+  if (x.getShape() != y.getShape() || x.getElementType() != y.getElementType())
+    return op->emitOpError("dma_c1: source ")
+           << x << " and target " << y
+           << " must have the same shape and element type";
+  return success();
+}
+
+LogicalResult EnqueueDMAOp::verify() {
+  if (failed(verifyCopyEnds(*this, getSource(), getTarget())))
+    return failure();
+  // dma_c2: the target semaphore says when the copy landed.
+  if (!getTargetSemaphore())
+    return emitOpError("dma_c2: a DMA needs a target semaphore");
+  if (failed(verifySemaphore(*this, getTargetSemaphore(), /*dma=*/true)))
+    return failure();
+  if (getSourceSemaphore() &&
+      failed(verifySemaphore(*this, getSourceSemaphore(), /*dma=*/true)))
+    return failure();
+  return success();
+}
+
+LogicalResult WaitDMA2Op::verify() {
+  if (failed(verifyCopyEnds(*this, getSrc(), getDst())))
+    return failure();
+  return verifySemaphore(*this, getSemaphore(), /*dma=*/true);
+}
+
+LogicalResult SemaphoreSignalOp::verify() {
+  return verifySemaphore(*this, getSemaphore(), /*dma=*/false);
+}
+
+LogicalResult SemaphoreWaitOp::verify() {
+  return verifySemaphore(*this, getSemaphore(), /*dma=*/false);
+}
+
+LogicalResult SemaphoreReadOp::verify() {
+  auto t = cast<MemRefType>(getSemaphore().getType());
+  if (memorySpaceOf(t) != MemorySpace::semaphore_mem)
+    return emitOpError(
+        "sem_c1: semaphores must be in #ember_tpu.memory_space<semaphore_mem>");
+  return success();
+}

@@ -1,0 +1,218 @@
+"""The TPU target: programs as StableHLO whose Pallas kernels are Mosaic
+custom calls, the artifact XLA:TPU consumes (nothing here runs on a TPU).
+
+A `pallas_call` traced anywhere records, on the private function that holds
+its interpreter, the kernel in the `ember_tpu` form before conversion
+(`kernel_module`): the kernel traced as a function of values plus its block
+index maps, with the attributes Mosaic reads (grid, dimension semantics,
+windows). Lowering for "tpu" translates the program to StableHLO and turns
+each call of such a function into `stablehlo.custom_call @tpu_custom_call`
+whose backend config carries the kernel after `ember-tpu-kernel`, serialized
+as jaxlib's `mosaic-serde` writes it: every op renamed
+`stable_mosaic.<dialect>.<op>` (the `ember_tpu` ops and attributes under
+Mosaic's `tpu` names), `stable_mosaic.version` on the module, MLIR bytecode
+of version 0, base64 in JSON.
+"""
+
+import base64
+import io
+import json
+import re
+
+from ..._mlir import ir
+from ..._mlir.passmanager import PassManager
+from . import Target, register
+
+KERNEL_ATTR = "ember_tpu.kernel_module"
+NAME_ATTR = "ember_tpu.kernel_name"
+ERROR_ATTR = "ember_tpu.kernel_error"
+
+# The Mosaic serialization version jaxlib 0.10.2 writes when lowering for
+# TPU without a TPU attached (its forward-compatible choice).
+MOSAIC_VERSION = 11
+
+
+def lower_kernel(kernel_text):
+    """The kernel module (ember form, as recorded) after `ember-tpu-kernel`,
+    as text."""
+    from ..context import context
+
+    with context():
+        module = ir.Module.parse(kernel_text)
+        PassManager.parse("builtin.module(ember-tpu-kernel)").run(module.operation)
+        return str(module)
+
+
+_OP_NAME = re.compile(r'^(\s*(?:%[^"]*= )?)"([A-Za-z_][\w$]*\.[\w$.]+)"(\()', re.M)
+
+
+def serialize(mosaic_text):
+    """The kernel (after `ember-tpu-kernel`) in Mosaic's serialized form:
+    MLIR bytecode (version 0) of a module whose ops are unregistered
+    `stable_mosaic.*` ops carrying their attributes, as jaxlib's
+    `mosaic-serde{serialize=true}` writes them."""
+    from ..context import context
+
+    with context():
+        generic = ir.Module.parse(mosaic_text).operation.get_asm(
+            print_generic_op_form=True, enable_debug_info=False)
+    text = _properties_as_attributes(generic).replace("ember_tpu.", "tpu.")
+
+    def rename(m):
+        name = m.group(2)
+        if name == "builtin.module":
+            return m.group(0)
+        return f'{m.group(1)}"stable_mosaic.{name}"{m.group(3)}'
+
+    text = _OP_NAME.sub(rename, text)
+    # A context of its own with no dialect registered: every attribute and
+    # type outside the builtin dialect is kept as its text, which the reader
+    # parses with Mosaic's dialects.
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    with ctx, ir.Location.unknown():
+        module = ir.Module.parse(text)
+        module.operation.attributes["stable_mosaic.version"] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(64), MOSAIC_VERSION)
+        buf = io.BytesIO()
+        module.operation.write_bytecode(buf, desired_version=0)
+    return buf.getvalue()
+
+
+def _match(text, i):
+    """The index after the bracket closing the one at `text[i]`."""
+    depth, k, quoted = 0, i, False
+    while k < len(text):
+        c = text[k]
+        if quoted:
+            if c == "\\":
+                k += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c in "([{<":
+            depth += 1
+        elif c in ")]}>" and not (c == ">" and text[k - 1] == "-"):
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        k += 1
+    raise ValueError("unbalanced brackets in the generic form")
+
+
+def _properties_as_attributes(text):
+    """The generic form with each op's properties (`<{...}>`) moved into
+    its attribute dictionary: bytecode of version 0, which Mosaic's
+    serialized kernels use, keeps attributes only."""
+    out, i = [], 0
+    while True:
+        j = text.find(") <{", i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        start = j + 2
+        end = _match(text, start + 1) + 1  # after "}>"
+        props = text[start + 2:end - 2]
+        k = end
+        if text.startswith(" (", k):  # regions
+            k = _match(text, k + 1)
+        out.append(text[i:start - 1])
+        out.append(_properties_as_attributes(text[end:k]))  # the regions' ops
+        if text.startswith(" {", k):  # an attribute dictionary: merge
+            close = _match(text, k + 1)
+            out.append(" {" + props + ", " + text[k + 2:close])
+            i = close
+        else:
+            out.append(" {" + props + "}")
+            i = k
+
+
+def backend_config(kernel_text):
+    """The custom call's backend config (JSON text) for a recorded kernel."""
+    body = serialize(lower_kernel(kernel_text))
+    return json.dumps({"custom_call_config": {
+        "body": base64.b64encode(body).decode("ascii"),
+        "serialization_format": 1,
+        "needs_layout_passes": True}})
+
+
+def _kernel_functions(module):
+    """{callee name: (kernel text, kernel name)} of the recorded kernels."""
+    out = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "func.func":
+            continue
+        attrs = op.attributes
+        name = ir.StringAttr(attrs["sym_name"]).value
+        if ERROR_ATTR in attrs:
+            out[name] = (None, ir.StringAttr(attrs[ERROR_ATTR]).value)
+        elif KERNEL_ATTR in attrs:
+            out[name] = (ir.StringAttr(attrs[KERNEL_ATTR]).value,
+                         ir.StringAttr(attrs[NAME_ATTR]).value)
+    return out
+
+
+_TRANSFORM_OPS = ("ember.jvp", "ember.vjp", "ember.vmap", "ember.custom_jvp_call",
+                  "ember.custom_vjp_call", "ember.remat", "ember.linear_call")
+
+
+def program_stablehlo(ember_text):
+    """A traced program as StableHLO for TPU: its kernels become
+    `tpu_custom_call`s."""
+    from ..compiler import stage_text
+    from ..context import context
+    from ..stablehlo_out import to_stablehlo
+
+    with context():
+        module = ir.Module.parse(ember_text)
+        kernels = _kernel_functions(module)
+        if kernels and any(name in ember_text for name in _TRANSFORM_OPS):
+            raise NotImplementedError(
+                "lowering for TPU: a pallas_call under grad, vmap or a custom derivative "
+                "rule is not supported yet (those transformations expand the kernel's "
+                "interpreter)")
+        if not kernels:
+            module = ir.Module.parse(stage_text(ember_text, "transforms"))
+
+        def custom_call(callee):
+            if callee not in kernels:
+                return None
+            text, kname = kernels[callee]
+            if text is None:
+                raise NotImplementedError(f"lowering for TPU: {kname}")
+            return backend_config(text), kname
+
+        return to_stablehlo(module, tpu_kernels=custom_call)
+
+
+def mosaic_text(ember_text):
+    """Every recorded kernel after `ember-tpu-kernel` (the `mosaic` view)."""
+    from ..context import context
+
+    with context():
+        module = ir.Module.parse(ember_text)
+        kernels = _kernel_functions(module)
+    parts = []
+    for callee, (text, kname) in kernels.items():
+        if text is None:
+            raise NotImplementedError(f"lowering for TPU: {kname}")
+        parts.append(f"// kernel {kname} (called as @{callee})\n{lower_kernel(text)}")
+    return "\n".join(parts)
+
+
+def _load(module, opt_level, in_avals, out_avals):
+    raise NotImplementedError(
+        "running on a TPU is not supported: the tpu target lowers programs to StableHLO "
+        "with Mosaic kernels (jit(f).trace(...).lower(lowering_platforms=('tpu',))"
+        ".as_text('stablehlo')); run Pallas TPU kernels on the CPU with interpret=True "
+        "or without a platform")
+
+
+TPU = register(Target(
+    name="tpu",
+    codegen_stages=(),
+    load=_load,
+    views={"mosaic": ("ember", mosaic_text)},
+    stablehlo=program_stablehlo))

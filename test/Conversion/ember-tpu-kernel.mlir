@@ -1,0 +1,50 @@
+// RUN: ember-opt %s -ember-tpu-kernel -split-input-file -verify-diagnostics | FileCheck %s
+
+// A traced kernel (grid index, input block, output block) in Mosaic's form.
+// CHECK-LABEL: func.func @k(
+// CHECK-SAME: %{{.*}}: i32, %[[X:.*]]: memref<8x128xf32, #ember_tpu.memory_space<vmem>>, %[[O:.*]]: memref<8x128xf32, #ember_tpu.memory_space<vmem>>)
+// CHECK-SAME: iteration_bounds = array<i64: 2>
+// CHECK: %[[V:.*]] = vector.load %[[X]]
+// CHECK: %[[E:.*]] = math.exp %[[V]] : vector<8x128xf32>
+// CHECK: %[[S:.*]] = vector.multi_reduction <add>, %[[E]], %{{.*}} [1] : vector<8x128xf32> to vector<8xf32>
+// CHECK: vector.shape_cast %[[S]] : vector<8xf32> to vector<8x1xf32>
+// CHECK: vector.broadcast
+// CHECK: arith.divf
+// CHECK: ember_tpu.vector_store %[[O]]
+func.func @k(%i: tensor<i32>, %x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 1 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 1>, iteration_bounds = array<i64: 2>} {
+  %e = ember.exp %x : tensor<8x128xf32>
+  %s = ember.reduce sum %e, dims = [1] : (tensor<8x128xf32>) -> tensor<8xf32>
+  %b = ember.broadcast_in_dim %s, dims = [0] : (tensor<8xf32>) -> tensor<8x128xf32>
+  %r = ember.div %e, %b : tensor<8x128xf32>
+  return %r : tensor<8x128xf32>
+}
+
+// -----
+
+// An index map reading a scalar-prefetch buffer in SMEM.
+// CHECK-LABEL: func.func @transform_0(
+// CHECK-SAME: %{{.*}}: i32, %[[P:.*]]: memref<4xi32, #ember_tpu.memory_space<smem>>) -> (i32, i32)
+// CHECK: memref.load %[[P]]
+func.func @transform_0(%i: tensor<i32>, %p: tensor<4xi32>) -> (tensor<i32>, tensor<i32>)
+    attributes {ember_tpu.grid_args = 1 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<smem>]} {
+  %s = ember.dynamic_slice %p[%i], sizes = [1] : (tensor<4xi32>, tensor<i32>) -> tensor<1xi32>
+  %v = ember.reshape %s : (tensor<1xi32>) -> tensor<i32>
+  %z = ember.constant dense<0> : tensor<i32>
+  return %v, %z : tensor<i32>, tensor<i32>
+}
+
+// -----
+
+// Ops without a kernel form are reported where they are.
+func.func @bad(%i: tensor<i32>, %x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 1 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 1>} {
+  // expected-error @+1 {{has no TPU kernel lowering}}
+  %s = ember.lgamma %x : tensor<8x128xf32>
+  return %s : tensor<8x128xf32>
+}

@@ -1,0 +1,150 @@
+// RUN: ember-opt %s -split-input-file -verify-diagnostics
+//
+// Cases for the numbered verifier rules of lib/IR/TPU/EmberTPUDialect.cpp
+// (see docs/spec.md, "The ember_tpu kernel dialect").
+
+func.func @store_elt(%x: memref<8x128xf32>, %v: vector<8x128xi32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{vector_store_c1}}
+  ember_tpu.vector_store %x[%c0, %c0], %v {strides = array<i32>} : memref<8x128xf32>, vector<8x128xi32>,
+  return
+}
+
+// -----
+
+func.func @store_indices(%x: memref<8x128xf32>, %v: vector<8x128xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{vector_store_c2}}
+  ember_tpu.vector_store %x[%c0], %v {strides = array<i32>} : memref<8x128xf32>, vector<8x128xf32>,
+  return
+}
+
+// -----
+
+func.func @store_fit(%x: memref<8x128xf32>, %v: vector<16x128xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{vector_store_c3}}
+  ember_tpu.vector_store %x[%c0, %c0], %v {strides = array<i32>} : memref<8x128xf32>, vector<16x128xf32>,
+  return
+}
+
+// -----
+
+func.func @store_strides(%x: memref<8x128xf32>, %v: vector<8x128xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{vector_store_c5}}
+  ember_tpu.vector_store %x[%c0, %c0], %v {strides = array<i32: 0, 1>} : memref<8x128xf32>, vector<8x128xf32>,
+  return
+}
+
+// -----
+
+func.func @matmul_dims(%a: vector<8x8xf32>, %b: vector<8x128xf32>, %c: vector<8x128xf32>) {
+  // expected-error @+1 {{matmul_c1}}
+  %m = ember_tpu.matmul %a, %b, %c {dimension_numbers = #ember_tpu.dot_dimension_numbers<[1], [0], [], [1], [1, 1], [], []>} : vector<8x8xf32>, vector<8x128xf32>, vector<8x128xf32> -> vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_sizes(%a: vector<8x16xf32>, %b: vector<8x128xf32>, %c: vector<8x128xf32>) {
+  // expected-error @+1 {{matmul_c2}}
+  %m = ember_tpu.matmul %a, %b, %c {dimension_numbers = #ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>} : vector<8x16xf32>, vector<8x128xf32>, vector<8x128xf32> -> vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result(%a: vector<8x8xf32>, %b: vector<8x128xf32>, %c: vector<8x64xf32>) {
+  // expected-error @+1 {{matmul_c3}}
+  %m = ember_tpu.matmul %a, %b, %c {dimension_numbers = #ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>} : vector<8x8xf32>, vector<8x128xf32>, vector<8x64xf32> -> vector<8x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_acc(%a: vector<8x8xf32>, %b: vector<8x128xf32>, %c: vector<8x128xi32>) {
+  // expected-error @+1 {{matmul_c4}}
+  %m = ember_tpu.matmul %a, %b, %c {dimension_numbers = #ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>} : vector<8x8xf32>, vector<8x128xf32>, vector<8x128xi32> -> vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @iota_dims() {
+  // expected-error @+1 {{iota_c1}}
+  %i = ember_tpu.iota {dimensions = array<i32: 2>} : vector<8x128xi32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%v: vector<8x128xf32>) {
+  // expected-error @+1 {{transpose_c1}}
+  %t = ember_tpu.transpose %v, [0, 0] : vector<8x128xf32> -> vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_result(%v: vector<8x128xf32>) {
+  // expected-error @+1 {{transpose_c2}}
+  %t = ember_tpu.transpose %v, [1, 0] : vector<8x128xf32> -> vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @slice_offsets(%x: memref<16x128xf32>, %i: i32) {
+  // expected-error @+1 {{memref_slice_c1}}
+  %w = ember_tpu.memref_slice %x[%i] : memref<16x128xf32> -> memref<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @slice_type(%x: memref<16x128xf32>, %i: i32) {
+  // expected-error @+1 {{memref_slice_c2}}
+  %w = ember_tpu.memref_slice %x[%i, %i] : memref<16x128xf32> -> memref<8x128xi32>
+  return
+}
+
+// -----
+
+func.func @slice_fit(%x: memref<16x128xf32>, %i: i32) {
+  // expected-error @+1 {{memref_slice_c3}}
+  %w = ember_tpu.memref_slice %x[%i, %i] : memref<16x128xf32> -> memref<32x128xf32>
+  return
+}
+
+// -----
+
+func.func @dma_ends(%a: memref<8x128xf32>, %b: memref<16x128xf32>, %s: memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>) {
+  // expected-error @+1 {{dma_c1}}
+  ember_tpu.enqueue_dma source(%a : memref<8x128xf32>) target(%b : memref<16x128xf32>) target_semaphore(%s : memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>)
+  return
+}
+
+// -----
+
+func.func @dma_sem(%a: memref<8x128xf32>, %b: memref<8x128xf32>) {
+  // expected-error @+1 {{dma_c2}}
+  ember_tpu.enqueue_dma source(%a : memref<8x128xf32>) target(%b : memref<8x128xf32>)
+  return
+}
+
+// -----
+
+func.func @sem_space(%s: memref<!ember_tpu.semaphore>, %n: i32) {
+  // expected-error @+1 {{sem_c1}}
+  ember_tpu.sem_wait %s, %n : memref<!ember_tpu.semaphore>
+  return
+}
+
+// -----
+
+func.func @sem_kind(%s: memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>, %n: i32) {
+  // expected-error @+1 {{sem_c1}}
+  ember_tpu.sem_signal %s, %n : memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>
+  return
+}

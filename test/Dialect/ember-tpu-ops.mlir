@@ -1,0 +1,42 @@
+// RUN: ember-opt %s | ember-opt | FileCheck %s
+
+// Round trip of the ember_tpu ops, attributes and types.
+
+// CHECK-LABEL: func.func @kernel
+// CHECK-SAME: #ember_tpu.memory_space<vmem>
+// CHECK: ember_tpu.matmul {{.*}}#ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>
+// CHECK: ember_tpu.iota {dimensions = array<i32: 1>}
+// CHECK: ember_tpu.transpose
+// CHECK: ember_tpu.vector_store
+// CHECK: ember_tpu.memref_slice
+// CHECK: ember_tpu.enqueue_dma source
+// CHECK: ember_tpu.wait_dma2 semaphore
+// CHECK: ember_tpu.sem_signal
+// CHECK: ember_tpu.sem_wait
+// CHECK: ember_tpu.sem_read
+func.func @kernel(%i: i32, %x: memref<8x128xf32, #ember_tpu.memory_space<vmem>>,
+                  %h: memref<16x128xf32, #ember_tpu.memory_space<any>>,
+                  %dsem: memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>,
+                  %sem: memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>)
+    attributes {dimension_semantics = [#ember_tpu.dimension_semantics<parallel>],
+                ember_tpu.core_type = #ember_tpu.core_type<tc>,
+                window_params = [{pipeline_mode = #ember_tpu.pipeline_mode<synchronous>}]} {
+  %c0 = arith.constant 0 : index
+  %v = vector.load %x[%c0, %c0] : memref<8x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>
+  %a = vector.extract_strided_slice %v {offsets = [0, 0], sizes = [8, 8], strides = [1, 1]} : vector<8x128xf32> to vector<8x8xf32>
+  %b = vector.extract_strided_slice %v {offsets = [0, 0], sizes = [8, 128], strides = [1, 1]} : vector<8x128xf32> to vector<8x128xf32>
+  %acc = arith.constant dense<0.0> : vector<8x128xf32>
+  %m = ember_tpu.matmul %a, %b, %acc {dimension_numbers = #ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>} : vector<8x8xf32>, vector<8x128xf32>, vector<8x128xf32> -> vector<8x128xf32>
+  %io = ember_tpu.iota {dimensions = array<i32: 1>} : vector<8x128xi32>
+  %t = ember_tpu.transpose %m, [1, 0] : vector<8x128xf32> -> vector<128x8xf32>
+  ember_tpu.vector_store %x[%c0, %c0], %m {strides = array<i32>} : memref<8x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>,
+  %z = arith.constant 0 : i32
+  %w = ember_tpu.memref_slice %h[%i, %z] : memref<16x128xf32, #ember_tpu.memory_space<any>> -> memref<8x128xf32, #ember_tpu.memory_space<any>>
+  ember_tpu.enqueue_dma source(%w : memref<8x128xf32, #ember_tpu.memory_space<any>>) target(%x : memref<8x128xf32, #ember_tpu.memory_space<vmem>>) target_semaphore(%dsem : memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>)
+  ember_tpu.wait_dma2 semaphore(%dsem : memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>) src(%w : memref<8x128xf32, #ember_tpu.memory_space<any>>) dst(%x : memref<8x128xf32, #ember_tpu.memory_space<vmem>>)
+  %one = arith.constant 1 : i32
+  ember_tpu.sem_signal %sem, %one : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>
+  ember_tpu.sem_wait %sem, %one : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>
+  %r = ember_tpu.sem_read %sem : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>> -> i32
+  return
+}

@@ -1,0 +1,185 @@
+"""Pallas TPU kernel programs, written once against the module passed in, so that
+the same programs run under JAX (`jax`, `jax.numpy`, `jax.experimental.pallas`,
+`jax.experimental.pallas.tpu`) and under Ember (its counterparts).
+
+`tools/tpu/jax_mosaic_check.py` lowers each program with JAX for TPU and compares
+JAX's Mosaic kernels with Ember's. Only full-block ref reads and writes are used.
+"""
+
+import numpy as np
+
+
+def programs(jax, jnp, pl, pltpu):
+    """Returns [(name, fn, args)]: `fn` calls `pl.pallas_call`, `args` are concrete
+    arrays made with `jnp`."""
+
+    def ramp(shape, dtype, scale=100, mod=None):
+        """A deterministic array: 0, 1, 2, ... (mod `mod`) / `scale`, reshaped."""
+        v = jnp.arange(int(np.prod(shape)), dtype=jnp.int32)
+        if mod is not None:
+            v = v % mod
+        return (v.reshape(shape).astype(jnp.float32) / scale).astype(dtype)
+
+    # (a) x + exp(y) * 2 over (16, 128) in (8, 128) blocks.
+    def add_exp_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + jnp.exp(y_ref[...]) * 2
+
+    def add_exp(x, y):
+        spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+        return pl.pallas_call(
+            add_exp_kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid=(2,),
+            in_specs=[spec, spec],
+            out_specs=spec,
+        )(x, y)
+
+    # (b) Blocked bf16 matmul with an f32 VMEM accumulator.
+    def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros(acc_ref.shape, jnp.float32)
+
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+        def _():
+            o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+    def matmul(x, y):
+        bm = bn = bk = 128
+        m, k = x.shape
+        n = y.shape[1]
+        return pl.pallas_call(
+            matmul_kernel,
+            out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+            grid=(m // bm, n // bn, k // bk),
+            in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+                      pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+            out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+            scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+            compiler_params=pltpu.CompilerParams(
+                dimension_semantics=("parallel", "parallel", "arbitrary")),
+        )(x, y)
+
+    # (c) Row softmax over (64, 256) in (8, 256) blocks.
+    def softmax_kernel(x_ref, o_ref):
+        x = x_ref[...]
+        e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
+        o_ref[...] = e / jnp.sum(e, axis=1, keepdims=True)
+
+    def softmax(x):
+        spec = pl.BlockSpec((8, 256), lambda i: (i, 0))
+        return pl.pallas_call(
+            softmax_kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid=(x.shape[0] // 8,),
+            in_specs=[spec],
+            out_specs=spec,
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+        )(x)
+
+    # (d) iota, where, a fori_loop carrying a block and a transpose, on one block.
+    def loop_kernel(x_ref, o_ref):
+        x = x_ref[...]
+        row = jax.lax.broadcasted_iota(jnp.int32, x.shape, 0)
+        col = jax.lax.broadcasted_iota(jnp.int32, x.shape, 1)
+        lower = jnp.where(row >= col, x, jnp.zeros_like(x))
+
+        def body(i, acc):
+            return jnp.tanh(acc * 0.5 + i.astype(jnp.float32))
+
+        acc = jax.lax.fori_loop(0, 4, body, lower)
+        o_ref[...] = acc.T + jnp.maximum(x, 0.25)
+
+    def loop(x):
+        return pl.pallas_call(
+            loop_kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        )(x)
+
+    # (e) Scalar prefetch: an int32 array of block indices picks the input block
+    # (the kernel body itself does not read the prefetched ref).
+    def gather_kernel(idx_ref, x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2 + 1
+
+    def gather_blocks(idx, x):
+        grid_spec = pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1,
+            grid=(idx.shape[0],),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, idx_ref: (idx_ref[i], 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i, idx_ref: (i, 0)),
+        )
+        return pl.pallas_call(
+            gather_kernel,
+            out_shape=jax.ShapeDtypeStruct((idx.shape[0] * 8, 128), x.dtype),
+            grid_spec=grid_spec,
+        )(idx, x)
+
+    # (f) int32 add, multiply and max.
+    def int_kernel(a_ref, b_ref, o_ref):
+        a = a_ref[...]
+        b = b_ref[...]
+        o_ref[...] = jnp.maximum(a * b + a, b + 7)
+
+    def int_ops(a, b):
+        spec = pl.BlockSpec((8, 128), lambda i, j: (i, j))
+        return pl.pallas_call(
+            int_kernel,
+            out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype),
+            grid=(a.shape[0] // 8, a.shape[1] // 128),
+            in_specs=[spec, spec],
+            out_specs=spec,
+        )(a, b)
+
+    # (g) Two outputs.
+    def two_out_kernel(x_ref, y_ref, s_ref, p_ref):
+        x = x_ref[...]
+        y = y_ref[...]
+        s_ref[...] = x + y
+        p_ref[...] = x * y
+
+    def two_outputs(x, y):
+        spec = pl.BlockSpec((16, 128), lambda i: (0, i))
+        out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return pl.pallas_call(
+            two_out_kernel,
+            out_shape=(out, out),
+            grid=(x.shape[1] // 128,),
+            in_specs=[spec, spec],
+            out_specs=(spec, spec),
+        )(x, y)
+
+    # (h) An input whose block is the whole array at block (0, 0) at every step (JAX
+    # marks its window `pipeline_mode = #tpu.pipeline_mode<synchronous>`).
+    def scale_kernel(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[...] * w_ref[...] + 1
+
+    def resident_weight(x, w):
+        spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+        return pl.pallas_call(
+            scale_kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid=(x.shape[0] // 8,),
+            in_specs=[spec, pl.BlockSpec(w.shape, lambda i: (0, 0))],
+            out_specs=spec,
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+        )(x, w)
+
+    ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
+    ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
+    return [
+        ("add_exp", add_exp, (ramp((16, 128), jnp.float32),
+                              ramp((16, 128), jnp.float32, scale=1000))),
+        ("matmul_bf16", matmul, (ramp((256, 256), jnp.bfloat16, mod=17),
+                                 ramp((256, 256), jnp.bfloat16, mod=11))),
+        ("softmax", softmax, (ramp((64, 256), jnp.float32, mod=301),)),
+        ("iota_loop_transpose", loop, (ramp((128, 128), jnp.float32, scale=1000),)),
+        ("scalar_prefetch", gather_blocks, (jnp.array([2, 0, 3, 1, 1], dtype=jnp.int32),
+                                            ramp((32, 128), jnp.float32))),
+        ("int32_ops", int_ops, (ints_a, ints_b)),
+        ("two_outputs", two_outputs, (ramp((16, 256), jnp.bfloat16, mod=23),
+                                      ramp((16, 256), jnp.bfloat16, scale=50, mod=7))),
+        ("resident_weight", resident_weight, (ramp((32, 128), jnp.float32),
+                                              ramp((8, 128), jnp.float32, scale=500))),
+    ]

@@ -1,0 +1,61 @@
+"""Writes Ember's TPU lowering of every program of `test/data/tpu/kernels.py`
+as `DIR/NAME.json` (`{"name", "custom_calls": [{"backend_config",
+"kernel_name"}], "stablehlo"}`), the input of `jax_mosaic_check.py`:
+
+    .venv/bin/python tools/tpu/ember_record.py DIR [NAME...]
+"""
+
+import importlib.util
+import json
+import os
+import sys
+
+import ember as jax
+import ember.numpy as jnp
+from ember._mlir import ir
+from ember.experimental import pallas as pl
+from ember.experimental.pallas import tpu as pltpu
+
+KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "data",
+                       "tpu", "kernels.py")
+
+
+def programs():
+    spec = importlib.util.spec_from_file_location("tpu_kernels", os.path.normpath(KERNELS))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.programs(jax, jnp, pl, pltpu)
+
+
+def record(fn, args):
+    lowered = jax.jit(fn).trace(*args).lower(lowering_platforms=("tpu",))
+    text = lowered.as_text("stablehlo")
+    calls = []
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    with ctx:
+        module = ir.Module.parse(text)
+        for op in module.body.operations[0].regions[0].blocks[0].operations:
+            if op.operation.name == "stablehlo.custom_call":
+                a = op.operation.attributes
+                calls.append({"backend_config": ir.StringAttr(a["backend_config"]).value,
+                              "kernel_name": ir.StringAttr(a["kernel_name"]).value})
+    return {"custom_calls": calls, "stablehlo": text}
+
+
+def main():
+    out = sys.argv[1]
+    only = set(sys.argv[2:])
+    os.makedirs(out, exist_ok=True)
+    for name, fn, args in programs():
+        if only and name not in only:
+            continue
+        rec = record(fn, args)
+        rec["name"] = name
+        with open(os.path.join(out, f"{name}.json"), "w") as f:
+            json.dump(rec, f)
+        print("wrote", name)
+
+
+if __name__ == "__main__":
+    main()
