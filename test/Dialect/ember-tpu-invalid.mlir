@@ -71,6 +71,14 @@ func.func @matmul_acc(%a: vector<8x8xf32>, %b: vector<8x128xf32>, %c: vector<8x1
 
 // -----
 
+func.func @matmul_acc_width(%a: vector<8x8xbf16>, %b: vector<8x128xbf16>, %c: vector<8x128xbf16>) {
+  // expected-error @+1 {{matmul_c5}}
+  %m = ember_tpu.matmul %a, %b, %c {dimension_numbers = #ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>} : vector<8x8xbf16>, vector<8x128xbf16>, vector<8x128xbf16> -> vector<8x128xbf16>
+  return
+}
+
+// -----
+
 func.func @iota_dims() {
   // expected-error @+1 {{iota_c1}}
   %i = ember_tpu.iota {dimensions = array<i32: 2>} : vector<8x128xi32>

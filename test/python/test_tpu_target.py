@@ -19,9 +19,6 @@ from ember.experimental.pallas import tpu as pltpu
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 JAX_PYTHON = os.environ.get("EMBER_JAX_PYTHON", "")
-# Not yet equal to JAX's: a bf16 product accumulated in f32 (Ember's traced
-# product is bf16 and converted after; Mosaic wants a 32-bit accumulator).
-NOT_YET = {"matmul_bf16"}
 
 
 def _load(path, name):
@@ -55,8 +52,7 @@ def test_kernels_match_jax_and_verify_under_mosaic(tmp_path):
     names = [n for n, _, _ in _programs()]
     assert set(results) == set(names), run.stdout + run.stderr
     for n in names:
-        if n not in NOT_YET:
-            assert results[n] == "OK", results[n]
+        assert results[n] == "OK", results[n]
 
 
 def test_custom_call_form():

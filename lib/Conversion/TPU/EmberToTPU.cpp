@@ -76,6 +76,8 @@ struct KernelBuilder {
   IRMapping map;
   // Values that stand for SMEM buffers read whole by dynamic_slice.
   llvm::DenseMap<Value, Value> smem;
+  // Results computed ahead by the op they follow (a product's f32 convert).
+  llvm::DenseMap<Operation *, Value> precomputed;
 
   explicit KernelBuilder(OpBuilder &b) : b(b) {}
 
@@ -342,6 +344,10 @@ Value reshapeTo(OpBuilder &b, Location loc, Value v, Type t) {
 
 LogicalResult KernelBuilder::op(Operation *op) {
   Location loc = op->getLoc();
+  if (auto it = precomputed.find(op); it != precomputed.end()) {
+    set(op, it->second);
+    return success();
+  }
   if (op->hasTrait<OpTrait::Elementwise>() &&
       isa<EmberDialect>(op->getDialect()))
     return elementwise(op);
@@ -455,6 +461,10 @@ LogicalResult KernelBuilder::op(Operation *op) {
       int64_t s = (*a.value_begin<APInt>()).getSExtValue();
       starts.push_back(
           std::clamp<int64_t>(s, 0, in.getDimSize(k) - ds.getSliceSizes()[k]));
+    }
+    if (ds.getSliceSizes() == in.getShape()) {
+      set(ds, get(ds.getOperand()));
+      return success();
     }
     SmallVector<int64_t> ones(starts.size(), 1);
     Value r = vector::ExtractStridedSliceOp::create(
@@ -614,6 +624,21 @@ LogicalResult KernelBuilder::op(Operation *op) {
                     withElement(lhs.getType(), e));
       rhs = convert(loc, rhs, rt.getElementType(), e,
                     withElement(rhs.getType(), e));
+    }
+    // 16-bit float products accumulate in f32 (Mosaic's accumulator is
+    // 32-bit, as XLA's on the CPU); a convert of the product to f32 takes
+    // the accumulator directly.
+    Type oe = out.getElementType();
+    if (isa<FloatType>(oe) && oe.getIntOrFloatBitWidth() < 32) {
+      auto wide = VectorType::get(out.getShape(), b.getF32Type());
+      Value m = et::MatmulOp::create(b, loc, wide, lhs, rhs, zero(loc, wide),
+                                     /*transpose_lhs_hint=*/false, dn);
+      set(dot, arith::TruncFOp::create(b, loc, out, m));
+      for (Operation *user : dot->getUsers())
+        if (auto cv = dyn_cast<ConvertOp>(user);
+            cv && getElementTypeOrSelf(cv.getType()).isF32())
+          precomputed[cv] = m;
+      return success();
     }
     set(dot, et::MatmulOp::create(b, loc, out, lhs, rhs, zero(loc, out),
                                   /*transpose_lhs_hint=*/false, dn));

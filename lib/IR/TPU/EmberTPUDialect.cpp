@@ -173,6 +173,11 @@ LogicalResult MatmulOp::verify() {
   if (getAcc().getType() != res)
     return emitOpError("matmul_c4: the accumulator's type ")
            << getAcc().getType() << " differs from the result's " << res;
+  // matmul_c5: the MXU accumulates in 32 bits.
+  if (res.getElementType().getIntOrFloatBitWidth() != 32)
+    return emitOpError("matmul_c5: the accumulator must have a 32-bit "
+                       "element type, got ")
+           << res.getElementType();
   return success();
 }
 
