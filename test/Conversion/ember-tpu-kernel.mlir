@@ -39,6 +39,30 @@ func.func @transform_0(%i: tensor<i32>, %p: tensor<4xi32>) -> (tensor<i32>, tens
 
 // -----
 
+// Windows of buffers are read and written in memory: a read at a run-time
+// offset is a vector.load there, a write into the output block a store at
+// its offset, and the output is not stored again at the end.
+// CHECK-LABEL: func.func @windows(
+// CHECK: %[[I:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK: %[[R:.*]] = vector.load %arg1[%[[I]], %{{.*}}] : memref<16x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>
+// CHECK: %[[E:.*]] = math.exp %[[R]]
+// CHECK: ember_tpu.vector_store %arg2[%c8, %c0{{.*}}], %[[E]]
+// CHECK-NOT: ember_tpu.vector_store
+// CHECK: return
+func.func @windows(%i: tensor<i32>, %x: tensor<16x128xf32>, %o: tensor<16x128xf32>) -> tensor<16x128xf32>
+    attributes {ember_tpu.grid_args = 1 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 1>} {
+  %z = ember.constant dense<0> : tensor<i32>
+  %e8 = ember.constant dense<8> : tensor<i32>
+  %w = ember.dynamic_slice %x[%i, %z], sizes = [8, 128] : (tensor<16x128xf32>, tensor<i32>, tensor<i32>) -> tensor<8x128xf32>
+  %e = ember.exp %w : tensor<8x128xf32>
+  %r = ember.dynamic_update_slice %o[%e8, %z], %e : tensor<16x128xf32>, tensor<8x128xf32>, tensor<i32>, tensor<i32>
+  return %r : tensor<16x128xf32>
+}
+
+// -----
+
 // Ops without a kernel form are reported where they are.
 func.func @bad(%i: tensor<i32>, %x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
     attributes {ember_tpu.grid_args = 1 : i64,

@@ -31,6 +31,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::ember {
 #define GEN_PASS_DEF_EMBERTPUKERNELPASS
@@ -79,9 +81,84 @@ struct KernelBuilder {
   // Results computed ahead by the op they follow (a product's f32 convert).
   llvm::DenseMap<Operation *, Value> precomputed;
 
+  // Values that are the contents of a kernel buffer (a memref argument) at
+  // some point: the buffer's arguments, and what writes into them make.
+  // Slices of such a value read the buffer, writes into it store there;
+  // `version` says which write the value follows, so a value is in memory
+  // only while no later write happened (`current`).
+  struct Resident {
+    Value mem;
+    int64_t version;
+  };
+  llvm::DenseMap<Value, Resident> resident;
+  llvm::DenseMap<Value, int64_t> versions;
+  int64_t counter = 0;
+
   explicit KernelBuilder(OpBuilder &b) : b(b) {}
 
-  Value get(Value v) { return map.lookup(v); }
+  bool current(Value v) {
+    auto it = resident.find(v);
+    return it != resident.end() &&
+           versions.lookup(it->second.mem) == it->second.version;
+  }
+
+  /// The converted value of `v`; a buffer's current contents are loaded
+  /// here when first needed whole. Null when `v` is a buffer's contents
+  /// that a later write replaced.
+  Value get(Value v) {
+    if (Value m = map.lookupOrNull(v))
+      return m;
+    if (!current(v))
+      return {};
+    Value mem = resident[v].mem;
+    auto mt = cast<MemRefType>(mem.getType());
+    Location loc = mem.getLoc();
+    SmallVector<Value> zeros(mt.getRank(),
+                             arith::ConstantIndexOp::create(b, loc, 0));
+    Value l = vector::LoadOp::create(
+        b, loc, VectorType::get(mt.getShape(), mt.getElementType()), mem,
+        zeros);
+    map.map(v, l);
+    return l;
+  }
+
+  /// Index operands of a window of `sizes` at `starts` (0-d integer values,
+  /// or the constants `fixed` when `starts` is empty) in a buffer of
+  /// `shape`, clamped into it as dynamic_slice clamps.
+  SmallVector<Value> window(Location loc, ValueRange starts,
+                            ArrayRef<int64_t> fixed, ArrayRef<int64_t> sizes,
+                            ArrayRef<int64_t> shape) {
+    SmallVector<Value> idx;
+    for (unsigned k = 0; k < sizes.size(); ++k) {
+      int64_t hi = shape[k] - sizes[k];
+      if (starts.empty()) {
+        idx.push_back(arith::ConstantIndexOp::create(
+            b, loc, std::clamp<int64_t>(fixed[k], 0, hi)));
+        continue;
+      }
+      // Constant starts (the usual `ref[...]`) clamp here.
+      if (auto c = starts[k].getDefiningOp<ConstantOp>()) {
+        auto a = cast<DenseElementsAttr>(c.getValue());
+        int64_t v = (*a.value_begin<APInt>()).getSExtValue();
+        idx.push_back(arith::ConstantIndexOp::create(
+            b, loc, std::clamp<int64_t>(v, 0, hi)));
+        continue;
+      }
+      Value s = get(starts[k]);
+      Type t = s.getType();
+      s = arith::MinSIOp::create(
+          b, loc,
+          arith::MaxSIOp::create(b, loc, s,
+                                 arith::ConstantIntOp::create(b, loc, t, 0)),
+          arith::ConstantIntOp::create(b, loc, t, hi));
+      idx.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), s));
+    }
+    return idx;
+  }
+
+  /// Loads of the buffer values used inside `op`'s regions but defined
+  /// outside, before the regions may write the buffers.
+  void materializeCaptured(Operation *op);
   void set(Operation *op, Value v) { map.map(op->getResult(0), v); }
 
   Value constant(Location loc, Type t, TypedAttr scalar) {
@@ -110,6 +187,14 @@ struct KernelBuilder {
   Value compare(Location loc, ComparisonDirection dir, Value x, Value y,
                 Type orig);
 };
+
+void KernelBuilder::materializeCaptured(Operation *op) {
+  llvm::SetVector<Value> used;
+  getUsedValuesDefinedAbove(op->getRegions(), used);
+  for (Value v : used)
+    if (!map.lookupOrNull(v) && current(v))
+      (void)get(v);
+}
 
 LogicalResult KernelBuilder::block(Block &src) {
   for (Operation &o : src.without_terminator())
@@ -348,6 +433,16 @@ LogicalResult KernelBuilder::op(Operation *op) {
     set(op, it->second);
     return success();
   }
+  if (!isa<SliceOp, DynamicSliceOp, DynamicUpdateSliceOp, WhileOp, CaseOp>(op))
+    for (Value o : op->getOperands())
+      if (!get(o))
+        return smem.count(o)
+                   ? op->emitOpError("uses a scalar-prefetch (SMEM) buffer "
+                                     "whole; kernels read it element by "
+                                     "element")
+                   : op->emitOpError("reads a kernel buffer's contents from "
+                                     "before a later write, which TPU "
+                                     "kernels cannot keep");
   if (op->hasTrait<OpTrait::Elementwise>() &&
       isa<EmberDialect>(op->getDialect()))
     return elementwise(op);
@@ -415,12 +510,25 @@ LogicalResult KernelBuilder::op(Operation *op) {
     return success();
   }
   if (auto sl = dyn_cast<SliceOp>(op)) {
-    Value x = get(sl.getOperand());
     if (llvm::any_of(sl.getStrides(), [](int64_t s) { return s != 1; }))
       return op->emitOpError("TPU kernels take slices of stride 1");
     SmallVector<int64_t> sizes;
     for (auto [s, l] : llvm::zip(sl.getStartIndices(), sl.getLimitIndices()))
       sizes.push_back(l - s);
+    if (current(sl.getOperand())) {
+      // A window of a buffer: read it from memory.
+      Value mem = resident[sl.getOperand()].mem;
+      auto mt = cast<MemRefType>(mem.getType());
+      Value r = vector::LoadOp::create(
+          b, loc, VectorType::get(sizes, mt.getElementType()), mem,
+          window(loc, {}, sl.getStartIndices(), sizes, mt.getShape()));
+      set(sl, reshapeTo(b, loc, r, kernelType(sl.getType())));
+      return success();
+    }
+    Value x = get(sl.getOperand());
+    if (!x)
+      return op->emitOpError("reads a kernel buffer's contents from before a "
+                             "later write, which TPU kernels cannot keep");
     SmallVector<int64_t> ones(sizes.size(), 1);
     Value r = vector::ExtractStridedSliceOp::create(
         b, loc, x, sl.getStartIndices(), sizes, ones);
@@ -448,9 +556,23 @@ LogicalResult KernelBuilder::op(Operation *op) {
       set(ds, reshapeTo(b, loc, v, kernelType(ds.getType())));
       return success();
     }
+    auto in = cast<RankedTensorType>(ds.getOperand().getType());
+    if (current(ds.getOperand())) {
+      // A window of a buffer at run-time offsets: read it from memory.
+      Value mem = resident[ds.getOperand()].mem;
+      auto mt = cast<MemRefType>(mem.getType());
+      Value r = vector::LoadOp::create(
+          b, loc, VectorType::get(ds.getSliceSizes(), mt.getElementType()), mem,
+          window(loc, ds.getStartIndices(), {}, ds.getSliceSizes(),
+                 mt.getShape()));
+      set(ds, reshapeTo(b, loc, r, kernelType(ds.getType())));
+      return success();
+    }
+    if (!get(ds.getOperand()))
+      return op->emitOpError("reads a kernel buffer's contents from before a "
+                             "later write, which TPU kernels cannot keep");
     // Constant starts into a vector: a static slice.
     SmallVector<int64_t> starts;
-    auto in = cast<RankedTensorType>(ds.getOperand().getType());
     for (auto [k, i] : llvm::enumerate(ds.getStartIndices())) {
       DenseElementsAttr a;
       auto c = i.getDefiningOp<ConstantOp>();
@@ -475,6 +597,28 @@ LogicalResult KernelBuilder::op(Operation *op) {
   if (auto dus = dyn_cast<DynamicUpdateSliceOp>(op)) {
     auto in = cast<RankedTensorType>(dus.getOperand().getType());
     auto up = cast<RankedTensorType>(dus.getUpdate().getType());
+    if (current(dus.getOperand())) {
+      // A write into a buffer: store the window there.
+      Value mem = resident[dus.getOperand()].mem;
+      auto mt = cast<MemRefType>(mem.getType());
+      Value u = get(dus.getUpdate());
+      if (!u)
+        return op->emitOpError("reads a kernel buffer's contents from before "
+                               "a later write, which TPU kernels cannot keep");
+      u = reshapeTo(b, loc, u,
+                    VectorType::get(up.getShape(), mt.getElementType()));
+      et::VectorStoreOp::create(
+          b, loc, u, mem,
+          window(loc, dus.getStartIndices(), {}, up.getShape(), mt.getShape()),
+          /*mask=*/Value(), b.getDenseI32ArrayAttr({}),
+          /*add=*/false);
+      versions[mem] = ++counter;
+      resident[dus.getResult()] = {mem, counter};
+      return success();
+    }
+    if (!get(dus.getOperand()))
+      return op->emitOpError("reads a kernel buffer's contents from before a "
+                             "later write, which TPU kernels cannot keep");
     SmallVector<int64_t> starts;
     for (auto [k, i] : llvm::enumerate(dus.getStartIndices())) {
       DenseElementsAttr a;
@@ -659,93 +803,182 @@ LogicalResult KernelBuilder::op(Operation *op) {
     return success();
   }
   if (auto w = dyn_cast<WhileOp>(op)) {
+    // A carried buffer that the body only writes into (a ref threaded
+    // through the loop) stays in memory: it is not carried by scf.while.
+    Block &cond = w.getCond().front();
+    Block &body = w.getBody().front();
+    unsigned n = w.getInit().size();
+    SmallVector<Value> inMem(n); // the buffer, or null
+    for (unsigned i = 0; i < n; ++i) {
+      Value init = w.getInit()[i];
+      if (!current(init))
+        continue;
+      Value y = body.getTerminator()->getOperand(i);
+      while (auto d = y.getDefiningOp<DynamicUpdateSliceOp>())
+        y = d.getOperand();
+      if (y == body.getArgument(i))
+        inMem[i] = resident[init].mem;
+    }
+    materializeCaptured(op);
+    // Buffers the body writes: what was in them before is stale inside.
+    llvm::SmallPtrSet<Value, 4> written;
+    for (unsigned i = 0; i < n; ++i)
+      if (inMem[i] &&
+          body.getTerminator()->getOperand(i) != body.getArgument(i))
+        written.insert(inMem[i]);
+    for (Value m : written)
+      versions[m] = ++counter;
     SmallVector<Value> init;
     SmallVector<Type> types;
-    for (Value v : w.getInit()) {
-      init.push_back(get(v));
+    for (unsigned i = 0; i < n; ++i) {
+      if (inMem[i])
+        continue;
+      init.push_back(get(w.getInit()[i]));
+      if (!init.back())
+        return op->emitOpError("reads a kernel buffer's contents from before "
+                               "a later write, which TPU kernels cannot keep");
       types.push_back(init.back().getType());
     }
     auto sw = scf::WhileOp::create(b, loc, types, init);
     SmallVector<Location> locs(types.size(), loc);
-    OpBuilder::InsertionGuard guard(b);
-    // Before region: the condition.
-    Block *before = b.createBlock(&sw.getBefore(), {}, types, locs);
-    Block &cond = w.getCond().front();
-    for (auto [s, d] : llvm::zip(cond.getArguments(), before->getArguments()))
-      map.map(s, d);
-    if (failed(block(cond)))
-      return failure();
-    Value pred = get(cond.getTerminator()->getOperand(0));
-    scf::ConditionOp::create(b, loc, pred, before->getArguments());
-    // After region: the body.
-    Block *after = b.createBlock(&sw.getAfter(), {}, types, locs);
-    Block &body = w.getBody().front();
-    for (auto [s, d] : llvm::zip(body.getArguments(), after->getArguments()))
-      map.map(s, d);
-    if (failed(block(body)))
-      return failure();
-    SmallVector<Value> next;
-    for (Value v : body.getTerminator()->getOperands())
-      next.push_back(get(v));
-    scf::YieldOp::create(b, loc, next);
-    for (auto [r, n] : llvm::zip(w.getResults(), sw.getResults()))
-      map.map(r, n);
+    auto bindArgs = [&](Block &src, Block *dst) {
+      unsigned k = 0;
+      for (unsigned i = 0; i < n; ++i) {
+        if (inMem[i])
+          resident[src.getArgument(i)] = {inMem[i], versions[inMem[i]]};
+        else
+          map.map(src.getArgument(i), dst->getArgument(k++));
+      }
+    };
+    {
+      OpBuilder::InsertionGuard guard(b);
+      // Before region: the condition.
+      Block *before = b.createBlock(&sw.getBefore(), {}, types, locs);
+      bindArgs(cond, before);
+      if (failed(block(cond)))
+        return failure();
+      Value pred = get(cond.getTerminator()->getOperand(0));
+      scf::ConditionOp::create(b, loc, pred, before->getArguments());
+      // After region: the body.
+      Block *after = b.createBlock(&sw.getAfter(), {}, types, locs);
+      bindArgs(body, after);
+      if (failed(block(body)))
+        return failure();
+      SmallVector<Value> next;
+      for (unsigned i = 0; i < n; ++i) {
+        if (inMem[i])
+          continue;
+        next.push_back(get(body.getTerminator()->getOperand(i)));
+        if (!next.back())
+          return op->emitOpError("reads a kernel buffer's contents from "
+                                 "before a later write, which TPU kernels "
+                                 "cannot keep");
+      }
+      scf::YieldOp::create(b, loc, next);
+    }
+    for (Value m : written)
+      versions[m] = ++counter;
+    unsigned k = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      if (inMem[i])
+        resident[w.getResult(i)] = {inMem[i], versions[inMem[i]]};
+      else
+        map.map(w.getResult(i), sw.getResult(k++));
+    }
     return success();
   }
   if (auto c = dyn_cast<CaseOp>(op)) {
     // index clamped into the branches; branch k runs when index == k, as a
-    // chain of scf.if (the last branch is the final else).
+    // chain of scf.if (the last branch is the final else). A result that
+    // every branch makes by writing into the same buffer (a ref written
+    // under pl.when) stays in memory instead of being a result.
+    unsigned n = c.getBranches().size(), nr = c.getNumResults();
+    SmallVector<Value> inMem(nr);
+    for (unsigned i = 0; i < nr; ++i) {
+      Value root;
+      bool same = true;
+      for (Region &r : c.getBranches()) {
+        Value y = r.front().getTerminator()->getOperand(i);
+        while (auto d = y.getDefiningOp<DynamicUpdateSliceOp>())
+          y = d.getOperand();
+        same &= !root || y == root;
+        root = y;
+      }
+      if (same && root &&
+          !c->isProperAncestor(root.getParentBlock()->getParentOp()) &&
+          current(root))
+        inMem[i] = resident[root].mem;
+    }
+    materializeCaptured(op);
     SmallVector<Type> types;
-    for (Value r : c.getResults())
-      types.push_back(kernelType(r.getType()));
+    for (unsigned i = 0; i < nr; ++i)
+      if (!inMem[i])
+        types.push_back(kernelType(c.getResult(i).getType()));
     Value index = get(c.getIndex());
-    unsigned n = c.getBranches().size();
+    auto entry = versions;
+    llvm::SmallPtrSet<Value, 4> changed;
+    // One branch from the versions at the case's entry; its kept results.
+    auto branch = [&](Region &region) -> FailureOr<SmallVector<Value>> {
+      versions = entry;
+      if (failed(block(region.front())))
+        return failure();
+      SmallVector<Value> out;
+      for (unsigned i = 0; i < nr; ++i) {
+        if (inMem[i])
+          continue;
+        out.push_back(get(region.front().getTerminator()->getOperand(i)));
+        if (!out.back())
+          return c->emitOpError("reads a kernel buffer's contents from before "
+                                "a later write, which TPU kernels cannot keep");
+      }
+      for (auto [m, v] : versions)
+        if (entry.lookup(m) != v)
+          changed.insert(m);
+      return out;
+    };
     std::function<FailureOr<SmallVector<Value>>(unsigned)> emit =
         [&](unsigned k) -> FailureOr<SmallVector<Value>> {
-      Region &region = c.getBranches()[k];
-      if (k + 1 == n) {
-        if (failed(block(region.front())))
-          return failure();
-        SmallVector<Value> out;
-        for (Value v : region.front().getTerminator()->getOperands())
-          out.push_back(get(v));
-        return out;
-      }
+      if (k + 1 == n)
+        return branch(c.getBranches()[k]);
       Value kc = arith::ConstantIntOp::create(b, loc, index.getType(), k);
       // Indices below 0 run the first branch (JAX clamps).
       Value take = arith::CmpIOp::create(
           b, loc, k == 0 ? arith::CmpIPredicate::sle : arith::CmpIPredicate::eq,
           index, kc);
       auto ifOp = scf::IfOp::create(b, loc, types, take, /*withElse=*/true);
-      bool ok = true;
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-        if (failed(block(region.front())))
-          ok = false;
-        SmallVector<Value> out;
-        if (ok)
-          for (Value v : region.front().getTerminator()->getOperands())
-            out.push_back(get(v));
-        // Without results the builder made the yields already.
-        if (ok && !types.empty())
-          scf::YieldOp::create(b, loc, out);
-        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-        auto rest = ok ? emit(k + 1) : FailureOr<SmallVector<Value>>(failure());
-        if (failed(rest))
-          ok = false;
-        else if (!types.empty())
-          scf::YieldOp::create(b, loc, *rest);
-      }
-      if (!ok)
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      auto out = branch(c.getBranches()[k]);
+      if (failed(out))
         return failure();
+      // Without results the builder made the yields already.
+      if (!types.empty())
+        scf::YieldOp::create(b, loc, *out);
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      auto rest = emit(k + 1);
+      if (failed(rest))
+        return failure();
+      if (!types.empty())
+        scf::YieldOp::create(b, loc, *rest);
       return SmallVector<Value>(ifOp.getResults());
     };
     auto results = emit(0);
     if (failed(results))
       return failure();
-    for (auto [r, v] : llvm::zip(c.getResults(), *results))
-      map.map(r, v);
+    versions = entry;
+    for (Value m : changed)
+      versions[m] = ++counter;
+    unsigned k = 0;
+    for (unsigned i = 0; i < nr; ++i) {
+      if (inMem[i]) {
+        // Every branch left the buffer holding the result.
+        if (!changed.count(inMem[i]))
+          versions[inMem[i]] = ++counter;
+        resident[c.getResult(i)] = {inMem[i], versions[inMem[i]]};
+      } else {
+        map.map(c.getResult(i), (*results)[k++]);
+      }
+    }
     return success();
   }
   return op->emitOpError("has no TPU kernel lowering");
@@ -836,6 +1069,8 @@ struct EmberTPUKernelPass
                      b, loc,
                      VectorType::get(mt.getShape(), mt.getElementType()), a,
                      zeros));
+      kb.resident[src.getArgument(i)] = {a, 0};
+      kb.versions[a] = 0;
     }
     if (failed(kb.block(src))) {
       nf.erase();
@@ -855,12 +1090,17 @@ struct EmberTPUKernelPass
           return fn.emitError("ember-tpu-kernel: ember_tpu.result_args names "
                               "no buffer: ")
                  << j;
-        // A buffer returned as it came in is not written.
-        if (v == src.getArgument(k))
-          continue;
         Value buf = entry->getArgument(k);
+        // A buffer whose contents the result already is is not written
+        // (returned as it came in, or written in place).
+        if (kb.current(v) && kb.resident[v].mem == buf)
+          continue;
         auto mt = cast<MemRefType>(buf.getType());
         Value val = kb.get(v);
+        if (!val)
+          return ret->emitOpError("returns a kernel buffer's contents from "
+                                  "before a later write, which TPU kernels "
+                                  "cannot keep");
         if (mt.getRank() == 0 || !isa<VectorType>(val.getType())) {
           SmallVector<Value> zeros(mt.getRank(),
                                    arith::ConstantIndexOp::create(b, loc, 0));
