@@ -55,6 +55,25 @@ def test_kernels_match_jax_and_verify_under_mosaic(tmp_path):
         assert results[n] == "OK", results[n]
 
 
+@pytest.mark.skipif(not (JAX_PYTHON and os.path.exists(JAX_PYTHON)),
+                    reason="no JAX Python for JAX's interpret-mode results (set "
+                    "EMBER_JAX_PYTHON; make test does)")
+def test_kernels_compute_what_jax_interprets(tmp_path):
+    # Ember's interpreter (the CPU program the kernels also compile to)
+    # against JAX 0.10.2's TPU interpret mode, program by program.
+    npz = tmp_path / "values.npz"
+    subprocess.run([JAX_PYTHON, os.path.join(ROOT, "tools/tpu/jax_mosaic_check.py"),
+                    "--values", str(npz)], check=True, capture_output=True, timeout=600)
+    want = np.load(npz)
+    for name, fn, args in _programs():
+        got = jax.tree_util.tree_leaves(fn(*args))
+        for k, g in enumerate(got):
+            g = np.asarray(g.astype(jnp.float32) if g.dtype == jnp.bfloat16 else g)
+            w = want[f"{name}/{k}"]
+            tol = 1e-2 if "bf16" in name or name == "two_outputs" else 1e-5
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"{name} output {k}")
+
+
 def test_custom_call_form():
     name, fn, args = _programs()[0]
     text = jax.jit(fn).trace(*args).lower(lowering_platforms=("tpu",)).as_text("stablehlo")

@@ -12,7 +12,8 @@ re-parses the result with only registered dialects, verifies it, and compares
 the kernel function's grid attributes, window parameters (the transform
 functions are evaluated at every grid point), the custom call configs and the
 `@main` signature. Prints `OK NAME` or `FAIL NAME: REASON` per program and
-exits 1 if any failed. `--self-test` compares JAX with itself; `--record DIR`
+exits 1 if any failed. `--values NPZ` instead writes each program's outputs
+under JAX's TPU interpret mode, which Ember's interpreter is compared with. `--self-test` compares JAX with itself; `--record DIR`
 writes JAX's side in Ember's format; `--dump DIR` writes `DIR/NAME.jax.mlir`.
 """
 
@@ -465,7 +466,21 @@ def main(argv=None):
                         help="write JAX's NAME.json files (Ember's format) to DIR and exit")
     parser.add_argument("--dump", metavar="DIR",
                         help="write JAX's deserialized Mosaic modules to DIR/NAME.jax.mlir")
+    parser.add_argument("--values", metavar="NPZ",
+                        help="write each program's outputs under JAX's TPU interpret mode "
+                        "to NPZ (NAME/k) and exit")
     opts = parser.parse_args(argv)
+    if opts.values:
+        out = {}
+        with pltpu.force_tpu_interpret_mode():
+            for name, fn, args in load_programs():
+                res = jax.tree_util.tree_leaves(fn(*args))
+                for k, r in enumerate(res):
+                    out[f"{name}/{k}"] = np.asarray(r.astype(jnp.float32)
+                                                    if r.dtype == jnp.bfloat16 else r)
+        np.savez(opts.values, **out)
+        print(f"wrote {len(out)} arrays to {opts.values}")
+        return 0
     if [opts.ember_dir is not None, opts.self_test, opts.record is not None].count(True) != 1:
         parser.error("give one of EMBER_DIR, --self-test and --record DIR")
     for d in (opts.dump, opts.record):

@@ -166,6 +166,73 @@ def programs(jax, jnp, pl, pltpu):
             compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
         )(x, w)
 
+    def flash_kernel(q_ref, k_ref, v_ref, o_ref):
+        # Online softmax over key/value blocks read at run-time offsets.
+        bq, d = q_ref.shape
+        bk = 128
+        q = q_ref[...]
+
+        def body(j, carry):
+            m, s_sum, acc = carry
+            k = k_ref[pl.ds(j * bk, bk), :]
+            v = v_ref[pl.ds(j * bk, bk), :]
+            s = jax.lax.dot_general(q, k, (((1,), (1,)), ((), ())),
+                                    preferred_element_type=jnp.float32)
+            m_new = jnp.maximum(m, jnp.max(s, axis=1, keepdims=True))
+            p = jnp.exp(s - m_new)
+            alpha = jnp.exp(m - m_new)
+            s_sum = alpha * s_sum + jnp.sum(p, axis=1, keepdims=True)
+            acc = acc * alpha + jnp.dot(p, v, preferred_element_type=jnp.float32)
+            return m_new, s_sum, acc
+
+        m0 = jnp.full((bq, 1), -1e30, jnp.float32)
+        l0 = jnp.zeros((bq, 1), jnp.float32)
+        a0 = jnp.zeros((bq, d), jnp.float32)
+        _, s_sum, acc = jax.lax.fori_loop(0, k_ref.shape[0] // bk, body, (m0, l0, a0))
+        o_ref[...] = acc / s_sum
+
+    def flash_attention(q, k, v):
+        bq = 128
+        return pl.pallas_call(
+            flash_kernel,
+            out_shape=jax.ShapeDtypeStruct(q.shape, jnp.float32),
+            grid=(q.shape[0] // bq,),
+            in_specs=[pl.BlockSpec((bq, q.shape[1]), lambda i: (i, 0)),
+                      pl.BlockSpec(k.shape, lambda i: (0, 0)),
+                      pl.BlockSpec(v.shape, lambda i: (0, 0))],
+            out_specs=pl.BlockSpec((bq, q.shape[1]), lambda i: (i, 0)),
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+        )(q, k, v)
+
+    def rows_kernel(x_ref, o_ref):
+        # Row windows written one by one in a loop.
+        def body(i, c):
+            rows = x_ref[pl.ds(i * 8, 8), :]
+            o_ref[pl.ds(i * 8, 8), :] = rows * 2.0 + c
+            return c + 1.0
+
+        jax.lax.fori_loop(0, x_ref.shape[0] // 8, body, jnp.float32(0.0))
+
+    def row_windows(x):
+        return pl.pallas_call(
+            rows_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    def norm_kernel(x_ref, g_ref, o_ref):
+        x = x_ref[...]
+        mean = jnp.mean(x, axis=1, keepdims=True)
+        var = jnp.mean((x - mean) ** 2, axis=1, keepdims=True)
+        o_ref[...] = (x - mean) * jax.lax.rsqrt(var + 1e-5) * g_ref[...]
+
+    def layer_norm(x, g):
+        return pl.pallas_call(
+            norm_kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid=(x.shape[0] // 8,),
+            in_specs=[pl.BlockSpec((8, x.shape[1]), lambda i: (i, 0)),
+                      pl.BlockSpec(g.shape, lambda i: (0, 0))],
+            out_specs=pl.BlockSpec((8, x.shape[1]), lambda i: (i, 0)),
+        )(x, g)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     return [
@@ -182,4 +249,10 @@ def programs(jax, jnp, pl, pltpu):
                                       ramp((16, 256), jnp.bfloat16, scale=50, mod=7))),
         ("resident_weight", resident_weight, (ramp((32, 128), jnp.float32),
                                               ramp((8, 128), jnp.float32, scale=500))),
+        ("flash_attention", flash_attention, (ramp((256, 128), jnp.float32, scale=3000, mod=37),
+                                              ramp((512, 128), jnp.float32, scale=3000, mod=41),
+                                              ramp((512, 128), jnp.float32, scale=100, mod=29))),
+        ("row_windows", row_windows, (ramp((64, 128), jnp.float32),)),
+        ("layer_norm", layer_norm, (ramp((32, 256), jnp.float32, mod=53),
+                                    ramp((1, 256), jnp.float32, scale=300))),
     ]
