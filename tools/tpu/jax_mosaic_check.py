@@ -13,8 +13,9 @@ the kernel function's grid attributes, window parameters (the transform
 functions are evaluated at every grid point), the custom call configs and the
 `@main` signature. Prints `OK NAME` or `FAIL NAME: REASON` per program and
 exits 1 if any failed. `--values NPZ` instead writes each program's outputs
-under JAX's TPU interpret mode, which Ember's interpreter is compared with. `--self-test` compares JAX with itself; `--record DIR`
-writes JAX's side in Ember's format; `--dump DIR` writes `DIR/NAME.jax.mlir`.
+under JAX's TPU interpret mode, which Ember's interpreter is compared with.
+`--self-test` compares JAX with itself; `--record DIR` writes JAX's side in
+Ember's format; `--dump DIR` writes `DIR/NAME.jax.mlir`.
 """
 
 import argparse
