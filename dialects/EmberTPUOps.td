@@ -206,21 +206,20 @@ def EmberTPU_EnqueueDMAOp : EmberTPU_Op<"enqueue_dma", [AttrSizedOperandSegments
   let description = [{
     Asynchronous: `target_semaphore` is signalled when the bytes have landed
     (`wait_dma2` waits for it). With `device_id`, `target` is on another
-    device (a remote copy).
+    device (a remote copy). The operands are those of Mosaic's serialization
+    version 11, which Ember writes (later versions add a subcore id).
   }];
   let arguments = (ins AnyMemRef:$source, Optional<EmberTPU_SemaphoreRef>:$source_semaphore,
                        AnyMemRef:$target, Optional<EmberTPU_SemaphoreRef>:$target_semaphore,
                        Optional<I32>:$device_id, Optional<I32>:$core_id,
-                       Optional<I32>:$subcore_id,
-                       OptionalAttr<I32Attr>:$priority,
+                       DefaultValuedAttr<I32Attr, "0">:$priority,
                        DefaultValuedAttr<BoolAttr, "false">:$strict_ordering);
   let assemblyFormat = [{
     `source` `(` $source `:` type($source) `)`
     (`source_semaphore` `(` $source_semaphore^ `:` type($source_semaphore) `)`)?
     `target` `(` $target `:` type($target) `)`
     (`target_semaphore` `(` $target_semaphore^ `:` type($target_semaphore) `)`)?
-    (`device_id` `(` $device_id^ `)`)? (`core_id` `(` $core_id^ `)`)?
-    (`subcore_id` `(` $subcore_id^ `)`)? attr-dict
+    (`device_id` `(` $device_id^ `)`)? (`core_id` `(` $core_id^ `)`)? attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -263,6 +262,61 @@ def EmberTPU_SemaphoreReadOp : EmberTPU_Op<"sem_read"> {
   let results = (outs I32:$result);
   let assemblyFormat = "$semaphore attr-dict `:` type($semaphore) `->` type($result)";
   let hasVerifier = 1;
+}
+
+def EmberTPU_MemRefSqueezeOp : EmberTPU_Op<"memref_squeeze", [Pure]> {
+  let summary = "a memref with some of its unit dimensions dropped";
+  let arguments = (ins AnyMemRef:$input);
+  let results = (outs AnyMemRef:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Traced DMAs (before ember-tpu-kernel)
+//===----------------------------------------------------------------------===//
+
+def EmberTPU_ScalarIndex : 0DTensorOf<[I32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI32Type())";
+}
+
+class EmberTPU_TracedDMAOp<string mnemonic, dag outs>
+    : EmberTPU_Op<mnemonic, [AttrSizedOperandSegments]> {
+  let description = [{
+    A DMA in a kernel traced as a function of values (the input of
+    `ember-tpu-kernel`): `src` and `dst` are the current values of the
+    kernel buffers numbered `src_buffer` and `dst_buffer` (arguments after
+    the grid), the windows start at the 0-d starts and have `*_sizes`, the
+    `*_squeezed` dimensions are dropped from the window, and the semaphore
+    is element `sem_starts` of buffer `sem_buffer`.
+  }];
+  let arguments = (ins AnyRankedTensor:$src, AnyRankedTensor:$dst,
+                       Variadic<EmberTPU_ScalarIndex>:$src_starts,
+                       Variadic<EmberTPU_ScalarIndex>:$dst_starts,
+                       Variadic<EmberTPU_ScalarIndex>:$sem_starts,
+                       I64Attr:$src_buffer, I64Attr:$dst_buffer, I64Attr:$sem_buffer,
+                       DenseI64ArrayAttr:$src_sizes, DenseI64ArrayAttr:$dst_sizes,
+                       DenseI64ArrayAttr:$src_squeezed, DenseI64ArrayAttr:$dst_squeezed);
+  let results = outs;
+  let hasVerifier = 1;
+}
+
+def EmberTPU_TracedDMAStartOp
+    : EmberTPU_TracedDMAOp<"traced_dma_start", (outs)> {
+  let summary = "starts a DMA between kernel buffers (traced form)";
+  let assemblyFormat = [{
+    $src `[` $src_starts `]` `,` $dst `[` $dst_starts `]` `,` `sem` `[` $sem_starts `]`
+      attr-dict `:` type($src) `,` type($dst)
+  }];
+}
+
+def EmberTPU_TracedDMAWaitOp
+    : EmberTPU_TracedDMAOp<"traced_dma_wait", (outs AnyRankedTensor:$dst_after)> {
+  let summary = "waits for a DMA; the destination buffer's new value (traced form)";
+  let assemblyFormat = [{
+    $src `[` $src_starts `]` `,` $dst `[` $dst_starts `]` `,` `sem` `[` $sem_starts `]`
+      attr-dict `:` type($src) `,` type($dst) `->` type($dst_after)
+  }];
 }
 
 #endif // EMBER_TPU_OPS_TD

@@ -63,6 +63,48 @@ func.func @windows(%i: tensor<i32>, %x: tensor<16x128xf32>, %o: tensor<16x128xf3
 
 // -----
 
+// A DMA from an HBM window into slot %s of a VMEM buffer: windows are
+// memref_slice (and memref_squeeze for the dropped slot dimension), the
+// semaphore is a DMA semaphore, and after the wait the slot is read from
+// memory.
+// CHECK-LABEL: func.func @dma(
+// CHECK-SAME: memref<64x128xf32, #ember_tpu.memory_space<any>>
+// CHECK-SAME: memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>
+// CHECK: %[[SRC:.*]] = ember_tpu.memref_slice %arg1[
+// CHECK: %[[SLOT:.*]] = ember_tpu.memref_slice %arg3[
+// CHECK: %[[DST:.*]] = ember_tpu.memref_squeeze %[[SLOT]]
+// CHECK: ember_tpu.enqueue_dma source(%[[SRC]] : {{.*}}) target(%[[DST]] : {{.*}}) target_semaphore(%arg4 :
+// CHECK: ember_tpu.wait_dma2 semaphore(%arg4 :
+// CHECK: vector.load %arg3[
+// CHECK: ember_tpu.vector_store %arg2
+func.func @dma(%i: tensor<i32>, %x: tensor<64x128xf32>, %o: tensor<8x128xf32>, %b: tensor<2x8x128xf32>, %sem: tensor<i32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 1 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<any>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<semaphore_mem>],
+                ember_tpu.dma_semaphores = array<i64: 3>,
+                ember_tpu.result_args = array<i64: 1>} {
+  %s = ember.constant dense<1> : tensor<i32>
+  %z = ember.constant dense<0> : tensor<i32>
+  ember_tpu.traced_dma_start %x[%i, %z], %b[%s, %z, %z], sem[] {src_buffer = 0 : i64, dst_buffer = 2 : i64, sem_buffer = 3 : i64, src_sizes = array<i64: 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64: 0>} : tensor<64x128xf32>, tensor<2x8x128xf32>
+  %n = ember_tpu.traced_dma_wait %x[%i, %z], %b[%s, %z, %z], sem[] {src_buffer = 0 : i64, dst_buffer = 2 : i64, sem_buffer = 3 : i64, src_sizes = array<i64: 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64: 0>} : tensor<64x128xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
+  %r = ember.dynamic_slice %n[%s, %z, %z], sizes = [1, 8, 128] : (tensor<2x8x128xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x8x128xf32>
+  %v = ember.reshape %r : (tensor<1x8x128xf32>) -> tensor<8x128xf32>
+  return %v : tensor<8x128xf32>
+}
+
+// -----
+
+// HBM buffers are only reached by DMAs.
+func.func @hbm(%i: tensor<i32>, %x: tensor<64x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 1 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<any>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 1>} {
+  // expected-error @+1 {{reads or writes a buffer in HBM}}
+  %r = ember.slice %x, start = [0, 0], limit = [8, 128], strides = [1, 1] : (tensor<64x128xf32>) -> tensor<8x128xf32>
+  return %r : tensor<8x128xf32>
+}
+
+// -----
+
 // Ops without a kernel form are reported where they are.
 func.func @bad(%i: tensor<i32>, %x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
     attributes {ember_tpu.grid_args = 1 : i64,

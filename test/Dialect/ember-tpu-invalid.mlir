@@ -156,3 +156,27 @@ func.func @sem_kind(%s: memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space
   ember_tpu.sem_signal %s, %n : memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>
   return
 }
+
+// -----
+
+func.func @squeeze(%x: memref<2x128xf32>) {
+  // expected-error @+1 {{memref_squeeze_c1}}
+  %s = ember_tpu.memref_squeeze %x : memref<2x128xf32> -> memref<128xf32>
+  return
+}
+
+// -----
+
+func.func @traced_window(%x: tensor<16x128xf32>, %b: tensor<8x128xf32>, %i: tensor<i32>) {
+  // expected-error @+1 {{traced_dma_c1}}
+  ember_tpu.traced_dma_start %x[%i, %i], %b[%i, %i], sem[] {src_buffer = 0 : i64, dst_buffer = 1 : i64, sem_buffer = 2 : i64, src_sizes = array<i64: 8, 64>, dst_sizes = array<i64: 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64>} : tensor<16x128xf32>, tensor<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @traced_result(%x: tensor<16x128xf32>, %b: tensor<8x128xf32>, %i: tensor<i32>) {
+  // expected-error @+1 {{traced_dma_c2}}
+  %n = ember_tpu.traced_dma_wait %x[%i, %i], %b[%i, %i], sem[] {src_buffer = 0 : i64, dst_buffer = 1 : i64, sem_buffer = 2 : i64, src_sizes = array<i64: 8, 128>, dst_sizes = array<i64: 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64>} : tensor<16x128xf32>, tensor<8x128xf32> -> tensor<16x128xf32>
+  return
+}

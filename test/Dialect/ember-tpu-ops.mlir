@@ -14,6 +14,9 @@
 // CHECK: ember_tpu.sem_signal
 // CHECK: ember_tpu.sem_wait
 // CHECK: ember_tpu.sem_read
+// CHECK: ember_tpu.memref_squeeze
+// CHECK: ember_tpu.traced_dma_start
+// CHECK: ember_tpu.traced_dma_wait
 func.func @kernel(%i: i32, %x: memref<8x128xf32, #ember_tpu.memory_space<vmem>>,
                   %h: memref<16x128xf32, #ember_tpu.memory_space<any>>,
                   %dsem: memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>,
@@ -38,5 +41,14 @@ func.func @kernel(%i: i32, %x: memref<8x128xf32, #ember_tpu.memory_space<vmem>>,
   ember_tpu.sem_signal %sem, %one : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>
   ember_tpu.sem_wait %sem, %one : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>
   %r = ember_tpu.sem_read %sem : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>> -> i32
+  %w1 = ember_tpu.memref_slice %h[%i, %z] : memref<16x128xf32, #ember_tpu.memory_space<any>> -> memref<1x128xf32, #ember_tpu.memory_space<any>>
+  %sq = ember_tpu.memref_squeeze %w1 : memref<1x128xf32, #ember_tpu.memory_space<any>> -> memref<128xf32, #ember_tpu.memory_space<any>>
   return
+}
+
+// The traced form of DMAs, before ember-tpu-kernel.
+func.func @traced(%x: tensor<16x128xf32>, %b: tensor<2x8x128xf32>, %i: tensor<i32>) -> tensor<2x8x128xf32> {
+  ember_tpu.traced_dma_start %x[%i, %i], %b[%i, %i, %i], sem[%i] {src_buffer = 0 : i64, dst_buffer = 1 : i64, sem_buffer = 2 : i64, src_sizes = array<i64: 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64: 0>} : tensor<16x128xf32>, tensor<2x8x128xf32>
+  %n = ember_tpu.traced_dma_wait %x[%i, %i], %b[%i, %i, %i], sem[%i] {src_buffer = 0 : i64, dst_buffer = 1 : i64, sem_buffer = 2 : i64, src_sizes = array<i64: 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64: 0>} : tensor<16x128xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
+  return %n : tensor<2x8x128xf32>
 }

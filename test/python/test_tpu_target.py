@@ -102,7 +102,7 @@ def test_interpreter_unchanged():
     assert g.shape == x.shape
 
 
-def test_unsupported_kernels_raise_at_lowering():
+def test_dma_kernel_lowers_and_unsupported_kernels_raise():
     def k(x_hbm, o_ref, buf, sem):
         c = pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf, sem)
         c.start()
@@ -113,12 +113,30 @@ def test_unsupported_kernels_raise_at_lowering():
         return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
                               in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
                               scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32),
-                                              pltpu.SemaphoreType.DMA(())])(x)
+                                              pltpu.SemaphoreType.DMA])(x)
 
     x = jnp.ones((16, 128), jnp.float32)
     np.testing.assert_allclose(np.asarray(f(x)), 2.0)  # interprets on the CPU
     low = jax.jit(f).trace(x).lower(lowering_platforms=("tpu",))
-    with pytest.raises(NotImplementedError, match="lowering for TPU: k"):
-        low.as_text("stablehlo")
+    mosaic = low.as_text("mosaic")
+    assert "ember_tpu.enqueue_dma" in mosaic and "ember_tpu.wait_dma2" in mosaic
+    assert "tpu_custom_call" in low.as_text("stablehlo")
     with pytest.raises(NotImplementedError, match="running on a TPU is not supported"):
         low.compile()
+
+    def direct(x_hbm, o_ref):
+        o_ref[...] = x_hbm[pl.ds(0, 8), :] + 1  # HBM is only reached by DMAs
+
+    g = pl.pallas_call(direct, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                       in_specs=[pl.BlockSpec(memory_space=pl.ANY)])
+    np.testing.assert_allclose(np.asarray(g(x)), 2.0)
+    with pytest.raises(NotImplementedError, match=r"HBM.*|test_tpu_target\.py"):
+        jax.jit(g).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+
+    def regular(x_ref, o_ref, sem):
+        o_ref[...] = x_ref[...]
+
+    h = pl.pallas_call(regular, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                       scratch_shapes=[pltpu.SemaphoreType.REGULAR])
+    with pytest.raises(NotImplementedError, match="regular and barrier semaphores"):
+        jax.jit(h).trace(x[:8]).lower(lowering_platforms=("tpu",)).as_text("stablehlo")

@@ -94,7 +94,37 @@ struct KernelBuilder {
   llvm::DenseMap<Value, int64_t> versions;
   int64_t counter = 0;
 
+  // The kernel's buffers (memref arguments), numbered from the first
+  // argument after the grid.
+  SmallVector<Value> buffers;
+
   explicit KernelBuilder(OpBuilder &b) : b(b) {}
+
+  /// Whether `v` is the contents of a buffer outside VMEM and SMEM (HBM,
+  /// pl.ANY), which kernels only reach through DMAs.
+  bool inHbm(Value v) {
+    auto it = resident.find(v);
+    if (it == resident.end())
+      return false;
+    auto s = dyn_cast_or_null<et::MemorySpaceAttr>(
+        cast<MemRefType>(it->second.mem.getType()).getMemorySpace());
+    return s && (s.getValue() == et::MemorySpace::any ||
+                 s.getValue() == et::MemorySpace::hbm ||
+                 s.getValue() == et::MemorySpace::semaphore_mem);
+  }
+
+  LogicalResult hbmError(Operation *op) {
+    return op->emitOpError("reads or writes a buffer in HBM (pl.ANY) or a "
+                           "semaphore directly; kernels copy HBM buffers to "
+                           "VMEM with a DMA (pltpu.make_async_copy)");
+  }
+
+  /// The memref window of a traced DMA end.
+  Value windowRef(Location loc, Value mem, ValueRange starts,
+                  ArrayRef<int64_t> sizes, ArrayRef<int64_t> squeezed);
+  /// Stores `v`, the value of buffer `mem`, there unless it is already.
+  LogicalResult flush(Operation *op, Value v, Value mem);
+  LogicalResult dma(Operation *op);
 
   bool current(Value v) {
     auto it = resident.find(v);
@@ -188,11 +218,156 @@ struct KernelBuilder {
                 Type orig);
 };
 
+Value KernelBuilder::windowRef(Location loc, Value mem, ValueRange starts,
+                               ArrayRef<int64_t> sizes,
+                               ArrayRef<int64_t> squeezed) {
+  auto mt = cast<MemRefType>(mem.getType());
+  bool whole = sizes == mt.getShape();
+  for (Value s : starts) {
+    auto c = s.getDefiningOp<ConstantOp>();
+    whole &=
+        c &&
+        (*cast<DenseElementsAttr>(c.getValue()).value_begin<APInt>()).isZero();
+  }
+  Value w = mem;
+  if (!whole) {
+    SmallVector<Value> idx;
+    for (Value s : starts)
+      idx.push_back(get(s));
+    w = et::MemRefSliceOp::create(b, loc,
+                                  MemRefType::get(sizes, mt.getElementType(),
+                                                  MemRefLayoutAttrInterface(),
+                                                  mt.getMemorySpace()),
+                                  mem, idx, ValueRange{});
+  }
+  if (squeezed.empty())
+    return w;
+  SmallVector<int64_t> shape;
+  for (auto [d, n] : llvm::enumerate(sizes))
+    if (!llvm::is_contained(squeezed, (int64_t)d))
+      shape.push_back(n);
+  return et::MemRefSqueezeOp::create(
+      b, loc,
+      MemRefType::get(shape, mt.getElementType(), MemRefLayoutAttrInterface(),
+                      mt.getMemorySpace()),
+      w);
+}
+
+LogicalResult KernelBuilder::flush(Operation *op, Value v, Value mem) {
+  if (current(v) && resident[v].mem == mem)
+    return success();
+  Value x = get(v);
+  if (!x)
+    return op->emitOpError("copies a kernel buffer's contents from before a "
+                           "later write, which TPU kernels cannot keep");
+  auto mt = cast<MemRefType>(mem.getType());
+  if (!isa<VectorType>(x.getType()))
+    return op->emitOpError("copies a buffer computed as a scalar");
+  SmallVector<Value> zeros(mt.getRank(),
+                           arith::ConstantIndexOp::create(b, op->getLoc(), 0));
+  et::VectorStoreOp::create(b, op->getLoc(), x, mem, zeros, /*mask=*/Value(),
+                            b.getDenseI32ArrayAttr({}), /*add=*/false);
+  versions[mem] = ++counter;
+  resident[v] = {mem, counter};
+  return success();
+}
+
+LogicalResult KernelBuilder::dma(Operation *op) {
+  Location loc = op->getLoc();
+  auto start = dyn_cast<et::TracedDMAStartOp>(op);
+  auto wait = dyn_cast<et::TracedDMAWaitOp>(op);
+  auto attr = [&](StringRef n) {
+    return op->getAttrOfType<IntegerAttr>(n).getInt();
+  };
+  auto arr = [&](StringRef n) {
+    return op->getAttrOfType<DenseI64ArrayAttr>(n).asArrayRef();
+  };
+  int64_t nb = buffers.size();
+  int64_t si = attr("src_buffer"), di = attr("dst_buffer"),
+          mi = attr("sem_buffer");
+  if (si < 0 || si >= nb || di < 0 || di >= nb || mi < 0 || mi >= nb)
+    return op->emitOpError("names no kernel buffer");
+  Value srcMem = buffers[si], dstMem = buffers[di], semMem = buffers[mi];
+  auto semT = cast<MemRefType>(semMem.getType());
+  if (!isa<et::DMASemaphoreType>(semT.getElementType()))
+    return op->emitOpError("needs a DMA semaphore (pltpu.SemaphoreType.DMA)");
+  ValueRange srcStarts = start ? start.getSrcStarts() : wait.getSrcStarts();
+  ValueRange dstStarts = start ? start.getDstStarts() : wait.getDstStarts();
+  ValueRange semStarts = start ? start.getSemStarts() : wait.getSemStarts();
+  if ((int64_t)semStarts.size() != semT.getRank())
+    return op->emitOpError("needs an index per semaphore array dimension");
+  if (start) {
+    // What the copy reads and what it leaves alone must be in memory.
+    if (failed(flush(op, start.getSrc(), srcMem)) ||
+        failed(flush(op, start.getDst(), dstMem)))
+      return failure();
+  }
+  Value srcW =
+      windowRef(loc, srcMem, srcStarts, arr("src_sizes"), arr("src_squeezed"));
+  Value dstW =
+      windowRef(loc, dstMem, dstStarts, arr("dst_sizes"), arr("dst_squeezed"));
+  Value semW = semMem;
+  if (semT.getRank()) {
+    SmallVector<int64_t> ones(semT.getRank(), 1), all;
+    for (int64_t d = 0; d < semT.getRank(); ++d)
+      all.push_back(d);
+    semW = windowRef(loc, semMem, semStarts, ones, all);
+  }
+  if (start)
+    et::EnqueueDMAOp::create(b, loc, srcW, /*source_semaphore=*/Value(), dstW,
+                             semW, /*device_id=*/Value(), /*core_id=*/Value(),
+                             /*priority=*/0, /*strict_ordering=*/false);
+  else
+    et::WaitDMA2Op::create(b, loc, semW, srcW, dstW, /*device_id=*/Value(),
+                           /*core_id=*/Value(), /*strict_ordering=*/false);
+  // The destination changes under the copy; after the wait the buffer holds
+  // the new value.
+  versions[dstMem] = ++counter;
+  if (wait)
+    resident[wait.getDstAfter()] = {dstMem, counter};
+  return success();
+}
+
+/// The value a buffer held before the writes (stores, DMA waits) that made
+/// `v` from it.
+static Value rootBuffer(Value v) {
+  while (true) {
+    if (auto d = v.getDefiningOp<DynamicUpdateSliceOp>()) {
+      v = d.getOperand();
+    } else if (auto w = v.getDefiningOp<et::TracedDMAWaitOp>()) {
+      v = w.getDst();
+    } else if (auto c = v.getDefiningOp<CaseOp>()) {
+      // A buffer every branch writes (or leaves) is the one it came from.
+      unsigned i = cast<OpResult>(v).getResultNumber();
+      Value root;
+      for (Region &r : c.getBranches()) {
+        Value y = rootBuffer(r.front().getTerminator()->getOperand(i));
+        if (root && y != root)
+          return v;
+        root = y;
+      }
+      if (!root || c->isAncestor(root.getParentBlock()->getParentOp()))
+        return v;
+      v = root;
+    } else if (auto w = v.getDefiningOp<WhileOp>()) {
+      // So is a buffer a loop threads through.
+      unsigned i = cast<OpResult>(v).getResultNumber();
+      Block &body = w.getBody().front();
+      if (rootBuffer(body.getTerminator()->getOperand(i)) !=
+          body.getArgument(i))
+        return v;
+      v = w.getInit()[i];
+    } else {
+      return v;
+    }
+  }
+}
+
 void KernelBuilder::materializeCaptured(Operation *op) {
   llvm::SetVector<Value> used;
   getUsedValuesDefinedAbove(op->getRegions(), used);
   for (Value v : used)
-    if (!map.lookupOrNull(v) && current(v))
+    if (!map.lookupOrNull(v) && current(v) && !inHbm(v))
       (void)get(v);
 }
 
@@ -433,6 +608,12 @@ LogicalResult KernelBuilder::op(Operation *op) {
     set(op, it->second);
     return success();
   }
+  if (isa<et::TracedDMAStartOp, et::TracedDMAWaitOp>(op))
+    return dma(op);
+  if (!isa<SliceOp, DynamicSliceOp, DynamicUpdateSliceOp, WhileOp, CaseOp>(op))
+    for (Value o : op->getOperands())
+      if (inHbm(o))
+        return hbmError(op);
   if (!isa<SliceOp, DynamicSliceOp, DynamicUpdateSliceOp, WhileOp, CaseOp>(op))
     for (Value o : op->getOperands())
       if (!get(o))
@@ -515,6 +696,8 @@ LogicalResult KernelBuilder::op(Operation *op) {
     SmallVector<int64_t> sizes;
     for (auto [s, l] : llvm::zip(sl.getStartIndices(), sl.getLimitIndices()))
       sizes.push_back(l - s);
+    if (inHbm(sl.getOperand()))
+      return hbmError(op);
     if (current(sl.getOperand())) {
       // A window of a buffer: read it from memory.
       Value mem = resident[sl.getOperand()].mem;
@@ -557,6 +740,8 @@ LogicalResult KernelBuilder::op(Operation *op) {
       return success();
     }
     auto in = cast<RankedTensorType>(ds.getOperand().getType());
+    if (inHbm(ds.getOperand()))
+      return hbmError(op);
     if (current(ds.getOperand())) {
       // A window of a buffer at run-time offsets: read it from memory.
       Value mem = resident[ds.getOperand()].mem;
@@ -597,6 +782,8 @@ LogicalResult KernelBuilder::op(Operation *op) {
   if (auto dus = dyn_cast<DynamicUpdateSliceOp>(op)) {
     auto in = cast<RankedTensorType>(dus.getOperand().getType());
     auto up = cast<RankedTensorType>(dus.getUpdate().getType());
+    if (inHbm(dus.getOperand()))
+      return hbmError(op);
     if (current(dus.getOperand())) {
       // A write into a buffer: store the window there.
       Value mem = resident[dus.getOperand()].mem;
@@ -813,9 +1000,7 @@ LogicalResult KernelBuilder::op(Operation *op) {
       Value init = w.getInit()[i];
       if (!current(init))
         continue;
-      Value y = body.getTerminator()->getOperand(i);
-      while (auto d = y.getDefiningOp<DynamicUpdateSliceOp>())
-        y = d.getOperand();
+      Value y = rootBuffer(body.getTerminator()->getOperand(i));
       if (y == body.getArgument(i))
         inMem[i] = resident[init].mem;
     }
@@ -833,6 +1018,8 @@ LogicalResult KernelBuilder::op(Operation *op) {
     for (unsigned i = 0; i < n; ++i) {
       if (inMem[i])
         continue;
+      if (inHbm(w.getInit()[i]))
+        return hbmError(op);
       init.push_back(get(w.getInit()[i]));
       if (!init.back())
         return op->emitOpError("reads a kernel buffer's contents from before "
@@ -898,9 +1085,7 @@ LogicalResult KernelBuilder::op(Operation *op) {
       Value root;
       bool same = true;
       for (Region &r : c.getBranches()) {
-        Value y = r.front().getTerminator()->getOperand(i);
-        while (auto d = y.getDefiningOp<DynamicUpdateSliceOp>())
-          y = d.getOperand();
+        Value y = rootBuffer(r.front().getTerminator()->getOperand(i));
         same &= !root || y == root;
         root = y;
       }
@@ -1003,6 +1188,8 @@ struct EmberTPUKernelPass
     auto spaces = fn->getAttrOfType<ArrayAttr>("ember_tpu.arg_spaces");
     auto resultArgs =
         fn->getAttrOfType<DenseI64ArrayAttr>("ember_tpu.result_args");
+    auto dmaSems =
+        fn->getAttrOfType<DenseI64ArrayAttr>("ember_tpu.dma_semaphores");
     int64_t ng = gridArgs.getInt();
     int64_t nargs = fn.getNumArguments();
     if (!spaces || (int64_t)spaces.size() != nargs - ng)
@@ -1018,9 +1205,15 @@ struct EmberTPUKernelPass
         argTypes.push_back(t.getElementType());
         continue;
       }
-      argTypes.push_back(
-          MemRefType::get(t.getShape(), signless(t.getElementType()),
-                          MemRefLayoutAttrInterface(), spaces[i - ng]));
+      // Semaphores: DMA ones where ember_tpu.dma_semaphores says.
+      Type elt = signless(t.getElementType());
+      auto space = dyn_cast<et::MemorySpaceAttr>(spaces[i - ng]);
+      if (space && space.getValue() == et::MemorySpace::semaphore_mem)
+        elt = dmaSems && llvm::is_contained(dmaSems.asArrayRef(), i - ng)
+                  ? (Type)et::DMASemaphoreType::get(ctx)
+                  : (Type)et::SemaphoreType::get(ctx);
+      argTypes.push_back(MemRefType::get(
+          t.getShape(), elt, MemRefLayoutAttrInterface(), spaces[i - ng]));
     }
     SmallVector<Type> resultTypes;
     if (!resultArgs)
@@ -1033,8 +1226,9 @@ struct EmberTPUKernelPass
     for (NamedAttribute a : fn->getAttrs()) {
       StringRef n = a.getName().strref();
       if (n == "ember_tpu.grid_args" || n == "ember_tpu.arg_spaces" ||
-          n == "ember_tpu.result_args" || n == "function_type" ||
-          n == "sym_name" || n == "arg_attrs" || n == "res_attrs")
+          n == "ember_tpu.result_args" || n == "ember_tpu.dma_semaphores" ||
+          n == "function_type" || n == "sym_name" || n == "arg_attrs" ||
+          n == "res_attrs")
         continue;
       nf->setAttr(a.getName(), a.getValue());
     }
@@ -1051,6 +1245,15 @@ struct EmberTPUKernelPass
       }
       auto mt = cast<MemRefType>(a.getType());
       auto space = dyn_cast<et::MemorySpaceAttr>(mt.getMemorySpace());
+      kb.buffers.push_back(a);
+      if (space && (space.getValue() == et::MemorySpace::any ||
+                    space.getValue() == et::MemorySpace::hbm ||
+                    space.getValue() == et::MemorySpace::semaphore_mem)) {
+        // In memory only: reached by DMAs.
+        kb.resident[src.getArgument(i)] = {a, 0};
+        kb.versions[a] = 0;
+        continue;
+      }
       if (space && space.getValue() == et::MemorySpace::smem) {
         kb.smem[src.getArgument(i)] = a;
         // A rank-0 SMEM buffer is also read as a value.

@@ -311,3 +311,75 @@ LogicalResult SemaphoreReadOp::verify() {
         "sem_c1: semaphores must be in #ember_tpu.memory_space<semaphore_mem>");
   return success();
 }
+
+LogicalResult MemRefSqueezeOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  // memref_squeeze_c1: the result is the input without some unit
+  // dimensions, in the same memory space.
+  ArrayRef<int64_t> a = in.getShape(), r = out.getShape();
+  unsigned j = 0;
+  for (int64_t d : a) {
+    if (j < r.size() && r[j] == d) {
+      ++j;
+      continue;
+    }
+    if (d != 1)
+      break;
+  }
+  if (j != r.size() || in.getElementType() != out.getElementType() ||
+      in.getMemorySpace() != out.getMemorySpace() ||
+      in.getRank() - out.getRank() !=
+          (int64_t)llvm::count(a, 1) - (int64_t)llvm::count(r, 1))
+    return emitOpError("memref_squeeze_c1: ")
+           << out << " is not " << in << " without some unit dimensions";
+  return success();
+}
+
+// traced_dma_c1: a start per buffer dimension, windows inside their
+// buffers, squeezed dimensions of size 1, and equal windows once squeezed.
+template <typename OpT> static LogicalResult verifyTracedDMA(OpT op) {
+  auto window = [&](RankedTensorType t, size_t starts, ArrayRef<int64_t> sizes,
+                    ArrayRef<int64_t> squeezed,
+                    StringRef which) -> FailureOr<SmallVector<int64_t>> {
+    if ((int64_t)starts != t.getRank() || (int64_t)sizes.size() != t.getRank())
+      return op.emitOpError("traced_dma_c1: the ")
+             << which << " window needs a start and a size per dimension";
+    SmallVector<int64_t> shape;
+    for (int64_t d = 0; d < t.getRank(); ++d) {
+      if (sizes[d] < 1 || sizes[d] > t.getDimSize(d))
+        return op.emitOpError("traced_dma_c1: the ")
+               << which << " window does not fit its buffer";
+      if (llvm::is_contained(squeezed, d)) {
+        if (sizes[d] != 1)
+          return op.emitOpError("traced_dma_c1: squeezed ")
+                 << which << " dimensions have size 1";
+        continue;
+      }
+      shape.push_back(sizes[d]);
+    }
+    return shape;
+  };
+  auto s = window(op.getSrc().getType(), op.getSrcStarts().size(),
+                  op.getSrcSizes(), op.getSrcSqueezed(), "source");
+  auto d = window(op.getDst().getType(), op.getDstStarts().size(),
+                  op.getDstSizes(), op.getDstSqueezed(), "destination");
+  if (failed(s) || failed(d))
+    return failure();
+  if (*s != *d || op.getSrc().getType().getElementType() !=
+                      op.getDst().getType().getElementType())
+    return op.emitOpError("traced_dma_c1: the source and destination windows "
+                          "differ");
+  return success();
+}
+
+LogicalResult TracedDMAStartOp::verify() { return verifyTracedDMA(*this); }
+
+LogicalResult TracedDMAWaitOp::verify() {
+  if (failed(verifyTracedDMA(*this)))
+    return failure();
+  // traced_dma_c2: the wait's result is the destination buffer's value.
+  if (getDstAfter().getType() != getDst().getType())
+    return emitOpError("traced_dma_c2: the result must have the destination "
+                       "buffer's type");
+  return success();
+}

@@ -233,14 +233,18 @@ def stage_text(ember_text, stage, target=None):
     """The IR of `stage` for a traced module's text: the module is parsed
     again and run through the stages up to that one."""
     target = target or get_target()
-    if stage == "stablehlo" and target.stablehlo is not None:
-        return target.stablehlo(ember_text)
     if stage == "stablehlo":
         from .stablehlo_out import to_stablehlo
 
-        with context():
-            module = ir.Module.parse(stage_text(ember_text, "transforms", target))
-            return to_stablehlo(module)
+        def translate(text, transformed=True, **kw):
+            with context():
+                if transformed:
+                    text = stage_text(text, "transforms", target)
+                return to_stablehlo(ir.Module.parse(text), **kw)
+
+        if target.stablehlo is not None:
+            return target.stablehlo(ember_text, translate)
+        return translate(ember_text)
     stage = target.stage_name(stage)
     if stage == "ember":
         return ember_text

@@ -233,6 +233,56 @@ def programs(jax, jnp, pl, pltpu):
             out_specs=pl.BlockSpec((8, x.shape[1]), lambda i: (i, 0)),
         )(x, g)
 
+    def double_buffer_kernel(x_hbm, o_ref, buf, sem):
+        # Rows of an HBM array copied in (8, 128) windows into two VMEM
+        # slots, the next copy started before the current one is waited for.
+        n = x_hbm.shape[0] // 8
+
+        def copy(i, slot):
+            return pltpu.make_async_copy(x_hbm.at[pl.ds(i * 8, 8)], buf.at[slot],
+                                         sem.at[slot])
+
+        copy(0, 0).start()
+
+        def body(i, c):
+            slot = jax.lax.rem(i, 2)
+
+            @pl.when(i + 1 < n)
+            def _():
+                copy(i + 1, 1 - slot).start()
+
+            copy(i, slot).wait()
+            o_ref[pl.ds(i * 8, 8), :] = buf[slot] * 2.0 + c
+            return c + 1.0
+
+        jax.lax.fori_loop(0, n, body, jnp.float32(0.0))
+
+    def double_buffer(x):
+        return pl.pallas_call(
+            double_buffer_kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+            scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32),
+                            pltpu.SemaphoreType.DMA((2,))],
+        )(x)
+
+    def dma_out_kernel(x_ref, o_hbm, buf, sem):
+        # A block computed in VMEM, then copied out to HBM by a DMA.
+        buf[...] = jnp.tanh(x_ref[...])
+        c = pltpu.make_async_copy(buf, o_hbm.at[pl.ds(pl.program_id(0) * 8, 8)], sem)
+        c.start()
+        c.wait()
+
+    def dma_out(x):
+        return pl.pallas_call(
+            dma_out_kernel,
+            out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid=(x.shape[0] // 8,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+            out_specs=pl.BlockSpec(memory_space=pl.ANY),
+            scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA],
+        )(x)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     return [
@@ -255,4 +305,6 @@ def programs(jax, jnp, pl, pltpu):
         ("row_windows", row_windows, (ramp((64, 128), jnp.float32),)),
         ("layer_norm", layer_norm, (ramp((32, 256), jnp.float32, mod=53),
                                     ramp((1, 256), jnp.float32, scale=300))),
+        ("double_buffer", double_buffer, (ramp((64, 128), jnp.float32),)),
+        ("dma_out", dma_out, (ramp((32, 128), jnp.float32, scale=700),)),
     ]

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import state
 from . import core as pl_core
+from . import tpu_kernel
 
 ANY = pl_core.ANY
 VMEM = pl_core.MemorySpace("VMEM")
@@ -31,11 +32,22 @@ class CompilerParams(pl_core.CompilerParams):
 
 
 class _Semaphore:
+    """`pltpu.SemaphoreType.DMA` and friends: one semaphore as a scratch
+    buffer, or an array of them when called with a shape."""
+
+    shape, dtype, memory_space = (), np.dtype(np.int32), SEMAPHORE
+
     def __init__(self, name):
         self.name = name
+        self.semaphore_kind = name
 
     def __call__(self, shape=()):
-        return pl_core.MemoryRef(shape, np.int32, SEMAPHORE)
+        ref = pl_core.MemoryRef(shape, np.int32, SEMAPHORE)
+        ref.semaphore_kind = self.name
+        return ref
+
+    def __repr__(self):
+        return f"SemaphoreType.{self.name}"
 
 
 class SemaphoreType:
@@ -55,17 +67,22 @@ class PrefetchScalarGridSpec(pl_core.GridSpec):
 
 
 class AsyncCopyDescriptor:
-    def __init__(self, src, dst, add=False):
-        self.src, self.dst, self.add = src, dst, add
+    def __init__(self, src, dst, add=False, sem=None):
+        self.src, self.dst, self.add, self.sem = src, dst, add, sem
 
     def start(self, priority=0):
+        if tpu_kernel.tracing():
+            # Traced for the TPU target: the copy as a DMA (tpu_kernel.py).
+            return tpu_kernel.dma(self, "start")
         v = state.load(self.src, ())
         if self.add:
             v = state.load(self.dst, ()) + v
         state.store(self.dst, (), v)
 
     def wait(self):
-        """The copy completed when it started."""
+        """The copy completed when it started (on the CPU)."""
+        if tpu_kernel.tracing():
+            tpu_kernel.dma(self, "wait")
 
     def wait_send(self):
         """The copy completed when it started."""
@@ -75,11 +92,11 @@ class AsyncCopyDescriptor:
 
 
 def make_async_copy(src_ref, dst_ref, sem):
-    return AsyncCopyDescriptor(src_ref, dst_ref)
+    return AsyncCopyDescriptor(src_ref, dst_ref, sem=sem)
 
 
 def async_copy(src_ref, dst_ref, sem, *, priority=0, add=False):
-    desc = AsyncCopyDescriptor(src_ref, dst_ref, add)
+    desc = AsyncCopyDescriptor(src_ref, dst_ref, add, sem)
     desc.start(priority)
     return desc
 

@@ -12,13 +12,92 @@ indices out). The functions carry the attributes Mosaic reads on a kernel:
 `scalar_prefetch`, `scratch_operands` and the core type.
 """
 
+import threading
+
 import numpy as np
 
 from .. import core, state
 from ..context import context
 from ..numpy import lax_numpy as jnp
 
-_SPACES = {"VMEM": "vmem", "SMEM": "smem", "ANY": "any", "HBM": "hbm"}
+_SPACES = {"VMEM": "vmem", "SMEM": "smem", "ANY": "any", "HBM": "hbm",
+           "SEMAPHORE": "semaphore_mem"}
+
+# Whether a kernel is being traced for the TPU target (DMAs become
+# `ember_tpu.traced_dma_*` ops instead of copies), per thread.
+_state = threading.local()
+
+
+def tracing():
+    return getattr(_state, "depth", 0) > 0
+
+
+def _dma_end(ref, what):
+    """(buffer number, starts, sizes, squeezed dimensions) of a DMA end."""
+    if isinstance(ref, state.RefView):
+        base, norm = ref.base, ref.norm
+    else:
+        base, norm = ref, [("ds", state.Slice(0, n)) for n in ref.shape]
+    k = getattr(base, "_tpu_buffer", None)
+    if k is None:
+        raise NotImplementedError(
+            f"lowering a Pallas kernel for TPU: the {what} of a DMA must be a kernel operand "
+            f"or scratch buffer (or a window of one) (at {core.where()})")
+    starts, sizes, squeezed = [], [], []
+    for d, (kind, sl) in enumerate(norm):
+        if kind == "ds":
+            if sl.stride != 1:
+                raise NotImplementedError(
+                    f"lowering a Pallas kernel for TPU: strided DMA windows (at {core.where()})")
+            starts.append(sl.start)
+            sizes.append(sl.size)
+        elif kind == "at":
+            starts.append(sl)
+            sizes.append(1)
+            squeezed.append(d)
+        else:
+            raise NotImplementedError(
+                f"lowering a Pallas kernel for TPU: DMA windows by index arrays "
+                f"(at {core.where()})")
+    starts = [core.as_value(jnp.asarray(x, np.int32)) for x in starts]
+    return base, k, starts, sizes, squeezed
+
+
+def dma(desc, kind):
+    """A DMA's start or wait as a traced op (see `ember_tpu.traced_dma_*`):
+    after the wait, the destination buffer's value is what the copy left."""
+    from ..._mlir import ir
+
+    if desc.sem is None:
+        raise NotImplementedError(
+            f"lowering a Pallas kernel for TPU: a DMA without a semaphore (sync_copy) "
+            f"(at {core.where()})")
+    if desc.add:
+        raise NotImplementedError(
+            f"lowering a Pallas kernel for TPU: DMAs that add (at {core.where()})")
+    src, si, s_starts, s_sizes, s_sq = _dma_end(desc.src, "source")
+    dst, di, d_starts, d_sizes, d_sq = _dma_end(desc.dst, "destination")
+    _, mi, m_starts, _, _ = _dma_end(desc.sem, "semaphore")
+    trace = core.current_trace()
+    with context():
+        i64 = ir.IntegerType.get_signless(64)
+        attrs = {
+            "src_buffer": ir.IntegerAttr.get(i64, si),
+            "dst_buffer": ir.IntegerAttr.get(i64, di),
+            "sem_buffer": ir.IntegerAttr.get(i64, mi),
+            "src_sizes": ir.DenseI64ArrayAttr.get(s_sizes),
+            "dst_sizes": ir.DenseI64ArrayAttr.get(d_sizes),
+            "src_squeezed": ir.DenseI64ArrayAttr.get(s_sq),
+            "dst_squeezed": ir.DenseI64ArrayAttr.get(d_sq),
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get(
+                [1, 1, len(s_starts), len(d_starts), len(m_starts)]),
+        }
+    operands = [src._value, dst._value, *s_starts, *d_starts, *m_starts]
+    vals = [trace.to_value(v) for v in operands]
+    results = [dst._value.aval] if kind == "wait" else []
+    outs = trace.emit(f"ember_tpu.traced_dma_{kind}", vals, results, attrs)
+    if kind == "wait":
+        dst._value = outs[0]
 
 
 def _space(memory_space, default="vmem"):
@@ -64,16 +143,19 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
     grid_avals = [i32] * len(grid)
     pf_avals = [core.ShapedArray(tuple(p.shape), p.dtype) for p in prefetch]
     for b in in_blocks + out_blocks:
-        if b.whole and b.index_map is not None or any(b.element):
+        if any(b.element):
             raise NotImplementedError(
-                "lowering a Pallas kernel for TPU: Element block dimensions and buffers in "
-                "pl.ANY are not supported yet")
+                "lowering a Pallas kernel for TPU: Element block dimensions are not "
+                "supported yet")
     blocks = in_blocks + out_blocks
     block_avals = [core.ShapedArray(b.kernel_shape, b.dtype) for b in blocks]
     for t in scratch_types:
         if not hasattr(t, "memory_space") or t.shape is None:
             raise NotImplementedError(
-                f"lowering a Pallas kernel for TPU: scratch {t!r} (semaphores) is not "
+                f"lowering a Pallas kernel for TPU: scratch {t!r} is not supported")
+        if getattr(t, "semaphore_kind", "DMA") != "DMA":
+            raise NotImplementedError(
+                "lowering a Pallas kernel for TPU: regular and barrier semaphores are not "
                 "supported yet")
     scratch_avals = [core.ShapedArray(tuple(t.shape), t.dtype) for t in scratch_types]
     npf, nin, nout = len(prefetch), len(in_blocks), len(out_blocks)
@@ -81,11 +163,15 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
     def body(*args):
         ids = args[:len(grid)]
         refs = [state.Ref(a) for a in args[len(grid):]]
+        for k, r in enumerate(refs):
+            r._tpu_buffer = k
         grid_env.append((tuple(ids), grid))
+        _state.depth = getattr(_state, "depth", 0) + 1
         try:
             with state.scope(refs):
                 kernel(*refs)
         finally:
+            _state.depth -= 1
             grid_env.pop()
         return [r._value for r in refs[npf + nin:]]
 
@@ -95,6 +181,9 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
     for k, b in enumerate(blocks):
         if not grid:
             break
+        if _space(b.memory_space) in ("any", "hbm"):
+            windows.append({})  # not windowed: the kernel's DMAs reach it
+            continue
         bounds = [1 if s else n for n, s in zip(b.sizes, b.squeeze)]
         entry = {"window_bounds": bounds}
         if b.index_map is not None:
@@ -122,6 +211,11 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
                   + [_space(getattr(t, "memory_space", None)) for t in scratch_types])
         fn.attributes["ember_tpu.arg_spaces"] = _parse(
             "[" + ", ".join(f"#ember_tpu.memory_space<{s}>" for s in spaces) + "]")
+        dma_sems = [npf + nin + nout + k for k, t in enumerate(scratch_types)
+                     if getattr(t, "semaphore_kind", None) == "DMA"]
+        if dma_sems:
+            fn.attributes["ember_tpu.dma_semaphores"] = _parse(
+                "array<i64: " + ", ".join(map(str, dma_sems)) + ">")
         fn.attributes["ember_tpu.result_args"] = _parse(
             "array<i64" + "".join(f", {k}" if i else f": {k}" for i, k in
                                   enumerate(range(npf + nin, npf + nin + nout
@@ -143,7 +237,8 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
             tfn.attributes["ember_tpu.grid_args"] = _i64(len(grid))
             tfn.attributes["ember_tpu.arg_spaces"] = _parse(
                 "[" + ", ".join(["#ember_tpu.memory_space<smem>"] * npf) + "]")
-        return str(m)
+        # With locations: what cannot be lowered is reported at its line.
+        return m.operation.get_asm(enable_debug_info=True)
 
 
 def _window(w):
@@ -152,8 +247,9 @@ def _window(w):
         parts.append(f"pipeline_mode = #ember_tpu.pipeline_mode<{w['pipeline_mode']}>")
     if "transform_indices" in w:
         parts.append(f"transform_indices = @{w['transform_indices']}")
-    parts.append("window_bounds = array<i64: " + ", ".join(str(n) for n in w["window_bounds"])
-                 + ">")
+    if "window_bounds" in w:
+        parts.append("window_bounds = array<i64: "
+                     + ", ".join(str(n) for n in w["window_bounds"]) + ">")
     return "{" + ", ".join(parts) + "}"
 
 

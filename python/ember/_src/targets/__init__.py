@@ -35,8 +35,9 @@ class Target:
     load_object: Callable = None
     # What the compiled code depends on besides the program (host CPU...).
     cache_key: Callable = None
-    # stablehlo(ember text) -> the program as StableHLO for this target
-    # (None: the target-independent translation).
+    # stablehlo(ember text, translate) -> the program as StableHLO for this
+    # target, given the target-independent translation `translate(text,
+    # transformed=True, **to_stablehlo options)` (None: that translation).
     stablehlo: Callable = None
 
     @property

@@ -39,8 +39,13 @@ def lower_kernel(kernel_text):
 
     with context():
         module = ir.Module.parse(kernel_text)
-        PassManager.parse("builtin.module(ember-tpu-kernel)").run(module.operation)
-        return str(module)
+        try:
+            PassManager.parse("builtin.module(ember-tpu-kernel)").run(module.operation)
+        except ir.MLIRError as e:
+            # What the kernel does that TPU kernels cannot, at its line.
+            notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
+            raise NotImplementedError(f"lowering a Pallas kernel for TPU: {notes}") from None
+        return module.operation.get_asm(enable_debug_info=False)
 
 
 _OP_NAME = re.compile(r'^(\s*(?:%[^"]*= )?)"([A-Za-z_][\w$]*\.[\w$.]+)"(\()', re.M)
@@ -158,33 +163,31 @@ _TRANSFORM_OPS = ("ember.jvp", "ember.vjp", "ember.vmap", "ember.custom_jvp_call
                   "ember.custom_vjp_call", "ember.remat", "ember.linear_call")
 
 
-def program_stablehlo(ember_text):
+def program_stablehlo(ember_text, translate):
     """A traced program as StableHLO for TPU: its kernels become
-    `tpu_custom_call`s."""
-    from ..compiler import stage_text
+    `tpu_custom_call`s. `translate(text, transformed=, tpu_kernels=)` is the
+    target-independent translation (compiler.py)."""
     from ..context import context
-    from ..stablehlo_out import to_stablehlo
 
     with context():
-        module = ir.Module.parse(ember_text)
-        kernels = _kernel_functions(module)
-        if kernels and any(name in ember_text for name in _TRANSFORM_OPS):
-            raise NotImplementedError(
-                "lowering for TPU: a pallas_call under grad, vmap or a custom derivative "
-                "rule is not supported yet (those transformations expand the kernel's "
-                "interpreter)")
-        if not kernels:
-            module = ir.Module.parse(stage_text(ember_text, "transforms"))
+        kernels = _kernel_functions(ir.Module.parse(ember_text))
+    if not kernels:
+        return translate(ember_text)
+    if any(name in ember_text for name in _TRANSFORM_OPS):
+        raise NotImplementedError(
+            "lowering for TPU: a pallas_call under grad, vmap or a custom derivative "
+            "rule is not supported yet (those transformations expand the kernel's "
+            "interpreter)")
 
-        def custom_call(callee):
-            if callee not in kernels:
-                return None
-            text, kname = kernels[callee]
-            if text is None:
-                raise NotImplementedError(f"lowering for TPU: {kname}")
-            return backend_config(text), kname
+    def custom_call(callee):
+        if callee not in kernels:
+            return None
+        text, kname = kernels[callee]
+        if text is None:
+            raise NotImplementedError(f"lowering for TPU: {kname}")
+        return backend_config(text), kname
 
-        return to_stablehlo(module, tpu_kernels=custom_call)
+    return translate(ember_text, transformed=False, tpu_kernels=custom_call)
 
 
 def mosaic_text(ember_text):
