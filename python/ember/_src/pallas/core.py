@@ -25,7 +25,7 @@ from .. import ad, control_flow, core, lax, state, tree_util
 from ..api import eager as _eager
 from ..numpy import lax_numpy as jnp
 from ..targets import tpu as tpu_target
-from . import tpu_kernel
+from . import tpu_interpret, tpu_kernel
 
 
 class _NoBlockSpec:
@@ -442,7 +442,7 @@ def pallas_call(
             )
     kname = name or getattr(kernel, "__name__", "kernel")
 
-    def call(*args):
+    def call(*args, checked=False):
         prefetch = [core.as_value(a) for a in args[:nprefetch]]
         args = args[nprefetch:]
         in_leaves = [core.as_value(a) for a in tree_util.tree_leaves(args)]
@@ -471,9 +471,14 @@ def pallas_call(
                     f"output {o} of shape {ob.shape} and dtype {ob.dtype} "
                     f"(at {core.where()})"
                 )
+        if checked:
+            outs = tpu_interpret.run(kernel, kname, grid, prefetch, in_leaves, in_blocks,
+                                     out_blocks, _scratch_types(scratch_shapes), aliases_in,
+                                     interpret, compiler_params)
+            return tree_util.tree_unflatten(out_tree, outs)
         flat = prefetch + in_leaves
 
-        def interpret(*vals):
+        def interpreter(*vals):
             return _run(kernel, kname, grid, list(vals[:nprefetch]), list(vals[nprefetch:]),
                         in_blocks, out_blocks, scratch_shapes, aliases_in)
 
@@ -486,7 +491,7 @@ def pallas_call(
         except Exception as e:  # only lowering for TPU reports it
             kernel_text, error = None, f"{kname}: {type(e).__name__}: {e}"
         name, out_avals, captured = core.trace_subfunction(
-            interpret, [v.aval for v in flat], name=f"pallas_{kname}", sources=flat)
+            interpreter, [v.aval for v in flat], name=f"pallas_{kname}", sources=flat)
         fn = core.find_function(name)
         with core.context():
             if error is None:
@@ -499,6 +504,9 @@ def pallas_call(
 
     def wrapped(*args):
         if not core._trace_stack:
+            if isinstance(interpret, tpu_interpret.InterpretParams):
+                # On concrete arrays: the checked interpreter (tpu_interpret.py).
+                return call(*args, checked=True)
             return _eager(call, args)
         return call(*args)
 
@@ -525,7 +533,9 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
     for i, o in aliases.items():
         outs0[o] = ins[i]
     outs0 = [b.padded(x) for b, x in zip(out_blocks, outs0)]
-    scratch0 = [state.uninitialized(t.shape, t.dtype) for t in scratch_types]
+    # Semaphores count from zero; other scratch starts uninitialized.
+    scratch0 = [jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
+                else state.uninitialized(t.shape, t.dtype) for t in scratch_types]
     n = math.prod(grid)
 
     def step(i, carry):

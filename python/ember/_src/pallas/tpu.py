@@ -5,9 +5,11 @@ time)."""
 
 import numpy as np
 
-from .. import state
+from .. import core, state
 from . import core as pl_core
-from . import tpu_kernel
+from . import tpu_interpret, tpu_kernel
+from .tpu_interpret import InterpretError as InterpretError
+from .tpu_interpret import InterpretParams as InterpretParams
 
 ANY = pl_core.ANY
 VMEM = pl_core.MemorySpace("VMEM")
@@ -71,6 +73,8 @@ class AsyncCopyDescriptor:
         self.src, self.dst, self.add, self.sem = src, dst, add, sem
 
     def start(self, priority=0):
+        if (checker := tpu_interpret.active()) is not None:
+            return checker.start(self)
         if tpu_kernel.tracing():
             # Traced for the TPU target: the copy as a DMA (tpu_kernel.py).
             return tpu_kernel.dma(self, "start")
@@ -81,6 +85,8 @@ class AsyncCopyDescriptor:
 
     def wait(self):
         """The copy completed when it started (on the CPU)."""
+        if (checker := tpu_interpret.active()) is not None:
+            return checker.wait(self)
         if tpu_kernel.tracing():
             tpu_kernel.dma(self, "wait")
 
@@ -104,3 +110,43 @@ def async_copy(src_ref, dst_ref, sem, *, priority=0, add=False):
 def sync_copy(src_ref, dst_ref, *, add=False):
     async_copy(src_ref, dst_ref, None, add=add)
 
+
+def _no_remote(device_id, what):
+    if device_id is not None:
+        raise NotImplementedError(
+            f"pltpu.{what} with device_id (remote semaphores) is not supported yet "
+            f"(at {core.where()})")
+
+
+def _regular(what):
+    if tpu_kernel.tracing():
+        raise NotImplementedError(
+            f"lowering a Pallas kernel for TPU: pltpu.{what} (regular semaphores) is not "
+            f"supported yet (at {core.where()})")
+
+
+def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_index=None):
+    """Adds `inc` to a regular semaphore."""
+    _no_remote(device_id, "semaphore_signal")
+    if (checker := tpu_interpret.active()) is not None:
+        return checker.signal(sem, inc)
+    _regular("semaphore_signal")
+    state.store(sem, (), state.load(sem, ()) + inc)
+
+
+def semaphore_wait(sem, value=1):
+    """Waits until a regular semaphore holds `value`, then takes it (on the
+    CPU, single device: takes it; the checked interpreter reports a wait
+    that could never return)."""
+    if (checker := tpu_interpret.active()) is not None:
+        return checker.wait_sem(sem, value)
+    _regular("semaphore_wait")
+    state.store(sem, (), state.load(sem, ()) - value)
+
+
+def semaphore_read(sem):
+    """The count of a regular semaphore."""
+    if (checker := tpu_interpret.active()) is not None:
+        return checker.read_sem(sem)
+    _regular("semaphore_read")
+    return state.load(sem, ())

@@ -12,8 +12,13 @@ from ember._src.pallas.tpu import VMEM as VMEM
 from ember._src.pallas.tpu import AsyncCopyDescriptor as AsyncCopyDescriptor
 from ember._src.pallas.tpu import CompilerParams as CompilerParams
 from ember._src.pallas.tpu import GridDimensionSemantics as GridDimensionSemantics
+from ember._src.pallas.tpu import InterpretError as InterpretError
+from ember._src.pallas.tpu import InterpretParams as InterpretParams
 from ember._src.pallas.tpu import PrefetchScalarGridSpec as PrefetchScalarGridSpec
 from ember._src.pallas.tpu import SemaphoreType as SemaphoreType
 from ember._src.pallas.tpu import async_copy as async_copy
 from ember._src.pallas.tpu import make_async_copy as make_async_copy
+from ember._src.pallas.tpu import semaphore_read as semaphore_read
+from ember._src.pallas.tpu import semaphore_signal as semaphore_signal
+from ember._src.pallas.tpu import semaphore_wait as semaphore_wait
 from ember._src.pallas.tpu import sync_copy as sync_copy

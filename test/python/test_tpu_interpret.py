@@ -1,0 +1,195 @@
+"""The checked TPU interpreter (`interpret=pltpu.InterpretParams()`): DMAs
+run asynchronously and each hazard is an `InterpretError` at the kernel's
+line (`python/ember/_src/pallas/tpu_interpret.py`)."""
+
+import numpy as np
+import pytest
+
+import ember as jax
+import ember.numpy as jnp
+from ember.experimental import pallas as pl
+from ember.experimental.pallas import tpu as pltpu
+
+X = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128) / 100
+
+
+def _run(kernel, scratch, out_any=False, params=None, x=X):
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=pl.BlockSpec(memory_space=pl.ANY) if out_any else pl.BlockSpec(),
+        scratch_shapes=scratch,
+        interpret=params or pltpu.InterpretParams())(x)
+
+
+def test_correct_kernel_runs_in_both_dma_modes():
+    def k(x_hbm, o_ref, buf, sem):
+        c = pltpu.make_async_copy(x_hbm.at[pl.ds(8, 8)], buf, sem)
+        c.start()
+        c.wait()
+        o_ref[...] = buf[...] + 1
+
+    for mode in ("on_wait", "eager"):
+        out = _run(k, [pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA],
+                   params=pltpu.InterpretParams(dma_execution_mode=mode))
+        np.testing.assert_allclose(np.asarray(out), np.asarray(X[8:]) + 1)
+
+
+def test_read_before_wait():
+    def k(x_hbm, o_ref, buf, sem):
+        c = pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf, sem)
+        c.start()
+        o_ref[...] = buf[...]  # the copy may not have landed
+        c.wait()
+
+    with pytest.raises(pltpu.InterpretError,
+                       match=r"test_tpu_interpret\.py:\d+.* reads scratch 0 while the DMA "
+                             r"into it started at .*test_tpu_interpret\.py:\d+.* is in flight"):
+        _run(k, [pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+
+
+def test_write_into_dma_destination_in_flight():
+    def k(x_hbm, o_ref, buf, sem):
+        c = pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf, sem)
+        c.start()
+        buf[0:1, :] = jnp.zeros((1, 128), jnp.float32)
+        c.wait()
+        o_ref[...] = buf[...]
+
+    with pytest.raises(pltpu.InterpretError, match="writes scratch 0 while the DMA into it"):
+        _run(k, [pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+
+
+def test_overwrite_dma_source_still_being_read():
+    def k(x_hbm, o_hbm, buf, sem):
+        buf[...] = jnp.ones((8, 128), jnp.float32)
+        c = pltpu.make_async_copy(buf, o_hbm, sem)
+        c.start()
+        buf[...] = jnp.zeros((8, 128), jnp.float32)  # the copy may still read it
+        c.wait()
+
+    with pytest.raises(pltpu.InterpretError, match="overwrites scratch 0 while the DMA started "
+                                                   "at .* is still reading it"):
+        _run(k, [pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA], out_any=True)
+
+
+def test_dma_into_buffer_still_in_use():
+    def k(x_hbm, o_ref, buf, sem):
+        # Double buffering gone wrong: both copies into slot 0.
+        a = pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf.at[0], sem.at[0])
+        b = pltpu.make_async_copy(x_hbm.at[pl.ds(8, 8)], buf.at[0], sem.at[1])
+        a.start()
+        b.start()
+        a.wait()
+        b.wait()
+        o_ref[...] = buf[0]
+
+    with pytest.raises(pltpu.InterpretError, match="copies into scratch 0, which the DMA "
+                                                   "started at .* writes"):
+        _run(k, [pltpu.VMEM((2, 8, 128), jnp.float32), pltpu.SemaphoreType.DMA((2,))])
+
+
+def test_wait_without_dma_never_returns():
+    def k(x_hbm, o_ref, buf, sem):
+        pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf, sem).wait()
+        o_ref[...] = buf[...]
+
+    with pytest.raises(pltpu.InterpretError, match="has no DMA in flight that signals it: it "
+                                                   "would never return"):
+        _run(k, [pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+
+
+def test_dma_never_waited_for():
+    def k(x_hbm, o_ref, buf, sem):
+        pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf, sem).start()
+        o_ref[...] = jnp.zeros((8, 128), jnp.float32)
+
+    with pytest.raises(pltpu.InterpretError, match="was never waited for"):
+        _run(k, [pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA])
+
+
+def test_regular_semaphores():
+    def ok(x_hbm, o_ref, sem):
+        pltpu.semaphore_signal(sem, 2)
+        n = pltpu.semaphore_read(sem)
+        pltpu.semaphore_wait(sem, 2)
+        o_ref[...] = jnp.full((8, 128), n, jnp.float32)
+
+    np.testing.assert_allclose(np.asarray(_run(ok, [pltpu.SemaphoreType.REGULAR])), 2.0)
+    # Without checks (the traced interpreter) the count lives in the buffer.
+    traced = pl.pallas_call(ok, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                            in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                            scratch_shapes=[pltpu.SemaphoreType.REGULAR])
+    np.testing.assert_allclose(np.asarray(jax.jit(traced)(X)), 2.0)
+
+    def deadlock(x_hbm, o_ref, sem):
+        pltpu.semaphore_signal(sem, 1)
+        pltpu.semaphore_wait(sem, 2)
+        o_ref[...] = jnp.zeros((8, 128), jnp.float32)
+
+    with pytest.raises(pltpu.InterpretError, match="for 2 on semaphore scratch 0, which holds "
+                                                   "1, would never return"):
+        _run(deadlock, [pltpu.SemaphoreType.REGULAR])
+
+    def leftover(x_hbm, o_ref, sem):
+        pltpu.semaphore_signal(sem)
+        o_ref[...] = jnp.zeros((8, 128), jnp.float32)
+
+    with pytest.raises(pltpu.InterpretError, match="holds 1 when the kernel ends"):
+        _run(leftover, [pltpu.SemaphoreType.REGULAR])
+    with pytest.raises(NotImplementedError, match="device_id"):
+        _run(lambda x, o, s: pltpu.semaphore_signal(s, 1, device_id=1),
+             [pltpu.SemaphoreType.REGULAR])
+
+
+def test_grid_and_double_buffering_checked():
+    # A grid over blocks with a manual double buffer in each step; the
+    # checked run equals the traced one.
+    def k(x_ref, x_hbm, o_ref, buf, sem):
+        copies = [pltpu.make_async_copy(x_hbm.at[pl.ds(r * 4, 4)], buf.at[r % 2],
+                                        sem.at[r % 2]) for r in range(4)]
+        copies[0].start()
+        acc = jnp.zeros((4, 128), jnp.float32)
+        for r in range(4):
+            if r + 1 < 4:
+                copies[r + 1].start()
+            copies[r].wait()
+            acc = acc + buf[r % 2]
+        o_ref[...] = x_ref[...] + jnp.tile(acc, (2, 1))
+
+    def f(x, params):
+        return pl.pallas_call(
+            k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(2,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                      pl.BlockSpec(memory_space=pl.ANY)],
+            out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+            scratch_shapes=[pltpu.VMEM((2, 4, 128), jnp.float32),
+                            pltpu.SemaphoreType.DMA((2,))],
+            interpret=params)(x, x)
+
+    checked = f(X, pltpu.InterpretParams())
+    np.testing.assert_allclose(np.asarray(checked), np.asarray(f(X, True)), rtol=1e-6)
+    # Under jit the traced interpreter runs (no checks).
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda x: f(x, pltpu.InterpretParams()))(X)),
+                               np.asarray(checked), rtol=1e-6)
+
+
+def test_vmem_capacity():
+    def k(x_ref, o_ref, big):
+        o_ref[...] = x_ref[...]
+
+    def f(params, limit=None):
+        return pl.pallas_call(
+            k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+            scratch_shapes=[pltpu.VMEM((2048, 2048), jnp.float32)],  # 16 MiB
+            compiler_params=pltpu.CompilerParams(vmem_limit_bytes=limit),
+            interpret=params)(X[:8])
+
+    with pytest.raises(pltpu.InterpretError, match=r"needs 16793600 bytes of VMEM .* over the "
+                                                   r"limit of 16777216"):
+        f(pltpu.InterpretParams())
+    np.testing.assert_allclose(np.asarray(f(pltpu.InterpretParams(), 32 << 20)), np.asarray(X[:8]))
+    with pytest.raises(pltpu.InterpretError, match="bytes of SMEM"):
+        pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                       scratch_shapes=[pltpu.SMEM((64,), jnp.int32)],
+                       interpret=pltpu.InterpretParams(smem_limit_bytes=128))(X[:8])
