@@ -193,3 +193,52 @@ def test_vmem_capacity():
         pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
                        scratch_shapes=[pltpu.SMEM((64,), jnp.int32)],
                        interpret=pltpu.InterpretParams(smem_limit_bytes=128))(X[:8])
+
+
+def _emit_pipeline_add_one(params):
+    def body(x_vmem, o_vmem):
+        o_vmem[...] = x_vmem[...] + 1
+
+    def kernel(x_hbm, o_hbm):
+        pltpu.emit_pipeline(
+            body, grid=(x_hbm.shape[0] // 8, x_hbm.shape[1] // 128),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+            out_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))])(x_hbm, o_hbm)
+
+    x = jnp.arange(32 * 256, dtype=jnp.float32).reshape(32, 256)
+    return x, pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                             in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                             out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                             interpret=params)
+
+
+def test_emit_pipeline():
+    # JAX's emit_pipeline example (add one over (8, 128) blocks of HBM refs)
+    # in the checked interpreter, the traced one and under jit.
+    for params in (pltpu.InterpretParams(), True):
+        x, f = _emit_pipeline_add_one(params)
+        np.testing.assert_allclose(np.asarray(f(x)), np.asarray(x) + 1)
+        np.testing.assert_allclose(np.asarray(jax.jit(f)(x)), np.asarray(x) + 1)
+
+    # A blocked matmul accumulating into its output blocks.
+    def body(a, b, o):
+        o[...] += jnp.dot(a[...], b[...], preferred_element_type=jnp.float32)
+
+    def kernel(a_hbm, b_hbm, z_hbm, o_hbm):
+        pltpu.emit_pipeline(
+            body, grid=(2, 2, 4),
+            in_specs=[pl.BlockSpec((32, 16), lambda i, j, k: (i, k)),
+                      pl.BlockSpec((16, 32), lambda i, j, k: (k, j))],
+            out_specs=[pl.BlockSpec((32, 32), lambda i, j, k: (i, j))])(a_hbm, b_hbm, o_hbm)
+
+    a = jnp.arange(64 * 64, dtype=jnp.float32).reshape(64, 64) / 1000
+    b = jnp.cos(a)
+    any_spec = pl.BlockSpec(memory_space=pl.ANY)
+    mm = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((64, 64), jnp.float32),
+                        in_specs=[any_spec] * 3, out_specs=any_spec,
+                        input_output_aliases={2: 0}, interpret=pltpu.InterpretParams())
+    np.testing.assert_allclose(np.asarray(mm(a, b, jnp.zeros((64, 64), jnp.float32))),
+                               np.asarray(a) @ np.asarray(b), rtol=1e-4, atol=1e-4)
+    x, f = _emit_pipeline_add_one(True)
+    with pytest.raises(NotImplementedError, match="emit_pipeline is not supported yet"):
+        jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")

@@ -1,11 +1,16 @@
-"""The TPU-flavoured Pallas API (`jax.experimental.pallas.tpu`), for running
-TPU kernels on the CPU: memory spaces, compiler parameters, scalar
-prefetch, and DMAs (which complete when started: grid steps run one at a
-time)."""
+"""The TPU-flavoured Pallas API (`jax.experimental.pallas.tpu`): memory
+spaces, compiler parameters, scalar prefetch, DMAs and semaphores,
+`emit_pipeline`. Kernels run on the CPU in the traced interpreter (DMAs
+complete when started: grid steps run one at a time), in the checked one
+(`InterpretParams`, tpu_interpret.py), and lower for TPU (tpu_kernel.py)."""
+
+import itertools
+import math
 
 import numpy as np
 
-from .. import core, state
+from .. import control_flow, core, state
+from ..numpy import lax_numpy as jnp
 from . import core as pl_core
 from . import tpu_interpret, tpu_kernel
 from .tpu_interpret import InterpretError as InterpretError
@@ -150,3 +155,66 @@ def semaphore_read(sem):
         return checker.read_sem(sem)
     _regular("semaphore_read")
     return state.load(sem, ())
+
+
+def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), tiling=None, core_axis=None,
+                  core_axis_name=None, dimension_semantics=None, trace_scopes=True,
+                  no_pipelining=False):
+    """JAX's `pltpu.emit_pipeline`: a pipeline inside a kernel. The returned
+    function takes the refs (inputs, then outputs; usually in HBM) and runs
+    `body(*input blocks, *output blocks, *scratches)` at every point of
+    `grid` (last axis fastest) on the windows the specs' index maps choose.
+    On the CPU the windows are views of the refs (a race-free pipeline
+    computes the same; the copies a TPU makes between HBM and VMEM are not
+    modelled); lowering it for TPU is not supported yet."""
+    grid = tuple(grid)
+    if not all(isinstance(g, (int, np.integer)) for g in grid):
+        raise NotImplementedError(
+            f"pltpu.emit_pipeline: grids of run-time size are not supported (at {core.where()})")
+    grid = tuple(int(g) for g in grid)
+    in_specs = list(in_specs) if isinstance(in_specs, (list, tuple)) else [in_specs]
+    out_specs = list(out_specs) if isinstance(out_specs, (list, tuple)) else [out_specs]
+
+    def window(ref, spec, ids):
+        if spec is None or getattr(spec, "block_shape", None) is None:
+            return ref
+        idx = spec.index_map(*ids) if spec.index_map is not None else (0,) * ref.ndim
+        idx = idx if isinstance(idx, (tuple, list)) else (idx,)
+        parts = []
+        for i, b in zip(idx, spec.block_shape):
+            if b is None or isinstance(b, pl_core.Squeezed):
+                parts.append(i)
+            else:
+                n = b.block_size if isinstance(b, pl_core.Blocked) else int(b)
+                parts.append(state.Slice(i * n, n))
+        return ref.at[tuple(parts)]
+
+    def pipeline(*refs, scratches=None, allocations=None, body_prologue=None):
+        if tpu_kernel.tracing():
+            raise NotImplementedError(
+                f"lowering a Pallas kernel for TPU: pltpu.emit_pipeline is not supported yet "
+                f"(at {core.where()})")
+        specs = in_specs + out_specs
+        if len(refs) != len(specs):
+            raise ValueError(
+                f"pltpu.emit_pipeline: {len(refs)} refs for {len(in_specs)} input and "
+                f"{len(out_specs)} output specs (at {core.where()})")
+        extra = tuple(scratches or ())
+
+        def step(ids):
+            body(*[window(r, sp, ids) for r, sp in zip(refs, specs)], *extra)
+
+        if tpu_interpret.active() is not None or not core._trace_stack:
+            for ids in itertools.product(*[range(n) for n in grid]):
+                step(tuple(ids))
+            return
+        n = math.prod(grid)
+
+        def loop_body(i, carry):
+            step(pl_core._unravel(i, grid))
+            return carry
+
+        if n:
+            control_flow.fori_loop(0, n, loop_body, jnp.int32(0))
+
+    return pipeline
