@@ -242,3 +242,48 @@ def test_emit_pipeline():
     x, f = _emit_pipeline_add_one(True)
     with pytest.raises(NotImplementedError, match="emit_pipeline is not supported yet"):
         jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+
+
+def test_ring_all_reduce_over_simulated_devices(devices8):
+    # Remote DMAs to the right neighbour, n - 1 steps, double-buffered;
+    # each device then holds the sum (as psum computes it), under shard_map
+    # over 4 in-process devices; plus a remote semaphore signal.
+    n = 4
+    mesh = jax.sharding.Mesh(np.array(devices8[:n]), ("x",))
+
+    def ring_kernel(x_ref, o_ref, buf, send_sem, recv_sem, barrier):
+        me = jax.lax.axis_index("x")
+        right = jax.lax.rem(me + 1, n)
+        pltpu.semaphore_signal(barrier, me + 1, device_id=(right,),
+                               device_id_type=pltpu.DeviceIdType.MESH)
+        left_id = pltpu.semaphore_read(barrier)  # the left neighbour's id + 1
+        pltpu.semaphore_wait(barrier, left_id)
+        o_ref[...] = x_ref[...]
+        buf[0] = x_ref[...]
+        for step in range(n - 1):
+            s = step % 2
+            cp = pltpu.make_async_remote_copy(buf.at[s], buf.at[1 - s], send_sem, recv_sem,
+                                              device_id=(right,),
+                                              device_id_type=pltpu.DeviceIdType.MESH)
+            cp.start()
+            cp.wait()
+            o_ref[...] += buf[1 - s]
+        o_ref[0, 0] = left_id.astype(jnp.float32)
+
+    def allreduce(x):
+        return pl.pallas_call(
+            ring_kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+            scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32), pltpu.SemaphoreType.DMA,
+                            pltpu.SemaphoreType.DMA, pltpu.SemaphoreType.REGULAR])(x)
+
+    f = jax.shard_map(allreduce, mesh=mesh, in_specs=jax.sharding.PartitionSpec("x"),
+                      out_specs=jax.sharding.PartitionSpec("x"), check_vma=False)
+    x = jnp.arange(n * 8 * 128, dtype=jnp.float32).reshape(n * 8, 128) / 64
+    want = np.tile(np.asarray(x).reshape(n, 8, 128).sum(0), (n, 1))
+    want[::8, 0] = [(d - 1) % n + 1 for d in range(n)]  # each device's left neighbour + 1
+    for g in (f, jax.jit(f)):
+        np.testing.assert_allclose(np.asarray(g(x)), want, rtol=1e-6)
+    # Not lowered for TPU: shard_map expands the kernel's interpreter, and
+    # the kernel's remote DMAs have no traced form yet.
+    with pytest.raises(NotImplementedError, match="lowering for TPU"):
+        jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")

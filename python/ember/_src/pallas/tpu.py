@@ -116,11 +116,78 @@ def sync_copy(src_ref, dst_ref, *, add=False):
     async_copy(src_ref, dst_ref, None, add=add)
 
 
-def _no_remote(device_id, what):
-    if device_id is not None:
+class DeviceIdType:
+    """How `device_id` names a device: mesh coordinates or a logical id."""
+
+    MESH = "mesh"
+    LOGICAL = "logical"
+
+
+def _remote(device_id, what):
+    """(axis name, this device's index, the target's index) of a remote
+    operation inside `shard_map` over one mesh axis (the devices are lanes
+    of one program on the CPU)."""
+    from .. import parallel
+
+    if tpu_interpret.active() is not None or tpu_kernel.tracing():
         raise NotImplementedError(
-            f"pltpu.{what} with device_id (remote semaphores) is not supported yet "
-            f"(at {core.where()})")
+            f"pltpu.{what} with device_id: remote DMAs and semaphores run in the traced "
+            f"interpreter only (not checked, not lowered for TPU yet) (at {core.where()})")
+    frames = parallel._env.frames
+    if len(frames) != 1:
+        raise NotImplementedError(
+            f"pltpu.{what} with device_id needs the kernel inside shard_map over exactly one "
+            f"mesh axis (at {core.where()})")
+    axis = frames[0][0]
+    if isinstance(device_id, (tuple, list)):
+        if len(device_id) != 1:
+            raise ValueError(f"pltpu.{what}: device_id {device_id!r} must have one coordinate "
+                             f"per mesh axis (at {core.where()})")
+        device_id = device_id[0]
+    return axis, parallel.axis_index(axis), jnp.asarray(device_id, np.int32)
+
+
+def _deliver(axis, me, target, value):
+    """Per device: the sum of the values sent to it (`value` is sent to
+    `target`), and whether any was."""
+    from .. import parallel
+
+    targets = parallel.all_gather(target, axis)
+    values = parallel.all_gather(value, axis)
+    hit = targets == me
+    mask = jnp.reshape(hit, hit.shape + (1,) * (values.ndim - 1))
+    return jnp.sum(jnp.where(mask, values, jnp.zeros_like(values)), axis=0), jnp.any(hit)
+
+
+class AsyncRemoteCopyDescriptor:
+    """`make_async_remote_copy`: `src` on this device into `dst` on device
+    `device_id`. On the CPU (devices are lanes of one program under
+    shard_map), every device's copy lands when they start."""
+
+    def __init__(self, src, dst, send_sem, recv_sem, device_id, device_id_type):
+        self.src, self.dst, self.device_id = src, dst, device_id
+        self.send_sem, self.recv_sem = send_sem, recv_sem
+
+    def start(self, priority=0):
+        axis, me, target = _remote(self.device_id, "make_async_remote_copy")
+        incoming, any_in = _deliver(axis, me, target, state.load(self.src, ()))
+        old = state.load(self.dst, ())
+        state.store(self.dst, (), jnp.where(any_in, incoming.astype(old.dtype), old))
+
+    def wait(self):
+        """Landed when started (on the CPU)."""
+
+    def wait_send(self):
+        """Landed when started (on the CPU)."""
+
+    def wait_recv(self):
+        """Landed when started (on the CPU)."""
+
+
+def make_async_remote_copy(src_ref, dst_ref, send_sem, recv_sem, device_id,
+                           device_id_type=DeviceIdType.MESH):
+    return AsyncRemoteCopyDescriptor(src_ref, dst_ref, send_sem, recv_sem, device_id,
+                                     device_id_type)
 
 
 def _regular(what):
@@ -131,8 +198,12 @@ def _regular(what):
 
 
 def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_index=None):
-    """Adds `inc` to a regular semaphore."""
-    _no_remote(device_id, "semaphore_signal")
+    """Adds `inc` to a regular semaphore (of device `device_id`)."""
+    if device_id is not None:
+        axis, me, target = _remote(device_id, "semaphore_signal")
+        inc, _ = _deliver(axis, me, target, jnp.asarray(inc, np.int32))
+        state.store(sem, (), state.load(sem, ()) + inc)
+        return
     if (checker := tpu_interpret.active()) is not None:
         return checker.signal(sem, inc)
     _regular("semaphore_signal")

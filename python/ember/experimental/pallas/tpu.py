@@ -10,7 +10,9 @@ from ember._src.pallas.tpu import SEMAPHORE as SEMAPHORE
 from ember._src.pallas.tpu import SMEM as SMEM
 from ember._src.pallas.tpu import VMEM as VMEM
 from ember._src.pallas.tpu import AsyncCopyDescriptor as AsyncCopyDescriptor
+from ember._src.pallas.tpu import AsyncRemoteCopyDescriptor as AsyncRemoteCopyDescriptor
 from ember._src.pallas.tpu import CompilerParams as CompilerParams
+from ember._src.pallas.tpu import DeviceIdType as DeviceIdType
 from ember._src.pallas.tpu import GridDimensionSemantics as GridDimensionSemantics
 from ember._src.pallas.tpu import InterpretError as InterpretError
 from ember._src.pallas.tpu import InterpretParams as InterpretParams
@@ -19,6 +21,7 @@ from ember._src.pallas.tpu import SemaphoreType as SemaphoreType
 from ember._src.pallas.tpu import async_copy as async_copy
 from ember._src.pallas.tpu import emit_pipeline as emit_pipeline
 from ember._src.pallas.tpu import make_async_copy as make_async_copy
+from ember._src.pallas.tpu import make_async_remote_copy as make_async_remote_copy
 from ember._src.pallas.tpu import semaphore_read as semaphore_read
 from ember._src.pallas.tpu import semaphore_signal as semaphore_signal
 from ember._src.pallas.tpu import semaphore_wait as semaphore_wait
