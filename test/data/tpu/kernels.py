@@ -283,6 +283,64 @@ def programs(jax, jnp, pl, pltpu):
             scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA],
         )(x)
 
+    def guide_matmul_kernel(x_ref, y_ref, z_ref):
+        # JAX's TPU matmul guide: accumulate into the output block.
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            z_ref[...] = jnp.zeros_like(z_ref)
+
+        z_ref[...] += x_ref[...] @ y_ref[...]
+
+    def guide_matmul(x, y):
+        bm = bk = bn = 128
+        m, k = x.shape
+        n = y.shape[1]
+        return pl.pallas_call(
+            guide_matmul_kernel,
+            out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+            in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)),
+                      pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+            out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
+            grid=(m // bm, n // bn, k // bk),
+            compiler_params=pltpu.CompilerParams(
+                dimension_semantics=("parallel", "parallel", "arbitrary")),
+        )(x, y)
+
+    def fused_kernel(x_ref, y_ref, z_ref, acc_ref, *, nsteps):
+        # The guide's fused-activation matmul with a transposed right side.
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            acc_ref[...] = jnp.zeros_like(acc_ref)
+
+        acc_ref[...] += jax.lax.dot_general(x_ref[...], y_ref[...], (((1,), (1,)), ((), ())),
+                                            preferred_element_type=jnp.float32)
+
+        @pl.when(pl.program_id(2) == nsteps - 1)
+        def _():
+            z_ref[...] = jnp.maximum(acc_ref[...], 0.0).astype(z_ref.dtype)
+
+    def fused_matmul(x, yt):
+        bm = bk = bn = 128
+        m, k = x.shape
+        n = yt.shape[0]
+
+        def kernel(x_ref, y_ref, z_ref, acc_ref):
+            fused_kernel(x_ref, y_ref, z_ref, acc_ref, nsteps=k // bk)
+
+        return pl.pallas_call(
+            kernel,
+            grid_spec=pltpu.PrefetchScalarGridSpec(
+                num_scalar_prefetch=0,
+                in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)),
+                          pl.BlockSpec((bn, bk), lambda i, j, k: (j, k))],
+                out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
+                scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+                grid=(m // bm, n // bn, k // bk)),
+            out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+            compiler_params=pltpu.CompilerParams(
+                dimension_semantics=("parallel", "parallel", "arbitrary")),
+        )(x, yt)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     return [
@@ -307,4 +365,9 @@ def programs(jax, jnp, pl, pltpu):
                                     ramp((1, 256), jnp.float32, scale=300))),
         ("double_buffer", double_buffer, (ramp((64, 128), jnp.float32),)),
         ("dma_out", dma_out, (ramp((32, 128), jnp.float32, scale=700),)),
+        ("guide_matmul", guide_matmul, (ramp((256, 256), jnp.float32, scale=3000, mod=19),
+                                        ramp((256, 256), jnp.float32, scale=3000, mod=23))),
+        ("fused_matmul_bf16", fused_matmul, (ramp((256, 256), jnp.bfloat16, scale=300, mod=13),
+                                             ramp((256, 256), jnp.bfloat16, scale=-300,
+                                                  mod=11))),
     ]
