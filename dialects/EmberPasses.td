@@ -489,4 +489,29 @@ def EmberTPUKernelPass : Pass<"ember-tpu-kernel", "ModuleOp"> {
                            "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
 }
 
+def EmberTPUInferLayoutPass : Pass<"ember-tpu-infer-layout", "ModuleOp"> {
+  let summary = "Assign vector-register layouts to a TPU kernel's vectors";
+  let description = [{
+    For every op of a kernel in Mosaic's form (after `ember-tpu-kernel`)
+    whose results include vectors, records `ember_tpu.out_layouts`: per
+    result, `#ember_tpu.layout<bitwidth, (sublanes, 128)>` (8 sublanes for
+    32-bit elements, 16 and 32 for packed 16- and 8-bit ones, 1 for rank-1
+    vectors; unit for results that are not vectors). Fails, at the op, for
+    vectors or VMEM/SMEM buffers a TPU cannot hold (elements wider than 32
+    bits, complex numbers). Mosaic infers its own layouts when it compiles
+    the kernel (`needs_layout_passes`), so serialized kernels carry none:
+    the pass checks kernels before they are serialized and shows the tiling
+    in `as_text("mosaic")`.
+
+    Before:
+    ```mlir
+    %v = vector.load %x[%c0, %c0] : memref<16x128xbf16, ...>, vector<16x128xbf16>
+    ```
+    After:
+    ```mlir
+    %v = vector.load %x[%c0, %c0] {ember_tpu.out_layouts = [#ember_tpu.layout<16, (16, 128)>]} : ...
+    ```
+  }];
+}
+
 #endif // EMBER_PASSES_TD

@@ -30,6 +30,7 @@ def EmberTPU_Dialect : Dialect {
   let cppNamespace = "::mlir::ember_tpu";
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
   let dependentDialects = ["::mlir::vector::VectorDialect",
                            "::mlir::memref::MemRefDialect"];
 }
@@ -85,6 +86,23 @@ def EmberTPU_PipelineMode : I32EnumAttr<"PipelineMode",
 def EmberTPU_PipelineModeAttr
     : EnumAttr<EmberTPU_Dialect, EmberTPU_PipelineMode, "pipeline_mode"> {
   let assemblyFormat = "`<` $value `>`";
+}
+
+def EmberTPU_VectorLayoutAttr : AttrDef<EmberTPU_Dialect, "VectorLayout"> {
+  let mnemonic = "layout";
+  let summary = "how a vector is tiled into vector registers";
+  let description = [{
+    `#ember_tpu.layout<bitwidth, (sublanes, lanes)>`: the vector's two minor
+    dimensions are cut into tiles of `sublanes x lanes` elements, one vector
+    register (8 sublanes of 128 32-bit lanes) per tile; elements narrower
+    than 32 bits are packed into the sublanes (16 x 128 for 16-bit, 32 x 128
+    for 8-bit). Rank-1 vectors use one sublane. Booleans (masks) take a
+    32-bit lane each. `ember-tpu-infer-layout` puts them on ops as
+    `ember_tpu.out_layouts`.
+  }];
+  let parameters = (ins "int64_t":$bitwidth, "int64_t":$sublanes, "int64_t":$lanes);
+  let assemblyFormat = "`<` $bitwidth `,` `(` $sublanes `,` $lanes `)` `>`";
+  let genVerifyDecl = 1;
 }
 
 def EmberTPU_DotDimensionNumbersAttr

@@ -180,3 +180,25 @@ func.func @traced_result(%x: tensor<16x128xf32>, %b: tensor<8x128xf32>, %i: tens
   %n = ember_tpu.traced_dma_wait %x[%i, %i], %b[%i, %i], sem[] {src_buffer = 0 : i64, dst_buffer = 1 : i64, sem_buffer = 2 : i64, src_sizes = array<i64: 8, 128>, dst_sizes = array<i64: 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64>} : tensor<16x128xf32>, tensor<8x128xf32> -> tensor<16x128xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{layout_c1}}
+func.func @bad_layout() attributes {l = #ember_tpu.layout<64, (8, 128)>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{layout_c1}}
+func.func @bad_tiling() attributes {l = #ember_tpu.layout<16, (8, 128)>} {
+  return
+}
+
+// -----
+
+func.func @layout_mismatch(%a: vector<8x128xf32>) {
+  // expected-error @+1 {{layout_c2}}
+  %b = arith.addf %a, %a {ember_tpu.out_layouts = [#ember_tpu.layout<16, (16, 128)>]} : vector<8x128xf32>
+  return
+}

@@ -140,3 +140,22 @@ def test_dma_kernel_lowers_and_unsupported_kernels_raise():
                        scratch_shapes=[pltpu.SemaphoreType.REGULAR])
     with pytest.raises(NotImplementedError, match="regular and barrier semaphores"):
         jax.jit(h).trace(x[:8]).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+
+
+def test_layouts_shown_and_wide_vectors_rejected(x64):
+    def k(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    def f(x):
+        return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    x = jnp.ones((16, 128), jnp.bfloat16)
+    mosaic = jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "#ember_tpu.layout<16, (16, 128)>" in mosaic
+    stablehlo = jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+    assert "tpu_custom_call" in stablehlo
+    x = jnp.ones((8, 128), jnp.float64)
+    np.testing.assert_allclose(np.asarray(f(x)), 2.0)  # fine on the CPU
+    with pytest.raises(NotImplementedError, match=r"test_tpu_target\.py.*layout_c3: TPU vector "
+                                                  r"registers hold elements of at most 32 bits"):
+        jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")

@@ -383,3 +383,59 @@ LogicalResult TracedDMAWaitOp::verify() {
                        "buffer's type");
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Vector layouts
+//===----------------------------------------------------------------------===//
+
+/// The sublane tiling of `bitwidth`-bit elements of a vector of rank 2 or
+/// more: 8 sublanes of 32-bit words, narrower elements packed in them.
+static int64_t sublaneTiling(int64_t bitwidth) {
+  return 8 * (32 / std::max<int64_t>(bitwidth == 1 ? 32 : bitwidth, 8));
+}
+
+LogicalResult
+VectorLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         int64_t bitwidth, int64_t sublanes, int64_t lanes) {
+  // layout_c1: 1-, 8-, 16- or 32-bit elements in tiles of 128 lanes and one
+  // sublane or the element width's sublane tiling.
+  if (bitwidth != 1 && bitwidth != 8 && bitwidth != 16 && bitwidth != 32)
+    return emitError() << "layout_c1: TPU vector registers hold 1-, 8-, 16- "
+                          "or 32-bit elements, not "
+                       << bitwidth << "-bit ones";
+  if (lanes != 128 || (sublanes != 1 && sublanes != sublaneTiling(bitwidth)))
+    return emitError() << "layout_c1: " << bitwidth
+                       << "-bit elements are tiled (" << sublaneTiling(bitwidth)
+                       << ", 128) or (1, 128), not (" << sublanes << ", "
+                       << lanes << ")";
+  return success();
+}
+
+LogicalResult
+EmberTPUDialect::verifyOperationAttribute(Operation *op,
+                                          NamedAttribute attribute) {
+  if (attribute.getName() != "ember_tpu.out_layouts")
+    return success();
+  // layout_c2: a layout per result, matching each vector result's element
+  // width and rank (unit for results that are not vectors).
+  auto layouts = dyn_cast<ArrayAttr>(attribute.getValue());
+  if (!layouts || layouts.size() != op->getNumResults())
+    return op->emitOpError("layout_c2: ember_tpu.out_layouts needs an entry "
+                           "per result");
+  for (auto [r, a] : llvm::zip(op->getResults(), layouts)) {
+    auto vt = dyn_cast<VectorType>(r.getType());
+    auto l = dyn_cast<VectorLayoutAttr>(a);
+    if (!vt) {
+      if (!isa<UnitAttr>(a))
+        return op->emitOpError("layout_c2: results that are not vectors have "
+                               "a unit layout");
+      continue;
+    }
+    unsigned bw = vt.getElementType().getIntOrFloatBitWidth();
+    if (!l || l.getBitwidth() != (int64_t)bw ||
+        l.getSublanes() != (vt.getRank() == 1 ? 1 : sublaneTiling(bw)))
+      return op->emitOpError("layout_c2: layout ")
+             << a << " does not fit a result of type " << vt;
+  }
+  return success();
+}

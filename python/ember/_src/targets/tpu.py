@@ -32,20 +32,27 @@ ERROR_ATTR = "ember_tpu.kernel_error"
 MOSAIC_VERSION = 11
 
 
-def lower_kernel(kernel_text):
+def lower_kernel(kernel_text, layouts=False):
     """The kernel module (ember form, as recorded) after `ember-tpu-kernel`,
-    as text."""
+    as text, checked by `ember-tpu-infer-layout` (a TPU can hold its
+    vectors); with `layouts`, the text shows them."""
     from ..context import context
 
-    with context():
-        module = ir.Module.parse(kernel_text)
+    def run(module, pipeline):
         try:
-            PassManager.parse("builtin.module(ember-tpu-kernel)").run(module.operation)
+            PassManager.parse(f"builtin.module({pipeline})").run(module.operation)
         except ir.MLIRError as e:
             # What the kernel does that TPU kernels cannot, at its line.
             notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
             raise NotImplementedError(f"lowering a Pallas kernel for TPU: {notes}") from None
-        return module.operation.get_asm(enable_debug_info=False)
+
+    with context():
+        module = ir.Module.parse(kernel_text)
+        run(module, "ember-tpu-kernel")
+        text = module.operation.get_asm(enable_debug_info=False)
+        # Mosaic infers its own layouts: the serialized kernel has none.
+        run(module, "ember-tpu-infer-layout")
+        return module.operation.get_asm(enable_debug_info=False) if layouts else text
 
 
 _OP_NAME = re.compile(r'^(\s*(?:%[^"]*= )?)"([A-Za-z_][\w$]*\.[\w$.]+)"(\()', re.M)
@@ -201,7 +208,8 @@ def mosaic_text(ember_text):
     for callee, (text, kname) in kernels.items():
         if text is None:
             raise NotImplementedError(f"lowering for TPU: {kname}")
-        parts.append(f"// kernel {kname} (called as @{callee})\n{lower_kernel(text)}")
+        parts.append(f"// kernel {kname} (called as @{callee})\n"
+                     f"{lower_kernel(text, layouts=True)}")
     return "\n".join(parts)
 
 
