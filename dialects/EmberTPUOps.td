@@ -258,11 +258,10 @@ def EmberTPU_WaitDMA2Op : EmberTPU_Op<"wait_dma2", [AttrSizedOperandSegments]> {
 def EmberTPU_SemaphoreSignalOp : EmberTPU_Op<"sem_signal", [AttrSizedOperandSegments]> {
   let summary = "adds `amount` to a semaphore (on another device with `device_id`)";
   let arguments = (ins EmberTPU_SemaphoreRef:$semaphore, I32:$amount,
-                       Optional<I32>:$device_id, Optional<I32>:$core_id,
-                       Optional<I32>:$subcore_id);
+                       Optional<I32>:$device_id, Optional<I32>:$core_id);
   let assemblyFormat = [{
     $semaphore `,` $amount (`device_id` $device_id^)? (`core_id` $core_id^)?
-      (`subcore_id` $subcore_id^)? attr-dict `:` type($semaphore)
+      attr-dict `:` type($semaphore)
   }];
   let hasVerifier = 1;
 }
@@ -335,6 +334,38 @@ def EmberTPU_TracedDMAWaitOp
     $src `[` $src_starts `]` `,` $dst `[` $dst_starts `]` `,` `sem` `[` $sem_starts `]`
       attr-dict `:` type($src) `,` type($dst) `->` type($dst_after)
   }];
+}
+
+class EmberTPU_TracedSemOp<string mnemonic, dag ins, dag outs>
+    : EmberTPU_Op<mnemonic> {
+  let description = [{
+    A regular semaphore operation in a kernel traced as a function of values
+    (the input of `ember-tpu-kernel`): the semaphore is element `sem_starts`
+    of kernel buffer `sem_buffer`.
+  }];
+  let arguments = ins;
+  let results = outs;
+}
+
+def EmberTPU_TracedSemSignalOp : EmberTPU_TracedSemOp<"traced_sem_signal",
+    (ins EmberTPU_ScalarIndex:$amount, Variadic<EmberTPU_ScalarIndex>:$sem_starts,
+         I64Attr:$sem_buffer), (outs)> {
+  let summary = "adds to a regular semaphore (traced form)";
+  let assemblyFormat = "$amount `,` `sem` `[` $sem_starts `]` attr-dict";
+}
+
+def EmberTPU_TracedSemWaitOp : EmberTPU_TracedSemOp<"traced_sem_wait",
+    (ins EmberTPU_ScalarIndex:$amount, Variadic<EmberTPU_ScalarIndex>:$sem_starts,
+         I64Attr:$sem_buffer), (outs)> {
+  let summary = "waits on a regular semaphore (traced form)";
+  let assemblyFormat = "$amount `,` `sem` `[` $sem_starts `]` attr-dict";
+}
+
+def EmberTPU_TracedSemReadOp : EmberTPU_TracedSemOp<"traced_sem_read",
+    (ins Variadic<EmberTPU_ScalarIndex>:$sem_starts, I64Attr:$sem_buffer),
+    (outs EmberTPU_ScalarIndex:$value)> {
+  let summary = "reads a regular semaphore (traced form)";
+  let assemblyFormat = "`sem` `[` $sem_starts `]` attr-dict";
 }
 
 #endif // EMBER_TPU_OPS_TD

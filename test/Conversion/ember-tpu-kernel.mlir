@@ -93,6 +93,39 @@ func.func @dma(%i: tensor<i32>, %x: tensor<64x128xf32>, %o: tensor<8x128xf32>, %
 
 // -----
 
+// Regular semaphores: signal, read and wait on element 1 of an array.
+// CHECK-LABEL: func.func @sems(
+// CHECK: %[[W:.*]] = ember_tpu.memref_slice %arg2[
+// CHECK: %[[S:.*]] = ember_tpu.memref_squeeze %[[W]] : memref<1x!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>> -> memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>
+// CHECK: ember_tpu.sem_signal %[[S]], %{{.*}}
+// CHECK: ember_tpu.sem_read
+// CHECK: ember_tpu.sem_wait
+func.func @sems(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>, %sem: tensor<2xi32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<semaphore_mem>],
+                ember_tpu.result_args = array<i64: 1>} {
+  %one = ember.constant dense<1> : tensor<i32>
+  ember_tpu.traced_sem_signal %one, sem[%one] {sem_buffer = 2 : i64}
+  %n = ember_tpu.traced_sem_read sem[%one] {sem_buffer = 2 : i64}
+  ember_tpu.traced_sem_wait %n, sem[%one] {sem_buffer = 2 : i64}
+  return %x : tensor<8x128xf32>
+}
+
+// -----
+
+// A DMA needs a DMA semaphore.
+func.func @dma_sem_kind(%x: tensor<64x128xf32>, %o: tensor<8x128xf32>, %sem: tensor<i32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<any>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<semaphore_mem>],
+                ember_tpu.result_args = array<i64: 1>} {
+  %z = ember.constant dense<0> : tensor<i32>
+  // expected-error @+1 {{needs a DMA semaphore}}
+  ember_tpu.traced_dma_start %x[%z, %z], %o[%z, %z], sem[] {src_buffer = 0 : i64, dst_buffer = 1 : i64, sem_buffer = 2 : i64, src_sizes = array<i64: 8, 128>, dst_sizes = array<i64: 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64>} : tensor<64x128xf32>, tensor<8x128xf32>
+  return %o : tensor<8x128xf32>
+}
+
+// -----
+
 // HBM buffers are only reached by DMAs.
 func.func @hbm(%i: tensor<i32>, %x: tensor<64x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
     attributes {ember_tpu.grid_args = 1 : i64,

@@ -67,6 +67,12 @@ def test_kernels_compute_what_jax_interprets(tmp_path):
     want = np.load(npz)
     for name, fn, args in _programs():
         got = jax.tree_util.tree_leaves(fn(*args))
+        if f"{name}/0" not in want:
+            # JAX 0.10.2's TPU interpret mode has no semaphore_read on the
+            # CPU; the kernel adds the count it read (2).
+            assert name == "regular_semaphore", name
+            np.testing.assert_allclose(np.asarray(got[0]), np.asarray(args[0]) + 2)
+            continue
         for k, g in enumerate(got):
             g = np.asarray(g.astype(jnp.float32) if g.dtype == jnp.bfloat16 else g)
             w = want[f"{name}/{k}"]
@@ -137,8 +143,8 @@ def test_dma_kernel_lowers_and_unsupported_kernels_raise():
         o_ref[...] = x_ref[...]
 
     h = pl.pallas_call(regular, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
-                       scratch_shapes=[pltpu.SemaphoreType.REGULAR])
-    with pytest.raises(NotImplementedError, match="regular and barrier semaphores"):
+                       scratch_shapes=[pltpu.SemaphoreType.BARRIER])
+    with pytest.raises(NotImplementedError, match="barrier semaphores are not supported"):
         jax.jit(h).trace(x[:8]).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
 
 

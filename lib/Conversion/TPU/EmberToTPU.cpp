@@ -126,6 +126,10 @@ struct KernelBuilder {
   /// Stores `v`, the value of buffer `mem`, there unless it is already.
   LogicalResult flush(Operation *op, Value v, Value mem);
   LogicalResult dma(Operation *op);
+  LogicalResult semaphore(Operation *op);
+  /// The semaphore element a traced op names (a rank-0 semaphore memref).
+  FailureOr<Value> semaphoreRef(Operation *op, int64_t buffer, ValueRange starts,
+                                bool dma);
 
   bool current(Value v) {
     auto it = resident.find(v);
@@ -273,6 +277,53 @@ LogicalResult KernelBuilder::flush(Operation *op, Value v, Value mem) {
   return success();
 }
 
+FailureOr<Value> KernelBuilder::semaphoreRef(Operation *op, int64_t buffer,
+                                             ValueRange starts, bool dma) {
+  if (buffer < 0 || buffer >= (int64_t)buffers.size())
+    return op->emitOpError("names no kernel buffer");
+  Value mem = buffers[buffer];
+  auto t = cast<MemRefType>(mem.getType());
+  if (dma != isa<et::DMASemaphoreType>(t.getElementType()) ||
+      !isa<et::DMASemaphoreType, et::SemaphoreType>(t.getElementType()))
+    return op->emitOpError(dma ? "needs a DMA semaphore (pltpu.SemaphoreType.DMA)"
+                               : "needs a regular semaphore "
+                                 "(pltpu.SemaphoreType.REGULAR)");
+  if ((int64_t)starts.size() != t.getRank())
+    return op->emitOpError("needs an index per semaphore array dimension");
+  if (!t.getRank())
+    return mem;
+  SmallVector<int64_t> ones(t.getRank(), 1), all;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    all.push_back(d);
+  return windowRef(op->getLoc(), mem, starts, ones, all);
+}
+
+LogicalResult KernelBuilder::semaphore(Operation *op) {
+  Location loc = op->getLoc();
+  int64_t buffer = op->getAttrOfType<IntegerAttr>("sem_buffer").getInt();
+  if (auto s = dyn_cast<et::TracedSemSignalOp>(op)) {
+    auto sem = semaphoreRef(op, buffer, s.getSemStarts(), /*dma=*/false);
+    if (failed(sem))
+      return failure();
+    et::SemaphoreSignalOp::create(b, loc, *sem, get(s.getAmount()),
+                                  /*device_id=*/Value(), /*core_id=*/Value());
+    return success();
+  }
+  if (auto w = dyn_cast<et::TracedSemWaitOp>(op)) {
+    auto sem = semaphoreRef(op, buffer, w.getSemStarts(), /*dma=*/false);
+    if (failed(sem))
+      return failure();
+    et::SemaphoreWaitOp::create(b, loc, *sem, get(w.getAmount()));
+    return success();
+  }
+  auto r = cast<et::TracedSemReadOp>(op);
+  auto sem = semaphoreRef(op, buffer, r.getSemStarts(), /*dma=*/false);
+  if (failed(sem))
+    return failure();
+  set(op, et::SemaphoreReadOp::create(b, loc, b.getI32Type(), *sem));
+  return success();
+}
+
 LogicalResult KernelBuilder::dma(Operation *op) {
   Location loc = op->getLoc();
   auto start = dyn_cast<et::TracedDMAStartOp>(op);
@@ -288,15 +339,10 @@ LogicalResult KernelBuilder::dma(Operation *op) {
           mi = attr("sem_buffer");
   if (si < 0 || si >= nb || di < 0 || di >= nb || mi < 0 || mi >= nb)
     return op->emitOpError("names no kernel buffer");
-  Value srcMem = buffers[si], dstMem = buffers[di], semMem = buffers[mi];
-  auto semT = cast<MemRefType>(semMem.getType());
-  if (!isa<et::DMASemaphoreType>(semT.getElementType()))
-    return op->emitOpError("needs a DMA semaphore (pltpu.SemaphoreType.DMA)");
+  Value srcMem = buffers[si], dstMem = buffers[di];
   ValueRange srcStarts = start ? start.getSrcStarts() : wait.getSrcStarts();
   ValueRange dstStarts = start ? start.getDstStarts() : wait.getDstStarts();
   ValueRange semStarts = start ? start.getSemStarts() : wait.getSemStarts();
-  if ((int64_t)semStarts.size() != semT.getRank())
-    return op->emitOpError("needs an index per semaphore array dimension");
   if (start) {
     // What the copy reads and what it leaves alone must be in memory.
     if (failed(flush(op, start.getSrc(), srcMem)) ||
@@ -307,13 +353,10 @@ LogicalResult KernelBuilder::dma(Operation *op) {
       windowRef(loc, srcMem, srcStarts, arr("src_sizes"), arr("src_squeezed"));
   Value dstW =
       windowRef(loc, dstMem, dstStarts, arr("dst_sizes"), arr("dst_squeezed"));
-  Value semW = semMem;
-  if (semT.getRank()) {
-    SmallVector<int64_t> ones(semT.getRank(), 1), all;
-    for (int64_t d = 0; d < semT.getRank(); ++d)
-      all.push_back(d);
-    semW = windowRef(loc, semMem, semStarts, ones, all);
-  }
+  auto semRef = semaphoreRef(op, mi, semStarts, /*dma=*/true);
+  if (failed(semRef))
+    return failure();
+  Value semW = *semRef;
   if (start)
     et::EnqueueDMAOp::create(b, loc, srcW, /*source_semaphore=*/Value(), dstW,
                              semW, /*device_id=*/Value(), /*core_id=*/Value(),
@@ -611,6 +654,8 @@ LogicalResult KernelBuilder::op(Operation *op) {
   }
   if (isa<et::TracedDMAStartOp, et::TracedDMAWaitOp>(op))
     return dma(op);
+  if (isa<et::TracedSemSignalOp, et::TracedSemWaitOp, et::TracedSemReadOp>(op))
+    return semaphore(op);
   if (!isa<SliceOp, DynamicSliceOp, DynamicUpdateSliceOp, WhileOp, CaseOp>(op))
     for (Value o : op->getOperands())
       if (inHbm(o))

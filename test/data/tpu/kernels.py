@@ -341,6 +341,18 @@ def programs(jax, jnp, pl, pltpu):
                 dimension_semantics=("parallel", "parallel", "arbitrary")),
         )(x, yt)
 
+    def semaphore_kernel(x_ref, o_ref, sem):
+        # A regular semaphore: signal, read, wait.
+        pltpu.semaphore_signal(sem, 2)
+        n = pltpu.semaphore_read(sem)
+        pltpu.semaphore_wait(sem, 2)
+        o_ref[...] = x_ref[...] + n.astype(jnp.float32)
+
+    def regular_semaphore(x):
+        return pl.pallas_call(
+            semaphore_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            scratch_shapes=[pltpu.SemaphoreType.REGULAR])(x)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     return [
@@ -370,4 +382,5 @@ def programs(jax, jnp, pl, pltpu):
         ("fused_matmul_bf16", fused_matmul, (ramp((256, 256), jnp.bfloat16, scale=300, mod=13),
                                              ramp((256, 256), jnp.bfloat16, scale=-300,
                                                   mod=11))),
+        ("regular_semaphore", regular_semaphore, (ramp((8, 128), jnp.float32),)),
     ]

@@ -190,13 +190,6 @@ def make_async_remote_copy(src_ref, dst_ref, send_sem, recv_sem, device_id,
                                      device_id_type)
 
 
-def _regular(what):
-    if tpu_kernel.tracing():
-        raise NotImplementedError(
-            f"lowering a Pallas kernel for TPU: pltpu.{what} (regular semaphores) is not "
-            f"supported yet (at {core.where()})")
-
-
 def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_index=None):
     """Adds `inc` to a regular semaphore (of device `device_id`)."""
     if device_id is not None:
@@ -206,7 +199,8 @@ def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_in
         return
     if (checker := tpu_interpret.active()) is not None:
         return checker.signal(sem, inc)
-    _regular("semaphore_signal")
+    if tpu_kernel.tracing():
+        return tpu_kernel.semaphore("signal", sem, inc)
     state.store(sem, (), state.load(sem, ()) + inc)
 
 
@@ -216,7 +210,8 @@ def semaphore_wait(sem, value=1):
     that could never return)."""
     if (checker := tpu_interpret.active()) is not None:
         return checker.wait_sem(sem, value)
-    _regular("semaphore_wait")
+    if tpu_kernel.tracing():
+        return tpu_kernel.semaphore("wait", sem, value)
     state.store(sem, (), state.load(sem, ()) - value)
 
 
@@ -224,7 +219,8 @@ def semaphore_read(sem):
     """The count of a regular semaphore."""
     if (checker := tpu_interpret.active()) is not None:
         return checker.read_sem(sem)
-    _regular("semaphore_read")
+    if tpu_kernel.tracing():
+        return tpu_kernel.semaphore("read", sem)
     return state.load(sem, ())
 
 

@@ -63,6 +63,23 @@ def _dma_end(ref, what):
     return base, k, starts, sizes, squeezed
 
 
+def semaphore(kind, sem, amount=None):
+    """A regular semaphore's signal, wait or read as a traced op (see
+    `ember_tpu.traced_sem_*`); a read returns the count."""
+    from ..._mlir import ir
+
+    _, mi, m_starts, _, _ = _dma_end(sem, "semaphore")
+    trace = core.current_trace()
+    with context():
+        attrs = {"sem_buffer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), mi)}
+    operands = m_starts if amount is None else [
+        core.as_value(jnp.asarray(amount, np.int32)), *m_starts]
+    vals = [trace.to_value(v) for v in operands]
+    results = [core.ShapedArray((), np.int32)] if kind == "read" else []
+    outs = trace.emit(f"ember_tpu.traced_sem_{kind}", vals, results, attrs)
+    return outs[0] if kind == "read" else None
+
+
 def dma(desc, kind):
     """A DMA's start or wait as a traced op (see `ember_tpu.traced_dma_*`):
     after the wait, the destination buffer's value is what the copy left."""
@@ -153,10 +170,9 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
         if not hasattr(t, "memory_space") or t.shape is None:
             raise NotImplementedError(
                 f"lowering a Pallas kernel for TPU: scratch {t!r} is not supported")
-        if getattr(t, "semaphore_kind", "DMA") != "DMA":
+        if getattr(t, "semaphore_kind", "DMA") not in ("DMA", "REGULAR"):
             raise NotImplementedError(
-                "lowering a Pallas kernel for TPU: regular and barrier semaphores are not "
-                "supported yet")
+                "lowering a Pallas kernel for TPU: barrier semaphores are not supported yet")
     scratch_avals = [core.ShapedArray(tuple(t.shape), t.dtype) for t in scratch_types]
     npf, nin, nout = len(prefetch), len(in_blocks), len(out_blocks)
 
