@@ -128,8 +128,8 @@ struct KernelBuilder {
   LogicalResult dma(Operation *op);
   LogicalResult semaphore(Operation *op);
   /// The semaphore element a traced op names (a rank-0 semaphore memref).
-  FailureOr<Value> semaphoreRef(Operation *op, int64_t buffer, ValueRange starts,
-                                bool dma);
+  FailureOr<Value> semaphoreRef(Operation *op, int64_t buffer,
+                                ValueRange starts, bool dma);
 
   bool current(Value v) {
     auto it = resident.find(v);
@@ -285,9 +285,10 @@ FailureOr<Value> KernelBuilder::semaphoreRef(Operation *op, int64_t buffer,
   auto t = cast<MemRefType>(mem.getType());
   if (dma != isa<et::DMASemaphoreType>(t.getElementType()) ||
       !isa<et::DMASemaphoreType, et::SemaphoreType>(t.getElementType()))
-    return op->emitOpError(dma ? "needs a DMA semaphore (pltpu.SemaphoreType.DMA)"
-                               : "needs a regular semaphore "
-                                 "(pltpu.SemaphoreType.REGULAR)");
+    return op->emitOpError(
+        dma ? "needs a DMA semaphore (pltpu.SemaphoreType.DMA)"
+            : "needs a regular semaphore "
+              "(pltpu.SemaphoreType.REGULAR)");
   if ((int64_t)starts.size() != t.getRank())
     return op->emitOpError("needs an index per semaphore array dimension");
   if (!t.getRank())
