@@ -287,3 +287,26 @@ def test_ring_all_reduce_over_simulated_devices(devices8):
     # the kernel's remote DMAs have no traced form yet.
     with pytest.raises(NotImplementedError, match="lowering for TPU"):
         jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+
+
+def test_repeat_roll_bitcast():
+    x = jnp.arange(16 * 128, dtype=jnp.int32).reshape(16, 128)
+    np.testing.assert_array_equal(np.asarray(pltpu.repeat(x, 2, 0)),
+                                  np.tile(np.asarray(x), (2, 1)))
+    np.testing.assert_array_equal(np.asarray(pltpu.roll(x, 3, 1)),
+                                  np.roll(np.asarray(x), 3, 1))
+    strided = np.asarray(pltpu.roll(x, 1, 1, stride=2, stride_axis=0))
+    for i in range(16):
+        np.testing.assert_array_equal(strided[i], np.roll(np.asarray(x)[i], 1 + 2 * i))
+    # Packing rows: two int16 rows make one int32 row (the first in the low
+    # bits), and back.
+    h = (jnp.arange(4 * 128, dtype=jnp.int32).reshape(4, 128) % 3000).astype(jnp.int16)
+    w = pltpu.bitcast(h, jnp.int32)
+    assert w.shape == (2, 128)
+    hn = np.asarray(h).astype(np.uint16).astype(np.uint32)
+    np.testing.assert_array_equal(np.asarray(w).view(np.uint32), hn[0::2] | (hn[1::2] << 16))
+    np.testing.assert_array_equal(np.asarray(pltpu.bitcast(w, jnp.int16)), np.asarray(h))
+    with pytest.raises(ValueError, match="do not pack"):
+        pltpu.bitcast(h[:3], jnp.int32)
+    with pytest.raises(ValueError, match="non-negative"):
+        pltpu.roll(x, -1, 0)

@@ -692,6 +692,17 @@ LogicalResult KernelBuilder::op(Operation *op) {
                  b, loc, t, cast<TypedAttr>(*value.value_begin<Attribute>())));
     return success();
   }
+  if (auto bc = dyn_cast<BitcastConvertOp>(op)) {
+    Value x = get(bc.getOperand());
+    Type t = kernelType(bc.getType());
+    if (getElementTypeOrSelf(x.getType()).getIntOrFloatBitWidth() !=
+        getElementTypeOrSelf(t).getIntOrFloatBitWidth())
+      return op->emitOpError("TPU kernels bitcast between element types of "
+                             "one width (pltpu.bitcast packs rows otherwise)");
+    set(bc,
+        x.getType() == t ? x : (Value)arith::BitcastOp::create(b, loc, t, x));
+    return success();
+  }
   if (auto io = dyn_cast<IotaOp>(op)) {
     auto t = dyn_cast<VectorType>(kernelType(io.getType()));
     if (!t || !isa<IntegerType>(t.getElementType()))

@@ -353,6 +353,18 @@ def programs(jax, jnp, pl, pltpu):
             semaphore_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
             scratch_shapes=[pltpu.SemaphoreType.REGULAR])(x)
 
+    def shuffle_kernel(x_ref, o_ref, bits_ref):
+        # pltpu.roll and a same-width pltpu.bitcast.
+        x = x_ref[...]
+        o_ref[...] = pltpu.roll(x, 3, 1) + pltpu.roll(x, 5, 0)
+        bits_ref[...] = pltpu.bitcast(x, jnp.int32)
+
+    def shuffles(x):
+        return pl.pallas_call(
+            shuffle_kernel,
+            out_shape=(jax.ShapeDtypeStruct(x.shape, x.dtype),
+                       jax.ShapeDtypeStruct(x.shape, jnp.int32)))(x)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     return [
@@ -383,4 +395,5 @@ def programs(jax, jnp, pl, pltpu):
                                              ramp((256, 256), jnp.bfloat16, scale=-300,
                                                   mod=11))),
         ("regular_semaphore", regular_semaphore, (ramp((8, 128), jnp.float32),)),
+        ("roll_bitcast", shuffles, (ramp((16, 128), jnp.float32),)),
     ]

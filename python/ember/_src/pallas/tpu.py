@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .. import control_flow, core, state
+from .. import control_flow, core, lax, state
 from ..numpy import lax_numpy as jnp
 from . import core as pl_core
 from . import tpu_interpret, tpu_kernel
@@ -285,3 +285,56 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), tiling=None, core_ax
             control_flow.fori_loop(0, n, loop_body, jnp.int32(0))
 
     return pipeline
+
+
+def repeat(x, repeats, axis):
+    """`x` repeated `repeats` times along `axis` (copies one after another)."""
+    x = jnp.asarray(x)
+    axis = int(axis) % x.ndim
+    return jnp.tile(x, [int(repeats) if d == axis else 1 for d in range(x.ndim)])
+
+
+def bitcast(x, ty):
+    """Reinterprets the bits of `x` as `ty`, packing (or unpacking) rows of
+    the second-minor dimension: for a narrower source, each group of
+    consecutive rows forms one row of wider elements (the first row in the
+    lowest bits), and the other way round."""
+    x = jnp.asarray(x)
+    ty = np.dtype(ty)
+    if x.ndim < 2:
+        raise ValueError(f"pltpu.bitcast: x needs 2 or more dimensions, got {x.shape} "
+                         f"(at {core.where()})")
+    src, dst = np.dtype(x.dtype).itemsize * 8, ty.itemsize * 8
+    if x.shape[-2] * src % dst:
+        raise ValueError(f"pltpu.bitcast: {x.shape[-2]} rows of {src}-bit elements do not "
+                         f"pack into {dst}-bit ones (at {core.where()})")
+    if src == dst:
+        return lax.bitcast_convert_type(x, ty)
+    *lead, m, n = x.shape
+    if src < dst:
+        k = dst // src
+        parts = jnp.moveaxis(jnp.reshape(x, (*lead, m // k, k, n)), -2, -1)
+        return lax.bitcast_convert_type(parts, ty)
+    k = src // dst
+    parts = lax.bitcast_convert_type(x, ty)  # (..., m, n, k)
+    return jnp.reshape(jnp.moveaxis(parts, -1, -2), (*lead, m * k, n))
+
+
+def roll(x, shift, axis, *, stride=None, stride_axis=None):
+    """`jnp.roll(x, shift, axis)`; with `stride`, slice `i` along
+    `stride_axis` rolls by `shift + i * stride`."""
+    x = jnp.asarray(x)
+    if isinstance(shift, int) and shift < 0:
+        raise ValueError(f"pltpu.roll: shift must be non-negative (at {core.where()})")
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"pltpu.roll: axis {axis} is out of range (at {core.where()})")
+    if (stride is None) != (stride_axis is None):
+        raise ValueError(f"pltpu.roll: stride and stride_axis go together (at {core.where()})")
+    if stride is None:
+        return jnp.roll(x, shift, axis)
+    if stride < 0 or not 0 <= stride_axis < x.ndim or stride_axis == axis:
+        raise ValueError(f"pltpu.roll: stride must be non-negative and stride_axis another "
+                         f"axis in range (at {core.where()})")
+    rows = [jnp.roll(lax.slice_in_dim(x, i, i + 1, axis=stride_axis), shift + i * stride, axis)
+            for i in range(x.shape[stride_axis])]
+    return jnp.concatenate(rows, axis=stride_axis)

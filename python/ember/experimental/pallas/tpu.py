@@ -19,9 +19,12 @@ from ember._src.pallas.tpu import InterpretParams as InterpretParams
 from ember._src.pallas.tpu import PrefetchScalarGridSpec as PrefetchScalarGridSpec
 from ember._src.pallas.tpu import SemaphoreType as SemaphoreType
 from ember._src.pallas.tpu import async_copy as async_copy
+from ember._src.pallas.tpu import bitcast as bitcast
 from ember._src.pallas.tpu import emit_pipeline as emit_pipeline
 from ember._src.pallas.tpu import make_async_copy as make_async_copy
 from ember._src.pallas.tpu import make_async_remote_copy as make_async_remote_copy
+from ember._src.pallas.tpu import repeat as repeat
+from ember._src.pallas.tpu import roll as roll
 from ember._src.pallas.tpu import semaphore_read as semaphore_read
 from ember._src.pallas.tpu import semaphore_signal as semaphore_signal
 from ember._src.pallas.tpu import semaphore_wait as semaphore_wait
