@@ -77,8 +77,6 @@ Type withElement(Type t, Type e) {
 struct KernelBuilder {
   OpBuilder &b;
   IRMapping map;
-  // Values that stand for SMEM buffers read whole by dynamic_slice.
-  llvm::DenseMap<Value, Value> smem;
   // Results computed ahead by the op they follow (a product's f32 convert).
   llvm::DenseMap<Operation *, Value> precomputed;
 
@@ -100,6 +98,17 @@ struct KernelBuilder {
   SmallVector<Value> buffers;
 
   explicit KernelBuilder(OpBuilder &b) : b(b) {}
+
+  /// Whether `v` is the contents of an SMEM buffer (read and written
+  /// element by element).
+  bool inSmem(Value v) {
+    auto it = resident.find(v);
+    if (it == resident.end())
+      return false;
+    auto s = dyn_cast_or_null<et::MemorySpaceAttr>(
+        cast<MemRefType>(it->second.mem.getType()).getMemorySpace());
+    return s && s.getValue() == et::MemorySpace::smem;
+  }
 
   /// Whether `v` is the contents of a buffer outside VMEM and SMEM (HBM,
   /// pl.ANY), which kernels only reach through DMAs.
@@ -148,6 +157,14 @@ struct KernelBuilder {
     Value mem = resident[v].mem;
     auto mt = cast<MemRefType>(mem.getType());
     Location loc = mem.getLoc();
+    if (inSmem(v)) {
+      // SMEM holds scalars: a rank-0 buffer is read as one.
+      if (mt.getRank())
+        return {};
+      Value l = memref::LoadOp::create(b, loc, mem, ValueRange{});
+      map.map(v, l);
+      return l;
+    }
     SmallVector<Value> zeros(mt.getRank(),
                              arith::ConstantIndexOp::create(b, loc, 0));
     Value l = vector::LoadOp::create(
@@ -664,10 +681,10 @@ LogicalResult KernelBuilder::op(Operation *op) {
   if (!isa<SliceOp, DynamicSliceOp, DynamicUpdateSliceOp, WhileOp, CaseOp>(op))
     for (Value o : op->getOperands())
       if (!get(o))
-        return smem.count(o)
-                   ? op->emitOpError("uses a scalar-prefetch (SMEM) buffer "
-                                     "whole; kernels read it element by "
-                                     "element")
+        return inSmem(o)
+                   ? op->emitOpError("uses an SMEM buffer (scalar prefetch "
+                                     "or SMEM scratch) whole; kernels read "
+                                     "and write it element by element")
                    : op->emitOpError("reads a kernel buffer's contents from "
                                      "before a later write, which TPU "
                                      "kernels cannot keep");
@@ -756,6 +773,19 @@ LogicalResult KernelBuilder::op(Operation *op) {
       sizes.push_back(l - s);
     if (inHbm(sl.getOperand()))
       return hbmError(op);
+    if (inSmem(sl.getOperand())) {
+      if (!current(sl.getOperand()) ||
+          !llvm::all_of(sizes, [](int64_t s) { return s == 1; }))
+        return op->emitOpError("reads an SMEM buffer other than element by "
+                               "element");
+      Value mem = resident[sl.getOperand()].mem;
+      auto mt = cast<MemRefType>(mem.getType());
+      Value v = memref::LoadOp::create(
+          b, loc, mem,
+          window(loc, {}, sl.getStartIndices(), sizes, mt.getShape()));
+      set(sl, reshapeTo(b, loc, v, kernelType(sl.getType())));
+      return success();
+    }
     if (current(sl.getOperand())) {
       // A window of a buffer: read it from memory.
       Value mem = resident[sl.getOperand()].mem;
@@ -777,23 +807,19 @@ LogicalResult KernelBuilder::op(Operation *op) {
     return success();
   }
   if (auto ds = dyn_cast<DynamicSliceOp>(op)) {
-    // Element reads of an SMEM buffer (scalar prefetch): memref.load at the
-    // clamped indices.
-    auto it = smem.find(ds.getOperand());
-    if (it != smem.end() &&
-        llvm::all_of(ds.getSliceSizes(), [](int64_t s) { return s == 1; })) {
-      auto mt = cast<MemRefType>(it->second.getType());
-      SmallVector<Value> idx;
-      for (auto [k, i] : llvm::enumerate(ds.getStartIndices())) {
-        Value s = get(i);
-        Value lo = arith::ConstantIntOp::create(b, loc, s.getType(), 0);
-        Value hi = arith::ConstantIntOp::create(b, loc, s.getType(),
-                                                mt.getDimSize(k) - 1);
-        s = arith::MinSIOp::create(b, loc,
-                                   arith::MaxSIOp::create(b, loc, s, lo), hi);
-        idx.push_back(arith::IndexCastOp::create(b, loc, b.getIndexType(), s));
-      }
-      Value v = memref::LoadOp::create(b, loc, it->second, idx);
+    // Element reads of an SMEM buffer (scalar prefetch, SMEM scratch):
+    // memref.load at the clamped indices.
+    if (inSmem(ds.getOperand())) {
+      if (!current(ds.getOperand()) ||
+          !llvm::all_of(ds.getSliceSizes(), [](int64_t s) { return s == 1; }))
+        return op->emitOpError("reads an SMEM buffer other than element by "
+                               "element");
+      Value mem = resident[ds.getOperand()].mem;
+      auto mt = cast<MemRefType>(mem.getType());
+      Value v =
+          memref::LoadOp::create(b, loc, mem,
+                                 window(loc, ds.getStartIndices(), {},
+                                        ds.getSliceSizes(), mt.getShape()));
       set(ds, reshapeTo(b, loc, v, kernelType(ds.getType())));
       return success();
     }
@@ -842,6 +868,24 @@ LogicalResult KernelBuilder::op(Operation *op) {
     auto up = cast<RankedTensorType>(dus.getUpdate().getType());
     if (inHbm(dus.getOperand()))
       return hbmError(op);
+    if (inSmem(dus.getOperand())) {
+      // Element writes of an SMEM buffer: memref.store.
+      if (!current(dus.getOperand()) || up.getNumElements() != 1)
+        return op->emitOpError("writes an SMEM buffer other than element by "
+                               "element");
+      Value mem = resident[dus.getOperand()].mem;
+      auto mt = cast<MemRefType>(mem.getType());
+      Value u = get(dus.getUpdate());
+      if (!u)
+        return op->emitOpError("reads a kernel buffer's contents from before "
+                               "a later write, which TPU kernels cannot keep");
+      memref::StoreOp::create(
+          b, loc, reshapeTo(b, loc, u, mt.getElementType()), mem,
+          window(loc, dus.getStartIndices(), {}, up.getShape(), mt.getShape()));
+      versions[mem] = ++counter;
+      resident[dus.getResult()] = {mem, counter};
+      return success();
+    }
     if (current(dus.getOperand())) {
       // A write into a buffer: store the window there.
       Value mem = resident[dus.getOperand()].mem;
@@ -1313,11 +1357,9 @@ struct EmberTPUKernelPass
         continue;
       }
       if (space && space.getValue() == et::MemorySpace::smem) {
-        kb.smem[src.getArgument(i)] = a;
-        // A rank-0 SMEM buffer is also read as a value.
-        if (mt.getRank() == 0)
-          kb.map.map(src.getArgument(i),
-                     memref::LoadOp::create(b, loc, a, ValueRange{}));
+        // Read and written element by element where the kernel does.
+        kb.resident[src.getArgument(i)] = {a, 0};
+        kb.versions[a] = 0;
         continue;
       }
       if (mt.getRank() == 0)

@@ -365,6 +365,41 @@ def programs(jax, jnp, pl, pltpu):
             out_shape=(jax.ShapeDtypeStruct(x.shape, x.dtype),
                        jax.ShapeDtypeStruct(x.shape, jnp.int32)))(x)
 
+    def smem_kernel(x_ref, o_ref, acc):
+        # A scalar accumulator in SMEM scratch, kept across grid steps.
+        @pl.when(pl.program_id(0) == 0)
+        def _():
+            acc[0] = 0.0
+
+        acc[0] += jnp.sum(x_ref[...])
+        o_ref[...] = jnp.full(o_ref.shape, acc[0], jnp.float32)
+
+    def smem_accumulator(x):
+        return pl.pallas_call(
+            smem_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32),
+            grid=(x.shape[0] // 8,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+            scratch_shapes=[pltpu.SMEM((1,), jnp.float32)])(x)
+
+    def causal_kernel(q_ref, o_ref):
+        # A causal mask from program ids and iotas, summed over key blocks.
+        qi = pl.program_id(0)
+
+        def body(j, acc):
+            rows = jax.lax.broadcasted_iota(jnp.int32, (8, 128), 0) + qi * 8
+            cols = jax.lax.broadcasted_iota(jnp.int32, (8, 128), 1) + j * 128
+            return acc + jnp.where(cols <= rows, q_ref[...], 0.0)
+
+        o_ref[...] = jax.lax.fori_loop(0, 2, body, jnp.zeros((8, 128), jnp.float32))
+
+    def causal_mask(x):
+        return pl.pallas_call(
+            causal_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, jnp.float32),
+            grid=(x.shape[0] // 8,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)))(x)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     return [
@@ -396,4 +431,6 @@ def programs(jax, jnp, pl, pltpu):
                                                   mod=11))),
         ("regular_semaphore", regular_semaphore, (ramp((8, 128), jnp.float32),)),
         ("roll_bitcast", shuffles, (ramp((16, 128), jnp.float32),)),
+        ("smem_accumulator", smem_accumulator, (ramp((32, 128), jnp.float32, scale=1000),)),
+        ("causal_mask", causal_mask, (ramp((32, 128), jnp.float32),)),
     ]
