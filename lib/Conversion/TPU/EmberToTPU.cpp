@@ -99,28 +99,29 @@ struct KernelBuilder {
 
   explicit KernelBuilder(OpBuilder &b) : b(b) {}
 
-  /// Whether `v` is the contents of an SMEM buffer (read and written
-  /// element by element).
-  bool inSmem(Value v) {
+  /// The memory space of the buffer whose contents `v` is, if it is one.
+  std::optional<et::MemorySpace> spaceOf(Value v) {
     auto it = resident.find(v);
     if (it == resident.end())
-      return false;
+      return std::nullopt;
     auto s = dyn_cast_or_null<et::MemorySpaceAttr>(
         cast<MemRefType>(it->second.mem.getType()).getMemorySpace());
-    return s && s.getValue() == et::MemorySpace::smem;
+    if (!s)
+      return std::nullopt;
+    return s.getValue();
   }
 
+  /// Whether `v` is the contents of an SMEM buffer (read and written
+  /// element by element).
+  bool inSmem(Value v) { return spaceOf(v) == et::MemorySpace::smem; }
+
   /// Whether `v` is the contents of a buffer outside VMEM and SMEM (HBM,
-  /// pl.ANY), which kernels only reach through DMAs.
+  /// pl.ANY) or a semaphore, which kernels only reach through DMAs and
+  /// semaphore ops.
   bool inHbm(Value v) {
-    auto it = resident.find(v);
-    if (it == resident.end())
-      return false;
-    auto s = dyn_cast_or_null<et::MemorySpaceAttr>(
-        cast<MemRefType>(it->second.mem.getType()).getMemorySpace());
-    return s && (s.getValue() == et::MemorySpace::any ||
-                 s.getValue() == et::MemorySpace::hbm ||
-                 s.getValue() == et::MemorySpace::semaphore_mem);
+    auto s = spaceOf(v);
+    return s == et::MemorySpace::any || s == et::MemorySpace::hbm ||
+           s == et::MemorySpace::semaphore_mem;
   }
 
   LogicalResult hbmError(Operation *op) {
