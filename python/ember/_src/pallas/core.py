@@ -474,7 +474,7 @@ def pallas_call(
         if checked:
             outs = tpu_interpret.run(kernel, kname, grid, prefetch, in_leaves, in_blocks,
                                      out_blocks, _scratch_types(scratch_shapes), aliases_in,
-                                     interpret, compiler_params)
+                                     interpret, compiler_params, _grid_env)
             return tree_util.tree_unflatten(out_tree, outs)
         flat = prefetch + in_leaves
 

@@ -270,8 +270,9 @@ class Checker:
 
 
 def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types, aliases,
-        params, compiler_params=None):
-    """The kernel's outputs (flat), interpreted with checks (module doc)."""
+        params, compiler_params, grid_env):
+    """The kernel's outputs (flat), interpreted with checks (module doc);
+    `grid_env` is the stack `pl.program_id` reads (pallas/core.py)."""
     check_capacity(kname, prefetch, in_blocks, out_blocks, scratch_types, compiler_params,
                    params)
     checker = Checker(params, kname)
@@ -292,8 +293,6 @@ def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types
     scratch = [_Ref(jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
                     else state.uninitialized(tuple(t.shape), t.dtype), f"scratch {k}", checker)
                for k, t in enumerate(scratch_types)]
-    from .core import _grid_env
-
     prev, _config.jax_disable_jit = _config.jax_disable_jit, True
     _local.checker = checker
     try:
@@ -316,12 +315,12 @@ def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types
                 r, sl = block_ref(b, x, "out", k)
                 out_refs.append(r)
                 windows.append(sl)
-            _grid_env.append((tuple(jnp.int32(i) for i in ids), grid))
+            grid_env.append((tuple(jnp.int32(i) for i in ids), grid))
             try:
                 with state.scope(pf + in_refs + out_refs + scratch):
                     res = kernel(*pf, *in_refs, *out_refs, *scratch)
             finally:
-                _grid_env.pop()
+                grid_env.pop()
             if res is not None:
                 raise ValueError(f"pallas_call: the kernel {kname} must return None")
             for b, x, r, sl in zip(out_blocks, outs, out_refs, windows):
