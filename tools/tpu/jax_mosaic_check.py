@@ -97,10 +97,13 @@ def stablehlo_info(text):
                         _str_attr(op, "sym_visibility"))
             elif (op.name == "stablehlo.custom_call"
                   and _str_attr(op, "call_target_name") == "tpu_custom_call"):
+                aliases = (str(op.attributes["output_operand_aliases"])
+                           if "output_operand_aliases" in op.attributes else "[]")
                 calls.append({"backend_config": _str_attr(op, "backend_config"),
                               "kernel_name": _str_attr(op, "kernel_name"),
                               "operands": [str(v.type) for v in op.operands],
-                              "results": [str(r.type) for r in op.results]})
+                              "results": [str(r.type) for r in op.results],
+                              "aliases": aliases})
     if main is None:
         raise CheckError("no func.func @main in the StableHLO")
     return {"main": main, "custom_calls": calls}
@@ -444,7 +447,7 @@ def check_program(name, args, jinfo, jkernels, ember_rec):
         if (ec["backend_config"], ec["kernel_name"]) != (es["backend_config"], es["kernel_name"]):
             raise CheckError(where + "Ember's custom_calls entry differs from the custom call "
                              "in its StableHLO")
-        for key in ("kernel_name", "operands", "results"):
+        for key in ("kernel_name", "operands", "results", "aliases"):
             if es[key] != jc[key]:
                 raise CheckError(where + f"{key}: Ember {es[key]}, JAX {jc[key]}")
         try:

@@ -292,9 +292,11 @@ class _Translator:
         # kernels, None for other callees (targets/tpu.py).
         self.tpu_kernels = tpu_kernels
 
-    def _tpu_custom_call(self, ins, rtypes, config, kname):
+    def _tpu_custom_call(self, ins, rtypes, config, kname, aliases=()):
         """A Mosaic kernel as XLA:TPU takes it: `tpu_custom_call` with the
-        serialized kernel in its backend config, row-major layouts."""
+        serialized kernel in its backend config, row-major layouts, and the
+        outputs that reuse an operand's buffer (`aliases`: (operand,
+        output) pairs)."""
         def layout(t):
             r = len(_split(t)[0])
             return (f"dense<{_list(range(r - 1, -1, -1)) if r else ''}> : "
@@ -306,6 +308,11 @@ class _Translator:
             "operand_layouts": "[" + ", ".join(layout(v.type) for v in ins) + "]",
             "result_layouts": "[" + ", ".join(layout(t) for t in rtypes) + "]",
         }
+        if aliases:
+            props["output_operand_aliases"] = "[" + ", ".join(
+                f"#stablehlo.output_operand_alias<output_tuple_indices = "
+                f"{_list([o]) if len(rtypes) > 1 else '[]'}, operand_index = {i}, "
+                f"operand_tuple_indices = []>" for i, o in aliases) + "]"
         outs = self.w.op("stablehlo.custom_call", ins, rtypes, props)
         self.w.lines[-1] = self.w.lines[-1].replace(
             "}> : (", "}> {kernel_name = " + _string(kname) + ", mhlo.frontend_attributes = "

@@ -400,6 +400,15 @@ def programs(jax, jnp, pl, pltpu):
             in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
             out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)))(x)
 
+    def alias_kernel(x_ref, y_ref, o_ref):
+        # The output reuses the second operand's buffer (input_output_aliases).
+        o_ref[...] = o_ref[...] + x_ref[...] * 2.0
+
+    def aliased(x, y):
+        return pl.pallas_call(
+            alias_kernel, out_shape=jax.ShapeDtypeStruct(y.shape, y.dtype),
+            input_output_aliases={1: 0})(x, y)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     return [
@@ -433,4 +442,6 @@ def programs(jax, jnp, pl, pltpu):
         ("roll_bitcast", shuffles, (ramp((16, 128), jnp.float32),)),
         ("smem_accumulator", smem_accumulator, (ramp((32, 128), jnp.float32, scale=1000),)),
         ("causal_mask", causal_mask, (ramp((32, 128), jnp.float32),)),
+        ("aliased_output", aliased, (ramp((8, 128), jnp.float32),
+                                     ramp((8, 128), jnp.float32, scale=7))),
     ]

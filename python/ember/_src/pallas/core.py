@@ -497,6 +497,9 @@ def pallas_call(
             if error is None:
                 fn.attributes[tpu_target.KERNEL_ATTR] = ir.StringAttr.get(kernel_text)
                 fn.attributes[tpu_target.NAME_ATTR] = ir.StringAttr.get(kname)
+                # (operand, output) pairs, operands counting scalar prefetch.
+                fn.attributes[tpu_target.ALIASES_ATTR] = ir.DenseI64ArrayAttr.get(
+                    [v for i, o in sorted(aliases.items()) for v in (i, o)])
             else:
                 fn.attributes[tpu_target.ERROR_ATTR] = ir.StringAttr.get(error)
         outs = ad._call(name, flat + captured, out_avals)

@@ -26,6 +26,7 @@ from . import Target, register
 KERNEL_ATTR = "ember_tpu.kernel_module"
 NAME_ATTR = "ember_tpu.kernel_name"
 ERROR_ATTR = "ember_tpu.kernel_error"
+ALIASES_ATTR = "ember_tpu.kernel_aliases"
 
 # The Mosaic serialization version jaxlib 0.10.2 writes when lowering for
 # TPU without a TPU attached (its forward-compatible choice).
@@ -150,7 +151,8 @@ def backend_config(kernel_text):
 
 
 def _kernel_functions(module):
-    """{callee name: (kernel text, kernel name)} of the recorded kernels."""
+    """{callee name: (kernel text, kernel name, [(operand, output)])} of the
+    recorded kernels."""
     out = {}
     for op in module.body.operations:
         op = op.operation
@@ -159,10 +161,11 @@ def _kernel_functions(module):
         attrs = op.attributes
         name = ir.StringAttr(attrs["sym_name"]).value
         if ERROR_ATTR in attrs:
-            out[name] = (None, ir.StringAttr(attrs[ERROR_ATTR]).value)
+            out[name] = (None, ir.StringAttr(attrs[ERROR_ATTR]).value, [])
         elif KERNEL_ATTR in attrs:
+            flat = list(ir.DenseI64ArrayAttr(attrs[ALIASES_ATTR])) if ALIASES_ATTR in attrs else []
             out[name] = (ir.StringAttr(attrs[KERNEL_ATTR]).value,
-                         ir.StringAttr(attrs[NAME_ATTR]).value)
+                         ir.StringAttr(attrs[NAME_ATTR]).value, list(zip(flat[::2], flat[1::2])))
     return out
 
 
@@ -189,10 +192,10 @@ def program_stablehlo(ember_text, translate):
     def custom_call(callee):
         if callee not in kernels:
             return None
-        text, kname = kernels[callee]
+        text, kname, aliases = kernels[callee]
         if text is None:
             raise NotImplementedError(f"lowering for TPU: {kname}")
-        return backend_config(text), kname
+        return backend_config(text), kname, aliases
 
     return translate(ember_text, transformed=False, tpu_kernels=custom_call)
 
@@ -205,7 +208,7 @@ def mosaic_text(ember_text):
         module = ir.Module.parse(ember_text)
         kernels = _kernel_functions(module)
     parts = []
-    for callee, (text, kname) in kernels.items():
+    for callee, (text, kname, _) in kernels.items():
         if text is None:
             raise NotImplementedError(f"lowering for TPU: {kname}")
         parts.append(f"// kernel {kname} (called as @{callee})\n"
