@@ -21,6 +21,16 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 JAX_PYTHON = os.environ.get("EMBER_JAX_PYTHON", "")
 
 
+# Programs JAX 0.10.2's TPU interpret mode cannot check, with their values:
+# it has no semaphore_read on the CPU (the kernel adds the count it read,
+# 2), and it leaves an output aliased to an input uninitialized (NaN) where
+# the kernel reads the input's values through it.
+_JAX_INTERPRET_GAPS = {
+    "regular_semaphore": lambda x: x + 2,
+    "aliased_output": lambda x, y: y + 2 * x,
+}
+
+
 def _load(path, name):
     spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
     mod = importlib.util.module_from_spec(spec)
@@ -67,12 +77,11 @@ def test_kernels_compute_what_jax_interprets(tmp_path):
     want = np.load(npz)
     for name, fn, args in _programs():
         got = jax.tree_util.tree_leaves(fn(*args))
-        if f"{name}/0" not in want:
-            # JAX 0.10.2's TPU interpret mode has no semaphore_read on the
-            # CPU; the kernel adds the count it read (2).
-            assert name == "regular_semaphore", name
-            np.testing.assert_allclose(np.asarray(got[0]), np.asarray(args[0]) + 2)
+        if name in _JAX_INTERPRET_GAPS:
+            np.testing.assert_allclose(np.asarray(got[0]), _JAX_INTERPRET_GAPS[name](
+                *[np.asarray(a) for a in args]), rtol=1e-6)
             continue
+        assert f"{name}/0" in want, name
         for k, g in enumerate(got):
             g = np.asarray(g.astype(jnp.float32) if g.dtype == jnp.bfloat16 else g)
             w = want[f"{name}/{k}"]
