@@ -341,3 +341,21 @@ def test_cross_check_programs_run_checked():
             np.testing.assert_allclose(np.asarray(a.astype(jnp.float32)),
                                        np.asarray(b.astype(jnp.float32)), rtol=tol, atol=tol,
                                        err_msg=name)
+
+
+def test_example_script():
+    # examples/pallas_tpu_kernels.py as a user runs it, with 4 CPU devices.
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    run = subprocess.run([sys.executable, os.path.join(root, "examples", "pallas_tpu_kernels.py")],
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "EMBER_NUM_CPU_DEVICES": "4"})
+    assert run.returncode == 0, run.stderr
+    assert "double-buffered DMA: checked run ok; TPU custom calls, StableHLO characters: (1," \
+        in run.stdout
+    assert "flash attention: checked run ok; TPU custom calls" in run.stdout
+    assert "emit_pipeline matmul: checked run ok" in run.stdout
+    assert "ring all-reduce over 4 devices: equals the sum" in run.stdout
