@@ -11,6 +11,9 @@ serialized Mosaic kernels, is what lowering for "tpu" produces.
 """
 
 import functools
+import importlib.util
+import pathlib
+import types
 
 import numpy as np
 
@@ -22,72 +25,21 @@ from ember.experimental.pallas import tpu as pltpu
 CHECKED = pltpu.InterpretParams()
 
 
-# -- a double-buffered manual-DMA kernel ---------------------------------
-def double_buffer_kernel(x_hbm, o_ref, buf, sem):
-    """Rows of an HBM array in (8, 128) windows, the next copy started
-    before the current one is waited for."""
-    n = x_hbm.shape[0] // 8
-
-    def copy(i, slot):
-        return pltpu.make_async_copy(x_hbm.at[pl.ds(i * 8, 8)], buf.at[slot], sem.at[slot])
-
-    copy(0, 0).start()
-
-    def body(i, carry):
-        slot = jax.lax.rem(i, 2)
-
-        @pl.when(i + 1 < n)
-        def _():
-            copy(i + 1, 1 - slot).start()
-
-        copy(i, slot).wait()
-        o_ref[pl.ds(i * 8, 8), :] = buf[slot] * 2.0
-        return carry
-
-    jax.lax.fori_loop(0, n, body, 0)
-
-
-def double_buffer(x, interpret=False):
-    return pl.pallas_call(
-        double_buffer_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
-        scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32), pltpu.SemaphoreType.DMA((2,))],
-        interpret=interpret)(x)
-
-
-# -- flash attention forward ---------------------------------------------
-def flash_kernel(q_ref, k_ref, v_ref, o_ref, *, block_k):
-    q = q_ref[...]
-
-    def body(j, carry):
-        m, s_sum, acc = carry
-        k = k_ref[pl.ds(j * block_k, block_k), :]
-        v = v_ref[pl.ds(j * block_k, block_k), :]
-        s = jax.lax.dot_general(q, k, (((1,), (1,)), ((), ())),
-                                preferred_element_type=jnp.float32)
-        m_new = jnp.maximum(m, jnp.max(s, axis=1, keepdims=True))
-        p = jnp.exp(s - m_new)
-        alpha = jnp.exp(m - m_new)
-        return (m_new, alpha * s_sum + jnp.sum(p, axis=1, keepdims=True),
-                acc * alpha + jnp.dot(p, v, preferred_element_type=jnp.float32))
-
-    bq, d = q_ref.shape
-    init = (jnp.full((bq, 1), -1e30, jnp.float32), jnp.zeros((bq, 1), jnp.float32),
-            jnp.zeros((bq, d), jnp.float32))
-    _, s_sum, acc = jax.lax.fori_loop(0, k_ref.shape[0] // block_k, body, init)
-    o_ref[...] = acc / s_sum
-
-
-def flash_attention(q, k, v, interpret=False, block_q=128, block_k=128):
-    return pl.pallas_call(
-        functools.partial(flash_kernel, block_k=block_k),
-        out_shape=jax.ShapeDtypeStruct(q.shape, jnp.float32), grid=(q.shape[0] // block_q,),
-        in_specs=[pl.BlockSpec((block_q, q.shape[1]), lambda i: (i, 0)),
-                  pl.BlockSpec(k.shape, lambda i: (0, 0)),
-                  pl.BlockSpec(v.shape, lambda i: (0, 0))],
-        out_specs=pl.BlockSpec((block_q, q.shape[1]), lambda i: (i, 0)),
-        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
-        interpret=interpret)(q, k, v)
+# -- the double-buffered DMA kernel and flash attention ------------------
+# Both are programs of Ember's TPU cross-check against JAX
+# (test/data/tpu/kernels.py, written once for `jax` and `ember`).
+def cross_check_programs(interpret=False):
+    """{name: (function, arguments)} of test/data/tpu/kernels.py, their
+    pallas_calls run with `interpret`."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "test" / "data" / "tpu" / "kernels.py"
+    spec = importlib.util.spec_from_file_location("tpu_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with_interpret = types.SimpleNamespace(**{n: getattr(pl, n) for n in dir(pl)
+                                              if not n.startswith("_")})
+    with_interpret.pallas_call = functools.partial(pl.pallas_call, interpret=interpret)
+    return {name: (f, args) for name, f, args in
+            mod.programs(jax, jnp, with_interpret, pltpu)}
 
 
 # -- a blocked matmul with emit_pipeline (interpreted only) --------------
@@ -147,22 +99,15 @@ def tpu_kernels(f, *args):
 
 
 def main():
-    x = jnp.arange(64 * 128, dtype=jnp.float32).reshape(64, 128) / 100
-    got = double_buffer(x, interpret=CHECKED)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(x) * 2)
-    print("double-buffered DMA: checked run ok; TPU custom calls, StableHLO characters:",
-          tpu_kernels(double_buffer, x))
-
-    q = jnp.sin(jnp.arange(256 * 128, dtype=jnp.float32).reshape(256, 128) / 300)
-    k = jnp.cos(jnp.arange(512 * 128, dtype=jnp.float32).reshape(512, 128) / 300)
-    v = jnp.sin(jnp.arange(512 * 128, dtype=jnp.float32).reshape(512, 128) / 700)
-    s = np.asarray(q) @ np.asarray(k).T
-    p = np.exp(s - s.max(axis=1, keepdims=True))
-    want = (p / p.sum(axis=1, keepdims=True)) @ np.asarray(v)
-    np.testing.assert_allclose(np.asarray(flash_attention(q, k, v, interpret=CHECKED)), want,
-                               rtol=1e-4, atol=1e-5)
-    print("flash attention: checked run ok; TPU custom calls, StableHLO characters:",
-          tpu_kernels(flash_attention, q, k, v))
+    checked = cross_check_programs(interpret=CHECKED)
+    plain = cross_check_programs()
+    for name, what in (("double_buffer", "double-buffered DMA"),
+                       ("flash_attention", "flash attention")):
+        f, args = checked[name]
+        np.testing.assert_allclose(np.asarray(f(*args)), np.asarray(plain[name][0](*args)),
+                                   rtol=1e-5, atol=1e-5)
+        print(f"{what}: checked run ok; TPU custom calls, StableHLO characters:",
+              tpu_kernels(plain[name][0], *args))
 
     a = jnp.arange(64 * 64, dtype=jnp.float32).reshape(64, 64) / 1000
     b = jnp.cos(a)

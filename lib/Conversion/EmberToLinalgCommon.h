@@ -112,6 +112,11 @@ std::string buildBufferHelper(
 SmallVector<Value> buildElementwiseScalar(OpBuilder &b, Location loc,
                                           Operation *op, ValueRange args);
 
+/// `x dir y` for (converted) scalars or vectors of them (TPU kernels);
+/// `origElem` is the ember element type, which carries signedness.
+Value buildCompare(OpBuilder &b, Location loc, ComparisonDirection dir, Value x,
+                   Value y, Type origElem);
+
 /// Converts a scalar between element types (`from`/`to` are the original
 /// ember element types, which carry signedness).
 Value convertScalar(OpBuilder &b, Location loc, Value v, Type from, Type to);

@@ -617,62 +617,6 @@ Value buildShift(OpBuilder &b, Location loc, Operation *op, Value x, Value s) {
   return arith::ShRSIOp::create(b, loc, x, clamped);
 }
 
-Value buildCompare(OpBuilder &b, Location loc, ComparisonDirection dir, Value x,
-                   Value y, Type origElem) {
-  if (isa<FloatType>(x.getType())) {
-    arith::CmpFPredicate p;
-    switch (dir) {
-    case ComparisonDirection::EQ:
-      p = arith::CmpFPredicate::OEQ;
-      break;
-    case ComparisonDirection::NE:
-      p = arith::CmpFPredicate::UNE;
-      break;
-    case ComparisonDirection::LT:
-      p = arith::CmpFPredicate::OLT;
-      break;
-    case ComparisonDirection::LE:
-      p = arith::CmpFPredicate::OLE;
-      break;
-    case ComparisonDirection::GT:
-      p = arith::CmpFPredicate::OGT;
-      break;
-    case ComparisonDirection::GE:
-      p = arith::CmpFPredicate::OGE;
-      break;
-    }
-    return arith::CmpFOp::create(b, loc, p, x, y);
-  }
-  if (isa<ComplexType>(x.getType())) {
-    if (dir == ComparisonDirection::EQ)
-      return complex::EqualOp::create(b, loc, x, y);
-    return complex::NotEqualOp::create(b, loc, x, y);
-  }
-  bool u = isUnsignedOrBool(origElem);
-  arith::CmpIPredicate p;
-  switch (dir) {
-  case ComparisonDirection::EQ:
-    p = arith::CmpIPredicate::eq;
-    break;
-  case ComparisonDirection::NE:
-    p = arith::CmpIPredicate::ne;
-    break;
-  case ComparisonDirection::LT:
-    p = u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
-    break;
-  case ComparisonDirection::LE:
-    p = u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
-    break;
-  case ComparisonDirection::GT:
-    p = u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
-    break;
-  case ComparisonDirection::GE:
-    p = u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
-    break;
-  }
-  return arith::CmpIOp::create(b, loc, p, x, y);
-}
-
 Value buildThreefryRounds(OpBuilder &b, Location loc, Value k0, Value k1,
                           Value x0, Value x1, Value &out1) {
   Type t = k0.getType();
@@ -910,6 +854,65 @@ Value buildBinary(OpBuilder &b, Location loc, Operation *op, Value x, Value y,
       .Default([](Operation *) { return Value(); });
 }
 } // namespace
+
+Value mlir::ember::buildCompare(OpBuilder &b, Location loc,
+                                ComparisonDirection dir, Value x, Value y,
+                                Type origElem) {
+  // Scalars here; vectors of them in TPU kernels (EmberToTPU.cpp).
+  Type elem = getElementTypeOrSelf(x.getType());
+  if (isa<FloatType>(elem)) {
+    arith::CmpFPredicate p;
+    switch (dir) {
+    case ComparisonDirection::EQ:
+      p = arith::CmpFPredicate::OEQ;
+      break;
+    case ComparisonDirection::NE:
+      p = arith::CmpFPredicate::UNE;
+      break;
+    case ComparisonDirection::LT:
+      p = arith::CmpFPredicate::OLT;
+      break;
+    case ComparisonDirection::LE:
+      p = arith::CmpFPredicate::OLE;
+      break;
+    case ComparisonDirection::GT:
+      p = arith::CmpFPredicate::OGT;
+      break;
+    case ComparisonDirection::GE:
+      p = arith::CmpFPredicate::OGE;
+      break;
+    }
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  if (isa<ComplexType>(elem)) {
+    if (dir == ComparisonDirection::EQ)
+      return complex::EqualOp::create(b, loc, x, y);
+    return complex::NotEqualOp::create(b, loc, x, y);
+  }
+  bool u = isUnsignedOrBool(origElem);
+  arith::CmpIPredicate p;
+  switch (dir) {
+  case ComparisonDirection::EQ:
+    p = arith::CmpIPredicate::eq;
+    break;
+  case ComparisonDirection::NE:
+    p = arith::CmpIPredicate::ne;
+    break;
+  case ComparisonDirection::LT:
+    p = u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
+    break;
+  case ComparisonDirection::LE:
+    p = u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
+    break;
+  case ComparisonDirection::GT:
+    p = u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
+    break;
+  case ComparisonDirection::GE:
+    p = u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
+    break;
+  }
+  return arith::CmpIOp::create(b, loc, p, x, y);
+}
 
 Value mlir::ember::convertScalar(OpBuilder &b, Location loc, Value v, Type from,
                                  Type to) {

@@ -10,6 +10,8 @@ import ember.numpy as jnp
 from ember.experimental import pallas as pl
 from ember.experimental.pallas import tpu as pltpu
 
+from helpers import load_example
+
 X = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128) / 100
 
 
@@ -220,71 +222,48 @@ def test_emit_pipeline():
         np.testing.assert_allclose(np.asarray(f(x)), np.asarray(x) + 1)
         np.testing.assert_allclose(np.asarray(jax.jit(f)(x)), np.asarray(x) + 1)
 
-    # A blocked matmul accumulating into its output blocks.
-    def body(a, b, o):
-        o[...] += jnp.dot(a[...], b[...], preferred_element_type=jnp.float32)
-
-    def kernel(a_hbm, b_hbm, z_hbm, o_hbm):
-        pltpu.emit_pipeline(
-            body, grid=(2, 2, 4),
-            in_specs=[pl.BlockSpec((32, 16), lambda i, j, k: (i, k)),
-                      pl.BlockSpec((16, 32), lambda i, j, k: (k, j))],
-            out_specs=[pl.BlockSpec((32, 32), lambda i, j, k: (i, j))])(a_hbm, b_hbm, o_hbm)
-
+    # The example's blocked matmul accumulating into its output blocks.
     a = jnp.arange(64 * 64, dtype=jnp.float32).reshape(64, 64) / 1000
     b = jnp.cos(a)
-    any_spec = pl.BlockSpec(memory_space=pl.ANY)
-    mm = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((64, 64), jnp.float32),
-                        in_specs=[any_spec] * 3, out_specs=any_spec,
-                        input_output_aliases={2: 0}, interpret=pltpu.InterpretParams())
-    np.testing.assert_allclose(np.asarray(mm(a, b, jnp.zeros((64, 64), jnp.float32))),
-                               np.asarray(a) @ np.asarray(b), rtol=1e-4, atol=1e-4)
+    mm = load_example("pallas_tpu_kernels").pipelined_matmul
+    for params in (pltpu.InterpretParams(), True):
+        np.testing.assert_allclose(np.asarray(mm(a, b, interpret=params)),
+                                   np.asarray(a) @ np.asarray(b), rtol=1e-4, atol=1e-4)
     x, f = _emit_pipeline_add_one(True)
     with pytest.raises(NotImplementedError, match="emit_pipeline is not supported yet"):
         jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
 
 
 def test_ring_all_reduce_over_simulated_devices(devices8):
-    # Remote DMAs to the right neighbour, n - 1 steps, double-buffered;
-    # each device then holds the sum (as psum computes it), under shard_map
-    # over 4 in-process devices; plus a remote semaphore signal.
+    # The example's double-buffered ring all-reduce (remote DMAs to the right
+    # neighbour) over 4 in-process devices equals the sum, as psum gives it.
     n = 4
     mesh = jax.sharding.Mesh(np.array(devices8[:n]), ("x",))
-
-    def ring_kernel(x_ref, o_ref, buf, send_sem, recv_sem, barrier):
-        me = jax.lax.axis_index("x")
-        right = jax.lax.rem(me + 1, n)
-        pltpu.semaphore_signal(barrier, me + 1, device_id=(right,),
-                               device_id_type=pltpu.DeviceIdType.MESH)
-        left_id = pltpu.semaphore_read(barrier)  # the left neighbour's id + 1
-        pltpu.semaphore_wait(barrier, left_id)
-        o_ref[...] = x_ref[...]
-        buf[0] = x_ref[...]
-        for step in range(n - 1):
-            s = step % 2
-            cp = pltpu.make_async_remote_copy(buf.at[s], buf.at[1 - s], send_sem, recv_sem,
-                                              device_id=(right,),
-                                              device_id_type=pltpu.DeviceIdType.MESH)
-            cp.start()
-            cp.wait()
-            o_ref[...] += buf[1 - s]
-        o_ref[0, 0] = left_id.astype(jnp.float32)
-
-    def allreduce(x):
-        return pl.pallas_call(
-            ring_kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
-            scratch_shapes=[pltpu.VMEM((2, 8, 128), jnp.float32), pltpu.SemaphoreType.DMA,
-                            pltpu.SemaphoreType.DMA, pltpu.SemaphoreType.REGULAR])(x)
-
-    f = jax.shard_map(allreduce, mesh=mesh, in_specs=jax.sharding.PartitionSpec("x"),
-                      out_specs=jax.sharding.PartitionSpec("x"), check_vma=False)
+    ring = load_example("pallas_tpu_kernels").ring_all_reduce
     x = jnp.arange(n * 8 * 128, dtype=jnp.float32).reshape(n * 8, 128) / 64
     want = np.tile(np.asarray(x).reshape(n, 8, 128).sum(0), (n, 1))
-    want[::8, 0] = [(d - 1) % n + 1 for d in range(n)]  # each device's left neighbour + 1
-    for g in (f, jax.jit(f)):
-        np.testing.assert_allclose(np.asarray(g(x)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ring(x, mesh)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda v: ring(v, mesh))(x)), want, rtol=1e-6)
+
+    # A remote semaphore signal: each device tells its right neighbour its
+    # id + 1, which the neighbour reads and takes.
+    def signal_kernel(x_ref, o_ref, sem):
+        me = jax.lax.axis_index("x")
+        pltpu.semaphore_signal(sem, me + 1, device_id=(jax.lax.rem(me + 1, n),),
+                               device_id_type=pltpu.DeviceIdType.MESH)
+        got = pltpu.semaphore_read(sem)
+        pltpu.semaphore_wait(sem, got)
+        o_ref[...] = jnp.full(o_ref.shape, got, jnp.float32)
+
+    f = jax.shard_map(
+        lambda v: pl.pallas_call(signal_kernel, out_shape=jax.ShapeDtypeStruct(v.shape, v.dtype),
+                                 scratch_shapes=[pltpu.SemaphoreType.REGULAR])(v),
+        mesh=mesh, in_specs=jax.sharding.PartitionSpec("x"),
+        out_specs=jax.sharding.PartitionSpec("x"), check_vma=False)
+    got = np.asarray(f(x))[::8, 0]
+    np.testing.assert_array_equal(got, [(d - 1) % n + 1 for d in range(n)])
     # Not lowered for TPU: shard_map expands the kernel's interpreter, and
-    # the kernel's remote DMAs have no traced form yet.
+    # remote DMAs have no traced form yet.
     with pytest.raises(NotImplementedError, match="lowering for TPU"):
         jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
 
@@ -316,24 +295,11 @@ def test_cross_check_programs_run_checked():
     # Every program of the TPU cross-check (test/data/tpu/kernels.py) gives
     # the same outputs in the checked interpreter as in the traced one, and
     # none is reported.
-    import importlib.util
-    import os
-    import types
-
-    path = os.path.join(os.path.dirname(__file__), "..", "data", "tpu", "kernels.py")
-    spec = importlib.util.spec_from_file_location("tpu_kernels_checked", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-
-    def checked_call(*a, **kw):
-        return pl.pallas_call(*a, **{**kw, "interpret": pltpu.InterpretParams()})
-
-    checked_pl = types.SimpleNamespace(**{n: getattr(pl, n) for n in dir(pl)
-                                          if not n.startswith("_")})
-    checked_pl.pallas_call = checked_call
-    plain = mod.programs(jax, jnp, pl, pltpu)
-    checked = mod.programs(jax, jnp, checked_pl, pltpu)
-    for (name, f, args), (_, g, _) in zip(plain, checked):
+    example = load_example("pallas_tpu_kernels")
+    plain = example.cross_check_programs()
+    checked = example.cross_check_programs(interpret=pltpu.InterpretParams())
+    for name, (f, args) in plain.items():
+        g = checked[name][0]
         for a, b in zip(jax.tree_util.tree_leaves(f(*args)), jax.tree_util.tree_leaves(g(*args))):
             # Compiled and eager arithmetic may differ in the last bit (fused
             # multiply-adds), which a bf16 rounding can widen.

@@ -16,6 +16,7 @@
 // map does directly.
 //
 //===----------------------------------------------------------------------===//
+#include "../EmberToLinalgCommon.h"
 #include "ember/Conversion/Passes.h"
 #include "ember/IR/EmberDialect.h"
 #include "ember/IR/EmberTPUDialect.h"
@@ -73,6 +74,10 @@ Type withElement(Type t, Type e) {
     return VectorType::get(v.getShape(), e);
   return e;
 }
+
+/// `v` (vector or scalar) reshaped to `t` (vector or scalar) of the same
+/// element count.
+Value reshapeTo(OpBuilder &b, Location loc, Value v, Type t);
 
 struct KernelBuilder {
   OpBuilder &b;
@@ -136,6 +141,20 @@ struct KernelBuilder {
   /// Stores `v`, the value of buffer `mem`, there unless it is already.
   LogicalResult flush(Operation *op, Value v, Value mem);
   LogicalResult dma(Operation *op);
+  /// A window of `operand` (static `fixed` starts, or the 0-d `starts`):
+  /// read from its buffer when it is one's current contents (SMEM: one
+  /// element), else sliced from the vector at constant starts.
+  LogicalResult slice(Operation *op, Value operand, ValueRange starts,
+                      ArrayRef<int64_t> fixed, ArrayRef<int64_t> sizes);
+  /// The starts of a window, which must be constants, clamped into `shape`.
+  FailureOr<SmallVector<int64_t>> constantStarts(Operation *op,
+                                                 ValueRange starts,
+                                                 ArrayRef<int64_t> shape,
+                                                 ArrayRef<int64_t> sizes);
+  LogicalResult staleError(Operation *op) {
+    return op->emitOpError("reads a kernel buffer's contents from before a "
+                           "later write, which TPU kernels cannot keep");
+  }
   LogicalResult semaphore(Operation *op);
   /// The semaphore element a traced op names (a rank-0 semaphore memref).
   FailureOr<Value> semaphoreRef(Operation *op, int64_t buffer,
@@ -237,8 +256,6 @@ struct KernelBuilder {
   LogicalResult op(Operation *op);
   LogicalResult elementwise(Operation *op);
   Value convert(Location loc, Value v, Type from, Type to, Type resultType);
-  Value compare(Location loc, ComparisonDirection dir, Value x, Value y,
-                Type orig);
 };
 
 Value KernelBuilder::windowRef(Location loc, Value mem, ValueRange starts,
@@ -343,6 +360,70 @@ LogicalResult KernelBuilder::semaphore(Operation *op) {
   return success();
 }
 
+FailureOr<SmallVector<int64_t>>
+KernelBuilder::constantStarts(Operation *op, ValueRange starts,
+                              ArrayRef<int64_t> shape,
+                              ArrayRef<int64_t> sizes) {
+  SmallVector<int64_t> out;
+  for (auto [k, i] : llvm::enumerate(starts)) {
+    DenseElementsAttr a;
+    auto c = i.getDefiningOp<ConstantOp>();
+    if (!c || !(a = dyn_cast<DenseElementsAttr>(c.getValue())))
+      return op->emitOpError("TPU kernels slice and update values (not in a "
+                             "buffer) only at constant offsets (index the "
+                             "ref with pl.ds instead)");
+    int64_t v = (*a.value_begin<APInt>()).getSExtValue();
+    out.push_back(std::clamp<int64_t>(v, 0, shape[k] - sizes[k]));
+  }
+  return out;
+}
+
+LogicalResult KernelBuilder::slice(Operation *op, Value operand,
+                                   ValueRange starts, ArrayRef<int64_t> fixed,
+                                   ArrayRef<int64_t> sizes) {
+  Location loc = op->getLoc();
+  Type resultType = kernelType(op->getResult(0).getType());
+  if (inHbm(operand))
+    return hbmError(op);
+  if (current(operand)) {
+    // A window of a buffer: read it from memory (SMEM: one element).
+    Value mem = resident[operand].mem;
+    auto mt = cast<MemRefType>(mem.getType());
+    SmallVector<Value> idx = window(loc, starts, fixed, sizes, mt.getShape());
+    Value r;
+    if (inSmem(operand)) {
+      if (!llvm::all_of(sizes, [](int64_t n) { return n == 1; }))
+        return op->emitOpError("reads an SMEM buffer other than element by "
+                               "element");
+      r = memref::LoadOp::create(b, loc, mem, idx);
+    } else {
+      r = vector::LoadOp::create(
+          b, loc, VectorType::get(sizes, mt.getElementType()), mem, idx);
+    }
+    set(op, reshapeTo(b, loc, r, resultType));
+    return success();
+  }
+  Value x = get(operand);
+  if (inSmem(operand) || !x)
+    return staleError(op);
+  auto shape = cast<RankedTensorType>(operand.getType()).getShape();
+  SmallVector<int64_t> at(fixed);
+  if (!starts.empty()) {
+    auto cs = constantStarts(op, starts, shape, sizes);
+    if (failed(cs))
+      return failure();
+    at = *cs;
+  }
+  if (sizes == shape) {
+    set(op, reshapeTo(b, loc, x, resultType));
+    return success();
+  }
+  SmallVector<int64_t> ones(sizes.size(), 1);
+  Value r = vector::ExtractStridedSliceOp::create(b, loc, x, at, sizes, ones);
+  set(op, reshapeTo(b, loc, r, resultType));
+  return success();
+}
+
 LogicalResult KernelBuilder::dma(Operation *op) {
   Location loc = op->getLoc();
   auto start = dyn_cast<et::TracedDMAStartOp>(op);
@@ -439,58 +520,6 @@ LogicalResult KernelBuilder::block(Block &src) {
     if (failed(op(&o)))
       return failure();
   return success();
-}
-
-Value KernelBuilder::compare(Location loc, ComparisonDirection dir, Value x,
-                             Value y, Type orig) {
-  Type e = getElementTypeOrSelf(x.getType());
-  if (isa<FloatType>(e)) {
-    arith::CmpFPredicate p;
-    switch (dir) {
-    case ComparisonDirection::EQ:
-      p = arith::CmpFPredicate::OEQ;
-      break;
-    case ComparisonDirection::NE:
-      p = arith::CmpFPredicate::UNE;
-      break;
-    case ComparisonDirection::LT:
-      p = arith::CmpFPredicate::OLT;
-      break;
-    case ComparisonDirection::LE:
-      p = arith::CmpFPredicate::OLE;
-      break;
-    case ComparisonDirection::GT:
-      p = arith::CmpFPredicate::OGT;
-      break;
-    case ComparisonDirection::GE:
-      p = arith::CmpFPredicate::OGE;
-      break;
-    }
-    return arith::CmpFOp::create(b, loc, p, x, y);
-  }
-  bool u = isUnsigned(orig) || e.isInteger(1);
-  arith::CmpIPredicate p;
-  switch (dir) {
-  case ComparisonDirection::EQ:
-    p = arith::CmpIPredicate::eq;
-    break;
-  case ComparisonDirection::NE:
-    p = arith::CmpIPredicate::ne;
-    break;
-  case ComparisonDirection::LT:
-    p = u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt;
-    break;
-  case ComparisonDirection::LE:
-    p = u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle;
-    break;
-  case ComparisonDirection::GT:
-    p = u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt;
-    break;
-  case ComparisonDirection::GE:
-    p = u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge;
-    break;
-  }
-  return arith::CmpIOp::create(b, loc, p, x, y);
 }
 
 Value KernelBuilder::convert(Location loc, Value v, Type from, Type to,
@@ -635,7 +664,7 @@ LogicalResult KernelBuilder::elementwise(Operation *op) {
                : (Value)arith::MinSIOp::create(
                      b, loc, arith::MaxSIOp::create(b, loc, a[1], a[0]), a[2]));
   else if (auto c = dyn_cast<CompareOp>(op))
-    r = compare(loc, c.getComparisonDirection(), a[0], a[1], orig);
+    r = buildCompare(b, loc, c.getComparisonDirection(), a[0], a[1], orig);
   else if (isa<ConvertOp>(op))
     r = convert(loc, a[0], orig,
                 getElementTypeOrSelf(op->getResult(0).getType()), rt);
@@ -682,13 +711,11 @@ LogicalResult KernelBuilder::op(Operation *op) {
   if (!isa<SliceOp, DynamicSliceOp, DynamicUpdateSliceOp, WhileOp, CaseOp>(op))
     for (Value o : op->getOperands())
       if (!get(o))
-        return inSmem(o)
-                   ? op->emitOpError("uses an SMEM buffer (scalar prefetch "
-                                     "or SMEM scratch) whole; kernels read "
-                                     "and write it element by element")
-                   : op->emitOpError("reads a kernel buffer's contents from "
-                                     "before a later write, which TPU "
-                                     "kernels cannot keep");
+        return inSmem(o) ? (LogicalResult)op->emitOpError(
+                               "uses an SMEM buffer (scalar prefetch or SMEM "
+                               "scratch) whole; kernels read and write it "
+                               "element by element")
+                         : staleError(op);
   if (op->hasTrait<OpTrait::Elementwise>() &&
       isa<EmberDialect>(op->getDialect()))
     return elementwise(op);
@@ -772,162 +799,57 @@ LogicalResult KernelBuilder::op(Operation *op) {
     SmallVector<int64_t> sizes;
     for (auto [s, l] : llvm::zip(sl.getStartIndices(), sl.getLimitIndices()))
       sizes.push_back(l - s);
-    if (inHbm(sl.getOperand()))
-      return hbmError(op);
-    if (inSmem(sl.getOperand())) {
-      if (!current(sl.getOperand()) ||
-          !llvm::all_of(sizes, [](int64_t s) { return s == 1; }))
-        return op->emitOpError("reads an SMEM buffer other than element by "
-                               "element");
-      Value mem = resident[sl.getOperand()].mem;
-      auto mt = cast<MemRefType>(mem.getType());
-      Value v = memref::LoadOp::create(
-          b, loc, mem,
-          window(loc, {}, sl.getStartIndices(), sizes, mt.getShape()));
-      set(sl, reshapeTo(b, loc, v, kernelType(sl.getType())));
-      return success();
-    }
-    if (current(sl.getOperand())) {
-      // A window of a buffer: read it from memory.
-      Value mem = resident[sl.getOperand()].mem;
-      auto mt = cast<MemRefType>(mem.getType());
-      Value r = vector::LoadOp::create(
-          b, loc, VectorType::get(sizes, mt.getElementType()), mem,
-          window(loc, {}, sl.getStartIndices(), sizes, mt.getShape()));
-      set(sl, reshapeTo(b, loc, r, kernelType(sl.getType())));
-      return success();
-    }
-    Value x = get(sl.getOperand());
-    if (!x)
-      return op->emitOpError("reads a kernel buffer's contents from before a "
-                             "later write, which TPU kernels cannot keep");
-    SmallVector<int64_t> ones(sizes.size(), 1);
-    Value r = vector::ExtractStridedSliceOp::create(
-        b, loc, x, sl.getStartIndices(), sizes, ones);
-    set(sl, reshapeTo(b, loc, r, kernelType(sl.getType())));
-    return success();
+    return slice(op, sl.getOperand(), {}, sl.getStartIndices(), sizes);
   }
-  if (auto ds = dyn_cast<DynamicSliceOp>(op)) {
-    // Element reads of an SMEM buffer (scalar prefetch, SMEM scratch):
-    // memref.load at the clamped indices.
-    if (inSmem(ds.getOperand())) {
-      if (!current(ds.getOperand()) ||
-          !llvm::all_of(ds.getSliceSizes(), [](int64_t s) { return s == 1; }))
-        return op->emitOpError("reads an SMEM buffer other than element by "
-                               "element");
-      Value mem = resident[ds.getOperand()].mem;
-      auto mt = cast<MemRefType>(mem.getType());
-      Value v =
-          memref::LoadOp::create(b, loc, mem,
-                                 window(loc, ds.getStartIndices(), {},
-                                        ds.getSliceSizes(), mt.getShape()));
-      set(ds, reshapeTo(b, loc, v, kernelType(ds.getType())));
-      return success();
-    }
-    auto in = cast<RankedTensorType>(ds.getOperand().getType());
-    if (inHbm(ds.getOperand()))
-      return hbmError(op);
-    if (current(ds.getOperand())) {
-      // A window of a buffer at run-time offsets: read it from memory.
-      Value mem = resident[ds.getOperand()].mem;
-      auto mt = cast<MemRefType>(mem.getType());
-      Value r = vector::LoadOp::create(
-          b, loc, VectorType::get(ds.getSliceSizes(), mt.getElementType()), mem,
-          window(loc, ds.getStartIndices(), {}, ds.getSliceSizes(),
-                 mt.getShape()));
-      set(ds, reshapeTo(b, loc, r, kernelType(ds.getType())));
-      return success();
-    }
-    if (!get(ds.getOperand()))
-      return op->emitOpError("reads a kernel buffer's contents from before a "
-                             "later write, which TPU kernels cannot keep");
-    // Constant starts into a vector: a static slice.
-    SmallVector<int64_t> starts;
-    for (auto [k, i] : llvm::enumerate(ds.getStartIndices())) {
-      DenseElementsAttr a;
-      auto c = i.getDefiningOp<ConstantOp>();
-      if (!c || !(a = dyn_cast<DenseElementsAttr>(c.getValue())))
-        return op->emitOpError(
-            "TPU kernels take dynamic slices of values only at constant "
-            "starts (index refs with pl.ds on the ref instead)");
-      int64_t s = (*a.value_begin<APInt>()).getSExtValue();
-      starts.push_back(
-          std::clamp<int64_t>(s, 0, in.getDimSize(k) - ds.getSliceSizes()[k]));
-    }
-    if (ds.getSliceSizes() == in.getShape()) {
-      set(ds, get(ds.getOperand()));
-      return success();
-    }
-    SmallVector<int64_t> ones(starts.size(), 1);
-    Value r = vector::ExtractStridedSliceOp::create(
-        b, loc, get(ds.getOperand()), starts, ds.getSliceSizes(), ones);
-    set(ds, reshapeTo(b, loc, r, kernelType(ds.getType())));
-    return success();
-  }
+  if (auto ds = dyn_cast<DynamicSliceOp>(op))
+    return slice(op, ds.getOperand(), ds.getStartIndices(), {},
+                 ds.getSliceSizes());
   if (auto dus = dyn_cast<DynamicUpdateSliceOp>(op)) {
     auto in = cast<RankedTensorType>(dus.getOperand().getType());
     auto up = cast<RankedTensorType>(dus.getUpdate().getType());
     if (inHbm(dus.getOperand()))
       return hbmError(op);
-    if (inSmem(dus.getOperand())) {
-      // Element writes of an SMEM buffer: memref.store.
-      if (!current(dus.getOperand()) || up.getNumElements() != 1)
-        return op->emitOpError("writes an SMEM buffer other than element by "
-                               "element");
-      Value mem = resident[dus.getOperand()].mem;
-      auto mt = cast<MemRefType>(mem.getType());
-      Value u = get(dus.getUpdate());
-      if (!u)
-        return op->emitOpError("reads a kernel buffer's contents from before "
-                               "a later write, which TPU kernels cannot keep");
-      memref::StoreOp::create(
-          b, loc, reshapeTo(b, loc, u, mt.getElementType()), mem,
-          window(loc, dus.getStartIndices(), {}, up.getShape(), mt.getShape()));
-      versions[mem] = ++counter;
-      resident[dus.getResult()] = {mem, counter};
-      return success();
-    }
-    if (current(dus.getOperand())) {
-      // A write into a buffer: store the window there.
-      Value mem = resident[dus.getOperand()].mem;
-      auto mt = cast<MemRefType>(mem.getType());
-      Value u = get(dus.getUpdate());
-      if (!u)
-        return op->emitOpError("reads a kernel buffer's contents from before "
-                               "a later write, which TPU kernels cannot keep");
-      u = reshapeTo(b, loc, u,
-                    VectorType::get(up.getShape(), mt.getElementType()));
-      et::VectorStoreOp::create(
-          b, loc, u, mem,
-          window(loc, dus.getStartIndices(), {}, up.getShape(), mt.getShape()),
-          /*mask=*/Value(), b.getDenseI32ArrayAttr({}),
-          /*add=*/false);
-      versions[mem] = ++counter;
-      resident[dus.getResult()] = {mem, counter};
-      return success();
-    }
-    if (!get(dus.getOperand()))
-      return op->emitOpError("reads a kernel buffer's contents from before a "
-                             "later write, which TPU kernels cannot keep");
-    SmallVector<int64_t> starts;
-    for (auto [k, i] : llvm::enumerate(dus.getStartIndices())) {
-      DenseElementsAttr a;
-      auto c = i.getDefiningOp<ConstantOp>();
-      if (!c || !(a = dyn_cast<DenseElementsAttr>(c.getValue())))
-        return op->emitOpError(
-            "TPU kernels write blocks only at constant offsets");
-      int64_t s = (*a.value_begin<APInt>()).getSExtValue();
-      starts.push_back(
-          std::clamp<int64_t>(s, 0, in.getDimSize(k) - up.getDimSize(k)));
-    }
     Value u = get(dus.getUpdate());
+    if (!u)
+      return staleError(op);
+    if (current(dus.getOperand())) {
+      // A write into a buffer: store the window there (SMEM: its element).
+      Value mem = resident[dus.getOperand()].mem;
+      auto mt = cast<MemRefType>(mem.getType());
+      SmallVector<Value> idx =
+          window(loc, dus.getStartIndices(), {}, up.getShape(), mt.getShape());
+      if (inSmem(dus.getOperand())) {
+        if (up.getNumElements() != 1)
+          return op->emitOpError("writes an SMEM buffer other than element "
+                                 "by element");
+        memref::StoreOp::create(
+            b, loc, reshapeTo(b, loc, u, mt.getElementType()), mem, idx);
+      } else {
+        et::VectorStoreOp::create(
+            b, loc,
+            reshapeTo(b, loc, u,
+                      VectorType::get(up.getShape(), mt.getElementType())),
+            mem, idx, /*mask=*/Value(), b.getDenseI32ArrayAttr({}),
+            /*add=*/false);
+      }
+      versions[mem] = ++counter;
+      resident[dus.getResult()] = {mem, counter};
+      return success();
+    }
+    if (inSmem(dus.getOperand()) || !get(dus.getOperand()))
+      return staleError(op);
+    // A value (not in memory): insert the update at constant offsets.
+    auto starts =
+        constantStarts(op, dus.getStartIndices(), in.getShape(), up.getShape());
+    if (failed(starts))
+      return failure();
     if (up.getShape() == in.getShape()) {
       set(dus, u);
       return success();
     }
-    SmallVector<int64_t> ones(starts.size(), 1);
+    SmallVector<int64_t> ones(starts->size(), 1);
     set(dus, vector::InsertStridedSliceOp::create(
-                 b, loc, u, get(dus.getOperand()), starts, ones));
+                 b, loc, u, get(dus.getOperand()), *starts, ones));
     return success();
   }
   if (auto red = dyn_cast<ReduceOp>(op)) {
@@ -1125,8 +1047,7 @@ LogicalResult KernelBuilder::op(Operation *op) {
         return hbmError(op);
       init.push_back(get(w.getInit()[i]));
       if (!init.back())
-        return op->emitOpError("reads a kernel buffer's contents from before "
-                               "a later write, which TPU kernels cannot keep");
+        return staleError(op);
       types.push_back(init.back().getType());
     }
     auto sw = scf::WhileOp::create(b, loc, types, init);
@@ -1160,9 +1081,7 @@ LogicalResult KernelBuilder::op(Operation *op) {
           continue;
         next.push_back(get(body.getTerminator()->getOperand(i)));
         if (!next.back())
-          return op->emitOpError("reads a kernel buffer's contents from "
-                                 "before a later write, which TPU kernels "
-                                 "cannot keep");
+          return staleError(op);
       }
       scf::YieldOp::create(b, loc, next);
     }
@@ -1216,8 +1135,7 @@ LogicalResult KernelBuilder::op(Operation *op) {
           continue;
         out.push_back(get(region.front().getTerminator()->getOperand(i)));
         if (!out.back())
-          return c->emitOpError("reads a kernel buffer's contents from before "
-                                "a later write, which TPU kernels cannot keep");
+          return staleError(c);
       }
       for (auto [m, v] : versions)
         if (entry.lookup(m) != v)
