@@ -180,10 +180,20 @@ def program_stablehlo(ember_text, translate):
     from ..context import context
 
     with context():
-        kernels = _kernel_functions(ir.Module.parse(ember_text))
+        module = ir.Module.parse(ember_text)
+        kernels = _kernel_functions(module)
+        transformed = []
+
+        def find(op):
+            if op.name in _TRANSFORM_OPS:
+                transformed.append(op.name)
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(find)
     if not kernels:
         return translate(ember_text)
-    if any(name in ember_text for name in _TRANSFORM_OPS):
+    if transformed:
         raise NotImplementedError(
             "lowering for TPU: a pallas_call under grad, vmap or a custom derivative "
             "rule is not supported yet (those transformations expand the kernel's "
