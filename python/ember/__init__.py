@@ -10,6 +10,7 @@ from ember import ad as ad
 from ember import ad_checkpoint as ad_checkpoint
 from ember import debug as debug
 from ember import distributed as distributed
+from ember import dtypes as dtypes
 from ember import errors as errors
 from ember import example_libraries as example_libraries
 from ember import experimental as experimental
@@ -47,13 +48,13 @@ from ember._src.api import eval_shape as eval_shape
 from ember._src.api import jit as jit
 from ember._src.api import reshard as reshard
 from ember._src.api import typeof as typeof
+from ember._src.basearray import Array as Array
 from ember._src.batching import vmap as vmap
 from ember._src.callback import pure_callback as pure_callback
 from ember._src.config import config as config
 from ember._src.config import debug_infs as debug_infs
 from ember._src.config import debug_nans as debug_nans
 from ember._src.config import enable_x64 as enable_x64
-from ember._src.core import Array as Array
 from ember._src.core import ShapeDtypeStruct as ShapeDtypeStruct
 from ember._src.devices import Device as Device
 from ember._src.devices import default_backend as default_backend

@@ -1,8 +1,10 @@
 """ember.random: JAX's default PRNG (threefry2x32, partitionable), bit for bit.
 
-Keys are ``uint32[..., 2]`` arrays. ``key``/``PRNGKey`` both return that
-representation (Ember has no extended key dtype), so ``key_data`` and
-``wrap_key_data`` are identities on the data.
+``key`` returns typed key arrays (dtype ``key<fry>``, `prng.PRNGKeyArray`,
+shape ``()`` for one key); ``PRNGKey`` returns JAX's legacy raw keys,
+``uint32[..., 2]`` arrays. Every function takes either; ``split``,
+``fold_in`` and ``clone`` return the kind they were given. ``key_data`` and
+``wrap_key_data`` convert between the two.
 
 All bits come from the ``ember.threefry2x32`` op; the samplers follow the
 algorithms of ``jax._src.random`` / ``jax._src.prng`` with
@@ -30,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ember import numpy as jnp
-from ember._src import core, dtypes, lax, tree_util
+from ember._src import core, dtypes, lax, prng, tree_util
 from ember._src.api import jit
 from ember._src.config import config as _config
 
@@ -91,7 +93,8 @@ def _check_shape(name, shape, *param_shapes):
 
 
 def _check_key(name, key, allow_batched=False):
-    key = jnp.asarray(key)
+    """The key data (uint32[..., 2]) of a typed key array or a raw key."""
+    key = key._base if prng.is_key(key) else jnp.asarray(key)
     if key.dtype != _U32 or not key.ndim or key.shape[-1] != 2:
         raise TypeError(f"{name}: expected a PRNG key (uint32 array with trailing dimension 2), "
                         f"got {key.dtype}{list(key.shape)}")
@@ -305,8 +308,12 @@ def PRNGKey(seed, *, impl=None):
 
 
 def key(seed, *, impl=None):
-    """A key from an integer seed. Ember represents typed keys as their uint32[2] data."""
-    return PRNGKey(seed, impl=impl)
+    """A typed key (a `key<fry>` array of shape ()) from an integer seed."""
+    _check_impl(impl)
+    if np.ndim(seed):
+        raise TypeError(f"key accepts a scalar seed, but was given an array of shape "
+                        f"{np.shape(seed)} != (). Use jax.vmap for batching")
+    return prng.PRNGKeyArray(_seed_words(seed))
 
 
 def _check_impl(impl):
@@ -315,12 +322,22 @@ def _check_impl(impl):
 
 
 def key_data(keys):
+    """The uint32[..., 2] data of keys (raw keys are returned as they are)."""
     return _check_key("key_data", keys, allow_batched=True)
 
 
 def wrap_key_data(key_bits_array, *, impl=None):
+    """Typed keys over uint32[..., 2] key data."""
     _check_impl(impl)
-    return _check_key("wrap_key_data", jnp.asarray(key_bits_array), allow_batched=True)
+    if prng.is_key(key_bits_array):
+        raise TypeError("wrap_key_data takes key data (a uint32 array), not a key array")
+    return prng.PRNGKeyArray(
+        _check_key("wrap_key_data", jnp.asarray(key_bits_array), allow_batched=True))
+
+
+def _like(given, data):
+    """`data` as the kind of key `given` was: typed or raw."""
+    return prng.PRNGKeyArray(data) if prng.is_key(given) else data
 
 
 def key_impl(keys):
@@ -329,26 +346,28 @@ def key_impl(keys):
 
 
 def clone(key):
+    _check_key("clone", key, allow_batched=True)
     return key
 
 
 def split(key, num=2):
     """Split a key into `num` (an int or a shape) new keys."""
-    key = _check_key("split", key)
+    data = _check_key("split", key)
     shape = tuple(num) if isinstance(num, Sequence) else (int(num),)
-    return _split_j(key, shape)
+    return _like(key, _split_j(data, shape))
 
 
 _split_j = jit(lambda k, shape: _split_b(k, shape), static_argnums=(1,))
 
 
 def _split(key, num=2):
-    return _split_j(key, (num,) if isinstance(num, int) else tuple(num))
+    data = _check_key("split", key)
+    return _like(key, _split_j(data, (num,) if isinstance(num, int) else tuple(num)))
 
 
 def fold_in(key, data):
     """Fold a 32-bit integer into a key."""
-    key = _check_key("fold_in", key)
+    given, key = key, _check_key("fold_in", key)
     if np.ndim(data):
         raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
                         f"{np.shape(data)} != (). Use jax.vmap for batching.")
@@ -359,7 +378,7 @@ def fold_in(key, data):
         data = _to_u32_bits(data) if (dtypes.is_int(data.dtype) or
                                       dtypes.is_unsigned(data.dtype)) else \
             lax.convert_element_type(data, _U32)
-    return _fold_in_j(key, data)
+    return _like(given, _fold_in_j(key, data))
 
 
 def _fold_in_impl(key, data):

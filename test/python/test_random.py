@@ -12,6 +12,8 @@ import ember.numpy as jnp
 from ember import random
 from ember._src import lax as elax
 
+from helpers import assert_prints_recorded
+
 U32 = np.uint32
 
 
@@ -43,7 +45,7 @@ def test_prngkey_seeds():
     k = random.PRNGKey(3)
     assert k.dtype == np.uint32 and k.shape == (2,)
     np.testing.assert_array_equal(npa(random.key_data(random.key(3))), npa(k))
-    np.testing.assert_array_equal(npa(random.wrap_key_data(npa(k))), npa(k))
+    np.testing.assert_array_equal(npa(random.key_data(random.wrap_key_data(npa(k)))), npa(k))
 
 
 def test_prngkey_rejects_array_seed():
@@ -370,3 +372,47 @@ def test_key_errors():
         random.uniform(random.PRNGKey(0), (2,), jnp.int32)
     with pytest.raises(ValueError):
         random.choice(random.PRNGKey(0), 3, (5,), replace=False)
+
+
+def test_typed_keys_print_what_jax_prints():
+    """Typed key arrays (`random.key`, dtype key<fry>): printing, shape
+    methods, jnp functions, conversions and errors, and keys through jit,
+    vmap (int in/out axes), scan/fori/while/cond/switch, grad, checkpoint,
+    custom_vjp, pmap and shard_map: the output of
+    `test/data/random/typed_keys.py` under JAX 0.10.2, line for line."""
+    assert_prints_recorded("random", "typed_keys")
+
+
+def test_typed_keys_compile_once_and_draw_as_raw_keys():
+    traces = []
+
+    @jax.jit
+    def f(k):
+        traces.append(k)
+        return random.normal(k, (3,))
+    a = f(random.key(1))
+    b = f(random.key(2))
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(random.normal(random.PRNGKey(1),
+                                                                          (3,))))
+    assert not np.array_equal(np.asarray(a), np.asarray(b))
+    assert len(traces) == 1 and repr(traces[0]) == "JitTracer(key<fry>[])"
+    keys = random.split(random.key(3), 5)
+    raw = random.split(random.PRNGKey(3), 5)
+    np.testing.assert_array_equal(np.asarray(random.key_data(keys)), np.asarray(raw))
+    np.testing.assert_array_equal(
+        np.asarray(jax.vmap(lambda k: random.uniform(k, (2,)))(keys)),
+        np.asarray(jax.vmap(lambda k: random.uniform(k, (2,)))(raw)))
+
+
+def test_key_array_errors_point_at_the_user():
+    k = random.key(0)
+    with pytest.raises(TypeError, match="add does not accept dtypes key<fry>, int32"):
+        k + 1
+    with pytest.raises(TypeError, match="random.key_data"):
+        jnp.sin(k)
+    with pytest.raises(TypeError, match=r"trailing dimension 2\), got uint32\[3\]"):
+        random.wrap_key_data(jnp.zeros((3,), jnp.uint32))
+    with pytest.raises(TypeError, match="not a key array"):
+        random.wrap_key_data(k)
+    with pytest.raises(ValueError, match="single key"):
+        random.uniform(random.split(k, 2))

@@ -300,16 +300,19 @@ def test_grad_through_loop_over_internal_ref():
 
 
 def test_stateful_prng_matches_jax():
+    def key_data(k):
+        return np.asarray(ember.random.key_data(k))
+
     rng = erandom.stateful_rng(42)
     np.testing.assert_allclose(float(rng.uniform()), 0.5302608, rtol=1e-6)
     np.testing.assert_allclose(float(rng.uniform()), 0.72766423, rtol=1e-6)
     jit_uniform = ember.jit(rng.uniform)
     np.testing.assert_allclose(float(jit_uniform()), 0.6672406, rtol=1e-6)
     np.testing.assert_allclose(float(jit_uniform()), 0.3890121, rtol=1e-6)
-    np.testing.assert_array_equal(np.asarray(rng.key()), [2954079971, 3276725750])
+    np.testing.assert_array_equal(key_data(rng.key()), [2954079971, 3276725750])
     rng = erandom.stateful_rng(0)
-    np.testing.assert_array_equal(np.asarray(rng.key()), [1797259609, 2579123966])
-    np.testing.assert_array_equal(np.asarray(rng.key()), [928981903, 3453687069])
+    np.testing.assert_array_equal(key_data(rng.key()), [1797259609, 2579123966])
+    np.testing.assert_array_equal(key_data(rng.key()), [928981903, 3453687069])
     rng = erandom.stateful_rng(7)
     np.testing.assert_allclose(np.asarray(rng.normal(size=3)),
                                [1.1140472, 0.14163129, -0.5224542], rtol=1e-6)

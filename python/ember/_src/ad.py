@@ -663,7 +663,7 @@ class custom_jvp:
         if not core._trace_stack:
             return eager(lambda *a: self(*a), args, static_positions(args, ()))
         nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
-        leaves, treedef = tree_util.tree_flatten(diff)
+        leaves, treedef = tree_util.tree_flatten_lo(diff)
         vals = [as_value(x) for x in leaves]
         avals = [v.aval for v in vals]
         n = len(vals)
@@ -674,8 +674,8 @@ class custom_jvp:
             t = tree_util.tree_unflatten(treedef, list(xs[n:]))
             nd = [nondiff[i] for i in sorted(nondiff)]
             out, tan = self.jvp(*nd, tuple(p), tuple(t))
-            outs, rule_out["tree"] = tree_util.tree_flatten(out)
-            touts = tree_util.tree_leaves(tan)
+            outs, rule_out["tree"] = tree_util.tree_flatten_lo(out)
+            touts = tree_util.tree_leaves_lo(tan)
             if len(touts) != len(outs):
                 raise TypeError("custom_jvp rule must return tangents with the structure of "
                                 f"the primal output (at {core.where()})")
@@ -746,7 +746,7 @@ class custom_vjp:
         if not core._trace_stack:
             return eager(lambda *a: self(*a), args, static_positions(args, ()))
         nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
-        leaves, treedef = tree_util.tree_flatten(diff)
+        leaves, treedef = tree_util.tree_flatten_lo(diff)
         vals = [as_value(x) for x in leaves]
         avals = [v.aval for v in vals]
         nargs = len(args)
@@ -763,8 +763,8 @@ class custom_vjp:
 
         def fwd(*xs):
             out, res = self.fwd(*full(xs))
-            out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
-            res_leaves, store["res_tree"] = tree_util.tree_flatten(res)
+            out_leaves, store["out_tree"] = tree_util.tree_flatten_lo(out)
+            res_leaves, store["res_tree"] = tree_util.tree_flatten_lo(res)
             store["res_avals"] = [as_value(r).aval for r in res_leaves]
             return out_leaves + res_leaves
 
@@ -793,8 +793,9 @@ class custom_vjp:
                                 f"one per differentiable argument (at {core.where()})")
             flat = []
             for arg, c in zip(diff, cts):
-                arg_leaves = tree_util.tree_leaves(arg)
-                c_leaves = tree_util.tree_leaves(c) if c is not None else [None] * len(arg_leaves)
+                arg_leaves = tree_util.tree_leaves_lo(arg)
+                c_leaves = tree_util.tree_leaves_lo(c) if c is not None else \
+                    [None] * len(arg_leaves)
                 for a, cl in zip(arg_leaves, c_leaves):
                     a = as_value(a)
                     flat.append(_zeros(a.aval) if cl is None else

@@ -533,8 +533,16 @@ def eval_shape(fun, *args, **kwargs):
             avals.append(as_value(x).aval)
     flat, out_tree = flatten_fun(fun, treedef)
     _, out_avals = core.trace_function(flat, avals, lifted=[])
-    leaves = [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals]
-    return tree_util.tree_unflatten(out_tree(), leaves[:out_tree().num_leaves])
+    tree = out_tree()
+    leaves = [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals[:tree.num_leaves]]
+    # An array-like hi value (a key array) is one ShapeDtypeStruct of its own dtype.
+    for start, count, (ty, _) in reversed(tree_util.hi_node_spans(tree)):
+        if ty.array_like:
+            leaves[start:start + count] = [core.ShapeDtypeStruct(ty.shape, ty.dtype)]
+    tree = tree_util.replace_hi_nodes(
+        tree, lambda aux: tree_util._LEAF if aux[0].array_like else
+        hitypes.retyped_node(aux, aux[0]))
+    return tree_util.tree_unflatten(tree, leaves)
 
 
 def eager(fun, args, static_positions=()):

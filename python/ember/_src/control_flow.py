@@ -222,6 +222,8 @@ def _scan_traced(f, init, xs, length, reverse):
     in_hi = {k for start, count, _ in spans for k in range(start, start + count)}
     plain = [x for k, x in enumerate(x_leaves) if k not in in_hi]
     lengths = {x.shape[0] for x in plain if x.ndim}
+    # (array-like hi values, key arrays, scan along their own first axis)
+    lengths |= {aux[0].shape[0] for _, _, aux in spans if aux[0].array_like and aux[0].shape}
     if any(x.ndim == 0 for x in plain):
         raise ValueError("scan got value with no leading axis to scan over")
     if length is not None:

@@ -196,7 +196,8 @@ class _ManualAxisType:
 class ShapeDtypeStruct:
     def __init__(self, shape, dtype, weak_type=False, *, sharding=None):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        # (an extended dtype, key<fry>, is kept as it is)
+        self.dtype = dtype if getattr(dtype, "extended", False) else np.dtype(dtype)
         self.weak_type = weak_type
         # JAX's keyword; Ember's programs run on one device per process
         # layout, so the sharding is kept for the caller, not compiled in.

@@ -31,9 +31,14 @@ def _must_override(ty, method, needed_for):
 class HiType:
     """JAX's `HiType`: subclass it (hashable and comparable, e.g. a frozen
     dataclass) and implement `lo_ty`, `lower_val` and `raise_val`; the rest
-    is needed only by the transformations that use it."""
+    is needed only by the transformations that use it.
+
+    Ember's own array-like hi types (`prng.KeyTy`) set `array_like`: their
+    values are the value class inside traced code too (around tracers), and
+    `vmap` maps them by integer axes (their `inc_rank`/`dec_rank` specs)."""
 
     is_high = True
+    array_like = False
 
     def lo_ty(self):
         _must_override(self, "lo_ty", "lowering (e.g. under jit)")
@@ -172,6 +177,8 @@ def raise_value(ty, lo, carrier=None):
     outside."""
     if isinstance(ty, ShapedArray):
         return lo[0]
+    if getattr(ty, "array_like", False):
+        return ty.raise_val(*lo)  # (key arrays: the value class around tracers too)
     if core._trace_stack or any(isinstance(v, core.Tracer) for v in lo):
         return HiTracer(ty, lo, carrier)
     return ty.raise_val(*lo)
@@ -213,7 +220,7 @@ def _children(x):
         return (x.ty, carrier is not None), list(x.lo) + list(carrier or [])
     ty = _typeof_fns[type(x)](x)
     lo = ty.lower_val(x)
-    if any(isinstance(v, core.Tracer) for v in lo):
+    if not getattr(ty, "array_like", False) and any(isinstance(v, core.Tracer) for v in lo):
         raise TypeError(
             f"a {type(x).__name__} holding traced arrays was built outside a hijax "
             f"primitive (at {core.where()}): inside traced code, values of hijax type "

@@ -42,7 +42,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         if isinstance(in_axes, (tuple, list)):
             axes = [ax for i, ax in enumerate(in_axes) if i not in static_broadcasted_argnums]
         sizes = {as_value(leaf).shape[ax] for a, ax in zip(dyn, axes) if ax is not None
-                 for leaf in tree_util.tree_leaves(a)}
+                 for leaf in tree_util.tree_leaves_lo(a)}
         n = sizes.pop() if len(sizes) == 1 else axis_size
         if n is not None and n > available:
             raise ValueError(f"compiling computation that requires {n} logical devices, but "
@@ -147,6 +147,8 @@ def _spec_leaves(specs, tree, what, fname):
         return s is None or isinstance(s, PartitionSpec)
     if hitypes.is_hi(tree):
         n = len(hitypes.lo_types(hitypes.hi_typeof(tree)))
+        if hitypes.hi_typeof(tree).array_like and is_leaf(specs):
+            return [specs]  # (a key array: its spec is its data's, words unsharded)
         if not isinstance(specs, hitypes.HiPspec):
             raise TypeError(f"shard_map {what} entry for a value of hijax type "
                             f"{hitypes._type_str(hitypes.hi_typeof(tree))} must be a HiPspec "

@@ -4,8 +4,9 @@
 draws are implicitly updated, also under `jit`.
 
 Ember writes this itself (the algorithm is JAX's, documented in its JEP
-28845): fold_in(base_key, counter), then split for shaped keys. Ember's keys
-are raw uint32[2] data, so a split generator has a key of shape (..., 2).
+28845): fold_in(base_key, counter), then split for shaped keys. The key is
+a typed key array (`random.key`), so a split generator's key has the split
+shape.
 """
 
 import dataclasses
@@ -43,7 +44,7 @@ class StatefulPRNG:
 
     def key(self, shape=()):
         """A new key (or keys of `shape`); advances the generator."""
-        if np.ndim(self._base_key) > 1:
+        if self._base_key.ndim:
             raise ValueError("cannot operate on split stateful generator")
         key = random.fold_in(self._base_key, state.ref_get(self._counter))
         state.ref_addupdate(self._counter, ..., 1)

@@ -15,6 +15,7 @@ import numpy as _np
 from .. import core as _core
 from .. import dtypes as _dt
 from .. import lax as lax
+from .. import prng as _prng
 from .. import shape_poly
 from .. import sharding_rules as _sharding_rules
 from ..config import config as _config
@@ -74,7 +75,23 @@ int_ = int64
 complex_ = complex128
 
 
+def _on_keys(fn):
+    """`fn`, or the function of the same name in `prng` when a key array is
+    among its arguments (key arrays' shape operations, `where`, `stack`)."""
+    on_keys = getattr(_prng, fn.__name__)
+
+    @_functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _prng.has_key(*args, *kwargs.values()):
+            return on_keys(*args, **kwargs)
+        return fn(*args, **kwargs)
+    return wrapper
+
+
 def issubdtype(a, b):
+    keys = _prng.issubdtype(a, b)
+    if keys is not None:
+        return keys
     if a == bfloat16 or (isinstance(a, _np.dtype) and a == _dt.bfloat16):
         return b in (bfloat16, _np.floating, _np.inexact, _np.number, _np.generic)
     return _np.issubdtype(a, b)
@@ -133,6 +150,7 @@ def broadcast_shapes(*shapes):
     return tuple(out)
 
 
+@_on_keys
 def broadcast_to(x, shape):
     x = _v(x)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
@@ -666,6 +684,7 @@ def heaviside(x1, x2):
     return where(less(x1, 0), zeros_like(x1), where(greater(x1, 0), ones_like(x1), x2))
 
 
+@_on_keys
 def where(condition, x=None, y=None, *, size=None, fill_value=None):
     _check_arraylike("where", condition, x, y)
     if x is None and y is None:
@@ -710,6 +729,7 @@ def _canon_dtype(dtype, default):
     return _dt.canonicalize_dtype(dtype if dtype is not None else default)
 
 
+@_on_keys
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     return _core.on_device(_array(object, dtype, ndmin), device)
 
@@ -767,6 +787,7 @@ def _nest_np(x):
     return _np.asarray(x)
 
 
+@_on_keys
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if isinstance(a, _Value) and dtype is None:
         return _core.on_device(a, device)
@@ -1005,6 +1026,7 @@ def _axes(axis, ndim):
     return out
 
 
+@_on_keys
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=None):
     if out_sharding is not None:
         with _sharding_rules.output_given():
@@ -1040,12 +1062,14 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=
     return lax.reshape(a, shape)
 
 
+@_on_keys
 def ravel(a, order="C"):
     if order == "F":
         return reshape(transpose(_v(a)), (-1,))
     return reshape(a, (-1,))
 
 
+@_on_keys
 def transpose(a, axes=None):
     a = _v(a)
     axes = tuple(reversed(range(a.ndim))) if axes is None else tuple(_axis(x, a.ndim) for x in axes)
@@ -1061,6 +1085,7 @@ def matrix_transpose(x):
     return swapaxes(x, -1, -2)
 
 
+@_on_keys
 def moveaxis(a, source, destination):
     a = _v(a)
     src = _axes(source, a.ndim)
@@ -1071,6 +1096,7 @@ def moveaxis(a, source, destination):
     return transpose(a, order)
 
 
+@_on_keys
 def swapaxes(a, axis1, axis2):
     a = _v(a)
     perm = list(range(a.ndim))
@@ -1079,6 +1105,7 @@ def swapaxes(a, axis1, axis2):
     return transpose(a, perm)
 
 
+@_on_keys
 def squeeze(a, axis=None):
     a = _v(a)
     if axis is None:
@@ -1093,6 +1120,7 @@ def squeeze(a, axis=None):
     return reshape(a, [n for i, n in enumerate(a.shape) if i not in axes])
 
 
+@_on_keys
 def expand_dims(a, axis):
     a = _v(a)
     axis = (axis,) if isinstance(axis, int) else tuple(axis)
@@ -1134,6 +1162,7 @@ def atleast_3d(*arys):
     return out[0] if len(out) == 1 else out
 
 
+@_on_keys
 def concatenate(arrays, axis=0, dtype=None):
     arrays = [_v(a) for a in arrays]
     if axis is None:
@@ -1157,6 +1186,7 @@ def concatenate(arrays, axis=0, dtype=None):
 concat = concatenate
 
 
+@_on_keys
 def stack(arrays, axis=0, dtype=None):
     arrays = [_v(a) for a in arrays]
     if not arrays:
@@ -1954,6 +1984,7 @@ def _check_mode(mode):
                          "'promise_in_bounds'")
 
 
+@_on_keys
 def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
          indices_are_sorted=False):
     _check_mode(mode)

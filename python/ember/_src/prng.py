@@ -1,0 +1,462 @@
+"""Typed PRNG key arrays (`jax.random.key`): arrays of dtype `key<fry>`.
+
+A key array of shape S is a `PRNGKeyArray` holding its key data, a
+`uint32[*S, 2]` array (or tracer) of threefry2x32 words. It is a hi value
+(`hitypes`) of type `KeyTy(S)`, lowered to that one array wherever a program
+crosses a transformation boundary (`jit`'s arguments and results, `vmap`,
+`grad`, the loops), so the dialect and its passes see only uint32 arrays.
+Unlike a user's hijax type a key array is *array-like*: inside traced code
+it is still a `PRNGKeyArray` (around a tracer), so its shape methods and
+indexing work there as in JAX, and `vmap` maps it by integer axes.
+
+Every shape operation on keys is the same operation on the data with the
+trailing words axis kept last; arithmetic is a `TypeError`, and NumPy
+conversion raises JAX's error pointing at `key_data`.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import core, hitypes, lax
+
+_WORDS = 2  # threefry2x32 keys are two uint32 words
+
+
+class extended(np.generic):  # noqa: N801 (JAX's name)
+    """The scalar class of extended dtypes (`jax.dtypes.extended`)."""
+
+
+class prng_key(extended):  # noqa: N801 (JAX's name)
+    """The scalar class of PRNG key dtypes (`jax.dtypes.prng_key`)."""
+
+
+class KeyDType:
+    """The dtype `key<fry>` of threefry2x32 key arrays."""
+
+    type = prng_key
+    name = "key<fry>"
+    itemsize = 4 * _WORDS
+    kind = "V"
+    impl = "threefry2x32"
+    extended = True
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        return isinstance(other, KeyDType)
+
+    def __hash__(self):
+        return hash(KeyDType)
+
+
+KEY_FRY = KeyDType()
+
+
+def issubdtype(a, b):
+    """`jnp.issubdtype` where either side is a key dtype; None when neither is."""
+    if not isinstance(a, KeyDType) and not isinstance(b, KeyDType):
+        return None
+    if isinstance(b, KeyDType):
+        return isinstance(a, KeyDType)
+    return isinstance(b, type) and issubclass(prng_key, b)
+
+
+@dataclass(frozen=True)
+class KeyTy(hitypes.HiType):
+    """The type of a key array of shape `shape` (`ShapedArray(key<fry>[...])`)."""
+
+    shape: tuple
+
+    array_like = True  # traced values stay PRNGKeyArrays; vmap maps by int axes
+
+    @property
+    def dtype(self):
+        return KEY_FRY
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def lo_ty(self):
+        return [core.ShapedArray(self.shape + (_WORDS,), np.uint32)]
+
+    def lower_val(self, hi_val, /):
+        return [hi_val._base]
+
+    def raise_val(self, *lo_vals):
+        return PRNGKeyArray(lo_vals[0])
+
+    def to_tangent_aval(self):
+        return self.lo_ty()[0].to_tangent_aval()  # (JAX's float0; Ember's integer zeros)
+
+    def _axis(self, spec, rank, what):
+        if not isinstance(spec, int) or not -rank <= spec < rank:
+            raise ValueError(f"vmap {what} axis {spec!r} is out of bounds for a key array "
+                             f"of rank {rank} (shape {self.shape})")
+        return spec % rank
+
+    def dec_rank(self, size, spec):
+        ax = self._axis(spec, self.ndim, "in_axes")
+        return KeyTy(self.shape[:ax] + self.shape[ax + 1:])
+
+    def inc_rank(self, size, spec):
+        ax = self._axis(spec, self.ndim + 1, "out_axes")
+        return KeyTy(self.shape[:ax] + (size,) + self.shape[ax:])
+
+    def leading_axis_spec(self):
+        return 0
+
+    def shard(self, mesh, manual_axes, check_vma, spec):
+        return KeyTy(self.lo_ty()[0].shard(mesh, manual_axes, check_vma, spec).shape[:-1])
+
+    def unshard(self, mesh, check_vma, spec):
+        return KeyTy(self.lo_ty()[0].unshard(mesh, check_vma, spec).shape[:-1])
+
+    def str_short(self, short_dtypes=False, mesh_axis_types=False):
+        return f"key<fry>[{','.join(str(d) for d in self.shape)}]"
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()})"
+
+
+def _not_array(name):
+    def op(self, *args, **kwargs):
+        kinds = ", ".join(["key<fry>"] + [_dtype_name(a) for a in args])
+        raise TypeError(f"{name} does not accept dtypes {kinds}.")
+    return op
+
+
+def _dtype_name(x):
+    if isinstance(x, PRNGKeyArray):
+        return "key<fry>"
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "int32"
+    if isinstance(x, float):
+        return "float32"
+    return str(getattr(x, "dtype", type(x).__name__))
+
+
+class PRNGKeyArray:
+    """An array of threefry2x32 keys (dtype `key<fry>`) over its key data."""
+
+    __slots__ = ("_base", "__weakref__")
+    __array_priority__ = 200
+
+    def __init__(self, base):
+        base = core.as_value(base)
+        if base.dtype != np.uint32 or not base.ndim or base.shape[-1] != _WORDS:
+            raise TypeError(f"key data must be a uint32 array with trailing dimension "
+                            f"{_WORDS}, got {base.dtype}{list(base.shape)}")
+        self._base = base
+
+    # -- array properties ---------------------------------------------------
+    @property
+    def shape(self):
+        return tuple(self._base.shape[:-1])
+
+    @property
+    def ndim(self):
+        return self._base.ndim - 1
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def dtype(self):
+        return KEY_FRY
+
+    @property
+    def itemsize(self):
+        return KEY_FRY.itemsize
+
+    @property
+    def aval(self):
+        return KeyTy(self.shape)
+
+    @property
+    def sharding(self):
+        return self._base.sharding
+
+    @property
+    def device(self):
+        return self._base.device
+
+    def devices(self):
+        return self._base.devices()
+
+    def block_until_ready(self):
+        self._base.block_until_ready()
+        return self
+
+    def copy(self):
+        return self
+
+    def __len__(self):
+        if not self.ndim:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.ndim:
+            raise TypeError("iteration over a 0-d key array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __bool__(self):
+        raise TypeError("key array cannot be converted to boolean.")
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. "
+                        "Use jax.random.key_data(arr) if you wish to extract the underlying "
+                        "integer array.")
+
+    def __hash__(self):
+        raise TypeError("unhashable type: 'PRNGKeyArray'")
+
+    def __repr__(self):
+        if isinstance(self._base, core.Tracer):
+            kind = repr(self._base).split("(", 1)[0]
+            return f"{kind}({KeyTy(self.shape).str_short()})"
+        return (f"Array({self.shape}, dtype=key<fry>) overlaying:\n"
+                f"{np.asarray(self._base)}")
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        return repr(self) if not spec else format(repr(self), spec)
+
+    # -- shape operations: the same on the data, words axis last ------------
+    def __getitem__(self, idx):
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if any(isinstance(i, PRNGKeyArray) for i in idx):
+            raise TypeError("key arrays cannot index arrays")
+        return PRNGKeyArray(self._base[idx + (slice(None),)])
+
+    def reshape(self, *shape, order="C"):
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if -1 in shape:
+            known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+            shape = tuple(self.size // max(known, 1) if d == -1 else d for d in shape)
+        return PRNGKeyArray(self._base.reshape(shape + (_WORDS,), order=order))
+
+    def ravel(self, order="C"):
+        return self.reshape((self.size,), order=order)
+
+    flatten = ravel
+
+    def squeeze(self, axis=None):
+        if axis is None:
+            axis = tuple(i for i, d in enumerate(self.shape) if d == 1)
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        return PRNGKeyArray(self._base.squeeze(tuple(_norm(a, self.ndim) for a in axes)))
+
+    def transpose(self, *axes):
+        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
+        axes = tuple(range(self.ndim))[::-1] if axes in ((), None) else tuple(axes)
+        perm = tuple(_norm(a, self.ndim) for a in axes)
+        return PRNGKeyArray(lax.transpose(self._base, perm + (self.ndim,)))
+
+    @property
+    def T(self):  # noqa: N802 (NumPy's name)
+        return self.transpose()
+
+    def swapaxes(self, axis1, axis2):
+        perm = list(range(self.ndim))
+        a, b = _norm(axis1, self.ndim), _norm(axis2, self.ndim)
+        perm[a], perm[b] = perm[b], perm[a]
+        return self.transpose(perm)
+
+    def take(self, indices, axis=None, **kwargs):
+        src = self.ravel() if axis is None else self
+        ax = 0 if axis is None else _norm(axis, self.ndim)
+        return PRNGKeyArray(src._base.take(indices, axis=ax, **kwargs))
+
+    @property
+    def at(self):
+        return _KeyAt(self)
+
+    # -- comparisons: equal when both words are ----------------------------
+    def __eq__(self, other):
+        if not isinstance(other, PRNGKeyArray):
+            _not_array("eq")(self, other)
+        return (self._base == other._base).all(axis=-1)
+
+    def __ne__(self, other):
+        if not isinstance(other, PRNGKeyArray):
+            _not_array("ne")(self, other)
+        return (self._base != other._base).any(axis=-1)
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and",
+              "or", "xor", "lshift", "rshift", "lt", "le", "gt", "ge"):
+    _op = _not_array({"truediv": "div", "floordiv": "floor_divide", "mod": "rem",
+                      "and": "and", "or": "or", "xor": "xor", "lshift": "shift_left",
+                      "rshift": "shift_right"}.get(_name, _name))
+    setattr(PRNGKeyArray, f"__{_name}__", _op)
+    if _name not in ("lt", "le", "gt", "ge"):
+        setattr(PRNGKeyArray, f"__r{_name}__", _op)
+for _name in ("neg", "pos", "abs", "invert"):
+    setattr(PRNGKeyArray, f"__{_name}__", _not_array(_name))
+del _name, _op
+
+
+class _KeyAt:
+    __slots__ = ("_keys",)
+
+    def __init__(self, keys):
+        self._keys = keys
+
+    def __getitem__(self, idx):
+        return _KeyAtIndex(self._keys, idx if isinstance(idx, tuple) else (idx,))
+
+
+class _KeyAtIndex:
+    __slots__ = ("_keys", "_idx")
+
+    def __init__(self, keys, idx):
+        self._keys, self._idx = keys, idx
+
+    def get(self, **kwargs):
+        return self._keys[self._idx]
+
+    def set(self, values, **kwargs):
+        values = _keys_only("set", [values])[0]
+        base = self._keys._base.at[self._idx + (slice(None),)].set(values._base, **kwargs)
+        return PRNGKeyArray(base)
+
+
+def _norm(axis, rank):
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is out of bounds for a key array of rank {rank}")
+    return axis % rank
+
+
+def _keys_only(name, values):
+    for v in values:
+        if not isinstance(v, PRNGKeyArray):
+            raise TypeError(f"{name} does not accept dtypes "
+                            f"{', '.join(_dtype_name(x) for x in values)}.")
+    return list(values)
+
+
+def is_key(x):
+    return isinstance(x, PRNGKeyArray)
+
+
+def has_key(*args):
+    """Whether a key array is among `args` (or in a list/tuple among them)."""
+    for a in args:
+        if isinstance(a, PRNGKeyArray):
+            return True
+        if isinstance(a, (list, tuple)) and any(isinstance(x, PRNGKeyArray) for x in a):
+            return True
+    return False
+
+
+# jnp's functions on key arrays (lax_numpy dispatches here when a key is given)
+
+
+def asarray(a, dtype=None, *args, **kwargs):
+    if dtype is not None and dtype != KEY_FRY:
+        raise TypeError(f"cannot convert a key array to dtype {dtype}; use "
+                        "jax.random.key_data to read its data")
+    return a
+
+
+def array(object, dtype=None, *args, **kwargs):  # noqa: A002 (NumPy's name)
+    if isinstance(object, (list, tuple)):
+        return stack([array(o) for o in object])
+    return asarray(object, dtype)
+
+
+def stack(arrays, axis=0, dtype=None):
+    keys = _keys_only("stack", arrays)
+    ax = _norm(axis, keys[0].ndim + 1)
+    bases = [lax.expand_dims(k._base, (ax,)) for k in keys]
+    return PRNGKeyArray(lax.concatenate(bases, ax))
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    keys = _keys_only("concatenate", arrays)
+    if axis is None:
+        keys, axis = [k.ravel() for k in keys], 0
+    return PRNGKeyArray(lax.concatenate([k._base for k in keys], _norm(axis, keys[0].ndim)))
+
+
+def where(condition, x=None, y=None, **kwargs):
+    if x is None or y is None:
+        raise TypeError("jnp.where of a key array needs both x and y")
+    x, y = _keys_only("select_n", [x, y])
+    cond = core.as_value(condition)
+    if isinstance(condition, PRNGKeyArray) or cond.dtype != np.bool_:
+        cond = cond != 0
+    shape = tuple(np.broadcast_shapes(cond.shape, x.shape, y.shape))
+    full = shape + (_WORDS,)
+    c = lax.broadcast_in_dim(cond, full, tuple(range(len(shape) - cond.ndim, len(shape))))
+
+    def data(k):
+        return lax.broadcast_in_dim(k._base, full,
+                                    tuple(range(len(full) - k._base.ndim, len(full))))
+    return PRNGKeyArray(lax.select(c, data(x), data(y)))
+
+
+def select(pred, on_true, on_false):
+    return where(pred, on_true, on_false)
+
+
+def broadcast_to(x, shape):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    base = x._base
+    dims = tuple(range(len(shape) + 1 - base.ndim, len(shape) + 1))
+    return PRNGKeyArray(lax.broadcast_in_dim(base, shape + (_WORDS,), dims))
+
+
+def expand_dims(a, axis):
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    rank = a.ndim + len(axes)
+    return PRNGKeyArray(lax.expand_dims(a._base, tuple(_norm(x, rank) for x in axes)))
+
+
+def reshape(a, shape=None, order="C", **kwargs):
+    return a.reshape(shape if shape is not None else kwargs["newshape"], order=order)
+
+
+def ravel(a, order="C"):
+    return a.ravel(order)
+
+
+def squeeze(a, axis=None):
+    return a.squeeze(axis)
+
+
+def transpose(a, axes=None):
+    return a.transpose(axes)
+
+
+def swapaxes(a, axis1, axis2):
+    return a.swapaxes(axis1, axis2)
+
+
+def moveaxis(a, source, destination):
+    perm = list(range(a.ndim))
+    perm.insert(_norm(destination, a.ndim), perm.pop(_norm(source, a.ndim)))
+    return a.transpose(perm)
+
+
+def take(a, indices, axis=None, **kwargs):
+    return a.take(indices, axis=axis, **kwargs)
+
+
+def _check_array_like(x):
+    """Hook for hitypes: key arrays are hi values."""
+    return KeyTy(x.shape)
+
+
+hitypes.register_hitype(PRNGKeyArray, _check_array_like)
