@@ -1609,13 +1609,28 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
                           o.getUpdateWindowDims()[it -
                                                   windowOperandDims.begin()]));
           }
-          out[2] = GatherOp::create(
-              b, r.loc, upd, c, o.getScatterIndices(),
-              o.getUpdateWindowDimsAttr(), o.getInsertedWindowDimsAttr(),
-              o.getOperandBatchingDimsAttr(),
-              o.getScatterIndicesBatchingDimsAttr(),
-              o.getScatterDimsToOperandDimsAttr(), o.getIndexVectorDimAttr(),
-              b.getDenseI64ArrayAttr(sizes), o.getModeAttr());
+          auto gatherFrom = [&](Value src, IndexMode mode) -> Value {
+            return GatherOp::create(
+                b, r.loc, upd.clone(r.ty(src).getElementType()), src,
+                o.getScatterIndices(), o.getUpdateWindowDimsAttr(),
+                o.getInsertedWindowDimsAttr(), o.getOperandBatchingDimsAttr(),
+                o.getScatterIndicesBatchingDimsAttr(),
+                o.getScatterDimsToOperandDimsAttr(), o.getIndexVectorDimAttr(),
+                b.getDenseI64ArrayAttr(sizes),
+                IndexModeAttr::get(b.getContext(), mode));
+          };
+          if (o.getMode() != IndexMode::Fill) {
+            out[2] = gatherFrom(c, o.getMode());
+          } else {
+            // A dropped (out-of-bounds) update has a zero cotangent, where
+            // a fill gather reads NaN: the windows are read clamped and
+            // masked by a fill gather of ones (NaN exactly where dropped).
+            Value ones = r.splat(r.ty(c).clone(b.getF32Type()), 1.0);
+            Value probe = gatherFrom(ones, IndexMode::Fill);
+            Value read = gatherFrom(c, IndexMode::Clip);
+            out[2] = r.select(r.cmp(ComparisonDirection::EQ, probe, probe),
+                              read, r.zeros(read.getType()));
+          }
         }
         return success();
       })

@@ -18,6 +18,7 @@ from ember import export as export
 from ember import lax as lax
 from ember import nn as nn
 from ember import numpy as numpy
+from ember import ops as ops
 from ember import random as random
 from ember import ref as ref
 from ember import scipy as scipy

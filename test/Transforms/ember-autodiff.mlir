@@ -614,3 +614,23 @@ func.func @jvp_svd_values(%a: tensor<3x4xcomplex<f32>>, %t: tensor<3x4xcomplex<f
   %s, %ts = ember.jvp @sv(%a) tangents(%t) wrt [0] : (tensor<3x4xcomplex<f32>>, tensor<3x4xcomplex<f32>>) -> (tensor<3xf32>, tensor<3xf32>)
   return %ts : tensor<3xf32>
 }
+
+// -----
+
+// A fill scatter drops out-of-bounds updates, so their cotangent is zero:
+// the windows are read clamped and masked by a fill gather of ones (NaN
+// where dropped), not read by a fill gather (NaN there).
+// CHECK-LABEL: func @scatter_fill_vjp
+// CHECK-DAG: %[[ONES:.*]] = ember.constant dense<1.000000e+00> : tensor<4xf32>
+// CHECK-DAG: %[[PROBE:.*]] = ember.gather %[[ONES]][%arg1] {{.*}}mode = #ember<mode fill>
+// CHECK-DAG: %[[READ:.*]] = ember.gather %arg3[%arg1] {{.*}}mode = #ember<mode clip>
+// CHECK-DAG: %[[IN:.*]] = ember.compare EQ, %[[PROBE]], %[[PROBE]]
+// CHECK: ember.select %[[IN]], %[[READ]], %{{.*}}
+func.func private @sa(%o: tensor<4xf32>, %i: tensor<3x1xi32>, %u: tensor<3xf32>) -> tensor<4xf32> {
+  %0 = ember.scatter add %o[%i], %u {index_vector_dim = 1 : i64, inserted_window_dims = array<i64: 0>, mode = #ember<mode fill>, operand_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, scatter_indices_batching_dims = array<i64>, update_window_dims = array<i64>} : (tensor<4xf32>, tensor<3x1xi32>, tensor<3xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @scatter_fill_vjp(%o: tensor<4xf32>, %i: tensor<3x1xi32>, %u: tensor<3xf32>, %c: tensor<4xf32>) -> tensor<3xf32> {
+  %r, %g = ember.vjp @sa(%o, %i, %u) cotangents(%c) wrt [2] : (tensor<4xf32>, tensor<3x1xi32>, tensor<3xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<3xf32>)
+  return %g : tensor<3xf32>
+}

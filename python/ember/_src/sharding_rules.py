@@ -27,6 +27,8 @@ import contextlib
 import sys
 import threading
 
+import numpy as np
+
 from .errors import ShardingTypeError
 from .mesh import NamedSharding, PartitionSpec
 
@@ -163,15 +165,18 @@ def _rule(prim, avals, out_avals, params, mesh):
     elif name in ("cumulative", "sort"):
         dims = _along_axis(name, avals, params)
     elif name == "gather":
-        dims = _gather(avals[0], params, len(out_avals[0].shape))
+        dims = _gather(avals[0], avals[1], params, len(out_avals[0].shape))
     elif name == "scatter":
         dims = _scatter(avals[0], params)
     elif name == "dynamic_update_slice":
-        # Updating whole extents of the sharded dimensions keeps them.
+        _check_update_sharding(avals[0], avals[1])
+        # An update sharded as the operand, or updating whole extents of the
+        # sharded dimensions, keeps them.
         _, d = _spec_dims(avals[0])
         if d is not None:
-            dims = d if all(not axes or avals[1].shape[k] == avals[0].shape[k]
-                            for k, axes in enumerate(d)) else [()] * len(d)
+            dims = d if _spec_dims(avals[1])[1] == d or all(
+                not axes or avals[1].shape[k] == avals[0].shape[k]
+                for k, axes in enumerate(d)) else [()] * len(d)
     elif name == "reshape":
         if _spec_dims(avals[0])[1] is not None and not _given.depth:
             try:
@@ -194,6 +199,27 @@ def _rule(prim, avals, out_avals, params, mesh):
             f"{', '.join(a.str_short(short_dtypes=True) for a in avals)} produces an "
             f"illegally sharded result: {shown}")
     return dims
+
+
+def _check_update_sharding(operand, update):
+    """JAX's error for a user's `dynamic_update_slice` whose update is not
+    sharded as its operand (over the Explicit axes)."""
+    d = _spec_dims(operand)[1] or [()] * len(operand.shape)
+    du = _spec_dims(update)[1] or [()] * len(update.shape)
+    if d == du or _given.depth or not _user_called(_UPDATE_SLICES):
+        return
+
+    def typed(aval):
+        mesh = aval.sharding.mesh if isinstance(aval.sharding, NamedSharding) else \
+            operand.sharding.mesh
+        kinds = {}
+        for n, t in zip(mesh.axis_names, mesh.axis_types):
+            kinds.setdefault(t.name, []).append(n)
+        return aval.str_short() + "({" + ", ".join(
+            f"{k}: {tuple(v)!r}" for k, v in kinds.items()) + "})"
+    raise ShardingTypeError(
+        "dynamic_update_slice operand sharding must be equal to update sharding, got operand "
+        f"sharding {typed(operand)} and update sharding {typed(update)}.")
 
 
 def _same_shape(name, avals, rank):
@@ -246,26 +272,115 @@ def _along_axis(name, avals, params):
             f"type={avals[0].str_short()} and axis={axis}")
     raise ShardingTypeError(
         "Arguments to sort must be unsharded over the sorting dimension. Got arg "
-        f"sharding={NamedSharding(avals[0].sharding.mesh.abstract_mesh, avals[0].sharding.spec)!r}")
+        f"sharding={NamedSharding(avals[0].sharding.mesh.abstract_mesh, avals[0].sharding.spec)!r}"
+        f" and sorting dimension={axis}")
 
 
-def _gather(operand, params, rank):
-    """A gather that takes whole slices along the operand's sharded
-    dimensions (indexing only unsharded ones) keeps their axes on its
-    offset dimensions. Otherwise the result is unsharded (JAX asks for
-    `.at[...].get(out_sharding=)`: not reproduced)."""
+def _gather(operand, indices, params, rank):
+    """JAX's gather rule: the operand's dimensions sliced into (start_index_map)
+    must be unsharded or taken whole, batching dimensions must agree with the
+    indices', and the indices must be unsharded elsewhere; then the offset
+    dimensions keep the operand's axes and the others take the indices'.
+    Otherwise JAX's error asking for `.at[...].get(out_sharding=)` when the
+    user indexed (inside Ember's own functions, and with `out_sharding=`
+    given, the result is unsharded)."""
     _, d = _spec_dims(operand)
-    if d is None:
+    _, di = _spec_dims(indices)
+    if d is None and di is None:
         return None
-    indexed = set(params["start_index_map"]) | set(params["operand_batching_dims"])
-    if any(axes and (k in indexed or params["slice_sizes"][k] != operand.shape[k])
-           for k, axes in enumerate(d)):
-        return [()] * rank
-    dropped = set(params["collapsed_slice_dims"]) | set(params["operand_batching_dims"])
-    dims = [()] * rank
-    for pos, k in zip(params["offset_dims"], [k for k in range(len(d)) if k not in dropped]):
-        dims[pos] = d[k]
+    d = d or [()] * len(operand.shape)
+    di = di or [()] * len(indices.shape)
+    sizes = params["slice_sizes"]
+    obd = params["operand_batching_dims"]
+    ibd = params["start_indices_batching_dims"]
+    ok = all(sizes[k] == operand.shape[k] or not d[k] for k in params["start_index_map"])
+    ok = ok and all(not d[o] or not di[i] or d[o] == di[i] for o, i in zip(obd, ibd))
+    ok = ok and all(not a for i, a in enumerate(di) if i not in ibd)
+    if not ok:
+        if _given.depth or not _user_called(_GATHERS):
+            return [()] * rank
+        raise gather_error(operand, indices)
+    idx = list(di[:-1])
+    for o, i in zip(obd, ibd):
+        idx[i] = idx[i] or d[o]
+    dropped = set(params["collapsed_slice_dims"]) | set(obd)
+    window = iter(k for k in range(len(d)) if k not in dropped)
+    batch = iter(idx)
+    dims = []
+    for pos in range(rank):
+        if pos in params["offset_dims"]:
+            k = next(window)
+            dims.append(d[k] if sizes[k] == operand.shape[k] else ())
+        else:
+            dims.append(next(batch, ()))
     return dims
+
+
+def _full(e, n):
+    """Whether slice `e` takes all of a dimension of size `n`."""
+    if e.step not in (None, 1):
+        return False
+    try:
+        return e.indices(n) == (0, n, 1)
+    except TypeError:  # (a symbolic size)
+        return e.start in (None, 0) and e.stop is None
+
+
+def gather_error(operand, indices):
+    return ShardingTypeError(
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand={operand!r}, indices={indices!r}")
+
+
+def check_indexing(x, entries, split, update=None):
+    """JAX's sharding errors for indexing `x` by normalized `entries` (one
+    per dimension: slices, ints, index arrays): a gather (`update` None) or
+    an indexed update (`update`: the updates' aval) into dimensions sharded
+    over Explicit axes, or with sharded index arrays, when the user's own
+    code indexed. A gather's int and partial-slice entries count only for a
+    concrete array split over devices (`split`; JAX slices otherwise); an
+    update's always do. Returns `x`'s NamedSharding (for an update's
+    result), else None."""
+    sh = x.aval.sharding
+    if not isinstance(sh, NamedSharding) or not sh.mesh.explicit_axes or \
+            _given.depth or not _user_called(_GATHERS | _SCATTERS):
+        return sh if isinstance(sh, NamedSharding) else None
+    _, d = _spec_dims(x.aval)
+    basic = update is not None or split
+    real = [e for e in entries if e is not None]
+    arrays = [e for e in real if getattr(e, "ndim", 0) > 0]
+
+    def indexed(k, e):
+        if getattr(e, "ndim", 0) > 0:
+            return True
+        if isinstance(e, slice):
+            return basic and not _full(e, x.shape[k])
+        return basic  # an int or a 0-d index
+
+    hit = any(d[k] and indexed(k, e) for k, e in enumerate(real))
+    hit = hit or any(any(_spec_dims(a.aval)[1] or ()) for a in arrays if hasattr(a, "aval"))
+    if not hit:
+        return sh
+    count = sum(1 for k, e in enumerate(real) if not (isinstance(e, slice) and
+                                                      _full(e, x.shape[k])))
+    if arrays:
+        bshape = tuple(np.broadcast_shapes(*[a.shape for a in arrays]))
+        first = arrays[0].aval if hasattr(arrays[0], "aval") else None
+        spec = _spec_dims(first)[1] if first is not None and first.shape == bshape else None
+        shown = x.aval.update(shape=bshape + (len(arrays),), dtype=np.dtype(np.int32)) \
+            if first is None else first.update(shape=bshape + (len(arrays),))
+        if spec and any(spec):
+            shown = shown.update(sharding=_sharding(first.sharding.mesh, list(spec) + [()]))
+    else:
+        shown = x.aval.update(shape=(count,), dtype=np.dtype(np.int32))
+    if update is None:
+        raise gather_error(x.aval, shown)
+    raise ShardingTypeError(
+        "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
+        "the scatter update as out sharding could not be resolved unambiguously (or would "
+        f"require collectives on inputs). Got operand={x.aval!r}, indices={shown!r}, "
+        f"updates={update!r}")
 
 
 def _scatter(operand, params):
@@ -344,6 +459,13 @@ _CONCATENATES = {(_NP, "concatenate"), (_NP, "stack"), (_NP, "hstack"), (_NP, "v
 _CUMULATIVES = {(_NP, "cumulative"), (_NP, "cumulative_sum"), (_NP, "cumulative_prod"),
                 (_LAX, "cumulative"), (_LAX, "cumlogsumexp")}
 _SORTS = {(_NP, "sort"), (_NP, "argsort"), (_LAX, "sort"), (_LAX, "sort_key_val")}
+_UPDATE_SLICES = {(_LAX, "dynamic_update_slice"), (_LAX, "dynamic_update_slice_in_dim"),
+                  (_LAX, "dynamic_update_index_in_dim")}
+_IDX = "ember._src.numpy.indexing"
+_GATHERS = {(_IDX, "getitem"), (_IDX, "get"), (_NP, "take"), (_NP, "take_along_axis"),
+            (_LAX, "gather")}
+_SCATTERS = {(_IDX, name) for name in ("set", "add", "subtract", "multiply", "divide",
+                                      "power", "min", "max", "apply")}
 
 
 def _user_called(names):
@@ -356,7 +478,9 @@ def _user_called(names):
         if module != "ember" and not module.startswith("ember."):
             return callee is not None and (callee.f_globals.get("__name__"),
                                            callee.f_code.co_name) in names
-        frame, callee = frame.f_back, frame
+        if frame.f_code.co_name != "_key_dispatch":  # (`jnp`'s key-array dispatch)
+            callee = frame
+        frame = frame.f_back
     return True
 
 

@@ -5,6 +5,7 @@ import operator
 import numpy as np
 
 from .. import core, dtypes, lax, shape_poly
+from .. import sharding_rules as _sharding_rules
 from ..core import Array, Tracer, Value
 from ..errors import NonConcreteBooleanIndexError
 from . import lax_numpy as jnp
@@ -118,6 +119,7 @@ def getitem(x, idx, mode=None):
     if _is_scalar_false(idx):
         return getitem(x, None)[:0]
     entries = _normalize(x, idx)
+    _sharding_rules.check_indexing(x, entries, _split(x))
     # 1. Basic indexing: slices, ints and None, with advanced entries kept.
     starts, limits, strides, rev_dims = [], [], [], []
     out_shape_ops = []  # per entry: 'keep', 'drop', 'new', ('adv', array)
@@ -268,6 +270,13 @@ def getitem(x, idx, mode=None):
     return lax.reshape(x, final)
 
 
+def _split(x):
+    """Whether `x` is a concrete array split over several devices (JAX
+    indexes it by gathers, not slices)."""
+    sh = x.aval.sharding
+    return isinstance(x, Array) and getattr(sh, "num_devices", 1) > 1
+
+
 class _IndexUpdateRef:
     def __init__(self, x, idx):
         self.x, self.idx = x, idx
@@ -278,14 +287,23 @@ class _IndexUpdateRef:
         pos1 = jnp.arange(1, x.size + 1, dtype=np.int32).reshape(x.shape)
         return getitem(pos1, self.idx, mode="fill") > 0
 
-    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
+    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False,
+            out_sharding=None):
+        if out_sharding is not None:
+            with _sharding_rules.output_given():
+                out = self.get(mode=mode, fill_value=fill_value)
+            return core.with_out_sharding(out, out_sharding)
         if mode in ("fill", "drop"):
             out = getitem(self.x, self.idx, mode="clip")
             fv = jnp._default_fill(out.dtype) if fill_value is None else fill_value
             return jnp.where(self._valid(), out, jnp.asarray(fv).astype(out.dtype))
         return getitem(self.x, self.idx, mode="clip")
 
-    def _scatter(self, kind, values, mode=None, x=None):
+    def _scatter(self, kind, values, mode=None, x=None, out_sharding=None):
+        if out_sharding is not None:
+            with _sharding_rules.output_given():
+                out = self._scatter(kind, values, mode, x)
+            return core.with_out_sharding(out, out_sharding)
         x = self.x if x is None else x
         if mode in ("clip", "promise_in_bounds"):
             flat_pos = jnp.arange(x.size, dtype=np.int32).reshape(x.shape)
@@ -299,26 +317,31 @@ class _IndexUpdateRef:
             pos = jnp.where(pos > 0, pos - 1, end)
         else:
             raise ValueError(f"Invalid mode {mode!r} for an indexed update")
+        # JAX's sharding errors for updates into sharded dimensions; else the
+        # result keeps x's sharding (the flat scatter below would drop it).
+        sh = _sharding_rules.check_indexing(self.x, _normalize(self.x, self.idx), True,
+                                            core.ShapedArray(pos.shape, x.dtype))
         vals = jnp.broadcast_to(jnp.asarray(values).astype(x.dtype), pos.shape)
         flat = x.reshape(-1)
         dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                          scatter_dims_to_operand_dims=(0,))
         fn = {"replace": lax.scatter, "add": lax.scatter_add, "mul": lax.scatter_mul,
               "min": lax.scatter_min, "max": lax.scatter_max}[kind]
-        out = fn(flat, pos.reshape(-1, 1), vals.reshape(-1), dn, mode="fill")
-        return out.reshape(x.shape)
+        out = fn(flat, pos.reshape(-1, 1), vals.reshape(-1), dn, mode="fill").reshape(x.shape)
+        return out if sh is None else core.with_out_sharding(out, sh)
 
-    def set(self, values, *, mode=None, **kw):
-        return self._scatter("replace", values, mode)
+    def set(self, values, *, mode=None, out_sharding=None, **kw):
+        return self._scatter("replace", values, mode, out_sharding=out_sharding)
 
-    def add(self, values, *, mode=None, **kw):
-        return self._scatter("add", values, mode)
+    def add(self, values, *, mode=None, out_sharding=None, **kw):
+        return self._scatter("add", values, mode, out_sharding=out_sharding)
 
-    def subtract(self, values, *, mode=None, **kw):
-        return self._scatter("add", jnp.negative(jnp.asarray(values).astype(self.x.dtype)), mode)
+    def subtract(self, values, *, mode=None, out_sharding=None, **kw):
+        return self._scatter("add", jnp.negative(jnp.asarray(values).astype(self.x.dtype)), mode,
+                             out_sharding=out_sharding)
 
-    def multiply(self, values, *, mode=None, **kw):
-        return self._scatter("mul", values, mode)
+    def multiply(self, values, *, mode=None, out_sharding=None, **kw):
+        return self._scatter("mul", values, mode, out_sharding=out_sharding)
 
     mul = multiply
 
@@ -330,11 +353,11 @@ class _IndexUpdateRef:
         # As JAX: x ** (ones.at[idx].multiply(values)).
         return jnp.power(self.x, self._scatter("mul", values, mode, x=jnp.ones_like(self.x)))
 
-    def min(self, values, *, mode=None, **kw):
-        return self._scatter("min", values, mode)
+    def min(self, values, *, mode=None, out_sharding=None, **kw):
+        return self._scatter("min", values, mode, out_sharding=out_sharding)
 
-    def max(self, values, *, mode=None, **kw):
-        return self._scatter("max", values, mode)
+    def max(self, values, *, mode=None, out_sharding=None, **kw):
+        return self._scatter("max", values, mode, out_sharding=out_sharding)
 
     def apply(self, func, *, mode=None, **kw):
         # Applies func once per indexed element (repeated indices apply once).

@@ -81,11 +81,11 @@ def _on_keys(fn):
     on_keys = getattr(_prng, fn.__name__)
 
     @_functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def _key_dispatch(*args, **kwargs):  # (a name sharding_rules._user_called skips)
         if _prng.has_key(*args, *kwargs.values()):
             return on_keys(*args, **kwargs)
         return fn(*args, **kwargs)
-    return wrapper
+    return _key_dispatch
 
 
 def issubdtype(a, b):
@@ -2035,16 +2035,14 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
                                for x in (arr, idx)])
     idx = broadcast_to(idx, tuple(idx.shape[i] if i == axis else shape[i] for i in range(arr.ndim)))
     arr = broadcast_to(arr, tuple(arr.shape[i] if i == axis else shape[i] for i in range(arr.ndim)))
-    index_arrays = []
-    for d in range(arr.ndim):
-        if d == axis:
-            index_arrays.append(_to(idx, _np.int32))
-        else:
-            index_arrays.append(lax.broadcasted_iota(_np.int32, idx.shape, d))
-    full = stack(index_arrays, -1)
-    dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(arr.ndim)),
-                                    start_index_map=tuple(range(arr.ndim)))
-    out = lax.gather(arr, full, dn, [1] * arr.ndim, mode="clip")
+    # The other dimensions are batching dimensions of the gather (as JAX's:
+    # their shardings carry through, where index arrays over them would not).
+    others = tuple(d for d in range(arr.ndim) if d != axis)
+    dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                    start_index_map=(axis,), operand_batching_dims=others,
+                                    start_indices_batching_dims=others)
+    out = lax.gather(arr, expand_dims(_to(idx, _np.int32), -1), dn, [1] * arr.ndim,
+                     mode="clip")
     if mode in (None, "fill", "drop"):
         fv = _default_fill(arr.dtype) if fill_value is None else fill_value
         valid = logical_and(greater_equal(idx, 0), less(idx, n))
