@@ -434,6 +434,76 @@ Value takeAlongAxis(R &r, Value v, Value idx, int64_t axis) {
       IndexModeAttr::get(r.b.getContext(), IndexMode::Clip));
 }
 
+/// The gather that reads, from an operand-shaped `src`, the window each
+/// update of scatter `o` goes to (the scatter's inverse), in `mode`.
+Value gatherWindows(R &r, ScatterOp o, Value src, IndexMode mode) {
+  auto operand = o.getOperand().getType();
+  auto upd = o.getUpdates().getType();
+  SmallVector<int64_t> windowOperandDims;
+  for (int64_t d = 0; d < operand.getRank(); ++d)
+    if (!llvm::is_contained(o.getInsertedWindowDims(), d) &&
+        !llvm::is_contained(o.getOperandBatchingDims(), d))
+      windowOperandDims.push_back(d);
+  SmallVector<int64_t> sizes;
+  for (int64_t d = 0; d < operand.getRank(); ++d) {
+    auto it = llvm::find(windowOperandDims, d);
+    sizes.push_back(
+        it == windowOperandDims.end()
+            ? 1
+            : upd.getDimSize(
+                  o.getUpdateWindowDims()[it - windowOperandDims.begin()]));
+  }
+  return GatherOp::create(
+      r.b, r.loc, upd.clone(r.ty(src).getElementType()), src,
+      o.getScatterIndices(), o.getUpdateWindowDimsAttr(),
+      o.getInsertedWindowDimsAttr(), o.getOperandBatchingDimsAttr(),
+      o.getScatterIndicesBatchingDimsAttr(),
+      o.getScatterDimsToOperandDimsAttr(), o.getIndexVectorDimAttr(),
+      r.b.getDenseI64ArrayAttr(sizes),
+      IndexModeAttr::get(r.b.getContext(), mode));
+}
+
+/// `updates` added into `operand` at the windows of scatter `o`.
+Value scatterAddLike(R &r, ScatterOp o, Value operand, Value updates) {
+  return ScatterOp::create(
+      r.b, r.loc, operand.getType(), operand, o.getScatterIndices(), updates,
+      o.getUpdateWindowDimsAttr(), o.getInsertedWindowDimsAttr(),
+      o.getOperandBatchingDimsAttr(), o.getScatterIndicesBatchingDimsAttr(),
+      o.getScatterDimsToOperandDimsAttr(), o.getIndexVectorDimAttr(),
+      ScatterKindAttr::get(r.b.getContext(), ScatterKind::Add),
+      o.getModeAttr());
+}
+
+/// JVP of a min/max scatter (JAX's rule): each element's tangent is the mean
+/// of the tangents of the values that attain it, the operand's own value
+/// counting as one of them when it is retained.
+Value extremalScatterTangent(R &r, ScatterOp o, Value tOperand,
+                             Value tUpdates) {
+  IndexMode mode = o.getMode();
+  Value updates = o.getUpdates();
+  Value zerosU = r.zeros(updates.getType());
+  Value ones = r.like(updates, 1.0);
+  Value target = gatherWindows(r, o, o.getResult(), mode);
+  Value initial = gatherWindows(r, o, o.getOperand(), mode);
+  Value attained = r.cmp(ComparisonDirection::EQ, updates, target);
+  Value retained = r.cmp(ComparisonDirection::EQ, initial, target);
+  Value zerosO = r.zeros(o.getOperand().getType());
+  Value numUpdates = gatherWindows(
+      r, o, scatterAddLike(r, o, zerosO, r.select(attained, ones, zerosU)),
+      mode);
+  Value numRefs = gatherWindows(r, o, scatterAddLike(r, o, zerosO, ones), mode);
+  Value shared = r.div(ones, r.add(numUpdates, ones));
+  Value updatesCoef = r.select(
+      attained, r.select(retained, shared, r.div(ones, numUpdates)), zerosU);
+  Value operandCoef =
+      r.div(r.sub(r.select(retained, shared, zerosU), ones), numRefs);
+  Value tOp = r.orZeros(tOperand, o.getOperand().getType());
+  Value tUpd = r.orZeros(tUpdates, updates.getType());
+  Value windows = r.add(r.mul(gatherWindows(r, o, tOp, mode), operandCoef),
+                        r.mul(tUpd, updatesCoef));
+  return scatterAddLike(r, o, tOp, windows);
+}
+
 } // namespace
 
 DenseElementsAttr mlir::ember::splatOf(RankedTensorType t, double v) {
@@ -858,20 +928,21 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         if (!t[0] && !t[2])
           return zero();
         ScatterKind kind = o.getKind();
-        if (kind == ScatterKind::Mul || kind == ScatterKind::Min ||
-            kind == ScatterKind::Max) {
+        if (kind == ScatterKind::Min || kind == ScatterKind::Max) {
+          if (isa<ComplexType>(o.getType().getElementType()))
+            return emitUserError(o, runtime::ErrorKind::NoJvpRule)
+                   << "has no JVP rule for scatter kind "
+                   << stringifyScatterKind(kind) << " of complex values";
+          return pass(extremalScatterTangent(r, o, t[0], t[2]));
+        }
+        if (kind == ScatterKind::Mul) {
           // As in JAX: only the operand's tangent (updates held constant).
           if (t[2])
             return emitUserError(o, runtime::ErrorKind::NoJvpRule)
                    << "has no JVP rule for scatter kind "
                    << stringifyScatterKind(kind)
                    << " with respect to its updates";
-          if (kind == ScatterKind::Mul) // linear in the operand
-            return pass(r.cloneWith(op, {{0, t[0]}})->getResult(0));
-          // min/max: the operand's tangent where the operand survived.
-          Value kept =
-              r.cmp(ComparisonDirection::EQ, o.getOperand(), o.getResult());
-          return pass(r.select(kept, t[0], r.zeros(t[0].getType())));
+          return pass(r.cloneWith(op, {{0, t[0]}})->getResult(0)); // linear
         }
         if (kind != ScatterKind::Add && kind != ScatterKind::Replace)
           return emitUserError(o, runtime::ErrorKind::NoJvpRule)
@@ -1580,7 +1651,6 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
         return success();
       })
       .Case([&](ScatterOp o) {
-        auto operand = o.getOperand().getType();
         auto upd = o.getUpdates().getType();
         if (linear[0]) {
           if (o.getKind() == ScatterKind::Add) {
@@ -1594,40 +1664,15 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
         }
         if (linear[2]) {
           // Gather back the window each update went to.
-          SmallVector<int64_t> sizes;
-          SmallVector<int64_t> windowOperandDims;
-          for (int64_t d = 0; d < operand.getRank(); ++d)
-            if (!llvm::is_contained(o.getInsertedWindowDims(), d) &&
-                !llvm::is_contained(o.getOperandBatchingDims(), d))
-              windowOperandDims.push_back(d);
-          for (int64_t d = 0; d < operand.getRank(); ++d) {
-            auto it = llvm::find(windowOperandDims, d);
-            sizes.push_back(
-                it == windowOperandDims.end()
-                    ? 1
-                    : upd.getDimSize(
-                          o.getUpdateWindowDims()[it -
-                                                  windowOperandDims.begin()]));
-          }
-          auto gatherFrom = [&](Value src, IndexMode mode) -> Value {
-            return GatherOp::create(
-                b, r.loc, upd.clone(r.ty(src).getElementType()), src,
-                o.getScatterIndices(), o.getUpdateWindowDimsAttr(),
-                o.getInsertedWindowDimsAttr(), o.getOperandBatchingDimsAttr(),
-                o.getScatterIndicesBatchingDimsAttr(),
-                o.getScatterDimsToOperandDimsAttr(), o.getIndexVectorDimAttr(),
-                b.getDenseI64ArrayAttr(sizes),
-                IndexModeAttr::get(b.getContext(), mode));
-          };
           if (o.getMode() != IndexMode::Fill) {
-            out[2] = gatherFrom(c, o.getMode());
+            out[2] = gatherWindows(r, o, c, o.getMode());
           } else {
             // A dropped (out-of-bounds) update has a zero cotangent, where
             // a fill gather reads NaN: the windows are read clamped and
             // masked by a fill gather of ones (NaN exactly where dropped).
             Value ones = r.splat(r.ty(c).clone(b.getF32Type()), 1.0);
-            Value probe = gatherFrom(ones, IndexMode::Fill);
-            Value read = gatherFrom(c, IndexMode::Clip);
+            Value probe = gatherWindows(r, o, ones, IndexMode::Fill);
+            Value read = gatherWindows(r, o, c, IndexMode::Clip);
             out[2] = r.select(r.cmp(ComparisonDirection::EQ, probe, probe),
                               read, r.zeros(read.getType()));
           }

@@ -634,3 +634,23 @@ func.func @scatter_fill_vjp(%o: tensor<4xf32>, %i: tensor<3x1xi32>, %u: tensor<3
   %r, %g = ember.vjp @sa(%o, %i, %u) cotangents(%c) wrt [2] : (tensor<4xf32>, tensor<3x1xi32>, tensor<3xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<3xf32>)
   return %g : tensor<3xf32>
 }
+
+// -----
+
+// A max scatter's tangent (JAX's rule): the windows' tangents weighted by
+// which values attain each result (counted by add scatters of the
+// attainers and of all updates), added into the operand's tangent.
+// CHECK-LABEL: func @scatter_max_jvp
+// CHECK-DAG: ember.scatter add %{{.*}}[%arg1], %{{.*}} {{.*}}mode = #ember<mode clip>
+// CHECK-DAG: ember.compare EQ, %arg2, %{{.*}} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+// CHECK-DAG: ember.div
+// CHECK: %[[T:.*]] = ember.scatter add %arg3[%arg1], %{{.*}}
+// CHECK: return %{{.*}}, %[[T]]
+func.func private @smax(%o: tensor<4xf32>, %i: tensor<3x1xi32>, %u: tensor<3xf32>) -> tensor<4xf32> {
+  %0 = ember.scatter max %o[%i], %u {index_vector_dim = 1 : i64, inserted_window_dims = array<i64: 0>, mode = #ember<mode clip>, operand_batching_dims = array<i64>, scatter_dims_to_operand_dims = array<i64: 0>, scatter_indices_batching_dims = array<i64>, update_window_dims = array<i64>} : (tensor<4xf32>, tensor<3x1xi32>, tensor<3xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @scatter_max_jvp(%o: tensor<4xf32>, %i: tensor<3x1xi32>, %u: tensor<3xf32>, %to: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %r, %t = ember.jvp @smax(%o, %i, %u) tangents(%to) wrt [0] : (tensor<4xf32>, tensor<3x1xi32>, tensor<3xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %r, %t : tensor<4xf32>, tensor<4xf32>
+}

@@ -79,3 +79,21 @@ def test_dropped_scatter_updates_have_zero_cotangents():
     np.testing.assert_array_equal(np.asarray(g), [2, 0, 2])
     g = ember.jit(ember.grad(lambda d: jnp.zeros(2).at[idx].set(d).sum()))(d)
     np.testing.assert_array_equal(np.asarray(g), [1, 0, 1])
+
+
+def test_indexed_max_min_derivatives_match_jax():
+    # JAX 0.10.2's scatter-max/min JVP: tied values share the tangent, the
+    # operand's own value counting as one of them; out-of-range updates drop.
+    x = jnp.array([1.0, 5.0, 2.0, 0.0])
+    u = jnp.array([3.0, 5.0, 1.0, 7.0])
+    i = jnp.array([0, 1, 1, 9])
+    w = jnp.arange(1.0, 5.0)
+    gx, gu = ember.grad(lambda x, u: (x.at[i].max(u) * w).sum(), argnums=(0, 1))(x, u)
+    np.testing.assert_allclose(np.asarray(gx), [0, 1, 3, 4])
+    np.testing.assert_allclose(np.asarray(gu), [1, 1, 0, 0])
+    gx, gu = ember.grad(lambda x, u: (x.at[i].min(u, mode="clip") * w).sum(),
+                        argnums=(0, 1))(x, u)
+    np.testing.assert_allclose(np.asarray(gx), [1, 0, 3, 4])
+    np.testing.assert_allclose(np.asarray(gu), [0, 0, 2, 0])
+    _, t = ember.jvp(lambda x: x.at[i].max(u), (x,), (jnp.ones(4),))
+    np.testing.assert_allclose(np.asarray(t), [0, 0.5, 1, 1])

@@ -9,7 +9,7 @@ and Ember's scatter does not use them."""
 
 import numpy as np
 
-from . import ad, core, dtypes, lax
+from . import core, dtypes, lax
 from .numpy import lax_numpy as jnp
 
 
@@ -42,47 +42,13 @@ def _segment(kind, data, segment_ids, num_segments, mode, out_sharding):
     operand = lax.full((num_segments,) + rest, _identity(kind, data.dtype), data.dtype)
     updates = data.reshape((-1,) + rest)
     idx = lax.convert_element_type(ids.reshape(-1, 1), np.int32)
-    mode = "fill" if mode is None else mode
-    if kind in ("max", "min") and dtypes.is_inexact(data.dtype):
-        out = _extremal(kind, mode, operand, idx, updates)
-    else:
-        fn = {"sum": lax.scatter_add, "prod": lax.scatter_mul, "max": lax.scatter_max,
-              "min": lax.scatter_min}[kind]
-        out = fn(operand, idx, updates, _DNUMS(updates), mode=mode)
+    fn = {"sum": lax.scatter_add, "prod": lax.scatter_mul, "max": lax.scatter_max,
+          "min": lax.scatter_min}[kind]
+    dn = lax.ScatterDimensionNumbers(update_window_dims=tuple(range(1, updates.ndim)),
+                                     inserted_window_dims=(0,),
+                                     scatter_dims_to_operand_dims=(0,))
+    out = fn(operand, idx, updates, dn, mode="fill" if mode is None else mode)
     return out if out_sharding is None else core.with_out_sharding(out, out_sharding)
-
-
-def _DNUMS(updates):  # noqa: N802 (rows of `updates` into rows of the result)
-    return lax.ScatterDimensionNumbers(update_window_dims=tuple(range(1, updates.ndim)),
-                                       inserted_window_dims=(0,),
-                                       scatter_dims_to_operand_dims=(0,))
-
-
-def _extremal(kind, mode, operand, idx, updates):
-    """segment_max/min with JAX's derivative: a segment's tangent is the mean
-    of the tangents of the rows that attain its extremum (ties share it)."""
-    fn = lax.scatter_max if kind == "max" else lax.scatter_min
-
-    @ad.custom_jvp
-    def reduce(updates):
-        return fn(operand, idx, updates, _DNUMS(updates), mode=mode)
-
-    @reduce.defjvp
-    def reduce_jvp(primals, tangents):
-        (u,), (t,) = primals, tangents
-        out = reduce(u)
-        n = out.shape[0]
-        rows = idx[:, 0]
-        valid = (rows >= 0) & (rows < n)
-        attained = jnp.take(out, jnp.clip(rows, 0, max(n - 1, 0)), axis=0, mode="clip") == u
-        hit = attained & valid.reshape((-1,) + (1,) * (u.ndim - 1))
-        zeros = lax.full(out.shape, 0, out.dtype)
-        add = _DNUMS(u)
-        count = lax.scatter_add(zeros, idx, hit.astype(u.dtype), add, mode=mode)
-        total = lax.scatter_add(zeros, idx, jnp.where(hit, t, 0), add, mode=mode)
-        return out, total / jnp.maximum(count, 1)
-
-    return reduce(updates)
 
 
 def _make(kind):
