@@ -37,7 +37,7 @@ def test_segment_defaults_and_integers():
                                   [1, 5, 5, 0, 0, 4])  # num_segments = max(ids) + 1
     np.testing.assert_array_equal(np.asarray(ops.segment_max(jnp.arange(6), ids, 4)),
                                   [1, 5, 3, np.iinfo(np.int32).min])
-    with pytest.raises(ember.errors.TracerIntegerConversionError):
+    with pytest.raises(ember.errors.ConcretizationTypeError):
         ember.jit(lambda d, s: ops.segment_sum(d, s))(jnp.arange(6.0), ids)
     with pytest.raises(ValueError, match="must match the leading dimensions"):
         ops.segment_sum(jnp.ones((3, 2)), jnp.zeros(2, jnp.int32), 2)

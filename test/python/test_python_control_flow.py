@@ -111,8 +111,13 @@ def test_each_path_is_compiled_once(compiles):
 def test_same_code_under_jit_raises_at_the_users_line():
     with pytest.raises(TracerBoolConversionError, match=r"test_python_control_flow.py:\d+"):
         ember.jit(ember.grad(piecewise))(2.)
-    with pytest.raises(TracerIntegerConversionError):
-        ember.jit(ember.grad(ranged))(4.)
+    with pytest.raises(ConcretizationTypeError, match="traced array with shape float32"):
+        ember.jit(ember.grad(ranged))(4.)  # int(x): JAX's ConcretizationTypeError
+    with pytest.raises(TracerIntegerConversionError, match=r"The __index__\(\) method"):
+        ember.jit(lambda n: [1, 2, 3][n])(1)
+    with pytest.raises(TracerBoolConversionError,
+                       match=r"Attempted boolean conversion of traced array with shape"):
+        ember.jit(lambda x: bool(x))(1.0)
     with pytest.raises(ConcretizationTypeError):
         ember.jit(ember.grad(lambda x: x * float(x)))(3.)
     # A batched value has no single value, as in JAX.

@@ -56,7 +56,7 @@ class ShapedArray:
     __slots__ = ("shape", "dtype", "weak_type", "vma", "sharding")
 
     def __init__(self, shape, dtype, weak_type=False, vma=frozenset(), sharding=None):
-        self.shape = tuple(canonicalize_dim(d) for d in shape)
+        self.shape = canonicalize_shape(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.vma = vma
@@ -175,6 +175,16 @@ def canonicalize_dim(d):
     if isinstance(d, DimExpr):
         return d
     return int(d)
+
+
+def canonicalize_shape(shape):
+    """A shape's dimensions canonicalized; a traced dimension is JAX's
+    `TypeError` (with the user's line)."""
+    try:
+        return tuple(canonicalize_dim(d) for d in shape)
+    except ConcretizationTypeError:
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {tuple(shape)}.\nThe shape was given at {where()}.") from None
 
 
 def shape_size(shape):
@@ -651,12 +661,17 @@ class Tracer(Value):
         return f"JitTracer({'~' if self.aval.weak_type else ''}{self.aval.str_short()})"
 
     def _concretization_error(self, what, cls=ConcretizationTypeError):
+        # JAX's first line, then where and why.
+        shape = self.aval.str_short()
+        first = {"bool()": f"Attempted boolean conversion of traced array with shape {shape}.",
+                 "__index__": f"The __index__() method was called on traced array with "
+                              f"shape {shape}"}.get(
+            what, f"Abstract tracer value encountered where concrete value is expected: "
+                  f"traced array with shape {shape}")
         return cls(
-            f"Abstract tracer value encountered where concrete value is expected: "
-            f"{what} of a traced array {self.aval.str_short()} (at {where()}). "
-            f"The value depends on a traced function argument; use lax.cond/"
-            f"lax.select for data-dependent control flow, or mark the argument "
-            f"static with static_argnums.")
+            f"{first}\nThe problem arose with {what} at {where()}: the value depends on a "
+            f"traced function argument; use lax.cond/lax.select for data-dependent control "
+            f"flow, or mark the argument static with static_argnums.")
 
     def _concrete_or_raise(self, what, cls=ConcretizationTypeError):
         v = self.concrete()
@@ -668,7 +683,7 @@ class Tracer(Value):
         return bool(self._concrete_or_raise("bool()", TracerBoolConversionError))
 
     def __int__(self):
-        return int(self._concrete_or_raise("int()", TracerIntegerConversionError))
+        return int(self._concrete_or_raise("int()"))  # (JAX: ConcretizationTypeError)
 
     def __index__(self):
         return self._concrete_or_raise("__index__", TracerIntegerConversionError).__index__()

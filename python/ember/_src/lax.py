@@ -907,7 +907,7 @@ def broadcasted_iota(dtype, shape, dimension):
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
     x = as_value(x)
-    shape, dims = tuple(_dim(s) for s in shape), tuple(int(d) for d in broadcast_dimensions)
+    shape, dims = core.canonicalize_shape(shape), tuple(int(d) for d in broadcast_dimensions)
     if x.shape == shape and dims == tuple(range(len(shape))):
         return x
     if type(x) is core.Array and not core._trace_stack and \
@@ -934,7 +934,7 @@ def reshape(x, new_sizes, dimensions=None, *, out_sharding=None):
     x = as_value(x)
     if dimensions is not None:
         x = transpose(x, dimensions)
-    new_sizes = tuple(_dim(s) for s in new_sizes)
+    new_sizes = core.canonicalize_shape(new_sizes)
     if out_sharding is not None:
         with sharding_rules.output_given():
             out = reshape(x, new_sizes)

@@ -75,6 +75,14 @@ int_ = int64
 complex_ = complex128
 
 
+def _shape_arg(shape):
+    """A creation function's `shape` argument as a tuple (an int, or a 0-d
+    array, is one dimension)."""
+    if isinstance(shape, (int, _np.integer)) or (isinstance(shape, _Value) and shape.ndim == 0):
+        return (shape,)
+    return tuple(shape)
+
+
 def _on_keys(fn):
     """`fn`, or the function of the same name in `prng` when a key array is
     among its arguments (key arrays' shape operations, `where`, `stack`)."""
@@ -795,12 +803,12 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
 
 
 def zeros(shape, dtype=None, *, device=None):
-    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    shape = _shape_arg(shape)
     return _core.on_device(lax.full(shape, 0, _canon_dtype(dtype, _dt.default_float())), device)
 
 
 def ones(shape, dtype=None, *, device=None):
-    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    shape = _shape_arg(shape)
     return _core.on_device(lax.full(shape, 1, _canon_dtype(dtype, _dt.default_float())), device)
 
 
@@ -809,7 +817,7 @@ def empty(shape, dtype=None, *, device=None):
 
 
 def full(shape, fill_value, dtype=None, *, device=None):
-    shape = (shape,) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+    shape = _shape_arg(shape)
     if dtype is None:
         fv = _v(fill_value)
         dtype = fv.dtype
@@ -1035,7 +1043,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=
     a = _v(a)
     shape = newshape if shape is None else shape
     shape = ((shape,) if isinstance(shape, (int, _np.integer, DimExpr)) else
-             tuple(_core.canonicalize_dim(s) for s in shape))
+             _core.canonicalize_shape(shape))
     if shape.count(-1) > 1:
         raise _core.value_error("can only specify one unknown dimension")
     if -1 in shape:
