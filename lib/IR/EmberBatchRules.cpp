@@ -488,7 +488,7 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
         StringRef method = o.getVmapMethod();
         if (method == "ordered")
           return emitUserError(o, runtime::ErrorKind::OrderedNotBatchable)
-                 << "cannot be batched: Cannot `vmap` ordered IO callback.";
+                 << "Cannot `vmap` ordered IO callback.";
         if (method == "none")
           return emitUserError(o, runtime::ErrorKind::NotBatchable)
                  << ("cannot be batched: this callback has no vmap_method "

@@ -2,6 +2,7 @@
 
 from ember._src.callback import debug_callback as callback  # noqa: F401
 from ember._src.callback import debug_print as print  # noqa: F401
+from ember._src.debugger import breakpoint  # noqa: F401, A004
 
 
 def visualize_array_sharding(arr, **kwargs):

@@ -15,7 +15,7 @@ func.func @unbatchable(%xs: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // Nor can an ordered io_callback (JAX's "Cannot vmap ordered IO callback").
 func.func private @o(%x: tensor<3xf32>) -> tensor<3xf32> {
-  // expected-error @+1 {{cannot be batched: Cannot `vmap` ordered IO callback.}}
+  // expected-error @+1 {{Cannot `vmap` ordered IO callback.}}
   %y = ember.host_callback 2(%x) {has_side_effect, vmap_method = "ordered"} : (tensor<3xf32>) -> tensor<3xf32>
   return %y : tensor<3xf32>
 }

@@ -24,8 +24,23 @@ def _check_same_types(name, *avals):
             raise type_error(f"{name} requires arguments to have the same shape, got "
                              + ", ".join(x.str_short() for x in avals))
         if a.dtype != a0.dtype:
-            raise type_error(f"{name} requires arguments to have the same dtypes, got "
-                             + ", ".join(x.str_short() for x in avals))
+            # JAX's text (dtype names and the tip), then the user's line.
+            names = ", ".join("bfloat16" if x.dtype == dtypes.bfloat16 else x.dtype.name
+                              for x in avals)
+            tip = _PROMOTING.get(name)
+            tip = (f" (Tip: jnp.{tip} is a similar function that does automatic type "
+                   "promotion on inputs)") if tip else ""
+            raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                            f"{names}.{tip}.\n(at {core.where()})")
+
+
+# The jnp function that promotes its operands' dtypes, for each lax binary
+# op (JAX's tip in its dtype-mismatch error).
+_PROMOTING = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+              "max": "maximum", "min": "minimum", "pow": "power", "rem": "remainder",
+              "atan2": "arctan2", "nextafter": "nextafter", "and": "bitwise_and",
+              "or": "bitwise_or", "xor": "bitwise_xor", "eq": "equal", "ne": "not_equal",
+              "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
 
 
 def _binary_rule(name):
