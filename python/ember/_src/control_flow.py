@@ -221,6 +221,7 @@ def _scan_traced(f, init, xs, length, reverse):
     spans = tree_util.hi_node_spans(x_tree)
     in_hi = {k for start, count, _ in spans for k in range(start, start + count)}
     plain = [x for k, x in enumerate(x_leaves) if k not in in_hi]
+    _check_scanned_sharding(plain)
     lengths = {x.shape[0] for x in plain if x.ndim}
     # (array-like hi values, key arrays, scan along their own first axis)
     lengths |= {aux[0].shape[0] for _, _, aux in spans if aux[0].array_like and aux[0].shape}
@@ -279,6 +280,31 @@ def _scan_empty(f, carry, x_leaves, x_tree):
     return carry, tree_util.tree_unflatten(store["y_tree"], ys0)
 
 
+def _stacked_sharding(aval):
+    """The sharding of a scan's stacked output: the step's, the stacking
+    dimension unsharded (JAX's)."""
+    from .mesh import NamedSharding, PartitionSpec
+
+    sh = aval.sharding
+    if not isinstance(sh, NamedSharding):
+        return None
+    return NamedSharding(sh.mesh, PartitionSpec(None, *sh.spec))
+
+
+def _check_scanned_sharding(x_leaves):
+    """JAX's error for xs split over an Explicit mesh axis along the scanned
+    dimension."""
+    from .mesh import NamedSharding, PartitionSpec
+
+    for x in x_leaves:
+        sh = x.aval.sharding
+        if isinstance(sh, NamedSharding) and x.ndim and any(
+                a in sh.mesh.explicit_axes for a in sh.spec.axes(0)):
+            entries = [sh.spec[k] if k < len(sh.spec) else None for k in range(x.ndim)]
+            raise ValueError(core.below_location(
+                f"0th dimension of all xs should be replicated. Got {PartitionSpec(*entries)!r}"))
+
+
 def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
     """Traces the body into a holder op's region (adding one block argument
     per output buffer once `f`'s outputs are known), then the condition, then
@@ -313,7 +339,8 @@ def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
             rt = core.current_trace()
             ys, store["y_avals"] = [], []
             for v in [as_value(v) for v in y_leaves]:
-                a = core.ShapedArray((n,) + tuple(v.shape), v.dtype, v.weak_type)
+                a = core.ShapedArray((n,) + tuple(v.shape), v.dtype, v.weak_type,
+                                     sharding=_stacked_sharding(v.aval))
                 with rt.ctx:
                     arg = body_block.add_argument(core.mlir_type(a), ir.Location.unknown(rt.ctx))
                 buf = core.Tracer(rt, arg, a)

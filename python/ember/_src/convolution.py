@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import api, core, dtypes, lax
+from . import api, core, dtypes, lax, sharding_rules
 from .config import config
 
 __all__ = [
@@ -198,7 +198,8 @@ def _int_tuple(xs, n, name):
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
-                         batch_group_count=1, precision=None, preferred_element_type=None):
+                         batch_group_count=1, precision=None, preferred_element_type=None,
+                         out_sharding=None):
     """General n-dimensional convolution with optional dilation (XLA ConvGeneralDilated).
 
     See ``jax.lax.conv_general_dilated``; ``precision`` is accepted and ignored.
@@ -290,6 +291,19 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     out_perm = np.argsort(out_spec)
     out_shape = tuple(out_canon[j] for j in out_perm)
 
+    # JAX's sharding rule (or `out_sharding`), applied to the composed result.
+    sharding = out_sharding if out_sharding is not None else \
+        sharding_rules.conv_sharding(lhs.aval, rhs.aval, lhs_spec[1], out_shape)
+    with sharding_rules.output_given():
+        out = _conv_composed(lhs, rhs, lhs_spec, rhs_spec, out_spec, window_strides, padding,
+                             lhs_dilation, rhs_dilation, G, B, preferred_element_type,
+                             out_shape, out_dtype, k_sp, I)
+    return out if sharding is None else core.with_out_sharding(out, sharding)
+
+
+def _conv_composed(lhs, rhs, lhs_spec, rhs_spec, out_spec, window_strides, padding,
+                   lhs_dilation, rhs_dilation, G, B, preferred_element_type, out_shape,
+                   out_dtype, k_sp, I):  # noqa: E741 (the docstring's letters)
     K = int(np.prod(k_sp, dtype=np.int64))
     if builtins.min(out_shape, default=1) == 0 or K == 0 or I == 0:
         return lax.full(out_shape, 0, out_dtype)

@@ -280,6 +280,11 @@ def where():
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f else "<unknown>"
 
 
+def below_location(msg):
+    """`msg` (JAX's text, whole on its first line) and the user's line below."""
+    return f"{msg}\n(at {where()})"
+
+
 def type_error(msg):
     return TypeError(f"{msg} (at {where()})")
 

@@ -30,8 +30,8 @@ def _check_same_types(name, *avals):
             tip = _PROMOTING.get(name)
             tip = (f" (Tip: jnp.{tip} is a similar function that does automatic type "
                    "promotion on inputs)") if tip else ""
-            raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
-                            f"{names}.{tip}.\n(at {core.where()})")
+            raise TypeError(core.below_location(
+                f"lax.{name} requires arguments to have the same dtypes, got {names}.{tip}."))
 
 
 # The jnp function that promotes its operands' dtypes, for each lax binary
@@ -863,7 +863,9 @@ eq, ne, lt, le, gt, ge = (_cmp(d) for d in ["eq", "ne", "lt", "le", "gt", "ge"])
 
 
 def select(pred, on_true, on_false):
-    pred, on_true = as_value(pred), as_value(on_true)
+    pred, on_true, on_false = as_value(pred), as_value(on_true), as_value(on_false)
+    sharding_rules.check_select(pred, (on_false, on_true), on_true.shape,
+                                sharding_rules.LAX_SELECTS)
     if pred.ndim == 0 and on_true.ndim != 0:
         pred = broadcast(pred, on_true.shape)
     return select_p.bind(pred, on_true, on_false)

@@ -316,6 +316,75 @@ def _gather(operand, indices, params, rank):
     return dims
 
 
+def check_select(which, cases, shape, names):
+    """JAX's select sharding errors, for a user's call of one of `names`:
+    the cases of the result's shape must be sharded alike (over Explicit
+    axes), and a `which` of that shape as they are. Operands broadcast to
+    the shape (scalars) are not checked. An array placed on no mesh counts
+    as replicated on the mesh in context (JAX's arrays take that mesh), and
+    is not checked without one."""
+    if _given.depth or not _user_called(names):
+        return
+    from .mesh import get_abstract_mesh
+
+    context = get_abstract_mesh()
+
+    def dims(aval):
+        if isinstance(aval.sharding, NamedSharding):
+            return _spec_dims(aval)[1] or [()] * len(aval.shape)
+        return [()] * len(aval.shape) if context.explicit_axes else None
+
+    def shown(aval):
+        sh = aval.sharding
+        if not isinstance(sh, NamedSharding):
+            return NamedSharding(context, PartitionSpec(*[None] * len(aval.shape)))
+        return NamedSharding(sh.mesh.abstract_mesh, PartitionSpec(
+            *[sh.spec[k] if k < len(sh.spec) else None for k in range(len(aval.shape))]))
+
+    full = [c.aval for c in cases if c.aval.shape == tuple(shape) and c.aval.shape]
+    known = [(a, d) for a in full if (d := dims(a)) is not None]
+    if any(d != known[0][1] for _, d in known[1:]):
+        raise ShardingTypeError(
+            "select cases must have the same shardings, got "
+            f"[{', '.join(repr(shown(a)) for a in full)}].")
+    w = which.aval
+    if known and w.shape == tuple(shape) and w.shape and dims(w) is not None and \
+            dims(w) != known[0][1]:
+        raise ShardingTypeError(
+            "select `which` must be scalar or have the same sharding as cases, got `which` "
+            f"sharding {shown(w)!r} but case sharding {shown(known[0][0])!r}.")
+
+
+def conv_sharding(lhs, rhs, feature_dim, out_shape):
+    """JAX's convolution rule: with the kernel replicated and the input's
+    feature dimension unsharded (over Explicit axes), the result takes the
+    input's sharding (dimension by dimension; a dimension whose size changes
+    must still split evenly); otherwise JAX's error asking for
+    `out_sharding`, for the user's own calls (elsewhere: None, unsharded)."""
+    sh = lhs.sharding
+    _, dl = _spec_dims(lhs)
+    _, dr = _spec_dims(rhs)
+    if not any(dr or ()) and not (dl and dl[feature_dim]):
+        if not isinstance(sh, NamedSharding):
+            return None
+        sizes = sh.mesh.shape
+        for k, (n, m) in enumerate(zip(lhs.shape, out_shape)):
+            split = 1
+            for a in sh.spec.axes(k):
+                split *= sizes[a]
+            if n != m and m % split:
+                raise ShardingTypeError(
+                    f"conv_general_dilated on sharded dims where out dim ({m}) is not "
+                    f"divisible by mesh axes ({split}) with spec ({sh.spec[k]}) is not "
+                    f"implemented. Got input type={lhs.str_short(short_dtypes=True)} and "
+                    f"output shape={tuple(out_shape)}")
+        return sh
+    if _given.depth or not _user_called(_CONVS):
+        return None
+    raise ShardingTypeError("Please specify the output sharding via `out_sharding` parameter "
+                            "of `conv_general_dilated`")
+
+
 def _full(e, n):
     """Whether slice `e` takes all of a dimension of size `n`."""
     if e.step not in (None, 1):
@@ -461,6 +530,11 @@ _CUMULATIVES = {(_NP, "cumulative"), (_NP, "cumulative_sum"), (_NP, "cumulative_
 _SORTS = {(_NP, "sort"), (_NP, "argsort"), (_LAX, "sort"), (_LAX, "sort_key_val")}
 _UPDATE_SLICES = {(_LAX, "dynamic_update_slice"), (_LAX, "dynamic_update_slice_in_dim"),
                   (_LAX, "dynamic_update_index_in_dim")}
+_CONV = "ember._src.convolution"
+_CONVS = {(_CONV, "conv_general_dilated"), (_CONV, "conv"),
+          (_CONV, "conv_with_general_padding")}
+WHERE = {(_NP, "where")}
+LAX_SELECTS = {(_LAX, "select"), (_LAX, "select_n")}
 _IDX = "ember._src.numpy.indexing"
 _GATHERS = {(_IDX, "getitem"), (_IDX, "get"), (_NP, "take"), (_NP, "take_along_axis"),
             (_LAX, "gather")}

@@ -127,3 +127,27 @@ show(lambda: y[jax.device_put(jnp.arange(8), P("X"))])
 show(lambda: jax.typeof(jnp.take_along_axis(x, jnp.zeros((8, 1), jnp.int32), axis=1)))
 show(lambda: jnp.take_along_axis(x, jnp.zeros((1, 4), jnp.int32), axis=0))
 show(lambda: x[jnp.argsort(x[:, 0])])
+# 21st session: selects, scans and convolutions (JAX's rules and errors)
+a = jax.device_put(jnp.ones((8, 4)), P("X"))
+b = jax.device_put(jnp.ones((8, 4)), P(None, "Y"))
+c = jnp.ones((8, 4)) > 0
+show(lambda: jnp.where(c, a, a))
+show(lambda: jnp.where(c, a, b))
+show(lambda: jnp.where(True, a, b))
+show(lambda: (jax.typeof(jnp.where(a > 0, a, 0.)), jax.typeof(jnp.where(a > 0, 1., 0.)),
+              jax.typeof(jnp.where(a > 0, a, jnp.ones(4)))))
+show(lambda: jax.lax.select(c, a, a))
+show(lambda: [jax.typeof(v) for v in jax.lax.scan(lambda k, _: (k * 2, k.sum(1)), a, None,
+                                                    length=3)])
+show(lambda: jax.lax.map(lambda r: r * 2, a))
+show(lambda: jax.typeof(jax.lax.map(lambda r: r * 2, b)))
+show(lambda: (jax.typeof(jax.lax.fori_loop(0, 3, lambda i, v: v * 2, a)),
+              jax.typeof(jax.lax.cond(True, lambda v: v * 2, lambda v: v, a))))
+xc = jax.device_put(jnp.ones((8, 3, 16, 16)), P("X"))
+show(lambda: jax.typeof(jax.lax.conv(xc, jnp.ones((4, 3, 3, 3)), (1, 1), "SAME")))
+show(lambda: jax.typeof(jax.lax.conv_general_dilated(xc, jnp.ones((4, 3, 3, 3)), (2, 2), "VALID")))
+show(lambda: jax.lax.conv(xc, jax.device_put(jnp.ones((4, 3, 3, 3)), P("Y")), (1, 1), "SAME"))
+show(lambda: jax.lax.conv(jax.device_put(jnp.ones((8, 4, 16, 16)), P(None, "Y")),
+                          jnp.ones((4, 4, 3, 3)), (1, 1), "SAME"))
+show(lambda: jax.typeof(jax.jit(lambda v, w: jax.lax.conv(v, w, (1, 1), "SAME"))(
+    xc, jnp.ones((4, 3, 3, 3)))))

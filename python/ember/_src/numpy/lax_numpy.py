@@ -698,8 +698,10 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
     if x is None and y is None:
         return nonzero(condition, size=size, fill_value=fill_value)
     c = _to(condition, bool_)
+    given = (_v(y), _v(x))  # (before broadcasting: broadcast operands are not checked)
     x, y = _promote(x, y)
     shape = broadcast_shapes(c.shape, x.shape)
+    _sharding_rules.check_select(c, given, shape, _sharding_rules.WHERE)
     return lax.select(broadcast_to(c, shape), broadcast_to(x, shape), broadcast_to(y, shape))
 
 
