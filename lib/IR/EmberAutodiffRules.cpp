@@ -1365,10 +1365,14 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
       .Case([&](HostCallbackOp o) -> LogicalResult {
         if (llvm::all_of(t, [](Value v) { return !v; }))
           return zero();
-        // As in JAX: the host function is opaque, its derivative unknown.
+        // As in JAX (and in its words): the host function is opaque, its
+        // derivative unknown; an effectful one is an io_callback.
+        if (o.getHasSideEffect())
+          return emitUserError(o, runtime::ErrorKind::NotDifferentiable)
+                 << "IO callbacks do not support JVP.";
         return emitUserError(o, runtime::ErrorKind::NotDifferentiable)
-               << ("cannot be differentiated: pure callbacks do not support "
-                   "JVP; define the derivative with custom_jvp or custom_vjp");
+               << ("Pure callbacks do not support JVP. Please use "
+                   "`jax.custom_jvp` to use callbacks while taking gradients.");
       })
       .Default([&](Operation *o) -> LogicalResult {
         if (llvm::all_of(t, [](Value v) { return !v; }))

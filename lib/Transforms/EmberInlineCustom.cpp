@@ -22,7 +22,7 @@ LogicalResult mlir::ember::inlineCustomCalls(ModuleOp module,
     if (isa<CustomLinearOp>(op))
       return emitUserError(op, runtime::ErrorKind::JvpOfCustomVjp)
              << "can't apply forward-mode autodiff (jvp) to a custom_vjp "
-                "function";
+                "function.";
     auto callee = symbols.lookup<func::FuncOp>(
         op->getAttrOfType<FlatSymbolRefAttr>("callee").getValue());
     auto seg = op->getAttrOfType<DenseI64ArrayAttr>("segments").asArrayRef();

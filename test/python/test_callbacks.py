@@ -181,8 +181,18 @@ def test_pure_callback_grad_raises_clear_error():
     def f(x):
         return jnp.sum(jax.pure_callback(host_sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x))
 
-    with pytest.raises(ValueError, match=r"pure callbacks do not support JVP.*test_callbacks"):
+    # JAX's text on the first line, the user's line below it.
+    with pytest.raises(ValueError, match=r"^Pure callbacks do not support JVP. Please use "
+                                         r"`jax.custom_jvp` to use callbacks while taking "
+                                         r"gradients.\n\(at .*test_callbacks.py:\d+\)"):
         jax.grad(f)(jnp.arange(3.0))
+
+    def g(x):
+        return jnp.sum(jax.experimental.io_callback(
+            host_sin, jax.ShapeDtypeStruct(x.shape, x.dtype), x))
+
+    with pytest.raises(ValueError, match=r"^IO callbacks do not support JVP.\n"):
+        jax.grad(g)(jnp.arange(3.0))
 
 
 def test_pure_callback_with_custom_jvp_differentiates():

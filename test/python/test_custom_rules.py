@@ -58,7 +58,7 @@ def test_custom_vjp_rule_survives_vmap_both_orders(fake_vjp):
 def test_custom_vjp_forward_mode_is_an_error(fake_vjp):
     # JAX's TypeError and text, at the user's line (no MLIR op prefix).
     with pytest.raises(TypeError, match="^can't apply forward-mode autodiff \\(jvp\\) to a "
-                                        "custom_vjp function \\(at .*test_custom_rules.py:"):
+                                        "custom_vjp function.\\n\\(at .*test_custom_rules.py:"):
         jax.jvp(fake_vjp, (XS,), (jnp.ones(3),))
 
 

@@ -738,13 +738,13 @@ class custom_vjp:
     _remat = None
 
     def __call__(self, *args):
-        if self._tracing_rule or (core._trace_stack and not differentiating()):
-            return self.fun(*args)
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
                                  "using defvjp.")
-        if not core._trace_stack:
-            return eager(lambda *a: self(*a), args, static_positions(args, ()))
+        if self._tracing_rule or not differentiating():
+            # Nothing differentiates it (outside any trace too): the function
+            # itself, as JAX calls it.
+            return self.fun(*args)
         nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
         leaves, treedef = tree_util.tree_flatten_lo(diff)
         vals = [as_value(x) for x in leaves]

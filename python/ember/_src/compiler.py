@@ -181,7 +181,7 @@ def _user_error(e):
         at = f"{where.group(1)}:{where.group(2)}" if where else loc
         # Without MLIR's "'ember.op' op " prefix: the user wrote no such op.
         message = re.sub(r"^'[\w.]+' op ", "", _ERROR_TAG.sub("", d.message))
-        return cls(f"{message} (at {at})")
+        return cls(f"{message}\n(at {at})")  # (JAX's text alone on the first line)
     return None
 
 

@@ -286,11 +286,11 @@ def below_location(msg):
 
 
 def type_error(msg):
-    return TypeError(f"{msg} (at {where()})")
+    return TypeError(below_location(msg))
 
 
 def value_error(msg):
-    return ValueError(f"{msg} (at {where()})")
+    return ValueError(below_location(msg))
 
 
 # --------------------------------------------------------------------------
@@ -465,9 +465,9 @@ class Value:
     def __setitem__(self, key, value):
         # JAX's error: arrays are immutable, `.at[]` makes updated copies.
         raise TypeError(
-            f"{type(self)!r} object does not support item assignment. JAX arrays are "
-            "immutable. Instead of ``x[idx] = y``, use ``x = x.at[idx].set(y)`` or another "
-            ".at[] method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+            "JAX arrays are immutable and do not support in-place item assignment. Instead of "
+            "x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
+            "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
 
 
 shape_poly.register_value_hook(Value, dimension_as_value)
