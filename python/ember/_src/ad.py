@@ -134,6 +134,7 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
             out = tuple(g if w else None for g, w in zip(out, want))
         return out
 
+    vjp_fun.traced_name, vjp_fun.n_args = traced.name, len(vals)
     return out, vjp_fun, aux, out_tree
 
 
@@ -316,6 +317,34 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
     return wrapped
 
 
+def _check_callbacks_differentiable(name, n_args):
+    """JAX's error for a host callback with results that depends on one of
+    the first `n_args` arguments of the traced function `name` (found by
+    following def-use chains; an op's regions count as depending on what
+    its operands depend on)."""
+    body = core.find_function(name).regions[0].blocks[0]
+    reached = {hash(a) for a in list(body.arguments)[:n_args]}
+
+    def visit(block):
+        for op in block.operations:
+            op = op.operation
+            if any(hash(v) in reached for v in op.operands):
+                if op.name == "ember.host_callback" and len(op.results):
+                    raise ValueError(core.below_location(
+                        "IO callbacks do not support JVP." if "has_side_effect" in
+                        op.attributes else "Pure callbacks do not support JVP. Please use "
+                        "`jax.custom_jvp` to use callbacks while taking gradients."))
+                reached.update(hash(r) for r in op.results)
+                for region in op.regions:
+                    for b in region.blocks:
+                        reached.update(hash(a) for a in b.arguments)
+            for region in op.regions:
+                for b in region.blocks:
+                    visit(b)
+
+    visit(body)
+
+
 def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
                            holomorphic=False):
     diff = tuple(args[i] for i in nums)
@@ -327,11 +356,10 @@ def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
             raise TypeError("grad with holomorphic=True requires inputs with complex dtype, "
                             f"but got {aval.dtype.name} (at {core.where()})")
         if not dtypes.is_inexact(aval.dtype) and not allow_int:
-            raise TypeError(
+            raise core.type_error(
                 "grad requires real- or complex-valued inputs (input dtype that is a "
                 f"sub-dtype of np.inexact), but got {aval.dtype.name}. If you want to use "
-                "Boolean- or integer-valued inputs, use vjp or set allow_int to True. "
-                f"(at {core.where()})")
+                "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
 
     def partial(*d):
         full = list(args)
@@ -342,20 +370,26 @@ def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
     out, vjp_fun, aux, out_tree = _vjp_traced(partial, diff, has_aux)
     leaves = tree_util.tree_leaves(out)
     if len(leaves) != 1 or as_value(leaves[0]).shape != ():
-        shape = as_value(leaves[0]).shape if len(leaves) == 1 else "a pytree"
-        raise TypeError(f"Gradient only defined for scalar-output functions. Output had "
-                        f"shape: {shape} (at {core.where()})")
+        # JAX differentiates while it traces, so an opaque callback on the
+        # differentiated path is its error before the output's shape is.
+        _check_callbacks_differentiable(vjp_fun.traced_name, vjp_fun.n_args)
+        raise core.type_error(
+            "Gradient only defined for scalar-output functions. " +
+            (f"Output had shape: {as_value(leaves[0]).shape}." if len(leaves) == 1 else
+             f"Output was {out!r}."))
     y = as_value(leaves[0])
     if holomorphic:
         if not dtypes.is_complex(y.dtype):
             raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
                             f"but got {y.dtype.name} (at {core.where()})")
     elif not dtypes.is_inexact(y.dtype) or dtypes.is_complex(y.dtype):
-        raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype "
-                        f"of np.floating), but got {y.dtype.name}. For holomorphic "
-                        "differentiation, pass holomorphic=True. For differentiation of "
-                        "non-holomorphic functions involving complex outputs, use vjp "
-                        f"directly (at {core.where()})")
+        raise core.type_error(
+            "grad requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {y.dtype.name}. " + (
+                "For holomorphic differentiation, pass holomorphic=True. For differentiation "
+                "of non-holomorphic functions involving complex outputs, use jax.vjp "
+                "directly." if dtypes.is_complex(y.dtype) else "For differentiation of "
+                "functions with integer outputs, use jax.vjp directly."))
     # (The seed is weakly typed where the output is, as JAX's ones_like.)
     seed = core.Array(np.ones((), y.dtype), weak_type=y.weak_type)
     g = vjp_fun(tree_util.tree_unflatten(out_tree, [seed]))
