@@ -537,10 +537,10 @@ def eval_shape(fun, *args, **kwargs):
     leaves = [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals[:tree.num_leaves]]
     # An array-like hi value (a key array) is one ShapeDtypeStruct of its own dtype.
     for start, count, (ty, _) in reversed(tree_util.hi_node_spans(tree)):
-        if ty.array_like:
+        if hitypes.is_array_like(ty):
             leaves[start:start + count] = [core.ShapeDtypeStruct(ty.shape, ty.dtype)]
     tree = tree_util.replace_hi_nodes(
-        tree, lambda aux: tree_util._LEAF if aux[0].array_like else
+        tree, lambda aux: tree_util._LEAF if hitypes.is_array_like(aux[0]) else
         hitypes.retyped_node(aux, aux[0]))
     return tree_util.tree_unflatten(tree, leaves)
 

@@ -31,7 +31,7 @@ def _hi_axes(prefix, x, what, size):
     if prefix is None:
         return [None] * count
     if not isinstance(prefix, hitypes.MappingSpec) and \
-            not (ty.array_like and isinstance(prefix, int)):
+            not (hitypes.is_array_like(ty) and isinstance(prefix, int)):
         raise ValueError(f"vmap {what} entry for a value of hijax type "
                          f"{hitypes._type_str(ty)} must be a MappingSpec of its type or None, "
                          f"got {prefix!r}")
@@ -40,7 +40,7 @@ def _hi_axes(prefix, x, what, size):
                                   f"(of type {hitypes._type_str(ty)}) is not built")
     if size is None:
         return [_HiPending(ty, prefix)] * count
-    if ty.array_like:  # (its type is read from results batched on their first axis)
+    if hitypes.is_array_like(ty):  # (its type is read from results batched on their first axis)
         ty = ty.dec_rank(size, 0)
     return hitypes.lo_axes(ty, prefix, size)
 
@@ -127,7 +127,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
                  for x, a in zip(leaves, axes)
                  if a is not None and not isinstance(a, _HiPending)]
         known += [a.ty.shape[a.spec] for a in axes  # (array-like: an int axis of its shape)
-                  if isinstance(a, _HiPending) and a.ty.array_like and -len(a.ty.shape)
+                  if isinstance(a, _HiPending) and hitypes.is_array_like(a.ty) and -len(a.ty.shape)
                   <= a.spec < len(a.ty.shape)]
         n_hi = axis_size if axis_size is not None else known[0] if known else None
         if n_hi is None:

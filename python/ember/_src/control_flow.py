@@ -224,7 +224,7 @@ def _scan_traced(f, init, xs, length, reverse):
     _check_scanned_sharding(plain)
     lengths = {x.shape[0] for x in plain if x.ndim}
     # (array-like hi values, key arrays, scan along their own first axis)
-    lengths |= {aux[0].shape[0] for _, _, aux in spans if aux[0].array_like and aux[0].shape}
+    lengths |= {ty.shape[0] for _, _, (ty, _) in spans if hitypes.is_array_like(ty) and ty.shape}
     if any(x.ndim == 0 for x in plain):
         raise ValueError("scan got value with no leading axis to scan over")
     if length is not None:

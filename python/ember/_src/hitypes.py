@@ -153,6 +153,12 @@ def hi_typeof(x):
     return None if fn is None else fn(x)
 
 
+def is_array_like(ty):
+    """Whether values of hi type `ty` stay their class in traced code and map
+    by integer axes (`HiType.array_like`: key arrays)."""
+    return getattr(ty, "array_like", False)
+
+
 def is_hi_type(ty):
     return isinstance(ty, HiType)
 
@@ -177,7 +183,7 @@ def raise_value(ty, lo, carrier=None):
     outside."""
     if isinstance(ty, ShapedArray):
         return lo[0]
-    if getattr(ty, "array_like", False):
+    if is_array_like(ty):
         return ty.raise_val(*lo)  # (key arrays: the value class around tracers too)
     if core._trace_stack or any(isinstance(v, core.Tracer) for v in lo):
         return HiTracer(ty, lo, carrier)
@@ -220,7 +226,7 @@ def _children(x):
         return (x.ty, carrier is not None), list(x.lo) + list(carrier or [])
     ty = _typeof_fns[type(x)](x)
     lo = ty.lower_val(x)
-    if not getattr(ty, "array_like", False) and any(isinstance(v, core.Tracer) for v in lo):
+    if not is_array_like(ty) and any(isinstance(v, core.Tracer) for v in lo):
         raise TypeError(
             f"a {type(x).__name__} holding traced arrays was built outside a hijax "
             f"primitive (at {core.where()}): inside traced code, values of hijax type "

@@ -147,7 +147,7 @@ def _spec_leaves(specs, tree, what, fname):
         return s is None or isinstance(s, PartitionSpec)
     if hitypes.is_hi(tree):
         n = len(hitypes.lo_types(hitypes.hi_typeof(tree)))
-        if hitypes.hi_typeof(tree).array_like and is_leaf(specs):
+        if hitypes.is_array_like(hitypes.hi_typeof(tree)) and is_leaf(specs):
             return [specs]  # (a key array: its spec is its data's, words unsharded)
         if not isinstance(specs, hitypes.HiPspec):
             raise TypeError(f"shard_map {what} entry for a value of hijax type "
