@@ -454,9 +454,9 @@ def take(a, indices, axis=None, **kwargs):
     return a.take(indices, axis=axis, **kwargs)
 
 
-def _check_array_like(x):
-    """Hook for hitypes: key arrays are hi values."""
-    return KeyTy(x.shape)
+def _typeof(keys):
+    """The hi type of a key array (registered with hitypes)."""
+    return KeyTy(keys.shape)
 
 
-hitypes.register_hitype(PRNGKeyArray, _check_array_like)
+hitypes.register_hitype(PRNGKeyArray, _typeof)
