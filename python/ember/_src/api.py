@@ -571,6 +571,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     from .mesh import NamedSharding, PartitionSpec, sharding_of
 
     def put(v, dev):
+        ty = hitypes.hi_typeof(v)
+        if hitypes.is_array_like(ty):  # (a key array: its data, placed)
+            return ty.raise_val(*[put(lo, dev) for lo in ty.lower_val(v)])
         dev = sharding_of(dev)
         v = as_value(v) if not isinstance(v, core.Value) else v
         if isinstance(dev, NamedSharding):

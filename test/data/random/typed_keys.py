@@ -134,3 +134,5 @@ mesh = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
 show("shard_map", lambda: jax.jit(jax.shard_map(
     lambda k: random.split(k[0], 1), mesh=mesh, in_specs=jax.P("x"),
     out_specs=jax.P("x")))(ks[:1]))
+show("device_put", lambda: jax.device_put(ks[:2]))
+show("device_get", lambda: jax.device_get(k))
