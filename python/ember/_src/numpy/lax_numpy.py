@@ -213,8 +213,8 @@ def _check_arraylike(name, *args):
     or tuples (`jnp.asarray` converts those)."""
     for i, a in enumerate(args):
         if isinstance(a, (list, tuple)):
-            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
-                            f"position {i}. (at {_core.where()})")
+            raise _core.type_error(f"{name} requires ndarray or scalar arguments, got "
+                                   f"{type(a)} at position {i}.")
 
 
 def _eager_jit(f):
