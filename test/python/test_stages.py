@@ -61,7 +61,7 @@ def test_user_error_id_maps_to_its_exception():
         y = ember.pure_callback(np.sin, ember.ShapeDtypeStruct(x.shape, x.dtype), x)
         return jnp.sum(y)
 
-    with pytest.raises(ValueError, match="cannot be differentiated") as info:
+    with pytest.raises(ValueError, match="Pure callbacks do not support JVP") as info:
         ember.grad(f)(jnp.ones(3))
     assert "[ember:" not in str(info.value)
     assert "test_stages.py" in str(info.value)
