@@ -205,7 +205,8 @@ def test_host_callback_is_not_on_cuda_yet():
     def f(a):
         return ember.pure_callback(np.sin, ember.ShapeDtypeStruct(a.shape, a.dtype), a)
     with pytest.raises(NotImplementedError,
-                       match=r"CPU runtime entry point .*cuda target[\s\S]*test_cuda_target.py:\d+"):
+                       match=r"CPU runtime entry point .*cuda target[\s\S]*"
+                             r"test_cuda_target.py:\d+"):
         lower_cuda(f, x).as_text("binary")
 
 
