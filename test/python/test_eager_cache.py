@@ -127,3 +127,140 @@ def test_elementwise_functions_run_through_the_c_dispatch(monkeypatch):
     assert repr(jnp.multiply(2.5, True)) == "Array(2.5, dtype=float32, weak_type=True)"
     with ember.disable_jit():
         assert repr(jnp.add(1, 2)) == "Array(3, dtype=int32, weak_type=True)"
+
+
+def test_eager_ops_compile_in_tiers(compiles):
+    # The first call of a primitive outside traces that moves data (no float
+    # products or reductions) compiles without LLVM's optimizer; called
+    # _TIER_UP_CALLS times it is compiled again at the full level. Small ops
+    # stay in the first tier, large ones start in the second. (jnp's
+    # elementwise functions are jitted programs: test above.)
+    core._eager_cache.clear()
+    v = jnp.asarray(np.linspace(-2, 2, 1000, dtype=np.float32))
+    out = lax.rev(v, (0,))
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(v)[::-1])
+    (key, entry), = [(k, e) for k, e in core._eager_cache.items() if k[0] == "reverse"]
+    assert entry.exe.opt_level == 0 and entry.calls == 0
+    n = compiles[0]
+    for _ in range(core._TIER_UP_CALLS):
+        again = lax.rev(v, (0,))
+    assert entry.exe.opt_level == core.compiler.OPT_LEVEL and entry.calls == -1
+    assert compiles[0] > n
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(out))
+    n = compiles[0]
+    for _ in range(20):
+        lax.rev(v, (0,))
+    assert compiles[0] == n  # (no further compile)
+
+    small = lax.rev(jnp.asarray(np.arange(8.0, dtype=np.float32)), (0,))
+    large = lax.rev(jnp.asarray(np.arange(core._LARGE_ELEMENTS + 1.0, dtype=np.float32)), (0,))
+    revs = {k[1][0].shape: e for k, e in core._eager_cache.items() if k[0] == "reverse"}
+    assert revs[(8,)].exe.opt_level == 0 and revs[(8,)].calls == -1
+    big = revs[(core._LARGE_ELEMENTS + 1,)]
+    assert big.exe.opt_level == core.compiler.OPT_LEVEL and big.calls == -1
+    np.testing.assert_array_equal(np.asarray(small), np.arange(8.0)[::-1])
+    np.testing.assert_array_equal(np.asarray(large)[:2],
+                                  [core._LARGE_ELEMENTS, core._LARGE_ELEMENTS - 1])
+
+
+@pytest.mark.parametrize("call", [
+    lambda v: lax.exp(v),
+    lambda v: jnp.sum(v),
+    lambda v: ember.nn.logsumexp(v),
+    lambda v: ember.scipy.special.gammaln(v + 3.0),
+], ids=["exp", "sum", "logsumexp", "gammaln"])
+def test_float_arithmetic_compiles_optimized_and_equals_jit(call):
+    # Float products and reductions come out differently at LLVM's levels
+    # (FMAs, partial sums): such programs compile at the full level at once,
+    # so that eager results never change between calls and equal jit's.
+    core._eager_cache.clear()
+    v = jnp.asarray(np.linspace(0.1, 3, 1000, dtype=np.float32))
+    first = call(v)
+    assert all(e.exe.opt_level == core.compiler.OPT_LEVEL for e in core._eager_cache.values())
+    for _ in range(core._TIER_UP_CALLS + 1):
+        later = call(v)
+    np.testing.assert_array_equal(np.asarray(later), np.asarray(first))
+    np.testing.assert_array_equal(np.asarray(ember.jit(call)(v)), np.asarray(first))
+
+
+def test_small_inputs_large_results_start_optimized():
+    core._eager_cache.clear()
+    out = jnp.linspace(0.0, 1.0, core._LARGE_ELEMENTS + 7)
+    np.testing.assert_allclose(np.asarray(out)[[0, -1]], [0.0, 1.0])
+    entry, = [e for k, e in core._eager_cache.items() if not isinstance(k[0], str)]
+    assert entry.exe.opt_level == core.compiler.OPT_LEVEL and entry.calls == -1
+
+
+m = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+i = np.array([2, 0, 3, 3])
+# Each call's inputs: the arrays, indices and square matrices it takes.
+inputs = {"a": m, "j": i, "j9": i - 9, "j2": i[:2], "j3": i % 3, "a0": m[0],
+          "sq": m[:, :3, :3] + 3 * np.eye(3, dtype=np.float32)}
+
+
+@pytest.mark.parametrize("call, want", [
+    (lambda v: jnp.take(v["a"], v["j"], axis=1), lambda: np.take(m, i, axis=1)),
+    (lambda v: jnp.take(v["a"], v["j9"], axis=1, mode="fill", fill_value=-1.0),
+     lambda: np.full((3, 4, 5), -1.0)),
+    (lambda v: v["a"][1:, ::2, v["j2"]], lambda: m[1:, ::2, i[:2]]),
+    (lambda v: v["a"][v["j3"], None, 1], lambda: m[i % 3, None, 1]),
+    (lambda v: v["a"].at[:, v["j"]].set(7.0), lambda: _set(m, (slice(None), i), 7.0)),
+    (lambda v: v["a"].at[0, v["j"]].add(1.0), lambda: _add(m, (0, i), 1.0)),
+    (lambda v: v["a"].at[v["j"]].get(mode="clip"), lambda: m[np.minimum(i, 2)]),
+    (lambda v: jnp.var(v["a"], axis=(0, 2), ddof=1), lambda: np.var(m, axis=(0, 2), ddof=1)),
+    (lambda v: jnp.linalg.norm(v["a0"], ord=1), lambda: np.linalg.norm(m[0], ord=1)),
+    (lambda v: ember.nn.logsumexp(v["a"], axis=-1),
+     lambda: np.log(np.sum(np.exp(m), axis=-1))),
+    (lambda v: jnp.argsort(v["a"], axis=1, descending=True),
+     lambda: np.argsort(-m, axis=1, kind="stable")),
+    (lambda v: jnp.roll(v["a"], 2, axis=2), lambda: np.roll(m, 2, axis=2)),
+    (lambda v: jnp.linalg.slogdet(v["sq"]), lambda: tuple(np.linalg.slogdet(inputs["sq"]))),
+], ids=["take", "take-fill", "getitem", "getitem-new", "at-set", "at-add", "at-get", "var",
+        "norm", "logsumexp", "argsort", "roll", "slogdet"])
+def test_jnp_functions_outside_traces_are_one_program(call, want, compiles):
+    # As JAX's jitted jnp functions: one compile for the whole function (was
+    # one per primitive: nine for take, thirteen for .at[].set), the same
+    # results as under jit and as NumPy, and no compile on later calls.
+    core._eager_cache.clear()
+    v = {k: jnp.asarray(x) for k, x in inputs.items()}
+    out = call(v)
+    assert compiles[0] == 1
+    for _ in range(3):
+        again = call(v)
+    assert compiles[0] == 1
+    jitted = ember.jit(call)(v)
+    for o, g, w in zip(ember.tree_leaves(out), ember.tree_leaves(jitted),
+                       ember.tree_leaves(want())):
+        assert o.dtype == g.dtype and o.shape == np.shape(w)
+        np.testing.assert_allclose(np.asarray(o), np.asarray(g), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(o), w, rtol=2e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(ember.tree_leaves(again)[0]),
+                                  np.asarray(ember.tree_leaves(out)[0]))
+
+
+def _set(a, idx, v):
+    a = a.copy()
+    a[idx] = v
+    return a
+
+
+def _add(a, idx, v):
+    a = a.copy()
+    np.add.at(a, idx, v)
+    return a
+
+
+def test_outside_traces_keeps_types_and_errors():
+    a = jnp.asarray(m)
+    # Weak types of Python scalars, as op by op.
+    assert repr(jnp.round(2.5)) == "Array(2., dtype=float32, weak_type=True)"
+    assert jnp.isclose(a, a + 1e-9).dtype == np.bool_
+    # Arguments it does not take (lists, masks) run op by op, as before.
+    np.testing.assert_array_equal(np.asarray(a[np.asarray(m > 0)]), m[m > 0])
+    np.testing.assert_array_equal(np.asarray(jnp.roll(a, (1, 2), axis=(0, 1))),
+                                  np.roll(m, (1, 2), axis=(0, 1)))
+    # Errors name the user's line.
+    with pytest.raises(ValueError, match=r"same number of dimensions(.|\n)*test_eager_cache"):
+        jnp.take_along_axis(a, jnp.asarray(i), axis=0)
+    with pytest.raises(IndexError, match="Too many indices"):
+        a[0, 0, 0, jnp.asarray(i)]

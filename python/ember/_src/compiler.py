@@ -79,7 +79,7 @@ def set_threads(n):
     if "EMBER_NUM_THREADS" not in os.environ:
         _ember_runtime.set_num_threads(int(n))
 
-_OPT_LEVEL = int(os.environ.get("EMBER_OPT_LEVEL", "2"))
+OPT_LEVEL = int(os.environ.get("EMBEROPT_LEVEL", "2"))
 _dump_dir = os.environ.get("EMBER_DUMP_DIR")
 # With EMBER_DUMP_DIR, also lower every compiled program for these targets
 # (comma-separated, e.g. "cuda") and dump their stages: how the PTX of whole
@@ -87,11 +87,49 @@ _dump_dir = os.environ.get("EMBER_DUMP_DIR")
 _dump_targets = [t for t in os.environ.get("EMBER_DUMP_TARGETS", "").split(",") if t]
 
 
+# See Executable: LLVM's level for an eager program's first compile.
+FIRST_TIER = "first-tier"
+
+# LLVM-dialect ops whose results may depend on LLVM's optimization level: a
+# float multiplication (which O2's code generator contracts with an add into
+# an FMA, where O0's does not).
+_FLOAT_PRODUCTS = frozenset(["llvm.fmul", "llvm.intr.fma", "llvm.intr.fmuladd",
+                             "llvm.intr.vector.reduce.fmul"])
+
+
+def exact_at_any_level(module):
+    """Whether a module lowered to the LLVM dialect computes the same bits
+    at every LLVM optimization level: no float multiplication (contracted
+    into FMAs at O2 only) and no float op that may be reassociated (float
+    reductions, which O2 vectorizes into several partial sums). Moving
+    data, comparing, sorting, selecting, integer arithmetic and plain float
+    additions qualify."""
+    exact = [True]
+
+    def visit(op):
+        if op.name in _FLOAT_PRODUCTS or (
+                "fastmathFlags" in op.attributes
+                and "reassoc" in str(op.attributes["fastmathFlags"])):
+            exact[0] = False
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return exact[0]
+
+
 class Executable:
     """A compiled function: the C++ kernel plus the avals it was built for."""
 
-    def __init__(self, module, in_avals, out_avals, target=None, text=None):
+    def __init__(self, module, in_avals, out_avals, target=None, text=None, opt_level=None):
+        """`opt_level`: LLVM's level (EMBER_OPT_LEVEL's by default), or
+        FIRST_TIER: 0 when that computes the same bits as the default level
+        (`exact_at_any_level`), else the default (an eager program's first
+        compile, core._tiered). `self.opt_level` is the level used (None
+        when loaded from the persistent cache)."""
         target = target or get_target()
+        opt_level = OPT_LEVEL if opt_level is None else opt_level
+        self.opt_level = None
         self.target = target
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
@@ -103,7 +141,7 @@ class Executable:
         key = None
         if compilation_cache.enabled(target) and not _dump_dir:
             key = compilation_cache.key(target, self.ember_text, self.in_avals,
-                                        self.out_avals, _OPT_LEVEL)
+                                        self.out_avals, opt_level)
             obj = compilation_cache.load(key)
             if obj is not None:
                 try:
@@ -120,12 +158,15 @@ class Executable:
                 fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
                 self.stages = run_pipeline(module, target, text=self.ember_text,
                                            keep_last=False)
+                if opt_level == FIRST_TIER:
+                    opt_level = 0 if exact_at_any_level(module) else OPT_LEVEL
+                self.opt_level = opt_level
                 try:
                     if obj_path:
-                        self.kernel = target.load(module, _OPT_LEVEL, self.in_avals,
+                        self.kernel = target.load(module, opt_level, self.in_avals,
                                                   self.out_avals, object_path=obj_path)
                     else:
-                        self.kernel = target.load(module, _OPT_LEVEL, self.in_avals,
+                        self.kernel = target.load(module, opt_level, self.in_avals,
                                                   self.out_avals)
                 except RuntimeError as e:
                     raise EmberInternalError(f"{e} (a bug in Ember)") from None

@@ -20,7 +20,7 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import dtypes, shape_poly
+from . import compiler, dtypes, shape_poly, tree_util
 from .compiler import Executable
 from .config import config, on_change
 from .context import context
@@ -1270,9 +1270,10 @@ _program_cache = collections.OrderedDict()
 _bytecode_index = collections.OrderedDict()
 
 
-def compile_function(fun, in_avals, concrete=None, lifted=None):
+def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None):
     """The Executable of `fun` traced on `in_avals` (see `trace_function`;
-    refs appended to `lifted` are extra arguments and results)."""
+    refs appended to `lifted` are extra arguments and results), its code
+    optimized at `opt_level` (see `Executable`)."""
     refs = []
     module, out_avals = trace_function(fun, in_avals, concrete, refs)
     if refs:
@@ -1287,12 +1288,14 @@ def compile_function(fun, in_avals, concrete=None, lifted=None):
     buf = io.BytesIO()
     module.operation.write_bytecode(buf)
     avals = tuple(in_avals)
+    if opt_level is not None and opt_level != compiler.OPT_LEVEL:
+        avals += (("opt_level", opt_level),)
     exe = _lru_get(_bytecode_index, (buf.getvalue(), avals))
     if exe is None:
         text = str(module)
         exe = _lru_get(_program_cache, (text, avals))
         if exe is None:
-            exe = Executable(module, in_avals, out_avals, text=text)
+            exe = Executable(module, in_avals, out_avals, text=text, opt_level=opt_level)
             _lru_put(_program_cache, (text, avals), exe)
         _lru_put(_bytecode_index, (buf.getvalue(), avals), exe)
     if [a.sharding for a in exe.out_avals] != [a.sharding for a in out_avals]:
@@ -1316,10 +1319,25 @@ def _lru_put(cache, key, exe):
         cache.popitem(last=False)
 
 
-# One-op programs of eager primitives, by (primitive, avals, parameters):
+# One-op programs of eager primitives, by (primitive, avals, parameters),
+# and programs of jnp functions run outside traces (`call_compiled`):
 # bounded like the program cache (indexing arrays of ever new shapes would
-# otherwise keep a program per shape).
+# otherwise keep a program per shape). Their code is compiled in tiers, as
+# JITs do, where that cannot change a result: a program that computes the
+# same bits at every LLVM level (data movement, sorts, comparisons, integer
+# arithmetic: `compiler.exact_at_any_level`) is first compiled without
+# LLVM's optimizer (three to six times faster to compile; its loops run up
+# to ten times slower) and, called `_TIER_UP_CALLS` times, compiled again at
+# the full level. Others (float products and reductions, whose FMAs and
+# partial sums the levels do differently) compile at the full level at once,
+# as do programs on more than `_LARGE_ELEMENTS` elements (their run time
+# outweighs the compile); programs on at most `_SMALL_ELEMENTS` stay in the
+# first tier (the difference is below a dispatch's cost). design.md, "Eager
+# ops".
 _eager_cache = collections.OrderedDict()
+_TIER_UP_CALLS = 8
+_SMALL_ELEMENTS = 64
+_LARGE_ELEMENTS = 1 << 16
 
 
 @on_change
@@ -1341,20 +1359,87 @@ def _param_key(params):
     return tuple(items)
 
 
+class _EagerProgram:
+    """An eager program's compiled code, what its builder returned with it,
+    and its calls until it tiers up (-1: it never does, or did)."""
+
+    __slots__ = ("exe", "info", "calls")
+
+    def __init__(self, exe, info, calls):
+        self.exe, self.info, self.calls = exe, info, calls
+
+
+def _tiered(key, in_avals, build):
+    """The `_EagerProgram` of `key`, built by `build(opt_level)` -> (Executable,
+    info) in the tiers described above."""
+    entry = _lru_get(_eager_cache, key)
+    if entry is None:
+        size = max([_aval_size(a) for a in in_avals], default=0)
+        tiered = compiler.OPT_LEVEL > 0 and size <= _LARGE_ELEMENTS
+        exe, info = build(compiler.FIRST_TIER if tiered else None)
+        size = max([size] + [_aval_size(a) for a in exe.out_avals])
+        tiered = exe.opt_level == 0 and compiler.OPT_LEVEL > 0
+        if tiered and size > _LARGE_ELEMENTS:  # (small inputs, large results)
+            (exe, info), tiered = build(None), False
+        entry = _EagerProgram(exe, info, 0 if tiered and size > _SMALL_ELEMENTS else -1)
+        _lru_put(_eager_cache, key, entry)
+    elif entry.calls >= 0:
+        entry.calls += 1
+        if entry.calls >= _TIER_UP_CALLS:
+            entry.exe, entry.info = build(None)
+            entry.calls = -1
+    return entry
+
+
 def eager_apply(prim, args, params, out_avals):
-    key = (prim.name, tuple(a.aval for a in args), _param_key(params))
-    exe = _lru_get(_eager_cache, key)
-    if exe is None:
+    avals = tuple(a.aval for a in args)
+
+    def build(opt_level):
         def fun(*xs):
             r = prim.bind(*xs, **params)
             return list(r) if prim.multiple_results else [r]
-        exe = compile_function(fun, [a.aval for a in args])
-        _lru_put(_eager_cache, key, exe)
+        return compile_function(fun, avals, opt_level=opt_level), None
+
+    exe = _tiered((prim.name, avals, _param_key(params)), avals, build).exe
     outs = exe([a._value for a in args])
     if config.jax_debug_nans or config.jax_debug_infs:
         check_special(prim.name, outs)
     return [Array(o, weak_type=a.weak_type) if a.sharding is None else
             Array.with_sharding(o, a.weak_type, a.sharding) for o, a in zip(outs, out_avals)]
+
+
+def call_compiled(fun, key, arrays):
+    """`fun(*arrays)` for concrete, unsharded `arrays` (a pytree of arrays
+    out), run as one eager program compiled in tiers; `key` names `fun`
+    with whatever it closes over (its static arguments). How jnp's
+    functions of several primitives run outside traces."""
+    avals = tuple(a.aval for a in arrays)
+
+    def build(opt_level):
+        trees = []
+
+        def flat(*xs):
+            leaves, tree = tree_util.tree_flatten(fun(*xs))
+            trees.append(tree)
+            return leaves
+        return compile_function(flat, avals, opt_level=opt_level), trees[-1]
+
+    entry = _tiered((key, avals), avals, build)
+    outs = entry.exe([a._value for a in arrays])
+    if config.jax_debug_nans or config.jax_debug_infs:
+        check_special(getattr(fun, "__name__", "fun"), outs)
+    return tree_util.tree_unflatten(entry.info, [
+        Array(o, weak_type=a.weak_type) for o, a in zip(outs, entry.exe.out_avals)])
+
+
+def _aval_size(aval):
+    """Elements of `aval` (symbolic dimensions count as large)."""
+    n = 1
+    for d in aval.shape:
+        if not isinstance(d, int):
+            return _LARGE_ELEMENTS + 1
+        n *= d
+    return n
 
 
 def special_kind(values):

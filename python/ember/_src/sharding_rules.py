@@ -542,6 +542,11 @@ _SCATTERS = {(_IDX, name) for name in ("set", "add", "subtract", "multiply", "di
                                       "power", "min", "max", "apply")}
 
 
+# Ember's wrappers around the functions in `_GATHERS`/`_SCATTERS` and the
+# like (key-array dispatch, programs compiled outside traces, `x[i]`).
+_WRAPPERS = ("_key_dispatch", "_jit_dispatch", "getitem_method")
+
+
 def _user_called(names):
     """Whether the user's code called one of `names` itself (JAX's error),
     not a function of Ember's that uses the primitive inside (the FFT's
@@ -552,7 +557,7 @@ def _user_called(names):
         if module != "ember" and not module.startswith("ember."):
             return callee is not None and (callee.f_globals.get("__name__"),
                                            callee.f_code.co_name) in names
-        if frame.f_code.co_name != "_key_dispatch":  # (`jnp`'s key-array dispatch)
+        if frame.f_code.co_name not in _WRAPPERS:
             callee = frame
         frame = frame.f_back
     return True

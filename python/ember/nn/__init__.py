@@ -2,6 +2,7 @@
 
 import ember.numpy as jnp
 from ember._src import lax
+from ember._src.numpy.lax_numpy import _jit_outside_traces
 
 
 def relu(x):
@@ -71,6 +72,7 @@ def hard_tanh(x):
     return jnp.clip(x, -1.0, 1.0)
 
 
+@_jit_outside_traces("axis", "keepdims", "return_sign")
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
     a = jnp.asarray(a)
     if not jnp.issubdtype(a.dtype, jnp.inexact):
@@ -90,6 +92,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     return (out, sign) if return_sign else out
 
 
+@_jit_outside_traces("axis", "initial")
 def softmax(x, axis=-1, where=None, initial=None):
     x = jnp.asarray(x)
     if where is None:
@@ -103,6 +106,7 @@ def softmax(x, axis=-1, where=None, initial=None):
     return out if where is None else jnp.where(where, out, 0)
 
 
+@_jit_outside_traces("axis", "initial")
 def log_softmax(x, axis=-1, where=None, initial=None):
     x = jnp.asarray(x)
     if where is None:

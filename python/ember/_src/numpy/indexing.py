@@ -1,11 +1,13 @@
 """NumPy-style indexing (`x[idx]`) and the `.at[]` update API."""
 
+import functools
 import operator
 
 import numpy as np
 
 from .. import core, dtypes, lax, shape_poly
 from .. import sharding_rules as _sharding_rules
+from ..config import config
 from ..core import Array, Tracer, Value
 from ..errors import NonConcreteBooleanIndexError
 from . import lax_numpy as jnp
@@ -269,6 +271,89 @@ def getitem(x, idx, mode=None):
     return lax.reshape(x, final)
 
 
+# Indexing outside traces, as JAX's: an index holding integer arrays is one
+# program, compiled once per index structure and shapes (jit over the
+# arrays, the ints, slices, None and Ellipsis static), where op by op it was
+# one compile per primitive (seven for `x[1:, ::2, i]`, thirteen for an
+# `.at[i].set`). Anything else (boolean masks, lists, tracers, sharded
+# arrays) runs as written.
+_ARRAY = "<array>"  # (an array's place in an index structure)
+
+
+def _outside_traces(x):
+    return (not core._trace_stack and not config.jax_disable_jit and type(x) is Array
+            and x.aval.sharding is None)
+
+
+def _split_index(idx):
+    """The static structure of `idx` and its integer arrays, or None when an
+    entry needs its value in Python or is no index at all."""
+    entries = idx if type(idx) is tuple else (idx,)
+    structure, arrays = [], []
+    for e in entries:
+        if e is None or e is Ellipsis or type(e) is int:
+            structure.append(e)
+        elif type(e) is slice:
+            if not all(v is None or type(v) is int for v in (e.start, e.stop, e.step)):
+                return None
+            structure.append(("slice", e.start, e.stop, e.step))
+        elif ((type(e) is Array and e.aval.sharding is None) or type(e) is np.ndarray) \
+                and np.dtype(e.dtype).kind in "iu":
+            structure.append(_ARRAY)
+            arrays.append(e)
+        else:
+            return None
+    return (type(idx) is tuple, tuple(structure)), arrays
+
+
+def _join_index(structure, arrays):
+    is_tuple, entries = structure
+    it = iter(arrays)
+    idx = tuple(next(it) if e is _ARRAY else slice(*e[1:]) if type(e) is tuple else e
+                for e in entries)
+    return idx if is_tuple else idx[0]
+
+
+def getitem_method(x, idx):
+    """`x[idx]`."""
+    if _outside_traces(x):
+        split = _split_index(idx)
+        if split is not None and split[1]:
+            structure, arrays = split
+            return core.call_compiled(
+                lambda x, *arrays: getitem(x, _join_index(structure, arrays)),
+                ("getitem", structure), [x] + [core.as_value(a) for a in arrays])
+    return getitem(x, idx)
+
+
+def _at_method(method):
+    """An `.at[idx]` method that, outside traces, runs as one program."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def _jit_dispatch(self, *args, **kwargs):
+        if _outside_traces(self.x) and kwargs.get("out_sharding") is None:
+            split = _split_index(self.idx)
+            ready = split is not None and all(jnp._compilable_operand(a) for a in args)
+            try:
+                kw = tuple(sorted(kwargs.items()))
+                hash(kw)
+            except TypeError:
+                ready = False
+            if ready:
+                structure, arrays = split
+                k = len(arrays)
+
+                def call(x, *xs):
+                    ref = _IndexUpdateRef(x, _join_index(structure, xs[:k]))
+                    return getattr(ref, name)(*xs[k:], **dict(kw))
+                return core.call_compiled(
+                    call, ("at", name, structure, kw, len(args)),
+                    [self.x] + [core.as_value(jnp._scalar_array(a)) for a in (*arrays, *args)])
+        return method(self, *args, **kwargs)
+    return _jit_dispatch
+
+
 def _split(x):
     """Whether `x` is a concrete array split over several devices (JAX
     indexes it by gathers, not slices)."""
@@ -286,6 +371,7 @@ class _IndexUpdateRef:
         pos1 = jnp.arange(1, x.size + 1, dtype=np.int32).reshape(x.shape)
         return getitem(pos1, self.idx, mode="fill") > 0
 
+    @_at_method
     def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False,
             out_sharding=None):
         if out_sharding is not None:
@@ -329,32 +415,40 @@ class _IndexUpdateRef:
         out = fn(flat, pos.reshape(-1, 1), vals.reshape(-1), dn, mode="fill").reshape(x.shape)
         return out if sh is None else core.with_out_sharding(out, sh)
 
+    @_at_method
     def set(self, values, *, mode=None, out_sharding=None, **kw):
         return self._scatter("replace", values, mode, out_sharding=out_sharding)
 
+    @_at_method
     def add(self, values, *, mode=None, out_sharding=None, **kw):
         return self._scatter("add", values, mode, out_sharding=out_sharding)
 
+    @_at_method
     def subtract(self, values, *, mode=None, out_sharding=None, **kw):
         return self._scatter("add", jnp.negative(jnp.asarray(values).astype(self.x.dtype)), mode,
                              out_sharding=out_sharding)
 
+    @_at_method
     def multiply(self, values, *, mode=None, out_sharding=None, **kw):
         return self._scatter("mul", values, mode, out_sharding=out_sharding)
 
     mul = multiply
 
+    @_at_method
     def divide(self, values, *, mode=None, **kw):
         # As JAX: x / (ones.at[idx].multiply(values)).
         return jnp.divide(self.x, self._scatter("mul", values, mode, x=jnp.ones_like(self.x)))
 
+    @_at_method
     def power(self, values, *, mode=None, **kw):
         # As JAX: x ** (ones.at[idx].multiply(values)).
         return jnp.power(self.x, self._scatter("mul", values, mode, x=jnp.ones_like(self.x)))
 
+    @_at_method
     def min(self, values, *, mode=None, out_sharding=None, **kw):
         return self._scatter("min", values, mode, out_sharding=out_sharding)
 
+    @_at_method
     def max(self, values, *, mode=None, out_sharding=None, **kw):
         return self._scatter("max", values, mode, out_sharding=out_sharding)
 

@@ -7,6 +7,7 @@ indexing lives in `indexing`, einsum in `einsum`, and linalg in `linalg`.
 import builtins
 import collections as _collections
 import functools as _functools
+import inspect as _inspect
 import itertools as _itertools
 import math as _math
 
@@ -237,6 +238,66 @@ def _eager_jit(f):
     return g
 
 
+def _jit_outside_traces(*static_argnames):
+    """JAX's `partial(jit, static_argnames=...)` on a jnp function of several
+    primitives: called outside any trace with arrays, Python or NumPy
+    scalars and None for its other arguments, it runs as one program
+    (`core.call_compiled`: compiled once per shapes and static arguments, in
+    tiers) instead of one eager program per primitive (`jnp.take` was nine
+    compiles). Inside traces, and with any other argument (a list, a key
+    array, a sharded array, an unhashable static), `f` runs as written, op
+    by op; so only functions whose Python does not read their arrays'
+    values take it."""
+    def deco(f):
+        sig = _inspect.signature(f).parameters.values()
+        params = [p.name for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        keywords = {p.name for p in sig if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+        @_functools.wraps(f)
+        def _jit_dispatch(*args, **kwargs):  # (a name sharding_rules._user_called skips)
+            if _core._trace_stack or _config.jax_disable_jit or len(args) > len(params):
+                return f(*args, **kwargs)
+            named = [(params[i], a) for i, a in enumerate(args)]
+            for k in kwargs:
+                if k not in keywords:
+                    return f(*args, **kwargs)
+            static, arrays = [], []
+            for k, a in named + list(kwargs.items()):
+                if k in static_argnames or a is None:
+                    static.append((k, a))
+                elif _compilable_operand(a):
+                    static.append((k, _ARRAY))
+                    arrays.append(_v(_scalar_array(a)))
+                else:
+                    return f(*args, **kwargs)
+            static = tuple(static)
+            try:
+                hash(static)
+            except TypeError:
+                return f(*args, **kwargs)
+            n = len(args)
+
+            def call(*xs):
+                it = iter(xs)
+                vals = [next(it) if v is _ARRAY else v for _, v in static]
+                return f(*vals[:n], **{k: v for (k, _), v in zip(static[n:], vals[n:])})
+            return _core.call_compiled(call, (f, static), arrays)
+        return _jit_dispatch
+    return deco
+
+
+_ARRAY = "<array>"  # (an array argument's place among static ones)
+
+
+def _compilable_operand(a):
+    """Whether `a` can be an operand of a program compiled outside traces
+    (`_jit_outside_traces`): an unsharded array, a NumPy array or scalar, a
+    Python scalar."""
+    return (type(a) in (int, float, bool, complex)
+            or (type(a) is ndarray and a.aval.sharding is None)
+            or (isinstance(a, (_np.ndarray, _np.generic)) and a.dtype.kind in "biufc"))
+
+
 _scalar_arrays = {}
 
 
@@ -409,6 +470,7 @@ fix = trunc
 rint = _float_only(lambda x: lax.round(x, 1))
 
 
+@_jit_outside_traces("decimals", "out")
 def round(a, decimals=0, out=None):
     a = _v(a)
     if not _dt.is_inexact(a.dtype):
@@ -885,6 +947,7 @@ def _arange(start, stop, step, dtype):
     return add(multiply(i, _to(step, dtype)), _to(start, dtype))
 
 
+@_jit_outside_traces("num", "endpoint", "retstep", "dtype", "axis", "device")
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
     out = _linspace(start, stop, num, endpoint, dtype, axis)
@@ -941,18 +1004,21 @@ def tri(N, M=None, k=0, dtype=None):
     return _to(greater_equal(add(r, k), c), dt)
 
 
+@_jit_outside_traces("k")
 def tril(m, k=0):
     m = _v(m)
     mask = tri(m.shape[-2], m.shape[-1], k, bool_)
     return where(mask, m, zeros_like(m))
 
 
+@_jit_outside_traces("k")
 def triu(m, k=0):
     m = _v(m)
     mask = tri(m.shape[-2], m.shape[-1], k - 1, bool_)
     return where(mask, zeros_like(m), m)
 
 
+@_jit_outside_traces("k")
 def diag(v, k=0):
     v = _v(v)
     if v.ndim == 1:
@@ -978,6 +1044,7 @@ def diagflat(v, k=0):
     return diag(ravel(v), k)
 
 
+@_jit_outside_traces("offset", "axis1", "axis2", "dtype")
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
@@ -1343,6 +1410,7 @@ def rot90(m, k=1, axes=(0, 1)):
     return flip(transpose(m, perm), axes[1])
 
 
+@_jit_outside_traces("axis")
 def roll(a, shift, axis=None):
     a = _v(a)
     if axis is None:
@@ -1577,6 +1645,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return _to(divide(s, _to(n, s.dtype) if isinstance(n, _Value) else n), dtype)
 
 
+@_jit_outside_traces("axis", "dtype", "out", "ddof", "keepdims", "correction")
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     _check_arraylike("var", a)
     a = _v(a)
@@ -1594,6 +1663,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return _to(v, _np.finfo(dt).dtype if _dt.is_complex(dt) else dt)
 
 
+@_jit_outside_traces("axis", "dtype", "out", "ddof", "keepdims", "correction")
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
 
@@ -1752,6 +1822,7 @@ def nancumprod(a, axis=None, dtype=None):
     return cumprod(_nan_to(a, 1), axis, dtype)
 
 
+@_jit_outside_traces("axis", "kind", "order", "stable", "descending")
 def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     a = _v(a)
     if axis is None:
@@ -1761,6 +1832,7 @@ def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     return flip(r, axis) if descending else r
 
 
+@_jit_outside_traces("axis", "kind", "order", "stable", "descending")
 def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     a = _v(a)
     if axis is None:
@@ -1832,32 +1904,38 @@ def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
     return v
 
 
+@_jit_outside_traces("axis", "out", "overwrite_input", "method", "keepdims")
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, **kw):
     _check_arraylike("quantile", a, q)
     return _quantile(a, q, axis, keepdims, method)
 
 
+@_jit_outside_traces("axis", "out", "overwrite_input", "method", "keepdims")
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, **kw):
     _check_arraylike("percentile", a, q)
     return _quantile(a, divide(q, 100.0), axis, keepdims, method)
 
 
+@_jit_outside_traces("axis", "out", "overwrite_input", "keepdims")
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return quantile(a, 0.5, axis=axis, keepdims=keepdims)
 
 
+@_jit_outside_traces("axis", "out", "overwrite_input", "method", "keepdims")
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, **kw):
     return _quantile(a, q, axis, keepdims, method, ignore_nan=True)
 
 
+@_jit_outside_traces("axis", "out", "overwrite_input", "method", "keepdims")
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, **kw):
     return _quantile(a, divide(q, 100.0), axis, keepdims, method, ignore_nan=True)
 
 
+@_jit_outside_traces("axis", "out", "overwrite_input", "keepdims")
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return nanquantile(a, 0.5, axis=axis, keepdims=keepdims)
 
@@ -1935,6 +2013,7 @@ def inner(a, b):
                            (([a.ndim - 1], [b.ndim - 1]), ([], [])))
 
 
+@_jit_outside_traces()
 def outer(a, b):
     a, b = ravel(a), ravel(b)
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
@@ -1995,6 +2074,7 @@ def _check_mode(mode):
 
 
 @_on_keys
+@_jit_outside_traces("axis", "mode", "unique_indices", "indices_are_sorted")
 def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
          indices_are_sorted=False):
     _check_mode(mode)
@@ -2026,6 +2106,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
     return out
 
 
+@_jit_outside_traces("axis", "mode")
 def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     _check_mode(mode)
     arr, idx = _v(arr), _v(indices)
@@ -2113,6 +2194,7 @@ def _sort_order_key(x):
     return where(bits < 0, bitwise_xor(bits, _to(top, bits.dtype)), bits)
 
 
+@_jit_outside_traces("side", "method")
 def searchsorted(a, v, side="left", sorter=None, method=None):
     """Where to insert `v` into the sorted 1-D `a`: a binary search per
     query, log2(len(a)) vectorized steps (JAX's default "scan" method), or
@@ -2388,6 +2470,7 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return all(isclose(a, b, rtol, atol, equal_nan))
 
 
+@_jit_outside_traces("equal_nan")
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = _promote(a, b, to_inexact=True)
     r = less_equal(abs(subtract(a, b)), add(atol, multiply(rtol, abs(b))))

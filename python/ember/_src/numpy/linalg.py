@@ -15,8 +15,10 @@ import numpy as np
 
 from .. import lax_linalg
 from . import lax_numpy as jnp
+from .lax_numpy import _jit_outside_traces
 
 
+@_jit_outside_traces("ord", "axis", "keepdims")
 def norm(x, ord=None, axis=None, keepdims=False):
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.inexact):
@@ -84,6 +86,7 @@ def matrix_power(a, n):
     return out
 
 
+@_jit_outside_traces("axis", "keepdims", "ord")
 def vector_norm(x, axis=None, keepdims=False, ord=2):
     """The vector norm over `axis` (None: all axes, tuple: those axes flattened)."""
     x = jnp.asarray(x)
@@ -105,6 +108,7 @@ def vector_norm(x, axis=None, keepdims=False, ord=2):
     return jnp.sum(a ** ord, axis=axes, keepdims=keepdims) ** (1.0 / ord)
 
 
+@_jit_outside_traces("ord", "keepdims")
 def matrix_norm(x, ord="fro", keepdims=False):
     return norm(x, ord, axis=(-2, -1), keepdims=keepdims)
 
@@ -220,6 +224,7 @@ def _lu_solve(lu, permutation, b):
     return _tri_solve(lu, y, lower=False)
 
 
+@_jit_outside_traces()
 def solve(a, b):
     """Solve a @ x = b.  b of shape (n,) or a.shape[:-1] is a (batch of) vector(s)."""
     a = _float(a)
@@ -238,6 +243,7 @@ def solve(a, b):
     return x[..., 0] if vec else x
 
 
+@_jit_outside_traces()
 def inv(a):
     a = _float(a)
     _square(a, "inv")
@@ -245,6 +251,7 @@ def inv(a):
     return _lu_solve(lu, perm, _eye_like(a, a.shape[-1]))
 
 
+@_jit_outside_traces("method")
 def slogdet(a, *, method=None):
     """(sign, log|det a|) via LU with partial pivoting."""
     a = _float(a)
@@ -259,6 +266,7 @@ def slogdet(a, *, method=None):
     return SlogdetResult(sign, logdet)
 
 
+@_jit_outside_traces()
 def det(a):
     a = _float(a)
     _square(a, "det")
