@@ -70,10 +70,11 @@ def _const(dtype, value, shape=()):
 
 
 def _canon_float(dtype, name):
+    requested = dtype
     dtype = np.dtype(dtype) if dtype is not None else dtypes.default_float()
     if not (dtypes.is_float(dtype)):
         raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dtype}")
-    return dtypes.canonicalize_dtype(dtype)
+    return dtypes.check_user_dtype(float if requested is None or requested is float else dtype)
 
 
 def _canon_shape(shape):
@@ -400,10 +401,12 @@ _fold_in_j = jit(_fold_in_impl)
 def bits(key, shape=(), dtype=None):
     """Uniform random bits as unsigned integers (uint32 unless x64)."""
     key = _check_key("bits", key)
+    requested = dtype
     dtype = np.dtype(dtype) if dtype is not None else np.dtype("uint64")
     if dtype.kind != "u":
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
-    dtype = dtypes.canonicalize_dtype(dtype)
+    dtype = dtypes.canonicalize_dtype(dtype) if requested is None else \
+        dtypes.check_user_dtype(dtype)
     return _bits_j(key, dtype.itemsize * 8, _canon_shape(shape))
 
 
@@ -424,11 +427,12 @@ _uniform_j = jit(lambda k, shape, dtype, lo, hi: _uniform_b(k, shape, dtype, lo,
 
 
 def _canon_inexact(dtype, name):
+    requested = dtype
     dtype = np.dtype(dtype) if dtype is not None else dtypes.default_float()
     if not dtypes.is_inexact(dtype):
         raise ValueError(f"dtype argument to `{name}` must be a float or complex dtype, "
                          f"got {dtype}")
-    return dtypes.canonicalize_dtype(dtype)
+    return dtypes.check_user_dtype(float if requested is None or requested is float else dtype)
 
 
 def normal(key, shape=(), dtype=float):
@@ -537,7 +541,7 @@ def _urem(x, s):
 def randint(key, shape, minval, maxval, dtype=int):
     """Uniform integers in [minval, maxval)."""
     key = _check_key("randint", key)
-    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    dtype = dtypes.check_user_dtype(dtype)
     if not (dtypes.is_int(dtype) or dtypes.is_unsigned(dtype)) or dtype == dtypes.bool_:
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     shape = _canon_shape(shape)
@@ -825,7 +829,7 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=float):
 
 def rademacher(key, shape=(), dtype=int):
     key = _check_key("rademacher", key)
-    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    dtype = dtypes.check_user_dtype(dtype)
     b = bernoulli(key, 0.5, _canon_shape(shape)).astype(dtype)
     return jnp.subtract(jnp.multiply(b, 2), 1).astype(dtype)
 
@@ -884,7 +888,7 @@ def wald(key, mean, shape=None, dtype=float):
 
 def geometric(key, p, shape=None, dtype=int):
     key = _check_key("geometric", key)
-    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    dtype = dtypes.check_user_dtype(dtype)
     shape = np.shape(p) if shape is None else _canon_shape(shape)
     _check_shape("geometric", shape, np.shape(p))
     p = jnp.asarray(p)
@@ -1157,7 +1161,7 @@ def _rejection_body(consts, st):
 def poisson(key, lam, shape=None, dtype=int):
     """Poisson(lam) samples."""
     key = _check_key("poisson", key)
-    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    dtype = dtypes.check_user_dtype(dtype)
     shape = np.shape(lam) if shape is None else _canon_shape(shape)
     lam = lax.convert_element_type(_bcast_to(jnp.asarray(lam), shape), dtypes.float32)
     shape = tuple(shape)

@@ -225,6 +225,49 @@ def test_callback_exception_propagates_and_process_survives():
     assert abs(float(g(jnp.float32(0.5))) - np.sin(0.5)) < 1e-6
 
 
+def test_callback_errors_are_jax_runtime_errors():
+    # As JAX: what a callback raises while compiled code (or an eager
+    # pure/io callback) runs reaches the caller as JaxRuntimeError with JAX's
+    # text and the callback's traceback; beyond JAX it is also an instance
+    # of the callback's exception class. An eager debug.callback raises
+    # plainly (as JAX's); SystemExit (jdb's quit) does not end the program.
+    class Custom(Exception):
+        def __init__(self, a, b):
+            super().__init__(a, b)
+
+    def bad(x):
+        raise KeyError("missing")
+
+    spec = jax.ShapeDtypeStruct((), jnp.float32)
+    calls = [lambda x: jax.jit(lambda v: jax.pure_callback(bad, spec, v))(x),
+             lambda x: jax.pure_callback(bad, spec, x),
+             lambda x: jax.jit(lambda v: io_callback(bad, spec, v))(x),
+             lambda x: jax.jit(jax.vmap(lambda v: jax.pure_callback(
+                 bad, spec, v, vmap_method="sequential")))(jnp.ones(2))]
+    for call in calls:
+        with pytest.raises(jax.errors.JaxRuntimeError) as info:
+            call(jnp.float32(1.0))
+        assert isinstance(info.value, KeyError) and isinstance(info.value, RuntimeError)
+        text = str(info.value)
+        assert text.startswith("INTERNAL: CpuCallback error calling callback: Traceback "
+                               "(most recent call last):\n")
+        assert text.endswith("KeyError: 'missing'") and "in bad" in text
+    with pytest.raises(KeyError, match="missing") as info:
+        jax.debug.callback(bad, 1.0)
+    assert not isinstance(info.value, jax.errors.JaxRuntimeError)
+
+    def custom(x):
+        raise Custom(1, 2)
+
+    def leave(x):
+        raise SystemExit(3)
+
+    for fn, cls in ((custom, Custom), (leave, SystemExit)):
+        with pytest.raises(jax.errors.JaxRuntimeError, match=cls.__name__) as info:
+            jax.jit(lambda v, fn=fn: jax.debug.callback(fn, v) or v)(1.0)
+        assert not isinstance(info.value, SystemExit)
+
+
 def test_callback_wrong_result_shape_or_dtype_raises():
     f = jax.jit(lambda x: jax.pure_callback(lambda v: np.zeros(4, np.float32),
                                             jax.ShapeDtypeStruct((3,), jnp.float32), x))

@@ -51,11 +51,18 @@ def test_breakpoint_shows_runtime_values_in_every_frame(tmp_path):
     assert "after" in text
 
 
-def test_quit_exits_the_program_and_errors_do_not(tmp_path):
+def test_quit_ends_the_call_and_errors_do_not(tmp_path):
+    # As JAX's jdb: `q` (or the end of input) raises SystemExit; inside
+    # compiled code that reaches the caller as JaxRuntimeError (the program
+    # fails there), outside any trace it exits the program.
     out = _run(tmp_path, ["p undefined_name", "1 / 0", "q"])
-    assert out.returncode == 0
+    assert out.returncode == 1
     assert "NameError: name 'undefined_name' is not defined" in out.stdout
     assert "ZeroDivisionError" in out.stdout
-    assert "jit" not in out.stdout.replace("jdb", "")  # exited inside the first call
+    assert "jit" not in out.stdout.replace("jdb", "")  # ended inside the first call
+    assert "JaxRuntimeError: INTERNAL: CpuCallback error calling callback" in out.stderr
+    assert out.stderr.rstrip().endswith("SystemExit: 0")
     out = _run(tmp_path, [])  # end of input quits, as in JAX
-    assert out.returncode == 0 and "after" not in out.stdout
+    assert out.returncode == 1 and "after" not in out.stdout
+    out = _run(tmp_path, ["c", "c", "c", "q"])  # quit in the eager call
+    assert out.returncode == 0 and "vmap" in out.stdout and "after" not in out.stdout

@@ -114,3 +114,45 @@ def test_lax_broadcasts_rank0_operands_like_jax():
     np.testing.assert_array_equal(np.asarray(lax.add(jnp.ones(3), jnp.ones(()))), [2.0] * 3)
     with pytest.raises(TypeError, match="same shape"):
         lax.add(jnp.ones(3), jnp.ones(2))
+
+
+def test_explicit_64_bit_dtypes_warn_as_jax(recwarn):
+    # JAX's UserWarning (its text, "requested in <function>" where JAX names
+    # it), attributed to the user's line; Python's scalar types, and x64
+    # mode, give no warning.
+    import warnings
+
+    import ember
+    from ember import random
+
+    def text(dtype, where, to):
+        return (f"Explicitly requested dtype {dtype}{where} is not available, and will be "
+                f"truncated to dtype {to}. To enable more dtypes, set the jax_enable_x64 "
+                "configuration option or the JAX_ENABLE_X64 shell environment variable. See "
+                "https://github.com/jax-ml/jax#current-gotchas for more.")
+
+    cases = [(lambda: jnp.zeros(3, dtype=jnp.int64), "int64", " requested in zeros", "int32"),
+             (lambda: jnp.ones(2).astype("float64"), "float64", " requested in astype",
+              "float32"),
+             (lambda: jnp.asarray(1.0, dtype=jnp.complex128), "complex128",
+              " requested in asarray", "complex64"),
+             (lambda: jnp.sum(jnp.ones(2), dtype=jnp.float64), "float64", " requested in sum",
+              "float32"),
+             (lambda: random.uniform(random.key(0), (3,), dtype=jnp.float64), "float64", "",
+              "float32")]
+    for call, dtype, where, to in cases:
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            out = call()
+        assert out.dtype == np.dtype(to)
+        assert [str(w.message) for w in got] == [text(dtype, where, to)]
+        assert got[0].filename == __file__ and got[0].category is UserWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jnp.zeros(3, dtype=int), jnp.array([1, 2], dtype=float), random.normal(random.key(0))
+        random.randint(random.key(0), (2,), 0, 3), jnp.arange(3, dtype=jnp.float32)
+        ember.config.update("jax_enable_x64", True)
+        try:
+            assert jnp.zeros(2, dtype=jnp.float64).dtype == np.float64
+        finally:
+            ember.config.update("jax_enable_x64", False)

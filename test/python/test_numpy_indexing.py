@@ -1,5 +1,7 @@
 """__getitem__ and .at[] updates against NumPy."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -54,6 +56,23 @@ def test_boolean_mask_static():
     assert_close(x[:, m2], X[:, m2])
     assert_close(x[X > 50], X[X > 50])
     assert_close(x[True], X[True])
+
+
+def test_boolean_mask_shape_must_match():
+    # JAX's IndexError (and its text) for a mask whose shape does not match
+    # the dimensions it indexes; a mask dimension of 0 selects nothing.
+    x = jnp.asarray(X)
+    cases = [((np.ones(X.shape[0] + 1, bool),), 0, (X.shape[0] + 1,), list(X.shape[:1])),
+             ((0, np.ones(X.shape[2], bool)), 1, (X.shape[2],), [X.shape[1]]),
+             ((Ellipsis, np.ones(X.shape[1], bool)), 1, (X.shape[1],), [X.shape[2]])]
+    for idx, k, got, expected in cases:
+        with pytest.raises(IndexError, match=re.escape(
+                f"boolean index did not match shape of indexed array in index {k}: "
+                f"got {got}, expected {expected}")):
+            x[idx]
+    assert x[np.zeros(0, bool)].shape == (0,) + X.shape[1:]
+    assert_close(x[..., np.ones(X.shape[2], bool)], X)
+    assert_close(x[None, 1, X[1, :, 0] > 10], X[None, 1, X[1, :, 0] > 10])
 
 
 def test_boolean_mask_in_jit_needs_static():

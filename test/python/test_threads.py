@@ -98,8 +98,9 @@ def test_callback_errors_stay_in_their_thread():
         for _ in range(50):
             try:
                 got.append(float(f(jnp.ones(()))[()]))
-            except ValueError as e:
-                got.append(str(e))
+            except ValueError as e:  # (a JaxRuntimeError, also a ValueError)
+                assert isinstance(e, ember.errors.JaxRuntimeError)
+                got.append(str(e).splitlines()[-1])
         results[t] = got
 
     ts = [threading.Thread(target=work, args=(t,)) for t in range(6)]
@@ -108,7 +109,7 @@ def test_callback_errors_stay_in_their_thread():
     for t in ts:
         t.join()
     for t in range(6):
-        assert results[t] == ([f"thread {t}"] if t % 2 else [2.0]) * 50
+        assert results[t] == ([f"ValueError: thread {t}"] if t % 2 else [2.0]) * 50
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import ctypes
 import itertools
 import math
 import string
+import traceback
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from ember._mlir._mlir_libs import _ember_runtime
 
 from . import core, dtypes, tree_util
 from .core import Array, Tracer
+from .errors import JaxRuntimeError
 
 # Element type codes of the signature record: EMBER_TYPE_CODE in
 # include/ember/Runtime/Runtime.def, which the lowering uses too.
@@ -71,8 +73,44 @@ def _decode(sig, pos, count):
     return out, pos
 
 
+_error_classes = {}
+
+
+def callback_error(e):
+    """The JaxRuntimeError for exception `e` raised by a host callback."""
+    cls = type(e)
+    sub = _error_classes.get(cls)
+    if sub is None and not issubclass(cls, Exception):
+        sub = JaxRuntimeError  # (never a SystemExit: it would end the program)
+    if sub is None:
+        try:
+            sub = type("JaxRuntimeError", (JaxRuntimeError, cls), {
+                "__module__": JaxRuntimeError.__module__, "__doc__": JaxRuntimeError.__doc__,
+                "__init__": RuntimeError.__init__, "__str__": RuntimeError.__str__})
+        except TypeError:  # (a class whose layout cannot be combined)
+            sub = JaxRuntimeError
+        _error_classes[cls] = sub
+    text = "INTERNAL: CpuCallback error calling callback: " + "".join(
+        traceback.format_exception(e)).rstrip("\n")
+    try:
+        return sub(text)
+    except Exception:  # noqa: BLE001 (a class whose __new__ wants other arguments)
+        return JaxRuntimeError(text)
+
+
 def _handle(sig_addr, sig_len, args_addr, results_addr):
-    """Called by compiled code (through `ember_host_callback`)."""
+    """Called by compiled code (through `ember_host_callback`). What the
+    callback raises reaches the caller as JAX's JaxRuntimeError (also an
+    instance of the callback's exception class: errors.callback_error)."""
+    try:
+        _handle_call(sig_addr, sig_len, args_addr, results_addr)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: BLE001 (SystemExit too, as JAX)
+        raise callback_error(e) from e
+
+
+def _handle_call(sig_addr, sig_len, args_addr, results_addr):
     sig = (ctypes.c_int64 * sig_len).from_address(sig_addr)
     cid, nin, nout = int(sig[0]), int(sig[1]), int(sig[2])
     ins, pos = _decode(sig, 3, nin)
@@ -179,7 +217,15 @@ def _callback(kind, callback, result_shape_dtypes, args, kwargs, has_side_effect
         return [np.asarray(x) for x in out_leaves]
 
     if not _is_traced(operands):
-        flat = run([np.asarray(x) for x in operands])
+        if kind == "debug.callback":  # (runs as a plain call outside traces, as JAX's)
+            flat = run([np.asarray(x) for x in operands])
+        else:
+            try:
+                flat = run([np.asarray(x) for x in operands])
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:  # noqa: BLE001 (as _handle)
+                raise callback_error(e) from e
         # Check against the declared shapes, as compiled code would.
         for i, (r, av) in enumerate(zip(flat, avals)):
             if r.shape != av.shape or r.dtype != av.dtype:

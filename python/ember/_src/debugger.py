@@ -8,7 +8,8 @@ a debug callback, so at run time the debugger sees their values. Without a
 trace the debugger starts at once. Commands are JAX's: `p`/`pp` and bare
 expressions evaluate in the current frame, `l`/`ll` list its source, `u`/`d`
 move between frames, `w`/`bt` print the stack, `c` continues, `q` (and end
-of input) exits the program as JAX's does (`SystemExit`).
+of input) raise `SystemExit` as JAX's do: outside any trace that exits the
+program, inside compiled code the call raises JaxRuntimeError (callback.py).
 
 Ember writes this itself on the standard library's `cmd`: JAX's debugger is
 part of jaxlib's Python, which Ember does not depend on.
@@ -201,7 +202,7 @@ class Jdb(cmd.Cmd):
     do_cont = do_continue = do_c
 
     def do_q(self, arg):
-        """q(uit): exits the program (as JAX's debugger does)."""
+        """q(uit): raises SystemExit (as JAX's debugger does)."""
         sys.exit(0)
 
     do_quit = do_exit = do_EOF = do_q  # noqa: N815 (cmd's name for end of input)

@@ -1,5 +1,8 @@
 """JAX's dtype rules: the promotion lattice with weak types, x64 canonicalization."""
 
+import sys
+import warnings
+
 import ml_dtypes
 import numpy as np
 
@@ -25,6 +28,39 @@ def canonicalize_dtype(dtype):
     if not config.jax_enable_x64:
         return _NARROW.get(dtype, dtype)
     return dtype
+
+
+def check_user_dtype(dtype, fun_name=None):
+    """The dtype of a user's `dtype=` argument, as JAX's
+    `check_and_canonicalize_user_dtype`: Python's scalar types give the
+    default dtypes; a 64-bit dtype with x64 off gives its 32-bit
+    counterpart, with JAX's UserWarning at the user's line."""
+    if isinstance(dtype, type) and dtype in (bool, int, float, complex):
+        return {bool: bool_, int: default_int(), float: default_float(),
+                complex: complex128 if config.jax_enable_x64 else complex64}[dtype]
+    requested = np.dtype(dtype)
+    canonical = canonicalize_dtype(requested)
+    if canonical != requested:
+        where = f" requested in {fun_name}" if fun_name else ""
+        warnings.warn(
+            f"Explicitly requested dtype {requested}{where} is not available, and will be "
+            f"truncated to dtype {canonical.name}. To enable more dtypes, set the "
+            "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "
+            "variable. See https://github.com/jax-ml/jax#current-gotchas for more.",
+            UserWarning, stacklevel=_user_stacklevel())
+    return canonical
+
+
+def _user_stacklevel():
+    """`warnings.warn`'s stacklevel, from its caller, of the first frame
+    outside the ember package."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != "ember" and not module.startswith("ember."):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 1
 
 
 def default_int():

@@ -41,7 +41,7 @@ def _normalize(x, idx):
         idx = (idx,)
     # Boolean masks become integer arrays (static masks only).
     out = []
-    for i in idx:
+    for k, i in enumerate(idx):
         if isinstance(i, (bool, np.bool_)) or (isinstance(i, (Value, np.ndarray))
                                                and i.ndim == 0 and np.dtype(i.dtype) == np.bool_):
             if isinstance(i, Tracer):
@@ -55,6 +55,7 @@ def _normalize(x, idx):
                 raise NonConcreteBooleanIndexError(core.below_location(
                     f"Array boolean indices must be concrete; got {i.aval.str_short()}"))
             m = np.asarray(i)
+            _check_mask(x, idx, k, m.shape)
             out.extend(Array(a.astype(dtypes.default_int())) for a in np.nonzero(m))
         elif isinstance(i, (list, tuple)) and not isinstance(i, tuple):
             out.append(core.asarray_concrete(np.asarray(i)))
@@ -76,6 +77,23 @@ def _normalize(x, idx):
     if not any(i is Ellipsis for i in idx):
         expanded.extend([slice(None)] * (x.ndim - n_real))
     return expanded
+
+
+def _check_mask(x, idx, k, shape):
+    """JAX's IndexError for the boolean mask `idx[k]` of `shape` when it does
+    not match the dimensions of `x` it indexes (a mask dimension may also
+    be 0)."""
+    def dims(e):
+        if e is None or e is Ellipsis or isinstance(e, (bool, np.bool_)):
+            return 0
+        return np.ndim(e) if _is_bool_array(e) else 1
+    pos = sum(dims(e) for e in idx[:k])
+    if any(e is Ellipsis for e in idx[:k]):
+        pos += x.ndim - sum(dims(e) for e in idx)
+    expected = list(x.shape[pos:pos + len(shape)])
+    if len(expected) != len(shape) or not all(m in (0, n) for m, n in zip(shape, expected)):
+        raise IndexError(f"boolean index did not match shape of indexed array in index {k}: "
+                         f"got {tuple(shape)}, expected {expected}")
 
 
 def _slice_indices(e, n):

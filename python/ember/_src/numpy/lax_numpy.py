@@ -797,8 +797,9 @@ def clip(arr=None, min=None, max=None, *, a=None, a_min=None, a_max=None):
 # --------------------------------------------------------------------------
 
 
-def _canon_dtype(dtype, default):
-    return _dt.canonicalize_dtype(dtype if dtype is not None else default)
+def _canon_dtype(dtype, default, name=None):
+    """A user's `dtype=` of `name` (JAX's check and warning), or `default`."""
+    return _dt.canonicalize_dtype(default) if dtype is None else _dt.check_user_dtype(dtype, name)
 
 
 @_on_keys
@@ -809,6 +810,8 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
 def _array(object, dtype, ndmin):
     if object is None:
         raise ValueError("None is not a valid value for jnp.array")
+    if dtype is not None:
+        dtype = _dt.check_user_dtype(dtype, "array")
     if isinstance(object, DimExpr):  # a symbolic dimension's value
         object = _core.dimension_as_value(object)
     if isinstance(object, _Value):
@@ -863,17 +866,21 @@ def _nest_np(x):
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if isinstance(a, _Value) and dtype is None:
         return _core.on_device(a, device)
+    if dtype is not None:
+        dtype = _dt.check_user_dtype(dtype, "asarray")
     return array(a, dtype=dtype, device=device)
 
 
 def zeros(shape, dtype=None, *, device=None):
     shape = _shape_arg(shape)
-    return _core.on_device(lax.full(shape, 0, _canon_dtype(dtype, _dt.default_float())), device)
+    return _core.on_device(lax.full(shape, 0, _canon_dtype(dtype, _dt.default_float(), "zeros")),
+                           device)
 
 
 def ones(shape, dtype=None, *, device=None):
     shape = _shape_arg(shape)
-    return _core.on_device(lax.full(shape, 1, _canon_dtype(dtype, _dt.default_float())), device)
+    return _core.on_device(lax.full(shape, 1, _canon_dtype(dtype, _dt.default_float(), "ones")),
+                           device)
 
 
 def empty(shape, dtype=None, *, device=None):
@@ -887,7 +894,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
         dtype = fv.dtype
         if fv.weak_type:
             return _core.on_device(broadcast_to(_to(fv, dtype), shape), device)
-    out = broadcast_to(_to(fill_value, _dt.canonicalize_dtype(dtype)), shape)
+    out = broadcast_to(_to(fill_value, _dt.check_user_dtype(dtype, "full")), shape)
     return _core.on_device(out, device)
 
 
@@ -905,7 +912,8 @@ def empty_like(prototype, dtype=None, shape=None, *, device=None):
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     a = _v(a)
-    out = lax.full_like(a, fill_value, dtype or a.dtype, shape)
+    dtype = a.dtype if dtype is None else _dt.check_user_dtype(dtype, "full_like")
+    out = lax.full_like(a, fill_value, dtype, shape)
     sh = _core.named_sharding(a.aval)
     if sh is not None and device is None and (shape is None or tuple(shape) == a.shape):
         out = _core.with_out_sharding(out, sh)  # (JAX's: sharded as `a`)
@@ -928,7 +936,7 @@ def _arange(start, stop, step, dtype):
     if dtype is None:
         inexact = builtins.any(isinstance(v, float) for v in (start, stop, step))
         dtype = _dt.default_float() if inexact else _dt.default_int()
-    dtype = _dt.canonicalize_dtype(dtype)
+    dtype = _dt.check_user_dtype(dtype, "arange")
     if builtins.any(isinstance(v, DimExpr) for v in (start, stop, step)):
         # A symbolic bound (`arange(x.shape[0])`): integer steps only, as in JAX.
         if not builtins.all(isinstance(v, (int, DimExpr)) for v in (start, stop, step)) \
@@ -956,7 +964,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def _linspace(start, stop, num, endpoint, dtype, axis):
-    dt = _canon_dtype(dtype, _dt.default_float())
+    dt = _canon_dtype(dtype, _dt.default_float(), "linspace")
     cdt = dt if _dt.is_inexact(dt) else _dt.default_float()
     start, stop = _to(start, cdt), _to(stop, cdt)
     div_ = (num - 1) if endpoint else num
@@ -977,7 +985,7 @@ def _linspace(start, stop, num, endpoint, dtype, axis):
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     y = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
     out = power(_to(base, y.dtype), y)
-    return _to(out, _dt.canonicalize_dtype(dtype)) if dtype else out
+    return _to(out, _dt.check_user_dtype(dtype, "logspace")) if dtype else out
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
@@ -986,7 +994,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
     M = N if M is None else M
-    dt = _canon_dtype(dtype, _dt.default_float())
+    dt = _canon_dtype(dtype, _dt.default_float(), "eye")
     r = lax.broadcasted_iota(_np.int32, (N, M), 0)
     c = lax.broadcasted_iota(_np.int32, (N, M), 1)
     return _core.on_device(_to(equal(add(r, k), c), dt), device)
@@ -998,7 +1006,7 @@ def identity(n, dtype=None):
 
 def tri(N, M=None, k=0, dtype=None):
     M = N if M is None else M
-    dt = _canon_dtype(dtype, _dt.default_float())
+    dt = _canon_dtype(dtype, _dt.default_float(), "tri")
     r = lax.broadcasted_iota(_np.int32, (N, M), 0)
     c = lax.broadcasted_iota(_np.int32, (N, M), 1)
     return _to(greater_equal(add(r, k), c), dt)
@@ -1070,7 +1078,7 @@ def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
 
 
 def indices(dimensions, dtype=None, sparse=False):
-    dt = _canon_dtype(dtype, _dt.default_int())
+    dt = _canon_dtype(dtype, _dt.default_int(), "indices")
     dimensions = tuple(dimensions)
     if sparse:
         nd = len(dimensions)
@@ -1251,7 +1259,7 @@ def concatenate(arrays, axis=0, dtype=None):
         raise _core.value_error("zero-dimensional arrays cannot be concatenated")
     dt, weak = _result(*arrays)
     if dtype is not None:
-        dt, weak = _dt.canonicalize_dtype(dtype), False
+        dt, weak = _dt.check_user_dtype(dtype, "concatenate"), False
     arrays = [_to(a, dt, weak) for a in arrays]
     axis = _axis(axis, arrays[0].ndim)
     for a in arrays:
@@ -1564,7 +1572,7 @@ def _reduction(kind, a, axis, dtype, keepdims, initial=None, where_=None, promot
     a = _v(a)
     axes = _axes(axis, a.ndim)
     if dtype is not None:
-        a = _to(a, _dt.canonicalize_dtype(dtype))
+        a = _to(a, _dt.check_user_dtype(dtype, kind))
     elif promote_int and (_dt.is_bool(a.dtype) or (_dt.is_int(a.dtype) and a.dtype.itemsize < 4)):
         a = _to(a, _dt.default_int() if not _dt.is_unsigned(a.dtype) else _np.uint32)
     if where_ is not None:
@@ -1637,9 +1645,8 @@ def _upcast_half(dtype):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _check_arraylike("mean", a)
     a = _v(a)
-    if dtype is None:
-        dtype = a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float()
-    dtype = _dt.canonicalize_dtype(dtype)
+    dtype = (_dt.canonicalize_dtype(a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float())
+             if dtype is None else _dt.check_user_dtype(dtype, "mean"))
     s = sum(_to(a, _upcast_half(dtype)), axis, keepdims=keepdims, where=where)
     n = _count(a, axis, keepdims, where)
     return _to(divide(s, _to(n, s.dtype) if isinstance(n, _Value) else n), dtype)
@@ -1720,7 +1727,7 @@ def _cum(kind):
         if axis is None:
             a, axis = ravel(a), 0
         if dtype is not None:
-            a = _to(a, _dt.canonicalize_dtype(dtype))
+            a = _to(a, _dt.check_user_dtype(dtype, f"cum{kind}"))
         elif kind in ("sum", "prod") and _dt.is_bool(a.dtype):
             a = _to(a, _dt.default_int())  # JAX promotes bools only, not small ints
         return getattr(lax, f"cum{kind}")(a, _axis(axis, a.ndim))
@@ -2446,7 +2453,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
 
 
 def astype(x, dtype, copy=False, device=None):
-    return _to(x, _dt.canonicalize_dtype(dtype))
+    return _to(x, _dt.check_user_dtype(dtype, "astype"))
 
 
 def shape(a):
