@@ -17,8 +17,10 @@ typedef struct EmberExecutable EmberExecutable;
 /// Compiles `module` (already lowered to the LLVM dialect) for the host CPU,
 /// with the host's CPU name and features so that LLVM vectorizes for it. A
 /// large program's glue code (functions without loops) and its loops compile
-/// on two threads (docs/design.md, "Compile time"). Returns null on failure
-/// and reports the message through `onError`.
+/// on two threads (docs/design.md, "Compile time"). Products and sums are
+/// contracted into fused multiply-adds (as XLA's CPU backend does) unless the
+/// module carries `ember.fp_contract = false` (removed here). Returns null on
+/// failure and reports the message through `onError`.
 MLIR_CAPI_EXPORTED EmberExecutable *
 emberExecutableCreate(MlirModule module, int optLevel,
                       void (*onError)(MlirStringRef message, void *userData),
@@ -34,12 +36,22 @@ MLIR_CAPI_EXPORTED void *emberExecutableLookupPacked(EmberExecutable *exe,
 MLIR_CAPI_EXPORTED void emberExecutableDestroy(EmberExecutable *exe);
 
 /// Calls the packed entry point `fn(args)` (from emberExecutableLookupPacked)
-/// and returns 0; returns 1 when compiled code could not allocate memory, with
-/// the size it asked for in `*bytes`: the call is abandoned where the
-/// allocation failed (its temporaries are not freed) instead of writing
-/// through a null pointer.
+/// in the floating-point mode of compiled code (below) and returns 0; returns 1
+/// when compiled code could not allocate memory, with the size it asked for in
+/// `*bytes`: the call is abandoned where the allocation failed (its temporaries
+/// are not freed) instead of writing through a null pointer.
 MLIR_CAPI_EXPORTED int emberRuntimeCallChecked(void (*fn)(void **), void **args,
                                                size_t *bytes);
+
+/// The floating-point mode compiled code runs in: subnormal floats flushed
+/// to zero on input and output, as XLA's CPU code does (x86; elsewhere these
+/// do nothing). emberRuntimeCallChecked enters it for the call;
+/// emberRuntimeEnterFloatMode enters it and emberRuntimeLeaveFloatMode leaves
+/// it (a host callback's Python runs outside it), each returning the mode
+/// before, which emberRuntimeRestoreFloatMode puts back.
+MLIR_CAPI_EXPORTED unsigned emberRuntimeEnterFloatMode(void);
+MLIR_CAPI_EXPORTED unsigned emberRuntimeLeaveFloatMode(void);
+MLIR_CAPI_EXPORTED void emberRuntimeRestoreFloatMode(unsigned mode);
 
 /// As emberExecutableCreate, keeping the object code so that
 /// emberExecutableWriteObject can store it (the persistent compilation

@@ -671,7 +671,13 @@ Value buildUnaryFloat(OpBuilder &b, Location loc, Operation *op, Value x) {
       })
       .Case([&](ExpOp) { return math::ExpOp::create(b, loc, x); })
       .Case([&](Exp2Op) { return math::Exp2Op::create(b, loc, x); })
-      .Case([&](LogOp) { return math::LogOp::create(b, loc, x); })
+      .Case([&](LogOp) -> Value {
+        // f32 as XLA's CPU backend computes it (bit for bit; the same
+        // sequence serves log1p), others through MLIR's math.log.
+        if (x.getType().isF32())
+          return buildLogF32(b, loc, x);
+        return math::LogOp::create(b, loc, x);
+      })
       .Case([&](Log1pOp) {
         return x.getType().isF32() ? buildLog1pF32(b, loc, x)
                                    : buildLog1pWide(b, loc, x);

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
@@ -294,6 +295,14 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
         init, maps, iters, [&](OpBuilder &b, Location l, ValueRange args) {
           Value x = convertScalar(b, l, args[0], lOrig, accOrig);
           Value y = convertScalar(b, l, args[1], rOrig, accOrig);
+          // Float accumulations are explicit FMAs (as XLA's dot emitter
+          // computes them), also where a*b+c is not contracted otherwise (a
+          // transformation outside jit: Runtime.h).
+          if (!unitContraction && isa<FloatType>(accOrig)) {
+            linalg::YieldOp::create(
+                b, l, ValueRange{math::FmaOp::create(b, l, x, y, args[2])});
+            return;
+          }
           Value p = buildCombiner(b, l, ReduceKind::Prod, x, y, accOrig);
           linalg::YieldOp::create(
               b, l,

@@ -106,20 +106,32 @@ bool isFloatLike(Type t) {
   return isa<FloatType, ComplexType>(e);
 }
 
+/// Tangent of a unary elementwise op y = f(x), `tangent(t, x, y)` (null:
+/// no rule). The rules below that call it directly compute the tangent in
+/// JAX's own form (a division where JAX divides, ...), for JAX's rounding.
+template <typename Fn>
+LogicalResult unaryTangent(R &r, Operation *op, ArrayRef<Value> t,
+                           SmallVectorImpl<Value> &out, Fn tangent) {
+  if (!t[0]) {
+    out.push_back(Value());
+    return success();
+  }
+  Value d = tangent(t[0], op->getOperand(0), op->getResult(0));
+  if (!d)
+    return failure();
+  out.push_back(d);
+  return success();
+}
+
 /// Tangent of a unary elementwise op y = f(x): t * f'(x), f' given as a
 /// function of x and y (primal values).
 template <typename Fn>
 LogicalResult unary(R &r, Operation *op, ArrayRef<Value> t,
                     SmallVectorImpl<Value> &out, Fn deriv) {
-  if (!t[0]) {
-    out.push_back(Value());
-    return success();
-  }
-  Value d = deriv(op->getOperand(0), op->getResult(0));
-  if (!d)
-    return failure();
-  out.push_back(r.mul(t[0], d));
-  return success();
+  return unaryTangent(r, op, t, out, [&](Value tt, Value x, Value y) {
+    Value d = deriv(x, y);
+    return d ? r.mul(tt, d) : Value();
+  });
 }
 
 /// JAX's tie rule for max/min: each side gets its tangent where it wins, and
@@ -665,7 +677,10 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         if (t[0])
           res = r.div(t[0], o.getRhs());
         if (t[1]) {
-          Value d = r.neg(r.div(r.mul(t[1], o.getResult()), o.getRhs()));
+          // JAX's form: (-ty x) y^-2, y^-2 = 1 / (y y).
+          Value y = o.getRhs();
+          Value d = r.mul(r.mul(r.neg(t[1]), o.getLhs()),
+                          r.div(r.like(y, 1.0), r.square(y)));
           res = res ? r.add(res, d) : d;
         }
         return pass(res);
@@ -737,12 +752,13 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         });
       })
       .Case([&](LogOp o) {
-        return unary(r, op, t, out,
-                     [&](Value x, Value) { return r.div(r.like(x, 1.0), x); });
+        return unaryTangent(r, op, t, out, [&](Value tt, Value x, Value) {
+          return r.div(tt, x);
+        });
       })
       .Case([&](Log1pOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) {
-          return r.div(r.like(x, 1.0), r.add(x, r.like(x, 1.0)));
+        return unaryTangent(r, op, t, out, [&](Value tt, Value x, Value) {
+          return r.div(tt, r.add(x, r.like(x, 1.0)));
         });
       })
       .Case([&](Expm1Op o) {
@@ -750,8 +766,8 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
                      [&](Value, Value y) { return r.add(y, r.like(y, 1.0)); });
       })
       .Case([&](TanhOp o) {
-        return unary(r, op, t, out, [&](Value, Value y) {
-          return r.sub(r.like(y, 1.0), r.square(y));
+        return unaryTangent(r, op, t, out, [&](Value tt, Value, Value y) {
+          return r.mul(r.add(tt, r.mul(tt, y)), r.sub(r.like(y, 1.0), y));
         });
       })
       .Case([&](LogisticOp o) {
@@ -787,8 +803,8 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         });
       })
       .Case([&](AtanOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) {
-          return r.div(r.like(x, 1.0), r.add(r.like(x, 1.0), r.square(x)));
+        return unaryTangent(r, op, t, out, [&](Value tt, Value x, Value) {
+          return r.div(tt, r.add(r.like(x, 1.0), r.square(x)));
         });
       })
       .Case([&](SinhOp o) {
@@ -814,8 +830,9 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         });
       })
       .Case([&](AtanhOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) {
-          return r.div(r.like(x, 1.0), r.sub(r.like(x, 1.0), r.square(x)));
+        return unaryTangent(r, op, t, out, [&](Value tt, Value x, Value) {
+          Value one = r.like(x, 1.0);
+          return r.mul(r.div(one, r.add(one, x)), r.div(tt, r.sub(one, x)));
         });
       })
       .Case([&](SqrtOp o) {
@@ -828,14 +845,16 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
         });
       })
       .Case([&](CbrtOp o) {
+        // t * (1/3 * y^-2), y^-2 = 1 / (y y).
         return unary(r, op, t, out, [&](Value, Value y) {
-          return r.div(r.like(y, 1.0 / 3.0), r.square(y));
+          return r.mul(r.like(y, 1.0 / 3.0),
+                       r.div(r.like(y, 1.0), r.square(y)));
         });
       })
       .Case([&](ErfOp o) {
-        return unary(r, op, t, out, [&](Value x, Value) {
+        return unaryTangent(r, op, t, out, [&](Value tt, Value x, Value) {
           return r.mul(r.like(x, 2.0 / std::sqrt(M_PI)),
-                       ExpOp::create(b, r.loc, r.neg(r.square(x))));
+                       r.mul(tt, ExpOp::create(b, r.loc, r.neg(r.square(x)))));
         });
       })
       .Case([&](ErfInvOp o) {

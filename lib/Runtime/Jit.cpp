@@ -5,6 +5,8 @@
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Support.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Analysis/CFG.h"
@@ -400,8 +402,17 @@ static EmberExecutable *create(MlirModule module, int optLevel, bool keepObject,
   if (!builder)
     return fail(builder.takeError());
   // Contract a*b+c into fused multiply-adds where the CPU has them, as XLA's
-  // CPU backend does (results then match JAX's bit for bit more often).
-  builder->getOptions().AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  // CPU backend does (results then match JAX's bit for bit more often);
+  // not in a module marked `ember.fp_contract = false` (a transformation
+  // called outside jit, which JAX evaluates op by op: Runtime.h).
+  bool contract = true;
+  mlir::ModuleOp mod = unwrap(module);
+  if (auto flag = mod->getAttrOfType<mlir::BoolAttr>("ember.fp_contract")) {
+    contract = flag.getValue();
+    mod->removeAttr("ember.fp_contract");
+  }
+  builder->getOptions().AllowFPOpFusion =
+      contract ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Standard;
   auto context = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> m =
       mlir::translateModuleToLLVMIR(unwrap(module), *context);

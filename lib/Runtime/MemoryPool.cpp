@@ -150,13 +150,16 @@ int emberRuntimeCallChecked(void (*fn)(void **), void **args, size_t *bytes) {
   std::jmp_buf guard;
   std::jmp_buf *outer = innermostGuard;
   innermostGuard = &guard;
+  const volatile unsigned mode = emberRuntimeEnterFloatMode();
   if (setjmp(guard) != 0) {
+    emberRuntimeRestoreFloatMode(mode);
     innermostGuard = outer;
     if (bytes)
       *bytes = failedBytes;
     return 1;
   }
   fn(args);
+  emberRuntimeRestoreFloatMode(mode);
   innermostGuard = outer;
   return 0;
 }

@@ -115,6 +115,7 @@ private:
   }
 
   void work(int k, uint64_t seen) {
+    emberRuntimeEnterFloatMode(); // (a worker runs compiled code only)
     for (;;) {
       std::unique_lock<std::mutex> g(m);
       wake.wait(g, [&] { return generation.load() != seen; });

@@ -96,6 +96,8 @@ extern "C" void emberHostCallbackEntry(
   nb::gil_scoped_acquire gil;
   if (pendingError || !hostHandler().is_valid())
     return; // an earlier callback of this call failed: skip the rest
+  // The callback's Python (NumPy included) keeps subnormals.
+  unsigned mode = emberRuntimeLeaveFloatMode();
   try {
     hostHandler()((intptr_t)(sig + sigOffset), sigSize,
                   (intptr_t)(args + argsOffset),
@@ -105,6 +107,7 @@ extern "C" void emberHostCallbackEntry(
     PyErr_Fetch(&pendingError.type, &pendingError.value,
                 &pendingError.traceback);
   }
+  emberRuntimeRestoreFloatMode(mode);
 }
 
 /// Raises the pending callback error, if any, after freeing `results`.

@@ -229,8 +229,9 @@ func.func @reduce_tree(%a: tensor<1000x8xf32>, %b: tensor<200x8xf32>) -> (tensor
 // CHECK-DAG: #[[O:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-LABEL: func @dot_general
 // CHECK: linalg.generic {indexing_maps = [#[[L]], #[[R]], #[[O]]], iterator_types = ["parallel", "reduction", "parallel"]}
-// CHECK: arith.mulf
-// CHECK: arith.addf
+// CHECK-NEXT: ^bb0(%[[A:.*]]: f32, %[[B:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT: %[[F:.*]] = math.fma %[[A]], %[[B]], %[[ACC]] : f32
+// CHECK-NEXT: linalg.yield %[[F]]
 func.func @dot_general(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
   %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
   return %0 : tensor<2x4xf32>

@@ -308,3 +308,25 @@ def test_debug_nans_and_infs(capsys):
         np.testing.assert_allclose(ember.jit(lambda x: 1.0 / x)(4.0), 0.25)
     assert np.isinf(ember.jit(lambda x: 1.0 / x)(0.0))
     ember.effects_barrier()
+
+
+def test_non_array_arguments_raise_jax_error_with_their_path():
+    # JAX's TypeError (its text), naming the argument's path, then the line.
+    def f(x, y=1):
+        return x
+
+    def text(path, kind="str"):
+        return (f"Error interpreting argument to {f!r} as an abstract array. The problematic "
+                f"value is of type <class '{kind}'> and was passed to the function at path "
+                f"{path}.\nThis typically means that a jit-wrapped function was called with a "
+                "non-array argument, and this argument was not marked as static using the "
+                "static_argnums or static_argnames parameters of jax.jit.\n(at ")
+
+    for call, path, kind in [(lambda: jax.jit(f)({"a": "s"}, y=2), "x['a']", "str"),
+                             (lambda: jax.jit(f)(1, y=[1, "s"]), "y[1]", "str"),
+                             (lambda: jax.jit(f, static_argnums=0)(1, "s"), "y", "str"),
+                             (lambda: jax.jit(f)(object()), "x", "object")]:
+        with pytest.raises(TypeError) as info:
+            call()
+        assert str(info.value).startswith(text(path, kind))
+        assert str(info.value).splitlines()[-1].startswith(f"(at {__file__}:")

@@ -16,7 +16,7 @@ import numpy as np
 from ember._mlir import ir
 
 from . import core, dtypes, hitypes, lax, state, tree_util
-from .api import eager
+from .api import eager_transform
 from .api_util import Traced, flatten_args, static_positions, with_dynamic
 from .batching import vmap
 from .core import as_value
@@ -113,7 +113,7 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
         main_out = traced.out_avals[:n_main]
         if not core._trace_stack:
             # Called outside a trace: compile the backward pass on its own.
-            return eager(lambda p, c: _vjp_traced(fun, p, has_aux, True)[1](c, want),
+            return eager_transform(lambda p, c: _vjp_traced(fun, p, has_aux, True)[1](c, want),
                          (primals, ct))
         wanted = wrt
         if want is not None:
@@ -170,8 +170,8 @@ def _reuse_primal_outputs(state, outs, primal_results):
 
 def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     if not core._trace_stack:
-        out_aux = eager(lambda *p: _vjp_pair(fun, p, has_aux), primals)
-        f = VJPFunction(lambda ct, want: eager(
+        out_aux = eager_transform(lambda *p: _vjp_pair(fun, p, has_aux), primals)
+        f = VJPFunction(lambda ct, want: eager_transform(
             lambda p, c: _vjp_traced(fun, p, has_aux, True)[1](c, want), (primals, ct)),
             len(primals))
         if has_aux:
@@ -266,7 +266,7 @@ class VJPFunction:
         def apply(ct):
             if not core._trace_stack:
                 # One program: the backward pass and the accumulations.
-                return eager(traced, (ct,))
+                return eager_transform(traced, (ct,))
             return traced(ct)
 
         def traced(ct):  # (apply calling itself would be a reference cycle)
@@ -310,7 +310,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         single, nums = _check_argnums(argnums, len(args))
         if not core._trace_stack:
             static = static_positions(args, nums)
-            return eager(lambda *a: _value_and_grad_traced(
+            return eager_transform(lambda *a: _value_and_grad_traced(
                 fun, a, kwargs, single, nums, has_aux, allow_int, holomorphic), args, static)
         return _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
                                       holomorphic)
@@ -423,7 +423,7 @@ def jvp(fun, primals, tangents, has_aux=False):
         raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
                         f"structure; got {len(primals)} primals and {len(tangents)} tangents")
     if not core._trace_stack:
-        return eager(lambda p, t: _jvp_traced(fun, p, t, has_aux),
+        return eager_transform(lambda p, t: _jvp_traced(fun, p, t, has_aux),
                      (tuple(primals), tuple(tangents)))
     return _jvp_traced(fun, tuple(primals), tuple(tangents), has_aux)
 
@@ -539,7 +539,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
             return (jac, aux_of(*d)) if has_aux else jac
 
         if not core._trace_stack:
-            return eager(run, diff)
+            return eager_transform(run, diff)
         return run(*diff)
     return wrapped
 
@@ -582,7 +582,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
             return (jac, aux) if has_aux else jac
 
         if not core._trace_stack:
-            return eager(run, diff)
+            return eager_transform(run, diff)
         return run(*diff)
     return wrapped
 
@@ -695,7 +695,7 @@ class custom_jvp:
             # Ember when the function is called): the primal function.
             return self.fun(*args)
         if not core._trace_stack:
-            return eager(lambda *a: self(*a), args, static_positions(args, ()))
+            return eager_transform(lambda *a: self(*a), args, static_positions(args, ()))
         nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
         leaves, treedef = tree_util.tree_flatten_lo(diff)
         vals = [as_value(x) for x in leaves]

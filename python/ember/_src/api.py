@@ -313,10 +313,46 @@ def _prepare_args(fun, static_argnums, static_argnames, args, kwargs, abstract_o
             vals.append(_AbstractArg(x))
             continue
         if not _is_array_leaf(x):
-            raise TypeError(f"Argument of type {type(x).__name__} is not a valid JAX type "
-                            f"(pass it as a static argument) (at {core.where()})")
+            raise _invalid_argument(fun, static_argnums, args, kwargs, x)
         vals.append(as_value(x))
     return static, treedef, vals, ref_pos, refs
+
+
+def _invalid_argument(fun, static_argnums, args, kwargs, leaf):
+    """JAX's TypeError for a non-array leaf `leaf` of a jitted call's
+    dynamic arguments, naming its path (the parameter, then keys)."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    star = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
+    named = []
+    for i, a in enumerate(args):
+        if i in static_argnums:
+            continue
+        named.append((positional[i].name if i < len(positional)
+                      else f"{star}[{i - len(positional)}]", a))
+    named += list(kwargs.items())
+    path = "args"
+    for name, a in named:
+        for p, v in tree_util.tree_flatten_with_path(a)[0]:
+            if v is leaf:
+                path = name + tree_util.keystr(p)
+                break
+        else:
+            continue
+        break
+    if isinstance(leaf, core.ShapeDtypeStruct):
+        return core.type_error(
+            f"Argument '{path}' of shape {core.ShapedArray(leaf.shape, leaf.dtype).str_short()} "
+            f"of type {type(leaf)} is not a valid JAX type.")
+    return core.type_error(
+        f"Error interpreting argument to {fun!r} as an abstract array. The problematic value "
+        f"is of type {type(leaf)} and was passed to the function at path {path}.\nThis "
+        "typically means that a jit-wrapped function was called with a non-array argument, "
+        "and this argument was not marked as static using the static_argnums or "
+        "static_argnames parameters of jax.jit.")
 
 
 def _check_devices(fun, sig, args, kwargs, static_argnums, static_argnames):
@@ -545,11 +581,12 @@ def eval_shape(fun, *args, **kwargs):
     return tree_util.tree_unflatten(tree, leaves)
 
 
-def eager(fun, args, static_positions=()):
+def eager(fun, args, static_positions=(), fp_contract=True):
     """Runs `fun(*args)` compiled, outside of any trace (how transformations
     called outside `jit` run). The trace is concrete: Python control flow on
     values works as in JAX, and the compiled program is the path taken
-    (cached by its text, so a repeated path compiles nothing)."""
+    (cached by its text, so a repeated path compiles nothing). Products are
+    fused with sums into FMAs with `fp_contract` (see `eager_transform`)."""
     # Also under `disable_jit`: the transformations still need a trace (as in
     # JAX, `disable_jit` turns off `jit`, not `grad`); control flow checks
     # for `disable_jit` itself before coming here.
@@ -560,8 +597,17 @@ def eager(fun, args, static_positions=()):
     flat_fun, out_tree = flatten_fun(fun, treedef, static)
     lifted = []
     exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs),
-                                [v.aval for v in vals], concrete=vals, lifted=lifted)
+                                [v.aval for v in vals], concrete=vals, lifted=lifted,
+                                fp_contract=fp_contract)
     return tree_util.tree_unflatten(out_tree(), _run(exe, vals, refs, lifted))
+
+
+def eager_transform(fun, args, static_positions=()):
+    """`eager` for `grad`, `vjp`, `jvp`, `vmap` and friends called outside
+    `jit`: without FMA contraction, as JAX evaluates them op by op (no
+    product is fused with a sum there; control flow outside jit is one XLA
+    computation in JAX, so `eager` keeps contraction for it)."""
+    return eager(fun, args, static_positions, fp_contract=False)
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

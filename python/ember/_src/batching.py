@@ -7,7 +7,7 @@ import functools
 from ember._mlir import ir
 
 from . import core, hitypes, parallel, state, tree_util
-from .api import eager
+from .api import eager_transform
 from .api_util import Traced, static_positions
 from .core import as_value
 from .numpy import lax_numpy as jnp
@@ -110,9 +110,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             dynamic = [i for i, a in enumerate(args)
                        if not (isinstance(in_axes, tuple) and in_axes[i] is None)]
             static = static_positions(args, dynamic)
-            return eager(lambda *a: _vmap_traced(fun, in_axes, out_axes, axis_size, a, kwargs,
-                                                 axis_name),
-                         args, static)
+            return eager_transform(
+                lambda *a: _vmap_traced(fun, in_axes, out_axes, axis_size, a, kwargs, axis_name),
+                args, static)
         return _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name)
     return wrapped
 

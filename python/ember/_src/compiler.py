@@ -121,12 +121,15 @@ def exact_at_any_level(module):
 class Executable:
     """A compiled function: the C++ kernel plus the avals it was built for."""
 
-    def __init__(self, module, in_avals, out_avals, target=None, text=None, opt_level=None):
+    def __init__(self, module, in_avals, out_avals, target=None, text=None, opt_level=None,
+                 fp_contract=True):
         """`opt_level`: LLVM's level (EMBER_OPT_LEVEL's by default), or
         FIRST_TIER: 0 when that computes the same bits as the default level
         (`exact_at_any_level`), else the default (an eager program's first
         compile, core._tiered). `self.opt_level` is the level used (None
-        when loaded from the persistent cache)."""
+        when loaded from the persistent cache). Without `fp_contract`,
+        products and sums are not fused into FMAs (a transformation called
+        outside jit, which JAX evaluates op by op: design.md, "Eager ops")."""
         target = target or get_target()
         opt_level = OPT_LEVEL if opt_level is None else opt_level
         self.opt_level = None
@@ -141,7 +144,8 @@ class Executable:
         key = None
         if compilation_cache.enabled(target) and not _dump_dir:
             key = compilation_cache.key(target, self.ember_text, self.in_avals,
-                                        self.out_avals, opt_level)
+                                        self.out_avals,
+                                        opt_level if fp_contract else f"{opt_level}-nofma")
             obj = compilation_cache.load(key)
             if obj is not None:
                 try:
@@ -161,6 +165,8 @@ class Executable:
                 if opt_level == FIRST_TIER:
                     opt_level = 0 if exact_at_any_level(module) else OPT_LEVEL
                 self.opt_level = opt_level
+                if not fp_contract and target.name == "cpu":
+                    module.operation.attributes["ember.fp_contract"] = ir.BoolAttr.get(False)
                 try:
                     if obj_path:
                         self.kernel = target.load(module, opt_level, self.in_avals,

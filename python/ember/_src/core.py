@@ -1270,10 +1270,12 @@ _program_cache = collections.OrderedDict()
 _bytecode_index = collections.OrderedDict()
 
 
-def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None):
+def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
+                     fp_contract=True):
     """The Executable of `fun` traced on `in_avals` (see `trace_function`;
     refs appended to `lifted` are extra arguments and results), its code
-    optimized at `opt_level` (see `Executable`)."""
+    optimized at `opt_level`, FMAs contracted with `fp_contract` (see
+    `Executable`)."""
     refs = []
     module, out_avals = trace_function(fun, in_avals, concrete, refs)
     if refs:
@@ -1290,12 +1292,15 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None):
     avals = tuple(in_avals)
     if opt_level is not None and opt_level != compiler.OPT_LEVEL:
         avals += (("opt_level", opt_level),)
+    if not fp_contract:
+        avals += (("fp_contract", False),)
     exe = _lru_get(_bytecode_index, (buf.getvalue(), avals))
     if exe is None:
         text = str(module)
         exe = _lru_get(_program_cache, (text, avals))
         if exe is None:
-            exe = Executable(module, in_avals, out_avals, text=text, opt_level=opt_level)
+            exe = Executable(module, in_avals, out_avals, text=text, opt_level=opt_level,
+                             fp_contract=fp_contract)
             _lru_put(_program_cache, (text, avals), exe)
         _lru_put(_bytecode_index, (buf.getvalue(), avals), exe)
     if [a.sharding for a in exe.out_avals] != [a.sharding for a in out_avals]:
