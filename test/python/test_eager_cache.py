@@ -264,3 +264,17 @@ def test_outside_traces_keeps_types_and_errors():
         jnp.take_along_axis(a, jnp.asarray(i), axis=0)
     with pytest.raises(IndexError, match="Too many indices"):
         a[0, 0, 0, jnp.asarray(i)]
+
+
+def test_int_indexing_in_a_python_loop_compiles_once(compiles):
+    # As JAX: in-bounds ints of an index are operands of the compiled
+    # program, so `x[i]` over a loop compiles once (was once per `i`);
+    # out-of-bounds ints clamp, as before.
+    core._eager_cache.clear()
+    a = jnp.asarray(m)
+    got = [np.asarray(a[i, 1:, -1]) for i in range(3)] + [np.asarray(a[-1, 1:, -1])]
+    for i, g in enumerate(got):
+        np.testing.assert_array_equal(g, m[[0, 1, 2, -1][i], 1:, -1])
+    assert compiles[0] == 1
+    np.testing.assert_array_equal(np.asarray(a[7]), m[2])  # (clamped, as JAX)
+    assert [float(v) for v in jnp.asarray(m[0, 0])] == [float(v) for v in m[0, 0]]

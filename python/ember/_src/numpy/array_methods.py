@@ -6,7 +6,7 @@ use operators on values only at run time, after that."""
 from .. import lax
 from ..core import Value
 from . import lax_numpy as jnp
-from .indexing import _IndexUpdateHelper, getitem, getitem_method
+from .indexing import _IndexUpdateHelper, getitem_method
 
 
 def install():
@@ -35,7 +35,7 @@ def install():
     Value.__abs__ = lambda self: jnp.abs(self)
     Value.__invert__ = lambda self: jnp.invert(self)
     Value.__getitem__ = getitem_method
-    Value.__iter__ = lambda self: (getitem(self, i) for i in range(len(self)))
+    Value.__iter__ = lambda self: (getitem_method(self, i) for i in range(len(self)))
     Value.at = property(lambda self: _IndexUpdateHelper(self))
     Value.T = property(lambda self: jnp.transpose(self))
     Value.mT = property(lambda self: jnp.matrix_transpose(self))

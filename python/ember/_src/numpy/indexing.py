@@ -336,12 +336,36 @@ def getitem_method(x, idx):
     """`x[idx]`."""
     if _outside_traces(x):
         split = _split_index(idx)
+        if split is not None and not split[1]:
+            split = _dynamic_ints(x, *split)
         if split is not None and split[1]:
             structure, arrays = split
             return core.call_compiled(
                 lambda x, *arrays: getitem(x, _join_index(structure, arrays)),
                 ("getitem", structure), [x] + [core.as_value(a) for a in arrays])
     return getitem(x, idx)
+
+
+def _dynamic_ints(x, structure, arrays):
+    """An index of ints, slices, None and Ellipsis with its in-bounds ints
+    made operands (0-d int32 arrays, which `getitem` gathers by), as JAX
+    does: `x[i]` in a Python loop compiles once, not once per `i`. An int out
+    of bounds stays static (the IndexError); None when there is no int."""
+    is_tuple, entries = structure
+    real = sum(1 for e in entries if e is not None and e is not Ellipsis)
+    out, ints, dim = [], [], 0
+    for e in entries:
+        if e is Ellipsis:
+            dim += x.ndim - real
+        elif type(e) is int and dim < x.ndim and -x.shape[dim] <= e < x.shape[dim]:
+            out.append(_ARRAY)
+            ints.append(jnp._scalar_array(e))
+            dim += 1
+            continue
+        elif e is not None:
+            dim += 1
+        out.append(e)
+    return ((is_tuple, tuple(out)), ints) if ints else None
 
 
 def _at_method(method):
