@@ -11,6 +11,7 @@ instance), so the handler never relies on trace-time shapes.
 Outside any trace the callback simply runs.
 """
 
+import contextlib
 import ctypes
 import itertools
 import math
@@ -98,16 +99,22 @@ def callback_error(e):
         return JaxRuntimeError(text)
 
 
-def _handle(sig_addr, sig_len, args_addr, results_addr):
-    """Called by compiled code (through `ember_host_callback`). What the
-    callback raises reaches the caller as JAX's JaxRuntimeError (also an
-    instance of the callback's exception class: errors.callback_error)."""
+@contextlib.contextmanager
+def _runtime_errors():
+    """What a callback raises inside becomes JAX's JaxRuntimeError
+    (`callback_error`); SystemExit too, as in JAX; KeyboardInterrupt stays."""
     try:
-        _handle_call(sig_addr, sig_len, args_addr, results_addr)
+        yield
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: BLE001 (SystemExit too, as JAX)
         raise callback_error(e) from e
+
+
+def _handle(sig_addr, sig_len, args_addr, results_addr):
+    """Called by compiled code (through `ember_host_callback`)."""
+    with _runtime_errors():
+        _handle_call(sig_addr, sig_len, args_addr, results_addr)
 
 
 def _handle_call(sig_addr, sig_len, args_addr, results_addr):
@@ -217,15 +224,9 @@ def _callback(kind, callback, result_shape_dtypes, args, kwargs, has_side_effect
         return [np.asarray(x) for x in out_leaves]
 
     if not _is_traced(operands):
-        if kind == "debug.callback":  # (runs as a plain call outside traces, as JAX's)
+        # (A debug.callback runs as a plain call outside traces, as JAX's.)
+        with contextlib.nullcontext() if kind == "debug.callback" else _runtime_errors():
             flat = run([np.asarray(x) for x in operands])
-        else:
-            try:
-                flat = run([np.asarray(x) for x in operands])
-            except KeyboardInterrupt:
-                raise
-            except BaseException as e:  # noqa: BLE001 (as _handle)
-                raise callback_error(e) from e
         # Check against the declared shapes, as compiled code would.
         for i, (r, av) in enumerate(zip(flat, avals)):
             if r.shape != av.shape or r.dtype != av.dtype:
