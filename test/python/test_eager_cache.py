@@ -278,3 +278,19 @@ def test_int_indexing_in_a_python_loop_compiles_once(compiles):
     assert compiles[0] == 1
     np.testing.assert_array_equal(np.asarray(a[7]), m[2])  # (clamped, as JAX)
     assert [float(v) for v in jnp.asarray(m[0, 0])] == [float(v) for v in m[0, 0]]
+
+
+def test_ember_opt_level_is_honoured():
+    # EMBER_OPT_LEVEL sets LLVM's level of every compile (0: no tiers).
+    import os
+    import subprocess
+    import sys
+    code = ("import ember, ember.numpy as jnp\n"
+            "from ember._src import compiler, core\n"
+            "f = ember.jit(lambda x: x * 2.0 + 1.0)\n"
+            "f(jnp.ones(3))\n"
+            "print(compiler.OPT_LEVEL, {e.opt_level for e in core._program_cache.values()})\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, EMBER_OPT_LEVEL="0"), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "0 {0}"

@@ -79,7 +79,7 @@ def set_threads(n):
     if "EMBER_NUM_THREADS" not in os.environ:
         _ember_runtime.set_num_threads(int(n))
 
-OPT_LEVEL = int(os.environ.get("EMBEROPT_LEVEL", "2"))
+OPT_LEVEL = int(os.environ.get("EMBER_OPT_LEVEL", "2"))
 _dump_dir = os.environ.get("EMBER_DUMP_DIR")
 # With EMBER_DUMP_DIR, also lower every compiled program for these targets
 # (comma-separated, e.g. "cuda") and dump their stages: how the PTX of whole
