@@ -45,17 +45,20 @@ def EmberGPU_BarrierInitOp : EmberGPU_Op<"barrier_init"> {
   let hasVerifier = 1;
 }
 
-def EmberGPU_BarrierArriveOp : EmberGPU_Op<"barrier_arrive"> {
+def EmberGPU_BarrierArriveOp : EmberGPU_Op<"barrier_arrive", [AttrSizedOperandSegments]> {
   let summary = "arrives on mbarrier `barriers[index]`, optionally expecting bytes";
   let description = [{
     One arrival of the calling thread. With `expect_tx`, the arrival also
     tells the barrier to wait for that many bytes of asynchronous copies
-    (TMA) to land before its phase completes.
+    (TMA) to land before its phase completes. With `cta`, the arrival is on
+    the barrier at the same shared-memory address in block `cta` of the
+    cluster (its rank), with release semantics at cluster scope: Pallas'
+    `ClusterBarrier` arrives on every peer's copy of the barrier.
   }];
   let arguments = (ins EmberGPU_Barriers:$barriers, Index:$index,
-                       Optional<I32>:$expect_tx);
+                       Optional<I32>:$expect_tx, Optional<I32>:$cta);
   let assemblyFormat = [{
-    $barriers `[` $index `]` (`,` `expect_tx` `=` $expect_tx^)? attr-dict `:` type($barriers)
+    $barriers `[` $index `]` (`,` `expect_tx` `=` $expect_tx^)? (`cta` `(` $cta^ `)`)? attr-dict `:` type($barriers)
   }];
   let hasVerifier = 1;
 }

@@ -11,7 +11,8 @@ CPU with its race checks:
 
 With `guarded=False` the first and last drop their ClusterBarrier, and the
 interpreter reports the race (`plgpu.InterpretError`) with the kernel's
-lines. Run the file to see both:
+lines. `collective_smem_reuse` also compiles for the GPU (`.lower(x,
+chip="sm_90a").as_text("ptx")`). Run the file to see all of it:
 
     .venv/bin/python examples/pallas_gpu_kernels.py
 """
@@ -152,6 +153,11 @@ if __name__ == "__main__":
         collective_smem_reuse(False)(x)
     except plgpu.InterpretError as e:
         print("without the ClusterBarrier:", e)
+    # The same kernel compiled for a Hopper GPU (nothing runs: PTX only).
+    ptx = collective_smem_reuse(True).lower(x, chip="sm_90a").as_text("ptx")
+    print(f"collective SMEM reuse, compiled for sm_90a: {len(ptx.splitlines())} lines of PTX, "
+          f"{ptx.count('cp.async.bulk.tensor')} TMA copies, "
+          f"{ptx.count('mbarrier.arrive.release.cluster')} remote barrier arrivals")
     a = rng.standard_normal((256, 64)).astype(np.float32)
     b = rng.standard_normal((64, 128)).astype(np.float32)
     p, q = rng.standard_normal((2, 128, 128)).astype(np.float32)

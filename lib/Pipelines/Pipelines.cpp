@@ -18,6 +18,7 @@
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Affine/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
@@ -122,6 +123,21 @@ static const char kTransforms[] =
     "ember-expand-transforms,symbol-dce,canonicalize,cse";
 static const char kOptimize[] =
     "ember-hoist-scan-inputs,ember-expand-transforms,symbol-dce";
+// A compiled plgpu kernel (python/ember/_src/pallas/mosaic_gpu_compile.py):
+// a host function whose gpu.launch holds ember ops on per-thread values and
+// ember_gpu ops -> loops on registers and buffers, outlined into a
+// gpu.module. The per-thread loops are unrolled (a thread's part of an
+// array stays in registers); its temporaries live on the thread's stack.
+static const char kGpuKernel[] =
+    "ember-to-linalg{runtime-gemm=false runtime-sort=false},canonicalize,cse,"
+    "linalg-fuse-elementwise-ops,canonicalize,"
+    "one-shot-bufferize{unknown-type-conversion=identity-layout-map},"
+    "canonicalize,func.func(promote-buffers-to-stack{max-alloc-size-in-bytes="
+    "65536}),"
+    "convert-linalg-to-affine-loops,"
+    "func.func(affine-loop-unroll{unroll-factor=-1}),"
+    "lower-affine,convert-bufferization-to-memref,canonicalize,cse,"
+    "gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse";
 
 // Every target, in one list (Targets.def): a new target adds its file under
 // Targets/ and one line there.
@@ -290,6 +306,8 @@ static void registerOnce() {
   registerConvertBufferizationToMemRefPass();
   // The CUDA target.
   registerGpuKernelOutliningPass();
+  registerGpuLaunchSinkIndexComputationsPass();
+  affine::registerAffineLoopUnrollPass();
   registerGpuAsyncRegionPass();
   registerGpuNVVMAttachTarget();
   registerGpuModuleToBinaryPass();
@@ -302,6 +320,11 @@ static void registerOnce() {
       "ember-transforms",
       "Expand every transformation op, then clean up (stage 1)",
       [](OpPassManager &pm) { parseOrDie(kTransforms, pm); });
+  PassPipelineRegistration<>(
+      "ember-gpu-kernel",
+      "A compiled plgpu kernel (a gpu.launch of ember and ember_gpu ops on "
+      "per-thread values) to unrolled loops, outlined into a gpu.module",
+      [](OpPassManager &pm) { parseOrDie(kGpuKernel, pm); });
   PassPipelineRegistration<>(
       "ember-optimize",
       "Target-independent optimizations on ember IR (stage 2)",

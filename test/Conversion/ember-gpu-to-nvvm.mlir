@@ -44,6 +44,10 @@ gpu.module @k {
     ember_gpu.barrier_wait %bars[%c1], parity = %parity : !bars
     // CHECK: %{{.*}} = nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
     ember_gpu.barrier_arrive %bars[%c1] : !bars
+    // An arrival on the peer block's barrier: its address in the cluster window.
+    // CHECK: %[[PEER:.*]] = nvvm.mapa %{{.*}}, %arg2 : !llvm.ptr<3> -> !llvm.ptr<7>
+    // CHECK: nvvm.mbarrier.arrive %[[PEER]] {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+    ember_gpu.barrier_arrive %bars[%c1] cta(%x) : !bars
     // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
     ember_gpu.commit_smem
     // CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %arg1, %{{.*}}, box[%arg3, %arg2] :
@@ -66,6 +70,8 @@ gpu.module @k {
 // PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // PTX: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster
 // PTX: mbarrier.try_wait.parity.shared.b64
+// PTX: mapa.shared::cluster
+// PTX: mbarrier.arrive.release.cluster.shared::cluster.b64
 // PTX: fence.proxy.async.shared::cta
 // PTX: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group
 // PTX: cp.async.bulk.commit_group

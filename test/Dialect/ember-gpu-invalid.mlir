@@ -12,6 +12,15 @@ func.func @barrier_c1(%bars: memref<2xi64>, %i: index) {
 
 // -----
 
+// barrier_arrive_c1
+func.func @barrier_arrive_c1(%bars: memref<2xi64, #gpu.address_space<workgroup>>, %i: index, %n: i32) {
+  // expected-error @+1 {{barrier_arrive_c1: an arrival on a peer block's barrier (`cta`) cannot expect bytes}}
+  ember_gpu.barrier_arrive %bars[%i], expect_tx = %n cta(%n) : memref<2xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
 // barrier_init_c1
 func.func @barrier_init_c1(%bars: memref<2xi64, #gpu.address_space<workgroup>>, %i: index) {
   // expected-error @+1 {{barrier_init_c1: arrivals must be at most 2^20 - 1, got 1048576}}
@@ -42,6 +51,17 @@ func.func @copy_gmem_to_smem_c1(%d: !llvm.ptr, %x: i32, %tile: memref<64x64xbf16
                                 %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
   // expected-error @+1 {{copy_gmem_to_smem_c1: the shared-memory buffer must be statically shaped, contiguous and in shared memory}}
   ember_gpu.copy_gmem_to_smem %d[%x, %x], %tile, %bars[%i] : !llvm.ptr, memref<64x64xbf16>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// copy_gmem_to_smem_c1: a column block of a shared buffer is not contiguous.
+func.func @copy_gmem_to_smem_c1_strided(%d: !llvm.ptr, %x: i32,
+    %tile: memref<64x32xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>,
+    %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copy_gmem_to_smem_c1: the shared-memory buffer must be statically shaped, contiguous and in shared memory}}
+  ember_gpu.copy_gmem_to_smem %d[%x, %x], %tile, %bars[%i] : !llvm.ptr, memref<64x32xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<1xi64, #gpu.address_space<workgroup>>
   return
 }
 

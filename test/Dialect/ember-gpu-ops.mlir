@@ -18,10 +18,16 @@ gpu.module @k {
     ember_gpu.barrier_arrive %bars[%c0] : !bars
     // CHECK: ember_gpu.barrier_arrive %{{.*}}[%{{.*}}], expect_tx = %{{.*}} : memref
     ember_gpu.barrier_arrive %bars[%c0], expect_tx = %bytes : !bars
+    // CHECK: ember_gpu.barrier_arrive %{{.*}}[%{{.*}}] cta(%{{.*}}) : memref
+    ember_gpu.barrier_arrive %bars[%c0] cta(%x) : !bars
     // CHECK: ember_gpu.copy_gmem_to_smem %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}, %{{.*}}[%{{.*}}] : !llvm.ptr, memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
     ember_gpu.copy_gmem_to_smem %desc[%x, %y], %tile, %bars[%c0] : !llvm.ptr, !tile, !bars
     // CHECK: ember_gpu.copy_gmem_to_smem {{.*}}, multicast = %{{.*}} :
     ember_gpu.copy_gmem_to_smem %desc[%x, %y], %tile, %bars[%c0], multicast = %mask : !llvm.ptr, !tile, !bars
+    // A block of rows at a run-time offset is contiguous: a valid box.
+    %rows = memref.subview %tile[%c0, 0] [32, 64] [1, 1] : !tile to memref<32x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+    // CHECK: ember_gpu.copy_gmem_to_smem {{.*}} : !llvm.ptr, memref<32x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+    ember_gpu.copy_gmem_to_smem %desc[%x, %y], %rows, %bars[%c0] : !llvm.ptr, memref<32x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, !bars
     // CHECK: ember_gpu.barrier_wait %{{.*}}[%{{.*}}], parity = %{{.*}} : memref
     ember_gpu.barrier_wait %bars[%c0], parity = %parity : !bars
     // CHECK: ember_gpu.commit_smem

@@ -66,6 +66,17 @@ void lower(eg::BarrierInitOp op, OpBuilder &b) {
 void lower(eg::BarrierArriveOp op, OpBuilder &b) {
   Location loc = op.getLoc();
   Value ptr = sharedAddress(b, loc, op.getBarriers(), op.getIndex());
+  if (Value cta = op.getCta()) {
+    // The peer's barrier, seen through the cluster's shared-memory window.
+    auto clusterPtr = LLVM::LLVMPointerType::get(
+        b.getContext(),
+        static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster));
+    Value remote = NVVM::MapaOp::create(b, loc, clusterPtr, ptr, cta);
+    NVVM::MBarrierArriveOp::create(b, loc, /*res=*/Type(), remote,
+                                   /*count=*/Value(),
+                                   NVVM::MemScopeKind::CLUSTER);
+    return;
+  }
   if (Value tx = op.getExpectTx())
     NVVM::MBarrierArriveExpectTxOp::create(b, loc, /*res=*/Type(), ptr, tx,
                                            /*scope=*/{}, /*relaxed=*/{},

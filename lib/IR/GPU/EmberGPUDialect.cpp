@@ -56,19 +56,45 @@ LogicalResult BarrierInitOp::verify() {
 }
 
 LogicalResult BarrierArriveOp::verify() {
-  return verifyBarriers(*this, getBarriers());
+  if (failed(verifyBarriers(*this, getBarriers())))
+    return failure();
+  // barrier_arrive_c1: a remote arrival (on a peer block's barrier) does not
+  // expect bytes: copies signal the barrier of the block they land in.
+  if (getCta() && getExpectTx())
+    return emitOpError("barrier_arrive_c1: an arrival on a peer block's "
+                       "barrier (`cta`) cannot expect bytes (`expect_tx`)");
+  return success();
 }
 
 LogicalResult BarrierWaitOp::verify() {
   return verifyBarriers(*this, getBarriers());
 }
 
+/// Whether `type` is statically shaped with row-major contiguous strides
+/// (any offset: a part of a larger buffer qualifies).
+static bool isContiguousRowMajor(MemRefType type) {
+  if (!type.hasStaticShape())
+    return false;
+  if (type.getLayout().isIdentity())
+    return true;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return false;
+  int64_t expected = 1;
+  for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+    if (type.getDimSize(d) != 1 && strides[d] != expected)
+      return false;
+    expected *= type.getDimSize(d);
+  }
+  return true;
+}
+
 /// The rules a TMA box in shared memory obeys (`rule` names the op).
 static LogicalResult verifyTmaBox(Operation *op, StringRef rule,
                                   MemRefType smem, size_t numCoordinates) {
   // <op>_c1: a contiguous, statically shaped buffer in shared memory.
-  if (!inSharedMemory(smem) || !smem.hasStaticShape() ||
-      !smem.getLayout().isIdentity())
+  if (!inSharedMemory(smem) || !isContiguousRowMajor(smem))
     return op->emitOpError(rule) << "_c1: the shared-memory buffer must be "
                                     "statically shaped, contiguous and in "
                                     "shared memory, got "

@@ -25,7 +25,7 @@ from .. import ad, control_flow, core, lax, state, tree_util
 from ..api import eager as _eager
 from ..numpy import lax_numpy as jnp
 from ..targets import tpu as tpu_target
-from . import tpu_interpret, tpu_kernel
+from . import mosaic_gpu_compile, tpu_interpret, tpu_kernel
 
 
 class _NoBlockSpec:
@@ -205,6 +205,9 @@ def when(condition):
             if condition:
                 f()
             return None
+        if (kc := mosaic_gpu_compile.active()) is not None:
+            kc.run_when(condition, f)
+            return None
         control_flow.cond(condition, f, lambda: None)
         return None
 
@@ -218,6 +221,9 @@ def loop(lower, upper, *, step=1, unroll=None):
         raise ValueError(f"pl.loop: step must be positive, got {step} (at {core.where()})")
 
     def decorator(body):
+        if (kc := mosaic_gpu_compile.active()) is not None:
+            kc.run_loop(lower, upper, step, body)
+            return None
         lo, hi = core.as_value(lower), core.as_value(upper)
         static = not isinstance(lo, core.Tracer) and not isinstance(hi, core.Tracer)
         if static and isinstance(step, (int, np.integer)):

@@ -37,6 +37,7 @@ from .. import core, lax, state, tree_util
 from ..config import config as _config
 from ..numpy import lax_numpy as jnp
 from . import core as pl_core
+from . import mosaic_gpu_compile as _compile
 
 # --------------------------------------------------------------------------
 # Types of buffers
@@ -371,6 +372,8 @@ class _BarrierRef:
 
 
 def barrier_arrive(barrier):
+    if (kc := _compile.active()) is not None:
+        return kc.barrier_arrive(barrier)
     w = _me()
     if isinstance(barrier.kind, ClusterBarrier):
         for b in _group(w, barrier.kind.collective_axes):
@@ -381,6 +384,8 @@ def barrier_arrive(barrier):
 
 
 def barrier_wait(barrier):
+    if (kc := _compile.active()) is not None:
+        return kc.barrier_wait(barrier)
     w = _me()
     inst = barrier.inst(w.block)
     k = w.waits.get(id(inst), 0)
@@ -627,6 +632,8 @@ CopyPartition.REPLICATED = CopyPartition(None)
 
 def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, leader_tracked=None,
                       oob_mode=None):
+    if (kc := _compile.active()) is not None:
+        return kc.copy_gmem_to_smem(src, dst, barrier, collective_axes, leader_tracked)
     w = _me()
     where = core.where()
     data = _raw_load(src)
@@ -674,10 +681,14 @@ def copy_gmem_to_smem(src, dst, barrier, *, collective_axes=None, leader_tracked
 
 def commit_smem():
     """Makes the thread's SMEM stores visible to asynchronous copies."""
+    if (kc := _compile.active()) is not None:
+        return kc.commit_smem()
     _commit(_me(), "SMEM")
 
 
 def copy_smem_to_gmem(src, dst, predicate=None, *, commit_group=True, reduction_op=None):
+    if (kc := _compile.active()) is not None:
+        return kc.copy_smem_to_gmem(src, dst, predicate, reduction_op)
     if predicate is not None and not bool(core.as_value(predicate)):
         return
     w = _me()
@@ -698,6 +709,8 @@ def copy_smem_to_gmem(src, dst, predicate=None, *, commit_group=True, reduction_
 
 
 def wait_smem_to_gmem(n, wait_read_only=False):
+    if (kc := _compile.active()) is not None:
+        return kc.wait_smem_to_gmem(n, wait_read_only)
     w = _me()
     done = w.pending_stores[:max(len(w.pending_stores) - int(n), 0)]
     w.pending_stores = w.pending_stores[len(done):]
@@ -712,6 +725,7 @@ def commit_smem_to_gmem_group():
 def wgmma(acc, a, b):
     """`acc += a @ b` (f32 accumulation), asynchronous until `wgmma_wait`:
     `a` and `b` (SMEM) must not be overwritten before then."""
+    _compile.refuse("wgmma")
     w = _me()
     where = core.where()
     agent = _agent("wgmma")
@@ -730,6 +744,7 @@ def wgmma(acc, a, b):
 
 
 def wgmma_wait(n):
+    _compile.refuse("wgmma_wait")
     w = _me()
     done = w.pending_mma[:max(len(w.pending_mma) - int(n), 0)]
     w.pending_mma = w.pending_mma[len(done):]
@@ -756,6 +771,7 @@ def tcgen05_mma(acc, a, b, barrier=None, *, a_scale=None, b_scale=None,
     cluster axis of size 2), the pair of blocks computes
     `[acc0; acc1] += [a0; a1] @ [b0 | b1]`; the first block of the pair
     issues it and it reads and writes both blocks' buffers."""
+    _compile.refuse("tcgen05_mma")
     if a_scale is not None or b_scale is not None or a_sparse_metadata is not None:
         raise NotImplementedError(f"tcgen05_mma: block-scaled and sparse MMAs are not "
                                   f"supported by the interpreter (at {core.where()})")
@@ -792,6 +808,7 @@ def tcgen05_mma(acc, a, b, barrier=None, *, a_scale=None, b_scale=None,
 def tcgen05_commit_arrive(barrier, collective_axis=None):
     """Arrives on `barrier` (of both blocks of the pair, with
     `collective_axis`) once every MMA the thread issued completed."""
+    _compile.refuse("tcgen05_commit_arrive")
     w = _me()
     # A commit covers every MMA the thread issued before it, not only those
     # since the previous commit.
@@ -809,6 +826,7 @@ def tcgen05_commit_arrive(barrier, collective_axis=None):
 
 def async_load_tmem(src, *, layout=None):
     """The value of a TMEM ref; the read completes at `wait_load_tmem`."""
+    _compile.refuse("async_load_tmem")
     w = _me()
     agent = _agent("tmem-load")
     _async_read(w, src, agent, core.where())
@@ -817,6 +835,7 @@ def async_load_tmem(src, *, layout=None):
 
 
 def wait_load_tmem():
+    _compile.refuse("wait_load_tmem")
     w = _me()
     for agent in w.pending_loads:
         w.vc[agent] = 1
@@ -825,10 +844,12 @@ def wait_load_tmem():
 
 def async_store_tmem(ref, value):
     """Stores `value` into a TMEM ref; visible to MMAs after `commit_tmem`."""
+    _compile.refuse("async_store_tmem")
     state.store(ref, (), value)
 
 
 def commit_tmem():
+    _compile.refuse("commit_tmem")
     _commit(_me(), "TMEM")
 
 
@@ -889,6 +910,7 @@ def nd_loop(grid, *, collective_axes, tiling=None, init_carry=None):
     points of `grid` that fall to the calling block, the flat iteration
     space dealt out round robin over `collective_axes` (a persistent
     kernel's loop)."""
+    _compile.refuse("nd_loop")
     if tiling is not None:
         raise NotImplementedError(f"nd_loop: tiling is not supported (at {core.where()})")
     axes = (collective_axes,) if isinstance(collective_axes, str) else tuple(collective_axes)
@@ -938,6 +960,8 @@ class WarpMesh:
 
 
 def _axis_index(name):
+    if (kc := _compile.active()) is not None:
+        return kc.axis_index(name)
     w = getattr(_local, "worker", None)
     if w is None or name not in w.coords:
         return None
@@ -948,6 +972,8 @@ lax.axis_index_providers.append(_axis_index)
 
 
 def _grid_env():
+    if (kc := _compile.active()) is not None:
+        return kc.grid_env()
     w = getattr(_local, "worker", None)
     if w is None:
         return None
@@ -1005,6 +1031,7 @@ def emit_pipeline_warp_specialized(body, *, grid, memory_registers=None, in_spec
     where `pipeline(init_carry)` runs the steps and returns the last carry.
     Every thread group of the block meets at a barrier when the pipeline
     ends."""
+    _compile.refuse("emit_pipeline_warp_specialized")
     if out_specs or manual_consumed_barriers:
         raise NotImplementedError(
             "emit_pipeline_warp_specialized: output specs and manual consumed barriers are "
@@ -1084,6 +1111,7 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), max_concurrent_steps
     with TMA-style copies and barriers (and output blocks back out). A slot
     is refilled `delay_release` steps after its step (asynchronous wgmma
     still reading it; the race checks hold the body to that)."""
+    _compile.refuse("emit_pipeline")
     grid = tuple(int(g) for g in grid)
     delay = max([delay_release] + [getattr(s, "delay_release", 0) for s in in_specs])
     slots = int(max_concurrent_steps)
@@ -1178,6 +1206,19 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
             tuple(grid_names), cluster, tuple(cluster_names), num_threads or 1,
             thread_name))
 
+    def lower(*args, chip=None):
+        """Ember (not in JAX): the kernel compiled for an NVIDIA GPU, for
+        arguments shaped like `args` (arrays or ShapeDtypeStructs); see
+        `mosaic_gpu_compile.CompiledKernel`."""
+        in_avals = [core.ShapedArray(tuple(x.shape), np.dtype(x.dtype))
+                    for x in tree_util.tree_leaves(args)]
+        out_avals = [core.ShapedArray(tuple(o.shape), np.dtype(o.dtype))
+                     for o in tree_util.tree_leaves(out)]
+        return _compile.lower(body, in_avals, out_avals, scratch, grid, tuple(grid_names),
+                              cluster, tuple(cluster_names), num_threads or 1, thread_name,
+                              chip)
+
+    call.lower = lower
     return call
 
 

@@ -51,9 +51,11 @@ def ptxas():
     return find_cuda_file("bin", "ptxas")
 
 
-def _options():
-    features = _PTX_FEATURES.get(CHIP, "+ptx80")
-    opts = f"chip={CHIP} features={features}"
+def options(chip=None):
+    """The CUDA stages' options for `chip` (default EMBER_CUDA_CHIP)."""
+    chip = chip or CHIP
+    features = _PTX_FEATURES.get(chip, "+ptx80")
+    opts = f"chip={chip} features={features}"
     lib = libdevice()
     if lib and " " not in lib:
         opts += f" libdevice={lib}"
@@ -93,9 +95,9 @@ def _load(module, opt_level, in_avals, out_avals):
 
 CUDA = register(Target(
     name="cuda",
-    codegen_stages=(("gpu", f"ember-cuda-gpu{{{_options()}}}"),
-                    ("nvvm", f"ember-cuda-nvvm{{{_options()}}}"),
-                    ("binary", f"ember-cuda-binary{{{_options()}}}")),
+    codegen_stages=(("gpu", f"ember-cuda-gpu{{{options()}}}"),
+                    ("nvvm", f"ember-cuda-nvvm{{{options()}}}"),
+                    ("binary", f"ember-cuda-binary{{{options()}}}")),
     load=_load,
     aliases={"cuda-codegen": "binary"},
     views={"ptx": ("binary", ptx_of)}))

@@ -1,0 +1,991 @@
+"""`plgpu` kernels compiled for NVIDIA GPUs: the kernel body becomes one
+`gpu.func` of `ember_gpu` ops, with its arrays in registers.
+
+Mosaic GPU's programming model, as JAX documents it: the body runs once per
+warpgroup (128 threads) of every block; an array value belongs to the
+warpgroup. Here an array of N elements is either
+
+- *strided* (N a multiple of 128): thread `t` of the warpgroup holds the
+  row-major elements `[t*k, (t+1)*k)`, `k = N / 128` (Mosaic's
+  `WGStridedFragLayout` with contiguous runs), as a `tensor<k x T>`; a
+  reshape keeps the layout (row-major order), elementwise ops run on each
+  thread's part, and reads and writes of refs move each thread's part; or
+- *replicated* (anything else: scalars, small arrays): every thread holds
+  the whole array and computes it (any op).
+
+The body is traced once with `_KernelTrace`, whose `emit` retypes each ember
+op for these layouts (or refuses it at the user's line), into a `gpu.func`
+whose arguments are the GMEM operands (memrefs) and a pointer to the TMA
+descriptors, and whose workgroup attributions are the SMEM scratch buffers
+and the barriers. `plgpu` calls emit `ember_gpu` ops: a copy is issued by
+one thread of the warpgroup, barrier waits track each barrier's phase in a
+per-thread word, a `ClusterBarrier` arrival reaches every peer block of its
+group (`barrier_arrive ... cta(%rank)`). The kernel form then goes through
+`ember-to-linalg`, bufferization and the CUDA target's `nvvm` and `binary`
+stages (PTX that ptxas checks).
+
+Not yet compiled (each a `NotImplementedError` at the kernel's line):
+arrays moving between layouts other than replicated -> strided (reductions
+of strided arrays, slicing them), `lax` control flow and `pl.loop` carries,
+wgmma/tcgen05/TMEM, `emit_pipeline`. Nothing compiled here has run on a
+GPU: the host side (building TMA descriptors, launching) is not built.
+"""
+
+import contextlib
+import math
+import threading
+
+import numpy as np
+
+from ..._mlir import ir
+from ..._mlir.passmanager import PassManager
+from .. import core, dtypes, state
+from ..context import context
+
+WARPGROUP = 128
+TMA_DESCRIPTOR_BYTES = 128
+
+# The ember ops with the `Elementwise` trait (dialects/EmberOps.td;
+# test_plgpu_compile.py checks that the two lists agree).
+ELEMENTWISE = frozenset(
+    "ember." + n for n in """
+    neg abs sign floor ceil round_nearest_afz round_nearest_even exp exp2 log log1p
+    expm1 tanh logistic sin cos tan asin acos atan sinh cosh asinh acosh atanh sqrt
+    rsqrt cbrt erf erf_inv lgamma digamma bessel_i0e bessel_i1e not population_count
+    clz conj is_finite real imag add sub mul div rem pow max min atan2 nextafter and
+    or xor shift_left shift_right_logical shift_right_arithmetic complex compare
+    select clamp convert threefry2x32""".split())
+
+_local = threading.local()
+
+
+def active():
+    """The kernel being compiled on this thread, or None."""
+    return getattr(_local, "compiler", None)
+
+
+def _unsupported(what):
+    return NotImplementedError(
+        f"compiling a plgpu kernel for the GPU: {what} is not supported yet "
+        f"(at {core.where()})")
+
+
+def refuse(what):
+    """Raises when a kernel is being compiled: `what` is interpreted only."""
+    if active() is not None:
+        raise _unsupported(f"plgpu.{what}")
+
+
+def _strided(aval):
+    n = math.prod(aval.shape)
+    return aval.shape != () and n > 0 and n % WARPGROUP == 0
+
+
+# Every thread holds a replicated array whole: a bound on its size.
+MAX_REPLICATED = 256
+
+
+def _check_replicated(aval):
+    n = math.prod(aval.shape)
+    if not _strided(aval) and n > MAX_REPLICATED:
+        raise _unsupported(
+            f"an array of shape {aval.shape} ({n} elements, not a multiple of {WARPGROUP}: "
+            f"every thread would hold all of it; at most {MAX_REPLICATED})")
+
+
+def _frag_aval(aval):
+    """The per-thread aval of a value of `aval`."""
+    if _strided(aval):
+        return core.ShapedArray((math.prod(aval.shape) // WARPGROUP,), aval.dtype)
+    return core.ShapedArray(aval.shape, aval.dtype)
+
+
+class _KernelTrace(core.Trace):
+    """Traces the kernel body into the gpu.func's block (see the module's
+    docstring for the layouts)."""
+
+    def __init__(self, compiler, block):
+        self.ctx = context()
+        self.parent = None
+        self.concrete = False
+        self.root = self
+        self.module = compiler.module
+        self.name = "plgpu_kernel"
+        self.block = block
+        self.func_op = None
+        self.captured = []
+        self._capture_args = {}
+        core._init_ref_state(self)
+        self.kc = compiler
+
+    def emit(self, name, operands, result_avals, attributes=None, regions=0):
+        kc = self.kc
+        if regions:
+            raise _unsupported(f"`{name.removeprefix('ember.')}` (lax control flow)")
+        for a in result_avals:
+            _check_replicated(a)
+        strided = [_strided(a) for a in result_avals]
+        in_strided = [v in kc.strided_values for v in operands]
+        if not any(strided) and not any(in_strided):
+            return super().emit(name, operands, result_avals, attributes)
+        if name in ELEMENTWISE and all(in_strided) and all(strided):
+            return self._emit_retyped(name, operands, result_avals, attributes)
+        if (name == "ember.broadcast_in_dim" and all(strided)
+                and ir.RankedTensorType(operands[0].type).rank == 0):
+            # A scalar broadcast: each thread fills its part.
+            return self._emit_retyped(name, operands, result_avals, attributes)
+        if name in ("ember.reshape", "ember.broadcast_in_dim") and in_strided[0]:
+            # Row-major order is kept (a reshape; a broadcast that only adds
+            # unit dimensions): the same per-thread part.
+            if math.prod(result_avals[0].shape) == math.prod(
+                    ir.RankedTensorType(kc.logical_types[operands[0]]).shape):
+                return [self._wrap(operands[0], result_avals[0])]
+        if all(strided) and not any(in_strided):
+            if name == "ember.constant" and attributes["value"].is_splat:
+                aval = result_avals[0]
+                value = ir.DenseElementsAttr.get_splat(
+                    core.mlir_type(_frag_aval(aval)), attributes["value"].get_splat_value())
+                return self._emit_retyped(name, [], result_avals, {"value": value})
+            # Computed replicated, then each thread takes its part.
+            outs = super().emit(name, operands, result_avals, attributes)
+            return [kc.take_part(o) for o in outs]
+        raise _unsupported(f"`{name.removeprefix('ember.')}` on arrays spread over the "
+                           f"warpgroup's threads ({', '.join(str(a) for a in result_avals)})")
+
+    def _emit_retyped(self, name, operands, result_avals, attributes):
+        frag = [_frag_aval(a) for a in result_avals]
+        outs = super().emit(name, operands, frag, attributes)
+        return [self._wrap(o.value, a) for o, a in zip(outs, result_avals)]
+
+    def _wrap(self, value, aval):
+        if _strided(aval):
+            self.kc.strided_values.add(value)
+            self.kc.logical_types[value] = core.mlir_type(aval)
+        return core.Tracer(self, value, aval)
+
+    def to_value(self, x):
+        if isinstance(x, core.Tracer) and x.trace is not self:
+            raise _unsupported("a value traced outside the kernel (pass it as an operand)")
+        return super().to_value(x)
+
+
+class _KRef(state._RefBase):
+    """A GMEM operand or SMEM scratch buffer of the kernel being compiled."""
+
+    def __init__(self, compiler, value, shape, dtype, space, operand=None):
+        self.kc, self.value = compiler, value
+        self._shape, self._dtype = tuple(shape), np.dtype(dtype)
+        self.space, self.operand = space, operand
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def compose(self, idx, what):
+        return state._normalize(self.shape, idx, what)
+
+    @property
+    def at(self):
+        return _KAt(self)
+
+    def __getitem__(self, idx):
+        return self.kc.load(self, self.compose(idx, "load"))
+
+    def __setitem__(self, idx, val):
+        self.kc.store(self, self.compose(idx, "store"), val)
+
+
+class _KView(_KRef):
+    """`ref.at[idx]` of a kernel buffer."""
+
+    def __init__(self, base, norm):
+        self.base, self.norm = base, norm
+
+    @property
+    def kc(self):
+        return self.base.kc
+
+    @property
+    def shape(self):
+        return state._view_shape(self.norm)
+
+    @property
+    def dtype(self):
+        return self.base.dtype
+
+    def compose(self, idx, what):
+        return state._compose(self.norm, state._normalize(self.shape, idx, what))
+
+    def __getitem__(self, idx):
+        return self.kc.load(self.base, self.compose(idx, "load"))
+
+    def __setitem__(self, idx, val):
+        self.kc.store(self.base, self.compose(idx, "store"), val)
+
+
+class _KAt:
+    def __init__(self, ref):
+        self.ref = ref
+
+    def __getitem__(self, idx):
+        base = self.ref.base if isinstance(self.ref, _KView) else self.ref
+        return _KView(base, self.ref.compose(idx, "ref.at"))
+
+
+def _base_norm(ref):
+    if isinstance(ref, _KView):
+        return ref.base, ref.norm
+    if isinstance(ref, _KRef):
+        return ref, ref.compose((), "ref")
+    raise TypeError(f"expected a kernel buffer, got {type(ref).__name__} (at {core.where()})")
+
+
+class _KBarrier:
+    """Barrier scratch: `num_barriers` mbarriers; `.at[i]` picks one."""
+
+    def __init__(self, kind, value, phases, index=None):
+        self.kind, self.value, self.phases, self.index = kind, value, phases, index
+
+    @property
+    def at(self):
+        outer = self
+
+        class _At:
+            def __getitem__(self, i):
+                return _KBarrier(outer.kind, outer.value, outer.phases, i)
+
+        return _At()
+
+
+class KernelCompiler:
+    """Builds one kernel: `compile_kernel` below drives it."""
+
+    def __init__(self, name, in_avals, out_avals, scratch, grid, grid_names, cluster,
+                 cluster_names, nthreads, thread_name):
+        self.name = name
+        self.grid, self.grid_names = tuple(grid), tuple(grid_names)
+        self.cluster, self.cluster_names = tuple(cluster), tuple(cluster_names)
+        self.nthreads, self.thread_name = nthreads, thread_name
+        self.strided_values = set()
+        self.logical_types = {}
+        self.descriptors = []  # (operand, box shape, dtype)
+        self._desc_index = {}
+        if len(self.grid) + 0 > 3 or len(self.cluster) > 3:
+            raise ValueError(f"plgpu.kernel: at most 3 grid and 3 cluster dimensions "
+                             f"(at {core.where()})")
+        self._build_skeleton(in_avals, out_avals, scratch)
+
+    # -- the gpu.func ----------------------------------------------------
+
+    def _build_skeleton(self, in_avals, out_avals, scratch):
+        def memref(shape, dtype, space=""):
+            dims = "".join(f"{d}x" for d in shape)
+            return f"memref<{dims}{dtypes.mlir_name(np.dtype(dtype))}{space}>"
+
+        for a in (*in_avals, *out_avals, *[t for t in scratch if hasattr(t, "dtype")]):
+            if np.dtype(a.dtype) == np.bool_:
+                raise _unsupported("a boolean kernel buffer")
+        wg = ", #gpu.address_space<workgroup>"
+        args = [memref(a.shape, a.dtype) for a in (*in_avals, *out_avals)]
+        attributions, self.scratch_kinds = [], []
+        from . import mosaic_gpu as plgpu
+
+        for t in scratch:
+            if isinstance(t, (plgpu.Barrier, plgpu.ClusterBarrier)):
+                attributions.append(memref((t.num_barriers,), np.int64, wg))
+            elif isinstance(t, plgpu._BufferType) and t.space is plgpu.SMEM:
+                attributions.append(memref(t.shape, t.dtype, wg))
+            else:
+                raise _unsupported(f"{type(t).__name__} scratch")
+            self.scratch_kinds.append(t)
+        blocks = [g * c for g, c in zip(self.grid + (1,) * 3, self.cluster + (1,) * 3)][:3]
+        self.blocks = blocks
+        n = self.name
+        params = ", ".join([f"%a{i}: {t}" for i, t in enumerate(args)] + ["%tma: !llvm.ptr"])
+        consts = "\n".join(f"    %k{v} = arith.constant {v} : index"
+                           for v in sorted({1, WARPGROUP * self.nthreads, *blocks,
+                                            *self.cluster}))
+        launch = "gpu.launch "
+        if self.cluster:
+            c = (self.cluster + (1, 1, 1))[:3]
+            launch += (f"clusters(%cx, %cy, %cz) in (%scx = %k{c[0]}, %scy = %k{c[1]}, "
+                       f"%scz = %k{c[2]}) ")
+        launch += (f"blocks(%bx, %by, %bz) in (%sbx = %k{blocks[0]}, %sby = %k{blocks[1]}, "
+                   f"%sbz = %k{blocks[2]}) threads(%tx, %ty, %tz) in "
+                   f"(%stx = %k{WARPGROUP * self.nthreads}, %sty = %k1, %stz = %k1) "
+                   f"module(@{n}) function(@{n})")
+        if attributions:
+            launch += " workgroup(" + ", ".join(
+                f"%w{i}: {t}" for i, t in enumerate(attributions)) + ")"
+        text = (f"module attributes {{gpu.container_module}} {{\n"
+                f"  func.func @{n}_host({params}) {{\n{consts}\n"
+                f"    {launch} {{\n      gpu.terminator\n    }}\n"
+                f"    return\n  }}\n}}")
+        self.ctx = context()
+        with self.ctx:
+            self.module = ir.Module.parse(text)
+        func = self.module.body.operations[0]
+        entry = func.regions[0].blocks[0]
+        self.args = [entry.arguments[i] for i in range(len(args))]
+        self.tma = entry.arguments[len(args)]
+        launch_op = [o for o in entry.operations if o.operation.name == "gpu.launch"][0]
+        self.block = launch_op.regions[0].blocks[0]
+        self.block.operations[0].erase()  # gpu.terminator, added back at the end
+        nidx = len(self.block.arguments) - len(attributions)
+        self.workgroup = [self.block.arguments[nidx + i] for i in range(len(attributions))]
+
+    @contextlib.contextmanager
+    def _at(self, block):
+        saved, self.trace.block = self.trace.block, block
+        try:
+            yield
+        finally:
+            self.trace.block = saved
+
+    def op(self, name, operands=(), results=(), attrs=None):
+        with self.ctx, self.trace.location():
+            o = ir.Operation.create(name, results=list(results), operands=list(operands),
+                                    attributes=attrs or {},
+                                    ip=ir.InsertionPoint(self.trace.block))
+        return o.results[0] if len(o.results) == 1 else o
+
+    def index(self, v):
+        if isinstance(v, ir.Value):
+            return v
+        if isinstance(v, (int, np.integer)):
+            with self.ctx:
+                t = ir.IndexType.get()
+                return self.op("arith.constant", results=[t],
+                               attrs={"value": ir.IntegerAttr.get(t, int(v))})
+        # A traced integer (0-d): each thread holds it.
+        x = core.as_value(v)
+        if x.ndim != 0 or not dtypes.is_int(x.dtype):
+            raise TypeError(f"indices must be integer scalars, got {x.aval.str_short()} "
+                            f"(at {core.where()})")
+        val = self.trace.to_value(x)
+        with self.ctx:
+            elem = ir.RankedTensorType(val.type).element_type
+            scalar = self.op("tensor.extract", [val], [elem])
+            return self.op("arith.index_cast", [scalar], [ir.IndexType.get()])
+
+    def i32(self, v):
+        with self.ctx:
+            t = ir.IntegerType.get_signless(32)
+            if isinstance(v, (int, np.integer)):
+                return self.op("arith.constant", results=[t],
+                               attrs={"value": ir.IntegerAttr.get(t, int(v))})
+            return self.op("arith.index_cast", [v], [t])
+
+    def arith(self, name, a, b):
+        return self.op(f"arith.{name}", [self.index(a), self.index(b)], [self.index(a).type])
+
+    def cmp_eq(self, a, b):
+        with self.ctx:
+            return self.op("arith.cmpi", [self.index(a), self.index(b)],
+                           [ir.IntegerType.get_signless(1)],
+                           {"predicate": ir.IntegerAttr.get(
+                               ir.IntegerType.get_signless(64), 0)})
+
+    @contextlib.contextmanager
+    def when(self, cond):
+        """Ops emitted inside run where `cond` (i1) holds."""
+        with self.ctx, self.trace.location():
+            o = ir.Operation.create("scf.if", results=[], operands=[cond], regions=2,
+                                    ip=ir.InsertionPoint(self.trace.block))
+            block = o.regions[0].blocks.append()
+        with self._at(block):
+            yield
+            self.op("scf.yield")
+
+    def hw_index(self, name, dim):
+        with self.ctx:
+            return self.op(f"gpu.{name}", results=[ir.IndexType.get()],
+                           attrs={"dimension": ir.Attribute.parse(f"#gpu<dim {dim}>")})
+
+    # -- the kernel's coordinates -------------------------------------------
+
+    def _prologue(self):
+        tid = self.hw_index("thread_id", "x")
+        self.lane = self.arith("remui", tid, WARPGROUP)
+        self.warpgroup = self.arith("divui", tid, WARPGROUP)
+        self.elected = self.cmp_eq(self.lane, 0)
+        self.coords, self.cluster_coords = {}, []
+        for d, dim in enumerate("xyz"[:max(len(self.grid), len(self.cluster))]):
+            bid = self.hw_index("block_id", dim)
+            c = self.cluster[d] if d < len(self.cluster) else 1
+            if d < len(self.cluster):
+                cc = self.arith("remui", bid, c)
+                self.coords[self.cluster_names[d]] = cc
+                self.cluster_coords.append(cc)
+            if d < len(self.grid):
+                self.coords[self.grid_names[d]] = self.arith("divui", bid, c) if c > 1 else bid
+        if self.thread_name is not None:
+            self.coords[self.thread_name] = self.warpgroup
+        # The block's rank in its cluster (x fastest, as %cluster_ctarank).
+        rank, stride = self.index(0), 1
+        for d, cc in enumerate(self.cluster_coords):
+            rank = self.arith("addi", rank, self.arith("muli", cc, stride))
+            stride *= self.cluster[d]
+        self.rank = rank
+        # Barriers: one thread initializes them, then the block (the
+        # cluster, whose peers arrive on them) synchronizes.
+        with self.when(self.cmp_eq(self.hw_index("thread_id", "x"), 0)):
+            for t, w in zip(self.scratch_kinds, self.workgroup):
+                if not hasattr(t, "num_arrivals"):
+                    continue
+                n = t.num_arrivals * self._group_size(getattr(t, "collective_axes", ()))
+                for i in range(t.num_barriers):
+                    with self.ctx:
+                        self.op("ember_gpu.barrier_init", [w, self.index(i)],
+                                attrs={"arrivals": ir.IntegerAttr.get(
+                                    ir.IntegerType.get_signless(64), n)})
+            if self.cluster:
+                self.op("ember_gpu.fence_barrier_init")
+        self._block_sync()
+        if self.cluster:
+            self.op("ember_gpu.cluster_arrive")
+            self.op("ember_gpu.cluster_wait")
+
+    def _block_sync(self):
+        self.op("gpu.barrier")
+
+    def _warpgroup_sync(self):
+        """The warpgroup's threads meet (named barrier 1 + warpgroup)."""
+        if self.nthreads == 1:
+            self._block_sync()
+            return
+        with self.ctx:
+            bar = self.arith("addi", self.warpgroup, 1)
+            self.op("nvvm.barrier", [self.i32(bar), self.i32(WARPGROUP)],
+                    attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0])})
+
+    def _group_size(self, axes):
+        axes = (axes,) if isinstance(axes, str) else tuple(axes)
+        for a in axes:
+            if a not in self.cluster_names:
+                raise ValueError(f"{a!r} is not a cluster axis of the kernel "
+                                 f"{self.cluster_names} (at {core.where()})")
+        return math.prod(self.cluster[self.cluster_names.index(a)] for a in axes)
+
+    def _group_ranks(self, axes):
+        """(ranks of the group's blocks relative to the rank of its first
+        block, that first block's rank, this block's index in the group)."""
+        axes = (axes,) if isinstance(axes, str) else tuple(axes)
+        self._group_size(axes)
+        strides, s = [], 1
+        for c in self.cluster:
+            strides.append(s)
+            s *= c
+        dims = [self.cluster_names.index(a) for a in axes]
+        offsets = [0]
+        for d in dims:
+            offsets = [o + i * strides[d] for o in offsets for i in range(self.cluster[d])]
+        first, me, scale = self.rank, self.index(0), 1
+        for d in reversed(dims):
+            first = self.arith("subi", first, self.arith("muli", self.cluster_coords[d],
+                                                         strides[d]))
+        for d in reversed(dims):
+            me = self.arith("addi", me, self.arith("muli", self.cluster_coords[d], scale))
+            scale *= self.cluster[d]
+        return offsets, first, me
+
+    # -- values --------------------------------------------------------------
+
+    def scalar_tracer(self, index_value, dtype=np.int32):
+        """A 0-d traced value from an `index`."""
+        with self.ctx:
+            t = core.mlir_type(core.ShapedArray((), dtype))
+            elem = t.element_type
+            s = self.op("arith.index_cast", [index_value], [elem])
+            v = self.op("tensor.from_elements", [s], [t])
+        return core.Tracer(self.trace, v, core.ShapedArray((), np.dtype(dtype)))
+
+    def _elements(self, shape):
+        """The row-major multi-indices (index values) of this thread's part
+        of an array of `shape` (strided), one per element."""
+        n = math.prod(shape)
+        k = n // WARPGROUP
+        first = self.arith("muli", self.lane, k)
+        out = []
+        last = shape[-1]
+        if last % k == 0:
+            # The part lies in one row: delinearize once.
+            base = self._delinearize(first, shape)
+            for j in range(k):
+                out.append(base[:-1] + [self.arith("addi", base[-1], j) if j else base[-1]])
+        else:
+            for j in range(k):
+                out.append(self._delinearize(self.arith("addi", first, j) if j else first,
+                                             shape))
+        return out
+
+    def _delinearize(self, flat, shape):
+        idx = [None] * len(shape)
+        for d in range(len(shape) - 1, -1, -1):
+            if d == 0:
+                idx[d] = flat
+            else:
+                idx[d] = self.arith("remui", flat, shape[d])
+                flat = self.arith("divui", flat, shape[d])
+        return idx
+
+    def _addresses(self, norm, view_idx):
+        """A view's multi-index in its base's coordinates."""
+        out, it = [], iter(view_idx)
+        for kind, s in norm:
+            if kind == "at":
+                out.append(self.index(s))
+            elif kind == "ds":
+                i = self.index(next(it))
+                if s.stride != 1:
+                    i = self.arith("muli", i, s.stride)
+                out.append(self.arith("addi", self.index(s.start), i)
+                           if not (isinstance(s.start, int) and s.start == 0) else i)
+            else:
+                raise _unsupported("indexing a kernel buffer with an integer array")
+        return out
+
+    def take_part(self, tracer):
+        """This thread's part of a replicated array (as a strided value)."""
+        aval = tracer.aval
+        src = tracer.value
+        with self.ctx:
+            elem = ir.RankedTensorType(src.type).element_type
+            scalars = [self.op("tensor.extract", [src, *idx], [elem])
+                       for idx in self._elements(aval.shape)]
+            v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
+        return self.trace._wrap(v, aval)
+
+    def load(self, base, norm):
+        shape = state._view_shape(norm)
+        aval = core.ShapedArray(shape, base.dtype)
+        with self.ctx:
+            elem = ir.MemRefType(base.value.type).element_type
+            _check_replicated(aval)
+            if not _strided(aval):
+                # Replicated: every thread reads every element.
+                scalars = [self.op("memref.load", [base.value, *self._addresses(norm, idx)],
+                                   [elem]) for idx in np.ndindex(*shape)]
+                v = self.op("tensor.from_elements", scalars, [core.mlir_type(aval)])
+                return core.Tracer(self.trace, v, aval)
+            scalars = [self.op("memref.load", [base.value, *self._addresses(norm, idx)],
+                               [elem]) for idx in self._elements(shape)]
+            v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
+        return self.trace._wrap(v, aval)
+
+    def store(self, base, norm, val):
+        from ..numpy import lax_numpy as jnp
+
+        shape = state._view_shape(norm)
+        x = core.as_value(val)
+        if x.dtype != base.dtype:
+            x = x.astype(base.dtype)
+        if x.shape != shape:
+            x = jnp.broadcast_to(x, shape)
+        aval = core.ShapedArray(shape, base.dtype)
+        v = self.trace.to_value(x)
+        with self.ctx:
+            elem = ir.MemRefType(base.value.type).element_type
+            if not _strided(aval):
+                # Replicated: one thread of the warpgroup writes.
+                with self.when(self.elected):
+                    for idx in np.ndindex(*shape):
+                        consts = [self.index(i) for i in idx]
+                        s = self.op("tensor.extract", [v, *consts], [elem])
+                        self.op("memref.store", [s, base.value, *self._addresses(norm, consts)])
+                return
+            for j, idx in enumerate(self._elements(shape)):
+                s = self.op("tensor.extract", [v, self.index(j)], [elem])
+                self.op("memref.store", [s, base.value, *self._addresses(norm, idx)])
+
+    # -- plgpu operations ------------------------------------------------------
+
+    def _descriptor(self, ref, box):
+        if not isinstance(ref, _KRef) or ref.space != "GMEM":
+            raise TypeError(f"a TMA copy's global end must be a kernel operand in GMEM "
+                            f"(at {core.where()})")
+        key = (ref.operand, tuple(box))
+        if key not in self._desc_index:
+            self._desc_index[key] = len(self.descriptors)
+            self.descriptors.append((ref.operand, tuple(box), ref.dtype))
+        with self.ctx:
+            i8 = ir.IntegerType.get_signless(8)
+            return self.op("llvm.getelementptr", [self.tma], [self.tma.type], {
+                "rawConstantIndices": ir.DenseI32ArrayAttr.get(
+                    [TMA_DESCRIPTOR_BYTES * self._desc_index[key]]),
+                "elem_type": ir.TypeAttr.get(i8)})
+
+    def _tma_box(self, gmem, smem, what):
+        """(GMEM base, the box's full shape and coordinates, SMEM base, the
+        SMEM window's offset in elements)."""
+        gbase, gnorm = _base_norm(gmem)
+        sbase, snorm = _base_norm(smem)
+        if gbase.space != "GMEM" or sbase.space != "SMEM":
+            raise TypeError(f"{what}: copies between a GMEM ref and an SMEM ref "
+                            f"(at {core.where()})")
+        if any(k == "ds" and s.stride != 1 for k, s in gnorm):
+            raise _unsupported(f"{what} of a strided GMEM window")
+        box = [s.size if k == "ds" else 1 for k, s in gnorm]
+        window = state._view_shape(snorm)
+        if math.prod(box) != math.prod(window):
+            raise ValueError(f"{what}: the GMEM window {tuple(box)} and the SMEM window "
+                             f"{window} differ in size (at {core.where()})")
+        coords = [s.start if k == "ds" else s for k, s in gnorm]
+        return gbase, box, coords, sbase, self._window_offset(sbase, snorm, what)
+
+    def _window_offset(self, sbase, snorm, what):
+        """The offset (elements) of a contiguous window of an SMEM buffer:
+        full trailing dimensions, one partial dimension, single elements
+        before it."""
+        sizes = [s.size if k == "ds" else 1 for k, s in snorm]
+        partial = [d for d, ((k, s), n) in enumerate(zip(snorm, sbase.shape))
+                   if not (k == "ds" and s.stride == 1 and s.size == n and
+                           isinstance(s.start, int) and s.start == 0)]
+        p = max(partial, default=-1)
+        if (any(sizes[d] != 1 for d in range(p)) or
+                (p >= 0 and snorm[p][0] == "ds" and snorm[p][1].stride != 1)):
+            raise _unsupported(f"{what} through an SMEM window that is not contiguous")
+        offset = self.index(0)
+        for d, (k, s) in enumerate(snorm):
+            start = s.start if k == "ds" else s
+            if isinstance(start, (int, np.integer)) and int(start) == 0:
+                continue
+            stride = math.prod(sbase.shape[d + 1:])
+            offset = self.arith("addi", offset, self.arith("muli", self.index(start), stride))
+        return offset
+
+    def _smem_view(self, sbase, offset, shape):
+        """`shape` contiguous elements of an SMEM buffer from `offset`."""
+        with self.ctx:
+            t = ir.MemRefType(sbase.value.type)
+            dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+            strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+            view_t = ir.MemRefType.get(list(shape), t.element_type,
+                                       ir.StridedLayoutAttr.get(dyn, strides), t.memory_space)
+            return self.op("memref.reinterpret_cast", [sbase.value, offset], [view_t], {
+                "static_offsets": ir.DenseI64ArrayAttr.get([dyn]),
+                "static_sizes": ir.DenseI64ArrayAttr.get(list(shape)),
+                "static_strides": ir.DenseI64ArrayAttr.get(strides),
+                "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0, 0])})
+
+    def _barrier(self, barrier):
+        if not isinstance(barrier, _KBarrier):
+            raise TypeError(f"expected a barrier, got {type(barrier).__name__} "
+                            f"(at {core.where()})")
+        return barrier.value, self.index(0 if barrier.index is None else barrier.index)
+
+    def copy_gmem_to_smem(self, src, dst, barrier, collective_axes=None, leader_tracked=None):
+        what = "copy_gmem_to_smem"
+        if leader_tracked is not None:
+            raise _unsupported(f"{what} with leader_tracked")
+        gbase, box, coords, sbase, soffset = self._tma_box(src, dst, what)
+        bars, bidx = self._barrier(barrier)
+        nbytes = math.prod(box) * gbase.dtype.itemsize
+        coords = [self.i32(self.index(c)) for c in coords]
+        if collective_axes is None:
+            desc = self._descriptor(gbase, box)
+            smem = self._smem_view(sbase, soffset, box)
+            with self.when(self.elected):
+                self.op("ember_gpu.barrier_arrive", [bars, bidx, self.i32(nbytes)],
+                        attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get(
+                            [1, 1, 1, 0], context=self.ctx)})
+                self._copy_op(desc, coords, smem, bars, bidx, None)
+            return
+        # Collective: every block of the group expects the whole box and
+        # loads its part (split along the box's outermost dimension of more
+        # than one element), multicast into the SMEM of all of them.
+        offsets, first, me = self._group_ranks(collective_axes)
+        n = len(offsets)
+        split = next((d for d, b in enumerate(box) if b > 1), None)
+        if split is None or box[split] % n:
+            raise _unsupported(f"{what} over {n} blocks of a box {tuple(box)} whose outermost "
+                               f"dimension does not split {n} ways")
+        part = list(box)
+        part[split] //= n
+        desc = self._descriptor(gbase, part)
+        mask = sum(1 << o for o in offsets)
+        with self.ctx:
+            i16 = ir.IntegerType.get_signless(16)
+            first16 = self.op("arith.index_cast", [first], [i16])
+            m = self.op("arith.shli", [self.op("arith.constant", results=[i16], attrs={
+                "value": ir.IntegerAttr.get(i16, mask)}), first16], [i16])
+        # This block's part: rows [me * p, (me + 1) * p) of the split dimension.
+        rows = self.arith("muli", me, part[split])
+        coords[split] = self.op("arith.addi", [coords[split], self.i32(rows)],
+                                [coords[split].type])
+        smem = self._smem_view(sbase, self.arith(
+            "addi", soffset, self.arith("muli", rows, math.prod(box[split + 1:]))), part)
+        with self.when(self.elected):
+            self.op("ember_gpu.barrier_arrive", [bars, bidx, self.i32(nbytes)],
+                    attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get(
+                        [1, 1, 1, 0], context=self.ctx)})
+            self._copy_op(desc, coords, smem, bars, bidx, m)
+
+    def _copy_op(self, desc, coords, smem, bars, bidx, multicast):
+        self.op("ember_gpu.copy_gmem_to_smem",
+                [desc, *coords, smem, bars, bidx] + ([multicast] if multicast is not None else []),
+                attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get(
+                    [1, len(coords), 1, 1, 1, 1 if multicast is not None else 0],
+                    context=self.ctx)})
+
+    def barrier_wait(self, barrier):
+        bars, bidx = self._barrier(barrier)
+        with self.ctx:
+            i32 = ir.IntegerType.get_signless(32)
+            word = self.op("memref.load", [barrier.phases, bidx], [i32])
+            self.op("ember_gpu.barrier_wait", [bars, bidx, word])
+            one = self.i32(1)
+            self.op("memref.store", [self.op("arith.xori", [word, one], [i32]),
+                                     barrier.phases, bidx])
+
+    def barrier_arrive(self, barrier):
+        from . import mosaic_gpu as plgpu
+
+        bars, bidx = self._barrier(barrier)
+        # The warpgroup's threads are done with what the arrival releases.
+        self._warpgroup_sync()
+        seg = ir.DenseI32ArrayAttr.get
+        with self.when(self.elected):
+            if isinstance(barrier.kind, plgpu.ClusterBarrier):
+                offsets, first, _ = self._group_ranks(barrier.kind.collective_axes)
+                for o in offsets:
+                    peer = self.i32(self.arith("addi", first, o))
+                    self.op("ember_gpu.barrier_arrive", [bars, bidx, peer],
+                            attrs={"operandSegmentSizes": seg([1, 1, 0, 1], context=self.ctx)})
+            else:
+                self.op("ember_gpu.barrier_arrive", [bars, bidx],
+                        attrs={"operandSegmentSizes": seg([1, 1, 0, 0], context=self.ctx)})
+
+    def commit_smem(self):
+        self.op("ember_gpu.commit_smem")
+        self._warpgroup_sync()
+
+    def copy_smem_to_gmem(self, src, dst, predicate=None, reduction_op=None):
+        what = "copy_smem_to_gmem"
+        if reduction_op is not None:
+            raise _unsupported(f"{what} with reduction_op")
+        gbase, box, coords, sbase, soffset = self._tma_box(dst, src, what)
+        desc = self._descriptor(gbase, box)
+        smem = self._smem_view(sbase, soffset, box)
+        coords = [self.i32(self.index(c)) for c in coords]
+        cond = self.elected
+        if predicate is not None:
+            p = self._predicate(core.as_value(predicate))
+            cond = self.op("arith.andi", [cond, p], [cond.type])
+        with self.when(cond):
+            self.op("ember_gpu.copy_smem_to_gmem", [smem, desc, *coords])
+
+    def wait_smem_to_gmem(self, n, wait_read_only=False):
+        with self.when(self.elected):
+            attrs = {"allow_in_flight": ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(32, context=self.ctx), int(n))}
+            if wait_read_only:
+                attrs["read"] = ir.UnitAttr.get(self.ctx)
+            self.op("ember_gpu.wait_smem_to_gmem", attrs=attrs)
+        self._warpgroup_sync()
+
+    def run_when(self, condition, f):
+        """`pl.when`: `f`'s ops under an scf.if."""
+        c = core.as_value(condition)
+        if c.shape != ():
+            raise TypeError(f"pl.when: the condition must be a scalar, got "
+                            f"{c.aval.str_short()} (at {core.where()})")
+        with self.when(self._predicate(c)):
+            f()
+
+    def _predicate(self, c):
+        """An i1 from a traced scalar (booleans are bytes once lowered: the
+        value crosses as an int32)."""
+        from ..numpy import lax_numpy as jnp
+
+        v = self.trace.to_value(jnp.asarray(c != 0 if c.dtype != np.bool_ else c, np.int32))
+        with self.ctx:
+            i32 = ir.IntegerType.get_signless(32)
+            x = self.op("tensor.extract", [v], [i32])
+            return self.op("arith.cmpi", [x, self.i32(0)], [ir.IntegerType.get_signless(1)],
+                           {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)})
+
+    def run_loop(self, lower, upper, step, body):
+        """`pl.loop`: `body(i)` in an scf.for (i an int32 scalar)."""
+        lo, hi, st = self.index(lower), self.index(upper), self.index(step)
+        with self.ctx, self.trace.location():
+            o = ir.Operation.create("scf.for", results=[], operands=[lo, hi, st], regions=1,
+                                    ip=ir.InsertionPoint(self.trace.block))
+            block = o.regions[0].blocks.append(ir.IndexType.get())
+        with self._at(block):
+            body(self.scalar_tracer(block.arguments[0]))
+            self.op("scf.yield")
+
+    def axis_index(self, name):
+        if name not in self.coords:
+            return None
+        return self.scalar_tracer(self.coords[name])
+
+    def grid_env(self):
+        return (tuple(self.scalar_tracer(self.coords[n]) for n in self.grid_names), self.grid)
+
+    # -- driving -------------------------------------------------------------
+
+    def run(self, body, in_avals, out_avals, scratch_names):
+        self.trace = _KernelTrace(self, self.block)
+        core._trace_stack.append(self.trace)
+        _local.compiler = self
+        try:
+            with self.ctx, ir.Location.unknown(self.ctx):
+                self._run_body(body, in_avals, out_avals, scratch_names)
+        finally:
+            _local.compiler = None
+            core._trace_stack.pop()
+        with self.ctx:
+            i64 = ir.IntegerType.get_signless(64)
+            self.module.operation.attributes["ember_gpu.tma_descriptors"] = ir.ArrayAttr.get([
+                ir.DictAttr.get({
+                    "operand": ir.IntegerAttr.get(i64, op),
+                    "box": ir.DenseI64ArrayAttr.get(list(box)),
+                    "dtype": ir.StringAttr.get(str(dt))})
+                for op, box, dt in self.descriptors])
+        return self.module
+
+    def _run_body(self, body, in_avals, out_avals, scratch_names):
+        self._prologue()
+        nio = len(in_avals) + len(out_avals)
+        refs = [_KRef(self, a, av.shape, av.dtype, "GMEM", i)
+                for i, (a, av) in enumerate(zip(self.args, (*in_avals, *out_avals)))]
+        scratch_refs = []
+        for t, w in zip(self.scratch_kinds, self.workgroup):
+            if hasattr(t, "num_arrivals"):
+                with self.ctx:
+                    i32 = ir.IntegerType.get_signless(32)
+                    ptype = ir.MemRefType.get([t.num_barriers], i32)
+                    phases = self.op("memref.alloca", results=[ptype], attrs={
+                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])})
+                    zero = self.i32(0)
+                    for i in range(t.num_barriers):
+                        self.op("memref.store", [zero, phases, self.index(i)])
+                scratch_refs.append(_KBarrier(t, w, phases))
+            else:
+                scratch_refs.append(_KRef(self, w, t.shape, t.dtype, "SMEM"))
+        assert len(refs) == nio
+        if scratch_names is not None:
+            res = body(*refs, **dict(zip(scratch_names, scratch_refs)))
+        else:
+            res = body(*refs, *scratch_refs)
+        if res is not None:
+            raise ValueError("a plgpu kernel body must return None")
+        if self.cluster:
+            # No block leaves while a peer may still arrive on its barriers
+            # or multicast into its SMEM.
+            self.op("ember_gpu.cluster_arrive")
+            self.op("ember_gpu.cluster_wait")
+        self.op("gpu.terminator")
+
+
+# The kernel form -> unrolled per-thread loops, outlined (a named pipeline:
+# `ember-opt --ember-gpu-kernel`; lib/Pipelines/Pipelines.cpp).
+_KERNEL_PIPELINE = "ember-gpu-kernel"
+
+
+class CompiledKernel:
+    """`plgpu.kernel(...).lower(*args)`: the kernel compiled for an NVIDIA
+    GPU (`chip`, default the cuda target's). `as_text(stage)` shows it:
+    "kernel" (a host function whose gpu.launch holds the body: ember ops on
+    per-thread values and ember_gpu ops), "loops" (bufferized and outlined
+    into a gpu.module), "nvvm", "binary" or "ptx". `tma_descriptors` lists
+    the TMA descriptors the kernel reads from its last parameter, 128 bytes
+    each: (operand number, box shape, dtype); `grid`, `cluster` and `block`
+    give the launch's shape (blocks, blocks per cluster, threads)."""
+
+    def __init__(self, module, name, chip, descriptors, grid, cluster, block):
+        self.name = name  # the gpu.module's (and kernel's) name
+        self._texts = {"kernel": module.operation.get_asm(enable_debug_info=False)}
+        # Between stages the text keeps the kernel's lines, in generic form
+        # (some NVVM ops' custom syntax does not reparse location aliases).
+        self._with_locs = module.operation.get_asm(enable_debug_info=True,
+                                                   print_generic_op_form=True)
+        self.chip, self.tma_descriptors = chip, descriptors
+        self.grid, self.cluster, self.block = grid, cluster, block
+
+    def _run(self, text, pipeline, after=None):
+        with context():
+            module = ir.Module.parse(text)
+            try:
+                PassManager.parse(f"builtin.module({pipeline})").run(module.operation)
+            except ir.MLIRError as e:
+                notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
+                raise RuntimeError(f"[ember:internal] compiling a plgpu kernel failed: "
+                                   f"{notes or e}") from None
+            if after is not None:
+                after(module)
+            return module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)
+
+    def _annotate_kernel(self, module):
+        """On the outlined kernel: its cluster shape (PTX's
+        `.reqnctapercluster`, from `nvvm.cluster_dim`), and 128-byte
+        alignment of its shared-memory buffers (TMA's requirement)."""
+        for op in module.body.operations:
+            if op.operation.name != "gpu.module":
+                continue
+            for f in op.regions[0].blocks[0].operations:
+                if f.operation.name != "gpu.func":
+                    continue
+                if self.cluster:
+                    c = list(self.cluster) + [1] * (3 - len(self.cluster))
+                    f.attributes["nvvm.cluster_dim"] = ir.DenseI32ArrayAttr.get(c)
+                if "workgroup_attributions" in f.attributes:
+                    n = ir.IntegerAttr(f.attributes["workgroup_attributions"]).value
+                    align = ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(
+                        ir.IntegerType.get_signless(64), 128)})
+                    f.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * n)
+
+    def _stage(self, stage):
+        from ..targets import cuda
+
+        if stage in self._texts:
+            return self._texts[stage]
+        opts = cuda.options(self.chip)
+        if stage == "loops":
+            text = self._run(self._with_locs, _KERNEL_PIPELINE, self._annotate_kernel)
+        elif stage == "nvvm":
+            text = self._run(self._stage("loops"), f"ember-cuda-nvvm{{{opts}}}")
+        elif stage == "binary":
+            text = self._run(self._stage("nvvm"), f"ember-cuda-binary{{{opts}}}")
+        elif stage == "ptx":
+            text = cuda.ptx_of(self.as_text("binary"))
+        else:
+            raise ValueError(f"unknown stage {stage!r}: kernel, loops, nvvm, binary or ptx")
+        self._texts[stage] = text
+        return text
+
+    def as_text(self, stage="kernel"):
+        text = self._stage(stage)
+        if stage in ("loops", "nvvm", "binary"):
+            with context():
+                text = ir.Module.parse(text).operation.get_asm(enable_debug_info=False)
+        return text
+
+
+def compile_kernel(body, in_avals, out_avals, scratch, grid, grid_names, cluster,
+                   cluster_names, nthreads, thread_name, name="plgpu_kernel"):
+    """The kernel as a module holding one gpu.module (the kernel form:
+    ember ops on per-thread values and ember_gpu ops)."""
+    names = list(scratch) if isinstance(scratch, dict) else None
+    flat = (list(scratch.values()) if names is not None else
+            list(scratch) if isinstance(scratch, (list, tuple)) else [scratch])
+    kc = KernelCompiler(name, in_avals, out_avals, flat, grid, grid_names, cluster,
+                        cluster_names, nthreads, thread_name)
+    module = kc.run(body, in_avals, out_avals, names)
+    return module, kc
+
+
+def lower(body, in_avals, out_avals, scratch, grid, grid_names, cluster, cluster_names,
+          nthreads, thread_name, chip=None):
+    name = getattr(body, "__name__", "")
+    name = name if name.isidentifier() and not name.startswith("_") else "plgpu_kernel"
+    module, kc = compile_kernel(body, in_avals, out_avals, scratch, grid, grid_names, cluster,
+                                cluster_names, nthreads, thread_name, name)
+    return CompiledKernel(module, name, chip, list(kc.descriptors), tuple(kc.blocks),
+                          tuple(kc.cluster), (WARPGROUP * nthreads, 1, 1))

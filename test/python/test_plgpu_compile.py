@@ -1,0 +1,256 @@
+"""plgpu kernels compiled for NVIDIA GPUs (mosaic_gpu_compile.py), without a
+GPU: the kernel form is checked op by op, the PTX by ptxas (sm_90a and
+sm_100a), and what is not compiled yet is a NotImplementedError at the
+kernel's line. The same kernels run in the interpreter against NumPy."""
+
+import pathlib
+import re
+import sys
+
+import numpy as np
+import pytest
+from test_cuda_target import PTXAS, ptxas_check
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember._src.pallas import mosaic_gpu_compile as mgc
+from ember.experimental import pallas as pl
+from ember.experimental.pallas import mosaic_gpu as plgpu
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+import pallas_gpu_kernels as examples  # noqa: E402
+
+needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="ptxas not installed")
+
+
+def test_elementwise_list_is_the_dialects():
+    # The ops applied to each thread's part of an array are exactly the
+    # ember ops with the Elementwise trait.
+    td = (ROOT / "dialects" / "EmberOps.td").read_text()
+    classes = {m.group(1) for m in re.finditer(
+        r"^class (\w+)<.*?\n\s*:\s*Ember_Op<mnemonic,([^{]*)\{", td, re.M)
+        if "Elementwise" in m.group(2)}
+    names = {f"ember.{m.group(3)}" for m in re.finditer(
+        r'^def (\w+)\s*:\s*(\w+)<"(\w+)"([^{;]*)', td, re.M)
+        if m.group(2) in classes or (m.group(2) == "Ember_Op" and "Elementwise" in m.group(4))}
+    assert len(names) > 50
+    assert names == set(mgc.ELEMENTWISE)
+
+
+def _seed_kernel():
+    x = ember.ShapeDtypeStruct((4, 8, 16), np.float32)
+    return examples.collective_smem_reuse(True).lower(x)
+
+
+def test_collective_smem_reuse_kernel_form():
+    # The seed's kernel (2-block cluster, multicast copies, a ClusterBarrier
+    # between steps): each block loads half of each tile for both blocks,
+    # both expect the whole tile, and the ClusterBarrier arrives on both
+    # blocks' barriers.
+    k = _seed_kernel()
+    assert k.grid == (2, 1, 1) and k.cluster == (2,) and k.block == (128, 1, 1)
+    # One descriptor: operand 0 in boxes of half a tile.
+    assert [(o, b) for o, b, _ in k.tma_descriptors] == [(0, (1, 4, 16))]
+    text = k.as_text("kernel")
+    assert "gpu.launch clusters" in text
+    assert text.count("ember_gpu.copy_gmem_to_smem") == 4
+    assert text.count("multicast = ") == 4
+    assert text.count("expect_tx = ") == 4  # 8 x 16 f32 = 512 bytes each
+    assert "arith.constant 512 : i32" in text
+    assert text.count("cta(") == 8  # 4 steps x 2 peers
+    assert "ember_gpu.barrier_init" in text and "ember_gpu.fence_barrier_init" in text
+    loops = k.as_text("loops")
+    assert "nvvm.cluster_dim = array<i32: 2, 1, 1>" in loops
+    assert "ember." not in loops.replace("ember_gpu.", "")  # every ember op lowered
+    assert "memref.alloc(" not in loops  # no heap allocation in the kernel
+    assert "scf.for" not in loops  # each thread's part unrolled (registers)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("chip", ["sm_90a", "sm_100a"])
+def test_collective_smem_reuse_compiles_for_the_gpu(chip, tmp_path):
+    x = ember.ShapeDtypeStruct((4, 8, 16), np.float32)
+    k = examples.collective_smem_reuse(True).lower(x, chip=chip)
+    ptx = ptxas_check(k.as_text("binary"), tmp_path, chip)[k.name]
+    for instr in [".reqnctapercluster 2, 1, 1", "mbarrier.init.shared.b64",
+                  "fence.mbarrier_init.release.cluster", "barrier.cluster.arrive",
+                  "cp.async.bulk.tensor.3d.shared::cluster.global.tile", ".multicast::cluster",
+                  "mapa.shared::cluster", "mbarrier.arrive.release.cluster.shared::cluster",
+                  "mbarrier.try_wait.parity.shared.b64", ".shared .align 128"]:
+        assert instr in ptx, instr
+    assert ".local" not in ptx  # arrays stay in registers
+
+
+def test_unguarded_kernel_compiles_without_cluster_barrier_arrivals():
+    x = ember.ShapeDtypeStruct((4, 8, 16), np.float32)
+    text = examples.collective_smem_reuse(False).lower(x).as_text("kernel")
+    assert "cta(" not in text and text.count("ember_gpu.copy_gmem_to_smem") == 4
+
+
+BM = 8
+
+
+def _elementwise_kernel(num_threads=1):
+    def body(x_ref, o_ref, x_smem, o_smem, bar):
+        i = lax.axis_index("m")
+        plgpu.copy_gmem_to_smem(x_ref.at[pl.ds(i * BM, BM)], x_smem, bar)
+        plgpu.barrier_wait(bar)
+        x = x_smem[...]
+        o_smem[...] = jnp.tanh(x * 2.0 + 1.0) * x - jnp.exp(-x)
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(o_smem, o_ref.at[pl.ds(i * BM, BM)])
+        plgpu.wait_smem_to_gmem(0)
+
+    return plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((64, 128), np.float32),
+                        grid=(8,), grid_names=("m",), num_threads=num_threads,
+                        thread_name="wg",
+                        scratch_shapes=[plgpu.SMEM((BM, 128), np.float32),
+                                        plgpu.SMEM((BM, 128), np.float32), plgpu.Barrier(1)])
+
+
+X = np.random.default_rng(0).standard_normal((64, 128)).astype(np.float32)
+
+
+def test_elementwise_kernel_interprets_and_compiles(tmp_path):
+    k = _elementwise_kernel()
+    np.testing.assert_allclose(np.asarray(k(X)), np.tanh(X * 2 + 1) * X - np.exp(-X),
+                               rtol=2e-6, atol=2e-6)
+    c = k.lower(X)
+    assert c.grid == (8, 1, 1) and c.cluster == ()
+    # Input tiles in, output tiles out: one descriptor each.
+    assert [(o, b) for o, b, _ in c.tma_descriptors] == [(0, (8, 128)), (1, (8, 128))]
+    text = c.as_text("kernel")
+    # 1024 elements over 128 threads: 8 per thread, the ops on tensor<8xf32>.
+    assert re.search(r"ember\.tanh %\S+ : tensor<8xf32>", text)
+    assert "ember_gpu.commit_smem" in text and "ember_gpu.wait_smem_to_gmem 0" in text
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
+        assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
+        assert re.search(r"cp\.async\.bulk\.wait_group\s+0;", ptx) and ".local" not in ptx
+
+
+def _loop_kernel():
+    def body(x_ref, o_ref, smem, bars):
+        wg = lax.axis_index("wg")
+
+        @pl.loop(0, 4)
+        def _(s):
+            slot = s % 2
+
+            @pl.when(wg == 0)
+            def _():
+                plgpu.copy_gmem_to_smem(x_ref.at[s], smem.at[slot], bars.at[slot])
+
+            plgpu.barrier_wait(bars.at[slot])
+            o_ref[s] = smem[slot] * 2.0 + wg.astype(jnp.float32)
+
+    return plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((4, 8, 128), np.float32),
+                        num_threads=2, thread_name="wg",
+                        scratch_shapes=[plgpu.SMEM((2, 8, 128), np.float32),
+                                        plgpu.Barrier(1, num_barriers=2)])
+
+
+def test_loops_and_when_compile(tmp_path):
+    # pl.loop is an scf.for with the barriers' phases in memory; pl.when an
+    # scf.if; a ring of two SMEM slots picked at run time.
+    c = _loop_kernel().lower(np.zeros((4, 8, 128), np.float32))
+    assert c.block == (256, 1, 1)
+    text = c.as_text("kernel")
+    assert "scf.for" in text and "memref.reinterpret_cast" in text
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)
+
+
+def test_cluster_barrier_with_two_warpgroups_syncs_each_warpgroup(tmp_path):
+    def body(x_ref, o_ref, smem, bar, cbar):
+        b = lax.axis_index("cl")
+        plgpu.copy_gmem_to_smem(x_ref.at[b], smem, bar)
+        plgpu.barrier_wait(bar)
+        o_ref[b] = smem[...] + 1.0
+        plgpu.barrier_arrive(cbar)
+        plgpu.barrier_wait(cbar)
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((2, 8, 16), np.float32),
+                     cluster=(2,), cluster_names=("cl",), num_threads=2, thread_name="wg",
+                     scratch_shapes=[plgpu.SMEM((8, 16), np.float32), plgpu.Barrier(1),
+                                     plgpu.ClusterBarrier(("cl",), num_arrivals=2)])
+    x = np.arange(2 * 8 * 16, dtype=np.float32).reshape(2, 8, 16)
+    c = k.lower(x)
+    text = c.as_text("kernel")
+    # A named barrier per warpgroup (128 threads) before its arrivals.
+    assert "nvvm.barrier" in text
+    # An arrival on each block's barrier from both warpgroups of both blocks.
+    assert "arrivals = 4" in text
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
+        assert "barrier.sync" in ptx or "bar.sync" in ptx
+
+
+@pytest.mark.parametrize("what,make", [
+    ("a reduction", lambda ref: jnp.sum(ref[...])),
+    ("a transpose", lambda ref: ref[...].T),
+])
+def test_unsupported_array_ops_raise_at_the_kernel_line(what, make):
+    def body(x_ref, o_ref):
+        o_ref[...] = jnp.broadcast_to(make(x_ref), o_ref.shape).astype(np.float32)
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((128, 128), np.float32))
+    with pytest.raises(NotImplementedError, match=r"test_plgpu_compile\.py:\d+"):
+        k.lower(np.zeros((128, 128), np.float32))
+
+
+def test_interpreted_only_features_raise():
+    def body(a_ref, b_ref, o_ref):
+        plgpu.wgmma(o_ref, a_ref, b_ref)
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((64, 64), np.float32))
+    a = np.zeros((64, 64), np.float32)
+    with pytest.raises(NotImplementedError, match="plgpu.wgmma is not supported yet"):
+        k.lower(a, a)
+
+    def loop_body(x_ref, o_ref):
+        o_ref[...] = lax.fori_loop(0, 3, lambda i, v: v * 2.0, x_ref[...])
+
+    k = plgpu.kernel(loop_body, out_shape=ember.ShapeDtypeStruct((128,), np.float32))
+    with pytest.raises(NotImplementedError, match="lax control flow"):
+        k.lower(np.zeros((128,), np.float32))
+
+
+def test_large_replicated_arrays_are_refused():
+    def body(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0  # 100 x 100: not a multiple of 128
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((100, 100), np.float32))
+    with pytest.raises(NotImplementedError, match="every thread would hold all of it"):
+        k.lower(np.zeros((100, 100), np.float32))
+
+
+def test_small_replicated_arrays_compile(tmp_path):
+    # 16 elements: every thread computes them; one thread stores them.
+    def body(x_ref, o_ref):
+        o_ref[...] = jnp.cumsum(x_ref[...]) * 2.0
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((16,), np.float32))
+    x = np.arange(16, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(k(x)), np.cumsum(x) * 2)
+    c = k.lower(x)
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)
+
+
+def test_pipeline_runs_from_ember_opt(tmp_path):
+    # The named pipeline is ember-opt's too (the kernel form as input).
+    import subprocess
+
+    path = tmp_path / "k.mlir"
+    k = _seed_kernel()
+    path.write_text(k.as_text("kernel"))
+    opt = ROOT / "build" / "dev" / "bin" / "ember-opt"
+    if not opt.exists():
+        pytest.skip("ember-opt not built")
+    r = subprocess.run([str(opt), str(path), "--ember-gpu-kernel"], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert f"gpu.module @{k.name}" in r.stdout and "gpu.launch_func" in r.stdout
