@@ -254,3 +254,40 @@ def test_pipeline_runs_from_ember_opt(tmp_path):
                        text=True)
     assert r.returncode == 0, r.stderr
     assert f"gpu.module @{k.name}" in r.stdout and "gpu.launch_func" in r.stdout
+
+
+def _blocked_pallas_call():
+    def kernel(x_ref, y_ref, o_ref):
+        i = pl.program_id(0)
+        o_ref[...] = jnp.maximum(x_ref[...], y_ref[...]) * (i + 1).astype(jnp.float32)
+
+    spec = pl.BlockSpec((64, 128), lambda i, j: (i, j))
+    return pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((128, 256), np.float32),
+                          grid=(2, 2), in_specs=[spec, spec], out_specs=spec)
+
+
+def test_pallas_call_compiles_for_the_gpu(tmp_path):
+    # A grid point per block of 128 threads; the blocks are windows of the
+    # operands in global memory, read and written by every thread's part.
+    f = _blocked_pallas_call()
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((2, 128, 256)).astype(np.float32)
+    want = np.maximum(x, y) * np.repeat([1.0, 2.0], 64)[:, None]
+    np.testing.assert_allclose(np.asarray(f(x, y)), want, rtol=1e-6)
+    c = f.lower(x, y)
+    assert c.grid == (2, 2, 1) and c.block == (128, 1, 1) and c.tma_descriptors == []
+    text = c.as_text("kernel")
+    # 64 x 128 elements: 64 per thread.
+    assert re.search(r"ember\.max %\S+, %\S+ : tensor<64xf32>", text)
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
+        assert "ld.global" in ptx and "st.global" in ptx and ".local" not in ptx
+
+
+def test_pallas_call_with_overhanging_blocks_is_refused():
+    spec = pl.BlockSpec((96, 128), lambda i: (i, 0))
+    f = pl.pallas_call(lambda x_ref, o_ref: None,
+                       out_shape=ember.ShapeDtypeStruct((128, 128), np.float32),
+                       grid=(2,), in_specs=[spec], out_specs=spec)
+    with pytest.raises(NotImplementedError, match="must tile its array"):
+        f.lower(np.zeros((128, 128), np.float32))

@@ -152,7 +152,9 @@ grid_env_providers = []
 
 def _grid_axis(axis, what):
     """(program ids, grid) of the kernel being traced, `axis` checked."""
-    for provider in grid_env_providers:
+    compiling = mosaic_gpu_compile.active()
+    providers = [compiling.grid_env] if compiling is not None else grid_env_providers
+    for provider in providers:
         env = provider()
         if env is not None:
             ids, grid = env
@@ -519,6 +521,49 @@ def pallas_call(
             return _eager(call, args)
         return call(*args)
 
+    def lower(*args, chip=None):
+        """Ember (not in JAX): the kernel compiled for an NVIDIA GPU, one
+        block of 128 threads per grid point, its blocks read and written
+        in global memory (see mosaic_gpu_compile.py)."""
+        if nprefetch or aliases:
+            raise NotImplementedError(
+                f"compiling a pallas_call for the GPU: scalar prefetch and "
+                f"input_output_aliases are not supported yet (at {core.where()})")
+        if len(grid) > 3:
+            raise NotImplementedError(
+                f"compiling a pallas_call for the GPU: a grid of rank {len(grid)} "
+                f"(at most 3) (at {core.where()})")
+        leaves = tree_util.tree_leaves(args)
+        in_avals = [core.ShapedArray(tuple(x.shape), np.dtype(x.dtype)) for x in leaves]
+        out_avals = [core.ShapedArray(tuple(o.shape), np.dtype(o.dtype)) for o in out_leaves]
+        blocks = [_Block(s, a.shape, a.dtype, f"input {k}") for k, (s, a) in
+                  enumerate(zip(_specs_for(in_specs, args, "in_specs"), in_avals))]
+        blocks += [_Block(s, a.shape, a.dtype, f"output {k}") for k, (s, a) in
+                   enumerate(zip(_specs_for(out_specs, out_shape, "out_specs"), out_avals))]
+        for b in blocks:
+            if any(b.element) or any(n % m for n, m in zip(b.shape, b.sizes)):
+                raise NotImplementedError(
+                    f"compiling a pallas_call for the GPU: the blocks of {b.what} "
+                    f"{tuple(b.sizes)} must tile its array {b.shape} (at {core.where()})")
+        names = tuple(f"pallas_grid_{d}" for d in range(len(grid)))
+
+        def body(*refs):
+            ids = mosaic_gpu_compile.active().grid_env()[0]
+            views = []
+            for b, ref in zip(blocks, refs):
+                if b.whole:
+                    views.append(ref)
+                    continue
+                idx = tuple(st if sq else state.Slice(st, n) for st, n, sq in
+                            zip(b.starts(ids), b.sizes, b.squeeze))
+                views.append(ref.at[idx])
+            kernel(*views, *refs[len(blocks):])
+
+        return mosaic_gpu_compile.lower(body, in_avals, out_avals,
+                                        _scratch_types(scratch_shapes), grid, names, (), (),
+                                        1, None, chip, name=kname)
+
+    wrapped.lower = lower
     return wrapped
 
 

@@ -972,8 +972,6 @@ lax.axis_index_providers.append(_axis_index)
 
 
 def _grid_env():
-    if (kc := _compile.active()) is not None:
-        return kc.grid_env()
     w = getattr(_local, "worker", None)
     if w is None:
         return None

@@ -5,11 +5,12 @@ Mosaic GPU's programming model, as JAX documents it: the body runs once per
 warpgroup (128 threads) of every block; an array value belongs to the
 warpgroup. Here an array of N elements is either
 
-- *strided* (N a multiple of 128): thread `t` of the warpgroup holds the
-  row-major elements `[t*k, (t+1)*k)`, `k = N / 128` (Mosaic's
-  `WGStridedFragLayout` with contiguous runs), as a `tensor<k x T>`; a
-  reshape keeps the layout (row-major order), elementwise ops run on each
-  thread's part, and reads and writes of refs move each thread's part; or
+- *strided* (N a multiple of 128): thread `t` of the warpgroup holds
+  `k = N / 128` of the row-major elements, in runs of `v = gcd(k, 4)`, run
+  `r` starting at `(r * 128 + t) * v` (Mosaic's `WGStridedFragLayout`), as
+  a `tensor<k x T>`; a reshape keeps the layout (it depends on the
+  row-major index only), elementwise ops run on each thread's part, and
+  reads and writes of refs move each thread's part; or
 - *replicated* (anything else: scalars, small arrays): every thread holds
   the whole array and computes it (any op).
 
@@ -506,21 +507,25 @@ class KernelCompiler:
 
     def _elements(self, shape):
         """The row-major multi-indices (index values) of this thread's part
-        of an array of `shape` (strided), one per element."""
-        n = math.prod(shape)
-        k = n // WARPGROUP
-        first = self.arith("muli", self.lane, k)
+        of a strided array of `shape`, in the order of its tensor: runs of
+        `v` consecutive elements (`v = gcd(k, 4)`, 16 bytes of f32), run `r`
+        of thread `t` starting at element `(r * 128 + t) * v`, so that the
+        warpgroup reads and writes whole runs side by side (Mosaic's
+        strided fragment layout)."""
+        k = math.prod(shape) // WARPGROUP
+        v = math.gcd(k, 4)
+        lane_first = self.arith("muli", self.lane, v)
         out = []
-        last = shape[-1]
-        if last % k == 0:
-            # The part lies in one row: delinearize once.
-            base = self._delinearize(first, shape)
-            for j in range(k):
-                out.append(base[:-1] + [self.arith("addi", base[-1], j) if j else base[-1]])
-        else:
-            for j in range(k):
-                out.append(self._delinearize(self.arith("addi", first, j) if j else first,
-                                             shape))
+        for r in range(k // v):
+            first = (self.arith("addi", lane_first, r * WARPGROUP * v) if r else lane_first)
+            if shape[-1] % v == 0:
+                # A run lies in one row: delinearize once.
+                base = self._delinearize(first, shape)
+                out += [base[:-1] + [self.arith("addi", base[-1], j) if j else base[-1]]
+                        for j in range(v)]
+            else:
+                out += [self._delinearize(self.arith("addi", first, j) if j else first, shape)
+                        for j in range(v)]
         return out
 
     def _delinearize(self, flat, shape):
@@ -982,8 +987,8 @@ def compile_kernel(body, in_avals, out_avals, scratch, grid, grid_names, cluster
 
 
 def lower(body, in_avals, out_avals, scratch, grid, grid_names, cluster, cluster_names,
-          nthreads, thread_name, chip=None):
-    name = getattr(body, "__name__", "")
+          nthreads, thread_name, chip=None, name=None):
+    name = name or getattr(body, "__name__", "")
     name = name if name.isidentifier() and not name.startswith("_") else "plgpu_kernel"
     module, kc = compile_kernel(body, in_avals, out_avals, scratch, grid, grid_names, cluster,
                                 cluster_names, nthreads, thread_name, name)
