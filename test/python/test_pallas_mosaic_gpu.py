@@ -139,15 +139,6 @@ def test_overwriting_an_operand_before_wgmma_wait_is_a_race():
                                      plgpu.ACC((16, 16))])(_rand(16, 16))
 
 
-def test_kernel_under_jit_says_it_runs_outside_jit():
-    def body(x_ref, o_ref):
-        o_ref[...] = x_ref[...]
-
-    k = plgpu.kernel(body, out_shape=_sds((4,)))
-    with pytest.raises(NotImplementedError, match="outside jit"):
-        ember.jit(k)(np.zeros(4, np.float32))
-
-
 def test_blackwell_collective_mma_with_tmem_reuse_guard():
     a, b = _rand(256, 64), _rand(64, 128, seed=1)
     np.testing.assert_allclose(_blackwell_collective_matmul(a, b, True), a @ b,
@@ -302,3 +293,18 @@ def test_jax_blackwell_tutorial_without_its_cluster_barrier_wait_is_a_race():
     with pytest.raises(plgpu.InterpretError, match=r"overwrites TMEM .* tmem-load#\d+ may "
                                                    r"still be reading it"):
         _blackwell_tutorial(False)
+
+
+def test_kernels_compose_with_jit_and_vmap():
+    # Inside jit the interpreter runs on the host when the compiled program
+    # reaches the kernel (vmap: one example at a time); its race checks too.
+    x = _rand(4, 8, 16)
+    k = _collective_smem_reuse(True)
+    out = ember.jit(lambda x: k(x * 2.0) + 1.0)(x)
+    np.testing.assert_allclose(np.asarray(out), np.stack([2 * x.sum(0), 4 * x.sum(0)]) + 1,
+                               rtol=1e-5, atol=1e-5)
+    batched = ember.vmap(k)(np.stack([x, -x]))
+    np.testing.assert_allclose(np.asarray(batched[1]), -np.stack([x.sum(0), 2 * x.sum(0)]),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(plgpu.InterpretError, match="pallas_gpu_kernels.py:45"):
+        ember.jit(_collective_smem_reuse(False))(x)

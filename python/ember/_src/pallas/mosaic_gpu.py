@@ -1193,16 +1193,24 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
 
     def call(*args):
         leaves = tree_util.tree_leaves(args)
-        if any(isinstance(x, core.Tracer) for x in leaves):
-            raise NotImplementedError(
-                "[ember:not-on-target] plgpu kernels run in the interpreter on the CPU, "
-                "outside jit and transformations; call the kernel on concrete arrays "
-                f"(at {core.where()})")
         out_leaves, out_tree = tree_util.tree_flatten(out)
-        return tree_util.tree_unflatten(out_tree, _interpret(
-            body, [core.as_value(x) for x in leaves], out_leaves, scratch, grid,
-            tuple(grid_names), cluster, tuple(cluster_names), num_threads or 1,
-            thread_name))
+
+        def interpret(*xs):
+            return _interpret(body, [core.as_value(x) for x in xs], out_leaves, scratch, grid,
+                              tuple(grid_names), cluster, tuple(cluster_names),
+                              num_threads or 1, thread_name)
+
+        if any(isinstance(x, core.Tracer) for x in leaves) or core._trace_stack:
+            # Inside jit (and vmap: one example at a time) the interpreter
+            # runs on the host when the compiled program reaches the kernel.
+            from ..callback import pure_callback
+
+            specs = [core.ShapeDtypeStruct(o.shape, o.dtype) for o in out_leaves]
+            outs = pure_callback(lambda *xs: interpret(*xs), specs, *leaves,
+                                 vmap_method="sequential")
+        else:
+            outs = interpret(*leaves)
+        return tree_util.tree_unflatten(out_tree, outs)
 
     def lower(*args, chip=None):
         """Ember (not in JAX): the kernel compiled for an NVIDIA GPU, for
