@@ -291,3 +291,37 @@ def test_pallas_call_with_overhanging_blocks_is_refused():
                        grid=(2,), in_specs=[spec], out_specs=spec)
     with pytest.raises(NotImplementedError, match="must tile its array"):
         f.lower(np.zeros((128, 128), np.float32))
+
+
+def test_jit_program_lowered_for_cuda_launches_the_compiled_pallas_call(tmp_path):
+    # Inside a jit program lowered for cuda, the pallas_call is a call of
+    # its compiled kernel's launch; the rest of the program stays generic
+    # kernels. A kernel the compiler refuses (a reduction) keeps the
+    # interpreter's generic kernels.
+    f = _blocked_pallas_call()
+
+    def prog(x, y):
+        return jnp.tanh(f(x, y)) + 1.0
+
+    x = np.ones((128, 256), np.float32)
+    np.testing.assert_allclose(np.asarray(ember.jit(prog)(x, x)),
+                               np.tanh(np.repeat([[1.0], [2.0]], 64, 0) * np.ones((1, 256))) + 1,
+                               rtol=1e-6)
+    low = ember.jit(prog).trace(x, x).lower(lowering_platforms=("cuda",))
+    kernels = low.as_text("kernels")
+    assert re.search(r"gpu\.module @pallas_kernel_\d+_gpu", kernels)
+    assert re.search(r"call @pallas_kernel_\d+_gpu_host", kernels)
+    assert not re.search(r"gpu\.module @pallas_kernel_\d+_kernel", kernels)
+    if PTXAS is not None:
+        modules = ptxas_check(low.as_text("binary"), tmp_path)
+        assert any(n.endswith("_gpu") for n in modules)
+
+    def summing(x_ref, o_ref):
+        o_ref[...] = jnp.broadcast_to(jnp.sum(x_ref[...]), o_ref.shape)
+
+    g = pl.pallas_call(summing, out_shape=ember.ShapeDtypeStruct((128, 128), np.float32))
+    low = ember.jit(lambda x: g(x) * 2.0).trace(
+        np.ones((128, 128), np.float32)).lower(lowering_platforms=("cuda",))
+    kernels = low.as_text("kernels")
+    assert "_gpu_host" not in kernels and re.search(r"gpu\.module @pallas_summing_\d+_kernel",
+                                                    kernels)

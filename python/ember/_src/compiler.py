@@ -256,8 +256,12 @@ def _run_pipeline(module, target, upto, keep_text, text, keep_last):
         :[n for n, _ in target.stages].index(upto) + 1]
     for k, (name, pipeline) in enumerate(ran):
         try:
-            pm = passmanager.PassManager.parse(f"builtin.module({pipeline})", context())
-            pm.run(module.operation)
+            if callable(pipeline):  # a stage written in Python
+                with context():
+                    pipeline(module)
+            else:
+                pm = passmanager.PassManager.parse(f"builtin.module({pipeline})", context())
+                pm.run(module.operation)
         except ir.MLIRError as e:
             user = _user_error(e)
             if user is not None:

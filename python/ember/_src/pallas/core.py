@@ -24,6 +24,7 @@ from ..._mlir import ir
 from .. import ad, control_flow, core, lax, state, tree_util
 from ..api import eager as _eager
 from ..numpy import lax_numpy as jnp
+from ..targets import cuda as cuda_target
 from ..targets import tpu as tpu_target
 from . import mosaic_gpu_compile, tpu_interpret, tpu_kernel
 
@@ -510,6 +511,15 @@ def pallas_call(
                     [v for i, o in sorted(aliases.items()) for v in (i, o)])
             else:
                 fn.attributes[tpu_target.ERROR_ATTR] = ir.StringAttr.get(error)
+        # And as a GPU kernel, which the cuda target launches instead of the
+        # interpreter's ops (targets/cuda.py); what it cannot compile keeps
+        # the interpreter's ops.
+        try:
+            gk = gpu_kernel([v.aval for v in in_leaves], args, None, f"{name}_gpu")
+            with core.context():
+                fn.attributes[cuda_target.KERNEL_ATTR] = ir.StringAttr.get(gk.kernel_text())
+        except Exception:  # noqa: BLE001 - only lowering for cuda uses it
+            pass
         outs = ad._call(name, flat + captured, out_avals)
         return tree_util.tree_unflatten(out_tree, outs)
 
@@ -525,6 +535,11 @@ def pallas_call(
         """Ember (not in JAX): the kernel compiled for an NVIDIA GPU, one
         block of 128 threads per grid point, its blocks read and written
         in global memory (see mosaic_gpu_compile.py)."""
+        leaves = tree_util.tree_leaves(args)
+        return gpu_kernel([core.ShapedArray(tuple(x.shape), np.dtype(x.dtype))
+                           for x in leaves], args, chip, kname)
+
+    def gpu_kernel(in_avals, args, chip, gpu_name):
         if nprefetch or aliases:
             raise NotImplementedError(
                 f"compiling a pallas_call for the GPU: scalar prefetch and "
@@ -533,8 +548,6 @@ def pallas_call(
             raise NotImplementedError(
                 f"compiling a pallas_call for the GPU: a grid of rank {len(grid)} "
                 f"(at most 3) (at {core.where()})")
-        leaves = tree_util.tree_leaves(args)
-        in_avals = [core.ShapedArray(tuple(x.shape), np.dtype(x.dtype)) for x in leaves]
         out_avals = [core.ShapedArray(tuple(o.shape), np.dtype(o.dtype)) for o in out_leaves]
         blocks = [_Block(s, a.shape, a.dtype, f"input {k}") for k, (s, a) in
                   enumerate(zip(_specs_for(in_specs, args, "in_specs"), in_avals))]
@@ -561,7 +574,7 @@ def pallas_call(
 
         return mosaic_gpu_compile.lower(body, in_avals, out_avals,
                                         _scratch_types(scratch_shapes), grid, names, (), (),
-                                        1, None, chip, name=kname)
+                                        1, None, chip, name=gpu_name)
 
     wrapped.lower = lower
     return wrapped

@@ -847,6 +847,10 @@ class KernelCompiler:
             core._trace_stack.pop()
         with self.ctx:
             i64 = ir.IntegerType.get_signless(64)
+            if self.cluster:
+                c = list(self.cluster) + [1] * (3 - len(self.cluster))
+                self.module.operation.attributes["ember_gpu.cluster"] = \
+                    ir.DenseI32ArrayAttr.get(c)
             self.module.operation.attributes["ember_gpu.tma_descriptors"] = ir.ArrayAttr.get([
                 ir.DictAttr.get({
                     "operand": ir.IntegerAttr.get(i64, op),
@@ -894,6 +898,40 @@ class KernelCompiler:
 _KERNEL_PIPELINE = "ember-gpu-kernel"
 
 
+def _pipeline_error(e):
+    notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
+    return RuntimeError(f"[ember:internal] compiling a plgpu kernel failed: {notes or e}")
+
+
+def outline(kernel_text):
+    """The kernel form (text) after `ember-gpu-kernel`, as a module: the host
+    function `<name>_host` launching the kernel of `gpu.module @<name>`. On
+    the outlined kernel: its cluster shape (PTX's `.reqnctapercluster`, from
+    `nvvm.cluster_dim`) and 128-byte alignment of its shared-memory buffers
+    (TMA's requirement)."""
+    module = ir.Module.parse(kernel_text)
+    try:
+        PassManager.parse(f"builtin.module({_KERNEL_PIPELINE})").run(module.operation)
+    except ir.MLIRError as e:
+        raise _pipeline_error(e) from None
+    attrs = module.operation.attributes
+    cluster = attrs["ember_gpu.cluster"] if "ember_gpu.cluster" in attrs else None
+    for op in module.body.operations:
+        if op.operation.name != "gpu.module":
+            continue
+        for f in op.regions[0].blocks[0].operations:
+            if f.operation.name != "gpu.func":
+                continue
+            if cluster is not None:
+                f.attributes["nvvm.cluster_dim"] = cluster
+            if "workgroup_attributions" in f.attributes:
+                n = ir.IntegerAttr(f.attributes["workgroup_attributions"]).value
+                align = ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(
+                    ir.IntegerType.get_signless(64), 128)})
+                f.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * n)
+    return module
+
+
 class CompiledKernel:
     """`plgpu.kernel(...).lower(*args)`: the kernel compiled for an NVIDIA
     GPU (`chip`, default the cuda target's). `as_text(stage)` shows it:
@@ -914,37 +952,14 @@ class CompiledKernel:
         self.chip, self.tma_descriptors = chip, descriptors
         self.grid, self.cluster, self.block = grid, cluster, block
 
-    def _run(self, text, pipeline, after=None):
+    def _run(self, text, pipeline):
         with context():
             module = ir.Module.parse(text)
             try:
                 PassManager.parse(f"builtin.module({pipeline})").run(module.operation)
             except ir.MLIRError as e:
-                notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
-                raise RuntimeError(f"[ember:internal] compiling a plgpu kernel failed: "
-                                   f"{notes or e}") from None
-            if after is not None:
-                after(module)
+                raise _pipeline_error(e) from None
             return module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)
-
-    def _annotate_kernel(self, module):
-        """On the outlined kernel: its cluster shape (PTX's
-        `.reqnctapercluster`, from `nvvm.cluster_dim`), and 128-byte
-        alignment of its shared-memory buffers (TMA's requirement)."""
-        for op in module.body.operations:
-            if op.operation.name != "gpu.module":
-                continue
-            for f in op.regions[0].blocks[0].operations:
-                if f.operation.name != "gpu.func":
-                    continue
-                if self.cluster:
-                    c = list(self.cluster) + [1] * (3 - len(self.cluster))
-                    f.attributes["nvvm.cluster_dim"] = ir.DenseI32ArrayAttr.get(c)
-                if "workgroup_attributions" in f.attributes:
-                    n = ir.IntegerAttr(f.attributes["workgroup_attributions"]).value
-                    align = ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(
-                        ir.IntegerType.get_signless(64), 128)})
-                    f.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * n)
 
     def _stage(self, stage):
         from ..targets import cuda
@@ -953,7 +968,9 @@ class CompiledKernel:
             return self._texts[stage]
         opts = cuda.options(self.chip)
         if stage == "loops":
-            text = self._run(self._with_locs, _KERNEL_PIPELINE, self._annotate_kernel)
+            with context():
+                text = outline(self._with_locs).operation.get_asm(
+                    enable_debug_info=True, print_generic_op_form=True)
         elif stage == "nvvm":
             text = self._run(self._stage("loops"), f"ember-cuda-nvvm{{{opts}}}")
         elif stage == "binary":
@@ -964,6 +981,11 @@ class CompiledKernel:
             raise ValueError(f"unknown stage {stage!r}: kernel, loops, nvvm, binary or ptx")
         self._texts[stage] = text
         return text
+
+    def kernel_text(self):
+        """The kernel form with its locations (generic form), what
+        `outline` takes."""
+        return self._with_locs
 
     def as_text(self, stage="kernel"):
         text = self._stage(stage)

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 
+from ..._mlir import ir
 from . import Target, register
 
 CHIP = os.environ.get("EMBER_CUDA_CHIP", "sm_90a")
@@ -87,6 +88,88 @@ def ptx_of(binary_text):
                      for name, ptx in ptx_modules(binary_text).items())
 
 
+# On a private function holding a `pallas_call`'s interpreter: the kernel
+# compiled for the GPU, in the form `mosaic_gpu_compile.outline` takes.
+KERNEL_ATTR = "ember_gpu.kernel_module"
+
+
+class _KernelsStage:
+    """A codegen stage in Python, after `gpu`: each private function marked
+    with KERNEL_ATTR (bufferized: its inputs, then its outputs as buffers)
+    becomes a call of its compiled kernel's host function, which launches
+    it; the kernel's gpu.module joins the program. A function whose
+    signature no longer matches its kernel (transformed by vmap, say) keeps
+    its body: the generic kernels compute it."""
+
+    def __repr__(self):  # part of the compilation cache's key
+        return "ember-cuda-kernels(python)"
+
+    def __call__(self, module):
+        from ..pallas import mosaic_gpu_compile
+
+        marked = [op.operation for op in module.body.operations
+                  if op.operation.name == "func.func" and KERNEL_ATTR in op.operation.attributes]
+        for fn in marked:
+            kernel = mosaic_gpu_compile.outline(ir.StringAttr(fn.attributes[KERNEL_ATTR]).value)
+            text = _launch_text(fn, kernel)
+            if text is None:
+                continue
+            spliced = ir.Module.parse(text)
+            for op in list(spliced.body.operations):
+                op.operation.move_before(fn)
+            fn.erase()
+        if marked:
+            _drop_unlaunched(module)
+
+
+def _launched(op):
+    """The gpu.module names that gpu.launch_func ops under `op` launch."""
+    names = set()
+
+    def visit(o):
+        if o.name == "gpu.launch_func":
+            names.add(str(o.attributes["kernel"]).split("::")[0].lstrip("@"))
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return names
+
+
+def _drop_unlaunched(module):
+    """Removes the kernels of the replaced function bodies."""
+    live = _launched(module.operation)
+    for op in list(module.body.operations):
+        if op.operation.name == "gpu.module" and \
+                ir.StringAttr(op.operation.attributes["sym_name"]).value not in live:
+            op.operation.erase()
+
+
+def _launch_text(fn, kernel):
+    """The text of the kernel's gpu.module, its host function (private) and
+    `fn` rewritten to call it; None when `fn` does not match the kernel."""
+    attrs = kernel.operation.attributes
+    if len(ir.ArrayAttr(attrs["ember_gpu.tma_descriptors"])):
+        return None  # TMA descriptors are built by a host runtime: not yet
+    ops = {o.operation.name: o.operation for o in kernel.body.operations}
+    host, gmod = ops["func.func"], ops["gpu.module"]
+    host_t = ir.FunctionType(ir.TypeAttr(host.attributes["function_type"]).value)
+    fn_t = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    buffers = list(host_t.inputs)[:-1]  # inputs, outputs, then the descriptors
+    if fn_t.results or list(map(str, fn_t.inputs)) != list(map(str, buffers)):
+        return None
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    host_name = ir.StringAttr(host.attributes["sym_name"]).value
+    host.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(buffers))
+    operands = ", ".join([f"%a{i}" for i in range(len(buffers))] + ["%tma"])
+    return "\n".join([
+        "module attributes {gpu.container_module} {", str(gmod), str(host),
+        f"func.func private @{name}({args}) {{",
+        "  %tma = llvm.mlir.zero : !llvm.ptr",
+        f"  func.call @{host_name}({operands}) : ({', '.join(map(str, host_t.inputs))}) -> ()",
+        "  return", "}", "}"])
+
+
 def _load(module, opt_level, in_avals, out_avals):
     raise NotImplementedError(
         "running compiled code on a CUDA GPU is not implemented yet; the cuda target "
@@ -96,6 +179,7 @@ def _load(module, opt_level, in_avals, out_avals):
 CUDA = register(Target(
     name="cuda",
     codegen_stages=(("gpu", f"ember-cuda-gpu{{{options()}}}"),
+                    ("kernels", _KernelsStage()),
                     ("nvvm", f"ember-cuda-nvvm{{{options()}}}"),
                     ("binary", f"ember-cuda-binary{{{options()}}}")),
     load=_load,
