@@ -189,7 +189,7 @@ def test_cluster_barrier_with_two_warpgroups_syncs_each_warpgroup(tmp_path):
 
 
 @pytest.mark.parametrize("what,make", [
-    ("a reduction", lambda ref: jnp.sum(ref[...])),
+    ("a reduction along an axis", lambda ref: jnp.sum(ref[...], axis=0)),
     ("a transpose", lambda ref: ref[...].T),
 ])
 def test_unsupported_array_ops_raise_at_the_kernel_line(what, make):
@@ -296,7 +296,7 @@ def test_pallas_call_with_overhanging_blocks_is_refused():
 def test_jit_program_lowered_for_cuda_launches_the_compiled_pallas_call(tmp_path):
     # Inside a jit program lowered for cuda, the pallas_call is a call of
     # its compiled kernel's launch; the rest of the program stays generic
-    # kernels. A kernel the compiler refuses (a reduction) keeps the
+    # kernels. A kernel the compiler refuses (a reduction along an axis) keeps the
     # interpreter's generic kernels.
     f = _blocked_pallas_call()
 
@@ -317,7 +317,7 @@ def test_jit_program_lowered_for_cuda_launches_the_compiled_pallas_call(tmp_path
         assert any(n.endswith("_gpu") for n in modules)
 
     def summing(x_ref, o_ref):
-        o_ref[...] = jnp.broadcast_to(jnp.sum(x_ref[...]), o_ref.shape)
+        o_ref[...] = jnp.broadcast_to(jnp.sum(x_ref[...], axis=0), o_ref.shape)
 
     g = pl.pallas_call(summing, out_shape=ember.ShapeDtypeStruct((128, 128), np.float32))
     low = ember.jit(lambda x: g(x) * 2.0).trace(
@@ -325,3 +325,23 @@ def test_jit_program_lowered_for_cuda_launches_the_compiled_pallas_call(tmp_path
     kernels = low.as_text("kernels")
     assert "_gpu_host" not in kernels and re.search(r"gpu\.module @pallas_summing_\d+_kernel",
                                                     kernels)
+
+
+def test_whole_array_reductions_compile(tmp_path):
+    # Each thread reduces its part, then gpu.all_reduce combines the
+    # warpgroup's partials (max propagating NaNs: maximumf).
+    def kernel(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = (x - jnp.max(x)) / jnp.sum(jnp.abs(x))
+
+    f = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((64, 128), np.float32))
+    x = np.random.default_rng(2).standard_normal((64, 128)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(f(x)), (x - x.max()) / np.abs(x).sum(), rtol=1e-5,
+                               atol=1e-8)
+    c = f.lower(x)
+    text = c.as_text("kernel")
+    assert re.search(r"gpu\.all_reduce\s+maximumf", text)
+    assert re.search(r"gpu\.all_reduce\s+add", text)
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
+        assert "shfl.sync.bfly" in ptx

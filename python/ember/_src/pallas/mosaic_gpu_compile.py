@@ -25,9 +25,12 @@ group (`barrier_arrive ... cta(%rank)`). The kernel form then goes through
 `ember-to-linalg`, bufferization and the CUDA target's `nvvm` and `binary`
 stages (PTX that ptxas checks).
 
+A whole strided array reduced to a scalar combines the threads' partial
+results with `gpu.all_reduce`.
+
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 arrays moving between layouts other than replicated -> strided (reductions
-of strided arrays, slicing them), `lax` control flow and `pl.loop` carries,
+along axes of strided arrays, slicing them), `lax` control flow and `pl.loop` carries,
 wgmma/tcgen05/TMEM, `emit_pipeline`. Nothing compiled here has run on a
 GPU: the host side (building TMA descriptors, launching) is not built.
 """
@@ -131,6 +134,8 @@ class _KernelTrace(core.Trace):
             return super().emit(name, operands, result_avals, attributes)
         if name in ELEMENTWISE and all(in_strided) and all(strided):
             return self._emit_retyped(name, operands, result_avals, attributes)
+        if name == "ember.reduce" and in_strided[0] and result_avals[0].shape == ():
+            return [kc.reduce_all(operands[0], result_avals[0], attributes["kind"])]
         if (name == "ember.broadcast_in_dim" and all(strided)
                 and ir.RankedTensorType(operands[0].type).rank == 0):
             # A scalar broadcast: each thread fills its part.
@@ -553,6 +558,39 @@ class KernelCompiler:
             else:
                 raise _unsupported("indexing a kernel buffer with an integer array")
         return out
+
+    # gpu.all_reduce's combiner for each ember.reduce kind (floats, signed
+    # integers); max and min propagate NaNs, as JAX's do.
+    _ALL_REDUCE = {"sum": ("add", "add"), "prod": ("mul", "mul"),
+                   "max": ("maximumf", "maxsi"), "min": ("minimumf", "minsi"),
+                   "and": (None, "and"), "or": (None, "or"), "xor": (None, "xor")}
+
+    def reduce_all(self, part, aval, kind_attr):
+        """A whole strided array reduced to a scalar (replicated): each
+        thread reduces its part, then the warpgroup's threads combine theirs
+        (`gpu.all_reduce`: shuffles within warps, shared memory across)."""
+        if self.nthreads != 1:
+            raise _unsupported("a reduction of an array spread over the threads, in a kernel "
+                               "of several warpgroups")
+        kind = str(kind_attr).removeprefix("#ember<reduce ").removesuffix(">").strip()
+        is_float = dtypes.is_float(aval.dtype)
+        op = self._ALL_REDUCE.get(kind, (None, None))[0 if is_float else 1]
+        if op is None or not (is_float or dtypes.is_int(aval.dtype)) or \
+                dtypes.is_unsigned(aval.dtype) and kind in ("max", "min"):
+            raise _unsupported(f"a {kind} reduction of {aval.dtype} values across the threads")
+        with self.ctx:
+            t0 = core.mlir_type(aval)
+            mine = core.Trace.emit(self.trace, "ember.reduce", [part], [aval], {
+                "kind": kind_attr, "dimensions": ir.DenseI64ArrayAttr.get([0])})[0].value
+            scalar = self.op("tensor.extract", [mine], [t0.element_type])
+            o = ir.Operation.create(
+                "gpu.all_reduce", results=[scalar.type], operands=[scalar], regions=1,
+                attributes={"op": ir.Attribute.parse(f"#gpu<all_reduce_op {op}>"),
+                            "uniform": ir.UnitAttr.get()},
+                loc=self.trace.location(), ip=ir.InsertionPoint(self.trace.block))
+            # (The region stays empty: the combiner is `op`.)
+            v = self.op("tensor.from_elements", [o.results[0]], [t0])
+        return core.Tracer(self.trace, v, aval)
 
     def take_part(self, tracer):
         """This thread's part of a replicated array (as a strided value)."""
