@@ -135,7 +135,7 @@ static const char kGpuKernel[] =
     "canonicalize,func.func(promote-buffers-to-stack{max-alloc-size-in-bytes="
     "65536}),"
     "convert-linalg-to-affine-loops,"
-    "func.func(affine-loop-unroll{unroll-factor=-1}),"
+    "func.func(affine-loop-unroll{unroll-factor=-1 unroll-num-reps=6}),"
     "lower-affine,convert-bufferization-to-memref,canonicalize,cse,"
     "gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse";
 

@@ -345,3 +345,39 @@ def test_whole_array_reductions_compile(tmp_path):
     if PTXAS is not None:
         ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
         assert "shfl.sync.bfly" in ptx
+
+
+def _softmax_call(rows=64, width=128):
+    def softmax_kernel(x_ref, o_ref):
+        x = x_ref[...]
+        e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+        o_ref[...] = e / jnp.sum(e, axis=-1, keepdims=True)
+
+    spec = pl.BlockSpec((rows, width), lambda i: (i, 0))
+    return pl.pallas_call(softmax_kernel,
+                          out_shape=ember.ShapeDtypeStruct((4 * rows, width), np.float32),
+                          grid=(4,), in_specs=[spec], out_specs=spec)
+
+
+def test_row_softmax_compiles(tmp_path):
+    # Reductions along rows: each thread reduces its runs, a butterfly of
+    # xor shuffles within the row's lanes gives the totals, and the
+    # broadcast back along the rows spreads them over the runs.
+    f = _softmax_call()
+    x = np.random.default_rng(3).standard_normal((256, 128)).astype(np.float32)
+    want = np.exp(x - x.max(-1, keepdims=True))
+    want /= want.sum(-1, keepdims=True)
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-5, atol=1e-7)
+    c = f.lower(x)
+    text = c.as_text("kernel")
+    # 64 x 128: runs of 4, 16 runs per thread, rows over 32 lanes: 5 rounds.
+    assert len(re.findall(r"gpu\.shuffle\s+xor", text)) == 2 * 16 * 5
+    assert "scf.for" not in c.as_text("loops")
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
+        assert "shfl.sync.bfly" in ptx and ".local" not in ptx
+
+
+def test_rows_longer_than_a_warp_are_refused():
+    with pytest.raises(NotImplementedError, match="reduction along rows of 512"):
+        _softmax_call(rows=8, width=512).lower(np.zeros((32, 512), np.float32))

@@ -26,7 +26,8 @@ group (`barrier_arrive ... cta(%rank)`). The kernel form then goes through
 stages (PTX that ptxas checks).
 
 A whole strided array reduced to a scalar combines the threads' partial
-results with `gpu.all_reduce`.
+results with `gpu.all_reduce`; a reduction along the last axis leaves a
+value in the *rows* layout (`reduce_rows`).
 
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 arrays moving between layouts other than replicated -> strided (reductions
@@ -104,6 +105,19 @@ def _frag_aval(aval):
     return core.ShapedArray(aval.shape, aval.dtype)
 
 
+class _RowsLayout(tuple):
+    """Where a reduction along rows leaves its result: `width` elements per
+    row (C), runs of `v`, `runs` runs per thread, `rows` rows."""
+
+    def __new__(cls, width, v, runs, rows):
+        return super().__new__(cls, (width, v, runs, rows))
+
+    width = property(lambda self: self[0])
+    v = property(lambda self: self[1])
+    runs = property(lambda self: self[2])
+    rows = property(lambda self: self[3])
+
+
 class _KernelTrace(core.Trace):
     """Traces the kernel body into the gpu.func's block (see the module's
     docstring for the layouts)."""
@@ -126,16 +140,24 @@ class _KernelTrace(core.Trace):
         kc = self.kc
         if regions:
             raise _unsupported(f"`{name.removeprefix('ember.')}` (lax control flow)")
-        for a in result_avals:
-            _check_replicated(a)
         strided = [_strided(a) for a in result_avals]
         in_strided = [v in kc.strided_values for v in operands]
-        if not any(strided) and not any(in_strided):
+        in_rows = [kc.rows.get(v) for v in operands]
+        if not any(strided) and not any(in_strided) and not any(in_rows):
+            for a in result_avals:
+                _check_replicated(a)
             return super().emit(name, operands, result_avals, attributes)
+        if any(in_rows):
+            return self._emit_rows(name, operands, in_rows, result_avals, attributes, strided)
         if name in ELEMENTWISE and all(in_strided) and all(strided):
             return self._emit_retyped(name, operands, result_avals, attributes)
-        if name == "ember.reduce" and in_strided[0] and result_avals[0].shape == ():
-            return [kc.reduce_all(operands[0], result_avals[0], attributes["kind"])]
+        if name == "ember.reduce" and in_strided[0]:
+            shape = ir.RankedTensorType(kc.logical_types[operands[0]]).shape
+            if result_avals[0].shape == ():
+                return [kc.reduce_all(operands[0], result_avals[0], attributes["kind"])]
+            if list(attributes["dimensions"]) == [len(shape) - 1]:
+                return [kc.reduce_rows(operands[0], shape, result_avals[0],
+                                       attributes["kind"])]
         if (name == "ember.broadcast_in_dim" and all(strided)
                 and ir.RankedTensorType(operands[0].type).rank == 0):
             # A scalar broadcast: each thread fills its part.
@@ -153,10 +175,43 @@ class _KernelTrace(core.Trace):
                     core.mlir_type(_frag_aval(aval)), attributes["value"].get_splat_value())
                 return self._emit_retyped(name, [], result_avals, {"value": value})
             # Computed replicated, then each thread takes its part.
+            for a in result_avals:
+                _check_replicated(a)
             outs = super().emit(name, operands, result_avals, attributes)
             return [kc.take_part(o) for o in outs]
         raise _unsupported(f"`{name.removeprefix('ember.')}` on arrays spread over the "
                            f"warpgroup's threads ({', '.join(str(a) for a in result_avals)})")
+
+    def _emit_rows(self, name, operands, in_rows, result_avals, attributes, strided):
+        """Ops on values in the rows layout (see `reduce_rows`)."""
+        kc = self.kc
+        layout = next(lay for lay in in_rows if lay)
+        aval = result_avals[0]
+        n_rows = math.prod(aval.shape)
+        if name in ("ember.reshape", "ember.broadcast_in_dim") and not strided[0] and \
+                n_rows == layout.rows:
+            return [kc.wrap_rows(operands[0], aval, layout)]
+        if name == "ember.broadcast_in_dim" and strided[0] and len(aval.shape) >= 1 and \
+                aval.shape[-1] == layout.width and n_rows == layout.rows * layout.width:
+            return [kc.rows_to_strided(operands[0], aval, layout)]
+        if name in ELEMENTWISE and not any(strided) and \
+                all(math.prod(a.shape) == layout.rows for a in result_avals):
+            vals = []
+            for v, lay in zip(operands, in_rows):
+                if lay is None and v not in kc.strided_values:
+                    shape = ir.RankedTensorType(v.type).shape
+                    if math.prod(shape) == layout.rows:
+                        lay, v = layout, kc.take_rows(v, shape, layout)
+                if lay != layout:
+                    break
+                vals.append(v)
+            else:
+                per = core.ShapedArray((layout.runs,), aval.dtype)
+                outs = super().emit(name, vals, [per.update(dtype=a.dtype)
+                                                 for a in result_avals], attributes)
+                return [kc.wrap_rows(o.value, a, layout) for o, a in zip(outs, result_avals)]
+        raise _unsupported(f"`{name.removeprefix('ember.')}` on the results of a reduction "
+                           f"along rows ({', '.join(str(a) for a in result_avals)})")
 
     def _emit_retyped(self, name, operands, result_avals, attributes):
         frag = [_frag_aval(a) for a in result_avals]
@@ -278,6 +333,7 @@ class KernelCompiler:
         self.nthreads, self.thread_name = nthreads, thread_name
         self.strided_values = set()
         self.logical_types = {}
+        self.rows = {}  # value -> _RowsLayout (see reduce_rows)
         self.descriptors = []  # (operand, box shape, dtype)
         self._desc_index = {}
         if len(self.grid) + 0 > 3 or len(self.cluster) > 3:
@@ -580,9 +636,9 @@ class KernelCompiler:
             raise _unsupported(f"a {kind} reduction of {aval.dtype} values across the threads")
         with self.ctx:
             t0 = core.mlir_type(aval)
-            mine = core.Trace.emit(self.trace, "ember.reduce", [part], [aval], {
-                "kind": kind_attr, "dimensions": ir.DenseI64ArrayAttr.get([0])})[0].value
-            scalar = self.op("tensor.extract", [mine], [t0.element_type])
+            k = ir.RankedTensorType(part.type).shape[0]
+            combine = self._COMBINE[kind][0 if is_float else 1]
+            scalar = self._combine_part(part, t0.element_type, combine, range(k))
             o = ir.Operation.create(
                 "gpu.all_reduce", results=[scalar.type], operands=[scalar], regions=1,
                 attributes={"op": ir.Attribute.parse(f"#gpu<all_reduce_op {op}>"),
@@ -591,6 +647,94 @@ class KernelCompiler:
             # (The region stays empty: the combiner is `op`.)
             v = self.op("tensor.from_elements", [o.results[0]], [t0])
         return core.Tracer(self.trace, v, aval)
+
+    # The arith op combining two values of each reduction kind.
+    _COMBINE = {"sum": ("addf", "addi"), "prod": ("mulf", "muli"),
+                "max": ("maximumf", "maxsi"), "min": ("minimumf", "minsi"),
+                "and": (None, "andi"), "or": (None, "ori"), "xor": (None, "xori")}
+
+    def reduce_rows(self, part, shape, aval, kind_attr):
+        """A strided array reduced along its last axis. Each run of a
+        thread's part lies in one row (when the row length C is a multiple
+        of the run length v) and a row's runs are held by C/v consecutive
+        threads of a warp: each thread reduces its runs, then a butterfly of
+        `gpu.shuffle xor` within groups of C/v lanes gives every thread its
+        runs' row totals. The result is in the *rows* layout: per thread,
+        one value per run (its row's), which elementwise ops keep and a
+        broadcast back along the rows spreads over the run."""
+        n, width = math.prod(shape), shape[-1]
+        k = n // WARPGROUP
+        v = math.gcd(k, 4)
+        group = width // v
+        kind = str(kind_attr).removeprefix("#ember<reduce ").removesuffix(">").strip()
+        is_float = dtypes.is_float(aval.dtype)
+        op = self._COMBINE.get(kind, (None, None))[0 if is_float else 1]
+        if kind in ("and", "or", "xor"):
+            op = None
+        if (width % v or group > 32 or group & (group - 1) or op is None
+                or np.dtype(aval.dtype).itemsize != 4 or dtypes.is_unsigned(aval.dtype)):
+            raise _unsupported(
+                f"a {kind} reduction along rows of {width} {aval.dtype} elements (supported: "
+                f"sum/prod/max/min of 32-bit values over rows of at most 32 threads' runs of "
+                f"{v})")
+        runs = k // v
+        lay = _RowsLayout(width, v, runs, n // width)
+        with self.ctx:
+            elem = core.mlir_type(aval).element_type
+            totals = []
+            for r in range(runs):
+                x = self._combine_part(part, elem, op, range(r * v, (r + 1) * v))
+                off = group // 2
+                while off:
+                    o = ir.Operation.create(
+                        "gpu.shuffle", results=[elem, ir.IntegerType.get_signless(1)],
+                        operands=[x, self.i32(off), self.i32(32)],
+                        attributes={"mode": ir.Attribute.parse("#gpu<shuffle_mode xor>")},
+                        loc=self.trace.location(), ip=ir.InsertionPoint(self.trace.block))
+                    x = self.op(f"arith.{op}", [x, o.results[0]], [elem])
+                    off //= 2
+                totals.append(x)
+            t = self.op("tensor.from_elements", totals,
+                        [core.mlir_type(core.ShapedArray((runs,), aval.dtype))])
+        return self.wrap_rows(t, aval, lay)
+
+    def _combine_part(self, part, elem, op, indices):
+        """`op` (an arith op) over elements `indices` of a thread's part,
+        as scalar ops (a loop here would keep the part out of registers)."""
+        x = None
+        for i in indices:
+            y = self.op("tensor.extract", [part, self.index(i)], [elem])
+            x = y if x is None else self.op(f"arith.{op}", [x, y], [elem])
+        return x
+
+    def wrap_rows(self, value, aval, layout):
+        self.rows[value] = layout
+        return core.Tracer(self.trace, value, aval)
+
+    def rows_to_strided(self, value, aval, layout):
+        """A rows-layout value broadcast along the rows: each run's value
+        over its `v` elements."""
+        per = core.ShapedArray((layout.runs, layout.v), aval.dtype)
+        with self.ctx:
+            b = core.Trace.emit(self.trace, "ember.broadcast_in_dim", [value], [per], {
+                "broadcast_dimensions": ir.DenseI64ArrayAttr.get([0])})[0].value
+            flat = core.Trace.emit(self.trace, "ember.reshape", [b],
+                                   [_frag_aval(aval)])[0].value
+        return self.trace._wrap(flat, aval)
+
+    def take_rows(self, value, shape, layout):
+        """A replicated value of one element per row (shape (R,) or (R, 1)...)
+        in the rows layout: run r of thread t takes row ((r*128 + t)*v) // C."""
+        with self.ctx:
+            t = ir.RankedTensorType(value.type)
+            scalars = []
+            for r in range(layout.runs):
+                first = self.arith("muli", self.arith("addi", self.lane, r * WARPGROUP), layout.v)
+                row = self.arith("divui", first, layout.width)
+                idx = self._delinearize(row, list(shape)) if shape else []
+                scalars.append(self.op("tensor.extract", [value, *idx], [t.element_type]))
+            out = ir.RankedTensorType.get([layout.runs], t.element_type)
+            return self.op("tensor.from_elements", scalars, [out])
 
     def take_part(self, tracer):
         """This thread's part of a replicated array (as a strided value)."""
