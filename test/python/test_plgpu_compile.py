@@ -381,3 +381,45 @@ def test_row_softmax_compiles(tmp_path):
 def test_rows_longer_than_a_warp_are_refused():
     with pytest.raises(NotImplementedError, match="reduction along rows of 512"):
         _softmax_call(rows=8, width=512).lower(np.zeros((32, 512), np.float32))
+
+
+def test_layer_norm_compiles(tmp_path):
+    # Means along rows (a rows-layout value divided by a broadcast scalar),
+    # and a (1, 128) gain broadcast over the rows: its elements belong to
+    # other threads, so each thread reads the ones it needs again from the
+    # (unwritten) input block.
+    def ln_kernel(x_ref, g_ref, o_ref):
+        x = x_ref[...]
+        d = x - jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.mean(d * d, axis=-1, keepdims=True)
+        o_ref[...] = d * lax.rsqrt(var + 1e-5) * g_ref[...]
+
+    spec = pl.BlockSpec((32, 128), lambda i: (i, 0))
+    f = pl.pallas_call(ln_kernel, out_shape=ember.ShapeDtypeStruct((128, 128), np.float32),
+                       grid=(4,), in_specs=[spec, pl.BlockSpec((1, 128), lambda i: (0, 0))],
+                       out_specs=spec)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((128, 128)).astype(np.float32)
+    g = rng.standard_normal((1, 128)).astype(np.float32)
+    d = x - x.mean(-1, keepdims=True)
+    want = d / np.sqrt((d * d).mean(-1, keepdims=True) + 1e-5) * g
+    np.testing.assert_allclose(np.asarray(f(x, g)), want, rtol=1e-5, atol=1e-5)
+    c = f.lower(x, g)
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
+        assert ".local" not in ptx
+
+
+def test_broadcast_of_a_rewritten_buffer_is_refused():
+    # The values a thread needs were loaded by others and the buffer has
+    # been written since: not read again.
+    def body(x_ref, o_ref, smem):
+        smem[...] = x_ref[...]
+        g = smem[...]
+        smem[...] = g * 2.0
+        o_ref[...] = jnp.broadcast_to(g, o_ref.shape)
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((8, 128), np.float32),
+                     scratch_shapes=[plgpu.SMEM((1, 128), np.float32)])
+    with pytest.raises(NotImplementedError, match="broadcast_in_dim"):
+        k.lower(np.zeros((1, 128), np.float32))

@@ -168,6 +168,11 @@ class _KernelTrace(core.Trace):
             if math.prod(result_avals[0].shape) == math.prod(
                     ir.RankedTensorType(kc.logical_types[operands[0]]).shape):
                 return [self._wrap(operands[0], result_avals[0])]
+            if name == "ember.broadcast_in_dim" and strided[0]:
+                out = kc.reload_broadcast(operands[0], result_avals[0],
+                                          list(attributes["broadcast_dimensions"]))
+                if out is not None:
+                    return [out]
         if all(strided) and not any(in_strided):
             if name == "ember.constant" and attributes["value"].is_splat:
                 aval = result_avals[0]
@@ -334,6 +339,9 @@ class KernelCompiler:
         self.strided_values = set()
         self.logical_types = {}
         self.rows = {}  # value -> _RowsLayout (see reduce_rows)
+        # Strided values read from a buffer: value -> (buffer, window, the
+        # buffer's write count then); and each buffer's write count.
+        self.sources, self.writes = {}, {}
         self.descriptors = []  # (operand, box shape, dtype)
         self._desc_index = {}
         if len(self.grid) + 0 > 3 or len(self.cluster) > 3:
@@ -727,14 +735,22 @@ class KernelCompiler:
         in the rows layout: run r of thread t takes row ((r*128 + t)*v) // C."""
         with self.ctx:
             t = ir.RankedTensorType(value.type)
+            out_t = ir.RankedTensorType.get([layout.runs], t.element_type)
+            owner = value.owner
+            if isinstance(owner, ir.Operation) or hasattr(owner, "operation"):
+                owner = owner.operation
+                if owner.name == "ember.broadcast_in_dim" and \
+                        ir.RankedTensorType(owner.operands[0].type).rank == 0:
+                    # A scalar broadcast: the same value for every row.
+                    return self.op("ember.broadcast_in_dim", [owner.operands[0]], [out_t], {
+                        "broadcast_dimensions": ir.DenseI64ArrayAttr.get([])})
             scalars = []
             for r in range(layout.runs):
                 first = self.arith("muli", self.arith("addi", self.lane, r * WARPGROUP), layout.v)
                 row = self.arith("divui", first, layout.width)
                 idx = self._delinearize(row, list(shape)) if shape else []
                 scalars.append(self.op("tensor.extract", [value, *idx], [t.element_type]))
-            out = ir.RankedTensorType.get([layout.runs], t.element_type)
-            return self.op("tensor.from_elements", scalars, [out])
+            return self.op("tensor.from_elements", scalars, [out_t])
 
     def take_part(self, tracer):
         """This thread's part of a replicated array (as a strided value)."""
@@ -762,6 +778,31 @@ class KernelCompiler:
             scalars = [self.op("memref.load", [base.value, *self._addresses(norm, idx)],
                                [elem]) for idx in self._elements(shape)]
             v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
+        self.sources[v] = (base, norm, self.writes.get(id(base), 0))
+        return self.trace._wrap(v, aval)
+
+    def _written(self, base):
+        """Counts a write of `base` (a store, or a copy into it)."""
+        self.writes[id(base)] = self.writes.get(id(base), 0) + 1
+
+    def reload_broadcast(self, value, aval, dims):
+        """A strided value broadcast into a larger strided array: the
+        elements each thread needs belong to other threads, so they are read
+        again from the buffer the value was loaded from, if nothing has
+        written it since (else None)."""
+        src = self.sources.get(value)
+        if src is None or self.writes.get(id(src[0]), 0) != src[2]:
+            return None
+        base, norm, _ = src
+        in_shape = state._view_shape(norm)
+        with self.ctx:
+            elem = ir.MemRefType(base.value.type).element_type
+            scalars = []
+            for idx in self._elements(aval.shape):
+                src_idx = [0 if n == 1 else idx[d] for n, d in zip(in_shape, dims)]
+                scalars.append(self.op("memref.load",
+                                       [base.value, *self._addresses(norm, src_idx)], [elem]))
+            v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
         return self.trace._wrap(v, aval)
 
     def store(self, base, norm, val):
@@ -775,6 +816,7 @@ class KernelCompiler:
             x = jnp.broadcast_to(x, shape)
         aval = core.ShapedArray(shape, base.dtype)
         v = self.trace.to_value(x)
+        self._written(base)
         with self.ctx:
             elem = ir.MemRefType(base.value.type).element_type
             if not _strided(aval):
@@ -870,6 +912,7 @@ class KernelCompiler:
         if leader_tracked is not None:
             raise _unsupported(f"{what} with leader_tracked")
         gbase, box, coords, sbase, soffset = self._tma_box(src, dst, what)
+        self._written(sbase)
         bars, bidx = self._barrier(barrier)
         nbytes = math.prod(box) * gbase.dtype.itemsize
         coords = [self.i32(self.index(c)) for c in coords]
@@ -956,6 +999,7 @@ class KernelCompiler:
         if reduction_op is not None:
             raise _unsupported(f"{what} with reduction_op")
         gbase, box, coords, sbase, soffset = self._tma_box(dst, src, what)
+        self._written(gbase)
         desc = self._descriptor(gbase, box)
         smem = self._smem_view(sbase, soffset, box)
         coords = [self.i32(self.index(c)) for c in coords]
