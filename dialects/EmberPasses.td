@@ -450,6 +450,36 @@ def EmberGPUToNVVMPass : Pass<"ember-gpu-to-nvvm"> {
                            "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def EmberGPUHoistAllocasPass : Pass<"ember-gpu-hoist-allocas"> {
+  let summary = "Move fixed-size stack buffers of a GPU kernel to its entry block";
+  let description = [{
+    In every `gpu.func` under the op it runs on, a `memref.alloca` of
+    static shape inside a loop or a conditional moves to the start of the
+    kernel's entry block. LLVM keeps
+    only entry-block allocas in registers (SROA, mem2reg); one left in a
+    loop body becomes a local-memory stack frame on the GPU. Sound for the
+    kernels `ember-gpu-kernel` builds, whose loop-carried values live in
+    buffers allocated before the loop: every alloca inside a loop body is
+    a temporary of one iteration.
+
+    Before:
+    ```mlir
+    scf.for %i = %c0 to %n step %c1 {
+      %t = memref.alloca() : memref<4xf32>
+      ...
+    }
+    ```
+    After:
+    ```mlir
+    %t = memref.alloca() : memref<4xf32>
+    scf.for %i = %c0 to %n step %c1 {
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def EmberTPUKernelPass : Pass<"ember-tpu-kernel", "ModuleOp"> {
   let summary = "Rewrite traced Pallas TPU kernels into Mosaic's kernel form";
   let description = [{

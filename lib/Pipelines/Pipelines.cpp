@@ -131,13 +131,15 @@ static const char kOptimize[] =
 static const char kGpuKernel[] =
     "ember-to-linalg{runtime-gemm=false runtime-sort=false},canonicalize,cse,"
     "linalg-fuse-elementwise-ops,canonicalize,"
-    "one-shot-bufferize{unknown-type-conversion=identity-layout-map},"
+    "one-shot-bufferize{allow-return-allocs-from-loops "
+    "unknown-type-conversion=identity-layout-map},"
     "canonicalize,func.func(promote-buffers-to-stack{max-alloc-size-in-bytes="
     "65536}),"
     "convert-linalg-to-affine-loops,"
     "func.func(affine-loop-unroll{unroll-factor=-1 unroll-num-reps=6}),"
     "lower-affine,convert-bufferization-to-memref,canonicalize,cse,"
-    "gpu-launch-sink-index-computations,gpu-kernel-outlining,canonicalize,cse";
+    "gpu-launch-sink-index-computations,gpu-kernel-outlining,"
+    "ember-gpu-hoist-allocas,canonicalize,cse";
 
 // Every target, in one list (Targets.def): a new target adds its file under
 // Targets/ and one line there.

@@ -190,7 +190,7 @@ def test_cluster_barrier_with_two_warpgroups_syncs_each_warpgroup(tmp_path):
 
 @pytest.mark.parametrize("what,make", [
     ("a reduction along an axis", lambda ref: jnp.sum(ref[...], axis=0)),
-    ("a transpose", lambda ref: ref[...].T),
+    ("a cumulative sum", lambda ref: jnp.cumsum(ref[...], axis=0)),
 ])
 def test_unsupported_array_ops_raise_at_the_kernel_line(what, make):
     def body(x_ref, o_ref):
@@ -211,7 +211,7 @@ def test_interpreted_only_features_raise():
         k.lower(a, a)
 
     def loop_body(x_ref, o_ref):
-        o_ref[...] = lax.fori_loop(0, 3, lambda i, v: v * 2.0, x_ref[...])
+        o_ref[...] = lax.while_loop(lambda v: v[0] < 10.0, lambda v: v * 2.0, x_ref[...])
 
     k = plgpu.kernel(loop_body, out_shape=ember.ShapeDtypeStruct((128,), np.float32))
     with pytest.raises(NotImplementedError, match="lax control flow"):
@@ -410,16 +410,83 @@ def test_layer_norm_compiles(tmp_path):
         assert ".local" not in ptx
 
 
-def test_broadcast_of_a_rewritten_buffer_is_refused():
+def test_broadcast_of_a_rewritten_buffer_goes_through_a_staging_buffer(tmp_path):
     # The values a thread needs were loaded by others and the buffer has
-    # been written since: not read again.
+    # been written since: not read again from it, but staged (each thread
+    # writes its part to dynamic shared memory between warpgroup barriers).
     def body(x_ref, o_ref, smem):
         smem[...] = x_ref[...]
         g = smem[...]
         smem[...] = g * 2.0
-        o_ref[...] = jnp.broadcast_to(g, o_ref.shape)
+        o_ref[...] = jnp.broadcast_to(g, o_ref.shape) + smem[...]
 
     k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((8, 128), np.float32),
                      scratch_shapes=[plgpu.SMEM((1, 128), np.float32)])
-    with pytest.raises(NotImplementedError, match="broadcast_in_dim"):
+    x = np.arange(128, dtype=np.float32).reshape(1, 128)
+    np.testing.assert_allclose(np.asarray(k(x)), np.broadcast_to(3 * x, (8, 128)))
+    c = k.lower(x)
+    assert "memref.view" in c.as_text("kernel")
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_compiles(causal, tmp_path):
+    # The example's kernel: products on the CUDA cores (each thread its
+    # output elements, a loop over the contracted dimension reading the
+    # operands from their input blocks or from staging buffers in dynamic
+    # shared memory), the transpose of K as an index map, the online softmax
+    # with row reductions, lax.fori_loop carrying m, l and the accumulator
+    # (a run-time trip count when causal), iotas for the causal mask.
+    import pallas_flash_attention as fa
+
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1, 2, 128, 64)).astype(np.float32) for _ in range(3))
+    call = fa.flash_attention_call(q.shape, q.dtype, causal=causal)
+    np.testing.assert_allclose(np.asarray(call(q, k, v)), fa.reference(q, k, v, causal),
+                               rtol=1e-5, atol=1e-5)
+    c = call.lower(q, k, v)
+    text = c.as_text("kernel")
+    assert "gpu.dynamic_shared_memory" in text and "memref.view" in text
+    assert "math.fma" in text and len(re.findall(r"gpu\.shuffle\s+xor", text)) > 0
+    loops = c.as_text("loops")
+    assert "dynamic_shared_memory_size" in loops
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
+        assert "fma.rn.f32" in ptx
+
+
+def test_fori_loop_and_dot_in_a_plgpu_kernel(tmp_path):
+    # A plgpu kernel: x @ w^T accumulated three times in a fori_loop carry.
+    def body(x_ref, w_ref, o_ref):
+        def step(i, acc):
+            return acc + x_ref[...] @ w_ref[...].T
+
+        o_ref[...] = lax.fori_loop(0, 3, step, jnp.zeros((32, 16), jnp.float32))
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((32, 16), np.float32))
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((32, 64)).astype(np.float32)
+    w = rng.standard_normal((16, 64)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(k(x, w)), 3 * x @ w.T, rtol=1e-4, atol=1e-4)
+    c = k.lower(x, w)
+    text = c.as_text("kernel")
+    assert text.count("scf.for") >= 2 and "math.fma" in text
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)
+
+
+def test_loop_rewriting_a_buffer_read_through_an_earlier_load_is_refused():
+    def body(x_ref, o_ref, smem):
+        smem[...] = x_ref[...]
+        g = smem[...]
+
+        @pl.loop(0, 2)
+        def _(i):
+            o_ref[...] = jnp.broadcast_to(g, o_ref.shape)
+            smem[...] = g * 2.0
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((8, 128), np.float32),
+                     scratch_shapes=[plgpu.SMEM((1, 128), np.float32)])
+    with pytest.raises(NotImplementedError, match="a loop that writes a buffer"):
         k.lower(np.zeros((1, 128), np.float32))

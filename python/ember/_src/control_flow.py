@@ -398,6 +398,11 @@ def map(f, xs, *, batch_size=None):
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+    from .pallas import mosaic_gpu_compile
+
+    if (kc := mosaic_gpu_compile.active()) is not None:
+        # In a kernel being compiled for the GPU: an scf.for.
+        return kc.run_fori(lower, upper, body_fun, init_val)
     if _python_mode():
         lo, hi = as_value(lower), as_value(upper)
         dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]

@@ -29,11 +29,20 @@ A whole strided array reduced to a scalar combines the threads' partial
 results with `gpu.all_reduce`; a reduction along the last axis leaves a
 value in the *rows* layout (`reduce_rows`).
 
+A value another thread's elements are needed from (a broadcast, a
+transpose, a matrix product's operand) is read through an index map from
+the buffer it was loaded from, or from a staging buffer in dynamic shared
+memory (`_source`, `stage`, `gather`); products run on the CUDA cores
+(`dot`); `lax.fori_loop` carries its values in per-thread buffers
+(`run_fori`). docs/design.md ("Compiling plgpu kernels") has the whole
+story.
+
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
-arrays moving between layouts other than replicated -> strided (reductions
-along axes of strided arrays, slicing them), `lax` control flow and `pl.loop` carries,
-wgmma/tcgen05/TMEM, `emit_pipeline`. Nothing compiled here has run on a
-GPU: the host side (building TMA descriptors, launching) is not built.
+reductions along axes other than the last (or over rows longer than 32
+lanes' runs), other shape ops on strided arrays (cumulative ops, sorts,
+slices into parts), `while_loop`/`cond`, wgmma/tcgen05/TMEM,
+`emit_pipeline`. Nothing compiled here has run on a GPU: the host side
+(building TMA descriptors, launching) is not built.
 """
 
 import contextlib
@@ -88,6 +97,11 @@ def _strided(aval):
 
 # Every thread holds a replicated array whole: a bound on its size.
 MAX_REPLICATED = 256
+
+
+def _dtype_of(elem):
+    """The NumPy dtype of an MLIR element type."""
+    return np.dtype(dtypes.from_mlir_name(str(elem)))
 
 
 def _check_replicated(aval):
@@ -167,13 +181,32 @@ class _KernelTrace(core.Trace):
             # unit dimensions): the same per-thread part.
             if math.prod(result_avals[0].shape) == math.prod(
                     ir.RankedTensorType(kc.logical_types[operands[0]]).shape):
-                return [self._wrap(operands[0], result_avals[0])]
+                return [self._wrap(self._same(operands[0]), result_avals[0])]
             if name == "ember.broadcast_in_dim" and strided[0]:
-                out = kc.reload_broadcast(operands[0], result_avals[0],
-                                          list(attributes["broadcast_dimensions"]))
-                if out is not None:
-                    return [out]
+                in_shape = ir.RankedTensorType(kc.logical_types[operands[0]]).shape
+                dims = list(attributes["broadcast_dimensions"])
+                return [kc.gather(operands[0], kc.aval_of(operands[0]), result_avals[0],
+                                  lambda i: [kc.index(0) if n == 1 else i[d]
+                                             for n, d in zip(in_shape, dims)])]
+        if name == "ember.transpose" and in_strided[0] and strided[0]:
+            perm = list(attributes["permutation"])
+            inv = [perm.index(d) for d in range(len(perm))]
+            return [kc.gather(operands[0], kc.aval_of(operands[0]), result_avals[0],
+                              lambda i: [i[inv[d]] for d in range(len(perm))])]
+        if name == "ember.dot_general":
+            return [kc.dot(operands[0], operands[1], kc.aval_of(operands[0]),
+                           kc.aval_of(operands[1]), result_avals[0], attributes)]
         if all(strided) and not any(in_strided):
+            if name == "ember.broadcast_in_dim":
+                # Each thread picks its elements from the (small) operand.
+                in_shape = ir.RankedTensorType(operands[0].type).shape
+                dims = list(attributes["broadcast_dimensions"])
+                return [kc.pick(operands[0], result_avals[0],
+                                lambda i: [kc.index(0) if n == 1 else i[d]
+                                           for n, d in zip(in_shape, dims)])]
+            if name == "ember.iota":
+                dim = ir.IntegerAttr(attributes["iota_dimension"]).value
+                return [kc.iota(result_avals[0], dim)]
             if name == "ember.constant" and attributes["value"].is_splat:
                 aval = result_avals[0]
                 value = ir.DenseElementsAttr.get_splat(
@@ -181,7 +214,9 @@ class _KernelTrace(core.Trace):
                 return self._emit_retyped(name, [], result_avals, {"value": value})
             # Computed replicated, then each thread takes its part.
             for a in result_avals:
-                _check_replicated(a)
+                if math.prod(a.shape) > MAX_REPLICATED:
+                    raise _unsupported(f"`{name.removeprefix('ember.')}` making an array of "
+                                       f"{a.shape} from values every thread holds")
             outs = super().emit(name, operands, result_avals, attributes)
             return [kc.take_part(o) for o in outs]
         raise _unsupported(f"`{name.removeprefix('ember.')}` on arrays spread over the "
@@ -195,7 +230,7 @@ class _KernelTrace(core.Trace):
         n_rows = math.prod(aval.shape)
         if name in ("ember.reshape", "ember.broadcast_in_dim") and not strided[0] and \
                 n_rows == layout.rows:
-            return [kc.wrap_rows(operands[0], aval, layout)]
+            return [kc.wrap_rows(self._same(operands[0]), aval, layout)]
         if name == "ember.broadcast_in_dim" and strided[0] and len(aval.shape) >= 1 and \
                 aval.shape[-1] == layout.width and n_rows == layout.rows * layout.width:
             return [kc.rows_to_strided(operands[0], aval, layout)]
@@ -215,8 +250,17 @@ class _KernelTrace(core.Trace):
                 outs = super().emit(name, vals, [per.update(dtype=a.dtype)
                                                  for a in result_avals], attributes)
                 return [kc.wrap_rows(o.value, a, layout) for o, a in zip(outs, result_avals)]
-        raise _unsupported(f"`{name.removeprefix('ember.')}` on the results of a reduction "
-                           f"along rows ({', '.join(str(a) for a in result_avals)})")
+        # Anything else: the rows-layout operands as replicated values.
+        plain = [kc.rows_to_replicated(v, kc.row_avals[v], lay) if lay else v
+                 for v, lay in zip(operands, in_rows)]
+        return self.emit(name, plain, result_avals, attributes)
+
+    def _same(self, value):
+        """A new value equal to `value` (a reshape to its own type), so that
+        each value has one logical shape."""
+        t = ir.RankedTensorType(value.type)
+        aval = core.ShapedArray(tuple(t.shape), _dtype_of(t.element_type))
+        return super().emit("ember.reshape", [value], [aval])[0].value
 
     def _emit_retyped(self, name, operands, result_avals, attributes):
         frag = [_frag_aval(a) for a in result_avals]
@@ -339,9 +383,11 @@ class KernelCompiler:
         self.strided_values = set()
         self.logical_types = {}
         self.rows = {}  # value -> _RowsLayout (see reduce_rows)
+        self.row_avals = {}
         # Strided values read from a buffer: value -> (buffer, window, the
         # buffer's write count then); and each buffer's write count.
         self.sources, self.writes = {}, {}
+        self.loop_reads = []  # per enclosing loop: the sources read in its body
         self.descriptors = []  # (operand, box shape, dtype)
         self._desc_index = {}
         if len(self.grid) + 0 > 3 or len(self.cluster) > 3:
@@ -387,12 +433,13 @@ class KernelCompiler:
         launch += (f"blocks(%bx, %by, %bz) in (%sbx = %k{blocks[0]}, %sby = %k{blocks[1]}, "
                    f"%sbz = %k{blocks[2]}) threads(%tx, %ty, %tz) in "
                    f"(%stx = %k{WARPGROUP * self.nthreads}, %sty = %k1, %stz = %k1) "
-                   f"module(@{n}) function(@{n})")
+                   f"dynamic_shared_memory_size %dyn module(@{n}) function(@{n})")
         if attributions:
             launch += " workgroup(" + ", ".join(
                 f"%w{i}: {t}" for i, t in enumerate(attributions)) + ")"
         text = (f"module attributes {{gpu.container_module}} {{\n"
                 f"  func.func @{n}_host({params}) {{\n{consts}\n"
+                f"    %dyn = arith.constant 0 : i32\n"
                 f"    {launch} {{\n      gpu.terminator\n    }}\n"
                 f"    return\n  }}\n}}")
         self.ctx = context()
@@ -403,6 +450,10 @@ class KernelCompiler:
         self.args = [entry.arguments[i] for i in range(len(args))]
         self.tma = entry.arguments[len(args)]
         launch_op = [o for o in entry.operations if o.operation.name == "gpu.launch"][0]
+        # The dynamic shared memory's size (staging buffers), set at the end.
+        self.dyn_size = [o for o in entry.operations if o.operation.name == "arith.constant"
+                         and str(o.results[0].type) == "i32"][0]
+        self.dyn_bytes = 0
         self.block = launch_op.regions[0].blocks[0]
         self.block.operations[0].erase()  # gpu.terminator, added back at the end
         nidx = len(self.block.arguments) - len(attributions)
@@ -479,6 +530,9 @@ class KernelCompiler:
     # -- the kernel's coordinates -------------------------------------------
 
     def _prologue(self):
+        with self.ctx:
+            self.dyn_smem = self.op("gpu.dynamic_shared_memory", results=[ir.Type.parse(
+                "memref<?xi8, #gpu.address_space<workgroup>>")])
         tid = self.hw_index("thread_id", "x")
         self.lane = self.arith("remui", tid, WARPGROUP)
         self.warpgroup = self.arith("divui", tid, WARPGROUP)
@@ -715,8 +769,27 @@ class KernelCompiler:
             x = y if x is None else self.op(f"arith.{op}", [x, y], [elem])
         return x
 
+    def aval_of(self, value):
+        """The logical aval of a value traced in the kernel."""
+        if value in self.strided_values:
+            t = ir.RankedTensorType(self.logical_types[value])
+        elif value in self.rows:
+            return self.row_avals[value]
+        else:
+            t = ir.RankedTensorType(value.type)
+        return core.ShapedArray(tuple(t.shape), _dtype_of(t.element_type))
+
+    def plain(self, tracer):
+        """A tracer whose value is strided or replicated (a rows-layout
+        value becomes replicated)."""
+        v = tracer.value if isinstance(tracer, core.Tracer) else None
+        if v is not None and v in self.rows:
+            return self.rows_to_replicated(v, tracer.aval, self.rows[v])
+        return tracer
+
     def wrap_rows(self, value, aval, layout):
         self.rows[value] = layout
+        self.row_avals[value] = aval
         return core.Tracer(self.trace, value, aval)
 
     def rows_to_strided(self, value, aval, layout):
@@ -752,6 +825,32 @@ class KernelCompiler:
                 scalars.append(self.op("tensor.extract", [value, *idx], [t.element_type]))
             return self.op("tensor.from_elements", scalars, [out_t])
 
+    def pick(self, value, aval, index_fn):
+        """A strided array whose element `i` is element `index_fn(i)` of
+        the replicated `value`."""
+        with self.ctx:
+            elem = ir.RankedTensorType(value.type).element_type
+            xs = [self.op("tensor.extract", [value, *index_fn(idx)], [elem])
+                  for idx in self._elements(aval.shape)]
+            v = self.op("tensor.from_elements", xs, [core.mlir_type(_frag_aval(aval))])
+        return self.trace._wrap(v, aval)
+
+    def iota(self, aval, dimension):
+        """`lax.iota`/`broadcasted_iota` as a strided array: each element's
+        index along `dimension`."""
+        with self.ctx:
+            elem = core.mlir_type(aval).element_type
+            xs = []
+            for idx in self._elements(aval.shape):
+                i = idx[dimension]
+                if dtypes.is_float(aval.dtype):
+                    i64 = self.op("arith.index_cast", [i], [ir.IntegerType.get_signless(64)])
+                    xs.append(self.op("arith.sitofp", [i64], [elem]))
+                else:
+                    xs.append(self.op("arith.index_cast", [i], [elem]))
+            v = self.op("tensor.from_elements", xs, [core.mlir_type(_frag_aval(aval))])
+        return self.trace._wrap(v, aval)
+
     def take_part(self, tracer):
         """This thread's part of a replicated array (as a strided value)."""
         aval = tracer.aval
@@ -778,38 +877,253 @@ class KernelCompiler:
             scalars = [self.op("memref.load", [base.value, *self._addresses(norm, idx)],
                                [elem]) for idx in self._elements(shape)]
             v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
-        self.sources[v] = (base, norm, self.writes.get(id(base), 0))
+        self.sources[v] = (base, norm, self.writes.get(id(base), 0), None)
         return self.trace._wrap(v, aval)
 
     def _written(self, base):
         """Counts a write of `base` (a store, or a copy into it)."""
         self.writes[id(base)] = self.writes.get(id(base), 0) + 1
 
-    def reload_broadcast(self, value, aval, dims):
-        """A strided value broadcast into a larger strided array: the
-        elements each thread needs belong to other threads, so they are read
-        again from the buffer the value was loaded from, if nothing has
-        written it since (else None)."""
+    def _source(self, value, aval):
+        """(buffer, window, index map) holding `value`, a strided array:
+        the buffer it was read from if nothing wrote it since, else a
+        staging buffer in dynamic shared memory it is written to now."""
         src = self.sources.get(value)
-        if src is None or self.writes.get(id(src[0]), 0) != src[2]:
-            return None
-        base, norm, _ = src
-        in_shape = state._view_shape(norm)
+        if src is not None and self.writes.get(id(src[0]), 0) == src[2]:
+            if self.loop_reads:
+                # Read again in each iteration: checked when the loop ends.
+                self.loop_reads[-1].append(src)
+            return src[0], src[1], src[3]
+        return self.stage(value, aval)
+
+    @contextlib.contextmanager
+    def _loop_body(self):
+        """Inside a loop body: a buffer read through a value's source must
+        not be written later in the body (the next iteration would read the
+        new contents)."""
+        self.loop_reads.append([])
+        try:
+            yield
+        finally:
+            reads = self.loop_reads.pop()
+        for base, _, count, _ in reads:
+            if self.writes.get(id(base), 0) != count:
+                raise _unsupported("a loop that writes a buffer whose earlier contents it "
+                                   "reads through a value loaded before the write")
+        if self.loop_reads:
+            self.loop_reads[-1].extend(reads)
+
+    def run_fori(self, lower, upper, body, init):
+        """`lax.fori_loop`: an scf.for whose carried values (strided or
+        replicated, by their shapes; rows-layout ones made replicated) live
+        in per-thread buffers allocated before the loop, so that every
+        buffer allocated inside the body is a temporary of one iteration
+        (what `ember-gpu-hoist-allocas` relies on)."""
+        from .. import tree_util
+
+        leaves, tree = tree_util.tree_flatten(init)
+        vals = [self.plain(core.as_value(x)) for x in leaves]
+        avals = [core.ShapedArray(v.shape, v.dtype, weak_type=v.aval.weak_type) for v in vals]
+        types = [ir.RankedTensorType(self.trace.to_value(v).type) for v in vals]
         with self.ctx:
-            elem = ir.MemRefType(base.value.type).element_type
-            scalars = []
-            for idx in self._elements(aval.shape):
-                src_idx = [0 if n == 1 else idx[d] for n, d in zip(in_shape, dims)]
-                scalars.append(self.op("memref.load",
-                                       [base.value, *self._addresses(norm, src_idx)], [elem]))
+            bufs = [self.op("memref.alloca", results=[ir.MemRefType.get(list(t.shape),
+                                                                        t.element_type)],
+                            attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])})
+                    for t in types]
+        for v, buf, t in zip(vals, bufs, types):
+            self._spill(self.trace.to_value(v), buf, t)
+        lo, hi, one = self.index(lower), self.index(upper), self.index(1)
+        with self.ctx, self.trace.location():
+            loop = ir.Operation.create("scf.for", results=[], operands=[lo, hi, one], regions=1,
+                                       ip=ir.InsertionPoint(self.trace.block))
+            block = loop.regions[0].blocks.append(ir.IndexType.get())
+        with self._at(block), self._loop_body():
+            args = [self.trace._wrap(self._fill(buf, t), a)
+                    for buf, t, a in zip(bufs, types, avals)]
+            out = body(self.scalar_tracer(block.arguments[0]),
+                       tree_util.tree_unflatten(tree, args))
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            if out_tree != tree:
+                raise TypeError(f"fori_loop: the body returned {out_tree}, the carry is "
+                                f"{tree} (at {core.where()})")
+            for o, a, buf, t in zip(out_leaves, avals, bufs, types):
+                o = self.plain(core.as_value(o))
+                if o.shape != a.shape:
+                    raise TypeError(f"fori_loop: the body returned {o.aval.str_short()} for a "
+                                    f"carry of {a.str_short()} (at {core.where()})")
+                self._spill(self.trace.to_value(o.astype(a.dtype) if o.dtype != a.dtype
+                                                else o), buf, t)
+            self.op("scf.yield")
+        return tree_util.tree_unflatten(
+            tree, [self.trace._wrap(self._fill(buf, t), a)
+                   for buf, t, a in zip(bufs, types, avals)])
+
+    def _spill(self, value, buf, t):
+        """Stores a per-thread tensor into its buffer, element by element."""
+        with self.ctx:
+            for idx in np.ndindex(*t.shape):
+                ii = [self.index(i) for i in idx]
+                x = self.op("tensor.extract", [value, *ii], [t.element_type])
+                self.op("memref.store", [x, buf, *ii])
+
+    def _fill(self, buf, t):
+        """A per-thread tensor loaded from its buffer."""
+        with self.ctx:
+            xs = [self.op("memref.load", [buf, *[self.index(i) for i in idx]],
+                          [t.element_type]) for idx in np.ndindex(*t.shape)]
+            return self.op("tensor.from_elements", xs, [t])
+
+    def stage(self, value, aval):
+        """Writes a strided value to a fresh staging buffer (each thread its
+        part) between two warpgroup barriers, so that any thread can read
+        any element; returns (buffer, window, None)."""
+        shape = tuple(aval.shape)
+        itemsize = np.dtype(aval.dtype).itemsize
+        offset = self.dyn_bytes
+        self.dyn_bytes += -(-math.prod(shape) * itemsize // 16) * 16
+        with self.ctx:
+            elem = core.mlir_type(aval).element_type
+            t = ir.MemRefType.get(list(shape), elem, None, ir.Attribute.parse(
+                "#gpu.address_space<workgroup>"))
+            buf = self.op("memref.view", [self.dyn_smem, self.index(offset)], [t])
+        ref = _KRef(self, buf, shape, aval.dtype, "SMEM")
+        norm = state._normalize(shape, (), "stage")
+        # Earlier readers of this buffer (a loop's previous iteration) are
+        # done before it is overwritten.
+        self._warpgroup_sync()
+        with self.ctx:
+            for j, idx in enumerate(self._elements(shape)):
+                x = self.op("tensor.extract", [value, self.index(j)], [elem])
+                self.op("memref.store", [x, buf, *idx])
+        self._warpgroup_sync()
+        self.sources[value] = (ref, norm, self.writes.get(id(ref), 0), None)
+        return ref, norm, None
+
+    def read_scalar(self, value, aval, idx):
+        """Element `idx` (index values) of a strided or replicated value."""
+        with self.ctx:
+            elem = core.mlir_type(aval).element_type
+            if value not in self.strided_values:
+                if value in self.rows:
+                    raise _unsupported("this use of a reduction along rows")
+                return self.op("tensor.extract", [value, *idx], [elem])
+            base, norm, fn = self._source(value, aval)
+            src_idx = fn(idx) if fn is not None else idx
+            return self.op("memref.load", [base.value, *self._addresses(norm, src_idx)],
+                           [elem])
+
+    def gather(self, value, in_aval, aval, index_fn):
+        """A strided value whose element `i` is `value`'s element
+        `index_fn(i)` (a transpose, a broadcast): each thread reads its
+        elements from the buffer holding `value`. The result keeps that
+        buffer as its source, through the composed index map."""
+        base, norm, fn = self._source(value, in_aval)
+        composed = (lambda i: fn(index_fn(i))) if fn is not None else index_fn
+        with self.ctx:
+            elem = core.mlir_type(aval).element_type
+            scalars = [self.op("memref.load", [base.value, *self._addresses(norm, composed(idx))],
+                               [elem]) for idx in self._elements(aval.shape)]
             v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
+        self.sources[v] = (base, norm, self.writes.get(id(base), 0), composed)
         return self.trace._wrap(v, aval)
+
+    def dot(self, lhs, rhs, lhs_aval, rhs_aval, aval, attributes):
+        """A matrix product on the CUDA cores: each thread computes its
+        elements of the result, looping over the contracted dimension and
+        reading both operands from the buffers holding them."""
+        lc = list(attributes["lhs_contracting_dimensions"])
+        rc = list(attributes["rhs_contracting_dimensions"])
+        if (list(attributes["lhs_batching_dimensions"]) or len(lhs_aval.shape) != 2
+                or len(rhs_aval.shape) != 2 or len(lc) != 1 or len(rc) != 1):
+            raise _unsupported("a product other than of two matrices")
+        kdim = lhs_aval.shape[lc[0]]
+        out_elem_dtype = np.dtype(aval.dtype)
+        acc_dtype = np.dtype(np.float32) if dtypes.is_float(out_elem_dtype) and \
+            out_elem_dtype.itemsize < 4 else out_elem_dtype
+        # Sources first: staging happens outside the loop.
+        ops = []
+        for v, av in ((lhs, lhs_aval), (rhs, rhs_aval)):
+            if v in self.strided_values:
+                self._source(v, av)
+            ops.append((v, av))
+        outs = (self._elements(aval.shape) if _strided(aval)
+                else [[self.index(i) for i in idx] for idx in np.ndindex(*aval.shape)])
+        with self.ctx:
+            acc_t = core.mlir_type(core.ShapedArray((), acc_dtype)).element_type
+            is_float = dtypes.is_float(acc_dtype)
+            zero_attr = (ir.FloatAttr.get(acc_t, 0.0) if is_float
+                         else ir.IntegerAttr.get(acc_t, 0))
+            zero = self.op("arith.constant", results=[acc_t], attrs={"value": zero_attr})
+            lo, hi, one = self.index(0), self.index(kdim), self.index(1)
+            loop = ir.Operation.create(
+                "scf.for", results=[acc_t] * len(outs), operands=[lo, hi, one] + [zero] * len(outs),
+                regions=1, loc=self.trace.location(), ip=ir.InsertionPoint(self.trace.block))
+            block = loop.regions[0].blocks.append(ir.IndexType.get(), *([acc_t] * len(outs)))
+        with self._at(block), self.ctx:
+            kk = block.arguments[0]
+            new = []
+            for e, idx in enumerate(outs):
+                i, j = idx
+                a = self.read_scalar(lhs, lhs_aval, [i, kk] if lc[0] == 1 else [kk, i])
+                b = self.read_scalar(rhs, rhs_aval, [kk, j] if rc[0] == 0 else [j, kk])
+                a, b = self._to(a, acc_t), self._to(b, acc_t)
+                acc = block.arguments[1 + e]
+                if is_float:
+                    new.append(self.op("math.fma", [a, b, acc], [acc_t]))
+                else:
+                    new.append(self.op("arith.addi", [acc, self.op("arith.muli", [a, b],
+                                                                    [acc_t])], [acc_t]))
+            self.op("scf.yield", new)
+        with self.ctx:
+            res_t = core.mlir_type(core.ShapedArray((), out_elem_dtype)).element_type
+            vals = [self._to(loop.results[e], res_t) for e in range(len(outs))]
+            if _strided(aval):
+                v = self.op("tensor.from_elements", vals, [core.mlir_type(_frag_aval(aval))])
+                return self.trace._wrap(v, aval)
+            v = self.op("tensor.from_elements", vals, [core.mlir_type(aval)])
+            return core.Tracer(self.trace, v, aval)
+
+    def _to(self, x, t):
+        """A float scalar converted to the float type `t`."""
+        if x.type == t:
+            return x
+        wider = ir.FloatType(x.type).width < ir.FloatType(t).width
+        return self.op("arith.extf" if wider else "arith.truncf", [x], [t])
+
+    def rows_to_replicated(self, value, aval, layout):
+        """A rows-layout value as a replicated one: the lane holding each
+        row's first run writes the row's value to a staging buffer, and
+        every thread reads all of them."""
+        shape = tuple(aval.shape)
+        itemsize = np.dtype(aval.dtype).itemsize
+        offset = self.dyn_bytes
+        self.dyn_bytes += -(-layout.rows * itemsize // 16) * 16
+        group = layout.width // layout.v
+        with self.ctx:
+            elem = core.mlir_type(aval).element_type
+            t = ir.MemRefType.get([layout.rows], elem, None, ir.Attribute.parse(
+                "#gpu.address_space<workgroup>"))
+            buf = self.op("memref.view", [self.dyn_smem, self.index(offset)], [t])
+            self._warpgroup_sync()
+            first = self.cmp_eq(self.arith("remui", self.lane, group), 0)
+            with self.when(first):
+                for r in range(layout.runs):
+                    slot = self.arith("addi", self.lane, r * WARPGROUP)
+                    row = self.arith("divui", self.arith("muli", slot, layout.v), layout.width)
+                    x = self.op("tensor.extract", [value, self.index(r)], [elem])
+                    self.op("memref.store", [x, buf, row])
+            self._warpgroup_sync()
+            scalars = [self.op("memref.load", [buf, self.index(i)], [elem])
+                       for i in range(layout.rows)]
+            v = self.op("tensor.from_elements", scalars, [core.mlir_type(aval)])
+        _ = shape
+        return core.Tracer(self.trace, v, aval)
 
     def store(self, base, norm, val):
         from ..numpy import lax_numpy as jnp
 
         shape = state._view_shape(norm)
-        x = core.as_value(val)
+        x = self.plain(core.as_value(val))
         if x.dtype != base.dtype:
             x = x.astype(base.dtype)
         if x.shape != shape:
@@ -1047,7 +1361,7 @@ class KernelCompiler:
             o = ir.Operation.create("scf.for", results=[], operands=[lo, hi, st], regions=1,
                                     ip=ir.InsertionPoint(self.trace.block))
             block = o.regions[0].blocks.append(ir.IndexType.get())
-        with self._at(block):
+        with self._at(block), self._loop_body():
             body(self.scalar_tracer(block.arguments[0]))
             self.op("scf.yield")
 
@@ -1077,6 +1391,8 @@ class KernelCompiler:
                 c = list(self.cluster) + [1] * (3 - len(self.cluster))
                 self.module.operation.attributes["ember_gpu.cluster"] = \
                     ir.DenseI32ArrayAttr.get(c)
+            self.dyn_size.attributes["value"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(32), self.dyn_bytes)
             self.module.operation.attributes["ember_gpu.tma_descriptors"] = ir.ArrayAttr.get([
                 ir.DictAttr.get({
                     "operand": ir.IntegerAttr.get(i64, op),
