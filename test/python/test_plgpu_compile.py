@@ -490,3 +490,40 @@ def test_loop_rewriting_a_buffer_read_through_an_earlier_load_is_refused():
                      scratch_shapes=[plgpu.SMEM((1, 128), np.float32)])
     with pytest.raises(NotImplementedError, match="a loop that writes a buffer"):
         k.lower(np.zeros((1, 128), np.float32))
+
+
+def test_jit_program_lowered_for_cuda_launches_a_plgpu_kernel(tmp_path):
+    # A plgpu kernel inside jit is a host callback to the interpreter on the
+    # CPU; lowered for cuda, its function launches the compiled kernel (it
+    # uses no TMA, whose descriptors need the host runtime). Under vmap the
+    # signature changes and the kernel is not launched: the callback stays,
+    # which the cuda target reports.
+    def scale(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 3.0
+
+    k = plgpu.kernel(scale, out_shape=ember.ShapeDtypeStruct((8, 128), np.float32))
+    x = np.ones((8, 128), np.float32)
+
+    def f(x):
+        return k(x + 1.0) - 1.0
+
+    np.testing.assert_allclose(np.asarray(ember.jit(f)(x)), np.full((8, 128), 5.0))
+    low = ember.jit(f).trace(x).lower(lowering_platforms=("cuda",))
+    kernels = low.as_text("kernels")
+    assert re.search(r"call @plgpu_scale_\d+_gpu_host", kernels)
+    if PTXAS is not None:
+        ptxas_check(low.as_text("binary"), tmp_path)
+    batched = ember.jit(ember.vmap(f)).trace(np.stack([x, x])).lower(
+        lowering_platforms=("cuda",))
+    with pytest.raises(NotImplementedError, match="ember_host_callback"):
+        batched.as_text("gpu")
+
+
+def test_batched_pallas_call_keeps_its_generic_kernels(tmp_path):
+    f = _blocked_pallas_call()
+    x = np.ones((2, 128, 256), np.float32)
+    low = ember.jit(ember.vmap(f)).trace(x, x).lower(lowering_platforms=("cuda",))
+    kernels = low.as_text("kernels")
+    assert "_gpu_host" not in kernels
+    if PTXAS is not None:
+        ptxas_check(low.as_text("binary"), tmp_path)

@@ -1201,16 +1201,45 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
                               num_threads or 1, thread_name)
 
         if any(isinstance(x, core.Tracer) for x in leaves) or core._trace_stack:
-            # Inside jit (and vmap: one example at a time) the interpreter
-            # runs on the host when the compiled program reaches the kernel.
-            from ..callback import pure_callback
-
-            specs = [core.ShapeDtypeStruct(o.shape, o.dtype) for o in out_leaves]
-            outs = pure_callback(lambda *xs: interpret(*xs), specs, *leaves,
-                                 vmap_method="sequential")
+            outs = traced(leaves, out_leaves, interpret)
         else:
             outs = interpret(*leaves)
         return tree_util.tree_unflatten(out_tree, outs)
+
+    def traced(leaves, out_leaves, interpret):
+        """Inside jit (and vmap: one example at a time) the interpreter runs
+        on the host when the compiled program reaches the kernel, from a
+        private function that also carries the kernel compiled for the GPU
+        (which a program lowered for cuda launches instead, when the kernel
+        needs no TMA descriptors: targets/cuda.py)."""
+        from ..._mlir import ir
+        from .. import ad
+        from ..callback import pure_callback
+        from ..targets import cuda as cuda_target
+
+        flat = [core.as_value(x) for x in leaves]
+        specs = [core.ShapeDtypeStruct(o.shape, o.dtype) for o in out_leaves]
+
+        def host(*xs):
+            return pure_callback(lambda *ys: interpret(*ys), specs, *xs,
+                                 vmap_method="sequential")
+
+        kname = getattr(body, "__name__", "kernel")
+        name, out_avals, captured = core.trace_subfunction(
+            host, [v.aval for v in flat], name=f"plgpu_{kname}", sources=flat)
+        try:
+            ck = _compile.lower(body, [core.ShapedArray(v.shape, v.dtype) for v in flat],
+                                [core.ShapedArray(tuple(o.shape), np.dtype(o.dtype))
+                                 for o in out_leaves], scratch, grid, tuple(grid_names),
+                                cluster, tuple(cluster_names), num_threads or 1, thread_name,
+                                name=f"{name}_gpu")
+            if not ck.tma_descriptors:
+                with core.context():
+                    core.find_function(name).attributes[cuda_target.KERNEL_ATTR] = \
+                        ir.StringAttr.get(ck.kernel_text())
+        except Exception:  # noqa: BLE001 - only lowering for cuda uses it
+            pass
+        return ad._call(name, flat + captured, out_avals)
 
     def lower(*args, chip=None):
         """Ember (not in JAX): the kernel compiled for an NVIDIA GPU, for

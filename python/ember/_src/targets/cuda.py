@@ -93,27 +93,91 @@ def ptx_of(binary_text):
 KERNEL_ATTR = "ember_gpu.kernel_module"
 
 
+OUTLINED_ATTR = "ember_gpu.kernel_outlined"
+
+
+def _marked(module, attr):
+    return [op.operation for op in module.body.operations
+            if op.operation.name == "func.func" and attr in op.operation.attributes]
+
+
+class _KernelsPrepareStage:
+    """A codegen stage in Python, before `gpu`: each private function
+    marked with KERNEL_ATTR whose signature still matches its kernel (its
+    inputs, then its outputs; a function transformed by vmap, say, does
+    not) gets the kernel compiled (`ember-gpu-kernel`, kept as
+    OUTLINED_ATTR) and its body replaced by empty results, since the
+    `kernels` stage replaces it by the kernel's launch (a plgpu kernel's
+    body, a host callback, could not be compiled for the GPU anyway). The
+    others keep their bodies: the generic kernels compute them."""
+
+    def __repr__(self):  # part of the compilation cache's key
+        return "ember-cuda-kernels-prepare(python)"
+
+    def __call__(self, module):
+        from ..pallas import mosaic_gpu_compile
+
+        for fn in _marked(module, KERNEL_ATTR):
+            kernel = mosaic_gpu_compile.outline(ir.StringAttr(fn.attributes[KERNEL_ATTR]).value)
+            del fn.attributes[KERNEL_ATTR]
+            stub = _stub_text(fn, kernel)
+            if stub is None:
+                continue
+            stub_module = ir.Module.parse(stub)  # (alive while `new` moves)
+            new = stub_module.body.operations[0].operation
+            new.attributes[OUTLINED_ATTR] = ir.StringAttr.get(
+                kernel.operation.get_asm(print_generic_op_form=True))
+            new.move_before(fn)
+            fn.erase()
+
+
+def _stub_text(fn, kernel):
+    """`fn` with a body of empty results, when its signature matches the
+    kernel's buffers and the kernel needs no TMA descriptors; else None."""
+    if len(ir.ArrayAttr(kernel.operation.attributes["ember_gpu.tma_descriptors"])):
+        return None  # TMA descriptors are built by a host runtime: not yet
+    host = [o.operation for o in kernel.body.operations if o.operation.name == "func.func"][0]
+    buffers = list(ir.FunctionType(ir.TypeAttr(host.attributes["function_type"]).value)
+                   .inputs)[:-1]
+    fn_t = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+    tensors = list(fn_t.inputs) + list(fn_t.results)
+    if len(tensors) != len(buffers) or any(
+            ir.RankedTensorType(t).shape != ir.MemRefType(b).shape
+            or ir.RankedTensorType(t).element_type != ir.MemRefType(b).element_type
+            for t, b in zip(tensors, buffers)):
+        return None
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(fn_t.inputs))
+    lines = [f"func.func private @{name}({args}) -> ({', '.join(map(str, fn_t.results))}) {{"]
+    for i, t in enumerate(fn_t.results):
+        lines.append(f"  %r{i} = tensor.empty() : {t}")
+    lines.append(f"  return {', '.join(f'%r{i}' for i in range(len(fn_t.results)))} : "
+                 f"{', '.join(map(str, fn_t.results))}")
+    lines.append("}")
+    return "module {\n" + "\n".join(lines) + "\n}"
+
+
 class _KernelsStage:
-    """A codegen stage in Python, after `gpu`: each private function marked
-    with KERNEL_ATTR (bufferized: its inputs, then its outputs as buffers)
-    becomes a call of its compiled kernel's host function, which launches
-    it; the kernel's gpu.module joins the program. A function whose
-    signature no longer matches its kernel (transformed by vmap, say) keeps
-    its body: the generic kernels compute it."""
+    """A codegen stage in Python, after `gpu`: each function the `kernels-
+    prepare` stage stubbed (bufferized now: its inputs, then its outputs as
+    buffers) becomes a call of its kernel's host function, which launches
+    it; the kernel's gpu.module joins the program and the generic kernels
+    of the old bodies go."""
 
     def __repr__(self):  # part of the compilation cache's key
         return "ember-cuda-kernels(python)"
 
     def __call__(self, module):
-        from ..pallas import mosaic_gpu_compile
+        from ..errors import EmberInternalError
 
-        marked = [op.operation for op in module.body.operations
-                  if op.operation.name == "func.func" and KERNEL_ATTR in op.operation.attributes]
+        marked = _marked(module, OUTLINED_ATTR)
         for fn in marked:
-            kernel = mosaic_gpu_compile.outline(ir.StringAttr(fn.attributes[KERNEL_ATTR]).value)
+            kernel = ir.Module.parse(ir.StringAttr(fn.attributes[OUTLINED_ATTR]).value)
             text = _launch_text(fn, kernel)
             if text is None:
-                continue
+                raise EmberInternalError(
+                    "the cuda pipeline changed the signature of a function whose kernel it "
+                    f"launches (a bug in Ember): {fn.attributes['function_type']}")
             spliced = ir.Module.parse(text)
             for op in list(spliced.body.operations):
                 op.operation.move_before(fn)
@@ -147,9 +211,6 @@ def _drop_unlaunched(module):
 def _launch_text(fn, kernel):
     """The text of the kernel's gpu.module, its host function (private) and
     `fn` rewritten to call it; None when `fn` does not match the kernel."""
-    attrs = kernel.operation.attributes
-    if len(ir.ArrayAttr(attrs["ember_gpu.tma_descriptors"])):
-        return None  # TMA descriptors are built by a host runtime: not yet
     ops = {o.operation.name: o.operation for o in kernel.body.operations}
     host, gmod = ops["func.func"], ops["gpu.module"]
     host_t = ir.FunctionType(ir.TypeAttr(host.attributes["function_type"]).value)
@@ -178,7 +239,8 @@ def _load(module, opt_level, in_avals, out_avals):
 
 CUDA = register(Target(
     name="cuda",
-    codegen_stages=(("gpu", f"ember-cuda-gpu{{{options()}}}"),
+    codegen_stages=(("kernels-prepare", _KernelsPrepareStage()),
+                    ("gpu", f"ember-cuda-gpu{{{options()}}}"),
                     ("kernels", _KernelsStage()),
                     ("nvvm", f"ember-cuda-nvvm{{{options()}}}"),
                     ("binary", f"ember-cuda-binary{{{options()}}}")),
