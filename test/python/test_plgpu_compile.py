@@ -527,3 +527,28 @@ def test_batched_pallas_call_keeps_its_generic_kernels(tmp_path):
     assert "_gpu_host" not in kernels
     if PTXAS is not None:
         ptxas_check(low.as_text("binary"), tmp_path)
+
+
+def test_staging_in_loops_and_per_warpgroup(tmp_path):
+    # A value loaded and broadcast in the same iteration, then its buffer
+    # rewritten: fine (the loop check concerns values loaded before the
+    # loop). Two warpgroups stage into their own parts of the dynamic
+    # shared memory.
+    def body(x_ref, o_ref, smem):
+        smem[...] = x_ref[...]
+
+        @pl.loop(0, 2)
+        def _(i):
+            g = smem[...]
+            smem[...] = g * 2.0
+            o_ref[...] = jnp.broadcast_to(g, o_ref.shape).T.T
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((8, 128), np.float32),
+                     scratch_shapes=[plgpu.SMEM((1, 128), np.float32)], num_threads=2,
+                     thread_name="wg")
+    x = np.arange(128, dtype=np.float32).reshape(1, 128)
+    c = k.lower(x)
+    text = c.as_text("kernel")
+    assert "memref.view" in text and "dynamic_shared_memory_size" in text
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)

@@ -533,9 +533,14 @@ class KernelCompiler:
         with self.ctx:
             self.dyn_smem = self.op("gpu.dynamic_shared_memory", results=[ir.Type.parse(
                 "memref<?xi8, #gpu.address_space<workgroup>>")])
+            # Each warpgroup stages its values in its own part of the
+            # dynamic shared memory: bytes per warpgroup, set at the end.
+            self.stage_stride = self.op("arith.constant", results=[ir.IndexType.get()], attrs={
+                "value": ir.IntegerAttr.get(ir.IndexType.get(), 0)})
         tid = self.hw_index("thread_id", "x")
         self.lane = self.arith("remui", tid, WARPGROUP)
         self.warpgroup = self.arith("divui", tid, WARPGROUP)
+        self.stage_base = self.arith("muli", self.warpgroup, self.stage_stride)
         self.elected = self.cmp_eq(self.lane, 0)
         self.coords, self.cluster_coords = {}, []
         for d, dim in enumerate("xyz"[:max(len(self.grid), len(self.cluster))]):
@@ -877,7 +882,8 @@ class KernelCompiler:
             scalars = [self.op("memref.load", [base.value, *self._addresses(norm, idx)],
                                [elem]) for idx in self._elements(shape)]
             v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
-        self.sources[v] = (base, norm, self.writes.get(id(base), 0), None)
+        self.sources[v] = (base, norm, self.writes.get(id(base), 0), None,
+                           len(self.loop_reads))
         return self.trace._wrap(v, aval)
 
     def _written(self, base):
@@ -890,8 +896,9 @@ class KernelCompiler:
         staging buffer in dynamic shared memory it is written to now."""
         src = self.sources.get(value)
         if src is not None and self.writes.get(id(src[0]), 0) == src[2]:
-            if self.loop_reads:
-                # Read again in each iteration: checked when the loop ends.
+            if src[4] < len(self.loop_reads):
+                # Loaded before the loop, read in each iteration: checked
+                # when the loop ends.
                 self.loop_reads[-1].append(src)
             return src[0], src[1], src[3]
         return self.stage(value, aval)
@@ -906,7 +913,7 @@ class KernelCompiler:
             yield
         finally:
             reads = self.loop_reads.pop()
-        for base, _, count, _ in reads:
+        for base, _, count, _, _ in reads:
             if self.writes.get(id(base), 0) != count:
                 raise _unsupported("a loop that writes a buffer whose earlier contents it "
                                    "reads through a value loaded before the write")
@@ -985,7 +992,7 @@ class KernelCompiler:
             elem = core.mlir_type(aval).element_type
             t = ir.MemRefType.get(list(shape), elem, None, ir.Attribute.parse(
                 "#gpu.address_space<workgroup>"))
-            buf = self.op("memref.view", [self.dyn_smem, self.index(offset)], [t])
+            buf = self.op("memref.view", [self.dyn_smem, self._stage_offset(offset)], [t])
         ref = _KRef(self, buf, shape, aval.dtype, "SMEM")
         norm = state._normalize(shape, (), "stage")
         # Earlier readers of this buffer (a loop's previous iteration) are
@@ -996,8 +1003,13 @@ class KernelCompiler:
                 x = self.op("tensor.extract", [value, self.index(j)], [elem])
                 self.op("memref.store", [x, buf, *idx])
         self._warpgroup_sync()
-        self.sources[value] = (ref, norm, self.writes.get(id(ref), 0), None)
+        self.sources[value] = (ref, norm, self.writes.get(id(ref), 0), None,
+                               len(self.loop_reads))
         return ref, norm, None
+
+    def _stage_offset(self, offset):
+        """The byte offset of a staging buffer in this warpgroup's part."""
+        return self.arith("addi", self.stage_base, offset)
 
     def read_scalar(self, value, aval, idx):
         """Element `idx` (index values) of a strided or replicated value."""
@@ -1024,7 +1036,8 @@ class KernelCompiler:
             scalars = [self.op("memref.load", [base.value, *self._addresses(norm, composed(idx))],
                                [elem]) for idx in self._elements(aval.shape)]
             v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
-        self.sources[v] = (base, norm, self.writes.get(id(base), 0), composed)
+        self.sources[v] = (base, norm, self.writes.get(id(base), 0), composed,
+                           len(self.loop_reads))
         return self.trace._wrap(v, aval)
 
     def dot(self, lhs, rhs, lhs_aval, rhs_aval, aval, attributes):
@@ -1103,7 +1116,7 @@ class KernelCompiler:
             elem = core.mlir_type(aval).element_type
             t = ir.MemRefType.get([layout.rows], elem, None, ir.Attribute.parse(
                 "#gpu.address_space<workgroup>"))
-            buf = self.op("memref.view", [self.dyn_smem, self.index(offset)], [t])
+            buf = self.op("memref.view", [self.dyn_smem, self._stage_offset(offset)], [t])
             self._warpgroup_sync()
             first = self.cmp_eq(self.arith("remui", self.lane, group), 0)
             with self.when(first):
@@ -1391,8 +1404,10 @@ class KernelCompiler:
                 c = list(self.cluster) + [1] * (3 - len(self.cluster))
                 self.module.operation.attributes["ember_gpu.cluster"] = \
                     ir.DenseI32ArrayAttr.get(c)
+            self.stage_stride.owner.attributes["value"] = ir.IntegerAttr.get(
+                ir.IndexType.get(), self.dyn_bytes)
             self.dyn_size.attributes["value"] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(32), self.dyn_bytes)
+                ir.IntegerType.get_signless(32), self.dyn_bytes * self.nthreads)
             self.module.operation.attributes["ember_gpu.tma_descriptors"] = ir.ArrayAttr.get([
                 ir.DictAttr.get({
                     "operand": ir.IntegerAttr.get(i64, op),
