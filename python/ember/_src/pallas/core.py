@@ -514,12 +514,13 @@ def pallas_call(
         # And as a GPU kernel, which the cuda target launches instead of the
         # interpreter's ops (targets/cuda.py); what it cannot compile keeps
         # the interpreter's ops.
-        try:
-            gk = gpu_kernel([v.aval for v in in_leaves], args, None, f"{name}_gpu")
-            with core.context():
-                fn.attributes[cuda_target.KERNEL_ATTR] = ir.StringAttr.get(gk.kernel_text())
-        except Exception:  # noqa: BLE001 - only lowering for cuda uses it
-            pass
+        in_avals = [core.ShapedArray(v.shape, v.dtype) for v in in_leaves]
+        shapes = tree_util.tree_map(lambda x: core.ShapeDtypeStruct(x.shape, x.dtype), args)
+        key = cuda_target.register_kernel(
+            f"pallas:{id(kernel)}:{name}:{in_avals}",
+            lambda: gpu_kernel(in_avals, shapes, None, f"{name}_gpu").kernel_text())
+        with core.context():
+            fn.attributes[cuda_target.KERNEL_ATTR] = ir.StringAttr.get(key)
         outs = ad._call(name, flat + captured, out_avals)
         return tree_util.tree_unflatten(out_tree, outs)
 

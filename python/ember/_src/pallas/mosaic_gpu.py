@@ -1227,18 +1227,18 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
         kname = getattr(body, "__name__", "kernel")
         name, out_avals, captured = core.trace_subfunction(
             host, [v.aval for v in flat], name=f"plgpu_{kname}", sources=flat)
-        try:
-            ck = _compile.lower(body, [core.ShapedArray(v.shape, v.dtype) for v in flat],
-                                [core.ShapedArray(tuple(o.shape), np.dtype(o.dtype))
-                                 for o in out_leaves], scratch, grid, tuple(grid_names),
-                                cluster, tuple(cluster_names), num_threads or 1, thread_name,
-                                name=f"{name}_gpu")
-            if not ck.tma_descriptors:
-                with core.context():
-                    core.find_function(name).attributes[cuda_target.KERNEL_ATTR] = \
-                        ir.StringAttr.get(ck.kernel_text())
-        except Exception:  # noqa: BLE001 - only lowering for cuda uses it
-            pass
+        in_avals = [core.ShapedArray(v.shape, v.dtype) for v in flat]
+        outs_k = [core.ShapedArray(tuple(o.shape), np.dtype(o.dtype)) for o in out_leaves]
+
+        def make():
+            return _compile.lower(body, in_avals, outs_k, scratch, grid, tuple(grid_names),
+                                  cluster, tuple(cluster_names), num_threads or 1,
+                                  thread_name, name=f"{name}_gpu").kernel_text()
+
+        key = cuda_target.register_kernel(f"plgpu:{id(body)}:{name}:{in_avals}", make)
+        with core.context():
+            core.find_function(name).attributes[cuda_target.KERNEL_ATTR] = \
+                ir.StringAttr.get(key)
         return ad._call(name, flat + captured, out_avals)
 
     def lower(*args, chip=None):

@@ -9,6 +9,7 @@ library kernels link), which the `nvidia-nvvm` wheel provides; `ptxas` (from
 implemented yet (docs/design.md, "CUDA target").
 """
 
+import collections
 import glob
 import os
 import re
@@ -88,12 +89,46 @@ def ptx_of(binary_text):
                      for name, ptx in ptx_modules(binary_text).items())
 
 
-# On a private function holding a `pallas_call`'s interpreter: the kernel
-# compiled for the GPU, in the form `mosaic_gpu_compile.outline` takes.
+# On a private function holding a `pallas_call`'s interpreter (or a plgpu
+# kernel's host callback): the key of its kernel compiled for the GPU (see
+# register_kernel).
 KERNEL_ATTR = "ember_gpu.kernel_module"
 
 
 OUTLINED_ATTR = "ember_gpu.kernel_outlined"
+
+# KERNEL_ATTR names an entry here: a function giving the kernel form,
+# called only when a program is lowered for cuda (compiling every traced
+# kernel for the GPU would double the trace time of CPU programs). The key
+# is the kernel's identity and avals, so retracing an unchanged program
+# gives the same text (and hits the program caches). Bounded: an evicted
+# entry leaves its call's generic kernels.
+_KERNEL_FORMS = collections.OrderedDict()
+_MAX_KERNEL_FORMS = 1024
+
+
+def register_kernel(key, make):
+    """Records `make()` (-> kernel-form text) under `key`; returns the key."""
+    _KERNEL_FORMS[key] = make
+    _KERNEL_FORMS.move_to_end(key)
+    while len(_KERNEL_FORMS) > _MAX_KERNEL_FORMS:
+        _KERNEL_FORMS.popitem(last=False)
+    return key
+
+
+def _kernel_form(key):
+    """The kernel form of a registered kernel, or None (evicted, or a
+    kernel the compiler refuses)."""
+    make = _KERNEL_FORMS.get(key)
+    if make is None:
+        return None
+    if callable(make):
+        try:
+            make = make()
+        except Exception:  # noqa: BLE001 - refused: the call keeps its body
+            make = ""
+        _KERNEL_FORMS[key] = make
+    return make or None
 
 
 def _marked(module, attr):
@@ -118,8 +153,11 @@ class _KernelsPrepareStage:
         from ..pallas import mosaic_gpu_compile
 
         for fn in _marked(module, KERNEL_ATTR):
-            kernel = mosaic_gpu_compile.outline(ir.StringAttr(fn.attributes[KERNEL_ATTR]).value)
+            form = _kernel_form(ir.StringAttr(fn.attributes[KERNEL_ATTR]).value)
             del fn.attributes[KERNEL_ATTR]
+            if form is None:
+                continue
+            kernel = mosaic_gpu_compile.outline(form)
             stub = _stub_text(fn, kernel)
             if stub is None:
                 continue
