@@ -189,7 +189,7 @@ def test_cluster_barrier_with_two_warpgroups_syncs_each_warpgroup(tmp_path):
 
 
 @pytest.mark.parametrize("what,make", [
-    ("a reduction along an axis", lambda ref: jnp.sum(ref[...], axis=0)),
+    ("a sort", lambda ref: jnp.sort(ref[...], axis=0)),
     ("a cumulative sum", lambda ref: jnp.cumsum(ref[...], axis=0)),
 ])
 def test_unsupported_array_ops_raise_at_the_kernel_line(what, make):
@@ -296,7 +296,7 @@ def test_pallas_call_with_overhanging_blocks_is_refused():
 def test_jit_program_lowered_for_cuda_launches_the_compiled_pallas_call(tmp_path):
     # Inside a jit program lowered for cuda, the pallas_call is a call of
     # its compiled kernel's launch; the rest of the program stays generic
-    # kernels. A kernel the compiler refuses (a reduction along an axis) keeps the
+    # kernels. A kernel the compiler refuses (a cumulative sum) keeps the
     # interpreter's generic kernels.
     f = _blocked_pallas_call()
 
@@ -317,7 +317,7 @@ def test_jit_program_lowered_for_cuda_launches_the_compiled_pallas_call(tmp_path
         assert any(n.endswith("_gpu") for n in modules)
 
     def summing(x_ref, o_ref):
-        o_ref[...] = jnp.broadcast_to(jnp.sum(x_ref[...], axis=0), o_ref.shape)
+        o_ref[...] = jnp.cumsum(x_ref[...], axis=0)
 
     g = pl.pallas_call(summing, out_shape=ember.ShapeDtypeStruct((128, 128), np.float32))
     low = ember.jit(lambda x: g(x) * 2.0).trace(
@@ -378,9 +378,37 @@ def test_row_softmax_compiles(tmp_path):
         assert "shfl.sync.bfly" in ptx and ".local" not in ptx
 
 
-def test_rows_longer_than_a_warp_are_refused():
-    with pytest.raises(NotImplementedError, match="reduction along rows of 512"):
-        _softmax_call(rows=8, width=512).lower(np.zeros((32, 512), np.float32))
+def test_other_reductions_slices_and_long_rows_compile(tmp_path):
+    # Rows longer than a warp's runs, reductions along other axes: each
+    # thread loops over the reduced elements of its result elements,
+    # reading them from the buffer holding the array. Slices (static and
+    # dynamic, XLA's clamped starts) read through an index map.
+    f = _softmax_call(rows=8, width=512)
+    x = np.random.default_rng(7).standard_normal((32, 512)).astype(np.float32)
+    want = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(f(x)), want / want.sum(-1, keepdims=True),
+                               rtol=1e-5, atol=1e-7)
+    c = f.lower(x)
+    assert "gpu.shuffle" not in c.as_text("kernel")
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)
+
+    def kernel(x_ref, o_ref, c_ref):
+        x = x_ref[...]
+        o_ref[...] = jnp.sum(x, axis=0, keepdims=True) + jnp.max(x[:, 2:66], axis=1).sum()
+        c_ref[...] = lax.dynamic_slice(x, (0, jnp.int32(100)), (8, 64))  # clamped to 64
+
+    g = pl.pallas_call(kernel, out_shape=(ember.ShapeDtypeStruct((1, 128), np.float32),
+                                          ember.ShapeDtypeStruct((8, 64), np.float32)))
+    x = np.random.default_rng(8).standard_normal((8, 128)).astype(np.float32)
+    o, cl = g(x)
+    np.testing.assert_allclose(np.asarray(o), x.sum(0, keepdims=True) + x[:, 2:66].max(1).sum(),
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(cl), x[:, 64:])
+    c = g.lower(x)
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
+        assert ".local" not in ptx
 
 
 def test_layer_norm_compiles(tmp_path):

@@ -397,12 +397,17 @@ def map(f, xs, *, batch_size=None):
     return scan(lambda _, x: (None, f(x)), None, xs)[1]
 
 
-def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
-    from .pallas import mosaic_gpu_compile
+# Traces that build fori_loops their own way (a GPU kernel being compiled,
+# pallas/mosaic_gpu_compile.py): each hook returns the loop's result or
+# NotImplemented.
+fori_loop_hooks = []
 
-    if (kc := mosaic_gpu_compile.active()) is not None:
-        # In a kernel being compiled for the GPU: an scf.for.
-        return kc.run_fori(lower, upper, body_fun, init_val)
+
+def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+    for hook in fori_loop_hooks:
+        out = hook(lower, upper, body_fun, init_val)
+        if out is not NotImplemented:
+            return out
     if _python_mode():
         lo, hi = as_value(lower), as_value(upper)
         dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]

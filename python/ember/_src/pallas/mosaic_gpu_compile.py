@@ -38,10 +38,9 @@ memory (`_source`, `stage`, `gather`); products run on the CUDA cores
 story.
 
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
-reductions along axes other than the last (or over rows longer than 32
-lanes' runs), other shape ops on strided arrays (cumulative ops, sorts,
-slices into parts), `while_loop`/`cond`, wgmma/tcgen05/TMEM,
-`emit_pipeline`. Nothing compiled here has run on a GPU: the host side
+shape ops on strided arrays other than reshapes, broadcasts, transposes,
+slices and reductions (cumulative ops, sorts, concatenations, gathers),
+`while_loop`/`cond`, wgmma/tcgen05/TMEM, `emit_pipeline`. Nothing compiled here has run on a GPU: the host side
 (building TMA descriptors, launching) is not built.
 """
 
@@ -53,8 +52,9 @@ import numpy as np
 
 from ..._mlir import ir
 from ..._mlir.passmanager import PassManager
-from .. import core, dtypes, state
+from .. import control_flow, core, dtypes, state
 from ..context import context
+from ..targets import cuda
 
 WARPGROUP = 128
 TMA_DESCRIPTOR_BYTES = 128
@@ -76,6 +76,15 @@ _local = threading.local()
 def active():
     """The kernel being compiled on this thread, or None."""
     return getattr(_local, "compiler", None)
+
+
+def _fori_loop(lower, upper, body, init):
+    """`lax.fori_loop` in a kernel being compiled: an scf.for."""
+    kc = active()
+    return NotImplemented if kc is None else kc.run_fori(lower, upper, body, init)
+
+
+control_flow.fori_loop_hooks.append(_fori_loop)
 
 
 def _unsupported(what):
@@ -169,9 +178,28 @@ class _KernelTrace(core.Trace):
             shape = ir.RankedTensorType(kc.logical_types[operands[0]]).shape
             if result_avals[0].shape == ():
                 return [kc.reduce_all(operands[0], result_avals[0], attributes["kind"])]
-            if list(attributes["dimensions"]) == [len(shape) - 1]:
+            dims = list(attributes["dimensions"])
+            if dims == [len(shape) - 1] and kc.rows_reducible(shape, result_avals[0],
+                                                              attributes["kind"]):
                 return [kc.reduce_rows(operands[0], shape, result_avals[0],
                                        attributes["kind"])]
+            return [kc.reduce_by_reads(operands[0], kc.aval_of(operands[0]),
+                                       result_avals[0], dims, attributes["kind"])]
+        if name == "ember.slice" and in_strided[0]:
+            starts, strides_ = list(attributes["start_indices"]), list(attributes["strides"])
+            return [kc.read_view(operands[0], kc.aval_of(operands[0]), result_avals[0],
+                                 lambda i: [kc.arith("addi", kc.arith("muli", x, st), s0)
+                                            for x, st, s0 in zip(i, strides_, starts)])]
+        if name == "ember.dynamic_slice" and in_strided[0]:
+            in_shape = kc.aval_of(operands[0]).shape
+            sizes = list(attributes["slice_sizes"])
+            # XLA's rule: starts are clamped so that the slice fits.
+            starts = [kc.clamp(kc.index(core.Tracer(self, v, core.ShapedArray(
+                (), _dtype_of(ir.RankedTensorType(v.type).element_type)))), 0, n - z)
+                for v, n, z in zip(operands[1:], in_shape, sizes)]
+            return [kc.read_view(operands[0], kc.aval_of(operands[0]), result_avals[0],
+                                 lambda i: [kc.arith("addi", x, s0)
+                                            for x, s0 in zip(i, starts)])]
         if (name == "ember.broadcast_in_dim" and all(strided)
                 and ir.RankedTensorType(operands[0].type).rank == 0):
             # A scalar broadcast: each thread fills its part.
@@ -251,7 +279,7 @@ class _KernelTrace(core.Trace):
                                                  for a in result_avals], attributes)
                 return [kc.wrap_rows(o.value, a, layout) for o, a in zip(outs, result_avals)]
         # Anything else: the rows-layout operands as replicated values.
-        plain = [kc.rows_to_replicated(v, kc.row_avals[v], lay) if lay else v
+        plain = [kc.rows_to_replicated(v, kc.row_avals[v], lay).value if lay else v
                  for v, lay in zip(operands, in_rows)]
         return self.emit(name, plain, result_avals, attributes)
 
@@ -408,12 +436,12 @@ class KernelCompiler:
         wg = ", #gpu.address_space<workgroup>"
         args = [memref(a.shape, a.dtype) for a in (*in_avals, *out_avals)]
         attributions, self.scratch_kinds = [], []
-        from . import mosaic_gpu as plgpu
-
         for t in scratch:
-            if isinstance(t, (plgpu.Barrier, plgpu.ClusterBarrier)):
+            # (Recognized by their attributes: mosaic_gpu.py, which defines
+            # them, imports this module.)
+            if hasattr(t, "num_arrivals"):  # Barrier, ClusterBarrier
                 attributions.append(memref((t.num_barriers,), np.int64, wg))
-            elif isinstance(t, plgpu._BufferType) and t.space is plgpu.SMEM:
+            elif getattr(getattr(t, "space", None), "name", None) == "SMEM":
                 attributions.append(memref(t.shape, t.dtype, wg))
             else:
                 raise _unsupported(f"{type(t).__name__} scratch")
@@ -719,6 +747,93 @@ class KernelCompiler:
     _COMBINE = {"sum": ("addf", "addi"), "prod": ("mulf", "muli"),
                 "max": ("maximumf", "maxsi"), "min": ("minimumf", "minsi"),
                 "and": (None, "andi"), "or": (None, "ori"), "xor": (None, "xori")}
+
+    @staticmethod
+    def _kind(kind_attr):
+        return str(kind_attr).removeprefix("#ember<reduce ").removesuffix(">").strip()
+
+    def rows_reducible(self, shape, aval, kind_attr):
+        """Whether `reduce_rows` applies (else `reduce_by_reads`)."""
+        n, width = math.prod(shape), shape[-1]
+        v = math.gcd(n // WARPGROUP, 4)
+        group = width // v
+        kind = self._kind(kind_attr)
+        return (not width % v and group <= 32 and not group & (group - 1)
+                and kind in ("sum", "prod", "max", "min")
+                and np.dtype(aval.dtype).itemsize == 4 and not dtypes.is_unsigned(aval.dtype))
+
+    def clamp(self, x, lo, hi):
+        """`x` (index) clamped to [lo, hi] (signed)."""
+        x = self.op("arith.maxsi", [x, self.index(lo)], [x.type])
+        return self.op("arith.minsi", [x, self.index(max(hi, lo))], [x.type])
+
+    def _outputs(self, aval):
+        """The result elements this thread computes: its part of a strided
+        result, every element of a replicated one."""
+        if _strided(aval):
+            return self._elements(aval.shape)
+        _check_replicated(aval)
+        return [[self.index(i) for i in idx] for idx in np.ndindex(*aval.shape)]
+
+    def _finish(self, scalars, aval):
+        """A traced value of `aval` from this thread's result elements."""
+        with self.ctx:
+            if _strided(aval):
+                v = self.op("tensor.from_elements", scalars,
+                            [core.mlir_type(_frag_aval(aval))])
+                return self.trace._wrap(v, aval)
+            v = self.op("tensor.from_elements", scalars, [core.mlir_type(aval)])
+            return core.Tracer(self.trace, v, aval)
+
+    def read_view(self, value, in_aval, aval, index_fn):
+        """A slice: each thread reads its result elements (`index_fn` maps
+        a result index to the operand's) from the buffer holding `value`."""
+        return self._finish([self.read_scalar(value, in_aval, index_fn(idx))
+                             for idx in self._outputs(aval)], aval)
+
+    def reduce_by_reads(self, value, in_aval, aval, dims, kind_attr):
+        """Any reduction of a strided array: each thread computes its result
+        elements, looping (`scf.for`) over the reduced elements and reading
+        them from the buffer holding `value`."""
+        kind = self._kind(kind_attr)
+        is_float = dtypes.is_float(aval.dtype)
+        op = self._COMBINE.get(kind, (None, None))[0 if is_float else 1]
+        if op is None or dtypes.is_unsigned(aval.dtype) and kind in ("max", "min"):
+            raise _unsupported(f"a {kind} reduction of {aval.dtype} values")
+        if value in self.strided_values:
+            self._source(value, in_aval)  # staged before the loop
+        kept = [d for d in range(len(in_aval.shape)) if d not in dims]
+        sizes = [in_aval.shape[d] for d in dims]
+        outs = self._outputs(aval)
+        with self.ctx:
+            t = core.mlir_type(aval).element_type
+            ident = {"sum": 0, "prod": 1, "or": 0, "xor": 0, "and": -1}.get(kind)
+            if ident is None:  # max, min
+                big = (float("inf") if is_float else
+                       np.iinfo(np.dtype(aval.dtype)).max)
+                ident = -big if kind == "max" else big
+            init_attr = (ir.FloatAttr.get(t, float(ident)) if is_float
+                         else ir.IntegerAttr.get(t, int(ident)))
+            init = self.op("arith.constant", results=[t], attrs={"value": init_attr})
+            loop = ir.Operation.create(
+                "scf.for", results=[t] * len(outs),
+                operands=[self.index(0), self.index(math.prod(sizes)), self.index(1)]
+                + [init] * len(outs),
+                regions=1, loc=self.trace.location(), ip=ir.InsertionPoint(self.trace.block))
+            block = loop.regions[0].blocks.append(ir.IndexType.get(), *([t] * len(outs)))
+        with self._at(block), self.ctx:
+            red = self._delinearize(block.arguments[0], sizes) if sizes else []
+            new = []
+            for e, out in enumerate(outs):
+                idx = [None] * len(in_aval.shape)
+                for d, i in zip(kept, out):
+                    idx[d] = i
+                for d, i in zip(dims, red):
+                    idx[d] = i
+                x = self.read_scalar(value, in_aval, idx)
+                new.append(self.op(f"arith.{op}", [block.arguments[1 + e], x], [t]))
+            self.op("scf.yield", new)
+        return self._finish([loop.results[e] for e in range(len(outs))], aval)
 
     def reduce_rows(self, part, shape, aval, kind_attr):
         """A strided array reduced along its last axis. Each run of a
@@ -1300,14 +1415,12 @@ class KernelCompiler:
                                      barrier.phases, bidx])
 
     def barrier_arrive(self, barrier):
-        from . import mosaic_gpu as plgpu
-
         bars, bidx = self._barrier(barrier)
         # The warpgroup's threads are done with what the arrival releases.
         self._warpgroup_sync()
         seg = ir.DenseI32ArrayAttr.get
         with self.when(self.elected):
-            if isinstance(barrier.kind, plgpu.ClusterBarrier):
+            if hasattr(barrier.kind, "collective_axes"):  # a ClusterBarrier
                 offsets, first, _ = self._group_ranks(barrier.kind.collective_axes)
                 for o in offsets:
                     peer = self.i32(self.arith("addi", first, o))
@@ -1450,45 +1563,6 @@ class KernelCompiler:
         self.op("gpu.terminator")
 
 
-# The kernel form -> unrolled per-thread loops, outlined (a named pipeline:
-# `ember-opt --ember-gpu-kernel`; lib/Pipelines/Pipelines.cpp).
-_KERNEL_PIPELINE = "ember-gpu-kernel"
-
-
-def _pipeline_error(e):
-    notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
-    return RuntimeError(f"[ember:internal] compiling a plgpu kernel failed: {notes or e}")
-
-
-def outline(kernel_text):
-    """The kernel form (text) after `ember-gpu-kernel`, as a module: the host
-    function `<name>_host` launching the kernel of `gpu.module @<name>`. On
-    the outlined kernel: its cluster shape (PTX's `.reqnctapercluster`, from
-    `nvvm.cluster_dim`) and 128-byte alignment of its shared-memory buffers
-    (TMA's requirement)."""
-    module = ir.Module.parse(kernel_text)
-    try:
-        PassManager.parse(f"builtin.module({_KERNEL_PIPELINE})").run(module.operation)
-    except ir.MLIRError as e:
-        raise _pipeline_error(e) from None
-    attrs = module.operation.attributes
-    cluster = attrs["ember_gpu.cluster"] if "ember_gpu.cluster" in attrs else None
-    for op in module.body.operations:
-        if op.operation.name != "gpu.module":
-            continue
-        for f in op.regions[0].blocks[0].operations:
-            if f.operation.name != "gpu.func":
-                continue
-            if cluster is not None:
-                f.attributes["nvvm.cluster_dim"] = cluster
-            if "workgroup_attributions" in f.attributes:
-                n = ir.IntegerAttr(f.attributes["workgroup_attributions"]).value
-                align = ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(
-                    ir.IntegerType.get_signless(64), 128)})
-                f.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * n)
-    return module
-
-
 class CompiledKernel:
     """`plgpu.kernel(...).lower(*args)`: the kernel compiled for an NVIDIA
     GPU (`chip`, default the cuda target's). `as_text(stage)` shows it:
@@ -1515,7 +1589,7 @@ class CompiledKernel:
             try:
                 PassManager.parse(f"builtin.module({pipeline})").run(module.operation)
             except ir.MLIRError as e:
-                raise _pipeline_error(e) from None
+                raise cuda.kernel_pipeline_error(e) from None
             return module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)
 
     def _stage(self, stage):
@@ -1526,7 +1600,7 @@ class CompiledKernel:
         opts = cuda.options(self.chip)
         if stage == "loops":
             with context():
-                text = outline(self._with_locs).operation.get_asm(
+                text = cuda.outline(self._with_locs).operation.get_asm(
                     enable_debug_info=True, print_generic_op_form=True)
         elif stage == "nvvm":
             text = self._run(self._stage("loops"), f"ember-cuda-nvvm{{{opts}}}")

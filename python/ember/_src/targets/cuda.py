@@ -16,6 +16,7 @@ import re
 import sys
 
 from ..._mlir import ir
+from ..._mlir.passmanager import PassManager
 from . import Target, register
 
 CHIP = os.environ.get("EMBER_CUDA_CHIP", "sm_90a")
@@ -95,6 +96,43 @@ def ptx_of(binary_text):
 KERNEL_ATTR = "ember_gpu.kernel_module"
 
 
+def kernel_pipeline_error(e):
+    """An error of the kernel pipeline (an Ember bug), with its locations."""
+    from ..errors import EmberInternalError
+
+    notes = "; ".join(f"{d.location}: {d.message}" for d in e.error_diagnostics)
+    return EmberInternalError(f"compiling a GPU kernel failed (a bug in Ember): {notes or e}")
+
+
+def outline(kernel_text):
+    """The kernel form (text) after `ember-gpu-kernel`, as a module: the host
+    function `<name>_host` launching the kernel of `gpu.module @<name>`. On
+    the outlined kernel: its cluster shape (PTX's `.reqnctapercluster`, from
+    `nvvm.cluster_dim`) and 128-byte alignment of its shared-memory buffers
+    (TMA's requirement)."""
+    module = ir.Module.parse(kernel_text)
+    try:
+        PassManager.parse("builtin.module(ember-gpu-kernel)").run(module.operation)
+    except ir.MLIRError as e:
+        raise kernel_pipeline_error(e) from None
+    attrs = module.operation.attributes
+    cluster = attrs["ember_gpu.cluster"] if "ember_gpu.cluster" in attrs else None
+    for op in module.body.operations:
+        if op.operation.name != "gpu.module":
+            continue
+        for f in op.regions[0].blocks[0].operations:
+            if f.operation.name != "gpu.func":
+                continue
+            if cluster is not None:
+                f.attributes["nvvm.cluster_dim"] = cluster
+            if "workgroup_attributions" in f.attributes:
+                n = ir.IntegerAttr(f.attributes["workgroup_attributions"]).value
+                align = ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(
+                    ir.IntegerType.get_signless(64), 128)})
+                f.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * n)
+    return module
+
+
 OUTLINED_ATTR = "ember_gpu.kernel_outlined"
 
 # KERNEL_ATTR names an entry here: a function giving the kernel form,
@@ -150,14 +188,12 @@ class _KernelsPrepareStage:
         return "ember-cuda-kernels-prepare(python)"
 
     def __call__(self, module):
-        from ..pallas import mosaic_gpu_compile
-
         for fn in _marked(module, KERNEL_ATTR):
             form = _kernel_form(ir.StringAttr(fn.attributes[KERNEL_ATTR]).value)
             del fn.attributes[KERNEL_ATTR]
             if form is None:
                 continue
-            kernel = mosaic_gpu_compile.outline(form)
+            kernel = outline(form)
             stub = _stub_text(fn, kernel)
             if stub is None:
                 continue
