@@ -190,7 +190,7 @@ def test_cluster_barrier_with_two_warpgroups_syncs_each_warpgroup(tmp_path):
 
 @pytest.mark.parametrize("what,make", [
     ("a sort", lambda ref: jnp.sort(ref[...], axis=0)),
-    ("a cumulative sum", lambda ref: jnp.cumsum(ref[...], axis=0)),
+    ("a gather", lambda ref: ref[...][jnp.array([3, 1, 2])]),
 ])
 def test_unsupported_array_ops_raise_at_the_kernel_line(what, make):
     def body(x_ref, o_ref):
@@ -296,7 +296,7 @@ def test_pallas_call_with_overhanging_blocks_is_refused():
 def test_jit_program_lowered_for_cuda_launches_the_compiled_pallas_call(tmp_path):
     # Inside a jit program lowered for cuda, the pallas_call is a call of
     # its compiled kernel's launch; the rest of the program stays generic
-    # kernels. A kernel the compiler refuses (a cumulative sum) keeps the
+    # kernels. A kernel the compiler refuses (a sort) keeps the
     # interpreter's generic kernels.
     f = _blocked_pallas_call()
 
@@ -317,7 +317,7 @@ def test_jit_program_lowered_for_cuda_launches_the_compiled_pallas_call(tmp_path
         assert any(n.endswith("_gpu") for n in modules)
 
     def summing(x_ref, o_ref):
-        o_ref[...] = jnp.cumsum(x_ref[...], axis=0)
+        o_ref[...] = jnp.sort(x_ref[...], axis=0)
 
     g = pl.pallas_call(summing, out_shape=ember.ShapeDtypeStruct((128, 128), np.float32))
     low = ember.jit(lambda x: g(x) * 2.0).trace(
@@ -578,5 +578,23 @@ def test_staging_in_loops_and_per_warpgroup(tmp_path):
     c = k.lower(x)
     text = c.as_text("kernel")
     assert "memref.view" in text and "dynamic_shared_memory_size" in text
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)
+
+
+def test_concatenate_reverse_and_cumulative_compile(tmp_path):
+    def kernel(x_ref, o_ref, c_ref):
+        x = x_ref[...]
+        o_ref[...] = jnp.concatenate([x, x * 2.0], axis=1)
+        c_ref[...] = jnp.cumsum(x, axis=0) + jnp.flip(jnp.cumsum(jnp.flip(x, 0), axis=0), 0)
+
+    f = pl.pallas_call(kernel, out_shape=(ember.ShapeDtypeStruct((8, 128), np.float32),
+                                          ember.ShapeDtypeStruct((8, 64), np.float32)))
+    x = np.random.default_rng(9).standard_normal((8, 64)).astype(np.float32)
+    o, cs = f(x)
+    np.testing.assert_allclose(np.asarray(o), np.concatenate([x, 2 * x], 1))
+    np.testing.assert_allclose(np.asarray(cs), np.cumsum(x, 0) + np.cumsum(x[::-1], 0)[::-1],
+                               rtol=1e-5, atol=1e-5)
+    c = f.lower(x)
     if PTXAS is not None:
         ptxas_check(c.as_text("binary"), tmp_path)

@@ -39,7 +39,8 @@ story.
 
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
-slices and reductions (cumulative ops, sorts, concatenations, gathers),
+slices, reverses, concatenations, reductions and cumulative ops (sorts,
+gathers, scatters),
 `while_loop`/`cond`, wgmma/tcgen05/TMEM, `emit_pipeline`. Nothing compiled here has run on a GPU: the host side
 (building TMA descriptors, launching) is not built.
 """
@@ -185,6 +186,20 @@ class _KernelTrace(core.Trace):
                                        attributes["kind"])]
             return [kc.reduce_by_reads(operands[0], kc.aval_of(operands[0]),
                                        result_avals[0], dims, attributes["kind"])]
+        if name == "ember.reverse" and in_strided[0]:
+            rdims = list(attributes["dimensions"])
+            shape = kc.aval_of(operands[0]).shape
+            return [kc.gather(operands[0], kc.aval_of(operands[0]), result_avals[0],
+                              lambda i: [kc.arith("subi", kc.index(n - 1), x) if d in rdims
+                                         else x for d, (x, n) in enumerate(zip(i, shape))])]
+        if name == "ember.concatenate" and any(in_strided) and strided[0]:
+            return [kc.concatenate(operands, ir.IntegerAttr(attributes["dimension"]).value,
+                                   result_avals[0])]
+        if name == "ember.cumulative" and in_strided[0]:
+            rev = "reverse" in attributes and ir.BoolAttr(attributes["reverse"]).value
+            return [kc.cumulative(operands[0], kc.aval_of(operands[0]), result_avals[0],
+                                  ir.IntegerAttr(attributes["axis"]).value,
+                                  attributes["kind"], rev)]
         if name == "ember.slice" and in_strided[0]:
             starts, strides_ = list(attributes["start_indices"]), list(attributes["strides"])
             return [kc.read_view(operands[0], kc.aval_of(operands[0]), result_avals[0],
@@ -834,6 +849,63 @@ class KernelCompiler:
                 new.append(self.op(f"arith.{op}", [block.arguments[1 + e], x], [t]))
             self.op("scf.yield", new)
         return self._finish([loop.results[e] for e in range(len(outs))], aval)
+
+    def concatenate(self, operands, dim, aval):
+        """Each result element read from the operand whose range along
+        `dim` holds it (every operand read at a clamped index, then a
+        select)."""
+        avals = [self.aval_of(v) for v in operands]
+        for v, a in zip(operands, avals):
+            if v in self.strided_values:
+                self._source(v, a)  # staged once, before the reads
+        outs = []
+        with self.ctx:
+            i1 = ir.IntegerType.get_signless(1)
+            slt = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 2)  # slt
+            for idx in self._outputs(aval):
+                x, offset = None, 0
+                for v, a in zip(operands, avals):
+                    n = a.shape[dim]
+                    local = self.clamp(self.arith("subi", idx[dim], offset), 0, n - 1)
+                    y = self.read_scalar(v, a, idx[:dim] + [local] + idx[dim + 1:])
+                    if x is None:
+                        x = y
+                    else:
+                        before = self.op("arith.cmpi", [idx[dim], self.index(offset)], [i1],
+                                         {"predicate": slt})
+                        x = self.op("arith.select", [before, x, y], [x.type])
+                    offset += n
+                outs.append(x)
+        return self._finish(outs, aval)
+
+    def cumulative(self, value, in_aval, aval, axis, kind_attr, reverse):
+        """An inclusive scan along `axis`: each result element loops over
+        the elements before it (after it, reversed), read through the
+        source."""
+        kind = self._kind(kind_attr)
+        is_float = dtypes.is_float(aval.dtype)
+        op = self._COMBINE.get(kind, (None, None))[0 if is_float else 1]
+        if op is None:
+            raise _unsupported(f"a cumulative {kind} of {aval.dtype} values")
+        self._source(value, in_aval)
+        n = in_aval.shape[axis]
+        outs = []
+        with self.ctx:
+            t = core.mlir_type(aval).element_type
+            for idx in self._outputs(aval):
+                first = self.read_scalar(value, in_aval, idx)
+                lo = self.arith("addi", idx[axis], 1) if reverse else self.index(0)
+                hi = self.index(n) if reverse else idx[axis]
+                loop = ir.Operation.create(
+                    "scf.for", results=[t], operands=[lo, hi, self.index(1), first], regions=1,
+                    loc=self.trace.location(), ip=ir.InsertionPoint(self.trace.block))
+                block = loop.regions[0].blocks.append(ir.IndexType.get(), t)
+                with self._at(block):
+                    y = self.read_scalar(value, in_aval, idx[:axis] + [block.arguments[0]]
+                                         + idx[axis + 1:])
+                    self.op("scf.yield", [self.op(f"arith.{op}", [block.arguments[1], y], [t])])
+                outs.append(loop.results[0])
+        return self._finish(outs, aval)
 
     def reduce_rows(self, part, shape, aval, kind_attr):
         """A strided array reduced along its last axis. Each run of a
