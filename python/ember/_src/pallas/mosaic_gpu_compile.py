@@ -40,8 +40,8 @@ story.
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
-gathers, scatters),
-`while_loop`/`cond`, wgmma/tcgen05/TMEM, `emit_pipeline`. Nothing compiled here has run on a GPU: the host side
+gathers, scatters), `while_loop`/`cond`, wgmma/tcgen05/TMEM,
+`emit_pipeline`. Nothing compiled here has run on a GPU: the host side
 (building TMA descriptors, launching) is not built.
 """
 
