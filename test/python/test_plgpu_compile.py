@@ -211,10 +211,10 @@ def test_interpreted_only_features_raise():
         k.lower(a, a)
 
     def loop_body(x_ref, o_ref):
-        o_ref[...] = lax.while_loop(lambda v: v[0] < 10.0, lambda v: v * 2.0, x_ref[...])
+        o_ref[...] = lax.switch(1, [lambda v: v, lambda v: v * 2.0], x_ref[...])
 
     k = plgpu.kernel(loop_body, out_shape=ember.ShapeDtypeStruct((128,), np.float32))
-    with pytest.raises(NotImplementedError, match="lax control flow"):
+    with pytest.raises(NotImplementedError, match="this `lax` control flow"):
         k.lower(np.zeros((128,), np.float32))
 
 
@@ -598,3 +598,27 @@ def test_concatenate_reverse_and_cumulative_compile(tmp_path):
     c = f.lower(x)
     if PTXAS is not None:
         ptxas_check(c.as_text("binary"), tmp_path)
+
+
+def test_cond_and_while_loop_compile(tmp_path):
+    # scf.if and scf.while over per-thread buffers holding the results and
+    # carries.
+    def kernel(x_ref, o_ref):
+        x = x_ref[...]
+        y = lax.cond(jnp.sum(x) > 0, lambda v: v * 2.0, lambda v: -v, x)
+        n, z = lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] + 1.0),
+                              (jnp.int32(0), y))
+        o_ref[...] = z + n.astype(jnp.float32)
+
+    f = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((8, 128), np.float32))
+    for sign in (1.0, -1.0):
+        x = sign * np.abs(np.random.default_rng(10).standard_normal((8, 128))).astype(
+            np.float32)
+        want = (2 * x if x.sum() > 0 else -x) + 10
+        np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-6)
+    c = f.lower(x)
+    text = c.as_text("kernel")
+    assert "scf.if" in text and "scf.while" in text
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
+        assert ".local" not in ptx

@@ -55,7 +55,23 @@ def _with_refs(fun, refs=None):
     return state.stateful(fun, state.live_refs() if refs is None else refs)
 
 
+# Traces that build control flow their own way (a GPU kernel being
+# compiled, pallas/mosaic_gpu_compile.py): each hook has `fori_loop`, `cond`
+# and `while_loop` methods returning the result or NotImplemented.
+control_flow_hooks = []
+
+
+def _hooked(what, *args):
+    for hook in control_flow_hooks:
+        out = getattr(hook, what)(*args)
+        if out is not NotImplemented:
+            return out
+    return NotImplemented
+
+
 def cond(pred, true_fun, false_fun, *operands):
+    if (out := _hooked("cond", pred, true_fun, false_fun, operands)) is not NotImplemented:
+        return out
     if _python_mode():
         return (true_fun if _concrete_pred(pred, "cond") else false_fun)(*operands)
     if not core._trace_stack:
@@ -397,17 +413,9 @@ def map(f, xs, *, batch_size=None):
     return scan(lambda _, x: (None, f(x)), None, xs)[1]
 
 
-# Traces that build fori_loops their own way (a GPU kernel being compiled,
-# pallas/mosaic_gpu_compile.py): each hook returns the loop's result or
-# NotImplemented.
-fori_loop_hooks = []
-
-
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
-    for hook in fori_loop_hooks:
-        out = hook(lower, upper, body_fun, init_val)
-        if out is not NotImplemented:
-            return out
+    if (out := _hooked("fori_loop", lower, upper, body_fun, init_val)) is not NotImplemented:
+        return out
     if _python_mode():
         lo, hi = as_value(lower), as_value(upper)
         dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]
@@ -451,6 +459,8 @@ def _fori_loop(lower, upper, body_fun, init_val):
 
 
 def while_loop(cond_fun, body_fun, init_val):
+    if (out := _hooked("while_loop", cond_fun, body_fun, init_val)) is not NotImplemented:
+        return out
     if _python_mode():
         val = init_val
         while _concrete_pred(cond_fun(val), "while_loop"):

@@ -928,6 +928,8 @@ class RegionTrace(Trace):
     arguments are abstract, as in JAX (a loop body runs many times)."""
 
     def __init__(self, parent, block):
+        if (refuse := getattr(parent, "refuse_region", None)) is not None:
+            refuse()  # a trace that builds its control flow otherwise
         self.ctx = context()
         self.parent = parent
         self.concrete = parent.concrete

@@ -40,9 +40,9 @@ story.
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
-gathers, scatters), `while_loop`/`cond`, wgmma/tcgen05/TMEM,
-`emit_pipeline`. Nothing compiled here has run on a GPU: the host side
-(building TMA descriptors, launching) is not built.
+gathers, scatters), `lax.switch`, wgmma/tcgen05/TMEM, `emit_pipeline`.
+Nothing compiled here has run on a GPU: the host side (building TMA
+descriptors, launching) is not built.
 """
 
 import contextlib
@@ -79,13 +79,27 @@ def active():
     return getattr(_local, "compiler", None)
 
 
-def _fori_loop(lower, upper, body, init):
-    """`lax.fori_loop` in a kernel being compiled: an scf.for."""
-    kc = active()
-    return NotImplemented if kc is None else kc.run_fori(lower, upper, body, init)
+class _ControlFlow:
+    """`lax` control flow in a kernel being compiled: scf ops."""
+
+    @staticmethod
+    def fori_loop(lower, upper, body, init):
+        kc = active()
+        return NotImplemented if kc is None else kc.run_fori(lower, upper, body, init)
+
+    @staticmethod
+    def cond(pred, true_fun, false_fun, operands):
+        kc = active()
+        return NotImplemented if kc is None else kc.run_cond(pred, true_fun, false_fun,
+                                                              operands)
+
+    @staticmethod
+    def while_loop(cond_fun, body_fun, init):
+        kc = active()
+        return NotImplemented if kc is None else kc.run_while(cond_fun, body_fun, init)
 
 
-control_flow.fori_loop_hooks.append(_fori_loop)
+control_flow.control_flow_hooks.append(_ControlFlow())
 
 
 def _unsupported(what):
@@ -297,6 +311,13 @@ class _KernelTrace(core.Trace):
         plain = [kc.rows_to_replicated(v, kc.row_avals[v], lay).value if lay else v
                  for v, lay in zip(operands, in_rows)]
         return self.emit(name, plain, result_avals, attributes)
+
+    def refuse_region(self):
+        """Region ops (`lax.switch`, `scan`, ...) traced here: the control
+        flow this compiler does not build (fori_loop, while_loop and cond
+        reach it through hooks)."""
+        raise _unsupported("this `lax` control flow (supported: fori_loop, while_loop, "
+                           "cond, pl.loop, pl.when)")
 
     def _same(self, value):
         """A new value equal to `value` (a reshape to its own type), so that
@@ -1107,6 +1128,46 @@ class KernelCompiler:
         if self.loop_reads:
             self.loop_reads[-1].extend(reads)
 
+    def _carry_buffers(self, leaves, before=None):
+        """(plain values, avals, tensor types, per-thread buffers holding
+        them) for values carried across control flow; the buffers are
+        allocated before the op `before` (else here)."""
+        vals = [self.plain(core.as_value(x)) for x in leaves]
+        avals = [core.ShapedArray(v.shape, v.dtype, weak_type=v.aval.weak_type) for v in vals]
+        types = [ir.RankedTensorType(self.trace.to_value(v).type) for v in vals]
+        with self.ctx, self.trace.location():
+            ip = ir.InsertionPoint(before) if before is not None else \
+                ir.InsertionPoint(self.trace.block)
+            bufs = [ir.Operation.create(
+                "memref.alloca", results=[ir.MemRefType.get(list(t.shape), t.element_type)],
+                attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])},
+                ip=ip).results[0] for t in types]
+        return vals, avals, types, bufs
+
+    def _spill_outputs(self, out, tree, avals, bufs, types, what):
+        """Stores a region's results (matching the carried values) into
+        their buffers."""
+        from .. import tree_util
+
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        if out_tree != tree:
+            raise TypeError(f"{what}: the function returned {out_tree}, expected {tree} "
+                            f"(at {core.where()})")
+        for o, a, buf, t in zip(out_leaves, avals, bufs, types):
+            o = self.plain(core.as_value(o))
+            if o.shape != a.shape:
+                raise TypeError(f"{what}: the function returned {o.aval.str_short()} where "
+                                f"{a.str_short()} is expected (at {core.where()})")
+            self._spill(self.trace.to_value(o.astype(a.dtype) if o.dtype != a.dtype else o),
+                        buf, t)
+
+    def _filled(self, tree, avals, bufs, types):
+        from .. import tree_util
+
+        return tree_util.tree_unflatten(
+            tree, [self.trace._wrap(self._fill(buf, t), a) for buf, t, a in
+                   zip(bufs, types, avals)])
+
     def run_fori(self, lower, upper, body, init):
         """`lax.fori_loop`: an scf.for whose carried values (strided or
         replicated, by their shapes; rows-layout ones made replicated) live
@@ -1116,14 +1177,7 @@ class KernelCompiler:
         from .. import tree_util
 
         leaves, tree = tree_util.tree_flatten(init)
-        vals = [self.plain(core.as_value(x)) for x in leaves]
-        avals = [core.ShapedArray(v.shape, v.dtype, weak_type=v.aval.weak_type) for v in vals]
-        types = [ir.RankedTensorType(self.trace.to_value(v).type) for v in vals]
-        with self.ctx:
-            bufs = [self.op("memref.alloca", results=[ir.MemRefType.get(list(t.shape),
-                                                                        t.element_type)],
-                            attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])})
-                    for t in types]
+        vals, avals, types, bufs = self._carry_buffers(leaves)
         for v, buf, t in zip(vals, bufs, types):
             self._spill(self.trace.to_value(v), buf, t)
         lo, hi, one = self.index(lower), self.index(upper), self.index(1)
@@ -1132,25 +1186,60 @@ class KernelCompiler:
                                        ip=ir.InsertionPoint(self.trace.block))
             block = loop.regions[0].blocks.append(ir.IndexType.get())
         with self._at(block), self._loop_body():
-            args = [self.trace._wrap(self._fill(buf, t), a)
-                    for buf, t, a in zip(bufs, types, avals)]
             out = body(self.scalar_tracer(block.arguments[0]),
-                       tree_util.tree_unflatten(tree, args))
-            out_leaves, out_tree = tree_util.tree_flatten(out)
-            if out_tree != tree:
-                raise TypeError(f"fori_loop: the body returned {out_tree}, the carry is "
-                                f"{tree} (at {core.where()})")
-            for o, a, buf, t in zip(out_leaves, avals, bufs, types):
-                o = self.plain(core.as_value(o))
-                if o.shape != a.shape:
-                    raise TypeError(f"fori_loop: the body returned {o.aval.str_short()} for a "
-                                    f"carry of {a.str_short()} (at {core.where()})")
-                self._spill(self.trace.to_value(o.astype(a.dtype) if o.dtype != a.dtype
-                                                else o), buf, t)
+                       self._filled(tree, avals, bufs, types))
+            self._spill_outputs(out, tree, avals, bufs, types, "fori_loop")
             self.op("scf.yield")
-        return tree_util.tree_unflatten(
-            tree, [self.trace._wrap(self._fill(buf, t), a)
-                   for buf, t, a in zip(bufs, types, avals)])
+        return self._filled(tree, avals, bufs, types)
+
+    def run_while(self, cond_fun, body_fun, init):
+        """`lax.while_loop`: an scf.while over per-thread carry buffers."""
+        from .. import tree_util
+
+        leaves, tree = tree_util.tree_flatten(init)
+        vals, avals, types, bufs = self._carry_buffers(leaves)
+        for v, buf, t in zip(vals, bufs, types):
+            self._spill(self.trace.to_value(v), buf, t)
+        with self.ctx, self.trace.location():
+            loop = ir.Operation.create("scf.while", results=[], operands=[], regions=2,
+                                       ip=ir.InsertionPoint(self.trace.block))
+            before = loop.regions[0].blocks.append()
+            after = loop.regions[1].blocks.append()
+        with self._at(before), self._loop_body():
+            p = core.as_value(cond_fun(self._filled(tree, avals, bufs, types)))
+            if p.shape != ():
+                raise TypeError(f"while_loop: the condition must be a scalar, got "
+                                f"{p.aval.str_short()} (at {core.where()})")
+            self.op("scf.condition", [self._predicate(p)])
+        with self._at(after), self._loop_body():
+            out = body_fun(self._filled(tree, avals, bufs, types))
+            self._spill_outputs(out, tree, avals, bufs, types, "while_loop")
+            self.op("scf.yield")
+        return self._filled(tree, avals, bufs, types)
+
+    def run_cond(self, pred, true_fun, false_fun, operands):
+        """`lax.cond`: an scf.if whose branches store their results in
+        per-thread buffers (allocated before it, typed by the first
+        branch's results)."""
+        from .. import tree_util
+
+        p = self._predicate(core.as_value(pred))
+        with self.ctx, self.trace.location():
+            o = ir.Operation.create("scf.if", results=[], operands=[p], regions=2,
+                                    ip=ir.InsertionPoint(self.trace.block))
+            then, other = o.regions[0].blocks.append(), o.regions[1].blocks.append()
+        carried = None
+        for block, fn in ((then, true_fun), (other, false_fun)):
+            with self._at(block):
+                out = fn(*operands)
+                if carried is None:
+                    leaves, tree = tree_util.tree_flatten(out)
+                    _, avals, types, bufs = self._carry_buffers(leaves, before=o)
+                    carried = (tree, avals, bufs, types)
+                tree, avals, bufs, types = carried
+                self._spill_outputs(out, tree, avals, bufs, types, "cond")
+                self.op("scf.yield")
+        return self._filled(*carried)
 
     def _spill(self, value, buf, t):
         """Stores a per-thread tensor into its buffer, element by element."""
