@@ -1693,8 +1693,14 @@ class KernelCompiler:
     def _run_body(self, body, in_avals, out_avals, scratch_names):
         self._prologue()
         nio = len(in_avals) + len(out_avals)
+        with self.ctx:
+            # Device allocations are at least 16-byte aligned: LLVM may then
+            # merge a run's loads and stores into vector accesses.
+            aligned = [self.op("memref.assume_alignment", [a], [a.type], {
+                "alignment": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 16)})
+                for a in self.args]
         refs = [_KRef(self, a, av.shape, av.dtype, "GMEM", i)
-                for i, (a, av) in enumerate(zip(self.args, (*in_avals, *out_avals)))]
+                for i, (a, av) in enumerate(zip(aligned, (*in_avals, *out_avals)))]
         scratch_refs = []
         for t, w in zip(self.scratch_kinds, self.workgroup):
             if hasattr(t, "num_arrivals"):
