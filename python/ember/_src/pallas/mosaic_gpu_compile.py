@@ -31,7 +31,7 @@ value in the *rows* layout (`reduce_rows`).
 
 A value another thread's elements are needed from (a broadcast, a
 transpose, a matrix product's operand) is read through an index map from
-the buffer it was loaded from, or from a staging buffer in dynamic shared
+the buffer it was loaded from, or from a staging buffer in shared
 memory (`_source`, `stage`, `gather`); products run on the CUDA cores
 (`dot`); `lax.fori_loop` carries its values in per-thread buffers
 (`run_fori`). docs/design.md ("Compiling plgpu kernels") has the whole
@@ -118,6 +118,10 @@ def _strided(aval):
     n = math.prod(aval.shape)
     return aval.shape != () and n > 0 and n % WARPGROUP == 0
 
+
+# The staging area is static shared memory, which a block may have 48 KiB of
+# (with the kernel's SMEM scratch).
+STAGING_LIMIT = 40 * 1024
 
 # Every thread holds a replicated array whole: a bound on its size.
 MAX_REPLICATED = 256
@@ -497,13 +501,14 @@ class KernelCompiler:
         launch += (f"blocks(%bx, %by, %bz) in (%sbx = %k{blocks[0]}, %sby = %k{blocks[1]}, "
                    f"%sbz = %k{blocks[2]}) threads(%tx, %ty, %tz) in "
                    f"(%stx = %k{WARPGROUP * self.nthreads}, %sty = %k1, %stz = %k1) "
-                   f"dynamic_shared_memory_size %dyn module(@{n}) function(@{n})")
-        if attributions:
-            launch += " workgroup(" + ", ".join(
-                f"%w{i}: {t}" for i, t in enumerate(attributions)) + ")"
+                   f"module(@{n}) function(@{n})")
+        # The last workgroup attribution is the staging area (see `stage`),
+        # resized at the end to what the kernel staged.
+        launch += " workgroup(" + ", ".join(
+            [f"%w{i}: {t}" for i, t in enumerate(attributions)]
+            + [f"%stage: {memref((16,), np.int8, wg)}"]) + ")"
         text = (f"module attributes {{gpu.container_module}} {{\n"
                 f"  func.func @{n}_host({params}) {{\n{consts}\n"
-                f"    %dyn = arith.constant 0 : i32\n"
                 f"    {launch} {{\n      gpu.terminator\n    }}\n"
                 f"    return\n  }}\n}}")
         self.ctx = context()
@@ -514,14 +519,12 @@ class KernelCompiler:
         self.args = [entry.arguments[i] for i in range(len(args))]
         self.tma = entry.arguments[len(args)]
         launch_op = [o for o in entry.operations if o.operation.name == "gpu.launch"][0]
-        # The dynamic shared memory's size (staging buffers), set at the end.
-        self.dyn_size = [o for o in entry.operations if o.operation.name == "arith.constant"
-                         and str(o.results[0].type) == "i32"][0]
-        self.dyn_bytes = 0
+        self.dyn_bytes = 0  # staged bytes per warpgroup
         self.block = launch_op.regions[0].blocks[0]
         self.block.operations[0].erase()  # gpu.terminator, added back at the end
-        nidx = len(self.block.arguments) - len(attributions)
+        nidx = len(self.block.arguments) - len(attributions) - 1
         self.workgroup = [self.block.arguments[nidx + i] for i in range(len(attributions))]
+        self.stage_area = self.block.arguments[nidx + len(attributions)]
 
     @contextlib.contextmanager
     def _at(self, block):
@@ -595,10 +598,8 @@ class KernelCompiler:
 
     def _prologue(self):
         with self.ctx:
-            self.dyn_smem = self.op("gpu.dynamic_shared_memory", results=[ir.Type.parse(
-                "memref<?xi8, #gpu.address_space<workgroup>>")])
             # Each warpgroup stages its values in its own part of the
-            # dynamic shared memory: bytes per warpgroup, set at the end.
+            # staging area: bytes per warpgroup, set at the end.
             self.stage_stride = self.op("arith.constant", results=[ir.IndexType.get()], attrs={
                 "value": ir.IntegerAttr.get(ir.IndexType.get(), 0)})
         tid = self.hw_index("thread_id", "x")
@@ -1101,7 +1102,7 @@ class KernelCompiler:
     def _source(self, value, aval):
         """(buffer, window, index map) holding `value`, a strided array:
         the buffer it was read from if nothing wrote it since, else a
-        staging buffer in dynamic shared memory it is written to now."""
+        staging buffer in shared memory it is written to now."""
         src = self.sources.get(value)
         if src is not None and self.writes.get(id(src[0]), 0) == src[2]:
             if src[4] < len(self.loop_reads):
@@ -1268,7 +1269,7 @@ class KernelCompiler:
             elem = core.mlir_type(aval).element_type
             t = ir.MemRefType.get(list(shape), elem, None, ir.Attribute.parse(
                 "#gpu.address_space<workgroup>"))
-            buf = self.op("memref.view", [self.dyn_smem, self._stage_offset(offset)], [t])
+            buf = self.op("memref.view", [self.stage_area, self._stage_offset(offset)], [t])
         ref = _KRef(self, buf, shape, aval.dtype, "SMEM")
         norm = state._normalize(shape, (), "stage")
         # Earlier readers of this buffer (a loop's previous iteration) are
@@ -1392,7 +1393,7 @@ class KernelCompiler:
             elem = core.mlir_type(aval).element_type
             t = ir.MemRefType.get([layout.rows], elem, None, ir.Attribute.parse(
                 "#gpu.address_space<workgroup>"))
-            buf = self.op("memref.view", [self.dyn_smem, self._stage_offset(offset)], [t])
+            buf = self.op("memref.view", [self.stage_area, self._stage_offset(offset)], [t])
             self._warpgroup_sync()
             first = self.cmp_eq(self.arith("remui", self.lane, group), 0)
             with self.when(first):
@@ -1680,8 +1681,15 @@ class KernelCompiler:
                     ir.DenseI32ArrayAttr.get(c)
             self.stage_stride.owner.attributes["value"] = ir.IntegerAttr.get(
                 ir.IndexType.get(), self.dyn_bytes)
-            self.dyn_size.attributes["value"] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(32), self.dyn_bytes * self.nthreads)
+            total = max(16, self.dyn_bytes * self.nthreads)
+            if total > STAGING_LIMIT:
+                raise _unsupported(
+                    f"staging {total} bytes of values in shared memory (at most "
+                    f"{STAGING_LIMIT}: static shared memory)")
+            self.stage_area.set_type(ir.MemRefType.get(
+                [total], ir.IntegerType.get_signless(8), None,
+                ir.Attribute.parse("#gpu.address_space<workgroup>"),
+                loc=ir.Location.unknown(self.ctx)))
             self.module.operation.attributes["ember_gpu.tma_descriptors"] = ir.ArrayAttr.get([
                 ir.DictAttr.get({
                     "operand": ir.IntegerAttr.get(i64, op),
