@@ -1430,10 +1430,13 @@ class KernelCompiler:
                         consts = [self.index(i) for i in idx]
                         s = self.op("tensor.extract", [v, *consts], [elem])
                         self.op("memref.store", [s, base.value, *self._addresses(norm, consts)])
-                return
-            for j, idx in enumerate(self._elements(shape)):
-                s = self.op("tensor.extract", [v, self.index(j)], [elem])
-                self.op("memref.store", [s, base.value, *self._addresses(norm, idx)])
+            else:
+                for j, idx in enumerate(self._elements(shape)):
+                    s = self.op("tensor.extract", [v, self.index(j)], [elem])
+                    self.op("memref.store", [s, base.value, *self._addresses(norm, idx)])
+        # The warpgroup's threads see each other's writes before reading the
+        # buffer in another layout (a scalar, a broadcast, a transpose).
+        self._warpgroup_sync()
 
     # -- plgpu operations ------------------------------------------------------
 
