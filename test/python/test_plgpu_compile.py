@@ -625,3 +625,19 @@ def test_cond_and_while_loop_compile(tmp_path):
     if PTXAS is not None:
         ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
         assert ".local" not in ptx
+
+
+def test_broadcast_that_permutes_dimensions_reads_through_an_index_map(tmp_path):
+    # broadcast_in_dim may reorder dimensions: not the same per-thread part.
+    def kernel(x_ref, o_ref):
+        o_ref[...] = lax.broadcast_in_dim(x_ref[...], (128, 8), (1, 0))
+
+    f = pl.pallas_call(kernel, out_shape=ember.ShapeDtypeStruct((128, 8), np.float32))
+    x = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
+    np.testing.assert_array_equal(np.asarray(f(x)), x.T)
+    c = f.lower(x)
+    # Each thread's 8 elements are read once for x_ref[...] and once more,
+    # transposed, for the result (reusing the first part would be wrong).
+    assert c.as_text("kernel").count("memref.load") >= 16
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)

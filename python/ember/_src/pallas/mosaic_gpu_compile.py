@@ -239,8 +239,11 @@ class _KernelTrace(core.Trace):
             return self._emit_retyped(name, operands, result_avals, attributes)
         if name in ("ember.reshape", "ember.broadcast_in_dim") and in_strided[0]:
             # Row-major order is kept (a reshape; a broadcast that only adds
-            # unit dimensions): the same per-thread part.
-            if math.prod(result_avals[0].shape) == math.prod(
+            # unit dimensions, in order): the same per-thread part.
+            keeps_order = name == "ember.reshape" or all(
+                a < b for a, b in zip(list(attributes["broadcast_dimensions"]),
+                                      list(attributes["broadcast_dimensions"])[1:]))
+            if keeps_order and math.prod(result_avals[0].shape) == math.prod(
                     ir.RankedTensorType(kc.logical_types[operands[0]]).shape):
                 return [self._wrap(self._same(operands[0]), result_avals[0])]
             if name == "ember.broadcast_in_dim" and strided[0]:
@@ -292,8 +295,12 @@ class _KernelTrace(core.Trace):
         if name in ("ember.reshape", "ember.broadcast_in_dim") and not strided[0] and \
                 n_rows == layout.rows:
             return [kc.wrap_rows(self._same(operands[0]), aval, layout)]
-        if name == "ember.broadcast_in_dim" and strided[0] and len(aval.shape) >= 1 and \
-                aval.shape[-1] == layout.width and n_rows == layout.rows * layout.width:
+        if name == "ember.broadcast_in_dim" and strided[0] and in_rows[0] and \
+                list(attributes["broadcast_dimensions"]) == list(
+                    range(len(kc.row_avals[operands[0]].shape))) and \
+                aval.shape[-1] == layout.width and \
+                math.prod(aval.shape[:-1]) == layout.rows:
+            # Back along the rows (the rows' dimensions lead, in order).
             return [kc.rows_to_strided(operands[0], aval, layout)]
         if name in ELEMENTWISE and not any(strided) and \
                 all(math.prod(a.shape) == layout.rows for a in result_avals):
