@@ -1109,7 +1109,6 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), max_concurrent_steps
     with TMA-style copies and barriers (and output blocks back out). A slot
     is refilled `delay_release` steps after its step (asynchronous wgmma
     still reading it; the race checks hold the body to that)."""
-    _compile.refuse("emit_pipeline")
     grid = tuple(int(g) for g in grid)
     delay = max([delay_release] + [getattr(s, "delay_release", 0) for s in in_specs])
     slots = int(max_concurrent_steps)
@@ -1119,15 +1118,27 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), max_concurrent_steps
     steps = list(itertools.product(*[range(g) for g in grid]))
 
     def run(*gmem_refs):
-        w = _me()
+        # Buffers and barriers of the calling thread group: the
+        # interpreter's, or those of the kernel being compiled.
+        if (kc := _compile.active()) is not None:
+            alloc, barriers = kc.alloc_smem, kc.alloc_barriers
+        else:
+            w = _me()
+
+            def alloc(shape, dtype, name):
+                return _alloc(w, shape, dtype, name)
+
+            def barriers(arrivals, n):
+                return _BarrierRef(Barrier(arrivals, n),
+                                   {w.block: [_BarrierInst(arrivals, core.where())
+                                              for _ in range(n)]})
+
         ins, outs = gmem_refs[:len(in_specs)], gmem_refs[len(in_specs):]
-        in_bufs = [_alloc(w, (slots,) + tuple(s.block_shape), r.dtype, f"pipeline input {k}")
+        in_bufs = [alloc((slots,) + tuple(s.block_shape), r.dtype, f"pipeline input {k}")
                    for k, (s, r) in enumerate(zip(in_specs, ins))]
-        out_bufs = [_alloc(w, (slots,) + tuple(s.block_shape), r.dtype,
-                           f"pipeline output {k}") for k, (s, r) in enumerate(zip(out_specs, outs))]
-        bars = _BarrierRef(Barrier(len(in_specs), slots),
-                           {w.block: [_BarrierInst(len(in_specs), core.where())
-                                      for _ in range(slots)]})
+        out_bufs = [alloc((slots,) + tuple(s.block_shape), r.dtype, f"pipeline output {k}")
+                    for k, (s, r) in enumerate(zip(out_specs, outs))]
+        bars = barriers(len(in_specs), slots)
 
         def fetch(t):
             idx = tuple(jnp.int32(i) for i in steps[t])

@@ -40,7 +40,7 @@ story.
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
-gathers, scatters), `lax.switch`, wgmma/tcgen05/TMEM, `emit_pipeline`.
+gathers, scatters), `lax.switch`, wgmma/tcgen05/TMEM.
 Nothing compiled here has run on a GPU: the host side (building TMA
 descriptors, launching) is not built.
 """
@@ -158,6 +158,13 @@ class _RowsLayout(tuple):
     v = property(lambda self: self[1])
     runs = property(lambda self: self[2])
     rows = property(lambda self: self[3])
+
+
+class _PipelineBarrier:
+    """The kind of barriers `alloc_barriers` makes (a plain Barrier)."""
+
+    def __init__(self, num_arrivals, num_barriers):
+        self.num_arrivals, self.num_barriers = num_arrivals, num_barriers
 
 
 class _KernelTrace(core.Trace):
@@ -1264,14 +1271,57 @@ class KernelCompiler:
                           [t.element_type]) for idx in np.ndindex(*t.shape)]
             return self.op("tensor.from_elements", xs, [t])
 
+    def _stage_alloc(self, nbytes, align=16):
+        """A byte offset in this warpgroup's part of the staging area."""
+        self.dyn_bytes = -(-self.dyn_bytes // align) * align
+        offset = self.dyn_bytes
+        self.dyn_bytes += -(-nbytes // 16) * 16
+        return offset
+
+    def alloc_smem(self, shape, dtype, name=None):
+        """An SMEM buffer of the calling warpgroup allocated while the
+        kernel runs (`emit_pipeline`'s slots), 128-byte aligned for TMA."""
+        shape = tuple(int(d) for d in shape)
+        dtype = np.dtype(dtype)
+        offset = self._stage_alloc(math.prod(shape) * dtype.itemsize, align=128)
+        with self.ctx:
+            t = ir.MemRefType.get(list(shape), core.mlir_type(
+                core.ShapedArray((), dtype)).element_type, None,
+                ir.Attribute.parse("#gpu.address_space<workgroup>"))
+            buf = self.op("memref.view", [self.stage_area, self._stage_offset(offset)], [t])
+        return _KRef(self, buf, shape, dtype, "SMEM")
+
+    def alloc_barriers(self, arrivals, n):
+        """`n` mbarriers of the calling warpgroup, each completing after
+        `arrivals` arrivals, allocated while the kernel runs: one thread
+        initializes them, then the warpgroup synchronizes."""
+        offset = self._stage_alloc(8 * n, align=8)
+        with self.ctx:
+            i64 = ir.IntegerType.get_signless(64)
+            t = ir.MemRefType.get([n], i64, None,
+                                  ir.Attribute.parse("#gpu.address_space<workgroup>"))
+            bars = self.op("memref.view", [self.stage_area, self._stage_offset(offset)], [t])
+            with self.when(self.elected):
+                for i in range(n):
+                    self.op("ember_gpu.barrier_init", [bars, self.index(i)],
+                            attrs={"arrivals": ir.IntegerAttr.get(i64, int(arrivals))})
+            self._warpgroup_sync()
+            i32 = ir.IntegerType.get_signless(32)
+            phases = ir.Operation.create(
+                "memref.alloca", results=[ir.MemRefType.get([n], i32)],
+                attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])},
+                loc=self.trace.location(), ip=ir.InsertionPoint(self.trace.block)).results[0]
+            for i in range(n):
+                self.op("memref.store", [self.i32(0), phases, self.index(i)])
+        return _KBarrier(_PipelineBarrier(arrivals, n), bars, phases)
+
     def stage(self, value, aval):
         """Writes a strided value to a fresh staging buffer (each thread its
         part) between two warpgroup barriers, so that any thread can read
         any element; returns (buffer, window, None)."""
         shape = tuple(aval.shape)
         itemsize = np.dtype(aval.dtype).itemsize
-        offset = self.dyn_bytes
-        self.dyn_bytes += -(-math.prod(shape) * itemsize // 16) * 16
+        offset = self._stage_alloc(math.prod(shape) * itemsize)
         with self.ctx:
             elem = core.mlir_type(aval).element_type
             t = ir.MemRefType.get(list(shape), elem, None, ir.Attribute.parse(
@@ -1393,8 +1443,7 @@ class KernelCompiler:
         every thread reads all of them."""
         shape = tuple(aval.shape)
         itemsize = np.dtype(aval.dtype).itemsize
-        offset = self.dyn_bytes
-        self.dyn_bytes += -(-layout.rows * itemsize // 16) * 16
+        offset = self._stage_alloc(layout.rows * itemsize)
         group = layout.width // layout.v
         with self.ctx:
             elem = core.mlir_type(aval).element_type
@@ -1689,9 +1738,10 @@ class KernelCompiler:
                 c = list(self.cluster) + [1] * (3 - len(self.cluster))
                 self.module.operation.attributes["ember_gpu.cluster"] = \
                     ir.DenseI32ArrayAttr.get(c)
+            stride = -(-self.dyn_bytes // 128) * 128  # parts stay 128-byte aligned
             self.stage_stride.owner.attributes["value"] = ir.IntegerAttr.get(
-                ir.IndexType.get(), self.dyn_bytes)
-            total = max(16, self.dyn_bytes * self.nthreads)
+                ir.IndexType.get(), stride)
+            total = max(16, stride * self.nthreads)
             if total > STAGING_LIMIT:
                 raise _unsupported(
                     f"staging {total} bytes of values in shared memory (at most "
