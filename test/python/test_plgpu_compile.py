@@ -669,3 +669,29 @@ def test_emit_pipeline_compiles(tmp_path):
     if PTXAS is not None:
         ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
         assert ".shared .align 128" in ptx and ".local" not in ptx
+
+
+def test_nd_loop_compiles(tmp_path):
+    # A persistent kernel's loop: each block walks the flat tile space from
+    # its position in steps of the grid's size, carrying a per-block count.
+    def body(x_ref, o_ref, n_ref):
+        @plgpu.nd_loop((4, 2), collective_axes="sm", init_carry=jnp.int32(0))
+        def count(info, carry):
+            i, j = info.index
+            o_ref[pl.ds(i * 8, 8), pl.ds(j * 128, 128)] = (
+                x_ref[pl.ds(i * 8, 8), pl.ds(j * 128, 128)] + 1.0)
+            return carry + 1
+
+        n_ref[lax.axis_index("sm")] = count
+
+    k = plgpu.kernel(body, out_shape=(ember.ShapeDtypeStruct((32, 256), np.float32),
+                                      ember.ShapeDtypeStruct((3,), np.int32)),
+                     grid=(3,), grid_names=("sm",))
+    x = np.random.default_rng(12).standard_normal((32, 256)).astype(np.float32)
+    o, n = k(x)
+    np.testing.assert_allclose(np.asarray(o), x + 1)
+    np.testing.assert_array_equal(np.asarray(n), [3, 3, 2])
+    c = k.lower(x)
+    assert "scf.for" in c.as_text("kernel")
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)

@@ -910,13 +910,14 @@ def nd_loop(grid, *, collective_axes, tiling=None, init_carry=None):
     points of `grid` that fall to the calling block, the flat iteration
     space dealt out round robin over `collective_axes` (a persistent
     kernel's loop)."""
-    _compile.refuse("nd_loop")
     if tiling is not None:
         raise NotImplementedError(f"nd_loop: tiling is not supported (at {core.where()})")
     axes = (collective_axes,) if isinstance(collective_axes, str) else tuple(collective_axes)
     grid = tuple(int(g) for g in grid)
 
     def decorator(body):
+        if (kc := _compile.active()) is not None:
+            return kc.run_nd_loop(grid, axes, init_carry, body, NDLoopInfo)
         w = _me()
         me, size = _axes_position(w, axes)
         flat = list(range(me, math.prod(grid), size))

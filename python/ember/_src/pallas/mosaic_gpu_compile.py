@@ -40,7 +40,8 @@ story.
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
-gathers, scatters), `lax.switch`, wgmma/tcgen05/TMEM.
+gathers, scatters), `lax.switch`, wgmma/tcgen05/TMEM,
+`emit_pipeline_warp_specialized`.
 Nothing compiled here has run on a GPU: the host side (building TMA
 descriptors, launching) is not built.
 """
@@ -1206,6 +1207,51 @@ class KernelCompiler:
             self._spill_outputs(out, tree, avals, bufs, types, "fori_loop")
             self.op("scf.yield")
         return self._filled(tree, avals, bufs, types)
+
+    def run_nd_loop(self, grid, axes, init_carry, body, info_type):
+        """`plgpu.nd_loop`: an scf.for over the flat points of `grid` from
+        this block's position along `axes` in steps of their size (a
+        persistent kernel's round robin), carrying `init_carry` in
+        per-thread buffers."""
+        from .. import tree_util
+
+        me, size = self.index(0), 1
+        for a in axes:
+            if a in self.grid_names:
+                n = self.grid[self.grid_names.index(a)]
+            elif a in self.cluster_names:
+                n = self.cluster[self.cluster_names.index(a)]
+            else:
+                raise ValueError(f"nd_loop: {a!r} is not a grid or cluster axis "
+                                 f"(at {core.where()})")
+            me = self.arith("addi", self.arith("muli", me, n), self.coords[a])
+            size *= n
+        total = math.prod(grid)
+        carried = init_carry is not None
+        if carried:
+            leaves, tree = tree_util.tree_flatten(init_carry)
+            vals, avals, types, bufs = self._carry_buffers(leaves)
+            for v, buf, t in zip(vals, bufs, types):
+                self._spill(self.trace.to_value(v), buf, t)
+        with self.ctx, self.trace.location():
+            loop = ir.Operation.create(
+                "scf.for", results=[], operands=[me, self.index(total), self.index(size)],
+                regions=1, ip=ir.InsertionPoint(self.trace.block))
+            block = loop.regions[0].blocks.append(ir.IndexType.get())
+        with self._at(block), self._loop_body():
+            lin = block.arguments[0]
+            idx = tuple(self.scalar_tracer(i) for i in self._delinearize(lin, list(grid)))
+            local = self.scalar_tracer(self.arith("divui", self.arith("subi", lin, me), size))
+            steps = self.scalar_tracer(self.arith("divui", self.arith(
+                "subi", self.index(total + size - 1), me), size))
+            info = info_type(idx, local, steps)
+            if carried:
+                out = body(info, carry=self._filled(tree, avals, bufs, types))
+                self._spill_outputs(out, tree, avals, bufs, types, "nd_loop")
+            else:
+                body(info)
+            self.op("scf.yield")
+        return self._filled(tree, avals, bufs, types) if carried else None
 
     def run_while(self, cond_fun, body_fun, init):
         """`lax.while_loop`: an scf.while over per-thread carry buffers."""
