@@ -695,3 +695,18 @@ def test_nd_loop_compiles(tmp_path):
     assert "scf.for" in c.as_text("kernel")
     if PTXAS is not None:
         ptxas_check(c.as_text("binary"), tmp_path)
+
+
+def test_value_leaving_its_loop_is_a_clear_error():
+    def body(x_ref, o_ref):
+        out = []
+
+        @pl.loop(0, 2)
+        def _(i):
+            out.append(x_ref[...] * 2.0)
+
+        o_ref[...] = out[0]
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((8, 128), np.float32))
+    with pytest.raises(ValueError, match=r"used outside it .*test_plgpu_compile\.py"):
+        k.lower(np.ones((8, 128), np.float32))

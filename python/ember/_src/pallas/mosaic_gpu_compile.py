@@ -1778,6 +1778,7 @@ class KernelCompiler:
         finally:
             _local.compiler = None
             core._trace_stack.pop()
+        self._verify()
         with self.ctx:
             i64 = ir.IntegerType.get_signless(64)
             if self.cluster:
@@ -1804,9 +1805,27 @@ class KernelCompiler:
                 for op, box, dt in self.descriptors])
         return self.module
 
+    def _verify(self):
+        """The kernel form is valid IR; a value used outside the loop or
+        conditional that computed it (Python lets a kernel body keep one)
+        is the user's error, at its line."""
+        from ..errors import EmberInternalError
+
+        try:
+            self.module.operation.verify()
+        except ir.MLIRError as e:
+            diags = e.error_diagnostics
+            where = str(diags[0].location) if diags else "?"
+            if "dominate" in str(e) or any("dominate" in d.message for d in diags):
+                raise ValueError(
+                    f"plgpu kernel: a value computed inside a loop or conditional (pl.loop, "
+                    f"pl.when, lax.fori_loop/while_loop/cond) is used outside it "
+                    f"(at {where})") from None
+            raise EmberInternalError(
+                f"compiling a plgpu kernel built invalid IR (a bug in Ember): {e}") from None
+
     def _run_body(self, body, in_avals, out_avals, scratch_names):
         self._prologue()
-        nio = len(in_avals) + len(out_avals)
         with self.ctx:
             # Device allocations are at least 16-byte aligned: LLVM may then
             # merge a run's loads and stores into vector accesses.
@@ -1829,7 +1848,6 @@ class KernelCompiler:
                 scratch_refs.append(_KBarrier(t, w, phases))
             else:
                 scratch_refs.append(_KRef(self, w, t.shape, t.dtype, "SMEM"))
-        assert len(refs) == nio
         if scratch_names is not None:
             res = body(*refs, **dict(zip(scratch_names, scratch_refs)))
         else:
