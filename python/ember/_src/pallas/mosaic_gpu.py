@@ -895,12 +895,8 @@ def _axes_position(w, axes):
     (row-major when several)."""
     sched, index, size = w.sched, 0, 1
     for a in axes:
-        if a in sched.grid_names:
-            n = sched.grid[sched.grid_names.index(a)]
-        elif a in sched.cluster_names:
-            n = sched.cluster[sched.cluster_names.index(a)]
-        else:
-            raise ValueError(f"nd_loop: {a!r} is not a grid or cluster axis (at {core.where()})")
+        n = _compile.axis_extent(a, sched.grid_names, sched.grid, sched.cluster_names,
+                                 sched.cluster)
         index, size = index * n + int(w.coords[a]), size * n
     return index, size
 

@@ -115,6 +115,16 @@ def refuse(what):
         raise _unsupported(f"plgpu.{what}")
 
 
+def axis_extent(name, grid_names, grid, cluster_names, cluster):
+    """The size of the grid or cluster axis `name` (nd_loop's collective
+    axes, in the interpreter and here)."""
+    if name in grid_names:
+        return grid[grid_names.index(name)]
+    if name in cluster_names:
+        return cluster[cluster_names.index(name)]
+    raise ValueError(f"nd_loop: {name!r} is not a grid or cluster axis (at {core.where()})")
+
+
 def _strided(aval):
     n = math.prod(aval.shape)
     return aval.shape != () and n > 0 and n % WARPGROUP == 0
@@ -775,7 +785,7 @@ class KernelCompiler:
         if self.nthreads != 1:
             raise _unsupported("a reduction of an array spread over the threads, in a kernel "
                                "of several warpgroups")
-        kind = str(kind_attr).removeprefix("#ember<reduce ").removesuffix(">").strip()
+        kind = self._kind(kind_attr)
         is_float = dtypes.is_float(aval.dtype)
         op = self._ALL_REDUCE.get(kind, (None, None))[0 if is_float else 1]
         if op is None or not (is_float or dtypes.is_int(aval.dtype)) or \
@@ -953,21 +963,12 @@ class KernelCompiler:
         runs' row totals. The result is in the *rows* layout: per thread,
         one value per run (its row's), which elementwise ops keep and a
         broadcast back along the rows spreads over the run."""
+        # (Only when `rows_reducible` holds.)
         n, width = math.prod(shape), shape[-1]
         k = n // WARPGROUP
         v = math.gcd(k, 4)
         group = width // v
-        kind = str(kind_attr).removeprefix("#ember<reduce ").removesuffix(">").strip()
-        is_float = dtypes.is_float(aval.dtype)
-        op = self._COMBINE.get(kind, (None, None))[0 if is_float else 1]
-        if kind in ("and", "or", "xor"):
-            op = None
-        if (width % v or group > 32 or group & (group - 1) or op is None
-                or np.dtype(aval.dtype).itemsize != 4 or dtypes.is_unsigned(aval.dtype)):
-            raise _unsupported(
-                f"a {kind} reduction along rows of {width} {aval.dtype} elements (supported: "
-                f"sum/prod/max/min of 32-bit values over rows of at most 32 threads' runs of "
-                f"{v})")
+        op = self._COMBINE[self._kind(kind_attr)][0 if dtypes.is_float(aval.dtype) else 1]
         runs = k // v
         lay = _RowsLayout(width, v, runs, n // width)
         with self.ctx:
@@ -1217,13 +1218,7 @@ class KernelCompiler:
 
         me, size = self.index(0), 1
         for a in axes:
-            if a in self.grid_names:
-                n = self.grid[self.grid_names.index(a)]
-            elif a in self.cluster_names:
-                n = self.cluster[self.cluster_names.index(a)]
-            else:
-                raise ValueError(f"nd_loop: {a!r} is not a grid or cluster axis "
-                                 f"(at {core.where()})")
+            n = axis_extent(a, self.grid_names, self.grid, self.cluster_names, self.cluster)
             me = self.arith("addi", self.arith("muli", me, n), self.coords[a])
             size *= n
         total = math.prod(grid)
