@@ -11,6 +11,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/Dialect/LLVMIR/LLVMTypes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def EmberGPU_Dialect : Dialect {
   let name = "ember_gpu";
@@ -176,6 +177,53 @@ def EmberGPU_WgmmaWaitOp : EmberGPU_Op<"wgmma_wait"> {
   let summary = "waits until at most `allow_in_flight` wgmma groups are pending";
   let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<7>]>:$allow_in_flight);
   let assemblyFormat = "$allow_in_flight attr-dict";
+}
+
+def EmberGPU_WgmmaDescriptorOp : EmberGPU_Op<"wgmma_descriptor", [Pure]> {
+  let summary = "the 64-bit shared-memory matrix descriptor of `buffer[index]`";
+  let description = [{
+    Describes a matrix operand of `wgmma` in shared memory, starting at
+    element `index` of `buffer` (flattened, row-major): its swizzle mode
+    (0 for none, or 32, 64 or 128 bytes) and the leading and stride
+    dimension byte offsets of PTX's canonical layouts (for a K-major swizzled
+    operand: the stride between groups of 8 rows; for an MN-major swizzled
+    operand: the strides between swizzle atoms along MN (leading) and
+    between groups of 8 rows along K (stride)). The buffer's start must be
+    aligned to the swizzle pattern (`swizzle` x 8 bytes).
+  }];
+  let arguments = (ins MemRefRankOf<[F16, BF16], [1]>:$buffer, Index:$index,
+                       I64Attr:$swizzle, I64Attr:$leading_byte_offset,
+                       I64Attr:$stride_byte_offset);
+  let results = (outs I64:$descriptor);
+  let assemblyFormat = [{
+    $buffer `[` $index `]` `,` `swizzle` `=` $swizzle `,` `leading` `=` $leading_byte_offset
+    `,` `stride` `=` $stride_byte_offset attr-dict `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberGPU_WgmmaOp : EmberGPU_Op<"wgmma"> {
+  let summary = "issues a warpgroup MMA: D (registers) += A * B (64 x n x 16)";
+  let description = [{
+    Run by the 128 threads of a warpgroup together. `a` and `b` are
+    `wgmma_descriptor`s of a 64 x 16 matrix A and a 16 x n matrix B of
+    `element_type` (f16 or bf16) in shared memory; `transpose_a` marks A as
+    M-major and `transpose_b` marks B as N-major (both K-major otherwise).
+    `accumulator` is the thread's fragment of the 64 x n f32 matrix D in
+    PTX's wgmma layout (n / 2 values); the result is D + A * B. The MMA is
+    asynchronous: the result's registers and the operands' shared memory
+    are in use until `wgmma_commit` and `wgmma_wait` say it completed.
+  }];
+  let arguments = (ins VectorOfRankAndType<[1], [F32]>:$accumulator, I64:$a, I64:$b,
+                       I64Attr:$n, TypeAttr:$element_type, UnitAttr:$transpose_a,
+                       UnitAttr:$transpose_b);
+  let results = (outs VectorOfRankAndType<[1], [F32]>:$result);
+  let assemblyFormat = [{
+    $accumulator `,` $a `,` $b `,` `n` `=` $n `,` $element_type
+    (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? attr-dict
+    `:` type($accumulator) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

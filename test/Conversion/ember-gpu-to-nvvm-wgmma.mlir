@@ -15,9 +15,42 @@ gpu.module @k {
     ember_gpu.wgmma_wait 1
     gpu.return
   }
+
+  // A 64x64x16 bf16 MMA from 128-byte-swizzled operands: A K-major (rows of
+  // 128 bytes, 8-row groups 1024 bytes apart), B N-major.
+  // CHECK-LABEL: gpu.func @wgmma_mma
+  gpu.func @wgmma_mma(%out: memref<32xf32>, %i: index)
+      workgroup(%a: memref<4096xbf16, #gpu.address_space<workgroup>>,
+                %b: memref<1024xbf16, #gpu.address_space<workgroup>>) kernel {
+    %c0 = arith.constant 0 : index
+    %acc = vector.load %out[%c0] : memref<32xf32>, vector<32xf32>
+    // CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index
+    // CHECK: %[[ADDR:.*]] = arith.index_cast {{.*}} : index to i64
+    // CHECK: %[[LOW:.*]] = arith.andi %[[ADDR]], %{{.*}} : i64
+    // CHECK: %[[START:.*]] = arith.shrui %[[LOW]], %{{.*}} : i64
+    // Swizzle mode 1 (bit 62), stride 1024 >> 4 = 64 (bit 32), leading 16 >> 4 = 1 (bit 16):
+    // 0x4000004000010000.
+    // CHECK: %[[FIELDS:.*]] = arith.constant 4611686293305360384 : i64
+    // CHECK: %[[ADESC:.*]] = arith.ori %[[START]], %[[FIELDS]] : i64
+    %da = ember_gpu.wgmma_descriptor %a[%i], swizzle = 128, leading = 16, stride = 1024
+        : memref<4096xbf16, #gpu.address_space<workgroup>>
+    // MN-major B: atoms along N 2048 bytes apart, 8-row groups 1024 apart.
+    // CHECK: arith.constant 4611686293313683456 : i64
+    %db = ember_gpu.wgmma_descriptor %b[%c0], swizzle = 128, leading = 2048, stride = 1024
+        : memref<1024xbf16, #gpu.address_space<workgroup>>
+    // CHECK-COUNT-32: llvm.insertvalue
+    // CHECK: nvvm.wgmma.mma_async %[[ADESC]], %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+    // CHECK-COUNT-32: llvm.insertelement
+    %d = ember_gpu.wgmma %acc, %da, %db, n = 64, bf16 transpose_b
+        : vector<32xf32> -> vector<32xf32>
+    vector.store %d, %out[%c0] : memref<32xf32>, vector<32xf32>
+    gpu.return
+  }
 }
 }
 
 // PTX: wgmma.fence.sync.aligned
 // PTX: wgmma.commit_group.sync.aligned
-// PTX: wgmma.wait_group.sync.aligned{{.*}}1;
+// PTX: wgmma.wait_group.sync.aligned{{[^;]*}}1;
+// The immediates: scale-a, scale-b, A not transposed (K-major), B transposed (N-major).
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16{{[^;]*}}, p, 1,{{ *}}1, 0,{{ *}}1;

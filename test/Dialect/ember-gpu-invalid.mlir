@@ -181,3 +181,51 @@ func.func @wgmma_wait_range() {
   ember_gpu.wgmma_wait 8
   return
 }
+
+// -----
+
+func.func @wgmma_descriptor_space(%b: memref<64xbf16>, %i: index) {
+  // expected-error @+1 {{wgmma_descriptor_c1: the matrix must be in shared memory}}
+  %d = ember_gpu.wgmma_descriptor %b[%i], swizzle = 128, leading = 16, stride = 1024 : memref<64xbf16>
+  return
+}
+
+// -----
+
+func.func @wgmma_descriptor_swizzle(%b: memref<64xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{wgmma_descriptor_c2: swizzle must be 0, 32, 64 or 128 (bytes), got 16}}
+  %d = ember_gpu.wgmma_descriptor %b[%i], swizzle = 16, leading = 16, stride = 1024 : memref<64xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @wgmma_descriptor_offset(%b: memref<64xbf16, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{wgmma_descriptor_c3: byte offsets must be multiples of 16 below 2^18, got 1000}}
+  %d = ember_gpu.wgmma_descriptor %b[%i], swizzle = 128, leading = 16, stride = 1000 : memref<64xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @wgmma_type(%acc: vector<32xf32>, %a: i64, %b: i64) {
+  // expected-error @+1 {{wgmma_c1: the operands' element type must be f16 or bf16, got 'f32'}}
+  %d = ember_gpu.wgmma %acc, %a, %b, n = 64, f32 : vector<32xf32> -> vector<32xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_n(%acc: vector<6xf32>, %a: i64, %b: i64) {
+  // expected-error @+1 {{wgmma_c2: n must be a multiple of 8 from 8 to 256, got 12}}
+  %d = ember_gpu.wgmma %acc, %a, %b, n = 12, f16 : vector<6xf32> -> vector<6xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_accumulator(%acc: vector<64xf32>, %a: i64, %b: i64) {
+  // expected-error @+1 {{wgmma_c3: the accumulator and the result must hold n / 2 = 32 values per thread, got 'vector<64xf32>'}}
+  %d = ember_gpu.wgmma %acc, %a, %b, n = 64, bf16 : vector<64xf32> -> vector<64xf32>
+  return
+}

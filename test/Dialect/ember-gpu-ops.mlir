@@ -53,6 +53,21 @@ gpu.module @k {
     gpu.return
   }
 
+  // CHECK-LABEL: gpu.func @wgmma_ops
+  gpu.func @wgmma_ops(%acc: vector<64xf32>)
+      workgroup(%a: memref<8192xf16, #gpu.address_space<workgroup>>) kernel {
+    %c0 = arith.constant 0 : index
+    // CHECK: %[[D:.*]] = ember_gpu.wgmma_descriptor %{{.*}}[%{{.*}}], swizzle = 64, leading = 16, stride = 512 : memref<8192xf16, #gpu.address_space<workgroup>>
+    %d = ember_gpu.wgmma_descriptor %a[%c0], swizzle = 64, leading = 16, stride = 512
+        : memref<8192xf16, #gpu.address_space<workgroup>>
+    // CHECK: ember_gpu.wgmma %{{.*}}, %[[D]], %[[D]], n = 128, f16 transpose_a transpose_b : vector<64xf32> -> vector<64xf32>
+    %r = ember_gpu.wgmma %acc, %d, %d, n = 128, f16 transpose_a transpose_b
+        : vector<64xf32> -> vector<64xf32>
+    // CHECK: ember_gpu.wgmma %{{.*}}, %[[D]], %[[D]], n = 128, f16 : vector<64xf32> -> vector<64xf32>
+    %s = ember_gpu.wgmma %r, %d, %d, n = 128, f16 : vector<64xf32> -> vector<64xf32>
+    gpu.return
+  }
+
   // CHECK-LABEL: gpu.func @tmem_ops
   gpu.func @tmem_ops(%adesc: i64, %bdesc: i64, %idesc: i32, %acc: i1, %mask: i16)
       workgroup(%slot: memref<1xi32, #gpu.address_space<workgroup>>, %bars: !bars) kernel {

@@ -25,8 +25,8 @@ namespace eg = mlir::ember_gpu;
 namespace {
 
 /// The address of `buffer[index]` (`index` may be null: the first element)
-/// as a pointer into shared memory.
-Value sharedAddress(OpBuilder &b, Location loc, Value buffer, Value index) {
+/// in shared memory, as an i64.
+Value sharedOffset(OpBuilder &b, Location loc, Value buffer, Value index) {
   auto type = cast<MemRefType>(buffer.getType());
   auto meta = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(
@@ -38,8 +38,12 @@ Value sharedAddress(OpBuilder &b, Location loc, Value buffer, Value index) {
   Value offset = arith::MulIOp::create(
       b, loc, elements, arith::ConstantIndexOp::create(b, loc, bytes));
   Value addr = arith::AddIOp::create(b, loc, base, offset);
-  Value addr64 =
-      arith::IndexCastOp::create(b, loc, b.getI64Type(), addr).getResult();
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), addr).getResult();
+}
+
+/// The address of `buffer[index]` as a pointer into shared memory.
+Value sharedAddress(OpBuilder &b, Location loc, Value buffer, Value index) {
+  Value addr64 = sharedOffset(b, loc, buffer, index);
   auto ptrType = LLVM::LLVMPointerType::get(
       b.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
   return LLVM::IntToPtrOp::create(b, loc, ptrType, addr64);
@@ -164,6 +168,77 @@ void lower(eg::WgmmaWaitOp op, OpBuilder &b) {
   NVVM::WgmmaWaitGroupSyncOp::create(b, op.getLoc(), op.getAllowInFlight());
 }
 
+Value i64Constant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+}
+
+void lower(eg::WgmmaDescriptorOp op, OpBuilder &b) {
+  // PTX's matrix descriptor: bits 0-13 the start address, 16-29 the leading
+  // and 32-45 the stride dimension byte offsets (each in 16-byte units),
+  // 62-63 the swizzle mode (1: 128 bytes, 2: 64, 3: 32); the base offset
+  // (bits 49-51) is 0 as the verifier requires aligned buffers.
+  Location loc = op.getLoc();
+  Value addr = sharedOffset(b, loc, op.getBuffer(), op.getIndex());
+  Value start = arith::ShRUIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, addr, i64Constant(b, loc, 0x3FFFF)),
+      i64Constant(b, loc, 4));
+  int64_t mode = 0;
+  switch (op.getSwizzle()) {
+  case 128:
+    mode = 1;
+    break;
+  case 64:
+    mode = 2;
+    break;
+  case 32:
+    mode = 3;
+    break;
+  default:
+    break;
+  }
+  uint64_t fields = (uint64_t(op.getLeadingByteOffset() >> 4) << 16) |
+                    (uint64_t(op.getStrideByteOffset() >> 4) << 32) |
+                    (uint64_t(mode) << 62);
+  Value desc = arith::OrIOp::create(
+      b, loc, start, i64Constant(b, loc, static_cast<int64_t>(fields)));
+  op.getDescriptor().replaceAllUsesWith(desc);
+}
+
+void lower(eg::WgmmaOp op, OpBuilder &b) {
+  // NVVM's wgmma takes and gives D as a struct of n / 2 f32 values.
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  auto vectorType = cast<VectorType>(op.getAccumulator().getType());
+  int64_t count = vectorType.getNumElements();
+  Type f32 = b.getF32Type();
+  auto structType =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(count, f32));
+  Value acc = LLVM::PoisonOp::create(b, loc, structType);
+  for (int64_t i = 0; i < count; ++i) {
+    Value x = LLVM::ExtractElementOp::create(b, loc, op.getAccumulator(),
+                                             i32Constant(b, loc, i));
+    acc = LLVM::InsertValueOp::create(b, loc, acc, x, i);
+  }
+  NVVM::WGMMATypes type = op.getElementType().isBF16() ? NVVM::WGMMATypes::bf16
+                                                       : NVVM::WGMMATypes::f16;
+  // K-major is `row` for A and `col` for B.
+  auto mma = NVVM::WgmmaMmaAsyncOp::create(
+      b, loc, structType, acc, op.getA(), op.getB(),
+      NVVM::MMAShapeAttr::get(ctx, 64, op.getN(), 16), type, type,
+      NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+      NVVM::WGMMAScaleIn::one,
+      op.getTransposeA() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+      op.getTransposeB() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+      /*satfinite=*/NVVM::MMAIntOverflowAttr());
+  Value result = LLVM::PoisonOp::create(b, loc, vectorType);
+  for (int64_t i = 0; i < count; ++i) {
+    Value x = LLVM::ExtractValueOp::create(b, loc, mma.getResult(), i);
+    result = LLVM::InsertElementOp::create(b, loc, result, x,
+                                           i32Constant(b, loc, i));
+  }
+  op.getResult().replaceAllUsesWith(result);
+}
+
 NVVM::CTAGroupKind ctaGroup(bool collective) {
   return collective ? NVVM::CTAGroupKind::CTA_2 : NVVM::CTAGroupKind::CTA_1;
 }
@@ -258,13 +333,14 @@ struct EmberGPUToNVVMPass
                     eg::FenceBarrierInitOp, eg::CommitSmemOp,
                     eg::CopyGmemToSmemOp, eg::CopySmemToGmemOp,
                     eg::WaitSmemToGmemOp, eg::WgmmaFenceOp, eg::WgmmaCommitOp,
-                    eg::WgmmaWaitOp, eg::TmemAllocOp, eg::TmemDeallocOp,
-                    eg::TmemRelinquishOp, eg::TmemLoadOp, eg::TmemStoreOp,
-                    eg::TmemWaitOp, eg::Tcgen05MmaOp, eg::Tcgen05CommitOp,
-                    eg::Tcgen05FenceOp>([&](auto concrete) {
-                lower(concrete, b);
-                return true;
-              })
+                    eg::WgmmaWaitOp, eg::WgmmaDescriptorOp, eg::WgmmaOp,
+                    eg::TmemAllocOp, eg::TmemDeallocOp, eg::TmemRelinquishOp,
+                    eg::TmemLoadOp, eg::TmemStoreOp, eg::TmemWaitOp,
+                    eg::Tcgen05MmaOp, eg::Tcgen05CommitOp, eg::Tcgen05FenceOp>(
+                  [&](auto concrete) {
+                    lower(concrete, b);
+                    return true;
+                  })
               .Default([](Operation *unknown) {
                 unknown->emitOpError("has no NVVM lowering (an Ember bug)");
                 return false;

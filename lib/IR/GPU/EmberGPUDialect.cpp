@@ -164,3 +164,45 @@ LogicalResult TmemDeallocOp::verify() {
 LogicalResult Tcgen05CommitOp::verify() {
   return verifyBarriers(*this, getBarriers());
 }
+
+LogicalResult WgmmaDescriptorOp::verify() {
+  // wgmma_descriptor_c1: the matrix is in shared memory.
+  if (!inSharedMemory(getBuffer().getType()))
+    return emitOpError("wgmma_descriptor_c1: the matrix must be in shared "
+                       "memory (#gpu.address_space<workgroup>)");
+  // wgmma_descriptor_c2: the swizzle modes of PTX's matrix descriptors.
+  int64_t swizzle = getSwizzle();
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128)
+    return emitOpError("wgmma_descriptor_c2: swizzle must be 0, 32, 64 or "
+                       "128 (bytes), got ")
+           << swizzle;
+  // wgmma_descriptor_c3: offsets are encoded in 14 bits of 16-byte units.
+  for (int64_t offset : {getLeadingByteOffset(), getStrideByteOffset()})
+    if (offset < 0 || offset % 16 != 0 || offset >= (int64_t(1) << 18))
+      return emitOpError("wgmma_descriptor_c3: byte offsets must be "
+                         "multiples of 16 below 2^18, got ")
+             << offset;
+  return success();
+}
+
+LogicalResult WgmmaOp::verify() {
+  // wgmma_c1: 16-bit floating-point operands (k = 16).
+  Type element = getElementType();
+  if (!element.isF16() && !element.isBF16())
+    return emitOpError("wgmma_c1: the operands' element type must be f16 or "
+                       "bf16, got ")
+           << element;
+  // wgmma_c2: n is a multiple of 8 from 8 to 256.
+  int64_t n = getN();
+  if (n < 8 || n > 256 || n % 8 != 0)
+    return emitOpError("wgmma_c2: n must be a multiple of 8 from 8 to 256, "
+                       "got ")
+           << n;
+  // wgmma_c3: the accumulator holds the thread's n / 2 values of D.
+  for (Type type : {getAccumulator().getType(), getResult().getType()})
+    if (cast<VectorType>(type).getNumElements() != n / 2)
+      return emitOpError("wgmma_c3: the accumulator and the result must "
+                         "hold n / 2 = ")
+             << n / 2 << " values per thread, got " << type;
+  return success();
+}
