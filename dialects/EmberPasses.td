@@ -454,9 +454,9 @@ def EmberGPUHoistAllocasPass : Pass<"ember-gpu-hoist-allocas"> {
   let summary = "Move fixed-size stack buffers of a GPU kernel to its entry block";
   let description = [{
     In every `gpu.func` under the op it runs on, a `memref.alloca` of
-    static shape inside a loop or a conditional moves to the start of the
-    kernel's entry block. LLVM keeps
-    only entry-block allocas in registers (SROA, mem2reg); one left in a
+    static shape inside a loop or a conditional, or later in the entry block
+    (which lowering its conditionals to branches would split), moves to the
+    start of the kernel's entry block. LLVM keeps only entry-block allocas in registers (SROA, mem2reg); one left in a
     loop body becomes a local-memory stack frame on the GPU. Sound for the
     kernels `ember-gpu-kernel` builds, whose loop-carried values live in
     buffers allocated before the loop: every alloca inside a loop body is

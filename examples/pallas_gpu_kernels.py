@@ -6,13 +6,16 @@ CPU with its race checks:
   copy from landing while the other block still reads the buffer;
 - `pipelined_matmul`: a Hopper-style matmul, K tiles streamed through a ring
   of SMEM slots by TMA-style copies into wgmma;
+- `hopper_matmul_kernel`: the same in bf16 as the GPU runs it (swizzled
+  SMEM, wgmma accumulating in registers, a TMA store), interpreted and
+  compiled for sm_90a;
 - `blackwell_collective_matmul`: a 2-CTA collective tcgen05 matmul into
   TMEM, warp specialized, with a ClusterBarrier guarding TMEM reuse.
 
 With `guarded=False` the first and last drop their ClusterBarrier, and the
 interpreter reports the race (`plgpu.InterpretError`) with the kernel's
-lines. `collective_smem_reuse` also compiles for the GPU (`.lower(x,
-chip="sm_90a").as_text("ptx")`). Run the file to see all of it:
+lines. `collective_smem_reuse` and `hopper_matmul_kernel` also compile for
+the GPU (`.lower(x, chip="sm_90a").as_text("ptx")`). Run the file to see all of it:
 
     .venv/bin/python examples/pallas_gpu_kernels.py
 """
@@ -54,13 +57,25 @@ def collective_smem_reuse(guarded, steps=4):
 
 
 def pipelined_matmul(a, b, bm=64, bn=64, bk=32, slots=2):
-    """A Hopper-style matmul: per output tile, K tiles stream through a ring
-    of `slots` SMEM buffers (TMA copies, one barrier per slot) into wgmma."""
-    m, k = a.shape
-    n = b.shape[1]
-    steps = k // bk
+    """A Hopper-style matmul (see `hopper_matmul_kernel`), interpreted."""
+    (m, k), n = a.shape, b.shape[1]
+    return hopper_matmul_kernel(m, n, k, a.dtype, bm, bn, bk, slots)(a, b)
 
-    def body(a_ref, b_ref, o_ref, a_smem, b_smem, bars, acc):
+
+def hopper_matmul_kernel(m, n, k, dtype, bm=128, bn=128, bk=64, slots=2):
+    """A Hopper-style matmul: per output tile, K tiles stream through a ring
+    of `slots` SMEM buffers per operand (TMA copies, one barrier per slot)
+    into wgmma accumulating in registers (`plgpu.ACC`); the result goes back
+    through SMEM by a TMA copy. bf16/f16 tiles are 128-byte swizzled (TMA's
+    and the tensor cores' layout). `hopper_matmul_kernel(...)(a, b)`
+    interprets it; for bf16/f16, `.lower(a, b, chip="sm_90a")` compiles it."""
+    steps = k // bk
+    swizzle = 128
+    elems = swizzle // np.dtype(dtype).itemsize
+    transforms = ((plgpu.TilingTransform((8, elems)), plgpu.SwizzleTransform(swizzle))
+                  if np.dtype(dtype).itemsize == 2 else ())
+
+    def body(a_ref, b_ref, o_ref, a_smem, b_smem, o_smem, bars, acc):
         i, j = lax.axis_index("m"), lax.axis_index("n")
 
         def fetch(s):
@@ -84,13 +99,18 @@ def pipelined_matmul(a, b, bm=64, bn=64, bk=32, slots=2):
             def _():
                 fetch(s + slots)
 
-        o_ref[pl.ds(i * bm, bm), pl.ds(j * bn, bn)] = acc[...].astype(o_ref.dtype)
+        o_smem[...] = acc[...].astype(o_smem.dtype)
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(o_smem, o_ref.at[pl.ds(i * bm, bm), pl.ds(j * bn, bn)])
+        plgpu.wait_smem_to_gmem(0)
 
     return plgpu.kernel(
-        body, out_shape=_sds((m, n), a.dtype), grid=(m // bm, n // bn), grid_names=("m", "n"),
-        scratch_shapes=[plgpu.SMEM((slots, bm, bk), a.dtype), plgpu.SMEM((slots, bk, bn), a.dtype),
+        body, out_shape=_sds((m, n), dtype), grid=(m // bm, n // bn), grid_names=("m", "n"),
+        scratch_shapes=[plgpu.SMEM((slots, bm, bk), dtype, transforms=transforms),
+                        plgpu.SMEM((slots, bk, bn), dtype, transforms=transforms),
+                        plgpu.SMEM((bm, bn), dtype, transforms=transforms),
                         plgpu.Barrier(num_arrivals=2, num_barriers=slots),
-                        plgpu.ACC((bm, bn), np.float32)])(a, b)
+                        plgpu.ACC((bm, bn), np.float32)])
 
 
 def blackwell_collective_matmul(a, b, guarded, bk=32, bn=64):
@@ -163,6 +183,17 @@ if __name__ == "__main__":
     p, q = rng.standard_normal((2, 128, 128)).astype(np.float32)
     print("pipelined wgmma matmul: max error",
           float(np.abs(np.asarray(pipelined_matmul(p, q)) - p @ q).max()))
+    a16 = rng.standard_normal((256, 256)).astype(jnp.bfloat16)
+    b16 = rng.standard_normal((256, 256)).astype(jnp.bfloat16)
+    mm = hopper_matmul_kernel(256, 256, 256, jnp.bfloat16)
+    ref = a16.astype(np.float32) @ b16.astype(np.float32)
+    print("Hopper bf16 matmul (swizzled SMEM, wgmma), interpreted: max relative error",
+          float(np.abs(np.asarray(mm(a16, b16)).astype(np.float32) - ref).max()
+                / np.abs(ref).max()))
+    ptx = mm.lower(a16, b16, chip="sm_90a").as_text("ptx")
+    print(f"  compiled for sm_90a: {len(ptx.splitlines())} lines of PTX, "
+          f"{ptx.count('wgmma.mma_async')} wgmma instructions, "
+          f"{ptx.count('cp.async.bulk.tensor')} TMA copies")
     print("Blackwell collective matmul: max error",
           float(np.abs(np.asarray(blackwell_collective_matmul(a, b, True)) - a @ b).max()))
     try:

@@ -1,12 +1,14 @@
 // RUN: ember-opt %s --ember-gpu-hoist-allocas | FileCheck %s
 
-// Fixed-size allocas in a kernel's loops and conditionals move to its entry
-// block (LLVM keeps only those in registers); a dynamically sized one stays.
+// Fixed-size allocas in a kernel's loops and conditionals, or later in its
+// entry block, move to the start of the entry block, in their order (LLVM
+// keeps only those in registers); a dynamically sized one stays.
 
 gpu.module @k {
   // CHECK-LABEL: gpu.func @f
-  // CHECK-NEXT: memref.alloca() : memref<2xf32>
   // CHECK-NEXT: memref.alloca() : memref<4xf32>
+  // CHECK-NEXT: memref.alloca() : memref<2xf32>
+  // CHECK-NEXT: memref.alloca() : memref<3xf32>
   // CHECK: scf.for
   // CHECK-NOT: memref.alloca() : memref<4xf32>
   // CHECK: scf.if
@@ -23,6 +25,8 @@ gpu.module @k {
         memref.store %x, %u[%c0] : memref<2xf32>
       }
     }
+    %e = memref.alloca() : memref<3xf32>
+    memref.store %x, %e[%c0] : memref<3xf32>
     %d = memref.alloca(%n) : memref<?xf32>
     memref.store %x, %d[%c0] : memref<?xf32>
     gpu.return

@@ -36,10 +36,11 @@ module attributes {gpu.container_module} {
   // CHECK-NOT: ember.
   // CHECK-NOT: memref.alloc(
   // CHECK-NOT: scf.for
-  // CHECK: memref.load %[[A]]
-  // CHECK: memref.load %[[A]]
-  // The parts live on the thread's stack (LLVM promotes them to registers).
+  // The parts live on the thread's stack, at the kernel's start (LLVM
+  // promotes them to registers).
   // CHECK: memref.alloca() {{.*}} : memref<2xf32>
+  // CHECK: memref.load %[[A]]
+  // CHECK: memref.load %[[A]]
   // CHECK-COUNT-2: math.tanh
   // CHECK: memref.store %{{.*}}, %[[A]]
   // CHECK: memref.store %{{.*}}, %[[A]]

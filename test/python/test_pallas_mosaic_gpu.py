@@ -3,6 +3,7 @@ barriers and wgmma run on the CPU with the GPU's results, and misuse of
 barriers and shared memory is reported with the kernel's lines."""
 
 import os
+import pathlib
 import re
 import subprocess
 import types
@@ -160,13 +161,13 @@ def test_tmem_allocation_limits():
         plgpu.TMEM((32, 64), np.float32)
 
 
-def _emit_pipeline_matmul(a, b, delay_release, tile=64, tile_k=32):
+def emit_pipeline_matmul_kernel(m, n, k, dtype, delay_release, tile=64, tile_k=32,
+                                transforms=()):
     """The structure of JAX's Mosaic GPU pipelining tutorial: emit_pipeline
     streams A/B tiles into SMEM, the body issues a wgmma and leaves it in
     flight (`wgmma_wait(1)`), so a slot may be refilled only one step later
-    (`delay_release=1`)."""
-    m, k = a.shape
-    n = b.shape[1]
+    (`delay_release=1`); the result leaves through SMEM. (Compiled in
+    test_plgpu_compile.py with swizzled bf16 tiles.)"""
 
     def kernel(a_gmem, b_gmem, o_gmem, o_smem, acc):
         def step(_, a_smem, b_smem):
@@ -176,8 +177,10 @@ def _emit_pipeline_matmul(a, b, delay_release, tile=64, tile_k=32):
         pid_m, pid_n = pl.program_id(0), pl.program_id(1)
         pipeline = plgpu.emit_pipeline(
             step, grid=(k // tile_k,), max_concurrent_steps=2, delay_release=delay_release,
-            in_specs=[plgpu.BlockSpec((tile, tile_k), lambda kk: (pid_m, kk)),
-                      plgpu.BlockSpec((tile_k, tile), lambda kk: (kk, pid_n))])
+            in_specs=[plgpu.BlockSpec((tile, tile_k), lambda kk: (pid_m, kk),
+                                      transforms=transforms),
+                      plgpu.BlockSpec((tile_k, tile), lambda kk: (kk, pid_n),
+                                      transforms=transforms)])
         pipeline(a_gmem, b_gmem)
         plgpu.wgmma_wait(0)
         o_smem[...] = acc[...].astype(o_smem.dtype)
@@ -187,10 +190,15 @@ def _emit_pipeline_matmul(a, b, delay_release, tile=64, tile_k=32):
         plgpu.wait_smem_to_gmem(0)
 
     return plgpu.kernel(
-        kernel, out_shape=_sds((m, n), a.dtype), grid=(m // tile, n // tile),
+        kernel, out_shape=_sds((m, n), dtype), grid=(m // tile, n // tile),
         grid_names=("m", "n"),
-        scratch_shapes=dict(o_smem=plgpu.SMEM((tile, tile), a.dtype),
-                            acc=plgpu.ACC((tile, tile), np.float32)))(a, b)
+        scratch_shapes=dict(o_smem=plgpu.SMEM((tile, tile), dtype, transforms=transforms),
+                            acc=plgpu.ACC((tile, tile), np.float32)))
+
+
+def _emit_pipeline_matmul(a, b, delay_release):
+    return emit_pipeline_matmul_kernel(a.shape[0], b.shape[1], a.shape[1], a.dtype,
+                                       delay_release)(a, b)
 
 
 def test_emit_pipeline_matmul_with_delayed_release():
@@ -306,5 +314,8 @@ def test_kernels_compose_with_jit_and_vmap():
     batched = ember.vmap(k)(np.stack([x, -x]))
     np.testing.assert_allclose(np.asarray(batched[1]), -np.stack([x.sum(0), 2 * x.sum(0)]),
                                rtol=1e-5, atol=1e-5)
-    with pytest.raises(plgpu.InterpretError, match="pallas_gpu_kernels.py:45"):
+    # The report names the example's line that reads the SMEM tile.
+    lines = pathlib.Path(_ex.__file__).read_text().splitlines()
+    read = next(i for i, line in enumerate(lines, 1) if "smem[...] * (b + 1)" in line)
+    with pytest.raises(plgpu.InterpretError, match=f"pallas_gpu_kernels.py:{read}"):
         ember.jit(_collective_smem_reuse(False))(x)

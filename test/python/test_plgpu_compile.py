@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 from test_cuda_target import PTXAS, ptxas_check
+from test_pallas_mosaic_gpu import emit_pipeline_matmul_kernel
 
 import ember
 import ember.numpy as jnp
@@ -52,7 +53,7 @@ def test_collective_smem_reuse_kernel_form():
     k = _seed_kernel()
     assert k.grid == (2, 1, 1) and k.cluster == (2,) and k.block == (128, 1, 1)
     # One descriptor: operand 0 in boxes of half a tile.
-    assert [(o, b) for o, b, _ in k.tma_descriptors] == [(0, (1, 4, 16))]
+    assert [(o, b) for o, b, _, _ in k.tma_descriptors] == [(0, (1, 4, 16))]
     text = k.as_text("kernel")
     assert "gpu.launch clusters" in text
     assert text.count("ember_gpu.copy_gmem_to_smem") == 4
@@ -78,7 +79,7 @@ def test_collective_smem_reuse_compiles_for_the_gpu(chip, tmp_path):
                   "fence.mbarrier_init.release.cluster", "barrier.cluster.arrive",
                   "cp.async.bulk.tensor.3d.shared::cluster.global.tile", ".multicast::cluster",
                   "mapa.shared::cluster", "mbarrier.arrive.release.cluster.shared::cluster",
-                  "mbarrier.try_wait.parity.shared.b64", ".shared .align 128"]:
+                  "mbarrier.try_wait.parity.shared.b64", ".shared .align 1024"]:
         assert instr in ptx, instr
     assert ".local" not in ptx  # arrays stay in registers
 
@@ -120,7 +121,7 @@ def test_elementwise_kernel_interprets_and_compiles(tmp_path):
     c = k.lower(X)
     assert c.grid == (8, 1, 1) and c.cluster == ()
     # Input tiles in, output tiles out: one descriptor each.
-    assert [(o, b) for o, b, _ in c.tma_descriptors] == [(0, (8, 128)), (1, (8, 128))]
+    assert [(o, b) for o, b, _, _ in c.tma_descriptors] == [(0, (8, 128)), (1, (8, 128))]
     text = c.as_text("kernel")
     # 1024 elements over 128 threads: 8 per thread, the ops on tensor<8xf32>.
     assert re.search(r"ember\.tanh %\S+ : tensor<8xf32>", text)
@@ -202,12 +203,13 @@ def test_unsupported_array_ops_raise_at_the_kernel_line(what, make):
 
 
 def test_interpreted_only_features_raise():
-    def body(a_ref, b_ref, o_ref):
-        plgpu.wgmma(o_ref, a_ref, b_ref)
+    def body(a_ref, b_ref, o_ref, tmem):
+        o_ref[...] = a_ref[...]
 
-    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((64, 64), np.float32))
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((64, 64), np.float32),
+                     scratch_shapes=[plgpu.TMEM((128, 64), np.float32)])
     a = np.zeros((64, 64), np.float32)
-    with pytest.raises(NotImplementedError, match="plgpu.wgmma is not supported yet"):
+    with pytest.raises(NotImplementedError, match="TMEM scratch is not supported yet"):
         k.lower(a, a)
 
     def loop_body(x_ref, o_ref):
@@ -665,10 +667,10 @@ def test_emit_pipeline_compiles(tmp_path):
     assert text.count("ember_gpu.copy_gmem_to_smem") == 4
     assert text.count("ember_gpu.copy_smem_to_gmem") == 4
     assert text.count("ember_gpu.barrier_init") == 2
-    assert [(o, b) for o, b, _ in c.tma_descriptors] == [(0, (8, 128)), (1, (8, 128))]
+    assert [(o, b) for o, b, _, _ in c.tma_descriptors] == [(0, (8, 128)), (1, (8, 128))]
     if PTXAS is not None:
         ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
-        assert ".shared .align 128" in ptx and ".local" not in ptx
+        assert ".shared .align 1024" in ptx and ".local" not in ptx
 
 
 def test_nd_loop_compiles(tmp_path):
@@ -710,3 +712,237 @@ def test_value_leaving_its_loop_is_a_clear_error():
     k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((8, 128), np.float32))
     with pytest.raises(ValueError, match=r"used outside it .*test_plgpu_compile\.py"):
         k.lower(np.ones((8, 128), np.float32))
+
+
+# -- wgmma: tensor-core products from swizzled SMEM --------------------------
+
+
+def _tma_byte(sw, r, c):
+    """Where a TMA copy of a column strip (box rows x `cols`, swizzled)
+    puts element (r, c) of the matrix: strips one after the other, a strip's
+    rows `swizzle` bytes apart, then CuTe's Swizzle<log2(W), 4, 3> of the
+    byte address (W = swizzle / 16 chunks per row), as PTX's TMA and wgmma
+    sections define it."""
+    isz = sw.itemsize
+    addr = (c // sw.cols) * sw.rows * sw.swizzle + r * sw.swizzle + (c % sw.cols) * isz
+    w = sw.swizzle // 16
+    return addr ^ (((addr >> 7) & (w - 1)) << 4)
+
+
+def _canonical_byte(start, swizzle, isz, lbo, sbo, row, col, k_major):
+    """The byte a wgmma reads for element (row, col) of its operand tile
+    (A: row in M, col in K; B: row in K, col in N), from PTX's canonical
+    layouts (T elements per 16 bytes, W chunks per swizzled row):
+    K-major ((8,m),(T,2k)):((W T, SBO),(1, T)); MN-major
+    ((T,W,m),(8,k)):((1, T, LBO),(W T, SBO)); then the swizzle."""
+    t, w = 16 // isz, swizzle // 16
+    if k_major:
+        e = (row % 8) * w * t + (row // 8) * (sbo // isz) + col
+    else:
+        e = (col % t + (col // t) % w * t + col // (t * w) * (lbo // isz)
+             + (row % 8) * w * t + (row // 8) * (sbo // isz))
+    addr = start + e * isz
+    return addr ^ (((addr >> 7) & (w - 1)) << 4)
+
+
+@pytest.mark.parametrize("swizzle", [32, 64, 128])
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16])
+def test_wgmma_descriptors_read_what_tma_wrote(swizzle, dtype):
+    # For every 64 x 16 slice of A (128 x 128) and 16 x N slice of B (64 x
+    # 256) that wgmma reads, the canonical layout its descriptor describes
+    # (start, leading and stride offsets as the compiler computes them)
+    # lands on the bytes where TMA put those elements.
+    a = mgc._Swizzled((128, 128), dtype, swizzle)
+    b = mgc._Swizzled((64, 256), dtype, swizzle)
+    isz = a.itemsize
+    lbo, sbo = a.k_major_offsets()
+    for mt in range(2):
+        for kk in range(0, 128, 16):
+            start = a.offset(64 * mt, kk) * isz
+            for i in range(64):
+                for j in range(16):
+                    assert _canonical_byte(start, swizzle, isz, lbo, sbo, i, j, True) == \
+                        _tma_byte(a, 64 * mt + i, kk + j)
+    lbo, sbo = b.mn_major_offsets()
+    for kk in range(0, 64, 16):
+        start = b.offset(kk, 0) * isz
+        for k in range(16):
+            for n in range(256):
+                assert _canonical_byte(start, swizzle, isz, lbo, sbo, k, n, False) == \
+                    _tma_byte(b, kk + k, n)
+    # Register reads and writes find each element where TMA put it.
+    for r, c in [(0, 0), (3, 5), (7, 63), (9, 64), (63, 127), (100, 17)]:
+        assert a.swizzle_element(a.offset(r, c)) * isz == _tma_byte(a, r, c)
+
+
+def test_swizzled_smem_indexing_folds_to_the_tma_layout():
+    # A register write of one element of a swizzled buffer stores at the
+    # swizzled offset (constant indices fold).
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+
+    def body(x_ref, o_ref, smem):
+        smem[pl.ds(13, 1), pl.ds(77, 1)] = jnp.full((1, 1), 2.0, jnp.bfloat16)
+        o_ref[...] = x_ref[...]
+
+    x = np.zeros((128,), np.float32)
+    text = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((128,), np.float32),
+                        scratch_shapes=[plgpu.SMEM((64, 128), jnp.bfloat16, transforms=tf)]
+                        ).lower(x).as_text("loops")
+    sw = mgc._Swizzled((64, 128), jnp.bfloat16, 128)
+    e = sw.swizzle_element(sw.offset(13, 77))
+    assert e != sw.offset(13, 77)
+    stores = re.findall(r"memref.store %\S+, %\S+\[%c(\d+)\] : memref<8192xbf16, #gpu", text)
+    assert stores == [str(e)]
+
+
+def _hopper_inputs(m=256, n=256, k=256, dtype=jnp.bfloat16, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype))
+
+
+def test_hopper_matmul_interprets():
+    a, b = _hopper_inputs()
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    out = np.asarray(examples.hopper_matmul_kernel(256, 256, 256, jnp.bfloat16)(a, b))
+    np.testing.assert_allclose(out.astype(np.float32), ref, rtol=1e-2, atol=0.1)
+
+
+def test_hopper_matmul_kernel_form():
+    # Per K step: for each 64-row tile of the 128 x 128 accumulator, four
+    # 64 x 128 x 16 wgmmas reading A (K-major) and B (N-major) through
+    # descriptors of 128-byte swizzled SMEM; TMA copies one 64-column strip
+    # each (A: 1, B: 2, the output: 2), with 128-byte swizzle descriptors.
+    a, b = _hopper_inputs()
+    c = examples.hopper_matmul_kernel(256, 256, 256, jnp.bfloat16).lower(a, b)
+    text = c.as_text("kernel")
+    assert text.count("ember_gpu.wgmma %") == 8
+    assert text.count("n = 128, bf16 transpose_b") == 8
+    assert text.count("ember_gpu.wgmma_descriptor") == 16
+    assert "swizzle = 128, leading = 16, stride = 1024" in text  # A
+    assert "swizzle = 128, leading = 8192, stride = 1024" in text  # B: strips of 64 x 128 bytes
+    assert text.count("ember_gpu.wgmma_fence") == 1 and text.count("ember_gpu.wgmma_commit") == 1
+    assert "ember_gpu.wgmma_wait 0" in text
+    assert [(o, b, s) for o, b, _, s in c.tma_descriptors] == [
+        (0, (128, 64), 128), (1, (64, 64), 128), (2, (128, 64), 128)]
+    assert text.count("ember_gpu.copy_gmem_to_smem") == 9  # 3 fetches of 3 strips
+    assert text.count("ember_gpu.copy_smem_to_gmem") == 2
+
+
+@needs_ptxas
+def test_hopper_matmul_compiles_for_sm90a(tmp_path):
+    a, b = _hopper_inputs()
+    c = examples.hopper_matmul_kernel(256, 256, 256, jnp.bfloat16).lower(a, b, chip="sm_90a")
+    ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")[c.name]
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 8
+    for instr in ["wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+                  "wgmma.wait_group.sync.aligned", "cp.async.bulk.tensor.2d",
+                  ".shared .align 1024"]:
+        assert instr in ptx, instr
+    # The accumulator stays in registers: the only stack is the barriers'
+    # phase words (indexed by the slot).
+    depot = re.findall(r"__local_depot\d+\[(\d+)\]", ptx)
+    assert all(int(d) <= 16 for d in depot), depot
+
+
+def test_wgmma_wide_and_tall_accumulators_and_epilogue_ops(tmp_path):
+    # A 128 x 512 accumulator: two 64-row tiles, each two 256-column parts
+    # (n = 256, the largest wgmma); the epilogue scales it (elementwise, in
+    # wgmma's layout). A smaller one is reduced (through a staging buffer).
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+    bf = jnp.bfloat16
+
+    def make(n, reduce):
+        def body(a_ref, b_ref, o_ref, a_smem, b_smem, bar, acc):
+            plgpu.copy_gmem_to_smem(a_ref, a_smem, bar.at[0])
+            plgpu.copy_gmem_to_smem(b_ref, b_smem, bar.at[0])
+            plgpu.barrier_wait(bar.at[0])
+            plgpu.wgmma(acc, a_smem, b_smem)
+            plgpu.wgmma_wait(0)
+            y = acc[...] * 0.5 + 1.0
+            o_ref[...] = jnp.sum(y, axis=0) if reduce else y
+
+        m = 128 if n > 256 else 64
+        return plgpu.kernel(
+            body, out_shape=ember.ShapeDtypeStruct((n,) if reduce else (m, n), np.float32),
+            scratch_shapes=[plgpu.SMEM((m, 32), bf, transforms=(
+                plgpu.TilingTransform((8, 32)), plgpu.SwizzleTransform(64))),
+                plgpu.SMEM((32, n), bf, transforms=tf), plgpu.Barrier(2),
+                plgpu.ACC((m, n), np.float32)]), np.ones((m, 32), bf), np.ones((32, n), bf)
+
+    k, a, b = make(512, False)
+    np.testing.assert_allclose(np.asarray(k(a, b)), np.full((128, 512), 17.0))
+    text = k.lower(a, b).as_text("kernel")
+    assert text.count("n = 256, bf16 transpose_b") == 2 * 2 * 2  # m tiles x n parts x k steps
+    assert "swizzle = 64, leading = 16, stride = 512" in text  # A: 64-byte swizzle
+    k, a, b = make(64, True)
+    np.testing.assert_allclose(np.asarray(k(a, b)), np.full((64,), 17.0 * 64))
+    c = k.lower(a, b)
+    assert c.as_text("kernel").count("n = 64, bf16 transpose_b") == 2
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")
+
+
+def test_wgmma_misuse_raises_at_the_kernel_line():
+    bf = jnp.bfloat16
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+
+    def lower(a_t, b_t, a_shape=(64, 64), b_shape=(64, 64), dtype=bf, acc=(64, 64)):
+        def body(a_ref, b_ref, o_ref, a_smem, b_smem, acc_ref):
+            plgpu.wgmma(acc_ref, a_smem, b_smem)
+            o_ref[...] = acc_ref[...]
+
+        x = np.zeros((64, 64), dtype)
+        return plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct(acc, np.float32),
+                            scratch_shapes=[plgpu.SMEM(a_shape, dtype, transforms=a_t),
+                                            plgpu.SMEM(b_shape, dtype, transforms=b_t),
+                                            plgpu.ACC(acc, np.float32)]).lower(x, x)
+
+    with pytest.raises(NotImplementedError, match=r"without a swizzle: give it transforms=.*"
+                                                  r"test_plgpu_compile\.py:\d+"):
+        lower((), tf)
+    with pytest.raises(NotImplementedError, match="float32 and float32 operands"):
+        lower((plgpu.SwizzleTransform(128),), (plgpu.SwizzleTransform(128),), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"do not accumulate into \(64, 32\)"):
+        lower(tf, tf, acc=(64, 32))
+    with pytest.raises(ValueError, match="tiles of bfloat16 must be 64 elements wide"):
+        lower((plgpu.TilingTransform((8, 32)), plgpu.SwizzleTransform(128)), tf)
+
+
+def test_tutorial_pipeline_matmul_interprets_and_compiles(tmp_path):
+    # The kernel of JAX's Mosaic GPU pipelining tutorial in bf16, its tiles
+    # swizzled.
+    a, b = _hopper_inputs(256, 256, 512, seed=3)
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+    k = emit_pipeline_matmul_kernel(256, 256, 512, jnp.bfloat16, 1, tile=128, tile_k=64,
+                                    transforms=tf)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(k(a, b)).astype(np.float32), ref, rtol=1e-2, atol=0.1)
+    c = k.lower(a, b)
+    text = c.as_text("kernel")
+    # 8 pipeline steps x 2 row tiles x 4 slices of 16.
+    assert text.count("ember_gpu.wgmma %") == 64
+    assert text.count("ember_gpu.wgmma_wait 1") == 8
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")[c.name]
+        assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 64
+        assert ".local" not in ptx
+
+
+def test_shared_memory_beyond_a_block_is_refused():
+    # Two pipeline slots of 256 x 256 bf16 (256 KiB) and a 256 KiB scratch
+    # buffer: more than a block's 227 KiB.
+    bf = jnp.bfloat16
+
+    def body(a_ref, o_ref, big):
+        def step(_, a_smem):
+            pass
+
+        plgpu.emit_pipeline(step, grid=(2,), max_concurrent_steps=2,
+                            in_specs=[plgpu.BlockSpec((256, 256), lambda kk: (0, kk))])(a_ref)
+        o_ref[...] = a_ref[0, :128]
+
+    a = np.zeros((256, 512), bf)
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((128,), bf),
+                     scratch_shapes=[plgpu.SMEM((256, 256), np.float32)])
+    with pytest.raises(NotImplementedError, match=r"bytes of shared memory .* a block has"):
+        k.lower(a)

@@ -1,7 +1,8 @@
 //===- EmberGPUHoistAllocas.cpp - kernel stack buffers to the entry -------===//
 //
-// Fixed-size `memref.alloca`s nested in a kernel's loops and conditionals
-// move to its entry block, where LLVM promotes them to registers (see the
+// Fixed-size `memref.alloca`s of a kernel (nested in its loops and
+// conditionals, or later in its entry block) move to the start of its entry
+// block, where LLVM promotes them to registers (see the
 // pass description in EmberPasses.td).
 //
 //===----------------------------------------------------------------------===//
@@ -26,14 +27,16 @@ struct EmberGPUHoistAllocasPass
     getOperation()->walk([](gpu::GPUFuncOp func) {
       if (func.getBody().empty())
         return;
+      // Also those of the entry block itself: converting its conditionals
+      // to branches later splits it, and LLVM promotes only the allocas at
+      // the start of a function.
       Block &entry = func.getBody().front();
-      SmallVector<memref::AllocaOp> nested;
+      SmallVector<memref::AllocaOp> fixed;
       func.walk([&](memref::AllocaOp op) {
-        if (op->getBlock() != &entry && op.getType().hasStaticShape() &&
-            op->getNumOperands() == 0)
-          nested.push_back(op);
+        if (op.getType().hasStaticShape() && op->getNumOperands() == 0)
+          fixed.push_back(op);
       });
-      for (memref::AllocaOp op : nested)
+      for (memref::AllocaOp op : llvm::reverse(fixed))
         op->moveBefore(&entry, entry.begin());
     });
   }

@@ -725,7 +725,8 @@ def commit_smem_to_gmem_group():
 def wgmma(acc, a, b):
     """`acc += a @ b` (f32 accumulation), asynchronous until `wgmma_wait`:
     `a` and `b` (SMEM) must not be overwritten before then."""
-    _compile.refuse("wgmma")
+    if (kc := _compile.active()) is not None:
+        return kc.wgmma(acc, a, b)
     w = _me()
     where = core.where()
     agent = _agent("wgmma")
@@ -744,7 +745,8 @@ def wgmma(acc, a, b):
 
 
 def wgmma_wait(n):
-    _compile.refuse("wgmma_wait")
+    if (kc := _compile.active()) is not None:
+        return kc.wgmma_wait(n)
     w = _me()
     done = w.pending_mma[:max(len(w.pending_mma) - int(n), 0)]
     w.pending_mma = w.pending_mma[len(done):]
@@ -1122,7 +1124,7 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), max_concurrent_steps
         else:
             w = _me()
 
-            def alloc(shape, dtype, name):
+            def alloc(shape, dtype, name, transforms=()):
                 return _alloc(w, shape, dtype, name)
 
             def barriers(arrivals, n):
@@ -1131,9 +1133,11 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), max_concurrent_steps
                                               for _ in range(n)]})
 
         ins, outs = gmem_refs[:len(in_specs)], gmem_refs[len(in_specs):]
-        in_bufs = [alloc((slots,) + tuple(s.block_shape), r.dtype, f"pipeline input {k}")
+        in_bufs = [alloc((slots,) + tuple(s.block_shape), r.dtype, f"pipeline input {k}",
+                         getattr(s, "transforms", ()))
                    for k, (s, r) in enumerate(zip(in_specs, ins))]
-        out_bufs = [alloc((slots,) + tuple(s.block_shape), r.dtype, f"pipeline output {k}")
+        out_bufs = [alloc((slots,) + tuple(s.block_shape), r.dtype, f"pipeline output {k}",
+                          getattr(s, "transforms", ()))
                     for k, (s, r) in enumerate(zip(out_specs, outs))]
         bars = barriers(len(in_specs), slots)
 

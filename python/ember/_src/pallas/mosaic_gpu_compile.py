@@ -27,7 +27,11 @@ stages (PTX that ptxas checks).
 
 A whole strided array reduced to a scalar combines the threads' partial
 results with `gpu.all_reduce`; a reduction along the last axis leaves a
-value in the *rows* layout (`reduce_rows`).
+value in the *rows* layout (`reduce_rows`); `acc[...]` of a wgmma
+accumulator (`plgpu.ACC`) is a value in the *wgmma* layout (PTX's
+accumulator fragment). SMEM buffers with a swizzle transform are laid out
+as TMA and the tensor cores want them (`_Swizzled`), and `plgpu.wgmma`
+issues `ember_gpu.wgmma` on descriptors of them.
 
 A value another thread's elements are needed from (a broadcast, a
 transpose, a matrix product's operand) is read through an index map from
@@ -40,8 +44,8 @@ story.
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
-gathers, scatters), `lax.switch`, wgmma/tcgen05/TMEM,
-`emit_pipeline_warp_specialized`.
+gathers, scatters), `lax.switch`, tcgen05/TMEM, wgmma with A in registers
+or other than f16/bf16 operands, `emit_pipeline_warp_specialized`.
 Nothing compiled here has run on a GPU: the host side (building TMA
 descriptors, launching) is not built.
 """
@@ -130,9 +134,12 @@ def _strided(aval):
     return aval.shape != () and n > 0 and n % WARPGROUP == 0
 
 
-# The staging area is static shared memory, which a block may have 48 KiB of
-# (with the kernel's SMEM scratch).
-STAGING_LIMIT = 40 * 1024
+# A block's shared memory (scratch buffers, each 1024-byte aligned, and the
+# staging area) is static; Hopper gives a block at most 227 KiB. (ptxas
+# accepts static shared memory beyond 48 KiB for sm_90a and sm_100a; CUDA
+# asks kernels that use more than 48 KiB to opt in when launched, which the
+# host runtime, not built yet, must do.)
+SMEM_LIMIT = 227 * 1024
 
 # Every thread holds a replicated array whole: a bound on its size.
 MAX_REPLICATED = 256
@@ -156,6 +163,94 @@ def _frag_aval(aval):
     if _strided(aval):
         return core.ShapedArray((math.prod(aval.shape) // WARPGROUP,), aval.dtype)
     return core.ShapedArray(aval.shape, aval.dtype)
+
+
+class _Swizzled:
+    """The layout of an SMEM buffer with `TilingTransform((r, S))` and
+    `SwizzleTransform(sw)` (S elements = sw bytes): each matrix (the last
+    two dimensions, R x C) is stored as C / S column strips, one after the
+    other; a strip holds its R rows of sw bytes contiguously, and the
+    16-byte chunks of each row are permuted as TMA and the tensor cores
+    expect (CuTe's Swizzle<log2(sw / 16), 4, 3> on byte addresses: bits
+    7.. of the address XORed into bits 4..). This is JAX's tiled layout up
+    to the order of the tiles; TMA fills one strip per copy, and wgmma
+    reads a strip's 8-row groups 8 * sw bytes apart."""
+
+    def __init__(self, shape, dtype, swizzle):
+        self.swizzle = int(swizzle)
+        self.itemsize = np.dtype(dtype).itemsize
+        self.cols = self.swizzle // self.itemsize
+        self.rows, self.width = int(shape[-2]), int(shape[-1])
+
+    def strip_elems(self):
+        return self.rows * self.cols
+
+    def offset(self, r, c):
+        """Element (r, c)'s offset (elements) in the matrix, unswizzled."""
+        return c // self.cols * self.strip_elems() + r * self.cols + c % self.cols
+
+    def swizzle_element(self, e):
+        """Where element offset `e` (from a 1024-byte aligned start) is
+        stored: Swizzle<log2(sw / 16), 4, 3> on its byte address."""
+        shift = int(math.log2(self.itemsize))
+        return e ^ (((e >> (7 - shift)) & (self.swizzle // 16 - 1)) << (4 - shift))
+
+    def k_major_offsets(self):
+        """(leading, stride) byte offsets of a K-major wgmma operand (A):
+        the leading one is unused with a swizzle; 8-row groups are 8 rows
+        of `swizzle` bytes apart."""
+        return 16, 8 * self.swizzle
+
+    def mn_major_offsets(self):
+        """(leading, stride) byte offsets of an MN-major wgmma operand (B,
+        N-major): swizzle atoms along N are a strip apart; 8-row groups
+        along K are 8 rows apart."""
+        return self.strip_elems() * self.itemsize, 8 * self.swizzle
+
+
+def _swizzle_of(transforms, shape, dtype):
+    """The `_Swizzled` layout an SMEM buffer's transforms ask for, or None
+    (no swizzle: the buffer stays row-major)."""
+    tiling = swizzle = None
+    for t in transforms:
+        if hasattr(t, "tiling"):
+            tiling = tuple(t.tiling)
+        elif hasattr(t, "swizzle"):
+            swizzle = int(t.swizzle)
+        else:
+            raise _unsupported(f"an SMEM transform {type(t).__name__}")
+    if swizzle is None:
+        return None
+    itemsize = np.dtype(dtype).itemsize
+    if swizzle not in (32, 64, 128):
+        raise ValueError(f"SwizzleTransform: the swizzle must be 32, 64 or 128 bytes, got "
+                         f"{swizzle} (at {core.where()})")
+    cols = swizzle // itemsize
+    if tiling is not None and tiling[-1] != cols:
+        raise ValueError(f"TilingTransform{tiling} with a {swizzle}-byte swizzle: tiles of "
+                         f"{np.dtype(dtype)} must be {cols} elements wide (at {core.where()})")
+    if len(shape) < 2 or shape[-1] % cols or shape[-2] % 8:
+        raise _unsupported(f"a {swizzle}-byte swizzled SMEM buffer of shape {tuple(shape)} "
+                           f"(the rows must be a multiple of 8 and the columns of {cols})")
+    return _Swizzled(shape, dtype, swizzle)
+
+
+# wgmma's accumulator: a 64 x N tile per instruction, each thread holding
+# N / 2 f32 values (PTX's layout for m64nNk16: thread t of the warpgroup,
+# register r = 4 j + 2 i + c holds row 16 (t // 32) + (t % 32) // 4 + 8 i,
+# column 8 j + 2 (t % 4) + c).
+WGMMA_M = 64
+WGMMA_MAX_N = 256
+
+
+def _check_acc_shape(shape, what):
+    if len(shape) != 2 or shape[0] % WGMMA_M or shape[1] % 8 or shape[1] < 8:
+        raise _unsupported(f"{what} of shape {tuple(shape)} (wgmma accumulates (64 m) x "
+                           f"(8 n) tiles)")
+
+
+def _wgmma_count(shape):
+    return shape[0] // WGMMA_M * shape[1] // 2
 
 
 class _RowsLayout(tuple):
@@ -200,6 +295,8 @@ class _KernelTrace(core.Trace):
         kc = self.kc
         if regions:
             raise _unsupported(f"`{name.removeprefix('ember.')}` (lax control flow)")
+        if any(v in kc.wgmma_values for v in operands):
+            return self._emit_wgmma(name, operands, result_avals, attributes)
         strided = [_strided(a) for a in result_avals]
         in_strided = [v in kc.strided_values for v in operands]
         in_rows = [kc.rows.get(v) for v in operands]
@@ -341,6 +438,22 @@ class _KernelTrace(core.Trace):
                  for v, lay in zip(operands, in_rows)]
         return self.emit(name, plain, result_avals, attributes)
 
+    def _emit_wgmma(self, name, operands, result_avals, attributes):
+        """Ops on values in wgmma's accumulator layout: elementwise ops keep
+        it (other operands are brought into it); anything else sees those
+        values as strided arrays (through a staging buffer)."""
+        kc = self.kc
+        shape = next(kc.aval_of(v).shape for v in operands if v in kc.wgmma_values)
+        if name in ELEMENTWISE and all(a.shape == shape for a in result_avals):
+            vals = [v if v in kc.wgmma_values else kc.to_wgmma(v, kc.aval_of(v))
+                    for v in operands]
+            frag = [core.ShapedArray((_wgmma_count(shape),), a.dtype) for a in result_avals]
+            outs = super().emit(name, vals, frag, attributes)
+            return [kc.wrap_wgmma(o.value, a) for o, a in zip(outs, result_avals)]
+        plain = [kc.gather(v, kc.aval_of(v), kc.aval_of(v), lambda i: i).value
+                 if v in kc.wgmma_values else v for v in operands]
+        return self.emit(name, plain, result_avals, attributes)
+
     def refuse_region(self):
         """Region ops (`lax.switch`, `scan`, ...) traced here: the control
         flow this compiler does not build (fori_loop, while_loop and cond
@@ -375,10 +488,11 @@ class _KernelTrace(core.Trace):
 class _KRef(state._RefBase):
     """A GMEM operand or SMEM scratch buffer of the kernel being compiled."""
 
-    def __init__(self, compiler, value, shape, dtype, space, operand=None):
+    def __init__(self, compiler, value, shape, dtype, space, operand=None, swizzled=None):
         self.kc, self.value = compiler, value
         self._shape, self._dtype = tuple(shape), np.dtype(dtype)
         self.space, self.operand = space, operand
+        self.swizzled = swizzled  # a _Swizzled layout, or None (row-major)
 
     @property
     def shape(self):
@@ -430,6 +544,42 @@ class _KView(_KRef):
         self.kc.store(self.base, self.compose(idx, "store"), val)
 
 
+class _KAcc:
+    """A wgmma accumulator (`plgpu.ACC`): each thread's part of the f32
+    matrix in registers (a private buffer LLVM promotes to registers), in
+    wgmma's layout, zero at first."""
+
+    def __init__(self, compiler, shape, dtype):
+        _check_acc_shape(shape, "an accumulator")
+        if np.dtype(dtype) != np.float32:
+            raise _unsupported(f"a {np.dtype(dtype)} accumulator (wgmma accumulates f32)")
+        self.kc, self.shape, self.dtype = compiler, tuple(shape), np.dtype(dtype)
+        self.count = _wgmma_count(self.shape)
+        kc = compiler
+        with kc.ctx:
+            f32 = ir.F32Type.get()
+            self.buf = kc.op("memref.alloca", results=[ir.MemRefType.get([self.count], f32)],
+                             attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])})
+            zero = kc.op("arith.constant", results=[f32],
+                         attrs={"value": ir.FloatAttr.get(f32, 0.0)})
+            for i in range(self.count):
+                kc.op("memref.store", [zero, self.buf, kc.index(i)])
+
+    def _whole(self, idx, what):
+        norm = state._normalize(self.shape, idx, what)
+        if any(k != "ds" or s.stride != 1 or not isinstance(s.start, (int, np.integer))
+               or s.start != 0 or s.size != n for (k, s), n in zip(norm, self.shape)):
+            raise _unsupported(f"{what} of part of a wgmma accumulator (use acc[...])")
+
+    def __getitem__(self, idx):
+        self._whole(idx, "load")
+        return self.kc.acc_read(self)
+
+    def __setitem__(self, idx, val):
+        self._whole(idx, "store")
+        self.kc.acc_write(self, val)
+
+
 class _KAt:
     def __init__(self, ref):
         self.ref = ref
@@ -474,6 +624,7 @@ class KernelCompiler:
         self.cluster, self.cluster_names = tuple(cluster), tuple(cluster_names)
         self.nthreads, self.thread_name = nthreads, thread_name
         self.strided_values = set()
+        self.wgmma_values = set()  # values in wgmma's accumulator layout
         self.logical_types = {}
         self.rows = {}  # value -> _RowsLayout (see reduce_rows)
         self.row_avals = {}
@@ -500,14 +651,21 @@ class KernelCompiler:
                 raise _unsupported("a boolean kernel buffer")
         wg = ", #gpu.address_space<workgroup>"
         args = [memref(a.shape, a.dtype) for a in (*in_avals, *out_avals)]
-        attributions, self.scratch_kinds = [], []
+        attributions, self.scratch_kinds, slots = [], [], []
         for t in scratch:
             # (Recognized by their attributes: mosaic_gpu.py, which defines
             # them, imports this module.)
+            slots.append(len(attributions))
             if hasattr(t, "num_arrivals"):  # Barrier, ClusterBarrier
                 attributions.append(memref((t.num_barriers,), np.int64, wg))
             elif getattr(getattr(t, "space", None), "name", None) == "SMEM":
-                attributions.append(memref(t.shape, t.dtype, wg))
+                if _swizzle_of(getattr(t, "transforms", ()), t.shape, t.dtype) is not None:
+                    # Swizzled: one flat buffer (see _Swizzled).
+                    attributions.append(memref((math.prod(t.shape),), t.dtype, wg))
+                else:
+                    attributions.append(memref(t.shape, t.dtype, wg))
+            elif type(t).__name__ == "ACC":  # registers: no shared memory
+                slots[-1] = None
             else:
                 raise _unsupported(f"{type(t).__name__} scratch")
             self.scratch_kinds.append(t)
@@ -545,10 +703,13 @@ class KernelCompiler:
         self.tma = entry.arguments[len(args)]
         launch_op = [o for o in entry.operations if o.operation.name == "gpu.launch"][0]
         self.dyn_bytes = 0  # staged bytes per warpgroup
+        self.stage_align = 128  # of each warpgroup's part
         self.block = launch_op.regions[0].blocks[0]
         self.block.operations[0].erase()  # gpu.terminator, added back at the end
         nidx = len(self.block.arguments) - len(attributions) - 1
-        self.workgroup = [self.block.arguments[nidx + i] for i in range(len(attributions))]
+        # The workgroup attribution of each scratch buffer (None: an ACC).
+        self.workgroup = [None if i is None else self.block.arguments[nidx + i]
+                          for i in slots]
         self.stage_area = self.block.arguments[nidx + len(attributions)]
 
     @contextlib.contextmanager
@@ -771,6 +932,30 @@ class KernelCompiler:
             else:
                 raise _unsupported("indexing a kernel buffer with an integer array")
         return out
+
+    def _locate(self, base, norm, view_idx):
+        """The memref indices of a view's element in `base`'s buffer: its
+        multi-index, or for a swizzled buffer (`_Swizzled`) the element's
+        place in the flat buffer."""
+        addr = self._addresses(norm, view_idx)
+        sw = base.swizzled
+        if sw is None:
+            return addr
+        lead = self.index(0)
+        for x, n in zip(addr[:-2], base.shape[:-2]):
+            lead = self.arith("addi", self.arith("muli", lead, n), x)
+        r, c = addr[-2], addr[-1]
+        e = self.arith("muli", lead, sw.rows * sw.width)
+        e = self.arith("addi", e, self.arith("muli", self.arith("divui", c, sw.cols),
+                                             sw.strip_elems()))
+        e = self.arith("addi", e, self.arith("addi", self.arith("muli", r, sw.cols),
+                                             self.arith("remui", c, sw.cols)))
+        # sw.swizzle_element, on index values: the row's bits (byte bit 7
+        # on) pick which 16-byte chunk an element's chunk trades places with.
+        shift = int(math.log2(sw.itemsize))
+        mask = sw.swizzle // 16 - 1
+        x = self.arith("andi", self.arith("shrui", e, 7 - shift), mask)
+        return [self.arith("xori", e, self.arith("shli", x, 4 - shift))]
 
     # gpu.all_reduce's combiner for each ember.reduce kind (floats, signed
     # integers); max and min propagate NaNs, as JAX's do.
@@ -1001,7 +1186,7 @@ class KernelCompiler:
 
     def aval_of(self, value):
         """The logical aval of a value traced in the kernel."""
-        if value in self.strided_values:
+        if value in self.strided_values or value in self.wgmma_values:
             t = ir.RankedTensorType(self.logical_types[value])
         elif value in self.rows:
             return self.row_avals[value]
@@ -1092,6 +1277,189 @@ class KernelCompiler:
             v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
         return self.trace._wrap(v, aval)
 
+    # -- wgmma's accumulator layout ----------------------------------------
+
+    def _wgmma_elements(self, shape):
+        """The (row, column) index values of this thread's elements of a
+        (64 m) x N matrix in wgmma's accumulator layout, in register order
+        (m-tile by m-tile)."""
+        warp = self.arith("divui", self.lane, 32)
+        lane = self.arith("remui", self.lane, 32)
+        row0 = self.arith("addi", self.arith("muli", warp, 16), self.arith("divui", lane, 4))
+        col0 = self.arith("muli", self.arith("remui", lane, 4), 2)
+        out = []
+        for mt in range(shape[0] // WGMMA_M):
+            for r in range(shape[1] // 2):
+                j, i, c = r // 4, (r // 2) % 2, r % 2
+                row = self.arith("addi", row0, WGMMA_M * mt + 8 * i)
+                col = self.arith("addi", col0, 8 * j + c)
+                out.append([row, col])
+        return out
+
+    def _value_elements(self, value, shape):
+        """The multi-indices of this thread's elements of a per-thread
+        value, in the order of its tensor."""
+        if value in self.wgmma_values:
+            return self._wgmma_elements(shape)
+        return self._elements(shape)
+
+    def wrap_wgmma(self, value, aval):
+        self.wgmma_values.add(value)
+        self.logical_types[value] = core.mlir_type(aval)
+        return core.Tracer(self.trace, value, aval)
+
+    def to_wgmma(self, value, aval):
+        """A value (strided or replicated) in wgmma's layout: a broadcast
+        scalar is broadcast again; anything else is read element by element
+        from where it is held."""
+        _check_acc_shape(aval.shape, "an array in wgmma's layout")
+        count = _wgmma_count(aval.shape)
+        with self.ctx:
+            frag_t = core.mlir_type(core.ShapedArray((count,), aval.dtype))
+            owner = value.owner
+            owner = getattr(owner, "operation", owner)
+            if isinstance(owner, ir.Operation) and owner.name == "ember.broadcast_in_dim" \
+                    and ir.RankedTensorType(owner.operands[0].type).rank == 0:
+                return self.op("ember.broadcast_in_dim", [owner.operands[0]], [frag_t], {
+                    "broadcast_dimensions": ir.DenseI64ArrayAttr.get([])})
+            xs = [self.read_scalar(value, aval, idx)
+                  for idx in self._wgmma_elements(aval.shape)]
+            return self.op("tensor.from_elements", xs, [frag_t])
+
+    def acc_read(self, acc):
+        """`acc[...]`: the accumulator's value, in wgmma's layout."""
+        aval = core.ShapedArray(acc.shape, acc.dtype)
+        with self.ctx:
+            f32 = ir.F32Type.get()
+            xs = [self.op("memref.load", [acc.buf, self.index(i)], [f32])
+                  for i in range(acc.count)]
+            v = self.op("tensor.from_elements", xs, [core.mlir_type(
+                core.ShapedArray((acc.count,), acc.dtype))])
+        return self.wrap_wgmma(v, aval)
+
+    def acc_write(self, acc, val):
+        """`acc[...] = val`."""
+        aval = core.ShapedArray(acc.shape, acc.dtype)
+        x = self.plain(core.as_value(val))
+        if x.dtype != acc.dtype:
+            x = x.astype(acc.dtype)
+        if x.shape != acc.shape:
+            from ..numpy import lax_numpy as jnp
+
+            x = jnp.broadcast_to(x, acc.shape)
+        v = self.trace.to_value(x)
+        if v not in self.wgmma_values:
+            v = self.to_wgmma(v, aval)
+        with self.ctx:
+            f32 = ir.F32Type.get()
+            for i in range(acc.count):
+                e = self.op("tensor.extract", [v, self.index(i)], [f32])
+                self.op("memref.store", [e, acc.buf, self.index(i)])
+
+    def _matrix_window(self, ref, what):
+        """(buffer, its _Swizzled layout, the offset (elements) of the
+        matrix a view picks, its first row and column, rows, columns) of a
+        view of a swizzled SMEM buffer: leading dimensions picked by
+        indices, the last two by static windows."""
+        if not isinstance(ref, (_KRef, _KView)):
+            raise _unsupported(f"{what} of an operand in registers (it reads SMEM refs)")
+        base, norm = _base_norm(ref)
+        if base.space != "SMEM" or base.swizzled is None:
+            raise _unsupported(
+                f"{what} of an SMEM buffer without a swizzle: give it transforms="
+                f"(plgpu.TilingTransform((8, {128 // base.dtype.itemsize})), "
+                f"plgpu.SwizzleTransform(128)) (the layout the tensor cores and TMA share)")
+        lead = self.index(0)
+        nlead = len(base.shape) - 2
+        for d in range(nlead):
+            k, sl = norm[d]
+            if k == "at":
+                i = self.index(sl)
+            elif k == "ds" and sl.size == 1:
+                i = self.index(sl.start)
+            else:
+                raise _unsupported(f"{what} of a window spanning several matrices of a "
+                                   f"swizzled SMEM buffer")
+            lead = self.arith("addi", self.arith("muli", lead, base.shape[d]), i)
+        trailing = []
+        for k, sl in norm[nlead:]:
+            if k != "ds" or sl.stride != 1 or not isinstance(sl.start, (int, np.integer)):
+                raise _unsupported(f"{what} of a swizzled SMEM matrix through an index, a "
+                                   f"stride or a dynamic start in its last two dimensions")
+            trailing.append((int(sl.start), int(sl.size)))
+        (r0, rows), (c0, cols) = trailing
+        sw = base.swizzled
+        lead = self.arith("muli", lead, sw.rows * sw.width)
+        return base, sw, lead, r0, c0, rows, cols
+
+    def _matrix_offset(self, sw, lead, r, c):
+        """The offset (elements) of element (r, c) (static, on a 16-byte
+        chunk's start) of a swizzled matrix at `lead`, before swizzling."""
+        return self.arith("addi", lead, sw.offset(r, c))
+
+    def _wgmma_descriptor(self, base, offset, swizzle, leading, stride):
+        with self.ctx:
+            i64 = ir.IntegerType.get_signless(64)
+            return self.op("ember_gpu.wgmma_descriptor", [base.value, offset], [i64], {
+                "swizzle": ir.IntegerAttr.get(i64, swizzle),
+                "leading_byte_offset": ir.IntegerAttr.get(i64, leading),
+                "stride_byte_offset": ir.IntegerAttr.get(i64, stride)})
+
+    def wgmma(self, acc, a, b):
+        """`plgpu.wgmma(acc, a, b)`: acc += a @ b on the tensor cores, for
+        each 64-row tile of `acc` and each 16-deep slice of the contraction
+        (and each 256-column part of B): `a` (M x K) K-major and `b` (K x N)
+        N-major, both in swizzled SMEM; asynchronous until `wgmma_wait`."""
+        what = "wgmma"
+        if not isinstance(acc, _KAcc):
+            raise _unsupported(f"{what} into anything but a plgpu.ACC accumulator")
+        abase, asw, alead, ar0, ac0, m, k = self._matrix_window(a, what)
+        bbase, bsw, blead, br0, bc0, k2, n = self._matrix_window(b, what)
+        if abase.dtype != bbase.dtype or abase.dtype not in (np.dtype(np.float16),
+                                                             np.dtype(dtypes.bfloat16)):
+            raise _unsupported(f"{what} of {abase.dtype} and {bbase.dtype} operands (f16 or "
+                               f"bf16 ones)")
+        if k != k2 or (m, n) != acc.shape:
+            raise ValueError(f"{what}: shapes {(m, k)} @ {(k2, n)} do not accumulate into "
+                             f"{acc.shape} (at {core.where()})")
+        if k % 16 or ar0 % 8 or ac0 % 16 or br0 % 8 or bc0 % bsw.cols:
+            raise _unsupported(f"{what} of operand windows not aligned to the tensor cores' "
+                               f"tiles (A at ({ar0}, {ac0}), B at ({br0}, {bc0}), K = {k})")
+        elem = core.mlir_type(core.ShapedArray((), abase.dtype)).element_type
+        # N in parts of at most 256 columns, each a whole number of strips.
+        part = n if n <= WGMMA_MAX_N else max(
+            w for w in range(bsw.cols, WGMMA_MAX_N + 1, bsw.cols) if n % w == 0)
+        self.op("ember_gpu.wgmma_fence")
+        with self.ctx:
+            f32 = ir.F32Type.get()
+            i64 = ir.IntegerType.get_signless(64)
+            for mt in range(m // WGMMA_M):
+                for n0 in range(0, n, part):
+                    vec_t = ir.VectorType.get([part // 2], f32)
+                    off = self.index(mt * (n // 2) + n0 // 2)
+                    d = self.op("vector.load", [acc.buf, off], [vec_t])
+                    for kk in range(0, k, 16):
+                        # A, K-major: 8-row groups 8 x swizzle bytes apart.
+                        da = self._wgmma_descriptor(
+                            abase, self._matrix_offset(asw, alead, ar0 + WGMMA_M * mt, ac0 + kk),
+                            asw.swizzle, *asw.k_major_offsets())
+                        # B, N-major: strips (atoms along N) a strip apart,
+                        # 8-row groups 8 x swizzle bytes apart.
+                        db = self._wgmma_descriptor(
+                            bbase, self._matrix_offset(bsw, blead, br0 + kk, bc0 + n0),
+                            bsw.swizzle, *bsw.mn_major_offsets())
+                        d = self.op("ember_gpu.wgmma", [d, da, db], [vec_t], {
+                            "n": ir.IntegerAttr.get(i64, part),
+                            "element_type": ir.TypeAttr.get(elem),
+                            "transpose_b": ir.UnitAttr.get()})
+                    self.op("vector.store", [d, acc.buf, off])
+        self.op("ember_gpu.wgmma_commit")
+
+    def wgmma_wait(self, n):
+        with self.ctx:
+            self.op("ember_gpu.wgmma_wait", attrs={"allow_in_flight": ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), int(n))})
+
     def load(self, base, norm):
         shape = state._view_shape(norm)
         aval = core.ShapedArray(shape, base.dtype)
@@ -1100,11 +1468,11 @@ class KernelCompiler:
             _check_replicated(aval)
             if not _strided(aval):
                 # Replicated: every thread reads every element.
-                scalars = [self.op("memref.load", [base.value, *self._addresses(norm, idx)],
+                scalars = [self.op("memref.load", [base.value, *self._locate(base, norm, idx)],
                                    [elem]) for idx in np.ndindex(*shape)]
                 v = self.op("tensor.from_elements", scalars, [core.mlir_type(aval)])
                 return core.Tracer(self.trace, v, aval)
-            scalars = [self.op("memref.load", [base.value, *self._addresses(norm, idx)],
+            scalars = [self.op("memref.load", [base.value, *self._locate(base, norm, idx)],
                                [elem]) for idx in self._elements(shape)]
             v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
         self.sources[v] = (base, norm, self.writes.get(id(base), 0), None,
@@ -1319,18 +1687,23 @@ class KernelCompiler:
         self.dyn_bytes += -(-nbytes // 16) * 16
         return offset
 
-    def alloc_smem(self, shape, dtype, name=None):
+    def alloc_smem(self, shape, dtype, name=None, transforms=()):
         """An SMEM buffer of the calling warpgroup allocated while the
-        kernel runs (`emit_pipeline`'s slots), 128-byte aligned for TMA."""
+        kernel runs (`emit_pipeline`'s slots), 128-byte aligned for TMA
+        (1024 if swizzled: the swizzle pattern's period)."""
         shape = tuple(int(d) for d in shape)
         dtype = np.dtype(dtype)
-        offset = self._stage_alloc(math.prod(shape) * dtype.itemsize, align=128)
+        swizzled = _swizzle_of(transforms, shape, dtype)
+        offset = self._stage_alloc(math.prod(shape) * dtype.itemsize,
+                                   align=1024 if swizzled else 128)
+        if swizzled:
+            self.stage_align = 1024
         with self.ctx:
-            t = ir.MemRefType.get(list(shape), core.mlir_type(
+            t = ir.MemRefType.get([math.prod(shape)] if swizzled else list(shape), core.mlir_type(
                 core.ShapedArray((), dtype)).element_type, None,
                 ir.Attribute.parse("#gpu.address_space<workgroup>"))
             buf = self.op("memref.view", [self.stage_area, self._stage_offset(offset)], [t])
-        return _KRef(self, buf, shape, dtype, "SMEM")
+        return _KRef(self, buf, shape, dtype, "SMEM", swizzled=swizzled)
 
     def alloc_barriers(self, arrivals, n):
         """`n` mbarriers of the calling warpgroup, each completing after
@@ -1374,7 +1747,7 @@ class KernelCompiler:
         # done before it is overwritten.
         self._warpgroup_sync()
         with self.ctx:
-            for j, idx in enumerate(self._elements(shape)):
+            for j, idx in enumerate(self._value_elements(value, shape)):
                 x = self.op("tensor.extract", [value, self.index(j)], [elem])
                 self.op("memref.store", [x, buf, *idx])
         self._warpgroup_sync()
@@ -1390,13 +1763,13 @@ class KernelCompiler:
         """Element `idx` (index values) of a strided or replicated value."""
         with self.ctx:
             elem = core.mlir_type(aval).element_type
-            if value not in self.strided_values:
+            if value not in self.strided_values and value not in self.wgmma_values:
                 if value in self.rows:
                     raise _unsupported("this use of a reduction along rows")
                 return self.op("tensor.extract", [value, *idx], [elem])
             base, norm, fn = self._source(value, aval)
             src_idx = fn(idx) if fn is not None else idx
-            return self.op("memref.load", [base.value, *self._addresses(norm, src_idx)],
+            return self.op("memref.load", [base.value, *self._locate(base, norm, src_idx)],
                            [elem])
 
     def gather(self, value, in_aval, aval, index_fn):
@@ -1408,7 +1781,8 @@ class KernelCompiler:
         composed = (lambda i: fn(index_fn(i))) if fn is not None else index_fn
         with self.ctx:
             elem = core.mlir_type(aval).element_type
-            scalars = [self.op("memref.load", [base.value, *self._addresses(norm, composed(idx))],
+            scalars = [self.op("memref.load", [base.value,
+                                               *self._locate(base, norm, composed(idx))],
                                [elem]) for idx in self._elements(aval.shape)]
             v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
         self.sources[v] = (base, norm, self.writes.get(id(base), 0), composed,
@@ -1520,31 +1894,32 @@ class KernelCompiler:
         self._written(base)
         with self.ctx:
             elem = ir.MemRefType(base.value.type).element_type
-            if not _strided(aval):
+            if not _strided(aval) and v not in self.wgmma_values:
                 # Replicated: one thread of the warpgroup writes.
                 with self.when(self.elected):
                     for idx in np.ndindex(*shape):
                         consts = [self.index(i) for i in idx]
                         s = self.op("tensor.extract", [v, *consts], [elem])
-                        self.op("memref.store", [s, base.value, *self._addresses(norm, consts)])
+                        self.op("memref.store", [s, base.value,
+                                                 *self._locate(base, norm, consts)])
             else:
-                for j, idx in enumerate(self._elements(shape)):
+                for j, idx in enumerate(self._value_elements(v, shape)):
                     s = self.op("tensor.extract", [v, self.index(j)], [elem])
-                    self.op("memref.store", [s, base.value, *self._addresses(norm, idx)])
+                    self.op("memref.store", [s, base.value, *self._locate(base, norm, idx)])
         # The warpgroup's threads see each other's writes before reading the
         # buffer in another layout (a scalar, a broadcast, a transpose).
         self._warpgroup_sync()
 
     # -- plgpu operations ------------------------------------------------------
 
-    def _descriptor(self, ref, box):
+    def _descriptor(self, ref, box, swizzle=0):
         if not isinstance(ref, _KRef) or ref.space != "GMEM":
             raise TypeError(f"a TMA copy's global end must be a kernel operand in GMEM "
                             f"(at {core.where()})")
-        key = (ref.operand, tuple(box))
+        key = (ref.operand, tuple(box), swizzle)
         if key not in self._desc_index:
             self._desc_index[key] = len(self.descriptors)
-            self.descriptors.append((ref.operand, tuple(box), ref.dtype))
+            self.descriptors.append((ref.operand, tuple(box), ref.dtype, swizzle))
         with self.ctx:
             i8 = ir.IntegerType.get_signless(8)
             return self.op("llvm.getelementptr", [self.tma], [self.tma.type], {
@@ -1569,6 +1944,32 @@ class KernelCompiler:
                              f"{window} differ in size (at {core.where()})")
         coords = [s.start if k == "ds" else s for k, s in gnorm]
         return gbase, box, coords, sbase, self._window_offset(sbase, snorm, what)
+
+    def _swizzled_strips(self, gbase, box, coords, smem, what):
+        """A TMA copy between a GMEM box and a whole swizzled SMEM matrix,
+        as one copy per column strip: [(descriptor, coordinates (i32),
+        the strip's SMEM view)]."""
+        sbase, sw, lead, r0, c0, rows, cols = self._matrix_window(smem, what)
+        if (r0, c0, rows, cols) != (0, 0, sw.rows, sw.width):
+            raise _unsupported(f"{what} of part of a swizzled SMEM matrix (a copy fills "
+                               f"whole matrices)")
+        if len(box) < 2 or math.prod(box[:-2]) != 1 or tuple(box[-2:]) != (rows, cols):
+            raise _unsupported(f"{what} between a GMEM box {tuple(box)} and a swizzled SMEM "
+                               f"matrix {(rows, cols)} (the box's last two dimensions must "
+                               f"be the matrix)")
+        strip_box = list(box[:-1]) + [sw.cols]
+        desc = self._descriptor(gbase, strip_box, sw.swizzle)
+        out = []
+        with self.ctx:
+            for st in range(cols // sw.cols):
+                cs = list(coords)
+                if st:
+                    cs[-1] = self.op("arith.addi", [cs[-1], self.i32(st * sw.cols)],
+                                     [cs[-1].type])
+                view = self._smem_view(sbase, self.arith("addi", lead, st * sw.strip_elems()),
+                                       strip_box)
+                out.append((desc, cs, view))
+        return out
 
     def _window_offset(self, sbase, snorm, what):
         """The offset (elements) of a contiguous window of an SMEM buffer:
@@ -1615,6 +2016,8 @@ class KernelCompiler:
         what = "copy_gmem_to_smem"
         if leader_tracked is not None:
             raise _unsupported(f"{what} with leader_tracked")
+        if _base_norm(dst)[0].swizzled is not None:
+            return self._copy_into_swizzled(src, dst, barrier, collective_axes, what)
         gbase, box, coords, sbase, soffset = self._tma_box(src, dst, what)
         self._written(sbase)
         bars, bidx = self._barrier(barrier)
@@ -1659,6 +2062,32 @@ class KernelCompiler:
                         [1, 1, 1, 0], context=self.ctx)})
             self._copy_op(desc, coords, smem, bars, bidx, m)
 
+    def _gmem_box(self, gmem, what):
+        gbase, gnorm = _base_norm(gmem)
+        if gbase.space != "GMEM":
+            raise TypeError(f"{what}: copies between a GMEM ref and an SMEM ref "
+                            f"(at {core.where()})")
+        if any(k == "ds" and s.stride != 1 for k, s in gnorm):
+            raise _unsupported(f"{what} of a strided GMEM window")
+        box = [s.size if k == "ds" else 1 for k, s in gnorm]
+        coords = [self.i32(self.index(s.start if k == "ds" else s)) for k, s in gnorm]
+        return gbase, box, coords
+
+    def _copy_into_swizzled(self, src, dst, barrier, collective_axes, what):
+        if collective_axes is not None:
+            raise _unsupported(f"a collective {what} into a swizzled SMEM buffer")
+        gbase, box, coords = self._gmem_box(src, what)
+        strips = self._swizzled_strips(gbase, box, coords, dst, what)
+        self._written(_base_norm(dst)[0])
+        bars, bidx = self._barrier(barrier)
+        nbytes = math.prod(box) * gbase.dtype.itemsize
+        with self.when(self.elected):
+            self.op("ember_gpu.barrier_arrive", [bars, bidx, self.i32(nbytes)],
+                    attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get(
+                        [1, 1, 1, 0], context=self.ctx)})
+            for desc, cs, view in strips:
+                self._copy_op(desc, cs, view, bars, bidx, None)
+
     def _copy_op(self, desc, coords, smem, bars, bidx, multicast):
         self.op("ember_gpu.copy_gmem_to_smem",
                 [desc, *coords, smem, bars, bidx] + ([multicast] if multicast is not None else []),
@@ -1700,17 +2129,23 @@ class KernelCompiler:
         what = "copy_smem_to_gmem"
         if reduction_op is not None:
             raise _unsupported(f"{what} with reduction_op")
-        gbase, box, coords, sbase, soffset = self._tma_box(dst, src, what)
+        if _base_norm(src)[0].swizzled is not None:
+            # One copy (and bulk group) per strip: waiting for N groups
+            # waits for at least N copies.
+            gbase, box, coords = self._gmem_box(dst, what)
+            copies = self._swizzled_strips(gbase, box, coords, src, what)
+        else:
+            gbase, box, coords, sbase, soffset = self._tma_box(dst, src, what)
+            copies = [(self._descriptor(gbase, box), [self.i32(self.index(c)) for c in coords],
+                       self._smem_view(sbase, soffset, box))]
         self._written(gbase)
-        desc = self._descriptor(gbase, box)
-        smem = self._smem_view(sbase, soffset, box)
-        coords = [self.i32(self.index(c)) for c in coords]
         cond = self.elected
         if predicate is not None:
             p = self._predicate(core.as_value(predicate))
             cond = self.op("arith.andi", [cond, p], [cond.type])
         with self.when(cond):
-            self.op("ember_gpu.copy_smem_to_gmem", [smem, desc, *coords])
+            for desc, coords, smem in copies:
+                self.op("ember_gpu.copy_smem_to_gmem", [smem, desc, *coords])
 
     def wait_smem_to_gmem(self, n, wait_read_only=False):
         with self.when(self.elected):
@@ -1780,14 +2215,21 @@ class KernelCompiler:
                 c = list(self.cluster) + [1] * (3 - len(self.cluster))
                 self.module.operation.attributes["ember_gpu.cluster"] = \
                     ir.DenseI32ArrayAttr.get(c)
-            stride = -(-self.dyn_bytes // 128) * 128  # parts stay 128-byte aligned
+            a = self.stage_align  # parts stay aligned
+            stride = -(-self.dyn_bytes // a) * a
             self.stage_stride.owner.attributes["value"] = ir.IntegerAttr.get(
                 ir.IndexType.get(), stride)
             total = max(16, stride * self.nthreads)
-            if total > STAGING_LIMIT:
+            scratch = 0
+            for w in self.workgroup:
+                if w is not None:
+                    t = ir.MemRefType(w.type)
+                    nbytes = math.prod(t.shape) * _dtype_of(t.element_type).itemsize
+                    scratch += -(-nbytes // 1024) * 1024
+            if total + scratch > SMEM_LIMIT:
                 raise _unsupported(
-                    f"staging {total} bytes of values in shared memory (at most "
-                    f"{STAGING_LIMIT}: static shared memory)")
+                    f"{total + scratch} bytes of shared memory ({scratch} of scratch buffers, "
+                    f"{total} staged by the kernel; a block has {SMEM_LIMIT})")
             self.stage_area.set_type(ir.MemRefType.get(
                 [total], ir.IntegerType.get_signless(8), None,
                 ir.Attribute.parse("#gpu.address_space<workgroup>"),
@@ -1796,8 +2238,9 @@ class KernelCompiler:
                 ir.DictAttr.get({
                     "operand": ir.IntegerAttr.get(i64, op),
                     "box": ir.DenseI64ArrayAttr.get(list(box)),
-                    "dtype": ir.StringAttr.get(str(dt))})
-                for op, box, dt in self.descriptors])
+                    "dtype": ir.StringAttr.get(str(dt)),
+                    "swizzle": ir.IntegerAttr.get(i64, sw)})
+                for op, box, dt, sw in self.descriptors])
         return self.module
 
     def _verify(self):
@@ -1841,8 +2284,11 @@ class KernelCompiler:
                     for i in range(t.num_barriers):
                         self.op("memref.store", [zero, phases, self.index(i)])
                 scratch_refs.append(_KBarrier(t, w, phases))
+            elif w is None:
+                scratch_refs.append(_KAcc(self, t.shape, t.dtype))
             else:
-                scratch_refs.append(_KRef(self, w, t.shape, t.dtype, "SMEM"))
+                scratch_refs.append(_KRef(self, w, t.shape, t.dtype, "SMEM", swizzled=_swizzle_of(
+                    getattr(t, "transforms", ()), t.shape, t.dtype)))
         if scratch_names is not None:
             res = body(*refs, **dict(zip(scratch_names, scratch_refs)))
         else:

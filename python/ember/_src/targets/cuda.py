@@ -108,8 +108,9 @@ def outline(kernel_text):
     """The kernel form (text) after `ember-gpu-kernel`, as a module: the host
     function `<name>_host` launching the kernel of `gpu.module @<name>`. On
     the outlined kernel: its cluster shape (PTX's `.reqnctapercluster`, from
-    `nvvm.cluster_dim`) and 128-byte alignment of its shared-memory buffers
-    (TMA's requirement)."""
+    `nvvm.cluster_dim`) and 1024-byte alignment of its shared-memory buffers
+    (TMA's requirement is 128; a swizzled buffer's pattern repeats every
+    1024 bytes, and wgmma's descriptors assume it starts a period)."""
     module = ir.Module.parse(kernel_text)
     try:
         PassManager.parse("builtin.module(ember-gpu-kernel)").run(module.operation)
@@ -128,7 +129,7 @@ def outline(kernel_text):
             if "workgroup_attributions" in f.attributes:
                 n = ir.IntegerAttr(f.attributes["workgroup_attributions"]).value
                 align = ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(
-                    ir.IntegerType.get_signless(64), 128)})
+                    ir.IntegerType.get_signless(64), 1024)})
                 f.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * n)
     return module
 
