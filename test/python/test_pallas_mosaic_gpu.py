@@ -212,15 +212,13 @@ def test_emit_pipeline_releasing_a_slot_wgmma_still_reads_is_a_race():
         _emit_pipeline_matmul(a, b, 0)
 
 
-def test_warp_specialized_pipeline_matmul():
-    # The structure of JAX's warp-specialized tutorial kernel: two compute
-    # thread groups, each owning half of the output columns, and a memory
-    # thread group feeding a ring of SMEM slots; the groups write disjoint
-    # column halves of one SMEM tile.
-    tile, tile_k = 32, 16
-    a, b = _rand(64, 64), _rand(64, 128, seed=1)
-    m, k = a.shape
-    n = b.shape[1]
+def warp_specialized_matmul_kernel(m, n, k, dtype, tile, tile_k, transforms=()):
+    """The structure of JAX's warp-specialized tutorial kernel: two compute
+    thread groups, each owning half of the output columns (its own SMEM
+    tile, written back by its own TMA copy), and a memory thread group
+    feeding a ring of SMEM slots; the accumulator is carried from step to
+    step in registers (`run_state` over `ACC.init`). (Compiled in
+    test_plgpu_compile.py with swizzled bf16 tiles.)"""
 
     def kernel(a_gmem, b_gmem, o_gmem, o_smem):
         wg = lax.axis_index("wg")
@@ -229,7 +227,11 @@ def test_warp_specialized_pipeline_matmul():
 
         def compute(pipeline):
             acc = plgpu.layout_cast(jnp.zeros((tile, tile), jnp.float32), plgpu.Layout.WGMMA)
-            o_smem[:, cols] = pipeline(acc)
+            o_smem[wg] = pipeline(acc).astype(dtype)
+            plgpu.commit_smem()
+            plgpu.copy_smem_to_gmem(o_smem.at[wg], o_gmem.at[
+                pl.ds(pid_m * tile, tile), pl.ds((pid_n * 2 + wg) * tile, tile)])
+            plgpu.wait_smem_to_gmem(0)
 
         def step(_, a_smem, b_smem, acc):
             def mma(acc_ref):
@@ -239,17 +241,21 @@ def test_warp_specialized_pipeline_matmul():
         pipeline = plgpu.emit_pipeline_warp_specialized(
             step, grid=(k // tile_k,), max_concurrent_steps=2, num_compute_wgs=2,
             memory_registers=40, wg_axis="wg", compute_context=compute,
-            in_specs=[plgpu.BlockSpec((tile, tile_k), lambda kk: (pid_m, kk)),
-                      plgpu.BlockSpec((tile_k, 2 * tile), lambda kk: (kk, pid_n))])
+            in_specs=[plgpu.BlockSpec((tile, tile_k), lambda kk: (pid_m, kk),
+                                      transforms=transforms),
+                      plgpu.BlockSpec((tile_k, 2 * tile), lambda kk: (kk, pid_n),
+                                      transforms=transforms)])
         pipeline(a_gmem, b_gmem)
-        plgpu.commit_smem()
-        plgpu.copy_smem_to_gmem(o_smem, o_gmem.at[pl.ds(pid_m * tile, tile),
-                                                 pl.ds(pid_n * 2 * tile, 2 * tile)])
-        plgpu.wait_smem_to_gmem(0)
 
-    out = plgpu.kernel(kernel, out_shape=_sds((m, n)), grid=(m // tile, n // (2 * tile)),
-                       grid_names=("m", "n"), num_threads=3, thread_name="wg",
-                       scratch_shapes=dict(o_smem=plgpu.SMEM((tile, 2 * tile), np.float32)))(a, b)
+    return plgpu.kernel(kernel, out_shape=_sds((m, n), dtype), grid=(m // tile, n // (2 * tile)),
+                        grid_names=("m", "n"), num_threads=3, thread_name="wg",
+                        scratch_shapes=dict(o_smem=plgpu.SMEM((2, tile, tile), dtype,
+                                                              transforms=transforms)))
+
+
+def test_warp_specialized_pipeline_matmul():
+    a, b = _rand(64, 64), _rand(64, 128, seed=1)
+    out = warp_specialized_matmul_kernel(64, 128, 64, np.float32, 32, 16)(a, b)
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-3)
 
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 from test_cuda_target import PTXAS, ptxas_check
-from test_pallas_mosaic_gpu import emit_pipeline_matmul_kernel
+from test_pallas_mosaic_gpu import emit_pipeline_matmul_kernel, warp_specialized_matmul_kernel
 
 import ember
 import ember.numpy as jnp
@@ -946,3 +946,60 @@ def test_shared_memory_beyond_a_block_is_refused():
                      scratch_shapes=[plgpu.SMEM((256, 256), np.float32)])
     with pytest.raises(NotImplementedError, match=r"bytes of shared memory .* a block has"):
         k.lower(a)
+
+
+def test_warp_specialized_matmul_interprets_and_compiles(tmp_path):
+    # JAX's warp-specialized tutorial kernel in bf16: warpgroup 2 streams
+    # swizzled tiles into the block's ring of slots, warpgroups 0 and 1
+    # each run wgmma on their half of B's columns with the accumulator
+    # carried in registers, and write their half back.
+    a, b = _hopper_inputs(256, 512, 512, seed=5)
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+    k = warp_specialized_matmul_kernel(256, 512, 512, jnp.bfloat16, 128, 64, transforms=tf)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(k(a, b)).astype(np.float32), ref, rtol=1e-2, atol=0.1)
+    c = k.lower(a, b)
+    assert c.block == (384, 1, 1)
+    text = c.as_text("kernel")
+    # One traced body for the three warpgroups: 8 steps x 2 row tiles x 4
+    # slices of 16, B's window starting at the warpgroup's columns.
+    assert text.count("ember_gpu.wgmma %") == 64
+    assert text.count("ember_gpu.copy_gmem_to_smem") == 8 * 5  # A: 1 strip, B: 4
+    # The block's barriers (full, consumed, done) are initialized by one
+    # thread before a block-wide barrier.
+    assert text.count("arrivals = 2") == 4 and text.count("arrivals = 3") == 1
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")[c.name]
+        assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 64
+        assert ".local" not in ptx
+
+
+def test_run_scoped_accumulator(tmp_path):
+    # JAX's quickstart style: a zero accumulator from pl.run_scoped; reading
+    # it completes the wgmma (a wgmma_wait 0 before the read).
+    bf = jnp.bfloat16
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+
+    def body(a_ref, b_ref, o_ref, a_smem, b_smem, bar):
+        plgpu.copy_gmem_to_smem(a_ref, a_smem, bar.at[0])
+        plgpu.copy_gmem_to_smem(b_ref, b_smem, bar.at[0])
+        plgpu.barrier_wait(bar.at[0])
+
+        def scope(acc_ref):
+            plgpu.wgmma(acc_ref, a_smem, b_smem)
+            return acc_ref[...]
+
+        o_ref[...] = pl.run_scoped(scope, plgpu.ACC((64, 64), jnp.float32)) * 2.0
+
+    a, b = _hopper_inputs(64, 64, 64, seed=7)
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((64, 64), np.float32),
+                     scratch_shapes=[plgpu.SMEM((64, 64), bf, transforms=tf),
+                                     plgpu.SMEM((64, 64), bf, transforms=tf), plgpu.Barrier(2)])
+    ref = 2 * a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(k(a, b)), ref, rtol=1e-5, atol=1e-4)
+    c = k.lower(a, b)
+    text = c.as_text("kernel")
+    assert text.count("ember_gpu.wgmma %") == 4
+    assert text.index("ember_gpu.wgmma_commit") < text.index("ember_gpu.wgmma_wait 0")
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")

@@ -263,8 +263,18 @@ def core_map(mesh, *, compiler_params=None, interpret=False, debug=False,
 def run_scoped(f, *types, collective_axes=(), **kw_types):
     """Calls `f` with fresh refs of `types` (scratch shapes), live only
     during the call."""
-    refs = [state.Ref(state.uninitialized(t.shape, t.dtype)) for t in types]
-    kw_refs = {k: state.Ref(state.uninitialized(t.shape, t.dtype)) for k, t in kw_types.items()}
+    if (kc := mosaic_gpu_compile.active()) is not None:
+        # A kernel compiled for the GPU: its own buffers (SMEM, barriers,
+        # wgmma accumulators).
+        return f(*[kc.scoped(t) for t in types],
+                 **{k: kc.scoped(t) for k, t in kw_types.items()})
+    def fresh(t):
+        # (A type may say what a fresh buffer holds: plgpu.ACC, zeros.)
+        init = getattr(t, "initial_value", None)
+        return state.Ref(init() if init is not None else state.uninitialized(t.shape, t.dtype))
+
+    refs = [fresh(t) for t in types]
+    kw_refs = {k: fresh(t) for k, t in kw_types.items()}
     with state.scope(refs + list(kw_refs.values())):
         return f(*refs, **kw_refs)
 
@@ -644,6 +654,16 @@ def run_state(f):
     pytree `init` and returns their final values."""
     def run(init):
         leaves, tree = tree_util.tree_flatten(init)
+        if (kc := mosaic_gpu_compile.active()) is not None and any(
+                isinstance(x, mosaic_gpu_compile.AccInit) for x in leaves):
+            # In a kernel compiled for the GPU, `plgpu.ACC.init(x)` is a
+            # wgmma accumulator in registers.
+            refs = [kc.acc_from(x.value) if isinstance(x, mosaic_gpu_compile.AccInit)
+                    else state.Ref(x) for x in leaves]
+            f(tree_util.tree_unflatten(tree, refs))
+            return tree_util.tree_unflatten(tree, [
+                r[...] if isinstance(x, mosaic_gpu_compile.AccInit) else state.values([r])[0]
+                for r, x in zip(refs, leaves)])
         refs = [state.Ref(x) for x in leaves]
         with state.scope(refs):
             f(tree_util.tree_unflatten(tree, refs))

@@ -125,9 +125,15 @@ class ACC:
     def __init__(self, shape, dtype=np.float32):
         self.shape, self.dtype = tuple(shape), np.dtype(dtype)
 
+    def initial_value(self):
+        """What a fresh accumulator holds (`pl.run_scoped`): zeros."""
+        return jnp.zeros(self.shape, self.dtype)
+
     @staticmethod
     def init(value):
         """The initial value of an accumulator made with `pl.run_state`."""
+        if _compile.active() is not None:
+            return _compile.AccInit(value)
         return value
 
 
@@ -148,7 +154,11 @@ for _name in ("WGMMA", "WGMMA_ROW", "WGMMA_COL", "WG_SPLAT", "WG_STRIDED", "TCGE
 
 
 def layout_cast(x, new_layout):
-    """`x` in another register layout: the same array on the CPU."""
+    """`x` in another register layout: the same array on the CPU; in a
+    kernel compiled for the GPU, `Layout.WGMMA` puts it in wgmma's
+    accumulator layout (other layouts are names only)."""
+    if (kc := _compile.active()) is not None and getattr(new_layout, "name", None) == "WGMMA":
+        return kc.to_wgmma_tracer(core.as_value(x))
     return x
 
 
@@ -1028,39 +1038,52 @@ def emit_pipeline_warp_specialized(body, *, grid, memory_registers=None, in_spec
     where `pipeline(init_carry)` runs the steps and returns the last carry.
     Every thread group of the block meets at a barrier when the pipeline
     ends."""
-    _compile.refuse("emit_pipeline_warp_specialized")
     if out_specs or manual_consumed_barriers:
         raise NotImplementedError(
             "emit_pipeline_warp_specialized: output specs and manual consumed barriers are "
-            f"not supported by the interpreter (at {core.where()})")
+            f"not supported (at {core.where()})")
     grid = tuple(int(g) for g in grid)
     steps = list(itertools.product(*[range(g) for g in grid]))
     slots = int(max_concurrent_steps)
+    mem = memory_thread_idx if memory_thread_idx is not None else num_compute_wgs
 
     def run(*gmem_refs):
-        w = _me()
-        where = core.where()
-        nthreads = w.sched.nthreads
-        mem = memory_thread_idx if memory_thread_idx is not None else num_compute_wgs
-        # Every thread group builds its own pipeline object; they share the
-        # buffers of the same call (site and count) in the block.
-        k = w.pipeline_calls[where] = w.pipeline_calls.get(where, 0) + 1
-
-        def make():
-            bufs = [_alloc(w, (slots,) + tuple(s.block_shape), r.dtype, f"pipeline input {i}")
+        kc = _compile.active()
+        if kc is not None:
+            # Compiled: the body is traced once for every warpgroup; the
+            # buffers and barriers are the block's, and the warpgroup's
+            # index picks its role at run time.
+            nthreads = kc.nthreads
+            bufs = [kc.alloc_smem((slots,) + tuple(s.block_shape), r.dtype, f"pipeline input {i}",
+                                  getattr(s, "transforms", ()), shared=True)
                     for i, (s, r) in enumerate(zip(in_specs, gmem_refs))]
-            for b in bufs:  # shared by the block's thread groups
-                b.twins = {w.block: b}
-            full = _BarrierRef(Barrier(len(in_specs), slots), {w.block: [
-                _BarrierInst(len(in_specs), where) for _ in range(slots)]})
-            consumed = _BarrierRef(Barrier(num_compute_wgs, slots), {w.block: [
-                _BarrierInst(num_compute_wgs, where) for _ in range(slots)]})
-            done = _BarrierRef(Barrier(nthreads), {w.block: [_BarrierInst(nthreads, where)]})
-            return bufs, full, consumed, done
+            full = kc.alloc_barriers(len(in_specs), slots, shared=True)
+            consumed = kc.alloc_barriers(num_compute_wgs, slots, shared=True)
+            done = kc.alloc_barriers(nthreads, 1, shared=True)
+        else:
+            w = _me()
+            where = core.where()
+            nthreads = w.sched.nthreads
+            # Every thread group builds its own pipeline object; they share
+            # the buffers of the same call (site and count) in the block.
+            k = w.pipeline_calls[where] = w.pipeline_calls.get(where, 0) + 1
 
-        bufs, full, consumed, done = _block_shared(w, (where, k), make)
-        carry = None
-        if int(w.coords[wg_axis]) == mem:
+            def make():
+                bufs = [_alloc(w, (slots,) + tuple(s.block_shape), r.dtype,
+                               f"pipeline input {i}")
+                        for i, (s, r) in enumerate(zip(in_specs, gmem_refs))]
+                for b in bufs:  # shared by the block's thread groups
+                    b.twins = {w.block: b}
+                full = _BarrierRef(Barrier(len(in_specs), slots), {w.block: [
+                    _BarrierInst(len(in_specs), where) for _ in range(slots)]})
+                consumed = _BarrierRef(Barrier(num_compute_wgs, slots), {w.block: [
+                    _BarrierInst(num_compute_wgs, where) for _ in range(slots)]})
+                done = _BarrierRef(Barrier(nthreads), {w.block: [_BarrierInst(nthreads, where)]})
+                return bufs, full, consumed, done
+
+            bufs, full, consumed, done = _block_shared(w, (where, k), make)
+
+        def memory():
             for t, point in enumerate(steps):
                 slot = t % slots
                 if t >= slots:
@@ -1068,23 +1091,36 @@ def emit_pipeline_warp_specialized(body, *, grid, memory_registers=None, in_spec
                 idx = tuple(jnp.int32(i) for i in point)
                 for spec, ref, buf in zip(in_specs, gmem_refs, bufs):
                     copy_gmem_to_smem(_gmem_block(ref, spec, idx), buf.at[slot], full.at[slot])
-        else:
-            def pipeline(init_carry=None):
-                c = init_carry
-                for t, point in enumerate(steps):
-                    slot = t % slots
-                    barrier_wait(full.at[slot])
-                    idx = tuple(jnp.int32(i) for i in point)
-                    views = [buf.at[slot] for buf in bufs]
-                    if compute_context is None:
-                        body(idx, *views)
-                    else:
-                        c = body(idx, *views, c)
-                    wgmma_wait(0)
-                    barrier_arrive(consumed.at[slot])
-                return c
 
-            carry = pipeline() if compute_context is None else compute_context(pipeline)
+        def pipeline(init_carry=None):
+            c = init_carry
+            for t, point in enumerate(steps):
+                slot = t % slots
+                barrier_wait(full.at[slot])
+                idx = tuple(jnp.int32(i) for i in point)
+                views = [buf.at[slot] for buf in bufs]
+                if compute_context is None:
+                    body(idx, *views)
+                else:
+                    c = body(idx, *views, c)
+                wgmma_wait(0)
+                barrier_arrive(consumed.at[slot])
+            return c
+
+        def compute():
+            return pipeline() if compute_context is None else compute_context(pipeline)
+
+        carry = None
+        if kc is not None:
+            wg = _axis_index(wg_axis)
+            kc.run_when(wg == mem, memory)
+            # (A carry leaves the compute groups' branch through their refs
+            # only: the compiled pipeline returns None.)
+            kc.run_when(wg != mem, compute)
+        elif int(w.coords[wg_axis]) == mem:
+            memory()
+        else:
+            carry = compute()
         barrier_arrive(done)
         barrier_wait(done)
         return carry

@@ -45,7 +45,7 @@ Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
 gathers, scatters), `lax.switch`, tcgen05/TMEM, wgmma with A in registers
-or other than f16/bf16 operands, `emit_pipeline_warp_specialized`.
+or other than f16/bf16 operands.
 Nothing compiled here has run on a GPU: the host side (building TMA
 descriptors, launching) is not built.
 """
@@ -580,6 +580,14 @@ class _KAcc:
         self.kc.acc_write(self, val)
 
 
+class AccInit:
+    """`plgpu.ACC.init(value)` in a kernel compiled for the GPU: `pl.run_state`
+    makes it an accumulator (`_KAcc`) holding `value`."""
+
+    def __init__(self, value):
+        self.value = value
+
+
 class _KAt:
     def __init__(self, ref):
         self.ref = ref
@@ -625,6 +633,7 @@ class KernelCompiler:
         self.nthreads, self.thread_name = nthreads, thread_name
         self.strided_values = set()
         self.wgmma_values = set()  # values in wgmma's accumulator layout
+        self.wgmma_pending = False  # a wgmma issued since the last wgmma_wait(0)
         self.logical_types = {}
         self.rows = {}  # value -> _RowsLayout (see reduce_rows)
         self.row_avals = {}
@@ -703,6 +712,7 @@ class KernelCompiler:
         self.tma = entry.arguments[len(args)]
         launch_op = [o for o in entry.operations if o.operation.name == "gpu.launch"][0]
         self.dyn_bytes = 0  # staged bytes per warpgroup
+        self.shared_bytes = 0  # bytes of the block's shared part of the staging area
         self.stage_align = 128  # of each warpgroup's part
         self.block = launch_op.regions[0].blocks[0]
         self.block.operations[0].erase()  # gpu.terminator, added back at the end
@@ -788,10 +798,16 @@ class KernelCompiler:
             # staging area: bytes per warpgroup, set at the end.
             self.stage_stride = self.op("arith.constant", results=[ir.IndexType.get()], attrs={
                 "value": ir.IntegerAttr.get(ir.IndexType.get(), 0)})
+            # The block's shared part (buffers every warpgroup uses: a
+            # warp-specialized pipeline's) comes first: its size, set at
+            # the end.
+            self.shared_size = self.op("arith.constant", results=[ir.IndexType.get()], attrs={
+                "value": ir.IntegerAttr.get(ir.IndexType.get(), 0)})
         tid = self.hw_index("thread_id", "x")
         self.lane = self.arith("remui", tid, WARPGROUP)
         self.warpgroup = self.arith("divui", tid, WARPGROUP)
-        self.stage_base = self.arith("muli", self.warpgroup, self.stage_stride)
+        self.stage_base = self.arith("addi", self.shared_size,
+                                     self.arith("muli", self.warpgroup, self.stage_stride))
         self.elected = self.cmp_eq(self.lane, 0)
         self.coords, self.cluster_coords = {}, []
         for d, dim in enumerate("xyz"[:max(len(self.grid), len(self.cluster))]):
@@ -1326,8 +1342,18 @@ class KernelCompiler:
                   for idx in self._wgmma_elements(aval.shape)]
             return self.op("tensor.from_elements", xs, [frag_t])
 
+    def to_wgmma_tracer(self, x):
+        """`plgpu.layout_cast(x, Layout.WGMMA)`."""
+        v = self.trace.to_value(self.plain(x))
+        if v in self.wgmma_values:
+            return x
+        return self.wrap_wgmma(self.to_wgmma(v, x.aval), x.aval)
+
     def acc_read(self, acc):
-        """`acc[...]`: the accumulator's value, in wgmma's layout."""
+        """`acc[...]`: the accumulator's value, in wgmma's layout. As in
+        JAX, reading it completes the wgmmas in flight."""
+        if self.wgmma_pending:
+            self.wgmma_wait(0)
         aval = core.ShapedArray(acc.shape, acc.dtype)
         with self.ctx:
             f32 = ir.F32Type.get()
@@ -1383,19 +1409,32 @@ class KernelCompiler:
             lead = self.arith("addi", self.arith("muli", lead, base.shape[d]), i)
         trailing = []
         for k, sl in norm[nlead:]:
-            if k != "ds" or sl.stride != 1 or not isinstance(sl.start, (int, np.integer)):
-                raise _unsupported(f"{what} of a swizzled SMEM matrix through an index, a "
-                                   f"stride or a dynamic start in its last two dimensions")
-            trailing.append((int(sl.start), int(sl.size)))
+            if k != "ds" or sl.stride != 1:
+                raise _unsupported(f"{what} of a swizzled SMEM matrix through an index or a "
+                                   f"stride in its last two dimensions")
+            # A dynamic start (b_smem.at[:, pl.ds(wg * n, n)]) is taken to
+            # be on the tensor cores' tiles, as a static one is checked to be.
+            start = (int(sl.start) if isinstance(sl.start, (int, np.integer))
+                     else self.index(sl.start))
+            trailing.append((start, int(sl.size)))
         (r0, rows), (c0, cols) = trailing
         sw = base.swizzled
         lead = self.arith("muli", lead, sw.rows * sw.width)
         return base, sw, lead, r0, c0, rows, cols
 
     def _matrix_offset(self, sw, lead, r, c):
-        """The offset (elements) of element (r, c) (static, on a 16-byte
-        chunk's start) of a swizzled matrix at `lead`, before swizzling."""
-        return self.arith("addi", lead, sw.offset(r, c))
+        """The offset (elements) of element (r, c) (on a 16-byte chunk's
+        start) of a swizzled matrix at `lead`, before swizzling; `r` and
+        `c` are ints, or index values plus ints (a dynamic window start
+        plus a tile's offset in it)."""
+        if all(isinstance(x, int) for x in (r, c)):
+            return self.arith("addi", lead, sw.offset(r, c))
+        r, c = [self.index(x) if isinstance(x, int) else
+                self.arith("addi", x[0], x[1]) if isinstance(x, tuple) else x for x in (r, c)]
+        strip = self.arith("muli", self.arith("divui", c, sw.cols), sw.strip_elems())
+        inner = self.arith("addi", self.arith("muli", r, sw.cols),
+                           self.arith("remui", c, sw.cols))
+        return self.arith("addi", lead, self.arith("addi", strip, inner))
 
     def _wgmma_descriptor(self, base, offset, swizzle, leading, stride):
         with self.ctx:
@@ -1422,9 +1461,15 @@ class KernelCompiler:
         if k != k2 or (m, n) != acc.shape:
             raise ValueError(f"{what}: shapes {(m, k)} @ {(k2, n)} do not accumulate into "
                              f"{acc.shape} (at {core.where()})")
-        if k % 16 or ar0 % 8 or ac0 % 16 or br0 % 8 or bc0 % bsw.cols:
+        def off(start, align):
+            return start % align if isinstance(start, int) else 0
+
+        if k % 16 or off(ar0, 8) or off(ac0, 16) or off(br0, 8) or off(bc0, bsw.cols):
             raise _unsupported(f"{what} of operand windows not aligned to the tensor cores' "
                                f"tiles (A at ({ar0}, {ac0}), B at ({br0}, {bc0}), K = {k})")
+
+        def plus(start, d):
+            return start + d if isinstance(start, int) else (start, d)
         elem = core.mlir_type(core.ShapedArray((), abase.dtype)).element_type
         # N in parts of at most 256 columns, each a whole number of strips.
         part = n if n <= WGMMA_MAX_N else max(
@@ -1441,12 +1486,13 @@ class KernelCompiler:
                     for kk in range(0, k, 16):
                         # A, K-major: 8-row groups 8 x swizzle bytes apart.
                         da = self._wgmma_descriptor(
-                            abase, self._matrix_offset(asw, alead, ar0 + WGMMA_M * mt, ac0 + kk),
+                            abase, self._matrix_offset(asw, alead, plus(ar0, WGMMA_M * mt),
+                                                       plus(ac0, kk)),
                             asw.swizzle, *asw.k_major_offsets())
                         # B, N-major: strips (atoms along N) a strip apart,
                         # 8-row groups 8 x swizzle bytes apart.
                         db = self._wgmma_descriptor(
-                            bbase, self._matrix_offset(bsw, blead, br0 + kk, bc0 + n0),
+                            bbase, self._matrix_offset(bsw, blead, plus(br0, kk), plus(bc0, n0)),
                             bsw.swizzle, *bsw.mn_major_offsets())
                         d = self.op("ember_gpu.wgmma", [d, da, db], [vec_t], {
                             "n": ir.IntegerAttr.get(i64, part),
@@ -1454,8 +1500,11 @@ class KernelCompiler:
                             "transpose_b": ir.UnitAttr.get()})
                     self.op("vector.store", [d, acc.buf, off])
         self.op("ember_gpu.wgmma_commit")
+        self.wgmma_pending = True
 
     def wgmma_wait(self, n):
+        if int(n) == 0:
+            self.wgmma_pending = False
         with self.ctx:
             self.op("ember_gpu.wgmma_wait", attrs={"allow_in_flight": ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), int(n))})
@@ -1687,39 +1736,74 @@ class KernelCompiler:
         self.dyn_bytes += -(-nbytes // 16) * 16
         return offset
 
-    def alloc_smem(self, shape, dtype, name=None, transforms=()):
+    def alloc_smem(self, shape, dtype, name=None, transforms=(), shared=False):
         """An SMEM buffer of the calling warpgroup allocated while the
         kernel runs (`emit_pipeline`'s slots), 128-byte aligned for TMA
-        (1024 if swizzled: the swizzle pattern's period)."""
+        (1024 if swizzled: the swizzle pattern's period); with `shared`,
+        one buffer of the block that every warpgroup sees."""
         shape = tuple(int(d) for d in shape)
         dtype = np.dtype(dtype)
         swizzled = _swizzle_of(transforms, shape, dtype)
-        offset = self._stage_alloc(math.prod(shape) * dtype.itemsize,
-                                   align=1024 if swizzled else 128)
+        align = 1024 if swizzled else 128
+        if shared:
+            at = self._shared_alloc(math.prod(shape) * dtype.itemsize, align)
+        else:
+            at = self._stage_offset(self._stage_alloc(math.prod(shape) * dtype.itemsize,
+                                                      align=align))
         if swizzled:
             self.stage_align = 1024
         with self.ctx:
             t = ir.MemRefType.get([math.prod(shape)] if swizzled else list(shape), core.mlir_type(
                 core.ShapedArray((), dtype)).element_type, None,
                 ir.Attribute.parse("#gpu.address_space<workgroup>"))
-            buf = self.op("memref.view", [self.stage_area, self._stage_offset(offset)], [t])
+            buf = self.op("memref.view", [self.stage_area, at], [t])
         return _KRef(self, buf, shape, dtype, "SMEM", swizzled=swizzled)
 
-    def alloc_barriers(self, arrivals, n):
+    def scoped(self, t):
+        """A buffer of scratch type `t` for `pl.run_scoped`, allocated
+        where the call is."""
+        if hasattr(t, "num_arrivals"):
+            if hasattr(t, "collective_axes"):
+                raise _unsupported("a ClusterBarrier in run_scoped")
+            return self.alloc_barriers(t.num_arrivals, t.num_barriers)
+        if type(t).__name__ == "ACC":
+            return _KAcc(self, t.shape, t.dtype)
+        if getattr(getattr(t, "space", None), "name", None) == "SMEM":
+            return self.alloc_smem(t.shape, t.dtype, transforms=getattr(t, "transforms", ()))
+        raise _unsupported(f"{type(t).__name__} in run_scoped")
+
+    def acc_from(self, value):
+        """`plgpu.ACC.init(value)` in `pl.run_state`: an accumulator
+        holding `value`."""
+        x = core.as_value(value)
+        acc = _KAcc(self, x.shape, np.float32)
+        self.acc_write(acc, x)
+        return acc
+
+    def alloc_barriers(self, arrivals, n, shared=False):
         """`n` mbarriers of the calling warpgroup, each completing after
         `arrivals` arrivals, allocated while the kernel runs: one thread
-        initializes them, then the warpgroup synchronizes."""
-        offset = self._stage_alloc(8 * n, align=8)
+        initializes them, then the warpgroup synchronizes. With `shared`,
+        barriers of the block, which every warpgroup allocates at the same
+        point: one thread of the block initializes them, then the block
+        synchronizes."""
+        at = (self._shared_alloc(8 * n, 8) if shared
+              else self._stage_offset(self._stage_alloc(8 * n, align=8)))
         with self.ctx:
             i64 = ir.IntegerType.get_signless(64)
             t = ir.MemRefType.get([n], i64, None,
                                   ir.Attribute.parse("#gpu.address_space<workgroup>"))
-            bars = self.op("memref.view", [self.stage_area, self._stage_offset(offset)], [t])
-            with self.when(self.elected):
+            bars = self.op("memref.view", [self.stage_area, at], [t])
+            first = (self.cmp_eq(self.hw_index("thread_id", "x"), 0) if shared
+                     else self.elected)
+            with self.when(first):
                 for i in range(n):
                     self.op("ember_gpu.barrier_init", [bars, self.index(i)],
                             attrs={"arrivals": ir.IntegerAttr.get(i64, int(arrivals))})
-            self._warpgroup_sync()
+            if shared:
+                self._block_sync()
+            else:
+                self._warpgroup_sync()
             i32 = ir.IntegerType.get_signless(32)
             phases = ir.Operation.create(
                 "memref.alloca", results=[ir.MemRefType.get([n], i32)],
@@ -1758,6 +1842,13 @@ class KernelCompiler:
     def _stage_offset(self, offset):
         """The byte offset of a staging buffer in this warpgroup's part."""
         return self.arith("addi", self.stage_base, offset)
+
+    def _shared_alloc(self, nbytes, align):
+        """A byte offset in the block's shared part of the staging area."""
+        self.shared_bytes = -(-self.shared_bytes // align) * align
+        offset = self.shared_bytes
+        self.shared_bytes += -(-nbytes // 16) * 16
+        return self.index(offset)
 
     def read_scalar(self, value, aval, idx):
         """Element `idx` (index values) of a strided or replicated value."""
@@ -1950,7 +2041,8 @@ class KernelCompiler:
         as one copy per column strip: [(descriptor, coordinates (i32),
         the strip's SMEM view)]."""
         sbase, sw, lead, r0, c0, rows, cols = self._matrix_window(smem, what)
-        if (r0, c0, rows, cols) != (0, 0, sw.rows, sw.width):
+        if not all(isinstance(x, int) for x in (r0, c0)) or \
+                (r0, c0, rows, cols) != (0, 0, sw.rows, sw.width):
             raise _unsupported(f"{what} of part of a swizzled SMEM matrix (a copy fills "
                                f"whole matrices)")
         if len(box) < 2 or math.prod(box[:-2]) != 1 or tuple(box[-2:]) != (rows, cols):
@@ -2217,9 +2309,12 @@ class KernelCompiler:
                     ir.DenseI32ArrayAttr.get(c)
             a = self.stage_align  # parts stay aligned
             stride = -(-self.dyn_bytes // a) * a
+            shared = -(-self.shared_bytes // a) * a
             self.stage_stride.owner.attributes["value"] = ir.IntegerAttr.get(
                 ir.IndexType.get(), stride)
-            total = max(16, stride * self.nthreads)
+            self.shared_size.owner.attributes["value"] = ir.IntegerAttr.get(
+                ir.IndexType.get(), shared)
+            total = max(16, shared + stride * self.nthreads)
             scratch = 0
             for w in self.workgroup:
                 if w is not None:
