@@ -189,15 +189,17 @@ def EmberGPU_WgmmaDescriptorOp : EmberGPU_Op<"wgmma_descriptor", [Pure]> {
     operand: the stride between groups of 8 rows; for an MN-major swizzled
     operand: the strides between swizzle atoms along MN (leading) and
     between groups of 8 rows along K (stride)). The buffer's start must be
-    aligned to the swizzle pattern (`swizzle` x 8 bytes).
+    aligned to the swizzle pattern (`swizzle` x 8 bytes). With `tcgen05`,
+    the descriptor has Blackwell's format (for `tcgen05_mma`), the same
+    layouts in other bits.
   }];
   let arguments = (ins MemRefRankOf<[F16, BF16], [1]>:$buffer, Index:$index,
                        I64Attr:$swizzle, I64Attr:$leading_byte_offset,
-                       I64Attr:$stride_byte_offset);
+                       I64Attr:$stride_byte_offset, UnitAttr:$tcgen05);
   let results = (outs I64:$descriptor);
   let assemblyFormat = [{
     $buffer `[` $index `]` `,` `swizzle` `=` $swizzle `,` `leading` `=` $leading_byte_offset
-    `,` `stride` `=` $stride_byte_offset attr-dict `:` type($buffer)
+    `,` `stride` `=` $stride_byte_offset (`tcgen05` $tcgen05^)? attr-dict `:` type($buffer)
   }];
   let hasVerifier = 1;
 }

@@ -9,13 +9,17 @@ CPU with its race checks:
 - `hopper_matmul_kernel`: the same in bf16 as the GPU runs it (swizzled
   SMEM, wgmma accumulating in registers, a TMA store), interpreted and
   compiled for sm_90a;
+- `blackwell_matmul_kernel`: a bf16 tcgen05 matmul accumulating in TMEM,
+  interpreted and compiled for sm_100a;
 - `blackwell_collective_matmul`: a 2-CTA collective tcgen05 matmul into
   TMEM, warp specialized, with a ClusterBarrier guarding TMEM reuse.
 
 With `guarded=False` the first and last drop their ClusterBarrier, and the
 interpreter reports the race (`plgpu.InterpretError`) with the kernel's
-lines. `collective_smem_reuse` and `hopper_matmul_kernel` also compile for
-the GPU (`.lower(x, chip="sm_90a").as_text("ptx")`). Run the file to see all of it:
+lines. `collective_smem_reuse`, `hopper_matmul_kernel` and
+`blackwell_matmul_kernel` also compile for the GPU (`.lower(x,
+chip="sm_90a").as_text("ptx")`, sm_100a for the last). Run the file to see
+all of it:
 
     .venv/bin/python examples/pallas_gpu_kernels.py
 """
@@ -56,6 +60,39 @@ def collective_smem_reuse(guarded, steps=4):
                                         plgpu.ClusterBarrier(("cl",))])
 
 
+def _tile_fetcher(a_ref, b_ref, a_smem, b_smem, bars, i, j, bm, bn, bk, slots):
+    """`fetch(s)`: TMA copies of step s's A and B tiles of output tile (i, j)
+    into slot s % slots, completing on that slot's barrier."""
+
+    def fetch(s):
+        slot = s % slots
+        plgpu.copy_gmem_to_smem(a_ref.at[pl.ds(i * bm, bm), pl.ds(s * bk, bk)],
+                                a_smem.at[slot], bars.at[slot])
+        plgpu.copy_gmem_to_smem(b_ref.at[pl.ds(s * bk, bk), pl.ds(j * bn, bn)],
+                                b_smem.at[slot], bars.at[slot])
+
+    return fetch
+
+
+def _store_tile(value, o_smem, o_ref, i, j, bm, bn):
+    """Output tile (i, j) written back through SMEM by a TMA copy."""
+    o_smem[...] = value.astype(o_smem.dtype)
+    plgpu.commit_smem()
+    plgpu.copy_smem_to_gmem(o_smem, o_ref.at[pl.ds(i * bm, bm), pl.ds(j * bn, bn)])
+    plgpu.wait_smem_to_gmem(0)
+
+
+def _tiled_matmul(body, m, n, dtype, bm, bn, bk, slots, transforms, scratch):
+    """The kernel of a matmul over (bm, bn) output tiles: `body(a, b, o,
+    a_slots, b_slots, o_tile, loaded, *scratch)`."""
+    return plgpu.kernel(
+        body, out_shape=_sds((m, n), dtype), grid=(m // bm, n // bn), grid_names=("m", "n"),
+        scratch_shapes=[plgpu.SMEM((slots, bm, bk), dtype, transforms=transforms),
+                        plgpu.SMEM((slots, bk, bn), dtype, transforms=transforms),
+                        plgpu.SMEM((bm, bn), dtype, transforms=transforms),
+                        plgpu.Barrier(num_arrivals=2, num_barriers=slots), *scratch])
+
+
 def pipelined_matmul(a, b, bm=64, bn=64, bk=32, slots=2):
     """A Hopper-style matmul (see `hopper_matmul_kernel`), interpreted."""
     (m, k), n = a.shape, b.shape[1]
@@ -77,14 +114,7 @@ def hopper_matmul_kernel(m, n, k, dtype, bm=128, bn=128, bk=64, slots=2):
 
     def body(a_ref, b_ref, o_ref, a_smem, b_smem, o_smem, bars, acc):
         i, j = lax.axis_index("m"), lax.axis_index("n")
-
-        def fetch(s):
-            slot = s % slots
-            plgpu.copy_gmem_to_smem(a_ref.at[pl.ds(i * bm, bm), pl.ds(s * bk, bk)],
-                                    a_smem.at[slot], bars.at[slot])
-            plgpu.copy_gmem_to_smem(b_ref.at[pl.ds(s * bk, bk), pl.ds(j * bn, bn)],
-                                    b_smem.at[slot], bars.at[slot])
-
+        fetch = _tile_fetcher(a_ref, b_ref, a_smem, b_smem, bars, i, j, bm, bn, bk, slots)
         for s in range(min(slots, steps)):
             fetch(s)
 
@@ -99,18 +129,52 @@ def hopper_matmul_kernel(m, n, k, dtype, bm=128, bn=128, bk=64, slots=2):
             def _():
                 fetch(s + slots)
 
-        o_smem[...] = acc[...].astype(o_smem.dtype)
-        plgpu.commit_smem()
-        plgpu.copy_smem_to_gmem(o_smem, o_ref.at[pl.ds(i * bm, bm), pl.ds(j * bn, bn)])
-        plgpu.wait_smem_to_gmem(0)
+        _store_tile(acc[...], o_smem, o_ref, i, j, bm, bn)
 
-    return plgpu.kernel(
-        body, out_shape=_sds((m, n), dtype), grid=(m // bm, n // bn), grid_names=("m", "n"),
-        scratch_shapes=[plgpu.SMEM((slots, bm, bk), dtype, transforms=transforms),
-                        plgpu.SMEM((slots, bk, bn), dtype, transforms=transforms),
-                        plgpu.SMEM((bm, bn), dtype, transforms=transforms),
-                        plgpu.Barrier(num_arrivals=2, num_barriers=slots),
-                        plgpu.ACC((bm, bn), np.float32)])
+    return _tiled_matmul(body, m, n, dtype, bm, bn, bk, slots, transforms,
+                         [plgpu.ACC((bm, bn), np.float32)])
+
+
+def blackwell_matmul_kernel(m, n, k, dtype, bm=128, bn=128, bk=64, slots=2):
+    """A Blackwell (tcgen05) matmul in one block per output tile: K tiles
+    stream through `slots` swizzled SMEM buffers per operand (TMA copies,
+    `loaded` barriers); one thread issues the tensor-core MMAs into a TMEM
+    accumulator, whose completion (`tcgen05` commit on `consumed`) lets the
+    slot be refilled; the warpgroup then reads the accumulator from TMEM and
+    writes it back through SMEM by TMA. `(...)(a, b)` interprets it;
+    `.lower(a, b, chip="sm_100a")` compiles it."""
+    steps = k // bk
+    elems = 128 // np.dtype(dtype).itemsize
+    transforms = (plgpu.TilingTransform((8, elems)), plgpu.SwizzleTransform(128))
+
+    def body(a_ref, b_ref, o_ref, a_smem, b_smem, o_smem, loaded, consumed, done, acc):
+        i, j = lax.axis_index("m"), lax.axis_index("n")
+        fetch = _tile_fetcher(a_ref, b_ref, a_smem, b_smem, loaded, i, j, bm, bn, bk, slots)
+        for s in range(min(slots, steps)):
+            fetch(s)
+
+        @pl.loop(0, steps)
+        def _(s):
+            slot = s % slots
+            plgpu.barrier_wait(loaded.at[slot])
+            plgpu.tcgen05_mma(acc, a_smem.at[slot], b_smem.at[slot], consumed.at[slot],
+                              accumulate=s > 0)
+
+            @pl.when(s + slots < steps)
+            def _():
+                plgpu.barrier_wait(consumed.at[slot])  # the MMA read the slot
+                fetch(s + slots)
+
+        plgpu.tcgen05_commit_arrive(done.at[0])
+        plgpu.barrier_wait(done.at[0])
+        value = plgpu.async_load_tmem(acc)
+        plgpu.wait_load_tmem()
+        _store_tile(value, o_smem, o_ref, i, j, bm, bn)
+
+    return _tiled_matmul(body, m, n, dtype, bm, bn, bk, slots, transforms,
+                         [plgpu.Barrier(num_barriers=slots, orders_tensor_core=True),
+                          plgpu.Barrier(orders_tensor_core=True),
+                          plgpu.TMEM((bm, bn), np.float32)])
 
 
 def blackwell_collective_matmul(a, b, guarded, bk=32, bn=64):
@@ -194,6 +258,14 @@ if __name__ == "__main__":
     print(f"  compiled for sm_90a: {len(ptx.splitlines())} lines of PTX, "
           f"{ptx.count('wgmma.mma_async')} wgmma instructions, "
           f"{ptx.count('cp.async.bulk.tensor')} TMA copies")
+    bw = blackwell_matmul_kernel(256, 256, 256, jnp.bfloat16)
+    print("Blackwell bf16 matmul (tcgen05, TMEM), interpreted: max relative error",
+          float(np.abs(np.asarray(bw(a16, b16)).astype(np.float32) - ref).max()
+                / np.abs(ref).max()))
+    ptx = bw.lower(a16, b16, chip="sm_100a").as_text("ptx")
+    print(f"  compiled for sm_100a: {len(ptx.splitlines())} lines of PTX, "
+          f"{ptx.count('tcgen05.mma.cta_group::1')} tcgen05 MMAs, "
+          f"{ptx.count('tcgen05.ld.sync')} TMEM loads")
     print("Blackwell collective matmul: max error",
           float(np.abs(np.asarray(blackwell_collective_matmul(a, b, True)) - a @ b).max()))
     try:

@@ -46,6 +46,20 @@ gpu.module @k {
     // CHECK-NOT: ember_gpu.
     gpu.return
   }
+
+  // Blackwell's matrix descriptor: the same layout fields as Hopper's, bits
+  // 46-48 = 0b001 and the swizzle mode in bits 61-63 (2: 128 bytes):
+  // (2 << 61) | (1 << 46) | (1024 >> 4 << 32) | (16 >> 4 << 16).
+  // CHECK-LABEL: gpu.func @blackwell_descriptor
+  gpu.func @blackwell_descriptor(%out: memref<1xi64>)
+      workgroup(%a: memref<8192xbf16, #gpu.address_space<workgroup>>) kernel {
+    %c0 = arith.constant 0 : index
+    // CHECK: arith.constant 4611756662049538048 : i64
+    %d = ember_gpu.wgmma_descriptor %a[%c0], swizzle = 128, leading = 16, stride = 1024 tcgen05
+        : memref<8192xbf16, #gpu.address_space<workgroup>>
+    memref.store %d, %out[%c0] : memref<1xi64>
+    gpu.return
+  }
 }
 }
 

@@ -60,6 +60,9 @@ gpu.module @k {
     // CHECK: %[[D:.*]] = ember_gpu.wgmma_descriptor %{{.*}}[%{{.*}}], swizzle = 64, leading = 16, stride = 512 : memref<8192xf16, #gpu.address_space<workgroup>>
     %d = ember_gpu.wgmma_descriptor %a[%c0], swizzle = 64, leading = 16, stride = 512
         : memref<8192xf16, #gpu.address_space<workgroup>>
+    // CHECK: ember_gpu.wgmma_descriptor %{{.*}}[%{{.*}}], swizzle = 32, leading = 16, stride = 256 tcgen05 : memref<8192xf16
+    %t = ember_gpu.wgmma_descriptor %a[%c0], swizzle = 32, leading = 16, stride = 256 tcgen05
+        : memref<8192xf16, #gpu.address_space<workgroup>>
     // CHECK: ember_gpu.wgmma %{{.*}}, %[[D]], %[[D]], n = 128, f16 transpose_a transpose_b : vector<64xf32> -> vector<64xf32>
     %r = ember_gpu.wgmma %acc, %d, %d, n = 128, f16 transpose_a transpose_b
         : vector<64xf32> -> vector<64xf32>

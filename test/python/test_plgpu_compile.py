@@ -204,12 +204,13 @@ def test_unsupported_array_ops_raise_at_the_kernel_line(what, make):
 
 def test_interpreted_only_features_raise():
     def body(a_ref, b_ref, o_ref, tmem):
+        plgpu.async_store_tmem(tmem, jnp.zeros((128, 64), jnp.float32))
         o_ref[...] = a_ref[...]
 
     k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((64, 64), np.float32),
                      scratch_shapes=[plgpu.TMEM((128, 64), np.float32)])
     a = np.zeros((64, 64), np.float32)
-    with pytest.raises(NotImplementedError, match="TMEM scratch is not supported yet"):
+    with pytest.raises(NotImplementedError, match="plgpu.async_store_tmem is not supported"):
         k.lower(a, a)
 
     def loop_body(x_ref, o_ref):
@@ -1003,3 +1004,56 @@ def test_run_scoped_accumulator(tmp_path):
     assert text.index("ember_gpu.wgmma_commit") < text.index("ember_gpu.wgmma_wait 0")
     if PTXAS is not None:
         ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")
+
+
+# -- tcgen05 (Blackwell): MMAs into TMEM --------------------------------------
+
+
+def test_tcgen05_instruction_descriptor_fields():
+    # PTX's instruction descriptor for .kind::f16, field by field.
+    d = mgc.tcgen05_instruction(128, 256, jnp.bfloat16)
+    assert (d >> 4) & 3 == 1  # D: f32
+    assert (d >> 7) & 7 == 1 and (d >> 10) & 7 == 1  # A, B: bf16
+    assert (d >> 15) & 1 == 0 and (d >> 16) & 1 == 1  # A K-major, B N-major
+    assert (d >> 17) & 63 == 256 >> 3 and (d >> 24) & 31 == 128 >> 4
+    assert d & 0b1111 == 0 and (d >> 13) & 3 == 0 and (d >> 23) & 1 == 0 and d >> 29 == 0
+    f = mgc.tcgen05_instruction(128, 64, np.float16)
+    assert (f >> 7) & 7 == 0 and (f >> 10) & 7 == 0 and (f >> 17) & 63 == 8
+
+
+def test_blackwell_matmul_interprets_and_compiles(tmp_path):
+    a, b = _hopper_inputs(seed=11)
+    k = examples.blackwell_matmul_kernel(256, 256, 256, jnp.bfloat16)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(k(a, b)).astype(np.float32), ref, rtol=1e-2, atol=0.1)
+    c = k.lower(a, b, chip="sm_100a")
+    text = c.as_text("kernel")
+    # One warp allocates 128 TMEM columns and frees them at the end; per
+    # step one thread issues 4 MMAs (K = 64) on Blackwell descriptors,
+    # then commits to the slot's barrier.
+    assert "ember_gpu.tmem_alloc" in text and "columns = 128" in text
+    assert text.count("ember_gpu.tmem_dealloc") == 1
+    assert text.count("ember_gpu.tcgen05_mma") == 4
+    assert text.count("stride = 1024 tcgen05") == 8  # A and B per MMA
+    assert text.count("ember_gpu.tcgen05_commit") == 2  # consumed, done
+    # The accumulator's 128 columns in one 32x32b load per warp.
+    assert text.count("ember_gpu.tmem_load") == 1 and "vector<128xi32>" in text
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_100a")[c.name]
+        for instr in ["tcgen05.alloc.cta_group::1", "tcgen05.mma.cta_group::1.kind::f16",
+                      "tcgen05.commit.cta_group::1", "tcgen05.ld.sync.aligned.32x32b.x128.b32",
+                      "tcgen05.wait::ld", "tcgen05.dealloc.cta_group::1",
+                      "tcgen05.relinquish_alloc_permit"]:
+            assert instr in ptx, instr
+
+
+def test_collective_tmem_is_refused():
+    def body(x_ref, o_ref, tmem):
+        o_ref[...] = x_ref[...]
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((128,), np.float32),
+                     scratch_shapes=[plgpu.TMEM((128, 64), np.float32, collective=True)],
+                     cluster=(2,), cluster_names=("c",))
+    with pytest.raises(NotImplementedError, match=r"a collective TMEM buffer .*"
+                                                  r"test_plgpu_compile\.py:\d+"):
+        k.lower(np.zeros((128,), np.float32))

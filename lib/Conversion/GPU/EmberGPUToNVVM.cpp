@@ -176,29 +176,30 @@ void lower(eg::WgmmaDescriptorOp op, OpBuilder &b) {
   // PTX's matrix descriptor: bits 0-13 the start address, 16-29 the leading
   // and 32-45 the stride dimension byte offsets (each in 16-byte units),
   // 62-63 the swizzle mode (1: 128 bytes, 2: 64, 3: 32); the base offset
-  // (bits 49-51) is 0 as the verifier requires aligned buffers.
+  // (bits 49-51) is 0, the buffer being aligned to the swizzle pattern.
   Location loc = op.getLoc();
   Value addr = sharedOffset(b, loc, op.getBuffer(), op.getIndex());
   Value start = arith::ShRUIOp::create(
       b, loc, arith::AndIOp::create(b, loc, addr, i64Constant(b, loc, 0x3FFFF)),
       i64Constant(b, loc, 4));
-  int64_t mode = 0;
-  switch (op.getSwizzle()) {
-  case 128:
-    mode = 1;
-    break;
-  case 64:
-    mode = 2;
-    break;
-  case 32:
-    mode = 3;
-    break;
-  default:
-    break;
-  }
+  int64_t swizzle = op.getSwizzle();
   uint64_t fields = (uint64_t(op.getLeadingByteOffset() >> 4) << 16) |
-                    (uint64_t(op.getStrideByteOffset() >> 4) << 32) |
-                    (uint64_t(mode) << 62);
+                    (uint64_t(op.getStrideByteOffset() >> 4) << 32);
+  if (op.getTcgen05()) {
+    // Blackwell: bits 46-48 hold 0b001; the swizzle mode is in bits 61-63
+    // (2: 128 bytes, 4: 64, 6: 32).
+    int64_t mode = swizzle == 128  ? 2
+                   : swizzle == 64 ? 4
+                   : swizzle == 32 ? 6
+                                   : 0;
+    fields |= (uint64_t(1) << 46) | (uint64_t(mode) << 61);
+  } else {
+    int64_t mode = swizzle == 128  ? 1
+                   : swizzle == 64 ? 2
+                   : swizzle == 32 ? 3
+                                   : 0;
+    fields |= uint64_t(mode) << 62;
+  }
   Value desc = arith::OrIOp::create(
       b, loc, start, i64Constant(b, loc, static_cast<int64_t>(fields)));
   op.getDescriptor().replaceAllUsesWith(desc);

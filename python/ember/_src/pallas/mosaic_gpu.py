@@ -783,7 +783,11 @@ def tcgen05_mma(acc, a, b, barrier=None, *, a_scale=None, b_scale=None,
     cluster axis of size 2), the pair of blocks computes
     `[acc0; acc1] += [a0; a1] @ [b0 | b1]`; the first block of the pair
     issues it and it reads and writes both blocks' buffers."""
-    _compile.refuse("tcgen05_mma")
+    if (kc := _compile.active()) is not None:
+        if a_scale is not None or b_scale is not None or a_sparse_metadata is not None:
+            raise NotImplementedError(f"tcgen05_mma: block-scaled and sparse MMAs are not "
+                                      f"compiled (at {core.where()})")
+        return kc.tcgen05_mma(acc, a, b, barrier, accumulate, collective_axis)
     if a_scale is not None or b_scale is not None or a_sparse_metadata is not None:
         raise NotImplementedError(f"tcgen05_mma: block-scaled and sparse MMAs are not "
                                   f"supported by the interpreter (at {core.where()})")
@@ -820,7 +824,8 @@ def tcgen05_mma(acc, a, b, barrier=None, *, a_scale=None, b_scale=None,
 def tcgen05_commit_arrive(barrier, collective_axis=None):
     """Arrives on `barrier` (of both blocks of the pair, with
     `collective_axis`) once every MMA the thread issued completed."""
-    _compile.refuse("tcgen05_commit_arrive")
+    if (kc := _compile.active()) is not None:
+        return kc.tcgen05_commit_arrive(barrier, collective_axis)
     w = _me()
     # A commit covers every MMA the thread issued before it, not only those
     # since the previous commit.
@@ -838,7 +843,8 @@ def tcgen05_commit_arrive(barrier, collective_axis=None):
 
 def async_load_tmem(src, *, layout=None):
     """The value of a TMEM ref; the read completes at `wait_load_tmem`."""
-    _compile.refuse("async_load_tmem")
+    if (kc := _compile.active()) is not None:
+        return kc.async_load_tmem(src)
     w = _me()
     agent = _agent("tmem-load")
     _async_read(w, src, agent, core.where())
@@ -847,7 +853,8 @@ def async_load_tmem(src, *, layout=None):
 
 
 def wait_load_tmem():
-    _compile.refuse("wait_load_tmem")
+    if (kc := _compile.active()) is not None:
+        return kc.wait_load_tmem()
     w = _me()
     for agent in w.pending_loads:
         w.vc[agent] = 1

@@ -253,6 +253,39 @@ def _wgmma_count(shape):
     return shape[0] // WGMMA_M * shape[1] // 2
 
 
+# tcgen05's accumulator in TMEM: 128 lanes (rows) by N 32-bit columns; a
+# warpgroup reads it with tcgen05.ld's 32x32b shape, thread t its lane t.
+TMEM_LANES = 128
+MAX_TMEM_ROW = 256  # columns a thread holds in registers
+
+
+def _check_tmem_shape(shape, what):
+    if len(shape) != 2 or shape[0] != TMEM_LANES or not 0 < shape[1] <= MAX_TMEM_ROW:
+        raise _unsupported(f"{what} of shape {tuple(shape)} (128 lanes of at most "
+                           f"{MAX_TMEM_ROW} columns)")
+
+
+def _plus(start, d):
+    """A window start (int, or index value) plus a static offset, as
+    `_matrix_offset` takes it."""
+    return start + d if isinstance(start, int) else (start, d)
+
+
+def tcgen05_instruction(m, n, dtype):
+    """tcgen05.mma's 32-bit instruction descriptor (kind::f16) for an
+    M x N x 16 MMA of f16/bf16 A (K-major) and B (N-major) into f32: D's
+    type in bits 4-5 (f32: 1), A's and B's in bits 7-9 and 10-12 (f16: 0,
+    bf16: 1), B transposed (bit 16), N >> 3 in bits 17-22, M >> 4 in bits
+    24-28 (PTX's table for .kind::f16)."""
+    t = 1 if np.dtype(dtype) == np.dtype(dtypes.bfloat16) else 0
+    return (1 << 4) | (t << 7) | (t << 10) | (1 << 16) | ((n >> 3) << 17) | ((m >> 4) << 24)
+
+
+def _layout_count(kind, shape):
+    """The elements per thread of a value of `shape` in a register layout."""
+    return _wgmma_count(shape) if kind == "wgmma" else shape[1]
+
+
 class _RowsLayout(tuple):
     """Where a reduction along rows leaves its result: `width` elements per
     row (C), runs of `v`, `runs` runs per thread, `rows` rows."""
@@ -443,13 +476,15 @@ class _KernelTrace(core.Trace):
         it (other operands are brought into it); anything else sees those
         values as strided arrays (through a staging buffer)."""
         kc = self.kc
-        shape = next(kc.aval_of(v).shape for v in operands if v in kc.wgmma_values)
+        first = next(v for v in operands if v in kc.wgmma_values)
+        shape, kind = kc.aval_of(first).shape, kc.wgmma_values[first]
         if name in ELEMENTWISE and all(a.shape == shape for a in result_avals):
-            vals = [v if v in kc.wgmma_values else kc.to_wgmma(v, kc.aval_of(v))
-                    for v in operands]
-            frag = [core.ShapedArray((_wgmma_count(shape),), a.dtype) for a in result_avals]
+            vals = [v if kc.wgmma_values.get(v) == kind else
+                    kc.to_wgmma(v, kc.aval_of(v), kind) for v in operands]
+            frag = [core.ShapedArray((_layout_count(kind, shape),), a.dtype)
+                    for a in result_avals]
             outs = super().emit(name, vals, frag, attributes)
-            return [kc.wrap_wgmma(o.value, a) for o, a in zip(outs, result_avals)]
+            return [kc.wrap_wgmma(o.value, a, kind) for o, a in zip(outs, result_avals)]
         plain = [kc.gather(v, kc.aval_of(v), kc.aval_of(v), lambda i: i).value
                  if v in kc.wgmma_values else v for v in operands]
         return self.emit(name, plain, result_avals, attributes)
@@ -580,6 +615,34 @@ class _KAcc:
         self.kc.acc_write(self, val)
 
 
+class _KTmem:
+    """A TMEM scratch buffer: `columns` 32-bit columns of the block's TMEM
+    from column `offset`, 128 lanes (rows)."""
+
+    def __init__(self, compiler, offset, shape, dtype):
+        self.kc, self.offset = compiler, offset
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+
+    def address(self, lane=None):
+        """The TMEM address (i32: lane << 16 | column) of the buffer's
+        first column, at `lane` (an index value) or lane 0."""
+        kc = self.kc
+        addr = kc.tmem_base
+        with kc.ctx:
+            i32 = ir.IntegerType.get_signless(32)
+            if self.offset:
+                addr = kc.op("arith.addi", [addr, kc.i32(self.offset)], [i32])
+            if lane is not None:
+                addr = kc.op("arith.addi", [addr, kc.i32(kc.arith("shli", lane, 16))], [i32])
+        return addr
+
+    def __getitem__(self, idx):
+        raise _unsupported("reading TMEM with ref[...] (use plgpu.async_load_tmem)")
+
+    def __setitem__(self, idx, val):
+        raise _unsupported("writing TMEM with ref[...] (use plgpu.async_store_tmem)")
+
+
 class AccInit:
     """`plgpu.ACC.init(value)` in a kernel compiled for the GPU: `pl.run_state`
     makes it an accumulator (`_KAcc`) holding `value`."""
@@ -632,7 +695,10 @@ class KernelCompiler:
         self.cluster, self.cluster_names = tuple(cluster), tuple(cluster_names)
         self.nthreads, self.thread_name = nthreads, thread_name
         self.strided_values = set()
-        self.wgmma_values = set()  # values in wgmma's accumulator layout
+        # Values in a tensor-core register layout: value -> "wgmma" (wgmma's
+        # accumulator fragment) or "tmem" (a row of a 128-lane TMEM matrix
+        # per thread, as tcgen05.ld gives it).
+        self.wgmma_values = {}
         self.wgmma_pending = False  # a wgmma issued since the last wgmma_wait(0)
         self.logical_types = {}
         self.rows = {}  # value -> _RowsLayout (see reduce_rows)
@@ -675,9 +741,26 @@ class KernelCompiler:
                     attributions.append(memref(t.shape, t.dtype, wg))
             elif type(t).__name__ == "ACC":  # registers: no shared memory
                 slots[-1] = None
+            elif type(t).__name__ == "TMEM":  # tensor memory (see _prologue)
+                if t.collective:
+                    raise _unsupported("a collective TMEM buffer (a 2-CTA MMA's)")
+                slots[-1] = None
             else:
                 raise _unsupported(f"{type(t).__name__} scratch")
             self.scratch_kinds.append(t)
+        # TMEM: one allocation for all TMEM scratch buffers (each at its
+        # column offset), its address written to a word of SMEM.
+        self.tmem_offsets, cols = [], 0
+        for t in scratch:
+            if type(t).__name__ == "TMEM":
+                self.tmem_offsets.append(cols)
+                cols += t.columns()
+        self.tmem_columns = max(32, 1 << (cols - 1).bit_length()) if cols else 0
+        if self.tmem_columns > 512:
+            raise ValueError(f"plgpu.kernel: TMEM scratch of {cols} columns; a block has 512 "
+                             f"(at {core.where()})")
+        if cols:
+            attributions.append(memref((1,), np.int32, wg))
         blocks = [g * c for g, c in zip(self.grid + (1,) * 3, self.cluster + (1,) * 3)][:3]
         self.blocks = blocks
         n = self.name
@@ -720,6 +803,8 @@ class KernelCompiler:
         # The workgroup attribution of each scratch buffer (None: an ACC).
         self.workgroup = [None if i is None else self.block.arguments[nidx + i]
                           for i in slots]
+        self.tmem_slot = (self.block.arguments[nidx + len(attributions) - 1]
+                          if self.tmem_columns else None)
         self.stage_area = self.block.arguments[nidx + len(attributions)]
 
     @contextlib.contextmanager
@@ -841,13 +926,35 @@ class KernelCompiler:
                                     ir.IntegerType.get_signless(64), n)})
             if self.cluster:
                 self.op("ember_gpu.fence_barrier_init")
+        if self.tmem_columns:
+            # One warp allocates the block's TMEM (and lets other blocks on
+            # the SM allocate theirs); the block reads its address after the
+            # block-wide barrier.
+            with self.when(self._first_warp()):
+                with self.ctx:
+                    self.op("ember_gpu.tmem_alloc", [self.tmem_slot, self.index(0)], attrs={
+                        "columns": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                      self.tmem_columns)})
+                self.op("ember_gpu.tmem_relinquish")
+            self.op("ember_gpu.tcgen05_fence")
         self._block_sync()
+        if self.tmem_columns:
+            self.op("ember_gpu.tcgen05_fence", attrs={"after": ir.UnitAttr.get(self.ctx)})
+            with self.ctx:
+                self.tmem_base = self.op("memref.load", [self.tmem_slot, self.index(0)],
+                                         [ir.IntegerType.get_signless(32)])
         if self.cluster:
             self.op("ember_gpu.cluster_arrive")
             self.op("ember_gpu.cluster_wait")
 
     def _block_sync(self):
         self.op("gpu.barrier")
+
+    def _first_warp(self):
+        with self.ctx:
+            return self.op("arith.cmpi", [self.hw_index("thread_id", "x"), self.index(32)],
+                           [ir.IntegerType.get_signless(1)],
+                           {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 6)})
 
     def _warpgroup_sync(self):
         """The warpgroup's threads meet (named barrier 1 + warpgroup)."""
@@ -1312,24 +1419,37 @@ class KernelCompiler:
                 out.append([row, col])
         return out
 
+    def _tmem_elements(self, shape):
+        """This thread's elements of a 128 x N matrix read from TMEM: row
+        (lane) t, every column."""
+        return [[self.lane, self.index(j)] for j in range(shape[1])]
+
+    def _layout_elements(self, kind, shape):
+        if kind == "wgmma":
+            return self._wgmma_elements(shape)
+        return self._tmem_elements(shape)
+
     def _value_elements(self, value, shape):
         """The multi-indices of this thread's elements of a per-thread
         value, in the order of its tensor."""
         if value in self.wgmma_values:
-            return self._wgmma_elements(shape)
+            return self._layout_elements(self.wgmma_values[value], shape)
         return self._elements(shape)
 
-    def wrap_wgmma(self, value, aval):
-        self.wgmma_values.add(value)
+    def wrap_wgmma(self, value, aval, kind="wgmma"):
+        self.wgmma_values[value] = kind
         self.logical_types[value] = core.mlir_type(aval)
         return core.Tracer(self.trace, value, aval)
 
-    def to_wgmma(self, value, aval):
-        """A value (strided or replicated) in wgmma's layout: a broadcast
-        scalar is broadcast again; anything else is read element by element
-        from where it is held."""
-        _check_acc_shape(aval.shape, "an array in wgmma's layout")
-        count = _wgmma_count(aval.shape)
+    def to_wgmma(self, value, aval, kind="wgmma"):
+        """A value (strided, replicated or in the other register layout) in
+        the register layout `kind`: a broadcast scalar is broadcast again;
+        anything else is read element by element from where it is held."""
+        if kind == "wgmma":
+            _check_acc_shape(aval.shape, "an array in wgmma's layout")
+        else:
+            _check_tmem_shape(aval.shape, "an array in TMEM's layout")
+        count = _layout_count(kind, aval.shape)
         with self.ctx:
             frag_t = core.mlir_type(core.ShapedArray((count,), aval.dtype))
             owner = value.owner
@@ -1339,13 +1459,13 @@ class KernelCompiler:
                 return self.op("ember.broadcast_in_dim", [owner.operands[0]], [frag_t], {
                     "broadcast_dimensions": ir.DenseI64ArrayAttr.get([])})
             xs = [self.read_scalar(value, aval, idx)
-                  for idx in self._wgmma_elements(aval.shape)]
+                  for idx in self._layout_elements(kind, aval.shape)]
             return self.op("tensor.from_elements", xs, [frag_t])
 
     def to_wgmma_tracer(self, x):
         """`plgpu.layout_cast(x, Layout.WGMMA)`."""
         v = self.trace.to_value(self.plain(x))
-        if v in self.wgmma_values:
+        if self.wgmma_values.get(v) == "wgmma":
             return x
         return self.wrap_wgmma(self.to_wgmma(v, x.aval), x.aval)
 
@@ -1374,7 +1494,7 @@ class KernelCompiler:
 
             x = jnp.broadcast_to(x, acc.shape)
         v = self.trace.to_value(x)
-        if v not in self.wgmma_values:
+        if self.wgmma_values.get(v) != "wgmma":
             v = self.to_wgmma(v, aval)
         with self.ctx:
             f32 = ir.F32Type.get()
@@ -1436,13 +1556,15 @@ class KernelCompiler:
                            self.arith("remui", c, sw.cols))
         return self.arith("addi", lead, self.arith("addi", strip, inner))
 
-    def _wgmma_descriptor(self, base, offset, swizzle, leading, stride):
+    def _wgmma_descriptor(self, base, offset, swizzle, leading, stride, tcgen05=False):
         with self.ctx:
             i64 = ir.IntegerType.get_signless(64)
-            return self.op("ember_gpu.wgmma_descriptor", [base.value, offset], [i64], {
-                "swizzle": ir.IntegerAttr.get(i64, swizzle),
-                "leading_byte_offset": ir.IntegerAttr.get(i64, leading),
-                "stride_byte_offset": ir.IntegerAttr.get(i64, stride)})
+            attrs = {"swizzle": ir.IntegerAttr.get(i64, swizzle),
+                     "leading_byte_offset": ir.IntegerAttr.get(i64, leading),
+                     "stride_byte_offset": ir.IntegerAttr.get(i64, stride)}
+            if tcgen05:
+                attrs["tcgen05"] = ir.UnitAttr.get()
+            return self.op("ember_gpu.wgmma_descriptor", [base.value, offset], [i64], attrs)
 
     def wgmma(self, acc, a, b):
         """`plgpu.wgmma(acc, a, b)`: acc += a @ b on the tensor cores, for
@@ -1452,24 +1574,10 @@ class KernelCompiler:
         what = "wgmma"
         if not isinstance(acc, _KAcc):
             raise _unsupported(f"{what} into anything but a plgpu.ACC accumulator")
-        abase, asw, alead, ar0, ac0, m, k = self._matrix_window(a, what)
-        bbase, bsw, blead, br0, bc0, k2, n = self._matrix_window(b, what)
-        if abase.dtype != bbase.dtype or abase.dtype not in (np.dtype(np.float16),
-                                                             np.dtype(dtypes.bfloat16)):
-            raise _unsupported(f"{what} of {abase.dtype} and {bbase.dtype} operands (f16 or "
-                               f"bf16 ones)")
-        if k != k2 or (m, n) != acc.shape:
-            raise ValueError(f"{what}: shapes {(m, k)} @ {(k2, n)} do not accumulate into "
-                             f"{acc.shape} (at {core.where()})")
-        def off(start, align):
-            return start % align if isinstance(start, int) else 0
+        m, n = acc.shape
+        (abase, asw, alead, ar0, ac0), (bbase, bsw, blead, br0, bc0), k = \
+            self._mma_operands(a, b, m, n, what)
 
-        if k % 16 or off(ar0, 8) or off(ac0, 16) or off(br0, 8) or off(bc0, bsw.cols):
-            raise _unsupported(f"{what} of operand windows not aligned to the tensor cores' "
-                               f"tiles (A at ({ar0}, {ac0}), B at ({br0}, {bc0}), K = {k})")
-
-        def plus(start, d):
-            return start + d if isinstance(start, int) else (start, d)
         elem = core.mlir_type(core.ShapedArray((), abase.dtype)).element_type
         # N in parts of at most 256 columns, each a whole number of strips.
         part = n if n <= WGMMA_MAX_N else max(
@@ -1486,13 +1594,13 @@ class KernelCompiler:
                     for kk in range(0, k, 16):
                         # A, K-major: 8-row groups 8 x swizzle bytes apart.
                         da = self._wgmma_descriptor(
-                            abase, self._matrix_offset(asw, alead, plus(ar0, WGMMA_M * mt),
-                                                       plus(ac0, kk)),
+                            abase, self._matrix_offset(asw, alead, _plus(ar0, WGMMA_M * mt),
+                                                       _plus(ac0, kk)),
                             asw.swizzle, *asw.k_major_offsets())
                         # B, N-major: strips (atoms along N) a strip apart,
                         # 8-row groups 8 x swizzle bytes apart.
                         db = self._wgmma_descriptor(
-                            bbase, self._matrix_offset(bsw, blead, plus(br0, kk), plus(bc0, n0)),
+                            bbase, self._matrix_offset(bsw, blead, _plus(br0, kk), _plus(bc0, n0)),
                             bsw.swizzle, *bsw.mn_major_offsets())
                         d = self.op("ember_gpu.wgmma", [d, da, db], [vec_t], {
                             "n": ir.IntegerAttr.get(i64, part),
@@ -1501,6 +1609,127 @@ class KernelCompiler:
                     self.op("vector.store", [d, acc.buf, off])
         self.op("ember_gpu.wgmma_commit")
         self.wgmma_pending = True
+
+    def _mma_operands(self, a, b, m, n, what):
+        """A (m x K, K-major) and B (K x n, N-major) of a tensor-core MMA, as
+        (base, layout, matrix offset, first row, first column) each, and K."""
+        abase, asw, alead, ar0, ac0, m2, k = self._matrix_window(a, what)
+        bbase, bsw, blead, br0, bc0, k2, n2 = self._matrix_window(b, what)
+        if abase.dtype != bbase.dtype or abase.dtype not in (np.dtype(np.float16),
+                                                             np.dtype(dtypes.bfloat16)):
+            raise _unsupported(f"{what} of {abase.dtype} and {bbase.dtype} operands (f16 or "
+                               f"bf16 ones)")
+        if k != k2 or (m2, n2) != (m, n):
+            raise ValueError(f"{what}: shapes {(m2, k)} @ {(k2, n2)} do not accumulate into "
+                             f"{(m, n)} (at {core.where()})")
+
+        def off(start, align):
+            return start % align if isinstance(start, int) else 0
+
+        if k % 16 or off(ar0, 8) or off(ac0, 16) or off(br0, 8) or off(bc0, bsw.cols):
+            raise _unsupported(f"{what} of operand windows not aligned to the tensor cores' "
+                               f"tiles (A at ({ar0}, {ac0}), B at ({br0}, {bc0}), K = {k})")
+        return (abase, asw, alead, ar0, ac0), (bbase, bsw, blead, br0, bc0), k
+
+    def tcgen05_mma(self, acc, a, b, barrier, accumulate, collective_axis):
+        """`plgpu.tcgen05_mma` (one block): issued by one thread of the
+        warpgroup, a 128 x N x 16 MMA into TMEM per 16-deep slice of K, the
+        first accumulating as asked, the rest always; with `barrier`, an
+        arrival once they completed."""
+        what = "tcgen05_mma"
+        if collective_axis is not None:
+            raise _unsupported(f"a collective {what} (2-CTA)")
+        if not isinstance(acc, _KTmem):
+            raise _unsupported(f"{what} into anything but a TMEM scratch buffer")
+        if acc.dtype != np.float32:
+            raise _unsupported(f"{what} into a {acc.dtype} accumulator (f32 ones)")
+        m, n = acc.shape
+        if m != TMEM_LANES or n % 16 or not 16 <= n <= 256:
+            raise _unsupported(f"{what} into {acc.shape} (128 x N, N a multiple of 16 up "
+                               f"to 256)")
+        (abase, asw, alead, ar0, ac0), (bbase, bsw, blead, br0, bc0), k = \
+            self._mma_operands(a, b, m, n, what)
+        idesc = tcgen05_instruction(m, n, abase.dtype)
+
+        with self.ctx:
+            i1 = ir.IntegerType.get_signless(1)
+            if isinstance(accumulate, (bool, np.bool_)):
+                first = self.op("arith.constant", results=[i1],
+                                attrs={"value": ir.IntegerAttr.get(i1, int(accumulate))})
+            else:
+                first = self._predicate(core.as_value(accumulate))
+            yes = self.op("arith.constant", results=[i1],
+                          attrs={"value": ir.IntegerAttr.get(i1, 1)})
+            i32 = ir.IntegerType.get_signless(32)
+            instr = self.op("arith.constant", results=[i32],
+                            attrs={"value": ir.IntegerAttr.get(i32, idesc)})
+            with self.when(self.elected):
+                addr = acc.address()
+                for kk in range(0, k, 16):
+                    da = self._wgmma_descriptor(
+                        abase, self._matrix_offset(asw, alead, ar0, _plus(ac0, kk)),
+                        asw.swizzle, *asw.k_major_offsets(), tcgen05=True)
+                    db = self._wgmma_descriptor(
+                        bbase, self._matrix_offset(bsw, blead, _plus(br0, kk), bc0),
+                        bsw.swizzle, *bsw.mn_major_offsets(), tcgen05=True)
+                    self.op("ember_gpu.tcgen05_mma",
+                            [addr, da, db, instr, first if kk == 0 else yes])
+                if barrier is not None:
+                    bars, bidx = self._barrier(barrier)
+                    self.op("ember_gpu.tcgen05_commit", [bars, bidx], attrs={
+                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0])})
+
+    def tcgen05_commit_arrive(self, barrier, collective_axis):
+        if collective_axis is not None:
+            raise _unsupported("a collective tcgen05_commit_arrive (2-CTA)")
+        bars, bidx = self._barrier(barrier)
+        with self.when(self.elected), self.ctx:
+            self.op("ember_gpu.tcgen05_commit", [bars, bidx], attrs={
+                "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0])})
+
+    def async_load_tmem(self, src):
+        """`plgpu.async_load_tmem(ref)`: the warpgroup reads a 128-lane TMEM
+        buffer, thread t its lane (row) t (tcgen05.ld, 32x32b: a warp its 32
+        lanes), in column chunks of at most 128; the value is in the *tmem*
+        layout. The load completes here (a `tmem_wait load`), so the value
+        is usable at once; `wait_load_tmem` has nothing left to wait for."""
+        if not isinstance(src, _KTmem):
+            raise _unsupported("async_load_tmem of anything but a whole TMEM scratch buffer")
+        if src.dtype != np.float32:
+            raise _unsupported(f"async_load_tmem of {src.dtype} TMEM (f32)")
+        _check_tmem_shape(src.shape, "async_load_tmem")
+        n = src.shape[1]
+        warp = self.arith("remui", self.arith("divui", self.lane, 32), 4)
+        addr = src.address(self.arith("muli", warp, 32))
+        xs = []
+        with self.ctx:
+            i32 = ir.IntegerType.get_signless(32)
+            f32 = ir.F32Type.get()
+            col, chunks = 0, []
+            while col < n:
+                c = min(128, 1 << ((n - col).bit_length() - 1))
+                chunks.append((col, c))
+                col += c
+            loaded = []
+            for col, c in chunks:
+                at = addr if col == 0 else self.op("arith.addi", [addr, self.i32(col)], [i32])
+                t = ir.VectorType.get([c], i32) if c > 1 else i32
+                loaded.append((c, self.op("ember_gpu.tmem_load", [at], [t])))
+            self.op("ember_gpu.tmem_wait")
+            for c, v in loaded:
+                if c == 1:
+                    xs.append(self.op("arith.bitcast", [v], [f32]))
+                    continue
+                fv = self.op("arith.bitcast", [v], [ir.VectorType.get([c], f32)])
+                for j in range(c):
+                    xs.append(self.op("vector.extract", [fv], [f32], {
+                        "static_position": ir.DenseI64ArrayAttr.get([j])}))
+            v = self.op("tensor.from_elements", xs, [core.mlir_type(
+                core.ShapedArray((n,), np.float32))])
+        return self.wrap_wgmma(v, core.ShapedArray(src.shape, np.float32), "tmem")
+
+    def wait_load_tmem(self):
+        self.op("ember_gpu.tmem_wait")
 
     def wgmma_wait(self, n):
         if int(n) == 0:
@@ -2379,6 +2608,8 @@ class KernelCompiler:
                     for i in range(t.num_barriers):
                         self.op("memref.store", [zero, phases, self.index(i)])
                 scratch_refs.append(_KBarrier(t, w, phases))
+            elif type(t).__name__ == "TMEM":
+                scratch_refs.append(_KTmem(self, self.tmem_offsets.pop(0), t.shape, t.dtype))
             elif w is None:
                 scratch_refs.append(_KAcc(self, t.shape, t.dtype))
             else:
@@ -2395,6 +2626,15 @@ class KernelCompiler:
             # or multicast into its SMEM.
             self.op("ember_gpu.cluster_arrive")
             self.op("ember_gpu.cluster_wait")
+        if self.tmem_columns:
+            # Every thread is done with TMEM before the warp frees it.
+            self.op("ember_gpu.tcgen05_fence")
+            self._block_sync()
+            self.op("ember_gpu.tcgen05_fence", attrs={"after": ir.UnitAttr.get(self.ctx)})
+            with self.when(self._first_warp()), self.ctx:
+                self.op("ember_gpu.tmem_dealloc", [self.tmem_base], attrs={
+                    "columns": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                  self.tmem_columns)})
         self.op("gpu.terminator")
 
 
