@@ -44,8 +44,8 @@ story.
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
-gathers, scatters), `lax.switch`, tcgen05/TMEM, wgmma with A in registers
-or other than f16/bf16 operands.
+gathers, scatters), `lax.switch`, 2-CTA tcgen05 MMAs and TMEM, writes of
+TMEM, wgmma with A in registers or other than f16/bf16 operands.
 Nothing compiled here has run on a GPU: the host side (building TMA
 descriptors, launching) is not built.
 """
