@@ -146,6 +146,13 @@ def EmberLowerCopiesPass : Pass<"ember-lower-copies"> {
     must not depend on the MLIR runner libraries, so the copies become
     `linalg.copy` and then plain loops that LLVM can vectorize.
 
+    A copy from a fresh buffer (`memref.alloc` in the copy's block, used
+    only before the copy or freed after it) into an argument of the
+    function's entry block that nothing else uses (an out-parameter) is
+    removed instead: the buffer becomes the out-parameter. This is the copy
+    `buffer-results-to-out-params` leaves when a function returns what a
+    call wrote into a buffer of the caller.
+
     Before:
     ```mlir
     memref.copy %a, %b : memref<4xf32, strided<[2]>> to memref<4xf32>

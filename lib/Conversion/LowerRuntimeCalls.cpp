@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::ember;
@@ -55,6 +56,64 @@ void mlir::ember::declareRuntimeFunction(ModuleOp module, StringRef name) {
   decl.setPrivate();
 }
 
+/// The address of the data of argument `a` (a tensor) of `helper`, laid
+/// out row-major. The argument's buffer may be any strided view (its
+/// `bufferization.buffer_layout` is fully dynamic), so that the caller
+/// passes a slice without copying it; a view that is not contiguous
+/// (checked at run time) is copied into a fresh row-major buffer first.
+static Value contiguousAddress(OpBuilder &b, Location loc, func::FuncOp helper,
+                               BlockArgument a) {
+  auto tt = cast<RankedTensorType>(a.getType());
+  MLIRContext *ctx = b.getContext();
+  int64_t dyn = ShapedType::kDynamic;
+  auto layout =
+      StridedLayoutAttr::get(ctx, dyn, SmallVector<int64_t>(tt.getRank(), dyn));
+  helper.setArgAttr(a.getArgNumber(),
+                    bufferization::BufferizationDialect::kBufferLayoutAttrName,
+                    layout);
+  auto viewType = MemRefType::get(tt.getShape(), tt.getElementType(), layout);
+  Value view = bufferization::ToBufferOp::create(b, loc, viewType, a,
+                                                 /*readOnly=*/true);
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, view);
+  // Row-major strides, ignoring dimensions of one element.
+  Value contiguous = arith::ConstantIntOp::create(b, loc, 1, 1);
+  int64_t expected = 1;
+  for (int64_t d = tt.getRank() - 1; d >= 0; --d) {
+    int64_t n = tt.getDimSize(d);
+    if (n != 1) {
+      Value same = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq, meta.getStrides()[d],
+          arith::ConstantIndexOp::create(b, loc, expected));
+      contiguous = arith::AndIOp::create(b, loc, contiguous, same);
+    }
+    expected *= n;
+  }
+  auto ifOp = scf::IfOp::create(
+      b, loc, contiguous,
+      [&](OpBuilder &tb, Location l) { scf::YieldOp::create(tb, l, view); },
+      [&](OpBuilder &eb, Location l) {
+        auto rowMajor = MemRefType::get(tt.getShape(), tt.getElementType());
+        Value copy = memref::AllocOp::create(eb, l, rowMajor);
+        memref::CopyOp::create(eb, l, view, copy);
+        scf::YieldOp::create(
+            eb, l, memref::CastOp::create(eb, l, viewType, copy).getResult());
+      });
+  Value data = ifOp.getResult(0);
+  auto dataMeta = memref::ExtractStridedMetadataOp::create(b, loc, data);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(
+      b, loc, dataMeta.getBaseBuffer());
+  Type elem = tt.getElementType();
+  int64_t bits =
+      isa<ComplexType>(elem)
+          ? 2 * cast<ComplexType>(elem).getElementType().getIntOrFloatBitWidth()
+          : elem.getIntOrFloatBitWidth();
+  int64_t bytes = std::max<int64_t>(1, bits / 8);
+  Value offset =
+      arith::MulIOp::create(b, loc, dataMeta.getOffset(),
+                            arith::ConstantIndexOp::create(b, loc, bytes));
+  return arith::AddIOp::create(b, loc, base, offset);
+}
+
 /// Builds `func.func private @<prefix>_<k>(inTypes) -> resultTypes` that
 /// hands raw buffers to a runtime function: its tensor arguments become
 /// read-only buffers, its results freshly allocated buffers, and `emit` gets
@@ -83,13 +142,8 @@ std::string mlir::ember::buildBufferHelper(
     return MemRefType::get(tt.getShape(), tt.getElementType());
   };
   SmallVector<Value> inPtrs, outPtrs, outBufs;
-  for (BlockArgument a : body->getArguments()) {
-    Value m =
-        bufferization::ToBufferOp::create(hb, loc, bufferOf(a.getType()), a,
-                                          /*readOnly=*/true);
-    inPtrs.push_back(
-        memref::ExtractAlignedPointerAsIndexOp::create(hb, loc, m));
-  }
+  for (BlockArgument a : body->getArguments())
+    inPtrs.push_back(contiguousAddress(hb, loc, helper, a));
   for (Type t : resultTypes) {
     Value m = memref::AllocOp::create(hb, loc, bufferOf(t));
     outBufs.push_back(m);

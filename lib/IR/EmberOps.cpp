@@ -351,6 +351,20 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
     getOperandMutable().assign(inner.getOperand());
     return getResult();
   }
+  // A reshape of a broadcast that only inserts unit dimensions (as many
+  // elements, operand dimensions in order) reshapes the broadcast's operand:
+  // no copy for `vmap`'s size-1 lane dimension.
+  if (auto bcast = getOperand().getDefiningOp<BroadcastInDimOp>()) {
+    auto in = bcast.getOperand().getType();
+    if (in.hasStaticShape() && getType().hasStaticShape() &&
+        in.getNumElements() == getType().getNumElements() &&
+        llvm::is_sorted(bcast.getBroadcastDimensions())) {
+      getOperandMutable().assign(bcast.getOperand());
+      if (getOperand().getType() == getType())
+        return getOperand();
+      return getResult();
+    }
+  }
   if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getOperand()))
     return dense.reshape(getType());
   return {};

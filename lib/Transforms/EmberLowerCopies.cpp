@@ -1,4 +1,9 @@
 //===- EmberLowerCopies.cpp - memref.copy -> linalg.copy ------------------===//
+//
+// Copies into out-parameters from fresh buffers are removed (the buffer
+// becomes the out-parameter); the others become linalg.copy.
+//
+//===----------------------------------------------------------------------===//
 #include "ember/Conversion/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -13,6 +18,34 @@ namespace mlir::ember {
 using namespace mlir;
 
 namespace {
+
+/// Whether `op` (a copy from a fresh buffer into an out-parameter) can write
+/// its destination directly: the source is a `memref.alloc` of the same
+/// type in the copy's block, used only before the copy (or freed after
+/// it), and the destination is an argument of the function's entry block
+/// that nothing but the copy uses. (A callee's result, which
+/// `buffer-results-to-out-params` passes back through a fresh buffer of the
+/// caller, is then written into the caller's own out-parameter.)
+bool forwardsToOutParam(memref::CopyOp op) {
+  auto alloc = op.getSource().getDefiningOp<memref::AllocOp>();
+  auto dst = dyn_cast<BlockArgument>(op.getTarget());
+  if (!alloc || !dst || alloc->getBlock() != op->getBlock() ||
+      op.getSource().getType() != op.getTarget().getType() ||
+      !dst.getOwner()->isEntryBlock() || !dst.hasOneUse())
+    return false;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == op)
+      continue;
+    Operation *at = op->getBlock()->findAncestorOpInBlock(*user);
+    if (!at)
+      return false;
+    if (isa<memref::DeallocOp>(user) ? !op->isBeforeInBlock(at)
+                                     : !at->isBeforeInBlock(op))
+      return false;
+  }
+  return true;
+}
+
 struct EmberLowerCopiesPass
     : public mlir::ember::impl::EmberLowerCopiesPassBase<EmberLowerCopiesPass> {
   void runOnOperation() override {
@@ -20,6 +53,16 @@ struct EmberLowerCopiesPass
     getOperation()->walk([&](memref::CopyOp op) { copies.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (memref::CopyOp op : copies) {
+      if (forwardsToOutParam(op)) {
+        auto alloc = op.getSource().getDefiningOp<memref::AllocOp>();
+        for (Operation *user : llvm::to_vector(alloc->getUsers()))
+          if (isa<memref::DeallocOp>(user))
+            rewriter.eraseOp(user);
+        Value dst = op.getTarget();
+        rewriter.eraseOp(op);
+        rewriter.replaceOp(alloc, dst);
+        continue;
+      }
       // Only ranked memrefs of the same element type have a linalg.copy form.
       auto src = dyn_cast<MemRefType>(op.getSource().getType());
       auto dst = dyn_cast<MemRefType>(op.getTarget().getType());

@@ -17,3 +17,59 @@ func.func @unranked_kept(%a: memref<*xf32>, %b: memref<*xf32>) {
   memref.copy %a, %b : memref<*xf32> to memref<*xf32>
   return
 }
+
+// -----
+
+// A callee's result passed back through a fresh buffer and copied into the
+// out-parameter: the callee writes the out-parameter directly.
+func.func private @callee(%x: memref<4xf32>, %out: memref<4xf32>)
+
+// CHECK-LABEL: func @forwarded
+// CHECK-SAME: (%[[X:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: call @callee(%[[X]], %[[OUT]])
+// CHECK-NOT: copy
+// CHECK-NOT: memref.dealloc
+// CHECK: return
+func.func @forwarded(%x: memref<4xf32>, %out: memref<4xf32>) {
+  %a = memref.alloc() : memref<4xf32>
+  call @callee(%x, %a) : (memref<4xf32>, memref<4xf32>) -> ()
+  memref.copy %a, %out : memref<4xf32> to memref<4xf32>
+  memref.dealloc %a : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func private @callee(%x: memref<4xf32>, %out: memref<4xf32>)
+
+// The buffer is read after the copy: it stays, and the copy too.
+// CHECK-LABEL: func @read_after
+// CHECK: memref.alloc
+// CHECK: linalg.copy
+func.func @read_after(%x: memref<4xf32>, %out: memref<4xf32>) -> f32 {
+  %a = memref.alloc() : memref<4xf32>
+  call @callee(%x, %a) : (memref<4xf32>, memref<4xf32>) -> ()
+  memref.copy %a, %out : memref<4xf32> to memref<4xf32>
+  %c0 = arith.constant 0 : index
+  %v = memref.load %a[%c0] : memref<4xf32>
+  memref.dealloc %a : memref<4xf32>
+  return %v : f32
+}
+
+// -----
+
+func.func private @callee(%x: memref<4xf32>, %out: memref<4xf32>)
+
+// The destination is not an out-parameter of this function (another use):
+// kept.
+// CHECK-LABEL: func @used_twice
+// CHECK: memref.alloc
+// CHECK: linalg.copy
+func.func @used_twice(%x: memref<4xf32>, %out: memref<4xf32>) {
+  %a = memref.alloc() : memref<4xf32>
+  call @callee(%out, %a) : (memref<4xf32>, memref<4xf32>) -> ()
+  memref.copy %a, %out : memref<4xf32> to memref<4xf32>
+  memref.dealloc %a : memref<4xf32>
+  return
+}
