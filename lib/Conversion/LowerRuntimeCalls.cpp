@@ -64,6 +64,13 @@ void mlir::ember::declareRuntimeFunction(ModuleOp module, StringRef name) {
 static Value contiguousAddress(OpBuilder &b, Location loc, func::FuncOp helper,
                                BlockArgument a) {
   auto tt = cast<RankedTensorType>(a.getType());
+  if (!tt.hasStaticShape()) {
+    // (A dynamically shaped operand is passed as before: row-major.)
+    Value m = bufferization::ToBufferOp::create(
+        b, loc, MemRefType::get(tt.getShape(), tt.getElementType()), a,
+        /*readOnly=*/true);
+    return memref::ExtractAlignedPointerAsIndexOp::create(b, loc, m);
+  }
   MLIRContext *ctx = b.getContext();
   int64_t dyn = ShapedType::kDynamic;
   auto layout =

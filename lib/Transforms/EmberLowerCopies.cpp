@@ -36,6 +36,10 @@ bool forwardsToOutParam(memref::CopyOp op) {
   for (Operation *user : alloc->getUsers()) {
     if (user == op)
       continue;
+    // A view of the buffer could be written after the copy, which must not
+    // reach the out-parameter.
+    if (llvm::any_of(user->getResultTypes(), llvm::IsaPred<BaseMemRefType>))
+      return false;
     Operation *at = op->getBlock()->findAncestorOpInBlock(*user);
     if (!at)
       return false;

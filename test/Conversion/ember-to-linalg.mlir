@@ -435,8 +435,17 @@ func.func @bitcast_merge(%a: tensor<3x4xui8>) -> tensor<3xf32> {
 // CHECK: %[[R:.*]] = call @__ember_host_callback_0(%{{.*}}, %{{.*}}) : (tensor<2x3xf32>, tensor<i8>) -> tensor<3xi32>
 // CHECK: return %[[R]]
 // CHECK: func.func private @ember_host_callback(memref<?xi64>, memref<?xindex>, memref<?xindex>)
-// CHECK: func.func private @__ember_host_callback_0(%[[A:[a-z0-9]+]]: tensor<2x3xf32>
-// CHECK: bufferization.to_buffer %[[A]] read_only
+// The operands arrive as any strided view (no copy for a slice); one that
+// is not row-major is copied first.
+// CHECK: func.func private @__ember_host_callback_0(%[[A:[a-z0-9]+]]: tensor<2x3xf32> {bufferization.buffer_layout = strided<[?, ?], offset: ?>
+// CHECK: %[[V:.*]] = bufferization.to_buffer %[[A]] read_only : tensor<2x3xf32> to memref<2x3xf32, strided<[?, ?], offset: ?>>
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}:2, %[[S:.*]]:2 = memref.extract_strided_metadata %[[V]]
+// CHECK: arith.cmpi eq, %[[S]]#1, %c1
+// CHECK: arith.cmpi eq, %[[S]]#0, %c3
+// CHECK: scf.if
+// CHECK-NEXT: scf.yield %[[V]]
+// CHECK: memref.alloc() : memref<2x3xf32>
+// CHECK: memref.copy
 // CHECK: memref.extract_aligned_pointer_as_index
 // CHECK: %[[OUT:.*]] = memref.alloc() : memref<3xi32>
 // CHECK: arith.constant dense<[5, 2, 1, 3, 2, 2, 3, 5, 0, 8, 1, 3]> : tensor<12xi64>

@@ -73,3 +73,19 @@ func.func @used_twice(%x: memref<4xf32>, %out: memref<4xf32>) {
   memref.dealloc %a : memref<4xf32>
   return
 }
+
+// -----
+
+// A view of the buffer written after the copy: kept.
+// CHECK-LABEL: func @view_written_after
+// CHECK: memref.alloc
+// CHECK: linalg.copy
+func.func @view_written_after(%out: memref<4xf32>, %x: f32) {
+  %a = memref.alloc() : memref<4xf32>
+  %v = memref.subview %a[0] [2] [1] : memref<4xf32> to memref<2xf32, strided<[1]>>
+  memref.copy %a, %out : memref<4xf32> to memref<4xf32>
+  %c0 = arith.constant 0 : index
+  memref.store %x, %v[%c0] : memref<2xf32, strided<[1]>>
+  memref.dealloc %a : memref<4xf32>
+  return
+}
