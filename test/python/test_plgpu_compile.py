@@ -204,13 +204,14 @@ def test_unsupported_array_ops_raise_at_the_kernel_line(what, make):
 
 def test_interpreted_only_features_raise():
     def body(a_ref, b_ref, o_ref, tmem):
-        plgpu.async_store_tmem(tmem, jnp.zeros((128, 64), jnp.float32))
+        plgpu.tcgen05_mma(tmem, a_ref, b_ref, a_scale=a_ref)
         o_ref[...] = a_ref[...]
 
     k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((64, 64), np.float32),
                      scratch_shapes=[plgpu.TMEM((128, 64), np.float32)])
     a = np.zeros((64, 64), np.float32)
-    with pytest.raises(NotImplementedError, match="plgpu.async_store_tmem is not supported"):
+    with pytest.raises(NotImplementedError, match="block-scaled and sparse MMAs are not "
+                                                  "compiled"):
         k.lower(a, a)
 
     def loop_body(x_ref, o_ref):
@@ -1057,3 +1058,28 @@ def test_collective_tmem_is_refused():
     with pytest.raises(NotImplementedError, match=r"a collective TMEM buffer .*"
                                                   r"test_plgpu_compile\.py:\d+"):
         k.lower(np.zeros((128,), np.float32))
+
+
+def test_tmem_store_and_load(tmp_path):
+    # A value through TMEM and back: each thread writes its row (tcgen05.st
+    # 32x32b, 96 columns as 64 + 32), commits, and reads it back.
+    def body(x_ref, o_ref, tmem):
+        plgpu.async_store_tmem(tmem, x_ref[...] * 2.0)
+        plgpu.commit_tmem()
+        o_ref[...] = plgpu.async_load_tmem(tmem) + 1.0
+        plgpu.wait_load_tmem()
+
+    x = np.random.default_rng(3).standard_normal((128, 96)).astype(np.float32)
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((128, 96), np.float32),
+                     scratch_shapes=[plgpu.TMEM((128, 96), np.float32)])
+    np.testing.assert_allclose(np.asarray(k(x)), 2 * x + 1, rtol=1e-6)
+    c = k.lower(x, chip="sm_100a")
+    text = c.as_text("kernel")
+    assert text.count("ember_gpu.tmem_store") == 2 and "vector<64xi32>" in text
+    assert "ember_gpu.tmem_wait store" in text and "columns = 128" in text
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_100a")[c.name]
+        for instr in ["tcgen05.st.sync.aligned.32x32b.x64.b32",
+                      "tcgen05.st.sync.aligned.32x32b.x32.b32", "tcgen05.wait::st",
+                      "tcgen05.ld.sync.aligned.32x32b.x64.b32"]:
+            assert instr in ptx, instr

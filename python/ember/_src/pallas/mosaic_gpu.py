@@ -863,12 +863,14 @@ def wait_load_tmem():
 
 def async_store_tmem(ref, value):
     """Stores `value` into a TMEM ref; visible to MMAs after `commit_tmem`."""
-    _compile.refuse("async_store_tmem")
+    if (kc := _compile.active()) is not None:
+        return kc.async_store_tmem(ref, value)
     state.store(ref, (), value)
 
 
 def commit_tmem():
-    _compile.refuse("commit_tmem")
+    if (kc := _compile.active()) is not None:
+        return kc.commit_tmem()
     _commit(_me(), "TMEM")
 
 

@@ -44,8 +44,8 @@ story.
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
-gathers, scatters), `lax.switch`, 2-CTA tcgen05 MMAs and TMEM, writes of
-TMEM, wgmma with A in registers or other than f16/bf16 operands.
+gathers, scatters), `lax.switch`, 2-CTA tcgen05 MMAs and TMEM, wgmma with
+A in registers or other than f16/bf16 operands.
 Nothing compiled here has run on a GPU: the host side (building TMA
 descriptors, launching) is not built.
 """
@@ -1705,13 +1705,8 @@ class KernelCompiler:
         with self.ctx:
             i32 = ir.IntegerType.get_signless(32)
             f32 = ir.F32Type.get()
-            col, chunks = 0, []
-            while col < n:
-                c = min(128, 1 << ((n - col).bit_length() - 1))
-                chunks.append((col, c))
-                col += c
             loaded = []
-            for col, c in chunks:
+            for col, c in self._tmem_chunks(n):
                 at = addr if col == 0 else self.op("arith.addi", [addr, self.i32(col)], [i32])
                 t = ir.VectorType.get([c], i32) if c > 1 else i32
                 loaded.append((c, self.op("ember_gpu.tmem_load", [at], [t])))
@@ -1730,6 +1725,56 @@ class KernelCompiler:
 
     def wait_load_tmem(self):
         self.op("ember_gpu.tmem_wait")
+
+    def _tmem_chunks(self, n):
+        """Column chunks (start, count) of at most 128, powers of two, that
+        tcgen05.ld/st move at once."""
+        col, chunks = 0, []
+        while col < n:
+            c = min(128, 1 << ((n - col).bit_length() - 1))
+            chunks.append((col, c))
+            col += c
+        return chunks
+
+    def async_store_tmem(self, dst, value):
+        """`plgpu.async_store_tmem(ref, value)`: thread t writes row t of the
+        128-lane buffer (tcgen05.st, 32x32b, the value brought into the
+        *tmem* layout first); visible to MMAs after `commit_tmem`."""
+        if not isinstance(dst, _KTmem):
+            raise _unsupported("async_store_tmem into anything but a whole TMEM scratch buffer")
+        if dst.dtype != np.float32:
+            raise _unsupported(f"async_store_tmem into {dst.dtype} TMEM (f32)")
+        _check_tmem_shape(dst.shape, "async_store_tmem")
+        aval = core.ShapedArray(dst.shape, np.float32)
+        x = self.plain(core.as_value(value))
+        if x.dtype != np.float32:
+            x = x.astype(np.float32)
+        v = self.trace.to_value(x)
+        if self.wgmma_values.get(v) != "tmem":
+            v = self.to_wgmma(v, aval, "tmem")
+        warp = self.arith("remui", self.arith("divui", self.lane, 32), 4)
+        addr = dst.address(self.arith("muli", warp, 32))
+        with self.ctx:
+            i32 = ir.IntegerType.get_signless(32)
+            f32 = ir.F32Type.get()
+            for col, c in self._tmem_chunks(dst.shape[1]):
+                xs = [self.op("tensor.extract", [v, self.index(col + j)], [f32])
+                      for j in range(c)]
+                if c == 1:
+                    word = self.op("arith.bitcast", [xs[0]], [i32])
+                else:
+                    fv = self.op("vector.from_elements", xs, [ir.VectorType.get([c], f32)])
+                    word = self.op("arith.bitcast", [fv], [ir.VectorType.get([c], i32)])
+                at = addr if col == 0 else self.op("arith.addi", [addr, self.i32(col)], [i32])
+                self.op("ember_gpu.tmem_store", [at, word])
+
+    def commit_tmem(self):
+        """`plgpu.commit_tmem`: the thread's TMEM stores complete, and the
+        warpgroup's are ordered before its next tcgen05 operations."""
+        self.op("ember_gpu.tmem_wait", attrs={"store": ir.UnitAttr.get(self.ctx)})
+        self.op("ember_gpu.tcgen05_fence")
+        self._warpgroup_sync()
+        self.op("ember_gpu.tcgen05_fence", attrs={"after": ir.UnitAttr.get(self.ctx)})
 
     def wgmma_wait(self, n):
         if int(n) == 0:
