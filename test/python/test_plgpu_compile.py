@@ -1083,3 +1083,31 @@ def test_tmem_store_and_load(tmp_path):
                       "tcgen05.st.sync.aligned.32x32b.x32.b32", "tcgen05.wait::st",
                       "tcgen05.ld.sync.aligned.32x32b.x64.b32"]:
             assert instr in ptx, instr
+
+
+def test_collective_copy_into_swizzled_smem(tmp_path):
+    # Two blocks of a cluster multicast a 128 x 64 bf16 tile into swizzled
+    # SMEM: each loads 64 rows of the strip for both; both expect all of it.
+    bf = jnp.bfloat16
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+
+    def body(x_ref, o_ref, smem, bar):
+        c = lax.axis_index("c")
+        plgpu.copy_gmem_to_smem(x_ref, smem, bar.at[0], collective_axes="c")
+        plgpu.barrier_wait(bar.at[0])
+        o_ref[c] = smem[...].astype(jnp.float32) * (c + 1).astype(jnp.float32)
+
+    x = np.random.default_rng(5).standard_normal((128, 64)).astype(bf)
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((2, 128, 64), np.float32),
+                     cluster=(2,), cluster_names=("c",),
+                     scratch_shapes=[plgpu.SMEM((128, 64), bf, transforms=tf), plgpu.Barrier(1)])
+    ref = x.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(k(x)), np.stack([ref, 2 * ref]))
+    c = k.lower(x)
+    text = c.as_text("kernel")
+    assert text.count("ember_gpu.copy_gmem_to_smem") == 1 and "multicast" in text
+    assert [(o, b, s) for o, b, _, s in c.tma_descriptors] == [(0, (64, 64), 128)]
+    assert "expect_tx = " in text and "arith.constant 16384 : i32" in text  # the whole tile
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
+        assert ".multicast::cluster" in ptx

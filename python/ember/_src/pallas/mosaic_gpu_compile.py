@@ -2310,10 +2310,12 @@ class KernelCompiler:
         coords = [s.start if k == "ds" else s for k, s in gnorm]
         return gbase, box, coords, sbase, self._window_offset(sbase, snorm, what)
 
-    def _swizzled_strips(self, gbase, box, coords, smem, what):
+    def _swizzled_strips(self, gbase, box, coords, smem, what, split=1, part=None):
         """A TMA copy between a GMEM box and a whole swizzled SMEM matrix,
         as one copy per column strip: [(descriptor, coordinates (i32),
-        the strip's SMEM view)]."""
+        the strip's SMEM view)]. With `split`, the copies of part `part` (an
+        index value) of `split` equal parts of the rows (a collective
+        copy's share)."""
         sbase, sw, lead, r0, c0, rows, cols = self._matrix_window(smem, what)
         if not all(isinstance(x, int) for x in (r0, c0)) or \
                 (r0, c0, rows, cols) != (0, 0, sw.rows, sw.width):
@@ -2323,18 +2325,26 @@ class KernelCompiler:
             raise _unsupported(f"{what} between a GMEM box {tuple(box)} and a swizzled SMEM "
                                f"matrix {(rows, cols)} (the box's last two dimensions must "
                                f"be the matrix)")
-        strip_box = list(box[:-1]) + [sw.cols]
+        p = rows // split
+        if rows % split or p % 8:
+            raise _unsupported(f"{what} over {split} blocks of a swizzled {rows}-row matrix "
+                               f"(each block's rows must be a multiple of 8)")
+        strip_box = list(box[:-2]) + [p, sw.cols]
         desc = self._descriptor(gbase, strip_box, sw.swizzle)
         out = []
         with self.ctx:
+            first_row = self.arith("muli", part, p) if split > 1 else None
             for st in range(cols // sw.cols):
                 cs = list(coords)
                 if st:
                     cs[-1] = self.op("arith.addi", [cs[-1], self.i32(st * sw.cols)],
                                      [cs[-1].type])
-                view = self._smem_view(sbase, self.arith("addi", lead, st * sw.strip_elems()),
-                                       strip_box)
-                out.append((desc, cs, view))
+                at = self.arith("addi", lead, st * sw.strip_elems())
+                if first_row is not None:
+                    cs[-2] = self.op("arith.addi", [cs[-2], self.i32(first_row)],
+                                     [cs[-2].type])
+                    at = self.arith("addi", at, self.arith("muli", first_row, sw.cols))
+                out.append((desc, cs, self._smem_view(sbase, at, strip_box)))
         return out
 
     def _window_offset(self, sbase, snorm, what):
@@ -2440,10 +2450,22 @@ class KernelCompiler:
         return gbase, box, coords
 
     def _copy_into_swizzled(self, src, dst, barrier, collective_axes, what):
-        if collective_axes is not None:
-            raise _unsupported(f"a collective {what} into a swizzled SMEM buffer")
+        """A TMA copy into a swizzled SMEM matrix, a strip at a time.
+        Collective: every block of the group expects the whole matrix and
+        loads its share of the rows of each strip, multicast into the SMEM
+        of all of them."""
         gbase, box, coords = self._gmem_box(src, what)
-        strips = self._swizzled_strips(gbase, box, coords, dst, what)
+        mask = None
+        if collective_axes is None:
+            strips = self._swizzled_strips(gbase, box, coords, dst, what)
+        else:
+            offsets, first, me = self._group_ranks(collective_axes)
+            strips = self._swizzled_strips(gbase, box, coords, dst, what, len(offsets), me)
+            with self.ctx:
+                i16 = ir.IntegerType.get_signless(16)
+                mask = self.op("arith.shli", [self.op("arith.constant", results=[i16], attrs={
+                    "value": ir.IntegerAttr.get(i16, sum(1 << o for o in offsets))}),
+                    self.op("arith.index_cast", [first], [i16])], [i16])
         self._written(_base_norm(dst)[0])
         bars, bidx = self._barrier(barrier)
         nbytes = math.prod(box) * gbase.dtype.itemsize
@@ -2452,7 +2474,7 @@ class KernelCompiler:
                     attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get(
                         [1, 1, 1, 0], context=self.ctx)})
             for desc, cs, view in strips:
-                self._copy_op(desc, cs, view, bars, bidx, None)
+                self._copy_op(desc, cs, view, bars, bidx, mask)
 
     def _copy_op(self, desc, coords, smem, bars, bidx, multicast):
         self.op("ember_gpu.copy_gmem_to_smem",
