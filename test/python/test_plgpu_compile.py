@@ -1111,3 +1111,38 @@ def test_collective_copy_into_swizzled_smem(tmp_path):
     if PTXAS is not None:
         ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
         assert ".multicast::cluster" in ptx
+
+
+def test_run_state_with_an_accumulator_and_a_plain_ref():
+    # pl.run_state over (ACC.init(x), y): the accumulator in registers, the
+    # other value an ordinary ref (a small one: every thread holds it); both
+    # final values come back.
+    bf = jnp.bfloat16
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+
+    def body(a_ref, b_ref, o_ref, s_ref, a_smem, b_smem, bar):
+        plgpu.copy_gmem_to_smem(a_ref, a_smem, bar.at[0])
+        plgpu.copy_gmem_to_smem(b_ref, b_smem, bar.at[0])
+        plgpu.barrier_wait(bar.at[0])
+
+        def step(refs):
+            acc, total = refs
+            plgpu.wgmma(acc, a_smem, b_smem)
+            total[...] = total[...] + 1.0
+
+        acc, total = pl.run_state(step)((plgpu.ACC.init(jnp.ones((64, 64), jnp.float32)),
+                                         jnp.zeros((8,), jnp.float32)))
+        o_ref[...] = acc
+        s_ref[...] = total
+
+    a, b = _hopper_inputs(64, 64, 64, seed=9)
+    k = plgpu.kernel(body, out_shape=(ember.ShapeDtypeStruct((64, 64), np.float32),
+                                      ember.ShapeDtypeStruct((8,), np.float32)),
+                     scratch_shapes=[plgpu.SMEM((64, 64), bf, transforms=tf),
+                                     plgpu.SMEM((64, 64), bf, transforms=tf), plgpu.Barrier(2)])
+    out, total = k(a, b)
+    np.testing.assert_allclose(np.asarray(out), 1 + a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(total), np.ones(8))
+    text = k.lower(a, b).as_text("kernel")
+    assert text.count("ember_gpu.wgmma %") == 4 and "ember_gpu.wgmma_wait 0" in text

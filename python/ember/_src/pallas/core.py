@@ -660,7 +660,9 @@ def run_state(f):
             # wgmma accumulator in registers.
             refs = [kc.acc_from(x.value) if isinstance(x, mosaic_gpu_compile.AccInit)
                     else state.Ref(x) for x in leaves]
-            f(tree_util.tree_unflatten(tree, refs))
+            plain = [r for r in refs if isinstance(r, state.Ref)]
+            with state.scope(plain):
+                f(tree_util.tree_unflatten(tree, refs))
             return tree_util.tree_unflatten(tree, [
                 r[...] if isinstance(x, mosaic_gpu_compile.AccInit) else state.values([r])[0]
                 for r, x in zip(refs, leaves)])
