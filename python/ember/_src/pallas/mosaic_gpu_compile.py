@@ -113,12 +113,6 @@ def _unsupported(what):
         f"(at {core.where()})")
 
 
-def refuse(what):
-    """Raises when a kernel is being compiled: `what` is interpreted only."""
-    if active() is not None:
-        raise _unsupported(f"plgpu.{what}")
-
-
 def axis_extent(name, grid_names, grid, cluster_names, cluster):
     """The size of the grid or cluster axis `name` (nd_loop's collective
     axes, in the interpreter and here)."""
