@@ -888,9 +888,11 @@ def test_wgmma_misuse_raises_at_the_kernel_line():
     bf = jnp.bfloat16
     tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
 
-    def lower(a_t, b_t, a_shape=(64, 64), b_shape=(64, 64), dtype=bf, acc=(64, 64)):
+    def lower(a_t, b_t, a_shape=(64, 64), b_shape=(64, 64), dtype=bf, acc=(64, 64),
+              b_window=None):
         def body(a_ref, b_ref, o_ref, a_smem, b_smem, acc_ref):
-            plgpu.wgmma(acc_ref, a_smem, b_smem)
+            b = b_smem if b_window is None else b_smem.at[:, pl.ds(0, b_window)]
+            plgpu.wgmma(acc_ref, a_smem, b)
             o_ref[...] = acc_ref[...]
 
         x = np.zeros((64, 64), dtype)
@@ -908,6 +910,8 @@ def test_wgmma_misuse_raises_at_the_kernel_line():
         lower(tf, tf, acc=(64, 32))
     with pytest.raises(ValueError, match="tiles of bfloat16 must be 64 elements wide"):
         lower((plgpu.TilingTransform((8, 32)), plgpu.SwizzleTransform(128)), tf)
+    with pytest.raises(NotImplementedError, match="whole swizzle atoms of 64"):
+        lower(tf, tf, b_shape=(64, 128), acc=(64, 96), b_window=96)
 
 
 def test_tutorial_pipeline_matmul_interprets_and_compiles(tmp_path):

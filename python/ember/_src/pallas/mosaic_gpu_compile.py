@@ -1620,9 +1620,12 @@ class KernelCompiler:
         def off(start, align):
             return start % align if isinstance(start, int) else 0
 
-        if k % 16 or off(ar0, 8) or off(ac0, 16) or off(br0, 8) or off(bc0, bsw.cols):
+        if k % 16 or n % bsw.cols or off(ar0, 8) or off(ac0, 16) or off(br0, 8) or \
+                off(bc0, bsw.cols):
             raise _unsupported(f"{what} of operand windows not aligned to the tensor cores' "
-                               f"tiles (A at ({ar0}, {ac0}), B at ({br0}, {bc0}), K = {k})")
+                               f"tiles (A at ({ar0}, {ac0}), B at ({br0}, {bc0}), K = {k}, "
+                               f"N = {n}: B's columns come in whole swizzle atoms of "
+                               f"{bsw.cols})")
         return (abase, asw, alead, ar0, ac0), (bbase, bsw, blead, br0, bc0), k
 
     def tcgen05_mma(self, acc, a, b, barrier, accumulate, collective_axis):
