@@ -1061,12 +1061,8 @@ class KernelCompiler:
         lead = self.index(0)
         for x, n in zip(addr[:-2], base.shape[:-2]):
             lead = self.arith("addi", self.arith("muli", lead, n), x)
-        r, c = addr[-2], addr[-1]
-        e = self.arith("muli", lead, sw.rows * sw.width)
-        e = self.arith("addi", e, self.arith("muli", self.arith("divui", c, sw.cols),
-                                             sw.strip_elems()))
-        e = self.arith("addi", e, self.arith("addi", self.arith("muli", r, sw.cols),
-                                             self.arith("remui", c, sw.cols)))
+        e = self._matrix_offset(sw, self.arith("muli", lead, sw.rows * sw.width),
+                                addr[-2], addr[-1])
         # sw.swizzle_element, on index values: the row's bits (byte bit 7
         # on) pick which 16-byte chunk an element's chunk trades places with.
         shift = int(math.log2(sw.itemsize))
@@ -1477,19 +1473,24 @@ class KernelCompiler:
                 core.ShapedArray((acc.count,), acc.dtype))])
         return self.wrap_wgmma(v, aval)
 
-    def acc_write(self, acc, val):
-        """`acc[...] = val`."""
-        aval = core.ShapedArray(acc.shape, acc.dtype)
+    def _in_layout(self, val, shape, dtype, kind):
+        """`val` (anything jnp takes) as a per-thread value of `shape` and
+        `dtype` in the register layout `kind`."""
         x = self.plain(core.as_value(val))
-        if x.dtype != acc.dtype:
-            x = x.astype(acc.dtype)
-        if x.shape != acc.shape:
+        if x.dtype != dtype:
+            x = x.astype(dtype)
+        if x.shape != tuple(shape):
             from ..numpy import lax_numpy as jnp
 
-            x = jnp.broadcast_to(x, acc.shape)
+            x = jnp.broadcast_to(x, shape)
         v = self.trace.to_value(x)
-        if self.wgmma_values.get(v) != "wgmma":
-            v = self.to_wgmma(v, aval)
+        if self.wgmma_values.get(v) != kind:
+            v = self.to_wgmma(v, core.ShapedArray(tuple(shape), np.dtype(dtype)), kind)
+        return v
+
+    def acc_write(self, acc, val):
+        """`acc[...] = val`."""
+        v = self._in_layout(val, acc.shape, acc.dtype, "wgmma")
         with self.ctx:
             f32 = ir.F32Type.get()
             for i in range(acc.count):
@@ -1742,13 +1743,7 @@ class KernelCompiler:
         if dst.dtype != np.float32:
             raise _unsupported(f"async_store_tmem into {dst.dtype} TMEM (f32)")
         _check_tmem_shape(dst.shape, "async_store_tmem")
-        aval = core.ShapedArray(dst.shape, np.float32)
-        x = self.plain(core.as_value(value))
-        if x.dtype != np.float32:
-            x = x.astype(np.float32)
-        v = self.trace.to_value(x)
-        if self.wgmma_values.get(v) != "tmem":
-            v = self.to_wgmma(v, aval, "tmem")
+        v = self._in_layout(value, dst.shape, np.float32, "tmem")
         warp = self.arith("remui", self.arith("divui", self.lane, 32), 4)
         addr = dst.address(self.arith("muli", warp, 32))
         with self.ctx:
