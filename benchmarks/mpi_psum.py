@@ -1,6 +1,9 @@
 """psum across MPI processes against a bare MPI_Allreduce (#22).
 
     mpirun -n 2 .venv/bin/python benchmarks/mpi_psum.py [--mb 4] [--repeat 30]
+    mpirun -n 2 .venv/bin/python benchmarks/mpi_psum.py --what ppermute
+
+(the second: a ring ppermute of the buffer against a bare MPI_Sendrecv)
 
 Each process owns one device; `ember.shard_map` over the processes' mesh
 axis sums a float32 buffer of --mb megabytes per device with `lax.psum`
@@ -40,7 +43,7 @@ def main():
     ap.add_argument("--mb", type=float, default=4.0)
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--what", choices=["psum", "mlp"], default="psum")
+    ap.add_argument("--what", choices=["psum", "ppermute", "mlp"], default="psum")
     args = ap.parse_args()
     ember.distributed.initialize()
     from mpi4py import MPI
@@ -48,25 +51,36 @@ def main():
     comm = MPI.COMM_WORLD
     n = ember.process_count()
     mesh = ember.make_mesh((n,), ("i",), axis_types=(AxisType.Auto,))
-    if args.what == "psum":
+    if args.what in ("psum", "ppermute"):
         size = int(args.mb * 2 ** 20 / 4)
         x = jnp.ones((n * size,), jnp.float32)
-        f = ember.jit(ember.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),
-                                      out_specs=P()))
-        f(x).block_until_ready()
         buf = np.ones(size, np.float32)
         out = np.empty_like(buf)
+        if args.what == "psum":
+            f = ember.jit(ember.shard_map(lambda v: lax.psum(v, "i"), mesh=mesh,
+                                          in_specs=P("i"), out_specs=P()))
+            bare, bare_name = (lambda: comm.Allreduce(buf, out)), "MPI_Allreduce"
+        else:  # each process's block to the next process; one element of it comes back
+            ring = [(j, (j + 1) % n) for j in range(n)]
+            f = ember.jit(ember.shard_map(lambda v: lax.ppermute(v, "i", ring)[:1], mesh=mesh,
+                                          in_specs=P("i"), out_specs=P("i")))
+            rank = comm.rank
+
+            def bare():
+                comm.Sendrecv(buf, dest=(rank + 1) % n, recvbuf=out, source=(rank - 1) % n)
+            bare_name = "MPI_Sendrecv"
+        f(x).block_until_ready()
         ember_t, mpi_t = [], []
         for _ in range(args.rounds):
             comm.Barrier()
             ember_t += timed(lambda: f(x).block_until_ready(), args.repeat)
             comm.Barrier()
-            mpi_t += timed(lambda: comm.Allreduce(buf, out), args.repeat)
+            mpi_t += timed(bare, args.repeat)
         if comm.rank == 0:
             e, m = np.median(ember_t) * 1e3, np.median(mpi_t) * 1e3
-            print(f"psum of {args.mb:g} MB across {n} processes: Ember {e:.2f} ms "
+            print(f"{args.what} of {args.mb:g} MB across {n} processes: Ember {e:.2f} ms "
                   f"(p10-p90 {np.percentile(ember_t, 10) * 1e3:.2f}-"
-                  f"{np.percentile(ember_t, 90) * 1e3:.2f}), MPI_Allreduce {m:.2f} ms "
+                  f"{np.percentile(ember_t, 90) * 1e3:.2f}), {bare_name} {m:.2f} ms "
                   f"(p10-p90 {np.percentile(mpi_t, 10) * 1e3:.2f}-"
                   f"{np.percentile(mpi_t, 90) * 1e3:.2f}); ratio {e / m:.2f}")
         return

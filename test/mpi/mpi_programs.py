@@ -73,6 +73,35 @@ g = ember.grad(lambda v: (ember.shard_map(ring, mesh=mesh, in_specs=P("i"), out_
                           * jnp.arange(2.0 * n)).sum())(x)
 check("grad through ppermute", g, np.tile(np.arange(2.0 * n).reshape(n, 2).sum(0), n))
 
+
+# The exchanges across processes (point-to-point ppermute, MPI_Alltoall,
+# MPI_Reduce_scatter_block) against the same collectives over in-process
+# lanes (vmap with an axis name), values and gradients.
+def like_vmap(name, fn, arg):
+    per_lane = jnp.reshape(arg, (n, arg.shape[0] // n) + arg.shape[1:])
+    want = np.asarray(ember.vmap(fn, axis_name="i")(per_lane))
+    across = ember.shard_map(fn, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+    got = across(arg)
+    check(name, got, want.reshape(got.shape))
+    weights = jnp.arange(float(want.size)).reshape(want.shape) / want.size
+    g_want = ember.grad(lambda a: (ember.vmap(fn, axis_name="i")(a) * weights).sum())(per_lane)
+    g = ember.grad(lambda a: (across(a) * weights.reshape(got.shape)).sum())(arg)
+    check(name + " (grad)", g, np.asarray(g_want).reshape(g.shape))
+
+
+sq = jnp.arange(n * n * 3.0).reshape(n * n, 3) / 7 - 1
+wide = jnp.arange(4.0 * n * n).reshape(2 * n, 2 * n) / 5
+like_vmap("ppermute by two", lambda v: lax.ppermute(v, "i", [(j, (j + 2) % n) for j in range(n)]),
+          sq)
+like_vmap("ppermute swapping the ends",
+          lambda v: lax.ppermute(v, "i", [(0, n - 1), (n - 1, 0)]) * 2, sq)
+like_vmap("all_to_all split 0 concat 1", lambda v: lax.all_to_all(v, "i", 0, 1), sq)
+like_vmap("all_to_all tiled split 1 concat 0",
+          lambda v: lax.all_to_all(v, "i", 1, 0, tiled=True), wide)
+like_vmap("psum_scatter", lambda v: jnp.sin(lax.psum_scatter(v, "i")), sq)
+like_vmap("psum_scatter tiled along 1",
+          lambda v: lax.psum_scatter(v * v, "i", scatter_dimension=1, tiled=True), wide)
+
 # Gradients: a replicated parameter's gradient is summed over every device
 # (check_vma), psum transposes to pvary; with check_vma=False, vmap semantics.
 w = jnp.float32(2.0)

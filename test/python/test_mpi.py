@@ -33,7 +33,7 @@ def test_mpi_programs(procs, local):
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-4000:]
     for rank in range(procs):
-        assert f"rank {rank}/{procs}: 23 checks passed" in out, out[-4000:]
+        assert f"rank {rank}/{procs}: 35 checks passed" in out, out[-4000:]
 
 
 def test_initialize_outside_mpirun():

@@ -181,6 +181,15 @@ class _CrossProcess:
     def own_lanes(self, x, lanes):
         return own_lanes(x, lanes)
 
+    def ppermute(self, rows, pairs, lanes):
+        return _ppermute_rows(as_value(rows), tuple(pairs), lanes)
+
+    def all_to_all(self, blocks, lanes):
+        return _all_to_all_rows(as_value(blocks), lanes)
+
+    def reduce_scatter(self, x, lanes):
+        return _reduce_scatter_rows(as_value(x), lanes)
+
 
 def _allreduce(x):
     return _mpi_call(_allreduce_into("sum"), _aval_of(x), x, "MPI_Allreduce")
@@ -269,6 +278,106 @@ def own_lanes(x, lanes):
 
     f = custom_vjp(take)
     f.defvjp(lambda v: (take(v), None), lambda _, ct: (gather(ct),))
+    return f(x)
+
+
+# --------------------------------------------------------------------------
+# Point-to-point and personalized exchanges between the processes' lanes.
+# Each takes this process's `lanes` lanes stacked ([lanes, ...], the same on
+# every lane) and gives the stacked rows of its lanes, moving over MPI only
+# what another process needs.
+# --------------------------------------------------------------------------
+
+
+def _send_rows(x, out, pairs, lanes):
+    """out[d] = x[s] for each (s, d) of `pairs` (global lane indices) that
+    concerns this process; the other rows of `out` are zero."""
+    from mpi4py import MPI
+
+    x = _contiguous(x)
+    rank, requests, staged = _state.rank, [], []
+    reached = {d % lanes for _, d in pairs if d // lanes == rank}
+    for d in range(lanes):
+        if d not in reached:
+            out[d] = 0
+    for s, d in pairs:
+        ps, pd = s // lanes, d // lanes
+        if ps == rank and pd == rank:
+            out[d % lanes] = x[s % lanes]
+        elif ps == rank:
+            requests.append(_state.comm.Isend(x[s % lanes], dest=pd, tag=d))
+        elif pd == rank:
+            row = out[d % lanes]
+            if not row.flags.c_contiguous:
+                row = np.empty_like(row)
+                staged.append((d % lanes, row))
+            requests.append(_state.comm.Irecv(row, source=ps, tag=d))
+    MPI.Request.Waitall(requests)
+    for i, row in staged:
+        out[i] = row
+
+
+def _ppermute_rows(rows, pairs, lanes):
+    """Lane d's row is lane s's for (s, d) in `pairs`, zeros for lanes no
+    pair reaches; only the rows that change process cross MPI (Isend/Irecv).
+    The transpose is the exchange along the inverted pairs."""
+    inverse = tuple((d, s) for s, d in pairs)
+
+    def exchange(v, along):
+        return _mpi_call(lambda x, out: _send_rows(x, out, along, lanes), _aval_of(v), v,
+                         "MPI_Isend/Irecv")
+
+    f = custom_vjp(lambda v: exchange(v, pairs))
+    f.defvjp(lambda v: (exchange(v, pairs), None), lambda _, ct: (exchange(ct, inverse),))
+    return f(rows)
+
+
+def _transpose_blocks(x, out, lanes):
+    """x: [lanes, senders' receivers (all lanes), ...] -> out: [lanes,
+    senders (all lanes), ...] with out[j, i] = (lane i's x)[j]: one
+    MPI_Alltoall of lanes * lanes blocks per pair of processes."""
+    procs = _state.size
+    x = _contiguous(x)
+    block = x.shape[2:]
+    send = np.ascontiguousarray(
+        x.reshape((lanes, procs, lanes) + block).swapaxes(0, 1))  # [q, i, j, ...]
+    recv = np.empty_like(send)  # [p, i, j, ...]: process p's lanes i to our lanes j
+    _state.comm.Alltoall(send, recv)
+    out[...] = np.moveaxis(recv, 2, 0).reshape(out.shape)
+
+
+def _all_to_all_rows(blocks, lanes):
+    """[lanes, all lanes, ...] -> [lanes, all lanes, ...], the block matrix
+    over all lanes transposed (so the exchange is its own transpose)."""
+
+    def exchange(v):
+        return _mpi_call(lambda x, out: _transpose_blocks(x, out, lanes), _aval_of(v), v,
+                         "MPI_Alltoall")
+
+    f = custom_vjp(exchange)
+    f.defvjp(lambda v: (exchange(v), None), lambda _, ct: (exchange(ct),))
+    return f(blocks)
+
+
+def _reduce_scatter_into(x, out):
+    _state.comm.Reduce_scatter_block(_contiguous(x), out, op=_mpi_op("sum"))
+
+
+def _reduce_scatter_rows(x, lanes):
+    """x: [all lanes' blocks, ...] (this process's partial sums) -> the
+    processes' sums of this process's rows ([lanes' blocks, ...]) by
+    MPI_Reduce_scatter_block; the transpose gathers the rows (Allgather)."""
+    rows = x.shape[0] // _state.size
+    out_aval = core.ShapedArray((rows,) + x.shape[1:], x.dtype)
+
+    def scatter(v):
+        return _mpi_call(_reduce_scatter_into, out_aval, v, "MPI_Reduce_scatter_block")
+
+    def gather(ct):
+        return _mpi_call(_allgather_into(0), _aval_of(x), ct, "MPI_Allgather")
+
+    f = custom_vjp(scatter)
+    f.defvjp(lambda v: (scatter(v), None), lambda _, ct: (gather(ct),))
     return f(x)
 
 

@@ -316,14 +316,8 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         if not tiled and len(names) > 1:
             v = jnp.reshape(v, v.shape[:d] + tuple(sizes) + v.shape[d + 1:])
         for n, size in zip(names, sizes):
-            if _split(n):  # over MPI: the sum, then this lane's block
-                total_ = _reduce("ember.psum", v, n)
-                i = axis_index(n)
-                if tiled:
-                    k = v.shape[d] // size
-                    v = _lax.dynamic_slice_in_dim(total_, i * k, k, d)
-                else:
-                    v = _lax.dynamic_index_in_dim(total_, i, d, keepdims=False)
+            if _split(n):
+                v = _psum_scatter_across(v, n, size, d, tiled)
                 continue
             v = _varying(v, n)
             shape = list(v.shape)
@@ -335,6 +329,23 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
                       dimension=d, tiled=True if tiled else False)
         return v
     return tree_util.tree_map(one, x)
+
+
+def _psum_scatter_across(v, name, size, d, tiled):
+    """psum_scatter over an axis split over MPI processes: the sum over this
+    process's lanes, then MPI_Reduce_scatter_block, which leaves each
+    process the total of its lanes' blocks only, then this lane's block."""
+    from .numpy import lax_numpy as jnp
+
+    lanes, check = _frame(name)
+    v = _varying(v, name)
+    out = v.aval.update(vma=v.aval.vma - {name}) if check else v.aval
+    here = _emit("ember.psum", v, out, name, lanes, invariant=check)
+    k = v.shape[d] // size
+    rows = cross_process.reduce_scatter(jnp.moveaxis(here, d, 0), lanes)  # [lanes * k, ...]
+    rows = jnp.reshape(rows, (lanes, k) + rows.shape[1:])
+    mine = _my_row(rows, name, v.aval.vma)  # [k, ...]
+    return jnp.moveaxis(mine, 0, d) if tiled else jnp.squeeze(mine, 0)
 
 
 def _single(axis_name, what):
@@ -366,20 +377,35 @@ def ppermute(x, axis_name, perm):
     return tree_util.tree_map(one, x)
 
 
-def _ppermute_across(v, name, size, pairs):
-    """ppermute over an axis split over MPI processes: every lane's value
-    (an all_gather), from which each lane takes its source's (zeros when it
-    has none). Correct and differentiable; it moves size times the data a
-    point-to-point exchange would."""
-    from .numpy import lax_numpy as jnp
+def _local_rows(v, name):
+    """The values of this process's lanes of `name` stacked ([lanes, ...],
+    the same on every lane): the in-process half of an exchange across
+    processes."""
+    lanes, _ = _frame(name)
+    v = _varying(v, name)
+    return _emit("ember.all_gather", v, v.aval.update(shape=(lanes,) + v.shape), name, lanes,
+                 dimension=0)
 
-    src = [-1] * size
-    for s_, d_ in pairs:
-        src[d_] = s_
-    everyone = all_gather(v, name)
-    mine = jnp.asarray(src, dtype=jnp.int32)[axis_index(name)]
-    got = _lax.dynamic_index_in_dim(everyone, jnp.maximum(mine, 0), 0, keepdims=False)
-    return jnp.where(mine >= 0, got, jnp.zeros_like(got))
+
+def _my_row(rows, name, vma):
+    """This lane's row of `rows` ([lanes, ...]), varying over `vma`."""
+    lanes, check = _frame(name)
+    if lanes == 1:  # (one device per process: no lane to choose)
+        return _retype_vma(rows, vma)[0]
+    i = _emit("ember.axis_index", None,
+              core.ShapedArray((), "int32", vma=frozenset({name}) if check else frozenset()),
+              name, lanes)
+    return _lax.dynamic_index_in_dim(_retype_vma(rows, vma), i, 0, keepdims=False)
+
+
+def _ppermute_across(v, name, size, pairs):
+    """ppermute over an axis split over MPI processes: this process's lanes
+    stacked, then rows sent point to point to the lanes of other processes
+    (only the rows that cross processes travel)."""
+    lanes, _ = _frame(name)
+    v = _varying(v, name)
+    rows = cross_process.ppermute(_local_rows(v, name), pairs, lanes)
+    return _my_row(rows, name, v.aval.vma)
 
 
 def pshuffle(x, axis_name, perm):
@@ -420,24 +446,26 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
 
 
 def _all_to_all_across(v, name, size, s, c, tiled):
-    """all_to_all over an axis split over MPI processes: every lane's value
-    (an all_gather), from which each lane takes its entry (block) of
-    dimension `s` of every sender."""
+    """all_to_all over an axis split over MPI processes: each lane's value
+    cut into one block per receiving lane, this process's lanes stacked, and
+    the blocks exchanged by one MPI_Alltoall (each block travels once)."""
     from .numpy import lax_numpy as jnp
 
     if (v.shape[s] % size) if tiled else (v.shape[s] != size):
         raise ValueError(f"all_to_all: split_axis {s} has size {v.shape[s]}, which does not "
                          f"match the size of axis '{name}' ({size})")
-    everyone = all_gather(v, name)  # [sender, ...]
-    i = axis_index(name)
+    lanes, _ = _frame(name)
+    v = _varying(v, name)
+    k = v.shape[s] // size
+    # [receiver, ...] with dimension s cut to the receiver's k entries
+    blocks = jnp.moveaxis(jnp.reshape(v, v.shape[:s] + (size, k) + v.shape[s + 1:]), s, 0)
+    got = cross_process.all_to_all(_local_rows(blocks, name), lanes)  # [lanes, sender, ...]
+    mine = _my_row(got, name, v.aval.vma)  # [sender, ..., k at s + 1, ...]
     if tiled:
-        k = v.shape[s] // size
-        mine = _lax.dynamic_slice_in_dim(everyone, i * k, k, s + 1)
         mine = jnp.moveaxis(mine, 0, c)
         shape = mine.shape[:c] + (mine.shape[c] * mine.shape[c + 1],) + mine.shape[c + 2:]
         return jnp.reshape(mine, shape)
-    mine = _lax.dynamic_index_in_dim(everyone, i, s + 1, keepdims=False)
-    return jnp.moveaxis(mine, 0, c)
+    return jnp.moveaxis(jnp.squeeze(mine, s + 1), 0, c)
 
 
 def _axis_index_provider(name):
