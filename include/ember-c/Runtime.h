@@ -127,6 +127,30 @@ MLIR_CAPI_EXPORTED void emberRuntimeFree(void *block);
 MLIR_CAPI_EXPORTED size_t emberRuntimePooledBytes(void);
 MLIR_CAPI_EXPORTED void emberRuntimeClearPool(void);
 
+/// The CUDA runtime (lib/Runtime/Cuda.cpp): the driver loaded with dlopen
+/// ("libcuda.so.1", or EMBER_CUDA_DRIVER's path) on first use, GPU 0's
+/// primary context and one stream. emberCudaDeviceCount is 0 without a
+/// usable driver and GPU (emberCudaUnavailableReason says why).
+MLIR_CAPI_EXPORTED int emberCudaDeviceCount(void);
+MLIR_CAPI_EXPORTED MlirStringRef emberCudaUnavailableReason(void);
+/// The first CUDA error since the last call ("CUDA_ERROR_<NAME> (<code>) in
+/// <driver call>"), copied NUL-terminated into `buffer`; returns its length
+/// (0: no error). Until it is taken every CUDA call of compiled code does
+/// nothing.
+MLIR_CAPI_EXPORTED size_t emberCudaTakeError(char *buffer, size_t size);
+/// Device memory from the caching allocator (null on error), and back to it.
+MLIR_CAPI_EXPORTED void *emberCudaAlloc(size_t bytes);
+MLIR_CAPI_EXPORTED void emberCudaFree(void *block);
+/// A copy in any direction (unified addressing), waited for.
+MLIR_CAPI_EXPORTED void emberCudaCopy(void *dst, const void *src, size_t bytes);
+MLIR_CAPI_EXPORTED void emberCudaSynchronize(void);
+/// Returns the allocator's cached blocks to the driver.
+MLIR_CAPI_EXPORTED void emberCudaReleaseCache(void);
+/// How many blocks the allocator obtained from the driver, and the bytes it
+/// holds cached.
+MLIR_CAPI_EXPORTED void emberCudaAllocatorStats(size_t *allocations,
+                                                size_t *cachedBytes);
+
 #ifdef __cplusplus
 }
 #endif

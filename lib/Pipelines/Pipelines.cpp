@@ -100,6 +100,9 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
   // translating gpu.binary / gpu.launch_func host code.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerGPUDialectTranslation(registry);
+  // gpu.binary's default `#gpu.select_object`: the binary embedded as a
+  // constant, loaded by global constructors (the JIT runs them: Jit.cpp).
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   registerNVVMDialectTranslation(registry);
   // `gpu-to-llvm` converts host code through each dialect's
   // ConvertToLLVMPatternInterface.

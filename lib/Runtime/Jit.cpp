@@ -60,6 +60,27 @@ void emberRuntimeRegisterSymbol(MlirStringRef name, void *address) {
 struct EmberExecutable {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::string image;
+  void (*fini)(void **) = nullptr;
+
+  /// Runs the module's initializers, if any (initializersToEntryPoints).
+  void initialize() {
+    auto init = jit->lookup("_mlir__mlir_ciface_ember_init");
+    if (!init) {
+      llvm::consumeError(init.takeError());
+      return;
+    }
+    auto done = jit->lookup("_mlir__mlir_ciface_ember_fini");
+    if (done)
+      fini = done->toPtr<void (*)(void **)>();
+    else
+      llvm::consumeError(done.takeError());
+    init->toPtr<void (*)(void **)>()(nullptr);
+  }
+
+  ~EmberExecutable() {
+    if (fini)
+      fini(nullptr);
+  }
 };
 
 /// Every entry point and libc alias of Runtime.def, and the embedder's hooks
@@ -76,6 +97,16 @@ runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
   bind(#NAME, (void *)&ember::runtime::params::NAME);
 #define EMBER_RUNTIME_ALIAS(LIBC, NAME) bind(#LIBC, (void *)&NAME);
 #include "ember/Runtime/Runtime.def"
+  using Target =
+      std::pair<llvm::orc::SymbolMap *, llvm::orc::MangleAndInterner *>;
+  Target target{&map, &interner};
+  ember::runtime::bindCudaEntries(
+      [](const char *name, void *fn, void *user) {
+        auto [m, in] = *static_cast<Target *>(user);
+        (*m)[(*in)(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                             llvm::JITSymbolFlags::Exported};
+      },
+      &target);
   for (auto &[n, addr] : extraSymbols())
     map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
                         llvm::JITSymbolFlags::Exported};
@@ -96,6 +127,50 @@ static void report(void (*onError)(MlirStringRef, void *), void *userData,
                    const std::string &msg) {
   if (onError)
     onError(mlirStringRefCreate(msg.data(), msg.size()), userData);
+}
+
+/// Global constructors and destructors (a gpu.binary's module loads and
+/// unloads) become the entry points `ember_init` and `ember_fini`, which
+/// the executable calls after linking and before it is destroyed: the JIT
+/// links object files itself and runs no initializers. Returns whether the
+/// module had any.
+static bool initializersToEntryPoints(llvm::Module &m) {
+  bool any = false;
+  for (auto [global, name] :
+       {std::pair{"llvm.global_ctors", "_mlir__mlir_ciface_ember_init"},
+        std::pair{"llvm.global_dtors", "_mlir__mlir_ciface_ember_fini"}}) {
+    llvm::GlobalVariable *table = m.getNamedGlobal(global);
+    if (!table)
+      continue;
+    any = true;
+    // {priority, function, data} entries, run in priority order (ties in
+    // table order); destructors in the reverse order.
+    std::vector<std::pair<uint64_t, llvm::Function *>> calls;
+    if (auto *entries = llvm::dyn_cast_or_null<llvm::ConstantArray>(
+            table->getInitializer()))
+      for (llvm::Value *op : entries->operands()) {
+        auto *entry = llvm::cast<llvm::ConstantStruct>(op);
+        auto *priority = llvm::cast<llvm::ConstantInt>(entry->getOperand(0));
+        if (auto *fn = llvm::dyn_cast<llvm::Function>(entry->getOperand(1)))
+          calls.emplace_back(priority->getZExtValue(), fn);
+      }
+    std::stable_sort(calls.begin(), calls.end(),
+                     [](auto &a, auto &b) { return a.first < b.first; });
+    if (llvm::StringRef(global) == "llvm.global_dtors")
+      std::reverse(calls.begin(), calls.end());
+    table->eraseFromParent();
+    llvm::LLVMContext &ctx = m.getContext();
+    auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                         {llvm::PointerType::get(ctx, 0)},
+                                         /*isVarArg=*/false);
+    auto *entry = llvm::Function::Create(
+        type, llvm::GlobalValue::ExternalLinkage, name, m);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
+    for (auto &[priority, fn] : calls)
+      b.CreateCall(fn);
+    b.CreateRetVoid();
+  }
+  return any;
 }
 
 /// The callable entry points of a module: for each function that callers
@@ -429,11 +504,12 @@ static EmberExecutable *create(MlirModule module, int optLevel, bool keepObject,
     f.addFnAttr("target-cpu", cpu);
     f.addFnAttr("target-features", features);
   }
+  bool initializers = initializersToEntryPoints(*m);
   addPackedEntryPoints(*m);
   internalizeNonEntries(*m);
 
   std::vector<ObjectFile> objects;
-  auto parts = optLevel > 0 ? partition(*m) : std::nullopt;
+  auto parts = optLevel > 0 && !initializers ? partition(*m) : std::nullopt;
   if (!parts) {
     auto object = compileModule(*m, *builder, optLevel, /*glue=*/false);
     if (!object)
@@ -501,6 +577,7 @@ static EmberExecutable *create(MlirModule module, int optLevel, bool keepObject,
   auto *exe = new EmberExecutable;
   exe->jit = std::move(*jit);
   exe->image = std::move(image);
+  exe->initialize();
   return exe;
 }
 
@@ -550,6 +627,7 @@ EmberExecutable *emberExecutableLoadObject(const void *data, size_t size,
     return fail(jit.takeError());
   auto *exe = new EmberExecutable;
   exe->jit = std::move(*jit);
+  exe->initialize();
   return exe;
 }
 

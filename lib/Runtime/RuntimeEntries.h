@@ -37,6 +37,11 @@ size_t runGuarded(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t a,
 /// An allocation of `bytes` failed: jumps to this thread's innermost guard
 /// (runGuarded, emberRuntimeCallChecked); returns when there is none.
 void allocationFailed(size_t bytes);
+
+/// Calls `bind(name, address)` for each EMBER_CUDA_ENTRY of Runtime.def
+/// (Cuda.cpp), for the JIT's symbol table.
+void bindCudaEntries(void (*bind)(const char *name, void *address, void *user),
+                     void *user);
 } // namespace ember::runtime
 
 #endif // EMBER_LIB_RUNTIME_RUNTIMEENTRIES_H

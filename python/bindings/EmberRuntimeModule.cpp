@@ -55,6 +55,22 @@ struct ArgSpec {
   int64_t nbytes;
 };
 
+ArgSpec makeSpec(const std::vector<int64_t> &shape, int64_t itemsize) {
+  int64_t n = itemsize;
+  for (int64_t d : shape)
+    n *= d;
+  return ArgSpec{shape, itemsize, n};
+}
+
+/// The packed entry point of compiled code's `main`.
+void (*mainEntry(EmberExecutable *exe))(void **) {
+  auto fn = reinterpret_cast<void (*)(void **)>(emberExecutableLookupPacked(
+      exe, mlirStringRefCreateFromCString("_mlir_ciface_main")));
+  if (!fn)
+    throw std::runtime_error("ember: compiled code has no entry point 'main'");
+  return fn;
+}
+
 /// One memref descriptor: allocated, aligned, offset, sizes[r], strides[r].
 void fillDescriptor(int64_t *d, void *data, const ArgSpec &s) {
   size_t r = s.shape.size();
@@ -163,11 +179,7 @@ public:
             const std::vector<int64_t> &inItemsizes,
             const std::vector<std::vector<int64_t>> &outShapes,
             const std::vector<int64_t> &outItemsizes) {
-    fn = reinterpret_cast<void (*)(void **)>(emberExecutableLookupPacked(
-        exe, mlirStringRefCreateFromCString("_mlir_ciface_main")));
-    if (!fn)
-      throw std::runtime_error(
-          "ember: compiled code has no entry point 'main'");
+    fn = mainEntry(exe);
     for (size_t i = 0; i < inShapes.size(); ++i)
       ins.push_back(makeSpec(inShapes[i], inItemsizes[i]));
     for (size_t i = 0; i < outShapes.size(); ++i)
@@ -278,13 +290,6 @@ public:
   static constexpr int64_t kReleaseGilBytes = 1 << 16;
 
 private:
-  static ArgSpec makeSpec(const std::vector<int64_t> &shape, int64_t itemsize) {
-    int64_t n = itemsize;
-    for (int64_t d : shape)
-      n *= d;
-    return ArgSpec{shape, itemsize, n};
-  }
-
   EmberExecutable *exe = nullptr;
   void (*fn)(void **) = nullptr;
   std::vector<ArgSpec> ins, outs;
@@ -316,6 +321,140 @@ void raisePendingError(std::vector<PooledBuffer *> &results) {
   pendingError = PendingError();
   throw nb::python_error();
 }
+
+/// The first CUDA error the runtime recorded (and clears it), or "".
+std::string takeCudaError() {
+  char buffer[2048];
+  size_t n = emberCudaTakeError(buffer, sizeof(buffer));
+  return n ? std::string(buffer) : std::string();
+}
+
+void raiseIfCudaError(const char *where) {
+  std::string error = takeCudaError();
+  if (!error.empty())
+    throw std::runtime_error(std::string("CUDA error ") + where + ": " + error);
+}
+
+/// Compiled code of the cuda target: host code JIT-compiled here, kernels
+/// loaded by the driver when it is created (gpu.binary's initializers).
+/// A call copies the arguments into device memory (the runtime's caching
+/// allocator), runs the host code (launches on the runtime's stream) and
+/// copies the results back into pool buffers.
+class CudaKernel {
+public:
+  CudaKernel(MlirModule module, int optLevel,
+             std::vector<std::vector<int64_t>> inShapes,
+             std::vector<int64_t> inItemsizes,
+             std::vector<std::vector<int64_t>> outShapes,
+             std::vector<int64_t> outItemsizes) {
+    if (emberCudaDeviceCount() == 0) {
+      MlirStringRef why = emberCudaUnavailableReason();
+      throw std::runtime_error("no CUDA GPU to run on: " +
+                               std::string(why.data, why.length));
+    }
+    takeCudaError(); // (a stale error is not this executable's)
+    std::string error;
+    exe = emberExecutableCreate(
+        module, optLevel,
+        [](MlirStringRef msg, void *user) {
+          static_cast<std::string *>(user)->append(msg.data, msg.length);
+        },
+        &error);
+    if (!exe)
+      throw std::runtime_error("ember: JIT compilation failed: " + error);
+    raiseIfCudaError("while loading the kernels");
+    fn = mainEntry(exe);
+    for (size_t i = 0; i < inShapes.size(); ++i)
+      specs.push_back(makeSpec(inShapes[i], inItemsizes[i]));
+    numIns = specs.size();
+    for (size_t i = 0; i < outShapes.size(); ++i)
+      specs.push_back(makeSpec(outShapes[i], outItemsizes[i]));
+  }
+  ~CudaKernel() {
+    if (exe)
+      emberExecutableDestroy(exe);
+  }
+
+  nb::list call(nb::sequence args) {
+    size_t n = nb::len(args);
+    if (n != numIns)
+      throw nb::type_error(("expected " + std::to_string(numIns) +
+                            " arguments, got " + std::to_string(n))
+                               .c_str());
+    size_t words = 0;
+    for (const ArgSpec &s : specs)
+      words += 3 + 2 * s.shape.size();
+    std::vector<int64_t> descs(words);
+    std::vector<void *> device(specs.size(), nullptr), descPtrs(specs.size()),
+        argv(specs.size());
+    struct Release {
+      std::vector<void *> &blocks;
+      ~Release() {
+        for (void *b : blocks)
+          if (b)
+            emberCudaFree(b);
+      }
+    } release{device};
+    size_t w = 0;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const ArgSpec &s = specs[i];
+      device[i] = emberCudaAlloc(s.nbytes);
+      raiseIfCudaError("allocating device memory");
+      if (i < n) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(args[i].ptr(), &view, PyBUF_C_CONTIGUOUS) != 0)
+          throw nb::python_error();
+        bool sizeOk = view.len == s.nbytes;
+        if (sizeOk)
+          emberCudaCopy(device[i], view.buf, s.nbytes);
+        PyBuffer_Release(&view);
+        if (!sizeOk)
+          throw nb::value_error(
+              ("argument " + std::to_string(i) + " has the wrong size")
+                  .c_str());
+        raiseIfCudaError("copying an argument to the device");
+      }
+      fillDescriptor(&descs[w], device[i], s);
+      descPtrs[i] = &descs[w];
+      argv[i] = &descPtrs[i];
+      w += 3 + 2 * s.shape.size();
+    }
+    {
+      nb::gil_scoped_release unlocked;
+      size_t failedBytes = 0;
+      emberRuntimeCallChecked(fn, argv.data(), &failedBytes);
+      emberCudaSynchronize();
+    }
+    if (pendingError) {
+      std::vector<PooledBuffer *> none;
+      raisePendingError(none);
+    }
+    raiseIfCudaError("running the program");
+    nb::list out;
+    for (size_t i = numIns; i < specs.size(); ++i) {
+      const ArgSpec &s = specs[i];
+      void *host = emberRuntimeAlloc(s.nbytes);
+      auto *buf = new PooledBuffer{host, (size_t)s.nbytes};
+      nb::capsule owner = Kernel::ownerOf(buf);
+      if (!host && s.nbytes) {
+        PyErr_SetString(PyExc_MemoryError, "ember: out of host memory");
+        throw nb::python_error();
+      }
+      emberCudaCopy(host, device[i], s.nbytes);
+      raiseIfCudaError("copying a result to the host");
+      size_t shape[1] = {buf->bytes};
+      out.append(
+          nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(host, 1, shape, owner));
+    }
+    return out;
+  }
+
+private:
+  EmberExecutable *exe = nullptr;
+  void (*fn)(void **) = nullptr;
+  std::vector<ArgSpec> specs; // arguments, then results
+  size_t numIns = 0;
+};
 
 /// The C++ dispatch path of `ember.jit`: for calls whose arguments are all
 /// ember Arrays (no keywords), looks the compiled kernel up by the arguments'
@@ -445,6 +584,26 @@ NB_MODULE(_ember_runtime, m) {
            nb::arg("object"), nb::arg("in_shapes"), nb::arg("in_itemsizes"),
            nb::arg("out_shapes"), nb::arg("out_itemsizes"))
       .def("__call__", &Kernel::call, nb::arg("args"));
+  nb::class_<CudaKernel>(m, "CudaKernel")
+      .def(nb::init<MlirModule, int, std::vector<std::vector<int64_t>>,
+                    std::vector<int64_t>, std::vector<std::vector<int64_t>>,
+                    std::vector<int64_t>>(),
+           nb::arg("module"), nb::arg("opt_level"), nb::arg("in_shapes"),
+           nb::arg("in_itemsizes"), nb::arg("out_shapes"),
+           nb::arg("out_itemsizes"))
+      .def("__call__", &CudaKernel::call, nb::arg("args"));
+  m.def("cuda_device_count", &emberCudaDeviceCount);
+  m.def("cuda_unavailable_reason", [] {
+    MlirStringRef s = emberCudaUnavailableReason();
+    return std::string(s.data, s.length);
+  });
+  m.def("cuda_take_error", &takeCudaError);
+  m.def("cuda_allocator_stats", [] {
+    size_t allocations = 0, cached = 0;
+    emberCudaAllocatorStats(&allocations, &cached);
+    return nb::make_tuple(allocations, cached);
+  });
+  m.def("cuda_release_cache", &emberCudaReleaseCache);
   m.def("pooled_bytes", [] { return pool().pooledBytes(); });
   m.def("host_cpu", [] {
     MlirStringRef s = emberRuntimeHostCpu();

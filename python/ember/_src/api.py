@@ -188,10 +188,28 @@ class Lowered:
 
     def compile(self):
         if self._target.name != "cpu":
-            # Compile every stage (errors surface here), then load.
-            self.as_text(self._target.stages[-1][0])
-            self._target.load(None, 0, [], [])
+            return self._compile_for_target()
         compiled = Compiled(self._factory())
+        compiled._lowered = self
+        return compiled
+
+
+    def _compile_for_target(self):
+        """Compiled for the cuda target: every stage compiled (errors
+        surface at the user's lines), then loaded on the GPU."""
+        from .targets import cuda
+
+        self.as_text(self._target.stages[-1][0])
+        cuda.require_gpu()
+        out_tree = tree_util.tree_structure(self.out_info)
+        if out_tree.num_leaves != len(self._out_avals):
+            raise NotImplementedError("Ref arguments of a function compiled for cuda are not "
+                                      "supported")
+        with core.context():
+            module = ir.Module.parse(self._source)
+        exe = compiler.Executable(module, self._in_avals, self._out_avals, target=self._target,
+                                  text=self._text)
+        compiled = Compiled((exe, out_tree))
         compiled._lowered = self
         return compiled
 
@@ -223,6 +241,7 @@ class Traced:
                 f"got {platforms}")
         low = Lowered(self._jitted, self._text, self._factory, platforms[0], self._source)
         low._in_tree, low.out_info = self._in_tree, self.out_info
+        low._in_avals, low._out_avals = self._in_avals, self._out_avals
         return low
 
 

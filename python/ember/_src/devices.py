@@ -121,10 +121,11 @@ def _requested():
 
 def _cuda_devices():
     """The GPUs the CUDA driver reports, or (None, reason)."""
+    path = os.environ.get("EMBER_CUDA_DRIVER") or "libcuda.so.1"
     try:
-        lib = ctypes.CDLL("libcuda.so.1")
+        lib = ctypes.CDLL(path)
     except OSError:
-        return None, "the CUDA driver (libcuda.so.1) is not installed"
+        return None, f"the CUDA driver ({path}) is not installed"
     if lib.cuInit(0) != 0:
         return None, "cuInit failed (no usable GPU)"
     count = ctypes.c_int(0)

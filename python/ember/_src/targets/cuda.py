@@ -5,8 +5,10 @@ gpu.binary. `as_text("ptx")` is the PTX of every kernel module.
 
 Compiling needs no GPU and no CUDA toolkit except libdevice (the math
 library kernels link), which the `nvidia-nvvm` wheel provides; `ptxas` (from
-`nvidia-cuda-nvcc`) checks the PTX. Running compiled code on a GPU is not
-implemented yet (docs/design.md, "CUDA target").
+`nvidia-cuda-nvcc`) checks the PTX. `Lowered.compile()` runs the program
+on GPU 0 through the runtime of lib/Runtime/Cuda.cpp (the CUDA driver
+loaded at run time), its arguments and results copied to and from the GPU
+on each call (docs/design.md, "CUDA runtime").
 """
 
 import collections
@@ -306,10 +308,24 @@ def _launch_text(fn, kernel):
         "  return", "}", "}"])
 
 
+def require_gpu():
+    """Raises unless the runtime found a CUDA driver and a GPU."""
+    from ember._mlir._mlir_libs import _ember_runtime as rt
+
+    if rt.cuda_device_count() == 0:
+        raise RuntimeError("Unable to run on backend 'cuda': "
+                           f"{rt.cuda_unavailable_reason()}")
+
+
 def _load(module, opt_level, in_avals, out_avals):
-    raise NotImplementedError(
-        "running compiled code on a CUDA GPU is not implemented yet; the cuda target "
-        "compiles (jit(f).trace(...).lower(lowering_platforms=('cuda',)).as_text('ptx'))")
+    """Host code JIT-compiled for the CPU, kernels loaded by the CUDA driver
+    (lib/Runtime/Cuda.cpp); a call copies its arguments to the GPU and its
+    results back."""
+    from ember._mlir._mlir_libs import _ember_runtime as rt
+
+    return rt.CudaKernel(
+        module, opt_level, [a.shape for a in in_avals], [a.dtype.itemsize for a in in_avals],
+        [a.shape for a in out_avals], [a.dtype.itemsize for a in out_avals])
 
 
 CUDA = register(Target(

@@ -1,0 +1,544 @@
+//===- Cuda.cpp - the CUDA target's runtime over the driver API -----------===//
+//
+// The host code of the cuda target (lib/Pipelines/Targets/CUDA.cpp) calls
+// the `mgpu*` functions that MLIR's `gpu-to-llvm` and gpu.binary translation
+// emit (stream, allocation, copy, module and launch calls). They are
+// implemented here over the CUDA driver API, which is loaded at run time
+// with dlopen ("libcuda.so.1", or EMBER_CUDA_DRIVER's path): nothing CUDA
+// is linked, and a machine without a driver only fails when CUDA code runs.
+//
+// Decisions (docs/design.md, "CUDA runtime"): one context (the primary
+// context of device 0) and one stream, which every program's
+// mgpuStreamCreate returns, so that work of successive calls stays ordered
+// and no stream is created per call; a caching allocator (device blocks are
+// kept by size class after mgpuMemFree and reused in stream order; cuMemAlloc
+// only when the cache has none, the cache released and the allocation
+// retried when the device is full); modules are loaded once per executable
+// (gpu.binary's global constructors, run by the JIT at creation). A driver
+// error is recorded with its CUDA name and the call that failed, and every
+// later mgpu call does nothing until emberCudaTakeError() collects it, so a
+// failed launch cannot feed garbage pointers to the next one; Python raises
+// the error after the call.
+//
+//===----------------------------------------------------------------------===//
+#include "ember-c/Runtime.h"
+
+#include "RuntimeEntries.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace {
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = void *;
+using CUmodule = void *;
+using CUfunction = void *;
+using CUstream = void *;
+using CUevent = void *;
+
+// CUlaunchConfig and CUlaunchAttribute of cuLaunchKernelEx (CUDA 12).
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    struct {
+      unsigned x, y, z;
+    } clusterDim;
+  } value;
+};
+struct LaunchConfig {
+  unsigned gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMemBytes;
+  CUstream stream;
+  LaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+constexpr int kLaunchAttributeClusterDimension = 4;
+constexpr int kFuncAttributeMaxDynamicSharedBytes = 8;
+constexpr int kJitErrorLogBuffer = 5, kJitErrorLogBufferBytes = 6,
+              kJitOptimizationLevel = 7;
+
+/// The driver entry points Ember uses (`_v2` where the ABI has one).
+struct Driver {
+#define EMBER_CUDA_DRIVER_FUNCTIONS(X)                                         \
+  X(cuInit, CUresult (*)(unsigned))                                            \
+  X(cuGetErrorName, CUresult (*)(CUresult, const char **))                     \
+  X(cuDeviceGetCount, CUresult (*)(int *))                                     \
+  X(cuDeviceGet, CUresult (*)(CUdevice *, int))                                \
+  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))             \
+  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                  \
+  X(cuStreamCreate, CUresult (*)(CUstream *, unsigned))                        \
+  X(cuStreamSynchronize, CUresult (*)(CUstream))                               \
+  X(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned))              \
+  X(cuEventCreate, CUresult (*)(CUevent *, unsigned))                          \
+  X(cuEventDestroy_v2, CUresult (*)(CUevent))                                  \
+  X(cuEventRecord, CUresult (*)(CUevent, CUstream))                            \
+  X(cuEventSynchronize, CUresult (*)(CUevent))                                 \
+  X(cuMemAlloc_v2, CUresult (*)(CUdeviceptr *, size_t))                        \
+  X(cuMemFree_v2, CUresult (*)(CUdeviceptr))                                   \
+  X(cuMemcpyAsync, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))   \
+  X(cuMemsetD32Async, CUresult (*)(CUdeviceptr, unsigned, size_t, CUstream))   \
+  X(cuMemsetD16Async,                                                          \
+    CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream))               \
+  X(cuModuleLoadDataEx,                                                        \
+    CUresult (*)(CUmodule *, const void *, unsigned, int *, void **))          \
+  X(cuModuleGetFunction, CUresult (*)(CUfunction *, CUmodule, const char *))   \
+  X(cuModuleUnload, CUresult (*)(CUmodule))                                    \
+  X(cuFuncSetAttribute, CUresult (*)(CUfunction, int, int))                    \
+  X(cuLaunchKernel,                                                            \
+    CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, \
+                 unsigned, unsigned, CUstream, void **, void **))              \
+  X(cuLaunchKernelEx,                                                          \
+    CUresult (*)(const LaunchConfig *, CUfunction, void **, void **))
+#define EMBER_CUDA_MEMBER(NAME, TYPE)                                          \
+  using NAME##Type = TYPE;                                                     \
+  NAME##Type NAME = nullptr;
+  EMBER_CUDA_DRIVER_FUNCTIONS(EMBER_CUDA_MEMBER)
+#undef EMBER_CUDA_MEMBER
+  std::string unavailable; // why the driver cannot be used ("" if it can)
+  int devices = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+};
+
+std::mutex errorMutex;
+std::atomic<bool> failed{false};
+std::string firstError;
+
+void recordError(const std::string &message) {
+  std::lock_guard<std::mutex> lock(errorMutex);
+  if (!failed.exchange(true))
+    firstError = message;
+}
+
+Driver &driver();
+
+/// Records `result` of the driver call `what` when it is an error; true on
+/// success.
+bool check(CUresult result, const char *what) {
+  if (result == 0)
+    return true;
+  const char *name = nullptr;
+  Driver &d = driver();
+  if (!d.cuGetErrorName || d.cuGetErrorName(result, &name) != 0 || !name)
+    name = "CUDA_ERROR_UNKNOWN";
+  recordError(std::string(name) + " (" + std::to_string(result) + ") in " +
+              what);
+  return false;
+}
+
+Driver &driver() {
+  static Driver *d = [] {
+    auto *d = new Driver;
+    const char *path = std::getenv("EMBER_CUDA_DRIVER");
+    if (!path || !*path)
+      path = "libcuda.so.1";
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      d->unavailable = std::string("the CUDA driver (") + path +
+                       ") could not be loaded: " + dlerror();
+      return d;
+    }
+#define EMBER_CUDA_LOAD(NAME, TYPE)                                            \
+  d->NAME = reinterpret_cast<TYPE>(dlsym(lib, #NAME));                         \
+  if (!d->NAME && d->unavailable.empty())                                      \
+    d->unavailable =                                                           \
+        std::string("the CUDA driver (") + path + ") has no " #NAME;
+    EMBER_CUDA_DRIVER_FUNCTIONS(EMBER_CUDA_LOAD)
+#undef EMBER_CUDA_LOAD
+    if (!d->unavailable.empty())
+      return d;
+    const char *name = nullptr;
+    CUresult r = d->cuInit(0);
+    if (r != 0) {
+      d->cuGetErrorName(r, &name);
+      d->unavailable =
+          std::string("cuInit failed: ") + (name ? name : "CUDA_ERROR_UNKNOWN");
+      return d;
+    }
+    if (d->cuDeviceGetCount(&d->devices) != 0 || d->devices == 0) {
+      d->devices = 0;
+      d->unavailable = "the CUDA driver reports no GPU";
+      return d;
+    }
+    CUdevice dev = 0;
+    if (d->cuDeviceGet(&dev, 0) != 0 ||
+        d->cuDevicePrimaryCtxRetain(&d->context, dev) != 0 ||
+        d->cuCtxSetCurrent(d->context) != 0 ||
+        d->cuStreamCreate(&d->stream, /*CU_STREAM_NON_BLOCKING=*/1) != 0) {
+      d->devices = 0;
+      d->unavailable = "the primary context or the stream of GPU 0 could not "
+                       "be created";
+    }
+    return d;
+  }();
+  return *d;
+}
+
+/// The driver, usable from this thread (its context current), or null after
+/// an error not yet collected or when there is no driver.
+Driver *ready() {
+  if (failed.load(std::memory_order_relaxed))
+    return nullptr;
+  Driver &d = driver();
+  if (!d.unavailable.empty()) {
+    recordError(d.unavailable);
+    return nullptr;
+  }
+  thread_local bool current = false;
+  if (!current) {
+    if (!check(d.cuCtxSetCurrent(d.context), "cuCtxSetCurrent"))
+      return nullptr;
+    current = true;
+  }
+  return &d;
+}
+
+/// Device blocks by size class, kept after they are freed (stream order
+/// makes reuse safe: everything runs on the one stream).
+class Allocator {
+public:
+  static size_t sizeClass(size_t bytes) {
+    size_t granule = bytes < (1u << 20) ? 512 : (2u << 20);
+    return (std::max<size_t>(bytes, 1) + granule - 1) / granule * granule;
+  }
+
+  void *allocate(Driver &d, size_t bytes) {
+    size_t size = sizeClass(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = cached.find(size);
+      if (it != cached.end()) {
+        void *p = it->second;
+        cached.erase(it);
+        cachedBytes -= size;
+        live[p] = size;
+        return p;
+      }
+    }
+    CUdeviceptr p = 0;
+    CUresult r = d.cuMemAlloc_v2(&p, size);
+    if (r == /*CUDA_ERROR_OUT_OF_MEMORY*/ 2) {
+      release(d);
+      r = d.cuMemAlloc_v2(&p, size);
+    }
+    if (!check(r, "cuMemAlloc"))
+      return nullptr;
+    std::lock_guard<std::mutex> lock(mutex);
+    live[reinterpret_cast<void *>(p)] = size;
+    ++allocations;
+    return reinterpret_cast<void *>(p);
+  }
+
+  void free(void *p) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = live.find(p);
+    if (it == live.end())
+      return;
+    cached.emplace(it->second, p);
+    cachedBytes += it->second;
+    live.erase(it);
+  }
+
+  /// Returns the cached blocks to the driver.
+  void release(Driver &d) {
+    std::multimap<size_t, void *> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      blocks.swap(cached);
+      cachedBytes = 0;
+    }
+    if (!blocks.empty())
+      d.cuStreamSynchronize(d.stream);
+    for (auto &[size, p] : blocks)
+      d.cuMemFree_v2(reinterpret_cast<CUdeviceptr>(p));
+  }
+
+  std::mutex mutex;
+  std::multimap<size_t, void *> cached;
+  std::unordered_map<void *, size_t> live;
+  size_t cachedBytes = 0;
+  size_t allocations = 0; // cuMemAlloc calls
+};
+
+Allocator &allocator() {
+  static auto *a = new Allocator;
+  return *a;
+}
+
+// Functions by (module, name): the host code asks before every launch.
+std::mutex functionsMutex;
+std::map<std::pair<void *, std::string>, CUfunction> functions;
+
+void setDynamicSharedMemory(Driver &d, CUfunction f, int32_t smem) {
+  // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+  if (smem > 48 * 1024)
+    check(d.cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, smem),
+          "cuFuncSetAttribute");
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The functions compiled host code calls (Runtime.def's EMBER_CUDA_ENTRY)
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+void *mgpuModuleLoad(void *data, size_t /*size*/) {
+  Driver *d = ready();
+  CUmodule module = nullptr;
+  if (d)
+    check(d->cuModuleLoadDataEx(&module, data, 0, nullptr, nullptr),
+          "cuModuleLoadData");
+  return module;
+}
+
+void *mgpuModuleLoadJIT(void *data, int optLevel) {
+  Driver *d = ready();
+  CUmodule module = nullptr;
+  if (!d)
+    return nullptr;
+  char log[4096] = {0};
+  int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferBytes,
+                   kJitOptimizationLevel};
+  void *values[] = {log, reinterpret_cast<void *>(sizeof(log) - 1),
+                    reinterpret_cast<void *>(static_cast<intptr_t>(optLevel))};
+  CUresult r = d->cuModuleLoadDataEx(&module, data, 3, options, values);
+  if (r != 0 && log[0]) {
+    check(r,
+          (std::string("cuModuleLoadDataEx (PTX JIT: ") + log + ")").c_str());
+    return nullptr;
+  }
+  check(r, "cuModuleLoadDataEx");
+  return module;
+}
+
+void mgpuModuleUnload(void *module) {
+  // At executable destruction, also after an error.
+  Driver &d = driver();
+  if (!module || !d.unavailable.empty())
+    return;
+  {
+    std::lock_guard<std::mutex> lock(functionsMutex);
+    for (auto it = functions.begin(); it != functions.end();)
+      it = it->first.first == module ? functions.erase(it) : std::next(it);
+  }
+  d.cuModuleUnload(module);
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  Driver *d = ready();
+  if (!d || !module)
+    return nullptr;
+  std::lock_guard<std::mutex> lock(functionsMutex);
+  auto key = std::make_pair(module, std::string(name));
+  auto it = functions.find(key);
+  if (it != functions.end())
+    return it->second;
+  CUfunction f = nullptr;
+  if (check(d->cuModuleGetFunction(&f, module, name),
+            (std::string("cuModuleGetFunction(") + name + ")").c_str()))
+    functions.emplace(key, f);
+  return f;
+}
+
+void mgpuLaunchKernel(void *f, intptr_t gridX, intptr_t gridY, intptr_t gridZ,
+                      intptr_t blockX, intptr_t blockY, intptr_t blockZ,
+                      int32_t smem, void *stream, void **params, void **extra,
+                      size_t /*paramsCount*/) {
+  Driver *d = ready();
+  if (!d || !f)
+    return;
+  setDynamicSharedMemory(*d, f, smem);
+  check(d->cuLaunchKernel(f, gridX, gridY, gridZ, blockX, blockY, blockZ, smem,
+                          stream, params, extra),
+        "cuLaunchKernel");
+}
+
+void mgpuLaunchClusterKernel(void *f, intptr_t clusterX, intptr_t clusterY,
+                             intptr_t clusterZ, intptr_t gridX, intptr_t gridY,
+                             intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                             intptr_t blockZ, int32_t smem, void *stream,
+                             void **params, void **extra,
+                             size_t /*paramsCount*/) {
+  Driver *d = ready();
+  if (!d || !f)
+    return;
+  setDynamicSharedMemory(*d, f, smem);
+  LaunchAttribute cluster{};
+  cluster.id = kLaunchAttributeClusterDimension;
+  cluster.value.clusterDim = {static_cast<unsigned>(clusterX),
+                              static_cast<unsigned>(clusterY),
+                              static_cast<unsigned>(clusterZ)};
+  LaunchConfig config{static_cast<unsigned>(gridX),
+                      static_cast<unsigned>(gridY),
+                      static_cast<unsigned>(gridZ),
+                      static_cast<unsigned>(blockX),
+                      static_cast<unsigned>(blockY),
+                      static_cast<unsigned>(blockZ),
+                      static_cast<unsigned>(smem),
+                      stream,
+                      &cluster,
+                      1};
+  check(d->cuLaunchKernelEx(&config, f, params, extra), "cuLaunchKernelEx");
+}
+
+void *mgpuStreamCreate() {
+  Driver *d = ready();
+  return d ? d->stream : nullptr;
+}
+
+void mgpuStreamDestroy(void *) {} // the runtime's one stream lives on
+
+void mgpuStreamSynchronize(void *stream) {
+  if (Driver *d = ready())
+    check(d->cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+void mgpuStreamWaitEvent(void *stream, void *event) {
+  if (Driver *d = ready())
+    check(d->cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
+}
+
+void *mgpuEventCreate() {
+  Driver *d = ready();
+  CUevent e = nullptr;
+  if (d)
+    check(d->cuEventCreate(&e, /*CU_EVENT_DISABLE_TIMING=*/2), "cuEventCreate");
+  return e;
+}
+
+void mgpuEventDestroy(void *event) {
+  if (Driver *d = ready(); d && event)
+    check(d->cuEventDestroy_v2(event), "cuEventDestroy");
+}
+
+void mgpuEventSynchronize(void *event) {
+  if (Driver *d = ready(); d && event)
+    check(d->cuEventSynchronize(event), "cuEventSynchronize");
+}
+
+void mgpuEventRecord(void *event, void *stream) {
+  if (Driver *d = ready(); d && event)
+    check(d->cuEventRecord(event, stream), "cuEventRecord");
+}
+
+void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool isHostShared) {
+  Driver *d = ready();
+  if (!d)
+    return nullptr;
+  if (isHostShared) {
+    recordError("gpu.alloc host_shared (managed memory) is not supported by "
+                "Ember's CUDA runtime");
+    return nullptr;
+  }
+  return allocator().allocate(*d, bytes);
+}
+
+void mgpuMemFree(void *p, void * /*stream*/) { allocator().free(p); }
+
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
+  if (Driver *d = ready(); d && bytes)
+    check(d->cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                           reinterpret_cast<CUdeviceptr>(src), bytes, stream),
+          "cuMemcpyAsync");
+}
+
+void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream) {
+  if (Driver *d = ready(); d && count)
+    check(d->cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
+                              stream),
+          "cuMemsetD32Async");
+}
+
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
+  if (Driver *d = ready(); d && count)
+    check(d->cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
+                              stream),
+          "cuMemsetD16Async");
+}
+
+void mgpuSetDefaultDevice(int32_t device) {
+  if (device != 0)
+    recordError("Ember's CUDA runtime uses GPU 0 only (asked for GPU " +
+                std::to_string(device) + ")");
+}
+} // extern "C"
+
+void ember::runtime::bindCudaEntries(void (*bind)(const char *, void *, void *),
+                                     void *user) {
+#define EMBER_CUDA_ENTRY(NAME)                                                 \
+  bind(#NAME, reinterpret_cast<void *>(&NAME), user);
+#include "ember/Runtime/Runtime.def"
+}
+
+//===----------------------------------------------------------------------===//
+// The C API (ember-c/Runtime.h)
+//===----------------------------------------------------------------------===//
+
+int emberCudaDeviceCount(void) { return driver().devices; }
+
+MlirStringRef emberCudaUnavailableReason(void) {
+  const std::string &why = driver().unavailable;
+  return mlirStringRefCreate(why.data(), why.size());
+}
+
+size_t emberCudaTakeError(char *buffer, size_t size) {
+  std::lock_guard<std::mutex> lock(errorMutex);
+  if (!failed.load())
+    return 0;
+  size_t n = firstError.size();
+  if (size) {
+    size_t k = std::min(n, size - 1);
+    std::memcpy(buffer, firstError.data(), k);
+    buffer[k] = 0;
+  }
+  firstError.clear();
+  failed.store(false);
+  return n ? n : 1;
+}
+
+void *emberCudaAlloc(size_t bytes) {
+  Driver *d = ready();
+  return d ? allocator().allocate(*d, bytes) : nullptr;
+}
+
+void emberCudaFree(void *p) { allocator().free(p); }
+
+void emberCudaCopy(void *dst, const void *src, size_t bytes) {
+  Driver *d = ready();
+  if (!d || !bytes)
+    return;
+  if (check(d->cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                             reinterpret_cast<CUdeviceptr>(src), bytes,
+                             d->stream),
+            "cuMemcpyAsync"))
+    check(d->cuStreamSynchronize(d->stream), "cuStreamSynchronize");
+}
+
+void emberCudaSynchronize(void) {
+  if (Driver *d = ready())
+    check(d->cuStreamSynchronize(d->stream), "cuStreamSynchronize");
+}
+
+void emberCudaReleaseCache(void) {
+  Driver &d = driver();
+  if (d.unavailable.empty())
+    allocator().release(d);
+}
+
+void emberCudaAllocatorStats(size_t *allocations, size_t *cachedBytes) {
+  Allocator &a = allocator();
+  std::lock_guard<std::mutex> lock(a.mutex);
+  *allocations = a.allocations;
+  *cachedBytes = a.cachedBytes;
+}

@@ -1,0 +1,183 @@
+"""The CUDA runtime (lib/Runtime/Cuda.cpp) without a GPU: a stand-in driver
+over host memory (test/cuda/MockCudaDriver.cpp, built as
+build/dev/lib/libEmberMockCudaDriver.so) takes the driver's place through
+EMBER_CUDA_DRIVER. It records what the runtime asks of the driver; kernels
+do not run (that needs a GPU: test_cuda_target.py runs them there), so
+these tests check the runtime's side: modules loaded once, one launch per
+gpu.launch_func with the IR's grid, the caching allocator, the copies,
+errors named as CUDA names them, and a missing driver. Each case runs in a
+fresh process (the driver is loaded once per process)."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MOCK = os.path.join(ROOT, "build", "dev", "lib", "libEmberMockCudaDriver.so")
+
+pytestmark = pytest.mark.skipif(not os.path.exists(MOCK),
+                                reason="needs the build directory's mock driver (make build)")
+
+PRELUDE = """
+import ctypes, os, re
+import numpy as np
+import ember, ember.numpy as jnp
+from ember._mlir._mlir_libs import _ember_runtime as rt
+if os.path.exists(os.environ["EMBER_CUDA_DRIVER"]):
+    mock = ctypes.CDLL(os.environ["EMBER_CUDA_DRIVER"])
+    mock.mock_cuda_log.restype = ctypes.c_char_p
+    mock.mock_cuda_live_blocks.restype = ctypes.c_size_t
+def log():
+    return mock.mock_cuda_log().decode().splitlines()
+"""
+
+
+def run(code, driver=MOCK, **env):
+    full = dict(os.environ, EMBER_CUDA_DRIVER=driver, **env)
+    full.pop("EMBER_PLATFORMS", None)
+    full.pop("JAX_PLATFORMS", None)
+    r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], env=full,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_program_runs_through_the_driver():
+    out = run("""
+        def f(x, y):
+            return jnp.sin(x) @ y + jnp.sum(x)
+        x = jnp.ones((64, 64))
+        lowered = ember.jit(f).trace(x, x).lower(lowering_platforms=("cuda",))
+        binary = lowered.as_text("binary")
+        compiled = lowered.compile()
+        loaded = log()
+        r = compiled(x, x)
+        print("result", r.shape, r.dtype)
+        calls = log()[len(loaded):]
+        print("modules", binary.count("gpu.binary @"),
+              sum(l.startswith("cuModuleLoadDataEx O3") for l in loaded))
+        grids = re.findall(r"gpu.launch_func .*?blocks in \\((%\\w+), (%\\w+), (%\\w+)\\)", binary)
+        print("launches", len(grids), sum(l.startswith("cuLaunchKernel") for l in calls))
+        print("copies", [l for l in calls if l.startswith("cuMemcpyAsync")])
+        print("stats1", rt.cuda_allocator_stats())
+        compiled(x, x)
+        print("stats2", rt.cuda_allocator_stats())
+        print("lookups", sum(l.startswith("cuModuleGetFunction") for l in log()))
+        del compiled, lowered
+        import gc; gc.collect()
+        print("unloads", sum(l == "cuModuleUnload" for l in log()))
+    """)
+    lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
+    assert lines["result"] == "(64, 64) float32"
+    modules, loads = lines["modules"].split()
+    assert int(modules) == int(loads) >= 2  # each kernel module loaded once, PTX at O3
+    ir_launches, launches = lines["launches"].split()
+    assert int(ir_launches) == int(launches) >= 2
+    # two 16 KiB arguments in, one 16 KiB result out
+    assert lines["copies"] == str(["cuMemcpyAsync 16384"] * 3)
+    allocations, cached = eval(lines["stats1"])
+    assert allocations >= 3 and cached > 0
+    assert eval(lines["stats2"]) == (allocations, cached)  # the second call allocates nothing
+    assert int(lines["lookups"]) == int(modules)  # functions cached
+    assert int(lines["unloads"]) == int(modules)
+
+
+def test_grids_follow_the_ir():
+    out = run("""
+        x = jnp.ones((1000, 3000))
+        lowered = ember.jit(lambda a: a * 2.0).trace(x).lower(lowering_platforms=("cuda",))
+        lowered.compile()(x)
+        print([l for l in log() if l.startswith("cuLaunchKernel")])
+    """)
+    # 3,000,000 elements in 256-thread blocks
+    assert "grid 11719,1,1 block 256,1,1" in out
+
+
+def test_launch_error_names_the_cuda_error():
+    out = run("""
+        x = jnp.ones(8)
+        compiled = ember.jit(lambda a: a + 1.0).trace(x).lower(
+            lowering_platforms=("cuda",)).compile()
+        os.environ["EMBER_MOCK_CUDA_FAIL"] = "cuLaunchKernel"
+        try:
+            compiled(x)
+        except RuntimeError as e:
+            print("error:", e)
+        os.environ["EMBER_MOCK_CUDA_FAIL"] = ""
+        print("again", compiled(x).shape)
+    """)
+    assert ("error: CUDA error running the program: CUDA_ERROR_LAUNCH_FAILED (719) in "
+            "cuLaunchKernel") in out
+    assert "again (8,)" in out  # the error was taken; the next call runs
+
+
+def test_bad_ptx_reports_the_jit_log():
+    out = run("""
+        x = jnp.ones(8)
+        lowered = ember.jit(lambda a: a + 1.0).trace(x).lower(lowering_platforms=("cuda",))
+        try:
+            lowered.compile()
+        except RuntimeError as e:
+            print("error:", e)
+    """, EMBER_MOCK_CUDA_FAIL="cuModuleLoadDataEx")
+    assert "CUDA_ERROR_INVALID_PTX (218) in cuModuleLoadDataEx (PTX JIT: mock: no .entry" in out
+
+
+def test_out_of_memory_releases_the_cache_and_retries():
+    out = run("""
+        x = jnp.ones(1 << 16)
+        compiled = ember.jit(lambda a: a * 3.0).trace(x).lower(
+            lowering_platforms=("cuda",)).compile()
+        compiled(x)
+        before = mock.mock_cuda_live_blocks()
+        rt.cuda_release_cache()
+        print("released", before, mock.mock_cuda_live_blocks())
+        os.environ["EMBER_MOCK_CUDA_FAIL"] = "cuMemAlloc_v2"
+        try:
+            compiled(x)
+        except RuntimeError as e:
+            print("error:", e)
+    """)
+    before, after = re.search(r"released (\d+) (\d+)", out).groups()
+    assert int(before) >= 2 and int(after) == 0
+    assert "error: CUDA error allocating device memory: CUDA_ERROR_LAUNCH_FAILED (719) in " \
+           "cuMemAlloc" in out
+
+
+def test_missing_driver():
+    out = run("""
+        print(rt.cuda_device_count(), rt.cuda_unavailable_reason())
+        x = jnp.ones(8)
+        lowered = ember.jit(lambda a: a + 1.0).trace(x).lower(lowering_platforms=("cuda",))
+        assert "ptx" in lowered.as_text("ptx").lower()  # compiling needs no driver
+        try:
+            lowered.compile()
+        except RuntimeError as e:
+            print("error:", e)
+        print(float(ember.jit(lambda a: a.sum())(x)))  # the CPU is unaffected
+    """, driver="/nonexistent/libcuda.so.1")
+    assert out.startswith("0 the CUDA driver (/nonexistent/libcuda.so.1) could not be loaded")
+    assert "error: Unable to run on backend 'cuda': the CUDA driver" in out
+    assert out.strip().endswith("8.0")
+
+
+def test_no_gpu_and_failing_init():
+    out = run("""
+        print(rt.cuda_device_count(), "|", rt.cuda_unavailable_reason())
+    """, EMBER_MOCK_CUDA_DEVICES="0")
+    assert out.strip() == "0 | the CUDA driver reports no GPU"
+    out = run("""
+        print(rt.cuda_device_count(), "|", rt.cuda_unavailable_reason())
+    """, EMBER_MOCK_CUDA_FAIL="cuInit")
+    assert out.strip() == "0 | cuInit failed: CUDA_ERROR_LAUNCH_FAILED"
+
+
+def test_devices_list_the_drivers_gpu():
+    out = run("""
+        print(ember.devices("gpu"), ember.devices("gpu")[0].device_kind)
+    """)
+    assert out.strip() == "[CudaDevice(id=0)] Ember mock GPU"
