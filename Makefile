@@ -7,7 +7,7 @@ SITE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))"
 export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: all venv build build-asan mpi jax-venv test test-lit test-python test-asan \
-  test-asan-quick fuzz demo lint clean
+  test-asan-quick fuzz demo lint clean gpu-bundle gpu-check
 
 all: build
 
@@ -134,6 +134,19 @@ fuzz: build
 lint: venv
 	$(VENV)/bin/ruff check python test/python test/mpi benchmarks examples tools
 	$(VENV)/bin/clang-format --dry-run --Werror $(CXX_SOURCES)
+
+# #17, item 5. `make gpu-bundle` (here, after `make build`) packs Ember's
+# compiled libraries, the binding modules' recipe, headers and sources into
+# build/gpu-bundle.tar.xz (about 45 MiB: carry it to the GPU machine);
+# `make gpu-check` (there, with that machine's python3, no build needed)
+# builds the binding modules for its Python, runs the GPU tests and the GPU
+# benchmarks beside JAX and writes $$OUT/gpu-report.md (tools/gpu/check.py).
+GPU_PYTHON ?= python3
+gpu-bundle: build
+	$(PY) tools/gpu/bundle.py
+
+gpu-check:
+	$(GPU_PYTHON) tools/gpu/check.py
 
 demo: build
 	$(PY) examples/demo.py

@@ -103,6 +103,35 @@ def test_program_ptx(name, tmp_path):
     ptxas_check(lower_cuda(f, *args).as_text("binary"), tmp_path)
 
 
+def _gpu_count():
+    from ember._mlir._mlir_libs import _ember_runtime as rt
+
+    return rt.cuda_device_count()
+
+
+needs_gpu = pytest.mark.skipif(_gpu_count() == 0, reason="needs a CUDA GPU (make gpu-check)")
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_program_runs_on_gpu(name):
+    """Each program compiled for cuda and run on the GPU gives the CPU's
+    results (to float tolerance; random bits and integers exactly)."""
+    f, args = PROGRAMS[name]
+    on_gpu = lower_cuda(f, *args).compile()(*args)
+    on_cpu = ember.jit(f)(*args)
+    got, want = ember.tree_util.tree_leaves(on_gpu), ember.tree_util.tree_leaves(on_cpu)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if np.issubdtype(w.dtype, np.floating):
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
+                                       rtol=2e-4, atol=2e-4, err_msg=name)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=name)
+
+
 def test_stages_and_views():
     lowered = ember.jit(lambda a: jnp.tanh(a).sum(axis=1)).trace(wide).lower(
         lowering_platforms=("gpu",))

@@ -1,0 +1,79 @@
+"""`make gpu-check` (#17, item 5): on a GPU machine, builds Ember's Python
+modules for that machine's Python from the carried bundle
+(tools/gpu/build_bindings.py; the bundle comes from `make gpu-bundle` and
+travels as build/gpu-bundle.tar.xz), runs the GPU tests and the GPU
+benchmarks (Ember beside JAX, each in its own process) and writes a report
+to $OUT/gpu-report.md (or build/gpu-report.md), with the logs beside it.
+Each step has a time limit so that the whole stays under 8 minutes.
+
+    python3 tools/gpu/check.py
+"""
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.environ.get("OUT") or os.path.join(ROOT, "build")
+START = time.perf_counter()
+report = []
+
+
+def step(title, argv, timeout, env=None, log=None):
+    t = time.perf_counter()
+    try:
+        r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                           env=env)
+        out, code = r.stdout + r.stderr, r.returncode
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) \
+            else (e.stdout or "")
+        code = "timeout"
+    if log:
+        with open(os.path.join(OUT, log), "w") as f:
+            f.write(out)
+    report.append(f"## {title}\n\n`{' '.join(argv)}`: exit {code}, "
+                  f"{time.perf_counter() - t:.0f} s\n\n```\n{out[-3000:]}\n```\n")
+    print(f"[{time.perf_counter() - START:5.0f} s] {title}: exit {code}", flush=True)
+    return code, out
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    py = sys.executable
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONUNBUFFERED="1")
+    env.pop("JAX_PLATFORMS", None)
+    if shutil.which("nvidia-smi"):
+        step("GPU", ["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                     "--format=csv"], 60)
+    code = 0
+    if not os.path.exists(os.path.join(ROOT, "python", "ember", "_mlir")):
+        code, _ = step("Ember's Python modules for this Python", [
+            py, "tools/gpu/build_bindings.py"], 240, log="build_bindings.log")
+    if code != 0:
+        return finish()
+    step("Ember sees the GPU", [py, "-c",
+         "from ember._mlir._mlir_libs import _ember_runtime as rt; "
+         "print('GPUs:', rt.cuda_device_count(), rt.cuda_unavailable_reason())"], 60, env=env)
+    step("GPU tests", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
+                       "test/python/test_cuda_target.py", "test/python/test_cuda_runtime.py",
+                       "-k", "gpu or compile_runs"], 200, env=env, log="gpu_tests.log")
+    for module in ("ember", "jax"):
+        if time.perf_counter() - START > 400:
+            report.append(f"## benchmarks ({module})\n\nskipped: out of time\n")
+            continue
+        step(f"GPU benchmarks ({module})", [py, "benchmarks/gpu/gpu_bench.py", "--module",
+                                            module], 60, env=env, log=f"bench_{module}.log")
+    return finish()
+
+
+def finish():
+    with open(os.path.join(OUT, "gpu-report.md"), "w") as f:
+        f.write(f"# make gpu-check ({time.perf_counter() - START:.0f} s)\n\n" + "\n".join(report))
+    print(f"report: {os.path.join(OUT, 'gpu-report.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
