@@ -335,6 +335,57 @@ void raiseIfCudaError(const char *where) {
     throw std::runtime_error(std::string("CUDA error ") + where + ": " + error);
 }
 
+/// A block of GPU memory from the runtime's caching allocator (an array's
+/// data on the GPU), returned to it when the object dies.
+struct DeviceBuffer {
+  explicit DeviceBuffer(size_t bytes) : bytes(bytes) {
+    ptr = emberCudaAlloc(bytes);
+    raiseIfCudaError("allocating device memory");
+  }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  ~DeviceBuffer() {
+    if (ptr)
+      emberCudaFree(ptr);
+  }
+
+  /// A device copy of a C-contiguous buffer-protocol object.
+  static std::unique_ptr<DeviceBuffer> fromHost(nb::handle host) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(host.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0)
+      throw nb::python_error();
+    std::unique_ptr<DeviceBuffer> buf;
+    try {
+      buf = std::make_unique<DeviceBuffer>(view.len);
+    } catch (...) {
+      PyBuffer_Release(&view);
+      throw;
+    }
+    emberCudaCopy(buf->ptr, view.buf, view.len);
+    PyBuffer_Release(&view);
+    raiseIfCudaError("copying an array to the device");
+    return buf;
+  }
+
+  /// The bytes, copied into a host pool buffer (a uint8 NumPy array).
+  nb::object toHost() const {
+    void *host = emberRuntimeAlloc(bytes);
+    if (!host && bytes) {
+      PyErr_SetString(PyExc_MemoryError, "ember: out of host memory");
+      throw nb::python_error();
+    }
+    auto *buf = new PooledBuffer{host, bytes};
+    nb::capsule owner = Kernel::ownerOf(buf);
+    emberCudaCopy(host, ptr, bytes);
+    raiseIfCudaError("copying an array to the host");
+    size_t shape[1] = {bytes};
+    return nb::cast(
+        nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(host, 1, shape, owner));
+  }
+
+  void *ptr = nullptr;
+  size_t bytes = 0;
+};
+
 /// Compiled code of the cuda target: host code JIT-compiled here, kernels
 /// loaded by the driver when it is created (gpu.binary's initializers).
 /// A call copies the arguments into device memory (the runtime's caching
@@ -375,46 +426,34 @@ public:
       emberExecutableDestroy(exe);
   }
 
-  nb::list call(nb::sequence args) {
-    size_t n = nb::len(args);
-    if (n != numIns)
+  /// Runs the program on device buffers (arguments, in order); returns the
+  /// results in new device buffers. Nothing is copied.
+  std::vector<DeviceBuffer *> callDevice(std::vector<DeviceBuffer *> args) {
+    if (args.size() != numIns)
       throw nb::type_error(("expected " + std::to_string(numIns) +
-                            " arguments, got " + std::to_string(n))
+                            " arguments, got " + std::to_string(args.size()))
                                .c_str());
     size_t words = 0;
     for (const ArgSpec &s : specs)
       words += 3 + 2 * s.shape.size();
     std::vector<int64_t> descs(words);
-    std::vector<void *> device(specs.size(), nullptr), descPtrs(specs.size()),
-        argv(specs.size());
-    struct Release {
-      std::vector<void *> &blocks;
-      ~Release() {
-        for (void *b : blocks)
-          if (b)
-            emberCudaFree(b);
-      }
-    } release{device};
+    std::vector<void *> descPtrs(specs.size()), argv(specs.size());
+    std::vector<std::unique_ptr<DeviceBuffer>> results;
     size_t w = 0;
     for (size_t i = 0; i < specs.size(); ++i) {
       const ArgSpec &s = specs[i];
-      device[i] = emberCudaAlloc(s.nbytes);
-      raiseIfCudaError("allocating device memory");
-      if (i < n) {
-        Py_buffer view;
-        if (PyObject_GetBuffer(args[i].ptr(), &view, PyBUF_C_CONTIGUOUS) != 0)
-          throw nb::python_error();
-        bool sizeOk = view.len == s.nbytes;
-        if (sizeOk)
-          emberCudaCopy(device[i], view.buf, s.nbytes);
-        PyBuffer_Release(&view);
-        if (!sizeOk)
+      void *data;
+      if (i < numIns) {
+        if (!args[i] || (int64_t)args[i]->bytes != s.nbytes)
           throw nb::value_error(
               ("argument " + std::to_string(i) + " has the wrong size")
                   .c_str());
-        raiseIfCudaError("copying an argument to the device");
+        data = args[i]->ptr;
+      } else {
+        results.push_back(std::make_unique<DeviceBuffer>(s.nbytes));
+        data = results.back()->ptr;
       }
-      fillDescriptor(&descs[w], device[i], s);
+      fillDescriptor(&descs[w], data, s);
       descPtrs[i] = &descs[w];
       argv[i] = &descPtrs[i];
       w += 3 + 2 * s.shape.size();
@@ -430,21 +469,24 @@ public:
       raisePendingError(none);
     }
     raiseIfCudaError("running the program");
+    std::vector<DeviceBuffer *> out;
+    for (auto &r : results)
+      out.push_back(r.release());
+    return out;
+  }
+
+  /// Runs the program on host buffers: copies them in and the results out.
+  nb::list call(nb::sequence args) {
+    std::vector<std::unique_ptr<DeviceBuffer>> in;
+    std::vector<DeviceBuffer *> ptrs;
+    for (size_t i = 0, n = nb::len(args); i < n; ++i) {
+      in.push_back(DeviceBuffer::fromHost(args[i]));
+      ptrs.push_back(in.back().get());
+    }
     nb::list out;
-    for (size_t i = numIns; i < specs.size(); ++i) {
-      const ArgSpec &s = specs[i];
-      void *host = emberRuntimeAlloc(s.nbytes);
-      auto *buf = new PooledBuffer{host, (size_t)s.nbytes};
-      nb::capsule owner = Kernel::ownerOf(buf);
-      if (!host && s.nbytes) {
-        PyErr_SetString(PyExc_MemoryError, "ember: out of host memory");
-        throw nb::python_error();
-      }
-      emberCudaCopy(host, device[i], s.nbytes);
-      raiseIfCudaError("copying a result to the host");
-      size_t shape[1] = {buf->bytes};
-      out.append(
-          nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(host, 1, shape, owner));
+    for (DeviceBuffer *r : callDevice(ptrs)) {
+      std::unique_ptr<DeviceBuffer> owned(r);
+      out.append(owned->toHost());
     }
     return out;
   }
@@ -591,7 +633,20 @@ NB_MODULE(_ember_runtime, m) {
            nb::arg("module"), nb::arg("opt_level"), nb::arg("in_shapes"),
            nb::arg("in_itemsizes"), nb::arg("out_shapes"),
            nb::arg("out_itemsizes"))
-      .def("__call__", &CudaKernel::call, nb::arg("args"));
+      .def("__call__", &CudaKernel::call, nb::arg("args"))
+      .def("call_device", &CudaKernel::callDevice, nb::arg("args"),
+           nb::rv_policy::take_ownership);
+  nb::class_<DeviceBuffer>(m, "DeviceBuffer")
+      .def_static(
+          "from_host",
+          [](nb::handle host) {
+            return DeviceBuffer::fromHost(host).release();
+          },
+          nb::arg("host"), nb::rv_policy::take_ownership)
+      .def("to_host", &DeviceBuffer::toHost)
+      .def_ro("nbytes", &DeviceBuffer::bytes)
+      .def_prop_ro("address",
+                   [](const DeviceBuffer &b) { return (uintptr_t)b.ptr; });
   m.def("cuda_device_count", &emberCudaDeviceCount);
   m.def("cuda_unavailable_reason", [] {
     MlirStringRef s = emberCudaUnavailableReason();

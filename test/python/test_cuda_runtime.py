@@ -181,3 +181,33 @@ def test_devices_list_the_drivers_gpu():
         print(ember.devices("gpu"), ember.devices("gpu")[0].device_kind)
     """)
     assert out.strip() == "[CudaDevice(id=0)] Ember mock GPU"
+
+
+def test_arrays_in_device_memory():
+    """device_put onto the GPU keeps the array in device memory; a jitted
+    function called on it runs there and its results stay there (chained
+    calls copy nothing); NumPy gets a copy back once."""
+    out = run("""
+        gpu = ember.devices("gpu")[0]
+        a = np.arange(12, dtype=np.float32).reshape(3, 4)
+        x = ember.device_put(a, gpu)
+        print("placed", type(x).__name__, x.devices(), x.committed)
+        print("round trip", np.array_equal(np.asarray(x), a),
+              np.array_equal(np.asarray(ember.device_put(x, ember.devices("cpu")[0])), a))
+        f = ember.jit(lambda v: jnp.tanh(v) * 2.0)
+        mock.mock_cuda_clear_log()
+        y = f(f(x))
+        print("chained", type(y).__name__, y.device, y.shape, y.dtype,
+              [l for l in log() if l.startswith("cuMemcpyAsync")])
+        np.asarray(y)
+        np.asarray(y)
+        print("read back", [l for l in log() if l.startswith("cuMemcpyAsync")])
+        mock.mock_cuda_clear_log()
+        z = ember.jit(lambda u, v: u + v)(y, a)  # a host argument is copied in
+        print("mixed", type(z).__name__, [l for l in log() if l.startswith("cuMemcpyAsync")])
+    """)
+    assert "placed GpuArray {CudaDevice(id=0)} True" in out
+    assert "round trip True True" in out
+    assert "chained GpuArray cuda:0 (3, 4) float32 []" in out
+    assert "read back ['cuMemcpyAsync 48']" in out  # once, kept
+    assert "mixed GpuArray ['cuMemcpyAsync 48']" in out

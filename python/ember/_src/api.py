@@ -127,12 +127,37 @@ def _with_ref_args(flat_fun, ref_pos, actual):
     return f
 
 
+def _gpu_of(avals):
+    """The GPU that arguments committed to a GPU are on (None: none is)."""
+    for a in avals:
+        s = getattr(a, "sharding", None)
+        if isinstance(s, devices_lib.SingleDeviceSharding):
+            (dev,) = s.device_set
+            if dev.platform == "gpu":
+                return dev
+    return None
+
+
+def _run_on_gpu(exe, vals, device):
+    """Calls the cuda executable `exe` on device buffers (arguments not on
+    the GPU are copied there); its results stay on the GPU."""
+    bufs = [core.GpuArray.from_array(v, device)._buffer for v in vals]
+    sharding = devices_lib.SingleDeviceSharding(device)
+    return [core.GpuArray(b, a.update(sharding=sharding))
+            for b, a in zip(exe.kernel.call_device(bufs), exe.out_avals)]
+
+
 def _run(exe, vals, refs, lifted):
     """Calls `exe` on `vals` and the lifted refs' values; writes the final
     values of `refs` (the Ref arguments) and `lifted` back; returns the
     function's own results."""
     for r in lifted:
         state.check_access(r)  # frozen since it was compiled in, say
+    if exe.target.name == "cuda":
+        if lifted:
+            raise NotImplementedError("a function run on a GPU cannot update a Ref it "
+                                      f"closes over (at {core.where()})")
+        return _run_on_gpu(exe, vals, _gpu_of([v.aval for v in vals]))
     outs = exe([v._value for v in vals] + [r._value._value for r in lifted])
     arrays = [Array(o, a.weak_type) if a.sharding is None else
               Array.with_sharding(o, a.weak_type, a.sharding)
@@ -436,8 +461,17 @@ class JitWrapped:
     def _make(self, static, treedef, avals, ref_pos=(), refs=()):
         flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
         lifted = []
+        target = None
+        if _gpu_of(avals) is not None:  # the computation follows its data
+            from .targets import cuda
+
+            if ref_pos:
+                raise NotImplementedError("Ref arguments of a function run on a GPU are not "
+                                          f"supported (at {core.where()})")
+            cuda.require_gpu()
+            target = cuda.CUDA
         exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs), avals,
-                                    lifted=lifted)
+                                    lifted=lifted, target=target)
         return exe, out_tree(), lifted
 
     def __call__(self, *args, **kwargs):
@@ -468,7 +502,7 @@ class JitWrapped:
             self.cache.store(key, entry)
         exe, out_tree, lifted = entry
         result = tree_util.tree_unflatten(out_tree, _run(exe, vals, refs, lifted))
-        if not (refs or lifted):
+        if not (refs or lifted) and exe.target.name == "cpu":
             self._register_fast(args, kwargs, static, vals, exe, out_tree)
         return result
 
@@ -663,6 +697,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         dev = devices_lib.check_device(dev)
         if isinstance(v, core.Tracer):
             return v
+        if dev.platform == "gpu":  # into the GPU's memory
+            return core.GpuArray.from_array(v, dev)
         # Committed to the device (`Array.committed`), also the default one.
         return core.Array.with_sharding(v._value, v.weak_type,
                                         devices_lib.SingleDeviceSharding(dev))

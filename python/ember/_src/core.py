@@ -641,6 +641,47 @@ class Array(Value):
 
 
 
+_host_value = Array.__dict__["_value"]  # the slot under GpuArray's property
+
+
+class GpuArray(Array):
+    """An array in a GPU's memory (#17): a `DeviceBuffer` of the CUDA runtime
+    (lib/Runtime/Cuda.cpp), committed to that GPU (`device_put`). A jitted
+    function called on it runs on the GPU and gives GpuArrays without
+    copying; any host use (NumPy, printing, CPU computations) copies it
+    back once, on first use, and keeps that copy."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, buffer, aval):
+        _host_value.__set__(self, None)
+        self._buffer = buffer
+        self.aval = aval
+        self._sig = (aval.shape, aval.dtype, bool(aval.weak_type), aval.sharding)
+
+    @classmethod
+    def from_array(cls, x, device):
+        """A device copy of the concrete array `x` on the GPU `device`."""
+        from ember._mlir._mlir_libs import _ember_runtime
+
+        if isinstance(x, GpuArray) and x.device == device:
+            return x
+        buf = _ember_runtime.DeviceBuffer.from_host(x._value)
+        return cls(buf, x.aval.update(sharding=SingleDeviceSharding(device)))
+
+    @property
+    def _value(self):
+        host = _host_value.__get__(self)
+        if host is None:
+            host = self._buffer.to_host().view(self.aval.dtype).reshape(self.aval.shape)
+            host.flags.writeable = False
+            _host_value.__set__(self, host)
+        return host
+
+    def __reduce__(self):
+        return (Array, (np.array(self._value), self.weak_type))
+
+
 class Tracer(Value):
     """A traced value. Outside `jit` (a concrete trace, see `trace_function`)
     it also knows how to compute its value: `src` is ("value", Array),
@@ -1273,7 +1314,7 @@ _bytecode_index = collections.OrderedDict()
 
 
 def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
-                     fp_contract=True):
+                     fp_contract=True, target=None):
     """The Executable of `fun` traced on `in_avals` (see `trace_function`;
     refs appended to `lifted` are extra arguments and results), its code
     optimized at `opt_level`, FMAs contracted with `fp_contract` (see
@@ -1296,13 +1337,15 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
         avals += (("opt_level", opt_level),)
     if not fp_contract:
         avals += (("fp_contract", False),)
+    if target is not None:
+        avals += (("target", target.name),)
     exe = _lru_get(_bytecode_index, (buf.getvalue(), avals))
     if exe is None:
         text = str(module)
         exe = _lru_get(_program_cache, (text, avals))
         if exe is None:
             exe = Executable(module, in_avals, out_avals, text=text, opt_level=opt_level,
-                             fp_contract=fp_contract)
+                             fp_contract=fp_contract, target=target)
             _lru_put(_program_cache, (text, avals), exe)
         _lru_put(_bytecode_index, (buf.getvalue(), avals), exe)
     if [a.sharding for a in exe.out_avals] != [a.sharding for a in out_avals]:

@@ -14,10 +14,12 @@ The CPU platform has EMBER_NUM_CPU_DEVICES devices (or XLA_FLAGS'
 process's memory; after `distributed.initialize()` the list holds every MPI
 process's devices (`process_index` says whose).
 
-Arrays live in host memory: compiled code runs on the CPU target, and the
-CUDA target compiles (to PTX) but does not run yet, so the CPU stays the
-default backend even when a GPU is present, and `device_put` onto a GPU
-raises (docs/design.md, "CUDA target").
+Arrays live in host memory unless `device_put` places them on a GPU
+(`core.GpuArray`, in the memory of the CUDA runtime, lib/Runtime/Cuda.cpp);
+computations on such arrays run on the GPU (the cuda target) and their
+results stay there. The CPU stays the default backend even when a GPU is
+present, since not every program compiles for cuda yet (host callbacks,
+LAPACK calls): docs/design.md, "CUDA target".
 """
 
 import contextlib
@@ -193,8 +195,8 @@ def _canonical(backend):
 
 
 def default_backend():
-    """The platform computations run on: the CPU, the only one that runs
-    compiled code today."""
+    """The platform computations on uncommitted arrays run on: the CPU
+    (arrays put on a GPU carry their computations there)."""
     present = backends()
     if "cpu" not in present:
         return "gpu"
@@ -275,7 +277,12 @@ def check_device(device):
     if not isinstance(device, Device):
         raise TypeError(f"expected a Device, got {type(device).__name__}")
     if device.platform != "cpu":
-        raise NotImplementedError(
-            f"arrays on {device!r} are not supported yet: Ember compiles for CUDA "
-            "(lower(lowering_platforms=('cuda',))) but runs on the CPU")
+        from ember._mlir._mlir_libs import _ember_runtime
+
+        if _ember_runtime.cuda_device_count() == 0:
+            raise RuntimeError(f"arrays on {device!r}: the CUDA runtime cannot use the GPU: "
+                               f"{_ember_runtime.cuda_unavailable_reason()}")
+        if device.id != 0:
+            raise NotImplementedError(f"arrays on {device!r}: Ember's CUDA runtime uses "
+                                      "GPU 0 only")
     return device
