@@ -211,3 +211,17 @@ def test_arrays_in_device_memory():
     assert "chained GpuArray cuda:0 (3, 4) float32 []" in out
     assert "read back ['cuMemcpyAsync 48']" in out  # once, kept
     assert "mixed GpuArray ['cuMemcpyAsync 48']" in out
+
+
+def test_default_device_gpu_runs_computations_there():
+    out = run("""
+        f = ember.jit(lambda v: v * 2.0 + 1.0)
+        a = np.arange(4, dtype=np.float32)
+        print("before", type(f(a)).__name__)
+        with ember.default_device(ember.devices("gpu")[0]):
+            print("inside", type(f(a)).__name__, f(a).devices(),
+                  type(jnp.sin(jnp.ones(3))).__name__)
+        print("after", type(f(a)).__name__)
+    """)
+    assert "before Array" in out and "after Array" in out
+    assert "inside GpuArray {CudaDevice(id=0)} GpuArray" in out

@@ -128,13 +128,18 @@ def _with_ref_args(flat_fun, ref_pos, actual):
 
 
 def _gpu_of(avals):
-    """The GPU that arguments committed to a GPU are on (None: none is)."""
+    """The GPU a computation on `avals` runs on: the one arguments committed
+    to a GPU are on, else the `default_device(...)` if it is a GPU (None:
+    the CPU)."""
     for a in avals:
         s = getattr(a, "sharding", None)
         if isinstance(s, devices_lib.SingleDeviceSharding):
             (dev,) = s.device_set
             if dev.platform == "gpu":
                 return dev
+    dev = getattr(devices_lib._default, "device", None)
+    if dev is not None and dev.platform == "gpu":
+        return dev
     return None
 
 
@@ -477,7 +482,7 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if _config.jax_debug_nans or _config.jax_debug_infs:
             return self._call_checked(args, kwargs)
-        if not _config.jax_disable_jit:
+        if not _config.jax_disable_jit and getattr(devices_lib._default, "device", None) is None:
             out = self._fast(*args, **kwargs)
             if out is not None:
                 return out
@@ -491,6 +496,9 @@ class JitWrapped:
             # Inside another trace: inline (the outer jit compiles everything).
             return self.fun(*args, **kwargs)
         key = (tuple(static), treedef, tuple(v.aval for v in vals), tuple(ref_pos))
+        gpu = _gpu_of([v.aval for v in vals])
+        if gpu is not None:
+            key += (gpu,)  # (also a default_device GPU's computation)
         shardings = tuple(v.aval.sharding for v in vals)
         if any(s is not None for s in shardings):
             key += (shardings,)  # (the results' shardings follow them)

@@ -261,7 +261,7 @@ def default_device(device):
     """`with default_device(d):` puts new arrays and computations on `d`
     (None: the default backend's first device)."""
     if device is not None:
-        check_device(device)
+        device = check_device(device)
     prev = getattr(_default, "device", None)
     _default.device = device
     try:
