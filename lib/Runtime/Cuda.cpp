@@ -99,7 +99,11 @@ struct Driver {
     CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, \
                  unsigned, unsigned, CUstream, void **, void **))              \
   X(cuLaunchKernelEx,                                                          \
-    CUresult (*)(const LaunchConfig *, CUfunction, void **, void **))
+    CUresult (*)(const LaunchConfig *, CUfunction, void **, void **))          \
+  X(cuTensorMapEncodeTiled,                                                    \
+    CUresult (*)(void *, int, unsigned, void *, const uint64_t *,              \
+                 const uint64_t *, const unsigned *, const unsigned *, int,    \
+                 int, int, int))
 #define EMBER_CUDA_MEMBER(NAME, TYPE)                                          \
   using NAME##Type = TYPE;                                                     \
   NAME##Type NAME = nullptr;
@@ -465,6 +469,46 @@ void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
     check(d->cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
                               stream),
           "cuMemsetD16Async");
+}
+
+void ember_cuda_tensor_map(void *descriptor, int64_t dtype, int64_t rank,
+                           void *global, int64_t d0, int64_t d1, int64_t d2,
+                           int64_t d3, int64_t d4, int64_t b0, int64_t b1,
+                           int64_t b2, int64_t b3, int64_t b4,
+                           int64_t swizzle) {
+  Driver *d = ready();
+  if (!d)
+    return;
+  if (rank < 1 || rank > 5) {
+    recordError("a TMA descriptor of rank " + std::to_string(rank));
+    return;
+  }
+  // Ember gives shapes outermost first; the driver takes the innermost
+  // first, and the byte strides of dimensions 1.. (the array is dense).
+  static const int itemBytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2};
+  int64_t dims[5] = {d0, d1, d2, d3, d4}, box[5] = {b0, b1, b2, b3, b4};
+  uint64_t globalDim[5], globalStrides[4];
+  unsigned boxDim[5], elementStrides[5];
+  uint64_t stride = dtype >= 0 && dtype < 10 ? itemBytes[dtype] : 1;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t k = rank - 1 - i;
+    globalDim[i] = dims[k];
+    boxDim[i] = static_cast<unsigned>(box[k]);
+    elementStrides[i] = 1;
+    if (i > 0)
+      globalStrides[i - 1] = stride;
+    stride *= dims[k];
+  }
+  int swizzleMode = swizzle == 128  ? 3
+                    : swizzle == 64 ? 2
+                    : swizzle == 32 ? 1
+                                    : 0;
+  check(d->cuTensorMapEncodeTiled(
+            descriptor, static_cast<int>(dtype), static_cast<unsigned>(rank),
+            global, globalDim, globalStrides, boxDim, elementStrides,
+            /*interleave=*/0, swizzleMode, /*L2 promotion 128B=*/2,
+            /*out-of-bounds fill: zeros=*/0),
+        "cuTensorMapEncodeTiled");
 }
 
 void mgpuSetDefaultDevice(int32_t device) {

@@ -225,3 +225,34 @@ def test_default_device_gpu_runs_computations_there():
     """)
     assert "before Array" in out and "after Array" in out
     assert "inside GpuArray {CudaDevice(id=0)} GpuArray" in out
+
+
+def test_tma_descriptors_built_for_a_plgpu_kernel_in_jit():
+    """A plgpu kernel with TMA copies inside a jit program for cuda: the
+    host code builds its descriptors (cuTensorMapEncodeTiled: dimensions and
+    boxes innermost first, byte strides, 128-byte swizzle) on the operands'
+    device addresses before launching it."""
+    out = run("""
+        import sys
+        sys.path.insert(0, os.path.join(os.environ["EMBER_ROOT"], "examples"))
+        import ml_dtypes
+        from pallas_gpu_kernels import hopper_matmul_kernel
+        kern = hopper_matmul_kernel(256, 256, 128, jnp.bfloat16)
+        a = np.ones((256, 128), ml_dtypes.bfloat16)
+        b = np.ones((128, 256), ml_dtypes.bfloat16)
+        c = ember.jit(lambda a, b: kern(a, b) * 2.0).trace(a, b).lower(
+            lowering_platforms=("cuda",)).compile()
+        mock.mock_cuda_clear_log()
+        c(a, b)
+        for line in log():
+            if line.startswith(("cuTensorMapEncodeTiled", "cuLaunchKernel plgpu")):
+                print(line)
+    """, EMBER_ROOT=ROOT)
+    lines = out.strip().splitlines()
+    # a: 256 x 128 bf16 (9), copied in 128 x 64 strips; b: 128 x 256 in 64 x 64
+    # strips; the result: 256 x 256 in 128 x 64 strips
+    assert lines[:3] == [
+        "cuTensorMapEncodeTiled dtype 9 dims 128 256 strides 256 box 64 128 swizzle 3",
+        "cuTensorMapEncodeTiled dtype 9 dims 256 128 strides 512 box 64 64 swizzle 3",
+        "cuTensorMapEncodeTiled dtype 9 dims 256 256 strides 512 box 64 128 swizzle 3"]
+    assert re.match(r"cuLaunchKernel plgpu_body_\d+_gpu grid 2,2,1 block 128,1,1", lines[3])

@@ -529,8 +529,9 @@ def test_loop_rewriting_a_buffer_read_through_an_earlier_load_is_refused():
 
 def test_jit_program_lowered_for_cuda_launches_a_plgpu_kernel(tmp_path):
     # A plgpu kernel inside jit is a host callback to the interpreter on the
-    # CPU; lowered for cuda, its function launches the compiled kernel (it
-    # uses no TMA, whose descriptors need the host runtime). Under vmap the
+    # CPU; lowered for cuda, its function launches the compiled kernel (one
+    # with TMA copies after building its descriptors: test_cuda_runtime.py
+    # runs that against a stand-in driver). Under vmap the
     # signature changes and the kernel is not launched: the callback stays,
     # which the cuda target reports.
     def scale(x_ref, o_ref):
@@ -1150,3 +1151,23 @@ def test_run_state_with_an_accumulator_and_a_plain_ref():
     np.testing.assert_allclose(np.asarray(total), np.ones(8))
     text = k.lower(a, b).as_text("kernel")
     assert text.count("ember_gpu.wgmma %") == 4 and "ember_gpu.wgmma_wait 0" in text
+
+
+def test_jit_program_for_cuda_launches_a_tma_kernel(tmp_path):
+    """A tensor-core kernel with TMA copies inside a jit program lowered for
+    cuda: its launch is preceded by host code building its three
+    descriptors (ember_cuda_tensor_map) into a device buffer; ptxas accepts
+    every kernel of the program."""
+    import ml_dtypes
+
+    kern = examples.hopper_matmul_kernel(256, 256, 128, jnp.bfloat16)
+    a = np.ones((256, 128), ml_dtypes.bfloat16)
+    b = np.ones((128, 256), ml_dtypes.bfloat16)
+    low = ember.jit(lambda a, b: kern(a, b) * 2.0).trace(a, b).lower(
+        lowering_platforms=("cuda",))
+    kernels = low.as_text("kernels")
+    assert re.search(r"call @plgpu_body_\d+_gpu_host", kernels)
+    assert kernels.count("call @ember_cuda_tensor_map") == 3
+    assert "gpu.memcpy" in kernels
+    if PTXAS is not None:
+        ptxas_check(low.as_text("binary"), tmp_path)

@@ -210,9 +210,7 @@ class _KernelsPrepareStage:
 
 def _stub_text(fn, kernel):
     """`fn` with a body of empty results, when its signature matches the
-    kernel's buffers and the kernel needs no TMA descriptors; else None."""
-    if len(ir.ArrayAttr(kernel.operation.attributes["ember_gpu.tma_descriptors"])):
-        return None  # TMA descriptors are built by a host runtime: not yet
+    kernel's buffers; else None."""
     host = [o.operation for o in kernel.body.operations if o.operation.name == "func.func"][0]
     buffers = list(ir.FunctionType(ir.TypeAttr(host.attributes["function_type"]).value)
                    .inputs)[:-1]
@@ -256,7 +254,14 @@ class _KernelsStage:
                     "the cuda pipeline changed the signature of a function whose kernel it "
                     f"launches (a bug in Ember): {fn.attributes['function_type']}")
             spliced = ir.Module.parse(text)
+            have = {ir.StringAttr(o.operation.attributes["sym_name"]).value
+                    for o in module.body.operations if "sym_name" in o.operation.attributes}
             for op in list(spliced.body.operations):
+                name = op.operation.attributes["sym_name"] \
+                    if "sym_name" in op.operation.attributes else None
+                if name is not None and ir.StringAttr(name).value == "ember_cuda_tensor_map" \
+                        and "ember_cuda_tensor_map" in have:
+                    continue  # (declared by another kernel's launch)
                 op.operation.move_before(fn)
             fn.erase()
         if marked:
@@ -300,12 +305,70 @@ def _launch_text(fn, kernel):
     host.attributes["sym_visibility"] = ir.StringAttr.get("private")
     args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(buffers))
     operands = ", ".join([f"%a{i}" for i in range(len(buffers))] + ["%tma"])
+    build, free, decl = _tma_descriptors_text(kernel, buffers)
     return "\n".join([
-        "module attributes {gpu.container_module} {", str(gmod), str(host),
-        f"func.func private @{name}({args}) {{",
-        "  %tma = llvm.mlir.zero : !llvm.ptr",
+        "module attributes {gpu.container_module} {", str(gmod), str(host), *decl,
+        f"func.func private @{name}({args}) {{", *build,
         f"  func.call @{host_name}({operands}) : ({', '.join(map(str, host_t.inputs))}) -> ()",
-        "  return", "}", "}"])
+        *free, "  return", "}", "}"])
+
+
+# CUtensorMapDataType of each element type a TMA copy moves.
+_TMA_DTYPES = {"uint8": 0, "int8": 0, "bool": 0, "uint16": 1, "int16": 1, "uint32": 2,
+               "int32": 3, "uint64": 4, "int64": 5, "float16": 6, "float32": 7, "float64": 8,
+               "bfloat16": 9}
+_TMA_BYTES = 128  # one CUtensorMap
+
+
+def _tma_descriptors_text(kernel, buffers):
+    """Host code (lines) that builds the kernel's TMA descriptors into a
+    device buffer `%tma` points at, 128 bytes each, through the runtime's
+    `ember_cuda_tensor_map` (cuTensorMapEncodeTiled) on the operands'
+    device addresses; the lines that free it after the launch; and the
+    runtime function's declaration. Without descriptors `%tma` is null."""
+    descs = list(ir.ArrayAttr(kernel.operation.attributes["ember_gpu.tma_descriptors"]))
+    if not descs:
+        return ["  %tma = llvm.mlir.zero : !llvm.ptr"], [], []
+    n = len(descs) * _TMA_BYTES
+    lines = [f"  %tma_host = memref.alloca() {{alignment = 64 : i64}} : memref<{n}xi8>",
+             "  %tma_host_i = memref.extract_aligned_pointer_as_index %tma_host : "
+             f"memref<{n}xi8> -> index",
+             "  %tma_host_a = arith.index_cast %tma_host_i : index to i64"]
+    for k, d in enumerate(descs):
+        d = ir.DictAttr(d)
+        op = ir.IntegerAttr(d["operand"]).value
+        box = list(ir.DenseI64ArrayAttr(d["box"]))
+        dtype = ir.StringAttr(d["dtype"]).value
+        swizzle = ir.IntegerAttr(d["swizzle"]).value
+        shape = ir.MemRefType(buffers[op]).shape
+        if len(shape) != len(box) or not 1 <= len(box) <= 5 or dtype not in _TMA_DTYPES:
+            raise NotImplementedError(
+                f"a TMA copy of a {dtype} operand of shape {tuple(shape)} with box "
+                f"{tuple(box)}: not supported by the host runtime")
+        pad = [1] * (5 - len(box))
+        ints = [_TMA_DTYPES[dtype], len(box), *shape, *pad, *box, *pad, swizzle]
+        lines += [
+            f"  %g{k}_i = memref.extract_aligned_pointer_as_index %a{op} : {buffers[op]} -> "
+            "index",
+            f"  %g{k}_a = arith.index_cast %g{k}_i : index to i64",
+            f"  %g{k} = llvm.inttoptr %g{k}_a : i64 to !llvm.ptr",
+            f"  %c{k}_off = arith.constant {k * _TMA_BYTES} : i64",
+            f"  %d{k}_a = arith.addi %tma_host_a, %c{k}_off : i64",
+            f"  %d{k} = llvm.inttoptr %d{k}_a : i64 to !llvm.ptr"]
+        consts = [f"%v{k}_{j}" for j in range(len(ints))]
+        lines += [f"  {c} = arith.constant {v} : i64" for c, v in zip(consts, ints)]
+        lines.append(f"  func.call @ember_cuda_tensor_map(%d{k}, {consts[0]}, {consts[1]}, "
+                     f"%g{k}, {', '.join(consts[2:])}) : (!llvm.ptr, i64, i64, !llvm.ptr, "
+                     f"{', '.join(['i64'] * 11)}) -> ()")
+    lines += [f"  %tma_dev = gpu.alloc () : memref<{n}xi8>",
+              f"  gpu.memcpy %tma_dev, %tma_host : memref<{n}xi8>, memref<{n}xi8>",
+              "  %tma_dev_i = memref.extract_aligned_pointer_as_index %tma_dev : "
+              f"memref<{n}xi8> -> index",
+              "  %tma_dev_a = arith.index_cast %tma_dev_i : index to i64",
+              "  %tma = llvm.inttoptr %tma_dev_a : i64 to !llvm.ptr"]
+    decl = ["func.func private @ember_cuda_tensor_map(!llvm.ptr, i64, i64, !llvm.ptr, "
+            f"{', '.join(['i64'] * 11)})"]
+    return lines, [f"  gpu.dealloc %tma_dev : memref<{n}xi8>"], decl
 
 
 def require_gpu():
