@@ -245,7 +245,8 @@ def test_tma_descriptors_built_for_a_plgpu_kernel_in_jit():
         mock.mock_cuda_clear_log()
         c(a, b)
         for line in log():
-            if line.startswith(("cuTensorMapEncodeTiled", "cuLaunchKernel plgpu")):
+            if line.startswith(("cuTensorMapEncodeTiled", "cuLaunchKernel plgpu",
+                                "cuFuncSetAttribute")):
                 print(line)
     """, EMBER_ROOT=ROOT)
     lines = out.strip().splitlines()
@@ -255,4 +256,10 @@ def test_tma_descriptors_built_for_a_plgpu_kernel_in_jit():
         "cuTensorMapEncodeTiled dtype 9 dims 128 256 strides 256 box 64 128 swizzle 3",
         "cuTensorMapEncodeTiled dtype 9 dims 256 128 strides 512 box 64 64 swizzle 3",
         "cuTensorMapEncodeTiled dtype 9 dims 256 256 strides 512 box 64 128 swizzle 3"]
-    assert re.match(r"cuLaunchKernel plgpu_body_\d+_gpu grid 2,2,1 block 128,1,1", lines[3])
+    # Its 96 KiB of buffers are dynamic shared memory, opted in above 48 KiB.
+    # (three buffers of tiles; the barriers and the staging area, each
+    # rounded to 1024 bytes; 1024 bytes of slack for the run-time alignment)
+    smem = 3 * 32768 + 3 * 1024
+    assert lines[3] == f"cuFuncSetAttribute 8 {smem}"
+    assert re.fullmatch(rf"cuLaunchKernel plgpu_body_\d+_gpu grid 2,2,1 block 128,1,1 smem {smem}",
+                        lines[4])

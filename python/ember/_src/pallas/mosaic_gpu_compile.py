@@ -770,7 +770,7 @@ class KernelCompiler:
         launch += (f"blocks(%bx, %by, %bz) in (%sbx = %k{blocks[0]}, %sby = %k{blocks[1]}, "
                    f"%sbz = %k{blocks[2]}) threads(%tx, %ty, %tz) in "
                    f"(%stx = %k{WARPGROUP * self.nthreads}, %sty = %k1, %stz = %k1) "
-                   f"module(@{n}) function(@{n})")
+                   f"dynamic_shared_memory_size %smem module(@{n}) function(@{n})")
         # The last workgroup attribution is the staging area (see `stage`),
         # resized at the end to what the kernel staged.
         launch += " workgroup(" + ", ".join(
@@ -778,6 +778,7 @@ class KernelCompiler:
             + [f"%stage: {memref((16,), np.int8, wg)}"]) + ")"
         text = (f"module attributes {{gpu.container_module}} {{\n"
                 f"  func.func @{n}_host({params}) {{\n{consts}\n"
+                f"    %smem = arith.constant 0 : i32\n"
                 f"    {launch} {{\n      gpu.terminator\n    }}\n"
                 f"    return\n  }}\n}}")
         self.ctx = context()
@@ -788,6 +789,9 @@ class KernelCompiler:
         self.args = [entry.arguments[i] for i in range(len(args))]
         self.tma = entry.arguments[len(args)]
         launch_op = [o for o in entry.operations if o.operation.name == "gpu.launch"][0]
+        self.launch_op = launch_op.operation
+        self.smem_size = [o for o in entry.operations
+                          if o.operation.name == "arith.constant"][-1].operation
         self.dyn_bytes = 0  # staged bytes per warpgroup
         self.shared_bytes = 0  # bytes of the block's shared part of the staging area
         self.stage_align = 128  # of each warpgroup's part
@@ -2617,6 +2621,7 @@ class KernelCompiler:
                 [total], ir.IntegerType.get_signless(8), None,
                 ir.Attribute.parse("#gpu.address_space<workgroup>"),
                 loc=ir.Location.unknown(self.ctx)))
+            self._dynamic_shared_memory()
             self.module.operation.attributes["ember_gpu.tma_descriptors"] = ir.ArrayAttr.get([
                 ir.DictAttr.get({
                     "operand": ir.IntegerAttr.get(i64, op),
@@ -2625,6 +2630,52 @@ class KernelCompiler:
                     "swizzle": ir.IntegerAttr.get(i64, sw)})
                 for op, box, dt, sw in self.descriptors])
         return self.module
+
+    def _dynamic_shared_memory(self):
+        """The launch's shared buffers (its workgroup attributions: scratch,
+        barriers, the TMEM address word, the staging area) become views of
+        its dynamic shared memory, each 1024-byte aligned (TMA's swizzled
+        copies and wgmma's descriptors need it), the first aligned at run
+        time; the launch asks for their size. Static shared memory is
+        limited to 48 KB a block; dynamic shared memory takes a block's
+        whole share (the runtime opts in above 48 KB)."""
+        i8 = ir.IntegerType.get_signless(8)
+        index = ir.IndexType.get()
+        wg = ir.Attribute.parse("#gpu.address_space<workgroup>")
+        first = len(self.block.arguments) - int(
+            ir.IntegerAttr(self.launch_op.attributes["workgroup_attributions"]).value)
+        args = list(self.block.arguments)[first:]
+        ip = ir.InsertionPoint.at_block_begin(self.block)
+        loc = ir.Location.unknown(self.ctx)
+
+        def make(name, operands, result, attrs=None):
+            return ir.Operation.create(name, results=[result], operands=operands,
+                                       attributes=attrs or {}, ip=ip, loc=loc).results[0]
+
+        def const(v):
+            return make("arith.constant", [], index, {"value": ir.IntegerAttr.get(index, v)})
+
+        dyn = make("gpu.dynamic_shared_memory", [],
+                   ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], i8, None, wg,
+                                     loc=loc))
+        base = make("memref.extract_aligned_pointer_as_index", [dyn], index)
+        # (-base) mod 1024: the padding to the first 1024-byte boundary.
+        pad = make("arith.andi", [make("arith.subi", [const(0), base], index), const(1023)],
+                   index)
+        offset = 0
+        for arg in args:
+            t = ir.MemRefType(arg.type)
+            nbytes = math.prod(t.shape) * _dtype_of(t.element_type).itemsize
+            at = make("arith.addi", [pad, const(offset)], index)
+            view = make("memref.view", [dyn, at], t)
+            arg.replace_all_uses_with(view)
+            offset += -(-nbytes // 1024) * 1024
+        for i in reversed(range(first, first + len(args))):
+            self.block.erase_argument(i)
+        self.launch_op.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(64), 0)
+        self.smem_size.attributes["value"] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(32), offset + 1024)
 
     def _verify(self):
         """The kernel form is valid IR; a value used outside the loop or

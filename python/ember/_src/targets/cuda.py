@@ -110,9 +110,8 @@ def outline(kernel_text):
     """The kernel form (text) after `ember-gpu-kernel`, as a module: the host
     function `<name>_host` launching the kernel of `gpu.module @<name>`. On
     the outlined kernel: its cluster shape (PTX's `.reqnctapercluster`, from
-    `nvvm.cluster_dim`) and 1024-byte alignment of its shared-memory buffers
-    (TMA's requirement is 128; a swizzled buffer's pattern repeats every
-    1024 bytes, and wgmma's descriptors assume it starts a period)."""
+    `nvvm.cluster_dim`). (Its shared buffers are views of its dynamic shared
+    memory, 1024-byte aligned: KernelCompiler._dynamic_shared_memory.)"""
     module = ir.Module.parse(kernel_text)
     try:
         PassManager.parse("builtin.module(ember-gpu-kernel)").run(module.operation)
@@ -128,11 +127,6 @@ def outline(kernel_text):
                 continue
             if cluster is not None:
                 f.attributes["nvvm.cluster_dim"] = cluster
-            if "workgroup_attributions" in f.attributes:
-                n = ir.IntegerAttr(f.attributes["workgroup_attributions"]).value
-                align = ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(
-                    ir.IntegerType.get_signless(64), 1024)})
-                f.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * n)
     return module
 
 
