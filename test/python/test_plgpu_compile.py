@@ -1174,3 +1174,24 @@ def test_jit_program_for_cuda_launches_a_tma_kernel(tmp_path):
     assert "gpu.memcpy" in kernels
     if PTXAS is not None:
         ptxas_check(low.as_text("binary"), tmp_path)
+
+
+def test_shared_memory_limit_counts_alignment():
+    """Buffers that fit the block's shared memory only without their 1024-byte
+    alignment (and the slack for aligning the region at run time) are refused
+    at compile time, not at launch."""
+    n = (mgc.SMEM_LIMIT - 1024) // 4
+
+    def body(x_ref, o_ref, big):
+        big[0:128] = x_ref[...]
+        o_ref[...] = big[0:128]
+
+    x = np.zeros((128,), np.float32)
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((128,), np.float32),
+                     scratch_shapes=[plgpu.SMEM((n,), np.float32)])
+    with pytest.raises(NotImplementedError, match=r"bytes of shared memory \(its buffers each "
+                                                  r"aligned to 1024 bytes"):
+        k.lower(x)
+    small = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((128,), np.float32),
+                         scratch_shapes=[plgpu.SMEM((n - 512,), np.float32)])
+    small.lower(x)

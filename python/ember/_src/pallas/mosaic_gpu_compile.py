@@ -2670,6 +2670,9 @@ class KernelCompiler:
             view = make("memref.view", [dyn, at], t)
             arg.replace_all_uses_with(view)
             offset += -(-nbytes // 1024) * 1024
+        if offset + 1024 > SMEM_LIMIT:
+            raise _unsupported(f"{offset + 1024} bytes of shared memory (its buffers each "
+                               f"aligned to 1024 bytes; a block has {SMEM_LIMIT})")
         for i in reversed(range(first, first + len(args))):
             self.block.erase_argument(i)
         self.launch_op.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
