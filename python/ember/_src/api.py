@@ -225,11 +225,14 @@ class Lowered:
 
 
     def _compile_for_target(self):
-        """Compiled for the cuda target: every stage compiled (errors
-        surface at the user's lines), then loaded on the GPU."""
+        """Compiled for another target than the CPU: every stage compiled
+        (errors surface at the user's lines), then loaded (on the GPU for
+        cuda; the tpu target says it cannot run)."""
         from .targets import cuda
 
         self.as_text(self._target.stages[-1][0])
+        if self._target is not cuda.CUDA:  # (it says why it cannot run)
+            self._target.load(None, 0, [], [])
         cuda.require_gpu()
         out_tree = tree_util.tree_structure(self.out_info)
         if out_tree.num_leaves != len(self._out_avals):
