@@ -485,7 +485,9 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if _config.jax_debug_nans or _config.jax_debug_infs:
             return self._call_checked(args, kwargs)
-        if not _config.jax_disable_jit and getattr(devices_lib._default, "device", None) is None:
+        if not _config.jax_disable_jit and (
+                not devices_lib._defaults_set
+                or getattr(devices_lib._default, "device", None) is None):
             out = self._fast(*args, **kwargs)
             if out is not None:
                 return out

@@ -260,14 +260,24 @@ def current_default_device():
 def default_device(device):
     """`with default_device(d):` puts new arrays and computations on `d`
     (None: the default backend's first device)."""
+    global _defaults_set
     if device is not None:
         device = check_device(device)
     prev = getattr(_default, "device", None)
     _default.device = device
+    with _lock:
+        _defaults_set += 1
     try:
         yield
     finally:
         _default.device = prev
+        with _lock:
+            _defaults_set -= 1
+
+
+# How many default_device contexts are open in any thread: jit's fast path
+# looks at this thread's default device only when some are.
+_defaults_set = 0
 
 
 def check_device(device):
