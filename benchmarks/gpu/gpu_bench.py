@@ -1,5 +1,7 @@
 """GPU workloads of #17, item 6, for `make gpu-check`: Ember's cuda target
-and JAX on the same GPU, one module per process.
+and JAX on the same GPU, one module per process: an elementwise chain, sum
+and max of 256M f32, a bf16 8192^3 matmul, the scan RNN's gradient, the
+MLP training step (784-512-512-10, batch 128) and per-example gradients.
 
     python3 benchmarks/gpu/gpu_bench.py --module ember|jax [--what all]
 
@@ -19,8 +21,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--module", default="ember")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--size", type=int, default=1 << 26)  # 64M f32 (256 MB)
-    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--size", type=int, default=1 << 28)  # 256M f32 (1 GiB)
+    ap.add_argument("--n", type=int, default=8192)
     args = ap.parse_args()
     if args.module == "jax":
         os.environ.setdefault("JAX_PLATFORMS", "cuda")
@@ -39,6 +41,27 @@ def main():
             return h, h.sum()
         return jax.lax.scan(step, jnp.zeros(hidden, jnp.float32), xs)[1].sum()
 
+    def mlp_loss(params, xb, yb):
+        h = xb
+        for w_, b_ in params[:-1]:
+            h = jnp.tanh(h @ w_ + b_)
+        w_, b_ = params[-1]
+        return jnp.mean((h @ w_ + b_ - yb) ** 2)
+
+    sizes = [784, 512, 512, 10]
+    params = [((rng.standard_normal((m, k)) / np.sqrt(m)).astype(np.float32),
+               np.zeros(k, np.float32)) for m, k in zip(sizes[:-1], sizes[1:])]
+    xb = rng.standard_normal((128, 784), dtype=np.float32)
+    yb = rng.standard_normal((128, 10), dtype=np.float32)
+
+    def mlp_step(params, xb, yb):
+        g = jax.grad(mlp_loss)(params, xb, yb)
+        return [(w_ - 0.01 * gw, b_ - 0.01 * gb) for (w_, b_), (gw, gb) in zip(params, g)]
+
+    def per_example(params, xb, yb):
+        return jax.vmap(jax.grad(mlp_loss), in_axes=(None, 0, 0))(params, xb[:, None],
+                                                                 yb[:, None])
+
     workloads = {
         "elementwise": (lambda v: jnp.tanh(v * 2.0 + 1.0) * v - jnp.exp(-v), (x,)),
         "sum": (lambda v: v.sum(), (x,)),
@@ -46,12 +69,14 @@ def main():
         "matmul_bf16": (lambda p, q: (p.astype(jnp.bfloat16) @ q.astype(jnp.bfloat16)
                                       ).astype(jnp.float32), (a, a)),
         "scan_rnn_grad": (jax.grad(rnn), (w, xs)),
+        "mlp_step": (mlp_step, (params, xb, yb)),
+        "per_example_grads": (per_example, (params, xb, yb)),
     }
     for name, (f, fargs) in workloads.items():
         try:
             gpu = jax.devices("gpu")[0]
             call = jax.jit(f)
-            fargs_dev = [jax.device_put(v, gpu) for v in fargs]
+            fargs_dev = jax.device_put(list(fargs), gpu)
 
             def once(call=call, fargs_dev=fargs_dev):
                 jax.block_until_ready(call(*fargs_dev))

@@ -58,13 +58,13 @@ def main():
          "print('GPUs:', rt.cuda_device_count(), rt.cuda_unavailable_reason())"], 60, env=env)
     step("GPU tests", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
                        "test/python/test_cuda_target.py", "test/python/test_cuda_runtime.py",
-                       "-k", "gpu or compile_runs"], 200, env=env, log="gpu_tests.log")
+                       "-k", "gpu or compile_runs"], 150, env=env, log="gpu_tests.log")
     for module in ("ember", "jax"):
-        if time.perf_counter() - START > 400:
+        if time.perf_counter() - START > 340:
             report.append(f"## benchmarks ({module})\n\nskipped: out of time\n")
             continue
         step(f"GPU benchmarks ({module})", [py, "benchmarks/gpu/gpu_bench.py", "--module",
-                                            module], 60, env=env, log=f"bench_{module}.log")
+                                            module], 110, env=env, log=f"bench_{module}.log")
     return finish()
 
 
