@@ -577,7 +577,8 @@ static EmberExecutable *create(MlirModule module, int optLevel, bool keepObject,
   auto *exe = new EmberExecutable;
   exe->jit = std::move(*jit);
   exe->image = std::move(image);
-  exe->initialize();
+  if (initializers)
+    exe->initialize();
   return exe;
 }
 

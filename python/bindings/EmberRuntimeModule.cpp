@@ -644,15 +644,12 @@ NB_MODULE(_ember_runtime, m) {
           },
           nb::arg("host"), nb::rv_policy::take_ownership)
       .def("to_host", &DeviceBuffer::toHost)
-      .def_ro("nbytes", &DeviceBuffer::bytes)
-      .def_prop_ro("address",
-                   [](const DeviceBuffer &b) { return (uintptr_t)b.ptr; });
+      .def_ro("nbytes", &DeviceBuffer::bytes);
   m.def("cuda_device_count", &emberCudaDeviceCount);
   m.def("cuda_unavailable_reason", [] {
     MlirStringRef s = emberCudaUnavailableReason();
     return std::string(s.data, s.length);
   });
-  m.def("cuda_take_error", &takeCudaError);
   m.def("cuda_allocator_stats", [] {
     size_t allocations = 0, cached = 0;
     emberCudaAllocatorStats(&allocations, &cached);
