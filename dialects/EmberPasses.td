@@ -34,7 +34,11 @@ def EmberToLinalgPass : Pass<"ember-to-linalg", "ModuleOp"> {
     Option<"runtimeGemm", "runtime-gemm", "bool", /*default=*/"true",
            "Lower large f32/f64 dot_general to calls of the runtime's GEMM "
            "entry points (the CPU target); false: every product is a "
-           "linalg.generic (the CUDA target)">,
+           "linalg.generic">,
+    Option<"cudaGemm", "cuda-gemm", "bool", /*default=*/"false",
+           "Lower large f32/f64/f16/bf16 dot_general to calls of "
+           "ember_cuda_gemm, cuBLAS on device buffers (the CUDA target; "
+           "excludes runtime-gemm)">,
     Option<"runtimeSort", "runtime-sort", "bool", /*default=*/"true",
            "Lower sort to a call of the runtime's O(n log n) ember_sort_keys "
            "(the CPU target); false: a data-parallel rank sort, O(n^2) per "

@@ -170,8 +170,15 @@ struct EmberToLinalgPass
     target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
         [&](Operation *op) { return converter.isLegal(op); });
     RewritePatternSet patterns(ctx);
-    populateEmberToLinalgPatterns(converter, patterns, runtimeGemm,
-                                  runtimeSort);
+    if (runtimeGemm && cudaGemm) {
+      getOperation().emitError("ember-to-linalg: runtime-gemm and cuda-gemm "
+                               "are exclusive");
+      return signalPassFailure();
+    }
+    GemmEntry gemm = cudaGemm      ? GemmEntry::Cuda
+                     : runtimeGemm ? GemmEntry::Cpu
+                                   : GemmEntry::None;
+    populateEmberToLinalgPatterns(converter, patterns, gemm, runtimeSort);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -195,13 +202,13 @@ struct EmberToLinalgPass
 } // namespace
 void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
                                                 RewritePatternSet &patterns,
-                                                bool runtimeGemm,
+                                                GemmEntry gemm,
                                                 bool runtimeSort) {
   populateElementwiseLoweringPatterns(converter, patterns);
   populateStructuralLoweringPatterns(converter, patterns);
   populateControlFlowLoweringPatterns(converter, patterns);
   populateReductionLoweringPatterns(converter, patterns, runtimeSort);
-  populateDotLoweringPatterns(converter, patterns, runtimeGemm);
+  populateDotLoweringPatterns(converter, patterns, gemm);
   populateGatherScatterLoweringPatterns(converter, patterns);
   populateRuntimeCallLoweringPatterns(converter, patterns);
 }

@@ -10,6 +10,7 @@
 #ifndef EMBER_LIB_CONVERSION_EMBERTOLINALGCOMMON_H
 #define EMBER_LIB_CONVERSION_EMBERTOLINALGCOMMON_H
 
+#include "ember/Conversion/Passes.h"
 #include "ember/IR/EmberDialect.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
@@ -40,7 +41,7 @@ void populateReductionLoweringPatterns(const TypeConverter &converter,
                                        bool runtimeSort);
 /// dot_general (LowerDot.cpp).
 void populateDotLoweringPatterns(const TypeConverter &converter,
-                                 RewritePatternSet &patterns, bool runtimeGemm);
+                                 RewritePatternSet &patterns, GemmEntry gemm);
 /// gather and scatter (LowerGatherScatter.cpp).
 void populateGatherScatterLoweringPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns);
@@ -98,10 +99,16 @@ void declareRuntimeFunction(ModuleOp module, StringRef name);
 /// Builds a private function that hands raw buffers to a runtime function:
 /// `emit` gets the aligned addresses of its operand and result buffers and
 /// builds the call. Returns the function's name.
+/// With `identityLayouts`, the operands are passed as row-major buffers
+/// (bufferization copies a strided one at the call) instead of being
+/// checked at run time and copied only when strided: the cuda target's
+/// helpers, whose host code must not build the run-time ownership records a
+/// conditional copy needs.
 std::string buildBufferHelper(
     ModuleOp module, Location loc, StringRef prefix, TypeRange inTypes,
     TypeRange resultTypes,
-    function_ref<void(OpBuilder &, ArrayRef<Value>, ArrayRef<Value>)> emit);
+    function_ref<void(OpBuilder &, ArrayRef<Value>, ArrayRef<Value>)> emit,
+    bool identityLayouts = false);
 
 //===----------------------------------------------------------------------===//
 // Scalar bodies (EmberToLinalgScalar.cpp)

@@ -1,10 +1,13 @@
 //===- LowerDot.cpp - dot_general -----------------------------------------===//
 //
 // dot_general becomes a linalg.generic contraction or, when large enough, a
-// call of the runtime's GEMM (docs/decisions.md, "Contractions").
+// call of the runtime's GEMM: OpenBLAS's on the CPU, cuBLAS's on the GPU
+// (docs/decisions.md, "Contractions").
 //
 //===----------------------------------------------------------------------===//
 #include "EmberToLinalgCommon.h"
+
+#include "ember/Runtime/Runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -101,20 +104,47 @@ Value lowerSmallDotWithPackedB(DotGeneralOp op, Value a, int64_t transA,
       .getResult(0);
 }
 
-/// A large f32/f64 `dot_general` becomes a call of the runtime's batched GEMM
-/// (docs/decisions.md, "Contractions"):
+/// Whether the runtime's GEMM for `gemm` computes a product of `a` operands
+/// into `c` elements: f32 and f64 on the CPU; on the GPU (cuBLAS) also f16
+/// and bf16, into their own type or into f32 (accumulating in f32).
+bool gemmTakes(GemmEntry gemm, Type a, Type c) {
+  if (gemm == GemmEntry::Cpu)
+    return a == c && (a.isF32() || a.isF64());
+  if (gemm == GemmEntry::Cuda)
+    return (a == c && (a.isF32() || a.isF64() || a.isF16() || a.isBF16())) ||
+           ((a.isF16() || a.isBF16()) && c.isF32());
+  return false;
+}
+
+/// The code of a float type in Runtime.def's EMBER_TYPE_CODE table.
+int64_t floatTypeCode(Type t) {
+  return runtime::typeCode(t.isF16()    ? "float16"
+                           : t.isBF16() ? "bfloat16"
+                           : t.isF32()  ? "float32"
+                                        : "float64");
+}
+
+/// A large enough `dot_general` becomes a call of the runtime's batched GEMM
+/// (docs/decisions.md, "Contractions"), on the CPU
 ///
 ///   ember_gemm_f32(transA, transB, batch, m, n, k, a, b, c)   (row-major)
 ///
+/// and on the GPU, with the operands' and the result's type codes,
+///
+///   ember_cuda_gemm(typeAB, typeC, transA, transB, batch, m, n, k, a, b, c)
+///
+/// which calls cuBLAS on the device buffers (lib/Runtime/Cuda.cpp).
 /// Operands whose dimensions are already in GEMM order (possibly transposed
 /// as a matrix) are passed as they are; others are transposed first.
 FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
-                                RankedTensorType outType, OpBuilder &b) {
+                                RankedTensorType outType, GemmEntry gemm,
+                                OpBuilder &b) {
   auto lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
   Type e = op.getType().getElementType();
-  if (!(e.isF32() || e.isF64()) || lhs.getElementType() != e ||
-      rhs.getElementType() != e)
+  if (lhs.getElementType() != rhs.getElementType() ||
+      !gemmTakes(gemm, lhs.getElementType(), e))
     return failure();
+  bool cuda = gemm == GemmEntry::Cuda;
   auto lb = op.getLhsBatchingDimensions(), rb = op.getRhsBatchingDimensions();
   auto lc = op.getLhsContractingDimensions(),
        rc = op.getRhsContractingDimensions();
@@ -172,7 +202,7 @@ FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
   // kernel, which would pack it on every call. Batched products with a
   // transposed B from outside transpose it explicitly, and
   // loop-invariant-code-motion moves the transpose out of the loop.
-  Operation *loop = loopInvariantIn(op, rhsV);
+  Operation *loop = cuda ? nullptr : loopInvariantIn(op, rhsV);
   bool small = batch * m * n * k <= kSmallGemmWork;
   if (loop && small && batch == 1 && bm == rhsV)
     return lowerSmallDotWithPackedB(op, a, transA, rhsV, transB, m, n, k, loop,
@@ -187,8 +217,12 @@ FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
     transB = 0;
   }
   auto module = op->getParentOfType<ModuleOp>();
-  std::string entry = e.isF32() ? "ember_gemm_f32" : "ember_gemm_f64";
+  std::string entry = cuda        ? "ember_cuda_gemm"
+                      : e.isF32() ? "ember_gemm_f32"
+                                  : "ember_gemm_f64";
   declareRuntimeFunction(module, entry);
+  int64_t typeAB = floatTypeCode(lhs.getElementType()),
+          typeC = floatTypeCode(e);
   std::string name = buildBufferHelper(
       module, loc, "__ember_gemm", TypeRange{a.getType(), bm.getType()},
       TypeRange{outType},
@@ -198,10 +232,14 @@ FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
           return (Value)arith::ConstantOp::create(hb, loc,
                                                   hb.getI64IntegerAttr(v));
         };
-        func::CallOp::create(hb, loc, entry, TypeRange{},
-                             ValueRange{c(transA), c(transB), c(batch), c(m),
-                                        c(n), c(k), ins[0], ins[1], outs[0]});
-      });
+        SmallVector<Value> args;
+        if (cuda)
+          args = {c(typeAB), c(typeC)};
+        args.append({c(transA), c(transB), c(batch), c(m), c(n), c(k), ins[0],
+                     ins[1], outs[0]});
+        func::CallOp::create(hb, loc, entry, TypeRange{}, args);
+      },
+      /*identityLayouts=*/cuda);
   return func::CallOp::create(b, loc, name, TypeRange{outType},
                               ValueRange{a, bm})
       .getResult(0);
@@ -209,9 +247,9 @@ FailureOr<Value> lowerDotToGemm(DotGeneralOp op, Value lhsV, Value rhsV,
 
 struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
   DotGeneralLowering(const TypeConverter &converter, MLIRContext *ctx,
-                     bool runtimeGemm)
-      : OpConversionPattern(converter, ctx), runtimeGemm(runtimeGemm) {}
-  bool runtimeGemm;
+                     GemmEntry gemm)
+      : OpConversionPattern(converter, ctx), gemm(gemm) {}
+  GemmEntry gemm;
   LogicalResult
   matchAndRewrite(DotGeneralOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -224,9 +262,10 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
          rc = op.getRhsContractingDimensions();
     MLIRContext *ctx = op.getContext();
     if (FailureOr<Value> call =
-            runtimeGemm ? lowerDotToGemm(op, adaptor.getLhs(), adaptor.getRhs(),
-                                         type, rewriter)
-                        : FailureOr<Value>(failure());
+            gemm != GemmEntry::None
+                ? lowerDotToGemm(op, adaptor.getLhs(), adaptor.getRhs(), type,
+                                 gemm, rewriter)
+                : FailureOr<Value>(failure());
         succeeded(call)) {
       rewriter.replaceOp(op, *call);
       return success();
@@ -326,7 +365,6 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
 
 void mlir::ember::populateDotLoweringPatterns(const TypeConverter &converter,
                                               RewritePatternSet &patterns,
-                                              bool runtimeGemm) {
-  patterns.add<DotGeneralLowering>(converter, patterns.getContext(),
-                                   runtimeGemm);
+                                              GemmEntry gemm) {
+  patterns.add<DotGeneralLowering>(converter, patterns.getContext(), gemm);
 }

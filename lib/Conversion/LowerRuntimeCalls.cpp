@@ -62,10 +62,11 @@ void mlir::ember::declareRuntimeFunction(ModuleOp module, StringRef name) {
 /// passes a slice without copying it; a view that is not contiguous
 /// (checked at run time) is copied into a fresh row-major buffer first.
 static Value contiguousAddress(OpBuilder &b, Location loc, func::FuncOp helper,
-                               BlockArgument a) {
+                               BlockArgument a, bool identityLayout) {
   auto tt = cast<RankedTensorType>(a.getType());
-  if (!tt.hasStaticShape()) {
-    // (A dynamically shaped operand is passed as before: row-major.)
+  if (!tt.hasStaticShape() || identityLayout) {
+    // A dynamically shaped operand, or any with `identityLayout`, is passed
+    // row-major (bufferization copies a strided view at the call).
     Value m = bufferization::ToBufferOp::create(
         b, loc, MemRefType::get(tt.getShape(), tt.getElementType()), a,
         /*readOnly=*/true);
@@ -131,7 +132,8 @@ static Value contiguousAddress(OpBuilder &b, Location loc, func::FuncOp helper,
 std::string mlir::ember::buildBufferHelper(
     ModuleOp module, Location loc, StringRef prefix, TypeRange inTypes,
     TypeRange resultTypes,
-    function_ref<void(OpBuilder &, ArrayRef<Value>, ArrayRef<Value>)> emit) {
+    function_ref<void(OpBuilder &, ArrayRef<Value>, ArrayRef<Value>)> emit,
+    bool identityLayouts) {
   std::string name;
   for (int k = 0;; ++k) {
     name = (prefix + "_" + Twine(k)).str();
@@ -150,7 +152,7 @@ std::string mlir::ember::buildBufferHelper(
   };
   SmallVector<Value> inPtrs, outPtrs, outBufs;
   for (BlockArgument a : body->getArguments())
-    inPtrs.push_back(contiguousAddress(hb, loc, helper, a));
+    inPtrs.push_back(contiguousAddress(hb, loc, helper, a, identityLayouts));
   for (Type t : resultTypes) {
     Value m = memref::AllocOp::create(hb, loc, bufferOf(t));
     outBufs.push_back(m);

@@ -18,7 +18,8 @@
 // error is recorded with its CUDA name and the call that failed, and every
 // later mgpu call does nothing until emberCudaTakeError() collects it, so a
 // failed launch cannot feed garbage pointers to the next one; Python raises
-// the error after the call.
+// the error after the call. Large products call cuBLAS (ember_cuda_gemm),
+// loaded the same way at the first product.
 //
 //===----------------------------------------------------------------------===//
 #include "ember-c/Runtime.h"
@@ -290,6 +291,99 @@ void setDynamicSharedMemory(Driver &d, CUfunction f, int32_t smem) {
     check(d.cuFuncSetAttribute(f, kFuncAttributeMaxDynamicSharedBytes, smem),
           "cuFuncSetAttribute");
 }
+
+/// cuBLAS, loaded at the first product: EMBER_CUBLAS's path (Python points
+/// it at the nvidia-cublas wheel's library when it finds one), else
+/// libcublas.so.13 or .12 as the loader finds them. One handle, bound to the
+/// runtime's stream, so products stay ordered with the kernels around them.
+struct Blas {
+  using Status = int;
+#define EMBER_CUBLAS_FUNCTIONS(X)                                              \
+  X(cublasCreate_v2, Status (*)(void **))                                      \
+  X(cublasSetStream_v2, Status (*)(void *, CUstream))                          \
+  X(cublasGetStatusName, const char *(*)(Status))                              \
+  X(cublasGemmStridedBatchedEx,                                                \
+    Status (*)(void *, int, int, int, int, int, const void *, const void *,    \
+               int, int, long long, const void *, int, int, long long,         \
+               const void *, void *, int, int, long long, int, int, int))
+#define EMBER_CUDA_MEMBER(NAME, TYPE)                                          \
+  using NAME##Type = TYPE;                                                     \
+  NAME##Type NAME = nullptr;
+  EMBER_CUBLAS_FUNCTIONS(EMBER_CUDA_MEMBER)
+#undef EMBER_CUDA_MEMBER
+  void *handle = nullptr;
+  std::string unavailable; // why cuBLAS cannot be used ("" if it can)
+  std::mutex mutex;        // one product at a time on the handle
+};
+
+/// Records a cuBLAS error; true on success.
+bool checkBlas(Blas &b, Blas::Status status, const char *what) {
+  if (status == 0)
+    return true;
+  const char *name =
+      b.cublasGetStatusName ? b.cublasGetStatusName(status) : nullptr;
+  recordError(std::string(name ? name : "CUBLAS_STATUS_UNKNOWN") + " (" +
+              std::to_string(status) + ") in " + what);
+  return false;
+}
+
+/// cuBLAS with its handle, or null after recording why it cannot be used.
+Blas *blas(Driver &d) {
+  static Blas *b = [&] {
+    auto *b = new Blas;
+    const char *env = std::getenv("EMBER_CUBLAS");
+    std::string tried;
+    void *lib = nullptr;
+    for (const char *path : {env, "libcublas.so.13", "libcublas.so.12"}) {
+      if (!path || !*path)
+        continue;
+      if ((lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+        break;
+      tried += std::string(tried.empty() ? "" : "; ") + dlerror();
+      if (path == env)
+        break; // an explicit path is the only one tried
+    }
+    if (!lib) {
+      b->unavailable = "cuBLAS could not be loaded (" + tried +
+                       "); install the nvidia-cublas package or set "
+                       "EMBER_CUBLAS, or compile with the cuda target's "
+                       "option cublas=false";
+      return b;
+    }
+#define EMBER_CUBLAS_LOAD(NAME, TYPE)                                          \
+  b->NAME = reinterpret_cast<Blas::NAME##Type>(dlsym(lib, #NAME));             \
+  if (!b->NAME && b->unavailable.empty())                                      \
+    b->unavailable = "the cuBLAS library has no " #NAME;
+    EMBER_CUBLAS_FUNCTIONS(EMBER_CUBLAS_LOAD)
+#undef EMBER_CUBLAS_LOAD
+    if (b->unavailable.empty() &&
+        (b->cublasCreate_v2(&b->handle) != 0 ||
+         b->cublasSetStream_v2(b->handle, d.stream) != 0))
+      b->unavailable = "cublasCreate or cublasSetStream failed";
+    return b;
+  }();
+  if (!b->unavailable.empty()) {
+    recordError(b->unavailable);
+    return nullptr;
+  }
+  return b;
+}
+
+/// The cudaDataType of an EMBER_TYPE_CODE (Runtime.def), or -1.
+int cudaDataType(int64_t code) {
+  switch (code) {
+  case 1: // float16
+    return 2;
+  case 2: // bfloat16
+    return 14;
+  case 3: // float32
+    return 0;
+  case 4: // float64
+    return 1;
+  default:
+    return -1;
+  }
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -509,6 +603,46 @@ void ember_cuda_tensor_map(void *descriptor, int64_t dtype, int64_t rank,
             /*interleave=*/0, swizzleMode, /*L2 promotion 128B=*/2,
             /*out-of-bounds fill: zeros=*/0),
         "cuTensorMapEncodeTiled");
+}
+
+void ember_cuda_gemm(int64_t typeAB, int64_t typeC, int64_t transA,
+                     int64_t transB, int64_t batch, int64_t m, int64_t n,
+                     int64_t k, intptr_t a, intptr_t b, intptr_t c) {
+  Driver *d = ready();
+  if (!d)
+    return;
+  Blas *bl = blas(*d);
+  if (!bl)
+    return;
+  int ab = cudaDataType(typeAB), out = cudaDataType(typeC);
+  if (ab < 0 || out < 0 || batch > INT32_MAX || m > INT32_MAX ||
+      n > INT32_MAX || k > INT32_MAX) {
+    recordError("ember_cuda_gemm: unsupported types or sizes");
+    return;
+  }
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
+  // row-major matrix read as column-major is its transpose: cuBLAS gets B
+  // first, each operand transposed when it is stored transposed.
+  constexpr int opN = 0, opT = 1;
+  constexpr int compute32F = 68, compute64F = 70, gemmDefault = -1;
+  bool f64 = typeC == 4;
+  double one64 = 1, zero64 = 0;
+  float one32 = 1, zero32 = 0;
+  const void *alpha = f64 ? static_cast<const void *>(&one64) : &one32;
+  const void *beta = f64 ? static_cast<const void *>(&zero64) : &zero32;
+  std::lock_guard<std::mutex> lock(bl->mutex);
+  checkBlas(*bl,
+            bl->cublasGemmStridedBatchedEx(
+                bl->handle, transB ? opT : opN, transA ? opT : opN,
+                static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                alpha, reinterpret_cast<const void *>(b), ab,
+                static_cast<int>(transB ? k : n), k * n,
+                reinterpret_cast<const void *>(a), ab,
+                static_cast<int>(transA ? m : k), m * k, beta,
+                reinterpret_cast<void *>(c), out, static_cast<int>(n), m * n,
+                static_cast<int>(batch), f64 ? compute64F : compute32F,
+                gemmDefault),
+            "cublasGemmStridedBatchedEx");
 }
 
 void mgpuSetDefaultDevice(int32_t device) {

@@ -27,3 +27,13 @@ func.func @on_tensors(%a: tensor<4xf32>) -> tensor<4xf32> {
   } -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// The runtime's entries on device buffers (ember_cuda_*) stay host calls.
+func.func private @ember_cuda_gemm(i64, i64, i64, i64, i64, i64, i64, i64, index, index, index)
+func.func @device_runtime_call(%a: index) {
+  %c = arith.constant 0 : i64
+  func.call @ember_cuda_gemm(%c, %c, %c, %c, %c, %c, %c, %c, %a, %a, %a) : (i64, i64, i64, i64, i64, i64, i64, i64, index, index, index) -> ()
+  return
+}

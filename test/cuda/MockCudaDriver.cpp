@@ -9,6 +9,14 @@
 // EMBER_MOCK_CUDA_FAIL=<function> makes that function fail with
 // CUDA_ERROR_LAUNCH_FAILED (719); EMBER_MOCK_CUDA_DEVICES sets the count.
 //
+// The library also stands in for cuBLAS (EMBER_CUBLAS=<this library>): the
+// few functions the runtime loads, computing products on host memory in
+// column-major order as cuBLAS defines them, so that the runtime's
+// row-major-to-column-major mapping is checked by results; f16 and bf16
+// accumulate in float and round to nearest even, as cuBLAS's 32F compute.
+// EMBER_MOCK_CUDA_FAIL=cublasGemmStridedBatchedEx makes the product fail with
+// CUBLAS_STATUS_EXECUTION_FAILED (13).
+//
 //===----------------------------------------------------------------------===//
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 std::mutex mutex;
@@ -254,6 +263,176 @@ int cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *,
 
 int cuLaunchKernelEx(const void *, void *, void **, void **) {
   note("cuLaunchKernelEx");
+  return 0;
+}
+} // extern "C"
+
+//===----------------------------------------------------------------------===//
+// cuBLAS
+//===----------------------------------------------------------------------===//
+
+namespace {
+// cudaDataType codes (library_types.h).
+constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023,
+           bits;
+  if (exp == 31)
+    bits = sign | 0x7f800000u | (man << 13);
+  else if (exp == 0 && man == 0)
+    bits = sign;
+  else if (exp == 0) { // subnormal: normalize
+    int e = -1;
+    do {
+      ++e;
+      man <<= 1;
+    } while (!(man & 1024));
+    bits = sign | uint32_t(127 - 15 - e) << 23 | ((man & 1023) << 13);
+  } else
+    bits = sign | (exp + 112) << 23 | (man << 13);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exp = int32_t((x >> 23) & 255) - 127 + 15;
+  uint32_t man = x & 0x7fffff;
+  if (((x >> 23) & 255) == 255)
+    return uint16_t(sign | 0x7c00 | (man ? 0x200 : 0));
+  if (exp >= 31)
+    return uint16_t(sign | 0x7c00);
+  if (exp <= 0) { // subnormal or zero
+    if (exp < -10)
+      return uint16_t(sign);
+    man |= 0x800000;
+    uint32_t shift = uint32_t(14 - exp);
+    uint32_t h = man >> shift, rest = man & ((1u << shift) - 1),
+             half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (h & 1)))
+      ++h;
+    return uint16_t(sign | h);
+  }
+  uint32_t h = uint32_t(exp) << 10 | (man >> 13), rest = man & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+    ++h; // may carry into the exponent: still right
+  return uint16_t(sign | h);
+}
+
+float load(const void *p, int type, long long i) {
+  switch (type) {
+  case kR32F:
+    return static_cast<const float *>(p)[i];
+  case kR16F:
+    return halfToFloat(static_cast<const uint16_t *>(p)[i]);
+  default: { // kR16BF
+    uint32_t bits = uint32_t(static_cast<const uint16_t *>(p)[i]) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  }
+}
+
+void store(void *p, int type, long long i, float v) {
+  switch (type) {
+  case kR32F:
+    static_cast<float *>(p)[i] = v;
+    return;
+  case kR16F:
+    static_cast<uint16_t *>(p)[i] = floatToHalf(v);
+    return;
+  default: { // kR16BF, round to nearest even
+    uint32_t x;
+    std::memcpy(&x, &v, 4);
+    if ((x & 0x7fffffff) > 0x7f800000)
+      x |= 0x400000; // quiet NaN
+    else
+      x += 0x7fff + ((x >> 16) & 1);
+    static_cast<uint16_t *>(p)[i] = uint16_t(x >> 16);
+  }
+  }
+}
+
+void *currentStream = nullptr;
+} // namespace
+
+extern "C" {
+int cublasCreate_v2(void **handle) {
+  static int h;
+  *handle = &h;
+  note("cublasCreate");
+  return 0;
+}
+
+int cublasDestroy_v2(void *) { return 0; }
+
+int cublasSetStream_v2(void *, void *stream) {
+  currentStream = stream;
+  note("cublasSetStream");
+  return 0;
+}
+
+const char *cublasGetStatusName(int status) {
+  return status == 13 ? "CUBLAS_STATUS_EXECUTION_FAILED"
+                      : "CUBLAS_STATUS_INVALID_VALUE";
+}
+
+// C (m x n, column-major, leading dimension ldc) = op(A) op(B), batched.
+int cublasGemmStridedBatchedEx(void *, int transa, int transb, int m, int n,
+                               int k, const void *alpha, const void *a,
+                               int atype, int lda, long long strideA,
+                               const void *b, int btype, int ldb,
+                               long long strideB, const void *beta, void *c,
+                               int ctype, int ldc, long long strideC, int batch,
+                               int compute, int algo) {
+  if (fails("cublasGemmStridedBatchedEx")) {
+    note("fail cublasGemmStridedBatchedEx");
+    return 13;
+  }
+  note("cublasGemmStridedBatchedEx " + std::string(transa ? "T" : "N") +
+       std::string(transb ? "T" : "N") + " m=" + std::to_string(m) +
+       " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+       " lda=" + std::to_string(lda) + " ldb=" + std::to_string(ldb) +
+       " ldc=" + std::to_string(ldc) + " batch=" + std::to_string(batch) +
+       " types=" + std::to_string(atype) + "," + std::to_string(btype) + "," +
+       std::to_string(ctype) + " compute=" + std::to_string(compute) +
+       " algo=" + std::to_string(algo));
+  if (atype != btype || (transa | transb) > 1)
+    return 7; // CUBLAS_STATUS_INVALID_VALUE
+  // Operand (row r, column q) of op(X) for a column-major X.
+  auto at = [](long long ld, int trans, long long r, long long q) {
+    return trans ? q + r * ld : r + q * ld;
+  };
+  for (int s = 0; s < batch; ++s)
+    for (long long i = 0; i < m; ++i)
+      for (long long j = 0; j < n; ++j) {
+        long long ci = s * strideC + i + j * ldc;
+        if (ctype == kR64F) {
+          double acc = 0;
+          for (long long l = 0; l < k; ++l)
+            acc += static_cast<const double *>(
+                       a)[s * strideA + at(lda, transa, i, l)] *
+                   static_cast<const double *>(
+                       b)[s * strideB + at(ldb, transb, l, j)];
+          double al = *static_cast<const double *>(alpha),
+                 be = *static_cast<const double *>(beta);
+          double *cp = static_cast<double *>(c) + ci;
+          *cp = al * acc + (be != 0 ? be * *cp : 0);
+          continue;
+        }
+        float acc = 0;
+        for (long long l = 0; l < k; ++l)
+          acc += load(a, atype, s * strideA + at(lda, transa, i, l)) *
+                 load(b, btype, s * strideB + at(ldb, transb, l, j));
+        float al = *static_cast<const float *>(alpha),
+              be = *static_cast<const float *>(beta);
+        store(c, ctype, ci, al * acc + (be != 0 ? be * load(c, ctype, ci) : 0));
+      }
   return 0;
 }
 } // extern "C"

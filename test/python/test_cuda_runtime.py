@@ -1,8 +1,9 @@
 """The CUDA runtime (lib/Runtime/Cuda.cpp) without a GPU: a stand-in driver
 over host memory (test/cuda/MockCudaDriver.cpp, built as
 build/dev/lib/libEmberMockCudaDriver.so) takes the driver's place through
-EMBER_CUDA_DRIVER. It records what the runtime asks of the driver; kernels
-do not run (that needs a GPU: test_cuda_target.py runs them there), so
+EMBER_CUDA_DRIVER, and for cuBLAS through EMBER_CUBLAS. It records what the
+runtime asks of the driver; kernels do not run (that needs a GPU:
+test_cuda_target.py runs them there), but products through cuBLAS do, so
 these tests check the runtime's side: modules loaded once, one launch per
 gpu.launch_func with the IR's grid, the caching allocator, the copies,
 errors named as CUDA names them, and a missing driver. Each case runs in a
@@ -37,7 +38,9 @@ def log():
 
 
 def run(code, driver=MOCK, **env):
-    full = dict(os.environ, EMBER_CUDA_DRIVER=driver, **env)
+    # The stand-in library also stands in for cuBLAS.
+    full = dict(os.environ, EMBER_CUDA_DRIVER=driver, EMBER_CUBLAS=MOCK)
+    full.update(env)
     full.pop("EMBER_PLATFORMS", None)
     full.pop("JAX_PLATFORMS", None)
     r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], env=full,
@@ -97,12 +100,15 @@ def test_grids_follow_the_ir():
     assert "grid 11719,1,1 block 256,1,1" in out
 
 
-def test_launch_error_names_the_cuda_error():
-    out = run("""
-        x = jnp.ones(8)
-        compiled = ember.jit(lambda a: a + 1.0).trace(x).lower(
-            lowering_platforms=("cuda",)).compile()
-        os.environ["EMBER_MOCK_CUDA_FAIL"] = "cuLaunchKernel"
+@pytest.mark.parametrize("program,fails,error", [
+    ("lambda a: a + 1.0", "cuLaunchKernel", "CUDA_ERROR_LAUNCH_FAILED (719) in cuLaunchKernel"),
+    ("lambda a: a @ a", "cublasGemmStridedBatchedEx",
+     "CUBLAS_STATUS_EXECUTION_FAILED (13) in cublasGemmStridedBatchedEx")])
+def test_errors_name_the_cuda_error(program, fails, error):
+    out = run(f"""
+        x = jnp.ones((64, 64))
+        compiled = ember.jit({program}).trace(x).lower(lowering_platforms=("cuda",)).compile()
+        os.environ["EMBER_MOCK_CUDA_FAIL"] = "{fails}"
         try:
             compiled(x)
         except RuntimeError as e:
@@ -110,9 +116,8 @@ def test_launch_error_names_the_cuda_error():
         os.environ["EMBER_MOCK_CUDA_FAIL"] = ""
         print("again", compiled(x).shape)
     """)
-    assert ("error: CUDA error running the program: CUDA_ERROR_LAUNCH_FAILED (719) in "
-            "cuLaunchKernel") in out
-    assert "again (8,)" in out  # the error was taken; the next call runs
+    assert f"error: CUDA error running the program: {error}" in out
+    assert "again (64, 64)" in out  # the error was taken; the next call runs
 
 
 def test_bad_ptx_reports_the_jit_log():
@@ -263,3 +268,77 @@ def test_tma_descriptors_built_for_a_plgpu_kernel_in_jit():
     assert lines[3] == f"cuFuncSetAttribute 8 {smem}"
     assert re.fullmatch(rf"cuLaunchKernel plgpu_body_\d+_gpu grid 2,2,1 block 128,1,1 smem {smem}",
                         lines[4])
+
+
+def test_products_call_cublas_with_the_results_numpy_gives():
+    # Products whose only device work is the product run for real on the
+    # stand-in cuBLAS (column-major, as cuBLAS defines it): the runtime's
+    # mapping of row-major operands, transposes, batches and types is checked
+    # by the numbers.
+    out = run("""
+        import ml_dtypes
+        rng = np.random.default_rng(0)
+        def check(name, f, *args, rtol=1e-5):
+            lowered = ember.jit(f).trace(*args).lower(lowering_platforms=("cuda",))
+            gpu_text = lowered.as_text("gpu")
+            assert "call @ember_cuda_gemm" in gpu_text, gpu_text
+            mock.mock_cuda_clear_log()
+            got = np.asarray(lowered.compile()(*args), np.float64)
+            # NumPy in f64 on the operands as the program got them
+            want = np.asarray(f(*[np.asarray(a).astype(np.float64) for a in args]))
+            err = np.max(np.abs(got - want)) / np.max(np.abs(want))
+            gemms = [l for l in log() if l.startswith("cublasGemm")]
+            print(name, err < rtol, gemms[0].split(" ", 1)[1])
+        a = rng.standard_normal((48, 40)).astype(np.float32)
+        b = rng.standard_normal((40, 72)).astype(np.float32)
+        check("nn", lambda x, y: x @ y, a, b)
+        # Contracting dimensions that make an operand a transposed matrix:
+        def dg(lc, rc):
+            def f(x, y):
+                if isinstance(x, np.ndarray):
+                    return np.tensordot(x, y, ((lc,), (rc,)))
+                return ember.lax.dot_general(x, y, (((lc,), (rc,)), ((), ())))
+            return f
+        check("tn", dg(0, 0), a.T.copy(), b)
+        check("nt", dg(1, 1), a, b.T.copy())
+        check("tt", dg(0, 1), a.T.copy(), b.T.copy())
+        ba = rng.standard_normal((3, 32, 40)).astype(np.float32)
+        bb = rng.standard_normal((3, 40, 24)).astype(np.float32)
+        check("batched", lambda x, y: jnp.einsum("bij,bjk->bik", x, y)
+              if not isinstance(x, np.ndarray) else np.einsum("bij,bjk->bik", x, y), ba, bb)
+        bf = ml_dtypes.bfloat16
+        check("bf16", lambda x, y: x @ y, a.astype(bf), b.astype(bf), rtol=1e-2)
+        check("f16", lambda x, y: x @ y, a.astype(np.float16), b.astype(np.float16), rtol=2e-3)
+        # bf16 operands into an f32 result: accumulated and written in f32
+        check("bf16_f32", lambda x, y: jnp.dot(x, y, preferred_element_type=jnp.float32)
+              if not isinstance(x, np.ndarray) else x @ y, a.astype(bf), b.astype(bf), rtol=1e-5)
+        ember.config.update("jax_enable_x64", True)
+        check("f64", lambda x, y: x @ y, a.astype(np.float64), b.astype(np.float64), rtol=1e-12)
+    """)
+    lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
+    # Row-major C = A B is column-major C^T = B^T A^T: B first, m and n swapped.
+    tail = "batch=1 types=0,0,0 compute=68 algo=-1"
+    assert lines["nn"] == f"True NN m=72 n=48 k=40 lda=72 ldb=40 ldc=72 {tail}"
+    assert lines["tn"] == f"True NT m=72 n=48 k=40 lda=72 ldb=48 ldc=72 {tail}"
+    assert lines["nt"] == f"True TN m=72 n=48 k=40 lda=40 ldb=40 ldc=72 {tail}"
+    assert lines["tt"] == f"True TT m=72 n=48 k=40 lda=40 ldb=48 ldc=72 {tail}"
+    assert lines["batched"] == ("True NN m=24 n=32 k=40 lda=24 ldb=40 ldc=24 batch=3 "
+                                "types=0,0,0 compute=68 algo=-1")
+    for name, types in (("f64", "types=1,1,1 compute=70"),
+                        ("bf16", "types=14,14,14 compute=68"),
+                        ("f16", "types=2,2,2 compute=68"),
+                        ("bf16_f32", "types=14,14,0 compute=68")):
+        assert lines[name].startswith("True NN m=72 n=48 k=40") and types in lines[name], name
+
+
+def test_missing_cublas_is_a_clear_error():
+    out = run("""
+        x = jnp.ones((64, 64))
+        compiled = ember.jit(lambda a: a @ a).trace(x).lower(lowering_platforms=("cuda",)).compile()
+        try:
+            compiled(x)
+        except RuntimeError as e:
+            print("error:", e)
+    """, EMBER_CUBLAS="/nonexistent/libcublas.so.13")
+    assert "cuBLAS could not be loaded (/nonexistent/libcublas.so.13" in out
+    assert "nvidia-cublas" in out

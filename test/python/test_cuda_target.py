@@ -11,6 +11,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -31,7 +32,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def ptxas_check(binary_text, tmp_path, chip="sm_90a"):
-    """ptxas accepts each kernel module of a `binary` stage."""
+    """ptxas accepts each kernel module of a `binary` stage. A program whose
+    only device work is cuBLAS products has no kernel module."""
+    if "gpu.binary @" not in binary_text:
+        assert "llvm.call @ember_cuda_gemm" in binary_text, binary_text[-3000:]
+        return {}
     modules = cuda.ptx_modules(binary_text)
     for name, ptx in modules.items():
         assert f".target {chip}" in ptx and ".entry" in ptx
@@ -101,6 +106,26 @@ PROGRAMS = {
 def test_program_ptx(name, tmp_path):
     f, args = PROGRAMS[name]
     ptxas_check(lower_cuda(f, *args).as_text("binary"), tmp_path)
+
+
+def test_products_without_cublas_are_kernels_ptxas_accepts(tmp_path):
+    """EMBER_CUDA_CUBLAS=0 compiles products as kernels (the cuda target's
+    `cublas=false`): ptxas accepts them; by default they call cuBLAS."""
+    assert "call @ember_cuda_gemm" in lower_cuda(lambda a, b: a @ b, x, x).as_text("gpu")
+    code = textwrap.dedent("""
+        import sys
+        import numpy as np
+        import ember
+        x = np.ones((64, 64), np.float32)
+        lowered = ember.jit(lambda a, b: (a @ b, a.T @ b)).trace(x, x).lower(
+            lowering_platforms=("cuda",))
+        assert "ember_cuda_gemm" not in lowered.as_text("gpu")
+        sys.stdout.write(lowered.as_text("binary"))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, EMBER_CUDA_CUBLAS="0"), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert len(ptxas_check(r.stdout, tmp_path)) >= 1
 
 
 def _gpu_count():

@@ -32,6 +32,20 @@ def test_matmul_bfloat16():
     np.testing.assert_allclose(np.asarray(out, np.float32), ref, rtol=3e-2, atol=3e-2)
 
 
+@pytest.mark.parametrize("fn,sa,sb", [
+    ("dot", (3, 4), (4, 2)), ("dot", (2, 3, 4), (5, 4, 2)), ("dot", (), (3,)),
+    ("matmul", (2, 3, 4), (4, 2)), ("inner", (2, 4), (3, 4)), ("tensordot", (2, 3, 4), (3, 4, 5))])
+def test_preferred_element_type(fn, sa, sb):
+    # JAX: bf16 operands with preferred_element_type=f32 give an f32 result,
+    # accumulated in f32 (no bf16 rounding of the result).
+    a = jnp.asarray(rand(sa, np.float32, 1), dtype=jnp.bfloat16)
+    b = jnp.asarray(rand(sb, np.float32, 2), dtype=jnp.bfloat16)
+    out = getattr(jnp, fn)(a, b, preferred_element_type=jnp.float32)
+    assert out.dtype == jnp.float32
+    ref = getattr(np, fn)(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-5, atol=1e-5)
+
+
 def test_matmul_shape_errors():
     with pytest.raises((TypeError, ValueError), match=r"3|4"):
         jnp.matmul(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32))

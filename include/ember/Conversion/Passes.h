@@ -10,13 +10,17 @@ namespace mlir::ember {
 #define GEN_PASS_DECL
 #include "ember/Transforms/Passes.h.inc"
 
+/// Which runtime GEMM large products call: none (every product is a
+/// linalg.generic), the CPU's (`ember_gemm_*`, f32/f64) or the GPU's
+/// (`ember_cuda_gemm`, cuBLAS on device buffers; f32/f64/f16/bf16).
+enum class GemmEntry { None, Cpu, Cuda };
+
 /// Patterns rewriting every ember op to linalg/tensor/arith/math/scf/complex.
-/// With `runtimeGemm`, large f32/f64 products call the runtime's GEMM entry
-/// points (CPU); without, every product is a linalg.generic. With
-/// `runtimeSort`, sorts call the runtime's sort; without, a rank sort.
+/// Large products call the runtime GEMM `gemm`. With `runtimeSort`, sorts
+/// call the runtime's sort; without, a rank sort.
 void populateEmberToLinalgPatterns(const TypeConverter &converter,
                                    RewritePatternSet &patterns,
-                                   bool runtimeGemm = true,
+                                   GemmEntry gemm = GemmEntry::Cpu,
                                    bool runtimeSort = true);
 
 /// The type converter of the lowering: unsigned integers become signless.

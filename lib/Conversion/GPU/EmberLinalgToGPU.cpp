@@ -424,11 +424,13 @@ struct EmberLinalgToGPUPass
 
   LogicalResult lowerFunction(func::FuncOp fn) {
     // Host code may only call functions with bodies (which this pass lowers
-    // too); a runtime entry point works on host memory.
+    // too) and the runtime's entries on device buffers (`ember_cuda_*`,
+    // Runtime.def); the other runtime entry points work on host memory.
     WalkResult calls = fn.walk([&](func::CallOp call) {
       auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
           call, call.getCalleeAttr());
-      if (callee && callee.isExternal()) {
+      if (callee && callee.isExternal() &&
+          !callee.getSymName().starts_with("ember_cuda_")) {
         mlir::ember::emitUserError(call,
                                    mlir::ember::runtime::ErrorKind::NotOnTarget)
             << "this needs the CPU runtime entry point '" << call.getCallee()

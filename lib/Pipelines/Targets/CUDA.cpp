@@ -1,7 +1,8 @@
 //===- CUDA.cpp - NVIDIA GPUs through NVVM --------------------------------===//
 //
-// ember -> linalg on tensors -> fused generics -> buffers -> one gpu.launch
-// per generic (ember-linalg-to-gpu) -> outlined gpu.module kernels -> NVVM
+// ember -> linalg on tensors (large products as calls of ember_cuda_gemm,
+// cuBLAS) -> fused generics -> buffers -> one gpu.launch per generic
+// (ember-linalg-to-gpu) -> outlined gpu.module kernels -> NVVM
 // -> PTX embedded in a gpu.binary; the host code is LLVM dialect whose
 // gpu.launch_func and buffer operations become calls of the `mgpu*`
 // functions, which lib/Runtime/Cuda.cpp implements over the CUDA driver.
@@ -22,7 +23,8 @@ const TargetDescription &getCUDATarget();
 using namespace mlir::ember;
 
 static const char kGpu[] =
-    "ember-to-linalg{runtime-gemm=false runtime-sort=false},"
+    "ember-to-linalg{runtime-gemm=false runtime-sort=false "
+    "cuda-gemm=${cublas}},"
     "canonicalize,cse," EMBER_FUSE_AND_BUFFERIZE "linalg-generalize-named-ops,"
     "ember-linalg-to-gpu,"
     "gpu-kernel-outlining,"
@@ -62,6 +64,9 @@ const TargetDescription &mlir::ember::getCUDATarget() {
       {"libdevice", "",
        "libdevice.10.bc to link (empty: the CUDA toolkit's, found through "
        "CUDA_ROOT, CUDA_HOME or CUDA_PATH)"},
+      {"cublas", "true",
+       "large f32/f64/f16/bf16 products call cuBLAS (ember_cuda_gemm); "
+       "false: they are plain kernels"},
       {"format", "isa",
        "what gpu.binary holds: isa (PTX), bin (cubin, needs "
        "ptxas), fatbin"}};

@@ -1987,12 +1987,16 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
         return _core.with_out_sharding(out, out_sharding)
     a, b = _v(a), _v(b)
     if a.ndim == 0 or b.ndim == 0:
+        # (JAX: a product with no contraction, computed in the result type.)
+        if preferred_element_type is not None:
+            a, b = a.astype(preferred_element_type), b.astype(preferred_element_type)
         return multiply(a, b)
     if b.ndim == 1 or a.ndim <= 2 and b.ndim <= 2:
-        return matmul(a, b)
+        return matmul(a, b, preferred_element_type=preferred_element_type)
     dt, weak = _result(a, b)
     a, b = _to(a, dt, weak), _to(b, dt, weak)
-    return lax.dot_general(a, b, (([a.ndim - 1], [b.ndim - 2]), ([], [])))
+    return lax.dot_general(a, b, (([a.ndim - 1], [b.ndim - 2]), ([], [])),
+                           preferred_element_type=preferred_element_type or dt)
 
 
 def vdot(a, b):
@@ -2011,13 +2015,17 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     return sum(multiply(conj(x1), x2), axis=axis, dtype=dt)
 
 
-def inner(a, b):
+def inner(a, b, *, precision=None, preferred_element_type=None):
     a, b = _v(a), _v(b)
     if a.ndim == 0 or b.ndim == 0:
+        # (JAX: a product with no contraction, computed in the result type.)
+        if preferred_element_type is not None:
+            a, b = a.astype(preferred_element_type), b.astype(preferred_element_type)
         return multiply(a, b)
     dt, weak = _result(a, b)
     return lax.dot_general(_to(a, dt, weak), _to(b, dt, weak),
-                           (([a.ndim - 1], [b.ndim - 1]), ([], [])))
+                           (([a.ndim - 1], [b.ndim - 1]), ([], [])),
+                           preferred_element_type=preferred_element_type or dt)
 
 
 @_jit_outside_traces()
@@ -2026,7 +2034,7 @@ def outer(a, b):
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     a, b = _v(a), _v(b)
     if isinstance(axes, int):
         ax_a = list(range(a.ndim - axes, a.ndim))
@@ -2038,7 +2046,8 @@ def tensordot(a, b, axes=2):
     ax_a = [_axis(x, a.ndim) for x in ax_a]
     ax_b = [_axis(x, b.ndim) for x in ax_b]
     dt, weak = _result(a, b)
-    return lax.dot_general(_to(a, dt, weak), _to(b, dt, weak), ((ax_a, ax_b), ([], [])))
+    return lax.dot_general(_to(a, dt, weak), _to(b, dt, weak), ((ax_a, ax_b), ([], [])),
+                           preferred_element_type=preferred_element_type or dt)
 
 
 def kron(a, b):

@@ -39,6 +39,7 @@ def find_cuda_file(*relative):
     for d in _site_dirs():
         roots += sorted(glob.glob(os.path.join(d, "nvidia", "cu*")), reverse=True)
         roots += sorted(glob.glob(os.path.join(d, "nvidia", "cuda_nvcc")))
+        roots += sorted(glob.glob(os.path.join(d, "nvidia", "cublas")))
     roots += [os.environ[k] for k in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT") if k in os.environ]
     roots += ["/usr/local/cuda"] + sorted(glob.glob("/usr/local/cuda-*"), reverse=True)
     for r in roots:
@@ -57,10 +58,14 @@ def ptxas():
 
 
 def options(chip=None):
-    """The CUDA stages' options for `chip` (default EMBER_CUDA_CHIP)."""
+    """The CUDA stages' options for `chip` (default EMBER_CUDA_CHIP);
+    EMBER_CUDA_CUBLAS=0 compiles products as kernels instead of cuBLAS
+    calls."""
     chip = chip or CHIP
     features = _PTX_FEATURES.get(chip, "+ptx80")
     opts = f"chip={chip} features={features}"
+    if os.environ.get("EMBER_CUDA_CUBLAS", "1").lower() in ("0", "false", "no"):
+        opts += " cublas=false"
     lib = libdevice()
     if lib and " " not in lib:
         opts += f" libdevice={lib}"
@@ -374,11 +379,25 @@ def require_gpu():
                            f"{rt.cuda_unavailable_reason()}")
 
 
+def cublas_library():
+    """cuBLAS from the `nvidia-cublas` wheel in this environment (CUDA 13's
+    or 12's), the toolkit's, or None."""
+    for name in ("libcublas.so.13", "libcublas.so.12"):
+        path = find_cuda_file("lib", name) or find_cuda_file("lib64", name)
+        if path:
+            return path
+    return None
+
+
 def _load(module, opt_level, in_avals, out_avals):
     """Host code JIT-compiled for the CPU, kernels loaded by the CUDA driver
     (lib/Runtime/Cuda.cpp); a call copies its arguments to the GPU and its
-    results back."""
+    results back. Products call cuBLAS, which the runtime loads from
+    EMBER_CUBLAS at the first one: pointed here at the wheel's library."""
     from ember._mlir._mlir_libs import _ember_runtime as rt
+
+    if not os.environ.get("EMBER_CUBLAS") and (lib := cublas_library()):
+        os.environ["EMBER_CUBLAS"] = lib
 
     return rt.CudaKernel(
         module, opt_level, [a.shape for a in in_avals], [a.dtype.itemsize for a in in_avals],
