@@ -491,6 +491,42 @@ def EmberGPUHoistAllocasPass : Pass<"ember-gpu-hoist-allocas"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def EmberGPUDeferWaitsPass : Pass<"ember-gpu-defer-waits", "ModuleOp"> {
+  let summary = "Drop the host's waits for the GPU where stream order suffices";
+  let description = [{
+    Runs after `gpu-async-region`, which ends every chain of asynchronous GPU
+    operations with a blocking `gpu.wait` before the next host operation with
+    side effects: before a function returns, and before every call. Ember's
+    CUDA runtime runs all work on one stream (every `mgpuStreamCreate` returns
+    it), so work enqueued later is ordered after work enqueued earlier without
+    the host waiting. This pass erases a blocking `gpu.wait` directly before
+
+    - `func.return`: results stay in flight; whoever reads them on the host
+      synchronizes (the runtime's copies out, `block_until_ready`), which is
+      JAX's asynchronous dispatch;
+    - a call of a runtime entry on device buffers (`ember_cuda_*`, which
+      enqueue on the same stream), or of a function that does nothing else
+      with memory: no host load or store and no other call (the helpers that
+      call `ember_cuda_gemm`), checked through nested calls.
+
+    Waits before host reads of device data (`memref.load` after a
+    `gpu.memcpy` to the host) and before other calls stay.
+
+    Before:
+    ```mlir
+    %t = gpu.launch_func async [%t0] @k::@k ...
+    gpu.wait [%t]
+    return
+    ```
+    After:
+    ```mlir
+    %t = gpu.launch_func async [%t0] @k::@k ...
+    return
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def EmberTPUKernelPass : Pass<"ember-tpu-kernel", "ModuleOp"> {
   let summary = "Rewrite traced Pallas TPU kernels into Mosaic's kernel form";
   let description = [{

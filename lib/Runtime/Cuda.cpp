@@ -14,7 +14,10 @@
 // kept by size class after mgpuMemFree and reused in stream order; cuMemAlloc
 // only when the cache has none, the cache released and the allocation
 // retried when the device is full); modules are loaded once per executable
-// (gpu.binary's global constructors, run by the JIT at creation). A driver
+// (gpu.binary's global constructors, run by the JIT at creation). Calls
+// return without waiting for their kernels (asynchronous dispatch, see
+// ember-gpu-defer-waits); whoever reads device memory on the host waits. A
+// driver
 // error is recorded with its CUDA name and the call that failed, and every
 // later mgpu call does nothing until emberCudaTakeError() collects it, so a
 // failed launch cannot feed garbage pointers to the next one; Python raises
@@ -430,6 +433,9 @@ void mgpuModuleUnload(void *module) {
     for (auto it = functions.begin(); it != functions.end();)
       it = it->first.first == module ? functions.erase(it) : std::next(it);
   }
+  // Calls return with their kernels in flight (asynchronous dispatch): they
+  // finish before their module goes.
+  d.cuStreamSynchronize(d.stream);
   d.cuModuleUnload(module);
 }
 

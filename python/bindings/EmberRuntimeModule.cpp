@@ -461,8 +461,10 @@ public:
     {
       nb::gil_scoped_release unlocked;
       size_t failedBytes = 0;
+      // Asynchronous dispatch: the launches are queued on the runtime's
+      // stream and the results are returned in flight; reading them
+      // (toHost) or block_until_ready waits.
       emberRuntimeCallChecked(fn, argv.data(), &failedBytes);
-      emberCudaSynchronize();
     }
     if (pendingError) {
       std::vector<PooledBuffer *> none;
@@ -656,6 +658,16 @@ NB_MODULE(_ember_runtime, m) {
     return nb::make_tuple(allocations, cached);
   });
   m.def("cuda_release_cache", &emberCudaReleaseCache);
+  m.def(
+      "cuda_synchronize",
+      [] {
+        {
+          nb::gil_scoped_release unlocked;
+          emberCudaSynchronize();
+        }
+        raiseIfCudaError("running on the GPU");
+      },
+      "Waits for the work queued on the GPU; raises its first error.");
   m.def("pooled_bytes", [] { return pool().pooledBytes(); });
   m.def("host_cpu", [] {
     MlirStringRef s = emberRuntimeHostCpu();

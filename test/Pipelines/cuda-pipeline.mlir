@@ -4,14 +4,16 @@
 // RUN: not ember-opt %s --ember-cuda-pipeline="chip=sm_90a colour=red" 2>&1 | FileCheck %s --check-prefix=BADOPT
 
 // The whole CUDA pipeline: host code in the LLVM dialect launching the
-// kernels asynchronously on one stream and waiting once at the end; the
+// kernels asynchronously on one stream and returning without waiting for
+// them (ember-gpu-defer-waits: the runtime's readers synchronize); the
 // kernels serialized into gpu.binary ops as PTX for sm_90a.
 
 // CHECK: llvm.func @main
 // CHECK: %[[S:.*]] = llvm.call @mgpuStreamCreate()
 // CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @main_kernel::@main_kernel blocks in
 // CHECK: gpu.launch_func <%[[S]] : !llvm.ptr> @main_kernel_0::@main_kernel blocks in
-// CHECK: llvm.call @mgpuStreamSynchronize(%[[S]])
+// CHECK-NOT: mgpuStreamSynchronize
+// CHECK: llvm.return
 // CHECK: gpu.binary @main_kernel
 // CHECK-SAME: .target sm_90a
 // SM100: .target sm_100a

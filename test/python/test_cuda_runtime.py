@@ -218,6 +218,42 @@ def test_arrays_in_device_memory():
     assert "mixed GpuArray ['cuMemcpyAsync 48']" in out
 
 
+def test_dispatch_is_asynchronous():
+    """Jitted calls on GPU arrays return with their work queued on the
+    stream (the host waits for nothing, products included); reading a
+    result or block_until_ready waits, and an error of queued work is raised
+    there."""
+    out = run("""
+        gpu = ember.devices("gpu")[0]
+        x = ember.device_put(np.ones((64, 64), np.float32), gpu)
+        f = ember.jit(lambda v: jnp.tanh(v @ v) * 2.0)
+        f(x)  # compiled and loaded
+        mock.mock_cuda_clear_log()
+        y = f(f(x))
+        calls = log()
+        print("queued", sum(l.startswith("cuLaunchKernel") for l in calls) >= 2,
+              sum(l.startswith("cublasGemm") for l in calls),
+              sum(l == "cuStreamSynchronize" for l in calls))
+        print("ready", y.block_until_ready() is y,
+              ember.block_until_ready({"y": y})["y"] is y,
+              sum(l == "cuStreamSynchronize" for l in log()))
+        mock.mock_cuda_clear_log()
+        np.asarray(y)
+        print("read", sum(l == "cuStreamSynchronize" for l in log()))
+        z = f(x)
+        os.environ["EMBER_MOCK_CUDA_FAIL"] = "cuStreamSynchronize"
+        try:
+            z.block_until_ready()
+        except RuntimeError as e:
+            print("error:", e)
+    """)
+    assert "queued True 2 0" in out
+    assert "ready True True 2" in out
+    assert "read 1" in out
+    assert ("error: CUDA error running on the GPU: CUDA_ERROR_LAUNCH_FAILED (719) in "
+            "cuStreamSynchronize") in out
+
+
 def test_default_device_gpu_runs_computations_there():
     out = run("""
         f = ember.jit(lambda v: v * 2.0 + 1.0)

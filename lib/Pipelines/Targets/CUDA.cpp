@@ -31,7 +31,7 @@ static const char kGpu[] =
     "canonicalize,cse";
 
 static const char kNvvm[] =
-    "func.func(gpu-async-region),"
+    "func.func(gpu-async-region),ember-gpu-defer-waits,"
     "lower-affine,convert-scf-to-cf,"
     "convert-complex-to-standard,"
     "ember-arith-expand,"

@@ -872,6 +872,11 @@ def device_get(x):
 
 
 def block_until_ready(x):
+    """Waits until every array of the pytree `x` is computed (GPU arrays:
+    their queued work) and returns `x`."""
+    for leaf in tree_util.tree_leaves(x):
+        if isinstance(leaf, core.GpuArray):
+            leaf.block_until_ready()
     return x
 
 

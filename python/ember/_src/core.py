@@ -648,8 +648,9 @@ class GpuArray(Array):
     """An array in a GPU's memory (#17): a `DeviceBuffer` of the CUDA runtime
     (lib/Runtime/Cuda.cpp), committed to that GPU (`device_put`). A jitted
     function called on it runs on the GPU and gives GpuArrays without
-    copying; any host use (NumPy, printing, CPU computations) copies it
-    back once, on first use, and keeps that copy."""
+    copying, returning before the GPU finishes (asynchronous dispatch); any
+    host use (NumPy, printing, CPU computations) waits, copies it back once,
+    on first use, and keeps that copy."""
 
     __slots__ = ("_buffer",)
 
@@ -680,6 +681,16 @@ class GpuArray(Array):
 
     def __reduce__(self):
         return (Array, (np.array(self._value), self.weak_type))
+
+    def block_until_ready(self):
+        """Waits for the GPU work that computes this array (jitted calls on
+        GPU arrays return with their kernels in flight, as JAX's dispatch
+        is asynchronous); raises the GPU's first error."""
+        if _host_value.__get__(self) is None:
+            from ember._mlir._mlir_libs import _ember_runtime
+
+            _ember_runtime.cuda_synchronize()
+        return self
 
 
 class Tracer(Value):

@@ -1,0 +1,79 @@
+//===- EmberGPUDeferWaits.cpp - no host waits where stream order suffices -===//
+//
+// Erases the blocking gpu.wait that gpu-async-region puts before returns and
+// before calls of stream-ordered functions (see the pass description in
+// EmberPasses.td): Ember's CUDA runtime runs everything on one stream.
+//
+//===----------------------------------------------------------------------===//
+#include "ember/Conversion/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::ember {
+#define GEN_PASS_DEF_EMBERGPUDEFERWAITSPASS
+#include "ember/Transforms/Passes.h.inc"
+} // namespace mlir::ember
+
+using namespace mlir;
+
+namespace {
+
+struct EmberGPUDeferWaitsPass
+    : public ember::impl::EmberGPUDeferWaitsPassBase<EmberGPUDeferWaitsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    SmallVector<gpu::WaitOp> erase;
+    module.walk([&](gpu::WaitOp wait) {
+      // Only blocking waits (no token result) in host functions.
+      if (wait.getAsyncToken() || wait->getParentOfType<gpu::GPUModuleOp>())
+        return;
+      Operation *next = wait->getNextNode();
+      if (isa_and_nonnull<func::ReturnOp>(next)) {
+        erase.push_back(wait);
+        return;
+      }
+      if (auto call = dyn_cast_or_null<func::CallOp>(next))
+        if (streamOrdered(symbols.lookup<func::FuncOp>(call.getCallee()),
+                          symbols))
+          erase.push_back(wait);
+    });
+    for (gpu::WaitOp wait : erase)
+      wait.erase();
+  }
+
+  /// Whether calling `fn` needs no wait for the GPU work before the call: a
+  /// runtime entry on device buffers, or a function whose only effects are
+  /// GPU operations and calls of such functions.
+  bool streamOrdered(func::FuncOp fn, SymbolTable &symbols) {
+    if (!fn)
+      return false;
+    if (fn.isExternal())
+      return fn.getSymName().starts_with("ember_cuda_");
+    auto [it, inserted] = known.try_emplace(fn, false);
+    if (!inserted)
+      return it->second; // (false while being decided: recursion)
+    bool ordered =
+        !fn.walk([&](Operation *op) {
+             if (isa<memref::LoadOp, memref::StoreOp, memref::CopyOp>(op))
+               return WalkResult::interrupt();
+             if (auto call = dyn_cast<func::CallOp>(op))
+               if (!streamOrdered(
+                       symbols.lookup<func::FuncOp>(call.getCallee()), symbols))
+                 return WalkResult::interrupt();
+             if (isa<CallOpInterface>(op) && !isa<func::CallOp>(op))
+               return WalkResult::interrupt();
+             return WalkResult::advance();
+           }).wasInterrupted();
+    known[fn] = ordered;
+    return ordered;
+  }
+
+  llvm::DenseMap<Operation *, bool> known;
+};
+
+} // namespace
