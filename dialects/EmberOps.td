@@ -495,6 +495,7 @@ def Ember_DotGeneralOp : Ember_Op<"dot_general", [Pure]> {
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Ember_GatherOp : Ember_Op<"gather", [Ember_Linear, Pure]> {

@@ -890,6 +890,64 @@ LogicalResult TriangularSolveOp::verify() {
 // Contraction, gather and scatter
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// dot_general of a transposed operand reads the operand itself, its
+/// batching and contracting dimensions mapped through the permutation (as
+/// XLA's algebraic simplifier does), when the permutation keeps the free
+/// dimensions in order (so the result's dimension order is unchanged). GEMM
+/// calls then take a transposed matrix as a flag instead of a copy.
+struct FoldTransposeIntoDot : public OpRewritePattern<DotGeneralOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DotGeneralOp op,
+                                PatternRewriter &rewriter) const override {
+    Value operands[2] = {op.getLhs(), op.getRhs()};
+    SmallVector<int64_t> batch[2] = {
+        llvm::to_vector(op.getLhsBatchingDimensions()),
+        llvm::to_vector(op.getRhsBatchingDimensions())};
+    SmallVector<int64_t> contract[2] = {
+        llvm::to_vector(op.getLhsContractingDimensions()),
+        llvm::to_vector(op.getRhsContractingDimensions())};
+    bool changed = false;
+    for (int side = 0; side < 2; ++side) {
+      auto t = operands[side].getDefiningOp<TransposeOp>();
+      if (!t)
+        continue;
+      ArrayRef<int64_t> perm = t.getPermutation();
+      // The free dimensions of the transposed value, in order, must map to
+      // increasing dimensions of its operand.
+      int64_t last = -1;
+      bool ordered = true;
+      for (int64_t d = 0; d < (int64_t)perm.size(); ++d) {
+        if (llvm::is_contained(batch[side], d) ||
+            llvm::is_contained(contract[side], d))
+          continue;
+        ordered &= perm[d] > last;
+        last = perm[d];
+      }
+      if (!ordered)
+        continue;
+      for (int64_t &d : batch[side])
+        d = perm[d];
+      for (int64_t &d : contract[side])
+        d = perm[d];
+      operands[side] = t.getOperand();
+      changed = true;
+    }
+    if (!changed)
+      return failure();
+    rewriter.replaceOpWithNewOp<DotGeneralOp>(op, op.getType(), operands[0],
+                                              operands[1], batch[0], batch[1],
+                                              contract[0], contract[1]);
+    return success();
+  }
+};
+} // namespace
+
+void DotGeneralOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                               MLIRContext *context) {
+  results.add<FoldTransposeIntoDot>(context);
+}
+
 LogicalResult DotGeneralOp::verify() {
   auto lhs = getLhs().getType();
   auto rhs = getRhs().getType();

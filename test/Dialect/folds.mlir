@@ -55,3 +55,35 @@ func.func @reduce_unit_dims(%x: tensor<1x4x1xf32>) -> tensor<4xf32> {
   %0 = ember.reduce max %x, dims = [0, 2] : (tensor<1x4x1xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// A transposed operand of dot_general is read as it is, its dimensions
+// mapped through the permutation (x^T y: lhs contracts dimension 0).
+// CHECK-LABEL: func @dot_of_transposes
+// CHECK-NOT: ember.transpose
+// CHECK: ember.dot_general %arg0, %arg1, batch = [] x [], contract = [0] x [0]
+// CHECK: ember.dot_general %arg2, %arg3, batch = [0] x [0], contract = [2] x [2]
+func.func @dot_of_transposes(%x: tensor<40x48xf32>, %y: tensor<40x72xf32>,
+                             %q: tensor<4x16x8xf32>, %k: tensor<4x32x8xf32>)
+    -> (tensor<48x72xf32>, tensor<4x16x32xf32>) {
+  %xt = ember.transpose %x, dims = [1, 0] : (tensor<40x48xf32>) -> tensor<48x40xf32>
+  %0 = ember.dot_general %xt, %y, batch = [] x [], contract = [1] x [0] : (tensor<48x40xf32>, tensor<40x72xf32>) -> tensor<48x72xf32>
+  // Attention scores q k^T with k's last two dimensions swapped.
+  %kt = ember.transpose %k, dims = [0, 2, 1] : (tensor<4x32x8xf32>) -> tensor<4x8x32xf32>
+  %1 = ember.dot_general %q, %kt, batch = [0] x [0], contract = [2] x [1] : (tensor<4x16x8xf32>, tensor<4x8x32xf32>) -> tensor<4x16x32xf32>
+  return %0, %1 : tensor<48x72xf32>, tensor<4x16x32xf32>
+}
+
+// -----
+
+// A permutation that reorders the free dimensions stays a transpose (the
+// result's dimension order would change).
+// CHECK-LABEL: func @dot_of_reordering_transpose
+// CHECK: ember.transpose
+// CHECK: ember.dot_general
+func.func @dot_of_reordering_transpose(%x: tensor<2x3x5xf32>, %y: tensor<5x7xf32>) -> tensor<3x2x7xf32> {
+  %xt = ember.transpose %x, dims = [1, 0, 2] : (tensor<2x3x5xf32>) -> tensor<3x2x5xf32>
+  %0 = ember.dot_general %xt, %y, batch = [] x [], contract = [2] x [0] : (tensor<3x2x5xf32>, tensor<5x7xf32>) -> tensor<3x2x7xf32>
+  return %0 : tensor<3x2x7xf32>
+}
