@@ -39,6 +39,10 @@ def EmberToLinalgPass : Pass<"ember-to-linalg", "ModuleOp"> {
            "Lower large f32/f64/f16/bf16 dot_general to calls of "
            "ember_cuda_gemm, cuBLAS on device buffers (the CUDA target; "
            "excludes runtime-gemm)">,
+    Option<"deviceBuffers", "device-buffers", "bool", /*default=*/"false",
+           "Runtime calls (host callbacks) get row-major buffers, with no "
+           "run-time layout check (the CUDA target: its buffers are device "
+           "memory, which host code must not inspect)">,
     Option<"runtimeSort", "runtime-sort", "bool", /*default=*/"true",
            "Lower sort to a call of the runtime's O(n log n) ember_sort_keys "
            "(the CPU target); false: a data-parallel rank sort, O(n^2) per "

@@ -178,7 +178,8 @@ struct EmberToLinalgPass
     GemmEntry gemm = cudaGemm      ? GemmEntry::Cuda
                      : runtimeGemm ? GemmEntry::Cpu
                                    : GemmEntry::None;
-    populateEmberToLinalgPatterns(converter, patterns, gemm, runtimeSort);
+    populateEmberToLinalgPatterns(converter, patterns, gemm, runtimeSort,
+                                  deviceBuffers);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
@@ -203,12 +204,13 @@ struct EmberToLinalgPass
 void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
                                                 RewritePatternSet &patterns,
                                                 GemmEntry gemm,
-                                                bool runtimeSort) {
+                                                bool runtimeSort,
+                                                bool deviceBuffers) {
   populateElementwiseLoweringPatterns(converter, patterns);
   populateStructuralLoweringPatterns(converter, patterns);
   populateControlFlowLoweringPatterns(converter, patterns);
   populateReductionLoweringPatterns(converter, patterns, runtimeSort);
   populateDotLoweringPatterns(converter, patterns, gemm);
   populateGatherScatterLoweringPatterns(converter, patterns);
-  populateRuntimeCallLoweringPatterns(converter, patterns);
+  populateRuntimeCallLoweringPatterns(converter, patterns, deviceBuffers);
 }

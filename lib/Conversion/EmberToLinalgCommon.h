@@ -45,9 +45,12 @@ void populateDotLoweringPatterns(const TypeConverter &converter,
 /// gather and scatter (LowerGatherScatter.cpp).
 void populateGatherScatterLoweringPatterns(const TypeConverter &converter,
                                            RewritePatternSet &patterns);
-/// host_callback and the run-time stack ops (LowerRuntimeCalls.cpp).
+/// host_callback and the run-time stack ops (LowerRuntimeCalls.cpp). With
+/// `deviceBuffers` (the cuda target), a host callback's operands are passed
+/// as row-major buffers (no run-time layout check, see buildBufferHelper).
 void populateRuntimeCallLoweringPatterns(const TypeConverter &converter,
-                                         RewritePatternSet &patterns);
+                                         RewritePatternSet &patterns,
+                                         bool deviceBuffers = false);
 
 //===----------------------------------------------------------------------===//
 // Tensors, indices and linalg.generic (EmberToLinalg.cpp)

@@ -204,7 +204,10 @@ int64_t hostTypeCode(Type t) {
 /// then per value: type code, rank, dims...] and the address lists are
 /// memrefs of indices.
 struct HostCallbackLowering : public OpConversionPattern<HostCallbackOp> {
-  using OpConversionPattern::OpConversionPattern;
+  HostCallbackLowering(const TypeConverter &converter, MLIRContext *ctx,
+                       bool deviceBuffers)
+      : OpConversionPattern(converter, ctx), deviceBuffers(deviceBuffers) {}
+  bool deviceBuffers;
   LogicalResult
   matchAndRewrite(HostCallbackOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -265,7 +268,8 @@ struct HostCallbackLowering : public OpConversionPattern<HostCallbackOp> {
               hb, loc, entry, TypeRange{},
               ValueRange{memref::CastOp::create(hb, loc, dynI64, sigBuf),
                          argBuf, resBuf});
-        });
+        },
+        /*identityLayouts=*/deviceBuffers);
     rewriter.replaceOpWithNewOp<func::CallOp>(op, name, resultTypes, ins);
     return success();
   }
@@ -463,12 +467,14 @@ struct LinalgCallLowering : public OpConversionPattern<OpT> {
 } // namespace
 
 void mlir::ember::populateRuntimeCallLoweringPatterns(
-    const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns
-      .add<HostCallbackLowering, StackLowering<StackPushOp>,
-           StackLowering<StackPopOp>, StackLowering<StackFreeOp>,
-           LinalgCallLowering<CholeskyOp>, LinalgCallLowering<EighOp>,
-           LinalgCallLowering<LuOp>, LinalgCallLowering<QrOp>,
-           LinalgCallLowering<SvdOp>, LinalgCallLowering<TriangularSolveOp>>(
-          converter, patterns.getContext());
+    const TypeConverter &converter, RewritePatternSet &patterns,
+    bool deviceBuffers) {
+  patterns.add<HostCallbackLowering>(converter, patterns.getContext(),
+                                     deviceBuffers);
+  patterns.add<StackLowering<StackPushOp>, StackLowering<StackPopOp>,
+               StackLowering<StackFreeOp>, LinalgCallLowering<CholeskyOp>,
+               LinalgCallLowering<EighOp>, LinalgCallLowering<LuOp>,
+               LinalgCallLowering<QrOp>, LinalgCallLowering<SvdOp>,
+               LinalgCallLowering<TriangularSolveOp>>(converter,
+                                                      patterns.getContext());
 }

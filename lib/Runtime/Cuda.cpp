@@ -39,6 +39,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace {
 using CUresult = int;
@@ -649,6 +650,75 @@ void ember_cuda_gemm(int64_t typeAB, int64_t typeC, int64_t transA,
                 static_cast<int>(batch), f64 ? compute64F : compute32F,
                 gemmDefault),
             "cublasGemmStridedBatchedEx");
+}
+
+/// A host callback of the cuda target: its operands are copied from the
+/// device into host buffers (after the work queued before them), the
+/// embedder's ember_host_callback runs on those, and its results are copied
+/// to the device. Same signature as the hook (three memrefs: the signature
+/// record [id, #operands, #results, per value: type code, rank, dims...]
+/// and the operands' and results' addresses).
+using HostCallbackHook = void (*)(int64_t *, int64_t *, int64_t, int64_t,
+                                  int64_t, int64_t *, int64_t *, int64_t,
+                                  int64_t, int64_t, int64_t *, int64_t *,
+                                  int64_t, int64_t, int64_t);
+
+void ember_cuda_host_callback(int64_t *sigAlloc, int64_t *sig, int64_t sigOff,
+                              int64_t sigSize, int64_t sigStride,
+                              int64_t *argsAlloc, int64_t *args,
+                              int64_t argsOff, int64_t argsSize,
+                              int64_t argsStride, int64_t *resAlloc,
+                              int64_t *results, int64_t resOff, int64_t resSize,
+                              int64_t resStride) {
+  Driver *d = ready();
+  if (!d)
+    return;
+  auto hook = reinterpret_cast<HostCallbackHook>(
+      ember::runtime::registeredSymbol("ember_host_callback"));
+  if (!hook) {
+    recordError("a host callback, but no embedder registered "
+                "ember_host_callback");
+    return;
+  }
+  // Element bytes by EMBER_TYPE_CODE (bool is a byte in memory).
+  static const int64_t itemBytes[] = {0, 2, 2, 4, 8, 1, 1, 2,
+                                      4, 8, 1, 2, 4, 8, 8, 16};
+  const int64_t *s = sig + sigOff;
+  int64_t operands = s[1], outs = s[2], at = 3;
+  std::vector<std::vector<char>> host(operands + outs);
+  std::vector<int64_t> addresses(operands + outs), bytes(operands + outs);
+  for (int64_t i = 0; i < operands + outs; ++i) {
+    int64_t code = s[at], rank = s[at + 1], n = 1;
+    for (int64_t r = 0; r < rank; ++r)
+      n *= s[at + 2 + r];
+    at += 2 + rank;
+    bytes[i] = n * (code > 0 && code < 16 ? itemBytes[code] : 1);
+    host[i].resize(std::max<int64_t>(1, bytes[i]));
+    addresses[i] = reinterpret_cast<int64_t>(host[i].data());
+  }
+  // The operands, once the work that computes them is done.
+  for (int64_t i = 0; i < operands; ++i)
+    if (bytes[i] &&
+        !check(d->cuMemcpyAsync(
+                   reinterpret_cast<CUdeviceptr>(host[i].data()),
+                   static_cast<CUdeviceptr>((args + argsOff)[i * argsStride]),
+                   bytes[i], d->stream),
+               "cuMemcpyAsync"))
+      return;
+  if (!check(d->cuStreamSynchronize(d->stream), "cuStreamSynchronize"))
+    return;
+  int64_t *hostArgs = addresses.data(), *hostResults = hostArgs + operands;
+  hook(sigAlloc, sig, sigOff, sigSize, sigStride, hostArgs, hostArgs, 0,
+       operands, 1, hostResults, hostResults, 0, outs, 1);
+  for (int64_t i = 0; i < outs; ++i)
+    if (bytes[operands + i])
+      check(d->cuMemcpyAsync(
+                static_cast<CUdeviceptr>((results + resOff)[i * resStride]),
+                reinterpret_cast<CUdeviceptr>(host[operands + i].data()),
+                bytes[operands + i], d->stream),
+            "cuMemcpyAsync");
+  // (The host buffers go when this returns: the copies must be done.)
+  check(d->cuStreamSynchronize(d->stream), "cuStreamSynchronize");
 }
 
 void mgpuSetDefaultDevice(int32_t device) {

@@ -55,6 +55,14 @@ void emberRuntimeRegisterSymbol(MlirStringRef name, void *address) {
   extraSymbols().emplace_back(n, address);
 }
 
+void *ember::runtime::registeredSymbol(const char *name) {
+  std::lock_guard<std::mutex> lock(symbolsMutex);
+  for (auto &kv : extraSymbols())
+    if (kv.first == name)
+      return kv.second;
+  return nullptr;
+}
+
 /// Compiled code: object files linked by an ORC LLJIT, and their image
 /// (emberExecutableWriteObject's bytes) when asked to keep it.
 struct EmberExecutable {

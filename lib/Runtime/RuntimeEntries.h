@@ -38,6 +38,10 @@ size_t runGuarded(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t a,
 /// (runGuarded, emberRuntimeCallChecked); returns when there is none.
 void allocationFailed(size_t bytes);
 
+/// The address the embedder registered for `name`
+/// (emberRuntimeRegisterSymbol: the hooks), or null (Jit.cpp).
+void *registeredSymbol(const char *name);
+
 /// Calls `bind(name, address)` for each EMBER_CUDA_ENTRY of Runtime.def
 /// (Cuda.cpp), for the JIT's symbol table.
 void bindCudaEntries(void (*bind)(const char *name, void *address, void *user),

@@ -259,3 +259,37 @@ module {
     return
   }
 }
+
+// -----
+
+// A host callback on device buffers: the call goes to the runtime's
+// ember_cuda_host_callback (which stages the buffers through host memory);
+// its signature record and address lists stay in host memory (no device
+// copy of the global, no device allocation for the allocas), while the
+// result buffer is a device allocation.
+memref.global "private" constant @sig : memref<7xi64> = dense<[0, 1, 1, 3, 1, 4, 3]>
+func.func private @ember_host_callback(memref<?xi64>, memref<?xindex>, memref<?xindex>)
+// CHECK-LABEL: func @host_callback
+// CHECK: %[[SIG:.*]] = memref.get_global @sig
+// CHECK-NOT: gpu.memcpy
+// CHECK: %[[OUT:.*]] = gpu.alloc () : memref<4xf32>
+// CHECK: memref.alloca() : memref<1xindex>
+// CHECK-NOT: gpu.
+// CHECK: call @ember_cuda_host_callback(
+// CHECK: func.func private @ember_cuda_host_callback(memref<?xi64>, memref<?xindex>, memref<?xindex>)
+func.func @host_callback(%x: memref<4xf32>) -> memref<4xf32> {
+  %c0 = arith.constant 0 : index
+  %sig = memref.get_global @sig : memref<7xi64>
+  %out = memref.alloc() : memref<4xf32>
+  %px = memref.extract_aligned_pointer_as_index %x : memref<4xf32> -> index
+  %po = memref.extract_aligned_pointer_as_index %out : memref<4xf32> -> index
+  %args = memref.alloca() : memref<1xindex>
+  memref.store %px, %args[%c0] : memref<1xindex>
+  %res = memref.alloca() : memref<1xindex>
+  memref.store %po, %res[%c0] : memref<1xindex>
+  %s = memref.cast %sig : memref<7xi64> to memref<?xi64>
+  %a = memref.cast %args : memref<1xindex> to memref<?xindex>
+  %r = memref.cast %res : memref<1xindex> to memref<?xindex>
+  func.call @ember_host_callback(%s, %a, %r) : (memref<?xi64>, memref<?xindex>, memref<?xindex>) -> ()
+  return %out : memref<4xf32>
+}

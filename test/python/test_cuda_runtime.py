@@ -378,3 +378,33 @@ def test_missing_cublas_is_a_clear_error():
     """, EMBER_CUBLAS="/nonexistent/libcublas.so.13")
     assert "cuBLAS could not be loaded (/nonexistent/libcublas.so.13" in out
     assert "nvidia-cublas" in out
+
+
+def test_host_callbacks_run_on_the_host():
+    """A host callback in a program for cuda gets its operands copied from
+    the device after the work before it, and its results copied back;
+    errors are JAX's, raised after the call; GPU arrays work too."""
+    out = run("""
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        def f(a):
+            ember.debug.print("host sees {v}", v=a)
+            return ember.pure_callback(lambda v: np.sin(v) * 10,
+                                       ember.ShapeDtypeStruct(a.shape, a.dtype), a)
+        c = ember.jit(f).trace(x).lower(lowering_platforms=("cuda",)).compile()
+        print("values", np.allclose(np.asarray(c(x)), np.sin(x) * 10))
+        gpu = ember.devices("gpu")[0]
+        y = ember.jit(f)(ember.device_put(x, gpu))
+        print("on the gpu", type(y).__name__, np.allclose(np.asarray(y), np.sin(x) * 10))
+        def bad(v):
+            raise ValueError("boom")
+        g = ember.jit(lambda a: ember.pure_callback(
+            bad, ember.ShapeDtypeStruct(a.shape, a.dtype), a))
+        try:
+            g.trace(x).lower(lowering_platforms=("cuda",)).compile()(x)
+        except Exception as e:
+            print("error", type(e).__name__, isinstance(e, ValueError), "boom" in str(e))
+    """)
+    assert "host sees [[0. 1. 2.]\n [3. 4. 5.]]" in out
+    assert "values True" in out
+    assert "on the gpu GpuArray True" in out
+    assert "error JaxRuntimeError True True" in out

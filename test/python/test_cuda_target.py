@@ -264,15 +264,19 @@ def test_execution_tests_ptx(path, tmp_path):
     ptxas_check(stages["binary"], tmp_path)
 
 
-def test_host_callback_is_not_on_cuda_yet():
-    """What needs the CPU runtime is the user's NotImplementedError, naming
-    the user's line, not an internal error."""
+@needs_ptxas
+def test_host_callbacks_compile_for_cuda(tmp_path):
+    """Host callbacks (pure_callback, debug.print) on device buffers call
+    the runtime's ember_cuda_host_callback, which stages them through host
+    memory (test_cuda_runtime.py runs them); the kernels around them pass
+    ptxas."""
     def f(a):
-        return ember.pure_callback(np.sin, ember.ShapeDtypeStruct(a.shape, a.dtype), a)
-    with pytest.raises(NotImplementedError,
-                       match=r"CPU runtime entry point .*cuda target[\s\S]*"
-                             r"test_cuda_target.py:\d+"):
-        lower_cuda(f, x).as_text("binary")
+        ember.debug.print("{}", a[0, 0])
+        return ember.pure_callback(np.sin, ember.ShapeDtypeStruct(a.shape, a.dtype), a * 2) + 1
+    binary = lower_cuda(f, x).as_text("binary")
+    assert "llvm.call @ember_cuda_host_callback" in binary
+    assert "@ember_host_callback(" not in binary.replace("llvm.func @ember_host_callback(", "")
+    ptxas_check(binary, tmp_path)
 
 
 def test_lapack_ops_are_not_on_cuda_yet():

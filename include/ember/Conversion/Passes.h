@@ -17,11 +17,13 @@ enum class GemmEntry { None, Cpu, Cuda };
 
 /// Patterns rewriting every ember op to linalg/tensor/arith/math/scf/complex.
 /// Large products call the runtime GEMM `gemm`. With `runtimeSort`, sorts
-/// call the runtime's sort; without, a rank sort.
+/// call the runtime's sort; without, a rank sort. With `deviceBuffers`,
+/// runtime calls get row-major buffers (the cuda target's device memory).
 void populateEmberToLinalgPatterns(const TypeConverter &converter,
                                    RewritePatternSet &patterns,
                                    GemmEntry gemm = GemmEntry::Cpu,
-                                   bool runtimeSort = true);
+                                   bool runtimeSort = true,
+                                   bool deviceBuffers = false);
 
 /// The type converter of the lowering: unsigned integers become signless.
 class EmberTypeConverter : public TypeConverter {

@@ -411,6 +411,18 @@ void storeFromHost(OpBuilder &b, Location loc, Value v, Value mem,
   gpu::DeallocOp::create(b, loc, Type(), {}, dev);
 }
 
+/// Whether `v` is only passed (directly or through casts) to the runtime's
+/// entries called from host code, which read it on the host: a host
+/// callback's signature record and address lists.
+bool onlyPassedToRuntime(Value v) {
+  return llvm::all_of(v.getUsers(), [](Operation *u) {
+    if (auto cast = dyn_cast<memref::CastOp>(u))
+      return onlyPassedToRuntime(cast.getResult());
+    auto call = dyn_cast<func::CallOp>(u);
+    return call && call.getCallee().starts_with("ember_cuda_");
+  });
+}
+
 struct EmberLinalgToGPUPass
     : public mlir::ember::impl::EmberLinalgToGPUPassBase<EmberLinalgToGPUPass> {
   void runOnOperation() override {
@@ -423,6 +435,22 @@ struct EmberLinalgToGPUPass
   }
 
   LogicalResult lowerFunction(func::FuncOp fn) {
+    // A host callback takes device buffers: the runtime's
+    // ember_cuda_host_callback stages them through host memory around the
+    // embedder's ember_host_callback (same signature).
+    fn.walk([&](func::CallOp call) {
+      if (call.getCallee() != "ember_host_callback")
+        return;
+      auto module = fn->getParentOfType<ModuleOp>();
+      StringRef name = "ember_cuda_host_callback";
+      if (!module.lookupSymbol(name)) {
+        auto hook = module.lookupSymbol<func::FuncOp>(call.getCallee());
+        OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+        func::FuncOp::create(mb, hook.getLoc(), name, hook.getFunctionType())
+            .setPrivate();
+      }
+      call.setCallee(name);
+    });
     // Host code may only call functions with bodies (which this pass lowers
     // too) and the runtime's entries on device buffers (`ember_cuda_*`,
     // Runtime.def); the other runtime entry points work on host memory.
@@ -503,6 +531,8 @@ struct EmberLinalgToGPUPass
         // Stack buffers of the host: only scalars host code reads and writes
         // itself stay there; one a kernel reads must live on the device.
         bool hostOnly = llvm::all_of(a->getUsers(), [](Operation *u) {
+          if (auto cast = dyn_cast<memref::CastOp>(u))
+            return onlyPassedToRuntime(cast.getResult());
           return isa<memref::LoadOp, memref::StoreOp, gpu::MemcpyOp>(u) &&
                  !insideKernel(u);
         });
@@ -521,6 +551,9 @@ struct EmberLinalgToGPUPass
         gpu::MemcpyOp::create(b, loc, Type(), {}, c.getTarget(), c.getSource());
         c.erase();
       } else if (auto g = dyn_cast<memref::GetGlobalOp>(op)) {
+        // (A host callback's signature record stays on the host.)
+        if (onlyPassedToRuntime(g.getResult()))
+          continue;
         // Constants live in host memory: copy each to the device once, at
         // the function's entry, and free it at every return.
         b.setInsertionPointToStart(&fn.getBody().front());

@@ -24,7 +24,7 @@ using namespace mlir::ember;
 
 static const char kGpu[] =
     "ember-to-linalg{runtime-gemm=false runtime-sort=false "
-    "cuda-gemm=${cublas}},"
+    "cuda-gemm=${cublas} device-buffers=true},"
     "canonicalize,cse," EMBER_FUSE_AND_BUFFERIZE "linalg-generalize-named-ops,"
     "ember-linalg-to-gpu,"
     "gpu-kernel-outlining,"
