@@ -98,6 +98,11 @@ PROGRAMS = {
     "random": (lambda k: random.normal(k, (128,)), (random.PRNGKey(0),)),
     "gather_scatter": (lambda a, i: a[i].at[0].add(1.0), (x, np.array([3, 1, 2], np.int32))),
     "cumsum_sort": (lambda a: (jnp.cumsum(a, axis=0), jnp.sort(a[0])), (x,)),
+    # A host callback between kernels, and a bf16 product into f32 (cuBLAS).
+    "callback_bf16_dot": (lambda a: jnp.dot(
+        ember.pure_callback(np.cos, ember.ShapeDtypeStruct(a.shape, a.dtype), jnp.tanh(a))
+        .astype(jnp.bfloat16), a.astype(jnp.bfloat16), preferred_element_type=jnp.float32),
+        (x,)),
 }
 
 
