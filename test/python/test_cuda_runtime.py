@@ -40,9 +40,9 @@ def log():
 def run(code, driver=MOCK, **env):
     # The stand-in library also stands in for cuBLAS.
     full = dict(os.environ, EMBER_CUDA_DRIVER=driver, EMBER_CUBLAS=MOCK)
-    full.update(env)
     full.pop("EMBER_PLATFORMS", None)
     full.pop("JAX_PLATFORMS", None)
+    full.update(env)
     r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], env=full,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -408,3 +408,28 @@ def test_host_callbacks_run_on_the_host():
     assert "values True" in out
     assert "on the gpu GpuArray True" in out
     assert "error JaxRuntimeError True True" in out
+
+
+def test_platforms_naming_the_gpu_first_make_it_the_default():
+    """JAX_PLATFORMS=cuda,cpu: the GPU is the default backend; new arrays
+    and computations go to GPU 0 (as inside `default_device(gpu)`), a
+    `default_device(cpu)` context still runs on the CPU; cpu,cuda keeps the
+    CPU the default."""
+    out = run("""
+        print("backend", ember.default_backend(), ember.devices()[0])
+        x = jnp.ones((2, 3))
+        print("created", type(x).__name__, x.devices(), type(jnp.arange(3)).__name__)
+        f = ember.jit(lambda a: a @ a.T)
+        print("computed", type(f(np.ones((64, 64), np.float32))).__name__)
+        with ember.default_device(ember.devices("cpu")[0]):
+            print("cpu context", type(f(np.ones((64, 64), np.float32))).__name__,
+                  type(jnp.zeros(2)).__name__)
+    """, JAX_PLATFORMS="cuda,cpu")
+    assert "backend gpu cuda:0" in out
+    assert "created GpuArray {CudaDevice(id=0)} GpuArray" in out
+    assert "computed GpuArray" in out
+    assert "cpu context Array Array" in out
+    out = run("""
+        print("backend", ember.default_backend(), type(jnp.ones(2)).__name__)
+    """, JAX_PLATFORMS="cpu,cuda")
+    assert "backend cpu Array" in out

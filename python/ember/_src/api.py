@@ -137,7 +137,7 @@ def _gpu_of(avals):
             (dev,) = s.device_set
             if dev.platform == "gpu":
                 return dev
-    dev = getattr(devices_lib._default, "device", None)
+    dev = devices_lib.set_default_device()
     if dev is not None and dev.platform == "gpu":
         return dev
     return None
@@ -486,8 +486,7 @@ class JitWrapped:
         if _config.jax_debug_nans or _config.jax_debug_infs:
             return self._call_checked(args, kwargs)
         if not _config.jax_disable_jit and (
-                not devices_lib._defaults_set
-                or getattr(devices_lib._default, "device", None) is None):
+                not devices_lib._defaults_set or devices_lib.set_default_device() is None):
             out = self._fast(*args, **kwargs)
             if out is not None:
                 return out

@@ -20,7 +20,7 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import compiler, dtypes, shape_poly, tree_util
+from . import compiler, devices, dtypes, shape_poly, tree_util
 from .compiler import Executable
 from .config import config, on_change
 from .context import context
@@ -1180,9 +1180,17 @@ jit_hook = None
 
 
 def on_device(x, device):
-    """`x` placed as a `device=` argument asks (None: where it is), through
-    `device_put` (installed by `api`, which owns it)."""
-    return x if device is None else device_put_hook(x, device)
+    """`x` placed as a `device=` argument asks, through `device_put`
+    (installed by `api`, which owns it). None: the default device, when it is
+    a GPU (`default_device(gpu)`, or the GPU named first in JAX_PLATFORMS),
+    for a new concrete array; otherwise where it is."""
+    if device is None:
+        if not devices._defaults_set or not isinstance(x, Array) or isinstance(x, GpuArray):
+            return x
+        device = devices.set_default_device()
+        if device is None or device.platform != "gpu":
+            return x
+    return device_put_hook(x, device)
 
 
 device_put_hook = None

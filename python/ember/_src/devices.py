@@ -17,9 +17,12 @@ process's devices (`process_index` says whose).
 Arrays live in host memory unless `device_put` places them on a GPU
 (`core.GpuArray`, in the memory of the CUDA runtime, lib/Runtime/Cuda.cpp);
 computations on such arrays run on the GPU (the cuda target) and their
-results stay there. The CPU stays the default backend even when a GPU is
-present, since not every program compiles for cuda yet (host callbacks,
-LAPACK calls): docs/design.md, "CUDA target".
+results stay there. The CPU stays the default backend when a GPU is merely
+present, since not every program compiles for cuda yet (LAPACK calls,
+run-time stacks): docs/design.md, "CUDA target". Naming the platforms
+chooses: the first of EMBER_PLATFORMS/JAX_PLATFORMS is the default backend,
+so `JAX_PLATFORMS=cuda` or `cuda,cpu` puts new arrays and computations on
+GPU 0, as `with default_device(gpu)` does.
 """
 
 import contextlib
@@ -182,6 +185,9 @@ def backends():
                     raise RuntimeError(f"Unable to initialize backend 'cuda': {why} "
                                        "(set JAX_PLATFORMS='' to choose automatically)")
             _backends = found
+            global _gpu_default
+            # Named first: the GPU is the default device of every thread.
+            _gpu_default = bool(requested) and requested[0] == "cuda" and "cuda" in found
         return _backends
 
 
@@ -195,12 +201,26 @@ def _canonical(backend):
 
 
 def default_backend():
-    """The platform computations on uncommitted arrays run on: the CPU
-    (arrays put on a GPU carry their computations there)."""
+    """The platform computations on uncommitted arrays run on: the first
+    platform named in EMBER_PLATFORMS/JAX_PLATFORMS, else the CPU (arrays
+    put on a GPU carry their computations there)."""
     present = backends()
-    if "cpu" not in present:
+    if "cpu" not in present or _gpu_default:
         return "gpu"
     return "cpu"
+
+
+_gpu_default = False  # the GPU was named first (see backends)
+
+
+def set_default_device():
+    """The device `default_device(...)` set for this thread, else GPU 0 when
+    the GPU is the default backend; None when computations default to the
+    CPU."""
+    dev = getattr(_default, "device", None)
+    if dev is None and default_backend() == "gpu":
+        dev = devices("gpu")[0]
+    return dev
 
 
 def devices(backend=None):
@@ -275,9 +295,12 @@ def default_device(device):
             _defaults_set -= 1
 
 
-# How many default_device contexts are open in any thread: jit's fast path
-# looks at this thread's default device only when some are.
-_defaults_set = 0
+# How many default_device contexts are open in any thread, plus one when
+# JAX_PLATFORMS/EMBER_PLATFORMS names the GPU first: jit's fast path and
+# the creation functions look at the default device only when some are.
+_defaults_set = int(
+    (os.environ.get("EMBER_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or "")
+    .split(",")[0].strip().lower() in _GPU_NAMES)
 
 
 def check_device(device):
