@@ -17,12 +17,13 @@
 // (gpu.binary's global constructors, run by the JIT at creation). Calls
 // return without waiting for their kernels (asynchronous dispatch, see
 // ember-gpu-defer-waits); whoever reads device memory on the host waits. A
-// driver
-// error is recorded with its CUDA name and the call that failed, and every
-// later mgpu call does nothing until emberCudaTakeError() collects it, so a
-// failed launch cannot feed garbage pointers to the next one; Python raises
-// the error after the call. Large products call cuBLAS (ember_cuda_gemm),
-// loaded the same way at the first product.
+// driver error is recorded with its CUDA name and the call that failed, and
+// every later mgpu call does nothing until emberCudaTakeError() collects it,
+// so a failed launch cannot feed garbage pointers to the next one; Python
+// raises the error after the call. Large products call cuBLAS
+// (ember_cuda_gemm), loaded the same way at the first product; host
+// callbacks stage their buffers through host memory
+// (ember_cuda_host_callback).
 //
 //===----------------------------------------------------------------------===//
 #include "ember-c/Runtime.h"
