@@ -298,7 +298,11 @@ int64_t bufferBytes(Type t) {
 ///
 /// with the addresses of the handle, index and data buffers.
 template <typename OpT> struct StackLowering : public OpConversionPattern<OpT> {
-  using OpConversionPattern<OpT>::OpConversionPattern;
+  StackLowering(const TypeConverter &converter, MLIRContext *ctx,
+                bool deviceBuffers)
+      : OpConversionPattern<OpT>(converter, ctx), deviceBuffers(deviceBuffers) {
+  }
+  bool deviceBuffers;
   using Adaptor = typename OpConversionPattern<OpT>::OpAdaptor;
   LogicalResult
   matchAndRewrite(OpT op, Adaptor adaptor,
@@ -364,7 +368,8 @@ template <typename OpT> struct StackLowering : public OpConversionPattern<OpT> {
             func::CallOp::create(hb, loc, base, TypeRange{},
                                  ValueRange{inPtrs[0]});
           }
-        });
+        },
+        /*identityLayouts=*/deviceBuffers);
     rewriter.replaceOpWithNewOp<func::CallOp>(op, name, resultTypes, ins);
     return success();
   }
@@ -394,7 +399,7 @@ struct MatrixBatch {
 ValueRange callLinalgEntry(ConversionPatternRewriter &rewriter, Operation *op,
                            StringRef prefix, StringRef entry,
                            SmallVector<int64_t> consts, ValueRange operands,
-                           TypeRange outTypes) {
+                           TypeRange outTypes, bool deviceBuffers) {
   Location loc = op->getLoc();
   auto module = op->getParentOfType<ModuleOp>();
   declareRuntimeFunction(module, entry);
@@ -408,7 +413,8 @@ ValueRange callLinalgEntry(ConversionPatternRewriter &rewriter, Operation *op,
         args.append(ins.begin(), ins.end());
         args.append(outs.begin(), outs.end());
         func::CallOp::create(hb, loc, entry, TypeRange{}, args);
-      });
+      },
+      /*identityLayouts=*/deviceBuffers);
   return func::CallOp::create(rewriter, loc, name, outTypes, operands)
       .getResults();
 }
@@ -446,7 +452,11 @@ std::pair<StringRef, SmallVector<int64_t>> entryOf(TriangularSolveOp op) {
 
 template <typename OpT>
 struct LinalgCallLowering : public OpConversionPattern<OpT> {
-  using OpConversionPattern<OpT>::OpConversionPattern;
+  LinalgCallLowering(const TypeConverter &converter, MLIRContext *ctx,
+                     bool deviceBuffers)
+      : OpConversionPattern<OpT>(converter, ctx), deviceBuffers(deviceBuffers) {
+  }
+  bool deviceBuffers;
   LogicalResult
   matchAndRewrite(OpT op, typename OpT::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -458,9 +468,10 @@ struct LinalgCallLowering : public OpConversionPattern<OpT> {
     std::string entry = (base + suffix).str();
     if (auto c = dyn_cast<ComplexType>(e))
       entry += c.getElementType().isF32() ? "64" : "128";
-    rewriter.replaceOp(op, callLinalgEntry(rewriter, op, ("__" + base).str(),
-                                           entry, consts, adaptor.getOperands(),
-                                           op->getResultTypes()));
+    rewriter.replaceOp(op,
+                       callLinalgEntry(rewriter, op, ("__" + base).str(), entry,
+                                       consts, adaptor.getOperands(),
+                                       op->getResultTypes(), deviceBuffers));
     return success();
   }
 };
@@ -475,6 +486,6 @@ void mlir::ember::populateRuntimeCallLoweringPatterns(
                StackLowering<StackFreeOp>, LinalgCallLowering<CholeskyOp>,
                LinalgCallLowering<EighOp>, LinalgCallLowering<LuOp>,
                LinalgCallLowering<QrOp>, LinalgCallLowering<SvdOp>,
-               LinalgCallLowering<TriangularSolveOp>>(converter,
-                                                      patterns.getContext());
+               LinalgCallLowering<TriangularSolveOp>>(
+      converter, patterns.getContext(), deviceBuffers);
 }

@@ -293,3 +293,30 @@ func.func @host_callback(%x: memref<4xf32>) -> memref<4xf32> {
   func.call @ember_host_callback(%s, %a, %r) : (memref<?xi64>, memref<?xindex>, memref<?xindex>) -> ()
   return %out : memref<4xf32>
 }
+
+// -----
+
+// A CPU runtime entry (LAPACK, the run-time stacks) called from host code
+// on device buffers: each buffer is staged through a host buffer (copied
+// in before the call, back after it), and the call gets host addresses.
+func.func private @ember_cholesky_f32(i64, i64, index, index)
+// CHECK-LABEL: func @staged_call
+// CHECK: %[[HA:.*]] = memref.alloc() {ember.host} : memref<3x3xf32>
+// CHECK: gpu.memcpy %[[HA]], %arg0
+// CHECK: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[HA]]
+// CHECK: %[[HB:.*]] = memref.alloc() {ember.host} : memref<3x3xf32>
+// CHECK: gpu.memcpy %[[HB]], %arg1
+// CHECK: %[[PB:.*]] = memref.extract_aligned_pointer_as_index %[[HB]]
+// CHECK: call @ember_cholesky_f32(%{{.*}}, %{{.*}}, %[[PA]], %[[PB]])
+// CHECK: gpu.memcpy %arg0, %[[HA]]
+// CHECK: memref.dealloc %[[HA]] {ember.host}
+// CHECK: gpu.memcpy %arg1, %[[HB]]
+// CHECK: memref.dealloc %[[HB]] {ember.host}
+func.func @staged_call(%a: memref<3x3xf32>, %b: memref<3x3xf32>) {
+  %c1 = arith.constant 1 : i64
+  %c3 = arith.constant 3 : i64
+  %pa = memref.extract_aligned_pointer_as_index %a : memref<3x3xf32> -> index
+  %pb = memref.extract_aligned_pointer_as_index %b : memref<3x3xf32> -> index
+  func.call @ember_cholesky_f32(%c1, %c3, %pa, %pb) : (i64, i64, index, index) -> ()
+  return
+}

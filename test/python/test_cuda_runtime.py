@@ -433,3 +433,20 @@ def test_platforms_naming_the_gpu_first_make_it_the_default():
         print("backend", ember.default_backend(), type(jnp.ones(2)).__name__)
     """, JAX_PLATFORMS="cpu,cuda")
     assert "backend cpu Array" in out
+
+
+def test_lapack_calls_run_on_host_copies():
+    """A LAPACK-backed op in a program for cuda: its device buffers are
+    copied to the host for the CPU runtime's call and back (values against
+    NumPy)."""
+    out = run("""
+        from ember import lax
+        a = np.array([[4., 2., 0.], [2., 5., 1.], [0., 1., 3.]], np.float32)
+        f = ember.jit(lambda m: lax.linalg.cholesky(m, symmetrize_input=False))
+        c = f.trace(a).lower(lowering_platforms=("cuda",)).compile()
+        print("cholesky", np.allclose(np.asarray(c(a)), np.linalg.cholesky(a)))
+        y = f(ember.device_put(a, ember.devices("gpu")[0]))
+        print("gpu array", type(y).__name__, np.allclose(np.asarray(y), np.linalg.cholesky(a)))
+    """)
+    assert "cholesky True" in out
+    assert "gpu array GpuArray True" in out

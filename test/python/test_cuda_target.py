@@ -33,9 +33,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 def ptxas_check(binary_text, tmp_path, chip="sm_90a"):
     """ptxas accepts each kernel module of a `binary` stage. A program whose
-    only device work is cuBLAS products has no kernel module."""
+    only work is runtime calls (cuBLAS products, LAPACK on host copies) has
+    no kernel module."""
     if "gpu.binary @" not in binary_text:
-        assert "llvm.call @ember_cuda_gemm" in binary_text, binary_text[-3000:]
+        assert "llvm.call @ember_" in binary_text, binary_text[-3000:]
         return {}
     modules = cuda.ptx_modules(binary_text)
     for name, ptx in modules.items():
@@ -284,14 +285,26 @@ def test_host_callbacks_compile_for_cuda(tmp_path):
     ptxas_check(binary, tmp_path)
 
 
-def test_lapack_ops_are_not_on_cuda_yet():
-    """The LAPACK-backed ops name the runtime entry point the cuda target
-    lacks, at the user's line."""
-    a = np.eye(4, dtype=np.float32) * 2
-    for f in (jnp.linalg.cholesky, jnp.linalg.inv):
-        with pytest.raises(NotImplementedError,
-                           match=r"'ember_(cholesky|lu)_f32'.*cuda target[\s\S]*test_cuda_target"):
-            lower_cuda(f, a).as_text("binary")
+@needs_ptxas
+def test_runtime_entries_staged_through_the_host_compile(tmp_path):
+    """The LAPACK-backed ops and the run-time stacks (reverse mode through a
+    while_loop with a run-time trip count) call the CPU runtime on host
+    copies of their device buffers (ember-linalg-to-gpu stages them;
+    test_cuda_runtime.py runs one); the kernels around them pass ptxas."""
+    a = np.eye(4, dtype=np.float32) * 2 + 0.1
+    programs = [jnp.linalg.cholesky, jnp.linalg.inv, jnp.linalg.eigh, jnp.linalg.svd,
+                lambda m: jnp.linalg.qr(m)[1], lambda m: jnp.linalg.solve(m, m[:, :2])]
+
+    def loop(w, n):
+        return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, jnp.tanh(c[1] * w)),
+                              (0, w))[1].sum()
+    for k, f in enumerate(programs):
+        binary = lower_cuda(f, a).as_text("binary")
+        assert "memref" not in binary and "llvm.call @ember_" in binary, k
+        ptxas_check(binary, tmp_path)
+    binary = lower_cuda(ember.grad(loop), a, np.int32(3)).as_text("binary")
+    assert "llvm.call @ember_stack_push" in binary
+    ptxas_check(binary, tmp_path)
 
 
 @needs_ptxas

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "ember/Conversion/Passes.h"
 #include "ember/IR/EmberDialect.h"
+#include "ember/Runtime/Runtime.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -32,6 +33,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir::ember {
@@ -423,6 +425,43 @@ bool onlyPassedToRuntime(Value v) {
   });
 }
 
+/// A call of a CPU runtime entry from host code (LAPACK, the run-time
+/// stacks: Runtime.def's EMBER_RUNTIME_ENTRY) on device buffers: each
+/// buffer whose address it takes is copied into a host buffer before the
+/// call and back after it, and the call gets the host addresses. Fails
+/// when an address is not a whole buffer of static shape.
+LogicalResult stageThroughHost(func::CallOp call) {
+  OpBuilder b(call);
+  Location loc = call.getLoc();
+  llvm::MapVector<Value, Value> staged; // device buffer -> host buffer
+  SmallVector<Value> operands(call.getOperands());
+  for (Value &v : operands) {
+    if (!isa<IndexType>(v.getType()))
+      continue;
+    auto p = v.getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>();
+    auto type =
+        p ? dyn_cast<MemRefType>(p.getSource().getType()) : MemRefType();
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
+      return failure();
+    Value &host = staged[p.getSource()];
+    if (!host) {
+      auto alloc = memref::AllocOp::create(b, loc, type);
+      alloc->setAttr("ember.host", b.getUnitAttr());
+      gpu::MemcpyOp::create(b, loc, Type(), {}, alloc, p.getSource());
+      host = alloc;
+    }
+    v = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, host);
+  }
+  call->setOperands(operands);
+  b.setInsertionPointAfter(call);
+  for (auto [dev, host] : staged) {
+    gpu::MemcpyOp::create(b, loc, Type(), {}, dev, host);
+    memref::DeallocOp::create(b, loc, host)
+        ->setAttr("ember.host", b.getUnitAttr());
+  }
+  return success();
+}
+
 struct EmberLinalgToGPUPass
     : public mlir::ember::impl::EmberLinalgToGPUPassBase<EmberLinalgToGPUPass> {
   void runOnOperation() override {
@@ -459,6 +498,10 @@ struct EmberLinalgToGPUPass
           call, call.getCalleeAttr());
       if (callee && callee.isExternal() &&
           !callee.getSymName().starts_with("ember_cuda_")) {
+        const auto *entry =
+            mlir::ember::runtime::lookupEntryPoint(callee.getSymName());
+        if (entry && !entry->hook && succeeded(stageThroughHost(call)))
+          return WalkResult::advance();
         mlir::ember::emitUserError(call,
                                    mlir::ember::runtime::ErrorKind::NotOnTarget)
             << "this needs the CPU runtime entry point '" << call.getCallee()
@@ -520,6 +563,8 @@ struct EmberLinalgToGPUPass
       } else if (isa<linalg::LinalgOp>(op)) {
         return op->emitOpError("expected linalg.generic (run "
                                "linalg-generalize-named-ops first)");
+      } else if (op->hasAttr("ember.host")) {
+        continue; // (a host buffer staging a runtime call's operand)
       } else if (auto a = dyn_cast<memref::AllocOp>(op)) {
         if (!a.getSymbolOperands().empty())
           return a.emitOpError("symbol operands are not supported");

@@ -18,8 +18,8 @@ Arrays live in host memory unless `device_put` places them on a GPU
 (`core.GpuArray`, in the memory of the CUDA runtime, lib/Runtime/Cuda.cpp);
 computations on such arrays run on the GPU (the cuda target) and their
 results stay there. The CPU stays the default backend when a GPU is merely
-present, since not every program compiles for cuda yet (LAPACK calls,
-run-time stacks): docs/design.md, "CUDA target". Naming the platforms
+present, since the cuda target has not run on a real GPU yet: docs/design.md,
+"CUDA target". Naming the platforms
 chooses: the first of EMBER_PLATFORMS/JAX_PLATFORMS is the default backend,
 so `JAX_PLATFORMS=cuda` or `cuda,cpu` puts new arrays and computations on
 GPU 0, as `with default_device(gpu)` does.
