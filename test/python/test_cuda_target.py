@@ -83,6 +83,12 @@ def _while(n):
     return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.5), (0, 1.0))
 
 
+def _while_grad(w, n):
+    # Reverse mode through a run-time trip count: run-time stacks.
+    return ember.grad(lambda w: lax.while_loop(
+        lambda c: c[0] < n, lambda c: (c[0] + 1, jnp.tanh(c[1] @ w)), (0, w))[1].sum())(w)
+
+
 PROGRAMS = {
     "elementwise": (lambda a: jnp.tanh(a) * 2.0 + jnp.exp(-a), (x,)),
     "f64_math": (lambda a: jnp.sin(a) + jnp.log1p(a * a), (x.astype(np.float64),)),
@@ -104,6 +110,9 @@ PROGRAMS = {
         ember.pure_callback(np.cos, ember.ShapeDtypeStruct(a.shape, a.dtype), jnp.tanh(a))
         .astype(jnp.bfloat16), a.astype(jnp.bfloat16), preferred_element_type=jnp.float32),
         (x,)),
+    # LAPACK on host copies of device buffers, between kernels.
+    "linalg": (lambda a: jnp.linalg.solve(a @ a.T + 64 * jnp.eye(64), a[:, :3]) * 2.0, (x,)),
+    "while_grad": (_while_grad, (x * 0.05, np.int32(3))),
 }
 
 
