@@ -26,6 +26,7 @@ struct EmberGPUDeferWaitsPass
     : public ember::impl::EmberGPUDeferWaitsPassBase<EmberGPUDeferWaitsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    known.clear(); // (the pass object may run on several modules)
     SymbolTable symbols(module);
     SmallVector<gpu::WaitOp> erase;
     module.walk([&](gpu::WaitOp wait) {
