@@ -118,15 +118,21 @@ def EmberGPU_CopyGmemToSmemOp : EmberGPU_Op<"copy_gmem_to_smem", [AttrSizedOpera
     first, like memref indices), into `destination`; the transfer counts
     its bytes on `barriers[index]`. With `multicast`, the box lands at the
     same offset in the shared memory of every block of the cluster whose
-    bit is set in the 16-bit mask.
+    bit is set in the 16-bit mask. With `tracked_by`, a block of a 2-CTA
+    pair (tcgen05's cta_group::2) lands the box in its own shared memory
+    but counts its bytes on the barrier at the same offset in block
+    `tracked_by` of the cluster (its pair's leader, or itself), so that one
+    barrier of the leader observes both halves of a collective MMA's
+    operands.
   }];
   let arguments = (ins LLVM_AnyPointer:$descriptor, Variadic<I32>:$coordinates,
                        AnyMemRef:$destination, EmberGPU_Barriers:$barriers,
-                       Index:$index, Optional<I16>:$multicast);
+                       Index:$index, Optional<I16>:$multicast,
+                       Optional<I32>:$tracked_by);
   let assemblyFormat = [{
     $descriptor `[` $coordinates `]` `,` $destination `,` $barriers `[` $index `]`
-    (`,` `multicast` `=` $multicast^)? attr-dict `:` type($descriptor) `,`
-    type($destination) `,` type($barriers)
+    (`,` `multicast` `=` $multicast^)? (`tracked_by` `=` $tracked_by^)? attr-dict
+    `:` type($descriptor) `,` type($destination) `,` type($barriers)
   }];
   let hasVerifier = 1;
 }

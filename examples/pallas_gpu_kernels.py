@@ -11,6 +11,9 @@ CPU with its race checks:
   compiled for sm_90a;
 - `blackwell_matmul_kernel`: a bf16 tcgen05 matmul accumulating in TMEM,
   interpreted and compiled for sm_100a;
+- `blackwell_pair_matmul_kernel`: the same on a 2-CTA pair (cta_group::2):
+  leader-tracked copies, the leader's MMAs into both blocks' collective
+  TMEM, interpreted and compiled for sm_100a;
 - `blackwell_collective_matmul`: a 2-CTA collective tcgen05 matmul into
   TMEM, warp specialized, with a ClusterBarrier guarding TMEM reuse.
 
@@ -175,6 +178,72 @@ def blackwell_matmul_kernel(m, n, k, dtype, bm=128, bn=128, bk=64, slots=2):
                          [plgpu.Barrier(num_barriers=slots, orders_tensor_core=True),
                           plgpu.Barrier(orders_tensor_core=True),
                           plgpu.TMEM((bm, bn), np.float32)])
+
+
+def blackwell_pair_matmul_kernel(m, n, k, dtype, bn=128, bk=64, slots=2):
+    """A 2-CTA (cta_group::2) Blackwell matmul: a cluster of two blocks
+    computes a 256 x `bn` output tile. Each block streams its 128 rows of A
+    and its `bn / 2` columns of B into its own SMEM by leader-tracked
+    copies (both halves counted on the leader's `loaded` barrier); the
+    leader alone issues the pair's MMAs, which read both blocks' SMEM and
+    accumulate each block's 128 x `bn` rows in its own TMEM (collective
+    TMEM); their commit arrives on both blocks' `consumed` and `done`
+    barriers, so each block refills its slots and reads its TMEM out.
+    `(...)(a, b)` interprets it; `.lower(a, b, chip="sm_100a")` compiles it."""
+    steps = k // bk
+    elems = 128 // np.dtype(dtype).itemsize
+    transforms = (plgpu.TilingTransform((8, elems)), plgpu.SwizzleTransform(128))
+    pair = plgpu.CopyPartition.PARTITIONED
+
+    def body(a_ref, b_ref, o_ref, a_smem, b_smem, o_smem, loaded, consumed, done, acc):
+        i, j, p = lax.axis_index("m"), lax.axis_index("n"), lax.axis_index("pair")
+
+        def fetch(s):
+            slot = s % slots
+            plgpu.copy_gmem_to_smem(a_ref.at[pl.ds(i * 256, 256), pl.ds(s * bk, bk)],
+                                    a_smem.at[slot], loaded.at[slot], collective_axes="pair",
+                                    leader_tracked=pair(0))
+            plgpu.copy_gmem_to_smem(b_ref.at[pl.ds(s * bk, bk), pl.ds(j * bn, bn)],
+                                    b_smem.at[slot], loaded.at[slot], collective_axes="pair",
+                                    leader_tracked=pair(1))
+
+        for s in range(min(slots, steps)):
+            fetch(s)
+
+        @pl.loop(0, steps)
+        def _(s):
+            slot = s % slots
+
+            @pl.when(p == 0)
+            def _():
+                plgpu.barrier_wait(loaded.at[slot])  # both blocks' tiles landed
+                plgpu.tcgen05_mma(acc, a_smem.at[slot], b_smem.at[slot], consumed.at[slot],
+                                  accumulate=s > 0, collective_axis="pair")
+
+            @pl.when(s + slots < steps)
+            def _():
+                plgpu.barrier_wait(consumed.at[slot])  # the pair's MMA read the slot
+                fetch(s + slots)
+
+        @pl.when(p == 0)
+        def _():
+            plgpu.tcgen05_commit_arrive(done.at[0], collective_axis="pair")
+
+        plgpu.barrier_wait(done.at[0])
+        value = plgpu.async_load_tmem(acc)
+        plgpu.wait_load_tmem()
+        _store_tile(value, o_smem, o_ref, 2 * i + p, j, 128, bn)
+
+    return plgpu.kernel(
+        body, out_shape=_sds((m, n), dtype), grid=(m // 256, n // bn), grid_names=("m", "n"),
+        cluster=(2,), cluster_names=("pair",),
+        scratch_shapes=[plgpu.SMEM((slots, 128, bk), dtype, transforms=transforms),
+                        plgpu.SMEM((slots, bk, bn // 2), dtype, transforms=transforms),
+                        plgpu.SMEM((128, bn), dtype, transforms=transforms),
+                        plgpu.Barrier(num_arrivals=2, num_barriers=slots),
+                        plgpu.Barrier(num_barriers=slots, orders_tensor_core=True),
+                        plgpu.Barrier(orders_tensor_core=True),
+                        plgpu.TMEM((128, bn), np.float32, collective=True)])
 
 
 def blackwell_collective_matmul(a, b, guarded, bk=32, bn=64):

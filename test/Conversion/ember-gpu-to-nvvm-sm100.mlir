@@ -11,8 +11,10 @@
 module attributes {gpu.container_module} {
 gpu.module @k {
   // CHECK-LABEL: gpu.func @blackwell_mma
-  gpu.func @blackwell_mma(%adesc: i64, %bdesc: i64, %idesc: i32, %acc: i1, %mask: i16, %parity: i32)
-      workgroup(%slot: memref<1xi32, #gpu.address_space<workgroup>>, %bars: !bars) kernel
+  gpu.func @blackwell_mma(%adesc: i64, %bdesc: i64, %idesc: i32, %acc: i1, %mask: i16, %parity: i32,
+                          %desc: !llvm.ptr, %x: i32, %y: i32)
+      workgroup(%slot: memref<1xi32, #gpu.address_space<workgroup>>, %bars: !bars,
+                %tile: memref<64x64xbf16, #gpu.address_space<workgroup>>) kernel
       attributes {nvvm.cluster_dim = array<i32: 2, 1, 1>} {
     %c0 = arith.constant 0 : index
     // CHECK: nvvm.tcgen05.alloc %{{.*}}, %{{.*}} {group = #nvvm.cta_group<cta_2>} : !llvm.ptr<3>, i32
@@ -30,6 +32,12 @@ gpu.module @k {
     // CHECK: %[[T:.*]] = llvm.inttoptr %{{.*}} : i32 to !llvm.ptr<6>
     // CHECK: nvvm.tcgen05.mma %[[T]], %arg0, %arg1, %arg2, %arg3 {ctaGroup = #nvvm.cta_group<cta_2>, kind = #nvvm.tcgen05_mma_kind<f16>}
     ember_gpu.tcgen05_mma %t, %adesc, %bdesc, %idesc, %acc collective
+    // A copy into this block's tile whose bytes count on the leader's barrier:
+    // no NVVM op names a peer's barrier, so PTX, the barrier mapped by mapa.
+    // CHECK: %[[LEAD:.*]] = arith.constant 0 : i32
+    // CHECK: llvm.inline_asm has_side_effects {{.*}}mapa.shared::cluster.u32 tracker, $2, $3;{{.*}}cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes.cta_group::2 [$0], [$1, {$4, $5}], [tracker];{{.*}}", "r,l,r,r,r,r" %{{.*}}, %arg6, %{{.*}}, %[[LEAD]], %arg8, %arg7 : (i32, !llvm.ptr, i32, i32, i32, i32) -> ()
+    %lead = arith.constant 0 : i32
+    ember_gpu.copy_gmem_to_smem %desc[%x, %y], %tile, %bars[%c0] tracked_by = %lead : !llvm.ptr, memref<64x64xbf16, #gpu.address_space<workgroup>>, !bars
     // CHECK: nvvm.tcgen05.commit %{{.*}}, multicast_mask = %arg4 {group = #nvvm.cta_group<cta_2>} : !llvm.ptr<3>, i16
     ember_gpu.tcgen05_commit %bars[%c0], multicast = %mask collective : !bars
     ember_gpu.barrier_wait %bars[%c0], parity = %parity : !bars
@@ -69,6 +77,8 @@ gpu.module @k {
 // PTX: tcgen05.fence::before_thread_sync
 // PTX: tcgen05.fence::after_thread_sync
 // PTX: tcgen05.mma.cta_group::2.kind::f16
+// PTX: mapa.shared::cluster.u32
+// PTX: cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes.cta_group::2
 // PTX: tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64
 // PTX: tcgen05.ld.sync.aligned.32x32b.x4.b32
 // PTX: tcgen05.wait::ld.sync.aligned

@@ -2,7 +2,8 @@
 // RUN: ember-opt %s --ember-cuda-nvvm --ember-cuda-binary | FileCheck %s --check-prefix=PTX
 // RUN: ember-opt %s --ember-cuda-nvvm="chip=sm_100a features=+ptx86" --ember-cuda-binary="chip=sm_100a features=+ptx86" | FileCheck %s --check-prefix=PTX
 
-// ember_gpu ops become typed NVVM ops (no inline PTX written by Ember), and
+// ember_gpu ops become typed NVVM ops (inline PTX only for a pair-tracked copy:
+// ember-gpu-to-nvvm-sm100.mlir), and
 // the whole kernel reaches PTX for sm_90a and sm_100a (test_ember_gpu.py runs
 // ptxas on it).
 

@@ -97,6 +97,16 @@ func.func @copy_gmem_to_smem_c3_big(%d: !llvm.ptr, %x: i32, %tile: memref<512x64
 
 // -----
 
+// copy_gmem_to_smem_c4
+func.func @copy_gmem_to_smem_c4(%d: !llvm.ptr, %x: i32, %m: i16, %tile: memref<64x64xbf16, #gpu.address_space<workgroup>>,
+                                %bars: memref<1xi64, #gpu.address_space<workgroup>>, %i: index) {
+  // expected-error @+1 {{copy_gmem_to_smem_c4: `tracked_by` and `multicast` cannot be combined}}
+  ember_gpu.copy_gmem_to_smem %d[%x, %x], %tile, %bars[%i], multicast = %m tracked_by = %x : !llvm.ptr, memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<1xi64, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
 // copy_smem_to_gmem_c1
 func.func @copy_smem_to_gmem_c1(%d: !llvm.ptr, %x: i32, %tile: memref<?x64xf32, #gpu.address_space<workgroup>>) {
   // expected-error @+1 {{copy_smem_to_gmem_c1: the shared-memory buffer must be statically shaped}}

@@ -24,6 +24,8 @@ gpu.module @k {
     ember_gpu.copy_gmem_to_smem %desc[%x, %y], %tile, %bars[%c0] : !llvm.ptr, !tile, !bars
     // CHECK: ember_gpu.copy_gmem_to_smem {{.*}}, multicast = %{{.*}} :
     ember_gpu.copy_gmem_to_smem %desc[%x, %y], %tile, %bars[%c0], multicast = %mask : !llvm.ptr, !tile, !bars
+    // CHECK: ember_gpu.copy_gmem_to_smem {{.*}} tracked_by = %{{.*}} :
+    ember_gpu.copy_gmem_to_smem %desc[%x, %y], %tile, %bars[%c0] tracked_by = %x : !llvm.ptr, !tile, !bars
     // A block of rows at a run-time offset is contiguous: a valid box.
     %rows = memref.subview %tile[%c0, 0] [32, 64] [1, 1] : !tile to memref<32x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
     // CHECK: ember_gpu.copy_gmem_to_smem {{.*}} : !llvm.ptr, memref<32x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>

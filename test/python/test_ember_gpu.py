@@ -43,7 +43,8 @@ def test_tma_mbarrier_cluster_kernel_passes_ptxas(chip, tmp_path):
 @pytest.mark.parametrize("name,chip,instrs", [
     ("ember-gpu-to-nvvm-sm100.mlir", "sm_100a",
      ["tcgen05.alloc.cta_group::2", "tcgen05.mma.cta_group::2.kind::f16",
-      "tcgen05.commit.cta_group::2", "tcgen05.ld.sync.aligned.32x32b.x4.b32"]),
+      "tcgen05.commit.cta_group::2", "tcgen05.ld.sync.aligned.32x32b.x4.b32",
+      ".global.tile.mbarrier::complete_tx::bytes.cta_group::2"]),
     ("ember-gpu-to-nvvm-wgmma.mlir", "sm_90a",
      ["wgmma.fence.sync.aligned", "wgmma.wait_group.sync.aligned"]),
 ])

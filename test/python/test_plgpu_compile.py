@@ -1057,16 +1057,192 @@ def test_blackwell_matmul_interprets_and_compiles(tmp_path):
             assert instr in ptx, instr
 
 
-def test_collective_tmem_is_refused():
-    def body(x_ref, o_ref, tmem):
+PAIR_PTX = ["tcgen05.alloc.cta_group::2", "tcgen05.relinquish_alloc_permit.cta_group::2",
+            "tcgen05.mma.cta_group::2.kind::f16",
+            "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster",
+            "mapa.shared::cluster.u32",
+            "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes"
+            ".cta_group::2", "tcgen05.dealloc.cta_group::2"]
+
+
+def test_blackwell_pair_matmul_interprets_and_compiles(tmp_path):
+    # A 2-CTA pair: leader-tracked copies, the leader's cta_group::2 MMAs
+    # into both blocks' collective TMEM, commits multicast to both.
+    a, b = _hopper_inputs(512, 256, 256, seed=12)
+    k = examples.blackwell_pair_matmul_kernel(512, 256, 256, jnp.bfloat16)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(k(a, b)).astype(np.float32), ref, rtol=1e-2, atol=0.1)
+    c = k.lower(a, b, chip="sm_100a")
+    text = c.as_text("kernel")
+    assert "columns = 128 collective" in text  # both blocks allocate together
+    assert text.count("ember_gpu.tmem_relinquish collective") == 1
+    assert "columns = 128 collective" in text.split("ember_gpu.tmem_dealloc")[1]
+    # 4 MMAs (K = 64) of 256 x 128 (M = 256 >> 4 in bits 24-28, N = 128 >> 3
+    # in 17-22) issued by the leader only.
+    assert text.count("ember_gpu.tcgen05_mma") == 4
+    assert all(line.endswith("collective") for line in text.splitlines()
+               if "ember_gpu.tcgen05_mma" in line)
+    idesc = mgc.tcgen05_instruction(256, 128, jnp.bfloat16)
+    assert idesc >> 24 == 16 and (idesc >> 17) & 63 == 16 and f"{idesc} : i32" in text
+    # Two commits (consumed, done), each to both blocks of the pair.
+    assert len(re.findall(r"ember_gpu.tcgen05_commit .*multicast = .* collective", text)) == 2
+    # Each fetch: A's 128 rows and B's 64 columns of this block, both
+    # counted on the leader's barrier (block rank 0 of the pair).
+    assert text.count("tracked_by = ") == 6
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_100a")[c.name]
+        for instr in PAIR_PTX:
+            assert instr in ptx, instr
+
+
+def _tutorial_kernel_lowered(chip):
+    """JAX's Blackwell tutorial's final kernel (matmul6, read from a jax-ml/jax
+    snapshot) with plgpu.kernel(...) lowered for `chip` instead of run."""
+    import types
+
+    from test_pallas_mosaic_gpu import _tutorial_cells
+
+    cells = _tutorial_cells("docs/pallas/gpu/blackwell_matmul.md")
+    code = next(c for c in cells if c.lstrip().startswith("def matmul6"))
+    lowered = []
+
+    def kernel(*args, **kw):
+        k = plgpu.kernel(*args, **kw)
+        return lambda *xs: lowered.append(k.lower(*xs, chip=chip))
+
+    gpu = types.SimpleNamespace(**{n: getattr(plgpu, n) for n in dir(plgpu)
+                                   if not n.startswith("_")})
+    gpu.kernel = kernel
+    device = types.SimpleNamespace(core_count=148)  # a B200's SMs
+    ns = dict(jax=ember, jnp=jnp, lax=lax, pl=pl, plgpu=gpu, TuningConfig=object,
+              backend=types.SimpleNamespace(get_default_device=lambda: device))
+    exec(compile(code, "blackwell_matmul.md", "exec"), ns)
+    # The tutorial's best configuration for 4096^3 (its last table), at 1024^3.
+    config = types.SimpleNamespace(tile_m=128, tile_n=128, tile_k=64, max_concurrent_steps=4,
+                                   epilogue_tile_n=64, grid_minor_dim=0, grid_tile_width=4)
+    a = jnp.zeros((1024, 512), jnp.bfloat16)
+    b = jnp.zeros((512, 1024), jnp.bfloat16)
+    ns["matmul6"](a, b, config)
+    return lowered[0]
+
+
+def test_jax_blackwell_tutorial_matmul_compiles(tmp_path):
+    # The final kernel of JAX's Blackwell matmul tutorial, as written:
+    # persistent nd_loop over a planar snake, warps by core_map(WarpMesh),
+    # leader-tracked partitioned copies, 2-CTA MMAs into double-buffered
+    # collective TMEM (a dynamic column window), ClusterBarrier-guarded
+    # reuse, a TMA epilogue through swizzled SMEM.
+    c = _tutorial_kernel_lowered("sm_100a")
+    text = c.as_text("kernel")
+    assert "columns = 512 collective" in text
+    assert text.count("ember_gpu.tcgen05_mma") == 4  # K = 64 per step, in the k loop
+    assert text.count("tracked_by = ") == 3  # A (1 strip) + B (2 strips) per step
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_100a")[c.name]
+        for instr in PAIR_PTX + ["tcgen05.ld.sync.aligned.32x32b.x64.b32"]:
+            assert instr in ptx, instr
+
+
+def _collective_kernel(body, scratch, cluster=(2,)):
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((128,), np.float32),
+                     scratch_shapes=scratch, cluster=cluster, cluster_names=("c",)[:len(cluster)])
+    return lambda: k.lower(np.zeros((128,), np.float32), chip="sm_100a")
+
+
+def test_collective_tcgen05_errors():
+    def copy(x_ref, o_ref, *scratch):
         o_ref[...] = x_ref[...]
 
-    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((128,), np.float32),
-                     scratch_shapes=[plgpu.TMEM((128, 64), np.float32, collective=True)],
+    # A pair's TMEM needs a pair.
+    with pytest.raises(ValueError, match=r"a cluster of 2 blocks .*test_plgpu_compile\.py:\d+"):
+        _collective_kernel(copy, [plgpu.TMEM((128, 64), np.float32, collective=True)],
+                           cluster=(4,))()
+    with pytest.raises(NotImplementedError, match="collective and non-collective TMEM"):
+        _collective_kernel(copy, [plgpu.TMEM((128, 64), np.float32, collective=True),
+                                  plgpu.TMEM((128, 64), np.float32)])()
+
+    # A collective MMA into a block's own TMEM.
+    def mma(x_ref, o_ref, a, b, acc):
+        plgpu.tcgen05_mma(acc, a, b, collective_axis="c")
+
+    smem = [plgpu.SMEM((128, 64), jnp.bfloat16), plgpu.SMEM((64, 64), jnp.bfloat16)]
+    with pytest.raises(ValueError, match=r"needs collective TMEM .*test_plgpu_compile\.py:\d+"):
+        _collective_kernel(mma, smem + [plgpu.TMEM((128, 128), np.float32)])()
+
+    # A replicated leader-tracked copy is not compiled yet.
+    def replicated(x_ref, o_ref, smem, bar):
+        plgpu.copy_gmem_to_smem(x_ref, smem, bar, collective_axes="c",
+                                leader_tracked=plgpu.CopyPartition.REPLICATED)
+
+    with pytest.raises(NotImplementedError, match=r"REPLICATED .*test_plgpu_compile\.py:\d+"):
+        _collective_kernel(replicated, [plgpu.SMEM((128,), np.float32), plgpu.Barrier()])()
+
+    # Arrays belong to a warpgroup, not to one warp of core_map(WarpMesh).
+    def per_warp(x_ref, o_ref):
+        @pl.core_map(plgpu.WarpMesh(axis_name="w"))
+        def _():
+            o_ref[...] = x_ref[...]
+
+    with pytest.raises(NotImplementedError, match=r"WarpMesh.*test_plgpu_compile\.py:\d+"):
+        _collective_kernel(per_warp, [], cluster=())()
+
+
+def test_leader_tracked_copy_of_a_plain_buffer(tmp_path):
+    # Block i of the pair copies half i of a 2 x 64 window into its own SMEM;
+    # the leader expects both halves' bytes (2 x 64 x 4) on its barrier.
+    def body(x_ref, o_ref, smem, bar):
+        p = lax.axis_index("c")
+        plgpu.copy_gmem_to_smem(x_ref.at[pl.ds(0, 2), :], smem, bar, collective_axes="c",
+                                leader_tracked=plgpu.CopyPartition.PARTITIONED(0))
+
+        @pl.when(p == 0)
+        def _():
+            plgpu.barrier_wait(bar)
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((2, 64), np.float32),
+                     scratch_shapes=[plgpu.SMEM((1, 64), np.float32), plgpu.Barrier()],
                      cluster=(2,), cluster_names=("c",))
-    with pytest.raises(NotImplementedError, match=r"a collective TMEM buffer .*"
-                                                  r"test_plgpu_compile\.py:\d+"):
-        k.lower(np.zeros((128,), np.float32))
+    c = k.lower(np.zeros((4, 64), np.float32), chip="sm_100a")
+    text = c.as_text("kernel")
+    assert text.count("tracked_by = ") == 1 and "arith.constant 512 : i32" in text
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_100a")[c.name]
+        assert PAIR_PTX[5] in ptx
+
+
+def test_warp_mesh_issues_per_warp(tmp_path):
+    # core_map(WarpMesh): warp 0 copies, warp 1 waits and arrives; each
+    # warp's first thread issues, and an arrival syncs the warp only.
+    def body(x_ref, o_ref, smem, bar, done):
+        @pl.core_map(plgpu.WarpMesh(axis_name="w"))
+        def _():
+            w = lax.axis_index("w")
+
+            @pl.when(w == 0)
+            def _():
+                plgpu.copy_gmem_to_smem(x_ref, smem, bar)
+
+            @pl.when(w == 1)
+            def _():
+                plgpu.barrier_wait(bar)
+                plgpu.barrier_arrive(done)
+
+        plgpu.barrier_wait(done)
+        plgpu.commit_smem()
+        plgpu.copy_smem_to_gmem(smem, o_ref)
+        plgpu.wait_smem_to_gmem(0)
+
+    x = np.arange(128, dtype=np.float32)
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((128,), np.float32),
+                     scratch_shapes=[plgpu.SMEM((128,), np.float32), plgpu.Barrier(),
+                                     plgpu.Barrier()])
+    np.testing.assert_array_equal(np.asarray(k(x)), x)
+    c = k.lower(x, chip="sm_90a")
+    text = c.as_text("kernel")
+    assert "nvvm.bar.warp.sync" in text  # the arrival syncs warp 1 only
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")[c.name]
+        assert "bar.warp.sync" in ptx
 
 
 def test_tmem_store_and_load(tmp_path):

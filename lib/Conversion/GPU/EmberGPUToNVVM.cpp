@@ -123,7 +123,46 @@ void lower(eg::CommitSmemOp op, OpBuilder &b) {
       NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
 }
 
+/// A copy whose bytes count on the barrier of block `tracked_by` of its
+/// 2-CTA pair. NVVM's TMA op types its barrier as a shared::cta pointer, so
+/// it cannot name a peer's barrier: this is the PTX itself, the barrier's
+/// shared::cluster address from `mapa` (docs/nvvm-ops.md).
+void lowerTrackedCopy(eg::CopyGmemToSmemOp op, OpBuilder &b) {
+  Location loc = op.getLoc();
+  Type i32 = b.getI32Type();
+  auto toI32 = [&](Value ptr) {
+    return LLVM::PtrToIntOp::create(b, loc, i32, ptr).getResult();
+  };
+  Value dst = toI32(sharedAddress(b, loc, op.getDestination(), Value()));
+  Value bar = toI32(sharedAddress(b, loc, op.getBarriers(), op.getIndex()));
+  SmallVector<Value> operands = {dst, op.getDescriptor(), bar,
+                                 op.getTrackedBy()};
+  size_t rank = op.getCoordinates().size();
+  llvm::append_range(operands, innermostFirst(op.getCoordinates()));
+  std::string coords;
+  for (size_t i = 0; i < rank; ++i)
+    coords += (i ? ", $" : "$") + std::to_string(4 + i);
+  std::string ptx =
+      "{\n.reg .b32 tracker;\nmapa.shared::cluster.u32 tracker, $2, $3;\n"
+      "cp.async.bulk.tensor." +
+      std::to_string(rank) +
+      "d.shared::cta.global.tile.mbarrier::complete_tx::bytes.cta_group::2 "
+      "[$0], [$1, {" +
+      coords + "}], [tracker];\n}";
+  std::string constraints = "r,l,r,r";
+  for (size_t i = 0; i < rank; ++i)
+    constraints += ",r";
+  LLVM::InlineAsmOp::create(b, loc, /*res=*/Type(), operands, ptx, constraints,
+                            /*has_side_effects=*/true,
+                            /*is_align_stack=*/false,
+                            LLVM::tailcallkind::TailCallKind::None,
+                            /*asm_dialect=*/LLVM::AsmDialectAttr(),
+                            /*operand_attrs=*/ArrayAttr());
+}
+
 void lower(eg::CopyGmemToSmemOp op, OpBuilder &b) {
+  if (op.getTrackedBy())
+    return lowerTrackedCopy(op, b);
   Location loc = op.getLoc();
   Value dst = sharedAddress(b, loc, op.getDestination(), Value());
   // The copy writes through the cluster's shared-memory window.

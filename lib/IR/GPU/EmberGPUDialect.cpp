@@ -127,6 +127,11 @@ static LogicalResult verifyTmaBox(Operation *op, StringRef rule,
 LogicalResult CopyGmemToSmemOp::verify() {
   if (failed(verifyBarriers(*this, getBarriers())))
     return failure();
+  // copy_gmem_to_smem_c4: a copy tracked by its pair's leader lands in its
+  // own block only.
+  if (getTrackedBy() && getMulticast())
+    return emitOpError("copy_gmem_to_smem_c4: `tracked_by` and `multicast` "
+                       "cannot be combined");
   return verifyTmaBox(*this, "copy_gmem_to_smem", getDestination().getType(),
                       getCoordinates().size());
 }

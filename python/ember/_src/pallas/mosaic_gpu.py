@@ -889,17 +889,18 @@ def planar_snake(lin_idx, shape, minor_dim, tile_width):
     minor dimension is cut into tiles `tile_width` wide (the last one may be
     narrower), each walked minor-fastest, every other tile with the major
     dimension reversed."""
-    i = int(core.as_value(lin_idx))
+    # (Array ops, so that a kernel compiled for the GPU computes it per
+    # thread from a run-time index.)
+    i = jnp.asarray(lin_idx, jnp.int32)
     minor_size, major_size = int(shape[minor_dim]), int(shape[1 - minor_dim])
     tile = i // (tile_width * major_size)
-    width = min(tile_width, minor_size - tile * tile_width)
+    width = jnp.minimum(tile_width, minor_size - tile * tile_width)
     within = i - tile * tile_width * major_size
     minor = tile * tile_width + within % width
     major = within // width
-    if tile % 2:
-        major = major_size - 1 - major
+    major = jnp.where(tile % 2 == 1, major_size - 1 - major, major)
     pos = (minor, major) if minor_dim == 0 else (major, minor)
-    return tuple(jnp.int32(p) for p in pos)
+    return tuple(jnp.asarray(p, jnp.int32) for p in pos)
 
 
 class NDLoopInfo:
@@ -965,6 +966,8 @@ class WarpMesh:
         self.axis_name = axis_name
 
     def run(self, fn):
+        if (kc := _compile.active()) is not None:
+            return kc.warp_map(self.axis_name, fn)
         w = _me()
         children = []
         for i in range(self.num_warps):

@@ -610,12 +610,15 @@ class _KAcc:
 
 
 class _KTmem:
-    """A TMEM scratch buffer: `columns` 32-bit columns of the block's TMEM
-    from column `offset`, 128 lanes (rows)."""
+    """A TMEM scratch buffer, or a window of its columns (`ref.at[:, cols]`):
+    32-bit columns of the block's TMEM from column `offset` (an int, or an
+    index value), 128 lanes (rows). `collective`: a 2-CTA MMA's buffer,
+    allocated by both blocks of the pair at the same address."""
 
-    def __init__(self, compiler, offset, shape, dtype):
+    def __init__(self, compiler, offset, shape, dtype, collective=False):
         self.kc, self.offset = compiler, offset
         self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.collective = collective
 
     def address(self, lane=None):
         """The TMEM address (i32: lane << 16 | column) of the buffer's
@@ -624,17 +627,45 @@ class _KTmem:
         addr = kc.tmem_base
         with kc.ctx:
             i32 = ir.IntegerType.get_signless(32)
-            if self.offset:
+            if not isinstance(self.offset, int) or self.offset:
                 addr = kc.op("arith.addi", [addr, kc.i32(self.offset)], [i32])
             if lane is not None:
                 addr = kc.op("arith.addi", [addr, kc.i32(kc.arith("shli", lane, 16))], [i32])
         return addr
+
+    @property
+    def at(self):
+        return _KTmemAt(self)
 
     def __getitem__(self, idx):
         raise _unsupported("reading TMEM with ref[...] (use plgpu.async_load_tmem)")
 
     def __setitem__(self, idx, val):
         raise _unsupported("writing TMEM with ref[...] (use plgpu.async_store_tmem)")
+
+
+class _KTmemAt:
+    """`tmem_ref.at[:, cols]`: a window of whole lanes and a run of columns
+    (static size, any start)."""
+
+    def __init__(self, ref):
+        self.ref = ref
+
+    def __getitem__(self, idx):
+        ref, kc = self.ref, self.ref.kc
+        norm = state._normalize(ref.shape, idx, "ref.at")
+        (rk, rows), (ck, cols) = norm
+        if rk != "ds" or (rows.start, rows.size, rows.stride) != (0, ref.shape[0], 1) or \
+                ck != "ds" or cols.stride != 1:
+            raise _unsupported("a TMEM window other than whole lanes and a run of columns")
+        if ref.dtype.itemsize != 4:
+            raise _unsupported(f"a window of {ref.dtype} TMEM (f32)")
+        start = cols.start
+        if isinstance(start, (int, np.integer)) and isinstance(ref.offset, int):
+            offset = ref.offset + int(start)
+        else:
+            offset = kc.arith("addi", kc.index(ref.offset), kc.index(start))
+        return _KTmem(kc, offset, (ref.shape[0], cols.size), ref.dtype, ref.collective)
 
 
 class AccInit:
@@ -736,8 +767,6 @@ class KernelCompiler:
             elif type(t).__name__ == "ACC":  # registers: no shared memory
                 slots[-1] = None
             elif type(t).__name__ == "TMEM":  # tensor memory (see _prologue)
-                if t.collective:
-                    raise _unsupported("a collective TMEM buffer (a 2-CTA MMA's)")
                 slots[-1] = None
             else:
                 raise _unsupported(f"{type(t).__name__} scratch")
@@ -745,10 +774,20 @@ class KernelCompiler:
         # TMEM: one allocation for all TMEM scratch buffers (each at its
         # column offset), its address written to a word of SMEM.
         self.tmem_offsets, cols = [], 0
-        for t in scratch:
-            if type(t).__name__ == "TMEM":
-                self.tmem_offsets.append(cols)
-                cols += t.columns()
+        tmems = [t for t in scratch if type(t).__name__ == "TMEM"]
+        for t in tmems:
+            self.tmem_offsets.append(cols)
+            cols += t.columns()
+        # A 2-CTA pair's TMEM: both blocks allocate it together (one
+        # allocation for all TMEM buffers, so all of them or none).
+        self.tmem_collective = any(t.collective for t in tmems)
+        if self.tmem_collective:
+            if not all(t.collective for t in tmems):
+                raise _unsupported("collective and non-collective TMEM buffers in one kernel")
+            if math.prod(self.cluster) != 2:
+                raise ValueError(f"plgpu.kernel: a collective TMEM buffer needs a cluster of "
+                                 f"2 blocks (a 2-CTA pair), got cluster={self.cluster} "
+                                 f"(at {core.where()})")
         self.tmem_columns = max(32, 1 << (cols - 1).bit_length()) if cols else 0
         if self.tmem_columns > 512:
             raise ValueError(f"plgpu.kernel: TMEM scratch of {cols} columns; a block has 512 "
@@ -892,6 +931,7 @@ class KernelCompiler:
         self.stage_base = self.arith("addi", self.shared_size,
                                      self.arith("muli", self.warpgroup, self.stage_stride))
         self.elected = self.cmp_eq(self.lane, 0)
+        self.in_warp = False  # inside pl.core_map(plgpu.WarpMesh)
         self.coords, self.cluster_coords = {}, []
         for d, dim in enumerate("xyz"[:max(len(self.grid), len(self.cluster))]):
             bid = self.hw_index("block_id", dim)
@@ -932,8 +972,9 @@ class KernelCompiler:
                 with self.ctx:
                     self.op("ember_gpu.tmem_alloc", [self.tmem_slot, self.index(0)], attrs={
                         "columns": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
-                                                      self.tmem_columns)})
-                self.op("ember_gpu.tmem_relinquish")
+                                                      self.tmem_columns),
+                        **self._collective_attr()})
+                self.op("ember_gpu.tmem_relinquish", attrs=self._collective_attr())
             self.op("ember_gpu.tcgen05_fence")
         self._block_sync()
         if self.tmem_columns:
@@ -948,6 +989,11 @@ class KernelCompiler:
     def _block_sync(self):
         self.op("gpu.barrier")
 
+    def _collective_attr(self):
+        """The `collective` unit attribute of TMEM ops when the kernel's
+        TMEM belongs to a 2-CTA pair (cta_group::2)."""
+        return {"collective": ir.UnitAttr.get(self.ctx)} if self.tmem_collective else {}
+
     def _first_warp(self):
         with self.ctx:
             return self.op("arith.cmpi", [self.hw_index("thread_id", "x"), self.index(32)],
@@ -955,7 +1001,12 @@ class KernelCompiler:
                            {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 6)})
 
     def _warpgroup_sync(self):
-        """The warpgroup's threads meet (named barrier 1 + warpgroup)."""
+        """The warpgroup's threads meet (named barrier 1 + warpgroup); inside
+        `core_map(WarpMesh)`, the warp's threads."""
+        if self.in_warp:
+            with self.ctx:
+                self.op("nvvm.bar.warp.sync", [self.i32(-1)])
+            return
         if self.nthreads == 1:
             self._block_sync()
             return
@@ -1633,25 +1684,62 @@ class KernelCompiler:
                                f"{bsw.cols})")
         return (abase, asw, alead, ar0, ac0), (bbase, bsw, blead, br0, bc0), k
 
+    def _pair(self, axis, what):
+        """A 2-CTA pair along cluster axis `axis`: (the cta_group::2
+        multicast mask of its blocks (i16), whether this block leads it)."""
+        offsets, first, me = self._group_ranks((axis,))
+        if len(offsets) != 2:
+            raise ValueError(f"{what}: the collective axis {axis!r} must have size 2, got "
+                             f"{len(offsets)} (at {core.where()})")
+        if not self.tmem_collective:
+            raise ValueError(f"{what}: a collective MMA needs collective TMEM "
+                             f"(plgpu.TMEM(..., collective=True)) (at {core.where()})")
+        with self.ctx:
+            i16 = ir.IntegerType.get_signless(16)
+            mask = self.op("arith.shli", [self.op("arith.constant", results=[i16], attrs={
+                "value": ir.IntegerAttr.get(i16, sum(1 << o for o in offsets))}),
+                self.op("arith.index_cast", [first], [i16])], [i16])
+        return mask, self.cmp_eq(me, 0)
+
+    def _tcgen05_commit(self, barrier, pair):
+        """Arrival on `barrier` once the thread's MMAs completed; for a pair
+        (its multicast mask), on the barrier of both blocks."""
+        bars, bidx = self._barrier(barrier)
+        if pair is None:
+            self.op("ember_gpu.tcgen05_commit", [bars, bidx], attrs={
+                "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0], context=self.ctx)})
+            return
+        self.op("ember_gpu.tcgen05_commit", [bars, bidx, pair], attrs={
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 1], context=self.ctx),
+            "collective": ir.UnitAttr.get(self.ctx)})
+
     def tcgen05_mma(self, acc, a, b, barrier, accumulate, collective_axis):
-        """`plgpu.tcgen05_mma` (one block): issued by one thread of the
-        warpgroup, a 128 x N x 16 MMA into TMEM per 16-deep slice of K, the
-        first accumulating as asked, the rest always; with `barrier`, an
-        arrival once they completed."""
+        """`plgpu.tcgen05_mma`: issued by one thread of the warpgroup, a
+        128 x N x 16 MMA into TMEM per 16-deep slice of K, the first
+        accumulating as asked, the rest always; with `barrier`, an arrival
+        once they completed. With `collective_axis` (a 2-CTA pair), the
+        pair's leader issues 256 x N x 16 MMAs (cta_group::2): each block
+        holds 128 rows of A and N/2 columns of B at the same SMEM offsets,
+        and its 128 rows of the product in its TMEM; the commit arrives on
+        both blocks' barriers."""
         what = "tcgen05_mma"
-        if collective_axis is not None:
-            raise _unsupported(f"a collective {what} (2-CTA)")
         if not isinstance(acc, _KTmem):
             raise _unsupported(f"{what} into anything but a TMEM scratch buffer")
         if acc.dtype != np.float32:
             raise _unsupported(f"{what} into a {acc.dtype} accumulator (f32 ones)")
         m, n = acc.shape
-        if m != TMEM_LANES or n % 16 or not 16 <= n <= 256:
+        pair = lead = None
+        if collective_axis is not None:
+            pair, lead = self._pair(collective_axis, what)
+            if m != TMEM_LANES or n % 32 or not 32 <= n <= 256:
+                raise _unsupported(f"a collective {what} into {acc.shape} (128 x N per block, "
+                                   f"N a multiple of 32 up to 256)")
+        elif m != TMEM_LANES or n % 16 or not 16 <= n <= 256:
             raise _unsupported(f"{what} into {acc.shape} (128 x N, N a multiple of 16 up "
                                f"to 256)")
         (abase, asw, alead, ar0, ac0), (bbase, bsw, blead, br0, bc0), k = \
-            self._mma_operands(a, b, m, n, what)
-        idesc = tcgen05_instruction(m, n, abase.dtype)
+            self._mma_operands(a, b, m, n if pair is None else n // 2, what)
+        idesc = tcgen05_instruction(m if pair is None else 2 * m, n, abase.dtype)
 
         with self.ctx:
             i1 = ir.IntegerType.get_signless(1)
@@ -1665,7 +1753,10 @@ class KernelCompiler:
             i32 = ir.IntegerType.get_signless(32)
             instr = self.op("arith.constant", results=[i32],
                             attrs={"value": ir.IntegerAttr.get(i32, idesc)})
-            with self.when(self.elected):
+            issuer = self.elected if lead is None else \
+                self.op("arith.andi", [self.elected, lead], [i1])
+            mma_attrs = {} if pair is None else {"collective": ir.UnitAttr.get()}
+            with self.when(issuer):
                 addr = acc.address()
                 for kk in range(0, k, 16):
                     da = self._wgmma_descriptor(
@@ -1675,19 +1766,19 @@ class KernelCompiler:
                         bbase, self._matrix_offset(bsw, blead, _plus(br0, kk), bc0),
                         bsw.swizzle, *bsw.mn_major_offsets(), tcgen05=True)
                     self.op("ember_gpu.tcgen05_mma",
-                            [addr, da, db, instr, first if kk == 0 else yes])
+                            [addr, da, db, instr, first if kk == 0 else yes], attrs=mma_attrs)
                 if barrier is not None:
-                    bars, bidx = self._barrier(barrier)
-                    self.op("ember_gpu.tcgen05_commit", [bars, bidx], attrs={
-                        "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0])})
+                    self._tcgen05_commit(barrier, pair)
 
     def tcgen05_commit_arrive(self, barrier, collective_axis):
+        issuer, pair = self.elected, None
         if collective_axis is not None:
-            raise _unsupported("a collective tcgen05_commit_arrive (2-CTA)")
-        bars, bidx = self._barrier(barrier)
-        with self.when(self.elected), self.ctx:
-            self.op("ember_gpu.tcgen05_commit", [bars, bidx], attrs={
-                "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 0])})
+            pair, lead = self._pair(collective_axis, "tcgen05_commit_arrive")
+            with self.ctx:
+                issuer = self.op("arith.andi", [self.elected, lead],
+                                 [ir.IntegerType.get_signless(1)])
+        with self.when(issuer):
+            self._tcgen05_commit(barrier, pair)
 
     def async_load_tmem(self, src):
         """`plgpu.async_load_tmem(ref)`: the warpgroup reads a 128-lane TMEM
@@ -1779,8 +1870,37 @@ class KernelCompiler:
             self.op("ember_gpu.wgmma_wait", attrs={"allow_in_flight": ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), int(n))})
 
+    def _not_in_warp(self, what):
+        if self.in_warp:
+            raise _unsupported(f"{what} inside pl.core_map(plgpu.WarpMesh) (arrays are spread "
+                               f"over a warpgroup's threads; a warp issues copies, MMAs and "
+                               f"barrier operations)")
+
+    def warp_map(self, axis_name, fn):
+        """`pl.core_map(plgpu.WarpMesh(axis_name))`: each of the warpgroup's
+        4 warps runs `fn`, `lax.axis_index(axis_name)` its index; what one
+        thread issues (copies, MMAs, arrivals) each warp's first thread
+        issues, and what synchronizes the warpgroup synchronizes the warp."""
+        if self.in_warp:
+            raise _unsupported("pl.core_map(plgpu.WarpMesh) inside another")
+        saved = self.elected, self.coords.get(axis_name)
+        self.coords[axis_name] = self.arith("divui", self.lane, 32)
+        self.elected = self.cmp_eq(self.arith("remui", self.lane, 32), 0)
+        self.in_warp = True
+        try:
+            fn()
+        finally:
+            self.in_warp = False
+            self.elected = saved[0]
+            if saved[1] is None:
+                del self.coords[axis_name]
+            else:
+                self.coords[axis_name] = saved[1]
+
     def load(self, base, norm):
         shape = state._view_shape(norm)
+        if shape:
+            self._not_in_warp("reading an array from a ref")
         aval = core.ShapedArray(shape, base.dtype)
         with self.ctx:
             elem = ir.MemRefType(base.value.type).element_type
@@ -2245,6 +2365,8 @@ class KernelCompiler:
         from ..numpy import lax_numpy as jnp
 
         shape = state._view_shape(norm)
+        if shape:
+            self._not_in_warp("writing an array into a ref")
         x = self.plain(core.as_value(val))
         if x.dtype != base.dtype:
             x = x.astype(base.dtype)
@@ -2387,7 +2509,8 @@ class KernelCompiler:
     def copy_gmem_to_smem(self, src, dst, barrier, collective_axes=None, leader_tracked=None):
         what = "copy_gmem_to_smem"
         if leader_tracked is not None:
-            raise _unsupported(f"{what} with leader_tracked")
+            return self._leader_tracked_copy(src, dst, barrier, collective_axes,
+                                             leader_tracked, what)
         if _base_norm(dst)[0].swizzled is not None:
             return self._copy_into_swizzled(src, dst, barrier, collective_axes, what)
         gbase, box, coords, sbase, soffset = self._tma_box(src, dst, what)
@@ -2472,12 +2595,64 @@ class KernelCompiler:
             for desc, cs, view in strips:
                 self._copy_op(desc, cs, view, bars, bidx, mask)
 
-    def _copy_op(self, desc, coords, smem, bars, bidx, multicast):
-        self.op("ember_gpu.copy_gmem_to_smem",
-                [desc, *coords, smem, bars, bidx] + ([multicast] if multicast is not None else []),
+    def _copy_op(self, desc, coords, smem, bars, bidx, multicast, tracked_by=None):
+        extra = [x for x in (multicast, tracked_by) if x is not None]
+        self.op("ember_gpu.copy_gmem_to_smem", [desc, *coords, smem, bars, bidx, *extra],
                 attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get(
-                    [1, len(coords), 1, 1, 1, 1 if multicast is not None else 0],
-                    context=self.ctx)})
+                    [1, len(coords), 1, 1, 1, int(multicast is not None),
+                     int(tracked_by is not None)], context=self.ctx)})
+
+    def _leader_tracked_copy(self, src, dst, barrier, collective_axes, partition, what):
+        """A copy of a 2-CTA pair whose completion the pair's leader tracks
+        (`leader_tracked=CopyPartition.PARTITIONED(axis)`): block i of the
+        pair copies the i-th half of `src` along `axis` into its own `dst`,
+        its bytes counted on the leader's `barrier`, on which the leader
+        expects both halves (cta_group::2 copies; a collective MMA's
+        operands)."""
+        if partition.axis is None:
+            raise _unsupported(f"{what} with leader_tracked=CopyPartition.REPLICATED")
+        if collective_axes is None:
+            raise ValueError(f"{what}: leader_tracked needs collective_axes "
+                             f"(at {core.where()})")
+        axes = (collective_axes,) if isinstance(collective_axes, str) else \
+            tuple(collective_axes)
+        offsets, first, me = self._group_ranks(axes)
+        if len(offsets) != 2:
+            raise _unsupported(f"{what} with leader_tracked over {len(offsets)} blocks (a "
+                               f"2-CTA pair's)")
+        axis = partition.axis
+        shape = src.shape
+        if not 0 <= axis < len(shape) or shape[axis] % 2 or \
+                shape[axis] // 2 != dst.shape[axis]:
+            raise ValueError(f"{what}: a source of shape {tuple(shape)} does not split in two "
+                             f"along axis {axis} into a destination of shape "
+                             f"{tuple(dst.shape)} (at {core.where()})")
+        half = shape[axis] // 2
+        start = self.scalar_tracer(self.arith("muli", me, half))
+        idx = (slice(None),) * axis + (state.Slice(start, half, 1),)
+        part = _KView(_base_norm(src)[0], src.compose(idx, "ref.at"))
+        if _base_norm(dst)[0].swizzled is not None:
+            gbase, box, coords = self._gmem_box(part, what)
+            strips = self._swizzled_strips(gbase, box, coords, dst, what)
+            sbase = _base_norm(dst)[0]
+        else:
+            gbase, box, coords, sbase, soffset = self._tma_box(part, dst, what)
+            strips = [(self._descriptor(gbase, box), [self.i32(self.index(c)) for c in coords],
+                       self._smem_view(sbase, soffset, box))]
+        self._written(sbase)
+        bars, bidx = self._barrier(barrier)
+        nbytes = 2 * math.prod(box) * gbase.dtype.itemsize
+        leader = self.i32(first)
+        with self.ctx:
+            leads = self.op("arith.andi", [self.elected, self.cmp_eq(me, 0)],
+                            [ir.IntegerType.get_signless(1)])
+        with self.when(leads):
+            self.op("ember_gpu.barrier_arrive", [bars, bidx, self.i32(nbytes)],
+                    attrs={"operandSegmentSizes": ir.DenseI32ArrayAttr.get(
+                        [1, 1, 1, 0], context=self.ctx)})
+        with self.when(self.elected):
+            for desc, cs, view in strips:
+                self._copy_op(desc, cs, view, bars, bidx, None, leader)
 
     def barrier_wait(self, barrier):
         bars, bidx = self._barrier(barrier)
@@ -2722,7 +2897,8 @@ class KernelCompiler:
                         self.op("memref.store", [zero, phases, self.index(i)])
                 scratch_refs.append(_KBarrier(t, w, phases))
             elif type(t).__name__ == "TMEM":
-                scratch_refs.append(_KTmem(self, self.tmem_offsets.pop(0), t.shape, t.dtype))
+                scratch_refs.append(_KTmem(self, self.tmem_offsets.pop(0), t.shape, t.dtype,
+                                               t.collective))
             elif w is None:
                 scratch_refs.append(_KAcc(self, t.shape, t.dtype))
             else:
@@ -2747,7 +2923,8 @@ class KernelCompiler:
             with self.when(self._first_warp()), self.ctx:
                 self.op("ember_gpu.tmem_dealloc", [self.tmem_base], attrs={
                     "columns": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
-                                                  self.tmem_columns)})
+                                                  self.tmem_columns),
+                    **self._collective_attr()})
         self.op("gpu.terminator")
 
 
