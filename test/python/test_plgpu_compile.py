@@ -983,6 +983,10 @@ def test_warp_specialized_matmul_interprets_and_compiles(tmp_path):
         ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")[c.name]
         assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 64
         assert ".local" not in ptx
+        # memory_registers=40: the memory warpgroup gives registers up, the
+        # two compute warpgroups take (512 - 40) / 2, rounded down to 8.
+        assert re.search(r"setmaxnreg.dec.sync.aligned.u32\s+40;", ptx)
+        assert re.search(r"setmaxnreg.inc.sync.aligned.u32\s+232;", ptx)
 
 
 def test_run_scoped_accumulator(tmp_path):

@@ -1125,10 +1125,21 @@ def emit_pipeline_warp_specialized(body, *, grid, memory_registers=None, in_spec
         carry = None
         if kc is not None:
             wg = _axis_index(wg_axis)
-            kc.run_when(wg == mem, memory)
+            # With `memory_registers`, the memory group gives registers up
+            # and the compute groups take them (setmaxnreg).
+            regs = kc.register_split(memory_registers, num_compute_wgs)
+
+            def role(f, count, more):
+                def run_role():
+                    if count is not None:
+                        kc.set_max_registers(count, more)
+                    f()
+                return run_role
+
+            kc.run_when(wg == mem, role(memory, regs[0], False))
             # (A carry leaves the compute groups' branch through their refs
             # only: the compiled pipeline returns None.)
-            kc.run_when(wg != mem, compute)
+            kc.run_when(wg != mem, role(compute, regs[1], True))
         elif int(w.coords[wg_axis]) == mem:
             memory()
         else:

@@ -2715,6 +2715,29 @@ class KernelCompiler:
             self.op("ember_gpu.wait_smem_to_gmem", attrs=attrs)
         self._warpgroup_sync()
 
+    def register_split(self, memory_registers, num_compute_wgs):
+        """(registers per thread of a warp-specialized kernel's memory
+        warpgroup, of each compute warpgroup), or (None, None) to leave the
+        allocation alone. A block's 64K registers are 512 per thread slot
+        of a warpgroup; what the memory group gives up goes to the compute
+        groups, in steps of 8 (setmaxnreg's granule) up to 256."""
+        if memory_registers is None:
+            return None, None
+        mem = int(memory_registers)
+        if mem % 8 or not 24 <= mem <= 256:
+            raise ValueError(f"memory_registers must be a multiple of 8 from 24 to 256, got "
+                             f"{mem} (at {core.where()})")
+        compute = min(256, (512 - mem) // max(int(num_compute_wgs), 1) // 8 * 8)
+        return mem, compute
+
+    def set_max_registers(self, count, increase):
+        """setmaxnreg: the warpgroup's threads now hold `count` registers."""
+        with self.ctx:
+            self.op("nvvm.setmaxregister", attrs={
+                "regCount": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), count),
+                "action": ir.Attribute.parse(
+                    f"#nvvm<action {'increase' if increase else 'decrease'}>")})
+
     def run_when(self, condition, f):
         """`pl.when`: `f`'s ops under an scf.if."""
         c = core.as_value(condition)
