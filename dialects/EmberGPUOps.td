@@ -217,19 +217,24 @@ def EmberGPU_WgmmaOp : EmberGPU_Op<"wgmma"> {
     `wgmma_descriptor`s of a 64 x 16 matrix A and a 16 x n matrix B of
     `element_type` (f16 or bf16) in shared memory; `transpose_a` marks A as
     M-major and `transpose_b` marks B as N-major (both K-major otherwise).
+    A may instead be in registers: `a` is then the thread's four 32-bit
+    registers of A's fragment (8 elements, two to a register, in the order
+    of the thread's part of a 64 x 16 accumulator: PTX's register fragment
+    of A).
     `accumulator` is the thread's fragment of the 64 x n f32 matrix D in
     PTX's wgmma layout (n / 2 values); the result is D + A * B. The MMA is
     asynchronous: the result's registers and the operands' shared memory
     are in use until `wgmma_commit` and `wgmma_wait` say it completed.
   }];
-  let arguments = (ins VectorOfRankAndType<[1], [F32]>:$accumulator, I64:$a, I64:$b,
+  let arguments = (ins VectorOfRankAndType<[1], [F32]>:$accumulator,
+                       AnyTypeOf<[I64, VectorOfLengthAndType<[4], [I32]>]>:$a, I64:$b,
                        I64Attr:$n, TypeAttr:$element_type, UnitAttr:$transpose_a,
                        UnitAttr:$transpose_b);
   let results = (outs VectorOfRankAndType<[1], [F32]>:$result);
   let assemblyFormat = [{
     $accumulator `,` $a `,` $b `,` `n` `=` $n `,` $element_type
     (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? attr-dict
-    `:` type($accumulator) `->` type($result)
+    `:` type($accumulator) `,` type($a) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -42,7 +42,24 @@ gpu.module @k {
     // CHECK: nvvm.wgmma.mma_async %[[ADESC]], %{{.*}}, %{{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
     // CHECK-COUNT-32: llvm.insertelement
     %d = ember_gpu.wgmma %acc, %da, %db, n = 64, bf16 transpose_b
-        : vector<32xf32> -> vector<32xf32>
+        : vector<32xf32>, i64 -> vector<32xf32>
+    vector.store %d, %out[%c0] : memref<32xf32>, vector<32xf32>
+    gpu.return
+  }
+
+  // A in registers (P of attention, say): no NVVM op takes A's registers, so
+  // the PTX instruction, D's 32 registers tied in and out.
+  // CHECK-LABEL: gpu.func @wgmma_register_a
+  gpu.func @wgmma_register_a(%out: memref<32xf32>, %regs: vector<4xi32>, %i: index)
+      workgroup(%b: memref<1024xbf16, #gpu.address_space<workgroup>>) kernel {
+    %c0 = arith.constant 0 : index
+    %acc = vector.load %out[%c0] : memref<32xf32>, vector<32xf32>
+    %db = ember_gpu.wgmma_descriptor %b[%i], swizzle = 128, leading = 2048, stride = 1024
+        : memref<1024xbf16, #gpu.address_space<workgroup>>
+    // CHECK-COUNT-4: llvm.extractelement %arg1
+    // CHECK: llvm.inline_asm has_side_effects "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {$0, {{.*}}, $31}, {$32, $33, $34, $35}, $36, 1, 1, 1, 1;", "=f,{{.*}},=f,r,r,r,r,l,0,1,{{.*}},31" {{.*}} -> !llvm.struct<(f32,
+    %d = ember_gpu.wgmma %acc, %regs, %db, n = 64, bf16 transpose_b
+        : vector<32xf32>, vector<4xi32> -> vector<32xf32>
     vector.store %d, %out[%c0] : memref<32xf32>, vector<32xf32>
     gpu.return
   }
@@ -54,3 +71,5 @@ gpu.module @k {
 // PTX: wgmma.wait_group.sync.aligned{{[^;]*}}1;
 // The immediates: scale-a, scale-b, A not transposed (K-major), B transposed (N-major).
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16{{[^;]*}}, p, 1,{{ *}}1, 0,{{ *}}1;
+// A in registers: a brace list of four 32-bit registers.
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{[^}]*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, 1, 1, 1, 1;

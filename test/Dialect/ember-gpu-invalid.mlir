@@ -220,7 +220,7 @@ func.func @wgmma_descriptor_offset(%b: memref<64xbf16, #gpu.address_space<workgr
 
 func.func @wgmma_type(%acc: vector<32xf32>, %a: i64, %b: i64) {
   // expected-error @+1 {{wgmma_c1: the operands' element type must be f16 or bf16, got 'f32'}}
-  %d = ember_gpu.wgmma %acc, %a, %b, n = 64, f32 : vector<32xf32> -> vector<32xf32>
+  %d = ember_gpu.wgmma %acc, %a, %b, n = 64, f32 : vector<32xf32>, i64 -> vector<32xf32>
   return
 }
 
@@ -228,7 +228,15 @@ func.func @wgmma_type(%acc: vector<32xf32>, %a: i64, %b: i64) {
 
 func.func @wgmma_n(%acc: vector<6xf32>, %a: i64, %b: i64) {
   // expected-error @+1 {{wgmma_c2: n must be a multiple of 8 from 8 to 256, got 12}}
-  %d = ember_gpu.wgmma %acc, %a, %b, n = 12, f16 : vector<6xf32> -> vector<6xf32>
+  %d = ember_gpu.wgmma %acc, %a, %b, n = 12, f16 : vector<6xf32>, i64 -> vector<6xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_register_a(%acc: vector<32xf32>, %a: vector<4xi32>, %b: i64) {
+  // expected-error @+1 {{wgmma_c4: an A in registers cannot be transposed (transpose_a)}}
+  %d = ember_gpu.wgmma %acc, %a, %b, n = 64, bf16 transpose_a : vector<32xf32>, vector<4xi32> -> vector<32xf32>
   return
 }
 
@@ -236,6 +244,6 @@ func.func @wgmma_n(%acc: vector<6xf32>, %a: i64, %b: i64) {
 
 func.func @wgmma_accumulator(%acc: vector<64xf32>, %a: i64, %b: i64) {
   // expected-error @+1 {{wgmma_c3: the accumulator and the result must hold n / 2 = 32 values per thread, got 'vector<64xf32>'}}
-  %d = ember_gpu.wgmma %acc, %a, %b, n = 64, bf16 : vector<64xf32> -> vector<64xf32>
+  %d = ember_gpu.wgmma %acc, %a, %b, n = 64, bf16 : vector<64xf32>, i64 -> vector<64xf32>
   return
 }

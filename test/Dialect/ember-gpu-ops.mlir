@@ -65,11 +65,15 @@ gpu.module @k {
     // CHECK: ember_gpu.wgmma_descriptor %{{.*}}[%{{.*}}], swizzle = 32, leading = 16, stride = 256 tcgen05 : memref<8192xf16
     %t = ember_gpu.wgmma_descriptor %a[%c0], swizzle = 32, leading = 16, stride = 256 tcgen05
         : memref<8192xf16, #gpu.address_space<workgroup>>
-    // CHECK: ember_gpu.wgmma %{{.*}}, %[[D]], %[[D]], n = 128, f16 transpose_a transpose_b : vector<64xf32> -> vector<64xf32>
+    // CHECK: ember_gpu.wgmma %{{.*}}, %[[D]], %[[D]], n = 128, f16 transpose_a transpose_b : vector<64xf32>, i64 -> vector<64xf32>
     %r = ember_gpu.wgmma %acc, %d, %d, n = 128, f16 transpose_a transpose_b
-        : vector<64xf32> -> vector<64xf32>
-    // CHECK: ember_gpu.wgmma %{{.*}}, %[[D]], %[[D]], n = 128, f16 : vector<64xf32> -> vector<64xf32>
-    %s = ember_gpu.wgmma %r, %d, %d, n = 128, f16 : vector<64xf32> -> vector<64xf32>
+        : vector<64xf32>, i64 -> vector<64xf32>
+    // CHECK: ember_gpu.wgmma %{{.*}}, %[[D]], %[[D]], n = 128, f16 : vector<64xf32>, i64 -> vector<64xf32>
+    %s = ember_gpu.wgmma %r, %d, %d, n = 128, f16 : vector<64xf32>, i64 -> vector<64xf32>
+    // A in registers: the thread's four 32-bit registers of A's fragment.
+    // CHECK: ember_gpu.wgmma %{{.*}}, %{{.*}}, %[[D]], n = 128, f16 transpose_b : vector<64xf32>, vector<4xi32> -> vector<64xf32>
+    %regs = arith.constant dense<0> : vector<4xi32>
+    %u = ember_gpu.wgmma %s, %regs, %d, n = 128, f16 transpose_b : vector<64xf32>, vector<4xi32> -> vector<64xf32>
     gpu.return
   }
 

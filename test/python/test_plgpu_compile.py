@@ -1020,6 +1020,80 @@ def test_run_scoped_accumulator(tmp_path):
         ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")
 
 
+def _two_products_kernel(m=64, d=64, n=128):
+    """Attention's two products: S = Q @ Kt into one accumulator, then
+    P = (S / 8) in bf16, kept in registers as wgmma's A, and O = P @ V."""
+    bf = jnp.bfloat16
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+
+    def body(q_ref, kt_ref, v_ref, o_ref, q_smem, kt_smem, v_smem, bar):
+        for src, dst in ((q_ref, q_smem), (kt_ref, kt_smem), (v_ref, v_smem)):
+            plgpu.copy_gmem_to_smem(src, dst, bar.at[0])
+        plgpu.barrier_wait(bar.at[0])
+
+        def scores(s_acc):
+            plgpu.wgmma(s_acc, q_smem, kt_smem)
+            return s_acc[...]
+
+        p = (pl.run_scoped(scores, plgpu.ACC((m, n), jnp.float32)) * 0.125).astype(bf)
+
+        def output(o_acc):
+            plgpu.wgmma(o_acc, p, v_smem)  # A: p, in registers
+            return o_acc[...]
+
+        o_ref[...] = pl.run_scoped(output, plgpu.ACC((m, d), jnp.float32))
+
+    return plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((m, d), np.float32),
+                        scratch_shapes=[plgpu.SMEM((m, d), bf, transforms=tf),
+                                        plgpu.SMEM((d, n), bf, transforms=tf),
+                                        plgpu.SMEM((n, d), bf, transforms=tf),
+                                        plgpu.Barrier(3)])
+
+
+def test_wgmma_with_a_in_registers(tmp_path):
+    # The second product reads A from registers: each thread's part of P in
+    # the accumulator layout is its fragment of A, packed two per register.
+    rng = np.random.default_rng(8)
+    bf = jnp.bfloat16
+    q, kt, v = (rng.standard_normal(s).astype(bf) for s in ((64, 64), (64, 128), (128, 64)))
+    k = _two_products_kernel()
+    f = [x.astype(np.float32) for x in (q, kt, v)]
+    p = np.asarray(jnp.asarray((f[0] @ f[1]) * 0.125).astype(bf)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(k(q, kt, v)), p @ f[2], rtol=2e-2, atol=0.15)
+    c = k.lower(q, kt, v)
+    text = c.as_text("kernel")
+    # S: 4 slices of K = 64 over 128 columns; O: 8 slices of K = 128 with A
+    # as 4 x i32 registers.
+    assert text.count("ember_gpu.wgmma %") == 12
+    assert len(re.findall(r"ember_gpu.wgmma .*: vector<32xf32>, vector<4xi32> ->", text)) == 8
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")[c.name]
+        # Register A: the operand is a brace list of four registers.
+        regs = re.findall(r"wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                          r"\{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}", ptx)
+        assert len(regs) == 8
+        assert ".local" not in ptx
+
+
+def test_wgmma_register_a_errors():
+    bf = jnp.bfloat16
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+
+    def body(x_ref, o_ref, b_smem):
+        def scope(acc):
+            plgpu.wgmma(acc, x_ref[...], b_smem)
+            return acc[...]
+
+        o_ref[...] = pl.run_scoped(scope, plgpu.ACC((64, 64), jnp.float32))
+
+    k = plgpu.kernel(body, out_shape=ember.ShapeDtypeStruct((64, 64), np.float32),
+                     scratch_shapes=[plgpu.SMEM((64, 64), bf, transforms=tf)])
+    with pytest.raises(NotImplementedError, match=r"float32 registers and bfloat16 SMEM"):
+        k.lower(np.zeros((64, 64), np.float32))
+    with pytest.raises(ValueError, match=r"shapes \(64, 32\) @ \(64, 64\)"):
+        k.lower(np.zeros((64, 32), bf))
+
+
 # -- tcgen05 (Blackwell): MMAs into TMEM --------------------------------------
 
 

@@ -244,6 +244,46 @@ void lower(eg::WgmmaDescriptorOp op, OpBuilder &b) {
   op.getDescriptor().replaceAllUsesWith(desc);
 }
 
+/// A wgmma whose A is in registers: NVVM's op takes A as a descriptor only,
+/// so this is the PTX instruction, D's n / 2 registers tied in and out
+/// (docs/nvvm-ops.md).
+Value registerAWgmma(eg::WgmmaOp op, Type structType, Value acc, OpBuilder &b) {
+  Location loc = op.getLoc();
+  int64_t count = op.getN() / 2;
+  SmallVector<Value> operands;
+  for (int64_t i = 0; i < 4; ++i)
+    operands.push_back(LLVM::ExtractElementOp::create(b, loc, op.getA(),
+                                                      i32Constant(b, loc, i)));
+  operands.push_back(op.getB());
+  for (int64_t i = 0; i < count; ++i)
+    operands.push_back(LLVM::ExtractValueOp::create(b, loc, acc, i));
+  auto list = [](int64_t first, int64_t n) {
+    std::string s;
+    for (int64_t i = 0; i < n; ++i)
+      s += (i ? ", $" : "$") + std::to_string(first + i);
+    return s;
+  };
+  std::string type = op.getElementType().isBF16() ? "bf16" : "f16";
+  std::string ptx = "wgmma.mma_async.sync.aligned.m64n" +
+                    std::to_string(op.getN()) + "k16.f32." + type + "." + type +
+                    " {" + list(0, count) + "}, {" + list(count, 4) + "}, $" +
+                    std::to_string(count + 4) + ", 1, 1, 1, " +
+                    (op.getTransposeB() ? "1" : "0") + ";";
+  std::string constraints;
+  for (int64_t i = 0; i < count; ++i)
+    constraints += "=f,";
+  constraints += "r,r,r,r,l";
+  for (int64_t i = 0; i < count; ++i)
+    constraints += "," + std::to_string(i);
+  return LLVM::InlineAsmOp::create(b, loc, structType, operands, ptx,
+                                   constraints, /*has_side_effects=*/true,
+                                   /*is_align_stack=*/false,
+                                   LLVM::tailcallkind::TailCallKind::None,
+                                   /*asm_dialect=*/LLVM::AsmDialectAttr(),
+                                   /*operand_attrs=*/ArrayAttr())
+      .getRes();
+}
+
 void lower(eg::WgmmaOp op, OpBuilder &b) {
   // NVVM's wgmma takes and gives D as a struct of n / 2 f32 values.
   Location loc = op.getLoc();
@@ -259,20 +299,27 @@ void lower(eg::WgmmaOp op, OpBuilder &b) {
                                              i32Constant(b, loc, i));
     acc = LLVM::InsertValueOp::create(b, loc, acc, x, i);
   }
-  NVVM::WGMMATypes type = op.getElementType().isBF16() ? NVVM::WGMMATypes::bf16
-                                                       : NVVM::WGMMATypes::f16;
-  // K-major is `row` for A and `col` for B.
-  auto mma = NVVM::WgmmaMmaAsyncOp::create(
-      b, loc, structType, acc, op.getA(), op.getB(),
-      NVVM::MMAShapeAttr::get(ctx, 64, op.getN(), 16), type, type,
-      NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
-      NVVM::WGMMAScaleIn::one,
-      op.getTransposeA() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
-      op.getTransposeB() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
-      /*satfinite=*/NVVM::MMAIntOverflowAttr());
+  Value sum;
+  if (isa<VectorType>(op.getA().getType())) {
+    sum = registerAWgmma(op, structType, acc, b);
+  } else {
+    NVVM::WGMMATypes type = op.getElementType().isBF16()
+                                ? NVVM::WGMMATypes::bf16
+                                : NVVM::WGMMATypes::f16;
+    // K-major is `row` for A and `col` for B.
+    sum = NVVM::WgmmaMmaAsyncOp::create(
+              b, loc, structType, acc, op.getA(), op.getB(),
+              NVVM::MMAShapeAttr::get(ctx, 64, op.getN(), 16), type, type,
+              NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+              NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+              op.getTransposeA() ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+              op.getTransposeB() ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+              /*satfinite=*/NVVM::MMAIntOverflowAttr())
+              .getResult();
+  }
   Value result = LLVM::PoisonOp::create(b, loc, vectorType);
   for (int64_t i = 0; i < count; ++i) {
-    Value x = LLVM::ExtractValueOp::create(b, loc, mma.getResult(), i);
+    Value x = LLVM::ExtractValueOp::create(b, loc, sum, i);
     result = LLVM::InsertElementOp::create(b, loc, result, x,
                                            i32Constant(b, loc, i));
   }

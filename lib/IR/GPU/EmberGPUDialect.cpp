@@ -209,5 +209,9 @@ LogicalResult WgmmaOp::verify() {
       return emitOpError("wgmma_c3: the accumulator and the result must "
                          "hold n / 2 = ")
              << n / 2 << " values per thread, got " << type;
+  // wgmma_c4: PTX reads an A in registers K-major only.
+  if (isa<VectorType>(getA().getType()) && getTransposeA())
+    return emitOpError("wgmma_c4: an A in registers cannot be transposed "
+                       "(transpose_a)");
   return success();
 }

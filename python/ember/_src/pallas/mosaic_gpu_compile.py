@@ -1619,16 +1619,27 @@ class KernelCompiler:
     def wgmma(self, acc, a, b):
         """`plgpu.wgmma(acc, a, b)`: acc += a @ b on the tensor cores, for
         each 64-row tile of `acc` and each 16-deep slice of the contraction
-        (and each 256-column part of B): `a` (M x K) K-major and `b` (K x N)
-        N-major, both in swizzled SMEM; asynchronous until `wgmma_wait`."""
+        (and each 256-column part of B): `a` (M x K) K-major in swizzled SMEM
+        or an array in registers, `b` (K x N) N-major in swizzled SMEM;
+        asynchronous until `wgmma_wait`."""
         what = "wgmma"
         if not isinstance(acc, _KAcc):
             raise _unsupported(f"{what} into anything but a plgpu.ACC accumulator")
         m, n = acc.shape
-        (abase, asw, alead, ar0, ac0), (bbase, bsw, blead, br0, bc0), k = \
-            self._mma_operands(a, b, m, n, what)
+        if isinstance(a, (_KRef, _KView)):
+            (abase, asw, alead, ar0, ac0), bwin, k = self._mma_operands(a, b, m, n, what)
+            dtype = abase.dtype
 
-        elem = core.mlir_type(core.ShapedArray((), abase.dtype)).element_type
+            def a_operand(mt, kk):
+                # A, K-major: 8-row groups 8 x swizzle bytes apart.
+                return self._wgmma_descriptor(
+                    abase, self._matrix_offset(asw, alead, _plus(ar0, WGMMA_M * mt),
+                                               _plus(ac0, kk)),
+                    asw.swizzle, *asw.k_major_offsets())
+        else:
+            bwin, k, dtype, a_operand = self._register_a(a, b, m, n, what)
+        bbase, bsw, blead, br0, bc0 = bwin
+        elem = core.mlir_type(core.ShapedArray((), dtype)).element_type
         # N in parts of at most 256 columns, each a whole number of strips.
         part = n if n <= WGMMA_MAX_N else max(
             w for w in range(bsw.cols, WGMMA_MAX_N + 1, bsw.cols) if n % w == 0)
@@ -1637,16 +1648,12 @@ class KernelCompiler:
             f32 = ir.F32Type.get()
             i64 = ir.IntegerType.get_signless(64)
             for mt in range(m // WGMMA_M):
+                operands = [a_operand(mt, kk) for kk in range(0, k, 16)]
                 for n0 in range(0, n, part):
                     vec_t = ir.VectorType.get([part // 2], f32)
                     off = self.index(mt * (n // 2) + n0 // 2)
                     d = self.op("vector.load", [acc.buf, off], [vec_t])
-                    for kk in range(0, k, 16):
-                        # A, K-major: 8-row groups 8 x swizzle bytes apart.
-                        da = self._wgmma_descriptor(
-                            abase, self._matrix_offset(asw, alead, _plus(ar0, WGMMA_M * mt),
-                                                       _plus(ac0, kk)),
-                            asw.swizzle, *asw.k_major_offsets())
+                    for kk, da in zip(range(0, k, 16), operands):
                         # B, N-major: strips (atoms along N) a strip apart,
                         # 8-row groups 8 x swizzle bytes apart.
                         db = self._wgmma_descriptor(
@@ -1659,6 +1666,45 @@ class KernelCompiler:
                     self.op("vector.store", [d, acc.buf, off])
         self.op("ember_gpu.wgmma_commit")
         self.wgmma_pending = True
+
+    def _register_a(self, a, b, m, n, what):
+        """A wgmma's A as an array in registers (f16/bf16, M x K): B's window
+        (as `_mma_operands` gives it), K, the dtype, and `a_operand(mt, kk)`,
+        the thread's four 32-bit registers of A's 64 x 16 tile (mt, kk).
+        In the wgmma layout, a thread's part of a 64 x 16 tile is PTX's
+        register fragment of A: 8 elements in a row from mt * K / 2 + kk / 2,
+        two to a register, the first in the low half."""
+        x = core.as_value(a)
+        bbase, bsw, blead, br0, bc0, k, n2 = self._matrix_window(b, what)
+        if x.ndim != 2 or x.shape[0] != m or x.shape[1] != k or n2 != n:
+            raise ValueError(f"{what}: shapes {x.shape} @ {(k, n2)} do not accumulate into "
+                             f"{(m, n)} (at {core.where()})")
+        if x.dtype != bbase.dtype or x.dtype not in (np.dtype(np.float16),
+                                                     np.dtype(dtypes.bfloat16)):
+            raise _unsupported(f"{what} of {x.dtype} registers and {bbase.dtype} SMEM (f16 "
+                               f"or bf16 both)")
+
+        def off(start, align):
+            return start % align if isinstance(start, int) else 0
+
+        if k % 16 or n % bsw.cols or off(br0, 8) or off(bc0, bsw.cols):
+            raise _unsupported(f"{what} of a B window not aligned to the tensor cores' tiles "
+                               f"(at ({br0}, {bc0}), K = {k}, N = {n}: B's columns come in "
+                               f"whole swizzle atoms of {bsw.cols})")
+        v = self._in_layout(x, (m, k), x.dtype, "wgmma")
+        with self.ctx:
+            elem = core.mlir_type(core.ShapedArray((), x.dtype)).element_type
+            eight_t = ir.VectorType.get([8], elem)
+            regs_t = ir.VectorType.get([4], ir.IntegerType.get_signless(32))
+
+        def a_operand(mt, kk):
+            first = mt * (k // 2) + kk // 2
+            xs = [self.op("tensor.extract", [v, self.index(first + i)], [elem])
+                  for i in range(8)]
+            return self.op("vector.bitcast", [self.op("vector.from_elements", xs, [eight_t])],
+                           [regs_t])
+
+        return (bbase, bsw, blead, br0, bc0), k, x.dtype, a_operand
 
     def _mma_operands(self, a, b, m, n, what):
         """A (m x K, K-major) and B (K x n, N-major) of a tensor-core MMA, as
