@@ -215,7 +215,7 @@ def test_interpreted_only_features_raise():
         k.lower(a, a)
 
     def loop_body(x_ref, o_ref):
-        o_ref[...] = lax.switch(1, [lambda v: v, lambda v: v * 2.0], x_ref[...])
+        o_ref[...] = lax.scan(lambda c, _: (c * 2.0, None), x_ref[...], None, length=3)[0]
 
     k = plgpu.kernel(loop_body, out_shape=ember.ShapeDtypeStruct((128,), np.float32))
     with pytest.raises(NotImplementedError, match="this `lax` control flow"):
@@ -634,6 +634,25 @@ def test_cond_and_while_loop_compile(tmp_path):
     if PTXAS is not None:
         ptx = ptxas_check(c.as_text("binary"), tmp_path)[c.name]
         assert ".local" not in ptx
+
+
+def test_switch_compiles(tmp_path):
+    # lax.switch on the grid index: a chain of scf.if, the index clamped
+    # into range as JAX does (block 3 takes the last branch).
+    def kernel(x_ref, o_ref):
+        o_ref[...] = lax.switch(pl.program_id(0), [lambda v: v + 1.0, lambda v: v * 2.0,
+                                                   lambda v: -v], x_ref[...])
+
+    spec = pl.BlockSpec((1, 128), lambda i: (i, 0))
+    f = pl.pallas_call(kernel, grid=(4,), in_specs=[spec], out_specs=spec,
+                       out_shape=ember.ShapeDtypeStruct((4, 128), np.float32))
+    x = np.random.default_rng(3).standard_normal((4, 128)).astype(np.float32)
+    want = np.stack([x[0] + 1, 2 * x[1], -x[2], -x[3]])
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-6)
+    c = f.lower(x)
+    assert c.as_text("kernel").count("scf.if") >= 2
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)
 
 
 def test_broadcast_that_permutes_dimensions_reads_through_an_index_map(tmp_path):

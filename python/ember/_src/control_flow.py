@@ -56,8 +56,8 @@ def _with_refs(fun, refs=None):
 
 
 # Traces that build control flow their own way (a GPU kernel being
-# compiled, pallas/mosaic_gpu_compile.py): each hook has `fori_loop`, `cond`
-# and `while_loop` methods returning the result or NotImplemented.
+# compiled, pallas/mosaic_gpu_compile.py): each hook has `fori_loop`, `cond`,
+# `switch` and `while_loop` methods returning the result or NotImplemented.
 control_flow_hooks = []
 
 
@@ -145,6 +145,8 @@ def switch(index, branches, *operands):
     branches = list(branches)
     if not branches:
         raise ValueError("switch: branches must be a non-empty sequence of callables")
+    if (out := _hooked("switch", index, branches, operands)) is not NotImplemented:
+        return out
     if _python_mode():
         return branches[min(max(int(as_value(index)), 0), len(branches) - 1)](*operands)
     if not core._trace_stack:

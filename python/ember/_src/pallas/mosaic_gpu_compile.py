@@ -99,6 +99,11 @@ class _ControlFlow:
                                                               operands)
 
     @staticmethod
+    def switch(index, branches, operands):
+        kc = active()
+        return NotImplemented if kc is None else kc.run_switch(index, branches, operands)
+
+    @staticmethod
     def while_loop(cond_fun, body_fun, init):
         kc = active()
         return NotImplemented if kc is None else kc.run_while(cond_fun, body_fun, init)
@@ -484,11 +489,11 @@ class _KernelTrace(core.Trace):
         return self.emit(name, plain, result_avals, attributes)
 
     def refuse_region(self):
-        """Region ops (`lax.switch`, `scan`, ...) traced here: the control
-        flow this compiler does not build (fori_loop, while_loop and cond
+        """Region ops (`scan`, ...) traced here: the control flow this
+        compiler does not build (fori_loop, while_loop, cond and switch
         reach it through hooks)."""
         raise _unsupported("this `lax` control flow (supported: fori_loop, while_loop, "
-                           "cond, pl.loop, pl.when)")
+                           "cond, switch, pl.loop, pl.when)")
 
     def _same(self, value):
         """A new value equal to `value` (a reshape to its own type), so that
@@ -2125,6 +2130,24 @@ class KernelCompiler:
             self._spill_outputs(out, tree, avals, bufs, types, "while_loop")
             self.op("scf.yield")
         return self._filled(tree, avals, bufs, types)
+
+    def run_switch(self, index, branches, operands):
+        """`lax.switch`: the index clamped into range (as JAX does), then a
+        chain of `cond`s, branch k taken where the index is k."""
+        from ..numpy import lax_numpy as jnp
+
+        i = core.as_value(index)
+        if i.shape != () or not dtypes.is_int(i.dtype):
+            raise TypeError(f"switch: index must be a scalar integer, got {i.aval.str_short()} "
+                            f"(at {core.where()})")
+        i = jnp.clip(i.astype(np.int32), 0, len(branches) - 1)
+
+        def from_branch(k):
+            if k == len(branches) - 1:
+                return branches[k]
+            return lambda *ops: self.run_cond(i == k, branches[k], from_branch(k + 1), ops)
+
+        return from_branch(0)(*operands)
 
     def run_cond(self, pred, true_fun, false_fun, operands):
         """`lax.cond`: an scf.if whose branches store their results in
