@@ -450,3 +450,32 @@ def test_lapack_calls_run_on_host_copies():
     """)
     assert "cholesky True" in out
     assert "gpu array GpuArray True" in out
+
+
+def test_transformations_outside_jit_run_on_the_default_gpu():
+    """With the GPU the default (JAX_PLATFORMS=cuda,cpu), `vjp`, its backward
+    function and `vmap` called outside `jit` compile for cuda and leave
+    their results on GPU 0, as `jit` does; their products run on the
+    stand-in cuBLAS, so the values are NumPy's."""
+    out = run("""
+        rng = np.random.default_rng(1)
+        a = rng.standard_normal((48, 40)).astype(np.float32)
+        b = rng.standard_normal((40, 72)).astype(np.float32)
+        ct = rng.standard_normal((48, 72)).astype(np.float32)
+        y, f_vjp = ember.vjp(lambda p, q: p @ q, a, b)
+        ga, gb = f_vjp(ct)
+        print("vjp", type(y).__name__, np.allclose(np.asarray(y), a @ b, atol=1e-4))
+        print("backward", type(ga).__name__, np.allclose(np.asarray(ga), ct @ b.T, atol=1e-4),
+              np.allclose(np.asarray(gb), a.T @ ct, atol=1e-4))
+        ba = rng.standard_normal((3, 32, 40)).astype(np.float32)
+        z = ember.vmap(lambda p: p @ b)(ba)
+        print("vmap", type(z).__name__, z.devices(), np.allclose(np.asarray(z), ba @ b, atol=1e-4))
+        g = ember.grad(lambda p: jnp.sum(p * 2.0))(a)
+        print("grad", type(g).__name__)
+        with ember.default_device(ember.devices("cpu")[0]):
+            print("cpu context", type(ember.grad(lambda p: jnp.sum(p * 2.0))(a)).__name__)
+    """, JAX_PLATFORMS="cuda,cpu")
+    assert "vjp GpuArray True" in out
+    assert "backward GpuArray True True" in out
+    assert "vmap GpuArray {CudaDevice(id=0)} True" in out
+    assert "grad GpuArray" in out and "cpu context Array" in out

@@ -59,7 +59,14 @@ def _zeros(aval):
 # --------------------------------------------------------------------------
 
 
-def _vjp_traced(fun, primals, has_aux, replay=False):
+class _ForwardOnly(str):
+    """The `differentiated` mark ("vjp") of a function traced for `vjp`
+    whose backward pass this program never builds (`vjp`'s forward half
+    outside `jit`): custom_vjp rules inside trace `fwd` but not `bwd`, which
+    JAX traces only when a cotangent arrives."""
+
+
+def _vjp_traced(fun, primals, has_aux, replay=False, forward_only=False):
     """(out, vjp_fun, aux, out_tree) of `fun` at `primals` (a tuple of
     arguments). `vjp_fun(ct, want=None)`: `want` (a bool per argument) leaves
     out the gradients nobody wants (None in their place). `replay`: the
@@ -72,8 +79,9 @@ def _vjp_traced(fun, primals, has_aux, replay=False):
     leaves, treedef = hitypes.with_carriers(*tree_util.tree_flatten_lo(primals))
     vals = [as_value(x) for x in leaves]
     in_tree = tree_util.PyTreeDef(tuple, None, [treedef, tree_util.tree_structure({})])
-    traced = Traced(fun, [v.aval for v in vals], in_tree, sources=vals,
-                    refs_ok=True, differentiated="vjp", concrete=replay)
+    traced = Traced(fun, [v.aval for v in vals], in_tree, sources=vals, refs_ok=True,
+                    differentiated=_ForwardOnly("vjp") if forward_only else "vjp",
+                    concrete=replay)
     callee_primals = vals + traced.captured
     all_outs = _call(traced.name, callee_primals, traced.out_avals)
     call_state = {"trace": core.current_trace(),
@@ -287,7 +295,7 @@ class VJPFunction:
 
 
 def _vjp_pair(fun, primals, has_aux):
-    out, _, aux, _ = _vjp_traced(fun, primals, has_aux)
+    out, _, aux, _ = _vjp_traced(fun, primals, has_aux, forward_only=True)
     return (out, aux) if has_aux else out
 
 
@@ -649,6 +657,15 @@ def differentiating():
     return any(getattr(t, "differentiated", False) for t in core._trace_stack)
 
 
+def transposing():
+    """Whether a backward pass may be built for the current trace: it is
+    inside a function traced for `vjp` whose backward pass some program
+    builds (custom_vjp's `bwd` is traced only then; under `jvp` alone the
+    pass reports forward mode through a custom_vjp)."""
+    return any(getattr(t, "differentiated", False) == "vjp"
+               and not isinstance(t.differentiated, _ForwardOnly) for t in core._trace_stack)
+
+
 class custom_jvp:
     """`jax.custom_jvp`: a function with a user-defined JVP rule. The rule is
     traced into its own function and referenced by an `ember.custom_jvp_call`
@@ -818,6 +835,10 @@ class custom_vjp:
             f.out_tree = store["out_tree"]
 
         def bwd(*xs):
+            if not needs_bwd:
+                # No backward pass is built here (see `transposing`): a
+                # placeholder of bwd's types, never run.
+                return [_zeros(v.aval) for v in vals]
             res = tree_util.tree_unflatten(store["res_tree"], list(xs[:len(res_avals)]))
             ct = tree_util.tree_unflatten(f.out_tree, list(xs[len(res_avals):]))
             nd = [nondiff[i] for i in sorted(nondiff)]
@@ -836,6 +857,7 @@ class custom_vjp:
                                 lax.convert_element_type(as_value(cl), a.dtype))
             return flat
 
+        needs_bwd = transposing()
         self._tracing_rule += 1
         try:
             bw = Traced(bwd, res_avals + f.out_avals)

@@ -651,7 +651,9 @@ def eager(fun, args, static_positions=(), fp_contract=True):
     called outside `jit` run). The trace is concrete: Python control flow on
     values works as in JAX, and the compiled program is the path taken
     (cached by its text, so a repeated path compiles nothing). Products are
-    fused with sums into FMAs with `fp_contract` (see `eager_transform`)."""
+    fused with sums into FMAs with `fp_contract` (see `eager_transform`).
+    It runs where `jit` would: on the GPU its arguments are on, or the
+    default device when that is a GPU (Ref arguments keep it on the CPU)."""
     # Also under `disable_jit`: the transformations still need a trace (as in
     # JAX, `disable_jit` turns off `jit`, not `grad`); control flow checks
     # for `disable_jit` itself before coming here.
@@ -661,9 +663,17 @@ def eager(fun, args, static_positions=(), fp_contract=True):
         return fun(*args)
     flat_fun, out_tree = flatten_fun(fun, treedef, static)
     lifted = []
-    exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs),
-                                [v.aval for v in vals], concrete=vals, lifted=lifted,
-                                fp_contract=fp_contract)
+    avals = [v.aval for v in vals]
+    target = None
+    if not ref_pos and _gpu_of(avals) is not None:
+        # As `jit`: the computation follows its data, or the default device.
+        from .targets import cuda
+
+        cuda.require_gpu()
+        target = cuda.CUDA
+    exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs), avals,
+                                concrete=vals, lifted=lifted, fp_contract=fp_contract,
+                                target=target)
     return tree_util.tree_unflatten(out_tree(), _run(exe, vals, refs, lifted))
 
 
