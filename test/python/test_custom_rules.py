@@ -180,6 +180,20 @@ def test_differentiation_traces_the_rule_not_the_function():
     g.defvjp(g_fwd, g_bwd)
     np.testing.assert_allclose(float(jax.grad(g)(3.)), np.cos(3.), rtol=1e-6)
     assert calls == ["g_fwd", "g", "g_bwd"]
+    # vjp outside jit runs fwd (which calls g), not bwd; bwd runs when the
+    # backward function is called; forward mode runs fwd, then reports the
+    # error (JAX's custom-derivatives tutorial).
+    calls.clear()
+    y, g_vjp = jax.vjp(g, 3.0)
+    assert calls == ["g_fwd", "g"]
+    np.testing.assert_allclose(float(y), np.sin(3.0), rtol=1e-6)
+    np.testing.assert_allclose(float(g_vjp(1.0)[0]), np.cos(3.0), rtol=1e-6)
+    assert calls[-1] == "g_bwd"
+    calls.clear()
+    with pytest.raises(TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a "
+                                        r"custom_vjp function"):
+        jax.jvp(g, (3.0,), (1.0,))
+    assert calls == ["g_fwd", "g"]
 
 
 def test_rules_of_functions_closing_over_differentiated_values_raise():
@@ -216,36 +230,3 @@ def test_rules_of_functions_closing_over_differentiated_values_raise():
     assert float(jax.grad(lambda x: outer_jvp(3.0) * x)(1.0)) == pytest.approx(
         3.0 * np.sin(2.0), rel=1e-6)
 
-
-def test_custom_vjp_bwd_is_traced_when_a_backward_pass_is_built():
-    # JAX's custom-derivatives tutorial: vjp outside jit runs fwd (which
-    # calls f) and not bwd; forward mode runs fwd, then reports the error.
-    calls = []
-
-    @jax.custom_vjp
-    def f(x):
-        calls.append("f")
-        return jnp.sin(x)
-
-    def fwd(x):
-        calls.append("fwd")
-        return f(x), jnp.cos(x)
-
-    def bwd(c, g):
-        calls.append("bwd")
-        return (c * g,)
-
-    f.defvjp(fwd, bwd)
-    y, f_vjp = jax.vjp(f, 3.0)
-    assert calls == ["fwd", "f"]
-    np.testing.assert_allclose(float(y), np.sin(3.0), rtol=1e-6)
-    np.testing.assert_allclose(float(f_vjp(1.0)[0]), np.cos(3.0), rtol=1e-6)
-    assert calls[-1] == "bwd"
-    del calls[:]
-    with pytest.raises(TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a "
-                                        r"custom_vjp function"):
-        jax.jvp(f, (3.0,), (1.0,))
-    assert calls == ["fwd", "f"]
-    del calls[:]
-    np.testing.assert_allclose(float(jax.grad(f)(3.0)), np.cos(3.0), rtol=1e-6)
-    assert calls == ["fwd", "f", "bwd"]
