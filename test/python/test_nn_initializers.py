@@ -26,6 +26,14 @@ KEY = random.key(0)
                                  [-0.29163137, 0.9261326, 0.23922686]]),
     (init.orthogonal(2.0, column_axis=0), (2, 3), [[1.9216733, -0.51350003, 0.20854208],
                                                    [0.37209678, 0.6376224, -1.858758]]),
+    (init.delta_orthogonal(), (3, 2, 2), [[[0.0, 0.0], [0.0, 0.0]],
+                                          [[0.9661029577, 0.2581572533],
+                                           [-0.2581572533, 0.9661028981]],
+                                          [[0.0, 0.0], [0.0, 0.0]]]),
+    (init.delta_orthogonal(2.0), (2, 3, 2, 3),
+     [[[[0.0] * 3] * 2, [[1.9216732979, -0.5135000348, 0.2085420787],
+                         [0.3720967770, 0.6376224160, -1.8587580919]], [[0.0] * 3] * 2],
+      [[[0.0] * 3] * 2] * 3]),
     (init.constant(2.0), (2,), [2.0, 2.0]),
     (init.zeros, (2,), [0.0, 0.0]),
 ])
@@ -52,3 +60,11 @@ def test_random_orthogonal():
     wide = np.asarray(random.orthogonal(KEY, 2, m=4))
     assert wide.shape == (2, 4)
     np.testing.assert_allclose(wide @ wide.T, np.eye(2), atol=1e-5)
+
+
+def test_delta_orthogonal_errors():
+    # JAX's ValueErrors: rank 3 to 5, fan-in at most fan-out.
+    with pytest.raises(ValueError, match="requires a 3D, 4D or 5D shape"):
+        init.delta_orthogonal()(KEY, (3, 3))
+    with pytest.raises(ValueError, match="`fan_in` must be less or equal than `fan_out`"):
+        init.delta_orthogonal()(KEY, (3, 3, 2))

@@ -148,7 +148,25 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
     return init
 
 
-__all__ = ["constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
-           "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal",
-           "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling",
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """A convolution kernel (3-D to 5-D, spatial dimensions first) that is
+    zero but at the spatial center, which holds an orthogonal (fan-in x
+    fan-out) matrix (`orthogonal(scale, column_axis)` of the last two
+    dimensions): the delta-orthogonal initialization."""
+    def init(key, shape, dtype=dtype):
+        dt = _dtype(dtype)
+        shape = tuple(int(d) for d in shape)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape.")
+        if shape[-1] < shape[-2]:
+            raise ValueError("`fan_in` must be less or equal than `fan_out`. ")
+        center = tuple((k - 1) // 2 for k in shape[:-2])
+        matrix = orthogonal(scale=scale, column_axis=column_axis, dtype=dt)(key, shape[-2:])
+        return jnp.zeros(shape, dt).at[center].set(matrix)
+    return init
+
+
+__all__ = ["constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal",
+           "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform",
+           "normal", "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling",
            "xavier_normal", "xavier_uniform", "zeros"]
