@@ -290,13 +290,41 @@ def test_pallas_call_compiles_for_the_gpu(tmp_path):
         assert "st.global.v4" in ptx and ".local" not in ptx
 
 
-def test_pallas_call_with_overhanging_blocks_is_refused():
+def test_pallas_call_with_overhanging_blocks(tmp_path):
+    # Rows of 96 over 200: the last block overhangs by 88 rows, so its reads
+    # past the end give NaN (as the interpreter's) and its writes there are
+    # dropped; a row softmax of 100 columns in blocks of 128 likewise.
     spec = pl.BlockSpec((96, 128), lambda i: (i, 0))
-    f = pl.pallas_call(lambda x_ref, o_ref: None,
-                       out_shape=ember.ShapeDtypeStruct((128, 128), np.float32),
-                       grid=(2,), in_specs=[spec], out_specs=spec)
-    with pytest.raises(NotImplementedError, match="must tile its array"):
-        f.lower(np.zeros((128, 128), np.float32))
+    f = pl.pallas_call(lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * 2.0 + 1.0),
+                       out_shape=ember.ShapeDtypeStruct((200, 128), np.float32),
+                       grid=(3,), in_specs=[spec], out_specs=spec)
+    x = np.random.default_rng(4).standard_normal((200, 128)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(f(x)), 2 * x + 1, rtol=1e-6)
+    c = f.lower(x)
+    text = c.as_text("kernel")
+    # Each access compares its row with 200 (and its column with 128).
+    assert "arith.constant 200 : index" in text and "arith.select" in text
+    assert "0x7FC00000" in text  # the NaN read outside
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)
+
+    def softmax(x_ref, o_ref):
+        x = x_ref[...]
+        e = jnp.exp(x - jnp.max(x, axis=1, keepdims=True))
+        o_ref[...] = e / jnp.sum(e, axis=1, keepdims=True)
+
+    row = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    g = pl.pallas_call(softmax, out_shape=ember.ShapeDtypeStruct((16, 100), np.float32),
+                       grid=(2,), in_specs=[row], out_specs=row)
+    y = np.random.default_rng(5).standard_normal((16, 100)).astype(np.float32)
+    out = np.asarray(g(y))
+    assert out.shape == (16, 100)
+    # (The overhang reads NaN, so the row's max and sum are NaN, as in JAX's
+    # interpreter: the kernel must mask them itself.)
+    assert np.isnan(out).all()
+    c = g.lower(y)
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path)
 
 
 def test_jit_program_lowered_for_cuda_launches_the_compiled_pallas_call(tmp_path):

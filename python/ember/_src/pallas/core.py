@@ -565,10 +565,10 @@ def pallas_call(
         blocks += [_Block(s, a.shape, a.dtype, f"output {k}") for k, (s, a) in
                    enumerate(zip(_specs_for(out_specs, out_shape, "out_specs"), out_avals))]
         for b in blocks:
-            if any(b.element) or any(n % m for n, m in zip(b.shape, b.sizes)):
+            if any(b.element):
                 raise NotImplementedError(
-                    f"compiling a pallas_call for the GPU: the blocks of {b.what} "
-                    f"{tuple(b.sizes)} must tile its array {b.shape} (at {core.where()})")
+                    f"compiling a pallas_call for the GPU: Element block dimensions of "
+                    f"{b.what} (at {core.where()})")
         names = tuple(f"pallas_grid_{d}" for d in range(len(grid)))
 
         def body(*refs):
@@ -578,6 +578,10 @@ def pallas_call(
                 if b.whole:
                     views.append(ref)
                     continue
+                # Blocks that overhang the array: its accesses are bounds-
+                # checked (reads outside give what the interpreter reads,
+                # writes outside are dropped).
+                ref.masked = any(n % m for n, m in zip(b.shape, b.sizes))
                 idx = tuple(st if sq else state.Slice(st, n) for st, n, sq in
                             zip(b.starts(ids), b.sizes, b.squeeze))
                 views.append(ref.at[idx])

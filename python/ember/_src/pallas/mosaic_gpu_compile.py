@@ -1130,6 +1130,51 @@ class KernelCompiler:
         x = self.arith("andi", self.arith("shrui", e, 7 - shift), mask)
         return [self.arith("xori", e, self.arith("shli", x, 4 - shift))]
 
+    def _bounds(self, base, addr):
+        """For a bounds-checked buffer (`masked`: a pallas_call operand
+        whose last blocks overhang it), whether the element at `addr` is
+        inside it (i1) and `addr` clamped inside; else (None, addr)."""
+        if not getattr(base, "masked", False):
+            return None, addr
+        with self.ctx:
+            i1 = ir.IntegerType.get_signless(1)
+            ok = None
+            for a, n in zip(addr, base.shape):
+                lt = self.op("arith.cmpi", [a, self.index(n)], [i1], {
+                    "predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 6)})
+                ok = lt if ok is None else self.op("arith.andi", [ok, lt], [i1])
+            zero = self.index(0)
+            safe = [self.op("arith.select", [ok, a, zero], [a.type]) for a in addr]
+        return ok, safe
+
+    def _read(self, base, norm, idx, elem):
+        """Element `idx` of view `norm` of `base`; outside a bounds-checked
+        buffer, what JAX's interpreter reads there (NaN, the smallest
+        integer)."""
+        ok, addr = self._bounds(base, self._locate(base, norm, idx))
+        with self.ctx:
+            x = self.op("memref.load", [base.value, *addr], [elem])
+            if ok is None:
+                return x
+            dt = base.dtype
+            fill = (float("nan") if dtypes.is_inexact(dt) else
+                    int(np.iinfo(dt).min) if dtypes.is_int(dt) else 0)
+            attr = (ir.FloatAttr.get(elem, fill) if dtypes.is_inexact(dt)
+                    else ir.IntegerAttr.get(elem, fill))
+            c = self.op("arith.constant", results=[elem], attrs={"value": attr})
+            return self.op("arith.select", [ok, x, c], [elem])
+
+    def _write(self, base, norm, idx, x):
+        """Stores `x` at element `idx` of view `norm` of `base`; outside a
+        bounds-checked buffer, nothing (an overhanging block's overhang is
+        dropped)."""
+        ok, addr = self._bounds(base, self._locate(base, norm, idx))
+        if ok is None:
+            self.op("memref.store", [x, base.value, *addr])
+            return
+        with self.when(ok):
+            self.op("memref.store", [x, base.value, *addr])
+
     # gpu.all_reduce's combiner for each ember.reduce kind (floats, signed
     # integers); max and min propagate NaNs, as JAX's do.
     _ALL_REDUCE = {"sum": ("add", "add"), "prod": ("mul", "mul"),
@@ -1958,12 +2003,10 @@ class KernelCompiler:
             _check_replicated(aval)
             if not _strided(aval):
                 # Replicated: every thread reads every element.
-                scalars = [self.op("memref.load", [base.value, *self._locate(base, norm, idx)],
-                                   [elem]) for idx in np.ndindex(*shape)]
+                scalars = [self._read(base, norm, idx, elem) for idx in np.ndindex(*shape)]
                 v = self.op("tensor.from_elements", scalars, [core.mlir_type(aval)])
                 return core.Tracer(self.trace, v, aval)
-            scalars = [self.op("memref.load", [base.value, *self._locate(base, norm, idx)],
-                               [elem]) for idx in self._elements(shape)]
+            scalars = [self._read(base, norm, idx, elem) for idx in self._elements(shape)]
             v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
         self.sources[v] = (base, norm, self.writes.get(id(base), 0), None,
                            len(self.loop_reads))
@@ -2319,8 +2362,7 @@ class KernelCompiler:
                 return self.op("tensor.extract", [value, *idx], [elem])
             base, norm, fn = self._source(value, aval)
             src_idx = fn(idx) if fn is not None else idx
-            return self.op("memref.load", [base.value, *self._locate(base, norm, src_idx)],
-                           [elem])
+            return self._read(base, norm, src_idx, elem)
 
     def gather(self, value, in_aval, aval, index_fn):
         """A strided value whose element `i` is `value`'s element
@@ -2331,9 +2373,8 @@ class KernelCompiler:
         composed = (lambda i: fn(index_fn(i))) if fn is not None else index_fn
         with self.ctx:
             elem = core.mlir_type(aval).element_type
-            scalars = [self.op("memref.load", [base.value,
-                                               *self._locate(base, norm, composed(idx))],
-                               [elem]) for idx in self._elements(aval.shape)]
+            scalars = [self._read(base, norm, composed(idx), elem)
+                       for idx in self._elements(aval.shape)]
             v = self.op("tensor.from_elements", scalars, [core.mlir_type(_frag_aval(aval))])
         self.sources[v] = (base, norm, self.writes.get(id(base), 0), composed,
                            len(self.loop_reads))
@@ -2452,12 +2493,11 @@ class KernelCompiler:
                     for idx in np.ndindex(*shape):
                         consts = [self.index(i) for i in idx]
                         s = self.op("tensor.extract", [v, *consts], [elem])
-                        self.op("memref.store", [s, base.value,
-                                                 *self._locate(base, norm, consts)])
+                        self._write(base, norm, consts, s)
             else:
                 for j, idx in enumerate(self._value_elements(v, shape)):
                     s = self.op("tensor.extract", [v, self.index(j)], [elem])
-                    self.op("memref.store", [s, base.value, *self._locate(base, norm, idx)])
+                    self._write(base, norm, idx, s)
         # The warpgroup's threads see each other's writes before reading the
         # buffer in another layout (a scalar, a broadcast, a transpose).
         self._warpgroup_sync()
