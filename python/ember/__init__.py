@@ -49,6 +49,7 @@ from ember._src.api import eval_shape as eval_shape
 from ember._src.api import jit as jit
 from ember._src.api import reshard as reshard
 from ember._src.api import typeof as typeof
+from ember._src.api_extras import *  # noqa: F403
 from ember._src.basearray import Array as Array
 from ember._src.batching import vmap as vmap
 from ember._src.callback import pure_callback as pure_callback

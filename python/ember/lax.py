@@ -18,6 +18,7 @@ from ember._src.control_flow import associative_scan as _associative_scan  # noq
 from ember._src.convolution import *  # noqa: F401,F403
 from ember._src.lax import *  # noqa: F401,F403
 from ember._src.lax import abs, complex, max, min, pow, round, slice  # noqa: F401
+from ember._src.lax_extras import *  # noqa: F401,F403
 from ember._src.numpy import lax_numpy as _jnp  # noqa: E402
 from ember._src.parallel import (  # noqa: F401
     all_gather,
