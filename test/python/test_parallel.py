@@ -269,6 +269,13 @@ def test_shard_map_check_vma(devices8):
     seen.clear()
     typed(ember.device_put(x, NamedSharding(mesh, P("i"))))
     assert seen == ["float32[2]{V:i}", "float32[2]"]
+    # On a mesh of Explicit axes (make_mesh's default, JAX's shard_map
+    # tutorial) the varying axes show too.
+    explicit = ember.make_mesh((4,), ("i",))
+    seen.clear()
+    ember.shard_map(typed.__wrapped__, mesh=explicit, in_specs=P("i"), out_specs=P())(
+        ember.device_put(x, NamedSharding(explicit, P("i"))))
+    assert seen == ["float32[2]{V:i}", "float32[2]"]
     with pytest.raises(ValueError, match="require replication"):
         ember.shard_map(lambda v: v * 2, mesh=mesh, in_specs=P("i"), out_specs=P())(x)
     np.testing.assert_allclose(

@@ -130,12 +130,12 @@ class ShapedArray:
         if short_dtypes:  # JAX's `f32`, `i32`, `u8`, `c64`, `bf16`
             name = (name.replace("float", "f").replace("uint", "u").replace("int", "i")
                     .replace("complex", "c"))
-        explicit = self._explicit_axes()
-        if explicit is not None:
-            return f"{name}[{','.join(explicit)}]"
         names = sorted(self.vma, key=str)
         vma = ("{V:" + (names[0] if len(names) == 1 else "(" + ",".join(names) + ")") + "}"
                if names else "")
+        explicit = self._explicit_axes()
+        if explicit is not None:
+            return f"{name}[{','.join(explicit)}]{vma}"
         return f"{name}[{','.join(map(str, self.shape))}]{vma}"
 
     def __repr__(self):
