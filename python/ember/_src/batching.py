@@ -119,6 +119,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
 def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None,
                  check_vma=False, processes=1):
+    rule = getattr(fun, "vmap_with_rule", None)
+    if rule is not None and axis_name is None and not check_vma and processes == 1:
+        # A function with its own batching rule (custom_batching.custom_vmap)
+        # mapped directly.
+        return rule(in_axes, out_axes, axis_size, args, kwargs)
     leaves, treedef = tree_util.tree_flatten_lo(args)
     axes = _axes_for(in_axes, args, "in_axes")
     if any(isinstance(a, _HiPending) for a in axes):

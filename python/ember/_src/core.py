@@ -8,6 +8,7 @@ with `compiler`.
 """
 
 import collections
+import contextlib
 import copy
 import functools
 import io
@@ -1067,17 +1068,43 @@ def current_trace():
     return _trace_stack[-1] if _trace_stack else None
 
 
+# Per thread: the trace stacks `ensure_compile_time_eval` blocks set aside
+# (innermost last; see `compile_time_eval`).
+_hidden = threading.local()
+
+
 def find_trace(args):
     """The trace an op on `args` belongs to: the innermost active trace when
-    any argument is traced (outer tracers are captured by it), else None."""
+    any argument is traced (outer tracers are captured by it), else None.
+    Inside an `ensure_compile_time_eval` block, a tracer of a trace the block
+    set aside stages the op into that stack's innermost trace."""
     found = False
     for a in args:
         if isinstance(a, Tracer):
             if not any(a.trace is t for t in _trace_stack):
+                for saved in reversed(getattr(_hidden, "stacks", ())):
+                    if any(a.trace is t for t in saved) and not _trace_stack.items:
+                        return saved[-1]
                 raise type_error("a traced value was used outside the function that "
                                  "created it (leaked tracer)")
             found = True
     return _trace_stack[-1] if found else None
+
+
+@contextlib.contextmanager
+def compile_time_eval():
+    """The thread's trace stack set aside for the block, so that ops on
+    concrete values run at once as outside any trace, while ops on the
+    set-aside traces' tracers are still staged into them (`find_trace`)."""
+    saved = _trace_stack.items
+    stacks = _hidden.__dict__.setdefault("stacks", [])
+    stacks.append(saved)
+    _trace_stack.items = []
+    try:
+        yield
+    finally:
+        _trace_stack.items = saved
+        stacks.pop()
 
 
 # --------------------------------------------------------------------------
