@@ -230,3 +230,18 @@ def test_rules_of_functions_closing_over_differentiated_values_raise():
     assert float(jax.grad(lambda x: outer_jvp(3.0) * x)(1.0)) == pytest.approx(
         3.0 * np.sin(2.0), rel=1e-6)
 
+
+
+def test_custom_vjp_bwd_none_inside_a_cotangent_is_zero():
+    # JAX: None anywhere in bwd's cotangents stands for zeros of that part.
+    @jax.custom_vjp
+    def f(xs):
+        return xs[0] * xs[1]
+
+    f.defvjp(lambda xs: (f(xs), xs), lambda xs, g: ([None, g * xs[0]],))
+    ga, gb = jax.grad(f)([2.0, 3.0])
+    assert float(ga) == 0.0 and float(gb) == 2.0
+    f.defvjp(lambda xs: (f(xs), xs), lambda xs, g: ([g],))
+    with pytest.raises(TypeError, match=r"produced a cotangent of structure .* for an "
+                                        r"argument of structure"):
+        jax.grad(f)([2.0, 3.0])

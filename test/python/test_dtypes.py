@@ -156,3 +156,35 @@ def test_explicit_64_bit_dtypes_warn_as_jax(recwarn):
             assert jnp.zeros(2, dtype=jnp.float64).dtype == np.float64
         finally:
             ember.config.update("jax_enable_x64", False)
+
+
+def test_result_type_of_python_scalar_types_is_weak():
+    # JAX: the types int/float/complex promote as their values do (weakly).
+    x = np.zeros(2, np.uint8)
+    assert jnp.result_type(int, x) == np.uint8
+    assert jnp.result_type(float, np.float16(1)) == np.float16
+    assert jnp.result_type(complex, np.float32(1)) == np.complex64
+    assert jnp.result_type(int) == np.int32 and jnp.result_type(int, float) == np.float32
+
+
+def test_issubdtype_of_ml_dtypes_types():
+    # Values recorded from JAX 0.10.2.
+    assert jnp.issubdtype(jnp.float8_e4m3fn, jnp.floating)
+    assert jnp.issubdtype(jnp.int4, jnp.integer) and jnp.issubdtype(jnp.int4, jnp.signedinteger)
+    assert not jnp.issubdtype(jnp.uint4, jnp.signedinteger)
+    assert jnp.issubdtype(jnp.float8_e5m2, jnp.float8_e5m2)
+    assert not jnp.issubdtype(jnp.float8_e5m2, jnp.integer)
+
+
+def test_python_ints_in_explicit_dtypes():
+    # JAX 0.10.2: asarray checks the value against the dtype (NumPy's
+    # OverflowError), lax.full wraps it, and a uint32 holds 2**31.
+    from ember import lax
+
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        jnp.asarray(300, jnp.int8)
+    with pytest.raises(OverflowError, match="out of bounds for uint32"):
+        jnp.array(-1, dtype=jnp.uint32)
+    assert np.asarray(lax.full((2,), 2**32, jnp.uint32)).tolist() == [0, 0]
+    x = jnp.zeros(2, jnp.uint32)
+    assert np.asarray(lax.full_like(x, 2**31 + 5)).tolist() == [2**31 + 5] * 2

@@ -118,6 +118,16 @@ def test_einsum_int_and_mixed():
     assert jnp.einsum("ij,jk", a, np.ones((3, 2), np.float32)).dtype == np.float32
 
 
+def test_einsum_interleaved_form():
+    # Operands each followed by its axis labels, then the output's (as NumPy).
+    x, w = rand((2, 3), np.float32, 1), rand((3, 4), np.float32, 2)
+    assert_close(jnp.einsum(x, [0, 1], w, [1, 2], [0, 2]), x @ w, **TOL)
+    assert_close(jnp.einsum(x, [0, 1], w, [1, 2]), np.einsum(x, [0, 1], w, [1, 2]), **TOL)
+    assert_close(jnp.einsum(x, [Ellipsis, 1], [Ellipsis]), x.sum(-1), **TOL)
+    with pytest.raises(ValueError, match="subscript labels must be integers"):
+        jnp.einsum(x, ["a", 1])
+
+
 @pytest.mark.parametrize("ord", [None, 1, 2, np.inf, -np.inf, 0, 3])
 def test_vector_norm(ord):
     x = rand((5,), np.float32, 11)

@@ -769,6 +769,19 @@ def _remat_attributes(remat):
     return attrs
 
 
+def _cotangent_leaves(arg, ct):
+    """The leaves of cotangent `ct` for argument `arg`, None (a zero) for
+    each leaf of `arg` under a None in `ct` (JAX's bwd may put None for any
+    subtree)."""
+    if ct is None:
+        return [None] * len(tree_util.tree_leaves_lo(arg))
+    node, cnode = tree_util._children(arg), tree_util._children(ct)
+    if node is None or node[0] is type(None) or cnode is None or node[0] is not cnode[0] \
+            or len(node[2]) != len(cnode[2]):
+        return tree_util.tree_leaves_lo(ct)
+    return [x for a, c in zip(node[2], cnode[2]) for x in _cotangent_leaves(a, c)]
+
+
 class custom_vjp:
     """`jax.custom_vjp`: a function with user-defined forward and backward
     passes, referenced by an `ember.custom_vjp_call` op; reverse mode
@@ -849,8 +862,12 @@ class custom_vjp:
             flat = []
             for arg, c in zip(diff, cts):
                 arg_leaves = tree_util.tree_leaves_lo(arg)
-                c_leaves = tree_util.tree_leaves_lo(c) if c is not None else \
-                    [None] * len(arg_leaves)
+                c_leaves = _cotangent_leaves(arg, c)
+                if len(c_leaves) != len(arg_leaves):
+                    raise TypeError(
+                        f"custom_vjp bwd function produced a cotangent of structure "
+                        f"{tree_util.tree_structure(c)} for an argument of structure "
+                        f"{tree_util.tree_structure(arg)} (at {core.where()})")
                 for a, cl in zip(arg_leaves, c_leaves):
                     a = as_value(a)
                     flat.append(_zeros(a.aval) if cl is None else

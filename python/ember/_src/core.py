@@ -1251,11 +1251,15 @@ def asarray_concrete(x, dtype=None):
         arr = np.asarray(x, dtype=np.bool_)
     elif isinstance(x, int) and not isinstance(x, np.integer):
         weak = True
-        dt = dtypes.default_int()
         if dtype is None:
+            dt = dtypes.default_int()
             info = np.iinfo(dt)
             if not info.min <= x <= info.max:
                 raise OverflowError(f"Python int {x} too large to convert to {dt.name}")
+        else:
+            # In the target type (a uint32 holds 2**31; NumPy's OverflowError
+            # for a value it cannot hold, as JAX's).
+            dt = dtypes.canonicalize_dtype(dtype)
         arr = np.asarray(x, dtype=dt)
     elif isinstance(x, float):
         weak = True

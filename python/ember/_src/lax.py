@@ -1419,17 +1419,27 @@ def integer_pow(x, y):
     return div(full_like(x, 1), acc) if neg_ else acc
 
 
+def _fill(value, dtype):
+    """A fill value in `dtype`: Python ints wrap into integer types, as
+    JAX's lax.full converts them."""
+    if dtype is not None and isinstance(value, int) and not isinstance(value, bool):
+        dt = dtypes.canonicalize_dtype(dtype)
+        if np.issubdtype(dt, np.integer):
+            value = np.asarray(value).astype(dt)
+    return core.asarray_concrete(value, dtype)
+
+
 def full_like(x, fill_value, dtype=None, shape=None):
     x = as_value(x)
     dtype = dtype or x.dtype
     shape = x.shape if shape is None else tuple(shape)
-    v = core.asarray_concrete(fill_value, dtype) if not isinstance(fill_value, core.Value) \
+    v = _fill(fill_value, dtype) if not isinstance(fill_value, core.Value) \
         else convert_element_type(fill_value, dtype)
     return broadcast(v, shape) if shape else v
 
 
 def full(shape, fill_value, dtype=None):
-    v = core.asarray_concrete(fill_value, dtype) if not isinstance(fill_value, core.Value) \
+    v = _fill(fill_value, dtype) if not isinstance(fill_value, core.Value) \
         else (convert_element_type(fill_value, dtype) if dtype else fill_value)
     return broadcast(v, tuple(shape))
 

@@ -7,11 +7,41 @@ from . import lax_numpy as jnp
 
 def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None,
            out_sharding=None):
+    if not isinstance(subscripts, str):
+        # The interleaved form: einsum(x, [0, 1], y, [1, 2], [0, 2]).
+        subscripts, operands = _from_sublists((subscripts,) + operands)
     if out_sharding is None:
         return _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
     with sharding_rules.output_given():
         out = _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
     return _core.with_out_sharding(out, out_sharding)
+
+
+def _from_sublists(args):
+    """(subscripts, operands) of einsum's interleaved form: operands each
+    followed by a list of axis labels (ints, or Ellipsis), then optionally
+    the output's list."""
+    args = list(args)
+    out = args.pop() if len(args) % 2 else None
+    ops, lists = args[0::2], args[1::2]
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+    def word(labels):
+        chars = []
+        for x in labels:
+            if x is Ellipsis:
+                chars.append("...")
+            elif isinstance(x, int) and 0 <= x < len(letters):
+                chars.append(letters[x])
+            else:
+                raise ValueError(f"einsum: subscript labels must be integers from 0 to "
+                                 f"{len(letters) - 1} or Ellipsis, got {x!r}")
+        return "".join(chars)
+
+    subscripts = ",".join(word(x) for x in lists)
+    if out is not None:
+        subscripts += "->" + word(out)
+    return subscripts, tuple(ops)
 
 
 def _parse(subscripts, n):

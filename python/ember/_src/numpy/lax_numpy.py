@@ -103,7 +103,35 @@ def issubdtype(a, b):
         return keys
     if a == bfloat16 or (isinstance(a, _np.dtype) and a == _dt.bfloat16):
         return b in (bfloat16, _np.floating, _np.inexact, _np.number, _np.generic)
+    kinds = _ml_dtype_kinds(a)
+    if kinds is not None:
+        # ml_dtypes' narrow floats and integers are NumPy void types: their
+        # category by name, as JAX places them.
+        if builtins.any(b is k for k in kinds):
+            return True
+        try:
+            return _np.dtype(b) == _np.dtype(a)
+        except TypeError:
+            return False
     return _np.issubdtype(a, b)
+
+
+def _ml_dtype_kinds(a):
+    """The NumPy abstract types an ml_dtypes type belongs under, or None."""
+    try:
+        d = _np.dtype(a)
+    except TypeError:
+        return None
+    if d.kind != "V" or d.names is not None:
+        return None
+    base = (_np.number, _np.generic)
+    if d.name.startswith("float"):
+        return (_np.floating, _np.inexact) + base
+    if d.name.startswith("uint"):
+        return (_np.unsignedinteger, _np.integer) + base
+    if d.name.startswith("int"):
+        return (_np.signedinteger, _np.integer) + base
+    return None
 
 
 def isdtype(dtype, kind):
@@ -123,6 +151,9 @@ def _result(*args):
     for a in args:
         if isinstance(a, _Value):
             pairs.append((a.dtype, a.weak_type))
+        elif a is builtins.int or a is builtins.float or a is builtins.complex:
+            # Python's scalar types are weak, as their values are (JAX).
+            pairs.append((_v(a(0)).dtype, True))
         elif (isinstance(a, (_np.dtype, type)) and not isinstance(a, builtins.bool)
               or isinstance(a, str)):
             pairs.append((_np.dtype(a), False))
@@ -964,17 +995,29 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 
 def _linspace(start, stop, num, endpoint, dtype, axis):
-    dt = _canon_dtype(dtype, _dt.default_float(), "linspace")
+    # (Without dtype=, the inexact type of start and stop, as JAX's.)
+    inferred = result_type(start, stop)
+    if not _dt.is_inexact(inferred):
+        inferred = _dt.default_float()
+    dt = _canon_dtype(dtype, inferred, "linspace")
     cdt = dt if _dt.is_inexact(dt) else _dt.default_float()
     start, stop = _to(start, cdt), _to(stop, cdt)
     div_ = (num - 1) if endpoint else num
-    step = divide(subtract(stop, start), builtins.max(div_, 1))
-    i = lax.iota(cdt, num)
-    if start.ndim:
-        i = reshape(i, (num,) + (1,) * start.ndim)
-    out = add(start, multiply(i, step))
-    if endpoint and num > 1:
-        out = concatenate([out[:-1], expand_dims(stop, 0)]) if start.ndim == 0 else out
+    if div_ > 0:
+        # As JAX computes it: each point start * (1 - f) + stop * f for the
+        # fractions f = i / div (the rounding JAX's values have), the stop
+        # itself appended with `endpoint`.
+        step = divide(subtract(stop, start), _to(div_, cdt))
+        rdt = _dt.default_float() if _dt.is_complex(cdt) else cdt
+        frac = _to(divide(lax.iota(rdt, div_), _to(div_, rdt)), cdt)
+        if start.ndim:
+            frac = reshape(frac, (div_,) + (1,) * start.ndim)
+        out = add(multiply(start, subtract(_to(1, cdt), frac)), multiply(stop, frac))
+        if endpoint:
+            out = concatenate([out, expand_dims(stop, 0)])
+    else:
+        step = full_like(start, _np.nan) if endpoint or num == 0 else subtract(stop, start)
+        out = expand_dims(start, 0) if num == 1 else zeros((0,) + start.shape, cdt)
     if axis != 0 and out.ndim > 1:
         out = moveaxis(out, 0, axis)
     if not _dt.is_inexact(dt):
