@@ -1155,7 +1155,15 @@ class Primitive:
                                       for a in args):
                 for i, o in enumerate(outs):
                     o.src = ("op", self, args, params, out_avals, i)
-        return outs if self.multiple_results else outs[0]
+        result = outs if self.multiple_results else outs[0]
+        for hook in bind_hooks:
+            hook(self, args, params, result)
+        return result
+
+
+# Called after every primitive application with (primitive, arguments,
+# params, result): checkify's automatic checks (checkify.py).
+bind_hooks = []
 
 
 def _mark_saveable(trace, prim, args, params, outs):
