@@ -16,7 +16,13 @@ from ember._src.numpy.linalg import (
     diagonal as diagonal,
 )
 from ember._src.numpy.linalg import (
+    eig as eig,
+)
+from ember._src.numpy.linalg import (
     eigh as eigh,
+)
+from ember._src.numpy.linalg import (
+    eigvals as eigvals,
 )
 from ember._src.numpy.linalg import (
     eigvalsh as eigvalsh,
@@ -41,6 +47,9 @@ from ember._src.numpy.linalg import (
 )
 from ember._src.numpy.linalg import (
     matrix_transpose as matrix_transpose,
+)
+from ember._src.numpy.linalg import (
+    multi_dot as multi_dot,
 )
 from ember._src.numpy.linalg import (
     norm as norm,
@@ -68,6 +77,12 @@ from ember._src.numpy.linalg import (
 )
 from ember._src.numpy.linalg import (
     tensordot as tensordot,
+)
+from ember._src.numpy.linalg import (
+    tensorinv as tensorinv,
+)
+from ember._src.numpy.linalg import (
+    tensorsolve as tensorsolve,
 )
 from ember._src.numpy.linalg import (
     trace as trace,

@@ -81,25 +81,12 @@ def _ravel_1d(name, *args):
 # --------------------------------------------------------------------------
 
 
-def _char_poly(a):
-    """The characteristic polynomial det(t I - a) of a square matrix, highest
-    power first (the Faddeev-LeVerrier recurrence)."""
-    n = a.shape[0]
-    eye = jnp.eye(n, dtype=a.dtype)
-    coeffs = [jnp.ones((), a.dtype)]
-    m = jnp.zeros_like(a)
-    for k in range(1, n + 1):
-        m = jnp.add(jnp.matmul(a, m), jnp.multiply(coeffs[-1], eye))
-        coeffs.append(jnp.divide(jnp.negative(jnp.trace(jnp.matmul(a, m))), k))
-    return jnp.stack(coeffs)
-
-
 def poly(seq_of_zeros):
     _check_arraylike("poly", seq_of_zeros)
     z = jnp.atleast_1d(_inexact(seq_of_zeros)[0])
     if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] != 0:
-        # JAX goes through the (complex) eigenvalues: the same coefficients.
-        return _to(_char_poly(z), _complex_dtype(z.dtype))
+        # A matrix: the polynomial of its (complex) eigenvalues, as JAX.
+        z = _linalg.eigvals(z)
     if z.ndim != 1:
         raise ValueError(f"input must be 1d or non-empty square 2d array. "
                          f"(at {core.where()})")
@@ -315,46 +302,15 @@ def _lstsq(a, b, rcond):
     return x, resid, rank, s
 
 
-def _aberth(p):
-    """The roots of the polynomial p (leading coefficient nonzero, degree
-    >= 1) by the Aberth-Ehrlich iteration, in complex arithmetic."""
-    n = p.shape[0] - 1
-    p = jnp.divide(p, p[0])
-    dp = polyder(p)
-    # Initial points on a circle of the Cauchy bound's radius, off the axes.
-    radius = jnp.add(1, jnp.max(jnp.abs(p[1:])))
-    ang = 2 * np.pi * np.arange(n) / n + 0.4
-    z0 = jnp.multiply(_to(radius, p.dtype), _to(np.exp(1j * ang), p.dtype))
-    eye = jnp.eye(n, dtype=builtins.bool)
-
-    def step(z):
-        w = jnp.divide(polyval(p, z), polyval(dp, z))
-        d = jnp.subtract(z[:, None], z[None, :])
-        inv = jnp.where(eye, 0, jnp.divide(1, jnp.where(eye, 1, d)))
-        corr = jnp.divide(w, jnp.subtract(1, jnp.multiply(w, jnp.sum(inv, axis=1))))
-        corr = jnp.where(jnp.isfinite(corr), corr, 0)
-        return jnp.subtract(z, corr)
-
-    def body(state):
-        i, z, _ = state
-        z1 = step(z)
-        moved = jnp.max(jnp.abs(jnp.subtract(z1, z)))
-        return i + 1, z1, moved
-
-    def cond(state):
-        i, z, moved = state
-        tol = 4 * float(jnp.finfo(z.dtype).eps)
-        return jnp.logical_and(i < 200, moved > jnp.multiply(tol, jnp.max(jnp.abs(z))))
-
-    init = (jnp.asarray(0, np.int32), z0, jnp.asarray(np.inf, jnp.real(z0).dtype))
-    return control_flow.while_loop(cond, body, init)[1]
-
-
 def _roots_no_zeros(p):
     cdt = _complex_dtype(p.dtype)
     if p.shape[0] < 2:
         return jnp.zeros((0,), cdt)
-    return _aberth(_to(p, cdt))
+    # The eigenvalues of the companion matrix, as JAX (so in JAX's order).
+    n = p.shape[0] - 1
+    a = jnp.concatenate([jnp.negative(jnp.divide(p[1:], p[0]))[None, :],
+                         jnp.eye(n - 1, n, dtype=p.dtype)], axis=0)
+    return _linalg.eigvals(a)
 
 
 def roots(p, *, strip_zeros=True):

@@ -9,11 +9,14 @@ dimensions. solve / inv / det / slogdet are built on the LU factorization;
 pinv, lstsq, matrix_rank, svdvals and cond on the SVD.
 """
 
+import functools
+import math
+import operator
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import lax_linalg
+from .. import core, lax_linalg
 from . import lax_numpy as jnp
 from .lax_numpy import _jit_outside_traces
 
@@ -118,6 +121,11 @@ def matrix_norm(x, ord="fro", keepdims=False):
 # ----------------------------------------------------------------------------
 
 # JAX's (and the Array API's) result types: named tuples, so also pytrees.
+class EigResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
 class EighResult(NamedTuple):
     eigenvalues: Any
     eigenvectors: Any
@@ -310,6 +318,212 @@ def eigvalsh(a, UPLO="L"):
     return eigh(a, UPLO)[0]
 
 
+# ----------------------------------------------------------------------------
+# eig / eigvals: general (non-symmetric) matrices
+# ----------------------------------------------------------------------------
+#
+# Ember's runtime has no geev, so the decomposition is a host computation
+# through `pure_callback`, batched under vmap by one call on the whole batch
+# ("broadcast_all"): NumPy's `np.linalg.eig` / `eigvals` (LAPACK's geev, as
+# JAX's CPU lowering; the same results as JAX's for float64, complex64 and
+# complex128). NumPy computes float32 input in double precision, where the
+# sign of a real eigenvector can come out opposite to single-precision
+# sgeev's (JAX's), so float32 goes to SciPy's sgeev where SciPy is
+# installed (JAX's CPU kernels call SciPy's LAPACK; in Ember's process its
+# results differ from JAX's in the last bits, as its calls reach the
+# OpenBLAS that `compiler._use_openblas` loads first). Eigenvectors are
+# geev's: unit 2-norm columns, a complex one's largest-magnitude component
+# real. A matrix that is not finite or for which geev fails gives NaNs
+# (JAX's `info != 0` result). Derivatives are JAX's `eig_jvp_rule`
+# (lax/linalg.py) in a custom_jvp.
+
+def _complex_dtype(dt):
+    dt = np.dtype(dt)
+    if dt.kind == "c":
+        return dt
+    return np.dtype(np.complex128 if dt == np.float64 else np.complex64)
+
+
+@functools.cache
+def _scipy_lapack():
+    try:
+        from scipy.linalg import lapack
+    except ImportError:
+        return None
+    return lapack
+
+
+def _sgeev(lapack, m, vectors):
+    """(w, vr or None, ok) of one float32 square matrix by SciPy's sgeev."""
+    n = m.shape[-1]
+    work, _ = lapack.sgeev_lwork(n, compute_vl=0, compute_vr=int(vectors))
+    wr, wi, _, vr, info = lapack.sgeev(m, compute_vl=0, compute_vr=int(vectors),
+                                       lwork=max(int(work), 1))
+    w = wr + 1j * wi
+    v = None
+    if vectors:  # conjugate pairs packed as (re, im) columns
+        v = vr.astype(w.dtype)
+        j = 0
+        while j < n:
+            if wi[j] != 0 and j + 1 < n:
+                v[:, j] = vr[:, j] + 1j * vr[:, j + 1]
+                v[:, j + 1] = np.conj(v[:, j])
+                j += 2
+            else:
+                j += 1
+    return w, v, info == 0
+
+
+def _geev_host(a, vectors):
+    """(w,) or (w, vr) of the (..., n, n) NumPy array `a`, in its complex dtype."""
+    a = np.asarray(a)
+    cdt = _complex_dtype(a.dtype)
+    n = a.shape[-1]
+    w = np.full(a.shape[:-1], complex(np.nan, np.nan), cdt)
+    v = np.full(a.shape, complex(np.nan, np.nan), cdt) if vectors else None
+    flat = a.reshape((-1, n, n))
+    fw, fv = w.reshape((-1, n)), (v.reshape((-1, n, n)) if vectors else None)
+    if n == 0:
+        return (w, v) if vectors else (w,)
+    lapack = _scipy_lapack() if a.dtype == np.float32 else None
+    for i, m in enumerate(flat):
+        if not np.all(np.isfinite(m)):
+            continue
+        with np.errstate(all="ignore"):
+            if lapack is not None:
+                ew, ev, ok = _sgeev(lapack, m, vectors)
+                if not ok:
+                    continue
+            else:
+                try:
+                    ew, ev = np.linalg.eig(m) if vectors else (np.linalg.eigvals(m), None)
+                except np.linalg.LinAlgError:
+                    continue
+        fw[i] = ew
+        if vectors:
+            fv[i] = ev
+    return (w, v) if vectors else (w,)
+
+
+def _eig_raw(a, vectors):
+    """The host geev of `a` (an inexact array, (..., n, n)): [w] or [w, vr]."""
+    from .. import callback
+
+    cdt = _complex_dtype(a.dtype)
+    shapes = [core.ShapeDtypeStruct(a.shape[:-1], cdt)]
+    if vectors:
+        shapes.append(core.ShapeDtypeStruct(a.shape, cdt))
+    if a.shape[-1] == 0:
+        return [jnp.zeros(s.shape, cdt) for s in shapes]
+    if not core._trace_stack and not isinstance(a, core.Tracer):
+        return [jnp.asarray(x) for x in _geev_host(np.asarray(a), vectors)]
+
+    def host(x):
+        return tuple(_geev_host(np.asarray(x), vectors))
+
+    return list(callback.pure_callback(host, tuple(shapes), a, vmap_method="broadcast_all"))
+
+
+def _eig_vec_jvp(w, v, da):
+    """JAX's `_eig_vec_jvp`: nondegenerate perturbation theory, with the
+    eigenvector's free scale fixed by geev's normalization (unit 2-norm,
+    real largest-magnitude component)."""
+    n = w.shape[-1]
+    eye = jnp.eye(n, dtype=w.dtype)
+    fmat = 1 / (eye + w[..., None, :] - w[..., :, None]) - eye
+    p = jnp.matmul(solve(v, da), v, precision="highest")
+    dw = _diag(p)
+    u = jnp.matmul(v, fmat * p, precision="highest")
+    k = jnp.argmax(jnp.abs(v), axis=-2)
+    mask = (jnp.arange(n)[:, None] == k[..., None, :]).astype(v.dtype)
+    c = _complex_of(-jnp.real(jnp.sum(jnp.conj(v) * u, axis=-2)),
+                    -jnp.imag(jnp.sum(mask * u, axis=-2))
+                    / jnp.real(jnp.sum(mask * v, axis=-2)))
+    return dw, u + v * c[..., None, :]
+
+
+def _complex_of(re, im):
+    return re + 1j * im.astype(re.dtype)
+
+
+@functools.cache
+def _eig_rules():
+    """custom_jvp functions (made once, on first use): eigenvalues only, and
+    eigenvalues with right eigenvectors (lax.linalg.eig's
+    enable_eigvec_derivs=True)."""
+    from ..ad import custom_jvp
+
+    def eigvals_fun(a):
+        return _eig_raw(a, False)[0]
+
+    def eigvals_jvp(primals, tangents):
+        (a,), (da,) = primals, tangents
+        w, v = _eig_raw(a, True)
+        da = da.astype(v.dtype)
+        return w, jnp.sum(solve(v, da) * _mT(v), axis=-1)
+
+    def eig_fun(a):
+        return tuple(_eig_raw(a, True))
+
+    def eig_jvp(primals, tangents):
+        (a,), (da,) = primals, tangents
+        w, v = _eig_raw(a, True)
+        dw, dv = _eig_vec_jvp(w, v, da.astype(v.dtype))
+        return (w, v), (dw, dv)
+
+    ev = custom_jvp(eigvals_fun)
+    ev.defjvp(eigvals_jvp)
+    ef = custom_jvp(eig_fun)
+    ef.defjvp(eig_jvp)
+    return ev, ef
+
+
+def _eig(a, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+         enable_eigvec_derivs=False):
+    """`jax.lax.linalg.eig` on the host geev: [w] + [vl] + [vr] (left
+    eigenvectors are not supported: NumPy's eig does not return them)."""
+    a = jnp.asarray(a)
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
+        raise TypeError(f"eig: expected a floating-point or complex array, got {a.dtype} "
+                        f"(at {core.where()})")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"eig: argument must be a (..., n, n) array, got shape {a.shape} "
+                         f"(at {core.where()})")
+    if compute_left_eigenvectors:
+        raise NotImplementedError("eig: left eigenvectors are not supported by Ember "
+                                  f"(at {core.where()})")
+    eigvals_f, eig_f = _eig_rules()
+    traced = isinstance(a, core.Tracer)
+    if not compute_right_eigenvectors:
+        return [eigvals_f(a) if traced else _eig_raw(a, False)[0]]
+    if traced and enable_eigvec_derivs:
+        return list(eig_f(a))
+    # Not differentiable (JAX's NotImplementedError): a plain callback, so
+    # differentiating through it raises Ember's "Pure callbacks do not
+    # support JVP" error, only where the matrix depends on what is
+    # differentiated (JAX's symbolic-zero tangents: no error otherwise).
+    return _eig_raw(a, True)
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors (columns) of a general square
+    matrix, complex (complex64 for float32 input), as LAPACK's geev returns
+    them (JAX's order and normalization). Not differentiable (as JAX's,
+    which raises NotImplementedError; Ember raises its ValueError for
+    differentiated pure callbacks)."""
+    a = _float(a)
+    _square(a, "eig")
+    w, v = _eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """Eigenvalues of a general square matrix (complex); differentiable."""
+    a = _float(a)
+    _square(a, "eigvals")
+    return _eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
+
+
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
     """Singular values descending, and (U, S, Vh) with `compute_uv` (LAPACK's
     gesdd through `ember.svd`; with `hermitian`, from `eigh`)."""
@@ -446,3 +660,99 @@ def matrix_transpose(x, /):
 
 def tensordot(x1, x2, /, *, axes=2):
     return jnp.tensordot(x1, x2, axes)
+
+
+# ----------------------------------------------------------------------------
+# multi_dot, tensorinv, tensorsolve
+# ----------------------------------------------------------------------------
+
+def _chain_order(dims):
+    """NumPy's `_multi_dot_matrix_chain_order`: s[i][j] the split of the
+    cheapest product of matrices i..j, matrix k of shape dims[k], dims[k+1]."""
+    n = len(dims) - 1
+    m = [[0] * n for _ in range(n)]
+    s = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            m[i][j] = math.inf
+            for k in range(i, j):
+                q = m[i][k] + m[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if q < m[i][j]:
+                    m[i][j] = q
+                    s[i][j] = k
+    return s
+
+
+def multi_dot(arrays, *, precision=None):
+    """The product of the matrices `arrays` (the first and last may be
+    vectors) in the cheapest order (NumPy's dynamic program)."""
+    arrs = [jnp.asarray(x) for x in arrays]
+    if len(arrs) < 2:
+        raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrs)} "
+                         f"(at {core.where()})")
+    shapes = [a.shape for a in arrs]
+    if not (arrs[0].ndim in (1, 2) and arrs[-1].ndim in (1, 2)
+            and all(a.ndim == 2 for a in arrs[1:-1])):
+        raise ValueError("multi_dot: input arrays must all be two-dimensional, except for the "
+                         "first and last array which may be 1 or 2 dimensional. Got array "
+                         f"shapes {shapes} (at {core.where()})")
+    if any(a.shape[-1] != b.shape[0] for a, b in zip(arrs[:-1], arrs[1:])):
+        raise ValueError("multi_dot: last dimension of each array must match first dimension "
+                         f"of following array. Got array shapes {shapes} "
+                         f"(at {core.where()})")
+    first_vec, last_vec = arrs[0].ndim == 1, arrs[-1].ndim == 1
+    if first_vec:
+        arrs[0] = arrs[0][None, :]
+    if last_vec:
+        arrs[-1] = arrs[-1][:, None]
+    dims = [a.shape[0] for a in arrs] + [arrs[-1].shape[1]]
+    split = _chain_order(dims)
+
+    def product(i, j):
+        if i == j:
+            return arrs[i]
+        k = split[i][j]
+        return jnp.matmul(product(i, k), product(k + 1, j), precision=precision)
+
+    out = product(0, len(arrs) - 1)
+    if first_vec and last_vec:
+        return out[0, 0]
+    if first_vec:
+        return out[0]
+    if last_vec:
+        return out[:, 0]
+    return out
+
+
+def tensorinv(a, ind=2):
+    """The inverse of `a` for `tensordot` over `ind` axes: shape
+    a.shape[ind:] + a.shape[:ind]."""
+    a = jnp.asarray(a)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError(f"ind must be a positive integer; got ind={ind} (at {core.where()})")
+    contracting, batch = a.shape[:ind], a.shape[ind:]
+    rows, cols = math.prod(contracting), math.prod(batch)
+    if rows != cols:
+        raise ValueError("tensorinv is only possible when the product of the first `ind` "
+                         "dimensions equals that of the remaining dimensions. got "
+                         f"arr.shape={a.shape} with ind={ind}. (at {core.where()})")
+    return inv(a.reshape((rows, cols))).reshape(batch + contracting)
+
+
+def tensorsolve(a, b, axes=None):
+    """x with tensordot(a, x, x.ndim) == b (after moving `axes` of a to its end)."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    if axes is not None:
+        a = jnp.moveaxis(a, axes, len(axes) * (a.ndim - 1,))
+    out_shape = a.shape[b.ndim:]
+    if a.shape[:b.ndim] != b.shape:
+        raise ValueError("After moving axes to end, leading shape of a must match shape of b. "
+                         f"got a.shape={a.shape}, b.shape={b.shape} (at {core.where()})")
+    if b.size != math.prod(out_shape):
+        raise ValueError("Input arrays must have prod(a.shape[:b.ndim]) == "
+                         f"prod(a.shape[b.ndim:]); got a.shape={a.shape}, b.ndim={b.ndim}. "
+                         f"(at {core.where()})")
+    a = a.reshape((b.size, math.prod(out_shape)))
+    return solve(a, b.ravel()).reshape(out_shape)
