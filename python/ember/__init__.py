@@ -104,6 +104,9 @@ class _Tree:
     flatten_with_path = _tree_util.tree_flatten_with_path
     leaves_with_path = _tree_util.tree_leaves_with_path
     map_with_path = _tree_util.tree_map_with_path
+    broadcast = _tree_util.tree_broadcast
+    reduce_associative = _tree_util.tree_reduce_associative
+    static = _tree_util.static
 
 
 tree = _Tree

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ember import numpy as jnp
-from ember._src import core, dtypes, lax, prng, tree_util
+from ember._src import control_flow, core, dtypes, lax, prng, tree_util
 from ember._src.api import jit
 from ember._src.config import config as _config
 
@@ -43,6 +43,7 @@ __all__ = [
     "dirichlet", "multivariate_normal", "laplace", "logistic", "poisson", "cauchy", "pareto",
     "t", "chisquare", "f", "rademacher", "maxwell", "double_sided_maxwell", "weibull_min",
     "rayleigh", "wald", "geometric", "lognormal", "triangular", "generalized_normal", "ball",
+    "binomial", "multinomial", "key_dtype",
 ]
 
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -1225,6 +1226,181 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     z = normal(key, shape + mean.shape[-1:], dtype)
     prod = jnp.matmul(factor, jnp.expand_dims(z, -1))
     return mean + jnp.squeeze(prod, -1)
+
+
+# --------------------------------------------------------------------------
+# binomial (inversion for count * q <= 10, BTRS otherwise) and multinomial
+# --------------------------------------------------------------------------
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                  0.00833056343336287)
+
+
+def _stirling_tail(k):
+    """log k! minus its Stirling approximation (a table below 10)."""
+    table = jnp.asarray(np.asarray(_STIRLING_TAIL, dtype=k.dtype))
+    small = k <= 9
+    k = lax.clamp(_const(k.dtype, 0.0), k, _const(k.dtype, 9.0))
+    kp1sq = (k + 1) * (k + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    idx = lax.convert_element_type(jnp.floor(k), dtypes.int32)
+    return lax.select(small, table[idx], approx)
+
+
+def _binomial_inversion(key, count, prob, shape, dtype):
+    log1mp = jnp.log1p(-prob)
+
+    def body(carry):
+        i, num_geom, geom_sum, k = carry
+        subkey, k = _unstack_keys(_split_b(k, (2,)), 2)
+        num_geom = lax.select(geom_sum <= count, num_geom + 1, num_geom)
+        u = _uniform_b(subkey, shape, prob.dtype)
+        geom_sum = geom_sum + jnp.ceil(jnp.log(u) / log1mp)
+        return i + 1, num_geom, geom_sum, k
+
+    def cond(carry):
+        return jnp.any(carry[2] <= count)
+
+    zeros = jnp.zeros(shape, prob.dtype)
+    init = (jnp.asarray(0, dtypes.int32), zeros, zeros, key)
+    num_geom = control_flow.while_loop(cond, body, init)[1]
+    return (num_geom - 1).astype(dtype)
+
+
+def _btrs(key, count, prob, shape, dtype):
+    """Hormann's transformed rejection with squeeze (BTRS)."""
+    stddev = jnp.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = jnp.floor((count + 1) * prob)
+
+    def body(carry):
+        i, k_out, accepted, k = carry
+        k, sk0, sk1 = _unstack_keys(_split_b(k, (3,)), 3)
+        u = _uniform_b(sk0, shape, prob.dtype) - 0.5
+        v = _uniform_b(sk1, shape, prob.dtype)
+        us = 0.5 - jnp.abs(u)
+        accept1 = (us >= 0.07) & (v <= v_r)
+        kk = jnp.floor((2 * a / us + b) * u + c)
+        reject = (kk < 0) | (kk > count)
+        v = jnp.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * jnp.log((count - m + 1) / (count - kk + 1))
+              + (kk + 0.5) * jnp.log(r * (count - kk + 1) / (kk + 1))
+              + _stirling_tail(m) + _stirling_tail(count - m)
+              - _stirling_tail(kk) - _stirling_tail(count - kk))
+        accept = accept1 | (~reject & (v <= ub))
+        return i + 1, lax.select(accept, kk, k_out), accepted | accept, k
+
+    def cond(carry):
+        return jnp.any(~carry[2])
+
+    init = (jnp.asarray(0, dtypes.int32), jnp.full(shape, -1, prob.dtype),
+            jnp.zeros(shape, dtypes.bool_), key)
+    return control_flow.while_loop(cond, body, init)[1].astype(dtype)
+
+
+def _binomial_impl(key, count, prob, shape, dtype):
+    if not dtypes.is_inexact(prob.dtype):
+        prob = prob.astype(dtypes.default_float())
+    count = lax.convert_element_type(count, prob.dtype)
+    count = _bcast_to(count, shape)
+    prob = _bcast_to(prob, shape)
+    p_lt_half = prob < 0.5
+    q = lax.select(p_lt_half, prob, 1.0 - prob)
+    count_nan_or_neg = jnp.isnan(count) | (count < 0.0)
+    count_inf = jnp.isinf(count)
+    q_is_nan = jnp.isnan(q)
+    q_l_0 = q < 0.0
+    q = lax.select(q_is_nan | q_l_0, jnp.full_like(q, 0.01), q)
+    use_inversion = count_nan_or_neg | (count * q <= 10.0)
+    count = jnp.floor(count)
+    count_inv = lax.select(use_inversion, count, jnp.zeros_like(count))
+    count_btrs = lax.select(use_inversion, jnp.full_like(count, 1e4), count)
+    q_btrs = lax.select(use_inversion, jnp.full_like(q, 0.5), q)
+    samples = lax.select(use_inversion,
+                         _binomial_inversion(key, count_inv, q, shape, dtype),
+                         _btrs(key, count_btrs, q_btrs, shape, dtype))
+    invalid = q_l_0 | q_is_nan | count_nan_or_neg
+    samples = lax.select(invalid, jnp.full_like(samples, np.nan), samples)
+    samples = lax.select(count_inf & ~invalid, jnp.full_like(samples, np.inf), samples)
+    return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples,
+                      count.astype(dtype) - samples)
+
+
+_binomial_j = jit(_binomial_impl, static_argnums=(3, 4))
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+    """Binomial(n, p) samples as floats (JAX's algorithms: inversion when
+    n * min(p, 1 - p) <= 10, BTRS otherwise)."""
+    key = _check_key("binomial", key)
+    _check_arraylike("binomial", n, p)
+    dtype = _canon_float(dtype, "binomial")
+    n, p = jnp.asarray(n), jnp.asarray(p)
+    if shape is None:
+        shape = tuple(np.broadcast_shapes(n.shape, p.shape))
+    else:
+        shape = _canon_shape(shape)
+        _check_shape("binomial", shape, n.shape, p.shape)
+    return _binomial_j(key, n, p, tuple(shape), dtype)
+
+
+def _check_arraylike(name, *args):
+    for i, a in enumerate(args):
+        if isinstance(a, (list, tuple)):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
+                            f"position {i}. (at {core.where()})")
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+    """Multinomial counts of `n` trials over the outcomes along p's last axis
+    (a binomial draw per outcome, as JAX)."""
+    key = _check_key("multinomial", key)
+    _check_arraylike("multinomial", n, p)
+    n, p = jnp.asarray(n), jnp.asarray(p)
+    dt = jnp.result_type(n, p)
+    if not dtypes.is_inexact(dt):
+        dt = dtypes.default_float()
+    n, p = n.astype(dt), p.astype(dt)
+    dtype = _canon_float(dtype, "multinomial")
+    shape = p.shape if shape is None else _canon_shape(shape)
+    n = jnp.broadcast_to(n, tuple(shape[:-1]))
+    p = jnp.broadcast_to(p, tuple(shape))
+
+    def step(remainder, ratio_key):
+        ratio, k = ratio_key
+        count = _binomial_impl(k, remainder, jnp.clip(ratio, 0, 1), remainder.shape,
+                               remainder.dtype)
+        return remainder - count, count
+
+    p = jnp.moveaxis(p, -1, 0)
+    remaining = lax.cumsum(p, 0, reverse=True)
+    ratios = p / jnp.where(remaining == 0, 1, remaining)
+    keys = _split_j(key, (ratios.shape[0],))
+    _, counts = control_flow.scan(step, n, (ratios, keys), unroll=unroll)
+    return jnp.moveaxis(counts, 0, -1).astype(dtype)
+
+
+def key_dtype(impl=None):
+    """The dtype of typed keys of a PRNG implementation (only threefry2x32)."""
+    if impl is None or impl is prng.KEY_FRY or (isinstance(impl, str) and
+                                                impl == "threefry2x32"):
+        return prng.KEY_FRY
+    if isinstance(impl, str):
+        if impl in ("philox2x32", "philox4x32", "rbg", "unsafe_rbg", "threefry4x32"):
+            raise NotImplementedError(f"PRNG implementation {impl!r}: only threefry2x32 "
+                                      f"exists (at {core.where()})")
+        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
+                         f'"threefry2x32"? (at {core.where()})')
+    raise TypeError(f"unrecognized type {type(impl)} for specifying PRNG implementation. "
+                    f"(at {core.where()})")
 
 
 def _takes_out_sharding(fn):

@@ -233,7 +233,7 @@ def transfer_guard(new_val):
 
 
 # JAX's dtype of the tangents of integer and boolean values.
-float0 = np.dtype([("float0", np.void, 0)])
+float0 = dtypes.float0
 
 
 # --------------------------------------------------------------------------

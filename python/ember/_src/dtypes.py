@@ -193,3 +193,59 @@ def finfo(dtype):
 
 def iinfo(dtype):
     return np.iinfo(dtype)
+
+
+# JAX's dtype of the tangents of integer and boolean values (`jax.dtypes.float0`).
+float0 = np.dtype([("float0", np.void, 0)])
+
+
+class TypePromotionError(ValueError):
+    """Dtypes with no implicit promotion path (JAX's `jax.dtypes.TypePromotionError`)."""
+
+
+def itemsize_bits(dtype):
+    """The number of bits of one element of `dtype` (4 for int4, 8 for bool)."""
+    if dtype is None:
+        raise ValueError("dtype cannot be None.")
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        d = None
+    if d is None or d == float0 or d.kind not in "biufcV":
+        raise ValueError(f"unexpected input: {dtype=}")
+    if d.kind == "b":
+        return 8
+    if d.kind in "iu" or d.name in ("int2", "int4", "uint2", "uint4"):
+        return ml_dtypes.iinfo(d).bits
+    if d.kind == "c":
+        return 8 * d.itemsize
+    try:
+        return ml_dtypes.finfo(d).bits
+    except (TypeError, ValueError):
+        raise ValueError(f"unexpected input: {dtype=}") from None
+
+
+def scalar_type_of(x):
+    """The Python scalar type (bool, int, float or complex) of a value's or
+    a type's dtype."""
+    if isinstance(x, type) and x in (bool, int, float, complex):
+        return x
+    if type(x) in (bool, int, float, complex):
+        return type(x)
+    dt = None if isinstance(x, (type, np.dtype, str)) else getattr(x, "dtype", None)
+    if dt is None:
+        try:
+            dt = np.dtype(x)
+        except TypeError:
+            raise TypeError(f"Cannot determine dtype of {x}") from None
+    if not isinstance(dt, np.dtype):
+        raise TypeError(f"Cannot determine dtype of {dt}")
+    if dt.kind == "b":
+        return bool
+    if dt.kind in "iu" or dt.name in ("int2", "int4", "uint2", "uint4"):
+        return int
+    if dt.kind == "c":
+        return complex
+    if dt.kind == "f" or is_float(dt):
+        return float
+    raise TypeError(f"Invalid scalar value {x}")

@@ -1,11 +1,22 @@
 """Exception types with JAX's names (re-exported by `ember.errors`)."""
 
 
-class ConcretizationTypeError(TypeError):
+from .shape_poly import InconclusiveDimensionOperation as InconclusiveDimensionOperation
+
+
+class JAXTypeError(TypeError):
+    """The base of JAX's type errors (JAX's `jax.errors.JAXTypeError`)."""
+
+
+class JAXIndexError(IndexError):
+    """The base of JAX's index errors (JAX's `jax.errors.JAXIndexError`)."""
+
+
+class ConcretizationTypeError(JAXTypeError):
     pass
 
 
-class TracerArrayConversionError(TypeError):
+class TracerArrayConversionError(JAXTypeError):
     pass
 
 
@@ -13,12 +24,26 @@ class TracerBoolConversionError(ConcretizationTypeError):
     pass
 
 
-class TracerIntegerConversionError(TypeError):
+class TracerIntegerConversionError(JAXTypeError):
     pass
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class NonConcreteBooleanIndexError(JAXIndexError):
     pass
+
+
+class UnexpectedTracerError(JAXTypeError):
+    """A tracer used outside the transformation that made it (a leaked
+    tracer). Ember itself reports those as a `TypeError`."""
+
+
+class KeyReuseError(JAXTypeError):
+    """A PRNG key used twice (JAX's key-reuse checker; Ember has no checker,
+    so raises none itself)."""
+
+
+class JaxprTypeError(TypeError):
+    """A jaxpr that fails type checking."""
 
 
 class EmberInternalError(RuntimeError):

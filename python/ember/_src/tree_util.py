@@ -3,6 +3,8 @@
 import collections
 import dataclasses
 import functools
+import json
+import typing
 
 _registry = {}
 _key_registry = {}  # node type -> the keys of a node's children (key paths)
@@ -440,3 +442,219 @@ def keystr(keys, *, simple=False, separator=""):
         return str(k)
     return separator.join(one(k) for k in keys)
 
+
+
+# --------------------------------------------------------------------------
+# One-level flattening, broadcasting, registry (jax.tree_util 0.10.2)
+# --------------------------------------------------------------------------
+
+KeyEntry = typing.TypeVar("KeyEntry", bound=typing.Any)
+KeyPath = tuple[KeyEntry, ...]
+
+
+def flatten_one_level(tree):
+    """(children, aux data) of one pytree node; a leaf is a ValueError."""
+    node = _children(tree)
+    if node is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    _, aux, kids = node
+    return tuple(kids), aux
+
+
+def flatten_one_level_with_keys(tree):
+    """(((key, child), ...), aux data) of one pytree node."""
+    node = _children(tree)
+    if node is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    kind, aux, kids = node
+    return tuple(zip(_child_keys(tree, kind, aux, kids), kids)), aux
+
+
+_BUILTIN_NODES = (tuple, list, dict, type(None), collections.OrderedDict,
+                  collections.defaultdict)
+
+
+def is_tree_node(typ):
+    """Whether the type `typ` is a pytree node type (built in or registered)."""
+    if typ in _registry or typ in _BUILTIN_NODES:
+        return True
+    return isinstance(typ, type) and issubclass(typ, tuple) and hasattr(typ, "_fields")
+
+
+def register_pytree_with_keys_class(cls):
+    """Registers a class with `tree_flatten_with_keys` (and optionally
+    `tree_flatten`) methods and a `tree_unflatten` classmethod."""
+    flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                              flatten)
+    return cls
+
+
+def register_static(cls):
+    """Registers `cls` as a pytree node with no children (its instances are
+    the aux data: static under transformations)."""
+    register_pytree_with_keys(cls, lambda obj: ((), obj), lambda obj, _children: obj)
+    return cls
+
+
+def treedef_tuple(treedefs):
+    """The treedef of a tuple whose children have the given treedefs."""
+    return PyTreeDef(tuple, None, list(treedefs))
+
+
+def _prefix_error(path, prefix, full, is_leaf):
+    """A text saying where `prefix` is not a prefix of `full` (None if it is)."""
+    if tree_structure(prefix, is_leaf).kind is None:
+        return None
+    where = keystr(path) or " "
+    if type(prefix) is not type(full):
+        return (f"pytree structure error: different types at key path\n    {where}\n"
+                f"At that key path, the prefix pytree has a subtree of type\n"
+                f"    {type(prefix)}\nbut at the same key path the full pytree has a subtree "
+                f"of different type\n    {type(full)}.")
+    pk, pa = flatten_one_level_with_keys(prefix)
+    fk, fa = flatten_one_level_with_keys(full)
+    if len(pk) != len(fk) or [k for k, _ in pk] != [k for k, _ in fk] or pa != fa:
+        return (f"pytree structure error: different node structure at key path\n    {where}\n"
+                f"At that key path, the prefix pytree has a subtree with {len(pk)} children "
+                f"(metadata {pa!r}),\nbut the full pytree has a subtree with {len(fk)} "
+                f"children (metadata {fa!r}).")
+    for (k, p), (_, f) in zip(pk, fk):
+        err = _prefix_error(path + (k,), p, f, is_leaf)
+        if err is not None:
+            return err
+    return None
+
+
+def broadcast_prefix(prefix_tree, full_tree, is_leaf=None):
+    """Each leaf of `prefix_tree` repeated once per leaf of the subtree of
+    `full_tree` it stands for."""
+    out = []
+    try:
+        tree_map(lambda x, sub: out.extend([x] * tree_structure(sub).num_leaves),
+                 prefix_tree, full_tree, is_leaf=is_leaf)
+    except ValueError:
+        err = _prefix_error((), prefix_tree, full_tree, is_leaf)
+        raise ValueError(err or "pytree structure error: prefix_tree is not a prefix of "
+                         "full_tree") from None
+    return out
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """`full_tree`'s structure with each leaf replaced by the `prefix_tree`
+    leaf above it."""
+    return tree_unflatten(tree_structure(full_tree),
+                          broadcast_prefix(prefix_tree, full_tree, is_leaf=is_leaf))
+
+
+class _Unspecified:
+    pass
+
+
+_UNSPECIFIED = _Unspecified()
+
+
+def _parallel_reduce(seq, op, identity):
+    if not seq:
+        if isinstance(identity, _Unspecified):
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    if len(seq) == 1:
+        return seq[0]
+    half = len(seq) // 2
+    return op(_parallel_reduce(seq[:half], op, identity),
+              _parallel_reduce(seq[half:], op, identity))
+
+
+def tree_reduce_associative(operation, tree, *, identity=_UNSPECIFIED, is_leaf=None):
+    """Reduces the leaves with an associative `operation` as a balanced tree
+    of calls (JAX's order)."""
+    return _parallel_reduce(tree_leaves(tree, is_leaf), operation, identity)
+
+
+def static(**kwargs):
+    """A dataclass field marked static (`metadata={"static": True}`), as
+    `register_dataclass` reads it (`jax.tree.static`)."""
+    kwargs["metadata"] = {"static": True, **(kwargs.pop("metadata", {}) or {})}
+    return dataclasses.field(**kwargs)
+
+
+class PyTreeRegistry:
+    """JAX's `default_registry` (a `PyTreeRegistry`): the registry the
+    tree functions use."""
+
+    def flatten(self, tree, leaf_predicate=None):
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree):
+        return None if _children(tree) is None else flatten_one_level(tree)
+
+    def flatten_one_level_with_keys(self, tree):
+        return None if _children(tree) is None else flatten_one_level_with_keys(tree)
+
+    def flatten_with_path(self, tree, leaf_predicate=None):
+        return tree_flatten_with_path(tree, leaf_predicate)
+
+    def is_node(self, typ):
+        return is_tree_node(typ)
+
+    def register_node(self, type_, to_iterable, from_iterable, to_iterable_with_keys=None):
+        if to_iterable_with_keys is None:
+            register_pytree_node(type_, to_iterable, from_iterable)
+        else:
+            register_pytree_with_keys(type_, to_iterable_with_keys, from_iterable, to_iterable)
+
+    def register_dataclass_node(self, type_, data_fields, meta_fields, drop_fields=()):
+        register_dataclass(type_, data_fields, meta_fields, drop_fields)
+
+
+default_registry = PyTreeRegistry()
+
+
+# --------------------------------------------------------------------------
+# Serialization registrations of custom nodes (`jax.export`'s): the
+# exporter's trees name a registered node by `serialized_name`.
+# --------------------------------------------------------------------------
+
+_serialization_registry = {}    # node type -> (serialized_name, serialize_auxdata)
+_deserialization_registry = {}  # serialized_name -> (type, deserialize_auxdata, from_children)
+
+
+def _register_pytree_node_serialization(nodetype, *, serialized_name, serialize_auxdata,
+                                        deserialize_auxdata, from_children=None):
+    if nodetype in _serialization_registry:
+        raise ValueError(f"Duplicate serialization registration for type `{nodetype}`. "
+                         "Previous registration was with serialized_name "
+                         f"`{_serialization_registry[nodetype][0]}`.")
+    if serialized_name in _deserialization_registry:
+        raise ValueError("Duplicate serialization registration for serialized_name "
+                         f"`{serialized_name}`. Previous registration was for type "
+                         f"`{_deserialization_registry[serialized_name][0]}`.")
+    if from_children is None:
+        if nodetype not in _registry:
+            raise ValueError("If `from_children` is not present, you must call first"
+                             f"`jax.tree_util.register_pytree_node` for `{nodetype}`")
+        from_children = _registry[nodetype][1]
+    _serialization_registry[nodetype] = (serialized_name, serialize_auxdata)
+    _deserialization_registry[serialized_name] = (nodetype, deserialize_auxdata, from_children)
+    return nodetype
+
+
+def _register_namedtuple_serialization(nodetype, *, serialized_name):
+    if not (isinstance(nodetype, type) and issubclass(nodetype, tuple)
+            and hasattr(nodetype, "_fields")):
+        raise ValueError("Use `jax.export.register_pytree_node_serialization` for types other "
+                         "than `collections.namedtuple`.")
+
+    def serialize_auxdata(aux_data):
+        return json.dumps(nodetype._fields).encode("utf-8")
+
+    def deserialize_auxdata(data):
+        return json.loads(data.decode("utf-8"))
+
+    def from_children(aux_data, children):
+        return nodetype(**dict(zip(aux_data, children)))
+
+    return _register_pytree_node_serialization(
+        nodetype, serialized_name=serialized_name, serialize_auxdata=serialize_auxdata,
+        deserialize_auxdata=deserialize_auxdata, from_children=from_children)

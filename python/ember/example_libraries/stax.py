@@ -10,8 +10,8 @@ Parameter initializers follow ``jax.nn.initializers`` and draw from ``ember.rand
 would under JAX: ``Dense`` uses ``glorot_normal()`` (variance scaling 1.0, ``fan_avg``,
 truncated normal) for weights and ``normal(1e-2)`` for biases.
 
-Conv layers (``GeneralConv``, ``Conv``, ``Conv1D``) exist only when
-``ember.lax.conv_general_dilated`` does.
+Conv layers (``GeneralConv``, ``Conv``, ``Conv1D`` and their ``...Transpose``
+counterparts) exist only when ``ember.lax.conv_general_dilated`` does.
 """
 
 import functools
@@ -40,6 +40,8 @@ __all__ = [
     "BatchNorm",
     "Conv",
     "Conv1D",
+    "Conv1DTranspose",
+    "ConvTranspose",
     "Dense",
     "Dropout",
     "Elu",
@@ -50,6 +52,7 @@ __all__ = [
     "Flatten",
     "Gelu",
     "GeneralConv",
+    "GeneralConvTranspose",
     "Identity",
     "LeakyRelu",
     "LogSoftmax",
@@ -154,10 +157,45 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
 Conv1D = functools.partial(GeneralConv, ("NHC", "HIO", "NHC"))
 
-if not hasattr(lax, "conv_general_dilated"):
+
+def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
+                         padding="VALID", W_init=None, b_init=normal(1e-6)):  # noqa: B008
+    """Layer construction function for a general transposed-convolution layer."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    one = (1,) * len(filter_shape)
+    strides = tuple(strides or one)
+    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
+
+    def init_fun(rng, input_shape):
+        filters = iter(filter_shape)
+        kernel_shape = tuple(out_chan if c == "O" else
+                             input_shape[lhs_spec.index("C")] if c == "I" else
+                             next(filters) for c in rhs_spec)
+        output_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides,
+                                                      padding, dimension_numbers)
+        bias_shape = tuple(out_chan if c == "C" else 1 for c in out_spec)
+        k1, k2 = random.split(rng)
+        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
+
+    def apply_fun(params, inputs, **kwargs):
+        W, b = params
+        return lax.conv_transpose(inputs, W, strides, padding,
+                                  dimension_numbers=dimension_numbers) + b
+    return init_fun, apply_fun
+
+
+Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
+ConvTranspose = functools.partial(GeneralConvTranspose, ("NHWC", "HWIO", "NHWC"))
+
+_CONV_NAMES = ("GeneralConv", "Conv", "Conv1D", "GeneralConvTranspose", "ConvTranspose",
+               "Conv1DTranspose")
+
+if not hasattr(lax, "conv_general_dilated") or not hasattr(lax, "conv_transpose"):
     # The convolution primitive is not available in this build of ember.
-    del GeneralConv, Conv, Conv1D
-    __all__ = [n for n in __all__ if n not in ("GeneralConv", "Conv", "Conv1D")]
+    for _name in _CONV_NAMES:
+        del globals()[_name]
+    del _name
+    __all__ = [n for n in __all__ if n not in _CONV_NAMES]
 
 
 def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True,

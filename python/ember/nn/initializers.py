@@ -3,12 +3,22 @@ initial parameters, with JAX's formulas (the same keys give JAX's values up
 to the last bit of `truncated_normal`)."""
 
 import math
+import typing
 
 import numpy as np
 
 from ember import numpy as jnp
 from ember import random
 from ember._src import dtypes
+
+
+@typing.runtime_checkable
+class Initializer(typing.Protocol):
+    """What the initializers of this module are: callables
+    `init(key, shape, dtype=None, out_sharding=None) -> Array`."""
+
+    def __call__(self, key, shape, dtype=None, out_sharding=None):
+        raise NotImplementedError
 
 
 def _dtype(dtype):
@@ -166,7 +176,7 @@ def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
     return init
 
 
-__all__ = ["constant", "delta_orthogonal", "glorot_normal", "glorot_uniform", "he_normal",
-           "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform",
-           "normal", "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling",
-           "xavier_normal", "xavier_uniform", "zeros"]
+__all__ = ["Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",
+           "he_normal", "he_uniform", "kaiming_normal", "kaiming_uniform", "lecun_normal",
+           "lecun_uniform", "normal", "ones", "orthogonal", "truncated_normal", "uniform",
+           "variance_scaling", "xavier_normal", "xavier_uniform", "zeros"]
