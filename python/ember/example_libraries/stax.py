@@ -128,9 +128,9 @@ def _conv_output_shape(lhs_shape, rhs_shape, strides, padding, dimension_numbers
     return tuple(out)
 
 
-def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-                W_init=None, b_init=normal(1e-6)):  # noqa: B008
-    """Layer construction function for a general convolution layer."""
+def _conv_layer(transpose, dimension_numbers, out_chan, filter_shape, strides, padding,
+                W_init, b_init):
+    """A convolution layer (`transpose`: a transposed convolution)."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     one = (1,) * len(filter_shape)
     strides = tuple(strides or one)
@@ -141,17 +141,31 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
         kernel_shape = tuple(out_chan if c == "O" else
                              input_shape[lhs_spec.index("C")] if c == "I" else
                              next(filters) for c in rhs_spec)
-        output_shape = _conv_output_shape(input_shape, kernel_shape, strides, padding,
-                                          dimension_numbers)
+        if transpose:
+            output_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides,
+                                                          padding, dimension_numbers)
+        else:
+            output_shape = _conv_output_shape(input_shape, kernel_shape, strides, padding,
+                                              dimension_numbers)
         bias_shape = tuple(out_chan if c == "C" else 1 for c in out_spec)
         k1, k2 = random.split(rng)
         return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
 
     def apply_fun(params, inputs, **kwargs):
         W, b = params
+        if transpose:
+            return lax.conv_transpose(inputs, W, strides, padding,
+                                      dimension_numbers=dimension_numbers) + b
         return lax.conv_general_dilated(inputs, W, strides, padding, one, one,
                                         dimension_numbers=dimension_numbers) + b
     return init_fun, apply_fun
+
+
+def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+                W_init=None, b_init=normal(1e-6)):  # noqa: B008
+    """Layer construction function for a general convolution layer."""
+    return _conv_layer(False, dimension_numbers, out_chan, filter_shape, strides, padding,
+                       W_init, b_init)
 
 
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
@@ -161,27 +175,8 @@ Conv1D = functools.partial(GeneralConv, ("NHC", "HIO", "NHC"))
 def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
                          padding="VALID", W_init=None, b_init=normal(1e-6)):  # noqa: B008
     """Layer construction function for a general transposed-convolution layer."""
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    one = (1,) * len(filter_shape)
-    strides = tuple(strides or one)
-    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
-
-    def init_fun(rng, input_shape):
-        filters = iter(filter_shape)
-        kernel_shape = tuple(out_chan if c == "O" else
-                             input_shape[lhs_spec.index("C")] if c == "I" else
-                             next(filters) for c in rhs_spec)
-        output_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides,
-                                                      padding, dimension_numbers)
-        bias_shape = tuple(out_chan if c == "C" else 1 for c in out_spec)
-        k1, k2 = random.split(rng)
-        return output_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
-
-    def apply_fun(params, inputs, **kwargs):
-        W, b = params
-        return lax.conv_transpose(inputs, W, strides, padding,
-                                  dimension_numbers=dimension_numbers) + b
-    return init_fun, apply_fun
+    return _conv_layer(True, dimension_numbers, out_chan, filter_shape, strides, padding,
+                       W_init, b_init)
 
 
 Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
