@@ -31,6 +31,7 @@ from ember import scipy as scipy
 from ember import sharding as sharding
 from ember import stages as stages
 from ember import tree_util as tree_util
+from ember import typing as typing
 from ember._src import tree_util as _tree_util
 from ember._src.ad import custom_jvp as custom_jvp
 from ember._src.ad import custom_vjp as custom_vjp

@@ -20,3 +20,68 @@ def visualize_sharding(shape, sharding, **kwargs):
     from ember._src.mesh import visualize
 
     builtins.print(visualize(shape, sharding))
+
+
+def inspect_array_sharding(value, *, callback):  # noqa: F811  (JAX's keyword)
+    """Calls `callback` with the sharding of each array of the pytree
+    `value`: at once for arrays, and at trace time under `jit` with the traced
+    value's sharding (its NamedSharding when placed on a mesh, else the
+    default device's SingleDeviceSharding)."""
+    from ember._src import core, devices, tree_util
+
+    def inspect(x):
+        if isinstance(x, core.Tracer):
+            sharding = x.aval.sharding
+            if sharding is None:
+                sharding = devices.SingleDeviceSharding(devices.devices()[0])
+        else:
+            sharding = x.sharding
+        callback(sharding)
+
+    tree_util.tree_map(inspect, value)
+
+
+def log(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False,
+        **kwargs):
+    """`jax.debug.log`: as `print`, but the message goes to the logging
+    module (logger "ember._src.debugging", level INFO, with the caller's file
+    and line). Without `fmt`, returns the function that takes it
+    (`log(ordered=True)("x={x}", x=x)`)."""
+    import copy
+    import inspect
+    import logging
+    import string
+
+    from ember._src.callback import _check_format, debug_callback
+
+    del partitioned
+    logger = logging.getLogger("ember._src.debugging")
+
+    def _log(fmt, *c_args, **c_kwargs):
+        frame = inspect.stack()[2 if fmt_given else 1]
+        record = logger.makeRecord(logger.name, logging.INFO, frame.filename, frame.lineno,
+                                   "", (), None)
+        del frame
+        if not skip_format_check:
+            _check_format(fmt, c_args, c_kwargs)
+        field = fmt and next(iter(string.Formatter().parse(fmt)))[1]
+
+        def emit(*a, **k):
+            if field is not None:
+                msg = fmt.format(*a, **k)
+            else:
+                msg = " ".join((fmt, *(str(v) for v in a)))
+            rec = copy.copy(record)
+            rec.msg = msg
+            logger.handle(rec)
+
+        debug_callback(emit, *c_args, ordered=ordered, **c_kwargs)
+
+    fmt_given = fmt is not None
+    if fmt_given:
+        _log(fmt, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise TypeError("debug_print received unexpected arguments in the two-call form:"
+                        f" {args=} {kwargs=}")
+    return _log

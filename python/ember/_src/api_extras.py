@@ -11,9 +11,11 @@ import threading
 
 import numpy as np
 
-from . import ad, api, core, devices, dtypes, mesh, tree_util
+from . import ad, api, core, devices, dtypes, lax_linalg, mesh, tree_util
 from .api_util import Traced
 from .config import _RUNTIME_ONLY, _State, _validators, config
+from .numpy import linalg as _np_linalg
+from .state import ds as ds
 
 __all__ = [
     "check_tracer_leaks", "checking_leaks", "clear_caches", "closure_convert",
@@ -25,7 +27,14 @@ __all__ = [
     "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info",
     "process_indices", "transfer_guard", "transfer_guard_device_to_device",
     "transfer_guard_device_to_host", "transfer_guard_host_to_device",
+    "allow_f16_reductions", "array_garbage_collection_guard", "auto_pcast",
+    "default_prng_impl", "ds", "enable_custom_prng", "legacy_prng_key", "no_execution",
+    "no_tracing", "remove_size_one_mesh_axis_from_type", "softmax_custom_jvp",
+    "thread_guard", "threefry_partitionable",
 ]
+
+# `lax.linalg.eig` is `jnp.linalg`'s eig (a layer above lax_linalg).
+lax_linalg._eig_impl = _np_linalg._eig
 
 
 # --------------------------------------------------------------------------
@@ -217,6 +226,32 @@ transfer_guard_device_to_device = _optional_enum_state("jax_transfer_guard_devic
 transfer_guard_device_to_host = _optional_enum_state("jax_transfer_guard_device_to_host",
                                                      _GUARD_LEVELS)
 _transfer_guard_all = _optional_enum_state("jax_transfer_guard", _GUARD_LEVELS)
+
+# More recorded-only states (JAX 0.10.2's defaults; Ember's compiler reads
+# none of them: its PRNG is threefry2x32 with JAX's default partitionable
+# bits, softmax is differentiated as written, f16 reductions are allowed).
+softmax_custom_jvp = _bool_state("jax_softmax_custom_jvp")
+default_prng_impl = _RecordedState(
+    "jax_default_prng_impl", "threefry2x32",
+    _enum_option("jax_default_prng_impl", ("threefry2x32", "threefry4x32", "rbg",
+                                           "unsafe_rbg", "philox2x32", "philox4x32"), False))
+threefry_partitionable = _RecordedState("jax_threefry_partitionable", True,
+                                        _bool_option("jax_threefry_partitionable"),
+                                        default=True)
+legacy_prng_key = _RecordedState(
+    "jax_legacy_prng_key", "allow",
+    _enum_option("jax_legacy_prng_key", ("allow", "warn", "error"), False))
+enable_custom_prng = _bool_state("jax_enable_custom_prng")
+no_tracing = _bool_state("jax_no_tracing")
+no_execution = _bool_state("jax_no_execution")
+thread_guard = _bool_state("jax_thread_guard")
+allow_f16_reductions = _RecordedState("jax_allow_f16_reductions", True,
+                                      _bool_option("jax_allow_f16_reductions"), default=True)
+array_garbage_collection_guard = _optional_enum_state(
+    "jax_array_garbage_collection_guard", ("allow", "log", "fatal"))
+remove_size_one_mesh_axis_from_type = _bool_state("jax_remove_size_one_mesh_axis_from_type")
+auto_pcast = _RecordedState("jax_auto_pcast", True, _bool_option("jax_auto_pcast"),
+                            default=True)
 
 
 @contextlib.contextmanager

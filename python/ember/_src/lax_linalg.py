@@ -3,6 +3,9 @@
 compiled code runs through the runtime's LAPACK and BLAS calls. Their JVP, transpose and
 batching rules are the ops' rules in C++."""
 
+import enum
+import operator
+
 import numpy as np
 
 from . import core, dtypes, lax
@@ -250,3 +253,202 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
                                              transpose_a=not transpose_a,
                                              unit_diagonal=bool(unit_diagonal)))
     return _in_lapack_dtype(solve, a, b)
+
+
+# --------------------------------------------------------------------------
+# More of jax.lax.linalg, on jnp ops (no primitives of their own)
+# --------------------------------------------------------------------------
+
+class EigImplementation(enum.Enum):
+    """JAX's choice of eig backend (Ember always uses the host's geev)."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+    """JAX's choice of eigh algorithm (Ember always uses LAPACK's)."""
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    """JAX's choice of SVD algorithm (`svd(algorithm=...)`, ignored by Ember)."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
+# `jnp.linalg`'s eig (`numpy/linalg.py`, a layer above this module), set by
+# `api_extras.py` when ember is imported.
+_eig_impl = None
+
+
+def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+        enable_eigvec_derivs=False, implementation=None, use_magma=None):
+    """[w] + [vl] + [vr]: the eigenvalues of each trailing square matrix and,
+    if asked, its eigenvectors (columns), from the host's geev as
+    `jnp.linalg.eig`. Left eigenvectors are not supported (NotImplementedError,
+    so pass compute_left_eigenvectors=False). `implementation` and `use_magma`
+    choose GPU backends in JAX and are ignored."""
+    del implementation, use_magma
+    return _eig_impl(x, compute_left_eigenvectors=compute_left_eigenvectors,
+                     compute_right_eigenvectors=compute_right_eigenvectors,
+                     enable_eigvec_derivs=enable_eigvec_derivs)
+
+
+def _jnp():
+    from .numpy import lax_numpy
+    return lax_numpy
+
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
+    """X with A X = B for each tridiagonal A given by its lower (dl, dl[0]
+    = 0), main (d) and upper (du, du[m-1] = 0) diagonals, shapes (..., m), and
+    b (..., m, n): the Thomas algorithm (no pivoting) as a scan. With
+    `perturb_singular`, zero pivots become eps * max|d| so the result is
+    finite."""
+    from .control_flow import scan
+    jnp = _jnp()
+    dl, d, du, b = (jnp.asarray(t) for t in (dl, d, du, b))
+    if not (dl.ndim >= 1 and dl.shape == d.shape == du.shape):
+        raise ValueError(f"tridiagonal_solve: dl, d and du must have the same shape, got "
+                         f"{dl.shape}, {d.shape} and {du.shape}")
+    if b.ndim != d.ndim + 1 or b.shape[:-1] != d.shape:
+        raise ValueError(f"tridiagonal_solve: b must have shape {d.shape} + (n,), got "
+                         f"{b.shape}")
+    dtype = jnp.result_type(dl, d, du, b)
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        raise TypeError(f"tridiagonal_solve: expected inexact operands, got {dtype}")
+    dl, d, du, b = (t.astype(dtype) for t in (dl, d, du, b))
+    m = d.shape[-1]
+    if m == 0:
+        return b
+    tiny = None
+    if perturb_singular:
+        eps = jnp.finfo(dtype).eps
+        tiny = (eps * jnp.max(jnp.abs(d), axis=-1, keepdims=True)).astype(dtype)[..., 0]
+        tiny = jnp.where(tiny == 0, jnp.finfo(dtype).tiny, tiny).astype(dtype)
+
+    def pivot(p):
+        return p if tiny is None else jnp.where(p == 0, tiny, p)
+
+    # Scan over the rows: move the row axis to the front.
+    rows = [jnp.moveaxis(t, -1, 0) for t in (dl, d, du)]
+    bl = jnp.moveaxis(b, -2, 0)
+    p0 = pivot(rows[1][0])
+    c0 = rows[2][0] / p0
+    y0 = bl[0] / p0[..., None]
+
+    def fwd(carry, row):
+        cp, yp = carry
+        a, dd, c, bb = row
+        p = pivot(dd - a * cp)
+        cn = c / p
+        yn = (bb - a[..., None] * yp) / p[..., None]
+        return (cn, yn), (cp, yp)
+
+    (_, ylast), (cs, ys) = scan(fwd, (c0, y0), (rows[0][1:], rows[1][1:], rows[2][1:],
+                                                 bl[1:]))
+
+    def bwd(xn, row):
+        c, y = row
+        x = y - c[..., None] * xn
+        return x, x
+
+    _, xs = scan(bwd, ylast, (cs, ys), reverse=True)
+    x = jnp.concatenate([xs, ylast[None]], axis=0)
+    return jnp.moveaxis(x, 0, -2)
+
+
+def householder_product(a, taus):
+    """The first n columns of Q = H_0 H_1 ... H_{k-1} for each trailing
+    m x n matrix `a` (m >= n) holding the reflectors' vectors below its
+    diagonal (LAPACK's geqrf layout) and `taus` (..., k), k <= n:
+    H_i = I - tau_i v_i v_i^H with v_i[i] = 1 (LAPACK's orgqr/ungqr)."""
+    jnp = _jnp()
+    a, taus = jnp.asarray(a), jnp.asarray(taus)
+    if a.ndim < 2:
+        raise ValueError(f"householder_product: a must be (a batch of) matrices, got shape "
+                         f"{a.shape}")
+    m, n = a.shape[-2:]
+    k = taus.shape[-1] if taus.ndim else 0
+    if taus.ndim != a.ndim - 1 or taus.shape[:-1] != a.shape[:-2] or m < n or k > n:
+        raise ValueError(f"householder_product: expected a (..., m, n) with m >= n and taus "
+                         f"(..., k) with k <= n, got {a.shape} and {taus.shape}")
+    dtype = jnp.result_type(a, taus)
+    a, taus = a.astype(dtype), taus.astype(dtype)
+    q = jnp.broadcast_to(jnp.eye(m, n, dtype=dtype), a.shape)
+    row = jnp.arange(m)
+    for i in reversed(range(k)):
+        v = jnp.where(row[:, None] > i, a[..., :, i:i + 1],
+                      (row[:, None] == i).astype(dtype))          # (..., m, 1)
+        w = jnp.matmul(jnp.conj(jnp.swapaxes(v, -1, -2)), q, precision="highest")
+        q = q - taus[..., i, None, None] * jnp.matmul(v, w, precision="highest")
+    return q
+
+
+def lu_pivots_to_permutation(pivots, permutation_size):
+    """The permutation (..., permutation_size) int32 that the row swaps
+    `pivots` (..., k), k <= permutation_size, make of the identity: swap i
+    with pivots[i] for i = 0 .. k-1 in order."""
+    jnp = _jnp()
+    pivots = jnp.asarray(pivots)
+    size = operator.index(permutation_size)
+    if pivots.ndim < 1 or not jnp.issubdtype(pivots.dtype, jnp.integer):
+        raise ValueError(f"lu_pivots_to_permutation: pivots must be an integer array of "
+                         f"shape (..., k), got {pivots.dtype}{list(pivots.shape)}")
+    k = pivots.shape[-1]
+    if k > size:
+        raise ValueError(f"Output permutation size {size} has to exceed the trailing "
+                         f"dimension of the pivots. Got pivots size {k}")
+    pivots = pivots.astype(np.int32)
+    idx = jnp.arange(size, dtype=np.int32)
+    perm = jnp.broadcast_to(idx, pivots.shape[:-1] + (size,))
+    for i in range(k):
+        j = pivots[..., i:i + 1]
+        pi = perm[..., i:i + 1]
+        pj = jnp.take_along_axis(perm, j, axis=-1)
+        perm = jnp.where(idx == i, pj, jnp.where(idx == j, pi, perm))
+    return perm
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False):
+    """alpha * A A^T + beta * C for A (..., m, n) and C (..., m, m); with
+    `symmetrize_output` the upper triangle is the transpose of the lower one
+    (JAX only guarantees the lower triangle otherwise; Ember's is the full
+    product)."""
+    jnp = _jnp()
+    a, c = jnp.asarray(a_matrix), jnp.asarray(c_matrix)
+    out = alpha * jnp.matmul(a, jnp.swapaxes(a, -1, -2), precision="highest") + beta * c
+    out = out.astype(jnp.result_type(a, c))
+    if symmetrize_output:
+        out = jnp.tril(out) + jnp.swapaxes(jnp.tril(out, -1), -1, -2)
+    return out
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of A + w w^T given A's, R (A = R^T R), by
+    Givens rotations in O(n^2) (JAX's algorithm; real n x n R and n-vector w)."""
+    jnp = _jnp()
+    r, z = jnp.asarray(r_matrix), jnp.asarray(w_vector)
+    if r.ndim != 2 or r.shape[0] != r.shape[1] or z.shape != r.shape[:1]:
+        raise ValueError(f"cholesky_update: expected an n x n matrix and an n-vector, got "
+                         f"shapes {r.shape} and {z.shape}")
+    dtype = jnp.result_type(r, z)
+    r, z = r.astype(dtype), z.astype(dtype)
+    for k in range(z.shape[0]):
+        x, y = r[k, k], z[k]
+        den = jnp.maximum(jnp.abs(x), jnp.abs(y))
+        safe = jnp.where(y == 0, jnp.ones_like(den), den)
+        xs, ys = x / safe, y / safe
+        rh = 1 / jnp.sqrt(xs * xs + ys * ys)
+        c = jnp.where(y == 0, jnp.ones_like(x), xs * rh)
+        s = jnp.where(y == 0, jnp.zeros_like(y), -ys * rh)
+        row = r[k, :]
+        r = r.at[k, :].set(c * row - s * z)
+        z = c * z + s * row
+    return r

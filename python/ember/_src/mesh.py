@@ -7,7 +7,9 @@ Ember's devices share one address space (the CPU devices of one process,
 so a sharding says where each block of an array belongs while the data stays
 one host buffer; `shard_map` computes per block (`parallel.py`)."""
 
+import abc
 import contextlib
+import dataclasses
 import enum
 import math
 import threading
@@ -15,6 +17,70 @@ import threading
 import numpy as np
 
 from . import devices as devices_lib
+
+
+class Sharding(abc.ABC):  # noqa: B024  (no abstract methods: JAX's has none to share)
+    """`jax.sharding.Sharding`: what every sharding is an instance of
+    (`NamedSharding`; `devices.SingleDeviceSharding`, a layer below, is
+    registered)."""
+
+
+Sharding.register(devices_lib.SingleDeviceSharding)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AbstractDevice:
+    """`jax.sharding.AbstractDevice`: a kind of device, without an id."""
+    device_kind: str
+    num_cores: int | None
+    platform: str
+
+    def __repr__(self):
+        return (f"AbstractDevice(device_kind={self.device_kind}, num_cores={self.num_cores}, "
+                f"platform={self.platform})")
+
+
+class ManualAxisType:
+    """`jax.sharding.ManualAxisType`: the mesh axes a value of a manual
+    (shard_map) computation varies over, or is unreduced or reduced over;
+    interned (equal ones are the same object)."""
+
+    __slots__ = ("varying", "unreduced", "reduced", "__weakref__")
+    _interned = {}
+
+    def __new__(cls, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
+        varying, unreduced, reduced = (frozenset(a) for a in (varying, unreduced, reduced))
+        if varying & unreduced:
+            raise ValueError("varying and unreduced cannot have common mesh axes. Got "
+                             f"varying={varying} and unreduced={unreduced}")
+        if varying & reduced:
+            raise ValueError("varying and reduced cannot have common mesh axes. Got "
+                             f"varying={varying} and reduced={reduced}")
+        key = (varying, unreduced, reduced)
+        obj = cls._interned.get(key)
+        if obj is None:
+            obj = object.__new__(cls)
+            object.__setattr__(obj, "varying", varying)
+            object.__setattr__(obj, "unreduced", unreduced)
+            object.__setattr__(obj, "reduced", reduced)
+            cls._interned[key] = obj
+        return obj
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ManualAxisType is immutable")
+
+    def __repr__(self):
+        return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
+                f"reduced={self.reduced})")
+
+    def __getnewargs_ex__(self):
+        return (), {"varying": self.varying, "unreduced": self.unreduced,
+                    "reduced": self.reduced}
+
+    def update(self, **kwargs):
+        for name in ("varying", "unreduced", "reduced"):
+            kwargs.setdefault(name, getattr(self, name))
+        return ManualAxisType(**kwargs)
 
 
 class AxisType(enum.Enum):
@@ -370,7 +436,7 @@ def check_spec(spec, mesh, shape, what):
                                  f"(full shape: {tuple(shape)})")
 
 
-class NamedSharding:
+class NamedSharding(Sharding):
     """A mesh and a PartitionSpec: block i of the array belongs to the
     devices at mesh position i (replicated over the unnamed axes)."""
 
