@@ -186,3 +186,15 @@ def test_ds_typing_version():
     assert (s.start, s.size, s.stride) == (1, 2, 2)
     assert jax.typing.ArrayLike is not None
     assert isinstance(jax.__version__, str)
+
+
+def test_indexing_with_ds():
+    # JAX takes jax.ds as an array index: a dynamic slice (start clamped).
+    x = jnp.arange(10.0)
+    np.testing.assert_array_equal(np.asarray(x[jax.ds(2, 3)]), [2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda v, i: v[jax.ds(i, 3)])(x, 4)),
+                                  [4.0, 5.0, 6.0])
+    np.testing.assert_array_equal(np.asarray(x[jax.ds(8, 3)]), [7.0, 8.0, 9.0])  # JAX's value
+    m = jnp.arange(20.0).reshape(4, 5)
+    np.testing.assert_array_equal(np.asarray(m[None, jax.ds(1, 2), jax.ds(0, 3, 2)]),
+                                  [[[5.0, 7.0, 9.0], [10.0, 12.0, 14.0]]])

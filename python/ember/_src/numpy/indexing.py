@@ -130,6 +130,32 @@ def _in_bounds(e, n):
         return None
 
 
+def _is_ds(e):
+    """A `jax.ds`/`pl.ds` Slice (state.Slice; checked by shape, as state
+    imports this package)."""
+    return not isinstance(e, slice) and all(hasattr(e, a) for a in ("start", "size", "stride"))
+
+
+def _dynamic_slices(x, entries):
+    """`x[ds(start, size, stride)]` (JAX takes `jax.ds` as an index): each
+    such entry becomes a dynamic slice of its dimension (the start clamped
+    as lax.dynamic_slice clamps it) and then a full `:`."""
+    if not any(_is_ds(e) for e in entries):
+        return x, entries
+    out, dim = [], 0
+    for e in entries:
+        if e is not None and _is_ds(e):
+            span = (e.size - 1) * e.stride + 1 if e.size else 0
+            x = lax.dynamic_slice_in_dim(x, e.start, span, dim) if span else \
+                lax.slice_in_dim(x, 0, 0, axis=dim)
+            if e.stride > 1:
+                x = lax.slice_in_dim(x, 0, span, e.stride, dim)
+            e = slice(None)
+        out.append(e)
+        dim += e is not None
+    return x, out
+
+
 def getitem(x, idx, mode=None):
     """x[idx]. mode=None is Python indexing (static out-of-bounds ints raise,
     dynamic indices are clamped); 'clip' clamps every index; 'fill'/'drop' let
@@ -138,6 +164,7 @@ def getitem(x, idx, mode=None):
     if _is_scalar_false(idx):
         return getitem(x, None)[:0]
     entries = _normalize(x, idx)
+    x, entries = _dynamic_slices(x, entries)
     _sharding_rules.check_indexing(x, entries, _split(x))
     # 1. Basic indexing: slices, ints and None, with advanced entries kept.
     starts, limits, strides, rev_dims = [], [], [], []
