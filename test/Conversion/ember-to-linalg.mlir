@@ -505,6 +505,25 @@ func.func @gemm(%a: tensor<64x32xf32>, %b: tensor<48x32xf32>, %x: tensor<4x64x32
 
 // -----
 
+// Products with the same operand types and flags share one buffer helper;
+// another shape (or flag) gets its own.
+// CHECK-LABEL: func @gemm_shared_helper
+// CHECK: call @__ember_gemm_0(%arg0, %arg1)
+// CHECK: call @__ember_gemm_0(%arg0, %arg1)
+// CHECK: call @__ember_gemm_1(%arg1, %arg0)
+// CHECK: func.func private @__ember_gemm_0(
+// CHECK: func.func private @__ember_gemm_1(
+// CHECK-NOT: func.func private @__ember_gemm_2(
+func.func @gemm_shared_helper(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>)
+    -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) {
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %1 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %2 = ember.dot_general %b, %a, batch = [] x [], contract = [1] x [1] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %0, %1, %2 : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+}
+
+// -----
+
 // ember.case becomes a chain of scf.if on the index clamped to the
 // branches: branch k where the index is k, the last branch otherwise.
 // CHECK-LABEL: func @case
