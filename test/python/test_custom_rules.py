@@ -245,3 +245,28 @@ def test_custom_vjp_bwd_none_inside_a_cotangent_is_zero():
     with pytest.raises(TypeError, match=r"produced a cotangent of structure .* for an "
                                         r"argument of structure"):
         jax.grad(f)([2.0, 3.0])
+
+
+def test_custom_vjp_and_custom_jvp_resolve_keywords_and_defaults():
+    # As JAX does: arguments given by keyword, and defaults not given, are
+    # resolved to positions before nondiff_argnums picks its arguments.
+    import functools
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+    def f(x, scale=2.0, power=1):
+        return x ** power * scale
+
+    f.defvjp(lambda x, scale, power: (f(x, scale, power), x),
+             lambda scale, power, x, g: (g * scale * power * x ** (power - 1),))
+    assert float(jax.grad(f)(3.0)) == 2.0
+    assert float(jax.grad(lambda x: f(x, power=2))(3.0)) == 12.0
+
+    @jax.custom_jvp
+    def g(x, y=1.0):
+        return x * y
+
+    g.defjvp(lambda primals, tangents: (g(*primals), tangents[0] * primals[1] * 10))
+    assert float(jax.grad(lambda x: g(x, y=3.0))(1.0)) == 30.0
+    assert float(jax.grad(g)(1.0)) == 10.0
+    with pytest.raises(TypeError, match="could not be resolved"):
+        g(1.0, z=2.0)

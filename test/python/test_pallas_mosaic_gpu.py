@@ -2,11 +2,14 @@
 barriers and wgmma run on the CPU with the GPU's results, and misuse of
 barriers and shared memory is reported with the kernel's lines."""
 
+import functools
 import os
 import pathlib
 import re
 import subprocess
+import sys
 import types
+import typing
 
 import numpy as np
 import pytest
@@ -325,3 +328,252 @@ def test_kernels_compose_with_jit_and_vmap():
     read = next(i for i, line in enumerate(lines, 1) if "smem[...] * (b + 1)" in line)
     with pytest.raises(plgpu.InterpretError, match=f"pallas_gpu_kernels.py:{read}"):
         ember.jit(_collective_smem_reuse(False))(x)
+
+
+# JAX's FlashAttention-3 for Hopper (jax/experimental/pallas/ops/gpu/
+# attention_mgpu.py), read from a jax-ml/jax snapshot where one exists: its
+# forward kernel (two compute warpgroups and a memory warpgroup, K through
+# transpose_ref, P @ V with P in registers, set_max_registers, a schedule
+# barrier), the causal variant (broadcasted_iota masks), the variant built
+# on emit_pipeline_warp_specialized with manual consumed barriers, and the
+# backward kernels (dq and dk/dv) run as written, with the import changed.
+def _jax_attention_module():
+    if not os.path.isdir(_JAX_SNAPSHOT):
+        pytest.skip("no jax-ml/jax snapshot on this machine")
+    path = "jax/experimental/pallas/ops/gpu/attention_mgpu.py"
+    text = subprocess.run(["git", "-C", _JAX_SNAPSHOT, "show", f"HEAD:{path}"],
+                          capture_output=True, text=True)
+    if text.returncode:
+        pytest.skip(f"{path} is not in the snapshot")
+    src = text.stdout
+    # The three imports of JAX internals it makes (test utilities, the CUDA
+    # version, the profiler) have no Ember counterpart: a stand-in reports
+    # CUDA 12.9.1 (the version its causal check accepts).
+    for internal in ("from jax._src import test_util", "from jax._src.lib import cuda_versions",
+                     "from jax.experimental.mosaic.gpu import profiler"):
+        src = re.sub(rf"^{re.escape(internal)}.*$", "", src, flags=re.M)
+    src = src.replace("import jax\n", "import ember as jax\n").replace("from jax ", "from ember ")
+    src = src.replace("import jax.", "import ember.")
+    if sys.version_info < (3, 12):  # PEP 695's generic class, as 3.11 spells it
+        src = src.replace("class PipelineCallback[T](Protocol):",
+                          "T = typing.TypeVar('T')\nclass PipelineCallback(Protocol[T]):")
+    ns = {"__name__": "attention_mgpu", "typing": typing,
+          "cuda_versions": types.SimpleNamespace(cuda_runtime_get_version=lambda: 12091)}
+    exec(compile(src, "attention_mgpu.py", "exec"), ns)
+    return ns
+
+
+def _attention_numpy(q, k, v, causal=False):
+    q, k, v = (np.asarray(x, np.float32) for x in (q, k, v))
+    s = np.einsum("bqhd,bkhd->bhqk", q, k)
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return np.einsum("bhqk,bkhd->bqhd", p, v)
+
+
+def _attention_inputs(b=2, t=256, h=2, d=64):
+    rng = np.random.default_rng(0)
+    return [jnp.asarray(rng.standard_normal((b, t, h, d)).astype(np.float16)) for _ in range(3)]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_jax_flash_attention3_forward_runs_as_written(causal):
+    fa3 = _jax_attention_module()
+    q, k, v = _attention_inputs()
+    config = fa3["TuningConfig"](block_q=64, block_kv=64, max_concurrent_steps=2, causal=causal)
+    out = fa3["attention"](q, k, v, config)
+    assert out.dtype == jnp.float16 and out.shape == q.shape
+    # f16 output: a few ulps of values below 4.
+    np.testing.assert_allclose(np.asarray(out, np.float32), _attention_numpy(q, k, v, causal),
+                               atol=4e-3, rtol=0)
+
+
+def test_jax_flash_attention3_pipeline_emitter_variant():
+    fa3 = _jax_attention_module()
+    q, k, v = _attention_inputs(b=1)
+    config = fa3["TuningConfig"](block_q=64, block_kv=64, max_concurrent_steps=2)
+    out, (lse,) = fa3["attention_with_pipeline_emitter"](q, k, v, config, save_residuals=True)
+    np.testing.assert_allclose(np.asarray(out, np.float32), _attention_numpy(q, k, v),
+                               atol=4e-3, rtol=0)
+    s = np.einsum("bqhd,bkhd->bhqk", *(np.asarray(x, np.float32) for x in (q, k)))
+    # lse is kept in base 2, as the kernel computes it.
+    np.testing.assert_allclose(np.asarray(lse), np.log2(np.exp(s).sum(-1)), rtol=1e-4)
+
+
+def test_jax_flash_attention3_backward_kernels():
+    fa3 = _jax_attention_module()
+    q, k, v = _attention_inputs(b=1)
+    config = fa3["TuningConfig"](block_q=64, block_kv=64, max_concurrent_steps=2,
+                                 block_q_dkv=64, block_kv_dkv=64, block_q_dq=64, block_kv_dq=64)
+    w = np.random.default_rng(1).standard_normal(q.shape).astype(np.float32)
+
+    def loss(attention):
+        return lambda q, k, v: (attention(q, k, v).astype(jnp.float32) * w).sum()
+
+    grads = ember.grad(loss(lambda q, k, v: fa3["attention"](q, k, v, config)),
+                       argnums=(0, 1, 2))(q, k, v)
+    f32 = [x.astype(jnp.float32) for x in (q, k, v)]
+
+    def plain(q, k, v):
+        p = ember.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k), axis=-1)
+        return jnp.einsum("bhqk,bkhd->bqhd", p, v)
+
+    ref = ember.grad(loss(plain), argnums=(0, 1, 2))(*f32)
+    for g, r in zip(grads, ref):
+        assert g.dtype == jnp.float16
+        r = np.asarray(r)
+        np.testing.assert_allclose(np.asarray(g, np.float32), r, atol=1e-2 * np.abs(r).max(),
+                                   rtol=0)
+
+
+def test_transpose_ref_reads_writes_and_k_major_wgmma_operand():
+    # B stored N x K (K-major, as a K tile of attention is) and given to
+    # wgmma through transpose_ref; a transposed view reads and writes the
+    # buffer it views.
+    def body(a_ref, bt_ref, o_ref, t_ref, a_smem, bt_smem, bar, acc):
+        plgpu.copy_gmem_to_smem(a_ref, a_smem, bar)
+        plgpu.copy_gmem_to_smem(bt_ref, bt_smem, bar)
+        plgpu.barrier_wait(bar)
+        plgpu.wgmma(acc, a_smem, plgpu.transpose_ref(bt_smem, (1, 0)))
+        o_ref[...] = acc[...]
+        view = plgpu.transpose_ref(bt_smem, (1, 0))
+        assert view.shape == (32, 48)
+        view[0:2, :] = jnp.zeros((2, 48), jnp.float32)  # bt_smem[:, 0:2]
+        t_ref[...] = view[:, 4]
+
+    a, bt = _rand(64, 32), _rand(48, 32, seed=1)
+    out, t = plgpu.kernel(body, out_type=(_sds((64, 48)), _sds((32,))),
+                          scratch_types=[plgpu.SMEM((64, 32), np.float32),
+                                         plgpu.SMEM((48, 32), np.float32),
+                                         plgpu.Barrier(2), plgpu.ACC((64, 48))])(a, bt)
+    np.testing.assert_allclose(out, a @ bt.T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(t, np.concatenate([[0, 0], bt[4, 2:]]))
+    with pytest.raises(ValueError, match="not a permutation"):
+        plgpu.kernel(lambda x, o: plgpu.transpose_ref(x, (0, 0)), out_type=_sds((2,)))(
+            np.zeros((2, 2), np.float32))
+
+
+def test_run_scoped_collective_axes_shares_buffers_between_warpgroups():
+    # With collective_axes naming the thread axis, both warpgroups get the
+    # same SMEM buffer and barrier: each writes half, both read all.
+    def body(o_ref):
+        wg = lax.axis_index("wg")
+
+        def shared(buf, bar):
+            buf[pl.ds(wg * 4, 4)] = jnp.full((4,), wg + 1, jnp.float32)
+            plgpu.barrier_arrive(bar)
+            plgpu.barrier_wait(bar)
+            o_ref[wg] = buf[...]
+
+        pl.run_scoped(shared, plgpu.SMEM((8,), jnp.float32), plgpu.Barrier(num_arrivals=2),
+                      collective_axes="wg")
+
+    out = plgpu.kernel(body, out_type=_sds((2, 8)), num_threads=2, thread_name="wg")()
+    np.testing.assert_array_equal(out, [[1] * 4 + [2] * 4] * 2)
+
+    # Without it each warpgroup has its own buffer (and barrier).
+    def own(o_ref):
+        wg = lax.axis_index("wg")
+
+        def scoped(buf):
+            buf[...] = jnp.full((8,), wg + 1, jnp.float32)
+            o_ref[wg] = buf[...]
+
+        pl.run_scoped(scoped, plgpu.SMEM((8,), jnp.float32))
+
+    out = plgpu.kernel(own, out_type=_sds((2, 8)), num_threads=2, thread_name="wg")()
+    np.testing.assert_array_equal(out, [[1] * 8, [2] * 8])
+
+
+def test_pytree_operands_outputs_and_scratch():
+    # As in JAX: one body argument per operand and per element of out_type,
+    # each a pytree of refs (None where an output is None); scratch types
+    # may be pytrees too.
+    def body(xy, o_ref, none_ref, scratch):
+        (buf, bar), nothing = scratch
+        assert none_ref is None and nothing is None
+        x_ref, y_ref = xy
+        plgpu.copy_gmem_to_smem(x_ref, buf, bar)
+        plgpu.barrier_wait(bar)
+        o_ref[...] = buf[...] + y_ref[...]
+
+    x, y = _rand(8), _rand(8, seed=1)
+    out, none = plgpu.kernel(body, out_type=[_sds((8,)), None],
+                             scratch_types=[((plgpu.SMEM((8,), jnp.float32), plgpu.Barrier()),
+                                             None)])((x, y))
+    assert none is None
+    np.testing.assert_allclose(out, x + y)
+
+
+def test_set_max_registers_broadcasted_iota_and_load():
+    def body(x_ref, o_ref):
+        plgpu.set_max_registers(232, action="increase")
+        rows = plgpu.broadcasted_iota(jnp.int32, (4, 8), 0, layout=plgpu.Layout.WGMMA)
+        x = plgpu.load(x_ref, layout=plgpu.Layout.WGMMA.reduce(1))
+        o_ref[...] = rows.astype(jnp.float32) + x[:, None] + plgpu.load(x_ref, 1)
+
+    x = _rand(4)
+    out = plgpu.kernel(body, out_type=_sds((4, 8)))(x)
+    np.testing.assert_allclose(out, np.broadcast_to(np.arange(4)[:, None] + x[:, None] + x[1],
+                                                    (4, 8)))
+    assert repr(plgpu.Layout.WGMMA.reduce(1)) == "Layout.WGMMA_ROW"
+    with pytest.raises(ValueError, match="action must be"):
+        plgpu.kernel(lambda o: plgpu.set_max_registers(232, action="more"),
+                     out_type=_sds((1,)))()
+    with pytest.raises(ValueError, match="multiple of 8 from 24 to 256"):
+        plgpu.kernel(lambda o: plgpu.set_max_registers(20, action="decrease"),
+                     out_type=_sds((1,)))()
+
+
+def _manual_barrier_pipeline(release_b):
+    """Sums the rows of two inputs through a warp-specialized pipeline with
+    manual consumed barriers (each input's slot released by the body)."""
+    def kernel(a_gmem, b_gmem, o_gmem):
+        def compute(pipeline):
+            o_gmem[...] = pipeline(jnp.zeros((8,), jnp.float32))
+
+        def step(_, a_smem, b_smem, a_consumed, b_consumed, carry):
+            carry = carry + a_smem[0] + b_smem[0]
+            plgpu.barrier_arrive(a_consumed)
+            if release_b:
+                plgpu.barrier_arrive(b_consumed)
+            return carry
+
+        plgpu.emit_pipeline_warp_specialized(
+            step, grid=(4,), max_concurrent_steps=2, num_compute_wgs=1, wg_axis="wg",
+            manual_consumed_barriers=True, compute_context=compute,
+            in_specs=[plgpu.BlockSpec((1, 8), lambda i: (i, 0)),
+                      plgpu.BlockSpec((1, 8), lambda i: (i, 0))])(a_gmem, b_gmem)
+
+    return plgpu.kernel(kernel, out_type=_sds((8,)), num_threads=2, thread_name="wg")
+
+
+def test_warp_specialized_pipeline_with_manual_consumed_barriers():
+    a, b = _rand(4, 8), _rand(4, 8, seed=1)
+    np.testing.assert_allclose(_manual_barrier_pipeline(True)(a, b), (a + b).sum(0), rtol=1e-5)
+    # A slot of B never released: the memory group waits forever.
+    with pytest.raises(plgpu.InterpretError, match="deadlock"):
+        _manual_barrier_pipeline(False)(a, b)
+
+
+def test_reading_the_accumulator_waits_for_its_wgmma():
+    # acc[...] completes the wgmmas in flight (JAX's accumulator
+    # dereference), so overwriting an operand after it is no race;
+    # wgmma_accumulator_load(wait_n=None) does not wait.
+    def body(wait, a_ref, o_ref, smem, bar, acc):
+        plgpu.copy_gmem_to_smem(a_ref, smem, bar)
+        plgpu.barrier_wait(bar)
+        plgpu.wgmma(acc, smem, smem)
+        o_ref[...] = acc[...] if wait else plgpu.wgmma_accumulator_load(acc, wait_n=None)
+        smem[...] = jnp.zeros((16, 16), jnp.float32)
+
+    a = _rand(16, 16)
+    scratch = [plgpu.SMEM((16, 16), np.float32), plgpu.Barrier(1), plgpu.ACC((16, 16))]
+    out = plgpu.kernel(functools.partial(body, True), out_type=_sds((16, 16)),
+                       scratch_types=scratch)(a)
+    np.testing.assert_allclose(out, a @ a, rtol=1e-4, atol=1e-4)
+    with pytest.raises(plgpu.InterpretError, match="wgmma"):
+        plgpu.kernel(functools.partial(body, False), out_type=_sds((16, 16)),
+                     scratch_types=scratch)(a)

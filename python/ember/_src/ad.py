@@ -17,7 +17,7 @@ from ember._mlir import ir
 
 from . import core, dtypes, hitypes, lax, state, tree_util
 from .api import eager_transform
-from .api_util import Traced, flatten_args, static_positions, with_dynamic
+from .api_util import Traced, flatten_args, resolve_kwargs, static_positions, with_dynamic
 from .batching import vmap
 from .core import as_value
 from .numpy import lax_numpy as jnp
@@ -699,7 +699,8 @@ class custom_jvp:
 
     _tracing_rule = 0
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        args = resolve_kwargs(self.fun, args, kwargs, "custom_jvp")
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
                                  "using defjvp.")
@@ -801,7 +802,8 @@ class custom_vjp:
     # keeping what the policy saves (ad_checkpoint.py).
     _remat = None
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        args = resolve_kwargs(self.fun, args, kwargs, "custom_vjp")
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
                                  "using defvjp.")

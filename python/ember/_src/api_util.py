@@ -1,6 +1,8 @@
 """Flattening pytree functions for tracing, shared by `jit` and every
 transformation (grad, vjp, jvp, vmap, custom_jvp/custom_vjp, ...)."""
 
+import inspect
+
 import numpy as np
 
 from ember._mlir import ir
@@ -164,3 +166,26 @@ def static_positions(args, dynamic):
             continue
         out.append(i)
     return out
+
+
+def resolve_kwargs(fun, args, kwargs, what):
+    """`args` and `kwargs` of a call of `fun` as positional arguments, its
+    defaults filled in (as JAX resolves the arguments of `custom_jvp`,
+    `custom_vjp` and `custom_vmap` functions, whose rules take positional
+    arguments only)."""
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except (TypeError, ValueError) as e:
+        if not kwargs and isinstance(e, ValueError):
+            return tuple(args)  # no signature to read: the arguments as given
+        raise TypeError(f"The input arguments to the {what}-decorated function "
+                        f"{getattr(fun, '__name__', 'fun')} could not be resolved to "
+                        f"positional-only arguments. Binding failed with the error:\n{e}"
+                        ) from None
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"The input arguments to the {what}-decorated function "
+                        f"{getattr(fun, '__name__', 'fun')} could not be resolved to "
+                        f"positional-only arguments: keyword-only arguments "
+                        f"{sorted(bound.kwargs)}")
+    return bound.args

@@ -15,9 +15,9 @@ vmapped function without compiler support. What is done here:
 """
 
 import functools
-import inspect
 
 from . import batching, control_flow, core, tree_util
+from .api_util import resolve_kwargs
 from .core import as_value
 from .numpy import lax_numpy as jnp
 
@@ -41,17 +41,7 @@ class custom_vmap:
         return vmap_rule
 
     def _positional(self, args, kwargs):
-        if not kwargs:
-            return tuple(args)
-        try:
-            bound = inspect.signature(self.fun).bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError("The input arguments to the custom_vmap-decorated function "
-                            f"{getattr(self.fun, '__name__', 'fun')} could not be resolved to "
-                            f"positional-only arguments. Binding failed with the error:\n{e}"
-                            ) from e
-        bound.apply_defaults()
-        return bound.args + tuple(bound.kwargs.values())
+        return resolve_kwargs(self.fun, args, kwargs, "custom_vmap")
 
     def _check_rule(self):
         if not self.vmap_rule:

@@ -260,22 +260,36 @@ def core_map(mesh, *, compiler_params=None, interpret=False, debug=False,
     return decorator
 
 
+def _mosaic_gpu():
+    from . import mosaic_gpu  # (it imports this module)
+
+    return mosaic_gpu
+
+
 def run_scoped(f, *types, collective_axes=(), **kw_types):
-    """Calls `f` with fresh refs of `types` (scratch shapes), live only
-    during the call."""
-    if (kc := mosaic_gpu_compile.active()) is not None:
-        # A kernel compiled for the GPU: its own buffers (SMEM, barriers,
-        # wgmma accumulators).
-        return f(*[kc.scoped(t) for t in types],
-                 **{k: kc.scoped(t) for k, t in kw_types.items()})
+    """Calls `f` with fresh refs of `types` (scratch shapes, or pytrees of
+    them; a None stays None), live only during the call. In a `plgpu`
+    kernel, `collective_axes` naming the kernel's thread axis makes one
+    allocation that every warpgroup of the block shares."""
+    axes = (collective_axes,) if isinstance(collective_axes, str) else tuple(collective_axes)
+    is_type = lambda t: not isinstance(t, (tuple, list, dict))  # noqa: E731
     def fresh(t):
         # (A type may say what a fresh buffer holds: plgpu.ACC, zeros.)
         init = getattr(t, "initial_value", None)
         return state.Ref(init() if init is not None else state.uninitialized(t.shape, t.dtype))
 
-    refs = [fresh(t) for t in types]
-    kw_refs = {k: fresh(t) for k, t in kw_types.items()}
-    with state.scope(refs + list(kw_refs.values())):
+    if (kc := mosaic_gpu_compile.active()) is not None:
+        # A kernel compiled for the GPU: its own buffers (SMEM, barriers,
+        # wgmma accumulators).
+        new = lambda t: kc.scoped(t, axes)  # noqa: E731
+    else:
+        # A kernel the interpreter runs (buffers with race checks), or none.
+        new = _mosaic_gpu().scoped_allocator(axes) or fresh
+
+    refs = [tree_util.tree_map(new, t, is_leaf=is_type) for t in types]
+    kw_refs = {k: tree_util.tree_map(new, t, is_leaf=is_type) for k, t in kw_types.items()}
+    live = [r for r in tree_util.tree_leaves((refs, kw_refs)) if isinstance(r, state.Ref)]
+    with state.scope(live):
         return f(*refs, **kw_refs)
 
 
@@ -670,12 +684,24 @@ def run_state(f):
             return tree_util.tree_unflatten(tree, [
                 r[...] if isinstance(x, mosaic_gpu_compile.AccInit) else state.values([r])[0]
                 for r, x in zip(refs, leaves)])
+        if any(isinstance(x, mosaic_gpu_compile.AccInit) for x in leaves):
+            # In a kernel the interpreter runs: an accumulator whose final
+            # read waits for its wgmmas.
+            refs = [_mosaic_gpu().acc_ref(x.value) if isinstance(x, mosaic_gpu_compile.AccInit)
+                    else state.Ref(x) for x in leaves]
+            with state.scope(refs):
+                f(tree_util.tree_unflatten(tree, refs))
+            return tree_util.tree_unflatten(tree, [r[...] for r in refs])
         refs = [state.Ref(x) for x in leaves]
         with state.scope(refs):
             f(tree_util.tree_unflatten(tree, refs))
         return tree_util.tree_unflatten(tree, state.values(refs))
 
     def call(init):
-        return _eager(run, (init,)) if not core._trace_stack else run(init)
+        # (In a plgpu kernel the interpreter runs, `f`'s barrier waits and
+        # copies happen as it runs: no program is traced of them.)
+        if core._trace_stack or _mosaic_gpu().interpreting():
+            return run(init)
+        return _eager(run, (init,))
 
     return call

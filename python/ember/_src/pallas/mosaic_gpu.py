@@ -27,9 +27,12 @@ lands when it is issued (a race-free kernel cannot tell the difference).
 The kernel body runs under `disable_jit`, as Python over concrete arrays.
 """
 
+import enum
+import functools
 import itertools
 import math
 import threading
+import weakref
 
 import numpy as np
 
@@ -132,7 +135,7 @@ class ACC:
     @staticmethod
     def init(value):
         """The initial value of an accumulator made with `pl.run_state`."""
-        if _compile.active() is not None:
+        if _compile.active() is not None or interpreting():
             return _compile.AccInit(value)
         return value
 
@@ -147,6 +150,14 @@ class Layout:
     def __repr__(self):
         return f"Layout.{self.name}"
 
+    def reduce(self, axes):
+        """The layout of a reduction over `axes` of an array in this one:
+        `Layout.WGMMA.reduce(1)` is `WGMMA_ROW` (a value per row)."""
+        axes = (axes,) if isinstance(axes, int) else tuple(axes)
+        known = {("WGMMA", (1,)): "WGMMA_ROW", ("WGMMA", (0,)): "WGMMA_COL",
+                 ("TCGEN05", (1,)): "TCGEN05_ROW", ("TCGEN05", (0,)): "TCGEN05_COL"}
+        return Layout(known.get((self.name, axes), f"{self.name}.reduce{axes}"))
+
 
 for _name in ("WGMMA", "WGMMA_ROW", "WGMMA_COL", "WG_SPLAT", "WG_STRIDED", "TCGEN05",
               "TCGEN05_ROW", "TCGEN05_COL", "TCGEN05_TMEM_NATIVE"):
@@ -160,6 +171,16 @@ def layout_cast(x, new_layout):
     if (kc := _compile.active()) is not None and getattr(new_layout, "name", None) == "WGMMA":
         return kc.to_wgmma_tracer(core.as_value(x))
     return x
+
+
+class LoweringSemantics(enum.Enum):
+    """JAX's `plgpu.LoweringSemantics` (`CompilerParams(lowering_semantics=)`):
+    whether JAX lowers a kernel thread by thread or warpgroup by warpgroup.
+    Both give the same results; Ember's compiler has one lowering (arrays
+    spread over the warpgroup), so the choice is accepted and kept only."""
+
+    Lane = "lane"
+    Warpgroup = "warpgroup"
 
 
 class CompilerParams:
@@ -195,6 +216,7 @@ class _Worker:
         self.pipeline_calls = {}  # warp-specialized pipelines entered, by call site
         self.children = {}  # warps of `core_map(WarpMesh)`, kept across calls
         self.waits = {}  # barrier instance -> phases waited
+        self.scoped_calls = 0  # pl.run_scoped calls made (scoped_allocator)
 
 
 _local = threading.local()
@@ -523,6 +545,39 @@ def _span(entry, n):
     return [i for i in range(start, start + s.size * s.stride, s.stride) if 0 <= i < n]
 
 
+class _AccRef(state.Ref):
+    """A wgmma accumulator (`plgpu.ACC`): as in JAX, reading it waits for
+    the calling warpgroup's wgmmas in flight (`wgmma_accumulator_load`
+    reads it without waiting for all of them)."""
+
+    wait_n = 0
+
+    def _access(self, kind, norm):
+        if kind == "load" and self.wait_n is not None and interpreting():
+            wgmma_wait(self.wait_n)
+
+
+def acc_ref(value):
+    """An accumulator holding `value` (`pl.run_state` of `ACC.init`)."""
+    return _AccRef(core.as_value(value))
+
+
+def wgmma_accumulator_load(acc, *, wait_n=0):
+    """JAX's `plgpu.wgmma_accumulator_load`: `acc[...]` once at most
+    `wait_n` wgmmas are in flight (None: no wait)."""
+    if wait_n is not None and wait_n < 0:
+        raise ValueError(f"wait_n must be non-negative, got wait_n={wait_n} "
+                         f"(at {core.where()})")
+    if (kc := _compile.active()) is not None:
+        return kc.acc_read(acc, wait_n)
+    if not isinstance(acc, _AccRef):
+        raise TypeError(f"wgmma_accumulator_load: expected a plgpu.ACC ref, got "
+                        f"{type(acc).__name__} (at {core.where()})")
+    if wait_n is not None:
+        wgmma_wait(wait_n)
+    return _raw_load(acc)
+
+
 class _SmemRef(state.Ref):
     def __init__(self, value, shadow):
         super().__init__(value)
@@ -732,6 +787,85 @@ def commit_smem_to_gmem_group():
     """Copies commit their group when issued; nothing more to do."""
 
 
+class TransposedRef:
+    """`transpose_ref(ref, permutation)`: `ref` seen with its dimensions
+    permuted (dimension i of the view is dimension `permutation[i]` of
+    `ref`); reads and writes go to `ref`."""
+
+    def __init__(self, ref, permutation):
+        perm = tuple(int(p) for p in permutation)
+        if sorted(perm) != list(range(len(ref.shape))):
+            raise ValueError(f"transpose_ref: {permutation} is not a permutation of the "
+                             f"{len(ref.shape)} dimensions of a {tuple(ref.shape)} ref "
+                             f"(at {core.where()})")
+        self.ref, self.permutation = ref, perm
+        self.shape = tuple(ref.shape[p] for p in perm)
+        self.dtype = ref.dtype
+
+    def _base_index(self, idx):
+        """The index of `ref` that `idx` of the view reads, and the
+        permutation that puts the result's dimensions in the view's order."""
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if any(i is Ellipsis for i in idx):
+            k = idx.index(Ellipsis)
+            idx = idx[:k] + (slice(None),) * (len(self.shape) - len(idx) + 1) + idx[k + 1:]
+        idx = idx + (slice(None),) * (len(self.shape) - len(idx))
+        base = [None] * len(self.shape)
+        for i, p in enumerate(self.permutation):
+            base[p] = idx[i]
+        kept = [p for p in range(len(self.shape)) if not isinstance(base[p], (int, np.integer))
+                or isinstance(base[p], slice)]
+        order = [kept.index(p) for i, p in enumerate(self.permutation) if p in kept]
+        return tuple(base), order
+
+    def __getitem__(self, idx):
+        base, order = self._base_index(idx)
+        return jnp.transpose(self.ref[base], order)
+
+    def __setitem__(self, idx, value):
+        base, order = self._base_index(idx)
+        self.ref[base] = jnp.transpose(jnp.asarray(value), np.argsort(order))
+
+    def load(self):
+        """The whole view's value, without race checks (`_raw_load`)."""
+        return jnp.transpose(_raw_load(self.ref), self.permutation)
+
+
+def transpose_ref(ref, permutation):
+    """JAX's `plgpu.transpose_ref`: `ref` with its dimensions permuted (a
+    K-major B of `wgmma` is `transpose_ref(b_smem, (1, 0))`)."""
+    if (kc := _compile.active()) is not None:
+        return kc.transpose_ref(ref, permutation)
+    return TransposedRef(ref, permutation)
+
+
+def set_max_registers(n, *, action):
+    """JAX's `plgpu.set_max_registers`: the calling warpgroup's threads hold
+    `n` registers from here (`setmaxnreg`; nothing in the interpreter)."""
+    if action not in ("increase", "decrease"):
+        raise ValueError(f"set_max_registers: action must be 'increase' or 'decrease', got "
+                         f"{action!r} (at {core.where()})")
+    n = int(n)
+    if n % 8 or not 24 <= n <= 256:
+        raise ValueError(f"set_max_registers: the count must be a multiple of 8 from 24 to "
+                         f"256, got {n} (at {core.where()})")
+    if (kc := _compile.active()) is not None:
+        return kc.set_max_registers(n, action == "increase")
+    _me()
+
+
+def broadcasted_iota(dtype, shape, dimension, *, layout=None):
+    """JAX's `plgpu.broadcasted_iota`: `lax.broadcasted_iota` in `layout`."""
+    x = lax.broadcasted_iota(dtype, shape, dimension)
+    return x if layout is None else layout_cast(x, layout)
+
+
+def load(src, idx=Ellipsis, *, layout=None, optimized=True):
+    """JAX's `plgpu.load`: `src[idx]` (SMEM or GMEM) in `layout`."""
+    x = src[idx]
+    return x if layout is None else layout_cast(x, layout)
+
+
 def wgmma(acc, a, b):
     """`acc += a @ b` (f32 accumulation), asynchronous until `wgmma_wait`:
     `a` and `b` (SMEM) must not be overwritten before then."""
@@ -742,7 +876,13 @@ def wgmma(acc, a, b):
     agent = _agent("wgmma")
     vals = []
     for x in (a, b):
-        if isinstance(x, (state.Ref, state.RefView)):
+        if isinstance(x, TransposedRef):
+            if isinstance(x.ref, (state.Ref, state.RefView)):
+                base = x.ref.base if isinstance(x.ref, state.RefView) else x.ref
+                if isinstance(base, _SmemRef):
+                    _async_read(w, x.ref, agent, where)
+            vals.append(x.load())
+        elif isinstance(x, (state.Ref, state.RefView)):
             base = x.base if isinstance(x, state.RefView) else x
             if isinstance(base, _SmemRef):
                 _async_read(w, x, agent, where)
@@ -1049,11 +1189,15 @@ def emit_pipeline_warp_specialized(body, *, grid, memory_registers=None, in_spec
     `compute_context`, the compute groups run `compute_context(pipeline)`,
     where `pipeline(init_carry)` runs the steps and returns the last carry.
     Every thread group of the block meets at a barrier when the pipeline
-    ends."""
-    if out_specs or manual_consumed_barriers:
+    ends. With `manual_consumed_barriers`, each input has its own consumed
+    barriers: the body gets the step's one of each after its SMEM refs and
+    arrives on them itself (a slot of an input is refilled once the
+    compute groups released it)."""
+    if out_specs:
         raise NotImplementedError(
-            "emit_pipeline_warp_specialized: output specs and manual consumed barriers are "
-            f"not supported (at {core.where()})")
+            f"emit_pipeline_warp_specialized: output specs are not supported "
+            f"(at {core.where()})")
+    nconsumed = len(in_specs) if manual_consumed_barriers else 1
     grid = tuple(int(g) for g in grid)
     steps = list(itertools.product(*[range(g) for g in grid]))
     slots = int(max_concurrent_steps)
@@ -1070,7 +1214,8 @@ def emit_pipeline_warp_specialized(body, *, grid, memory_registers=None, in_spec
                                   getattr(s, "transforms", ()), shared=True)
                     for i, (s, r) in enumerate(zip(in_specs, gmem_refs))]
             full = kc.alloc_barriers(len(in_specs), slots, shared=True)
-            consumed = kc.alloc_barriers(num_compute_wgs, slots, shared=True)
+            consumed = [kc.alloc_barriers(num_compute_wgs, slots, shared=True)
+                        for _ in range(nconsumed)]
             done = kc.alloc_barriers(nthreads, 1, shared=True)
         else:
             w = _me()
@@ -1088,8 +1233,9 @@ def emit_pipeline_warp_specialized(body, *, grid, memory_registers=None, in_spec
                     b.twins = {w.block: b}
                 full = _BarrierRef(Barrier(len(in_specs), slots), {w.block: [
                     _BarrierInst(len(in_specs), where) for _ in range(slots)]})
-                consumed = _BarrierRef(Barrier(num_compute_wgs, slots), {w.block: [
+                consumed = [_BarrierRef(Barrier(num_compute_wgs, slots), {w.block: [
                     _BarrierInst(num_compute_wgs, where) for _ in range(slots)]})
+                    for _ in range(nconsumed)]
                 done = _BarrierRef(Barrier(nthreads), {w.block: [_BarrierInst(nthreads, where)]})
                 return bufs, full, consumed, done
 
@@ -1098,10 +1244,10 @@ def emit_pipeline_warp_specialized(body, *, grid, memory_registers=None, in_spec
         def memory():
             for t, point in enumerate(steps):
                 slot = t % slots
-                if t >= slots:
-                    barrier_wait(consumed.at[slot])
                 idx = tuple(jnp.int32(i) for i in point)
-                for spec, ref, buf in zip(in_specs, gmem_refs, bufs):
+                for i, (spec, ref, buf) in enumerate(zip(in_specs, gmem_refs, bufs)):
+                    if t >= slots and (manual_consumed_barriers or i == 0):
+                        barrier_wait(consumed[i].at[slot])
                     copy_gmem_to_smem(_gmem_block(ref, spec, idx), buf.at[slot], full.at[slot])
 
         def pipeline(init_carry=None):
@@ -1111,12 +1257,15 @@ def emit_pipeline_warp_specialized(body, *, grid, memory_registers=None, in_spec
                 barrier_wait(full.at[slot])
                 idx = tuple(jnp.int32(i) for i in point)
                 views = [buf.at[slot] for buf in bufs]
+                if manual_consumed_barriers:
+                    views += [b.at[slot] for b in consumed]
                 if compute_context is None:
                     body(idx, *views)
                 else:
                     c = body(idx, *views, c)
-                wgmma_wait(0)
-                barrier_arrive(consumed.at[slot])
+                if not manual_consumed_barriers:
+                    wgmma_wait(0)
+                    barrier_arrive(consumed[0].at[slot])
             return c
 
         def compute():
@@ -1254,6 +1403,7 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
                                 thread_name=thread_name, interpret=interpret)
     out = out_type if out_type is not None else out_shape
     scratch = scratch_types or scratch_shapes
+    kernel_body = body
     grid, cluster = tuple(int(g) for g in grid), tuple(int(c) for c in cluster)
     if len(grid_names) != len(grid) or len(cluster_names) != len(cluster):
         raise ValueError(f"plgpu.kernel: grid_names and cluster_names must name every grid "
@@ -1265,6 +1415,7 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
     def call(*args):
         leaves = tree_util.tree_leaves(args)
         out_leaves, out_tree = tree_util.tree_flatten(out)
+        body = _structured(kernel_body, args, out)
 
         def interpret(*xs):
             return _interpret(body, [core.as_value(x) for x in xs], out_leaves, scratch, grid,
@@ -1272,12 +1423,12 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
                               num_threads or 1, thread_name)
 
         if any(isinstance(x, core.Tracer) for x in leaves) or core._trace_stack:
-            outs = traced(leaves, out_leaves, interpret)
+            outs = traced(body, leaves, out_leaves, interpret)
         else:
             outs = interpret(*leaves)
         return tree_util.tree_unflatten(out_tree, outs)
 
-    def traced(leaves, out_leaves, interpret):
+    def traced(body, leaves, out_leaves, interpret):
         """Inside jit (and vmap: one example at a time) the interpreter runs
         on the host when the compiled program reaches the kernel, from a
         private function that also carries the kernel compiled for the GPU
@@ -1316,6 +1467,7 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
         """Ember (not in JAX): the kernel compiled for an NVIDIA GPU, for
         arguments shaped like `args` (arrays or ShapeDtypeStructs); see
         `mosaic_gpu_compile.CompiledKernel`."""
+        body = _structured(kernel_body, args, out)
         in_avals = [core.ShapedArray(tuple(x.shape), np.dtype(x.dtype))
                     for x in tree_util.tree_leaves(args)]
         out_avals = [core.ShapedArray(tuple(o.shape), np.dtype(o.dtype))
@@ -1328,16 +1480,50 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
     return call
 
 
-def _make_scratch(t, nblocks, name, smem_refs):
+_structured_bodies = weakref.WeakKeyDictionary()
+
+
+def _structured(body, args, out):
+    """`body` taking flat refs (the leaves of the operands, then of the
+    outputs, then the scratch refs): as in JAX, the body gets one argument
+    per operand and per element of a tuple or list `out_type` (one for any
+    other `out_type`), each a pytree of refs shaped as that operand or
+    element (None for a None element, which has no output). One wrapper
+    per body and structure, so the compiled kernel is cached by it."""
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    trees = tuple(tree_util.tree_structure(x) for x in (*args, *outs))
+    if all(t.num_leaves == 1 and t.num_nodes == 1 for t in trees):
+        return body  # every argument a single ref: nothing to arrange
+    try:
+        cache = _structured_bodies.setdefault(body, {})
+    except TypeError:  # not weakly referable: a wrapper per call
+        cache = {}
+    if trees not in cache:
+        counts = [t.num_leaves for t in trees]
+
+        @functools.wraps(body)
+        def arranged(*refs, **scratch):
+            grouped, k = [], 0
+            for t, n in zip(trees, counts):
+                grouped.append(tree_util.tree_unflatten(t, refs[k:k + n]))
+                k += n
+            return body(*grouped, *refs[k:], **scratch)
+
+        cache[trees] = arranged
+    return cache[trees]
+
+
+def _make_scratch(t, nblocks, name, smem_refs, sched):
     """Per-block instances of one scratch type: a list indexed by block."""
     where = core.where()
     if isinstance(t, (Barrier, ClusterBarrier)):
-        n = t.num_arrivals  # a ClusterBarrier's is scaled by its group's size below
+        n = t.num_arrivals
+        if isinstance(t, ClusterBarrier):  # every block of its group arrives
+            n *= math.prod(sched.cluster[sched.cluster_names.index(a)]
+                           for a in t.collective_axes if a in sched.cluster_names)
         insts = [[_BarrierInst(n, where) for _ in range(t.num_barriers)]
                  for _ in range(nblocks)]
         return _BarrierRef(t, insts)
-    if isinstance(t, ACC):
-        return ("acc", t)
     if isinstance(t, _BufferType) and t.space is GMEM:
         raise NotImplementedError(f"GMEM scratch is not supported (at {where})")
     shape, dtype = tuple(t.shape), np.dtype(t.dtype)
@@ -1348,6 +1534,51 @@ def _make_scratch(t, nblocks, name, smem_refs):
         r.twins = twins
         smem_refs[b].append(r)
     return twins
+
+
+def interpreting():
+    """Whether this thread runs a kernel in the interpreter."""
+    return getattr(_local, "worker", None) is not None
+
+
+def scoped_allocator(axes):
+    """`pl.run_scoped` in a kernel the interpreter runs: a function making
+    the buffer of a scratch type (SMEM with race checks, barriers, an
+    accumulator), or None outside a kernel. Every thread of the kernel
+    makes the same sequence of calls, so the k-th call of each shares its
+    buffers with the k-th call of the others along `axes` (the thread axis:
+    one allocation per block) and of its peer blocks (cluster copies see
+    them as twins)."""
+    w = getattr(_local, "worker", None)
+    if w is None:
+        return None
+    sched = w.sched
+    for a in axes:
+        if a != sched.thread_name:
+            raise NotImplementedError(f"run_scoped: collective_axes other than the kernel's "
+                                      f"thread axis {sched.thread_name!r} (got {a!r}; at "
+                                      f"{core.where()})")
+    call = w.scoped_calls
+    w.scoped_calls += 1
+    k = 0
+
+    def new(t):
+        nonlocal k
+        if t is None:
+            return None
+        if isinstance(t, ACC):
+            return _AccRef(t.initial_value())
+        key = (call, k, None if axes else w.thread)
+        k += 1
+        if key not in sched.scoped:
+            # (The first call is the kernel's own scratch.)
+            name = f"scratch {k - 1}" if call == 0 else f"run_scoped buffer {call}.{k - 1}"
+            sched.scoped[key] = _make_scratch(t, len(sched.block_coords), name,
+                                              sched.smem_refs, sched)
+        inst = sched.scoped[key]
+        return inst[w.block] if isinstance(inst, list) else inst
+
+    return new
 
 
 def _interpret(body, ins, outs, scratch, grid, grid_names, cluster, cluster_names, nthreads,
@@ -1378,19 +1609,15 @@ def _run_cluster(body, gmem_in, gmem_out, scratch, grid_coords, grid_sizes, clus
                           for c in itertools.product(*[range(n) for n in cluster])] or [{}]
     sched.smem_refs = [[] for _ in range(nblocks)]
     sched.shared_allocs, sched.nthreads = {}, nthreads
-    # Scratch given as a dict reaches the body as keyword arguments.
-    names = list(scratch) if isinstance(scratch, dict) else None
-    flat = (list(scratch.values()) if names is not None else
-            list(scratch) if isinstance(scratch, (list, tuple)) else [scratch])
-    per_scratch = [_make_scratch(t, nblocks, f"scratch {k}", sched.smem_refs)
-                   for k, t in enumerate(flat)]
-    for t, s in zip(flat, per_scratch):
-        if isinstance(t, ClusterBarrier):
-            size = math.prod(cluster[cluster_names.index(a)] for a in t.collective_axes
-                             if a in cluster_names)
-            for row in s.insts:
-                for inst in row:
-                    inst.n = t.num_arrivals * size
+    sched.thread_name, sched.scoped = thread_name, {}
+    # As in JAX, the kernel's scratch is a `run_scoped` around the body,
+    # shared by the thread groups of a block (`scoped_allocator`); scratch
+    # given as a dict reaches the body as keyword arguments.
+    if isinstance(scratch, dict):
+        types, kw_types = [], scratch
+    else:
+        types = list(scratch) if isinstance(scratch, (list, tuple)) else [scratch]
+        kw_types = {}
     workers = []
     for b in range(nblocks):
         for t in range(nthreads):
@@ -1402,23 +1629,14 @@ def _run_cluster(body, gmem_in, gmem_out, scratch, grid_coords, grid_sizes, clus
             workers.append(_Worker(sched, name, b, t, coords))
 
     def run(w):
-        refs = []
-        for s in per_scratch:
-            if isinstance(s, tuple) and s[0] == "acc":
-                refs.append(state.Ref(jnp.zeros(s[1].shape, s[1].dtype)))
-            elif isinstance(s, list):
-                refs.append(s[w.block])
-            else:
-                refs.append(s)
-        if names is not None:
-            res = body(*gmem_in, *gmem_out, **dict(zip(names, refs)))
-        else:
-            res = body(*gmem_in, *gmem_out, *refs)
-        if res is not None:
-            raise ValueError("a plgpu kernel body must return None")
+        def scoped(*refs, **kw_refs):
+            if body(*gmem_in, *gmem_out, *refs, **kw_refs) is not None:
+                raise ValueError("a plgpu kernel body must return None")
+
+        pl_core.run_scoped(scoped, *types, collective_axes=thread_name or (), **kw_types)
 
     sched.run(workers, run)
-    for s in per_scratch:
+    for s in sched.scoped.values():
         if isinstance(s, _BarrierRef):
             for b, row in enumerate(s.insts):
                 for inst in row:

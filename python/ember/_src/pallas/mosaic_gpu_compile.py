@@ -1564,11 +1564,12 @@ class KernelCompiler:
             return x
         return self.wrap_wgmma(self.to_wgmma(v, x.aval), x.aval)
 
-    def acc_read(self, acc):
+    def acc_read(self, acc, wait_n=0):
         """`acc[...]`: the accumulator's value, in wgmma's layout. As in
-        JAX, reading it completes the wgmmas in flight."""
-        if self.wgmma_pending:
-            self.wgmma_wait(0)
+        JAX, reading it completes the wgmmas in flight (all but `wait_n`
+        of them; None: no wait, `wgmma_accumulator_load`)."""
+        if self.wgmma_pending and wait_n is not None:
+            self.wgmma_wait(wait_n)
         aval = core.ShapedArray(acc.shape, acc.dtype)
         with self.ctx:
             f32 = ir.F32Type.get()
@@ -2261,17 +2262,25 @@ class KernelCompiler:
             buf = self.op("memref.view", [self.stage_area, at], [t])
         return _KRef(self, buf, shape, dtype, "SMEM", swizzled=swizzled)
 
-    def scoped(self, t):
+    def scoped(self, t, collective_axes=()):
         """A buffer of scratch type `t` for `pl.run_scoped`, allocated
-        where the call is."""
+        where the call is: the calling warpgroup's, or with
+        `collective_axes` (the thread axis) one of the block that every
+        warpgroup allocates at the same point."""
+        for a in collective_axes:
+            if a != self.thread_name:
+                raise _unsupported(f"run_scoped with collective_axes {a!r} (only the "
+                                   f"kernel's thread axis)")
+        shared = bool(collective_axes)
         if hasattr(t, "num_arrivals"):
             if hasattr(t, "collective_axes"):
                 raise _unsupported("a ClusterBarrier in run_scoped")
-            return self.alloc_barriers(t.num_arrivals, t.num_barriers)
+            return self.alloc_barriers(t.num_arrivals, t.num_barriers, shared=shared)
         if type(t).__name__ == "ACC":
             return _KAcc(self, t.shape, t.dtype)
         if getattr(getattr(t, "space", None), "name", None) == "SMEM":
-            return self.alloc_smem(t.shape, t.dtype, transforms=getattr(t, "transforms", ()))
+            return self.alloc_smem(t.shape, t.dtype, transforms=getattr(t, "transforms", ()),
+                                   shared=shared)
         raise _unsupported(f"{type(t).__name__} in run_scoped")
 
     def acc_from(self, value):
