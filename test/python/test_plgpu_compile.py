@@ -1122,6 +1122,107 @@ def test_wgmma_with_a_in_registers(tmp_path):
         assert ".local" not in ptx
 
 
+@pytest.mark.parametrize("swizzle", [32, 64, 128])
+def test_k_major_b_descriptors_read_what_tma_wrote(swizzle):
+    # B stored N x K (transpose_ref(b, (1, 0))): the 16-deep slices wgmma
+    # reads K-major, for every 8-row group of N, land where TMA put them.
+    b = mgc._Swizzled((256, 64), np.float16, swizzle)
+    isz = b.itemsize
+    lbo, sbo = b.k_major_offsets()
+    for kk in range(0, 64, 16):
+        if kk % (swizzle // isz) + 16 > swizzle // isz:
+            continue
+        start = b.offset(0, kk) * isz
+        for n in range(256):
+            for k in range(16):
+                assert _canonical_byte(start, swizzle, isz, lbo, sbo, n, k, True) == \
+                    _tma_byte(b, n, kk + k)
+
+
+def _attention_steps_kernel(m=64, d=64, bk=64, steps=2):
+    """Online-softmax attention over `steps` key blocks, as FlashAttention
+    writes it: S = Q @ K^T with K stored (keys x d) and read K-major through
+    transpose_ref, row maxima and sums reduced in the WGMMA_ROW layout, the
+    accumulator rescaled by a broadcast of them, P @ V with P in registers;
+    the accumulator and the row statistics carried through a fori_loop in
+    their layouts."""
+    f16 = jnp.float16
+    tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
+
+    def body(q_ref, k_ref, v_ref, o_ref, q_smem, k_smem, v_smem, q_bar, kv_bar):
+        plgpu.copy_gmem_to_smem(q_ref, q_smem, q_bar)
+        for i in range(steps):
+            plgpu.copy_gmem_to_smem(k_ref.at[pl.ds(i * bk, bk)], k_smem.at[i], kv_bar.at[i])
+            plgpu.copy_gmem_to_smem(v_ref.at[pl.ds(i * bk, bk)], v_smem.at[i], kv_bar.at[i])
+        plgpu.barrier_wait(q_bar)
+        row = plgpu.Layout.WGMMA.reduce(1)
+
+        def step(i, carry):
+            acc, m_i, l_i = carry
+            plgpu.barrier_wait(kv_bar.at[i])
+
+            def scores(s_acc):
+                plgpu.wgmma(s_acc, q_smem, plgpu.transpose_ref(k_smem.at[i], (1, 0)))
+                return s_acc[...]
+
+            s = pl.run_scoped(scores, plgpu.ACC((m, bk), jnp.float32))
+            m_new = jnp.maximum(m_i, s.max(axis=1))
+            p = jnp.exp(s - lax.broadcast_in_dim(m_new, s.shape, [0]))
+            alpha = jnp.exp(m_i - m_new)
+            l_i = l_i * alpha + p.sum(axis=1)
+            acc = acc * lax.broadcast_in_dim(alpha, acc.shape, [0])
+
+            def update(acc_ref):
+                plgpu.wgmma(acc_ref, p.astype(f16), v_smem.at[i])
+
+            return pl.run_state(update)(plgpu.ACC.init(acc)), m_new, l_i
+
+        init = (plgpu.layout_cast(jnp.zeros((m, d), jnp.float32), plgpu.Layout.WGMMA),
+                plgpu.layout_cast(jnp.full((m,), -jnp.inf, jnp.float32), row),
+                plgpu.layout_cast(jnp.zeros((m,), jnp.float32), row))
+        acc, _, l_i = lax.fori_loop(0, steps, step, init)
+        o_ref[...] = acc / lax.broadcast_in_dim(l_i, acc.shape, [0])
+
+    return plgpu.kernel(body, out_type=ember.ShapeDtypeStruct((m, d), np.float32),
+                        scratch_types=[plgpu.SMEM((m, d), f16, transforms=tf),
+                                       plgpu.SMEM((steps, bk, d), f16, transforms=tf),
+                                       plgpu.SMEM((steps, bk, d), f16, transforms=tf),
+                                       plgpu.Barrier(),
+                                       plgpu.Barrier(num_arrivals=2, num_barriers=steps)])
+
+
+def test_attention_steps_compile_in_register_layouts(tmp_path):
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal(s).astype(np.float16) for s in ((64, 64), (128, 64),
+                                                                   (128, 64)))
+    kern = _attention_steps_kernel()
+    s = q.astype(np.float32) @ k.astype(np.float32).T
+    ref = np.exp(s - s.max(1, keepdims=True))
+    ref = (ref / ref.sum(1, keepdims=True)) @ v.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(kern(q, k, v)), ref, atol=2e-3)
+    c = kern.lower(q, k, v)
+    text = c.as_text("kernel")
+    # S reads K K-major (no transpose_b), P @ V reads V N-major.
+    wg = re.findall(r"ember_gpu.wgmma [^\n]*", text)
+    assert len(wg) == 8
+    assert sum("transpose_b" in w for w in wg) == 4
+    # Row maxima and sums: two shuffles (within the quad) per row a thread
+    # holds (2), per reduction (2); nothing staged through shared memory.
+    assert len(re.findall(r"gpu.shuffle +xor", text)) == 8
+    # Shared memory: Q, K, V, the two barrier groups' words, and a staging
+    # area of the minimum 16 bytes (nothing staged).
+    views = re.findall(r"memref.view [^\n]* to (memref<.*>)", text)
+    assert sorted(views) == sorted(
+        ["memref<4096xf16, #gpu.address_space<workgroup>>"] +
+        ["memref<8192xf16, #gpu.address_space<workgroup>>"] * 2 +
+        ["memref<1xi64, #gpu.address_space<workgroup>>",
+         "memref<2xi64, #gpu.address_space<workgroup>>",
+         "memref<16xi8, #gpu.address_space<workgroup>>"]), views
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")[c.name]
+        assert len(re.findall(r"wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", ptx)) == 8
+
+
 def test_wgmma_register_a_errors():
     bf = jnp.bfloat16
     tf = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))
@@ -1266,6 +1367,84 @@ def test_jax_blackwell_tutorial_matmul_compiles(tmp_path):
         ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_100a")[c.name]
         for instr in PAIR_PTX + ["tcgen05.ld.sync.aligned.32x32b.x64.b32"]:
             assert instr in ptx, instr
+
+
+def _jax_flash_attention3_lowered(run):
+    """The kernels JAX's FlashAttention-3 (attention_mgpu.py, from a
+    jax-ml/jax snapshot where present) launches in `run(module)`, as
+    written, with plgpu.kernel(...) lowered for sm_90a instead of run."""
+    import types
+
+    from test_pallas_mosaic_gpu import _jax_attention_module
+
+    fa3 = _jax_attention_module()
+    lowered = []
+
+    def kernel(*args, out_type=None, **kw):
+        k = plgpu.kernel(*args, out_type=out_type, **kw)
+
+        def call(*xs):
+            lowered.append(k.lower(*xs, chip="sm_90a"))
+            return ember.tree_util.tree_map(lambda t: jnp.zeros(t.shape, t.dtype), out_type)
+
+        return call
+
+    gpu = types.SimpleNamespace(**{n: getattr(plgpu, n) for n in dir(plgpu)
+                                   if not n.startswith("_")})
+    gpu.kernel = kernel
+    fa3["plgpu"] = gpu
+    run(fa3)
+    return lowered
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_jax_flash_attention3_forward_compiles(causal, tmp_path):
+    # The forward kernel: two compute warpgroups and a memory warpgroup
+    # (setmaxnreg), Q @ K^T with K K-major through transpose_ref, the
+    # softmax statistics in the WGMMA_ROW layout (quad shuffles, nothing
+    # staged through shared memory), causal masks from broadcasted_iota in
+    # wgmma's layout, P @ V with P in registers.
+    def run(fa3):
+        config = fa3["TuningConfig"](block_q=64, block_kv=64, max_concurrent_steps=2,
+                                     causal=causal)
+        q = jnp.zeros((1, 256, 2, 64), jnp.float16)
+        fa3["_attention_forward"](q, q, q, config)
+
+    [c] = _jax_flash_attention3_lowered(run)
+    text = c.as_text("kernel")
+    assert len(re.findall(r"ember_gpu.wgmma ", text)) == (16 if causal else 8)
+    # The staging area holds the block's run_scoped buffers only (Q/O, K and
+    # V slots, 16 KB each, and the barriers' words, 1 KB aligned): nothing
+    # is staged per warpgroup.
+    assert "memref<50176xi8, #gpu.address_space<workgroup>>" in text
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")[c.name]
+        assert ptx.count("setmaxnreg") == 2
+        assert len(re.findall(r"wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", ptx)) == \
+            (16 if causal else 8)
+
+
+def test_jax_flash_attention3_backward_kernels_compile(tmp_path):
+    # The dQ and dK/dV kernels: warp-specialized pipelines with manual
+    # consumed barriers, the statistics loaded in the WGMMA_ROW and
+    # WGMMA_COL layouts (plgpu.load(..., layout=WGMMA.reduce(0 or 1))) and
+    # broadcast along rows and columns of the accumulators.
+    def run(fa3):
+        config = fa3["TuningConfig"](block_q=64, block_kv=64, max_concurrent_steps=2,
+                                     block_q_dkv=64, block_kv_dkv=64, block_q_dq=64,
+                                     block_kv_dq=64)
+        q = jnp.zeros((1, 256, 2, 64), jnp.float16)
+        lse = jnp.zeros((1, 2, 256), jnp.float32)
+        fa3["_attention_bwd"](config, False, (q, q, q, q, lse), q)
+
+    dq, dkv = _jax_flash_attention3_lowered(run)
+    # The pipelines' 4 steps (256 / 64 tiles) unrolled; per step dQ's three
+    # products (S, dP, dQ) and dK/dV's four, each K = 64 as 4 wgmmas.
+    assert len(re.findall(r"ember_gpu.wgmma ", dq.as_text("kernel"))) == 4 * 3 * 4
+    assert len(re.findall(r"ember_gpu.wgmma ", dkv.as_text("kernel"))) == 4 * 4 * 4
+    if PTXAS is not None:
+        for c in (dq, dkv):
+            ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")
 
 
 def _collective_kernel(body, scratch, cluster=(2,)):

@@ -286,8 +286,11 @@ def run_scoped(f, *types, collective_axes=(), **kw_types):
         # A kernel the interpreter runs (buffers with race checks), or none.
         new = _mosaic_gpu().scoped_allocator(axes) or fresh
 
-    refs = [tree_util.tree_map(new, t, is_leaf=is_type) for t in types]
-    kw_refs = {k: tree_util.tree_map(new, t, is_leaf=is_type) for k, t in kw_types.items()}
+    def make(t):
+        return None if t is None else new(t)
+
+    refs = [tree_util.tree_map(make, t, is_leaf=is_type) for t in types]
+    kw_refs = {k: tree_util.tree_map(make, t, is_leaf=is_type) for k, t in kw_types.items()}
     live = [r for r in tree_util.tree_leaves((refs, kw_refs)) if isinstance(r, state.Ref)]
     with state.scope(live):
         return f(*refs, **kw_refs)

@@ -167,9 +167,13 @@ for _name in ("WGMMA", "WGMMA_ROW", "WGMMA_COL", "WG_SPLAT", "WG_STRIDED", "TCGE
 def layout_cast(x, new_layout):
     """`x` in another register layout: the same array on the CPU; in a
     kernel compiled for the GPU, `Layout.WGMMA` puts it in wgmma's
-    accumulator layout (other layouts are names only)."""
-    if (kc := _compile.active()) is not None and getattr(new_layout, "name", None) == "WGMMA":
-        return kc.to_wgmma_tracer(core.as_value(x))
+    accumulator layout, `Layout.WGMMA_ROW` (`WGMMA.reduce(1)`) and
+    `WGMMA_COL` (`WGMMA.reduce(0)`) in the layouts of its rows and columns
+    (other layouts are names only)."""
+    kind = {"WGMMA": "wgmma", "WGMMA_ROW": "wgmma_row",
+            "WGMMA_COL": "wgmma_col"}.get(getattr(new_layout, "name", None))
+    if (kc := _compile.active()) is not None and kind is not None:
+        return kc.to_wgmma_tracer(core.as_value(x), kind)
     return x
 
 
@@ -855,7 +859,11 @@ def set_max_registers(n, *, action):
 
 
 def broadcasted_iota(dtype, shape, dimension, *, layout=None):
-    """JAX's `plgpu.broadcasted_iota`: `lax.broadcasted_iota` in `layout`."""
+    """JAX's `plgpu.broadcasted_iota`: `lax.broadcasted_iota` in `layout`
+    (compiled for the GPU in wgmma's layout, each thread computes its
+    elements' indices)."""
+    if (kc := _compile.active()) is not None and getattr(layout, "name", None) == "WGMMA":
+        return kc.iota(core.ShapedArray(tuple(shape), np.dtype(dtype)), int(dimension), "wgmma")
     x = lax.broadcasted_iota(dtype, shape, dimension)
     return x if layout is None else layout_cast(x, layout)
 

@@ -41,13 +41,22 @@ memory (`_source`, `stage`, `gather`); products run on the CUDA cores
 (`run_fori`). docs/design.md ("Compiling plgpu kernels") has the whole
 story.
 
+A wgmma accumulator's reductions along its rows stay in registers in the
+*WGMMA_ROW* layout (the thread's two rows per 64-row tile, combined over
+the four threads of a quad by shuffles), and vectors in the WGMMA_ROW and
+WGMMA_COL layouts broadcast back along rows or columns per thread (online
+softmax without shared memory). A wgmma's B may be K-major (stored N x K,
+given as `plgpu.transpose_ref(b, (1, 0))`). Values carried through loops
+and conditionals keep their register layout.
+
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
-gathers, scatters), `lax.switch`, 2-CTA tcgen05 MMAs and TMEM, wgmma with
-A in registers or other than f16/bf16 operands.
-Nothing compiled here has run on a GPU: the host side (building TMA
-descriptors, launching) is not built.
+gathers, scatters), wgmma with other than f16/bf16 operands, SMEM without
+transforms as a wgmma operand (JAX's Warpgroup semantics infer them),
+reductions of a wgmma accumulator along its columns (they go through a
+staging buffer).
+Nothing compiled here has run on a GPU.
 """
 
 import contextlib
@@ -282,7 +291,13 @@ def tcgen05_instruction(m, n, dtype):
 
 def _layout_count(kind, shape):
     """The elements per thread of a value of `shape` in a register layout."""
-    return _wgmma_count(shape) if kind == "wgmma" else shape[1]
+    if kind == "wgmma":
+        return _wgmma_count(shape)
+    if kind == "wgmma_row":
+        return shape[0] // WGMMA_M * 2
+    if kind == "wgmma_col":
+        return shape[0] // 4
+    return shape[1]
 
 
 class _RowsLayout(tuple):
@@ -327,6 +342,10 @@ class _KernelTrace(core.Trace):
         kc = self.kc
         if regions:
             raise _unsupported(f"`{name.removeprefix('ember.')}` (lax control flow)")
+        if name == "ember.optimization_barrier":
+            # (`lax.optimization_barrier`: the kernel's ops are not moved
+            # across it; its values pass through in their layouts.)
+            return [core.Tracer(self, v, a) for v, a in zip(operands, result_avals)]
         if any(v in kc.wgmma_values for v in operands):
             return self._emit_wgmma(name, operands, result_avals, attributes)
         strided = [_strided(a) for a in result_avals]
@@ -477,6 +496,20 @@ class _KernelTrace(core.Trace):
         kc = self.kc
         first = next(v for v in operands if v in kc.wgmma_values)
         shape, kind = kc.aval_of(first).shape, kc.wgmma_values[first]
+        if name == "ember.reduce" and kind == "wgmma" and \
+                list(attributes["dimensions"]) == [1] and \
+                kc._kind(attributes["kind"]) in ("sum", "max", "min", "prod") and \
+                np.dtype(result_avals[0].dtype).itemsize == 4:
+            return [kc.reduce_wgmma_rows(first, shape, result_avals[0], attributes["kind"])]
+        out = result_avals[0].shape
+        if name == "ember.broadcast_in_dim" and kind == "wgmma_row" and \
+                list(attributes["broadcast_dimensions"]) == [0] and \
+                len(out) == 2 and out[0] == shape[0] and out[1] % 8 == 0:
+            return [kc.broadcast_wgmma_rows(first, result_avals[0])]
+        if name == "ember.broadcast_in_dim" and kind == "wgmma_col" and \
+                list(attributes["broadcast_dimensions"]) == [1] and \
+                len(out) == 2 and out[1] == shape[0] and out[0] % WGMMA_M == 0:
+            return [kc.broadcast_wgmma_rows(first, result_avals[0], "wgmma_col")]
         if name in ELEMENTWISE and all(a.shape == shape for a in result_avals):
             vals = [v if kc.wgmma_values.get(v) == kind else
                     kc.to_wgmma(v, kc.aval_of(v), kind) for v in operands]
@@ -576,6 +609,23 @@ class _KView(_KRef):
 
     def __setitem__(self, idx, val):
         self.kc.store(self.base, self.compose(idx, "store"), val)
+
+
+class _KTransposed:
+    """`plgpu.transpose_ref(ref, (1, 0))` of a matrix in SMEM: an MMA
+    operand read K-major (a wgmma's B stored N x K). Nothing else reads
+    it yet."""
+
+    def __init__(self, ref, permutation):
+        self.ref, self.permutation = ref, tuple(permutation)
+        self.shape = tuple(ref.shape[p] for p in self.permutation)
+        self.dtype = ref.dtype
+
+    def __getitem__(self, idx):
+        raise _unsupported("reading a transpose_ref view (it is a wgmma operand)")
+
+    def __setitem__(self, idx, value):
+        raise _unsupported("writing a transpose_ref view (it is a wgmma operand)")
 
 
 class _KAcc:
@@ -729,6 +779,7 @@ class KernelCompiler:
         # accumulator fragment) or "tmem" (a row of a 128-lane TMEM matrix
         # per thread, as tcgen05.ld gives it).
         self.wgmma_values = {}
+        self.buffer_kinds = {}  # carry buffer -> the register layout it holds
         self.wgmma_pending = False  # a wgmma issued since the last wgmma_wait(0)
         self.logical_types = {}
         self.rows = {}  # value -> _RowsLayout (see reduce_rows)
@@ -1379,19 +1430,25 @@ class KernelCompiler:
             totals = []
             for r in range(runs):
                 x = self._combine_part(part, elem, op, range(r * v, (r + 1) * v))
-                off = group // 2
-                while off:
-                    o = ir.Operation.create(
-                        "gpu.shuffle", results=[elem, ir.IntegerType.get_signless(1)],
-                        operands=[x, self.i32(off), self.i32(32)],
-                        attributes={"mode": ir.Attribute.parse("#gpu<shuffle_mode xor>")},
-                        loc=self.trace.location(), ip=ir.InsertionPoint(self.trace.block))
-                    x = self.op(f"arith.{op}", [x, o.results[0]], [elem])
-                    off //= 2
-                totals.append(x)
+                totals.append(self._butterfly(x, elem, op, group))
             t = self.op("tensor.from_elements", totals,
                         [core.mlir_type(core.ShapedArray((runs,), aval.dtype))])
         return self.wrap_rows(t, aval, lay)
+
+    def _butterfly(self, x, elem, op, group):
+        """`op` of `x` over each group of `group` consecutive lanes of a
+        warp (a power of two), every lane getting the result: `gpu.shuffle
+        xor` by group/2, ..., 1."""
+        off = group // 2
+        while off:
+            o = ir.Operation.create(
+                "gpu.shuffle", results=[elem, ir.IntegerType.get_signless(1)],
+                operands=[x, self.i32(off), self.i32(32)],
+                attributes={"mode": ir.Attribute.parse("#gpu<shuffle_mode xor>")},
+                loc=self.trace.location(), ip=ir.InsertionPoint(self.trace.block))
+            x = self.op(f"arith.{op}", [x, o.results[0]], [elem])
+            off //= 2
+        return x
 
     def _combine_part(self, part, elem, op, indices):
         """`op` (an arith op) over elements `indices` of a thread's part,
@@ -1468,19 +1525,28 @@ class KernelCompiler:
             v = self.op("tensor.from_elements", xs, [core.mlir_type(_frag_aval(aval))])
         return self.trace._wrap(v, aval)
 
-    def iota(self, aval, dimension):
-        """`lax.iota`/`broadcasted_iota` as a strided array: each element's
-        index along `dimension`."""
+    def iota(self, aval, dimension, kind=None):
+        """`lax.iota`/`broadcasted_iota` as a strided array (or, with `kind`,
+        in that register layout: `plgpu.broadcasted_iota(..., layout=)`):
+        each element's index along `dimension`."""
+        if kind == "wgmma":
+            _check_acc_shape(aval.shape, "an iota in wgmma's layout")
         with self.ctx:
             elem = core.mlir_type(aval).element_type
             xs = []
-            for idx in self._elements(aval.shape):
+            elements = (self._elements(aval.shape) if kind is None else
+                        self._layout_elements(kind, aval.shape))
+            for idx in elements:
                 i = idx[dimension]
                 if dtypes.is_float(aval.dtype):
                     i64 = self.op("arith.index_cast", [i], [ir.IntegerType.get_signless(64)])
                     xs.append(self.op("arith.sitofp", [i64], [elem]))
                 else:
                     xs.append(self.op("arith.index_cast", [i], [elem]))
+            if kind is not None:
+                v = self.op("tensor.from_elements", xs, [core.mlir_type(
+                    core.ShapedArray((len(xs),), aval.dtype))])
+                return self.wrap_wgmma(v, aval, kind)
             v = self.op("tensor.from_elements", xs, [core.mlir_type(_frag_aval(aval))])
         return self.trace._wrap(v, aval)
 
@@ -1522,7 +1588,68 @@ class KernelCompiler:
     def _layout_elements(self, kind, shape):
         if kind == "wgmma":
             return self._wgmma_elements(shape)
+        if kind == "wgmma_row":
+            return self._wgmma_row_elements(shape)
+        if kind == "wgmma_col":
+            return self._wgmma_col_elements(shape)
         return self._tmem_elements(shape)
+
+    def _wgmma_col_elements(self, shape):
+        """This thread's elements of an (8 n)-vector in the layout of a wgmma
+        accumulator's columns (`Layout.WGMMA_COL`, `WGMMA.reduce(0)`): the
+        columns whose elements it holds, in register order."""
+        lane = self.arith("remui", self.lane, 32)
+        col0 = self.arith("muli", self.arith("remui", lane, 4), 2)
+        return [[self.arith("addi", col0, 8 * j + c)]
+                for j in range(shape[0] // 8) for c in range(2)]
+
+    def _wgmma_row_elements(self, shape):
+        """This thread's elements of an (64 m)-vector in the layout of a
+        reduction of a wgmma accumulator along its rows (`Layout.WGMMA_ROW`):
+        the two rows of each 64-row tile whose elements it holds."""
+        warp = self.arith("divui", self.lane, 32)
+        lane = self.arith("remui", self.lane, 32)
+        row0 = self.arith("addi", self.arith("muli", warp, 16), self.arith("divui", lane, 4))
+        return [[self.arith("addi", row0, WGMMA_M * mt + 8 * i)]
+                for mt in range(shape[0] // WGMMA_M) for i in range(2)]
+
+    def reduce_wgmma_rows(self, value, shape, aval, kind_attr):
+        """A wgmma-layout (64 m) x N value reduced along its rows: each
+        thread combines its elements of its two rows per tile, then the
+        four threads of a quad (which hold a row between them) exchange
+        partial results by `gpu.shuffle xor` 1 and 2. The result is in the
+        WGMMA_ROW layout."""
+        op = self._COMBINE[self._kind(kind_attr)][0 if dtypes.is_float(aval.dtype) else 1]
+        half = shape[1] // 2
+        with self.ctx:
+            elem = core.mlir_type(aval).element_type
+            totals = []
+            for mt in range(shape[0] // WGMMA_M):
+                for i in range(2):
+                    x = self._combine_part(value, elem, op, [
+                        mt * half + r for r in range(half) if (r // 2) % 2 == i])
+                    totals.append(self._butterfly(x, elem, op, 4))
+            t = self.op("tensor.from_elements", totals, [core.mlir_type(
+                core.ShapedArray((len(totals),), aval.dtype))])
+        return self.wrap_wgmma(t, aval, "wgmma_row")
+
+    def broadcast_wgmma_rows(self, value, aval, kind="wgmma_row"):
+        """A WGMMA_ROW value broadcast along the rows of a (64 m) x N matrix
+        (or a WGMMA_COL value along its columns), in wgmma's layout: each
+        element takes its row's (column's) value."""
+        half = aval.shape[1] // 2
+        with self.ctx:
+            elem = core.mlir_type(aval).element_type
+            n = _layout_count(kind, aval.shape[:1] if kind == "wgmma_row" else aval.shape[1:])
+            parts = [self.op("tensor.extract", [value, self.index(k)], [elem])
+                     for k in range(n)]
+            # Element r of a tile: row group (r // 2) % 2, column 8 (r // 4) + r % 2.
+            xs = [parts[mt * 2 + (r // 2) % 2] if kind == "wgmma_row" else
+                  parts[(r // 4) * 2 + r % 2]
+                  for mt in range(aval.shape[0] // WGMMA_M) for r in range(half)]
+            t = self.op("tensor.from_elements", xs, [core.mlir_type(
+                core.ShapedArray((len(xs),), aval.dtype))])
+        return self.wrap_wgmma(t, aval, "wgmma")
 
     def _value_elements(self, value, shape):
         """The multi-indices of this thread's elements of a per-thread
@@ -1542,6 +1669,14 @@ class KernelCompiler:
         anything else is read element by element from where it is held."""
         if kind == "wgmma":
             _check_acc_shape(aval.shape, "an array in wgmma's layout")
+        elif kind == "wgmma_row":
+            if len(aval.shape) != 1 or aval.shape[0] % WGMMA_M:
+                raise _unsupported(f"an array of shape {aval.shape} in the layout of a wgmma "
+                                   f"accumulator's rows ((64 m) values)")
+        elif kind == "wgmma_col":
+            if len(aval.shape) != 1 or aval.shape[0] % 8:
+                raise _unsupported(f"an array of shape {aval.shape} in the layout of a wgmma "
+                                   f"accumulator's columns ((8 n) values)")
         else:
             _check_tmem_shape(aval.shape, "an array in TMEM's layout")
         count = _layout_count(kind, aval.shape)
@@ -1557,12 +1692,21 @@ class KernelCompiler:
                   for idx in self._layout_elements(kind, aval.shape)]
             return self.op("tensor.from_elements", xs, [frag_t])
 
-    def to_wgmma_tracer(self, x):
-        """`plgpu.layout_cast(x, Layout.WGMMA)`."""
+    def to_wgmma_tracer(self, x, kind="wgmma"):
+        """`plgpu.layout_cast(x, Layout.WGMMA)` (or `Layout.WGMMA_ROW`)."""
         v = self.trace.to_value(self.plain(x))
-        if self.wgmma_values.get(v) == "wgmma":
+        if self.wgmma_values.get(v) == kind:
             return x
-        return self.wrap_wgmma(self.to_wgmma(v, x.aval), x.aval)
+        if v in self.wgmma_values:  # from the other layout, through a plain value
+            v = self.trace.to_value(self.gather(v, x.aval, x.aval, lambda i: i))
+        return self.wrap_wgmma(self.to_wgmma(v, x.aval, kind), x.aval, kind)
+
+    def transpose_ref(self, ref, permutation):
+        """`plgpu.transpose_ref`: a K-major wgmma operand (B stored N x K)."""
+        if tuple(permutation) != (1, 0) or len(ref.shape) != 2:
+            raise _unsupported(f"transpose_ref{tuple(permutation)} of a {tuple(ref.shape)} "
+                               f"ref (a matrix transposed as a wgmma operand)")
+        return _KTransposed(ref, permutation)
 
     def acc_read(self, acc, wait_n=0):
         """`acc[...]`: the accumulator's value, in wgmma's layout. As in
@@ -1677,8 +1821,14 @@ class KernelCompiler:
         if not isinstance(acc, _KAcc):
             raise _unsupported(f"{what} into anything but a plgpu.ACC accumulator")
         m, n = acc.shape
+        # B K-major (stored N x K, given as transpose_ref(b, (1, 0))) or
+        # N-major (stored K x N).
+        b_kmajor = isinstance(b, _KTransposed)
+        if b_kmajor:
+            b = b.ref
         if isinstance(a, (_KRef, _KView)):
-            (abase, asw, alead, ar0, ac0), bwin, k = self._mma_operands(a, b, m, n, what)
+            (abase, asw, alead, ar0, ac0), bwin, k = self._mma_operands(a, b, m, n, what,
+                                                                        b_kmajor)
             dtype = abase.dtype
 
             def a_operand(mt, kk):
@@ -1688,12 +1838,14 @@ class KernelCompiler:
                                                _plus(ac0, kk)),
                     asw.swizzle, *asw.k_major_offsets())
         else:
-            bwin, k, dtype, a_operand = self._register_a(a, b, m, n, what)
+            bwin, k, dtype, a_operand = self._register_a(a, b, m, n, what, b_kmajor)
         bbase, bsw, blead, br0, bc0 = bwin
         elem = core.mlir_type(core.ShapedArray((), dtype)).element_type
-        # N in parts of at most 256 columns, each a whole number of strips.
+        # N in parts of at most 256 columns, each a whole number of strips
+        # (of 8-row groups when B is K-major).
+        unit = 8 if b_kmajor else bsw.cols
         part = n if n <= WGMMA_MAX_N else max(
-            w for w in range(bsw.cols, WGMMA_MAX_N + 1, bsw.cols) if n % w == 0)
+            w for w in range(unit, WGMMA_MAX_N + 1, unit) if n % w == 0)
         self.op("ember_gpu.wgmma_fence")
         with self.ctx:
             f32 = ir.F32Type.get()
@@ -1705,20 +1857,29 @@ class KernelCompiler:
                     off = self.index(mt * (n // 2) + n0 // 2)
                     d = self.op("vector.load", [acc.buf, off], [vec_t])
                     for kk, da in zip(range(0, k, 16), operands):
-                        # B, N-major: strips (atoms along N) a strip apart,
-                        # 8-row groups 8 x swizzle bytes apart.
-                        db = self._wgmma_descriptor(
-                            bbase, self._matrix_offset(bsw, blead, _plus(br0, kk), _plus(bc0, n0)),
-                            bsw.swizzle, *bsw.mn_major_offsets())
-                        d = self.op("ember_gpu.wgmma", [d, da, db], [vec_t], {
-                            "n": ir.IntegerAttr.get(i64, part),
-                            "element_type": ir.TypeAttr.get(elem),
-                            "transpose_b": ir.UnitAttr.get()})
+                        attrs = {"n": ir.IntegerAttr.get(i64, part),
+                                 "element_type": ir.TypeAttr.get(elem)}
+                        if b_kmajor:
+                            # B, K-major (as A): 8-row groups along N
+                            # 8 x swizzle bytes apart.
+                            db = self._wgmma_descriptor(
+                                bbase, self._matrix_offset(bsw, blead, _plus(br0, n0),
+                                                           _plus(bc0, kk)),
+                                bsw.swizzle, *bsw.k_major_offsets())
+                        else:
+                            # B, N-major: strips (atoms along N) a strip
+                            # apart, 8-row groups 8 x swizzle bytes apart.
+                            db = self._wgmma_descriptor(
+                                bbase, self._matrix_offset(bsw, blead, _plus(br0, kk),
+                                                           _plus(bc0, n0)),
+                                bsw.swizzle, *bsw.mn_major_offsets())
+                            attrs["transpose_b"] = ir.UnitAttr.get()
+                        d = self.op("ember_gpu.wgmma", [d, da, db], [vec_t], attrs)
                     self.op("vector.store", [d, acc.buf, off])
         self.op("ember_gpu.wgmma_commit")
         self.wgmma_pending = True
 
-    def _register_a(self, a, b, m, n, what):
+    def _register_a(self, a, b, m, n, what, b_kmajor=False):
         """A wgmma's A as an array in registers (f16/bf16, M x K): B's window
         (as `_mma_operands` gives it), K, the dtype, and `a_operand(mt, kk)`,
         the thread's four 32-bit registers of A's 64 x 16 tile (mt, kk).
@@ -1727,6 +1888,8 @@ class KernelCompiler:
         two to a register, the first in the low half."""
         x = core.as_value(a)
         bbase, bsw, blead, br0, bc0, k, n2 = self._matrix_window(b, what)
+        if b_kmajor:
+            k, n2 = n2, k
         if x.ndim != 2 or x.shape[0] != m or x.shape[1] != k or n2 != n:
             raise ValueError(f"{what}: shapes {x.shape} @ {(k, n2)} do not accumulate into "
                              f"{(m, n)} (at {core.where()})")
@@ -1738,7 +1901,7 @@ class KernelCompiler:
         def off(start, align):
             return start % align if isinstance(start, int) else 0
 
-        if k % 16 or n % bsw.cols or off(br0, 8) or off(bc0, bsw.cols):
+        if not self._b_aligned(k, n, br0, bc0, bsw, b_kmajor):
             raise _unsupported(f"{what} of a B window not aligned to the tensor cores' tiles "
                                f"(at ({br0}, {bc0}), K = {k}, N = {n}: B's columns come in "
                                f"whole swizzle atoms of {bsw.cols})")
@@ -1757,11 +1920,24 @@ class KernelCompiler:
 
         return (bbase, bsw, blead, br0, bc0), k, x.dtype, a_operand
 
-    def _mma_operands(self, a, b, m, n, what):
-        """A (m x K, K-major) and B (K x n, N-major) of a tensor-core MMA, as
-        (base, layout, matrix offset, first row, first column) each, and K."""
+    def _b_aligned(self, k, n, br0, bc0, bsw, b_kmajor):
+        """Whether a B window (K x N; stored N x K if `b_kmajor`) starts and
+        ends on the tensor cores' tiles."""
+        def off(start, align):
+            return start % align if isinstance(start, int) else 0
+
+        if b_kmajor:  # rows N, columns K
+            return not (k % 16 or n % 8 or off(br0, 8) or off(bc0, 16))
+        return not (k % 16 or n % bsw.cols or off(br0, 8) or off(bc0, bsw.cols))
+
+    def _mma_operands(self, a, b, m, n, what, b_kmajor=False):
+        """A (m x K, K-major) and B (K x n, N-major, or K-major: stored n x
+        K) of a tensor-core MMA, as (base, layout, matrix offset, first row,
+        first column) each, and K."""
         abase, asw, alead, ar0, ac0, m2, k = self._matrix_window(a, what)
         bbase, bsw, blead, br0, bc0, k2, n2 = self._matrix_window(b, what)
+        if b_kmajor:
+            k2, n2 = n2, k2
         if abase.dtype != bbase.dtype or abase.dtype not in (np.dtype(np.float16),
                                                              np.dtype(dtypes.bfloat16)):
             raise _unsupported(f"{what} of {abase.dtype} and {bbase.dtype} operands (f16 or "
@@ -1773,8 +1949,8 @@ class KernelCompiler:
         def off(start, align):
             return start % align if isinstance(start, int) else 0
 
-        if k % 16 or n % bsw.cols or off(ar0, 8) or off(ac0, 16) or off(br0, 8) or \
-                off(bc0, bsw.cols):
+        if k % 16 or off(ar0, 8) or off(ac0, 16) or \
+                not self._b_aligned(k, n, br0, bc0, bsw, b_kmajor):
             raise _unsupported(f"{what} of operand windows not aligned to the tensor cores' "
                                f"tiles (A at ({ar0}, {ac0}), B at ({br0}, {bc0}), K = {k}, "
                                f"N = {n}: B's columns come in whole swizzle atoms of "
@@ -2061,6 +2237,10 @@ class KernelCompiler:
                 "memref.alloca", results=[ir.MemRefType.get(list(t.shape), t.element_type)],
                 attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0])},
                 ip=ip).results[0] for t in types]
+        # A value in a register layout (wgmma's) is carried in it.
+        for v, b in zip(vals, bufs):
+            if (kind := self.wgmma_values.get(self.trace.to_value(v))) is not None:
+                self.buffer_kinds[b] = kind
         return vals, avals, types, bufs
 
     def _spill_outputs(self, out, tree, avals, bufs, types, what):
@@ -2077,15 +2257,23 @@ class KernelCompiler:
             if o.shape != a.shape:
                 raise TypeError(f"{what}: the function returned {o.aval.str_short()} where "
                                 f"{a.str_short()} is expected (at {core.where()})")
-            self._spill(self.trace.to_value(o.astype(a.dtype) if o.dtype != a.dtype else o),
-                        buf, t)
+            v = self.trace.to_value(o.astype(a.dtype) if o.dtype != a.dtype else o)
+            kind = self.buffer_kinds.get(buf)
+            if self.wgmma_values.get(v) != kind:  # into the carried value's layout
+                v = (self.to_wgmma(v, a, kind) if kind is not None else
+                     self.trace.to_value(self.gather(v, a, a, lambda i: i)))
+            self._spill(v, buf, t)
 
     def _filled(self, tree, avals, bufs, types):
         from .. import tree_util
 
+        def wrap(buf, t, a):
+            kind = self.buffer_kinds.get(buf)
+            v = self._fill(buf, t)
+            return self.wrap_wgmma(v, a, kind) if kind is not None else self.trace._wrap(v, a)
+
         return tree_util.tree_unflatten(
-            tree, [self.trace._wrap(self._fill(buf, t), a) for buf, t, a in
-                   zip(bufs, types, avals)])
+            tree, [wrap(buf, t, a) for buf, t, a in zip(bufs, types, avals)])
 
     def run_fori(self, lower, upper, body, init):
         """`lax.fori_loop`: an scf.for whose carried values (strided or
@@ -2557,15 +2745,21 @@ class KernelCompiler:
                 (r0, c0, rows, cols) != (0, 0, sw.rows, sw.width):
             raise _unsupported(f"{what} of part of a swizzled SMEM matrix (a copy fills "
                                f"whole matrices)")
-        if len(box) < 2 or math.prod(box[:-2]) != 1 or tuple(box[-2:]) != (rows, cols):
+        # The matrix's rows are the last box dimension before the columns
+        # that is not 1 (`q_ref.at[b, pl.ds(s, 64), head]`: rows, then a
+        # head index, then the columns).
+        r = max((d for d in range(len(box) - 1) if box[d] != 1), default=len(box) - 2)
+        if len(box) < 2 or box[-1] != cols or box[r] != rows or \
+                math.prod(box) != rows * cols:
             raise _unsupported(f"{what} between a GMEM box {tuple(box)} and a swizzled SMEM "
-                               f"matrix {(rows, cols)} (the box's last two dimensions must "
-                               f"be the matrix)")
+                               f"matrix {(rows, cols)} (the box must be the matrix, its "
+                               f"columns the last dimension)")
         p = rows // split
         if rows % split or p % 8:
             raise _unsupported(f"{what} over {split} blocks of a swizzled {rows}-row matrix "
                                f"(each block's rows must be a multiple of 8)")
-        strip_box = list(box[:-2]) + [p, sw.cols]
+        strip_box = list(box)
+        strip_box[r], strip_box[-1] = p, sw.cols
         desc = self._descriptor(gbase, strip_box, sw.swizzle)
         out = []
         with self.ctx:
@@ -2577,8 +2771,7 @@ class KernelCompiler:
                                      [cs[-1].type])
                 at = self.arith("addi", lead, st * sw.strip_elems())
                 if first_row is not None:
-                    cs[-2] = self.op("arith.addi", [cs[-2], self.i32(first_row)],
-                                     [cs[-2].type])
+                    cs[r] = self.op("arith.addi", [cs[r], self.i32(first_row)], [cs[r].type])
                     at = self.arith("addi", at, self.arith("muli", first_row, sw.cols))
                 out.append((desc, cs, self._smem_view(sbase, at, strip_box)))
         return out
@@ -3136,13 +3329,36 @@ def compile_kernel(body, in_avals, out_avals, scratch, grid, grid_names, cluster
                    cluster_names, nthreads, thread_name, name="plgpu_kernel"):
     """The kernel as a module holding one gpu.module (the kernel form:
     ember ops on per-thread values and ember_gpu ops)."""
+    from .. import tree_util
+
     names = list(scratch) if isinstance(scratch, dict) else None
     flat = (list(scratch.values()) if names is not None else
             list(scratch) if isinstance(scratch, (list, tuple)) else [scratch])
+    # Scratch types given as pytrees (tuples of types, None for nothing):
+    # the kernel's buffers are the types, the body gets them in the tree.
+    trees = [tree_util.tree_structure(t, is_leaf=_is_scratch_type) for t in flat]
+    if any(tr.num_nodes != 1 for tr in trees):
+        leaves = [tree_util.tree_leaves(t, is_leaf=_is_scratch_type) for t in flat]
+        counts, inner, n_ops = [len(x) for x in leaves], body, len(in_avals) + len(out_avals)
+
+        def body(*refs, **kw):
+            args, k = list(refs[:n_ops]), n_ops
+            for tr, n in zip(trees, counts):
+                args.append(tree_util.tree_unflatten(tr, refs[k:k + n]))
+                k += n
+            if names is not None:
+                return inner(*refs[:n_ops], **dict(zip(names, args[n_ops:])))
+            return inner(*args)
+
+        flat, names = [x for group in leaves for x in group], None
     kc = KernelCompiler(name, in_avals, out_avals, flat, grid, grid_names, cluster,
                         cluster_names, nthreads, thread_name)
     module = kc.run(body, in_avals, out_avals, names)
     return module, kc
+
+
+def _is_scratch_type(t):
+    return t is not None and not isinstance(t, (tuple, list, dict))
 
 
 def lower(body, in_avals, out_avals, scratch, grid, grid_names, cluster, cluster_names,
