@@ -1424,6 +1424,50 @@ def test_jax_flash_attention3_forward_compiles(causal, tmp_path):
             (16 if causal else 8)
 
 
+def test_jax_flash_attention3_pipeline_emitter_variant_compiles(tmp_path):
+    # attention_with_pipeline_emitter asks for LoweringSemantics.Warpgroup
+    # and gives its SMEM no transforms: they are inferred (the widest
+    # swizzle a buffer's rows fill), as JAX infers them.
+    def run(fa3):
+        config = fa3["TuningConfig"](block_q=64, block_kv=64, max_concurrent_steps=2)
+        q = jnp.zeros((1, 256, 2, 64), jnp.float16)
+        fa3["attention_with_pipeline_emitter"].__wrapped__(q, q, q, config)
+
+    [c] = _jax_flash_attention3_lowered(run)
+    # 4 pipeline steps, two products of K = 64 each.
+    assert len(re.findall(r"ember_gpu.wgmma ", c.as_text("kernel"))) == 4 * 2 * 4
+    if PTXAS is not None:
+        ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")
+
+
+def test_warpgroup_semantics_infer_smem_transforms():
+    f16 = jnp.float16
+
+    def body(a_ref, o_ref, a_smem, bar):
+        plgpu.copy_gmem_to_smem(a_ref, a_smem, bar)
+        plgpu.barrier_wait(bar)
+
+        def product(acc):
+            plgpu.wgmma(acc, a_smem, a_smem)
+            return acc[...]
+
+        o_ref[...] = pl.run_scoped(product, plgpu.ACC((64, 64), jnp.float32))
+
+    def kernel(params):
+        return plgpu.kernel(body, out_type=ember.ShapeDtypeStruct((64, 64), np.float32),
+                            scratch_types=[plgpu.SMEM((64, 64), f16), plgpu.Barrier()],
+                            compiler_params=params)
+
+    a = np.zeros((64, 64), f16)
+    with pytest.raises(NotImplementedError, match=r"SwizzleTransform\(128\)"):
+        kernel(None).lower(a)
+    c = kernel(plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)
+               ).lower(a)
+    text = c.as_text("kernel")
+    assert text.count("ember_gpu.wgmma ") == 4
+    assert "swizzle = 128" in text
+
+
 def test_jax_flash_attention3_backward_kernels_compile(tmp_path):
     # The dQ and dK/dV kernels: warp-specialized pipelines with manual
     # consumed barriers, the statistics loaded in the WGMMA_ROW and

@@ -1412,6 +1412,9 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
     out = out_type if out_type is not None else out_shape
     scratch = scratch_types or scratch_shapes
     kernel_body = body
+    # Under JAX's Warpgroup lowering semantics SMEM transforms are inferred.
+    warpgroup_semantics = getattr(compiler_params, "lowering_semantics",
+                                  None) is LoweringSemantics.Warpgroup
     grid, cluster = tuple(int(g) for g in grid), tuple(int(c) for c in cluster)
     if len(grid_names) != len(grid) or len(cluster_names) != len(cluster):
         raise ValueError(f"plgpu.kernel: grid_names and cluster_names must name every grid "
@@ -1463,7 +1466,8 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
         def make():
             return _compile.lower(body, in_avals, outs_k, scratch, grid, tuple(grid_names),
                                   cluster, tuple(cluster_names), num_threads or 1,
-                                  thread_name, name=f"{name}_gpu").kernel_text()
+                                  thread_name, name=f"{name}_gpu",
+                                  infer_transforms=warpgroup_semantics).kernel_text()
 
         key = cuda_target.register_kernel(f"plgpu:{id(body)}:{name}:{in_avals}", make)
         with core.context():
@@ -1482,7 +1486,7 @@ def kernel(body=None, out_shape=None, *, out_type=None, scratch_shapes=(), scrat
                      for o in tree_util.tree_leaves(out)]
         return _compile.lower(body, in_avals, out_avals, scratch, grid, tuple(grid_names),
                               cluster, tuple(cluster_names), num_threads or 1, thread_name,
-                              chip)
+                              chip, infer_transforms=warpgroup_semantics)
 
     call.lower = lower
     return call

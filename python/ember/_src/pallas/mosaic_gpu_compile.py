@@ -47,15 +47,15 @@ the four threads of a quad by shuffles), and vectors in the WGMMA_ROW and
 WGMMA_COL layouts broadcast back along rows or columns per thread (online
 softmax without shared memory). A wgmma's B may be K-major (stored N x K,
 given as `plgpu.transpose_ref(b, (1, 0))`). Values carried through loops
-and conditionals keep their register layout.
+and conditionals keep their register layout. Under JAX's Warpgroup
+lowering semantics SMEM buffers given no transforms get a swizzle
+(`_swizzle_of`'s `infer`).
 
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
-gathers, scatters), wgmma with other than f16/bf16 operands, SMEM without
-transforms as a wgmma operand (JAX's Warpgroup semantics infer them),
-reductions of a wgmma accumulator along its columns (they go through a
-staging buffer).
+gathers, scatters), wgmma with other than f16/bf16 operands. Reductions
+of a wgmma accumulator along its columns go through a staging buffer.
 Nothing compiled here has run on a GPU.
 """
 
@@ -216,9 +216,20 @@ class _Swizzled:
         return self.strip_elems() * self.itemsize, 8 * self.swizzle
 
 
-def _swizzle_of(transforms, shape, dtype):
+def _swizzle_of(transforms, shape, dtype, infer=False):
     """The `_Swizzled` layout an SMEM buffer's transforms ask for, or None
-    (no swizzle: the buffer stays row-major)."""
+    (no swizzle: the buffer stays row-major). With `infer` (JAX's
+    Warpgroup lowering semantics, where transforms are inferred), a buffer
+    given none whose matrices fit one is laid out with the widest swizzle
+    its rows fill (a tensor-core operand must be swizzled; the layout is
+    invisible to the kernel otherwise: register accesses and TMA copies
+    follow it)."""
+    if infer and not transforms and len(shape) >= 2 and shape[-2] % 8 == 0:
+        row = shape[-1] * np.dtype(dtype).itemsize
+        for sw in (128, 64, 32):
+            if row % sw == 0:
+                return _Swizzled(shape, dtype, sw)
+        return None
     tiling = swizzle = None
     for t in transforms:
         if hasattr(t, "tiling"):
@@ -769,8 +780,9 @@ class KernelCompiler:
     """Builds one kernel: `compile_kernel` below drives it."""
 
     def __init__(self, name, in_avals, out_avals, scratch, grid, grid_names, cluster,
-                 cluster_names, nthreads, thread_name):
+                 cluster_names, nthreads, thread_name, infer_transforms=False):
         self.name = name
+        self.infer_transforms = infer_transforms  # _swizzle_of's `infer`
         self.grid, self.grid_names = tuple(grid), tuple(grid_names)
         self.cluster, self.cluster_names = tuple(cluster), tuple(cluster_names)
         self.nthreads, self.thread_name = nthreads, thread_name
@@ -815,7 +827,8 @@ class KernelCompiler:
             if hasattr(t, "num_arrivals"):  # Barrier, ClusterBarrier
                 attributions.append(memref((t.num_barriers,), np.int64, wg))
             elif getattr(getattr(t, "space", None), "name", None) == "SMEM":
-                if _swizzle_of(getattr(t, "transforms", ()), t.shape, t.dtype) is not None:
+                if _swizzle_of(getattr(t, "transforms", ()), t.shape, t.dtype,
+                               self.infer_transforms) is not None:
                     # Swizzled: one flat buffer (see _Swizzled).
                     attributions.append(memref((math.prod(t.shape),), t.dtype, wg))
                 else:
@@ -2434,7 +2447,7 @@ class KernelCompiler:
         one buffer of the block that every warpgroup sees."""
         shape = tuple(int(d) for d in shape)
         dtype = np.dtype(dtype)
-        swizzled = _swizzle_of(transforms, shape, dtype)
+        swizzled = _swizzle_of(transforms, shape, dtype, self.infer_transforms)
         align = 1024 if swizzled else 128
         if shared:
             at = self._shared_alloc(math.prod(shape) * dtype.itemsize, align)
@@ -3237,7 +3250,7 @@ class KernelCompiler:
                 scratch_refs.append(_KAcc(self, t.shape, t.dtype))
             else:
                 scratch_refs.append(_KRef(self, w, t.shape, t.dtype, "SMEM", swizzled=_swizzle_of(
-                    getattr(t, "transforms", ()), t.shape, t.dtype)))
+                    getattr(t, "transforms", ()), t.shape, t.dtype, self.infer_transforms)))
         if scratch_names is not None:
             res = body(*refs, **dict(zip(scratch_names, scratch_refs)))
         else:
@@ -3326,7 +3339,8 @@ class CompiledKernel:
 
 
 def compile_kernel(body, in_avals, out_avals, scratch, grid, grid_names, cluster,
-                   cluster_names, nthreads, thread_name, name="plgpu_kernel"):
+                   cluster_names, nthreads, thread_name, name="plgpu_kernel",
+                   infer_transforms=False):
     """The kernel as a module holding one gpu.module (the kernel form:
     ember ops on per-thread values and ember_gpu ops)."""
     from .. import tree_util
@@ -3352,7 +3366,7 @@ def compile_kernel(body, in_avals, out_avals, scratch, grid, grid_names, cluster
 
         flat, names = [x for group in leaves for x in group], None
     kc = KernelCompiler(name, in_avals, out_avals, flat, grid, grid_names, cluster,
-                        cluster_names, nthreads, thread_name)
+                        cluster_names, nthreads, thread_name, infer_transforms)
     module = kc.run(body, in_avals, out_avals, names)
     return module, kc
 
@@ -3362,10 +3376,10 @@ def _is_scratch_type(t):
 
 
 def lower(body, in_avals, out_avals, scratch, grid, grid_names, cluster, cluster_names,
-          nthreads, thread_name, chip=None, name=None):
+          nthreads, thread_name, chip=None, name=None, infer_transforms=False):
     name = name or getattr(body, "__name__", "")
     name = name if name.isidentifier() and not name.startswith("_") else "plgpu_kernel"
     module, kc = compile_kernel(body, in_avals, out_avals, scratch, grid, grid_names, cluster,
-                                cluster_names, nthreads, thread_name, name)
+                                cluster_names, nthreads, thread_name, name, infer_transforms)
     return CompiledKernel(module, name, chip, list(kc.descriptors), tuple(kc.blocks),
                           tuple(kc.cluster), (WARPGROUP * nthreads, 1, 1))
