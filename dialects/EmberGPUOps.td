@@ -189,7 +189,8 @@ def EmberGPU_WgmmaDescriptorOp : EmberGPU_Op<"wgmma_descriptor", [Pure]> {
   let summary = "the 64-bit shared-memory matrix descriptor of `buffer[index]`";
   let description = [{
     Describes a matrix operand of `wgmma` in shared memory, starting at
-    element `index` of `buffer` (flattened, row-major): its swizzle mode
+    element `index` of `buffer` (flattened, row-major; f16, bf16, f32 read
+    as tf32, or 8-bit floats): its swizzle mode
     (0 for none, or 32, 64 or 128 bytes) and the leading and stride
     dimension byte offsets of PTX's canonical layouts (for a K-major swizzled
     operand: the stride between groups of 8 rows; for an MN-major swizzled
@@ -199,7 +200,7 @@ def EmberGPU_WgmmaDescriptorOp : EmberGPU_Op<"wgmma_descriptor", [Pure]> {
     the descriptor has Blackwell's format (for `tcgen05_mma`), the same
     layouts in other bits.
   }];
-  let arguments = (ins MemRefRankOf<[F16, BF16], [1]>:$buffer, Index:$index,
+  let arguments = (ins MemRefRankOf<[F16, BF16, F32, F8E4M3FN, F8E5M2], [1]>:$buffer, Index:$index,
                        I64Attr:$swizzle, I64Attr:$leading_byte_offset,
                        I64Attr:$stride_byte_offset, UnitAttr:$tcgen05);
   let results = (outs I64:$descriptor);
@@ -211,12 +212,14 @@ def EmberGPU_WgmmaDescriptorOp : EmberGPU_Op<"wgmma_descriptor", [Pure]> {
 }
 
 def EmberGPU_WgmmaOp : EmberGPU_Op<"wgmma"> {
-  let summary = "issues a warpgroup MMA: D (registers) += A * B (64 x n x 16)";
+  let summary = "issues a warpgroup MMA: D (registers) += A * B (64 x n x k)";
   let description = [{
     Run by the 128 threads of a warpgroup together. `a` and `b` are
-    `wgmma_descriptor`s of a 64 x 16 matrix A and a 16 x n matrix B of
-    `element_type` (f16 or bf16) in shared memory; `transpose_a` marks A as
-    M-major and `transpose_b` marks B as N-major (both K-major otherwise).
+    `wgmma_descriptor`s of a 64 x k matrix A and a k x n matrix B of
+    `element_type` in shared memory: f16 or bf16 (k = 16), tf32 (f32 data
+    read as tf32, k = 8) or f8E4M3FN / f8E5M2 (k = 32); `transpose_a`
+    marks A as M-major and `transpose_b` marks B as N-major (both K-major
+    otherwise; only 16-bit operands may be transposed).
     A may instead be in registers: `a` is then the thread's four 32-bit
     registers of A's fragment (8 elements, two to a register, in the order
     of the thread's part of a 64 x 16 accumulator: PTX's register fragment

@@ -63,6 +63,20 @@ gpu.module @k {
     vector.store %d, %out[%c0] : memref<32xf32>, vector<32xf32>
     gpu.return
   }
+
+  // tf32 (f32 data, 8-deep slices) and e4m3 (32-deep) operands, both
+  // K-major: NVVM's op with k = 8 and k = 32.
+  // CHECK-LABEL: gpu.func @wgmma_tf32_fp8
+  gpu.func @wgmma_tf32_fp8(%out: memref<32xf32>, %da: i64, %db: i64) kernel {
+    %c0 = arith.constant 0 : index
+    %acc = vector.load %out[%c0] : memref<32xf32>, vector<32xf32>
+    // CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 8>, D[<f32>, <one>], A[<tf32>, <one>, <row>], B[<tf32>, <one>, <col>]
+    %t = ember_gpu.wgmma %acc, %da, %db, n = 64, tf32 : vector<32xf32>, i64 -> vector<32xf32>
+    // CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+    %e = ember_gpu.wgmma %t, %da, %db, n = 64, f8E4M3FN : vector<32xf32>, i64 -> vector<32xf32>
+    vector.store %e, %out[%c0] : memref<32xf32>, vector<32xf32>
+    gpu.return
+  }
 }
 }
 
@@ -73,3 +87,5 @@ gpu.module @k {
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16{{[^;]*}}, p, 1,{{ *}}1, 0,{{ *}}1;
 // A in registers: a brace list of four 32-bit registers.
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{[^}]*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, 1, 1, 1, 1;
+// PTX: wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32
+// PTX: wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3

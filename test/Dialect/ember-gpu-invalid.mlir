@@ -219,7 +219,7 @@ func.func @wgmma_descriptor_offset(%b: memref<64xbf16, #gpu.address_space<workgr
 // -----
 
 func.func @wgmma_type(%acc: vector<32xf32>, %a: i64, %b: i64) {
-  // expected-error @+1 {{wgmma_c1: the operands' element type must be f16 or bf16, got 'f32'}}
+  // expected-error @+1 {{wgmma_c1: the operands' element type must be f16, bf16, tf32, f8E4M3FN or f8E5M2, got 'f32'}}
   %d = ember_gpu.wgmma %acc, %a, %b, n = 64, f32 : vector<32xf32>, i64 -> vector<32xf32>
   return
 }
@@ -237,6 +237,22 @@ func.func @wgmma_n(%acc: vector<6xf32>, %a: i64, %b: i64) {
 func.func @wgmma_register_a(%acc: vector<32xf32>, %a: vector<4xi32>, %b: i64) {
   // expected-error @+1 {{wgmma_c4: an A in registers cannot be transposed (transpose_a)}}
   %d = ember_gpu.wgmma %acc, %a, %b, n = 64, bf16 transpose_a : vector<32xf32>, vector<4xi32> -> vector<32xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_tf32_transposed(%acc: vector<32xf32>, %a: i64, %b: i64) {
+  // expected-error @+1 {{wgmma_c5: 'tf32' operands must be K-major (no transpose_a or transpose_b)}}
+  %d = ember_gpu.wgmma %acc, %a, %b, n = 64, tf32 transpose_b : vector<32xf32>, i64 -> vector<32xf32>
+  return
+}
+
+// -----
+
+func.func @wgmma_fp8_register_a(%acc: vector<32xf32>, %a: vector<4xi32>, %b: i64) {
+  // expected-error @+1 {{wgmma_c5: an A in registers must be f16 or bf16, got 'f8E4M3FN'}}
+  %d = ember_gpu.wgmma %acc, %a, %b, n = 64, f8E4M3FN : vector<32xf32>, vector<4xi32> -> vector<32xf32>
   return
 }
 

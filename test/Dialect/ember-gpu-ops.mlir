@@ -57,7 +57,9 @@ gpu.module @k {
 
   // CHECK-LABEL: gpu.func @wgmma_ops
   gpu.func @wgmma_ops(%acc: vector<64xf32>)
-      workgroup(%a: memref<8192xf16, #gpu.address_space<workgroup>>) kernel {
+      workgroup(%a: memref<8192xf16, #gpu.address_space<workgroup>>,
+                %f: memref<4096xf32, #gpu.address_space<workgroup>>,
+                %q: memref<8192xf8E4M3FN, #gpu.address_space<workgroup>>) kernel {
     %c0 = arith.constant 0 : index
     // CHECK: %[[D:.*]] = ember_gpu.wgmma_descriptor %{{.*}}[%{{.*}}], swizzle = 64, leading = 16, stride = 512 : memref<8192xf16, #gpu.address_space<workgroup>>
     %d = ember_gpu.wgmma_descriptor %a[%c0], swizzle = 64, leading = 16, stride = 512
@@ -74,6 +76,18 @@ gpu.module @k {
     // CHECK: ember_gpu.wgmma %{{.*}}, %{{.*}}, %[[D]], n = 128, f16 transpose_b : vector<64xf32>, vector<4xi32> -> vector<64xf32>
     %regs = arith.constant dense<0> : vector<4xi32>
     %u = ember_gpu.wgmma %s, %regs, %d, n = 128, f16 transpose_b : vector<64xf32>, vector<4xi32> -> vector<64xf32>
+    // Descriptors of f32 (read as tf32) and 8-bit float matrices.
+    // CHECK: ember_gpu.wgmma_descriptor %{{.*}}[%{{.*}}], swizzle = 128, leading = 16, stride = 1024 : memref<4096xf32, #gpu.address_space<workgroup>>
+    %df = ember_gpu.wgmma_descriptor %f[%c0], swizzle = 128, leading = 16, stride = 1024
+        : memref<4096xf32, #gpu.address_space<workgroup>>
+    // CHECK: ember_gpu.wgmma_descriptor %{{.*}}[%{{.*}}], swizzle = 128, leading = 16, stride = 1024 : memref<8192xf8E4M3FN, #gpu.address_space<workgroup>>
+    %dq = ember_gpu.wgmma_descriptor %q[%c0], swizzle = 128, leading = 16, stride = 1024
+        : memref<8192xf8E4M3FN, #gpu.address_space<workgroup>>
+    // tf32 and 8-bit operands (K-major).
+    // CHECK: ember_gpu.wgmma %{{.*}}, %{{.*}}, %{{.*}}, n = 128, tf32 : vector<64xf32>, i64 -> vector<64xf32>
+    %w = ember_gpu.wgmma %u, %df, %df, n = 128, tf32 : vector<64xf32>, i64 -> vector<64xf32>
+    // CHECK: ember_gpu.wgmma %{{.*}}, %{{.*}}, %{{.*}}, n = 128, f8E4M3FN : vector<64xf32>, i64 -> vector<64xf32>
+    %e = ember_gpu.wgmma %w, %dq, %dq, n = 128, f8E4M3FN : vector<64xf32>, i64 -> vector<64xf32>
     gpu.return
   }
 

@@ -3,6 +3,7 @@ GPU: the kernel form is checked op by op, the PTX by ptxas (sm_90a and
 sm_100a), and what is not compiled yet is a NotImplementedError at the
 kernel's line. The same kernels run in the interpreter against NumPy."""
 
+import functools
 import pathlib
 import re
 import sys
@@ -1123,20 +1124,60 @@ def test_wgmma_with_a_in_registers(tmp_path):
 
 
 @pytest.mark.parametrize("swizzle", [32, 64, 128])
-def test_k_major_b_descriptors_read_what_tma_wrote(swizzle):
-    # B stored N x K (transpose_ref(b, (1, 0))): the 16-deep slices wgmma
-    # reads K-major, for every 8-row group of N, land where TMA put them.
-    b = mgc._Swizzled((256, 64), np.float16, swizzle)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_k_major_b_descriptors_read_what_tma_wrote(swizzle, dtype):
+    # B stored N x K (transpose_ref(b, (1, 0))): the k-deep slices wgmma
+    # reads K-major (32 bytes: 16 f16, 8 f32 read as tf32), for every 8-row
+    # group of N, land where TMA put them.
+    b = mgc._Swizzled((256, 64), dtype, swizzle)
     isz = b.itemsize
+    depth = 32 // isz
     lbo, sbo = b.k_major_offsets()
-    for kk in range(0, 64, 16):
-        if kk % (swizzle // isz) + 16 > swizzle // isz:
-            continue
+    for kk in range(0, 64, depth):
         start = b.offset(0, kk) * isz
         for n in range(256):
-            for k in range(16):
+            for k in range(depth):
                 assert _canonical_byte(start, swizzle, isz, lbo, sbo, n, k, True) == \
                     _tma_byte(b, n, kk + k)
+
+
+def test_tf32_wgmma_reads_both_operands_k_major(tmp_path):
+    # f32 operands are read as tf32, 8 deep per instruction, both K-major:
+    # B stored N x K and given through transpose_ref (an N-major f32 B is
+    # refused, as PTX has no transposed tf32 operand).
+    tf = (plgpu.TilingTransform((8, 32)), plgpu.SwizzleTransform(128))
+
+    def body(transposed, a_ref, b_ref, o_ref, a_smem, b_smem, bar):
+        plgpu.copy_gmem_to_smem(a_ref, a_smem, bar)
+        plgpu.copy_gmem_to_smem(b_ref, b_smem, bar)
+        plgpu.barrier_wait(bar)
+
+        def product(acc):
+            plgpu.wgmma(acc, a_smem, plgpu.transpose_ref(b_smem, (1, 0)) if transposed
+                        else b_smem)
+            return acc[...]
+
+        o_ref[...] = pl.run_scoped(product, plgpu.ACC((64, 64), jnp.float32))
+
+    def kernel(transposed):
+        return plgpu.kernel(functools.partial(body, transposed),
+                            out_type=ember.ShapeDtypeStruct((64, 64), np.float32),
+                            scratch_types=[plgpu.SMEM((64, 64), np.float32, transforms=tf),
+                                           plgpu.SMEM((64, 64), np.float32, transforms=tf),
+                                           plgpu.Barrier(num_arrivals=2)])
+
+    rng = np.random.default_rng(5)
+    a, bt = rng.standard_normal((2, 64, 64)).astype(np.float32)
+    # (The interpreter multiplies in f32; the tensor cores round to tf32.)
+    np.testing.assert_allclose(np.asarray(kernel(True)(a, bt)), a @ bt.T, rtol=1e-5, atol=1e-4)
+    c = kernel(True).lower(a, bt)
+    wg = re.findall(r"ember_gpu.wgmma [^\n]*", c.as_text("kernel"))
+    assert len(wg) == 8 and all(", tf32 :" in w for w in wg)  # K = 64 in slices of 8
+    if PTXAS is not None:
+        ptx = ptxas_check(c.as_text("binary"), tmp_path, "sm_90a")[c.name]
+        assert len(re.findall(r"wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", ptx)) == 8
+    with pytest.raises(ValueError, match=r"K-major only: store B as N x K"):
+        kernel(False).lower(a, bt)
 
 
 def _attention_steps_kernel(m=64, d=64, bk=64, steps=2):

@@ -303,13 +303,19 @@ void lower(eg::WgmmaOp op, OpBuilder &b) {
   if (isa<VectorType>(op.getA().getType())) {
     sum = registerAWgmma(op, structType, acc, b);
   } else {
-    NVVM::WGMMATypes type = op.getElementType().isBF16()
-                                ? NVVM::WGMMATypes::bf16
-                                : NVVM::WGMMATypes::f16;
+    Type element = op.getElementType();
+    NVVM::WGMMATypes type = element.isBF16()   ? NVVM::WGMMATypes::bf16
+                            : element.isF16()  ? NVVM::WGMMATypes::f16
+                            : element.isTF32() ? NVVM::WGMMATypes::tf32
+                            : isa<Float8E5M2Type>(element)
+                                ? NVVM::WGMMATypes::e5m2
+                                : NVVM::WGMMATypes::e4m3;
+    // k: a 32-byte slice of a row (wgmma_c1).
+    int64_t k = 256 / (element.isTF32() ? 32 : element.getIntOrFloatBitWidth());
     // K-major is `row` for A and `col` for B.
     sum = NVVM::WgmmaMmaAsyncOp::create(
               b, loc, structType, acc, op.getA(), op.getB(),
-              NVVM::MMAShapeAttr::get(ctx, 64, op.getN(), 16), type, type,
+              NVVM::MMAShapeAttr::get(ctx, 64, op.getN(), k), type, type,
               NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
               NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
               op.getTransposeA() ? NVVM::MMALayout::col : NVVM::MMALayout::row,

@@ -191,11 +191,14 @@ LogicalResult WgmmaDescriptorOp::verify() {
 }
 
 LogicalResult WgmmaOp::verify() {
-  // wgmma_c1: 16-bit floating-point operands (k = 16).
+  // wgmma_c1: f16 or bf16 (k = 16), tf32 (k = 8), or 8-bit floats (k = 32)
+  // operands: a k-deep slice is 32 bytes of a row.
   Type element = getElementType();
-  if (!element.isF16() && !element.isBF16())
-    return emitOpError("wgmma_c1: the operands' element type must be f16 or "
-                       "bf16, got ")
+  bool sixteen = element.isF16() || element.isBF16();
+  if (!sixteen && !element.isTF32() && !isa<Float8E4M3FNType>(element) &&
+      !isa<Float8E5M2Type>(element))
+    return emitOpError("wgmma_c1: the operands' element type must be f16, "
+                       "bf16, tf32, f8E4M3FN or f8E5M2, got ")
            << element;
   // wgmma_c2: n is a multiple of 8 from 8 to 256.
   int64_t n = getN();
@@ -213,5 +216,14 @@ LogicalResult WgmmaOp::verify() {
   if (isa<VectorType>(getA().getType()) && getTransposeA())
     return emitOpError("wgmma_c4: an A in registers cannot be transposed "
                        "(transpose_a)");
+  // wgmma_c5: PTX transposes 16-bit operands only: tf32 and 8-bit A and B
+  // are K-major, and an A in registers is 16-bit.
+  if (!sixteen && (getTransposeA() || getTransposeB()))
+    return emitOpError("wgmma_c5: ")
+           << element
+           << " operands must be K-major (no transpose_a or transpose_b)";
+  if (!sixteen && isa<VectorType>(getA().getType()))
+    return emitOpError("wgmma_c5: an A in registers must be f16 or bf16, got ")
+           << element;
   return success();
 }

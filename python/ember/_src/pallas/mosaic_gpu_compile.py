@@ -54,7 +54,7 @@ lowering semantics SMEM buffers given no transforms get a swizzle
 Not yet compiled (each a `NotImplementedError` at the kernel's line):
 shape ops on strided arrays other than reshapes, broadcasts, transposes,
 slices, reverses, concatenations, reductions and cumulative ops (sorts,
-gathers, scatters), wgmma with other than f16/bf16 operands. Reductions
+gathers, scatters), wgmma with 8-bit operands (no such arrays). Reductions
 of a wgmma accumulator along its columns go through a staging buffer.
 Nothing compiled here has run on a GPU.
 """
@@ -260,6 +260,24 @@ def _swizzle_of(transforms, shape, dtype, infer=False):
 # column 8 j + 2 (t % 4) + c).
 WGMMA_M = 64
 WGMMA_MAX_N = 256
+
+
+# Operand types of wgmma (f32 is read as tf32) and the depth of one
+# instruction: a 32-byte slice of a row. (The tensor cores' 8-bit floats
+# are in the dialect, `ember_gpu.wgmma`; Ember's arrays have no 8-bit float
+# dtypes yet.)
+_WGMMA_DTYPES = tuple(np.dtype(t) for t in (np.float16, dtypes.bfloat16, np.float32))
+
+
+def _wgmma_k(dtype):
+    return 32 // np.dtype(dtype).itemsize
+
+
+def _wgmma_element(dtype):
+    """The `element_type` of `ember_gpu.wgmma` for operands of `dtype`."""
+    if np.dtype(dtype) == np.float32:
+        return ir.FloatTF32Type.get()
+    return core.mlir_type(core.ShapedArray((), dtype)).element_type
 
 
 def _check_acc_shape(shape, what):
@@ -1853,7 +1871,8 @@ class KernelCompiler:
         else:
             bwin, k, dtype, a_operand = self._register_a(a, b, m, n, what, b_kmajor)
         bbase, bsw, blead, br0, bc0 = bwin
-        elem = core.mlir_type(core.ShapedArray((), dtype)).element_type
+        elem = _wgmma_element(dtype)
+        kstep = _wgmma_k(dtype)
         # N in parts of at most 256 columns, each a whole number of strips
         # (of 8-row groups when B is K-major).
         unit = 8 if b_kmajor else bsw.cols
@@ -1864,12 +1883,12 @@ class KernelCompiler:
             f32 = ir.F32Type.get()
             i64 = ir.IntegerType.get_signless(64)
             for mt in range(m // WGMMA_M):
-                operands = [a_operand(mt, kk) for kk in range(0, k, 16)]
+                operands = [a_operand(mt, kk) for kk in range(0, k, kstep)]
                 for n0 in range(0, n, part):
                     vec_t = ir.VectorType.get([part // 2], f32)
                     off = self.index(mt * (n // 2) + n0 // 2)
                     d = self.op("vector.load", [acc.buf, off], [vec_t])
-                    for kk, da in zip(range(0, k, 16), operands):
+                    for kk, da in zip(range(0, k, kstep), operands):
                         attrs = {"n": ir.IntegerAttr.get(i64, part),
                                  "element_type": ir.TypeAttr.get(elem)}
                         if b_kmajor:
@@ -1939,9 +1958,10 @@ class KernelCompiler:
         def off(start, align):
             return start % align if isinstance(start, int) else 0
 
+        kstep = 32 // bsw.itemsize
         if b_kmajor:  # rows N, columns K
-            return not (k % 16 or n % 8 or off(br0, 8) or off(bc0, 16))
-        return not (k % 16 or n % bsw.cols or off(br0, 8) or off(bc0, bsw.cols))
+            return not (k % kstep or n % 8 or off(br0, 8) or off(bc0, kstep))
+        return not (k % kstep or n % bsw.cols or off(br0, 8) or off(bc0, bsw.cols))
 
     def _mma_operands(self, a, b, m, n, what, b_kmajor=False):
         """A (m x K, K-major) and B (K x n, N-major, or K-major: stored n x
@@ -1951,10 +1971,14 @@ class KernelCompiler:
         bbase, bsw, blead, br0, bc0, k2, n2 = self._matrix_window(b, what)
         if b_kmajor:
             k2, n2 = n2, k2
-        if abase.dtype != bbase.dtype or abase.dtype not in (np.dtype(np.float16),
-                                                             np.dtype(dtypes.bfloat16)):
-            raise _unsupported(f"{what} of {abase.dtype} and {bbase.dtype} operands (f16 or "
-                               f"bf16 ones)")
+        if abase.dtype != bbase.dtype or abase.dtype not in _WGMMA_DTYPES:
+            raise _unsupported(f"{what} of {abase.dtype} and {bbase.dtype} operands (f16, "
+                               f"bf16 or f32 (as tf32) ones, both the same)")
+        if abase.dtype.itemsize != 2 and not b_kmajor:
+            raise ValueError(f"{what}: the tensor cores read {abase.dtype} operands K-major "
+                             f"only: store B as N x K and pass plgpu.transpose_ref(b, (1, 0)) "
+                             f"(at {core.where()})")
+        kstep = _wgmma_k(abase.dtype)
         if k != k2 or (m2, n2) != (m, n):
             raise ValueError(f"{what}: shapes {(m2, k)} @ {(k2, n2)} do not accumulate into "
                              f"{(m, n)} (at {core.where()})")
@@ -1962,7 +1986,7 @@ class KernelCompiler:
         def off(start, align):
             return start % align if isinstance(start, int) else 0
 
-        if k % 16 or off(ar0, 8) or off(ac0, 16) or \
+        if k % kstep or off(ar0, 8) or off(ac0, kstep) or \
                 not self._b_aligned(k, n, br0, bc0, bsw, b_kmajor):
             raise _unsupported(f"{what} of operand windows not aligned to the tensor cores' "
                                f"tiles (A at ({ar0}, {ac0}), B at ({br0}, {bc0}), K = {k}, "
