@@ -452,3 +452,186 @@ def cholesky_update(r_matrix, w_vector):
         r = r.at[k, :].set(c * row - s * z)
         z = c * z + s * row
     return r
+
+
+def _control_flow():
+    from . import control_flow
+
+    return control_flow
+
+
+def _scipy_linalg():
+    # Hessenberg and Schur reductions live with scipy.linalg's (one piece
+    # of code for both APIs); imported here when asked, as it imports lax.
+    from ember.scipy import linalg
+
+    return linalg
+
+
+def _square_inexact(a, name):
+    jnp = _jnp()
+    a = jnp.asarray(a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"{name}: expected a batch of square matrices, got shape {a.shape}")
+    if not dtypes.is_inexact(a.dtype):
+        raise TypeError(f"{name}: expected a floating or complex matrix, got {a.dtype}")
+    return a
+
+
+def hessenberg(a):
+    """JAX's `lax.linalg.hessenberg`: (a, taus), LAPACK's xGEHRD form: the
+    upper Hessenberg matrix in the upper triangle and first subdiagonal,
+    the Householder vectors below it (their leading 1 implicit) with the
+    scalar factors `taus` (..., n - 1), so that A = Q H Q^H with Q the
+    product of the reflectors."""
+    jnp = _jnp()
+    a = _square_inexact(a, "hessenberg")
+    sl = _scipy_linalg()
+    n = a.shape[-1]
+
+    def one(m):
+        h, _, v, taus = sl._hessenberg_reflectors(m)
+        return h + jnp.tril(jnp.pad(v, ((0, 0), (0, 1)))[:, :n], -2), taus
+
+    if n == 0:
+        return a, jnp.zeros(a.shape[:-1], a.dtype)
+    return sl._over_batch(one, (a,), (2,))
+
+
+def tridiagonal(a, *, lower=True):
+    """JAX's `lax.linalg.tridiagonal` of Hermitian matrices: (a, d, e, taus),
+    LAPACK's xSYTRD/xHETRD form: with `lower`, the Householder vectors below
+    the first subdiagonal of `a` (the rest of `a` as given), d the diagonal
+    and e the subdiagonal of the real tridiagonal matrix T = Q^H A Q. Only
+    `a`'s lower (upper) triangle is read. The reflectors are those of the
+    Hessenberg reduction (for a Hermitian matrix it is tridiagonal); the
+    upper form is the lower form of the matrix with its rows and columns
+    reversed, read back reversed (LAPACK's upper variant reduces from the
+    last column with the same reflectors)."""
+    jnp = _jnp()
+    a = _square_inexact(a, "tridiagonal")
+    sl = _scipy_linalg()
+    n = a.shape[-1]
+    real = dtypes.finfo(a.dtype).dtype if dtypes.is_complex(a.dtype) else a.dtype
+
+    def one(m):
+        if not lower:
+            m = m[::-1, ::-1]
+        # The Hermitian matrix the stored triangle describes.
+        low = jnp.tril(m, -1)
+        full = low + jnp.conj(low.T) + jnp.diag(jnp.real(jnp.diagonal(m)).astype(m.dtype))
+        h, _, v, taus = sl._hessenberg_reflectors(full)
+        d = jnp.real(jnp.diagonal(h)).astype(real)
+        e = jnp.real(jnp.diagonal(h, -1)).astype(real)
+        vs = jnp.tril(jnp.pad(v, ((0, 0), (0, 1)))[:, :n], -2)
+        packed = jnp.triu(m) + jnp.diag(jnp.diagonal(h, -1), -1) + vs
+        packed = packed - jnp.diag(jnp.diagonal(packed)) + jnp.diag(d.astype(m.dtype))
+        if not lower:
+            packed, d, e, taus = packed[::-1, ::-1], d[::-1], e[::-1], taus[::-1]
+            pass
+        return packed, d, e, taus
+
+    if n == 0:
+        return (a, jnp.zeros(a.shape[:-1], real), jnp.zeros(a.shape[:-1], real),
+                jnp.zeros(a.shape[:-1], a.dtype))
+    return sl._over_batch(one, (a,), (2,))
+
+
+def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+    """JAX's `lax.linalg.schur`: [T] or [T, vs] with x = vs T vs^H, T
+    quasi-upper-triangular for real x (LAPACK's real Schur form) or upper
+    triangular for complex x (scipy.linalg.schur's algorithm: Hessenberg
+    reduction and shifted QR). Sorting the eigenvalues is not built."""
+    if sort_eig_vals or select_callable is not None:
+        raise NotImplementedError("lax.linalg.schur: sort_eig_vals and select_callable are "
+                                  f"not supported (at {core.where()})")
+    x = _square_inexact(x, "schur")
+    t, vs = _scipy_linalg()._schur(x, "complex" if dtypes.is_complex(x.dtype) else "real")
+    return [t, vs] if compute_schur_vectors else [t]
+
+
+def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=None):
+    """JAX's `lax.linalg.qdwh`: the polar decomposition x = u h (u with
+    orthonormal columns, h Hermitian positive semidefinite) of an m x n
+    matrix, m >= n, by the QR-based dynamically weighted Halley iteration
+    (Nakatsukasa, Bai and Gygi 2010): (u, h, num_iters, is_converged). The
+    weights follow the bound on the smallest singular value, known in
+    advance; the early iterations (large weights) take a QR step, the later
+    a Cholesky step, then Halley steps until u stops changing (at most
+    `max_iterations`, default 10, in all). `is_hermitian` and
+    `dynamic_shape` are accepted (the result is the same)."""
+    del is_hermitian
+    jnp = _jnp()
+    x = jnp.asarray(x)
+    if dynamic_shape is not None:
+        raise NotImplementedError("lax.linalg.qdwh: dynamic_shape is not supported")
+    if x.ndim != 2:
+        raise ValueError(f"qdwh: expected a matrix, got shape {x.shape}")
+    m, n = x.shape
+    if m < n:
+        raise ValueError(f"The input matrix of shape M x N must have M >= N. Got {x.shape}")
+    max_iterations = 10 if max_iterations is None else int(max_iterations)
+    eps = float(dtypes.finfo(x.dtype).eps) if eps is None else float(eps)
+    one_norm = jnp.max(jnp.sum(jnp.abs(x), axis=0))
+    inf_norm = jnp.max(jnp.sum(jnp.abs(x), axis=1))
+    scale = jnp.where(one_norm == 0, 1, lax.rsqrt(one_norm) * lax.rsqrt(inf_norm))
+    u0 = x * scale.astype(x.dtype)
+    tol_l = 10.0 * eps / 2.0
+    tol_norm = tol_l ** (1 / 3)
+    eye = jnp.eye(n, dtype=x.dtype)
+
+    # The weights (a, b, c) of each step from the bound l on the smallest
+    # singular value of u (eps at first), computed ahead as JAX does.
+    steps, l_ = [], eps
+    while l_ + tol_l < 1 and len(steps) < max_iterations:
+        l2 = l_ * l_
+        dd = (4 * (1 / l2 - 1) / l2) ** (1 / 3)
+        sqd = (1.0 + dd) ** 0.5
+        a = sqd + 0.5 * (8.0 - 4.0 * dd + 8.0 * (2.0 - l2) / (l2 * sqd)) ** 0.5
+        b = (a - 1.0) ** 2 / 4.0
+        c = a + b - 1.0
+        l_ = l_ * (a + b * l2) / (1.0 + c * l2)
+        steps.append((a, b, c))
+
+    def qr_step(u, a, b, c):
+        # u (I + c u^H u)^{-1} = Q1 Q2^H / sqrt(c), [sqrt(c) u; I] = [Q1; Q2] R.
+        q, _ = qr(jnp.concatenate([c ** 0.5 * u, eye]), full_matrices=False)
+        return (b / c) * u + ((a - b / c) / c ** 0.5) * (q[:m] @ jnp.conj(q[m:].T))
+
+    def cholesky_step(u, a, b, c):
+        y = cholesky(c * (jnp.conj(u.T) @ u) + eye, symmetrize_input=False)
+        # z = u (I + c u^H u)^{-1}, by two triangular solves with y y^H.
+        z = triangular_solve(y, u, left_side=False, lower=True, transpose_a=True,
+                             conjugate_a=True)
+        z = triangular_solve(y, z, left_side=False, lower=True)
+        return (b / c) * u + (a - b / c) * z
+
+    def norm(d):
+        return jnp.sqrt(jnp.sum(jnp.abs(d) ** 2))
+
+    # The QR steps (large weights) all run; then the Cholesky steps with
+    # their weights while u changes, then Halley's (the weights' limit,
+    # a, b, c = 3, 1, 3) while u changes, `max_iterations` steps in all.
+    u = u0
+    qr_steps = [w for w in steps if w[2] > 100]
+    for a, b, c in qr_steps:
+        u = qr_step(u, a, b, c)
+    weights = jnp.asarray(np.array([w for w in steps if w[2] <= 100] + [(3.0, 1.0, 3.0)],
+                                   dtype=dtypes.finfo(x.dtype).dtype))
+    last = weights.shape[0] - 1
+
+    def cond(st):
+        u, k, done = st
+        return (~done) & (k < max_iterations)
+
+    def body(st):
+        u, k, _ = st
+        w = weights[jnp.minimum(k - len(qr_steps), last)]
+        new = cholesky_step(u, w[0], w[1], w[2])
+        return new, k + 1, norm(new - u) <= tol_norm
+
+    u, k, converged = _control_flow().while_loop(
+        cond, body, (u, jnp.int32(len(qr_steps)), jnp.asarray(False)))
+    h = jnp.conj(u.T) @ x
+    h = (h + jnp.conj(h.T)) / 2
+    return u, h, k, converged

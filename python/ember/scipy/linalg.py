@@ -986,15 +986,17 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
 # Hessenberg reduction and Schur decomposition
 # ----------------------------------------------------------------------------
 
-def _hessenberg_one(A):
-    """(H, Q) with A = Q H Q^H, H upper Hessenberg (Householder reflectors
-    with LAPACK's xGEHRD conventions)."""
+def _hessenberg_reflectors(A):
+    """(H, Q, V, taus) with A = Q H Q^H, H upper Hessenberg, by Householder
+    reflectors with LAPACK's xGEHRD conventions: reflector j is I - taus[j]
+    v v^H, v = V[:, j] (1 at row j + 1, zero above). `lax.linalg`'s
+    `hessenberg` and `tridiagonal` give LAPACK's packed form of them."""
     n = A.shape[-1]
     dt = A.dtype
     rows = jnp.arange(n)
 
     def body(j, st):
-        A, Q = st
+        A, Q, V, taus = st
         x = A[:, j]
         tail = jnp.where(rows > j + 1, x, 0)
         beta, tau, scale = _house(x[j + 1], jnp.sqrt(jnp.sum(jnp.abs(tail) ** 2)))
@@ -1004,10 +1006,19 @@ def _hessenberg_one(A):
         A = A.at[:, j].set(jnp.where(rows == j + 1, beta.astype(dt),
                                      jnp.where(rows > j + 1, 0, x)))
         Q = Q - tau * (Q @ v)[:, None] * jnp.conj(v)[None, :]
-        return A, Q
+        return A, Q, V.at[:, j].set(v), taus.at[j].set(tau.astype(dt))
 
-    H, Q = lax.fori_loop(0, max(n - 1, 0), body, (A, _ident(n, dt)))
-    return jnp.triu(H, -1), Q
+    steps = max(n - 1, 0)
+    H, Q, V, taus = lax.fori_loop(0, steps, body, (A, _ident(n, dt), jnp.zeros((n, steps), dt),
+                                                   jnp.zeros((steps,), dt)))
+    return jnp.triu(H, -1), Q, V, taus
+
+
+def _hessenberg_one(A):
+    """(H, Q) with A = Q H Q^H, H upper Hessenberg (Householder reflectors
+    with LAPACK's xGEHRD conventions)."""
+    H, Q, _, _ = _hessenberg_reflectors(A)
+    return H, Q
 
 
 def _chase(H, Z, lo, hi, first, r):
