@@ -77,6 +77,11 @@ MLIR_CAPI_EXPORTED EmberExecutable *emberExecutableLoadObject(
 MLIR_CAPI_EXPORTED void emberRuntimeSetNumThreads(int n);
 MLIR_CAPI_EXPORTED int emberRuntimeNumThreads(void);
 
+/// Makes OpenBLAS run its parallel work on the threads above: `setCallback`
+/// is OpenBLAS's `openblas_set_threads_callback_function` (0.3.27 and later),
+/// which must be called before any other OpenBLAS function.
+MLIR_CAPI_EXPORTED void emberRuntimeUseForOpenblas(void *setCallback);
+
 /// The host CPU's name and features as the JIT targets them: part of the
 /// persistent cache's key.
 MLIR_CAPI_EXPORTED MlirStringRef emberRuntimeHostCpu(void);

@@ -27,9 +27,10 @@ using Task = void (*)(void *, int64_t, int64_t);
 
 /// Spins until `ready()` or for `kSpin`, whichever is first. The caller
 /// waiting for the workers' pieces spins before sleeping (waking a sleeping
-/// thread takes about 0.1 ms here); workers do not spin between jobs: on two
-/// cores a spinning worker takes the core OpenBLAS's threads compute on
-/// (the MLP and CNN steps ran 25-50% slower).
+/// thread takes about 0.1 ms here), and so do workers between jobs when
+/// OpenBLAS's products run on them too (when OpenBLAS has threads of its
+/// own, a spinning worker takes the core those compute on: the MLP and CNN
+/// steps ran 25-50% slower).
 template <typename F> bool spinFor(F ready) {
   constexpr auto kSpin = std::chrono::microseconds(200);
   auto until = std::chrono::steady_clock::now() + kSpin;
@@ -67,6 +68,46 @@ public:
     int parts = (int)std::min<int64_t>(wanted, n);
     if (!busy.owns_lock() || parts < 2)
       return ember::runtime::runGuarded(task, ctx, lo, hi);
+    return runParts(task, ctx, lo, n, parts);
+  }
+
+  /// Runs job(ctx, i) for i in [0, n), all at the same time (the jobs may
+  /// wait for each other, as OpenBLAS's threads do): on the pool's workers
+  /// when it is free and large enough, else on threads started for them.
+  void runConcurrently(void (*job)(void *, int64_t), void *ctx, int64_t n) {
+    if (n < 2) {
+      if (n == 1)
+        job(ctx, 0);
+      return;
+    }
+    struct Each {
+      void (*job)(void *, int64_t);
+      void *ctx;
+    } each{job, ctx};
+    Task task = [](void *c, int64_t a, int64_t b) {
+      auto *e = static_cast<Each *>(c);
+      for (int64_t i = a; i < b; ++i)
+        e->job(e->ctx, i);
+    };
+    std::unique_lock<std::mutex> busy(submit, std::try_to_lock);
+    if (busy.owns_lock() && wanted >= n) {
+      runParts(task, &each, 0, n, (int)n); // one job per piece
+      return;
+    }
+    busy = {};
+    std::vector<std::thread> extra;
+    for (int64_t i = 1; i < n; ++i)
+      extra.emplace_back([&, i] {
+        emberRuntimeEnterFloatMode();
+        job(ctx, i);
+      });
+    job(ctx, 0);
+    for (auto &t : extra)
+      t.join();
+  }
+
+private:
+  size_t runParts(Task task, void *ctx, int64_t lo, int64_t n, int parts) {
     start(parts - 1);
     {
       std::lock_guard<std::mutex> g(m);
@@ -85,7 +126,6 @@ public:
     return mine ? mine : failed;
   }
 
-private:
   struct Job {
     Task task;
     void *ctx;
@@ -117,6 +157,11 @@ private:
   void work(int k, uint64_t seen) {
     emberRuntimeEnterFloatMode(); // (a worker runs compiled code only)
     for (;;) {
+      // A short spin first when OpenBLAS's products run here: they come in
+      // runs (a network's layers), and waking a sleeping worker costs
+      // about 0.1 ms a product.
+      if (spinning)
+        spinFor([&] { return generation.load() != seen; });
       std::unique_lock<std::mutex> g(m);
       wake.wait(g, [&] { return generation.load() != seen; });
       seen = generation.load();
@@ -143,6 +188,9 @@ private:
   size_t failed = 0; // an allocation a worker's piece failed to get
   std::atomic<uint64_t> generation{0};
   std::atomic<int> wanted{1};
+
+public:
+  std::atomic<bool> spinning{false}; // workers spin between jobs
 };
 } // namespace
 
@@ -155,5 +203,40 @@ void ember_parallel_for(Addr task, Addr ctx, I64 lo, I64 hi) {
 } // namespace ember::runtime::params
 
 void emberRuntimeSetNumThreads(int n) { Pool::get().setThreads(n); }
+
+namespace {
+/// OpenBLAS's caller-managed threading (0.3.27 and later): its parallel
+/// work arrives as `numjobs` jobs, `dojob(i, jobdata + i * size, extra)`,
+/// which run on the pool's workers instead of OpenBLAS's own threads, so
+/// that the two do not hold the cores in turn (OpenBLAS's threads spin for
+/// a while after each product, on the core the next loop nest's rows want).
+/// The jobs of one product wait for each other, so they run at once.
+using OpenblasDojob = void (*)(int, void *, int);
+
+void openblasThreads(int /*sync*/, OpenblasDojob dojob, int numjobs,
+                     size_t size, void *jobdata, int extra) {
+  struct Ctx {
+    OpenblasDojob dojob;
+    char *data;
+    size_t size;
+    int extra;
+  } ctx{dojob, static_cast<char *>(jobdata), size, extra};
+  // (Run synchronously also when OpenBLAS allows otherwise: it returns
+  // after every job completed.)
+  Pool::get().runConcurrently(
+      [](void *c, int64_t i) {
+        auto *x = static_cast<Ctx *>(c);
+        x->dojob((int)i, x->data + i * x->size, x->extra);
+      },
+      &ctx, numjobs);
+}
+} // namespace
+
+void emberRuntimeUseForOpenblas(void *setCallback) {
+  using Setter =
+      void (*)(void (*)(int, OpenblasDojob, int, size_t, void *, int));
+  reinterpret_cast<Setter>(setCallback)(&openblasThreads);
+  Pool::get().spinning = true;
+}
 
 int emberRuntimeNumThreads(void) { return Pool::get().threads(); }

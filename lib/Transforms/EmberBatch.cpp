@@ -302,6 +302,19 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
     } else if (isa<CustomJvpCallOp, CustomVjpCallOp>(o)) {
       if (failed(batchCustom(b, o, operands, isBatched, n, res)))
         return failure();
+    } else if (auto call = dyn_cast<func::CallOp>(o)) {
+      // A call of a private function (a closure-converted function, a
+      // kernel's interpreter): a call of its batched clone, every result
+      // batched.
+      auto callee = scope.symbols->lookup<func::FuncOp>(call.getCallee());
+      if (!callee || callee.isExternal())
+        return o->emitError("ember-batch: cannot batch a call of '")
+               << call.getCallee() << "', which has no body";
+      auto fn = deriveBatchedFn(o->getLoc(), callee, isBatched, n);
+      if (failed(fn))
+        return failure();
+      auto c = func::CallOp::create(b, o->getLoc(), *fn, operands);
+      res.append(c.getResults().begin(), c.getResults().end());
     } else {
       auto rule = dyn_cast<BatchableOpInterface>(o);
       if (!rule)

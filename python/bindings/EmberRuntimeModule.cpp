@@ -699,6 +699,12 @@ NB_MODULE(_ember_runtime, m) {
       nb::arg("handler"));
   m.def("clear_pool", [] { pool().clear(); });
   m.def("set_num_threads", &emberRuntimeSetNumThreads, nb::arg("n"));
+  m.def(
+      "use_for_openblas",
+      [](uintptr_t setCallback) {
+        emberRuntimeUseForOpenblas(reinterpret_cast<void *>(setCallback));
+      },
+      nb::arg("set_callback"));
   m.def("num_threads", &emberRuntimeNumThreads);
   m.def(
       "runtime_tables",

@@ -36,3 +36,26 @@ func.func @batch_lanes(%h: tensor<i64>, %k: tensor<3x2xi64>) -> tensor<3x2xf32> 
   %r = ember.vmap @lanes(%h, %k) batched [false, true] size 3 : (tensor<i64>, tensor<3x2xi64>) -> tensor<3x2xf32>
   return %r : tensor<3x2xf32>
 }
+
+// -----
+
+// A call (in a loop body) of a function without a body cannot be batched.
+func.func private @external(tensor<f32>) -> tensor<f32>
+func.func private @loop_calls_external(%x: tensor<f32>) -> tensor<f32> {
+  %lim = ember.constant dense<100.0> : tensor<f32>
+  %r = ember.while (%x) : tensor<f32> cond {
+  ^bb0(%c: tensor<f32>):
+    %p = ember.compare LT, %c, %lim : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<f32>):
+    // expected-error @+1 {{ember-batch: cannot batch a call of 'external', which has no body}}
+    %n = func.call @external(%c) : (tensor<f32>) -> tensor<f32>
+    ember.yield %n : tensor<f32>
+  }
+  return %r : tensor<f32>
+}
+func.func @batched_external(%xs: tensor<2xf32>) -> tensor<2xf32> {
+  %y = ember.vmap @loop_calls_external(%xs) batched [true] size 2 : (tensor<2xf32>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}

@@ -247,3 +247,36 @@ func.func @batched_qr_svd(%as: tensor<6x4x3xf32>) -> (tensor<6x4x4xf32>, tensor<
   %q, %u, %t = ember.vmap @qs(%as) batched [true] size 6 : (tensor<6x4x3xf32>) -> (tensor<6x4x4xf32>, tensor<6x4x3xf32>, tensor<6x3xf32>)
   return %q, %u, %t : tensor<6x4x4xf32>, tensor<6x4x3xf32>, tensor<6x3xf32>
 }
+
+// -----
+
+// A call of a private function in a loop body of the vmapped function (a
+// closure-converted function, say; calls at the top level are inlined):
+// a call of the callee's batched clone.
+// CHECK-LABEL: func @batched_call_in_loop
+// CHECK: ember.while
+// CHECK: } do {
+// CHECK: call @g_batched(%{{.*}}) : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-LABEL: func private @g_batched
+// CHECK: ember.mul %{{.*}}, %{{.*}} : tensor<4xf32>
+func.func private @g(%x: tensor<f32>) -> tensor<f32> {
+  %0 = ember.mul %x, %x : tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func private @loop_calls_g(%x: tensor<f32>) -> tensor<f32> {
+  %lim = ember.constant dense<100.0> : tensor<f32>
+  %r = ember.while (%x) : tensor<f32> cond {
+  ^bb0(%c: tensor<f32>):
+    %p = ember.compare LT, %c, %lim : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<f32>):
+    %n = func.call @g(%c) : (tensor<f32>) -> tensor<f32>
+    ember.yield %n : tensor<f32>
+  }
+  return %r : tensor<f32>
+}
+func.func @batched_call_in_loop(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = ember.vmap @loop_calls_g(%x) batched [true] size 4 : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}

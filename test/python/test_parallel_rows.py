@@ -215,3 +215,38 @@ def test_repeated_layers_share_one_function():
         dn[0][0][i, j] -= eps
         fd = (np_loss(up) - np_loss(dn)) / (2 * eps)
         assert np.isclose(grads[0][0][i, j], fd, rtol=1e-3, atol=1e-4)
+
+
+def test_openblas_products_run_on_the_pool():
+    # OpenBLAS's threads are the pool's (its caller-managed threading): the
+    # jobs of a product run at once on the workers, or on threads started
+    # for them when the pool is busy or smaller than OpenBLAS's job count
+    # (EMBER_NUM_THREADS=1: its jobs wait for each other, so running them
+    # one after the other would never end); products from several Python
+    # threads and products inside parallel rows; the result equals NumPy's
+    # with every thread count and with OpenBLAS's own threads.
+    code = (
+        "import threading, numpy as np, ember, ember.numpy as jnp\n"
+        "rng = np.random.default_rng(0)\n"
+        "a = rng.standard_normal((700, 900)).astype(np.float32)\n"
+        "b = rng.standard_normal((900, 800)).astype(np.float32)\n"
+        "f = ember.jit(lambda a, b: jnp.tanh(a @ b) + 1)\n"
+        "outs = [None] * 3\n"
+        "def work(k): outs[k] = np.asarray(f(a, b))\n"
+        "ts = [threading.Thread(target=work, args=(k,)) for k in range(3)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "assert all(np.array_equal(o, outs[0]) for o in outs)\n"
+        "np.testing.assert_allclose(outs[0], np.tanh(a @ b) + 1, rtol=1e-4, atol=1e-4)\n"
+        "g = ember.jit(ember.vmap(lambda x: x @ b[:64, :64]))\n"
+        "xs = rng.standard_normal((4096, 64, 64)).astype(np.float32)\n"
+        "np.testing.assert_allclose(np.asarray(g(xs)), xs @ b[:64, :64], rtol=1e-4, atol=1e-3)\n"
+        "np.save('/dev/stdout', outs[0])\n"
+    )
+    outs = []
+    for env in ({"EMBER_NUM_THREADS": "1"}, {"EMBER_NUM_THREADS": "2"},
+                {"EMBER_NUM_THREADS": "3"}, {"EMBER_OPENBLAS_OWN_THREADS": "1"}):
+        run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env),
+                             capture_output=True, timeout=300)
+        assert run.returncode == 0, run.stderr.decode()[-2000:]
+        outs.append(run.stdout)
+    assert outs[0] == outs[1] == outs[2] == outs[3]

@@ -957,7 +957,10 @@ def test_wgmma_misuse_raises_at_the_kernel_line():
     with pytest.raises(NotImplementedError, match=r"without a swizzle: give it transforms=.*"
                                                   r"test_plgpu_compile\.py:\d+"):
         lower((), tf)
-    with pytest.raises(NotImplementedError, match="float32 and float32 operands"):
+    with pytest.raises(NotImplementedError, match="int16 and int16 operands"):
+        lower((plgpu.SwizzleTransform(128),), (plgpu.SwizzleTransform(128),), dtype=np.int16)
+    # f32 operands are read as tf32, K-major only.
+    with pytest.raises(ValueError, match="float32 operands K-major only"):
         lower((plgpu.SwizzleTransform(128),), (plgpu.SwizzleTransform(128),), dtype=np.float32)
     with pytest.raises(ValueError, match=r"do not accumulate into \(64, 32\)"):
         lower(tf, tf, acc=(64, 32))

@@ -846,3 +846,22 @@ def test_error_out_axes_out_of_range():
         jax.vmap(lambda x: x * 2.0, out_axes=2)(V)
     with pytest.raises(ValueError, match="out of bounds"):
         jax.vmap(lambda x: x * 2.0, out_axes=-3)(V)
+
+
+def test_vmap_of_a_loop_calling_a_closure_converted_function():
+    # The loop body calls a private function (closure_convert's): vmap
+    # batches the call (a call of the callee's batched clone).
+    def f(x, w):
+        def g(y):
+            return jnp.sin(y) * w
+
+        gc, consts = jax.closure_convert(g, x)
+        return jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, gc(c[1], *consts)),
+                                  (0, x))[1]
+
+    x, w = np.arange(3.0, dtype=np.float32), np.full(3, 2.0, np.float32)
+    want = x.copy()
+    for _ in range(3):
+        want = np.sin(want) * w
+    np.testing.assert_allclose(np.asarray(jax.vmap(f)(x, w)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(jax.vmap(f))(x, w)), want, rtol=1e-6)

@@ -51,6 +51,12 @@ def _use_openblas():
         os.environ.pop("OPENBLAS_CORETYPE", None)
         if saved is not None:
             os.environ["OPENBLAS_CORETYPE"] = saved
+    # OpenBLAS's parallel work on the runtime's threads (one pool for both;
+    # set before any other OpenBLAS call, as OpenBLAS asks), unless
+    # EMBER_OPENBLAS_OWN_THREADS=1 keeps OpenBLAS's own.
+    setter = getattr(lib, "scipy_openblas_set_threads_callback_function", None)
+    if setter is not None and os.environ.get("EMBER_OPENBLAS_OWN_THREADS") != "1":
+        _ember_runtime.use_for_openblas(ctypes.cast(setter, ctypes.c_void_p).value)
     addr = [ctypes.cast(getattr(lib, f"scipy_cblas_{k}gemm"), ctypes.c_void_p).value
             for k in "sd"]
     _ember_runtime.set_cblas_gemm(*addr)

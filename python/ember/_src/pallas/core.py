@@ -260,10 +260,22 @@ def core_map(mesh, *, compiler_params=None, interpret=False, debug=False,
     return decorator
 
 
-def _mosaic_gpu():
-    from . import mosaic_gpu  # (it imports this module)
+class _NoKernelInterpreter:
+    """Until `mosaic_gpu.py` (the plgpu interpreter, which imports this
+    module) registers itself as `kernel_interpreter`: no kernel runs."""
 
-    return mosaic_gpu
+    @staticmethod
+    def interpreting():
+        return False
+
+    @staticmethod
+    def scoped_allocator(axes):
+        return None
+
+
+# The plgpu interpreter's hooks: whether this thread runs a kernel in it,
+# its `run_scoped` allocator and its accumulators (`acc_ref`).
+kernel_interpreter = _NoKernelInterpreter
 
 
 def run_scoped(f, *types, collective_axes=(), **kw_types):
@@ -284,7 +296,7 @@ def run_scoped(f, *types, collective_axes=(), **kw_types):
         new = lambda t: kc.scoped(t, axes)  # noqa: E731
     else:
         # A kernel the interpreter runs (buffers with race checks), or none.
-        new = _mosaic_gpu().scoped_allocator(axes) or fresh
+        new = kernel_interpreter.scoped_allocator(axes) or fresh
 
     def make(t):
         return None if t is None else new(t)
@@ -690,7 +702,7 @@ def run_state(f):
         if any(isinstance(x, mosaic_gpu_compile.AccInit) for x in leaves):
             # In a kernel the interpreter runs: an accumulator whose final
             # read waits for its wgmmas.
-            refs = [_mosaic_gpu().acc_ref(x.value) if isinstance(x, mosaic_gpu_compile.AccInit)
+            refs = [kernel_interpreter.acc_ref(x.value) if isinstance(x, mosaic_gpu_compile.AccInit)
                     else state.Ref(x) for x in leaves]
             with state.scope(refs):
                 f(tree_util.tree_unflatten(tree, refs))
@@ -703,7 +715,7 @@ def run_state(f):
     def call(init):
         # (In a plgpu kernel the interpreter runs, `f`'s barrier waits and
         # copies happen as it runs: no program is traced of them.)
-        if core._trace_stack or _mosaic_gpu().interpreting():
+        if core._trace_stack or kernel_interpreter.interpreting():
             return run(init)
         return _eager(run, (init,))
 

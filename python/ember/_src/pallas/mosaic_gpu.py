@@ -31,6 +31,7 @@ import enum
 import functools
 import itertools
 import math
+import sys
 import threading
 import weakref
 
@@ -1551,6 +1552,11 @@ def _make_scratch(t, nblocks, name, smem_refs, sched):
 def interpreting():
     """Whether this thread runs a kernel in the interpreter."""
     return getattr(_local, "worker", None) is not None
+
+
+# `pl.run_scoped` and `pl.run_state` (pallas/core.py) ask this module
+# whether a kernel runs here and for its buffers.
+pl_core.kernel_interpreter = sys.modules[__name__]
 
 
 def scoped_allocator(axes):
