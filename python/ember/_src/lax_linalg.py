@@ -460,12 +460,14 @@ def _control_flow():
     return control_flow
 
 
-def _scipy_linalg():
-    # Hessenberg and Schur reductions live with scipy.linalg's (one piece
-    # of code for both APIs); imported here when asked, as it imports lax.
-    from ember.scipy import linalg
+# Hessenberg and Schur reductions live with scipy.linalg's (one piece of
+# code for both APIs): `ember.scipy.linalg`, loaded with ember, registers
+# itself here (`_hessenberg_reflectors`, `_schur`, `_over_batch`).
+householder_reductions = None
 
-    return linalg
+
+def _scipy_linalg():
+    return householder_reductions
 
 
 def _square_inexact(a, name):

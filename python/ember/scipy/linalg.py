@@ -11,6 +11,7 @@ array values, so all of it runs under `ember.jit`."""
 
 import math
 import operator
+import sys
 
 import numpy as np
 
@@ -1526,3 +1527,7 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):
         return jnp.zeros(batch + C.shape[-2:], dt)
     X = _sylvester_jit(A.astype(ct), B.astype(ct), C.astype(ct), method, float(tol))
     return X if _dt.is_complex(dt) else jnp.real(X).astype(dt)
+
+
+# `lax.linalg`'s hessenberg, tridiagonal and schur are these reductions.
+lax_linalg.householder_reductions = sys.modules[__name__]
