@@ -577,3 +577,19 @@ def test_reading_the_accumulator_waits_for_its_wgmma():
     with pytest.raises(plgpu.InterpretError, match="wgmma"):
         plgpu.kernel(functools.partial(body, False), out_type=_sds((16, 16)),
                      scratch_types=scratch)(a)
+
+
+def test_run_scoped_inside_warps_gives_each_warp_its_buffer():
+    def body(o_ref):
+        @pl.core_map(plgpu.WarpMesh(axis_name="warp"))
+        def _():
+            w = lax.axis_index("warp")
+
+            def scoped(buf):
+                buf[...] = jnp.full((4,), w, jnp.float32)
+                o_ref[w] = buf[...]
+
+            pl.run_scoped(scoped, plgpu.SMEM((4,), jnp.float32))
+
+    out = plgpu.kernel(body, out_type=_sds((4, 4)))()
+    np.testing.assert_array_equal(out, np.repeat(np.arange(4.0)[:, None], 4, 1))

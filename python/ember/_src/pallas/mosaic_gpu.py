@@ -207,8 +207,12 @@ class _Abort(BaseException):
 
 
 class _Worker:
-    def __init__(self, sched, name, block, thread, coords):
+    def __init__(self, sched, name, block, thread, coords, scope=""):
         self.sched, self.name, self.block, self.thread = sched, name, block, thread
+        # Workers of one scope (the warpgroups; the k-th warp of each
+        # `core_map(WarpMesh)`) share `run_scoped` buffers along the thread
+        # axis (`scoped_allocator`).
+        self.scope = scope
         self.coords = coords  # {axis name: index}
         self.vc = {name: 1}
         self.event = threading.Event()
@@ -1123,7 +1127,8 @@ class WarpMesh:
             key = (self.axis_name, i)
             if key not in w.children:
                 c = _Worker(w.sched, f"{w.name} warp {i}", w.block, w.thread,
-                            dict(w.coords, **{self.axis_name: i}))
+                            dict(w.coords, **{self.axis_name: i}),
+                            scope=f"{w.scope}/{self.axis_name} {i}")
                 w.children[key] = c
             children.append(w.children[key])
         w.sched.spawn(w, children, fn)
@@ -1566,7 +1571,8 @@ def scoped_allocator(axes):
     makes the same sequence of calls, so the k-th call of each shares its
     buffers with the k-th call of the others along `axes` (the thread axis:
     one allocation per block) and of its peer blocks (cluster copies see
-    them as twins)."""
+    them as twins); the warps of a `core_map(WarpMesh)` are scopes of their
+    own (warp i's calls pair with warp i's)."""
     w = getattr(_local, "worker", None)
     if w is None:
         return None
@@ -1586,11 +1592,12 @@ def scoped_allocator(axes):
             return None
         if isinstance(t, ACC):
             return _AccRef(t.initial_value())
-        key = (call, k, None if axes else w.thread)
+        key = (w.scope, call, k, None if axes else w.thread)
         k += 1
         if key not in sched.scoped:
             # (The first call is the kernel's own scratch.)
-            name = f"scratch {k - 1}" if call == 0 else f"run_scoped buffer {call}.{k - 1}"
+            name = (f"scratch {k - 1}" if call == 0 and not w.scope else
+                    f"run_scoped buffer {call}.{k - 1}")
             sched.scoped[key] = _make_scratch(t, len(sched.block_coords), name,
                                               sched.smem_refs, sched)
         inst = sched.scoped[key]
