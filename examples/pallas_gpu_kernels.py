@@ -58,9 +58,9 @@ def collective_smem_reuse(guarded, steps=4):
                 plgpu.barrier_wait(cluster_bar)
         o_ref[b] = acc
 
-    return plgpu.kernel(body, out_shape=_sds((2, 8, 16)), cluster=(2,), cluster_names=("cl",),
-                        scratch_shapes=[plgpu.SMEM((8, 16), np.float32), plgpu.Barrier(1),
-                                        plgpu.ClusterBarrier(("cl",))])
+    return plgpu.kernel(body, out_type=_sds((2, 8, 16)), cluster=(2,), cluster_names=("cl",),
+                        scratch_types=[plgpu.SMEM((8, 16), np.float32), plgpu.Barrier(1),
+                                       plgpu.ClusterBarrier(("cl",))])
 
 
 def _tile_fetcher(a_ref, b_ref, a_smem, b_smem, bars, i, j, bm, bn, bk, slots):
@@ -89,11 +89,11 @@ def _tiled_matmul(body, m, n, dtype, bm, bn, bk, slots, transforms, scratch):
     """The kernel of a matmul over (bm, bn) output tiles: `body(a, b, o,
     a_slots, b_slots, o_tile, loaded, *scratch)`."""
     return plgpu.kernel(
-        body, out_shape=_sds((m, n), dtype), grid=(m // bm, n // bn), grid_names=("m", "n"),
-        scratch_shapes=[plgpu.SMEM((slots, bm, bk), dtype, transforms=transforms),
-                        plgpu.SMEM((slots, bk, bn), dtype, transforms=transforms),
-                        plgpu.SMEM((bm, bn), dtype, transforms=transforms),
-                        plgpu.Barrier(num_arrivals=2, num_barriers=slots), *scratch])
+        body, out_type=_sds((m, n), dtype), grid=(m // bm, n // bn), grid_names=("m", "n"),
+        scratch_types=[plgpu.SMEM((slots, bm, bk), dtype, transforms=transforms),
+                       plgpu.SMEM((slots, bk, bn), dtype, transforms=transforms),
+                       plgpu.SMEM((bm, bn), dtype, transforms=transforms),
+                       plgpu.Barrier(num_arrivals=2, num_barriers=slots), *scratch])
 
 
 def pipelined_matmul(a, b, bm=64, bn=64, bk=32, slots=2):
@@ -235,15 +235,15 @@ def blackwell_pair_matmul_kernel(m, n, k, dtype, bn=128, bk=64, slots=2):
         _store_tile(value, o_smem, o_ref, 2 * i + p, j, 128, bn)
 
     return plgpu.kernel(
-        body, out_shape=_sds((m, n), dtype), grid=(m // 256, n // bn), grid_names=("m", "n"),
+        body, out_type=_sds((m, n), dtype), grid=(m // 256, n // bn), grid_names=("m", "n"),
         cluster=(2,), cluster_names=("pair",),
-        scratch_shapes=[plgpu.SMEM((slots, 128, bk), dtype, transforms=transforms),
-                        plgpu.SMEM((slots, bk, bn // 2), dtype, transforms=transforms),
-                        plgpu.SMEM((128, bn), dtype, transforms=transforms),
-                        plgpu.Barrier(num_arrivals=2, num_barriers=slots),
-                        plgpu.Barrier(num_barriers=slots, orders_tensor_core=True),
-                        plgpu.Barrier(orders_tensor_core=True),
-                        plgpu.TMEM((128, bn), np.float32, collective=True)])
+        scratch_types=[plgpu.SMEM((slots, 128, bk), dtype, transforms=transforms),
+                       plgpu.SMEM((slots, bk, bn // 2), dtype, transforms=transforms),
+                       plgpu.SMEM((128, bn), dtype, transforms=transforms),
+                       plgpu.Barrier(num_arrivals=2, num_barriers=slots),
+                       plgpu.Barrier(num_barriers=slots, orders_tensor_core=True),
+                       plgpu.Barrier(orders_tensor_core=True),
+                       plgpu.TMEM((128, bn), np.float32, collective=True)])
 
 
 def blackwell_collective_matmul(a, b, guarded, bk=32, bn=64):
@@ -288,12 +288,12 @@ def blackwell_collective_matmul(a, b, guarded, bk=32, bn=64):
                     plgpu.barrier_arrive(tmem_free)
 
     return plgpu.kernel(
-        body, out_shape=_sds((m, n)), cluster=(2,), cluster_names=("cl",), num_threads=2,
+        body, out_type=_sds((m, n)), cluster=(2,), cluster_names=("cl",), num_threads=2,
         thread_name="wg",
-        scratch_shapes=[plgpu.SMEM((128, bk), np.float32), plgpu.SMEM((bk, bn // 2), np.float32),
-                        plgpu.TMEM((128, bn), np.float32), plgpu.Barrier(2),
-                        plgpu.ClusterBarrier(("cl",)), plgpu.Barrier(1), plgpu.Barrier(1),
-                        plgpu.ClusterBarrier(("cl",))])(a, b)
+        scratch_types=[plgpu.SMEM((128, bk), np.float32), plgpu.SMEM((bk, bn // 2), np.float32),
+                       plgpu.TMEM((128, bn), np.float32), plgpu.Barrier(2),
+                       plgpu.ClusterBarrier(("cl",)), plgpu.Barrier(1), plgpu.Barrier(1),
+                       plgpu.ClusterBarrier(("cl",))])(a, b)
 
 
 if __name__ == "__main__":

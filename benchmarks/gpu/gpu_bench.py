@@ -1,7 +1,10 @@
 """GPU workloads of #17, item 6, for `make gpu-check`: Ember's cuda target
 and JAX on the same GPU, one module per process: an elementwise chain, sum
 and max of 256M f32, a bf16 8192^3 matmul, the scan RNN's gradient, the
-MLP training step (784-512-512-10, batch 128) and per-example gradients.
+MLP training step (784-512-512-10, batch 128), per-example gradients, and
+the Hopper matmul kernel of examples/pallas_gpu_kernels.py (TMA, mbarriers,
+wgmma; bf16 8192^3) written against plgpu, run by each module's own Pallas
+(for JAX the example's source with its imports changed).
 
     python3 benchmarks/gpu/gpu_bench.py --module ember|jax [--what all]
 
@@ -10,11 +13,34 @@ warm-up). Both put the arguments on the GPU first (`device_put`) and time
 `jit` calls on them, whose results stay on the GPU, waiting for each.
 """
 import argparse
+import functools
 import os
 import statistics
 import time
+import types
 
 import numpy as np
+
+
+def _raise(e, *args):
+    raise e
+
+
+def _example_kernels(module):
+    """examples/pallas_gpu_kernels.py for `module` (for JAX: its source with
+    `ember` replaced by `jax` in the imports)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                        "pallas_gpu_kernels.py")
+    with open(path) as f:
+        src = f.read()
+    if module != "ember":
+        src = src.replace("import ember.numpy as jnp", f"import {module}.numpy as jnp")
+        src = src.replace("import ember\n", f"import {module} as ember\n")
+        for old in ("from ember ", "from ember."):
+            src = src.replace(old, old.replace("ember", module))
+    ns = {"__name__": "pallas_gpu_kernels"}
+    exec(compile(src, path, "exec"), ns)
+    return types.SimpleNamespace(**ns)
 
 
 def main():
@@ -62,6 +88,14 @@ def main():
         return jax.vmap(jax.grad(mlp_loss), in_axes=(None, 0, 0))(params, xb[:, None],
                                                                  yb[:, None])
 
+    b16 = rng.standard_normal((args.n, args.n), dtype=np.float32).astype(
+        np.dtype(jnp.bfloat16))
+    try:
+        pallas_matmul = _example_kernels(args.module).hopper_matmul_kernel(
+            args.n, args.n, args.n, jnp.bfloat16)
+    except Exception as e:  # reported as that workload's error
+        pallas_matmul = functools.partial(_raise, e)
+
     workloads = {
         "elementwise": (lambda v: jnp.tanh(v * 2.0 + 1.0) * v - jnp.exp(-v), (x,)),
         "sum": (lambda v: v.sum(), (x,)),
@@ -71,6 +105,7 @@ def main():
         "scan_rnn_grad": (jax.grad(rnn), (w, xs)),
         "mlp_step": (mlp_step, (params, xb, yb)),
         "per_example_grads": (per_example, (params, xb, yb)),
+        "pallas_matmul_bf16": (pallas_matmul, (b16, b16)),
     }
     for name, (f, fargs) in workloads.items():
         try:

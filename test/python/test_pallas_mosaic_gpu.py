@@ -271,14 +271,25 @@ def test_warp_specialized_pipeline_matmul():
 _JAX_SNAPSHOT = os.environ.get("EMBER_JAX_SNAPSHOT", "/work/.mirror/jax-ml+jax/repo")
 
 
-def _tutorial_cells(path):
+def _jax_source(path):
+    """The text of `path` in the jax-ml/jax snapshot (a git directory), or
+    in a plain copy of the repository's files where EMBER_JAX_SNAPSHOT names
+    one (the GPU machine of `make gpu-check` has no git snapshot); skips the
+    test where neither has it."""
+    if os.path.isfile(os.path.join(_JAX_SNAPSHOT, path)):
+        with open(os.path.join(_JAX_SNAPSHOT, path)) as f:
+            return f.read()
     if not os.path.isdir(_JAX_SNAPSHOT):
         pytest.skip("no jax-ml/jax snapshot on this machine")
     text = subprocess.run(["git", "-C", _JAX_SNAPSHOT, "show", f"HEAD:{path}"],
                           capture_output=True, text=True)
     if text.returncode:
         pytest.skip(f"{path} is not in the snapshot")
-    return re.findall(r"```python[^\n]*\n(.*?)```", text.stdout, re.S)
+    return text.stdout
+
+
+def _tutorial_cells(path):
+    return re.findall(r"```python[^\n]*\n(.*?)```", _jax_source(path), re.S)
 
 
 def _blackwell_tutorial(guarded):
@@ -338,14 +349,7 @@ def test_kernels_compose_with_jit_and_vmap():
 # on emit_pipeline_warp_specialized with manual consumed barriers, and the
 # backward kernels (dq and dk/dv) run as written, with the import changed.
 def _jax_attention_module():
-    if not os.path.isdir(_JAX_SNAPSHOT):
-        pytest.skip("no jax-ml/jax snapshot on this machine")
-    path = "jax/experimental/pallas/ops/gpu/attention_mgpu.py"
-    text = subprocess.run(["git", "-C", _JAX_SNAPSHOT, "show", f"HEAD:{path}"],
-                          capture_output=True, text=True)
-    if text.returncode:
-        pytest.skip(f"{path} is not in the snapshot")
-    src = text.stdout
+    src = _jax_source("jax/experimental/pallas/ops/gpu/attention_mgpu.py")
     # The three imports of JAX internals it makes (test utilities, the CUDA
     # version, the profiler) have no Ember counterpart: a stand-in reports
     # CUDA 12.9.1 (the version its causal check accepts).

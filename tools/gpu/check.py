@@ -5,10 +5,13 @@ travels as build/gpu-bundle.tar.xz), runs the GPU tests and the GPU
 benchmarks (Ember beside JAX, each in its own process) and writes a report
 to $OUT/gpu-report.md (or build/gpu-report.md), with the logs beside it.
 Each step has a time limit so that the whole stays under 8 minutes.
+A copy of JAX files the tests read may travel in .jaxsrc/ (git-ignored).
 
     python3 tools/gpu/check.py
 """
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +46,10 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     py = sys.executable
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONUNBUFFERED="1")
+    # A plain copy of the jax-ml/jax files the tests read (JAX's
+    # FlashAttention-3), where one travelled with the tree.
+    if os.path.isdir(os.path.join(ROOT, ".jaxsrc")):
+        env.setdefault("EMBER_JAX_SNAPSHOT", os.path.join(ROOT, ".jaxsrc"))
     env.pop("JAX_PLATFORMS", None)
     if shutil.which("nvidia-smi"):
         step("GPU", ["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
@@ -55,16 +62,37 @@ def main():
         return finish()
     step("Ember sees the GPU", [py, "-c",
          "from ember._mlir._mlir_libs import _ember_runtime as rt; "
-         "print('GPUs:', rt.cuda_device_count(), rt.cuda_unavailable_reason())"], 60, env=env)
-    step("GPU tests", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                       "test/python/test_cuda_target.py", "test/python/test_cuda_runtime.py",
-                       "-k", "gpu or compile_runs"], 150, env=env, log="gpu_tests.log")
+         "print('GPUs:', rt.cuda_device_count(), rt.cuda_unavailable_reason()); "
+         "from ember._src.targets import cuda; "
+         "print('libdevice:', cuda.libdevice(), 'ptxas:', cuda.ptxas())"], 60, env=env)
+    # The programs of test_cuda_target.py and the Pallas kernels of
+    # test_gpu_kernels.py on the GPU, against the CPU and NumPy; pytest-xdist
+    # and pytest-timeout where that machine has them (a kernel that hangs
+    # costs its worker, not the run).
+    tests = ["test/python/test_cuda_target.py", "test/python/test_devices.py",
+             "test/python/test_gpu_kernels.py", "-k",
+             "gpu or compile_runs or test_gpu_kernels or device_put"]
+    extra = []
+    if importlib.util.find_spec("xdist"):
+        extra += ["-n", "8"]
+    if importlib.util.find_spec("pytest_timeout"):
+        extra += ["--timeout", "150"]
+    _, out = step("GPU tests", [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs",
+                                "--durations", "15", *extra, *tests], 270, env=env,
+                  log="gpu_tests.log")
+    # The first failing kernel again under compute-sanitizer's memcheck.
+    failed = re.findall(r"^FAILED (test/python/test_gpu_kernels.py::\S+)", out, re.M)
+    if failed and shutil.which("compute-sanitizer") and time.perf_counter() - START < 300:
+        step("compute-sanitizer on " + failed[0], [
+            "compute-sanitizer", "--tool", "memcheck", "--print-limit", "20", py, "-m",
+            "pytest", "-q", "-p", "no:cacheprovider", "-x", failed[0]], 90, env=env,
+            log="sanitizer.log")
     for module in ("ember", "jax"):
-        if time.perf_counter() - START > 340:
+        if time.perf_counter() - START > 360:
             report.append(f"## benchmarks ({module})\n\nskipped: out of time\n")
             continue
         step(f"GPU benchmarks ({module})", [py, "benchmarks/gpu/gpu_bench.py", "--module",
-                                            module], 110, env=env, log=f"bench_{module}.log")
+                                            module], 100, env=env, log=f"bench_{module}.log")
     return finish()
 
 
