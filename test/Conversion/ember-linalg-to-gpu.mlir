@@ -32,19 +32,72 @@ module {
 
 // -----
 
+// A large elementwise generic (2^19 points): each thread computes 4 points
+// 256 apart, loading all before storing any; a block whose 1024 points are
+// all in range runs unguarded, otherwise each point is guarded.
+
+#id = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func @unrolled
+// CHECK: %[[G:.*]] = arith.ceildivui %{{.*}}, %c1024
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[G]], {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
+// CHECK: %[[S:.*]] = arith.muli %[[B]], %c1024
+// CHECK: %[[I0:.*]] = arith.addi %[[S]], %[[TX]]
+// CHECK: %[[E:.*]] = arith.addi %[[S]], %c1024
+// CHECK: %[[W:.*]] = arith.cmpi ule, %[[E]], %{{.*}}
+// CHECK: scf.if %[[W]] {
+// CHECK:   %[[X0:.*]] = memref.load %arg0[%[[I0]]]
+// CHECK:   %[[V0:.*]] = math.exp %[[X0]]
+// CHECK:   %[[I1:.*]] = arith.addi %[[I0]], %c256
+// CHECK:   %[[X1:.*]] = memref.load %arg0[%[[I1]]]
+// CHECK:   math.exp %[[X1]]
+// CHECK:   memref.load
+// CHECK:   memref.load
+// CHECK-NOT: memref.load
+// CHECK:   memref.store %[[V0]], %arg1[%[[I0]]]
+// CHECK:   memref.store
+// CHECK:   memref.store
+// CHECK:   memref.store
+// CHECK: } else {
+// CHECK:   arith.cmpi ult, %[[I0]]
+// CHECK:   scf.if
+// CHECK:     memref.load %arg0[%[[I0]]]
+// CHECK:     memref.store
+// CHECK-COUNT-3: scf.if
+module {
+  func.func @unrolled(%a: memref<524288xf32>, %o: memref<524288xf32>) {
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%a : memref<524288xf32>) outs(%o : memref<524288xf32>) {
+    ^bb0(%x: f32, %y: f32):
+      %e = math.exp %x : f32
+      linalg.yield %e : f32
+    }
+    return
+  }
+}
+
+// -----
+
 // A sum over 1024 elements per output: one block per output, threads stride
-// by 256 from their id, gpu.all_reduce combines, thread 0 adds the initial
-// value and stores.
+// by 256 from their id in four independent accumulators (rounds of 1024
+// elements, then the rest), which are combined; gpu.all_reduce combines the
+// threads', thread 0 adds the initial value and stores.
 
 #in = affine_map<(d0, d1) -> (d0, d1)>
 #out = affine_map<(d0, d1) -> (d0)>
 // CHECK-LABEL: func @row_sum
 // CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, {{.*}} threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in
 // CHECK: %[[Z:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[ACC:.*]] = scf.for %[[R:.*]] = %[[TX]] to %{{.*}} step %{{.*}} iter_args(%[[A:.*]] = %[[Z]]) -> (f32)
+// CHECK: %[[ACC:.*]]:4 = scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A0:.*]] = %[[Z]], %[[A1:.*]] = %[[Z]], %[[A2:.*]] = %[[Z]], %[[A3:.*]] = %[[Z]]) -> (f32, f32, f32, f32)
 // CHECK:   memref.load %arg0[%[[B]], %[[R]]]
-// CHECK:   arith.addf
-// CHECK: %[[TOT:.*]] = gpu.all_reduce add %[[ACC]] uniform
+// CHECK:   arith.addf %{{.*}}, %[[A0]]
+// CHECK:   %[[R1:.*]] = arith.addi %[[R]], %c256
+// CHECK:   memref.load %arg0[%[[B]], %[[R1]]]
+// CHECK:   arith.addf %{{.*}}, %[[A1]]
+// CHECK: %[[REST:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[ACC]]#0) -> (f32)
+// CHECK: %[[S1:.*]] = arith.addf %[[ACC]]#1, %[[REST]]
+// CHECK: %[[S2:.*]] = arith.addf %[[ACC]]#2, %[[S1]]
+// CHECK: %[[S3:.*]] = arith.addf %[[ACC]]#3, %[[S2]]
+// CHECK: %[[TOT:.*]] = gpu.all_reduce add %[[S3]] uniform
 // CHECK: scf.if
 // CHECK: %[[OLD:.*]] = memref.load %arg1[%[[B]]]
 // CHECK: %[[NEW:.*]] = arith.addf %[[TOT]], %[[OLD]]
@@ -55,6 +108,46 @@ module {
         ins(%a : memref<16x1024xf32>) outs(%o : memref<16xf32>) {
     ^bb0(%x: f32, %acc: f32):
       %s = arith.addf %x, %acc : f32
+      linalg.yield %s : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// Few outputs (4) over many elements (2^20 each): each output's elements
+// are split over 256 blocks (1024 blocks in all) writing partial results,
+// and a block per output combines its 256 partials with the initial value.
+
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func @split_max
+// CHECK: %[[P:.*]] = gpu.alloc () : memref<1024xf32>
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c1024
+// CHECK:   %[[PT:.*]] = arith.divui %[[B]], %c256
+// CHECK:   %[[PART:.*]] = arith.remui %[[B]], %c256
+// CHECK:   arith.muli %[[PART]], %c4096
+// CHECK:   memref.load %arg0[%[[PT]], %{{.*}}]
+// CHECK:   arith.maxnumf
+// CHECK:   %[[T:.*]] = gpu.all_reduce maxnumf %{{.*}} uniform
+// CHECK:   scf.if
+// CHECK:     memref.store %[[T]], %[[P]][%[[B]]]
+// CHECK: gpu.launch blocks(%[[B2:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c4
+// CHECK:   %[[BASE:.*]] = arith.muli %[[B2]], %c256
+// CHECK:   scf.for %[[I:.*]] = %{{.*}} to %c256{{.*}} step %c256
+// CHECK:     %[[J:.*]] = arith.addi %[[BASE]], %[[I]]
+// CHECK:     memref.load %[[P]][%[[J]]]
+// CHECK:   gpu.all_reduce maxnumf
+// CHECK:   memref.load %arg1[%[[B2]]]
+// CHECK:   memref.store %{{.*}}, %arg1[%[[B2]]]
+// CHECK: gpu.dealloc %[[P]]
+module {
+  func.func @split_max(%a: memref<4x1048576xf32>, %o: memref<4xf32>) {
+    linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+        ins(%a : memref<4x1048576xf32>) outs(%o : memref<4xf32>) {
+    ^bb0(%x: f32, %acc: f32):
+      %s = arith.maxnumf %x, %acc : f32
       linalg.yield %s : f32
     }
     return

@@ -96,8 +96,8 @@ def test_grids_follow_the_ir():
         lowered.compile()(x)
         print([l for l in log() if l.startswith("cuLaunchKernel")])
     """)
-    # 3,000,000 elements in 256-thread blocks
-    assert "grid 11719,1,1 block 256,1,1" in out
+    # 3,000,000 elements in 256-thread blocks of 4 elements a thread
+    assert "grid 2930,1,1 block 256,1,1" in out
 
 
 @pytest.mark.parametrize("program,fails,error", [

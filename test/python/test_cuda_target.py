@@ -56,6 +56,8 @@ def lower_cuda(f, *args):
 x = np.linspace(-2, 2, 4096, dtype=np.float32).reshape(64, 64)
 v = np.linspace(-1, 1, 64, dtype=np.float32)
 wide = np.ones((16, 1024), np.float32)
+long = np.random.default_rng(0).random((4, 1 << 18), dtype=np.float32)
+odd = np.random.default_rng(1).standard_normal((1000, 333), dtype=np.float32)
 
 
 def mlp_loss(params, xb, yb):
@@ -91,11 +93,18 @@ def _while_grad(w, n):
 
 PROGRAMS = {
     "elementwise": (lambda a: jnp.tanh(a) * 2.0 + jnp.exp(-a), (x,)),
+    # Four points a thread; the last block's points guarded (333000 is not
+    # a multiple of 1024).
+    "long_elementwise": (lambda a: jnp.tanh(a) * 2.0 + jnp.exp(-a), (odd,)),
     "f64_math": (lambda a: jnp.sin(a) + jnp.log1p(a * a), (x.astype(np.float64),)),
     # (x + 0.5: x's values cancel in its sum, which is then rounding noise
     # that differs between the GPU's tree and the CPU's order.)
     "reductions": (lambda a: (a.sum(), a.max(axis=0), jnp.argmax(a, axis=1), a.mean(1)),
                    (x + 0.5,)),
+    # Few outputs over many elements: each output's elements split over
+    # many blocks, partial results combined by a second kernel.
+    "long_reductions": (lambda a: (a.sum(), a.max(), jnp.min(a, axis=1),
+                                   (a * 100).astype(jnp.int32).sum(axis=1)), (long,)),
     "matmul": (lambda a, b: a @ b, (x, x)),
     "bf16": (lambda a: (a.astype(jnp.bfloat16) * 3).astype(jnp.float32), (x,)),
     "ints_bool": (lambda a: ((a.astype(jnp.int32) * 7) % 5 > 2).sum(), (x,)),

@@ -1,18 +1,24 @@
 """`make gpu-check` (#17, item 5): on a GPU machine, builds Ember's Python
 modules for that machine's Python from the carried bundle
 (tools/gpu/build_bindings.py; the bundle comes from `make gpu-bundle` and
-travels as build/gpu-bundle.tar.xz), runs the GPU tests and the GPU
-benchmarks (Ember beside JAX, each in its own process) and writes a report
-to $OUT/gpu-report.md (or build/gpu-report.md), with the logs beside it.
+travels as build/gpu-bundle.tar.xz), runs the GPU tests (the programs of
+test_cuda_target.py and the Pallas kernels of test_gpu_kernels.py), the GPU
+benchmarks (Ember and JAX alternating, each in its own process; medians and
+ratios), then the whole test suite with the GPU as the default device in the
+time left, and writes a report to $OUT/gpu-report.md (or
+build/gpu-report.md), with the logs beside it.
 Each step has a time limit so that the whole stays under 8 minutes.
 A copy of JAX files the tests read may travel in .jaxsrc/ (git-ignored).
 
     python3 tools/gpu/check.py
 """
+import collections
 import importlib.util
 import os
 import re
 import shutil
+import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -20,21 +26,27 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.environ.get("OUT") or os.path.join(ROOT, "build")
 START = time.perf_counter()
+BENCH_ROUNDS = int(os.environ.get("EMBER_GPU_CHECK_BENCH_ROUNDS", 3))
+# The suite stops this many seconds into the check (EMBER_GPU_CHECK_SUITE_END).
+SUITE_END = float(os.environ.get("EMBER_GPU_CHECK_SUITE_END", 330))
 report = []
 
 
-def step(title, argv, timeout, env=None, log=None):
+def step(title, argv, timeout, env=None, log=None, append=False):
+    """Runs argv (in a process group of its own, all killed at `timeout`:
+    pytest-xdist's workers too); its output goes to the report and `log`."""
     t = time.perf_counter()
+    p = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, env=env, start_new_session=True)
     try:
-        r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                           env=env)
-        out, code = r.stdout + r.stderr, r.returncode
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) \
-            else (e.stdout or "")
+        out, _ = p.communicate(timeout=timeout)
+        code = p.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
         code = "timeout"
     if log:
-        with open(os.path.join(OUT, log), "w") as f:
+        with open(os.path.join(OUT, log), "a" if append else "w") as f:
             f.write(out)
     report.append(f"## {title}\n\n`{' '.join(argv)}`: exit {code}, "
                   f"{time.perf_counter() - t:.0f} s\n\n```\n{out[-3000:]}\n```\n")
@@ -87,12 +99,43 @@ def main():
             "compute-sanitizer", "--tool", "memcheck", "--print-limit", "20", py, "-m",
             "pytest", "-q", "-p", "no:cacheprovider", "-x", failed[0]], 90, env=env,
             log="sanitizer.log")
-    for module in ("ember", "jax"):
-        if time.perf_counter() - START > 360:
-            report.append(f"## benchmarks ({module})\n\nskipped: out of time\n")
-            continue
-        step(f"GPU benchmarks ({module})", [py, "benchmarks/gpu/gpu_bench.py", "--module",
-                                            module], 100, env=env, log=f"bench_{module}.log")
+    # The benchmarks, Ember and JAX alternating (the machine's speed
+    # drifts), then each workload's median over the rounds and the ratio.
+    times = {"ember": {}, "jax": {}}
+    for r in range(BENCH_ROUNDS):
+        for module in ("ember", "jax"):
+            if time.perf_counter() - START > 240:
+                report.append(f"## benchmarks ({module}, round {r + 1})\n\nskipped: out of time\n")
+                continue
+            _, out = step(f"GPU benchmarks ({module}, round {r + 1})", [
+                py, "benchmarks/gpu/gpu_bench.py", "--module", module, "--reps", "10"], 100,
+                env=env, log=f"bench_{module}.log", append=True)
+            for name, value in re.findall(r"^(\w+) ([0-9.]+)$", out, re.M):
+                times[module].setdefault(name, []).append(float(value))
+    rows = ["| workload | Ember (ms) | JAX (ms) | Ember / JAX | rounds |", "|---|---|---|---|---|"]
+    for name, ts in times["ember"].items():
+        e = statistics.median(ts) * 1e3
+        j = times["jax"].get(name)
+        jm = statistics.median(j) * 1e3 if j else None
+        spread = f"{min(ts) * 1e3:.3f}-{max(ts) * 1e3:.3f}"
+        rows.append(f"| {name} | {e:.3f} ({spread}) | {f'{jm:.3f}' if jm else '-'} | "
+                    f"{f'{e / jm:.2f}' if jm else '-'} | {len(ts)} |")
+    report.append("## Benchmark medians\n\n" + "\n".join(rows) + "\n")
+    # The whole test suite with the GPU as the default device
+    # (JAX_PLATFORMS=cuda,cpu), in the time left: what passes, what fails.
+    left = SUITE_END - (time.perf_counter() - START)
+    if left > 40:
+        suite_env = dict(env, JAX_PLATFORMS="cuda,cpu")
+        extra = ["-n", "16", "--timeout", "60"] if importlib.util.find_spec("xdist") else []
+        _, out = step("The test suite with the GPU as the default device", [
+            py, "-m", "pytest", "-v", "-rN", "-p", "no:cacheprovider", *extra, "test/python"],
+            left, env=suite_env, log="suite_gpu.log")
+        counts = collections.Counter(re.findall(r"\b(PASSED|FAILED|ERROR|SKIPPED|XFAIL)\b "
+                                                r"test/", out))
+        failed = sorted(set(re.findall(r"(?:FAILED|ERROR) (test/\S+)", out)))
+        report.append("## The test suite on the GPU: counts\n\n" + ", ".join(
+            f"{k} {v}" for k, v in sorted(counts.items())) + "\n\n" + "\n".join(
+            f"- {t}" for t in failed[:150]) + "\n")
     return finish()
 
 

@@ -49,6 +49,20 @@ constexpr int64_t kThreads = 256;
 /// A reduction over at least this many elements per output gets a block per
 /// output; fewer, and one thread computes each output serially.
 constexpr int64_t kBlockReduceMin = 128;
+/// Blocks a reduction launches at least when its outputs are few (about 8 a
+/// multiprocessor on an H100/H200's 132): each output's elements are then
+/// split over several blocks, whose partial results a second kernel
+/// combines. A block gets at least kElementsPerBlockMin elements.
+constexpr int64_t kReduceBlocksMin = 1024;
+constexpr int64_t kElementsPerBlockMin = 16 * kThreads;
+/// Independent accumulators per thread in a block reduction: as many loads
+/// in flight per thread, which HBM's latency needs (one in flight per thread
+/// reads about a third of the H200's bandwidth).
+constexpr int64_t kReduceUnroll = 4;
+/// Points each thread of an elementwise kernel computes (for the same
+/// reason), from this many points on.
+constexpr int64_t kElementwiseUnroll = 4;
+constexpr int64_t kUnrolledPointsMin = 1 << 16;
 
 Value cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
@@ -259,6 +273,12 @@ struct Lowering {
   /// in its thread.
   void threadPerPoint(OpBuilder &b) {
     Location loc = op.getLoc();
+    std::optional<int64_t> staticPoints = getConstantIntValue(points);
+    if (redDims.empty() &&
+        (!staticPoints || *staticPoints >= kUnrolledPointsMin)) {
+      unrolledElementwise(b);
+      return;
+    }
     Value grid =
         arith::CeilDivUIOp::create(b, loc, points, cIndex(b, loc, kThreads));
     Value reduced = product(b, loc, redSizes);
@@ -289,19 +309,148 @@ struct Lowering {
     });
   }
 
+  /// An elementwise generic over many points: each thread computes
+  /// kElementwiseUnroll points kThreads apart, every load before any store
+  /// (so that its loads are in flight together); a block whose points are
+  /// all in range runs them unguarded, the last block guards each.
+  void unrolledElementwise(OpBuilder &b) {
+    Location loc = op.getLoc();
+    int64_t tile = kThreads * kElementwiseUnroll;
+    Value grid =
+        arith::CeilDivUIOp::create(b, loc, points, cIndex(b, loc, tile));
+    unsigned n = op.getNumLoops();
+    launch(b, loc, grid, kThreads, [&](OpBuilder &kb, Value bid, Value tid) {
+      Value start = arith::MulIOp::create(kb, loc, bid, cIndex(kb, loc, tile));
+      Value base = arith::AddIOp::create(kb, loc, start, tid);
+      Value end = arith::AddIOp::create(kb, loc, start, cIndex(kb, loc, tile));
+      Value whole = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::ule,
+                                          end, points);
+      auto ifOp = scf::IfOp::create(kb, loc, whole, /*withElse=*/true);
+      auto ivAt = [&](OpBuilder &ib, int64_t u) {
+        Value gid = base;
+        if (u)
+          gid = arith::AddIOp::create(ib, loc, base,
+                                      cIndex(ib, loc, u * kThreads));
+        return std::make_pair(
+            gid, mergeIndices(parDims, delinearize(ib, loc, gid, parSizes), {},
+                              {}, n));
+      };
+      OpBuilder tb = ifOp.getThenBodyBuilder();
+      SmallVector<SmallVector<Value>> ivs, values;
+      for (int64_t u = 0; u < kElementwiseUnroll; ++u) {
+        ivs.push_back(ivAt(tb, u).second);
+        values.push_back(emitBody(tb, loc, op, ivs.back(),
+                                  loadOutputs(tb, loc, op, ivs.back(), true)));
+      }
+      for (int64_t u = 0; u < kElementwiseUnroll; ++u)
+        storeOutputs(tb, loc, op, ivs[u], values[u]);
+      OpBuilder eb = ifOp.getElseBodyBuilder();
+      for (int64_t u = 0; u < kElementwiseUnroll; ++u) {
+        auto [gid, iv] = ivAt(eb, u);
+        Value inRange = arith::CmpIOp::create(
+            eb, loc, arith::CmpIPredicate::ult, gid, points);
+        auto guard = scf::IfOp::create(eb, loc, inRange, /*withElse=*/false);
+        OpBuilder gb = guard.getThenBodyBuilder();
+        storeOutputs(
+            gb, loc, op, iv,
+            emitBody(gb, loc, op, iv, loadOutputs(gb, loc, op, iv, true)));
+      }
+    });
+  }
+
+  /// The combiner of a reduction generic applied to `a` and `b` (its output
+  /// argument bound to `a`, the other operand to `b`).
+  Value combine(OpBuilder &b, Operation *combiner, BlockArgument outArg,
+                Value a, Value other) {
+    IRMapping map;
+    for (Value operand : combiner->getOperands())
+      map.map(operand, operand == outArg ? a : other);
+    return b.clone(*combiner, map)->getResult(0);
+  }
+
+  /// The block's threads reduce the flattened reduced elements [from, to)
+  /// at the parallel point `parIv`, each thread the elements at its offset
+  /// modulo kThreads, in kReduceUnroll independent accumulators (an
+  /// unrolled loop over whole rounds, then the rest); returns the block's
+  /// total (gpu.all_reduce), in every thread.
+  Value blockTotal(OpBuilder &kb, Location loc, ArrayRef<Value> parIv,
+                   Value from, Value to, Value tid, Operation *combiner,
+                   BlockArgument outArg, TypedAttr neutral,
+                   gpu::AllReduceOperation kind) {
+    Value init = arith::ConstantOp::create(kb, loc, neutral);
+    Value round = cIndex(kb, loc, kThreads * kReduceUnroll);
+    Value count = arith::SubIOp::create(kb, loc, to, from);
+    Value whole = arith::MulIOp::create(
+        kb, loc, arith::DivUIOp::create(kb, loc, count, round), round);
+    Value mainEnd = arith::AddIOp::create(kb, loc, from, whole);
+    SmallVector<Value> inits(kReduceUnroll, init);
+    auto main =
+        scf::ForOp::create(kb, loc, arith::AddIOp::create(kb, loc, from, tid),
+                           mainEnd, round, inits);
+    {
+      OpBuilder lb = OpBuilder::atBlockBegin(main.getBody());
+      SmallVector<Value> next;
+      for (int64_t u = 0; u < kReduceUnroll; ++u) {
+        Value flat = main.getInductionVar();
+        if (u)
+          flat = arith::AddIOp::create(lb, loc, flat,
+                                       cIndex(lb, loc, u * kThreads));
+        SmallVector<Value> iv = mergeIndices(
+            parDims, parIv, redDims, delinearize(lb, loc, flat, redSizes),
+            op.getNumLoops());
+        next.push_back(
+            emitBody(lb, loc, op, iv, main.getRegionIterArgs()[u]).front());
+      }
+      scf::YieldOp::create(lb, loc, next);
+    }
+    scf::ForOp rest =
+        reductionLoop(kb, parIv, arith::AddIOp::create(kb, loc, mainEnd, tid),
+                      to, cIndex(kb, loc, kThreads), main.getResult(0));
+    Value acc = rest.getResult(0);
+    for (int64_t u = 1; u < kReduceUnroll; ++u)
+      acc = combine(kb, combiner, outArg, acc, main.getResult(u));
+    return gpu::AllReduceOp::create(
+               kb, loc, acc,
+               gpu::AllReduceOperationAttr::get(kb.getContext(), kind),
+               /*uniform=*/true)
+        .getResult();
+  }
+
+  /// In thread 0: the output at `parIv` combined with `total`.
+  void storeCombined(OpBuilder &kb, Location loc, ArrayRef<Value> parIv,
+                     Value tid, Value total, Operation *combiner,
+                     BlockArgument outArg) {
+    Value first = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::eq, tid,
+                                        cIndex(kb, loc, 0));
+    auto ifOp = scf::IfOp::create(kb, loc, first, /*withElse=*/false);
+    OpBuilder tb = ifOp.getThenBodyBuilder();
+    SmallVector<Value> zeros(redDims.size(), cIndex(tb, loc, 0));
+    SmallVector<Value> iv0 =
+        mergeIndices(parDims, parIv, redDims, zeros, op.getNumLoops());
+    Value old = loadOutputs(tb, loc, op, iv0, false).front();
+    // (Every kind here is commutative.)
+    storeOutputs(tb, loc, op, iv0, combine(tb, combiner, outArg, old, total));
+  }
+
   /// One block per output point: its threads reduce strided slices of the
-  /// reduced elements, then combine with gpu.all_reduce.
+  /// reduced elements, then combine with gpu.all_reduce. When the outputs
+  /// are too few to fill the GPU, each output's elements are split over
+  /// `split` blocks writing partial results, and a second kernel (a block
+  /// per output) combines them.
   LogicalResult blockReduce(OpBuilder &b) {
     if (op.getNumDpsInits() != 1)
       return failure();
     // Only worth it for many reduced elements; a dynamic count qualifies.
     int64_t staticCount = 1;
+    bool dynamic = false;
     for (Value s : redSizes) {
       std::optional<int64_t> c = getConstantIntValue(s);
-      if (!c)
+      if (!c) {
         staticCount = kBlockReduceMin;
-      else
+        dynamic = true;
+      } else {
         staticCount *= *c;
+      }
     }
     if (staticCount < kBlockReduceMin)
       return failure();
@@ -322,31 +471,78 @@ struct Lowering {
 
     Location loc = op.getLoc();
     Value reduced = product(b, loc, redSizes);
-    unsigned n = op.getNumLoops();
+    std::optional<int64_t> staticPoints = getConstantIntValue(points);
+    int64_t split = 1;
+    if (staticPoints && !dynamic && *staticPoints < kReduceBlocksMin)
+      split = std::max<int64_t>(
+          1,
+          std::min<int64_t>(llvm::divideCeil(kReduceBlocksMin, *staticPoints),
+                            staticCount / kElementsPerBlockMin));
+    if (split == 1) {
+      launch(b, loc, points, kThreads,
+             [&](OpBuilder &kb, Value bid, Value tid) {
+               SmallVector<Value> parIv = delinearize(kb, loc, bid, parSizes);
+               Value total =
+                   blockTotal(kb, loc, parIv, cIndex(kb, loc, 0), reduced, tid,
+                              combiner, outArg, *neutral, *kind);
+               storeCombined(kb, loc, parIv, tid, total, combiner, outArg);
+             });
+      return success();
+    }
+    // Stage 1: block `bid` reduces chunk `bid % split` of output
+    // `bid / split` into partial[bid].
+    int64_t chunk = static_cast<int64_t>(llvm::divideCeil(staticCount, split));
+    auto partialType = MemRefType::get({*staticPoints * split}, t);
+    Value partial =
+        gpu::AllocOp::create(b, loc, partialType, Type(), {}, {}, {}, false)
+            .getResult(0);
+    launch(b, loc, cIndex(b, loc, *staticPoints * split), kThreads,
+           [&](OpBuilder &kb, Value bid, Value tid) {
+             Value splitV = cIndex(kb, loc, split);
+             Value point = arith::DivUIOp::create(kb, loc, bid, splitV);
+             Value part = arith::RemUIOp::create(kb, loc, bid, splitV);
+             SmallVector<Value> parIv = delinearize(kb, loc, point, parSizes);
+             Value from = arith::MinUIOp::create(
+                 kb, loc,
+                 arith::MulIOp::create(kb, loc, part, cIndex(kb, loc, chunk)),
+                 reduced);
+             Value to = arith::MinUIOp::create(
+                 kb, loc,
+                 arith::AddIOp::create(kb, loc, from, cIndex(kb, loc, chunk)),
+                 reduced);
+             Value total = blockTotal(kb, loc, parIv, from, to, tid, combiner,
+                                      outArg, *neutral, *kind);
+             Value first = arith::CmpIOp::create(
+                 kb, loc, arith::CmpIPredicate::eq, tid, cIndex(kb, loc, 0));
+             auto ifOp = scf::IfOp::create(kb, loc, first, /*withElse=*/false);
+             OpBuilder tb = ifOp.getThenBodyBuilder();
+             memref::StoreOp::create(tb, loc, total, partial, bid);
+           });
+    // Stage 2: a block per output combines its `split` partial results.
     launch(b, loc, points, kThreads, [&](OpBuilder &kb, Value bid, Value tid) {
       SmallVector<Value> parIv = delinearize(kb, loc, bid, parSizes);
-      Value init = arith::ConstantOp::create(kb, loc, *neutral);
-      scf::ForOp loop = reductionLoop(kb, parIv, tid, reduced,
-                                      cIndex(kb, loc, kThreads), init);
-      auto total = gpu::AllReduceOp::create(
-          kb, loc, loop.getResult(0),
-          gpu::AllReduceOperationAttr::get(kb.getContext(), *kind),
-          /*uniform=*/true);
-      Value first = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::eq,
-                                          tid, cIndex(kb, loc, 0));
-      auto ifOp = scf::IfOp::create(kb, loc, first, /*withElse=*/false);
-      OpBuilder tb = ifOp.getThenBodyBuilder();
-      SmallVector<Value> zeros(redDims.size(), cIndex(tb, loc, 0));
-      SmallVector<Value> iv0 = mergeIndices(parDims, parIv, redDims, zeros, n);
-      Value old = loadOutputs(tb, loc, op, iv0, false).front();
-      // The combiner of the generic, applied to the output's initial value
-      // and the block's total (every kind here is commutative).
-      IRMapping map;
-      for (Value operand : combiner->getOperands())
-        map.map(operand, operand == outArg ? old : total.getResult());
-      Value combined = tb.clone(*combiner, map)->getResult(0);
-      storeOutputs(tb, loc, op, iv0, combined);
+      Value base = arith::MulIOp::create(kb, loc, bid, cIndex(kb, loc, split));
+      auto loop = scf::ForOp::create(
+          kb, loc, tid, cIndex(kb, loc, split), cIndex(kb, loc, kThreads),
+          ValueRange{arith::ConstantOp::create(kb, loc, *neutral)});
+      {
+        OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+        Value v =
+            memref::LoadOp::create(lb, loc, partial,
+                                   ValueRange{arith::AddIOp::create(
+                                       lb, loc, base, loop.getInductionVar())});
+        scf::YieldOp::create(
+            lb, loc,
+            combine(lb, combiner, outArg, loop.getRegionIterArgs()[0], v));
+      }
+      Value total = gpu::AllReduceOp::create(kb, loc, loop.getResult(0),
+                                             gpu::AllReduceOperationAttr::get(
+                                                 kb.getContext(), *kind),
+                                             /*uniform=*/true)
+                        .getResult();
+      storeCombined(kb, loc, parIv, tid, total, combiner, outArg);
     });
+    gpu::DeallocOp::create(b, loc, Type(), {}, partial);
     return success();
   }
 };
