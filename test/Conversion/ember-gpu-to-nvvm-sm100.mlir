@@ -1,6 +1,6 @@
 // RUN: ember-opt %s --pass-pipeline='builtin.module(gpu.module(ember-gpu-to-nvvm))' | FileCheck %s
 // RUN: ember-opt %s --ember-cuda-nvvm="chip=sm_100a features=+ptx86" --ember-cuda-binary="chip=sm_100a features=+ptx86" | FileCheck %s --check-prefix=PTX
-// RUN: not ember-opt %s --ember-cuda-nvvm="chip=sm_90a features=+ptx80" 2>&1 | FileCheck %s --check-prefix=SM90
+// RUN: not ember-opt %s --ember-cuda-nvvm="chip=sm_90a features=+ptx81" 2>&1 | FileCheck %s --check-prefix=SM90
 
 // Blackwell's tensor memory and tcgen05 MMA from ember_gpu ops; test_ember_gpu.py
 // runs ptxas -arch=sm_100a on the PTX. On sm_90a NVVM's verifier refuses

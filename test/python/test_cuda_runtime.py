@@ -479,3 +479,21 @@ def test_transformations_outside_jit_run_on_the_default_gpu():
     assert "backward GpuArray True True" in out
     assert "vmap GpuArray {CudaDevice(id=0)} True" in out
     assert "grad GpuArray" in out and "cpu context Array" in out
+
+
+def test_eager_pallas_call_of_a_lambda_on_the_gpu():
+    """A pallas_call whose kernel is a lambda, called outside jit with the
+    GPU as the default device: its function is named `<lambda>...`, a
+    symbol the cuda stages must quote in the IR text they build (the H200's
+    run of the suite found it unquoted: 'expected (')."""
+    out = run("""
+        from ember.experimental import pallas as pl
+        f = pl.pallas_call(lambda x_ref, o_ref: o_ref.__setitem__(..., x_ref[...] * 2.0),
+                           out_shape=ember.ShapeDtypeStruct((64, 128), np.float32))
+        r = f(jnp.ones((64, 128)))
+        print("result", r.shape, type(r).__name__)
+        print([l.split()[1] for l in log() if l.startswith("cuLaunchKernel")])
+    """, JAX_PLATFORMS="cuda")
+    assert "result (64, 128) GpuArray" in out
+    assert "plgpu_" in out  # the compiled kernel was launched
+

@@ -60,6 +60,13 @@ long = np.random.default_rng(0).random((4, 1 << 18), dtype=np.float32)
 odd = np.random.default_rng(1).standard_normal((1000, 333), dtype=np.float32)
 
 
+def _weighted_sum(*xs):
+    acc = xs[0]
+    for i, a in enumerate(xs[1:]):
+        acc = acc + a * float(i + 2)
+    return acc
+
+
 def mlp_loss(params, xb, yb):
     h = xb
     for w, b in params[:-1]:
@@ -105,6 +112,10 @@ PROGRAMS = {
     # many blocks, partial results combined by a second kernel.
     "long_reductions": (lambda a: (a.sum(), a.max(), jnp.min(a, axis=1),
                                    (a * 100).astype(jnp.int32).sum(axis=1)), (long,)),
+    # One fused kernel reading 70 buffers: 5.4 KB of parameters, more than
+    # PTX before 8.1 allows (the H200 refused such kernels).
+    "many_operands": (_weighted_sum, tuple(np.full((2, 3, 4), i, np.float32)
+                                           for i in range(70))),
     "matmul": (lambda a, b: a @ b, (x, x)),
     "bf16": (lambda a: (a.astype(jnp.bfloat16) * 3).astype(jnp.float32), (x,)),
     "ints_bool": (lambda a: ((a.astype(jnp.int32) * 7) % 5 > 2).sum(), (x,)),

@@ -14,7 +14,7 @@ from ember._src.context import context
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONVERSION = ROOT / "test" / "Conversion"
 KERNELS = CONVERSION / "ember-gpu-to-nvvm.mlir"
-FEATURES = {"sm_90a": "+ptx80", "sm_100a": "+ptx86"}
+FEATURES = {"sm_90a": "+ptx81", "sm_100a": "+ptx86"}
 
 
 def lower(text, chip):

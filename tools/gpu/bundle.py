@@ -16,6 +16,7 @@ dependencies, so Ember's compiled parts travel as follows:
   the two LLVM static libraries they link travel in the bundle. Python's
   and NumPy's headers are the GPU machine's own.
 - The pure-Python part of the `ember._mlir` package (links resolved).
+- scipy-openblas32 (site/), which the GPU machine's Python lacks.
 
     .venv/bin/python tools/gpu/bundle.py [--out build/gpu-bundle.tar.xz]
 """
@@ -173,6 +174,15 @@ def main():
                     continue
                 full = os.path.join(dirpath, fn)
                 tar.add(full, "python/ember/_mlir/" + os.path.relpath(full, pkg))
+        # scipy-openblas32 (pure Python around one library): Ember's BLAS
+        # and LAPACK there as here (without it the runtime's plain loops
+        # run, and complex eigh and SVD give NaNs).
+        blas = os.path.join(SITE, "scipy_openblas32")
+        for dirpath, dirnames, filenames in os.walk(blas):
+            dirnames[:] = [d for d in dirnames if d not in ("__pycache__", "include")]
+            for fn in filenames:
+                full = os.path.join(dirpath, fn)
+                tar.add(full, "site/" + os.path.relpath(full, SITE))
         # The Python-independent libraries, stripped.
         for lib in ("libEmberPythonCAPI.so.",
                     os.path.join(SITE, "llvm", "lib", "libLLVM.so")):

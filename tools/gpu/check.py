@@ -57,7 +57,11 @@ def step(title, argv, timeout, env=None, log=None, append=False):
 def main():
     os.makedirs(OUT, exist_ok=True)
     py = sys.executable
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), PYTHONUNBUFFERED="1")
+    # Ember, and the packages the bundle carries (build_bindings.py unpacks
+    # them into build/gpu/site).
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([
+        os.path.join(ROOT, "python"), os.path.join(ROOT, "build", "gpu", "site")]),
+        PYTHONUNBUFFERED="1")
     # A plain copy of the jax-ml/jax files the tests read (JAX's
     # FlashAttention-3), where one travelled with the tree.
     if os.path.isdir(os.path.join(ROOT, ".jaxsrc")):
@@ -76,7 +80,8 @@ def main():
          "from ember._mlir._mlir_libs import _ember_runtime as rt; "
          "print('GPUs:', rt.cuda_device_count(), rt.cuda_unavailable_reason()); "
          "from ember._src.targets import cuda; "
-         "print('libdevice:', cuda.libdevice(), 'ptxas:', cuda.ptxas())"], 60, env=env)
+         "print('libdevice:', cuda.libdevice(), 'ptxas:', cuda.ptxas()); "
+         "from ember._src import compiler; print('OpenBLAS:', compiler._HAVE_BLAS)"], 60, env=env)
     # The programs of test_cuda_target.py and the Pallas kernels of
     # test_gpu_kernels.py on the GPU, against the CPU and NumPy; pytest-xdist
     # and pytest-timeout where that machine has them (a kernel that hangs

@@ -58,9 +58,9 @@ const TargetDescription &mlir::ember::getCUDATarget() {
       {"gpu", kGpu}, {"nvvm", kNvvm}, {"binary", kBinary}};
   static const TargetOption options[] = {
       {"chip", "sm_90a", "the GPU architecture"},
-      {"features", "+ptx80",
-       "PTX ISA version: +ptx80 (sm_90a), +ptx86 "
-       "(sm_100a)"},
+      {"features", "+ptx81",
+       "PTX ISA version: +ptx81 (sm_90a; 8.1 lifts the 4352-byte limit on "
+       "a kernel's parameters), +ptx86 (sm_100a)"},
       {"libdevice", "",
        "libdevice.10.bc to link (empty: the CUDA toolkit's, found through "
        "CUDA_ROOT, CUDA_HOME or CUDA_PATH)"},

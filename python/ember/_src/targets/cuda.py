@@ -23,8 +23,9 @@ from . import Target, register
 
 CHIP = os.environ.get("EMBER_CUDA_CHIP", "sm_90a")
 # The PTX ISA each architecture needs: MLIR's default (6.0) is too old for
-# the `a` variants.
-_PTX_FEATURES = {"sm_90a": "+ptx80", "sm_100a": "+ptx86", "sm_120a": "+ptx87"}
+# the `a` variants, and a kernel's parameters may take more than 4352 bytes
+# (a fusion group reading many buffers) only from PTX 8.1 on.
+_PTX_FEATURES = {"sm_90a": "+ptx81", "sm_100a": "+ptx86", "sm_120a": "+ptx87"}
 
 
 def _site_dirs():
@@ -62,7 +63,7 @@ def options(chip=None):
     EMBER_CUDA_CUBLAS=0 compiles products as kernels instead of cuBLAS
     calls."""
     chip = chip or CHIP
-    features = _PTX_FEATURES.get(chip, "+ptx80")
+    features = _PTX_FEATURES.get(chip, "+ptx81")
     opts = f"chip={chip} features={features}"
     if os.environ.get("EMBER_CUDA_CUBLAS", "1").lower() in ("0", "false", "no"):
         opts += " cublas=false"
@@ -207,6 +208,12 @@ class _KernelsPrepareStage:
             fn.erase()
 
 
+def _symbol(name):
+    """`name` as a symbol reference in IR text (quoted where it needs it: a
+    kernel named after a lambda is `<lambda>...`)."""
+    return str(ir.FlatSymbolRefAttr.get(name))
+
+
 def _stub_text(fn, kernel):
     """`fn` with a body of empty results, when its signature matches the
     kernel's buffers; else None."""
@@ -222,7 +229,8 @@ def _stub_text(fn, kernel):
         return None
     name = ir.StringAttr(fn.attributes["sym_name"]).value
     args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(fn_t.inputs))
-    lines = [f"func.func private @{name}({args}) -> ({', '.join(map(str, fn_t.results))}) {{"]
+    lines = [f"func.func private {_symbol(name)}({args}) -> "
+             f"({', '.join(map(str, fn_t.results))}) {{"]
     for i, t in enumerate(fn_t.results):
         lines.append(f"  %r{i} = tensor.empty() : {t}")
     lines.append(f"  return {', '.join(f'%r{i}' for i in range(len(fn_t.results)))} : "
@@ -307,8 +315,9 @@ def _launch_text(fn, kernel):
     build, free, decl = _tma_descriptors_text(kernel, buffers)
     return "\n".join([
         "module attributes {gpu.container_module} {", str(gmod), str(host), *decl,
-        f"func.func private @{name}({args}) {{", *build,
-        f"  func.call @{host_name}({operands}) : ({', '.join(map(str, host_t.inputs))}) -> ()",
+        f"func.func private {_symbol(name)}({args}) {{", *build,
+        f"  func.call {_symbol(host_name)}({operands}) : "
+        f"({', '.join(map(str, host_t.inputs))}) -> ()",
         *free, "  return", "}", "}"])
 
 
