@@ -16,6 +16,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassTimingInfo.h"
@@ -240,6 +241,32 @@ static void internalizeNonEntries(llvm::Module &m) {
   for (llvm::Function &f : m)
     if (!f.isDeclaration() && !isEntry(f))
       f.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+/// Moves each alloca of a constant element count outside its function's
+/// entry block to the start of the entry block. The translation of a
+/// `gpu.launch_func` (MLIR's offloading translation) allocates the kernel's
+/// parameter array where the launch is: inside a host loop that took new
+/// stack on every iteration (LLVM frees allocas only at the function's
+/// return), and a loop of some 30,000 launches overflowed the stack. Sound
+/// for the host code of the cuda target, where each such slot serves the
+/// calls of one iteration (the driver copies the parameters at the launch),
+/// and what Clang does with every fixed-size local.
+static void hoistAllocasToEntry(llvm::Module &m) {
+  for (llvm::Function &f : m) {
+    if (f.isDeclaration())
+      continue;
+    llvm::BasicBlock &entry = f.getEntryBlock();
+    llvm::SmallVector<llvm::AllocaInst *> moved;
+    for (llvm::BasicBlock &block : f)
+      if (&block != &entry)
+        for (llvm::Instruction &inst : block)
+          if (auto *alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst))
+            if (llvm::isa<llvm::ConstantInt>(alloca->getArraySize()))
+              moved.push_back(alloca);
+    for (llvm::AllocaInst *alloca : moved)
+      alloca->moveBefore(entry.getFirstInsertionPt());
+  }
 }
 
 static bool timePasses() {
@@ -496,12 +523,16 @@ static EmberExecutable *create(MlirModule module, int optLevel, bool keepObject,
   }
   builder->getOptions().AllowFPOpFusion =
       contract ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Standard;
+  // (A module of the cuda target: host code around GPU kernels.)
+  bool gpuHost = mod->hasAttr("gpu.container_module");
   auto context = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> m =
       mlir::translateModuleToLLVMIR(unwrap(module), *context);
   if (!m)
     return fail(llvm::createStringError(
         "the module could not be translated to LLVM IR"));
+  if (gpuHost)
+    hoistAllocasToEntry(*m);
   // Functions carry the host CPU and features so that the optimizer's cost
   // model (vectorization above all) targets this machine.
   std::string cpu = builder->getCPU();

@@ -8,6 +8,10 @@
 // mock_cuda_log() returns what happened, one call per line.
 // EMBER_MOCK_CUDA_FAIL=<function> makes that function fail with
 // CUDA_ERROR_LAUNCH_FAILED (719); EMBER_MOCK_CUDA_DEVICES sets the count.
+// EMBER_MOCK_CUDA_OPAQUE=1 makes device memory unreachable from the host, as
+// a GPU's is: device addresses lie in a reserved range without access (a
+// host read or write there is a segmentation fault), and the stand-in's own
+// copies, fills and products reach the memory through a second mapping.
 //
 // The library also stands in for cuBLAS (EMBER_CUBLAS=<this library>): the
 // few functions the runtime loads, computing products on host memory in
@@ -18,6 +22,9 @@
 // CUBLAS_STATUS_EXECUTION_FAILED (13).
 //
 //===----------------------------------------------------------------------===//
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +49,46 @@ void note(const std::string &line) {
   std::lock_guard<std::mutex> lock(mutex);
   log += line + "\n";
 }
+
+/// EMBER_MOCK_CUDA_OPAQUE's two views of one range: `dev` (no access: the
+/// addresses handed out) and `rw` (the stand-in's), blocks taken in order.
+struct Opaque {
+  char *dev = nullptr, *rw = nullptr;
+  size_t size = 0, next = 0;
+};
+
+Opaque &opaque() {
+  static Opaque o = [] {
+    Opaque o;
+    const char *on = std::getenv("EMBER_MOCK_CUDA_OPAQUE");
+    if (!on || std::strcmp(on, "1") != 0)
+      return o;
+    o.size = size_t(64) << 30;
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    void *dev = mmap(nullptr, o.size, PROT_NONE, flags, -1, 0);
+    void *rw = mmap(nullptr, o.size, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (dev == MAP_FAILED || rw == MAP_FAILED)
+      std::abort();
+    o.dev = static_cast<char *>(dev);
+    o.rw = static_cast<char *>(rw);
+    return o;
+  }();
+  return o;
+}
+
+/// Where the stand-in reads and writes the memory at device or host
+/// address `p`.
+void *view(unsigned long long p) {
+  Opaque &o = opaque();
+  char *c = reinterpret_cast<char *>(p);
+  if (o.dev && c >= o.dev && c < o.dev + o.size)
+    return o.rw + (c - o.dev);
+  return c;
+}
+const void *view(const void *p) {
+  return view(reinterpret_cast<unsigned long long>(p));
+}
+void *view(void *p) { return view(reinterpret_cast<unsigned long long>(p)); }
 
 bool fails(const char *name) {
   const char *f = std::getenv("EMBER_MOCK_CUDA_FAIL");
@@ -148,9 +195,19 @@ int cuEventSynchronize(void *) { return 0; }
 
 int cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
   FAIL_IF_ASKED(cuMemAlloc_v2)
-  void *block = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-  *p = reinterpret_cast<unsigned long long>(block);
+  size_t rounded = std::max<size_t>(256, (bytes + 255) / 256 * 256);
   std::lock_guard<std::mutex> lock(mutex);
+  Opaque &o = opaque();
+  void *block;
+  if (o.dev) {
+    if (o.next + rounded > o.size)
+      return 2; // CUDA_ERROR_OUT_OF_MEMORY
+    block = o.dev + o.next;
+    o.next += rounded;
+  } else {
+    block = std::aligned_alloc(256, rounded);
+  }
+  *p = reinterpret_cast<unsigned long long>(block);
   live[block] = bytes;
   log += "cuMemAlloc " + std::to_string(bytes) + "\n";
   return 0;
@@ -159,23 +216,28 @@ int cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
 int cuMemFree_v2(unsigned long long p) {
   void *block = reinterpret_cast<void *>(p);
   std::lock_guard<std::mutex> lock(mutex);
-  if (!live.erase(block))
+  auto it = live.find(block);
+  if (it == live.end())
     return 1;
-  std::free(block);
+  if (opaque().dev)
+    madvise(view(block), std::max<size_t>(256, (it->second + 255) / 256 * 256),
+            MADV_DONTNEED);
+  else
+    std::free(block);
+  live.erase(it);
   log += "cuMemFree\n";
   return 0;
 }
 
 int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t bytes,
                   void *) {
-  std::memcpy(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src),
-              bytes);
+  std::memcpy(view(dst), view(src), bytes);
   note("cuMemcpyAsync " + std::to_string(bytes));
   return 0;
 }
 
 int cuMemsetD32Async(unsigned long long dst, unsigned value, size_t n, void *) {
-  auto *p = reinterpret_cast<uint32_t *>(dst);
+  auto *p = static_cast<uint32_t *>(view(dst));
   for (size_t i = 0; i < n; ++i)
     p[i] = value;
   return 0;
@@ -183,7 +245,7 @@ int cuMemsetD32Async(unsigned long long dst, unsigned value, size_t n, void *) {
 
 int cuMemsetD16Async(unsigned long long dst, unsigned short value, size_t n,
                      void *) {
-  auto *p = reinterpret_cast<uint16_t *>(dst);
+  auto *p = static_cast<uint16_t *>(view(dst));
   for (size_t i = 0; i < n; ++i)
     p[i] = value;
   return 0;
@@ -404,6 +466,11 @@ int cublasGemmStridedBatchedEx(void *, int transa, int transb, int m, int n,
        " algo=" + std::to_string(algo));
   if (atype != btype || (transa | transb) > 1)
     return 7; // CUBLAS_STATUS_INVALID_VALUE
+  a = view(a);
+  b = view(b);
+  c = view(c);
+  alpha = view(alpha);
+  beta = view(beta);
   // Operand (row r, column q) of op(X) for a column-major X.
   auto at = [](long long ld, int trans, long long r, long long q) {
     return trans ? q + r * ld : r + q * ld;

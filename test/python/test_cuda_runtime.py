@@ -39,7 +39,10 @@ def log():
 
 def run(code, driver=MOCK, **env):
     # The stand-in library also stands in for cuBLAS.
-    full = dict(os.environ, EMBER_CUDA_DRIVER=driver, EMBER_CUBLAS=MOCK)
+    # Device memory the host cannot touch (EMBER_MOCK_CUDA_OPAQUE): a host
+    # access to a device buffer crashes here as it does on a GPU.
+    full = dict(os.environ, EMBER_CUDA_DRIVER=driver, EMBER_CUBLAS=MOCK,
+                EMBER_MOCK_CUDA_OPAQUE="1")
     full.pop("EMBER_PLATFORMS", None)
     full.pop("JAX_PLATFORMS", None)
     full.update(env)
@@ -496,4 +499,20 @@ def test_eager_pallas_call_of_a_lambda_on_the_gpu():
     """, JAX_PLATFORMS="cuda")
     assert "result (64, 128) GpuArray" in out
     assert "plgpu_" in out  # the compiled kernel was launched
+
+
+def test_long_host_loops_keep_the_stack():
+    """A loop of 100,000 launches: each launch's parameter array is stack
+    taken where the launch is, and before the JIT moved such fixed-size
+    slots to the function's entry every iteration took new stack, until a
+    loop of some 30,000 launches overflowed it (a segmentation fault:
+    scipy.special.hyp2f1 in float64 on the H200)."""
+    out = run("""
+        from ember import lax
+        f = ember.jit(lambda x: lax.fori_loop(0, 100000, lambda i, v: v * 1.5, x))
+        print("result", f(jnp.ones(40)).shape)
+        print(sum(l.startswith("cuLaunchKernel") for l in log()))
+    """, JAX_PLATFORMS="cuda")
+    assert "result (40,)" in out
+    assert int(out.split()[-1]) >= 100000
 
