@@ -516,3 +516,23 @@ def test_long_host_loops_keep_the_stack():
     assert "result (40,)" in out
     assert int(out.split()[-1]) >= 100000
 
+
+def test_refs_of_a_function_run_on_the_gpu():
+    """A Ref argument and a closed-over Ref of a jitted function run on the
+    GPU: compiled for cuda, launched, and their new values kept on the GPU
+    (values need a GPU: test_cuda_target.py's test_refs_on_gpu)."""
+    out = run("""
+        @ember.jit
+        def put(r, v):
+            r[...] = v
+        a = ember.new_ref(np.zeros(3, np.float32))
+        put(a, np.arange(3.0, dtype=np.float32))
+        rr = ember.new_ref(np.zeros(4, np.float32))
+        w = ember.jit(lambda x: (rr.__setitem__(..., x * 2.0), x)[1])
+        print("result", w(np.ones(4, np.float32)).shape)
+        print("values", type(a._value).__name__, type(rr._value).__name__)
+        print(sum(l.startswith("cuLaunchKernel") for l in log()))
+    """, JAX_PLATFORMS="cuda")
+    assert "result (4,)" in out and "values GpuArray GpuArray" in out
+    assert int(out.split()[-1]) >= 2
+

@@ -195,6 +195,32 @@ def test_program_runs_on_gpu(name):
             np.testing.assert_array_equal(g, w, err_msg=name)
 
 
+@needs_gpu
+def test_refs_on_gpu():
+    """Ref arguments and closed-over Refs of a function run on the GPU are
+    written back (their new values stay on the GPU), as on the CPU."""
+    gpu = ember.devices("gpu")[0]
+
+    @ember.jit
+    def add_to(r, v):
+        r[...] = r[...] + v
+
+    a = ember.new_ref(ember.device_put(jnp.ones(3), gpu))
+    add_to(a, ember.device_put(jnp.full(3, 2.0), gpu))
+    add_to(a, ember.device_put(jnp.full(3, 1.0), gpu))
+    np.testing.assert_allclose(np.asarray(a[...]), [4.0, 4.0, 4.0])
+    counter = ember.new_ref(ember.device_put(jnp.zeros(()), gpu))
+
+    def w(x):
+        def body(i, c):
+            counter[...] += 1.0
+            return c * 2
+        return lax.fori_loop(0, 3, body, x)
+
+    out = ember.jit(w)(ember.device_put(jnp.ones(()), gpu))
+    assert float(out) == 8.0 and float(counter[...]) == 3.0
+
+
 def test_stages_and_views():
     lowered = ember.jit(lambda a: jnp.tanh(a).sum(axis=1)).trace(wide).lower(
         lowering_platforms=("gpu",))

@@ -159,14 +159,14 @@ def _run(exe, vals, refs, lifted):
     for r in lifted:
         state.check_access(r)  # frozen since it was compiled in, say
     if exe.target.name == "cuda":
-        if lifted:
-            raise NotImplementedError("a function run on a GPU cannot update a Ref it "
-                                      f"closes over (at {core.where()})")
-        return _run_on_gpu(exe, vals, _gpu_of([v.aval for v in vals]))
-    outs = exe([v._value for v in vals] + [r._value._value for r in lifted])
-    arrays = [Array(o, a.weak_type) if a.sharding is None else
-              Array.with_sharding(o, a.weak_type, a.sharding)
-              for o, a in zip(outs, exe.out_avals)]
+        # (The refs' new values stay on the GPU, as the results do.)
+        arrays = _run_on_gpu(exe, list(vals) + [r._value for r in lifted],
+                             _gpu_of([v.aval for v in vals]))
+    else:
+        outs = exe([v._value for v in vals] + [r._value._value for r in lifted])
+        arrays = [Array(o, a.weak_type) if a.sharding is None else
+                  Array.with_sharding(o, a.weak_type, a.sharding)
+                  for o, a in zip(outs, exe.out_avals)]
     n = len(arrays) - len(refs) - len(lifted)
     for r, a in zip(list(refs) + list(lifted), arrays[n:]):
         r._value = a
@@ -473,9 +473,6 @@ class JitWrapped:
         if _gpu_of(avals) is not None:  # the computation follows its data
             from .targets import cuda
 
-            if ref_pos:
-                raise NotImplementedError("Ref arguments of a function run on a GPU are not "
-                                          f"supported (at {core.where()})")
             cuda.require_gpu()
             target = cuda.CUDA
         exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs), avals,
