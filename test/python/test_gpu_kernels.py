@@ -169,3 +169,48 @@ def test_jax_flash_attention3_forward(causal):
     out = on_gpu(functools.partial(fa3["attention"], config=config), q, k, v)
     np.testing.assert_allclose(np.asarray(out, np.float32), _attention_numpy(q, k, v, causal),
                                atol=4e-3, rtol=0)
+
+
+def test_jax_flash_attention3_pipeline_emitter_variant():
+    # Its SMEM transforms inferred (LoweringSemantics.Warpgroup), lse in
+    # base 2 as the kernel keeps it.
+    from test_pallas_mosaic_gpu import _attention_inputs, _attention_numpy
+
+    fa3 = _fa3()
+    q, k, v = (np.asarray(t) for t in _attention_inputs(b=1))
+    config = fa3["TuningConfig"](block_q=64, block_kv=64, max_concurrent_steps=2)
+    out, (lse,) = on_gpu(lambda q, k, v: fa3["attention_with_pipeline_emitter"](
+        q, k, v, config, save_residuals=True), q, k, v)
+    np.testing.assert_allclose(np.asarray(out, np.float32), _attention_numpy(q, k, v),
+                               atol=4e-3, rtol=0)
+    s = np.einsum("bqhd,bkhd->bhqk", *(x.astype(np.float32) for x in (q, k)))
+    np.testing.assert_allclose(np.asarray(lse), np.log2(np.exp(s).sum(-1)), rtol=1e-4)
+
+
+def test_jax_flash_attention3_backward_kernels():
+    # The dQ and dK/dV kernels under grad, against the plain formula's
+    # gradients.
+    from test_pallas_mosaic_gpu import _attention_inputs
+
+    fa3 = _fa3()
+    q, k, v = (np.asarray(t) for t in _attention_inputs(b=1))
+    config = fa3["TuningConfig"](block_q=64, block_kv=64, max_concurrent_steps=2,
+                                 block_q_dkv=64, block_kv_dkv=64, block_q_dq=64, block_kv_dq=64)
+    w = np.random.default_rng(1).standard_normal(q.shape).astype(np.float32)
+
+    def loss(attention):
+        return lambda q, k, v: (attention(q, k, v).astype(jnp.float32) * w).sum()
+
+    grads = on_gpu(ember.grad(loss(lambda q, k, v: fa3["attention"](q, k, v, config)),
+                              argnums=(0, 1, 2)), q, k, v)
+
+    def plain(q, k, v):
+        p = ember.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k), axis=-1)
+        return jnp.einsum("bhqk,bkhd->bqhd", p, v)
+
+    ref = ember.grad(loss(plain), argnums=(0, 1, 2))(*(x.astype(np.float32) for x in (q, k, v)))
+    for g, r in zip(grads, ref):
+        r = np.asarray(r)
+        np.testing.assert_allclose(np.asarray(g, np.float32), r, atol=1e-2 * np.abs(r).max(),
+                                   rtol=0)
+
