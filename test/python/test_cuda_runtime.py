@@ -536,3 +536,23 @@ def test_refs_of_a_function_run_on_the_gpu():
     assert "result (4,)" in out and "values GpuArray GpuArray" in out
     assert int(out.split()[-1]) >= 2
 
+
+def test_jnp_functions_of_gpu_arrays_are_one_program_there():
+    """jnp functions of several primitives (`take`, `.at[].set`, indexing
+    with arrays) called outside jit on GPU arrays run as one jitted program
+    on the GPU, as JAX's jitted jnp functions (they ran op by op, the
+    results coming back as host arrays with a GPU sharding)."""
+    out = run("""
+        from ember._src import core
+        x = jnp.ones((3, 4))
+        i = jnp.asarray(np.array([0, 2], np.int32))
+        for _ in range(2):
+            a = jnp.take(x, i, axis=1)
+            b = x.at[0, i].set(2.0)
+            c = x[i]
+        print("types", type(a).__name__, type(b).__name__, type(c).__name__)
+        print("programs", len(core._gpu_programs))
+    """, JAX_PLATFORMS="cuda")
+    assert "types GpuArray GpuArray GpuArray" in out
+    assert "programs 3" in out
+

@@ -1516,11 +1516,33 @@ def eager_apply(prim, args, params, out_avals):
             Array.with_sharding(o, a.weak_type, a.sharding) for o, a in zip(outs, out_avals)]
 
 
+# call_compiled's jitted functions for calls on the GPU, by key.
+_gpu_programs = {}
+
+
+def _gpu_default():
+    """Whether the default device is a GPU (JAX_PLATFORMS=cuda, or inside
+    `default_device(gpu)`)."""
+    if not devices._defaults_set:
+        return False
+    dev = devices.set_default_device()
+    return dev is not None and dev.platform == "gpu"
+
+
 def call_compiled(fun, key, arrays):
-    """`fun(*arrays)` for concrete, unsharded `arrays` (a pytree of arrays
-    out), run as one eager program compiled in tiers; `key` names `fun`
-    with whatever it closes over (its static arguments). How jnp's
-    functions of several primitives run outside traces."""
+    """`fun(*arrays)` for concrete, unsharded or GPU `arrays` (a pytree of
+    arrays out), run as one eager program compiled in tiers, or on the GPU
+    (an operand there, or the default device) as one jitted program; `key`
+    names `fun` with whatever it closes over (its static arguments). How
+    jnp's functions of several primitives run outside traces."""
+    if any(isinstance(a, GpuArray) for a in arrays) or _gpu_default():
+        # On the GPU (an operand there, or the default device): one jitted
+        # program there, as JAX's jitted jnp functions.
+        jitted = _gpu_programs.pop(key, None) or jit_hook(fun)
+        _gpu_programs[key] = jitted  # (most recent last; 256 kept)
+        if len(_gpu_programs) > 256:
+            _gpu_programs.pop(next(iter(_gpu_programs)))
+        return jitted(*arrays)
     avals = tuple(a.aval for a in arrays)
 
     def build(opt_level):

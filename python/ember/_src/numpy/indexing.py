@@ -326,8 +326,8 @@ _ARRAY = "<array>"  # (an array's place in an index structure)
 
 
 def _outside_traces(x):
-    return (not core._trace_stack and not config.jax_disable_jit and type(x) is Array
-            and x.aval.sharding is None)
+    return (not core._trace_stack and not config.jax_disable_jit
+            and ((type(x) is Array and x.aval.sharding is None) or type(x) is core.GpuArray))
 
 
 def _split_index(idx):
@@ -342,8 +342,8 @@ def _split_index(idx):
             if not all(v is None or type(v) is int for v in (e.start, e.stop, e.step)):
                 return None
             structure.append(("slice", e.start, e.stop, e.step))
-        elif ((type(e) is Array and e.aval.sharding is None) or type(e) is np.ndarray) \
-                and np.dtype(e.dtype).kind in "iu":
+        elif ((type(e) is Array and e.aval.sharding is None) or type(e) is np.ndarray
+              or type(e) is core.GpuArray) and np.dtype(e.dtype).kind in "iu":
             structure.append(_ARRAY)
             arrays.append(e)
         else:

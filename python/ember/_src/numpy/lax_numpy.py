@@ -322,10 +322,11 @@ _ARRAY = "<array>"  # (an array argument's place among static ones)
 
 def _compilable_operand(a):
     """Whether `a` can be an operand of a program compiled outside traces
-    (`_jit_outside_traces`): an unsharded array, a NumPy array or scalar, a
-    Python scalar."""
+    (`_jit_outside_traces`): an unsharded array, an array on a GPU, a NumPy
+    array or scalar, a Python scalar."""
     return (type(a) in (int, float, bool, complex)
             or (type(a) is ndarray and a.aval.sharding is None)
+            or type(a) is _core.GpuArray
             or (isinstance(a, (_np.ndarray, _np.generic)) and a.dtype.kind in "biufc"))
 
 
