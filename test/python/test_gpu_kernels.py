@@ -115,15 +115,10 @@ def test_warp_specialized_matmul():
 def test_attention_steps_in_register_layouts():
     # Q @ K^T (K K-major through transpose_ref), row statistics in the
     # WGMMA_ROW layout, P @ V with P in registers, carried in a fori_loop.
-    from test_plgpu_compile import _attention_steps_kernel
+    from test_plgpu_compile import _attention_steps_kernel, attention_steps_case
 
-    rng = np.random.default_rng(3)
-    q, k, v = (rng.standard_normal(s).astype(np.float16) for s in ((64, 64), (128, 64),
-                                                                   (128, 64)))
+    (q, k, v), want = attention_steps_case()
     kern = _attention_steps_kernel()
-    s = q.astype(np.float32) @ k.astype(np.float32).T
-    p = np.exp(s - s.max(1, keepdims=True))
-    want = (p / p.sum(1, keepdims=True)) @ v.astype(np.float32)
     np.testing.assert_allclose(np.asarray(on_gpu(kern, q, k, v)), want, atol=2e-3)
 
 

@@ -1235,14 +1235,20 @@ def _attention_steps_kernel(m=64, d=64, bk=64, steps=2):
                                        plgpu.Barrier(num_arrivals=2, num_barriers=steps)])
 
 
-def test_attention_steps_compile_in_register_layouts(tmp_path):
+def attention_steps_case():
+    """Inputs of `_attention_steps_kernel` and the softmax attention it
+    computes (NumPy)."""
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal(s).astype(np.float16) for s in ((64, 64), (128, 64),
                                                                    (128, 64)))
-    kern = _attention_steps_kernel()
     s = q.astype(np.float32) @ k.astype(np.float32).T
-    ref = np.exp(s - s.max(1, keepdims=True))
-    ref = (ref / ref.sum(1, keepdims=True)) @ v.astype(np.float32)
+    p = np.exp(s - s.max(1, keepdims=True))
+    return (q, k, v), (p / p.sum(1, keepdims=True)) @ v.astype(np.float32)
+
+
+def test_attention_steps_compile_in_register_layouts(tmp_path):
+    (q, k, v), ref = attention_steps_case()
+    kern = _attention_steps_kernel()
     np.testing.assert_allclose(np.asarray(kern(q, k, v)), ref, atol=2e-3)
     c = kern.lower(q, k, v)
     text = c.as_text("kernel")

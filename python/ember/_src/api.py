@@ -137,10 +137,7 @@ def _gpu_of(avals):
             (dev,) = s.device_set
             if dev.platform == "gpu":
                 return dev
-    dev = devices_lib.set_default_device()
-    if dev is not None and dev.platform == "gpu":
-        return dev
-    return None
+    return devices_lib.default_gpu()
 
 
 def _run_on_gpu(exe, vals, device):

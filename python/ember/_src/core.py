@@ -1220,10 +1220,10 @@ def on_device(x, device):
     a GPU (`default_device(gpu)`, or the GPU named first in JAX_PLATFORMS),
     for a new concrete array; otherwise where it is."""
     if device is None:
-        if not devices._defaults_set or not isinstance(x, Array) or isinstance(x, GpuArray):
+        if not isinstance(x, Array) or isinstance(x, GpuArray):
             return x
-        device = devices.set_default_device()
-        if device is None or device.platform != "gpu":
+        device = devices.default_gpu()
+        if device is None:
             return x
     return device_put_hook(x, device)
 
@@ -1443,6 +1443,8 @@ def _lru_put(cache, key, exe):
 # first tier (the difference is below a dispatch's cost). design.md, "Eager
 # ops".
 _eager_cache = collections.OrderedDict()
+# call_compiled's functions run on the GPU: a `jit` of each, by key.
+_gpu_programs = collections.OrderedDict()
 _TIER_UP_CALLS = 8
 _SMALL_ELEMENTS = 64
 _LARGE_ELEMENTS = 1 << 16
@@ -1451,6 +1453,7 @@ _LARGE_ELEMENTS = 1 << 16
 @on_change
 def _clear_caches():
     _eager_cache.clear()
+    _gpu_programs.clear()
     _type_cache.clear()
     _program_cache.clear()
     _bytecode_index.clear()
@@ -1516,32 +1519,19 @@ def eager_apply(prim, args, params, out_avals):
             Array.with_sharding(o, a.weak_type, a.sharding) for o, a in zip(outs, out_avals)]
 
 
-# call_compiled's jitted functions for calls on the GPU, by key.
-_gpu_programs = {}
-
-
-def _gpu_default():
-    """Whether the default device is a GPU (JAX_PLATFORMS=cuda, or inside
-    `default_device(gpu)`)."""
-    if not devices._defaults_set:
-        return False
-    dev = devices.set_default_device()
-    return dev is not None and dev.platform == "gpu"
-
-
 def call_compiled(fun, key, arrays):
     """`fun(*arrays)` for concrete, unsharded or GPU `arrays` (a pytree of
     arrays out), run as one eager program compiled in tiers, or on the GPU
     (an operand there, or the default device) as one jitted program; `key`
     names `fun` with whatever it closes over (its static arguments). How
     jnp's functions of several primitives run outside traces."""
-    if any(isinstance(a, GpuArray) for a in arrays) or _gpu_default():
+    if any(isinstance(a, GpuArray) for a in arrays) or devices.default_gpu() is not None:
         # On the GPU (an operand there, or the default device): one jitted
         # program there, as JAX's jitted jnp functions.
-        jitted = _gpu_programs.pop(key, None) or jit_hook(fun)
-        _gpu_programs[key] = jitted  # (most recent last; 256 kept)
-        if len(_gpu_programs) > 256:
-            _gpu_programs.pop(next(iter(_gpu_programs)))
+        jitted = _lru_get(_gpu_programs, key)
+        if jitted is None:
+            jitted = jit_hook(fun)
+            _lru_put(_gpu_programs, key, jitted)
         return jitted(*arrays)
     avals = tuple(a.aval for a in arrays)
 

@@ -223,6 +223,16 @@ def set_default_device():
     return dev
 
 
+def default_gpu():
+    """The default device when it is a GPU (`default_device(gpu)`, or GPU 0
+    when JAX_PLATFORMS names the GPU first), else None; cheap when neither
+    is set."""
+    if not _defaults_set:
+        return None
+    dev = set_default_device()
+    return dev if dev is not None and dev.platform == "gpu" else None
+
+
 def devices(backend=None):
     present = backends()
     name = _canonical(backend)
