@@ -369,6 +369,34 @@ def EmberDropOptimizationBarriersPass : Pass<"ember-drop-optimization-barriers">
   }];
 }
 
+def EmberScalarizeLoopCountersPass : Pass<"ember-scalarize-loop-counters", "ModuleOp"> {
+  let summary = "Carry a loop's integer counters as scalars, and fold extracts of host-computable tensors";
+  let description = [{
+    On linalg on tensors. An `scf.for` carrying a rank-0 integer tensor whose
+    start and next value are computable without reading a buffer (arith
+    constants, `tensor.from_elements`, rank-0 `linalg.generic` ops of arith
+    ops on such values) carries the scalar instead: the loop's counters
+    (`lax.scan`'s index, autodiff's iteration count) stay in registers on
+    the CPU and on the host for a GPU, where each would otherwise be a device
+    buffer read back every iteration. The tensor is rebuilt with
+    `tensor.from_elements` for other uses. Then every `tensor.extract` of a
+    rank-0 integer tensor computable that way becomes the scalar computation.
+
+    Before:
+    ```mlir
+    %r = scf.for %i = %c0 to %c8 step %c1 iter_args(%k = %cst) -> (tensor<i32>) {
+      %x = tensor.extract %k[] : tensor<i32>
+      %n = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = []}
+          ins(%k, %one : tensor<i32>, tensor<i32>) outs(%e : tensor<i32>) {...addi...}
+      scf.yield %n : tensor<i32>
+    }
+    ```
+    After: `iter_args(%k = %c0_i32) -> (i32)`, `%x` is `%k`, and the loop
+    yields `arith.addi %k, %c1_i32`.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "tensor::TensorDialect"];
+}
+
 def EmberUniqueResultsPass : Pass<"ember-unique-results", "ModuleOp"> {
   let summary = "Give every result of a public function its own tensor";
   let description = [{

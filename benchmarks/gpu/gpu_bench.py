@@ -6,10 +6,11 @@ the Hopper matmul kernel of examples/pallas_gpu_kernels.py (TMA, mbarriers,
 wgmma; bf16 8192^3) written against plgpu, run by each module's own Pallas
 (for JAX the example's source with its imports changed).
 
-    python3 benchmarks/gpu/gpu_bench.py --module ember|jax [--what all]
+    python3 benchmarks/gpu/gpu_bench.py --module ember|jax [--only a,b] [--reps N]
 
 Prints one line per workload: `name seconds` (median of --reps calls after
-warm-up). Both put the arguments on the GPU first (`device_put`) and time
+warm-up; `dispatch`, a jitted scalar add, times 100 calls per rep and
+reports one). Both put the arguments on the GPU first (`device_put`) and time
 `jit` calls on them, whose results stay on the GPU, waiting for each.
 """
 import argparse
@@ -49,6 +50,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--size", type=int, default=1 << 28)  # 256M f32 (1 GiB)
     ap.add_argument("--n", type=int, default=8192)
+    ap.add_argument("--only", default="", help="comma-separated workloads (default: all)")
     args = ap.parse_args()
     if args.module == "jax":
         os.environ.setdefault("JAX_PLATFORMS", "cuda")
@@ -97,6 +99,7 @@ def main():
         pallas_matmul = functools.partial(_raise, e)
 
     workloads = {
+        "dispatch": (lambda v: v + 1.0, (np.float32(1.0),)),
         "elementwise": (lambda v: jnp.tanh(v * 2.0 + 1.0) * v - jnp.exp(-v), (x,)),
         "sum": (lambda v: v.sum(), (x,)),
         "max": (lambda v: v.max(), (x,)),
@@ -107,20 +110,26 @@ def main():
         "per_example_grads": (per_example, (params, xb, yb)),
         "pallas_matmul_bf16": (pallas_matmul, (b16, b16)),
     }
+    only = set(filter(None, args.only.split(",")))
     for name, (f, fargs) in workloads.items():
+        if only and name not in only:
+            continue
         try:
             gpu = jax.devices("gpu")[0]
             call = jax.jit(f)
             fargs_dev = jax.device_put(list(fargs), gpu)
+            inner = 100 if name == "dispatch" else 1
 
-            def once(call=call, fargs_dev=fargs_dev):
+            def once(call=call, fargs_dev=fargs_dev, inner=inner):
+                for _ in range(inner - 1):
+                    call(*fargs_dev)
                 jax.block_until_ready(call(*fargs_dev))
             once()
             times = []
             for _ in range(args.reps):
                 t = time.perf_counter()
                 once()
-                times.append(time.perf_counter() - t)
+                times.append((time.perf_counter() - t) / inner)
             print(f"{name} {statistics.median(times):.6f}", flush=True)
         except Exception as e:  # reported, the next workload still runs
             print(f"{name} error {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)

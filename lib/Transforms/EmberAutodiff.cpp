@@ -794,6 +794,47 @@ struct LinearSplit {
   }
 };
 
+/// The value of the rank-0 integer `v` of `loop`'s body in iteration k, if it
+/// is start + k * step: a counter of the loop (affineCounter), a constant,
+/// or sums, differences, constant multiples and integer conversions of
+/// those (a reverse scan reads row n - 1 - i).
+std::optional<AffineCounter> affineInIteration(WhileOp loop, Value v,
+                                               int depth = 0) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  if (!t || t.getRank() != 0 || !isa<IntegerType>(t.getElementType()) ||
+      depth > 8)
+    return std::nullopt;
+  Block &body = loop.getBody().front();
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == &body ? affineCounter(loop, arg.getArgNumber())
+                                   : std::nullopt;
+  if (auto c = constantInt(v))
+    return AffineCounter{*c, 0};
+  Operation *op = v.getDefiningOp();
+  if (!op || op->getBlock() != &body)
+    return std::nullopt;
+  auto operand = [&](unsigned i) {
+    return affineInIteration(loop, op->getOperand(i), depth + 1);
+  };
+  if (isa<ConvertOp>(op) &&
+      isa<IntegerType>(getElementTypeOrSelf(op->getOperand(0).getType())))
+    return operand(0);
+  if (!isa<AddOp, SubOp, MulOp>(op))
+    return std::nullopt;
+  auto x = operand(0), y = operand(1);
+  if (!x || !y)
+    return std::nullopt;
+  if (isa<AddOp>(op))
+    return AffineCounter{x->start + y->start, x->step + y->step};
+  if (isa<SubOp>(op))
+    return AffineCounter{x->start - y->start, x->step - y->step};
+  if (x->step == 0)
+    return AffineCounter{x->start * y->start, x->start * y->step};
+  if (y->step == 0)
+    return AffineCounter{x->start * y->start, x->step * y->start};
+  return std::nullopt; // (quadratic in k)
+}
+
 /// Reverse mode through `ember.while` (docs/decisions.md, "Reverse mode through
 /// loops"). The body is linearized in place; its linear ops (JVP code) move
 /// to a backward loop in a new function @while_bwd, and the forward loop
@@ -853,8 +894,22 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
   LinearSplit split{bodyRegion, tOut, captures};
   split.lin.insert(seeds.begin(), seeds.end());
   split.analyze(body, outerTangents, seedOps, yTan);
-  llvm::SetVector<Value> &saved = split.saved;
   SmallVector<Operation *> &linOps = split.linOps;
+  // With a static trip count, a residual that is affine in the iteration
+  // number (lax.scan's index, n - 1 - i in a reverse scan) is recomputed
+  // from it instead of saved: no buffer, and on a GPU no device value the
+  // host must read back.
+  SmallVector<std::pair<Value, AffineCounter>> counters;
+  llvm::SetVector<Value> saved;
+  for (Value v : split.saved) {
+    std::optional<AffineCounter> c;
+    if (trips)
+      c = affineInIteration(op, v);
+    if (c)
+      counters.push_back({v, *c});
+    else
+      saved.insert(v);
+  }
 
   // 4. @while_bwd(n, storage..., captures..., cts...) -> (init cts..., tOut
   // cts...).
@@ -938,6 +993,19 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
         Value s = DynamicSliceOp::create(fb, loc, buf, idx,
                                          fb.getDenseI64ArrayAttr(sizes));
         map.map(v, ReshapeOp::create(fb, loc, t, s));
+      }
+      for (auto [v, c] : counters) {
+        auto t = cast<RankedTensorType>(v.getType());
+        auto constant = [&](int64_t x) {
+          return ConstantOp::create(
+              fb, loc,
+              DenseElementsAttr::get(
+                  t, APInt(t.getElementTypeBitWidth(), x, /*isSigned=*/true)));
+        };
+        Value i = ConvertOp::create(fb, loc, t, k);
+        map.map(v, AddOp::create(fb, loc,
+                                 MulOp::create(fb, loc, i, constant(c.step)),
+                                 constant(c.start)));
       }
     }
     SmallVector<Value> seedPh, outPh;

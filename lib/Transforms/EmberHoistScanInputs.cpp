@@ -33,17 +33,6 @@ namespace {
 /// The most bytes of hoisted results per loop: they are all live at once.
 constexpr int64_t kMaxHoistedBytes = int64_t(256) << 20;
 
-/// The integer value of a rank-0 `ember.constant`.
-std::optional<int64_t> constantInt(Value v) {
-  auto c = v.getDefiningOp<ConstantOp>();
-  if (!c)
-    return std::nullopt;
-  auto attr = dyn_cast<DenseIntElementsAttr>(c.getValue());
-  if (!attr || attr.getType().getRank() != 0)
-    return std::nullopt;
-  return attr.getSplatValue<APInt>().getSExtValue();
-}
-
 bool definedOutside(Value v, WhileOp loop) {
   return !loop->isAncestor(v.getParentRegion()->getParentOp());
 }
@@ -86,18 +75,9 @@ public:
 
 private:
   void findCounters() {
-    auto yield = cast<YieldOp>(body.getTerminator());
-    for (auto [i, init] : llvm::enumerate(loop.getInit())) {
-      auto start = constantInt(init);
-      auto add = yield.getOperand(i).getDefiningOp<AddOp>();
-      if (!start || !add)
-        continue;
-      Value arg = body.getArgument(i);
-      Value lhs = add.getLhs(), rhs = add.getRhs();
-      if ((lhs == arg && constantInt(rhs) == 1) ||
-          (rhs == arg && constantInt(lhs) == 1))
-        counters[arg] = *start;
-    }
+    for (unsigned i = 0, e = loop.getInit().size(); i < e; ++i)
+      if (auto c = affineCounter(loop, i); c && c->step == 1)
+        counters[body.getArgument(i)] = c->start;
   }
 
   /// The rows `idx` takes over the n iterations, if it is +-counter + const.

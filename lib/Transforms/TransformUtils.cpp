@@ -10,6 +10,51 @@
 using namespace mlir;
 using namespace mlir::ember;
 
+std::optional<int64_t> mlir::ember::constantInt(Value v) {
+  // (Through conversions between integer types: x64 mode's Python ints.)
+  if (auto cv = v.getDefiningOp<ConvertOp>()) {
+    auto to = dyn_cast<IntegerType>(getElementTypeOrSelf(cv.getType()));
+    auto x = constantInt(cv.getOperand());
+    if (!to || !x || !isa<IntegerType>(
+                         getElementTypeOrSelf(cv.getOperand().getType())))
+      return std::nullopt;
+    return APInt(64, *x, /*isSigned=*/true)
+        .trunc(to.getWidth())
+        .getSExtValue();
+  }
+  auto c = v.getDefiningOp<ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto attr = dyn_cast<DenseIntElementsAttr>(c.getValue());
+  if (!attr || attr.getType().getRank() != 0)
+    return std::nullopt;
+  return attr.getSplatValue<APInt>().getSExtValue();
+}
+
+std::optional<AffineCounter> mlir::ember::affineCounter(Operation *op,
+                                                        unsigned i) {
+  auto loop = cast<WhileOp>(op);
+  Block &body = loop.getBody().front();
+  auto start = constantInt(loop.getInit()[i]);
+  if (!start)
+    return std::nullopt;
+  Value arg = body.getArgument(i);
+  Value next = body.getTerminator()->getOperand(i);
+  if (auto add = next.getDefiningOp<AddOp>()) {
+    if (add.getLhs() == arg)
+      if (auto k = constantInt(add.getRhs()))
+        return AffineCounter{*start, *k};
+    if (add.getRhs() == arg)
+      if (auto k = constantInt(add.getLhs()))
+        return AffineCounter{*start, *k};
+  } else if (auto sub = next.getDefiningOp<SubOp>()) {
+    if (sub.getLhs() == arg)
+      if (auto k = constantInt(sub.getRhs()))
+        return AffineCounter{*start, -*k};
+  }
+  return std::nullopt;
+}
+
 bool mlir::ember::isTransformOp(Operation *op) {
   return isa<JvpOp, VjpOp, VmapOp>(op);
 }

@@ -8,6 +8,20 @@
 
 namespace mlir::ember {
 
+/// The integer value of a rank-0 integer `ember.constant`, or of an
+/// `ember.convert` of one to another integer type.
+std::optional<int64_t> constantInt(Value v);
+
+/// A carried value of a loop that counts: starts at a constant and changes
+/// by a constant each iteration (`v + step`, `step + v` or `v - c`).
+struct AffineCounter {
+  int64_t start, step;
+};
+
+/// Whether the `i`-th carried value of the ember.while `loop` is an
+/// AffineCounter (its value in iteration k is start + k * step).
+std::optional<AffineCounter> affineCounter(Operation *loop, unsigned i);
+
 /// True for the ops that reference a function and are expanded by a pass
 /// (ember.jvp, ember.vjp, ember.vmap).
 bool isTransformOp(Operation *op);

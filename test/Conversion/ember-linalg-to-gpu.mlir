@@ -413,3 +413,67 @@ func.func @staged_call(%a: memref<3x3xf32>, %b: memref<3x3xf32>) {
   func.call @ember_cholesky_f32(%c1, %c3, %pa, %pb) : (i64, i64, index, index) -> ()
   return
 }
+
+// -----
+
+// Buffer deallocation's bookkeeping (pointer lists, ownership flags and the
+// helper that compares them) stays on the host; a device buffer passed to
+// the helper makes it (and the buffers passed with it) device code.
+// CHECK-LABEL: func private @helper
+// CHECK-SAME: ember.host
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func private @helper(%p: memref<?xindex>, %f: memref<?xi8>) {
+  %c0 = arith.constant 0 : index
+  %x = memref.load %p[%c0] : memref<?xindex>
+  %b = arith.index_cast %x : index to i8
+  memref.store %b, %f[%c0] : memref<?xi8>
+  return
+}
+// CHECK-LABEL: func @bookkeeping
+// CHECK: %[[P:.*]] = memref.alloc() {ember.host} : memref<2xindex>
+// CHECK: %[[F:.*]] = memref.alloc() {ember.host} : memref<2xi8>
+// CHECK-NOT: gpu.memcpy
+// CHECK-NOT: gpu.launch
+// CHECK: memref.store %{{.*}}, %[[P]]
+// CHECK: call @helper
+// CHECK: memref.load %[[F]]
+// CHECK: memref.dealloc %[[P]] {ember.host}
+func.func @bookkeeping(%a: memref<4xf32>) -> i8 {
+  %c0 = arith.constant 0 : index
+  %p = memref.alloc() : memref<2xindex>
+  %f = memref.alloc() : memref<2xi8>
+  %i = memref.extract_aligned_pointer_as_index %a : memref<4xf32> -> index
+  memref.store %i, %p[%c0] : memref<2xindex>
+  %pc = memref.cast %p : memref<2xindex> to memref<?xindex>
+  %fc = memref.cast %f : memref<2xi8> to memref<?xi8>
+  call @helper(%pc, %fc) : (memref<?xindex>, memref<?xi8>) -> ()
+  %r = memref.load %f[%c0] : memref<2xi8>
+  memref.dealloc %p : memref<2xindex>
+  memref.dealloc %f : memref<2xi8>
+  return %r : i8
+}
+
+// -----
+
+// CHECK-LABEL: func private @helper
+// CHECK-NOT: ember.host
+// CHECK: gpu.launch
+func.func private @helper(%p: memref<?xindex>, %f: memref<?xi8>) {
+  %c0 = arith.constant 0 : index
+  %x = memref.load %p[%c0] : memref<?xindex>
+  %b = arith.index_cast %x : index to i8
+  memref.store %b, %f[%c0] : memref<?xi8>
+  return
+}
+// CHECK-LABEL: func @device_flags
+// CHECK: gpu.alloc () : memref<2xindex>
+// CHECK-NOT: ember.host
+func.func @device_flags(%f: memref<2xi8>) {
+  %p = memref.alloc() : memref<2xindex>
+  %pc = memref.cast %p : memref<2xindex> to memref<?xindex>
+  %fc = memref.cast %f : memref<2xi8> to memref<?xi8>
+  call @helper(%pc, %fc) : (memref<?xindex>, memref<?xi8>) -> ()
+  memref.dealloc %p : memref<2xindex>
+  return
+}

@@ -196,6 +196,44 @@ func.func @vjp_counted_loop(%x: tensor<f32>, %ct: tensor<f32>) -> tensor<f32> {
 
 // -----
 
+// A residual that is a counter of the loop (lax.scan's index, where the
+// transposed dynamic_update_slice reads the cotangent's row i) is not
+// saved: the backward loop computes it from the iteration number k
+// (i = 3 + 2 k), so the only buffer saved is v's.
+// CHECK-LABEL: func @vjp_scan_index
+// CHECK-NOT: tensor<2xi32>
+// CHECK: %[[FWD:.*]]:5 = ember.while({{.*}}) {trip_count = 2 : i64} : tensor<i32>, tensor<f32>, tensor<8xf32>, tensor<i64>, tensor<2xf32> cond
+// CHECK: ember.while(%[[FWD]]#3, {{.*}}) {trip_count = 2 : i64}
+// CHECK: %[[K:.*]] = ember.sub
+// CHECK: %[[KI:.*]] = ember.convert %[[K]] : (tensor<i64>) -> tensor<i32>
+// CHECK: %[[M:.*]] = ember.mul %[[KI]], %{{.*}} : tensor<i32>
+// CHECK: %[[I:.*]] = ember.add %[[M]], %{{.*}} : tensor<i32>
+// CHECK: ember.dynamic_slice %{{.*}}[%[[I]]]
+// CHECK-NOT: tensor<2xi32>
+func.func private @scan_index(%x: tensor<f32>, %acc0: tensor<8xf32>) -> tensor<8xf32> {
+  %i0 = ember.constant dense<3> : tensor<i32>
+  %r:3 = ember.while (%i0, %x, %acc0) {trip_count = 2 : i64} : tensor<i32>, tensor<f32>, tensor<8xf32> cond {
+  ^bb0(%i: tensor<i32>, %v: tensor<f32>, %acc: tensor<8xf32>):
+    %p = ember.constant dense<true> : tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %v: tensor<f32>, %acc: tensor<8xf32>):
+    %v2 = ember.mul %v, %v : tensor<f32>
+    %row = ember.reshape %v2 : (tensor<f32>) -> tensor<1xf32>
+    %acc2 = ember.dynamic_update_slice %acc[%i], %row : tensor<8xf32>, tensor<1xf32>, tensor<i32>
+    %two = ember.constant dense<2> : tensor<i32>
+    %n = ember.add %i, %two : tensor<i32>
+    ember.yield %n, %v2, %acc2 : tensor<i32>, tensor<f32>, tensor<8xf32>
+  }
+  return %r#2 : tensor<8xf32>
+}
+func.func @vjp_scan_index(%x: tensor<f32>, %acc: tensor<8xf32>, %ct: tensor<8xf32>) -> tensor<f32> {
+  %y, %g = ember.vjp @scan_index(%x, %acc) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<f32>)
+  return %g : tensor<f32>
+}
+
+// -----
+
 // Reverse mode through a loop with a run-time trip count (beyond JAX): the
 // forward loop counts its iterations and pushes each iteration's residual on
 // a run-time stack; the backward loop runs that many times, popping. The

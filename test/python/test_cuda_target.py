@@ -88,6 +88,19 @@ def _scan_rnn(h, xs):
     return lax.scan(step, h, xs)
 
 
+def _scan_rnn_grad(w, xs):
+    # Counters, the scan index as a residual (also reversed), dynamic
+    # slices at host-computed offsets.
+    def loss(w):
+        def step(h, xt):
+            h = jnp.tanh(h @ w + xt)
+            return h, h.sum()
+        h, ys = lax.scan(step, jnp.zeros(w.shape[0], w.dtype), xs)
+        _, zs = lax.scan(step, h, xs, reverse=True)
+        return ys.sum() + (zs * jnp.arange(zs.shape[0])).sum()
+    return ember.grad(loss)(w)
+
+
 def _while(n):
     return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.5), (0, 1.0))
 
@@ -123,6 +136,7 @@ PROGRAMS = {
     "per_example_grads": (ember.vmap(ember.grad(lambda w, xi: jnp.tanh(xi @ w).sum()),
                                      in_axes=(None, 0)), (x, x)),
     "scan_rnn": (_scan_rnn, (v, x)),
+    "scan_rnn_grad": (_scan_rnn_grad, (x * 0.02, x[:16])),
     "while": (_while, (np.int32(10),)),
     "cond": (lambda p, a: lax.cond(p > 0, jnp.sin, jnp.cos, a), (np.float32(1), x)),
     "random": (lambda k: random.normal(k, (128,)), (random.PRNGKey(0),)),
@@ -219,6 +233,37 @@ def test_refs_on_gpu():
 
     out = ember.jit(w)(ember.device_put(jnp.ones(()), gpu))
     assert float(out) == 8.0 and float(counter[...]) == 3.0
+
+
+@needs_gpu
+def test_eager_primitives_on_gpu_arrays():
+    """Single primitives outside jit on GPU arrays run on the GPU (a jitted
+    program each, cached) and give GPU arrays, as in JAX."""
+    gpu = ember.devices("gpu")[0]
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    g = ember.device_put(a, gpu)
+    cases = [(lambda t: t.sum(), a.sum()), (lambda t: lax.add(t, t), a + a),
+             (lambda t: t.T, a.T), (lambda t: t @ t.T, a @ a.T),
+             (lambda t: t.astype(jnp.int32), a.astype(np.int32)), (lambda t: -t[1], -a[1]),
+             (lambda t: jnp.sin(t) * 2, np.sin(a) * 2)]
+    for f, want in cases:
+        r = f(g)
+        assert isinstance(r, ember.Array) and r.devices() == {gpu}
+        assert type(r).__name__ == "GpuArray"
+        np.testing.assert_allclose(np.asarray(r), want, rtol=1e-5, atol=1e-6)
+
+
+def test_counted_loops_keep_their_counters_on_the_host():
+    """A scan's counters and its index (a residual of its gradient) are host
+    scalars in the cuda program, and deallocation's bookkeeping is host
+    memory: the program copies nothing from the device to the host."""
+    f, args = PROGRAMS["scan_rnn_grad"]
+    gpu = lower_cuda(f, *args).as_text("gpu")
+    host = [ln for ln in gpu.splitlines() if "gpu.memcpy" in ln]
+    assert host and not [ln for ln in host if "gpu.memcpy  %alloca" in ln], host
+    helper = [ln for ln in gpu.splitlines() if "func.func private @dealloc_helper" in ln]
+    assert helper and "attributes {ember.host}" in helper[0]
+    assert "memref.alloc() {ember.host} : memref<" in gpu
 
 
 def test_stages_and_views():

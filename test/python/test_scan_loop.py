@@ -207,3 +207,33 @@ def test_scan_traces_its_body_once():
     count[0] = 0
     lax.scan(f, jnp.zeros(2), jnp.ones((3, 2)), reverse=True)
     assert count[0] == 1
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_grad_of_scan_index_residuals_recomputed(x64, reverse):
+    # The scan's index is a residual of the writes of ys (their transposes
+    # read the cotangent's row i): the backward loop computes it from the
+    # iteration number instead of saving it, counting up or down, and a
+    # fori_loop with an offset start and a stride does the same.
+    r = np.random.default_rng(11)
+    xs, w = r.standard_normal((7, 3)) * 0.5, r.standard_normal((3, 3)) * 0.4
+
+    def loss(w):
+        def step(h, x):
+            h = jnp.tanh(h @ w + x)
+            return h, h.sum() * h
+        h, ys = lax.scan(step, jnp.ones(3), xs, reverse=reverse)
+        weights = jnp.arange(1.0, 8.0)[:, None]
+        return jnp.sum(ys * weights) + jnp.sum(h)
+
+    def strided(w):
+        def body(i, acc):
+            row = jnp.tanh(acc[i - 2] @ w)
+            return acc.at[i].set(row * (i - 1.0))
+        return jnp.sum(lax.fori_loop(3, 7, body, jnp.ones((7, 3)) * 0.3) ** 2)
+
+    for f in (loss, strided):
+        text = jax.jit(jax.grad(f)).trace(w).lower().as_text("transforms")
+        assert "tensor<7xi32>" not in text and "tensor<4xi32>" not in text
+        np.testing.assert_allclose(np.asarray(jax.jit(jax.grad(f))(w)), fd_grad(f, w),
+                                   rtol=1e-6, atol=1e-8)

@@ -13,7 +13,10 @@ A copy of JAX files the tests read may travel in .jaxsrc/ (git-ignored).
     python3 tools/gpu/check.py
 """
 import collections
+import csv
+import glob
 import importlib.util
+import io
 import os
 import re
 import shutil
@@ -29,12 +32,15 @@ START = time.perf_counter()
 BENCH_ROUNDS = int(os.environ.get("EMBER_GPU_CHECK_BENCH_ROUNDS", 3))
 # The suite stops this many seconds into the check (EMBER_GPU_CHECK_SUITE_END).
 SUITE_END = float(os.environ.get("EMBER_GPU_CHECK_SUITE_END", 330))
+# The workloads whose kernels ncu times (EMBER_GPU_CHECK_PROFILE; empty: none).
+PROFILE = os.environ.get("EMBER_GPU_CHECK_PROFILE", "mlp_step,per_example_grads")
 report = []
 
 
-def step(title, argv, timeout, env=None, log=None, append=False):
+def step(title, argv, timeout, env=None, log=None, append=False, quiet=False):
     """Runs argv (in a process group of its own, all killed at `timeout`:
-    pytest-xdist's workers too); its output goes to the report and `log`."""
+    pytest-xdist's workers too); its output goes to `log` and to the report
+    (`quiet`: only its end)."""
     t = time.perf_counter()
     p = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, env=env, start_new_session=True)
@@ -48,8 +54,9 @@ def step(title, argv, timeout, env=None, log=None, append=False):
     if log:
         with open(os.path.join(OUT, log), "a" if append else "w") as f:
             f.write(out)
+    tail = out[-(600 if quiet else 3000):]
     report.append(f"## {title}\n\n`{' '.join(argv)}`: exit {code}, "
-                  f"{time.perf_counter() - t:.0f} s\n\n```\n{out[-3000:]}\n```\n")
+                  f"{time.perf_counter() - t:.0f} s\n\n```\n{tail}\n```\n")
     print(f"[{time.perf_counter() - START:5.0f} s] {title}: exit {code}", flush=True)
     return code, out
 
@@ -126,6 +133,23 @@ def main():
         rows.append(f"| {name} | {e:.3f} ({spread}) | {f'{jm:.3f}' if jm else '-'} | "
                     f"{f'{e / jm:.2f}' if jm else '-'} | {len(ts)} |")
     report.append("## Benchmark medians\n\n" + "\n".join(rows) + "\n")
+    # Where the time of the small workloads goes: each kernel's GPU time
+    # under Nsight Compute (one pass, clocks left alone), Ember and JAX.
+    ncu = shutil.which("ncu") or next(iter(sorted(glob.glob(
+        "/opt/nvidia/nsight-compute/*/ncu"))), None)
+    if ncu and PROFILE and time.perf_counter() - START < 260:
+        for module in ("ember", "jax"):
+            # (XLA's autotuner would launch hundreds of trial kernels under
+            # ncu: JAX picks its cuBLAS algorithms by heuristics, as Ember.)
+            menv = dict(env, XLA_FLAGS="--xla_gpu_autotune_level=0")
+            code, out = step(f"Kernel times under ncu ({module}: {PROFILE})", [
+                ncu, "--clock-control", "none", "--csv", "--print-units", "base",
+                "--metrics", "gpu__time_duration.sum", py, "benchmarks/gpu/gpu_bench.py",
+                "--module", module, "--only", PROFILE, "--reps", "1", "--size", "1024",
+                "--n", "256"],
+                60, env=menv,
+                log=f"ncu_{module}.log", quiet=True)
+            report.append(kernel_summary(out))
     # The whole test suite with the GPU as the default device
     # (JAX_PLATFORMS=cuda,cpu), in the time left: what passes, what fails.
     left = SUITE_END - (time.perf_counter() - START)
@@ -142,6 +166,25 @@ def main():
             f"{k} {v}" for k, v in sorted(counts.items())) + "\n\n" + "\n".join(
             f"- {t}" for t in failed[:150]) + "\n")
     return finish()
+
+
+def kernel_summary(out):
+    """Each kernel's launches and total GPU time from ncu's CSV, longest
+    first (the workload ran twice: warm-up and one timed call)."""
+    total = collections.defaultdict(float)
+    count = collections.Counter()
+    for row in csv.reader(io.StringIO(out)):
+        if len(row) > 14 and row[-3] == "gpu__time_duration.sum":
+            name = f"{row[4][:60]} {row[8]}"  # (Ember's kernels: main_kernel)
+            try:
+                total[name] += float(row[-1].replace(",", "")) / 1e3
+            except ValueError:
+                continue
+            count[name] += 1
+    rows = [f"| {n} | {count[n]} | {t:.1f} |" for n, t in
+            sorted(total.items(), key=lambda kv: -kv[1])[:40]]
+    return ("| kernel | launches | total us |\n|---|---|---|\n" + "\n".join(rows) +
+            f"\n\nkernels: {sum(count.values())}, GPU time: {sum(total.values()):.1f} us\n")
 
 
 def finish():

@@ -658,14 +658,109 @@ LogicalResult stageThroughHost(func::CallOp call) {
   return success();
 }
 
+/// The buffer `v` is a view of (through casts), or null.
+Operation *castRoot(Value v) {
+  while (auto c = v.getDefiningOp<memref::CastOp>())
+    v = c.getSource();
+  return v.getDefiningOp();
+}
+
+/// Marks with `ember.host` the buffers only host code uses and the functions
+/// only such buffers are passed to: buffer deallocation's bookkeeping (the
+/// lists of pointers and ownership flags, and its `dealloc_helper`), which
+/// on the device would cost a launch per element written and a
+/// synchronization per flag read. A candidate function has a body of scalar
+/// work on its arguments (structured control flow, arithmetic, loads and
+/// stores);
+/// a candidate buffer is a memref.alloc used only by host loads, stores,
+/// deallocs, casts and calls of candidate functions. Functions receiving
+/// any other buffer, and buffers passed to them, drop out to a fixed point.
+void markHostBookkeeping(ModuleOp module) {
+  llvm::SetVector<func::FuncOp> fns;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal() || fn.isPublic())
+      continue;
+    bool scalarWork = !fn.walk([](Operation *op) {
+                           if (isa<func::ReturnOp, func::FuncOp,
+                                   memref::LoadOp, memref::StoreOp>(op))
+                             return WalkResult::advance();
+                           Dialect *d = op->getDialect();
+                           if (isa<scf::SCFDialect, arith::ArithDialect,
+                                   index::IndexDialect>(d) ||
+                               isa<memref::DimOp>(op))
+                             return WalkResult::advance();
+                           return WalkResult::interrupt();
+                         }).wasInterrupted();
+    if (scalarWork)
+      fns.insert(fn);
+  }
+  llvm::SetVector<Operation *> bufs;
+  std::function<bool(Value)> hostUses = [&](Value v) {
+    return llvm::all_of(v.getUsers(), [&](Operation *u) {
+      if (auto c = dyn_cast<memref::CastOp>(u))
+        return hostUses(c.getResult());
+      if (auto call = dyn_cast<func::CallOp>(u))
+        return fns.contains(module.lookupSymbol<func::FuncOp>(
+            call.getCalleeAttr()));
+      return isa<memref::LoadOp, memref::StoreOp, memref::DeallocOp>(u) &&
+             !u->getParentOfType<linalg::LinalgOp>();
+    });
+  };
+  module.walk([&](memref::AllocOp a) {
+    if (hostUses(a.getResult()))
+      bufs.insert(a);
+  });
+  for (bool changed = true; changed;) {
+    changed = false;
+    module.walk([&](func::CallOp call) {
+      auto fn = module.lookupSymbol<func::FuncOp>(call.getCalleeAttr());
+      if (!fn || !fns.contains(fn))
+        return;
+      bool hostArgs = llvm::all_of(call.getOperands(), [&](Value v) {
+        return !isa<MemRefType>(v.getType()) || bufs.contains(castRoot(v));
+      });
+      if (!hostArgs) {
+        fns.remove(fn);
+        changed = true;
+      }
+    });
+    for (Operation *a : bufs.takeVector()) {
+      if (hostUses(a->getResult(0)))
+        bufs.insert(a);
+      else
+        changed = true;
+    }
+  }
+  auto unit = UnitAttr::get(module.getContext());
+  for (Operation *a : bufs) {
+    a->setAttr("ember.host", unit);
+    for (Operation *u : a->getResult(0).getUsers())
+      if (isa<memref::DeallocOp>(u))
+        u->setAttr("ember.host", unit);
+  }
+  for (func::FuncOp fn : fns)
+    fn->setAttr("ember.host", unit);
+}
+
+/// Whether `mem` is a host buffer (a stack buffer, or one marked by
+/// markHostBookkeeping), or an argument of a host function.
+bool isHostBuffer(Value mem) {
+  if (auto arg = dyn_cast<BlockArgument>(mem))
+    return arg.getOwner()->getParentOp()->hasAttr("ember.host");
+  Operation *root = castRoot(mem);
+  return root && (isa<memref::AllocaOp>(root) || root->hasAttr("ember.host"));
+}
+
 struct EmberLinalgToGPUPass
     : public mlir::ember::impl::EmberLinalgToGPUPassBase<EmberLinalgToGPUPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(&getContext()));
+    markHostBookkeeping(module);
     for (auto fn : module.getOps<func::FuncOp>())
-      if (!fn.isExternal() && failed(lowerFunction(fn)))
+      if (!fn.isExternal() && !fn->hasAttr("ember.host") &&
+          failed(lowerFunction(fn)))
         return signalPassFailure();
   }
 
@@ -811,12 +906,12 @@ struct EmberLinalgToGPUPass
           gpu::DeallocOp::create(rb, loc, Type(), {}, dev);
         });
       } else if (auto l = dyn_cast<memref::LoadOp>(op)) {
-        if (l.getMemRef().getDefiningOp<memref::AllocaOp>())
+        if (isHostBuffer(l.getMemRef()))
           continue;
         l.replaceAllUsesWith(loadToHost(b, loc, l.getMemRef(), l.getIndices()));
         l.erase();
       } else if (auto s = dyn_cast<memref::StoreOp>(op)) {
-        if (s.getMemRef().getDefiningOp<memref::AllocaOp>())
+        if (isHostBuffer(s.getMemRef()))
           continue;
         storeFromHost(b, loc, s.getValue(), s.getMemRef(), s.getIndices());
         s.erase();

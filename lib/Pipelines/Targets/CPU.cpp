@@ -16,7 +16,8 @@ using namespace mlir::ember;
 
 static const char kCpuCodegen[] =
     "ember-to-linalg,"
-    "canonicalize,loop-invariant-code-motion,cse," EMBER_FUSE_AND_BUFFERIZE
+    "canonicalize,loop-invariant-code-motion,cse,"
+    "ember-scalarize-loop-counters,canonicalize,cse," EMBER_FUSE_AND_BUFFERIZE
     "ember-outline-repeated-kernels{outline-all-above=16},"
     "ember-split-rows,"
     "ember-math-approx,"

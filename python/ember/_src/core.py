@@ -1502,7 +1502,40 @@ def _tiered(key, in_avals, build):
     return entry
 
 
+def _runs_on_gpu(arrays):
+    """Whether an eager computation on `arrays` runs on the GPU: one of them
+    is there, or the GPU is the default device (as in JAX)."""
+    return any(isinstance(a, GpuArray) for a in arrays) or devices.default_gpu() is not None
+
+
+def _eager_on_gpu(prim, args, params):
+    """`prim` applied to `args` as a jitted program on the GPU, or None when
+    the cuda target cannot compile it (NotImplementedError: a runtime entry
+    it does not provide yet), which is remembered; the CPU computes it."""
+    key = ("eager", prim.name, tuple(a.aval for a in args), _param_key(params))
+    jitted = _lru_get(_gpu_programs, key)
+    if jitted is False:
+        return None
+    if jitted is None:
+        def fun(*xs):
+            r = prim.bind(*xs, **params)
+            return list(r) if prim.multiple_results else [r]
+        jitted = jit_hook(fun)
+    try:
+        outs = jitted(*args)
+    except NotImplementedError:
+        jitted, outs = False, None
+    _lru_put(_gpu_programs, key, jitted)
+    return outs
+
+
 def eager_apply(prim, args, params, out_avals):
+    if _runs_on_gpu(args):
+        # One primitive on the GPU, as JAX runs it: a jitted program there,
+        # whose results stay in device memory.
+        outs = _eager_on_gpu(prim, args, params)
+        if outs is not None:
+            return outs
     avals = tuple(a.aval for a in args)
 
     def build(opt_level):
@@ -1525,7 +1558,7 @@ def call_compiled(fun, key, arrays):
     (an operand there, or the default device) as one jitted program; `key`
     names `fun` with whatever it closes over (its static arguments). How
     jnp's functions of several primitives run outside traces."""
-    if any(isinstance(a, GpuArray) for a in arrays) or devices.default_gpu() is not None:
+    if _runs_on_gpu(arrays):
         # On the GPU (an operand there, or the default device): one jitted
         # program there, as JAX's jitted jnp functions.
         jitted = _lru_get(_gpu_programs, key)
