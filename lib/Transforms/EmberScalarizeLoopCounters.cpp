@@ -91,7 +91,8 @@ bool computable(Value v, const llvm::DenseSet<Value> &scalars, int depth = 0) {
 Value materialize(OpBuilder &b, Location loc, Value v) {
   if (auto c = v.getDefiningOp<arith::ConstantOp>())
     return arith::ConstantOp::create(
-        b, loc, cast<SplatElementsAttr>(c.getValue()).getSplatValue<TypedAttr>());
+        b, loc,
+        cast<SplatElementsAttr>(c.getValue()).getSplatValue<TypedAttr>());
   if (auto fe = v.getDefiningOp<tensor::FromElementsOp>())
     return fe.getElements()[0];
   auto g = scalarGeneric(v);

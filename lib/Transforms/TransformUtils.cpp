@@ -15,12 +15,10 @@ std::optional<int64_t> mlir::ember::constantInt(Value v) {
   if (auto cv = v.getDefiningOp<ConvertOp>()) {
     auto to = dyn_cast<IntegerType>(getElementTypeOrSelf(cv.getType()));
     auto x = constantInt(cv.getOperand());
-    if (!to || !x || !isa<IntegerType>(
-                         getElementTypeOrSelf(cv.getOperand().getType())))
+    if (!to || !x ||
+        !isa<IntegerType>(getElementTypeOrSelf(cv.getOperand().getType())))
       return std::nullopt;
-    return APInt(64, *x, /*isSigned=*/true)
-        .trunc(to.getWidth())
-        .getSExtValue();
+    return APInt(64, *x, /*isSigned=*/true).trunc(to.getWidth()).getSExtValue();
   }
   auto c = v.getDefiningOp<ConstantOp>();
   if (!c)

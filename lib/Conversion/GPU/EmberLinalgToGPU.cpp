@@ -680,17 +680,18 @@ void markHostBookkeeping(ModuleOp module) {
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal() || fn.isPublic())
       continue;
-    bool scalarWork = !fn.walk([](Operation *op) {
-                           if (isa<func::ReturnOp, func::FuncOp,
-                                   memref::LoadOp, memref::StoreOp>(op))
-                             return WalkResult::advance();
-                           Dialect *d = op->getDialect();
-                           if (isa<scf::SCFDialect, arith::ArithDialect,
-                                   index::IndexDialect>(d) ||
-                               isa<memref::DimOp>(op))
-                             return WalkResult::advance();
-                           return WalkResult::interrupt();
-                         }).wasInterrupted();
+    bool scalarWork =
+        !fn.walk([](Operation *op) {
+             if (isa<func::ReturnOp, func::FuncOp, memref::LoadOp,
+                     memref::StoreOp>(op))
+               return WalkResult::advance();
+             Dialect *d = op->getDialect();
+             if (isa<scf::SCFDialect, arith::ArithDialect, index::IndexDialect>(
+                     d) ||
+                 isa<memref::DimOp>(op))
+               return WalkResult::advance();
+             return WalkResult::interrupt();
+           }).wasInterrupted();
     if (scalarWork)
       fns.insert(fn);
   }
@@ -700,8 +701,8 @@ void markHostBookkeeping(ModuleOp module) {
       if (auto c = dyn_cast<memref::CastOp>(u))
         return hostUses(c.getResult());
       if (auto call = dyn_cast<func::CallOp>(u))
-        return fns.contains(module.lookupSymbol<func::FuncOp>(
-            call.getCalleeAttr()));
+        return fns.contains(
+            module.lookupSymbol<func::FuncOp>(call.getCalleeAttr()));
       return isa<memref::LoadOp, memref::StoreOp, memref::DeallocOp>(u) &&
              !u->getParentOfType<linalg::LinalgOp>();
     });

@@ -25,8 +25,8 @@ using namespace mlir::ember;
 static const char kGpu[] =
     "ember-to-linalg{runtime-gemm=false runtime-sort=false "
     "cuda-gemm=${cublas} device-buffers=true},"
-    "canonicalize,cse,ember-scalarize-loop-counters,canonicalize,cse,"
-    EMBER_FUSE_AND_BUFFERIZE "linalg-generalize-named-ops,"
+    "canonicalize,cse,ember-scalarize-loop-counters,canonicalize,"
+    "cse," EMBER_FUSE_AND_BUFFERIZE "linalg-generalize-named-ops,"
     "ember-linalg-to-gpu,"
     "gpu-kernel-outlining,"
     "canonicalize,cse";
