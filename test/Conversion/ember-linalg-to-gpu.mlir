@@ -1,7 +1,8 @@
 // RUN: ember-opt %s -ember-linalg-to-gpu -split-input-file | FileCheck %s
 
 // An elementwise generic: one thread per element, 256 threads per block,
-// ceil(n / 256) blocks, a bounds check, the body on loaded elements.
+// ceil(n / 256) blocks, a bounds check, the body on loaded elements; the
+// indices from the flat one in i32 (static sizes, fewer than 2^31 points).
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-LABEL: func @elementwise
@@ -11,8 +12,11 @@
 // CHECK: %[[I:.*]] = arith.addi %[[BX]], %[[TX]]
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %[[N]]
 // CHECK: scf.if %[[IN]]
-// CHECK: %[[R:.*]] = arith.remui %[[I]]
-// CHECK: %[[Q:.*]] = arith.divui %[[I]]
+// CHECK: %[[I32:.*]] = arith.index_castui %[[I]] : index to i32
+// CHECK: %[[R32:.*]] = arith.remui %[[I32]], %c256_i32 : i32
+// CHECK: %[[Q32:.*]] = arith.divui %[[I32]], %c256_i32 : i32
+// CHECK: %[[R:.*]] = arith.index_castui %[[R32]] : i32 to index
+// CHECK: %[[Q:.*]] = arith.index_castui %[[Q32]] : i32 to index
 // CHECK: memref.load %arg0[%[[Q]], %[[R]]]
 // CHECK: math.exp
 // CHECK: memref.store %{{.*}}, %arg1[%[[Q]], %[[R]]]

@@ -46,3 +46,13 @@ def compiles(monkeypatch):
     core._program_cache.clear()
     core._bytecode_index.clear()
     return count
+
+
+def pytest_runtest_logreport(report):
+    """With EMBER_TEST_FAILURE_LOG set (`make gpu-check`, whose suite may be
+    stopped at its time limit before pytest prints its failures), each
+    failure's report is appended to that file as it happens."""
+    path = os.environ.get("EMBER_TEST_FAILURE_LOG")
+    if path and report.failed:
+        with open(path, "a") as f:
+            f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext[-3000:]}\n\n")

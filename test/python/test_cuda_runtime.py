@@ -271,6 +271,62 @@ def test_default_device_gpu_runs_computations_there():
     assert "inside GpuArray {CudaDevice(id=0)} GpuArray" in out
 
 
+def test_repeated_gpu_calls_take_the_fast_path():
+    """A jitted function called again on GPU arrays of the same signature
+    runs its program without tracing or looking up its cache by pytree
+    (its GPU fast path); another signature, a CPU argument, or a cleared
+    cache go through the full path again, with the right results' types."""
+    out = run("""
+        from ember._src import api
+        gpu = ember.devices("gpu")[0]
+        traces = []
+        def g(v, w):
+            traces.append(v.shape)
+            return {"s": v * 2.0 + w, "t": (v,)}
+        f = ember.jit(g)
+        x = ember.device_put(np.ones((4, 4), np.float32), gpu)
+        f(x, x)
+        calls = []
+        slow = api.JitWrapped._call_slow
+        api.JitWrapped._call_slow = lambda self, *a: calls.append(1) or slow(self, *a)
+        mock.mock_cuda_clear_log()
+        r = f(x, x)
+        print("fast", len(calls), len(traces), sorted(r), type(r["t"][0]).__name__,
+              r["s"].devices(), sum(l.startswith("cuLaunchKernel") for l in log()) > 0)
+        f(ember.device_put(np.ones((2, 4), np.float32), gpu), x[:1])
+        f(np.ones((4, 4), np.float32), x)
+        print("slow", len(calls), len(traces))
+        ember.clear_caches()
+        f(x, x)
+        f(x, x)
+        print("cleared", len(calls), len(traces))
+    """)
+    assert "fast 0 1 ['s', 't'] GpuArray {CudaDevice(id=0)} True" in out, out
+    # (The mixed call is a signature of its own: a third trace.)
+    assert "slow 2 3" in out, out
+    assert "cleared 3 4" in out, out
+
+
+def test_single_primitives_on_gpu_arrays_run_on_the_gpu():
+    """Outside jit, a primitive on a GPU array (or with the GPU as the
+    default device) launches a kernel and gives a GPU array, also under
+    disable_jit; nothing is copied back to the host."""
+    out = run("""
+        gpu = ember.devices("gpu")[0]
+        x = ember.device_put(np.ones((8, 8), np.float32), gpu)
+        x.sum()
+        mock.mock_cuda_clear_log()
+        r = [x.sum(), x.T, -x, x.astype(jnp.int32), ember.lax.add(x, x)]
+        with ember.disable_jit():
+            r.append(x * 3.0)
+        calls = log()
+        print("ran", [type(a).__name__ for a in r] == ["GpuArray"] * 6,
+              sum(l.startswith("cuLaunchKernel") for l in calls) >= 6,
+              sum(l.startswith("cuMemcpyDtoH") for l in calls))
+    """)
+    assert "ran True True 0" in out, out
+
+
 def test_tma_descriptors_built_for_a_plgpu_kernel_in_jit():
     """A plgpu kernel with TMA copies inside a jit program for cuda: the
     host code builds its descriptors (cuTensorMapEncodeTiled: dimensions and

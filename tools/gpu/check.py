@@ -154,7 +154,8 @@ def main():
     # (JAX_PLATFORMS=cuda,cpu), in the time left: what passes, what fails.
     left = SUITE_END - (time.perf_counter() - START)
     if left > 40:
-        suite_env = dict(env, JAX_PLATFORMS="cuda,cpu")
+        suite_env = dict(env, JAX_PLATFORMS="cuda,cpu", EMBER_TEST_FAILURE_LOG=os.path.join(
+            OUT, "suite_failures.log"))
         extra = ["-n", "16", "--timeout", "60"] if importlib.util.find_spec("xdist") else []
         _, out = step("The test suite with the GPU as the default device", [
             py, "-m", "pytest", "-v", "-rN", "-p", "no:cacheprovider", *extra, "test/python"],

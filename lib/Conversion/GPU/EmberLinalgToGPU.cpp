@@ -76,10 +76,33 @@ Value product(OpBuilder &b, Location loc, ArrayRef<Value> sizes) {
   return p;
 }
 
-/// Row-major indices of `flat` in a space of `sizes`.
+/// Row-major indices of `flat` (less than the product of `sizes`) in a space
+/// of `sizes`. With static sizes whose product fits in 31 bits, in i32: a
+/// GPU divides 64-bit integers in software, even by a constant about three
+/// times the instructions, which made broadcasting kernels slow.
 SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value flat,
                                ArrayRef<Value> sizes) {
   SmallVector<Value> idx(sizes.size());
+  int64_t total = 1;
+  for (Value s : sizes) {
+    std::optional<int64_t> c = getConstantIntValue(s);
+    total = c && total <= INT32_MAX ? total * *c : INT64_MAX;
+  }
+  if (sizes.size() > 1 && total <= INT32_MAX) {
+    Type i32 = b.getI32Type();
+    Value f = arith::IndexCastUIOp::create(b, loc, i32, flat);
+    for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
+      Value v = f;
+      if (i > 0) {
+        Value s = arith::ConstantIntOp::create(
+            b, loc, i32, *getConstantIntValue(sizes[i]));
+        v = arith::RemUIOp::create(b, loc, f, s);
+        f = arith::DivUIOp::create(b, loc, f, s);
+      }
+      idx[i] = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), v);
+    }
+    return idx;
+  }
   for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
     if (i == 0) {
       idx[i] = flat;

@@ -51,7 +51,7 @@ class _JitCache(dict):
             cache = ref()
             if cache is not None and cache.pop(old_key, None) is not None:
                 for j in list(cache.users):
-                    j._fast.clear()
+                    j._forget_signatures()
 
 
 # Every jit cache's entries, least recently used first (see _JitCache).
@@ -81,7 +81,7 @@ def _clear_jit_caches():
     _jit_lru.clear()
     for j in list(_jit_objects):
         j.cache.clear()
-        j._fast.clear()
+        j._forget_signatures()
 
 
 def _is_array_leaf(x):
@@ -144,9 +144,13 @@ def _run_on_gpu(exe, vals, device):
     """Calls the cuda executable `exe` on device buffers (arguments not on
     the GPU are copied there); its results stay on the GPU."""
     bufs = [core.GpuArray.from_array(v, device)._buffer for v in vals]
-    sharding = devices_lib.SingleDeviceSharding(device)
-    return [core.GpuArray(b, a.update(sharding=sharding))
-            for b, a in zip(exe.kernel.call_device(bufs), exe.out_avals)]
+    # (The results' avals on `device`, made once per executable and device.)
+    cache = exe.__dict__.setdefault("_gpu_out_avals", {})
+    avals = cache.get(device)
+    if avals is None:
+        sharding = devices_lib.SingleDeviceSharding(device)
+        avals = cache[device] = [a.update(sharding=sharding) for a in exe.out_avals]
+    return [core.GpuArray(b, a) for b, a in zip(exe.kernel.call_device(bufs), avals)]
 
 
 def _run(exe, vals, refs, lifted):
@@ -456,6 +460,9 @@ class JitWrapped:
                     self.static_argnames += (params[i],)
         self.cache = _shared_cache(fun, (self.static_argnums, self.static_argnames))
         self._fast = _ember_runtime.FastJit(Array)
+        # The GPU's fast path: GpuArray arguments' signatures -> (executable,
+        # output tree, device) (_register_gpu_fast).
+        self._gpu_fast = {}
         self.cache.users.add(self)
         _jit_objects.add(self)
 
@@ -484,7 +491,30 @@ class JitWrapped:
             out = self._fast(*args, **kwargs)
             if out is not None:
                 return out
+        if self._gpu_fast and not kwargs and not _config.jax_disable_jit and \
+                not core._trace_stack:
+            hit = self._gpu_fast.get(tuple(a._sig if type(a) is core.GpuArray else None
+                                           for a in args))
+            if hit is not None:
+                exe, out_tree, device = hit
+                return tree_util.tree_unflatten(out_tree, _run_on_gpu(exe, args, device))
         return self._call_slow(args, kwargs)
+
+    def _forget_signatures(self):
+        self._fast.clear()
+        self._gpu_fast.clear()
+
+    def _register_gpu_fast(self, args, kwargs, static, vals, exe, out_tree):
+        """The GPU's fast path learns a call's signature when it can serve it:
+        positional GpuArray arguments only (committed to the GPU the program
+        runs on: the computation follows them), no Refs."""
+        if kwargs or static or len(vals) != len(args) or \
+                not all(type(a) is core.GpuArray for a in args):
+            return
+        device = _gpu_of([v.aval for v in vals])
+        if any(a.aval.sharding.device_set != {device} for a in args):
+            return
+        self._gpu_fast[tuple(a._sig for a in args)] = (exe, out_tree, device)
 
     def _call_slow(self, args, kwargs):
         if _config.jax_disable_jit:
@@ -510,6 +540,8 @@ class JitWrapped:
         result = tree_util.tree_unflatten(out_tree, _run(exe, vals, refs, lifted))
         if not (refs or lifted) and exe.target.name == "cpu":
             self._register_fast(args, kwargs, static, vals, exe, out_tree)
+        elif not (refs or lifted) and exe.target.name == "cuda":
+            self._register_gpu_fast(args, kwargs, static, vals, exe, out_tree)
         return result
 
     def _call_checked(self, args, kwargs):
@@ -598,6 +630,18 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 
 
 core.jit_hook = jit
+
+
+def _compile_for_gpu(flat_fun, avals):
+    """The cuda Executable of `flat_fun` (a list of arrays out) on `avals`."""
+    from .targets import cuda
+
+    cuda.require_gpu()
+    return core.compile_function(flat_fun, avals, target=cuda.CUDA)
+
+
+core.gpu_compile_hook = _compile_for_gpu
+core.gpu_run_hook = lambda exe, arrays: _run(exe, arrays, (), ())
 
 
 class _ShardedOutputs:

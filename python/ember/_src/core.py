@@ -1443,7 +1443,8 @@ def _lru_put(cache, key, exe):
 # first tier (the difference is below a dispatch's cost). design.md, "Eager
 # ops".
 _eager_cache = collections.OrderedDict()
-# call_compiled's functions run on the GPU: a `jit` of each, by key.
+# call_compiled's functions run on the GPU: a `jit` of each, by key; and
+# single primitives there (eager_apply): their executables.
 _gpu_programs = collections.OrderedDict()
 _TIER_UP_CALLS = 8
 _SMALL_ELEMENTS = 64
@@ -1509,24 +1510,34 @@ def _runs_on_gpu(arrays):
 
 
 def _eager_on_gpu(prim, args, params):
-    """`prim` applied to `args` as a jitted program on the GPU, or None when
-    the cuda target cannot compile it (NotImplementedError: a runtime entry
-    it does not provide yet), which is remembered; the CPU computes it."""
+    """`prim` applied to `args` as a program compiled for the GPU, its
+    results left there; None when the cuda target cannot compile it
+    (NotImplementedError: a runtime entry it does not provide yet), which is
+    remembered, and the CPU computes it. Compiled and run directly (not
+    through `jit`): also under `disable_jit`, and inside a trace asking for
+    a tracer's concrete value."""
     key = ("eager", prim.name, tuple(a.aval for a in args), _param_key(params))
-    jitted = _lru_get(_gpu_programs, key)
-    if jitted is False:
+    exe = _lru_get(_gpu_programs, key)
+    if exe is False:
         return None
-    if jitted is None:
+    if exe is None:
         def fun(*xs):
             r = prim.bind(*xs, **params)
             return list(r) if prim.multiple_results else [r]
-        jitted = jit_hook(fun)
-    try:
-        outs = jitted(*args)
-    except NotImplementedError:
-        jitted, outs = False, None
-    _lru_put(_gpu_programs, key, jitted)
-    return outs
+        try:
+            exe = gpu_compile_hook(fun, [a.aval for a in args])
+        except NotImplementedError:
+            exe = False
+        _lru_put(_gpu_programs, key, exe)
+        if exe is False:
+            return None
+    return gpu_run_hook(exe, args)
+
+
+# Installed by api.py (which owns the GPU executables): compiles a flat
+# function for the GPU the arrays' avals say, and runs such a program.
+gpu_compile_hook = None
+gpu_run_hook = None
 
 
 def eager_apply(prim, args, params, out_avals):
@@ -1535,6 +1546,8 @@ def eager_apply(prim, args, params, out_avals):
         # whose results stay in device memory.
         outs = _eager_on_gpu(prim, args, params)
         if outs is not None:
+            if config.jax_debug_nans or config.jax_debug_infs:
+                check_special(prim.name, [np.asarray(o) for o in outs])
             return outs
     avals = tuple(a.aval for a in args)
 
