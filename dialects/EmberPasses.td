@@ -539,10 +539,18 @@ def EmberGPUDeferWaitsPass : Pass<"ember-gpu-defer-waits", "ModuleOp"> {
     - a call of a runtime entry on device buffers (`ember_cuda_*`, which
       enqueue on the same stream), or of a function that does nothing else
       with memory: no host load or store and no other call (the helpers that
-      call `ember_cuda_gemm`), checked through nested calls.
+      call `ember_cuda_gemm`), checked through nested calls;
 
-    Waits before host reads of device data (`memref.load` after a
-    `gpu.memcpy` to the host) and before other calls stay.
+    and before anything, when the chain it waits for (followed through the async
+      dependencies) holds only kernels, device allocations and frees, and
+      copies into device memory: the host cannot read device memory, so
+      nothing it does next depends on that work having finished (the waits
+      gpu-async-region puts before every loop, branch and deallocation
+      chain, which synchronized the stream several times per scan step).
+
+    Waits for chains that copy into host memory (before host reads of
+    device data, or before calls, which might read it) stay, as do chains
+    whose tokens come from elsewhere.
 
     Before:
     ```mlir

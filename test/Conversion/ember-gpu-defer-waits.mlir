@@ -1,7 +1,8 @@
 // RUN: ember-opt %s -ember-gpu-defer-waits | FileCheck %s
 
 // The runtime's one stream orders GPU work: the host waits only where it
-// reads device data itself or calls something that might.
+// reads device data (copied into host memory) itself or calls something
+// that might.
 
 module attributes {gpu.container_module} {
   gpu.module @k {
@@ -58,15 +59,18 @@ module attributes {gpu.container_module} {
     return
   }
 
+  // A chain that copies into host memory (here a function argument) is
+  // waited for before the host goes on, whatever follows.
   // CHECK-LABEL: func.func @kept
   // CHECK: gpu.memcpy async
   // CHECK-NEXT: gpu.wait [
   // CHECK-NEXT: memref.load
-  // CHECK: gpu.wait [
+  // CHECK: gpu.memcpy async
+  // CHECK-NEXT: gpu.wait [
   // CHECK-NEXT: call @reads_host
-  // CHECK: gpu.wait [
-  // CHECK-NEXT: call @calls_reads_host
-  // CHECK: gpu.wait [
+  // CHECK: gpu.memcpy async
+  // CHECK-NEXT: gpu.launch_func async
+  // CHECK-NEXT: gpu.wait [
   // CHECK-NEXT: call @host_function
   func.func @kept(%n: index, %d: memref<4xf32>, %h: memref<4xf32>) {
     %c0 = arith.constant 0 : index
@@ -76,16 +80,42 @@ module attributes {gpu.container_module} {
     %v = memref.load %h[%c0] : memref<4xf32>
     %t2 = gpu.wait async
     %t3 = gpu.launch_func async [%t2] @k::@k blocks in (%n, %n, %n) threads in (%n, %n, %n)
-    gpu.wait [%t3]
+    %t4 = gpu.memcpy async [%t3] %h, %d : memref<4xf32>, memref<4xf32>
+    gpu.wait [%t4]
     func.call @reads_host(%h) : (memref<4xf32>) -> ()
-    %t4 = gpu.wait async
-    %t5 = gpu.launch_func async [%t4] @k::@k blocks in (%n, %n, %n) threads in (%n, %n, %n)
-    gpu.wait [%t5]
-    func.call @calls_reads_host(%h) : (memref<4xf32>) -> ()
-    %t6 = gpu.wait async
+    %t5 = gpu.wait async
+    %t6 = gpu.memcpy async [%t5] %h, %d : memref<4xf32>, memref<4xf32>
     %t7 = gpu.launch_func async [%t6] @k::@k blocks in (%n, %n, %n) threads in (%n, %n, %n)
     gpu.wait [%t7]
     func.call @host_function(%n) : (index) -> ()
+    return
+  }
+
+  // Kernels, device buffers and copies into device memory only: the host
+  // reads nothing they write (device memory is not host-visible), so no
+  // wait stays, whatever follows (a loop's next iteration, host calls).
+  // CHECK-LABEL: func.func @device_only
+  // CHECK-NOT: gpu.wait [
+  // CHECK: return
+  func.func @device_only(%n: index, %h: memref<4xf32>) {
+    %t0 = gpu.wait async
+    %m, %t1 = gpu.alloc async [%t0] () : memref<4xf32>
+    %t2 = gpu.memcpy async [%t1] %m, %h : memref<4xf32>, memref<4xf32>
+    %t3 = gpu.launch_func async [%t2] @k::@k blocks in (%n, %n, %n) threads in (%n, %n, %n)
+    %sv = memref.subview %m[1] [2] [1] : memref<4xf32> to memref<2xf32, strided<[1], offset: 1>>
+    %t4 = gpu.memcpy async [%t3] %sv, %sv : memref<2xf32, strided<[1], offset: 1>>, memref<2xf32, strided<[1], offset: 1>>
+    gpu.wait [%t4]
+    func.call @reads_host(%h) : (memref<4xf32>) -> ()
+    %t5 = gpu.wait async
+    %t6 = gpu.dealloc async [%t5] %m : memref<4xf32>
+    gpu.wait [%t6]
+    func.call @calls_reads_host(%h) : (memref<4xf32>) -> ()
+    scf.for %i = %n to %n step %n {
+      %t7 = gpu.wait async
+      %t8 = gpu.launch_func async [%t7] @k::@k blocks in (%n, %n, %n) threads in (%n, %n, %n)
+      gpu.wait [%t8]
+      func.call @host_function(%n) : (index) -> ()
+    }
     return
   }
 }

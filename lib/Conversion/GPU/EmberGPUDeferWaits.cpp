@@ -11,6 +11,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace mlir::ember {
@@ -33,6 +35,12 @@ struct EmberGPUDeferWaitsPass
       // Only blocking waits (no token result) in host functions.
       if (wait.getAsyncToken() || wait->getParentOfType<gpu::GPUModuleOp>())
         return;
+      // Nothing the host reads: GPU work only (kernels, device buffers,
+      // copies into device memory), ordered by the stream.
+      if (!reachesHost(wait.getAsyncDependencies())) {
+        erase.push_back(wait);
+        return;
+      }
       Operation *next = wait->getNextNode();
       if (isa_and_nonnull<func::ReturnOp>(next)) {
         erase.push_back(wait);
@@ -45,6 +53,41 @@ struct EmberGPUDeferWaitsPass
     });
     for (gpu::WaitOp wait : erase)
       wait.erase();
+  }
+
+  /// Whether the chain of asynchronous GPU operations ending in `tokens`
+  /// may write memory the host reads: a copy into a host buffer, or a
+  /// token from elsewhere (conservatively).
+  static bool reachesHost(ValueRange tokens) {
+    SmallVector<Value> work(tokens.begin(), tokens.end());
+    llvm::DenseSet<Value> seen;
+    while (!work.empty()) {
+      Value t = work.pop_back_val();
+      if (!seen.insert(t).second)
+        continue;
+      Operation *def = t.getDefiningOp();
+      if (!isa_and_nonnull<gpu::LaunchFuncOp, gpu::AllocOp, gpu::DeallocOp,
+                           gpu::MemcpyOp, gpu::MemsetOp, gpu::WaitOp>(def))
+        return true;
+      if (auto copy = dyn_cast<gpu::MemcpyOp>(def))
+        if (!onDevice(copy.getDst()))
+          return true;
+      auto deps = cast<gpu::AsyncOpInterface>(def).getAsyncDependencies();
+      work.append(deps.begin(), deps.end());
+    }
+    return false;
+  }
+
+  /// Whether `mem` is (a view of) a buffer gpu.alloc made.
+  static bool onDevice(Value mem) {
+    while (Operation *def = mem.getDefiningOp()) {
+      if (isa<gpu::AllocOp>(def))
+        return true;
+      if (!isa<ViewLikeOpInterface>(def))
+        return false;
+      mem = cast<ViewLikeOpInterface>(def).getViewSource();
+    }
+    return false;
   }
 
   /// Whether calling `fn` needs no wait for the GPU work before the call: a
