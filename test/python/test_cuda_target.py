@@ -131,6 +131,9 @@ PROGRAMS = {
                                            for i in range(70))),
     "matmul": (lambda a, b: a @ b, (x, x)),
     "bf16": (lambda a: (a.astype(jnp.bfloat16) * 3).astype(jnp.float32), (x,)),
+    # Integer powers (math.ipowi, a function outlined into the kernel).
+    "int_power": (lambda a, b: (a ** b, a ** 3),
+                  (np.arange(-3, 5, dtype=np.int32), np.arange(8, dtype=np.int32) % 4)),
     "ints_bool": (lambda a: ((a.astype(jnp.int32) * 7) % 5 > 2).sum(), (x,)),
     "grad_mlp": (ember.grad(mlp_loss), (_params(), x, x)),
     "per_example_grads": (ember.vmap(ember.grad(lambda w, xi: jnp.tanh(xi @ w).sum()),

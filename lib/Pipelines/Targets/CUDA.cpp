@@ -28,6 +28,7 @@ static const char kGpu[] =
     "canonicalize,cse,ember-scalarize-loop-counters,canonicalize,"
     "cse," EMBER_FUSE_AND_BUFFERIZE "linalg-generalize-named-ops,"
     "ember-linalg-to-gpu,"
+    "convert-math-to-funcs{convert-ctlz=false},"
     "gpu-launch-sink-index-computations,"
     "gpu-kernel-outlining,"
     "canonicalize,cse";

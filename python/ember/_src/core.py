@@ -1546,6 +1546,11 @@ def eager_apply(prim, args, params, out_avals):
         # whose results stay in device memory.
         outs = _eager_on_gpu(prim, args, params)
         if outs is not None:
+            # (Weak types as the primitive gives them, e.g. of Python scalars'
+            # results; a compiled program's results are strongly typed.)
+            outs = [o if o.aval.weak_type == a.weak_type else
+                    GpuArray(o._buffer, o.aval.update(weak_type=a.weak_type))
+                    for o, a in zip(outs, out_avals)]
             if config.jax_debug_nans or config.jax_debug_infs:
                 check_special(prim.name, [np.asarray(o) for o in outs])
             return outs

@@ -29,10 +29,15 @@ class _Info:
                 "max dimensions": 64}
 
     def default_device(self):
-        return cpu_device
+        # (The GPU when it is the default device, as ember.devices()[0].)
+        from .. import devices as devices_lib
+
+        return devices_lib.default_gpu() or cpu_device
 
     def devices(self):
-        return [cpu_device]
+        from .. import devices as devices_lib
+
+        return devices_lib.devices()
 
     def default_dtypes(self, *, device=None):
         return {"real floating": np.dtype(dtypes.default_float()),

@@ -19,6 +19,7 @@ from .. import lax as lax
 from .. import prng as _prng
 from .. import shape_poly
 from .. import sharding_rules as _sharding_rules
+from .. import tree_util as _tree_util
 from ..config import config as _config
 from ..core import Value as _Value
 from ..core import as_value as _v
@@ -288,6 +289,15 @@ def _jit_outside_traces(*static_argnames):
         def _jit_dispatch(*args, **kwargs):  # (a name sharding_rules._user_called skips)
             if _core._trace_stack or _config.jax_disable_jit or len(args) > len(params):
                 return f(*args, **kwargs)
+            if kwargs.get("device") is not None:
+                # (Placed after the program, which runs where its operands
+                # are or on the default device: a `device=` inside it is a
+                # traced device_put, which does not move its result.)
+                device = kwargs["device"]
+                out = _jit_dispatch(*args, **dict(kwargs, device=None))
+                return _tree_util.tree_map(
+                    lambda x: _core.on_device(x, device) if isinstance(x, _core.Value) else x,
+                    out)
             named = [(params[i], a) for i, a in enumerate(args)]
             for k in kwargs:
                 if k not in keywords:
