@@ -94,8 +94,8 @@ SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value flat,
     for (int64_t i = static_cast<int64_t>(sizes.size()) - 1; i >= 0; --i) {
       Value v = f;
       if (i > 0) {
-        Value s = arith::ConstantIntOp::create(
-            b, loc, i32, *getConstantIntValue(sizes[i]));
+        Value s = arith::ConstantIntOp::create(b, loc, i32,
+                                               *getConstantIntValue(sizes[i]));
         v = arith::RemUIOp::create(b, loc, f, s);
         f = arith::DivUIOp::create(b, loc, f, s);
       }
