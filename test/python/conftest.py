@@ -10,10 +10,13 @@ import ember  # noqa: E402
 
 @pytest.fixture
 def devices8(monkeypatch):
-    """Eight CPU devices for the test (the platform list is read again)."""
+    """Eight CPU devices for the test (the platform list is read again), the
+    CPU the only platform: also where the GPU is the default device
+    (`make gpu-check` runs the suite so), these tests are about CPU meshes."""
     from ember._src import devices as devices_lib
 
     monkeypatch.setenv("EMBER_NUM_CPU_DEVICES", "8")
+    monkeypatch.setenv("EMBER_PLATFORMS", "cpu")
     devices_lib._backends = None
     yield ember.devices()
     devices_lib._backends = None
