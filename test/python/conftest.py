@@ -24,6 +24,19 @@ def devices8(monkeypatch):
 
 
 @pytest.fixture
+def cpu_platform(monkeypatch):
+    """The CPU as the only platform for the test (the platform list is read
+    again): for tests of CPU behaviour (its stage names, its eager tiers)
+    also where the suite runs with the GPU as the default device."""
+    from ember._src import devices as devices_lib
+
+    monkeypatch.setenv("EMBER_PLATFORMS", "cpu")
+    devices_lib._backends = None
+    yield
+    devices_lib._backends = None
+
+
+@pytest.fixture
 def x64():
     """Runs the test with jax_enable_x64 on (restored afterwards)."""
     old = ember.config.jax_enable_x64

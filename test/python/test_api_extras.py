@@ -264,7 +264,7 @@ def test_named_scope_and_named_call():
     assert jax.named_call(g).__name__ == "g"
 
 
-def test_ensure_compile_time_eval_inside_jit():
+def test_ensure_compile_time_eval_inside_jit(cpu_platform):
     seen = []
 
     @jax.jit

@@ -24,7 +24,7 @@ def run_with(env_platforms, code):
     return r
 
 
-def test_cpu_device_api():
+def test_cpu_device_api(cpu_platform):
     (d,) = ember.devices("cpu")
     assert d.platform == "cpu" and d.id == 0 and d.device_kind == "cpu"
     assert repr(d) == "CpuDevice(id=0)"

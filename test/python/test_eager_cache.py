@@ -102,7 +102,7 @@ def test_memory_flat_over_10000_calls():
     assert grown < 1_000_000, f"{grown} bytes more after 9000 more calls"
 
 
-def test_elementwise_functions_run_through_the_c_dispatch(monkeypatch):
+def test_elementwise_functions_run_through_the_c_dispatch(monkeypatch, cpu_platform):
     # Outside traces, jnp's elementwise functions are jitted programs, and
     # after the first call (Python scalars included) jit's C++ path serves
     # them: the Python path is not taken again.
@@ -129,7 +129,7 @@ def test_elementwise_functions_run_through_the_c_dispatch(monkeypatch):
         assert repr(jnp.add(1, 2)) == "Array(3, dtype=int32, weak_type=True)"
 
 
-def test_eager_ops_compile_in_tiers(compiles):
+def test_eager_ops_compile_in_tiers(compiles, cpu_platform):
     # The first call of a primitive outside traces that moves data (no float
     # products or reductions) compiles without LLVM's optimizer; called
     # _TIER_UP_CALLS times it is compiled again at the full level. Small ops
@@ -183,7 +183,7 @@ def test_float_arithmetic_compiles_optimized_and_equals_jit(call):
     np.testing.assert_array_equal(np.asarray(ember.jit(call)(v)), np.asarray(first))
 
 
-def test_small_inputs_large_results_start_optimized():
+def test_small_inputs_large_results_start_optimized(cpu_platform):
     core._eager_cache.clear()
     out = jnp.linspace(0.0, 1.0, core._LARGE_ELEMENTS + 7)
     np.testing.assert_allclose(np.asarray(out)[[0, -1]], [0.0, 1.0])

@@ -17,7 +17,7 @@ def _f(x):
     return jnp.sum(jnp.sin(x) * 2.0)
 
 
-def test_lower_shows_every_stage():
+def test_lower_shows_every_stage(cpu_platform):
     lowered = ember.jit(ember.grad(_f)).lower(jnp.ones(4))
     assert "ember.vjp" in lowered.as_text("ember")
     transformed = lowered.as_text("transforms")
@@ -38,7 +38,7 @@ def test_unknown_stage_is_a_value_error():
         ember.jit(_f).lower(jnp.ones(3)).as_text("bogus")
 
 
-def test_dump_dir_holds_every_stage(tmp_path):
+def test_dump_dir_holds_every_stage(tmp_path, cpu_platform):
     code = ("import ember, ember.numpy as jnp\n"
             "print(ember.jit(lambda x: jnp.sin(x) + 1)(jnp.ones(3)))\n")
     env = dict(os.environ, EMBER_DUMP_DIR=str(tmp_path))
