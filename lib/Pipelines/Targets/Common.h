@@ -16,7 +16,6 @@
   "canonicalize,"                                                              \
   "ember-drop-optimization-barriers,"                                          \
   "ember-unique-results,"                                                      \
-  "eliminate-empty-tensors,"                                                   \
   "one-shot-bufferize{bufferize-function-boundaries "                          \
   "allow-return-allocs-from-loops "                                            \
   "function-boundary-type-conversion=identity-layout-map "                     \
