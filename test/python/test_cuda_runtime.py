@@ -300,11 +300,19 @@ def test_repeated_gpu_calls_take_the_fast_path():
         f(x, x)
         f(x, x)
         print("cleared", len(calls), len(traces))
+        # Pytrees of GpuArrays (a training step's parameters) too.
+        h = ember.jit(lambda ps, v: [(w * v, b + 1.0) for w, b in ps])
+        ps = [(x, x), (x, x)]
+        h(ps, x)
+        n = len(calls)
+        r = h(ps, x)
+        print("tree", len(calls) - n, type(r[1][1]).__name__, len(r))
     """)
     assert "fast 0 1 ['s', 't'] GpuArray {CudaDevice(id=0)} True" in out, out
     # (The mixed call is a signature of its own: a third trace.)
     assert "slow 2 3" in out, out
     assert "cleared 3 4" in out, out
+    assert "tree 0 GpuArray 2" in out, out
 
 
 def test_single_primitives_on_gpu_arrays_run_on_the_gpu():

@@ -493,11 +493,15 @@ class JitWrapped:
                 return out
         if self._gpu_fast and not kwargs and not _config.jax_disable_jit and \
                 not core._trace_stack:
-            hit = self._gpu_fast.get(tuple(a._sig if type(a) is core.GpuArray else None
-                                           for a in args))
+            sigs = tuple(a._sig if type(a) is core.GpuArray else None for a in args)
+            hit, leaves = self._gpu_fast.get(sigs), args
+            if hit is None and None in sigs:  # (pytrees of GpuArrays: by tree)
+                leaves, tree = tree_util.tree_flatten(args)
+                if all(type(v) is core.GpuArray for v in leaves):
+                    hit = self._gpu_fast.get((tree, tuple(v._sig for v in leaves)))
             if hit is not None:
                 exe, out_tree, device = hit
-                return tree_util.tree_unflatten(out_tree, _run_on_gpu(exe, args, device))
+                return tree_util.tree_unflatten(out_tree, _run_on_gpu(exe, leaves, device))
         return self._call_slow(args, kwargs)
 
     def _forget_signatures(self):
@@ -506,15 +510,22 @@ class JitWrapped:
 
     def _register_gpu_fast(self, args, kwargs, static, vals, exe, out_tree):
         """The GPU's fast path learns a call's signature when it can serve it:
-        positional GpuArray arguments only (committed to the GPU the program
-        runs on: the computation follows them), no Refs."""
-        if kwargs or static or len(vals) != len(args) or \
-                not all(type(a) is core.GpuArray for a in args):
+        positional arguments that are GpuArrays or pytrees of them (committed
+        to the GPU the program runs on: the computation follows them), the
+        program's operands in their flattened order, no Refs."""
+        if kwargs or static or not all(type(v) is core.GpuArray for v in vals):
             return
+        if len(vals) == len(args) and all(a is v for a, v in zip(args, vals)):
+            key = tuple(v._sig for v in vals)
+        else:
+            leaves, tree = tree_util.tree_flatten(args)
+            if len(leaves) != len(vals) or any(a is not v for a, v in zip(leaves, vals)):
+                return
+            key = (tree, tuple(v._sig for v in vals))
         device = _gpu_of([v.aval for v in vals])
-        if any(a.aval.sharding.device_set != {device} for a in args):
+        if any(v.aval.sharding.device_set != {device} for v in vals):
             return
-        self._gpu_fast[tuple(a._sig for a in args)] = (exe, out_tree, device)
+        self._gpu_fast[key] = (exe, out_tree, device)
 
     def _call_slow(self, args, kwargs):
         if _config.jax_disable_jit:
@@ -530,8 +541,10 @@ class JitWrapped:
         shardings = tuple(v.aval.sharding for v in vals)
         if any(s is not None for s in shardings):
             key += (shardings,)  # (the results' shardings follow them)
-            _check_devices(self.fun, self.sig, args, kwargs, self.static_argnums,
-                           self.static_argnames)
+            distinct = set(shardings) - {None}
+            if len(distinct) > 1 and len({frozenset(s.device_set) for s in distinct}) > 1:
+                _check_devices(self.fun, self.sig, args, kwargs, self.static_argnums,
+                               self.static_argnames)
         entry = self.cache.lookup(key)
         if entry is None:
             entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs)

@@ -11,20 +11,29 @@ _key_registry = {}  # node type -> the keys of a node's children (key paths)
 
 
 class PyTreeDef:
-    __slots__ = ("kind", "aux", "children", "num_leaves")
+    __slots__ = ("kind", "aux", "children", "num_leaves", "_hash")
 
     def __init__(self, kind, aux, children):
         self.kind, self.aux, self.children = kind, aux, tuple(children)
         self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
+        self._hash = None
 
     def _key(self):
         return (self.kind, _hashable(self.aux), self.children)
 
     def __eq__(self, other):
-        return isinstance(other, PyTreeDef) and self._key() == other._key()
+        if self is other:
+            return True
+        return (isinstance(other, PyTreeDef) and hash(self) == hash(other)
+                and self._key() == other._key())
 
     def __hash__(self):
-        return hash(self._key())
+        # (Kept: a jit call hashes its arguments' tree for the cache lookup,
+        # and trees are never changed.)
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self._key())
+        return h
 
     @property
     def num_nodes(self):
