@@ -1542,8 +1542,8 @@ gpu_run_hook = None
 
 def eager_apply(prim, args, params, out_avals):
     if _runs_on_gpu(args):
-        # One primitive on the GPU, as JAX runs it: a jitted program there,
-        # whose results stay in device memory.
+        # One primitive on the GPU, as JAX runs it: a program compiled for
+        # the GPU, whose results stay in device memory.
         outs = _eager_on_gpu(prim, args, params)
         if outs is not None:
             # (Weak types as the primitive gives them, e.g. of Python scalars'
