@@ -473,12 +473,8 @@ class JitWrapped:
     def _make(self, static, treedef, avals, ref_pos=(), refs=()):
         flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
         lifted = []
-        target = None
-        if _gpu_of(avals) is not None:  # the computation follows its data
-            from .targets import cuda
-
-            cuda.require_gpu()
-            target = cuda.CUDA
+        # (The computation follows its data.)
+        target = _cuda_target() if _gpu_of(avals) is not None else None
         exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs), avals,
                                     lifted=lifted, target=target)
         return exe, out_tree(), lifted
@@ -645,15 +641,16 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 core.jit_hook = jit
 
 
-def _compile_for_gpu(flat_fun, avals):
-    """The cuda Executable of `flat_fun` (a list of arrays out) on `avals`."""
+def _cuda_target():
+    """The cuda target, once a GPU is known to be there."""
     from .targets import cuda
 
     cuda.require_gpu()
-    return core.compile_function(flat_fun, avals, target=cuda.CUDA)
+    return cuda.CUDA
 
 
-core.gpu_compile_hook = _compile_for_gpu
+core.gpu_compile_hook = lambda flat_fun, avals: core.compile_function(
+    flat_fun, avals, target=_cuda_target())
 core.gpu_run_hook = lambda exe, arrays: _run(exe, arrays, (), ())
 
 
