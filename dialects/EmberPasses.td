@@ -422,6 +422,39 @@ def EmberUniqueResultsPass : Pass<"ember-unique-results", "ModuleOp"> {
 }
 
 
+def EmberAvoidBufferCopiesPass
+    : Pass<"ember-avoid-buffer-copies", "ModuleOp"> {
+  let summary = "Reorder and duplicate cheap tensor ops so that bufferization copies less";
+  let description = [{
+    Runs just before one-shot bufferization, which copies a tensor whenever
+    writing it in place would clobber a value still to be read. Two shapes
+    of program make such copies without need:
+
+    - **A fill shared by several destinations** (CSE merges the identical
+      `tensor.empty` + fill of two reductions): the second op writing it gets
+      a copy of the filled buffer. Each destination use after the first
+      gets its own clone of the fill (a generalized `linalg.fill`: an
+      all-parallel generic writing a scalar everywhere), placed just before
+      the user, so each writes a fresh buffer, and a fill that precedes its
+      reduction directly can be folded into it (`ember-linalg-to-gpu`).
+    - **A read after an in-place write of the same tensor**: a
+      `tensor.extract_slice` or `tensor.extract` of `%t` placed after an op
+      that takes `%t` as its destination (`tensor.insert_slice`, a linalg
+      op's init) forces a copy of `%t`. The read moves above the write when
+      its operands are defined there (both are pure, so the order of the
+      two does not change any value); autodiff's reverse loops read a
+      cotangent slice after zeroing it.
+
+    Before:
+    ```mlir
+    %w = tensor.insert_slice %z into %t[%i] [1] [1] : tensor<1xf32> into tensor<100xf32>
+    %r = tensor.extract_slice %t[%i] [1] [1] : tensor<100xf32> to tensor<1xf32>
+    ```
+    After: `%r` comes first, and `%w` writes `%t`'s buffer in place.
+  }];
+  let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
+}
+
 def EmberLinalgToGPUPass : Pass<"ember-linalg-to-gpu", "ModuleOp"> {
   let summary = "Map bufferized linalg.generic ops and host buffers onto gpu.launch kernels";
   let description = [{
@@ -437,6 +470,18 @@ def EmberLinalgToGPUPass : Pass<"ember-linalg-to-gpu", "ModuleOp"> {
       i32 or i64, one block per output point: its 256 threads reduce
       strided elements from the neutral value, `gpu.all_reduce` combines
       them, and thread 0 combines the total with the output's initial value.
+      A fill of the output that the reduction directly follows is folded
+      into it (thread 0 combines with the fill's value; no fill kernel).
+    - without reductions and with at least 65536 points, four points per
+      thread: with `vectorize` (the default), when the innermost dimension's
+      size is a multiple of 4, every output and every input that varies
+      along it is contiguous there (static identity-like layout, element
+      of at most 4 bytes), and no output is read, four contiguous points
+      with one `vector.load`/`vector.store` per operand (aligned to four
+      elements; the kernel checks the base addresses at run time and takes
+      the scalar path otherwise), inputs constant along the innermost
+      dimension loaded once; else four points 256 apart, every load before
+      any store.
 
     Host buffers become device buffers (`memref.alloc`/`dealloc` to
     `gpu.alloc`/`dealloc`, `memref.copy` of identity layouts to
@@ -463,9 +508,14 @@ def EmberLinalgToGPUPass : Pass<"ember-linalg-to-gpu", "ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"vectorize", "vectorize", "bool", /*default=*/"true",
+           "large elementwise kernels move 4 contiguous elements per thread "
+           "with vector loads and stores where operands allow">
+  ];
   let dependentDialects = ["gpu::GPUDialect", "scf::SCFDialect",
                            "memref::MemRefDialect", "arith::ArithDialect",
-                           "affine::AffineDialect"];
+                           "affine::AffineDialect", "vector::VectorDialect"];
 }
 
 def EmberGPUToNVVMPass : Pass<"ember-gpu-to-nvvm"> {

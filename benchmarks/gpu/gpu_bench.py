@@ -9,8 +9,11 @@ wgmma; bf16 8192^3) written against plgpu, run by each module's own Pallas
     python3 benchmarks/gpu/gpu_bench.py --module ember|jax [--only a,b] [--reps N]
 
 Prints one line per workload: `name seconds` (median of --reps calls after
-warm-up; `dispatch`, a jitted scalar add, times 100 calls per rep and
-reports one). Both put the arguments on the GPU first (`device_put`) and time
+warm-up; `dispatch`, a jitted scalar add, and `matmul_small`, one f32
+128x784x512 product, time 100 calls per rep and report one). With --host,
+also `name host seconds`: the median time a call takes to return, before
+its result is ready (the host's share of a call, when dispatch is
+asynchronous). Both put the arguments on the GPU first (`device_put`) and time
 `jit` calls on them, whose results stay on the GPU, waiting for each.
 """
 import argparse
@@ -25,6 +28,15 @@ import numpy as np
 
 def _raise(e, *args):
     raise e
+
+
+def _device_allocations(module):
+    """Ember's count of cuMemAlloc calls so far (its caching allocator's
+    misses), or None."""
+    if module != "ember":
+        return None
+    from ember._mlir._mlir_libs import _ember_runtime as rt
+    return rt.cuda_allocator_stats()[0]
 
 
 def _example_kernels(module):
@@ -51,6 +63,7 @@ def main():
     ap.add_argument("--size", type=int, default=1 << 28)  # 256M f32 (1 GiB)
     ap.add_argument("--n", type=int, default=8192)
     ap.add_argument("--only", default="", help="comma-separated workloads (default: all)")
+    ap.add_argument("--host", action="store_true", help="also time each call's return")
     args = ap.parse_args()
     if args.module == "jax":
         os.environ.setdefault("JAX_PLATFORMS", "cuda")
@@ -103,6 +116,7 @@ def main():
         "elementwise": (lambda v: jnp.tanh(v * 2.0 + 1.0) * v - jnp.exp(-v), (x,)),
         "sum": (lambda v: v.sum(), (x,)),
         "max": (lambda v: v.max(), (x,)),
+        "matmul_small": (lambda p, q: p @ q, (xb, params[0][0])),
         "matmul_bf16": (lambda p, q: (p.astype(jnp.bfloat16) @ q.astype(jnp.bfloat16)
                                       ).astype(jnp.float32), (a, a)),
         "scan_rnn_grad": (jax.grad(rnn), (w, xs)),
@@ -118,19 +132,31 @@ def main():
             gpu = jax.devices("gpu")[0]
             call = jax.jit(f)
             fargs_dev = jax.device_put(list(fargs), gpu)
-            inner = 100 if name == "dispatch" else 1
+            inner = 100 if name in ("dispatch", "matmul_small") else 1
 
             def once(call=call, fargs_dev=fargs_dev, inner=inner):
                 for _ in range(inner - 1):
                     call(*fargs_dev)
                 jax.block_until_ready(call(*fargs_dev))
             once()
+            allocs = _device_allocations(args.module)
             times = []
             for _ in range(args.reps):
                 t = time.perf_counter()
                 once()
                 times.append((time.perf_counter() - t) / inner)
             print(f"{name} {statistics.median(times):.6f}", flush=True)
+            if args.host:
+                returns = []
+                for _ in range(args.reps):
+                    t = time.perf_counter()
+                    out = call(*fargs_dev)
+                    returns.append(time.perf_counter() - t)
+                    jax.block_until_ready(out)
+                print(f"{name} host {statistics.median(returns):.6f}", flush=True)
+                if allocs is not None:  # cuMemAlloc calls in the timed calls
+                    print(f"{name} device allocations "
+                          f"{_device_allocations(args.module) - allocs}", flush=True)
         except Exception as e:  # reported, the next workload still runs
             print(f"{name} error {type(e).__name__}: {str(e).splitlines()[0][:200]}", flush=True)
 

@@ -911,6 +911,35 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
       saved.insert(v);
   }
 
+  // 3. A residual that one cheap elementwise op computes from other saved
+  //    residuals, counters and constants (1 - tanh(x) beside tanh(x)) is
+  //    recomputed from them in the backward loop instead of saved: a buffer
+  //    written each forward iteration (a launch on a GPU) for an op the
+  //    backward loop fuses into its own.
+  SmallVector<Operation *> recomputed;
+  {
+    auto counted = [&](Value v) {
+      return llvm::any_of(counters, [&](auto &c) { return c.first == v; });
+    };
+    auto constant = [](Value v) { return v.getDefiningOp<ConstantOp>(); };
+    llvm::SetVector<Value> candidates;
+    for (Value v : saved) {
+      Operation *def = v.getDefiningOp();
+      if (def && def->getBlock() == &body &&
+          isa<AddOp, SubOp, MulOp, NegOp, ConvertOp, MaxOp>(def) &&
+          llvm::all_of(def->getOperands(), [&](Value x) {
+            return constant(x) || counted(x) || saved.contains(x);
+          }))
+        candidates.insert(v);
+    }
+    for (Value v : candidates)
+      if (llvm::none_of(v.getDefiningOp()->getOperands(),
+                        [&](Value x) { return candidates.contains(x); })) {
+        recomputed.push_back(v.getDefiningOp());
+        saved.remove(v);
+      }
+  }
+
   // 4. @while_bwd(n, storage..., captures..., cts...) -> (init cts..., tOut
   // cts...).
   bool useStack = !trips && !saved.empty();
@@ -1007,6 +1036,12 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
                                  MulOp::create(fb, loc, i, constant(c.step)),
                                  constant(c.start)));
       }
+    }
+    for (Operation *r : recomputed) {
+      for (Value x : r->getOperands())
+        if (auto c = x.getDefiningOp<ConstantOp>(); c && !map.contains(x))
+          map.map(x, fb.clone(*c)->getResult(0));
+      fb.clone(*r, map);
     }
     SmallVector<Value> seedPh, outPh;
     for (Value sd : seeds)

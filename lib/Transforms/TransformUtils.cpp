@@ -211,3 +211,23 @@ mlir::ember::outlinedOperands(Operation *op,
   }
   return args;
 }
+
+Value mlir::ember::fillValue(linalg::GenericOp g) {
+  if (g.getNumDpsInits() != 1 || g.getNumReductionLoops() != 0 ||
+      !g.getMatchingIndexingMap(g.getDpsInitOperand(0)).isIdentity())
+    return {};
+  Block &body = g.getRegion().front();
+  if (!body.getArgument(g.getNumDpsInputs()).use_empty() ||
+      !llvm::hasSingleElement(body))
+    return {};
+  Value y = body.getTerminator()->getOperand(0);
+  if (auto arg = dyn_cast<BlockArgument>(y)) {
+    if (arg.getOwner() != &body)
+      return y;
+    if (arg.getArgNumber() >= g.getNumDpsInputs())
+      return {};
+    Value in = g.getDpsInputOperand(arg.getArgNumber())->get();
+    return isa<ShapedType>(in.getType()) ? Value() : in;
+  }
+  return y.getParentRegion()->isProperAncestor(&g.getRegion()) ? y : Value();
+}

@@ -3,6 +3,7 @@
 #define EMBER_LIB_TRANSFORMS_TRANSFORMUTILS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -21,6 +22,12 @@ struct AffineCounter {
 /// Whether the `i`-th carried value of the ember.while `loop` is an
 /// AffineCounter (its value in iteration k is start + k * step).
 std::optional<AffineCounter> affineCounter(Operation *loop, unsigned i);
+
+/// The value a fill writes everywhere (a generalized linalg.fill, on tensors
+/// or buffers): for an all-parallel generic with one output, which it does
+/// not read, written at every point (identity map), and a body yielding a
+/// scalar input or a value from above; else null.
+Value fillValue(linalg::GenericOp g);
 
 /// True for the ops that reference a function and are expanded by a pass
 /// (ember.jvp, ember.vjp, ember.vmap).

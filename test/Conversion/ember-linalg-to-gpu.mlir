@@ -1,4 +1,5 @@
 // RUN: ember-opt %s -ember-linalg-to-gpu -split-input-file | FileCheck %s
+// RUN: ember-opt %s -ember-linalg-to-gpu=vectorize=false -split-input-file | FileCheck %s --check-prefix=NOVEC
 
 // An elementwise generic: one thread per element, 256 threads per block,
 // ceil(n / 256) blocks, a bounds check, the body on loaded elements; the
@@ -81,6 +82,62 @@ module {
 
 // -----
 
+// A large elementwise generic whose operands are contiguous along the
+// innermost dimension (a multiple of 4): each thread moves 4 contiguous
+// points with one aligned vector load or store per operand; an input
+// constant along the innermost dimension is loaded once. The kernel checks
+// the base addresses and otherwise takes the scalar path of @unrolled. With
+// vectorize=false, or an innermost size not a multiple of 4, only that path.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func @vectorized
+// CHECK: gpu.launch
+// CHECK: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %arg0
+// CHECK: arith.remui %[[PA]], %c16
+// CHECK: %[[PO:.*]] = memref.extract_aligned_pointer_as_index %arg2
+// CHECK: arith.remui %[[PO]], %c16
+// CHECK: scf.if %[[OK:.*]] {
+// CHECK:   %[[F:.*]] = arith.muli %{{.*}}, %c4
+// CHECK:   %[[V:.*]] = vector.load %arg0[%[[I:.*]], %[[J:.*]]] {alignment = 16 : i64} : memref<512x256xf32>, vector<4xf32>
+// CHECK:   %[[X0:.*]] = vector.extract %[[V]][0]
+// CHECK:   %[[R:.*]] = memref.load %arg1[%[[I]]]
+// CHECK:   %[[P0:.*]] = arith.mulf %[[X0]], %[[R]]
+// CHECK:   %[[W:.*]] = vector.from_elements %[[P0]], %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK:   vector.store %[[W]], %arg2[%[[I]], %[[J]]] {alignment = 16 : i64}
+// CHECK: } else {
+// CHECK:   arith.muli %{{.*}}, %c1024
+// CHECK-NOT: vector.
+// CHECK: gpu.terminator
+// CHECK-LABEL: func @not_multiple_of_4
+// CHECK-NOT: vector.load
+// CHECK: return
+// NOVEC-LABEL: func @vectorized
+// NOVEC-NOT: vector.
+// NOVEC: return
+module {
+  func.func @vectorized(%a: memref<512x256xf32>, %r: memref<512xf32>, %o: memref<512x256xf32>) {
+    linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%a, %r : memref<512x256xf32>, memref<512xf32>) outs(%o : memref<512x256xf32>) {
+    ^bb0(%x: f32, %y: f32, %z: f32):
+      %e = arith.mulf %x, %y : f32
+      linalg.yield %e : f32
+    }
+    return
+  }
+  func.func @not_multiple_of_4(%a: memref<65538x3xf32>, %o: memref<65538x3xf32>) {
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%a : memref<65538x3xf32>) outs(%o : memref<65538x3xf32>) {
+    ^bb0(%x: f32, %z: f32):
+      %e = math.exp %x : f32
+      linalg.yield %e : f32
+    }
+    return
+  }
+}
+
+// -----
+
 // A sum over 1024 elements per output: one block per output, threads stride
 // by 256 from their id in four independent accumulators (rounds of 1024
 // elements, then the rest), which are combined; gpu.all_reduce combines the
@@ -108,6 +165,73 @@ module {
 // CHECK: memref.store %[[NEW]], %arg1[%[[B]]]
 module {
   func.func @row_sum(%a: memref<16x1024xf32>, %o: memref<16xf32>) {
+    linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+        ins(%a : memref<16x1024xf32>) outs(%o : memref<16xf32>) {
+    ^bb0(%x: f32, %acc: f32):
+      %s = arith.addf %x, %acc : f32
+      linalg.yield %s : f32
+    }
+    return
+  }
+}
+
+// -----
+
+// A fill of the output just before a reduction (nothing with memory
+// effects between) is folded into it: no kernel for the fill, and thread 0
+// combines the total with the fill's value instead of loading the output.
+// A fill the reduction does not directly follow stays a kernel.
+
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#out = affine_map<(d0, d1) -> (d0)>
+#id = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func @fill_then_sum
+// CHECK-SAME: (%{{.*}}: memref<16x1024xf32>, %{{.*}}: memref<16xf32>, %[[INIT:.*]]: f32)
+// CHECK: gpu.launch
+// CHECK: %[[TOT:.*]] = gpu.all_reduce add
+// CHECK: scf.if
+// CHECK-NOT: memref.load
+// CHECK: %[[NEW:.*]] = arith.addf %[[TOT]], %[[INIT]]
+// CHECK: memref.store %[[NEW]], %arg1
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// CHECK-LABEL: func @fill_then_other_write
+// CHECK: gpu.launch
+// CHECK: memref.store %cst
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: gpu.all_reduce add
+// CHECK: memref.load %arg1
+module {
+  func.func @fill_then_sum(%a: memref<16x1024xf32>, %o: memref<16xf32>, %init: f32) {
+    %c = arith.constant 1.0 : f32
+    linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]}
+        outs(%o : memref<16xf32>) {
+    ^bb0(%y: f32):
+      linalg.yield %init : f32
+    }
+    %unused = arith.addf %c, %c : f32
+    linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+        ins(%a : memref<16x1024xf32>) outs(%o : memref<16xf32>) {
+    ^bb0(%x: f32, %acc: f32):
+      %s = arith.addf %x, %acc : f32
+      linalg.yield %s : f32
+    }
+    return
+  }
+  func.func @fill_then_other_write(%a: memref<16x1024xf32>, %o: memref<16xf32>, %b: memref<16xf32>) {
+    %cst = arith.constant 0.0 : f32
+    linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]}
+        outs(%o : memref<16xf32>) {
+    ^bb0(%y: f32):
+      linalg.yield %cst : f32
+    }
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%b : memref<16xf32>) outs(%o : memref<16xf32>) {
+    ^bb0(%x: f32, %y: f32):
+      %s = arith.addf %x, %y : f32
+      linalg.yield %s : f32
+    }
     linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
         ins(%a : memref<16x1024xf32>) outs(%o : memref<16xf32>) {
     ^bb0(%x: f32, %acc: f32):

@@ -8,6 +8,7 @@
 // CHECK-DAG: --ember-math-approx
 // CHECK-DAG: --ember-to-linalg
 // CHECK-DAG: --ember-unique-results
+// CHECK-DAG: --ember-avoid-buffer-copies
 // The named stages and the per-target pipelines.
 // CHECK-DAG: --ember-expand-transforms
 // CHECK-DAG: --ember-transforms

@@ -234,6 +234,38 @@ func.func @vjp_scan_index(%x: tensor<f32>, %acc: tensor<8xf32>, %ct: tensor<8xf3
 
 // -----
 
+// A residual one cheap elementwise op computes from saved residuals and
+// constants (tanh's derivative reads 1 - t beside t) is recomputed in the
+// backward loop: the forward loop saves t alone.
+// CHECK-LABEL: func @vjp_recomputed_residual
+// CHECK: %[[FWD:.*]]:3 = ember.while({{.*}}) {trip_count = 2 : i64} : tensor<3xf32>, tensor<i64>, tensor<2x3xf32> cond
+// CHECK: ember.tanh
+// CHECK-NOT: ember.sub
+// CHECK: ember.dynamic_update_slice
+// CHECK-NOT: ember.dynamic_update_slice
+// CHECK: ember.while(%[[FWD]]#1, {{.*}}) {trip_count = 2 : i64}
+// CHECK: %[[ROW:.*]] = ember.dynamic_slice %[[FWD]]#2
+// CHECK: %[[T:.*]] = ember.reshape %[[ROW]]
+// CHECK: ember.sub %{{.*}}, %[[T]] : tensor<3xf32>
+func.func private @tanh2(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %r = ember.while (%x) {trip_count = 2 : i64} : tensor<3xf32> cond {
+  ^bb0(%v: tensor<3xf32>):
+    %p = ember.constant dense<true> : tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%v: tensor<3xf32>):
+    %t = ember.tanh %v : tensor<3xf32>
+    ember.yield %t : tensor<3xf32>
+  }
+  return %r : tensor<3xf32>
+}
+func.func @vjp_recomputed_residual(%x: tensor<3xf32>, %ct: tensor<3xf32>) -> tensor<3xf32> {
+  %y, %g = ember.vjp @tanh2(%x) cotangents(%ct) wrt [0] : (tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %g : tensor<3xf32>
+}
+
+// -----
+
 // Reverse mode through a loop with a run-time trip count (beyond JAX): the
 // forward loop counts its iterations and pushes each iteration's residual on
 // a run-time stack; the backward loop runs that many times, popping. The

@@ -1,6 +1,8 @@
 """lax.scan and fori_loop with static bounds stage a counted ember.while:
 compiled forward code keeps the loop; grad and vmap unroll it in the passes."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -235,5 +237,34 @@ def test_grad_of_scan_index_residuals_recomputed(x64, reverse):
     for f in (loss, strided):
         text = jax.jit(jax.grad(f)).trace(w).lower().as_text("transforms")
         assert "tensor<7xi32>" not in text and "tensor<4xi32>" not in text
+        np.testing.assert_allclose(np.asarray(jax.jit(jax.grad(f))(w)), fd_grad(f, w),
+                                   rtol=1e-6, atol=1e-8)
+
+
+def test_grad_of_scan_recomputes_cheap_residuals(x64):
+    # tanh's derivative reads 1 - tanh(x) beside tanh(x): the backward loop
+    # computes it from the saved tanh(x) instead of saving both, so the
+    # forward loop saves two rows a step (the carry and tanh), not three.
+    # A residual computed from one that is itself recomputed is saved.
+    r = np.random.default_rng(12)
+    xs, w = r.standard_normal((6, 4)) * 0.5, r.standard_normal((4, 4)) * 0.4
+
+    def loss(w):
+        def step(h, x):
+            h = jnp.tanh(h @ w + x)
+            return h, h.sum()
+        return jnp.sum(lax.scan(step, jnp.zeros(4), xs)[1] * jnp.arange(1.0, 7.0))
+
+    def chained(w):
+        def step(h, x):
+            a = h @ w + x
+            b = a * a
+            return jnp.sin(b * 2.0 - 1.0) * jnp.cos(a), ()
+        return jnp.sum(lax.scan(step, jnp.ones(4) * 0.3, xs)[0])
+
+    text = jax.jit(jax.grad(loss)).trace(w).lower().as_text("transforms")
+    saves = re.findall(r"dynamic_update_slice .*: tensor<6x4xf64>, tensor<1x4xf64>", text)
+    assert len(saves) == 2, text  # the carry and tanh
+    for f in (loss, chained):
         np.testing.assert_allclose(np.asarray(jax.jit(jax.grad(f))(w)), fd_grad(f, w),
                                    rtol=1e-6, atol=1e-8)

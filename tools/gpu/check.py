@@ -34,6 +34,14 @@ BENCH_ROUNDS = int(os.environ.get("EMBER_GPU_CHECK_BENCH_ROUNDS", 3))
 SUITE_END = float(os.environ.get("EMBER_GPU_CHECK_SUITE_END", 330))
 # The workloads whose kernels ncu times (EMBER_GPU_CHECK_PROFILE; empty: none).
 PROFILE = os.environ.get("EMBER_GPU_CHECK_PROFILE", "mlp_step,per_example_grads")
+# Workloads timed once more with products as Ember's own kernels instead of
+# cuBLAS calls (EMBER_CUDA_CUBLAS=0): how much of a call cuBLAS's host side
+# takes (EMBER_GPU_CHECK_NO_CUBLAS; empty: none).
+NO_CUBLAS = os.environ.get("EMBER_GPU_CHECK_NO_CUBLAS", "matmul_small,mlp_step,per_example_grads")
+# Workloads timed once more with elementwise kernels' vector loads and
+# stores off (EMBER_CUDA_VECTORIZE=0; EMBER_GPU_CHECK_NO_VECTORIZE).
+NO_VECTORIZE = os.environ.get("EMBER_GPU_CHECK_NO_VECTORIZE",
+                              "elementwise,per_example_grads,mlp_step")
 report = []
 
 
@@ -114,16 +122,19 @@ def main():
     # The benchmarks, Ember and JAX alternating (the machine's speed
     # drifts), then each workload's median over the rounds and the ratio.
     times = {"ember": {}, "jax": {}}
+    host = {"ember": {}, "jax": {}}
     for r in range(BENCH_ROUNDS):
         for module in ("ember", "jax"):
             if time.perf_counter() - START > 240:
                 report.append(f"## benchmarks ({module}, round {r + 1})\n\nskipped: out of time\n")
                 continue
             _, out = step(f"GPU benchmarks ({module}, round {r + 1})", [
-                py, "benchmarks/gpu/gpu_bench.py", "--module", module, "--reps", "10"], 100,
-                env=env, log=f"bench_{module}.log", append=True)
+                py, "benchmarks/gpu/gpu_bench.py", "--module", module, "--reps", "10",
+                "--host"], 100, env=env, log=f"bench_{module}.log", append=True)
             for name, value in re.findall(r"^(\w+) ([0-9.]+)$", out, re.M):
                 times[module].setdefault(name, []).append(float(value))
+            for name, value in re.findall(r"^(\w+) host ([0-9.]+)$", out, re.M):
+                host[module].setdefault(name, []).append(float(value))
     rows = ["| workload | Ember (ms) | JAX (ms) | Ember / JAX | rounds |", "|---|---|---|---|---|"]
     for name, ts in times["ember"].items():
         e = statistics.median(ts) * 1e3
@@ -133,6 +144,23 @@ def main():
         rows.append(f"| {name} | {e:.3f} ({spread}) | {f'{jm:.3f}' if jm else '-'} | "
                     f"{f'{e / jm:.2f}' if jm else '-'} | {len(ts)} |")
     report.append("## Benchmark medians\n\n" + "\n".join(rows) + "\n")
+    # How long a call takes to return (before its result is ready).
+    rows = ["| workload | Ember call returns (ms) | JAX (ms) |", "|---|---|---|"]
+    for name, ts in host["ember"].items():
+        j = host["jax"].get(name)
+        rows.append(f"| {name} | {statistics.median(ts) * 1e3:.3f} | "
+                    f"{f'{statistics.median(j) * 1e3:.3f}' if j else '-'} |")
+    report.append("## Host time of a call (medians)\n\n" + "\n".join(rows) + "\n")
+    if NO_CUBLAS and time.perf_counter() - START < 250:
+        _, out = step(f"Ember without cuBLAS ({NO_CUBLAS})", [
+            py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10", "--host",
+            "--only", NO_CUBLAS], 60, env=dict(env, EMBER_CUDA_CUBLAS="0"),
+            log="bench_ember_no_cublas.log")
+    if NO_VECTORIZE and time.perf_counter() - START < 255:
+        step(f"Ember without vector loads and stores ({NO_VECTORIZE})", [
+            py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10",
+            "--only", NO_VECTORIZE], 60, env=dict(env, EMBER_CUDA_VECTORIZE="0"),
+            log="bench_ember_no_vectorize.log")
     # Where the time of the small workloads goes: each kernel's GPU time
     # under Nsight Compute (one pass, clocks left alone), Ember and JAX.
     ncu = shutil.which("ncu") or next(iter(sorted(glob.glob(

@@ -20,6 +20,8 @@
 #include "ember/IR/EmberDialect.h"
 #include "ember/Runtime/Runtime.h"
 
+#include "../../Transforms/TransformUtils.h"
+
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -32,7 +34,10 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -134,7 +139,8 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
 /// Emits the generic's body for the loop indices `iv`, with the output block
 /// arguments bound to `outs`; returns the yielded values.
 SmallVector<Value> emitBody(OpBuilder &b, Location loc, linalg::GenericOp op,
-                            ArrayRef<Value> iv, ValueRange outs) {
+                            ArrayRef<Value> iv, ValueRange outs,
+                            ArrayRef<Value> inputs = {}) {
   Block &body = op.getRegion().front();
   IRMapping map;
   for (OpOperand *in : op.getDpsInputOperands()) {
@@ -142,7 +148,9 @@ SmallVector<Value> emitBody(OpBuilder &b, Location loc, linalg::GenericOp op,
     if (arg.use_empty())
       continue;
     Value v = in->get();
-    if (isa<MemRefType>(v.getType()))
+    if (!inputs.empty() && inputs[in->getOperandNumber()])
+      v = inputs[in->getOperandNumber()];
+    else if (isa<MemRefType>(v.getType()))
       v = memref::LoadOp::create(
           b, loc, v, applyMap(b, loc, op.getMatchingIndexingMap(in), iv));
     map.map(arg, v);
@@ -235,8 +243,35 @@ void launch(OpBuilder &b, Location loc, Value grid, int64_t threads,
   build(kb, l.getBlockIds().x, l.getThreadIds().x);
 }
 
+/// For each reduction generic whose output buffer a fill writes just before
+/// it (nothing with memory effects between): that fill. Its kernel is
+/// dropped and the reduction combines with the fill's value where it would
+/// have read the buffer, saving a launch per reduction.
+llvm::DenseMap<Operation *, linalg::GenericOp>
+fillsBeforeReductions(ArrayRef<Operation *> work) {
+  llvm::DenseMap<Operation *, linalg::GenericOp> fills;
+  for (Operation *op : work) {
+    auto g = dyn_cast<linalg::GenericOp>(op);
+    if (!g || g.getNumReductionLoops() == 0 || g.getNumDpsInits() != 1)
+      continue;
+    Operation *prev = g->getPrevNode();
+    while (prev && isMemoryEffectFree(prev))
+      prev = prev->getPrevNode();
+    auto fill = dyn_cast_or_null<linalg::GenericOp>(prev);
+    if (fill && mlir::ember::fillValue(fill) &&
+        fill.getDpsInitOperand(0)->get() == g.getDpsInitOperand(0)->get())
+      fills[g] = fill;
+  }
+  return fills;
+}
+
 struct Lowering {
   linalg::GenericOp op;
+  /// The value the output holds before the op (a fill folded into it), or
+  /// null: then kernels read the output buffer.
+  Value initial = {};
+  /// Whether large elementwise kernels may use vector loads and stores.
+  bool vectorize = true;
   SmallVector<unsigned> parDims, redDims;
   SmallVector<Value> parSizes, redSizes;
   /// The number of parallel points (product of parSizes).
@@ -325,9 +360,10 @@ struct Lowering {
       // Outputs do not depend on the reduction dimensions: read them at 0.
       SmallVector<Value> zeros(redDims.size(), cIndex(tb, loc, 0));
       SmallVector<Value> iv0 = mergeIndices(parDims, parIv, redDims, zeros, n);
-      scf::ForOp loop = reductionLoop(tb, parIv, cIndex(tb, loc, 0), reduced,
-                                      cIndex(tb, loc, 1),
-                                      loadOutputs(tb, loc, op, iv0, false));
+      scf::ForOp loop = reductionLoop(
+          tb, parIv, cIndex(tb, loc, 0), reduced, cIndex(tb, loc, 1),
+          initial ? SmallVector<Value>{initial}
+                  : loadOutputs(tb, loc, op, iv0, false));
       storeOutputs(tb, loc, op, iv0, loop.getResults());
     });
   }
@@ -341,8 +377,172 @@ struct Lowering {
     int64_t tile = kThreads * kElementwiseUnroll;
     Value grid =
         arith::CeilDivUIOp::create(b, loc, points, cIndex(b, loc, tile));
-    unsigned n = op.getNumLoops();
+    SmallVector<int> kinds;
+    if (vectorize && vectorKinds(kinds)) {
+      launch(b, loc, grid, kThreads, [&](OpBuilder &kb, Value bid, Value tid) {
+        // Vector accesses need aligned addresses: the layouts are checked
+        // statically, the base addresses here (uniform in the block).
+        Value aligned = arith::ConstantIntOp::create(kb, loc, 1, 1);
+        for (auto [o, kind] : llvm::zip(op->getOpOperands(), kinds)) {
+          if (kind != kContiguous)
+            continue;
+          Value p =
+              memref::ExtractAlignedPointerAsIndexOp::create(kb, loc, o.get());
+          Value rem = arith::RemUIOp::create(
+              kb, loc, p, cIndex(kb, loc, vectorBytes(o.get())));
+          aligned = arith::AndIOp::create(
+              kb, loc, aligned,
+              arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::eq, rem,
+                                    cIndex(kb, loc, 0)));
+        }
+        auto ifOp = scf::IfOp::create(kb, loc, aligned, /*withElse=*/true);
+        OpBuilder tb = ifOp.getThenBodyBuilder();
+        vectorBody(tb, bid, tid, kinds);
+        OpBuilder eb = ifOp.getElseBodyBuilder();
+        unrolledBody(eb, bid, tid);
+      });
+      return;
+    }
     launch(b, loc, grid, kThreads, [&](OpBuilder &kb, Value bid, Value tid) {
+      unrolledBody(kb, bid, tid);
+    });
+  }
+
+  /// How vectorBody reads each operand of the generic (in operand order).
+  enum VectorKind { kScalar, kContiguous, kBroadcast };
+  static constexpr int64_t kVectorWidth = 4;
+
+  static int64_t vectorBytes(Value memref) {
+    return kVectorWidth *
+           cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+  }
+
+  /// Whether the elementwise generic can move kVectorWidth contiguous
+  /// points per thread, and how each operand is read: outputs (which the
+  /// body must not read) and inputs varying along the innermost dimension
+  /// contiguous there (it is their last index, with stride 1, and the other
+  /// strides and the offset static multiples of the width), other inputs
+  /// broadcast along it; elements of at most 4 bytes; the innermost size a
+  /// multiple of the width.
+  bool vectorKinds(SmallVectorImpl<int> &kinds) {
+    unsigned n = op.getNumLoops();
+    std::optional<int64_t> inner =
+        n ? getConstantIntValue(parSizes.back()) : std::nullopt;
+    if (!inner || *inner % kVectorWidth || !getConstantIntValue(points))
+      return false;
+    Block &body = op.getRegion().front();
+    for (OpOperand &o : op->getOpOperands()) {
+      bool isInit = op.isDpsInit(&o);
+      auto type = dyn_cast<MemRefType>(o.get().getType());
+      if (!type) {
+        if (isInit)
+          return false;
+        kinds.push_back(kScalar);
+        continue;
+      }
+      Type elem = type.getElementType();
+      if (!elem.isIntOrFloat() || elem.getIntOrFloatBitWidth() > 32 ||
+          elem.getIntOrFloatBitWidth() % 8 ||
+          (isInit && !body.getArgument(o.getOperandNumber()).use_empty()))
+        return false;
+      AffineMap map = op.getMatchingIndexingMap(&o);
+      if (!map.isFunctionOfDim(n - 1)) {
+        if (isInit)
+          return false;
+        kinds.push_back(kBroadcast);
+        continue;
+      }
+      AffineExpr last = getAffineDimExpr(n - 1, op.getContext());
+      if (map.getResults().back() != last ||
+          llvm::any_of(map.getResults().drop_back(),
+                       [&](AffineExpr e) { return e.isFunctionOfDim(n - 1); }))
+        return false;
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (failed(type.getStridesAndOffset(strides, offset)) ||
+          offset == ShapedType::kDynamic || offset % kVectorWidth ||
+          strides.back() != 1 ||
+          llvm::any_of(ArrayRef(strides).drop_back(), [](int64_t s) {
+            return s == ShapedType::kDynamic || s % kVectorWidth;
+          }))
+        return false;
+      kinds.push_back(kContiguous);
+    }
+    return true;
+  }
+
+  /// A thread's kVectorWidth contiguous points (flat index 4 (256 b + t)):
+  /// one aligned vector load per contiguous input, one scalar load per
+  /// broadcast one, the body per point, one vector store per output.
+  void vectorBody(OpBuilder &kb, Value bid, Value tid, ArrayRef<int> kinds) {
+    Location loc = op.getLoc();
+    unsigned n = op.getNumLoops();
+    Value first = arith::MulIOp::create(
+        kb, loc,
+        arith::AddIOp::create(
+            kb, loc,
+            arith::MulIOp::create(kb, loc, bid, cIndex(kb, loc, kThreads)),
+            tid),
+        cIndex(kb, loc, kVectorWidth));
+    Value inRange = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::ult,
+                                          first, points);
+    auto guard = scf::IfOp::create(kb, loc, inRange, /*withElse=*/false);
+    OpBuilder gb = guard.getThenBodyBuilder();
+    SmallVector<Value> iv =
+        mergeIndices(parDims, delinearize(gb, loc, first, parSizes), {}, {}, n);
+    Block &body = op.getRegion().front();
+    unsigned numOperands = op->getNumOperands();
+    SmallVector<SmallVector<Value>> inputs(
+        kVectorWidth, SmallVector<Value>(numOperands, Value()));
+    for (OpOperand *in : op.getDpsInputOperands()) {
+      unsigned i = in->getOperandNumber();
+      if (kinds[i] == kScalar || body.getArgument(i).use_empty())
+        continue;
+      SmallVector<Value> idx =
+          applyMap(gb, loc, op.getMatchingIndexingMap(in), iv);
+      if (kinds[i] == kBroadcast) {
+        Value v = memref::LoadOp::create(gb, loc, in->get(), idx);
+        for (int64_t u = 0; u < kVectorWidth; ++u)
+          inputs[u][i] = v;
+        continue;
+      }
+      Type elem = cast<MemRefType>(in->get().getType()).getElementType();
+      Value vec = vector::LoadOp::create(
+          gb, loc, VectorType::get({kVectorWidth}, elem), in->get(), idx,
+          /*nontemporal=*/false, llvm::MaybeAlign(vectorBytes(in->get())));
+      for (int64_t u = 0; u < kVectorWidth; ++u)
+        inputs[u][i] = vector::ExtractOp::create(gb, loc, vec, u);
+    }
+    SmallVector<SmallVector<Value>> results;
+    SmallVector<Value> noOutputs(op.getNumDpsInits(), Value());
+    for (int64_t u = 0; u < kVectorWidth; ++u) {
+      SmallVector<Value> ivu(iv);
+      if (u)
+        ivu[n - 1] =
+            arith::AddIOp::create(gb, loc, iv[n - 1], cIndex(gb, loc, u));
+      results.push_back(emitBody(gb, loc, op, ivu, noOutputs, inputs[u]));
+    }
+    for (auto [k, out] : llvm::enumerate(op.getDpsInitsMutable())) {
+      SmallVector<Value> elems;
+      for (int64_t u = 0; u < kVectorWidth; ++u)
+        elems.push_back(results[u][k]);
+      Type elem = cast<MemRefType>(out.get().getType()).getElementType();
+      Value vec = vector::FromElementsOp::create(
+          gb, loc, VectorType::get({kVectorWidth}, elem), elems);
+      vector::StoreOp::create(
+          gb, loc, vec, out.get(),
+          applyMap(gb, loc, op.getMatchingIndexingMap(&out), iv),
+          /*nontemporal=*/false, llvm::MaybeAlign(vectorBytes(out.get())));
+    }
+  }
+
+  /// Block `bid`'s kElementwiseUnroll * kThreads points, each thread's
+  /// kThreads apart (unrolledElementwise).
+  void unrolledBody(OpBuilder &kb, Value bid, Value tid) {
+    Location loc = op.getLoc();
+    int64_t tile = kThreads * kElementwiseUnroll;
+    unsigned n = op.getNumLoops();
+    {
       Value start = arith::MulIOp::create(kb, loc, bid, cIndex(kb, loc, tile));
       Value base = arith::AddIOp::create(kb, loc, start, tid);
       Value end = arith::AddIOp::create(kb, loc, start, cIndex(kb, loc, tile));
@@ -378,7 +578,7 @@ struct Lowering {
             gb, loc, op, iv,
             emitBody(gb, loc, op, iv, loadOutputs(gb, loc, op, iv, true)));
       }
-    });
+    }
   }
 
   /// The combiner of a reduction generic applied to `a` and `b` (its output
@@ -450,7 +650,8 @@ struct Lowering {
     SmallVector<Value> zeros(redDims.size(), cIndex(tb, loc, 0));
     SmallVector<Value> iv0 =
         mergeIndices(parDims, parIv, redDims, zeros, op.getNumLoops());
-    Value old = loadOutputs(tb, loc, op, iv0, false).front();
+    Value old =
+        initial ? initial : loadOutputs(tb, loc, op, iv0, false).front();
     // (Every kind here is commutative.)
     storeOutputs(tb, loc, op, iv0, combine(tb, combiner, outArg, old, total));
   }
@@ -777,6 +978,8 @@ bool isHostBuffer(Value mem) {
 
 struct EmberLinalgToGPUPass
     : public mlir::ember::impl::EmberLinalgToGPUPassBase<EmberLinalgToGPUPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -865,16 +1068,28 @@ struct EmberLinalgToGPUPass
         work.push_back(op);
       return WalkResult::advance();
     });
+    llvm::DenseMap<Operation *, linalg::GenericOp> fills =
+        fillsBeforeReductions(work);
+    llvm::DenseSet<Operation *> folded;
+    for (auto &[reduction, fill] : fills)
+      folded.insert(fill);
     OpBuilder b(fn.getContext());
     for (Operation *op : work) {
       b.setInsertionPoint(op);
       Location loc = op->getLoc();
+      if (folded.contains(op))
+        continue; // (erased with the reduction it is folded into)
       if (auto g = dyn_cast<linalg::GenericOp>(op)) {
         if (!g.hasPureBufferSemantics())
           return g.emitOpError("expected buffers after bufferization");
-        if (failed(Lowering{g}.run(b)))
+        linalg::GenericOp fill = fills.lookup(op);
+        if (failed(Lowering{g, fill ? mlir::ember::fillValue(fill) : Value(),
+                            vectorize}
+                       .run(b)))
           return failure();
         op->erase();
+        if (fill)
+          fill->erase();
       } else if (isa<linalg::LinalgOp>(op)) {
         return op->emitOpError("expected linalg.generic (run "
                                "linalg-generalize-named-ops first)");

@@ -27,7 +27,7 @@ static const char kGpu[] =
     "cuda-gemm=${cublas} device-buffers=true},"
     "canonicalize,cse,ember-scalarize-loop-counters,canonicalize,"
     "cse," EMBER_FUSE_AND_BUFFERIZE "linalg-generalize-named-ops,"
-    "ember-linalg-to-gpu,"
+    "ember-linalg-to-gpu{vectorize=${vectorize}},"
     "convert-math-to-funcs{convert-ctlz=false},"
     "gpu-launch-sink-index-computations,"
     "gpu-kernel-outlining,"
@@ -70,6 +70,9 @@ const TargetDescription &mlir::ember::getCUDATarget() {
       {"cublas", "true",
        "large f32/f64/f16/bf16 products call cuBLAS (ember_cuda_gemm); "
        "false: they are plain kernels"},
+      {"vectorize", "true",
+       "large elementwise kernels move 4 contiguous elements per thread "
+       "with vector loads and stores where the operands allow"},
       {"format", "isa",
        "what gpu.binary holds: isa (PTX), bin (cubin, needs "
        "ptxas), fatbin"}};

@@ -15,6 +15,8 @@
   "linalg-generalize-named-ops,linalg-fuse-elementwise-ops,"                   \
   "canonicalize,"                                                              \
   "ember-drop-optimization-barriers,"                                          \
+  "ember-avoid-buffer-copies,"                                                 \
+  "eliminate-empty-tensors,"                                                   \
   "ember-unique-results,"                                                      \
   "one-shot-bufferize{bufferize-function-boundaries "                          \
   "allow-return-allocs-from-loops "                                            \

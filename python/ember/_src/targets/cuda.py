@@ -61,12 +61,15 @@ def ptxas():
 def options(chip=None):
     """The CUDA stages' options for `chip` (default EMBER_CUDA_CHIP);
     EMBER_CUDA_CUBLAS=0 compiles products as kernels instead of cuBLAS
-    calls."""
+    calls, EMBER_CUDA_VECTORIZE=0 large elementwise kernels without vector
+    loads and stores."""
     chip = chip or CHIP
     features = _PTX_FEATURES.get(chip, "+ptx81")
     opts = f"chip={chip} features={features}"
     if os.environ.get("EMBER_CUDA_CUBLAS", "1").lower() in ("0", "false", "no"):
         opts += " cublas=false"
+    if os.environ.get("EMBER_CUDA_VECTORIZE", "1").lower() in ("0", "false", "no"):
+        opts += " vectorize=false"
     lib = libdevice()
     if lib and " " not in lib:
         opts += f" libdevice={lib}"
