@@ -940,13 +940,31 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
       }
   }
 
+  // A carried value saved beside its next value (an RNN's h before and
+  //    after the step) shares its buffer: the next value's buffer gets a
+  //    row more, row 0 holds the carry's initial value and row k + 1 the
+  //    next value of iteration k, so iteration k's carried value is row k.
+  DenseMap<Value, unsigned> shifted; // next value -> index of the carry
+  DenseMap<Value, Value> carryOf;    // carried value -> its next value
+  if (trips)
+    for (unsigned j = 0; j < np; ++j) {
+      Value carried = body.getArgument(j), next = term.getOperand(j);
+      if (carried != next && saved.contains(carried) && saved.contains(next) &&
+          !shifted.count(next)) {
+        shifted[next] = j;
+        carryOf[carried] = next;
+      }
+    }
+  for (auto &kv : carryOf)
+    saved.remove(kv.first);
+
   // 4. @while_bwd(n, storage..., captures..., cts...) -> (init cts..., tOut
   // cts...).
   bool useStack = !trips && !saved.empty();
   int64_t n = trips ? trips.getInt() : 0;
   auto storageType = [&](Value v) {
     auto t = cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> shape{n};
+    SmallVector<int64_t> shape{n + (shifted.count(v) ? 1 : 0)};
     shape.append(t.getShape().begin(), t.getShape().end());
     return RankedTensorType::get(shape, t.getElementType());
   };
@@ -1012,17 +1030,29 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
       for (auto [v, p] : llvm::zip(saved, pop.getValues()))
         map.map(v, p);
     } else if (trips) {
-      for (auto [v, buf] : llvm::zip(saved, storageArgs)) {
-        auto t = cast<RankedTensorType>(v.getType());
-        SmallVector<Value> idx{k};
+      auto row = [&](Value buf, Value i, RankedTensorType t) -> Value {
+        SmallVector<Value> idx{i};
         for (int64_t d = 0; d < t.getRank(); ++d)
           idx.push_back(scalarI64(fb, loc, 0));
         SmallVector<int64_t> sizes{1};
         sizes.append(t.getShape().begin(), t.getShape().end());
         Value s = DynamicSliceOp::create(fb, loc, buf, idx,
                                          fb.getDenseI64ArrayAttr(sizes));
-        map.map(v, ReshapeOp::create(fb, loc, t, s));
+        return ReshapeOp::create(fb, loc, t, s);
+      };
+      DenseMap<Value, Value> bufOf;
+      for (auto [v, buf] : llvm::zip(saved, storageArgs)) {
+        auto t = cast<RankedTensorType>(v.getType());
+        bufOf[v] = buf;
+        map.map(v, row(buf,
+                       shifted.count(v)
+                           ? AddOp::create(fb, loc, k, scalarI64(fb, loc, 1))
+                           : k,
+                       t));
       }
+      for (auto &[carried, next] : carryOf)
+        map.map(carried, row(bufOf.lookup(next), k,
+                             cast<RankedTensorType>(carried.getType())));
       for (auto [v, c] : counters) {
         auto t = cast<RankedTensorType>(v.getType());
         auto constant = [&](int64_t x) {
@@ -1093,7 +1123,10 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
   } else if (trips) {
     for (auto [j, v] : llvm::enumerate(saved)) {
       auto t = cast<RankedTensorType>(v.getType());
-      SmallVector<Value> idx{count};
+      SmallVector<Value> idx{
+          shifted.count(v)
+              ? (Value)AddOp::create(b, loc, count, scalarI64(b, loc, 1))
+              : count};
       for (int64_t d = 0; d < t.getRank(); ++d)
         idx.push_back(scalarI64(b, loc, 0));
       SmallVector<int64_t> shape{1};
@@ -1112,8 +1145,25 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
   if (useStack)
     init.push_back(scalarI64(b, loc, 0));
   else if (trips)
-    for (Value v : saved)
-      init.push_back(zerosOf(b, loc, storageType(v)));
+    for (Value v : saved) {
+      Value buf = zerosOf(b, loc, storageType(v));
+      auto it = shifted.find(v);
+      if (it != shifted.end()) {
+        // Row 0: the carry's initial value.
+        Value first = op.getInit()[it->second];
+        auto t = cast<RankedTensorType>(first.getType());
+        SmallVector<int64_t> shape{1};
+        shape.append(t.getShape().begin(), t.getShape().end());
+        SmallVector<Value> idx(t.getRank() + 1, scalarI64(b, loc, 0));
+        buf = DynamicUpdateSliceOp::create(
+            b, loc, buf,
+            ReshapeOp::create(b, loc,
+                              RankedTensorType::get(shape, t.getElementType()),
+                              first),
+            idx);
+      }
+      init.push_back(buf);
+    }
   SmallVector<Type> types;
   for (Value v : init)
     types.push_back(v.getType());

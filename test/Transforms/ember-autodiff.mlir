@@ -266,6 +266,44 @@ func.func @vjp_recomputed_residual(%x: tensor<3xf32>, %ct: tensor<3xf32>) -> ten
 
 // -----
 
+// The carry v and its next value t are both residuals (v of the square, t
+// of tanh): they share one buffer of trip_count + 1 rows, row 0 holding the
+// initial carry, row k + 1 iteration k's t; the backward loop reads t at
+// row k + 1 and v at row k.
+// CHECK-LABEL: func @vjp_shared_carry_buffer
+// CHECK: %[[ROW0:.*]] = ember.reshape %arg0 : (tensor<3xf32>) -> tensor<1x3xf32>
+// CHECK: %[[BUF:.*]] = ember.dynamic_update_slice %{{.*}}[%[[Z:.*]], %[[Z]]], %[[ROW0]] : tensor<3x3xf32>
+// CHECK: %[[FWD:.*]]:3 = ember.while(%arg0, %{{.*}}, %[[BUF]]) {trip_count = 2 : i64} : tensor<3xf32>, tensor<i64>, tensor<3x3xf32> cond
+// CHECK: %[[T:.*]] = ember.tanh
+// CHECK: %[[NEXT:.*]] = ember.add %{{.*}}, %{{.*}} : tensor<i64>
+// CHECK: %[[TROW:.*]] = ember.reshape %[[T]]
+// CHECK: ember.dynamic_update_slice %{{.*}}[%[[NEXT]], %{{.*}}], %[[TROW]]
+// CHECK-NOT: ember.dynamic_update_slice
+// CHECK: ember.while(%[[FWD]]#1, {{.*}}) {trip_count = 2 : i64}
+// CHECK: %[[K:.*]] = ember.sub
+// CHECK: %[[K1:.*]] = ember.add %[[K]], %{{.*}} : tensor<i64>
+// CHECK: ember.dynamic_slice %[[FWD]]#2[%[[K1]], %{{.*}}]
+// CHECK: ember.dynamic_slice %[[FWD]]#2[%[[K]], %{{.*}}]
+func.func private @sqtanh(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %r = ember.while (%x) {trip_count = 2 : i64} : tensor<3xf32> cond {
+  ^bb0(%v: tensor<3xf32>):
+    %p = ember.constant dense<true> : tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%v: tensor<3xf32>):
+    %m = ember.mul %v, %v : tensor<3xf32>
+    %t = ember.tanh %m : tensor<3xf32>
+    ember.yield %t : tensor<3xf32>
+  }
+  return %r : tensor<3xf32>
+}
+func.func @vjp_shared_carry_buffer(%x: tensor<3xf32>, %ct: tensor<3xf32>) -> tensor<3xf32> {
+  %y, %g = ember.vjp @sqtanh(%x) cotangents(%ct) wrt [0] : (tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %g : tensor<3xf32>
+}
+
+// -----
+
 // Reverse mode through a loop with a run-time trip count (beyond JAX): the
 // forward loop counts its iterations and pushes each iteration's residual on
 // a run-time stack; the backward loop runs that many times, popping. The
