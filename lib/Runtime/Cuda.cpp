@@ -32,6 +32,7 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -319,7 +320,50 @@ struct Blas {
   void *handle = nullptr;
   std::string unavailable; // why cuBLAS cannot be used ("" if it can)
   std::mutex mutex;        // one product at a time on the handle
+
+  // cuBLASLt (found through the cuBLAS library, which links it): a product
+  // whose plan (descriptors and the heuristic's algorithm) is kept per
+  // shape costs a few microseconds of host time where cublasGemm*Ex, which
+  // plans every call, costs some 20 (measured on an H200). Off with
+  // EMBER_CUBLASLT=0, or when a function is missing.
+#define EMBER_CUBLASLT_FUNCTIONS(X)                                            \
+  X(cublasLtCreate, Status (*)(void **))                                       \
+  X(cublasLtMatmulDescCreate, Status (*)(void **, int, int))                   \
+  X(cublasLtMatmulDescSetAttribute,                                            \
+    Status (*)(void *, int, const void *, size_t))                             \
+  X(cublasLtMatrixLayoutCreate,                                                \
+    Status (*)(void **, int, uint64_t, uint64_t, int64_t))                     \
+  X(cublasLtMatrixLayoutSetAttribute,                                          \
+    Status (*)(void *, int, const void *, size_t))                             \
+  X(cublasLtMatmulPreferenceCreate, Status (*)(void **))                       \
+  X(cublasLtMatmulPreferenceSetAttribute,                                      \
+    Status (*)(void *, int, const void *, size_t))                             \
+  X(cublasLtMatmulAlgoGetHeuristic,                                            \
+    Status (*)(void *, void *, void *, void *, void *, void *, void *, int,    \
+               void *, int *))                                                 \
+  X(cublasLtMatmul,                                                            \
+    Status (*)(void *, void *, const void *, const void *, void *,             \
+               const void *, void *, const void *, const void *, void *,       \
+               void *, void *, const void *, void *, size_t, CUstream))
+#define EMBER_CUDA_MEMBER(NAME, TYPE)                                          \
+  using NAME##Type = TYPE;                                                     \
+  NAME##Type NAME = nullptr;
+  EMBER_CUBLASLT_FUNCTIONS(EMBER_CUDA_MEMBER)
+#undef EMBER_CUDA_MEMBER
+  void *lt = nullptr; // the cuBLASLt handle, or null: cublasGemm*Ex
+  void *workspace = nullptr;
+  /// A product's plan; `algo` is cublasLtMatmulHeuristicResult_t's first
+  /// member (cublasLtMatmulAlgo_t, 64 bytes; the result is 96).
+  struct Plan {
+    void *desc = nullptr, *a = nullptr, *b = nullptr, *c = nullptr;
+    alignas(8) unsigned char result[96] = {};
+    bool ok = false;
+  };
+  std::map<std::array<int64_t, 8>, Plan> plans;
 };
+
+/// cuBLASLt's workspace (32 MiB, the size NVIDIA suggests for Hopper).
+constexpr size_t kLtWorkspaceBytes = 32u << 20;
 
 /// Records a cuBLAS error; true on success.
 bool checkBlas(Blas &b, Blas::Status status, const char *what) {
@@ -365,6 +409,16 @@ Blas *blas(Driver &d) {
         (b->cublasCreate_v2(&b->handle) != 0 ||
          b->cublasSetStream_v2(b->handle, d.stream) != 0))
       b->unavailable = "cublasCreate or cublasSetStream failed";
+    // cuBLASLt, from the same library's dependencies.
+    const char *useLt = std::getenv("EMBER_CUBLASLT");
+    bool lt = b->unavailable.empty() && !(useLt && std::string(useLt) == "0");
+#define EMBER_CUBLASLT_LOAD(NAME, TYPE)                                        \
+  b->NAME = reinterpret_cast<Blas::NAME##Type>(dlsym(lib, #NAME));             \
+  lt = lt && b->NAME;
+    EMBER_CUBLASLT_FUNCTIONS(EMBER_CUBLASLT_LOAD)
+#undef EMBER_CUBLASLT_LOAD
+    if (lt && b->cublasLtCreate(&b->lt) != 0)
+      b->lt = nullptr;
     return b;
   }();
   if (!b->unavailable.empty()) {
@@ -613,6 +667,57 @@ void ember_cuda_tensor_map(void *descriptor, int64_t dtype, int64_t rank,
         "cuTensorMapEncodeTiled");
 }
 
+/// The cuBLASLt plan of a product (made at its first call, then kept):
+/// the same column-major reading as cublasGemmStridedBatchedEx's call
+/// below, cuBLAS's A being our B. A plan without an algorithm (`ok`
+/// false) sends the product to cublasGemmStridedBatchedEx.
+Blas::Plan &ltPlan(Driver &d, Blas &bl, int ab, int out, int64_t transA,
+                   int64_t transB, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, int compute) {
+  std::array<int64_t, 8> key{ab, out, transA, transB, batch, m, n, k};
+  auto [it, fresh] = bl.plans.try_emplace(key);
+  Blas::Plan &p = it->second;
+  if (!fresh)
+    return p;
+  if (!bl.workspace) {
+    CUdeviceptr w = 0;
+    if (d.cuMemAlloc_v2(&w, kLtWorkspaceBytes) != 0)
+      return p;
+    bl.workspace = reinterpret_cast<void *>(w);
+  }
+  constexpr int attrTransA = 3, attrTransB = 4, layoutBatchCount = 5,
+                layoutBatchStride = 6, prefMaxWorkspace = 1;
+  int scale = compute == 70 ? 1 : 0; // CUDA_R_64F for 64F compute, else 32F
+  int32_t opA = transB ? 1 : 0, opB = transA ? 1 : 0;
+  auto layout = [&](void **l, int type, int64_t rows, int64_t cols,
+                    int64_t stride) {
+    int32_t count = static_cast<int32_t>(batch);
+    return bl.cublasLtMatrixLayoutCreate(l, type, rows, cols, rows) == 0 &&
+           bl.cublasLtMatrixLayoutSetAttribute(*l, layoutBatchCount, &count,
+                                               sizeof(count)) == 0 &&
+           bl.cublasLtMatrixLayoutSetAttribute(*l, layoutBatchStride, &stride,
+                                               sizeof(stride)) == 0;
+  };
+  void *pref = nullptr;
+  uint64_t bytes = kLtWorkspaceBytes;
+  int found = 0;
+  p.ok = bl.cublasLtMatmulDescCreate(&p.desc, compute, scale) == 0 &&
+         bl.cublasLtMatmulDescSetAttribute(p.desc, attrTransA, &opA,
+                                           sizeof(opA)) == 0 &&
+         bl.cublasLtMatmulDescSetAttribute(p.desc, attrTransB, &opB,
+                                           sizeof(opB)) == 0 &&
+         layout(&p.a, ab, transB ? k : n, transB ? n : k, k * n) &&
+         layout(&p.b, ab, transA ? m : k, transA ? k : m, m * k) &&
+         layout(&p.c, out, n, m, m * n) &&
+         bl.cublasLtMatmulPreferenceCreate(&pref) == 0 &&
+         bl.cublasLtMatmulPreferenceSetAttribute(pref, prefMaxWorkspace, &bytes,
+                                                 sizeof(bytes)) == 0 &&
+         bl.cublasLtMatmulAlgoGetHeuristic(bl.lt, p.desc, p.a, p.b, p.c, p.c,
+                                           pref, 1, p.result, &found) == 0 &&
+         found > 0;
+  return p;
+}
+
 void ember_cuda_gemm(int64_t typeAB, int64_t typeC, int64_t transA,
                      int64_t transB, int64_t batch, int64_t m, int64_t n,
                      int64_t k, intptr_t a, intptr_t b, intptr_t c) {
@@ -639,6 +744,24 @@ void ember_cuda_gemm(int64_t typeAB, int64_t typeC, int64_t transA,
   const void *alpha = f64 ? static_cast<const void *>(&one64) : &one32;
   const void *beta = f64 ? static_cast<const void *>(&zero64) : &zero32;
   std::lock_guard<std::mutex> lock(bl->mutex);
+  // cuBLASLt's heuristic assumes operands aligned to 256 bytes (its
+  // preference's default): the allocator's blocks are; a product on views
+  // into a buffer may not be.
+  if (bl->lt && ((a | b | c) & 255) == 0) {
+    Blas::Plan &plan = ltPlan(*d, *bl, ab, out, transA, transB, batch, m, n, k,
+                              f64 ? compute64F : compute32F);
+    if (plan.ok) {
+      checkBlas(*bl,
+                bl->cublasLtMatmul(
+                    bl->lt, plan.desc, alpha, reinterpret_cast<const void *>(b),
+                    plan.a, reinterpret_cast<const void *>(a), plan.b, beta,
+                    reinterpret_cast<void *>(c), plan.c,
+                    reinterpret_cast<void *>(c), plan.c, plan.result,
+                    bl->workspace, kLtWorkspaceBytes, d->stream),
+                "cublasLtMatmul");
+      return;
+    }
+  }
   checkBlas(*bl,
             bl->cublasGemmStridedBatchedEx(
                 bl->handle, transB ? opT : opN, transA ? opT : opN,

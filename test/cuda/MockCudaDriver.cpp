@@ -6,11 +6,11 @@
 // Memory calls work (device memory is host memory), modules must be PTX
 // with an entry, and launches are recorded, not run: kernels need a GPU.
 // mock_cuda_log() returns what happened, one call per line.
-// EMBER_MOCK_CUDA_FAIL=<function> makes that function fail with
-// CUDA_ERROR_LAUNCH_FAILED (719); EMBER_MOCK_CUDA_DEVICES sets the count.
-// EMBER_MOCK_CUDA_OPAQUE=1 makes device memory unreachable from the host, as
-// a GPU's is: device addresses lie in a reserved range without access (a
-// host read or write there is a segmentation fault), and the stand-in's own
+// EMBER_MOCK_CUDA_FAIL=<function>[,<function>...] makes those functions
+// fail with CUDA_ERROR_LAUNCH_FAILED (719); EMBER_MOCK_CUDA_DEVICES sets the
+// count. EMBER_MOCK_CUDA_OPAQUE=1 makes device memory unreachable from the
+// host, as a GPU's is: device addresses lie in a reserved range without access
+// (a host read or write there is a segmentation fault), and the stand-in's own
 // copies, fills and products reach the memory through a second mapping.
 //
 // The library also stands in for cuBLAS (EMBER_CUBLAS=<this library>): the
@@ -93,7 +93,10 @@ void *view(void *p) { return view(reinterpret_cast<unsigned long long>(p)); }
 
 bool fails(const char *name) {
   const char *f = std::getenv("EMBER_MOCK_CUDA_FAIL");
-  return f && std::strcmp(f, name) == 0;
+  if (!f)
+    return false;
+  std::string list = std::string(",") + f + ",";
+  return list.find(std::string(",") + name + ",") != std::string::npos;
 }
 } // namespace
 
@@ -445,6 +448,16 @@ const char *cublasGetStatusName(int status) {
                       : "CUBLAS_STATUS_INVALID_VALUE";
 }
 
+} // extern "C"
+namespace {
+int product(int transa, int transb, long long m, long long n, long long k,
+            const void *alpha, const void *a, int atype, long long lda,
+            long long strideA, const void *b, int btype, long long ldb,
+            long long strideB, const void *beta, void *c, int ctype,
+            long long ldc, long long strideC, long long batch);
+} // namespace
+extern "C" {
+
 // C (m x n, column-major, leading dimension ldc) = op(A) op(B), batched.
 int cublasGemmStridedBatchedEx(void *, int transa, int transb, int m, int n,
                                int k, const void *alpha, const void *a,
@@ -467,6 +480,115 @@ int cublasGemmStridedBatchedEx(void *, int transa, int transb, int m, int n,
        " algo=" + std::to_string(algo));
   if (atype != btype || (transa | transb) > 1)
     return 7; // CUBLAS_STATUS_INVALID_VALUE
+  return product(transa, transb, m, n, k, alpha, a, atype, lda, strideA, b,
+                 btype, ldb, strideB, beta, c, ctype, ldc, strideC, batch);
+}
+
+// cuBLASLt: descriptors hold what cublasLtMatmul reads back (the matrices'
+// stored sizes and batch strides, the operations); the heuristic offers
+// one algorithm, which the product ignores. The product is the one above.
+struct LtLayout {
+  int type;
+  long long rows, cols, ld, count = 1, stride = 0;
+};
+struct LtDesc {
+  int compute, transa = 0, transb = 0;
+};
+
+int cublasLtCreate(void **handle) {
+  note("cublasLtCreate");
+  static int h;
+  *handle = &h;
+  return 0;
+}
+int cublasLtMatmulDescCreate(void **desc, int compute, int) {
+  *desc = new LtDesc{compute};
+  return 0;
+}
+int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
+                                   size_t) {
+  auto *d = static_cast<LtDesc *>(desc);
+  if (attr == 3)
+    d->transa = *static_cast<const int32_t *>(buf);
+  else if (attr == 4)
+    d->transb = *static_cast<const int32_t *>(buf);
+  else
+    return 7;
+  return 0;
+}
+int cublasLtMatrixLayoutCreate(void **layout, int type, uint64_t rows,
+                               uint64_t cols, int64_t ld) {
+  *layout = new LtLayout{type, static_cast<long long>(rows),
+                         static_cast<long long>(cols), ld};
+  return 0;
+}
+int cublasLtMatrixLayoutSetAttribute(void *layout, int attr, const void *buf,
+                                     size_t) {
+  auto *l = static_cast<LtLayout *>(layout);
+  if (attr == 5)
+    l->count = *static_cast<const int32_t *>(buf);
+  else if (attr == 6)
+    l->stride = *static_cast<const int64_t *>(buf);
+  else
+    return 7;
+  return 0;
+}
+int cublasLtMatmulPreferenceCreate(void **pref) {
+  static int p;
+  *pref = &p;
+  return 0;
+}
+int cublasLtMatmulPreferenceSetAttribute(void *, int, const void *, size_t) {
+  return 0;
+}
+int cublasLtMatmulAlgoGetHeuristic(void *, void *, void *, void *, void *,
+                                   void *, void *, int requested, void *results,
+                                   int *found) {
+  if (fails("cublasLtMatmulAlgoGetHeuristic")) {
+    *found = 0;
+    return 15; // CUBLAS_STATUS_NOT_SUPPORTED
+  }
+  std::memset(results, 0, 96);
+  *found = requested > 0 ? 1 : 0;
+  return 0;
+}
+int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
+                   void *adesc, const void *b, void *bdesc, const void *beta,
+                   const void *c, void *cdesc, void *d, void *ddesc,
+                   const void *, void *, size_t, void *) {
+  auto *op = static_cast<LtDesc *>(desc);
+  auto *la = static_cast<LtLayout *>(adesc);
+  auto *lb = static_cast<LtLayout *>(bdesc);
+  auto *lc = static_cast<LtLayout *>(cdesc);
+  if (fails("cublasLtMatmul")) {
+    note("fail cublasLtMatmul");
+    return 13;
+  }
+  long long m = lc->rows, n = lc->cols, k = op->transa ? la->rows : la->cols;
+  note("cublasLtMatmul " + std::string(op->transa ? "T" : "N") +
+       std::string(op->transb ? "T" : "N") + " m=" + std::to_string(m) +
+       " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+       " lda=" + std::to_string(la->ld) + " ldb=" + std::to_string(lb->ld) +
+       " ldc=" + std::to_string(lc->ld) + " batch=" +
+       std::to_string(lc->count) + " types=" + std::to_string(la->type) + "," +
+       std::to_string(lb->type) + "," + std::to_string(lc->type) +
+       " compute=" + std::to_string(op->compute));
+  if (c != d || ddesc != cdesc || la->type != lb->type)
+    return 7;
+  return product(op->transa, op->transb, m, n, k, alpha, a, la->type, la->ld,
+                 la->stride, b, lb->type, lb->ld, lb->stride, beta, d, lc->type,
+                 lc->ld, lc->stride, lc->count);
+}
+} // extern "C"
+
+namespace {
+// C (m x n, column-major, leading dimension ldc) = alpha op(A) op(B) +
+// beta C, batched, as cuBLAS defines it.
+int product(int transa, int transb, long long m, long long n, long long k,
+            const void *alpha, const void *a, int atype, long long lda,
+            long long strideA, const void *b, int btype, long long ldb,
+            long long strideB, const void *beta, void *c, int ctype,
+            long long ldc, long long strideC, long long batch) {
   static const bool skip = std::getenv("EMBER_MOCK_CUBLAS_SKIP") != nullptr;
   if (skip)
     return 0;
@@ -506,4 +628,4 @@ int cublasGemmStridedBatchedEx(void *, int transa, int transb, int m, int n,
       }
   return 0;
 }
-} // extern "C"
+} // namespace

@@ -105,7 +105,10 @@ def test_grids_follow_the_ir():
 
 @pytest.mark.parametrize("program,fails,error", [
     ("lambda a: a + 1.0", "cuLaunchKernel", "CUDA_ERROR_LAUNCH_FAILED (719) in cuLaunchKernel"),
-    ("lambda a: a @ a", "cublasGemmStridedBatchedEx",
+    ("lambda a: a @ a", "cublasLtMatmul",
+     "CUBLAS_STATUS_EXECUTION_FAILED (13) in cublasLtMatmul"),
+    # Without a cuBLASLt algorithm for the shape, cublasGemmStridedBatchedEx
+    ("lambda a: a @ a", "cublasLtMatmulAlgoGetHeuristic,cublasGemmStridedBatchedEx",
      "CUBLAS_STATUS_EXECUTION_FAILED (13) in cublasGemmStridedBatchedEx")])
 def test_errors_name_the_cuda_error(program, fails, error):
     out = run(f"""
@@ -235,7 +238,7 @@ def test_dispatch_is_asynchronous():
         y = f(f(x))
         calls = log()
         print("queued", sum(l.startswith("cuLaunchKernel") for l in calls) >= 2,
-              sum(l.startswith("cublasGemm") for l in calls),
+              sum(l.startswith("cublasLtMatmul ") for l in calls),
               sum(l == "cuStreamSynchronize" for l in calls))
         print("ready", y.block_until_ready() is y,
               ember.block_until_ready({"y": y})["y"] is y,
@@ -373,11 +376,13 @@ def test_tma_descriptors_built_for_a_plgpu_kernel_in_jit():
                         lines[4])
 
 
-def test_products_call_cublas_with_the_results_numpy_gives():
+@pytest.mark.parametrize("lt", ["1", "0"])
+def test_products_call_cublas_with_the_results_numpy_gives(lt):
     # Products whose only device work is the product run for real on the
     # stand-in cuBLAS (column-major, as cuBLAS defines it): the runtime's
     # mapping of row-major operands, transposes, batches and types is checked
-    # by the numbers.
+    # by the numbers, through cuBLASLt (its plans) and, with
+    # EMBER_CUBLASLT=0, through cublasGemmStridedBatchedEx.
     out = run("""
         import ml_dtypes
         rng = np.random.default_rng(0)
@@ -390,7 +395,7 @@ def test_products_call_cublas_with_the_results_numpy_gives():
             # NumPy in f64 on the operands as the program got them
             want = np.asarray(f(*[np.asarray(a).astype(np.float64) for a in args]))
             err = np.max(np.abs(got - want)) / np.max(np.abs(want))
-            gemms = [l for l in log() if l.startswith("cublasGemm")]
+            gemms = [l for l in log() if l.startswith(("cublasGemm", "cublasLtMatmul "))]
             print(name, err < rtol, gemms[0].split(" ", 1)[1])
         a = rng.standard_normal((48, 40)).astype(np.float32)
         b = rng.standard_normal((40, 72)).astype(np.float32)
@@ -417,16 +422,19 @@ def test_products_call_cublas_with_the_results_numpy_gives():
               if not isinstance(x, np.ndarray) else x @ y, a.astype(bf), b.astype(bf), rtol=1e-5)
         ember.config.update("jax_enable_x64", True)
         check("f64", lambda x, y: x @ y, a.astype(np.float64), b.astype(np.float64), rtol=1e-12)
-    """)
+        print("calls", sum(l.startswith("cublasLtMatmul ") for l in log()),
+              sum(l.startswith("cublasGemm") for l in log()))
+    """, EMBER_CUBLASLT=lt)
     lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
+    assert lines["calls"] == ("1 0" if lt == "1" else "0 1")
     # Row-major C = A B is column-major C^T = B^T A^T: B first, m and n swapped.
-    tail = "batch=1 types=0,0,0 compute=68 algo=-1"
+    tail = "batch=1 types=0,0,0 compute=68" + (" algo=-1" if lt == "0" else "")
     assert lines["nn"] == f"True NN m=72 n=48 k=40 lda=72 ldb=40 ldc=72 {tail}"
     assert lines["tn"] == f"True NT m=72 n=48 k=40 lda=72 ldb=48 ldc=72 {tail}"
     assert lines["nt"] == f"True TN m=72 n=48 k=40 lda=40 ldb=40 ldc=72 {tail}"
     assert lines["tt"] == f"True TT m=72 n=48 k=40 lda=40 ldb=48 ldc=72 {tail}"
     assert lines["batched"] == ("True NN m=24 n=32 k=40 lda=24 ldb=40 ldc=24 batch=3 "
-                                "types=0,0,0 compute=68 algo=-1")
+                                f"{tail.split(' ', 1)[1]}")
     for name, types in (("f64", "types=1,1,1 compute=70"),
                         ("bf16", "types=14,14,14 compute=68"),
                         ("f16", "types=2,2,2 compute=68"),

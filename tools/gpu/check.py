@@ -40,8 +40,11 @@ PROFILE = os.environ.get("EMBER_GPU_CHECK_PROFILE", "mlp_step,per_example_grads"
 NO_CUBLAS = os.environ.get("EMBER_GPU_CHECK_NO_CUBLAS", "matmul_small,mlp_step,per_example_grads")
 # Workloads timed once more with elementwise kernels' vector loads and
 # stores off (EMBER_CUDA_VECTORIZE=0; EMBER_GPU_CHECK_NO_VECTORIZE).
-NO_VECTORIZE = os.environ.get("EMBER_GPU_CHECK_NO_VECTORIZE",
-                              "elementwise,per_example_grads,mlp_step")
+NO_VECTORIZE = os.environ.get("EMBER_GPU_CHECK_NO_VECTORIZE", "")
+# Workloads timed once more with products through cublasGemm*Ex instead of
+# cuBLASLt's kept plans (EMBER_CUBLASLT=0; EMBER_GPU_CHECK_NO_CUBLASLT).
+NO_CUBLASLT = os.environ.get("EMBER_GPU_CHECK_NO_CUBLASLT",
+                             "matmul_small,mlp_step,per_example_grads")
 report = []
 
 
@@ -161,6 +164,11 @@ def main():
             py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10",
             "--only", NO_VECTORIZE], 60, env=dict(env, EMBER_CUDA_VECTORIZE="0"),
             log="bench_ember_no_vectorize.log")
+    if NO_CUBLASLT and time.perf_counter() - START < 260:
+        step(f"Ember with cublasGemmStridedBatchedEx ({NO_CUBLASLT})", [
+            py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10", "--host",
+            "--only", NO_CUBLASLT], 60, env=dict(env, EMBER_CUBLASLT="0"),
+            log="bench_ember_no_cublaslt.log")
     # Where the time of the small workloads goes: each kernel's GPU time
     # under Nsight Compute (one pass, clocks left alone), Ember and JAX.
     ncu = shutil.which("ncu") or next(iter(sorted(glob.glob(
