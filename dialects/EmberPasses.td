@@ -483,6 +483,12 @@ def EmberLinalgToGPUPass : Pass<"ember-linalg-to-gpu", "ModuleOp"> {
       dimension loaded once; else four points 256 apart, every load before
       any store.
 
+    With `merge-kernels` (the default), consecutive launches of 256-thread
+    blocks (nothing with memory effects between them) whose buffers do not
+    conflict (neither writes a buffer the other reads or writes, buffers
+    compared through views) become one launch: blocks [0, g1) run the
+    first body, the next g2 the second with their block index less g1.
+
     Host buffers become device buffers (`memref.alloc`/`dealloc` to
     `gpu.alloc`/`dealloc`, `memref.copy` of identity layouts to
     `gpu.memcpy`); a constant (`memref.get_global`) is copied to the device
@@ -511,7 +517,9 @@ def EmberLinalgToGPUPass : Pass<"ember-linalg-to-gpu", "ModuleOp"> {
   let options = [
     Option<"vectorize", "vectorize", "bool", /*default=*/"true",
            "large elementwise kernels move 4 contiguous elements per thread "
-           "with vector loads and stores where operands allow">
+           "with vector loads and stores where operands allow">,
+    Option<"mergeKernels", "merge-kernels", "bool", /*default=*/"true",
+           "consecutive independent launches become one">
   ];
   let dependentDialects = ["gpu::GPUDialect", "scf::SCFDialect",
                            "memref::MemRefDialect", "arith::ArithDialect",

@@ -1,5 +1,6 @@
-// RUN: ember-opt %s -ember-linalg-to-gpu -split-input-file | FileCheck %s
-// RUN: ember-opt %s -ember-linalg-to-gpu=vectorize=false -split-input-file | FileCheck %s --check-prefix=NOVEC
+// RUN: ember-opt %s -ember-linalg-to-gpu=merge-kernels=false -split-input-file | FileCheck %s
+// RUN: ember-opt %s -ember-linalg-to-gpu="vectorize=false merge-kernels=false" -split-input-file | FileCheck %s --check-prefix=NOVEC
+// (Merging launches: ember-linalg-to-gpu-merge.mlir.)
 
 // An elementwise generic: one thread per element, 256 threads per block,
 // ceil(n / 256) blocks, a bounds check, the body on loaded elements; the

@@ -24,7 +24,7 @@
 // GPU: gpu.module @main_kernel
 // GPU: gpu.all_reduce add
 
-// BADOPT: unknown option 'colour' of target 'cuda' (options: chip, features, libdevice, cublas, vectorize, format)
+// BADOPT: unknown option 'colour' of target 'cuda' (options: chip, features, libdevice, cublas, vectorize, merge, format)
 
 func.func @main(%x: tensor<8x512xf32>) -> tensor<8xf32> {
   %t = ember.tanh %x : tensor<8x512xf32>

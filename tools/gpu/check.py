@@ -41,6 +41,9 @@ NO_CUBLAS = os.environ.get("EMBER_GPU_CHECK_NO_CUBLAS", "matmul_small,mlp_step,p
 # Workloads timed once more with elementwise kernels' vector loads and
 # stores off (EMBER_CUDA_VECTORIZE=0; EMBER_GPU_CHECK_NO_VECTORIZE).
 NO_VECTORIZE = os.environ.get("EMBER_GPU_CHECK_NO_VECTORIZE", "")
+# Workloads timed once more with every kernel its own launch
+# (EMBER_CUDA_MERGE=0; EMBER_GPU_CHECK_NO_MERGE).
+NO_MERGE = os.environ.get("EMBER_GPU_CHECK_NO_MERGE", "scan_rnn_grad,mlp_step")
 # Workloads timed once more with products through cublasGemm*Ex instead of
 # cuBLASLt's kept plans (EMBER_CUBLASLT=0; EMBER_GPU_CHECK_NO_CUBLASLT).
 NO_CUBLASLT = os.environ.get("EMBER_GPU_CHECK_NO_CUBLASLT",
@@ -164,6 +167,11 @@ def main():
             py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10",
             "--only", NO_VECTORIZE], 60, env=dict(env, EMBER_CUDA_VECTORIZE="0"),
             log="bench_ember_no_vectorize.log")
+    if NO_MERGE and time.perf_counter() - START < 258:
+        step(f"Ember with every kernel its own launch ({NO_MERGE})", [
+            py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10", "--host",
+            "--only", NO_MERGE], 60, env=dict(env, EMBER_CUDA_MERGE="0"),
+            log="bench_ember_no_merge.log")
     if NO_CUBLASLT and time.perf_counter() - START < 260:
         step(f"Ember with cublasGemmStridedBatchedEx ({NO_CUBLASLT})", [
             py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10", "--host",

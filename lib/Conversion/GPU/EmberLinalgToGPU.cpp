@@ -771,6 +771,153 @@ struct Lowering {
   }
 };
 
+/// The buffer `v` views (through views and casts).
+Value bufferRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      v = view.getViewSource();
+    else if (auto cast = dyn_cast<memref::CastOp>(def))
+      v = cast.getSource();
+    else
+      break;
+  }
+  return v;
+}
+
+/// The buffers (roots) a launch's body reads and writes; fails when an op's
+/// effects are not known.
+struct Accesses {
+  llvm::SmallPtrSet<Value, 8> reads, writes;
+
+  LogicalResult collect(gpu::LaunchOp l) {
+    WalkResult r = l.getBody().walk([&](Operation *op) {
+      // (gpu.all_reduce combines registers of the block's threads.)
+      if (isa<gpu::AllReduceOp, gpu::TerminatorOp>(op) ||
+          op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+        return WalkResult::advance();
+      auto iface = dyn_cast<MemoryEffectOpInterface>(op);
+      if (!iface)
+        return WalkResult::interrupt();
+      SmallVector<MemoryEffects::EffectInstance> effects;
+      iface.getEffects(effects);
+      for (MemoryEffects::EffectInstance &e : effects) {
+        if (!e.getValue())
+          return WalkResult::interrupt();
+        Value root = bufferRoot(e.getValue());
+        if (isa<MemoryEffects::Read>(e.getEffect()))
+          reads.insert(root);
+        else
+          writes.insert(root);
+      }
+      return WalkResult::advance();
+    });
+    return failure(r.wasInterrupted());
+  }
+
+  /// Whether work with these accesses and `o`'s may run in any order.
+  bool independentOf(const Accesses &o) const {
+    auto meets = [](const llvm::SmallPtrSet<Value, 8> &a,
+                    const llvm::SmallPtrSet<Value, 8> &b) {
+      return llvm::any_of(a, [&](Value v) { return b.contains(v); });
+    };
+    return !meets(writes, o.reads) && !meets(writes, o.writes) &&
+           !meets(o.writes, reads);
+  }
+};
+
+/// A launch of kThreads-thread blocks on a one-dimensional grid, without
+/// async dependencies or dynamic shared memory: one that can share a
+/// launch with another.
+bool mergeable(gpu::LaunchOp l) {
+  auto is = [](Value v, int64_t c) {
+    std::optional<int64_t> x = getConstantIntValue(v);
+    return x && *x == c;
+  };
+  return l.getAsyncDependencies().empty() && !l.getAsyncToken() &&
+         !l.getDynamicSharedMemorySize() && !l.hasClusterSize() &&
+         is(l.getBlockSizeX(), kThreads) && is(l.getBlockSizeY(), 1) &&
+         is(l.getBlockSizeZ(), 1) && is(l.getGridSizeY(), 1) &&
+         is(l.getGridSizeZ(), 1);
+}
+
+/// One launch doing `a`'s blocks then `b`'s (independent work): blocks
+/// [0, a's grid) run a's body, the rest b's with their block index less a's
+/// grid. Built at b; a and b are erased.
+gpu::LaunchOp mergeLaunches(gpu::LaunchOp a, gpu::LaunchOp b) {
+  OpBuilder hb(b);
+  Location loc = b.getLoc();
+  Value ga = a.getGridSizeX();
+  Value grid = hb.createOrFold<arith::AddIOp>(loc, ga, b.getGridSizeX());
+  Value one = cIndex(hb, loc, 1);
+  auto merged = gpu::LaunchOp::create(hb, loc, grid, one, one,
+                                      cIndex(hb, loc, kThreads), one, one);
+  Block &body = merged.getBody().front();
+  OpBuilder kb = OpBuilder::atBlockEnd(&body);
+  Value bid = merged.getBlockIds().x;
+  auto clone = [&](OpBuilder &ib, gpu::LaunchOp from, Value blockX) {
+    Block &src = from.getBody().front();
+    IRMapping map;
+    for (auto [s, d] : llvm::zip(src.getArguments(), body.getArguments()))
+      map.map(s, d);
+    map.map(from.getBlockIds().x, blockX);
+    map.map(from.getGridSize().x, from.getGridSizeX());
+    for (Operation &op : src.without_terminator())
+      ib.clone(op, map);
+  };
+  Value inA =
+      arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::ult, bid, ga);
+  auto ifOp = scf::IfOp::create(kb, loc, inA, /*withElse=*/true);
+  OpBuilder tb = ifOp.getThenBodyBuilder();
+  clone(tb, a, bid);
+  OpBuilder eb = ifOp.getElseBodyBuilder();
+  clone(eb, b, arith::SubIOp::create(eb, loc, bid, ga));
+  gpu::TerminatorOp::create(kb, loc);
+  a.erase();
+  b.erase();
+  return merged;
+}
+
+/// Merges runs of independent launches in each block of host code (nothing
+/// with memory effects between them): a launch costs the host some 7 us on
+/// an H200 machine, which bounded the MLP step (its six parameter updates
+/// are one launch now).
+void mergeIndependentLaunches(func::FuncOp fn) {
+  SmallVector<Block *> blocks;
+  fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<gpu::LaunchOp>(op))
+      return WalkResult::skip();
+    for (Region &r : op->getRegions())
+      for (Block &blk : r)
+        blocks.push_back(&blk);
+    return WalkResult::advance();
+  });
+  for (Block *blk : blocks) {
+    gpu::LaunchOp prev;
+    Accesses prevAccess;
+    for (Operation &op : llvm::make_early_inc_range(*blk)) {
+      auto l = dyn_cast<gpu::LaunchOp>(&op);
+      if (!l) {
+        if (!isMemoryEffectFree(&op))
+          prev = {};
+        continue;
+      }
+      Accesses acc;
+      if (!mergeable(l) || failed(acc.collect(l))) {
+        prev = {};
+        continue;
+      }
+      if (prev && prevAccess.independentOf(acc)) {
+        prev = mergeLaunches(prev, l);
+        prevAccess.reads.insert(acc.reads.begin(), acc.reads.end());
+        prevAccess.writes.insert(acc.writes.begin(), acc.writes.end());
+        continue;
+      }
+      prev = l;
+      prevAccess = std::move(acc);
+    }
+  }
+}
+
 /// Whether `loop` is scalar work on buffers that can run as it is in one
 /// device thread: no results, and inside only arithmetic, structured
 /// control flow, loads, stores and buffer views (scatter and sort lower to
@@ -1156,6 +1303,8 @@ struct EmberLinalgToGPUPass
         s.erase();
       }
     }
+    if (mergeKernels)
+      mergeIndependentLaunches(fn);
     return success();
   }
 };

@@ -27,7 +27,7 @@ static const char kGpu[] =
     "cuda-gemm=${cublas} device-buffers=true},"
     "canonicalize,cse,ember-scalarize-loop-counters,canonicalize,"
     "cse," EMBER_FUSE_AND_BUFFERIZE "linalg-generalize-named-ops,"
-    "ember-linalg-to-gpu{vectorize=${vectorize}},"
+    "ember-linalg-to-gpu{vectorize=${vectorize} merge-kernels=${merge}},"
     "convert-math-to-funcs{convert-ctlz=false},"
     "gpu-launch-sink-index-computations,"
     "gpu-kernel-outlining,"
@@ -73,6 +73,8 @@ const TargetDescription &mlir::ember::getCUDATarget() {
       {"vectorize", "true",
        "large elementwise kernels move 4 contiguous elements per thread "
        "with vector loads and stores where the operands allow"},
+      {"merge", "true",
+       "consecutive independent kernels share one launch"},
       {"format", "isa",
        "what gpu.binary holds: isa (PTX), bin (cubin, needs "
        "ptxas), fatbin"}};

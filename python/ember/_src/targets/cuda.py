@@ -62,7 +62,7 @@ def options(chip=None):
     """The CUDA stages' options for `chip` (default EMBER_CUDA_CHIP);
     EMBER_CUDA_CUBLAS=0 compiles products as kernels instead of cuBLAS
     calls, EMBER_CUDA_VECTORIZE=0 large elementwise kernels without vector
-    loads and stores."""
+    loads and stores, EMBER_CUDA_MERGE=0 every kernel its own launch."""
     chip = chip or CHIP
     features = _PTX_FEATURES.get(chip, "+ptx81")
     opts = f"chip={chip} features={features}"
@@ -70,6 +70,8 @@ def options(chip=None):
         opts += " cublas=false"
     if os.environ.get("EMBER_CUDA_VECTORIZE", "1").lower() in ("0", "false", "no"):
         opts += " vectorize=false"
+    if os.environ.get("EMBER_CUDA_MERGE", "1").lower() in ("0", "false", "no"):
+        opts += " merge=false"
     lib = libdevice()
     if lib and " " not in lib:
         opts += f" libdevice={lib}"
