@@ -73,8 +73,7 @@ const TargetDescription &mlir::ember::getCUDATarget() {
       {"vectorize", "true",
        "large elementwise kernels move 4 contiguous elements per thread "
        "with vector loads and stores where the operands allow"},
-      {"merge", "true",
-       "consecutive independent kernels share one launch"},
+      {"merge", "true", "consecutive independent kernels share one launch"},
       {"format", "isa",
        "what gpu.binary holds: isa (PTX), bin (cubin, needs "
        "ptxas), fatbin"}};
