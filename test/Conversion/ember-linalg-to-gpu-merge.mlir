@@ -98,3 +98,43 @@ func.func @dealloc_between(%a: memref<64xf32>, %o: memref<64xf32>, %p: memref<64
   }
   return
 }
+
+// -----
+
+// In a loop, buffers carried by the loop of one type may be the same
+// buffer: a write of one and a read of the other stay two launches. A
+// carried buffer of another type is distinct: those merge.
+
+#id = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func @carried
+// CHECK: scf.for
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1,
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c2,
+// CHECK-NOT: gpu.launch
+// CHECK: scf.yield
+func.func @carried(%x: memref<64xf32>, %y: memref<64xf32>, %z: memref<32xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 iter_args(%a = %x, %b = %y, %c = %z) -> (memref<64xf32>, memref<64xf32>, memref<32xf32>) {
+    %t = memref.alloc() : memref<64xf32>
+    linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]}
+        outs(%a : memref<64xf32>) {
+    ^bb0(%o: f32):
+      %r = arith.addf %o, %o : f32
+      linalg.yield %r : f32
+    }
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+        ins(%b : memref<64xf32>) outs(%t : memref<64xf32>) {
+    ^bb0(%v: f32, %o: f32):
+      linalg.yield %v : f32
+    }
+    linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]}
+        outs(%c : memref<32xf32>) {
+    ^bb0(%o: f32):
+      %r = arith.mulf %o, %o : f32
+      linalg.yield %r : f32
+    }
+    scf.yield %a, %t, %c : memref<64xf32>, memref<64xf32>, memref<32xf32>
+  }
+  return
+}

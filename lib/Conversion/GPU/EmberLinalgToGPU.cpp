@@ -258,8 +258,17 @@ fillsBeforeReductions(ArrayRef<Operation *> work) {
     while (prev && isMemoryEffectFree(prev))
       prev = prev->getPrevNode();
     auto fill = dyn_cast_or_null<linalg::GenericOp>(prev);
+    Value out = g.getDpsInitOperand(0)->get();
+    // (An input viewing the output would read the fill's values.)
+    auto root = [](Value v) {
+      while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+        v = view.getViewSource();
+      return v;
+    };
     if (fill && mlir::ember::fillValue(fill) &&
-        fill.getDpsInitOperand(0)->get() == g.getDpsInitOperand(0)->get())
+        fill.getDpsInitOperand(0)->get() == out &&
+        llvm::none_of(g.getDpsInputs(),
+                      [&](Value in) { return root(in) == root(out); }))
       fills[g] = fill;
   }
   return fills;
@@ -778,6 +787,8 @@ Value bufferRoot(Value v) {
       v = view.getViewSource();
     else if (auto cast = dyn_cast<memref::CastOp>(def))
       v = cast.getSource();
+    else if (auto meta = dyn_cast<memref::ExtractStridedMetadataOp>(def))
+      v = meta.getSource();
     else
       break;
   }
@@ -814,11 +825,28 @@ struct Accesses {
     return failure(r.wasInterrupted());
   }
 
+  /// Whether two roots may be the same memory: the same value, or two
+  /// buffers carried by loops (block arguments other than the function's)
+  /// of the same type, which bufferization might have made one. Function
+  /// arguments are distinct buffers (results are fresh ones, arguments
+  /// are never written), and so are allocations.
+  static bool mayAlias(Value a, Value b) {
+    if (a == b)
+      return true;
+    auto carried = [](Value v) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && !isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    };
+    return carried(a) && carried(b) && a.getType() == b.getType();
+  }
+
   /// Whether work with these accesses and `o`'s may run in any order.
   bool independentOf(const Accesses &o) const {
     auto meets = [](const llvm::SmallPtrSet<Value, 8> &a,
                     const llvm::SmallPtrSet<Value, 8> &b) {
-      return llvm::any_of(a, [&](Value v) { return b.contains(v); });
+      return llvm::any_of(a, [&](Value v) {
+        return llvm::any_of(b, [&](Value w) { return mayAlias(v, w); });
+      });
     };
     return !meets(writes, o.reads) && !meets(writes, o.writes) &&
            !meets(o.writes, reads);
