@@ -698,7 +698,7 @@ Blas::Plan &ltPlan(Driver &d, Blas &bl, int ab, int out, int64_t transA,
            bl.cublasLtMatrixLayoutSetAttribute(*l, layoutBatchStride, &stride,
                                                sizeof(stride)) == 0;
   };
-  void *pref = nullptr;
+  void *pref = nullptr; // (kept, as the plan is: one a shape)
   uint64_t bytes = kLtWorkspaceBytes;
   int found = 0;
   p.ok = bl.cublasLtMatmulDescCreate(&p.desc, compute, scale) == 0 &&

@@ -940,17 +940,20 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
       }
   }
 
-  // A carried value saved beside its next value (an RNN's h before and
+  // 3b. A carried value saved beside its next value (an RNN's h before and
   //    after the step) shares its buffer: the next value's buffer gets a
   //    row more, row 0 holds the carry's initial value and row k + 1 the
   //    next value of iteration k, so iteration k's carried value is row k.
+  //    (A value holds one carry's rows at most and is not itself a carry
+  //    read from another's buffer.)
   DenseMap<Value, unsigned> shifted; // next value -> index of the carry
   DenseMap<Value, Value> carryOf;    // carried value -> its next value
   if (trips)
     for (unsigned j = 0; j < np; ++j) {
       Value carried = body.getArgument(j), next = term.getOperand(j);
       if (carried != next && saved.contains(carried) && saved.contains(next) &&
-          !shifted.count(next)) {
+          !shifted.count(next) && !shifted.count(carried) &&
+          !carryOf.count(next)) {
         shifted[next] = j;
         carryOf[carried] = next;
       }

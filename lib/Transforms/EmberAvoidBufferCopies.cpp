@@ -65,6 +65,11 @@ void cloneSharedFills(ModuleOp module) {
   }
 }
 
+/// Moves each pure read (tensor.extract_slice, tensor.extract) of a tensor
+/// that follows an op writing that tensor in place (as its destination)
+/// above the write, when the read's operands are available there: a pure
+/// reordering, after which bufferization reads the buffer before the write
+/// instead of copying it.
 void readsBeforeWrites(ModuleOp module) {
   SmallVector<std::pair<Operation *, Operation *>> moves; // (read, write)
   module.walk([&](DestinationStyleOpInterface write) {
@@ -95,6 +100,8 @@ void readsBeforeWrites(ModuleOp module) {
 void sinkFinalWrites(ModuleOp module) {
   SmallVector<tensor::InsertSliceOp> writes;
   module.walk([&](tensor::InsertSliceOp write) {
+    if (!write->getBlock()->mightHaveTerminator())
+      return;
     Operation *term = write->getBlock()->getTerminator();
     if (write != term->getPrevNode() &&
         llvm::all_of(write->getUsers(),
