@@ -100,11 +100,14 @@ def load_example(name):
     return mod
 
 
-def assert_prints_recorded(subdir, script, differing=()):
+def assert_prints_recorded(subdir, script, differing=(), cpu_meshes=False):
     """Runs `test/data/<subdir>/<script>.py` with IMPORT=ember and compares
     its output, line by line, with `<script>.jax.txt` (what the same script
     printed under JAX). Lines whose case (the text before " -> ") is in
-    `differing` must differ (known differences, kept visible)."""
+    `differing` must differ (known differences, kept visible). With
+    `cpu_meshes` (scripts making meshes of JAX's CPU devices), the script
+    runs on the CPU platform also where the suite has the GPU as the
+    default device (one GPU makes no mesh of 4)."""
     import os
     import subprocess
     import sys
@@ -112,6 +115,9 @@ def assert_prints_recorded(subdir, script, differing=()):
     here = os.path.join(os.path.dirname(__file__), "..", "data", subdir)
     env = dict(os.environ, IMPORT="ember")
     env.pop("EMBER_NUM_CPU_DEVICES", None)
+    if cpu_meshes:
+        env["EMBER_PLATFORMS"] = "cpu"
+        env.pop("JAX_PLATFORMS", None)
     out = subprocess.run([sys.executable, os.path.join(here, script + ".py")], env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

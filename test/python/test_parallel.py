@@ -472,7 +472,7 @@ def test_explicit_mode_programs_print_what_jax_prints():
     and `jax_num_cpu_devices`; joins, pads, cumulative ops and sorts (JAX's
     errors for sharded joined-in-one and along-axis dimensions), gathers of
     whole sharded extents, `*_like`: each line as JAX 0.10.2 printed it."""
-    assert_prints_recorded("sharding", "explicit_mode")
+    assert_prints_recorded("sharding", "explicit_mode", cpu_meshes=True)
 
 
 def test_shardings_follow_ops_and_jit_caches_by_sharding(devices8):
