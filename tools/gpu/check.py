@@ -34,20 +34,23 @@ BENCH_ROUNDS = int(os.environ.get("EMBER_GPU_CHECK_BENCH_ROUNDS", 3))
 SUITE_END = float(os.environ.get("EMBER_GPU_CHECK_SUITE_END", 330))
 # The workloads whose kernels ncu times (EMBER_GPU_CHECK_PROFILE; empty: none).
 PROFILE = os.environ.get("EMBER_GPU_CHECK_PROFILE", "mlp_step,per_example_grads")
-# Workloads timed once more with products as Ember's own kernels instead of
-# cuBLAS calls (EMBER_CUDA_CUBLAS=0): how much of a call cuBLAS's host side
-# takes (EMBER_GPU_CHECK_NO_CUBLAS; empty: none).
-NO_CUBLAS = os.environ.get("EMBER_GPU_CHECK_NO_CUBLAS", "matmul_small,mlp_step,per_example_grads")
-# Workloads timed once more with elementwise kernels' vector loads and
-# stores off (EMBER_CUDA_VECTORIZE=0; EMBER_GPU_CHECK_NO_VECTORIZE).
-NO_VECTORIZE = os.environ.get("EMBER_GPU_CHECK_NO_VECTORIZE", "")
-# Workloads timed once more with every kernel its own launch
-# (EMBER_CUDA_MERGE=0; EMBER_GPU_CHECK_NO_MERGE).
-NO_MERGE = os.environ.get("EMBER_GPU_CHECK_NO_MERGE", "scan_rnn_grad,mlp_step")
-# Workloads timed once more with products through cublasGemm*Ex instead of
-# cuBLASLt's kept plans (EMBER_CUBLASLT=0; EMBER_GPU_CHECK_NO_CUBLASLT).
-NO_CUBLASLT = os.environ.get("EMBER_GPU_CHECK_NO_CUBLASLT",
-                             "matmul_small,mlp_step,per_example_grads")
+# Variants of Ember timed once more on some workloads (with --host), each
+# switching one thing off: (title, log, environment variable set to "0",
+# EMBER_GPU_CHECK_<NAME> naming the workloads (empty: none), default).
+# Products as Ember's kernels (how much of a call cuBLAS's host side takes),
+# elementwise kernels without vector loads and stores, every kernel its own
+# launch, products through cublasGemm*Ex instead of cuBLASLt's kept plans.
+VARIANTS = [
+    (title, log, var, os.environ.get(f"EMBER_GPU_CHECK_{name}", default))
+    for title, log, var, name, default in [
+        ("Ember without cuBLAS", "no_cublas", "EMBER_CUDA_CUBLAS", "NO_CUBLAS",
+         "matmul_small,mlp_step,per_example_grads"),
+        ("Ember without vector loads and stores", "no_vectorize", "EMBER_CUDA_VECTORIZE",
+         "NO_VECTORIZE", ""),
+        ("Ember with every kernel its own launch", "no_merge", "EMBER_CUDA_MERGE",
+         "NO_MERGE", "scan_rnn_grad,mlp_step"),
+        ("Ember with cublasGemmStridedBatchedEx", "no_cublaslt", "EMBER_CUBLASLT",
+         "NO_CUBLASLT", "matmul_small,mlp_step,per_example_grads")]]
 report = []
 
 
@@ -157,26 +160,12 @@ def main():
         rows.append(f"| {name} | {statistics.median(ts) * 1e3:.3f} | "
                     f"{f'{statistics.median(j) * 1e3:.3f}' if j else '-'} |")
     report.append("## Host time of a call (medians)\n\n" + "\n".join(rows) + "\n")
-    if NO_CUBLAS and time.perf_counter() - START < 250:
-        _, out = step(f"Ember without cuBLAS ({NO_CUBLAS})", [
-            py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10", "--host",
-            "--only", NO_CUBLAS], 60, env=dict(env, EMBER_CUDA_CUBLAS="0"),
-            log="bench_ember_no_cublas.log")
-    if NO_VECTORIZE and time.perf_counter() - START < 255:
-        step(f"Ember without vector loads and stores ({NO_VECTORIZE})", [
-            py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10",
-            "--only", NO_VECTORIZE], 60, env=dict(env, EMBER_CUDA_VECTORIZE="0"),
-            log="bench_ember_no_vectorize.log")
-    if NO_MERGE and time.perf_counter() - START < 258:
-        step(f"Ember with every kernel its own launch ({NO_MERGE})", [
-            py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10", "--host",
-            "--only", NO_MERGE], 60, env=dict(env, EMBER_CUDA_MERGE="0"),
-            log="bench_ember_no_merge.log")
-    if NO_CUBLASLT and time.perf_counter() - START < 260:
-        step(f"Ember with cublasGemmStridedBatchedEx ({NO_CUBLASLT})", [
-            py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10", "--host",
-            "--only", NO_CUBLASLT], 60, env=dict(env, EMBER_CUBLASLT="0"),
-            log="bench_ember_no_cublaslt.log")
+    for title, log, var, workloads in VARIANTS:
+        if workloads and time.perf_counter() - START < 260:
+            step(f"{title} ({workloads})", [
+                py, "benchmarks/gpu/gpu_bench.py", "--module", "ember", "--reps", "10",
+                "--host", "--only", workloads], 60, env=dict(env, **{var: "0"}),
+                log=f"bench_ember_{log}.log")
     # Where the time of the small workloads goes: each kernel's GPU time
     # under Nsight Compute (one pass, clocks left alone), Ember and JAX.
     ncu = shutil.which("ncu") or next(iter(sorted(glob.glob(

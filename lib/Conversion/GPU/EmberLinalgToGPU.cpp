@@ -243,6 +243,21 @@ void launch(OpBuilder &b, Location loc, Value grid, int64_t threads,
   build(kb, l.getBlockIds().x, l.getThreadIds().x);
 }
 
+/// The buffer `v` views (through views and casts).
+Value bufferRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      v = view.getViewSource();
+    else if (auto cast = dyn_cast<memref::CastOp>(def))
+      v = cast.getSource();
+    else if (auto meta = dyn_cast<memref::ExtractStridedMetadataOp>(def))
+      v = meta.getSource();
+    else
+      break;
+  }
+  return v;
+}
+
 /// For each reduction generic whose output buffer a fill writes just before
 /// it (nothing with memory effects between): that fill. Its kernel is
 /// dropped and the reduction combines with the fill's value where it would
@@ -260,15 +275,11 @@ fillsBeforeReductions(ArrayRef<Operation *> work) {
     auto fill = dyn_cast_or_null<linalg::GenericOp>(prev);
     Value out = g.getDpsInitOperand(0)->get();
     // (An input viewing the output would read the fill's values.)
-    auto root = [](Value v) {
-      while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-        v = view.getViewSource();
-      return v;
-    };
     if (fill && mlir::ember::fillValue(fill) &&
         fill.getDpsInitOperand(0)->get() == out &&
-        llvm::none_of(g.getDpsInputs(),
-                      [&](Value in) { return root(in) == root(out); }))
+        llvm::none_of(g.getDpsInputs(), [&](Value in) {
+          return bufferRoot(in) == bufferRoot(out);
+        }))
       fills[g] = fill;
   }
   return fills;
@@ -779,21 +790,6 @@ struct Lowering {
     return success();
   }
 };
-
-/// The buffer `v` views (through views and casts).
-Value bufferRoot(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
-      v = view.getViewSource();
-    else if (auto cast = dyn_cast<memref::CastOp>(def))
-      v = cast.getSource();
-    else if (auto meta = dyn_cast<memref::ExtractStridedMetadataOp>(def))
-      v = meta.getSource();
-    else
-      break;
-  }
-  return v;
-}
 
 /// The buffers (roots) a launch's body reads and writes; fails when an op's
 /// effects are not known.
