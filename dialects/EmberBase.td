@@ -18,6 +18,7 @@ def Ember_Dialect : Dialect {
   let cppNamespace = "::mlir::ember";
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
 }
 
 // Element types JAX has.
@@ -30,6 +31,23 @@ def Ember_Complex : AnyTypeOf<[Complex<F32>, Complex<F64>]>;
 def Ember_Element : AnyTypeOf<[Ember_Bool, Ember_Int, Ember_Float, Ember_Complex]>;
 
 def Ember_Tensor : StaticShapeTensorOf<[Ember_Element]>;
+
+// A mutable array reference (JAX's `Ref`): a buffer holding a value of a
+// statically shaped tensor type, read and written by the ref ops.
+def Ember_RefType : TypeDef<Ember_Dialect, "Ref"> {
+  let mnemonic = "ref";
+  let summary = "mutable array reference";
+  let description = [{
+    `!ember.ref<tensor<3xf32>>` is a buffer that holds a `tensor<3xf32>`
+    value (JAX's `Ref`). Functions take refs as arguments; `ember.ref_get`,
+    `ember.ref_set`, `ember.ref_swap` and `ember.ref_addupdate` read and
+    write it. The codegen makes each ref argument a buffer updated in place
+    (`ember-to-linalg`; docs/spec.md, "Refs").
+  }];
+  let parameters = (ins "::mlir::RankedTensorType":$valueType);
+  let assemblyFormat = "`<` $valueType `>`";
+  let genVerifyDecl = 1;
+}
 def Ember_BoolTensor : StaticShapeTensorOf<[Ember_Bool]>;
 def Ember_IntTensor : StaticShapeTensorOf<[Ember_Int]>;
 def Ember_IntOrBoolTensor : StaticShapeTensorOf<[Ember_Bool, Ember_Int]>;

@@ -783,6 +783,84 @@ def Ember_OptimizationBarrierOp : Ember_Op<"optimization_barrier",
   let assemblyFormat = "$operands attr-dict `:` type($operands)";
 }
 
+//===----------------------------------------------------------------------===//
+// Mutable array references (JAX's Ref)
+//===----------------------------------------------------------------------===//
+
+// A ref op's ref is an argument of the function it is in, and the op sits
+// in that function's body (ref_c2, verified in C++): the tracer discharges
+// refs used inside loops, conditionals and transformed functions into
+// values, so no transformation pass ever sees a ref.
+class Ember_RefOp<string mnemonic, list<Trait> traits = []>
+    : Op<Ember_Dialect, mnemonic, traits # [Ember_RulesInPasses]> {
+  let hasVerifier = 1;
+}
+
+def Ember_RefGetOp : Ember_RefOp<"ref_get", [MemoryEffects<[MemRead]>,
+    TypesMatchWith<"ref_c3: the result has the ref's value type", "ref", "result",
+                   "::llvm::cast<::mlir::ember::RefType>($_self).getValueType()">]> {
+  let summary = "reads the value of a ref";
+  let description = [{
+    `ref[...]`: the value the ref holds now.
+
+    ```mlir
+    %v = ember.ref_get %r : !ember.ref<tensor<3xf32>>
+    ```
+  }];
+  let arguments = (ins Ember_RefType:$ref);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = "$ref attr-dict `:` type($ref)";
+}
+
+def Ember_RefSetOp : Ember_RefOp<"ref_set", [MemoryEffects<[MemWrite]>,
+    TypesMatchWith<"ref_c3: the value has the ref's value type", "ref", "value",
+                   "::llvm::cast<::mlir::ember::RefType>($_self).getValueType()">]> {
+  let summary = "writes a value into a ref";
+  let description = [{
+    `ref[...] = value`.
+
+    ```mlir
+    ember.ref_set %r, %v : !ember.ref<tensor<3xf32>>
+    ```
+  }];
+  let arguments = (ins Ember_RefType:$ref, Ember_Tensor:$value);
+  let assemblyFormat = "$ref `,` $value attr-dict `:` type($ref)";
+}
+
+def Ember_RefSwapOp : Ember_RefOp<"ref_swap", [MemoryEffects<[MemRead, MemWrite]>,
+    TypesMatchWith<"ref_c3: the value has the ref's value type", "ref", "value",
+                   "::llvm::cast<::mlir::ember::RefType>($_self).getValueType()">,
+    TypesMatchWith<"ref_c3: the result has the ref's value type", "ref", "result",
+                   "::llvm::cast<::mlir::ember::RefType>($_self).getValueType()">]> {
+  let summary = "writes a value into a ref and returns the value it held";
+  let description = [{
+    `jax.ref.swap(ref, (), value)`.
+
+    ```mlir
+    %old = ember.ref_swap %r, %v : !ember.ref<tensor<3xf32>>
+    ```
+  }];
+  let arguments = (ins Ember_RefType:$ref, Ember_Tensor:$value);
+  let results = (outs Ember_Tensor:$result);
+  let assemblyFormat = "$ref `,` $value attr-dict `:` type($ref)";
+}
+
+def Ember_RefAddUpdateOp : Ember_RefOp<"ref_addupdate", [MemoryEffects<[MemRead, MemWrite]>,
+    TypesMatchWith<"ref_c3: the value has the ref's value type", "ref", "value",
+                   "::llvm::cast<::mlir::ember::RefType>($_self).getValueType()">]> {
+  let summary = "adds a value to the value of a ref";
+  let description = [{
+    `ref[...] += value` (`jax.ref.addupdate`); the ref holds numbers, not
+    booleans (ref_c4).
+
+    ```mlir
+    ember.ref_addupdate %r, %v : !ember.ref<tensor<3xf32>>
+    ```
+  }];
+  let arguments = (ins Ember_RefType:$ref, Ember_Tensor:$value);
+  let assemblyFormat = "$ref `,` $value attr-dict `:` type($ref)";
+}
+
 def Ember_JvpOp : Ember_TransformOp<"jvp"> {
   let summary = "forward-mode derivative of a function (expanded by ember-autodiff)";
   let description = [{

@@ -159,7 +159,10 @@ def EmberLowerCopiesPass : Pass<"ember-lower-copies"> {
     function's entry block that nothing else uses (an out-parameter) is
     removed instead: the buffer becomes the out-parameter. This is the copy
     `buffer-results-to-out-params` leaves when a function returns what a
-    call wrote into a buffer of the caller.
+    call wrote into a buffer of the caller. A copy between two views of the
+    same elements (two equal `memref.subview`s of one buffer, which
+    bufferization leaves when a slice of a ref's buffer is updated in place)
+    is removed too.
 
     Before:
     ```mlir

@@ -47,6 +47,11 @@ EmberTypeConverter::EmberTypeConverter() {
   addConversion([this](RankedTensorType t) -> Type {
     return t.clone(convertType(t.getElementType()));
   });
+  // A ref argument is the buffer the compiled code updates in place.
+  addConversion([this](RefType t) -> Type {
+    RankedTensorType v = t.getValueType();
+    return MemRefType::get(v.getShape(), convertType(v.getElementType()));
+  });
   auto cast = [](OpBuilder &b, Type type, ValueRange inputs,
                  Location loc) -> Value {
     return UnrealizedConversionCastOp::create(b, loc, type, inputs)
@@ -155,11 +160,13 @@ struct EmberToLinalgPass
     });
     if (unbound.wasInterrupted())
       return signalPassFailure();
+    normalizeRefs(getOperation());
     EmberTypeConverter converter;
     ConversionTarget target(*ctx);
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
-                           scf::SCFDialect, complex::ComplexDialect>();
+                           scf::SCFDialect, complex::ComplexDialect,
+                           bufferization::BufferizationDialect>();
     target.addIllegalDialect<EmberDialect>();
     target.addDynamicallyLegalOp<OptimizationBarrierOp>(
         [&](Operation *op) { return converter.isLegal(op); });
@@ -187,6 +194,7 @@ struct EmberToLinalgPass
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       return signalPassFailure();
+    copyRefAliases(getOperation());
     // Arguments belong to the caller (value semantics): bufferization must
     // never write into them in place.
     OpBuilder b(ctx);
@@ -213,4 +221,5 @@ void mlir::ember::populateEmberToLinalgPatterns(const TypeConverter &converter,
   populateDotLoweringPatterns(converter, patterns, gemm);
   populateGatherScatterLoweringPatterns(converter, patterns);
   populateRuntimeCallLoweringPatterns(converter, patterns, deviceBuffers);
+  populateRefLoweringPatterns(converter, patterns);
 }

@@ -52,6 +52,19 @@ void populateRuntimeCallLoweringPatterns(const TypeConverter &converter,
                                          RewritePatternSet &patterns,
                                          bool deviceBuffers = false);
 
+/// Ref arguments as buffers updated in place (LowerRefs.cpp): the get and
+/// set that `normalizeRefs` leaves.
+void populateRefLoweringPatterns(const TypeConverter &converter,
+                                 RewritePatternSet &patterns);
+/// Threads each ref argument's value through its function's body, leaving
+/// one `ref_get` at the entry and, for refs written, one `ref_set` before
+/// the return (LowerRefs.cpp).
+void normalizeRefs(ModuleOp module);
+/// After the conversion: copies the values that may share a written ref's
+/// buffer and are returned or written into a ref, before the first write
+/// (LowerRefs.cpp).
+void copyRefAliases(ModuleOp module);
+
 //===----------------------------------------------------------------------===//
 // Tensors, indices and linalg.generic (EmberToLinalg.cpp)
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,8 @@ using namespace mlir::ember;
 #include "ember/IR/EmberInterfaces.cpp.inc"
 #define GET_ATTRDEF_CLASSES
 #include "ember/IR/EmberAttrs.cpp.inc"
+#define GET_TYPEDEF_CLASSES
+#include "ember/IR/EmberTypes.cpp.inc"
 
 namespace {
 /// Every ember op is pure and region-free: always legal to inline.
@@ -41,6 +43,37 @@ void EmberDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "ember/IR/EmberAttrs.cpp.inc"
       >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "ember/IR/EmberTypes.cpp.inc"
+      >();
+}
+
+// ref_c1: a ref holds a statically shaped tensor of an element type Ember
+// has.
+LogicalResult RefType::verify(function_ref<InFlightDiagnostic()> emitError,
+                              RankedTensorType valueType) {
+  if (!valueType.hasStaticShape())
+    return emitError() << "ref_c1: a ref holds a statically shaped tensor, not "
+                       << valueType;
+  Type e = valueType.getElementType();
+  auto isEmberInt = [](Type t) {
+    auto i = dyn_cast<IntegerType>(t);
+    if (!i || i.isSigned())
+      return false;
+    unsigned w = i.getWidth();
+    return w == 1 ? i.isSignless() : (w == 8 || w == 16 || w == 32 || w == 64);
+  };
+  auto isEmberFloat = [](Type t) {
+    return t.isF16() || t.isBF16() || t.isF32() || t.isF64();
+  };
+  auto c = dyn_cast<ComplexType>(e);
+  if (!(isEmberInt(e) || isEmberFloat(e) ||
+        (c && (c.getElementType().isF32() || c.getElementType().isF64()))))
+    return emitError() << "ref_c1: a ref holds a tensor of an element type "
+                          "Ember has, not "
+                       << e;
+  return success();
 }
 
 Operation *EmberDialect::materializeConstant(OpBuilder &builder,

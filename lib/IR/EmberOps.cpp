@@ -12,6 +12,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 
@@ -1623,4 +1624,34 @@ LogicalResult CaseOp::verify() {
              << k << " must end in ember.yield with values of the result types";
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Mutable array references
+//===----------------------------------------------------------------------===//
+
+// ref_c2: the ref is an argument of the function the op is in, and the op
+// is in that function's body, not in a region nested in it.
+static LogicalResult verifyRefPlacement(Operation *op, Value ref) {
+  auto arg = dyn_cast<BlockArgument>(ref);
+  auto f = dyn_cast_or_null<FunctionOpInterface>(op->getParentOp());
+  if (!arg || !f || arg.getOwner() != &f.getFunctionBody().front() ||
+      op->getBlock() != &f.getFunctionBody().front())
+    return op->emitOpError("ref_c2: the ref must be an argument of the "
+                           "enclosing function and the op in its body (refs "
+                           "in regions are discharged into values)");
+  return success();
+}
+
+LogicalResult RefGetOp::verify() { return verifyRefPlacement(*this, getRef()); }
+LogicalResult RefSetOp::verify() { return verifyRefPlacement(*this, getRef()); }
+LogicalResult RefSwapOp::verify() {
+  return verifyRefPlacement(*this, getRef());
+}
+LogicalResult RefAddUpdateOp::verify() {
+  // ref_c4: addupdate adds numbers.
+  if (getValue().getType().getElementType().isInteger(1))
+    return emitOpError("ref_c4: addupdate needs a ref of numbers, not of "
+                       "booleans");
+  return verifyRefPlacement(*this, getRef());
 }

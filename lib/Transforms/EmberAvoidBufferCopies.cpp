@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::ember {
 #define GEN_PASS_DEF_EMBERAVOIDBUFFERCOPIESPASS
@@ -94,22 +95,28 @@ void readsBeforeWrites(ModuleOp module) {
 }
 
 /// Sinks each tensor.insert_slice whose result only the block's terminator
-/// uses to just before the terminator: reads of its destination placed
-/// after it then read the buffer before the write (reading a slice in
-/// place rather than a copy of it).
+/// uses to just before the terminator, or before the first op with memory
+/// effects on the way (a write into a ref's buffer must stay after every
+/// computation that reads the ref's value on entry): reads of its
+/// destination placed after it then read the buffer before the write
+/// (reading a slice in place rather than a copy of it).
 void sinkFinalWrites(ModuleOp module) {
-  SmallVector<tensor::InsertSliceOp> writes;
+  SmallVector<std::pair<tensor::InsertSliceOp, Operation *>> writes;
   module.walk([&](tensor::InsertSliceOp write) {
     if (!write->getBlock()->mightHaveTerminator())
       return;
     Operation *term = write->getBlock()->getTerminator();
-    if (write != term->getPrevNode() &&
-        llvm::all_of(write->getUsers(),
-                     [&](Operation *u) { return u == term; }))
-      writes.push_back(write);
+    if (!llvm::all_of(write->getUsers(),
+                      [&](Operation *u) { return u == term; }))
+      return;
+    Operation *to = write->getNextNode();
+    while (to != term && isMemoryEffectFree(to))
+      to = to->getNextNode();
+    if (to != write->getNextNode())
+      writes.push_back({write, to});
   });
-  for (tensor::InsertSliceOp write : writes)
-    write->moveBefore(write->getBlock()->getTerminator());
+  for (auto [write, to] : writes)
+    write->moveBefore(to);
 }
 
 struct EmberAvoidBufferCopiesPass

@@ -50,6 +50,21 @@ bool forwardsToOutParam(memref::CopyOp op) {
   return true;
 }
 
+/// A copy between two views of the same elements (bufferization leaves one
+/// when a slice of a ref's buffer is updated in place: the slice written
+/// and the one the ref's value is assembled in are separate subviews).
+bool copiesOntoItself(memref::CopyOp op) {
+  if (op.getSource() == op.getTarget())
+    return true;
+  auto a = op.getSource().getDefiningOp<memref::SubViewOp>();
+  auto b = op.getTarget().getDefiningOp<memref::SubViewOp>();
+  return a && b && a.getSource() == b.getSource() &&
+         a.getType() == b.getType() &&
+         a.getMixedOffsets() == b.getMixedOffsets() &&
+         a.getMixedSizes() == b.getMixedSizes() &&
+         a.getMixedStrides() == b.getMixedStrides();
+}
+
 struct EmberLowerCopiesPass
     : public mlir::ember::impl::EmberLowerCopiesPassBase<EmberLowerCopiesPass> {
   void runOnOperation() override {
@@ -57,6 +72,10 @@ struct EmberLowerCopiesPass
     getOperation()->walk([&](memref::CopyOp op) { copies.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (memref::CopyOp op : copies) {
+      if (copiesOntoItself(op)) {
+        rewriter.eraseOp(op);
+        continue;
+      }
       if (forwardsToOutParam(op)) {
         auto alloc = op.getSource().getDefiningOp<memref::AllocOp>();
         for (Operation *user : llvm::to_vector(alloc->getUsers()))

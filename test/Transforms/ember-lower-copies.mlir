@@ -89,3 +89,24 @@ func.func @view_written_after(%out: memref<4xf32>, %x: f32) {
   memref.dealloc %a : memref<4xf32>
   return
 }
+
+// A copy between two equal views of one buffer copies nothing.
+// CHECK-LABEL: func @onto_itself
+// CHECK-NOT: copy
+// CHECK: return
+func.func @onto_itself(%a: memref<8xf32>, %i: index) {
+  %0 = memref.subview %a[%i] [2] [1] : memref<8xf32> to memref<2xf32, strided<[1], offset: ?>>
+  %1 = memref.subview %a[%i] [2] [1] : memref<8xf32> to memref<2xf32, strided<[1], offset: ?>>
+  memref.copy %0, %1 : memref<2xf32, strided<[1], offset: ?>> to memref<2xf32, strided<[1], offset: ?>>
+  return
+}
+
+// Other offsets: a real copy.
+// CHECK-LABEL: func @shifted
+// CHECK: linalg.copy
+func.func @shifted(%a: memref<8xf32>, %i: index, %j: index) {
+  %0 = memref.subview %a[%i] [2] [1] : memref<8xf32> to memref<2xf32, strided<[1], offset: ?>>
+  %1 = memref.subview %a[%j] [2] [1] : memref<8xf32> to memref<2xf32, strided<[1], offset: ?>>
+  memref.copy %0, %1 : memref<2xf32, strided<[1], offset: ?>> to memref<2xf32, strided<[1], offset: ?>>
+  return
+}

@@ -494,3 +494,230 @@ def test_differentiated_value_into_plumbing_ref_is_jaxs_error():
         ember.jvp(f, (3.0,), (1.0,))
     assert float(ember.grad(h)(3.0)) == 6.0
     assert int(i[...]) == 6 and float(r[...]) == 6.0
+
+
+def _buffer_address(ref):
+    return ref._value._value.ctypes.data
+
+
+def test_jit_updates_a_ref_buffer_in_place():
+    # On the CPU a jitted function takes its refs as `!ember.ref` arguments
+    # and writes their buffers in place (docs/spec.md, "Refs").
+    r = ember.new_ref(jnp.arange(4.0))
+    closed = ember.new_ref(jnp.zeros(4))
+
+    @ember.jit
+    def step(r, x):
+        old = r[...]
+        r[...] = old * 2 + x
+        closed[...] += old
+        return old.sum()
+
+    assert float(step(r, 1.0)) == 6.0
+    # (The first call may copy a buffer the trace still held.)
+    at, closed_at = _buffer_address(r), _buffer_address(closed)
+    assert float(step(r, 1.0)) == 16.0
+    np.testing.assert_array_equal(np.asarray(r[...]), [3.0, 7.0, 11.0, 15.0])
+    np.testing.assert_array_equal(np.asarray(closed[...]), [1.0, 4.0, 7.0, 10.0])
+    assert _buffer_address(r) == at and _buffer_address(closed) == closed_at
+    text = step.lower(r, 1.0).compile().as_text()
+    assert "ember.ref_get" not in text  # (lowered: the buffer itself)
+    assert len(step.cache) == 1
+
+
+def test_values_read_from_a_ref_keep_their_values():
+    # A value read from the ref (or a NumPy view of it) shares its buffer:
+    # the ref takes a copy before the next in-place update.
+    r = ember.new_ref(jnp.ones(3))
+
+    @ember.jit
+    def double(r):
+        r[...] = r[...] * 2
+
+    snap = r[...]
+    view = np.asarray(r[...])
+    double(r)
+    np.testing.assert_array_equal(np.asarray(snap), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(view, [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(np.asarray(r[...]), [2.0, 2.0, 2.0])
+    del snap, view
+    at = _buffer_address(r)
+    double(r)
+    assert _buffer_address(r) == at  # (nothing else held it: in place)
+    np.testing.assert_array_equal(np.asarray(r[...]), [4.0, 4.0, 4.0])
+
+    # The array passed beside its ref, and a result that is the old value.
+    @ember.jit
+    def swap_in(r, x):
+        return ember.ref.swap(r, (), x + 1.0)
+
+    x = r[...]
+    old = swap_in(r, x)
+    np.testing.assert_array_equal(np.asarray(old), [4.0, 4.0, 4.0])
+    np.testing.assert_array_equal(np.asarray(x), [4.0, 4.0, 4.0])
+    np.testing.assert_array_equal(np.asarray(r[...]), [5.0, 5.0, 5.0])
+    swap_in(r, x)
+    np.testing.assert_array_equal(np.asarray(old), [4.0, 4.0, 4.0])
+
+
+def test_results_never_share_a_ref_buffer():
+    r = ember.new_ref(jnp.arange(3.0))
+
+    @ember.jit
+    def read(r):
+        return r[...], r[...] + 0.0
+
+    @ember.jit
+    def write_then_read(r, x):
+        r[...] = x
+        return r[...]
+
+    @ember.jit
+    def negate(r):
+        r[...] = -r[...]
+
+    a, b = read(r)
+    c = write_then_read(r, jnp.full(3, 7.0))
+    negate(r)
+    np.testing.assert_array_equal(np.asarray(a), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(b), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(c), [7.0, 7.0, 7.0])
+    np.testing.assert_array_equal(np.asarray(r[...]), [-7.0, -7.0, -7.0])
+
+
+@pytest.mark.parametrize("dtype, init, update", [
+    (jnp.bool_, [True, False], lambda v: ~v),
+    (jnp.uint32, [1, 2], lambda v: v + jnp.uint32(3)),
+    (jnp.int8, [-3, 4], lambda v: v * 2),
+    (jnp.complex64, [1 + 2j, -1j], lambda v: v * 1j),
+    (jnp.float16, [0.5, 2.0], lambda v: v - 1),
+])
+def test_in_place_refs_of_every_dtype(dtype, init, update):
+    r = ember.new_ref(jnp.array(init, dtype=dtype))
+    expected = np.asarray(update(jnp.array(init, dtype=dtype)))
+
+    @ember.jit
+    def f(r):
+        r[...] = update(r[...])
+
+    f(r)
+    assert r[...].dtype == dtype
+    np.testing.assert_array_equal(np.asarray(r[...]), expected)
+
+
+def test_in_place_ref_weak_type_and_loops():
+    # Loops and grad inside the jitted function thread the ref as values; the
+    # ref takes the weak type of its last value, as before.
+    r = ember.new_ref(0.0)
+
+    @ember.jit
+    def f(x):
+        def body(i, c):
+            r[...] += x * i
+            return c + 1
+        n = lax.fori_loop(0, 4, body, 0)
+        g = ember.grad(lambda y: (y * r[...]) ** 2)(x)
+        return n, g
+
+    n, g = f(jnp.float32(2.0))
+    assert int(n) == 4 and float(r[...]) == 12.0
+    assert float(g) == 2 * 2.0 * 12.0**2
+
+    s = ember.new_ref(1.0)
+
+    @ember.jit
+    def set_strong(x):
+        s[...] = x
+
+    assert s[...].aval.weak_type
+    set_strong(jnp.float32(3.0))
+    assert not s[...].aval.weak_type and float(s[...]) == 3.0
+
+
+# Random programs on two refs (reads, slices, whole and partial writes,
+# swaps, addupdates, results that are views of what was read), run under
+# `jit` (refs updated in place) and without it, called three times while
+# earlier results and reads are held: the refs, results and held values
+# agree.
+_STEPS = (
+    lambda a, b, x, k: a.__setitem__(Ellipsis, a[...] * 2.0 + x),
+    lambda a, b, x, k: a.__setitem__(slice(k, k + 2), b[k:k + 2] - 1.0),
+    lambda a, b, x, k: b.__setitem__(Ellipsis, ember.ref.swap(a, (), b[...] + x)),
+    lambda a, b, x, k: a.__setitem__(k, jnp.sum(b[...])),
+    lambda a, b, x, k: ember.ref.addupdate(b, (), a[...]),
+    lambda a, b, x, k: a.__setitem__(Ellipsis, jnp.flip(a[...])),
+    lambda a, b, x, k: b.__setitem__(Ellipsis, x),
+    lambda a, b, x, k: None,
+    lambda a, b, x, k: a.__setitem__(jnp.array([0, 2]), b[1:3] * x[0]),
+    lambda a, b, x, k: lax.fori_loop(
+        0, 2, lambda i, c: (b.__setitem__(Ellipsis, b[...] + a[...] * 0.5), c)[1], 0),
+    lambda a, b, x, k: lax.cond(x[0] > 0, lambda: a.__setitem__(k, b[k + 1]),
+                                lambda: b.__setitem__(k, a[k + 1])),
+)
+_RESULTS = (
+    lambda a, b, x, k: a[...],
+    lambda a, b, x, k: b[1:3],
+    lambda a, b, x, k: jnp.sum(a[...] * b[...]),
+    lambda a, b, x, k: a[k],
+    lambda a, b, x, k: x,
+)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_ref_programs_in_place_match_eager(seed):
+    rng = np.random.default_rng(seed)
+    steps = [_STEPS[i] for i in rng.integers(0, len(_STEPS), rng.integers(1, 5))]
+    picks = rng.integers(0, len(_RESULTS), 2)
+    order = [(steps[:i], _RESULTS[picks[0]]) for i in [rng.integers(0, len(steps) + 1)]][0]
+
+    def f(a, b, x, k):
+        for s in order[0]:
+            s(a, b, x, k)
+        first = order[1](a, b, x, k)
+        for s in steps[len(order[0]):]:
+            s(a, b, x, k)
+        return first, _RESULTS[picks[1]](a, b, x, k)
+
+    init_a = rng.standard_normal(4).astype(np.float32)
+    init_b = rng.standard_normal(4).astype(np.float32)
+    x = jnp.asarray(rng.standard_normal(4).astype(np.float32))
+    runs = []
+    for jitted in (True, False):
+        a, b = ember.new_ref(jnp.asarray(init_a)), ember.new_ref(jnp.asarray(init_b))
+        held, outs = [], []
+        g = ember.jit(f, static_argnums=3)
+        for call in range(3):
+            if jitted:
+                out = g(a, b, x, 1)
+            else:
+                with ember.disable_jit():
+                    out = f(a, b, x, 1)
+            outs.append(out)
+            if call == 1:
+                held.append(a[...])  # (a read held across the next call)
+        runs.append((np.asarray(a[...]), np.asarray(b[...]),
+                     [np.asarray(v) for o in outs for v in o], np.asarray(held[0])))
+    (a1, b1, o1, h1), (a2, b2, o2, h2) = runs
+    np.testing.assert_allclose(a1, a2, rtol=1e-5)
+    np.testing.assert_allclose(b1, b2, rtol=1e-5)
+    np.testing.assert_allclose(h1, h2, rtol=1e-5)
+    for u, v in zip(o1, o2):
+        np.testing.assert_allclose(u, v, rtol=1e-5)
+
+
+def test_lowered_and_compiled_functions_take_refs():
+    r = ember.new_ref(jnp.arange(3.0))
+    total = ember.new_ref(jnp.zeros(()))
+
+    def f(r, x):
+        r[...] += x
+        total[...] += r[...].sum()
+        return r[...].sum()
+
+    compiled = ember.jit(f).lower(r, 1.0).compile()
+    assert float(compiled(r, 1.0)) == 6.0
+    assert float(compiled(r, 1.0)) == 9.0
+    np.testing.assert_array_equal(np.asarray(r[...]), [2.0, 3.0, 4.0])
+    assert float(total[...]) == 15.0
+    with pytest.raises(TypeError, match="different types"):
+        compiled(ember.new_ref(jnp.zeros(4)), 1.0)

@@ -69,6 +69,8 @@ OpRules getOpRules(RegisteredOperationName name);
 #include "ember/IR/EmberInterfaces.h.inc"
 #define GET_ATTRDEF_CLASSES
 #include "ember/IR/EmberAttrs.h.inc"
+#define GET_TYPEDEF_CLASSES
+#include "ember/IR/EmberTypes.h.inc"
 #define GET_OP_CLASSES
 #include "ember/IR/EmberOps.h.inc"
 

@@ -3,6 +3,8 @@
 import collections
 import functools
 import inspect
+import os
+import sys
 import types
 import weakref
 
@@ -153,16 +155,19 @@ def _run_on_gpu(exe, vals, device):
     return [core.GpuArray(b, a) for b, a in zip(exe.kernel.call_device(bufs), avals)]
 
 
-def _run(exe, vals, refs, lifted):
+def _run(exe, vals, refs, lifted, ref_pos=()):
     """Calls `exe` on `vals` and the lifted refs' values; writes the final
-    values of `refs` (the Ref arguments) and `lifted` back; returns the
-    function's own results."""
+    values of `refs` (the Ref arguments, at `ref_pos` of `vals`) and
+    `lifted` back, or has them updated in place (`_run_in_place`); returns
+    the function's own results."""
     for r in lifted:
         state.check_access(r)  # frozen since it was compiled in, say
     if exe.target.name == "cuda":
         # (The refs' new values stay on the GPU, as the results do.)
         arrays = _run_on_gpu(exe, list(vals) + [r._value for r in lifted],
                              _gpu_of([v.aval for v in vals]))
+    elif getattr(exe, "ref_weak_types", None) is not None:
+        return _run_in_place(exe, vals, ref_pos, refs, lifted)
     else:
         outs = exe([v._value for v in vals] + [r._value._value for r in lifted])
         arrays = [Array(o, a.weak_type) if a.sharding is None else
@@ -172,6 +177,47 @@ def _run(exe, vals, refs, lifted):
     for r, a in zip(list(refs) + list(lifted), arrays[n:]):
         r._value = a
     return arrays[:n]
+
+
+# EMBER_REFS_IN_PLACE=0: jitted functions take their refs' values and
+# return their new ones instead (docs/design.md, "Mutable array refs").
+_refs_in_place = os.environ.get("EMBER_REFS_IN_PLACE", "1") != "0"
+
+
+def _own_buffer(ref, held):
+    """The NumPy buffer of `ref`'s array, for compiled code to update in
+    place: the array's own unless something besides the ref (and `held`
+    references of the caller) holds the array or its buffer (a value read
+    from the ref, a NumPy view of it), in which case the ref takes a copy
+    first, so that what was read keeps its value."""
+    arr = ref._value
+    buf = arr._value
+    # (References counted: the ref's, `arr`/`buf` here, getrefcount's own.)
+    if type(arr) is not Array or sys.getrefcount(arr) > 3 + held or \
+            sys.getrefcount(buf) > 3:
+        buf = np.array(buf, copy=True)
+        buf.flags.writeable = False
+        ref._value = Array(buf, arr.aval.weak_type)
+    return buf
+
+
+def _run_in_place(exe, vals, ref_pos, refs, lifted):
+    """Calls `exe`, compiled with its refs as `!ember.ref` arguments
+    (`core.refs_in_place`: the Ref arguments at `ref_pos` of `vals`, then
+    the lifted refs), on the refs' own buffers, which it updates in place;
+    returns the function's results."""
+    args = [v._value for v in vals]
+    for i, r in zip(ref_pos, refs):
+        args[i] = None  # (else `args` holds the buffer once more)
+        args[i] = _own_buffer(r, held=1)  # (`vals` holds the array too)
+    args += [_own_buffer(r, held=0) for r in lifted]
+    outs = exe(args)
+    for r, weak in zip(list(refs) + list(lifted), exe.ref_weak_types):
+        if r._value.aval.weak_type != weak:
+            r._value = Array(r._value._value, weak)
+    return [Array(o, a.weak_type) if a.sharding is None else
+            Array.with_sharding(o, a.weak_type, a.sharding)
+            for o, a in zip(outs, exe.out_avals)]
 
 
 class Lowered:
@@ -284,7 +330,9 @@ class Compiled:
 
     def __init__(self, entry, static=()):
         self._entry = entry
-        self._exe, self._out_tree = entry
+        # (The refs the function closes over, when compiled for the CPU.)
+        self._exe, self._out_tree, *lifted = entry
+        self._lifted = lifted[0] if lifted else []
         self._static = static
 
     def cost_analysis(self):
@@ -308,13 +356,17 @@ class Compiled:
 
     def __call__(self, *args, **kwargs):
         leaves = tree_util.tree_leaves_lo((list(args), kwargs))
-        vals = [as_value(x) for x in leaves]
-        if [v.aval for v in vals] != self._exe.in_avals:
+        ref_pos = _ref_leaves(leaves, "a compiled function")
+        refs = [leaves[i] for i in ref_pos]
+        for r in refs:
+            state.check_access(r)
+        vals = [x._value if i in ref_pos else as_value(x) for i, x in enumerate(leaves)]
+        avals = [v.aval for v in vals] + [r._value.aval for r in self._lifted]
+        if avals != list(self._exe.in_avals):
             raise TypeError("Compiled function called with arguments of different types than "
                             f"it was compiled for (at {core.where()})")
-        outs = self._exe([v._value for v in vals])
-        return tree_util.tree_unflatten(
-            self._out_tree, [Array(o, a.weak_type) for o, a in zip(outs, self._exe.out_avals)])
+        return tree_util.tree_unflatten(self._out_tree,
+                                        _run(self._exe, vals, refs, self._lifted, ref_pos))
 
 
 class _AbstractArg:
@@ -476,7 +528,8 @@ class JitWrapped:
         # (The computation follows its data.)
         target = _cuda_target() if _gpu_of(avals) is not None else None
         exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs), avals,
-                                    lifted=lifted, target=target)
+                                    lifted=lifted, target=target,
+                                    ref_args=ref_pos if _refs_in_place else None)
         return exe, out_tree(), lifted
 
     def __call__(self, *args, **kwargs):
@@ -546,7 +599,7 @@ class JitWrapped:
             entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs)
             self.cache.store(key, entry)
         exe, out_tree, lifted = entry
-        result = tree_util.tree_unflatten(out_tree, _run(exe, vals, refs, lifted))
+        result = tree_util.tree_unflatten(out_tree, _run(exe, vals, refs, lifted, ref_pos))
         if not (refs or lifted) and exe.target.name == "cpu":
             self._register_fast(args, kwargs, static, vals, exe, out_tree)
         elif not (refs or lifted) and exe.target.name == "cuda":
@@ -616,7 +669,7 @@ class JitWrapped:
         leaves = [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals]
         out_info = tree_util.tree_unflatten(out_tree(), leaves[:out_tree().num_leaves])
         traced = Traced(self, str(module),
-                        lambda: self._make(static, treedef, avals, ref_pos, refs)[:2],
+                        lambda: self._make(static, treedef, avals, ref_pos, refs),
                         out_info, module.operation.get_asm(enable_debug_info=True))
         traced._in_tree, traced._in_avals, traced._out_avals = treedef, avals, out_avals
         return traced

@@ -1372,11 +1372,15 @@ _bytecode_index = collections.OrderedDict()
 
 
 def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
-                     fp_contract=True, target=None):
+                     fp_contract=True, target=None, ref_args=None):
     """The Executable of `fun` traced on `in_avals` (see `trace_function`;
     refs appended to `lifted` are extra arguments and results), its code
     optimized at `opt_level`, FMAs contracted with `fp_contract` (see
-    `Executable`)."""
+    `Executable`). `ref_args` (the positions of `in_avals` that are Ref
+    arguments, whose final values `fun` returns after its own results):
+    compiled for the CPU, the Ref arguments and the lifted refs become
+    `!ember.ref` arguments updated in place (`refs_in_place`), and the
+    Executable's `ref_weak_types` is set."""
     refs = []
     module, out_avals = trace_function(fun, in_avals, concrete, refs)
     if refs:
@@ -1385,6 +1389,13 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
                              "function that cannot update it here")
         lifted.extend(refs)
         in_avals = list(in_avals) + [r._value.aval for r in refs]
+    ref_weak_types = None
+    if ref_args is not None and (ref_args or refs) and target is None:
+        positions = list(ref_args) + list(range(len(in_avals) - len(refs), len(in_avals)))
+        if all(in_avals[i].sharding is None for i in positions):
+            ref_weak_types = tuple(a.weak_type for a in out_avals[-len(positions):])
+            refs_in_place(module, positions)
+            out_avals = out_avals[:-len(positions)]
     # First by MLIR bytecode, five times cheaper to write than the text but
     # with the locations (a program traced again from the same lines); then
     # by the text (the same program from other lines).
@@ -1406,12 +1417,46 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
                              fp_contract=fp_contract, target=target)
             _lru_put(_program_cache, (text, avals), exe)
         _lru_put(_bytecode_index, (buf.getvalue(), avals), exe)
+    if ref_weak_types is not None:
+        exe = copy.copy(exe)
+        exe.ref_weak_types = ref_weak_types
     if [a.sharding for a in exe.out_avals] != [a.sharding for a in out_avals]:
         # One program, traced again with other result shardings (they are
         # not in the IR): the same code with this trace's result types.
         exe = copy.copy(exe)
         exe.out_avals = list(out_avals)
     return exe
+
+
+def refs_in_place(module, positions):
+    """Makes the arguments at `positions` of the traced function `!ember.ref`
+    arguments: their values on entry are one `ember.ref_get`, and the last
+    len(positions) results (their values on exit, in the same order) become
+    `ember.ref_set`s where they changed. The codegen then updates each
+    ref's buffer in place (docs/spec.md, "Refs")."""
+    with context(), ir.Location.unknown():
+        func = module.body.operations[0]
+        block = func.regions[0].blocks[0]
+        ret = list(block.operations)[-1]
+        gets = []
+        for pos in positions:
+            arg = block.arguments[pos]
+            tensor_type = arg.type
+            arg.set_type(ir.Type.parse(f"!ember.ref<{tensor_type}>"))
+            get = ir.Operation.create("ember.ref_get", results=[tensor_type], operands=[arg],
+                                      ip=ir.InsertionPoint.at_block_begin(block))
+            arg.replace_all_uses_except(get.result, get)
+            gets.append((arg, get.result))
+        values = list(ret.operands)
+        keep, finals = values[:len(values) - len(positions)], values[len(values) - len(positions):]
+        for (arg, entry), final in zip(gets, finals):
+            if final != entry:
+                ir.Operation.create("ember.ref_set", operands=[arg, final],
+                                    ip=ir.InsertionPoint(ret))
+        ir.Operation.create("func.return", operands=keep, ip=ir.InsertionPoint(ret))
+        ret.erase()
+        ftype = ir.FunctionType.get([a.type for a in block.arguments], [v.type for v in keep])
+        func.attributes["function_type"] = ir.TypeAttr.get(ftype)
 
 
 def _lru_get(cache, key):

@@ -1,0 +1,71 @@
+// RUN: ember-opt %s -split-input-file -verify-diagnostics -allow-unregistered-dialect
+//
+// One case per numbered rule of the refs (docs/spec.md, "Refs").
+
+// ref_c1
+// expected-error @+1 {{ref_c1: a ref holds a statically shaped tensor, not 'tensor<?xf32>'}}
+func.func @ref_c1_shape(%r: !ember.ref<tensor<?xf32>>) {
+  return
+}
+
+// -----
+
+// ref_c1
+// expected-error @+1 {{ref_c1: a ref holds a tensor of an element type Ember has, not 'si32'}}
+func.func @ref_c1_element(%r: !ember.ref<tensor<2xsi32>>) {
+  return
+}
+
+// -----
+
+// ref_c2: the ref is not an argument of the function.
+func.func @ref_c2_value(%r: !ember.ref<tensor<3xf32>>) -> tensor<3xf32> {
+  %0 = "test.make_ref"() : () -> !ember.ref<tensor<3xf32>>
+  // expected-error @+1 {{ref_c2: the ref must be an argument of the enclosing function and the op in its body}}
+  %1 = ember.ref_get %0 : !ember.ref<tensor<3xf32>>
+  return %1 : tensor<3xf32>
+}
+
+// -----
+
+// ref_c2: the op is in a region nested in the function.
+func.func @ref_c2_region(%r: !ember.ref<tensor<f32>>, %p: tensor<i32>, %x: tensor<f32>) -> tensor<f32> {
+  %0 = ember.case %p : tensor<i32> -> tensor<f32> {
+    ember.yield %x : tensor<f32>
+  }, {
+    // expected-error @+1 {{ref_c2: the ref must be an argument of the enclosing function and the op in its body}}
+    %1 = ember.ref_get %r : !ember.ref<tensor<f32>>
+    ember.yield %1 : tensor<f32>
+  }
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// ref_c3
+func.func @ref_c3(%r: !ember.ref<tensor<3xf32>>, %v: tensor<2xf32>) {
+  // expected-error @+1 {{ref_c3: the value has the ref's value type}}
+  "ember.ref_set"(%r, %v) : (!ember.ref<tensor<3xf32>>, tensor<2xf32>) -> ()
+  return
+}
+
+// -----
+
+// ref_c4
+func.func @ref_c4(%r: !ember.ref<tensor<3xi1>>, %v: tensor<3xi1>) {
+  // expected-error @+1 {{ref_c4: addupdate needs a ref of numbers, not of booleans}}
+  ember.ref_addupdate %r, %v : !ember.ref<tensor<3xi1>>
+  return
+}
+
+// -----
+
+// A ref cannot reach a transformation: the callee's arguments are tensors
+// (transform_c2).
+func.func private @f(%r: !ember.ref<tensor<3xf32>>) -> tensor<3xf32>
+
+func.func @transformed(%x: tensor<3xf32>, %t: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  // expected-error @+1 {{transform_c2}}
+  %0:2 = ember.jvp @f(%x) tangents(%t) wrt [0] : (tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %0#0, %0#1 : tensor<3xf32>, tensor<3xf32>
+}
