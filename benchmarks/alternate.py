@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-THROUGHPUT = ("matmul.py", "elementwise.py")  # these print a rate, not a time
+THROUGHPUT = ("matmul.py", "elementwise.py", "ref_update.py")  # these print a rate, not a time
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
 ap.add_argument("--jax-python", required=True, help="a Python with jax installed")
