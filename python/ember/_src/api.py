@@ -774,8 +774,8 @@ def eager(fun, args, static_positions=(), fp_contract=True):
         target = cuda.CUDA
     exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs), avals,
                                 concrete=vals, lifted=lifted, fp_contract=fp_contract,
-                                target=target)
-    return tree_util.tree_unflatten(out_tree(), _run(exe, vals, refs, lifted))
+                                target=target, ref_args=ref_pos if _refs_in_place else None)
+    return tree_util.tree_unflatten(out_tree(), _run(exe, vals, refs, lifted, ref_pos))
 
 
 def eager_transform(fun, args, static_positions=()):
