@@ -365,8 +365,12 @@ class Compiled:
         if avals != list(self._exe.in_avals):
             raise TypeError("Compiled function called with arguments of different types than "
                             f"it was compiled for (at {core.where()})")
-        return tree_util.tree_unflatten(self._out_tree,
-                                        _run(self._exe, vals, refs, self._lifted, ref_pos))
+        if refs or self._lifted:
+            outs = _run(self._exe, vals, refs, self._lifted, ref_pos)
+        else:
+            outs = [Array(o, a.weak_type)
+                    for o, a in zip(self._exe([v._value for v in vals]), self._exe.out_avals)]
+        return tree_util.tree_unflatten(self._out_tree, outs)
 
 
 class _AbstractArg:
