@@ -6,6 +6,8 @@ input must end in a diagnostic and a non-zero exit, never a signal; inputs
 that abort are kept as crash<N>.mlir in the output directory.
 
     python tools/fuzz/ember_opt_mutate.py --seed 1 --inputs 5000 --out /tmp/irfuzz
+    python tools/fuzz/ember_opt_mutate.py --sources test/Dialect/refs.mlir \
+        test/Conversion/ember-to-linalg-refs.mlir          # one family of ops
 """
 import argparse
 import os
@@ -15,14 +17,16 @@ import subprocess
 import time
 
 SOURCES = ["test/Dialect/ops.mlir", "test/Dialect/folds.mlir", "test/Dialect/invalid.mlir",
-           "test/Conversion/ember-to-linalg.mlir"]
+           "test/Conversion/ember-to-linalg.mlir", "test/Dialect/refs.mlir",
+           "test/Conversion/ember-to-linalg-refs.mlir"]
 SCALARS = ["f32", "f64", "i32", "i1", "i64", "bf16", "f16"]
-TENSORS = ["tensor<2xf32>", "tensor<3x4xf32>", "tensor<f32>", "tensor<?xf32>", "tensor<0xf32>"]
+TENSORS = ["tensor<2xf32>", "tensor<3x4xf32>", "tensor<f32>", "tensor<?xf32>", "tensor<0xf32>",
+           "!ember.ref<tensor<4xf32>>"]
 
 
-def modules():
+def modules(sources):
     out = []
-    for path in SOURCES:
+    for path in sources:
         for chunk in open(path).read().split("// -----"):
             lines = [x for x in chunk.splitlines() if not x.strip().startswith("//")]
             if any("func.func" in x for x in lines):
@@ -57,9 +61,11 @@ def main():
     ap.add_argument("--inputs", type=int, default=1000)
     ap.add_argument("--out", default="/tmp/ember-opt-fuzz")
     ap.add_argument("--ember-opt", default="build/dev/bin/ember-opt")
+    ap.add_argument("--sources", nargs="+", default=SOURCES,
+                    help="the lit files whose modules are mutated (default: %(default)s)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    rng, srcs, crashes, start = random.Random(a.seed), modules(), 0, time.time()
+    rng, srcs, crashes, start = random.Random(a.seed), modules(a.sources), 0, time.time()
     path = os.path.join(a.out, "input.mlir")
     for _ in range(a.inputs):
         text = mutate(rng, rng.choice(srcs))
