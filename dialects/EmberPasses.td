@@ -446,7 +446,11 @@ def EmberAvoidBufferCopiesPass
       op's init) forces a copy of `%t`. The read moves above the write when
       its operands are defined there (both are pure, so the order of the
       two does not change any value); autodiff's reverse loops read a
-      cotangent slice after zeroing it.
+      cotangent slice after zeroing it. A final `tensor.insert_slice` that
+      only the block's terminator uses sinks to just before it (or before
+      the first write into a ref's buffer, `materialize_in_destination`,
+      which stays after every computation), so reads placed after it come
+      first.
 
     Before:
     ```mlir

@@ -10,11 +10,11 @@
 #include "TransformUtils.h"
 #include "ember/Conversion/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::ember {
 #define GEN_PASS_DEF_EMBERAVOIDBUFFERCOPIESPASS
@@ -95,10 +95,10 @@ void readsBeforeWrites(ModuleOp module) {
 }
 
 /// Sinks each tensor.insert_slice whose result only the block's terminator
-/// uses to just before the terminator, or before the first op with memory
-/// effects on the way (a write into a ref's buffer must stay after every
-/// computation that reads the ref's value on entry): reads of its
-/// destination placed after it then read the buffer before the write
+/// uses to just before the terminator, or before the first write into a
+/// ref's buffer on the way (`materialize_in_destination`, which must stay
+/// after every computation that reads the ref's value on entry): reads of
+/// its destination placed after it then read the buffer before the write
 /// (reading a slice in place rather than a copy of it).
 void sinkFinalWrites(ModuleOp module) {
   SmallVector<std::pair<tensor::InsertSliceOp, Operation *>> writes;
@@ -110,7 +110,7 @@ void sinkFinalWrites(ModuleOp module) {
                       [&](Operation *u) { return u == term; }))
       return;
     Operation *to = write->getNextNode();
-    while (to != term && isMemoryEffectFree(to))
+    while (to != term && !isa<bufferization::MaterializeInDestinationOp>(to))
       to = to->getNextNode();
     if (to != write->getNextNode())
       writes.push_back({write, to});

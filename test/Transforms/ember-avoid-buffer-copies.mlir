@@ -98,3 +98,21 @@ func.func @read_after_write(%t0: tensor<100xf32>, %z: tensor<1xf32>) -> (tensor<
   }
   return %r#0, %r#1 : tensor<100xf32>, f32
 }
+
+// -----
+
+// A write into a ref's buffer (LowerRefs.cpp) stays after the computations:
+// the final insert_slice sinks only to just before it.
+
+// CHECK-LABEL: func @sink_stops_at_ref_write
+// CHECK: %[[W:.*]] = tensor.insert_slice
+// CHECK-NEXT: bufferization.materialize_in_destination
+// CHECK-NEXT: return %[[W]]
+func.func @sink_stops_at_ref_write(%r: memref<4xf32>, %x: tensor<1xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %t = bufferization.to_tensor %r restrict writable : memref<4xf32> to tensor<4xf32>
+  %w = tensor.insert_slice %x into %t[1] [1] [1] : tensor<1xf32> into tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %n = linalg.negf ins(%y : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  bufferization.materialize_in_destination %n in writable %r : (tensor<4xf32>, memref<4xf32>) -> ()
+  return %w : tensor<4xf32>
+}
