@@ -160,7 +160,8 @@ struct EmberToLinalgPass
     });
     if (unbound.wasInterrupted())
       return signalPassFailure();
-    normalizeRefs(getOperation());
+    if (failed(normalizeRefs(getOperation())))
+      return signalPassFailure();
     EmberTypeConverter converter;
     ConversionTarget target(*ctx);
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,

@@ -58,8 +58,9 @@ void populateRefLoweringPatterns(const TypeConverter &converter,
                                  RewritePatternSet &patterns);
 /// Threads each ref argument's value through its function's body, leaving
 /// one `ref_get` at the entry and, for refs written, one `ref_set` before
-/// the return (LowerRefs.cpp).
-void normalizeRefs(ModuleOp module);
+/// the return (LowerRefs.cpp). Fails (with a diagnostic) where another op
+/// uses a ref.
+LogicalResult normalizeRefs(ModuleOp module);
 /// After the conversion: copies the values that may share a written ref's
 /// buffer and are returned or written into a ref, before the first write
 /// (LowerRefs.cpp).

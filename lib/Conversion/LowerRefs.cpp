@@ -58,17 +58,28 @@ static SmallVector<Value> mayShareBuffer(Value v) {
   return out;
 }
 
-void mlir::ember::normalizeRefs(ModuleOp module) {
-  module.walk([](func::FuncOp f) {
+LogicalResult mlir::ember::normalizeRefs(ModuleOp module) {
+  WalkResult result = module.walk([](func::FuncOp f) {
     if (f.isExternal())
-      return;
+      return WalkResult::advance();
     Block &entry = f.getBody().front();
     SmallVector<BlockArgument> refs;
     for (BlockArgument a : entry.getArguments())
       if (isa<RefType>(a.getType()))
         refs.push_back(a);
     if (refs.empty())
-      return;
+      return WalkResult::advance();
+    // Only the ref ops may use a ref: a call passing it on would write the
+    // buffer behind this function's threaded values.
+    for (BlockArgument r : refs)
+      for (Operation *user : r.getUsers())
+        if (!isa<RefGetOp, RefSetOp, RefSwapOp, RefAddUpdateOp>(user)) {
+          user->emitOpError("uses a ref argument of '")
+              << f.getSymName()
+              << "': only ember.ref_get, ref_set, ref_swap and ref_addupdate "
+                 "may (ember-to-linalg)";
+          return WalkResult::interrupt();
+        }
     // ref -> its value on entry (read once, at the entry), its value now.
     llvm::DenseMap<Value, Value> onEntry, current;
     llvm::DenseSet<Value> written;
@@ -137,7 +148,9 @@ void mlir::ember::normalizeRefs(ModuleOp module) {
       if (!inPlace)
         set->setAttr(kRefCopyAttr, b.getUnitAttr());
     }
+    return WalkResult::advance();
   });
+  return failure(result.wasInterrupted());
 }
 
 namespace {

@@ -18,7 +18,8 @@ using namespace mlir::ember;
 #include "ember/IR/EmberTypes.cpp.inc"
 
 namespace {
-/// Every ember op is pure and region-free: always legal to inline.
+/// Ember ops are always legal to inline (the ref ops read and write only
+/// their function's ref arguments).
 struct EmberInlinerInterface : public DialectInlinerInterface {
   using DialectInlinerInterface::DialectInlinerInterface;
   bool isLegalToInline(Operation *, Operation *, bool) const final {
