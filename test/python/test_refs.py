@@ -739,3 +739,26 @@ def test_grad_outside_jit_updates_closed_over_ref():
     np.testing.assert_array_equal(np.asarray(g), [0.0, 2.0, 4.0])
     np.testing.assert_array_equal(np.asarray(log[...]), [0.0, 3.0, 6.0])
     np.testing.assert_array_equal(np.asarray(held), [0.0, 0.0, 0.0])
+
+
+def test_views_of_a_compiled_result_held_by_a_ref_keep_their_values():
+    # The ref's array is a compiled result (a view of the runtime's buffer):
+    # a NumPy view made from it refers to the buffer's owner.
+    x = ember.jit(lambda: jnp.arange(4.0))()
+    r = ember.new_ref(x)
+    del x
+
+    @ember.jit
+    def put(r, x):
+        r[...] = x * 2
+
+    assert not r._value._value.flags.owndata
+    view = np.asarray(r._value)[1:]  # (what a view of the ref's array holds)
+    put(r, jnp.ones(4))
+    np.testing.assert_array_equal(view, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(r[...]), [2.0, 2.0, 2.0, 2.0])
+    del view
+    at = _buffer_address(r)
+    put(r, jnp.full(4, 3.0))
+    assert _buffer_address(r) == at
+    np.testing.assert_array_equal(np.asarray(r[...]), [6.0, 6.0, 6.0, 6.0])

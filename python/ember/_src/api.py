@@ -192,9 +192,14 @@ def _own_buffer(ref, held):
     first, so that what was read keeps its value."""
     arr = ref._value
     buf = arr._value
-    # (References counted: the ref's, `arr`/`buf` here, getrefcount's own.)
+    # A view of a view of the memory NumPy makes a view of the array owning
+    # it, so that array is counted too (a compiled result is a view of the
+    # runtime's buffer).
+    owner = buf.base if isinstance(buf.base, np.ndarray) else None
+    # (References counted: the ref's (`buf.base` for the owner), `arr`/`buf`/
+    # `owner` here, getrefcount's own.)
     if type(arr) is not Array or sys.getrefcount(arr) > 3 + held or \
-            sys.getrefcount(buf) > 3:
+            sys.getrefcount(buf) > 3 or (owner is not None and sys.getrefcount(owner) > 3):
         buf = np.array(buf, copy=True)
         buf.flags.writeable = False
         ref._value = Array(buf, arr.aval.weak_type)
