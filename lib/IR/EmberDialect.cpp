@@ -51,7 +51,8 @@ void EmberDialect::initialize() {
 }
 
 // ref_c1: a ref holds a statically shaped tensor of an element type Ember
-// has.
+// has (Ember_Element in EmberBase.td, whose ODS predicate is private to the
+// ops' generated code: the same list, kept in step by test/Dialect/refs*.mlir).
 LogicalResult RefType::verify(function_ref<InFlightDiagnostic()> emitError,
                               RankedTensorType valueType) {
   if (!valueType.hasStaticShape())

@@ -52,10 +52,9 @@ bool forwardsToOutParam(memref::CopyOp op) {
 
 /// A copy between two views of the same elements (bufferization leaves one
 /// when a slice of a ref's buffer is updated in place: the slice written
-/// and the one the ref's value is assembled in are separate subviews).
+/// and the one the ref's value is assembled in are separate subviews). A
+/// copy of a buffer onto itself is canonicalization's (memref.copy folds).
 bool copiesOntoItself(memref::CopyOp op) {
-  if (op.getSource() == op.getTarget())
-    return true;
   auto a = op.getSource().getDefiningOp<memref::SubViewOp>();
   auto b = op.getTarget().getDefiningOp<memref::SubViewOp>();
   return a && b && a.getSource() == b.getSource() &&
