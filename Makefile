@@ -7,7 +7,7 @@ SITE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))"
 export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: all venv build build-asan mpi jax-venv test test-lit test-python test-asan \
-  test-asan-quick fuzz demo lint clean gpu-bundle gpu-check
+  test-asan-quick fuzz fuzz-opt demo lint clean gpu-bundle gpu-check
 
 all: build
 
@@ -120,6 +120,36 @@ test-asan-quick: build-asan
 	$(ASAN_ENV) $(PY) -m pytest -q -x -p no:cacheprovider $(ASAN_QUICK:%=test/python/%.py) || \
 	  { cat $(ASAN)/report.* 2>/dev/null; exit 1; }
 	$(ASAN_REPORT)
+
+# Coverage-guided fuzzing of ember-opt (#21): libFuzzer drives
+# tools/ember-opt-fuzz (parse, verify, then one of eight pipelines) on
+# mutations of the lit tests' modules, with Ember's C++ built by clang with
+# coverage, ASan and UBSan in build/fuzz. FUZZ_OPT_JOBS processes (libFuzzer's
+# fork mode) for FUZZ_OPT_TIME seconds; a crash is written to
+# build/fuzz/crashes and the campaign goes on; the target fails when there
+# is one. Installs clang-16 and its libFuzzer runtime (Debian's packages)
+# when run as root and they are missing.
+FUZZ_DIR := build/fuzz
+FUZZ_OPT_TIME ?= 600
+FUZZ_OPT_JOBS ?= 2
+FUZZ_OPT_SEED ?= $(shell date +%s)
+$(FUZZ_DIR)/build.ninja: $(VENV)/.deps CMakeLists.txt
+	@command -v clang++-16 >/dev/null && [ -n "$$(clang++-16 -print-file-name=libclang_rt.fuzzer-x86_64.a | grep /)" ] || \
+	  { [ "$$(id -u)" = 0 ] && apt-get install -y -q clang-16 libclang-rt-16-dev >/dev/null; } || \
+	  { echo "fuzz-opt needs clang-16 and libclang-rt-16-dev"; exit 1; }
+	CC=clang-16 CXX=clang++-16 $(VENV)/bin/cmake -G Ninja -S . -B $(FUZZ_DIR) -DEMBER_FUZZ=ON \
+	  -DEMBER_SANITIZE=ON -DPython3_EXECUTABLE=$(CURDIR)/$(PY) -DPython_EXECUTABLE=$(CURDIR)/$(PY)
+
+fuzz-opt: $(FUZZ_DIR)/build.ninja
+	$(VENV)/bin/ninja -C $(FUZZ_DIR) -j2 ember-opt-fuzz
+	rm -rf $(FUZZ_DIR)/seeds && mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
+	$(PY) tools/fuzz/opt_fuzz_corpus.py --out $(FUZZ_DIR)/seeds --dict $(FUZZ_DIR)/ember.dict
+	cd $(FUZZ_DIR) && tools/ember-opt-fuzz/ember-opt-fuzz -fork=$(FUZZ_OPT_JOBS) \
+	  -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 -max_total_time=$(FUZZ_OPT_TIME) \
+	  -seed=$(FUZZ_OPT_SEED) -timeout=30 -rss_limit_mb=6000 -max_len=16384 -dict=ember.dict \
+	  -artifact_prefix=crashes/ corpus seeds > fuzz.log 2>&1; \
+	  grep -E '^#[0-9]+: ' fuzz.log | tail -n 1
+	@! ls $(FUZZ_DIR)/crashes | grep . || { echo "crashes in $(FUZZ_DIR)/crashes"; exit 1; }
 
 # C++ in LLVM style (.clang-format) and Python with ruff's rules (pyproject.toml).
 CXX_SOURCES = $(shell git ls-files '*.cpp' '*.h')

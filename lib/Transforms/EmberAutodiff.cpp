@@ -217,7 +217,7 @@ struct Transposer {
   Location loc;
   SymbolTable &symbols;
   const llvm::DenseSet<Value> &linearValues;
-  DenseMap<Value, Value> cotangent;
+  DenseMap<Value, Value> cotangent{};
 
   void accumulate(Value v, Value ct) {
     if (!ct || !isDifferentiable(v.getType()))
@@ -1081,7 +1081,7 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
       seedPh.push_back(split.placeholder(fb, sd, map));
     for (Value v : tOut)
       outPh.push_back(split.placeholder(fb, v, map));
-    Transposer tr{fb, loc, symbols, split.bwdLin, {}};
+    Transposer tr{fb, loc, symbols, split.bwdLin};
     if (failed(split.transposeInto(fb, map, yTan, ctIn, tr)))
       return failure();
     SmallVector<Value> yielded{k};
@@ -1283,7 +1283,7 @@ LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
       SmallVector<Value> outPh;
       for (Value v : tOut)
         outPh.push_back(sp.placeholder(fb, v, map));
-      Transposer tr{fb, loc, symbols, sp.bwdLin, {}};
+      Transposer tr{fb, loc, symbols, sp.bwdLin};
       if (failed(sp.transposeInto(fb, map, yTans[k], ctArgs, tr)))
         return failure();
       SmallVector<Value> yielded;
@@ -1555,7 +1555,7 @@ struct Deriver {
     // 3. Transpose in reverse order, appending the adjoint at the end.
     Operation *lastPrimal = body.empty() ? nullptr : &body.back();
     b.setInsertionPointToEnd(&body);
-    Transposer tr{b, loc, symbols, linearValues, {}};
+    Transposer tr{b, loc, symbols, linearValues};
     for (auto [i, v] : llvm::enumerate(*results))
       if (Value t = tangent.lookup(v))
         tr.accumulate(t, body.getArgument(np + i));

@@ -1289,8 +1289,12 @@ struct EmberLinalgToGPUPass
         gpu::DeallocOp::create(b, loc, Type(), {}, d.getMemref());
         d.erase();
       } else if (auto c = dyn_cast<memref::CopyOp>(op)) {
-        auto src = cast<MemRefType>(c.getSource().getType());
-        auto dst = cast<MemRefType>(c.getTarget().getType());
+        auto src = dyn_cast<MemRefType>(c.getSource().getType());
+        auto dst = dyn_cast<MemRefType>(c.getTarget().getType());
+        if (!src || !dst)
+          return c.emitOpError(
+              "copies of unranked buffers are not supported by the cuda "
+              "target");
         if (!src.getLayout().isIdentity() || !dst.getLayout().isIdentity())
           return c.emitOpError("strided copies must be linalg.copy here (run "
                                "ember-lower-copies first)");
