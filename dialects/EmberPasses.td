@@ -262,7 +262,18 @@ def EmberExpandTransformsPass : Pass<"ember-expand-transforms", "ModuleOp"> {
     ```
     After: the batched adjoint code of `@f`, inlined; no transformation op
     and no custom-rule call is left.
+
+    With `keep-kernel-calls`, calls of Pallas kernels' interpreters that
+    carry the kernel recorded for the TPU target stay calls (of their
+    batched clones, whose recorded kernels ember-batch batches as JAX's
+    pallas_call batching rule does), so the TPU target can still emit each
+    kernel as a Mosaic custom call.
   }];
+  let options = [
+    Option<"keepKernelCalls", "keep-kernel-calls", "bool", /*default=*/"false",
+           "Keep calls of functions that carry a recorded TPU kernel "
+           "(ember_tpu.kernel_module) instead of inlining them">,
+  ];
   let dependentDialects = ["func::FuncDialect"];
 }
 

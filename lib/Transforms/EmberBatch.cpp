@@ -40,7 +40,7 @@ struct BatchScope {
   /// Per-example results of collectives replaced by a value that is the
   /// same on every lane (their uses were rewritten; function results and
   /// terminator operands are looked up here).
-  DenseMap<Value, Value> sameOnLanes;
+  DenseMap<Value, Value> sameOnLanes{};
 };
 thread_local BatchScope scope; // per thread: passes may run on several threads
 
@@ -313,6 +313,7 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
       auto fn = deriveBatchedFn(o->getLoc(), callee, isBatched, n);
       if (failed(fn))
         return failure();
+      carryTpuKernel(callee, *fn, isBatched, n);
       auto c = func::CallOp::create(b, o->getLoc(), *fn, operands);
       res.append(c.getResults().begin(), c.getResults().end());
     } else {
@@ -583,7 +584,10 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
     exampleArgs.push_back(ex.getResult(0));
     batched[ex.getResult(0)] = arg;
   }
-  auto results = inlineBody(b, callee, exampleArgs, symbols);
+  // A recorded TPU kernel's call stays a call, so that batchOps batches
+  // its recorded kernel too (carryTpuKernel).
+  auto results =
+      inlineBody(b, callee, exampleArgs, symbols, /*keepKernelCalls=*/true);
   if (failed(results))
     return failure();
   flattenCases(body, *results);
@@ -624,8 +628,9 @@ struct EmberBatchPass
 } // namespace
 
 LogicalResult mlir::ember::expandBatchOps(ModuleOp module, SymbolTable &symbols,
-                                          bool &progress) {
-  scope = BatchScope{module, &symbols, StringAttr(), {}};
+                                          bool &progress,
+                                          bool keepKernelCalls) {
+  scope = BatchScope{module, &symbols, StringAttr()};
   return expandReady<VmapOp>(
       module, symbols,
       [&](VmapOp op, func::FuncOp callee) {
@@ -636,5 +641,5 @@ LogicalResult mlir::ember::expandBatchOps(ModuleOp module, SymbolTable &symbols,
         scope.axis = StringAttr();
         return fn;
       },
-      progress);
+      progress, keepKernelCalls);
 }

@@ -23,13 +23,14 @@ namespace {
 struct EmberExpandTransformsPass
     : public mlir::ember::impl::EmberExpandTransformsPassBase<
           EmberExpandTransformsPass> {
+  using EmberExpandTransformsPassBase::EmberExpandTransformsPassBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     for (bool progress = true; progress;) {
       progress = false;
       if (failed(expandAutodiffOps(module, symbols, progress)) ||
-          failed(expandBatchOps(module, symbols, progress)))
+          failed(expandBatchOps(module, symbols, progress, keepKernelCalls)))
         return signalPassFailure();
     }
     // No progress: either nothing is left, or what is left can never be

@@ -88,9 +88,14 @@ bool mlir::ember::isReadyToTransform(func::FuncOp fn, SymbolTable &symbols) {
   return readyImpl(fn, symbols, seen);
 }
 
+bool mlir::ember::isRecordedTpuKernel(func::FuncOp fn) {
+  return fn->hasAttr("ember_tpu.kernel_module") ||
+         fn->hasAttr("ember_tpu.kernel_error");
+}
+
 FailureOr<SmallVector<Value>>
 mlir::ember::inlineBody(OpBuilder &b, func::FuncOp fn, ValueRange args,
-                        SymbolTable &symbols, int depth) {
+                        SymbolTable &symbols, bool keepKernelCalls, int depth) {
   if (depth > 64)
     return fn.emitError("call nesting too deep (recursion?)");
   if (!fn.getBody().hasOneBlock())
@@ -110,10 +115,15 @@ mlir::ember::inlineBody(OpBuilder &b, func::FuncOp fn, ValueRange args,
       if (!callee || callee.isExternal())
         return call.emitError("cannot transform through a call to '")
                << call.getCallee() << "'";
+      if (keepKernelCalls && isRecordedTpuKernel(callee)) {
+        b.clone(op, map);
+        continue;
+      }
       SmallVector<Value> ins;
       for (Value v : call.getOperands())
         ins.push_back(map.lookup(v));
-      auto res = inlineBody(b, callee, ins, symbols, depth + 1);
+      auto res =
+          inlineBody(b, callee, ins, symbols, keepKernelCalls, depth + 1);
       if (failed(res))
         return failure();
       for (auto [r, v] : llvm::zip(call.getResults(), *res))

@@ -41,10 +41,16 @@ SmallVector<ValueRange> splitSegments(ValueRange values,
 /// transformed now (transformations expand innermost first).
 bool isReadyToTransform(func::FuncOp fn, SymbolTable &symbols);
 
+/// Whether `fn` is a Pallas kernel's interpreter with the kernel recorded
+/// for the TPU target (or the reason it could not be recorded).
+bool isRecordedTpuKernel(func::FuncOp fn);
+
 /// Clones the body of `fn` at the builder's insertion point with `args` for
-/// its arguments, inlining func.call ops recursively; returns what it returns.
+/// its arguments, inlining func.call ops recursively (but calls of recorded
+/// TPU kernels with `keepKernelCalls`); returns what it returns.
 FailureOr<SmallVector<Value>> inlineBody(OpBuilder &b, func::FuncOp fn,
                                          ValueRange args, SymbolTable &symbols,
+                                         bool keepKernelCalls = false,
                                          int depth = 0);
 
 /// Runs `fn` with a temporary terminator of `body` (passed to `fn`) whose
@@ -71,6 +77,14 @@ void flattenCases(Block &body, SmallVectorImpl<Value> &live);
 SmallVector<Value> outlinedOperands(Operation *op,
                                     SmallVectorImpl<Operation *> &constants);
 
+/// When `callee` holds a Pallas kernel's interpreter with the kernel recorded
+/// for the TPU target (`ember_tpu.kernel_module`), records on `batchedFn`
+/// (its batched clone) the kernel batched as JAX batches a pallas_call, or
+/// why it cannot be (BatchTpuKernel.cpp). `operandBatched` flags the call's
+/// operands; every result is batched, the batch dimension first.
+void carryTpuKernel(func::FuncOp callee, func::FuncOp batchedFn,
+                    ArrayRef<bool> operandBatched, int64_t n);
+
 /// A new private function in `module` named after `base`, with an entry block.
 func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols,
                              Location loc, StringRef base, FunctionType type);
@@ -80,7 +94,7 @@ func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols,
 /// `progress` when at least one op was expanded.
 template <typename OpT, typename Fn>
 LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand,
-                          bool &progress) {
+                          bool &progress, bool keepKernelCalls = false) {
   while (true) {
     SmallVector<OpT> pending;
     module.walk([&](OpT op) { pending.push_back(op); });
@@ -95,7 +109,8 @@ LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand,
       if (failed(derived))
         return failure();
       OpBuilder b(op);
-      auto results = inlineBody(b, *derived, op->getOperands(), symbols);
+      auto results =
+          inlineBody(b, *derived, op->getOperands(), symbols, keepKernelCalls);
       if (failed(results))
         return failure();
       op->replaceAllUsesWith(*results);
@@ -115,7 +130,7 @@ LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand,
 LogicalResult expandAutodiffOps(ModuleOp module, SymbolTable &symbols,
                                 bool &progress);
 LogicalResult expandBatchOps(ModuleOp module, SymbolTable &symbols,
-                             bool &progress);
+                             bool &progress, bool keepKernelCalls = false);
 
 /// Inlines the callee of every `ember.custom_jvp_call` / `custom_vjp_call`
 /// (what remains of a custom rule once nothing differentiates it); a

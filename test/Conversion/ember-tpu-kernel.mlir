@@ -147,3 +147,35 @@ func.func @bad(%i: tensor<i32>, %x: tensor<8x128xf32>, %o: tensor<8x128xf32>) ->
   %s = ember.lgamma %x : tensor<8x128xf32>
   return %s : tensor<8x128xf32>
 }
+
+// -----
+
+// Squeezed block dimensions (pl.Squeezed, or a vmap's batch): the buffers
+// keep them with size 1, as JAX lowers them, and the kernel works on a
+// squeezed view.
+// CHECK-LABEL: func.func @squeezed(
+// CHECK-SAME: %{{.*}}: i32, %[[X:.*]]: memref<1x8x128xf32, #ember_tpu.memory_space<vmem>>, %[[O:.*]]: memref<8x1x128xf32, #ember_tpu.memory_space<vmem>>)
+// CHECK-NOT: ember_tpu.squeezed_dims
+// CHECK: %[[XS:.*]] = ember_tpu.memref_squeeze %[[X]] : memref<1x8x128xf32, #ember_tpu.memory_space<vmem>> -> memref<8x128xf32, #ember_tpu.memory_space<vmem>>
+// CHECK: vector.load %[[XS]]
+// CHECK: %[[OS:.*]] = ember_tpu.memref_squeeze %[[O]] : memref<8x1x128xf32, #ember_tpu.memory_space<vmem>> -> memref<8x128xf32, #ember_tpu.memory_space<vmem>>
+// CHECK: ember_tpu.vector_store %[[OS]]
+func.func @squeezed(%i: tensor<i32>, %x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 1 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.squeezed_dims = [array<i64: 0>, array<i64: 1>],
+                ember_tpu.result_args = array<i64: 1>, iteration_bounds = array<i64: 2>} {
+  %r = ember.neg %x : tensor<8x128xf32>
+  return %r : tensor<8x128xf32>
+}
+
+// -----
+
+// expected-error @+1 {{ember-tpu-kernel: squeezed dimension 3 of argument 1 is out of range}}
+func.func @squeezed_out_of_range(%i: tensor<i32>, %x: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 1 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>],
+                ember_tpu.squeezed_dims = [array<i64: 3>],
+                ember_tpu.result_args = array<i64: 0>, iteration_bounds = array<i64: 2>} {
+  return %x : tensor<8x128xf32>
+}

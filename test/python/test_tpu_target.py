@@ -21,13 +21,22 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 JAX_PYTHON = os.environ.get("EMBER_JAX_PYTHON", "")
 
 
+def _bf16_matmul(x, y):
+    f32 = np.float32
+    return np.asarray(jnp.asarray(x.astype(f32) @ y.astype(f32)).astype(jnp.bfloat16)
+                      .astype(jnp.float32))
+
+
 # Programs JAX 0.10.2's TPU interpret mode cannot check, with their values:
 # it has no semaphore_read on the CPU (the kernel adds the count it read,
-# 2), and it leaves an output aliased to an input uninitialized (NaN) where
-# the kernel reads the input's values through it.
+# 2), it leaves an output aliased to an input uninitialized (NaN) where
+# the kernel reads the input's values through it, and it fails on a vmapped
+# kernel with dimension_semantics (its grid grows, the semantics do not).
 _JAX_INTERPRET_GAPS = {
-    "regular_semaphore": lambda x: x + 2,
-    "aliased_output": lambda x, y: y + 2 * x,
+    "regular_semaphore": (lambda x: x + 2, 1e-6),
+    "aliased_output": (lambda x, y: y + 2 * x, 1e-6),
+    "vmap_aliased_output": (lambda x, y: y + 2 * x, 1e-6),
+    "vmap_matmul_bf16": (lambda x, ys: np.stack([_bf16_matmul(x, y) for y in ys]), 1e-2),
 }
 
 
@@ -78,8 +87,11 @@ def test_kernels_compute_what_jax_interprets(tmp_path):
     for name, fn, args in _programs():
         got = jax.tree_util.tree_leaves(fn(*args))
         if name in _JAX_INTERPRET_GAPS:
-            np.testing.assert_allclose(np.asarray(got[0]), _JAX_INTERPRET_GAPS[name](
-                *[np.asarray(a) for a in args]), rtol=1e-6)
+            ref, tol = _JAX_INTERPRET_GAPS[name]
+            g = got[0].astype(jnp.float32) if got[0].dtype == jnp.bfloat16 else got[0]
+            np.testing.assert_allclose(np.asarray(g), ref(*[
+                np.asarray(a.astype(jnp.float32) if a.dtype == jnp.bfloat16 else a)
+                for a in args]), rtol=tol, atol=tol, err_msg=name)
             continue
         assert f"{name}/0" in want, name
         for k, g in enumerate(got):
@@ -175,3 +187,33 @@ def test_layouts_shown_and_wide_vectors_rejected(x64):
     with pytest.raises(NotImplementedError, match=r"test_tpu_target\.py.*layout_c3: TPU vector "
                                                   r"registers hold elements of at most 32 bits"):
         jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+
+
+def test_vmap_of_kernels_for_tpu():
+    # vmap batches the kernel as JAX does (the cross-check above compares the
+    # grids and windows with JAX's); what JAX batches otherwise is an error
+    # when lowering for TPU only, the CPU still interprets it.
+    kern = _load("test/data/tpu/kernels.py", "tpu_kernels")
+    progs = {n: (f, a) for n, f, a in kern.programs(jax, jnp, pl, pltpu)}
+    f, (x, y) = progs["vmap_add_exp"]
+    mosaic = jax.jit(f).trace(x, y).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "iteration_bounds = array<i64: 3, 2>" in mosaic
+    assert "dimension_semantics<parallel>, #ember_tpu.dimension_semantics<arbitrary>" in mosaic
+    assert "memref<1x8x128xf32" in mosaic and "ember_tpu.memref_squeeze" in mosaic
+    # The CPU program under vmap is the same as before (values).
+    np.testing.assert_allclose(np.asarray(jax.jit(f)(x, y)),
+                               np.asarray(x) + np.exp(np.asarray(y)) * 2, rtol=1e-6)
+
+    gather = progs["scalar_prefetch"][0]
+    idx, data = progs["vmap_scalar_prefetch"][1]
+    gb = jax.vmap(gather)  # the prefetched indices batched too
+    idxs = jnp.stack([idx, idx[::-1]])
+    with pytest.raises(NotImplementedError, match="scalar-prefetch operand 0 is batched"):
+        jax.jit(gb).trace(idxs, data).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+    want = [np.asarray(gather(i, d)) for i, d in zip(idxs, data)]
+    np.testing.assert_allclose(np.asarray(gb(idxs, data)), np.stack(want), rtol=1e-6)
+
+    add_exp = progs["add_exp"][0]
+    with pytest.raises(NotImplementedError, match="under grad or a custom derivative"):
+        jax.jit(jax.grad(lambda x: jnp.sum(add_exp(x, x)))).trace(x[0]).lower(
+            lowering_platforms=("tpu",)).as_text("stablehlo")

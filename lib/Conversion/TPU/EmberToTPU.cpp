@@ -1216,6 +1216,19 @@ struct EmberTPUKernelPass
     if (!spaces || (int64_t)spaces.size() != nargs - ng)
       return fn.emitError("ember-tpu-kernel: ember_tpu.arg_spaces must give a "
                           "memory space for each argument after the grid");
+    // Blocks with squeezed dimensions (pl.Squeezed, or a vmap's batch) are
+    // buffers with those dimensions of size 1, as JAX lowers them; the
+    // kernel works on a squeezed view of each.
+    auto squeezedDims = fn->getAttrOfType<ArrayAttr>("ember_tpu.squeezed_dims");
+    if (squeezedDims && (int64_t)squeezedDims.size() != nargs - ng)
+      return fn.emitError("ember-tpu-kernel: ember_tpu.squeezed_dims must "
+                          "list dimensions for each argument after the grid");
+    auto squeezedOf = [&](int64_t i) {
+      if (!squeezedDims || i < ng)
+        return ArrayRef<int64_t>();
+      auto d = dyn_cast<DenseI64ArrayAttr>(squeezedDims[i - ng]);
+      return d ? d.asArrayRef() : ArrayRef<int64_t>();
+    };
     // The new signature.
     SmallVector<Type> argTypes;
     for (int64_t i = 0; i < nargs; ++i) {
@@ -1233,8 +1246,15 @@ struct EmberTPUKernelPass
         elt = dmaSems && llvm::is_contained(dmaSems.asArrayRef(), i - ng)
                   ? (Type)et::DMASemaphoreType::get(ctx)
                   : (Type)et::SemaphoreType::get(ctx);
+      SmallVector<int64_t> shape(t.getShape());
+      for (int64_t d : squeezedOf(i)) {
+        if (d < 0 || d > (int64_t)shape.size())
+          return fn.emitError("ember-tpu-kernel: squeezed dimension ")
+                 << d << " of argument " << i << " is out of range";
+        shape.insert(shape.begin() + d, 1);
+      }
       argTypes.push_back(MemRefType::get(
-          t.getShape(), elt, MemRefLayoutAttrInterface(), spaces[i - ng]));
+          shape, elt, MemRefLayoutAttrInterface(), spaces[i - ng]));
     }
     SmallVector<Type> resultTypes;
     if (!resultArgs)
@@ -1248,8 +1268,8 @@ struct EmberTPUKernelPass
       StringRef n = a.getName().strref();
       if (n == "ember_tpu.grid_args" || n == "ember_tpu.arg_spaces" ||
           n == "ember_tpu.result_args" || n == "ember_tpu.dma_semaphores" ||
-          n == "function_type" || n == "sym_name" || n == "arg_attrs" ||
-          n == "res_attrs")
+          n == "ember_tpu.squeezed_dims" || n == "function_type" ||
+          n == "sym_name" || n == "arg_attrs" || n == "res_attrs")
         continue;
       nf->setAttr(a.getName(), a.getValue());
     }
@@ -1265,6 +1285,13 @@ struct EmberTPUKernelPass
         continue;
       }
       auto mt = cast<MemRefType>(a.getType());
+      if (!squeezedOf(i).empty()) {
+        mt = MemRefType::get(
+            cast<RankedTensorType>(fn.getArgumentTypes()[i]).getShape(),
+            mt.getElementType(), MemRefLayoutAttrInterface(),
+            mt.getMemorySpace());
+        a = et::MemRefSqueezeOp::create(b, loc, mt, a);
+      }
       auto space = dyn_cast<et::MemorySpaceAttr>(mt.getMemorySpace());
       kb.buffers.push_back(a);
       if (space && (space.getValue() == et::MemorySpace::any ||
@@ -1312,7 +1339,7 @@ struct EmberTPUKernelPass
           return fn.emitError("ember-tpu-kernel: ember_tpu.result_args names "
                               "no buffer: ")
                  << j;
-        Value buf = entry->getArgument(k);
+        Value buf = kb.buffers[j];
         // A buffer whose contents the result already is is not written
         // (returned as it came in, or written in place).
         if (kb.current(v) && kb.resident[v].mem == buf)

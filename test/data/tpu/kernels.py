@@ -409,6 +409,17 @@ def programs(jax, jnp, pl, pltpu):
             alias_kernel, out_shape=jax.ShapeDtypeStruct(y.shape, y.dtype),
             input_output_aliases={1: 0})(x, y)
 
+    def squeezed_kernel(x_ref, o_ref):
+        # The blocks' leading dimension is squeezed (None): the kernel sees
+        # (8, 128) blocks of (4, 16, 128) arrays.
+        o_ref[...] = x_ref[...] * 3.0 + 1.0
+
+    def squeezed(x):
+        spec = pl.BlockSpec((None, 8, 128), lambda b, i: (b, i, 0))
+        return pl.pallas_call(
+            squeezed_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid=(x.shape[0], x.shape[1] // 8), in_specs=[spec], out_specs=spec)(x)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     return [
@@ -444,4 +455,18 @@ def programs(jax, jnp, pl, pltpu):
         ("causal_mask", causal_mask, (ramp((32, 128), jnp.float32),)),
         ("aliased_output", aliased, (ramp((8, 128), jnp.float32),
                                      ramp((8, 128), jnp.float32, scale=7))),
+        ("squeezed_block", squeezed, (ramp((4, 16, 128), jnp.float32),)),
+        # Under vmap (JAX's pallas_call batching rule: the batch is a leading
+        # "parallel" grid dimension, batched windows gain a squeezed one).
+        ("vmap_add_exp", jax.vmap(add_exp, in_axes=(0, None)),
+         (ramp((3, 16, 128), jnp.float32), ramp((16, 128), jnp.float32, scale=1000))),
+        ("vmap_vmap_add_exp", jax.vmap(jax.vmap(add_exp)),
+         (ramp((2, 3, 16, 128), jnp.float32, mod=89),
+          ramp((2, 3, 16, 128), jnp.float32, scale=1000, mod=97))),
+        ("vmap_matmul_bf16", jax.vmap(matmul, in_axes=(None, 0)),
+         (ramp((256, 256), jnp.bfloat16, mod=17), ramp((2, 256, 256), jnp.bfloat16, mod=11))),
+        ("vmap_scalar_prefetch", jax.vmap(gather_blocks, in_axes=(None, 0)),
+         (jnp.array([2, 0, 3, 1, 1], dtype=jnp.int32), ramp((2, 32, 128), jnp.float32))),
+        ("vmap_aliased_output", jax.vmap(aliased),
+         (ramp((2, 8, 128), jnp.float32), ramp((2, 8, 128), jnp.float32, scale=7))),
     ]

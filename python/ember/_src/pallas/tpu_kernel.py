@@ -245,6 +245,15 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
                 "array<i64: " + ", ".join(str(int(n)) for n in grid) + ">")
             fn.attributes["window_params"] = _parse("[" + ", ".join(
                 _window(w) for w in windows) + "]")
+        # Squeezed block dimensions (pl.Squeezed / None): buffers with those
+        # dimensions of size 1, as JAX lowers them (ember-tpu-kernel).
+        squeezed = ([[]] * npf + [[d for d, s in enumerate(b.squeeze) if s]
+                                  if _space(b.memory_space) not in ("any", "hbm") else []
+                                  for b in blocks] + [[]] * len(scratch_types))
+        if any(squeezed):
+            fn.attributes["ember_tpu.squeezed_dims"] = _parse("[" + ", ".join(
+                "array<i64" + (": " + ", ".join(map(str, d)) if d else "") + ">"
+                for d in squeezed) + "]")
         fn.attributes["scalar_prefetch"] = _i64(npf)
         fn.attributes["scratch_operands"] = _i64(len(scratch_types))
         fn.attributes["ember_tpu.core_type"] = _parse("#ember_tpu.core_type<tc>")

@@ -173,41 +173,60 @@ _TRANSFORM_OPS = ("ember.jvp", "ember.vjp", "ember.vmap", "ember.custom_jvp_call
                   "ember.custom_vjp_call", "ember.remat", "ember.linear_call")
 
 
+def _expanded(ember_text):
+    """The program with its transformations expanded when it has kernels
+    under `vmap` (ember-batch batches each recorded kernel as JAX's
+    pallas_call batching rule does: lib/Transforms/BatchTpuKernel.cpp);
+    other transformations of a kernel are not supported."""
+    from ..context import context
+
+    with context():
+        module = ir.Module.parse(ember_text)
+        if not _kernel_functions(module):
+            return ember_text
+        transformed = []
+
+        def find(op):
+            if op.name in _TRANSFORM_OPS:
+                transformed.append(op.name)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(find)
+    if not transformed:
+        return ember_text
+    if any(t != "ember.vmap" for t in transformed):
+        raise NotImplementedError(
+            "lowering for TPU: a pallas_call under grad or a custom derivative rule is "
+            "not supported yet (those transformations expand the kernel's interpreter)")
+    # The `transforms` stage, with the kernels' calls kept.
+    with context():
+        module = ir.Module.parse(ember_text)
+        PassManager.parse("builtin.module(ember-expand-transforms{keep-kernel-calls=true},"
+                          "symbol-dce,canonicalize,cse)").run(module.operation)
+        return module.operation.get_asm(enable_debug_info=True)
+
+
 def program_stablehlo(ember_text, translate):
     """A traced program as StableHLO for TPU: its kernels become
     `tpu_custom_call`s. `translate(text, transformed=, tpu_kernels=)` is the
     target-independent translation (compiler.py)."""
     from ..context import context
 
+    text = _expanded(ember_text)
     with context():
-        module = ir.Module.parse(ember_text)
-        kernels = _kernel_functions(module)
-        transformed = []
-
-        def find(op):
-            if op.name in _TRANSFORM_OPS:
-                transformed.append(op.name)
-                return ir.WalkResult.INTERRUPT
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(find)
+        kernels = _kernel_functions(ir.Module.parse(text))
     if not kernels:
         return translate(ember_text)
-    if transformed:
-        raise NotImplementedError(
-            "lowering for TPU: a pallas_call under grad, vmap or a custom derivative "
-            "rule is not supported yet (those transformations expand the kernel's "
-            "interpreter)")
 
     def custom_call(callee):
         if callee not in kernels:
             return None
-        text, kname, aliases = kernels[callee]
-        if text is None:
+        ktext, kname, aliases = kernels[callee]
+        if ktext is None:
             raise NotImplementedError(f"lowering for TPU: {kname}")
-        return backend_config(text), kname, aliases
+        return backend_config(ktext), kname, aliases
 
-    return translate(ember_text, transformed=False, tpu_kernels=custom_call)
+    return translate(text, transformed=False, tpu_kernels=custom_call)
 
 
 def mosaic_text(ember_text):
@@ -215,8 +234,7 @@ def mosaic_text(ember_text):
     from ..context import context
 
     with context():
-        module = ir.Module.parse(ember_text)
-        kernels = _kernel_functions(module)
+        kernels = _kernel_functions(ir.Module.parse(_expanded(ember_text)))
     parts = []
     for callee, (text, kname, _) in kernels.items():
         if text is None:
