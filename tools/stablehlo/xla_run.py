@@ -6,9 +6,14 @@ Python that has JAX installed, never beside Ember (one MLIR per process).
 For every `DIR/NAME.mlir` (StableHLO, generic or pretty form) with inputs
 `DIR/NAME.in.npz` (arrays arr_0, arr_1, ... in argument order), writes the
 results to `DIR/NAME.out.npz` (arr_0, ...) or the error to `DIR/NAME.err`.
+A module with symbolic shapes (`jax.uses_shape_polymorphism`) gets its
+arguments' types from the inputs and its shapes refined by JAX's own
+refinement (`refine_polymorphic_shapes`), as JAX does before compiling a
+shape-polymorphic export.
 """
 
 import os
+import re
 import sys
 import traceback
 
@@ -40,6 +45,8 @@ def main(folder):
             if os.path.exists(stem + ".in.npz"):
                 with np.load(stem + ".in.npz") as z:
                     args = [z[f"arr_{k}"] for k in range(len(z.files))]
+            if "jax.uses_shape_polymorphism" in text:
+                text = _refined(text, args)
             exe = backend.compile_and_load(text, devices, options)
             outs = exe.execute_sharded([jax.device_put(a) for a in args])
             arrays = [np.asarray(o[0]) for o in outs.disassemble_into_single_device_arrays()]
@@ -47,6 +54,36 @@ def main(folder):
         except Exception:  # noqa: BLE001 - reported per module
             with open(stem + ".err", "w") as f:
                 f.write(traceback.format_exc())
+
+
+def _refined(text, args):
+    """`text` called with `args`' static types (a wrapper `main` converting
+    them to the symbolic ones), its shapes refined."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    head = re.search(r"func\.func public @main\((.*?)\) -> \((.*?)\) \{", text)
+    poly_args = re.findall(r"%[\w#]+: (tensor<[^>]*>)", head.group(1))
+    poly_results = re.findall(r"tensor<[^>]*>", head.group(2))
+    elt = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+           np.dtype(np.int32): "i32", np.dtype(np.int64): "i64", np.dtype(np.bool_): "i1"}
+    static = ["tensor<" + "".join(f"{d}x" for d in a.shape) + elt[a.dtype] + ">" for a in args]
+    lines = [f"  func.func public @main({', '.join(f'%a{k}: {t}' for k, t in enumerate(static))})"
+             f" -> ({', '.join(poly_results)}) {{"]
+    for k, (s, p) in enumerate(zip(static, poly_args)):
+        lines.append(f'    %c{k} = "stablehlo.convert"(%a{k}) : ({s}) -> {p}')
+    operands = ", ".join(f"%c{k}" for k in range(len(args)))
+    lines.append(f'    %r:{len(poly_results)} = "func.call"({operands}) <{{callee = '
+                 f'@_ember_poly_main}}> : ({", ".join(poly_args)}) -> '
+                 f'({", ".join(poly_results)})')
+    lines.append("    return " + ", ".join(f"%r#{k}" for k in range(len(poly_results)))
+                 + " : " + ", ".join(poly_results))
+    lines.append("  }")
+    text = text.replace("func.func public @main(", "func.func private @_ember_poly_main(", 1)
+    at = text.index("  func.func private @_ember_poly_main(")
+    text = text[:at] + "\n".join(lines) + "\n" + text[at:]
+    with mlir.make_ir_context():
+        return str(mlir.refine_polymorphic_shapes(ir.Module.parse(text)))
 
 
 if __name__ == "__main__":

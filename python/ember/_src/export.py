@@ -101,6 +101,9 @@ def _scope_of_avals(avals):
     return scope
 
 
+_TRANSFORM_OPS = ("ember.jvp", "ember.vjp", "ember.vmap", "ember.custom_jvp_call",
+                  "ember.custom_vjp_call", "ember.remat", "ember.linear_call")
+
 class Exported:
     """An exported function: `in_avals`, `out_avals`, `in_tree`, `out_tree`,
     `platforms`, `nr_devices`, `calling_convention_version`; `call(*args)`,
@@ -132,12 +135,22 @@ class Exported:
         XLA compiles; `ember_module()` is Ember's own form."""
         from .stablehlo_out import to_stablehlo
 
-        if self._scope is not None:
-            raise NotImplementedError(
-                "Exported.mlir_module: StableHLO with symbolic dimensions is not built; "
-                "ember_module() gives the exported program")
         with core.context():
-            return to_stablehlo(ir.Module.parse(self._text), f"jit_{self.fun_name}")
+            module = ir.Module.parse(self._text)
+            if self._scope is not None:
+                # Symbolic shapes: the stored program is traced before its
+                # transformations (they run once the sizes are known), and
+                # the passes do not carry the shape annotations.
+                found = []
+                module.operation.walk(lambda op: (
+                    found.append(op.name) if op.name in _TRANSFORM_OPS else None)
+                    or ir.WalkResult.ADVANCE)
+                if found:
+                    raise NotImplementedError(
+                        "Exported.mlir_module: StableHLO with symbolic dimensions of a "
+                        f"program with transformations ({found[0]}) is not built; "
+                        "ember_module() gives the exported program")
+            return to_stablehlo(module, f"jit_{self.fun_name}", scope=self._scope)
 
     def ember_module(self):
         """The exported program in the `ember` dialect (what `serialize`
@@ -742,17 +755,19 @@ def symbolic_shape(shape_spec, *, constraints=(), scope=None, like=None):
 def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
     """JAX's `export.symbolic_args_specs`: ShapeDtypeStructs for `args`
     (a pytree of arrays or specs) with the symbolic shapes `shapes_specs`
-    (one string for all, or a matching pytree; `...` takes the array's
-    remaining dims; None keeps an argument's shape). One scope for all."""
+    (one string for all, or a pytree prefix of `args`, as in JAX; `...`
+    takes the array's remaining dims; None keeps the shapes of an argument
+    or subtree). One scope for all."""
     leaves, tree = tree_util.tree_flatten(args)
-    if isinstance(shapes_specs, (str, type(None))):
-        specs = [shapes_specs] * len(leaves)
-    else:
-        specs = tree.flatten_up_to(shapes_specs) if hasattr(tree, "flatten_up_to") else \
-            tree_util.tree_leaves(shapes_specs, is_leaf=lambda x: x is None)
-        if len(specs) != len(leaves):
-            raise ValueError("symbolic_args_specs: shapes_specs must match the structure "
-                             "of args")
+    try:
+        specs = tree_util.broadcast_prefix(
+            shapes_specs, args, is_leaf=lambda x: x is None or isinstance(x, str))
+    except ValueError as e:
+        raise ValueError("symbolic_args_specs: shapes_specs must be a prefix of the "
+                         f"structure of args ({e})") from None
+    if len(specs) != len(leaves):
+        raise ValueError("symbolic_args_specs: shapes_specs must be a prefix of the "
+                         "structure of args")
     scope = scope or shape_poly.SymbolicScope(constraints)
     out = []
     for x, spec in zip(leaves, specs):

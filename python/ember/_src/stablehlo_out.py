@@ -103,7 +103,7 @@ def _enum(attr):
 
 
 def _tensor(shape, elt):
-    return "tensor<" + "".join(f"{d}x" for d in shape) + elt + ">"
+    return "tensor<" + "".join(f"{'?' if d is None else d}x" for d in shape) + elt + ">"
 
 
 def _split(t):
@@ -283,11 +283,137 @@ def _padding(pairs):
             f"tensor<{len(pairs)}x2xi64>")
 
 
+# Ops translated when their shapes are symbolic (`?` dimensions): those
+# whose StableHLO form takes dynamic shapes as they are, and those with a
+# dynamic form (`_Symbolic`).
+_SYMBOLIC_OK = (set(_UNARY) | set(_BINARY) | {"select", "clamp", "bitcast_convert", "convert",
+                                             "compare", "reduce", "dot_general", "transpose",
+                                             "stop_gradient", "checkpoint_name"})
+_SYMBOLIC_DYNAMIC = ("broadcast_in_dim", "reshape", "iota", "constant")
+
+
+class _Symbolic:
+    """Dimension variables and expressions of a program with symbolic
+    shapes (an export's `ember.sym_*` annotations, export.py) as StableHLO
+    values: each variable is read from an argument's dimension
+    (`get_dimension_size`), each expression is computed from them in i32,
+    as JAX's shape-polymorphic exports do."""
+
+    def __init__(self, w, scope):
+        from . import shape_poly
+
+        self.w, self.scope, self.poly = w, scope, shape_poly
+        self.values = {}  # expression text -> V (tensor<i32>)
+
+    def dims(self, spec):
+        """The dimensions (ints and DimExprs) of a `b;4` spec."""
+        return [self.poly.parse_dim(d, self.scope) for d in spec.split(";")] if spec else []
+
+    def type_of(self, spec, static_type):
+        """`static_type` (the traced witness) with the spec's symbolic
+        dimensions as `?`."""
+        if not spec:
+            return static_type
+        _, elt = _split(static_type)
+        return _tensor([None if self.poly.is_symbolic_dim(d) else int(d)
+                        for d in self.dims(spec)], elt)
+
+    def bind_arguments(self, args, specs):
+        """Reads every variable from the arguments' dimensions, as JAX
+        solves them: a dimension that is c * v + (terms of known variables)
+        gives v, repeatedly until nothing more is found."""
+        sizes = {}
+        pending = []
+        for arg, spec in zip(args, specs):
+            for k, d in enumerate(self.dims(spec)):
+                if self.poly.is_symbolic_dim(d):
+                    pending.append((arg, k, d))
+        progress = True
+        while pending and progress:
+            progress = False
+            for item in list(pending):
+                arg, k, d = item
+                unknown = [(m, c) for m, c in d._terms
+                           if any(not isinstance(a, str) or a not in self.values for a, _ in m)]
+                if not unknown:
+                    pending.remove(item)
+                    continue
+                (mono, coef), = unknown if len(unknown) == 1 else [(None, None)]
+                if mono is None or len(mono) != 1 or mono[0][1] != 1 \
+                        or not isinstance(mono[0][0], str):
+                    continue
+                if (id(arg), k) not in sizes:
+                    sizes[id(arg), k] = self.w.op(
+                        "stablehlo.get_dimension_size", [arg], [_tensor((), "i32")],
+                        {"dimension": f"{k} : i64"})[0]
+                size = sizes[id(arg), k]
+                known = [(m, c) for m, c in d._terms if m != mono]
+                if known:
+                    size = self.w.bin("stablehlo.subtract", size, self._terms(known))
+                if coef != 1:
+                    size = self.w.bin("stablehlo.divide", size, self.w.const(coef, (), "i32"))
+                self.values[mono[0][0]] = size
+                pending.remove(item)
+                progress = True
+
+    def value(self, d):
+        """Dimension `d` (int or DimExpr) as a tensor<i32> value."""
+        w = self.w
+        if not self.poly.is_symbolic_dim(d):
+            return w.const(int(d), (), "i32")
+        key = str(d)
+        if key not in self.values:
+            self.values[key] = self._terms(d._terms)
+        return self.values[key]
+
+    def _terms(self, terms):
+        """The sum of `terms` ((monomial, coefficient) pairs) as a value."""
+        w = self.w
+        total = None
+        for mono, coef in terms:
+            v = w.const(coef, (), "i32") if coef != 1 or not mono else None
+            for atom, power in mono:
+                for _ in range(power):
+                    x = self._atom(atom)
+                    v = x if v is None else w.bin("stablehlo.multiply", v, x)
+            total = v if total is None else w.bin("stablehlo.add", total, v)
+        return total
+
+    def _atom(self, atom):
+        w = self.w
+        if isinstance(atom, str):
+            if atom not in self.values:
+                raise NotImplementedError(
+                    f"StableHLO with symbolic dimensions: the dimension variable {atom!r} is "
+                    "not an argument's dimension alone (or c * v + c0)")
+            return self.values[atom]
+        kind, x, y = atom
+        x, y = self.value(x), self.value(y)
+        if kind in ("max", "min"):
+            return w.bin("stablehlo.maximum" if kind == "max" else "stablehlo.minimum", x, y)
+        # Floor division and modulo (the divisor is a positive constant).
+        r = w.bin("stablehlo.remainder", x, y)
+        r = w.bin("stablehlo.remainder", w.bin("stablehlo.add", r, y), y)
+        if kind == "mod":
+            return r
+        return w.bin("stablehlo.divide", w.bin("stablehlo.subtract", x, r), y)
+
+    def shape(self, dims):
+        """A tensor<rank x i32> of the dimensions."""
+        w = self.w
+        parts = [w.reshape(self.value(d), (1,)) for d in dims]
+        if len(parts) == 1:
+            return parts[0]
+        return w.op("stablehlo.concatenate", parts, [_tensor((len(parts),), "i32")],
+                    {"dimension": "0 : i64"})[0]
+
+
 class _Translator:
-    def __init__(self, functions, tpu_kernels=None):
+    def __init__(self, functions, tpu_kernels=None, scope=None):
         self.w = _Writer()
         self.env = {}
         self.functions = functions
+        self.sym = _Symbolic(self.w, scope) if scope is not None else None
         # callee name -> (backend config, kernel name) for Pallas TPU
         # kernels, None for other callees (targets/tpu.py).
         self.tpu_kernels = tpu_kernels
@@ -343,6 +469,12 @@ class _Translator:
         ins = [self.value(o) for o in op.operands]
         rtypes = [str(r.type) for r in op.results]
         a = op.attributes
+        if self.sym is not None:
+            out = self.symbolic(op, kind, ins, rtypes, a)
+            if out is not None:
+                return out
+            rtypes = [self.sym.type_of(ir.StringAttr(s).value, t) for s, t in zip(
+                a["ember.sym_results"], rtypes)] if "ember.sym_results" in a else rtypes
         if op.name == "func.call":
             name = ir.FlatSymbolRefAttr(a["callee"]).value
             kernel = self.tpu_kernels(name) if self.tpu_kernels else None
@@ -368,6 +500,42 @@ class _Translator:
             raise NotImplementedError(
                 f"StableHLO export: ember.{kind} has no StableHLO form in Ember yet")
         return method(op, ins, rtypes, a)
+
+    def symbolic(self, op, kind, ins, rtypes, a):
+        """An op of a program with symbolic shapes: its dynamic form when it
+        needs one, None when the static translation (with `?` result
+        types) is right, NotImplementedError when neither is built."""
+        sym = self.sym
+        specs = ([ir.StringAttr(s).value for s in a["ember.sym_results"]]
+                 if "ember.sym_results" in a else [""] * len(rtypes))
+        dynamic = (any(specs) or "ember.sym_value" in a or op.regions and kind != "reduce"
+                   or any("?" in v.type for v in ins))
+        if not dynamic:
+            return None
+        if any(str(x).startswith("ember.sym_attr.") for x in a) or (
+                kind not in _SYMBOLIC_OK and kind not in _SYMBOLIC_DYNAMIC):
+            raise NotImplementedError(
+                f"StableHLO with symbolic dimensions: ember.{kind} is not supported yet "
+                "(elementwise ops, broadcasts, reshapes, iotas, reductions, products, "
+                "transposes and dimension values are)")
+        if kind == "constant":
+            if "ember.sym_value" not in a:
+                return None
+            d = sym.poly.parse_dim(ir.StringAttr(a["ember.sym_value"]).value, sym.scope)
+            v = sym.value(d)
+            return [self.w.convert(v, _elt(rtypes[0])) if _elt(rtypes[0]) != "i32" else v]
+        if kind not in _SYMBOLIC_DYNAMIC or not specs[0]:
+            return None
+        dims = sym.dims(specs[0])
+        rtype = sym.type_of(specs[0], rtypes[0])
+        shape = sym.shape(dims)
+        if kind == "broadcast_in_dim":
+            return self.w.op("stablehlo.dynamic_broadcast_in_dim", [ins[0], shape], [rtype], {
+                "broadcast_dimensions": _array(_ints(a["broadcast_dimensions"]))})
+        if kind == "reshape":
+            return self.w.op("stablehlo.dynamic_reshape", [ins[0], shape], [rtype])
+        return self.w.op("stablehlo.dynamic_iota", [shape], [rtype],
+                         {"iota_dimension": f"{_ints(a['iota_dimension'])} : i64"})
 
     # -- elementwise ------------------------------------------------------
     def t_constant(self, op, ins, rtypes, a):
@@ -878,17 +1046,30 @@ def _string(s):
                          for c in s) + '"'
 
 
-def to_stablehlo(module, name="jit_main", tpu_kernels=None):
+def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None):
     """The `ember` module `module` (an ir.Module whose `main` has no
     transformation ops left) as StableHLO text in generic form;
-    `tpu_kernels` (see `_Translator`) makes Pallas kernels Mosaic calls."""
+    `tpu_kernels` (see `_Translator`) makes Pallas kernels Mosaic calls.
+    With `scope` (a symbolic export's SymbolicScope), the `ember.sym_*`
+    annotations make the shapes symbolic: `?` dimensions, the variables read
+    from the arguments, dynamic ops where the shapes are computed."""
     functions, main, ftype = module_functions(module, "StableHLO export")
-    t = _Translator(functions, tpu_kernels)
+    t = _Translator(functions, tpu_kernels, scope)
     block = main.regions[0].blocks[0]
-    args = [V(t.w.fresh(), str(x)) for x in ftype.inputs]
-    t.w.indent = 4
-    outs = t.block(block, args)
+    arg_types = [str(x) for x in ftype.inputs]
     results = [str(x) for x in ftype.results]
+    t.w.indent = 4
+    if t.sym is not None:
+        specs = ([ir.StringAttr(s).value for s in main.attributes["ember.sym_args"]]
+                 if "ember.sym_args" in main.attributes else [""] * len(arg_types))
+        arg_types = [t.sym.type_of(s, x) for s, x in zip(specs, arg_types)]
+        args = [V(t.w.fresh(), x) for x in arg_types]
+        t.sym.bind_arguments(args, specs)
+        outs = t.block(block, args)
+        results = [v.type for v in outs]
+    else:
+        args = [V(t.w.fresh(), x) for x in arg_types]
+        outs = t.block(block, args)
     # The module and function in their custom form (as JAX prints them; the
     # builtin and func dialects are registered wherever StableHLO is), the
     # StableHLO ops in generic form.
@@ -897,7 +1078,8 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None):
         ret += (" " + ", ".join(v.name for v in outs) + " : "
                 + ", ".join(v.type for v in outs))
     name = re.sub(r"[^A-Za-z0-9_$.]", "_", name)  # a bare symbol name, as JAX's
-    head = (f"module @{name} attributes {{mhlo.num_partitions = 1 : i32, "
+    poly = "jax.uses_shape_polymorphism = true, " if t.sym is not None else ""
+    head = (f"module @{name} attributes {{{poly}mhlo.num_partitions = 1 : i32, "
             "mhlo.num_replicas = 1 : i32} {\n"
             "  func.func public @main(" + ", ".join(f"{a.name}: {a.type}" for a in args)
             + ") -> (" + ", ".join(results) + ") {\n")
