@@ -101,9 +101,6 @@ def _scope_of_avals(avals):
     return scope
 
 
-_TRANSFORM_OPS = ("ember.jvp", "ember.vjp", "ember.vmap", "ember.custom_jvp_call",
-                  "ember.custom_vjp_call", "ember.remat", "ember.linear_call")
-
 class Exported:
     """An exported function: `in_avals`, `out_avals`, `in_tree`, `out_tree`,
     `platforms`, `nr_devices`, `calling_convention_version`; `call(*args)`,
@@ -133,7 +130,7 @@ class Exported:
     def mlir_module(self):
         """The exported program as StableHLO (MLIR's generic form), which
         XLA compiles; `ember_module()` is Ember's own form."""
-        from .stablehlo_out import to_stablehlo
+        from .stablehlo_out import to_stablehlo, transformation_ops
 
         with core.context():
             module = ir.Module.parse(self._text)
@@ -141,10 +138,7 @@ class Exported:
                 # Symbolic shapes: the stored program is traced before its
                 # transformations (they run once the sizes are known), and
                 # the passes do not carry the shape annotations.
-                found = []
-                module.operation.walk(lambda op: (
-                    found.append(op.name) if op.name in _TRANSFORM_OPS else None)
-                    or ir.WalkResult.ADVANCE)
+                found = transformation_ops(module)
                 if found:
                     raise NotImplementedError(
                         "Exported.mlir_module: StableHLO with symbolic dimensions of a "

@@ -1027,6 +1027,24 @@ class _Translator:
         return w.op("stablehlo.case", [index], rtypes, regions=branches)
 
 
+TRANSFORM_OPS = ("ember.jvp", "ember.vjp", "ember.vmap", "ember.custom_jvp_call",
+                 "ember.custom_vjp_call", "ember.remat", "ember.linear_call")
+
+
+def transformation_ops(module):
+    """The names of the transformation ops left in `module` (an ir.Module),
+    in walk order."""
+    found = []
+
+    def find(op):
+        if op.name in TRANSFORM_OPS:
+            found.append(op.name)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(find)
+    return found
+
+
 def module_functions(module, who):
     """(functions by name, `main`, main's FunctionType) of a module."""
     functions = {}

@@ -169,29 +169,19 @@ def _kernel_functions(module):
     return out
 
 
-_TRANSFORM_OPS = ("ember.jvp", "ember.vjp", "ember.vmap", "ember.custom_jvp_call",
-                  "ember.custom_vjp_call", "ember.remat", "ember.linear_call")
-
-
 def _expanded(ember_text):
     """The program with its transformations expanded when it has kernels
     under `vmap` (ember-batch batches each recorded kernel as JAX's
     pallas_call batching rule does: lib/Transforms/BatchTpuKernel.cpp);
     other transformations of a kernel are not supported."""
     from ..context import context
+    from ..stablehlo_out import transformation_ops
 
     with context():
         module = ir.Module.parse(ember_text)
         if not _kernel_functions(module):
             return ember_text
-        transformed = []
-
-        def find(op):
-            if op.name in _TRANSFORM_OPS:
-                transformed.append(op.name)
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(find)
+        transformed = transformation_ops(module)
     if not transformed:
         return ember_text
     if any(t != "ember.vmap" for t in transformed):
