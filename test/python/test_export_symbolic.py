@@ -207,8 +207,20 @@ def test_tracing_errors():
     two = export.export(ember.jit(lambda x, y: (x * y.shape[0], y)))(S((b,), _F32),
                                                                      S((b + n,), _F32))
     assert two.mlir_module().count("stablehlo.get_dimension_size") == 2
-    with pytest.raises(NotImplementedError, match="symbolic dimensions is not built"):
-        ember.jit(jnp.sin).lower(S((b,), _F32))
+    # jit(f).trace/lower of symbolic specs: StableHLO with `?` dimensions,
+    # as JAX's shape-polymorphic lowering; compiling needs the sizes.
+    traced = ember.jit(lambda x: jnp.sin(x) * x.shape[0]).trace(S((b, 3), _F32))
+    assert str(traced.out_info) == "ShapeDtypeStruct(shape=(b, 3), dtype=float32)"
+    low = traced.lower()
+    assert "func.func public @main(%1: tensor<?x3xf32>)" in low.as_text()
+    assert "stablehlo.dynamic_broadcast_in_dim" in low.as_text("stablehlo")
+    assert "ember.sym_args" in low.as_text("ember")
+    assert low.compiler_ir("stablehlo") is not None
+    with pytest.raises(NotImplementedError, match="one program per set of sizes"):
+        low.compile()
+    with pytest.raises(NotImplementedError, match="built for concrete sizes"):
+        low.as_text("llvm")
+    assert "tensor<?xf32>" in ember.jit(jnp.sin).lower(S((b,), _F32)).as_text()
 
 
 def test_jit_lower_takes_shape_dtype_structs():

@@ -378,16 +378,71 @@ class Compiled:
         return tree_util.tree_unflatten(self._out_tree, outs)
 
 
+class _SymbolicTraced:
+    """`jit(f).trace(*args)` with symbolic dimensions in the arguments'
+    shapes (`export.symbolic_shape`): the program traced as
+    `export(jit(f))` traces it. It lowers to StableHLO with `?` dimensions
+    (`as_text()`, as JAX's shape-polymorphic lowering); compiling needs the
+    sizes (`export(jit(f))(...).call(...)` compiles once per set of sizes)."""
+
+    def __init__(self, exported):
+        self._exported = exported
+        self.out_info = tree_util.tree_unflatten(
+            exported.out_tree, [core.ShapeDtypeStruct(a.shape, a.dtype)
+                                for a in exported.out_avals])
+        self.in_avals = exported.in_avals
+
+    def lower(self, *, lowering_platforms=None):
+        platforms = tuple(lowering_platforms or ("cpu",))
+        if platforms != ("cpu",):
+            raise NotImplementedError(
+                f"jit(f).lower with symbolic dimensions for {platforms}: only the CPU's "
+                "StableHLO is built")
+        return _SymbolicLowered(self._exported, self.out_info)
+
+
+class _SymbolicLowered:
+    """`jit(f).trace(...).lower()` of a shape-polymorphic trace."""
+
+    def __init__(self, exported, out_info):
+        self._exported = exported
+        self.out_info = out_info
+        self.in_tree = exported.in_tree
+
+    def as_text(self, stage="stablehlo"):
+        """"stablehlo" (the default here, as JAX's): `?` dimensions, the
+        variables read from the arguments; "ember": the traced program with
+        its `ember.sym_*` annotations. The later stages need the sizes."""
+        if stage == "stablehlo":
+            return self._exported.mlir_module()
+        if stage == "ember":
+            return self._exported.ember_module()
+        raise NotImplementedError(
+            f"as_text({stage!r}) of a program with symbolic dimensions: the stages after "
+            "'stablehlo' are built for concrete sizes (export(jit(f))(...).call(...) "
+            "compiles once per set of sizes)")
+
+    def compiler_ir(self, dialect="stablehlo"):
+        if dialect != "stablehlo":
+            raise NotImplementedError("compiler_ir of a program with symbolic dimensions: "
+                                      "only dialect='stablehlo'")
+        ctx = ir.Context()
+        ctx.allow_unregistered_dialects = True
+        with ctx:
+            return ir.Module.parse(self.as_text("stablehlo"))
+
+    def compile(self):
+        raise NotImplementedError(
+            "compiling a program with symbolic dimensions: Ember compiles one program per "
+            "set of sizes; call ember.export.export(jit(f))(*specs).call(*args), which "
+            "compiles for the arguments' sizes")
+
+
 class _AbstractArg:
     """A `ShapeDtypeStruct` argument of `jit(f).trace`/`.lower`: only its
     aval is used."""
 
     def __init__(self, spec):
-        if core.is_symbolic_shape(spec.shape):
-            raise NotImplementedError(
-                "jit(f).trace/lower with symbolic dimensions is not built (the traced "
-                "program would be compiled for one size); use ember.export.export(jit(f))"
-                f"(...) for shape-polymorphic programs (at {core.where()})")
         self.aval = core.ShapedArray(spec.shape, dtypes.canonicalize_dtype(spec.dtype),
                                      bool(getattr(spec, "weak_type", False)))
 
@@ -670,6 +725,11 @@ class JitWrapped:
         return self.trace(*args, **kwargs).lower()
 
     def trace(self, *args, **kwargs):
+        if any(isinstance(x, core.ShapeDtypeStruct) and core.is_symbolic_shape(x.shape)
+               for x in tree_util.tree_leaves((args, kwargs))):
+            from . import export
+
+            return _SymbolicTraced(export.export(self)(*args, **kwargs))
         static, treedef, vals, ref_pos, refs = self._prepare(args, kwargs, abstract_ok=True)
         avals = [v.aval for v in vals]
         flat, out_tree = flatten_fun(self.fun, treedef, static)
