@@ -288,8 +288,11 @@ def _padding(pairs):
 # dynamic form (`_Symbolic`).
 _SYMBOLIC_OK = (set(_UNARY) | set(_BINARY) | {"select", "clamp", "bitcast_convert", "convert",
                                              "compare", "reduce", "dot_general", "transpose",
-                                             "stop_gradient", "checkpoint_name"})
-_SYMBOLIC_DYNAMIC = ("broadcast_in_dim", "reshape", "iota", "constant")
+                                             "stop_gradient", "checkpoint_name", "reverse",
+                                             "concatenate", "argmax", "argmin"})
+_SYMBOLIC_DYNAMIC = ("broadcast_in_dim", "reshape", "iota", "constant", "slice")
+# Attributes that may hold symbolic expressions (`ember.sym_attr.<name>`).
+_SYMBOLIC_ATTRS = {"slice": ("start_indices", "limit_indices")}
 
 
 class _Symbolic:
@@ -399,13 +402,24 @@ class _Symbolic:
         return w.bin("stablehlo.divide", w.bin("stablehlo.subtract", x, r), y)
 
     def shape(self, dims):
-        """A tensor<rank x i32> of the dimensions."""
+        """A tensor<rank x i32> of the dimensions (ints, DimExprs or
+        tensor<i32> values)."""
         w = self.w
-        parts = [w.reshape(self.value(d), (1,)) for d in dims]
+        parts = [w.reshape(d if isinstance(d, V) else self.value(d), (1,)) for d in dims]
         if len(parts) == 1:
             return parts[0]
         return w.op("stablehlo.concatenate", parts, [_tensor((len(parts),), "i32")],
                     {"dimension": "0 : i64"})[0]
+
+    def shape_of(self, x):
+        """The shape of value `x` (static dimensions as constants, `?` ones
+        read with `get_dimension_size`) as a tensor<rank x i32>."""
+        dims = []
+        for k, d in enumerate(_split(x.type)[0]):
+            dims.append(d if d is not None else self.w.op(
+                "stablehlo.get_dimension_size", [x], [_tensor((), "i32")],
+                {"dimension": f"{k} : i64"})[0])
+        return self.shape(dims)
 
 
 class _Translator:
@@ -512,7 +526,9 @@ class _Translator:
                    or any("?" in v.type for v in ins))
         if not dynamic:
             return None
-        if any(str(x).startswith("ember.sym_attr.") for x in a) or (
+        sym_attrs = {n[len("ember.sym_attr."):]: ir.StringAttr(a[n]).value
+                     for n in map(str, a) if n.startswith("ember.sym_attr.")}
+        if any(n not in _SYMBOLIC_ATTRS.get(kind, ()) for n in sym_attrs) or (
                 kind not in _SYMBOLIC_OK and kind not in _SYMBOLIC_DYNAMIC):
             raise NotImplementedError(
                 f"StableHLO with symbolic dimensions: ember.{kind} is not supported yet "
@@ -524,6 +540,13 @@ class _Translator:
             d = sym.poly.parse_dim(ir.StringAttr(a["ember.sym_value"]).value, sym.scope)
             v = sym.value(d)
             return [self.w.convert(v, _elt(rtypes[0])) if _elt(rtypes[0]) != "i32" else v]
+        if kind == "slice":
+            # Bounds that may be expressions: a real_dynamic_slice.
+            bounds = [sym.shape(sym.dims(sym_attrs[n]) if n in sym_attrs else _ints(a[n]))
+                      for n in ("start_indices", "limit_indices")]
+            return self.w.op("stablehlo.real_dynamic_slice",
+                             [ins[0], *bounds, sym.shape(_ints(a["strides"]))],
+                             [sym.type_of(specs[0], rtypes[0])])
         if kind not in _SYMBOLIC_DYNAMIC or not specs[0]:
             return None
         dims = sym.dims(specs[0])
@@ -645,8 +668,12 @@ class _Translator:
         axis = _ints(a["axis"])
         shape, elt = _split(x.type)
         ielt = _elt(rtypes[0])
-        idx = w.op("stablehlo.iota", [], [_tensor(shape, ielt)],
-                   {"iota_dimension": f"{axis} : i64"})[0]
+        if None in shape:  # symbolic dimensions
+            idx = w.op("stablehlo.dynamic_iota", [self.sym.shape_of(x)], [_tensor(shape, ielt)],
+                       {"iota_dimension": f"{axis} : i64"})[0]
+        else:
+            idx = w.op("stablehlo.iota", [], [_tensor(shape, ielt)],
+                       {"iota_dimension": f"{axis} : i64"})[0]
         extreme = "max" if direction == "GT" else "min"
         init_v = w.const(_identity(extreme, elt), (), elt)
         init_i = w.const(0, (), ielt)
