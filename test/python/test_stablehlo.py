@@ -305,8 +305,27 @@ def _symbolic_programs():
         return (ember.nn.log_softmax(h @ p[2] + p[3])
                 - jnp.mean(x, axis=-1, keepdims=True) * x.shape[0])
 
+    def loss(p, x, y):
+        h = jnp.tanh(x @ p[0] + p[1])
+        return -jnp.mean(jnp.sum(ember.nn.log_softmax(h @ p[2] + p[3]) * y, axis=-1))
+
+    def onehot(n):
+        return np.eye(4, dtype=np.float32)[rng.integers(0, 4, size=n)]
+
+    def per_example_norms(p, x):
+        # vmap of grad inside the exported function.
+        g = ember.vmap(ember.grad(lambda p, xi: jnp.sum(jnp.tanh(xi @ p[0] + p[1]) ** 2)),
+                       in_axes=(None, 0))(p, x)
+        return jnp.sqrt(jnp.sum(g[0] ** 2, axis=(1, 2)) + jnp.sum(g[1] ** 2, axis=1))
+
     return {
         "sym_mlp": (mlp, (None, "b, 8"), [(params, f32(1, 8)), (params, f32(6, 8))]),
+        # Transformations inside the exported function (expanded at sample
+        # sizes, the sizes fitted: export._transformed_symbolic).
+        "sym_mlp_step": (ember.value_and_grad(loss), (None, "b, 8", "b, 4"),
+                         [(params, f32(1, 8), onehot(1)), (params, f32(7, 8), onehot(7))]),
+        "sym_per_example_grads": (per_example_norms, (None, "b, 8"),
+                                  [(params, f32(2, 8)), (params, f32(5, 8))]),
         "sym_reshape": (lambda x: (x.reshape(-1, 2).sum(1), x.reshape(2, -1) * 2),
                         ("2*b",), [(f32(2),), (f32(10),)]),
         "sym_iota": (lambda x: x * jnp.arange(x.shape[0]) + jnp.max(x),
@@ -358,5 +377,8 @@ def test_symbolic_stablehlo_forms_and_limits():
     x = np.ones(4, np.float32)
     with pytest.raises(NotImplementedError, match="ember.pad is not supported"):
         _symbolic_export(lambda x: jnp.pad(x, 1), ("b",), (x,)).mlir_module()
-    with pytest.raises(NotImplementedError, match="with transformations"):
-        _symbolic_export(ember.grad(lambda x: jnp.sum(x * x)), ("b",), (x,)).mlir_module()
+    # A transformed program's sizes must be affine in the variables (they
+    # are fitted from expansions at sample sizes); ceil(b / 2) is not.
+    with pytest.raises(NotImplementedError, match="not an affine function"):
+        _symbolic_export(ember.grad(lambda x: jnp.sum(x[::2] ** 2)), ("b",),
+                         (x,)).mlir_module()

@@ -23,6 +23,7 @@ import struct
 import numpy as np
 
 from ember._mlir import ir
+from ember._mlir.passmanager import PassManager
 
 from . import compiler, core, dtypes, shape_poly, tree_util
 from .api_util import flatten_args, flatten_fun
@@ -134,16 +135,8 @@ class Exported:
 
         with core.context():
             module = ir.Module.parse(self._text)
-            if self._scope is not None:
-                # Symbolic shapes: the stored program is traced before its
-                # transformations (they run once the sizes are known), and
-                # the passes do not carry the shape annotations.
-                found = transformation_ops(module)
-                if found:
-                    raise NotImplementedError(
-                        "Exported.mlir_module: StableHLO with symbolic dimensions of a "
-                        f"program with transformations ({found[0]}) is not built; "
-                        "ember_module() gives the exported program")
+            if self._scope is not None and transformation_ops(module):
+                module = _transformed_symbolic(self._text, self._scope)
             return to_stablehlo(module, f"jit_{self.fun_name}", scope=self._scope)
 
     def ember_module(self):
@@ -533,6 +526,121 @@ def _refine_in(module, env, scope):
     except ir.MLIRError as e:
         raise ValueError(f"Exported.call: the exported program is not valid for these "
                          f"dimensions ({env}): {e}") from None
+    return module
+
+
+# Sizes of the dimension variables at which `_transformed_symbolic` expands a
+# symbolic program's transformations: distinct primes (no static size of a
+# program is one by accident), moved by _STEP one variable at a time, and all
+# together by 2 * _STEP for the check.
+_SAMPLE_SIZES = (1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049, 1051, 1061)
+_STEP = 1000
+
+
+def _transformed_symbolic(text, scope):
+    """A symbolic export's program with its transformations (`grad`,
+    `vmap`, ... inside the exported function) expanded, annotated as the
+    trace annotates (`ember.sym_*`), for the StableHLO translation. The
+    passes do not carry the annotations, so the program is refined at
+    several sizes and expanded at each: the expanded programs have the same
+    ops, and each size or size attribute that differs between them is fitted
+    as an affine function of the variables (c0 + sum a_v * v, integer
+    coefficients), checked at one more set of sizes. What is not affine (a
+    constant folded from a size, a floor division) is a NotImplementedError."""
+    names = list(scope.vars)
+    if len(names) > len(_SAMPLE_SIZES):
+        raise NotImplementedError("StableHLO with symbolic dimensions: too many variables")
+    base = dict(zip(names, _SAMPLE_SIZES))
+    envs = [base] + [{**base, v: base[v] + _STEP} for v in names]
+    check = {v: base[v] + 2 * _STEP for v in names}
+
+    def expanded(env):
+        module = _refine(text, env, scope)
+        PassManager.parse("builtin.module(ember-expand-transforms)").run(module.operation)
+        ops = []
+        module.operation.walk(lambda op: ops.append(op) or ir.WalkResult.ADVANCE)
+        return module, ops
+
+    runs = [expanded(env) for env in envs + [check]]
+    module, ops = runs[0]
+    if any(len(r[1]) != len(ops) or [o.name for o in r[1]] != [o.name for o in ops]
+           for r in runs[1:]):
+        raise NotImplementedError(
+            "StableHLO with symbolic dimensions: the program's transformations expand "
+            "differently at different sizes")
+
+    def fail(what):
+        raise NotImplementedError(
+            f"StableHLO with symbolic dimensions of a program with transformations: {what} "
+            "is not an affine function of the dimension variables")
+
+    def fit(values, what):
+        """The expression text of a size seen as `values` (one per env, then
+        the check's), or its int when it does not vary."""
+        v0 = values[0]
+        if all(v == v0 for v in values):
+            return v0
+        coefs = []
+        for k in range(len(names)):
+            step = values[k + 1] - v0
+            if step % _STEP:
+                fail(what)
+            coefs.append(step // _STEP)
+        c0 = v0 - sum(a * base[n] for a, n in zip(coefs, names))
+        if c0 + sum(a * check[n] for a, n in zip(coefs, names)) != values[-1]:
+            fail(what)
+        terms = [f"{a}*{n}" if a != 1 else n for a, n in zip(coefs, names) if a]
+        expr = " + ".join(terms)
+        return f"{expr} + {c0}" if c0 > 0 else f"{expr} - {-c0}" if c0 < 0 else expr
+
+    def spec(types, what):
+        shapes = [ir.RankedTensorType(t).shape for t in types]
+        dims = [fit([s[k] for s in shapes], what) for k in range(len(shapes[0]))]
+        return ";".join(str(d) for d in dims) if any(isinstance(d, str) for d in dims) else ""
+
+    def strs(xs):
+        return ir.ArrayAttr.get([ir.StringAttr.get(x) for x in xs])
+
+    for k, op in enumerate(ops):
+        others = [r[1][k] for r in runs]
+        if op.name == "func.func":
+            block = op.regions[0].blocks[0]
+            specs = [spec([o.regions[0].blocks[0].arguments[j].type for o in others],
+                          "an argument's shape") for j in range(len(block.arguments))]
+            if any(specs):
+                op.attributes["ember.sym_args"] = strs(specs)
+            continue
+        specs = [spec([o.results[j].type for o in others], f"a shape of {op.name}")
+                 for j in range(len(op.results))]
+        if any(specs):
+            op.attributes["ember.sym_results"] = strs(specs)
+        for name in [str(n) for n in op.attributes]:
+            if name.startswith("ember.sym_"):
+                continue
+            texts = [str(o.attributes[name]) for o in others]
+            if all(t == texts[0] for t in texts):
+                continue
+            attrs = [o.attributes[name] for o in others]
+            if name == "value" and op.name == "ember.constant":
+                if ir.RankedTensorType(op.results[0].type).rank != 0:
+                    # A splat of a symbolic shape (its shape is annotated).
+                    if any(t.split(":")[0] != texts[0].split(":")[0] or "[" in t
+                           for t in texts):
+                        fail(f"a constant ({texts[0][:60]})")
+                    continue
+                try:
+                    vals = [int(str(a).split("<", 1)[1].split(">", 1)[0]) for a in attrs]
+                except ValueError:
+                    fail(f"a constant ({texts[0]})")
+                op.attributes["ember.sym_value"] = ir.StringAttr.get(
+                    str(fit(vals, "a constant")))
+            elif isinstance(attrs[0], ir.DenseI64ArrayAttr):
+                rows = [list(ir.DenseI64ArrayAttr(a)) for a in attrs]
+                op.attributes[f"ember.sym_attr.{name}"] = ir.StringAttr.get(";".join(
+                    str(fit([r[j] for r in rows], f"{name} of {op.name}"))
+                    for j in range(len(rows[0]))))
+            else:
+                fail(f"the attribute {name} of {op.name}")
     return module
 
 

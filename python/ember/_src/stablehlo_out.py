@@ -536,7 +536,17 @@ class _Translator:
                 "transposes and dimension values are)")
         if kind == "constant":
             if "ember.sym_value" not in a:
-                return None
+                if not specs[0]:
+                    return None
+                # A splat of a symbolic shape: the scalar, broadcast.
+                _, elt = _split(rtypes[0])
+                literal = attr_text(op, "value").split(":")[0].strip()
+                scalar = self.w.op("stablehlo.constant", [], [_tensor((), elt)],
+                                   {"value": f"{literal} : {_tensor((), elt)}"})[0]
+                return self.w.op("stablehlo.dynamic_broadcast_in_dim",
+                                 [scalar, sym.shape(sym.dims(specs[0]))],
+                                 [sym.type_of(specs[0], rtypes[0])],
+                                 {"broadcast_dimensions": _array([])})
             d = sym.poly.parse_dim(ir.StringAttr(a["ember.sym_value"]).value, sym.scope)
             v = sym.value(d)
             return [self.w.convert(v, _elt(rtypes[0])) if _elt(rtypes[0]) != "i32" else v]
