@@ -98,6 +98,7 @@ static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
   for (int64_t i = 0; i < npf; ++i)
     prefetchTypes.push_back(kernel.getArgument(grid + i).getType());
   auto windows = kernel->getAttrOfType<ArrayAttr>("window_params");
+  auto spaces = kernel->getAttrOfType<ArrayAttr>("ember_tpu.arg_spaces");
   SmallVector<Attribute> newWindows;
   // Squeezed block dimensions per argument after the grid (the batch is
   // squeezed: the kernel sees the same blocks).
@@ -109,6 +110,16 @@ static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
   for (int64_t k = 0; k < nblocks; ++k) {
     bool batched = k < nin ? operandBatched[npf + k] : true;
     auto w = windows ? dyn_cast<DictionaryAttr>(windows[k]) : DictionaryAttr();
+    // A kernel without a grid has no windows: its blocks in HBM are known
+    // by their memory space.
+    if (!w && spaces && npf + k < (int64_t)spaces.size()) {
+      std::string space;
+      llvm::raw_string_ostream os(space);
+      spaces[npf + k].print(os);
+      if (StringRef(space).contains("<any>") ||
+          StringRef(space).contains("<hbm>"))
+        w = DictionaryAttr::get(ctx);
+    }
     if (w && w.empty()) { // in HBM: the kernel's DMAs reach the whole array
       if (batched) {
         why = "operand " + std::to_string(npf + k) +
@@ -148,11 +159,10 @@ static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
                                b.getFunctionType(ins, outs));
       symbols.insert(t);
       t->setAttr(kGridArgs, b.getI64IntegerAttr(grid));
-      SmallVector<Attribute> spaces(
-          npf, kernel->getAttrOfType<ArrayAttr>("ember_tpu.arg_spaces")
-                   .getValue()
-                   .front());
-      t->setAttr("ember_tpu.arg_spaces", b.getArrayAttr(spaces));
+      // (Index maps take the scalar-prefetch operands, in SMEM.)
+      SmallVector<Attribute> prefetchSpaces(
+          npf, parseAttribute("#ember_tpu.memory_space<smem>", ctx));
+      t->setAttr("ember_tpu.arg_spaces", b.getArrayAttr(prefetchSpaces));
       Block *body = t.addEntryBlock();
       b.setInsertionPointToEnd(body);
       Value zero = ConstantOp::create(

@@ -217,3 +217,25 @@ def test_vmap_of_kernels_for_tpu():
     with pytest.raises(NotImplementedError, match="under grad or a custom derivative"):
         jax.jit(jax.grad(lambda x: jnp.sum(add_exp(x, x)))).trace(x[0]).lower(
             lowering_platforms=("tpu",)).as_text("stablehlo")
+
+
+def test_vmap_of_a_kernel_reading_hbm():
+    # The kernel copies its input from HBM itself (no windows): batching it
+    # would need its DMAs rewritten, so lowering for TPU says so; the CPU
+    # interprets it.
+    def k(x_hbm, o_ref, buf, sem):
+        c = pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf, sem)
+        c.start()
+        c.wait()
+        o_ref[...] = buf[...] * 2
+
+    def f(x):
+        return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                              scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32),
+                                              pltpu.SemaphoreType.DMA])(x)
+
+    xs = jnp.arange(2 * 16 * 128, dtype=jnp.float32).reshape(2, 16, 128)
+    np.testing.assert_allclose(np.asarray(jax.vmap(f)(xs)), np.asarray(xs)[:, :8] * 2)
+    with pytest.raises(NotImplementedError, match=r"stays in HBM \(memory space ANY\)"):
+        jax.jit(jax.vmap(f)).trace(xs).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
