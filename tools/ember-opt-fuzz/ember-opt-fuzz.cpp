@@ -1,10 +1,11 @@
 //===- ember-opt-fuzz.cpp - coverage-guided fuzzing of ember-opt ----------===//
 //
 // A libFuzzer target (#21) for what `ember-opt` does with a module: parse,
-// verify, then run one of Ember's pipelines. An input is a first line that
-// picks the pipeline (the sum of its bytes modulo the number of pipelines;
-// `tools/fuzz/opt_fuzz_corpus.py` writes seeds as "<index>\n<module>") and
-// the module's text after it.
+// verify, then run one of Ember's pipelines or one of its passes alone. An
+// input is a first line that picks what runs (a decimal number, or else the
+// sum of its bytes, modulo the number of choices; see kPipelines and
+// kPasses; `tools/fuzz/opt_fuzz_corpus.py` writes seeds as
+// "<index>\n<module>") and the module's text after it.
 //
 // What counts as a finding (libFuzzer stops and writes the input):
 //   - any signal, abort, sanitizer report, hang or runaway memory, as for
@@ -55,6 +56,36 @@ const char *const kPipelines[] = {
 };
 constexpr unsigned kNumPipelines = sizeof(kPipelines) / sizeof(kPipelines[0]);
 
+/// Every pass of Ember's, alone (choices kNumPipelines and on): a pass given
+/// IR of another stage than it expects must fail with a diagnostic, never
+/// crash.
+const char *const kPasses[] = {
+    "ember-to-linalg",
+    "ember-outline-repeated-kernels",
+    "ember-split-rows",
+    "ember-parallel-calls",
+    "ember-lower-copies",
+    "ember-math-approx",
+    "ember-arith-expand",
+    "ember-widen-bool-buffers",
+    "ember-expand-transforms",
+    "ember-autodiff",
+    "ember-batch",
+    "ember-hoist-scan-inputs",
+    "ember-inline-custom",
+    "ember-drop-optimization-barriers",
+    "ember-scalarize-loop-counters",
+    "ember-unique-results",
+    "ember-avoid-buffer-copies",
+    "ember-linalg-to-gpu",
+    "ember-gpu-to-nvvm",
+    "ember-gpu-hoist-allocas",
+    "ember-gpu-defer-waits",
+    "ember-tpu-kernel",
+    "ember-tpu-infer-layout",
+};
+constexpr unsigned kNumPasses = sizeof(kPasses) / sizeof(kPasses[0]);
+
 /// Verifies the IR after every pass that succeeded; IR a pass leaves invalid
 /// is reported with the pass's name and aborts the run.
 struct VerifyAfterEachPass : public PassInstrumentation {
@@ -88,9 +119,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef input(reinterpret_cast<const char *>(data), size);
   auto [head, text] = input.split('\n');
   unsigned pick = 0;
-  for (char c : head)
-    pick += static_cast<unsigned char>(c);
-  const char *pipeline = kPipelines[pick % kNumPipelines];
+  if (head.getAsInteger(10, pick)) {
+    pick = 0;
+    for (char c : head)
+      pick += static_cast<unsigned char>(c);
+  }
+  pick %= kNumPipelines + kNumPasses;
+  const char *pipeline =
+      pick < kNumPipelines ? kPipelines[pick] : kPasses[pick - kNumPipelines];
 
   MLIRContext context(registry(), MLIRContext::Threading::DISABLED);
   context.allowUnregisteredDialects(false);

@@ -1,7 +1,8 @@
 """Seeds and a dictionary for `ember-opt-fuzz`, the libFuzzer target of #21
 (`make fuzz-opt`). Every module of the lit tests (split at `// -----`)
-becomes one seed per pipeline that suits it: "<index>\\n<module>", where the
-first line picks the pipeline (see tools/ember-opt-fuzz/ember-opt-fuzz.cpp).
+becomes one seed per pipeline that suits it and per Ember pass its file's
+RUN lines run: "<index>\\n<module>", where the first line picks what runs
+(see tools/ember-opt-fuzz/ember-opt-fuzz.cpp).
 The dictionary holds the op names, types and keywords the tests use, so that
 libFuzzer's mutations insert whole tokens.
 
@@ -13,17 +14,36 @@ import hashlib
 import os
 import re
 
-# Indices into kPipelines in ember-opt-fuzz.cpp.
+DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ember-opt-fuzz",
+                      "ember-opt-fuzz.cpp")
+
+
+def driver_lists():
+    """(kPipelines, kPasses) as the driver lists them."""
+    text = open(DRIVER).read()
+
+    def strings(name):
+        body = text.split(f"const char *const {name}[] = {{", 1)[1].split("};", 1)[0]
+        return re.findall(r'"([^"]*)"', body)
+
+    return strings("kPipelines"), strings("kPasses")
+
+
+# Indices into kPipelines in ember-opt-fuzz.cpp; kPasses' follow.
 PARSE, CANON, TRANSFORMS, OPTIMIZE, CPU, CUDA, GPU_KERNEL, TPU_KERNEL = range(8)
+PIPELINES, PASSES = driver_lists()
 
 
 def pipelines_for(path):
     name = os.path.basename(path)
+    text = open(path).read()
+    named = set(re.findall(r"-(ember-[a-z0-9-]+)", text))
+    passes = sorted(len(PIPELINES) + PASSES.index(p) for p in named if p in PASSES)
     if "tpu" in name:
-        return [PARSE, CANON, TPU_KERNEL]
+        return [PARSE, CANON, TPU_KERNEL] + passes
     if "ember-gpu" in name:
-        return [PARSE, CANON, GPU_KERNEL]
-    return [PARSE, CANON, TRANSFORMS, OPTIMIZE, CPU, CUDA]
+        return [PARSE, CANON, GPU_KERNEL] + passes
+    return [PARSE, CANON, TRANSFORMS, OPTIMIZE, CPU, CUDA] + passes
 
 
 def modules(path):
