@@ -86,7 +86,8 @@ static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
       return failure();
     }
   for (size_t k = 0; k + 1 < aliases.size(); k += 2)
-    if (!operandBatched[aliases[k]]) {
+    if (aliases[k] < 0 || aliases[k] >= (int64_t)operandBatched.size() ||
+        !operandBatched[aliases[k]]) {
       why = "operand " + std::to_string(aliases[k]) +
             ", aliased to an output, is not batched";
       return failure();
@@ -98,6 +99,10 @@ static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
   for (int64_t i = 0; i < npf; ++i)
     prefetchTypes.push_back(kernel.getArgument(grid + i).getType());
   auto windows = kernel->getAttrOfType<ArrayAttr>("window_params");
+  if (windows && (int64_t)windows.size() != nblocks) {
+    why = "its recorded kernel does not have a window for each block";
+    return failure();
+  }
   auto spaces = kernel->getAttrOfType<ArrayAttr>("ember_tpu.arg_spaces");
   SmallVector<Attribute> newWindows;
   // Squeezed block dimensions per argument after the grid (the batch is
