@@ -289,7 +289,8 @@ def _padding(pairs):
 _SYMBOLIC_OK = (set(_UNARY) | set(_BINARY) | {"select", "clamp", "bitcast_convert", "convert",
                                              "compare", "reduce", "dot_general", "transpose",
                                              "stop_gradient", "checkpoint_name", "reverse",
-                                             "concatenate", "argmax", "argmin"})
+                                             "concatenate", "argmax", "argmin", "pad",
+                                             "dynamic_slice", "dynamic_update_slice"})
 _SYMBOLIC_DYNAMIC = ("broadcast_in_dim", "reshape", "iota", "constant", "slice")
 # Attributes that may hold symbolic expressions (`ember.sym_attr.<name>`).
 _SYMBOLIC_ATTRS = {"slice": ("start_indices", "limit_indices")}
@@ -532,8 +533,8 @@ class _Translator:
                 kind not in _SYMBOLIC_OK and kind not in _SYMBOLIC_DYNAMIC):
             raise NotImplementedError(
                 f"StableHLO with symbolic dimensions: ember.{kind} is not supported yet "
-                "(elementwise ops, broadcasts, reshapes, iotas, reductions, products, "
-                "transposes and dimension values are)")
+                "(elementwise ops, broadcasts, reshapes, iotas, slices, pads, reductions, "
+                "products, transposes, concatenations and dimension values are)")
         if kind == "constant":
             if "ember.sym_value" not in a:
                 if not specs[0]:
