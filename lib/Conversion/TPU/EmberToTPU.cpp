@@ -440,6 +440,15 @@ LogicalResult KernelBuilder::dma(Operation *op) {
   if (si < 0 || si >= nb || di < 0 || di >= nb || mi < 0 || mi >= nb)
     return op->emitOpError("names no kernel buffer");
   Value srcMem = buffers[si], dstMem = buffers[di];
+  // The operands are the named buffers' values: the same shapes.
+  Value src = start ? start.getSrc() : wait.getSrc();
+  Value dst = start ? start.getDst() : wait.getDst();
+  for (auto [v, mem, what] : {std::tuple(src, srcMem, "source"),
+                              std::tuple(dst, dstMem, "destination")})
+    if (cast<ShapedType>(v.getType()).getShape() !=
+        cast<MemRefType>(mem.getType()).getShape())
+      return op->emitOpError("names a kernel buffer of another shape than its ")
+             << what << " operand";
   ValueRange srcStarts = start ? start.getSrcStarts() : wait.getSrcStarts();
   ValueRange dstStarts = start ? start.getDstStarts() : wait.getDstStarts();
   ValueRange semStarts = start ? start.getSemStarts() : wait.getSemStarts();
