@@ -339,6 +339,9 @@ def _symbolic_programs():
         "sym_pads_updates": (lambda x: (jnp.pad(x, (1, 2)), lax.dynamic_slice(x, (1,), (2,)),
                                         lax.dynamic_update_slice(x, jnp.ones(2), (1,))),
                              ("b",), [(f32(3),), (f32(6),)]),
+        # grad of a slice, the variable bounded above (sampled within bounds).
+        "sym_bounded_grad": (ember.grad(lambda x: jnp.sum(jnp.tanh(x[1:]) * x.shape[0])),
+                             ("b",), [(f32(4),), (f32(9),)]),
         # n is solved once b is known.
         "sym_solved": (lambda x, y: (x * (y.shape[0] - x.shape[0]), jnp.exp(y)),
                        ("b", "b + n"), [(f32(2), f32(5)), (f32(4), f32(6))]),
@@ -346,7 +349,8 @@ def _symbolic_programs():
 
 
 # Constraints some programs need (JAX's: a static slice of 2 needs b >= 2).
-_SYMBOLIC_CONSTRAINTS = {"sym_pads_updates": ["b >= 3"]}
+_SYMBOLIC_CONSTRAINTS = {"sym_pads_updates": ["b >= 3"],
+                         "sym_bounded_grad": ["b >= 4", "b <= 64"]}
 
 
 def _symbolic_export(fn, shapes, args, constraints=()):

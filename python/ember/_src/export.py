@@ -17,6 +17,7 @@ so a reader needs only the `ember` dialect of the same or a later format.
 import hashlib
 import io
 import json
+import math
 import re
 import struct
 
@@ -530,9 +531,9 @@ def _refine_in(module, env, scope):
 
 
 # Sizes of the dimension variables at which `_transformed_symbolic` expands a
-# symbolic program's transformations: distinct primes (no static size of a
-# program is one by accident), moved by _STEP one variable at a time, and all
-# together by 2 * _STEP for the check.
+# symbolic program's transformations: distinct primes, moved by _STEP one
+# variable at a time, and all together by 2 * _STEP for the check (within
+# the scope's bounds when it has upper bounds).
 _SAMPLE_SIZES = (1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049, 1051, 1061)
 _STEP = 1000
 
@@ -550,9 +551,16 @@ def _transformed_symbolic(text, scope):
     names = list(scope.vars)
     if len(names) > len(_SAMPLE_SIZES):
         raise NotImplementedError("StableHLO with symbolic dimensions: too many variables")
-    base = dict(zip(names, _SAMPLE_SIZES))
-    envs = [base] + [{**base, v: base[v] + _STEP} for v in names]
-    check = {v: base[v] + 2 * _STEP for v in names}
+    base, step = {}, {}
+    for v, prime in zip(names, _SAMPLE_SIZES):
+        lo, hi = scope.bounds.get(v, (1, math.inf))
+        if math.isinf(hi):
+            base[v], step[v] = max(prime, int(lo)), _STEP
+        else:  # sizes in [lo, hi] (one when lo == hi: v is a constant)
+            span = int(hi) - int(lo)
+            base[v], step[v] = int(lo), span // 2 if span >= 2 else span
+    envs = [base] + [{**base, v: base[v] + step[v]} for v in names]
+    check = {v: base[v] + 2 * step[v] for v in names}
 
     def expanded(env):
         module = _refine(text, env, scope)
@@ -581,11 +589,11 @@ def _transformed_symbolic(text, scope):
         if all(v == v0 for v in values):
             return v0
         coefs = []
-        for k in range(len(names)):
-            step = values[k + 1] - v0
-            if step % _STEP:
+        for k, n in enumerate(names):
+            moved = values[k + 1] - v0
+            if moved and (not step[n] or moved % step[n]):
                 fail(what)
-            coefs.append(step // _STEP)
+            coefs.append(moved // step[n] if moved else 0)
         c0 = v0 - sum(a * base[n] for a, n in zip(coefs, names))
         if c0 + sum(a * check[n] for a, n in zip(coefs, names)) != values[-1]:
             fail(what)
