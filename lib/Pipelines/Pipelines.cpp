@@ -144,7 +144,10 @@ static const char kOptimize[] =
 // a host function whose gpu.launch holds ember ops on per-thread values and
 // ember_gpu ops -> loops on registers and buffers, outlined into a
 // gpu.module. The per-thread loops are unrolled (a thread's part of an
-// array stays in registers); its temporaries live on the thread's stack.
+// array stays in registers), those of up to 256 iterations (a thread holds
+// far fewer registers; longer loops, which only IR that is not a kernel
+// has, stay loops rather than growing without bound: found by fuzzing); its
+// temporaries live on the thread's stack.
 static const char kGpuKernel[] =
     "ember-to-linalg{runtime-gemm=false runtime-sort=false},canonicalize,cse,"
     "linalg-fuse-elementwise-ops,canonicalize,"
@@ -153,7 +156,7 @@ static const char kGpuKernel[] =
     "canonicalize,func.func(promote-buffers-to-stack{max-alloc-size-in-bytes="
     "65536}),"
     "convert-linalg-to-affine-loops,"
-    "func.func(affine-loop-unroll{unroll-factor=-1 unroll-num-reps=6}),"
+    "func.func(affine-loop-unroll{unroll-factor=-1 unroll-full-threshold=256}),"
     "lower-affine,convert-bufferization-to-memref,canonicalize,cse,"
     "gpu-launch-sink-index-computations,gpu-kernel-outlining,"
     "ember-gpu-hoist-allocas,canonicalize,cse";
