@@ -1214,6 +1214,24 @@ struct EmberTPUKernelPass
 
   LogicalResult convert(func::FuncOp fn) {
     MLIRContext *ctx = fn.getContext();
+    // Vectors have no empty dimension: a kernel's arrays are not empty.
+    auto empty = [](Type t) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      return r && llvm::is_contained(r.getShape(), 0);
+    };
+    if (llvm::any_of(fn.getArgumentTypes(), empty))
+      return fn.emitError("ember-tpu-kernel: a kernel buffer is empty (a "
+                          "dimension of size 0)");
+    WalkResult emptyResult = fn.walk([&](Operation *op) {
+      if (llvm::any_of(op->getResultTypes(), empty)) {
+        op->emitOpError("makes an empty array (a dimension of size 0), "
+                        "which TPU kernels cannot hold");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (emptyResult.wasInterrupted())
+      return failure();
     auto gridArgs = fn->getAttrOfType<IntegerAttr>("ember_tpu.grid_args");
     auto spaces = fn->getAttrOfType<ArrayAttr>("ember_tpu.arg_spaces");
     auto resultArgs =
