@@ -378,6 +378,11 @@ class Compiled:
         return tree_util.tree_unflatten(self._out_tree, outs)
 
 
+# `export.export(jitted)(*args, **kwargs)`, set by export.py (a higher
+# layer): `jit(f).trace` of symbolic specs traces as export does.
+symbolic_trace_hook = None
+
+
 class _SymbolicTraced:
     """`jit(f).trace(*args)` with symbolic dimensions in the arguments'
     shapes (`export.symbolic_shape`): the program traced as
@@ -727,9 +732,8 @@ class JitWrapped:
     def trace(self, *args, **kwargs):
         if any(isinstance(x, core.ShapeDtypeStruct) and core.is_symbolic_shape(x.shape)
                for x in tree_util.tree_leaves((args, kwargs))):
-            from . import export
-
-            return _SymbolicTraced(export.export(self)(*args, **kwargs))
+            # (Symbolic shapes come from ember.export, which set the hook.)
+            return _SymbolicTraced(symbolic_trace_hook(self, args, kwargs))
         static, treedef, vals, ref_pos, refs = self._prepare(args, kwargs, abstract_ok=True)
         avals = [v.aval for v in vals]
         flat, out_tree = flatten_fun(self.fun, treedef, static)

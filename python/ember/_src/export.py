@@ -26,7 +26,7 @@ import numpy as np
 from ember._mlir import ir
 from ember._mlir.passmanager import PassManager
 
-from . import compiler, core, dtypes, shape_poly, tree_util
+from . import api, compiler, core, dtypes, shape_poly, tree_util
 from .api_util import flatten_args, flatten_fun
 
 # 1: static shapes. 2: symbolic dimensions (the header's "symbolic" entry,
@@ -887,3 +887,6 @@ def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
         out.append(core.ShapeDtypeStruct(dims, x.dtype if hasattr(x, "dtype") else
                                          np.asarray(x).dtype))
     return tree_util.tree_unflatten(tree, out)
+
+
+api.symbolic_trace_hook = lambda jitted, args, kwargs: export(jitted)(*args, **kwargs)
