@@ -22,7 +22,7 @@
 #include "TransformUtils.h"
 
 #include "ember/IR/EmberDialect.h"
-#include "mlir/AsmParser/AsmParser.h"
+#include "ember/IR/EmberTPUDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -117,14 +117,11 @@ static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
     auto w = windows ? dyn_cast<DictionaryAttr>(windows[k]) : DictionaryAttr();
     // A kernel without a grid has no windows: its blocks in HBM are known
     // by their memory space.
-    if (!w && spaces && npf + k < (int64_t)spaces.size()) {
-      std::string space;
-      llvm::raw_string_ostream os(space);
-      spaces[npf + k].print(os);
-      if (StringRef(space).contains("<any>") ||
-          StringRef(space).contains("<hbm>"))
-        w = DictionaryAttr::get(ctx);
-    }
+    if (!w && spaces && npf + k < (int64_t)spaces.size())
+      if (auto space = dyn_cast<ember_tpu::MemorySpaceAttr>(spaces[npf + k]))
+        if (space.getValue() == ember_tpu::MemorySpace::any ||
+            space.getValue() == ember_tpu::MemorySpace::hbm)
+          w = DictionaryAttr::get(ctx);
     if (w && w.empty()) { // in HBM: the kernel's DMAs reach the whole array
       if (batched) {
         why = "operand " + std::to_string(npf + k) +
@@ -166,7 +163,8 @@ static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
       t->setAttr(kGridArgs, b.getI64IntegerAttr(grid));
       // (Index maps take the scalar-prefetch operands, in SMEM.)
       SmallVector<Attribute> prefetchSpaces(
-          npf, parseAttribute("#ember_tpu.memory_space<smem>", ctx));
+          npf,
+          ember_tpu::MemorySpaceAttr::get(ctx, ember_tpu::MemorySpace::smem));
       t->setAttr("ember_tpu.arg_spaces", b.getArrayAttr(prefetchSpaces));
       Block *body = t.addEntryBlock();
       b.setInsertionPointToEnd(body);
@@ -180,7 +178,8 @@ static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
                                   kernel.getArgument(grid + npf + k).getType())
                                   .getShape()))
         attrs.set("pipeline_mode",
-                  parseAttribute("#ember_tpu.pipeline_mode<synchronous>", ctx));
+                  ember_tpu::PipelineModeAttr::get(
+                      ctx, ember_tpu::PipelineMode::synchronous));
     }
     Value index = addGridArg(t, grid);
     if (!index) {
@@ -216,8 +215,8 @@ static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
   if (auto it = kernel->getAttrOfType<DenseI64ArrayAttr>("iteration_bounds"))
     iterations.append(it.asArrayRef().begin(), it.asArrayRef().end());
   kernel->setAttr("iteration_bounds", b.getDenseI64ArrayAttr(iterations));
-  SmallVector<Attribute> semantics{
-      parseAttribute("#ember_tpu.dimension_semantics<parallel>", ctx)};
+  SmallVector<Attribute> semantics{ember_tpu::DimensionSemanticsAttr::get(
+      ctx, ember_tpu::DimensionSemantics::parallel)};
   if (auto s = kernel->getAttrOfType<ArrayAttr>("dimension_semantics"))
     semantics.append(s.begin(), s.end());
   kernel->setAttr("dimension_semantics", b.getArrayAttr(semantics));

@@ -129,19 +129,23 @@ def test_interpreter_unchanged():
     assert g.shape == x.shape
 
 
-def test_dma_kernel_lowers_and_unsupported_kernels_raise():
+def _hbm_dma_kernel(x):
+    """Twice the first 8 rows of `x`, which stays in HBM: the kernel copies
+    them to VMEM itself (no grid, no windows)."""
     def k(x_hbm, o_ref, buf, sem):
         c = pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf, sem)
         c.start()
         c.wait()
         o_ref[...] = buf[...] * 2
 
-    def f(x):
-        return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
-                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
-                              scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32),
-                                              pltpu.SemaphoreType.DMA])(x)
+    return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                          in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                          scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32),
+                                          pltpu.SemaphoreType.DMA])(x)
 
+
+def test_dma_kernel_lowers_and_unsupported_kernels_raise():
+    f = _hbm_dma_kernel
     x = jnp.ones((16, 128), jnp.float32)
     np.testing.assert_allclose(np.asarray(f(x)), 2.0)  # interprets on the CPU
     low = jax.jit(f).trace(x).lower(lowering_platforms=("tpu",))
@@ -223,18 +227,7 @@ def test_vmap_of_a_kernel_reading_hbm():
     # The kernel copies its input from HBM itself (no windows): batching it
     # would need its DMAs rewritten, so lowering for TPU says so; the CPU
     # interprets it.
-    def k(x_hbm, o_ref, buf, sem):
-        c = pltpu.make_async_copy(x_hbm.at[pl.ds(0, 8)], buf, sem)
-        c.start()
-        c.wait()
-        o_ref[...] = buf[...] * 2
-
-    def f(x):
-        return pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
-                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
-                              scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32),
-                                              pltpu.SemaphoreType.DMA])(x)
-
+    f = _hbm_dma_kernel
     xs = jnp.arange(2 * 16 * 128, dtype=jnp.float32).reshape(2, 16, 128)
     np.testing.assert_allclose(np.asarray(jax.vmap(f)(xs)), np.asarray(xs)[:, :8] * 2)
     with pytest.raises(NotImplementedError, match=r"stays in HBM \(memory space ANY\)"):
