@@ -720,7 +720,10 @@ def Ember_HostCallbackOp : Ember_Op<"host_callback",
     `expand_dims` (one call; unbatched inputs get a leading dimension of
     size 1), `broadcast_all` (one call; every input batched), `none`
     (batching is an error) or `ordered` (an ordered `io_callback`:
-    batching is JAX's ValueError).
+    batching is JAX's ValueError). `device_axes` (with `none` only) names
+    the axes of per-device lanes (`shard_map`, `pmap`) the op was traced
+    under: batching over one of them calls once per device, as each device
+    calls its own callback; over any other axis it stays an error.
 
     ```mlir
     %y = ember.host_callback 3 (%x) {vmap_method = "sequential"}
@@ -729,7 +732,8 @@ def Ember_HostCallbackOp : Ember_Op<"host_callback",
   }];
   let arguments = (ins Variadic<Ember_Tensor>:$inputs, I64Attr:$callback_id,
                        UnitAttr:$has_side_effect,
-                       DefaultValuedStrAttr<StrAttr, "sequential">:$vmap_method);
+                       DefaultValuedStrAttr<StrAttr, "sequential">:$vmap_method,
+                       OptionalAttr<StrArrayAttr>:$device_axes);
   let results = (outs Variadic<Ember_Tensor>:$results);
   let assemblyFormat = [{
     $callback_id `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)

@@ -1494,6 +1494,12 @@ LogicalResult HostCallbackOp::verify() {
                "host_callback_c2: vmap_method must be sequential, expand_dims, "
                "broadcast_all, none or ordered, got '")
            << m << "'";
+  // host_callback_c3
+  if (auto axes = getDeviceAxes()) {
+    if (axes->empty() || m != "none")
+      return emitOpError("host_callback_c3: device_axes must be non-empty and "
+                         "come with vmap_method 'none'");
+  }
   return success();
 }
 

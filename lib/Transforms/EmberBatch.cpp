@@ -53,6 +53,16 @@ bool overOwnAxis(Operation *o) {
   return o->getAttrOfType<StringAttr>("axis") == scope.axis;
 }
 
+/// Whether `o` is a host callback without a batching rule of its own that
+/// was traced inside per-device lanes over the axis being expanded.
+bool isPerDeviceCallback(Operation *o) {
+  auto cb = dyn_cast<HostCallbackOp>(o);
+  if (!cb || !scope.axis || cb.getVmapMethod() != "none")
+    return false;
+  auto axes = cb.getDeviceAxes();
+  return axes && llvm::is_contained(axes->getAsRange<StringAttr>(), scope.axis);
+}
+
 bool containsOwnCollective(Operation *o) {
   if (!scope.axis)
     return false;
@@ -316,6 +326,35 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
       carryTpuKernel(callee, *fn, isBatched, n);
       auto c = func::CallOp::create(b, o->getLoc(), *fn, operands);
       res.append(c.getResults().begin(), c.getResults().end());
+    } else if (isPerDeviceCallback(o)) {
+      // A callback traced inside shard_map/pmap, batched over the axis of
+      // its device lanes: each device calls it on its own block, so the
+      // lanes call it one after the other (the `sequential` rule, applied
+      // to a copy that says so). The lanes' calls still refuse any other
+      // vmap but that of another device axis they were traced under.
+      Operation *copy = b.clone(*o);
+      copy->setAttr("vmap_method", b.getStringAttr("sequential"));
+      LogicalResult ok = cast<BatchableOpInterface>(copy).batch(
+          b, operands, isBatched, n, res);
+      SmallVector<Attribute> rest;
+      for (auto a :
+           cast<HostCallbackOp>(o).getDeviceAxes()->getAsRange<StringAttr>())
+        if (a != scope.axis)
+          rest.push_back(a);
+      for (Operation *p = copy->getNextNode(); p; p = p->getNextNode()) {
+        auto call = dyn_cast<HostCallbackOp>(p);
+        if (!call ||
+            call.getCallbackId() != cast<HostCallbackOp>(o).getCallbackId())
+          continue;
+        call.setVmapMethod("none");
+        if (rest.empty())
+          call->removeAttr("device_axes");
+        else
+          call->setAttr("device_axes", b.getArrayAttr(rest));
+      }
+      copy->erase();
+      if (failed(ok))
+        return failure();
     } else {
       auto rule = dyn_cast<BatchableOpInterface>(o);
       if (!rule)

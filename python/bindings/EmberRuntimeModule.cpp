@@ -646,7 +646,10 @@ NB_MODULE(_ember_runtime, m) {
           },
           nb::arg("host"), nb::rv_policy::take_ownership)
       .def("to_host", &DeviceBuffer::toHost)
-      .def_ro("nbytes", &DeviceBuffer::bytes);
+      .def_ro("nbytes", &DeviceBuffer::bytes)
+      .def_prop_ro("pointer", [](const DeviceBuffer &buffer) {
+        return reinterpret_cast<uintptr_t>(buffer.ptr);
+      });
   m.def("cuda_device_count", &emberCudaDeviceCount);
   m.def("cuda_unavailable_reason", [] {
     MlirStringRef s = emberCudaUnavailableReason();

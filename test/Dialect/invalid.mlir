@@ -796,6 +796,23 @@ func.func @host_callback_c2(%x: tensor<f32>) -> tensor<f32> {
 
 // -----
 
+// host_callback_c3
+func.func @host_callback_c3(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{host_callback_c3: device_axes must be non-empty and come with vmap_method 'none'}}
+  %y = ember.host_callback 0(%x) {device_axes = ["i"], vmap_method = "sequential"} : (tensor<f32>) -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+func.func @host_callback_c3_empty(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{host_callback_c3: device_axes must be non-empty and come with vmap_method 'none'}}
+  %y = ember.host_callback 0(%x) {device_axes = [], vmap_method = "none"} : (tensor<f32>) -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
 // case_c1
 func.func @case_c1(%i: tensor<2xi32>, %a: tensor<f32>) -> tensor<f32> {
   // expected-error @+1 {{case_c1: the index must be a 0-d tensor<i32>}}

@@ -245,7 +245,9 @@ func.func @host_callback(%x: tensor<4xf32>, %i: tensor<i32>) -> tensor<4xf32> {
   ember.host_callback 0(%x) {has_side_effect} : (tensor<4xf32>) -> ()
   // CHECK: ember.host_callback 1(%{{.*}}, %{{.*}}) {vmap_method = "expand_dims"} : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
   %y = ember.host_callback 1(%x, %i) {vmap_method = "expand_dims"} : (tensor<4xf32>, tensor<i32>) -> tensor<4xf32>
-  return %y : tensor<4xf32>
+  // CHECK: ember.host_callback 2(%{{.*}}) {device_axes = ["i", "j"], vmap_method = "none"} : (tensor<4xf32>) -> tensor<4xf32>
+  %z = ember.host_callback 2(%y) {device_axes = ["i", "j"], vmap_method = "none"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %z : tensor<4xf32>
 }
 // CHECK-LABEL: func @case
 func.func @case(%i: tensor<i32>, %a: tensor<3xf32>) -> tensor<3xf32> {

@@ -13,6 +13,37 @@ func.func @unbatchable(%xs: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 // -----
 
+// Per-device lanes of "i" do not make a vmap over another axis legal.
+func.func private @d(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{cannot be batched: this callback has no vmap_method}}
+  %y = ember.host_callback 2(%x) {device_axes = ["i"], vmap_method = "none"} : (tensor<3xf32>) -> tensor<3xf32>
+  return %y : tensor<3xf32>
+}
+func.func @other_axis(%xs: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %y = ember.vmap @d(%xs) batched [true] size 2 axis "j" : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// Once its device lanes are expanded, an outer vmap of the user's cannot
+// batch the lanes' calls either.
+func.func private @d2(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{cannot be batched: this callback has no vmap_method}}
+  %y = ember.host_callback 2(%x) {device_axes = ["i"], vmap_method = "none"} : (tensor<3xf32>) -> tensor<3xf32>
+  return %y : tensor<3xf32>
+}
+func.func private @lanes_i(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %y = ember.vmap @d2(%x) batched [true] size 2 axis "i" : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+func.func @user_vmap_outside(%xs: tensor<4x2x3xf32>) -> tensor<4x2x3xf32> {
+  %y = ember.vmap @lanes_i(%xs) batched [true] size 4 : (tensor<4x2x3xf32>) -> tensor<4x2x3xf32>
+  return %y : tensor<4x2x3xf32>
+}
+
+// -----
+
 // Nor can an ordered io_callback (JAX's "Cannot vmap ordered IO callback").
 func.func private @o(%x: tensor<3xf32>) -> tensor<3xf32> {
   // expected-error @+1 {{Cannot `vmap` ordered IO callback.}}

@@ -162,6 +162,25 @@ func.func @batched_callbacks(%xs: tensor<2x3xf32>, %w: tensor<3xf32>) -> tensor<
   return %y : tensor<2x3xf32>
 }
 
+// -----
+
+// A callback without a batching rule traced in per-device lanes (shard_map
+// over "i") is called once per lane, in lane order, when the vmap of that
+// axis is expanded; the lanes' calls name the device axes left ("j"), so a
+// vmap over any other axis still rejects them.
+// CHECK-LABEL: func @per_device_callback
+// CHECK-COUNT-3: ember.host_callback 4(%{{.*}}) {device_axes = ["j"], vmap_method = "none"} : (tensor<2xf32>) -> tensor<2xf32>
+// CHECK-NOT: ember.host_callback
+// CHECK: ember.concatenate
+func.func private @dev(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %y = ember.host_callback 4(%x) {device_axes = ["i", "j"], vmap_method = "none"} : (tensor<2xf32>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+func.func @per_device_callback(%xs: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %y = ember.vmap @dev(%xs) batched [true] size 3 axis "i" : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  return %y : tensor<3x2xf32>
+}
+
 
 // -----
 

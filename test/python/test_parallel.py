@@ -336,6 +336,35 @@ def test_ring_allreduce_and_pmap(devices8):
     np.testing.assert_allclose(vm(lambda v: lax.psum(v, 7), np.ones(3), name=7), [3.0] * 3)
 
 
+def test_callback_per_device_in_shard_map_and_pmap(devices8, capsys):
+    """A pure_callback without vmap_method runs once per device inside
+    shard_map and pmap (JAX's callbacks guide: "one callback per device"),
+    while a vmap of the user's still rejects it, inside shard_map too."""
+    def host(x):
+        print(f"callback received shape {x.shape}")
+        return np.asarray(x) * 2
+
+    def f(x):
+        return ember.pure_callback(host, ember.ShapeDtypeStruct.like(x), x)
+
+    mesh = ember.make_mesh((4,), ("i",), axis_types=(Auto,))
+    x = jnp.arange(8.0)
+    out = ember.shard_map(f, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(x)
+    np.testing.assert_allclose(out, 2 * np.arange(8.0))
+    assert capsys.readouterr().out == "callback received shape (2,)\n" * 4
+    out = ember.pmap(f)(jnp.arange(6.0).reshape(3, 2))
+    np.testing.assert_allclose(out, 2 * np.arange(6.0).reshape(3, 2))
+    assert capsys.readouterr().out == "callback received shape (2,)\n" * 3
+    with pytest.raises(NotImplementedError, match="has no vmap_method"):
+        ember.vmap(f)(x)
+    with pytest.raises(NotImplementedError, match="has no vmap_method"):
+        ember.shard_map(ember.vmap(f), mesh=mesh, in_specs=P("i"),
+                        out_specs=P("i"))(x.reshape(8, 1))
+    with pytest.raises(NotImplementedError, match="has no vmap_method"):
+        ember.vmap(ember.shard_map(f, mesh=mesh, in_specs=P("i"), out_specs=P("i")))(
+            x.reshape(2, 4))
+
+
 def test_data_parallel_training_matches_one_device(devices8):
     """The MLP's data-parallel step on 8 devices (shard_map, pmean of the
     gradients) follows the single-device loss curve."""

@@ -500,6 +500,31 @@ def _buffer_address(ref):
     return ref._value._value.ctypes.data
 
 
+def test_unsafe_buffer_pointer_of_refs_and_arrays():
+    # JAX's jit guide: an in-place update keeps the ref's buffer address.
+    @ember.jit
+    def sin_inplace(x_ref):
+        x_ref[...] = jnp.sin(x_ref[...])
+
+    x_ref = ember.new_ref(jnp.arange(3.0))
+    at = x_ref.unsafe_buffer_pointer()
+    assert at == _buffer_address(x_ref)
+    sin_inplace(x_ref)
+    sin_inplace(x_ref)
+    assert x_ref.unsafe_buffer_pointer() == at
+    np.testing.assert_allclose(np.asarray(x_ref[...]), np.sin(np.sin(np.arange(3.0))),
+                               rtol=1e-6)
+    a = jnp.arange(4.0)
+    assert a.unsafe_buffer_pointer() == np.asarray(a).ctypes.data
+
+    @ember.jit
+    def f(r):
+        return r.unsafe_buffer_pointer()
+
+    with pytest.raises(TypeError, match="has no buffer here"):
+        f(x_ref)
+
+
 def test_jit_updates_a_ref_buffer_in_place():
     # On the CPU a jitted function takes its refs as `!ember.ref` arguments
     # and writes their buffers in place (docs/spec.md, "Refs").

@@ -42,7 +42,10 @@ def cells(text):
     starting with ':' dropped)."""
     out = []
     for m in re.finditer(r"```\{code-cell\}[^\n]*\n(.*?)```", text, re.S):
-        lines = [ln for ln in m.group(1).splitlines() if not ln.startswith(":")]
+        # IPython magics and shell escapes (`%timeit ...`, `!pip ...`) are
+        # dropped line by line; a cell of nothing else is skipped.
+        lines = [ln for ln in m.group(1).splitlines()
+                 if not ln.startswith(":") and not ln.lstrip().startswith(("%", "!"))]
         out.append("\n".join(lines))
     return out
 
@@ -50,7 +53,7 @@ def cells(text):
 def run(sources, env):
     for i, src in enumerate(sources):
         print(f"=== cell {i}")
-        if src.lstrip().startswith(("!", "%")):
+        if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in src.splitlines()):
             print("(shell or magic cell skipped)")
             continue
         buf = io.StringIO()

@@ -118,7 +118,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
 
 def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None,
-                 check_vma=False, processes=1):
+                 check_vma=False, processes=1, devices=False):
     rule = getattr(fun, "vmap_with_rule", None)
     if rule is not None and axis_name is None and not check_vma and processes == 1:
         # A function with its own batching rule (custom_batching.custom_vmap)
@@ -202,7 +202,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
         if axis_name is None:
             out = fun(*a, **k)
         else:
-            with parallel.bind_axis(axis_name, n, check_vma, processes):
+            with parallel.bind_axis(axis_name, n, check_vma, processes, devices):
                 out = fun(*a, **k)
         leaves_out, store["tree"] = tree_util.tree_flatten_lo(out)
         return leaves_out + [r._value for r in refs]

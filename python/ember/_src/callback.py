@@ -23,7 +23,7 @@ import numpy as np
 from ember._mlir import ir
 from ember._mlir._mlir_libs import _ember_runtime
 
-from . import core, dtypes, tree_util
+from . import core, dtypes, parallel, tree_util
 from .core import Array, Tracer
 from .errors import JaxRuntimeError
 
@@ -169,6 +169,11 @@ def _stage(cid, leaves, out_avals, has_side_effect, vmap_method):
              "vmap_method": ir.StringAttr.get(vmap_method, ctx)}
     if has_side_effect:
         attrs["has_side_effect"] = ir.UnitAttr.get(ctx)
+    if vmap_method == "none" and (axes := parallel.device_axes()):
+        # Inside shard_map/pmap each device calls it (ember-batch runs the
+        # lanes' calls in turn); a vmap of the user's still may not.
+        attrs["device_axes"] = ir.ArrayAttr.get([ir.StringAttr.get(str(a), ctx) for a in axes],
+                                                ctx)
     return trace.emit("ember.host_callback", operands, out_avals, attrs)
 
 

@@ -537,6 +537,11 @@ class Array(Value):
     def __dlpack_device__(self):
         return self._value.__dlpack_device__()
 
+    def unsafe_buffer_pointer(self):
+        """The address of the array's buffer (JAX's method; a ref updated in
+        place by a jitted function keeps its address)."""
+        return self._value.ctypes.data
+
     def block_until_ready(self):
         return self
 
@@ -682,6 +687,10 @@ class GpuArray(Array):
 
     def __reduce__(self):
         return (Array, (np.array(self._value), self.weak_type))
+
+    def unsafe_buffer_pointer(self):
+        """The address of the array's buffer in the GPU's memory."""
+        return self._buffer.pointer
 
     def block_until_ready(self):
         """Waits for the GPU work that computes this array (jitted calls on

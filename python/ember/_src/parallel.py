@@ -42,6 +42,8 @@ class _Env(threading.local):
     def __init__(self):
         # (name, lanes here, check_vma, processes the axis is split over)
         self.frames = []
+        # The names among them whose lanes are devices (shard_map, pmap).
+        self.device_axes = []
 
 
 _env = _Env()
@@ -53,17 +55,25 @@ cross_process = None
 
 
 @contextlib.contextmanager
-def bind_axis(name, size, check_vma=False, processes=1):
+def bind_axis(name, size, check_vma=False, processes=1, devices=False):
     """Binds `name` to `size` lanes while the vmap body traces; with
     `processes` > 1 the axis has size * processes lanes, `size` of them in
-    this process (distributed.py)."""
+    this process (distributed.py). `devices`: the lanes are devices
+    (shard_map, pmap) rather than a user's vmap."""
     if not _hashable(name):
         raise TypeError(f"axis_name must be hashable, got {name!r}")
     _env.frames.append((name, int(size), bool(check_vma), int(processes)))
+    _env.device_axes.append(name if devices else None)
     try:
         yield
     finally:
         _env.frames.pop()
+        _env.device_axes.pop()
+
+
+def device_axes():
+    """The names of the bound axes whose lanes are devices, outermost first."""
+    return [n for n in _env.device_axes if n is not None]
 
 
 def _hashable(x):

@@ -27,9 +27,9 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         return lambda f: pmap(f, axis_name, in_axes=in_axes, out_axes=out_axes,
                               static_broadcasted_argnums=static_broadcasted_argnums,
                               devices=devices, backend=backend, axis_size=axis_size)
+    from . import batching
     from . import devices as devices_lib
     from .api import jit
-    from .batching import vmap
 
     if isinstance(static_broadcasted_argnums, int):
         static_broadcasted_argnums = (static_broadcasted_argnums,)
@@ -55,11 +55,22 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
         axes = in_axes
         if isinstance(in_axes, (tuple, list)):
             axes = tuple(in_axes[i] for i in dyn_pos)
-        return vmap(inner, in_axes=axes, out_axes=out_axes, axis_name=axis_name,
-                    axis_size=axis_size)(*[args[i] for i in dyn_pos])
+        # (Under jit, so traced: the named vmap whose lanes are devices; an
+        # unnamed pmap's axis gets a name no user code can spell.)
+        name = axis_name if axis_name is not None else _UnnamedPmapAxis()
+        return batching._vmap_traced(inner, axes, out_axes, axis_size,
+                                     tuple(args[i] for i in dyn_pos), {}, name,
+                                     devices=True)
 
     _pmapped = jit(per_call, static_argnums=tuple(static_broadcasted_argnums))
     return mapped
+
+
+class _UnnamedPmapAxis:
+    """The axis of a `pmap` without `axis_name` (hashable by identity)."""
+
+    def __str__(self):
+        return f"<pmap axis {id(self):x}>"
 
 
 def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=frozenset(),
@@ -336,7 +347,7 @@ def _level(g, name, size, mapped, check_vma, processes):
     def h(*xs):
         in_axes = tuple(0 if m else None for m in mapped)
         return batching._vmap_traced(lambda *a: g(*a), in_axes, 0, size, xs, {}, name,
-                                     check_vma, processes)
+                                     check_vma, processes, devices=True)
     return h
 
 

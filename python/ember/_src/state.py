@@ -548,6 +548,14 @@ class Ref(_RefBase):
         store(self, idx, val)
         return old
 
+    def unsafe_buffer_pointer(self):
+        """The address of the ref's buffer (JAX's method): a jitted function
+        that writes the ref updates that buffer in place on the CPU."""
+        if isinstance(self._value, core.Tracer) or self._frozen:
+            raise TypeError(f"unsafe_buffer_pointer: {self!r} has no buffer here: it is "
+                            f"traced or frozen (at {core.where()})")
+        return self._value.unsafe_buffer_pointer()
+
     def __jax_array__(self):
         if self._array_ref:
             raise TypeError(
