@@ -35,6 +35,7 @@ from ember import typing as typing
 from ember._src import tree_util as _tree_util
 from ember._src.ad import custom_jvp as custom_jvp
 from ember._src.ad import custom_vjp as custom_vjp
+from ember._src.ad import fwd_and_bwd as fwd_and_bwd
 from ember._src.ad import grad as grad
 from ember._src.ad import hessian as hessian
 from ember._src.ad import jacfwd as jacfwd

@@ -667,3 +667,69 @@ def test_product_of_a_value_with_itself():
     np.testing.assert_allclose(np.asarray(jax.grad(lambda a: jnp.dot(a, a))(v)), 2 * v)
     h = jax.hessian(lambda a: jnp.einsum("i,i->", a, a))(v)
     np.testing.assert_allclose(np.asarray(h), 2 * np.eye(3), rtol=1e-6)
+
+
+def test_vjp_objects_are_pytrees_and_fwd_and_bwd():
+    """JAX's "VJP objects" guide: a VJP returned from a jitted forward
+    function and called in a jitted backward one; `fwd_and_bwd`; `args_res`
+    (Ember's residuals are the arguments: the forward pass runs again)."""
+    def layer(W, x):
+        return jnp.tanh(x @ W)
+
+    def two_layers(W1, W2, x):
+        return jnp.sum(layer(W2, layer(W1, x)))
+
+    rng = np.random.default_rng(0)
+    W1, W2 = (jnp.asarray(rng.normal(size=(3, 3)).astype(np.float32)) for _ in range(2))
+    x0 = jnp.asarray(rng.normal(size=(2, 3)).astype(np.float32))
+    dW1_ref, dW2_ref = jax.grad(two_layers, argnums=(0, 1))(W1, W2, x0)
+
+    fwd = jax.jit(lambda *a: jax.vjp(layer, *a))
+    bwd = jax.jit(lambda f_vjp, ct: f_vjp(ct))
+    x1, res1 = fwd(W1, x0)
+    x2, res2 = fwd(W2, x1)
+    assert len(jax.tree.leaves(res1)) == 2
+    dW2, dx1 = bwd(res2, jnp.ones_like(x2))
+    dW1, _ = bwd(res1, dx1)
+    np.testing.assert_allclose(dW1, dW1_ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dW2, dW2_ref, rtol=1e-5, atol=1e-6)
+    assert len(bwd.cache) == 1  # (both calls: one compilation)
+
+    f, b = jax.fwd_and_bwd(layer, argnums=(0, 1))
+    y, r = f(W1, x0)
+    dW, dx = b(r, jnp.ones_like(y))
+    want = jax.vjp(layer, W1, x0)[1](jnp.ones_like(y))
+    np.testing.assert_allclose(dW, want[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dx, want[1], rtol=1e-5, atol=1e-6)
+    # An int argnums gives one array; has_aux puts aux third; jitted=False.
+    f, b = jax.fwd_and_bwd(lambda x, W: (layer(W, x), x.sum()), argnums=1, has_aux=True,
+                             jitted=False)
+    y, r, aux = f(x0, W1)
+    assert float(aux) == pytest.approx(float(np.asarray(x0).sum()), rel=1e-6)
+    np.testing.assert_allclose(b(r, jnp.ones_like(y)), want[0], rtol=1e-5, atol=1e-6)
+
+    # args_res: replaced, the VJP recomputes at the new arguments.
+    y, f_vjp = jax.vjp(layer, W1, x0)
+    assert [np.asarray(a).shape for a in f_vjp.args_res] == [(3, 3), (2, 3)]
+    f_vjp.args_res[0] = W2
+    np.testing.assert_allclose(f_vjp(jnp.ones_like(y))[0],
+                               jax.vjp(layer, W2, x0)[1](jnp.ones_like(y))[0], rtol=1e-5, atol=1e-6)
+    g = f_vjp.replace(args_res=[W1, x0])
+    np.testing.assert_allclose(g(jnp.ones_like(y))[0], want[0], rtol=1e-5, atol=1e-6)
+    # Inside jit, with args_res changed after the forward pass.
+    def light(W, Wb, x, ct):
+        _, fv = jax.vjp(layer, W, x)
+        fv.args_res[0] = Wb
+        return fv(ct)
+    np.testing.assert_allclose(jax.jit(light)(W1, W2, x0, jnp.ones_like(y))[0],
+                               jax.vjp(layer, W2, x0)[1](jnp.ones_like(y))[0], rtol=1e-5, atol=1e-6)
+    # A custom_vjp whose residual is a VJP.
+    @jax.custom_vjp
+    def h(W, x):
+        return layer(W, x)
+
+    h.defvjp(lambda W, x: jax.vjp(layer, W, x), lambda fv, ct: fv(ct))
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda W: h(W, x0).sum()))(W1),
+                               want[0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="cotangent shape"):
+        bwd(res1, jnp.ones((3, 3)))

@@ -177,17 +177,67 @@ def _reuse_primal_outputs(state, outs, primal_results):
 
 
 def vjp(fun, *primals, has_aux=False, reduce_axes=()):
+    return _vjp_object(fun, primals, has_aux, None, False)
+
+
+def _vjp_object(fun, primals, has_aux, diff, single):
+    """(out, VJPFunction[, aux]) of `fun` at `primals`, differentiated with
+    respect to the positions `diff` (None: all)."""
+    pick = _Partial.of(fun, primals, diff)
     if not core._trace_stack:
-        out_aux = eager_transform(lambda *p: _vjp_pair(fun, p, has_aux), primals)
-        f = VJPFunction(lambda ct, want: eager_transform(
-            lambda p, c: _vjp_traced(fun, p, has_aux, True)[1](c, want), (primals, ct)),
-            len(primals))
+        out_aux = eager_transform(lambda *p: _vjp_pair(pick, p, has_aux),
+                                  _Partial.wrt(primals, diff))
+        f = VJPFunction(fun, primals, has_aux, None, diff, single)
         if has_aux:
             return out_aux[0], f, out_aux[1]
         return out_aux, f
-    out, f, aux, _ = _vjp_traced(fun, primals, has_aux)
-    f = VJPFunction(f, len(primals))
+    out, call, aux, _ = _vjp_traced(pick, _Partial.wrt(primals, diff), has_aux)
+    f = VJPFunction(fun, primals, has_aux, call, diff, single)
     return (out, f, aux) if has_aux else (out, f)
+
+
+class _Partial:
+    """`fun` as a function of the arguments at `diff`, the others fixed at
+    their values in `args`."""
+
+    def __init__(self, fun, args, diff):
+        self.fun, self.args, self.diff = fun, tuple(args), diff
+        self.__name__ = getattr(fun, "__name__", "fun")
+
+    @staticmethod
+    def of(fun, args, diff):
+        return fun if diff is None else _Partial(fun, args, diff)
+
+    @staticmethod
+    def wrt(args, diff):
+        return tuple(args) if diff is None else tuple(args[i] for i in diff)
+
+    def __call__(self, *d):
+        full = list(self.args)
+        for i, v in zip(self.diff, d):
+            full[i] = v
+        return self.fun(*full)
+
+
+def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
+    """JAX's `fwd_and_bwd`: `fwd(*args)` gives `(out, residuals)` (with `aux`
+    third under `has_aux`) and `bwd(residuals, ct)` the cotangents of the
+    arguments at `argnums` (one array for an int); jitted by default, so a
+    training loop compiles each once. The residuals are a `VJPFunction`
+    (a pytree of the arguments; see `VJPFunction`)."""
+    from .api import jit
+
+    def fwd(*args):
+        single, nums = _check_argnums(argnums, len(args))
+        return _vjp_object(fun, args, has_aux, nums, single)
+
+    def bwd(residuals, ct):
+        if not isinstance(residuals, VJPFunction):
+            raise TypeError(f"fwd_and_bwd: bwd takes the residuals fwd returned, got "
+                            f"{type(residuals).__name__} (at {core.where()})")
+        return residuals(ct)
+
+    return (jit(fwd), jit(bwd)) if jitted else (fwd, bwd)
 
 
 def linear_transpose(fun, *primals, reduce_axes=()):
@@ -247,11 +297,53 @@ class VJPFunction:
     """The backward function `jax.vjp` returns: `f(ct)` gives one gradient per
     argument; `f.with_refs(*entries)` is the same with, per argument, a Ref
     (pytree) to accumulate the gradient into (`+=`), `GradValue()` or
-    `DontWant()` (the gradient is not computed)."""
+    `DontWant()` (the gradient is not computed).
 
-    def __init__(self, call, nargs):
-        self._call = call
-        self._nargs = nargs
+    As JAX's `VJP` it is a pytree, so it can be returned from a jitted
+    forward function and passed to a jitted backward one. Its leaves are
+    `args_res`, the arguments it was taken at: Ember differentiates programs
+    in MLIR after tracing, so it holds no residuals of its own. Called in the
+    trace it was made in, the backward pass shares that trace's forward
+    pass; rebuilt from its leaves (or after `args_res` is changed) it runs
+    the forward pass again from them, as a checkpointed function would
+    (docs/design.md, "VJP objects")."""
+
+    def __init__(self, fun, primals, has_aux, traced_call, diff=None, single=False):
+        self.fun = fun
+        self.args_res = list(primals)
+        self._has_aux = has_aux
+        self._diff = diff
+        self._single = single
+        # (The backward pass of the trace it was made in, and the arguments
+        # it belongs to.)
+        self._traced = (traced_call, tuple(primals)) if traced_call is not None else None
+        self._nargs = len(primals) if diff is None else len(diff)
+        self._n_args = len(primals)
+
+    def __repr__(self):
+        return f"VJP(fun={getattr(self.fun, '__name__', self.fun)!r}, nargs={self._nargs})"
+
+    def replace(self, *, args_res):
+        """A copy taken at the arguments `args_res` (JAX's `VJP.replace`)."""
+        return VJPFunction(self.fun, args_res, self._has_aux, None, self._diff, self._single)
+
+    def _call(self, ct, want):
+        args = tuple(self.args_res)
+        if len(args) != self._n_args:
+            raise ValueError(f"args_res must hold the {self._n_args} arguments the VJP was "
+                             f"taken at, got {len(args)} (at {core.where()})")
+        if self._traced is not None and all(a is b for a, b in zip(args, self._traced[1])):
+            grads = self._traced[0](ct, want)
+        else:
+            diff, has_aux = self._diff, self._has_aux
+
+            def backward(p, c):
+                return _vjp_traced(_Partial.of(self.fun, p, diff), _Partial.wrt(p, diff),
+                                   has_aux, True)[1](c, want)
+
+            grads = eager_transform(backward, (args, ct)) if not core._trace_stack else \
+                backward(args, ct)
+        return grads[0] if self._single else grads
 
     def __call__(self, ct):
         return self._call(ct, None)
@@ -292,6 +384,12 @@ class VJPFunction:
             return tuple(out)
 
         return apply
+
+
+tree_util.register_pytree_node(
+    VJPFunction,
+    lambda f: ((list(f.args_res),), (f.fun, f._has_aux, f._diff, f._single)),
+    lambda aux, children: VJPFunction(aux[0], children[0], aux[1], None, aux[2], aux[3]))
 
 
 def _vjp_pair(fun, primals, has_aux):
