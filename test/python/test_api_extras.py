@@ -331,6 +331,55 @@ def test_config_states(name, value):
         jax.config.update(option, old)
 
 
+def test_every_jax_option_is_accepted():
+    """Each of JAX 0.10.2's configuration options can be set (a program
+    for JAX may set any; most are recorded only), type-checked by default."""
+    from ember._src.jax_options import RECORDED
+
+    assert len(RECORDED) >= 100 and "jax_remat3" in RECORDED
+    for name, default in RECORDED.items():
+        assert getattr(jax.config, name) == default
+    jax.config.update("jax_remat3", True)
+    jax.config.update("jax_traceback_filtering", "off")
+    try:
+        assert jax.config.jax_remat3 is True
+        assert float(jax.jit(lambda x: x * 2)(2.0)) == 4.0
+    finally:
+        jax.config.update("jax_remat3", False)
+        jax.config.update("jax_traceback_filtering", "auto")
+    with pytest.raises(TypeError, match="a bool is required"):
+        jax.config.update("jax_remat3", "yes")
+    with pytest.raises(TypeError, match="an int is required"):
+        jax.config.update("jax_captured_constants_warn_bytes", True)
+    with pytest.raises(AttributeError, match="Unrecognized config option"):
+        jax.config.update("jax_no_such_option", 1)
+
+
+def test_config_default_device_and_platforms(tmp_path):
+    cpu = jax.devices("cpu")[0]
+    jax.config.update("jax_default_device", cpu)
+    try:
+        assert jax.config.jax_default_device is cpu
+        assert float(jax.jit(lambda x: x + 1)(1.0)) == 2.0
+        jax.config.update("jax_default_device", "cpu")
+        assert (jnp.ones(2) + 1).devices() == {cpu}
+    finally:
+        jax.config.update("jax_default_device", None)
+    with pytest.raises(RuntimeError, match="Unknown backend"):
+        jax.config.update("jax_default_device", "tpu")
+    assert jax.config.jax_default_device is None
+    # jax_platforms, set before the first use of a device (a fresh process).
+    import subprocess
+    import sys
+    code = ("import ember as jax\njax.config.update('jax_platforms', 'cpu')\n"
+            "print(jax.default_backend(), len(jax.devices()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split()[0] == "cpu", out.stderr
+    code = "import ember as jax\njax.config.update('jax_platforms', 'tpu')\njax.devices()\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "Unknown platform 'tpu'" in out.stderr
+
+
 def test_config_state_validation_and_defaults():
     with pytest.raises(ValueError, match="new enum value"):
         jax.numpy_rank_promotion("sometimes")

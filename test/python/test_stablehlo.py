@@ -345,6 +345,25 @@ def _symbolic_programs():
         # n is solved once b is known.
         "sym_solved": (lambda x, y: (x * (y.shape[0] - x.shape[0]), jnp.exp(y)),
                        ("b", "b + n"), [(f32(2), f32(5)), (f32(4), f32(6))]),
+        # 35th session: sorts, gathers, scatters and loops of symbolic sizes.
+        "sym_sort": (lambda x: (jnp.sort(x, axis=0), jnp.argsort(x[:, 0])), ("b, 3",),
+                     [(f32(1, 3),), (f32(7, 3),)]),
+        "sym_take": (lambda x, i: (x[i] * 2, jnp.take(x, i, axis=0, mode="fill"),
+                                   x.at[i].add(1.0)),
+                     ("b, 3", "n"), [(f32(5, 3), np.array([0, 4, 7, -1], np.int32)),
+                                     (f32(2, 3), np.array([1], np.int32))]),
+        "sym_loops": (lambda x: (lax.fori_loop(0, x.shape[0], lambda i, c: c * 0.5 + x[i],
+                                               jnp.zeros(3)),
+                                 lax.scan(lambda c, r: (jnp.tanh(c + r), c.sum()), jnp.zeros(3),
+                                          x),
+                                 lax.while_loop(lambda c: c[0] < 5,
+                                                lambda c: (c[0] + 1, c[1] * 0.9 + x.sum(0)),
+                                                (0, jnp.ones(3)))[1]),
+                      ("b, 3",), [(f32(1, 3),), (f32(6, 3),)]),
+        # A transformed loop: the gradient of an RNN over b steps.
+        "sym_scan_grad": (ember.grad(lambda w, x: lax.scan(
+            lambda c, r: (jnp.tanh(c @ w + r), None), jnp.zeros(3), x)[0].sum()),
+            (None, "b, 3"), [(f32(3, 3), f32(2, 3)), (f32(3, 3), f32(5, 3))]),
     }
 
 
@@ -388,6 +407,10 @@ def test_symbolic_stablehlo_forms_and_limits():
     x = np.ones(4, np.float32)
     with pytest.raises(NotImplementedError, match="ember.cumulative is not supported"):
         _symbolic_export(lambda x: jnp.cumsum(x), ("b",), (x,)).mlir_module()
+    # A gather whose slice has a symbolic size (whole rows of b columns).
+    with pytest.raises(NotImplementedError, match="symbolic window size"):
+        _symbolic_export(lambda x, i: x[i], ("n, b", None),
+                         (np.ones((3, 4), np.float32), np.array([0, 2], np.int32))).mlir_module()
     # A transformed program's sizes must be affine in the variables (they
     # are fitted from expansions at sample sizes); ceil(b / 2) is not.
     with pytest.raises(NotImplementedError, match="not an affine function"):

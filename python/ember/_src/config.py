@@ -1,16 +1,35 @@
 """Configuration: `ember.config` (`jax_enable_x64`, `jax_disable_jit`).
 
-The bottom of the package: it imports nothing from Ember. Layers above that
+The bottom of the package: it imports nothing from Ember but the table of
+JAX's other options (`jax_options.py`). Layers above that
 cache anything depending on the configuration (compiled code, MLIR types)
 register a function with `on_change`, called after every `config.update`.
 """
+
+from .jax_options import RECORDED as _RECORDED
 
 _on_change = []
 # option name -> function checking a new value before it is set (registered
 # by the layer the option belongs to).
 _validators = {}
 # Options compiled code does not depend on (no cache is cleared for them).
-_RUNTIME_ONLY = {"jax_debug_nans", "jax_debug_infs", "jax_num_cpu_devices"}
+_RUNTIME_ONLY = {"jax_debug_nans", "jax_debug_infs", "jax_num_cpu_devices"} | set(_RECORDED)
+
+
+def _typed_like(name, default):
+    """A validator: new values of `name` have the type of its default."""
+    kinds = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}[type(default)]
+
+    def check(v):
+        if not isinstance(v, kinds) or (bool not in kinds and isinstance(v, bool)):
+            what = {bool: "a bool", int: "an int", float: "a float", str: "a string"}
+            raise TypeError(f"{name}: {what[type(default)]} is required, got {v!r}")
+    return check
+
+
+for _name, _default in _RECORDED.items():
+    if _default is not None:
+        _validators[_name] = _typed_like(_name, _default)
 
 
 def on_change(fn):
@@ -35,6 +54,10 @@ class _Config:
         # Results checked for NaN/Inf (api.py's jit, core.eager_apply).
         self.jax_debug_nans = False
         self.jax_debug_infs = False
+        # JAX's other options, recorded (jax_options.py; devices.py reads
+        # jax_platforms, jax_platform_name and jax_default_device).
+        for name, value in _RECORDED.items():
+            setattr(self, name, value)
 
     def update(self, name, value):
         if not hasattr(self, name):

@@ -115,7 +115,10 @@ class SingleDeviceSharding:
 
 
 def _requested():
-    text = os.environ.get("EMBER_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or ""
+    # (`config.update("jax_platforms", ...)` before the first use of a
+    # device, as JAX reads it; `jax_platform_name` is its older spelling.)
+    text = (config.jax_platforms or config.jax_platform_name
+            or os.environ.get("EMBER_PLATFORMS") or os.environ.get("JAX_PLATFORMS") or "")
     names = [p.strip().lower() for p in text.split(",") if p.strip()]
     for n in names:
         if n not in ("cpu", "cuda", "gpu"):
@@ -218,9 +221,32 @@ def set_default_device():
     the GPU is the default backend; None when computations default to the
     CPU."""
     dev = getattr(_default, "device", None)
+    if dev is None and config.jax_default_device is not None:
+        dev = _configured_default()
     if dev is None and default_backend() == "gpu":
         dev = devices("gpu")[0]
     return dev
+
+
+def _configured_default():
+    """`config.jax_default_device`: a Device, or a platform name for its
+    first device (JAX accepts both)."""
+    d = config.jax_default_device
+    return devices(d)[0] if isinstance(d, str) else d
+
+
+def _check_default_device(value):
+    global _defaults_set
+    if value is not None and not isinstance(value, str):
+        check_device(value)
+    if isinstance(value, str):
+        devices(value)  # (an unknown platform raises here)
+    with _lock:
+        # (Counted as an open default_device context while it is set.)
+        _defaults_set += (value is not None) - (config.jax_default_device is not None)
+
+
+_validators["jax_default_device"] = _check_default_device
 
 
 def default_gpu():

@@ -647,6 +647,9 @@ def _transformed_symbolic(text, scope):
                 op.attributes[f"ember.sym_attr.{name}"] = ir.StringAttr.get(";".join(
                     str(fit([r[j] for r in rows], f"{name} of {op.name}"))
                     for j in range(len(rows[0]))))
+            elif isinstance(attrs[0], ir.IntegerAttr):  # a loop's trip count
+                op.attributes[f"ember.sym_attr.{name}"] = ir.StringAttr.get(str(fit(
+                    [ir.IntegerAttr(a).value for a in attrs], f"{name} of {op.name}")))
             else:
                 fail(f"the attribute {name} of {op.name}")
     return module

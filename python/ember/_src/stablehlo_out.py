@@ -290,10 +290,13 @@ _SYMBOLIC_OK = (set(_UNARY) | set(_BINARY) | {"select", "clamp", "bitcast_conver
                                              "compare", "reduce", "dot_general", "transpose",
                                              "stop_gradient", "checkpoint_name", "reverse",
                                              "concatenate", "argmax", "argmin", "pad",
-                                             "dynamic_slice", "dynamic_update_slice"})
+                                             "dynamic_slice", "dynamic_update_slice",
+                                             "sort", "while", "case", "gather", "scatter"})
 _SYMBOLIC_DYNAMIC = ("broadcast_in_dim", "reshape", "iota", "constant", "slice")
 # Attributes that may hold symbolic expressions (`ember.sym_attr.<name>`).
-_SYMBOLIC_ATTRS = {"slice": ("start_indices", "limit_indices")}
+_SYMBOLIC_ATTRS = {"slice": ("start_indices", "limit_indices"),
+                   # (A promise to ember-autodiff; the cond region decides.)
+                   "while": ("trip_count",)}
 
 
 class _Symbolic:
@@ -529,6 +532,8 @@ class _Translator:
             return None
         sym_attrs = {n[len("ember.sym_attr."):]: ir.StringAttr(a[n]).value
                      for n in map(str, a) if n.startswith("ember.sym_attr.")}
+        if kind in ("gather", "scatter") and sym_attrs:
+            self._static_windows(kind, [None], [0])
         if any(n not in _SYMBOLIC_ATTRS.get(kind, ()) for n in sym_attrs) or (
                 kind not in _SYMBOLIC_OK and kind not in _SYMBOLIC_DYNAMIC):
             raise NotImplementedError(
@@ -950,18 +955,60 @@ class _Translator:
     # -- gather / scatter -------------------------------------------------
     def _index_vectors(self, idx, ivd):
         """`idx` with its index vectors along an explicit dimension `ivd`."""
-        shape = _split(idx.type)[0]
+        shape, elt = _split(idx.type)
         if ivd == len(shape):
+            if None in shape:  # symbolic dimensions
+                return self.w.op("stablehlo.dynamic_reshape", [idx, self.sym.shape(
+                    [self._dim(idx, k) for k in range(len(shape))] + [1])],
+                    [_tensor(shape + (1,), elt)])[0]
             idx = self.w.reshape(idx, shape + (1,))
         return idx
 
+    def _dim(self, x, k):
+        """Dimension k of `x`: an int, or a tensor<i32> when it is `?`."""
+        d = _split(x.type)[0][k]
+        return d if d is not None else self.w.op(
+            "stablehlo.get_dimension_size", [x], [_tensor((), "i32")],
+            {"dimension": f"{k} : i64"})[0]
+
+    def _like(self, x, like, dims):
+        """`x` broadcast to the shape of `like` (dims: where x's go)."""
+        shape = _split(like.type)[0]
+        if None not in shape:
+            return self.w.bcast(x, shape, dims)
+        return self.w.op("stablehlo.dynamic_broadcast_in_dim", [x, self.sym.shape_of(like)],
+                         [_tensor(shape, _elt(x.type))],
+                         {"broadcast_dimensions": _array(dims)})[0]
+
+    def _const_like(self, value, like, elt=None):
+        return self._like(self.w.const(value, (), elt or _elt(like.type)), like, [])
+
     def _bounds(self, idx, ivd, bounds):
-        """The upper bounds of the index vector entries, shaped like `idx`."""
+        """The upper bounds of the index vector entries (ints, or tensor<i32>
+        values of symbolic sizes), shaped like `idx`."""
         shape, elt = _split(idx.type)
         t = _tensor((len(bounds),), elt)
-        vec = self.w.op("stablehlo.constant", [], [t], {
-            "value": f"dense<[{', '.join(_literal(b, elt) for b in bounds)}]> : {t}"})[0]
-        return self.w.bcast(vec, shape, [ivd])
+        if all(isinstance(b, (int, np.integer)) for b in bounds):
+            vec = self.w.op("stablehlo.constant", [], [t], {
+                "value": f"dense<[{', '.join(_literal(b, elt) for b in bounds)}]> : {t}"})[0]
+        else:
+            vec = self.sym.shape(bounds)
+            if elt != "i32":
+                vec = self.w.convert(vec, elt)
+        return self._like(vec, idx, [ivd])
+
+    def _extent(self, x, d, minus):
+        """Dimension d of `x` minus `minus` (an int, or a value when `?`)."""
+        n = self._dim(x, d)
+        if isinstance(n, int):
+            return n - minus
+        return self.w.bin("stablehlo.subtract", n, self.w.const(minus, (), "i32"))
+
+    def _static_windows(self, what, shape, dims):
+        if any(shape[d] is None for d in dims):
+            raise NotImplementedError(
+                f"StableHLO with symbolic dimensions: ember.{what} with a symbolic window "
+                "size is not supported yet (symbolic index counts and operand sizes are)")
 
     def t_gather(self, op, ins, rtypes, a):
         w = self.w
@@ -977,17 +1024,18 @@ class _Translator:
             if vals:
                 fields.append(f"{k} = {_list(vals)}")
         fields.append(f"index_vector_dim = {ivd}")
+        # (Slice sizes are static: a symbolic one would need dynamic_gather.)
+        self._static_windows("gather", _split(rtypes[0])[0], offset)
         out = w.op("stablehlo.gather", [operand, idx], rtypes, {
             "dimension_numbers": "#stablehlo.gather<" + ", ".join(fields) + ">",
             "slice_sizes": _array(sizes), "indices_are_sorted": "false"})[0]
         if _enum(a["mode"]) != "fill":
             return [out]
         # Fill: a slice whose start is out of bounds gives NaN (floats) or 0.
-        oshape = _split(operand.type)[0]
         full = self._index_vectors(idx, ivd)
         fshape, ielt = _split(full.type)
-        upper = self._bounds(full, ivd, [oshape[d] - sizes[d] for d in smap])
-        ok = w.bin("stablehlo.and", w.cmp("GE", full, w.const(0, fshape, ielt)),
+        upper = self._bounds(full, ivd, [self._extent(operand, d, sizes[d]) for d in smap])
+        ok = w.bin("stablehlo.and", w.cmp("GE", full, self._const_like(0, full)),
                    w.cmp("LE", full, upper))
         batch_shape = tuple(d for k, d in enumerate(fshape) if k != ivd)
         ok = w.op("stablehlo.reduce", [ok, w.const(True, (), "i1")],
@@ -995,11 +1043,11 @@ class _Translator:
                   [w.combiner("and", "i1")])[0]
         rshape, relt = _split(rtypes[0])
         batch_dims = [d for d in range(len(rshape)) if d not in offset]
-        mask = w.bcast(ok, rshape, batch_dims)
+        mask = self._like(ok, out, batch_dims)
         fill = np.nan if (_is_float(relt) or _is_complex(relt)) else 0
         if _is_complex(relt):
             fill = complex(np.nan, np.nan)
-        return [w.select(mask, out, w.const(fill, rshape, relt))]
+        return [w.select(mask, out, self._const_like(fill, out))]
 
     def t_scatter(self, op, ins, rtypes, a):
         w = self.w
@@ -1012,6 +1060,7 @@ class _Translator:
             oshape = _split(operand.type)[0]
             ushape = _split(upd.type)[0]
             window = _ints(a["update_window_dims"])
+            self._static_windows("scatter", ushape, window)
             skipped = set(_ints(a["inserted_window_dims"])) | set(_ints(a["operand_batching_dims"]))
             size, k = {}, 0
             for d in range(len(oshape)):
@@ -1021,10 +1070,10 @@ class _Translator:
                     size[d] = ushape[window[k]]
                     k += 1
             idx = self._index_vectors(idx, ivd)
-            ishape, ielt = _split(idx.type)
-            upper = self._bounds(idx, ivd, [oshape[d] - size[d]
+            upper = self._bounds(idx, ivd, [self._extent(operand, d, size[d])
                                             for d in _ints(a["scatter_dims_to_operand_dims"])])
-            idx = w.op("stablehlo.clamp", [w.const(0, ishape, ielt), idx, upper], [idx.type])[0]
+            idx = w.op("stablehlo.clamp", [self._const_like(0, idx), idx, upper],
+                       [idx.type])[0]
         fields = []
         for k in ("update_window_dims", "inserted_window_dims"):
             vals = _ints(a[k])
