@@ -892,7 +892,10 @@ def Ember_VjpOp : Ember_TransformOp<"vjp"> {
   let description = [{
     Calls `@callee` on `primals` and returns its results followed by the
     cotangents of the arguments listed in `wrt`, given `cotangents` for its
-    results.
+    results. With `effects` = N, N more results follow: the values the
+    backward rules of the `custom_vjp_call`s in `@callee` produce beyond
+    their cotangents (`bwd_effects`; refs their backward passes write), in
+    the order of the calls.
 
     ```mlir
     %y, %gx = ember.vjp @f(%x) cotangents(%one) wrt [0]
@@ -900,7 +903,8 @@ def Ember_VjpOp : Ember_TransformOp<"vjp"> {
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_Tensor>:$primals,
-                       Variadic<Ember_Tensor>:$cotangents, DenseI64ArrayAttr:$wrt);
+                       Variadic<Ember_Tensor>:$cotangents, DenseI64ArrayAttr:$wrt,
+                       OptionalAttr<I64Attr>:$effects);
   let results = (outs Variadic<Ember_Tensor>:$results);
   let assemblyFormat = [{
     $callee `(` $primals `)` `cotangents` `(` $cotangents `)` `wrt` $wrt attr-dict `:`
@@ -936,12 +940,15 @@ def Ember_CustomVjpCallOp : Op<Ember_Dialect, "custom_vjp_call",
     Computes `@callee(args..., callee_captures...)`. Reverse mode uses
     `@fwd(args..., fwd_captures...)`, which returns the results followed by
     residuals, and `@bwd(residuals..., cotangents..., bwd_captures...)`,
-    which returns one cotangent per argument. `segments` = [#args, #callee
-    captures, #fwd captures, #bwd captures, #residuals].
+    which returns one cotangent per argument, then `bwd_effects` more
+    values (the new values of refs the backward rule writes: effects of the
+    backward pass, which `ember-autodiff` returns from the enclosing
+    `ember.vjp`). `segments` = [#args, #callee captures, #fwd captures,
+    #bwd captures, #residuals].
   }];
   let arguments = (ins FlatSymbolRefAttr:$callee, FlatSymbolRefAttr:$fwd,
                        FlatSymbolRefAttr:$bwd, Variadic<Ember_Tensor>:$operands,
-                       DenseI64ArrayAttr:$segments);
+                       DenseI64ArrayAttr:$segments, OptionalAttr<I64Attr>:$bwd_effects);
   let results = (outs Variadic<Ember_Tensor>:$results);
   let assemblyFormat = [{
     $callee `fwd` $fwd `bwd` $bwd `(` $operands `)` `segments` $segments attr-dict `:`
@@ -960,7 +967,7 @@ def Ember_CustomLinearOp : Op<Ember_Dialect, "custom_linear",
     `segments` = [#residuals, #tangents, #bwd captures].
   }];
   let arguments = (ins FlatSymbolRefAttr:$bwd, Variadic<Ember_Tensor>:$operands,
-                       DenseI64ArrayAttr:$segments);
+                       DenseI64ArrayAttr:$segments, OptionalAttr<I64Attr>:$bwd_effects);
   let results = (outs Variadic<Ember_Tensor>:$results);
   let assemblyFormat = [{
     $bwd `(` $operands `)` `segments` $segments attr-dict `:` functional-type(operands, results)

@@ -1164,9 +1164,15 @@ LogicalResult JvpOp::verifySymbolUses(SymbolTableCollection &symbols) {
 }
 
 LogicalResult VjpOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  // transform_c6
+  int64_t effects = getEffects().value_or(0);
+  if (effects < 0 || effects > (int64_t)getNumResults())
+    return emitOpError("transform_c6: effects must be non-negative and at "
+                       "most the number of results");
   return verifyTransform(*this, getCallee(), getPrimals(), getCotangents(),
-                         getWrt(), getResultTypes(), /*forward=*/false,
-                         symbols);
+                         getWrt(),
+                         TypeRange(getResultTypes()).drop_back(effects),
+                         /*forward=*/false, symbols);
 }
 
 LogicalResult JvpOp::verify() { return success(); }
@@ -1469,12 +1475,24 @@ CustomVjpCallOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return emitOpError(
         "custom_c2: segments must be [#args, #callee captures, #fwd captures, "
         "#bwd captures, #residuals] and cover the operands");
+  // custom_c3
+  if (auto effects = getBwdEffects()) {
+    auto bwd =
+        symbols.lookupNearestSymbolFrom<func::FuncOp>(*this, getBwdAttr());
+    if (*effects < 0 ||
+        (int64_t)bwd.getNumResults() != getSegments()[0] + *effects)
+      return emitOpError("custom_c3: bwd must return one cotangent per "
+                         "argument followed by bwd_effects values");
+  }
   return success();
 }
 
 LogicalResult CustomLinearOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (failed(checkCallee(*this, symbols, getBwdAttr(), "custom_c1")))
     return failure();
+  // custom_c3
+  if (getBwdEffects().value_or(0) < 0)
+    return emitOpError("custom_c3: bwd_effects must be non-negative");
   return checkSegments(*this, getSegments(), 3);
 }
 

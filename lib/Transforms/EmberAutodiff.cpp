@@ -218,6 +218,12 @@ struct Transposer {
   SymbolTable &symbols;
   const llvm::DenseSet<Value> &linearValues;
   DenseMap<Value, Value> cotangent{};
+  /// The values custom_vjp backward rules produce beyond their cotangents
+  /// (`bwd_effects`), in the order of the calls in the forward pass.
+  SmallVector<Value> effects{};
+  /// Whether any transposed custom_linear has effects (they may only be
+  /// returned from an ember.vjp: not from a loop or a case).
+  bool hasEffects = false;
 
   void accumulate(Value v, Value ct) {
     if (!ct || !isDifferentiable(v.getType()))
@@ -228,6 +234,8 @@ struct Transposer {
 
   /// Transposes `linearOps` (in program order) in reverse order.
   LogicalResult run(ArrayRef<Operation *> linearOps) {
+    // (Collected backwards, returned in forward order.)
+    SmallVector<SmallVector<Value>> effectsBack;
     for (Operation *o : llvm::reverse(linearOps)) {
       SmallVector<Value> cts;
       bool any = false;
@@ -235,6 +243,11 @@ struct Transposer {
         cts.push_back(cotangent.lookup(r));
         any |= (bool)cts.back();
       }
+      auto linOp = dyn_cast<CustomLinearOp>(o);
+      if (!any && linOp && linOp.getBwdEffects().value_or(0) > 0)
+        return emitUserError(linOp, runtime::ErrorKind::BackwardEffect)
+               << "a custom_vjp whose backward pass writes a ref must be on "
+                  "the differentiated path: no cotangent reaches its results";
       if (!any) {
         // A loop whose residuals wait on a run-time stack that no backward
         // pass will pop: release it.
@@ -253,13 +266,19 @@ struct Transposer {
         auto res = inlineBody(b, bwd, ins, symbols);
         if (failed(res))
           return failure();
-        if (res->size() != parts[1].size())
+        size_t nEffects = lin.getBwdEffects().value_or(0);
+        if (res->size() != parts[1].size() + nEffects)
           return lin.emitError("custom_vjp bwd must return one cotangent per "
                                "argument (got ")
-                 << res->size() << ", expected " << parts[1].size() << ")";
+                 << res->size() - nEffects << ", expected " << parts[1].size()
+                 << ")";
         for (auto [v, ct] : llvm::zip(parts[1], *res))
           if (linearValues.contains(v))
             accumulate(v, ct);
+        if (nEffects) {
+          hasEffects = true;
+          effectsBack.emplace_back(res->end() - nEffects, res->end());
+        }
         continue;
       }
       SmallVector<bool> linear;
@@ -274,6 +293,8 @@ struct Transposer {
         if (linearValues.contains(v))
           accumulate(v, ct);
     }
+    for (auto &group : llvm::reverse(effectsBack))
+      effects.append(group.begin(), group.end());
     return success();
   }
 };
@@ -555,7 +576,7 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       }
       auto vjp = VjpOp::create(fb, loc, vjpTypes, target, primals,
                                args.drop_front(primalIns.size()),
-                               fb.getDenseI64ArrayAttr(wrt));
+                               fb.getDenseI64ArrayAttr(wrt), IntegerAttr());
       func::ReturnOp::create(fb, loc,
                              vjp.getResults().drop_front(c.getNumResults()));
       SmallVector<Value> linIns(primalIns);
@@ -563,7 +584,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       auto lin = CustomLinearOp::create(
           b, loc, c.getResultTypes(), FlatSymbolRefAttr::get(fn), linIns,
           b.getDenseI64ArrayAttr(
-              {(int64_t)primalIns.size(), (int64_t)tans.size(), 0}));
+              {(int64_t)primalIns.size(), (int64_t)tans.size(), 0}),
+          IntegerAttr());
       for (auto [r, t] : llvm::zip(results, lin.getResults()))
         if (isDifferentiable(r.getType()))
           tangent[r] = t;
@@ -621,7 +643,10 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
           b, op->getLoc(), op->getResultTypes(), c.getBwdAttr(), linIns,
           b.getDenseI64ArrayAttr({(int64_t)res->size() - n,
                                   (int64_t)parts[0].size(),
-                                  (int64_t)parts[3].size()}));
+                                  (int64_t)parts[3].size()}),
+          IntegerAttr());
+      if (auto effects = c.getBwdEffectsAttr())
+        lin.setBwdEffectsAttr(effects);
       // fwd's results are the primal results (as in JAX): the function is
       // not run a second time.
       for (unsigned i = 0; i < n; ++i) {
@@ -1084,6 +1109,10 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
     Transposer tr{fb, loc, symbols, split.bwdLin};
     if (failed(split.transposeInto(fb, map, yTan, ctIn, tr)))
       return failure();
+    if (tr.hasEffects)
+      return emitUserError(op, runtime::ErrorKind::BackwardEffect)
+             << "a custom_vjp whose backward pass writes a ref is not "
+                "supported inside a loop yet";
     SmallVector<Value> yielded{k};
     if (useStack)
       yielded.push_back(handle);
@@ -1190,7 +1219,8 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
   linIns.append(tOut.begin(), tOut.end());
   auto linOp = CustomLinearOp::create(
       b, loc, ctTypes, FlatSymbolRefAttr::get(fn), linIns,
-      b.getDenseI64ArrayAttr({nres, (int64_t)(linIns.size() - nres), 0}));
+      b.getDenseI64ArrayAttr({nres, (int64_t)(linIns.size() - nres), 0}),
+      IntegerAttr());
   if (useStack)
     linOp->setAttr(kStackOperand, b.getI64IntegerAttr(1));
   for (auto [k, i] : llvm::enumerate(diff))
@@ -1286,6 +1316,10 @@ LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
       Transposer tr{fb, loc, symbols, sp.bwdLin};
       if (failed(sp.transposeInto(fb, map, yTans[k], ctArgs, tr)))
         return failure();
+      if (tr.hasEffects)
+        return emitUserError(op, runtime::ErrorKind::BackwardEffect)
+               << "a custom_vjp whose backward pass writes a ref is not "
+                  "supported inside a cond or switch yet";
       SmallVector<Value> yielded;
       for (auto [p, v] : llvm::zip(outPh, tOut)) {
         Value ct = tr.cotangent.lookup(p);
@@ -1336,7 +1370,7 @@ LogicalResult vjpCase(OpBuilder &b, CaseOp op, DenseMap<Value, Value> &tangent,
   linIns.append(tOut.begin(), tOut.end());
   auto linOp = CustomLinearOp::create(
       b, loc, ctTypes, FlatSymbolRefAttr::get(fn), linIns,
-      b.getDenseI64ArrayAttr({nres, (int64_t)tOut.size(), 0}));
+      b.getDenseI64ArrayAttr({nres, (int64_t)tOut.size(), 0}), IntegerAttr());
   for (auto [k, j] : llvm::enumerate(diff))
     tangent[fwd.getResult(j)] = linOp.getResult(k);
   return success();
@@ -1569,6 +1603,29 @@ struct Deriver {
       Value ct = seeds[k] ? cotangent.lookup(seeds[k]) : Value();
       rets.push_back(ct ? ct : zerosOf(b, loc, body.getArgument(i).getType()));
     }
+    // The backward pass's effects: every custom_vjp with bwd_effects in the
+    // callee must have been transposed (the Python side counted them).
+    int64_t wantEffects = op.getEffects().value_or(0);
+    for (Operation &o : body)
+      if (auto lin = dyn_cast<CustomLinearOp>(o);
+          lin && lin.getBwdEffects().value_or(0) > 0 &&
+          !llvm::is_contained(linearOps, &o))
+        return emitUserError(lin, runtime::ErrorKind::BackwardEffect)
+               << "a custom_vjp whose backward pass writes a ref must be on "
+                  "the differentiated path: its inputs do not depend on the "
+                  "differentiated arguments";
+    if ((int64_t)tr.effects.size() != wantEffects)
+      return emitUserError(op, runtime::ErrorKind::BackwardEffect)
+             << "a custom_vjp whose backward pass writes a ref must be on the "
+                "differentiated path, outside loops and nested "
+                "transformations ("
+             << wantEffects << " backward-pass effects expected, "
+             << tr.effects.size() << " found)";
+    if (TypeRange(tr.effects) !=
+        TypeRange(op.getResultTypes()).take_back(wantEffects))
+      return op.emitError("ember.vjp: the backward-pass effects have other "
+                          "types than its last results");
+    rets.append(tr.effects.begin(), tr.effects.end());
     func::ReturnOp::create(b, loc, rets);
     // 4. Erase the linear forward code and the seeds.
     if (failed(eraseLinearOps(linearOps)))

@@ -198,6 +198,10 @@ LogicalResult batchCustom(OpBuilder &b, Operation *op, ArrayRef<Value> operands,
                           ArrayRef<bool> isBatched, int64_t n,
                           SmallVectorImpl<Value> &results) {
   auto seg = op->getAttrOfType<DenseI64ArrayAttr>("segments").asArrayRef();
+  if (op->hasAttr("bwd_effects"))
+    return emitUserError(op, runtime::ErrorKind::BackwardEffect)
+           << "a custom_vjp whose backward pass writes a ref cannot be "
+              "batched (vmap) yet";
   SmallVector<bool> args(isBatched.take_front(seg[0]));
   SmallVector<bool> caps[3];
   size_t at = seg[0];

@@ -778,6 +778,30 @@ func.func @custom_c2(%x: tensor<f32>) {
 
 // -----
 
+func.func private @id(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+// custom_c3: bwd returns one cotangent per argument, then bwd_effects values.
+func.func @custom_c3(%x: tensor<f32>) {
+  // expected-error @+1 {{custom_c3: bwd must return one cotangent per argument followed by bwd_effects values}}
+  %y = ember.custom_vjp_call @id fwd @id bwd @id(%x) segments [1, 0, 0, 0, 0] {bwd_effects = 1 : i64} : (tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func private @id(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+// transform_c6
+func.func @transform_c6(%x: tensor<f32>) {
+  // expected-error @+1 {{transform_c6: effects must be non-negative and at most the number of results}}
+  %y, %g = ember.vjp @id(%x) cotangents(%x) wrt [0] {effects = 3 : i64} : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
 // host_callback_c1
 func.func @host_callback_c1(%x: tensor<f32>) {
   // expected-error @+1 {{host_callback_c1: callback_id must be non-negative}}

@@ -304,3 +304,19 @@ func.func @qr_svd(%a: tensor<2x5x3xcomplex<f32>>) -> tensor<2x3xf32> {
   %s2 = ember.svd %a {full_matrices = false} : (tensor<2x5x3xcomplex<f32>>) -> tensor<2x3xf32>
   return %s2 : tensor<2x3xf32>
 }
+
+// Backward-pass effects round-trip (custom_vjp bwd writing a ref).
+// CHECK-LABEL: func @backward_effects
+// CHECK: ember.custom_vjp_call @eff_f fwd @eff_f bwd @eff_bwd(%{{.*}}) segments [1, 0, 0, 0, 0] {bwd_effects = 1 : i64}
+// CHECK: ember.vjp @eff_f(%{{.*}}) cotangents(%{{.*}}) wrt [0] {effects = 1 : i64}
+func.func private @eff_f(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+func.func private @eff_bwd(%ct: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  return %ct, %ct : tensor<f32>, tensor<f32>
+}
+func.func @backward_effects(%x: tensor<f32>) -> tensor<f32> {
+  %y = ember.custom_vjp_call @eff_f fwd @eff_f bwd @eff_bwd(%x) segments [1, 0, 0, 0, 0] {bwd_effects = 1 : i64} : (tensor<f32>) -> tensor<f32>
+  %z, %g, %e = ember.vjp @eff_f(%y) cotangents(%x) wrt [0] {effects = 1 : i64} : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>)
+  return %e : tensor<f32>
+}

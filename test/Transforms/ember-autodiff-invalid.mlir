@@ -40,3 +40,30 @@ func.func @jvp_push(%x: tensor<f32>) -> tensor<i64> {
   %y, %t = ember.jvp @pushes(%x) tangents(%x) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<i64>, tensor<i64>)
   return %y : tensor<i64>
 }
+
+// -----
+
+// A backward-pass effect must be on the differentiated path: here the
+// custom_vjp's input is a constant, so its bwd never runs and ember.vjp
+// would miss the effect it promises.
+func.func private @st(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+func.func private @st_fwd(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+func.func private @st_bwd(%ct: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  return %ct, %ct : tensor<f32>, tensor<f32>
+}
+func.func private @off_path(%x: tensor<f32>) -> tensor<f32> {
+  %c = ember.constant dense<2.0> : tensor<f32>
+  %y = ember.custom_vjp_call @st fwd @st_fwd bwd @st_bwd(%c) segments [1, 0, 0, 0, 0] {bwd_effects = 1 : i64} : (tensor<f32>) -> tensor<f32>
+  %m = ember.mul %x, %y : tensor<f32>
+  return %m : tensor<f32>
+}
+func.func @effects_off_path(%x: tensor<f32>) -> tensor<f32> {
+  %one = ember.constant dense<1.0> : tensor<f32>
+  // expected-error @+1 {{a custom_vjp whose backward pass writes a ref must be on the differentiated path}}
+  %y, %g, %e = ember.vjp @off_path(%x) cotangents(%one) wrt [0] {effects = 1 : i64} : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>)
+  return %g : tensor<f32>
+}

@@ -765,3 +765,32 @@ func.func @scatter_max_jvp(%o: tensor<4xf32>, %i: tensor<3x1xi32>, %u: tensor<3x
   %r, %t = ember.jvp @smax(%o, %i, %u) tangents(%to) wrt [0] : (tensor<4xf32>, tensor<3x1xi32>, tensor<3xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return %r, %t : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Backward-pass effects (JAX's stash_grads): the custom_vjp's bwd returns
+// its cotangent and then the new value of a ref it writes (bwd_effects = 1);
+// ember.vjp {effects = 1} returns that value after the gradient. Here the
+// stash point's cotangent is d/dy sin(y) = cos(x).
+// CHECK-LABEL: func @stash_effects
+// CHECK: %[[C:.*]] = ember.cos %arg0
+// CHECK: return %{{.*}}, %[[C]] : tensor<f32>, tensor<f32>
+func.func private @st(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+func.func private @st_fwd(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+func.func private @st_bwd(%ct: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  return %ct, %ct : tensor<f32>, tensor<f32>
+}
+func.func private @stashed(%x: tensor<f32>) -> tensor<f32> {
+  %y = ember.custom_vjp_call @st fwd @st_fwd bwd @st_bwd(%x) segments [1, 0, 0, 0, 0] {bwd_effects = 1 : i64} : (tensor<f32>) -> tensor<f32>
+  %s = ember.sin %y : tensor<f32>
+  return %s : tensor<f32>
+}
+func.func @stash_effects(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  %one = ember.constant dense<1.0> : tensor<f32>
+  %y, %g, %stashed = ember.vjp @stashed(%x) cotangents(%one) wrt [0] {effects = 1 : i64} : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>)
+  return %g, %stashed : tensor<f32>, tensor<f32>
+}

@@ -10,6 +10,7 @@ is compiled and run like a jitted function.
 """
 
 import functools
+import threading
 
 import numpy as np
 
@@ -38,12 +39,26 @@ def _call(callee, operands, out_avals):
                  {"callee": ir.FlatSymbolRefAttr.get(callee, core.context())})
 
 
-def _transform(kind, callee, primals, extra, wrt, result_avals):
+def _transform(kind, callee, primals, extra, wrt, result_avals, effects=0):
     ctx = core.context()
     attrs = {"callee": ir.FlatSymbolRefAttr.get(callee, ctx),
              "wrt": core.i64_array_attr(wrt),
              "operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(primals), len(extra)], ctx)}
+    if effects:
+        attrs["effects"] = core.i64_attr(effects)
     return _emit(f"ember.{kind}", list(primals) + list(extra), result_avals, attrs)
+
+
+# Backward-pass effects (refs a custom_vjp's bwd writes, e.g. JAX's
+# `stash_grads`): each function traced for `vjp` collects, in forward
+# order, (trace, refs) of the custom_vjp calls made in it; its ember.vjp
+# returns their new values (`effects`), which are bound to the refs.
+class _EffectFrames(threading.local):
+    def __init__(self):
+        self.frames = []
+
+
+_effect_frames = _EffectFrames()
 
 
 def _is_float(aval):
@@ -79,9 +94,23 @@ def _vjp_traced(fun, primals, has_aux, replay=False, forward_only=False):
     leaves, treedef = hitypes.with_carriers(*tree_util.tree_flatten_lo(primals))
     vals = [as_value(x) for x in leaves]
     in_tree = tree_util.PyTreeDef(tuple, None, [treedef, tree_util.tree_structure({})])
-    traced = Traced(fun, [v.aval for v in vals], in_tree, sources=vals, refs_ok=True,
-                    differentiated=_ForwardOnly("vjp") if forward_only else "vjp",
-                    concrete=replay)
+    frame = []
+    _effect_frames.frames.append(frame)
+    try:
+        traced = Traced(fun, [v.aval for v in vals], in_tree, sources=vals, refs_ok=True,
+                        differentiated=_ForwardOnly("vjp") if forward_only else "vjp",
+                        concrete=replay)
+    finally:
+        _effect_frames.frames.pop()
+    effects = []  # (ref, the aval of its new value)
+    for trace, refs in frame:
+        if trace.name != traced.name:
+            raise NotImplementedError(
+                "a custom_vjp whose backward pass writes a ref is supported in the "
+                "differentiated function itself, not inside a nested jit, loop, cond or "
+                f"transformation yet (at {core.where()})")
+        effects += refs
+    effect_refs = [r for r, _ in effects]
     callee_primals = vals + traced.captured
     all_outs = _call(traced.name, callee_primals, traced.out_avals)
     call_state = {"trace": core.current_trace(),
@@ -131,8 +160,15 @@ def _vjp_traced(fun, primals, has_aux, replay=False, forward_only=False):
                          traced.out_avals + [vals[i].aval.update(
                                              weak_type=_weak_gradient(vals[i].aval,
                                                                       weak_cts, main_out))
-                                             for i in wanted])
+                                             for i in wanted]
+                         + [a for _, a in effects], effects=len(effects))
         _reuse_primal_outputs(call_state, all_outs, res[:len(traced.out_avals)])
+        if effect_refs:
+            # The backward passes ran in reverse forward order: the first
+            # call's write is the last (bound last).
+            n_eff = len(effect_refs)
+            state.bind_written(effect_refs[::-1], res[-n_eff:][::-1])
+            res = res[:-n_eff]
         grads = res[len(traced.out_avals):]
         by_index = dict(zip(wanted, grads))
         leaves_out = [by_index[i] if i in by_index else _zeros(v.aval)
@@ -911,12 +947,19 @@ class custom_vjp:
             return self.fun(*args)
         nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
         leaves, treedef = tree_util.tree_flatten_lo(diff)
-        vals = [as_value(x) for x in leaves]
+        # Ref arguments are passed to fun and fwd as themselves (their
+        # cotangent from bwd is None, as in JAX).
+        arg_refs = {i: x for i, x in enumerate(leaves) if isinstance(x, state.Ref)}
+        if arg_refs and self._remat:
+            arg_refs = {}  # (checkpoint reports refs as its own error)
+        vals = [as_value(x) for i, x in enumerate(leaves) if i not in arg_refs]
         avals = [v.aval for v in vals]
         nargs = len(args)
 
         def full(xs):
-            return _rebuild(nondiff, tree_util.tree_unflatten(treedef, list(xs)), nargs)
+            it = iter(xs)
+            flat = [arg_refs[i] if i in arg_refs else next(it) for i in range(len(leaves))]
+            return _rebuild(nondiff, tree_util.tree_unflatten(treedef, flat), nargs)
 
         if self._remat:
             # checkpoint: the function itself, its ops marked by the policy
@@ -929,6 +972,12 @@ class custom_vjp:
             out, res = self.fwd(*full(xs))
             out_leaves, store["out_tree"] = tree_util.tree_flatten_lo(out)
             res_leaves, store["res_tree"] = tree_util.tree_flatten_lo(res)
+            # Refs among the residuals (JAX's `stash_grads`) reach bwd as
+            # themselves: what bwd writes into them is an effect of the
+            # backward pass (`bwd_effects`).
+            store["res_refs"] = {i: r for i, r in enumerate(res_leaves)
+                                 if isinstance(r, state.Ref)}
+            res_leaves = [r for r in res_leaves if not isinstance(r, state.Ref)]
             store["res_avals"] = [as_value(r).aval for r in res_leaves]
             return out_leaves + res_leaves
 
@@ -952,7 +1001,10 @@ class custom_vjp:
                 # No backward pass is built here (see `transposing`): a
                 # placeholder of bwd's types, never run.
                 return [_zeros(v.aval) for v in vals]
-            res = tree_util.tree_unflatten(store["res_tree"], list(xs[:len(res_avals)]))
+            given, refs = iter(xs[:len(res_avals)]), store["res_refs"]
+            res = tree_util.tree_unflatten(store["res_tree"], [
+                refs[i] if i in refs else next(given)
+                for i in range(len(res_avals) + len(refs))])
             ct = tree_util.tree_unflatten(f.out_tree, list(xs[len(res_avals):]))
             nd = [nondiff[i] for i in sorted(nondiff)]
             cts = self.bwd(*nd, res, ct)
@@ -969,6 +1021,12 @@ class custom_vjp:
                         f"{tree_util.tree_structure(c)} for an argument of structure "
                         f"{tree_util.tree_structure(arg)} (at {core.where()})")
                 for a, cl in zip(arg_leaves, c_leaves):
+                    if isinstance(a, state.Ref):
+                        if cl is not None:
+                            raise TypeError(
+                                "custom_vjp bwd function must return None as the "
+                                f"cotangent of a Ref argument (at {core.where()})")
+                        continue
                     a = as_value(a)
                     flat.append(_zeros(a.aval) if cl is None else
                                 lax.convert_element_type(as_value(cl), a.dtype))
@@ -977,13 +1035,24 @@ class custom_vjp:
         needs_bwd = transposing()
         self._tracing_rule += 1
         try:
-            bw = Traced(bwd, res_avals + f.out_avals)
+            bw = Traced(bwd, res_avals + f.out_avals, refs_ok=True if store["res_refs"] else None)
         finally:
             self._tracing_rule -= 1
+        extra = _remat_attributes(self._remat)
+        if bw.ref_outs:
+            if not _effect_frames.frames:
+                raise NotImplementedError(
+                    f"custom_vjp: the backward rule of {self.__name__} writes a ref, which only "
+                    f"reverse-mode differentiation (grad, vjp) supports (at {core.where()})")
+            # (The new values are strongly typed, as JAX's refs are after
+            # a backward pass writes a cotangent into them.)
+            _effect_frames.frames[-1].append((core.current_trace(), [
+                (r, a.update(weak_type=False))
+                for r, a in zip(bw.ref_outs, bw.out_avals[bw.n_out:])]))
+            extra = {**(extra or {}), "bwd_effects": core.i64_attr(len(bw.ref_outs))}
         res = _custom_call("custom_vjp_call",
                            {"callee": f.name, "fwd": fw.name, "bwd": bw.name},
                            vals + f.captured + fw.captured + bw.captured,
                            [len(vals), len(f.captured), len(fw.captured), len(bw.captured),
-                            len(res_avals)], f.out_avals[:nout],
-                           _remat_attributes(self._remat))
+                            len(res_avals)], f.out_avals[:nout], extra)
         return tree_util.tree_unflatten(f.out_tree, res)
