@@ -396,6 +396,9 @@ def test_typed_keys_compile_once_and_draw_as_raw_keys():
                                                                           (3,))))
     assert not np.array_equal(np.asarray(a), np.asarray(b))
     assert len(traces) == 1 and repr(traces[0]) == "JitTracer(key<fry>[])"
+    # JAX's random guide: print(jax.typeof(key)) shows the short form.
+    assert str(jax.typeof(random.key(42))) == "key<fry>[]"
+    assert repr(jax.typeof(random.key(42))) == "ShapedArray(key<fry>[])"
     keys = random.split(random.key(3), 5)
     raw = random.split(random.PRNGKey(3), 5)
     np.testing.assert_array_equal(np.asarray(random.key_data(keys)), np.asarray(raw))

@@ -360,6 +360,11 @@ def _symbolic_programs():
                                                 lambda c: (c[0] + 1, c[1] * 0.9 + x.sum(0)),
                                                 (0, jnp.ones(3)))[1]),
                       ("b, 3",), [(f32(1, 3),), (f32(6, 3),)]),
+        # Cumulative ops along a symbolic axis (a doubling loop), forward
+        # and reverse, and along a static axis of a symbolic array.
+        "sym_cumulative": (lambda x: (jnp.cumsum(x, axis=0), lax.cummax(x, axis=0, reverse=True),
+                                      jnp.cumprod(x * 0.5, axis=1), lax.cummin(x[:, 0])),
+                           ("b, 3",), [(f32(1, 3),), (f32(7, 3),)]),
         # A transformed loop: the gradient of an RNN over b steps.
         "sym_scan_grad": (ember.grad(lambda w, x: lax.scan(
             lambda c, r: (jnp.tanh(c @ w + r), None), jnp.zeros(3), x)[0].sum()),
@@ -405,8 +410,8 @@ def test_symbolic_stablehlo_forms_and_limits():
     fn, shapes, cases = _symbolic_programs()["sym_iota"]
     assert "stablehlo.dynamic_iota" in _symbolic_export(fn, shapes, cases[0]).mlir_module()
     x = np.ones(4, np.float32)
-    with pytest.raises(NotImplementedError, match="ember.cumulative is not supported"):
-        _symbolic_export(lambda x: jnp.cumsum(x), ("b",), (x,)).mlir_module()
+    assert "stablehlo.dynamic_reduce_window" in _symbolic_export(
+        lambda x: jnp.cumsum(x), ("b",), (x,)).mlir_module()
     # A gather whose slice has a symbolic size (whole rows of b columns).
     with pytest.raises(NotImplementedError, match="symbolic window size"):
         _symbolic_export(lambda x, i: x[i], ("n, b", None),

@@ -865,3 +865,21 @@ def test_vmap_of_a_loop_calling_a_closure_converted_function():
         want = np.sin(want) * w
     np.testing.assert_allclose(np.asarray(jax.vmap(f)(x, w)), want, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(jax.jit(jax.vmap(f))(x, w)), want, rtol=1e-6)
+
+
+def test_values_in_a_vmap_body_print_as_jax_prints(capsys):
+    """JAX's transformations guide: inside vmap a value computed from a
+    mapped argument prints as a VmapTracer with its per-example and batched
+    types; others keep the tracer of the trace they are in."""
+    def f(x):
+        print("x =", x)
+        print("typeof =", jax.typeof(x))
+        print(x * 2, jnp.ones(2) + 1)
+        return x * 2
+
+    jax.vmap(f)(jnp.arange(3))
+    assert capsys.readouterr().out.splitlines() == [
+        "x = VmapTracer(aval=int32[], batched=int32[3])", "typeof = int32[]",
+        "VmapTracer(aval=int32[], batched=int32[3]) JitTracer(float32[2])"]
+    jax.jit(f)(1.0)
+    assert capsys.readouterr().out.splitlines()[0] == "x = JitTracer(~float32[])"

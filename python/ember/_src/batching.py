@@ -188,6 +188,9 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
     store = {}
 
     def per_example(*xs):
+        # (Printing a value of this body shows JAX's VmapTracer when it
+        # depends on a mapped argument: core.Tracer.__repr__.)
+        core.current_trace().vmap_lanes = (n, len(batched_idx))
         full = list(moved)
         for i, x in zip(batched_idx, xs):
             full[i] = x

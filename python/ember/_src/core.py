@@ -724,8 +724,32 @@ class Tracer(Value):
         return _concretize(self)
 
     def __repr__(self):
-        # JAX's form; `~` marks a weak type.
+        # JAX's form; `~` marks a weak type. In a vmap's body, a value that
+        # depends on a mapped argument is JAX's VmapTracer.
+        lanes = getattr(self.trace, "vmap_lanes", None)
+        if lanes is not None and self._depends_on_arguments(lanes[1]):
+            batched = self.aval.update(shape=(lanes[0],) + tuple(self.aval.shape))
+            return f"VmapTracer(aval={self.aval.str_short()}, batched={batched.str_short()})"
         return f"JitTracer({'~' if self.aval.weak_type else ''}{self.aval.str_short()})"
+
+    def _depends_on_arguments(self, count):
+        """Whether this value is computed from the first `count` arguments
+        of its trace's function (def-use chains in the traced IR)."""
+        block = getattr(self.trace, "block", None)
+        seen, stack = set(), [self.value]
+        while stack:
+            v = stack.pop()
+            if v is None or id(v) in seen:
+                continue
+            seen.add(id(v))
+            if isinstance(v, ir.BlockArgument):
+                if v.owner == block and v.arg_number < count:
+                    return True
+                continue
+            owner = v.owner
+            stack.extend(owner.operands if isinstance(owner, ir.Operation) else
+                         owner.operation.operands)
+        return False
 
     def _concretization_error(self, what, cls=ConcretizationTypeError):
         # JAX's first line, then where and why.

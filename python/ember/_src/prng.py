@@ -122,6 +122,9 @@ class KeyTy(hitypes.HiType):
     def __repr__(self):
         return f"ShapedArray({self.str_short()})"
 
+    def __str__(self):  # (JAX prints a key type as its short form)
+        return self.str_short()
+
 
 def _not_array(name):
     def op(self, *args, **kwargs):

@@ -291,7 +291,8 @@ _SYMBOLIC_OK = (set(_UNARY) | set(_BINARY) | {"select", "clamp", "bitcast_conver
                                              "stop_gradient", "checkpoint_name", "reverse",
                                              "concatenate", "argmax", "argmin", "pad",
                                              "dynamic_slice", "dynamic_update_slice",
-                                             "sort", "while", "case", "gather", "scatter"})
+                                             "sort", "while", "case", "gather", "scatter",
+                                             "cumulative"})
 _SYMBOLIC_DYNAMIC = ("broadcast_in_dim", "reshape", "iota", "constant", "slice")
 # Attributes that may hold symbolic expressions (`ember.sym_attr.<name>`).
 _SYMBOLIC_ATTRS = {"slice": ("start_indices", "limit_indices"),
@@ -432,6 +433,7 @@ class _Translator:
         self.env = {}
         self.functions = functions
         self.sym = _Symbolic(self.w, scope) if scope is not None else None
+        self.extra_functions = {}  # name -> text (extra_function)
         # callee name -> (backend config, kernel name) for Pallas TPU
         # kernels, None for other callees (targets/tpu.py).
         self.tpu_kernels = tpu_kernels
@@ -730,11 +732,55 @@ class _Translator:
         reverse = str(a["reverse"]) == "true" if "reverse" in a else False
         shape, elt = _split(x.type)
         n = shape[axis]
+        if n is None:
+            return [self._cumulative_symbolic(x, kind, axis, reverse)]
         window = [n if d == axis else 1 for d in range(len(shape))]
         pads = [((0, n - 1) if reverse else (n - 1, 0)) if d == axis else (0, 0)
                 for d in range(len(shape))]
         init = self.w.const(_identity(kind, elt), (), elt)
         return self._window(x, init, kind, window, [1] * len(shape), pads, rtypes[0])
+
+    def _cumulative_symbolic(self, x, kind, axis, reverse):
+        """A cumulative op along an axis of symbolic length n: a window of n
+        is not static, so it is the `stablehlo.dynamic_reduce_window` custom
+        call (as JAX's shape-polymorphic lowering writes it: windows, strides,
+        dilations and padding as i32 tensors, the combiner a function of the
+        module), which shape refinement makes a reduce_window."""
+        w, sym = self.w, self.sym
+        shape, elt = _split(x.type)
+        rank = len(shape)
+        n = self._dim(x, axis)
+        n1 = w.bin("stablehlo.subtract", n, w.const(1, (), "i32"))
+        window = sym.shape([n if d == axis else 1 for d in range(rank)])
+        ones = sym.shape([1] * rank)
+        pads = sym.shape([p for d in range(rank) for p in (
+            ((0, n1) if reverse else (n1, 0)) if d == axis else (0, 0))])
+        pads = w.reshape(pads, (rank, 2))
+        reducer = self.extra_function(f"cumulative_{kind}_{elt}", [_tensor((), elt)] * 2,
+                                      lambda args: [w.combine(kind, *args)])
+        init = w.const(_identity(kind, elt), (), elt)
+        return w.op("stablehlo.custom_call", [x, init, window, ones, ones, ones, pads],
+                    [x.type], {"call_target_name": '"stablehlo.dynamic_reduce_window"',
+                               "api_version": "2 : i32",
+                               "called_computations": f"[@{reducer}]"})[0]
+
+    def extra_function(self, name, arg_types, body):
+        """A private function of the module (a custom call's computation),
+        written once per name; returns its name."""
+        if name not in self.extra_functions:
+            w = self.w
+            saved, saved_indent = w.lines, w.indent
+            w.lines, w.indent = [], 4
+            args = [V(w.fresh(), t) for t in arg_types]
+            outs = body(args)
+            lines = w.lines + ["    return " + ", ".join(v.name for v in outs) + " : "
+                               + ", ".join(v.type for v in outs)]
+            w.lines, w.indent = saved, saved_indent
+            self.extra_functions[name] = (
+                f"  func.func private @{name}(" + ", ".join(f"{a.name}: {a.type}" for a in args)
+                + ") -> (" + ", ".join(v.type for v in outs) + ") {\n"
+                + "\n".join(lines) + "\n  }\n")
+        return name
 
     def t_reduce_window(self, op, ins, rtypes, a):
         lo, hi = _ints(a["padding_low"]), _ints(a["padding_high"])
@@ -1188,4 +1234,5 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None):
             "mhlo.num_replicas = 1 : i32} {\n"
             "  func.func public @main(" + ", ".join(f"{a.name}: {a.type}" for a in args)
             + ") -> (" + ", ".join(results) + ") {\n")
-    return head + "\n".join(t.w.lines + [ret]) + "\n  }\n}\n"
+    return (head + "\n".join(t.w.lines + [ret]) + "\n  }\n"
+            + "".join(t.extra_functions.values()) + "}\n")
