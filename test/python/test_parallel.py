@@ -633,3 +633,39 @@ def test_library_functions_on_explicitly_sharded_arrays(devices8):
     assert str(ember.typeof(lax.dynamic_slice(x, (jnp.int32(2), 0), (4, 4)))) == \
         "float32[4@X,4@Y]"
     np.testing.assert_allclose(lax.slice(x, (2, 0), (8, 4)), xv[2:8])
+
+
+def test_printing_in_eager_shard_map_shows_each_device(devices8, capsys):
+    """JAX's shard_map guide: a value printed in a shard_map body called
+    outside jit shows each device's block under its mesh coordinates (text
+    recorded from JAX 0.10.2); under jit it stays a tracer."""
+    mesh2d = ember.make_mesh((2, 2), ("i", "j"), axis_types=(Auto, Auto))
+
+    def f2(x_block):
+        print("BEFORE:\n", x_block)
+        y_block = lax.psum(x_block, "i")
+        print("AFTER:\n", y_block)
+        return y_block
+
+    g = ember.shard_map(f2, mesh=mesh2d, in_specs=P("i", "j"), out_specs=P(None, "j"))
+    y = g(jnp.arange(16).reshape(4, 4))
+    np.testing.assert_array_equal(y, [[8, 10, 12, 14], [16, 18, 20, 22]])
+    blocks = {(0, 0): "[[0 1]\n [4 5]]", (0, 1): "[[2 3]\n [6 7]]",
+              (1, 0): "[[ 8  9]\n [12 13]]", (1, 1): "[[10 11]\n [14 15]]"}
+    sums = {(0, 0): "[[ 8 10]\n [16 18]]", (0, 1): "[[12 14]\n [20 22]]",
+            (1, 0): "[[ 8 10]\n [16 18]]", (1, 1): "[[12 14]\n [20 22]]"}
+
+    def text(vals):
+        return "\n".join(f"On cpu:{2 * a + b} at mesh coordinates (i, j,) = ({a}, {b}):\n"
+                         f"{vals[a, b]}\n" for a in range(2) for b in range(2))
+    assert capsys.readouterr().out == (f"BEFORE:\n {text(blocks)}\nAFTER:\n {text(sums)}\n")
+    # A replicated argument: every device shows the whole value.
+    mesh = ember.make_mesh((2,), ("i",), axis_types=(Auto,))
+    ember.shard_map(lambda x: print(x) or 2 * x, mesh=mesh, in_specs=P(), out_specs=P())(
+        jnp.arange(3.0))
+    assert capsys.readouterr().out == (
+        "On cpu:0 at mesh coordinates (i,) = (0,):\n[0. 1. 2.]\n\n"
+        "On cpu:1 at mesh coordinates (i,) = (1,):\n[0. 1. 2.]\n\n")
+    ember.jit(ember.shard_map(lambda x: print(x) or x, mesh=mesh, in_specs=P("i"),
+                              out_specs=P("i")))(jnp.arange(4.0))
+    assert capsys.readouterr().out == "JitTracer(float32[2]{V:i})\n"

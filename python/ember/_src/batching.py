@@ -190,7 +190,15 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
     def per_example(*xs):
         # (Printing a value of this body shows JAX's VmapTracer when it
         # depends on a mapped argument: core.Tracer.__repr__.)
-        core.current_trace().vmap_lanes = (n, len(batched_idx))
+        if not devices:  # (shard_map/pmap bodies are not vmaps to JAX)
+            core.current_trace().vmap_lanes = (n, len(batched_idx))
+        if devices and core.current_trace().concrete:
+            # Lanes of devices outside jit (eager shard_map): an argument's
+            # value is the outer value's lane along this axis, so that JAX's
+            # per-device printing can compute it (shard_map._lanes_repr).
+            for x, i in zip(xs, batched_idx):
+                if isinstance(x, core.Tracer) and x.src is None:
+                    x.src = ("lanes", moved[i], axis_name)
         full = list(moved)
         for i, x in zip(batched_idx, xs):
             full[i] = x

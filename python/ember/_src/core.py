@@ -725,7 +725,10 @@ class Tracer(Value):
 
     def __repr__(self):
         # JAX's form; `~` marks a weak type. In a vmap's body, a value that
-        # depends on a mapped argument is JAX's VmapTracer.
+        # depends on a mapped argument is JAX's VmapTracer; in a shard_map
+        # body outside jit, each device's value (lanes_repr_hook).
+        if lanes_repr_hook is not None and (text := lanes_repr_hook(self)) is not None:
+            return text
         lanes = getattr(self.trace, "vmap_lanes", None)
         if lanes is not None and self._depends_on_arguments(lanes[1]):
             batched = self.aval.update(shape=(lanes[0],) + tuple(self.aval.shape))
@@ -804,6 +807,11 @@ class Tracer(Value):
         return self
 
 
+# Set by shard_map.py: the per-device text of a value in an eager
+# shard_map's body, or None.
+lanes_repr_hook = None
+
+
 def _concretize(x):
     """The concrete Array of a Value, evaluating the primitives recorded in
     tracers' `src` (memoized, without recursion); None if it has none."""
@@ -818,6 +826,8 @@ def _concretize(x):
         if src[0] == "value":
             stack.pop()
             continue
+        if src[0] in ("lanes", "fn"):
+            return None  # values per device lane (shard_map._lanes_value)
         deps = [src[1]] if src[0] == "same" else src[2]
         waiting = [d for d in deps if isinstance(d, Tracer) and
                    (d.src is None or d.src[0] != "value")]

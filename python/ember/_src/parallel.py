@@ -133,7 +133,14 @@ def _emit(name, x, out_aval, axis, size, **extra):
         elif v is not False and v is not None:
             attrs[k] = core.i64_attr(v)
     vals = [trace.to_value(v) for v in operands]
-    return trace.emit(name, vals, [out_aval], attrs)[0]
+    out = trace.emit(name, vals, [out_aval], attrs)[0]
+    if trace.concrete and all(not isinstance(v, core.Tracer) or v.src is not None
+                              for v in operands):
+        # How to compute it again lane by lane (per-device printing in an
+        # eager shard_map: shard_map._lanes_value).
+        out.src = ("fn", lambda *a: _emit(name, a[0] if a else None, out_aval, axis, size,
+                                          **extra), operands)
+    return out
 
 
 def _pvary1(x, name):

@@ -10,6 +10,7 @@ over. `pmap` is a named vmap under `jit`, one lane per device.
 
 import functools
 import math
+import threading
 
 import numpy as np
 
@@ -90,12 +91,117 @@ def shard_map(f=None, /, *, out_specs, in_specs=None, mesh=None, axis_names=froz
         if not core._trace_stack:
             m = _mesh_of(mesh)
             _check_explicit_inputs(args, in_specs, m)
-            out = eager(lambda *a: _shard_map_traced(f, a, m, in_specs, out_specs,
-                                                     axis_names, check_vma), args)
+            manual = [a for a in m.axis_names if not axis_names or a in axis_names]
+            _eager_bodies.meshes.append((m, manual))
+            try:
+                out = eager(lambda *a: _shard_map_traced(f, a, m, in_specs, out_specs,
+                                                         axis_names, check_vma), args)
+            finally:
+                _eager_bodies.meshes.pop()
             return _record_shardings(out, out_specs, m)
         _check_explicit_inputs(args, in_specs, _mesh_of(mesh))
         return _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
     return wrapped
+
+
+class _EagerBodies(threading.local):
+    def __init__(self):
+        self.meshes = []  # (mesh, manual axes) of eager shard_map bodies
+
+
+_eager_bodies = _EagerBodies()
+
+
+def _lanes_value(t, memo):
+    """(axes, array) of a value in an eager shard_map body: `array` holds
+    one value per device lane, with a leading dimension per axis of `axes`
+    (outermost first); None when it cannot be computed (an op with regions,
+    a value of a jitted function)."""
+    if not isinstance(t, core.Tracer):
+        return (), t
+    if id(t) in memo:
+        return memo[id(t)]
+    src = t.src
+    if src is None:
+        out = None
+    elif src[0] == "value":
+        out = (), src[1]
+    elif src[0] == "same":
+        out = _lanes_value(src[1], memo)
+    elif src[0] == "lanes":
+        outer = _lanes_value(src[1], memo)
+        out = None if outer is None else (outer[0] + (src[2],), outer[1])
+    elif src[0] == "fn":  # a collective (parallel._emit)
+        deps = [_lanes_value(a, memo) for a in src[2]]
+        out = None if any(d is None for d in deps) else _apply_lanes(src[1], deps)
+    else:
+        _, prim, args, params, out_avals, index = src
+        deps = [_lanes_value(a, memo) for a in args]
+        if any(d is None for d in deps):
+            out = None
+        elif not any(d[0] for d in deps):
+            try:
+                out = (), core.eager_apply(prim, [d[1] for d in deps], params, out_avals)[index]
+            except Exception:  # noqa: BLE001 (an op that cannot run alone)
+                out = None
+        else:
+            def apply(*a):
+                res = prim.bind(*a, **params)
+                return res[index] if prim.multiple_results else res
+            out = _apply_lanes(apply, deps)
+    memo[id(t)] = out
+    return out
+
+
+def _apply_lanes(fn, deps):
+    """`fn` applied lane by lane (nested named vmaps, so collectives see
+    their axes), outside any trace."""
+    from . import batching
+
+    axes = max((d[0] for d in deps), key=len, default=())
+    mesh, manual = _eager_bodies.meshes[-1]
+    if not axes:  # (a collective of values the same on every device)
+        axes = tuple(manual)
+    counts = [len(d[0]) for d in deps]
+
+    def build(level):
+        if level == len(axes):
+            return fn
+        in_axes = tuple(0 if c > level else None for c in counts)
+        return batching.vmap(build(level + 1), in_axes=in_axes, axis_name=axes[level],
+                             axis_size=mesh.shape[axes[level]])
+
+    try:
+        with core.compile_time_eval():
+            return axes, build(0)(*[d[1] for d in deps])
+    except Exception:  # noqa: BLE001 (not computable lane by lane: no per-device text)
+        return None
+
+
+def _lanes_repr(t):
+    """JAX's text for a value printed in a shard_map body outside jit: each
+    device's value under its mesh coordinates."""
+    if not _eager_bodies.meshes or not isinstance(t, core.Tracer):
+        return None
+    mesh, manual = _eager_bodies.meshes[-1]
+    if list(manual) != list(mesh.axis_names):
+        return None
+    val = _lanes_value(t, {})
+    if val is None:
+        return None
+    axes, arr = val
+    arr = np.asarray(arr)
+    names = "(" + "".join(f"{a}, " for a in mesh.axis_names).rstrip(" ") + ")"
+    parts = []
+    for coords in np.ndindex(*mesh.devices.shape):
+        idx = tuple(coords[list(mesh.axis_names).index(a)] for a in axes)
+        dev = mesh.devices[coords]
+        parts.append(f"On {dev.platform}:{dev.id} at mesh coordinates {names} = "
+                     f"{tuple(int(c) for c in coords)}:\n{arr[idx] if idx else arr}\n")
+    return "\n".join(parts)
+
+
+core.lanes_repr_hook = _lanes_repr
 
 
 def _mesh_of(mesh):
