@@ -36,6 +36,15 @@ def test_reshape_and_concat_errors():
         jnp.stack([jnp.ones(2), jnp.ones(3)])
 
 
+def test_traced_shape_is_jaxs_type_error():
+    # JAX's tracing guide: a shape computed from values is not static.
+    f = jax.jit(lambda x: x.reshape(jnp.array(x.shape).prod()))
+    with pytest.raises(TypeError, match=r"Shapes must be 1D sequences of concrete values of "
+                       r"integer type, got \[JitTracer\(int32\[\]\)\]"):
+        f(jnp.ones((2, 3)))
+    assert jnp.ones((2, 3)).reshape(jnp.array([2, 3]).prod()).shape == (6,)
+
+
 def test_axis_out_of_bounds():
     with pytest.raises((ValueError, IndexError)):
         jnp.sum(jnp.ones((2, 3)), axis=2)

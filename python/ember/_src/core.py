@@ -181,11 +181,16 @@ def canonicalize_dim(d):
 def canonicalize_shape(shape):
     """A shape's dimensions canonicalized; a traced dimension is JAX's
     `TypeError` (with the user's line)."""
+    given = shape
+    if isinstance(shape, Value) and shape.ndim == 0:
+        # One dimension given as a 0-d array (`x.reshape(jnp.prod(...))`).
+        shape, given = (shape,), [shape]
     try:
         return tuple(canonicalize_dim(d) for d in shape)
     except ConcretizationTypeError:
         raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
-                        f"got {tuple(shape)}.\nThe shape was given at {where()}.") from None
+                        f"got {given if isinstance(given, list) else tuple(shape)}.\n"
+                        f"The shape was given at {where()}.") from None
 
 
 def shape_size(shape):
