@@ -365,6 +365,12 @@ def _symbolic_programs():
         "sym_cumulative": (lambda x: (jnp.cumsum(x, axis=0), lax.cummax(x, axis=0, reverse=True),
                                       jnp.cumprod(x * 0.5, axis=1), lax.cummin(x[:, 0])),
                            ("b, 3",), [(f32(1, 3),), (f32(7, 3),)]),
+        # Whole rows of a symbolic width: slice sizes that are expressions
+        # (dynamic_gather) and scatter windows read from the updates.
+        "sym_rows": (lambda x, i: (x[i] * 2, jnp.take(x, i, axis=0, mode="fill"),
+                                   x.at[i].set(x[::-1][i] + 1.0), x[:, i % 2]),
+                     ("n, b", None), [(f32(4, 3), np.array([0, 3, 9], np.int32)),
+                                      (f32(2, 5), np.array([1, -1, 0], np.int32))]),
         # A transformed loop: the gradient of an RNN over b steps.
         "sym_scan_grad": (ember.grad(lambda w, x: lax.scan(
             lambda c, r: (jnp.tanh(c @ w + r), None), jnp.zeros(3), x)[0].sum()),
@@ -413,9 +419,9 @@ def test_symbolic_stablehlo_forms_and_limits():
     assert "stablehlo.dynamic_reduce_window" in _symbolic_export(
         lambda x: jnp.cumsum(x), ("b",), (x,)).mlir_module()
     # A gather whose slice has a symbolic size (whole rows of b columns).
-    with pytest.raises(NotImplementedError, match="symbolic window size"):
-        _symbolic_export(lambda x, i: x[i], ("n, b", None),
-                         (np.ones((3, 4), np.float32), np.array([0, 2], np.int32))).mlir_module()
+    assert "stablehlo.dynamic_gather" in _symbolic_export(
+        lambda x, i: x[i], ("n, b", None),
+        (np.ones((3, 4), np.float32), np.array([0, 2], np.int32))).mlir_module()
     # A transformed program's sizes must be affine in the variables (they
     # are fitted from expansions at sample sizes); ceil(b / 2) is not.
     with pytest.raises(NotImplementedError, match="not an affine function"):

@@ -297,7 +297,8 @@ _SYMBOLIC_DYNAMIC = ("broadcast_in_dim", "reshape", "iota", "constant", "slice")
 # Attributes that may hold symbolic expressions (`ember.sym_attr.<name>`).
 _SYMBOLIC_ATTRS = {"slice": ("start_indices", "limit_indices"),
                    # (A promise to ember-autodiff; the cond region decides.)
-                   "while": ("trip_count",)}
+                   "while": ("trip_count",),
+                   "gather": ("slice_sizes",)}
 
 
 class _Symbolic:
@@ -534,8 +535,6 @@ class _Translator:
             return None
         sym_attrs = {n[len("ember.sym_attr."):]: ir.StringAttr(a[n]).value
                      for n in map(str, a) if n.startswith("ember.sym_attr.")}
-        if kind in ("gather", "scatter") and sym_attrs:
-            self._static_windows(kind, [None], [0])
         if any(n not in _SYMBOLIC_ATTRS.get(kind, ()) for n in sym_attrs) or (
                 kind not in _SYMBOLIC_OK and kind not in _SYMBOLIC_DYNAMIC):
             raise NotImplementedError(
@@ -1044,17 +1043,16 @@ class _Translator:
         return self._like(vec, idx, [ivd])
 
     def _extent(self, x, d, minus):
-        """Dimension d of `x` minus `minus` (an int, or a value when `?`)."""
+        """Dimension d of `x` minus `minus` (ints, or tensor<i32> values
+        where sizes are symbolic)."""
         n = self._dim(x, d)
-        if isinstance(n, int):
+        if isinstance(n, int) and isinstance(minus, int):
             return n - minus
-        return self.w.bin("stablehlo.subtract", n, self.w.const(minus, (), "i32"))
-
-    def _static_windows(self, what, shape, dims):
-        if any(shape[d] is None for d in dims):
-            raise NotImplementedError(
-                f"StableHLO with symbolic dimensions: ember.{what} with a symbolic window "
-                "size is not supported yet (symbolic index counts and operand sizes are)")
+        if isinstance(n, int):
+            n = self.w.const(n, (), "i32")
+        if isinstance(minus, int):
+            minus = self.w.const(minus, (), "i32")
+        return self.w.bin("stablehlo.subtract", n, minus)
 
     def t_gather(self, op, ins, rtypes, a):
         w = self.w
@@ -1070,17 +1068,28 @@ class _Translator:
             if vals:
                 fields.append(f"{k} = {_list(vals)}")
         fields.append(f"index_vector_dim = {ivd}")
-        # (Slice sizes are static: a symbolic one would need dynamic_gather.)
-        self._static_windows("gather", _split(rtypes[0])[0], offset)
-        out = w.op("stablehlo.gather", [operand, idx], rtypes, {
-            "dimension_numbers": "#stablehlo.gather<" + ", ".join(fields) + ">",
-            "slice_sizes": _array(sizes), "indices_are_sorted": "false"})[0]
+        numbers = "#stablehlo.gather<" + ", ".join(fields) + ">"
+        spec = (ir.StringAttr(a["ember.sym_attr.slice_sizes"]).value
+                if "ember.sym_attr.slice_sizes" in a else "")
+        if spec:
+            # Slice sizes that are expressions of the dimension variables:
+            # dynamic_gather takes them as a tensor.
+            dims = self.sym.dims(spec)
+            sizes = [d if self.sym.poly.is_symbolic_dim(d) else int(d) for d in dims]
+            out = w.op("stablehlo.dynamic_gather", [operand, idx, self.sym.shape(dims)], rtypes,
+                       {"dimension_numbers": numbers, "indices_are_sorted": "false"})[0]
+        else:
+            out = w.op("stablehlo.gather", [operand, idx], rtypes, {
+                "dimension_numbers": numbers, "slice_sizes": _array(sizes),
+                "indices_are_sorted": "false"})[0]
         if _enum(a["mode"]) != "fill":
             return [out]
         # Fill: a slice whose start is out of bounds gives NaN (floats) or 0.
         full = self._index_vectors(idx, ivd)
         fshape, ielt = _split(full.type)
-        upper = self._bounds(full, ivd, [self._extent(operand, d, sizes[d]) for d in smap])
+        upper = self._bounds(full, ivd, [self._extent(
+            operand, d, sizes[d] if isinstance(sizes[d], int) else self.sym.value(sizes[d]))
+            for d in smap])
         ok = w.bin("stablehlo.and", w.cmp("GE", full, self._const_like(0, full)),
                    w.cmp("LE", full, upper))
         batch_shape = tuple(d for k, d in enumerate(fshape) if k != ivd)
@@ -1104,16 +1113,15 @@ class _Translator:
             # Clamp each window start into bounds (XLA drops out-of-bounds
             # windows, which is Ember's fill mode).
             oshape = _split(operand.type)[0]
-            ushape = _split(upd.type)[0]
             window = _ints(a["update_window_dims"])
-            self._static_windows("scatter", ushape, window)
             skipped = set(_ints(a["inserted_window_dims"])) | set(_ints(a["operand_batching_dims"]))
             size, k = {}, 0
             for d in range(len(oshape)):
                 if d in skipped:
                     size[d] = 1
                 else:
-                    size[d] = ushape[window[k]]
+                    # (A symbolic window size is read from the updates.)
+                    size[d] = self._dim(upd, window[k])
                     k += 1
             idx = self._index_vectors(idx, ivd)
             upper = self._bounds(idx, ivd, [self._extent(operand, d, size[d])
