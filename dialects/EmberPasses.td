@@ -267,7 +267,11 @@ def EmberExpandTransformsPass : Pass<"ember-expand-transforms", "ModuleOp"> {
     carry the kernel recorded for the TPU target stay calls (of their
     batched clones, whose recorded kernels ember-batch batches as JAX's
     pallas_call batching rule does), so the TPU target can still emit each
-    kernel as a Mosaic custom call.
+    kernel as a Mosaic custom call. ember-autodiff keeps them too: the
+    kernels of a custom_vjp's fwd and bwd, and those off the differentiated
+    path, stay calls; one on the differentiated path is an error (a kernel
+    has no derivative rule; JAX's Pallas TPU kernels are differentiated
+    through a custom_vjp).
   }];
   let options = [
     Option<"keepKernelCalls", "keep-kernel-calls", "bool", /*default=*/"false",

@@ -10,6 +10,7 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <functional>
@@ -23,6 +24,17 @@ using namespace mlir;
 using namespace mlir::ember;
 
 namespace {
+
+/// Whether calls of recorded Pallas TPU kernels stay calls (the TPU
+/// target's `ember-expand-transforms{keep-kernel-calls=true}`): a kernel in
+/// a custom_vjp's fwd or bwd, or off the differentiated path, is then
+/// lowered as that kernel.
+thread_local bool keepKernels = false;
+
+FailureOr<SmallVector<Value>> inlineAD(OpBuilder &b, func::FuncOp fn,
+                                       ValueRange args, SymbolTable &symbols) {
+  return inlineBody(b, fn, args, symbols, keepKernels);
+}
 
 bool isDifferentiable(Type t) {
   return isa<FloatType, ComplexType>(getElementTypeOrSelf(t));
@@ -160,7 +172,7 @@ FailureOr<SavedValues> saveMarked(OpBuilder &b, CustomVjpCallOp c,
   auto fwd = makePrivateFunc(module, symbols, loc, "remat_fwd",
                              FunctionType::get(ctx, inTypes, {}));
   OpBuilder fb = OpBuilder::atBlockEnd(&fwd.front());
-  auto outs = inlineBody(fb, callee, fwd.front().getArguments(), symbols);
+  auto outs = inlineAD(fb, callee, fwd.front().getArguments(), symbols);
   if (failed(outs))
     return failure();
   SmallVector<Value> rets(*outs);
@@ -176,7 +188,7 @@ FailureOr<SavedValues> saveMarked(OpBuilder &b, CustomVjpCallOp c,
   }
   func::ReturnOp::create(fb, loc, rets);
   fwd.setType(FunctionType::get(ctx, inTypes, TypeRange(ValueRange(rets))));
-  auto fres = inlineBody(b, fwd, ins, symbols);
+  auto fres = inlineAD(b, fwd, ins, symbols);
   if (failed(fres))
     return failure();
   symbols.erase(fwd);
@@ -195,8 +207,8 @@ FailureOr<SavedValues> saveMarked(OpBuilder &b, CustomVjpCallOp c,
                       FunctionType::get(ctx, savedIns, c.getResultTypes()));
   Block &body = saved.fn.front();
   fb.setInsertionPointToEnd(&body);
-  outs = inlineBody(fb, callee, body.getArguments().take_front(ins.size()),
-                    symbols);
+  outs =
+      inlineAD(fb, callee, body.getArguments().take_front(ins.size()), symbols);
   if (failed(outs))
     return failure();
   func::ReturnOp::create(fb, loc, *outs);
@@ -263,7 +275,7 @@ struct Transposer {
           ins.push_back(ct ? ct : zerosOf(b, loc, r.getType()));
         ins.append(parts[2].begin(), parts[2].end());
         auto bwd = symbols.lookup<func::FuncOp>(lin.getBwd());
-        auto res = inlineBody(b, bwd, ins, symbols);
+        auto res = inlineAD(b, bwd, ins, symbols);
         if (failed(res))
           return failure();
         size_t nEffects = lin.getBwdEffects().value_or(0);
@@ -509,7 +521,7 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       }
       ins.append(parts[2].begin(), parts[2].end());
       auto rule = symbols.lookup<func::FuncOp>(c.getJvp());
-      auto res = inlineBody(b, rule, ins, symbols);
+      auto res = inlineAD(b, rule, ins, symbols);
       if (failed(res))
         return failure();
       unsigned n = op->getNumResults();
@@ -603,8 +615,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       ins.append(parts[1].begin(), parts[1].end());
       b.setInsertionPoint(op);
       Operation *before = op->getPrevNode();
-      auto res = inlineBody(b, symbols.lookup<func::FuncOp>(c.getCallee()), ins,
-                            symbols);
+      auto res = inlineAD(b, symbols.lookup<func::FuncOp>(c.getCallee()), ins,
+                          symbols);
       if (failed(res))
         return failure();
       Block::iterator first =
@@ -629,7 +641,7 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       SmallVector<Value> fwdIns(parts[0]);
       fwdIns.append(parts[2].begin(), parts[2].end());
       auto fwd = symbols.lookup<func::FuncOp>(c.getFwd());
-      auto res = inlineBody(b, fwd, fwdIns, symbols);
+      auto res = inlineAD(b, fwd, fwdIns, symbols);
       if (failed(res))
         return failure();
       unsigned n = op->getNumResults();
@@ -658,6 +670,14 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       continue;
     }
     auto rule = dyn_cast<DifferentiableOpInterface>(op);
+    if (auto call = dyn_cast<func::CallOp>(op); call && !rule) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (callee && isRecordedTpuKernel(callee))
+        return emitUserError(op, runtime::ErrorKind::NotOnTarget)
+               << "lowering for TPU: a pallas_call on the differentiated path "
+                  "has no derivative rule; give the function calling it a "
+                  "custom_vjp whose fwd and bwd call kernels";
+    }
     if (!rule)
       return op->emitError("ember-autodiff: cannot differentiate '")
              << op->getName() << "' (no ember JVP rule)";
@@ -1513,7 +1533,7 @@ struct Deriver {
     OpBuilder b = OpBuilder::atBlockEnd(&body);
     unsigned np = op.getPrimals().size();
     auto results =
-        inlineBody(b, callee, body.getArguments().take_front(np), symbols);
+        inlineAD(b, callee, body.getArguments().take_front(np), symbols);
     if (failed(results))
       return failure();
     flattenCases(body, *results);
@@ -1546,7 +1566,7 @@ struct Deriver {
     Location loc = op.getLoc();
     unsigned np = op.getPrimals().size();
     auto results =
-        inlineBody(b, callee, body.getArguments().take_front(np), symbols);
+        inlineAD(b, callee, body.getArguments().take_front(np), symbols);
     if (failed(results))
       return failure();
     // 1. Linearize: JVP with symbolic seeds for the wrt arguments.
@@ -1656,17 +1676,20 @@ struct EmberAutodiffPass
 
 LogicalResult mlir::ember::expandAutodiffOps(ModuleOp module,
                                              SymbolTable &symbols,
-                                             bool &progress) {
+                                             bool &progress,
+                                             bool keepKernelCalls) {
+  keepKernels = keepKernelCalls;
+  auto reset = llvm::make_scope_exit([] { keepKernels = false; });
   Deriver d{module, symbols};
   if (failed(expandReady<JvpOp>(
           module, symbols,
           [&](JvpOp op, func::FuncOp callee) {
             return d.deriveJvp(op, callee);
           },
-          progress)))
+          progress, keepKernelCalls)))
     return failure();
   return expandReady<VjpOp>(
       module, symbols,
       [&](VjpOp op, func::FuncOp callee) { return d.deriveVjp(op, callee); },
-      progress);
+      progress, keepKernelCalls);
 }

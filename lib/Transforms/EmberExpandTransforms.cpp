@@ -29,7 +29,8 @@ struct EmberExpandTransformsPass
     SymbolTable symbols(module);
     for (bool progress = true; progress;) {
       progress = false;
-      if (failed(expandAutodiffOps(module, symbols, progress)) ||
+      if (failed(
+              expandAutodiffOps(module, symbols, progress, keepKernelCalls)) ||
           failed(expandBatchOps(module, symbols, progress, keepKernelCalls)))
         return signalPassFailure();
     }

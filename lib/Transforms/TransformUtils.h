@@ -128,7 +128,7 @@ LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand,
 /// ready `ember.jvp`/`ember.vjp` (autodiff), every ready `ember.vmap`
 /// (batching). `progress` is set when something was expanded.
 LogicalResult expandAutodiffOps(ModuleOp module, SymbolTable &symbols,
-                                bool &progress);
+                                bool &progress, bool keepKernelCalls = false);
 LogicalResult expandBatchOps(ModuleOp module, SymbolTable &symbols,
                              bool &progress, bool keepKernelCalls = false);
 

@@ -144,6 +144,21 @@ def _hbm_dma_kernel(x):
                                           pltpu.SemaphoreType.DMA])(x)
 
 
+def test_kernel_on_the_differentiated_path_is_an_error_for_tpu():
+    # (A custom_vjp whose fwd and bwd call kernels lowers: the program
+    # grad_custom_vjp_kernels of test/data/tpu/kernels.py.)
+    def double(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0
+
+    k = pl.pallas_call(double, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))
+    x = jnp.ones((8, 128), jnp.float32)
+    g = jax.grad(lambda x: jnp.sum(k(x) ** 2))
+    np.testing.assert_allclose(np.asarray(g(x)), 8.0)  # the CPU differentiates the interpreter
+    with pytest.raises(NotImplementedError, match=r"a pallas_call on the differentiated path "
+                       r"has no derivative rule(.|\n)*test_tpu_target\.py"):
+        jax.jit(g).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+
+
 def test_dma_kernel_lowers_and_unsupported_kernels_raise():
     f = _hbm_dma_kernel
     x = jnp.ones((16, 128), jnp.float32)
@@ -218,7 +233,7 @@ def test_vmap_of_kernels_for_tpu():
     np.testing.assert_allclose(np.asarray(gb(idxs, data)), np.stack(want), rtol=1e-6)
 
     add_exp = progs["add_exp"][0]
-    with pytest.raises(NotImplementedError, match="under grad or a custom derivative"):
+    with pytest.raises(NotImplementedError, match="on the differentiated path"):
         jax.jit(jax.grad(lambda x: jnp.sum(add_exp(x, x)))).trace(x[0]).lower(
             lowering_platforms=("tpu",)).as_text("stablehlo")
 

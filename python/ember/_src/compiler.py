@@ -7,9 +7,7 @@ user's mistake to Python exceptions; `Executable` wraps the compiled kernel. Tra
 above this layer (`core`), which hands it finished modules.
 """
 
-import builtins
 import os
-import re
 import time
 
 from ember._mlir import ir, passmanager
@@ -18,6 +16,7 @@ from ember._mlir._mlir_libs import _ember_runtime
 from . import compilation_cache
 from .context import compile_lock, context
 from .errors import EmberInternalError
+from .pass_errors import user_error as _user_error
 from .targets import get_target
 
 # What the runtime's linear algebra calls (lib/Runtime/Linalg.cpp).
@@ -212,30 +211,6 @@ def _dump_other_targets(source):
             n = len(os.listdir(_dump_dir))
             with open(os.path.join(_dump_dir, f"{n:04d}.{name}.error"), "w") as f:
                 f.write(f"{type(e).__name__}: {e}\n")
-
-
-# Pass diagnostics that report what the user asked for, not an Ember bug,
-# carry "[ember:<id>]" (emitUserError in C++); Runtime.def names the
-# exception of each id.
-_ERROR_KINDS = _ember_runtime.runtime_tables()["error_kinds"]
-_ERROR_TAG = re.compile(r"\[ember:([\w-]+)\] ")
-
-
-def _user_error(e):
-    """The user-facing exception for a pass failure caused by the program
-    (differentiating an opaque callback, say), naming the user's line."""
-    for d in e.error_diagnostics:
-        m = _ERROR_TAG.search(d.message)
-        if m is None or m.group(1) not in _ERROR_KINDS:
-            continue
-        cls = getattr(builtins, _ERROR_KINDS[m.group(1)])
-        loc = str(d.location)
-        where = re.match(r'loc\((?:".*?"\()?"(.*)":(\d+):\d+\)', loc)
-        at = f"{where.group(1)}:{where.group(2)}" if where else loc
-        # Without MLIR's "'ember.op' op " prefix: the user wrote no such op.
-        message = re.sub(r"^'[\w.]+' op ", "", _ERROR_TAG.sub("", d.message))
-        return cls(f"{message}\n(at {at})")  # (JAX's text alone on the first line)
-    return None
 
 
 def run_pipeline(module, target=None, upto=None, keep_text=None, text=None, keep_last=True):

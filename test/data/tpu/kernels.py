@@ -24,15 +24,19 @@ def programs(jax, jnp, pl, pltpu):
     def add_exp_kernel(x_ref, y_ref, o_ref):
         o_ref[...] = x_ref[...] + jnp.exp(y_ref[...]) * 2
 
-    def add_exp(x, y):
+    def two_operand_rows(kernel, x, y):
+        """`kernel` on (16, 128) operands in two (8, 128) row blocks."""
         spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
         return pl.pallas_call(
-            add_exp_kernel,
+            kernel,
             out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
             grid=(2,),
             in_specs=[spec, spec],
             out_specs=spec,
         )(x, y)
+
+    def add_exp(x, y):
+        return two_operand_rows(add_exp_kernel, x, y)
 
     # (b) Blocked bf16 matmul with an f32 VMEM accumulator.
     def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
@@ -422,7 +426,28 @@ def programs(jax, jnp, pl, pltpu):
 
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
+    # Under grad: a custom_vjp whose fwd and bwd call kernels (how JAX's
+    # Pallas TPU kernels are differentiated, flash attention among them):
+    # d/dx (x + 2 exp(y)) = 1, d/dy = 2 exp(y).
+    def mul_exp_kernel(g_ref, y_ref, o_ref):
+        o_ref[...] = g_ref[...] * jnp.exp(y_ref[...]) * 2
+
+    def mul_exp(g, y):
+        return two_operand_rows(mul_exp_kernel, g, y)
+
+    @jax.custom_vjp
+    def add_exp_vjp(x, y):
+        return add_exp(x, y)
+
+    add_exp_vjp.defvjp(lambda x, y: (add_exp(x, y), y),
+                       lambda y, g: (g, mul_exp(g, y)))
+
+    def add_exp_loss(x, y):
+        return jnp.sum(add_exp_vjp(x, y) ** 2)
+
     return [
+        ("grad_custom_vjp_kernels", jax.grad(add_exp_loss, argnums=(0, 1)),
+         (ramp((16, 128), jnp.float32, mod=31), ramp((16, 128), jnp.float32, scale=1000))),
         ("add_exp", add_exp, (ramp((16, 128), jnp.float32),
                               ramp((16, 128), jnp.float32, scale=1000))),
         ("matmul_bf16", matmul, (ramp((256, 256), jnp.bfloat16, mod=17),

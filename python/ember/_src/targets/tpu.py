@@ -170,10 +170,13 @@ def _kernel_functions(module):
 
 
 def _expanded(ember_text):
-    """The program with its transformations expanded when it has kernels
-    under `vmap` (ember-batch batches each recorded kernel as JAX's
-    pallas_call batching rule does: lib/Transforms/BatchTpuKernel.cpp);
-    other transformations of a kernel are not supported."""
+    """The program with its transformations expanded, the kernels' calls
+    kept: under `vmap` ember-batch batches each recorded kernel as JAX's
+    pallas_call batching rule does (lib/Transforms/BatchTpuKernel.cpp);
+    ember-autodiff keeps the kernels of a custom_vjp's fwd and bwd and those
+    off the differentiated path, and reports one on it (a kernel has no
+    derivative rule: JAX's Pallas TPU kernels are differentiated through a
+    custom_vjp, as flash attention is)."""
     from ..context import context
     from ..stablehlo_out import transformation_ops
 
@@ -184,15 +187,19 @@ def _expanded(ember_text):
         transformed = transformation_ops(module)
     if not transformed:
         return ember_text
-    if any(t != "ember.vmap" for t in transformed):
-        raise NotImplementedError(
-            "lowering for TPU: a pallas_call under grad or a custom derivative rule is "
-            "not supported yet (those transformations expand the kernel's interpreter)")
     # The `transforms` stage, with the kernels' calls kept.
     with context():
         module = ir.Module.parse(ember_text)
-        PassManager.parse("builtin.module(ember-expand-transforms{keep-kernel-calls=true},"
-                          "symbol-dce,canonicalize,cse)").run(module.operation)
+        try:
+            PassManager.parse("builtin.module(ember-expand-transforms{keep-kernel-calls=true},"
+                              "symbol-dce,canonicalize,cse)").run(module.operation)
+        except ir.MLIRError as e:
+            from ..pass_errors import user_error
+
+            user = user_error(e)  # (a kernel on the differentiated path)
+            if user is None:
+                raise
+            raise user from None
         return module.operation.get_asm(enable_debug_info=True)
 
 
