@@ -187,7 +187,7 @@ def _lanes_repr(t):
     if list(manual) != list(mesh.axis_names):
         return None
     val = _lanes_value(t, {})
-    if val is None:
+    if val is None or any(a not in mesh.axis_names for a in val[0]):
         return None
     axes, arr = val
     arr = np.asarray(arr)
