@@ -219,40 +219,25 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
 def _vjp_object(fun, primals, has_aux, diff, single):
     """(out, VJPFunction[, aux]) of `fun` at `primals`, differentiated with
     respect to the positions `diff` (None: all)."""
-    pick = _Partial.of(fun, primals, diff)
+    pick, wrt = _wrt(fun, primals, diff)
     if not core._trace_stack:
-        out_aux = eager_transform(lambda *p: _vjp_pair(pick, p, has_aux),
-                                  _Partial.wrt(primals, diff))
+        out_aux = eager_transform(lambda *p: _vjp_pair(pick, p, has_aux), wrt)
         f = VJPFunction(fun, primals, has_aux, None, diff, single)
         if has_aux:
             return out_aux[0], f, out_aux[1]
         return out_aux, f
-    out, call, aux, _ = _vjp_traced(pick, _Partial.wrt(primals, diff), has_aux)
+    out, call, aux, _ = _vjp_traced(pick, wrt, has_aux)
     f = VJPFunction(fun, primals, has_aux, call, diff, single)
     return (out, f, aux) if has_aux else (out, f)
 
 
-class _Partial:
-    """`fun` as a function of the arguments at `diff`, the others fixed at
-    their values in `args`."""
-
-    def __init__(self, fun, args, diff):
-        self.fun, self.args, self.diff = fun, tuple(args), diff
-        self.__name__ = getattr(fun, "__name__", "fun")
-
-    @staticmethod
-    def of(fun, args, diff):
-        return fun if diff is None else _Partial(fun, args, diff)
-
-    @staticmethod
-    def wrt(args, diff):
-        return tuple(args) if diff is None else tuple(args[i] for i in diff)
-
-    def __call__(self, *d):
-        full = list(self.args)
-        for i, v in zip(self.diff, d):
-            full[i] = v
-        return self.fun(*full)
+def _wrt(fun, args, diff):
+    """`fun` as a function of the arguments at the positions `diff` (None:
+    all of them), the others fixed at their values in `args`; and those
+    arguments."""
+    if diff is None:
+        return fun, tuple(args)
+    return with_dynamic(fun, args, diff), tuple(args[i] for i in diff)
 
 
 def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
@@ -374,8 +359,7 @@ class VJPFunction:
             diff, has_aux = self._diff, self._has_aux
 
             def backward(p, c):
-                return _vjp_traced(_Partial.of(self.fun, p, diff), _Partial.wrt(p, diff),
-                                   has_aux, True)[1](c, want)
+                return _vjp_traced(*_wrt(self.fun, p, diff), has_aux, True)[1](c, want)
 
             grads = eager_transform(backward, (args, ct)) if not core._trace_stack else \
                 backward(args, ct)
