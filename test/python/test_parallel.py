@@ -669,3 +669,151 @@ def test_printing_in_eager_shard_map_shows_each_device(devices8, capsys):
     ember.jit(ember.shard_map(lambda x: print(x) or x, mesh=mesh, in_specs=P("i"),
                               out_specs=P("i")))(jnp.arange(4.0))
     assert capsys.readouterr().out == "JitTracer(float32[2]{V:i})\n"
+
+
+# ------------------------------------------ unreduced and reduced shardings
+
+
+def test_unreduced_and_reduced_programs_print_what_jax_prints():
+    """PartitionSpec's `unreduced`/`reduced`, their types (`{U:X}`, `{R:X}`),
+    the rules of ops on them with JAX's errors, products asked for
+    unreduced results, reshards, the cotangent map under `grad` and JAX's
+    microbatch accumulation step: each line as JAX 0.10.2 printed it."""
+    assert_prints_recorded("sharding", "unreduced", cpu_meshes=True)
+
+
+def _ur_setup():
+    ember.set_mesh(ember.make_mesh((2,), ("X",)))
+    x = ember.device_put(jnp.arange(8.0).reshape(2, 4), P())
+    return x, ember.reshard(x, P(unreduced={"X"})), ember.reshard(x, P(reduced={"X"}))
+
+
+def test_unreduced_linear_ops_beyond_jax(devices8):
+    """Negation, subtraction, reshapes, indexing and division by a reduced
+    divisor are linear in an unreduced operand: Ember types them (JAX
+    0.10.2 has no rule and raises); the values are the reduced ones."""
+    x, u, r = _ur_setup()
+    for f, want in [(lambda: -u, -x), (lambda: u - u, 0 * x), (lambda: u.reshape(8), x.reshape(8)),
+                    (lambda: u[1], x[1]), (lambda: u[:, :2], x[:, :2]), (lambda: u / r, x / x),
+                    (lambda: jnp.cumsum(u, axis=1), jnp.cumsum(x, axis=1))]:
+        v = f()
+        assert ember.typeof(v).sharding.spec.unreduced == {"X"}
+        np.testing.assert_allclose(ember.reshard(v, P()), want, rtol=1e-6)
+    for f in [lambda: jnp.sin(u), lambda: u.max(), lambda: jnp.exp(u) + 1, lambda: r / u]:
+        with pytest.raises(NotImplementedError, match="unreduced rule for"):
+            f()
+    # Reduced arrays keep the state through ops of another shape.
+    for f in [lambda: r[0], lambda: r.reshape(8), lambda: r.max(), jnp.argmax, jnp.sort]:
+        v = f(r) if f in (jnp.argmax, jnp.sort) else f()
+        assert ember.typeof(v).sharding.spec.reduced == {"X"}
+
+
+def test_unreduced_arrays_hold_the_reduced_value(devices8):
+    """An unreduced array is held as its reduced value: its device pieces
+    are that value on the first device along the axes and zeros elsewhere
+    (partial sums adding up to it), and it prints without values, as JAX's."""
+    x, u, r = _ur_setup()
+    shards = u.addressable_shards
+    np.testing.assert_array_equal(shards[0].data, x)
+    np.testing.assert_array_equal(shards[1].data, np.zeros((2, 4)))
+    assert sum(np.asarray(s.data) for s in shards).tolist() == np.asarray(x).tolist()
+    assert repr(u).startswith("Array(shape=(2, 4), dtype=float32, sharding=NamedSharding(")
+    assert "unreduced={'X'}" in repr(u)
+    assert [np.asarray(s.data).tolist() for s in r.addressable_shards] == \
+        [np.asarray(x).tolist()] * 2
+    # The types are part of jit's cache key.
+    f = ember.jit(lambda v: v * 2)
+    assert ember.typeof(f(r)).sharding.spec.reduced == {"X"}
+    assert not ember.typeof(f(x)).sharding.spec.reduced
+
+
+def test_gradients_through_reduced_weights_match_replicated_ones(devices8):
+    """The cotangent map (reduced <-> unreduced) changes types only: the
+    gradient of a data-parallel loss through a reduced cast, of reduced
+    weights, and a microbatch accumulation of unreduced gradients equal the
+    plain gradients (finite differences for the plain one)."""
+    ember.set_mesh(ember.make_mesh((2,), ("X",)))
+    rng = np.random.default_rng(0)
+    w = ember.device_put(jnp.asarray(rng.normal(size=(4, 3)), jnp.float32), P())
+    xb = ember.device_put(jnp.asarray(rng.normal(size=(8, 4)), jnp.float32), P("X", None))
+
+    def loss(w):
+        return jnp.sum(jnp.tanh(xb @ w) ** 2)
+
+    def loss_reduced(w):
+        return loss(ember.reshard(w, P(reduced={"X"})))
+
+    want = ember.grad(loss)(w)
+    check_grads(loss, (w,), order=1, modes=["rev"], atol=1e-2, rtol=1e-2)
+    got = ember.grad(loss_reduced)(w)
+    assert ember.typeof(got).sharding.spec == P(None, None)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    wr = ember.reshard(w, P(reduced={"X"}))
+    g = ember.jit(ember.grad(loss))(wr)
+    assert ember.typeof(g).sharding.spec.unreduced == {"X"}
+    np.testing.assert_allclose(ember.reshard(g, P()), want, rtol=1e-5)
+
+    @ember.jit
+    def accumulate(w, xs):
+        def one(acc, x):
+            g = ember.grad(lambda w: jnp.sum(jnp.tanh(x @ w) ** 2))(w)
+            return acc + g, None
+        acc = ember.reshard(jnp.zeros_like(w), P(unreduced={"X"}))
+        acc, _ = lax.scan(one, acc, xs)
+        return ember.reshard(acc, P())
+
+    xs = ember.device_put(jnp.asarray(rng.normal(size=(3, 8, 4)), jnp.float32),
+                          P(None, "X", None))
+    total = accumulate(wr, xs)
+    expect = sum(ember.grad(lambda w, k=k: jnp.sum(jnp.tanh(xs[k] @ w) ** 2))(w)
+                 for k in range(3))
+    np.testing.assert_allclose(total, expect, rtol=1e-5)
+    assert ember.typeof(total).sharding.spec == P(None, None)
+
+
+def test_unreduced_and_reduced_in_shard_map_print_what_jax_prints():
+    """shard_map's unreduced/reduced in_specs and out_specs, `pcast` to
+    'unreduced' and 'reduced', psum of an unreduced value, the body's types
+    and gradients (reduced weights get unreduced gradients, equal to the
+    plain ones): each line as JAX 0.10.2 printed it."""
+    assert_prints_recorded("sharding", "unreduced_manual", cpu_meshes=True)
+
+
+def test_unreduced_in_shard_map_errors(devices8):
+    mesh = ember.make_mesh((2,), ("X",))
+    ember.set_mesh(mesh)
+    xs = ember.device_put(jnp.arange(8.0), P("X"))
+
+    def run(body, out_specs=None):
+        out_specs = P("X") if out_specs is None else out_specs
+        return ember.shard_map(body, in_specs=P("X"), out_specs=out_specs)(xs)
+
+    # pcast to unreduced takes a varying value; to reduced an invariant one.
+    with pytest.raises(TypeError, match="takes a varying value"):
+        run(lambda a: lax.pcast(lax.psum(a, "X"), "X", to="unreduced"), out_specs=P())
+    with pytest.raises(TypeError, match="takes an invariant value"):
+        run(lambda a: lax.pcast(a, "X", to="reduced"))
+    with pytest.raises(ValueError, match="must be 'varying'"):
+        run(lambda a: lax.pcast(a, "X", to="sideways"))
+    # out_specs must agree with the output's unreduced axes.
+    with pytest.raises(ValueError, match="not unreduced over it"):
+        run(lambda a: a.sum(), out_specs=P(unreduced={"X"}))
+    with pytest.raises(ValueError, match="reduce it with jax.lax.psum"):
+        run(lambda a: lax.pcast(a.sum(), "X", to="unreduced"), out_specs=P())
+    # Only linear ops and psum take unreduced values.
+    with pytest.raises(NotImplementedError, match="pmax of a value unreduced"):
+        run(lambda a: lax.pmax(lax.pcast(a.sum(), "X", to="unreduced"), "X"), out_specs=P())
+    with pytest.raises(NotImplementedError, match="unreduced rule for exp"):
+        run(lambda a: jnp.exp(lax.pcast(a, "X", to="unreduced")),
+            out_specs=P(unreduced={"X"}))
+    # A reduced value meeting a varying one is a free cast: the gradient of
+    # a reduced weight stays one per device until the outer reduction.
+    w = ember.device_put(jnp.arange(4.0), P())
+
+    def f(w):
+        def body(a, w):
+            return a * lax.pcast(w, "X", to="reduced")
+        y = ember.shard_map(body, in_specs=(P("X"), P()), out_specs=P("X"))(xs, w)
+        return jnp.sum(y ** 2)
+    np.testing.assert_allclose(ember.grad(f)(w), 2 * np.arange(4.0) * (
+        np.arange(4.0) ** 2 + np.arange(4.0, 8.0) ** 2), rtol=1e-6)

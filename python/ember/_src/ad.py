@@ -21,6 +21,7 @@ from .api import eager_transform
 from .api_util import Traced, flatten_args, resolve_kwargs, static_positions, with_dynamic
 from .batching import vmap
 from .core import as_value
+from .mesh import cotangent_sharding
 from .numpy import lax_numpy as jnp
 
 # --------------------------------------------------------------------------
@@ -159,7 +160,8 @@ def _vjp_traced(fun, primals, has_aux, replay=False, forward_only=False):
         res = _transform("vjp", traced.name, callee_primals, cts, wanted,
                          traced.out_avals + [vals[i].aval.update(
                                              weak_type=_weak_gradient(vals[i].aval,
-                                                                      weak_cts, main_out))
+                                                                      weak_cts, main_out),
+                                             sharding=cotangent_sharding(vals[i].aval.sharding))
                                              for i in wanted]
                          + [a for _, a in effects], effects=len(effects))
         _reuse_primal_outputs(call_state, all_outs, res[:len(traced.out_avals)])

@@ -916,12 +916,18 @@ def with_sharding_constraint(x, shardings):
         s = sharding_of(s, "with_sharding_constraint")
         if isinstance(s, NamedSharding):
             s.shard_shape(as_value(v).shape)
+            spec = s.spec
+            if (spec.unreduced or spec.reduced) and len(spec) < as_value(v).ndim:
+                # (JAX's spec of an unreduced or reduced array: one entry per
+                # dimension.)
+                s = s.with_spec(spec.update(
+                    partitions=tuple(spec) + (None,) * (as_value(v).ndim - len(spec))))
         if isinstance(v, core.Tracer):
             if isinstance(s, NamedSharding):
                 if all(t.name == "Auto" for t in s.mesh.axis_types):
                     # A hint to the compiler, whose chosen layout has no
                     # trailing unsplit dimensions (JAX's `P('X',)`).
-                    s = NamedSharding(s.mesh, PartitionSpec(*s.spec._normalized()))
+                    s = NamedSharding(s.mesh, s.spec.update(partitions=s.spec._normalized()))
                 return core.Tracer(v.trace, v.value, v.aval.update(sharding=s), ("same", v))
             return v
         return device_put(v, s)
@@ -963,7 +969,7 @@ def typeof(x):
         entries.append(None if not axes else axes[0] if len(axes) == 1 else axes)
     if AxisType.Auto not in sh.mesh.axis_types:  # (one entry per dimension, as JAX's)
         entries = [sh.spec[d] if d < len(sh.spec) else None for d in range(aval.ndim)]
-    spec = PartitionSpec(*entries)
+    spec = PartitionSpec(*entries, unreduced=sh.spec.unreduced, reduced=sh.spec.reduced)
     return aval.update(sharding=NamedSharding(sh.mesh.abstract_mesh, spec))
 
 

@@ -281,7 +281,7 @@ def _split_batch_shardings(avals):
     first, mapped, dimension), and (mesh, that dimension's spec entry) of
     the first argument whose mapped dimension is sharded, else None: the
     results' mapped dimension keeps it, as in JAX."""
-    from .mesh import NamedSharding, PartitionSpec
+    from .mesh import NamedSharding
 
     out, batch = [], None
     for a in avals:
@@ -290,8 +290,8 @@ def _split_batch_shardings(avals):
             out.append(a.update(shape=a.shape[1:]))
             continue
         entries = [sh.spec[d] if d < len(sh.spec) else None for d in range(a.ndim)]
-        out.append(a.update(shape=a.shape[1:],
-                            sharding=NamedSharding(sh.mesh, PartitionSpec(*entries[1:]))))
+        spec = sh.spec.update(partitions=entries[1:])
+        out.append(a.update(shape=a.shape[1:], sharding=NamedSharding(sh.mesh, spec)))
         if batch is None and entries[0] is not None:
             batch = (sh.mesh, entries[0])
     return out, batch
@@ -314,7 +314,9 @@ def _with_batch_sharding(aval, n, batch):
     if batch is not None and batch[0] == mesh:
         used = set(PartitionSpec(*rest).all_axes())
         first = batch[1] if not used & set(PartitionSpec(batch[1]).all_axes()) else None
-    return out.update(sharding=NamedSharding(mesh, PartitionSpec(first, *rest)))
+    spec = PartitionSpec(first, *rest) if sh is None else \
+        sh.spec.update(partitions=[first] + rest)
+    return out.update(sharding=NamedSharding(mesh, spec))
 
 
 def _write_ref_args(ref_args, finals, mapped):

@@ -301,12 +301,12 @@ def _scan_empty(f, carry, x_leaves, x_tree):
 def _stacked_sharding(aval):
     """The sharding of a scan's stacked output: the step's, the stacking
     dimension unsharded (JAX's)."""
-    from .mesh import NamedSharding, PartitionSpec
+    from .mesh import NamedSharding
 
     sh = aval.sharding
     if not isinstance(sh, NamedSharding):
         return None
-    return NamedSharding(sh.mesh, PartitionSpec(None, *sh.spec))
+    return NamedSharding(sh.mesh, sh.spec.update(partitions=(None,) + tuple(sh.spec)))
 
 
 def _check_scanned_sharding(x_leaves):
@@ -353,6 +353,7 @@ def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
                                for a, b in zip(c_leaves, new_leaves)):
                 raise _WeakCarry([b.dtype for b in new_leaves])
             store["new_weak"] = [b.weak_type for b in new_leaves]
+            store["new_sharding"] = [b.aval.sharding for b in new_leaves]
             y_leaves, store["y_tree"] = tree_util.tree_flatten_lo(y)
             rt = core.current_trace()
             ys, store["y_avals"] = [], []
@@ -375,9 +376,12 @@ def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
         ys0 = [jnp.zeros(a.shape, a.dtype) for a in store["y_avals"]]
         init = [jnp.asarray(0, np.int32)] + c_leaves + ys0
         # A weak initial carry that the body makes strong (same dtype) comes
-        # out strong, as in JAX (no second trace: the types are the same).
-        out = [full[0]] + [a.update(weak_type=a.weak_type and w)
-                           for a, w in zip(full[1:], store["new_weak"])] + full[1 + len(c_leaves):]
+        # out strong, as in JAX (no second trace: the types are the same);
+        # an initial carry placed on no mesh takes the body's sharding.
+        out = [full[0]] + [a.update(weak_type=a.weak_type and w,
+                                    sharding=sh if a.sharding is None else None)
+                           for a, w, sh in zip(full[1:], store["new_weak"],
+                                               store["new_sharding"])] + full[1 + len(c_leaves):]
         results = trace.emit("ember.while", [trace.to_value(v) for v in init], out,
                              regions=2)
         op = results[0].value.owner

@@ -294,7 +294,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     # JAX's sharding rule (or `out_sharding`), applied to the composed result.
     sharding = out_sharding if out_sharding is not None else \
         sharding_rules.conv_sharding(lhs.aval, rhs.aval, lhs_spec[1], out_shape)
-    with sharding_rules.output_given():
+    with sharding_rules.output_given(out_sharding):
         out = _conv_composed(lhs, rhs, lhs_spec, rhs_spec, out_spec, window_strides, padding,
                              lhs_dilation, rhs_dilation, G, B, preferred_element_type,
                              out_shape, out_dtype, k_sp, I)

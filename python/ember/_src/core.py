@@ -32,7 +32,7 @@ from .errors import (
     TracerBoolConversionError,
     TracerIntegerConversionError,
 )
-from .mesh import Shard, shard_indices
+from .mesh import Shard, shard_data, shard_indices
 from .shape_poly import DimExpr
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -131,9 +131,9 @@ class ShapedArray:
         if short_dtypes:  # JAX's `f32`, `i32`, `u8`, `c64`, `bf16`
             name = (name.replace("float", "f").replace("uint", "u").replace("int", "i")
                     .replace("complex", "c"))
-        names = sorted(self.vma, key=str)
-        vma = ("{V:" + (names[0] if len(names) == 1 else "(" + ",".join(names) + ")") + "}"
-               if names else "")
+        vma = "".join(_axes_tag(kind, axes) for kind, axes in (
+            ("V", self.vma), ("U", getattr(getattr(self.sharding, "spec", None), "unreduced", ())),
+            ("R", getattr(getattr(self.sharding, "spec", None), "reduced", ()))))
         explicit = self._explicit_axes()
         if explicit is not None:
             return f"{name}[{','.join(explicit)}]{vma}"
@@ -160,6 +160,15 @@ class ShapedArray:
             dims.append(f"{n}@{axes[0]}" if len(axes) == 1 else
                         f"{n}@({','.join(axes)})" if axes else str(n))
         return dims
+
+
+def _axes_tag(kind, axes):
+    """JAX's `{V:X}`, `{U:(X,Y)}`: a type's mesh axes of one kind (varying,
+    unreduced, reduced)."""
+    names = sorted(axes, key=str)
+    if not names:
+        return ""
+    return "{" + kind + ":" + (names[0] if len(names) == 1 else "(" + ",".join(names) + ")") + "}"
 
 
 def named_sharding(aval):
@@ -577,6 +586,11 @@ class Array(Value):
         raise TypeError("unhashable type: 'Array'")
 
     def __repr__(self):
+        sh = self.aval.sharding
+        if getattr(getattr(sh, "spec", None), "unreduced", None):
+            # JAX's form for an array of partial sums: no values.
+            name = "bfloat16" if self.dtype == dtypes.bfloat16 else self.dtype.name
+            return f"Array(shape={self.shape}, dtype={name}, sharding={sh})"
         # JAX's form: the dtype always, the shape when the data shows none;
         # a dtype that would overflow the last line is set off by the
         # prefix's width of spaces instead of one (JAX's layout, no newline).
@@ -628,8 +642,9 @@ class Array(Value):
 
     @property
     def addressable_shards(self):
-        return [Shard(dev, index, replica, Array(self._value[index]))
-                for dev, index, replica in shard_indices(self.sharding, self.shape)]
+        sh = self.sharding
+        return [Shard(dev, index, replica, Array(shard_data(sh, self._value, dev, index)))
+                for dev, index, replica in shard_indices(sh, self.shape)]
 
     @property
     def global_shards(self):

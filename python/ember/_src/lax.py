@@ -953,7 +953,7 @@ def reshape(x, new_sizes, dimensions=None, *, out_sharding=None):
         x = transpose(x, dimensions)
     new_sizes = core.canonicalize_shape(new_sizes)
     if out_sharding is not None:
-        with sharding_rules.output_given():
+        with sharding_rules.output_given(out_sharding):
             out = reshape(x, new_sizes)
         return core.with_out_sharding(out, out_sharding)
     if x.shape == new_sizes:

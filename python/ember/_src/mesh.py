@@ -371,22 +371,65 @@ def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):
 
 class PartitionSpec(tuple):
     """How each dimension of an array is split over mesh axes: None, an
-    axis name, or a tuple of names (major to minor)."""
+    axis name, or a tuple of names (major to minor). `unreduced`: the mesh
+    axes over which the array is a sum of per-device partial sums, awaiting
+    their reduction; `reduced`: axes over which it is replicated and whose
+    cotangents are unreduced (JAX's sharding-in-AD states, design.md
+    "Unreduced and reduced")."""
 
     UNCONSTRAINED = "unconstrained"
 
-    def __new__(cls, *parts):
+    def __new__(cls, *parts, unreduced=frozenset(), reduced=frozenset()):
         for p in parts:
             if not (p is None or isinstance(p, str) or p is cls.UNCONSTRAINED or
                     (isinstance(p, (tuple, list)) and all(isinstance(q, str) for q in p))):
                 raise TypeError(f"PartitionSpec entries must be None, an axis name or a tuple "
                                 f"of axis names, got {p!r}")
-        return super().__new__(cls, tuple(tuple(p) if isinstance(p, list) else p for p in parts))
+        for what, axes in (("unreduced", unreduced), ("reduced", reduced)):
+            if not isinstance(axes, (set, frozenset)):
+                raise TypeError(f"{what} argument of PartitionSpec should of type `frozenset` "
+                                f"or `set`. Got type {axes!r}")
+        self = super().__new__(cls, tuple(tuple(p) if isinstance(p, list) else p for p in parts))
+        self._unreduced, self._reduced = frozenset(unreduced), frozenset(reduced)
+        used = {a for p in self if p is not None and p is not cls.UNCONSTRAINED
+                for a in ((p,) if isinstance(p, str) else p)}
+        for what, axes in (("unreduced", self._unreduced), ("reduced", self._reduced)):
+            if used & axes:
+                raise ValueError(f"partitions cannot overlap with {what} axes passed to "
+                                 f"PartitionSpec. Got partitions: {tuple(self)} and {what} "
+                                 f"axes: {axes}")
+        if self._unreduced & self._reduced:
+            raise ValueError("`unreduced` and `reduced` argument to PartitionSpec cannot "
+                             f"overlap. Got unreduced: {self._unreduced} and reduced: "
+                             f"{self._reduced}")
+        return self
+
+    @property
+    def unreduced(self):
+        return self._unreduced
+
+    @property
+    def reduced(self):
+        return self._reduced
+
+    @property
+    def partitions(self):
+        return tuple(self)
+
+    def update(self, **kwargs):
+        """This spec with `partitions`, `unreduced` or `reduced` replaced."""
+        return PartitionSpec(*kwargs.get("partitions", tuple(self)),
+                             unreduced=kwargs.get("unreduced", self._unreduced),
+                             reduced=kwargs.get("reduced", self._reduced))
 
     def __repr__(self):
-        if len(self) == 1:
+        parts = [repr(p) for p in self]
+        for what, axes in (("unreduced", self._unreduced), ("reduced", self._reduced)):
+            if axes:
+                parts.append(what + "={" + ", ".join(repr(a) for a in sorted(axes)) + "}")
+        if len(self) == 1 and len(parts) == 1:
             return f"P({self[0]!r},)"
-        return "P(" + ", ".join(repr(p) for p in self) + ")"
+        return "P(" + ", ".join(parts) + ")"
 
     def _normalized(self):
         spec = tuple(self)
@@ -394,8 +437,27 @@ class PartitionSpec(tuple):
             spec = spec[:-1]
         return spec
 
+    def _key(self):
+        """What two specs that place an array alike share."""
+        return self._normalized(), self._unreduced, self._reduced
+
+    def __eq__(self, other):
+        if isinstance(other, PartitionSpec):
+            return tuple.__eq__(self, other) and (self._unreduced, self._reduced) == \
+                (other._unreduced, other._reduced)
+        if isinstance(other, tuple):
+            return tuple.__eq__(self, other) and not self._unreduced and not self._reduced
+        return NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self):
+        return hash((tuple(self), self._unreduced, self._reduced))
+
     def __reduce__(self):
-        return (PartitionSpec, tuple(self))
+        return (_partition_spec, (tuple(self), self._unreduced, self._reduced))
 
     def axes(self, dim):
         """The mesh axes dimension `dim` is split over, major first."""
@@ -410,13 +472,17 @@ class PartitionSpec(tuple):
         return out
 
 
+def _partition_spec(parts, unreduced, reduced):
+    return PartitionSpec(*parts, unreduced=unreduced, reduced=reduced)
+
+
 P = PartitionSpec
 
 
 def check_spec(spec, mesh, shape, what):
     """JAX's checks of a spec against a mesh and an array shape."""
     names = spec.all_axes()
-    for n in names:
+    for n in names + sorted(spec.unreduced | spec.reduced):
         if n not in mesh.axis_names:
             raise ValueError(f"Resource axis: {n} of {spec!r} is not found in mesh: "
                              f"{tuple(mesh.axis_names)}.")
@@ -457,10 +523,10 @@ class NamedSharding(Sharding):
 
     def __eq__(self, other):
         return isinstance(other, NamedSharding) and self.mesh == other.mesh and \
-            self.spec._normalized() == other.spec._normalized()
+            self.spec._key() == other.spec._key()
 
     def __hash__(self):
-        return hash((self.mesh, self.spec._normalized()))
+        return hash((self.mesh, self.spec._key()))
 
     @property
     def device_set(self):
@@ -480,7 +546,7 @@ class NamedSharding(Sharding):
 
     @property
     def is_fully_replicated(self):
-        return not self.spec.all_axes()
+        return not self.spec.all_axes() and not self.spec.unreduced
 
     def shard_shape(self, global_shape):
         shape = list(global_shape)
@@ -547,6 +613,32 @@ def shard_indices(sharding, shape):
         seen[key] = replica + 1
         out.append((dev, index, replica))
     return out
+
+
+def cotangent_sharding(sharding):
+    """The sharding of a cotangent of a value sharded so: the same, with
+    its unreduced and reduced axes swapped (JAX's rule: a reduced primal
+    has unreduced cotangents, and the other way round)."""
+    if not isinstance(sharding, NamedSharding) or not (sharding.spec.unreduced or
+                                                       sharding.spec.reduced):
+        return sharding
+    return sharding.with_spec(sharding.spec.update(unreduced=sharding.spec.reduced,
+                                                   reduced=sharding.spec.unreduced))
+
+
+def shard_data(sharding, value, device, index):
+    """A device's block of an array's value. An array unreduced over mesh
+    axes is held as its reduced value (Ember's arrays are global, mesh.py),
+    so its pieces are that value on the first device along those axes and
+    zeros on the others: partial sums that add up to it, as JAX's
+    `reshard(x, P(unreduced=...))` places a replicated array."""
+    block = value[index]
+    if isinstance(sharding, NamedSharding) and sharding.spec.unreduced:
+        pos = dict(zip(sharding.mesh.axis_names,
+                       [int(i[0]) for i in np.nonzero(sharding.mesh.devices == device)]))
+        if any(pos[n] for n in sharding.spec.unreduced):
+            block = np.zeros_like(block)
+    return block
 
 
 def sharding_of(spec_or_sharding, what="device_put"):

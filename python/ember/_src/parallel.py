@@ -167,9 +167,56 @@ def _match_vma(args):
     out = []
     for a in args:
         for name in sorted(union - a.aval.vma, key=str):
-            a = _pvary1(a, name)
+            # A reduced value is already one per device: a free cast.
+            a = _cast(a, name, "reduced", "varying") if name in _ur(a, "reduced") else \
+                _pvary1(a, name)
         out.append(a)
     return out, union
+
+
+# Unreduced and reduced values in shard_map (JAX's manual-mode states; the
+# type is in the value's sharding, the vma holds the varying axes). Both are
+# held one per device (mapped lanes): an unreduced value as its partial
+# sums, a reduced one as copies of its value, so that reverse mode leaves
+# its cotangent per device (unreduced) instead of summing it. Casts between
+# varying, unreduced and reduced move no data and are their own transposes;
+# a cast of an invariant value to reduced is a pvary (its transpose the
+# psum), and a psum of an unreduced value reduces it.
+
+
+def _ur(x, what):
+    spec = getattr(x.aval.sharding, "spec", None)
+    return getattr(spec, what, frozenset())
+
+
+def _retyped(x, vma, unreduced, reduced):
+    """`x` with the type (vma, unreduced, reduced): the data stays."""
+    from .mesh import AxisType, NamedSharding, PartitionSpec, get_abstract_mesh
+
+    sh = x.aval.sharding
+    if isinstance(sh, NamedSharding):
+        sh = sh.with_spec(sh.spec.update(unreduced=unreduced, reduced=reduced))
+    elif unreduced or reduced:
+        mesh = get_abstract_mesh()
+        mesh = mesh.update_axis_types({n: AxisType.Manual for n in device_axes()
+                                       if n in mesh.axis_names})
+        sh = NamedSharding(mesh, PartitionSpec(*[None] * x.ndim, unreduced=unreduced,
+                                               reduced=reduced))
+    aval = core.ShapedArray(x.aval.shape, x.aval.dtype, x.aval.weak_type, vma=vma, sharding=sh)
+    if isinstance(x, core.Tracer):
+        return core.Tracer(x.trace, x.value, aval, ("same", x))
+    return core.Array.with_sharding(x._value, x.weak_type, sh) if sh is not None else x
+
+
+def _cast(x, name, frm, to):
+    """The free cast of `x` over axis `name` from one state ("varying",
+    "unreduced", "reduced") to another."""
+    states = {"varying": set(x.aval.vma), "unreduced": set(_ur(x, "unreduced")),
+              "reduced": set(_ur(x, "reduced"))}
+    states[frm].discard(name)
+    states[to].add(name)
+    return _retyped(x, frozenset(states["varying"]), frozenset(states["unreduced"]),
+                    frozenset(states["reduced"]))
 
 
 core._match_vma_hook = _match_vma
@@ -187,6 +234,12 @@ def _to_numeric(x):
 def _reduce(op, x, name):
     size, check = _frame(name)
     x = _to_numeric(x)
+    if name in _ur(x, "unreduced"):
+        if op != "ember.psum":
+            raise NotImplementedError(
+                f"{op[len('ember.'):]} of a value unreduced over '{name}' is not defined: "
+                f"its partial sums are not its values; psum reduces it (at {core.where()})")
+        x = _cast(x, name, "unreduced", "varying")  # (the partial sums, summed)
     if check and name not in x.aval.vma:
         x = _pvary1(x, name)
     out = x.aval.update(vma=x.aval.vma - {name}) if check else x.aval
@@ -262,10 +315,40 @@ def pvary(x, axis_name):
 
 
 def pcast(x, axis_name, *, to):
-    """`to="varying"` is `pvary`; other casts are not provided."""
-    if to != "varying":
-        raise NotImplementedError(f"pcast(to={to!r}): Ember provides to='varying' (pvary)")
-    return pvary(x, axis_name)
+    """JAX's casts between the states of a value over named axes in
+    shard_map: `to="varying"` (from invariant: `pvary`; from unreduced or
+    reduced: free), `to="unreduced"` (from varying: free, the values are
+    declared partial sums) and `to="reduced"` (from invariant: each device
+    holds its copy, and the cotangent stays unreduced)."""
+    if to not in ("varying", "unreduced", "reduced"):
+        raise ValueError(f"pcast: `to` must be 'varying', 'unreduced' or 'reduced', got {to!r}")
+    names = _names(axis_name)
+
+    def one(v):
+        v = as_value(v)
+        for n in names:
+            _, check = _frame(n)
+            state = "unreduced" if n in _ur(v, "unreduced") else \
+                "reduced" if n in _ur(v, "reduced") else \
+                "varying" if n in v.aval.vma else "invariant"
+            if state == to:
+                continue
+            if to == "varying":
+                v = _cast(v, n, state, "varying") if state != "invariant" else \
+                    (_pvary1(v, n) if check else v)
+            elif to == "unreduced" and state == "varying":
+                v = _cast(v, n, state, "unreduced")
+            elif to == "unreduced" and not check:
+                v = _cast(v, n, "varying", "unreduced")
+            elif to == "reduced" and state == "invariant":
+                v = _cast(_pvary1(v, n) if check else v, n, "varying", "reduced")
+            else:
+                raise TypeError(
+                    f"pcast(to={to!r}) over '{n}' takes "
+                    f"{'a varying' if to == 'unreduced' else 'an invariant'} value, got "
+                    f"{v.aval.str_short()}, which is {state} over it (at {core.where()})")
+        return v
+    return tree_util.tree_map(one, x)
 
 
 def _canon_axis(axis, rank, what, ndim=None):

@@ -17,7 +17,7 @@ import numpy as np
 from . import core, hitypes, parallel, tree_util
 from .api_util import with_dynamic
 from .core import as_value
-from .parallel import _retype_vma
+from .parallel import _retype_vma, _retyped
 
 
 def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
@@ -322,7 +322,7 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
         if not isinstance(spec, PartitionSpec):
             raise TypeError(f"shard_map in_specs entries must be PartitionSpecs, got {spec!r}")
         check_spec(spec, mesh, x.shape, f"shard_map applied to the function '{fname}' in_specs")
-        for n in spec.all_axes():
+        for n in spec.all_axes() + sorted(spec.unreduced | spec.reduced):
             if n not in manual:
                 raise NotImplementedError(f"shard_map: in_specs name the mesh axis '{n}', "
                                           "which is not manual (axis_names); Ember does not "
@@ -333,9 +333,27 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
     prepared, uses = [], []
     for x, spec in zip(leaves, specs):
         shape, order = [], []
-        for d in range(x.ndim):
+        lead = sorted(spec.unreduced | spec.reduced, key=manual.index)
+        if lead and procs > 1:
+            raise NotImplementedError("shard_map over several processes: unreduced and "
+                                      "reduced in_specs are not supported yet")
+        if lead:  # (the data, without the type's rules for unreduced values)
+            x = _retyped(x, x.aval.vma, frozenset(), frozenset())
+        for n in reversed(lead):
+            # One block per device along the axis: a reduced argument's copy,
+            # an unreduced one's partial sums (its value on the first device,
+            # zeros on the others).
+            one = jnp.expand_dims(x, 0)
+            if n in spec.reduced:
+                x = jnp.broadcast_to(one, (sizes[n],) + x.shape)
+            else:
+                x = jnp.concatenate([one, jnp.zeros((sizes[n] - 1,) + x.shape, x.dtype)])
+        for n in lead:
+            order.append((n, len(shape)))
+            shape.append(sizes[n])
+        for d in range(x.ndim - len(lead)):
             axes = spec.axes(d)
-            block = x.shape[d] // math.prod(sizes[n] for n in axes)
+            block = x.shape[len(lead) + d] // math.prod(sizes[n] for n in axes)
             for n in axes:
                 order.append((n, len(shape)))
                 shape.append(sizes[n])
@@ -362,6 +380,8 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
                 b = as_value(b)
                 if varying:
                     b = _retype_vma(b, varying)
+                if spec.unreduced or spec.reduced:
+                    b = _retyped(b, b.aval.vma, spec.unreduced, spec.reduced)
             vals.append(b)
         out = f(*tree_util.tree_unflatten(treedef, vals))
         out_leaves, store["tree"] = tree_util.tree_flatten_lo(out)
@@ -386,7 +406,24 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
                     f"{o.aval.update(vma=frozenset()).str_short()}, which "
                     f"has rank {o.ndim} (and {o.ndim} < {len(spec)})")
             check_spec(spec, mesh, None, "out_specs")
+            if procs > 1 and (spec.unreduced or spec.reduced):
+                raise NotImplementedError("shard_map over several processes: unreduced and "
+                                          "reduced out_specs are not supported yet")
             if check_vma:
+                have = o.aval.sharding.spec.unreduced if hasattr(o.aval.sharding, "spec") \
+                    else frozenset()
+                for n in sorted(spec.unreduced - have):
+                    raise ValueError(
+                        f"shard_map applied to the function '{fname}' was given out_specs "
+                        f"{spec!r}, which declare the output unreduced over mesh axis {n!r}, "
+                        f"but the output {o.aval.str_short()} is not unreduced over it: cast "
+                        f"it with jax.lax.pcast(x, {n!r}, to='unreduced')")
+                for n in sorted(have - spec.unreduced):
+                    raise ValueError(
+                        f"shard_map applied to the function '{fname}' was given out_specs "
+                        f"{spec!r} for an output {o.aval.str_short()} unreduced over mesh axis "
+                        f"{n!r}: reduce it with jax.lax.psum or declare it unreduced in "
+                        f"out_specs")
                 missing = [n for n in manual if n in o.aval.vma and n not in spec.all_axes()]
                 if missing:
                     raise ValueError(
@@ -421,6 +458,9 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
         # o is [every manual axis (mesh order)..., block]; an axis the spec
         # does not name is replicated: its first lane.
         keep = [n for n in manual if n in spec.all_axes()]
+        summed = tuple(k for k, n in enumerate(manual) if n in spec.unreduced)
+        if summed:  # an unreduced result: its value is its partial sums' sum
+            o = jnp.sum(o, axis=summed, keepdims=True)
         if len(keep) != len(manual):
             o = o[tuple(slice(None) if n in keep else 0 for n in manual)]
         m = len(keep)
@@ -439,7 +479,7 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
             # The result's type is sharded by its spec (JAX's, one entry per
             # dimension), also as a `jit` result.
             entries = [spec[i] if i < len(spec) else None for i in range(o.ndim)]
-            sh = NamedSharding(mesh, PartitionSpec(*entries))
+            sh = NamedSharding(mesh, spec.update(partitions=entries))
             o = core.Tracer(o.trace, o.value, o.aval.update(sharding=sh), ("same", o))
         final.append(o)
     return tree_util.tree_unflatten(store["tree"], final)

@@ -35,21 +35,27 @@ from .mesh import NamedSharding, PartitionSpec, get_abstract_mesh
 
 class _Given(threading.local):
     depth = 0
+    unreduced = frozenset()  # of the innermost `out_sharding=` given
 
 
 _given = _Given()
 
 
 @contextlib.contextmanager
-def output_given():
+def output_given(out_sharding=None):
     """Inside: the caller gives the result's sharding (`out_sharding=`), so a
     product over sharded contracting dimensions is not an error (its result
-    is unsharded until the caller's sharding is applied)."""
+    is unsharded until the caller's sharding is applied; a product asked to
+    be unreduced is checked against its contracting dimensions)."""
+    spec = getattr(out_sharding, "spec", out_sharding)
+    before = _given.unreduced
     _given.depth += 1
+    _given.unreduced = getattr(spec, "unreduced", frozenset())
     try:
         yield
     finally:
         _given.depth -= 1
+        _given.unreduced = before
 
 
 class _Kind(threading.local):
@@ -75,10 +81,12 @@ def _spec_dims(aval):
                      for d in range(len(aval.shape))]
 
 
-def _sharding(mesh, dims):
-    if not any(dims):
-        return NamedSharding(mesh, PartitionSpec())
+def _sharding(mesh, dims, unreduced=frozenset(), reduced=frozenset()):
     entries = [None if not a else a[0] if len(a) == 1 else a for a in dims]
+    if unreduced or reduced:  # (JAX's spec then has an entry per dimension)
+        used = {x for a in dims for x in a}
+        return NamedSharding(mesh, PartitionSpec(*entries, unreduced=unreduced - used,
+                                                 reduced=reduced - used))
     while entries and entries[-1] is None:
         entries.pop()
     return NamedSharding(mesh, PartitionSpec(*entries))
@@ -128,8 +136,131 @@ def propagate(prim, args, out_avals, params):
             _kind.value = "Explicit"
         if found is not None:
             dims = [a + b for a, b in zip(dims, found)]
-    sh = _sharding(mesh, dims)
+    unreduced, reduced = _unreduced_reduced(prim.name, avals, out_avals, params)
+    sh = _sharding(mesh, dims, unreduced, reduced)
     return [o.update(sharding=sh) for o in out_avals]
+
+
+# Unreduced and reduced mesh axes (JAX's sharding-in-AD states; design.md,
+# "Unreduced and reduced"). Ember holds an unreduced array as its reduced
+# value, so these rules type programs and change no data: only ops linear
+# in their unreduced operands take them.
+_UNREDUCED_LINEAR = {"neg", "convert", "transpose", "broadcast_in_dim", "reshape", "slice",
+                     "dynamic_slice", "reverse", "real", "imag", "conj", "complex",
+                     "optimization_barrier", "name", "stop_gradient", "gather"}
+_ELEMENTWISE_JOINS = {"add", "sub", "select", "concatenate", "dynamic_update_slice"}
+
+
+def _ur(aval, what):
+    sh = aval.sharding
+    return getattr(sh.spec, what) if isinstance(sh, NamedSharding) else frozenset()
+
+
+def _unreduced_reduced(name, avals, out_avals, params):
+    """(unreduced, reduced) axes of `name`'s results: JAX's rules and errors
+    for unreduced operands (sums of partial sums stay partial sums; a
+    product needs its other factor reduced on those axes; ops that are not
+    linear have no rule) and for reduced ones (kept by ops on replicated
+    data, which must not mix them with replicated or sharded operands; a
+    product drops them)."""
+    us = [_ur(a, "unreduced") for a in avals]
+    rs = [_ur(a, "reduced") for a in avals]
+    reduced = _reduced_rule(name, avals, out_avals, us, rs)
+    unreduced = _unreduced_rule(name, avals, us, rs, params) if any(us) else frozenset()
+    return unreduced, reduced - unreduced
+
+
+def _reduced_rule(name, avals, out_avals, us, rs):
+    if name == "dot_general" or not any(rs):
+        return frozenset()
+    if not all(a.shape == out_avals[0].shape or a.shape == () for a in avals):
+        # Ops of another shape (reductions, slices, gathers, ...): the
+        # first operand's.
+        return rs[0]
+    reduced = frozenset()
+
+    # Scalars and values placed on no mesh (constants, Python scalars that
+    # Ember broadcast to the operands' shape) are exempt, as JAX's literals.
+    def exempt(a):
+        return not a.shape or a.sharding is None
+    for r in rs:
+        if r:
+            if reduced and r != reduced:
+                raise ShardingTypeError(
+                    "All inputs should be reduced across the same mesh axes. Got specs: "
+                    "{" + ", ".join(sorted(repr(x) for x in set(rs) if x)) + "}")
+            reduced = r
+    for a, u, r in zip(avals, us, rs):
+        if exempt(a) or r == reduced or reduced <= u:
+            continue
+        _, d = _spec_dims(a)
+        if d and reduced & {x for axes in d for x in axes}:
+            raise ShardingTypeError(
+                "Inputs cannot be sharded/varying on the same axes that another input is "
+                "reduced on. Reshard the input which is reduced to be sharded on the mesh axes "
+                "it is reduced on via `jax.sharding.reshard(inp, jax.P(...))`. Got input type: "
+                f"{a.str_short()} and reduced spec: {reduced}")
+        raise ShardingTypeError(
+            "Inputs cannot be replicated on the same axes that another input is reduced on. "
+            f"Got input type: {a.str_short()} and reduced spec: {reduced}")
+    return reduced
+
+
+def _unreduced_rule(name, avals, us, rs, params):
+    if name == "dot_general":
+        raise ShardingTypeError(
+            f"lhs or rhs passed to dot_general cannot be unreduced. Got lhs={avals[0]!r} and "
+            f"rhs={avals[1]!r}")
+    if name in _UNREDUCED_LINEAR or (name in ("reduce", "cumulative") and
+                                     params.get("kind") == "sum"):
+        if any(us[1:]) and name != "complex":
+            raise ShardingTypeError(f"{name} takes an unreduced array as its first operand only")
+        if name == "complex" and us[0] != us[1]:
+            raise ShardingTypeError(
+                f"lhs and rhs to `complex` must be unreduced along the same mesh axes. Got "
+                f"lhs={us[0]}, rhs={us[1]}")
+        return us[0]
+    if name in _ELEMENTWISE_JOINS:
+        cases = list(zip(avals, us))[1:] if name == "select" else list(zip(avals, us))
+        if name == "select" and us[0]:
+            raise ShardingTypeError("the predicate of select cannot be unreduced")
+        if name == "dynamic_update_slice":
+            cases = cases[:2]  # (the start indices are integers)
+        joined = {u for _, u in cases}
+        if len(joined) > 1 and frozenset() not in joined:
+            raise ShardingTypeError(
+                f"lhs and rhs to `{name}` must be unreduced along the same mesh axes. Got "
+                f"lhs={cases[0][1]}, rhs={cases[1][1]}")
+        if len(joined) > 1:
+            side = "lhs" if cases[0][1] else "rhs"
+            other = "rhs" if side == "lhs" else "lhs"
+            raise ShardingTypeError(
+                f"{side} is unreduced while {other} is not. `{name}` operation does not allow "
+                "this because there will be implicit communication. Please reduce "
+                f"{side} via `reshard` before calling `{name}`.")
+        return cases[0][1]
+    if name in ("mul", "div"):
+        if us[0] and us[1]:
+            raise ShardingTypeError(
+                f"lhs and rhs to `{name}` cannot be unreduced since {name} is bilinear. Got "
+                f"lhs={us[0]}, rhs={us[1]}")
+        k = 0 if us[0] else 1
+        if name == "div" and k == 1:
+            raise NotImplementedError("unreduced rule for div (an unreduced divisor) is not "
+                                      "implemented: the quotient is not linear in it")
+        if rs[1 - k] != us[k]:
+            side, oside = ("LHS", "RHS") if k == 0 else ("RHS", "LHS")
+            raise ShardingTypeError(
+                f"{oside} should be reduced along the same axes {side} is unreduced on. Got "
+                f"lhs={avals[0].str_short()} and rhs={avals[1].str_short()}")
+        return us[k]
+    kind = params.get("kind")
+    shown = f"{name}_{kind}" if name in ("reduce", "cumulative") and kind else name
+    raise NotImplementedError(f"unreduced rule for {shown} is not implemented: only ops linear "
+                              "in their unreduced operands (sums, products with a reduced "
+                              "factor, reshapes, ...) take unreduced arrays; reshard the "
+                              "array to a sharding without unreduced axes (its reduction) "
+                              "first")
 
 
 def _rule(prim, avals, out_avals, params, mesh):
@@ -484,9 +615,11 @@ def _sliced(aval, d, out_shape, mesh):
 
 
 def _dot_general(avals, params):
-    if _given.depth:
-        return None
     (lc, rc), (lb, rb) = params["dimension_numbers"]
+    if _given.depth:
+        if _given.unreduced:
+            _check_unreduced_product(avals, lc, rc, _given.unreduced)
+        return None
     _, ld = _spec_dims(avals[0])
     _, rd = _spec_dims(avals[1])
     ld = ld or [()] * len(avals[0].shape)
@@ -511,6 +644,24 @@ def _dot_general(avals, params):
     dims += [ld[k] for k in range(len(ld)) if k not in lc and k not in lb]
     dims += [rd[k] for k in range(len(rd)) if k not in rc and k not in rb]
     return dims
+
+
+def _check_unreduced_product(avals, lc, rc, unreduced):
+    """JAX's checks of a product asked for an unreduced result: both sides'
+    contracting dimensions sharded alike, over exactly those axes."""
+    ld = _spec_dims(avals[0])[1] or [()] * len(avals[0].shape)
+    rd = _spec_dims(avals[1])[1] or [()] * len(avals[1].shape)
+    lspec = tuple(_entry(ld[k]) for k in lc)
+    rspec = tuple(_entry(rd[k]) for k in rc)
+    if lspec != rspec:
+        raise ShardingTypeError(
+            "lhs and rhs contracting dims should be sharded identically when out_sharding "
+            "provided to dot_general mentions unreduced_axes. Got "
+            f"lhs_contracting_spec={lspec}, rhs_contracting_spec={rspec}")
+    if {x for k in lc for x in ld[k]} != set(unreduced):
+        raise ShardingTypeError(
+            "out_sharding's unreduced axes should be equal to the contracting specs. Got "
+            f"unreduced axes={frozenset(unreduced)} and contracting spec={lspec}")
 
 
 class _Unsharded(Exception):

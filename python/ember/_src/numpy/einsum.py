@@ -12,7 +12,7 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
         subscripts, operands = _from_sublists((subscripts,) + operands)
     if out_sharding is None:
         return _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
-    with sharding_rules.output_given():
+    with sharding_rules.output_given(out_sharding):
         out = _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
     return _core.with_out_sharding(out, out_sharding)
 

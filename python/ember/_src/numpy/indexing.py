@@ -444,7 +444,7 @@ class _IndexUpdateRef:
     def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False,
             out_sharding=None):
         if out_sharding is not None:
-            with _sharding_rules.output_given():
+            with _sharding_rules.output_given(out_sharding):
                 out = self.get(mode=mode, fill_value=fill_value)
             return core.with_out_sharding(out, out_sharding)
         if mode in ("fill", "drop"):
@@ -455,7 +455,7 @@ class _IndexUpdateRef:
 
     def _scatter(self, kind, values, mode=None, x=None, out_sharding=None):
         if out_sharding is not None:
-            with _sharding_rules.output_given():
+            with _sharding_rules.output_given(out_sharding):
                 out = self._scatter(kind, values, mode, x)
             return core.with_out_sharding(out, out_sharding)
         x = self.x if x is None else x

@@ -1168,7 +1168,7 @@ def _axes(axis, ndim):
 @_on_keys
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=None):
     if out_sharding is not None:
-        with _sharding_rules.output_given():
+        with _sharding_rules.output_given(out_sharding):
             out = reshape(a, shape, order, newshape=newshape)
         return _core.with_out_sharding(out, out_sharding)
     a = _v(a)
@@ -2008,7 +2008,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     if out_sharding is not None:
-        with _sharding_rules.output_given():
+        with _sharding_rules.output_given(out_sharding):
             out = matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
         return _core.with_out_sharding(out, out_sharding)
     a, b = _v(a), _v(b)
@@ -2036,7 +2036,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
 
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     if out_sharding is not None:
-        with _sharding_rules.output_given():
+        with _sharding_rules.output_given(out_sharding):
             out = dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
         return _core.with_out_sharding(out, out_sharding)
     a, b = _v(a), _v(b)
