@@ -1,8 +1,7 @@
 """`jax.export`: export a jitted function, serialize it, load and call it
 (see `ember._src.export`)."""
 
-import re
-
+from ember._src.export import DisabledSafetyCheck as DisabledSafetyCheck
 from ember._src.export import Exported as Exported
 from ember._src.export import default_export_platform as default_export_platform
 from ember._src.export import deserialize as deserialize
@@ -35,37 +34,3 @@ __all__ = ["DimExpr", "DisabledSafetyCheck", "Exported", "InconclusiveDimensionO
            "is_symbolic_dim", "minimum_supported_calling_convention_version",
            "register_namedtuple_serialization", "register_pytree_node_serialization",
            "symbolic_args_specs", "symbolic_shape"]
-
-
-class DisabledSafetyCheck:
-    """A safety check to skip on (de)serialization: build with
-    `DisabledSafetyCheck.platform()` or `.custom_call(target_name)`."""
-
-    def __init__(self, _impl):
-        self._impl = _impl
-
-    @classmethod
-    def platform(cls):
-        """Allows the compilation platform to differ from the export platform."""
-        return cls("platform")
-
-    @classmethod
-    def custom_call(cls, target_name):
-        """Allows serializing a call to the custom call target `target_name`."""
-        return cls(f"custom_call:{target_name}")
-
-    def is_custom_call(self):
-        """The custom call target this allows, or None."""
-        m = re.match(r"custom_call:(.+)$", self._impl)
-        return m.group(1) if m else None
-
-    def __str__(self):
-        return self._impl
-
-    __repr__ = __str__
-
-    def __eq__(self, other):
-        return isinstance(other, DisabledSafetyCheck) and self._impl == other._impl
-
-    def __hash__(self):
-        return hash(self._impl)

@@ -94,8 +94,10 @@ def test_call_errors():
         exp.call((X, W))
     with pytest.raises(TypeError, match="jax.jit"):
         export.export(_model)
-    with pytest.raises(NotImplementedError, match="CPU only"):
-        export.export(ember.jit(_model), platforms=("cuda",))(*SPECS)
+    with pytest.raises(NotImplementedError, match="targets for cpu, cuda, tpu"):
+        export.export(ember.jit(_model), platforms=("rocm",))(*SPECS)
+    with pytest.raises(ValueError, match="distinct"):
+        export.export(ember.jit(_model), platforms=("cpu", "cpu"))(*SPECS)
 
 
 def _reseal(body):
@@ -150,3 +152,99 @@ def test_export_module_constants_and_shape_dtype_struct_sharding():
 
     assert re.search(r".*@main.*", exp.mlir_module()).group(0).strip().startswith(
         "func.func public @main(")
+
+
+def test_exports_for_other_platforms():
+    """JAX's cross-platform export: lowered for each platform at export (an
+    op a target cannot compile is the error now), called only where it was
+    exported for unless the platform check is disabled (JAX's error text),
+    which survives serialization; the module of a TPU export carries its
+    Pallas kernels as Mosaic custom calls."""
+    exp = export.export(ember.jit(lax.cos), platforms=["tpu"])(1.0)
+    assert exp.platforms == ("tpu",)
+    with pytest.raises(ValueError, match=r"Function 'cos' was lowered for platforms "
+                                         r"'\('tpu',\)' but it is used on '\('cpu',\)'"):
+        exp.call(1.0)
+    unsafe = export.export(ember.jit(lax.cos), platforms=["tpu"],
+                           disabled_checks=[export.DisabledSafetyCheck.platform()])(1.0)
+    np.testing.assert_allclose(unsafe.call(1.0), np.cos(1.0), rtol=1e-6)
+    loaded = export.deserialize(unsafe.serialize())
+    assert loaded.disabled_safety_checks == (export.DisabledSafetyCheck.platform(),)
+    np.testing.assert_allclose(loaded.call(2.0), np.cos(2.0), rtol=1e-6)
+    multi = export.export(ember.jit(_model), platforms=["tpu", "cpu", "cuda"])(*SPECS)
+    np.testing.assert_allclose(multi.call(X, W)["y"], np.tanh(np.asarray(X) @ np.asarray(W)),
+                               rtol=1e-5)
+    assert "stablehlo.tanh" in multi.mlir_module()
+    with pytest.raises(TypeError, match="DisabledSafetyCheck"):
+        export.export(ember.jit(lax.cos), disabled_checks=["platform"])(1.0)
+    # A host callback has no StableHLO form for XLA:TPU: exporting for TPU
+    # fails now, for the CPU it works.
+    def cb(x):
+        return ember.pure_callback(np.sin, ember.ShapeDtypeStruct((), np.float32), x)
+    with pytest.raises(NotImplementedError):
+        export.export(ember.jit(cb), platforms=["tpu"])(1.0)
+    np.testing.assert_allclose(export.export(ember.jit(cb), platforms=["cpu", "cuda"])(1.0)
+                               .call(1.0), np.sin(1.0), rtol=1e-6)
+
+
+def test_tpu_export_keeps_its_kernels():
+    import importlib.util
+    import os
+
+    from ember.experimental import pallas as pl
+    from ember.experimental.pallas import tpu as pltpu
+
+    path = os.path.join(os.path.dirname(__file__), "..", "data", "tpu", "kernels.py")
+    spec = importlib.util.spec_from_file_location("tpu_kernels_export", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    name, fn, args = mod.programs(ember, jnp, pl, pltpu)[0]
+    exp = export.export(ember.jit(fn), platforms=["tpu"])(*args)
+    text = exp.mlir_module()
+    assert 'call_target_name = "tpu_custom_call"' in text
+    assert export.deserialize(exp.serialize()).mlir_module() == text
+    both = export.export(ember.jit(fn), platforms=["tpu", "cpu"])(*args)
+    with pytest.raises(NotImplementedError, match="export for each platform apart"):
+        both.mlir_module()
+    want = ember.jit(fn)(*args)
+    np.testing.assert_allclose(both.call(*args), want, rtol=1e-6)
+
+
+def test_sharded_exports(devices8):
+    """JAX's device-polymorphic exports: the arguments' shardings (on an
+    AbstractMesh or a concrete one) fix `nr_devices` and
+    `in_shardings_jax`; a call needs that many devices (JAX's error) and
+    places its results on the call's devices as the export sharded them;
+    the shardings survive serialization."""
+    from ember.sharding import AbstractMesh, Mesh, NamedSharding
+    from ember.sharding import PartitionSpec as P
+
+    amesh = AbstractMesh((4,), ("a",))
+    exp = export.export(ember.jit(lambda x: x.T))(
+        ember.ShapeDtypeStruct((32,), np.int32, sharding=NamedSharding(amesh, P("a"))))
+    assert exp.nr_devices == 4 and str(exp.in_avals) == "(ShapedArray(int32[32]),)"
+    assert exp.in_shardings_jax(amesh) == (NamedSharding(amesh, P("a")),)
+    assert exp.out_shardings_jax(amesh) == (None,)  # (Auto axes: the compiler's choice)
+    devs = ember.local_devices()
+    other = Mesh(np.array(devs[2:6]).reshape(2, 2), ("b", "c"))
+    res = exp.call(ember.device_put(jnp.arange(32), NamedSharding(other, P("b"))))
+    assert [f"{s.device} {s.index}" for s in res.addressable_shards[:2]] == \
+        ["cpu:2 (slice(0, 8, None),)", "cpu:3 (slice(8, 16, None),)"]
+    np.testing.assert_array_equal(res, np.arange(32))
+    with pytest.raises(ValueError, match="exported for 4 devices and is called in a context "
+                                         "with 1 devices"):
+        exp.call(jnp.arange(32))
+    with pytest.raises(ValueError, match="4 devices"):
+        exp.in_shardings_jax(AbstractMesh((2,), ("a",)))
+    loaded = export.deserialize(exp.serialize())
+    assert loaded.nr_devices == 4
+    assert loaded.in_shardings_jax(amesh) == exp.in_shardings_jax(amesh)
+    # Explicit axes: the results' types are sharded, and reported.
+    mesh = ember.make_mesh((2,), ("X",), devices=devs[:2])
+    with ember.set_mesh(mesh):
+        x = ember.device_put(jnp.arange(8.0), P("X"))
+        e = export.export(ember.jit(lambda x: jnp.sin(x) * 2))(x)
+        assert e.out_shardings_jax(mesh) == (NamedSharding(mesh, P("X")),)
+        r = e.call(x)
+        assert str(ember.typeof(r)) == "float32[8@X]"
+        np.testing.assert_allclose(r, np.sin(np.arange(8.0)) * 2, rtol=1e-6)

@@ -41,6 +41,47 @@ maximum_supported_calling_convention_version = CALLING_CONVENTION_VERSION
 def default_export_platform():
     """The platform `export` targets by default: Ember exports for the CPU."""
     return "cpu"
+
+
+# The platforms an export may name: those Ember has a target for.
+PLATFORMS = ("cpu", "cuda", "tpu")
+
+
+class DisabledSafetyCheck:
+    """A safety check to skip on (de)serialization: build with
+    `DisabledSafetyCheck.platform()` or `.custom_call(target_name)`."""
+
+    def __init__(self, _impl):
+        self._impl = _impl
+
+    @classmethod
+    def platform(cls):
+        """Allows the compilation platform to differ from the export platform."""
+        return cls("platform")
+
+    @classmethod
+    def custom_call(cls, target_name):
+        """Allows serializing a call to the custom call target `target_name`."""
+        return cls(f"custom_call:{target_name}")
+
+    def is_custom_call(self):
+        """The custom call target this allows, or None."""
+        m = re.match(r"custom_call:(.+)$", self._impl)
+        return m.group(1) if m else None
+
+    def is_platform(self):
+        return self._impl == "platform"
+
+    def __str__(self):
+        return self._impl
+
+    __repr__ = __str__
+
+    def __eq__(self, other):
+        return isinstance(other, DisabledSafetyCheck) and self._impl == other._impl
+
+    def __hash__(self):
+        return hash(self._impl)
 _MAGIC = b"EMBEREXP"
 
 
@@ -109,7 +150,8 @@ class Exported:
     `mlir_module()`, `serialize()`, `vjp()`."""
 
     def __init__(self, fun_name, module_text, in_tree, in_avals, out_tree, out_avals,
-                 platforms=("cpu",), scope=None):
+                 platforms=("cpu",), scope=None, disabled_checks=(), platform_modules=None,
+                 shardings=None):
         self.fun_name = fun_name
         # Symbolic exports: the scope of their dimension variables; the
         # module is compiled once for each set of the variables' values.
@@ -119,10 +161,16 @@ class Exported:
         self.in_tree, self.out_tree = in_tree, out_tree
         self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
         self.platforms = tuple(platforms)
-        self.nr_devices = 1
+        # (the export's AbstractMesh, per-argument and per-result specs or
+        # None), when exported with shardings; the devices are logical.
+        self._shardings = shardings
+        self.nr_devices = shardings[0].size if shardings else 1
         self.calling_convention_version = CALLING_CONVENTION_VERSION
         self.ordered_effects = self.unordered_effects = ()
-        self.disabled_safety_checks = ()
+        self.disabled_safety_checks = tuple(disabled_checks)
+        # {platform: its StableHLO}, for a platform whose module differs
+        # from the target-independent translation (TPU kernels).
+        self._platform_modules = dict(platform_modules or {})
         self._exe = None
 
     def __repr__(self):
@@ -134,11 +182,71 @@ class Exported:
         XLA compiles; `ember_module()` is Ember's own form."""
         from .stablehlo_out import to_stablehlo, transformation_ops
 
+        own = {self._platform_modules.get(p) for p in self.platforms}
+        if len(own) > 1:
+            raise NotImplementedError(
+                f"mlir_module: the export for {self.platforms} has a different module for "
+                f"{sorted(self._platform_modules)} (Pallas kernels); Ember writes no "
+                "multi-platform module with a platform argument yet: export for each "
+                "platform apart")
+        if own != {None}:
+            return own.pop()
         with core.context():
             module = ir.Module.parse(self._text)
             if self._scope is not None and transformation_ops(module):
                 module = _transformed_symbolic(self._text, self._scope)
             return to_stablehlo(module, f"jit_{self.fun_name}", scope=self._scope)
+
+    def in_shardings_jax(self, mesh):
+        """The arguments' shardings on `mesh` (a Mesh or AbstractMesh of the
+        export's shape), None where the export gave none."""
+        return self._shardings_on(mesh, 1)
+
+    def out_shardings_jax(self, mesh):
+        """The results' shardings on `mesh` (None where unspecified: over
+        Auto axes the placement is the compiler's)."""
+        return self._shardings_on(mesh, 2, typed_only=True)
+
+    def _shardings_on(self, mesh, which, typed_only=False):
+        from .mesh import AxisType, NamedSharding
+
+        n = len(self.in_avals) if which == 1 else len(self.out_avals)
+        if not self._shardings:
+            return (None,) * n
+        if mesh.size != self._shardings[0].size:
+            raise ValueError(f"the export was made for {self._shardings[0].size} devices; the "
+                             f"mesh {mesh} has {mesh.size}")
+        typed = AxisType.Explicit in self._shardings[0].axis_types
+        return tuple(None if spec is None or (typed_only and not typed) else
+                     NamedSharding(mesh, spec) for spec in self._shardings[which])
+
+    def _call_mesh(self, vals):
+        """The mesh a call with these arguments runs on: the export's mesh
+        over the devices of the arguments' mesh (JAX's check of their
+        number)."""
+        from .mesh import Mesh, NamedSharding
+
+        meshes = [v.aval.sharding.mesh for v in vals if isinstance(v.aval.sharding, NamedSharding)]
+        n = meshes[0].size if meshes else 1
+        if n != self.nr_devices:
+            raise ValueError(f"Function {self.fun_name} was exported for {self.nr_devices} "
+                             f"devices and is called in a context with {n} devices, which is "
+                             f"not allowed. (at {core.where()})")
+        if not hasattr(meshes[0], "devices"):
+            return None
+        ex = self._shardings[0]
+        devs = np.asarray(meshes[0].devices).reshape(-1).reshape(ex.axis_sizes)
+        return Mesh(devs, ex.axis_names, ex.axis_types)
+
+    def _placed(self, outs, mesh):
+        """Eager results on the call's devices, as the export sharded them."""
+        from .mesh import NamedSharding
+
+        if mesh is None:
+            return outs
+        return [o if spec is None else core.Array.with_sharding(o._value, o.weak_type,
+                                                                  NamedSharding(mesh, spec))
+                for o, spec in zip(outs, self._shardings[2])]
 
     def ember_module(self):
         """The exported program in the `ember` dialect (what `serialize`
@@ -159,6 +267,16 @@ class Exported:
             "platforms": list(self.platforms), "nr_devices": self.nr_devices,
             "calling_convention_version": self.calling_convention_version, "effects": [],
         }
+        if self.disabled_safety_checks:
+            header["disabled_checks"] = [str(c) for c in self.disabled_safety_checks]
+        if self._platform_modules:
+            header["platform_modules"] = self._platform_modules
+        if self._shardings:
+            mesh, ins, outs = self._shardings
+            header["shardings"] = {
+                "mesh": {"sizes": list(mesh.axis_sizes), "names": list(mesh.axis_names),
+                         "types": [t.name for t in mesh.axis_types]},
+                "in": [_spec_json(x) for x in ins], "out": [_spec_json(x) for x in outs]}
         if self._scope is not None:
             header["symbolic"] = {"variables": list(self._scope.vars),
                                   "constraints": list(self._scope._constraint_texts)}
@@ -189,10 +307,22 @@ class Exported:
                     f"function takes {a.str_short()} (at {core.where()})")
         return vals
 
+    def _check_platform(self):
+        """JAX's error for a call on a platform the function was not
+        exported for (unless that check was disabled at export)."""
+        here = compiler.get_target().name
+        if here in self.platforms or any(
+                getattr(c, "is_platform", lambda: False)() for c in self.disabled_safety_checks):
+            return
+        raise ValueError(f"Function '{self.fun_name}' was lowered for platforms "
+                         f"'{self.platforms}' but it is used on '{(here,)}'. (at {core.where()})")
+
     def call(self, *args, **kwargs):
         """Runs the exported function (compiled once; inside a trace its ops
         join the traced program, so `jit`, `grad` and `vmap` apply)."""
+        self._check_platform()
         vals = self._check(args, kwargs)
+        mesh = self._call_mesh(vals) if self.nr_devices > 1 else None
         if self._scope is not None:
             return tree_util.tree_unflatten(self.out_tree, self._call_symbolic(vals))
         if core._trace_stack or any(isinstance(v, core.Tracer) for v in vals):
@@ -204,7 +334,8 @@ class Exported:
                 self._exe = compiler.Executable(module, self.in_avals, self.out_avals,
                                                 text=self._text)
             raw = self._exe([v._value for v in vals])
-            outs = [core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)]
+            outs = self._placed([core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)],
+                                mesh)
         return tree_util.tree_unflatten(self.out_tree, outs)
 
     def _call_symbolic(self, vals):
@@ -249,7 +380,8 @@ class Exported:
         ct_avals = [a.update(weak_type=False) for a in self.out_avals]
         specs = [core.ShapeDtypeStruct(a.shape, a.dtype) for a in
                  list(self.in_avals) + ct_avals]
-        return _export_flat(bwd, specs, f"{self.fun_name}_vjp", self.platforms)
+        return _export_flat(bwd, specs, f"{self.fun_name}_vjp", self.platforms,
+                            self.disabled_safety_checks)
 
 
 def _eval_aval(a, env):
@@ -717,15 +849,85 @@ def _aval_of(v):
     return core.ShapedArray(tuple(t.shape), dtypes.from_mlir_name(t.element_type))
 
 
-def _export_flat(fun, specs, name, platforms):
+def _export_flat(fun, specs, name, platforms, disabled_checks=()):
     leaves, in_tree = flatten_args(list(specs), {})
     avals = [core.ShapedArray(tuple(s.shape), dtypes.canonicalize_dtype(s.dtype),
                               bool(getattr(s, "weak_type", False))) for s in leaves]
     flat, out_tree = flatten_fun(fun, in_tree)
-    return _trace_export(flat, avals, in_tree, out_tree, name, platforms)
+    return _trace_export(flat, avals, in_tree, out_tree, name, platforms, disabled_checks)
 
 
-def _trace_export(flat, avals, in_tree, out_tree, name, platforms):
+def _lower_for_platforms(text, platforms):
+    """Lowers the traced program for each platform other than the CPU (as
+    JAX lowers for each at export), so that an op a target cannot compile
+    is the user's error now, not in another process later. Returns the
+    modules of the platforms whose StableHLO differs from the
+    target-independent translation: TPU with Pallas kernels, as Mosaic
+    custom calls."""
+    from .stablehlo_out import to_stablehlo
+    from .targets import get_target
+    from .targets.tpu import _kernel_functions
+
+    own = {}
+    for p in platforms:
+        if p == "cuda":  # its stages up to the NVVM dialect (no PTX is kept)
+            target = get_target("cuda")
+            compiler.stage_text(text, target.stages[-2][0], target)
+        elif p == "tpu":
+            with core.context():
+                kernels = _kernel_functions(ir.Module.parse(text))
+            if kernels:
+                own["tpu"] = compiler.stage_text(text, "stablehlo", get_target("tpu"))
+            else:
+                with core.context():  # (every op has a StableHLO form)
+                    module = ir.Module.parse(text)
+                    compiler.run_pipeline(module, upto="transforms")
+                    to_stablehlo(module)
+    return own
+
+
+def _spec_json(spec):
+    if spec is None:
+        return None
+    return {"parts": [list(p) if isinstance(p, tuple) else p for p in spec],
+            "unreduced": sorted(spec.unreduced), "reduced": sorted(spec.reduced)}
+
+
+def _spec_from(d):
+    from .mesh import PartitionSpec
+
+    if d is None:
+        return None
+    return PartitionSpec(*[tuple(p) if isinstance(p, list) else p for p in d["parts"]],
+                         unreduced=frozenset(d["unreduced"]), reduced=frozenset(d["reduced"]))
+
+
+def _export_shardings(in_avals, out_avals):
+    """(the export's AbstractMesh, in specs, out specs) of avals placed on
+    one mesh (None when none is), and the avals without their shardings
+    (JAX's `in_avals` show none)."""
+    from .mesh import NamedSharding
+
+    meshes = {a.sharding.mesh.abstract_mesh for a in list(in_avals) + list(out_avals)
+              if isinstance(a.sharding, NamedSharding) and a.sharding.mesh.axis_names}
+    bare_in, bare_out = ([a if a.sharding is None else core.ShapedArray(a.shape, a.dtype,
+                                                                         a.weak_type)
+                          for a in avals] for avals in (in_avals, out_avals))
+    if not meshes:
+        return None, bare_in, bare_out
+    sizes = {m.size for m in meshes}
+    if len(sizes) > 1:
+        raise ValueError(f"export: the arguments and results are placed on meshes of "
+                         f"different sizes {sorted(sizes)}")
+    mesh = next(iter(meshes))
+
+    def specs(avals):
+        return [a.sharding.spec if isinstance(a.sharding, NamedSharding) and
+                a.sharding.mesh.axis_names else None for a in avals]
+    return (mesh, specs(in_avals), specs(out_avals)), bare_in, bare_out
+
+
+def _trace_export(flat, avals, in_tree, out_tree, name, platforms, disabled_checks=()):
     """Traces the flat function into an `Exported`: with static shapes the
     program after `ember-transforms`; with symbolic dimensions the traced
     program itself (transformations run once the dimensions are known: the
@@ -739,12 +941,17 @@ def _trace_export(flat, avals, in_tree, out_tree, name, platforms):
     text = str(module)
     if scope is not None or "ember.sym_" in text or _scope_of_avals(out_avals) is not None:
         _check_no_other_variables(avals, out_avals, text)
+    own = {}
+    if scope is None and set(platforms) - {"cpu"}:
+        own = _lower_for_platforms(text, platforms)
     with core.context():
         module = ir.Module.parse(str(module))
         if scope is None:
             compiler.run_pipeline(module, upto="transforms")
+    shardings, avals, out_avals = _export_shardings(avals, out_avals)
     return Exported(name, str(module), in_tree, avals, out_tree(), out_avals, platforms,
-                    scope=scope)
+                    scope=scope, disabled_checks=disabled_checks, platform_modules=own,
+                    shardings=shardings)
 
 
 def export(fun_jit, *, platforms=None, disabled_checks=()):
@@ -753,12 +960,17 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
     fun = getattr(fun_jit, "fun", None)
     if fun is None or not hasattr(fun_jit, "lower"):
         raise TypeError("export: the function must be the result of jax.jit")
-    platforms = tuple(platforms) if platforms is not None else ("cpu",)
+    platforms = tuple(platforms) if platforms is not None else (default_export_platform(),)
+    if not platforms or len(set(platforms)) != len(platforms):
+        raise ValueError(f"export: platforms must be a non-empty list of distinct names, got "
+                         f"{platforms}")
     for p in platforms:
-        if p != "cpu":
+        if p not in PLATFORMS:
             raise NotImplementedError(
-                f"export: platform {p!r}; Ember exports for the CPU only (a CUDA "
-                "runtime is not built yet)")
+                f"export: platform {p!r}; Ember has targets for {', '.join(PLATFORMS)}")
+    for c in disabled_checks:
+        if not isinstance(c, DisabledSafetyCheck):
+            raise TypeError(f"export: disabled_checks must be DisabledSafetyChecks, got {c!r}")
 
     def do_export(*args, **kwargs):
         # Static arguments are given to `export` and baked in; the exported
@@ -780,13 +992,15 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
         avals = []
         for x in leaves:
             if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, core.Value):
-                avals.append(core.ShapedArray(tuple(x.shape),
-                                              dtypes.canonicalize_dtype(x.dtype)))
+                # (a ShapeDtypeStruct's NamedSharding places the argument)
+                sh = getattr(x, "sharding", None)
+                avals.append(core.ShapedArray(tuple(x.shape), dtypes.canonicalize_dtype(x.dtype),
+                                              sharding=sh if hasattr(sh, "spec") else None))
             else:
                 avals.append(core.as_value(x).aval)
         flat, out_tree = flatten_fun(target, in_tree)
         return _trace_export(flat, avals, in_tree, out_tree, getattr(fun, "__name__", "fun"),
-                             platforms)
+                             platforms, tuple(disabled_checks))
 
     return do_export
 
@@ -825,8 +1039,18 @@ def deserialize(blob):
                 scope._var(str(v))
         in_avals = [_aval_from(a, scope) for a in header["in_avals"]]
         out_avals = [_aval_from(a, scope) for a in header["out_avals"]]
-        platforms = tuple(header["platforms"])
+        platforms = tuple(str(p) for p in header["platforms"])
         name = str(header["fun_name"])
+        disabled = tuple(DisabledSafetyCheck(str(c)) for c in header.get("disabled_checks", []))
+        own = {str(k): str(v) for k, v in header.get("platform_modules", {}).items()}
+        shardings = None
+        if "shardings" in header:
+            from .mesh import AbstractMesh, AxisType
+
+            sh = header["shardings"]
+            m = sh["mesh"]
+            shardings = (AbstractMesh(m["sizes"], m["names"], [AxisType[t] for t in m["types"]]),
+                         [_spec_from(x) for x in sh["in"]], [_spec_from(x) for x in sh["out"]])
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"deserialize: the export's header is corrupt ({e!r})") from None
     try:
@@ -846,7 +1070,8 @@ def deserialize(blob):
     if in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
         raise ValueError("deserialize: the export's trees and avals disagree")
     return Exported(name, text, in_tree, in_avals, out_tree, out_avals, platforms,
-                    scope=scope)
+                    scope=scope, disabled_checks=disabled, platform_modules=own,
+                    shardings=shardings)
 
 
 def from_stablehlo(text, name=None):

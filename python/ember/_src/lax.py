@@ -528,14 +528,21 @@ threefry2x32_p = Primitive("threefry2x32", lambda *xs: [xs[0], xs[0]],
 # --------------------------------------------------------------------------
 
 
+def _named(fn, name):
+    """`fn` under `name` (the lax function's, as JAX's: names show in
+    exports and errors)."""
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
 def _u(name):
     p = _prims[name]
-    return lambda x: p.bind(x)
+    return _named(lambda x: p.bind(x), name)
 
 
 def _b(name):
     p = _prims[name]
-    return lambda x, y: p.bind(*_promote_scalars(x, y))
+    return _named(lambda x, y: p.bind(*_promote_scalars(x, y)), name)
 
 
 def _promote_scalars(*xs):
@@ -560,11 +567,12 @@ exp, log, tanh, sin, cos = (_u(n) for n in ["exp", "log", "tanh", "sin", "cos"])
 sqrt, cbrt, erf, erf_inv, lgamma, digamma = (
     _u(n) for n in ["sqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma"])
 bessel_i0e, bessel_i1e = _u("bessel_i0e"), _u("bessel_i1e")
-bitwise_not = _u("not")
+bitwise_not = _named(_u("not"), "bitwise_not")
 population_count, clz, conj = _u("population_count"), _u("clz"), _u("conj")
 add, sub, mul, div, rem, pow = (_b(n) for n in ["add", "sub", "mul", "div", "rem", "pow"])
 nextafter = _b("nextafter")
-bitwise_and, bitwise_or, bitwise_xor = _b("and"), _b("or"), _b("xor")
+bitwise_and, bitwise_or, bitwise_xor = (_named(_b(n), f"bitwise_{n}")
+                                         for n in ["and", "or", "xor"])
 shift_left, shift_right_logical, shift_right_arithmetic = (
     _b(n) for n in ["shift_left", "shift_right_logical", "shift_right_arithmetic"])
 
