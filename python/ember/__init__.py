@@ -18,6 +18,7 @@ from ember import errors as errors
 from ember import example_libraries as example_libraries
 from ember import experimental as experimental
 from ember import export as export
+from ember import ffi as ffi
 from ember import image as image
 from ember import lax as lax
 from ember import monitoring as monitoring

@@ -78,7 +78,10 @@ _error_classes = {}
 
 
 def callback_error(e):
-    """The JaxRuntimeError for exception `e` raised by a host callback."""
+    """The JaxRuntimeError for exception `e` raised by a host callback (an
+    error an XLA FFI handler returned is already one: `ffi.py`)."""
+    if getattr(e, "from_runtime", False):
+        return e
     cls = type(e)
     sub = _error_classes.get(cls)
     if sub is None and not issubclass(cls, Exception):

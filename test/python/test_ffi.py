@@ -1,0 +1,211 @@
+"""`ember.ffi` (JAX's `jax.ffi`): handlers written against XLA's FFI headers
+(test/data/ffi/handlers.cc, compiled here against the headers jaxlib ships,
+from the JAX venv `make test` builds) registered and called eagerly, under
+`jit`, in loops and under `vmap`, with attributes of every kind, result
+aliasing and layouts; their errors; the cross-check with JAX running the
+same library."""
+
+import ctypes
+import glob
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+
+HERE = os.path.dirname(__file__)
+SOURCE = os.path.join(HERE, "..", "data", "ffi", "handlers.cc")
+JAX_PYTHON = os.environ.get("EMBER_JAX_PYTHON")
+
+
+def _include_dir():
+    if os.environ.get("EMBER_FFI_INCLUDE_DIR"):
+        return os.environ["EMBER_FFI_INCLUDE_DIR"]
+    if JAX_PYTHON:
+        venv = os.path.dirname(os.path.dirname(JAX_PYTHON))
+        found = glob.glob(os.path.join(venv, "lib", "python*", "site-packages", "jaxlib",
+                                       "include"))
+        if found:
+            return found[0]
+    return None
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    include = _include_dir()
+    compiler = shutil.which("c++") or shutil.which("g++")
+    if include is None or compiler is None:
+        pytest.skip("no XLA FFI headers (a JAX venv: EMBER_JAX_PYTHON, make test sets it) "
+                    "or no C++ compiler")
+    out = str(tmp_path_factory.mktemp("ffi") / "libhandlers.so")
+    subprocess.run([compiler, "-std=c++17", "-O1", "-w", "-shared", "-fPIC", f"-I{include}",
+                    SOURCE, "-o", out], check=True)
+    lib = ctypes.cdll.LoadLibrary(out)
+    for name, sym in [("row_rms_norm", lib.RowRmsNorm), ("affine", lib.Affine),
+                      ("accumulate", lib.Accumulate), ("first_column", lib.FirstColumn)]:
+        ember.ffi.register_ffi_target(name, ember.ffi.pycapsule(sym), platform="cpu")
+    return out
+
+
+def _rms_ref(x, eps=1e-5):
+    x = np.asarray(x, np.float32)
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+
+
+def _rms(x, eps=1e-5, **kw):
+    return ember.ffi.ffi_call("row_rms_norm", ember.ShapeDtypeStruct(x.shape, x.dtype),
+                              **kw)(x, eps=np.float32(eps))
+
+
+X = (jnp.arange(12.0, dtype=jnp.float32).reshape(3, 4) - 5.5) / 2
+
+
+def test_calls_eagerly_under_jit_and_in_loops(library):
+    np.testing.assert_allclose(_rms(X), _rms_ref(X), rtol=1e-6)
+    np.testing.assert_allclose(ember.jit(_rms)(X), _rms_ref(X), rtol=1e-6)
+
+    def body(c, row):
+        y = _rms(row[None, :] * c)
+        return c + 1.0, y[0]
+    _, ys = ember.jit(lambda xs: lax.scan(body, jnp.float32(1.0), xs))(X)
+    want = np.stack([_rms_ref(np.asarray(X[i]) * (1.0 + i)) for i in range(3)])
+    np.testing.assert_allclose(ys, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all"])
+def test_vmap_methods(library, method):
+    f = ember.vmap(lambda r: _rms(r, vmap_method=method))
+    np.testing.assert_allclose(f(X), _rms_ref(X), rtol=1e-6)
+    np.testing.assert_allclose(ember.jit(f)(X), _rms_ref(X), rtol=1e-6)
+
+
+def test_attributes_of_every_kind_and_two_results(library):
+    call = ember.ffi.ffi_call("affine", (ember.ShapeDtypeStruct((3, 4), np.float32),
+                                         ember.ShapeDtypeStruct((), np.float64)))
+    offsets = np.array([1.0, 2.0], np.float32)
+    y, total = call(X, repeat=2, scale=0.5, offsets=offsets, mode="sub", cfg={"bias": 10.0})
+    x = np.asarray(X).reshape(-1)
+    want = -2 * (x * 0.5 + offsets[np.arange(12) % 2])
+    np.testing.assert_allclose(np.asarray(y).reshape(-1), want, rtol=1e-6)
+    # (a float64 result is float32 without jax_enable_x64, as Ember's arrays)
+    assert total.dtype == np.float32
+    np.testing.assert_allclose(total, want.sum() + 10.0, rtol=1e-6)
+    assert isinstance(call(X, repeat=1, scale=1.0, offsets=offsets, mode="add",
+                           cfg={"bias": 0.0}), tuple)
+
+
+def test_aliasing_and_layouts(library):
+    acc = jnp.ones((3, 4), jnp.float32)
+    out = ember.ffi.ffi_call("accumulate", ember.ShapeDtypeStruct((3, 4), jnp.float32),
+                             input_output_aliases={1: 0})(X, acc)
+    np.testing.assert_allclose(out, np.asarray(X) + 1)
+    m = jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3)
+    col = ember.ffi.ffi_call("first_column", ember.ShapeDtypeStruct((2,), jnp.float32),
+                             input_layouts=[(1, 0)])
+    np.testing.assert_allclose(col(m), [0.0, 3.0])  # (column-major: m[:, 0])
+    np.testing.assert_allclose(ember.jit(col)(m), [0.0, 3.0])
+    with pytest.raises(ValueError, match="different abstract value"):
+        ember.ffi.ffi_call("accumulate", ember.ShapeDtypeStruct((4,), jnp.float32),
+                           input_output_aliases={1: 0})(X, acc)
+    with pytest.raises(ValueError, match="not a permutation"):
+        ember.ffi.ffi_call("first_column", ember.ShapeDtypeStruct((2,), jnp.float32),
+                           input_layouts=[(0, 0)])(m)
+
+
+def test_errors(library):
+    # The handler's own error, with XLA's code, eagerly and under jit.
+    for f in (_rms, ember.jit(_rms)):
+        with pytest.raises(ember.errors.JaxRuntimeError,
+                           match="INVALID_ARGUMENT: row_rms_norm needs an array"):
+            f(jnp.float32(2.0))
+    # An attribute of the wrong type: XLA's decoding diagnostics.
+    with pytest.raises(ember.errors.JaxRuntimeError,
+                       match="Wrong scalar data type: expected F32 but got F64"):
+        ember.ffi.ffi_call("row_rms_norm", ember.ShapeDtypeStruct(X.shape, X.dtype))(X, eps=1e-5)
+    with pytest.raises(ValueError, match="No FFI target named 'nope'"):
+        ember.ffi.ffi_call("nope", ember.ShapeDtypeStruct((), np.float32))(X)
+    with pytest.raises(NotImplementedError, match="vmap_method"):
+        ember.vmap(_rms)(X)
+    with pytest.raises(ValueError, match="do not support JVP"):
+        ember.grad(lambda x: _rms(x).sum())(X)
+    with pytest.raises(ValueError, match="vmap_method must be"):
+        ember.ffi.ffi_call("row_rms_norm", ember.ShapeDtypeStruct((), np.float32),
+                           vmap_method="sideways")
+    with pytest.raises(TypeError, match="PyCapsule"):
+        ember.ffi.register_ffi_target("bad", 42)
+    with pytest.raises(NotImplementedError, match="api_version=0"):
+        ember.ffi.register_ffi_target("legacy", ember.ffi.pycapsule(ctypes.c_void_p(1)),
+                                      api_version=0)
+    with pytest.raises(TypeError, match="unsupported attribute type"):
+        ember.ffi.ffi_call("row_rms_norm", ember.ShapeDtypeStruct(X.shape, X.dtype))(
+            X, eps=object())
+
+
+def test_differentiated_through_custom_vjp(library):
+    """JAX's recipe: an FFI call is differentiated by a custom rule."""
+    @ember.custom_vjp
+    def rms(x):
+        return _rms(x)
+
+    def fwd(x):
+        return _rms(x), x
+
+    def bwd(x, ct):
+        _, pullback = ember.vjp(lambda v: v / jnp.sqrt(jnp.mean(v * v, -1, keepdims=True) +
+                                                       1e-5), x)
+        return pullback(ct)
+
+    rms.defvjp(fwd, bwd)
+    g = ember.grad(lambda x: (rms(x) * jnp.arange(4.0)).sum())(X)
+    want = ember.grad(lambda x: (x / jnp.sqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-5) *
+                                 jnp.arange(4.0)).sum())(X)
+    np.testing.assert_allclose(g, want, rtol=1e-5)
+
+
+def test_include_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("EMBER_FFI_INCLUDE_DIR", str(tmp_path))
+    assert ember.ffi.include_dir() == str(tmp_path)
+
+
+_JAX_SIDE = r"""
+import ctypes, json, sys
+import numpy as np
+import jax, jax.numpy as jnp
+lib = ctypes.cdll.LoadLibrary(sys.argv[1])
+jax.ffi.register_ffi_target("row_rms_norm", jax.ffi.pycapsule(lib.RowRmsNorm), platform="cpu")
+jax.ffi.register_ffi_target("affine", jax.ffi.pycapsule(lib.Affine), platform="cpu")
+x = (jnp.arange(12.0, dtype=jnp.float32).reshape(3, 4) - 5.5) / 2
+y = jax.ffi.ffi_call("row_rms_norm", jax.ShapeDtypeStruct(x.shape, x.dtype))(
+    x, eps=np.float32(1e-5))
+a, t = jax.ffi.ffi_call("affine", (jax.ShapeDtypeStruct((3, 4), np.float32),
+                                   jax.ShapeDtypeStruct((), np.float64)))(
+    x, repeat=3, scale=0.25, offsets=np.array([1.0, -2.0, 0.5], np.float32), mode="add",
+    cfg={"bias": 1.5})
+print(json.dumps([np.asarray(y).tolist(), np.asarray(a).tolist(), float(t)]))
+"""
+
+
+@pytest.mark.skipif(not (JAX_PYTHON and os.path.exists(JAX_PYTHON)),
+                    reason="no JAX Python for the cross-check (EMBER_JAX_PYTHON; make test "
+                    "sets it)")
+def test_same_library_gives_jax_results(library, tmp_path):
+    script = tmp_path / "jax_side.py"
+    script.write_text(_JAX_SIDE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EMBER_")}
+    out = subprocess.run([JAX_PYTHON, str(script), library], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    y, a, t = json.loads(out.stdout.strip().splitlines()[-1])
+    np.testing.assert_array_equal(np.asarray(_rms(X)), np.array(y, np.float32))
+    ours = ember.ffi.ffi_call("affine", (ember.ShapeDtypeStruct((3, 4), np.float32),
+                                         ember.ShapeDtypeStruct((), np.float64)))(
+        X, repeat=3, scale=0.25, offsets=np.array([1.0, -2.0, 0.5], np.float32), mode="add",
+        cfg={"bias": 1.5})
+    np.testing.assert_array_equal(np.asarray(ours[0]), np.array(a, np.float32))
+    np.testing.assert_allclose(float(ours[1]), t, rtol=1e-7)
