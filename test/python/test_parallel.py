@@ -817,3 +817,62 @@ def test_unreduced_in_shard_map_errors(devices8):
         return jnp.sum(y ** 2)
     np.testing.assert_allclose(ember.grad(f)(w), 2 * np.arange(4.0) * (
         np.arange(4.0) ** 2 + np.arange(4.0, 8.0) ** 2), rtol=1e-6)
+
+
+# ------------------------------------------------------------ axis_index_groups
+
+
+def test_axis_index_groups_match_jax(devices8):
+    """Collectives within groups of a pmap or shard_map axis (values recorded
+    from JAX 0.10.2's pmap on 4 CPU devices); JAX's errors for groups that
+    do not cover the axis, and for a user's vmap."""
+    x = jnp.arange(4.0)
+    g = [[0, 1], [2, 3]]
+
+    def pm(f, v=x):
+        return np.asarray(ember.pmap(f, axis_name="i")(v))
+
+    np.testing.assert_array_equal(pm(lambda v: lax.psum(v, "i", axis_index_groups=g)),
+                                  [1, 1, 5, 5])
+    np.testing.assert_array_equal(
+        pm(lambda v: lax.pmax(v, "i", axis_index_groups=[[0, 2], [1, 3]])), [2, 3, 2, 3])
+    np.testing.assert_array_equal(
+        pm(lambda v: lax.pmin(v, "i", axis_index_groups=[[3, 0], [1, 2]])), [0, 1, 1, 0])
+    np.testing.assert_array_equal(
+        pm(lambda v: lax.pmean(v, "i", axis_index_groups=[[0, 3], [1, 2]])), [1.5] * 4)
+    np.testing.assert_array_equal(
+        pm(lambda v: lax.psum(v, "i", axis_index_groups=[[0, 1, 2], [3]])), [3] * 4)
+    np.testing.assert_array_equal(pm(lambda v: lax.all_gather(v, "i", axis_index_groups=g)),
+                                  [[0, 1], [0, 1], [2, 3], [2, 3]])
+    np.testing.assert_array_equal(
+        pm(lambda v: lax.all_gather(v, "i", axis_index_groups=[[0, 2], [1, 3]], tiled=True),
+           jnp.arange(8.0).reshape(4, 2)),
+        [[0, 1, 4, 5], [2, 3, 6, 7], [0, 1, 4, 5], [2, 3, 6, 7]])
+    np.testing.assert_array_equal(
+        pm(lambda v: lax.psum_scatter(jnp.stack([v, 2 * v]), "i", axis_index_groups=g)),
+        [1, 2, 5, 10])
+    np.testing.assert_array_equal(
+        pm(lambda v: lax.psum_scatter(v, "i", axis_index_groups=[[0, 2], [1, 3]], tiled=True),
+           jnp.arange(16.0).reshape(4, 4)), [[8, 10], [16, 18], [12, 14], [20, 22]])
+    bools = jnp.array([True, False, True, True])
+    got = pm(lambda v: lax.psum(v, "i", axis_index_groups=g), bools)
+    assert got.tolist() == [1, 1, 2, 2] and got.dtype == np.int32
+    grad = ember.grad(lambda y: ember.pmap(
+        lambda v: lax.psum(v * v, "i", axis_index_groups=g), axis_name="i")(y).sum())(x)
+    np.testing.assert_array_equal(grad, [0, 4, 8, 12])
+    # In shard_map (typed: the group's sum varies over the axis).
+    mesh = ember.make_mesh((4,), ("i",))
+    xs = ember.device_put(x, NamedSharding(mesh, P("i")))
+    out = ember.jit(ember.shard_map(lambda v: lax.psum(v, "i", axis_index_groups=g),
+                                    mesh=mesh, in_specs=P("i"), out_specs=P("i")))(xs)
+    np.testing.assert_array_equal(out, [1, 1, 5, 5])
+    for bad in ([[0, 1], [1, 3]], [[0, 1]], [[0, 5], [1, 2]]):
+        with pytest.raises(ValueError, match="cover all indices exactly once"):
+            pm(lambda v, b=bad: lax.psum(v, "i", axis_index_groups=b))
+    with pytest.raises(ValueError, match="same size"):
+        pm(lambda v: lax.all_gather(v, "i", axis_index_groups=[[0, 1, 2], [3]]))
+    with pytest.raises(NotImplementedError, match="not supported in vmap collectives"):
+        ember.vmap(lambda v: lax.psum(v, "i", axis_index_groups=g), axis_name="i")(x)
+    with pytest.raises(NotImplementedError, match="axis_index_groups"):
+        pm(lambda v: lax.all_to_all(jnp.stack([v, v, v, v]), "i", 0, 0,
+                                    axis_index_groups=g))

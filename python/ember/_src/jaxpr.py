@@ -91,6 +91,30 @@ def _scalar_literal(op):
     return f"{v}:{elt}[]"
 
 
+def _is_literal(text):
+    return isinstance(text, str) and text.endswith("[]") and ":" in text
+
+
+def _converted_literal(text, mlir_type):
+    """The literal `text` (`2:i32[]`) as a literal of the rank-0 type
+    `mlir_type`, or None."""
+    elt = _type_str(mlir_type)
+    if not elt.endswith("[]"):
+        return None
+    elt = elt[:-2]
+    v = text.rsplit(":", 1)[0]
+    try:
+        if elt == "bool":
+            return f"{v not in ('0', '0.0', 'False', '-0.0')}:bool[]"
+        if elt.startswith(("f", "bf")):
+            return f"{float(v)!r}:{elt}[]"
+        if elt.startswith(("i", "u")):
+            return f"{int(float(v))}:{elt}[]"
+    except ValueError:
+        return None
+    return None
+
+
 def _const_value(op):
     """A constant op's value as a NumPy array."""
     attr = op.attributes["value"]
@@ -177,6 +201,13 @@ class _Printer:
                 self.constvars.append(self.var(op.results[0]))
                 self.consts.append(_const_value(op))
                 continue
+            if name == "ember.convert" and _is_literal(self.of.get(op.operands[0])):
+                # A Python scalar converted to the operation's type: JAX's
+                # literal of that type (`mul 2.0:f32[] a`).
+                lit = _converted_literal(self.of[op.operands[0]], op.results[0].type)
+                if lit is not None:
+                    self.of[op.results[0]] = lit
+                    continue
             # (Discardable `ember.*` attributes are marks for the passes.)
             params = ", ".join(f"{k}={_param(op.attributes[k])}" for k in op.attributes
                                if k != "operandSegmentSizes" and not k.startswith("ember."))
@@ -207,10 +238,16 @@ def _main(module):
 
 
 def closed_jaxpr_of(text, in_avals, out_avals):
-    """The jaxpr view of a traced module's text (transformations expanded)."""
+    """The jaxpr view of a traced module's text: as traced (JAX's jaxpr is
+    the trace: no op merged or reordered), or, when it holds
+    transformations, after the `transforms` stage expanded them (and
+    cleaned up what expanding them leaves)."""
+    from .stablehlo_out import transformation_ops
+
     with core.context():
         module = ir.Module.parse(text)
-        compiler.run_pipeline(module, upto="transforms")
+        if transformation_ops(module):
+            compiler.run_pipeline(module, upto="transforms")
     p = _Printer()
     block = _main(module).regions[0].blocks[0]
     invars = [p.var(a) for a in block.arguments]

@@ -114,6 +114,79 @@ def _no_groups(groups, what):
         raise NotImplementedError(f"{what}: axis_index_groups is not supported by Ember")
 
 
+class _Groups:
+    """`axis_index_groups` over one device axis (pmap, shard_map): each
+    lane's group, its position in it, and the groups' members. JAX checks
+    that they cover the axis exactly once; all_gather and psum_scatter need
+    groups of one size."""
+
+    def __init__(self, groups, axis_name, what, equal=False):
+        import numpy as np
+
+        names = _names(axis_name)
+        if len(names) != 1:
+            raise NotImplementedError(f"{what}: axis_index_groups over several axes at once "
+                                      f"(got {axis_name!r})")
+        self.name = name = names[0]
+        if name not in device_axes():
+            raise NotImplementedError("axis_index_groups not supported in vmap collectives "
+                                      f"(as in JAX; pmap and shard_map axes take them) "
+                                      f"(at {core.where()})")
+        if _split(name):
+            raise NotImplementedError(f"{what}: axis_index_groups over an axis split over MPI "
+                                      "processes")
+        size = axis_size(name)
+        self.groups = [[int(i) for i in g] for g in groups]
+        if sorted(i for g in self.groups for i in g) != list(range(size)):
+            raise ValueError("axis_index_groups must cover all indices exactly once")
+        if equal and len({len(g) for g in self.groups}) != 1:
+            raise ValueError(f"{what}: axis_index_groups must all have the same size, got "
+                             f"{self.groups}")
+        self.gid = np.zeros(size, np.int32)
+        self.pos = np.zeros(size, np.int32)
+        for k, g in enumerate(self.groups):
+            for p, i in enumerate(g):
+                self.gid[i], self.pos[i] = k, p
+        self.same = self.gid[:, None] == self.gid[None, :]  # [lane, lane]
+        self.count = np.array([len(self.groups[k]) for k in self.gid], np.int32)
+
+    def here(self, table):
+        """This lane's entry of a per-lane table (a NumPy array)."""
+        from .numpy import lax_numpy as jnp
+
+        return jnp.asarray(table)[axis_index(self.name)]
+
+    def gathered(self, v):
+        """Every lane's `v`, stacked: [lanes, ...]."""
+        return all_gather(v, self.name)
+
+    def members(self):
+        """This lane's group's members, in order (groups of one size)."""
+        import numpy as np
+
+        return self.here(np.array(self.groups, np.int32)[self.gid])
+
+
+def _grouped_reduction(op, v, groups):
+    """psum/pmax/pmin within each lane's group: the gathered lanes of its
+    group combined (sums of the others' zeros, extrema over the others'
+    identities)."""
+    import numpy as np
+
+    from .numpy import lax_numpy as jnp
+
+    v = _to_numeric(v)
+    g = groups.gathered(v)
+    mask = jnp.reshape(groups.here(groups.same), (g.shape[0],) + (1,) * v.ndim)
+    if op == "ember.psum":
+        return jnp.sum(jnp.where(mask, g, jnp.zeros((), v.dtype)), axis=0)
+    dt = np.dtype(v.dtype)
+    big = np.inf if dt.kind in "fc" else np.iinfo(dt).max
+    fill = jnp.asarray(-big if op == "ember.pmax" else big, v.dtype)
+    pick = jnp.max if op == "ember.pmax" else jnp.min
+    return pick(jnp.where(mask, g, fill), axis=0)
+
+
 # --------------------------------------------------------------------------
 # Emitting collective ops
 # --------------------------------------------------------------------------
@@ -251,7 +324,9 @@ def _reduce(op, x, name):
 
 def _reduction(op, x, axis_name, groups):
     """`op` over each named axis in turn, on every leaf of `x`."""
-    _no_groups(groups, op[len("ember."):])
+    if groups is not None:
+        grouped = _Groups(groups, axis_name, op[len("ember."):])
+        return tree_util.tree_map(lambda v: _grouped_reduction(op, as_value(v), grouped), x)
     names = _names(axis_name)
 
     def one(v):
@@ -276,8 +351,12 @@ def pmin(x, axis_name, *, axis_index_groups=None):
 def pmean(x, axis_name, *, axis_index_groups=None):
     from .numpy import lax_numpy as jnp
 
-    n = axis_size(axis_name)
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
+    if axis_index_groups is not None:  # (the lane's own group's size)
+        groups = _Groups(axis_index_groups, axis_name, "pmean")
+        n = groups.here(groups.count)
+    else:
+        n = axis_size(axis_name)
     return tree_util.tree_map(lambda v: jnp.true_divide(v, n), total)
 
 
@@ -363,7 +442,9 @@ def _canon_axis(axis, rank, what, ndim=None):
 def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     from .numpy import lax_numpy as jnp
 
-    _no_groups(axis_index_groups, "all_gather")
+    if axis_index_groups is not None:
+        groups = _Groups(axis_index_groups, axis_name, "all_gather", equal=True)
+        return tree_util.tree_map(lambda v: _grouped_gather(as_value(v), groups, axis, tiled), x)
     names = _names(axis_name)
 
     def one(v):
@@ -396,10 +477,52 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     return tree_util.tree_map(one, x)
 
 
+def _grouped_gather(v, groups, axis, tiled):
+    """all_gather within the lane's group: its members' values, stacked
+    (or concatenated, `tiled`) along `axis`."""
+    from .numpy import lax_numpy as jnp
+
+    if tiled and v.ndim == 0:
+        raise ValueError("all_gather with tiled=True needs an operand of rank >= 1")
+    d = _canon_axis(axis, v.ndim + (0 if tiled else 1), "all_gather axis", v.ndim)
+    mine = jnp.take(groups.gathered(v), groups.members(), axis=0)  # [k, ...]
+    if not tiled:
+        return jnp.moveaxis(mine, 0, d)
+    mine = jnp.moveaxis(mine, 0, d)  # [..., k, n_d, ...]
+    shape = list(v.shape)
+    shape[d] *= mine.shape[d]
+    return jnp.reshape(mine, tuple(shape))
+
+
+def _grouped_scatter(v, groups, d, tiled):
+    """psum_scatter within the lane's group: the group's sum, of which the
+    lane keeps the block at its position in the group."""
+    from . import lax as lax_mod
+
+    k = len(groups.groups[0])
+    if tiled and v.shape[d] % k:
+        raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} is not divisible "
+                         f"by the group size {k}")
+    if not tiled and v.shape[d] != k:
+        raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} must equal the "
+                         f"group size {k} (or use tiled=True)")
+    total = _grouped_reduction("ember.psum", v, groups)
+    p = groups.here(groups.pos)
+    if not tiled:
+        return lax_mod.dynamic_index_in_dim(total, p, d, keepdims=False)
+    block = v.shape[d] // k
+    return lax_mod.dynamic_slice_in_dim(total, p * block, block, d)
+
+
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
     from .numpy import lax_numpy as jnp
 
-    _no_groups(axis_index_groups, "psum_scatter")
+    if axis_index_groups is not None:
+        groups = _Groups(axis_index_groups, axis_name, "psum_scatter", equal=True)
+        return tree_util.tree_map(lambda v: _grouped_scatter(
+            _to_numeric(v), groups,
+            _canon_axis(scatter_dimension, as_value(v).ndim, "psum_scatter scatter_dimension"),
+            tiled), x)
     names = _names(axis_name)
 
     def one(v):

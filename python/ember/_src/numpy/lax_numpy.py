@@ -987,14 +987,22 @@ def _arange(start, stop, step, dtype):
                 f"arange with symbolic dimensions needs integer start and step, got "
                 f"start={start}, stop={stop}, step={step}")
         n = shape_poly.dim_max((stop - start + step - (1 if step > 0 else -1)) // step, 0)
-        return add(multiply(lax.iota(dtype, n), _to(step, dtype)), _to(start, dtype))
+        return _stepped_iota(dtype, n, start, step)
     n = builtins.max(_math.ceil((stop - start) / step), 0)
     if n == 0:
         return _core.Array(_np.zeros((0,), dtype))
-    if _dt.is_int(dtype) and isinstance(start, int) and isinstance(step, int):
-        return add(multiply(lax.iota(dtype, n), _to(step, dtype)), _to(start, dtype))
-    i = lax.iota(dtype, n)
-    return add(multiply(i, _to(step, dtype)), _to(start, dtype))
+    return _stepped_iota(dtype, n, start, step)
+
+
+def _stepped_iota(dtype, n, start, step):
+    """start + step * iota(n), without the product by a step of 1 or the sum
+    with a start of 0 (JAX's `arange(n)` is one iota)."""
+    out = lax.iota(dtype, n)
+    if not (isinstance(step, (int, float)) and step == 1):
+        out = multiply(out, _to(step, dtype))
+    if not (isinstance(start, (int, float)) and start == 0):
+        out = add(out, _to(start, dtype))
+    return out
 
 
 @_jit_outside_traces("num", "endpoint", "retstep", "dtype", "axis", "device")
