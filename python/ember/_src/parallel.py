@@ -494,18 +494,24 @@ def _grouped_gather(v, groups, axis, tiled):
     return jnp.reshape(mine, tuple(shape))
 
 
+def _check_scatter_size(v, d, n, tiled, what):
+    """psum_scatter's check of the scattered dimension against the `n` lanes
+    it is split over."""
+    if tiled and v.shape[d] % n:
+        raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} is not divisible "
+                         f"by the {what} {n}")
+    if not tiled and v.shape[d] != n:
+        raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} must equal the "
+                         f"{what} {n} (or use tiled=True)")
+
+
 def _grouped_scatter(v, groups, d, tiled):
     """psum_scatter within the lane's group: the group's sum, of which the
     lane keeps the block at its position in the group."""
     from . import lax as lax_mod
 
     k = len(groups.groups[0])
-    if tiled and v.shape[d] % k:
-        raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} is not divisible "
-                         f"by the group size {k}")
-    if not tiled and v.shape[d] != k:
-        raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} must equal the "
-                         f"group size {k} (or use tiled=True)")
+    _check_scatter_size(v, d, k, tiled, "group size")
     total = _grouped_reduction("ember.psum", v, groups)
     p = groups.here(groups.pos)
     if not tiled:
@@ -530,12 +536,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
         d = _canon_axis(scatter_dimension, v.ndim, "psum_scatter scatter_dimension")
         sizes = [axis_size(n) for n in names]
         total = math.prod(sizes)
-        if tiled and v.shape[d] % total:
-            raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} is not "
-                             f"divisible by the axis size {total}")
-        if not tiled and v.shape[d] != total:
-            raise ValueError(f"psum_scatter: dimension {d} of size {v.shape[d]} must equal "
-                             f"the axis size {total} (or use tiled=True)")
+        _check_scatter_size(v, d, total, tiled, "axis size")
         if not tiled and len(names) > 1:
             v = jnp.reshape(v, v.shape[:d] + tuple(sizes) + v.shape[d + 1:])
         for n, size in zip(names, sizes):
