@@ -260,6 +260,49 @@ LogicalResult batchWhile(OpBuilder &b, WhileOp op, ArrayRef<Value> operands,
                          ArrayRef<bool> isBatched, int64_t n, BatchMap &batched,
                          SmallVectorImpl<Value> &results);
 
+/// Whether `call` carries a user's batching rule for a batch of `n`
+/// (spec.md, "Batching rules on calls"): `ember.batch_rule`, the function
+/// computing the call on operands batched along a new leading axis of
+/// `ember.batch_size` lanes. A rule traced for another size (an enclosing
+/// vmap's) is not this batch's.
+bool hasBatchRule(func::CallOp call, int64_t n) {
+  auto size = call->getAttrOfType<IntegerAttr>("ember.batch_size");
+  return call->getAttrOfType<FlatSymbolRefAttr>("ember.batch_rule") && size &&
+         size.getInt() == n;
+}
+
+/// A call batched by its rule: the rule's function on the operands, the
+/// unbatched ones broadcast to the batch; every result is batched.
+LogicalResult batchByRule(OpBuilder &b, func::CallOp call,
+                          ArrayRef<Value> operands, ArrayRef<bool> isBatched,
+                          int64_t n, SmallVectorImpl<Value> &results) {
+  auto name = call->getAttrOfType<FlatSymbolRefAttr>("ember.batch_rule");
+  auto rule = scope.symbols->lookup<func::FuncOp>(name.getValue());
+  if (!rule || rule.isExternal())
+    return call->emitError("ember-batch: the batching rule '")
+           << name.getValue() << "' is not a function with a body";
+  FunctionType type = rule.getFunctionType();
+  bool fits = type.getNumInputs() == operands.size() &&
+              type.getNumResults() == call->getNumResults();
+  for (auto [i, v] : llvm::enumerate(operands))
+    fits = fits && i < type.getNumInputs() &&
+           type.getInput(i) ==
+               (isBatched[i] ? v.getType() : withBatch(v.getType(), n));
+  for (auto [i, t] : llvm::enumerate(call->getResultTypes()))
+    fits = fits && i < type.getNumResults() &&
+           type.getResult(i) == withBatch(t, n);
+  if (!fits)
+    return call->emitError("ember-batch: the batching rule '")
+           << name.getValue() << "' has type " << type
+           << ", not the call's types with a leading axis of " << n;
+  SmallVector<Value> args;
+  for (auto [v, isB] : llvm::zip(operands, isBatched))
+    args.push_back(isB ? v : broadcastBatch(b, call.getLoc(), v, n));
+  auto c = func::CallOp::create(b, call.getLoc(), rule, args);
+  results.append(c.getResults().begin(), c.getResults().end());
+  return success();
+}
+
 /// Rewrites the ops of `ops` (in order) that touch batched values with their
 /// batching rules; `batched` grows with the batched results.
 LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
@@ -315,6 +358,10 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
         return failure();
     } else if (isa<CustomJvpCallOp, CustomVjpCallOp>(o)) {
       if (failed(batchCustom(b, o, operands, isBatched, n, res)))
+        return failure();
+    } else if (auto call = dyn_cast<func::CallOp>(o);
+               call && hasBatchRule(call, n)) {
+      if (failed(batchByRule(b, call, operands, isBatched, n, res)))
         return failure();
     } else if (auto call = dyn_cast<func::CallOp>(o)) {
       // A call of a private function (a closure-converted function, a
@@ -629,8 +676,11 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
   }
   // A recorded TPU kernel's call stays a call, so that batchOps batches
   // its recorded kernel too (carryTpuKernel).
-  auto results =
-      inlineBody(b, callee, exampleArgs, symbols, /*keepKernelCalls=*/true);
+  // A call with a user's batching rule stays a call, so that batchOps
+  // applies the rule.
+  auto results = inlineBody(b, callee, exampleArgs, symbols,
+                            /*keepKernelCalls=*/true, 0,
+                            /*keepBatchRules=*/true);
   if (failed(results))
     return failure();
   flattenCases(body, *results);
@@ -684,5 +734,5 @@ LogicalResult mlir::ember::expandBatchOps(ModuleOp module, SymbolTable &symbols,
         scope.axis = StringAttr();
         return fn;
       },
-      progress, keepKernelCalls);
+      progress, keepKernelCalls, /*keepBatchRules=*/true);
 }

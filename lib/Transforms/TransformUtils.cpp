@@ -95,7 +95,8 @@ bool mlir::ember::isRecordedTpuKernel(func::FuncOp fn) {
 
 FailureOr<SmallVector<Value>>
 mlir::ember::inlineBody(OpBuilder &b, func::FuncOp fn, ValueRange args,
-                        SymbolTable &symbols, bool keepKernelCalls, int depth) {
+                        SymbolTable &symbols, bool keepKernelCalls, int depth,
+                        bool keepBatchRules) {
   if (depth > 64)
     return fn.emitError("call nesting too deep (recursion?)");
   if (!fn.getBody().hasOneBlock())
@@ -115,15 +116,16 @@ mlir::ember::inlineBody(OpBuilder &b, func::FuncOp fn, ValueRange args,
       if (!callee || callee.isExternal())
         return call.emitError("cannot transform through a call to '")
                << call.getCallee() << "'";
-      if (keepKernelCalls && isRecordedTpuKernel(callee)) {
+      if ((keepKernelCalls && isRecordedTpuKernel(callee)) ||
+          (keepBatchRules && call->hasAttr("ember.batch_rule"))) {
         b.clone(op, map);
         continue;
       }
       SmallVector<Value> ins;
       for (Value v : call.getOperands())
         ins.push_back(map.lookup(v));
-      auto res =
-          inlineBody(b, callee, ins, symbols, keepKernelCalls, depth + 1);
+      auto res = inlineBody(b, callee, ins, symbols, keepKernelCalls, depth + 1,
+                            keepBatchRules);
       if (failed(res))
         return failure();
       for (auto [r, v] : llvm::zip(call.getResults(), *res))

@@ -47,11 +47,13 @@ bool isRecordedTpuKernel(func::FuncOp fn);
 
 /// Clones the body of `fn` at the builder's insertion point with `args` for
 /// its arguments, inlining func.call ops recursively (but calls of recorded
-/// TPU kernels with `keepKernelCalls`); returns what it returns.
+/// TPU kernels with `keepKernelCalls`, and calls with a batching rule
+/// (`ember.batch_rule`) with `keepBatchRules`); returns what it returns.
 FailureOr<SmallVector<Value>> inlineBody(OpBuilder &b, func::FuncOp fn,
                                          ValueRange args, SymbolTable &symbols,
                                          bool keepKernelCalls = false,
-                                         int depth = 0);
+                                         int depth = 0,
+                                         bool keepBatchRules = false);
 
 /// Runs `fn` with a temporary terminator of `body` (passed to `fn`) whose
 /// operands are `live`; rewrites that replace values keep it up to date, and
@@ -94,7 +96,8 @@ func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols,
 /// `progress` when at least one op was expanded.
 template <typename OpT, typename Fn>
 LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand,
-                          bool &progress, bool keepKernelCalls = false) {
+                          bool &progress, bool keepKernelCalls = false,
+                          bool keepBatchRules = false) {
   while (true) {
     SmallVector<OpT> pending;
     module.walk([&](OpT op) { pending.push_back(op); });
@@ -109,8 +112,8 @@ LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand,
       if (failed(derived))
         return failure();
       OpBuilder b(op);
-      auto results =
-          inlineBody(b, *derived, op->getOperands(), symbols, keepKernelCalls);
+      auto results = inlineBody(b, *derived, op->getOperands(), symbols,
+                                keepKernelCalls, 0, keepBatchRules);
       if (failed(results))
         return failure();
       op->replaceAllUsesWith(*results);

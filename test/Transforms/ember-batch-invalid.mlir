@@ -90,3 +90,22 @@ func.func @batched_external(%xs: tensor<2xf32>) -> tensor<2xf32> {
   %y = ember.vmap @loop_calls_external(%xs) batched [true] size 2 : (tensor<2xf32>) -> tensor<2xf32>
   return %y : tensor<2xf32>
 }
+
+// -----
+
+func.func private @plain(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = ember.sin %x : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func private @wrong(%x: tensor<3xf32>) -> tensor<3xf32> {
+  return %x : tensor<3xf32>
+}
+func.func private @body(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{ember-batch: the batching rule 'wrong' has type}}
+  %0 = func.call @plain(%x) {ember.batch_rule = @wrong, ember.batch_size = 4 : i64} : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func @bad_rule(%xs: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %r = ember.vmap @body(%xs) batched [true] size 4 : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %r : tensor<4x3xf32>
+}

@@ -299,3 +299,56 @@ func.func @batched_call_in_loop(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = ember.vmap @loop_calls_g(%x) batched [true] size 4 : (tensor<4xf32>) -> tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// A call with a user's batching rule (`ember.batch_rule`, traced for this
+// batch size) is batched by calling the rule, its unbatched operands
+// broadcast, instead of batching the callee's ops (spec.md, "Batching rules
+// on calls"); a rule for another size is left to the callee's batching.
+// CHECK-LABEL: func @batched_by_rule
+// CHECK: %[[B:.*]] = ember.broadcast_in_dim %arg0, dims = [1] : (tensor<3xf32>) -> tensor<4x3xf32>
+// CHECK: %[[C:.*]] = ember.cos %arg1 : tensor<4x3xf32>
+// CHECK: %[[R:.*]] = ember.add %[[C]], %[[B]] : tensor<4x3xf32>
+// CHECK-NOT: ember.sin
+// CHECK: return %[[R]]
+func.func private @plain(%x: tensor<3xf32>, %y: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = ember.sin %x : tensor<3xf32>
+  %1 = ember.add %0, %y : tensor<3xf32>
+  return %1 : tensor<3xf32>
+}
+func.func private @rule(%x: tensor<4x3xf32>, %y: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %0 = ember.cos %x : tensor<4x3xf32>
+  %1 = ember.add %0, %y : tensor<4x3xf32>
+  return %1 : tensor<4x3xf32>
+}
+func.func private @body(%x: tensor<3xf32>, %y: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = func.call @plain(%x, %y) {ember.batch_rule = @rule, ember.batch_size = 4 : i64} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func @batched_by_rule(%y: tensor<3xf32>, %xs: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %r = ember.vmap @body(%xs, %y) batched [true, false] size 4 : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %r : tensor<4x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @rule_of_another_size
+// CHECK: ember.sin %{{.*}} : tensor<2x3xf32>
+// CHECK-NOT: ember.cos
+func.func private @plain2(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = ember.sin %x : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func private @rule2(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %0 = ember.cos %x : tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+func.func private @body2(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = func.call @plain2(%x) {ember.batch_rule = @rule2, ember.batch_size = 4 : i64} : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func @rule_of_another_size(%xs: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = ember.vmap @body2(%xs) batched [true] size 2 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %r : tensor<2x3xf32>
+}

@@ -511,6 +511,53 @@ def test_custom_vmap_unbatched_output_is_broadcast():
     np.testing.assert_allclose(np.asarray(out), [7.0] * 4)
 
 
+def test_custom_vmap_rule_applies_inside_vmapped_functions():
+    """The rule is applied where the function is called inside a vmapped
+    function, as JAX's vmap applies it: under jit, in nested vmaps, in a
+    scan body (values recorded from JAX 0.10.2, whose rule here computes
+    cos where the function computes sin)."""
+    @custom_batching.custom_vmap
+    def f(x):
+        return jnp.sin(x)
+
+    @f.def_vmap
+    def rule(n, in_batched, x):
+        return jnp.cos(x), True
+
+    def g(x):
+        return f(x) * 2
+    xs = jnp.arange(3.0)
+    want = [2.0, 1.0806046, -0.8322937]
+    np.testing.assert_allclose(jax.vmap(g)(xs), want, rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(jax.vmap(g))(xs), want, rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(jax.vmap(g))(jnp.arange(6.0).reshape(2, 3)),
+                               [want, [-1.979985, -1.3072872, 0.5673244]], rtol=1e-6)
+    np.testing.assert_allclose(g(xs), [0.0, 1.6829419, 1.8185948], rtol=1e-6)
+    scanned = jax.vmap(lambda x: jax.lax.scan(lambda c, t: (c + f(t), None), 0.0, x)[0])
+    np.testing.assert_allclose(scanned(jnp.arange(6.0).reshape(2, 3)),
+                               [1.1241554, -1.3599739], rtol=1e-6)
+
+    @custom_batching.custom_vmap
+    def bad(x):
+        return x
+
+    @bad.def_vmap
+    def bad_rule(n, in_batched, x):
+        return x[0], True  # drops the batch axis
+    with pytest.raises(ValueError, match="batching rule returned a result of type"):
+        jax.vmap(lambda x: bad(x) + 1)(xs)
+
+    @custom_batching.custom_vmap
+    def bad2(x):
+        return x
+
+    @bad2.def_vmap
+    def bad2_rule(n, in_batched, x):
+        return jnp.stack([x, x]), True  # a batch of 2 where vmap has 3
+    with pytest.raises(ValueError, match="batching rule of custom_vmap bad2"):
+        jax.vmap(lambda x: bad2(x) + 1)(xs)
+
+
 def test_sequential_vmap():
     @custom_batching.sequential_vmap
     def f(x, y):

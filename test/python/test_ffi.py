@@ -128,7 +128,8 @@ def test_errors(library):
     with pytest.raises(ember.errors.JaxRuntimeError,
                        match="Wrong scalar data type: expected F32 but got F64"):
         ember.ffi.ffi_call("row_rms_norm", ember.ShapeDtypeStruct(X.shape, X.dtype))(X, eps=1e-5)
-    with pytest.raises(ValueError, match="No FFI target named 'nope'"):
+    with pytest.raises(ember.errors.JaxRuntimeError, match="NOT_FOUND: No FFI handler "
+                                                           "registered for nope"):
         ember.ffi.ffi_call("nope", ember.ShapeDtypeStruct((), np.float32))(X)
     with pytest.raises(NotImplementedError, match="vmap_method"):
         ember.vmap(_rms)(X)
@@ -209,3 +210,40 @@ def test_same_library_gives_jax_results(library, tmp_path):
         cfg={"bias": 1.5})
     np.testing.assert_array_equal(np.asarray(ours[0]), np.array(a, np.float32))
     np.testing.assert_allclose(float(ours[1]), t, rtol=1e-7)
+
+
+def test_hijax_primitive_with_a_batch_rule(library):
+    """JAX's FFI tutorial: an FFI call wrapped in a hijax primitive whose
+    `batch` rule calls the handler on the whole batch (the handler treats
+    leading axes as batch axes), so `vmap` needs no `vmap_method`; also
+    inside `jit`, nested vmaps and a scan."""
+    from ember.experimental.hijax import VJPHiPrimitive
+
+    calls = []
+
+    class RowRms(VJPHiPrimitive):
+        def __init__(self, aval):
+            self.in_avals, self.out_aval, self.params = (aval,), aval, {}
+            super().__init__()
+
+        def expand(self, x):
+            return ember.ffi.ffi_call("row_rms_norm", self.out_aval)(x, eps=np.float32(1e-5))
+
+        def batch(self, axis_data, args, dims):
+            calls.append(axis_data.size)
+            (x,), (d,) = args, dims
+            return row_rms(jnp.moveaxis(x, d, 0)), 0
+
+    def row_rms(x):
+        return RowRms(ember.typeof(x))(x)
+
+    xs = jnp.linspace(-0.5, 0.5, 96, dtype=jnp.float32).reshape(3, 8, 4)
+    np.testing.assert_allclose(row_rms(xs[0]), _rms_ref(xs[0]), rtol=1e-6)
+    np.testing.assert_allclose(ember.vmap(row_rms)(xs), _rms_ref(xs), rtol=1e-6)
+    np.testing.assert_allclose(ember.jit(ember.vmap(row_rms))(xs), _rms_ref(xs), rtol=1e-6)
+    np.testing.assert_allclose(ember.vmap(ember.vmap(row_rms))(xs.reshape(3, 2, 4, 4)),
+                               _rms_ref(xs.reshape(3, 2, 4, 4)), rtol=1e-6)
+    summed = ember.vmap(lambda x: lax.scan(lambda c, r: (c + row_rms(r[None]), None),
+                                           jnp.zeros((1, 4)), x)[0])(xs)
+    np.testing.assert_allclose(summed[:, 0], _rms_ref(xs).sum(axis=1), rtol=1e-5)
+    assert calls and set(calls) <= {3, 2, 8}

@@ -3,6 +3,7 @@ an `ember.vmap` op marks which inputs carry the batch dimension; the
 `ember-expand-transforms` pass (C++) rewrites the body with each op's batching rule."""
 
 import functools
+import threading
 
 from ember._mlir import ir
 
@@ -192,6 +193,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
         # depends on a mapped argument: core.Tracer.__repr__.)
         if not devices:  # (shard_map/pmap bodies are not vmaps to JAX)
             core.current_trace().vmap_lanes = (n, len(batched_idx))
+            core.current_trace().vmap_axis_name = axis_name
         if devices and core.current_trace().concrete:
             # Lanes of devices outside jit (eager shard_map): an argument's
             # value is the outer value's lane along this axis, so that JAX's
@@ -375,3 +377,89 @@ def _mapped_outputs(trace, name, n_batched, n_out, axis_name=None):
             dep.update(op.results)
         ret = op
     return [v in dep for v in ret.operands][:n_out]
+
+
+# --------------------------------------------------------------------------
+# Users' batching rules inside vmapped functions
+# --------------------------------------------------------------------------
+
+
+class AxisData:
+    """JAX's `AxisData`: the mapped axis a batching rule runs for."""
+
+    def __init__(self, name, size, spmd_name=None):
+        self.name, self.size, self.spmd_name = name, size, spmd_name
+
+    def __repr__(self):
+        return f"AxisData(name={self.name!r}, size={self.size}, spmd_name={self.spmd_name!r})"
+
+
+class _Ruled(threading.local):
+    frames = ()  # vmap bodies whose batching rules are being traced
+
+
+_ruled = _Ruled()
+
+
+def enclosing_vmap():
+    """(size, axis name) of the innermost user vmap whose body the current
+    code is traced in (not counting one whose rule is being traced), or
+    None. shard_map and pmap lanes are devices, which run a call each."""
+    for t in reversed(core._trace_stack.items):
+        lanes = getattr(t, "vmap_lanes", None)
+        if lanes and not any(t is f for f in _ruled.frames):
+            return t, lanes[0], getattr(t, "vmap_axis_name", None)
+    return None
+
+
+def call_with_rule(fun, vals, rule, what):
+    """`fun(*vals)` (flat arrays to flat arrays) traced as a call that
+    `ember-batch` batches with `rule` instead of batching `fun`'s ops:
+    `rule(axis_data, *batched)` takes every argument batched along a new
+    leading axis of the enclosing vmap's size and returns the results
+    batched likewise (spec.md, "Batching rules on calls"). Outside a vmap,
+    or when `fun` closes over traced values, `fun(*vals)` itself."""
+    found = enclosing_vmap()
+    if found is None:
+        return fun(*vals)
+    frame, n, name = found
+    vals = [as_value(v) for v in vals]
+    avals = [v.aval.update(vma=frozenset()) for v in vals]
+    f = Traced(lambda *xs: list(fun(*xs)), avals, sources=vals)
+    if f.captured or f.ref_outs or any(a.vma for a in avals):
+        return fun(*vals)
+    _ruled.frames = _ruled.frames + (frame,)
+    try:
+        b = Traced(lambda *xs: list(rule(AxisData(name, n), *xs)),
+                   [core.ShapedArray((n,) + tuple(a.shape), a.dtype, a.weak_type)
+                    for a in avals])
+    finally:
+        _ruled.frames = _ruled.frames[:-1]
+    want = [(n,) + tuple(a.shape) for a in f.out_avals]
+    got = [tuple(a.shape) for a in b.out_avals]
+    if b.captured or b.ref_outs or got != want or \
+            [a.dtype for a in b.out_avals] != [a.dtype for a in f.out_avals]:
+        raise ValueError(
+            f"the batching rule of {what} gives results of shapes "
+            f"{[a.str_short() for a in b.out_avals]} for a batch of {n}, not the "
+            f"results' {[a.str_short() for a in f.out_avals]} with a leading axis of "
+            f"{n} (and it may not close over traced values) (at {core.where()})")
+    trace = core.current_trace()
+    ctx = core.context()
+    attrs = {"callee": ir.FlatSymbolRefAttr.get(f.name, ctx),
+             "ember.batch_rule": ir.FlatSymbolRefAttr.get(b.name, ctx),
+             "ember.batch_size": core.i64_attr(n)}
+    return trace.emit("func.call", [trace.to_value(v) for v in vals], f.out_avals, attrs)
+
+
+def to_leading(x, d, n):
+    """A rule's result `x`, batched along `d` (None: not batched), with the
+    batch leading."""
+    x = as_value(x)
+    if d is None:
+        return jnp.broadcast_to(x, (n,) + tuple(x.shape))
+    if not -x.ndim <= d < x.ndim:
+        raise ValueError(f"a batching rule returned a result of type {x.aval.str_short()} "
+                         f"batched along axis {d}, which it does not have "
+                         f"(at {core.where()})")
+    return jnp.moveaxis(x, d, 0) if d % x.ndim else x

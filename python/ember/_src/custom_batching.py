@@ -8,10 +8,10 @@ vmapped function without compiler support. What is done here:
 * `vmap(f)` of a `custom_vmap` function `f` itself (any nesting of vmaps
   around it) calls the user's rule with the batched arguments, as JAX does
   (`batching._vmap_traced` asks a function for its `vmap_with_rule`).
-* Called anywhere else (inside a function that vmap batches), `f` is its
-  own function, which the compiler batches: the values agree with JAX's
-  whenever the rule computes what batching `f` would (a rule that computes
-  something else is not applied there).
+* Called inside a function that vmap batches, `f` is a call that the
+  compiler batches by the rule (`batching.call_with_rule`: the rule is
+  traced for the enclosing vmap's size with every argument batched, and
+  `ember-batch` calls it in place of batching `f`'s ops).
 """
 
 import functools
@@ -50,7 +50,30 @@ class custom_vmap:
 
     def __call__(self, *args, **kwargs):
         self._check_rule()
-        return self.fun(*self._positional(args, kwargs))
+        args = self._positional(args, kwargs)
+        if batching.enclosing_vmap() is None:
+            return self.fun(*args)
+        # Inside a vmapped function: a call that vmap batches by the rule
+        # (every argument batched), as JAX's vmap applies it there.
+        leaves, treedef = tree_util.tree_flatten(args)
+        if not all(isinstance(x, core.Value) for x in leaves):
+            return self.fun(*args)
+        store = {}
+
+        def plain(*xs):
+            out = self.fun(*tree_util.tree_unflatten(treedef, list(xs)))
+            out_leaves, store["tree"] = tree_util.tree_flatten(out)
+            return out_leaves
+
+        def rule(axis_data, *xs):
+            out_leaves, _, flags = _rule_outputs(self, axis_data.size, treedef,
+                                                 [True] * len(xs), list(xs))
+            return [batching.to_leading(x, 0 if b else None, axis_data.size)
+                    for x, b in zip(out_leaves, flags)]
+
+        outs = batching.call_with_rule(
+            plain, leaves, rule, f"custom_vmap {getattr(self.fun, '__name__', 'fun')}")
+        return tree_util.tree_unflatten(store["tree"], outs)
 
     def vmap_with_rule(self, in_axes, out_axes, axis_size, args, kwargs):
         return _apply_rule(self, in_axes, out_axes, axis_size, args, kwargs)
@@ -74,16 +97,9 @@ def _apply_rule(f, in_axes, out_axes, axis_size, args, kwargs):
     n = sizes.pop()
     moved = [x if ax is None else jnp.moveaxis(as_value(x), ax, 0) for x, ax in
              zip(leaves, axes)]
-    in_batched = list(tree_util.tree_unflatten(treedef, [ax is not None for ax in axes]))
-    out, out_batched = f.vmap_rule(n, in_batched, *tree_util.tree_unflatten(treedef, moved))
-    out_leaves, out_tree = tree_util.tree_flatten(out)
-    flags = tree_util.tree_leaves(out_batched)
-    if len(flags) != len(out_leaves):
-        raise ValueError("structure of output value and output batching specification "
-                         "returned by custom vmap rule "
-                         f"({getattr(f.vmap_rule, '__name__', 'rule')}) do not match: "
-                         f"{out_tree} and {tree_util.tree_structure(out_batched)} "
-                         f"(at {core.where()})")
+    out_leaves, out_tree, flags = _rule_outputs(f, n, treedef,
+                                                [ax is not None for ax in axes], moved)
+    out = tree_util.tree_unflatten(out_tree, out_leaves)
     oaxes = batching._axes_for(out_axes, out, "out_axes", n)
     final = []
     for x, b, ax in zip(out_leaves, flags, oaxes):
@@ -97,6 +113,23 @@ def _apply_rule(f, in_axes, out_axes, axis_size, args, kwargs):
             x = jnp.broadcast_to(x, (n,) + tuple(x.shape))
         final.append(jnp.moveaxis(x, 0, ax % x.ndim) if ax % x.ndim else x)
     return tree_util.tree_unflatten(out_tree, final)
+
+
+def _rule_outputs(f, n, treedef, batched, args):
+    """The rule of `f` on `args` (flat, rebuilt by `treedef`) for `n` lanes:
+    (its flat results, their tree, whether each is batched), with JAX's
+    error for a batching specification of another structure."""
+    in_batched = list(tree_util.tree_unflatten(treedef, batched))
+    out, out_batched = f.vmap_rule(n, in_batched, *tree_util.tree_unflatten(treedef, args))
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    flags = tree_util.tree_leaves(out_batched)
+    if len(flags) != len(out_leaves):
+        raise ValueError("structure of output value and output batching specification "
+                         "returned by custom vmap rule "
+                         f"({getattr(f.vmap_rule, '__name__', 'rule')}) do not match: "
+                         f"{out_tree} and {tree_util.tree_structure(out_batched)} "
+                         f"(at {core.where()})")
+    return out_leaves, out_tree, flags
 
 
 def sequential_vmap(f):

@@ -519,8 +519,8 @@ def ffi_call(target_name, result_shape_dtypes, *, has_side_effect=False, vmap_me
         vals = [core.as_value(a) for a in args]
         key = (str(target_name), "cpu")
         if key not in _targets:
-            raise ValueError(f"No FFI target named '{target_name}' is registered for the "
-                             f"cpu platform (register_ffi_target) (at {core.where()})")
+            raise JaxRuntimeError(f"NOT_FOUND: No FFI handler registered for {target_name} on "
+                                  f"the platform cpu (register_ffi_target) (at {core.where()})")
         handler = _targets[key][0]
         in_avals = [v.aval for v in vals]
         lays = (_layouts(input_layouts, in_avals, "input arguments"),

@@ -12,14 +12,16 @@ lowered arrays of its operands (plus the tangent carriers of hi operands
 and results whose tangent type is not their arrays', so that a rule can
 return, say, an f32 cotangent for an int8 quantized array).
 
-Ember's batching is the `ember-batch` pass over the expanded arrays, so a
-primitive's `batch` rule is not called: the mapped program is the
-primitive's `expand` mapped op by op (what a correct `batch` rule
-computes). `MappingSpec`s say which axis of each lowered array a hi value
-maps (`hitypes.lo_axes`).
+Inside a vmapped function, a primitive of array types with a `batch` rule
+is a call that `ember-batch` batches by that rule (traced for the
+enclosing vmap's size, every argument batched: `batching.call_with_rule`),
+as JAX's vmap calls it; otherwise the mapped program is the primitive's
+`expand` mapped op by op (what a correct `batch` rule computes).
+`MappingSpec`s say which axis of each lowered array a hi value maps
+(`hitypes.lo_axes`).
 """
 
-from . import ad, core, hitypes, lax, tree_util
+from . import ad, batching, core, hitypes, lax, tree_util
 from .api_util import Traced
 from .core import ShapedArray, as_value
 
@@ -80,6 +82,12 @@ class VJPHiPrimitive:
     def jvp(self, primals, tangents):
         raise NotImplementedError(f"for jvp support, subclass {type(self)} must implement "
                                   "`jvp`")
+
+    def batch(self, axis_data, args, dims):
+        """The vmap rule: `(out, out_dims)` for `args` batched along `dims`.
+        Without one, vmap batches `expand`'s operations."""
+        raise NotImplementedError(f"for vmap support, subclass {type(self)} must implement "
+                                  "`batch`")
 
     def vjp_bwd(self, res, outgrad, /, *arg_accums):
         """The backward pass with accumulators (`acc.accum(ct)` per argument);
@@ -192,8 +200,35 @@ def _expanded(prim, flat):
                 # A differentiated value of a type with its own tangents.
                 raise NotImplementedError(
                     f"for grad support, subclass {type(prim)} must implement `vjp_fwd`")
+    if (type(prim).batch is not VJPHiPrimitive.batch and batching.enclosing_vmap() is not None
+            and all(isinstance(t, ShapedArray) for t in
+                    list(prim.in_avals_flat) + list(prim.out_avals_flat))):
+        # Inside a vmapped function: the call is batched by the primitive's
+        # own `batch` rule, as JAX's vmap does.
+        return _batched_by_rule(prim, flat)
     out = prim.expand(*_args_for_expand(prim, flat))
     return [hitypes.raise_value(ty, lo) for ty, lo in _lowered_outputs(prim, out, False)]
+
+
+def _batched_by_rule(prim, flat):
+    def plain(*xs):
+        out = prim.expand(*tree_util.tree_unflatten(prim.in_tree, list(xs)))
+        return [lo for _, lo in _lowered_outputs(prim, out, False)]
+
+    def rule(axis_data, *xs):
+        args = tree_util.tree_unflatten(prim.in_tree, list(xs))
+        out, dims = prim.batch(axis_data, tuple(args), tuple(0 for _ in args))
+        leaves = tree_util.tree_leaves(out)
+        if isinstance(dims, int) or dims is None:
+            dims = [dims] * len(leaves)
+        else:
+            dims = tree_util.tree_leaves(dims, is_leaf=lambda d: d is None)
+        if len(dims) != len(leaves):
+            raise ValueError(f"{prim!r}.batch returned {len(leaves)} results and "
+                             f"{len(dims)} batch dimensions")
+        return [batching.to_leading(x, d, axis_data.size) for x, d in zip(leaves, dims)]
+
+    return batching.call_with_rule(plain, flat, rule, f"{prim!r}")
 
 
 def _operand_arrays(ty, v):

@@ -199,7 +199,9 @@ class AbstractMesh:
     the concrete mesh in context, see `concrete_mesh`)."""
 
     def __init__(self, axis_sizes, axis_names, axis_types=None, *, device_kind=None,
-                 platform=None):
+                 platform=None, abstract_device=None):
+        if abstract_device is not None:
+            device_kind, platform = abstract_device.device_kind, abstract_device.platform
         self.axis_sizes = tuple(int(n) for n in axis_sizes)
         self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
         if len(self.axis_sizes) != len(self.axis_names):
@@ -247,6 +249,16 @@ class AbstractMesh:
     @property
     def devices(self):
         raise ValueError("devices is not implemented for `jax.sharding.AbstractMesh`")
+
+    @property
+    def abstract_device(self):
+        """The kind of device the mesh stands for (the default device's kind
+        when it was made without one)."""
+        kind, platform = self._device
+        if platform is None:
+            dev = devices_lib.devices()[0]
+            kind, platform = dev.device_kind, dev.platform
+        return AbstractDevice(kind or platform, None, platform)
 
 
 _state = threading.local()
