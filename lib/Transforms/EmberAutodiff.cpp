@@ -33,7 +33,11 @@ thread_local bool keepKernels = false;
 
 FailureOr<SmallVector<Value>> inlineAD(OpBuilder &b, func::FuncOp fn,
                                        ValueRange args, SymbolTable &symbols) {
-  return inlineBody(b, fn, args, symbols, keepKernels);
+  // Calls with a user's batching rule stay calls (an enclosing vmap applies
+  // the rule); one on the differentiated path is inlined where the
+  // tangents reach it (propagateTangents).
+  return inlineBody(b, fn, args, symbols, keepKernels, 0,
+                    /*keepBatchRules=*/true);
 }
 
 bool isDifferentiable(Type t) {
@@ -464,6 +468,25 @@ LogicalResult checkNoCapturedTangent(Operation *op, ArrayRef<ValueRange> parts,
 /// With `reverse` (linearizing for ember.vjp) a loop becomes a forward loop
 /// that saves residuals and an ember.custom_linear whose transpose is the
 /// backward loop (vjpWhile); otherwise the loop carries its tangents.
+/// `fn`'s body inlined before `op` on `args`, and the tangents propagated
+/// through the inlined ops; returns what the body returns.
+FailureOr<SmallVector<Value>>
+differentiateInPlace(OpBuilder &b, Operation *op, func::FuncOp fn,
+                     ValueRange args, DenseMap<Value, Value> &tangent,
+                     SymbolTable &symbols, bool reverse) {
+  b.setInsertionPoint(op);
+  Operation *before = op->getPrevNode();
+  auto res = inlineAD(b, fn, args, symbols);
+  if (failed(res))
+    return failure();
+  Block::iterator first =
+      before ? std::next(Block::iterator(before)) : op->getBlock()->begin();
+  if (failed(propagateTangents(b, first, Block::iterator(op), tangent, symbols,
+                               reverse)))
+    return failure();
+  return res;
+}
+
 LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
                                 Block::iterator end,
                                 DenseMap<Value, Value> &tangent,
@@ -613,16 +636,10 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
           splitSegments(c.getOperands(), c.getSegments().take_front(2));
       SmallVector<Value> ins(parts[0]);
       ins.append(parts[1].begin(), parts[1].end());
-      b.setInsertionPoint(op);
-      Operation *before = op->getPrevNode();
-      auto res = inlineAD(b, symbols.lookup<func::FuncOp>(c.getCallee()), ins,
-                          symbols);
+      auto res = differentiateInPlace(
+          b, op, symbols.lookup<func::FuncOp>(c.getCallee()), ins, tangent,
+          symbols, reverse);
       if (failed(res))
-        return failure();
-      Block::iterator first =
-          before ? std::next(Block::iterator(before)) : op->getBlock()->begin();
-      if (failed(propagateTangents(b, first, Block::iterator(op), tangent,
-                                   symbols, reverse)))
         return failure();
       for (auto [r, v] : llvm::zip(op->getResults(), *res)) {
         if (Value t = tangent.lookup(v))
@@ -666,6 +683,20 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
         if (isDifferentiable((*res)[i].getType()))
           tangent[(*res)[i]] = lin.getResult(i);
       }
+      op->erase();
+      continue;
+    }
+    if (auto call = dyn_cast<func::CallOp>(op);
+        call && call->hasAttr("ember.batch_rule")) {
+      // A call with a batching rule on the differentiated path: its callee
+      // is differentiated (the rule batches the call, not its derivative).
+      auto res = differentiateInPlace(
+          b, op, symbols.lookup<func::FuncOp>(call.getCallee()),
+          op->getOperands(), tangent, symbols, reverse);
+      if (failed(res))
+        return failure();
+      for (auto [r, v] : llvm::zip(op->getResults(), *res))
+        r.replaceAllUsesWith(v);
       op->erase();
       continue;
     }
@@ -1686,10 +1717,10 @@ LogicalResult mlir::ember::expandAutodiffOps(ModuleOp module,
           [&](JvpOp op, func::FuncOp callee) {
             return d.deriveJvp(op, callee);
           },
-          progress, keepKernelCalls)))
+          progress, keepKernelCalls, /*keepBatchRules=*/true)))
     return failure();
   return expandReady<VjpOp>(
       module, symbols,
       [&](VjpOp op, func::FuncOp callee) { return d.deriveVjp(op, callee); },
-      progress, keepKernelCalls);
+      progress, keepKernelCalls, /*keepBatchRules=*/true);
 }

@@ -537,6 +537,22 @@ def test_custom_vmap_rule_applies_inside_vmapped_functions():
     np.testing.assert_allclose(scanned(jnp.arange(6.0).reshape(2, 3)),
                                [1.1241554, -1.3599739], rtol=1e-6)
 
+    # Inside a custom_vjp's rules under vmap of grad: the rules' calls are
+    # batched by the rule too (JAX 0.10.2: cos, not sin).
+    @jax.custom_vjp
+    def h(x):
+        return f(x)
+    h.defvjp(lambda x: (f(x), x), lambda res, g: (g * f(res),))
+    np.testing.assert_allclose(jax.vmap(jax.grad(h))(xs), [1.0, 0.5403023, -0.41614684],
+                               rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(jax.vmap(jax.value_and_grad(h)))(xs)[1],
+                               [1.0, 0.5403023, -0.41614684], rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(h)(1.0), np.sin(1.0), rtol=1e-6)
+    # On the differentiated path, the function itself is differentiated
+    # (JAX refuses to differentiate a custom_vmap function).
+    np.testing.assert_allclose(jax.vmap(jax.grad(lambda x: f(x) * 2))(xs), 2 * np.cos(xs),
+                               rtol=1e-6)
+
     @custom_batching.custom_vmap
     def bad(x):
         return x
