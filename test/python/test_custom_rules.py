@@ -270,3 +270,45 @@ def test_custom_vjp_and_custom_jvp_resolve_keywords_and_defaults():
     assert float(jax.grad(g)(1.0)) == 10.0
     with pytest.raises(TypeError, match="could not be resolved"):
         g(1.0, z=2.0)
+
+
+def test_vjp_outside_jit_runs_fwd_once_and_bwd_when_called(capsys):
+    """As JAX's: `vjp` outside `jit` runs the custom_vjp's `fwd` (once) and
+    the backward function runs `bwd` only, each time it is called (the
+    forward passes are taken from the `vjp`'s trace, not run again), also
+    for two calls in one function; the printed order is JAX 0.10.2's
+    (JAX's custom derivative rules tutorial)."""
+    @jax.custom_vjp
+    def f(x, y):
+        print("called f!")
+        return jnp.sin(x) * y
+
+    def f_fwd(x, y):
+        print("called f_fwd!")
+        return f(x, y), (jnp.cos(x), jnp.sin(x), y)
+
+    def f_bwd(res, g):
+        print("called f_bwd!")
+        cos_x, sin_x, y = res
+        return (cos_x * g * y, sin_x * g)
+
+    f.defvjp(f_fwd, f_bwd)
+    _, f_vjp = jax.vjp(f, 3.0, 4.0)
+    assert capsys.readouterr().out == "called f_fwd!\ncalled f!\n"
+    gx, gy = f_vjp(1.0)
+    assert capsys.readouterr().out == "called f_bwd!\n"
+    np.testing.assert_allclose([gx, gy], [np.cos(3.0) * 4.0, np.sin(3.0)], rtol=1e-6)
+    f_vjp(2.0)
+    assert capsys.readouterr().out == "called f_bwd!\n"
+
+    def g(x):
+        return f(x, 2.0) * f(x + 1.0, 3.0)
+    _, g_vjp = jax.vjp(g, 1.0)
+    assert capsys.readouterr().out == "called f_fwd!\ncalled f!\n" * 2
+    (dg,) = g_vjp(1.0)
+    assert capsys.readouterr().out == "called f_bwd!\n" * 2
+    np.testing.assert_allclose(dg, 0.84672, rtol=1e-4)  # JAX 0.10.2's value
+    # Rebuilt from its leaves (another trace), the forward pass runs again.
+    rebuilt = f_vjp.replace(args_res=[3.0, 4.0])
+    rebuilt(1.0)
+    assert capsys.readouterr().out == "called f_fwd!\ncalled f!\ncalled f_bwd!\n"

@@ -62,6 +62,106 @@ class _EffectFrames(threading.local):
 _effect_frames = _EffectFrames()
 
 
+# custom_vjp forward passes of a `vjp` taken outside `jit`, kept for its
+# backward function (JAX runs `fwd` once, when `vjp` is called, and `bwd`
+# when the backward function is; Ember's backward program traces the
+# function again, and takes each custom_vjp call's `fwd` from here instead
+# of running the user's Python `fwd` a second time).
+class _FwdCache(threading.local):
+    def __init__(self):
+        self.recording = None  # a list the calls append to, while recording
+        self.replaying = None  # (entries, [next index]) while replaying
+
+
+_fwd_cache = _FwdCache()
+
+
+def _function_texts(name):
+    """The text of function `name` of the module being traced, with the
+    functions it calls (transitively), as one module."""
+    import re
+
+    funcs = {}
+    for op in core.current_trace().root.module.body.operations:
+        op = op.operation
+        if op.name == "func.func":
+            funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op
+    out, todo, seen = [], [name], set()
+    while todo:
+        n = todo.pop()
+        if n in seen or n not in funcs:
+            continue
+        seen.add(n)
+        text = funcs[n].get_asm(enable_debug_info=False)
+        out.append(text)
+        todo.extend(re.findall(r"@([\w$.]+)", text))
+    return "module {\n" + "\n".join(out) + "\n}", sorted(seen)
+
+
+def _import_functions(text, names, main):
+    """Adds the functions of `text` to the module being traced under fresh
+    names; returns `main`'s new name."""
+    import re
+
+    root = core.current_trace().root
+    fresh = {}
+    for n in names:
+        root._counter += 1
+        fresh[n] = f"{n}_r{root._counter}"
+    pattern = re.compile(r"@(" + "|".join(re.escape(n) for n in sorted(names, key=len,
+                                                                         reverse=True))
+                         + r")(?![\w$.])")
+    text = pattern.sub(lambda m: "@" + fresh[m.group(1)], text)
+    text = re.sub(r'sym_name = "([^"]+)"',
+                  lambda m: f'sym_name = "{fresh.get(m.group(1), m.group(1))}"', text)
+    with core.context():
+        module = ir.Module.parse(text)
+        at = ir.InsertionPoint(root.module.body)
+        for op in module.body.operations:
+            op.operation.clone(ip=at)
+    return fresh[main]
+
+
+class _Replayed:
+    """A custom_vjp's `fwd` imported from the forward pass (as a Traced)."""
+
+    def __init__(self, name, out_avals):
+        self.name, self.out_avals, self.captured = name, out_avals, []
+
+
+def _replayed_fwd(rule, avals, store):
+    """The call's `fwd` from the forward pass when replaying it (its store
+    filled in as tracing it would), or None."""
+    if _fwd_cache.replaying is None or rule._remat:
+        return None
+    entries, at = _fwd_cache.replaying
+    if at[0] >= len(entries):
+        _fwd_cache.replaying = None
+        return None
+    entry = entries[at[0]]
+    at[0] += 1
+    if entry is None or entry["rule"] is not rule or entry["avals"] != \
+            [(tuple(a.shape), a.dtype, a.weak_type) for a in avals]:
+        _fwd_cache.replaying = None  # (another path: trace from here on)
+        return None
+    store.update(entry["store"])
+    name = _import_functions(entry["text"], entry["names"], entry["main"])
+    return _Replayed(name, entry["out_avals"])
+
+
+def _record_fwd(rule, avals, fw, store):
+    if _fwd_cache.recording is None or rule._remat:
+        return
+    if fw.captured or store.get("res_refs"):
+        _fwd_cache.recording.append(None)  # (closes over values: traced again)
+        return
+    text, names = _function_texts(fw.name)
+    _fwd_cache.recording.append({
+        "rule": rule, "avals": [(tuple(a.shape), a.dtype, a.weak_type) for a in avals],
+        "text": text, "names": names, "main": fw.name, "out_avals": list(fw.out_avals),
+        "store": dict(store)})
+
+
 def _is_float(aval):
     return dtypes.is_inexact(aval.dtype)
 
@@ -223,8 +323,14 @@ def _vjp_object(fun, primals, has_aux, diff, single):
     respect to the positions `diff` (None: all)."""
     pick, wrt = _wrt(fun, primals, diff)
     if not core._trace_stack:
-        out_aux = eager_transform(lambda *p: _vjp_pair(pick, p, has_aux), wrt)
+        recorded = []
+        _fwd_cache.recording = recorded
+        try:
+            out_aux = eager_transform(lambda *p: _vjp_pair(pick, p, has_aux), wrt)
+        finally:
+            _fwd_cache.recording = None
         f = VJPFunction(fun, primals, has_aux, None, diff, single)
+        f._fwd_entries = recorded
         if has_aux:
             return out_aux[0], f, out_aux[1]
         return out_aux, f
@@ -342,6 +448,9 @@ class VJPFunction:
         self._traced = (traced_call, tuple(primals)) if traced_call is not None else None
         self._nargs = len(primals) if diff is None else len(diff)
         self._n_args = len(primals)
+        # (A `vjp` taken outside `jit`: its custom_vjp calls' forward passes,
+        # for the backward function at these arguments.)
+        self._fwd_entries, self._fwd_args = None, tuple(primals)
 
     def __repr__(self):
         return f"VJP(fun={getattr(self.fun, '__name__', self.fun)!r}, nargs={self._nargs})"
@@ -360,8 +469,16 @@ class VJPFunction:
         else:
             diff, has_aux = self._diff, self._has_aux
 
+            entries = self._fwd_entries if all(
+                a is b for a, b in zip(args, self._fwd_args)) else None
+
             def backward(p, c):
-                return _vjp_traced(*_wrt(self.fun, p, diff), has_aux, True)[1](c, want)
+                # (The custom_vjp calls' `fwd`s come from the forward pass.)
+                _fwd_cache.replaying = (entries, [0]) if entries else None
+                try:
+                    return _vjp_traced(*_wrt(self.fun, p, diff), has_aux, True)[1](c, want)
+                finally:
+                    _fwd_cache.replaying = None
 
             grads = eager_transform(backward, (args, ct)) if not core._trace_stack else \
                 backward(args, ct)
@@ -967,11 +1084,14 @@ class custom_vjp:
             store["res_avals"] = [as_value(r).aval for r in res_leaves]
             return out_leaves + res_leaves
 
-        self._tracing_rule += 1
-        try:
-            fw = Traced(fwd, avals, sources=vals)
-        finally:
-            self._tracing_rule -= 1
+        fw = _replayed_fwd(self, avals, store)
+        if fw is None:
+            self._tracing_rule += 1
+            try:
+                fw = Traced(fwd, avals, sources=vals)
+            finally:
+                self._tracing_rule -= 1
+            _record_fwd(self, avals, fw, store)
         res_avals = store["res_avals"]
         nout = len(fw.out_avals) - len(res_avals)
         if not self._remat:
