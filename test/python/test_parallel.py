@@ -876,3 +876,15 @@ def test_axis_index_groups_match_jax(devices8):
     with pytest.raises(NotImplementedError, match="axis_index_groups"):
         pm(lambda v: lax.all_to_all(jnp.stack([v, v, v, v]), "i", 0, 0,
                                     axis_index_groups=g))
+
+
+def test_unreduced_shard_map_with_a_mesh_argument(devices8):
+    """A shard_map given `mesh=` (none set) types its unreduced values on
+    that mesh."""
+    mesh = ember.make_mesh((2,), ("X",))
+    x = ember.device_put(jnp.arange(4.0), NamedSharding(mesh, P("X")))
+    f = ember.shard_map(lambda a: lax.pcast(a.sum(), "X", to="unreduced"), mesh=mesh,
+                        in_specs=P("X"), out_specs=P(unreduced={"X"}))
+    out = f(x)
+    assert str(ember.typeof(out)) == "float32[]{U:X}"
+    np.testing.assert_allclose(ember.reshard(out, NamedSharding(mesh, P())), 6.0)

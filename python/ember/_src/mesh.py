@@ -466,6 +466,10 @@ class PartitionSpec(tuple):
         return eq if eq is NotImplemented else not eq
 
     def __hash__(self):
+        # (A spec without unreduced or reduced axes equals its tuple, and
+        # hashes as it.)
+        if not self._unreduced and not self._reduced:
+            return tuple.__hash__(self)
         return hash((tuple(self), self._unreduced, self._reduced))
 
     def __reduce__(self):

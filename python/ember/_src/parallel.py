@@ -181,8 +181,11 @@ def _grouped_reduction(op, v, groups):
     if op == "ember.psum":
         return jnp.sum(jnp.where(mask, g, jnp.zeros((), v.dtype)), axis=0)
     dt = np.dtype(v.dtype)
-    big = np.inf if dt.kind in "fc" else np.iinfo(dt).max
-    fill = jnp.asarray(-big if op == "ember.pmax" else big, v.dtype)
+    if dt.kind in "fc":
+        fill = -np.inf if op == "ember.pmax" else np.inf
+    else:
+        fill = np.iinfo(dt).min if op == "ember.pmax" else np.iinfo(dt).max
+    fill = jnp.asarray(fill, v.dtype)
     pick = jnp.max if op == "ember.pmax" else jnp.min
     return pick(jnp.where(mask, g, fill), axis=0)
 
@@ -262,6 +265,25 @@ def _ur(x, what):
     return getattr(spec, what, frozenset())
 
 
+class _ManualMeshes(threading.local):
+    def __init__(self):
+        self.stack = []  # the meshes of the shard_maps whose bodies trace
+
+
+_manual_meshes = _ManualMeshes()
+
+
+@contextlib.contextmanager
+def manual_mesh(mesh):
+    """While a shard_map body over `mesh` traces (the mesh its unreduced and
+    reduced values are typed on)."""
+    _manual_meshes.stack.append(mesh)
+    try:
+        yield
+    finally:
+        _manual_meshes.stack.pop()
+
+
 def _retyped(x, vma, unreduced, reduced):
     """`x` with the type (vma, unreduced, reduced): the data stays."""
     from .mesh import AxisType, NamedSharding, PartitionSpec, get_abstract_mesh
@@ -270,7 +292,8 @@ def _retyped(x, vma, unreduced, reduced):
     if isinstance(sh, NamedSharding):
         sh = sh.with_spec(sh.spec.update(unreduced=unreduced, reduced=reduced))
     elif unreduced or reduced:
-        mesh = get_abstract_mesh()
+        mesh = (_manual_meshes.stack[-1] if _manual_meshes.stack
+                else get_abstract_mesh()).abstract_mesh
         mesh = mesh.update_axis_types({n: AxisType.Manual for n in device_axes()
                                        if n in mesh.axis_names})
         sh = NamedSharding(mesh, PartitionSpec(*[None] * x.ndim, unreduced=unreduced,

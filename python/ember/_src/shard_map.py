@@ -444,7 +444,8 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
         n = sizes[manual[k]]
         split = procs if k == 0 else 1
         g = _level(g, manual[k], n // split, [manual[k] in u for u in uses], check_vma, split)
-    outs = g(*prepared)
+    with parallel.manual_mesh(mesh):
+        outs = g(*prepared)
     if procs > 1:
         # Every process gets every lane's results. A result replicated over
         # the process axis (checked invariant) is this process's own first
