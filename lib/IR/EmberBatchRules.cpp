@@ -496,11 +496,16 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
                      "'broadcast_all')");
         if (method != "sequential") {
           // One call on the batched inputs; `expand_dims` gives unbatched
-          // inputs a leading dimension of 1 instead of broadcasting them.
+          // inputs a leading dimension of 1 instead of broadcasting them,
+          // `legacy_vectorized` leaves them as they are.
           SmallVector<Value> ins;
           for (auto [v, isB] : llvm::zip(operands, isBatched)) {
             if (isB || method == "broadcast_all") {
               ins.push_back(c.batched(v, isB));
+              continue;
+            }
+            if (method == "legacy_vectorized") {
+              ins.push_back(v);
               continue;
             }
             ins.push_back(

@@ -1507,10 +1507,10 @@ LogicalResult HostCallbackOp::verify() {
   // host_callback_c2
   StringRef m = getVmapMethod();
   if (m != "sequential" && m != "expand_dims" && m != "broadcast_all" &&
-      m != "none" && m != "ordered")
+      m != "legacy_vectorized" && m != "none" && m != "ordered")
     return emitOpError(
                "host_callback_c2: vmap_method must be sequential, expand_dims, "
-               "broadcast_all, none or ordered, got '")
+               "broadcast_all, legacy_vectorized, none or ordered, got '")
            << m << "'";
   // host_callback_c3
   if (auto axes = getDeviceAxes()) {

@@ -813,7 +813,7 @@ func.func @host_callback_c1(%x: tensor<f32>) {
 
 // host_callback_c2
 func.func @host_callback_c2(%x: tensor<f32>) -> tensor<f32> {
-  // expected-error @+1 {{host_callback_c2: vmap_method must be sequential, expand_dims, broadcast_all, none or ordered, got 'loop'}}
+  // expected-error @+1 {{host_callback_c2: vmap_method must be sequential, expand_dims, broadcast_all, legacy_vectorized, none or ordered, got 'loop'}}
   %y = ember.host_callback 0(%x) {vmap_method = "loop"} : (tensor<f32>) -> tensor<f32>
   return %y : tensor<f32>
 }

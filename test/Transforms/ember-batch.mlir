@@ -164,6 +164,22 @@ func.func @batched_callbacks(%xs: tensor<2x3xf32>, %w: tensor<3xf32>) -> tensor<
 
 // -----
 
+// A legacy_vectorized callback runs once on the batched inputs, the
+// unbatched ones as they are.
+// CHECK-LABEL: func @legacy_vectorized_callback
+// CHECK-NOT: ember.reshape
+// CHECK: ember.host_callback 1(%arg0, %arg1) {vmap_method = "legacy_vectorized"} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+func.func private @lv(%x: tensor<3xf32>, %w: tensor<3xf32>) -> tensor<3xf32> {
+  %y = ember.host_callback 1(%x, %w) {vmap_method = "legacy_vectorized"} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %y : tensor<3xf32>
+}
+func.func @legacy_vectorized_callback(%xs: tensor<2x3xf32>, %w: tensor<3xf32>) -> tensor<2x3xf32> {
+  %y = ember.vmap @lv(%xs, %w) batched [true, false] size 2 : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
 // A callback without a batching rule traced in per-device lanes (shard_map
 // over "i") is called once per lane, in lane order, when the vmap of that
 // axis is expanded; the lanes' calls name the device axes left ("j"), so a

@@ -149,7 +149,8 @@ def test_pure_callback_unused_result_is_removed():
     assert calls == [1]  # the io_callback only: the pure one is dead code
 
 
-@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all"])
+@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all",
+                                    "legacy_vectorized"])
 def test_pure_callback_vmap_methods(method):
     shapes_seen = []
 
@@ -167,7 +168,8 @@ def test_pure_callback_vmap_methods(method):
     np.testing.assert_array_equal(np.asarray(out), np.asarray(xs) * np.asarray(w))
     expected = {"sequential": [((3,), (3,)), ((3,), (3,))],
                 "expand_dims": [((2, 3), (1, 3))],
-                "broadcast_all": [((2, 3), (2, 3))]}[method]
+                "broadcast_all": [((2, 3), (2, 3))],
+                "legacy_vectorized": [((2, 3), (3,))]}[method]  # (as JAX 0.10.2)
     assert shapes_seen == expected
 
 

@@ -78,7 +78,8 @@ def test_calls_eagerly_under_jit_and_in_loops(library):
     np.testing.assert_allclose(ys, want, rtol=1e-5)
 
 
-@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all"])
+@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all",
+                                    "legacy_vectorized"])
 def test_vmap_methods(library, method):
     f = ember.vmap(lambda r: _rms(r, vmap_method=method))
     np.testing.assert_allclose(f(X), _rms_ref(X), rtol=1e-6)

@@ -32,7 +32,8 @@ from .errors import JaxRuntimeError
 _CODES = {code: np.dtype(dtypes.bfloat16 if name == "bfloat16" else name)
           for code, name in _ember_runtime.runtime_tables()["type_codes"].items()}
 
-_VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+_VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
+                 "legacy_vectorized")
 
 _registry = {}
 _ids = itertools.count()
@@ -254,14 +255,16 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     `callback` gets Ember arrays and returns arrays matching
     `result_shape_dtypes`. Under `vmap`, `vmap_method` decides: "sequential"
     calls it once per example, "expand_dims" once with unbatched inputs given a
-    leading dimension of 1, "broadcast_all" once with every input batched;
-    without one, batching raises an error (as in JAX).
+    leading dimension of 1, "broadcast_all" once with every input batched,
+    "legacy_vectorized" once with the unbatched inputs as they are (what
+    JAX's older `vectorized=True` meant, which it still accepts); without
+    one, batching raises an error (as in JAX).
     """
     del sharding
     if vectorized is not None:
         if vmap_method is not None:
             raise ValueError("pure_callback: pass vmap_method or vectorized, not both")
-        vmap_method = "expand_dims" if vectorized else "sequential"
+        vmap_method = "legacy_vectorized" if vectorized else "sequential"
     if vmap_method is not None and vmap_method not in _VMAP_METHODS:
         raise ValueError(f"pure_callback: vmap_method must be one of {_VMAP_METHODS}, "
                          f"got {vmap_method!r}")

@@ -500,8 +500,6 @@ def ffi_call(target_name, result_shape_dtypes, *, has_side_effect=False, vmap_me
     if vmap_method not in _VMAP_METHODS:
         raise ValueError(f"vmap_method must be on of the allowed methods {list(_VMAP_METHODS)}, "
                          f"but got: {vmap_method}")
-    if vmap_method == "legacy_vectorized":
-        raise NotImplementedError("ffi_call: vmap_method='legacy_vectorized'")
     if custom_call_api_version != 4:
         raise NotImplementedError(f"ffi_call: custom_call_api_version={custom_call_api_version} "
                                   "(XLA's legacy custom calls); Ember calls typed FFI handlers")
