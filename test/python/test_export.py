@@ -248,3 +248,26 @@ def test_sharded_exports(devices8):
         r = e.call(x)
         assert str(ember.typeof(r)) == "float32[8@X]"
         np.testing.assert_allclose(r, np.sin(np.arange(8.0)) * 2, rtol=1e-6)
+
+
+def test_stablehlo_module_names_arguments_and_results():
+    """As JAX's exported modules: each argument's location is its path
+    (`x`, `y[0]`, `rest[0]`, a keyword's name) and each result has its
+    `jax.result_info` path (texts from JAX 0.10.2's; JAX also drops unused
+    arguments, Ember keeps them); serialized with the export."""
+    import re
+
+    exp = export.export(ember.jit(lambda x: 2 * x * x))(ember.ShapeDtypeStruct((), np.float32))
+    assert re.search(r".*@main.*", exp.mlir_module()).group(0).strip() == (
+        'func.func public @main(%arg0: tensor<f32> loc("x")) -> '
+        '(tensor<f32> {jax.result_info = "result"}) {')
+
+    def f(x, y, *rest, k=None):
+        return {"a": x * 2, "b": (y[0] + k.sum(), rest)}
+    exp = export.export(ember.jit(f))(jnp.ones(2), (jnp.ones(3), jnp.ones(1)), jnp.ones(4),
+                                      k=jnp.ones(5))
+    head = re.search(r".*@main.*", export.deserialize(exp.serialize()).mlir_module()).group(0)
+    for name in ['loc("x")', 'loc("y[0]")', 'loc("y[1]")', 'loc("rest[0]")', 'loc("k")',
+                 'jax.result_info = "result[\'a\']"', 'jax.result_info = "result[\'b\'][0]"',
+                 'jax.result_info = "result[\'b\'][1][0]"']:
+        assert name in head, name

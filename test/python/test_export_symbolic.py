@@ -212,7 +212,7 @@ def test_tracing_errors():
     traced = ember.jit(lambda x: jnp.sin(x) * x.shape[0]).trace(S((b, 3), _F32))
     assert str(traced.out_info) == "ShapeDtypeStruct(shape=(b, 3), dtype=float32)"
     low = traced.lower()
-    assert "func.func public @main(%1: tensor<?x3xf32>)" in low.as_text()
+    assert "func.func public @main(%arg0: tensor<?x3xf32> loc(\"x\"))" in low.as_text()
     assert "stablehlo.dynamic_broadcast_in_dim" in low.as_text("stablehlo")
     assert "ember.sym_args" in low.as_text("ember")
     assert low.compiler_ir("stablehlo") is not None

@@ -151,7 +151,7 @@ class Exported:
 
     def __init__(self, fun_name, module_text, in_tree, in_avals, out_tree, out_avals,
                  platforms=("cpu",), scope=None, disabled_checks=(), platform_modules=None,
-                 shardings=None):
+                 shardings=None, names=None):
         self.fun_name = fun_name
         # Symbolic exports: the scope of their dimension variables; the
         # module is compiled once for each set of the variables' values.
@@ -164,6 +164,9 @@ class Exported:
         # (the export's AbstractMesh, per-argument and per-result specs or
         # None), when exported with shardings; the devices are logical.
         self._shardings = shardings
+        # (JAX's names of the arguments and results in the StableHLO module:
+        # `x`, `y[0]`, `result['a']`; None where not known.)
+        self._names = names
         self.nr_devices = shardings[0].size if shardings else 1
         self.calling_convention_version = CALLING_CONVENTION_VERSION
         self.ordered_effects = self.unordered_effects = ()
@@ -195,7 +198,9 @@ class Exported:
             module = ir.Module.parse(self._text)
             if self._scope is not None and transformation_ops(module):
                 module = _transformed_symbolic(self._text, self._scope)
-            return to_stablehlo(module, f"jit_{self.fun_name}", scope=self._scope)
+            arg_names, result_names = self._names or (None, None)
+            return to_stablehlo(module, f"jit_{self.fun_name}", scope=self._scope,
+                                arg_names=arg_names, result_names=result_names)
 
     def in_shardings_jax(self, mesh):
         """The arguments' shardings on `mesh` (a Mesh or AbstractMesh of the
@@ -271,6 +276,8 @@ class Exported:
             header["disabled_checks"] = [str(c) for c in self.disabled_safety_checks]
         if self._platform_modules:
             header["platform_modules"] = self._platform_modules
+        if self._names:
+            header["names"] = {"args": list(self._names[0]), "results": list(self._names[1])}
         if self._shardings:
             mesh, ins, outs = self._shardings
             header["shardings"] = {
@@ -927,7 +934,41 @@ def _export_shardings(in_avals, out_avals):
     return (mesh, specs(in_avals), specs(out_avals)), bare_in, bare_out
 
 
-def _trace_export(flat, avals, in_tree, out_tree, name, platforms, disabled_checks=()):
+def _argument_names(fun, args, kwargs):
+    """JAX's names of the arguments' leaves, in their flattened order: the
+    parameter's name, then the leaf's path inside it (`x`, `y[0]`,
+    `rest[1]['a']`, a keyword's name); None when `fun` has no signature to
+    read."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+    positional = [p.name for p in sig.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    rest = next((p.name for p in sig.parameters.values() if p.kind == p.VAR_POSITIONAL),
+                None)
+    names = []
+    for i, a in enumerate(args):
+        base = positional[i] if i < len(positional) else \
+            (f"{rest}[{i - len(positional)}]" if rest else f"args[{i}]")
+        names += [base + tree_util.keystr(path)
+                  for path, _ in tree_util.tree_flatten_with_path(a)[0]]
+    for k in sorted(kwargs):
+        names += [k + tree_util.keystr(path)
+                  for path, _ in tree_util.tree_flatten_with_path(kwargs[k])[0]]
+    return names
+
+
+def _result_names(out_tree):
+    dummy = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+    return ["result" + tree_util.keystr(path)
+            for path, _ in tree_util.tree_flatten_with_path(dummy)[0]]
+
+
+def _trace_export(flat, avals, in_tree, out_tree, name, platforms, disabled_checks=(),
+                  arg_names=None):
     """Traces the flat function into an `Exported`: with static shapes the
     program after `ember-transforms`; with symbolic dimensions the traced
     program itself (transformations run once the dimensions are known: the
@@ -949,9 +990,12 @@ def _trace_export(flat, avals, in_tree, out_tree, name, platforms, disabled_chec
         if scope is None:
             compiler.run_pipeline(module, upto="transforms")
     shardings, avals, out_avals = _export_shardings(avals, out_avals)
+    names = None
+    if arg_names is not None and len(arg_names) == len(avals):
+        names = (arg_names, _result_names(out_tree()))
     return Exported(name, str(module), in_tree, avals, out_tree(), out_avals, platforms,
                     scope=scope, disabled_checks=disabled_checks, platform_modules=own,
-                    shardings=shardings)
+                    shardings=shardings, names=names)
 
 
 def export(fun_jit, *, platforms=None, disabled_checks=()):
@@ -999,8 +1043,9 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
             else:
                 avals.append(core.as_value(x).aval)
         flat, out_tree = flatten_fun(target, in_tree)
+        names = None if (static or static_kw) else _argument_names(fun, args, kwargs)
         return _trace_export(flat, avals, in_tree, out_tree, getattr(fun, "__name__", "fun"),
-                             platforms, tuple(disabled_checks))
+                             platforms, tuple(disabled_checks), names)
 
     return do_export
 
@@ -1043,6 +1088,10 @@ def deserialize(blob):
         name = str(header["fun_name"])
         disabled = tuple(DisabledSafetyCheck(str(c)) for c in header.get("disabled_checks", []))
         own = {str(k): str(v) for k, v in header.get("platform_modules", {}).items()}
+        names = None
+        if "names" in header:
+            names = ([str(n) for n in header["names"]["args"]],
+                     [str(n) for n in header["names"]["results"]])
         shardings = None
         if "shardings" in header:
             from .mesh import AbstractMesh, AxisType
@@ -1071,7 +1120,7 @@ def deserialize(blob):
         raise ValueError("deserialize: the export's trees and avals disagree")
     return Exported(name, text, in_tree, in_avals, out_tree, out_avals, platforms,
                     scope=scope, disabled_checks=disabled, platform_modules=own,
-                    shardings=shardings)
+                    shardings=shardings, names=names)
 
 
 def from_stablehlo(text, name=None):

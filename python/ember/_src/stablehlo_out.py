@@ -1205,13 +1205,17 @@ def _string(s):
                          for c in s) + '"'
 
 
-def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None):
+def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_names=None,
+                 result_names=None):
     """The `ember` module `module` (an ir.Module whose `main` has no
     transformation ops left) as StableHLO text in generic form;
     `tpu_kernels` (see `_Translator`) makes Pallas kernels Mosaic calls.
     With `scope` (a symbolic export's SymbolicScope), the `ember.sym_*`
     annotations make the shapes symbolic: `?` dimensions, the variables read
-    from the arguments, dynamic ops where the shapes are computed."""
+    from the arguments, dynamic ops where the shapes are computed.
+    `arg_names`/`result_names` (an export's: JAX's argument paths and
+    `result...` paths) become the arguments' locations and the results'
+    `jax.result_info`, as in JAX's exported modules."""
     functions, main, ftype = module_functions(module, "StableHLO export")
     t = _Translator(functions, tpu_kernels, scope)
     block = main.regions[0].blocks[0]
@@ -1222,12 +1226,12 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None):
         specs = ([ir.StringAttr(s).value for s in main.attributes["ember.sym_args"]]
                  if "ember.sym_args" in main.attributes else [""] * len(arg_types))
         arg_types = [t.sym.type_of(s, x) for s, x in zip(specs, arg_types)]
-        args = [V(t.w.fresh(), x) for x in arg_types]
+        args = [V(f"%arg{i}", x) for i, x in enumerate(arg_types)]  # (JAX's names)
         t.sym.bind_arguments(args, specs)
         outs = t.block(block, args)
         results = [v.type for v in outs]
     else:
-        args = [V(t.w.fresh(), x) for x in arg_types]
+        args = [V(f"%arg{i}", x) for i, x in enumerate(arg_types)]  # (JAX's names)
         outs = t.block(block, args)
     # The module and function in their custom form (as JAX prints them; the
     # builtin and func dialects are registered wherever StableHLO is), the
@@ -1238,9 +1242,19 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None):
                 + ", ".join(v.type for v in outs))
     name = re.sub(r"[^A-Za-z0-9_$.]", "_", name)  # a bare symbol name, as JAX's
     poly = "jax.uses_shape_polymorphism = true, " if t.sym is not None else ""
+    def quoted(text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    if arg_names is not None and len(arg_names) == len(args):
+        params = [f"{a.name}: {a.type} loc({quoted(n)})" for a, n in zip(args, arg_names)]
+    else:
+        params = [f"{a.name}: {a.type}" for a in args]
+    if result_names is not None and len(result_names) == len(results):
+        results = [f"{r} {{jax.result_info = {quoted(n)}}}"
+                   for r, n in zip(results, result_names)]
     head = (f"module @{name} attributes {{{poly}mhlo.num_partitions = 1 : i32, "
             "mhlo.num_replicas = 1 : i32} {\n"
-            "  func.func public @main(" + ", ".join(f"{a.name}: {a.type}" for a in args)
+            "  func.func public @main(" + ", ".join(params)
             + ") -> (" + ", ".join(results) + ") {\n")
     return (head + "\n".join(t.w.lines + [ret]) + "\n  }\n"
             + "".join(t.extra_functions.values()) + "}\n")
