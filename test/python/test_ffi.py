@@ -48,7 +48,9 @@ def library(tmp_path_factory):
                     SOURCE, "-o", out], check=True)
     lib = ctypes.cdll.LoadLibrary(out)
     for name, sym in [("row_rms_norm", lib.RowRmsNorm), ("affine", lib.Affine),
-                      ("accumulate", lib.Accumulate), ("first_column", lib.FirstColumn)]:
+                      ("accumulate", lib.Accumulate), ("first_column", lib.FirstColumn),
+                      ("row_rms_norm_fwd", lib.RowRmsNormFwd),
+                      ("row_rms_norm_bwd", lib.RowRmsNormBwd)]:
         ember.ffi.register_ffi_target(name, ember.ffi.pycapsule(sym), platform="cpu")
     return out
 
@@ -248,3 +250,88 @@ def test_hijax_primitive_with_a_batch_rule(library):
                                            jnp.zeros((1, 4)), x)[0])(xs)
     np.testing.assert_allclose(summed[:, 0], _rms_ref(xs).sum(axis=1), rtol=1e-5)
     assert calls and set(calls) <= {3, 2, 8}
+
+
+def test_hijax_ffi_primitive_composes_with_grad_and_vmap(library):
+    """JAX's FFI tutorial, "Composing transformations": an FFI call in a
+    hijax primitive with VJP and JVP rules that call two more FFI targets,
+    each wrapped in a primitive with a `batch` rule, so that `vmap` of
+    `grad`, `jvp` and `vmap` all run the handlers (checked against the
+    same computation in jnp)."""
+    from ember.experimental.hijax import VJPHiPrimitive
+
+    def ref(x):
+        return x / jnp.sqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-5)
+
+    def to_front(a, d, n):
+        return jnp.broadcast_to(a, (n, *a.shape)) if d is None else jnp.moveaxis(a, d, 0)
+
+    class Fwd(VJPHiPrimitive):
+        def __init__(self, aval):
+            self.in_avals = (aval,)
+            self.out_aval = (aval, aval.update(shape=aval.shape[:-1]))
+            self.params = {}
+            super().__init__()
+
+        def expand(self, x):
+            return ember.ffi.ffi_call("row_rms_norm_fwd", self.out_aval)(x, eps=np.float32(1e-5))
+
+        def batch(self, axis_data, args, dims):
+            return fwd(to_front(args[0], dims[0], axis_data.size)), (0, 0)
+
+    class Bwd(VJPHiPrimitive):
+        def __init__(self, *avals):
+            self.in_avals, self.out_aval, self.params = avals, avals[1], {}
+            super().__init__()
+
+        def expand(self, res, x, ct):
+            return ember.ffi.ffi_call("row_rms_norm_bwd", self.out_aval)(res, x, ct)
+
+        def batch(self, axis_data, args, dims):
+            return bwd(*[to_front(a, d, axis_data.size) for a, d in zip(args, dims)]), 0
+
+    def fwd(x):
+        return Fwd(ember.typeof(x))(x)
+
+    def bwd(res, x, ct):
+        return Bwd(ember.typeof(res), ember.typeof(x), ember.typeof(ct))(res, x, ct)
+
+    class Rms(VJPHiPrimitive):
+        def __init__(self, aval):
+            self.in_avals, self.out_aval, self.params = (aval,), aval, {}
+            super().__init__()
+
+        def expand(self, x):
+            return ember.ffi.ffi_call("row_rms_norm", self.out_aval)(x, eps=np.float32(1e-5))
+
+        def vjp_fwd(self, nzs_in, x):
+            y, res = fwd(x)
+            return y, (res, x)
+
+        def vjp_bwd_retval(self, res, ct):
+            return (bwd(res[0], res[1], ct),)
+
+        def jvp(self, primals, tangents):
+            y, res = fwd(primals[0])
+            return y, bwd(res, primals[0], tangents[0])  # (a symmetric Jacobian)
+
+        def batch(self, axis_data, args, dims):
+            return rms(to_front(args[0], dims[0], axis_data.size)), 0
+
+    def rms(x):
+        return Rms(ember.typeof(x))(x)
+
+    x = jnp.linspace(-0.5, 0.5, 32, dtype=jnp.float32).reshape(8, 4)
+    xs = jnp.linspace(-0.5, 0.5, 96, dtype=jnp.float32).reshape(3, 8, 4)
+    w = jnp.arange(4.0, dtype=jnp.float32)
+    loss = lambda f: (lambda v: jnp.sum(f(v) * w))  # noqa: E731
+    np.testing.assert_allclose(rms(x), ref(x), rtol=1e-5)
+    np.testing.assert_allclose(ember.grad(loss(rms))(x), ember.grad(loss(ref))(x),
+                               rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(ember.jvp(rms, (x,), (jnp.ones_like(x),))[1],
+                               ember.jvp(ref, (x,), (jnp.ones_like(x),))[1], rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(ember.vmap(rms)(xs), ref(xs), rtol=1e-5)
+    for f in (ember.vmap(ember.grad(loss(rms))), ember.jit(ember.vmap(ember.grad(loss(rms))))):
+        np.testing.assert_allclose(f(xs), ember.vmap(ember.grad(loss(ref)))(xs), rtol=1e-4,
+                                   atol=1e-6)

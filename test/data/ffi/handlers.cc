@@ -79,7 +79,62 @@ ffi::Error firstColumn(ffi::Buffer<ffi::F32> m,
   return ffi::Error::Success();
 }
 
+// The forward pass of rowRmsNorm for reverse mode: y and, per row, the
+// scale 1 / rms (the residual, of the shape of x without its last axis).
+ffi::Error rowRmsNormFwd(float eps, ffi::Buffer<ffi::F32> x,
+                         ffi::ResultBuffer<ffi::F32> y,
+                         ffi::ResultBuffer<ffi::F32> scale) {
+  auto dims = x.dimensions();
+  if (dims.size() == 0)
+    return ffi::Error::InvalidArgument("row_rms_norm_fwd needs an array");
+  const int64_t width = dims.back();
+  for (int64_t row = 0; width > 0 && row * width < x.element_count(); ++row) {
+    const float *in = x.typed_data() + row * width;
+    float squares = 0.0f;
+    for (int64_t k = 0; k < width; ++k)
+      squares += in[k] * in[k];
+    const float s = 1.0f / std::sqrt(squares / float(width) + eps);
+    scale->typed_data()[row] = s;
+    for (int64_t k = 0; k < width; ++k)
+      y->typed_data()[row * width + k] = in[k] * s;
+  }
+  return ffi::Error::Success();
+}
+
+// The backward pass: dx = s ct - s^3 x mean(ct x), per row.
+ffi::Error rowRmsNormBwd(ffi::Buffer<ffi::F32> scale, ffi::Buffer<ffi::F32> x,
+                         ffi::Buffer<ffi::F32> ct,
+                         ffi::ResultBuffer<ffi::F32> dx) {
+  const int64_t width = x.dimensions().back();
+  for (int64_t row = 0; width > 0 && row * width < x.element_count(); ++row) {
+    const float *in = x.typed_data() + row * width;
+    const float *c = ct.typed_data() + row * width;
+    const float s = scale.typed_data()[row];
+    float dot = 0.0f;
+    for (int64_t k = 0; k < width; ++k)
+      dot += c[k] * in[k];
+    for (int64_t k = 0; k < width; ++k)
+      dx->typed_data()[row * width + k] =
+          s * c[k] - s * s * s * in[k] * dot / float(width);
+  }
+  return ffi::Error::Success();
+}
+
 } // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(RowRmsNormFwd, rowRmsNormFwd,
+                              ffi::Ffi::Bind()
+                                  .Attr<float>("eps")
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(RowRmsNormBwd, rowRmsNormBwd,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(RowRmsNorm, rowRmsNorm,
                               ffi::Ffi::Bind()
