@@ -101,21 +101,17 @@ def _function_texts(name):
 def _import_functions(text, names, main):
     """Adds the functions of `text` to the module being traced under fresh
     names; returns `main`'s new name."""
-    import re
-
     root = core.current_trace().root
     fresh = {}
     for n in names:
         root._counter += 1
         fresh[n] = f"{n}_r{root._counter}"
-    pattern = re.compile(r"@(" + "|".join(re.escape(n) for n in sorted(names, key=len,
-                                                                         reverse=True))
-                         + r")(?![\w$.])")
-    text = pattern.sub(lambda m: "@" + fresh[m.group(1)], text)
-    text = re.sub(r'sym_name = "([^"]+)"',
-                  lambda m: f'sym_name = "{fresh.get(m.group(1), m.group(1))}"', text)
     with core.context():
         module = ir.Module.parse(text)
+        for op in module.body.operations:
+            old = ir.SymbolTable.get_symbol_name(op.operation).value
+            ir.SymbolTable.replace_all_symbol_uses(old, fresh[old], module.operation)
+            ir.SymbolTable.set_symbol_name(op.operation, fresh[old])
         at = ir.InsertionPoint(root.module.body)
         for op in module.body.operations:
             op.operation.clone(ip=at)

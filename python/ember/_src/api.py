@@ -15,7 +15,7 @@ from ember._mlir._mlir_libs import _ember_runtime
 
 from . import compiler, core, cost, dtypes, hitypes, state, tree_util
 from . import devices as devices_lib
-from .api_util import flatten_args, flatten_fun
+from .api_util import argument_paths, flatten_args, flatten_fun
 from .config import config as _config
 from .config import on_change
 from .core import Array, as_value
@@ -495,28 +495,8 @@ def _prepare_args(fun, static_argnums, static_argnames, args, kwargs, abstract_o
 def _invalid_argument(fun, static_argnums, args, kwargs, leaf):
     """JAX's TypeError for a non-array leaf `leaf` of a jitted call's
     dynamic arguments, naming its path (the parameter, then keys)."""
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    star = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
-    named = []
-    for i, a in enumerate(args):
-        if i in static_argnums:
-            continue
-        named.append((positional[i].name if i < len(positional)
-                      else f"{star}[{i - len(positional)}]", a))
-    named += list(kwargs.items())
-    path = "args"
-    for name, a in named:
-        for p, v in tree_util.tree_flatten_with_path(a)[0]:
-            if v is leaf:
-                path = name + tree_util.keystr(p)
-                break
-        else:
-            continue
-        break
+    path = next((p for p, v in argument_paths(fun, args, kwargs, static_argnums)
+                 if v is leaf), "args")
     if isinstance(leaf, core.ShapeDtypeStruct):
         return core.type_error(
             f"Argument '{path}' of shape {core.ShapedArray(leaf.shape, leaf.dtype).str_short()} "

@@ -168,6 +168,26 @@ def static_positions(args, dynamic):
     return out
 
 
+def argument_paths(fun, args, kwargs, skip=()):
+    """JAX's names of the leaves of a call's arguments, in the order
+    `flatten_args` flattens them (keywords sorted): [(path, leaf)], the path
+    being the parameter's name then the leaf's keys (`x`, `y[0]`,
+    `rest[1]['a']`, a keyword's name). Positions in `skip` (static
+    arguments) are left out."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    star = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), "args")
+    named = [(positional[i] if i < len(positional) else f"{star}[{i - len(positional)}]", a)
+             for i, a in enumerate(args) if i not in skip]
+    named += [(k, kwargs[k]) for k in sorted(kwargs)]
+    return [(name + tree_util.keystr(path), leaf) for name, a in named
+            for path, leaf in tree_util.tree_flatten_with_path(a)[0]]
+
+
 def resolve_kwargs(fun, args, kwargs, what):
     """`args` and `kwargs` of a call of `fun` as positional arguments, its
     defaults filled in (as JAX resolves the arguments of `custom_jvp`,

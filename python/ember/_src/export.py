@@ -27,7 +27,7 @@ from ember._mlir import ir
 from ember._mlir.passmanager import PassManager
 
 from . import api, compiler, core, dtypes, shape_poly, tree_util
-from .api_util import flatten_args, flatten_fun
+from .api_util import argument_paths, flatten_args, flatten_fun
 
 # 1: static shapes. 2: symbolic dimensions (the header's "symbolic" entry,
 # dims as expressions; the module traced, before `ember-transforms`, with
@@ -934,33 +934,6 @@ def _export_shardings(in_avals, out_avals):
     return (mesh, specs(in_avals), specs(out_avals)), bare_in, bare_out
 
 
-def _argument_names(fun, args, kwargs):
-    """JAX's names of the arguments' leaves, in their flattened order: the
-    parameter's name, then the leaf's path inside it (`x`, `y[0]`,
-    `rest[1]['a']`, a keyword's name); None when `fun` has no signature to
-    read."""
-    import inspect
-
-    try:
-        sig = inspect.signature(fun)
-    except (TypeError, ValueError):
-        return None
-    positional = [p.name for p in sig.parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    rest = next((p.name for p in sig.parameters.values() if p.kind == p.VAR_POSITIONAL),
-                None)
-    names = []
-    for i, a in enumerate(args):
-        base = positional[i] if i < len(positional) else \
-            (f"{rest}[{i - len(positional)}]" if rest else f"args[{i}]")
-        names += [base + tree_util.keystr(path)
-                  for path, _ in tree_util.tree_flatten_with_path(a)[0]]
-    for k in sorted(kwargs):
-        names += [k + tree_util.keystr(path)
-                  for path, _ in tree_util.tree_flatten_with_path(kwargs[k])[0]]
-    return names
-
-
 def _result_names(out_tree):
     dummy = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
     return ["result" + tree_util.keystr(path)
@@ -1043,7 +1016,8 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
             else:
                 avals.append(core.as_value(x).aval)
         flat, out_tree = flatten_fun(target, in_tree)
-        names = None if (static or static_kw) else _argument_names(fun, args, kwargs)
+        names = None if (static or static_kw) else \
+            [p for p, _ in argument_paths(fun, args, kwargs)]
         return _trace_export(flat, avals, in_tree, out_tree, getattr(fun, "__name__", "fun"),
                              platforms, tuple(disabled_checks), names)
 
