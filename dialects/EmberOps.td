@@ -97,6 +97,21 @@ def Ember_PopulationCountOp : Ember_UnaryOp<"population_count", Ember_IntTensor,
 def Ember_ClzOp : Ember_UnaryOp<"clz", Ember_IntTensor, [Ember_ZeroTangent]>;
 def Ember_ConjOp : Ember_UnaryOp<"conj", Ember_ComplexTensor, [Ember_Linear]>;
 
+def Ember_IntegerPowOp : Ember_Op<"integer_pow",
+    [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "x raised to a constant integer power";
+  let description = [{
+    `x^y` for a constant integer `y` (JAX's `integer_pow`), computed by
+    repeated squaring and multiplication; a negative `y` divides one by the
+    product. `y = 0` gives ones.
+  }];
+  let arguments = (ins Ember_NumericTensor:$operand, I64Attr:$y);
+  let results = (outs Ember_NumericTensor:$result);
+  let assemblyFormat = "$operand `,` `y` `=` $y attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 def Ember_IsFiniteOp : Ember_Op<"is_finite",
     [Ember_ZeroTangent, Pure, Elementwise, SameOperandsAndResultShape, InferTypeOpAdaptor]> {
   let summary = "true where the operand is neither infinite nor NaN";

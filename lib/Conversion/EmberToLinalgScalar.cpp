@@ -1018,6 +1018,57 @@ Value mlir::ember::convertScalar(OpBuilder &b, Location loc, Value v, Type from,
       b, loc, dst, arith::ExtFOp::create(b, loc, b.getF32Type(), v));
 }
 
+/// x^y by squaring and multiplying (as XLA expands integer_pow): each
+/// product is rounded to x's type, half floats included, so the result is
+/// that of the same chain of `mul` ops. A negative y divides one by it.
+static Value buildIntegerPow(OpBuilder &b, Location loc, Value x, int64_t y) {
+  Type t = x.getType();
+  auto mul = [&](Value p, Value q) -> Value {
+    if (isLowPrecision(t)) {
+      Value r = arith::MulFOp::create(
+          b, loc, arith::ExtFOp::create(b, loc, b.getF32Type(), p),
+          arith::ExtFOp::create(b, loc, b.getF32Type(), q));
+      return arith::TruncFOp::create(b, loc, t, r);
+    }
+    if (isa<FloatType>(t))
+      return arith::MulFOp::create(b, loc, p, q);
+    if (isa<ComplexType>(t))
+      return complex::MulOp::create(b, loc, p, q);
+    return arith::MulIOp::create(b, loc, p, q);
+  };
+  auto one = [&]() -> Value {
+    if (auto ct = dyn_cast<ComplexType>(t)) {
+      Type e = ct.getElementType();
+      return complex::CreateOp::create(b, loc, ct, floatConst(b, loc, e, 1.0),
+                                       floatConst(b, loc, e, 0.0));
+    }
+    return isa<FloatType>(t) ? floatConst(b, loc, t, 1.0)
+                             : intConst(b, loc, t, 1);
+  };
+  uint64_t n = y < 0 ? -(uint64_t)y : (uint64_t)y;
+  Value acc, base = x;
+  while (n) {
+    if (n & 1)
+      acc = acc ? mul(acc, base) : base;
+    n >>= 1;
+    if (n)
+      base = mul(base, base);
+  }
+  if (!acc)
+    return one();
+  if (y > 0)
+    return acc;
+  if (isa<ComplexType>(t))
+    return complex::DivOp::create(b, loc, one(), acc);
+  if (isLowPrecision(t))
+    return arith::TruncFOp::create(
+        b, loc, t,
+        arith::DivFOp::create(
+            b, loc, floatConst(b, loc, b.getF32Type(), 1.0),
+            arith::ExtFOp::create(b, loc, b.getF32Type(), acc)));
+  return arith::DivFOp::create(b, loc, one(), acc);
+}
+
 SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b,
                                                        Location loc,
                                                        Operation *op,
@@ -1046,6 +1097,9 @@ SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b,
         buildThreefryRounds(b, loc, args[0], args[1], args[2], args[3], out1);
     return {out0, out1};
   }
+
+  if (auto ip = dyn_cast<IntegerPowOp>(op))
+    return {buildIntegerPow(b, loc, args[0], ip.getY())};
 
   // Half-precision floats compute in f32 and round once at the end; for a
   // single IEEE operation this gives the correctly rounded half result.

@@ -844,6 +844,24 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
           return r.mul(r.like(y, -0.5), r.div(y, x));
         });
       })
+      .Case([&](IntegerPowOp o) -> LogicalResult {
+        // JAX's rule: t * (y * x^(y-1)); zero for y = 0.
+        int64_t y = o.getY();
+        if (!t[0] || y == 0) {
+          out.push_back(Value());
+          return success();
+        }
+        Value x = o.getOperand();
+        if (y == 1) {
+          out.push_back(t[0]);
+          return success();
+        }
+        Value pow = y - 1 == 1 ? x
+                               : (Value)IntegerPowOp::create(
+                                     b, r.loc, x, b.getI64IntegerAttr(y - 1));
+        out.push_back(r.mul(t[0], r.mul(r.like(x, (double)y), pow)));
+        return success();
+      })
       .Case([&](CbrtOp o) {
         // t * (1/3 * y^-2), y^-2 = 1 / (y y).
         return unary(r, op, t, out, [&](Value, Value y) {

@@ -179,6 +179,21 @@ OpFoldResult NegOp::fold(FoldAdaptor) {
   return {};
 }
 
+LogicalResult IntegerPowOp::verify() {
+  // integer_pow_c1
+  if ((int64_t)getY() < 0 && isa<IntegerType>(getElementTypeOrSelf(getType())))
+    return emitOpError("integer_pow_c1: integers cannot be raised to the "
+                       "negative power ")
+           << (int64_t)getY();
+  return success();
+}
+
+OpFoldResult IntegerPowOp::fold(FoldAdaptor) {
+  if (getY() == 1)
+    return getOperand();
+  return {};
+}
+
 OpFoldResult NotOp::fold(FoldAdaptor) {
   if (auto inner = getOperand().getDefiningOp<NotOp>())
     return inner.getOperand();

@@ -14,6 +14,35 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xf
 
 // -----
 
+// integer_pow by squaring and multiplying: x^5 = x * (x^2)^2 is three
+// products; a negative power divides one by them; f16 rounds every product.
+// CHECK-LABEL: func @integer_pow
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[X:.*]]: f32,
+// CHECK-NEXT: %[[X2:.*]] = arith.mulf %[[X]], %[[X]]
+// CHECK-NEXT: %[[X4:.*]] = arith.mulf %[[X2]], %[[X2]]
+// CHECK-NEXT: %[[X5:.*]] = arith.mulf %[[X]], %[[X4]]
+// CHECK-NEXT: linalg.yield %[[X5]]
+// CHECK: linalg.generic
+// CHECK: arith.mulf
+// CHECK-NEXT: arith.constant 1.0
+// CHECK-NEXT: arith.divf
+// CHECK: linalg.generic
+// CHECK: arith.extf
+// CHECK-NEXT: arith.extf
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: arith.truncf
+// CHECK-NOT: arith.mulf
+// CHECK: linalg.yield
+func.func @integer_pow(%a: tensor<4xf32>, %h: tensor<4xf16>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf16>) {
+  %0 = ember.integer_pow %a, y = 5 : tensor<4xf32>
+  %1 = ember.integer_pow %a, y = -2 : tensor<4xf32>
+  %2 = ember.integer_pow %h, y = 2 : tensor<4xf16>
+  return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf16>
+}
+
+// -----
+
 // CHECK-LABEL: func @unsigned_div(%{{.*}}: tensor<4xi32> {bufferization.writable = false}, %{{.*}}: tensor<4xi32> {bufferization.writable = false}) -> tensor<4xi32>
 // CHECK: linalg.generic
 // CHECK: %[[Z:.*]] = arith.cmpi eq

@@ -87,3 +87,15 @@ func.func @dot_of_reordering_transpose(%x: tensor<2x3x5xf32>, %y: tensor<5x7xf32
   %0 = ember.dot_general %xt, %y, batch = [] x [], contract = [2] x [0] : (tensor<3x2x5xf32>, tensor<5x7xf32>) -> tensor<3x2x7xf32>
   return %0 : tensor<3x2x7xf32>
 }
+
+// -----
+
+// x^1 is x; other powers stay.
+// CHECK-LABEL: func @integer_pow_one
+// CHECK-NEXT: %[[P:.*]] = ember.integer_pow %arg0, y = 2
+// CHECK-NEXT: return %arg0, %[[P]]
+func.func @integer_pow_one(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %0 = ember.integer_pow %x, y = 1 : tensor<3xf32>
+  %1 = ember.integer_pow %x, y = 2 : tensor<3xf32>
+  return %0, %1 : tensor<3xf32>, tensor<3xf32>
+}

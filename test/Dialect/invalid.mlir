@@ -16,6 +16,23 @@ func.func @iota_c1() -> tensor<2x3xi32> {
 
 // -----
 
+// integer_pow_c1
+func.func @integer_pow_c1(%a: tensor<3xi32>) -> tensor<3xi32> {
+  // expected-error @+1 {{integer_pow_c1: integers cannot be raised to the negative power -2}}
+  %0 = ember.integer_pow %a, y = -2 : tensor<3xi32>
+  return %0 : tensor<3xi32>
+}
+
+// -----
+
+func.func @integer_pow_bool(%a: tensor<3xi1>) -> tensor<3xi1> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor}}
+  %0 = ember.integer_pow %a, y = 2 : tensor<3xi1>
+  return %0 : tensor<3xi1>
+}
+
+// -----
+
 // bitcast_convert_c1
 func.func @bitcast_convert_c1(%a: tensor<2x3xf32>) -> tensor<3x2xi32> {
   // expected-error @+1 {{bitcast_convert_c1: operand and result shapes differ}}

@@ -72,6 +72,10 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %i: tensor<2x3x
   %i0e = ember.bessel_i0e %a : tensor<2x3xf32>
   // CHECK: ember.bessel_i1e
   %i1e = ember.bessel_i1e %a : tensor<2x3xf32>
+  // CHECK: ember.integer_pow %{{.*}}, y = -3 : tensor<2x3xf32>
+  %ip = ember.integer_pow %a, y = -3 : tensor<2x3xf32>
+  // CHECK: ember.integer_pow %{{.*}}, y = 5 : tensor<2x3xi32>
+  %ipi = ember.integer_pow %i, y = 5 : tensor<2x3xi32>
   // CHECK: ember.is_finite {{.*}} -> tensor<2x3xi1>
   %32 = ember.is_finite %a : (tensor<2x3xf32>) -> tensor<2x3xi1>
   // CHECK: ember.not

@@ -19,6 +19,13 @@ func.func @main() {
   %g = ember.constant dense<[0.5, 1.0, 3.0, -1.5]> : tensor<4xf32>
   %k = ember.constant dense<[-10.0, -1.0, 0.0, 2.0]> : tensor<4xf32>
 
+  // CHECK: [0.125,  1,  8,  64]
+  %ip3 = ember.integer_pow %x, y = 3 : tensor<4xf32>
+  func.call @print(%ip3) : (tensor<4xf32>) -> ()
+  // CHECK: [4,  1,  0.25,  0.0625]
+  %ipm2 = ember.integer_pow %x, y = -2 : tensor<4xf32>
+  func.call @print(%ipm2) : (tensor<4xf32>) -> ()
+
   // exp(4) = 54.59815: the f32 polynomial may round the 6th digit either way.
   // CHECK: [1.64872,  2.71828,  7.38906,  54.598{{[12]}}]
   %0 = ember.exp %x : tensor<4xf32>

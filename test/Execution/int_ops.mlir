@@ -20,6 +20,21 @@ func.func @printu(%t: tensor<5xui32>) {
 }
 
 func.func @main() {
+
+  // integer_pow: 7^3, (-7)^3, 5^0, wrapping, 0^5.
+  %ipa = ember.constant dense<[7, -7, 5, 65536, 0]> : tensor<5xi32>
+  // CHECK: [343,  -343,  125,  0,  0]
+  %ip0 = ember.integer_pow %ipa, y = 3 : tensor<5xi32>
+  %ip1 = ember.integer_pow %ipa, y = 0 : tensor<5xi32>
+  %ip2 = ember.integer_pow %ipa, y = 2 : tensor<5xi32>
+  %ip3 = ember.integer_pow %ipa, y = 5 : tensor<5xi32>
+  func.call @print(%ip0) : (tensor<5xi32>) -> ()
+  // CHECK: [1,  1,  1,  1,  1]
+  func.call @print(%ip1) : (tensor<5xi32>) -> ()
+  // CHECK: [49,  49,  25,  0,  0]
+  func.call @print(%ip2) : (tensor<5xi32>) -> ()
+  // CHECK: [16807,  -16807,  3125,  0,  0]
+  func.call @print(%ip3) : (tensor<5xi32>) -> ()
   %a = ember.constant dense<[7, -7, 5, -2147483648, 0]> : tensor<5xi32>
   %b = ember.constant dense<[2, 2, 0, -1, 0]> : tensor<5xi32>
   // CHECK: [3,  -3,  -1,  -2147483648,  -1]

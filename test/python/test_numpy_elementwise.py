@@ -286,3 +286,55 @@ def test_f64_log1p_expm1_erfc_keep_relative_precision(x64):
     z = np.concatenate([np.linspace(-6, 26.5, 400), [2.0, -2.0]])  # SciPy flushes subnormals
     np.testing.assert_allclose(np.asarray(ember.jit(lax.erfc)(z)), ss.erfc(z), rtol=2e-14, atol=0)
     np.testing.assert_array_equal(np.asarray(lax.erfc(np.array([np.inf, -np.inf]))), [0.0, 2.0])
+
+
+@pytest.mark.parametrize("y", [0, 1, 2, 3, 5, 8, -1, -2, -3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint8, np.complex64])
+def test_integer_pow(dtype, y):
+    # `x ** n` is the op ember.integer_pow: the chain of products JAX's
+    # lowering builds, each rounded to the dtype (so f16 agrees with NumPy's
+    # repeated f16 products), ones for n = 0 (also at 0, NaN and inf).
+    if y < 0 and np.issubdtype(dtype, np.integer):
+        with pytest.raises(TypeError, match="Integers cannot be raised to negative powers"):
+            lax.integer_pow(np.ones(3, dtype), y)
+        return
+    if np.issubdtype(dtype, np.integer):
+        x = np.array([0, 1, 2, 3, 7], dtype)
+    else:
+        x = np.array([0.5, -1.5, 2.0, 3.25, -0.75], dtype)
+        if dtype == np.complex64:
+            x = x + 1j * np.array([1.0, -0.5, 0.25, 0.0, 2.0], np.float32)
+    ref = np.ones_like(x)
+    for _ in range(abs(y)):
+        ref = ref * x  # NumPy's products, rounded to the dtype as they go
+    if y < 0:
+        ref = np.ones_like(x) / ref
+    for f in (lambda a: a ** y, lambda a: jnp.power(a, y), lambda a: lax.integer_pow(a, y)):
+        got = np.asarray(f(jnp.asarray(x)))
+        assert got.dtype == x.dtype
+        rtol = 2e-3 if dtype == np.float16 else 1e-6
+        np.testing.assert_allclose(got, ref, rtol=rtol)
+    if y == 0 and dtype != np.float16 and np.issubdtype(dtype, np.floating):
+        special = np.array([0.0, np.nan, np.inf, -np.inf], dtype)
+        np.testing.assert_array_equal(np.asarray(lax.integer_pow(special, 0)), np.ones(4))
+
+
+def test_integer_pow_program_and_errors():
+    import ember
+
+    # One op, with JAX's parameter name, in jaxprs and compiled programs.
+    text = str(ember.make_jaxpr(lambda x: x ** 3)(1.0))
+    assert "integer_pow[y=3] a" in text
+    assert "ember.integer_pow" in ember.jit(lambda x: x ** -2).lower(1.0).as_text()
+    with pytest.raises(TypeError, match="integer_pow does not accept dtype bool"):
+        lax.integer_pow(jnp.array([True]), 2)
+    with pytest.raises(TypeError, match="Integers cannot be raised to negative powers"):
+        jnp.power(jnp.arange(3), -1)
+    # Booleans are promoted to ints first, as in JAX.
+    got = jnp.power(jnp.array([True, False]), 2)
+    assert got.dtype == np.int32 and got.tolist() == [1, 0]
+    # JAX's derivative rule: 3 x^2, second derivative 6 x.
+    assert float(ember.grad(lambda x: x ** 3)(2.0)) == 12.0
+    assert float(ember.grad(ember.grad(lambda x: x ** 3))(2.0)) == 12.0
+    assert float(ember.grad(lambda x: x ** 0)(2.0)) == 0.0
+    np.testing.assert_allclose(float(ember.grad(lambda x: x ** -2)(2.0)), -0.25)

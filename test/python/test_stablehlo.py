@@ -330,6 +330,8 @@ def _symbolic_programs():
                         ("2*b",), [(f32(2),), (f32(10),)]),
         "sym_iota": (lambda x: x * jnp.arange(x.shape[0]) + jnp.max(x),
                      ("b",), [(f32(1),), (f32(7),)]),
+        "sym_integer_pow": (lambda x: (x ** 3, (x + 4.0) ** -2, x ** 0),
+                            ("b",), [(f32(1),), (f32(5),)]),
         "sym_two_variables": (lambda x, y: (jnp.outer(x, y).sum(0) / x.shape[0],
                                             jnp.exp(y) * y.shape[0] + x.sum()),
                               ("b", "n"), [(f32(2), f32(3)), (f32(5), f32(1))]),

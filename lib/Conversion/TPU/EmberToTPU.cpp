@@ -613,7 +613,26 @@ LogicalResult KernelBuilder::elementwise(Operation *op) {
     bin(arith::ShRUIOp());
   else if (name == "shift_right_arithmetic" && !f)
     bin(arith::ShRSIOp());
-  else if (name == "pow" && f)
+  else if (auto ip = dyn_cast<IntegerPowOp>(op)) {
+    // Squaring and multiplying, as the CPU lowering; 1 / x^|y| for y < 0.
+    auto mul = [&](Value p, Value q) -> Value {
+      return f ? (Value)arith::MulFOp::create(b, loc, p, q)
+               : (Value)arith::MulIOp::create(b, loc, p, q);
+    };
+    int64_t y = ip.getY();
+    uint64_t n = y < 0 ? -(uint64_t)y : (uint64_t)y;
+    Value acc, base = a[0];
+    for (; n; n >>= 1) {
+      if (n & 1)
+        acc = acc ? mul(acc, base) : base;
+      if (n > 1)
+        base = mul(base, base);
+    }
+    Value one = splatLike(loc, rt, 1.0, 1);
+    r = !acc    ? one
+        : y > 0 ? acc
+                : (Value)arith::DivFOp::create(b, loc, one, acc);
+  } else if (name == "pow" && f)
     bin(math::PowFOp());
   else if (name == "atan2" && f)
     bin(math::Atan2Op());

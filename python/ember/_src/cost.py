@@ -77,6 +77,15 @@ def _count(block, scale, acc):
             acc["flops"] += scale * max(n_in - out, 0)
         elif name in _TRANSCENDENTAL:
             acc["transcendentals"] += scale * out
+        elif name == "integer_pow":
+            # XLA counts the products (and the division) it expands it to.
+            y = abs(ir.IntegerAttr(op.attributes["y"]).value)
+            ops = y.bit_length() - 1 + bin(y).count("1") - 1 + (
+                ir.IntegerAttr(op.attributes["y"]).value < 0)
+            acc["flops"] += scale * out * max(ops, 0)
+            per = _bytes(op.results[0].type)
+            acc["bytes accessed"] += scale * 3 * per * max(ops, 1)
+            continue
         else:
             acc["flops"] += scale * out
         acc["bytes accessed"] += scale * (sum(_bytes(v.type) for v in op.operands)

@@ -1410,21 +1410,28 @@ def optimization_barrier(operand):
     return tree_util.tree_unflatten(tree, _optimization_barrier_p.bind(*leaves))
 
 
+def _integer_pow_rule(x, *, y):
+    if dtypes.is_bool(x.dtype):
+        raise type_error("integer_pow does not accept dtype bool. Accepted dtypes are "
+                         "subtypes of integer, floating, complexfloating.")
+    if y < 0 and dtypes.is_int(x.dtype):
+        raise type_error(f"Integers cannot be raised to negative powers, got "
+                         f"integer_pow({x.str_short()}, {y})")
+    return x
+
+
+def _integer_pow_emit(trace, vals, avals, y):
+    return trace.emit("ember.integer_pow", vals, avals, {"y": core.i64_attr(y)})
+
+
+integer_pow_p = Primitive("integer_pow", _integer_pow_rule, _integer_pow_emit)
+
+
 def integer_pow(x, y):
-    x = as_value(x)
-    if y == 0:
-        return full_like(x, 1)
-    neg_ = y < 0
-    y = builtins.abs(y)
-    acc = None
-    base = x
-    while y:
-        if y & 1:
-            acc = base if acc is None else mul(acc, base)
-        y >>= 1
-        if y:
-            base = mul(base, base)
-    return div(full_like(x, 1), acc) if neg_ else acc
+    """`x ** y` for a Python int `y` (JAX's `lax.integer_pow`): the op
+    `ember.integer_pow`, computed by squaring and multiplying."""
+    y = builtins.int(y)
+    return integer_pow_p.bind(as_value(x), y=y)
 
 
 def _fill(value, dtype):

@@ -292,7 +292,7 @@ _SYMBOLIC_OK = (set(_UNARY) | set(_BINARY) | {"select", "clamp", "bitcast_conver
                                              "concatenate", "argmax", "argmin", "pad",
                                              "dynamic_slice", "dynamic_update_slice",
                                              "sort", "while", "case", "gather", "scatter",
-                                             "cumulative"})
+                                             "cumulative", "integer_pow"})
 _SYMBOLIC_DYNAMIC = ("broadcast_in_dim", "reshape", "iota", "constant", "slice")
 # Attributes that may hold symbolic expressions (`ember.sym_attr.<name>`).
 _SYMBOLIC_ATTRS = {"slice": ("start_indices", "limit_indices"),
@@ -590,6 +590,31 @@ class _Translator:
         shape, elt = _split(x.type)
         ln2 = self.w.const(np.log(2.0), shape, elt)
         return [self.w.un("stablehlo.exponential", self.w.bin("stablehlo.multiply", x, ln2))]
+
+    def t_integer_pow(self, op, ins, rtypes, a):
+        # Squaring and multiplying, as JAX lowers integer_pow.
+        w, base, acc = self.w, ins[0], None
+        y = int(_ints(a["y"]))
+        n = abs(y)
+        while n:
+            if n & 1:
+                acc = base if acc is None else w.bin("stablehlo.multiply", acc, base)
+            n >>= 1
+            if n:
+                base = w.bin("stablehlo.multiply", base, base)
+        if acc is not None and y > 0:
+            return [acc]
+        shape, elt = _split(ins[0].type)
+        if "?" in ins[0].type:
+            # Ones of the operand's symbolic shape: a scalar, broadcast.
+            spec = ir.StringAttr(a["ember.sym_results"][0]).value
+            one = w.const(1, (), elt)
+            ones = w.op("stablehlo.dynamic_broadcast_in_dim",
+                        [one, self.sym.shape(self.sym.dims(spec))], [ins[0].type],
+                        {"broadcast_dimensions": _array([])})[0]
+        else:
+            ones = w.const(1, shape, elt)
+        return [ones if acc is None else w.bin("stablehlo.divide", ones, acc)]
 
     def t_conj(self, op, ins, rtypes, a):
         w, x = self.w, ins[0]

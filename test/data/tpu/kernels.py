@@ -38,6 +38,13 @@ def programs(jax, jnp, pl, pltpu):
     def add_exp(x, y):
         return two_operand_rows(add_exp_kernel, x, y)
 
+    # (a2) integer powers (JAX's integer_pow: products, and 1 / x^2).
+    def powers_kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] ** 3 + (y_ref[...] + 1.0) ** -2
+
+    def powers(x, y):
+        return two_operand_rows(powers_kernel, x, y)
+
     # (b) Blocked bf16 matmul with an f32 VMEM accumulator.
     def matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
         @pl.when(pl.program_id(2) == 0)
@@ -450,6 +457,8 @@ def programs(jax, jnp, pl, pltpu):
          (ramp((16, 128), jnp.float32, mod=31), ramp((16, 128), jnp.float32, scale=1000))),
         ("add_exp", add_exp, (ramp((16, 128), jnp.float32),
                               ramp((16, 128), jnp.float32, scale=1000))),
+        ("powers", powers, (ramp((16, 128), jnp.float32, scale=500),
+                            ramp((16, 128), jnp.float32, scale=900))),
         ("matmul_bf16", matmul, (ramp((256, 256), jnp.bfloat16, mod=17),
                                  ramp((256, 256), jnp.bfloat16, mod=11))),
         ("softmax", softmax, (ramp((64, 256), jnp.float32, mod=301),)),

@@ -546,8 +546,9 @@ def reciprocal(x):
 def power(x, y):
     if isinstance(y, int) and not isinstance(y, builtins.bool):
         x = _v(x)
-        if y >= 0 or _dt.is_inexact(x.dtype):
-            return lax.integer_pow(x, y)
+        if _dt.is_bool(x.dtype):
+            x = lax.convert_element_type(x, _dt.canonicalize_dtype(_np.int64))
+        return lax.integer_pow(x, y)
     x, y = _promote(x, y)
     if _dt.is_int(x.dtype) and not _dt.is_unsigned(x.dtype):
         return lax.pow(x, y)

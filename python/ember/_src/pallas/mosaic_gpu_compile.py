@@ -81,7 +81,7 @@ ELEMENTWISE = frozenset(
     neg abs sign floor ceil round_nearest_afz round_nearest_even exp exp2 log log1p
     expm1 tanh logistic sin cos tan asin acos atan sinh cosh asinh acosh atanh sqrt
     rsqrt cbrt erf erf_inv lgamma digamma bessel_i0e bessel_i1e not population_count
-    clz conj is_finite real imag add sub mul div rem pow max min atan2 nextafter and
+    clz conj is_finite integer_pow real imag add sub mul div rem pow max min atan2 nextafter and
     or xor shift_left shift_right_logical shift_right_arithmetic complex compare
     select clamp convert threefry2x32""".split())
 
