@@ -48,6 +48,11 @@ Value zerosOf(OpBuilder &b, Location loc, Type type) {
   return ConstantOp::create(b, loc, splatOf(cast<RankedTensorType>(type), 0.0));
 }
 
+Value scalarI64(OpBuilder &b, Location loc, int64_t v) {
+  return ConstantOp::create(
+      b, loc, splatOf(RankedTensorType::get({}, b.getI64Type()), v));
+}
+
 LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
                                 Block::iterator end,
                                 DenseMap<Value, Value> &tangent,
@@ -85,16 +90,128 @@ struct SavedValues {
       results; // the forward pass's results (replacing the call's)
 };
 
-/// The marked ops at the top level of `fn` with a float result: what the
-/// policy saves. (Values inside loops and branches are recomputed.)
-SmallVector<Operation *> opsToSave(func::FuncOp fn) {
-  SmallVector<Operation *> ops;
-  for (Operation &o : fn.front())
-    if (o.hasAttr(kSaveable) && o.getNumRegions() == 0 &&
-        isa<DifferentiableOpInterface>(o) &&
-        llvm::any_of(o.getResultTypes(), isDifferentiable))
-      ops.push_back(&o);
-  return ops;
+/// Whether the checkpoint policy keeps the results of `o`: a marked op
+/// without regions with a float result.
+bool isSavedOp(Operation &o) {
+  return o.hasAttr(kSaveable) && o.getNumRegions() == 0 &&
+         isa<DifferentiableOpInterface>(o) &&
+         llvm::any_of(o.getResultTypes(), isDifferentiable);
+}
+
+/// A value a checkpoint's policy keeps: the results of `op`, computed at the
+/// top level of the function (`loop` null) or at the top level of the body
+/// of the counted loop `loop` there (kept for every iteration, in
+/// [trip_count, ...] buffers).
+struct SaveSite {
+  Operation *op;
+  WhileOp loop;
+};
+
+/// What the policy keeps in `fn`, in order. (Values in loops without a
+/// static trip count, in nested loops and in branches are recomputed.)
+SmallVector<SaveSite> sitesToSave(func::FuncOp fn) {
+  SmallVector<SaveSite> sites;
+  for (Operation &o : fn.front()) {
+    if (isSavedOp(o)) {
+      sites.push_back({&o, WhileOp()});
+      continue;
+    }
+    auto loop = dyn_cast<WhileOp>(o);
+    if (loop && loop.getTripCountAttr())
+      for (Operation &inner : loop.getBody().front())
+        if (isSavedOp(inner))
+          sites.push_back({&inner, loop});
+  }
+  return sites;
+}
+
+/// Replaces the loop `op` by one that also carries `init`; in the body,
+/// `next` builds (before the terminator, given the new block arguments)
+/// the values yielded for them. The results of `op` are replaced by the
+/// first results of the new loop, which is returned.
+WhileOp
+addCarried(OpBuilder &b, WhileOp op, ValueRange init,
+           function_ref<SmallVector<Value>(OpBuilder &, ValueRange)> next) {
+  OpBuilder::InsertionGuard guard(b);
+  Location loc = op.getLoc();
+  SmallVector<Type> extra(init.getTypes());
+  SmallVector<Location> locs(extra.size(), loc);
+  op.getCond().front().addArguments(extra, locs);
+  Block &body = op.getBody().front();
+  unsigned base = body.getNumArguments();
+  body.addArguments(extra, locs);
+  auto term = cast<YieldOp>(body.getTerminator());
+  b.setInsertionPoint(term);
+  SmallVector<Value> yielded(term.getOperands());
+  llvm::append_range(yielded, next(b, body.getArguments().drop_front(base)));
+  YieldOp::create(b, loc, yielded);
+  term.erase();
+  b.setInsertionPoint(op);
+  SmallVector<Value> allInit(op.getInit());
+  allInit.append(init.begin(), init.end());
+  auto loop = WhileOp::create(b, loc, ValueRange(allInit).getTypes(), allInit);
+  loop->setAttrs(op->getAttrDictionary());
+  loop.getCond().takeBody(op.getCond());
+  loop.getBody().takeBody(op.getBody());
+  for (unsigned i = 0, e = op.getNumResults(); i < e; ++i)
+    op.getResult(i).replaceAllUsesWith(loop.getResult(i));
+  op.erase();
+  return loop;
+}
+
+/// `[1, shape...]` of a tensor type: one row of a [trip_count, ...] buffer.
+RankedTensorType rowType(Type t, int64_t rows = 1) {
+  auto r = cast<RankedTensorType>(t);
+  SmallVector<int64_t> shape{rows};
+  shape.append(r.getShape().begin(), r.getShape().end());
+  return RankedTensorType::get(shape, r.getElementType());
+}
+
+/// The carried value of `loop`'s body that counts its iterations from 0
+/// (lax.scan's index), or null.
+Value iterationCounter(WhileOp loop) {
+  for (BlockArgument a : loop.getBody().front().getArguments()) {
+    auto c = affineCounter(loop, a.getArgNumber());
+    if (c && c->start == 0 && c->step == 1)
+      return a;
+  }
+  return Value();
+}
+
+/// Makes the counted loop `loop` keep the values `vs` (defined at the top
+/// level of its body) of every iteration: row k of a [trip_count, ...]
+/// buffer holds iteration k's value. Returns the buffers (results of the
+/// rebuilt loop).
+SmallVector<Value> stackInLoop(OpBuilder &b, WhileOp loop, ArrayRef<Value> vs) {
+  Location loc = loop.getLoc();
+  int64_t n = loop.getTripCountAttr().getInt();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop);
+  // The loop's own counter if it has one, else a new one.
+  Value counter = iterationCounter(loop);
+  SmallVector<Value> init;
+  if (!counter)
+    init.push_back(scalarI64(b, loc, 0));
+  for (Value v : vs)
+    init.push_back(zerosOf(b, loc, rowType(v.getType(), n)));
+  unsigned np = loop.getInit().size() + (counter ? 0 : 1);
+  auto next = [&](OpBuilder &bb, ValueRange args) {
+    Value k = counter ? counter : args[0];
+    SmallVector<Value> out;
+    if (!counter)
+      out.push_back(AddOp::create(bb, loc, k, scalarI64(bb, loc, 1)));
+    for (auto [v, buf] : llvm::zip(vs, args.drop_front(counter ? 0 : 1))) {
+      auto t = cast<RankedTensorType>(v.getType());
+      SmallVector<Value> idx{k};
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        idx.push_back(scalarI64(bb, loc, 0));
+      Value row = ReshapeOp::create(bb, loc, rowType(t), v);
+      out.push_back(DynamicUpdateSliceOp::create(bb, loc, buf, row, idx));
+    }
+    return out;
+  };
+  WhileOp rebuilt = addCarried(b, loop, init, next);
+  return SmallVector<Value>(rebuilt.getResults().drop_front(np));
 }
 
 /// Replaces the saved op `o` (in @remat_saved) by the given values `saved`
@@ -166,8 +283,7 @@ FailureOr<SavedValues> saveMarked(OpBuilder &b, CustomVjpCallOp c,
   auto module = c->getParentOfType<ModuleOp>();
   auto callee = symbols.lookup<func::FuncOp>(c.getCallee());
   SavedValues saved;
-  if (llvm::none_of(callee.front(),
-                    [](Operation &o) { return o.hasAttr(kSaveable); }))
+  if (sitesToSave(callee).empty())
     return saved;
   SmallVector<Type> inTypes;
   for (Value v : ins)
@@ -179,17 +295,32 @@ FailureOr<SavedValues> saveMarked(OpBuilder &b, CustomVjpCallOp c,
   auto outs = inlineAD(fb, callee, fwd.front().getArguments(), symbols);
   if (failed(outs))
     return failure();
-  SmallVector<Value> rets(*outs);
-  SmallVector<Type> savedTypes;
-  for (Operation *o : opsToSave(fwd))
-    for (Value r : o->getResults()) {
-      rets.push_back(r);
-      savedTypes.push_back(r.getType());
+  // (The function's results are returned first: rebuilding a loop replaces
+  // its results.)
+  auto ret = func::ReturnOp::create(fb, loc, *outs);
+  SmallVector<Value> kept;
+  SmallVector<SaveSite> sites = sitesToSave(fwd);
+  for (unsigned i = 0; i < sites.size();) {
+    if (!sites[i].loop) {
+      llvm::append_range(kept, sites[i++].op->getResults());
+      continue;
     }
+    // The sites of one loop are consecutive: all its kept values at once.
+    WhileOp loop = sites[i].loop;
+    SmallVector<Value> vs;
+    for (; i < sites.size() && sites[i].loop == loop; ++i)
+      llvm::append_range(vs, sites[i].op->getResults());
+    llvm::append_range(kept, stackInLoop(fb, loop, vs));
+  }
+  SmallVector<Type> savedTypes(ValueRange(kept).getTypes());
   if (savedTypes.empty()) {
     symbols.erase(fwd);
     return saved;
   }
+  SmallVector<Value> rets(ret.getOperands());
+  rets.append(kept);
+  ret.erase();
+  fb.setInsertionPointToEnd(&fwd.front());
   func::ReturnOp::create(fb, loc, rets);
   fwd.setType(FunctionType::get(ctx, inTypes, TypeRange(ValueRange(rets))));
   auto fres = inlineAD(b, fwd, ins, symbols);
@@ -217,11 +348,51 @@ FailureOr<SavedValues> saveMarked(OpBuilder &b, CustomVjpCallOp c,
     return failure();
   func::ReturnOp::create(fb, loc, *outs);
   unsigned next = ins.size();
-  for (Operation *o : opsToSave(saved.fn)) {
-    unsigned m = o->getNumResults();
-    if (failed(replaceBySaved(o, body.getArguments().slice(next, m), symbols)))
-      return failure();
-    next += m;
+  sites = sitesToSave(saved.fn);
+  for (unsigned i = 0; i < sites.size();) {
+    if (!sites[i].loop) {
+      Operation *o = sites[i++].op;
+      unsigned m = o->getNumResults();
+      if (failed(
+              replaceBySaved(o, body.getArguments().slice(next, m), symbols)))
+        return failure();
+      next += m;
+      continue;
+    }
+    // In a loop: iteration k reads row k of the buffers, counting k.
+    WhileOp loop = sites[i].loop;
+    unsigned first = i;
+    for (; i < sites.size() && sites[i].loop == loop; ++i)
+      ;
+    Value k = iterationCounter(loop);
+    if (!k) {
+      fb.setInsertionPoint(loop);
+      Value zero = scalarI64(fb, loc, 0);
+      WhileOp counted =
+          addCarried(fb, loop, zero, [&](OpBuilder &bb, ValueRange args) {
+            return SmallVector<Value>{
+                AddOp::create(bb, loc, args[0], scalarI64(bb, loc, 1))};
+          });
+      k = counted.getBody().front().getArguments().back();
+    }
+    for (unsigned j = first; j < i; ++j) {
+      Operation *o = sites[j].op;
+      fb.setInsertionPoint(o);
+      SmallVector<Value> rows;
+      for (Value r : o->getResults()) {
+        auto t = cast<RankedTensorType>(r.getType());
+        SmallVector<Value> idx{k};
+        for (int64_t d = 0; d < t.getRank(); ++d)
+          idx.push_back(scalarI64(fb, loc, 0));
+        RankedTensorType one = rowType(t);
+        Value s =
+            DynamicSliceOp::create(fb, loc, body.getArgument(next++), idx,
+                                   fb.getDenseI64ArrayAttr(one.getShape()));
+        rows.push_back(ReshapeOp::create(fb, loc, t, s));
+      }
+      if (failed(replaceBySaved(o, rows, symbols)))
+        return failure();
+    }
   }
   return saved;
 }
@@ -734,11 +905,6 @@ LogicalResult eraseLinearOps(ArrayRef<Operation *> ops) {
   return success();
 }
 
-Value scalarI64(OpBuilder &b, Location loc, int64_t v) {
-  return ConstantOp::create(
-      b, loc, splatOf(RankedTensorType::get({}, b.getI64Type()), v));
-}
-
 /// The linear part of a region's block that was linearized in place (a loop
 /// body, a branch): its linear ops, and the primal values they read
 /// (residuals), which are either values from above (`captures`), pure ops of
@@ -751,6 +917,12 @@ struct LinearSplit {
   llvm::DenseSet<Value> lin; // seeds, then the linear ops' results
   SmallVector<Operation *> linOps, rematOps;
   llvm::SetVector<Value> saved;
+  /// Optional: the values the backward pass computes itself, given to it
+  /// like outside values (a counted loop's iteration counters). Data
+  /// movement reading them is recomputed there instead of saved: row i of
+  /// an outer array (lax.scan's xs) is read again, not copied each
+  /// iteration into a buffer.
+  std::function<bool(Value)> isCounter{};
   // Filled by placeholder() / transposeInto().
   llvm::DenseSet<Value> bwdLin;
   SmallVector<Operation *> placeholders, clones;
@@ -786,19 +958,34 @@ struct LinearSplit {
       if (t && isOuterTangent(t))
         tOut.insert(t);
     DenseMap<Operation *, bool> rematMemo;
+    // Whether a recomputable op reads a counter (directly or not): only
+    // data movement may (a product of row i is saved, not recomputed).
+    llvm::DenseSet<Operation *> readsCounter;
     llvm::DenseSet<Operation *> rematNeeded;
+    auto counter = [&](Value v) { return isCounter && isCounter(v); };
     std::function<bool(Operation *)> remat = [&](Operation *d) -> bool {
       auto it = rematMemo.find(d);
       if (it != rematMemo.end())
         return it->second;
       bool ok = d->getNumRegions() == 0 && isMemoryEffectFree(d);
+      bool viaCounter = false;
       for (Value v : d->getOperands()) {
         if (!ok)
           break;
         if (outside(v))
           continue;
+        if (counter(v)) {
+          viaCounter = true;
+          continue;
+        }
         Operation *def = v.getDefiningOp();
         ok = def && remat(def);
+        viaCounter |= ok && readsCounter.contains(def);
+      }
+      if (ok && viaCounter) {
+        ok = isa<DynamicSliceOp, ReshapeOp, SliceOp, TransposeOp,
+                 BroadcastInDimOp>(d);
+        readsCounter.insert(d);
       }
       rematMemo[d] = ok;
       return ok;
@@ -808,6 +995,10 @@ struct LinearSplit {
         return;
       if (outside(v)) {
         captures.insert(v);
+        return;
+      }
+      if (counter(v)) {
+        saved.insert(v); // (the caller recomputes it from the iteration)
         return;
       }
       Operation *def = v.getDefiningOp();
@@ -968,6 +1159,10 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
   // 2. The linear ops of the body and their residuals.
   llvm::SetVector<Value> tOut, captures;
   LinearSplit split{bodyRegion, tOut, captures};
+  if (trips)
+    split.isCounter = [&](Value v) {
+      return affineInIteration(op, v).has_value();
+    };
   split.lin.insert(seeds.begin(), seeds.end());
   split.analyze(body, outerTangents, seedOps, yTan);
   SmallVector<Operation *> &linOps = split.linOps;
@@ -1259,8 +1454,11 @@ LogicalResult vjpWhile(OpBuilder &b, WhileOp op,
   op.erase();
   b.setInsertionPointAfter(loop);
 
-  // 6. The tangent map of the loop, known by its transpose @while_bwd.
+  // 6. The tangent map of the loop, known by its transpose @while_bwd
+  //    (which runs trip_count iterations when that is known).
   SmallVector<Value> linIns(loop.getResults().drop_front(np));
+  if (trips)
+    linIns[0] = scalarI64(b, loc, trips.getInt());
   linIns.append(captures.begin(), captures.end());
   int64_t nres = linIns.size();
   for (unsigned i : diff) {
@@ -1517,6 +1715,8 @@ void recordResiduals(Block &body, Operation *lastPrimal, unsigned np) {
   auto opName = [&](Operation *o) -> StringAttr {
     if (o->hasAttr(kRemat)) // a checkpointed function returning its input
       return b.getStringAttr("checkpoint");
+    if (auto loop = dyn_cast<WhileOp>(o); loop && loop.getTripCountAttr())
+      return b.getStringAttr("scan");      // (lax.scan, fori_loop: JAX's scan)
     if (auto cmp = dyn_cast<CompareOp>(o)) // JAX's `gt`, `eq`, ...
       return b.getStringAttr(
           StringRef(stringifyComparisonDirection(cmp.getComparisonDirection()))
@@ -1527,10 +1727,12 @@ void recordResiduals(Block &body, Operation *lastPrimal, unsigned np) {
     if (used.contains(a))
       entry(a, "argument", b.getI64IntegerAttr(a.getArgNumber()));
   // Constants after the arguments (as JAX lists them), then op results.
+  // (Scalars are JAX's literals, which its backward pass holds itself.)
   auto primal = llvm::make_filter_range(
       body, [&](Operation &o) { return !adjoint.contains(&o); });
   for (Operation &o : primal)
-    if (isa<ConstantOp>(o) && used.contains(o.getResult(0)))
+    if (isa<ConstantOp>(o) && used.contains(o.getResult(0)) &&
+        cast<RankedTensorType>(o.getResult(0).getType()).getRank() > 0)
       entry(o.getResult(0), "constant", b.getUnitAttr());
   for (Operation &o : primal) {
     for (Value r : o.getResults()) {

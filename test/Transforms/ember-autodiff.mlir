@@ -44,6 +44,28 @@ func.func @jvp_mul_sin(%x: tensor<2xf32>, %t: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
+// integer_pow's rule is JAX's: t * (y * x^(y-1)), x^1 written as x.
+// CHECK-LABEL: func @jvp_integer_pow
+// CHECK-DAG: %[[C3:.*]] = ember.constant dense<3.000000e+00>
+// CHECK-DAG: %[[C2:.*]] = ember.constant dense<2.000000e+00>
+// CHECK-DAG: %[[P:.*]] = ember.integer_pow %arg0, y = 2
+// CHECK-DAG: %[[D3:.*]] = ember.mul %[[P]], %[[C3]]
+// CHECK-DAG: ember.mul %arg1, %[[D3]]
+// CHECK-DAG: %[[D2:.*]] = ember.mul %arg0, %[[C2]]
+// CHECK-DAG: ember.mul %arg1, %[[D2]]
+// CHECK-NOT: ember.jvp
+func.func private @cube_and_square(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  %0 = ember.integer_pow %x, y = 3 : tensor<2xf32>
+  %1 = ember.integer_pow %x, y = 2 : tensor<2xf32>
+  return %0, %1 : tensor<2xf32>, tensor<2xf32>
+}
+func.func @jvp_integer_pow(%x: tensor<2xf32>, %t: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+  %y:2, %ty:2 = ember.jvp @cube_and_square(%x) tangents(%t) wrt [0] : (tensor<2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>)
+  return %ty#0, %ty#1 : tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
 // Nested transformations expand innermost first (second derivative of sin).
 // CHECK-LABEL: func @second_derivative
 // CHECK-NOT: ember.vjp
@@ -167,10 +189,11 @@ func.func @jvp_while(%x: tensor<f32>, %n: tensor<i32>, %t: tensor<f32>) -> tenso
 // [trip_count] buffer; the backward loop @while_bwd reads it last first and
 // applies the transposed body, ct -> 2 x ct. No unrolling.
 // CHECK-LABEL: func @vjp_counted_loop
+// CHECK: %[[N:.*]] = ember.constant dense<2> : tensor<i64>
 // CHECK: %[[FWD:.*]]:3 = ember.while({{.*}}) {trip_count = 2 : i64} : tensor<f32>, tensor<i64>, tensor<2xf32>
 // CHECK: ember.mul
 // CHECK: ember.dynamic_update_slice
-// CHECK: ember.while(%[[FWD]]#1, %{{.*}}) {trip_count = 2 : i64} : tensor<i64>, tensor<f32>
+// CHECK: ember.while(%[[N]], %{{.*}}) {trip_count = 2 : i64} : tensor<i64>, tensor<f32>
 // CHECK: ember.sub
 // CHECK: ember.dynamic_slice %[[FWD]]#2
 // CHECK: %[[P:.*]] = ember.mul
@@ -203,7 +226,7 @@ func.func @vjp_counted_loop(%x: tensor<f32>, %ct: tensor<f32>) -> tensor<f32> {
 // CHECK-LABEL: func @vjp_scan_index
 // CHECK-NOT: tensor<2xi32>
 // CHECK: %[[FWD:.*]]:5 = ember.while({{.*}}) {trip_count = 2 : i64} : tensor<i32>, tensor<f32>, tensor<8xf32>, tensor<i64>, tensor<2xf32> cond
-// CHECK: ember.while(%[[FWD]]#3, {{.*}}) {trip_count = 2 : i64}
+// CHECK: ember.while(%{{[0-9]+}}, {{.*}}) {trip_count = 2 : i64}
 // CHECK: %[[K:.*]] = ember.sub
 // CHECK: %[[KI:.*]] = ember.convert %[[K]] : (tensor<i64>) -> tensor<i32>
 // CHECK: %[[M:.*]] = ember.mul %[[KI]], %{{.*}} : tensor<i32>
@@ -234,6 +257,90 @@ func.func @vjp_scan_index(%x: tensor<f32>, %acc: tensor<8xf32>, %ct: tensor<8xf3
 
 // -----
 
+// Row i of an array from above the loop (lax.scan's xs) is read again by the
+// backward loop, not copied into a buffer each forward iteration: with
+// v -> v * xs[i], the forward loop saves nothing (and, its result unused,
+// is gone), and the backward loop slices the array it is given at the row
+// its counter computes.
+// CHECK-LABEL: func @vjp_scan_xs_row
+// CHECK-NOT: ember.dynamic_update_slice
+// CHECK: ember.while(%{{[0-9]+}}, %arg2) {trip_count = 2 : i64}
+// CHECK: %[[K:.*]] = ember.sub
+// CHECK: ember.dynamic_slice %arg1[%[[K]]]
+func.func private @scan_xs(%x: tensor<f32>, %xs: tensor<2xf32>) -> tensor<f32> {
+  %i0 = ember.constant dense<0> : tensor<i64>
+  %r:2 = ember.while (%i0, %x) {trip_count = 2 : i64} : tensor<i64>, tensor<f32> cond {
+  ^bb0(%i: tensor<i64>, %v: tensor<f32>):
+    %p = ember.constant dense<true> : tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i64>, %v: tensor<f32>):
+    %s = ember.dynamic_slice %xs[%i], sizes = [1] : (tensor<2xf32>, tensor<i64>) -> tensor<1xf32>
+    %e = ember.reshape %s : (tensor<1xf32>) -> tensor<f32>
+    %v2 = ember.mul %v, %e : tensor<f32>
+    %one = ember.constant dense<1> : tensor<i64>
+    %n = ember.add %i, %one : tensor<i64>
+    ember.yield %n, %v2 : tensor<i64>, tensor<f32>
+  }
+  return %r#1 : tensor<f32>
+}
+func.func @vjp_scan_xs_row(%x: tensor<f32>, %xs: tensor<2xf32>, %ct: tensor<f32>) -> tensor<f32> {
+  %y, %g = ember.vjp @scan_xs(%x, %xs) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<2xf32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %g : tensor<f32>
+}
+
+// -----
+
+// A checkpoint whose policy saves a value computed in a counted loop
+// (dots_saveable on a product in a scan's body): the forward pass keeps it
+// for every iteration, in a [trip_count, ...] buffer, and the recomputation
+// reads row k of the buffer in iteration k (through @saved) instead of
+// computing the product again. Rows are indexed by the loop's own counter.
+// CHECK-LABEL: func @grad_remat_loop_dots
+// CHECK: %[[F:.*]]:3 = ember.while({{.*}}) {trip_count = 3 : i64} : tensor<i64>, tensor<2xf32>, tensor<3x2xf32>
+// CHECK-NEXT: ^bb0(%[[I:.*]]: tensor<i64>,
+// CHECK: ember.dot_general
+// CHECK: ember.dynamic_update_slice %{{.*}}[%[[I]], %{{.*}}]
+// CHECK: ember.optimization_barrier %arg0, %arg1, %[[F]]#2
+// CHECK-NOT: ember.dot_general %{{.*}}, %{{.*}}, batch = [] x [], contract = [1] x [0] {{.*}} -> tensor<2xf32>
+// CHECK: ember.custom_jvp_call @saved jvp @saved_jvp
+func.func private @steps(%w: tensor<2x2xf32>, %h0: tensor<2xf32>) -> tensor<2xf32> {
+  %i0 = ember.constant dense<0> : tensor<i64>
+  %r:2 = ember.while (%i0, %h0) {trip_count = 3 : i64} : tensor<i64>, tensor<2xf32> cond {
+  ^bb0(%i: tensor<i64>, %h: tensor<2xf32>):
+    %p = ember.constant dense<true> : tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i64>, %h: tensor<2xf32>):
+    %d = ember.dot_general %w, %h, batch = [] x [], contract = [1] x [0] {ember.saveable} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    %t = ember.sin %d : tensor<2xf32>
+    %one = ember.constant dense<1> : tensor<i64>
+    %n = ember.add %i, %one : tensor<i64>
+    ember.yield %n, %t : tensor<i64>, tensor<2xf32>
+  }
+  return %r#1 : tensor<2xf32>
+}
+func.func private @steps_fwd(%w: tensor<2x2xf32>, %h: tensor<2xf32>) -> (tensor<2xf32>, tensor<2x2xf32>, tensor<2xf32>) {
+  %t = func.call @steps(%w, %h) : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %t, %w, %h : tensor<2xf32>, tensor<2x2xf32>, tensor<2xf32>
+}
+func.func private @steps_bwd(%w: tensor<2x2xf32>, %h: tensor<2xf32>, %ct: tensor<2xf32>) -> (tensor<2x2xf32>, tensor<2xf32>) {
+  %y, %gw, %gh = ember.vjp @steps(%w, %h) cotangents(%ct) wrt [0, 1] : (tensor<2x2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2x2xf32>, tensor<2xf32>)
+  return %gw, %gh : tensor<2x2xf32>, tensor<2xf32>
+}
+func.func private @steps_loss(%w: tensor<2x2xf32>, %h: tensor<2xf32>) -> tensor<f32> {
+  %t = ember.custom_vjp_call @steps fwd @steps_fwd bwd @steps_bwd(%w, %h) segments [2, 0, 0, 0, 2] {ember.remat} : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %s = ember.reduce sum %t, dims = [0] : (tensor<2xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+func.func @grad_remat_loop_dots(%w: tensor<2x2xf32>, %h: tensor<2xf32>) -> tensor<2x2xf32> {
+  %one = ember.constant dense<1.0> : tensor<f32>
+  %y, %g = ember.vjp @steps_loss(%w, %h) cotangents(%one) wrt [0] : (tensor<2x2xf32>, tensor<2xf32>, tensor<f32>) -> (tensor<f32>, tensor<2x2xf32>)
+  return %g : tensor<2x2xf32>
+}
+
+// -----
+
 // A residual one cheap elementwise op computes from saved residuals and
 // constants (tanh's derivative reads 1 - t beside t) is recomputed in the
 // backward loop: the forward loop saves t alone.
@@ -243,7 +350,7 @@ func.func @vjp_scan_index(%x: tensor<f32>, %acc: tensor<8xf32>, %ct: tensor<8xf3
 // CHECK-NOT: ember.sub
 // CHECK: ember.dynamic_update_slice
 // CHECK-NOT: ember.dynamic_update_slice
-// CHECK: ember.while(%[[FWD]]#1, {{.*}}) {trip_count = 2 : i64}
+// CHECK: ember.while(%{{[0-9]+}}, {{.*}}) {trip_count = 2 : i64}
 // CHECK: %[[ROW:.*]] = ember.dynamic_slice %[[FWD]]#2
 // CHECK: %[[T:.*]] = ember.reshape %[[ROW]]
 // CHECK: ember.sub %{{.*}}, %[[T]] : tensor<3xf32>
@@ -279,7 +386,7 @@ func.func @vjp_recomputed_residual(%x: tensor<3xf32>, %ct: tensor<3xf32>) -> ten
 // CHECK: %[[TROW:.*]] = ember.reshape %[[T]]
 // CHECK: ember.dynamic_update_slice %{{.*}}[%[[NEXT]], %{{.*}}], %[[TROW]]
 // CHECK-NOT: ember.dynamic_update_slice
-// CHECK: ember.while(%[[FWD]]#1, {{.*}}) {trip_count = 2 : i64}
+// CHECK: ember.while(%{{[0-9]+}}, {{.*}}) {trip_count = 2 : i64}
 // CHECK: %[[K:.*]] = ember.sub
 // CHECK: %[[K1:.*]] = ember.add %[[K]], %{{.*}} : tensor<i64>
 // CHECK: ember.dynamic_slice %[[FWD]]#2[%[[K1]], %{{.*}}]

@@ -188,3 +188,67 @@ def test_locations_name_the_function_and_column():
     text = str(main.regions[0].blocks[0].operations[0].location)
     assert re.search(r'loc\("test_locations_name_the_function_and_column.<locals>.fn"'
                      r'\(".*test_ad_checkpoint.py":\d+:15\)\)', text), text
+
+
+def test_squared_error_saves_jax_residual(capsys):
+    # `(p - y) ** 2` is integer_pow, whose JVP rule is JAX's: the backward
+    # pass keeps `2 * (p - y)` (JAX 0.10.2 lists "output of mul"), not p - y.
+    def loss(w, x, y):
+        return jnp.sum((jnp.sin(w * x) - y) ** 2)
+
+    lines = _report(capsys, loss, jnp.ones(3), jnp.ones(3), jnp.zeros(3))
+    assert lines[-1].startswith("f32[3] output of mul from LOC"), lines
+    assert not any("output of sub" in line for line in lines), lines
+
+
+def _stack_of_layers(x, ws):
+    def layer(h, w):
+        return jnp.sin(w @ h), None
+    h, _ = jax.lax.scan(layer, x, ws)
+    return jnp.sum(h)
+
+
+def test_policy_saves_values_inside_loops(capsys):
+    # dots_saveable on a checkpointed scan of layers: the forward pass keeps
+    # each iteration's product (a [5, 4] stack), and the backward pass no
+    # longer computes the products again (in value_and_grad, one
+    # dot_general fewer than with nothing_saveable); gradients unchanged.
+    ws = jnp.asarray(R.normal(size=(5, 4, 4)).astype(np.float32) * 0.5)
+    x = jnp.asarray(X)
+    plain = jax.grad(_stack_of_layers, argnums=(0, 1))(x, ws)
+    dots = {}
+    for name in ("dots_saveable", "nothing_saveable", "everything_saveable"):
+        ck = jax.checkpoint(_stack_of_layers, policy=getattr(cp, name))
+        g = jax.grad(ck, argnums=(0, 1))(x, ws)
+        for a, b in zip(g, plain):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+        dots[name] = expanded_ir(jax.value_and_grad(ck, argnums=(0, 1)), x, ws).count(
+            "ember.dot_general")
+    assert dots["dots_saveable"] == dots["nothing_saveable"] - 1, dots
+    lines = _report(capsys, jax.checkpoint(_stack_of_layers, policy=cp.dots_saveable), x, ws)
+    assert lines == ["f32[4] from the argument x", "f32[5,4,4] from the argument ws",
+                     "f32[5,4] output of scan from LOC (_stack_of_layers)"]
+    # By names inside a fori_loop: the named value is kept for every step.
+    def named(x):
+        def step(i, h):
+            return jnp.cos(checkpoint_name(jnp.sin(h) * 2.0, "s"))
+        return jnp.sum(jax.lax.fori_loop(0, 3, step, x))
+    ck = jax.checkpoint(named, policy=cp.save_only_these_names("s"))
+    np.testing.assert_allclose(np.asarray(jax.grad(ck)(x)), np.asarray(jax.grad(named)(x)),
+                               rtol=1e-6)
+    assert "f32[3,4]" in " ".join(_report(capsys, ck, x))
+    h, d = np.asarray(X, np.float64), 1.0  # the chain rule by hand
+    for _ in range(3):
+        d = d * -np.sin(2 * np.sin(h)) * 2 * np.cos(h)
+        h = np.cos(2 * np.sin(h))
+    np.testing.assert_allclose(np.asarray(jax.grad(ck)(x)), d, rtol=1e-4, atol=1e-5)
+
+
+def test_scan_residuals_as_jax_lists_them(capsys):
+    # The scanned array is read again by the backward loop (JAX lists it as
+    # the argument), not copied row by row; no iteration count listed.
+    ws = jnp.asarray(R.normal(size=(5, 4, 4)).astype(np.float32))
+    assert _report(capsys, _stack_of_layers, jnp.asarray(X), ws) == [  # JAX 0.10.2
+        "f32[5,4,4] from the argument ws",
+        "f32[5,4] output of scan from LOC (_stack_of_layers)",
+        "f32[5,4] output of scan from LOC (_stack_of_layers)"]

@@ -1056,6 +1056,9 @@ class RegionTrace(Trace):
         self.func_op = None
         self.captured = []
         self._capture_args = {}
+        # A checkpoint's policy marks ops in its loops too (ember-autodiff
+        # keeps those of counted loops for every iteration).
+        self.remat_policy = getattr(parent, "remat_policy", None)
         _init_ref_state(self)
 
     def to_value(self, x):
