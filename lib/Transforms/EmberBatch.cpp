@@ -281,13 +281,21 @@ LogicalResult batchByRule(OpBuilder &b, func::CallOp call,
   if (!rule || rule.isExternal())
     return call->emitError("ember-batch: the batching rule '")
            << name.getValue() << "' is not a function with a body";
+  // The rule takes each operand with the batch axis, or, where it was
+  // traced for an operand the same on every lane, without it (then the
+  // operand must not be batched here).
   FunctionType type = rule.getFunctionType();
   bool fits = type.getNumInputs() == operands.size() &&
               type.getNumResults() == call->getNumResults();
-  for (auto [i, v] : llvm::enumerate(operands))
+  SmallVector<bool> takesBatch;
+  for (auto [i, v] : llvm::enumerate(operands)) {
+    Type plain = call->getOperand(i).getType();
+    bool withAxis = i < type.getNumInputs() &&
+                    type.getInput(i) == withBatch(plain, n);
+    takesBatch.push_back(withAxis);
     fits = fits && i < type.getNumInputs() &&
-           type.getInput(i) ==
-               (isBatched[i] ? v.getType() : withBatch(v.getType(), n));
+           (withAxis || (type.getInput(i) == plain && !isBatched[i]));
+  }
   for (auto [i, t] : llvm::enumerate(call->getResultTypes()))
     fits = fits && i < type.getNumResults() &&
            type.getResult(i) == withBatch(t, n);
@@ -296,8 +304,8 @@ LogicalResult batchByRule(OpBuilder &b, func::CallOp call,
            << name.getValue() << "' has type " << type
            << ", not the call's types with a leading axis of " << n;
   SmallVector<Value> args;
-  for (auto [v, isB] : llvm::zip(operands, isBatched))
-    args.push_back(isB ? v : broadcastBatch(b, call.getLoc(), v, n));
+  for (auto [v, isB, takes] : llvm::zip(operands, isBatched, takesBatch))
+    args.push_back(isB || !takes ? v : broadcastBatch(b, call.getLoc(), v, n));
   auto c = func::CallOp::create(b, call.getLoc(), rule, args);
   results.append(c.getResults().begin(), c.getResults().end());
   return success();

@@ -109,3 +109,24 @@ func.func @bad_rule(%xs: tensor<4x3xf32>) -> tensor<4x3xf32> {
   %r = ember.vmap @body(%xs) batched [true] size 4 : (tensor<4x3xf32>) -> tensor<4x3xf32>
   return %r : tensor<4x3xf32>
 }
+
+// -----
+
+// A rule traced for an unbatched operand cannot take a batched one.
+func.func private @plain(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = ember.sin %x : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func private @for_unbatched(%x: tensor<3xf32>) -> tensor<4x3xf32> {
+  %0 = ember.broadcast_in_dim %x, dims = [1] : (tensor<3xf32>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+func.func private @body(%x: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{ember-batch: the batching rule 'for_unbatched' has type}}
+  %0 = func.call @plain(%x) {ember.batch_rule = @for_unbatched, ember.batch_size = 4 : i64} : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func @unbatched_rule_batched_operand(%xs: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %r = ember.vmap @body(%xs) batched [true] size 4 : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %r : tensor<4x3xf32>
+}

@@ -349,6 +349,33 @@ func.func @batched_by_rule(%y: tensor<3xf32>, %xs: tensor<4x3xf32>) -> tensor<4x
 
 // -----
 
+// A rule traced for an operand the same on every lane (JAX's batch
+// dimension None) takes it without the batch axis: no broadcast.
+// CHECK-LABEL: func @rule_with_unbatched_operand
+// CHECK-NOT: ember.broadcast_in_dim
+// CHECK: %[[D:.*]] = ember.dot_general %arg1, %arg0
+// CHECK-NOT: ember.sin
+// CHECK: return %[[D]]
+func.func private @mv(%a: tensor<2x3xf32>, %x: tensor<3xf32>) -> tensor<2xf32> {
+  %0 = ember.sin %x : tensor<3xf32>
+  %1 = ember.dot_general %a, %0, batch = [] x [], contract = [1] x [0] : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2xf32>
+  return %1 : tensor<2xf32>
+}
+func.func private @mv_rule(%a: tensor<2x3xf32>, %xs: tensor<4x3xf32>) -> tensor<4x2xf32> {
+  %0 = ember.dot_general %xs, %a, batch = [] x [], contract = [1] x [1] : (tensor<4x3xf32>, tensor<2x3xf32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+func.func private @mv_body(%x: tensor<3xf32>, %a: tensor<2x3xf32>) -> tensor<2xf32> {
+  %0 = func.call @mv(%a, %x) {ember.batch_rule = @mv_rule, ember.batch_size = 4 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+func.func @rule_with_unbatched_operand(%a: tensor<2x3xf32>, %xs: tensor<4x3xf32>) -> tensor<4x2xf32> {
+  %r = ember.vmap @mv_body(%xs, %a) batched [true, false] size 4 : (tensor<4x3xf32>, tensor<2x3xf32>) -> tensor<4x2xf32>
+  return %r : tensor<4x2xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @rule_of_another_size
 // CHECK: ember.sin %{{.*}} : tensor<2x3xf32>
 // CHECK-NOT: ember.cos

@@ -657,3 +657,29 @@ def test_dlpack():
     assert not dlpack.is_supported_dtype(np.dtype("V8"))
     with pytest.raises(TypeError):
         dlpack.is_supported_dtype(None)
+
+
+def test_custom_vmap_rule_inside_vmap_gets_unbatched_flags():
+    # Inside a vmapped function the rule is told which arguments vary over
+    # the lanes (JAX's in_batched): a closed-over value, a constant and a
+    # value computed from them only are not batched.
+    @custom_batching.custom_vmap
+    def f(x, w):
+        return x * w
+
+    @f.def_vmap
+    def rule(n, in_batched, x, w):
+        rule.calls.append(list(in_batched))
+        assert x.ndim == (2 if in_batched[0] else 1) and w.ndim == (2 if in_batched[1] else 1)
+        return x * w + 1.0, True
+    rule.calls = []
+
+    w = jnp.arange(3.0)
+    xs = jnp.ones((4, 3))
+    out = jax.jit(jax.vmap(lambda x: f(x, jnp.cos(w) * 2.0) * 1.0))(xs)
+    np.testing.assert_allclose(np.asarray(out), np.ones((4, 1)) * (np.cos(np.arange(3.0)) * 2)
+                               + 1.0, rtol=1e-6)
+    assert rule.calls[-1] == [True, False]
+    out = jax.vmap(lambda x, w: f(w, x), in_axes=(0, None))(xs, w)
+    assert rule.calls[-1] == [False, True]
+    np.testing.assert_allclose(np.asarray(out), np.ones((4, 1)) * np.arange(3.0) + 1.0)

@@ -615,3 +615,44 @@ def test_type_without_tangent_type_is_fine_until_differentiated():
     np.testing.assert_array_equal(np.asarray(g), [2.0, 3.0])
     with pytest.raises(NotImplementedError, match="to_tangent_aval"):
         ember.grad(lambda b: jnp.sum(Unbox(ember.typeof(b))(b)))(box)
+
+
+def test_batch_rule_gets_none_for_unbatched_arguments():
+    # JAX's new custom-derivatives guide (its MatVec cell): a primitive's
+    # `batch` rule sees batch dimension None for an argument that does not
+    # vary over the lanes, and computes the whole batch with a kernel of
+    # its own (JAX 0.10.2's values).
+    seen = []
+
+    class MatVec(VJPHiPrimitive):
+        def __init__(self, a_aval, x_aval):
+            self.in_avals = (a_aval, x_aval)
+            self.out_aval = ShapedArray((a_aval.shape[0],), a_aval.dtype)
+            self.params = {}
+            super().__init__()
+
+        def expand(self, a, x):
+            return a @ x
+
+        def batch(self, axis_data, args, dims):
+            a, xs = args
+            seen.append(dims)
+            xs = jnp.moveaxis(xs, dims[1], 0)
+            if dims[0] is None:
+                return xs @ a.T, 0
+            return jnp.einsum("bij,bj->bi", jnp.moveaxis(a, dims[0], 0), xs), 0
+
+    def matvec(a, x):
+        return MatVec(ember.typeof(a), ember.typeof(x))(a, x)
+
+    a = jnp.arange(6.0).reshape(2, 3)
+    xs = jnp.arange(12.0).reshape(4, 3)
+    want = [[5.0, 14.0], [14.0, 50.0], [23.0, 86.0], [32.0, 122.0]]
+    np.testing.assert_array_equal(np.asarray(ember.vmap(matvec, in_axes=(None, 0))(a, xs)), want)
+    np.testing.assert_array_equal(
+        np.asarray(ember.jit(ember.vmap(lambda x: matvec(a * 1.0, x)))(xs)), want)
+    assert seen[-1] == (None, 0)
+    # Both batched: both dimensions 0.
+    out = ember.vmap(matvec)(jnp.stack([a] * 4), xs)
+    np.testing.assert_array_equal(np.asarray(out), want)
+    assert seen[-1] == (0, 0)

@@ -412,17 +412,48 @@ def enclosing_vmap():
     return None
 
 
+def _unbatched_in(frame, v):
+    """Whether `v` is surely the same on every lane of the vmap whose body
+    `frame` traces: a constant, a value from outside the body, or a value
+    of the body computed without its mapped arguments (def-use chains
+    through ops without regions; a closed-over value is an argument after
+    the mapped ones)."""
+    if not isinstance(v, core.Tracer) or frame._is_ancestor(v.trace):
+        return True  # (a value from outside the body: closed over)
+    if v.trace is not frame:
+        return False
+    block, count = frame.block, frame.vmap_lanes[1]
+    seen, stack = set(), [v.value]
+    while stack:
+        x = stack.pop()
+        if x is None or x in seen:
+            continue
+        seen.add(x)
+        if isinstance(x, ir.BlockArgument):
+            if x.owner != block or x.arg_number < count:
+                return False
+            continue
+        op = x.owner if isinstance(x.owner, ir.Operation) else x.owner.operation
+        if len(op.regions):
+            return False  # (its regions may read mapped values from above)
+        stack.extend(op.operands)
+    return True
+
+
 def call_with_rule(fun, vals, rule, what):
     """`fun(*vals)` (flat arrays to flat arrays) traced as a call that
     `ember-batch` batches with `rule` instead of batching `fun`'s ops:
-    `rule(axis_data, *batched)` takes every argument batched along a new
-    leading axis of the enclosing vmap's size and returns the results
-    batched likewise (spec.md, "Batching rules on calls"). Outside a vmap,
-    or when `fun` closes over traced values, `fun(*vals)` itself."""
+    `rule(axis_data, batched, *xs)` takes the arguments flagged batched
+    (those that may differ between lanes) with a new leading axis of the
+    enclosing vmap's size, the others as they are (JAX's `None` batch
+    dimension), and returns the results batched along a leading axis
+    (spec.md, "Batching rules on calls"). Outside a vmap, or when `fun`
+    closes over traced values, `fun(*vals)` itself."""
     found = enclosing_vmap()
     if found is None:
         return fun(*vals)
     frame, n, name = found
+    flags = [not _unbatched_in(frame, v) for v in vals]
     vals = [as_value(v) for v in vals]
     avals = [v.aval.update(vma=frozenset()) for v in vals]
     f = Traced(lambda *xs: list(fun(*xs)), avals, sources=vals)
@@ -430,9 +461,10 @@ def call_with_rule(fun, vals, rule, what):
         return fun(*vals)
     _ruled.frames = _ruled.frames + (frame,)
     try:
-        b = Traced(lambda *xs: list(rule(AxisData(name, n), *xs)),
-                   [core.ShapedArray((n,) + tuple(a.shape), a.dtype, a.weak_type)
-                    for a in avals])
+        b = Traced(lambda *xs: list(rule(AxisData(name, n), list(flags), *xs)),
+                   [core.ShapedArray((n,) + tuple(a.shape), a.dtype, a.weak_type) if fl
+                    else core.ShapedArray(a.shape, a.dtype, a.weak_type)
+                    for a, fl in zip(avals, flags)])
     finally:
         _ruled.frames = _ruled.frames[:-1]
     want = [(n,) + tuple(a.shape) for a in f.out_avals]

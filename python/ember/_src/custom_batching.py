@@ -54,7 +54,8 @@ class custom_vmap:
         if batching.enclosing_vmap() is None:
             return self.fun(*args)
         # Inside a vmapped function: a call that vmap batches by the rule
-        # (every argument batched), as JAX's vmap applies it there.
+        # (with the arguments that vary over the lanes flagged batched), as
+        # JAX's vmap applies it there.
         leaves, treedef = tree_util.tree_flatten(args)
         if not all(isinstance(x, core.Value) for x in leaves):
             return self.fun(*args)
@@ -65,9 +66,9 @@ class custom_vmap:
             out_leaves, store["tree"] = tree_util.tree_flatten(out)
             return out_leaves
 
-        def rule(axis_data, *xs):
+        def rule(axis_data, batched, *xs):
             out_leaves, _, flags = _rule_outputs(self, axis_data.size, treedef,
-                                                 [True] * len(xs), list(xs))
+                                                 batched, list(xs))
             return [batching.to_leading(x, 0 if b else None, axis_data.size)
                     for x, b in zip(out_leaves, flags)]
 

@@ -14,7 +14,8 @@ return, say, an f32 cotangent for an int8 quantized array).
 
 Inside a vmapped function, a primitive of array types with a `batch` rule
 is a call that `ember-batch` batches by that rule (traced for the
-enclosing vmap's size, every argument batched: `batching.call_with_rule`),
+enclosing vmap's size, with batch dimension 0 for the arguments that may
+vary over the lanes and None for the others: `batching.call_with_rule`),
 as JAX's vmap calls it; otherwise the mapped program is the primitive's
 `expand` mapped op by op (what a correct `batch` rule computes).
 `MappingSpec`s say which axis of each lowered array a hi value maps
@@ -215,9 +216,10 @@ def _batched_by_rule(prim, flat):
         out = prim.expand(*tree_util.tree_unflatten(prim.in_tree, list(xs)))
         return [lo for _, lo in _lowered_outputs(prim, out, False)]
 
-    def rule(axis_data, *xs):
+    def rule(axis_data, batched, *xs):
         args = tree_util.tree_unflatten(prim.in_tree, list(xs))
-        out, dims = prim.batch(axis_data, tuple(args), tuple(0 for _ in args))
+        in_dims = tree_util.tree_unflatten(prim.in_tree, [0 if b else None for b in batched])
+        out, dims = prim.batch(axis_data, tuple(args), tuple(in_dims))
         leaves = tree_util.tree_leaves(out)
         if isinstance(dims, int) or dims is None:
             dims = [dims] * len(leaves)
