@@ -290,8 +290,8 @@ LogicalResult batchByRule(OpBuilder &b, func::CallOp call,
   SmallVector<bool> takesBatch;
   for (auto [i, v] : llvm::enumerate(operands)) {
     Type plain = call->getOperand(i).getType();
-    bool withAxis = i < type.getNumInputs() &&
-                    type.getInput(i) == withBatch(plain, n);
+    bool withAxis =
+        i < type.getNumInputs() && type.getInput(i) == withBatch(plain, n);
     takesBatch.push_back(withAxis);
     fits = fits && i < type.getNumInputs() &&
            (withAxis || (type.getInput(i) == plain && !isBatched[i]));

@@ -630,8 +630,14 @@ class JitWrapped:
             return self.fun(*args, **kwargs)
         static, treedef, vals, ref_pos, refs = self._prepare(args, kwargs)
         if core.find_trace(vals) is not None or core._trace_stack:
-            # Inside another trace: inline (the outer jit compiles everything).
-            return self.fun(*args, **kwargs)
+            # Inside another trace: inline (the outer jit compiles everything),
+            # the function seeing its non-static arguments as arrays (a
+            # Python scalar weakly typed), as under JAX's jit.
+            if ref_pos:
+                return self.fun(*args, **kwargs)
+            flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
+            flat = flat_fun(*vals)
+            return tree_util.tree_unflatten(out_tree(), flat)
         key = (tuple(static), treedef, tuple(v.aval for v in vals), tuple(ref_pos))
         gpu = _gpu_of([v.aval for v in vals])
         if gpu is not None:

@@ -212,13 +212,19 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
             refs.append(full[i])
         a = tree_util.tree_unflatten(treedef, full[:n_args])
         k = tree_util.tree_unflatten(kw_def, full[n_args:])
-        if axis_name is None:
-            out = fun(*a, **k)
-        else:
-            with parallel.bind_axis(axis_name, n, check_vma, processes, devices):
+        tokens = [(h, h.enter()) for h in body_hooks]
+        try:
+            if axis_name is None:
                 out = fun(*a, **k)
+            else:
+                with parallel.bind_axis(axis_name, n, check_vma, processes, devices):
+                    out = fun(*a, **k)
+        finally:
+            extras = [(h, t, h.exit(t)) for h, t in reversed(tokens)]
         leaves_out, store["tree"] = tree_util.tree_flatten_lo(out)
-        return leaves_out + [r._value for r in refs]
+        store["extras"] = [(h, t, len(vals)) for h, t, vals in extras]
+        return leaves_out + [r._value for r in refs] + [v for _, _, vals in extras
+                                                        for v in vals]
 
     traced = Traced(per_example, example_avals, refs_ok=(
         "performing a set/swap operation with vmapped value on an unbatched array "
@@ -239,6 +245,13 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
     res = trace.emit("ember.vmap", [trace.to_value(v) for v in operands],
                      [_with_batch_sharding(a.update(vma=a.vma - {axis_name}), n, batch_sharding)
                       for a in traced.out_avals], attrs)
+    # Values the body hooks added (checkify's checks), batched: theirs.
+    for h, token, count in reversed(store["extras"]):
+        if count:
+            h.finish(token, res[len(res) - count:])
+            res = res[:len(res) - count]
+        else:
+            h.finish(token, [])
     mapped = None
     if ref_args:
         mapped = _mapped_outputs(trace, traced.name, len(batched_idx), len(res), axis_name)
@@ -262,6 +275,13 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
                                  f"mapped axis)")
             final.append(jnp.moveaxis(r, 0, ax % r.ndim) if ax % r.ndim else r)
     return tree_util.tree_unflatten(_batched_hi_tree(store["tree"], out, out_axes, n), final)
+
+
+# Hooks around the body of a `vmap` (checkify's checks in it): `enter()`
+# when its trace begins returns a token; `exit(token)` when it ends returns
+# extra values the body returns; `finish(token, batched)` gets them with
+# their batch axis, in the caller's trace.
+body_hooks = []
 
 
 def _batched_hi_tree(tree, out, out_axes, n):

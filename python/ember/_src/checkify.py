@@ -10,10 +10,16 @@ reports the first failing record (per mapped index when `Error` is batched by
 an enclosing `vmap`).
 
 Coverage: checks and primitives in `f`'s own trace (and in functions `f` calls
-directly, `jit`-wrapped `f` included) are recorded. Bodies of loops, conds,
-inner `jit`s, `vmap`s and `grad`s that `f` calls are traced separately: their
-automatic checks are not recorded, and a `check` whose predicate is traced
-there raises NotImplementedError.
+directly, `jit`-wrapped `f` included) are recorded as they are traced. Checks
+in bodies of loops, conds and inner `jit`s are found in a first trace of `f`;
+`f` is then traced again with a ref per such check (failed, and the message
+values of its first failure), which Ember threads through those bodies as it
+threads a user's refs (JAX threads its error value the same way). Checks in the
+body of a `vmap` inside `f` are recorded there, batched, and become one
+check each (failed on any lane, with the first failing lane's values: JAX's
+single unmapped error); in loops, conds or inner `jit`s inside that body they
+raise NotImplementedError. Under `grad` inside `f`, the ops of the forward
+pass are checked, not those Ember's autodiff pass generates.
 """
 
 import dataclasses
@@ -21,7 +27,7 @@ import threading
 
 import numpy as np
 
-from . import api, core, tree_util
+from . import api, core, state, tree_util
 from .numpy import lax_numpy as jnp
 
 __all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic_checks",
@@ -211,16 +217,68 @@ init_error = Error()
 
 
 class _Collector:
-    def __init__(self, errors, trace):
+    """The checks of one call of a checkified function. Checks in its own
+    trace are recorded as they are. Checks traced in the bodies of loops,
+    conds and inner `jit`s of the function (nested traces) are found in a
+    first pass (`found`); `_run` then traces the function again with a ref
+    per found check (`nested`: whether it failed, and its payload at the
+    first failure), which those bodies update: Ember threads refs through
+    loops, branches and inner functions (state.retry), as JAX threads its
+    error value."""
+
+    def __init__(self, errors, trace, nested=None):
         self.errors = errors
         self.trace = trace
         self.records, self.preds, self.payloads = [], [], []
         self.busy = False
+        self.found = {}  # key -> (record, payload avals): checks in nested traces
+        self.nested = nested or {}  # key -> (record, failed ref, payload refs)
 
     def add(self, record, failed, payload):
+        if not all(self.owns(v) for v in [failed, *payload]):
+            return self._add_nested(record, failed, payload)
         self.records.append(record)
         self.preds.append(failed)
         self.payloads.append(list(payload))
+
+    def _add_nested(self, record, failed, payload):
+        failed = core.as_value(failed)
+        payload = [core.as_value(p) for p in payload]
+        where = self._nesting([failed, *payload])
+        key = (record, where, tuple((tuple(p.shape), np.dtype(p.dtype)) for p in payload))
+        if key in self.nested:
+            _, failed_ref, payload_refs = self.nested[key]
+            before = failed_ref[...]
+            failed_ref[...] = before | jnp.any(failed)
+            for r, p in zip(payload_refs, payload):  # the first failure's values
+                r[...] = jnp.where(before, r[...], p.astype(r.dtype))
+            return
+        self.found.setdefault(key, (record, [p.aval for p in payload]))
+
+    def _nesting(self, vals):
+        """Where the nested values `vals` were traced (the key of their
+        check), or an error for bodies whose checks cannot be threaded out
+        (vmap: one per lane)."""
+        for v in vals:
+            if not isinstance(v, core.Tracer) or self.owns(v):
+                continue
+            t = v.trace
+            while t is not None and t is not self.trace:
+                if getattr(t, "vmap_lanes", None):
+                    raise NotImplementedError(
+                        "checkify: a check traced inside a vmapped function within the "
+                        "checkified function is not supported by Ember's checkify; checkify "
+                        f"the vmapped function's body instead (at {core.where()})")
+                t = t.parent
+            if t is None and self.trace is not None:
+                raise ValueError(f"checkify: a check of values traced outside the checkified "
+                                 f"function (at {core.where()})")
+        return core.where()
+
+    def nested_records(self):
+        """The checks of nested traces (pass two): record, failed, payload."""
+        return [(record, failed_ref[...], [r[...] for r in payload_refs])
+                for record, failed_ref, payload_refs in self.nested.values()]
 
     def owns(self, x):
         """Whether `x` can leave the function through this collector."""
@@ -230,7 +288,10 @@ class _Collector:
             _is_ancestor(x.trace, self.trace)
 
     def error(self):
-        return Error(self.records, self.preds, self.payloads)
+        nested = self.nested_records()
+        return Error(self.records + [r for r, _, _ in nested],
+                     self.preds + [f for _, f, _ in nested],
+                     self.payloads + [p for _, _, p in nested])
 
 
 def _is_ancestor(ancestor, trace):
@@ -277,13 +338,71 @@ def _install_hook():
         core.bind_hooks.append(_after_bind)
 
 
-def _same_trace(c, vals):
-    return all(isinstance(v, core.Tracer) and v.trace is c.trace for v in vals)
+class _VmapChecks:
+    """A batching body hook: the checks traced in the body of a `vmap`
+    inside a checkified function are recorded there (batched), and become
+    one check of the caller each: failed on any lane, with the message
+    values of the first failing lane (JAX's checkify of vmap: one unmapped
+    error)."""
+
+    def enter(self):
+        c, trace = _active(), core.current_trace()
+        if c is None or not getattr(trace, "vmap_lanes", None):
+            return None
+        sub = _Collector(c.errors, trace)
+        _collectors().append(sub)
+        return sub
+
+    def exit(self, sub):
+        if sub is None:
+            return []
+        _collectors().pop()
+        if sub.found:
+            raise NotImplementedError(
+                "checkify: a check in a loop, cond or inner jit inside a vmapped function "
+                "within the checkified function is not supported by Ember's checkify "
+                f"(at {core.where()})")
+        return [v for pred, payload in zip(sub.preds, sub.payloads)
+                for v in [jnp.any(pred), *payload]]
+
+    def finish(self, sub, batched):
+        c = _active()
+        if sub is None or c is None:
+            return
+        it = iter(batched)
+        for record, payload in zip(sub.records, sub.payloads):
+            failed = next(it)
+            values = [next(it) for _ in payload]
+            first = jnp.argmax(failed)
+            c.add(record, jnp.any(failed), [v[first] for v in values])
+
+
+def _install_vmap_hook():
+    from . import batching
+
+    if not any(isinstance(h, _VmapChecks) for h in batching.body_hooks):
+        batching.body_hooks.append(_VmapChecks())
+
+
+def _in_function(c, vals):
+    """Whether `vals` are traced in the checkified function (its own trace,
+    or bodies of loops, conds and functions it traces)."""
+    for v in vals:
+        if not isinstance(v, core.Tracer):
+            return False
+        t = v.trace
+        while t is not None and t is not c.trace:
+            if getattr(t, "vmap_lanes", None):
+                return False  # (one check per lane: not recorded)
+            t = t.parent
+        if t is None:
+            return False
+    return True
 
 
 def _auto_checks(c, prim, args, params, out):
     outs = list(out) if prim.multiple_results else [out]
-    if not outs or not _same_trace(c, outs):
+    if not outs or not _in_function(c, outs):
         return
     args = [core.as_value(a) for a in args]
     name = prim.name
@@ -353,6 +472,9 @@ def _is_array(x):
     return isinstance(x, (core.Value, np.ndarray))
 
 
+
+
+
 def check(pred, msg, *fmt_args, debug=False, **fmt_kwargs):
     """Check `pred`; if it is False, the error `msg.format(*fmt_args,
     **fmt_kwargs)`: recorded under `checkify`, raised (JaxRuntimeError)
@@ -380,13 +502,6 @@ def _check(pred, msg, debug, *fmt_args, **fmt_kwargs):
     failed = jnp.logical_not(pred)
     c = _active()
     if c is not None:
-        values = [failed, *payload]
-        if not all(c.owns(v) for v in values):
-            raise NotImplementedError(
-                "checkify: a check whose predicate or message values are traced inside a "
-                "loop, cond, inner jit, vmap or grad body of the checkified function is not "
-                "supported by Ember's checkify; check values of the function's own trace "
-                f"(at {core.where()})")
         c.add(record, failed, payload)
         return
     if debug:
@@ -401,6 +516,9 @@ def _check_error(error, debug=False):
             return
         raise ValueError(f"{_FUNCTIONALIZATION} (at {core.where()})")
     exc = error.get_exception()
+    if isinstance(exc, BatchedError):
+        # JAX raises the first mapped index's error (`get()` lists them all).
+        exc = next(iter(exc.error_mapping.values()))
     if exc is not None:
         raise JaxRuntimeError(str(exc)) from exc
 
@@ -413,14 +531,8 @@ def check_error(error):
                         f"{type(error)} instead. (at {core.where()})")
     c = _active()
     if c is not None:
-        leaves = tree_util.tree_leaves(error)
-        if not all(c.owns(v) for v in leaves):
-            raise NotImplementedError(
-                "checkify: check_error of an Error traced inside a loop, cond, inner jit, "
-                f"vmap or grad body is not supported by Ember's checkify (at {core.where()})")
-        c.records.extend(error._records)
-        c.preds.extend(error._preds)
-        c.payloads.extend(list(p) for p in error._payloads)
+        for record, failed, payload in zip(error._records, error._preds, error._payloads):
+            c.add(record, jnp.any(failed) if not c.owns(failed) else failed, payload)
         return
     _check_error(error)
 
@@ -448,13 +560,30 @@ def _unwrap(f):
 
 
 def _run(f, errors, args, kwargs):
-    c = _Collector(errors, core.current_trace())
+    trace = core.current_trace()
+    mark = state._mark(trace) if trace is not None else None
+    c = _Collector(errors, trace)
+    out = _collect(c, f, args, kwargs)
+    if c.found:
+        # Checks in loops, conds or inner functions: trace `f` again, with a
+        # ref for each of them that their bodies update.
+        if trace is not None:
+            state._undo(trace, mark)
+        nested = {}
+        for key, (record, avals) in c.found.items():
+            nested[key] = (record, state.Ref(jnp.zeros((), bool)),
+                           [state.Ref(jnp.zeros(a.shape, a.dtype)) for a in avals])
+        c = _Collector(errors, trace, nested)
+        out = _collect(c, f, args, kwargs)
+    return c.error(), out
+
+
+def _collect(c, f, args, kwargs):
     _collectors().append(c)
     try:
-        out = f(*args, **kwargs)
+        return f(*args, **kwargs)
     finally:
         _collectors().pop()
-    return c.error(), out
 
 
 def checkify(f, errors=user_checks):
@@ -463,6 +592,7 @@ def checkify(f, errors=user_checks):
     errors = frozenset(errors)
     if errors - user_checks:
         _install_hook()
+    _install_vmap_hook()
     body = _unwrap(f)
 
     def jitted(static, *dyn):

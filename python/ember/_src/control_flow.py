@@ -101,6 +101,11 @@ def _case(index, branches, operands, what, names):
     into its own region, so only the chosen one runs."""
     trace = core.find_trace([index, *tree_util.tree_leaves(operands)]) or core.current_trace()
     idx = trace.to_value(index)
+    # The branches see Python scalar operands as arrays (weakly typed), as
+    # JAX's cond and switch trace them.
+    operands = tree_util.tree_map(
+        lambda v: as_value(v) if isinstance(v, (bool, int, float, complex, np.generic))
+        else v, operands)
     ctx = core.context()
     # The result types are known only after tracing: trace into a holder op,
     # then move the regions into the real op.
@@ -341,10 +346,11 @@ def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
         store = {}
 
         def body(i, *cs):
-            idx = (n - 1) - i if reverse else i
-            x = tree_util.tree_unflatten(
-                x_tree, [lax.dynamic_index_in_dim(leaf, idx, 0, keepdims=False)
-                         for leaf in x_leaves])
+            with core.machinery():  # (row idx of xs: in bounds, not the user's op)
+                idx = (n - 1) - i if reverse else i
+                x = tree_util.tree_unflatten(
+                    x_tree, [lax.dynamic_index_in_dim(leaf, idx, 0, keepdims=False)
+                             for leaf in x_leaves])
             c = tree_util.tree_unflatten(c_tree, list(cs))
             new, y = f(c, x)
             _carry_check(c, _promote_carry(c, new))
@@ -363,8 +369,9 @@ def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
                 with rt.ctx:
                     arg = body_block.add_argument(core.mlir_type(a), ir.Location.unknown(rt.ctx))
                 buf = core.Tracer(rt, arg, a)
-                ys.append(lax.dynamic_update_index_in_dim(
-                    buf, lax.convert_element_type(v, buf.dtype), idx, 0))
+                with core.machinery():
+                    ys.append(lax.dynamic_update_index_in_dim(
+                        buf, lax.convert_element_type(v, buf.dtype), idx, 0))
                 store["y_avals"].append(a)
             return [i + 1] + new_leaves + ys
 

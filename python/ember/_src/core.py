@@ -1222,14 +1222,27 @@ class Primitive:
                 for i, o in enumerate(outs):
                     o.src = ("op", self, args, params, out_avals, i)
         result = outs if self.multiple_results else outs[0]
-        for hook in bind_hooks:
-            hook(self, args, params, result)
+        if bind_hooks and not getattr(_hooks_off, "depth", 0):
+            for hook in bind_hooks:
+                hook(self, args, params, result)
         return result
 
 
 # Called after every primitive application with (primitive, arguments,
 # params, result): checkify's automatic checks (checkify.py).
 bind_hooks = []
+_hooks_off = threading.local()
+
+
+class machinery:
+    """A `with` block of ops Ember's own machinery applies (a scan reading
+    row i of its `xs`): not the user's, so `bind_hooks` do not see them."""
+
+    def __enter__(self):
+        _hooks_off.depth = getattr(_hooks_off, "depth", 0) + 1
+
+    def __exit__(self, *exc):
+        _hooks_off.depth -= 1
 
 
 def _mark_saveable(trace, prim, args, params, outs):
