@@ -226,8 +226,34 @@ def test_lax_reduce_monoids_and_init_values():
     np.testing.assert_array_equal(np.asarray(b), i.prod(1, dtype=np.int32))
     g = ember.grad(lambda v: lax.reduce(v, 0.0, lax.add, (0, 1)))(x)
     np.testing.assert_allclose(np.asarray(g), np.ones_like(x))
-    with pytest.raises(NotImplementedError, match="lax.reduce"):
-        lax.reduce(x, 0.0, lambda p, q: p + 2 * q, (0,))
+
+
+def test_lax_reduce_with_a_users_computation():
+    # Values from JAX 0.10.2: a value-and-index argmax over pytrees of
+    # scalars, and a computation that is not associative, which XLA's CPU
+    # backend folds into the init value in order.
+    from ember import lax
+
+    x = jnp.array([[3.0, 1.0, 4.0, 1.0], [5.0, 9.0, 2.0, 6.0]])
+    idx = jnp.broadcast_to(jnp.arange(4), x.shape)
+
+    def amax(a, b):
+        (av, ai), (bv, bi) = a, b
+        pick = (av > bv) | ((av == bv) & (ai < bi))
+        assert av.shape == ()  # the computation sees scalars
+        return lax.select(pick, av, bv), lax.select(pick, ai, bi)
+    v, i = lax.reduce((x, idx), (-jnp.inf, 0), amax, (1,))
+    assert v.tolist() == [4.0, 9.0] and i.tolist() == [2, 1] and i.dtype == np.int32
+    fold = lambda a, b: a + 2 * b  # noqa: E731
+    assert lax.reduce(x, 0.0, fold, (0,)).tolist() == [16.0, 20.0, 12.0, 14.0]
+    assert ember.jit(lambda x: lax.reduce(x, 0.0, fold, (0,)))(x).tolist() == [
+        16.0, 20.0, 12.0, 14.0]
+    assert float(lax.reduce(x, 1.0, lambda a, b: a * b, (0, 1))) == 6480.0
+    assert lax.reduce(jnp.zeros((3, 0)), 7.0, lambda a, b: a - b, (1,)).tolist() == [7.0] * 3
+    g = ember.grad(lambda x: lax.reduce(x, 0.0, jnp.maximum, (1,)).sum())(x)
+    assert g.tolist() == [[0.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0]]
+    out = ember.vmap(lambda x: lax.reduce(x, 0.0, fold, (0,)))(jnp.stack([x, x * 2]))
+    assert out.tolist() == [[16.0, 20.0, 12.0, 14.0], [32.0, 40.0, 24.0, 28.0]]
 
 
 def test_argmax_argmin_of_booleans():

@@ -1111,24 +1111,24 @@ reduce_and, reduce_or, reduce_xor = (_reduce(k) for k in ["and", "or", "xor"])
 
 def reduce(operands, init_values, computation, dimensions):
     """`lax.reduce`: reduces `operands` over `dimensions` with `computation`
-    starting from `init_values`. Ember's reduction op has fixed combiners,
-    so `computation` must be one of `lax.add`, `mul`, `max`, `min`,
-    `bitwise_and`/`or`/`xor` (the monoids XLA recognizes too); an init value
-    other than the combiner's identity is combined with the result once
-    (the same value for an associative combiner)."""
+    starting from `init_values`. `lax.add`, `mul`, `max`, `min` and
+    `bitwise_and`/`or`/`xor` (the monoids XLA recognizes too) are Ember's
+    reduction op; an init value other than the combiner's identity is
+    combined with the result once (the same value for an associative
+    combiner). Any other computation (on pytrees of scalars, e.g. a value
+    and its index) folds the elements into the init values in order
+    (`reduce_by_fold`, which lax_extras.py provides: it needs scan and
+    vmap)."""
     kinds = {add: "sum", mul: "prod", max: "max", min: "min", bitwise_and: "and",
              bitwise_or: "or", bitwise_xor: "xor"}
     kind = kinds.get(computation)
-    if kind is None:
-        raise NotImplementedError(
-            "lax.reduce: Ember reduces with lax.add, mul, max, min, bitwise_and, bitwise_or "
-            f"or bitwise_xor, not {getattr(computation, '__name__', computation)!r} (at "
-            f"{core.where()})")
     flat_ops, tree = tree_util.tree_flatten(operands)
     flat_init, init_tree = tree_util.tree_flatten(init_values)
     if tree != init_tree:
         raise TypeError(f"lax.reduce: operands {tree} and init_values {init_tree} must have "
                         "the same structure")
+    if kind is None:
+        return reduce_by_fold(flat_ops, flat_init, tree, computation, dimensions)
     outs = []
     for x, init in zip(flat_ops, flat_init):
         x = as_value(x)
@@ -1150,6 +1150,11 @@ def reduce(operands, init_values, computation, dimensions):
                 continue
         outs.append(computation(r, convert_element_type(init, r.dtype)))
     return tree_util.tree_unflatten(tree, outs)
+
+
+def reduce_by_fold(flat_ops, flat_init, tree, computation, dimensions):
+    raise NotImplementedError("lax.reduce with a computation of the user's needs "
+                              "ember._src.lax_extras")  # (replaced when it is imported)
 
 
 def _bool_as_uint8(x):

@@ -1000,3 +1000,45 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
     return parallel.all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups,
                                tiled=True)
 
+
+def _reduce_by_fold(flat_ops, flat_init, tree, computation, dimensions):
+    """`lax.reduce` with a computation of the user's: the reduced elements
+    (in row-major order of `dimensions`) folded one at a time into the init
+    values, `computation(acc, x)`, as XLA's CPU backend evaluates a reduce,
+    so a computation that is not associative gives XLA's result too. Each
+    step applies `computation` to scalars (vmapped over the kept
+    elements), as JAX traces it."""
+    from .batching import vmap
+    from .control_flow import scan
+
+    xs = [as_value(x) for x in flat_ops]
+    shape = xs[0].shape
+    if any(x.shape != shape for x in xs):
+        raise TypeError(f"lax.reduce: operands must have the same shape, got "
+                        f"{[x.shape for x in xs]}")
+    nd = len(shape)
+    dims = sorted({int(d) % builtins.max(nd, 1) for d in dimensions})
+    kept = [d for d in range(nd) if d not in dims]
+    out_shape = tuple(shape[d] for d in kept)
+    n, m = math.prod(shape[d] for d in dims), math.prod(out_shape)
+    rows = [lax.reshape(lax.transpose(x, dims + kept), (n, m)) for x in xs]
+    inits = [lax.broadcast(lax.convert_element_type(as_value(i), x.dtype), (m,))
+             for i, x in zip(flat_init, xs)]
+    k = len(xs)
+
+    def combine(*ab):
+        out = computation(tree_util.tree_unflatten(tree, list(ab[:k])),
+                          tree_util.tree_unflatten(tree, list(ab[k:])))
+        leaves, out_tree = tree_util.tree_flatten(out)
+        if out_tree != tree:
+            raise TypeError(f"lax.reduce: computation returned {out_tree}, not the operands' "
+                            f"structure {tree}")
+        return [lax.convert_element_type(as_value(v), x.dtype) for v, x in zip(leaves, xs)]
+
+    step = vmap(combine)
+    acc, _ = scan(lambda acc, row: (step(*acc, *row), None), inits, rows)
+    return tree_util.tree_unflatten(tree, [lax.reshape(a, out_shape) for a in acc])
+
+
+# (lax.py cannot import scan and vmap: this module provides its fold.)
+lax.reduce_by_fold = _reduce_by_fold
