@@ -283,6 +283,44 @@ def test_approx_top_k():
     close(v, [[1, 2], [-1, 0]])
 
 
+def test_top_k_axis_and_errors():
+    # JAX 0.10.2's results and errors; a list, as JAX's primitive returns it.
+    x = np.array([[9.0, 3.0, 6.0], [4.0, 10.0, 1.0]], F32)
+    out = lax.top_k(x, 1, axis=0)
+    assert isinstance(out, list)
+    close(out[0], [[9, 10, 6]])
+    np.testing.assert_array_equal(out[1], [[0, 1, 0]])
+    with pytest.raises(ValueError, match=r"no larger than size along axis; got k=4 with "
+                       r"shape=\[2, 3\] and axis=1"):
+        lax.top_k(x, 4)
+    with pytest.raises(ValueError, match="must be nonnegative"):
+        lax.top_k(x, -1)
+
+
+def test_reduce_window_general():
+    # Values from JAX 0.10.2: a computation of the user's (folded in order,
+    # padding skipped), dilations, SAME padding of a dilated window, and a
+    # pytree of operands.
+    x = jnp.arange(12.0).reshape(3, 4)
+    close(lax.reduce_window(x, 0.0, lambda a, b: a + 2 * b, (2, 2), (1, 1), "VALID"),
+          [[20, 28, 36], [52, 60, 68]])
+    close(lax.reduce_window(x, 1.0, lambda a, b: a * b - 1, (2, 3), (2, 1), ((1, 0), (0, 1)))[0],
+          [-5, -4, 2])
+    close(lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (1, 1), "VALID",
+                            base_dilation=(2, 1), window_dilation=(1, 2)),
+          [[2, 3], [6, 7], [6, 7], [10, 11]])
+    close(lax.reduce_window(x, 1.0, lambda a, b: a * b - 1, (2, 2), (1, 1), "SAME",
+                            base_dilation=(2, 1), window_dilation=(1, 2)),
+          [[0, -3, -1, 1], [4, 17, 27, 5], [4, 17, 27, 5], [8, 69, 87, 9], [8, 69, 87, 9]])
+    close(lax.reduce_window(x, 0.5, lambda a, b: a + 2 * b, (3, 1), (1, 1), ((2, 1), (0, 0)),
+                            base_dilation=(1, 2))[0], [0.5, 0.5, 2.5, 0.5, 4.5, 0.5, 6.5])
+    s, m = lax.reduce_window((x, x * 2), (0.0, 0.0),
+                             lambda a, b: (a[0] + b[0], jnp.maximum(a[1], b[1])),
+                             (1, 2), (1, 1), "VALID")
+    close(s, [[1, 3, 5], [9, 11, 13], [17, 19, 21]])
+    close(m, [[2, 4, 6], [10, 12, 14], [18, 20, 22]])
+
+
 # --------------------------------------------------------------------------
 # convolution patches, fft
 # --------------------------------------------------------------------------

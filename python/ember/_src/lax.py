@@ -2,6 +2,7 @@
 
 import builtins
 import math
+import operator
 
 import numpy as np
 
@@ -1157,6 +1158,11 @@ def reduce_by_fold(flat_ops, flat_init, tree, computation, dimensions):
                               "ember._src.lax_extras")  # (replaced when it is imported)
 
 
+def reduce_window_by_fold(*args):
+    raise NotImplementedError("lax.reduce_window with a computation of the user's needs "
+                              "ember._src.lax_extras")  # (replaced when it is imported)
+
+
 def _bool_as_uint8(x):
     # ember.argmax/argmin take numbers; False < True as 0 < 1.
     x = as_value(x)
@@ -1185,10 +1191,17 @@ cumsum, cumprod, cummax, cummin = (_cumulative(k) for k in ["sum", "prod", "max"
 
 
 def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
-                  padding="VALID"):
+                  padding="VALID", base_dilation=None, window_dilation=None):
+    """`lax.reduce_window`. `lax.add`, `max`, `min` and `mul` over undilated
+    windows of one array are Ember's `reduce_window` op; any other
+    computation, operand pytrees and dilations fold each window's elements
+    into the init value in order (`reduce_window_by_fold`, from
+    lax_extras.py)."""
     kind = {add: "sum", max: "max", min: "min", mul: "prod"}.get(computation, computation)
-    if not isinstance(kind, str):
-        raise NotImplementedError("reduce_window supports lax.add, lax.max, lax.min, lax.mul")
+    dilated = any(d != 1 for d in tuple(base_dilation or ()) + tuple(window_dilation or ()))
+    if not isinstance(kind, str) or dilated or not isinstance(operand, (core.Value, np.ndarray)):
+        return reduce_window_by_fold(operand, init_value, computation, window_dimensions,
+                                     window_strides, padding, base_dilation, window_dilation)
     operand = as_value(operand)
     window_strides = tuple(window_strides or (1,) * operand.ndim)
     if isinstance(padding, str):
@@ -1378,14 +1391,27 @@ def erfc(x):
     return select(lt(z, full_like(x, 0.5)), sub(one, erf(x)), tail)
 
 
-def top_k(operand, k):
+def top_k(operand, k, *, axis=-1):
+    """The `k` largest entries along `axis` (the lower index first among
+    equal ones) and their indices: `[values, indices]`, a list as JAX's
+    primitive returns it."""
     operand = as_value(operand)
-    d = operand.ndim - 1
+    if not isinstance(k, core.DimExpr):
+        k = operator.index(k)
+        if k < 0:
+            raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+    if not -operand.ndim <= int(axis) < operand.ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {operand.ndim}")
+    d = int(axis) % operand.ndim
+    if isinstance(k, int) and isinstance(operand.shape[d], (int, np.integer)) and \
+            k > operand.shape[d]:
+        raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
+                         f"k={k} with shape={list(operand.shape)} and axis={d}")
     idx = broadcasted_iota(dtypes.int32, operand.shape, d)
     keys = neg(operand) if not dtypes.is_unsigned(operand.dtype) else bitwise_not(operand)
     skeys, sidx = sort((keys, idx), d, True, 1)
     vals = neg(skeys) if not dtypes.is_unsigned(operand.dtype) else bitwise_not(skeys)
-    return slice_in_dim(vals, 0, k, 1, d), slice_in_dim(sidx, 0, k, 1, d)
+    return [slice_in_dim(vals, 0, k, 1, d), slice_in_dim(sidx, 0, k, 1, d)]
 
 
 _stop_gradient_p = core.Primitive("stop_gradient", lambda x: x)

@@ -12,6 +12,7 @@ a fixed depth; `fft` is a radix-2 / Bluestein DFT on dot_general.
 
 import builtins
 import enum
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -1040,5 +1041,73 @@ def _reduce_by_fold(flat_ops, flat_init, tree, computation, dimensions):
     return tree_util.tree_unflatten(tree, [lax.reshape(a, out_shape) for a in acc])
 
 
-# (lax.py cannot import scan and vmap: this module provides its fold.)
+def _reduce_window_by_fold(operand, init_value, computation, window_dimensions,
+                           window_strides, padding, base_dilation, window_dilation):
+    """`lax.reduce_window` in general: operand pytrees, a computation of the
+    user's, base and window dilations. The operands are dilated and padded
+    with the init values; each window element (in row-major order of the
+    window) is a strided slice, folded into the init values one at a time,
+    `computation(acc, x)` vmapped over the output elements; padding and
+    the holes of base dilation are skipped. (A computation that is not
+    associative can differ from XLA's CPU backend, which does not always
+    take a window's elements in row-major order.)"""
+    from .batching import vmap
+
+    flat, tree = tree_util.tree_flatten(operand)
+    inits, init_tree = tree_util.tree_flatten(init_value)
+    if tree != init_tree:
+        raise TypeError(f"lax.reduce_window: operands {tree} and init values {init_tree} "
+                        "must have the same structure")
+    xs = [as_value(x) for x in flat]
+    shape = xs[0].shape
+    if any(x.shape != shape for x in xs):
+        raise TypeError(f"lax.reduce_window: operands must have the same shape, got "
+                        f"{[x.shape for x in xs]}")
+    nd = len(shape)
+    wdims = tuple(int(w) for w in window_dimensions)
+    strides = tuple(int(s) for s in (window_strides or (1,) * nd))
+    bdil = tuple(int(d) for d in (base_dilation or (1,) * nd))
+    wdil = tuple(int(d) for d in (window_dilation or (1,) * nd))
+    if not len(wdims) == len(strides) == len(bdil) == len(wdil) == nd:
+        raise TypeError(f"lax.reduce_window: window dimensions, strides and dilations need "
+                        f"one entry per operand dimension ({nd})")
+    if isinstance(padding, str):  # (JAX's: the dilated window on the undilated operand)
+        padding = lax.padtype_to_pads(shape, [(w - 1) * d + 1 for w, d in zip(wdims, wdil)],
+                                      strides, padding)
+    padding = [tuple(int(p) for p in pd) for pd in padding]
+    inits = [lax.convert_element_type(as_value(i), x.dtype) for i, x in zip(inits, xs)]
+    config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, bdil)]
+    padded = [lax.pad(x, i, config) for x, i in zip(xs, inits)]
+    # Padding and the holes of base dilation are no elements of a window:
+    # the fold skips them (XLA's CPU backend does; it matters when the init
+    # value is not the computation's identity).
+    present = lax.pad(lax.full(shape, True, np.bool_), np.bool_(False), config)
+    full = padded[0].shape
+    out = tuple(builtins.max(0, (p - (w - 1) * d - 1) // s + 1)
+                for p, w, d, s in zip(full, wdims, wdil, strides))
+    k = len(xs)
+
+    def combine(*ab):
+        res = computation(tree_util.tree_unflatten(tree, list(ab[:k])),
+                          tree_util.tree_unflatten(tree, list(ab[k:])))
+        leaves, out_tree = tree_util.tree_flatten(res)
+        if out_tree != tree:
+            raise TypeError(f"lax.reduce_window: computation returned {out_tree}, not the "
+                            f"operands' structure {tree}")
+        return [lax.convert_element_type(as_value(v), x.dtype) for v, x in zip(leaves, xs)]
+
+    n = math.prod(out)
+    step = vmap(combine)
+    acc = [lax.broadcast(i, (n,)) for i in inits]
+    for offs in itertools.product(*[range(w) for w in wdims]):
+        starts = [o * d for o, d in zip(offs, wdil)]
+        limits = [st + (m - 1) * s + 1 if m else st for st, m, s in zip(starts, out, strides)]
+        rows = [lax.reshape(lax.slice(p, starts, limits, strides), (n,)) for p in padded]
+        keep = lax.reshape(lax.slice(present, starts, limits, strides), (n,))
+        acc = [lax.select(keep, new, old) for new, old in zip(step(*acc, *rows), acc)]
+    return tree_util.tree_unflatten(tree, [lax.reshape(a, out) for a in acc])
+
+
+# (lax.py cannot import scan and vmap: this module provides its folds.)
 lax.reduce_by_fold = _reduce_by_fold
+lax.reduce_window_by_fold = _reduce_window_by_fold
