@@ -1002,6 +1002,22 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
                                tiled=True)
 
 
+def _combiner(computation, tree, xs, what):
+    """`computation` on flat leaves: (acc leaves, x leaves) -> acc leaves,
+    the operands' pytree and dtypes kept."""
+    k = len(xs)
+
+    def combine(*ab):
+        out = computation(tree_util.tree_unflatten(tree, list(ab[:k])),
+                          tree_util.tree_unflatten(tree, list(ab[k:])))
+        leaves, out_tree = tree_util.tree_flatten(out)
+        if out_tree != tree:
+            raise TypeError(f"{what}: computation returned {out_tree}, not the operands' "
+                            f"structure {tree}")
+        return [lax.convert_element_type(as_value(v), x.dtype) for v, x in zip(leaves, xs)]
+    return combine
+
+
 def _reduce_by_fold(flat_ops, flat_init, tree, computation, dimensions):
     """`lax.reduce` with a computation of the user's: the reduced elements
     (in row-major order of `dimensions`) folded one at a time into the init
@@ -1025,18 +1041,7 @@ def _reduce_by_fold(flat_ops, flat_init, tree, computation, dimensions):
     rows = [lax.reshape(lax.transpose(x, dims + kept), (n, m)) for x in xs]
     inits = [lax.broadcast(lax.convert_element_type(as_value(i), x.dtype), (m,))
              for i, x in zip(flat_init, xs)]
-    k = len(xs)
-
-    def combine(*ab):
-        out = computation(tree_util.tree_unflatten(tree, list(ab[:k])),
-                          tree_util.tree_unflatten(tree, list(ab[k:])))
-        leaves, out_tree = tree_util.tree_flatten(out)
-        if out_tree != tree:
-            raise TypeError(f"lax.reduce: computation returned {out_tree}, not the operands' "
-                            f"structure {tree}")
-        return [lax.convert_element_type(as_value(v), x.dtype) for v, x in zip(leaves, xs)]
-
-    step = vmap(combine)
+    step = vmap(_combiner(computation, tree, xs, "lax.reduce"))
     acc, _ = scan(lambda acc, row: (step(*acc, *row), None), inits, rows)
     return tree_util.tree_unflatten(tree, [lax.reshape(a, out_shape) for a in acc])
 
@@ -1085,19 +1090,8 @@ def _reduce_window_by_fold(operand, init_value, computation, window_dimensions,
     full = padded[0].shape
     out = tuple(builtins.max(0, (p - (w - 1) * d - 1) // s + 1)
                 for p, w, d, s in zip(full, wdims, wdil, strides))
-    k = len(xs)
-
-    def combine(*ab):
-        res = computation(tree_util.tree_unflatten(tree, list(ab[:k])),
-                          tree_util.tree_unflatten(tree, list(ab[k:])))
-        leaves, out_tree = tree_util.tree_flatten(res)
-        if out_tree != tree:
-            raise TypeError(f"lax.reduce_window: computation returned {out_tree}, not the "
-                            f"operands' structure {tree}")
-        return [lax.convert_element_type(as_value(v), x.dtype) for v, x in zip(leaves, xs)]
-
     n = math.prod(out)
-    step = vmap(combine)
+    step = vmap(_combiner(computation, tree, xs, "lax.reduce_window"))
     acc = [lax.broadcast(i, (n,)) for i in inits]
     for offs in itertools.product(*[range(w) for w in wdims]):
         starts = [o * d for o, d in zip(offs, wdil)]
