@@ -1068,3 +1068,35 @@ def test_ufunc_like_numpy():
     q, r = divmod_(np.arange(7), 3)
     np.testing.assert_array_equal(q, np.arange(7) // 3)
     np.testing.assert_array_equal(r, np.arange(7) % 3)
+
+
+def test_jnp_ufunc_objects():
+    # JAX's jnp.add, jnp.multiply, ... are ufuncs (values from JAX 0.10.2).
+    names = ["add", "subtract", "multiply", "maximum", "minimum", "bitwise_and",
+             "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor",
+             "logaddexp", "logaddexp2", "negative"]
+    identities = [0, None, 1, None, None, -1, 0, 0, True, False, False, -np.inf, -np.inf, None]
+    for name, ident in zip(names, identities):
+        u = getattr(jnp, name)
+        assert isinstance(u, jnp.ufunc) and repr(u) == f"<jnp.ufunc '{name}'>"
+        assert u.identity == ident and u.nout == 1 and u.nin == (1 if name == "negative" else 2)
+    np.testing.assert_array_equal(jnp.add.outer(jnp.arange(2), jnp.arange(3)),
+                                  [[0, 1, 2], [1, 2, 3]])
+    assert int(jnp.add.reduce(jnp.arange(4))) == 6
+    np.testing.assert_array_equal(jnp.multiply.accumulate(jnp.arange(1, 5)), [1, 2, 6, 24])
+    np.testing.assert_array_equal(
+        jnp.add.at(jnp.zeros(3), jnp.array([0, 0]), 1.0, inplace=False), [2, 0, 0])
+    np.testing.assert_array_equal(
+        jnp.multiply.at(jnp.ones(3), jnp.array([0, 0]), 2.0, inplace=False), [4, 1, 1])
+    assert int(jnp.maximum.reduce(jnp.array([1, 5, 2]))) == 5
+    np.testing.assert_array_equal(jnp.add.reduceat(jnp.arange(8), jnp.array([0, 4, 6])),
+                                  [6, 9, 13])
+    assert int(jnp.bitwise_and.reduce(jnp.array([7, 3, 5]))) == 1
+    assert bool(jnp.logical_xor.reduce(jnp.array([True, True, True])))
+    np.testing.assert_allclose(float(jnp.logaddexp.reduce(jnp.array([0.0, 0.0]))), np.log(2))
+    np.testing.assert_array_equal(jnp.maximum.accumulate(jnp.array([1, 3, 2])), [1, 3, 3])
+    assert int(jnp.subtract.reduce(jnp.array([10, 3, 2]))) == 5
+    assert float(jnp.add.reduce(jnp.ones((2, 3)), axis=None)) == 6.0
+    np.testing.assert_array_equal(jnp.negative.at(jnp.arange(3.0), 1, inplace=False),
+                                  [0, -1, 2])
+    assert ember.jit(lambda a, b: jnp.add(a, b))(1.0, 2.0) == 3.0

@@ -10,6 +10,12 @@ from ember._src.numpy.lax_numpy import *  # noqa: F403
 from ember.numpy import fft as fft
 from ember.numpy import linalg as linalg
 
+# JAX's ufunc objects (`jnp.add.outer`, `jnp.multiply.reduce`, ...).
+from ember._src.numpy.extras_array import jnp_ufuncs as _jnp_ufuncs  # noqa: E402
+
+globals().update(_jnp_ufuncs())
+del _jnp_ufuncs
+
 # The operators and methods of arrays (`x + y`, `x[i]`, `x.at`, `x.sum()`, ...).
 _install_array_methods()
 del _install_array_methods

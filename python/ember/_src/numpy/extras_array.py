@@ -527,6 +527,55 @@ class ufunc:
         return jnp.reshape(res, A.shape + B.shape)
 
 
+def jnp_ufuncs():
+    """JAX's ufunc objects of `jax.numpy` (`jnp.add.outer`, `.reduce`, ...):
+    the elementwise functions wrapped, with their reductions, cumulative
+    forms and `.at` updates by Ember's own ops where JAX has them."""
+    def red(f):
+        def reduce(a, axis=0, dtype=None, keepdims=False, initial=None, where=None):
+            kw = {} if initial is None else {"initial": initial}
+            if where is not None:
+                kw["where"] = where
+            return f(a, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+        return reduce
+
+    def red_nodtype(f):
+        def reduce(a, axis=0, dtype=None, keepdims=False, initial=None, where=None):
+            kw = {} if initial is None else {"initial": initial}
+            if where is not None:
+                kw["where"] = where
+            out = f(a, axis=axis, keepdims=keepdims, **kw)
+            return out if dtype is None else out.astype(dtype)
+        return reduce
+
+    def acc(f):
+        return lambda a, axis=0, dtype=None: f(a, axis=axis, dtype=dtype)
+
+    def at(method):
+        return lambda a, indices, b: getattr(jnp.asarray(a).at[indices], method)(b)
+
+    specs = {
+        "add": dict(identity=0, reduce=red(jnp.sum), accumulate=acc(jnp.cumsum), at=at("add")),
+        "subtract": dict(),
+        "multiply": dict(identity=1, reduce=red(jnp.prod), accumulate=acc(jnp.cumprod),
+                         at=at("multiply")),
+        "maximum": dict(reduce=red_nodtype(jnp.max), at=at("max")),
+        "minimum": dict(reduce=red_nodtype(jnp.min), at=at("min")),
+        "bitwise_and": dict(identity=-1), "bitwise_or": dict(identity=0),
+        "bitwise_xor": dict(identity=0),
+        "logical_and": dict(identity=True, reduce=red_nodtype(jnp.all)),
+        "logical_or": dict(identity=False, reduce=red_nodtype(jnp.any)),
+        "logical_xor": dict(identity=False),
+        "logaddexp": dict(identity=-_np.inf), "logaddexp2": dict(identity=-_np.inf),
+    }
+    out = {}
+    for name, kw in specs.items():
+        f = getattr(jnp, name)
+        out[name] = ufunc(f, 2, 1, name=name, call=f, **kw)
+    out["negative"] = ufunc(jnp.negative, 1, 1, name="negative", call=jnp.negative)
+    return out
+
+
 def frompyfunc(func, /, nin, nout, *, identity=None):
     return ufunc(func, nin, nout, identity=identity)
 
