@@ -736,3 +736,18 @@ def test_vjp_objects_are_pytrees_and_fwd_and_bwd():
                                want[0], rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="cotangent shape"):
         bwd(res1, jnp.ones((3, 3)))
+
+
+def test_aux_values_that_are_not_arrays():
+    # JAX returns has_aux values it never traced as they are (strings,
+    # objects); linearize takes has_aux too (JAX 0.10.2's results).
+    assert jax.vjp(lambda v: (v * 2, "aux"), 3.0, has_aux=True)[2] == "aux"
+    g, aux = jax.grad(lambda v: (v * 2, {"s": "x", "v": v}), has_aux=True)(3.0)
+    assert float(g) == 2.0 and aux["s"] == "x" and float(aux["v"]) == 3.0
+    assert jax.jvp(lambda v: (v * 2, "a"), (3.0,), (1.0,), has_aux=True)[2] == "a"
+    assert jax.jacrev(lambda v: (v * 2, "a"), has_aux=True)(3.0)[1] == "a"
+    out, f_jvp, aux = jax.linearize(lambda v: (jnp.sin(v), v * 2), 1.0, has_aux=True)
+    np.testing.assert_allclose(float(f_jvp(2.0)), 2 * np.cos(1.0), rtol=1e-6)
+    assert float(aux) == 2.0 and float(jax.jit(f_jvp)(2.0)) == float(f_jvp(2.0))
+    with pytest.raises(TypeError, match="strings are not valid"):
+        jax.jit(lambda v: (v, "str"))(1.0)

@@ -696,8 +696,15 @@ def _jvp_traced(fun, primals, tangents, has_aux, concrete=False):
     return out, tan
 
 
-def linearize(fun, *primals):
+def linearize(fun, *primals, has_aux=False):
+    """`(fun(*primals), f_jvp)` (with `aux` third under `has_aux`):
+    `f_jvp(*tangents)` is the JVP of `fun` at `primals`."""
     out = fun(*primals)
+    if has_aux:
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError("linearize with has_aux=True requires the function to return a "
+                            f"pair (output, aux) (at {core.where()})")
+        out, aux = out
     outside = not core._trace_stack
 
     def f_jvp(*tangents):
@@ -705,9 +712,10 @@ def linearize(fun, *primals):
             # Under `jit` now, at primals known before it: `fun` is traced at
             # their concrete values (Python control flow on them works, as
             # with JAX's linearized function, which does not run `fun`).
-            return _jvp_traced(fun, tuple(primals), tuple(tangents), False, concrete=True)[1]
-        return jvp(fun, primals, tangents)[1]
-    return out, f_jvp
+            return _jvp_traced(fun, tuple(primals), tuple(tangents), has_aux,
+                               concrete=True)[1]
+        return jvp(fun, primals, tangents, has_aux=has_aux)[1]
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 def _std_basis(x):

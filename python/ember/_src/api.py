@@ -806,7 +806,7 @@ def eval_shape(fun, *args, **kwargs):
     return tree_util.tree_unflatten(tree, leaves)
 
 
-def eager(fun, args, static_positions=(), fp_contract=True):
+def eager(fun, args, static_positions=(), fp_contract=True, static_objects=False):
     """Runs `fun(*args)` compiled, outside of any trace (how transformations
     called outside `jit` run). The trace is concrete: Python control flow on
     values works as in JAX, and the compiled program is the path taken
@@ -821,7 +821,7 @@ def eager(fun, args, static_positions=(), fp_contract=True):
                                                          args, {})
     if core.find_trace(vals) is not None or core._trace_stack:
         return fun(*args)
-    flat_fun, out_tree = flatten_fun(fun, treedef, static)
+    flat_fun, out_tree = flatten_fun(fun, treedef, static, static_objects)
     lifted = []
     avals = [v.aval for v in vals]
     target = None
@@ -841,8 +841,10 @@ def eager_transform(fun, args, static_positions=()):
     """`eager` for `grad`, `vjp`, `jvp`, `vmap` and friends called outside
     `jit`: without FMA contraction, as JAX evaluates them op by op (no
     product is fused with a sum there; control flow outside jit is one XLA
-    computation in JAX, so `eager` keeps contraction for it)."""
-    return eager(fun, args, static_positions, fp_contract=False)
+    computation in JAX, so `eager` keeps contraction for it). Output leaves
+    that are Python objects, not arrays (a `has_aux` string), come back as
+    they are, as JAX returns them outside jit."""
+    return eager(fun, args, static_positions, fp_contract=False, static_objects=True)
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

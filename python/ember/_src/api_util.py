@@ -16,7 +16,29 @@ def flatten_args(args, kwargs=None):
     return tree_util.tree_flatten_lo((tuple(args), dict(kwargs or {})))
 
 
-def flatten_fun(fun, in_tree=None, static=()):
+class _StaticLeaf:
+    """An output of a traced function that is a Python object, not an array
+    (a transformation's `has_aux` string): a pytree node without children
+    that unflattens to the object."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+tree_util.register_pytree_node(_StaticLeaf, lambda s: ((), s.value), lambda v, _: v)
+
+
+def _static_object(v):
+    """Whether output leaf `v` is a Python object a transformation returns
+    as it is (JAX returns `has_aux` values it never traced unchanged)."""
+    if isinstance(v, (str, bytes)):
+        return True
+    return not (isinstance(v, (core.Value, np.ndarray, np.generic, bool, int, float, complex))
+                or hitypes.is_hi(v) or getattr(v, "_is_ref", False)
+                or hasattr(v, "__jax_array__"))
+
+
+def flatten_fun(fun, in_tree=None, static=(), static_objects=False):
     """`fun` as a function of flat array leaves, for tracing.
 
     `in_tree` is the treedef of `(args, kwargs)` of the arguments passed as
@@ -27,7 +49,8 @@ def flatten_fun(fun, in_tree=None, static=()):
 
     Returns `(flat_fun, out_tree)`: `flat_fun(*leaves)` calls `fun` and returns
     the leaves of its output as values; `out_tree()` is the treedef of the
-    output of the latest call.
+    output of the latest call. With `static_objects` (transformations), leaves
+    that are Python objects rather than arrays stay in the treedef instead.
     """
     positional = sorted((s for s in static if isinstance(s[0], int)), key=lambda s: s[0])
     keywords = [(k, v) for k, v in static if isinstance(k, str)]
@@ -43,7 +66,10 @@ def flatten_fun(fun, in_tree=None, static=()):
             args.insert(i, v)
         for k, v in keywords:
             kwargs[k] = v
-        out_leaves, store["tree"] = tree_util.tree_flatten_lo(fun(*args, **kwargs))
+        out = fun(*args, **kwargs)
+        if static_objects:
+            out = tree_util.tree_map(lambda v: _StaticLeaf(v) if _static_object(v) else v, out)
+        out_leaves, store["tree"] = tree_util.tree_flatten_lo(out)
         for x in out_leaves:
             if getattr(x, "_is_ref", False):
                 name = getattr(fun, "__name__", "function")
@@ -66,7 +92,7 @@ class Traced:
 
     def __init__(self, fun, in_avals, in_tree=None, static=(), sources=None, refs_ok=None,
                  differentiated=False, policy=None, concrete=False):
-        flat, out_tree = flatten_fun(fun, in_tree, static)
+        flat, out_tree = flatten_fun(fun, in_tree, static, static_objects=True)
         # Refs from outside that the function writes: their final values are
         # the last results (`n_out` are the function's own), which only a
         # transformation that can update them (`refs_ok`) accepts.
