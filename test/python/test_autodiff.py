@@ -751,3 +751,8 @@ def test_aux_values_that_are_not_arrays():
     assert float(aux) == 2.0 and float(jax.jit(f_jvp)(2.0)) == float(f_jvp(2.0))
     with pytest.raises(TypeError, match="strings are not valid"):
         jax.jit(lambda v: (v, "str"))(1.0)
+
+
+def test_jvp_takes_float0_tangents_of_integer_primals():
+    out, tan = jax.jvp(lambda a, n: a * n, (2.0, 3), (1.0, np.zeros((), jax.dtypes.float0)))
+    assert float(out) == 6.0 and float(tan) == 3.0  # JAX 0.10.2

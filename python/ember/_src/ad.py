@@ -663,6 +663,10 @@ def jvp(fun, primals, tangents, has_aux=False):
     if len(primals) != len(tangents):
         raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
                         f"structure; got {len(primals)} primals and {len(tangents)} tangents")
+    # JAX's float0 tangents of integer primals (not differentiated): zeros.
+    tangents = tree_util.tree_map(
+        lambda t: np.zeros(t.shape, np.bool_) if getattr(t, "dtype", None) == dtypes.float0
+        else t, tuple(tangents))
     if not core._trace_stack:
         return eager_transform(lambda p, t: _jvp_traced(fun, p, t, has_aux),
                      (tuple(primals), tuple(tangents)))
