@@ -70,6 +70,78 @@ def _param(attr):
     return m.group(1) if m else text
 
 
+_DTYPE_NAMES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16",
+                "bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+                "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+                "c64": "complex64", "c128": "complex128"}
+
+
+def _dtype_name(t):
+    return _DTYPE_NAMES.get(_type_str(t).split("[")[0], str(t))
+
+
+def _dims(t):
+    return tuple(int(d) for d in re.findall(r"(\d+)x", str(t)))
+
+
+def _tuple(xs):
+    xs = tuple(xs)
+    return f"({xs[0]},)" if len(xs) == 1 else f"({', '.join(map(str, xs))})"
+
+
+def _ints_of(op, name):
+    text = str(op.attributes[name])
+    m = re.fullmatch(r"array<i64(?:: (.*))?>", text)
+    return tuple(int(v) for v in m.group(1).split(",")) if m and m.group(1) else ()
+
+
+_ELEMENTWISE = frozenset(
+    "ember." + n for n in "add sub mul div rem pow max min atan2 nextafter and or xor "
+    "shift_left shift_right_logical shift_right_arithmetic compare select clamp".split())
+
+
+def _only_elementwise_uses(value):
+    uses = [u.owner for u in value.uses]
+    return bool(uses) and all(getattr(o, "name", None) in _ELEMENTWISE for o in uses)
+
+
+def _jax_form(op, name, params, operands):
+    """The equation as JAX names its primitive and parameters, where Ember's
+    op differs only in spelling: (name, params, operands)."""
+    if name == "compare":
+        direction = str(op.attributes["comparison_direction"]).split()[-1].rstrip(">")
+        return direction.lower(), [], operands
+    if name == "select":  # JAX's select_n(pred, on_false, on_true)
+        return "select_n", [], [operands[0], operands[2], operands[1]]
+    if name == "reduce":
+        kind = str(op.attributes["kind"]).split()[-1].rstrip(">")
+        axes = f"axes={_tuple(_ints_of(op, 'dimensions'))}"
+        return f"reduce_{kind}", [axes] + (["out_sharding=None"] if kind == "sum" else []), \
+            operands
+    if name == "convert":
+        return "convert_element_type", [f"new_dtype={_dtype_name(op.results[0].type)}",
+                                        "weak_type=False"], operands
+    if name == "reshape":
+        return "reshape", ["dimensions=None",
+                           f"new_sizes={_tuple(_dims(op.results[0].type))}",
+                           "sharding=None"], operands
+    if name == "iota":
+        return "iota", [f"dimension={_param(op.attributes['iota_dimension'])}",
+                        f"dtype={_dtype_name(op.results[0].type)}",
+                        f"shape={_tuple(_dims(op.results[0].type))}", "sharding=None"], operands
+    if name == "dot_general":
+        def lst(k):
+            return "[" + ", ".join(map(str, _ints_of(op, k))) + "]"
+        dn = (f"(({lst('lhs_contracting_dimensions')}, {lst('rhs_contracting_dimensions')}), "
+              f"({lst('lhs_batching_dimensions')}, {lst('rhs_batching_dimensions')}))")
+        return "dot_general", [f"dimension_numbers={dn}", "preferred_element_type="
+                               f"{_dtype_name(op.results[0].type)}"], operands
+    if name == "slice" and set(_ints_of(op, "strides")) <= {1}:
+        return "slice", [p if not p.startswith("strides=") else "strides=None"
+                         for p in params], operands
+    return name, params, operands
+
+
 def _scalar_literal(op):
     """The literal text of a rank-0 constant, or None."""
     t = op.results[0].type
@@ -130,6 +202,23 @@ def _const_value(op):
         return str(attr)
 
 
+_WIDTH = 80  # (JAX's pretty printer's)
+
+
+def _eqn_text(eqn, indent):
+    """An equation `(lhs, prim, params, args, regions)` as JAX lays it out:
+    on one line when it fits, else its parameters one per line."""
+    lhs, prim, params, args, regions = eqn
+    args = f" {args}"  # (JAX's printer leaves the space before no operands too)
+    one = f"{lhs} = {prim}{f'[{chr(32).join(params)}]' if params else ''}{args}"
+    if not regions and (not params or indent + len(one) <= _WIDTH):
+        return one
+    pad = " " * indent
+    lines = [f"{lhs} = {prim}["] + [f"{pad}  {p}" for p in params] + \
+        [f"{pad}  {r.lstrip()}" for r in regions] + [f"{pad}]{args}"]
+    return "\n".join(lines)
+
+
 class Jaxpr:
     """The program: `invars`, `outvars`, `eqns` (text) and `constvars`."""
 
@@ -137,13 +226,19 @@ class Jaxpr:
         self.constvars, self.invars, self.eqns, self.outvars = constvars, invars, eqns, outvars
 
     def pretty(self, indent=0):
+        """JAX's layout: on one line when it fits in 80 columns (equations
+        separated by `; `), else one equation per line."""
         pad = " " * indent
         head = f"{{ lambda {' '.join(self.constvars)}; {' '.join(self.invars)}. let"
-        if not self.eqns:
-            outs = ", ".join(self.outvars) + ("," if len(self.outvars) == 1 else "")
-            return f"{pad}{head}  in ({outs}) }}"
-        body = "\n".join(f"{pad}    {e}" for e in self.eqns)
         outs = ", ".join(self.outvars) + ("," if len(self.outvars) == 1 else "")
+        if not self.eqns:
+            return f"{pad}{head}  in ({outs}) }}"
+        eqns = [_eqn_text(e, indent + 4) for e in self.eqns]
+        if not any("\n" in e for e in eqns):
+            line = f"{pad}{head} {'; '.join(eqns)} in ({outs}) }}"
+            if len(line) <= _WIDTH:
+                return line
+        body = "\n".join(f"{pad}    {e}" for e in eqns)
         return f"{pad}{head}\n{body}\n{pad}  in ({outs}) }}"
 
     def __str__(self):
@@ -198,8 +293,9 @@ class _Printer:
                 if lit is not None:
                     self.of[op.results[0]] = lit
                     continue
-                self.constvars.append(self.var(op.results[0]))
-                self.consts.append(_const_value(op))
+                if op.results[0] not in self.of:
+                    self.constvars.append(self.var(op.results[0]))
+                    self.consts.append(_const_value(op))
                 continue
             if name == "ember.convert" and _is_literal(self.of.get(op.operands[0])):
                 # A Python scalar converted to the operation's type: JAX's
@@ -208,19 +304,24 @@ class _Printer:
                 if lit is not None:
                     self.of[op.results[0]] = lit
                     continue
+            if name == "ember.broadcast_in_dim" and _is_literal(self.of.get(op.operands[0])) \
+                    and _only_elementwise_uses(op.results[0]):
+                # A scalar literal broadcast for elementwise ops: JAX's
+                # equations take the literal (`gt a 1.0:f32[]`).
+                self.of[op.results[0]] = self.of[op.operands[0]]
+                continue
             # (Discardable `ember.*` attributes are marks for the passes.)
-            params = ", ".join(f"{k}={_param(op.attributes[k])}" for k in op.attributes
-                               if k != "operandSegmentSizes" and not k.startswith("ember."))
+            params = [f"{k}={_param(op.attributes[k])}" for k in op.attributes
+                      if k != "operandSegmentSizes" and not k.startswith("ember.")]
             lhs = " ".join(self.var(r) for r in op.results) or "_"
             short = name[len("ember."):] if name.startswith("ember.") else name
             short = _JAX_NAMES.get(short, short)
-            args = " ".join(self.use(v) for v in op.operands)
-            text = f"{lhs} = {short}{f'[{params}]' if params else ''} {args}".rstrip()
-            for region in op.regions:
-                for b in region.blocks:
-                    inner = _Printer.region(self, b, indent + 4)
-                    text += "\n" + inner
-            eqns.append(text)
+            operands = list(op.operands)
+            short, params, operands = _jax_form(op, short, params, operands)
+            args = " ".join(self.use(v) for v in operands)
+            regions = [_Printer.region(self, b, indent + 6)
+                       for region in op.regions for b in region.blocks]
+            eqns.append((lhs, short, params, args, regions))
         return eqns, outs
 
     def region(self, block, indent):
@@ -250,6 +351,12 @@ def closed_jaxpr_of(text, in_avals, out_avals):
             compiler.run_pipeline(module, upto="transforms")
     p = _Printer()
     block = _main(module).regions[0].blocks[0]
+    # JAX names the constants first, then the arguments.
+    for op in block.operations:
+        op = op.operation
+        if op.name == "ember.constant" and _scalar_literal(op) is None:
+            p.constvars.append(p.var(op.results[0]))
+            p.consts.append(_const_value(op))
     invars = [p.var(a) for a in block.arguments]
     eqns, outs = p.block(block, 0)
     return ClosedJaxpr(Jaxpr(p.constvars, invars, eqns, outs), p.consts, in_avals, out_avals)
