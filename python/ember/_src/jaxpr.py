@@ -122,9 +122,33 @@ def _jax_form(op, name, params, operands):
         return "convert_element_type", [f"new_dtype={_dtype_name(op.results[0].type)}",
                                         "weak_type=False"], operands
     if name == "reshape":
-        return "reshape", ["dimensions=None",
-                           f"new_sizes={_tuple(_dims(op.results[0].type))}",
-                           "sharding=None"], operands
+        src, dst = _dims(op.operands[0].type), _dims(op.results[0].type)
+        kept = [d for d in src if d != 1]
+        if len(dst) < len(src) and [d for d in dst if d != 1] == kept:
+            # Only unit dimensions removed: JAX's squeeze (`x[0]`).
+            gone, j = [], 0
+            for i, d in enumerate(src):
+                if j < len(dst) and dst[j] == d and (d != 1 or len(src) - i == len(dst) - j):
+                    j += 1
+                else:
+                    gone.append(i)
+            if j == len(dst):
+                return "squeeze", [f"dimensions={_tuple(gone)}"], operands
+        if len(dst) > len(src) and [d for d in dst if d != 1] == kept:
+            # Only unit dimensions added: JAX's broadcast_in_dim (expand_dims).
+            where, i = [], 0
+            for k, d in enumerate(dst):
+                if i < len(src) and d == src[i] and (d != 1 or len(dst) - k == len(src) - i):
+                    where.append(k)
+                    i += 1
+            if i == len(src):
+                return "broadcast_in_dim", (
+                    [f"broadcast_dimensions={_tuple(where)}"] if where else []), operands
+        return "reshape", ["dimensions=None", f"new_sizes={_tuple(dst)}", "sharding=None"], \
+            operands
+    if name == "broadcast_in_dim":  # (JAX shows the dimensions only, and only some)
+        dims = _ints_of(op, "broadcast_dimensions")
+        return name, [f"broadcast_dimensions={_tuple(dims)}"] if dims else [], operands
     if name == "iota":
         return "iota", [f"dimension={_param(op.attributes['iota_dimension'])}",
                         f"dtype={_dtype_name(op.results[0].type)}",
