@@ -29,8 +29,22 @@ def test_eig():
                                np.sort_complex(np.linalg.eigvals(a)), atol=1e-5)
     (w2,) = L.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
     np.testing.assert_allclose(np.asarray(w2), np.asarray(w), atol=1e-6)
-    with pytest.raises(NotImplementedError):
-        L.eig(a)
+    # Left eigenvectors (LAPACK's geev, as JAX's CPU eig): vl^H a = w vl^H,
+    # unit norm; the same vectors as SciPy's geev (which JAX 0.10.2 matches).
+    w, vl, vr = L.eig(a)
+    vl = np.asarray(vl)
+    np.testing.assert_allclose(vl.conj().T @ a, np.asarray(w)[:, None] * vl.conj().T,
+                               atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(vl, axis=0), 1.0, rtol=1e-5)
+    sw, svl, svr = scipy.linalg.eig(a, left=True, right=True)
+    np.testing.assert_allclose(vl, svl, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(vr), svr, atol=1e-5)
+    b = (a * (1 + 0.5j)).astype(np.complex64)
+    w, vl = L.eig(b, compute_right_eigenvectors=False)
+    np.testing.assert_allclose(np.asarray(vl), scipy.linalg.eig(b, left=True, right=False)[1],
+                               atol=1e-5)
+    jitted = jax.jit(lambda m: L.eig(m)[1])(a)
+    np.testing.assert_allclose(np.asarray(jitted), svl, atol=1e-5)
 
 
 def test_tridiagonal_solve():

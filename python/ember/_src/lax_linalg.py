@@ -291,9 +291,9 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
         enable_eigvec_derivs=False, implementation=None, use_magma=None):
     """[w] + [vl] + [vr]: the eigenvalues of each trailing square matrix and,
     if asked, its eigenvectors (columns), from the host's geev as
-    `jnp.linalg.eig`. Left eigenvectors are not supported (NotImplementedError,
-    so pass compute_left_eigenvectors=False). `implementation` and `use_magma`
-    choose GPU backends in JAX and are ignored."""
+    `jnp.linalg.eig` (left eigenvectors by LAPACK's geev too: vl^H a =
+    w vl^H). `implementation` and `use_magma` choose GPU backends in JAX and
+    are ignored."""
     del implementation, use_magma
     return _eig_impl(x, compute_left_eigenvectors=compute_left_eigenvectors,
                      compute_right_eigenvectors=compute_right_eigenvectors,

@@ -353,45 +353,68 @@ def _scipy_lapack():
     return lapack
 
 
-def _sgeev(lapack, m, vectors):
-    """(w, vr or None, ok) of one float32 square matrix by SciPy's sgeev."""
+def _unpack_pairs(v, wi):
+    """geev's real eigenvectors with conjugate pairs packed as (re, im)
+    columns, as complex columns."""
+    out = v.astype(np.result_type(v.dtype, np.complex64))
+    n, j = v.shape[-1], 0
+    while j < n:
+        if wi[j] != 0 and j + 1 < n:
+            out[:, j] = v[:, j] + 1j * v[:, j + 1]
+            out[:, j + 1] = np.conj(out[:, j])
+            j += 2
+        else:
+            j += 1
+    return out
+
+
+def _geev_lapack(lapack, m, left, right):
+    """(w, vl or None, vr or None, ok) of one square matrix by SciPy's
+    LAPACK geev (?geev for its dtype)."""
     n = m.shape[-1]
-    work, _ = lapack.sgeev_lwork(n, compute_vl=0, compute_vr=int(vectors))
-    wr, wi, _, vr, info = lapack.sgeev(m, compute_vl=0, compute_vr=int(vectors),
-                                       lwork=max(int(work), 1))
-    w = wr + 1j * wi
-    v = None
-    if vectors:  # conjugate pairs packed as (re, im) columns
-        v = vr.astype(w.dtype)
-        j = 0
-        while j < n:
-            if wi[j] != 0 and j + 1 < n:
-                v[:, j] = vr[:, j] + 1j * vr[:, j + 1]
-                v[:, j + 1] = np.conj(v[:, j])
-                j += 2
-            else:
-                j += 1
-    return w, v, info == 0
+    kind = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}[m.dtype]
+    work, _ = getattr(lapack, kind + "geev_lwork")(n, compute_vl=int(left),
+                                                   compute_vr=int(right))
+    geev = getattr(lapack, kind + "geev")
+    lwork = max(int(np.real(work)), 1)
+    if kind in "sd":
+        wr, wi, vl, vr, info = geev(m, compute_vl=int(left), compute_vr=int(right),
+                                    lwork=lwork)
+        w = wr + 1j * wi
+        vl = _unpack_pairs(vl, wi) if left else None
+        vr = _unpack_pairs(vr, wi) if right else None
+    else:
+        w, vl, vr, info = geev(m, compute_vl=int(left), compute_vr=int(right), lwork=lwork)
+        vl, vr = (vl if left else None), (vr if right else None)
+    return w, vl, vr, info == 0
 
 
-def _geev_host(a, vectors):
-    """(w,) or (w, vr) of the (..., n, n) NumPy array `a`, in its complex dtype."""
+def _geev_host(a, vectors, left=False):
+    """(w,) + (vl,) with `left` + (vr,) with `vectors` of the (..., n, n)
+    NumPy array `a`, in its complex dtype."""
     a = np.asarray(a)
     cdt = _complex_dtype(a.dtype)
     n = a.shape[-1]
     w = np.full(a.shape[:-1], complex(np.nan, np.nan), cdt)
+    vl = np.full(a.shape, complex(np.nan, np.nan), cdt) if left else None
     v = np.full(a.shape, complex(np.nan, np.nan), cdt) if vectors else None
-    flat = a.reshape((-1, n, n))
-    fw, fv = w.reshape((-1, n)), (v.reshape((-1, n, n)) if vectors else None)
+    out = (w,) + ((vl,) if left else ()) + ((v,) if vectors else ())
     if n == 0:
-        return (w, v) if vectors else (w,)
-    lapack = _scipy_lapack() if a.dtype == np.float32 else None
+        return out
+    flat = a.reshape((-1, n, n))
+    fw = w.reshape((-1, n))
+    fvl = vl.reshape((-1, n, n)) if left else None
+    fv = v.reshape((-1, n, n)) if vectors else None
+    lapack = _scipy_lapack() if a.dtype == np.float32 or left else None
+    if left and lapack is None:
+        raise NotImplementedError("eig: left eigenvectors need SciPy's LAPACK")
     for i, m in enumerate(flat):
         if not np.all(np.isfinite(m)):
             continue
         with np.errstate(all="ignore"):
             if lapack is not None:
-                ew, ev, ok = _sgeev(lapack, m, vectors)
+                ew, el, ev, ok = _geev_lapack(lapack, m, left, vectors)
                 if not ok:
                     continue
             else:
@@ -400,26 +423,28 @@ def _geev_host(a, vectors):
                 except np.linalg.LinAlgError:
                     continue
         fw[i] = ew
+        if left:
+            fvl[i] = el
         if vectors:
             fv[i] = ev
-    return (w, v) if vectors else (w,)
+    return out
 
 
-def _eig_raw(a, vectors):
-    """The host geev of `a` (an inexact array, (..., n, n)): [w] or [w, vr]."""
+def _eig_raw(a, vectors, left=False):
+    """The host geev of `a` (an inexact array, (..., n, n)): [w] + [vl]
+    with `left` + [vr] with `vectors`."""
     from .. import callback
 
     cdt = _complex_dtype(a.dtype)
     shapes = [core.ShapeDtypeStruct(a.shape[:-1], cdt)]
-    if vectors:
-        shapes.append(core.ShapeDtypeStruct(a.shape, cdt))
+    shapes += [core.ShapeDtypeStruct(a.shape, cdt)] * (int(left) + int(vectors))
     if a.shape[-1] == 0:
         return [jnp.zeros(s.shape, cdt) for s in shapes]
     if not core._trace_stack and not isinstance(a, core.Tracer):
-        return [jnp.asarray(x) for x in _geev_host(np.asarray(a), vectors)]
+        return [jnp.asarray(x) for x in _geev_host(np.asarray(a), vectors, left)]
 
     def host(x):
-        return tuple(_geev_host(np.asarray(x), vectors))
+        return tuple(_geev_host(np.asarray(x), vectors, left))
 
     return list(callback.pure_callback(host, tuple(shapes), a, vmap_method="broadcast_all"))
 
@@ -480,8 +505,7 @@ def _eig_rules():
 
 def _eig(a, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
          enable_eigvec_derivs=False):
-    """`jax.lax.linalg.eig` on the host geev: [w] + [vl] + [vr] (left
-    eigenvectors are not supported: NumPy's eig does not return them)."""
+    """`jax.lax.linalg.eig` on the host geev: [w] + [vl] + [vr]."""
     a = jnp.asarray(a)
     if not jnp.issubdtype(a.dtype, jnp.inexact):
         raise TypeError(f"eig: expected a floating-point or complex array, got {a.dtype} "
@@ -490,8 +514,9 @@ def _eig(a, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
         raise ValueError(f"eig: argument must be a (..., n, n) array, got shape {a.shape} "
                          f"(at {core.where()})")
     if compute_left_eigenvectors:
-        raise NotImplementedError("eig: left eigenvectors are not supported by Ember "
-                                  f"(at {core.where()})")
+        # LAPACK's geev on the host (not differentiable, as JAX's eigenvectors
+        # without enable_eigvec_derivs).
+        return _eig_raw(a, compute_right_eigenvectors, left=True)
     eigvals_f, eig_f = _eig_rules()
     traced = isinstance(a, core.Tracer)
     if not compute_right_eigenvectors:
