@@ -212,3 +212,41 @@ def test_indexing_with_ds():
     m = jnp.arange(20.0).reshape(4, 5)
     np.testing.assert_array_equal(np.asarray(m[None, jax.ds(1, 2), jax.ds(0, 3, 2)]),
                                   [[[5.0, 7.0, 9.0], [10.0, 12.0, 14.0]]])
+
+
+def test_qr_raw_pivoting_and_ormqr():
+    # jnp.linalg.qr(mode="raw") is LAPACK's geqrf form (NumPy's); lax's qr
+    # with pivoting is geqp3 (SciPy's permutation); ormqr applies Q, Q^H
+    # from either side without forming Q (values as JAX 0.10.2 gives them).
+    a = np.arange(12.0, dtype=np.float32).reshape(4, 3) + np.array(
+        [[1, 0, 2], [0, 3, 0], [1, 1, 0], [0, 0, 5]], np.float32)
+    h, tau = jnp.linalg.qr(a, mode="raw")
+    nh, ntau = np.linalg.qr(a, mode="raw")
+    np.testing.assert_allclose(np.asarray(h), nh, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(tau), ntau, atol=1e-5)
+    q, r, p = L.qr(a, pivoting=True)
+    sq, sr, sp = scipy.linalg.qr(a, pivoting=True)
+    np.testing.assert_array_equal(np.asarray(p), sp)
+    np.testing.assert_allclose(np.abs(np.asarray(r)), np.abs(sr), atol=1e-4)
+    np.testing.assert_allclose(np.asarray(q) @ np.asarray(r), a[:, sp], atol=1e-4)
+    q2, r2, _ = L.qr(a, pivoting=True, full_matrices=False)
+    assert q2.shape == (4, 3) and r2.shape == (3, 3)
+    qf = np.asarray(jnp.linalg.qr(a, mode="complete")[0])
+    c = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    hT = np.asarray(h).T
+    np.testing.assert_allclose(np.asarray(L.ormqr(hT, tau, c)), qf @ c, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(L.ormqr(hT, tau, c, transpose=True)), qf.T @ c,
+                               atol=1e-4)
+    np.testing.assert_allclose(np.asarray(L.ormqr(hT, tau, c.T, left=False)), c.T @ qf,
+                               atol=1e-4)
+    np.testing.assert_allclose(np.asarray(L.ormqr(hT, tau, c.T, left=False, transpose=True)),
+                               c.T @ qf.T, atol=1e-4)
+    z = (a + 1j * a[::-1]).astype(np.complex64)
+    hz, tz = jnp.linalg.qr(z, mode="raw")
+    nhz, ntz = np.linalg.qr(z, mode="raw")
+    np.testing.assert_allclose(np.asarray(tz), ntz, atol=1e-4)
+    qz = np.asarray(L.ormqr(np.asarray(hz).T, tz, np.eye(4, dtype=np.complex64)))
+    np.testing.assert_allclose(qz.conj().T @ qz, np.eye(4), atol=1e-4)
+    batched = jnp.linalg.qr(np.stack([a, 2 * a]), mode="raw")[1]
+    np.testing.assert_allclose(np.asarray(batched)[1], np.linalg.qr(2 * a, mode="raw")[1],
+                               atol=1e-5)

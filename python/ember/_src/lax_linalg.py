@@ -195,13 +195,54 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
 def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
     """(q, r) with x = q @ r for each trailing m x n matrix of `x` (LAPACK's
     geqrf and orgqr/ungqr, JAX's `lax.linalg.qr`): q m x m and r m x n with
-    `full_matrices`, else m x k and k x n, k = min(m, n). `use_magma` is a
-    GPU option and ignored; `pivoting` (geqp3) is not supported."""
+    `full_matrices`, else m x k and k x n, k = min(m, n). With `pivoting`
+    (LAPACK's geqp3: the largest remaining column first), (q, r, p) with
+    x[..., :, p] = q @ r. `use_magma` is a GPU option and ignored."""
     del use_magma
+    x = as_value(x)
     if pivoting:
-        raise NotImplementedError("qr: pivoting=True is not supported")
-    return _in_lapack_dtype(lambda a: qr_p.bind(a, full_matrices=bool(full_matrices)),
-                            as_value(x))
+        if x.ndim < 2:
+            raise ValueError(f"qr: expected a batch of matrices, got shape {x.shape}")
+        q, r, p = _scipy_linalg()._qr_pivoted(x)
+        if not full_matrices:
+            k = min(x.shape[-2:])
+            q, r = q[..., :, :k], r[..., :k, :]
+        return q, r, p
+    return _in_lapack_dtype(lambda a: qr_p.bind(a, full_matrices=bool(full_matrices)), x)
+
+
+def ormqr(a, taus, c, *, left=True, transpose=False):
+    """JAX's `lax.linalg.ormqr`: Q @ c, Q^H @ c (`transpose`), c @ Q or
+    c @ Q^H (`left=False`) for Q = H_0 ... H_{k-1} given by the reflectors
+    below the diagonal of `a` (LAPACK's geqrf form, as `jnp.linalg.qr(...,
+    mode="raw")` gives them transposed) and `taus`, without forming Q
+    (LAPACK's ormqr/unmqr)."""
+    jnp = _jnp()
+    a, taus, c = jnp.asarray(a), jnp.asarray(taus), jnp.asarray(c)
+    m, k = a.shape[-2], taus.shape[-1]
+    if a.ndim < 2 or taus.shape[:-1] != a.shape[:-2] or k > min(a.shape[-2:]):
+        raise ValueError(f"ormqr: expected a (..., m, n) and taus (..., k) with k <= "
+                         f"min(m, n), got {a.shape} and {taus.shape}")
+    if c.shape[-2 if left else -1] != m:
+        raise ValueError(f"ormqr: c of shape {c.shape} does not match Q of order {m} "
+                         f"(left={left})")
+    dtype = jnp.result_type(a, taus, c)
+    a, taus, c = a.astype(dtype), taus.astype(dtype), c.astype(dtype)
+    row = jnp.arange(m)
+    order = range(k) if left == transpose else reversed(range(k))
+    for i in order:
+        v = jnp.where(row[:, None] > i, a[..., :, i:i + 1],
+                      (row[:, None] == i).astype(dtype))             # (..., m, 1)
+        t = taus[..., i, None, None]
+        t = jnp.conj(t) if transpose else t
+        vh = jnp.conj(jnp.swapaxes(v, -1, -2))
+        if left:
+            c = c - t * jnp.matmul(v, jnp.matmul(vh, c, precision="highest"),
+                                   precision="highest")
+        else:
+            c = c - t * jnp.matmul(jnp.matmul(c, v, precision="highest"), vh,
+                                   precision="highest")
+    return c
 
 
 def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):

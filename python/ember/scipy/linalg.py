@@ -190,10 +190,12 @@ def _house(alpha, xnorm):
     return jnp.where(trivial, ar, beta), tau, scale
 
 
-def _geqp3_one(a):
-    """QR with column pivoting of one m x n matrix (Householder, LAPACK's
-    conventions, the largest remaining column first): (q m x m, r, perm)
-    with a[:, perm] = q @ r."""
+def _householder_qr_one(a, pivoting):
+    """Householder QR of one m x n matrix with LAPACK's conventions (geqrf;
+    with `pivoting` geqp3, the largest remaining column first): (packed,
+    taus, perm), packed holding R on and above the diagonal and the
+    reflectors' vectors below it (their leading 1 implicit), with
+    a[:, perm] = Q R and Q = H_0 ... H_{k-1}, H_j = I - taus[j] v_j v_j^H."""
     m, n = a.shape
     k = min(m, n)
     dt = a.dtype
@@ -202,12 +204,13 @@ def _geqp3_one(a):
 
     def body(j, st):
         A, V, taus, perm = st
-        norms = jnp.sum(jnp.where((rows >= j)[:, None], jnp.abs(A) ** 2, 0), axis=0)
-        p = jnp.argmax(jnp.where(cols >= j, norms, -1)).astype(np.int32)
-        cj, cp = A[:, j], A[:, p]
-        A = A.at[:, j].set(cp).at[:, p].set(cj)
-        pj, pp = perm[j], perm[p]
-        perm = perm.at[j].set(pp).at[p].set(pj)
+        if pivoting:
+            norms = jnp.sum(jnp.where((rows >= j)[:, None], jnp.abs(A) ** 2, 0), axis=0)
+            p = jnp.argmax(jnp.where(cols >= j, norms, -1)).astype(np.int32)
+            cj, cp = A[:, j], A[:, p]
+            A = A.at[:, j].set(cp).at[:, p].set(cj)
+            pj, pp = perm[j], perm[p]
+            perm = perm.at[j].set(pp).at[p].set(pj)
         x = A[:, j]
         tail = jnp.where(rows > j, x, 0)
         beta, tau, scale = _house(x[j], jnp.sqrt(jnp.sum(jnp.abs(tail) ** 2)))
@@ -218,14 +221,35 @@ def _geqp3_one(a):
 
     init = (a, jnp.zeros((m, k), dt), jnp.zeros((k,), dt), jnp.arange(n, dtype=np.int32))
     r, V, taus, perm = lax.fori_loop(0, k, body, init)
+    below = jnp.tril(jnp.pad(V, ((0, 0), (0, n - k)))[:, :n], -1)
+    return jnp.triu(r) + below, taus, perm
+
+
+def _geqp3_one(a):
+    """QR with column pivoting of one m x n matrix: (q m x m, r, perm) with
+    a[:, perm] = q @ r (`_householder_qr_one`)."""
+    m, n = a.shape
+    packed, taus, perm = _householder_qr_one(a, True)
+    k = min(m, n)
+    v = jnp.tril(packed[:, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
 
     def form_q(i, q):
         j = k - 1 - i
-        v = V[:, j]
-        return q - taus[j] * v[:, None] * (jnp.conj(v) @ q)[None, :]
+        return q - taus[j] * v[:, j][:, None] * (jnp.conj(v[:, j]) @ q)[None, :]
 
-    q = lax.fori_loop(0, k, form_q, _ident(m, dt))
-    return q, jnp.triu(r), perm
+    q = lax.fori_loop(0, k, form_q, _ident(m, a.dtype))
+    return q, jnp.triu(packed), perm
+
+
+_geqrf_jit = _jit(lambda a: _householder_qr_one(a, False)[:2])
+
+
+def _geqrf(a):
+    """LAPACK's geqrf form of each trailing matrix: (packed, taus)."""
+    if _is_half(a.dtype):
+        h, t = _geqrf(a.astype(np.float32))
+        return h.astype(a.dtype), t.astype(a.dtype)
+    return _over_batch(_geqrf_jit, (a,), (2,))
 
 
 def _qr_pivoted(a):

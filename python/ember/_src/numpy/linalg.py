@@ -296,7 +296,9 @@ def qr(a, mode="reduced"):
     if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"qr: unsupported mode {mode!r}")
     if mode == "raw":
-        raise NotImplementedError("qr: mode='raw' is not supported")
+        # LAPACK's geqrf form, transposed as NumPy returns it: (h, tau).
+        h, tau = lax_linalg._scipy_linalg()._geqrf(a)
+        return QRResult(jnp.swapaxes(h, -1, -2), tau)
     q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
     return r if mode == "r" else QRResult(q, r)
 
