@@ -338,3 +338,19 @@ def test_integer_pow_program_and_errors():
     assert float(ember.grad(ember.grad(lambda x: x ** 3))(2.0)) == 12.0
     assert float(ember.grad(lambda x: x ** 0)(2.0)) == 0.0
     np.testing.assert_allclose(float(ember.grad(lambda x: x ** -2)(2.0)), -0.25)
+
+
+def test_square_is_jaxs_square():
+    # JAX's `square` primitive (JAX 0.10.2's jaxprs and values): ints and
+    # bools (as int32) too, bool rejected by lax.square.
+    import ember
+
+    assert str(ember.make_jaxpr(jnp.square)(1.0)) == (
+        "{ lambda ; a:f32[]. let b:f32[] = square a in (b,) }")
+    assert jnp.square(jnp.array([True, False])).tolist() == [1, 0]
+    assert jnp.square(jnp.array([True])).dtype == np.int32
+    assert int(jnp.square(jnp.uint8(200))) == 64
+    with pytest.raises(TypeError, match="square does not accept dtype bool"):
+        lax.square(jnp.array([True]))
+    np.testing.assert_allclose(np.asarray(ember.grad(lambda x: jnp.sum(jnp.square(x)))(
+        jnp.arange(3.0))), [0, 2, 4])

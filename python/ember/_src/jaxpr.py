@@ -342,6 +342,8 @@ class _Printer:
             short = _JAX_NAMES.get(short, short)
             operands = list(op.operands)
             short, params, operands = _jax_form(op, short, params, operands)
+            if "ember.jax_name" in op.attributes:  # (JAX's primitive this op is)
+                short, params = ir.StringAttr(op.attributes["ember.jax_name"]).value, []
             args = " ".join(self.use(v) for v in operands)
             regions = [_Printer.region(self, b, indent + 6)
                        for region in op.regions for b in region.blocks]

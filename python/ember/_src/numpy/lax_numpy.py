@@ -535,7 +535,9 @@ around = round_ = round
 
 def square(x):
     x = _v(x)
-    return lax.mul(x, x)
+    if _dt.is_bool(x.dtype):
+        x = lax.convert_element_type(x, _dt.canonicalize_dtype(_np.int64))
+    return lax.square(x)
 
 
 def reciprocal(x):
