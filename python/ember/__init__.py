@@ -31,9 +31,9 @@ from ember import ref as ref
 from ember import scipy as scipy
 from ember import sharding as sharding
 from ember import stages as stages
+from ember import tree as tree
 from ember import tree_util as tree_util
 from ember import typing as typing
-from ember._src import tree_util as _tree_util
 from ember._src.ad import custom_jvp as custom_jvp
 from ember._src.ad import custom_vjp as custom_vjp
 from ember._src.ad import fwd_and_bwd as fwd_and_bwd
@@ -95,21 +95,4 @@ from ember._src.tree_util import tree_structure as tree_structure
 __version__ = "0.1.0"
 
 
-class _Tree:
-    map = _tree_util.tree_map
-    leaves = _tree_util.tree_leaves
-    structure = _tree_util.tree_structure
-    flatten = _tree_util.tree_flatten
-    unflatten = _tree_util.tree_unflatten
-    reduce = _tree_util.tree_reduce
-    transpose = _tree_util.tree_transpose
-    all = _tree_util.tree_all
-    flatten_with_path = _tree_util.tree_flatten_with_path
-    leaves_with_path = _tree_util.tree_leaves_with_path
-    map_with_path = _tree_util.tree_map_with_path
-    broadcast = _tree_util.tree_broadcast
-    reduce_associative = _tree_util.tree_reduce_associative
-    static = _tree_util.static
 
-
-tree = _Tree

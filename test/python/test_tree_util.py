@@ -190,3 +190,15 @@ def test_register_pytree_node_returns_none():
         pass
 
     assert tu.register_pytree_node(Box, lambda b: ((), None), lambda a, c: Box()) is None
+
+
+def test_jax_tree_is_a_module():
+    # `import jax.tree` works in JAX: ember.tree is a module too.
+    import importlib
+
+    t = importlib.import_module("ember.tree")
+    import ember
+
+    assert ember.tree is t
+    assert t.map(lambda x: x * 2, {"a": 1, "b": [2]}) == {"a": 2, "b": [4]}
+    assert t.leaves([1, (2, None)]) == [1, 2] and t.all([True, [True]])
