@@ -125,3 +125,26 @@ def test_key_depends_on_version_cpu_and_program(monkeypatch):
     assert k != compilation_cache.key(cpu, "module {}", avals, avals, 1)
     monkeypatch.setattr(ember, "__version__", "99.0")
     assert k != compilation_cache.key(cpu, "module {}", avals, avals, 2)
+
+
+def test_experimental_compilation_cache_module(tmp_path):
+    # JAX's `jax.experimental.compilation_cache.compilation_cache` spelling.
+    import os
+
+    import ember
+    import ember.numpy as jnp
+    from ember.experimental.compilation_cache import compilation_cache as cc
+
+    before = ember.config.jax_persistent_cache_min_compile_time_secs
+    before_dir = ember.config.jax_compilation_cache_dir
+    ember.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    try:
+        cc.set_cache_dir(tmp_path)
+        assert ember.config.jax_compilation_cache_dir == str(tmp_path)
+        ember.jit(lambda x: x * 7 + 2)(jnp.ones(5))
+        assert os.listdir(tmp_path)
+        cc.reset_cache()
+        assert ember.config.jax_compilation_cache_dir is None
+    finally:
+        ember.config.update("jax_persistent_cache_min_compile_time_secs", before)
+        ember.config.update("jax_compilation_cache_dir", before_dir)

@@ -1,0 +1,1 @@
+"""ember.experimental.compilation_cache: JAX's module of that name."""
