@@ -325,3 +325,14 @@ def test_example_script():
     assert "flash attention: checked run ok; TPU custom calls" in run.stdout
     assert "emit_pipeline matmul: checked run ok" in run.stdout
     assert "ring all-reduce over 4 devices: equals the sum" in run.stdout
+
+
+def test_semaphores_under_pl_names():
+    # JAX 0.10.2 deprecates pltpu.semaphore_* for pl.semaphore_* (the same functions).
+    from ember.experimental import pallas as pl
+    from ember.experimental.pallas import tpu as pltpu
+
+    assert pl.semaphore_signal is pltpu.semaphore_signal
+    assert pl.semaphore_wait is pltpu.semaphore_wait
+    assert pl.semaphore_read is pltpu.semaphore_read
+    assert pl.DeviceIdType is pltpu.DeviceIdType
