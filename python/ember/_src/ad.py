@@ -196,7 +196,7 @@ def _vjp_traced(fun, primals, has_aux, replay=False, forward_only=False):
     try:
         traced = Traced(fun, [v.aval for v in vals], in_tree, sources=vals, refs_ok=True,
                         differentiated=_ForwardOnly("vjp") if forward_only else "vjp",
-                        concrete=replay)
+                        concrete=replay, static_objects=has_aux)
     finally:
         _effect_frames.frames.pop()
     effects = []  # (ref, the aval of its new value)
@@ -686,7 +686,8 @@ def _jvp_traced(fun, primals, tangents, has_aux, concrete=False):
             raise ValueError(f"jvp tangent shape {as_value(t).shape} does not match the "
                              f"primal shape {v.shape} (at {core.where()})")
     traced = Traced(fun, [v.aval for v in vals], flatten_args(primals)[1], sources=vals,
-                    refs_ok=True, differentiated="jvp", concrete=concrete)
+                    refs_ok=True, differentiated="jvp", concrete=concrete,
+                    static_objects=has_aux)
     wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
     ts = [lax.convert_element_type(t_leaves[i], vals[i].dtype) for i in wrt]
     res = _transform("jvp", traced.name, vals + traced.captured, ts, wrt,

@@ -87,12 +87,13 @@ def flatten_fun(fun, in_tree=None, static=(), static_objects=False):
 
 class Traced:
     """A function traced as a private MLIR function of the current module (the
-    callee of a transformation op); `fun`, `in_tree` and `static` as for
+    callee of a transformation op); `fun`, `in_tree`, `static` and
+    `static_objects` (outputs that are Python objects, for `has_aux`) as for
     `flatten_fun`."""
 
     def __init__(self, fun, in_avals, in_tree=None, static=(), sources=None, refs_ok=None,
-                 differentiated=False, policy=None, concrete=False):
-        flat, out_tree = flatten_fun(fun, in_tree, static, static_objects=True)
+                 differentiated=False, policy=None, concrete=False, static_objects=False):
+        flat, out_tree = flatten_fun(fun, in_tree, static, static_objects)
         # Refs from outside that the function writes: their final values are
         # the last results (`n_out` are the function's own), which only a
         # transformation that can update them (`refs_ok`) accepts.
