@@ -80,6 +80,7 @@ from ember._src.devices import process_index as process_index
 from ember._src.jaxpr import make_jaxpr as make_jaxpr
 from ember._src.mesh import NamedSharding as NamedSharding
 from ember._src.mesh import PartitionSpec as P  # noqa: F401  (jax.P)
+from ember._src.mesh import Shard as Shard
 from ember._src.mesh import make_mesh as make_mesh
 from ember._src.mesh import set_mesh as set_mesh
 from ember._src.shard_map import pmap as pmap
