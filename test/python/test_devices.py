@@ -103,3 +103,10 @@ def test_gpu_device_put_round_trip():
     x = ember.device_put(a, ember.devices("gpu")[0])
     assert x.devices() == {ember.devices("gpu")[0]}
     np.testing.assert_array_equal(np.asarray(ember.jit(lambda v: v * 2.0)(x)), a * 2)
+
+
+def test_jax_shard_name():
+    import ember
+    import ember.numpy as jnp
+
+    assert isinstance(jnp.ones(2).addressable_shards[0], ember.Shard)  # jax.Shard

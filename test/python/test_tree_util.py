@@ -202,10 +202,3 @@ def test_jax_tree_is_a_module():
     assert ember.tree is t
     assert t.map(lambda x: x * 2, {"a": 1, "b": [2]}) == {"a": 2, "b": [4]}
     assert t.leaves([1, (2, None)]) == [1, 2] and t.all([True, [True]])
-
-
-def test_jax_shard_name():
-    import ember
-    import ember.numpy as jnp
-
-    assert isinstance(jnp.ones(2).addressable_shards[0], ember.Shard)  # jax.Shard
