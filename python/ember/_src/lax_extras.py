@@ -1002,6 +1002,15 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
                                tiled=True)
 
 
+def _same_shape_operands(flat, what):
+    """The operand leaves of a reduction as values, which must share a shape."""
+    xs = [as_value(x) for x in flat]
+    if any(x.shape != xs[0].shape for x in xs):
+        raise TypeError(f"{what}: operands must have the same shape, got "
+                        f"{[x.shape for x in xs]}")
+    return xs
+
+
 def _combiner(computation, tree, xs, what):
     """`computation` on flat leaves: (acc leaves, x leaves) -> acc leaves,
     the operands' pytree and dtypes kept."""
@@ -1028,11 +1037,8 @@ def _reduce_by_fold(flat_ops, flat_init, tree, computation, dimensions):
     from .batching import vmap
     from .control_flow import scan
 
-    xs = [as_value(x) for x in flat_ops]
+    xs = _same_shape_operands(flat_ops, "lax.reduce")
     shape = xs[0].shape
-    if any(x.shape != shape for x in xs):
-        raise TypeError(f"lax.reduce: operands must have the same shape, got "
-                        f"{[x.shape for x in xs]}")
     nd = len(shape)
     dims = sorted({int(d) % builtins.max(nd, 1) for d in dimensions})
     kept = [d for d in range(nd) if d not in dims]
@@ -1063,11 +1069,8 @@ def _reduce_window_by_fold(operand, init_value, computation, window_dimensions,
     if tree != init_tree:
         raise TypeError(f"lax.reduce_window: operands {tree} and init values {init_tree} "
                         "must have the same structure")
-    xs = [as_value(x) for x in flat]
+    xs = _same_shape_operands(flat, "lax.reduce_window")
     shape = xs[0].shape
-    if any(x.shape != shape for x in xs):
-        raise TypeError(f"lax.reduce_window: operands must have the same shape, got "
-                        f"{[x.shape for x in xs]}")
     nd = len(shape)
     wdims = tuple(int(w) for w in window_dimensions)
     strides = tuple(int(s) for s in (window_strides or (1,) * nd))
