@@ -16,6 +16,7 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/BuiltinTypes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/IR/BuiltinTypeInterfaces.td"
 
 def EmberTPU_Dialect : Dialect {
@@ -289,6 +290,40 @@ def EmberTPU_MemRefSqueezeOp : EmberTPU_Op<"memref_squeeze", [Pure]> {
   let hasVerifier = 1;
 }
 
+def EmberTPU_SemaphoreAllocOp : EmberTPU_Op<"sem_alloc"> {
+  let summary = "semaphores allocated for the rest of the enclosing region";
+  let description = [{
+    Mosaic's `tpu.sem_alloc`: fresh semaphores (zero), live until the end of
+    the enclosing `region` (`pl.run_scoped`'s semaphores).
+  }];
+  let results = (outs Res<MemRefOf<[EmberTPU_AnySemaphore]>, "",
+                          [MemAlloc<DefaultResource>]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def EmberTPU_RegionOp : EmberTPU_Op<"region",
+    [RecursiveMemoryEffects, SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "a scope for the buffers and semaphores allocated in it";
+  let description = [{
+    Mosaic's `tpu.region`: runs its single block once; the `memref.alloca`
+    buffers and `sem_alloc` semaphores made in it live until its end
+    (`pl.run_scoped`). Its results are the operands of its `yield`.
+  }];
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$region);
+  let assemblyFormat = "attr-dict-with-keyword $region (`:` type($results)^)?";
+  let hasVerifier = 1;
+}
+
+def EmberTPU_YieldOp : EmberTPU_Op<"yield",
+    [Pure, Terminator, ReturnLike, HasParent<"RegionOp">]> {
+  let summary = "ends a region, giving its results";
+  let arguments = (ins Variadic<AnyType>:$results);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+  let assemblyFormat = "attr-dict ($results^ `:` type($results))?";
+}
+
 //===----------------------------------------------------------------------===//
 // Traced DMAs (before ember-tpu-kernel)
 //===----------------------------------------------------------------------===//
@@ -366,6 +401,21 @@ def EmberTPU_TracedSemReadOp : EmberTPU_TracedSemOp<"traced_sem_read",
     (outs EmberTPU_ScalarIndex:$value)> {
   let summary = "reads a regular semaphore (traced form)";
   let assemblyFormat = "`sem` `[` $sem_starts `]` attr-dict";
+}
+
+def EmberTPU_TracedAllocOp : EmberTPU_Op<"traced_alloc"> {
+  let summary = "a scoped kernel buffer (pl.run_scoped; traced form)";
+  let description = [{
+    A buffer allocated while the kernel runs (`pl.run_scoped`), in a kernel
+    traced as a function of values: the result is its (undefined) initial
+    contents, and it is kernel buffer number `buffer` (numbered after the
+    arguments, in order). `dma_semaphore` marks semaphores that DMAs signal.
+  }];
+  let arguments = (ins I64Attr:$buffer, EmberTPU_MemorySpaceAttr:$memory_space,
+                       UnitAttr:$dma_semaphore);
+  let results = (outs Res<AnyRankedTensor, "", [MemAlloc<DefaultResource>]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 #endif // EMBER_TPU_OPS_TD

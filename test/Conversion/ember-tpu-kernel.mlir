@@ -179,3 +179,45 @@ func.func @squeezed_out_of_range(%i: tensor<i32>, %x: tensor<8x128xf32>) -> tens
                 ember_tpu.result_args = array<i64: 0>, iteration_bounds = array<i64: 2>} {
   return %x : tensor<8x128xf32>
 }
+
+// -----
+
+// Scoped buffers (pl.run_scoped): allocated at the start of one region that
+// holds the kernel, numbered after the arguments; a DMA fills the VMEM one,
+// which is read from memory after the wait, and the output is written back
+// inside the region.
+// CHECK-LABEL: func.func @scoped(
+// CHECK-SAME: %[[X:.*]]: memref<8x128xf32, #ember_tpu.memory_space<any>>, %[[O:.*]]: memref<8x128xf32, #ember_tpu.memory_space<vmem>>)
+// CHECK: ember_tpu.region {
+// CHECK: %[[B:.*]] = memref.alloca() : memref<8x128xf32, #ember_tpu.memory_space<vmem>>
+// CHECK: %[[S:.*]] = ember_tpu.sem_alloc : memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>
+// CHECK: ember_tpu.enqueue_dma source(%[[X]] : {{.*}}) target(%[[B]] : {{.*}}) target_semaphore(%[[S]] :
+// CHECK: ember_tpu.wait_dma2 semaphore(%[[S]] :
+// CHECK: %[[V:.*]] = vector.load %[[B]][
+// CHECK: ember_tpu.vector_store %[[O]]{{.*}}, %{{.*}}
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+func.func @scoped(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<any>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 1>} {
+  %z = ember.constant dense<0> : tensor<i32>
+  %b = ember_tpu.traced_alloc {buffer = 2 : i64, memory_space = #ember_tpu.memory_space<vmem>} : tensor<8x128xf32>
+  %s = ember_tpu.traced_alloc {buffer = 3 : i64, memory_space = #ember_tpu.memory_space<semaphore_mem>, dma_semaphore} : tensor<i32>
+  ember_tpu.traced_dma_start %x[%z, %z], %b[%z, %z], sem[] {src_buffer = 0 : i64, dst_buffer = 2 : i64, sem_buffer = 3 : i64, src_sizes = array<i64: 8, 128>, dst_sizes = array<i64: 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64>} : tensor<8x128xf32>, tensor<8x128xf32>
+  %n = ember_tpu.traced_dma_wait %x[%z, %z], %b[%z, %z], sem[] {src_buffer = 0 : i64, dst_buffer = 2 : i64, sem_buffer = 3 : i64, src_sizes = array<i64: 8, 128>, dst_sizes = array<i64: 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64>} : tensor<8x128xf32>, tensor<8x128xf32> -> tensor<8x128xf32>
+  %y = ember.exp %n : tensor<8x128xf32>
+  return %y : tensor<8x128xf32>
+}
+
+// -----
+
+// Scoped buffers are numbered after the arguments, each once.
+func.func @scoped_number(%o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 0>} {
+  // expected-error @+1 {{is buffer 5, expected 1}}
+  %b = ember_tpu.traced_alloc {buffer = 5 : i64, memory_space = #ember_tpu.memory_space<vmem>} : tensor<8x128xf32>
+  return %b : tensor<8x128xf32>
+}

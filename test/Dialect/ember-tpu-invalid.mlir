@@ -202,3 +202,46 @@ func.func @layout_mismatch(%a: vector<8x128xf32>) {
   %b = arith.addf %a, %a {ember_tpu.out_layouts = [#ember_tpu.layout<16, (16, 128)>]} : vector<8x128xf32>
   return
 }
+
+// -----
+
+func.func @sem_alloc_space() {
+  // expected-error @+1 {{sem_alloc_c1}}
+  %s = ember_tpu.sem_alloc : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<vmem>>
+  return
+}
+
+// -----
+
+func.func @region_results() -> i32 {
+  // expected-error @+1 {{region_c1}}
+  %r = ember_tpu.region {
+    %c = arith.constant 3 : i64
+    ember_tpu.yield %c : i64
+  } : i32
+  return %r : i32
+}
+
+// -----
+
+func.func @traced_alloc_hbm() -> tensor<8x128xf32> {
+  // expected-error @+1 {{traced_alloc_c1}}
+  %b = ember_tpu.traced_alloc {buffer = 1 : i64, memory_space = #ember_tpu.memory_space<any>} : tensor<8x128xf32>
+  return %b : tensor<8x128xf32>
+}
+
+// -----
+
+func.func @traced_alloc_dma_vmem() -> tensor<8x128xf32> {
+  // expected-error @+1 {{traced_alloc_c2}}
+  %b = ember_tpu.traced_alloc {buffer = 1 : i64, memory_space = #ember_tpu.memory_space<vmem>, dma_semaphore} : tensor<8x128xf32>
+  return %b : tensor<8x128xf32>
+}
+
+// -----
+
+func.func @traced_alloc_negative() -> tensor<8x128xf32> {
+  // expected-error @+1 {{traced_alloc_c3}}
+  %b = ember_tpu.traced_alloc {buffer = -1 : i64, memory_space = #ember_tpu.memory_space<vmem>} : tensor<8x128xf32>
+  return %b : tensor<8x128xf32>
+}

@@ -52,3 +52,33 @@ func.func @traced(%x: tensor<16x128xf32>, %b: tensor<2x8x128xf32>, %i: tensor<i3
   %n = ember_tpu.traced_dma_wait %x[%i, %i], %b[%i, %i, %i], sem[%i] {src_buffer = 0 : i64, dst_buffer = 1 : i64, sem_buffer = 2 : i64, src_sizes = array<i64: 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64>, dst_squeezed = array<i64: 0>} : tensor<16x128xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
   return %n : tensor<2x8x128xf32>
 }
+
+// Scoped allocations (pl.run_scoped): Mosaic's region with its buffers and
+// semaphores, and the traced form of an allocation.
+// CHECK-LABEL: func.func @scoped
+// CHECK: ember_tpu.region {
+// CHECK: memref.alloca() : memref<2x8x128xf32, #ember_tpu.memory_space<vmem>>
+// CHECK: ember_tpu.sem_alloc : memref<2x!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>
+// CHECK: %[[R:.*]] = ember_tpu.region {
+// CHECK: ember_tpu.yield %{{.*}} : i32
+// CHECK: } : i32
+func.func @scoped() -> i32 {
+  ember_tpu.region {
+    %b = memref.alloca() : memref<2x8x128xf32, #ember_tpu.memory_space<vmem>>
+    %s = ember_tpu.sem_alloc : memref<2x!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>
+  }
+  %r = ember_tpu.region {
+    %c = arith.constant 3 : i32
+    ember_tpu.yield %c : i32
+  } : i32
+  return %r : i32
+}
+
+// CHECK-LABEL: func.func @traced_alloc
+// CHECK: ember_tpu.traced_alloc {buffer = 2 : i64, memory_space = #ember_tpu.memory_space<vmem>} : tensor<2x8x128xf32>
+// CHECK: ember_tpu.traced_alloc {buffer = 3 : i64, dma_semaphore, memory_space = #ember_tpu.memory_space<semaphore_mem>} : tensor<2xi32>
+func.func @traced_alloc() -> (tensor<2x8x128xf32>, tensor<2xi32>) {
+  %b = ember_tpu.traced_alloc {buffer = 2 : i64, memory_space = #ember_tpu.memory_space<vmem>} : tensor<2x8x128xf32>
+  %s = ember_tpu.traced_alloc {buffer = 3 : i64, memory_space = #ember_tpu.memory_space<semaphore_mem>, dma_semaphore} : tensor<2xi32>
+  return %b, %s : tensor<2x8x128xf32>, tensor<2xi32>
+}

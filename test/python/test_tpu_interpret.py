@@ -2,6 +2,8 @@
 run asynchronously and each hazard is an `InterpretError` at the kernel's
 line (`python/ember/_src/pallas/tpu_interpret.py`)."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -198,20 +200,11 @@ def test_vmem_capacity():
 
 
 def _emit_pipeline_add_one(params):
-    def body(x_vmem, o_vmem):
-        o_vmem[...] = x_vmem[...] + 1
-
-    def kernel(x_hbm, o_hbm):
-        pltpu.emit_pipeline(
-            body, grid=(x_hbm.shape[0] // 8, x_hbm.shape[1] // 128),
-            in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
-            out_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))])(x_hbm, o_hbm)
-
-    x = jnp.arange(32 * 256, dtype=jnp.float32).reshape(32, 256)
-    return x, pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                             in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
-                             out_specs=pl.BlockSpec(memory_space=pl.ANY),
-                             interpret=params)
+    """JAX's emit_pipeline example (test/data/tpu/kernels.py), its
+    pallas_call run with `params`."""
+    f, (x,) = load_example("pallas_tpu_kernels").cross_check_programs(
+        interpret=params)["emit_pipeline_add_one"]
+    return x, f
 
 
 def test_emit_pipeline():
@@ -229,9 +222,107 @@ def test_emit_pipeline():
     for params in (pltpu.InterpretParams(), True):
         np.testing.assert_allclose(np.asarray(mm(a, b, interpret=params)),
                                    np.asarray(a) @ np.asarray(b), rtol=1e-4, atol=1e-4)
-    x, f = _emit_pipeline_add_one(True)
-    with pytest.raises(NotImplementedError, match="emit_pipeline is not supported yet"):
-        jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+    # Lowered for TPU: one region holding the two (2, 8, 128) VMEM slots and
+    # the DMA semaphores of each operand, the first block fetched before
+    # the loop, the last one waited for after it.
+    x, f = _emit_pipeline_add_one(False)
+    text = jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    region = text[text.index("ember_tpu.region"):]
+    assert region.count("memref.alloca() : memref<2x8x128xf32") == 2
+    assert region.count("ember_tpu.sem_alloc : memref<2x!ember_tpu.dma_semaphore") == 2
+    loop = region.index("scf.while")
+    assert "enqueue_dma" in region[:loop] and "wait_dma2" in region[region.rindex("scf.yield"):]
+    # Fetch before the loop; in it, prefetch, wait, copy out, wait for the
+    # previous copy out; the last wait after it.
+    assert text.count("enqueue_dma") == 3 and text.count("wait_dma2") == 3
+
+
+def test_emit_pipeline_revisits_blocks_as_jax():
+    # Input blocks fetched only when the index map moves on (also back to an
+    # earlier block), an output block kept in VMEM while its index stays and
+    # copied out when it changes; checked for races and against NumPy.
+    def body(x, o):
+        @pl.when(pl.program_id(1) == 0)
+        def _():
+            o[...] = jnp.zeros_like(o)
+
+        o[...] += x[...] * (pl.program_id(1) + 1).astype(jnp.float32)
+
+    def kernel(x_hbm, o_hbm):
+        # Row blocks 0, 1, 1, 0 for each output row block i.
+        pltpu.emit_pipeline(
+            body, grid=(2, 4),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, j: (jnp.where((j == 1) | (j == 2), 1, 0),
+                                                           i))],
+            out_specs=[pl.BlockSpec((8, 128), lambda i, j: (0, i))])(x_hbm, o_hbm)
+
+    x = jnp.arange(16 * 256, dtype=jnp.float32).reshape(16, 256) / 100
+    xs = np.asarray(x)
+    want = np.concatenate([xs[:8, c] * 1 + xs[8:, c] * 2 + xs[8:, c] * 3 + xs[:8, c] * 4
+                           for c in (slice(0, 128), slice(128, 256))], axis=1)
+    for params in (pltpu.InterpretParams(), pltpu.InterpretParams(dma_execution_mode="eager"),
+                   True):
+        out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 256), jnp.float32),
+                             in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                             out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                             interpret=params)(x)
+        np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
+
+
+def test_emit_pipeline_output_starts_undefined():
+    # As on a TPU, an output block's VMEM buffer is not read from HBM: a body
+    # that accumulates without initialising reads undefined (NaN) values in
+    # the checked interpreter.
+    def body(x, o):
+        o[...] += x[...]
+
+    def kernel(x_hbm, o_hbm):
+        pltpu.emit_pipeline(body, grid=(2,), in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                            out_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))])(x_hbm, o_hbm)
+
+    x = jnp.ones((16, 128), jnp.float32)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                         out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                         interpret=pltpu.InterpretParams())(x)
+    assert np.isnan(np.asarray(out)).all()
+
+
+def test_run_scoped_in_checked_and_lowered_kernels():
+    # pl.run_scoped buffers are watched by the checked interpreter (a read of
+    # a scoped buffer while a DMA into it is in flight is reported) and are
+    # Mosaic's scoped allocations when lowered.
+    def kernel(racy, x_hbm, o_ref):
+        def scoped(buf, sem):
+            c = pltpu.make_async_copy(x_hbm, buf, sem)
+            c.start()
+            if not racy:
+                c.wait()
+            o_ref[...] = buf[...] + 1.0
+            if racy:
+                c.wait()
+
+        pl.run_scoped(scoped, pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA)
+
+    x = jnp.ones((8, 128), jnp.float32)
+
+    def call(interpret, racy=False):
+        return pl.pallas_call(functools.partial(kernel, racy),
+                              out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                              interpret=interpret)
+
+    with pytest.raises(pltpu.InterpretError, match="reads scoped buffer 0 while the DMA"):
+        call(pltpu.InterpretParams(), racy=True)(x)
+    np.testing.assert_array_equal(np.asarray(call(pltpu.InterpretParams())(x)), 2.0)
+    # Lowered, the racy read is an error at its line (the buffer's contents
+    # before the copy landed).
+    with pytest.raises(NotImplementedError, match="before a later write"):
+        jax.jit(call(False, racy=True)).trace(x).lower(
+            lowering_platforms=("tpu",)).as_text("mosaic")
+    text = jax.jit(call(False)).trace(x).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "memref.alloca() : memref<8x128xf32, #ember_tpu.memory_space<vmem>>" in text
+    assert "ember_tpu.sem_alloc : memref<!ember_tpu.dma_semaphore" in text
 
 
 def test_ring_all_reduce_over_simulated_devices(devices8):

@@ -29,11 +29,17 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src.pallas.mosaic import tpu_info
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext, _tpu_ext
 from jaxlib.mlir.dialects import chlo, sdy, stablehlo
+
+# JAX's emit_pipeline asks the TPU's generation for its DMA tilings, which
+# fails without a TPU; lowering here (no TPU attached) takes a v5e's.
+tpu_info.registry.setdefault(
+    "cpu", lambda: tpu_info.get_tpu_info_for_chip(tpu_info.ChipVersion.TPU_V5E, 1))
 
 KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "data",
                        "tpu", "kernels.py")

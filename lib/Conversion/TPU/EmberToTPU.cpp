@@ -728,6 +728,9 @@ LogicalResult KernelBuilder::op(Operation *op) {
     set(op, it->second);
     return success();
   }
+  // Scoped buffers were allocated at the kernel's region start (convert).
+  if (isa<et::TracedAllocOp>(op))
+    return success();
   if (isa<et::TracedDMAStartOp, et::TracedDMAWaitOp>(op))
     return dma(op);
   if (isa<et::TracedSemSignalOp, et::TracedSemWaitOp, et::TracedSemReadOp>(op))
@@ -1049,9 +1052,11 @@ LogicalResult KernelBuilder::op(Operation *op) {
     Block &body = w.getBody().front();
     unsigned n = w.getInit().size();
     SmallVector<Value> inMem(n); // the buffer, or null
+    // (A buffer whose contents a DMA started before the loop is replacing
+    // is in memory too: the body waits for the copy before it reads.)
     for (unsigned i = 0; i < n; ++i) {
       Value init = w.getInit()[i];
-      if (!current(init))
+      if (!resident.count(init))
         continue;
       Value y = rootBuffer(body.getTerminator()->getOperand(i));
       if (y == body.getArgument(i))
@@ -1139,9 +1144,10 @@ LogicalResult KernelBuilder::op(Operation *op) {
         same &= !root || y == root;
         root = y;
       }
+      // (Also one a DMA in flight is replacing: a branch may wait for it.)
       if (same && root &&
           !c->isProperAncestor(root.getParentBlock()->getParentOp()) &&
-          current(root))
+          resident.count(root))
         inMem[i] = resident[root].mem;
     }
     materializeCaptured(op);
@@ -1367,6 +1373,64 @@ struct EmberTPUKernelPass
       kb.resident[src.getArgument(i)] = {a, 0};
       kb.versions[a] = 0;
     }
+    // Buffers of `pl.run_scoped` (`traced_alloc`): allocated at the start
+    // of one `region` holding the whole kernel, as Mosaic scopes them, and
+    // numbered after the arguments.
+    SmallVector<et::TracedAllocOp> allocs;
+    fn.walk([&](et::TracedAllocOp a) { allocs.push_back(a); });
+    llvm::sort(allocs, [](et::TracedAllocOp x, et::TracedAllocOp y) {
+      return x.getBufferAttr().getInt() < y.getBufferAttr().getInt();
+    });
+    et::RegionOp scope;
+    if (!allocs.empty()) {
+      if (!resultArgs) {
+        nf.erase();
+        return fn.emitError("ember-tpu-kernel: scoped buffers need a kernel "
+                            "that writes its results into buffers "
+                            "(ember_tpu.result_args)");
+      }
+      scope = et::RegionOp::create(b, loc, TypeRange{});
+      b.setInsertionPointToStart(&scope.getRegion().emplaceBlock());
+      for (auto [k, a] : llvm::enumerate(allocs)) {
+        int64_t number = a.getBufferAttr().getInt();
+        if (number != nargs - ng + (int64_t)k) {
+          nf.erase();
+          return a.emitOpError("is buffer ")
+                 << number << ", expected " << nargs - ng + (int64_t)k
+                 << " (scoped buffers are numbered after the arguments, "
+                    "each once)";
+        }
+        auto t = cast<RankedTensorType>(a.getType());
+        if (llvm::is_contained(t.getShape(), 0)) {
+          nf.erase();
+          return a.emitOpError("allocates an empty buffer");
+        }
+        auto space = et::MemorySpaceAttr::get(ctx, a.getMemorySpace());
+        Value mem;
+        if (a.getMemorySpace() == et::MemorySpace::semaphore_mem) {
+          Type elt = a.getDmaSemaphore() ? (Type)et::DMASemaphoreType::get(ctx)
+                                         : (Type)et::SemaphoreType::get(ctx);
+          mem = et::SemaphoreAllocOp::create(
+              b, a.getLoc(),
+              MemRefType::get(t.getShape(), elt, MemRefLayoutAttrInterface(),
+                              space));
+        } else {
+          if (a.getMemorySpace() == et::MemorySpace::vmem && t.getRank() == 0) {
+            nf.erase();
+            return a.emitOpError("allocates a rank-0 VMEM buffer (VMEM "
+                                 "buffers have rank 1 or more)");
+          }
+          mem = memref::AllocaOp::create(
+              b, a.getLoc(),
+              MemRefType::get(t.getShape(), signless(t.getElementType()),
+                              MemRefLayoutAttrInterface(), space));
+        }
+        kb.buffers.push_back(mem);
+        // In memory only; read where the kernel reads it.
+        kb.resident[a.getResult()] = {mem, 0};
+        kb.versions[mem] = 0;
+      }
+    }
     if (failed(kb.block(src))) {
       nf.erase();
       return failure();
@@ -1412,6 +1476,10 @@ struct EmberTPUKernelPass
     } else {
       for (Value v : ret->getOperands())
         outs.push_back(kb.get(v));
+    }
+    if (scope) {
+      et::YieldOp::create(b, loc);
+      b.setInsertionPointAfter(scope);
     }
     func::ReturnOp::create(b, loc, outs);
     // Drop what the rewrite made and nothing uses (reshapes of scalars).

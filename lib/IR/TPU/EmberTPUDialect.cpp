@@ -384,6 +384,42 @@ LogicalResult TracedDMAWaitOp::verify() {
   return success();
 }
 
+LogicalResult SemaphoreAllocOp::verify() {
+  // sem_alloc_c1: allocated semaphores live in semaphore memory.
+  if (memorySpaceOf(getResult().getType()) != MemorySpace::semaphore_mem)
+    return emitOpError("sem_alloc_c1: semaphores must be in "
+                       "#ember_tpu.memory_space<semaphore_mem>");
+  return success();
+}
+
+LogicalResult RegionOp::verify() {
+  // region_c1: the yield gives one value of each result's type.
+  Operation *term = getRegion().front().getTerminator();
+  if (term->getOperandTypes() != getResultTypes())
+    return emitOpError("region_c1: the yield's operands must have the "
+                       "region's result types");
+  return success();
+}
+
+LogicalResult TracedAllocOp::verify() {
+  // traced_alloc_c1: scoped buffers are in VMEM, SMEM or semaphore memory
+  // (HBM is the kernel's operands' only).
+  MemorySpace space = getMemorySpace();
+  if (space != MemorySpace::vmem && space != MemorySpace::smem &&
+      space != MemorySpace::semaphore_mem)
+    return emitOpError("traced_alloc_c1: scoped buffers are in vmem, smem or "
+                       "semaphore_mem, not ")
+           << stringifyMemorySpace(space);
+  // traced_alloc_c2: only semaphores are DMA semaphores.
+  if (getDmaSemaphore() && space != MemorySpace::semaphore_mem)
+    return emitOpError("traced_alloc_c2: dma_semaphore marks semaphores "
+                       "(semaphore_mem) only");
+  // traced_alloc_c3: buffer numbers are not negative.
+  if (getBufferAttr().getInt() < 0)
+    return emitOpError("traced_alloc_c3: buffer numbers are not negative");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Vector layouts
 //===----------------------------------------------------------------------===//

@@ -431,6 +431,59 @@ def programs(jax, jnp, pl, pltpu):
             squeezed_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
             grid=(x.shape[0], x.shape[1] // 8), in_specs=[spec], out_specs=spec)(x)
 
+    # pltpu.emit_pipeline inside a kernel over HBM refs: JAX's add-one
+    # example, and a blocked matmul whose output blocks stay in VMEM over
+    # the k steps (initialised at k == 0 through the pipeline's program ids).
+    hbm = pl.BlockSpec(memory_space=pl.ANY)
+
+    def add_one_body(x_vmem, o_vmem):
+        o_vmem[...] = x_vmem[...] + 1
+
+    def add_one_kernel(x_hbm, o_hbm):
+        pltpu.emit_pipeline(
+            add_one_body, grid=(x_hbm.shape[0] // 8, x_hbm.shape[1] // 128),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+            out_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))])(x_hbm, o_hbm)
+
+    def pipeline_add_one(x):
+        return pl.pallas_call(add_one_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              in_specs=[hbm], out_specs=hbm)(x)
+
+    def pipeline_matmul_body(x, y, o):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            o[...] = jnp.zeros_like(o)
+
+        o[...] += jnp.dot(x[...], y[...], preferred_element_type=jnp.float32)
+
+    def pipeline_matmul_kernel(x_hbm, y_hbm, o_hbm):
+        pltpu.emit_pipeline(
+            pipeline_matmul_body, grid=(2, 2, 2),
+            in_specs=[pl.BlockSpec((128, 128), lambda i, j, k: (i, k)),
+                      pl.BlockSpec((128, 128), lambda i, j, k: (k, j))],
+            out_specs=[pl.BlockSpec((128, 128), lambda i, j, k: (i, j))])(x_hbm, y_hbm, o_hbm)
+
+    def pipeline_matmul(x, y):
+        return pl.pallas_call(pipeline_matmul_kernel,
+                              out_shape=jax.ShapeDtypeStruct((256, 256), jnp.float32),
+                              in_specs=[hbm, hbm], out_specs=hbm)(x, y)
+
+    # pl.run_scoped: a VMEM buffer and a DMA semaphore live for one call.
+    def scoped_kernel(x_ref, o_hbm):
+        def scoped(buf, sem):
+            buf[...] = jnp.tanh(x_ref[...]) * 2.0
+            c = pltpu.make_async_copy(buf, o_hbm.at[pl.ds(pl.program_id(0) * 8, 8)], sem)
+            c.start()
+            c.wait()
+
+        pl.run_scoped(scoped, pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA)
+
+    def run_scoped_dma(x):
+        return pl.pallas_call(
+            scoped_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+            grid=(x.shape[0] // 8,), in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+            out_specs=hbm)(x)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     # Under grad: a custom_vjp whose fwd and bwd call kernels (how JAX's
@@ -490,6 +543,11 @@ def programs(jax, jnp, pl, pltpu):
         ("aliased_output", aliased, (ramp((8, 128), jnp.float32),
                                      ramp((8, 128), jnp.float32, scale=7))),
         ("squeezed_block", squeezed, (ramp((4, 16, 128), jnp.float32),)),
+        ("emit_pipeline_add_one", pipeline_add_one, (ramp((32, 256), jnp.float32),)),
+        ("emit_pipeline_matmul", pipeline_matmul,
+         (ramp((256, 256), jnp.float32, scale=3000, mod=19),
+          ramp((256, 256), jnp.float32, scale=3000, mod=23))),
+        ("run_scoped_dma", run_scoped_dma, (ramp((32, 128), jnp.float32, scale=700),)),
         # Under vmap (JAX's pallas_call batching rule: the batch is a leading
         # "parallel" grid dimension, batched windows gain a squeezed one).
         ("vmap_add_exp", jax.vmap(add_exp, in_axes=(0, None)),

@@ -294,6 +294,12 @@ def run_scoped(f, *types, collective_axes=(), **kw_types):
         # A kernel compiled for the GPU: its own buffers (SMEM, barriers,
         # wgmma accumulators).
         new = lambda t: kc.scoped(t, axes)  # noqa: E731
+    elif (checker := tpu_interpret.active()) is not None:
+        # A TPU kernel in the checked interpreter: buffers it watches.
+        new = checker.scoped
+    elif tpu_kernel.tracing():
+        # A TPU kernel traced for the TPU target: Mosaic's scoped buffers.
+        new = tpu_kernel.scoped
     else:
         # A kernel the interpreter runs (buffers with race checks), or none.
         new = kernel_interpreter.scoped_allocator(axes) or fresh

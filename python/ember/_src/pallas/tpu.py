@@ -4,6 +4,7 @@ spaces, compiler parameters, scalar prefetch, DMAs and semaphores,
 complete when started: grid steps run one at a time), in the checked one
 (`InterpretParams`, tpu_interpret.py), and lower for TPU (tpu_kernel.py)."""
 
+import contextlib
 import itertools
 import math
 
@@ -230,10 +231,14 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), tiling=None, core_ax
     """JAX's `pltpu.emit_pipeline`: a pipeline inside a kernel. The returned
     function takes the refs (inputs, then outputs; usually in HBM) and runs
     `body(*input blocks, *output blocks, *scratches)` at every point of
-    `grid` (last axis fastest) on the windows the specs' index maps choose.
-    On the CPU the windows are views of the refs (a race-free pipeline
-    computes the same; the copies a TPU makes between HBM and VMEM are not
-    modelled); lowering it for TPU is not supported yet."""
+    `grid` (last axis fastest) on the blocks the specs' index maps choose.
+
+    In a kernel lowered for TPU, and in the checked interpreter, the blocks
+    are VMEM buffers filled and emptied by DMAs, two per operand (`_pipelined`:
+    the next input block is fetched while the body runs, an output block is
+    copied out when the next step's index moves on, as JAX's pipeline does).
+    In the traced interpreter the blocks are views of the refs (a race-free
+    pipeline computes the same)."""
     grid = tuple(grid)
     if not all(isinstance(g, (int, np.integer)) for g in grid):
         raise NotImplementedError(
@@ -242,36 +247,22 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), tiling=None, core_ax
     in_specs = list(in_specs) if isinstance(in_specs, (list, tuple)) else [in_specs]
     out_specs = list(out_specs) if isinstance(out_specs, (list, tuple)) else [out_specs]
 
-    def window(ref, spec, ids):
-        if spec is None or getattr(spec, "block_shape", None) is None:
-            return ref
-        idx = spec.index_map(*ids) if spec.index_map is not None else (0,) * ref.ndim
-        idx = idx if isinstance(idx, (tuple, list)) else (idx,)
-        parts = []
-        for i, b in zip(idx, spec.block_shape):
-            if b is None or isinstance(b, pl_core.Squeezed):
-                parts.append(i)
-            else:
-                n = b.block_size if isinstance(b, pl_core.Blocked) else int(b)
-                parts.append(state.Slice(i * n, n))
-        return ref.at[tuple(parts)]
-
     def pipeline(*refs, scratches=None, allocations=None, body_prologue=None):
-        if tpu_kernel.tracing():
-            raise NotImplementedError(
-                f"lowering a Pallas kernel for TPU: pltpu.emit_pipeline is not supported yet "
-                f"(at {core.where()})")
         specs = in_specs + out_specs
         if len(refs) != len(specs):
             raise ValueError(
                 f"pltpu.emit_pipeline: {len(refs)} refs for {len(in_specs)} input and "
                 f"{len(out_specs)} output specs (at {core.where()})")
         extra = tuple(scratches or ())
+        if tpu_kernel.tracing() or tpu_interpret.active() is not None:
+            return _pipelined(body, grid, refs, specs, len(in_specs), extra)
 
         def step(ids):
-            body(*[window(r, sp, ids) for r, sp in zip(refs, specs)], *extra)
+            with _grid(ids, grid):
+                body(*[_block_view(r, sp, _block_index(sp, ids, r))
+                       for r, sp in zip(refs, specs)], *extra)
 
-        if tpu_interpret.active() is not None or not core._trace_stack:
+        if not core._trace_stack:
             for ids in itertools.product(*[range(n) for n in grid]):
                 step(tuple(ids))
             return
@@ -285,6 +276,142 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), tiling=None, core_ax
             control_flow.fori_loop(0, n, loop_body, jnp.int32(0))
 
     return pipeline
+
+
+@contextlib.contextmanager
+def _grid(ids, grid):
+    """`pl.program_id`/`num_programs` in an emit_pipeline body: the
+    pipeline's grid point, as in JAX."""
+    pl_core._grid_env.append((tuple(ids), grid))
+    try:
+        yield
+    finally:
+        pl_core._grid_env.pop()
+
+
+def _blocked(spec):
+    """Whether an emit_pipeline operand is cut into blocks (else the body
+    gets the ref itself)."""
+    return (spec is not None and getattr(spec, "block_shape", None) is not None
+            and getattr(spec, "memory_space", None) is not pl_core.ANY)
+
+
+def _block_index(spec, ids, ref):
+    """The block indices the spec's index map gives at grid point `ids`."""
+    if not _blocked(spec):
+        return ()
+    idx = spec.index_map(*ids) if spec.index_map is not None else (0,) * ref.ndim
+    return tuple(idx) if isinstance(idx, (tuple, list)) else (idx,)
+
+
+def _block_parts(spec, idx):
+    """(index parts of the block at block indices `idx`, the block's shape
+    without its squeezed dimensions)."""
+    parts, shape = [], []
+    for i, b in zip(idx, spec.block_shape):
+        if b is None or isinstance(b, pl_core.Squeezed):
+            parts.append(i)
+        else:
+            n = b.block_size if isinstance(b, pl_core.Blocked) else int(b)
+            parts.append(state.Slice(i * n, n))
+            shape.append(n)
+    return tuple(parts), tuple(shape)
+
+
+def _block_view(ref, spec, idx):
+    return ref.at[_block_parts(spec, idx)[0]] if _blocked(spec) else ref
+
+
+def _pipelined(body, grid, refs, specs, nin, extra):
+    """emit_pipeline with its blocks in VMEM (see `emit_pipeline`). Each
+    blocked operand gets a (2, *block) VMEM buffer and two DMA semaphores
+    (`pl.run_scoped`). An input's block is waited for at the first step that
+    uses it (after the next different block was started into the other
+    slot); an output block stays in its slot while the index
+    map returns the same block (so the body may accumulate into it), is
+    copied out at the last step that uses it, and the copy is waited for
+    before the body writes that slot again (or at the end)."""
+    n = math.prod(grid)
+    if n == 0:
+        return
+    blocked = [k for k, sp in enumerate(specs) if _blocked(sp)]
+    zeros = (0,) * len(grid)
+    shapes = {k: _block_parts(specs[k], _block_index(specs[k], zeros, refs[k]))[1]
+              for k in blocked}
+    types = ([VMEM((2, *shapes[k]), refs[k].dtype) for k in blocked]
+             + [SemaphoreType.DMA((2,)) for _ in blocked])
+
+    def index(k, i):
+        ids = pl_core._unravel(jnp.asarray(i, np.int32), grid)
+        return tuple(jnp.asarray(v, np.int32) for v in _block_index(specs[k], ids, refs[k]))
+
+    def differ(a, b):
+        out = jnp.asarray(False)
+        for x, y in zip(a, b):
+            out = out | (x != y)
+        return out
+
+    def scoped(*allocs):
+        bufs = dict(zip(blocked, allocs[:len(blocked)]))
+        sems = dict(zip(blocked, allocs[len(blocked):]))
+
+        def copy(k, idx, slot, out):
+            hbm = refs[k].at[_block_parts(specs[k], idx)[0]]
+            vmem, sem = bufs[k].at[slot], sems[k].at[slot]
+            return make_async_copy(vmem, hbm, sem) if out else make_async_copy(hbm, vmem, sem)
+
+        ins = [k for k in blocked if k < nin]
+        outs = [k for k in blocked if k >= nin]
+        for k in ins:
+            copy(k, index(k, 0), 0, False).start()
+
+        def step(i, carry):
+            slots, pending, prev = carry
+            slots = list(slots)
+            first = i == 0
+            last = i + 1 == n
+            before = jnp.maximum(i - 1, 0)
+            after = jnp.minimum(i + 1, n - 1)
+            for j, k in enumerate(ins):
+                cur = index(k, i)
+                new = first | differ(cur, index(k, before))
+                slot = jnp.where(new & ~first, 1 - slots[j], slots[j]).astype(np.int32)
+                # The next block into the other slot (the body is done with
+                # it), then the wait for this one.
+                nxt = index(k, after)
+                pl_core.when(~last & differ(nxt, cur))(
+                    lambda k=k, nxt=nxt, slot=slot: copy(k, nxt, 1 - slot, False).start())
+                pl_core.when(new)(lambda k=k, cur=cur, slot=slot:
+                                  copy(k, cur, slot, False).wait())
+                slots[j] = slot
+            views = {k: bufs[k].at[slots[j]] for j, k in enumerate(ins)}
+            views.update({k: bufs[k].at[slots[len(ins) + j]] for j, k in enumerate(outs)})
+            with _grid(pl_core._unravel(jnp.asarray(i, np.int32), grid), grid):
+                body(*[views[k] if k in views else refs[k] for k in range(len(refs))], *extra)
+            pending, prev = list(pending), list(prev)
+            for j, k in enumerate(outs):
+                slot = slots[len(ins) + j]
+                cur = index(k, i)
+                flush = last | differ(index(k, after), cur)
+                pl_core.when(flush)(lambda k=k, cur=cur, slot=slot:
+                                    copy(k, cur, slot, True).start())
+                pl_core.when(flush & (pending[j] != 0))(
+                    lambda k=k, p=prev[j], slot=slot: copy(k, p, 1 - slot, True).wait())
+                slots[len(ins) + j] = jnp.where(flush, 1 - slot, slot).astype(np.int32)
+                pending[j] = jnp.where(flush, 1, pending[j]).astype(np.int32)
+                prev[j] = tuple(jnp.where(flush, c, p).astype(np.int32)
+                                for c, p in zip(cur, prev[j]))
+            return tuple(slots), tuple(pending), tuple(prev)
+
+        init = (tuple(jnp.int32(0) for _ in blocked), tuple(jnp.int32(0) for _ in outs),
+                tuple(index(k, 0) for k in outs))
+        slots, pending, prev = control_flow.fori_loop(0, n, step, init)
+        for j, k in enumerate(outs):
+            last_slot = slots[len(ins) + j]
+            pl_core.when(pending[j] != 0)(
+                lambda k=k, p=prev[j], slot=last_slot: copy(k, p, 1 - slot, True).wait())
+
+    pl_core.run_scoped(scoped, *types)
 
 
 def repeat(x, repeats, axis):

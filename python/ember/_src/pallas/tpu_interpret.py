@@ -180,6 +180,14 @@ class Checker:
                 self.error(f"{where} overwrites {ref.name} while the DMA started at "
                            f"{d.where} is still reading it (wait for it first)")
 
+    def scoped(self, t):
+        """A `pl.run_scoped` buffer of scratch type `t`, watched as the
+        kernel's own buffers are (semaphores start at zero)."""
+        self.scoped_count = getattr(self, "scoped_count", 0) + 1
+        init = (jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
+                else state.uninitialized(tuple(t.shape), t.dtype))
+        return _Ref(init, f"scoped buffer {self.scoped_count - 1}", self)
+
     def _raw(self, fn):
         self.internal = True
         try:

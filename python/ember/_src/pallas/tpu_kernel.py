@@ -80,6 +80,41 @@ def semaphore(kind, sem, amount=None):
     return outs[0] if kind == "read" else None
 
 
+def scoped(t):
+    """A `pl.run_scoped` buffer of scratch type `t` in a kernel traced for
+    the TPU target: an `ember_tpu.traced_alloc` (the buffer's undefined
+    first value), numbered after the kernel's other buffers, which
+    `ember-tpu-kernel` allocates in Mosaic's `region`."""
+    from ..._mlir import ir
+
+    kind = getattr(t, "semaphore_kind", None)
+    if kind not in (None, "DMA", "REGULAR"):
+        raise NotImplementedError(
+            f"lowering a Pallas kernel for TPU: {kind.lower()} semaphores in run_scoped "
+            f"(at {core.where()})")
+    if not hasattr(t, "memory_space") or t.shape is None:
+        raise NotImplementedError(
+            f"lowering a Pallas kernel for TPU: run_scoped of {t!r} (at {core.where()})")
+    space = _space(t.memory_space)
+    if space not in ("vmem", "smem", "semaphore_mem"):
+        raise NotImplementedError(
+            f"lowering a Pallas kernel for TPU: run_scoped buffers in {space} (scoped "
+            f"buffers are in VMEM, SMEM or semaphore memory) (at {core.where()})")
+    k = _state.next_buffer
+    _state.next_buffer += 1
+    trace = core.current_trace()
+    with context():
+        attrs = {"buffer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), k),
+                 "memory_space": _parse(f"#ember_tpu.memory_space<{space}>")}
+        if kind == "DMA":
+            attrs["dma_semaphore"] = ir.UnitAttr.get()
+    aval = core.ShapedArray(tuple(t.shape), np.dtype(t.dtype))
+    out, = trace.emit("ember_tpu.traced_alloc", [], [aval], attrs)
+    ref = state.Ref(out)
+    ref._tpu_buffer = k
+    return ref
+
+
 def dma(desc, kind):
     """A DMA's start or wait as a traced op (see `ember_tpu.traced_dma_*`):
     after the wait, the destination buffer's value is what the copy left."""
@@ -183,11 +218,14 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
             r._tpu_buffer = k
         grid_env.append((tuple(ids), grid))
         _state.depth = getattr(_state, "depth", 0) + 1
+        # run_scoped buffers are numbered after the kernel's own.
+        outer_next, _state.next_buffer = getattr(_state, "next_buffer", 0), len(refs)
         try:
             with state.scope(refs):
                 kernel(*refs)
         finally:
             _state.depth -= 1
+            _state.next_buffer = outer_next
             grid_env.pop()
         return [r._value for r in refs[npf + nin:]]
 
