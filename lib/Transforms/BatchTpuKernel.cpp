@@ -13,10 +13,13 @@
 //     taking (and ignoring) the new grid index;
 //   - the kernel body is unchanged: it sees the same blocks, and its
 //     program ids are its grid arguments after the new one.
-// What JAX batches with an explicit loop instead (batched scalar-prefetch
-// operands) or by broadcasting (an unbatched operand aliased to an output),
-// and batched operands left in HBM for the kernel's DMAs, are recorded as
-// the kernel's error: only lowering for TPU reports them.
+// Before that, as JAX's rule does (`prepareTpuKernelCall`): an unbatched
+// operand aliased to an output is broadcast along the batch, batched
+// scalar-prefetch operands of a batch of one are squeezed, and those of a
+// larger batch make the call a counted loop over the examples calling the
+// unbatched kernel (JAX's `_batch_with_explicit_loop`). Batched operands
+// left in HBM for the kernel's DMAs are recorded as the kernel's error:
+// only lowering for TPU reports them.
 //
 //===----------------------------------------------------------------------===//
 #include "TransformUtils.h"
@@ -80,6 +83,8 @@ static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
     why = "its operands do not match its recorded kernel";
     return failure();
   }
+  // (prepareTpuKernelCall made every aliased operand batched and every
+  // scalar-prefetch operand unbatched.)
   for (int64_t i = 0; i < npf; ++i)
     if (operandBatched[i]) {
       why = "scalar-prefetch operand " + std::to_string(i) + " is batched";
@@ -257,4 +262,130 @@ void mlir::ember::carryTpuKernel(func::FuncOp callee, func::FuncOp batchedFn,
   batchedFn->setAttr(kNameAttr, name);
   if (aliases)
     batchedFn->setAttr(kAliasesAttr, aliases);
+}
+
+/// The number of scalar-prefetch operands of the kernel recorded in `text`.
+static std::optional<int64_t> prefetchCount(MLIRContext *ctx, StringRef text) {
+  ParserConfig config(ctx);
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(text, config);
+  if (!m)
+    return std::nullopt;
+  for (auto f : m->getOps<func::FuncOp>())
+    if (auto a = f->getAttrOfType<IntegerAttr>("scalar_prefetch"))
+      return a.getInt();
+  return std::nullopt;
+}
+
+static Value scalarIndex(OpBuilder &b, Location loc, int64_t v) {
+  return ConstantOp::create(
+      b, loc, splatOf(RankedTensorType::get({}, b.getI64Type()), v));
+}
+
+/// The call of `callee` once per example in a counted loop, each result
+/// written into row i of a [n, ...] buffer (JAX's explicit loop).
+static SmallVector<Value> loopOverExamples(OpBuilder &b, func::CallOp call,
+                                           func::FuncOp callee,
+                                           ArrayRef<Value> operands,
+                                           ArrayRef<bool> isBatched,
+                                           int64_t n) {
+  Location loc = call.getLoc();
+  SmallVector<Value> init{scalarIndex(b, loc, 0)};
+  for (Type t : call.getResultTypes())
+    init.push_back(ConstantOp::create(b, loc, splatOf(batchedType(t, n), 0)));
+  SmallVector<Type> types(ValueRange(init).getTypes());
+  auto loop = WhileOp::create(b, loc, types, init);
+  loop.setTripCountAttr(b.getI64IntegerAttr(n));
+  SmallVector<Location> locs(types.size(), loc);
+  OpBuilder::InsertionGuard guard(b);
+  Block *cond = b.createBlock(&loop.getCond(), {}, types, locs);
+  Value more = CompareOp::create(b, loc, ComparisonDirection::LT,
+                                 cond->getArgument(0), scalarIndex(b, loc, n));
+  YieldOp::create(b, loc, ValueRange{more});
+  Block *body = b.createBlock(&loop.getBody(), {}, types, locs);
+  Value i = body->getArgument(0);
+  SmallVector<Value> example;
+  for (auto [v, batched] : llvm::zip(operands, isBatched)) {
+    if (!batched) {
+      example.push_back(v);
+      continue;
+    }
+    auto t = cast<RankedTensorType>(v.getType());
+    SmallVector<Value> starts{i};
+    for (int64_t d = 1; d < t.getRank(); ++d)
+      starts.push_back(scalarIndex(b, loc, 0));
+    SmallVector<int64_t> sizes(t.getShape());
+    sizes[0] = 1;
+    Value row = DynamicSliceOp::create(b, loc, v, starts,
+                                       b.getDenseI64ArrayAttr(sizes));
+    example.push_back(ReshapeOp::create(
+        b, loc,
+        RankedTensorType::get(t.getShape().drop_front(), t.getElementType()),
+        row));
+  }
+  auto c = func::CallOp::create(b, loc, callee, example);
+  SmallVector<Value> next{
+      AddOp::create(b, loc, i, scalarIndex(b, loc, 1)).getResult()};
+  for (auto [r, buf] :
+       llvm::zip(c.getResults(), body->getArguments().drop_front())) {
+    auto t = cast<RankedTensorType>(r.getType());
+    SmallVector<Value> starts{i};
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      starts.push_back(scalarIndex(b, loc, 0));
+    Value row = ReshapeOp::create(b, loc, batchedType(t, 1), r);
+    next.push_back(DynamicUpdateSliceOp::create(b, loc, buf, row, starts));
+  }
+  YieldOp::create(b, loc, next);
+  return SmallVector<Value>(loop.getResults().drop_front());
+}
+
+bool mlir::ember::prepareTpuKernelCall(OpBuilder &b, func::CallOp call,
+                                       func::FuncOp callee,
+                                       SmallVectorImpl<Value> &operands,
+                                       SmallVectorImpl<bool> &isBatched,
+                                       int64_t n,
+                                       SmallVectorImpl<Value> &results) {
+  auto text = callee->getAttrOfType<StringAttr>(kKernelAttr);
+  if (!text)
+    return false;
+  Location loc = call.getLoc();
+  // An unbatched operand aliased to an output: broadcast along the batch,
+  // so that the batched output can alias it.
+  if (auto aliases = callee->getAttrOfType<DenseI64ArrayAttr>(kAliasesAttr))
+    for (size_t k = 0; k + 1 < aliases.size(); k += 2) {
+      int64_t i = aliases[k];
+      if (i < 0 || i >= (int64_t)operands.size() || isBatched[i])
+        continue;
+      auto t = cast<RankedTensorType>(operands[i].getType());
+      SmallVector<int64_t> dims;
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        dims.push_back(d + 1);
+      operands[i] = BroadcastInDimOp::create(
+          b, loc, batchedType(t, n), operands[i], b.getDenseI64ArrayAttr(dims));
+      isBatched[i] = true;
+    }
+  std::optional<int64_t> npf =
+      prefetchCount(call.getContext(), text.getValue());
+  if (!npf || *npf > (int64_t)operands.size())
+    return false;
+  bool prefetchBatched = false;
+  for (int64_t i = 0; i < *npf; ++i)
+    prefetchBatched |= isBatched[i];
+  if (!prefetchBatched)
+    return false;
+  if (n == 1) {
+    // A batch of one: the prefetch operands lose it and stay unbatched.
+    for (int64_t i = 0; i < *npf; ++i) {
+      if (!isBatched[i])
+        continue;
+      auto t = cast<RankedTensorType>(operands[i].getType());
+      operands[i] = ReshapeOp::create(
+          b, loc,
+          RankedTensorType::get(t.getShape().drop_front(), t.getElementType()),
+          operands[i]);
+      isBatched[i] = false;
+    }
+    return false;
+  }
+  results.append(loopOverExamples(b, call, callee, operands, isBatched, n));
+  return true;
 }

@@ -379,12 +379,16 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
       if (!callee || callee.isExternal())
         return o->emitError("ember-batch: cannot batch a call of '")
                << call.getCallee() << "', which has no body";
-      auto fn = deriveBatchedFn(o->getLoc(), callee, isBatched, n);
-      if (failed(fn))
+      if (prepareTpuKernelCall(b, call, callee, operands, isBatched, n, res)) {
+        // (A loop over the examples: every result batched.)
+      } else if (auto fn = deriveBatchedFn(o->getLoc(), callee, isBatched, n);
+                 failed(fn)) {
         return failure();
-      carryTpuKernel(callee, *fn, isBatched, n);
-      auto c = func::CallOp::create(b, o->getLoc(), *fn, operands);
-      res.append(c.getResults().begin(), c.getResults().end());
+      } else {
+        carryTpuKernel(callee, *fn, isBatched, n);
+        auto c = func::CallOp::create(b, o->getLoc(), *fn, operands);
+        res.append(c.getResults().begin(), c.getResults().end());
+      }
     } else if (isPerDeviceCallback(o)) {
       // A callback traced inside shard_map/pmap, batched over the axis of
       // its device lanes: each device calls it on its own block, so the

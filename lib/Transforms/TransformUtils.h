@@ -87,6 +87,18 @@ SmallVector<Value> outlinedOperands(Operation *op,
 void carryTpuKernel(func::FuncOp callee, func::FuncOp batchedFn,
                     ArrayRef<bool> operandBatched, int64_t n);
 
+/// Before batching a call of a Pallas kernel's interpreter with its kernel
+/// recorded for TPU (`callee`), does what JAX's pallas_call batching rule
+/// does first: an unbatched operand aliased to an output is broadcast,
+/// batched scalar-prefetch operands of a batch of one are squeezed
+/// (`operands`/`isBatched` updated); with batched scalar-prefetch operands
+/// of a larger batch the call becomes a counted loop over the examples and
+/// its batched results are appended to `results` (returns true).
+bool prepareTpuKernelCall(OpBuilder &b, func::CallOp call, func::FuncOp callee,
+                          SmallVectorImpl<Value> &operands,
+                          SmallVectorImpl<bool> &isBatched, int64_t n,
+                          SmallVectorImpl<Value> &results);
+
 /// A new private function in `module` named after `base`, with an entry block.
 func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols,
                              Location loc, StringRef base, FunctionType type);

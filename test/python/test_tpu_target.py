@@ -36,6 +36,7 @@ _JAX_INTERPRET_GAPS = {
     "regular_semaphore": (lambda x: x + 2, 1e-6),
     "aliased_output": (lambda x, y: y + 2 * x, 1e-6),
     "vmap_aliased_output": (lambda x, y: y + 2 * x, 1e-6),
+    "vmap_unbatched_alias": (lambda x, y: y + 2 * x, 1e-6),
     "vmap_matmul_bf16": (lambda x, ys: np.stack([_bf16_matmul(x, y) for y in ys]), 1e-2),
 }
 
@@ -223,14 +224,25 @@ def test_vmap_of_kernels_for_tpu():
     np.testing.assert_allclose(np.asarray(jax.jit(f)(x, y)),
                                np.asarray(x) + np.exp(np.asarray(y)) * 2, rtol=1e-6)
 
+    # Batched prefetched indices: a counted loop over the examples calling
+    # the unbatched kernel (JAX's explicit loop), on the CPU and for TPU.
+    f, (idxs, data) = progs["vmap_batched_prefetch"]
     gather = progs["scalar_prefetch"][0]
-    idx, data = progs["vmap_scalar_prefetch"][1]
-    gb = jax.vmap(gather)  # the prefetched indices batched too
-    idxs = jnp.stack([idx, idx[::-1]])
-    with pytest.raises(NotImplementedError, match="scalar-prefetch operand 0 is batched"):
-        jax.jit(gb).trace(idxs, data).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+    text = jax.jit(f).trace(idxs, data).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+    assert text.count('"tpu_custom_call"') == 1 and "stablehlo.while" in text
     want = [np.asarray(gather(i, d)) for i, d in zip(idxs, data)]
-    np.testing.assert_allclose(np.asarray(gb(idxs, data)), np.stack(want), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(f(idxs, data)), np.stack(want), rtol=1e-6)
+    # A batch of one keeps the batched grid: the indices lose their batch.
+    one = jax.jit(f).trace(idxs[:1], data[:1]).lower(lowering_platforms=("tpu",)).as_text(
+        "mosaic")
+    assert "iteration_bounds = array<i64: 1, 5>" in one
+    np.testing.assert_allclose(np.asarray(f(idxs[:1], data[:1])), want[0][None], rtol=1e-6)
+    # An unbatched operand aliased to the output is broadcast first.
+    f, (x, y) = progs["vmap_unbatched_alias"]
+    mosaic = jax.jit(f).trace(x, y).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "iteration_bounds = array<i64: 3>" in mosaic
+    np.testing.assert_allclose(np.asarray(f(x, y)), np.asarray(y) + np.asarray(x) * 2,
+                               rtol=1e-6)
 
     add_exp = progs["add_exp"][0]
     with pytest.raises(NotImplementedError, match="on the differentiated path"):

@@ -31,13 +31,21 @@ def record(fn, args):
     calls = []
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True
+
+    def walk(op):
+        # (Calls inside loops too: a vmap over prefetched indices loops.)
+        if op.name == "stablehlo.custom_call":
+            a = op.attributes
+            calls.append({"backend_config": ir.StringAttr(a["backend_config"]).value,
+                          "kernel_name": ir.StringAttr(a["kernel_name"]).value})
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    walk(child.operation)
+
     with ctx:
         module = ir.Module.parse(text)
-        for op in module.body.operations[0].regions[0].blocks[0].operations:
-            if op.operation.name == "stablehlo.custom_call":
-                a = op.operation.attributes
-                calls.append({"backend_config": ir.StringAttr(a["backend_config"]).value,
-                              "kernel_name": ir.StringAttr(a["kernel_name"]).value})
+        walk(module.body.operations[0].operation)
     return {"custom_calls": calls, "stablehlo": text}
 
 

@@ -372,7 +372,26 @@ def block_indices(kernel, transform, grid, prefetch):
 
 # --- Comparison -------------------------------------------------------------------------------
 
-def check_kernel(jk, ek, prefetch_args):
+def _prefetch_sets(prefetch_args, operand_types):
+    """The scalar-prefetch values the kernel is called with: the program's
+    arguments, or each example's row of them where the call runs once per
+    example (in a loop over a vmapped batch: its operand lacks the batch)."""
+    args = [np.asarray(a) for a in prefetch_args]
+    shapes = []
+    for t in operand_types[:len(args)]:
+        dims = t[t.index("<") + 1:t.rindex("x")].split("x") if "x" in t else []
+        shapes.append(tuple(int(d) for d in dims))
+    if all(a.shape == s for a, s in zip(args, shapes)):
+        return [args]
+    n = {a.shape[0] for a, s in zip(args, shapes) if a.shape != s}
+    if len(n) != 1 or any(a.shape != s and a.shape[1:] != s for a, s in zip(args, shapes)):
+        raise CheckError(f"scalar-prefetch operands {shapes} do not fit the program's "
+                         f"arguments {[a.shape for a in args]}")
+    return [[a[i] if a.shape != s else a for a, s in zip(args, shapes)]
+            for i in range(n.pop())]
+
+
+def check_kernel(jk, ek, prefetch_args, operand_types=None):
     """Compares Ember's kernel module `ek` with JAX's `jk`."""
     for name in KERNEL_ATTRS:
         j, e = jk.attr(name), ek.attr(name)
@@ -382,7 +401,15 @@ def check_kernel(jk, ek, prefetch_args):
     if len(jw) != len(ew):
         raise CheckError(f"{len(ew)} window_params, JAX has {len(jw)}")
     grid = tuple(jk.ints("iteration_bounds") or ())
-    prefetch = [np.asarray(a) for a in prefetch_args[:jk.ints("scalar_prefetch") or 0]]
+    npf = jk.ints("scalar_prefetch") or 0
+    prefetch_sets = (_prefetch_sets(prefetch_args[:npf], operand_types)
+                     if operand_types is not None and npf else
+                     [[np.asarray(a) for a in prefetch_args[:npf]]])
+    for prefetch in prefetch_sets:
+        _check_windows(jk, ek, jw, ew, grid, prefetch)
+
+
+def _check_windows(jk, ek, jw, ew, grid, prefetch):
     for k, ((jb, jo, jt), (eb, eo, et)) in enumerate(zip(jw, ew)):
         if jb != eb:
             raise CheckError(f"window_params[{k}].window_bounds: Ember {eb}, JAX {jb}")
@@ -462,7 +489,7 @@ def check_program(name, args, jinfo, jkernels, ember_rec):
                 raise CheckError(f"config: Ember {econf}, JAX {jconf}")
             if ever != jver:
                 raise CheckError(f"stable_mosaic.version: Ember {ever}, JAX {jver}")
-            check_kernel(jk, ek, list(args))
+            check_kernel(jk, ek, list(args), es["operands"])
         except CheckError as e:
             raise CheckError(where + str(e)) from None
 

@@ -561,4 +561,11 @@ def programs(jax, jnp, pl, pltpu):
          (jnp.array([2, 0, 3, 1, 1], dtype=jnp.int32), ramp((2, 32, 128), jnp.float32))),
         ("vmap_aliased_output", jax.vmap(aliased),
          (ramp((2, 8, 128), jnp.float32), ramp((2, 8, 128), jnp.float32, scale=7))),
+        # JAX's rule first broadcasts an unbatched operand aliased to an
+        # output, and batches prefetched indices by a loop over the examples.
+        ("vmap_unbatched_alias", jax.vmap(aliased, in_axes=(0, None)),
+         (ramp((3, 8, 128), jnp.float32), ramp((8, 128), jnp.float32, scale=7))),
+        ("vmap_batched_prefetch", jax.vmap(gather_blocks),
+         (jnp.array([[2, 0, 3, 1, 1], [0, 0, 1, 3, 2]], dtype=jnp.int32),
+          ramp((2, 32, 128), jnp.float32))),
     ]
