@@ -173,9 +173,14 @@ def test_grid_and_double_buffering_checked():
 
     checked = f(X, pltpu.InterpretParams())
     np.testing.assert_allclose(np.asarray(checked), np.asarray(f(X, True)), rtol=1e-6)
-    # Under jit the traced interpreter runs (no checks).
+    # Under jit (and vmap) the checked interpreter runs on the call's values
+    # through a host callback.
     np.testing.assert_allclose(np.asarray(jax.jit(lambda x: f(x, pltpu.InterpretParams()))(X)),
                                np.asarray(checked), rtol=1e-6)
+    xs = jnp.stack([X, X * 3])
+    np.testing.assert_allclose(
+        np.asarray(jax.jit(jax.vmap(lambda x: f(x, pltpu.InterpretParams())))(xs)),
+        np.stack([np.asarray(f(x, True)) for x in xs]), rtol=1e-6)
 
 
 def test_vmem_capacity():
@@ -312,8 +317,10 @@ def test_run_scoped_in_checked_and_lowered_kernels():
                               in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
                               interpret=interpret)
 
-    with pytest.raises(pltpu.InterpretError, match="reads scoped buffer 0 while the DMA"):
-        call(pltpu.InterpretParams(), racy=True)(x)
+    for wrap in (lambda f: f, jax.jit):
+        # (Under jit the error is the host callback's, an InterpretError too.)
+        with pytest.raises(pltpu.InterpretError, match="reads scoped buffer 0 while the DMA"):
+            np.asarray(wrap(call(pltpu.InterpretParams(), racy=True))(x))
     np.testing.assert_array_equal(np.asarray(call(pltpu.InterpretParams())(x)), 2.0)
     # Lowered, the racy read is an error at its line (the buffer's contents
     # before the copy landed).

@@ -570,12 +570,32 @@ def pallas_call(
         return tree_util.tree_unflatten(out_tree, outs)
 
     def wrapped(*args):
-        if not core._trace_stack:
-            if isinstance(interpret, tpu_interpret.InterpretParams):
+        if isinstance(interpret, tpu_interpret.InterpretParams):
+            if not core._trace_stack:
                 # On concrete arrays: the checked interpreter (tpu_interpret.py).
                 return call(*args, checked=True)
+            return checked_in_trace(*args)
+        if not core._trace_stack:
             return _eager(call, args)
         return call(*args)
+
+    def checked_in_trace(*args):
+        # Under jit (or another trace) the checked interpreter runs on the
+        # call's values through a host callback, once per example under
+        # vmap, as JAX's TPU interpret mode runs on callbacks; its errors
+        # are the callback's (an InterpretError, raised by the call).
+        from .. import callback
+
+        leaves, tree = tree_util.tree_flatten(args)
+
+        def host(*vals):
+            outs = call(*tree_util.tree_unflatten(tree, [jnp.asarray(v) for v in vals]),
+                        checked=True)
+            return tree_util.tree_leaves(outs)
+
+        structs = [core.ShapeDtypeStruct(tuple(o.shape), o.dtype) for o in out_leaves]
+        outs = callback.pure_callback(host, structs, *leaves, vmap_method="sequential")
+        return tree_util.tree_unflatten(out_tree, outs)
 
     def lower(*args, chip=None):
         """Ember (not in JAX): the kernel compiled for an NVIDIA GPU, one
