@@ -142,8 +142,8 @@ def test_fuzzed_files_give_value_errors():
 
 def test_export_module_constants_and_shape_dtype_struct_sharding():
     assert export.default_export_platform() == "cpu"
-    assert (export.minimum_supported_calling_convention_version
-            <= export.maximum_supported_calling_convention_version)
+    assert (export.minimum_supported_calling_convention_version,
+            export.maximum_supported_calling_convention_version) == (9, 10)
     spec = ember.ShapeDtypeStruct((4,), jnp.float32, sharding=None)
     assert spec.sharding is None and spec.shape == (4,)
     exp = export.export(ember.jit(lambda x: 2 * x * x))(
@@ -271,3 +271,45 @@ def test_stablehlo_module_names_arguments_and_results():
                  'jax.result_info = "result[\'a\']"', 'jax.result_info = "result[\'b\'][0]"',
                  'jax.result_info = "result[\'b\'][1][0]"']:
         assert name in head, name
+
+
+def test_calling_convention_versions():
+    # JAX 0.10.2 exports with version 10 by default, 9 when configured; the
+    # version travels through serialize, and others are JAX's ValueError.
+    f = ember.jit(jnp.sin)
+    spec = ember.ShapeDtypeStruct((3,), np.float32)
+    exp = export.export(f)(spec)
+    assert exp.calling_convention_version == 10
+    assert export.deserialize(exp.serialize()).calling_convention_version == 10
+    ember.config.update("jax_export_calling_convention_version", 9)
+    try:
+        exp9 = export.export(f)(spec)
+        assert exp9.calling_convention_version == 9
+        back = export.deserialize(exp9.serialize())
+        assert back.calling_convention_version == 9
+        np.testing.assert_allclose(np.asarray(back.call(jnp.ones(3))), np.sin(1.0), rtol=1e-6)
+        ember.config.update("jax_export_calling_convention_version", 11)
+        with pytest.raises(ValueError, match=r"version 11 is outside the range of supported "
+                                             r"versions \[9\.\.10\]"):
+            export.export(f)(spec)
+    finally:
+        ember.config.update("jax_export_calling_convention_version", 10)
+
+
+def test_serialize_with_vjp_order_stays_differentiable():
+    # JAX's export guide: serialize(vjp_order=3) keeps three orders of
+    # derivatives; Ember's serialized program is differentiated by Ember
+    # itself, to any order.
+    def f(x):
+        return 7 * x ** 3
+
+    blob = export.export(ember.jit(f))(1.).serialize(vjp_order=3)
+    g = export.deserialize(blob).call
+    np.testing.assert_allclose(float(g(0.1)), 7 * 0.1 ** 3, rtol=1e-6)
+    np.testing.assert_allclose(float(ember.grad(g)(0.1)), 21 * 0.1 ** 2, rtol=1e-5)
+    np.testing.assert_allclose(float(ember.grad(ember.grad(g))(0.1)), 42 * 0.1, rtol=1e-5)
+    np.testing.assert_allclose(float(ember.grad(ember.grad(ember.grad(g)))(0.1)), 42.0,
+                               rtol=1e-5)
+    assert export.deserialize(blob).has_vjp()
+    with pytest.raises(ValueError, match="vjp_order must be a non-negative int"):
+        export.export(ember.jit(f))(1.).serialize(vjp_order=-1)

@@ -6,6 +6,8 @@ cache anything depending on the configuration (compiled code, MLIR types)
 register a function with `on_change`, called after every `config.update`.
 """
 
+import os
+
 from .jax_options import RECORDED as _RECORDED
 
 _on_change = []
@@ -58,6 +60,10 @@ class _Config:
         # jax_platforms, jax_platform_name and jax_default_device).
         for name, value in _RECORDED.items():
             setattr(self, name, value)
+        # (Read by export.py; JAX's environment variable sets the default.)
+        version = os.environ.get("JAX_EXPORT_CALLING_CONVENTION_VERSION")
+        if version:
+            self.jax_export_calling_convention_version = int(version)
 
     def update(self, name, value):
         if not hasattr(self, name):
@@ -105,5 +111,7 @@ class _State:
 
 
 enable_x64 = _State("jax_enable_x64")
+# (JAX's export guide sets it for a block: `with config.<name>(10):`.)
+jax_export_calling_convention_version = _State("jax_export_calling_convention_version")
 debug_nans = _State("jax_debug_nans")
 debug_infs = _State("jax_debug_infs")

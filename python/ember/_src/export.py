@@ -33,9 +33,27 @@ from .api_util import argument_paths, flatten_args, flatten_fun
 # dims as expressions; the module traced, before `ember-transforms`, with
 # `ember.sym_*` annotations). Static exports are still written as 1.
 FORMAT_VERSION = 2
-CALLING_CONVENTION_VERSION = 9  # JAX's current one; Ember's has one form
-minimum_supported_calling_convention_version = CALLING_CONVENTION_VERSION
-maximum_supported_calling_convention_version = CALLING_CONVENTION_VERSION
+# JAX's calling convention versions: 9 (effects, `jax.global_constant`
+# arguments) and 10 (9 plus the Shardy flag XlaCallModule reads; JAX 0.10.2's
+# default). Ember's modules are the same for both: they carry no sharding
+# annotations, so the flag changes nothing in them. The version exported is
+# `jax_export_calling_convention_version`, as in JAX.
+minimum_supported_calling_convention_version = 9
+maximum_supported_calling_convention_version = 10
+
+
+def _calling_convention_version():
+    """The configured export calling convention version, checked."""
+    from .config import config
+
+    version = int(config.jax_export_calling_convention_version)
+    if not (minimum_supported_calling_convention_version <= version
+            <= maximum_supported_calling_convention_version):
+        raise ValueError(
+            f"The requested export calling convention version {version} is outside the "
+            f"range of supported versions [{minimum_supported_calling_convention_version}"
+            f"..{maximum_supported_calling_convention_version}]")
+    return version
 
 
 def default_export_platform():
@@ -151,7 +169,7 @@ class Exported:
 
     def __init__(self, fun_name, module_text, in_tree, in_avals, out_tree, out_avals,
                  platforms=("cpu",), scope=None, disabled_checks=(), platform_modules=None,
-                 shardings=None, names=None):
+                 shardings=None, names=None, calling_convention_version=None):
         self.fun_name = fun_name
         # Symbolic exports: the scope of their dimension variables; the
         # module is compiled once for each set of the variables' values.
@@ -168,7 +186,9 @@ class Exported:
         # `x`, `y[0]`, `result['a']`; None where not known.)
         self._names = names
         self.nr_devices = shardings[0].size if shardings else 1
-        self.calling_convention_version = CALLING_CONVENTION_VERSION
+        self.calling_convention_version = (
+            _calling_convention_version() if calling_convention_version is None
+            else calling_convention_version)
         self.ordered_effects = self.unordered_effects = ()
         self.disabled_safety_checks = tuple(disabled_checks)
         # {platform: its StableHLO}, for a platform whose module differs
@@ -258,10 +278,20 @@ class Exported:
         stores and `call` compiles)."""
         return self._text
 
+    def has_vjp(self):
+        """Whether `call` can be differentiated: always, since an Ember
+        export holds the program itself (Ember's autodiff differentiates
+        it to any order, where JAX serializes `vjp_order` VJP programs)."""
+        return True
+
     def serialize(self, vjp_order=0):
-        if vjp_order:
-            raise ValueError("serialize: vjp_order > 0 is not supported; serialize "
-                             "exp.vjp() instead")
+        # JAX serializes `vjp_order` VJPs with the function so that the
+        # deserialized one can be differentiated that many times; Ember's
+        # serialized program is differentiated by Ember itself, to any order
+        # (a superset: JAX raises past `vjp_order`), so nothing more is written.
+        if not isinstance(vjp_order, (int, np.integer)) or vjp_order < 0:
+            raise ValueError(f"serialize: vjp_order must be a non-negative int, got "
+                             f"{vjp_order!r}")
         header = {
             "format_version": 2 if self._scope is not None else 1,
             "ember_version": _version(),
@@ -1092,9 +1122,17 @@ def deserialize(blob):
                          "number of arguments or results")
     if in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
         raise ValueError("deserialize: the export's trees and avals disagree")
+    # (Exports written before version 10 was supported say 9.)
+    version = int(header.get("calling_convention_version", 9))
+    if not (minimum_supported_calling_convention_version <= version
+            <= maximum_supported_calling_convention_version):
+        raise ValueError(
+            f"deserialize: the export has calling convention version {version}; this "
+            f"Ember reads versions {minimum_supported_calling_convention_version} to "
+            f"{maximum_supported_calling_convention_version}")
     return Exported(name, text, in_tree, in_avals, out_tree, out_avals, platforms,
                     scope=scope, disabled_checks=disabled, platform_modules=own,
-                    shardings=shardings, names=names)
+                    shardings=shardings, names=names, calling_convention_version=version)
 
 
 def from_stablehlo(text, name=None):
