@@ -873,9 +873,29 @@ def test_axis_index_groups_match_jax(devices8):
         pm(lambda v: lax.all_gather(v, "i", axis_index_groups=[[0, 1, 2], [3]]))
     with pytest.raises(NotImplementedError, match="not supported in vmap collectives"):
         ember.vmap(lambda v: lax.psum(v, "i", axis_index_groups=g), axis_name="i")(x)
-    with pytest.raises(NotImplementedError, match="axis_index_groups"):
-        pm(lambda v: lax.all_to_all(jnp.stack([v, v, v, v]), "i", 0, 0,
-                                    axis_index_groups=g))
+    # all_to_all within groups (38th session; values from JAX 0.10.2's pmap).
+    x3 = jnp.arange(24.0).reshape(4, 2, 3)
+    np.testing.assert_array_equal(
+        pm(lambda v: lax.all_to_all(v, "i", 0, 0, axis_index_groups=[[0, 2], [1, 3]]), x3),
+        [[[0, 1, 2], [12, 13, 14]], [[6, 7, 8], [18, 19, 20]], [[3, 4, 5], [15, 16, 17]],
+         [[9, 10, 11], [21, 22, 23]]])
+    np.testing.assert_array_equal(
+        pm(lambda v: lax.all_to_all(v, "i", 0, 1, axis_index_groups=[[3, 0], [1, 2]]), x3),
+        [[[21, 3], [22, 4], [23, 5]], [[6, 12], [7, 13], [8, 14]], [[9, 15], [10, 16], [11, 17]],
+         [[18, 0], [19, 1], [20, 2]]])
+    np.testing.assert_array_equal(
+        pm(lambda v: lax.all_to_all(v, "i", 1, 0, tiled=True, axis_index_groups=g),
+           jnp.arange(32.0).reshape(4, 2, 4)),
+        [[[0, 1], [4, 5], [8, 9], [12, 13]], [[2, 3], [6, 7], [10, 11], [14, 15]],
+         [[16, 17], [20, 21], [24, 25], [28, 29]], [[18, 19], [22, 23], [26, 27], [30, 31]]])
+    w = jnp.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(
+        ember.pmap(ember.grad(lambda v: jnp.sum(lax.all_to_all(
+            v, "i", 0, 0, axis_index_groups=[[0, 2], [1, 3]]) * w)), axis_name="i")(x3),
+        [[[0, 1, 2], [0, 1, 2]], [[0, 1, 2], [0, 1, 2]], [[3, 4, 5], [3, 4, 5]],
+         [[3, 4, 5], [3, 4, 5]]])
+    with pytest.raises(ValueError, match="must equal the size of the axis_index_groups"):
+        pm(lambda v: lax.all_to_all(v, "i", 1, 0, axis_index_groups=g), x3)
 
 
 def test_unreduced_shard_map_with_a_mesh_argument(devices8):

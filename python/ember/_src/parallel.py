@@ -109,11 +109,6 @@ def _names(axis_name):
     return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
-def _no_groups(groups, what):
-    if groups is not None:
-        raise NotImplementedError(f"{what}: axis_index_groups is not supported by Ember")
-
-
 class _Groups:
     """`axis_index_groups` over one device axis (pmap, shard_map): each
     lane's group, its position in it, and the groups' members. JAX checks
@@ -663,7 +658,11 @@ def pshuffle(x, axis_name, perm):
 
 
 def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
-    _no_groups(axis_index_groups, "all_to_all")
+    if axis_index_groups is not None:
+        groups = _Groups(axis_index_groups, axis_name, "all_to_all", equal=True)
+        return tree_util.tree_map(
+            lambda v: _grouped_all_to_all(as_value(v), groups, split_axis, concat_axis, tiled),
+            x)
     name = _single(axis_name, "all_to_all")
     size = axis_size(name)
 
@@ -690,6 +689,37 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
         return _emit("ember.all_to_all", v, v.aval.update(shape=tuple(shape)), name, size,
                      split=s, concat=c, tiled=True if tiled else False)
     return tree_util.tree_map(one, x)
+
+
+def _grouped_all_to_all(v, groups, split_axis, concat_axis, tiled):
+    """all_to_all within the lane's group (JAX's replica groups): `v` is
+    cut along `split_axis` into one chunk per member, and the lane at
+    position p of its group receives chunk p of every member, in the
+    group's order, stacked (or concatenated, `tiled`) along `concat_axis`.
+    Composed from all_gather and indexing, as the other grouped
+    collectives are (`_Groups`)."""
+    from . import lax
+    from .numpy import lax_numpy as jnp
+
+    k = len(groups.groups[0])
+    s = _canon_axis(split_axis, v.ndim, "all_to_all split_axis")
+    c = _canon_axis(concat_axis, v.ndim, "all_to_all concat_axis")
+    if tiled and v.shape[s] % k:
+        raise ValueError(f"all_to_all: split_axis {s} of size {v.shape[s]} is not divisible "
+                         f"by the group size {k}")
+    if not tiled and v.shape[s] != k:
+        raise ValueError(f"all_to_all: split_axis {s} has size {v.shape[s]}, which must equal "
+                         f"the size of the axis_index_groups ({k})")
+    mine = jnp.take(groups.gathered(v), groups.members(), axis=0)  # [k, ...v]
+    p = groups.here(groups.pos)
+    if not tiled:
+        chunks = jnp.take(mine, p, axis=s + 1)  # [k, ...v without s]
+        return jnp.moveaxis(chunks, 0, c)
+    n = v.shape[s] // k
+    chunks = lax.dynamic_slice_in_dim(mine, p * n, n, axis=s + 1)  # [k, ..., n at s, ...]
+    chunks = jnp.moveaxis(chunks, 0, c)  # [..., k, v_c, ...]
+    shape = list(chunks.shape)
+    return jnp.reshape(chunks, tuple(shape[:c] + [shape[c] * shape[c + 1]] + shape[c + 2:]))
 
 
 def _all_to_all_across(v, name, size, s, c, tiled):
