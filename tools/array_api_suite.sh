@@ -11,6 +11,10 @@
 # other dependencies (ndindex, pytest-json-report) go into a private target
 # directory, never into a venv. Settings are the ones the issue
 # names: --max-examples=20, x64 off. The whole log goes to $work/log.txt.
+# Failures are reported one line each (--tb=line): Hypothesis shrinks and
+# explains every failing example, and pytest's long tracebacks parse the
+# source files of every frame for each one, which made most of the suite's
+# time (4x; measured in the 38th session), not Ember's own work.
 set -euo pipefail
 module=${1:-ember.numpy}
 py=${2:-.venv/bin/python}
@@ -45,5 +49,5 @@ rm -rf "$db"
 cd "$suite"
 HYPOTHESIS_STORAGE_DIRECTORY=$db JAX_ENABLE_X64=0 ARRAY_API_TESTS_MODULE=$module PYTHONPATH=$deps \
   "$py" -m pytest array_api_tests -q -p no:cacheprovider --max-examples=20 \
-  --disable-warnings "${@:3}" >"$work/log.txt" 2>&1 || true
+  --disable-warnings --tb=line "${@:3}" >"$work/log.txt" 2>&1 || true
 tail -n 1 "$work/log.txt"

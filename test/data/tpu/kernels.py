@@ -468,6 +468,26 @@ def programs(jax, jnp, pl, pltpu):
                               out_shape=jax.ShapeDtypeStruct((256, 256), jnp.float32),
                               in_specs=[hbm, hbm], out_specs=hbm)(x, y)
 
+    # A pipeline inside an outer grid: squeezed block dimensions, a scratch
+    # passed to the body, program ids of the pipeline's own grid.
+    def nested_body(x, w, o, acc):
+        acc[...] = x[...] * w[...]
+        o[...] = acc[...] + pl.program_id(0).astype(jnp.float32)
+
+    def nested_kernel(x_hbm, w_hbm, o_hbm, acc):
+        r = pl.program_id(0)
+        pltpu.emit_pipeline(
+            nested_body, grid=(2,),
+            in_specs=[pl.BlockSpec((None, 8, 128), lambda j: (r, j, 0)),
+                      pl.BlockSpec((8, 128), lambda j: (j, 0))],
+            out_specs=[pl.BlockSpec((None, 8, 128), lambda j: (r, j, 0))])(
+                x_hbm, w_hbm, o_hbm, scratches=[acc])
+
+    def pipeline_nested(x, w):
+        return pl.pallas_call(nested_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              grid=(x.shape[0],), in_specs=[hbm, hbm], out_specs=hbm,
+                              scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)])(x, w)
+
     # pl.run_scoped: a VMEM buffer and a DMA semaphore live for one call.
     def scoped_kernel(x_ref, o_hbm):
         def scoped(buf, sem):
@@ -548,6 +568,8 @@ def programs(jax, jnp, pl, pltpu):
          (ramp((256, 256), jnp.float32, scale=3000, mod=19),
           ramp((256, 256), jnp.float32, scale=3000, mod=23))),
         ("run_scoped_dma", run_scoped_dma, (ramp((32, 128), jnp.float32, scale=700),)),
+        ("emit_pipeline_nested", pipeline_nested, (ramp((2, 16, 128), jnp.float32),
+                                                   ramp((16, 128), jnp.float32, scale=300))),
         # Under vmap (JAX's pallas_call batching rule: the batch is a leading
         # "parallel" grid dimension, batched windows gain a squeezed one).
         ("vmap_add_exp", jax.vmap(add_exp, in_axes=(0, None)),
