@@ -277,6 +277,10 @@ def EmberExpandTransformsPass : Pass<"ember-expand-transforms", "ModuleOp"> {
     Option<"keepKernelCalls", "keep-kernel-calls", "bool", /*default=*/"false",
            "Keep calls of functions that carry a recorded TPU kernel "
            "(ember_tpu.kernel_module) instead of inlining them">,
+    Option<"keepDeviceVmaps", "keep-device-vmaps", "bool", /*default=*/"false",
+           "Keep the vmaps whose lanes are devices (shard_map, pmap: "
+           "`ember.device_axis`) for StableHLO out, which writes them as "
+           "manual computations">,
   ];
   let dependentDialects = ["func::FuncDialect"];
 }

@@ -732,9 +732,13 @@ struct EmberBatchPass
 
 } // namespace
 
+bool mlir::ember::isDeviceVmap(Operation *op) {
+  return isa<VmapOp>(op) && op->hasAttr("ember.device_axis");
+}
+
 LogicalResult mlir::ember::expandBatchOps(ModuleOp module, SymbolTable &symbols,
-                                          bool &progress,
-                                          bool keepKernelCalls) {
+                                          bool &progress, bool keepKernelCalls,
+                                          bool keepDeviceVmaps) {
   scope = BatchScope{module, &symbols, StringAttr()};
   return expandReady<VmapOp>(
       module, symbols,
@@ -746,5 +750,6 @@ LogicalResult mlir::ember::expandBatchOps(ModuleOp module, SymbolTable &symbols,
         scope.axis = StringAttr();
         return fn;
       },
-      progress, keepKernelCalls, /*keepBatchRules=*/true);
+      progress, keepKernelCalls, /*keepBatchRules=*/true,
+      [&](VmapOp op) { return keepDeviceVmaps && isDeviceVmap(op); });
 }

@@ -31,17 +31,25 @@ struct EmberExpandTransformsPass
       progress = false;
       if (failed(
               expandAutodiffOps(module, symbols, progress, keepKernelCalls)) ||
-          failed(expandBatchOps(module, symbols, progress, keepKernelCalls)))
+          failed(expandBatchOps(module, symbols, progress, keepKernelCalls,
+                                keepDeviceVmaps)))
         return signalPassFailure();
     }
     // No progress: either nothing is left, or what is left can never be
-    // ready (a function that transforms itself, directly or not).
+    // ready (a function that transforms itself, directly or not; with
+    // keep-device-vmaps, a transformation of a function holding a kept
+    // device vmap).
     WalkResult stuck = module.walk([&](Operation *op) {
-      if (!isTransformOp(op))
+      if (!isTransformOp(op) || (keepDeviceVmaps && isDeviceVmap(op)))
         return WalkResult::advance();
-      op->emitOpError(
-          "cannot be expanded: its function transforms itself (recursion "
-          "through a transformation)");
+      if (keepDeviceVmaps)
+        op->emitOpError("cannot be expanded while the device vmaps of "
+                        "shard_map/pmap are kept (keep-device-vmaps): a "
+                        "transformation of a shard_map is not supported there");
+      else
+        op->emitOpError(
+            "cannot be expanded: its function transforms itself (recursion "
+            "through a transformation)");
       return WalkResult::interrupt();
     });
     if (stuck.wasInterrupted())

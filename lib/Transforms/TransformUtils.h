@@ -109,10 +109,14 @@ func::FuncOp makePrivateFunc(ModuleOp module, SymbolTable &symbols,
 template <typename OpT, typename Fn>
 LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand,
                           bool &progress, bool keepKernelCalls = false,
-                          bool keepBatchRules = false) {
+                          bool keepBatchRules = false,
+                          function_ref<bool(OpT)> keep = nullptr) {
   while (true) {
     SmallVector<OpT> pending;
-    module.walk([&](OpT op) { pending.push_back(op); });
+    module.walk([&](OpT op) {
+      if (!keep || !keep(op))
+        pending.push_back(op);
+    });
     bool any = false;
     for (OpT op : pending) {
       auto callee = symbols.lookup<func::FuncOp>(op.getCallee());
@@ -144,8 +148,14 @@ LogicalResult expandReady(ModuleOp module, SymbolTable &symbols, Fn expand,
 /// (batching). `progress` is set when something was expanded.
 LogicalResult expandAutodiffOps(ModuleOp module, SymbolTable &symbols,
                                 bool &progress, bool keepKernelCalls = false);
+/// With `keepDeviceVmaps`, vmaps whose lanes are devices
+/// (`ember.device_axis`: shard_map, pmap) stay (StableHLO out).
 LogicalResult expandBatchOps(ModuleOp module, SymbolTable &symbols,
-                             bool &progress, bool keepKernelCalls = false);
+                             bool &progress, bool keepKernelCalls = false,
+                             bool keepDeviceVmaps = false);
+
+/// Whether `op` is a vmap whose lanes are devices (`ember.device_axis`).
+bool isDeviceVmap(Operation *op);
 
 /// Inlines the callee of every `ember.custom_jvp_call` / `custom_vjp_call`
 /// (what remains of a custom rule once nothing differentiates it); a

@@ -429,3 +429,98 @@ def test_symbolic_stablehlo_forms_and_limits():
     with pytest.raises(NotImplementedError, match="not an affine function"):
         _symbolic_export(ember.grad(lambda x: jnp.sum(x[::2] ** 2)), ("b",),
                          (x,)).mlir_module()
+
+
+# shard_map and pmap (#20, #22): their device vmaps are written as Shardy
+# manual computations over a mesh of the devices, collectives as StableHLO's
+# (all_reduce, all_gather, reduce_scatter, collective_permute, all_to_all,
+# partition_id); XLA compiles the module for that many CPU devices and
+# runs it (xla_run.py), with Ember's results.
+def _sharded_programs():
+    from ember.sharding import AxisType
+    from ember.sharding import PartitionSpec as Ps
+
+    mesh = ember.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
+    rng = np.random.default_rng(22)
+    xs = rng.normal(size=(8, 3)).astype(np.float32)
+    ys = rng.normal(size=(4, 4, 2)).astype(np.float32)
+
+    def sm(body, in_specs, out_specs, check_vma=False):
+        return ember.shard_map(body, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                               check_vma=check_vma)
+
+    ring = [(i, (i + 1) % 4) for i in range(4)]
+    progs = {
+        "psum_axis_index": (sm(lambda v, w: (lax.psum(jnp.sum(v * w), "x")
+                                              + lax.axis_index("x").astype(jnp.float32))[None],
+                                 (Ps("x"), Ps()), Ps("x")), (xs, np.float32(2.0))),
+        "pmax_pmin": (sm(lambda v: (lax.pmax(v, "x"), lax.pmin(v, "x")), Ps("x"),
+                         (Ps("x"), Ps("x"))), (xs,)),
+        "all_gather": (sm(lambda v: (lax.all_gather(v, "x"),
+                                     lax.all_gather(v, "x", axis=1, tiled=True)),
+                          Ps("x"), (Ps("x"), Ps("x"))), (xs,)),
+        "psum_scatter": (sm(lambda v: (lax.psum_scatter(v, "x", scatter_dimension=1),
+                                       lax.psum_scatter(v[0], "x", tiled=True)),
+                            Ps("x"), (Ps("x"), Ps("x"))), (ys,)),
+        "ppermute_ring": (sm(lambda v: lax.ppermute(v, "x", ring), Ps("x"), Ps("x")), (xs,)),
+        "all_to_all": (sm(lambda v: (lax.all_to_all(v[0], "x", 0, 1),
+                                     lax.all_to_all(v, "x", 1, 0, tiled=True)),
+                          Ps("x"), (Ps("x"), Ps("x"))), (ys,)),
+        # Typed (check_vma): psum of the invariant weight's use, pvary.
+        "data_parallel_grad": (sm(lambda w, v: lax.pmean(ember.grad(
+            lambda w: jnp.mean(jnp.tanh(v @ w) ** 2))(w), "x"), (Ps(), Ps("x")), Ps(),
+            check_vma=True), (rng.normal(size=(3, 5)).astype(np.float32), xs)),
+        "pmap": (ember.pmap(lambda v: v * lax.psum(v, "i"), axis_name="i"), (ys,)),
+    }
+    return progs
+
+
+@needs_xla
+def test_xla_runs_sharded_stablehlo(tmp_path, devices8):
+    progs = _sharded_programs()
+    texts = {}
+    for name, (fn, args) in progs.items():
+        texts[name] = _stablehlo(fn, args)
+        assert '"sdy.manual_computation"' in texts[name], name
+        assert "mhlo.num_partitions = 4" in texts[name], name
+        (tmp_path / f"{name}.mlir").write_text(texts[name])
+        np.savez(tmp_path / f"{name}.in.npz", *args)
+    subprocess.run([JAX_PYTHON, RUNNER, str(tmp_path)], check=True, timeout=600)
+    for name, (fn, args) in progs.items():
+        err = tmp_path / f"{name}.err"
+        assert not err.exists(), err.read_text() + texts[name] if err.exists() else ""
+        with np.load(tmp_path / f"{name}.out.npz") as z:
+            got = [z[f"arr_{k}"] for k in range(len(z.files))]
+        want = ember.tree_util.tree_leaves(ember.jit(fn)(*args))
+        _assert_close(want, got, name)
+
+
+def test_sharded_stablehlo_forms_and_limits(devices8):
+    progs = _sharded_programs()
+    f, args = progs["psum_axis_index"]
+    text = ember.jit(f).lower(*args).as_text("stablehlo")
+    assert '"sdy.mesh"() <{mesh = #sdy.mesh<["x"=4]>' in text
+    assert ('in_shardings = #sdy.sharding_per_value<[<@mesh, [{"x"}, {}, {}]>, '
+            '<@mesh, []>]>') in text
+    assert '"stablehlo.all_reduce"' in text and '"stablehlo.partition_id"' in text
+    # The serialized export keeps the form.
+    exp = export.export(ember.jit(f))(*[ember.ShapeDtypeStruct(a.shape, a.dtype)
+                                        for a in args])
+    assert export.deserialize(exp.serialize()).mlir_module() == exp.mlir_module()
+    from ember.sharding import AxisType, NamedSharding
+    from ember.sharding import PartitionSpec as Ps
+
+    mesh = ember.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
+    placed = [ember.device_put(a, NamedSharding(mesh, Ps())) for a in args]
+    np.testing.assert_allclose(np.asarray(export.deserialize(exp.serialize()).call(*placed)),
+                               np.asarray(f(*args)), rtol=1e-6)
+    # A transformation of a shard_map (Ember runs it; StableHLO out says so).
+    g = ember.grad(lambda w: jnp.sum(f(args[0], w)))
+    assert np.isfinite(float(g(args[1])))
+    with pytest.raises(NotImplementedError, match="transformation of a shard_map"):
+        ember.jit(g).lower(args[1]).as_text("stablehlo")
+    # A vmap's named axis is vectorized, not devices: its collectives are
+    # expanded and nothing is partitioned.
+    text = ember.jit(ember.vmap(lambda v: v - lax.pmean(v, "i"), axis_name="i")).lower(
+        args[0]).as_text("stablehlo")
+    assert "sdy" not in text and "mhlo.num_partitions = 1" in text

@@ -9,7 +9,10 @@ results to `DIR/NAME.out.npz` (arr_0, ...) or the error to `DIR/NAME.err`.
 A module with symbolic shapes (`jax.uses_shape_polymorphism`) gets its
 arguments' types from the inputs and its shapes refined by JAX's own
 refinement (`refine_polymorphic_shapes`), as JAX does before compiling a
-shape-polymorphic export.
+shape-polymorphic export. A module for several partitions
+(`mhlo.num_partitions = N`: shard_map's manual computations) is compiled for
+N CPU devices with Shardy, its arguments placed as the compiled program
+wants them and its results assembled from the devices' pieces.
 """
 
 import os
@@ -21,6 +24,8 @@ import numpy as np
 
 
 def main(folder):
+    # Host devices for modules of several partitions (before JAX starts).
+    os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
     import jax
     import jax.extend
     from jax._src import compiler
@@ -47,6 +52,11 @@ def main(folder):
                     args = [z[f"arr_{k}"] for k in range(len(z.files))]
             if "jax.uses_shape_polymorphism" in text:
                 text = _refined(text, args)
+            parts = re.search(r"mhlo\.num_partitions = (\d+)", text)
+            if parts and int(parts.group(1)) > 1:
+                arrays = _run_partitioned(backend, text, args, int(parts.group(1)))
+                np.savez(stem + ".out.npz", *arrays)
+                continue
             exe = backend.compile_and_load(text, devices, options)
             outs = exe.execute_sharded([jax.device_put(a) for a in args])
             arrays = [np.asarray(o[0]) for o in outs.disassemble_into_single_device_arrays()]
@@ -54,6 +64,33 @@ def main(folder):
         except Exception:  # noqa: BLE001 - reported per module
             with open(stem + ".err", "w") as f:
                 f.write(traceback.format_exc())
+
+
+def _run_partitioned(backend, text, args, n):
+    """The results of a module for `n` partitions, run on `n` CPU devices:
+    each argument placed as the compiled program's parameter sharding says,
+    each result assembled from the devices' pieces."""
+    import jax
+    from jax._src import compiler
+    from jax._src.lib import xla_client as xc
+    from jax._src.sharding_impls import GSPMDSharding
+
+    devs = jax.devices("cpu")[:n]
+    if len(devs) < n:
+        raise RuntimeError(f"the module needs {n} devices; XLA has {len(devs)}")
+    options = compiler.get_compile_options(num_replicas=1, num_partitions=n,
+                                           device_assignment=np.arange(n).reshape(1, n))
+    options.executable_build_options.use_shardy_partitioner = True
+    exe = backend.compile_and_load(text, xc.DeviceList(tuple(devs)), options)
+    placed = [jax.device_put(a, GSPMDSharding(devs, sh))
+              for a, sh in zip(args, exe.get_parameter_shardings())]
+    outs = exe.execute_sharded(placed).disassemble_into_single_device_arrays()
+    head = re.search(r"func\.func public @main\(.*?\) -> \((.*?)\) \{", text)
+    shapes = [tuple(int(d) for d in re.findall(r"(\d+)x", t))
+              for t in re.findall(r"tensor<[^>]*>", head.group(1))]
+    return [np.asarray(jax.make_array_from_single_device_arrays(
+        shape, GSPMDSharding(devs, sh), pieces))
+        for shape, sh, pieces in zip(shapes, exe.get_output_shardings(), outs)]
 
 
 def _refined(text, args):

@@ -240,6 +240,10 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
     if axis_name is not None:
         # Any hashable names an axis in JAX; the IR spells it as text.
         attrs["axis_name"] = ir.StringAttr.get(str(axis_name), ctx)
+    if devices and processes == 1:
+        # The lanes are devices (shard_map, pmap): StableHLO out writes the
+        # vmap as a manual computation over them.
+        attrs["ember.device_axis"] = ir.UnitAttr.get(ctx)
     # The lanes of a named axis become the batch dimension: the results no
     # longer vary over that axis (shard_map's check_vma types).
     res = trace.emit("ember.vmap", [trace.to_value(v) for v in operands],

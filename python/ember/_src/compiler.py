@@ -270,9 +270,14 @@ def stage_text(ember_text, stage, target=None):
 
         def translate(text, transformed=True, **kw):
             with context():
+                module = ir.Module.parse(text)
                 if transformed:
-                    text = stage_text(text, "transforms", target)
-                return to_stablehlo(ir.Module.parse(text), **kw)
+                    # `ember-transforms`, keeping shard_map's device vmaps
+                    # (written as manual computations over the devices).
+                    from .stablehlo_out import keep_device_vmaps
+
+                    keep_device_vmaps(module)
+                return to_stablehlo(module, **kw)
 
         if target.stablehlo is not None:
             return target.stablehlo(ember_text, translate)

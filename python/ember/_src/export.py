@@ -194,6 +194,8 @@ class Exported:
         # {platform: its StableHLO}, for a platform whose module differs
         # from the target-independent translation (TPU kernels).
         self._platform_modules = dict(platform_modules or {})
+        # (The program with shard_map's device vmaps kept, for mlir_module.)
+        self._device_text = None
         self._exe = None
 
     def __repr__(self):
@@ -215,7 +217,7 @@ class Exported:
         if own != {None}:
             return own.pop()
         with core.context():
-            module = ir.Module.parse(self._text)
+            module = ir.Module.parse(self._device_text or self._text)
             if self._scope is not None and transformation_ops(module):
                 module = _transformed_symbolic(self._text, self._scope)
             arg_names, result_names = self._names or (None, None)
@@ -306,6 +308,8 @@ class Exported:
             header["disabled_checks"] = [str(c) for c in self.disabled_safety_checks]
         if self._platform_modules:
             header["platform_modules"] = self._platform_modules
+        if self._device_text:
+            header["device_module"] = self._device_text
         if self._names:
             header["names"] = {"args": list(self._names[0]), "results": list(self._names[1])}
         if self._shardings:
@@ -988,17 +992,29 @@ def _trace_export(flat, avals, in_tree, out_tree, name, platforms, disabled_chec
     own = {}
     if scope is None and set(platforms) - {"cpu"}:
         own = _lower_for_platforms(text, platforms)
+    device_text = None
     with core.context():
         module = ir.Module.parse(str(module))
+        if scope is None and "ember.device_axis" in text:
+            # shard_map/pmap: StableHLO out writes their device vmaps as
+            # manual computations, so `mlir_module` reads the program with
+            # them kept (the stored module has them expanded, for `call`).
+            from .stablehlo_out import keep_device_vmaps
+
+            kept = ir.Module.parse(text)
+            keep_device_vmaps(kept)
+            device_text = str(kept)
         if scope is None:
             compiler.run_pipeline(module, upto="transforms")
     shardings, avals, out_avals = _export_shardings(avals, out_avals)
     names = None
     if arg_names is not None and len(arg_names) == len(avals):
         names = (arg_names, _result_names(out_tree()))
-    return Exported(name, str(module), in_tree, avals, out_tree(), out_avals, platforms,
-                    scope=scope, disabled_checks=disabled_checks, platform_modules=own,
-                    shardings=shardings, names=names)
+    exp = Exported(name, str(module), in_tree, avals, out_tree(), out_avals, platforms,
+                   scope=scope, disabled_checks=disabled_checks, platform_modules=own,
+                   shardings=shardings, names=names)
+    exp._device_text = device_text
+    return exp
 
 
 def export(fun_jit, *, platforms=None, disabled_checks=()):
@@ -1130,9 +1146,15 @@ def deserialize(blob):
             f"deserialize: the export has calling convention version {version}; this "
             f"Ember reads versions {minimum_supported_calling_convention_version} to "
             f"{maximum_supported_calling_convention_version}")
-    return Exported(name, text, in_tree, in_avals, out_tree, out_avals, platforms,
-                    scope=scope, disabled_checks=disabled, platform_modules=own,
-                    shardings=shardings, names=names, calling_convention_version=version)
+    exp = Exported(name, text, in_tree, in_avals, out_tree, out_avals, platforms,
+                   scope=scope, disabled_checks=disabled, platform_modules=own,
+                   shardings=shardings, names=names, calling_convention_version=version)
+    device_text = header.get("device_module")
+    if device_text is not None:
+        if not isinstance(device_text, str):
+            raise ValueError("deserialize: the export's header is corrupt (device_module)")
+        exp._device_text = device_text
+    return exp
 
 
 def from_stablehlo(text, name=None):

@@ -191,7 +191,9 @@ class _Writer:
         args = ", ".join(v.name for v in operands)
         attr = ""
         if props:
-            attr = " <{" + ", ".join(f"{k} = {v}" for k, v in props.items()) + "}>"
+            # (A None value: a unit property, written as its name.)
+            attr = " <{" + ", ".join(k if v is None else f"{k} = {v}"
+                                     for k, v in props.items()) + "}>"
         regs = ""
         if regions:
             regs = " (" + ", ".join(regions) + ")"
@@ -201,14 +203,14 @@ class _Writer:
         self.lines.append(" " * self.indent + f'{res}"{name}"({args}){attr}{regs} : {ftype}')
         return results
 
-    def region(self, arg_types, body):
+    def region(self, arg_types, body, terminator="stablehlo.return"):
         """A region with one block taking `arg_types`; `body(args)` writes
         its ops and returns the values the block returns."""
         saved, self.lines = self.lines, []
         self.indent += 2
         args = [V(self.fresh(), t) for t in arg_types]
         outs = body(args)
-        self.op("stablehlo.return", outs, [])
+        self.op(terminator, outs, [])
         self.indent -= 2
         inner = self.lines
         self.lines = saved
@@ -435,6 +437,12 @@ class _Translator:
         self.functions = functions
         self.sym = _Symbolic(self.w, scope) if scope is not None else None
         self.extra_functions = {}  # name -> text (extra_function)
+        # shard_map/pmap: the device axis (name, size) of the mesh the
+        # program's manual computations run over, and the axis of the one
+        # being written (collectives name it).
+        self.mesh = None
+        self.device_axis = None
+        self.channels = 0
         # callee name -> (backend config, kernel name) for Pallas TPU
         # kernels, None for other callees (targets/tpu.py).
         self.tpu_kernels = tpu_kernels
@@ -1183,6 +1191,162 @@ class _Translator:
         body = w.region(types, lambda args: self.block(op.regions[1].blocks[0], args))
         return w.op("stablehlo.while", ins, rtypes, regions=[cond, body])
 
+    # -- shard_map / pmap: manual computations over the devices ------------
+    def t_vmap(self, op, ins, rtypes, a):
+        """A vmap whose lanes are devices (`ember.device_axis`: shard_map,
+        pmap) as Shardy's `sdy.manual_computation` over a mesh of those
+        devices: its batched operands split along their first dimension,
+        the others replicated, the callee written once for one device."""
+        if "ember.device_axis" not in a:
+            raise NotImplementedError(
+                "StableHLO export: an ember.vmap left unexpanded (only shard_map's and "
+                "pmap's device vmaps are written, as manual computations)")
+        axis = ir.StringAttr(a["axis_name"]).value
+        n = _ints(a["batch_size"])
+        if self.device_axis is not None:
+            raise NotImplementedError(
+                "StableHLO export: a shard_map or pmap over several mesh axes (nested "
+                "manual computations) is not supported yet")
+        if self.mesh not in (None, (axis, n)):
+            raise NotImplementedError(
+                "StableHLO export: shard_maps over different meshes in one program")
+        self.mesh = (axis, n)
+        flags = [bool(b) for b in ir.DenseBoolArrayAttr(a["batched"])]
+
+        def sharding(t, split):
+            rank = len(_split(t)[0])
+            dims = ['{"' + axis + '"}'] + ["{}"] * (rank - 1) if split else ["{}"] * rank
+            return "<@mesh, [" + ", ".join(dims) + "]>"
+
+        def local(t, split):
+            shape, elt = _split(t)
+            return _tensor((1,) + tuple(shape[1:]), elt) if split else t
+
+        callee = self.functions[ir.FlatSymbolRefAttr(a["callee"]).value]
+        w = self.w
+
+        def body(args):
+            vals = []
+            for v, split in zip(args, flags):
+                if split:
+                    v = w.reshape(v, _split(v.type)[0][1:])
+                vals.append(v)
+            self.device_axis = axis
+            try:
+                outs = self.block(callee.regions[0].blocks[0], vals)
+            finally:
+                self.device_axis = None
+            return [w.reshape(o, (1,) + tuple(_split(o.type)[0])) for o in outs]
+
+        region = w.region([local(v.type, f) for v, f in zip(ins, flags)], body,
+                          terminator="sdy.return")
+        props = {
+            "in_shardings": "#sdy.sharding_per_value<[" + ", ".join(
+                sharding(v.type, f) for v, f in zip(ins, flags)) + "]>",
+            "manual_axes": '#sdy<manual_axes{"' + axis + '"}>',
+            "out_shardings": "#sdy.sharding_per_value<[" + ", ".join(
+                sharding(t, True) for t in rtypes) + "]>",
+        }
+        return w.op("sdy.manual_computation", ins, rtypes, props, regions=[region])
+
+    def _collective(self, op, a):
+        """(replica groups, channel handle) of a collective over the device
+        axis of the manual computation being written."""
+        axis = ir.StringAttr(a["axis"]).value
+        if self.device_axis is None or axis != self.device_axis:
+            raise NotImplementedError(
+                f"StableHLO export: {op.name} over axis {axis!r} outside a shard_map or "
+                "pmap over it (a vmap's named axis is expanded, not written)")
+        n = self.mesh[1]
+        self.channels += 1
+        groups = f"dense<[{_list(range(n))}]> : tensor<1x{n}xi64>"
+        return groups, f"#stablehlo.channel_handle<handle = {self.channels}, type = 1>"
+
+    def _all_reduce(self, op, ins, rtypes, a, kind):
+        groups, channel = self._collective(op, a)
+        elt = _elt(rtypes[0])
+        return self.w.op("stablehlo.all_reduce", ins, rtypes, {
+            "channel_handle": channel, "replica_groups": groups,
+            "use_global_device_ids": None}, regions=[self.w.combiner(kind, elt)])
+
+    def t_psum(self, op, ins, rtypes, a):
+        return self._all_reduce(op, ins, rtypes, a, "sum")
+
+    def t_pmax(self, op, ins, rtypes, a):
+        return self._all_reduce(op, ins, rtypes, a, "max")
+
+    def t_pmin(self, op, ins, rtypes, a):
+        return self._all_reduce(op, ins, rtypes, a, "min")
+
+    def t_pvary(self, op, ins, rtypes, a):
+        self._collective(op, a)
+        return [ins[0]]
+
+    def t_axis_index(self, op, ins, rtypes, a):
+        # One mesh axis holds every partition: its index is the partition's.
+        self._collective(op, a)
+        pid = self.w.op("stablehlo.partition_id", [], ["tensor<ui32>"])[0]
+        return [self.w.convert(pid, "i32")]
+
+    def t_all_gather(self, op, ins, rtypes, a):
+        groups, channel = self._collective(op, a)
+        d = _ints(a["dimension"])
+        x = ins[0]
+        if "tiled" not in a:  # the lanes' values stacked at d: each a unit slice
+            shape = list(_split(x.type)[0])
+            x = self.w.reshape(x, shape[:d] + [1] + shape[d:])
+        return self.w.op("stablehlo.all_gather", [x], rtypes, {
+            "all_gather_dim": f"{d} : i64", "channel_handle": channel,
+            "replica_groups": groups, "use_global_device_ids": None})
+
+    def t_reduce_scatter(self, op, ins, rtypes, a):
+        groups, channel = self._collective(op, a)
+        d = _ints(a["dimension"])
+        shape, elt = _split(rtypes[0])
+        tiled = "tiled" in a
+        rt = rtypes[0] if tiled else _tensor(tuple(shape[:d]) + (1,) + tuple(shape[d:]), elt)
+        out = self.w.op("stablehlo.reduce_scatter", ins, [rt], {
+            "channel_handle": channel, "replica_groups": groups,
+            "scatter_dimension": f"{d} : i64", "use_global_device_ids": None},
+            regions=[self.w.combiner("sum", elt)])[0]
+        return [out if tiled else self.w.reshape(out, shape)]
+
+    def t_ppermute(self, op, ins, rtypes, a):
+        _, channel = self._collective(op, a)
+        flat = _ints(a["pairs"])
+        pairs = [flat[k:k + 2] for k in range(0, len(flat), 2)]
+        text = ("dense<[" + ", ".join(_list(p) for p in pairs) + f"]> : tensor<{len(pairs)}x2xi64>"
+                if pairs else "dense<> : tensor<0x2xi64>")
+        return self.w.op("stablehlo.collective_permute", ins, rtypes, {
+            "channel_handle": channel, "source_target_pairs": text})
+
+    def t_all_to_all(self, op, ins, rtypes, a):
+        groups, channel = self._collective(op, a)
+        n = self.mesh[1]
+        s, c = _ints(a["split"]), _ints(a["concat"])
+        x = ins[0]
+        shape, elt = _split(x.type)
+        shape = list(shape)
+
+        def exchange(v, split, concat, rt):
+            return self.w.op("stablehlo.all_to_all", [v], [rt], {
+                "channel_handle": channel, "concat_dimension": f"{concat} : i64",
+                "replica_groups": groups, "split_count": f"{n} : i64",
+                "split_dimension": f"{split} : i64"})[0]
+
+        if "tiled" in a:
+            return [exchange(x, s, c, rtypes[0])]
+        # A unit dimension where the result's new one goes; the exchange
+        # moves the split dimension's entries into it; the split dimension
+        # (now of size 1) goes.
+        q = c if c <= s else c + 1
+        s1 = s if q > s else s + 1
+        yshape = shape[:q] + [1] + shape[q:]
+        y = self.w.reshape(x, yshape)
+        yshape[q], yshape[s1] = n, 1
+        z = exchange(y, s1, q, _tensor(tuple(yshape), elt))
+        return [self.w.reshape(z, list(_split(rtypes[0])[0]))]
+
     def t_case(self, op, ins, rtypes, a):
         w = self.w
         n = len(op.regions)
@@ -1191,6 +1355,21 @@ class _Translator:
         branches = [w.region([], lambda args, r=r: self.block(r.blocks[0], []))
                     for r in op.regions]
         return w.op("stablehlo.case", [index], rtypes, regions=branches)
+
+
+def keep_device_vmaps(module):
+    """`ember-transforms` on `module` (an ir.Module) with the device vmaps of
+    shard_map and pmap kept, which `to_stablehlo` writes as manual
+    computations; a transformation of a shard_map cannot be expanded so:
+    NotImplementedError."""
+    from ember._mlir.passmanager import PassManager
+
+    try:
+        PassManager.parse("builtin.module(ember-expand-transforms{keep-device-vmaps=true},"
+                          "symbol-dce,canonicalize,cse)").run(module.operation)
+    except ir.MLIRError as e:
+        notes = "; ".join(d.message for d in e.error_diagnostics)
+        raise NotImplementedError(f"StableHLO export: {notes}") from None
 
 
 TRANSFORM_OPS = ("ember.jvp", "ember.vjp", "ember.vmap", "ember.custom_jvp_call",
@@ -1277,8 +1456,14 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_name
     if result_names is not None and len(result_names) == len(results):
         results = [f"{r} {{jax.result_info = {quoted(n)}}}"
                    for r, n in zip(results, result_names)]
-    head = (f"module @{name} attributes {{{poly}mhlo.num_partitions = 1 : i32, "
-            "mhlo.num_replicas = 1 : i32} {\n"
+    partitions, mesh = 1, ""
+    if t.mesh is not None:
+        # shard_map/pmap: one partition per device of the mesh (Shardy's).
+        axis, partitions = t.mesh
+        mesh = ('  "sdy.mesh"() <{mesh = #sdy.mesh<["' + axis + f'"={partitions}]>, '
+                'sym_name = "mesh"}> : () -> ()\n')
+    head = (f"module @{name} attributes {{{poly}mhlo.num_partitions = {partitions} : i32, "
+            "mhlo.num_replicas = 1 : i32} {\n" + mesh +
             "  func.func public @main(" + ", ".join(params)
             + ") -> (" + ", ".join(results) + ") {\n")
     return (head + "\n".join(t.w.lines + [ret]) + "\n  }\n"
