@@ -290,6 +290,16 @@ def EmberTPU_MemRefSqueezeOp : EmberTPU_Op<"memref_squeeze", [Pure]> {
   let hasVerifier = 1;
 }
 
+def EmberTPU_DeviceIdOp : EmberTPU_Op<"device_id", [Pure]> {
+  let summary = "the logical id of the device the kernel runs on";
+  let description = [{
+    Mosaic's `tpu.device_id`: in a kernel under `shard_map`, the device's
+    logical id, from which a mesh axis index is computed.
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
 def EmberTPU_SemaphoreAllocOp : EmberTPU_Op<"sem_alloc"> {
   let summary = "semaphores allocated for the rest of the enclosing region";
   let description = [{

@@ -221,3 +221,22 @@ func.func @scoped_number(%o: tensor<8x128xf32>) -> tensor<8x128xf32>
   %b = ember_tpu.traced_alloc {buffer = 5 : i64, memory_space = #ember_tpu.memory_space<vmem>} : tensor<8x128xf32>
   return %b : tensor<8x128xf32>
 }
+
+// -----
+
+// A kernel under shard_map: the mesh axis index is the device's logical id
+// modulo the axis size.
+// CHECK-LABEL: func.func @axis_index(
+// CHECK: %[[D:.*]] = ember_tpu.device_id : i32
+// CHECK: %[[N:.*]] = arith.constant 4 : i32
+// CHECK: arith.remsi %[[D]], %[[N]] : i32
+func.func @axis_index(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 1>} {
+  %i = ember.axis_index axis "x" size 4 : tensor<i32>
+  %f = ember.convert %i : (tensor<i32>) -> tensor<f32>
+  %b = ember.broadcast_in_dim %f, dims = [] : (tensor<f32>) -> tensor<8x128xf32>
+  %y = ember.add %x, %b : tensor<8x128xf32>
+  return %y : tensor<8x128xf32>
+}

@@ -82,3 +82,10 @@ func.func @traced_alloc() -> (tensor<2x8x128xf32>, tensor<2xi32>) {
   %s = ember_tpu.traced_alloc {buffer = 3 : i64, memory_space = #ember_tpu.memory_space<semaphore_mem>, dma_semaphore} : tensor<2xi32>
   return %b, %s : tensor<2x8x128xf32>, tensor<2xi32>
 }
+
+// CHECK-LABEL: func.func @device
+// CHECK: ember_tpu.device_id : i32
+func.func @device() -> i32 {
+  %d = ember_tpu.device_id : i32
+  return %d : i32
+}

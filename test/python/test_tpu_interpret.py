@@ -389,7 +389,7 @@ def test_repeat_roll_bitcast():
         pltpu.roll(x, -1, 0)
 
 
-def test_cross_check_programs_run_checked():
+def test_cross_check_programs_run_checked(devices8):
     # Every program of the TPU cross-check (test/data/tpu/kernels.py) gives
     # the same outputs in the checked interpreter as in the traced one, and
     # none is reported.

@@ -55,7 +55,7 @@ def _programs():
 @pytest.mark.skipif(not (JAX_PYTHON and os.path.exists(JAX_PYTHON)),
                     reason="no JAX Python for the Mosaic cross-check (set EMBER_JAX_PYTHON; "
                     "make test does)")
-def test_kernels_match_jax_and_verify_under_mosaic(tmp_path):
+def test_kernels_match_jax_and_verify_under_mosaic(tmp_path, devices8):
     rec = _load("tools/tpu/ember_record.py", "ember_record")
     for name, fn, args in _programs():
         r = rec.record(fn, args)
@@ -78,7 +78,7 @@ def test_kernels_match_jax_and_verify_under_mosaic(tmp_path):
 @pytest.mark.skipif(not (JAX_PYTHON and os.path.exists(JAX_PYTHON)),
                     reason="no JAX Python for JAX's interpret-mode results (set "
                     "EMBER_JAX_PYTHON; make test does)")
-def test_kernels_compute_what_jax_interprets(tmp_path):
+def test_kernels_compute_what_jax_interprets(tmp_path, devices8):
     # Ember's interpreter (the CPU program the kernels also compile to)
     # against JAX 0.10.2's TPU interpret mode, program by program.
     npz = tmp_path / "values.npz"

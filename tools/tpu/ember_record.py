@@ -45,7 +45,7 @@ def record(fn, args):
 
     with ctx:
         module = ir.Module.parse(text)
-        walk(module.body.operations[0].operation)
+        walk(module.operation)
     return {"custom_calls": calls, "stablehlo": text}
 
 

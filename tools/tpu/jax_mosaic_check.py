@@ -26,7 +26,10 @@ import json
 import os
 import sys
 
-import jax
+# Four host devices for the programs under shard_map (before JAX starts).
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+
+import jax  # noqa: E402
 import jax.numpy as jnp
 import numpy as np
 from jax._src.pallas.mosaic import tpu_info

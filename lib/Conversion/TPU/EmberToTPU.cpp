@@ -731,6 +731,16 @@ LogicalResult KernelBuilder::op(Operation *op) {
   // Scoped buffers were allocated at the kernel's region start (convert).
   if (isa<et::TracedAllocOp>(op))
     return success();
+  if (auto ai = dyn_cast<AxisIndexOp>(op)) {
+    // Under shard_map over one mesh axis, the axis index is the device's
+    // logical id (its stride along the axis is 1), taken modulo the axis
+    // size as JAX computes it.
+    Value id = et::DeviceIdOp::create(b, loc, b.getI32Type());
+    Value n = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                           (int64_t)ai.getAxisSize());
+    set(op, arith::RemSIOp::create(b, loc, id, n));
+    return success();
+  }
   if (isa<et::TracedDMAStartOp, et::TracedDMAWaitOp>(op))
     return dma(op);
   if (isa<et::TracedSemSignalOp, et::TracedSemWaitOp, et::TracedSemReadOp>(op))

@@ -504,6 +504,26 @@ def programs(jax, jnp, pl, pltpu):
             grid=(x.shape[0] // 8,), in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
             out_specs=hbm)(x)
 
+    # Under shard_map over 4 devices: one kernel per device on its block, in
+    # a manual computation (the mesh is made when called: 4 devices).
+    def per_device_kernel(x_ref, w_ref, o_ref):
+        d = jax.lax.axis_index("x").astype(jnp.float32)  # the device's index
+        o_ref[...] = jnp.tanh(x_ref[...]) * w_ref[...] + d
+
+    def shard_mapped(x, w):
+        mesh = jax.make_mesh((4,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+        P = jax.sharding.PartitionSpec
+
+        def body(xb, w):
+            spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+            return pl.pallas_call(
+                per_device_kernel, out_shape=jax.ShapeDtypeStruct(xb.shape, xb.dtype),
+                grid=(xb.shape[0] // 8,), in_specs=[spec, pl.BlockSpec((8, 128), lambda i: (0, 0))],
+                out_specs=spec)(xb, w)
+
+        return jax.shard_map(body, mesh=mesh, in_specs=(P("x"), P()), out_specs=P("x"),
+                             check_vma=False)(x, w)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     # Under grad: a custom_vjp whose fwd and bwd call kernels (how JAX's
@@ -585,6 +605,8 @@ def programs(jax, jnp, pl, pltpu):
          (ramp((2, 8, 128), jnp.float32), ramp((2, 8, 128), jnp.float32, scale=7))),
         # JAX's rule first broadcasts an unbatched operand aliased to an
         # output, and batches prefetched indices by a loop over the examples.
+        ("shard_map_kernel", shard_mapped, (ramp((64, 128), jnp.float32, scale=500),
+                                            ramp((8, 128), jnp.float32, scale=300))),
         ("vmap_unbatched_alias", jax.vmap(aliased, in_axes=(0, None)),
          (ramp((3, 8, 128), jnp.float32), ramp((8, 128), jnp.float32, scale=7))),
         ("vmap_batched_prefetch", jax.vmap(gather_blocks),

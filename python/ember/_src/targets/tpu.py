@@ -191,7 +191,8 @@ def _expanded(ember_text):
     with context():
         module = ir.Module.parse(ember_text)
         try:
-            PassManager.parse("builtin.module(ember-expand-transforms{keep-kernel-calls=true},"
+            PassManager.parse("builtin.module(ember-expand-transforms{keep-kernel-calls=true "
+                              "keep-device-vmaps=true},"
                               "symbol-dce,canonicalize,cse)").run(module.operation)
         except ir.MLIRError as e:
             from ..pass_errors import user_error
