@@ -350,15 +350,22 @@ class EmberTPU_TracedDMAOp<string mnemonic, dag outs>
     kernel buffers numbered `src_buffer` and `dst_buffer` (arguments after
     the grid), the windows start at the 0-d starts and have `*_sizes`, the
     `*_squeezed` dimensions are dropped from the window, and the semaphore
-    is element `sem_starts` of buffer `sem_buffer`.
+    is element `sem_starts` of buffer `sem_buffer`. A remote copy
+    (`make_async_remote_copy`) has the target's logical `device_id`; its
+    start also names the send semaphore (`src_sem_buffer`,
+    `src_sem_starts`), and a wait with `send` waits on the send semaphore
+    (`sem_buffer`) until the source is read, the destination unchanged.
   }];
   let arguments = (ins AnyRankedTensor:$src, AnyRankedTensor:$dst,
                        Variadic<EmberTPU_ScalarIndex>:$src_starts,
                        Variadic<EmberTPU_ScalarIndex>:$dst_starts,
                        Variadic<EmberTPU_ScalarIndex>:$sem_starts,
+                       Variadic<EmberTPU_ScalarIndex>:$src_sem_starts,
+                       Optional<EmberTPU_ScalarIndex>:$device_id,
                        I64Attr:$src_buffer, I64Attr:$dst_buffer, I64Attr:$sem_buffer,
                        DenseI64ArrayAttr:$src_sizes, DenseI64ArrayAttr:$dst_sizes,
-                       DenseI64ArrayAttr:$src_squeezed, DenseI64ArrayAttr:$dst_squeezed);
+                       DenseI64ArrayAttr:$src_squeezed, DenseI64ArrayAttr:$dst_squeezed,
+                       OptionalAttr<I64Attr>:$src_sem_buffer, UnitAttr:$send);
   let results = outs;
   let hasVerifier = 1;
 }
@@ -368,6 +375,7 @@ def EmberTPU_TracedDMAStartOp
   let summary = "starts a DMA between kernel buffers (traced form)";
   let assemblyFormat = [{
     $src `[` $src_starts `]` `,` $dst `[` $dst_starts `]` `,` `sem` `[` $sem_starts `]`
+      (`send_sem` `[` $src_sem_starts^ `]`)? (`device` $device_id^)?
       attr-dict `:` type($src) `,` type($dst)
   }];
 }
@@ -377,12 +385,13 @@ def EmberTPU_TracedDMAWaitOp
   let summary = "waits for a DMA; the destination buffer's new value (traced form)";
   let assemblyFormat = [{
     $src `[` $src_starts `]` `,` $dst `[` $dst_starts `]` `,` `sem` `[` $sem_starts `]`
+      (`send_sem` `[` $src_sem_starts^ `]`)? (`device` $device_id^)?
       attr-dict `:` type($src) `,` type($dst) `->` type($dst_after)
   }];
 }
 
-class EmberTPU_TracedSemOp<string mnemonic, dag ins, dag outs>
-    : EmberTPU_Op<mnemonic> {
+class EmberTPU_TracedSemOp<string mnemonic, dag ins, dag outs, list<Trait> traits = []>
+    : EmberTPU_Op<mnemonic, traits> {
   let description = [{
     A regular semaphore operation in a kernel traced as a function of values
     (the input of `ember-tpu-kernel`): the semaphore is element `sem_starts`
@@ -394,9 +403,12 @@ class EmberTPU_TracedSemOp<string mnemonic, dag ins, dag outs>
 
 def EmberTPU_TracedSemSignalOp : EmberTPU_TracedSemOp<"traced_sem_signal",
     (ins EmberTPU_ScalarIndex:$amount, Variadic<EmberTPU_ScalarIndex>:$sem_starts,
-         I64Attr:$sem_buffer), (outs)> {
-  let summary = "adds to a regular semaphore (traced form)";
-  let assemblyFormat = "$amount `,` `sem` `[` $sem_starts `]` attr-dict";
+         Optional<EmberTPU_ScalarIndex>:$device_id, I64Attr:$sem_buffer), (outs),
+    [AttrSizedOperandSegments]> {
+  let summary = "adds to a regular semaphore, of device `device_id` if given (traced form)";
+  let assemblyFormat = [{
+    $amount `,` `sem` `[` $sem_starts `]` (`device` $device_id^)? attr-dict
+  }];
 }
 
 def EmberTPU_TracedSemWaitOp : EmberTPU_TracedSemOp<"traced_sem_wait",

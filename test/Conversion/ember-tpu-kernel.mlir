@@ -240,3 +240,35 @@ func.func @axis_index(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x
   %y = ember.add %x, %b : tensor<8x128xf32>
   return %y : tensor<8x128xf32>
 }
+
+// -----
+
+// A remote copy from slot 0 into slot 1 of the target device's buffer: the
+// start names the send and receive semaphores and the device; the send wait
+// is JAX's (ends swapped, a placeholder device and core), the receive wait
+// names the device; a remote signal names it too.
+// CHECK-LABEL: func.func @remote(
+// CHECK: %[[D:.*]] = ember_tpu.device_id : i32
+// CHECK: ember_tpu.enqueue_dma source(%{{.*}}) source_semaphore(%arg3 : {{.*}}) target(%{{.*}}) target_semaphore(%arg4 : {{.*}}) device_id(%[[T:.*]])
+// CHECK: ember_tpu.wait_dma2 semaphore(%arg3 : {{.*}}) src({{.*}}) dst({{.*}}) device_id(%[[Z:.*]]) core_id(%[[Z]])
+// CHECK: ember_tpu.wait_dma2 semaphore(%arg4 : {{.*}}) src({{.*}}) dst({{.*}}) device_id(%[[T]])
+// CHECK: ember_tpu.sem_signal %arg5, %{{.*}} device_id %[[T]]
+func.func @remote(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>, %b: tensor<2x8x128xf32>, %send: tensor<i32>, %recv: tensor<i32>, %ready: tensor<i32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<semaphore_mem>, #ember_tpu.memory_space<semaphore_mem>, #ember_tpu.memory_space<semaphore_mem>],
+                ember_tpu.dma_semaphores = array<i64: 3, 4>,
+                ember_tpu.result_args = array<i64: 1>} {
+  %z = ember.constant dense<0> : tensor<i32>
+  %one = ember.constant dense<1> : tensor<i32>
+  %i = ember.axis_index axis "x" size 4 : tensor<i32>
+  %r0 = ember.add %i, %one : tensor<i32>
+  %four = ember.constant dense<4> : tensor<i32>
+  %t = ember.rem %r0, %four : tensor<i32>
+  ember_tpu.traced_dma_start %b[%z, %z, %z], %b[%one, %z, %z], sem[] send_sem[] device %t {src_buffer = 2 : i64, dst_buffer = 2 : i64, sem_buffer = 4 : i64, src_sem_buffer = 3 : i64, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32>
+  %w1 = ember_tpu.traced_dma_wait %b[%z, %z, %z], %b[%one, %z, %z], sem[] {src_buffer = 2 : i64, dst_buffer = 2 : i64, sem_buffer = 3 : i64, send, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
+  %w2 = ember_tpu.traced_dma_wait %b[%z, %z, %z], %w1[%one, %z, %z], sem[] device %t {src_buffer = 2 : i64, dst_buffer = 2 : i64, sem_buffer = 4 : i64, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
+  ember_tpu.traced_sem_signal %one, sem[] device %t {sem_buffer = 5 : i64}
+  %s = ember.slice %w2, start = [1, 0, 0], limit = [2, 8, 128], strides = [1, 1, 1] : (tensor<2x8x128xf32>) -> tensor<1x8x128xf32>
+  %r = ember.reshape %s : (tensor<1x8x128xf32>) -> tensor<8x128xf32>
+  return %r : tensor<8x128xf32>
+}

@@ -245,3 +245,19 @@ func.func @traced_alloc_negative() -> tensor<8x128xf32> {
   %b = ember_tpu.traced_alloc {buffer = -1 : i64, memory_space = #ember_tpu.memory_space<vmem>} : tensor<8x128xf32>
   return %b : tensor<8x128xf32>
 }
+
+// -----
+
+func.func @send_sem_local(%b: tensor<2x8x128xf32>, %i: tensor<i32>) {
+  // expected-error @+1 {{traced_dma_c3}}
+  ember_tpu.traced_dma_start %b[%i, %i, %i], %b[%i, %i, %i], sem[] {src_buffer = 1 : i64, dst_buffer = 1 : i64, sem_buffer = 4 : i64, src_sem_buffer = 3 : i64, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32>
+  return
+}
+
+// -----
+
+func.func @send_on_start(%b: tensor<2x8x128xf32>, %i: tensor<i32>) {
+  // expected-error @+1 {{traced_dma_c3}}
+  ember_tpu.traced_dma_start %b[%i, %i, %i], %b[%i, %i, %i], sem[] {src_buffer = 1 : i64, dst_buffer = 1 : i64, sem_buffer = 4 : i64, send, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32>
+  return
+}

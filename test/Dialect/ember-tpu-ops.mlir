@@ -89,3 +89,16 @@ func.func @device() -> i32 {
   %d = ember_tpu.device_id : i32
   return %d : i32
 }
+
+// Remote copies and signals (traced form): the target device, the send
+// semaphore of a start, a wait on the send semaphore.
+// CHECK-LABEL: func.func @remote
+// CHECK: ember_tpu.traced_dma_start {{.*}} sem[] device %arg2 {{{.*}}src_sem_buffer = 3 : i64{{.*}}}
+// CHECK: ember_tpu.traced_dma_wait {{.*}} sem[] {{{.*}}send{{.*}}}
+// CHECK: ember_tpu.traced_sem_signal %arg2, sem[] device %arg2 {sem_buffer = 5 : i64}
+func.func @remote(%b: tensor<2x8x128xf32>, %i: tensor<i32>, %d: tensor<i32>) -> tensor<2x8x128xf32> {
+  ember_tpu.traced_dma_start %b[%i, %i, %i], %b[%i, %i, %i], sem[] device %d {src_buffer = 1 : i64, dst_buffer = 1 : i64, sem_buffer = 4 : i64, src_sem_buffer = 3 : i64, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32>
+  %n = ember_tpu.traced_dma_wait %b[%i, %i, %i], %b[%i, %i, %i], sem[] {src_buffer = 1 : i64, dst_buffer = 1 : i64, sem_buffer = 3 : i64, send, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
+  ember_tpu.traced_sem_signal %d, sem[] device %d {sem_buffer = 5 : i64}
+  return %n : tensor<2x8x128xf32>
+}

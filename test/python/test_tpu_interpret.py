@@ -3,6 +3,7 @@ run asynchronously and each hazard is an `InterpretError` at the kernel's
 line (`python/ember/_src/pallas/tpu_interpret.py`)."""
 
 import functools
+import re
 
 import numpy as np
 import pytest
@@ -337,11 +338,10 @@ def test_ring_all_reduce_over_simulated_devices(devices8):
     # neighbour) over 4 in-process devices equals the sum, as psum gives it.
     n = 4
     mesh = jax.sharding.Mesh(np.array(devices8[:n]), ("x",))
-    ring = load_example("pallas_tpu_kernels").ring_all_reduce
-    x = jnp.arange(n * 8 * 128, dtype=jnp.float32).reshape(n * 8, 128) / 64
+    ring, (x,) = load_example("pallas_tpu_kernels").cross_check_programs()["ring_all_reduce"]
     want = np.tile(np.asarray(x).reshape(n, 8, 128).sum(0), (n, 1))
-    np.testing.assert_allclose(np.asarray(ring(x, mesh)), want, rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(jax.jit(lambda v: ring(v, mesh))(x)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ring(x)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(ring)(x)), want, rtol=1e-6)
 
     # A remote semaphore signal: each device tells its right neighbour its
     # id + 1, which the neighbour reads and takes.
@@ -360,10 +360,17 @@ def test_ring_all_reduce_over_simulated_devices(devices8):
         out_specs=jax.sharding.PartitionSpec("x"), check_vma=False)
     got = np.asarray(f(x))[::8, 0]
     np.testing.assert_array_equal(got, [(d - 1) % n + 1 for d in range(n)])
-    # Not lowered for TPU: shard_map expands the kernel's interpreter, and
-    # remote DMAs have no traced form yet.
-    with pytest.raises(NotImplementedError, match="lowering for TPU"):
-        jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+    # Lowered for TPU (38th session): one kernel per device in a manual
+    # computation; the remote signal names the right neighbour's logical id,
+    # the ring's copies a send and a receive semaphore and the device.
+    text = jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "ember_tpu.device_id" in text
+    assert re.search(r"ember_tpu.sem_signal %\S+, %\S+ device_id %", text), text
+    text = jax.jit(ring).trace(x).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert re.search(r"enqueue_dma source\(.*\) source_semaphore\(.*\) target\(.*\) "
+                     r"target_semaphore\(.*\) device_id\(", text), text
+    stablehlo = jax.jit(ring).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+    assert '"sdy.manual_computation"' in stablehlo and "has_communication" in stablehlo
 
 
 def test_repeat_roll_bitcast():

@@ -341,8 +341,11 @@ LogicalResult KernelBuilder::semaphore(Operation *op) {
     auto sem = semaphoreRef(op, buffer, s.getSemStarts(), /*dma=*/false);
     if (failed(sem))
       return failure();
-    et::SemaphoreSignalOp::create(b, loc, *sem, get(s.getAmount()),
-                                  /*device_id=*/Value(), /*core_id=*/Value());
+    // (A remote signal: to the semaphore of device `device_id`.)
+    et::SemaphoreSignalOp::create(
+        b, loc, *sem, get(s.getAmount()),
+        /*device_id=*/s.getDeviceId() ? get(s.getDeviceId()) : Value(),
+        /*core_id=*/Value());
     return success();
   }
   if (auto w = dyn_cast<et::TracedSemWaitOp>(op)) {
@@ -466,13 +469,37 @@ LogicalResult KernelBuilder::dma(Operation *op) {
   if (failed(semRef))
     return failure();
   Value semW = *semRef;
-  if (start)
-    et::EnqueueDMAOp::create(b, loc, srcW, /*source_semaphore=*/Value(), dstW,
-                             semW, /*device_id=*/Value(), /*core_id=*/Value(),
-                             /*priority=*/0, /*strict_ordering=*/false);
-  else
-    et::WaitDMA2Op::create(b, loc, semW, srcW, dstW, /*device_id=*/Value(),
+  // A remote copy: the target device's logical id.
+  Value deviceId = start ? start.getDeviceId() : wait.getDeviceId();
+  Value device = deviceId ? get(deviceId) : Value();
+  if (start) {
+    Value sendSem;
+    if (auto k = start.getSrcSemBuffer()) {
+      auto r = semaphoreRef(op, (int64_t)*k, start.getSrcSemStarts(),
+                            /*dma=*/true);
+      if (failed(r))
+        return failure();
+      sendSem = *r;
+    }
+    et::EnqueueDMAOp::create(b, loc, srcW, sendSem, dstW, semW, device,
+                             /*core_id=*/Value(), /*priority=*/0,
+                             /*strict_ordering=*/false);
+  } else if (wait.getSend()) {
+    // Until the source is read (the send semaphore), as JAX writes it: the
+    // ends swapped and a placeholder device and core. The destination
+    // here is unchanged.
+    Value zero = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
+    et::WaitDMA2Op::create(b, loc, semW, dstW, srcW, zero, zero,
+                           /*strict_ordering=*/false);
+    if (current(wait.getDst()))
+      resident[wait.getDstAfter()] = resident[wait.getDst()];
+    else if (Value v = map.lookupOrNull(wait.getDst()))
+      map.map(wait.getDstAfter(), v);
+    return success();
+  } else {
+    et::WaitDMA2Op::create(b, loc, semW, srcW, dstW, device,
                            /*core_id=*/Value(), /*strict_ordering=*/false);
+  }
   // The destination changes under the copy; after the wait the buffer holds
   // the new value.
   versions[dstMem] = ++counter;

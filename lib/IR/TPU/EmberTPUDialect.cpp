@@ -372,11 +372,28 @@ template <typename OpT> static LogicalResult verifyTracedDMA(OpT op) {
   return success();
 }
 
-LogicalResult TracedDMAStartOp::verify() { return verifyTracedDMA(*this); }
+LogicalResult TracedDMAStartOp::verify() {
+  if (failed(verifyTracedDMA(*this)))
+    return failure();
+  // traced_dma_c3: a send semaphore only for a remote copy (a device_id),
+  // and its starts only with one; `send` only on waits.
+  if ((getSrcSemBuffer() || !getSrcSemStarts().empty()) && !getDeviceId())
+    return emitOpError("traced_dma_c3: a send semaphore belongs to a remote "
+                       "copy (with a device_id)");
+  if (!getSrcSemBuffer() && !getSrcSemStarts().empty())
+    return emitOpError("traced_dma_c3: send semaphore starts without "
+                       "src_sem_buffer");
+  if (getSend())
+    return emitOpError("traced_dma_c3: `send` marks waits only");
+  return success();
+}
 
 LogicalResult TracedDMAWaitOp::verify() {
   if (failed(verifyTracedDMA(*this)))
     return failure();
+  if (getSrcSemBuffer() || !getSrcSemStarts().empty())
+    return emitOpError("traced_dma_c3: a wait names one semaphore (`send` "
+                       "for the send semaphore)");
   // traced_dma_c2: the wait's result is the destination buffer's value.
   if (getDstAfter().getType() != getDst().getType())
     return emitOpError("traced_dma_c2: the result must have the destination "

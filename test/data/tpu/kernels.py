@@ -524,6 +524,42 @@ def programs(jax, jnp, pl, pltpu):
         return jax.shard_map(body, mesh=mesh, in_specs=(P("x"), P()), out_specs=P("x"),
                              check_vma=False)(x, w)
 
+    # Remote DMAs: a ring all-reduce over the 4 devices (each copies its
+    # running block to its right neighbour, double-buffered), and a remote
+    # semaphore signal to the left neighbour that each device waits for.
+    def ring_kernel(x_ref, o_ref, buf, send_sem, recv_sem, ready):
+        n = 4
+        me = jax.lax.axis_index("x")
+        right = jax.lax.rem(me + 1, n)
+        left = jax.lax.rem(me + n - 1, n)
+        pltpu.semaphore_signal(ready, 1, device_id=(left,),
+                               device_id_type=pltpu.DeviceIdType.MESH)
+        pltpu.semaphore_wait(ready, 1)
+        o_ref[...] = x_ref[...]
+        buf[0] = x_ref[...]
+        for step in range(n - 1):
+            s = step % 2
+            copy = pltpu.make_async_remote_copy(buf.at[s], buf.at[1 - s], send_sem, recv_sem,
+                                                device_id=(right,),
+                                                device_id_type=pltpu.DeviceIdType.MESH)
+            copy.start()
+            copy.wait()
+            o_ref[...] += buf[1 - s]
+
+    def ring_all_reduce(x):
+        mesh = jax.make_mesh((4,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+        P = jax.sharding.PartitionSpec
+
+        def per_device(block):
+            return pl.pallas_call(
+                ring_kernel, out_shape=jax.ShapeDtypeStruct(block.shape, block.dtype),
+                scratch_shapes=[pltpu.VMEM((2, *block.shape), block.dtype),
+                                pltpu.SemaphoreType.DMA, pltpu.SemaphoreType.DMA,
+                                pltpu.SemaphoreType.REGULAR])(block)
+
+        return jax.shard_map(per_device, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
+                             check_vma=False)(x)
+
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     # Under grad: a custom_vjp whose fwd and bwd call kernels (how JAX's
@@ -607,6 +643,7 @@ def programs(jax, jnp, pl, pltpu):
         # output, and batches prefetched indices by a loop over the examples.
         ("shard_map_kernel", shard_mapped, (ramp((64, 128), jnp.float32, scale=500),
                                             ramp((8, 128), jnp.float32, scale=300))),
+        ("ring_all_reduce", ring_all_reduce, (ramp((32, 128), jnp.float32, scale=64),)),
         ("vmap_unbatched_alias", jax.vmap(aliased, in_axes=(0, None)),
          (ramp((3, 8, 128), jnp.float32), ramp((8, 128), jnp.float32, scale=7))),
         ("vmap_batched_prefetch", jax.vmap(gather_blocks),

@@ -574,7 +574,13 @@ def pallas_call(
             if not core._trace_stack:
                 # On concrete arrays: the checked interpreter (tpu_interpret.py).
                 return call(*args, checked=True)
-            return checked_in_trace(*args)
+            from .. import parallel
+
+            if not parallel._env.frames:
+                return checked_in_trace(*args)
+            # Under named axes (shard_map's devices: the kernel may ask its
+            # axis index or reach other devices) the traced interpreter
+            # runs, unchecked.
         if not core._trace_stack:
             return _eager(call, args)
         return call(*args)

@@ -130,10 +130,10 @@ def _remote(device_id, what):
     of one program on the CPU)."""
     from .. import parallel
 
-    if tpu_interpret.active() is not None or tpu_kernel.tracing():
+    if tpu_interpret.active() is not None:
         raise NotImplementedError(
             f"pltpu.{what} with device_id: remote DMAs and semaphores run in the traced "
-            f"interpreter only (not checked, not lowered for TPU yet) (at {core.where()})")
+            f"interpreter (not checked yet) and are lowered for TPU (at {core.where()})")
     frames = parallel._env.frames
     if len(frames) != 1:
         raise NotImplementedError(
@@ -168,21 +168,38 @@ class AsyncRemoteCopyDescriptor:
     def __init__(self, src, dst, send_sem, recv_sem, device_id, device_id_type):
         self.src, self.dst, self.device_id = src, dst, device_id
         self.send_sem, self.recv_sem = send_sem, recv_sem
+        self.device_id_type = device_id_type
+        # (As tpu_kernel.dma reads a descriptor: the receiving semaphore.)
+        self.sem, self.add = recv_sem, False
 
     def start(self, priority=0):
+        if tpu_kernel.tracing():
+            # Lowered for TPU: an enqueue_dma to the target device.
+            self.device = tpu_kernel.device_index(self.device_id, self.device_id_type)
+            return tpu_kernel.dma(self, "start")
         axis, me, target = _remote(self.device_id, "make_async_remote_copy")
         incoming, any_in = _deliver(axis, me, target, state.load(self.src, ()))
         old = state.load(self.dst, ())
         state.store(self.dst, (), jnp.where(any_in, incoming.astype(old.dtype), old))
 
     def wait(self):
-        """Landed when started (on the CPU)."""
+        """Waits for the send, then the receive (landed when started on
+        the CPU)."""
+        self.wait_send()
+        self.wait_recv()
 
     def wait_send(self):
-        """Landed when started (on the CPU)."""
+        """Until the source is read (landed when started on the CPU)."""
+        if tpu_kernel.tracing():
+            self.device = tpu_kernel.device_index(self.device_id, self.device_id_type)
+            tpu_kernel.dma(self, "wait_send")
 
     def wait_recv(self):
-        """Landed when started (on the CPU)."""
+        """Until the destination is written (landed when started on the
+        CPU)."""
+        if tpu_kernel.tracing():
+            self.device = tpu_kernel.device_index(self.device_id, self.device_id_type)
+            tpu_kernel.dma(self, "wait")
 
 
 def make_async_remote_copy(src_ref, dst_ref, send_sem, recv_sem, device_id,
@@ -193,6 +210,10 @@ def make_async_remote_copy(src_ref, dst_ref, send_sem, recv_sem, device_id,
 
 def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_index=None):
     """Adds `inc` to a regular semaphore (of device `device_id`)."""
+    if device_id is not None and tpu_kernel.tracing():
+        # Lowered for TPU: a signal of the target device's semaphore.
+        return tpu_kernel.semaphore("signal", sem, inc, tpu_kernel.device_index(
+            device_id, device_id_type or DeviceIdType.MESH))
     if device_id is not None:
         axis, me, target = _remote(device_id, "semaphore_signal")
         inc, _ = _deliver(axis, me, target, jnp.asarray(inc, np.int32))

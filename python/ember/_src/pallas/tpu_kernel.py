@@ -63,17 +63,46 @@ def _dma_end(ref, what):
     return base, k, starts, sizes, squeezed
 
 
-def semaphore(kind, sem, amount=None):
+def device_index(device_id, device_id_type):
+    """The logical id of the device a remote DMA or signal targets, as a
+    0-d int32: a mesh coordinate (one mesh axis, whose stride is 1) or a
+    logical id."""
+    from .. import parallel
+
+    kind = getattr(device_id_type, "value", device_id_type)
+    if str(kind).lower().endswith("mesh"):
+        if len(parallel._env.frames) != 1:
+            raise NotImplementedError(
+                f"lowering a Pallas kernel for TPU: remote DMAs and semaphores with mesh "
+                f"coordinates under shard_map over one mesh axis only (at {core.where()})")
+        if isinstance(device_id, (tuple, list)):
+            if len(device_id) != 1:
+                raise ValueError(f"device_id {device_id!r} must have one coordinate per mesh "
+                                 f"axis (at {core.where()})")
+            device_id = device_id[0]
+    elif isinstance(device_id, (tuple, list)):
+        raise ValueError(f"a logical device_id is one id, got {device_id!r} "
+                         f"(at {core.where()})")
+    return core.as_value(jnp.asarray(device_id, np.int32))
+
+
+def semaphore(kind, sem, amount=None, device=None):
     """A regular semaphore's signal, wait or read as a traced op (see
-    `ember_tpu.traced_sem_*`); a read returns the count."""
+    `ember_tpu.traced_sem_*`); a read returns the count. A signal with
+    `device` (a logical id) signals that device's semaphore."""
     from ..._mlir import ir
 
     _, mi, m_starts, _, _ = _dma_end(sem, "semaphore")
     trace = core.current_trace()
     with context():
         attrs = {"sem_buffer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), mi)}
+        if kind == "signal":
+            attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(
+                [1, len(m_starts), 0 if device is None else 1])
     operands = m_starts if amount is None else [
         core.as_value(jnp.asarray(amount, np.int32)), *m_starts]
+    if device is not None:
+        operands.append(device)
     vals = [trace.to_value(v) for v in operands]
     results = [core.ShapedArray((), np.int32)] if kind == "read" else []
     outs = trace.emit(f"ember_tpu.traced_sem_{kind}", vals, results, attrs)
@@ -117,9 +146,12 @@ def scoped(t):
 
 def dma(desc, kind):
     """A DMA's start or wait as a traced op (see `ember_tpu.traced_dma_*`):
-    after the wait, the destination buffer's value is what the copy left."""
+    after the wait, the destination buffer's value is what the copy left.
+    A remote copy's descriptor has `send_sem` and `device` (the target's
+    logical id); `kind` "wait_send" waits for its source to be read."""
     from ..._mlir import ir
 
+    remote = getattr(desc, "send_sem", None) is not None
     if desc.sem is None:
         raise NotImplementedError(
             f"lowering a Pallas kernel for TPU: a DMA without a semaphore (sync_copy) "
@@ -129,7 +161,12 @@ def dma(desc, kind):
             f"lowering a Pallas kernel for TPU: DMAs that add (at {core.where()})")
     src, si, s_starts, s_sizes, s_sq = _dma_end(desc.src, "source")
     dst, di, d_starts, d_sizes, d_sq = _dma_end(desc.dst, "destination")
-    _, mi, m_starts, _, _ = _dma_end(desc.sem, "semaphore")
+    sem = desc.send_sem if kind == "wait_send" else desc.sem
+    _, mi, m_starts, _, _ = _dma_end(sem, "semaphore")
+    send_starts, send_buffer = [], None
+    if remote and kind == "start":
+        _, send_buffer, send_starts, _, _ = _dma_end(desc.send_sem, "send semaphore")
+    device = [desc.device] if remote and kind != "wait_send" else []
     trace = core.current_trace()
     with context():
         i64 = ir.IntegerType.get_signless(64)
@@ -142,12 +179,19 @@ def dma(desc, kind):
             "src_squeezed": ir.DenseI64ArrayAttr.get(s_sq),
             "dst_squeezed": ir.DenseI64ArrayAttr.get(d_sq),
             "operandSegmentSizes": ir.DenseI32ArrayAttr.get(
-                [1, 1, len(s_starts), len(d_starts), len(m_starts)]),
+                [1, 1, len(s_starts), len(d_starts), len(m_starts), len(send_starts),
+                 len(device)]),
         }
-    operands = [src._value, dst._value, *s_starts, *d_starts, *m_starts]
+        if send_buffer is not None:
+            attrs["src_sem_buffer"] = ir.IntegerAttr.get(i64, send_buffer)
+        if kind == "wait_send":
+            attrs["send"] = ir.UnitAttr.get()
+    operands = [src._value, dst._value, *s_starts, *d_starts, *m_starts, *send_starts,
+                *device]
     vals = [trace.to_value(v) for v in operands]
-    results = [dst._value.aval] if kind == "wait" else []
-    outs = trace.emit(f"ember_tpu.traced_dma_{kind}", vals, results, attrs)
+    results = [dst._value.aval] if kind != "start" else []
+    op = "start" if kind == "start" else "wait"
+    outs = trace.emit(f"ember_tpu.traced_dma_{op}", vals, results, attrs)
     if kind == "wait":
         dst._value = outs[0]
 

@@ -142,12 +142,20 @@ def _properties_as_attributes(text):
 
 
 def backend_config(kernel_text):
-    """The custom call's backend config (JSON text) for a recorded kernel."""
-    body = serialize(lower_kernel(kernel_text))
-    return json.dumps({"custom_call_config": {
-        "body": base64.b64encode(body).decode("ascii"),
-        "serialization_format": 1,
-        "needs_layout_passes": True}})
+    """The custom call's backend config (JSON text) for a recorded kernel:
+    `has_communication` when it reaches other devices (remote DMAs and
+    semaphore signals), as JAX writes it."""
+    lowered = lower_kernel(kernel_text)
+    config = {"body": base64.b64encode(serialize(lowered)).decode("ascii")}
+    if _REMOTE.search(lowered):
+        config["has_communication"] = True
+    config.update({"serialization_format": 1, "needs_layout_passes": True})
+    return json.dumps({"custom_call_config": config})
+
+
+# An enqueue_dma or sem_signal with a target device (the generic form of
+# Mosaic's ops prints the operand segments; the custom form names it).
+_REMOTE = re.compile(r"ember_tpu\.(enqueue_dma|sem_signal)[^\n]*device_id")
 
 
 def _kernel_functions(module):
