@@ -300,6 +300,17 @@ def EmberTPU_DeviceIdOp : EmberTPU_Op<"device_id", [Pure]> {
   let assemblyFormat = "attr-dict `:` type($result)";
 }
 
+def EmberTPU_SemaphoreBarrierOp : EmberTPU_Op<"sem_barrier", [Pure]> {
+  let summary = "the kernel's barrier semaphore (pltpu.get_barrier_semaphore)";
+  let description = [{
+    Mosaic's `tpu.sem_barrier`: the semaphore devices signal each other to
+    meet (the kernel's `collective_id` names it).
+  }];
+  let results = (outs EmberTPU_SemaphoreRef:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def EmberTPU_SemaphoreAllocOp : EmberTPU_Op<"sem_alloc"> {
   let summary = "semaphores allocated for the rest of the enclosing region";
   let description = [{
@@ -431,10 +442,12 @@ def EmberTPU_TracedAllocOp : EmberTPU_Op<"traced_alloc"> {
     A buffer allocated while the kernel runs (`pl.run_scoped`), in a kernel
     traced as a function of values: the result is its (undefined) initial
     contents, and it is kernel buffer number `buffer` (numbered after the
-    arguments, in order). `dma_semaphore` marks semaphores that DMAs signal.
+    arguments, in order). `dma_semaphore` marks semaphores that DMAs signal;
+    `barrier` is the kernel's barrier semaphore (`get_barrier_semaphore`),
+    not an allocation.
   }];
   let arguments = (ins I64Attr:$buffer, EmberTPU_MemorySpaceAttr:$memory_space,
-                       UnitAttr:$dma_semaphore);
+                       UnitAttr:$dma_semaphore, UnitAttr:$barrier);
   let results = (outs Res<AnyRankedTensor, "", [MemAlloc<DefaultResource>]>:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;

@@ -272,3 +272,27 @@ func.func @remote(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>, %b: tensor<2x8x1
   %r = ember.reshape %s : (tensor<1x8x128xf32>) -> tensor<8x128xf32>
   return %r : tensor<8x128xf32>
 }
+
+// -----
+
+// The barrier semaphore (pltpu.get_barrier_semaphore): Mosaic's
+// sem_barrier, no region (it is not an allocation); the collective id is
+// the custom call's, not the kernel's.
+// CHECK-LABEL: func.func @barrier(
+// CHECK-NOT: collective_id
+// CHECK-NOT: ember_tpu.region
+// CHECK: %[[B:.*]] = ember_tpu.sem_barrier : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>
+// CHECK: ember_tpu.sem_signal %[[B]], %{{.*}} device_id %{{.*}}
+// CHECK: ember_tpu.sem_wait %[[B]]
+func.func @barrier(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.collective_id = 0 : i64,
+                ember_tpu.result_args = array<i64: 1>} {
+  %one = ember.constant dense<1> : tensor<i32>
+  %two = ember.constant dense<2> : tensor<i32>
+  %b = ember_tpu.traced_alloc {buffer = 2 : i64, memory_space = #ember_tpu.memory_space<semaphore_mem>, barrier} : tensor<i32>
+  ember_tpu.traced_sem_signal %one, sem[] device %one {sem_buffer = 2 : i64}
+  ember_tpu.traced_sem_wait %two, sem[] {sem_buffer = 2 : i64}
+  return %x : tensor<8x128xf32>
+}

@@ -261,3 +261,19 @@ func.func @send_on_start(%b: tensor<2x8x128xf32>, %i: tensor<i32>) {
   ember_tpu.traced_dma_start %b[%i, %i, %i], %b[%i, %i, %i], sem[] {src_buffer = 1 : i64, dst_buffer = 1 : i64, sem_buffer = 4 : i64, send, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32>
   return
 }
+
+// -----
+
+func.func @barrier_dma() -> memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>> {
+  // expected-error @+1 {{sem_c1}}
+  %b = ember_tpu.sem_barrier : memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>
+  return %b : memref<!ember_tpu.dma_semaphore, #ember_tpu.memory_space<semaphore_mem>>
+}
+
+// -----
+
+func.func @barrier_shape() -> tensor<2xi32> {
+  // expected-error @+1 {{traced_alloc_c4}}
+  %b = ember_tpu.traced_alloc {buffer = 1 : i64, memory_space = #ember_tpu.memory_space<semaphore_mem>, barrier} : tensor<2xi32>
+  return %b : tensor<2xi32>
+}

@@ -102,3 +102,12 @@ func.func @remote(%b: tensor<2x8x128xf32>, %i: tensor<i32>, %d: tensor<i32>) -> 
   ember_tpu.traced_sem_signal %d, sem[] device %d {sem_buffer = 5 : i64}
   return %n : tensor<2x8x128xf32>
 }
+
+// CHECK-LABEL: func.func @barrier
+// CHECK: ember_tpu.sem_barrier : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>
+// CHECK: ember_tpu.traced_alloc {barrier, buffer = 2 : i64, memory_space = #ember_tpu.memory_space<semaphore_mem>} : tensor<i32>
+func.func @barrier() -> tensor<i32> {
+  %b = ember_tpu.sem_barrier : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>
+  %t = ember_tpu.traced_alloc {buffer = 2 : i64, memory_space = #ember_tpu.memory_space<semaphore_mem>, barrier} : tensor<i32>
+  return %t : tensor<i32>
+}

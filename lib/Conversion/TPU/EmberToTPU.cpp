@@ -1357,8 +1357,9 @@ struct EmberTPUKernelPass
       StringRef n = a.getName().strref();
       if (n == "ember_tpu.grid_args" || n == "ember_tpu.arg_spaces" ||
           n == "ember_tpu.result_args" || n == "ember_tpu.dma_semaphores" ||
-          n == "ember_tpu.squeezed_dims" || n == "function_type" ||
-          n == "sym_name" || n == "arg_attrs" || n == "res_attrs")
+          n == "ember_tpu.squeezed_dims" || n == "ember_tpu.collective_id" ||
+          n == "function_type" || n == "sym_name" || n == "arg_attrs" ||
+          n == "res_attrs")
         continue;
       nf->setAttr(a.getName(), a.getValue());
     }
@@ -1426,8 +1427,12 @@ struct EmberTPUKernelPass
                             "that writes its results into buffers "
                             "(ember_tpu.result_args)");
       }
-      scope = et::RegionOp::create(b, loc, TypeRange{});
-      b.setInsertionPointToStart(&scope.getRegion().emplaceBlock());
+      // (The barrier semaphore alone is no allocation: no region.)
+      if (llvm::any_of(allocs,
+                       [](et::TracedAllocOp a) { return !a.getBarrier(); })) {
+        scope = et::RegionOp::create(b, loc, TypeRange{});
+        b.setInsertionPointToStart(&scope.getRegion().emplaceBlock());
+      }
       for (auto [k, a] : llvm::enumerate(allocs)) {
         int64_t number = a.getBufferAttr().getInt();
         if (number != nargs - ng + (int64_t)k) {
@@ -1444,7 +1449,13 @@ struct EmberTPUKernelPass
         }
         auto space = et::MemorySpaceAttr::get(ctx, a.getMemorySpace());
         Value mem;
-        if (a.getMemorySpace() == et::MemorySpace::semaphore_mem) {
+        if (a.getBarrier()) {
+          // The kernel's barrier semaphore (named by its collective_id).
+          mem = et::SemaphoreBarrierOp::create(
+              b, a.getLoc(),
+              MemRefType::get({}, et::SemaphoreType::get(ctx),
+                              MemRefLayoutAttrInterface(), space));
+        } else if (a.getMemorySpace() == et::MemorySpace::semaphore_mem) {
           Type elt = a.getDmaSemaphore() ? (Type)et::DMASemaphoreType::get(ctx)
                                          : (Type)et::SemaphoreType::get(ctx);
           mem = et::SemaphoreAllocOp::create(

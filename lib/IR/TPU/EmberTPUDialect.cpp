@@ -409,6 +409,16 @@ LogicalResult SemaphoreAllocOp::verify() {
   return success();
 }
 
+LogicalResult SemaphoreBarrierOp::verify() {
+  // sem_c1: a regular semaphore in semaphore memory.
+  if (memorySpaceOf(getResult().getType()) != MemorySpace::semaphore_mem ||
+      !isa<SemaphoreType>(getResult().getType().getElementType()))
+    return emitOpError(
+        "sem_c1: the barrier semaphore is a regular semaphore in "
+        "#ember_tpu.memory_space<semaphore_mem>");
+  return success();
+}
+
 LogicalResult RegionOp::verify() {
   // region_c1: the yield gives one value of each result's type.
   Operation *term = getRegion().front().getTerminator();
@@ -431,6 +441,11 @@ LogicalResult TracedAllocOp::verify() {
   if (getDmaSemaphore() && space != MemorySpace::semaphore_mem)
     return emitOpError("traced_alloc_c2: dma_semaphore marks semaphores "
                        "(semaphore_mem) only");
+  // traced_alloc_c4: the barrier semaphore is one regular semaphore.
+  if (getBarrier() && (space != MemorySpace::semaphore_mem ||
+                       getDmaSemaphore() || getType().getRank() != 0))
+    return emitOpError("traced_alloc_c4: the barrier semaphore is one regular "
+                       "semaphore (rank 0, semaphore_mem)");
   // traced_alloc_c3: buffer numbers are not negative.
   if (getBufferAttr().getInt() < 0)
     return emitOpError("traced_alloc_c3: buffer numbers are not negative");

@@ -546,19 +546,37 @@ def programs(jax, jnp, pl, pltpu):
             copy.wait()
             o_ref[...] += buf[1 - s]
 
-    def ring_all_reduce(x):
+    def on_devices(kernel, x, **kw):
+        """`kernel` on each of 4 devices' row blocks of `x` (shard_map)."""
         mesh = jax.make_mesh((4,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
         P = jax.sharding.PartitionSpec
 
         def per_device(block):
-            return pl.pallas_call(
-                ring_kernel, out_shape=jax.ShapeDtypeStruct(block.shape, block.dtype),
-                scratch_shapes=[pltpu.VMEM((2, *block.shape), block.dtype),
-                                pltpu.SemaphoreType.DMA, pltpu.SemaphoreType.DMA,
-                                pltpu.SemaphoreType.REGULAR])(block)
+            return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(block.shape,
+                                                                         block.dtype), **kw)(block)
 
         return jax.shard_map(per_device, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
                              check_vma=False)(x)
+
+    def ring_all_reduce(x):
+        return on_devices(ring_kernel, x, scratch_shapes=[
+            pltpu.VMEM((2, x.shape[0] // 4, x.shape[1]), x.dtype), pltpu.SemaphoreType.DMA,
+            pltpu.SemaphoreType.DMA, pltpu.SemaphoreType.REGULAR])
+
+    # The barrier semaphore: each device signals both neighbours and waits
+    # for their two signals before it writes (collective_id given).
+    def barrier_kernel(x_ref, o_ref):
+        me = jax.lax.axis_index("x")
+        barrier = pltpu.get_barrier_semaphore()
+        for other in (jax.lax.rem(me + 3, 4), jax.lax.rem(me + 1, 4)):
+            pltpu.semaphore_signal(barrier, 1, device_id=(other,),
+                                   device_id_type=pltpu.DeviceIdType.MESH)
+        pltpu.semaphore_wait(barrier, 2)
+        o_ref[...] = x_ref[...] * 3.0
+
+    def barrier_handshake(x):
+        return on_devices(barrier_kernel, x,
+                          compiler_params=pltpu.CompilerParams(collective_id=0))
 
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
@@ -644,6 +662,7 @@ def programs(jax, jnp, pl, pltpu):
         ("shard_map_kernel", shard_mapped, (ramp((64, 128), jnp.float32, scale=500),
                                             ramp((8, 128), jnp.float32, scale=300))),
         ("ring_all_reduce", ring_all_reduce, (ramp((32, 128), jnp.float32, scale=64),)),
+        ("barrier_handshake", barrier_handshake, (ramp((32, 128), jnp.float32, scale=64),)),
         ("vmap_unbatched_alias", jax.vmap(aliased, in_axes=(0, None)),
          (ramp((3, 8, 128), jnp.float32), ramp((8, 128), jnp.float32, scale=7))),
         ("vmap_batched_prefetch", jax.vmap(gather_blocks),

@@ -226,6 +226,19 @@ def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_in
     state.store(sem, (), state.load(sem, ()) + inc)
 
 
+def get_barrier_semaphore():
+    """The kernel's barrier semaphore, which devices signal each other to
+    meet (the kernel needs `CompilerParams(collective_id=...)`). Lowered for
+    TPU as Mosaic's `sem_barrier`; on the CPU the devices are lanes of one
+    program, already in step, so it is a fresh regular semaphore."""
+    if tpu_kernel.tracing():
+        return tpu_kernel.barrier_semaphore()
+    if tpu_interpret.active() is not None:
+        raise NotImplementedError(
+            f"pltpu.get_barrier_semaphore in the checked interpreter (at {core.where()})")
+    return state.Ref(jnp.zeros((), np.int32))
+
+
 def semaphore_wait(sem, value=1):
     """Waits until a regular semaphore holds `value`, then takes it (on the
     CPU, single device: takes it; the checked interpreter reports a wait

@@ -109,13 +109,43 @@ def semaphore(kind, sem, amount=None, device=None):
     return outs[0] if kind == "read" else None
 
 
+def _traced_alloc(shape, dtype, space, flag=None):
+    """A `traced_alloc` of a buffer numbered after the kernel's others (a
+    Ref of it); `flag` names a unit attribute (`dma_semaphore`, `barrier`)."""
+    from ..._mlir import ir
+
+    k = _state.next_buffer
+    _state.next_buffer += 1
+    with context():
+        attrs = {"buffer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), k),
+                 "memory_space": _parse(f"#ember_tpu.memory_space<{space}>")}
+        if flag is not None:
+            attrs[flag] = ir.UnitAttr.get()
+    out, = core.current_trace().emit("ember_tpu.traced_alloc", [],
+                                     [core.ShapedArray(tuple(shape), np.dtype(dtype))], attrs)
+    ref = state.Ref(out)
+    ref._tpu_buffer = k
+    return ref
+
+
+def barrier_semaphore():
+    """`pltpu.get_barrier_semaphore()` in a kernel traced for the TPU target:
+    a `traced_alloc` marked `barrier` (Mosaic's `sem_barrier`), one per
+    kernel; the kernel needs a `collective_id` (JAX's rule)."""
+    if getattr(_state, "barrier", None) is None:
+        if getattr(_state, "collective_id", None) is None:
+            raise ValueError(
+                f"pltpu.get_barrier_semaphore needs the kernel's collective_id: pass "
+                f"compiler_params=pltpu.CompilerParams(collective_id=...) (at {core.where()})")
+        _state.barrier = _traced_alloc((), np.int32, "semaphore_mem", "barrier")
+    return _state.barrier
+
+
 def scoped(t):
     """A `pl.run_scoped` buffer of scratch type `t` in a kernel traced for
     the TPU target: an `ember_tpu.traced_alloc` (the buffer's undefined
     first value), numbered after the kernel's other buffers, which
     `ember-tpu-kernel` allocates in Mosaic's `region`."""
-    from ..._mlir import ir
-
     kind = getattr(t, "semaphore_kind", None)
     if kind not in (None, "DMA", "REGULAR"):
         raise NotImplementedError(
@@ -129,19 +159,7 @@ def scoped(t):
         raise NotImplementedError(
             f"lowering a Pallas kernel for TPU: run_scoped buffers in {space} (scoped "
             f"buffers are in VMEM, SMEM or semaphore memory) (at {core.where()})")
-    k = _state.next_buffer
-    _state.next_buffer += 1
-    trace = core.current_trace()
-    with context():
-        attrs = {"buffer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), k),
-                 "memory_space": _parse(f"#ember_tpu.memory_space<{space}>")}
-        if kind == "DMA":
-            attrs["dma_semaphore"] = ir.UnitAttr.get()
-    aval = core.ShapedArray(tuple(t.shape), np.dtype(t.dtype))
-    out, = trace.emit("ember_tpu.traced_alloc", [], [aval], attrs)
-    ref = state.Ref(out)
-    ref._tpu_buffer = k
-    return ref
+    return _traced_alloc(t.shape, t.dtype, space, "dma_semaphore" if kind == "DMA" else None)
 
 
 def dma(desc, kind):
@@ -262,14 +280,18 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
             r._tpu_buffer = k
         grid_env.append((tuple(ids), grid))
         _state.depth = getattr(_state, "depth", 0) + 1
-        # run_scoped buffers are numbered after the kernel's own.
-        outer_next, _state.next_buffer = getattr(_state, "next_buffer", 0), len(refs)
+        # run_scoped buffers (and the barrier semaphore) are numbered after
+        # the kernel's own.
+        outer = (getattr(_state, "next_buffer", 0), getattr(_state, "barrier", None),
+                 getattr(_state, "collective_id", None))
+        _state.next_buffer, _state.barrier = len(refs), None
+        _state.collective_id = getattr(compiler_params, "collective_id", None)
         try:
             with state.scope(refs):
                 kernel(*refs)
         finally:
             _state.depth -= 1
-            _state.next_buffer = outer_next
+            _state.next_buffer, _state.barrier, _state.collective_id = outer
             grid_env.pop()
         return [r._value for r in refs[npf + nin:]]
 
@@ -336,6 +358,10 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
             fn.attributes["ember_tpu.squeezed_dims"] = _parse("[" + ", ".join(
                 "array<i64" + (": " + ", ".join(map(str, d)) if d else "") + ">"
                 for d in squeezed) + "]")
+        collective = getattr(compiler_params, "collective_id", None)
+        if collective is not None:
+            # (Read by the custom call's config; not part of the kernel.)
+            fn.attributes["ember_tpu.collective_id"] = _i64(int(collective))
         fn.attributes["scalar_prefetch"] = _i64(npf)
         fn.attributes["scratch_operands"] = _i64(len(scratch_types))
         fn.attributes["ember_tpu.core_type"] = _parse("#ember_tpu.core_type<tc>")

@@ -147,8 +147,11 @@ def backend_config(kernel_text):
     semaphore signals), as JAX writes it."""
     lowered = lower_kernel(kernel_text)
     config = {"body": base64.b64encode(serialize(lowered)).decode("ascii")}
-    if _REMOTE.search(lowered):
+    collective = re.search(r"ember_tpu\.collective_id = (\d+)", kernel_text)
+    if _REMOTE.search(lowered) or collective:
         config["has_communication"] = True
+    if collective:
+        config["collective_id"] = int(collective.group(1))
     config.update({"serialization_format": 1, "needs_layout_passes": True})
     return json.dumps({"custom_call_config": config})
 

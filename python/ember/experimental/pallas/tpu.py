@@ -21,6 +21,7 @@ from ember._src.pallas.tpu import SemaphoreType as SemaphoreType
 from ember._src.pallas.tpu import async_copy as async_copy
 from ember._src.pallas.tpu import bitcast as bitcast
 from ember._src.pallas.tpu import emit_pipeline as emit_pipeline
+from ember._src.pallas.tpu import get_barrier_semaphore as get_barrier_semaphore
 from ember._src.pallas.tpu import make_async_copy as make_async_copy
 from ember._src.pallas.tpu import make_async_remote_copy as make_async_remote_copy
 from ember._src.pallas.tpu import repeat as repeat
