@@ -472,6 +472,19 @@ def _sharded_programs():
             check_vma=True), (rng.normal(size=(3, 5)).astype(np.float32), xs)),
         "pmap": (ember.pmap(lambda v: v * lax.psum(v, "i"), axis_name="i"), (ys,)),
     }
+    # Over a 2 x 2 mesh: nested manual computations, collectives along each
+    # axis (replica groups over the other), both axis indices.
+    mesh2 = ember.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+
+    def grid_body(b, w):
+        i = lax.axis_index("x").astype(jnp.float32)
+        j = lax.axis_index("y").astype(jnp.float32)
+        t = lax.pmax(lax.psum(b * w, "y") + 10 * i + 100 * j, "x")
+        return t, lax.all_gather(b[0, 0], "x")[None, None], lax.ppermute(b, "y", [(0, 1), (1, 0)])
+
+    progs["mesh_2x2"] = (ember.shard_map(grid_body, mesh=mesh2, in_specs=(Ps("x", "y"), Ps()),
+                                         out_specs=(Ps("x", "y"),) * 3, check_vma=False),
+                         (rng.normal(size=(4, 6)).astype(np.float32), np.float32(2.0)))
     return progs
 
 
@@ -483,6 +496,9 @@ def test_xla_runs_sharded_stablehlo(tmp_path, devices8):
         texts[name] = _stablehlo(fn, args)
         assert '"sdy.manual_computation"' in texts[name], name
         assert "mhlo.num_partitions = 4" in texts[name], name
+        if name == "mesh_2x2":
+            assert '#sdy.mesh<["x"=2, "y"=2]>' in texts[name]
+            assert "dense<[[0, 1], [2, 3]]>" in texts[name]  # along y
         (tmp_path / f"{name}.mlir").write_text(texts[name])
         np.savez(tmp_path / f"{name}.in.npz", *args)
     subprocess.run([JAX_PYTHON, RUNNER, str(tmp_path)], check=True, timeout=600)

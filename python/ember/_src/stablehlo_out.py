@@ -13,6 +13,8 @@ written out round by round. docs/design.md ("StableHLO out") lists the ops
 without a StableHLO form; they raise NotImplementedError naming the op.
 """
 
+import itertools
+import math
 import re
 from collections import namedtuple
 
@@ -440,8 +442,8 @@ class _Translator:
         # shard_map/pmap: the device axis (name, size) of the mesh the
         # program's manual computations run over, and the axis of the one
         # being written (collectives name it).
-        self.mesh = None
-        self.device_axis = None
+        self.mesh = None        # [(axis, size)], outermost first
+        self.manual = []        # the axes of the manual computations being written
         self.channels = 0
         # callee name -> (backend config, kernel name) for Pallas TPU
         # kernels, None for other callees (targets/tpu.py).
@@ -1192,25 +1194,59 @@ class _Translator:
         return w.op("stablehlo.while", ins, rtypes, regions=[cond, body])
 
     # -- shard_map / pmap: manual computations over the devices ------------
+    def device_mesh(self, main):
+        """The mesh of the program's device vmaps (shard_map, pmap): their
+        axes, outermost first, following nested ones into their callees;
+        None without any. Every device vmap must use these axes in this
+        order (NotImplementedError otherwise)."""
+        chains = []
+
+        def visit(block, chain):
+            for op in block.operations:
+                op = op.operation
+                a = op.attributes
+                if op.name == "ember.vmap" and "ember.device_axis" in a:
+                    here = chain + [(ir.StringAttr(a["axis_name"]).value,
+                                     _ints(a["batch_size"]))]
+                    chains.append(here)
+                    callee = self.functions[ir.FlatSymbolRefAttr(a["callee"]).value]
+                    visit(callee.regions[0].blocks[0], here)
+                    continue
+                if op.name == "func.call":
+                    callee = self.functions.get(ir.FlatSymbolRefAttr(a["callee"]).value)
+                    if callee is not None and not (self.tpu_kernels and self.tpu_kernels(
+                            ir.FlatSymbolRefAttr(a["callee"]).value)):
+                        visit(callee.regions[0].blocks[0], chain)
+                for region in op.regions:
+                    for b in region.blocks:
+                        visit(b, chain)
+
+        visit(main.regions[0].blocks[0], [])
+        if not chains:
+            return None
+        mesh = max(chains, key=len)
+        if any(c != mesh[:len(c)] for c in chains) or len({n for n, _ in mesh}) != len(mesh):
+            raise NotImplementedError(
+                "StableHLO export: shard_maps over different meshes (or mesh axes in "
+                "different orders) in one program")
+        return mesh
+
     def t_vmap(self, op, ins, rtypes, a):
         """A vmap whose lanes are devices (`ember.device_axis`: shard_map,
-        pmap) as Shardy's `sdy.manual_computation` over a mesh of those
-        devices: its batched operands split along their first dimension,
-        the others replicated, the callee written once for one device."""
+        pmap) as Shardy's `sdy.manual_computation` over that mesh axis: its
+        batched operands split along their first dimension, the others
+        replicated, the callee written once for one device. A shard_map over
+        several mesh axes is one vmap per axis, nested: nested manual
+        computations."""
         if "ember.device_axis" not in a:
             raise NotImplementedError(
                 "StableHLO export: an ember.vmap left unexpanded (only shard_map's and "
                 "pmap's device vmaps are written, as manual computations)")
         axis = ir.StringAttr(a["axis_name"]).value
-        n = _ints(a["batch_size"])
-        if self.device_axis is not None:
+        if self.mesh is None or axis in self.manual or axis not in dict(self.mesh):
             raise NotImplementedError(
-                "StableHLO export: a shard_map or pmap over several mesh axes (nested "
-                "manual computations) is not supported yet")
-        if self.mesh not in (None, (axis, n)):
-            raise NotImplementedError(
-                "StableHLO export: shard_maps over different meshes in one program")
-        self.mesh = (axis, n)
+                f"StableHLO export: a device vmap over axis {axis!r} outside the program's "
+                "mesh")
         flags = [bool(b) for b in ir.DenseBoolArrayAttr(a["batched"])]
 
         def sharding(t, split):
@@ -1231,11 +1267,11 @@ class _Translator:
                 if split:
                     v = w.reshape(v, _split(v.type)[0][1:])
                 vals.append(v)
-            self.device_axis = axis
+            self.manual.append(axis)
             try:
                 outs = self.block(callee.regions[0].blocks[0], vals)
             finally:
-                self.device_axis = None
+                self.manual.pop()
             return [w.reshape(o, (1,) + tuple(_split(o.type)[0])) for o in outs]
 
         region = w.region([local(v.type, f) for v, f in zip(ins, flags)], body,
@@ -1249,18 +1285,38 @@ class _Translator:
         }
         return w.op("sdy.manual_computation", ins, rtypes, props, regions=[region])
 
+    def _axis_groups(self, axis):
+        """The partitions along `axis`, one group per position on the other
+        axes (partitions numbered row-major over the mesh's axes)."""
+        names = [n for n, _ in self.mesh]
+        sizes = [k for _, k in self.mesh]
+        d = names.index(axis)
+        others = [range(k) for i, k in enumerate(sizes) if i != d]
+        groups = []
+        for rest in itertools.product(*others):
+            group = []
+            for j in range(sizes[d]):
+                coords = list(rest[:d]) + [j] + list(rest[d:])
+                pid = 0
+                for c, k in zip(coords, sizes):
+                    pid = pid * k + c
+                group.append(pid)
+            groups.append(group)
+        return groups
+
     def _collective(self, op, a):
-        """(replica groups, channel handle) of a collective over the device
-        axis of the manual computation being written."""
+        """(replica groups, channel handle) of a collective over a device
+        axis of the manual computations being written."""
         axis = ir.StringAttr(a["axis"]).value
-        if self.device_axis is None or axis != self.device_axis:
+        if axis not in self.manual:
             raise NotImplementedError(
                 f"StableHLO export: {op.name} over axis {axis!r} outside a shard_map or "
                 "pmap over it (a vmap's named axis is expanded, not written)")
-        n = self.mesh[1]
         self.channels += 1
-        groups = f"dense<[{_list(range(n))}]> : tensor<1x{n}xi64>"
-        return groups, f"#stablehlo.channel_handle<handle = {self.channels}, type = 1>"
+        groups = self._axis_groups(axis)
+        text = (f"dense<[{', '.join(_list(g) for g in groups)}]> : "
+                f"tensor<{len(groups)}x{len(groups[0])}xi64>")
+        return text, f"#stablehlo.channel_handle<handle = {self.channels}, type = 1>"
 
     def _all_reduce(self, op, ins, rtypes, a, kind):
         groups, channel = self._collective(op, a)
@@ -1283,10 +1339,21 @@ class _Translator:
         return [ins[0]]
 
     def t_axis_index(self, op, ins, rtypes, a):
-        # One mesh axis holds every partition: its index is the partition's.
+        # The partition's coordinate along the axis (partitions row-major
+        # over the mesh's axes), as JAX computes it.
         self._collective(op, a)
-        pid = self.w.op("stablehlo.partition_id", [], ["tensor<ui32>"])[0]
-        return [self.w.convert(pid, "i32")]
+        axis = ir.StringAttr(a["axis"]).value
+        names = [n for n, _ in self.mesh]
+        sizes = [k for _, k in self.mesh]
+        d = names.index(axis)
+        stride = math.prod(sizes[d + 1:])
+        w = self.w
+        pid = w.op("stablehlo.partition_id", [], ["tensor<ui32>"])[0]
+        if stride > 1:
+            pid = w.bin("stablehlo.divide", pid, w.const(stride, (), "ui32"))
+        if d > 0:
+            pid = w.bin("stablehlo.remainder", pid, w.const(sizes[d], (), "ui32"))
+        return [w.convert(pid, "i32")]
 
     def t_all_gather(self, op, ins, rtypes, a):
         groups, channel = self._collective(op, a)
@@ -1314,7 +1381,10 @@ class _Translator:
     def t_ppermute(self, op, ins, rtypes, a):
         _, channel = self._collective(op, a)
         flat = _ints(a["pairs"])
-        pairs = [flat[k:k + 2] for k in range(0, len(flat), 2)]
+        # The lanes' pairs within each group of partitions along the axis.
+        pairs = [[g[flat[k]], g[flat[k + 1]]]
+                 for g in self._axis_groups(ir.StringAttr(a["axis"]).value)
+                 for k in range(0, len(flat), 2)]
         text = ("dense<[" + ", ".join(_list(p) for p in pairs) + f"]> : tensor<{len(pairs)}x2xi64>"
                 if pairs else "dense<> : tensor<0x2xi64>")
         return self.w.op("stablehlo.collective_permute", ins, rtypes, {
@@ -1322,7 +1392,7 @@ class _Translator:
 
     def t_all_to_all(self, op, ins, rtypes, a):
         groups, channel = self._collective(op, a)
-        n = self.mesh[1]
+        n = _ints(a["axis_size"])
         s, c = _ints(a["split"]), _ints(a["concat"])
         x = ins[0]
         shape, elt = _split(x.type)
@@ -1422,6 +1492,7 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_name
     `jax.result_info`, as in JAX's exported modules."""
     functions, main, ftype = module_functions(module, "StableHLO export")
     t = _Translator(functions, tpu_kernels, scope)
+    t.mesh = t.device_mesh(main)
     block = main.regions[0].blocks[0]
     arg_types = [str(x) for x in ftype.inputs]
     results = [str(x) for x in ftype.results]
@@ -1459,9 +1530,9 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_name
     partitions, mesh = 1, ""
     if t.mesh is not None:
         # shard_map/pmap: one partition per device of the mesh (Shardy's).
-        axis, partitions = t.mesh
-        mesh = ('  "sdy.mesh"() <{mesh = #sdy.mesh<["' + axis + f'"={partitions}]>, '
-                'sym_name = "mesh"}> : () -> ()\n')
+        partitions = math.prod(k for _, k in t.mesh)
+        mesh = ('  "sdy.mesh"() <{mesh = #sdy.mesh<[' + ", ".join(
+            f'"{n}"={k}' for n, k in t.mesh) + ']>, sym_name = "mesh"}> : () -> ()\n')
     head = (f"module @{name} attributes {{{poly}mhlo.num_partitions = {partitions} : i32, "
             "mhlo.num_replicas = 1 : i32} {\n" + mesh +
             "  func.func public @main(" + ", ".join(params)
