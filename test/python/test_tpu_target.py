@@ -263,3 +263,19 @@ def test_vmap_of_a_kernel_reading_hbm():
     np.testing.assert_allclose(np.asarray(jax.vmap(f)(xs)), np.asarray(xs)[:, :8] * 2)
     with pytest.raises(NotImplementedError, match=r"stays in HBM \(memory space ANY\)"):
         jax.jit(jax.vmap(f)).trace(xs).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+
+
+def test_kernel_under_shard_map_for_tpu(devices8):
+    # A kernel under shard_map: a manual computation over the 4 devices
+    # calling it once per device, its metadata naming the mesh axes (JAX's
+    # text), the device's index from ember_tpu.device_id.
+    progs = {n: (f, a) for n, f, a in _programs()}
+    f, args = progs["shard_map_kernel"]
+    text = jax.jit(f).trace(*args).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+    assert '"sdy.manual_computation"' in text and "mhlo.num_partitions = 4" in text
+    assert 'kernel_metadata = "{\\0A\\22mesh_axes\\22:\\22[\\5C\\22x\\5C\\22]\\22\\0A}"' in text
+    mosaic = jax.jit(f).trace(*args).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "ember_tpu.device_id : i32" in mosaic
+    x, w = (np.asarray(a) for a in args)
+    want = np.tanh(x) * np.tile(w, (8, 1)) + np.repeat(np.arange(4.0), 16)[:, None]
+    np.testing.assert_allclose(np.asarray(f(*args)), want, rtol=1e-5, atol=1e-6)

@@ -14,6 +14,7 @@ without a StableHLO form; they raise NotImplementedError naming the op.
 """
 
 import itertools
+import json
 import math
 import re
 from collections import namedtuple
@@ -471,9 +472,12 @@ class _Translator:
                 f"{_list([o]) if len(rtypes) > 1 else '[]'}, operand_index = {i}, "
                 f"operand_tuple_indices = []>" for i, o in aliases) + "]"
         outs = self.w.op("stablehlo.custom_call", ins, rtypes, props)
+        # Under shard_map, the kernel's mesh axes (JAX's metadata text).
+        metadata = ("{\n\"mesh_axes\":" + json.dumps(json.dumps(self.manual)) + "\n}"
+                    if self.manual else "{}")
         self.w.lines[-1] = self.w.lines[-1].replace(
             "}> : (", "}> {kernel_name = " + _string(kname) + ", mhlo.frontend_attributes = "
-            '{kernel_metadata = "{}"}} : (', 1)
+            "{kernel_metadata = " + _string(metadata) + "}} : (", 1)
         return outs
 
     def value(self, v):
