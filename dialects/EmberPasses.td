@@ -280,7 +280,8 @@ def EmberExpandTransformsPass : Pass<"ember-expand-transforms", "ModuleOp"> {
     Option<"keepDeviceVmaps", "keep-device-vmaps", "bool", /*default=*/"false",
            "Keep the vmaps whose lanes are devices (shard_map, pmap: "
            "`ember.device_axis`) for StableHLO out, which writes them as "
-           "manual computations">,
+           "manual computations; those a transformation of their function "
+           "waits for are expanded after all">,
   ];
   let dependentDialects = ["func::FuncDialect"];
 }
