@@ -275,6 +275,33 @@ def test_emit_pipeline_revisits_blocks_as_jax():
         np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
 
 
+def test_emit_pipeline_body_prologue():
+    # JAX's body_prologue runs at each step, in the pipeline's grid
+    # environment, before the body; allocations= is not supported.
+    def kernel(x_hbm, o_hbm, count):
+        count[0] = 0
+
+        def prologue():
+            count[0] += pl.program_id(0) + 1
+
+        def body(x, o):
+            o[...] = x[...] + count[0].astype(jnp.float32)
+
+        pltpu.emit_pipeline(body, grid=(2,), in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                            out_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))])(
+                                x_hbm, o_hbm, body_prologue=prologue)
+
+    x = jnp.zeros((16, 128), jnp.float32)
+    for params in (pltpu.InterpretParams(), True):
+        out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                             in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+                             out_specs=pl.BlockSpec(memory_space=pl.ANY),
+                             scratch_shapes=[pltpu.SMEM((1,), jnp.int32)], interpret=params)(x)
+        np.testing.assert_array_equal(np.asarray(out)[::8, 0], [1, 3])
+    with pytest.raises(NotImplementedError, match="allocations"):
+        pltpu.emit_pipeline(lambda x: None, grid=(1,))(allocations=())
+
+
 def test_emit_pipeline_output_starts_undefined():
     # As on a TPU, an output block's VMEM buffer is not read from HBM: a body
     # that accumulates without initialising reads undefined (NaN) values in

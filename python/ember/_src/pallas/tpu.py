@@ -288,11 +288,17 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), tiling=None, core_ax
                 f"pltpu.emit_pipeline: {len(refs)} refs for {len(in_specs)} input and "
                 f"{len(out_specs)} output specs (at {core.where()})")
         extra = tuple(scratches or ())
+        if allocations is not None:
+            raise NotImplementedError(
+                f"pltpu.emit_pipeline: allocations= (buffers made outside the pipeline) is "
+                f"not supported (at {core.where()})")
         if tpu_kernel.tracing() or tpu_interpret.active() is not None:
-            return _pipelined(body, grid, refs, specs, len(in_specs), extra)
+            return _pipelined(body, grid, refs, specs, len(in_specs), extra, body_prologue)
 
         def step(ids):
             with _grid(ids, grid):
+                if body_prologue is not None:
+                    body_prologue()
                 body(*[_block_view(r, sp, _block_index(sp, ids, r))
                        for r, sp in zip(refs, specs)], *extra)
 
@@ -356,7 +362,7 @@ def _block_view(ref, spec, idx):
     return ref.at[_block_parts(spec, idx)[0]] if _blocked(spec) else ref
 
 
-def _pipelined(body, grid, refs, specs, nin, extra):
+def _pipelined(body, grid, refs, specs, nin, extra, body_prologue=None):
     """emit_pipeline with its blocks in VMEM (see `emit_pipeline`). Each
     blocked operand gets a (2, *block) VMEM buffer and two DMA semaphores
     (`pl.run_scoped`). An input's block is waited for at the first step that
@@ -421,6 +427,8 @@ def _pipelined(body, grid, refs, specs, nin, extra):
             views = {k: bufs[k].at[slots[j]] for j, k in enumerate(ins)}
             views.update({k: bufs[k].at[slots[len(ins) + j]] for j, k in enumerate(outs)})
             with _grid(pl_core._unravel(jnp.asarray(i, np.int32), grid), grid):
+                if body_prologue is not None:
+                    body_prologue()
                 body(*[views[k] if k in views else refs[k] for k in range(len(refs))], *extra)
             pending, prev = list(pending), list(prev)
             for j, k in enumerate(outs):
