@@ -52,17 +52,37 @@ static Value addGridArg(func::FuncOp f, int64_t gridArgs) {
   return f.getArgument(0);
 }
 
+/// A recorded kernel's module, parsed in a context of its own (`owner`)
+/// with `ctx`'s dialects: a pass may not load dialects into its own
+/// context (multi-threaded), which parsing text naming an unloaded one
+/// would (found by fuzzing).
+static OwningOpRef<ModuleOp>
+parseKernelModule(MLIRContext *ctx, StringRef text,
+                  std::unique_ptr<MLIRContext> &owner) {
+  owner = std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED);
+  owner->appendDialectRegistry(ctx->getDialectRegistry());
+  // (Ops are also built in it: every dialect loaded, as in the pass's.)
+  owner->loadAllAvailableDialects();
+  // (Diagnostics of the private parse stay quiet: failure is reported.)
+  owner->getDiagEngine().registerHandler(
+      [](Diagnostic &) { return success(); });
+  ParserConfig config(owner.get());
+  return parseSourceString<ModuleOp>(text, config);
+}
+
 /// The kernel text batched (see the file comment), or failure with `why`.
-static FailureOr<std::string> batchKernelText(MLIRContext *ctx, StringRef text,
+static FailureOr<std::string> batchKernelText(MLIRContext *passCtx,
+                                              StringRef text,
                                               ArrayRef<bool> operandBatched,
                                               ArrayRef<int64_t> aliases,
                                               int64_t n, std::string &why) {
-  ParserConfig config(ctx);
-  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(text, config);
+  std::unique_ptr<MLIRContext> owner;
+  OwningOpRef<ModuleOp> m = parseKernelModule(passCtx, text, owner);
   if (!m) {
     why = "its recorded kernel does not parse";
     return failure();
   }
+  MLIRContext *ctx = owner.get();
   func::FuncOp kernel;
   for (auto f : m->getOps<func::FuncOp>())
     if (f->hasAttr("scalar_prefetch"))
@@ -266,8 +286,8 @@ void mlir::ember::carryTpuKernel(func::FuncOp callee, func::FuncOp batchedFn,
 
 /// The number of scalar-prefetch operands of the kernel recorded in `text`.
 static std::optional<int64_t> prefetchCount(MLIRContext *ctx, StringRef text) {
-  ParserConfig config(ctx);
-  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(text, config);
+  std::unique_ptr<MLIRContext> owner;
+  OwningOpRef<ModuleOp> m = parseKernelModule(ctx, text, owner);
   if (!m)
     return std::nullopt;
   for (auto f : m->getOps<func::FuncOp>())
