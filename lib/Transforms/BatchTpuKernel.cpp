@@ -296,11 +296,6 @@ static std::optional<int64_t> prefetchCount(MLIRContext *ctx, StringRef text) {
   return std::nullopt;
 }
 
-static Value scalarIndex(OpBuilder &b, Location loc, int64_t v) {
-  return ConstantOp::create(
-      b, loc, splatOf(RankedTensorType::get({}, b.getI64Type()), v));
-}
-
 /// The call of `callee` once per example in a counted loop, each result
 /// written into row i of a [n, ...] buffer (JAX's explicit loop).
 static SmallVector<Value> loopOverExamples(OpBuilder &b, func::CallOp call,
@@ -309,7 +304,7 @@ static SmallVector<Value> loopOverExamples(OpBuilder &b, func::CallOp call,
                                            ArrayRef<bool> isBatched,
                                            int64_t n) {
   Location loc = call.getLoc();
-  SmallVector<Value> init{scalarIndex(b, loc, 0)};
+  SmallVector<Value> init{scalarI64(b, loc, 0)};
   for (Type t : call.getResultTypes())
     init.push_back(ConstantOp::create(b, loc, splatOf(batchedType(t, n), 0)));
   SmallVector<Type> types(ValueRange(init).getTypes());
@@ -319,7 +314,7 @@ static SmallVector<Value> loopOverExamples(OpBuilder &b, func::CallOp call,
   OpBuilder::InsertionGuard guard(b);
   Block *cond = b.createBlock(&loop.getCond(), {}, types, locs);
   Value more = CompareOp::create(b, loc, ComparisonDirection::LT,
-                                 cond->getArgument(0), scalarIndex(b, loc, n));
+                                 cond->getArgument(0), scalarI64(b, loc, n));
   YieldOp::create(b, loc, ValueRange{more});
   Block *body = b.createBlock(&loop.getBody(), {}, types, locs);
   Value i = body->getArgument(0);
@@ -332,7 +327,7 @@ static SmallVector<Value> loopOverExamples(OpBuilder &b, func::CallOp call,
     auto t = cast<RankedTensorType>(v.getType());
     SmallVector<Value> starts{i};
     for (int64_t d = 1; d < t.getRank(); ++d)
-      starts.push_back(scalarIndex(b, loc, 0));
+      starts.push_back(scalarI64(b, loc, 0));
     SmallVector<int64_t> sizes(t.getShape());
     sizes[0] = 1;
     Value row = DynamicSliceOp::create(b, loc, v, starts,
@@ -344,13 +339,13 @@ static SmallVector<Value> loopOverExamples(OpBuilder &b, func::CallOp call,
   }
   auto c = func::CallOp::create(b, loc, callee, example);
   SmallVector<Value> next{
-      AddOp::create(b, loc, i, scalarIndex(b, loc, 1)).getResult()};
+      AddOp::create(b, loc, i, scalarI64(b, loc, 1)).getResult()};
   for (auto [r, buf] :
        llvm::zip(c.getResults(), body->getArguments().drop_front())) {
     auto t = cast<RankedTensorType>(r.getType());
     SmallVector<Value> starts{i};
     for (int64_t d = 0; d < t.getRank(); ++d)
-      starts.push_back(scalarIndex(b, loc, 0));
+      starts.push_back(scalarI64(b, loc, 0));
     Value row = ReshapeOp::create(b, loc, batchedType(t, 1), r);
     next.push_back(DynamicUpdateSliceOp::create(b, loc, buf, row, starts));
   }

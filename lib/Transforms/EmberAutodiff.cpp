@@ -48,11 +48,6 @@ Value zerosOf(OpBuilder &b, Location loc, Type type) {
   return ConstantOp::create(b, loc, splatOf(cast<RankedTensorType>(type), 0.0));
 }
 
-Value scalarI64(OpBuilder &b, Location loc, int64_t v) {
-  return ConstantOp::create(
-      b, loc, splatOf(RankedTensorType::get({}, b.getI64Type()), v));
-}
-
 LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
                                 Block::iterator end,
                                 DenseMap<Value, Value> &tangent,

@@ -57,6 +57,11 @@ bool mlir::ember::isTransformOp(Operation *op) {
   return isa<JvpOp, VjpOp, VmapOp>(op);
 }
 
+Value mlir::ember::scalarI64(OpBuilder &b, Location loc, int64_t v) {
+  return ConstantOp::create(
+      b, loc, splatOf(RankedTensorType::get({}, b.getI64Type()), v));
+}
+
 SmallVector<ValueRange> mlir::ember::splitSegments(ValueRange values,
                                                    ArrayRef<int64_t> sizes) {
   SmallVector<ValueRange> out;

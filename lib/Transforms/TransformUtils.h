@@ -33,6 +33,9 @@ Value fillValue(linalg::GenericOp g);
 /// (ember.jvp, ember.vjp, ember.vmap).
 bool isTransformOp(Operation *op);
 
+/// A 0-d i64 `ember.constant` (loop counters and indices the passes build).
+Value scalarI64(OpBuilder &b, Location loc, int64_t v);
+
 /// Splits `values` into consecutive ranges of the given sizes.
 SmallVector<ValueRange> splitSegments(ValueRange values,
                                       ArrayRef<int64_t> sizes);

@@ -504,12 +504,19 @@ def _grouped_gather(v, groups, axis, tiled):
         raise ValueError("all_gather with tiled=True needs an operand of rank >= 1")
     d = _canon_axis(axis, v.ndim + (0 if tiled else 1), "all_gather axis", v.ndim)
     mine = jnp.take(groups.gathered(v), groups.members(), axis=0)  # [k, ...]
+    return _stacked_at(mine, d, tiled)
+
+
+def _stacked_at(parts, d, tiled):
+    """`parts` ([k, ...]: one part per member) stacked at dimension `d`,
+    or concatenated along it (`tiled`), in the members' order."""
+    from .numpy import lax_numpy as jnp
+
+    parts = jnp.moveaxis(parts, 0, d)  # [..., k, n_d, ...]
     if not tiled:
-        return jnp.moveaxis(mine, 0, d)
-    mine = jnp.moveaxis(mine, 0, d)  # [..., k, n_d, ...]
-    shape = list(v.shape)
-    shape[d] *= mine.shape[d]
-    return jnp.reshape(mine, tuple(shape))
+        return parts
+    shape = list(parts.shape)
+    return jnp.reshape(parts, tuple(shape[:d] + [shape[d] * shape[d + 1]] + shape[d + 2:]))
 
 
 def _check_scatter_size(v, d, n, tiled, what):
@@ -713,13 +720,9 @@ def _grouped_all_to_all(v, groups, split_axis, concat_axis, tiled):
     mine = jnp.take(groups.gathered(v), groups.members(), axis=0)  # [k, ...v]
     p = groups.here(groups.pos)
     if not tiled:
-        chunks = jnp.take(mine, p, axis=s + 1)  # [k, ...v without s]
-        return jnp.moveaxis(chunks, 0, c)
+        return _stacked_at(jnp.take(mine, p, axis=s + 1), c, False)  # [k, ...v without s]
     n = v.shape[s] // k
-    chunks = lax.dynamic_slice_in_dim(mine, p * n, n, axis=s + 1)  # [k, ..., n at s, ...]
-    chunks = jnp.moveaxis(chunks, 0, c)  # [..., k, v_c, ...]
-    shape = list(chunks.shape)
-    return jnp.reshape(chunks, tuple(shape[:c] + [shape[c] * shape[c + 1]] + shape[c + 2:]))
+    return _stacked_at(lax.dynamic_slice_in_dim(mine, p * n, n, axis=s + 1), c, True)
 
 
 def _all_to_all_across(v, name, size, s, c, tiled):

@@ -1438,9 +1438,12 @@ def keep_device_vmaps(module):
     NotImplementedError."""
     from ember._mlir.passmanager import PassManager
 
+    from .context import compile_lock
+
     try:
-        PassManager.parse("builtin.module(ember-expand-transforms{keep-device-vmaps=true},"
-                          "symbol-dce,canonicalize,cse)").run(module.operation)
+        with compile_lock:  # (pipelines run one at a time: context.py)
+            PassManager.parse("builtin.module(ember-expand-transforms{keep-device-vmaps=true},"
+                              "symbol-dce,canonicalize,cse)").run(module.operation)
     except ir.MLIRError as e:
         notes = "; ".join(d.message for d in e.error_diagnostics)
         raise NotImplementedError(f"StableHLO export: {notes}") from None
