@@ -32,6 +32,11 @@ def Ember_Element : AnyTypeOf<[Ember_Bool, Ember_Int, Ember_Float, Ember_Complex
 
 def Ember_Tensor : StaticShapeTensorOf<[Ember_Element]>;
 
+// What `ember-to-linalg` leaves of the dialect (optimization barriers) also
+// holds the `?` dimensions of a program compiled for every size
+// (python/ember/_src/dynamic_shapes.py).
+def Ember_RankedTensor : RankedTensorOf<[Ember_Element]>;
+
 // A mutable array reference (JAX's `Ref`): a buffer holding a value of a
 // statically shaped tensor type, read and written by the ref ops.
 def Ember_RefType : TypeDef<Ember_Dialect, "Ref"> {

@@ -791,14 +791,15 @@ def Ember_OptimizationBarrierOp : Ember_Op<"optimization_barrier",
     it from being moved; an unused barrier is dead. `ember-to-linalg` keeps
     it on tensors and `ember-drop-optimization-barriers` removes it just
     before bufferization, after the last CSE. Derivatives and batching pass
-    through it.
+    through it. Its tensors may have `?` dimensions: it is the one ember op
+    left when a program is made dynamic after `ember-to-linalg`.
 
     ```mlir
     %y:2 = ember.optimization_barrier %a, %b : tensor<3xf32>, tensor<f32>
     ```
   }];
-  let arguments = (ins Variadic<Ember_Tensor>:$operands);
-  let results = (outs Variadic<Ember_Tensor>:$results);
+  let arguments = (ins Variadic<Ember_RankedTensor>:$operands);
+  let results = (outs Variadic<Ember_RankedTensor>:$results);
   let assemblyFormat = "$operands attr-dict `:` type($operands)";
 }
 

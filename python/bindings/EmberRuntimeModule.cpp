@@ -181,17 +181,9 @@ public:
             const std::vector<int64_t> &outItemsizes) {
     fn = mainEntry(exe);
     for (size_t i = 0; i < inShapes.size(); ++i)
-      ins.push_back(makeSpec(inShapes[i], inItemsizes[i]));
+      own.add(own.ins, inShapes[i], inItemsizes[i]);
     for (size_t i = 0; i < outShapes.size(); ++i)
-      outs.push_back(makeSpec(outShapes[i], outItemsizes[i]));
-    for (const ArgSpec &s : ins) {
-      descWords += 3 + 2 * s.shape.size();
-      bytes += s.nbytes;
-    }
-    for (const ArgSpec &s : outs) {
-      descWords += 3 + 2 * s.shape.size();
-      bytes += s.nbytes;
-    }
+      own.add(own.outs, outShapes[i], outItemsizes[i]);
   }
   ~Kernel() {
     if (exe)
@@ -203,7 +195,36 @@ public:
     std::vector<PyObject *> objs(n);
     for (size_t i = 0; i < n; ++i)
       objs[i] = args[i].ptr();
-    std::vector<PooledBuffer *> results = run(objs.data(), n);
+    return wrap(run(objs.data(), n));
+  }
+
+  /// Calls code compiled for every size (python/ember/_src/dynamic_shapes.py)
+  /// with this call's shapes: the arguments' and the results' (which the
+  /// caller computes from the dimension variables).
+  nb::list callShaped(nb::sequence args,
+                      const std::vector<std::vector<int64_t>> &inShapes,
+                      const std::vector<std::vector<int64_t>> &outShapes) {
+    size_t n = nb::len(args);
+    if (inShapes.size() != ins.size() || outShapes.size() != outs.size())
+      throw nb::value_error("ember: wrong number of shapes");
+    Specs specs;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (inShapes[i].size() != ins[i].shape.size())
+        throw nb::value_error("ember: an argument's rank differs");
+      specs.add(specs.ins, inShapes[i], ins[i].itemsize);
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (outShapes[i].size() != outs[i].shape.size())
+        throw nb::value_error("ember: a result's rank differs");
+      specs.add(specs.outs, outShapes[i], outs[i].itemsize);
+    }
+    std::vector<PyObject *> objs(n);
+    for (size_t i = 0; i < n; ++i)
+      objs[i] = args[i].ptr();
+    return wrap(run(objs.data(), n, specs));
+  }
+
+  static nb::list wrap(const std::vector<PooledBuffer *> &results) {
     nb::list out;
     for (PooledBuffer *buf : results) {
       nb::capsule owner = ownerOf(buf);
@@ -224,6 +245,27 @@ public:
 
   /// Runs the code on `n` buffer-protocol objects; returns the output buffers.
   std::vector<PooledBuffer *> run(PyObject **args, size_t n) {
+    return run(args, n, own);
+  }
+
+  /// The arguments' and results' specs of a call, and the descriptors' size.
+  struct Specs {
+    std::vector<ArgSpec> ins, outs;
+    size_t descWords = 0;
+    int64_t bytes = 0;
+    void add(std::vector<ArgSpec> &to, const std::vector<int64_t> &shape,
+             int64_t itemsize) {
+      to.push_back(makeSpec(shape, itemsize));
+      descWords += 3 + 2 * shape.size();
+      bytes += to.back().nbytes;
+    }
+  };
+
+  std::vector<PooledBuffer *> run(PyObject **args, size_t n,
+                                  const Specs &specs) {
+    const std::vector<ArgSpec> &ins = specs.ins, &outs = specs.outs;
+    size_t descWords = specs.descWords;
+    int64_t bytes = specs.bytes;
     if (n != ins.size())
       throw nb::type_error(("expected " + std::to_string(ins.size()) +
                             " arguments, got " + std::to_string(n))
@@ -292,9 +334,8 @@ public:
 private:
   EmberExecutable *exe = nullptr;
   void (*fn)(void **) = nullptr;
-  std::vector<ArgSpec> ins, outs;
-  size_t descWords = 0;
-  int64_t bytes = 0;
+  Specs own; // the shapes the code was compiled for
+  const std::vector<ArgSpec> &ins = own.ins, &outs = own.outs;
 };
 
 [[noreturn]] void outOfMemory(std::vector<PooledBuffer *> &results,
@@ -627,7 +668,9 @@ NB_MODULE(_ember_runtime, m) {
                     std::vector<int64_t>>(),
            nb::arg("object"), nb::arg("in_shapes"), nb::arg("in_itemsizes"),
            nb::arg("out_shapes"), nb::arg("out_itemsizes"))
-      .def("__call__", &Kernel::call, nb::arg("args"));
+      .def("__call__", &Kernel::call, nb::arg("args"))
+      .def("call_shaped", &Kernel::callShaped, nb::arg("args"),
+           nb::arg("in_shapes"), nb::arg("out_shapes"));
   nb::class_<CudaKernel>(m, "CudaKernel")
       .def(nb::init<MlirModule, int, std::vector<std::vector<int64_t>>,
                     std::vector<int64_t>, std::vector<std::vector<int64_t>>,

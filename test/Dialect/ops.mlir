@@ -201,7 +201,7 @@ func.func private @callee(%x: tensor<3xf32>) -> tensor<f32> {
   return %0 : tensor<f32>
 }
 // CHECK-LABEL: func @transforms
-func.func @transforms(%x: tensor<3xf32>, %c: tensor<f32>) -> tensor<3xf32> {
+func.func @transforms(%x: tensor<3xf32>, %c: tensor<f32>, %dyn: tensor<?x3xf32>) -> tensor<3xf32> {
   // CHECK: ember.jvp @callee(%{{.*}}) tangents(%{{.*}}) wrt [0]
   %y, %t = ember.jvp @callee(%x) tangents(%x) wrt [0] : (tensor<3xf32>, tensor<3xf32>) -> (tensor<f32>, tensor<f32>)
   // CHECK: ember.vjp @callee(%{{.*}}) cotangents(%{{.*}}) wrt [0]
@@ -212,6 +212,9 @@ func.func @transforms(%x: tensor<3xf32>, %c: tensor<f32>) -> tensor<3xf32> {
   %n = ember.checkpoint_name %s "layer0" : tensor<3xf32>
   // CHECK: ember.optimization_barrier %{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>
   %ob:2 = ember.optimization_barrier %s, %g : tensor<3xf32>, tensor<3xf32>
+  // Dynamic dimensions: the one ember op that takes them.
+  // CHECK: ember.optimization_barrier %{{.*}} : tensor<?x3xf32>
+  %od = ember.optimization_barrier %dyn : tensor<?x3xf32>
   return %s : tensor<3xf32>
 }
 

@@ -16,3 +16,15 @@ func.func @drop(%a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32> {
   } -> tensor<3xf32>
   return %1 : tensor<3xf32>
 }
+
+// -----
+
+// A program compiled for every size (design.md, "One compile for every
+// size") has `?` dimensions when the barriers are dropped.
+// CHECK-LABEL: func @drop_dynamic
+// CHECK-NOT: ember.optimization_barrier
+// CHECK: return %arg0 : tensor<?x4xf32>
+func.func @drop_dynamic(%a: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %0 = ember.optimization_barrier %a : tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}

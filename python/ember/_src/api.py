@@ -381,6 +381,8 @@ class Compiled:
 # `export.export(jitted)(*args, **kwargs)`, set by export.py (a higher
 # layer): `jit(f).trace` of symbolic specs traces as export does.
 symbolic_trace_hook = None
+# export._PolymorphicJit: jit(f, polymorphic_shapes=...).
+polymorphic_jit_hook = None
 
 
 class _SymbolicTraced:
@@ -739,11 +741,22 @@ class JitWrapped:
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
         donate_argnames=(), inline=False, keep_unused=False, device=None, backend=None,
-        in_shardings=None, out_shardings=None):
+        in_shardings=None, out_shardings=None, polymorphic_shapes=None):
     """`in_shardings` are accepted (arguments are in one address space);
-    `out_shardings` are recorded on the results of calls outside traces."""
+    `out_shardings` are recorded on the results of calls outside traces.
+    `polymorphic_shapes` (Ember's, beyond JAX: design.md, "One compile for
+    every size"): the arguments' shapes with dimension variables, as
+    `export.symbolic_args_specs` takes them (`["b, 784", None]`); the
+    function is compiled once for every value of the variables."""
+    if polymorphic_shapes is not None and (static_argnums not in ((), [], None)
+                                       or static_argnames not in ((), [], None)):
+        raise NotImplementedError(
+            "jit: polymorphic_shapes with static arguments is not supported yet")
+
     def make(f):
         j = JitWrapped(f, static_argnums, static_argnames, donate_argnums)
+        if polymorphic_shapes is not None:
+            j = polymorphic_jit_hook(j, polymorphic_shapes)
         if out_shardings is None:
             return j
         return _ShardedOutputs(j, out_shardings)

@@ -14,10 +14,12 @@ after `ember-transforms` (no transformation ops or private callees remain),
 so a reader needs only the `ember` dialect of the same or a later format.
 """
 
+import functools
 import hashlib
 import io
 import json
 import math
+import os
 import re
 import struct
 
@@ -26,7 +28,7 @@ import numpy as np
 from ember._mlir import ir
 from ember._mlir.passmanager import PassManager
 
-from . import api, compiler, core, dtypes, shape_poly, tree_util
+from . import api, compiler, core, dtypes, dynamic_shapes, shape_poly, tree_util
 from .api_util import argument_paths, flatten_args, flatten_fun
 
 # 1: static shapes. 2: symbolic dimensions (the header's "symbolic" entry,
@@ -175,6 +177,12 @@ class Exported:
         # module is compiled once for each set of the variables' values.
         self._scope = scope
         self._exes = {}
+        # ... or once for every size (dynamic_shapes): the executable, False
+        # where it could not be built (`_dynamic_reason` says why), and the
+        # output avals of each set of argument shapes seen.
+        self._dynamic = None
+        self._dynamic_reason = None
+        self._dynamic_outs = {}
         self._text = module_text
         self.in_tree, self.out_tree = in_tree, out_tree
         self.in_avals, self.out_avals = tuple(in_avals), tuple(out_avals)
@@ -385,6 +393,14 @@ class Exported:
         compiled once per set of values, or inlined into a trace."""
         shapes = tuple(tuple(v.shape) for v in vals)
         traced = core._trace_stack or any(isinstance(v, core.Tracer) for v in vals)
+        dynamic = None if traced else self._dynamic_executable()
+        if dynamic is not None:
+            outs = self._dynamic_outs.get(shapes)
+            if outs is None:
+                env = _solve_dims(self.in_avals, list(shapes), self._scope)
+                outs = self._dynamic_outs[shapes] = [_eval_aval(a, env) for a in self.out_avals]
+            raw = dynamic([v._value for v in vals], outs)
+            return [core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)]
         exe = None if traced else self._exes.get(shapes)
         if exe is not None:  # these sizes were solved and compiled before
             raw = exe([v._value for v in vals])
@@ -402,6 +418,25 @@ class Exported:
         exe = self._exes[shapes] = compiler.Executable(module, ins, outs, text=text)
         raw = exe([v._value for v in vals])
         return [core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)]
+
+    def _dynamic_executable(self):
+        """The program compiled once for every size of the variables, built
+        on the first call (None where it cannot be: a lowering that is not
+        the same at every size, another target; then each set of sizes
+        compiles, and `_dynamic_reason` says why). EMBER_DYNAMIC_SHAPES=0
+        turns it off (each set of sizes compiles: what JAX does)."""
+        if self._dynamic is None:
+            self._dynamic = False
+            if os.environ.get("EMBER_DYNAMIC_SHAPES", "1") == "0":
+                self._dynamic_reason = "EMBER_DYNAMIC_SHAPES=0"
+                return None
+            try:
+                self._dynamic = dynamic_shapes.DynamicExecutable(
+                    lambda env: _refine(self._text, env, self._scope), self._scope,
+                    self.in_avals, self.out_avals, compiler.get_target())
+            except NotImplementedError as e:
+                self._dynamic_reason = str(e)
+        return self._dynamic or None
 
     def vjp(self):
         """The exported VJP: takes the primal arguments and the output
@@ -687,14 +722,7 @@ def _refine_in(module, env, scope):
 
     for fn in module.body.operations:
         visit(fn.operation)
-    for fn in module.body.operations:
-        fn = fn.operation
-        if fn.name != "func.func":
-            continue
-        block = fn.regions[0].blocks[0]
-        ret = list(block.operations)[-1].operation
-        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
-            [a.type for a in block.arguments], [v.type for v in ret.operands]))
+    dynamic_shapes.refresh_function_types(module)
     try:
         module.operation.verify()
     except ir.MLIRError as e:
@@ -1201,3 +1229,41 @@ def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
 
 
 api.symbolic_trace_hook = lambda jitted, args, kwargs: export(jitted)(*args, **kwargs)
+
+
+class _PolymorphicJit:
+    """`jit(f, polymorphic_shapes=...)`: outside traces, `f` is exported with
+    the arguments' symbolic shapes (once per pytree structure, dtypes and
+    fixed dimensions) and called through the export, which compiles one
+    program for every size where it can (`Exported._dynamic_executable`;
+    else once per set of sizes, as plain `jit`). Inside a trace, and for
+    arguments that are not arrays, it is plain `jit`."""
+
+    def __init__(self, jitted, shapes):
+        functools.update_wrapper(self, jitted.fun)
+        self._jitted, self._shapes = jitted, shapes
+        self._by_shapes = {}  # the arguments' (tree, shapes, dtypes) -> Exported
+        self._by_specs = {}  # the symbolic specs' text -> Exported
+
+    def __call__(self, *args, **kwargs):
+        leaves, tree = tree_util.tree_flatten(args)
+        if kwargs or core._trace_stack or not all(
+                isinstance(x, (core.Array, np.ndarray)) for x in leaves):
+            return self._jitted(*args, **kwargs)
+        key = (tree, tuple((tuple(x.shape), str(x.dtype)) for x in leaves))
+        exp = self._by_shapes.get(key)
+        if exp is None:
+            specs = symbolic_args_specs(args, self._shapes)
+            skey = (tree, tuple(str(s) for s in tree_util.tree_leaves(specs)))
+            exp = self._by_specs.get(skey)
+            if exp is None:
+                exp = self._by_specs[skey] = export(self._jitted)(*specs)
+            self._by_shapes[key] = exp
+        return exp.call(*args)
+
+    def __getattr__(self, name):
+        return getattr(self._jitted, name)
+
+
+api.polymorphic_jit_hook = _PolymorphicJit
+
