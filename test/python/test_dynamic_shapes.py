@@ -3,6 +3,7 @@ a symbolic export, and `jit(f, polymorphic_shapes=...)`, compile one program
 with `?` dimensions that serves every value of the dimension variables;
 what cannot be made dynamic compiles per set of sizes, with the reason."""
 
+import os
 import subprocess
 import sys
 
@@ -174,3 +175,56 @@ def test_jit_with_polymorphic_shapes():
         f(params, np.ones((3, 9), _F32))  # 9 is not the spec's 8
     with pytest.raises(NotImplementedError, match="static arguments"):
         ember.jit(_mlp, static_argnums=0, polymorphic_shapes=["b"])
+
+
+def test_compiled_from_a_symbolic_lowering():
+    (b,) = export.symbolic_shape("b")
+    compiled = ember.jit(lambda x: jnp.cumsum(x * 2, 0)).trace(S((b, 2), _F32)).lower().compile()
+    assert compiled.dynamic_reason is None
+    for n in (1, 4, 11):
+        x = np.arange(2 * n, dtype=_F32).reshape(n, 2)
+        np.testing.assert_allclose(compiled(x), np.cumsum(x * 2, 0))
+    assert not compiled._exported._exes
+    with pytest.raises(ValueError, match="b"):
+        compiled(np.ones((3, 3), _F32))
+
+
+def test_persistent_cache_holds_the_program_for_every_size(tmp_path):
+    """A second process loads the one program from the persistent cache and
+    serves sizes the first never called, compiling nothing."""
+    (b,) = export.symbolic_shape("b")
+    exp = export.export(ember.jit(lambda x: jnp.sort(jnp.tanh(x), axis=0) * x.shape[0]))(
+        S((b, 3), _F32))
+    (tmp_path / "f.bin").write_bytes(exp.serialize())
+    code = (
+        "import sys, numpy as np, ember\n"
+        "from ember import export\n"
+        "from ember._src import compiler\n"
+        "ember.config.update('jax_compilation_cache_dir', sys.argv[1])\n"
+        "ember.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)\n"
+        "if sys.argv[2] == 'forbid':\n"
+        "    def no(*a, **k):\n"
+        "        raise AssertionError('compiled although the cache holds the program')\n"
+        "    compiler.run_pipeline = no\n"
+        "e = export.deserialize(open(sys.argv[4], 'rb').read())\n"
+        "for n in map(int, sys.argv[3].split(',')):\n"
+        "    x = np.linspace(0, 1, 3 * n, dtype=np.float32).reshape(n, 3)\n"
+        "    print(float(np.asarray(e.call(x)).sum()))\n"
+        "print(bool(e._dynamic), len(e._exes))\n")
+    cache = tmp_path / "cache"
+
+    def run(mode, sizes):
+        out = subprocess.run([sys.executable, "-c", code, str(cache), mode, sizes,
+                              str(tmp_path / "f.bin")],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.split()
+
+    assert run("compile", "1,7")[-2:] == ["True", "0"]
+    assert [p for p in os.listdir(cache) if p.endswith(".bin")]
+    got = run("forbid", "1,7,128")
+    assert got[-2:] == ["True", "0"]
+    for v, n in zip(got[:3], (1, 7, 128)):
+        x = np.linspace(0, 1, 3 * n, dtype=_F32).reshape(n, 3)
+        np.testing.assert_allclose(float(v), float((np.sort(np.tanh(x), 0) * n).sum()),
+                                   rtol=1e-5)

@@ -389,8 +389,8 @@ class _SymbolicTraced:
     """`jit(f).trace(*args)` with symbolic dimensions in the arguments'
     shapes (`export.symbolic_shape`): the program traced as
     `export(jit(f))` traces it. It lowers to StableHLO with `?` dimensions
-    (`as_text()`, as JAX's shape-polymorphic lowering); compiling needs the
-    sizes (`export(jit(f))(...).call(...)` compiles once per set of sizes)."""
+    (`as_text()`, as JAX's shape-polymorphic lowering); `compile()` gives
+    one program for every size (beyond JAX)."""
 
     def __init__(self, exported):
         self._exported = exported
@@ -426,8 +426,7 @@ class _SymbolicLowered:
             return self._exported.ember_module()
         raise NotImplementedError(
             f"as_text({stage!r}) of a program with symbolic dimensions: the stages after "
-            "'stablehlo' are built for concrete sizes (export(jit(f))(...).call(...) "
-            "compiles once per set of sizes)")
+            "'stablehlo' are built for concrete sizes or, by compile(), for every size")
 
     def compiler_ir(self, dialect="stablehlo"):
         if dialect != "stablehlo":
@@ -439,10 +438,27 @@ class _SymbolicLowered:
             return ir.Module.parse(self.as_text("stablehlo"))
 
     def compile(self):
-        raise NotImplementedError(
-            "compiling a program with symbolic dimensions: Ember compiles one program per "
-            "set of sizes; call ember.export.export(jit(f))(*specs).call(*args), which "
-            "compiles for the arguments' sizes")
+        """Beyond JAX (whose compile needs concrete shapes): one program for
+        every size of the variables (design.md, "One compile for every
+        size"), compiled here; where it cannot be built, each call's set of
+        sizes compiles on first use (the reason: `dynamic_reason`)."""
+        self._exported._dynamic_executable()
+        return _SymbolicCompiled(self._exported, self.out_info)
+
+
+class _SymbolicCompiled:
+    """`jit(f).trace(symbolic specs).lower().compile()`: callable with
+    arguments of any sizes the symbolic shapes allow (JAX's shape errors
+    otherwise)."""
+
+    def __init__(self, exported, out_info):
+        self._exported = exported
+        self.out_info = out_info
+        self.in_tree = exported.in_tree
+        self.dynamic_reason = exported._dynamic_reason
+
+    def __call__(self, *args, **kwargs):
+        return self._exported.call(*args, **kwargs)
 
 
 class _AbstractArg:

@@ -14,6 +14,7 @@ processes writing the same entry at once leave one whole file.
 import hashlib
 import os
 import tempfile
+import time
 
 from .config import config
 
@@ -88,3 +89,28 @@ def object_file():
     fd, path = tempfile.mkstemp(prefix="ember-obj-", suffix=".o")
     os.close(fd)
     return path
+
+
+def load_or_compile(k, load_object, compile):
+    """Entry `k`'s code loaded by `load_object(bytes)`, or (no entry, an
+    unusable one, or `k` None: no cache) `compile(object_path)`'s, whose
+    object code is stored as entry `k` (object_path is "" without a key).
+    Returns (kernel, whether it was loaded)."""
+    if k is not None:
+        obj = load(k)
+        if obj is not None:
+            try:
+                return load_object(obj), True
+            except RuntimeError:
+                pass  # an unusable entry: compiled again and rewritten below
+    start = time.perf_counter()
+    path = object_file() if k is not None else ""
+    try:
+        kernel = compile(path)
+        if k is not None:
+            store(k, path, time.perf_counter() - start)
+    finally:
+        if path:
+            os.unlink(path)
+    return kernel, False
+

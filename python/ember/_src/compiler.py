@@ -8,7 +8,6 @@ above this layer (`core`), which hands it finished modules.
 """
 
 import os
-import time
 
 from ember._mlir import ir, passmanager
 from ember._mlir._mlir_libs import _ember_runtime
@@ -151,41 +150,31 @@ class Executable:
             key = compilation_cache.key(target, self.ember_text, self.in_avals,
                                         self.out_avals,
                                         opt_level if fp_contract else f"{opt_level}-nofma")
-            obj = compilation_cache.load(key)
-            if obj is not None:
-                try:
-                    self.kernel = target.load_object(obj, self.in_avals, self.out_avals)
-                    self.stages = {"ember": self.ember_text}
-                    return
-                except RuntimeError:
-                    pass  # an unusable entry: compiled again and rewritten below
-        start = time.perf_counter()
-        obj_path = compilation_cache.object_file() if key else ""
-        try:
+
+        def compile(obj_path):
             with compile_lock, context():
                 fn = module.body.operations[0]
                 fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
                 self.stages = run_pipeline(module, target, text=self.ember_text,
                                            keep_last=False)
-                if opt_level == FIRST_TIER:
-                    opt_level = 0 if exact_at_any_level(module) else OPT_LEVEL
-                self.opt_level = opt_level
+                level = opt_level
+                if level == FIRST_TIER:
+                    level = 0 if exact_at_any_level(module) else OPT_LEVEL
+                self.opt_level = level
                 if not fp_contract and target.name == "cpu":
                     module.operation.attributes["ember.fp_contract"] = ir.BoolAttr.get(False)
                 try:
                     if obj_path:
-                        self.kernel = target.load(module, opt_level, self.in_avals,
-                                                  self.out_avals, object_path=obj_path)
-                    else:
-                        self.kernel = target.load(module, opt_level, self.in_avals,
-                                                  self.out_avals)
+                        return target.load(module, level, self.in_avals, self.out_avals,
+                                           object_path=obj_path)
+                    return target.load(module, level, self.in_avals, self.out_avals)
                 except RuntimeError as e:
                     raise EmberInternalError(f"{e} (a bug in Ember)") from None
-            if key:
-                compilation_cache.store(key, obj_path, time.perf_counter() - start)
-        finally:
-            if obj_path:
-                os.unlink(obj_path)
+
+        self.kernel, loaded = compilation_cache.load_or_compile(
+            key, lambda obj: target.load_object(obj, self.in_avals, self.out_avals), compile)
+        if loaded:
+            self.stages = {"ember": self.ember_text}
 
     def __call__(self, arrays):
         """The outputs, read-only: an Array takes them without a copy (it

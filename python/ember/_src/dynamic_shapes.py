@@ -1,35 +1,40 @@
-"""One compiled program for every size of a symbolic export (#20 item 2).
+"""One compiled program for every size of a symbolic export (#20 item 2;
+design.md, "One compile for every size").
 
 The `ember` dialect is statically shaped (a trace builds every type at its
 witness sizes: design.md, "Symbolic dimensions"), so dynamic shapes enter
-after `ember-to-linalg`, where every op is an upstream one that takes `?`
-dimensions. `generalize` lowers the program at a few sets of sizes (distinct
-primes, so that no lowering specializes for a divisor or a size of one),
-checks that the lowered programs are the same but for their sizes, fits
-each size that differs as an affine function of the dimension variables,
-and rewrites the first program with `?` for those dimensions:
+after `ember-to-linalg`, where the program is upstream ops that take `?`
+dimensions. `DynamicExecutable` lowers the program to linalg at three sets
+of sizes (distinct primes, so that no lowering specializes for a divisor or
+a size of one); `generalize` checks that the lowered programs are the same
+but for their sizes, fits each size and constant that differs as an affine
+function of the dimension variables, and rewrites the first program:
 
 - a value whose shape varies gets `?` in those dimensions (results, block
   arguments, function types);
 - ops that take the sizes of their result (`tensor.empty`, `memref.alloc`,
-  `tensor.expand_shape`, a splat constant) get them as operands;
-- a scalar constant that varies (a loop bound, a size passed to the
-  runtime's GEMM, the count of a mean) becomes its affine expression;
+  a splat constant) get them as operands, `tensor.expand_shape` its output
+  shape, slices their offsets, sizes and strides;
+- a constant that varies (a loop bound, a size passed to the runtime's
+  GEMM, the count of a mean, a bound of a gather) becomes its expression;
+- a `linalg.generic` input read at an offset that varies (a reverse) is
+  read in the body with `tensor.extract`;
 - each function reads the variables from its arguments (`tensor.dim`).
 
-The rest of the CPU pipeline (fusion, bufferization, loops, LLVM) then runs
-on the dynamic program, and the runtime calls it with each call's shapes.
-Anything else that differs between the lowered programs (an attribute, a
-non-affine size, a function without an argument of a variable's size) is
-a `NotImplementedError` saying what; `Exported.call` then compiles per set
-of sizes, as before.
+`outputs_as_arguments` gives `main` the runtime's calling convention, the
+rest of the CPU pipeline (fusion, bufferization, loops, LLVM) runs on the
+dynamic program, and the runtime calls it with each call's shapes
+(`Kernel.call_shaped`). Anything else that differs between the lowered
+programs (an attribute, a non-affine size, a function without an argument
+of a variable's size) is a `NotImplementedError` saying what;
+`Exported.call` then compiles per set of sizes, as before.
 """
 
 import math
 
 from ember._mlir import ir, passmanager
 
-from . import shape_poly
+from . import compilation_cache, compiler, shape_poly
 from .context import compile_lock, context
 
 # Sizes the program is lowered at: distinct primes (no divisor, no size of
@@ -40,8 +45,9 @@ _DYNAMIC = ir.ShapedType.get_dynamic_size()
 
 
 def sample_envs(scope):
-    """The variables' sizes to lower at: [base, base with variable i moved
-    (one per variable), check], and each variable's step."""
+    """The variables' names and the sizes to lower at: [base, base with
+    variable i moved (one per variable), check]. NotImplementedError where
+    they would not satisfy the scope (bounds, constraints)."""
     names = list(scope.vars)
     k = len(names)
     if 3 * k > len(_PRIMES):
@@ -72,10 +78,6 @@ class _Affine:
         """The variable this is, or None."""
         nz = [v for v, a in self.coefs.items() if a]
         return nz[0] if self.c0 == 0 and len(nz) == 1 and self.coefs[nz[0]] == 1 else None
-
-    def __str__(self):
-        terms = [f"{a}*{v}" if a != 1 else v for v, a in self.coefs.items() if a]
-        return " + ".join(terms + ([str(self.c0)] if self.c0 else []))
 
 
 class _Fitter:
@@ -146,7 +148,6 @@ class _Rewriter:
 
     def __init__(self, fitter):
         self.fitter = fitter
-        self.dims = {}  # (op, result index) or block argument -> dims
         self.retype = []  # (value, new type)
         self.constants = []  # (op, fit of each element)
         self.sized = []  # (op, result dims, splat value's fit): ops that take their sizes
@@ -211,7 +212,7 @@ class _Rewriter:
         if name == "arith.constant" and varying:
             self.constant(ops, rdims[0])
             varying = []
-        elif name == "tensor.expand_shape" and varying == ["static_output_shape"]:
+        elif name.endswith(".expand_shape") and varying == ["static_output_shape"]:
             self.expands.append((op, rdims[0]))
             varying = []
         elif name == "linalg.generic" and varying == ["indexing_maps"]:
@@ -514,7 +515,7 @@ def _generalize(modules, names, envs):
             with ir.InsertionPoint(op):
                 sizes = [b.expr(d) for d in dims if isinstance(d, _Affine)]
                 static = [_DYNAMIC if isinstance(d, _Affine) else d for d in dims]
-                new = b._op("tensor.expand_shape", [op.operands[0], *sizes], op.results[0].type, {
+                new = b._op(op.name, [op.operands[0], *sizes], op.results[0].type, {
                     "reassociation": op.attributes["reassociation"],
                     "static_output_shape": ir.DenseI64ArrayAttr.get(static)})
             _replace(op, new)
@@ -610,13 +611,23 @@ class DynamicExecutable:
     dimension variables (CPU only): called with the arrays and the sizes of
     the results (the caller evaluates the output avals)."""
 
-    def __init__(self, refine, scope, in_avals, out_avals, target):
-        from . import compiler
-
+    def __init__(self, text, refine, scope, in_avals, out_avals, target):
+        """`text`: the symbolic program (the persistent compilation cache's
+        key); `refine(env)`: that program at the sizes `env`."""
         if target.name != "cpu":
             raise NotImplementedError(f"dynamic sizes on {target.name}")
         names, envs = sample_envs(scope)
-        (stage, codegen), = target.codegen_stages
+        ins, outs = [_ones(a) for a in in_avals], [_ones(a) for a in out_avals]
+        key = None
+        if compilation_cache.enabled(target):
+            key = compilation_cache.key(target, "dynamic\0" + text, in_avals, out_avals,
+                                        compiler.OPT_LEVEL)
+        self.kernel, _ = compilation_cache.load_or_compile(
+            key, lambda obj: target.load_object(obj, ins, outs),
+            lambda obj_path: self._compile(refine, names, envs, ins, outs, target, obj_path))
+
+    def _compile(self, refine, names, envs, ins, outs, target, obj_path):
+        ((_, codegen),) = target.codegen_stages
         with compile_lock, context():
             modules = []
             for env in envs:
@@ -627,7 +638,14 @@ class DynamicExecutable:
                 except Exception as e:  # noqa: BLE001 (compiled per size then)
                     raise NotImplementedError(f"lowering at sample sizes failed: {e}") from None
                 modules.append(module)
-            module = generalize(modules, names, envs)
+            try:
+                module = generalize(modules, names, envs)
+            except NotImplementedError:
+                raise
+            except Exception as e:  # noqa: BLE001 (an IR this rewrite does not know)
+                raise NotImplementedError(
+                    f"rewriting the program for dynamic sizes failed: {type(e).__name__}: {e}"
+                ) from None
             outputs_as_arguments(module)
             fn = next(op.operation for op in module.body.operations
                       if _sym(op.operation) == "main")
@@ -640,10 +658,11 @@ class DynamicExecutable:
                 _run(module, codegen)
             except ir.MLIRError as e:
                 raise NotImplementedError(f"the dynamic program does not lower: {e}") from None
-            self.kernel = target.load(module, compiler.OPT_LEVEL, [_ones(a) for a in in_avals],
-                                      [_ones(a) for a in out_avals])
-        self.out_avals = list(out_avals)
-        self.variables = names
+            try:
+                return target.load(module, compiler.OPT_LEVEL, ins, outs, object_path=obj_path)
+            except RuntimeError as e:
+                raise NotImplementedError(f"the dynamic program does not compile: {e}") \
+                    from None
 
     def __call__(self, arrays, out_avals):
         raw = self.kernel.call_shaped(arrays, [list(a.shape) for a in arrays],

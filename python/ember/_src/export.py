@@ -432,7 +432,7 @@ class Exported:
                 return None
             try:
                 self._dynamic = dynamic_shapes.DynamicExecutable(
-                    lambda env: _refine(self._text, env, self._scope), self._scope,
+                    self._text, lambda env: _refine(self._text, env, self._scope), self._scope,
                     self.in_avals, self.out_avals, compiler.get_target())
             except NotImplementedError as e:
                 self._dynamic_reason = str(e)
