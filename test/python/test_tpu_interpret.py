@@ -468,3 +468,83 @@ def test_semaphores_under_pl_names():
     assert pl.semaphore_wait is pltpu.semaphore_wait
     assert pl.semaphore_read is pltpu.semaphore_read
     assert pl.DeviceIdType is pltpu.DeviceIdType
+
+
+def _buffered_pipeline(in_mode, out_mode, params):
+    """An emit_pipeline over (8, 128) blocks of a (64, 128) HBM array whose
+    input blocks repeat (index i // 2) and whose output blocks repeat in
+    turn (i // 4), with the given `pl.Buffered` modes (None: the default)."""
+    def body(x, o):
+        @pl.when(pl.program_id(0) % 4 == 0)
+        def _():
+            o[...] = jnp.zeros_like(o)
+
+        o[...] += x[...] * 2
+
+    def kernel(x_hbm, o_hbm):
+        pltpu.emit_pipeline(
+            body, grid=(8,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (i // 2, 0), pipeline_mode=in_mode)],
+            out_specs=[pl.BlockSpec((8, 128), lambda i: (i // 4, 0),
+                                    pipeline_mode=out_mode)])(x_hbm, o_hbm)
+
+    hbm = pl.BlockSpec(memory_space=pl.ANY)
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32),
+                          in_specs=[hbm], out_specs=hbm, interpret=params)
+
+
+def test_emit_pipeline_buffer_counts():
+    # pl.Buffered(n): n VMEM buffers for an operand's blocks, used in turn;
+    # one buffer fetches (or copies out) when needed. Checked for races
+    # and against NumPy in the checked and the traced interpreter.
+    x = jnp.arange(64 * 128, dtype=jnp.float32).reshape(64, 128) / 100
+    blocks = np.asarray(x).reshape(8, 8, 128)[:4]  # the blocks read (i // 2), each twice
+    want = (2 * 2 * blocks.reshape(2, 2, 8, 128).sum(1)).reshape(16, 128)
+    modes = [(pl.Buffered(1), pl.Buffered(1)), (pl.Buffered(3), pl.Buffered(2)),
+             (pl.Buffered(1), None), (None, pl.Buffered(1)), (pl.Buffered(4), pl.Buffered(1))]
+    for in_mode, out_mode in modes:
+        for params in (pltpu.InterpretParams(), True):
+            got = _buffered_pipeline(in_mode, out_mode, params)(x)
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    # Lowered for TPU: the buffers have the counts' slots.
+    f = _buffered_pipeline(pl.Buffered(3), pl.Buffered(1), False)
+    text = jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "memref.alloca() : memref<3x8x128xf32" in text
+    assert "memref.alloca() : memref<1x8x128xf32" in text
+    assert "ember_tpu.sem_alloc : memref<3x!ember_tpu.dma_semaphore" in text
+    # JAX's checks.
+    with pytest.raises(NotImplementedError, match="Buffer count >2 not supported for output"):
+        _buffered_pipeline(None, pl.Buffered(3), True)(x)
+    with pytest.raises(ValueError, match="buffer_count must be at least 1, got 0"):
+        _buffered_pipeline(pl.Buffered(0), None, True)(x)
+    with pytest.raises(ValueError, match="Output buffering does not support lookahead"):
+        _buffered_pipeline(None, pl.Buffered(2, use_lookahead=True), True)(x)
+    with pytest.raises(NotImplementedError, match="use_lookahead"):
+        _buffered_pipeline(pl.Buffered(2, use_lookahead=True), None, True)(x)
+
+
+def test_pallas_call_pipeline_mode_lowered_for_tpu():
+    # A pallas_call block's pl.Buffered(1) is its window's synchronous
+    # pipeline mode (JAX's #tpu.pipeline_mode<synchronous>), Buffered(2)
+    # double_buffered; JAX's errors for other counts.
+    def kernel(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[...] * w_ref[...]
+
+    def call(mode):
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct((32, 128), jnp.float32), grid=(4,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0), pipeline_mode=mode),
+                      pl.BlockSpec((8, 128), lambda i: (0, 0))],
+            out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)))
+
+    x = jnp.ones((32, 128), jnp.float32)
+    w = jnp.full((8, 128), 3.0, jnp.float32)
+    for mode, text in ((pl.Buffered(1), "synchronous"), (pl.Buffered(2), "double_buffered")):
+        np.testing.assert_allclose(np.asarray(call(mode)(x, w)), 3.0)
+        mosaic = jax.jit(call(mode)).trace(x, w).lower(
+            lowering_platforms=("tpu",)).as_text("mosaic")
+        assert f"pipeline_mode = #ember_tpu.pipeline_mode<{text}>" in mosaic
+    with pytest.raises(Exception, match=r"Only single \(1\) and double \(2\) buffering"):
+        jax.jit(call(pl.Buffered(3))).trace(x, w).lower(
+            lowering_platforms=("tpu",)).as_text("mosaic")
+    assert issubclass(pltpu.LoweringException, Exception)

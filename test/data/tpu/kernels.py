@@ -488,6 +488,31 @@ def programs(jax, jnp, pl, pltpu):
                               grid=(x.shape[0],), in_specs=[hbm, hbm], out_specs=hbm,
                               scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)])(x, w)
 
+    # pl.Buffered: a pallas_call window fetched synchronously (one buffer)
+    # or double-buffered, and an emit_pipeline with three input buffers and
+    # one output buffer.
+    def buffered_kernel(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[...] * w_ref[...] + 1.0
+
+    def buffered_windows(x, w):
+        return pl.pallas_call(
+            buffered_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(4,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0), pipeline_mode=pl.Buffered(1)),
+                      pl.BlockSpec((8, 128), lambda i: (0, 0), pipeline_mode=pl.Buffered(2))],
+            out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)))(x, w)
+
+    def buffered_pipeline_kernel(x_hbm, o_hbm):
+        pltpu.emit_pipeline(
+            add_one_body, grid=(x_hbm.shape[0] // 8,),
+            in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0), pipeline_mode=pl.Buffered(3))],
+            out_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0),
+                                    pipeline_mode=pl.Buffered(1))])(x_hbm, o_hbm)
+
+    def buffered_pipeline(x):
+        return pl.pallas_call(buffered_pipeline_kernel,
+                              out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              in_specs=[hbm], out_specs=hbm)(x)
+
     # pl.run_scoped: a VMEM buffer and a DMA semaphore live for one call.
     def scoped_kernel(x_ref, o_hbm):
         def scoped(buf, sem):
@@ -665,6 +690,9 @@ def programs(jax, jnp, pl, pltpu):
         ("barrier_handshake", barrier_handshake, (ramp((32, 128), jnp.float32, scale=64),)),
         ("vmap_unbatched_alias", jax.vmap(aliased, in_axes=(0, None)),
          (ramp((3, 8, 128), jnp.float32), ramp((8, 128), jnp.float32, scale=7))),
+        ("buffered_windows", buffered_windows, (ramp((32, 128), jnp.float32),
+                                                ramp((8, 128), jnp.float32, scale=50))),
+        ("buffered_pipeline", buffered_pipeline, (ramp((48, 128), jnp.float32),)),
         ("vmap_batched_prefetch", jax.vmap(gather_blocks),
          (jnp.array([[2, 0, 3, 1, 1], [0, 0, 1, 3, 2]], dtype=jnp.int32),
           ramp((2, 32, 128), jnp.float32))),

@@ -396,6 +396,7 @@ class _Block:
                 self.padding.append((0, 0))
         self.index_map = spec.index_map
         self.memory_space = spec.memory_space
+        self.pipeline_mode = getattr(spec, "pipeline_mode", None)
         self.what = what
         self.kernel_shape = tuple(n for n, s in zip(self.sizes, self.squeeze) if not s)
 

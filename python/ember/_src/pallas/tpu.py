@@ -14,6 +14,7 @@ from .. import control_flow, core, lax, state
 from ..numpy import lax_numpy as jnp
 from . import core as pl_core
 from . import tpu_interpret, tpu_kernel
+from .pipeline_mode import Buffered
 from .tpu_interpret import InterpretError as InterpretError
 from .tpu_interpret import InterpretParams as InterpretParams
 
@@ -288,6 +289,8 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), tiling=None, core_ax
                 f"pltpu.emit_pipeline: {len(refs)} refs for {len(in_specs)} input and "
                 f"{len(out_specs)} output specs (at {core.where()})")
         extra = tuple(scratches or ())
+        for k, sp in enumerate(specs):
+            _buffer_count(sp, k >= len(in_specs))  # JAX's checks of pipeline_mode
         if allocations is not None:
             raise NotImplementedError(
                 f"pltpu.emit_pipeline: allocations= (buffers made outside the pipeline) is "
@@ -362,24 +365,49 @@ def _block_view(ref, spec, idx):
     return ref.at[_block_parts(spec, idx)[0]] if _blocked(spec) else ref
 
 
+def _buffer_count(spec, output):
+    """The number of VMEM buffers of an operand: its BlockSpec's
+    `pipeline_mode=pl.Buffered(n)`, else 2 (JAX's checks and errors)."""
+    mode = getattr(spec, "pipeline_mode", None)
+    if mode is None:
+        return 2
+    if not isinstance(mode, Buffered):
+        raise ValueError(f"pltpu.emit_pipeline: unsupported pipeline mode {mode} "
+                         f"(at {core.where()})")
+    if mode.buffer_count < 1:
+        raise ValueError(f"buffer_count must be at least 1, got {mode.buffer_count}")
+    if output and mode.use_lookahead:
+        raise ValueError("Output buffering does not support lookahead.")
+    if output and mode.buffer_count > 2:
+        raise NotImplementedError("Buffer count >2 not supported for output buffered refs.")
+    if mode.use_lookahead:
+        raise NotImplementedError(
+            f"pltpu.emit_pipeline: pl.Buffered(use_lookahead=True) (fetching blocks more "
+            f"than one step ahead) is not supported (at {core.where()})")
+    return int(mode.buffer_count)
+
+
 def _pipelined(body, grid, refs, specs, nin, extra, body_prologue=None):
     """emit_pipeline with its blocks in VMEM (see `emit_pipeline`). Each
-    blocked operand gets a (2, *block) VMEM buffer and two DMA semaphores
-    (`pl.run_scoped`). An input's block is waited for at the first step that
-    uses it (after the next different block was started into the other
-    slot); an output block stays in its slot while the index
-    map returns the same block (so the body may accumulate into it), is
-    copied out at the last step that uses it, and the copy is waited for
-    before the body writes that slot again (or at the end)."""
+    blocked operand gets a (c, *block) VMEM buffer and c DMA semaphores
+    (`pl.run_scoped`), c its buffer count (`pl.Buffered(c)`, 2 by default),
+    the slots used in turn. An input's block is waited for at the first
+    step that uses it (after the next different block was started into the
+    next slot); with one buffer it is fetched and waited for then. An output
+    block stays in its slot while the index map returns the same block (so
+    the body may accumulate into it), is copied out at the last step that
+    uses it, and the copy is waited for before the body writes that slot
+    again (or at the end; at once with one buffer)."""
     n = math.prod(grid)
     if n == 0:
         return
     blocked = [k for k, sp in enumerate(specs) if _blocked(sp)]
+    counts = {k: _buffer_count(specs[k], k >= nin) for k in blocked}
     zeros = (0,) * len(grid)
     shapes = {k: _block_parts(specs[k], _block_index(specs[k], zeros, refs[k]))[1]
               for k in blocked}
-    types = ([VMEM((2, *shapes[k]), refs[k].dtype) for k in blocked]
-             + [SemaphoreType.DMA((2,)) for _ in blocked])
+    types = ([VMEM((counts[k], *shapes[k]), refs[k].dtype) for k in blocked]
+             + [SemaphoreType.DMA((counts[k],)) for k in blocked])
 
     def index(k, i):
         ids = pl_core._unravel(jnp.asarray(i, np.int32), grid)
@@ -400,10 +428,20 @@ def _pipelined(body, grid, refs, specs, nin, extra, body_prologue=None):
             vmem, sem = bufs[k].at[slot], sems[k].at[slot]
             return make_async_copy(vmem, hbm, sem) if out else make_async_copy(hbm, vmem, sem)
 
+        def following(k, slot):
+            """The slot after `slot` in operand k's ring of buffers."""
+            return jnp.where(slot + 1 == counts[k], 0, slot + 1).astype(np.int32)
+
+        def fetch_now(k, cur):
+            c = copy(k, cur, 0, False)
+            c.start()
+            c.wait()
+
         ins = [k for k in blocked if k < nin]
         outs = [k for k in blocked if k >= nin]
         for k in ins:
-            copy(k, index(k, 0), 0, False).start()
+            if counts[k] > 1:
+                copy(k, index(k, 0), 0, False).start()
 
         def step(i, carry):
             slots, pending, prev = carry
@@ -415,12 +453,16 @@ def _pipelined(body, grid, refs, specs, nin, extra, body_prologue=None):
             for j, k in enumerate(ins):
                 cur = index(k, i)
                 new = first | differ(cur, index(k, before))
-                slot = jnp.where(new & ~first, 1 - slots[j], slots[j]).astype(np.int32)
-                # The next block into the other slot (the body is done with
+                if counts[k] == 1:  # fetched when needed, no prefetch
+                    pl_core.when(new)(lambda k=k, cur=cur: fetch_now(k, cur))
+                    continue
+                slot = jnp.where(new & ~first, following(k, slots[j]), slots[j]).astype(np.int32)
+                # The next block into the next slot (the body is done with
                 # it), then the wait for this one.
                 nxt = index(k, after)
                 pl_core.when(~last & differ(nxt, cur))(
-                    lambda k=k, nxt=nxt, slot=slot: copy(k, nxt, 1 - slot, False).start())
+                    lambda k=k, nxt=nxt, slot=slot: copy(k, nxt, following(k, slot),
+                                                         False).start())
                 pl_core.when(new)(lambda k=k, cur=cur, slot=slot:
                                   copy(k, cur, slot, False).wait())
                 slots[j] = slot
@@ -435,6 +477,14 @@ def _pipelined(body, grid, refs, specs, nin, extra, body_prologue=None):
                 slot = slots[len(ins) + j]
                 cur = index(k, i)
                 flush = last | differ(index(k, after), cur)
+                if counts[k] == 1:  # copied out and waited for at once
+                    def out_now(k=k, cur=cur):
+                        c = copy(k, cur, 0, True)
+                        c.start()
+                        c.wait()
+
+                    pl_core.when(flush)(out_now)
+                    continue
                 pl_core.when(flush)(lambda k=k, cur=cur, slot=slot:
                                     copy(k, cur, slot, True).start())
                 pl_core.when(flush & (pending[j] != 0))(

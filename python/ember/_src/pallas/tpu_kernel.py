@@ -19,6 +19,7 @@ import numpy as np
 from .. import core, state
 from ..context import context
 from ..numpy import lax_numpy as jnp
+from .pipeline_mode import Buffered, RevisitMode
 
 _SPACES = {"VMEM": "vmem", "SMEM": "smem", "ANY": "any", "HBM": "hbm",
            "SEMAPHORE": "semaphore_mem"}
@@ -321,6 +322,9 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
             # A whole-array block at a constant origin is fetched once.
             if tuple(b.sizes) == b.shape and _returns_zeros(tfn):
                 entry["pipeline_mode"] = "synchronous"
+        mode = b.pipeline_mode
+        if mode is not None and "pipeline_mode" not in entry:
+            entry["pipeline_mode"] = _pipeline_mode(mode)
         windows.append(entry)
 
     with context():
@@ -384,6 +388,29 @@ def _window(w):
         parts.append("window_bounds = array<i64: "
                      + ", ".join(str(n) for n in w["window_bounds"]) + ">")
     return "{" + ", ".join(parts) + "}"
+
+
+class LoweringException(Exception):
+    """JAX's `pltpu.LoweringException`: a kernel Mosaic cannot take."""
+
+
+def _pipeline_mode(mode):
+    """A pallas_call block's `pipeline_mode = pl.Buffered(n)` as its window's
+    pipeline mode, with JAX's checks."""
+    if not isinstance(mode, Buffered):
+        raise LoweringException(f"Unsupported pipeline mode: {mode}.")
+    if mode.use_lookahead:
+        raise NotImplementedError("Lookahead is not supported for XLA pipeline emitter lowering.")
+    if not 1 <= mode.buffer_count <= 2:
+        raise LoweringException("Only single (1) and double (2) buffering are supported. Got"
+                                f" {mode.buffer_count}.")
+    if mode.revisit is not None:
+        if mode.revisit == RevisitMode.ANY and mode.buffer_count > 1:
+            raise LoweringException("RevisitMode.ANY is not supported with double buffering.")
+        raise NotImplementedError(
+            f"pl.Buffered(revisit={mode.revisit}) in a pallas_call lowered for TPU: the "
+            "window's revisit mode is not written yet")
+    return "synchronous" if mode.buffer_count == 1 else "double_buffered"
 
 
 def _returns_zeros(fn):

@@ -35,6 +35,8 @@ from ember._src.pallas.core import run_state as run_state
 from ember._src.pallas.core import squeezed as squeezed
 from ember._src.pallas.core import when as when
 from ember._src.pallas.core import with_scoped as with_scoped
+from ember._src.pallas.pipeline_mode import Buffered as Buffered
+from ember._src.pallas.pipeline_mode import RevisitMode as RevisitMode
 from ember._src.pallas.tpu import DeviceIdType as DeviceIdType
 from ember._src.pallas.tpu import semaphore_read as semaphore_read
 from ember._src.pallas.tpu import semaphore_signal as semaphore_signal

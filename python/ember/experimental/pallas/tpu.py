@@ -30,3 +30,4 @@ from ember._src.pallas.tpu import semaphore_read as semaphore_read
 from ember._src.pallas.tpu import semaphore_signal as semaphore_signal
 from ember._src.pallas.tpu import semaphore_wait as semaphore_wait
 from ember._src.pallas.tpu import sync_copy as sync_copy
+from ember._src.pallas.tpu_kernel import LoweringException as LoweringException
