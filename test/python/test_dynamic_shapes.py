@@ -173,8 +173,14 @@ def test_jit_with_polymorphic_shapes():
         np.testing.assert_allclose(u, v, rtol=1e-5)
     with pytest.raises(ValueError):
         f(params, np.ones((3, 9), _F32))  # 9 is not the spec's 8
-    with pytest.raises(NotImplementedError, match="static arguments"):
-        ember.jit(_mlp, static_argnums=0, polymorphic_shapes=["b"])
+    # Static arguments are baked into one export per value.
+    top = ember.jit(lambda k, x: ember.lax.top_k(x, k)[0] * x.shape[0], static_argnums=0,
+                    polymorphic_shapes=[None, "b, 10"])
+    x = np.arange(70, dtype=_F32).reshape(7, 10)
+    for k in (2, 3, 2):
+        for n in (7, 4):
+            np.testing.assert_allclose(top(k, x[:n]), np.sort(x[:n], 1)[:, ::-1][:, :k] * n)
+    assert len(top._by_specs) == 2 and all(_dynamic(e) for e in top._by_specs.values())
 
 
 def test_compiled_from_a_symbolic_lowering():

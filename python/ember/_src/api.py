@@ -762,13 +762,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
     `out_shardings` are recorded on the results of calls outside traces.
     `polymorphic_shapes` (Ember's, beyond JAX: design.md, "One compile for
     every size"): the arguments' shapes with dimension variables, as
-    `export.symbolic_args_specs` takes them (`["b, 784", None]`); the
-    function is compiled once for every value of the variables."""
-    if polymorphic_shapes is not None and (static_argnums not in ((), [], None)
-                                       or static_argnames not in ((), [], None)):
-        raise NotImplementedError(
-            "jit: polymorphic_shapes with static arguments is not supported yet")
-
+    `export.symbolic_args_specs` takes them (`["b, 784", None]`; a static
+    argument's entry is ignored); the function is compiled once for every
+    value of the variables (per set of static arguments)."""
     def make(f):
         j = JitWrapped(f, static_argnums, static_argnames, donate_argnums)
         if polymorphic_shapes is not None:

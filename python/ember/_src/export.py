@@ -1233,33 +1233,43 @@ api.symbolic_trace_hook = lambda jitted, args, kwargs: export(jitted)(*args, **k
 
 class _PolymorphicJit:
     """`jit(f, polymorphic_shapes=...)`: outside traces, `f` is exported with
-    the arguments' symbolic shapes (once per pytree structure, dtypes and
-    fixed dimensions) and called through the export, which compiles one
-    program for every size where it can (`Exported._dynamic_executable`;
-    else once per set of sizes, as plain `jit`). Inside a trace, and for
-    arguments that are not arrays, it is plain `jit`."""
+    the arguments' symbolic shapes (once per pytree structure, dtypes, fixed
+    dimensions and static arguments, which the export bakes in) and called
+    through the export, which compiles one program for every size where it
+    can (`Exported._dynamic_executable`; else once per set of sizes, as
+    plain `jit`). Inside a trace, and for arguments that are not arrays
+    (static ones aside), it is plain `jit`."""
 
     def __init__(self, jitted, shapes):
         functools.update_wrapper(self, jitted.fun)
         self._jitted, self._shapes = jitted, shapes
-        self._by_shapes = {}  # the arguments' (tree, shapes, dtypes) -> Exported
-        self._by_specs = {}  # the symbolic specs' text -> Exported
+        self._by_shapes = {}  # the call's (tree, shapes, dtypes, statics) -> Exported
+        self._by_specs = {}  # the same with the symbolic specs' text -> Exported
 
     def __call__(self, *args, **kwargs):
-        leaves, tree = tree_util.tree_flatten(args)
+        static = set(self._jitted.static_argnums)
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        leaves, tree = tree_util.tree_flatten(dyn)
         if kwargs or core._trace_stack or not all(
                 isinstance(x, (core.Array, np.ndarray)) for x in leaves):
             return self._jitted(*args, **kwargs)
-        key = (tree, tuple((tuple(x.shape), str(x.dtype)) for x in leaves))
+        statics = tuple((i, args[i]) for i in sorted(static) if i < len(args))
+        key = (tree, tuple((tuple(x.shape), str(x.dtype)) for x in leaves), statics)
         exp = self._by_shapes.get(key)
         if exp is None:
-            specs = symbolic_args_specs(args, self._shapes)
-            skey = (tree, tuple(str(s) for s in tree_util.tree_leaves(specs)))
+            shapes = self._shapes
+            if isinstance(shapes, (list, tuple)):  # one entry per positional argument
+                shapes = [s for i, s in enumerate(shapes) if i not in static]
+            specs = symbolic_args_specs(tuple(dyn), shapes if isinstance(shapes, str)
+                                        else tuple(shapes))
+            it = iter(specs)
+            full = [args[i] if i in static else next(it) for i in range(len(args))]
+            skey = (tree, tuple(str(s) for s in tree_util.tree_leaves(specs)), statics)
             exp = self._by_specs.get(skey)
             if exp is None:
-                exp = self._by_specs[skey] = export(self._jitted)(*specs)
+                exp = self._by_specs[skey] = export(self._jitted)(*full)
             self._by_shapes[key] = exp
-        return exp.call(*args)
+        return exp.call(*dyn)
 
     def __getattr__(self, name):
         return getattr(self._jitted, name)
