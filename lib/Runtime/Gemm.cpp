@@ -23,21 +23,36 @@ using CblasDgemm = void (*)(int, int, int, int, int, int, double,
 CblasSgemm cblasSgemm = nullptr;
 CblasDgemm cblasDgemm = nullptr;
 
-/// C[i,j] = sum_p A[i,p] B[p,j] for one row-major matrix, without BLAS.
+/// C[i,j] = sum_p A[i,p] B[p,j] for one row-major matrix, without BLAS:
+/// each row of C written once per term (the first term initializes it).
 template <typename T>
 void referenceGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                    const T *a, const T *b, T *c) {
   for (int64_t i = 0; i < m; ++i) {
     T *row = c + i * n;
-    for (int64_t j = 0; j < n; ++j)
-      row[j] = T(0);
+    if (k == 0)
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = T(0);
     for (int64_t p = 0; p < k; ++p) {
       T x = ta ? a[p * m + i] : a[i * k + p];
-      for (int64_t j = 0; j < n; ++j)
-        row[j] += x * (tb ? b[j * k + p] : b[p * n + j]);
+      if (p == 0)
+        for (int64_t j = 0; j < n; ++j)
+          row[j] = x * (tb ? b[j * k] : b[j]);
+      else
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += x * (tb ? b[j * k + p] : b[p * n + j]);
     }
   }
 }
+
+/// An outer product (k = 1, or an empty product) runs as the loops above,
+/// writing C once: OpenBLAS and the small kernel pack their operands for a
+/// depth that is not there. Compiled code keeps shallow products as loop
+/// nests when their depth is known (LowerDot.cpp's kGemmMinDepth); a
+/// program compiled for every size (python/ember/_src/dynamic_shapes.py)
+/// learns it at run time. (Deeper ones stay with the packing kernels: the
+/// loops above write C once per term.)
+constexpr int64_t kShallowDepth = 2;
 
 template <typename T, typename Blas>
 void gemm(Blas blas, int64_t ta, int64_t tb, int64_t batch, int64_t m,
@@ -49,8 +64,10 @@ void gemm(Blas blas, int64_t ta, int64_t tb, int64_t batch, int64_t m,
   for (int64_t i = 0; i < batch; ++i) {
     const T *ai = a + i * m * k, *bi = b + i * k * n;
     T *ci = c + i * m * n;
-    if (ember::runtime::smallGemmAvailable() &&
-        (!blas || ember::runtime::smallGemmPreferred(m, n, k)))
+    if (k < kShallowDepth)
+      referenceGemm(ta, tb, m, n, k, ai, bi, ci);
+    else if (ember::runtime::smallGemmAvailable() &&
+             (!blas || ember::runtime::smallGemmPreferred(m, n, k)))
       ember::runtime::smallGemm(ta, tb, m, n, k, ai, bi, ci);
     else if (blas)
       blas(101, ta ? 112 : 111, tb ? 112 : 111, (int)m, (int)n, (int)k, T(1),
