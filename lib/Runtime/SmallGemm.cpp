@@ -132,6 +132,11 @@ EMBER_INLINE void driver(int64_t m, int64_t n, int64_t k, Lhs<T> lhs,
     if (packed) {
       strip = packed + (j / (2 * W)) * k * 2 * W;
       width = 2 * W;
+    } else if (rhs.sj == 1 && m <= R && cols == width) {
+      // One block of rows (a matrix-vector product): no block reuses the
+      // strip, so B is read in place, once, at its row stride.
+      strip = rhs.b + j;
+      width = rhs.sp;
     } else {
       packStrip(rhs, k, j, cols, width, panel);
     }
