@@ -234,3 +234,25 @@ def test_persistent_cache_holds_the_program_for_every_size(tmp_path):
         x = np.linspace(0, 1, 3 * n, dtype=_F32).reshape(n, 3)
         np.testing.assert_allclose(float(v), float((np.sort(np.tanh(x), 0) * n).sum()),
                                    rtol=1e-5)
+
+
+def test_bounded_variables():
+    # Sampled at the largest primes an upper bound allows (61, 59, 53 for
+    # b <= 64), above a lower bound; too tight a range compiles per size.
+    (b,) = export.symbolic_shape("b", constraints=["b <= 64"])
+    exp = export.export(ember.jit(lambda x: jnp.cumsum(x, 0)[::-1] * x.shape[0]))(
+        S((b, 3), _F32))
+    for n in (1, 5, 64):
+        x = np.arange(3 * n, dtype=_F32).reshape(n, 3)
+        np.testing.assert_allclose(exp.call(x), np.cumsum(x, 0)[::-1] * n)
+    assert _dynamic(exp)
+    with pytest.raises(ValueError, match="b"):
+        exp.call(np.ones((65, 3), _F32))
+    (c,) = export.symbolic_shape("c", constraints=["c >= 2048"])
+    big = export.export(ember.jit(lambda x: x[1:] + x[:-1]))(S((c,), _F32))
+    np.testing.assert_allclose(big.call(np.ones(2050, _F32)), np.full(2049, 2.0))
+    assert _dynamic(big)
+    (d,) = export.symbolic_shape("d", constraints=["d <= 6"])
+    tight = export.export(ember.jit(lambda x: x * 2))(S((d,), _F32))
+    np.testing.assert_allclose(tight.call(np.ones(3, _F32)), np.full(3, 2.0))
+    assert tight._dynamic is False and "bounds" in tight._dynamic_reason

@@ -38,30 +38,51 @@ from . import compilation_cache, compiler, shape_poly
 from .context import compile_lock, context
 
 # Sizes the program is lowered at: distinct primes (no divisor, no size of
-# one), base sizes first, then one move per variable, then the check.
-_PRIMES = (1009, 1013, 1019, 1021, 1031, 1033, 1039, 1049, 1051, 1061, 1063, 1069,
-           1087, 1091, 1093, 1097, 1103, 1109, 1117, 1123, 1129, 1151, 1153, 1163)
+# one) from 1009 up, or the largest ones a bounded variable allows.
+_LEAST = 1009
 _DYNAMIC = ir.ShapedType.get_dynamic_size()
+
+
+def _is_prime(n):
+    return n >= 2 and all(n % d for d in range(2, math.isqrt(n) + 1))
+
+
+def _primes(lo, hi, count, largest, skip):
+    """`count` primes in [lo, hi] not in `skip`, the largest or the
+    smallest, or None."""
+    out = []
+    n = hi if largest else lo
+    while lo <= n <= hi and len(out) < count:
+        if n not in skip and _is_prime(n):
+            out.append(n)
+        n += -1 if largest else 1
+    return out if len(out) == count else None
 
 
 def sample_envs(scope):
     """The variables' names and the sizes to lower at: [base, base with
-    variable i moved (one per variable), check]. NotImplementedError where
-    they would not satisfy the scope (bounds, constraints)."""
+    variable i moved (one per variable), check], each variable's three
+    values distinct primes: from 1009 up (the first variable 1009, 1013,
+    ...), above its lower bound if that is higher, or the largest below an
+    upper bound (at least 5: sizes this small may lower differently, which
+    the fit then finds). NotImplementedError where that cannot be done
+    (bounds too tight, constraints the samples break)."""
     names = list(scope.vars)
-    k = len(names)
-    if 3 * k > len(_PRIMES):
-        raise NotImplementedError("too many dimension variables")
-    base = {v: _PRIMES[i] for i, v in enumerate(names)}
-    moved = [{**base, v: _PRIMES[k + i]} for i, v in enumerate(names)]
-    check = {v: _PRIMES[2 * k + i] for i, v in enumerate(names)}
-    envs = [base, *moved, check]
-    for v in names:
-        lo, hi = scope.bounds.get(v, (1, math.inf))
-        if not math.isinf(hi) or lo > _PRIMES[0]:
-            raise NotImplementedError(f"the bounds of the dimension variable {v!r}")
     if any("==" in c for c in scope._constraint_texts):
         raise NotImplementedError("equality constraints between the dimension variables")
+    taken, values = set(), {}
+    for v in names:
+        lo, hi = scope.bounds.get(v, (1, math.inf))
+        vals = (_primes(max(int(lo), _LEAST), 2 ** 31, 3, False, taken) if math.isinf(hi)
+                else _primes(max(int(lo), 5), int(hi), 3, True, taken))
+        if vals is None:
+            raise NotImplementedError(f"the bounds of the dimension variable {v!r}")
+        taken.update(vals)
+        values[v] = vals
+    base = {v: values[v][0] for v in names}
+    moved = [{**base, v: values[v][1]} for v in names]
+    check = {v: values[v][2] for v in names}
+    envs = [base, *moved, check]
     for c in scope.constraints:
         if any(shape_poly.evaluate(c, env) < 0 for env in envs):
             raise NotImplementedError("the scope's constraints")
