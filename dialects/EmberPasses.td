@@ -102,6 +102,10 @@ def EmberSplitRowsPass : Pass<"ember-split-rows", "ModuleOp"> {
     program means the same; `ember-parallel-calls` later runs the rows on
     the runtime's threads. Ops whose maps use the first loop other than as
     one plain dimension, or with an output that does not depend on it, stay.
+    An op with loop ranges known only at run time (a program compiled for
+    every size) is split too, its call under an `scf.if` on the iteration
+    space reaching the threshold (and at least two rows), the op itself in
+    the `else` branch.
 
     Before:
     ```mlir
@@ -128,7 +132,7 @@ def EmberSplitRowsPass : Pass<"ember-split-rows", "ModuleOp"> {
            "Smallest iteration space worth splitting inside a loop">
   ];
   let dependentDialects = ["func::FuncDialect", "memref::MemRefDialect",
-                           "arith::ArithDialect"];
+                           "arith::ArithDialect", "scf::SCFDialect"];
 }
 
 def EmberParallelCallsPass : Pass<"ember-parallel-calls", "ModuleOp"> {

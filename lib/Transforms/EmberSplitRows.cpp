@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
@@ -67,20 +69,27 @@ struct EmberSplitRowsPass
         return;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       int64_t work = 1;
+      bool dynamic = false;
       for (int64_t r : ranges) {
         if (ShapedType::isDynamic(r))
-          return;
-        work *= r;
+          dynamic = true;
+        else
+          work *= r;
       }
-      int64_t least = op->getParentOfType<LoopLikeOpInterface>()
-                          ? minElementsInLoops
-                          : minElements;
-      if (ranges[0] >= 2 && work >= least)
+      // Loop ranges known only at run time (a program compiled for every
+      // size): split when there may be enough work; the call then checks.
+      if (dynamic ? work > 0 && ranges[0] != 1
+                  : ranges[0] >= 2 && work >= least(op))
         ops.push_back(op);
     });
     SymbolTable symbols(module);
     for (linalg::LinalgOp op : ops)
       split(module, symbols, op);
+  }
+
+  int64_t least(linalg::LinalgOp op) {
+    return op->getParentOfType<LoopLikeOpInterface>() ? minElementsInLoops
+                                                      : minElements;
   }
 
   void split(ModuleOp module, SymbolTable &symbols, linalg::LinalgOp op) {
@@ -116,8 +125,12 @@ struct EmberSplitRowsPass
         SmallVector<OpFoldResult> offsets, sizes, strides;
         for (int64_t d = 0; d < type.getRank(); ++d) {
           offsets.push_back(d == dim ? OpFoldResult(lo) : fb.getIndexAttr(0));
-          sizes.push_back(d == dim ? OpFoldResult(count)
-                                   : fb.getIndexAttr(type.getDimSize(d)));
+          if (d == dim)
+            sizes.push_back(count);
+          else if (type.isDynamicDim(d))
+            sizes.push_back(memref::DimOp::create(fb, loc, v, d).getResult());
+          else
+            sizes.push_back(fb.getIndexAttr(type.getDimSize(d)));
           strides.push_back(fb.getIndexAttr(1));
         }
         v = memref::SubViewOp::create(fb, loc, v, offsets, sizes, strides);
@@ -141,12 +154,33 @@ struct EmberSplitRowsPass
       for (auto [from, to] : map.getValueMap())
         replaceAllUsesInRegionWith(from, to, region);
     func::ReturnOp::create(fb, loc);
+    SmallVector<Range> ranges = op.createLoopRanges(b, loc);
     SmallVector<Value> callArgs = {
         arith::ConstantIndexOp::create(b, loc, 0),
-        arith::ConstantIndexOp::create(b, loc, op.getStaticLoopRanges()[0])};
+        getValueOrCreateConstantIndexOp(b, loc, ranges[0].size)};
     callArgs.append(args);
-    func::CallOp::create(b, loc, fn, callArgs);
-    op->erase();
+    if (!op.hasDynamicShape()) {
+      func::CallOp::create(b, loc, fn, callArgs);
+      op->erase();
+      return;
+    }
+    // Dynamic ranges: the rows go to the threads when the iteration space
+    // is large enough, else the op runs here as it was.
+    Value work = arith::ConstantIndexOp::create(b, loc, 1);
+    for (Range r : ranges)
+      work = arith::MulIOp::create(
+          b, loc, work, getValueOrCreateConstantIndexOp(b, loc, r.size));
+    Value large = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::sge, work,
+            arith::ConstantIndexOp::create(b, loc, least(op))),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, callArgs[1],
+                              arith::ConstantIndexOp::create(b, loc, 2)));
+    auto choice = scf::IfOp::create(b, loc, large, /*withElseRegion=*/true);
+    OpBuilder tb = choice.getThenBodyBuilder();
+    func::CallOp::create(tb, loc, fn, callArgs);
+    op->moveBefore(choice.elseBlock()->getTerminator());
   }
 };
 } // namespace

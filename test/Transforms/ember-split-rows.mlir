@@ -77,3 +77,35 @@ func.func @in_loop(%big: memref<16x8xf32>, %small: memref<8x8xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// Dynamic loop ranges (a program compiled for every size): the call goes
+// under an scf.if on the iteration space (rows x 8 >= 64, at least two
+// rows), the op stays in the else branch; subviews take the dynamic sizes.
+// CHECK-LABEL: func @split_dynamic
+// CHECK-SAME: (%[[A:.*]]: memref<?x8xf32>, %[[C:.*]]: memref<?x8xf32>)
+func.func @split_dynamic(%a: memref<?x8xf32>, %c: memref<?x8xf32>) {
+  // CHECK-DAG: %[[N:.*]] = memref.dim %[[A]], %{{.*}} : memref<?x8xf32>
+  // CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
+  // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+  // CHECK-DAG: %[[W:.*]] = arith.muli %{{.*}}, %[[C8]]
+  // CHECK-DAG: %[[BIG:.*]] = arith.cmpi sge, %[[W]], %[[C64]]
+  // CHECK-DAG: %[[ROWS:.*]] = arith.cmpi sge, %[[N]], %{{.*}}
+  // CHECK: %[[OK:.*]] = arith.andi %[[BIG]], %[[ROWS]]
+  // CHECK: scf.if %[[OK]] {
+  // CHECK-NEXT: call @[[F:__ember_rows.*]](%{{.*}}, %[[N]], %[[A]], %[[C]])
+  // CHECK-NEXT: } else {
+  // CHECK-NEXT: linalg.generic
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<?x8xf32>) outs(%c : memref<?x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.addf %x, %x : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+// CHECK: func.func private @[[F]](%[[LO:.*]]: index, %[[HI:.*]]: index, %[[X:.*]]: memref<?x8xf32>, %[[Z:.*]]: memref<?x8xf32>) attributes {ember.rows}
+// CHECK: %[[M:.*]] = arith.subi %[[HI]], %[[LO]]
+// CHECK: memref.subview %[[X]][%[[LO]], 0] [%[[M]], 8] [1, 1]

@@ -256,3 +256,20 @@ def test_bounded_variables():
     tight = export.export(ember.jit(lambda x: x * 2))(S((d,), _F32))
     np.testing.assert_allclose(tight.call(np.ones(3, _F32)), np.full(3, 2.0))
     assert tight._dynamic is False and "bounds" in tight._dynamic_reason
+
+
+def test_sizes_on_both_sides_of_the_thread_threshold():
+    # Loop nests of run-time size go to the threads when large enough
+    # (ember-split-rows' run-time check): rows below and above it.
+    def f(x):
+        return jnp.tanh(x * 2 + 1) * x - jnp.exp(-x), (x * x).sum(1), jnp.cumsum(x, 1)
+
+    (b,) = export.symbolic_shape("b")
+    exp = export.export(ember.jit(f))(S((b, 300), _F32))
+    for n in (1, 3, 437, 5000):
+        x = np.random.default_rng(n).standard_normal((n, 300)).astype(_F32)
+        a, s, c = exp.call(x)
+        np.testing.assert_allclose(a, np.tanh(x * 2 + 1) * x - np.exp(-x), rtol=2e-5, atol=1e-5)
+        np.testing.assert_allclose(s, (x * x).sum(1), rtol=1e-4)
+        np.testing.assert_allclose(c, np.cumsum(x, 1), rtol=1e-4, atol=1e-4)
+    assert _dynamic(exp)
