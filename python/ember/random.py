@@ -160,8 +160,16 @@ def _unstack_keys(keys, n):
     return [_take_key(keys, i) for i in range(n)]
 
 
+# Sources of random bits that replace threefry's while set, innermost last:
+# `source(keys, bit_width, shape)` (Pallas TPU's stateful samplers,
+# ember/experimental/pallas/_tpu_random.py, which run the samplers unjitted).
+_bits_sources = []
+
+
 def _random_bits_b(keys, bit_width, shape):
     """JAX's _threefry_random_bits_partitionable for keys uint32[B...,2]."""
+    if _bits_sources:
+        return _bits_sources[-1](keys, bit_width, shape)
     if bit_width not in (8, 16, 32, 64):
         raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
     b1, b2 = _threefry_batched(keys, shape)

@@ -21,12 +21,12 @@ import math
 import numpy as np
 
 from ..._mlir import ir
-from .. import ad, control_flow, core, lax, state, tree_util
+from .. import ad, control_flow, core, lax, prng, state, tree_util
 from ..api import eager as _eager
 from ..numpy import lax_numpy as jnp
 from ..targets import cuda as cuda_target
 from ..targets import tpu as tpu_target
-from . import mosaic_gpu_compile, tpu_interpret, tpu_kernel
+from . import mosaic_gpu_compile, prng_state, tpu_interpret, tpu_kernel
 
 
 class _NoBlockSpec:
@@ -500,10 +500,22 @@ def pallas_call(
     def call(*args, checked=False):
         prefetch = [core.as_value(a) for a in args[:nprefetch]]
         args = args[nprefetch:]
-        in_leaves = [core.as_value(a) for a in tree_util.tree_leaves(args)]
+        # PRNG key inputs (a key made outside, read in the kernel): their
+        # key data, the kernel's ref reading keys (_KeyRef).
+        leaves = tree_util.tree_leaves(args)
+        keyed = [k for k, a in enumerate(leaves) if prng.is_key(a)]
+        in_leaves = [a._base if prng.is_key(a) else core.as_value(a) for a in leaves]
+        specs = _specs_for(in_specs, args, "in_specs")
+        for k in keyed:
+            if getattr(specs[k], "block_shape", None) is not None:
+                raise NotImplementedError(
+                    f"pallas_call: input {k} is an array of PRNG keys with a block shape; "
+                    f"keys are passed whole (a BlockSpec with memory_space only) "
+                    f"(at {core.where()})")
+        kern = _with_key_refs(kernel, [nprefetch + k for k in keyed]) if keyed else kernel
         in_blocks = [
             _Block(s, x.shape, x.dtype, f"input {k}")
-            for k, (s, x) in enumerate(zip(_specs_for(in_specs, args, "in_specs"), in_leaves))
+            for k, (s, x) in enumerate(zip(specs, in_leaves))
         ]
         out_blocks = [
             _Block(s, o.shape, o.dtype, f"output {k}")
@@ -527,21 +539,21 @@ def pallas_call(
                     f"(at {core.where()})"
                 )
         if checked:
-            outs = tpu_interpret.run(kernel, kname, grid, prefetch, in_leaves, in_blocks,
+            outs = tpu_interpret.run(kern, kname, grid, prefetch, in_leaves, in_blocks,
                                      out_blocks, _scratch_types(scratch_shapes), aliases_in,
                                      interpret, compiler_params, _grid_env)
             return tree_util.tree_unflatten(out_tree, outs)
         flat = prefetch + in_leaves
 
         def interpreter(*vals):
-            return _run(kernel, kname, grid, list(vals[:nprefetch]), list(vals[nprefetch:]),
+            return _run(kern, kname, grid, list(vals[:nprefetch]), list(vals[nprefetch:]),
                         in_blocks, out_blocks, scratch_shapes, aliases_in)
 
         # The interpreter is a function of its own, which the TPU target
         # replaces by the kernel in Mosaic's form (targets/tpu.py).
         try:
             kernel_text, error = tpu_kernel.kernel_module(
-                kernel, kname, grid, _grid_env, prefetch, in_blocks, out_blocks,
+                kern, kname, grid, _grid_env, prefetch, in_blocks, out_blocks,
                 _scratch_types(scratch_shapes), compiler_params), None
         except Exception as e:  # only lowering for TPU reports it
             kernel_text, error = None, f"{kname}: {type(e).__name__}: {e}"
@@ -657,6 +669,42 @@ def pallas_call(
     return wrapped
 
 
+class _KeyRef:
+    """A kernel's ref of PRNG keys, over a ref of their key data: reads give
+    keys (`key_ref[...]`), as JAX's refs of key dtype do."""
+
+    def __init__(self, ref):
+        self._ref = ref
+
+    @property
+    def shape(self):
+        return tuple(self._ref.shape[:-1])
+
+    @property
+    def dtype(self):
+        return prng.KeyDType()
+
+    def __getitem__(self, idx):
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        return prng.PRNGKeyArray(self._ref[(*idx, slice(None))] if idx != (Ellipsis,)
+                                 else self._ref[...])
+
+    def __setitem__(self, idx, value):
+        raise NotImplementedError(f"pallas_call: writing a ref of PRNG keys (at {core.where()})")
+
+
+def _with_key_refs(kernel, positions):
+    """`kernel` with its refs at `positions` (key inputs) read as keys."""
+    def keyed(*refs):
+        refs = list(refs)
+        for k in positions:
+            refs[k] = _KeyRef(refs[k])
+        return kernel(*refs)
+
+    keyed.__name__ = getattr(kernel, "__name__", "kernel")
+    return keyed
+
+
 def _scratch_types(scratch_shapes):
     if hasattr(scratch_shapes, "shape"):
         scratch_shapes = (scratch_shapes,)
@@ -680,6 +728,8 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
     # Semaphores count from zero; other scratch starts uninitialized.
     scratch0 = [jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
                 else state.uninitialized(t.shape, t.dtype) for t in scratch_types]
+    # Pallas TPU's PRNG state (prng_state.py), after the kernel's scratch.
+    scratch0.append(jnp.zeros(prng_state.SHAPE, prng_state.DTYPE))
     n = math.prod(grid)
 
     def step(i, carry):
@@ -693,10 +743,12 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
         scratch_refs = [state.Ref(s) for s in scratch]
         refs = pf_refs + in_refs + out_refs + scratch_refs
         _grid_env.append((ids, grid))
+        prng_state.refs.append(scratch_refs[-1])
         try:
             with state.scope(refs):
-                res = kernel(*refs)
+                res = kernel(*refs[:-1])
         finally:
+            prng_state.refs.pop()
             _grid_env.pop()
         if res is not None:
             raise ValueError(

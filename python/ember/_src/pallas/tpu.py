@@ -13,7 +13,7 @@ import numpy as np
 from .. import control_flow, core, lax, state
 from ..numpy import lax_numpy as jnp
 from . import core as pl_core
-from . import tpu_interpret, tpu_kernel
+from . import prng_state, tpu_interpret, tpu_kernel
 from .pipeline_mode import Buffered
 from .tpu_interpret import InterpretError as InterpretError
 from .tpu_interpret import InterpretParams as InterpretParams
@@ -557,3 +557,66 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
     rows = [jnp.roll(lax.slice_in_dim(x, i, i + 1, axis=stride_axis), shift + i * stride, axis)
             for i in range(x.shape[stride_axis])]
     return jnp.concatenate(rows, axis=stride_axis)
+
+
+# -- the stateful PRNG ----------------------------------------------------------
+#
+# A TPU's hardware PRNG is sequential and its bits differ between generations
+# (JAX's docs); JAX's interpret mode draws zeros. Ember's interpreters keep a
+# state of two uint32 words per kernel (prng_state.py), carried across the grid:
+# `prng_seed` sets it from the seeds through threefry2x32, `prng_random_bits`
+# draws threefry2x32(state, counter) over the array's elements and moves the
+# state on (threefry2x32(state, (1, 0))). Deterministic for a seed and a call
+# sequence, as the hardware's; not its bits.
+
+
+def _prng_ref(name):
+    if tpu_kernel.tracing():
+        raise NotImplementedError(
+            f"pltpu.{name} in a kernel lowered for TPU: the hardware PRNG's Mosaic ops are not "
+            f"written yet (at {core.where()})")
+    if not prng_state.refs:
+        raise ValueError(f"pltpu.{name} is only available inside a Pallas kernel "
+                         f"(at {core.where()})")
+    return prng_state.refs[-1]
+
+
+def _u32(x):
+    x = jnp.asarray(x)
+    if x.dtype == np.uint32:
+        return x
+    if not np.issubdtype(x.dtype, np.integer):
+        raise ValueError(f"All seed data must be scalar integers. Got {x.dtype}")
+    return lax.convert_element_type(x, np.uint32)
+
+
+def prng_seed(*seeds):
+    """JAX's `pltpu.prng_seed`: sets the kernel's PRNG state from one or more
+    integer seeds (scalars, or a Pallas key's words)."""
+    words = []
+    for s in seeds:
+        data = getattr(s, "_base", s)  # a typed key: its words
+        arr = jnp.asarray(data)
+        words += [arr.reshape(-1)[i] for i in range(arr.size)] if arr.ndim else [arr]
+    ref = _prng_ref("prng_seed")
+    k0 = k1 = jnp.zeros((), np.uint32)
+    for i, w in enumerate(words):
+        k0, k1 = lax.threefry2x32(k0, k1, _u32(w), jnp.asarray(i, np.uint32))
+    ref[...] = jnp.stack([k0, k1])
+
+
+def prng_random_bits(shape):
+    """JAX's `pltpu.prng_random_bits`: int32 random bits of `shape` from the
+    kernel's PRNG state, which moves on."""
+    shape = tuple(int(d) for d in shape)
+    ref = _prng_ref("prng_random_bits")
+    st = ref[...]
+    k0, k1 = st[0], st[1]
+    n = math.prod(shape)
+    lo = lax.iota(np.uint32, n)
+    hi = jnp.zeros((n,), np.uint32)
+    b1, b2 = lax.threefry2x32(jnp.broadcast_to(k0, (n,)), jnp.broadcast_to(k1, (n,)), hi, lo)
+    bits = jnp.reshape(lax.bitwise_xor(b1, b2), shape)
+    n0, n1 = lax.threefry2x32(k0, k1, jnp.ones((), np.uint32), jnp.zeros((), np.uint32))
+    ref[...] = jnp.stack([n0, n1])
+    return lax.bitcast_convert_type(bits, np.int32)

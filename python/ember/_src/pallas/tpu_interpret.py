@@ -32,6 +32,7 @@ import numpy as np
 from .. import core, state
 from ..config import config as _config
 from ..numpy import lax_numpy as jnp
+from . import prng_state
 
 
 class InterpretParams:
@@ -301,6 +302,8 @@ def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types
     scratch = [_Ref(jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
                     else state.uninitialized(tuple(t.shape), t.dtype), f"scratch {k}", checker)
                for k, t in enumerate(scratch_types)]
+    # Pallas TPU's PRNG state (prng_state.py), kept across the grid.
+    prng = _Ref(jnp.zeros(prng_state.SHAPE, prng_state.DTYPE), "the PRNG state", checker)
     prev, _config.jax_disable_jit = _config.jax_disable_jit, True
     _local.checker = checker
     try:
@@ -324,10 +327,12 @@ def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types
                 out_refs.append(r)
                 windows.append(sl)
             grid_env.append((tuple(jnp.int32(i) for i in ids), grid))
+            prng_state.refs.append(prng)
             try:
-                with state.scope(pf + in_refs + out_refs + scratch):
+                with state.scope(pf + in_refs + out_refs + scratch + [prng]):
                     res = kernel(*pf, *in_refs, *out_refs, *scratch)
             finally:
+                prng_state.refs.pop()
                 grid_env.pop()
             if res is not None:
                 raise ValueError(f"pallas_call: the kernel {kname} must return None")

@@ -24,6 +24,8 @@ from ember._src.pallas.tpu import emit_pipeline as emit_pipeline
 from ember._src.pallas.tpu import get_barrier_semaphore as get_barrier_semaphore
 from ember._src.pallas.tpu import make_async_copy as make_async_copy
 from ember._src.pallas.tpu import make_async_remote_copy as make_async_remote_copy
+from ember._src.pallas.tpu import prng_random_bits as prng_random_bits
+from ember._src.pallas.tpu import prng_seed as prng_seed
 from ember._src.pallas.tpu import repeat as repeat
 from ember._src.pallas.tpu import roll as roll
 from ember._src.pallas.tpu import semaphore_read as semaphore_read
@@ -31,3 +33,9 @@ from ember._src.pallas.tpu import semaphore_signal as semaphore_signal
 from ember._src.pallas.tpu import semaphore_wait as semaphore_wait
 from ember._src.pallas.tpu import sync_copy as sync_copy
 from ember._src.pallas.tpu_kernel import LoweringException as LoweringException
+from ember.experimental.pallas._tpu_random import sample_block as sample_block
+from ember.experimental.pallas._tpu_random import stateful_bernoulli as stateful_bernoulli
+from ember.experimental.pallas._tpu_random import stateful_bits as stateful_bits
+from ember.experimental.pallas._tpu_random import stateful_normal as stateful_normal
+from ember.experimental.pallas._tpu_random import stateful_uniform as stateful_uniform
+from ember.experimental.pallas._tpu_random import to_pallas_key as to_pallas_key

@@ -1,0 +1,13 @@
+"""The state of Pallas TPU's stateful PRNG (`pltpu.prng_seed`,
+`pltpu.prng_random_bits`, `pltpu.stateful_*`) while a kernel runs in an
+interpreter: a hidden SMEM scratch buffer of two uint32 words that
+`pallas_call`'s interpreters allocate for every kernel (carried across the
+grid, as the hardware's state persists between grid steps) and push here for
+the PRNG ops to read and write (pallas/tpu.py)."""
+
+import numpy as np
+
+SHAPE, DTYPE = (2,), np.dtype(np.uint32)
+
+# The state refs of the kernels running, innermost last.
+refs = []
