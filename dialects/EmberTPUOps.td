@@ -353,6 +353,63 @@ def EmberTPU_ScalarIndex : 0DTensorOf<[I32]> {
   let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI32Type())";
 }
 
+def EmberTPU_PRNGSetSeed32Op : EmberTPU_Op<"prng_set_seed_32",
+    [MemoryEffects<[MemWrite]>]> {
+  let summary = "seeds the TPU's hardware PRNG (pltpu.prng_seed)";
+  let description = [{
+    Mosaic's `tpu.prng_set_seed_32`: sets the core's PRNG state from one or
+    more 32-bit seeds, which it mixes.
+
+    ```mlir
+    ember_tpu.prng_set_seed_32 %s0, %s1
+    ```
+  }];
+  let arguments = (ins Variadic<I32>:$seeds);
+  let assemblyFormat = "$seeds attr-dict";
+  let hasVerifier = 1;
+}
+
+def EmberTPU_PRNGRandomBitsOp : EmberTPU_Op<"prng_random_bits",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "random bits from the TPU's hardware PRNG (pltpu.prng_random_bits)";
+  let description = [{
+    Mosaic's `tpu.prng_random_bits`: a vector of 32-bit random bits from the
+    core's PRNG, whose state moves on.
+
+    ```mlir
+    %bits = ember_tpu.prng_random_bits : vector<8x128xi32>
+    ```
+  }];
+  let results = (outs VectorOfAnyRankOf<[I32]>:$output);
+  let assemblyFormat = "attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def EmberTPU_TracedPRNGSeedOp : EmberTPU_Op<"traced_prng_seed",
+    [MemoryEffects<[MemWrite]>]> {
+  let summary = "seeds the PRNG (traced form)";
+  let description = [{
+    `pltpu.prng_seed` in a kernel traced as a function of values (the input
+    of `ember-tpu-kernel`, which makes it `prng_set_seed_32`): the seeds as
+    0-d i32 tensors.
+  }];
+  let arguments = (ins Variadic<EmberTPU_ScalarIndex>:$seeds);
+  let assemblyFormat = "$seeds attr-dict";
+  let hasVerifier = 1;
+}
+
+def EmberTPU_TracedPRNGRandomBitsOp : EmberTPU_Op<"traced_prng_random_bits",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "random bits from the PRNG (traced form)";
+  let description = [{
+    `pltpu.prng_random_bits` in a kernel traced as a function of values:
+    `ember-tpu-kernel` makes it `prng_random_bits` of the tensor's shape.
+  }];
+  let results = (outs StaticShapeTensorOf<[I32]>:$bits);
+  let assemblyFormat = "attr-dict `:` type($bits)";
+  let hasVerifier = 1;
+}
+
 class EmberTPU_TracedDMAOp<string mnemonic, dag outs>
     : EmberTPU_Op<mnemonic, [AttrSizedOperandSegments]> {
   let description = [{

@@ -296,3 +296,24 @@ func.func @barrier(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128
   ember_tpu.traced_sem_wait %two, sem[] {sem_buffer = 2 : i64}
   return %x : tensor<8x128xf32>
 }
+
+// -----
+
+// The PRNG (pltpu.prng_seed, prng_random_bits): Mosaic's prng_set_seed_32
+// of the seeds, then prng_random_bits as a vector, used like any value.
+// CHECK-LABEL: func.func @prng(
+// CHECK: %[[S:.*]] = arith.constant 7 : i32
+// CHECK: ember_tpu.prng_set_seed_32 %[[S]], %{{.*}}
+// CHECK: %[[B:.*]] = ember_tpu.prng_random_bits : vector<8x128xi32>
+// CHECK: arith.sitofp %[[B]]
+func.func @prng(%o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 0>} {
+  %seed = ember.constant dense<7> : tensor<i32>
+  %three = ember.constant dense<3> : tensor<i32>
+  ember_tpu.traced_prng_seed %seed, %three
+  %bits = ember_tpu.traced_prng_random_bits : tensor<8x128xi32>
+  %f = ember.convert %bits : (tensor<8x128xi32>) -> tensor<8x128xf32>
+  return %f : tensor<8x128xf32>
+}

@@ -277,3 +277,35 @@ func.func @barrier_shape() -> tensor<2xi32> {
   %b = ember_tpu.traced_alloc {buffer = 1 : i64, memory_space = #ember_tpu.memory_space<semaphore_mem>, barrier} : tensor<2xi32>
   return %b : tensor<2xi32>
 }
+
+// -----
+
+func.func @prng_no_seed() {
+  // expected-error @+1 {{prng_c1}}
+  ember_tpu.prng_set_seed_32
+  return
+}
+
+// -----
+
+func.func @traced_prng_no_seed() {
+  // expected-error @+1 {{prng_c1}}
+  ember_tpu.traced_prng_seed
+  return
+}
+
+// -----
+
+func.func @prng_rank_one() -> vector<128xi32> {
+  // expected-error @+1 {{prng_c2}}
+  %v = ember_tpu.prng_random_bits : vector<128xi32>
+  return %v : vector<128xi32>
+}
+
+// -----
+
+func.func @traced_prng_rank_one() -> tensor<128xi32> {
+  // expected-error @+1 {{prng_c2}}
+  %b = ember_tpu.traced_prng_random_bits : tensor<128xi32>
+  return %b : tensor<128xi32>
+}

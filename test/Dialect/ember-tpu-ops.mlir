@@ -111,3 +111,17 @@ func.func @barrier() -> tensor<i32> {
   %t = ember_tpu.traced_alloc {buffer = 2 : i64, memory_space = #ember_tpu.memory_space<semaphore_mem>, barrier} : tensor<i32>
   return %t : tensor<i32>
 }
+
+// The PRNG, in both forms.
+// CHECK-LABEL: func.func @prng
+// CHECK: ember_tpu.prng_set_seed_32 %arg0, %arg0
+// CHECK: ember_tpu.prng_random_bits : vector<8x128xi32>
+// CHECK: ember_tpu.traced_prng_seed %arg1
+// CHECK: ember_tpu.traced_prng_random_bits : tensor<8x128xi32>
+func.func @prng(%s: i32, %t: tensor<i32>) -> (vector<8x128xi32>, tensor<8x128xi32>) {
+  ember_tpu.prng_set_seed_32 %s, %s
+  %v = ember_tpu.prng_random_bits : vector<8x128xi32>
+  ember_tpu.traced_prng_seed %t
+  %b = ember_tpu.traced_prng_random_bits : tensor<8x128xi32>
+  return %v, %b : vector<8x128xi32>, tensor<8x128xi32>
+}

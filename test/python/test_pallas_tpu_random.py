@@ -5,6 +5,8 @@ between TPU generations and JAX's interpreter draws zeros, so the checks are
 the documented properties: determinism for a seed and call sequence, state
 kept across the grid, values in range, invariance to block sizes."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -128,12 +130,26 @@ def test_sample_block_is_invariant_to_blocks(params):
     assert 0.0 <= float(a.min()) and float(a.max()) < 1.0
 
 
+def test_lowered_for_tpu_to_the_hardware_prng():
+    # Mosaic's prng_set_seed_32 and prng_random_bits (the uniform sample's
+    # float conversion in vector ops); the program `hardware_prng` of the
+    # Mosaic cross-check (test/data/tpu/kernels.py) verifies under Mosaic.
+    call = pl.pallas_call(_uniform_kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))
+    text = jax.jit(call).trace().lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "ember_tpu.prng_set_seed_32 %" in text
+    assert re.search(r"ember_tpu.prng_random_bits [^\n]*: vector<8x128xi32>", text)
+
+    def flat(o_ref):
+        o_ref[...] = pltpu.prng_random_bits((128,)).astype(jnp.float32)
+
+    flat_call = pl.pallas_call(flat, out_shape=jax.ShapeDtypeStruct((128,), jnp.float32))
+    with pytest.raises(Exception, match="rank 2 or more"):
+        jax.jit(flat_call).trace().lower(lowering_platforms=("tpu",)).as_text("mosaic")
+
+
 def test_errors():
     with pytest.raises(ValueError, match="only available inside a Pallas kernel"):
         pltpu.prng_seed(0)
-    call = pl.pallas_call(_uniform_kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32))
-    with pytest.raises(Exception, match="hardware PRNG"):
-        jax.jit(call).trace().lower(lowering_platforms=("tpu",)).as_text("mosaic")
 
     def half(o_ref):
         pltpu.prng_seed(0)

@@ -772,6 +772,17 @@ LogicalResult KernelBuilder::op(Operation *op) {
     return dma(op);
   if (isa<et::TracedSemSignalOp, et::TracedSemWaitOp, et::TracedSemReadOp>(op))
     return semaphore(op);
+  if (auto seed = dyn_cast<et::TracedPRNGSeedOp>(op)) {
+    SmallVector<Value> seeds;
+    for (Value v : seed.getSeeds())
+      seeds.push_back(get(v));
+    et::PRNGSetSeed32Op::create(b, loc, seeds);
+    return success();
+  }
+  if (auto bits = dyn_cast<et::TracedPRNGRandomBitsOp>(op)) {
+    set(op, et::PRNGRandomBitsOp::create(b, loc, kernelType(bits.getType())));
+    return success();
+  }
   if (!isa<SliceOp, DynamicSliceOp, DynamicUpdateSliceOp, WhileOp, CaseOp>(op))
     for (Value o : op->getOperands())
       if (inHbm(o))

@@ -419,6 +419,38 @@ LogicalResult SemaphoreBarrierOp::verify() {
   return success();
 }
 
+LogicalResult PRNGSetSeed32Op::verify() {
+  // prng_c1: at least one seed.
+  if (getSeeds().empty())
+    return emitOpError("prng_c1: needs at least one seed");
+  return success();
+}
+
+LogicalResult TracedPRNGSeedOp::verify() {
+  // prng_c1: at least one seed.
+  if (getSeeds().empty())
+    return emitOpError("prng_c1: needs at least one seed");
+  return success();
+}
+
+LogicalResult PRNGRandomBitsOp::verify() {
+  // prng_c2: bits come as a vector of rank 2 or more (Mosaic's vregs).
+  if (getOutput().getType().getRank() < 2)
+    return emitOpError("prng_c2: random bits need a result of rank 2 or "
+                       "more, not ")
+           << getOutput().getType();
+  return success();
+}
+
+LogicalResult TracedPRNGRandomBitsOp::verify() {
+  // prng_c2: bits come as a vector of rank 2 or more (Mosaic's vregs).
+  if (getBits().getType().getRank() < 2)
+    return emitOpError("prng_c2: random bits need a result of rank 2 or "
+                       "more, not ")
+           << getBits().getType();
+  return success();
+}
+
 LogicalResult RegionOp::verify() {
   // region_c1: the yield gives one value of each result's type.
   Operation *term = getRegion().front().getTerminator();

@@ -513,6 +513,22 @@ def programs(jax, jnp, pl, pltpu):
                               out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
                               in_specs=[hbm], out_specs=hbm)(x)
 
+    # The hardware PRNG: seeded per grid step, raw bits and a stateful
+    # uniform sample. The bits differ by TPU generation (JAX's interpreter
+    # draws zeros), so the output only takes what every draw agrees on:
+    # min(bits & 1, 0) and floor(u) are 0.
+    def prng_kernel(x_ref, o_ref):
+        pltpu.prng_seed(42, pl.program_id(0))
+        bits = pltpu.prng_random_bits(o_ref.shape)
+        u = pltpu.stateful_uniform(shape=o_ref.shape, minval=0.0, maxval=1.0)
+        o_ref[...] = (x_ref[...] + jnp.minimum(bits & 1, 0).astype(jnp.float32)
+                      + jnp.floor(u))
+
+    def prng(x):
+        spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+        return pl.pallas_call(prng_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              grid=(x.shape[0] // 8,), in_specs=[spec], out_specs=spec)(x)
+
     # pl.run_scoped: a VMEM buffer and a DMA semaphore live for one call.
     def scoped_kernel(x_ref, o_hbm):
         def scoped(buf, sem):
@@ -693,6 +709,7 @@ def programs(jax, jnp, pl, pltpu):
         ("buffered_windows", buffered_windows, (ramp((32, 128), jnp.float32),
                                                 ramp((8, 128), jnp.float32, scale=50))),
         ("buffered_pipeline", buffered_pipeline, (ramp((48, 128), jnp.float32),)),
+        ("hardware_prng", prng, (ramp((16, 128), jnp.float32),)),
         ("vmap_batched_prefetch", jax.vmap(gather_blocks),
          (jnp.array([[2, 0, 3, 1, 1], [0, 0, 1, 3, 2]], dtype=jnp.int32),
           ramp((2, 32, 128), jnp.float32))),

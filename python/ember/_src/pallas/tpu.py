@@ -562,7 +562,9 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
 # -- the stateful PRNG ----------------------------------------------------------
 #
 # A TPU's hardware PRNG is sequential and its bits differ between generations
-# (JAX's docs); JAX's interpret mode draws zeros. Ember's interpreters keep a
+# (JAX's docs); JAX's interpret mode draws zeros. Lowered for TPU, the ops are
+# Mosaic's (`ember_tpu.traced_prng_*` -> `prng_set_seed_32`,
+# `prng_random_bits`). Ember's interpreters keep a
 # state of two uint32 words per kernel (prng_state.py), carried across the grid:
 # `prng_seed` sets it from the seeds through threefry2x32, `prng_random_bits`
 # draws threefry2x32(state, counter) over the array's elements and moves the
@@ -571,10 +573,6 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
 
 
 def _prng_ref(name):
-    if tpu_kernel.tracing():
-        raise NotImplementedError(
-            f"pltpu.{name} in a kernel lowered for TPU: the hardware PRNG's Mosaic ops are not "
-            f"written yet (at {core.where()})")
     if not prng_state.refs:
         raise ValueError(f"pltpu.{name} is only available inside a Pallas kernel "
                          f"(at {core.where()})")
@@ -598,6 +596,10 @@ def prng_seed(*seeds):
         data = getattr(s, "_base", s)  # a typed key: its words
         arr = jnp.asarray(data)
         words += [arr.reshape(-1)[i] for i in range(arr.size)] if arr.ndim else [arr]
+    if tpu_kernel.tracing():  # lowered for TPU: the hardware's PRNG
+        tpu_kernel.prng_seed([core.as_value(lax.bitcast_convert_type(_u32(w), np.int32))
+                              for w in words])
+        return
     ref = _prng_ref("prng_seed")
     k0 = k1 = jnp.zeros((), np.uint32)
     for i, w in enumerate(words):
@@ -609,6 +611,8 @@ def prng_random_bits(shape):
     """JAX's `pltpu.prng_random_bits`: int32 random bits of `shape` from the
     kernel's PRNG state, which moves on."""
     shape = tuple(int(d) for d in shape)
+    if tpu_kernel.tracing():
+        return tpu_kernel.prng_random_bits(shape)
     ref = _prng_ref("prng_random_bits")
     st = ref[...]
     k0, k1 = st[0], st[1]

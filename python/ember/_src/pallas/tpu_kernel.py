@@ -110,6 +110,25 @@ def semaphore(kind, sem, amount=None, device=None):
     return outs[0] if kind == "read" else None
 
 
+def prng_seed(seeds):
+    """`pltpu.prng_seed` in a kernel traced for the TPU target: an
+    `ember_tpu.traced_prng_seed` of the seeds (0-d int32 values)."""
+    trace = core.current_trace()
+    trace.emit("ember_tpu.traced_prng_seed", [trace.to_value(s) for s in seeds], [], {})
+
+
+def prng_random_bits(shape):
+    """`pltpu.prng_random_bits` in a kernel traced for the TPU target (rank
+    2 or more, as Mosaic's op takes)."""
+    if len(shape) < 2:
+        raise NotImplementedError(f"pltpu.prng_random_bits in a kernel lowered for TPU: "
+                                  f"random bits of rank 2 or more, not {shape} (Mosaic's "
+                                  f"prng_random_bits) (at {core.where()})")
+    out, = core.current_trace().emit("ember_tpu.traced_prng_random_bits", [],
+                                     [core.ShapedArray(tuple(shape), np.dtype(np.int32))], {})
+    return out
+
+
 def _traced_alloc(shape, dtype, space, flag=None):
     """A `traced_alloc` of a buffer numbered after the kernel's others (a
     Ref of it); `flag` names a unit attribute (`dma_semaphore`, `barrier`)."""
