@@ -419,36 +419,36 @@ LogicalResult SemaphoreBarrierOp::verify() {
   return success();
 }
 
-LogicalResult PRNGSetSeed32Op::verify() {
-  // prng_c1: at least one seed.
-  if (getSeeds().empty())
-    return emitOpError("prng_c1: needs at least one seed");
+/// prng_c1: at least one seed.
+static LogicalResult verifySeeds(Operation *op, ValueRange seeds) {
+  if (seeds.empty())
+    return op->emitOpError("prng_c1: needs at least one seed");
   return success();
+}
+
+/// prng_c2: bits come as a vector of rank 2 or more (Mosaic's vregs).
+static LogicalResult verifyBitsRank(Operation *op, ShapedType t) {
+  if (t.getRank() < 2)
+    return op->emitOpError("prng_c2: random bits need a result of rank 2 or "
+                           "more, not ")
+           << t;
+  return success();
+}
+
+LogicalResult PRNGSetSeed32Op::verify() {
+  return verifySeeds(*this, getSeeds());
 }
 
 LogicalResult TracedPRNGSeedOp::verify() {
-  // prng_c1: at least one seed.
-  if (getSeeds().empty())
-    return emitOpError("prng_c1: needs at least one seed");
-  return success();
+  return verifySeeds(*this, getSeeds());
 }
 
 LogicalResult PRNGRandomBitsOp::verify() {
-  // prng_c2: bits come as a vector of rank 2 or more (Mosaic's vregs).
-  if (getOutput().getType().getRank() < 2)
-    return emitOpError("prng_c2: random bits need a result of rank 2 or "
-                       "more, not ")
-           << getOutput().getType();
-  return success();
+  return verifyBitsRank(*this, getOutput().getType());
 }
 
 LogicalResult TracedPRNGRandomBitsOp::verify() {
-  // prng_c2: bits come as a vector of rank 2 or more (Mosaic's vregs).
-  if (getBits().getType().getRank() < 2)
-    return emitOpError("prng_c2: random bits need a result of rank 2 or "
-                       "more, not ")
-           << getBits().getType();
-  return success();
+  return verifyBitsRank(*this, getBits().getType());
 }
 
 LogicalResult RegionOp::verify() {
