@@ -548,3 +548,32 @@ def test_pallas_call_pipeline_mode_lowered_for_tpu():
         jax.jit(call(pl.Buffered(3))).trace(x, w).lower(
             lowering_platforms=("tpu",)).as_text("mosaic")
     assert issubclass(pltpu.LoweringException, Exception)
+
+
+def test_masked_load_store_and_small_apis():
+    # pltpu.load/store with masks, MemorySpace by name, touch, trace_value
+    # and with_memory_space_constraint (JAX 0.10.2's names).
+    def kernel(x_ref, o_ref, acc):
+        mask = x_ref[...] > 0.5
+        acc[...] = jnp.zeros_like(acc)
+        pltpu.store(acc, pltpu.load(x_ref) * 2, mask=mask)
+        pltpu.touch(acc)
+        pltpu.trace_value("count", jnp.sum(mask.astype(jnp.int32)))
+        o_ref[...] = pltpu.load(acc) + 1
+
+    x = pltpu.with_memory_space_constraint(jnp.linspace(0, 1, 8 * 128).reshape(8, 128),
+                                           pltpu.MemorySpace.VMEM)
+    want = np.where(np.asarray(x) > 0.5, 2 * np.asarray(x), 0) + 1
+    for params in (True, pltpu.InterpretParams()):
+        out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                             scratch_shapes=[pltpu.MemorySpace.VMEM((8, 128), jnp.float32)],
+                             interpret=params)(x)
+        np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
+    assert pltpu.MemorySpace.SMEM is pltpu.SMEM
+    # Lowered for TPU: selects and stores.
+    call = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+                          scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32)])
+    text = jax.jit(call).trace(x).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "arith.select" in text and "ember_tpu.vector_store" in text
+    with pytest.raises(NotImplementedError, match="only supports HBM, VMEM and SMEM"):
+        pltpu.with_memory_space_constraint(x, pltpu.SEMAPHORE)

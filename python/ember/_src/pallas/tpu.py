@@ -624,3 +624,52 @@ def prng_random_bits(shape):
     n0, n1 = lax.threefry2x32(k0, k1, jnp.ones((), np.uint32), jnp.zeros((), np.uint32))
     ref[...] = jnp.stack([n0, n1])
     return lax.bitcast_convert_type(bits, np.int32)
+
+
+class MemorySpace:
+    """JAX's `pltpu.MemorySpace`: the TPU's memory spaces by name
+    (`MemorySpace.VMEM` is `pltpu.VMEM`, ...)."""
+
+    ANY = ANY
+    VMEM = VMEM
+    SMEM = SMEM
+    HBM = HBM
+    SEMAPHORE = SEMAPHORE
+
+
+def load(ref, *, mask=None):
+    """JAX's `pltpu.load`: all of `ref` (a ref or a view); with `mask`, the
+    lanes where it is false are undefined (zero here)."""
+    value = ref[...]
+    return value if mask is None else jnp.where(mask, value, jnp.zeros_like(value))
+
+
+def store(ref, val, *, mask=None):
+    """JAX's `pltpu.store`: writes `val` into `ref`, only where `mask` is
+    true when given."""
+    ref[...] = val if mask is None else jnp.where(mask, val, ref[...])
+
+
+def touch(ref):
+    """JAX's `pltpu.touch`: a pretend read and write of `ref` (an ordering
+    dependency for Mosaic; nothing for the interpreters, which keep program
+    order)."""
+    del ref
+
+
+def trace_value(label, value):
+    """JAX's `pltpu.trace_value`: a scalar for the profiler's trace (there
+    is no TPU profiler here: nothing is recorded)."""
+    del label, value
+
+
+def with_memory_space_constraint(x, memory_space):
+    """JAX's `pltpu.with_memory_space_constraint`: `x`, asked to live in
+    `memory_space` (HBM, VMEM or SMEM) when it is a pallas_call's operand
+    (placement is the TPU compiler's; the value is unchanged)."""
+    if memory_space is ANY:
+        return x
+    if memory_space not in (HBM, VMEM, SMEM):
+        raise NotImplementedError("with_memory_space_constraint only supports HBM, VMEM and "
+                                  "SMEM.")
+    return x

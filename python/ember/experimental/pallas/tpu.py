@@ -16,12 +16,14 @@ from ember._src.pallas.tpu import DeviceIdType as DeviceIdType
 from ember._src.pallas.tpu import GridDimensionSemantics as GridDimensionSemantics
 from ember._src.pallas.tpu import InterpretError as InterpretError
 from ember._src.pallas.tpu import InterpretParams as InterpretParams
+from ember._src.pallas.tpu import MemorySpace as MemorySpace
 from ember._src.pallas.tpu import PrefetchScalarGridSpec as PrefetchScalarGridSpec
 from ember._src.pallas.tpu import SemaphoreType as SemaphoreType
 from ember._src.pallas.tpu import async_copy as async_copy
 from ember._src.pallas.tpu import bitcast as bitcast
 from ember._src.pallas.tpu import emit_pipeline as emit_pipeline
 from ember._src.pallas.tpu import get_barrier_semaphore as get_barrier_semaphore
+from ember._src.pallas.tpu import load as load
 from ember._src.pallas.tpu import make_async_copy as make_async_copy
 from ember._src.pallas.tpu import make_async_remote_copy as make_async_remote_copy
 from ember._src.pallas.tpu import prng_random_bits as prng_random_bits
@@ -31,7 +33,11 @@ from ember._src.pallas.tpu import roll as roll
 from ember._src.pallas.tpu import semaphore_read as semaphore_read
 from ember._src.pallas.tpu import semaphore_signal as semaphore_signal
 from ember._src.pallas.tpu import semaphore_wait as semaphore_wait
+from ember._src.pallas.tpu import store as store
 from ember._src.pallas.tpu import sync_copy as sync_copy
+from ember._src.pallas.tpu import touch as touch
+from ember._src.pallas.tpu import trace_value as trace_value
+from ember._src.pallas.tpu import with_memory_space_constraint as with_memory_space_constraint
 from ember._src.pallas.tpu_kernel import LoweringException as LoweringException
 from ember.experimental.pallas._tpu_random import sample_block as sample_block
 from ember.experimental.pallas._tpu_random import stateful_bernoulli as stateful_bernoulli
