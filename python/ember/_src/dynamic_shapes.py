@@ -514,7 +514,14 @@ def _generalize(modules, names, envs):
             b = builder(op)
             t = op.results[0].type
             with ir.InsertionPoint(op):
-                sizes = [b.expr(d) for d in dims if isinstance(d, _Affine)]
+                # The sizes of the `?` dimensions in order: computed where a
+                # size varies, the op's own operands where it was dynamic
+                # already (an allocation's run-time size).
+                own = list(op.operands)[:len([d for d in dims if d == _DYNAMIC])]
+                if op.name == "arith.constant":
+                    own = []
+                sizes = [b.expr(d) if isinstance(d, _Affine) else own.pop(0)
+                         for d in dims if isinstance(d, _Affine) or d == _DYNAMIC]
                 if op.name == "arith.constant":
                     elt = ir.RankedTensorType(t).element_type
                     if fit is None:
@@ -525,11 +532,14 @@ def _generalize(modules, names, envs):
                     new = b._op("tensor.splat", [scalar, *sizes], t)
                 elif op.name == "tensor.empty":
                     new = b._op("tensor.empty", sizes, t)
-                else:
-                    attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(sizes), 0])}
+                else:  # memref.alloc/alloca: sizes, then symbol operands
+                    symbols = list(op.operands)[len(sizes) - sum(
+                        isinstance(d, _Affine) for d in dims):]
+                    attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get(
+                        [len(sizes), len(symbols)])}
                     if "alignment" in op.attributes:
                         attrs["alignment"] = op.attributes["alignment"]
-                    new = b._op(op.name, sizes, t, attrs)
+                    new = b._op(op.name, sizes + symbols, t, attrs)
             _replace(op, new)
         for op, dims in rw.expands:
             b = builder(op)
