@@ -89,6 +89,17 @@ def EmberTPU_PipelineModeAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+def EmberTPU_RevisitMode : I32EnumAttr<"RevisitMode",
+    "when an output window's block may be visited again (pl.RevisitMode)", [
+    I32EnumAttrCase<"immediate", 0>, I32EnumAttrCase<"any", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ember_tpu";
+}
+def EmberTPU_RevisitModeAttr
+    : EnumAttr<EmberTPU_Dialect, EmberTPU_RevisitMode, "revisit_mode"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def EmberTPU_VectorLayoutAttr : AttrDef<EmberTPU_Dialect, "VectorLayout"> {
   let mnemonic = "layout";
   let summary = "how a vector is tiled into vector registers";

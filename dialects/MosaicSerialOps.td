@@ -36,6 +36,10 @@ def MosaicSerial_PipelineModeAttr
     : EnumAttr<MosaicSerial_Dialect, EmberTPU_PipelineMode, "pipeline_mode"> {
   let assemblyFormat = "`<` $value `>`";
 }
+def MosaicSerial_RevisitModeAttr
+    : EnumAttr<MosaicSerial_Dialect, EmberTPU_RevisitMode, "revisit_mode"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 def MosaicSerial_DotDimensionNumbersAttr
     : AttrDef<MosaicSerial_Dialect, "DotDimensionNumbers"> {
   let mnemonic = "dot_dimension_numbers";

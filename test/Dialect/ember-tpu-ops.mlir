@@ -4,6 +4,7 @@
 
 // CHECK-LABEL: func.func @kernel
 // CHECK-SAME: #ember_tpu.memory_space<vmem>
+// CHECK-SAME: window_params = [{pipeline_mode = #ember_tpu.pipeline_mode<synchronous>}, {pipeline_mode = #ember_tpu.pipeline_mode<synchronous>, revisit_mode = #ember_tpu.revisit_mode<any>}]
 // CHECK: ember_tpu.matmul {{.*}}#ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>
 // CHECK: ember_tpu.iota {dimensions = array<i32: 1>}
 // CHECK: ember_tpu.transpose
@@ -23,7 +24,9 @@ func.func @kernel(%i: i32, %x: memref<8x128xf32, #ember_tpu.memory_space<vmem>>,
                   %sem: memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>)
     attributes {dimension_semantics = [#ember_tpu.dimension_semantics<parallel>],
                 ember_tpu.core_type = #ember_tpu.core_type<tc>,
-                window_params = [{pipeline_mode = #ember_tpu.pipeline_mode<synchronous>}]} {
+                window_params = [{pipeline_mode = #ember_tpu.pipeline_mode<synchronous>},
+                                 {pipeline_mode = #ember_tpu.pipeline_mode<synchronous>,
+                                  revisit_mode = #ember_tpu.revisit_mode<any>}]} {
   %c0 = arith.constant 0 : index
   %v = vector.load %x[%c0, %c0] : memref<8x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>
   %a = vector.extract_strided_slice %v {offsets = [0, 0], sizes = [8, 8], strides = [1, 1]} : vector<8x128xf32> to vector<8x8xf32>

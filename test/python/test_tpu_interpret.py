@@ -544,6 +544,12 @@ def test_pallas_call_pipeline_mode_lowered_for_tpu():
         mosaic = jax.jit(call(mode)).trace(x, w).lower(
             lowering_platforms=("tpu",)).as_text("mosaic")
         assert f"pipeline_mode = #ember_tpu.pipeline_mode<{text}>" in mosaic
+    mosaic = jax.jit(call(pl.Buffered(1, revisit=pl.RevisitMode.ANY))).trace(x, w).lower(
+        lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "revisit_mode = #ember_tpu.revisit_mode<any>" in mosaic
+    with pytest.raises(Exception, match="RevisitMode.ANY is not supported with double"):
+        jax.jit(call(pl.Buffered(2, revisit=pl.RevisitMode.ANY))).trace(x, w).lower(
+            lowering_platforms=("tpu",)).as_text("mosaic")
     with pytest.raises(Exception, match=r"Only single \(1\) and double \(2\) buffering"):
         jax.jit(call(pl.Buffered(3))).trace(x, w).lower(
             lowering_platforms=("tpu",)).as_text("mosaic")

@@ -499,7 +499,8 @@ def programs(jax, jnp, pl, pltpu):
             buffered_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(4,),
             in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0), pipeline_mode=pl.Buffered(1)),
                       pl.BlockSpec((8, 128), lambda i: (0, 0), pipeline_mode=pl.Buffered(2))],
-            out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)))(x, w)
+            out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0),
+                                   pipeline_mode=pl.Buffered(1, revisit=pl.RevisitMode.ANY)))(x, w)
 
     def buffered_pipeline_kernel(x_hbm, o_hbm):
         pltpu.emit_pipeline(

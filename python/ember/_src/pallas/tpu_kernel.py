@@ -344,6 +344,8 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
         mode = b.pipeline_mode
         if mode is not None and "pipeline_mode" not in entry:
             entry["pipeline_mode"] = _pipeline_mode(mode)
+            if mode.revisit is not None:
+                entry["revisit_mode"] = mode.revisit.value
         windows.append(entry)
 
     with context():
@@ -401,6 +403,8 @@ def _window(w):
     parts = []
     if "pipeline_mode" in w:
         parts.append(f"pipeline_mode = #ember_tpu.pipeline_mode<{w['pipeline_mode']}>")
+    if "revisit_mode" in w:
+        parts.append(f"revisit_mode = #ember_tpu.revisit_mode<{w['revisit_mode']}>")
     if "transform_indices" in w:
         parts.append(f"transform_indices = @{w['transform_indices']}")
     if "window_bounds" in w:
@@ -423,12 +427,8 @@ def _pipeline_mode(mode):
     if not 1 <= mode.buffer_count <= 2:
         raise LoweringException("Only single (1) and double (2) buffering are supported. Got"
                                 f" {mode.buffer_count}.")
-    if mode.revisit is not None:
-        if mode.revisit == RevisitMode.ANY and mode.buffer_count > 1:
-            raise LoweringException("RevisitMode.ANY is not supported with double buffering.")
-        raise NotImplementedError(
-            f"pl.Buffered(revisit={mode.revisit}) in a pallas_call lowered for TPU: the "
-            "window's revisit mode is not written yet")
+    if mode.revisit == RevisitMode.ANY and mode.buffer_count > 1:
+        raise LoweringException("RevisitMode.ANY is not supported with double buffering.")
     return "synchronous" if mode.buffer_count == 1 else "double_buffered"
 
 
