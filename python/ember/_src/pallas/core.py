@@ -189,6 +189,27 @@ def cdiv(a, b):
     return lax.div(a + b - 1, b)
 
 
+def align_to(a, alignment):
+    """JAX's `pl.align_to`: `a` rounded up to a multiple of `alignment`."""
+    return cdiv(a, alignment) * alignment
+
+
+def strides_from_shape(shape):
+    """JAX's `pl.strides_from_shape`: the row-major strides (in elements)."""
+    size = math.prod(shape)
+    strides = []
+    for s in shape:
+        size //= s
+        strides.append(int(size))
+    return tuple(strides)
+
+
+def delay(nanos):
+    """JAX's `pl.delay`: waits `nanos` nanoseconds on the device. Only
+    timing: the interpreters, and kernels lowered here, do not wait."""
+    del nanos
+
+
 def next_power_of_2(x):
     if x < 0:
         raise ValueError("next_power_of_2 takes a non-negative integer")

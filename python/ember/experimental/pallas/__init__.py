@@ -16,10 +16,12 @@ from ember._src.pallas.core import GridSpec as GridSpec
 from ember._src.pallas.core import MemoryRef as MemoryRef
 from ember._src.pallas.core import MemorySpace as MemorySpace
 from ember._src.pallas.core import Squeezed as Squeezed
+from ember._src.pallas.core import align_to as align_to
 from ember._src.pallas.core import broadcast_to as broadcast_to
 from ember._src.pallas.core import cdiv as cdiv
 from ember._src.pallas.core import core_map as core_map
 from ember._src.pallas.core import debug_print as debug_print
+from ember._src.pallas.core import delay as delay
 from ember._src.pallas.core import empty as empty
 from ember._src.pallas.core import empty_like as empty_like
 from ember._src.pallas.core import loop as loop
@@ -33,8 +35,10 @@ from ember._src.pallas.core import reciprocal as reciprocal
 from ember._src.pallas.core import run_scoped as run_scoped
 from ember._src.pallas.core import run_state as run_state
 from ember._src.pallas.core import squeezed as squeezed
+from ember._src.pallas.core import strides_from_shape as strides_from_shape
 from ember._src.pallas.core import when as when
 from ember._src.pallas.core import with_scoped as with_scoped
+from ember._src.pallas.cost_estimate import estimate_cost as estimate_cost
 from ember._src.pallas.pipeline_mode import Buffered as Buffered
 from ember._src.pallas.pipeline_mode import RevisitMode as RevisitMode
 from ember._src.pallas.tpu import DeviceIdType as DeviceIdType
