@@ -1509,6 +1509,11 @@ struct EmberTPUKernelPass
                               "no buffer: ")
                  << j;
         Value buf = kb.buffers[j];
+        if (cast<ShapedType>(v.getType()).getShape() !=
+            cast<ShapedType>(fn.getArgumentTypes()[k]).getShape())
+          return ret->emitOpError("returns a value of type ")
+                 << v.getType() << " into the result buffer of type "
+                 << fn.getArgumentTypes()[k];
         // A buffer whose contents the result already is is not written
         // (returned as it came in, or written in place).
         if (kb.current(v) && kb.resident[v].mem == buf)
