@@ -7,6 +7,9 @@
 // step) and stored once. Only B's strip is packed, A is read in place, and
 // nothing runs on other threads: for the products these kernels take, BLAS
 // libraries spend as long packing and handing work to threads as computing.
+// A product whose C has one block of rows reads B in place instead (no block
+// would reuse a packed strip), and one row times B^T is dot products of
+// B^T's contiguous rows (docs/decisions.md, "Small products").
 // The kernels are compiled for AVX-512F and for AVX2+FMA and chosen at run
 // time.
 //
@@ -120,10 +123,52 @@ void packStrip(Rhs<T> rhs, int64_t k, int64_t j, int64_t cols, int64_t width,
 /// consecutive addresses (B's own rows are often a power of two apart, which
 /// maps a strip onto a few cache sets); with `packed` (from packB), the
 /// strips are read from there instead.
+/// c[j] = a . b_j for one row `a` (k contiguous) and the rows b_j of B^T
+/// (k contiguous each, `ldb` apart): a vector-matrix product with B
+/// transposed, which reads B once where packing its strips would gather it
+/// column by column. Two vector accumulators per dot product.
+template <typename V, typename T>
+EMBER_INLINE void dotRows(int64_t n, int64_t k, const T *a, const T *b,
+                          int64_t ldb, T *c) {
+  constexpr int W = sizeof(V) / sizeof(T);
+  for (int64_t j = 0; j < n; ++j) {
+    const T *bj = b + j * ldb;
+    V acc0{}, acc1{};
+    int64_t p = 0;
+    for (; p + 2 * W <= k; p += 2 * W) {
+      V x0, x1, y0, y1;
+      std::memcpy(&x0, a + p, sizeof(V));
+      std::memcpy(&x1, a + p + W, sizeof(V));
+      std::memcpy(&y0, bj + p, sizeof(V));
+      std::memcpy(&y1, bj + p + W, sizeof(V));
+      acc0 += x0 * y0;
+      acc1 += x1 * y1;
+    }
+    for (; p + W <= k; p += W) {
+      V x, y;
+      std::memcpy(&x, a + p, sizeof(V));
+      std::memcpy(&y, bj + p, sizeof(V));
+      acc0 += x * y;
+    }
+    acc0 += acc1;
+    T sum = 0;
+    for (int l = 0; l < W; ++l)
+      sum += acc0[l];
+    for (; p < k; ++p)
+      sum += a[p] * bj[p];
+    c[j] = sum;
+  }
+}
+
 template <typename V, typename T, int R>
 EMBER_INLINE void driver(int64_t m, int64_t n, int64_t k, Lhs<T> lhs,
                          Rhs<T> rhs, const T *packed, T *panel, T *c) {
   constexpr int W = sizeof(V) / sizeof(T);
+  if (m == 1 && !packed && rhs.sp == 1 && rhs.sj != 1) {
+    // One row (contiguous whatever its transposition) times B^T.
+    dotRows<V, T>(n, k, lhs.a, rhs.b, rhs.sj, c);
+    return;
+  }
   for (int64_t j = 0; j < n; j += 2 * W) {
     int64_t cols = std::min<int64_t>(2 * W, n - j);
     int nv = cols > W ? 2 : 1;
