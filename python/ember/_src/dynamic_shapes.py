@@ -127,13 +127,9 @@ class _Fitter:
         return _Affine(c0, coefs)
 
 
-def _shaped(t):
-    """(kind, shape) of a ranked tensor or memref type, else None."""
-    if isinstance(t, ir.RankedTensorType):
-        return "tensor", list(ir.RankedTensorType(t).shape)
-    if isinstance(t, ir.MemRefType):
-        return "memref", list(ir.MemRefType(t).shape)
-    return None
+def _shape(t):
+    """The shape of a ranked tensor or memref type, else None."""
+    return list(t.shape) if isinstance(t, (ir.RankedTensorType, ir.MemRefType)) else None
 
 
 def _with_dims(t, dims):
@@ -178,15 +174,14 @@ class _Rewriter:
         self.maps = []  # (linalg.generic, {input: [(dim coefs, offset fit)]})
 
     def type_dims(self, types, what):
-        shapes = [_shaped(t) for t in types]
+        shapes = [_shape(t) for t in types]
         if shapes[0] is None:
             if any(str(t) != str(types[0]) for t in types):
                 raise NotImplementedError(f"{what}: types {types[0]} and {types[1]}")
             return None
-        if any(s is None or len(s[1]) != len(shapes[0][1]) for s in shapes):
+        if any(s is None or len(s) != len(shapes[0]) for s in shapes):
             raise NotImplementedError(f"{what}: types of different ranks")
-        dims = [self.fitter.fit([s[1][k] for s in shapes], what)
-                for k in range(len(shapes[0][1]))]
+        dims = [self.fitter.fit([s[k] for s in shapes], what) for k in range(len(shapes[0]))]
         if not any(isinstance(d, _Affine) for d in dims):
             if any(str(t) != str(types[0]) for t in types):
                 raise NotImplementedError(f"{what}: types {types[0]} and {types[1]}")
@@ -219,17 +214,15 @@ class _Rewriter:
         for j, block in enumerate(blocks[0]):
             if any(len(b[j].arguments) != len(block.arguments) for b in blocks):
                 raise NotImplementedError(f"the blocks of {name} differ with the sizes")
-            for k in range(len(block.arguments)):
-                self.value([b[j].arguments[k] for b in blocks], f"an argument of {name}")
+            dims = [self.value([b[j].arguments[k] for b in blocks], f"an argument of {name}")
+                    for k in range(len(block.arguments))]
+            if name == "func.func" and j == 0:
+                self.fn_args[_sym(op)] = dims
         varying = [n for n in (str(a) for a in op.attributes)
                    if len({str(o.attributes[n]) if n in o.attributes else None
                            for o in ops}) > 1]
         if name == "func.func":
             varying = [n for n in varying if n != "function_type"]
-            if blocks[0]:
-                self.fn_args[_sym(op)] = [
-                    self.type_dims([b[0].arguments[k].type for b in blocks], "an argument")
-                    for k in range(len(blocks[0][0].arguments))]
         if name == "arith.constant" and varying:
             self.constant(ops, rdims[0])
             varying = []
@@ -500,56 +493,54 @@ def _generalize(modules, names, envs):
             builders[_sym(fn)].find_sources(rw.fn_args[_sym(fn)])
         return builders[_sym(fn)]
 
-    if True:
-        for op, fits in rw.constants:
-            b = builder(op)
-            t = op.results[0].type
-            with ir.InsertionPoint(op):
-                elt = t.element_type if isinstance(t, ir.RankedTensorType) else t
-                vs = [b.scalar(e, elt) for e in fits]
-                v = b._op("tensor.from_elements", vs, t) if isinstance(
-                    t, ir.RankedTensorType) else vs[0]
-            _replace(op, v)
-        for op, dims, fit in rw.sized:
-            b = builder(op)
-            t = op.results[0].type
-            with ir.InsertionPoint(op):
-                # The sizes of the `?` dimensions in order: computed where a
-                # size varies, the op's own operands where it was dynamic
-                # already (an allocation's run-time size).
-                own = list(op.operands)[:len([d for d in dims if d == _DYNAMIC])]
-                if op.name == "arith.constant":
-                    own = []
-                sizes = [b.expr(d) if isinstance(d, _Affine) else own.pop(0)
-                         for d in dims if isinstance(d, _Affine) or d == _DYNAMIC]
-                if op.name == "arith.constant":
-                    elt = ir.RankedTensorType(t).element_type
-                    if fit is None:
-                        splat = ir.DenseElementsAttr(op.attributes["value"]).get_splat_value()
-                        scalar = b._op("arith.constant", [], elt, {"value": splat})
-                    else:
-                        scalar = b.scalar(fit, elt)
-                    new = b._op("tensor.splat", [scalar, *sizes], t)
-                elif op.name == "tensor.empty":
-                    new = b._op("tensor.empty", sizes, t)
-                else:  # memref.alloc/alloca: sizes, then symbol operands
-                    symbols = list(op.operands)[len(sizes) - sum(
-                        isinstance(d, _Affine) for d in dims):]
-                    attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get(
-                        [len(sizes), len(symbols)])}
-                    if "alignment" in op.attributes:
-                        attrs["alignment"] = op.attributes["alignment"]
-                    new = b._op(op.name, sizes + symbols, t, attrs)
-            _replace(op, new)
-        for op, dims in rw.expands:
-            b = builder(op)
-            with ir.InsertionPoint(op):
-                sizes = [b.expr(d) for d in dims if isinstance(d, _Affine)]
-                static = [_DYNAMIC if isinstance(d, _Affine) else d for d in dims]
-                new = b._op(op.name, [op.operands[0], *sizes], op.results[0].type, {
-                    "reassociation": op.attributes["reassociation"],
-                    "static_output_shape": ir.DenseI64ArrayAttr.get(static)})
-            _replace(op, new)
+    for op, fits in rw.constants:
+        b = builder(op)
+        t = op.results[0].type
+        with ir.InsertionPoint(op):
+            elt = t.element_type if isinstance(t, ir.RankedTensorType) else t
+            vs = [b.scalar(e, elt) for e in fits]
+            v = b._op("tensor.from_elements", vs, t) if isinstance(
+                t, ir.RankedTensorType) else vs[0]
+        _replace(op, v)
+    for op, dims, fit in rw.sized:
+        b = builder(op)
+        t = op.results[0].type
+        with ir.InsertionPoint(op):
+            # The sizes of the `?` dimensions in order: computed where a
+            # size varies, the op's own operands where it was dynamic
+            # already (an allocation's run-time size; symbol operands after).
+            ndyn = sum(d == _DYNAMIC for d in dims)
+            own, symbols = list(op.operands)[:ndyn], list(op.operands)[ndyn:]
+            sizes = [b.expr(d) if isinstance(d, _Affine) else own.pop(0)
+                     for d in dims if isinstance(d, _Affine) or d == _DYNAMIC]
+            if op.name == "arith.constant":
+                elt = ir.RankedTensorType(t).element_type
+                if fit is None:
+                    splat = ir.DenseElementsAttr(op.attributes["value"]).get_splat_value()
+                    scalar = b._op("arith.constant", [], elt, {"value": splat})
+                else:
+                    scalar = b.scalar(fit, elt)
+                new = b._op("tensor.splat", [scalar, *sizes], t)
+            elif op.name == "tensor.empty":
+                new = b._op("tensor.empty", sizes, t)
+            else:  # memref.alloc/alloca: sizes, then symbol operands
+                attrs = {"operandSegmentSizes": ir.DenseI32ArrayAttr.get(
+                    [len(sizes), len(symbols)])}
+                if "alignment" in op.attributes:
+                    attrs["alignment"] = op.attributes["alignment"]
+                new = b._op(op.name, sizes + symbols, t, attrs)
+        _replace(op, new)
+    for op, dims in rw.expands:
+        b = builder(op)
+        with ir.InsertionPoint(op):
+            own = list(op.operands)[1:]  # output sizes dynamic already
+            sizes = [b.expr(d) if isinstance(d, _Affine) else own.pop(0)
+                     for d in dims if isinstance(d, _Affine) or d == _DYNAMIC]
+            static = [_DYNAMIC if isinstance(d, _Affine) else d for d in dims]
+            new = b._op(op.name, [op.operands[0], *sizes], op.results[0].type, {
+                "reassociation": op.attributes["reassociation"],
+                "static_output_shape": ir.DenseI64ArrayAttr.get(static)})
+        _replace(op, new)
     for op, reads in rw.maps:
         _read_in_body(op, reads, builder(op))
     for op, fits in rw.mixed:
