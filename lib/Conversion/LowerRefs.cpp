@@ -139,7 +139,14 @@ LogicalResult mlir::ember::normalizeRefs(ModuleOp module) {
       // computation writes the buffer).
       Operation *def = last.getDefiningOp();
       bool inPlace = def && def->getBlock() == &entry;
-      for (Value v : inPlace ? mayShareBuffer(init) : SmallVector<Value>{})
+      SmallVector<Value> shared =
+          inPlace ? mayShareBuffer(init) : SmallVector<Value>{};
+      // A conditional whose branches yield the buffer itself in one and a
+      // value computed elsewhere in another may or may not be the buffer:
+      // bufferization cannot write it there in place, so it is copied in.
+      if (isa_and_nonnull<CaseOp>(def) && llvm::is_contained(shared, last))
+        inPlace = false;
+      for (Value v : inPlace ? shared : SmallVector<Value>{})
         for (OpOperand &use : v.getUses()) {
           Operation *user = entry.findAncestorOpInBlock(*use.getOwner());
           if (user != set && (user == ret || def->isBeforeInBlock(user)))

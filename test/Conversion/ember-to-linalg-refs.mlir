@@ -107,3 +107,46 @@ func.func @view_returned(%r: !ember.ref<tensor<3xf32>>, %x: tensor<3xf32>) -> te
   ember.ref_set %r, %u : !ember.ref<tensor<3xf32>>
   return %s : tensor<3xf32>
 }
+
+// -----
+
+// The ref is updated in a loop, then in one branch of a conditional whose
+// other branch yields the loop's value: the conditional's result may or may
+// not be the ref's buffer, so it is copied in (bufferization could not
+// prove an in-place write of it free of conflicts and failed).
+// CHECK-LABEL: func @loop_then_cond
+// CHECK: %[[T:.*]] = bufferization.to_tensor %arg0 restrict writable
+// CHECK: %[[L:.*]]:2 = scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %[[T]])
+// CHECK: %[[C:.*]] = scf.if
+// CHECK-NOT: materialize_in_destination %[[C]] in %[[T]]
+// CHECK: bufferization.materialize_in_destination %[[C]] in writable %arg0
+// BUF-LABEL: func @loop_then_cond
+// BUF: scf.for
+// BUF: scf.if
+// BUF: linalg.copy
+// BUF: return
+func.func @loop_then_cond(%r: !ember.ref<tensor<f32>>, %p: tensor<i32>) {
+  %v = ember.ref_get %r : !ember.ref<tensor<f32>>
+  %z = ember.constant dense<0> : tensor<i32>
+  %one = ember.constant dense<1.0> : tensor<f32>
+  %w:2 = ember.while(%z, %v) {trip_count = 3 : i64} : tensor<i32>, tensor<f32> cond {
+  ^bb0(%i: tensor<i32>, %a: tensor<f32>):
+    %n = ember.constant dense<3> : tensor<i32>
+    %c = ember.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %c : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %a: tensor<f32>):
+    %k = ember.constant dense<1> : tensor<i32>
+    %i1 = ember.add %i, %k : tensor<i32>
+    %a1 = ember.add %a, %one : tensor<f32>
+    ember.yield %i1, %a1 : tensor<i32>, tensor<f32>
+  }
+  %c = ember.case %p : tensor<i32> -> tensor<f32> {
+    %d = ember.mul %w#1, %w#1 : tensor<f32>
+    ember.yield %d : tensor<f32>
+  }, {
+    ember.yield %w#1 : tensor<f32>
+  }
+  ember.ref_set %r, %c : !ember.ref<tensor<f32>>
+  return
+}

@@ -766,6 +766,36 @@ def test_grad_outside_jit_updates_closed_over_ref():
     np.testing.assert_array_equal(np.asarray(held), [0.0, 0.0, 0.0])
 
 
+def test_closed_over_ref_written_in_a_loop_inside_a_transformation():
+    # The writes happen in a loop's body and a branch inside the function
+    # that grad (or vmap) traces. JAX 0.10.2 keeps them under grad (6.0)
+    # and rejects them under vmap; Ember lost them (the loop's op, not the
+    # function, was marked as writing). Under jit, the ref's buffer is
+    # updated in place through the loop and then copied from the branch's
+    # result (test/Conversion/ember-to-linalg-refs.mlir, @loop_then_cond).
+    def make():
+        r = ember.new_ref(jnp.float32(0.0))
+
+        def f(x):
+            def body(i, c):
+                r[...] += 1.0
+                return c
+
+            lax.fori_loop(0, 3, body, 0)
+            lax.cond(x > 100, lambda: None, lambda: r.__setitem__(Ellipsis, r[...] * 2))
+            return jnp.sum(x * 2)
+
+        return r, f
+
+    for transform in (ember.grad, lambda f: ember.jit(ember.grad(f)), ember.jit):
+        r, f = make()
+        transform(f)(jnp.float32(1.0))
+        assert float(r[...]) == 6.0
+    r, f = make()
+    with pytest.raises(TypeError, match="unbatched array reference"):
+        ember.vmap(f)(jnp.ones(2, jnp.float32))
+
+
 def test_views_of_a_compiled_result_held_by_a_ref_keep_their_values():
     # The ref's array is a compiled result (a view of the runtime's buffer):
     # a NumPy view made from it refers to the buffer's owner.

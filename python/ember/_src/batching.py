@@ -5,9 +5,11 @@ an `ember.vmap` op marks which inputs carry the batch dimension; the
 import functools
 import threading
 
+import numpy as np
+
 from ember._mlir import ir
 
-from . import core, hitypes, parallel, state, tree_util
+from . import core, dtypes, hitypes, lax, parallel, state, tree_util
 from .api import eager_transform
 from .api_util import Traced, static_positions
 from .core import as_value
@@ -119,7 +121,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
 
 
 def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None,
-                 check_vma=False, processes=1, devices=False):
+                 check_vma=False, processes=1, devices=False, shared_refs=False):
     rule = getattr(fun, "vmap_with_rule", None)
     if rule is not None and axis_name is None and not check_vma and processes == 1:
         # A function with its own batching rule (custom_batching.custom_vmap)
@@ -226,7 +228,9 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
         return leaves_out + [r._value for r in refs] + [v for _, _, vals in extras
                                                         for v in vals]
 
-    traced = Traced(per_example, example_avals, refs_ok=(
+    # `shared_refs`: the lanes are cores sharing the memory behind the refs
+    # they close over (a TPU core_map), so their writes are merged below.
+    traced = Traced(per_example, example_avals, refs_ok=True if shared_refs else (
         "performing a set/swap operation with vmapped value on an unbatched array "
         "reference: a Ref closed over by a vmapped function cannot be written; move "
         "the array reference to be an argument to the vmapped function"))
@@ -249,6 +253,12 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
     res = trace.emit("ember.vmap", [trace.to_value(v) for v in operands],
                      [_with_batch_sharding(a.update(vma=a.vma - {axis_name}), n, batch_sharding)
                       for a in traced.out_avals], attrs)
+    if traced.ref_outs:
+        # (Only with shared_refs: the closed-over refs' final values per lane.)
+        k = len(res) - len(traced.ref_outs)
+        state.bind_written(traced.ref_outs, [_merge_lanes(core.as_value(r._value), v)
+                                             for r, v in zip(traced.ref_outs, res[k:])])
+        res = res[:k]
     # Values the body hooks added (checkify's checks), batched: theirs.
     for h, token, count in reversed(store["extras"]):
         if count:
@@ -343,6 +353,24 @@ def _with_batch_sharding(aval, n, batch):
     spec = PartitionSpec(first, *rest) if sh is None else \
         sh.spec.update(partitions=[first] + rest)
     return out.update(sharding=NamedSharding(mesh, spec))
+
+
+def _merge_lanes(old, lanes):
+    """A shared buffer after lanes that each wrote a copy of it (cores of
+    one TPU device writing its memory): every element a lane changed takes
+    that lane's value (the last such lane's, were several to write it);
+    "changed" compares bits, so that writing -0.0 over 0.0 or a NaN counts.
+    Elements a lane wrote with their old bits are the same either way."""
+    if dtypes.is_float(old.dtype):
+        width = np.dtype(old.dtype).itemsize * 8
+        as_bits = lambda v: lax.bitcast_convert_type(v, np.dtype(f"uint{width}"))  # noqa: E731
+    else:
+        as_bits = lambda v: v  # noqa: E731
+    out, old_bits = old, as_bits(old)
+    for i in range(lanes.shape[0]):
+        lane = lanes[i]
+        out = jnp.where(as_bits(lane) != old_bits, lane, out)
+    return out
 
 
 def _write_ref_args(ref_args, finals, mapped):

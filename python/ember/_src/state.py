@@ -102,6 +102,12 @@ def stateful(fun, refs):
         _register(trace, refs)
         try:
             out = fun(*args)
+            # A ref written here is written by the op being built around
+            # this body (in the trace one up), so that a transformation
+            # tracing that op returns its final value (`core._finish_refs`).
+            parent = getattr(trace, "parent", None)
+            if parent is not None:
+                parent.written.update(id(r) for r in refs if id(r) in trace.written)
             return values(refs), out
         finally:
             bind(refs, saved)

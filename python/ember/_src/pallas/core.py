@@ -270,15 +270,78 @@ def loop(lower, upper, *, step=1, unroll=None):
 def core_map(mesh, *, compiler_params=None, interpret=False, debug=False,
              cost_estimate=None, name=None, metadata=None, scratch_shapes=()):
     """`@pl.core_map(mesh)` runs the decorated function on every core of
-    `mesh` (a plgpu `WarpMesh` inside a plgpu kernel)."""
+    `mesh`: a plgpu `WarpMesh` inside a plgpu kernel, or the TensorCores of
+    a TPU device (`pltpu.create_tensorcore_mesh`; the function reads and
+    writes the refs it closes over)."""
     if not hasattr(mesh, "run"):
         raise NotImplementedError(f"core_map over {type(mesh).__name__} is not supported "
                                   f"(at {core.where()})")
 
     def decorator(fn):
-        mesh.run(fn)
+        if core._trace_stack or not getattr(mesh, "shares_refs", False):
+            mesh.run(fn)
+            return
+        # Outside jit the cores' program is compiled (the refs it writes
+        # are updated for the caller, as a jitted function's are).
+        from ..api import jit
+
+        jit(lambda: mesh.run(fn))()
 
     return decorator
+
+
+def kernel(body=None, out_type=(), *, mesh, scratch_types=(), compiler_params=None,
+           interpret=False, cost_estimate=None, debug=False, name=None, metadata=None):
+    """JAX's `pl.kernel`: `kernel(body, out_type=..., mesh=...)(*args)` runs
+    `body(*args as refs, *output refs, *scratch refs)` on every core of
+    `mesh` (`pl.core_map` over a `run_scoped` of `scratch_types`) and
+    returns the outputs (`out_type`: a pytree of ShapeDtypeStructs or
+    arrays; one output ref, or one per element of a sequence). Array
+    arguments become fresh refs; Ref arguments are the caller's, updated
+    in place. Without `body`, a decorator."""
+    if body is None:
+        if isinstance(mesh, (list, tuple)):
+            raise ValueError("mesh cannot be a sequence when using pl.kernel as a decorator.")
+        return lambda fun: kernel(fun, out_type, mesh=mesh, scratch_types=scratch_types,
+                                  compiler_params=compiler_params, interpret=interpret,
+                                  cost_estimate=cost_estimate, debug=debug, name=name,
+                                  metadata=metadata)
+    if isinstance(body, (list, tuple)) or isinstance(mesh, (list, tuple)):
+        raise NotImplementedError(
+            f"pl.kernel: several bodies and meshes (MPMD kernels) are not supported "
+            f"(at {core.where()})")
+    if not getattr(mesh, "shares_refs", False):
+        raise NotImplementedError(
+            f"pl.kernel over a {type(mesh).__name__} is not supported (TPU TensorCore meshes "
+            f"are; for GPU kernels use plgpu.kernel) (at {core.where()})")
+    out_leaves, out_tree = tree_util.tree_flatten(out_type)
+
+    def call(*args):
+        leaves, in_tree = tree_util.tree_flatten(args, is_leaf=lambda x: isinstance(
+            x, state._RefBase))
+        seen = set()
+        for x in leaves:
+            if isinstance(x, state._RefBase):
+                if id(x) in seen:
+                    raise NotImplementedError(
+                        "Cannot pass the same ref into a mpmd map multiple times")
+                seen.add(id(x))
+        in_refs = [x if isinstance(x, state._RefBase) else state.new_ref(x) for x in leaves]
+        out_refs = [state.empty_ref(o) for o in out_leaves]
+        outs = tree_util.tree_unflatten(out_tree, out_refs)
+        kargs = list(tree_util.tree_unflatten(in_tree, in_refs))
+        kargs += list(outs) if isinstance(out_type, (list, tuple)) else [outs]
+
+        def per_core():
+            if isinstance(scratch_types, dict):
+                run_scoped(lambda **s: body(*kargs, **s), **scratch_types)
+            else:
+                run_scoped(lambda *s: body(*kargs, *s), *scratch_types)
+
+        core_map(mesh, compiler_params=compiler_params, interpret=interpret)(per_core)
+        return tree_util.tree_unflatten(out_tree, [state.freeze(r) for r in out_refs])
+
+    return call
 
 
 class _NoKernelInterpreter:

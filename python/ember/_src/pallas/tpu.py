@@ -5,6 +5,7 @@ complete when started: grid steps run one at a time), in the checked one
 (`InterpretParams`, tpu_interpret.py), and lower for TPU (tpu_kernel.py)."""
 
 import contextlib
+import copy
 import itertools
 import math
 
@@ -127,15 +128,27 @@ class DeviceIdType:
 
 def _remote(device_id, what):
     """(axis name, this device's index, the target's index) of a remote
-    operation inside `shard_map` over one mesh axis (the devices are lanes
-    of one program on the CPU)."""
+    operation: inside `shard_map` over one mesh axis (the devices are lanes
+    of one program on the CPU), or, with `device_id` a dict naming one axis
+    (`{'core': c}`: the other coordinates held), along that axis (the cores
+    of a `pl.core_map` are lanes too)."""
     from .. import parallel
 
     if tpu_interpret.active() is not None:
         raise NotImplementedError(
             f"pltpu.{what} with device_id: remote DMAs and semaphores run in the traced "
             f"interpreter (not checked yet) and are lowered for TPU (at {core.where()})")
-    frames = parallel._env.frames
+    if isinstance(device_id, dict):
+        if len(device_id) != 1:
+            raise NotImplementedError(
+                f"pltpu.{what}: a device_id dict naming {len(device_id)} mesh axes (one is "
+                f"supported; at {core.where()})")
+        (axis, target), = device_id.items()
+        if not parallel.is_bound(axis):
+            raise NameError(f"pltpu.{what}: device_id names the axis {axis!r}, which is not "
+                            f"a mesh axis here (at {core.where()})")
+        return axis, parallel.axis_index(axis), jnp.asarray(target, np.int32)
+    frames = [f for f in parallel._env.frames if f[0] not in _core_axes]
     if len(frames) != 1:
         raise NotImplementedError(
             f"pltpu.{what} with device_id needs the kernel inside shard_map over exactly one "
@@ -281,44 +294,106 @@ def emit_pipeline(body, *, grid, in_specs=(), out_specs=(), tiling=None, core_ax
     grid = tuple(int(g) for g in grid)
     in_specs = list(in_specs) if isinstance(in_specs, (list, tuple)) else [in_specs]
     out_specs = list(out_specs) if isinstance(out_specs, (list, tuple)) else [out_specs]
+    if core_axis is not None and core_axis_name is not None:
+        raise ValueError("core_axis and core_axis_name cannot both be provided.")
 
     def pipeline(*refs, scratches=None, allocations=None, body_prologue=None):
-        specs = in_specs + out_specs
-        if len(refs) != len(specs):
-            raise ValueError(
-                f"pltpu.emit_pipeline: {len(refs)} refs for {len(in_specs)} input and "
-                f"{len(out_specs)} output specs (at {core.where()})")
-        extra = tuple(scratches or ())
-        for k, sp in enumerate(specs):
-            _buffer_count(sp, k >= len(in_specs))  # JAX's checks of pipeline_mode
-        if allocations is not None:
-            raise NotImplementedError(
-                f"pltpu.emit_pipeline: allocations= (buffers made outside the pipeline) is "
-                f"not supported (at {core.where()})")
-        if tpu_kernel.tracing() or tpu_interpret.active() is not None:
-            return _pipelined(body, grid, refs, specs, len(in_specs), extra, body_prologue)
-
-        def step(ids):
-            with _grid(ids, grid):
-                if body_prologue is not None:
-                    body_prologue()
-                body(*[_block_view(r, sp, _block_index(sp, ids, r))
-                       for r, sp in zip(refs, specs)], *extra)
-
-        if not core._trace_stack:
-            for ids in itertools.product(*[range(n) for n in grid]):
-                step(tuple(ids))
-            return
-        n = math.prod(grid)
-
-        def loop_body(i, carry):
-            step(pl_core._unravel(i, grid))
-            return carry
-
-        if n:
-            control_flow.fori_loop(0, n, loop_body, jnp.int32(0))
+        # Split over the cores of `core_axis`(`_name`): each runs its part.
+        axis = core_axis_name if core_axis is None else core_axis
+        grid_, offsets = _partition_grid(grid, axis, dimension_semantics)
+        specs = [_shifted(sp, offsets) for sp in in_specs + out_specs]
+        _run_pipeline(body, grid_, specs, len(in_specs), refs, scratches, allocations,
+                      body_prologue)
 
     return pipeline
+
+
+def _partition_grid(grid, core_axis, dimension_semantics):
+    """(the grid of this core, the offsets of its indices) for a pipeline
+    split over the cores of `core_axis` (a grid axis of the kernel, or a
+    core_map's axis name): the first PARALLEL dimension the number of
+    cores divides is cut into equal parts, core c taking the c-th, as JAX
+    splits it."""
+    if core_axis is None:
+        return grid, (0,) * len(grid)
+    if isinstance(core_axis, int):
+        cores, me = pl_core.num_programs(core_axis), pl_core.program_id(core_axis)
+    else:
+        from .. import parallel
+
+        cores, me = parallel.axis_size(core_axis), parallel.axis_index(core_axis)
+    if not isinstance(cores, (int, np.integer)):
+        raise NotImplementedError(
+            f"Cannot partition grid over dynamic number of cores: {core_axis=}")
+    if cores == 1:
+        return grid, (0,) * len(grid)
+    semantics = tuple(dimension_semantics or (ARBITRARY,) * len(grid))
+    if len(semantics) != len(grid):
+        raise ValueError("dimension_semantics must be the same length as grid.")
+    parallel_dims = [i for i, d in enumerate(semantics) if d == PARALLEL]
+    if not parallel_dims:
+        raise NotImplementedError(
+            f"Cannot partition over cores without parallel grid dimensions: "
+            f"dimension_semantics={semantics}")
+    even = [i for i in parallel_dims if grid[i] % cores == 0]
+    if not even:
+        raise NotImplementedError(
+            f"pltpu.emit_pipeline: no PARALLEL grid dimension of {grid} divides into "
+            f"{cores} cores (the uneven split JAX makes has a run-time grid, which Ember's "
+            f"emit_pipeline does not support; at {core.where()})")
+    d = even[0]
+    size = grid[d] // cores
+    offsets = [0] * len(grid)
+    offsets[d] = jnp.asarray(me, np.int32) * size
+    return grid[:d] + (size,) + grid[d + 1:], tuple(offsets)
+
+
+def _shifted(spec, offsets):
+    """`spec` whose index map sees the grid indices plus `offsets` (a core's
+    part of a split pipeline; its body's `program_id` stays local)."""
+    if all(isinstance(o, int) and o == 0 for o in offsets) or spec is None or \
+            getattr(spec, "index_map", None) is None:
+        return spec
+    out = copy.copy(spec)
+    out.index_map = lambda *ids: spec.index_map(*[i + o for i, o in zip(ids, offsets)])
+    return out
+
+
+def _run_pipeline(body, grid, specs, nin, refs, scratches, allocations, body_prologue):
+    """The pipeline of `emit_pipeline` over `refs` (inputs, then outputs)."""
+    if len(refs) != len(specs):
+        raise ValueError(
+            f"pltpu.emit_pipeline: {len(refs)} refs for {nin} input and "
+            f"{len(specs) - nin} output specs (at {core.where()})")
+    extra = tuple(scratches or ())
+    for k, sp in enumerate(specs):
+        _buffer_count(sp, k >= nin)  # JAX's checks of pipeline_mode
+    if allocations is not None:
+        raise NotImplementedError(
+            f"pltpu.emit_pipeline: allocations= (buffers made outside the pipeline) is "
+            f"not supported (at {core.where()})")
+    if tpu_kernel.tracing() or tpu_interpret.active() is not None:
+        return _pipelined(body, grid, refs, specs, nin, extra, body_prologue)
+
+    def step(ids):
+        with _grid(ids, grid):
+            if body_prologue is not None:
+                body_prologue()
+            body(*[_block_view(r, sp, _block_index(sp, ids, r))
+                   for r, sp in zip(refs, specs)], *extra)
+
+    if not core._trace_stack:
+        for ids in itertools.product(*[range(n) for n in grid]):
+            step(tuple(ids))
+        return
+    n = math.prod(grid)
+
+    def loop_body(i, carry):
+        step(pl_core._unravel(i, grid))
+        return carry
+
+    if n:
+        control_flow.fori_loop(0, n, loop_body, jnp.int32(0))
 
 
 @contextlib.contextmanager
@@ -624,6 +699,101 @@ def prng_random_bits(shape):
     n0, n1 = lax.threefry2x32(k0, k1, jnp.ones((), np.uint32), jnp.zeros((), np.uint32))
     ref[...] = jnp.stack([n0, n1])
     return lax.bitcast_convert_type(bits, np.int32)
+
+
+class CoreType:
+    """JAX's `pltpu.CoreType`: the kind of core a kernel runs on."""
+
+    TC = "tc"
+    SC_SCALAR_SUBCORE = "sc_scalar_subcore"
+    SC_VECTOR_SUBCORE = "sc_vector_subcore"
+
+
+class TensorCore:
+    """One TensorCore of a TPU device (an element of a `TensorCoreMesh`)."""
+
+    def __init__(self, id):  # noqa: A002 - JAX's field name
+        self.id = int(id)
+
+    def __repr__(self):
+        return f"TensorCore(id={self.id})"
+
+    def __eq__(self, other):
+        return isinstance(other, TensorCore) and other.id == self.id
+
+    def __hash__(self):
+        return hash(("TensorCore", self.id))
+
+
+# The axis names of the core_maps being traced (their lanes are cores of
+# one device, not devices: `_remote` skips them for a device_id given as
+# mesh coordinates).
+_core_axes = set()
+
+
+class TensorCoreMesh:
+    """JAX's `pltpu.create_tensorcore_mesh(...)`: the TensorCores of one TPU
+    device as a mesh of one axis, for `pl.core_map` and `pl.kernel`. On the
+    CPU the cores are lanes of one program (as shard_map's devices are):
+    each runs the body with `lax.axis_index(axis)` its index; remote copies
+    and semaphore signals with `device_id={axis: core}` go to another core;
+    memory outside the body (refs it closes over: the device's HBM) is
+    shared, each element taking the value the core that wrote it left
+    (a core sees the others' writes to it after the core_map, not during:
+    they exchange data by remote copies, as on the TPU)."""
+
+    default_memory_space = ANY
+    # (For pl.core_map and pl.kernel: the body's closed-over refs are the
+    # cores' shared memory.)
+    shares_refs = True
+
+    def __init__(self, devices, axis_names):
+        self.devices = np.asarray(devices, dtype=object)
+        self.axis_names = tuple(axis_names)
+        if self.devices.ndim != 1 or len(self.axis_names) != 1:
+            raise ValueError("A TensorCoreMesh has one axis of cores")
+
+    @property
+    def shape(self):
+        return {self.axis_names[0]: self.devices.shape[0]}
+
+    @property
+    def size(self):
+        return int(self.devices.size)
+
+    def __repr__(self):
+        return f"TensorCoreMesh(devices={self.devices!r}, axis_names={self.axis_names!r})"
+
+    def run(self, fn):
+        """`pl.core_map(self)(fn)`: `fn()` on every core."""
+        from .. import batching
+
+        axis = self.axis_names[0]
+        _core_axes.add(axis)
+        try:
+            batching._vmap_traced(lambda: fn(), (), 0, self.size, (), {}, axis_name=axis,
+                                  shared_refs=True)
+        finally:
+            _core_axes.discard(axis)
+
+
+def create_tensorcore_mesh(axis_name, devices=None, num_cores=None):
+    """JAX's `pltpu.create_tensorcore_mesh`: the TensorCores of a device
+    (`num_cores` of them, or as many as the device has) as a mesh along
+    `axis_name`. CPU devices have no TensorCores: give `num_cores` to run
+    core_map kernels in the interpreter."""
+    if devices is not None and num_cores is not None:
+        raise ValueError("cannot specify both devices and num_cores")
+    if num_cores is None:
+        from .. import devices as devices_lib
+
+        device = (devices or devices_lib.devices())[0]
+        num_cores = getattr(device, "num_cores", None)
+        if num_cores is None:
+            raise ValueError(
+                f"pltpu.create_tensorcore_mesh: {device} is not a TPU and has no TensorCores; "
+                f"pass num_cores= to interpret core_map kernels on it (at {core.where()})")
+    return TensorCoreMesh([TensorCore(i) for i in range(int(num_cores))], [axis_name])
 
 
 class MemorySpace:

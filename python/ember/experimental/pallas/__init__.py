@@ -24,6 +24,7 @@ from ember._src.pallas.core import debug_print as debug_print
 from ember._src.pallas.core import delay as delay
 from ember._src.pallas.core import empty as empty
 from ember._src.pallas.core import empty_like as empty_like
+from ember._src.pallas.core import kernel as kernel
 from ember._src.pallas.core import loop as loop
 from ember._src.pallas.core import multiple_of as multiple_of
 from ember._src.pallas.core import next_power_of_2 as next_power_of_2

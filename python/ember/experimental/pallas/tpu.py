@@ -12,6 +12,7 @@ from ember._src.pallas.tpu import VMEM as VMEM
 from ember._src.pallas.tpu import AsyncCopyDescriptor as AsyncCopyDescriptor
 from ember._src.pallas.tpu import AsyncRemoteCopyDescriptor as AsyncRemoteCopyDescriptor
 from ember._src.pallas.tpu import CompilerParams as CompilerParams
+from ember._src.pallas.tpu import CoreType as CoreType
 from ember._src.pallas.tpu import DeviceIdType as DeviceIdType
 from ember._src.pallas.tpu import GridDimensionSemantics as GridDimensionSemantics
 from ember._src.pallas.tpu import InterpretError as InterpretError
@@ -21,6 +22,7 @@ from ember._src.pallas.tpu import PrefetchScalarGridSpec as PrefetchScalarGridSp
 from ember._src.pallas.tpu import SemaphoreType as SemaphoreType
 from ember._src.pallas.tpu import async_copy as async_copy
 from ember._src.pallas.tpu import bitcast as bitcast
+from ember._src.pallas.tpu import create_tensorcore_mesh as create_tensorcore_mesh
 from ember._src.pallas.tpu import emit_pipeline as emit_pipeline
 from ember._src.pallas.tpu import get_barrier_semaphore as get_barrier_semaphore
 from ember._src.pallas.tpu import load as load

@@ -1,0 +1,251 @@
+"""`pl.core_map` and `pl.kernel` over a TPU device's TensorCores
+(`pltpu.create_tensorcore_mesh`), run by the interpreter with the cores as
+lanes: per-core programs, remote copies and barrier signals between cores,
+`emit_pipeline` split over the cores (`core_axis_name`), shared memory
+behind the refs the cores close over. JAX 0.10.2 cannot run these on a CPU
+(its TPU interpret mode has no TensorCore mesh there), so the checks are
+against NumPy, as JAX's core_map guide checks itself."""
+
+import os
+import subprocess
+from functools import partial
+
+import numpy as np
+import pytest
+
+import ember as jax
+import ember.numpy as jnp
+from ember import lax
+from ember.experimental import pallas as pl
+from ember.experimental.pallas import tpu as pltpu
+from ember.sharding import NamedSharding
+
+
+def _tc(n=2):
+    return pltpu.create_tensorcore_mesh("core", num_cores=n)
+
+
+def test_mesh_as_jax_prints_it():
+    mesh = _tc()
+    assert repr(mesh) == ("TensorCoreMesh(devices=array([TensorCore(id=0), TensorCore(id=1)], "
+                          "dtype=object), axis_names=('core',))")
+    assert mesh.shape == {"core": 2} and mesh.size == 2 and len(mesh.devices) == 2
+    with pytest.raises(ValueError, match="both devices and num_cores"):
+        pltpu.create_tensorcore_mesh("core", devices=jax.devices(), num_cores=2)
+    # A CPU device has no TensorCores to count.
+    with pytest.raises(ValueError, match="num_cores="):
+        pltpu.create_tensorcore_mesh("core")
+
+
+def _swap_kernel(in_hbm, out_hbm, in_vmem, recv_vmem, out_vmem, sem, send_sem, recv_sem):
+    # Each core takes its column block, meets the other core at the barrier,
+    # sends its block to it, and writes twice what it received.
+    me, cores = lax.axis_index("core"), lax.axis_size("core")
+    width = in_hbm.shape[-1] // cores
+    cols = pl.ds(me * width, width)
+    pltpu.async_copy(in_hbm.at[:, cols], in_vmem, sem).wait()
+    other = (me + 1) % cores
+    barrier = pltpu.get_barrier_semaphore()
+    pl.semaphore_signal(barrier, 1, device_id={"core": other})
+    pl.semaphore_wait(barrier, 1)
+    copy = pltpu.make_async_remote_copy(in_vmem, recv_vmem, send_sem, recv_sem,
+                                        device_id={"core": other})
+    copy.start()
+    copy.wait()
+    out_vmem[...] = recv_vmem[...] * 2
+    pltpu.async_copy(out_vmem, out_hbm.at[:, cols], sem).wait()
+
+
+def _swapped(x):
+    half = x.shape[1] // 2
+    return np.concatenate([x[:, half:], x[:, :half]], axis=1) * 2
+
+
+def test_cores_swap_blocks_under_shard_map(devices8):
+    mesh = jax.make_mesh((8,), ("device",))
+    tc = _tc()
+    spec = jax.P("device", None)
+    block = (32 // 8, 256 // 2)
+    scratch = [pltpu.VMEM(block, jnp.float32)] * 3 + [pltpu.SemaphoreType.DMA] * 3
+
+    # core_map over refs made in the shard_map body.
+    @jax.jit
+    @partial(jax.shard_map, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
+    def with_core_map(x):
+        x_ref = jax.new_ref(x)
+        o_ref = jax.new_ref(lax.empty(x.shape, x.dtype))
+
+        @pl.core_map(tc, compiler_params=pltpu.CompilerParams(collective_id=0))
+        def _():
+            pl.run_scoped(partial(_swap_kernel, x_ref, o_ref), *scratch)
+
+        return o_ref[...]
+
+    # The same through pl.kernel.
+    @jax.jit
+    @partial(jax.shard_map, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
+    def with_kernel(x):
+        return pl.kernel(_swap_kernel, out_type=x, mesh=tc, scratch_types=scratch,
+                         compiler_params=pltpu.CompilerParams(collective_id=0))(x)
+
+    x = jax.device_put(jax.random.normal(jax.random.key(0), (32, 256)), NamedSharding(mesh, spec))
+    want = np.concatenate([_swapped(b) for b in np.split(np.asarray(x), 8)])
+    np.testing.assert_array_equal(np.asarray(with_core_map(x)), want)
+    np.testing.assert_array_equal(np.asarray(with_kernel(x)), want)
+
+
+def test_kernel_outside_jit_with_a_decorator_and_pytrees():
+    tc = _tc()
+
+    # Outputs as a sequence (one ref each), a dict of scratch as keywords,
+    # a pytree of inputs.
+    @pl.kernel(out_type=(jax.ShapeDtypeStruct((2, 8), jnp.float32),
+                         jax.ShapeDtypeStruct((2,), jnp.int32)), mesh=tc,
+               scratch_types={"tmp": pltpu.VMEM((8,), jnp.float32)})
+    def k(inputs, total_ref, who_ref, *, tmp):
+        x_ref, scale_ref = inputs
+        c = lax.axis_index("core")
+        tmp[...] = x_ref[c] * scale_ref[...]
+        total_ref[pl.ds(c, 1), :] = tmp[...][None]
+        who_ref[pl.ds(c, 1)] = jnp.full((1,), c + 10, jnp.int32)
+
+    x = np.arange(16, dtype=np.float32).reshape(2, 8)
+    total, who = k((jnp.asarray(x), jnp.float32(3.0)))
+    np.testing.assert_array_equal(np.asarray(total), x * 3)
+    np.testing.assert_array_equal(np.asarray(who), [10, 11])
+
+
+def test_ref_arguments_are_updated_in_place():
+    tc = _tc()
+    acc = jax.new_ref(jnp.zeros((2, 4), jnp.float32))
+
+    def k(acc_ref):
+        c = lax.axis_index("core")
+        acc_ref[pl.ds(c, 1), :] += (c + 1).astype(jnp.float32)
+
+    pl.kernel(k, out_type=(), mesh=tc)(acc)
+    pl.kernel(k, out_type=(), mesh=tc)(acc)
+    np.testing.assert_array_equal(np.asarray(acc[...]), [[2] * 4, [4] * 4])
+    with pytest.raises(NotImplementedError, match="same ref"):
+        pl.kernel(lambda a, b: None, mesh=tc)(acc, acc)
+
+
+def test_shared_memory_keeps_what_no_core_wrote():
+    # Each core writes its own elements of the closed-over ref; the rest
+    # keep their values, and a write is seen even when it only flips the
+    # sign of a zero.
+    tc = _tc(4)
+    ref = jax.new_ref(jnp.asarray([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], jnp.float32))
+
+    @jax.jit
+    def run():
+        @pl.core_map(tc)
+        def _():
+            c = lax.axis_index("core")
+
+            @pl.when(c == 0)
+            def _():
+                ref[0] = jnp.float32(-0.0)
+
+            @pl.when(c > 0)
+            def _():
+                ref[pl.ds(2 * c, 1)] = jnp.full((1,), 100.0, jnp.float32) * c
+
+    run()
+    got = np.asarray(ref[...])
+    np.testing.assert_array_equal(got, [0, 1, 100, 3, 200, 5, 300, 7])
+    assert np.signbit(got[0])
+
+
+def _pipeline_kernel(x_hbm, o_hbm, *, semantics=(pltpu.PARALLEL, pltpu.ARBITRARY), rows=8):
+    def body(x_blk, o_blk):
+        # Which core ran the block, and the block's local grid row.
+        o_blk[...] = (x_blk[...] + 1) * 0 + lax.axis_index("core") * 100 + pl.program_id(0)
+
+    pltpu.emit_pipeline(
+        body, grid=(x_hbm.shape[0] // rows, x_hbm.shape[1] // 128),
+        in_specs=[pl.BlockSpec((rows, 128), lambda i, j: (i, j))],
+        out_specs=[pl.BlockSpec((rows, 128), lambda i, j: (i, j))],
+        core_axis_name="core", dimension_semantics=semantics)(x_hbm, o_hbm)
+
+
+def test_emit_pipeline_split_over_cores():
+    tc = _tc()
+    x = jnp.zeros((64, 256), jnp.float32)
+    y = np.asarray(jax.jit(lambda x: pl.kernel(_pipeline_kernel, out_type=x, mesh=tc)(x))(x))
+    # 8 block rows: core 0 the first four, core 1 the last four, each
+    # numbering its own rows from 0 (JAX's split).
+    want = np.repeat([0, 1, 2, 3, 100, 101, 102, 103], 8)[:, None] * np.ones((1, 256))
+    np.testing.assert_array_equal(y, want)
+
+    def add_one(x_hbm, o_hbm):
+        pltpu.emit_pipeline(
+            lambda a, b: b.__setitem__(Ellipsis, a[...] + 1), grid=(8, 2),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+            out_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+            core_axis_name="core", dimension_semantics=(pltpu.PARALLEL, pltpu.ARBITRARY),
+        )(x_hbm, o_hbm)
+
+    x = jax.random.normal(jax.random.key(1), (64, 256))
+    np.testing.assert_array_equal(np.asarray(pl.kernel(add_one, out_type=x, mesh=tc)(x)),
+                                  np.asarray(x) + 1)
+
+
+def test_emit_pipeline_split_errors():
+    tc = _tc()
+    x = jnp.zeros((64, 256), jnp.float32)
+    with pytest.raises(NotImplementedError, match="without parallel grid dimensions"):
+        pl.kernel(partial(_pipeline_kernel, semantics=(pltpu.ARBITRARY, pltpu.ARBITRARY)),
+                  out_type=x, mesh=tc)(x)
+    with pytest.raises(NotImplementedError, match=r"\(3, 2\) divides into 2 cores"):
+        x = jnp.zeros((24, 256), jnp.float32)
+        pl.kernel(_pipeline_kernel, out_type=x, mesh=tc)(x)
+    with pytest.raises(ValueError, match="cannot both be provided"):
+        pltpu.emit_pipeline(lambda *a: None, grid=(2,), core_axis=0, core_axis_name="core")
+
+
+def test_remote_copy_to_an_axis_that_is_not_there():
+    tc = _tc()
+
+    def k(o_ref, sem):
+        pl.semaphore_signal(sem, 1, device_id={"cores": 0})
+
+    with pytest.raises(NameError, match="'cores'"):
+        pl.kernel(k, out_type=jax.ShapeDtypeStruct((2,), jnp.float32), mesh=tc,
+                  scratch_types=[pltpu.SemaphoreType.REGULAR])()
+
+
+_GUIDE = "/work/.mirror/jax-ml+jax/repo"
+
+
+@pytest.mark.skipif(not os.path.isdir(_GUIDE), reason="no jax-ml/jax snapshot here")
+def test_jax_core_map_guide_runs(tmp_path):
+    # JAX's docs/pallas/tpu/core_map.md, TensorCore part, with the import
+    # changed; its own assertions check the values. On a CPU the core count
+    # is given (JAX asks the TPU), and the SparseCore part is left out
+    # (`pltpu.get_tpu_info`, `tpu_sc` are not in Ember).
+    import re
+
+    text = subprocess.run(["git", "--git-dir", _GUIDE, "show", "HEAD:docs/pallas/tpu/core_map.md"],
+                          capture_output=True, text=True).stdout
+    if not text:
+        pytest.skip("the snapshot has no core_map guide")
+    cells = re.findall(r"```python\n(.*?)```", text, re.S)
+    cells = [c for c in cells if "sc_" not in c]
+    src = "\n".join(cells)
+    src = src.replace("from jax.experimental.pallas import tpu_sc as plsc\n", "")
+    src = src.replace("tpu_info = pltpu.get_tpu_info()", "tpu_info = None")
+    src = src.replace("{tpu_info.chip_version}", "(interpreted)")
+    src = src.replace("create_tensorcore_mesh('core')",
+                      "create_tensorcore_mesh('core', num_cores=2)")
+    src = re.sub(r"\bjax\b", "ember", src)
+    script = tmp_path / "core_map_guide.py"
+    script.write_text(src + "\nprint('guide ok')\n")
+    import sys
+
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "EMBER_NUM_CPU_DEVICES": "4",
+                                           "EMBER_PLATFORMS": "cpu"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "There are 4 devices, and 2 cores each." in run.stdout
+    assert "guide ok" in run.stdout
