@@ -25,6 +25,9 @@ ref it uses that is not threaded raises `UnthreadedRef`, and the control-flow
 op (`retry`) removes what it emitted, threads the ref and traces again.
 """
 
+import contextlib
+import threading
+
 import numpy as np
 
 from ember._mlir import ir
@@ -393,6 +396,52 @@ def _covers(norm, shape):
                and s.size == n and s.stride == 1 for (k, s), n in zip(norm, shape))
 
 
+class _Masks(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+# Lane masks (`masked`): a conditional body run on every lane of a named
+# axis whose lanes exchange data (the devices or cores of a Pallas kernel),
+# its writes kept only where the condition holds.
+_masks = _Masks()
+
+
+@contextlib.contextmanager
+def masked(condition):
+    """Runs a block whose ref writes take effect only on the lanes where
+    `condition` holds (pl.when over lanes: a remote operation inside must
+    still reach lanes whose own condition is false, which a conditional
+    op, taken per lane, cannot do)."""
+    outer = _masks.stack[-1] if _masks.stack else None
+    cond = as_value(condition).astype(np.bool_)
+    _masks.stack.append(cond if outer is None else (outer & cond))
+    try:
+        yield
+    finally:
+        _masks.stack.pop()
+
+
+def lane_mask():
+    """The condition of the innermost `masked` block (None outside)."""
+    return _masks.stack[-1] if _masks.stack else None
+
+
+@contextlib.contextmanager
+def unmasked():
+    """A block whose writes are not masked: what another lane sent here."""
+    saved, _masks.stack = _masks.stack, []
+    try:
+        yield
+    finally:
+        _masks.stack = saved
+
+
+def _set_value(ref, new):
+    mask = lane_mask()
+    ref._value = new if mask is None else jnp.where(mask, new, ref._value)
+
+
 def store(ref, idx, val, mask=None):
     ref, norm = _resolve(ref, idx, "store")
     x = ref._value
@@ -405,20 +454,20 @@ def store(ref, idx, val, mask=None):
             if getattr(ref, "_array_ref", False) and _covers(norm, x.shape):
                 # A whole new value: the ref takes its weak type (as JAX's).
                 new = lax.convert_element_type(new, ref.dtype, as_value(val).weak_type)
-            ref._value = new
+            _set_value(ref, new)
             return
         padded = _pad_for(x, sizes)
         old = jnp.reshape(lax.dynamic_slice(padded, starts, sizes), shape)
         new = jnp.where(mask, v, old)
         padded = lax.dynamic_update_slice(padded, jnp.reshape(new, sizes), starts)
-        ref._value = lax.slice(padded, [0] * x.ndim, x.shape)
+        _set_value(ref, lax.slice(padded, [0] * x.ndim, x.shape))
     else:
         index = _advanced(norm)
         shape = jnp.zeros(x.shape, np.bool_)[index].shape
         v = _as_stored(ref, val, shape, "store")
         if mask is not None:
             v = jnp.where(mask, v, x[index])
-        ref._value = x.at[index].set(v)
+        _set_value(ref, x.at[index].set(v))
 
 
 def _view_shape(norm):

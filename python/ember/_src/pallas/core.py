@@ -22,11 +22,12 @@ import numpy as np
 
 from ..._mlir import ir
 from .. import ad, control_flow, core, lax, prng, state, tree_util
+from .. import config as _config
 from ..api import eager as _eager
 from ..numpy import lax_numpy as jnp
 from ..targets import cuda as cuda_target
 from ..targets import tpu as tpu_target
-from . import mosaic_gpu_compile, prng_state, tpu_interpret, tpu_kernel
+from . import lanes, mosaic_gpu_compile, prng_state, tpu_interpret, tpu_kernel
 
 
 class _NoBlockSpec:
@@ -232,10 +233,27 @@ def when(condition):
         if (kc := mosaic_gpu_compile.active()) is not None:
             kc.run_when(condition, f)
             return None
+        if _exchanging_lanes() and not tpu_kernel.tracing() and \
+                tpu_interpret.active() is None:
+            # Devices or cores of one program (lanes) that may signal or
+            # copy to each other: the body runs on every lane, its writes
+            # masked, so that what a lane sends from it reaches a lane
+            # whose own condition is false.
+            with state.masked(condition):
+                f()
+            return None
         control_flow.cond(condition, f, lambda: None)
         return None
 
     return decorator
+
+
+def _exchanging_lanes():
+    """Whether the kernel runs as lanes of a named axis whose lanes are
+    devices (shard_map) or TensorCores (core_map)."""
+    from .. import parallel
+
+    return bool(parallel.device_axes()) or bool(lanes.core_axes)
 
 
 def loop(lower, upper, *, step=1, unroll=None):
@@ -288,6 +306,30 @@ def core_map(mesh, *, compiler_params=None, interpret=False, debug=False,
         jit(lambda: mesh.run(fn))()
 
     return decorator
+
+
+# JAX's Pallas options as states (`with pl.enable_debug_checks(True):`).
+enable_debug_checks = _config._State("jax_pallas_enable_debug_checks")
+enable_poison_buffers = _config._State("jax_pallas_poison_buffers")
+
+
+def debug_check(condition, message):
+    """JAX's `pl.debug_check`: with `pl.enable_debug_checks`, a
+    `checkify.debug_check` of `condition` (reported under
+    `checkify.checkify`); nothing otherwise."""
+    if enable_debug_checks.value:
+        from .. import checkify
+
+        checkify.debug_check(condition, message)
+
+
+def empty_ref_like(x):
+    """JAX's `pl.empty_ref_like`: a new ref of `x`'s shape and dtype (a
+    ShapeDtypeStruct or a scratch type such as `pltpu.VMEM(...)`), its
+    contents unwritten."""
+    if not isinstance(x, (MemoryRef, core.ShapeDtypeStruct)):
+        raise ValueError(f"empty_ref_like does not support {type(x)}")
+    return state.empty_ref(x)
 
 
 def kernel(body=None, out_type=(), *, mesh, scratch_types=(), compiler_params=None,
@@ -370,8 +412,11 @@ def run_scoped(f, *types, collective_axes=(), **kw_types):
     axes = (collective_axes,) if isinstance(collective_axes, str) else tuple(collective_axes)
     is_type = lambda t: not isinstance(t, (tuple, list, dict))  # noqa: E731
     def fresh(t):
-        # (A type may say what a fresh buffer holds: plgpu.ACC, zeros.)
+        # (A type may say what a fresh buffer holds: plgpu.ACC, zeros; a
+        # semaphore starts at zero, as in a pallas_call's scratch.)
         init = getattr(t, "initial_value", None)
+        if init is None and getattr(t, "semaphore_kind", None):
+            init = lambda: jnp.zeros(t.shape, t.dtype)  # noqa: E731
         return state.Ref(init() if init is not None else state.uninitialized(t.shape, t.dtype))
 
     if (kc := mosaic_gpu_compile.active()) is not None:

@@ -6,6 +6,7 @@ complete when started: grid steps run one at a time), in the checked one
 
 import contextlib
 import copy
+import enum
 import itertools
 import math
 
@@ -14,7 +15,7 @@ import numpy as np
 from .. import control_flow, core, lax, state
 from ..numpy import lax_numpy as jnp
 from . import core as pl_core
-from . import prng_state, tpu_interpret, tpu_kernel
+from . import lanes, prng_state, tpu_interpret, tpu_kernel
 from .pipeline_mode import Buffered
 from .tpu_interpret import InterpretError as InterpretError
 from .tpu_interpret import InterpretParams as InterpretParams
@@ -164,9 +165,12 @@ def _remote(device_id, what):
 
 def _deliver(axis, me, target, value):
     """Per device: the sum of the values sent to it (`value` is sent to
-    `target`), and whether any was."""
+    `target`), and whether any was. A device inside a `pl.when` that does
+    not hold for it sends nothing (`state.masked`)."""
     from .. import parallel
 
+    if (mask := state.lane_mask()) is not None:
+        target = jnp.where(mask, target, jnp.asarray(-1, np.int32))
     targets = parallel.all_gather(target, axis)
     values = parallel.all_gather(value, axis)
     hit = targets == me
@@ -194,7 +198,8 @@ class AsyncRemoteCopyDescriptor:
         axis, me, target = _remote(self.device_id, "make_async_remote_copy")
         incoming, any_in = _deliver(axis, me, target, state.load(self.src, ()))
         old = state.load(self.dst, ())
-        state.store(self.dst, (), jnp.where(any_in, incoming.astype(old.dtype), old))
+        with state.unmasked():  # (what was sent here lands here)
+            state.store(self.dst, (), jnp.where(any_in, incoming.astype(old.dtype), old))
 
     def wait(self):
         """Waits for the send, then the receive (landed when started on
@@ -222,16 +227,29 @@ def make_async_remote_copy(src_ref, dst_ref, send_sem, recv_sem, device_id,
                                      device_id_type)
 
 
+def async_remote_copy(src_ref, dst_ref, send_sem, recv_sem, device_id,
+                      device_id_type=DeviceIdType.MESH):
+    """JAX's `pltpu.async_remote_copy`: a remote copy, started."""
+    desc = make_async_remote_copy(src_ref, dst_ref, send_sem, recv_sem, device_id,
+                                  device_id_type)
+    desc.start()
+    return desc
+
+
 def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_index=None):
     """Adds `inc` to a regular semaphore (of device `device_id`)."""
     if device_id is not None and tpu_kernel.tracing():
         # Lowered for TPU: a signal of the target device's semaphore.
         return tpu_kernel.semaphore("signal", sem, inc, tpu_kernel.device_index(
             device_id, device_id_type or DeviceIdType.MESH))
+    if device_id is None and core_index is not None and _core_axes:
+        # Another TensorCore of this device (a core_map's lanes).
+        device_id = {_core_axis(): core_index}
     if device_id is not None:
         axis, me, target = _remote(device_id, "semaphore_signal")
         inc, _ = _deliver(axis, me, target, jnp.asarray(inc, np.int32))
-        state.store(sem, (), state.load(sem, ()) + inc)
+        with state.unmasked():
+            state.store(sem, (), state.load(sem, ()) + inc)
         return
     if (checker := tpu_interpret.active()) is not None:
         return checker.signal(sem, inc)
@@ -728,7 +746,7 @@ class TensorCore:
 # The axis names of the core_maps being traced (their lanes are cores of
 # one device, not devices: `_remote` skips them for a device_id given as
 # mesh coordinates).
-_core_axes = set()
+_core_axes = lanes.core_axes
 
 
 class TensorCoreMesh:
@@ -775,6 +793,141 @@ class TensorCoreMesh:
                                   shared_refs=True)
         finally:
             _core_axes.discard(axis)
+
+
+def _core_axis():
+    """The axis of the innermost core_map being traced."""
+    if len(_core_axes) != 1:
+        raise NotImplementedError(f"core_index needs exactly one core_map axis "
+                                  f"(at {core.where()})")
+    return next(iter(_core_axes))
+
+
+def run_on_first_core(core_axis_name):
+    """JAX's `pltpu.run_on_first_core`: a decorator running the function on
+    core 0 of `core_axis_name` only."""
+    from .. import parallel
+
+    def wrapped(f):
+        if parallel.axis_size(core_axis_name) == 1:
+            return f()
+        pl_core.when(parallel.axis_index(core_axis_name) == 0)(f)
+
+    return wrapped
+
+
+def core_barrier(sem, *, core_axis_name):
+    """JAX's `pltpu.core_barrier`: every core of `core_axis_name` signals
+    `sem` of every other core, then waits for the others' signals."""
+    from .. import parallel
+
+    cores = parallel.axis_size(core_axis_name)
+    if cores == 1:
+        return
+    me = parallel.axis_index(core_axis_name)
+    for i in range(cores):
+        @pl_core.when(me != i)
+        def _(i=i):
+            semaphore_signal(sem, 1, device_id={core_axis_name: i})
+
+    semaphore_wait(sem, cores - 1)
+
+
+def is_tpu_device():
+    """JAX's `pltpu.is_tpu_device`: whether the default device is a TPU
+    (never, for Ember: TPU kernels are interpreted or lowered)."""
+    return False
+
+
+def get_tpu_info():
+    """JAX's `pltpu.get_tpu_info`: the TPU's hardware description. There
+    is no TPU here; JAX raises the same error on a CPU."""
+    from .. import devices as devices_lib
+
+    kind = devices_lib.devices()[0].device_kind
+    raise ValueError(f"Unsupported TPU device kind: {kind}")
+
+
+class ChipVersion(enum.Enum):
+    """JAX's `pltpu.ChipVersion`: the TPU generations by name."""
+
+    TPU_V2 = "v2"
+    TPU_V3 = "v3"
+    TPU_V4I = "v4i"
+    TPU_V4 = "v4"
+    TPU_V5E = "v5e"
+    TPU_V5P = "v5p"
+    TPU_V6E = "v6e"
+    TPU_7 = "7"
+    TPU_7X = "7x"
+    TPU_8I = "8i"
+
+    def __str__(self):
+        return self.value
+
+
+def einshape(equation, x, assert_is_tile_preserving=False, **sizes):
+    """JAX's `pltpu.einshape`: reshapes and transposes `x` as `equation`
+    says: "a(bc)->(ba)c" splits the second dimension into b and c (its
+    size from `sizes`, e.g. b=4, when it cannot be inferred), moves b
+    before a and merges them. Names are single letters; parentheses group
+    dimensions (split on the left, merged on the right)."""
+    lhs, rhs = (_einshape_side(t) for t in _einshape_sides(equation))
+    x = jnp.asarray(x)
+    if len(lhs) != x.ndim:
+        raise ValueError(f"einshape: {equation!r} names {len(lhs)} dimensions, the array has "
+                         f"{x.ndim} (shape {x.shape})")
+    names = [n for g in lhs for n in g]
+    out_names = [n for g in rhs for n in g]
+    if len(set(names)) != len(names) or len(set(out_names)) != len(out_names):
+        raise ValueError(f"einshape: {equation!r} names a dimension twice")
+    if sorted(names) != sorted(out_names):
+        # (Dimensions added or dropped: not supported by JAX either.)
+        raise NotImplementedError(f"einshape: {equation!r} must name the same dimensions on "
+                                  f"both sides")
+    dims = {}
+    for group, size in zip(lhs, x.shape):
+        unknown = [n for n in group if n not in sizes]
+        known = math.prod(int(sizes[n]) for n in group if n in sizes)
+        if len(unknown) > 1:
+            raise ValueError(f"einshape: cannot infer the sizes of {unknown} in {equation!r}; "
+                             f"give all but one of them")
+        if unknown:
+            if known == 0 or size % known:
+                raise ValueError(f"einshape: dimension of size {size} cannot be split by "
+                                 f"{known} in {equation!r}")
+            dims[unknown[0]] = size // known
+        elif known != size:
+            raise ValueError(f"einshape: the sizes of {group} multiply to {known}, not the "
+                             f"dimension's {size} in {equation!r}")
+        dims.update((n, int(sizes[n])) for n in group if n in sizes)
+    split = jnp.reshape(x, tuple(dims[n] for n in names))
+    moved = jnp.transpose(split, [names.index(n) for n in out_names])
+    return jnp.reshape(moved, tuple(math.prod(dims[n] for n in g) for g in rhs))
+
+
+def _einshape_sides(equation):
+    if equation.count("->") != 1:
+        raise ValueError("Equation must contain exactly one '->'")
+    return equation.split("->")
+
+
+def _einshape_side(text):
+    """"a(bc)d" -> [['a'], ['b', 'c'], ['d']]."""
+    groups, i, text = [], 0, text.replace(" ", "")
+    while i < len(text):
+        if text[i] == "(":
+            j = text.find(")", i)
+            if j < 0 or "(" in text[i + 1:j]:
+                raise ValueError(f"Unmatched parenthesis in {text!r}")
+            groups.append(list(text[i + 1:j]))
+            i = j + 1
+        elif text[i] == ")":
+            raise ValueError(f"Unmatched parenthesis in {text!r}")
+        else:
+            groups.append([text[i]])
+            i += 1
+    return groups
 
 
 def create_tensorcore_mesh(axis_name, devices=None, num_cores=None):

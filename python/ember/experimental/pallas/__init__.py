@@ -20,10 +20,14 @@ from ember._src.pallas.core import align_to as align_to
 from ember._src.pallas.core import broadcast_to as broadcast_to
 from ember._src.pallas.core import cdiv as cdiv
 from ember._src.pallas.core import core_map as core_map
+from ember._src.pallas.core import debug_check as debug_check
 from ember._src.pallas.core import debug_print as debug_print
 from ember._src.pallas.core import delay as delay
 from ember._src.pallas.core import empty as empty
 from ember._src.pallas.core import empty_like as empty_like
+from ember._src.pallas.core import empty_ref_like as empty_ref_like
+from ember._src.pallas.core import enable_debug_checks as enable_debug_checks
+from ember._src.pallas.core import enable_poison_buffers as enable_poison_buffers
 from ember._src.pallas.core import kernel as kernel
 from ember._src.pallas.core import loop as loop
 from ember._src.pallas.core import multiple_of as multiple_of

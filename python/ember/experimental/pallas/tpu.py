@@ -11,6 +11,7 @@ from ember._src.pallas.tpu import SMEM as SMEM
 from ember._src.pallas.tpu import VMEM as VMEM
 from ember._src.pallas.tpu import AsyncCopyDescriptor as AsyncCopyDescriptor
 from ember._src.pallas.tpu import AsyncRemoteCopyDescriptor as AsyncRemoteCopyDescriptor
+from ember._src.pallas.tpu import ChipVersion as ChipVersion
 from ember._src.pallas.tpu import CompilerParams as CompilerParams
 from ember._src.pallas.tpu import CoreType as CoreType
 from ember._src.pallas.tpu import DeviceIdType as DeviceIdType
@@ -21,10 +22,15 @@ from ember._src.pallas.tpu import MemorySpace as MemorySpace
 from ember._src.pallas.tpu import PrefetchScalarGridSpec as PrefetchScalarGridSpec
 from ember._src.pallas.tpu import SemaphoreType as SemaphoreType
 from ember._src.pallas.tpu import async_copy as async_copy
+from ember._src.pallas.tpu import async_remote_copy as async_remote_copy
 from ember._src.pallas.tpu import bitcast as bitcast
+from ember._src.pallas.tpu import core_barrier as core_barrier
 from ember._src.pallas.tpu import create_tensorcore_mesh as create_tensorcore_mesh
 from ember._src.pallas.tpu import emit_pipeline as emit_pipeline
+from ember._src.pallas.tpu import einshape as einshape
 from ember._src.pallas.tpu import get_barrier_semaphore as get_barrier_semaphore
+from ember._src.pallas.tpu import get_tpu_info as get_tpu_info
+from ember._src.pallas.tpu import is_tpu_device as is_tpu_device
 from ember._src.pallas.tpu import load as load
 from ember._src.pallas.tpu import make_async_copy as make_async_copy
 from ember._src.pallas.tpu import make_async_remote_copy as make_async_remote_copy
@@ -32,6 +38,7 @@ from ember._src.pallas.tpu import prng_random_bits as prng_random_bits
 from ember._src.pallas.tpu import prng_seed as prng_seed
 from ember._src.pallas.tpu import repeat as repeat
 from ember._src.pallas.tpu import roll as roll
+from ember._src.pallas.tpu import run_on_first_core as run_on_first_core
 from ember._src.pallas.tpu import semaphore_read as semaphore_read
 from ember._src.pallas.tpu import semaphore_signal as semaphore_signal
 from ember._src.pallas.tpu import semaphore_wait as semaphore_wait
