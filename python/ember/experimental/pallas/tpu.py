@@ -26,8 +26,8 @@ from ember._src.pallas.tpu import async_remote_copy as async_remote_copy
 from ember._src.pallas.tpu import bitcast as bitcast
 from ember._src.pallas.tpu import core_barrier as core_barrier
 from ember._src.pallas.tpu import create_tensorcore_mesh as create_tensorcore_mesh
-from ember._src.pallas.tpu import emit_pipeline as emit_pipeline
 from ember._src.pallas.tpu import einshape as einshape
+from ember._src.pallas.tpu import emit_pipeline as emit_pipeline
 from ember._src.pallas.tpu import get_barrier_semaphore as get_barrier_semaphore
 from ember._src.pallas.tpu import get_tpu_info as get_tpu_info
 from ember._src.pallas.tpu import is_tpu_device as is_tpu_device
