@@ -1100,6 +1100,10 @@ SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b,
 
   if (auto ip = dyn_cast<IntegerPowOp>(op))
     return {buildIntegerPow(b, loc, args[0], ip.getY())};
+  // A step of one unit in the last place of the operands' own type (in f32
+  // a half's neighbour would round back to it).
+  if (isa<NextAfterOp>(op))
+    return {buildNextAfter(b, loc, args[0], args[1])};
 
   // Half-precision floats compute in f32 and round once at the end; for a
   // single IEEE operation this gives the correctly rounded half result.

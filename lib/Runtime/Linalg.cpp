@@ -123,14 +123,15 @@ void cholesky(int64_t batch, int64_t n, const T *in, T *out) {
     T *a = out + b * size;
     bool ok = Lapack<T>::potrf && n <= INT32_MAX ? potrf(a, int(n)) == 0
                                                  : referenceCholesky(a, n);
-    if (!ok) {
-      for (size_t i = 0; i < size; ++i)
-        a[i] = T(std::numeric_limits<decltype(std::real(a[0]))>::quiet_NaN());
-      continue;
-    }
+    // Not positive definite: NaN in the lower triangle (JAX's result);
+    // the upper one is zero either way.
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = i + 1; j < n; ++j)
-        a[i * n + j] = T(0);
+      for (int64_t j = 0; j < n; ++j)
+        if (j > i)
+          a[i * n + j] = T(0);
+        else if (!ok)
+          a[i * n + j] =
+              T(std::numeric_limits<decltype(std::real(a[0]))>::quiet_NaN());
   }
 }
 

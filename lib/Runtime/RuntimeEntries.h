@@ -27,6 +27,8 @@ extern "C" void *ember_malloc(size_t n);
 extern "C" void *ember_calloc(size_t count, size_t size);
 extern "C" void ember_free(void *p);
 extern "C" float ember_truncsfbf2(float x);
+extern "C" float ember_truncdfbf2(double x);
+extern "C" float ember_truncdfhf2(double x);
 
 namespace ember::runtime {
 /// Runs task(ctx, a, b) on this thread; returns 0, or the size of an

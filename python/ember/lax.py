@@ -1,6 +1,7 @@
 """ember.lax: the primitives of the ember dialect."""
 
 import enum as _enum  # noqa: E402
+import sys as _sys  # noqa: E402
 
 from ember._src import core as _core  # noqa: E402
 from ember._src import lax_linalg as linalg  # noqa: F401,E402
@@ -78,3 +79,8 @@ def cumlogsumexp(operand, axis=0, reverse=False):
     prefix of `logaddexp`)."""
     return _associative_scan(_jnp.logaddexp, operand, reverse=reverse, axis=axis)
 
+
+
+# `import jax.lax.linalg` (this module is not a package: the submodule is
+# registered under its dotted name, which the import system looks up first).
+_sys.modules[__name__ + ".linalg"] = linalg

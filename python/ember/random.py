@@ -26,13 +26,15 @@ number of rounds (see ``_ROUNDS``), after which a not-yet-finished element keeps
 its last state (probability far below 1e-9 per element for the bounds chosen).
 """
 
+import functools
 import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from ember import numpy as jnp
-from ember._src import control_flow, core, dtypes, lax, prng, tree_util
+from ember._src import control_flow, core, dtypes, lax, lax_extras, prng, tree_util
+from ember._src.ad import custom_jvp
 from ember._src.api import jit
 from ember._src.config import config as _config
 
@@ -555,6 +557,13 @@ def randint(key, shape, minval, maxval, dtype=int):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     shape = _canon_shape(shape)
     _check_shape("randint", shape, np.shape(minval), np.shape(maxval))
+    info = np.iinfo(dtype)
+    if info.bits < 32:
+        # JAX's: 8- and 16-bit integers are drawn as int32 (less modulo
+        # bias) within the type's range, then converted.
+        lo = jnp.clip(jnp.asarray(minval).astype(np.int32), int(info.min), int(info.max))
+        hi = jnp.clip(jnp.asarray(maxval).astype(np.int32), int(info.min), int(info.max) + 1)
+        return _randint_j(key, shape, lo, hi, np.dtype(np.int32)).astype(dtype)
     return _randint_j(key, shape, minval, maxval, dtype)
 
 
@@ -996,9 +1005,31 @@ def _gamma_impl(key, a, shape, dtype, log_space):
     n = math.prod(shape)
     if n == 0:
         return jnp.zeros(shape, dtype)
+    return _gamma_samples(key, a, shape, log_space)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(2, 3))
+def _gamma_samples(key, a, shape, log_space):
+    n = math.prod(shape)
     keys = lax.reshape(_split_b(key, (n,)), (n, 2))
     samples = _gamma_one_b(keys, lax.reshape(a, (n,)), log_space)
     return lax.reshape(samples, shape)
+
+
+@_gamma_samples.defjvp
+def _gamma_samples_jvp(shape, log_space, primals, tangents):
+    """JAX's implicit reparameterization: d sample / d a is
+    `random_gamma_grad(a, sample)` (of log(sample) in log space), not the
+    derivative of the rejection sampler's arithmetic."""
+    key, a = primals
+    _, a_dot = tangents
+    out = _gamma_samples(key, a, shape, log_space)
+    if log_space:
+        x = jnp.exp(out)
+        grad = lax_extras.random_gamma_grad(a, x) / x
+    else:
+        grad = lax_extras.random_gamma_grad(a, out)
+    return out, grad * a_dot
 
 
 def _gamma(key, a, shape, dtype, log_space):

@@ -353,7 +353,7 @@ def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
                              for leaf in x_leaves])
             c = tree_util.tree_unflatten(c_tree, list(cs))
             new, y = f(c, x)
-            _carry_check(c, _promote_carry(c, new))
+            _carry_check(_promote_carry(c, new), new)
             new_leaves = [as_value(v) for v in tree_util.tree_leaves_lo(new)]
             if promote and any(a.weak_type and a.shape == b.shape and a.dtype != b.dtype
                                for a, b in zip(c_leaves, new_leaves)):

@@ -1245,6 +1245,11 @@ class machinery:
         _hooks_off.depth -= 1
 
 
+def in_machinery():
+    """Whether ops are being applied by Ember's machinery (`machinery`)."""
+    return getattr(_hooks_off, "depth", 0) > 0
+
+
 def _mark_saveable(trace, prim, args, params, outs):
     """Marks the ops defining `outs` `ember.saveable` when the checkpoint
     policy of `trace` saves this application of `prim` (JAX's policy

@@ -71,6 +71,16 @@ def default_float():
     return float64 if config.jax_enable_x64 else float32
 
 
+def to_inexact(d):
+    """JAX's `to_inexact_dtype`: a bool or an integer of up to 32 bits
+    becomes float32, a 64-bit one float64 (then canonicalized); inexact
+    types stay."""
+    d = np.dtype(d)
+    if is_inexact(d):
+        return d
+    return canonicalize_dtype(float64 if d.itemsize == 8 else float32)
+
+
 def default_complex():
     return complex128 if config.jax_enable_x64 else complex64
 
@@ -165,6 +175,17 @@ def result_type_weak(*pairs):
 
 def promote_types(a, b):
     return result_type_weak((np.dtype(a), False), (np.dtype(b), False))[0]
+
+
+def promote_types_uncanonical(a, b):
+    """JAX's `jnp.promote_types`: without x64 the join is narrowed to 32
+    bits (int32 and uint32 give int32) unless an operand is a 64-bit type
+    (uint32 and int64 give int64, uint64 and int8 float64), as JAX's."""
+    a, b = np.dtype(a), np.dtype(b)
+    if max(a.itemsize, b.itemsize) < 8 or config.jax_enable_x64:
+        return promote_types(a, b)
+    r = _lub([_node(a, False), _node(b, False)])
+    return np.dtype({_I: int64, _F: float64, _C: complex128}.get(r, r))
 
 
 _MLIR_NAMES = {

@@ -572,7 +572,22 @@ sqrt, cbrt, erf, erf_inv, lgamma, digamma = (
 bessel_i0e, bessel_i1e = _u("bessel_i0e"), _u("bessel_i1e")
 bitwise_not = _named(_u("not"), "bitwise_not")
 population_count, clz, conj = _u("population_count"), _u("clz"), _u("conj")
-add, sub, mul, div, rem, pow = (_b(n) for n in ["add", "sub", "mul", "div", "rem", "pow"])
+add, sub, mul, div, rem, _pow = (_b(n) for n in ["add", "sub", "mul", "div", "rem", "pow"])
+
+
+def pow(x, y):
+    """x ** y; an integer exponent of a floating or complex base is taken
+    in the base's type (JAX's `lax.pow` accepts it and converts it so)."""
+    xv, yv = as_value(x) if isinstance(x, core.Value) else None, \
+        as_value(y) if isinstance(y, core.Value) else None
+    if xv is not None and yv is not None and dtypes.is_inexact(xv.dtype) and \
+            (dtypes.is_int(yv.dtype) or dtypes.is_unsigned(yv.dtype)) and \
+            not dtypes.is_bool(yv.dtype):
+        y = convert_element_type(yv, xv.dtype)
+    return _pow(x, y)
+
+
+pow.__name__ = "pow"
 nextafter = _b("nextafter")
 bitwise_and, bitwise_or, bitwise_xor = (_named(_b(n), f"bitwise_{n}")
                                          for n in ["and", "or", "xor"])
@@ -1020,14 +1035,45 @@ def _index_scalar(i):
     return i
 
 
+def _start_index(i, size):
+    """A start index of a dynamic slice, negative ones counted from the end
+    (JAX's rule; the slice is then clamped into the array)."""
+    if isinstance(i, (bool, np.bool_)):
+        return _index_scalar(i)
+    if isinstance(i, (int, np.integer)):
+        return _index_scalar(i + size if i < 0 and isinstance(size, int) else i)
+    v = _index_scalar(i)
+    if dtypes.is_unsigned(v.dtype) or not isinstance(size, int) or core.in_machinery():
+        # (Ember's own row reads, a scan's, are in bounds: no wrap to trace,
+        # which would also hide that the index is affine in the iteration.)
+        return v
+    if not isinstance(v, core.Tracer):
+        n = int(np.asarray(v))
+        return v if n >= 0 else convert_element_type(n + size, v.dtype)
+    return select(lt(v, _const(0, v)), add(v, _const(size, v)), v)
+
+
+def _const(n, like):
+    return convert_element_type(n, like.dtype)
+
+
 def dynamic_slice(x, start_indices, slice_sizes):
     x = as_value(x)
-    idx = [_index_scalar(i) for i in start_indices]
+    if len(start_indices) != x.ndim:
+        raise TypeError(f"dynamic_slice start_indices must have length equal to the number of "
+                        f"dimensions of the operand, got indices {tuple(start_indices)} for "
+                        f"operand of shape {x.shape}")
+    idx = [_start_index(i, n) for i, n in zip(start_indices, x.shape)]
     return dynamic_slice_p.bind(x, *idx, slice_sizes=tuple(_dim(s) for s in slice_sizes))
 
 
 def dynamic_update_slice(x, update, start_indices):
-    idx = [_index_scalar(i) for i in start_indices]
+    x = as_value(x)
+    if len(start_indices) != x.ndim:
+        raise TypeError(f"dynamic_update_slice start_indices must have length equal to the "
+                        f"number of dimensions of the operand, got indices "
+                        f"{tuple(start_indices)} for operand of shape {x.shape}")
+    idx = [_start_index(i, n) for i, n in zip(start_indices, x.shape)]
     return dynamic_update_slice_p.bind(x, update, *idx)
 
 
@@ -1410,9 +1456,17 @@ def top_k(operand, k, *, axis=-1):
         raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
                          f"k={k} with shape={list(operand.shape)} and axis={d}")
     idx = broadcasted_iota(dtypes.int32, operand.shape, d)
-    keys = neg(operand) if not dtypes.is_unsigned(operand.dtype) else bitwise_not(operand)
-    skeys, sidx = sort((keys, idx), d, True, 1)
-    vals = neg(skeys) if not dtypes.is_unsigned(operand.dtype) else bitwise_not(skeys)
+    # JAX's order: floats by their bits' total order (NaN above inf, -NaN
+    # below -inf, 0.0 above -0.0); a stable ascending sort of the key's
+    # bitwise not puts the largest first, the lower index first among equal.
+    key = operand
+    if dtypes.is_float(operand.dtype):
+        bits = bitcast_convert_type(operand, np.dtype(f"int{operand.dtype.itemsize * 8}"))
+        top = np.iinfo(bits.dtype).max
+        key = select(lt(bits, _const(0, bits)), bitwise_xor(bits, _const(top, bits)), bits)
+    elif dtypes.is_bool(operand.dtype):
+        key = convert_element_type(operand, np.int8)
+    _, vals, sidx = sort((bitwise_not(key), operand, idx), d, True, 1)
     return [slice_in_dim(vals, 0, k, 1, d), slice_in_dim(sidx, 0, k, 1, d)]
 
 

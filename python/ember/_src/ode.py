@@ -15,6 +15,7 @@ import operator
 import numpy as np
 
 from . import ad, api, api_extras, control_flow, core, tree_util
+from .flatten_util import ravel_pytree
 from .numpy import lax_numpy as jnp
 
 __all__ = ["odeint"]
@@ -24,28 +25,7 @@ __all__ = ["odeint"]
 # Flattening the state
 
 
-def _ravel(tree):
-    """JAX's `ravel_pytree`: (one flat vector of the leaves, unravel). Each
-    leaf is converted to the leaves' common dtype, and back by unravel."""
-    leaves, treedef = tree_util.tree_flatten(tree)
-    leaves = [jnp.asarray(x) for x in leaves]
-    shapes = [x.shape for x in leaves]
-    dtypes_ = [x.dtype for x in leaves]
-    sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
-    dtype = jnp.result_type(*leaves) if leaves else jnp.float32
-    flat = (jnp.concatenate([jnp.ravel(x).astype(dtype) for x in leaves]) if leaves
-            else jnp.zeros((0,), dtype))
-    offsets = np.cumsum([0] + sizes)
-
-    def unravel(v, lead=()):
-        """`v` of shape lead + (n,) into the tree, each leaf lead + shape."""
-        parts = []
-        for start, size, shape, dt in zip(offsets[:-1], sizes, shapes, dtypes_):
-            part = v[..., int(start):int(start) + size]
-            parts.append(jnp.reshape(part, tuple(lead) + tuple(shape)).astype(dt))
-        return tree_util.tree_unflatten(treedef, parts)
-
-    return flat, unravel
+_ravel = ravel_pytree
 
 
 def _ravel_first_arg(f, unravel):

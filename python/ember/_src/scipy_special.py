@@ -171,9 +171,32 @@ def ndtr(x):
 
 
 def ndtri(p):
-    """The inverse of `ndtr`."""
+    """The inverse of `ndtr`. In the middle, sqrt(2) erfinv(2p - 1); in
+    the tails (q = min(p, 1 - p) below e^-2, where 2p - 1 keeps too few
+    digits or rounds to -1), Abramowitz and Stegun's 26.2.23 in
+    t = sqrt(-2 log q) refined by Newton steps on log_ndtr(x) = log q,
+    which `log_ndtr`'s asymptotic series keeps accurate far out."""
     p = _float(p)
-    return math.sqrt(2) * lax.erf_inv(2 * p - 1)
+    dt = p.dtype
+    q = jnp.where(p > 0.5, 1 - p, p)  # (exact for p above one half)
+    in_tail = q < math.exp(-2)
+    # (Each branch sees only its own inputs, so neither's derivative is NaN.)
+    mid = math.sqrt(2) * lax.erf_inv(2 * jnp.where(in_tail, 0.5, p).astype(dt) - 1)
+    tiny = jnp.where(q > 0, q, 1).astype(dt)  # (log of a positive q only)
+    log_q = jnp.log(tiny)
+    t = jnp.sqrt(-2 * log_q)
+    x = -(t - (2.515517 + t * (0.802853 + t * 0.010328))
+          / (1 + t * (1.432788 + t * (0.189269 + t * 0.001308))))
+    half_log_2pi = 0.5 * math.log(2 * math.pi)
+    for _ in range(3 if dt == jnp.float64 else 2):
+        log_cdf = log_ndtr(x)
+        # d log_ndtr / dx = pdf / cdf, both from logs (no underflow).
+        slope = jnp.exp(-0.5 * x * x - half_log_2pi - log_cdf)
+        x = x - (log_cdf - log_q) / slope
+    tail = jnp.where(p > 0.5, -x, x)
+    out = jnp.where(in_tail, tail, mid)
+    out = jnp.where(p == 0, -jnp.inf, jnp.where(p == 1, jnp.inf, out))
+    return jnp.where((p < 0) | (p > 1), jnp.nan, out).astype(dt)
 
 
 def log_ndtr(x, series_order=3):
@@ -290,10 +313,14 @@ def _gammainc_pair(a, x):
     p = jnp.where(xs > 0, _gamma_series(a, pos), 0.0)
     q = _gamma_cfrac(a, xc)
     lower = jnp.where(use_series, p, 1 - q)
-    bad = (a <= 0) | (x < 0) | jnp.isnan(a) | jnp.isnan(x)
-    lower = jnp.where(bad, jnp.nan, jnp.where(x == 0, 0.0, lower)).astype(x.dtype)
     upper = jnp.where(use_series, 1 - p, q)
-    upper = jnp.where(bad, jnp.nan, jnp.where(x == 0, 1.0, upper)).astype(x.dtype)
+    # a = 0 is the limit a -> 0+: all the mass at 0 (P = 1, Q = 0 for x > 0;
+    # SciPy's and JAX's values), undefined at x = 0.
+    bad = (a < 0) | ((a == 0) & (x == 0)) | (x < 0) | jnp.isnan(a) | jnp.isnan(x)
+    lower = jnp.where(a == 0, 1.0, jnp.where(x == 0, 0.0, lower))
+    upper = jnp.where(a == 0, 0.0, jnp.where(x == 0, 1.0, upper))
+    lower = jnp.where(bad, jnp.nan, lower).astype(x.dtype)
+    upper = jnp.where(bad, jnp.nan, upper).astype(x.dtype)
     return lower, upper
 
 

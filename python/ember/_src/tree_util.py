@@ -10,11 +10,21 @@ _registry = {}
 _key_registry = {}  # node type -> the keys of a node's children (key paths)
 
 
+class _Children(tuple):
+    """A node's subtrees: a tuple, which `treedef.children()` also calls
+    for JAX's list of them."""
+
+    __slots__ = ()
+
+    def __call__(self):
+        return list(self)
+
+
 class PyTreeDef:
     __slots__ = ("kind", "aux", "children", "num_leaves", "_hash")
 
     def __init__(self, kind, aux, children):
-        self.kind, self.aux, self.children = kind, aux, tuple(children)
+        self.kind, self.aux, self.children = kind, aux, _Children(children)
         self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
         self._hash = None
 

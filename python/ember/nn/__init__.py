@@ -21,8 +21,13 @@ def relu(x):
 tanh = jnp.tanh
 
 
+@custom_jvp
 def relu6(x):
     return jnp.minimum(jnp.maximum(x, 0), 6.0)
+
+
+# Derivative 0 at both kinks, as JAX's (min/max split a gradient at a tie).
+relu6.defjvps(lambda g, ans, x: jnp.where((x > 0) & (x < 6), g, jnp.zeros_like(g)))
 
 
 def sigmoid(x):
@@ -76,7 +81,9 @@ def selu(x):
 
 
 def hard_tanh(x):
-    return jnp.clip(x, -1.0, 1.0)
+    # Derivative 1 at -1 and 1, as JAX's selects give.
+    x = jnp.asarray(x)
+    return jnp.where(x > 1, jnp.ones_like(x), jnp.where(x < -1, -jnp.ones_like(x), x))
 
 
 @_jit_outside_traces("axis", "keepdims", "return_sign")
@@ -133,14 +140,16 @@ def log_softmax(x, axis=-1, where=None, initial=None):
     return out if where is None else jnp.where(where, out, -jnp.inf)
 
 
-def one_hot(x, num_classes, *, dtype=jnp.float32, axis=-1):
+def one_hot(x, num_classes, *, dtype=None, axis=-1):
     x = jnp.asarray(x)
     cls = jnp.arange(num_classes, dtype=x.dtype if jnp.issubdtype(x.dtype, jnp.integer)
                      else jnp.int32)
     out = jnp.expand_dims(x, -1) == cls
     if axis != -1 and axis != x.ndim:
         out = jnp.moveaxis(out, -1, axis)
-    return out.astype(dtype)
+    # (JAX's default: the default float type, float64 with x64.)
+    return out.astype(jnp.zeros((), dtype).dtype if dtype is not None else
+                      jnp.zeros(()).dtype)
 
 
 def soft_sign(x):

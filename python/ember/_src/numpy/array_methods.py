@@ -64,5 +64,8 @@ def install():
         self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape,
         order, out_sharding=out_sharding)
     Value.copy = lambda self: self
+    # (NumPy's method order: the condition first, the array is self.)
+    Value.compress = lambda self, condition, axis=None, *, out=None, size=None, \
+        fill_value=0: jnp.compress(condition, self, axis, size=size, fill_value=fill_value)
     Value.view = lambda self, dtype=None: (
         self if dtype is None else lax.bitcast_convert_type(self, dtype))

@@ -74,7 +74,7 @@ def _reduce_single(x, s, keep):
                 break
     drop = [i for i, c in enumerate(s) if c not in keep]
     if drop:
-        x = jnp.sum(x, axis=tuple(drop))
+        x = jnp.sum(x, axis=tuple(drop), dtype=x.dtype)  # (in its own type, as JAX's)
         s = "".join(c for c in s if c in keep)
     return x, s
 
@@ -141,6 +141,19 @@ def _einsum(subscripts, *operands, preferred_element_type=None):
     for s, o in zip(ins, ops):
         if len(s) != o.ndim:
             raise ValueError(f"einsum: subscripts {s!r} do not match operand of shape {o.shape}")
+    # A label of size 1 in one operand broadcasts against its size in the
+    # others (NumPy's and JAX's einsum).
+    sizes = {}
+    for s, o in zip(ins, ops):
+        for c, n in zip(s, o.shape):
+            if n != 1:
+                if sizes.get(c, n) != n:
+                    raise ValueError(f"einsum: size of label {c!r} differs between operands: "
+                                     f"{sizes[c]} and {n}")
+                sizes[c] = n
+    ops = [o if all(n != 1 or sizes.get(c, 1) == 1 for c, n in zip(s, o.shape)) else
+           jnp.broadcast_to(o, tuple(sizes.get(c, 1) if n == 1 else n for c, n in zip(s, o.shape)))
+           for s, o in zip(ins, ops)]
     dt = jnp.result_type(*ops) if preferred_element_type is None else preferred_element_type
     ops = [o.astype(dt) for o in ops]
     x, s = ops[0], ins[0]

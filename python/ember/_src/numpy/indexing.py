@@ -1,5 +1,6 @@
 """NumPy-style indexing (`x[idx]`) and the `.at[]` update API."""
 
+import builtins
 import functools
 import operator
 
@@ -253,7 +254,13 @@ def getitem(x, idx, mode=None):
             x = lax.pad(x, lax.full((), 0, x.dtype),
                         [(0, int(d in adv_dims and n == 0), 0) for d, n in enumerate(x.shape)])
         slice_sizes = [1 if d in adv_dims else n for d, n in enumerate(x.shape)]
-        contiguous = adv_dims == list(range(adv_dims[0], adv_dims[0] + len(adv_dims)))
+        # NumPy's rule: with an integer array in the index, the integers
+        # count as advanced indices too; advanced indices apart (a slice
+        # between them) put the broadcast dimensions first.
+        arrays = builtins.any(isinstance(o, tuple) and o[0] == "adv" for o in real_ops)
+        places = [i for i, o in enumerate(real_ops)
+                  if isinstance(o, tuple) or (arrays and o == "drop")]
+        contiguous = places == list(range(places[0], places[0] + len(places)))
         pos = adv_dims[0] if contiguous else 0
         nb = len(bshape)
         rest = [d for d in range(x.ndim) if d not in adv_dims]

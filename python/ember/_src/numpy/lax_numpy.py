@@ -140,7 +140,7 @@ def isdtype(dtype, kind):
 
 
 def promote_types(a, b):
-    return _dt.promote_types(a, b)
+    return _dt.promote_types_uncanonical(a, b)
 
 
 def result_type(*args):
@@ -215,8 +215,8 @@ def broadcast_arrays(*args):
 def _promote(*args, to_inexact=False):
     args = [a if isinstance(a, _Value) else _v(a) for a in args]  # convert once
     dtype, weak = _result(*args)
-    if to_inexact and not _dt.is_inexact(dtype):
-        dtype = _dt.default_float()
+    if to_inexact:
+        dtype = _dt.to_inexact(dtype)
     vals = [_to(a, dtype, weak) for a in args]
     shapes = [a.shape for a in vals]
     if shapes.count(shapes[0]) == len(shapes):  # (`all` here is jnp.all)
@@ -228,8 +228,8 @@ def _promote(*args, to_inexact=False):
 def _promote_dtype(*args, to_inexact=False):
     """Converts to the common dtype without broadcasting."""
     dtype, weak = _result(*args)
-    if to_inexact and not _dt.is_inexact(dtype):
-        dtype = _dt.default_float()
+    if to_inexact:
+        dtype = _dt.to_inexact(dtype)
     return [_to(a, dtype, weak) for a in args]
 
 
@@ -371,7 +371,7 @@ def _unop(prim_fn, name, inexact=False):
         _check_arraylike(name, x)
         x = _v(x)
         if inexact and not _dt.is_inexact(x.dtype):
-            x = _to(x, _dt.default_float(), x.weak_type)
+            x = _to(x, _dt.to_inexact(x.dtype), x.weak_type)
         return prim_fn(x)
     f.__name__ = f.__qualname__ = name
     return _eager_jit(f)
@@ -488,7 +488,7 @@ def _real_only(name, *xs, error=TypeError):
 
 def fabs(x):
     _real_only("fabs", x)
-    return abs(_to(x, _dt.default_float()) if not _dt.is_inexact(_v(x).dtype) else x)
+    return abs(_to(x, _dt.to_inexact(_v(x).dtype)))
 
 
 def _float_only(fn):
@@ -571,10 +571,13 @@ def float_power(x, y):
 
 def floor_divide(x, y):
     x, y = _promote(x, y)
+    if _dt.is_unsigned(x.dtype):
+        return lax.div(x, y)
     if _dt.is_int(x.dtype):
         q = lax.div(x, y)
         r = lax.rem(x, y)
-        fix_ = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))
+        # (JAX's test, which also fixes what x // 0 gives: -1 - 1 where x != 0.)
+        fix_ = logical_and(not_equal(sign(x), sign(y)), not_equal(r, 0))
         return where(fix_, subtract(q, 1), q)
     if _dt.is_bool(x.dtype):
         return x
@@ -583,6 +586,9 @@ def floor_divide(x, y):
 
 def remainder(x, y):
     x, y = _promote(x, y)
+    if _dt.is_int(x.dtype):
+        # x % 0 is 0, as JAX's (it divides by 1 there).
+        y = where(equal(y, 0), ones_like(y), y)
     r = lax.rem(x, y)
     if _dt.is_unsigned(x.dtype) or _dt.is_bool(x.dtype):
         return r
@@ -769,8 +775,7 @@ def imag(x):
 def angle(z, deg=False):
     """The counterclockwise angle of z from the positive real axis."""
     z = _v(z)
-    if not _dt.is_inexact(z.dtype):
-        z = _to(z, _dt.default_float())
+    z = _to(z, _dt.to_inexact(z.dtype))
     a = arctan2(imag(z), real(z))
     return rad2deg(a) if deg else a
 
@@ -796,7 +801,9 @@ def isrealobj(x):
 def heaviside(x1, x2):
     _real_only("heaviside", x1, x2)
     x1, x2 = _promote(x1, x2, to_inexact=True)
-    return where(less(x1, 0), zeros_like(x1), where(greater(x1, 0), ones_like(x1), x2))
+    # (NaN stays NaN: neither below nor above zero.)
+    return where(less(x1, 0), zeros_like(x1),
+                 where(greater(x1, 0), ones_like(x1), where(isnan(x1), x1, x2)))
 
 
 @_on_keys
@@ -977,10 +984,19 @@ def _arange(start, stop, step, dtype):
         if isinstance(v, _core.Tracer):
             raise _core.ConcretizationTypeError(
                 f"arange needs concrete bounds, got a traced value (at {_core.where()})")
-    start, stop, step = (v.item() if isinstance(v, _core.Array) else v for v in (start, stop, step))
     if dtype is None:
+        # The bounds' promoted type (JAX's): Python numbers weakly, arrays
+        # and NumPy scalars (an int8 bound gives int8) as they are.
+        typed = [v for v in (start, stop, step)
+                 if isinstance(v, (_core.Array, _np.generic, _np.ndarray))]
         inexact = builtins.any(isinstance(v, float) for v in (start, stop, step))
         dtype = _dt.default_float() if inexact else _dt.default_int()
+        if typed:
+            weak = [float(v) if isinstance(v, float) else 0 for v in (start, stop, step)
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            dtype = _dt.canonicalize_dtype(result_type(*typed, *weak))
+    start, stop, step = (v.item() if isinstance(v, (_core.Array, _np.generic, _np.ndarray))
+                         else v for v in (start, stop, step))
     dtype = _dt.check_user_dtype(dtype, "arange")
     if builtins.any(isinstance(v, DimExpr) for v in (start, stop, step)):
         # A symbolic bound (`arange(x.shape[0])`): integer steps only, as in JAX.
@@ -1018,9 +1034,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def _linspace(start, stop, num, endpoint, dtype, axis):
     # (Without dtype=, the inexact type of start and stop, as JAX's.)
-    inferred = result_type(start, stop)
-    if not _dt.is_inexact(inferred):
-        inferred = _dt.default_float()
+    inferred = _dt.to_inexact(result_type(start, stop))
     dt = _canon_dtype(dtype, inferred, "linspace")
     cdt = dt if _dt.is_inexact(dt) else _dt.default_float()
     start, stop = _to(start, cdt), _to(stop, cdt)
@@ -1430,7 +1444,8 @@ def repeat(a, repeats, axis=None, total_repeat_length=None):
     if axis is None:
         a, axis = ravel(a), 0
     axis = _axis(axis, a.ndim)
-    if isinstance(repeats, int):
+    if isinstance(repeats, int) and (total_repeat_length is None
+                                     or total_repeat_length == a.shape[axis] * repeats):
         shape = list(a.shape)
         shape.insert(axis + 1, repeats)
         b = lax.broadcast_in_dim(a, shape, [i if i <= axis else i + 1 for i in range(a.ndim)])
@@ -1568,7 +1583,7 @@ def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
             right = _stat(lax.slice_in_dim(a, n - rs, n, 1, ax))
         parts = []
         if mode == "linear_ramp":
-            ct = a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float()
+            ct = _dt.to_inexact(a.dtype)
             bshape = [1] * a.ndim
             if lo:
                 bshape[ax] = lo
@@ -1638,8 +1653,11 @@ def _reduction(kind, a, axis, dtype, keepdims, initial=None, where_=None, promot
     axes = _axes(axis, a.ndim)
     if dtype is not None:
         a = _to(a, _dt.check_user_dtype(dtype, kind))
-    elif promote_int and (_dt.is_bool(a.dtype) or (_dt.is_int(a.dtype) and a.dtype.itemsize < 4)):
-        a = _to(a, _dt.default_int() if not _dt.is_unsigned(a.dtype) else _np.uint32)
+    elif promote_int and (_dt.is_bool(a.dtype) or (
+            _dt.is_int(a.dtype) and a.dtype.itemsize < _np.dtype(_dt.default_int()).itemsize)):
+        # (JAX's: narrower integers sum in the default integer type.)
+        wide = _np.dtype(_dt.default_int())
+        a = _to(a, _np.dtype(f"uint{wide.itemsize * 8}") if _dt.is_unsigned(a.dtype) else wide)
     if where_ is not None:
         ident = {"sum": 0, "prod": 1, "or": False, "and": True}.get(kind)
         if ident is None:
@@ -1710,7 +1728,7 @@ def _upcast_half(dtype):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _check_arraylike("mean", a)
     a = _v(a)
-    dtype = (_dt.canonicalize_dtype(a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float())
+    dtype = (_dt.canonicalize_dtype(_dt.to_inexact(a.dtype))
              if dtype is None else _dt.check_user_dtype(dtype, "mean"))
     s = sum(_to(a, _upcast_half(dtype)), axis, keepdims=keepdims, where=where)
     n = _count(a, axis, keepdims, where)
@@ -1724,7 +1742,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if correction is not None:
         ddof = correction
     dt = _dt.canonicalize_dtype(
-        dtype or (a.dtype if _dt.is_inexact(a.dtype) else _dt.default_float()))
+        dtype or _dt.to_inexact(a.dtype))
     a = _to(a, _upcast_half(dt))
     m = mean(a, axis, keepdims=True, where=where)
     d = subtract(a, m)
@@ -1745,7 +1763,19 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         r = mean(a, axis, keepdims=keepdims)
         w = _to(_count(a, axis, keepdims), r.dtype)
         return (r, broadcast_to(w, r.shape)) if returned else r
-    a, w = _promote(a, weights, to_inexact=True)
+    a, w = _promote_dtype(_v(a), _v(weights), to_inexact=True)
+    if w.shape != a.shape:
+        # JAX's rule: 1-D weights along the one axis averaged over.
+        if axis is None:
+            raise ValueError("Axis must be specified when shapes of a and weights differ.")
+        if not isinstance(axis, (int, _np.integer)):
+            raise ValueError("Single axis expected when shapes of a and weights differ")
+        if w.ndim != 1:
+            raise ValueError("1D weights expected when shapes of a and weights differ.")
+        ax = _axis(axis, a.ndim)
+        if w.shape[0] != a.shape[ax]:
+            raise ValueError("Length of weights not compatible with specified axis.")
+        w = broadcast_to(reshape(w, tuple(-1 if d == ax else 1 for d in range(a.ndim))), a.shape)
     s = sum(multiply(a, w), axis, keepdims=keepdims)
     ws = sum(w, axis, keepdims=keepdims)
     return (divide(s, ws), ws) if returned else divide(s, ws)
@@ -1862,6 +1892,8 @@ where_ = where
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     a = _v(a)
+    if not _dt.is_inexact(a.dtype):  # (no NaNs: JAX's mean)
+        return mean(a, axis, dtype, keepdims=keepdims, where=where)
     n = sum(logical_not(isnan(a)), axis, keepdims=keepdims, dtype=a.dtype)
     return divide(nansum(a, axis, keepdims=keepdims), n)
 
@@ -1879,11 +1911,20 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 
 
 def nanargmax(a, axis=None, keepdims=False):
-    return argmax(_nan_to(a, -inf), axis, keepdims=keepdims)
+    return _nan_arg(argmax, a, -inf, axis, keepdims)
 
 
 def nanargmin(a, axis=None, keepdims=False):
-    return argmin(_nan_to(a, inf), axis, keepdims=keepdims)
+    return _nan_arg(argmin, a, inf, axis, keepdims)
+
+
+def _nan_arg(arg, a, fill, axis, keepdims):
+    """JAX's nanargmax/nanargmin: NaNs skipped; -1 where all are NaN."""
+    a = _v(a)
+    i = arg(_nan_to(a, fill), axis, keepdims=keepdims)
+    if not _dt.is_inexact(a.dtype):
+        return i
+    return where(all(isnan(a), axis, keepdims=keepdims), _to(-1, i.dtype), i)
 
 
 def nancumsum(a, axis=None, dtype=None):
@@ -1926,8 +1967,7 @@ def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
     if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
         raise ValueError(f"quantile: unsupported method {method!r}")
     a = _v(a)
-    if not _dt.is_inexact(a.dtype):
-        a = _to(a, _dt.default_float())
+    a = _to(a, _dt.to_inexact(a.dtype))
     nd = a.ndim
     axes = tuple(range(nd)) if axis is None else _axes(axis, nd)
     keep = [d for d in range(nd) if d not in axes]
@@ -2126,10 +2166,24 @@ def kron(a, b):
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    a, b = _promote(a, b)
-    a0, a1, a2 = (a[..., i] for i in range(3))
-    b0, b1, b2 = (b[..., i] for i in range(3))
-    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], -1)
+    """NumPy's cross product of 3-element (or 2-element: z taken as 0)
+    vectors along `axisa`/`axisb` (`axis` for all three); two 2-element
+    vectors give the z component only."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = _promote_dtype(_v(a), _v(b))
+    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError("Dimension must be either 2 or 3 for cross product")
+    if a.shape[-1] == 2 and b.shape[-1] == 2:
+        return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    zero = zeros_like(a[..., 0]) if a.shape[-1] == 2 else zeros_like(b[..., 0])
+    a0, a1 = a[..., 0], a[..., 1]
+    a2 = a[..., 2] if a.shape[-1] == 3 else zero
+    b0, b1 = b[..., 0], b[..., 1]
+    b2 = b[..., 2] if b.shape[-1] == 3 else zero
+    c = stack(broadcast_arrays(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), -1)
+    return moveaxis(c, -1, axisc)
 
 
 # --------------------------------------------------------------------------
@@ -2290,7 +2344,8 @@ def searchsorted(a, v, side="left", sorter=None, method=None):
     dt, _ = _result(a, v)
     ka, kv = _sort_order_key(_to(a, dt)), _sort_order_key(_to(v, dt))
     cmp = less_equal if side == "right" else less
-    out = _dt.default_int()
+    # (JAX's: int32 unless the array is longer than int32 can count.)
+    out = _np.int32 if a.shape[0] <= _np.iinfo(_np.int32).max else _dt.default_int()
     if method == "compare_all":
         return sum(cmp(expand_dims(ka, tuple(range(1, kv.ndim + 1))), kv), axis=0, dtype=out)
     n = a.shape[0]
@@ -2367,7 +2422,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         if isinstance(ar, _core.Tracer):
             raise _core.ConcretizationTypeError(
                 f"unique needs a static size= inside jit (at {_core.where()})")
-        res = _np.unique(_np.asarray(ar), return_index, return_inverse, return_counts)
+        res = _np.unique(_np.asarray(ar), return_index, return_inverse, return_counts,
+                         equal_nan=equal_nan)
         if isinstance(res, tuple):
             out = [_core.Array(res[0])]
             for r in res[1:]:
@@ -2479,7 +2535,8 @@ def bincount(x, weights=None, minlength=0, *, length=None):
             raise _core.ConcretizationTypeError("bincount needs length= inside jit")
         length = builtins.max(int(_np.max(_np.asarray(x), initial=-1)) + 1, minlength)
     w = ones_like(x, _dt.default_int()) if weights is None else _v(weights)
-    return zeros((length,), w.dtype).at[x].add(w, mode="drop")
+    # (Negative values count as 0, as JAX's clip makes them.)
+    return zeros((length,), w.dtype).at[clip(x, 0)].add(w, mode="drop")
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
@@ -2488,7 +2545,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     the given edges."""
     _check_arraylike("histogram_bin_edges", a)
     a = _v(a)
-    dt = _dt.default_float() if not _dt.is_inexact(a.dtype) else a.dtype
+    dt = _dt.to_inexact(a.dtype)
     if not isinstance(bins, int):
         return _to(_v(bins), dt)
     if bins < 1:
@@ -2555,6 +2612,8 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = _promote(a, b, to_inexact=True)
     r = less_equal(abs(subtract(a, b)), add(atol, multiply(rtol, abs(b))))
+    # An infinity is close only to itself (inf - -inf is within inf*rtol).
+    r = logical_and(r, logical_not(logical_or(isinf(a), isinf(b))))
     r = logical_or(r, equal(a, b))
     if equal_nan:
         r = logical_or(r, logical_and(isnan(a), isnan(b)))
@@ -2565,7 +2624,10 @@ def array_equal(a1, a2, equal_nan=False):
     a1, a2 = _v(a1), _v(a2)
     if a1.shape != a2.shape:
         return _core.asarray_concrete(False)
-    return all(equal(a1, a2))
+    same = equal(a1, a2)
+    if equal_nan:
+        same = logical_or(same, logical_and(isnan(a1), isnan(a2)))
+    return all(same)
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
@@ -2579,9 +2641,11 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         p = broadcast_to(_v(append), tuple(1 if i == axis else s for i, s in enumerate(a.shape))) \
             if _v(append).ndim == 0 else _v(append)
         a = concatenate([a, p], axis)
+    # (Booleans differ where they change: not_equal, as JAX's.)
+    op = not_equal if _dt.is_bool(a.dtype) else subtract
     for _ in range(n):
         m = a.shape[axis]
-        a = subtract(lax.slice_in_dim(a, 1, m, 1, axis), lax.slice_in_dim(a, 0, m - 1, 1, axis))
+        a = op(lax.slice_in_dim(a, 1, m, 1, axis), lax.slice_in_dim(a, 0, m - 1, 1, axis))
     return a
 
 
@@ -2618,16 +2682,42 @@ def correlate(a, v, mode="valid"):
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
-    x, xp, fp = _promote(x, xp, fp, to_inexact=True) if False else (_v(x), _v(xp), _v(fp))
+    """Piecewise-linear interpolation (NumPy's, with JAX's `'extrapolate'`
+    for `left`/`right`; with `period`, x and xp are taken modulo it and the
+    ends wrap around, `left`/`right` unused)."""
+    _check_arraylike("interp", x, xp, fp)
+    x, xp, fp = _v(x), _v(xp), _v(fp)
+    if _dt.is_complex(x.dtype):
+        raise ValueError("jnp.interp: complex x values not supported.")
+    for name, v in (("left", left), ("right", right)):
+        if isinstance(v, str) and v != "extrapolate":
+            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', "
+                             f"but got: {v!r}")
     dt = _result(x, xp, fp, 1.0)[0]
     x, xp, fp = _to(x, dt), _to(xp, dt), _to(fp, dt)
+    if period is not None:
+        if _np.ndim(period) != 0:
+            raise ValueError(f"period must be a scalar; got {period}")
+        p = abs(_to(_v(period), dt))
+        x, xp = remainder(x, p), remainder(xp, p)
+        xp, fp = lax.sort((xp, fp), 0, True, 1)
+        # One point before the first and one after the last, a period away.
+        xp = concatenate([subtract(xp[-1:], p), xp, add(xp[:1], p)])
+        fp = concatenate([fp[-1:], fp, fp[:1]])
     i = clip(searchsorted(xp, x, side="right"), 1, xp.shape[0] - 1)
     x0, x1 = take(xp, i - 1), take(xp, i)
     y0, y1 = take(fp, i - 1), take(fp, i)
-    t = divide(subtract(x, x0), subtract(x1, x0))
-    r = add(y0, multiply(t, subtract(y1, y0)))
-    r = where(less(x, xp[0]), fp[0] if left is None else _to(left, dt), r)
-    return where(greater(x, xp[-1]), fp[-1] if right is None else _to(right, dt), r)
+    dx = subtract(x1, x0)
+    # Coincident points: the left value (no 0/0, and no NaN gradient).
+    flat = less_equal(abs(dx), _np.spacing(_np.finfo(_np.dtype(dt)).eps))
+    t = divide(subtract(x, x0), where(flat, ones_like(dx), dx))
+    r = where(flat, y0, add(y0, multiply(t, subtract(y1, y0))))
+    if period is None:
+        if not isinstance(left, str):
+            r = where(less(x, xp[0]), fp[0] if left is None else _to(_v(left), dt), r)
+        if not isinstance(right, str):
+            r = where(greater(x, xp[-1]), fp[-1] if right is None else _to(_v(right), dt), r)
+    return r
 
 
 def append(arr, values, axis=None):

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import core, lax_linalg
+from .. import core, dtypes, lax_linalg
 from . import lax_numpy as jnp
 from .lax_numpy import _jit_outside_traces
 
@@ -24,8 +24,7 @@ from .lax_numpy import _jit_outside_traces
 @_jit_outside_traces("ord", "axis", "keepdims")
 def norm(x, ord=None, axis=None, keepdims=False):
     x = jnp.asarray(x)
-    if not jnp.issubdtype(x.dtype, jnp.inexact):
-        x = x.astype(jnp.float32)
+    x = x.astype(dtypes.to_inexact(x.dtype))
     if axis is None and ord is None:
         return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), keepdims=keepdims))
     if axis is None:
@@ -93,8 +92,7 @@ def matrix_power(a, n):
 def vector_norm(x, axis=None, keepdims=False, ord=2):
     """The vector norm over `axis` (None: all axes, tuple: those axes flattened)."""
     x = jnp.asarray(x)
-    if not jnp.issubdtype(x.dtype, jnp.inexact):
-        x = x.astype(jnp.float32)
+    x = x.astype(dtypes.to_inexact(x.dtype))
     axes = tuple(range(x.ndim)) if axis is None else (
         (axis,) if isinstance(axis, int) else tuple(axis))
     a = jnp.abs(x)
@@ -148,11 +146,10 @@ class SVDResult(NamedTuple):
 
 
 def _float(a):
-    """`a` as an inexact array (integers and bools as float32)."""
+    """`a` as an inexact array (JAX's `to_inexact_dtype`: integers and
+    bools of up to 32 bits as float32, 64-bit ones as float64)."""
     a = jnp.asarray(a)
-    if not jnp.issubdtype(a.dtype, jnp.inexact):
-        a = a.astype(jnp.float32)
-    return a
+    return a.astype(dtypes.to_inexact(a.dtype))
 
 
 def _square(a, name):
@@ -631,8 +628,9 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     if numpy_resid and not (m > n):
         resid = jnp.zeros((0,), s.dtype)
     if vec:
+        # (JAX keeps the residuals' axis: shape (1,) for a vector b.)
         x = x[:, 0]
-        resid = resid[0] if not numpy_resid else resid.reshape(-1)
+        resid = resid.reshape(-1)
     return x, resid, rank, s
 
 
