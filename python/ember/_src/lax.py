@@ -1057,23 +1057,23 @@ def _const(n, like):
     return convert_element_type(n, like.dtype)
 
 
-def dynamic_slice(x, start_indices, slice_sizes):
-    x = as_value(x)
+def _start_indices(x, start_indices, what):
     if len(start_indices) != x.ndim:
-        raise TypeError(f"dynamic_slice start_indices must have length equal to the number of "
+        raise TypeError(f"{what} start_indices must have length equal to the number of "
                         f"dimensions of the operand, got indices {tuple(start_indices)} for "
                         f"operand of shape {x.shape}")
-    idx = [_start_index(i, n) for i, n in zip(start_indices, x.shape)]
+    return [_start_index(i, n) for i, n in zip(start_indices, x.shape)]
+
+
+def dynamic_slice(x, start_indices, slice_sizes):
+    x = as_value(x)
+    idx = _start_indices(x, start_indices, "dynamic_slice")
     return dynamic_slice_p.bind(x, *idx, slice_sizes=tuple(_dim(s) for s in slice_sizes))
 
 
 def dynamic_update_slice(x, update, start_indices):
     x = as_value(x)
-    if len(start_indices) != x.ndim:
-        raise TypeError(f"dynamic_update_slice start_indices must have length equal to the "
-                        f"number of dimensions of the operand, got indices "
-                        f"{tuple(start_indices)} for operand of shape {x.shape}")
-    idx = [_start_index(i, n) for i, n in zip(start_indices, x.shape)]
+    idx = _start_indices(x, start_indices, "dynamic_update_slice")
     return dynamic_update_slice_p.bind(x, update, *idx)
 
 
