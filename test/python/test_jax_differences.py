@@ -165,7 +165,9 @@ def test_numpy_functions_as_jax():
     np.testing.assert_array_equal(np.asarray(jnp.diff(jnp.array([True, False, False, True]))),
                                   [True, False, True])
     c = jnp.convolve(jnp.array([1, 2, 3]), jnp.array([0, 1]))
-    assert c.dtype == jnp.int32 and c.tolist() == [0, 1, 2, 3]
+    assert c.dtype == jnp.float32 and c.tolist() == [0, 1, 2, 3]
+    assert jnp.correlate(jnp.array([1, 2, 3]), jnp.array([0, 1])).tolist() == [2, 3]
+    assert jnp.convolve(jnp.array([True, False]), jnp.array([True])).dtype == jnp.float32
     np.testing.assert_array_equal(np.asarray(jnp.heaviside(jnp.array([nan, -1, 0, 2]), 0.5)),
                                   [nan, 0, 0.5, 1])
     np.testing.assert_allclose(np.asarray(jnp.interp(

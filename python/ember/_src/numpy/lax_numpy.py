@@ -2659,7 +2659,8 @@ def ediff1d(ary, to_end=None, to_begin=None):
 
 
 def convolve(a, v, mode="full"):
-    a, v = _promote_dtype(ravel(a), ravel(v))
+    # (JAX computes in the inexact type: integers and booleans give floats.)
+    a, v = _promote_dtype(ravel(a), ravel(v), to_inexact=True)
     n, m = a.shape[0], v.shape[0]
     if n < m:
         a, v, n, m = v, a, m, n
