@@ -383,6 +383,14 @@ struct ReduceWindowLowering : public OpConversionPattern<ReduceWindowOp> {
     Type orig = op.getType().getElementType();
     Value init = tensor::ExtractOp::create(
         rewriter, loc, adaptor.getInitValue(), ValueRange{});
+    // No window fits (one larger than the padded operand): an empty result,
+    // with no loop over windows that would read past the operand.
+    if (type.hasStaticShape() && type.getNumElements() == 0) {
+      rewriter.replaceOp(op,
+                         tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                                 type.getElementType()));
+      return success();
+    }
     // Pad the operand with the init value.
     SmallVector<int64_t> padded;
     bool anyPad = false;

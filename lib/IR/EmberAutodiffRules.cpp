@@ -1323,6 +1323,8 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
                  << stringifyReduceKind(kind);
         auto in = o.getOperand().getType();
         auto outT = o.getType();
+        if (outT.getNumElements() == 0)
+          return zero(); // (no window fits: nothing depends on the operand)
         int64_t rank = in.getRank();
         auto win = o.getWindowDimensions(), strides = o.getWindowStrides();
         SmallVector<int64_t> zeros(rank, 0);

@@ -729,12 +729,16 @@ def gumbel(key, shape=(), dtype=float, mode=None):
 
 def _gumbel_impl(key, shape, dtype, mode):
     if mode == "high":
+        # JAX 0.10's: below one half, the second uniform fills the bits the
+        # first lacks (u = high + 2^-nmant low + tiny), then -log(-log1p(-u)).
+        info = dtypes.finfo(dtype)
         u = _uniform_b(key, (2,) + tuple(shape), dtype)
         high = lax.reshape(lax.slice_in_dim(u, 0, 1, 1, 0), shape)
         low = lax.reshape(lax.slice_in_dim(u, 1, 2, 1, 0), shape)
-        eps = _const(dtype, dtypes.finfo(dtype).eps)
-        return jnp.negative(jnp.log(jnp.negative(jnp.log1p(jnp.negative(
-            jnp.add(jnp.multiply(high, eps), low))))))
+        fine = jnp.add(jnp.add(high, jnp.multiply(low, _const(dtype, 2.0 ** -info.nmant))),
+                       _const(dtype, info.tiny))
+        x = jnp.where(high >= 0.5, high, fine)
+        return jnp.negative(jnp.log(jnp.negative(jnp.log1p(jnp.negative(x)))))
     u = _uniform_b(key, shape, dtype, np.array(dtypes.finfo(dtype).tiny, dtype),
                    np.array(1.0, dtype))
     return jnp.negative(jnp.log(jnp.negative(jnp.log(u))))

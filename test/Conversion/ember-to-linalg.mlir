@@ -386,6 +386,18 @@ func.func @reduce_window(%a: tensor<2x3xf32>, %s: tensor<f32>) -> tensor<1x2xf32
   return %0 : tensor<1x2xf32>
 }
 
+// -----
+
+// A window larger than the operand: an empty result, no loop (it read past
+// the operand and failed linalg's verifier).
+// CHECK-LABEL: func @reduce_window_none_fits
+// CHECK-NOT: linalg.generic
+// CHECK: tensor.empty() : tensor<0xf32>
+func.func @reduce_window_none_fits(%a: tensor<5xf32>, %s: tensor<f32>) -> tensor<0xf32> {
+  %0 = ember.reduce_window sum %a, %s, window = [7], strides = [1], low = [0], high = [0] : (tensor<5xf32>, tensor<f32>) -> tensor<0xf32>
+  return %0 : tensor<0xf32>
+}
+
 
 // -----
 

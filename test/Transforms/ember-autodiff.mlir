@@ -554,6 +554,23 @@ func.func @jvp_window_prod(%x: tensor<4xf32>, %t: tensor<4xf32>) -> tensor<3xf32
 
 // -----
 
+// No window fits: the tangent is zero (the rule sliced windows that do not
+// exist and aborted while building them).
+// CHECK-LABEL: func @jvp_window_none_fits
+// CHECK-NOT: ember.slice
+// CHECK: return
+func.func private @wnone(%x: tensor<5xf32>) -> tensor<0xf32> {
+  %s = ember.constant dense<0.0> : tensor<f32>
+  %0 = ember.reduce_window sum %x, %s, window = [7], strides = [1], low = [0], high = [0] : (tensor<5xf32>, tensor<f32>) -> tensor<0xf32>
+  return %0 : tensor<0xf32>
+}
+func.func @jvp_window_none_fits(%x: tensor<5xf32>, %t: tensor<5xf32>) -> tensor<0xf32> {
+  %y, %dy = ember.jvp @wnone(%x) tangents(%t) wrt [0] : (tensor<5xf32>, tensor<5xf32>) -> (tensor<0xf32>, tensor<0xf32>)
+  return %dy : tensor<0xf32>
+}
+
+// -----
+
 // Complex parts transpose with JAX's convention: real^T c = c + 0i,
 // imag^T c = 0 - ci (transposes, not adjoints).
 // CHECK-LABEL: func @vjp_complex_parts

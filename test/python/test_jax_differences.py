@@ -110,7 +110,7 @@ def test_dynamic_slice_counts_negative_starts_from_the_end():
         np.asarray(ember.vmap(lambda i: lax.dynamic_slice(jnp.arange(12), (i,), (2,)))(
             jnp.array([-1, 0, 3]))), [[10, 11], [0, 1], [3, 4]])
     np.testing.assert_array_equal(np.asarray(lax.dynamic_slice_in_dim(x, -4, 2)), [6, 7])
-    with pytest.raises(TypeError, match="start_indices must have length"):
+    with pytest.raises(ValueError, match="start_indices must have length"):
         lax.dynamic_slice(x, (1, 2), (2, 2))
 
 
@@ -290,3 +290,100 @@ def test_api_names_jax_has():
     treedef = ember.tree_util.tree_structure({"a": 1, "b": (2, 3)})
     assert len(treedef.children()) == 2 and treedef.children()[1].num_leaves == 2
     assert jnp.arange(5).compress(jnp.array([True, False, True])).tolist() == [0, 2]
+
+
+# Second round (1092 programs: transformations, lax parameters, errors).
+
+
+def test_static_arguments_of_equal_value_and_other_type_trace_apart():
+    f = ember.jit(lambda n: jnp.arange(n), static_argnames="n")
+    assert f(n=3).dtype == jnp.int32 and f(n=3.0).dtype == jnp.float32
+
+
+def test_boolean_products():
+    a, b = jnp.array([True, False]), jnp.array([True, True])
+    for r in (a @ b, jnp.dot(a, b), jnp.einsum("i,i->", a, b)):
+        assert r.dtype == jnp.bool_ and bool(r)
+    m = jnp.array([[True, False], [False, False]]) @ jnp.array([[False], [True]])
+    assert m.dtype == jnp.bool_ and m.tolist() == [[False], [False]]
+
+
+def test_lax_edge_cases_as_jax():
+    np.testing.assert_allclose(np.asarray(lax.abs(jnp.array([3 + 4j], jnp.complex64))), [5.0])
+    assert lax.expand_dims(jnp.ones((2, 3)), (-1,)).shape == (2, 3, 1)
+    assert lax.expand_dims(jnp.ones((2, 3)), (0, -1)).shape == (1, 2, 3, 1)
+    # A window larger than the operand: an empty result (was an internal
+    # error), and a zero gradient (the JVP rule aborted the process).
+    empty = lax.reduce_window(jnp.arange(5.0), 0.0, lax.add, (7,), (1,), "VALID")
+    assert empty.shape == (0,)
+    np.testing.assert_array_equal(np.asarray(ember.grad(
+        lambda x: lax.reduce_window(x, 0.0, lax.add, (7,), (1,), "VALID").sum())(
+            jnp.arange(5.0))), np.zeros(5))
+    dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+                                    start_index_map=(0,))
+    got = lax.gather(jnp.arange(6), jnp.array([[1], [9]]), dn, (1,), mode="fill", fill_value=7)
+    assert got.tolist() == [1, 7]
+    got = lax.gather(jnp.arange(6.0), jnp.array([[1], [9]]), dn, (1,), mode="fill",
+                     fill_value=-9.0)
+    assert got.tolist() == [1.0, -9.0]
+    assert float(lax.igamma(2.0, jnp.inf)) == 1.0 and float(lax.igammac(1.0, jnp.inf)) == 0.0
+    g = ember.grad
+    np.testing.assert_allclose(float(g(g(jnp.sinc))(0.0)), -np.pi**2 / 3, rtol=1e-6)
+    np.testing.assert_allclose(float(g(g(g(g(jnp.sinc))))(0.0)), np.pi**4 / 5, rtol=1e-5)
+
+
+def test_array_view_changes_the_last_axis():
+    assert jnp.array([1.0, 2.0]).view(jnp.uint16).shape == (4,)
+    v = jnp.arange(4, dtype=jnp.uint8).view(jnp.int32)
+    assert v.shape == (1,) and v.tolist() == [50462976]
+    assert jnp.ones((2, 4), jnp.uint8).view(jnp.uint16).shape == (2, 2)
+
+
+def test_gumbel_high_mode_is_jaxs_draw():
+    np.testing.assert_allclose(
+        np.asarray(ember.random.gumbel(ember.random.key(0), (3,), mode="high")),
+        [-1.0818486, -1.3463638, 0.906579], rtol=1e-6)
+
+
+def test_custom_vjp_backward_structure_errors():
+    @ember.custom_vjp
+    def f(x, y):
+        return x * y
+
+    f.defvjp(lambda x, y: (x * y, (x, y)), lambda r, g: (g,))
+    with pytest.raises(TypeError, match="same container"):
+        ember.grad(f)(1.0, 2.0)
+
+    @ember.custom_vjp
+    def h(x):
+        return x.sum()
+
+    h.defvjp(lambda x: (x.sum(), x), lambda r, g: (jnp.ones(5),))
+    with pytest.raises(ValueError, match="shapes do not match"):
+        ember.grad(h)(jnp.ones(3))
+
+
+def test_exception_types_as_jax():
+    with pytest.raises(ValueError, match="squeeze"):
+        lax.squeeze(jnp.ones((2, 3)), (0,))
+    with pytest.raises(ValueError):
+        lax.bitcast_convert_type(jnp.ones((3,), jnp.int8), jnp.int32)
+    with pytest.raises(ValueError):
+        lax.dynamic_slice(jnp.ones(3), (1, 2), (1,))
+    with pytest.raises(TypeError, match="permutation"):
+        jnp.transpose(jnp.ones((2, 2)), (0, 0))
+    with pytest.raises(TypeError, match="nonnegative"):
+        jnp.zeros((-1, 2))
+    with pytest.raises(ValueError, match="Too few leaves"):
+        ember.tree.unflatten(ember.tree.structure((1, 2, 3)), [1, 2])
+    with pytest.raises(TypeError):
+        f"{jnp.ones(3):.2f}"
+    with pytest.raises(IndexError):
+        jnp.mean(jnp.ones((2, 2)), axis=-3)
+    with pytest.raises(IndexError, match="Slice entries must be static"):
+        ember.jit(lambda x, n: x[:n])(jnp.ones(4), 2)
+    # JAX's rule for solve: b's rows must match (a 2-D b is a matrix).
+    with pytest.raises(ValueError, match="inconsistent size"):
+        jnp.linalg.solve(jnp.eye(4), jnp.ones(3))
+    with pytest.raises(ValueError, match="inconsistent size"):
+        jnp.linalg.solve(jnp.ones((3, 4, 4)) + jnp.eye(4), jnp.ones((3, 4)))

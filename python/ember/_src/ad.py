@@ -1126,8 +1126,16 @@ class custom_vjp:
             if not isinstance(cts, (tuple, list)):
                 raise TypeError("custom_vjp bwd function must produce a tuple of cotangents, "
                                 f"one per differentiable argument (at {core.where()})")
+            if len(cts) != len(diff):
+                raise TypeError(
+                    "Custom VJP bwd rule must produce an output with the same container "
+                    "(pytree) structure as the args tuple of the primal function, and in "
+                    "particular must produce a tuple of length equal to the number of "
+                    "arguments to the primal function, but got bwd output structure "
+                    f"{tree_util.tree_structure(tuple(cts))} for primal input structure "
+                    f"{tree_util.tree_structure(tuple(diff))} (at {core.where()})")
             flat = []
-            for arg, c in zip(diff, cts):
+            for k, (arg, c) in enumerate(zip(diff, cts)):
                 arg_leaves = tree_util.tree_leaves_lo(arg)
                 c_leaves = _cotangent_leaves(arg, c)
                 if len(c_leaves) != len(arg_leaves):
@@ -1143,6 +1151,14 @@ class custom_vjp:
                                 f"cotangent of a Ref argument (at {core.where()})")
                         continue
                     a = as_value(a)
+                    if cl is not None and tuple(as_value(cl).shape) != tuple(a.shape):
+                        raise ValueError(
+                            "Custom VJP bwd rule must produce an output with the same type "
+                            "as the args tuple of the primal function, but at output"
+                            f"[{k}] the bwd rule produced an output of type "
+                            f"{as_value(cl).aval.str_short()} corresponding to an input of "
+                            f"type {a.aval.str_short()}, so the shapes do not match "
+                            f"(at {core.where()})")
                     flat.append(_zeros(a.aval) if cl is None else
                                 lax.convert_element_type(as_value(cl), a.dtype))
             return flat

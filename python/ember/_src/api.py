@@ -656,7 +656,10 @@ class JitWrapped:
             flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
             flat = flat_fun(*vals)
             return tree_util.tree_unflatten(out_tree(), flat)
-        key = (tuple(static), treedef, tuple(v.aval for v in vals), tuple(ref_pos))
+        # (A static argument's type is part of the key, as JAX's: 3 and 3.0
+        # are equal and hash alike, but trace differently.)
+        key = (tuple((k, type(v), v) for k, v in static), treedef,
+               tuple(v.aval for v in vals), tuple(ref_pos))
         gpu = _gpu_of([v.aval for v in vals])
         if gpu is not None:
             key += (gpu,)  # (also a default_device GPU's computation)

@@ -612,6 +612,8 @@ class Array(Value):
     def __format__(self, spec):
         if self.ndim == 0:
             return format(self._value.item(), spec)
+        if spec:  # (a number format of an n-d array: NumPy's and JAX's error)
+            return format(self._value, spec)
         return format(str(self), spec)
 
     def __reduce__(self):

@@ -197,7 +197,7 @@ def _bitcast_rule(x, new_dtype):
     if wi > wo:  # each element splits into wi // wo parts (little-endian)
         return ShapedArray(x.shape + (wi // wo,), new_dtype)
     if not x.shape or x.shape[-1] != wo // wi:
-        raise type_error(f"bitcast_convert_type from {x.dtype.name} to {np.dtype(new_dtype).name} "
+        raise value_error(f"bitcast_convert_type from {x.dtype.name} to {np.dtype(new_dtype).name} "
                          f"needs a trailing dimension of size {wo // wi}, got shape {x.shape}")
     return ShapedArray(x.shape[:-1], new_dtype)
 
@@ -246,8 +246,8 @@ reshape_p = Primitive("reshape", _reshape_rule)
 
 def _transpose_rule(x, permutation):
     if sorted(permutation) != list(range(x.ndim)):
-        raise value_error(f"transpose permutation {permutation} is not a permutation of "
-                          f"the {x.ndim} axes")
+        raise type_error(f"transpose permutation isn't a permutation of operand dimensions, "
+                         f"got permutation {tuple(permutation)} for operand shape {x.shape}.")
     return x.update(shape=[x.shape[p] for p in permutation])
 
 
@@ -565,7 +565,17 @@ def _promote_scalars(*xs):
     return out
 
 
-neg, abs, floor, ceil = (_u(n) for n in ["neg", "abs", "floor", "ceil"])
+neg, _abs_real, floor, ceil = (_u(n) for n in ["neg", "abs", "floor", "ceil"])
+
+
+def abs(x):
+    """|x|; of a complex x its modulus, a real array (as JAX's lax.abs)."""
+    if isinstance(x, core.Value) and dtypes.is_complex(x.dtype):
+        return abs_complex(x)
+    return _abs_real(x)
+
+
+abs.__name__ = "abs"
 exp, log, tanh, sin, cos = (_u(n) for n in ["exp", "log", "tanh", "sin", "cos"])
 sqrt, cbrt, erf, erf_inv, lgamma, digamma = (
     _u(n) for n in ["sqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma"])
@@ -951,6 +961,9 @@ def broadcasted_iota(dtype, shape, dimension):
 def broadcast_in_dim(x, shape, broadcast_dimensions):
     x = as_value(x)
     shape, dims = core.canonicalize_shape(shape), tuple(int(d) for d in broadcast_dimensions)
+    if any(isinstance(n, (int, np.integer)) and n < 0 for n in shape):
+        raise type_error(f"broadcast_in_dim shape must have every element be nonnegative, "
+                         f"got {shape}.")
     if x.shape == shape and dims == tuple(range(len(shape))):
         return x
     if type(x) is core.Array and not core._trace_stack and \
@@ -1059,7 +1072,7 @@ def _const(n, like):
 
 def _start_indices(x, start_indices, what):
     if len(start_indices) != x.ndim:
-        raise TypeError(f"{what} start_indices must have length equal to the number of "
+        raise ValueError(f"{what} start_indices must have length equal to the number of "
                         f"dimensions of the operand, got indices {tuple(start_indices)} for "
                         f"operand of shape {x.shape}")
     return [_start_index(i, n) for i, n in zip(start_indices, x.shape)]
@@ -1310,6 +1323,12 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
     out = preferred_element_type or dtypes.promote_types(lhs.dtype, rhs.dtype)
+    if dtypes.is_bool(lhs.dtype) and dtypes.is_bool(rhs.dtype) and dtypes.is_bool(out):
+        # A product of booleans is whether any pair is true both (JAX's):
+        # counted in int32, then compared with zero.
+        counts = dot_general(convert_element_type(lhs, np.int32),
+                             convert_element_type(rhs, np.int32), dn)
+        return ne(counts, full(counts.shape, 0, np.int32))
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
                               preferred_element_type=dtypes.canonicalize_dtype(out))
 
@@ -1362,13 +1381,25 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *,
            indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
     idx = as_value(start_indices)
     dn = dimension_numbers
-    return gather_p.bind(operand, idx, offset_dims=dn.offset_dims,
-                         collapsed_slice_dims=dn.collapsed_slice_dims,
-                         start_index_map=dn.start_index_map,
-                         index_vector_dim=idx.ndim - 1, slice_sizes=tuple(slice_sizes),
-                         mode=GatherScatterMode.from_any(mode),
-                         operand_batching_dims=dn.operand_batching_dims,
-                         start_indices_batching_dims=dn.start_indices_batching_dims)
+    mode = GatherScatterMode.from_any(mode)
+
+    def bind(x):
+        return gather_p.bind(x, idx, offset_dims=dn.offset_dims,
+                             collapsed_slice_dims=dn.collapsed_slice_dims,
+                             start_index_map=dn.start_index_map,
+                             index_vector_dim=idx.ndim - 1, slice_sizes=tuple(slice_sizes),
+                             mode=mode, operand_batching_dims=dn.operand_batching_dims,
+                             start_indices_batching_dims=dn.start_indices_batching_dims)
+
+    operand = as_value(operand)
+    out = bind(operand)
+    if fill_value is not None and mode == "fill":
+        # The op fills out-of-bounds windows with NaN (0 for integers); a
+        # given fill value replaces them where a gather of ones says so.
+        valid = bind(full(operand.shape, 1, np.int8))
+        fill = convert_element_type(fill_value, operand.dtype)
+        out = select(eq(valid, full(valid.shape, 1, np.int8)), out, broadcast(fill, out.shape))
+    return out
 
 
 def _scatter(kind):
@@ -1579,15 +1610,29 @@ def tanh_(x):
 
 def squeeze(x, dimensions):
     x = as_value(x)
-    return reshape(x, [n for i, n in enumerate(x.shape) if i not in dimensions])
+    dims = {int(d) % builtins.max(x.ndim, 1) for d in dimensions}
+    for d in sorted(dims):
+        if x.shape[d] != 1:
+            raise ValueError(f"cannot select an axis to squeeze out which has size not equal "
+                             f"to one, got shape={x.shape} and dimensions={tuple(dimensions)}")
+    return reshape(x, [n for i, n in enumerate(x.shape) if i not in dims])
 
 
 def expand_dims(x, dimensions):
+    """`x` with size-1 dimensions at `dimensions` (positions in the result;
+    negative ones count from its end, as JAX's)."""
     x = as_value(x)
+    ndim = x.ndim + len(dimensions)
+    dims = sorted(int(d) % ndim if -ndim <= int(d) < ndim else _bad_dim(d, ndim)
+                  for d in dimensions)
     shape = list(x.shape)
-    for d in sorted(dimensions):
+    for d in dims:
         shape.insert(d, 1)
     return reshape(x, shape)
+
+
+def _bad_dim(d, ndim):
+    raise ValueError(f"axis {d} is out of bounds for array of dimension {ndim}")
 
 
 # Providers of named-axis indices (the axes of named vmaps, shard_map and

@@ -317,8 +317,9 @@ def _gammainc_pair(a, x):
     # a = 0 is the limit a -> 0+: all the mass at 0 (P = 1, Q = 0 for x > 0;
     # SciPy's and JAX's values), undefined at x = 0.
     bad = (a < 0) | ((a == 0) & (x == 0)) | (x < 0) | jnp.isnan(a) | jnp.isnan(x)
-    lower = jnp.where(a == 0, 1.0, jnp.where(x == 0, 0.0, lower))
-    upper = jnp.where(a == 0, 0.0, jnp.where(x == 0, 1.0, upper))
+    # (At x = inf all the mass is below x.)
+    lower = jnp.where((a == 0) | (x == jnp.inf), 1.0, jnp.where(x == 0, 0.0, lower))
+    upper = jnp.where((a == 0) | (x == jnp.inf), 0.0, jnp.where(x == 0, 1.0, upper))
     lower = jnp.where(bad, jnp.nan, lower).astype(x.dtype)
     upper = jnp.where(bad, jnp.nan, upper).astype(x.dtype)
     return lower, upper

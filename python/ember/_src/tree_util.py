@@ -263,6 +263,12 @@ def _flatten(x, is_leaf, leaves):
 
 
 def tree_unflatten(treedef, leaves):
+    leaves = list(leaves)
+    n = treedef.num_leaves
+    if len(leaves) < n:
+        raise ValueError(f"Too few leaves for PyTreeDef; expected {n}, got {len(leaves)}")
+    if len(leaves) > n:
+        raise ValueError(f"Too many leaves for PyTreeDef; expected {n}.")
     return _unflatten(treedef, iter(leaves))
 
 

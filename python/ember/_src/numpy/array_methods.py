@@ -3,10 +3,35 @@
 `ember.numpy` calls it once imported; layers under the numpy implementation
 use operators on values only at run time, after that."""
 
+import numpy as np
+
 from .. import lax
 from ..core import Value
 from . import lax_numpy as jnp
 from .indexing import _IndexUpdateHelper, getitem_method
+
+
+def _view(self, dtype=None):
+    """NumPy's `view`: the same bytes as `dtype`; a narrower or wider type
+    changes the size of the last axis (JAX's `Array.view`)."""
+    if dtype is None:
+        return self
+    new = np.dtype(dtype)
+    old = np.dtype(self.dtype)
+    if new.itemsize == old.itemsize:
+        return lax.bitcast_convert_type(self, new)
+    if self.ndim == 0:
+        raise ValueError("view() of a 0-d array needs a dtype of the same size "
+                         f"({old} is {old.itemsize} bytes, {new} {new.itemsize})")
+    *lead, n = self.shape
+    if new.itemsize < old.itemsize:
+        parts = lax.bitcast_convert_type(self, new)  # (..., n, k)
+        return jnp.reshape(parts, (*lead, n * (old.itemsize // new.itemsize)))
+    k = new.itemsize // old.itemsize
+    if new.itemsize % old.itemsize or n % k:
+        raise ValueError("When changing to a larger dtype, its size must be a divisor of the "
+                         "total size in bytes of the last axis of the array.")
+    return lax.bitcast_convert_type(jnp.reshape(self, (*lead, n // k, k)), new)
 
 
 def install():
@@ -67,5 +92,4 @@ def install():
     # (NumPy's method order: the condition first, the array is self.)
     Value.compress = lambda self, condition, axis=None, *, out=None, size=None, \
         fill_value=0: jnp.compress(condition, self, axis, size=size, fill_value=fill_value)
-    Value.view = lambda self, dtype=None: (
-        self if dtype is None else lax.bitcast_convert_type(self, dtype))
+    Value.view = _view

@@ -177,7 +177,14 @@ def getitem(x, idx, mode=None):
             continue
         n = x.shape[dim]
         if isinstance(e, slice):
-            s, stop, st = _slice_indices(e, n)
+            try:
+                s, stop, st = _slice_indices(e, n)
+            except (core.ConcretizationTypeError, TypeError):
+                if not any(isinstance(v, Tracer) for v in (e.start, e.stop, e.step)):
+                    raise
+                # (A traced bound: JAX's IndexError.)
+                raise IndexError(f"Slice entries must be static integers. Got {e} at position "
+                                 f"{dim}") from None
             if st > 0:
                 starts.append(s)
                 limits.append(shape_poly.dim_max(stop, s))

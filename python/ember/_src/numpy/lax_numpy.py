@@ -676,8 +676,17 @@ def ldexp(x1, x2, /):
 def sinc(x):
     x = _promote(x, to_inexact=True)[0]
     px = multiply(x, pi)
-    safe = where(equal(x, 0), _to(1, x.dtype), px)
-    return where(equal(x, 0), _to(1, x.dtype), divide(sin(safe), safe))
+    zero = equal(x, 0)
+    safe = where(zero, _to(1, x.dtype), px)
+    # At 0 the Maclaurin series of sin(u)/u (in u = pi x), whose value is 1
+    # and whose derivatives are sinc's to high order (JAX's derivatives at
+    # 0: the second is -pi^2/3, where a constant branch gave 0).
+    u2 = multiply(where(zero, px, _to(0, x.dtype)), where(zero, px, _to(0, x.dtype)))
+    series = _to(0, x.dtype)
+    for k in range(10, -1, -1):
+        term = (-1) ** k / _math.factorial(2 * k + 1)
+        series = add(multiply(series, u2), _to(term, x.dtype))
+    return where(zero, series, divide(sin(safe), safe))
 
 
 def i0(x):
@@ -1175,7 +1184,9 @@ def indices(dimensions, dtype=None, sparse=False):
 
 def _axis(a, ndim):
     if not -ndim <= a < builtins.max(ndim, 1) and not (ndim == 0 and a in (0, -1)):
-        raise _core.value_error(f"axis {a} is out of bounds for array of dimension {ndim}")
+        # (NumPy's AxisError: a ValueError and an IndexError, as JAX raises both.)
+        raise _np.exceptions.AxisError(_core.below_location(
+            f"axis {a} is out of bounds for array of dimension {ndim}"))
     return a + ndim if a < 0 else a
 
 

@@ -240,7 +240,15 @@ def solve(a, b):
         dt = jnp.float32
     a = a.astype(dt)
     b = b.astype(dt)
-    vec = b.ndim == 1 or b.ndim == a.ndim - 1
+    # JAX's rule (since 0.5): a 1-D b is a vector, any other a matrix (or a
+    # batch of them); its rows must match a's size.
+    vec = b.ndim == 1
+    m = a.shape[-1]
+    if (b.shape[0] if vec else b.shape[-2] if b.ndim >= 2 else m) != m:
+        sig = "(m,m),(m)->(m)" if vec else "(m,m),(m,n)->(m,n)"
+        raise ValueError(f"inconsistent size for core dimension 'm': "
+                         f"{b.shape[0] if vec else b.shape[-2]} vs {m} on vectorized function "
+                         f"with excluded=frozenset() and signature={sig!r}")
     if vec:
         b = b[..., None]
     lu, perm, _ = _lu(a)
