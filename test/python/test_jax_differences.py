@@ -387,3 +387,16 @@ def test_exception_types_as_jax():
         jnp.linalg.solve(jnp.eye(4), jnp.ones(3))
     with pytest.raises(ValueError, match="inconsistent size"):
         jnp.linalg.solve(jnp.ones((3, 4, 4)) + jnp.eye(4), jnp.ones((3, 4)))
+
+
+def test_array_and_treedef_methods_jax_has():
+    t = ember.tree.structure({"a": (1, 2), "b": 3})
+    assert t.node_data() == (dict, ["a", "b"])
+    assert t.flatten_up_to({"a": ([1, 2], "x"), "b": {"z": 3}}) == [[1, 2], "x", {"z": 3}]
+    assert ember.tree.structure((1, 2)).node_data() == (tuple, None)
+    assert ember.tree.structure(1).node_data() is None
+    with pytest.raises(ValueError):
+        t.flatten_up_to({"a": 1, "b": 2})
+    x = jnp.ones(3)
+    assert x.is_deleted() is False and x.on_device_size_in_bytes() == 12
+    np.testing.assert_array_equal(np.asarray(x.addressable_data(0)), np.ones(3))
