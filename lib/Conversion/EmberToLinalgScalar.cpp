@@ -535,35 +535,45 @@ Value buildBesselIe(OpBuilder &b, Location loc, Value x, bool order1) {
 }
 
 Value buildNextAfter(OpBuilder &b, Location loc, Value x, Value y) {
+  // The step is taken on the bits of x's own type; comparisons (and the
+  // NaN sum) are made in f32 for 16-bit floats, whose compares and selects
+  // some LLVM backends cannot lower (bf16 aborted in instruction
+  // selection).
   auto ft = cast<FloatType>(x.getType());
   unsigned w = ft.getWidth();
   Type it = b.getIntegerType(w);
+  bool half = isLowPrecision(ft);
+  Value xc = half ? (Value)arith::ExtFOp::create(b, loc, b.getF32Type(), x) : x;
+  Value yc = half ? (Value)arith::ExtFOp::create(b, loc, b.getF32Type(), y) : y;
   Value xb = arith::BitcastOp::create(b, loc, it, x);
-  Value zero = floatConst(b, loc, ft, 0.0);
-  Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, y);
-  Value eq = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, y);
-  Value xZero =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zero);
-  // Smallest subnormal with the sign of y.
   Value yb = arith::BitcastOp::create(b, loc, it, y);
+  Value zero = floatConst(b, loc, cast<FloatType>(xc.getType()), 0.0);
+  auto cmp = [&](arith::CmpFPredicate p, Value l, Value r) {
+    return arith::CmpFOp::create(b, loc, p, l, r).getResult();
+  };
+  Value isNan = cmp(arith::CmpFPredicate::UNO, xc, yc);
+  Value eq = cmp(arith::CmpFPredicate::OEQ, xc, yc);
+  Value xZero = cmp(arith::CmpFPredicate::OEQ, xc, zero);
+  // Smallest subnormal with the sign of y.
   Value sign = arith::AndIOp::create(
       b, loc, yb, intConstAP(b, loc, it, APInt::getSignMask(w)));
-  Value tiny = arith::BitcastOp::create(
-      b, loc, ft, arith::OrIOp::create(b, loc, sign, intConst(b, loc, it, 1)));
+  Value tiny = arith::OrIOp::create(b, loc, sign, intConst(b, loc, it, 1));
   // Moving away from zero adds one to the magnitude bits.
-  Value xPos =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero);
-  Value xLtY = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
+  Value xPos = cmp(arith::CmpFPredicate::OGT, xc, zero);
+  Value xLtY = cmp(arith::CmpFPredicate::OLT, xc, yc);
   Value up = arith::XOrIOp::create(b, loc, xPos, xLtY);
   // up == false means "away from zero" when xPos == xLtY.
-  Value next = arith::SelectOp::create(
+  Value r = arith::SelectOp::create(
       b, loc, up, arith::SubIOp::create(b, loc, xb, intConst(b, loc, it, 1)),
       arith::AddIOp::create(b, loc, xb, intConst(b, loc, it, 1)));
-  Value r = arith::BitcastOp::create(b, loc, ft, next);
   r = arith::SelectOp::create(b, loc, xZero, tiny, r);
-  r = arith::SelectOp::create(b, loc, eq, y, r);
-  Value nan = arith::AddFOp::create(b, loc, x, y);
-  return arith::SelectOp::create(b, loc, isNan, nan, r);
+  r = arith::SelectOp::create(b, loc, eq, yb, r);
+  Value nan = arith::AddFOp::create(b, loc, xc, yc);
+  if (half)
+    nan = arith::TruncFOp::create(b, loc, ft, nan);
+  r = arith::SelectOp::create(b, loc, isNan,
+                              arith::BitcastOp::create(b, loc, it, nan), r);
+  return arith::BitcastOp::create(b, loc, ft, r);
 }
 
 /// Integer division and remainder with XLA's results where C is undefined:
