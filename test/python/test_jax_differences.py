@@ -215,6 +215,11 @@ def test_lax_as_jax():
         rtol=1e-6)
     assert float(jnp.nextafter(jnp.float16(1), jnp.float16(2))) == 1.0009765625
     assert float(jnp.nextafter(jnp.bfloat16(1), jnp.bfloat16(2))) == 1.0078125
+    # (bf16 compares aborted LLVM's instruction selection here.)
+    sp = jnp.spacing(jnp.array([1, 0, 2], jnp.bfloat16))
+    assert [float(v) for v in sp] == [0.0078125, float(np.float32(2.0**-133)), 0.015625]
+    assert float(ember.jit(jnp.nextafter)(jnp.array([1], jnp.bfloat16),
+                                          jnp.array([0], jnp.bfloat16))[0]) == 0.99609375
 
 
 def test_activation_derivatives_at_the_kinks():
