@@ -405,3 +405,21 @@ def test_array_and_treedef_methods_jax_has():
     x = jnp.ones(3)
     assert x.is_deleted() is False and x.on_device_size_in_bytes() == 12
     np.testing.assert_array_equal(np.asarray(x.addressable_data(0)), np.ones(3))
+
+
+def test_repeated_indices_in_set_and_apply():
+    # Only the update a repeated position keeps gets a gradient (JAX's 1.0
+    # and [0, 1]); apply runs once per occurrence (JAX's [8, 2, 6]).
+    g = ember.grad(lambda v: jnp.zeros(3).at[jnp.array([1, 1])].set(v).sum())
+    assert float(g(1.0)) == 1.0
+    assert g(jnp.array([1.0, 2.0])).tolist() == [0.0, 1.0]
+    assert jnp.arange(1.0, 4.0).at[jnp.array([0, 0, 0, 2])].apply(lambda v: v * 2).tolist() \
+        == [8.0, 2.0, 6.0]
+    f = ember.jit(lambda x, i: x.at[i].apply(lambda v: v + 1))
+    assert f(jnp.zeros(3), jnp.array([1, 1, 2])).tolist() == [0.0, 2.0, 1.0]
+    # (JAX has no derivative of apply; Ember's is f(f(x)) = x^4's.)
+    assert float(ember.grad(lambda x: x.at[jnp.array([0, 0])].apply(
+        lambda v: v * v).sum())(jnp.array([3.0, 1.0]))[0]) == 108.0
+    batched = ember.vmap(lambda v: jnp.zeros(3).at[jnp.array([1, 1])].set(v))(
+        jnp.array([[1.0, 2.0], [3.0, 4.0]]))
+    assert batched.tolist() == [[0, 2, 0], [0, 4, 0]]

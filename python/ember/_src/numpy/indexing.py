@@ -444,6 +444,27 @@ def _split(x):
     return isinstance(x, Array) and getattr(sh, "num_devices", 1) > 1
 
 
+def _has_index_array(idx):
+    """Whether an index holds an integer array (which may repeat a position)."""
+    entries = idx if isinstance(idx, tuple) else (idx,)
+    return any(isinstance(e, (Value, np.ndarray, list)) and not _is_bool_array(e)
+               and np.ndim(e) > 0 for e in entries)
+
+
+def _winners_only(vals, pos, size):
+    """`vals` whose derivative reaches only the update a repeated position
+    keeps (the last one, as the scatter writes them in order; JAX's
+    gradient of `.at[].set`); the values themselves are unchanged."""
+    ids = jnp.arange(vals.size, dtype=np.int32).reshape(vals.shape)
+    flat_pos = pos.reshape(-1, 1)
+    dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                     scatter_dims_to_operand_dims=(0,))
+    last = lax.scatter(jnp.full((size,), -1, np.int32), flat_pos, ids.reshape(-1), dn,
+                       mode="fill")
+    won = jnp.take(last, pos.reshape(-1), mode="fill", fill_value=-1).reshape(vals.shape) == ids
+    return jnp.where(won, vals, lax.stop_gradient(vals))
+
+
 class _IndexUpdateRef:
     def __init__(self, x, idx):
         self.x, self.idx = x, idx
@@ -490,6 +511,8 @@ class _IndexUpdateRef:
         sh = _sharding_rules.check_indexing(self.x, _normalize(self.x, self.idx), True,
                                             core.ShapedArray(pos.shape, x.dtype))
         vals = jnp.broadcast_to(jnp.asarray(values).astype(x.dtype), pos.shape)
+        if kind == "replace" and dtypes.is_inexact(x.dtype) and _has_index_array(self.idx):
+            vals = _winners_only(vals, pos, x.size)
         flat = x.reshape(-1)
         dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                          scatter_dims_to_operand_dims=(0,))
@@ -536,8 +559,19 @@ class _IndexUpdateRef:
         return self._scatter("max", values, mode, out_sharding=out_sharding)
 
     def apply(self, func, *, mode=None, **kw):
-        # Applies func once per indexed element (repeated indices apply once).
-        return self.set(func(self.get(mode=mode)), mode=mode)
+        """func applied at the indexed elements, once per occurrence of an
+        index (JAX's: an element indexed three times gets func(func(func(x))))."""
+        from .. import control_flow
+
+        vals = self.get(mode=mode)
+        counts = _IndexUpdateRef(jnp.zeros(self.x.shape, np.int32), self.idx).add(1, mode=mode)
+        times = _IndexUpdateRef(counts, self.idx).get(mode=mode)
+        rounds = jnp.max(times) if times.size else 0
+
+        def again(k, v):
+            return jnp.where(times > k, func(v), v)
+
+        return self.set(control_flow.fori_loop(0, rounds, again, vals), mode=mode)
 
 
 class _IndexUpdateHelper:
