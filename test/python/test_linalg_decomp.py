@@ -80,7 +80,12 @@ def test_solve_inv_det(n):
 def test_solve_batched_and_singular_sign():
     a = _gen((2, 4, 4), seed=1)
     b = _gen((2, 4), seed=2)
-    _close(la.solve(a, b), np.linalg.solve(a, b[..., None])[..., 0], 1e-4)
+    # (JAX's rule since 0.5: a 2-D b is a matrix, so batched vectors take
+    # a trailing axis; b of shape (2, 4) against (2, 4, 4) is JAX's error.)
+    _close(la.solve(a, b[..., None])[..., 0], np.linalg.solve(a, b[..., None])[..., 0], 1e-4)
+    with pytest.raises(ValueError):
+        la.solve(a, b)
+    _close(la.solve(a[0], b[0]), np.linalg.solve(a[0], b[0]), 1e-4)
     B = _gen((2, 4, 2), seed=3)
     _close(la.solve(a, B), np.linalg.solve(a, B), 1e-4)
     _close(la.det(a), np.linalg.det(a), 1e-4)

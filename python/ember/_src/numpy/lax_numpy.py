@@ -576,8 +576,11 @@ def floor_divide(x, y):
     if _dt.is_int(x.dtype):
         q = lax.div(x, y)
         r = lax.rem(x, y)
-        # (JAX's test, which also fixes what x // 0 gives: -1 - 1 where x != 0.)
-        fix_ = logical_and(not_equal(sign(x), sign(y)), not_equal(r, 0))
+        # (JAX's test, sign(x) != sign(y) with a remainder, which also fixes
+        # what x // 0 gives: -1 - 1 where x != 0; written without `sign`,
+        # which TPU kernels cannot lower for integers.)
+        fix_ = logical_and(not_equal(r, 0), logical_or(
+            not_equal(less(x, 0), less(y, 0)), equal(y, 0)))
         return where(fix_, subtract(q, 1), q)
     if _dt.is_bool(x.dtype):
         return x
@@ -588,7 +591,7 @@ def remainder(x, y):
     x, y = _promote(x, y)
     if _dt.is_int(x.dtype):
         # x % 0 is 0, as JAX's (it divides by 1 there).
-        y = where(equal(y, 0), ones_like(y), y)
+        y = _to(where(equal(y, 0), ones_like(y), y), y.dtype, y.weak_type)
     r = lax.rem(x, y)
     if _dt.is_unsigned(x.dtype) or _dt.is_bool(x.dtype):
         return r
