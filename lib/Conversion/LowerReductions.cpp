@@ -330,6 +330,66 @@ struct CumulativeLowering : public OpConversionPattern<CumulativeOp> {
     sliceShape[axis] = 1;
     auto sliceType = type.clone(sliceShape);
     int64_t rank = type.getRank();
+    // A float running sum is carried in a wider type (f64 for f32, f32 for
+    // 16-bit floats) and rounded once per element: a sum kept in the
+    // element type drifts (a bf16 cumsum of 1000 ones stopped at 256; XLA
+    // sums in a tree and stays exact there).
+    auto ft = dyn_cast<FloatType>(type.getElementType());
+    if (kind == ReduceKind::Sum && ft && ft.getWidth() < 64) {
+      Type wide = ft.getWidth() == 32 ? (Type)rewriter.getF64Type()
+                                      : (Type)rewriter.getF32Type();
+      auto wideSlice = sliceType.clone(wide);
+      SmallVector<OpFoldResult> sizes =
+          getAsIndexOpFoldResult(rewriter.getContext(), sliceShape);
+      SmallVector<OpFoldResult> ones(rank, rewriter.getIndexAttr(1));
+      auto offsetsAt = [&](OpBuilder &b, OpFoldResult p) {
+        SmallVector<OpFoldResult> o(rank, b.getIndexAttr(0));
+        o[axis] = p;
+        return o;
+      };
+      auto widen = [&](OpBuilder &b, Location l, Value v) {
+        return buildGeneric(b, l, ValueRange{v}, TypeRange{wideSlice},
+                            [&](OpBuilder &bb, Location ll, ValueRange xs) {
+                              return SmallVector<Value>{
+                                  arith::ExtFOp::create(bb, ll, wide, xs[0])};
+                            })[0];
+      };
+      Value first = tensor::ExtractSliceOp::create(
+          rewriter, loc, sliceType, adaptor.getOperand(),
+          offsetsAt(rewriter, rewriter.getIndexAttr(rev ? n - 1 : 0)), sizes,
+          ones);
+      Value run0 = widen(rewriter, loc, first);
+      auto loop = scf::ForOp::create(
+          rewriter, loc, indexConst(rewriter, loc, 1),
+          indexConst(rewriter, loc, n), indexConst(rewriter, loc, 1),
+          ValueRange{adaptor.getOperand(), run0},
+          [&](OpBuilder &b, Location l, Value k, ValueRange iter) {
+            Value cur = rev ? (Value)arith::SubIOp::create(
+                                  b, l, indexConst(b, l, n - 1), k)
+                            : k;
+            Value c = tensor::ExtractSliceOp::create(
+                b, l, sliceType, iter[0], offsetsAt(b, cur), sizes, ones);
+            Value run =
+                buildGeneric(b, l, ValueRange{iter[1], c}, TypeRange{wideSlice},
+                             [&](OpBuilder &bb, Location ll, ValueRange xs) {
+                               Value x =
+                                   arith::ExtFOp::create(bb, ll, wide, xs[1]);
+                               return SmallVector<Value>{
+                                   arith::AddFOp::create(bb, ll, xs[0], x)};
+                             })[0];
+            Value s =
+                buildGeneric(b, l, ValueRange{run}, TypeRange{sliceType},
+                             [&](OpBuilder &bb, Location ll, ValueRange xs) {
+                               return SmallVector<Value>{
+                                   arith::TruncFOp::create(bb, ll, ft, xs[0])};
+                             })[0];
+            Value next = tensor::InsertSliceOp::create(
+                b, l, s, iter[0], offsetsAt(b, cur), sizes, ones);
+            scf::YieldOp::create(b, l, ValueRange{next, run});
+          });
+      rewriter.replaceOp(op, loop.getResult(0));
+      return success();
+    }
     auto loop = scf::ForOp::create(
         rewriter, loc, indexConst(rewriter, loc, 1),
         indexConst(rewriter, loc, n), indexConst(rewriter, loc, 1),

@@ -347,16 +347,31 @@ func.func @scatter(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3x
 
 // -----
 
+// A float running sum is carried in f64 (f32 for 16-bit floats) and rounded
+// once per element; other kinds combine the previous element.
 // CHECK-LABEL: func @cumulative
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<2x3xf32>)
+// CHECK: arith.extf %{{.*}} : f32 to f64
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<2x3xf32>, tensor<2x1xf64>)
 // CHECK: tensor.extract_slice
-// CHECK: tensor.extract_slice
-// CHECK: linalg.generic
-// CHECK: arith.addf
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f64
+// CHECK: arith.truncf %{{.*}} : f64 to f32
 // CHECK: tensor.insert_slice
 func.func @cumulative(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = ember.cumulative sum %a, axis = 1 : tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @cumulative_max
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (tensor<2x3xbf16>)
+// CHECK: tensor.extract_slice
+// CHECK: tensor.extract_slice
+// CHECK: linalg.generic
+// CHECK: tensor.insert_slice
+func.func @cumulative_max(%a: tensor<2x3xbf16>) -> tensor<2x3xbf16> {
+  %0 = ember.cumulative max %a, axis = 1 : tensor<2x3xbf16>
+  return %0 : tensor<2x3xbf16>
 }
 
 

@@ -1518,9 +1518,12 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
     if ref_weak_types is not None:
         exe = copy.copy(exe)
         exe.ref_weak_types = ref_weak_types
-    if [a.sharding for a in exe.out_avals] != [a.sharding for a in out_avals]:
-        # One program, traced again with other result shardings (they are
-        # not in the IR): the same code with this trace's result types.
+    if [(a.sharding, a.weak_type) for a in exe.out_avals] != \
+            [(a.sharding, a.weak_type) for a in out_avals]:
+        # One program, traced again with other result shardings or weak
+        # types (neither is in the IR: `x * 2.0` and `x * float32(2.0)` are
+        # one program whose result is weak in one trace only): the same code
+        # with this trace's result types.
         exe = copy.copy(exe)
         exe.out_avals = list(out_avals)
     return exe
