@@ -423,3 +423,60 @@ def test_repeated_indices_in_set_and_apply():
     batched = ember.vmap(lambda v: jnp.zeros(3).at[jnp.array([1, 1])].set(v))(
         jnp.array([[1.0, 2.0], [3.0, 4.0]]))
     assert batched.tolist() == [[0, 2, 0], [0, 4, 0]]
+
+
+# Third round (845 programs: set/search, statistics, shapes, control flow,
+# keys, nn).
+
+
+def test_weak_result_types_of_one_program_traced_twice():
+    # x * 2.0 and x * float32(2.0) are one program; each keeps its own
+    # result type (the second used to take the first's).
+    a = ember.jit(lambda x: x * jnp.float32(2.0))(1.0)
+    b = ember.jit(lambda x: x * 2.0)(1.0)
+    assert not a.weak_type and b.weak_type
+    assert (b + jnp.ones(2, jnp.bfloat16)).dtype == jnp.bfloat16
+
+
+def test_cumsum_keeps_its_precision():
+    assert float(jnp.cumsum(jnp.ones(1000, jnp.bfloat16))[-1]) == 1000.0
+    np.testing.assert_allclose(float(jnp.cumsum(jnp.full(100000, 0.1, jnp.float32))[-1]),
+                               10000.0, rtol=1e-6)
+    assert jnp.cumsum(jnp.arange(5)).tolist() == [0, 1, 3, 6, 10]
+
+
+def test_statistics_and_nn_as_jax():
+    assert np.isnan(float(nn.logsumexp(jnp.array([0.0, 1.0]), b=jnp.array([1.0, -2.0]))))
+    assert np.isnan(float(special.logsumexp(jnp.array([0.0, 1.0]), b=jnp.array([1.0, -2.0]))))
+    np.testing.assert_allclose(np.asarray(nn.standardize(
+        jnp.array([1.0, 2.0, 100.0, 3.0]), where=jnp.array([True, True, False, True]))),
+        [-1.2247359, 0.0, 120.02412, 1.2247359], rtol=1e-5)
+    assert np.isnan(float(jnp.var(jnp.array([1.0, 2.0]), ddof=2)))
+    assert np.isnan(float(jnp.std(jnp.ones(12), ddof=20)))
+    assert np.isnan(np.asarray(jnp.nanstd(jnp.array([[1.0, jnp.nan, 2.0]]), axis=1, ddof=2))).all()
+    assert float(jnp.quantile(jnp.arange(4.0), 0.5, method="nearest")) == 1.0
+    assert jnp.quantile(jnp.array([[3.0, 1, 4, 1.5], [9, 2, 6, 5]]), 0.5, axis=1,
+                        method="nearest").tolist() == [1.5, 5.0]
+
+
+def test_shapes_and_selection_as_jax():
+    assert jnp.extract(jnp.array([0, 0, 1]), jnp.arange(3.0), size=3).tolist() == [2, 0, 0]
+    assert jnp.compress(jnp.array([True, False, False]), jnp.arange(3), size=2,
+                        fill_value=-2).tolist() == [0, -2]
+    assert ember.jit(lambda c, a: jnp.extract(c, a, size=2))(
+        jnp.array([0, 1, 1]), jnp.arange(3.0)).tolist() == [1.0, 2.0]
+    assert jnp.unique(jnp.array([3, 1, 3]), sorted=True).tolist() == [1, 3]
+    assert jnp.argwhere(jnp.array(5)).shape == (1, 0)
+    assert jnp.argwhere(jnp.array(5), size=2).shape == (2, 0)
+    assert [p.tolist() for p in jnp.split(jnp.arange(4), jnp.array(2))] == [[0, 1], [2, 3]]
+    assert jnp.roll(jnp.arange(4), (1, 2)).tolist() == [1, 2, 3, 0]
+
+
+def test_scan_carry_types_as_jax():
+    # A weak float carry the body makes int32 is JAX's TypeError (not a
+    # promotion), also when nothing runs.
+    for xs in (jnp.zeros((0,)), jnp.zeros((2,))):
+        with pytest.raises(TypeError, match="carry"):
+            lax.scan(lambda c, x: (c.astype(jnp.int32), c), 1.0, xs)
+    _, ys = lax.scan(lambda c, x: (c + x, c), 0, jnp.zeros((0,)))
+    assert ys.dtype == jnp.float32

@@ -201,7 +201,10 @@ def _promote_carry(init, new):
     """Weakly typed initial carries take the type the body produces (JAX)."""
     def one(a, b):
         a, b = as_value(a), as_value(b)
-        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
+        # (Only where the weak value promotes to the body's type: a weak
+        # float carry made int32 is JAX's error, not a conversion.)
+        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype and \
+                dtypes.result_type_weak((a.dtype, True), (b.dtype, False))[0] == b.dtype:
             return lax.convert_element_type(a, b.dtype)
         return a
     li, ti = tree_util.tree_flatten_lo(init)
@@ -293,12 +296,25 @@ def _scan_empty(f, carry, x_leaves, x_tree):
         return tree_util.tree_leaves(new) + y_leaves
 
     x_avals = [core.ShapedArray(x.shape[1:], x.dtype) for x in x_leaves]
-    name, out_avals, _ = core.trace_subfunction(probe, [c.aval for c in c_leaves] + x_avals,
-                                                "scan_probe")
-    _erase_function(name)
-    new_avals, y_avals = out_avals[:store["n_new"]], out_avals[store["n_new"]:]
-    carry = _promote_carry(carry, tree_util.tree_unflatten(
-        c_tree, [jnp.zeros(a.shape, a.dtype) for a in new_avals]))
+
+    def types(c_leaves):
+        name, out_avals, _ = core.trace_subfunction(
+            probe, [c.aval for c in c_leaves] + x_avals, "scan_probe")
+        _erase_function(name)
+        return out_avals[:store["n_new"]], out_avals[store["n_new"]:]
+
+    new_avals, y_avals = types(c_leaves)
+    if len(new_avals) != len(c_leaves):
+        raise TypeError("scan body function carry input and carry output must have the same "
+                        f"pytree structure (at {core.where()})")
+    new = tree_util.tree_unflatten(c_tree, [jnp.zeros(a.shape, a.dtype) for a in new_avals])
+    promoted = _promote_carry(carry, new)
+    _carry_check(promoted, new)  # (JAX checks the types though nothing runs)
+    if promoted is not carry:
+        # A weak carry the body promotes: the outputs' types are those of a
+        # trace from the promoted carry (JAX traces again too).
+        carry = promoted
+        _, y_avals = types(tree_util.tree_leaves(carry))
     ys0 = [jnp.zeros((0,) + tuple(a.shape), a.dtype) for a in y_avals]
     return carry, tree_util.tree_unflatten(store["y_tree"], ys0)
 

@@ -108,7 +108,10 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
         axes = tuple(range(a.ndim)) if axis is None else axis
         out = jnp.squeeze(out, axes)
         sign = jnp.squeeze(sign, axes)
-    return (out, sign) if return_sign else out
+    if return_sign:
+        return out, sign
+    # (A negative sum has no real log: NaN, as JAX's.)
+    return jnp.where(sign < 0, jnp.nan, out).astype(out.dtype)
 
 
 @_jit_outside_traces("axis", "initial")
@@ -176,9 +179,11 @@ def glu(x, axis=-1):
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
     x = jnp.asarray(x)
     if mean is None:
-        mean = jnp.mean(x, axis, keepdims=True)
+        mean = jnp.mean(x, axis, keepdims=True, where=where)
     if variance is None:
-        variance = jnp.mean(jnp.square(x), axis, keepdims=True) - jnp.square(mean)
+        # (The statistics over the `where` elements only, as JAX's; every
+        # element is standardized with them.)
+        variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - jnp.square(mean)
     return (x - mean) * lax.rsqrt(variance + epsilon)
 
 

@@ -1406,6 +1406,8 @@ def split(ary, indices_or_sections, axis=0):
     ary = _v(ary)
     axis = _axis(axis, ary.ndim)
     n = ary.shape[axis]
+    if isinstance(indices_or_sections, _Value) and indices_or_sections.ndim == 0:
+        indices_or_sections = int(indices_or_sections)  # (a 0-d array counts sections)
     if isinstance(indices_or_sections, (int, _np.integer)):
         if n % indices_or_sections:
             raise _core.value_error("array split does not result in an equal division")
@@ -1516,6 +1518,11 @@ def rot90(m, k=1, axes=(0, 1)):
 def roll(a, shift, axis=None):
     a = _v(a)
     if axis is None:
+        # (Several shifts of the flattened array add up, as NumPy's.)
+        if isinstance(shift, (tuple, list)):
+            shift = builtins.sum(shift)
+        elif isinstance(shift, _Value) and shift.ndim == 1:
+            shift = sum(shift)
         return reshape(roll(ravel(a), shift, 0), a.shape)
     if isinstance(shift, _Value) and shift.ndim == 0:
         shift = shift if isinstance(shift, _core.Tracer) else int(shift)
@@ -1763,7 +1770,10 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     d2 = real(multiply(d, conj(d))) if _dt.is_complex(d.dtype) else multiply(d, d)
     s = sum(d2, axis, keepdims=keepdims, where=where)
     n = _count(a, axis, keepdims, where)
-    v = divide(s, subtract(n, ddof) if isinstance(n, _Value) else builtins.max(n - ddof, 0))
+    dof = subtract(n, ddof) if isinstance(n, _Value) else n - ddof
+    v = divide(s, dof if isinstance(dof, _Value) else builtins.max(dof, 0))
+    # No degrees of freedom left (ddof >= n): NaN, as JAX's.
+    v = where_(less_equal(dof, 0), _to(_np.nan, v.dtype), v)
     return _to(v, _np.finfo(dt).dtype if _dt.is_complex(dt) else dt)
 
 
@@ -1917,7 +1927,9 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     m = nanmean(a, axis, keepdims=True)
     d = _nan_to(subtract(a, m), 0)
     n = sum(logical_not(isnan(a)), axis, keepdims=keepdims, dtype=a.dtype)
-    return divide(sum(multiply(d, d), axis, keepdims=keepdims), subtract(n, ddof))
+    dof = subtract(n, ddof)
+    v = divide(sum(multiply(d, d), axis, keepdims=keepdims), dof)
+    return where_(less_equal(dof, 0), _to(_np.nan, v.dtype), v)  # (as var's)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
@@ -2006,7 +2018,8 @@ def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
     elif method == "higher":
         lo = hi
     elif method == "nearest":
-        lo = hi = lax.round(pos, 1)
+        # (Ties to the lower element, as JAX's.)
+        lo = hi = ceil(subtract(pos, _to(0.5, pos.dtype)))
     last = builtins.max(n - 1, 0)
     loi = _to(clip(lo, 0, last), _np.int32)
     hii = _to(clip(hi, 0, last), _np.int32)
@@ -2326,6 +2339,11 @@ def flatnonzero(a, *, size=None, fill_value=None):
 
 
 def argwhere(a, *, size=None, fill_value=None):
+    a = _v(a)
+    if a.ndim == 0:
+        # (A 0-d array has one element and no coordinates: JAX's (k, 0).)
+        count = (1 if bool(a) else 0) if size is None else size
+        return zeros((count, 0), _dt.default_int())
     r = nonzero(a, size=size, fill_value=fill_value)
     return stack(r, -1) if r else zeros((0, 0), _dt.default_int())
 
@@ -2426,7 +2444,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
-           *, size=None, fill_value=None, equal_nan=True):
+           *, size=None, fill_value=None, equal_nan=True, sorted=True):
+    # (`sorted=False` lets JAX return any order: sorted is one.)
     if axis is not None:
         return _unique_along(_v(ar), axis, return_index, return_inverse, return_counts,
                              size, fill_value, equal_nan)
@@ -2742,15 +2761,27 @@ def append(arr, values, axis=None):
 
 
 def compress(condition, a, axis=None, *, size=None, fill_value=0):
-    cond = _np.asarray(condition).astype(builtins.bool)
+    """The slices of `a` along `axis` where `condition` (1-D, shorter is
+    padded with False) holds. With `size` the result has that many slices
+    (the rest `fill_value`), so `condition` may be traced (jit, vmap)."""
+    a = _v(a)
     if axis is None:
         a, axis = ravel(a), 0
-    idx = _np.nonzero(cond)[0]
-    return take(a, _core.Array(idx.astype(_np.int32)), axis=axis)
+    axis = _axis(axis, a.ndim)
+    n = a.shape[axis]
+    if size is None:
+        cond = _np.asarray(condition).astype(builtins.bool)
+        idx = _np.nonzero(cond[:n])[0]
+        return take(a, _core.Array(idx.astype(_np.int32)), axis=axis)
+    cond = ravel(_v(condition)).astype(bool_)
+    k = cond.shape[0]
+    cond = cond[:n] if k >= n else concatenate([cond, zeros((n - k,), bool_)])
+    idx = nonzero(cond, size=size, fill_value=n)[0]  # (n: past the end, filled)
+    return take(a, idx, axis=axis, mode="fill", fill_value=fill_value)
 
 
 def extract(condition, arr, *, size=None, fill_value=0):
-    return compress(ravel(condition), ravel(arr))
+    return compress(ravel(condition), ravel(arr), size=size, fill_value=fill_value)
 
 
 def lexsort(keys, axis=-1):
