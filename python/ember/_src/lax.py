@@ -570,8 +570,8 @@ neg, _abs_real, floor, ceil = (_u(n) for n in ["neg", "abs", "floor", "ceil"])
 
 def abs(x):
     """|x|; of a complex x its modulus, a real array (as JAX's lax.abs)."""
-    if isinstance(x, core.Value) and dtypes.is_complex(x.dtype):
-        return abs_complex(x)
+    if dtypes.is_complex(np.result_type(x) if not isinstance(x, core.Value) else x.dtype):
+        return abs_complex(as_value(x))
     return _abs_real(x)
 
 
