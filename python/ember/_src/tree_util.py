@@ -62,23 +62,7 @@ class PyTreeDef:
     def flatten_up_to(self, tree):
         """JAX's: the subtrees of `tree` at this structure's leaves (`tree`
         must have this structure down to them)."""
-        out = []
-
-        def walk(t, x):
-            if t.kind is None:
-                out.append(x)
-                return
-            node = _children(x)
-            if node is None or node[0] is not t.kind or len(node[2]) != len(t.children):
-                raise ValueError(f"Tree structure mismatch: expected {t!r}, got {x!r}")
-            if t.kind is dict and tuple(node[1]) != tuple(t.aux):
-                raise ValueError(f"Dict key mismatch; expected keys: {list(t.aux)}; "
-                                 f"dict: {x!r}.")
-            for c, k in zip(t.children, node[2]):
-                walk(c, k)
-
-        walk(self, tree)
-        return out
+        return _flatten_up_to(self, tree)
 
     def __repr__(self):
         return f"PyTreeDef({_repr(self)})"

@@ -451,6 +451,15 @@ def _has_index_array(idx):
                and np.ndim(e) > 0 for e in entries)
 
 
+def _reverse_mode():
+    """Whether a backward pass may be built for what is traced now (only a
+    transpose gives repeated updates a cotangent each; the forward pass,
+    and forward mode, need no mask)."""
+    from .. import ad
+
+    return ad.transposing()
+
+
 def _winners_only(vals, pos, size):
     """`vals` whose derivative reaches only the update a repeated position
     keeps (the last one, as the scatter writes them in order; JAX's
@@ -511,7 +520,8 @@ class _IndexUpdateRef:
         sh = _sharding_rules.check_indexing(self.x, _normalize(self.x, self.idx), True,
                                             core.ShapedArray(pos.shape, x.dtype))
         vals = jnp.broadcast_to(jnp.asarray(values).astype(x.dtype), pos.shape)
-        if kind == "replace" and dtypes.is_inexact(x.dtype) and _has_index_array(self.idx):
+        if kind == "replace" and dtypes.is_inexact(x.dtype) and _has_index_array(self.idx) \
+                and _reverse_mode():
             vals = _winners_only(vals, pos, x.size)
         flat = x.reshape(-1)
         dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
