@@ -480,3 +480,30 @@ def test_scan_carry_types_as_jax():
             lax.scan(lambda c, x: (c.astype(jnp.int32), c), 1.0, xs)
     _, ys = lax.scan(lambda c, x: (c + x, c), 0, jnp.zeros((0,)))
     assert ys.dtype == jnp.float32
+
+
+# 41st session ------------------------------------------------------------
+
+
+def test_jacobian_dtype_rules_as_jax():
+    f = lambda x: x * 2  # noqa: E731
+    ints, cplx = jnp.arange(3), jnp.arange(3.0) + 0j
+    for call in (lambda: ember.jacfwd(f)(ints), lambda: ember.jacrev(f)(ints),
+                 lambda: ember.jacfwd(f)(cplx), lambda: ember.jacrev(f)(cplx),
+                 lambda: ember.jacfwd(f, holomorphic=True)(jnp.arange(3.0)),
+                 lambda: ember.jacrev(lambda x: x.real, holomorphic=True)(cplx),
+                 lambda: ember.jacrev(lambda x: x > 1, allow_int=True)(jnp.arange(3.0)),
+                 lambda: ember.hessian(lambda x: (x ** 2).sum())(ints)):
+        with pytest.raises(TypeError):
+            call()
+    # what JAX allows: a complex output of jacfwd, a complex input of
+    # jacrev (its rows complex), holomorphic Jacobians, int inputs of
+    # jacrev with allow_int
+    np.testing.assert_array_equal(ember.jacfwd(lambda x: x + 0j)(jnp.arange(3.0)),
+                                  np.eye(3, dtype=np.complex64))
+    j = ember.jacrev(lambda x: (x * 2).real)(cplx)
+    assert j.dtype == np.complex64
+    np.testing.assert_array_equal(j, 2 * np.eye(3))
+    np.testing.assert_array_equal(ember.jacrev(f, holomorphic=True)(cplx + 1j), 2 * np.eye(3))
+    np.testing.assert_array_equal(ember.hessian(lambda x: (x ** 2).sum(), holomorphic=True)(cplx),
+                                  2 * np.eye(3))

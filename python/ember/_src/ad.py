@@ -586,21 +586,52 @@ def _check_callbacks_differentiable(name, n_args):
     visit(body)
 
 
+def _check_in_dtype(name, dtype, holomorphic, allow_int, forward=False):
+    """JAX's input dtype rules of grad/jacrev (inexact, or any with
+    allow_int) and jacfwd (`forward`: real floating only), complex only
+    with holomorphic=True."""
+    if holomorphic:
+        if not dtypes.is_complex(dtype):
+            raise core.type_error(f"{name} with holomorphic=True requires inputs with "
+                                  f"complex dtype, but got {dtype.name}.")
+    elif forward:
+        if not dtypes.is_inexact(dtype) or dtypes.is_complex(dtype):
+            raise core.type_error(
+                f"{name} requires real-valued inputs (input dtype that is a sub-dtype of "
+                f"np.floating), but got {dtype.name}. For holomorphic differentiation, pass "
+                "holomorphic=True. For differentiation of non-holomorphic functions "
+                "involving complex inputs or integer inputs, use jax.jvp directly.")
+    elif not dtypes.is_inexact(dtype) and not allow_int:
+        raise core.type_error(
+            f"{name} requires real- or complex-valued inputs (input dtype that is a "
+            f"sub-dtype of np.inexact), but got {dtype.name}. If you want to use "
+            "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def _check_out_dtype(name, dtype, holomorphic, forward=False):
+    """JAX's output dtype rules: real floating for grad/jacrev, any for
+    jacfwd, complex only with holomorphic=True."""
+    if holomorphic:
+        if not dtypes.is_complex(dtype):
+            raise core.type_error(f"{name} with holomorphic=True requires outputs with "
+                                  f"complex dtype, but got {dtype.name}.")
+    elif not forward and (not dtypes.is_inexact(dtype) or dtypes.is_complex(dtype)):
+        raise core.type_error(
+            f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {dtype.name}. " + (
+                "For holomorphic differentiation, pass holomorphic=True. For differentiation "
+                "of non-holomorphic functions involving complex outputs, use jax.vjp "
+                "directly." if dtypes.is_complex(dtype) else "For differentiation of "
+                "functions with integer outputs, use jax.vjp directly."))
+
+
 def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
                            holomorphic=False):
     diff = tuple(args[i] for i in nums)
     for leaf in tree_util.tree_leaves(diff):
         if hitypes.is_hi(leaf):
             continue  # (differentiated in its tangent type)
-        aval = as_value(leaf).aval
-        if holomorphic and not dtypes.is_complex(aval.dtype):
-            raise TypeError("grad with holomorphic=True requires inputs with complex dtype, "
-                            f"but got {aval.dtype.name} (at {core.where()})")
-        if not dtypes.is_inexact(aval.dtype) and not allow_int:
-            raise core.type_error(
-                "grad requires real- or complex-valued inputs (input dtype that is a "
-                f"sub-dtype of np.inexact), but got {aval.dtype.name}. If you want to use "
-                "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+        _check_in_dtype("grad", as_value(leaf).dtype, holomorphic, allow_int)
 
     def partial(*d):
         full = list(args)
@@ -619,18 +650,7 @@ def _value_and_grad_traced(fun, args, kwargs, single, nums, has_aux, allow_int,
             (f"Output had shape: {as_value(leaves[0]).shape}." if len(leaves) == 1 else
              f"Output was {out!r}."))
     y = as_value(leaves[0])
-    if holomorphic:
-        if not dtypes.is_complex(y.dtype):
-            raise TypeError("grad with holomorphic=True requires outputs with complex dtype, "
-                            f"but got {y.dtype.name} (at {core.where()})")
-    elif not dtypes.is_inexact(y.dtype) or dtypes.is_complex(y.dtype):
-        raise core.type_error(
-            "grad requires real-valued outputs (output dtype that is a sub-dtype of "
-            f"np.floating), but got {y.dtype.name}. " + (
-                "For holomorphic differentiation, pass holomorphic=True. For differentiation "
-                "of non-holomorphic functions involving complex outputs, use jax.vjp "
-                "directly." if dtypes.is_complex(y.dtype) else "For differentiation of "
-                "functions with integer outputs, use jax.vjp directly."))
+    _check_out_dtype("grad", y.dtype, holomorphic)
     # (The seed is weakly typed where the output is, as JAX's ones_like.)
     seed = core.Array(np.ones((), y.dtype), weak_type=y.weak_type)
     g = vjp_fun(tree_util.tree_unflatten(out_tree, [seed]))
@@ -768,8 +788,12 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         def run(*d):
             in_leaves, in_tree = tree_util.tree_flatten(d)
             in_leaves = [as_value(x) for x in in_leaves]
+            for x in in_leaves:
+                _check_in_dtype("jacfwd", x.dtype, holomorphic, False, forward=True)
             out_leaves, out_tree = tree_util.tree_flatten(f(*d))
             out_avals = [as_value(v).aval for v in out_leaves]
+            for a in out_avals:
+                _check_out_dtype("jacfwd", a.dtype, holomorphic, forward=True)
             per_in = []  # per input leaf: the Jacobian blocks of every output leaf
             for m, x in enumerate(in_leaves):
                 if x.size == 0:
@@ -809,14 +833,18 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         f = with_dynamic(fun, args, nums)
 
         def run(*d):
+            in_leaves, in_tree = tree_util.tree_flatten(d)
+            in_leaves = [as_value(x) for x in in_leaves]
+            for x in in_leaves:
+                _check_in_dtype("jacrev", x.dtype, holomorphic, allow_int)
             if has_aux:
                 out, vjp_fun, aux = vjp(f, *d, has_aux=True)
             else:
                 out, vjp_fun = vjp(f, *d)
             out_leaves, out_tree = tree_util.tree_flatten(out)
             out_leaves = [as_value(y) for y in out_leaves]
-            in_leaves, in_tree = tree_util.tree_flatten(d)
-            in_leaves = [as_value(x) for x in in_leaves]
+            for y in out_leaves:
+                _check_out_dtype("jacrev", y.dtype, holomorphic)
             result = []
             for k, y in enumerate(out_leaves):
                 if y.size == 0:
@@ -845,7 +873,8 @@ jacobian = jacrev
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
 
 
 _IMPURE_REMAT = ("jax.checkpoint / jax.remat cannot be applied to an impure function: it "
