@@ -345,17 +345,24 @@ Value buildLgamma(OpBuilder &b, Location loc, Value x) {
   (void)da;
   Value tt =
       arith::AddFOp::create(b, loc, z, floatConst(b, loc, t, kLanczosG + 0.5));
-  // lg = 0.5*log(2pi) + (z+0.5)*log(t) - t + log(a)
+  // lg = 0.5*log(2pi) + (z+0.5)*log(t) - t + log(a), with log(t) as
+  // log(g + 1/2) + log1p(z / (g + 1/2)) and the middle terms factored as
+  // (z + 1/2 - t / log(t)) log(t): no overflow of (z + 1/2) log(t) for a
+  // large x, and lgamma(1) and lgamma(2) round to 0 (as XLA's).
+  Value logT = arith::AddFOp::create(
+      b, loc, floatConst(b, loc, t, std::log(kLanczosG + 0.5)),
+      math::Log1pOp::create(
+          b, loc,
+          arith::DivFOp::create(b, loc, z,
+                                floatConst(b, loc, t, kLanczosG + 0.5))));
+  Value factor = arith::SubFOp::create(
+      b, loc, arith::AddFOp::create(b, loc, z, half),
+      arith::DivFOp::create(b, loc, tt, logT));
   Value lg = arith::AddFOp::create(
       b, loc,
-      arith::SubFOp::create(
-          b, loc,
-          arith::AddFOp::create(
-              b, loc, floatConst(b, loc, t, 0.91893853320467274178),
-              arith::MulFOp::create(b, loc,
-                                    arith::AddFOp::create(b, loc, z, half),
-                                    math::LogOp::create(b, loc, tt))),
-          tt),
+      arith::AddFOp::create(b, loc,
+                            floatConst(b, loc, t, 0.91893853320467274178),
+                            arith::MulFOp::create(b, loc, factor, logT)),
       math::LogOp::create(b, loc, a));
   // Reflection: log(pi / |sin(pi x)|) - lg(1 - x).
   Value s = math::AbsFOp::create(
@@ -738,6 +745,48 @@ Value buildUnaryFloat(OpBuilder &b, Location loc, Operation *op, Value x) {
       .Default([](Operation *) { return Value(); });
 }
 
+/// The principal square root of a complex `z` = x + iy, without the
+/// rounding of the polar form (upstream's lowering gives sqrt(-4) a real
+/// part of -9e-8 in f32): t = sqrt(|x|/2 + |z|/2), then (t, y/2t) for
+/// x >= 0 and (|y|/2t, +-t) for x < 0, the sign of y's (a zero y counts as
+/// positive, as XLA's); an infinite y gives (inf, y), a zero z (0, y).
+static Value buildComplexSqrt(OpBuilder &b, Location loc, Value z) {
+  auto ct = cast<ComplexType>(z.getType());
+  Type ft = ct.getElementType();
+  Value x = complex::ReOp::create(b, loc, z);
+  Value y = complex::ImOp::create(b, loc, z);
+  Value zero = floatConst(b, loc, ft, 0.0), half = floatConst(b, loc, ft, 0.5);
+  Value inf = floatConst(b, loc, ft, INFINITY);
+  auto cmp = [&](arith::CmpFPredicate p, Value l, Value r) -> Value {
+    return arith::CmpFOp::create(b, loc, p, l, r);
+  };
+  auto sel = [&](Value c, Value t, Value f) -> Value {
+    return arith::SelectOp::create(b, loc, c, t, f);
+  };
+  Value ax = math::AbsFOp::create(b, loc, x);
+  Value ay = math::AbsFOp::create(b, loc, y);
+  Value r = complex::AbsOp::create(b, loc, z);
+  Value t = math::SqrtOp::create(
+      b, loc,
+      arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, ax, half),
+                            arith::MulFOp::create(b, loc, r, half)));
+  Value twoT = arith::AddFOp::create(b, loc, t, t);
+  Value neg = cmp(arith::CmpFPredicate::OLT, x, zero);
+  Value re = sel(neg, arith::DivFOp::create(b, loc, ay, twoT), t);
+  Value signedT = sel(cmp(arith::CmpFPredicate::OLT, y, zero),
+                      arith::NegFOp::create(b, loc, t), t);
+  Value im = sel(neg, signedT, arith::DivFOp::create(b, loc, y, twoT));
+  Value yInf = cmp(arith::CmpFPredicate::OEQ, ay, inf);
+  re = sel(yInf, inf, re);
+  im = sel(yInf, y, im);
+  Value isZero =
+      arith::AndIOp::create(b, loc, cmp(arith::CmpFPredicate::OEQ, x, zero),
+                            cmp(arith::CmpFPredicate::OEQ, y, zero));
+  re = sel(isZero, zero, re);
+  im = sel(isZero, y, im);
+  return complex::CreateOp::create(b, loc, ct, re, im);
+}
+
 Value buildUnaryComplex(OpBuilder &b, Location loc, Operation *op, Value x) {
   return TypeSwitch<Operation *, Value>(op)
       .Case([&](NegOp) { return complex::NegOp::create(b, loc, x); })
@@ -746,7 +795,7 @@ Value buildUnaryComplex(OpBuilder &b, Location loc, Operation *op, Value x) {
       .Case([&](TanhOp) { return complex::TanhOp::create(b, loc, x); })
       .Case([&](SinOp) { return complex::SinOp::create(b, loc, x); })
       .Case([&](CosOp) { return complex::CosOp::create(b, loc, x); })
-      .Case([&](SqrtOp) { return complex::SqrtOp::create(b, loc, x); })
+      .Case([&](SqrtOp) { return buildComplexSqrt(b, loc, x); })
       .Case([&](ConjOp) { return complex::ConjOp::create(b, loc, x); })
       .Case([&](RealOp) { return complex::ReOp::create(b, loc, x); })
       .Case([&](ImagOp) { return complex::ImOp::create(b, loc, x); })

@@ -7,6 +7,7 @@
 #include "EmberToLinalgCommon.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -32,6 +33,22 @@ SmallVector<Value> readIndexVector(OpBuilder &b, Location loc, Value indices,
     out.push_back(toIndex(b, loc, s, origElem));
   }
   return out;
+}
+
+/// JAX's fill of an out-of-bounds gather window for the element type
+/// `orig` (converted to `t`): NaN (NaN + 0i), the least signed or largest
+/// unsigned integer, true.
+TypedAttr gatherFillValue(OpBuilder &b, Type orig, Type t) {
+  if (auto c = dyn_cast<ComplexType>(t))
+    return complex::NumberAttr::get(c, NAN, 0.0);
+  if (isa<FloatType>(t))
+    return b.getFloatAttr(t, NAN);
+  auto it = cast<IntegerType>(orig);
+  unsigned w = it.getWidth();
+  if (w == 1)
+    return b.getIntegerAttr(t, 1);
+  return b.getIntegerAttr(t, it.isUnsigned() ? APInt::getMaxValue(w)
+                                             : APInt::getSignedMinValue(w));
 }
 
 /// Whether the index `i` lies in [0, hi].
@@ -102,12 +119,8 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
           }
           Value v = tensor::ExtractOp::create(b, l, src, full);
           if (fill) {
-            Value z =
-                constScalar(b, l, cast<TypedAttr>(b.getZeroAttr(v.getType())));
-            if (isa<FloatType>(v.getType()))
-              z = constScalar(b, l, b.getFloatAttr(v.getType(), NAN));
-            else if (operand.getElementType().isInteger(1))
-              z = constScalar(b, l, b.getIntegerAttr(v.getType(), 1));
+            Value z = constScalar(
+                b, l, gatherFillValue(b, operand.getElementType(), v.getType()));
             v = arith::SelectOp::create(b, l, inBounds, v, z);
           }
           return SmallVector<Value>{v};

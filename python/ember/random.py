@@ -722,13 +722,55 @@ def gumbel(key, shape=(), dtype=float, mode=None):
     """Gumbel samples."""
     key = _check_key("gumbel", key)
     dtype = _canon_float(dtype, "gumbel")
-    if mode not in (None, "low", "high"):
+    if mode not in (None, "low", "high", "highest"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
     return _gumbel_j(key, _canon_shape(shape), dtype, mode or "low")
 
 
+def _u64_fraction_to_f32(hi, lo):
+    """The float32 nearest below the 64-bit fixed-point fraction
+    (hi, lo) / 2^64 in (0, 1): its leading one found with count-leading-zeros
+    in hi, or in lo where hi is 0, the next 23 bits the mantissa (JAX's
+    conversion for gumbel's 'highest' mode)."""
+    u32 = np.uint32
+    hz, lz = lax.clz(hi), lax.clz(lo)
+    hi_empty = lax.eq(hz, _const(u32, 32, hz.shape))
+    # (Shifts by 32 are guarded: the shifted-out value is 0.)
+    top = jnp.where(hi_empty, _const(u32, 0, hi.shape),
+                    lax.shift_left(hi, jnp.where(hi_empty, _const(u32, 0, hz.shape), hz)))
+    below = jnp.where(lax.eq(hz, _const(u32, 0, hz.shape)), _const(u32, 0, lo.shape),
+                      lax.shift_right_logical(lo, lax.sub(_const(u32, 32, hz.shape), hz)))
+    from_lo = jnp.where(lax.eq(lz, _const(u32, 32, lz.shape)), _const(u32, 0, lo.shape),
+                        lax.shift_left(lo, jnp.where(lax.eq(lz, _const(u32, 32, lz.shape)),
+                                                     _const(u32, 0, lz.shape), lz)))
+    mant = lax.bitwise_or(top, jnp.where(hi_empty, from_lo, below))
+    mant = lax.bitwise_and(lax.shift_right_logical(mant, _const(u32, 8, mant.shape)),
+                           _const(u32, (1 << 23) - 1, mant.shape))
+    zeros = jnp.where(hi_empty, lax.add(lz, _const(u32, 32, lz.shape)), hz)
+    exp = lax.shift_left(lax.sub(_const(u32, 126, zeros.shape), zeros),
+                         _const(u32, 23, zeros.shape))
+    exp = lax.bitwise_and(exp, _const(u32, (1 << 30) - (1 << 22), exp.shape))
+    return lax.bitcast_convert_type(lax.bitwise_or(exp, mant), np.float32)
+
+
 def _gumbel_impl(key, shape, dtype, mode):
-    if mode == "high":
+    if mode == "highest" and np.dtype(dtype) == np.float32:
+        # JAX's: 64 random bits as a fixed-point u in (0, 1); u < 1/2 is
+        # converted as is and log1p(-u) taken, else 1 - u (the bits'
+        # complement plus one, with the carry) and log(u) of it.
+        u32 = np.uint32
+        ax = key.ndim - 1
+        bits_ = _random_bits_b(key, 32, (2,) + tuple(shape))
+        hi = lax.index_in_dim(bits_, 0, ax, keepdims=False)
+        lo = lax.index_in_dim(bits_, 1, ax, keepdims=False)
+        nhi, nlo = lax.bitwise_not(hi), lax.bitwise_not(lo)
+        carry = lax.convert_element_type(lax.eq(nlo, _const(u32, 0xFFFFFFFF, nlo.shape)), u32)
+        nhi, nlo = lax.add(nhi, carry), lax.add(nlo, _const(u32, 1, nlo.shape))
+        flip = lax.lt(hi, _const(u32, 1 << 31, hi.shape))
+        x = _u64_fraction_to_f32(jnp.where(flip, hi, nhi), jnp.where(flip, lo, nlo))
+        return jnp.where(flip, jnp.negative(jnp.log(jnp.negative(jnp.log1p(jnp.negative(x))))),
+                         jnp.negative(jnp.log(jnp.negative(jnp.log(x)))))
+    if mode in ("high", "highest"):
         # JAX 0.10's: below one half, the second uniform fills the bits the
         # first lacks (u = high + 2^-nmant low + tiny), then -log(-log1p(-u)).
         info = dtypes.finfo(dtype)
@@ -807,9 +849,10 @@ def logistic(key, shape=(), dtype=float):
 
 
 def _logistic_impl(key, shape, dtype):
-    x = _uniform_b(key, shape, dtype, np.array(dtypes.finfo(dtype).eps, dtype),
+    # (JAX 0.10's: u in [tiny, 1), log(u) - log1p(-u).)
+    x = _uniform_b(key, shape, dtype, np.array(dtypes.finfo(dtype).tiny, dtype),
                    np.array(1.0, dtype))
-    return lax.log(lax.div(x, lax.sub(_const(dtype, 1, x.shape), x)))
+    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
 
 _logistic_j = jit(_logistic_impl, static_argnums=(1, 2))

@@ -909,3 +909,31 @@ func.func @svd(%a: tensor<4x3xcomplex<f32>>) -> (tensor<3xf32>, tensor<3xf32>) {
   %s2 = ember.svd %a {full_matrices = false} : (tensor<4x3xcomplex<f32>>) -> tensor<3xf32>
   return %s, %s2 : tensor<3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// A `fill` gather's out-of-bounds windows hold JAX's defaults: the least
+// signed integer, the largest unsigned one, NaN + 0i.
+// CHECK-LABEL: func @gather_fill_defaults
+// CHECK: arith.constant -128 : i8
+// CHECK: arith.constant -1 : i8
+// CHECK: complex.constant [0x7FC00000 : f32, 0.000000e+00 : f32] : complex<f32>
+func.func @gather_fill_defaults(%a: tensor<4xi8>, %u: tensor<4xui8>, %c: tensor<4xcomplex<f32>>, %i: tensor<2x1xi32>) -> (tensor<2xi8>, tensor<2xui8>, tensor<2xcomplex<f32>>) {
+  %0 = ember.gather %a[%i] {collapsed_slice_dims = array<i64: 0>, index_vector_dim = 1 : i64, mode = #ember<mode fill>, offset_dims = array<i64>, operand_batching_dims = array<i64>, slice_sizes = array<i64: 1>, start_index_map = array<i64: 0>, start_indices_batching_dims = array<i64>} : (tensor<4xi8>, tensor<2x1xi32>) -> tensor<2xi8>
+  %1 = ember.gather %u[%i] {collapsed_slice_dims = array<i64: 0>, index_vector_dim = 1 : i64, mode = #ember<mode fill>, offset_dims = array<i64>, operand_batching_dims = array<i64>, slice_sizes = array<i64: 1>, start_index_map = array<i64: 0>, start_indices_batching_dims = array<i64>} : (tensor<4xui8>, tensor<2x1xi32>) -> tensor<2xui8>
+  %2 = ember.gather %c[%i] {collapsed_slice_dims = array<i64: 0>, index_vector_dim = 1 : i64, mode = #ember<mode fill>, offset_dims = array<i64>, operand_batching_dims = array<i64>, slice_sizes = array<i64: 1>, start_index_map = array<i64: 0>, start_indices_batching_dims = array<i64>} : (tensor<4xcomplex<f32>>, tensor<2x1xi32>) -> tensor<2xcomplex<f32>>
+  return %0, %1, %2 : tensor<2xi8>, tensor<2xui8>, tensor<2xcomplex<f32>>
+}
+
+// -----
+
+// A complex square root is built from its parts (no polar-form rounding).
+// CHECK-LABEL: func @complex_sqrt
+// CHECK-NOT: complex.sqrt
+// CHECK: complex.abs
+// CHECK: math.sqrt
+// CHECK: complex.create
+func.func @complex_sqrt(%a: tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
+  %0 = ember.sqrt %a : tensor<4xcomplex<f32>>
+  return %0 : tensor<4xcomplex<f32>>
+}

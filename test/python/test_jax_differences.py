@@ -507,3 +507,168 @@ def test_jacobian_dtype_rules_as_jax():
     np.testing.assert_array_equal(ember.jacrev(f, holomorphic=True)(cplx + 1j), 2 * np.eye(3))
     np.testing.assert_array_equal(ember.hessian(lambda x: (x ** 2).sum(), holomorphic=True)(cplx),
                                   2 * np.eye(3))
+
+
+def test_numpy_creation_and_validation_as_jax():
+    np.testing.assert_allclose(
+        jnp.correlate(jnp.array([1., 2.]), jnp.array([0., 1., 0.5, 2.]), mode='same'),
+        [4.5, 2., 2., 0.])
+    np.testing.assert_allclose(
+        jnp.correlate(jnp.array([1., 2., 3.]), jnp.array([0., 1., 0.5, 2.]), mode='same'),
+        np.correlate([1., 2., 3.], [0., 1., 0.5, 2.], mode='same'))
+    assert jnp.diff(jnp.array([1, 2]), n=3).shape == (0,)
+    assert jnp.full((2,), 3.).weak_type and lax.full_like(3.0, 2).weak_type
+    np.testing.assert_allclose(jnp.linspace(0., jnp.array([1., 3.]), 3),
+                               [[0., 0.], [0.5, 1.5], [1., 3.]])
+    np.testing.assert_allclose(jnp.geomspace(-1., -1000., 4), [-1., -10., -100., -1000.],
+                               rtol=1e-6)
+    np.testing.assert_allclose(jnp.geomspace(1j, 1000j, 4), [1j, 10j, 100j, 1000j], rtol=1e-6)
+    assert np.isnan(jnp.geomspace(-1, 10, 3)).all()
+    assert not jnp.asarray(np.float64(2.5)).weak_type
+    assert (jnp.ones(2, jnp.float16) + np.float64(2.5)).dtype == np.float32
+    assert jnp.result_type(jnp.uint64, jnp.int64) == np.int32
+    assert jnp.isdtype(jnp.bfloat16, 'real floating') and not jnp.isdtype(jnp.bfloat16,
+                                                                           'integral')
+    np.testing.assert_array_equal(jnp.fmod(jnp.array([5, -5, 0]), 0), [0, 0, 0])
+    for r in (jnp.array([True, True]) // jnp.array([True, True]),
+              jnp.array([True]) % jnp.array([True]), jnp.fmod(jnp.array([True]), True)):
+        assert r.dtype == np.int32
+    assert jnp.float_power(jnp.ones(2, jnp.float16), 2).dtype == np.float16
+    assert jnp.float_power(2., 0.5).weak_type
+    assert jnp.rint(jnp.array([1, 2])).dtype == np.float32
+    m, e = jnp.frexp(jnp.array([1e-40, -3e-42, 5e-39, 0., 3.], jnp.float32))
+    nm, ne = np.frexp(np.array([1e-40, -3e-42, 5e-39, 0., 3.], np.float32))
+    np.testing.assert_array_equal(m, nm)
+    np.testing.assert_array_equal(e, ne)
+    m, e = jnp.frexp(jnp.array([1e-6, 6e-8], jnp.float16))
+    np.testing.assert_allclose(m, [0.5312, 0.5], rtol=1e-3)
+    np.testing.assert_array_equal(e, [-19, -23])
+    with pytest.raises(OverflowError):
+        jnp.array([1, 2 ** 31])
+    with pytest.raises(OverflowError):
+        jnp.array([jnp.array(1, jnp.uint8), 300])
+    bad = [(ValueError, lambda: jnp.convolve(jnp.ones(3), jnp.ones(2), mode='bogus')),
+           (ValueError, lambda: jnp.convolve(jnp.zeros(0), jnp.ones(3))),
+           (ValueError, lambda: jnp.diff(jnp.array([1, 2]), n=-1)),
+           (ValueError, lambda: jnp.meshgrid(jnp.ones((2, 2)), jnp.arange(3))),
+           (ValueError, lambda: jnp.tril(jnp.arange(3))),
+           (ValueError, lambda: jnp.diag(jnp.ones((2, 2, 2)))),
+           (TypeError, lambda: jnp.arange(True)),
+           (ValueError, lambda: jnp.linspace(0, 1, -1)),
+           (ValueError, lambda: jnp.ldexp(1., 2.5)),
+           (ValueError, lambda: jnp.round(jnp.array([True]))),
+           (ValueError, lambda: jnp.pad(jnp.arange(3), -1)),
+           (ValueError, lambda: jnp.split(jnp.arange(9), [5, 2])),
+           (ValueError, lambda: jnp.rot90(jnp.ones((2, 2)), axes=(0, 0))),
+           (ValueError, lambda: jnp.select([], [])),
+           (ValueError, lambda: jnp.compress(jnp.array([True, False, True]), jnp.arange(3),
+                                             size=4)),
+           (NotImplementedError, lambda: jnp.take(jnp.arange(3), jnp.array([1]), mode='raise'))]
+    for exc, call in bad:
+        with pytest.raises(exc):
+            call()
+
+
+def test_lax_gather_scatter_and_special_cases_as_jax():
+    dn = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                    start_index_map=(0,))
+    x = jnp.arange(20.).reshape(4, 5)
+    i = jnp.array([[7]])
+    # mode=None is JAX's promise_in_bounds (clamped); fill's defaults per type
+    np.testing.assert_array_equal(lax.gather(x, i, dn, (1, 5)), [[15, 16, 17, 18, 19]])
+    np.testing.assert_array_equal(lax.gather(x.astype(jnp.uint8), i, dn, (1, 5), mode='fill'),
+                                  [[255] * 5])
+    np.testing.assert_array_equal(lax.gather(x.astype(jnp.int8), i, dn, (1, 5), mode='fill'),
+                                  [[-128] * 5])
+    assert np.isnan(lax.gather(x + 1j, i, dn, (1, 5), mode='fill')).all()
+    sdn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                      scatter_dims_to_operand_dims=(0,))
+    np.testing.assert_allclose(
+        lax.scatter_apply(jnp.arange(5.), jnp.array([[1], [1], [3]]), jnp.exp, sdn,
+                          update_shape=(3,)),
+        [0., np.exp(np.exp(1.)), 2., np.exp(3.), 4.], rtol=1e-6)
+    np.testing.assert_array_equal(lax.betainc(jnp.array([1., 0., 0.]), jnp.array([0., 1., 0.]),
+                                              jnp.array([0.5, 0.5, 0.5])), [0., 1., np.nan])
+    np.testing.assert_array_equal(lax.conj(jnp.array([1., 2.])), [1 + 0j, 2 + 0j])
+    np.testing.assert_array_equal(lax.sqrt(jnp.array([-1 + 0j, -4 + 0j, -3 - 4j], jnp.complex64)),
+                                  [1j, 2j, 1 - 2j])
+    c, ys = lax.scan(lambda c, x: (c + x, c * 2), 1., jnp.zeros((0,)))
+    assert not c.weak_type and ys.weak_type
+    np.testing.assert_array_equal(
+        lax.reduce_window(jnp.arange(5.), 0., lax.add, (2,), (1,), [(-1, 0)]), [3., 5., 7.])
+    bad = [(ValueError, lambda: lax.sort((jnp.array([1, 2]),), num_keys=0)),
+           (TypeError, lambda: lax.select_n(jnp.array([0., 1.]), jnp.zeros(2), jnp.ones(2))),
+           (TypeError, lambda: lax.select_n(jnp.array([True, False]), jnp.zeros(2),
+                                            jnp.ones(2), jnp.ones(2))),
+           (IndexError, lambda: lax.index_in_dim(jnp.arange(5), 7, 0)),
+           (TypeError, lambda: lax.scatter_add(jnp.zeros(3), jnp.array([[0]]),
+                                               jnp.array([1], jnp.int32), sdn)),
+           (TypeError, lambda: lax.pow(jnp.array([2, 3]), jnp.array([3, 2]))),
+           (TypeError, lambda: lax.conj(jnp.array([1, 2])))]
+    for exc, call in bad:
+        with pytest.raises(exc):
+            call()
+    np.testing.assert_array_equal(jnp.power(jnp.array([2, 3]), jnp.array([3, 2])), [8, 9])
+
+
+def test_scipy_weak_types_and_edges_as_jax():
+    assert float(ember.grad(special.log_ndtr)(0.)) == pytest.approx(0.7978846, rel=1e-6)
+    assert float(ember.grad(special.log_ndtr)(-10.)) == pytest.approx(10.098101, rel=1e-5)
+    np.testing.assert_allclose(special.logsumexp(jnp.array([1 + 1j, 2 - 1j], jnp.complex64)),
+                               1.9063238 - 0.62382865j, rtol=1e-6)
+    assert special.logsumexp(jnp.zeros((0,))) == -np.inf
+    assert np.isnan(special.xlogy(0., jnp.nan)) and np.isnan(special.gammasgn(jnp.nan))
+    assert ember.grad(special.entr)(0.) == np.inf
+    assert special.gammaln(2.) == 0
+    for f, args in ((special.xlogy, (2, 3)), (special.entr, (2.,)),
+                    (special.betainc, (1., 2., 0.5)), (special.gammainc, (1.5, 0.5))):
+        assert f(*args).weak_type
+    assert not special.log_ndtr(0.).weak_type and not special.multigammaln(2.5, 2).weak_type
+    with pytest.raises(NotImplementedError):
+        special.factorial(5, exact=True)
+    from ember.scipy import stats
+    np.testing.assert_allclose(stats.poisson.entropy(jnp.array([3., 0.5, 50., 150., 10.])),
+                               [1.9314697, 0.9276376, 3.3732593, 3.9237006, 2.561407],
+                               rtol=1e-5)
+    np.testing.assert_allclose(stats.multivariate_normal.logpdf(jnp.array([1., 2.]), 0., 1.),
+                               [-1.4189385, -2.9189386], rtol=1e-6)
+    m = stats.mode(jnp.array([1., jnp.nan, jnp.nan, 2.]))
+    assert np.isnan(m.mode) and m.count == 2
+    assert stats.norm.pdf(0).weak_type
+
+
+def test_transformations_and_trees_as_jax():
+    with pytest.raises(TypeError):
+        ember.jvp(jnp.sin, (1.0,), (jnp.float16(1.0),))
+    with pytest.raises(ValueError):
+        ember.jacfwd(lambda x: x, argnums=2)(1.0)
+    assert ember.eval_shape(lambda x: x * 2, 1.0).weak_type
+    g = ember.grad(lambda x: x[jnp.array([0, 5, -1, -7])].sum())(jnp.arange(4.0))
+    np.testing.assert_array_equal(g, [1., 0., 0., 1.])  # out of bounds: no derivative
+    g = ember.grad(lambda x: x.at[jnp.array([5, 1])].get(mode='clip').sum())(jnp.arange(4.0))
+    np.testing.assert_array_equal(g, [0., 1., 0., 1.])  # clip: clamped both ways
+    tu = ember.tree_util
+    with pytest.raises(TypeError):
+        tu.tree_transpose(tu.tree_structure([0, 0]), tu.tree_structure((0, 0, 0)),
+                          [(1, 2, 3), (4, 5)])
+    assert ember.tree.transpose(ember.tree.structure([0, 0]), None,
+                                [(1, 2), (3, 4)]) == ([1, 3], [2, 4])
+    assert tu.tree_all([[], [1]], is_leaf=lambda x: isinstance(x, list))
+    p = tu.Partial(tu.Partial(lambda a, b, c: a * b + c, 1.0), 2.0)
+    assert tu.tree_leaves(p) == [2.0] and p(3.0) == 5.0
+    assert str(tu.tree_structure([0, 0]).compose(tu.tree_structure((0, 0)))) == \
+        "PyTreeDef([(*, *), (*, *)])"
+
+    class Z:
+        pass
+
+    tu.register_pytree_node(Z, lambda z: ((), None), lambda a, c: Z())
+    with pytest.raises(ValueError):
+        tu.register_pytree_node(Z, lambda z: ((), None), lambda a, c: Z())
+    # JAX 0.10.2's draws
+    np.testing.assert_allclose(
+        ember.random.gumbel(ember.random.key(3), (4,), mode='highest'),
+        np.array([2.5647566, -1.0235124, -0.04578255, -1.3121184], np.float32), rtol=1e-6)
+    np.testing.assert_array_equal(
+        ember.random.logistic(ember.random.key(0), (3,), dtype=jnp.bfloat16).astype(np.float32),
+        [0.61328125, 0.28125, -1.6875])

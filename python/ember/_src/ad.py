@@ -532,10 +532,15 @@ def _vjp_pair(fun, primals, has_aux):
     return (out, aux) if has_aux else out
 
 
-def _check_argnums(argnums, n):
+def _check_argnums(argnums, n, jacobian=False):
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
     for a in nums:
+        if not -n <= a < n and jacobian:  # (JAX's jacfwd/jacrev/hessian error)
+            raise ValueError(
+                "Positional argument indices, e.g. for `static_argnums`, must have value "
+                "greater than or equal to -len(args) and less than len(args), but got value "
+                f"{a} for len(args) == {n}.")
         if not -n <= a < n:
             raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
                             f"least {max(a + 1 if a >= 0 else -a for a in nums)} positional "
@@ -687,6 +692,17 @@ def jvp(fun, primals, tangents, has_aux=False):
     tangents = tree_util.tree_map(
         lambda t: np.zeros(t.shape, np.bool_) if getattr(t, "dtype", None) == dtypes.float0
         else t, tuple(tangents))
+    p_leaves, p_def = tree_util.tree_flatten(tuple(primals))
+    t_leaves, t_def = tree_util.tree_flatten(tangents)
+    if p_def == t_def:
+        for p, t in zip(p_leaves, t_leaves):
+            pd, td = as_value(p).dtype, as_value(t).dtype
+            if dtypes.is_inexact(pd) and pd != td:
+                raise core.type_error(
+                    "primal and tangent arguments to jax.jvp do not match; dtypes must be "
+                    "equal, or in case of int/bool primal dtype the tangent dtype must be "
+                    f"float0. Got primal dtype {pd.name} and so expected tangent dtype "
+                    f"{pd.name}, but got tangent dtype {td.name} instead.")
     if not core._trace_stack:
         return eager_transform(lambda p, t: _jvp_traced(fun, p, t, has_aux),
                      (tuple(primals), tuple(tangents)))
@@ -781,7 +797,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
     @functools.wraps(fun)
     def wrapped(*args):
-        single, nums = _check_argnums(argnums, len(args))
+        single, nums = _check_argnums(argnums, len(args), jacobian=True)
         diff = tuple(args[i] for i in nums)
         f, aux_of = _main_and_aux(with_dynamic(fun, args, nums), has_aux)
 
@@ -828,7 +844,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
 
     @functools.wraps(fun)
     def wrapped(*args):
-        single, nums = _check_argnums(argnums, len(args))
+        single, nums = _check_argnums(argnums, len(args), jacobian=True)
         diff = tuple(args[i] for i in nums)
         f = with_dynamic(fun, args, nums)
 

@@ -817,13 +817,15 @@ def eval_shape(fun, *args, **kwargs):
     avals = []
     for x in leaves:
         if hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, core.Value):
-            avals.append(core.ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype)))
+            avals.append(core.ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype),
+                                          getattr(x, "weak_type", False)))
         else:
             avals.append(as_value(x).aval)
     flat, out_tree = flatten_fun(fun, treedef)
     _, out_avals = core.trace_function(flat, avals, lifted=[])
     tree = out_tree()
-    leaves = [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals[:tree.num_leaves]]
+    leaves = [core.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+              for a in out_avals[:tree.num_leaves]]
     # An array-like hi value (a key array) is one ShapeDtypeStruct of its own dtype.
     for start, count, (ty, _) in reversed(tree_util.hi_node_spans(tree)):
         if hitypes.is_array_like(ty):

@@ -310,12 +310,21 @@ def _scan_empty(f, carry, x_leaves, x_tree):
     new = tree_util.tree_unflatten(c_tree, [jnp.zeros(a.shape, a.dtype) for a in new_avals])
     promoted = _promote_carry(carry, new)
     _carry_check(promoted, new)  # (JAX checks the types though nothing runs)
-    if promoted is not carry:
+    if any(a is not b for a, b in zip(tree_util.tree_leaves(promoted), c_leaves)):
         # A weak carry the body promotes: the outputs' types are those of a
         # trace from the promoted carry (JAX traces again too).
         carry = promoted
-        _, y_avals = types(tree_util.tree_leaves(carry))
+        new_avals, y_avals = types(tree_util.tree_leaves(carry))
+    # The final carry has the body's output types (a weak initial carry the
+    # body makes strong is strong), as the loop's results would.
+    leaves = [as_value(c) for c in tree_util.tree_leaves(carry)]
+    carry = tree_util.tree_unflatten(c_tree, [
+        lax.convert_element_type(c, a.dtype, a.weak_type)
+        if c.weak_type and not a.weak_type and c.dtype == a.dtype else c
+        for c, a in zip(leaves, new_avals)])
     ys0 = [jnp.zeros((0,) + tuple(a.shape), a.dtype) for a in y_avals]
+    ys0 = [lax.convert_element_type(y, a.dtype, True) if a.weak_type else y
+           for y, a in zip(ys0, y_avals)]
     return carry, tree_util.tree_unflatten(store["y_tree"], ys0)
 
 

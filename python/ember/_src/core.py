@@ -244,14 +244,15 @@ class ShapeDtypeStruct:
         return shape_size(self.shape)
 
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype))
+        return hash((self.shape, self.dtype, self.weak_type))
 
 
 # --------------------------------------------------------------------------
@@ -1367,10 +1368,10 @@ def asarray_concrete(x, dtype=None):
             # for a value it cannot hold, as JAX's).
             dt = dtypes.canonicalize_dtype(dtype)
         arr = np.asarray(x, dtype=dt)
-    elif isinstance(x, float):
+    elif isinstance(x, float) and not isinstance(x, np.generic):  # (np.float64: strong)
         weak = True
         arr = np.asarray(x, dtype=dtypes.default_float())
-    elif isinstance(x, complex):
+    elif isinstance(x, complex) and not isinstance(x, np.generic):
         weak = True
         arr = np.asarray(x, dtype=dtypes.default_complex())
     else:

@@ -162,7 +162,9 @@ def _node(dtype, weak):
 
 def result_type_weak(*pairs):
     """Promotes (dtype, weak) pairs; returns (dtype, weak)."""
-    nodes = [_node(d, w) for d, w in pairs]
+    # (Inputs canonicalized first, as JAX's: without x64 uint64 and int64
+    # are uint32 and int32, whose join is int64, then int32.)
+    nodes = [_node(canonicalize_dtype(d), w) for d, w in pairs]
     r = _lub(nodes)
     if r == _I:
         return default_int(), True

@@ -581,15 +581,32 @@ sqrt, cbrt, erf, erf_inv, lgamma, digamma = (
     _u(n) for n in ["sqrt", "cbrt", "erf", "erf_inv", "lgamma", "digamma"])
 bessel_i0e, bessel_i1e = _u("bessel_i0e"), _u("bessel_i1e")
 bitwise_not = _named(_u("not"), "bitwise_not")
-population_count, clz, conj = _u("population_count"), _u("clz"), _u("conj")
+population_count, clz, _conj = _u("population_count"), _u("clz"), _u("conj")
+
+
+def conj(x):
+    """The complex conjugate; a real f32/f64 `x` gives a complex result
+    (JAX's)."""
+    x = as_value(x)
+    if x.dtype in (dtypes.float32, dtypes.float64):
+        return complex(x, full_like(x, 0))
+    if not dtypes.is_complex(x.dtype):
+        raise type_error(f"conj does not accept dtype {x.dtype.name}. Accepted dtypes are "
+                         "subtypes of float32, complexfloating, float64.")
+    return _conj(x)
 add, sub, mul, div, rem, _pow = (_b(n) for n in ["add", "sub", "mul", "div", "rem", "pow"])
 
 
 def pow(x, y):
     """x ** y; an integer exponent of a floating or complex base is taken
-    in the base's type (JAX's `lax.pow` accepts it and converts it so)."""
+    in the base's type (JAX's `lax.pow` accepts it and converts it so).
+    The base must be inexact, as JAX's (`jnp.power` of integers is `_pow`)."""
     xv, yv = as_value(x) if isinstance(x, core.Value) else None, \
         as_value(y) if isinstance(y, core.Value) else None
+    xd = (xv if xv is not None else as_value(x)).dtype
+    if not dtypes.is_inexact(xd):
+        raise type_error(f"pow does not accept dtype {xd.name} at position 0. Accepted "
+                         "dtypes at position 0 are subtypes of floating, complexfloating.")
     if xv is not None and yv is not None and dtypes.is_inexact(xv.dtype) and \
             (dtypes.is_int(yv.dtype) or dtypes.is_unsigned(yv.dtype)) and \
             not dtypes.is_bool(yv.dtype):
@@ -908,9 +925,14 @@ def select(pred, on_true, on_false):
 
 
 def select_n(which, *cases):
+    wd = as_value(which).dtype
+    if not (dtypes.is_bool(wd) or dtypes.is_int(wd) or dtypes.is_unsigned(wd)):
+        raise type_error(f"select `which` must be boolean or integer type, got {wd.name}.")
+    if dtypes.is_bool(wd) and len(cases) > 2:
+        raise type_error("select with boolean `which` cannot have > 2 cases.")
     if len(cases) == 1:
         return cases[0]
-    if as_value(which).dtype == dtypes.bool_:
+    if wd == dtypes.bool_:
         return select(which, cases[1], cases[0])
     out = cases[-1]
     for i in range(len(cases) - 2, -1, -1):
@@ -1033,7 +1055,10 @@ def slice_in_dim(x, start_index, limit_index, stride=1, axis=0):
 
 def index_in_dim(x, index, axis=0, keepdims=True):
     x = as_value(x)
-    index = index + x.shape[axis] if index < 0 else index
+    n = x.shape[axis]
+    if isinstance(n, int) and not -n <= index < n:
+        raise IndexError(f"index {index} is out of bounds for axis {axis} with size {n}")
+    index = index + n if index < 0 else index
     r = slice_in_dim(x, index, index + 1, 1, axis)
     return r if keepdims else reshape(r, [n for i, n in enumerate(r.shape) if i != axis])
 
@@ -1269,6 +1294,11 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         padding = padtype_to_pads(operand.shape, window_dimensions, window_strides, padding)
     init = core.asarray_concrete(init_value, operand.dtype) if not isinstance(
         init_value, core.Value) else convert_element_type(init_value, operand.dtype)
+    if any(lo < 0 or hi < 0 for lo, hi in padding):
+        # Negative padding crops (XLA's): a slice, then the non-negative part.
+        operand = slice(operand, [builtins.max(-lo, 0) for lo, _ in padding],
+                        [n - builtins.max(-hi, 0) for n, (_, hi) in zip(operand.shape, padding)])
+        padding = [(builtins.max(lo, 0), builtins.max(hi, 0)) for lo, hi in padding]
     return reduce_window_p.bind(operand, init, kind=kind,
                                 window_dimensions=tuple(window_dimensions),
                                 window_strides=window_strides,
@@ -1289,6 +1319,9 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
 def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     single = isinstance(operand, core.Value) or not isinstance(operand, (list, tuple))
     ops = [as_value(operand)] if single else [as_value(o) for o in operand]
+    if not 1 <= num_keys <= len(ops):
+        raise ValueError(f"num_keys={num_keys} must be between 1 and "
+                         f"len(operand)={len(ops)}")
     dimension = int(dimension) + (ops[0].ndim if dimension < 0 else 0)
     if builtins.any(dtypes.is_complex(o.dtype) for o in ops):
         # ember.sort takes real operands: a complex one travels as its two
@@ -1348,12 +1381,17 @@ class GatherScatterMode:
 
     @staticmethod
     def from_any(mode):
+        """JAX's modes as Ember's two: None (a scatter's default), 'fill' and
+        'drop' fill or drop; 'clip' and 'promise_in_bounds' clamp."""
         if mode is None:
             return "fill"
         m = str(mode).lower()
-        if "clip" in m or "promise" in m:
+        if m in ("clip", "promise_in_bounds", "gatherscattermode.clip",
+                 "gatherscattermode.promise_in_bounds"):
             return "clip"
-        return "fill"
+        if m in ("fill", "drop", "gatherscattermode.fill_or_drop"):
+            return "fill"
+        raise ValueError(f'Unknown gather mode "{mode}"')
 
 
 class GatherDimensionNumbers:
@@ -1381,7 +1419,8 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *,
            indices_are_sorted=False, unique_indices=False, mode=None, fill_value=None):
     idx = as_value(start_indices)
     dn = dimension_numbers
-    mode = GatherScatterMode.from_any(mode)
+    # (A gather's default is JAX's promise_in_bounds, which clamps.)
+    mode = GatherScatterMode.from_any("clip" if mode is None else mode)
 
     def bind(x):
         return gather_p.bind(x, idx, offset_dims=dn.offset_dims,
@@ -1394,8 +1433,9 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *,
     operand = as_value(operand)
     out = bind(operand)
     if fill_value is not None and mode == "fill":
-        # The op fills out-of-bounds windows with NaN (0 for integers); a
-        # given fill value replaces them where a gather of ones says so.
+        # The op fills out-of-bounds windows with JAX's default (NaN, the
+        # least signed or largest unsigned integer, True); a given fill
+        # value replaces them where a gather of ones says so.
         valid = bind(full(operand.shape, 1, np.int8))
         fill = convert_element_type(fill_value, operand.dtype)
         out = select(eq(valid, full(valid.shape, 1, np.int8)), out, broadcast(fill, out.shape))
@@ -1408,6 +1448,9 @@ def _scatter(kind):
         idx = as_value(scatter_indices)
         dn = dimension_numbers
         operand = as_value(operand)
+        if isinstance(updates, core.Value) and as_value(updates).dtype != operand.dtype:
+            raise type_error("lax.scatter requires arguments to have the same dtypes, got "
+                             f"{operand.dtype.name}, {as_value(updates).dtype.name}.")
         updates = convert_element_type(updates, operand.dtype)
         return scatter_p.bind(operand, idx, updates, kind=kind,
                               update_window_dims=dn.update_window_dims,
@@ -1564,10 +1607,13 @@ def _fill(value, dtype):
 
 def full_like(x, fill_value, dtype=None, shape=None):
     x = as_value(x)
+    weak = dtype is None and x.weak_type  # (JAX's: a weak x gives a weak result)
     dtype = dtype or x.dtype
     shape = x.shape if shape is None else tuple(shape)
     v = _fill(fill_value, dtype) if not isinstance(fill_value, core.Value) \
         else convert_element_type(fill_value, dtype)
+    if weak:
+        v = convert_element_type(v, dtype, True)
     return broadcast(v, shape) if shape else v
 
 

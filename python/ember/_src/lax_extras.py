@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import ad, core, dtypes, lax, parallel, scipy_special, tree_util
+from . import ad, control_flow, core, dtypes, lax, parallel, scipy_special, tree_util
 from .api_util import Traced
 from .convolution import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
 from .core import as_value
@@ -592,13 +592,20 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
 def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
                   indices_are_sorted=False, unique_indices=False, mode=None):
     """`operand` with the elementwise `func` applied at the scattered
-    positions (once each, also where indices repeat)."""
+    positions, once per occurrence of a position (JAX's: twice where an
+    index repeats), as a loop over the largest count."""
     operand = as_value(operand)
-    hit = lax.scatter(jnp.zeros(operand.shape, dtypes.bool_), scatter_indices,
-                      jnp.ones(update_shape, dtypes.bool_), dimension_numbers,
-                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                      mode=mode)
-    return lax.select(hit, as_value(func(operand)), operand)
+    count = lax.scatter_add(jnp.zeros(operand.shape, np.int32), scatter_indices,
+                            jnp.ones(update_shape, np.int32), dimension_numbers,
+                            indices_are_sorted=indices_are_sorted,
+                            unique_indices=unique_indices, mode=mode)
+
+    def body(carry):
+        i, x = carry
+        return i + 1, lax.select(lax.lt(i, count), as_value(func(x)), x)
+
+    return control_flow.while_loop(lambda c: c[0] < jnp.max(count), body,
+                                   (jnp.int32(0), operand))[1]
 
 
 # --------------------------------------------------------------------------

@@ -10,21 +10,29 @@ sph_harm_y, ...) is built further down from series, continued fractions,
 asymptotic expansions and quadrature (see the comment there).
 """
 
+import functools
 import math
 
-from . import control_flow, lax
+import numpy as np
+
+from . import control_flow, core, lax
 from .ad import custom_jvp
 from .config import config
 from .numpy import lax_numpy as jnp
 
 
 def _float(*xs):
-    """The arguments as arrays of their common inexact dtype."""
-    xs = [jnp.asarray(x) for x in xs]
-    dt = jnp.result_type(*xs)
-    if not jnp.issubdtype(dt, jnp.inexact):
-        dt = jnp.float64 if config.jax_enable_x64 else jnp.float32
-    return [x.astype(dt) for x in xs] if len(xs) > 1 else xs[0].astype(dt)
+    """The arguments as arrays of their common inexact dtype, weakly typed
+    where they all are (JAX's `promote_args_inexact`)."""
+    xs = jnp._promote_dtype(*xs, to_inexact=True)
+    return xs if len(xs) > 1 else xs[0]
+
+
+def _strong(x):
+    """`x` as an array of its own inexact dtype, not weakly typed (the
+    functions JAX writes on `jnp.asarray` and a dtype check)."""
+    x = _float(x)
+    return lax.convert_element_type(x, x.dtype)
 
 
 def erf(x):
@@ -52,7 +60,7 @@ def gammasgn(x):
     neg = (x < 0) & (jnp.fmod(floor, 2) != 0)
     sign = jnp.where(neg, -1.0, 1.0).astype(x.dtype)
     sign = jnp.where(x == 0, jnp.copysign(jnp.ones_like(x), x), sign)
-    return jnp.where((x < 0) & (x == floor), jnp.nan, sign).astype(x.dtype)
+    return jnp.where(((x < 0) & (x == floor)) | jnp.isnan(x), jnp.nan, sign).astype(x.dtype)
 
 
 def gamma(x):
@@ -80,14 +88,14 @@ def beta(a, b):
 
 def factorial(n, exact=False):
     if exact:
-        raise ValueError("factorial: exact=True is not supported (JAX neither)")
+        raise NotImplementedError("factorial with exact=True")
     n = _float(n)
     return jnp.where(n < 0, 0.0, jnp.exp(lax.lgamma(n + 1))).astype(n.dtype)
 
 
 def multigammaln(a, d):
     """log of the multivariate gamma function of dimension `d` (static)."""
-    a = _float(a)
+    a = _strong(a)
     d = int(d)
     terms = sum(lax.lgamma(a - 0.5 * j) for j in range(d))
     return terms + 0.25 * d * (d - 1) * math.log(math.pi)
@@ -116,8 +124,10 @@ def _x_times(log, neutral, name, doc):
     @custom_jvp
     def f(x, y):
         x, y = _float(x, y)
-        safe = jnp.where(x == 0, neutral, y).astype(y.dtype)
-        return jnp.where(x == 0, 0.0, x * log(safe)).astype(x.dtype)
+        # (A NaN y stays NaN where x == 0, as SciPy's and JAX's.)
+        zero = (x == 0) & ~jnp.isnan(y)
+        safe = jnp.where(zero, neutral, y).astype(y.dtype)
+        return jnp.where(zero, 0.0, x * log(safe)).astype(x.dtype)
 
     @f.defjvp
     def _jvp(primals, tangents):
@@ -140,11 +150,22 @@ xlogy = _x_times(jnp.log, 1.0, "xlogy", "x * log(y), 0 where x == 0 (also for y 
 xlog1py = _x_times(jnp.log1p, 0.0, "xlog1py", "x * log1p(y), 0 where x == 0.")
 
 
+@custom_jvp
+def _xlogx(x):
+    return xlogy(x, x)
+
+
+@_xlogx.defjvp
+def _xlogx_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    return _xlogx(x), x_dot * (jnp.log(x) + 1)
+
+
 def entr(x):
-    """-x log x for x > 0, 0 at 0, -inf below."""
+    """-x log x for x > 0, 0 at 0, -inf below; its derivative -(log x + 1)
+    (+inf at 0, as JAX's)."""
     x = _float(x)
-    safe = jnp.where(x > 0, x, 1.0).astype(x.dtype)
-    return jnp.where(x > 0, -x * jnp.log(safe), jnp.where(x == 0, 0.0, -jnp.inf)).astype(x.dtype)
+    return lax.select(x < 0, jnp.full_like(x, -jnp.inf), -_xlogx(x))
 
 
 def rel_entr(p, q):
@@ -166,7 +187,7 @@ _SQRT1_2 = 1 / math.sqrt(2)
 
 def ndtr(x):
     """The standard normal CDF."""
-    x = _float(x)
+    x = _strong(x)
     return 0.5 * lax.erfc(-x * _SQRT1_2)
 
 
@@ -204,15 +225,18 @@ def log_ndtr(x, series_order=3):
     underflows, the asymptotic series -x²/2 - log(-x) - log(2π)/2 +
     log(1 + sum_k (-1)^k (2k-1)!! / x^(2k)); above, -ndtr(-x) for large x
     (log1p), and log(ndtr(x)) between."""
-    x = _float(x)
+    x = _strong(x)
     lower = -20.0 if x.dtype == jnp.float64 else -10.0
     upper = 8.0 if x.dtype == jnp.float64 else 5.0
-    clipped = jnp.clip(x, lower, upper)
+    # Each branch sees only its own inputs (selects, not clip/abs/max, whose
+    # derivatives at the joins, 0 and the segment ends, would be split or
+    # take the other branch's sign).
+    c = jnp.where((x >= lower) & (x <= upper), x, 0.0).astype(x.dtype)
     # Above 0, log1p(-ndtr(-x)) keeps the digits log(ndtr(x)) ~ 0 loses.
-    mid = jnp.where(clipped > 0, jnp.log1p(-ndtr(-jnp.abs(clipped))),
-                    jnp.log(ndtr(-jnp.abs(clipped))))
-    big = jnp.log1p(-ndtr(-jnp.maximum(x, upper)))
-    xs = jnp.minimum(x, lower)
+    mid = jnp.where(c > 0, jnp.log1p(-ndtr(-jnp.where(c > 0, c, 0.0).astype(x.dtype))),
+                    jnp.log(ndtr(jnp.where(c > 0, 0.0, c).astype(x.dtype))))
+    big = jnp.log1p(-ndtr(-jnp.where(x > upper, x, upper).astype(x.dtype)))
+    xs = jnp.where(x < lower, x, lower).astype(x.dtype)
     x2 = xs * xs
     series, term = jnp.ones_like(xs), jnp.ones_like(xs)
     for k in range(1, int(series_order) + 1):
@@ -381,7 +405,11 @@ def betainc(a, b, x):
     val = front * _beta_cfrac(aa, bb, inner)
     val = jnp.where(xx <= 0, 0.0, val)
     out = jnp.where(flip, 1 - val, val)
-    bad = (a <= 0) | (b <= 0) | (x < 0) | (x > 1)
+    # The limits at a = 0 (1 for x > 0) and b = 0 (0 for x < 1), as JAX's
+    # and SciPy's; both 0 is NaN.
+    out = jnp.where(a == 0, jnp.where(x > 0, 1.0, 0.0), out)
+    out = jnp.where(b == 0, jnp.where(x >= 1, 1.0, 0.0), out)
+    bad = (a < 0) | (b < 0) | ((a == 0) & (b == 0)) | (x < 0) | (x > 1)
     return jnp.where(bad, jnp.nan, out).astype(x.dtype)
 
 
@@ -1504,6 +1532,31 @@ def hyp2f1(a, b, c, x):
     out = _w(pole, jnp.inf, out, x)
     return _w(jnp.isnan(x), jnp.nan, out, x)
 
+
+
+def _weak_of_args(fn):
+    """`fn` whose result is weakly typed where every argument is (a Python
+    number or a weak array), as JAX's functions written on
+    `promote_args_inexact` and elementwise ops are."""
+    def weak(a):
+        if isinstance(a, (int, float, complex)):
+            return not isinstance(a, (bool, np.generic))
+        return bool(getattr(a, "weak_type", False))
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        if args and all(weak(a) for a in args) and isinstance(out, core.Value) \
+                and not out.weak_type:
+            out = lax.convert_element_type(out, out.dtype, True)
+        return out
+    return wrapped
+
+
+for _name in ("entr", "factorial", "xlogy", "xlog1py", "rel_entr", "kl_div", "betainc",
+              "gammainc", "gammaincc", "polygamma"):
+    globals()[_name] = _weak_of_args(globals()[_name])
+del _name
 
 
 __all__ = sorted(n for n in dir() if not n.startswith("_") and n not in (

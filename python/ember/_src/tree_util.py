@@ -64,6 +64,12 @@ class PyTreeDef:
         must have this structure down to them)."""
         return _flatten_up_to(self, tree)
 
+    def compose(self, inner):
+        """JAX's: this structure with `inner` at each of its leaves."""
+        if self.kind is None:
+            return inner
+        return PyTreeDef(self.kind, self.aux, [c.compose(inner) for c in self.children])
+
     def __repr__(self):
         return f"PyTreeDef({_repr(self)})"
 
@@ -102,7 +108,10 @@ def _repr(t):
 
 
 def register_pytree_node(nodetype, flatten_func, unflatten_func):
-    """Registers `nodetype` as a pytree node (returns None, as JAX's does)."""
+    """Registers `nodetype` as a pytree node (returns None, as JAX's does;
+    a second registration of a type is JAX's ValueError)."""
+    if nodetype in _registry:
+        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
     _registry[nodetype] = (flatten_func, unflatten_func)
     _leaf_types.discard(nodetype)
 
@@ -345,6 +354,13 @@ def _flatten_up_to_rec(t, x, treedef, tree, out):
 
 
 def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    if inner_treedef is None:  # (JAX's: the structure of the first subtree)
+        inner_treedef = tree_structure(
+            _flatten_up_to(outer_treedef, pytree_to_transpose)[0])
+    got = tree_structure(pytree_to_transpose)
+    expected = outer_treedef.compose(inner_treedef)
+    if got != expected:
+        raise TypeError(f"Mismatch\n{got}\n != \n{expected}")
     flat = _flatten_up_to(outer_treedef, pytree_to_transpose)
     inner = [_flatten_up_to(inner_treedef, x) for x in flat]
     n = inner_treedef.num_leaves
@@ -359,8 +375,8 @@ def tree_reduce(function, tree, initializer=None, is_leaf=None):
     return functools.reduce(function, leaves, initializer)
 
 
-def tree_all(tree):
-    return all(tree_leaves(tree))
+def tree_all(tree, *, is_leaf=None):
+    return all(tree_leaves(tree, is_leaf))
 
 
 def treedef_children(treedef):
@@ -375,8 +391,29 @@ def all_leaves(iterable):
     return all(_children(x) is None for x in iterable)
 
 
+class _PartialShim:
+    """A `functools.partial` given to `Partial`, callable and compared by
+    its function and arguments, so that they stay static (JAX's: without it
+    `functools.partial` would merge them into the outer Partial's leaves)."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def __call__(self, *args, **kwargs):
+        return self.p(*args, **kwargs)
+
+    def __eq__(self, other):
+        return isinstance(other, _PartialShim) and self.p == other.p
+
+    def __hash__(self):
+        return hash(self.p)
+
+
 class Partial(functools.partial):
-    pass
+    def __new__(cls, func, *args, **kwargs):
+        if isinstance(func, functools.partial):
+            func = _PartialShim(func)
+        return super().__new__(cls, func, *args, **kwargs)
 
 
 register_pytree_node(Partial, lambda p: (list(p.args) + list(p.keywords.values()),

@@ -91,10 +91,10 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     a = jnp.asarray(a)
     if not jnp.issubdtype(a.dtype, jnp.inexact):
         a = a.astype(jnp.float32)
-    if where is None:
-        m = jnp.max(a, axis=axis, keepdims=True)
-    else:
-        m = jnp.max(a, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
+    cplx = jnp.iscomplexobj(a)
+    # The shift is the largest real part (-inf for no elements: an empty
+    # sum's log is -inf, as JAX's).
+    m = jnp.max(jnp.real(a), axis=axis, keepdims=True, where=where, initial=-jnp.inf)
     m = lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m)))
     e = jnp.exp(a - m)
     if where is not None:
@@ -103,13 +103,16 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
         e = e * b
     s = jnp.sum(e, axis=axis, keepdims=True)
     sign = jnp.sign(s)
-    out = jnp.log(jnp.abs(s)) + m
+    # (A complex sum keeps its phase: the principal log.)
+    out = (jnp.log(s) if cplx else jnp.log(jnp.abs(s))) + m
     if not keepdims:
         axes = tuple(range(a.ndim)) if axis is None else axis
         out = jnp.squeeze(out, axes)
         sign = jnp.squeeze(sign, axes)
     if return_sign:
         return out, sign
+    if cplx:
+        return out
     # (A negative sum has no real log: NaN, as JAX's.)
     return jnp.where(sign < 0, jnp.nan, out).astype(out.dtype)
 

@@ -851,25 +851,39 @@ def frexp(x, /):
     x = _float_arg("frexp", x)
     info = jnp.finfo(x.dtype)
     nmant, nexp = int(info.nmant), int(info.nexp)
+    width = 8 * x.dtype.itemsize
     itype = _INT_OF[x.dtype.itemsize]
     bias = 1 - int(info.minexp)
     mask = (1 << nexp) - 1
+    fmask = (1 << nmant) - 1
     xs = lax.stop_gradient(x)
-    # Subnormals scaled up into the normal range first.
-    sub = jnp.logical_and(jnp.abs(xs) < float(info.tiny), jnp.not_equal(xs, 0))
-    xn = jnp.where(sub, jnp.multiply(xs, _to(2.0 ** nmant, x.dtype)), xs)
-    bits = lax.bitcast_convert_type(xn, itype)
-    e = jnp.subtract(jnp.bitwise_and(lax.shift_right_arithmetic(bits, _to(nmant, itype)),
-                                     _to(mask, itype)), bias - 1)
-    e = jnp.where(sub, jnp.subtract(e, nmant), e)
-    field = _to(~(mask << nmant), itype)
-    mbits = jnp.bitwise_or(jnp.bitwise_and(bits, field), _to((bias - 1) << nmant, itype))
+    # On the bits alone, so that subnormals (which compiled code may flush
+    # to zero in float arithmetic) give NumPy's exact mantissa and exponent.
+    def c(v):
+        return _to(v, itype)
+
+    bits = lax.bitcast_convert_type(xs, itype)
+    sign = jnp.bitwise_and(bits, c(-(1 << (width - 1))))
+    field = jnp.bitwise_and(lax.shift_right_arithmetic(bits, c(nmant)), c(mask))
+    frac = jnp.bitwise_and(bits, c(fmask))
+    sub = jnp.logical_and(jnp.equal(field, 0), jnp.not_equal(frac, 0))
+    special = jnp.logical_or(jnp.equal(field, mask),
+                             jnp.logical_and(jnp.equal(field, 0), jnp.equal(frac, 0)))
+    lz = jnp.subtract(lax.clz(frac), c(width - nmant))  # zeros above frac's top bit
+    frac = jnp.where(sub, jnp.bitwise_and(lax.shift_left(frac, jnp.add(lz, c(1))), c(fmask)),
+                     frac)
+    e = jnp.where(sub, jnp.subtract(c(int(info.minexp)), lz), jnp.subtract(field, c(bias - 1)))
+    mbits = jnp.bitwise_or(jnp.bitwise_or(sign, c((bias - 1) << nmant)), frac)
     mant = lax.bitcast_convert_type(mbits, x.dtype)
-    special = jnp.logical_or(jnp.logical_or(jnp.isinf(xs), jnp.isnan(xs)), jnp.equal(xs, 0))
-    e = jnp.where(special, _to(0, itype), e)
-    # The mantissa's derivative is 2**-e (JAX's rule): x's tangent scaled.
-    scale = jnp.exp2(_to(jnp.clip(jnp.negative(e), -126, 126), x.dtype))
-    mant = jnp.where(special, x, jnp.add(mant, jnp.multiply(jnp.subtract(x, xs), scale)))
+    e = jnp.where(special, c(0), e)
+    # The mantissa's derivative is 2**-e (JAX's rule): x's tangent scaled (in
+    # at least f32, where 2**-e of a half's subnormal is finite; a
+    # subnormal's scale clipped to the largest finite power).
+    wide = np.dtype(np.float64) if x.dtype.itemsize == 8 else np.dtype(np.float32)
+    top = int(jnp.finfo(wide).maxexp) - 1
+    scale = jnp.exp2(_to(jnp.clip(jnp.negative(e), -top, top), wide))
+    step = _to(jnp.multiply(_to(jnp.subtract(x, xs), wide), scale), x.dtype)
+    mant = jnp.where(special, x, jnp.add(mant, step))
     return mant, _to(e, np.int32)
 
 

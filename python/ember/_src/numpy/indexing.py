@@ -275,8 +275,18 @@ def getitem(x, idx, mode=None):
         dn = lax.GatherDimensionNumbers(offset_dims=tuple(offset_dims),
                                         collapsed_slice_dims=tuple(adv_dims),
                                         start_index_map=tuple(adv_dims))
-        x = lax.gather(x, idx, dn, slice_sizes,
-                       mode="fill" if mode in ("fill", "drop") else "clip")
+        if mode in (None, "promise_in_bounds") and _reverse_mode():
+            # JAX's default: the forward pass clamps, its transpose (a
+            # scatter-add) drops out-of-bounds indices: the clamped value
+            # without a derivative where the index is out of bounds.
+            ones = lax.full(x.shape, 1, np.int8)
+            valid = lax.eq(lax.gather(ones, idx, dn, slice_sizes, mode="fill"),
+                           lax.full((), 1, np.int8))
+            x = lax.select(valid, lax.gather(x, idx, dn, slice_sizes, mode="fill"),
+                           lax.stop_gradient(lax.gather(x, idx, dn, slice_sizes, mode="clip")))
+        else:
+            x = lax.gather(x, idx, dn, slice_sizes,
+                           mode="fill" if mode in ("fill", "drop") else "clip")
         # Now fix up dropped ints and new axes around the gathered dims.
         new_ops = []
         placed = False
@@ -495,7 +505,9 @@ class _IndexUpdateRef:
             out = getitem(self.x, self.idx, mode="clip")
             fv = jnp._default_fill(out.dtype) if fill_value is None else fill_value
             return jnp.where(self._valid(), out, jnp.asarray(fv).astype(out.dtype))
-        return getitem(self.x, self.idx, mode="clip")
+        # (None and promise_in_bounds: clamped, out-of-bounds indices without
+        # a derivative, as JAX's; clip: clamped both ways.)
+        return getitem(self.x, self.idx, mode="clip" if mode == "clip" else "promise_in_bounds")
 
     def _scatter(self, kind, values, mode=None, x=None, out_sharding=None):
         if out_sharding is not None:

@@ -136,7 +136,13 @@ def _ml_dtype_kinds(a):
 
 
 def isdtype(dtype, kind):
-    return _np.isdtype(_np.dtype(dtype), kind)
+    # (NumPy's, with the extended floats (bfloat16) counted as real floats.)
+    d = _np.dtype(dtype)
+    if d.kind == "V" and d in (_dt.bfloat16,):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        return builtins.any(k in ("real floating", "numeric") or
+                            (not isinstance(k, str) and _np.dtype(k) == d) for k in kinds)
+    return _np.isdtype(d, kind)
 
 
 def promote_types(a, b):
@@ -509,15 +515,22 @@ def trunc(x):
 
 
 fix = trunc
-rint = _float_only(lambda x: lax.round(x, 1))
+def rint(x, /):
+    x = _v(x)
+    if not _dt.is_inexact(x.dtype):  # (JAX's: ints and bools become floats)
+        return _to(x, _dt.default_float())
+    return lax.round(x, 1)
 
 
 @_jit_outside_traces("decimals", "out")
 def round(a, decimals=0, out=None):
     a = _v(a)
+    if _dt.is_bool(a.dtype):
+        raise _core.value_error(f"data type {_np.bool_} not inexact")
     if not _dt.is_inexact(a.dtype):
         if decimals >= 0:
             return a
+        # (NumPy's; JAX raises NotImplementedError here.)
         # Round half to even, like NumPy.
         f = _to(10 ** (-decimals), a.dtype, True)
         q = floor_divide(a, f)
@@ -552,8 +565,8 @@ def power(x, y):
             x = lax.convert_element_type(x, _dt.canonicalize_dtype(_np.int64))
         return lax.integer_pow(x, y)
     x, y = _promote(x, y)
-    if _dt.is_int(x.dtype) and not _dt.is_unsigned(x.dtype):
-        return lax.pow(x, y)
+    if not _dt.is_inexact(x.dtype):
+        return lax._pow(x, y)  # (the op's integer power; JAX's lax.pow is inexact only)
     return lax.pow(x, y)
 
 
@@ -561,16 +574,19 @@ pow = power
 
 
 def float_power(x, y):
-    x, y = _v(x), _v(y)
-    if _dt.is_complex(x.dtype) or _dt.is_complex(y.dtype):
-        wide = complex128 if _config.jax_enable_x64 else complex64
-    else:
-        wide = float64 if _config.jax_enable_x64 else _dt.default_float()
-    return power(_to(x, wide), _to(y, wide))
+    return lax.pow(*_promote(x, y, to_inexact=True))
+
+
+def _promote_numeric(x, y):
+    """JAX's `promote_args_numeric`: booleans compute as the default int."""
+    x, y = _promote(x, y)
+    if _dt.is_bool(x.dtype):
+        x, y = _to(x, _dt.default_int()), _to(y, _dt.default_int())
+    return x, y
 
 
 def floor_divide(x, y):
-    x, y = _promote(x, y)
+    x, y = _promote_numeric(x, y)
     if _dt.is_unsigned(x.dtype):
         return lax.div(x, y)
     if _dt.is_int(x.dtype):
@@ -582,18 +598,16 @@ def floor_divide(x, y):
         fix_ = logical_and(not_equal(r, 0), logical_or(
             not_equal(less(x, 0), less(y, 0)), equal(y, 0)))
         return where(fix_, subtract(q, 1), q)
-    if _dt.is_bool(x.dtype):
-        return x
     return floor(lax.div(x, y))
 
 
 def remainder(x, y):
-    x, y = _promote(x, y)
+    x, y = _promote_numeric(x, y)
     if _dt.is_int(x.dtype):
         # x % 0 is 0, as JAX's (it divides by 1 there).
         y = _to(where(equal(y, 0), ones_like(y), y), y.dtype, y.weak_type)
     r = lax.rem(x, y)
-    if _dt.is_unsigned(x.dtype) or _dt.is_bool(x.dtype):
+    if _dt.is_unsigned(x.dtype):
         return r
     fix_ = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(y, 0)))
     return where(fix_, lax.add(r, y), r)
@@ -613,7 +627,10 @@ def fmin(x1, x2):
 
 
 def fmod(x, y):
-    return lax.rem(*_promote(x, y))
+    x, y = _promote_numeric(x, y)
+    if _dt.is_int(x.dtype):  # fmod(x, 0) is 0, as JAX's (it divides by 1 there)
+        y = _to(where(equal(y, 0), ones_like(y), y), y.dtype, y.weak_type)
+    return lax.rem(x, y)
 
 
 def divmod(x, y):
@@ -671,7 +688,8 @@ def logaddexp2(x1, x2, /):
 def ldexp(x1, x2, /):
     x2 = _v(x2)
     if not (_dt.is_int(x2.dtype) or _dt.is_bool(x2.dtype)):
-        raise TypeError(f"ldexp: x2 must be an integer array, got {x2.dtype}")
+        raise _core.value_error(f"ldexp not supported for input types "
+                                f"({_v(x1).dtype!r}, {x2.dtype!r})")
     x1 = _promote(x1, to_inexact=True)[0]
     return multiply(x1, exp2(_to(x2, x1.dtype)))
 
@@ -832,6 +850,11 @@ def where(condition, x=None, y=None, *, size=None, fill_value=None):
 
 
 def select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise _core.value_error("condlist must have length equal to choicelist "
+                                f"({len(condlist)} vs {len(choicelist)})")
+    if not len(condlist):
+        raise _core.value_error("condlist must be non-empty")
     out = _v(default)
     for c, v in reversed(list(zip(condlist, choicelist))):
         out = where(c, v, out)
@@ -890,18 +913,23 @@ def _array(object, dtype, ndmin):
             isinstance(e, _Value) for e in _flatten_seq(object)):
         leaves = [_np.asarray(e) for e in _flatten_seq(object)]
         dt, _ = _result(*[_v(e) if not isinstance(e, _Value) else e for e in _flatten_seq(object)])
+        _check_int_bounds(object, dt if dtype is None else dtype)
         out = _core.asarray_concrete(_np.array(_nest_np(object)).astype(dt))
         del leaves
         if dtype is not None:
             out = _to(out, _dt.canonicalize_dtype(dtype))
     else:
-        if isinstance(object, (builtins.bool, int, float, complex)):
+        if isinstance(object, (builtins.bool, int, float, complex)) \
+                and not isinstance(object, _np.generic):
             # As JAX: a Python scalar stays weakly typed unless a dtype is given.
             out = _core.asarray_concrete(object, dtype)
         else:
             arr = _np.asarray(object)
             if arr.dtype.kind == "O" and not isinstance(object, _np.ndarray):
                 raise TypeError(f"cannot convert {type(object).__name__} to an Ember array")
+            if isinstance(object, (list, tuple)) and arr.dtype.kind in "iu" and arr.size:
+                _check_int_bounds(object, dtype if dtype is not None else
+                                  _dt.canonicalize_dtype(arr.dtype))
             if arr.dtype == _np.float64 and dtype is None and not isinstance(object, _np.ndarray):
                 arr = arr.astype(_dt.default_float())
             elif arr.dtype == _np.int64 and dtype is None and not isinstance(object, _np.ndarray):
@@ -910,6 +938,19 @@ def _array(object, dtype, ndmin):
     if out.ndim < ndmin:
         out = reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
     return out
+
+
+def _check_int_bounds(object, dtype):
+    """JAX's OverflowError for a Python (or NumPy scalar) integer of a list
+    outside the range of the integer dtype it becomes."""
+    dtype = _np.dtype(dtype)
+    if dtype.kind not in "iu":
+        return
+    info = _np.iinfo(dtype)
+    for e in _flatten_seq(object):
+        if isinstance(e, (int, _np.integer)) and not isinstance(e, (builtins.bool, _np.bool_)) \
+                and not info.min <= int(e) <= info.max:
+            raise OverflowError(f"Python integer {e} out of bounds for {dtype.name}")
 
 
 def _flatten_seq(x):
@@ -957,7 +998,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
         fv = _v(fill_value)
         dtype = fv.dtype
         if fv.weak_type:
-            return _core.on_device(broadcast_to(_to(fv, dtype), shape), device)
+            return _core.on_device(broadcast_to(_to(fv, dtype, True), shape), device)
     out = broadcast_to(_to(fill_value, _dt.check_user_dtype(dtype, "full")), shape)
     return _core.on_device(out, device)
 
@@ -989,6 +1030,10 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
 
 
 def _arange(start, stop, step, dtype):
+    if dtype is None and builtins.all(isinstance(v, (builtins.bool, _np.bool_))
+                                      for v in (start, stop, step) if v is not None):
+        raise _core.type_error("iota does not accept dtype bool. Accepted dtypes are "
+                               "subtypes of integer, floating, complexfloating.")
     if stop is None and step is None:
         start, stop = 0, start
     step = 1 if step is None else step
@@ -1010,6 +1055,9 @@ def _arange(start, stop, step, dtype):
     start, stop, step = (v.item() if isinstance(v, (_core.Array, _np.generic, _np.ndarray))
                          else v for v in (start, stop, step))
     dtype = _dt.check_user_dtype(dtype, "arange")
+    if _dt.is_bool(dtype):
+        raise _core.type_error("iota does not accept dtype bool. Accepted dtypes are "
+                               "subtypes of integer, floating, complexfloating.")
     if builtins.any(isinstance(v, DimExpr) for v in (start, stop, step)):
         # A symbolic bound (`arange(x.shape[0])`): integer steps only, as in JAX.
         if not builtins.all(isinstance(v, (int, DimExpr)) for v in (start, stop, step)) \
@@ -1048,8 +1096,12 @@ def _linspace(start, stop, num, endpoint, dtype, axis):
     # (Without dtype=, the inexact type of start and stop, as JAX's.)
     inferred = _dt.to_inexact(result_type(start, stop))
     dt = _canon_dtype(dtype, inferred, "linspace")
+    if num < 0:
+        raise _core.value_error(f"Number of samples, {num}, must be non-negative.")
     cdt = dt if _dt.is_inexact(dt) else _dt.default_float()
     start, stop = _to(start, cdt), _to(stop, cdt)
+    bshape = broadcast_shapes(start.shape, stop.shape)
+    start, stop = broadcast_to(start, bshape), broadcast_to(stop, bshape)
     div_ = (num - 1) if endpoint else num
     if div_ > 0:
         # As JAX computes it: each point start * (1 - f) + stop * f for the
@@ -1079,8 +1131,20 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return _to(out, _dt.check_user_dtype(dtype, "logspace")) if dtype else out
 
 
+@_jit_outside_traces("num", "endpoint", "dtype", "axis")
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    return logspace(_math.log10(start), _math.log10(stop), num, endpoint, 10.0, dtype, axis)
+    # (JAX's: the logspace of the endpoints divided by the start's sign, so
+    # negative and complex endpoints work; opposite signs or 0 give NaN.)
+    dt = _canon_dtype(dtype, _dt.to_inexact(result_type(start, stop)), "geomspace")
+    cdt = _dt.to_inexact(dt)
+    start, stop = _to(start, cdt), _to(stop, cdt)
+    s = sign(start)
+    out = logspace(log10(divide(start, s)), log10(divide(stop, s)), num, endpoint, 10.0, cdt,
+                   0)
+    out = multiply(s, out)
+    if axis != 0 and out.ndim > 1:
+        out = moveaxis(out, 0, axis)
+    return _to(out, dt)
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
@@ -1106,6 +1170,8 @@ def tri(N, M=None, k=0, dtype=None):
 @_jit_outside_traces("k")
 def tril(m, k=0):
     m = _v(m)
+    if m.ndim < 2:
+        raise _core.value_error("Argument to jax.numpy.tril must be at least 2D")
     mask = tri(m.shape[-2], m.shape[-1], k, bool_)
     return where(mask, m, zeros_like(m))
 
@@ -1113,6 +1179,8 @@ def tril(m, k=0):
 @_jit_outside_traces("k")
 def triu(m, k=0):
     m = _v(m)
+    if m.ndim < 2:
+        raise _core.value_error("Argument to jax.numpy.triu must be at least 2D")
     mask = tri(m.shape[-2], m.shape[-1], k - 1, bool_)
     return where(mask, zeros_like(m), m)
 
@@ -1126,6 +1194,8 @@ def diag(v, k=0):
         rows = arange(v.shape[0]) + builtins.max(-k, 0)
         cols = arange(v.shape[0]) + builtins.max(k, 0)
         return out.at[rows, cols].set(v)
+    if v.ndim != 2:
+        raise _core.value_error("diag input must be 1d or 2d")
     return diagonal(v, k)
 
 
@@ -1149,6 +1219,10 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
 
 
 def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
+    shapes = [_np.shape(x) for x in xi]
+    if builtins.any(len(sh) != 1 for sh in shapes):
+        raise _core.value_error("Arguments to jax.numpy.meshgrid must be 1D, got shapes "
+                                f"{shapes}")
     xi = [ravel(x) for x in xi]
     n = len(xi)
     shape = [x.shape[0] for x in xi]
@@ -1415,6 +1489,10 @@ def split(ary, indices_or_sections, axis=0):
         points = [step * i for i in range(1, int(indices_or_sections))]
     else:
         points = [int(p) for p in indices_or_sections]
+        sizes = _np.diff([0] + points + [n]) if isinstance(n, int) else []
+        if builtins.any(d < 0 for d in sizes):
+            raise _core.value_error(f"Sizes passed to split must be nonnegative, got "
+                                    f"{[int(d) for d in sizes]}")
     bounds = [0] + points + [n]
     lo, hi = shape_poly.dim_min, shape_poly.dim_max
     return [lax.slice_in_dim(ary, lo(a, n), lo(hi(a, b), n), 1, axis)
@@ -1502,6 +1580,10 @@ def flipud(m):
 
 def rot90(m, k=1, axes=(0, 1)):
     m = _v(m)
+    if len(axes) != 2:
+        raise _core.value_error(f"not enough values to unpack (expected 2, got {len(axes)})")
+    if _axis(axes[0], m.ndim) == _axis(axes[1], m.ndim):
+        raise _core.value_error("Axes must be different")
     k %= 4
     if k == 0:
         return m
@@ -1551,6 +1633,8 @@ def roll(a, shift, axis=None):
 def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
     a = _v(array)
     pw = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64), (a.ndim, 2)).tolist()
+    if builtins.any(w < 0 for row in pw for w in row):
+        raise _core.value_error("index can't contain negative values")
     if mode == "constant":
         cv = _np.broadcast_to(_np.asarray(constant_values), (a.ndim, 2)).tolist() \
             if not isinstance(constant_values, _Value) else None
@@ -2239,6 +2323,8 @@ def _check_mode(mode):
 @_jit_outside_traces("axis", "mode", "unique_indices", "indices_are_sorted")
 def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False,
          indices_are_sorted=False):
+    if mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
     _check_mode(mode)
     a = _v(a)
     if axis is None:
@@ -2665,6 +2751,8 @@ def array_equal(a1, a2, equal_nan=False):
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     a = _v(a)
+    if n < 0:
+        raise _core.value_error(f"order must be non-negative but got {n}")
     axis = _axis(axis, a.ndim)
     if prepend is not None:
         p = broadcast_to(_v(prepend), tuple(1 if i == axis else s for i, s in enumerate(a.shape))) \
@@ -2678,6 +2766,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     op = not_equal if _dt.is_bool(a.dtype) else subtract
     for _ in range(n):
         m = a.shape[axis]
+        if m == 0:
+            break
         a = op(lax.slice_in_dim(a, 1, m, 1, axis), lax.slice_in_dim(a, 0, m - 1, 1, axis))
     return a
 
@@ -2692,9 +2782,23 @@ def ediff1d(ary, to_end=None, to_begin=None):
 
 
 def convolve(a, v, mode="full"):
+    return _convolve(a, v, mode, "convolve")
+
+
+def _convolve(a, v, mode, op):
+    if mode not in ("full", "same", "valid"):
+        raise _core.value_error("mode must be one of ['full', 'same', 'valid']")
     # (JAX computes in the inexact type: integers and booleans give floats.)
     a, v = _promote_dtype(ravel(a), ravel(v), to_inexact=True)
     n, m = a.shape[0], v.shape[0]
+    if n == 0 or m == 0:
+        raise _core.value_error(f"{op}: inputs cannot be empty, got shapes {a.shape} and "
+                                f"{v.shape}.")
+    # A correlation's 'same' window of a shorter first operand is centred
+    # the other way (NumPy's and JAX's: the swapped correlation reversed).
+    late = op == "correlate" and n < m
+    if op == "correlate":
+        v = flip(conj(v))
     if n < m:
         a, v, n, m = v, a, m, n
     vr = flip(v)
@@ -2706,13 +2810,13 @@ def convolve(a, v, mode="full"):
     if mode == "full":
         return full_
     if mode == "same":
-        start = (m - 1) // 2
+        start = m // 2 if late else (m - 1) // 2
         return full_[start:start + n]
     return full_[m - 1:n]
 
 
 def correlate(a, v, mode="valid"):
-    return convolve(a, flip(conj(_v(v))), mode)
+    return _convolve(a, v, mode, "correlate")
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
@@ -2773,6 +2877,9 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0):
         cond = _np.asarray(condition).astype(builtins.bool)
         idx = _np.nonzero(cond[:n])[0]
         return take(a, _core.Array(idx.astype(_np.int32)), axis=axis)
+    if not 0 <= size <= n:
+        raise _core.value_error("size must be positive and not greater than the size of the "
+                                f"array axis; got size={size} for a.shape[axis]={n}")
     cond = ravel(_v(condition)).astype(bool_)
     k = cond.shape[0]
     cond = cond[:n] if k >= n else concatenate([cond, zeros((n - k,), bool_)])

@@ -227,9 +227,26 @@ def _poisson_cdf(k, mu, loc=0):
     return jnp.where(x < 0, 0.0, sp.gammaincc(jnp.maximum(x, 0.0) + 1, mu)).astype(k.dtype)
 
 
+def _poisson_entropy(mu, loc=0):
+    """-sum_k p(k) log p(k): summed over k < 220 (beyond mu + 10 sqrt(mu) + 20
+    for mu < 100, where the terms vanish), and for mu >= 100 Stirling's
+    1/2 log(2 pi e mu) - 1/(12 mu) (JAX's regimes); NaN for mu < 0."""
+    mu, loc = _float(mu, loc)
+    mu = jnp.broadcast_to(mu, jnp.broadcast_shapes(mu.shape, loc.shape))
+    k = jnp.arange(220, dtype=mu.dtype)
+    m = mu[..., None]
+    logp = sp.xlogy(k, m) - m - sp.gammaln(k + 1)
+    p = jnp.exp(logp)
+    direct = jnp.sum(jnp.where(p > 0, -p * logp, 0.0), axis=-1)
+    big = jnp.where(mu >= 100, mu, 100.0)
+    stirling = 0.5 * jnp.log(2 * math.pi * math.e * big) - 1 / (12 * big)
+    out = jnp.where(mu >= 100, stirling, direct)
+    return jnp.where(mu < 0, jnp.nan, out).astype(mu.dtype)
+
+
 poisson = _dist("poisson", logpmf=_poisson_logpmf,
                 pmf=lambda k, mu, loc=0: jnp.exp(_poisson_logpmf(k, mu, loc)),
-                cdf=_poisson_cdf)
+                cdf=_poisson_cdf, entropy=_poisson_entropy)
 
 
 def _bernoulli_logpmf(k, p, loc=0):
@@ -268,6 +285,9 @@ geom = _dist("geom", logpmf=_geom_logpmf,
 
 def _mvn_logpdf(x, mean, cov, allow_singular=None):
     x, mean, cov = _float(x, mean, cov)
+    if not mean.shape:
+        # A scalar mean: univariate normals, elementwise (JAX's).
+        return -0.5 * jnp.square(x - mean) / cov - 0.5 * (math.log(2 * math.pi) + jnp.log(cov))
     if cov.ndim < 2:
         # A scalar or a vector of variances: a diagonal covariance.
         var = jnp.broadcast_to(cov, mean.shape[-1:])

@@ -290,13 +290,16 @@ def _check_nan_policy(nan_policy):
         raise ValueError(f"nan_policy must be 'propagate', 'omit' or 'raise'; got {nan_policy!r}")
 
 
-def _tie_groups(s):
+def _tie_groups(s, nan_equal=False):
     """For values sorted along the last axis: for each position, the first and
-    last position of its run of equal values, and the run's 1-based index."""
+    last position of its run of equal values, and the run's 1-based index
+    (with `nan_equal`, NaNs are one run)."""
     n = s.shape[-1]
     idx = lax.broadcasted_iota(jnp.int32, s.shape, s.ndim - 1)
-    new = jnp.concatenate([jnp.ones(s.shape[:-1] + (1,), bool), s[..., 1:] != s[..., :-1]],
-                          axis=-1)
+    differ = s[..., 1:] != s[..., :-1]
+    if nan_equal:
+        differ = differ & ~(jnp.isnan(s[..., 1:]) & jnp.isnan(s[..., :-1]))
+    new = jnp.concatenate([jnp.ones(s.shape[:-1] + (1,), bool), differ], axis=-1)
     last = jnp.concatenate([new[..., 1:], jnp.ones(s.shape[:-1] + (1,), bool)], axis=-1)
     start = lax.cummax(jnp.where(new, idx, 0), axis=s.ndim - 1)
     end = lax.cummin(jnp.where(last, idx, n - 1), axis=s.ndim - 1, reverse=True)
@@ -371,7 +374,7 @@ def mode(a, axis=0, nan_policy="propagate", keepdims=False):
         out_nd = None
         axis = axis % a.ndim
     s = jnp.sort(jnp.moveaxis(a, axis, -1), axis=-1)
-    start, end, _ = _tie_groups(s)
+    start, end, _ = _tie_groups(s, nan_equal=jnp.issubdtype(s.dtype, jnp.inexact))
     counts = end - start + 1
     best = jnp.argmax(counts, axis=-1)[..., None]
     m = jnp.take_along_axis(s, best, axis=-1)[..., 0]
