@@ -355,9 +355,9 @@ Value buildLgamma(OpBuilder &b, Location loc, Value x) {
           b, loc,
           arith::DivFOp::create(b, loc, z,
                                 floatConst(b, loc, t, kLanczosG + 0.5))));
-  Value factor = arith::SubFOp::create(
-      b, loc, arith::AddFOp::create(b, loc, z, half),
-      arith::DivFOp::create(b, loc, tt, logT));
+  Value factor =
+      arith::SubFOp::create(b, loc, arith::AddFOp::create(b, loc, z, half),
+                            arith::DivFOp::create(b, loc, tt, logT));
   Value lg = arith::AddFOp::create(
       b, loc,
       arith::AddFOp::create(b, loc,

@@ -120,7 +120,8 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
           Value v = tensor::ExtractOp::create(b, l, src, full);
           if (fill) {
             Value z = constScalar(
-                b, l, gatherFillValue(b, operand.getElementType(), v.getType()));
+                b, l,
+                gatherFillValue(b, operand.getElementType(), v.getType()));
             v = arith::SelectOp::create(b, l, inBounds, v, z);
           }
           return SmallVector<Value>{v};
