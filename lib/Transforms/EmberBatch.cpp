@@ -256,6 +256,50 @@ LogicalResult batchCustom(OpBuilder &b, Operation *op, ArrayRef<Value> operands,
   return success();
 }
 
+/// Batches an ember.custom_linear (a custom_vjp's tangent map, known by its
+/// transpose `bwd`): residuals and tangents are broadcast to the batch, the
+/// results are batched, and `bwd` is batched to match (batched residuals
+/// and cotangents, captures as they are). Forward-mode use still reaches
+/// ember-inline-custom, which reports it; a transpose calls the batched bwd.
+LogicalResult batchCustomLinear(OpBuilder &b, CustomLinearOp op,
+                                ArrayRef<Value> operands,
+                                ArrayRef<bool> isBatched, int64_t n,
+                                SmallVectorImpl<Value> &results) {
+  if (op.getBwdEffects())
+    return emitUserError(op, runtime::ErrorKind::BackwardEffect)
+           << "a custom_vjp whose backward pass writes a ref cannot be "
+              "batched (vmap) yet";
+  auto seg = op.getSegments();
+  int64_t nres = seg[0], ntan = seg[1];
+  SmallVector<Value> ins;
+  SmallVector<bool> flags;
+  for (auto [i, v] : llvm::enumerate(operands)) {
+    bool capture = (int64_t)i >= nres + ntan;
+    Value x = v;
+    if (!capture && !isBatched[i])
+      x = broadcastBatch(b, op.getLoc(), v, n);
+    ins.push_back(x);
+    if ((int64_t)i < nres)
+      flags.push_back(true);
+  }
+  // bwd(residuals..., cotangents of the results..., captures...).
+  flags.append(op.getNumResults(), true);
+  for (int64_t i = nres + ntan; i < (int64_t)operands.size(); ++i)
+    flags.push_back(isBatched[i]);
+  auto bwd = scope.symbols->lookup<func::FuncOp>(op.getBwd());
+  auto batchedBwd = deriveBatchedFn(op.getLoc(), bwd, flags, n);
+  if (failed(batchedBwd))
+    return failure();
+  SmallVector<Type> types;
+  for (Type t : op.getResultTypes())
+    types.push_back(withBatch(t, n));
+  auto c = CustomLinearOp::create(b, op.getLoc(), types,
+                                  FlatSymbolRefAttr::get(*batchedBwd), ins,
+                                  op.getSegmentsAttr(), IntegerAttr());
+  results.append(c.getResults().begin(), c.getResults().end());
+  return success();
+}
+
 LogicalResult batchWhile(OpBuilder &b, WhileOp op, ArrayRef<Value> operands,
                          ArrayRef<bool> isBatched, int64_t n, BatchMap &batched,
                          SmallVectorImpl<Value> &results);
@@ -366,6 +410,9 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
         return failure();
     } else if (isa<CustomJvpCallOp, CustomVjpCallOp>(o)) {
       if (failed(batchCustom(b, o, operands, isBatched, n, res)))
+        return failure();
+    } else if (auto lin = dyn_cast<CustomLinearOp>(o)) {
+      if (failed(batchCustomLinear(b, lin, operands, isBatched, n, res)))
         return failure();
     } else if (auto call = dyn_cast<func::CallOp>(o);
                call && hasBatchRule(call, n)) {

@@ -45,7 +45,8 @@ func.func @main() {
   // CHECK: [-1.16309,  -0.476936,  0,  0.476936]
   %5 = ember.erf_inv %e : tensor<4xf32>
   func.call @print(%5) : (tensor<4xf32>) -> ()
-  // CHECK: [0.572365,  {{0|[0-9.]+e-0[67]}},  0.693147,  0.860047]
+  // (XLA's Lanczos form: lgamma(3) rounds to 0.6931474 in f32, as XLA's.)
+  // CHECK: [0.572365,  {{0|[0-9.]+e-0[67]}},  {{0.69314[78]}},  0.860047]
   %6 = ember.lgamma %g : tensor<4xf32>
   func.call @print(%6) : (tensor<4xf32>) -> ()
   // CHECK: [-1.96351,  {{-0.57721[56]}},  0.922784,  0.703157]

@@ -395,3 +395,26 @@ func.func @rule_of_another_size(%xs: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %r = ember.vmap @body2(%xs) batched [true] size 2 : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %r : tensor<2x3xf32>
 }
+
+// -----
+
+// A custom_vjp's tangent map (ember.custom_linear, known by its transpose)
+// is batched by batching its bwd: residuals and tangents broadcast to the
+// batch, the captures as they are (jacfwd of a custom_vjp function reaches
+// here before ember-inline-custom reports forward mode).
+// CHECK-LABEL: func @batched_custom_linear
+// CHECK: ember.broadcast_in_dim
+// CHECK: ember.custom_linear @[[BWD:[a-z_0-9]+]](%{{.*}}, %{{.*}}) segments [1, 1, 0] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK: func.func private @[[BWD]](%{{.*}}: tensor<4xf32>, %{{.*}}: tensor<4xf32>) -> tensor<4xf32>
+func.func private @bwd(%r: tensor<f32>, %ct: tensor<f32>) -> tensor<f32> {
+  %0 = ember.mul %ct, %r : tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func private @lin(%r: tensor<f32>, %t: tensor<f32>) -> tensor<f32> {
+  %0 = ember.custom_linear @bwd(%r, %t) segments [1, 1, 0] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func @batched_custom_linear(%r: tensor<f32>, %t: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = ember.vmap @lin(%r, %t) batched [false, true] size 4 : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -672,3 +672,51 @@ def test_transformations_and_trees_as_jax():
     np.testing.assert_array_equal(
         ember.random.logistic(ember.random.key(0), (3,), dtype=jnp.bfloat16).astype(np.float32),
         [0.61328125, 0.28125, -1.6875])
+
+
+def test_round_four_more_as_jax():
+    np.testing.assert_array_equal(
+        jnp.nan_to_num(jnp.array([complex(np.nan, np.inf), complex(np.inf, -np.inf)])),
+        np.nan_to_num(np.array([complex(np.nan, np.inf), complex(np.inf, -np.inf)],
+                               np.complex64)))
+    a = jnp.array([[1., np.nan, 3.], [4., 5., np.nan]])
+    w = jnp.array([[True, True, False], [True, False, True]])
+    np.testing.assert_array_equal(jnp.nanmean(a, axis=1, where=w), [1., 4.])
+    np.testing.assert_array_equal(jnp.nanvar(a, axis=1, where=w), [0., 0.])
+    np.testing.assert_array_equal(jnp.nanmax(a, axis=1, where=w, initial=-1.), [1., 4.])
+    assert jnp.nanmean(jnp.array([1., np.nan], jnp.float16), dtype=jnp.float32).dtype == \
+        np.float32
+    np.testing.assert_array_equal(jnp.bincount(jnp.array([0, 3, 3], jnp.uint8)), [1, 0, 0, 2])
+    np.testing.assert_array_equal(jnp.roll(jnp.arange(4), (1, 2), axis=(0,)), [1, 2, 3, 0])
+    assert jnp.pad(jnp.array(5), 2) == 5
+    assert not jnp.array_equiv(jnp.ones((2, 3)), jnp.ones(2))
+    assert round(jnp.array(2.5)) == 2 and round(jnp.array(2.567), 2) == pytest.approx(2.57)
+    assert (jnp.array([1, 2]) == None) is False  # noqa: E711
+    np.testing.assert_array_equal(
+        lax.reduce_window(jnp.arange(6.), 100., lax.add, (2,), (1,), [(1, 1)]),
+        [100., 101., 103., 105., 107., 109., 105.])
+    np.testing.assert_array_equal(
+        lax.convert_element_type(jnp.array([2j, 0j, 1 + 0j]), jnp.bool_), [False, False, True])
+    np.testing.assert_array_equal(jnp.array([2j, 0j]).astype(bool), [True, False])
+    np.testing.assert_allclose(nn.gelu(jnp.array([-3, 0, 3])), [-0.00363734, 0., 2.9963627],
+                               rtol=1e-4)
+    np.testing.assert_allclose(nn.gelu(jnp.array([-5.0, -8.0]), approximate=False),
+                               [-1.4332579e-06, -4.9767772e-15], rtol=1e-5)
+    assert np.isnan(nn.relu(jnp.array([np.nan])))[0]
+    assert nn.relu(jnp.array([True])).dtype == np.int32
+    assert float(ember.grad(nn.relu)(0.)) == 0.0
+    f = ember.custom_vjp(lambda x: x ** 2)
+    f.defvjp(lambda x: (x ** 2, None), lambda r, g: (g * 3.0,))
+    with pytest.raises(TypeError, match="forward-mode"):
+        ember.jacfwd(f)(1.0)  # (was an internal error in ember-batch)
+    np.testing.assert_array_equal(ember.vmap(ember.grad(f))(jnp.ones(3)), [3., 3., 3.])
+    bad = [(ValueError, lambda: jnp.sort(jnp.array(2.))),
+           (ValueError, lambda: jnp.eye(-1)),
+           (ValueError, lambda: jnp.expand_dims(jnp.ones(2), (0, 0))),
+           (ValueError, lambda: jnp.moveaxis(jnp.ones((2, 3)), (0, 1), (0,))),
+           (TypeError, lambda: jnp.lexsort(())),
+           (ValueError, lambda: jnp.tril_indices_from(jnp.ones(3))),
+           (TypeError, lambda: jnp.array([1, 2]) + None)]
+    for exc, call in bad:
+        with pytest.raises(exc):
+            call()

@@ -1022,6 +1022,15 @@ class custom_jvp:
             if len(touts) != len(outs):
                 raise TypeError("custom_jvp rule must return tangents with the structure of "
                                 f"the primal output (at {core.where()})")
+            for tt, o in zip(touts, outs):
+                ov, tv = as_value(o), as_value(tt)
+                if dtypes.is_inexact(ov.dtype) and not tv.weak_type and (
+                        tv.dtype != ov.dtype or tv.shape != ov.shape):
+                    raise core.type_error(
+                        "Custom JVP rule must produce primal and tangent outputs with "
+                        "corresponding shapes and dtypes. Expected "
+                        f"{ov.aval.str_short()} (tangent type of {ov.aval.str_short()}) but "
+                        f"got {tv.aval.str_short()}.")
             touts = [lax.convert_element_type(as_value(tt), as_value(o).dtype)
                      if dtypes.is_inexact(as_value(o).dtype) else as_value(o) * 0
                      for tt, o in zip(touts, outs)]

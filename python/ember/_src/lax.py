@@ -960,6 +960,8 @@ def convert_element_type(x, new_dtype, weak_type=False):
             # Only the weak flag changes (a Python scalar meeting an array):
             # the same data, no kernel.
             return core.Array(x._value, weak_type=weak_type)
+    if dtypes.is_bool(new_dtype) and dtypes.is_complex(x.dtype):
+        x = real(x)  # (JAX's: the imaginary part is discarded, also for bool)
     return convert_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
 
 
@@ -1294,6 +1296,14 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         padding = padtype_to_pads(operand.shape, window_dimensions, window_strides, padding)
     init = core.asarray_concrete(init_value, operand.dtype) if not isinstance(
         init_value, core.Value) else convert_element_type(init_value, operand.dtype)
+    if kind in ("sum", "prod") and not (isinstance(init_value, (int, float)) and
+                                        init_value == (0 if kind == "sum" else 1)):
+        # The init value enters each window once (JAX's), not once more per
+        # padding element as the op's padding with it would: the windows
+        # over the identity, then combined with it.
+        unit = reduce_window(operand, 0 if kind == "sum" else 1, computation,
+                             window_dimensions, window_strides, padding)
+        return (add if kind == "sum" else mul)(unit, broadcast(init, unit.shape))
     if any(lo < 0 or hi < 0 for lo, hi in padding):
         # Negative padding crops (XLA's): a slice, then the non-negative part.
         operand = slice(operand, [builtins.max(-lo, 0) for lo, _ in padding],

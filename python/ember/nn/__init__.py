@@ -12,10 +12,17 @@ from ember._src.ad import custom_jvp
 from ember._src.numpy.lax_numpy import _check_arraylike, _jit_outside_traces
 
 
+@custom_jvp
 def relu(x):
-    # JAX's relu has derivative 0 at 0 (a custom JVP); select gives exactly that.
-    x = jnp.asarray(x)
-    return jnp.where(x > 0, x, jnp.zeros_like(x))
+    # (JAX's: max(x, 0), so NaN stays NaN and bools become ints, with
+    # derivative 0 at 0 by its custom JVP.)
+    return jnp.maximum(x, 0)
+
+
+@relu.defjvp
+def _relu_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return relu(x), jnp.where(jnp.asarray(x) > 0, t, jnp.zeros_like(t))
 
 
 tanh = jnp.tanh
@@ -55,10 +62,13 @@ swish = silu
 
 def gelu(x, approximate=True):
     x = jnp.asarray(x)
+    if not jnp.issubdtype(x.dtype, jnp.inexact):  # (JAX's promote_args_inexact)
+        x = x.astype(jnp.result_type(x.dtype, 1.0))
     if approximate:
         c = jnp.sqrt(2.0 / jnp.pi).astype(x.dtype)
         return 0.5 * x * (1.0 + jnp.tanh(c * (x + 0.044715 * (x ** 3))))
-    return 0.5 * x * (1.0 + lax.erf(x / jnp.sqrt(2.0).astype(x.dtype)))
+    # x erfc(-x / sqrt 2) / 2: no cancellation of 1 + erf for negative x.
+    return (x * lax.erfc(-x * jnp.sqrt(0.5).astype(x.dtype)) / 2).astype(x.dtype)
 
 
 def elu(x, alpha=1.0):

@@ -5,7 +5,7 @@ use operators on values only at run time, after that."""
 
 import numpy as np
 
-from .. import lax
+from .. import dtypes, lax
 from ..core import Value
 from . import lax_numpy as jnp
 from .indexing import _IndexUpdateHelper, getitem_method
@@ -37,10 +37,18 @@ def _view(self, dtype=None):
 def install():
     """Sets the operators and methods of `Value` (so of `Array` and `Tracer`)."""
 
+    from ..shape_poly import DimExpr
+
+    accepted = (Value, np.ndarray, np.generic, int, float, complex, list, tuple, DimExpr)
+
     def binop(fn, reflected=False):
-        if reflected:
-            return lambda self, other: fn(other, self)
-        return lambda self, other: fn(self, other)
+        # An operand of another kind defers to its own operator (JAX's
+        # NotImplemented): `x == None` is False, a user class's __radd__ runs.
+        def op(self, other):
+            if not isinstance(other, accepted) and not hasattr(other, "__jax_array__"):
+                return NotImplemented
+            return fn(other, self) if reflected else fn(self, other)
+        return op
 
     ops = {
         "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "truediv": jnp.true_divide,
@@ -55,6 +63,10 @@ def install():
     for name, fn in {"eq": jnp.equal, "ne": jnp.not_equal, "lt": jnp.less, "le": jnp.less_equal,
                      "gt": jnp.greater, "ge": jnp.greater_equal}.items():
         setattr(Value, f"__{name}__", binop(fn))
+    # (JAX's: round(x) is an integer array, round(x, n) jnp.round.)
+    Value.__round__ = lambda self, ndigits=None: (
+        jnp.round(self).astype(dtypes.default_int())
+        if ndigits is None else jnp.round(self, ndigits))
     Value.__neg__ = lambda self: jnp.negative(self)
     Value.__pos__ = lambda self: self
     Value.__abs__ = lambda self: jnp.abs(self)

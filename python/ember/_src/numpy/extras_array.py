@@ -1166,9 +1166,10 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
 def array_equiv(a1, a2):
     a1, a2 = jnp.asarray(a1), jnp.asarray(a2)
     try:
-        eq = jnp.equal(a1, a2)
-    except ValueError:  # (as JAX: unbroadcastable shapes raise equal's TypeError)
+        jnp.broadcast_shapes(a1.shape, a2.shape)
+    except ValueError:  # (JAX's: shapes that do not broadcast are not equivalent)
         return jnp.asarray(False)
+    eq = jnp.equal(a1, a2)
     return jnp.all(eq)
 
 

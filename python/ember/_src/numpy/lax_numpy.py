@@ -181,6 +181,8 @@ def can_cast(f, t, casting="safe"):
 
 def _to(x, dtype, weak=False):
     x = _v(x)
+    if _dt.is_complex(x.dtype) and _np.dtype(dtype) == bool_:
+        return lax.ne(x, lax.full_like(x, 0))  # (NumPy's: either part nonzero)
     return lax.convert_element_type(x, dtype, weak)
 
 
@@ -784,6 +786,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = _v(x)
     if not _dt.is_inexact(x.dtype):
         return x
+    if _dt.is_complex(x.dtype):  # (part by part, as JAX's)
+        return lax.complex(nan_to_num(lax.real(x), copy, nan, posinf, neginf),
+                           nan_to_num(lax.imag(x), copy, nan, posinf, neginf))
     fi = finfo(x.dtype)
     posinf = fi.max if posinf is None else posinf
     neginf = fi.min if neginf is None else neginf
@@ -1148,6 +1153,8 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
+    if (isinstance(N, int) and N < 0) or (isinstance(M, int) and M < 0):
+        raise _core.value_error(f"negative dimensions are not allowed, got {N} and {M}")
     M = N if M is None else M
     dt = _canon_dtype(dtype, _dt.default_float(), "eye")
     r = lax.broadcasted_iota(_np.int32, (N, M), 0)
@@ -1342,6 +1349,8 @@ def moveaxis(a, source, destination):
     a = _v(a)
     src = _axes(source, a.ndim)
     dst = _axes(destination, a.ndim)
+    if len(src) != len(dst):
+        raise _core.value_error(f"Inconsistent number of elements: {len(src)} vs {len(dst)}")
     order = [i for i in range(a.ndim) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -1378,6 +1387,8 @@ def expand_dims(a, axis):
     axis = (axis,) if isinstance(axis, int) else tuple(axis)
     nd = a.ndim + len(axis)
     axis = sorted(_axis(x, nd) for x in axis)
+    if len(set(axis)) != len(axis):
+        raise _core.value_error(f"repeated axis in lax.expand_dims: {tuple(axis)}")
     shape = list(a.shape)
     for x in axis:
         shape.insert(x, 1)
@@ -1610,8 +1621,14 @@ def roll(a, shift, axis=None):
         shift = shift if isinstance(shift, _core.Tracer) else int(shift)
     shifts = (shift,) if isinstance(shift, (int, _np.integer, _core.Tracer)) else tuple(shift)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    # (Shifts and axes broadcast against each other, as NumPy's and JAX's.)
     if len(shifts) == 1:
         shifts = shifts * len(axes)
+    elif len(axes) == 1:
+        axes = axes * len(shifts)
+    elif len(shifts) != len(axes):
+        raise _core.value_error(f"shape mismatch: objects cannot be broadcast to a single "
+                                f"shape ({len(shifts)} shifts, {len(axes)} axes)")
     for s, ax in zip(shifts, axes):
         ax = _axis(ax, a.ndim)
         n = a.shape[ax]
@@ -1635,6 +1652,8 @@ def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
     pw = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64), (a.ndim, 2)).tolist()
     if builtins.any(w < 0 for row in pw for w in row):
         raise _core.value_error("index can't contain negative values")
+    if a.ndim == 0:  # (nothing to pad, as JAX's)
+        return a
     if mode == "constant":
         cv = _np.broadcast_to(_np.asarray(constant_values), (a.ndim, 2)).tolist() \
             if not isinstance(constant_values, _Value) else None
@@ -1983,16 +2002,27 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
 
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     a = _v(a)
-    r = max(_nan_to(a, -inf), axis, keepdims=keepdims)
-    allnan = all(isnan(a), axis, keepdims=keepdims)
+    r = max(_nan_to(a, -inf), axis, keepdims=keepdims, initial=initial, where=where)
+    allnan = all(logical_or(isnan(a), _not_where(where, a)), axis, keepdims=keepdims)
+    if initial is not None:  # (an initial value stands where all are NaN)
+        return r
     return where_(allnan, _to(nan, r.dtype), r)
 
 
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     a = _v(a)
-    r = min(_nan_to(a, inf), axis, keepdims=keepdims)
-    allnan = all(isnan(a), axis, keepdims=keepdims)
+    r = min(_nan_to(a, inf), axis, keepdims=keepdims, initial=initial, where=where)
+    allnan = all(logical_or(isnan(a), _not_where(where, a)), axis, keepdims=keepdims)
+    if initial is not None:
+        return r
     return where_(allnan, _to(nan, r.dtype), r)
+
+
+def _not_where(where, a):
+    """The elements a `where=` mask leaves out (none without one)."""
+    if where is None:
+        return zeros(a.shape, bool_)
+    return broadcast_to(logical_not(_v(where)), a.shape)
 
 
 where_ = where
@@ -2002,22 +2032,28 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     a = _v(a)
     if not _dt.is_inexact(a.dtype):  # (no NaNs: JAX's mean)
         return mean(a, axis, dtype, keepdims=keepdims, where=where)
-    n = sum(logical_not(isnan(a)), axis, keepdims=keepdims, dtype=a.dtype)
-    return divide(nansum(a, axis, keepdims=keepdims), n)
+    dt = _dt.to_inexact(a.dtype) if dtype is None else _dt.check_user_dtype(dtype, "nanmean")
+    a = _to(a, dt) if a.dtype != dt else a
+    keep = logical_and(logical_not(isnan(a)), logical_not(_not_where(where, a)))
+    n = sum(keep, axis, keepdims=keepdims, dtype=dt)
+    return divide(nansum(a, axis, keepdims=keepdims, where=where), n)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
     a = _v(a)
-    m = nanmean(a, axis, keepdims=True)
+    dt = _dt.to_inexact(a.dtype) if dtype is None else _dt.check_user_dtype(dtype, "nanvar")
+    a = _to(a, dt) if a.dtype != dt else a
+    m = nanmean(a, axis, keepdims=True, where=where)
     d = _nan_to(subtract(a, m), 0)
-    n = sum(logical_not(isnan(a)), axis, keepdims=keepdims, dtype=a.dtype)
+    keep = logical_and(logical_not(isnan(a)), logical_not(_not_where(where, a)))
+    n = sum(keep, axis, keepdims=keepdims, dtype=dt)
     dof = subtract(n, ddof)
-    v = divide(sum(multiply(d, d), axis, keepdims=keepdims), dof)
+    v = divide(sum(multiply(d, d), axis, keepdims=keepdims, where=where), dof)
     return where_(less_equal(dof, 0), _to(_np.nan, v.dtype), v)  # (as var's)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
-    return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims))
+    return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where))
 
 
 def nanargmax(a, axis=None, keepdims=False):
@@ -2048,6 +2084,8 @@ def nancumprod(a, axis=None, dtype=None):
 @_jit_outside_traces("axis", "kind", "order", "stable", "descending")
 def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     a = _v(a)
+    if axis is not None and a.ndim == 0:
+        raise _core.value_error(f"axis {axis} is out of bounds for array of dimension 0")
     if axis is None:
         a, axis = ravel(a), 0
     axis = _axis(axis, a.ndim)
@@ -2058,6 +2096,8 @@ def sort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
 @_jit_outside_traces("axis", "kind", "order", "stable", "descending")
 def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     a = _v(a)
+    if axis is not None and a.ndim == 0:
+        raise _core.value_error(f"axis {axis} is out of bounds for array of dimension 0")
     if axis is None:
         a, axis = ravel(a), 0
     axis = _axis(axis, a.ndim)
@@ -2652,7 +2692,8 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if length is None:
         if isinstance(x, _core.Tracer):
             raise _core.ConcretizationTypeError("bincount needs length= inside jit")
-        length = builtins.max(int(_np.max(_np.asarray(x), initial=-1)) + 1, minlength)
+        xs = _np.asarray(x)
+        length = builtins.max(int(xs.max()) + 1 if xs.size else 0, minlength)
     w = ones_like(x, _dt.default_int()) if weights is None else _v(weights)
     # (Negative values count as 0, as JAX's clip makes them.)
     return zeros((length,), w.dtype).at[clip(x, 0)].add(w, mode="drop")
@@ -2893,6 +2934,8 @@ def extract(condition, arr, *, size=None, fill_value=0):
 
 def lexsort(keys, axis=-1):
     keys = [_v(k) for k in keys]
+    if not keys:
+        raise _core.type_error("need sequence of keys with len > 0 in lexsort")
     k0 = keys[0]
     axis = _axis(axis, k0.ndim)
     idx = lax.broadcasted_iota(_dt.default_int(), k0.shape, axis)
@@ -2912,11 +2955,15 @@ def triu_indices(n, k=0, m=None):
 
 def tril_indices_from(arr, k=0):
     arr = _v(arr)
+    if arr.ndim != 2:
+        raise _core.value_error("Only 2-D inputs are accepted")
     return tril_indices(arr.shape[-2], k, arr.shape[-1])
 
 
 def triu_indices_from(arr, k=0):
     arr = _v(arr)
+    if arr.ndim != 2:
+        raise _core.value_error("Only 2-D inputs are accepted")
     return triu_indices(arr.shape[-2], k, arr.shape[-1])
 
 
