@@ -1138,7 +1138,7 @@ def dirichlet(key, alpha, shape=None, dtype=float):
     return un / jnp.sum(un, axis=-1, keepdims=True)
 
 
-def t(key, df, shape=(), dtype=float):
+def t(key, df, shape=None, dtype=float):
     key = _check_key("t", key)
     dtype = _canon_float(dtype, "t")
     shape = np.shape(df) if shape is None else _canon_shape(shape)

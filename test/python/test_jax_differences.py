@@ -720,3 +720,35 @@ def test_round_four_more_as_jax():
     for exc, call in bad:
         with pytest.raises(exc):
             call()
+
+
+def test_concrete_values_under_grad_and_api_checks_as_jax():
+    x = jnp.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(ember.grad(lambda x: jnp.sum(x[x > 1]))(x), [0., 1., 1.])
+    np.testing.assert_array_equal(ember.grad(lambda x: x.at[x > 1].set(0.0).sum())(x),
+                                  [1., 0., 0.])
+    np.testing.assert_array_equal(ember.grad(lambda x: jnp.compress(x > 1, x).sum())(x),
+                                  [0., 1., 1.])
+    assert float(ember.grad(lambda a: jnp.arange(a).sum())(3.0)) == 0.0
+    with pytest.raises(ember.errors.NonConcreteBooleanIndexError):
+        ember.jit(lambda x: jnp.sum(x[x > 1]))(x)  # (under jit: JAX's error)
+    assert float(lax.cond(True, lambda v: v + 1, lambda v: v - 1, operand=1.0)) == 2.0
+    with pytest.raises(ValueError):
+        ember.jit(lambda x, n: x * n, static_argnames='q')
+    with pytest.raises(ValueError):
+        ember.jit(lambda x, n: x * n, static_argnums=5)
+    j = ember.jit(lambda x: x + 1)
+    j(1.0)
+    j.clear_cache()
+    assert float(j(1.0)) == 2.0
+    np.testing.assert_allclose(ember.random.t(ember.random.key(0), jnp.array([1.0, 5.0, 100.0])),
+                               [1.380544, -2.0559177, -0.8182799], rtol=1e-6)
+    assert float(lax.reduce_sum(jnp.full((1000,), 1., jnp.bfloat16), (0,))) == 1000
+    assert float(lax.reduce_window(jnp.full((1000,), 1., jnp.bfloat16), jnp.bfloat16(0),
+                                   lax.add, (1000,), (1,), 'VALID')[0]) == 1000
+    np.testing.assert_array_equal(special.poch(jnp.array([0., 2.]), jnp.array([0., 0.])), [1, 1])
+    from ember.scipy import stats
+    assert np.isnan(stats.expon.ppf(jnp.array([-0.1, 1.1]))).all()
+    np.testing.assert_array_equal(
+        ember.random.poisson(ember.random.key(5), jnp.array([9.0, 10.0, 10.0, 11.0])),
+        [4, 11, 14, 8])  # (JAX's draws: lgamma now XLA's bit for bit)

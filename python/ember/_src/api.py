@@ -555,6 +555,27 @@ def _check_devices(fun, sig, args, kwargs, static_argnums, static_argnames):
                                  f"{seen[1]} and {what}")
 
 
+def _validate_static_args(sig, static_argnums, static_argnames):
+    """JAX's checks of `jit`'s static arguments against the signature: an
+    index past the positional parameters (without *args), a name that is no
+    parameter (without **kwargs)."""
+    kinds = [p.kind for p in sig.parameters.values()]
+    P = inspect.Parameter
+    if P.VAR_POSITIONAL not in kinds:
+        n = sum(k in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD) for k in kinds)
+        for i in static_argnums:
+            if not -n <= i < n:
+                raise ValueError(f"Jitted function has static_argnums={tuple(static_argnums)}, "
+                                 f"but only accepts {n} positional arguments.")
+    if P.VAR_KEYWORD not in kinds:
+        names = {k for k, p in sig.parameters.items()
+                 if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)}
+        bad = set(static_argnames) - names
+        if bad:
+            raise ValueError(f"Jitted function has invalid argnames {bad} in static_argnames. "
+                             "Function does not take these args.")
+
+
 class JitWrapped:
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
         functools.update_wrapper(self, fun)
@@ -570,6 +591,7 @@ class JitWrapped:
         except (TypeError, ValueError):
             self.sig = None
         if self.sig is not None:
+            _validate_static_args(self.sig, self.static_argnums, self.static_argnames)
             params = list(self.sig.parameters)
             for n in self.static_argnames:
                 if n in params and params.index(n) not in self.static_argnums:
@@ -584,6 +606,11 @@ class JitWrapped:
         self._gpu_fast = {}
         self.cache.users.add(self)
         _jit_objects.add(self)
+
+    def clear_cache(self):
+        """JAX's: forgets this function's compiled programs."""
+        self.cache.clear()
+        self._forget_signatures()
 
     def _prepare(self, args, kwargs, abstract_ok=False):
         return _prepare_args(self.fun, self.static_argnums, self.static_argnames, args,

@@ -69,7 +69,15 @@ def _hooked(what, *args):
     return NotImplemented
 
 
-def cond(pred, true_fun, false_fun, *operands):
+_NO_OPERAND = object()
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
+    if operand is not _NO_OPERAND:  # (JAX's older keyword form)
+        if operands:
+            raise TypeError("if `operand` is passed as a keyword argument, `operands` must "
+                            "be empty")
+        operands = (operand,)
     if (out := _hooked("cond", pred, true_fun, false_fun, operands)) is not NotImplemented:
         return out
     if _python_mode():

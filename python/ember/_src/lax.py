@@ -1176,6 +1176,11 @@ def _reduce(kind):
             return x
         if kind in ("max", "min") and dtypes.is_complex(x.dtype):
             return _reduce_complex_extremum(kind, x, axes)
+        if kind in ("sum", "prod") and x.dtype in (dtypes.float16, dtypes.bfloat16):
+            # (XLA's: 16-bit floats accumulate in f32, a sum of 1000 bf16
+            # ones is 1000, not 256.)
+            wide = reduce_p.bind(convert_element_type(x, np.float32), kind=kind, axes=axes)
+            return convert_element_type(wide, x.dtype, x.weak_type)
         return reduce_p.bind(x, kind=kind, axes=axes)
     return f
 
@@ -1296,6 +1301,12 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
         padding = padtype_to_pads(operand.shape, window_dimensions, window_strides, padding)
     init = core.asarray_concrete(init_value, operand.dtype) if not isinstance(
         init_value, core.Value) else convert_element_type(init_value, operand.dtype)
+    if kind in ("sum", "prod") and operand.dtype in (dtypes.float16, dtypes.bfloat16):
+        # (Accumulated in f32, as XLA's.)
+        wide = reduce_window(convert_element_type(operand, np.float32),
+                             convert_element_type(init, np.float32), computation,
+                             window_dimensions, window_strides, padding)
+        return convert_element_type(wide, operand.dtype)
     if kind in ("sum", "prod") and not (isinstance(init_value, (int, float)) and
                                         init_value == (0 if kind == "sum" else 1)):
         # The init value enters each window once (JAX's), not once more per

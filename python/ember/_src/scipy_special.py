@@ -265,10 +265,12 @@ def i1(x):
 
 
 def poch(z, m):
-    """The rising factorial (z)_m = gamma(z + m) / gamma(z)."""
+    """The rising factorial (z)_m = gamma(z + m) / gamma(z); 1 for m = 0
+    (also at the poles of gamma(z), as SciPy's and JAX's)."""
     z, m = _float(z, m)
     sign = gammasgn(z + m) * gammasgn(z)
-    return sign * jnp.exp(lax.lgamma(z + m) - lax.lgamma(z))
+    return jnp.where(m == 0, 1.0, sign * jnp.exp(lax.lgamma(z + m) - lax.lgamma(z))).astype(
+        z.dtype)
 
 
 def exprel(x):

@@ -46,15 +46,21 @@ def _normalize(x, idx):
         if isinstance(i, (bool, np.bool_)) or (isinstance(i, (Value, np.ndarray))
                                                and i.ndim == 0 and np.dtype(i.dtype) == np.bool_):
             if isinstance(i, Tracer):
-                raise NonConcreteBooleanIndexError(core.below_location(
-                    "Array boolean indices must be concrete"))
+                # (A concrete trace, such as grad's outside jit, knows it.)
+                i = i.concrete()
+                if i is None:
+                    raise NonConcreteBooleanIndexError(core.below_location(
+                        "Array boolean indices must be concrete"))
             if not bool(i) and len(idx) > 1:
                 raise IndexError("a scalar False is supported only as the whole index")
             out.append(None)  # x[True] adds an axis of size 1 (x[False]: of size 0)
         elif _is_bool_array(i):
             if isinstance(i, Tracer):
-                raise NonConcreteBooleanIndexError(core.below_location(
-                    f"Array boolean indices must be concrete; got {i.aval.str_short()}"))
+                known = i.concrete()  # (the value a concrete trace knows)
+                if known is None:
+                    raise NonConcreteBooleanIndexError(core.below_location(
+                        f"Array boolean indices must be concrete; got {i.aval.str_short()}"))
+                i = known
             m = np.asarray(i)
             _check_mask(x, idx, k, m.shape)
             out.extend(Array(a.astype(dtypes.default_int())) for a in np.nonzero(m))

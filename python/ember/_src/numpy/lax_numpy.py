@@ -958,6 +958,17 @@ def _check_int_bounds(object, dtype):
             raise OverflowError(f"Python integer {e} out of bounds for {dtype.name}")
 
 
+def _known(x):
+    """A traced `x` whose value the trace knows (a concrete trace: `grad`
+    and the other transformations outside `jit`) as that value, as JAX's
+    concrete primals are; anything else as it is."""
+    if isinstance(x, _core.Tracer):
+        v = x.concrete()
+        if v is not None:
+            return _core.Array(_np.asarray(v), weak_type=x.weak_type)
+    return x
+
+
 def _flatten_seq(x):
     if isinstance(x, (list, tuple)):
         for y in x:
@@ -1042,6 +1053,7 @@ def _arange(start, stop, step, dtype):
     if stop is None and step is None:
         start, stop = 0, start
     step = 1 if step is None else step
+    start, stop, step = (_known(v) for v in (start, stop, step))
     for v in (start, stop, step):
         if isinstance(v, _core.Tracer):
             raise _core.ConcretizationTypeError(
@@ -2432,6 +2444,7 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
 def nonzero(a, *, size=None, fill_value=None):
     a = _v(a)
     if size is None:
+        a = _known(a)
         if isinstance(a, _core.Tracer):
             raise _core.ConcretizationTypeError(
                 f"nonzero needs a static size= inside jit (at {_core.where()})")
@@ -2578,6 +2591,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     arr = _v(ar)
     ar = ravel(arr)
     if size is None:
+        ar = _known(ar)
         if isinstance(ar, _core.Tracer):
             raise _core.ConcretizationTypeError(
                 f"unique needs a static size= inside jit (at {_core.where()})")
@@ -2915,7 +2929,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0):
     axis = _axis(axis, a.ndim)
     n = a.shape[axis]
     if size is None:
-        cond = _np.asarray(condition).astype(builtins.bool)
+        cond = _np.asarray(_known(condition)).astype(builtins.bool)
         idx = _np.nonzero(cond[:n])[0]
         return take(a, _core.Array(idx.astype(_np.int32)), axis=axis)
     if not 0 <= size <= n:

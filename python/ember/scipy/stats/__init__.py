@@ -73,7 +73,9 @@ expon = _dist(
         -jnp.expm1(-jnp.maximum(_std(x, loc, scale)[0], 0.0))),
     sf=lambda x, loc=0, scale=1: jnp.exp(-jnp.maximum(_std(x, loc, scale)[0], 0.0)),
     logsf=lambda x, loc=0, scale=1: -jnp.maximum(_std(x, loc, scale)[0], 0.0),
-    ppf=lambda q, loc=0, scale=1: _float(loc) - _float(scale) * jnp.log1p(-_float(q)),
+    ppf=lambda q, loc=0, scale=1: jnp.where(
+        (_float(q) < 0) | (_float(q) > 1), jnp.nan,
+        _float(loc) - _float(scale) * jnp.log1p(-_float(q))),
 )
 
 
