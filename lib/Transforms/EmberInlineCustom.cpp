@@ -11,13 +11,10 @@ namespace mlir::ember {
 using namespace mlir;
 using namespace mlir::ember;
 
-LogicalResult mlir::ember::inlineCustomCalls(ModuleOp module,
-                                             SymbolTable &symbols) {
-  SmallVector<Operation *> ops;
-  module.walk([&](Operation *op) {
-    if (isa<CustomJvpCallOp, CustomVjpCallOp, CustomLinearOp>(op))
-      ops.push_back(op);
-  });
+/// Inlines the custom calls `ops` (a custom_linear left is forward mode of a
+/// custom_vjp function: the user's error).
+static LogicalResult inlineCollected(ArrayRef<Operation *> ops,
+                                     SymbolTable &symbols) {
   for (Operation *op : ops) {
     if (isa<CustomLinearOp>(op))
       return emitUserError(op, runtime::ErrorKind::JvpOfCustomVjp)
@@ -35,6 +32,26 @@ LogicalResult mlir::ember::inlineCustomCalls(ModuleOp module,
       return failure();
     op->replaceAllUsesWith(*res);
     op->erase();
+  }
+  return success();
+}
+
+LogicalResult mlir::ember::inlineCustomCalls(ModuleOp module,
+                                             SymbolTable &symbols) {
+  // Until none is left: an inlined body may hold custom calls of its own
+  // (a custom_jvp function calling another, under two derivatives).
+  SmallVector<Operation *> ops;
+  auto collect = [&] {
+    ops.clear();
+    module.walk([&](Operation *op) {
+      if (isa<CustomJvpCallOp, CustomVjpCallOp, CustomLinearOp>(op))
+        ops.push_back(op);
+    });
+    return !ops.empty();
+  };
+  while (collect()) {
+    if (failed(inlineCollected(ops, symbols)))
+      return failure();
   }
   return success();
 }

@@ -42,3 +42,33 @@ func.func @custom_plain(%x: tensor<f32>) -> tensor<f32> {
   %0 = ember.custom_jvp_call @f jvp @f_jvp(%x) segments [1, 0, 0] : (tensor<f32>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// A callee holding a custom call of its own (one custom_jvp function
+// calling another) is inlined until no custom call is left.
+// CHECK-LABEL: func @nested_custom_calls
+// CHECK-NOT: ember.custom_jvp_call
+// CHECK: ember.cos
+// CHECK: ember.sin
+func.func private @inner(%x: tensor<f32>) -> tensor<f32> {
+  %0 = ember.sin %x : tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func private @inner_jvp(%x: tensor<f32>, %t: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  %0 = ember.sin %x : tensor<f32>
+  return %0, %t : tensor<f32>, tensor<f32>
+}
+func.func private @outer(%x: tensor<f32>) -> tensor<f32> {
+  %c = ember.cos %x : tensor<f32>
+  %0 = ember.custom_jvp_call @inner jvp @inner_jvp(%c) segments [1, 0, 0] : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func private @outer_jvp(%x: tensor<f32>, %t: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  %0 = func.call @outer(%x) : (tensor<f32>) -> tensor<f32>
+  return %0, %t : tensor<f32>, tensor<f32>
+}
+func.func @nested_custom_calls(%x: tensor<f32>) -> tensor<f32> {
+  %0 = ember.custom_jvp_call @outer jvp @outer_jvp(%x) segments [1, 0, 0] : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}

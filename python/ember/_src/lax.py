@@ -1692,6 +1692,8 @@ def expand_dims(x, dimensions):
     ndim = x.ndim + len(dimensions)
     dims = sorted(int(d) % ndim if -ndim <= int(d) < ndim else _bad_dim(d, ndim)
                   for d in dimensions)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"repeated axis in lax.expand_dims: {tuple(dimensions)}")
     shape = list(x.shape)
     for d in dims:
         shape.insert(d, 1)

@@ -854,8 +854,11 @@ def fft(x, fft_type, fft_lengths):
                              f"fft_lengths {lengths} {_where()}")
         return numpy_fft.rfftn(x, axes=axes)
     if not dtypes.is_complex(x.dtype):
-        raise TypeError(f"fft: {fft_type.name} needs a complex operand, got {x.dtype} "
-                        f"{_where()}")
+        if fft_type == FftType.IRFFT or not dtypes.is_inexact(x.dtype):
+            raise TypeError(f"fft: {fft_type.name} needs a complex operand, got {x.dtype} "
+                            f"{_where()}")
+        # (JAX's: a real FFT/IFFT operand is taken as complex.)
+        x = lax.complex(x, jnp.zeros_like(x))
     if fft_type == FftType.IRFFT:
         n = lengths[-1]
         want = lengths[:-1] + (n // 2 + 1,)
