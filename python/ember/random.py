@@ -274,10 +274,13 @@ def _while(cond, body, consts, state, max_rounds):
 
 
 def _seed_words(seed):
-    """JAX's threefry_seed: [seed >> 32, seed & 0xFFFFFFFF] as uint32 words."""
+    """JAX's threefry_seed: [seed >> 32, seed & 0xFFFFFFFF] as uint32 words
+    (a bool seed is its int, as JAX's)."""
     if isinstance(seed, (bool, np.bool_)):
-        raise TypeError(f"PRNG key seed must be an integer; got {seed!r}")
+        seed = int(seed)
     if isinstance(seed, int):
+        if not -2 ** 63 <= seed < 2 ** 64:
+            raise OverflowError("Python int too large to convert to C long")
         # JAX converts a Python int through np.int64; without x64 only the low 32 bits
         # survive (int64 -> int32 wraps), and a 32-bit seed has no high word.
         s = seed % 2 ** 64
@@ -552,7 +555,7 @@ def _urem(x, s):
 def randint(key, shape, minval, maxval, dtype=int):
     """Uniform integers in [minval, maxval)."""
     key = _check_key("randint", key)
-    dtype = dtypes.check_user_dtype(dtype)
+    dtype = dtypes.check_user_dtype(int if dtype is None else dtype)
     if not (dtypes.is_int(dtype) or dtypes.is_unsigned(dtype)) or dtype == dtypes.bool_:
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     shape = _canon_shape(shape)
@@ -894,7 +897,7 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=float):
 
 def rademacher(key, shape=(), dtype=int):
     key = _check_key("rademacher", key)
-    dtype = dtypes.check_user_dtype(dtype)
+    dtype = dtypes.check_user_dtype(int if dtype is None else dtype)
     b = bernoulli(key, 0.5, _canon_shape(shape)).astype(dtype)
     return jnp.subtract(jnp.multiply(b, 2), 1).astype(dtype)
 
@@ -953,7 +956,7 @@ def wald(key, mean, shape=None, dtype=float):
 
 def geometric(key, p, shape=None, dtype=int):
     key = _check_key("geometric", key)
-    dtype = dtypes.check_user_dtype(dtype)
+    dtype = dtypes.check_user_dtype(int if dtype is None else dtype)
     shape = np.shape(p) if shape is None else _canon_shape(shape)
     _check_shape("geometric", shape, np.shape(p))
     p = jnp.asarray(p)
@@ -1248,7 +1251,7 @@ def _rejection_body(consts, st):
 def poisson(key, lam, shape=None, dtype=int):
     """Poisson(lam) samples."""
     key = _check_key("poisson", key)
-    dtype = dtypes.check_user_dtype(dtype)
+    dtype = dtypes.check_user_dtype(int if dtype is None else dtype)
     shape = np.shape(lam) if shape is None else _canon_shape(shape)
     lam = lax.convert_element_type(_bcast_to(jnp.asarray(lam), shape), dtypes.float32)
     shape = tuple(shape)

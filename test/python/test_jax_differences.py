@@ -760,3 +760,19 @@ def test_second_derivative_through_nested_custom_jvp():
     assert float(ember.grad(ember.grad(special.expi))(1.5)) == pytest.approx(0.9959309,
                                                                             rel=1e-5)
     np.testing.assert_array_equal(lax.fft(jnp.array([1., 2.]), 'FFT', (2,)), [3, -1])
+
+
+def test_random_dtypes_seeds_and_leaked_tracers_as_jax():
+    k = ember.random.key(0)
+    for draw in (lambda: ember.random.randint(k, (2,), 0, 5, dtype=None),
+                 lambda: ember.random.poisson(k, 2.0, (2,), dtype=None),
+                 lambda: ember.random.rademacher(k, (2,), dtype=None),
+                 lambda: ember.random.geometric(k, 0.5, (2,), dtype=None)):
+        assert draw().dtype == np.int32
+    np.testing.assert_array_equal(ember.random.PRNGKey(True), [0, 1])
+    with pytest.raises(OverflowError):
+        ember.random.PRNGKey(2 ** 64)
+    leaked = []
+    ember.jit(lambda x: leaked.append(x) or x)(1.0)
+    with pytest.raises(ember.errors.UnexpectedTracerError):
+        leaked[0] + 1

@@ -31,6 +31,7 @@ from .errors import (
     TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,
+    UnexpectedTracerError,
 )
 from .mesh import Shard, shard_data, shard_indices
 from .shape_poly import DimExpr
@@ -1033,8 +1034,9 @@ class Trace:
                     if self.func_op is not None:
                         self.arg_specs.append(sym_spec(x.aval.shape))
                 return arg
-            raise type_error("a traced value escaped from the function that created it "
-                             "(leaked tracer)")
+            raise UnexpectedTracerError(below_location(
+                "Encountered an unexpected tracer: a traced value escaped from the function "
+                "that created it (leaked tracer)"))
         return self.emit("ember.constant", [], [x.aval],
                          {"value": dense_attr(x._value, x.aval)})[0].value
 
@@ -1166,8 +1168,9 @@ def find_trace(args):
                 for saved in reversed(getattr(_hidden, "stacks", ())):
                     if any(a.trace is t for t in saved) and not _trace_stack.items:
                         return saved[-1]
-                raise type_error("a traced value was used outside the function that "
-                                 "created it (leaked tracer)")
+                raise UnexpectedTracerError(below_location(
+                    "Encountered an unexpected tracer: a traced value was used outside the "
+                    "function that created it (leaked tracer)"))
             found = True
     return _trace_stack[-1] if found else None
 
