@@ -276,6 +276,12 @@ struct PadLowering : public OpConversionPattern<PadOp> {
     Location loc = op.getLoc();
     auto type =
         cast<RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    if (type.getNumElements() == 0) {
+      // (Nothing to compute; a slice of an empty result may start at the
+      // end of the padded tensor, which tensor.extract_slice rejects.)
+      rewriter.replaceOp(op, emptyTensor(rewriter, loc, type));
+      return success();
+    }
     auto in = op.getOperand().getType();
     auto lo = op.getEdgePaddingLow(), hi = op.getEdgePaddingHigh();
     auto interior = op.getInteriorPadding();

@@ -937,3 +937,15 @@ func.func @complex_sqrt(%a: tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
   %0 = ember.sqrt %a : tensor<4xcomplex<f32>>
   return %0 : tensor<4xcomplex<f32>>
 }
+
+// -----
+
+// Negative padding that leaves nothing: an empty tensor (a slice starting
+// at the end of the padded tensor was invalid IR).
+// CHECK-LABEL: func @pad_to_empty
+// CHECK-NOT: tensor.extract_slice
+// CHECK: tensor.empty() : tensor<0xf32>
+func.func @pad_to_empty(%a: tensor<1xf32>, %p: tensor<f32>) -> tensor<0xf32> {
+  %0 = ember.pad %a, %p, low = [-1], high = [0], interior = [0] : (tensor<1xf32>, tensor<f32>) -> tensor<0xf32>
+  return %0 : tensor<0xf32>
+}

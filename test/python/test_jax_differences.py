@@ -776,3 +776,19 @@ def test_random_dtypes_seeds_and_leaked_tracers_as_jax():
     ember.jit(lambda x: leaked.append(x) or x)(1.0)
     with pytest.raises(ember.errors.UnexpectedTracerError):
         leaked[0] + 1
+
+
+def test_complex_and_bool_collectives_and_empty_pads():
+    # (pmax/pmin of complex values aborted the process in ember-batch)
+    y = jnp.array([1 + 1j, 2 + 0j, 2 + 3j], jnp.complex64)
+    np.testing.assert_array_equal(ember.vmap(lambda v: lax.pmax(v, 'i'), axis_name='i')(y),
+                                  [2 + 3j] * 3)
+    np.testing.assert_array_equal(ember.vmap(lambda v: lax.pmin(v, 'i'), axis_name='i')(y),
+                                  [1 + 1j] * 3)
+    b = ember.vmap(lambda v: lax.pmax(v, 'i'), axis_name='i')(jnp.array([True, False]))
+    assert b.dtype == np.bool_ and b.all()
+    assert complex(lax.reduce(y, jnp.complex64(0), lax.max, (0,))) == 2 + 3j
+    assert lax.pad(jnp.ones((1,), jnp.float32), 1., [(-1, 0, 0)]).shape == (0,)
+    with pytest.raises(NotImplementedError):
+        lax.scatter_max(y, jnp.array([[1]]), y[:1], lax.ScatterDimensionNumbers(
+            update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)))

@@ -1230,7 +1230,9 @@ def reduce(operands, init_values, computation, dimensions):
         if not (isinstance(init, core.Value) and isinstance(init, core.Tracer)):
             v = np.asarray(init)
             ident = {"sum": 0, "prod": 1, "and": -1, "or": 0, "xor": 0}.get(kind)
-            if kind in ("max", "min"):
+            if kind in ("max", "min") and dtypes.is_complex(x.dtype):
+                skip = False  # (combined with the init by `computation` below)
+            elif kind in ("max", "min"):
                 if np.issubdtype(v.dtype, np.floating) or np.issubdtype(x.dtype, np.floating):
                     ident = -np.inf if kind == "max" else np.inf
                     skip = v == ident
@@ -1469,6 +1471,10 @@ def _scatter(kind):
         idx = as_value(scatter_indices)
         dn = dimension_numbers
         operand = as_value(operand)
+        if kind in ("min", "max") and dtypes.is_complex(operand.dtype):
+            raise NotImplementedError(f"scatter_{kind} of complex numbers is not supported "
+                                      "(their lexicographic order); split the real and "
+                                      "imaginary parts")
         if isinstance(updates, core.Value) and as_value(updates).dtype != operand.dtype:
             raise type_error("lax.scatter requires arguments to have the same dtypes, got "
                              f"{operand.dtype.name}, {as_value(updates).dtype.name}.")

@@ -359,11 +359,30 @@ def psum(x, axis_name, *, axis_index_groups=None):
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
-    return _reduction("ember.pmax", x, axis_name, axis_index_groups)
+    return _extremum("ember.pmax", x, axis_name, axis_index_groups)
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
-    return _reduction("ember.pmin", x, axis_name, axis_index_groups)
+    return _extremum("ember.pmin", x, axis_name, axis_index_groups)
+
+
+def _extremum(op, x, axis_name, groups):
+    """pmax/pmin; of complex values the lexicographic extremum (JAX's: real
+    parts first, then the imaginary parts of the lanes holding it), of
+    booleans a boolean, both through real collectives."""
+    def one(v):
+        v = as_value(v)
+        if v.dtype.kind == "c":
+            re, im = _lax.real(v), _lax.imag(v)
+            best = _reduction(op, re, axis_name, groups)
+            fill = -math.inf if op == "ember.pmax" else math.inf
+            cand = _lax.select(_lax.eq(re, best), im, _lax.full_like(im, fill))
+            return _lax.complex(best, _reduction(op, cand, axis_name, groups))
+        if v.dtype == bool:
+            wide = _reduction(op, _lax.convert_element_type(v, "int32"), axis_name, groups)
+            return _lax.convert_element_type(wide, bool)
+        return _reduction(op, v, axis_name, groups)
+    return tree_util.tree_map(one, x)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
