@@ -792,3 +792,14 @@ def test_complex_and_bool_collectives_and_empty_pads():
     with pytest.raises(NotImplementedError):
         lax.scatter_max(y, jnp.array([[1]]), y[:1], lax.ScatterDimensionNumbers(
             update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,)))
+
+
+def test_scipy_softmax_lu_and_signed_logsumexp_as_jax():
+    assert float(special.softmax(0.5)) == 1.0 and float(special.log_softmax(2)) == 0.0
+    np.testing.assert_allclose(special.softmax(jnp.array([[1., 2.], [3., 4.]])).sum(), 1.0,
+                               rtol=1e-6)  # (SciPy's: over every axis)
+    out, sign = special.logsumexp(jnp.array([1 + 1j, 2 - 1j], jnp.complex64), return_sign=True)
+    assert out.dtype == np.float32 and out == pytest.approx(1.9063238, rel=1e-6)
+    np.testing.assert_allclose(sign, 0.81164795 - 0.5841469j, rtol=1e-5)
+    from ember.scipy import linalg as slinalg
+    assert slinalg.lu(jnp.array([[1j, 2.], [3., 4j]], jnp.complex64))[0].dtype == np.float32

@@ -113,8 +113,9 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
         e = e * b
     s = jnp.sum(e, axis=axis, keepdims=True)
     sign = jnp.sign(s)
-    # (A complex sum keeps its phase: the principal log.)
-    out = (jnp.log(s) if cplx else jnp.log(jnp.abs(s))) + m
+    # (A complex sum keeps its phase: the principal log; with return_sign
+    # the log of the magnitude, the phase in the sign, as JAX's.)
+    out = (jnp.log(s) if cplx and not return_sign else jnp.log(jnp.abs(s))) + m
     if not keepdims:
         axes = tuple(range(a.ndim)) if axis is None else axis
         out = jnp.squeeze(out, axes)

@@ -629,7 +629,9 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
     if permute_l:
         inv_perm = jnp.argsort(perm, axis=-1)
         return jnp.take_along_axis(low, inv_perm[..., :, None], axis=-2), up
-    p = (perm[..., None, :] == jnp.arange(m, dtype=perm.dtype)[:, None]).astype(a.dtype)
+    # (A real permutation matrix, also for complex a: JAX's.)
+    p = (perm[..., None, :] == jnp.arange(m, dtype=perm.dtype)[:, None]).astype(
+        jnp.real(a[..., :1, :1]).dtype)
     return p, low, up
 
 
