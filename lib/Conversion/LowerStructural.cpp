@@ -302,9 +302,12 @@ struct PadLowering : public OpConversionPattern<PadOp> {
         rewriter, loc, adaptor.getPaddingValue(), ValueRange{});
     Value big = filledTensor(rewriter, loc, bigType, pv);
     SmallVector<int64_t> sizes(in.getShape());
-    big = tensor::InsertSliceOp::create(rewriter, loc, adaptor.getOperand(),
-                                        big, ValueRange{}, ValueRange{},
-                                        ValueRange{}, insertAt, sizes, strides);
+    // (An empty operand inserts nothing; its offset may be the end, which
+    // tensor.insert_slice rejects: the transpose of x[n:].)
+    if (in.getNumElements() != 0)
+      big = tensor::InsertSliceOp::create(
+          rewriter, loc, adaptor.getOperand(), big, ValueRange{}, ValueRange{},
+          ValueRange{}, insertAt, sizes, strides);
     if (needCut) {
       SmallVector<int64_t> ones(type.getRank(), 1);
       big = tensor::ExtractSliceOp::create(

@@ -949,3 +949,15 @@ func.func @pad_to_empty(%a: tensor<1xf32>, %p: tensor<f32>) -> tensor<0xf32> {
   %0 = ember.pad %a, %p, low = [-1], high = [0], interior = [0] : (tensor<1xf32>, tensor<f32>) -> tensor<0xf32>
   return %0 : tensor<0xf32>
 }
+
+// -----
+
+// Padding an empty tensor (the transpose of x[n:]) inserts nothing: its
+// offset, the end of the result, is no valid insert_slice offset.
+// CHECK-LABEL: func @pad_from_empty
+// CHECK-NOT: tensor.insert_slice
+// CHECK: linalg.fill
+func.func @pad_from_empty(%a: tensor<0xf32>, %p: tensor<f32>) -> tensor<3xf32> {
+  %0 = ember.pad %a, %p, low = [3], high = [0], interior = [0] : (tensor<0xf32>, tensor<f32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}

@@ -803,3 +803,9 @@ def test_scipy_softmax_lu_and_signed_logsumexp_as_jax():
     np.testing.assert_allclose(sign, 0.81164795 - 0.5841469j, rtol=1e-5)
     from ember.scipy import linalg as slinalg
     assert slinalg.lu(jnp.array([[1j, 2.], [3., 4j]], jnp.complex64))[0].dtype == np.float32
+
+
+def test_gradient_of_an_empty_slice_at_the_end():
+    # (its transpose, a pad of an empty tensor, was invalid IR)
+    np.testing.assert_array_equal(ember.grad(lambda x: (x[3:] ** 2).sum())(jnp.ones(3)),
+                                  [0., 0., 0.])
