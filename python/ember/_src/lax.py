@@ -973,6 +973,8 @@ _dim = core.canonicalize_dim
 
 
 def iota(dtype, size):
+    if isinstance(size, int) and size < 0:
+        raise type_error(f"iota shape must have every element be nonnegative, got ({size},).")
     return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(_dim(size),),
                        dimension=0)
 
@@ -1264,12 +1266,21 @@ def _bool_as_uint8(x):
     return convert_element_type(x, np.uint8) if x.dtype == np.bool_ else x
 
 
+def _check_arg_axis(x, axis):
+    x = as_value(x)
+    if x.shape[int(axis)] == 0:
+        raise ValueError("argmin and argmax require non-empty reduced dimension. "
+                         f"operand.shape={x.shape} axis={axis}")
+
+
 def argmax(x, axis, index_dtype):
+    _check_arg_axis(x, axis)
     return argmax_p.bind(_bool_as_uint8(x), axis=int(axis),
                          index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
 def argmin(x, axis, index_dtype):
+    _check_arg_axis(x, axis)
     return argmin_p.bind(_bool_as_uint8(x), axis=int(axis),
                          index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
@@ -1299,6 +1310,9 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                                      window_strides, padding, base_dilation, window_dilation)
     operand = as_value(operand)
     window_strides = tuple(window_strides or (1,) * operand.ndim)
+    if any(s <= 0 for s in window_strides):
+        raise type_error("reduce_window window_strides must have every element be strictly "
+                         f"positive, got {window_strides}.")
     if isinstance(padding, str):
         padding = padtype_to_pads(operand.shape, window_dimensions, window_strides, padding)
     init = core.asarray_concrete(init_value, operand.dtype) if not isinstance(

@@ -1164,6 +1164,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
 
 
 def array_equiv(a1, a2):
+    _check_arraylike("array_equiv", a1, a2)
     a1, a2 = jnp.asarray(a1), jnp.asarray(a2)
     try:
         jnp.broadcast_shapes(a1.shape, a2.shape)
