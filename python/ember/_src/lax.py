@@ -1268,7 +1268,8 @@ def _bool_as_uint8(x):
 
 def _check_arg_axis(x, axis):
     x = as_value(x)
-    if x.shape[int(axis)] == 0:
+    n = x.shape[int(axis)]
+    if isinstance(n, int) and n == 0:
         raise ValueError("argmin and argmax require non-empty reduced dimension. "
                          f"operand.shape={x.shape} axis={axis}")
 
