@@ -20,7 +20,11 @@ def relu(x):
     x = jnp.asarray(x)
     if x.dtype == np.bool_:
         x = x.astype(dtypes.default_int())
-    return jnp.where(x <= 0, jnp.zeros_like(x), x)  # (NaN <= 0 is false: NaN stays)
+    positive = x > 0  # (first: the residual saved is JAX's `gt`)
+    zero = jnp.zeros_like(x)
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        zero = jnp.where(x != x, x, zero)  # (NaN stays NaN)
+    return jnp.where(positive, x, zero)
 
 
 tanh = jnp.tanh
