@@ -222,7 +222,7 @@ def test_special_matrix_errors():
 def test_lu(a):
     p, low, up = esl.lu(a)
     close((p, low, up), sl.lu(a))
-    assert p.dtype == a.dtype
+    assert p.dtype == np.real(a).dtype  # (a real permutation, as JAX 0.10.2's)
     close(esl.lu(a, permute_l=True), sl.lu(a, permute_l=True))
     lu_, piv = esl.lu_factor(a)
     want_lu, want_piv = sl.lu_factor(a)
