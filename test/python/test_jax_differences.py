@@ -809,3 +809,17 @@ def test_gradient_of_an_empty_slice_at_the_end():
     # (its transpose, a pad of an empty tensor, was invalid IR)
     np.testing.assert_array_equal(ember.grad(lambda x: (x[3:] ** 2).sum())(jnp.ones(3)),
                                   [0., 0., 0.])
+
+
+def test_complex_arcsin_arcsinh_on_the_axes_as_jax():
+    # JAX 0.10.2's (and NumPy's) values: the cut's side, and no stray ulp
+    z = jnp.array([2 + 0j, -2 + 0j, 0.5 + 0j, 1e-4 + 1e-4j, 0.3 - 0.2j], jnp.complex64)
+    np.testing.assert_allclose(jnp.arcsin(z), [1.5707964 + 1.316958j, -1.5707964 + 1.316958j,
+                                               0.5235988, 1e-4 + 1e-4j,
+                                               0.2980344 - 0.20772639j], rtol=2e-6)
+    assert float(jnp.arcsin(z)[2].imag) == 0.0
+    np.testing.assert_allclose(jnp.arccos(z[:2]), [-1.316958j, 3.1415927 - 1.316958j],
+                               rtol=2e-6)
+    w = jnp.arcsinh(jnp.array([2j, 0.5j], jnp.complex64))
+    np.testing.assert_allclose(w, [1.316958 + 1.5707964j, 0.5235988j], rtol=2e-6)
+    assert float(w[1].real) == 0.0

@@ -757,7 +757,23 @@ def _c_asinh(z):
     # not cancel; for large |z| (infinities included) log(2z).
     flip = sign_bit(real(z))
     w = select(flip, neg(z), z)
-    r = log(add(w, sqrt(add(mul(w, w), 1.0))))
+    ww = mul(w, w)
+    t = complex(add(real(ww), full_like(real(ww), 1.0)), imag(ww))
+    s = sqrt(t)
+    # On the cut (w on the imaginary axis past +-i, t real and negative) the
+    # root's imaginary part takes the sign of w's, the side the principal
+    # branch reaches it from (arcsin(2+0j) = pi/2 + 1.317j, as NumPy's and
+    # JAX's; the sign of a zero is not kept through the square).
+    on_cut = _prims["and"].bind(eq(imag(t), 0.0), lt(real(t), 0.0))
+    s_im = select(on_cut, select(sign_bit(imag(w)), neg(abs(imag(s))), abs(imag(s))), imag(s))
+    s = complex(real(s), s_im)
+    # log(w + s) as log1p(w + w^2 / (1 + s)): no cancellation for small w.
+    r = _c_log1p(add(w, div(ww, add(s, 1.0))))
+    # On the imaginary axis inside the cut, asinh(iy) = i asin(y) exactly
+    # (the form above leaves a real part of an ulp: arcsin(0.5+0j)).
+    y = imag(w)
+    inside = _prims["and"].bind(eq(real(w), 0.0), le(abs(y), full_like(y, 1.0)))
+    r = select(inside, complex(real(w), asin(select(inside, y, full_like(y, 0.0)))), r)
     far = log(w)
     far = complex(add(real(far), math.log(2.0)), imag(far))
     r = select(_large(w), far, r)
