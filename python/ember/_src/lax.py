@@ -1340,8 +1340,9 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                              convert_element_type(init, np.float32), computation,
                              window_dimensions, window_strides, padding)
         return convert_element_type(wide, operand.dtype)
-    if kind in ("sum", "prod") and not (isinstance(init_value, (int, float)) and
-                                        init_value == (0 if kind == "sum" else 1)):
+    if kind in ("sum", "prod") and (
+            isinstance(init_value, core.Tracer) or
+            not np.all(np.asarray(init_value) == (0 if kind == "sum" else 1))):
         # The init value enters each window once (JAX's), not once more per
         # padding element as the op's padding with it would: the windows
         # over the identity, then combined with it.
