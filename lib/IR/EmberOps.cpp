@@ -1670,27 +1670,44 @@ LogicalResult CaseOp::verify() {
 //===----------------------------------------------------------------------===//
 
 // ref_c2: the ref is an argument of the function the op is in, and the op
-// is in that function's body, not in a region nested in it.
-static LogicalResult verifyRefPlacement(Operation *op, Value ref) {
+// is in that function's body or in regions of `ember.while` and `ember.case`
+// ops nested in it (ember-to-linalg threads the ref's value through them).
+// ref_c5: an op writing a ref is not in a while's `cond` region.
+static LogicalResult verifyRefPlacement(Operation *op, Value ref, bool writes) {
   auto arg = dyn_cast<BlockArgument>(ref);
-  auto f = dyn_cast_or_null<FunctionOpInterface>(op->getParentOp());
+  Operation *at = op, *parent = op->getParentOp();
+  bool inCond = false;
+  while (parent && isa<WhileOp, CaseOp>(parent)) {
+    if (auto w = dyn_cast<WhileOp>(parent))
+      inCond |= at->getParentRegion() == &w.getCond();
+    at = parent;
+    parent = at->getParentOp();
+  }
+  auto f = dyn_cast_or_null<FunctionOpInterface>(parent);
   if (!arg || !f || arg.getOwner() != &f.getFunctionBody().front() ||
-      op->getBlock() != &f.getFunctionBody().front())
+      at->getBlock() != &f.getFunctionBody().front())
     return op->emitOpError("ref_c2: the ref must be an argument of the "
-                           "enclosing function and the op in its body (refs "
-                           "in regions are discharged into values)");
+                           "enclosing function and the op in its body or in "
+                           "ember.while and ember.case regions nested in it");
+  if (writes && inCond)
+    return op->emitOpError("ref_c5: a while's cond region does not write "
+                           "refs");
   return success();
 }
 
-LogicalResult RefGetOp::verify() { return verifyRefPlacement(*this, getRef()); }
-LogicalResult RefSetOp::verify() { return verifyRefPlacement(*this, getRef()); }
+LogicalResult RefGetOp::verify() {
+  return verifyRefPlacement(*this, getRef(), /*writes=*/false);
+}
+LogicalResult RefSetOp::verify() {
+  return verifyRefPlacement(*this, getRef(), /*writes=*/true);
+}
 LogicalResult RefSwapOp::verify() {
-  return verifyRefPlacement(*this, getRef());
+  return verifyRefPlacement(*this, getRef(), /*writes=*/true);
 }
 LogicalResult RefAddUpdateOp::verify() {
   // ref_c4: addupdate adds numbers.
   if (getValue().getType().getElementType().isInteger(1))
     return emitOpError("ref_c4: addupdate needs a ref of numbers, not of "
                        "booleans");
-  return verifyRefPlacement(*this, getRef());
+  return verifyRefPlacement(*this, getRef(), /*writes=*/true);
 }

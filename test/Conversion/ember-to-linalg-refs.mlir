@@ -150,3 +150,108 @@ func.func @loop_then_cond(%r: !ember.ref<tensor<f32>>, %p: tensor<i32>) {
   ember.ref_set %r, %c : !ember.ref<tensor<f32>>
   return
 }
+
+// -----
+
+// Ref ops inside a counted loop: the written ref's value is one more
+// carry (its value on entry in, its value after the loop written back),
+// the ref only read inside is read on entry; bufferization updates the
+// carry, and so the ref's buffer, in place: row i of %r gets x * s.
+// CHECK-LABEL: func @rows_in_loop
+// CHECK-DAG: %[[T:.*]] = bufferization.to_tensor %arg0 restrict writable
+// CHECK-DAG: %[[S:.*]] = bufferization.to_tensor %arg1 restrict :
+// CHECK: %[[L:.*]]:2 = scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %[[T]])
+// CHECK: %[[W:.*]] = bufferization.materialize_in_destination %[[L]]#1 in %[[T]]
+// CHECK: bufferization.materialize_in_destination %[[W]] in writable %arg0
+// BUF-LABEL: func @rows_in_loop
+// BUF-SAME: (%[[R:.*]]: memref<4x3xf32>, %[[S:.*]]: memref<f32>, %[[X:.*]]: memref<3xf32>)
+// BUF-NOT: memref.alloc() {{.*}} : memref<4x3xf32>
+// BUF: scf.for
+// BUF: memref.subview %[[R]]
+// BUF-NOT: linalg.copy
+// BUF: return
+func.func @rows_in_loop(%r: !ember.ref<tensor<4x3xf32>>, %s: !ember.ref<tensor<f32>>, %x: tensor<3xf32>) {
+  %z = ember.constant dense<0> : tensor<i32>
+  %zero = ember.constant dense<0> : tensor<i32>
+  %w = ember.while(%z) {trip_count = 4 : i64} : tensor<i32> cond {
+  ^bb0(%i: tensor<i32>):
+    %n = ember.constant dense<4> : tensor<i32>
+    %c = ember.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %c : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>):
+    %k = ember.constant dense<1> : tensor<i32>
+    %sv = ember.ref_get %s : !ember.ref<tensor<f32>>
+    %sb = ember.broadcast_in_dim %sv, dims = [] : (tensor<f32>) -> tensor<3xf32>
+    %row = ember.mul %x, %sb : tensor<3xf32>
+    %row2 = ember.reshape %row : (tensor<3xf32>) -> tensor<1x3xf32>
+    %v = ember.ref_get %r : !ember.ref<tensor<4x3xf32>>
+    %u = ember.dynamic_update_slice %v[%i, %zero], %row2 : tensor<4x3xf32>, tensor<1x3xf32>, tensor<i32>, tensor<i32>
+    ember.ref_set %r, %u : !ember.ref<tensor<4x3xf32>>
+    %i1 = ember.add %i, %k : tensor<i32>
+    ember.yield %i1 : tensor<i32>
+  }
+  return
+}
+
+// -----
+
+// A ref written in one branch of a conditional: both branches yield its
+// value (the other the value from above), and the conditional's result is
+// written back.
+// CHECK-LABEL: func @write_in_branch
+// CHECK: %[[T:.*]] = bufferization.to_tensor %arg0 restrict writable
+// CHECK: %[[C:.*]]:2 = scf.if
+// CHECK: scf.yield %{{.*}}, %[[T]]
+// CHECK: } else {
+// CHECK: scf.yield %{{.*}}, %{{.*}}
+// CHECK: bufferization.materialize_in_destination %[[C]]#1 in
+func.func @write_in_branch(%r: !ember.ref<tensor<3xf32>>, %p: tensor<i32>, %x: tensor<3xf32>) -> tensor<3xf32> {
+  %0 = ember.case %p : tensor<i32> -> tensor<3xf32> {
+    ember.yield %x : tensor<3xf32>
+  }, {
+    %v = ember.ref_get %r : !ember.ref<tensor<3xf32>>
+    %n = ember.neg %v : tensor<3xf32>
+    ember.ref_addupdate %r, %x : !ember.ref<tensor<3xf32>>
+    ember.yield %n : tensor<3xf32>
+  }
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// A loop whose body writes a ref in a conditional: the conditional's
+// result is the loop's next carry; a read after the loop sees the value
+// the loop left.
+// CHECK-LABEL: func @cond_in_loop
+// CHECK: %[[T:.*]] = bufferization.to_tensor %arg0 restrict writable
+// CHECK: %[[L:.*]]:2 = scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %[[A:.*]] = %[[T]])
+// CHECK: %[[C:.*]] = scf.if
+// CHECK: scf.yield %{{.*}}, %[[C]]
+// CHECK: linalg.generic {{.*}} ins(%[[L]]#1
+func.func @cond_in_loop(%r: !ember.ref<tensor<f32>>) -> tensor<f32> {
+  %z = ember.constant dense<0> : tensor<i32>
+  %w = ember.while(%z) {trip_count = 5 : i64} : tensor<i32> cond {
+  ^bb0(%i: tensor<i32>):
+    %n = ember.constant dense<5> : tensor<i32>
+    %c = ember.compare LT, %i, %n : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %c : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>):
+    %k = ember.constant dense<1> : tensor<i32>
+    %two = ember.constant dense<2> : tensor<i32>
+    %m = ember.rem %i, %two : tensor<i32>
+    ember.case %m : tensor<i32> {
+      %one = ember.constant dense<1.0> : tensor<f32>
+      ember.ref_addupdate %r, %one : !ember.ref<tensor<f32>>
+      ember.yield
+    }, {
+      ember.yield
+    }
+    %i1 = ember.add %i, %k : tensor<i32>
+    ember.yield %i1 : tensor<i32>
+  }
+  %v = ember.ref_get %r : !ember.ref<tensor<f32>>
+  %e = ember.exp %v : tensor<f32>
+  return %e : tensor<f32>
+}

@@ -28,16 +28,49 @@ func.func @ref_c2_value(%r: !ember.ref<tensor<3xf32>>) -> tensor<3xf32> {
 
 // -----
 
-// ref_c2: the op is in a region nested in the function.
-func.func @ref_c2_region(%r: !ember.ref<tensor<f32>>, %p: tensor<i32>, %x: tensor<f32>) -> tensor<f32> {
-  %0 = ember.case %p : tensor<i32> -> tensor<f32> {
-    ember.yield %x : tensor<f32>
-  }, {
-    // expected-error @+1 {{ref_c2: the ref must be an argument of the enclosing function and the op in its body}}
+// ref_c2: the op is in a region of an op other than ember.while and
+// ember.case.
+func.func @ref_c2_region(%r: !ember.ref<tensor<f32>>) {
+  "test.region"() ({
+    // expected-error @+1 {{ref_c2: the ref must be an argument of the enclosing function and the op in its body or in ember.while and ember.case regions nested in it}}
     %1 = ember.ref_get %r : !ember.ref<tensor<f32>>
-    ember.yield %1 : tensor<f32>
+    "test.end"() : () -> ()
+  }) : () -> ()
+  return
+}
+
+// -----
+
+// ref_c2: a case nested in another op's region.
+func.func @ref_c2_case_in_region(%r: !ember.ref<tensor<f32>>, %p: tensor<i32>, %x: tensor<f32>) {
+  "test.region"() ({
+    %0 = ember.case %p : tensor<i32> -> tensor<f32> {
+      ember.yield %x : tensor<f32>
+    }, {
+      // expected-error @+1 {{ref_c2}}
+      %1 = ember.ref_get %r : !ember.ref<tensor<f32>>
+      ember.yield %1 : tensor<f32>
+    }
+    "test.end"() : () -> ()
+  }) : () -> ()
+  return
+}
+
+// -----
+
+// ref_c5: a while's condition writes a ref.
+func.func @ref_c5(%r: !ember.ref<tensor<i32>>, %x: tensor<i32>) -> tensor<i32> {
+  %0 = ember.while (%x) : tensor<i32> cond {
+  ^bb0(%c: tensor<i32>):
+    // expected-error @+1 {{ref_c5: a while's cond region does not write refs}}
+    ember.ref_addupdate %r, %c : !ember.ref<tensor<i32>>
+    %p = ember.compare LT, %c, %c : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<i32>):
+    ember.yield %c : tensor<i32>
   }
-  return %0 : tensor<f32>
+  return %0 : tensor<i32>
 }
 
 // -----

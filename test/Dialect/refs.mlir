@@ -24,3 +24,31 @@ func.func @refs(%r: !ember.ref<tensor<3xf32>>, %b: !ember.ref<tensor<2xi1>>) -> 
 func.func @scalar_ref(%r: !ember.ref<tensor<complex<f64>>>) {
   return
 }
+
+// Ref ops in the regions of loops and conditionals (ref_c2); the
+// condition reads.
+// CHECK-LABEL: func @in_regions
+// CHECK: ember.while
+// CHECK: ember.ref_get %arg0
+// CHECK: ember.ref_addupdate %arg0
+// CHECK: ember.case
+// CHECK: ember.ref_set %arg0
+func.func @in_regions(%r: !ember.ref<tensor<i32>>, %x: tensor<i32>) -> tensor<i32> {
+  %0 = ember.while (%x) : tensor<i32> cond {
+  ^bb0(%c: tensor<i32>):
+    %v = ember.ref_get %r : !ember.ref<tensor<i32>>
+    %p = ember.compare LT, %c, %v : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<i32>):
+    ember.ref_addupdate %r, %c : !ember.ref<tensor<i32>>
+    ember.yield %c : tensor<i32>
+  }
+  %1 = ember.case %x : tensor<i32> -> tensor<i32> {
+    ember.yield %0 : tensor<i32>
+  }, {
+    ember.ref_set %r, %0 : !ember.ref<tensor<i32>>
+    ember.yield %x : tensor<i32>
+  }
+  return %1 : tensor<i32>
+}
