@@ -275,7 +275,9 @@ def test_callback_wrong_result_shape_or_dtype_raises():
                                             jax.ShapeDtypeStruct((3,), jnp.float32), x))
     with pytest.raises(RuntimeError, match="incorrect output shape"):
         f(jnp.ones(3))
-    g = jax.jit(lambda x: jax.pure_callback(lambda v: np.zeros(3, np.float64),
+    # (A float64 result is canonicalized to float32 without x64, as in JAX;
+    # float16 is a real mismatch.)
+    g = jax.jit(lambda x: jax.pure_callback(lambda v: np.zeros(3, np.float16),
                                             jax.ShapeDtypeStruct((3,), jnp.float32), x))
     with pytest.raises(RuntimeError, match="incorrect output dtype"):
         g(jnp.ones(3))

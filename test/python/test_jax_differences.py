@@ -823,3 +823,93 @@ def test_complex_arcsin_arcsinh_on_the_axes_as_jax():
     w = jnp.arcsinh(jnp.array([2j, 0.5j], jnp.complex64))
     np.testing.assert_allclose(w, [1.316958 + 1.5707964j, 0.5235988j], rtol=2e-6)
     assert float(w[1].real) == 0.0
+
+
+# Fifth round (42nd session).
+
+
+def test_associative_scan_sees_the_scan_axis_in_place():
+    m = jnp.arange(1., 13.).reshape(2, 2, 3) / 10
+    out = lax.associative_scan(lambda a, b: jnp.einsum("ijn,jkn->ikn", a, b), m, axis=2)
+    np.testing.assert_allclose(out[..., -1], [[0.543, 0.792], [1.587, 2.304]], rtol=1e-5)
+    rev = lax.associative_scan(jnp.add, jnp.arange(24.).reshape(2, 3, 4), axis=1, reverse=True)
+    np.testing.assert_array_equal(rev[1, :, 0], [48., 36., 20.])
+    with pytest.raises(TypeError, match="same dtypes"):
+        lax.associative_scan(lambda a, b: (a + b).astype(jnp.float32), jnp.arange(4))
+
+
+def test_loop_carries_and_branch_weak_types_as_jax():
+    with pytest.raises(TypeError, match="while_loop body function carry"):
+        lax.while_loop(lambda c: c < 3, lambda c: (c + 1).astype(jnp.int32), 0.)
+    with pytest.raises(TypeError, match="carry input and carry output"):
+        lax.fori_loop(0, 3, lambda i, c: jnp.int32(4), 0.)
+    r = lax.while_loop(lambda c: c < 3, lambda c: c + 1.5, 0)  # a weak int made float
+    assert r.dtype == np.float32 and float(r) == 3.0
+    c = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * jnp.float16(2)), (0, 1.))
+    assert c[1].dtype == np.float16 and c[0].weak_type
+    # cond's result types are branch 0's (the false branch), weak types too
+    assert lax.cond(False, lambda: jnp.float32(1.), lambda: 2.).weak_type
+    assert lax.switch(1, [lambda: 1., lambda: jnp.float32(3.), lambda: 2.]).weak_type
+    assert (lax.cond(True, lambda: jnp.float32(1.), lambda: 2.) + jnp.float16(1)).dtype == \
+        np.float16
+
+
+def test_checkpoint_outside_traces_gives_arrays():
+    r = ember.checkpoint(lambda x: x * 2)(3.)
+    assert isinstance(r, ember.Array) and r.weak_type and float(r) == 6.0
+    assert ember.checkpoint(lambda x: x + 1)(1).dtype == np.int32
+    assert ember.checkpoint(lambda x, n: x * n, static_argnums=1)(2., 3).weak_type
+
+
+def test_linalg_norms_and_inverses_of_empty_matrices():
+    la = jnp.linalg
+    for x, o in [(jnp.zeros(0), jnp.inf), (jnp.zeros((0, 2)), jnp.inf), (jnp.zeros((0, 2)), 1),
+                 (jnp.zeros((0, 2)), 2)]:
+        assert float(la.norm(x, o)) == 0.0
+    with pytest.raises(ValueError, match="Invalid order 'fro' for vector norm"):
+        la.norm(jnp.ones(2), ord="fro")
+    with pytest.raises(ValueError, match="Improper number of axes"):
+        la.norm(jnp.ones((2, 2, 2)), ord=2)
+    assert la.pinv(jnp.zeros((0, 3))).shape == (3, 0)
+    assert la.pinv(jnp.zeros((2, 0))).shape == (0, 2)
+    assert la.inv(jnp.zeros((2, 0, 0))).shape == (2, 0, 0)
+    with pytest.raises(TypeError, match="two-dimensional"):
+        la.lstsq(jnp.ones((2, 3, 2)), jnp.ones((2, 3)))
+    with pytest.raises(TypeError, match="must be square"):
+        la.matrix_power(jnp.ones((2, 3)), 2)
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        la.matrix_transpose(jnp.ones(3))
+
+
+def test_fft_edge_cases_as_jax():
+    assert jnp.fft.irfft(jnp.array([1. + 0j])).shape == (0,)
+    assert jnp.fft.hfft(jnp.array([2. + 0j])).shape == (0,)
+    assert jnp.fft.fftfreq(0).shape == (0,)
+    assert np.isnan(jnp.fft.rfftfreq(0)).all() and jnp.fft.rfftfreq(0).shape == (1,)
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.fft.fft(jnp.array(1.))
+    with pytest.raises(TypeError, match="requires ndarray or scalar"):
+        jnp.fft.fft([1., 2., 3.])
+    with pytest.raises(ValueError, match="Shape should be positive"):
+        jnp.fft.irfft(jnp.array([1. + 0j, 2, 3]), n=0)
+
+
+def test_pure_callback_canonicalizes_64_bit_results():
+    f32 = ember.ShapeDtypeStruct((), jnp.float32)
+    assert ember.pure_callback(lambda: 1.0, f32).dtype == np.float32
+    assert int(ember.pure_callback(lambda: 3, ember.ShapeDtypeStruct((), jnp.int32))) == 3
+    g = ember.jit(lambda x: ember.pure_callback(lambda v: np.asarray(v, np.float64) * 2,
+                                                ember.ShapeDtypeStruct((3,), jnp.float32), x))
+    np.testing.assert_array_equal(g(jnp.arange(3.)), [0., 2., 4.])
+    with pytest.raises(ValueError, match="64-bit types"):
+        ember.pure_callback(lambda: 1.0, ember.ShapeDtypeStruct((), np.float64))
+    with pytest.raises(ValueError, match="dtype must be specified"):
+        ember.ShapeDtypeStruct((2,), None)
+
+
+def test_tree_all_leaves_is_leaf_and_jit_donate_check():
+    from ember import tree_util
+    assert tree_util.all_leaves([(1,)], is_leaf=lambda x: isinstance(x, tuple))
+    assert not tree_util.all_leaves([(1,)])
+    with pytest.raises(ValueError, match="cannot intersect"):
+        ember.jit(lambda x, n: x * n, static_argnums=1, donate_argnums=1)

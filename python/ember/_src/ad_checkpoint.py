@@ -13,6 +13,8 @@ import dataclasses
 import functools
 import inspect
 
+import numpy as np
+
 from ember._mlir import ir
 
 from . import compiler, core, tree_util
@@ -175,8 +177,6 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
     if fun is None:
         return lambda f: checkpoint(f, prevent_cse=prevent_cse, policy=policy,
                                     static_argnums=static_argnums)
-    if policy is checkpoint_policies.everything_saveable:
-        return fun
     if policy is checkpoint_policies.nothing_saveable:
         policy = None
     static = set(static_argnums if isinstance(static_argnums, (tuple, list))
@@ -184,8 +184,13 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
 
     @functools.wraps(fun)
     def rematted(*args):
-        if not core._trace_stack:
-            return fun(*args)  # eager: nothing is differentiated
+        if not core._trace_stack or policy is checkpoint_policies.everything_saveable:
+            # Nothing is differentiated here, or everything is kept: the
+            # function itself, on arrays and giving arrays (JAX binds its
+            # remat primitive, so Python scalars come back as arrays).
+            args = [a if i in static else tree_util.tree_map(_array, a)
+                    for i, a in enumerate(args)]
+            return tree_util.tree_map(_array, fun(*args))
         positions = [i for i in range(len(args)) if i not in static]
         dynamic = with_dynamic(fun, args, positions)
         call = custom_vjp(dynamic)
@@ -198,6 +203,13 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
 
 
 remat = checkpoint
+
+
+def _array(v):
+    """A Python or NumPy scalar or array as an array; anything else as is."""
+    if isinstance(v, (bool, int, float, complex, np.generic, np.ndarray)):
+        return as_value(v)
+    return v
 
 
 # --------------------------------------------------------------------------

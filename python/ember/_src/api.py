@@ -599,6 +599,13 @@ class JitWrapped:
             for i in self.static_argnums:
                 if i < len(params) and params[i] not in self.static_argnames:
                     self.static_argnames += (params[i],)
+            donate = (donate_argnums,) if isinstance(donate_argnums, int) else donate_argnums
+            both = {params[i] for i in donate if 0 <= i < len(params)} & \
+                set(self.static_argnames)
+            if both:
+                raise ValueError("static_argnames and donate_argnames cannot intersect. "
+                                 f"Argument names {both} appear in both static_argnames and "
+                                 "donate_argnames")
         self.cache = _shared_cache(fun, (self.static_argnums, self.static_argnames))
         self._fast = _ember_runtime.FastJit(Array)
         # The GPU's fast path: GpuArray arguments' signatures -> (executable,

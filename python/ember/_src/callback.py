@@ -196,9 +196,17 @@ def _result_avals(result_shape_dtypes):
         if not hasattr(x, "shape") or not hasattr(x, "dtype"):
             raise TypeError("result_shape_dtypes leaves must have `shape` and `dtype` "
                             f"attributes (e.g. ShapeDtypeStruct), got {x!r}")
-        avals.append(core.ShapedArray(tuple(x.shape),
-                                      dtypes.canonicalize_dtype(np.dtype(x.dtype))))
+        dt = np.dtype(x.dtype)
+        if dtypes.canonicalize_dtype(dt) != dt:
+            raise ValueError("result_shape_dtypes cannot specify 64-bit types when "
+                             "`jax_enable_x64` is disabled")
+        avals.append(core.ShapedArray(tuple(x.shape), dt))
     return avals, tree
+
+
+def _canonical(x):
+    dt = dtypes.canonicalize_dtype(x.dtype)
+    return x if dt == x.dtype else x.astype(dt)
 
 
 def _split_static(args, kwargs):
@@ -230,7 +238,9 @@ def _callback(kind, callback, result_shape_dtypes, args, kwargs, has_side_effect
         if tree != out_tree:
             raise RuntimeError(f"{kind}: the callback returned a value of structure "
                                f"{tree}, expected {out_tree}")
-        return [np.asarray(x) for x in out_leaves]
+        # (64-bit results become their 32-bit types without x64, as JAX
+        # canonicalizes them: a Python float, NumPy's float64.)
+        return [_canonical(np.asarray(x)) for x in out_leaves]
 
     if not _is_traced(operands):
         # (A debug.callback runs as a plain call outside traces, as JAX's.)

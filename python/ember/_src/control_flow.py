@@ -138,8 +138,9 @@ def _case(index, branches, operands, what, names):
                     raise TypeError(f"{what}: {names[k]} and {names[0]} outputs must have "
                                     f"identical types, got leaf {j}: {b.str_short()} vs "
                                     f"{a.str_short()} (at {core.where()})")
-        avals = [a.update(weak_type=all(o[1][j].weak_type for o in outs))
-                 for j, a in enumerate(avals0)]
+        # (The results' weak types are the first branch's, as JAX's cond
+        # takes its result types from branch 0.)
+        avals = list(avals0)
         with ctx, trace.location():
             op = ir.Operation.create("ember.case", results=[core.mlir_type(a) for a in avals],
                                      operands=[idx], regions=len(branches),
@@ -191,30 +192,33 @@ def select_n(which, *cases):
     return lax.select_n(which, *cases)
 
 
-def _carry_check(init, new):
+def _carry_check(init, new, what="scan"):
     li, ti = tree_util.tree_flatten_lo(init)
     ln, tn = tree_util.tree_flatten_lo(new)
     if ti != tn:
-        raise TypeError("scan body function carry input and carry output must have the same "
+        raise TypeError(f"{what} body function carry input and carry output must have the same "
                         f"pytree structure, got {ti} and {tn} (at {core.where()})")
     for k, (a, b) in enumerate(zip(li, ln)):
         a, b = as_value(a), as_value(b)
         if a.shape != b.shape or a.dtype != b.dtype:
-            raise TypeError("scan body function carry input and carry output must have equal "
-                            f"types, but leaf {k} is {a.aval.str_short()} on input and "
+            raise TypeError(f"{what} body function carry input and carry output must have "
+                            f"equal types, but leaf {k} is {a.aval.str_short()} on input and "
                             f"{b.aval.str_short()} on output (at {core.where()})")
+
+
+def _promotes(a, b):
+    """Whether the weakly typed carry `a` takes the body's type `b` (only
+    where the weak value promotes to it: a weak float carry made int32 is
+    JAX's error, not a conversion)."""
+    return a.weak_type and a.shape == b.shape and a.dtype != b.dtype and \
+        dtypes.result_type_weak((a.dtype, True), (b.dtype, False))[0] == b.dtype
 
 
 def _promote_carry(init, new):
     """Weakly typed initial carries take the type the body produces (JAX)."""
     def one(a, b):
         a, b = as_value(a), as_value(b)
-        # (Only where the weak value promotes to the body's type: a weak
-        # float carry made int32 is JAX's error, not a conversion.)
-        if a.weak_type and a.shape == b.shape and a.dtype != b.dtype and \
-                dtypes.result_type_weak((a.dtype, True), (b.dtype, False))[0] == b.dtype:
-            return lax.convert_element_type(a, b.dtype)
-        return a
+        return lax.convert_element_type(a, b.dtype) if _promotes(a, b) else a
     li, ti = tree_util.tree_flatten_lo(init)
     ln, tn = tree_util.tree_flatten_lo(new)
     if ti != tn:
@@ -591,10 +595,10 @@ def _emit_while(cond_fun, body_fun, tree, vals, trip_count, promote):
             raise TypeError("while_loop body_fun output and input must have the same pytree "
                             f"structure (at {core.where()})")
         new_vals = [as_value(x) for x in new_leaves]
-        if promote and any(a.weak_type and a.shape == n.shape and a.dtype != n.dtype
-                           for a, n in zip(avals, new_vals)):
+        carried = tree_util.tree_unflatten(tree, list(xs))
+        _carry_check(_promote_carry(carried, new) if promote else carried, new, "while_loop")
+        if promote and any(_promotes(a, n) for a, n in zip(avals, new_vals)):
             raise _WeakCarry([n.dtype for n in new_vals])
-        _carry_check(tree_util.tree_unflatten(tree, list(xs)), new)
         return new_vals
 
     core.trace_region(cond_block, cond, avals)
@@ -610,21 +614,38 @@ def _emit_while(cond_fun, body_fun, tree, vals, trip_count, promote):
 
 def associative_scan(fn, elems, reverse=False, axis=0):
     """Inclusive scan with an associative `fn` by recursive doubling
-    (Hillis-Steele): log2(n) rounds of whole-array combines."""
+    (Hillis-Steele): log2(n) rounds of whole-array combines. `fn` sees the
+    elements with the scan axis where it is (`axis`), as JAX's does."""
     leaves, tree = tree_util.tree_flatten(elems)
-    leaves = [jnp.moveaxis(as_value(x), axis, 0) for x in leaves]
+    leaves = [as_value(x) for x in leaves]
+    if not leaves:
+        raise ValueError("associative_scan needs at least one array to scan")
+    ndim = leaves[0].ndim
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    axis %= ndim
+    if len({x.shape[axis] if x.ndim > axis else None for x in leaves}) != 1:
+        raise ValueError("Array inputs to associative_scan must have the same first "
+                         f"dimension. (saw: {[x.shape for x in leaves]})")
     if reverse:
-        leaves = [jnp.flip(x, 0) for x in leaves]
-    n = leaves[0].shape[0]
+        leaves = [jnp.flip(x, axis) for x in leaves]
+    n = leaves[0].shape[axis]
+
+    def part(x, start, stop):
+        return lax.slice_in_dim(x, start, stop, axis=axis)
+
     offset = 1
     while offset < n:
-        a = tree_util.tree_unflatten(tree, [x[:-offset] for x in leaves])
-        b = tree_util.tree_unflatten(tree, [x[offset:] for x in leaves])
-        c = tree_util.tree_leaves(fn(a, b))
-        leaves = [jnp.concatenate([x[:offset], y]) for x, y in zip(leaves, c)]
+        a = tree_util.tree_unflatten(tree, [part(x, 0, n - offset) for x in leaves])
+        b = tree_util.tree_unflatten(tree, [part(x, offset, n) for x in leaves])
+        c = [as_value(y) for y in tree_util.tree_leaves(fn(a, b))]
+        for x, y in zip(leaves, c):
+            if x.dtype != y.dtype:
+                raise TypeError("lax.concatenate requires arguments to have the same "
+                                f"dtypes, got {x.dtype}, {y.dtype}.")
+        leaves = [lax.concatenate([part(x, 0, offset), y], axis) for x, y in zip(leaves, c)]
         offset *= 2
     if reverse:
-        leaves = [jnp.flip(x, 0) for x in leaves]
-    leaves = [jnp.moveaxis(x, 0, axis) for x in leaves]
+        leaves = [jnp.flip(x, axis) for x in leaves]
     return tree_util.tree_unflatten(tree, leaves)
 

@@ -221,6 +221,8 @@ class _ManualAxisType:
 
 class ShapeDtypeStruct:
     def __init__(self, shape, dtype, weak_type=False, *, sharding=None):
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         self.shape = tuple(shape)
         # (an extended dtype, key<fry>, is kept as it is)
         self.dtype = dtype if getattr(dtype, "extended", False) else np.dtype(dtype)

@@ -387,8 +387,13 @@ def treedef_is_leaf(treedef):
     return treedef.kind is None
 
 
-def all_leaves(iterable):
-    return all(_children(x) is None for x in iterable)
+def all_leaves(iterable, is_leaf=None):
+    """Whether every element of `iterable` is a leaf (with `is_leaf`: the
+    elements are what flattening the list with it gives)."""
+    if is_leaf is None:
+        return all(_children(x) is None for x in iterable)
+    items = list(iterable)
+    return items == tree_leaves(items, is_leaf)
 
 
 class _PartialShim:

@@ -99,10 +99,20 @@ def _fit(x, n, axis):
     return jnp.pad(x, pad)
 
 
-def _c2c(a, n, axis, norm, inverse):
+def _array(a, name):
+    """`a` as an array (JAX's fft functions take arrays and scalars, not
+    lists), with at least one axis."""
+    jnp._check_arraylike(f"jax.numpy.fft.{name}", a)
     x = jnp.asarray(a)
+    if x.ndim == 0:
+        raise ValueError("axis -1 is out of bounds for array of dimension 0")
+    return x
+
+
+def _c2c(a, n, axis, norm, inverse):
+    x = _array(a, "ifft" if inverse else "fft")
     x = x.astype(_complex_dtype(x.dtype))
-    axis = axis % x.ndim if x.ndim else 0
+    axis = axis % x.ndim
     x = _fit(x, n, axis)
     size = x.shape[axis]
     x = jnp.moveaxis(x, axis, -1)
@@ -122,9 +132,9 @@ def ifft(a, n=None, axis=-1, norm=None):
 
 
 def rfft(a, n=None, axis=-1, norm=None):
-    x = jnp.asarray(a)
+    x = _array(a, "rfft")
     if dtypes.is_complex(x.dtype):
-        raise TypeError("rfft requires a real-valued input")
+        raise ValueError("only real valued inputs supported for rfft")
     axis = axis % x.ndim
     y = fft(x, n, axis, norm)
     keep = y.shape[axis] // 2 + 1
@@ -132,10 +142,19 @@ def rfft(a, n=None, axis=-1, norm=None):
 
 
 def irfft(a, n=None, axis=-1, norm=None):
-    x = jnp.asarray(a)
+    x = _array(a, "irfft")
     x = x.astype(_complex_dtype(x.dtype))
     axis = axis % x.ndim
-    n = 2 * (x.shape[axis] - 1) if n is None else int(n)
+    if n is None:
+        # (A spectrum of one point is the transform of no points, as JAX's.)
+        n = max(0, 2 * (x.shape[axis] - 1))
+        if n == 0:
+            shape = list(x.shape)
+            shape[axis] = 0
+            return jnp.zeros(shape, _real_dtype(x.dtype))
+    n = int(n)
+    if n < 1:
+        raise ValueError("Shape should be positive.")
     half = n // 2 + 1
     x = _fit(x, half, axis)
     x = jnp.moveaxis(x, axis, -1)
@@ -148,8 +167,7 @@ def irfft(a, n=None, axis=-1, norm=None):
 
 def hfft(a, n=None, axis=-1, norm=None):
     """The FFT of a signal with Hermitian symmetry (a real spectrum)."""
-    x = jnp.asarray(a)
-    n = 2 * (x.shape[axis] - 1) if n is None else int(n)
+    x = _array(a, "hfft")
     inv = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
     return irfft(jnp.conj(x), n, axis, inv[norm])
 
@@ -220,11 +238,15 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None):
     dt = dtypes.default_float() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if int(n) == 0:
+        return jnp.zeros(0, dt)
     return jnp.asarray(np.fft.fftfreq(int(n), d).astype(dt))
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     dt = dtypes.default_float() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if int(n) == 0:
+        return jnp.full(1, np.nan, dt)  # (0 / 0, as JAX computes it)
     return jnp.asarray(np.fft.rfftfreq(int(n), d).astype(dt))
 
 

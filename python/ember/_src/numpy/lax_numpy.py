@@ -1353,6 +1353,8 @@ def permute_dims(a, axes):
 
 def matrix_transpose(x):
     x = _v(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose requires at least 2 dimensions; got ndim={x.ndim}")
     return swapaxes(x, -1, -2)
 
 

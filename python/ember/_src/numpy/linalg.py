@@ -28,14 +28,20 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if axis is None and ord is None:
         return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), keepdims=keepdims))
     if axis is None:
-        axis = tuple(range(x.ndim)) if x.ndim <= 2 else None
+        axis = tuple(range(x.ndim))
+    if isinstance(axis, (tuple, list)) and len(axis) not in (1, 2):
+        raise ValueError(f"Improper number of axes for norm: axis={tuple(axis)}. Pass one "
+                         "axis to compute a vector-norm, or two axes to compute a "
+                         "matrix-norm.")
     if isinstance(axis, int) or (isinstance(axis, tuple) and len(axis) == 1):
         ax = axis if isinstance(axis, int) else axis[0]
         a = jnp.abs(x)
+        if isinstance(ord, str):
+            raise ValueError(f"Invalid order '{ord}' for vector norm.")
         if ord is None or ord == 2:
             return jnp.sqrt(jnp.sum(a * a, axis=ax, keepdims=keepdims))
         if ord == jnp.inf:
-            return jnp.max(a, axis=ax, keepdims=keepdims)
+            return jnp.max(a, axis=ax, keepdims=keepdims, initial=0)
         if ord == -jnp.inf:
             return jnp.min(a, axis=ax, keepdims=keepdims)
         if ord == 0:
@@ -47,19 +53,24 @@ def norm(x, ord=None, axis=None, keepdims=False):
     a = jnp.abs(x)
     if ord in (None, "fro"):
         return jnp.sqrt(jnp.sum(a * a, axis=axis, keepdims=keepdims))
-    if ord in (1, -1):
-        red = jnp.max if ord == 1 else jnp.min
-        return red(jnp.sum(a, axis=r, keepdims=True), axis=c, keepdims=True).reshape(
-            _kept(x.shape, axis, keepdims))
-    if ord in (jnp.inf, -jnp.inf):
-        red = jnp.max if ord == jnp.inf else jnp.min
-        return red(jnp.sum(a, axis=c, keepdims=True), axis=r, keepdims=True).reshape(
+    if ord in (1, -1, jnp.inf, -jnp.inf):
+        # (The largest norm of an empty matrix is 0, as JAX's; the smallest
+        # raises, as a reduction with no identity.)
+        if ord in (1, jnp.inf):
+            red = functools.partial(jnp.max, initial=0)
+        else:
+            red = jnp.min
+        inner, outer = (r, c) if ord in (1, -1) else (c, r)
+        return red(jnp.sum(a, axis=inner, keepdims=True), axis=outer, keepdims=True).reshape(
             _kept(x.shape, axis, keepdims))
     if ord in (2, -2, "nuc"):
         sv = svd(jnp.moveaxis(x, (r, c), (-2, -1)), compute_uv=False)
-        out = jnp.max(sv, -1) if ord == 2 else jnp.min(sv, -1) if ord == -2 else jnp.sum(sv, -1)
+        if ord == 2:
+            out = jnp.max(sv, -1, initial=0)
+        else:
+            out = jnp.min(sv, -1) if ord == -2 else jnp.sum(sv, -1)
         return out.reshape(_kept(x.shape, axis, keepdims)) if keepdims else out
-    raise ValueError(f"Invalid norm order {ord!r} for matrices")
+    raise ValueError(f"Invalid order '{ord}' for matrix norm.")
 
 
 def _kept(shape, axis, keepdims):
@@ -73,8 +84,11 @@ def matrix_power(a, n):
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         raise TypeError(f"exponent must be an integer, got {n!r}")
     n = int(n)
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"matrix_power needs square matrices, got shape {a.shape}")
+    if a.ndim < 2:
+        raise TypeError(f"{a.ndim}-dimensional array given. Array must be at least "
+                        "two-dimensional")
+    if a.shape[-1] != a.shape[-2]:
+        raise TypeError(f"Last 2 dimensions of the array must be square, got shape {a.shape}")
     if n < 0:
         a, n = inv(a), -n
     out = jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
@@ -97,7 +111,7 @@ def vector_norm(x, axis=None, keepdims=False, ord=2):
         (axis,) if isinstance(axis, int) else tuple(axis))
     a = jnp.abs(x)
     if ord == jnp.inf:
-        return jnp.max(a, axis=axes, keepdims=keepdims)
+        return jnp.max(a, axis=axes, keepdims=keepdims, initial=0)
     if ord == -jnp.inf:
         return jnp.min(a, axis=axes, keepdims=keepdims)
     if ord == 0:
@@ -260,6 +274,8 @@ def solve(a, b):
 def inv(a):
     a = _float(a)
     _square(a, "inv")
+    if a.shape[-1] == 0:
+        return a
     lu, perm, _ = _lu(a)
     return _lu_solve(lu, perm, _eye_like(a, a.shape[-1]))
 
@@ -607,6 +623,8 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
         rtol = rcond
     if rtol is None:
         rtol = 10.0 * max(m, n) * jnp.finfo(a.dtype).eps
+    if m == 0 or n == 0:
+        return jnp.zeros(a.shape[:-2] + (n, m), a.dtype)
     u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
     cutoff = jnp.asarray(rtol, s.dtype)[..., None] * jnp.max(s, axis=-1, keepdims=True)
     big = s > cutoff
@@ -619,7 +637,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     a = _float(a)
     b = jnp.asarray(b).astype(a.dtype)
     if a.ndim != 2:
-        raise ValueError("lstsq: a must be 2-D")
+        raise TypeError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
     m, n = a.shape
     vec = b.ndim == 1
     if vec:
