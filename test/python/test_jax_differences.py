@@ -913,3 +913,21 @@ def test_tree_all_leaves_is_leaf_and_jit_donate_check():
     assert not tree_util.all_leaves([(1,)])
     with pytest.raises(ValueError, match="cannot intersect"):
         ember.jit(lambda x, n: x * n, static_argnums=1, donate_argnums=1)
+
+
+def test_convolve_preferred_element_type_polyder_and_fftn_axes():
+    i8 = jnp.array([1, 2, 3], jnp.int8)
+    out = jnp.convolve(i8, jnp.array([100, 100], jnp.int8), preferred_element_type=jnp.int32)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, [100, 300, 500, 300])
+    c = jnp.correlate(i8, jnp.array([100, 100], jnp.int8), preferred_element_type=jnp.int32)
+    np.testing.assert_array_equal(c, [300, 500])
+    with pytest.raises(TypeError, match="narrower"):
+        jnp.convolve(jnp.array([1, 2, 3]), jnp.array([1, 1]), preferred_element_type=jnp.float16)
+    with pytest.raises(ValueError, match="1-dimensional"):
+        jnp.convolve(jnp.ones((2, 2)), jnp.ones(2))
+    np.testing.assert_array_equal(jnp.convolve(jnp.array([1., 2., 3.]), jnp.array([0.5, 1.]),
+                                               precision="highest"), [0.5, 2., 3.5, 3.])
+    assert jnp.polyder(jnp.array([1., 2., 3., 4.]), 5).shape == (0,)
+    with pytest.raises(ValueError, match="repeated axes"):
+        jnp.fft.fftn(jnp.ones((2, 3)), axes=(0, 0))

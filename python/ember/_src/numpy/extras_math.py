@@ -183,6 +183,8 @@ def polyder(p, m=1):
     if m == 0:
         return p
     n = p.shape[0]
+    if m >= n:
+        return p[:0]  # (the derivative of a constant or less: no coefficients, as JAX's)
     coeff = (np.arange(m, n)[None] - np.arange(m)[:, None]).prod(0)[::-1]
     return jnp.multiply(p[:n - m], _to(np.asarray(coeff, np.float64), p.dtype))
 

@@ -177,9 +177,12 @@ def ihfft(a, n=None, axis=-1, norm=None):
     return jnp.conj(rfft(a, n, axis, inv[norm]))
 
 
-def _axes_and_sizes(x, s, axes):
+def _axes_and_sizes(x, s, axes, name):
     if axes is None:
         axes = tuple(range(x.ndim)) if s is None else tuple(range(-len(s), 0))
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"jax.numpy.fft.{name} does not support repeated axes. Got axes "
+                         f"{tuple(axes)}.")
     axes = tuple(a % x.ndim for a in axes)
     sizes = [None] * len(axes) if s is None else list(s)
     if len(sizes) != len(axes):
@@ -189,7 +192,7 @@ def _axes_and_sizes(x, s, axes):
 
 def fftn(a, s=None, axes=None, norm=None):
     x = jnp.asarray(a)
-    axes, sizes = _axes_and_sizes(x, s, axes)
+    axes, sizes = _axes_and_sizes(x, s, axes, "fftn")
     for ax, n in zip(axes, sizes):
         x = fft(x, n, ax, norm)
     return x
@@ -197,7 +200,7 @@ def fftn(a, s=None, axes=None, norm=None):
 
 def ifftn(a, s=None, axes=None, norm=None):
     x = jnp.asarray(a)
-    axes, sizes = _axes_and_sizes(x, s, axes)
+    axes, sizes = _axes_and_sizes(x, s, axes, "ifftn")
     for ax, n in zip(axes, sizes):
         x = ifft(x, n, ax, norm)
     return x
@@ -205,7 +208,7 @@ def ifftn(a, s=None, axes=None, norm=None):
 
 def rfftn(a, s=None, axes=None, norm=None):
     x = jnp.asarray(a)
-    axes, sizes = _axes_and_sizes(x, s, axes)
+    axes, sizes = _axes_and_sizes(x, s, axes, "rfftn")
     x = rfft(x, sizes[-1], axes[-1], norm)
     for ax, n in zip(axes[:-1], sizes[:-1]):
         x = fft(x, n, ax, norm)
@@ -214,7 +217,7 @@ def rfftn(a, s=None, axes=None, norm=None):
 
 def irfftn(a, s=None, axes=None, norm=None):
     x = jnp.asarray(a)
-    axes, sizes = _axes_and_sizes(x, s, axes)
+    axes, sizes = _axes_and_sizes(x, s, axes, "irfftn")
     for ax, n in zip(axes[:-1], sizes[:-1]):
         x = ifft(x, n, ax, norm)
     return irfft(x, sizes[-1], axes[-1], norm)

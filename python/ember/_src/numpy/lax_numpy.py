@@ -2838,15 +2838,26 @@ def ediff1d(ary, to_end=None, to_begin=None):
     return r
 
 
-def convolve(a, v, mode="full"):
-    return _convolve(a, v, mode, "convolve")
+def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
+    return _convolve(a, v, mode, "convolve", preferred_element_type)
 
 
-def _convolve(a, v, mode, op):
+def _convolve(a, v, mode, op, preferred_element_type=None):
+    _check_arraylike(op, a, v)
+    a, v = _v(a), _v(v)
+    if a.ndim != 1 or v.ndim != 1:
+        raise _core.value_error(f"{op}() only support 1-dimensional inputs.")
     if mode not in ("full", "same", "valid"):
         raise _core.value_error("mode must be one of ['full', 'same', 'valid']")
-    # (JAX computes in the inexact type: integers and booleans give floats.)
-    a, v = _promote_dtype(ravel(a), ravel(v), to_inexact=True)
+    if preferred_element_type is None:
+        # (JAX computes in the inexact type: integers and booleans give floats.)
+        a, v = _promote_dtype(a, v, to_inexact=True)
+    else:
+        # The inputs' common type, computed in the type asked for.
+        a, v = _promote_dtype(a, v)
+        pet = _dt.canonicalize_dtype(preferred_element_type)
+        _check_preferred_type(a.dtype, pet)
+        a, v = _to(a, pet), _to(v, pet)
     n, m = a.shape[0], v.shape[0]
     if n == 0 or m == 0:
         raise _core.value_error(f"{op}: inputs cannot be empty, got shapes {a.shape} and "
@@ -2872,8 +2883,27 @@ def _convolve(a, v, mode, op):
     return full_[m - 1:n]
 
 
-def correlate(a, v, mode="valid"):
-    return _convolve(a, v, mode, "correlate")
+def _check_preferred_type(dtype, pet):
+    """JAX's rules for a `preferred_element_type`: the same kind as the
+    input (or a float for integers), signed for signed, not narrower."""
+    if not (issubdtype(dtype, _np.integer) and issubdtype(pet, _np.floating)):
+        # (`any` here is jnp.any)
+        if [t for t in (_np.integer, _np.floating, _np.complexfloating)
+                if issubdtype(dtype, t) and not issubdtype(pet, t)]:
+            raise _core.type_error(
+                "Input type is incompatible with `preferred_element_type`. The compatible "
+                "combinations of (input_type, preferred_element_type) are (integral, "
+                "integral), (integral, floating), (floating, floating), (complex, complex.")
+        if issubdtype(dtype, _np.signedinteger) and not issubdtype(pet, _np.signedinteger):
+            raise _core.type_error("`preferred_element_type` must have the same signedness "
+                                   "as the original type.")
+    if _np.dtype(pet).itemsize < _np.dtype(dtype).itemsize:
+        raise _core.type_error("`preferred_element_type` must not be narrower than the "
+                               "original type.")
+
+
+def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+    return _convolve(a, v, mode, "correlate", preferred_element_type)
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
