@@ -931,3 +931,41 @@ def test_convolve_preferred_element_type_polyder_and_fftn_axes():
     assert jnp.polyder(jnp.array([1., 2., 3., 4.]), 5).shape == (0,)
     with pytest.raises(ValueError, match="repeated axes"):
         jnp.fft.fftn(jnp.ones((2, 3)), axes=(0, 0))
+
+
+def test_checkpoint_keyword_arguments():
+    f = ember.checkpoint(lambda x, y=2.: x * y)
+    assert float(f(3., y=4.)) == 12.0
+
+    def g(x, *, scale):
+        return jnp.sin(x) * scale
+
+    assert float(ember.grad(lambda x: ember.checkpoint(g)(x, scale=2.))(0.)) == 2.0
+    assert float(ember.grad(lambda s: ember.checkpoint(g)(1., scale=s))(2.)) == \
+        pytest.approx(0.84147096)
+
+
+def test_loop_results_take_the_body_weak_types():
+    assert lax.scan(lambda c, x: (2., c), jnp.float32(1.), None, length=2)[0].weak_type
+    assert lax.while_loop(lambda c: c < 3, lambda c: 5., jnp.float32(1.)).weak_type
+    assert lax.fori_loop(0, jnp.int32(2), lambda i, c: 2., jnp.float32(1.)).weak_type
+    assert not lax.scan(lambda c, x: (c + 2., c), jnp.float32(1.), None, length=2)[0].weak_type
+    assert not lax.scan(lambda c, x: (c + jnp.float32(2.), c), 1., None, length=2)[0].weak_type
+    with pytest.raises(TypeError, match="must be a pair"):
+        lax.scan(lambda c, x: (c + x, c, x), 0., jnp.arange(3.))
+    with pytest.raises(ValueError, match="negative length"):
+        lax.scan(lambda c, x: (c + 1, None), 0, None, length=-1)
+
+
+def test_triangular_solve_vector_and_tridiagonal_checks():
+    a = jnp.array([[2., 0.], [1., 3.]])
+    np.testing.assert_allclose(lax.linalg.triangular_solve(a, jnp.array([1., 2.]),
+                                                           left_side=True, lower=True),
+                               [0.5, 0.5])
+    np.testing.assert_allclose(lax.linalg.triangular_solve(a, jnp.array([1., 2.]), lower=True),
+                               [0.16666666, 0.6666667], rtol=1e-6)
+    dl, d, du = jnp.array([0., 1.]), jnp.array([2., 2.]), jnp.array([1., 0.])
+    with pytest.raises(TypeError, match="same dtypes"):
+        lax.linalg.tridiagonal_solve(dl, d, du, jnp.ones((2, 1), jnp.float16))
+    with pytest.raises(TypeError, match="rank at least 2"):
+        lax.linalg.tridiagonal_solve(dl, d, du, jnp.ones(2))

@@ -183,16 +183,19 @@ def checkpoint(fun=None, *, prevent_cse=True, policy=None, static_argnums=()):
                  else (static_argnums,))
 
     @functools.wraps(fun)
-    def rematted(*args):
+    def rematted(*args, **kwargs):
         if not core._trace_stack or policy is checkpoint_policies.everything_saveable:
             # Nothing is differentiated here, or everything is kept: the
             # function itself, on arrays and giving arrays (JAX binds its
             # remat primitive, so Python scalars come back as arrays).
             args = [a if i in static else tree_util.tree_map(_array, a)
                     for i, a in enumerate(args)]
-            return tree_util.tree_map(_array, fun(*args))
+            return tree_util.tree_map(_array, fun(*args, **kwargs))
+        # Keyword arguments (a layer's `train=`) are closed over: arrays
+        # among them are differentiated as closed-over values are.
+        f = functools.partial(fun, **kwargs) if kwargs else fun
         positions = [i for i in range(len(args)) if i not in static]
-        dynamic = with_dynamic(fun, args, positions)
+        dynamic = with_dynamic(f, args, positions)
         call = custom_vjp(dynamic)
         call.defvjp(lambda *dyn: (dynamic(*dyn), dyn),
                     lambda dyn, ct: vjp(dynamic, *dyn)[1](ct))

@@ -227,11 +227,27 @@ def _promote_carry(init, new):
 
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+    if isinstance(length, (int, np.integer)) and not isinstance(length, bool) and length < 0:
+        raise ValueError(f"scan got a negative length: {length}")
+    f = _returns_pair(f)
     if _python_mode():
         return _scan_python(f, init, xs, length, reverse)
     if not core._trace_stack:
         return _eager(lambda c, x: scan(f, c, x, length, reverse), (init, xs))
     return state.retry(lambda: _scan_refs(f, init, xs, length, reverse))
+
+
+def _returns_pair(f):
+    """`f`, checked to return a (carry, output) pair as JAX's scan does."""
+    @functools.wraps(f)
+    def checked(c, x):
+        out = f(c, x)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"scan body output must be a pair, got {out!r} "
+                            f"(at {core.where()})")
+        return out
+
+    return checked
 
 
 def _scan_refs(f, init, xs, length, reverse):
@@ -419,10 +435,12 @@ def _emit_scan(f, carry, x_leaves, x_tree, n, reverse, promote):
         core.trace_region(cond_block, lambda i, *rest: [i < n], full)
         ys0 = [jnp.zeros(a.shape, a.dtype) for a in store["y_avals"]]
         init = [jnp.asarray(0, np.int32)] + c_leaves + ys0
-        # A weak initial carry that the body makes strong (same dtype) comes
-        # out strong, as in JAX (no second trace: the types are the same);
-        # an initial carry placed on no mesh takes the body's sharding.
-        out = [full[0]] + [a.update(weak_type=a.weak_type and w,
+        # The final carries' weak types are the body's, as in JAX (a weak
+        # initial carry that the body makes strong comes out strong, with
+        # no second trace: the types are the same; a strong one that the
+        # body replaces by a weak value comes out weak); an initial carry
+        # placed on no mesh takes the body's sharding.
+        out = [full[0]] + [a.update(weak_type=w,
                                     sharding=sh if a.sharding is None else None)
                            for a, w, sh in zip(full[1:], store["new_weak"],
                                                store["new_sharding"])] + full[1 + len(c_leaves):]
@@ -599,10 +617,18 @@ def _emit_while(cond_fun, body_fun, tree, vals, trip_count, promote):
         _carry_check(_promote_carry(carried, new) if promote else carried, new, "while_loop")
         if promote and any(_promotes(a, n) for a, n in zip(avals, new_vals)):
             raise _WeakCarry([n.dtype for n in new_vals])
+        new_weak[:] = [n.weak_type for n in new_vals]
         return new_vals
+
+    new_weak = [a.weak_type for a in avals]
 
     core.trace_region(cond_block, cond, avals)
     core.trace_region(body_block, body, avals)
+    # (The results' weak types are the body's, as JAX's loop results have
+    # the body's output types.)
+    results = [r if r.aval.weak_type == w else core.Tracer(trace, r.value,
+                                                           r.aval.update(weak_type=w))
+               for r, w in zip(results, new_weak)]
     if trip_count is not None:
         with core.context():
             op.attributes["trip_count"] = core.i64_attr(core.canonicalize_dim(trip_count))

@@ -283,6 +283,12 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
     a, b = as_value(a), as_value(b)
     if conjugate_a:
         a = _conj(a)
+    if b.ndim == a.ndim - 1:
+        # A vector right-hand side: one column (or row) of a matrix, as JAX's.
+        x = triangular_solve(a, lax.expand_dims(b, (b.ndim if left_side else b.ndim - 1,)),
+                             left_side=left_side, lower=lower, transpose_a=transpose_a,
+                             unit_diagonal=unit_diagonal)
+        return x[..., 0] if left_side else x[..., 0, :]
 
     def solve(a, b):
         if left_side:
@@ -355,16 +361,24 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
     from .control_flow import scan
     jnp = _jnp()
     dl, d, du, b = (jnp.asarray(t) for t in (dl, d, du, b))
-    if not (dl.ndim >= 1 and dl.shape == d.shape == du.shape):
-        raise ValueError(f"tridiagonal_solve: dl, d and du must have the same shape, got "
-                         f"{dl.shape}, {d.shape} and {du.shape}")
-    if b.ndim != d.ndim + 1 or b.shape[:-1] != d.shape:
-        raise ValueError(f"tridiagonal_solve: b must have shape {d.shape} + (n,), got "
-                         f"{b.shape}")
-    dtype = jnp.result_type(dl, d, du, b)
+    # (JAX's checks and words: one dtype, inexact, b of rank >= 2 matching.)
+    if len({t.dtype for t in (dl, d, du, b)}) != 1:
+        raise TypeError("lax.tridiagonal_solve requires arguments to have the same dtypes, "
+                        f"got {', '.join(str(t.dtype) for t in (dl, d, du, b))}.")
+    dtype = d.dtype
     if not jnp.issubdtype(dtype, jnp.inexact):
-        raise TypeError(f"tridiagonal_solve: expected inexact operands, got {dtype}")
-    dl, d, du, b = (t.astype(dtype) for t in (dl, d, du, b))
+        raise TypeError(f"tridiagonal_solve does not accept dtype {dtype} at position 0. "
+                        "Accepted dtypes at position 0 are subtypes of floating, "
+                        "complexfloating.")
+    if not (dl.ndim >= 1 and dl.shape == d.shape == du.shape):
+        raise TypeError(f"tridiagonal_solve: dl, d and du must have the same shape, got "
+                        f"{dl.shape}, {d.shape} and {du.shape}")
+    if b.ndim < 2:
+        raise TypeError(f"Input 3 to tridiagonal_solve must have rank at least 2, but got "
+                        f"{b.ndim}")
+    if b.ndim != d.ndim + 1 or b.shape[:-1] != d.shape:
+        raise TypeError("tridiagonal_solve requires that the leading ndim-1 dimensions of b "
+                        "equal the dimensions of the diagonal arguments.")
     m = d.shape[-1]
     if m == 0:
         return b
