@@ -1902,10 +1902,27 @@ struct EmberAutodiffPass
 
 } // namespace
 
+/// Replaces each counted loop that runs zero times (`trip_count = 0`: a
+/// `fori_loop(0, 0, ...)`) by its initial values. Its body never runs, and
+/// reverse mode would otherwise save its residuals in buffers of zero rows
+/// and read a row of them.
+static void foldZeroTripLoops(ModuleOp module) {
+  SmallVector<WhileOp> dead;
+  module.walk([&](WhileOp loop) {
+    if (std::optional<uint64_t> trips = loop.getTripCount(); trips && !*trips)
+      dead.push_back(loop);
+  });
+  for (WhileOp loop : dead) {
+    loop->replaceAllUsesWith(loop.getInit());
+    loop->erase();
+  }
+}
+
 LogicalResult mlir::ember::expandAutodiffOps(ModuleOp module,
                                              SymbolTable &symbols,
                                              bool &progress,
                                              bool keepKernelCalls) {
+  foldZeroTripLoops(module);
   keepKernels = keepKernelCalls;
   auto reset = llvm::make_scope_exit([] { keepKernels = false; });
   Deriver d{module, symbols};

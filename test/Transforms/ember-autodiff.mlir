@@ -918,3 +918,32 @@ func.func @stash_effects(%x: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
   %y, %g, %stashed = ember.vjp @stashed(%x) cotangents(%one) wrt [0] {effects = 1 : i64} : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>)
   return %g, %stashed : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// A counted loop that runs zero times (`fori_loop(0, 0, ...)`) is its
+// initial values: reverse mode saves nothing (it used to read a row of a
+// residual buffer of zero rows, and the op's builder aborted).
+// CHECK-LABEL: func @zero_trips_grad
+// CHECK-NOT: ember.while
+// CHECK-NOT: ember.dynamic_slice
+// CHECK: return %{{.*}}, %arg1
+func.func private @zero_trips(%x: tensor<f32>) -> tensor<f32> {
+  %z = ember.constant dense<0> : tensor<i32>
+  %r:2 = ember.while(%z, %x) {trip_count = 0 : i64} : tensor<i32>, tensor<f32> cond {
+  ^bb0(%i: tensor<i32>, %c: tensor<f32>):
+    %p = ember.compare LT, %i, %z : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%i: tensor<i32>, %c: tensor<f32>):
+    %one = ember.constant dense<1> : tensor<i32>
+    %i1 = ember.add %i, %one : tensor<i32>
+    %m = ember.mul %c, %x : tensor<f32>
+    ember.yield %i1, %m : tensor<i32>, tensor<f32>
+  }
+  return %r#1 : tensor<f32>
+}
+func.func @zero_trips_grad(%x: tensor<f32>, %ct: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  %y, %g = ember.vjp @zero_trips(%x) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %y, %g : tensor<f32>, tensor<f32>
+}

@@ -969,3 +969,31 @@ def test_triangular_solve_vector_and_tridiagonal_checks():
         lax.linalg.tridiagonal_solve(dl, d, du, jnp.ones((2, 1), jnp.float16))
     with pytest.raises(TypeError, match="rank at least 2"):
         lax.linalg.tridiagonal_solve(dl, d, du, jnp.ones(2))
+
+
+def test_float_floor_divide_as_cpython_and_power_cases():
+    # 1.0 // 0.1 is 9 (CPython's float_divmod), not floor(1.0 / 0.1) = 10
+    np.testing.assert_array_equal(jnp.array([1., 0.7, 3.3]) // jnp.array([0.1, 0.1, 1.1]),
+                                  [9., 6., 2.])
+    q, r = jnp.divmod(jnp.array([1.]), jnp.array([0.1]))
+    assert float(q[0]) == 9.0 and float(r[0]) == pytest.approx(0.09999999)
+    np.testing.assert_array_equal(
+        jnp.floor_divide(jnp.array([jnp.inf, -jnp.inf, -2.]), jnp.array([2., -1.5, jnp.inf])),
+        [np.nan, np.nan, -1.])
+    z = jnp.array([-1.5, -0.]) // jnp.array([-128., 5.])
+    assert np.signbit(np.asarray(z)).tolist() == [True, False]
+    with pytest.raises(TypeError, match="complex"):
+        jnp.array([1j]) // 2
+    # power: booleans compute as int32, concrete integer exponents are exact
+    b = jnp.array([True, False]) ** True
+    assert b.dtype == np.int32 and b.tolist() == [1, 0]
+    assert jnp.power(jnp.array([True]), jnp.array([True])).tolist() == [1]
+    c = jnp.array([-1.5j]) ** jnp.array(1)
+    assert complex(c[0]) == -1.5j
+    with pytest.raises(TypeError, match="negative powers"):
+        jnp.array([1, 2, 3]) ** jnp.array(-2)
+    assert not (2 ** jnp.array([True])).weak_type
+    # JAX's binary exponentiation over the exponent's low 6 bits
+    np.testing.assert_array_equal(jnp.array([2, -7], jnp.int32) ** jnp.array([64, -7], jnp.int32),
+                                  [1, -1626598087])
+    assert float(ember.grad(lambda x: x ** 2)(0.)) == 0.0

@@ -560,16 +560,53 @@ def reciprocal(x):
     return divide(_to(1, x.dtype, True), x)
 
 
+def _concrete_int(y):
+    """`y` as a Python int when it is a concrete integer scalar (a Python
+    int or bool, a NumPy integer, a 0-d integer array outside traces)."""
+    if isinstance(y, (int, _np.integer, _np.bool_)):
+        return int(y)
+    if type(y) is _core.Array and y.ndim == 0 and (_dt.is_int(y.dtype) or _dt.is_bool(y.dtype)):
+        return int(y)
+    return None
+
+
 def power(x, y):
-    if isinstance(y, int) and not isinstance(y, builtins.bool):
+    """JAX's cases: a concrete integer exponent is `lax.integer_pow` (exact
+    for floats, differentiable at 0); integer and boolean operands are
+    computed by binary exponentiation over the exponent's low 6 bits (as
+    JAX's, whose result beyond that is implementation-defined); an inexact
+    base with an integer exponent array is `lax.pow` of the two as they
+    are; anything else `lax.pow` of the promoted operands."""
+    _check_arraylike("power", x, y)
+    n = _concrete_int(y)
+    if n is not None:
         x = _v(x)
         if _dt.is_bool(x.dtype):
-            x = lax.convert_element_type(x, _dt.canonicalize_dtype(_np.int64))
-        return lax.integer_pow(x, y)
-    x, y = _promote(x, y)
-    if not _dt.is_inexact(x.dtype):
-        return lax._pow(x, y)  # (the op's integer power; JAX's lax.pow is inexact only)
-    return lax.pow(x, y)
+            x = _to(x, _dt.default_int())
+        return lax.integer_pow(x, n)
+    xp, yp = _promote_numeric(x, y)
+    if _dt.is_int(xp.dtype):
+        return _pow_int_int(xp, yp)
+    xv, yv = _v(x), _v(y)
+    if _dt.is_inexact(xv.dtype) and _dt.is_int(yv.dtype):
+        shape = broadcast_shapes(xv.shape, yv.shape)
+        return lax.pow(broadcast_to(xv, shape), broadcast_to(yv, shape))
+    return lax.pow(xp, yp)
+
+
+def _pow_int_int(x, y):
+    """x ** y of integers by squaring, over the low 6 bits of y (a larger
+    power overflows anyway), y shifted logically: JAX's algorithm, so
+    negative and huge exponents give JAX's values."""
+    zero, one = _to(0, y.dtype), _to(1, y.dtype)
+    acc = where(logical_and(equal(x, _to(0, x.dtype)), not_equal(y, zero)),
+                _to(0, x.dtype), _to(1, x.dtype))
+    acc = broadcast_to(acc, broadcast_shapes(x.shape, y.shape))
+    for _ in range(6):
+        acc = where(not_equal(lax.bitwise_and(y, one), zero), multiply(acc, x), acc)
+        x = multiply(x, x)
+        y = lax.shift_right_logical(y, one)
+    return acc
 
 
 pow = power
@@ -600,7 +637,22 @@ def floor_divide(x, y):
         fix_ = logical_and(not_equal(r, 0), logical_or(
             not_equal(less(x, 0), less(y, 0)), equal(y, 0)))
         return where(fix_, subtract(q, 1), q)
-    return floor(lax.div(x, y))
+    if _dt.is_complex(x.dtype):
+        raise _core.type_error("floor_divide does not support complex-valued inputs")
+    return _float_divmod(x, y)[0]
+
+
+def _float_divmod(x, y):
+    """Floor division and the remainder of floats as CPython's float_divmod
+    computes them (JAX's too): the quotient of x - fmod(x, y), stepped down
+    where the remainder's sign is not y's, then rounded, so that 1.0 // 0.1
+    is 9 (floor(1.0 / 0.1) is 10: the division rounds up to an integer)."""
+    mod = lax.rem(x, y)
+    div = lax.div(where(equal(y, 0), x, lax.sub(x, mod)), y)
+    fix_ = logical_and(not_equal(mod, 0), not_equal(lax.sign(y), lax.sign(mod)))
+    mod = where(fix_, lax.add(mod, y), mod)
+    div = where(fix_, lax.sub(div, _to(1, div.dtype)), div)
+    return lax.round(div), mod
 
 
 def remainder(x, y):
@@ -636,7 +688,10 @@ def fmod(x, y):
 
 
 def divmod(x, y):
-    return floor_divide(x, y), remainder(x, y)
+    x, y = _promote_numeric(x, y)
+    if _dt.is_int(x.dtype) or _dt.is_bool(x.dtype) or _dt.is_complex(x.dtype):
+        return floor_divide(x, y), remainder(x, y)
+    return _float_divmod(x, y)
 
 
 def hypot(x, y):
