@@ -997,3 +997,34 @@ def test_float_floor_divide_as_cpython_and_power_cases():
     np.testing.assert_array_equal(jnp.array([2, -7], jnp.int32) ** jnp.array([64, -7], jnp.int32),
                                   [1, -1626598087])
     assert float(ember.grad(lambda x: x ** 2)(0.)) == 0.0
+
+
+def test_linalg_zero_size_solves_modes_and_checks():
+    la = jnp.linalg
+    assert la.solve(jnp.eye(3), jnp.ones((3, 0))).shape == (3, 0)
+    assert la.inv(jnp.ones((0, 2, 2))).shape == (0, 2, 2)
+    assert la.matrix_power(jnp.ones((0, 2, 2)), -2).shape == (0, 2, 2)
+    from ember.scipy import linalg as slinalg
+    assert slinalg.lu_solve(slinalg.lu_factor(jnp.eye(2)), jnp.ones((2, 0))).shape == (2, 0)
+    assert la.qr(jnp.array([[1., 2.], [3., 4.], [5., 6.]]), mode="full")[0].shape == (3, 2)
+    with pytest.raises(ValueError, match="Unknown slogdet method"):
+        la.slogdet(jnp.eye(2), method="foo")
+    with pytest.raises(ValueError, match="only one of tol or rtol"):
+        la.matrix_rank(jnp.ones((2, 2)), tol=0.1, rtol=0.1)
+
+
+def test_ldexp_weak_types_vmap_axes_and_fori_index():
+    out = jnp.ldexp(jnp.array([0., -0., 1e-30, 1e30, -128.]),
+                    jnp.array([128, 300, 200, -200, -128]))
+    np.testing.assert_allclose(out, [0., -0., 1.606938e+30, 6.2230154e-31, -3.761582e-37],
+                               rtol=1e-6)
+    assert np.signbit(np.asarray(out)[1])
+    with pytest.raises(ValueError, match="not supported"):
+        jnp.ldexp(jnp.array([1 + 2j]), 2)
+    assert jnp.heaviside(2.5, jnp.array([1, 2])).weak_type
+    assert jnp.logaddexp(jnp.array([1, 2]), 2.5).weak_type
+    assert not jnp.logaddexp2(jnp.array([1, 2]), 2.5).weak_type
+    with pytest.raises(TypeError, match="in_axes must be an int"):
+        ember.vmap(lambda x: x, in_axes=True)(jnp.arange(3.))
+    # A fori_loop's index is weakly typed for Python int bounds
+    assert lax.fori_loop(0, 3, lambda i, c: c + i, 0).weak_type

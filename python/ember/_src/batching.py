@@ -101,6 +101,14 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     if not (_is_axis_leaf(in_axes) or isinstance(in_axes, (tuple, dict, hitypes.MappingSpec))):
         raise TypeError("vmap in_axes must be an int, None, or (nested) container with those "
                         f"types as leaves, but got {in_axes}.")
+    # (An axis is an int, not a bool or a float: JAX's TypeErrors.)
+    if isinstance(in_axes, (bool, float)):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries "
+                        "corresponding to the positional arguments passed to the function, "
+                        f"but got {in_axes}.")
+    if any(isinstance(a, (bool, float)) for a in tree_util.tree_leaves(out_axes)):
+        raise TypeError("vmap out_axes must be an int, None, or (nested) container with those "
+                        f"types as leaves, but got {out_axes}.")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):

@@ -514,11 +514,13 @@ def _fori_loop(lower, upper, body_fun, init_val):
         return _while_traced(lambda c: c[0] < hi, lambda c: (c[0] + 1, body_fun(c[0], c[1])),
                              (lo, init_val))[1]
     lo_i, hi_i = int(lo), int(hi)
-    dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]
+    dt, weak = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))
 
     def run(init):
-        # Static bounds: a counted loop, like scan.
-        i0, end = jnp.asarray(lo_i, dt), jnp.asarray(hi_i, dt)
+        # Static bounds: a counted loop, like scan. (The index is weakly
+        # typed for Python int bounds, as JAX's.)
+        i0 = lax.convert_element_type(lo_i, dt, weak_type=weak)
+        end = lax.convert_element_type(hi_i, dt, weak_type=weak)
         return _while_traced(lambda c: c[0] < end, lambda c: (c[0] + 1, body_fun(c[0], c[1])),
                              (i0, init), trip_count=max(hi_i - lo_i, 0))[1]
     if not core._trace_stack:

@@ -684,10 +684,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     lu_ = jnp.broadcast_to(lu_, batch + (m, m))
     b = jnp.broadcast_to(b, batch + b.shape[-2:])
     perm = _pivots_to_permutation(jnp.broadcast_to(piv, batch + piv.shape[-1:]), m)
-    if trans == 0:
-        pb = jnp.take_along_axis(b, perm[..., :, None], axis=-2)
-        y = _la._tri_solve(lu_, pb, lower=True, unit_diagonal=True)
-        x = _la._tri_solve(lu_, y, lower=False)
+    if trans == 0 or b.size == 0:
+        x = _la._lu_solve(lu_, perm, b)
     else:
         conj = trans == 2
         y = _la._tri_solve(lu_, b, lower=False, transpose_a=True, conjugate_a=conj)

@@ -16,6 +16,7 @@ from .lax_numpy import _axis, _check_arraylike, _promote_dtype, _to
 __all__ = [
     "bartlett", "bitwise_count", "blackman", "corrcoef", "cov", "frexp", "gcd", "gradient",
     "hamming", "hanning", "histogram2d", "histogramdd", "intersect1d", "isin", "kaiser", "lcm",
+    "ldexp",
     "modf", "poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub",
     "polyval", "roots", "setdiff1d", "setxor1d", "sort_complex", "spacing", "trapezoid",
     "trim_zeros", "union1d", "unwrap", "vander",
@@ -887,6 +888,25 @@ def frexp(x, /):
     step = _to(jnp.multiply(_to(jnp.subtract(x, xs), wide), scale), x.dtype)
     mant = jnp.where(special, x, jnp.add(mant, step))
     return mant, _to(e, np.int32)
+
+
+
+def ldexp(x1, x2, /):
+    x1_dtype, x2 = core.as_value(x1).dtype, core.as_value(x2)
+    if not (_dt.is_int(x2.dtype) or _dt.is_bool(x2.dtype)) or _dt.is_complex(x1_dtype):
+        raise core.value_error(f"ldexp not supported for input types "
+                               f"({x1_dtype!r}, {x2.dtype!r})")
+    x1 = jnp._promote(x1, to_inexact=True)[0]
+    # The exponent is added to x1's own (frexp), so that neither 2**x2 nor
+    # the product overflows or underflows on the way (1e-30 * 2**200 is
+    # finite); one factor of 2 moves into the mantissa for a positive sum.
+    m, e = frexp(x1)
+    e = _to(jnp.add(_to(e, x2.dtype), x2), x1.dtype)
+    up = jnp.greater(e, _to(0, e.dtype))
+    m = jnp.where(up, jnp.multiply(m, _to(2, m.dtype)), m)
+    e = jnp.where(up, jnp.subtract(e, _to(1, e.dtype)), e)
+    x = jnp.multiply(m, jnp.power(_to(2, m.dtype), e))
+    return jnp.where(jnp.logical_or(jnp.isinf(x1), jnp.equal(x1, _to(0, x1.dtype))), x1, x)
 
 
 def modf(x, /, out=None):

@@ -733,22 +733,16 @@ def logaddexp(x, y):
         return add(big, log1p(exp(subtract(add(x, y), add(big, big)))))
     d = subtract(x, y)
     r = where(greater(x, y), add(x, _softplus_safe(negative(d))), add(y, _softplus_safe(d)))
-    return where(isnan(d), add(x, y), r)
+    # (weakly typed when the operands promote weakly, as JAX's)
+    return _to(where(isnan(d), add(x, y), r), x.dtype, x.weak_type)
 
 
 def logaddexp2(x1, x2, /):
+    # (JAX's result is weakly typed only when both operands are.)
+    weak = _v(x1).weak_type and _v(x2).weak_type
     x1, x2 = _promote(x1, x2, to_inexact=True)
     ln2 = _to(_math.log(2), x1.dtype, True)
-    return divide(logaddexp(multiply(x1, ln2), multiply(x2, ln2)), ln2)
-
-
-def ldexp(x1, x2, /):
-    x2 = _v(x2)
-    if not (_dt.is_int(x2.dtype) or _dt.is_bool(x2.dtype)):
-        raise _core.value_error(f"ldexp not supported for input types "
-                                f"({_v(x1).dtype!r}, {x2.dtype!r})")
-    x1 = _promote(x1, to_inexact=True)[0]
-    return multiply(x1, exp2(_to(x2, x1.dtype)))
+    return _to(divide(logaddexp(multiply(x1, ln2), multiply(x2, ln2)), ln2), x1.dtype, weak)
 
 
 def sinc(x):
@@ -892,8 +886,9 @@ def heaviside(x1, x2):
     _real_only("heaviside", x1, x2)
     x1, x2 = _promote(x1, x2, to_inexact=True)
     # (NaN stays NaN: neither below nor above zero.)
-    return where(less(x1, 0), zeros_like(x1),
-                 where(greater(x1, 0), ones_like(x1), where(isnan(x1), x1, x2)))
+    return _to(where(less(x1, 0), zeros_like(x1),
+                     where(greater(x1, 0), ones_like(x1), where(isnan(x1), x1, x2))),
+               x1.dtype, x1.weak_type)
 
 
 @_on_keys

@@ -238,6 +238,8 @@ def _lu_solve(lu, permutation, b):
     batch = jnp.broadcast_shapes(permutation.shape[:-1], b.shape[:-2])
     p = jnp.broadcast_to(permutation, batch + permutation.shape[-1:])
     b = jnp.broadcast_to(b, batch + b.shape[-2:])
+    if b.size == 0:
+        return jnp.zeros(b.shape, jnp.result_type(lu, b))  # (no right-hand sides)
     pb = jnp.take_along_axis(b, p[..., :, None], axis=-2)
     y = _tri_solve(lu, pb, lower=True, unit_diagonal=True)
     return _tri_solve(lu, y, lower=False)
@@ -274,7 +276,7 @@ def solve(a, b):
 def inv(a):
     a = _float(a)
     _square(a, "inv")
-    if a.shape[-1] == 0:
+    if a.size == 0:
         return a
     lu, perm, _ = _lu(a)
     return _lu_solve(lu, perm, _eye_like(a, a.shape[-1]))
@@ -283,6 +285,9 @@ def inv(a):
 @_jit_outside_traces("method")
 def slogdet(a, *, method=None):
     """(sign, log|det a|) via LU with partial pivoting."""
+    if method not in (None, "lu", "qr"):
+        raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' "
+                         "(`None`), and 'qr'.")
     a = _float(a)
     _square(a, "slogdet")
     if a.shape[-1] == 0:
@@ -314,6 +319,8 @@ def qr(a, mode="reduced"):
     a = _float(a)
     if a.ndim < 2:
         raise ValueError("qr: expected an array of rank >= 2")
+    if mode == "full":
+        mode = "reduced"  # (NumPy's old name, which JAX accepts)
     if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"qr: unsupported mode {mode!r}")
     if mode == "raw":
@@ -603,6 +610,8 @@ def svdvals(x):
 # ----------------------------------------------------------------------------
 
 def matrix_rank(M, rtol=None, *, tol=None):
+    if tol is not None and rtol is not None:
+        raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
     M = _float(M)
     if M.ndim < 2:
         return jnp.any(M != 0).astype(jnp.int32)
@@ -613,7 +622,7 @@ def matrix_rank(M, rtol=None, *, tol=None):
         tol = jnp.max(s, axis=-1, keepdims=True) * jnp.asarray(rtol, s.dtype)
     else:
         tol = jnp.asarray(tol, s.dtype)
-    return jnp.sum(s > tol, axis=-1).astype(jnp.int32)
+    return jnp.sum(s > tol, axis=-1)  # (the default int: int64 with x64, as JAX's)
 
 
 def pinv(a, rtol=None, hermitian=False, *, rcond=None):
@@ -648,7 +657,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     cutoff = jnp.asarray(rcond, s.dtype) * (s[0] if s.shape[0] else 0)
     big = s > cutoff
     sinv = jnp.where(big, 1 / jnp.where(big, s, 1), 0).astype(a.dtype)
-    rank = jnp.sum(big).astype(jnp.int32)
+    rank = jnp.sum(big)  # (the default int: int64 with x64, as JAX's)
     x = _adjoint(vh) @ (sinv[:, None] * (_adjoint(u) @ b))
     resid = jnp.sum(jnp.abs(b - a @ x) ** 2, axis=0)
     if numpy_resid and not (m > n):
