@@ -1028,3 +1028,25 @@ def test_ldexp_weak_types_vmap_axes_and_fori_index():
         ember.vmap(lambda x: x, in_axes=True)(jnp.arange(3.))
     # A fori_loop's index is weakly typed for Python int bounds
     assert lax.fori_loop(0, 3, lambda i, c: c + i, 0).weak_type
+
+
+def test_matrix_rank_and_lstsq_thresholds_as_jax():
+    la = jnp.linalg
+    # JAX 0.10.2 compares the singular values with a given rtol/tol itself
+    assert int(la.matrix_rank(jnp.diag(jnp.array([200., 1.])), rtol=0.5)) == 2
+    a = jnp.stack([jnp.diag(jnp.array([1., 1e-2]))] * 2)
+    assert la.matrix_rank(a, tol=jnp.array([1e-3, 1e-1])).tolist() == [2, 1]
+    assert int(la.matrix_rank(jnp.diag(jnp.array([2., -1.])), hermitian=True)) == 2
+    x, res, rank = la.lstsq(jnp.eye(2), jnp.array([1., 2.]), rcond=1.0)[:3]
+    assert x.tolist() == [1., 2.] and int(rank) == 2 and res.shape == (1,)
+    x = la.lstsq(jnp.array([[1., 0.], [0., 1e-8], [0., 0.]]), jnp.array([1., 1., 1.]), rcond=-1)[0]
+    assert float(x[1]) == 0.0  # (a negative rcond is machine epsilon: 1e-8 is dropped)
+    assert la.lstsq(jnp.array([[1., 2.], [2., 4.], [3., 6.]]), jnp.ones(3),
+                    numpy_resid=True)[1].shape == (0,)
+    with pytest.raises(ValueError, match="Leading dimensions"):
+        la.lstsq(jnp.ones((3, 2)), jnp.ones(4))
+    # polyfit's residuals are lstsq's, always computed; a float degree is int()
+    r = jnp.polyfit(jnp.array([1., 1., 1.]), jnp.array([1., 2., 3.]), 1, full=True)[1]
+    assert float(r[0]) == pytest.approx(2.0, rel=1e-5)
+    np.testing.assert_allclose(jnp.polyfit(jnp.array([0., 1., 2.]), jnp.array([1., 2., 4.]), 1.0),
+                               [1.5, 0.83333343], rtol=1e-5)

@@ -38,14 +38,19 @@ def _inexact(*args):
 
 def _static_int(n, what):
     """`n` as a Python int: a traced value is JAX's concretization error."""
+    return operator.index(_static_num(n, f"{what} must be a static integer"))
+
+
+def _static_num(n, what):
+    """`n` as a concrete number: a traced value is JAX's concretization error."""
     if isinstance(n, core.Tracer):
         c = n.concrete()
         if c is None:
             raise core.ConcretizationTypeError(
                 f"Abstract tracer value encountered where concrete value is expected: "
-                f"{what} must be a static integer (at {core.where()})")
+                f"{what} (at {core.where()})")
         n = c
-    return operator.index(n)
+    return n
 
 
 def _concrete_int(x, fn):
@@ -234,7 +239,7 @@ def vander(x, N=None, increasing=False):
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     _check_arraylike("polyfit", x, y, *([] if w is None else [w]))
     x, y = _v(x), _v(y)
-    deg = _static_int(deg, "deg must be int")
+    deg = int(_static_num(deg, "deg must be int"))  # (int(), as JAX's: 1.0 is 1)
     order = deg + 1
     if deg < 0:
         raise ValueError(f"expected deg >= 0 (at {core.where()})")
@@ -263,7 +268,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     lhs, rhs = _inexact(lhs, rhs)
     scale = jnp.sqrt(jnp.sum(jnp.multiply(lhs, lhs), axis=0))
     lhs = jnp.divide(lhs, scale[None, :])
-    c, resids, rank, s = _lstsq(lhs, rhs, rcond)
+    c, resids, rank, s = _linalg.lstsq(lhs, rhs, rcond)
     c = jnp.divide(c, scale[:, None] if c.ndim > 1 else scale)
     if full:
         return c, resids, rank, s, jnp.asarray(rcond)
@@ -280,29 +285,6 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
             return c, jnp.multiply(vbase, jnp.atleast_1d(fac)[None])
         return c, jnp.multiply(vbase[:, :, None], jnp.atleast_1d(fac)[None, None, :])
     return c
-
-
-def _lstsq(a, b, rcond):
-    """JAX's `linalg.lstsq` (through the SVD): singular values below
-    rcond * s[0] dropped; residuals the squared norms of the columns of
-    b - a x, empty when the system is not overdetermined at full rank."""
-    m, n = a.shape
-    vec = b.ndim == 1
-    if vec:
-        b = b[:, None]
-    u, s, vh = _linalg.svd(a, full_matrices=False)
-    big = jnp.greater_equal(s, jnp.multiply(_to(rcond, s.dtype), s[0]))
-    sinv = jnp.where(big, jnp.divide(_to(1, s.dtype), jnp.where(big, s, 1)), 0)
-    rank = jnp.sum(big, dtype=np.int32)
-    x = jnp.matmul(jnp.conj(vh).T, jnp.multiply(sinv[:, None], jnp.matmul(jnp.conj(u).T, b)))
-    resid = jnp.sum(jnp.square(jnp.abs(jnp.subtract(b, jnp.matmul(a, x)))), axis=0)
-    if m <= n:
-        resid = jnp.zeros((0,), s.dtype)
-    else:
-        resid = jnp.where(rank < n, jnp.zeros_like(resid), resid)
-    if vec:
-        x = x[:, 0]
-    return x, resid, rank, s
 
 
 def _roots_no_zeros(p):

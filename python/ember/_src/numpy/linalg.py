@@ -609,20 +609,22 @@ def svdvals(x):
 # derived: matrix_rank, pinv, lstsq, cond
 # ----------------------------------------------------------------------------
 
-def matrix_rank(M, rtol=None, *, tol=None):
-    if tol is not None and rtol is not None:
-        raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+def matrix_rank(M, rtol=None, *, tol=None, hermitian=False):
+    """The number of singular values above a threshold: by default the
+    largest times max(m, n) times epsilon; a given `rtol` (or `tol`) is
+    the threshold itself, per matrix of a batch, as JAX 0.10.2 uses it."""
+    if tol is not None:
+        if rtol is not None:
+            raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
+        rtol = tol
     M = _float(M)
     if M.ndim < 2:
         return jnp.any(M != 0).astype(jnp.int32)
-    s = svd(M, compute_uv=False)
-    if tol is None:
-        if rtol is None:
-            rtol = max(M.shape[-2:]) * jnp.finfo(M.dtype).eps
-        tol = jnp.max(s, axis=-1, keepdims=True) * jnp.asarray(rtol, s.dtype)
-    else:
-        tol = jnp.asarray(tol, s.dtype)
-    return jnp.sum(s > tol, axis=-1)  # (the default int: int64 with x64, as JAX's)
+    s = svd(M, compute_uv=False, hermitian=hermitian)
+    if rtol is None:
+        rtol = jnp.max(s, axis=-1) * (max(M.shape[-2:]) * jnp.finfo(s.dtype).eps)
+    rtol = jnp.asarray(rtol, s.dtype)
+    return jnp.sum(s > rtol[..., None], axis=-1)  # (the default int, as JAX's)
 
 
 def pinv(a, rtol=None, hermitian=False, *, rcond=None):
@@ -642,30 +644,41 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
 
 
 def lstsq(a, b, rcond=None, *, numpy_resid=False):
-    """Least squares via the SVD: returns (x, residuals, rank, s)."""
+    """Least squares via the SVD: returns (x, residuals, rank, s). As JAX's:
+    singular values at least `rcond` times the largest count (a negative
+    rcond is machine epsilon), and the residuals are always computed unless
+    `numpy_resid` asks for NumPy's empty ones (rank < n or m <= n)."""
     a = _float(a)
     b = jnp.asarray(b).astype(a.dtype)
     if a.ndim != 2:
         raise TypeError(f"{a.ndim}-dimensional array given. Array must be two-dimensional")
-    m, n = a.shape
+    if a.shape[0] != b.shape[0]:
+        raise ValueError("Leading dimensions of input arrays must match")
     vec = b.ndim == 1
     if vec:
         b = b[:, None]
-    u, s, vh = svd(a, full_matrices=False)
-    if rcond is None:
-        rcond = jnp.finfo(a.dtype).eps * max(m, n)
-    cutoff = jnp.asarray(rcond, s.dtype) * (s[0] if s.shape[0] else 0)
-    big = s > cutoff
-    sinv = jnp.where(big, 1 / jnp.where(big, s, 1), 0).astype(a.dtype)
-    rank = jnp.sum(big)  # (the default int: int64 with x64, as JAX's)
-    x = _adjoint(vh) @ (sinv[:, None] * (_adjoint(u) @ b))
-    resid = jnp.sum(jnp.abs(b - a @ x) ** 2, axis=0)
-    if numpy_resid and not (m > n):
+    if b.ndim != 2:
+        raise TypeError(f"{b.ndim}-dimensional array given. Array must be one or "
+                        "two-dimensional")
+    m, n = a.shape
+    if a.size == 0:
+        s = jnp.zeros((0,), jnp.real(jnp.zeros((), a.dtype)).dtype)
+        rank = jnp.sum(jnp.zeros((0,), bool))
+        x = jnp.zeros((n,) + b.shape[1:], a.dtype)
+    else:
+        u, s, vh = svd(a, full_matrices=False)
+        eps = jnp.finfo(a.dtype).eps
+        rcond = eps * max(m, n) if rcond is None else jnp.where(rcond < 0, eps, rcond)
+        big = (s > 0) & (s >= jnp.asarray(rcond, s.dtype) * s[0])
+        sinv = jnp.where(big, 1 / jnp.where(big, s, 1), 0).astype(a.dtype)
+        rank = jnp.sum(big)  # (the default int: int64 with x64, as JAX's)
+        x = _adjoint(vh) @ (sinv[:, None] * (_adjoint(u) @ b))
+    if numpy_resid and (rank < n or m <= n):
         resid = jnp.zeros((0,), s.dtype)
+    else:
+        resid = jnp.sum(jnp.abs(b - a @ x) ** 2, axis=0)
     if vec:
-        # (JAX keeps the residuals' axis: shape (1,) for a vector b.)
-        x = x[:, 0]
-        resid = resid.reshape(-1)
+        x = x[:, 0]  # (the residuals keep their axis: shape (1,), as JAX's)
     return x, resid, rank, s
 
 
