@@ -1050,3 +1050,21 @@ def test_matrix_rank_and_lstsq_thresholds_as_jax():
     assert float(r[0]) == pytest.approx(2.0, rel=1e-5)
     np.testing.assert_allclose(jnp.polyfit(jnp.array([0., 1., 2.]), jnp.array([1., 2., 4.]), 1.0),
                                [1.5, 0.83333343], rtol=1e-5)
+
+
+def test_fft_axes_checked_and_lax_fft_of_integers():
+    x = jnp.arange(6.).reshape(2, 3)
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.fft.fft(x, axis=2)  # (it took axis 0)
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.fft.fft2(jnp.arange(3.))
+    with pytest.raises(ValueError, match="at least as many input dimensions"):
+        jnp.fft.fftn(x, s=(2, 3, 4))
+    with pytest.raises(ValueError, match="multiple axes"):
+        jnp.fft.fft(jnp.ones(3), axis=(0,))
+    assert jnp.fft.fftn(jnp.ones((2, 3)), axes=()).dtype == np.complex64
+    assert jnp.fft.fftfreq(-1).shape == (0,)
+    np.testing.assert_allclose(lax.fft(jnp.arange(4), "FFT", (4,)), [6, -2 + 2j, -2, -2 - 2j])
+    assert lax.fft(jnp.arange(4), "RFFT", (4,)).shape == (3,)
+    from ember.scipy import linalg as slinalg
+    np.testing.assert_allclose(slinalg.sqrtm(jnp.array([[4, 0], [0, 9]])), [[2, 0], [0, 3]])

@@ -847,6 +847,8 @@ def fft(x, fft_type, fft_lengths):
     nd = len(lengths)
     axes = tuple(range(x.ndim - nd, x.ndim))
     if fft_type == FftType.RFFT:
+        if not dtypes.is_inexact(x.dtype):
+            x = lax.convert_element_type(x, dtypes.to_inexact(x.dtype))  # (as JAX's)
         if dtypes.is_complex(x.dtype):
             raise TypeError(f"fft: RFFT needs a real operand, got {x.dtype} {_where()}")
         if x.shape[-nd:] != lengths:
@@ -854,11 +856,8 @@ def fft(x, fft_type, fft_lengths):
                              f"fft_lengths {lengths} {_where()}")
         return numpy_fft.rfftn(x, axes=axes)
     if not dtypes.is_complex(x.dtype):
-        if fft_type == FftType.IRFFT or not dtypes.is_inexact(x.dtype):
-            raise TypeError(f"fft: {fft_type.name} needs a complex operand, got {x.dtype} "
-                            f"{_where()}")
-        # (JAX's: a real FFT/IFFT operand is taken as complex.)
-        x = lax.complex(x, jnp.zeros_like(x))
+        # (JAX's: a real or integer operand is taken as complex.)
+        x = lax.convert_element_type(x, numpy_fft._complex_dtype(dtypes.to_inexact(x.dtype)))
     if fft_type == FftType.IRFFT:
         n = lengths[-1]
         want = lengths[:-1] + (n // 2 + 1,)

@@ -1412,6 +1412,9 @@ def sqrtm(A, blocksize=1):
     method (Bjorck and Hammarling)."""
     if blocksize > 1:
         raise NotImplementedError("Blocked version is not implemented yet.")
+    A = jnp.asarray(A)
+    if not jnp.issubdtype(A.dtype, jnp.inexact):
+        A = A.astype(_dt.to_inexact(A.dtype))  # (integers promote, as JAX's)
     A = _schur_input(A, "schur")
     if A.shape[-1] != A.shape[-2]:
         raise ValueError(f"The input to schur must be a square matrix. Got shape {A.shape}.")

@@ -109,10 +109,20 @@ def _array(a, name):
     return x
 
 
+def _axis(axis, ndim, name):
+    """`axis` in [0, ndim), JAX's errors otherwise (no wrapping)."""
+    if isinstance(axis, (tuple, list)):
+        raise ValueError(f"jax.numpy.fft.{name} does not support multiple axes. Please use "
+                         f"jax.numpy.fft.{name}n. Got axis = {axis}.")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
 def _c2c(a, n, axis, norm, inverse):
     x = _array(a, "ifft" if inverse else "fft")
     x = x.astype(_complex_dtype(x.dtype))
-    axis = axis % x.ndim
+    axis = _axis(axis, x.ndim, "ifft" if inverse else "fft")
     x = _fit(x, n, axis)
     size = x.shape[axis]
     x = jnp.moveaxis(x, axis, -1)
@@ -135,7 +145,7 @@ def rfft(a, n=None, axis=-1, norm=None):
     x = _array(a, "rfft")
     if dtypes.is_complex(x.dtype):
         raise ValueError("only real valued inputs supported for rfft")
-    axis = axis % x.ndim
+    axis = _axis(axis, x.ndim, "rfft")
     y = fft(x, n, axis, norm)
     keep = y.shape[axis] // 2 + 1
     return jnp.take(y, jnp.arange(keep), axis=axis)
@@ -144,7 +154,7 @@ def rfft(a, n=None, axis=-1, norm=None):
 def irfft(a, n=None, axis=-1, norm=None):
     x = _array(a, "irfft")
     x = x.astype(_complex_dtype(x.dtype))
-    axis = axis % x.ndim
+    axis = _axis(axis, x.ndim, "irfft")
     if n is None:
         # (A spectrum of one point is the transform of no points, as JAX's.)
         n = max(0, 2 * (x.shape[axis] - 1))
@@ -183,7 +193,10 @@ def _axes_and_sizes(x, s, axes, name):
     if len(set(axes)) != len(axes):
         raise ValueError(f"jax.numpy.fft.{name} does not support repeated axes. Got axes "
                          f"{tuple(axes)}.")
-    axes = tuple(a % x.ndim for a in axes)
+    if s is not None and len(s) > x.ndim:
+        raise ValueError(f"FFT input shape {x.shape} must have at least as many input "
+                         f"dimensions as fft_lengths {tuple(s)}.")
+    axes = tuple(_axis(a, x.ndim, name) for a in axes)
     sizes = [None] * len(axes) if s is None else list(s)
     if len(sizes) != len(axes):
         raise ValueError("Shape and axes have different lengths.")
@@ -193,6 +206,7 @@ def _axes_and_sizes(x, s, axes, name):
 def fftn(a, s=None, axes=None, norm=None):
     x = jnp.asarray(a)
     axes, sizes = _axes_and_sizes(x, s, axes, "fftn")
+    x = x.astype(_complex_dtype(x.dtype))
     for ax, n in zip(axes, sizes):
         x = fft(x, n, ax, norm)
     return x
@@ -201,6 +215,7 @@ def fftn(a, s=None, axes=None, norm=None):
 def ifftn(a, s=None, axes=None, norm=None):
     x = jnp.asarray(a)
     axes, sizes = _axes_and_sizes(x, s, axes, "ifftn")
+    x = x.astype(_complex_dtype(x.dtype))
     for ax, n in zip(axes, sizes):
         x = ifft(x, n, ax, norm)
     return x
@@ -209,6 +224,8 @@ def ifftn(a, s=None, axes=None, norm=None):
 def rfftn(a, s=None, axes=None, norm=None):
     x = jnp.asarray(a)
     axes, sizes = _axes_and_sizes(x, s, axes, "rfftn")
+    if not axes:
+        return x  # (no axes: the input itself, as JAX's)
     x = rfft(x, sizes[-1], axes[-1], norm)
     for ax, n in zip(axes[:-1], sizes[:-1]):
         x = fft(x, n, ax, norm)
@@ -218,6 +235,8 @@ def rfftn(a, s=None, axes=None, norm=None):
 def irfftn(a, s=None, axes=None, norm=None):
     x = jnp.asarray(a)
     axes, sizes = _axes_and_sizes(x, s, axes, "irfftn")
+    if not axes:
+        return x.astype(_complex_dtype(x.dtype))  # (as JAX's)
     for ax, n in zip(axes[:-1], sizes[:-1]):
         x = ifft(x, n, ax, norm)
     return irfft(x, sizes[-1], axes[-1], norm)
@@ -241,13 +260,15 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
 
 def fftfreq(n, d=1.0, *, dtype=None, device=None):
     dt = dtypes.default_float() if dtype is None else dtypes.canonicalize_dtype(dtype)
-    if int(n) == 0:
+    if int(n) <= 0:
         return jnp.zeros(0, dt)
     return jnp.asarray(np.fft.fftfreq(int(n), d).astype(dt))
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     dt = dtypes.default_float() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if int(n) < 0:
+        return jnp.zeros(0, dt)
     if int(n) == 0:
         return jnp.full(1, np.nan, dt)  # (0 / 0, as JAX computes it)
     return jnp.asarray(np.fft.rfftfreq(int(n), d).astype(dt))
