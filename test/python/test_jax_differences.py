@@ -1068,3 +1068,22 @@ def test_fft_axes_checked_and_lax_fft_of_integers():
     assert lax.fft(jnp.arange(4), "RFFT", (4,)).shape == (3,)
     from ember.scipy import linalg as slinalg
     np.testing.assert_allclose(slinalg.sqrtm(jnp.array([[4, 0], [0, 9]])), [[2, 0], [0, 3]])
+
+
+def test_complex_iota_nn_activation_types_and_at_keywords():
+    c = jnp.arange(3, dtype=jnp.complex64)
+    assert c.dtype == np.complex64 and c.tolist() == [0, 1, 2]
+    g = c.at[jnp.array([5, 1])].get(mode="fill")
+    assert np.isnan(complex(g[0]).real) and complex(g[1]) == 1
+    assert lax.broadcasted_iota(jnp.complex64, (2, 2), 1).tolist() == [[0, 1], [0, 1]]
+    assert not nn.softplus(jnp.array([1, 2])).weak_type
+    assert not nn.log_sigmoid(jnp.array([1])).weak_type
+    assert float(ember.grad(nn.relu)(jnp.nan)) == 0.0
+    h = nn.hard_tanh(jnp.array([True, False]))
+    assert h.dtype == np.int32 and h.tolist() == [1, 0]
+    with pytest.raises(TypeError, match="logistic does not accept dtype bool"):
+        nn.glu(jnp.array([True, False]))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'initial'"):
+        nn.softmax(jnp.array([1., 2.]), initial=-jnp.inf)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'fill_value'"):
+        jnp.arange(5.).at[jnp.array([2, 9])].set(1., mode="fill", fill_value=3)

@@ -991,13 +991,18 @@ _dim = core.canonicalize_dim
 def iota(dtype, size):
     if isinstance(size, int) and size < 0:
         raise type_error(f"iota shape must have every element be nonnegative, got ({size},).")
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=(_dim(size),),
-                       dimension=0)
+    return broadcasted_iota(dtype, (_dim(size),), 0)
 
 
 def broadcasted_iota(dtype, shape, dimension):
-    return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(shape),
-                       dimension=int(dimension))
+    dtype = dtypes.canonicalize_dtype(dtype)
+    if dtypes.is_complex(dtype):
+        # (a complex iota is the real one with zero imaginary parts; the op
+        # counts in integers and floats)
+        real = iota_p.bind(dtype=np.finfo(dtype).dtype, shape=tuple(shape),
+                           dimension=int(dimension))
+        return convert_element_type(real, dtype)
+    return iota_p.bind(dtype=dtype, shape=tuple(shape), dimension=int(dimension))
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):

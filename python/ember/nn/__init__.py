@@ -23,7 +23,8 @@ def relu(x):
     positive = x > 0  # (first: the residual saved is JAX's `gt`)
     zero = jnp.zeros_like(x)
     if jnp.issubdtype(x.dtype, jnp.inexact):
-        zero = jnp.where(x != x, x, zero)  # (NaN stays NaN)
+        # (NaN stays NaN, with derivative 0 there, as JAX's)
+        zero = jnp.where(x != x, lax.stop_gradient(x), zero)
     return jnp.where(positive, x, zero)
 
 
@@ -42,7 +43,8 @@ relu6.defjvps(lambda g, ans, x: jnp.where((x > 0) & (x < 6), g, jnp.zeros_like(g
 def sigmoid(x):
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.inexact):
-        x = x.astype(jnp.float32)
+        raise TypeError(f"logistic does not accept dtype {x.dtype}. Accepted dtypes are "
+                        "subtypes of floating, complexfloating.")
     return lax.logistic(x)
 
 
@@ -52,7 +54,7 @@ def log_sigmoid(x):
 
 def softplus(x):
     x = jnp.asarray(x)
-    return jnp.logaddexp(x, 0.0)
+    return jnp.logaddexp(x, 0)  # (an int 0: integer inputs give strong floats, as JAX's)
 
 
 def silu(x):
@@ -95,7 +97,7 @@ def selu(x):
 def hard_tanh(x):
     # Derivative 1 at -1 and 1, as JAX's selects give.
     x = jnp.asarray(x)
-    return jnp.where(x > 1, jnp.ones_like(x), jnp.where(x < -1, -jnp.ones_like(x), x))
+    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))  # (booleans give ints, as JAX's)
 
 
 @_jit_outside_traces("axis", "keepdims", "return_sign")
@@ -130,8 +132,8 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     return jnp.where(sign < 0, jnp.nan, out).astype(out.dtype)
 
 
-@_jit_outside_traces("axis", "initial")
-def softmax(x, axis=-1, where=None, initial=None):
+@_jit_outside_traces("axis")
+def softmax(x, axis=-1, where=None):
     x = jnp.asarray(x)
     if where is None:
         m = jnp.max(x, axis=axis, keepdims=True)
@@ -144,8 +146,8 @@ def softmax(x, axis=-1, where=None, initial=None):
     return out if where is None else jnp.where(where, out, 0)
 
 
-@_jit_outside_traces("axis", "initial")
-def log_softmax(x, axis=-1, where=None, initial=None):
+@_jit_outside_traces("axis")
+def log_softmax(x, axis=-1, where=None):
     x = jnp.asarray(x)
     if where is None:
         m = jnp.max(x, axis=axis, keepdims=True)

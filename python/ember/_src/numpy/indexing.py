@@ -431,6 +431,13 @@ def _at_method(method):
 
     @functools.wraps(method)
     def _jit_dispatch(self, *args, **kwargs):
+        for k in kwargs:
+            # (the update methods' keywords: JAX's TypeError for others, such
+            # as get's fill_value)
+            if k not in ("mode", "out_sharding", "indices_are_sorted", "unique_indices") and \
+                    not (name == "get" and k == "fill_value"):
+                raise TypeError(f"_IndexUpdateRef.{name}() got an unexpected keyword "
+                                f"argument '{k}'")
         if _outside_traces(self.x) and kwargs.get("out_sharding") is None:
             split = _split_index(self.idx)
             ready = split is not None and all(jnp._compilable_operand(a) for a in args)
