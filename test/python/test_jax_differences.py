@@ -1087,3 +1087,12 @@ def test_complex_iota_nn_activation_types_and_at_keywords():
         nn.softmax(jnp.array([1., 2.]), initial=-jnp.inf)
     with pytest.raises(TypeError, match="unexpected keyword argument 'fill_value'"):
         jnp.arange(5.).at[jnp.array([2, 9])].set(1., mode="fill", fill_value=3)
+
+
+def test_array_trace_method_under_transformations():
+    # (a traced array's `trace` attribute, its trace, hid the method)
+    assert float(ember.jit(lambda m: m.trace())(jnp.eye(2))) == 2.0
+    np.testing.assert_array_equal(ember.grad(lambda m: (m @ m).trace())(jnp.eye(2)),
+                                  [[2., 0.], [0., 2.]])
+    np.testing.assert_array_equal(ember.vmap(lambda m: m.trace(offset=1))(jnp.ones((2, 3, 3))),
+                                  [2., 2.])

@@ -936,7 +936,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
                         "platform CPU and device_put inside jit with device ids "
                         f"{[d.id for d in dev.mesh.devices.flat]} on platform CPU "
                         f"(at {core.where()})")
-                return core.Tracer(v.trace, v.value, v.aval.update(sharding=dev), ("same", v))
+                return core.Tracer(v._trace, v.value, v.aval.update(sharding=dev), ("same", v))
             return core.Array.with_sharding(v._value, v.weak_type, dev)
         if isinstance(dev, devices_lib.SingleDeviceSharding):
             dev = next(iter(dev.device_set))
@@ -980,7 +980,7 @@ def with_sharding_constraint(x, shardings):
                     # A hint to the compiler, whose chosen layout has no
                     # trailing unsplit dimensions (JAX's `P('X',)`).
                     s = NamedSharding(s.mesh, s.spec.update(partitions=s.spec._normalized()))
-                return core.Tracer(v.trace, v.value, v.aval.update(sharding=s), ("same", v))
+                return core.Tracer(v._trace, v.value, v.aval.update(sharding=s), ("same", v))
             return v
         return device_put(v, s)
     if isinstance(shardings, (NamedSharding, PartitionSpec, devices_lib.SingleDeviceSharding)):
@@ -1037,7 +1037,7 @@ def _retyped(x, mesh):
             return v
         sh = NamedSharding(mesh, sh.spec)
         if isinstance(v, core.Tracer):
-            return core.Tracer(v.trace, v.value, v.aval.update(sharding=sh), ("same", v))
+            return core.Tracer(v._trace, v.value, v.aval.update(sharding=sh), ("same", v))
         return core.Array.with_sharding(v._value, v.weak_type, sh)
     return tree_util.tree_map(one, x)
 

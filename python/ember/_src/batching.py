@@ -478,9 +478,9 @@ def _unbatched_in(frame, v):
     of the body computed without its mapped arguments (def-use chains
     through ops without regions; a closed-over value is an argument after
     the mapped ones)."""
-    if not isinstance(v, core.Tracer) or frame._is_ancestor(v.trace):
+    if not isinstance(v, core.Tracer) or frame._is_ancestor(v._trace):
         return True  # (a value from outside the body: closed over)
-    if v.trace is not frame:
+    if v._trace is not frame:
         return False
     block, count = frame.block, frame.vmap_lanes[1]
     seen, stack = set(), [v.value]

@@ -262,7 +262,7 @@ class _Collector:
         for v in vals:
             if not isinstance(v, core.Tracer) or self.owns(v):
                 continue
-            t = v.trace
+            t = v._trace
             while t is not None and t is not self.trace:
                 if getattr(t, "vmap_lanes", None):
                     raise NotImplementedError(
@@ -284,8 +284,8 @@ class _Collector:
         """Whether `x` can leave the function through this collector."""
         if not isinstance(x, core.Tracer):
             return True
-        return x.trace is self.trace or self.trace is not None and \
-            _is_ancestor(x.trace, self.trace)
+        return x._trace is self.trace or self.trace is not None and \
+            _is_ancestor(x._trace, self.trace)
 
     def error(self):
         nested = self.nested_records()
@@ -390,7 +390,7 @@ def _in_function(c, vals):
     for v in vals:
         if not isinstance(v, core.Tracer):
             return False
-        t = v.trace
+        t = v._trace
         while t is not None and t is not c.trace:
             if getattr(t, "vmap_lanes", None):
                 return False  # (one check per lane: not recorded)

@@ -748,10 +748,10 @@ class Tracer(Value):
     index), evaluated on demand by `concrete()` (Python control flow on
     values under transformations outside `jit`); None inside `jit`."""
 
-    __slots__ = ("aval", "value", "trace", "src")
+    __slots__ = ("aval", "value", "_trace", "src")
 
     def __init__(self, trace, value, aval, src=None):
-        self.trace = trace
+        self._trace = trace
         self.value = value
         self.aval = aval
         self.src = src
@@ -767,7 +767,7 @@ class Tracer(Value):
         # body outside jit, each device's value (lanes_repr_hook).
         if lanes_repr_hook is not None and (text := lanes_repr_hook(self)) is not None:
             return text
-        lanes = getattr(self.trace, "vmap_lanes", None)
+        lanes = getattr(self._trace, "vmap_lanes", None)
         if lanes is not None and self._depends_on_arguments(lanes[1]):
             batched = self.aval.update(shape=(lanes[0],) + tuple(self.aval.shape))
             return f"VmapTracer(aval={self.aval.str_short()}, batched={batched.str_short()})"
@@ -776,7 +776,7 @@ class Tracer(Value):
     def _depends_on_arguments(self, count):
         """Whether this value is computed from the first `count` arguments
         of its trace's function (def-use chains in the traced IR)."""
-        block = getattr(self.trace, "block", None)
+        block = getattr(self._trace, "block", None)
         seen, stack = set(), [self.value]
         while stack:
             v = stack.pop()
@@ -1023,9 +1023,9 @@ class Trace:
         """An ir.Value for an operand of this trace (embedding constants and
         capturing tracers of enclosing traces as extra arguments)."""
         if isinstance(x, Tracer):
-            if x.trace is self:
+            if x._trace is self:
                 return x.value
-            if self._is_ancestor(x.trace):
+            if self._is_ancestor(x._trace):
                 arg = self._capture_args.get(id(x))
                 if arg is None:
                     with self.ctx:
@@ -1081,7 +1081,7 @@ class RegionTrace(Trace):
         _init_ref_state(self)
 
     def to_value(self, x):
-        if isinstance(x, Tracer) and x.trace is not self and self._is_ancestor(x.trace):
+        if isinstance(x, Tracer) and x._trace is not self and self._is_ancestor(x._trace):
             return self.parent.to_value(x)
         return super().to_value(x)
 
@@ -1166,9 +1166,9 @@ def find_trace(args):
     found = False
     for a in args:
         if isinstance(a, Tracer):
-            if not any(a.trace is t for t in _trace_stack):
+            if not any(a._trace is t for t in _trace_stack):
                 for saved in reversed(getattr(_hidden, "stacks", ())):
-                    if any(a.trace is t for t in saved) and not _trace_stack.items:
+                    if any(a._trace is t for t in saved) and not _trace_stack.items:
                         return saved[-1]
                 raise UnexpectedTracerError(below_location(
                     "Encountered an unexpected tracer: a traced value was used outside the "

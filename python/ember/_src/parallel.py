@@ -295,7 +295,7 @@ def _retyped(x, vma, unreduced, reduced):
                                                reduced=reduced))
     aval = core.ShapedArray(x.aval.shape, x.aval.dtype, x.aval.weak_type, vma=vma, sharding=sh)
     if isinstance(x, core.Tracer):
-        return core.Tracer(x.trace, x.value, aval, ("same", x))
+        return core.Tracer(x._trace, x.value, aval, ("same", x))
     return core.Array.with_sharding(x._value, x.weak_type, sh) if sh is not None else x
 
 
@@ -778,6 +778,6 @@ _lax.axis_index_providers.insert(0, _axis_index_provider)
 def _retype_vma(x, vma):
     """`x` (an argument block inside shard_map) typed as varying over `vma`."""
     if isinstance(x, core.Tracer):
-        t = core.Tracer(x.trace, x.value, x.aval.update(vma=x.aval.vma | vma), x.src)
+        t = core.Tracer(x._trace, x.value, x.aval.update(vma=x.aval.vma | vma), x.src)
         return t
     return x

@@ -481,7 +481,7 @@ def _shard_map_traced(f, args, mesh, in_specs, out_specs, axis_names, check_vma)
             # dimension), also as a `jit` result.
             entries = [spec[i] if i < len(spec) else None for i in range(o.ndim)]
             sh = NamedSharding(mesh, spec.update(partitions=entries))
-            o = core.Tracer(o.trace, o.value, o.aval.update(sharding=sh), ("same", o))
+            o = core.Tracer(o._trace, o.value, o.aval.update(sharding=sh), ("same", o))
         final.append(o)
     return tree_util.tree_unflatten(store["tree"], final)
 

@@ -576,7 +576,7 @@ class _KernelTrace(core.Trace):
         return core.Tracer(self, value, aval)
 
     def to_value(self, x):
-        if isinstance(x, core.Tracer) and x.trace is not self:
+        if isinstance(x, core.Tracer) and x._trace is not self:
             raise _unsupported("a value traced outside the kernel (pass it as an operand)")
         return super().to_value(x)
 
