@@ -1096,3 +1096,17 @@ def test_array_trace_method_under_transformations():
                                   [[2., 0.], [0., 2.]])
     np.testing.assert_array_equal(ember.vmap(lambda m: m.trace(offset=1))(jnp.ones((2, 3, 3))),
                                   [2., 2.])
+
+
+def test_bool_cumsum_shape_dtype_struct_update_and_freqs():
+    assert jnp.cumsum(jnp.array([True, False, True]), dtype=jnp.bool_).tolist() == [True] * 3
+    assert jnp.cumprod(jnp.array([True, False, True]), dtype=jnp.bool_).tolist() == \
+        [True, False, False]
+    s = ember.ShapeDtypeStruct((2,), jnp.float32).update(shape=(3,))
+    assert s.shape == (3,) and s.dtype == np.float32
+    assert (jnp.array([7], jnp.int8) // 2.5).weak_type
+    assert jnp.divmod(jnp.array([7]), 2.5)[0].weak_type
+    f = jnp.fft.fftfreq(4, d=0.)
+    assert np.isnan(f[0]) and np.isinf(f[1:]).all()
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.trapezoid(jnp.array(3.))

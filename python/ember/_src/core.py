@@ -246,6 +246,19 @@ class ShapeDtypeStruct:
     def size(self):
         return shape_size(self.shape)
 
+    def update(self, **kwargs):
+        """A copy with the fields given (`shape`, `dtype`, `weak_type`,
+        `sharding`) replaced, as JAX's."""
+        fields = {"shape": self.shape, "dtype": self.dtype, "weak_type": self.weak_type,
+                  "sharding": self.sharding}
+        for k in kwargs:
+            if k not in fields:
+                raise TypeError(f"ShapeDtypeStruct.update() got an unexpected keyword "
+                                f"argument '{k}'")
+        fields.update(kwargs)
+        return ShapeDtypeStruct(fields["shape"], fields["dtype"], fields["weak_type"],
+                                sharding=fields["sharding"])
+
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"

@@ -582,6 +582,8 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         _check_arraylike("trapezoid", y, x)
         y, x = _inexact(y, x)
         d = jnp.diff(x) if x.ndim == 1 else jnp.moveaxis(jnp.diff(x, axis=axis), axis, -1)
+    if y.ndim == 0:  # (JAX's error: a 0-d y has no axis to integrate along)
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension 0")
     y = jnp.moveaxis(y, axis, -1)
     if d.ndim == 0 or d.shape[-1] == 1:
         d0 = d if d.ndim == 0 else d[..., 0]

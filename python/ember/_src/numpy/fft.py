@@ -258,20 +258,24 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
     return irfftn(a, s, axes, norm)
 
 
-def fftfreq(n, d=1.0, *, dtype=None, device=None):
+def _freqs(k, n, d, dtype):
+    """k / (n d) computed in `dtype`, as JAX's (d = 0 gives infinities and
+    a NaN, not an error)."""
     dt = dtypes.default_float() if dtype is None else dtypes.canonicalize_dtype(dtype)
-    if int(n) <= 0:
-        return jnp.zeros(0, dt)
-    return jnp.asarray(np.fft.fftfreq(int(n), d).astype(dt))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return jnp.asarray(k.astype(dt) / np.asarray(n * d).astype(dt))
+
+
+def fftfreq(n, d=1.0, *, dtype=None, device=None):
+    n = int(n)
+    k = np.concatenate([np.arange(0, (n - 1) // 2 + 1), np.arange(-(n // 2), 0)]) \
+        if n > 0 else np.zeros(0)
+    return _freqs(k, n, d, dtype)
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, device=None):
-    dt = dtypes.default_float() if dtype is None else dtypes.canonicalize_dtype(dtype)
-    if int(n) < 0:
-        return jnp.zeros(0, dt)
-    if int(n) == 0:
-        return jnp.full(1, np.nan, dt)  # (0 / 0, as JAX computes it)
-    return jnp.asarray(np.fft.rfftfreq(int(n), d).astype(dt))
+    n = int(n)
+    return _freqs(np.arange(0, n // 2 + 1) if n >= 0 else np.zeros(0), n, d, dtype)
 
 
 def _shift(x, axes, sign):

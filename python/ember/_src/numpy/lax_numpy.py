@@ -652,7 +652,7 @@ def _float_divmod(x, y):
     fix_ = logical_and(not_equal(mod, 0), not_equal(lax.sign(y), lax.sign(mod)))
     mod = where(fix_, lax.add(mod, y), mod)
     div = where(fix_, lax.sub(div, _to(1, div.dtype)), div)
-    return lax.round(div), mod
+    return _to(lax.round(div), x.dtype, x.weak_type), _to(mod, x.dtype, x.weak_type)
 
 
 def remainder(x, y):
@@ -2016,6 +2016,12 @@ def _cum(kind):
             a = _to(a, _dt.check_user_dtype(dtype, f"cum{kind}"))
         elif kind in ("sum", "prod") and _dt.is_bool(a.dtype):
             a = _to(a, _dt.default_int())  # JAX promotes bools only, not small ints
+        if _dt.is_bool(a.dtype):
+            # Booleans saturate: a running sum is a running OR, a product an
+            # AND (computed in bytes, which the op takes).
+            op = {"sum": "max", "prod": "min"}.get(kind, kind)
+            out = getattr(lax, f"cum{op}")(_to(a, _np.int8), _axis(axis, a.ndim))
+            return _to(out, _np.bool_)
         return getattr(lax, f"cum{kind}")(a, _axis(axis, a.ndim))
     return cumulative
 
