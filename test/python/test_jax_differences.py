@@ -1110,3 +1110,22 @@ def test_bool_cumsum_shape_dtype_struct_update_and_freqs():
     assert np.isnan(f[0]) and np.isinf(f[1:]).all()
     with pytest.raises(ValueError, match="out of bounds"):
         jnp.trapezoid(jnp.array(3.))
+
+
+def test_missing_keywords_and_pow_weak_types():
+    i8 = jnp.array([100, 100, 100], jnp.int8)
+    s = jnp.sum(i8, promote_integers=False)
+    assert s.dtype == np.int8 and int(s) == 44
+    assert float(jnp.var(jnp.array([1., 2., 4.]), mean=jnp.array(2.))) == pytest.approx(1.6666666)
+    t = jnp.take_along_axis(jnp.array([[1., 2., 3.]]), jnp.array([[-1, 0]]), axis=1,
+                            wrap_negative_indices=False)
+    assert np.isnan(t[0, 0]) and float(t[0, 1]) == 1.0
+    ones = jnp.ones(3, jnp.int8)
+    assert jnp.linalg.vecdot(ones, ones, preferred_element_type=jnp.int32).dtype == np.int32
+    assert jnp.vdot(ones, ones, preferred_element_type=jnp.int32).dtype == np.int32
+    np.testing.assert_allclose(
+        jnp.linalg.eigvalsh(jnp.array([[2., 100.], [1., 3.]]), symmetrize_input=False),
+        [1.3819661, 3.618034], rtol=1e-5)
+    assert float(jnp.trace(jnp.eye(2), out=None)) == 2.0
+    assert ember.jit(lambda a, b: a ** b)(2.5, 2).weak_type
+    assert lax.scan(lambda c, x: (2., 3.), jnp.float32(1.), jnp.zeros((0,)))[0].weak_type

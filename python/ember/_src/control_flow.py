@@ -344,11 +344,12 @@ def _scan_empty(f, carry, x_leaves, x_tree):
         carry = promoted
         new_avals, y_avals = types(tree_util.tree_leaves(carry))
     # The final carry has the body's output types (a weak initial carry the
-    # body makes strong is strong), as the loop's results would.
+    # body makes strong is strong, a strong one it makes weak weak), as the
+    # loop's results would.
     leaves = [as_value(c) for c in tree_util.tree_leaves(carry)]
     carry = tree_util.tree_unflatten(c_tree, [
         lax.convert_element_type(c, a.dtype, a.weak_type)
-        if c.weak_type and not a.weak_type and c.dtype == a.dtype else c
+        if c.weak_type != a.weak_type and c.dtype == a.dtype else c
         for c, a in zip(leaves, new_avals)])
     ys0 = [jnp.zeros((0,) + tuple(a.shape), a.dtype) for a in y_avals]
     ys0 = [lax.convert_element_type(y, a.dtype, True) if a.weak_type else y

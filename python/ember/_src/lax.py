@@ -610,7 +610,7 @@ def pow(x, y):
     if xv is not None and yv is not None and dtypes.is_inexact(xv.dtype) and \
             (dtypes.is_int(yv.dtype) or dtypes.is_unsigned(yv.dtype)) and \
             not dtypes.is_bool(yv.dtype):
-        y = convert_element_type(yv, xv.dtype)
+        y = convert_element_type(yv, xv.dtype, weak_type=yv.weak_type)
     return _pow(x, y)
 
 

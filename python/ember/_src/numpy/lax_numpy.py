@@ -1283,7 +1283,7 @@ def diagflat(v, k=0):
 
 
 @_jit_outside_traces("offset", "axis1", "axis2", "dtype")
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
@@ -1869,12 +1869,16 @@ def _reduction(kind, a, axis, dtype, keepdims, initial=None, where_=None, promot
     return r
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    return _reduction("sum", a, axis, dtype, keepdims, initial, where, promote_int=True)
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
+    return _reduction("sum", a, axis, dtype, keepdims, initial, where,
+                      promote_int=promote_integers)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    return _reduction("prod", a, axis, dtype, keepdims, initial, where, promote_int=True)
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers=True):
+    return _reduction("prod", a, axis, dtype, keepdims, initial, where,
+                      promote_int=promote_integers)
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
@@ -1923,8 +1927,12 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return _to(divide(s, _to(n, s.dtype) if isinstance(n, _Value) else n), dtype)
 
 
+_mean = mean  # (var's `mean` keyword hides the function there)
+
+
 @_jit_outside_traces("axis", "dtype", "out", "ddof", "keepdims", "correction")
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None, mean=None):
     _check_arraylike("var", a)
     a = _v(a)
     if correction is not None:
@@ -1932,7 +1940,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     dt = _dt.canonicalize_dtype(
         dtype or _dt.to_inexact(a.dtype))
     a = _to(a, _upcast_half(dt))
-    m = mean(a, axis, keepdims=True, where=where)
+    # (`mean`: the mean given, with the reduced axes kept, as JAX's)
+    m = _mean(a, axis, keepdims=True, where=where) if mean is None else _to(mean, a.dtype)
     d = subtract(a, m)
     d2 = real(multiply(d, conj(d))) if _dt.is_complex(d.dtype) else multiply(d, d)
     s = sum(d2, axis, keepdims=keepdims, where=where)
@@ -1945,8 +1954,10 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 
 @_jit_outside_traces("axis", "dtype", "out", "ddof", "keepdims", "correction")
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
-    return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None, mean=None):
+    return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction,
+                    mean=mean))
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -2325,8 +2336,9 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
                            preferred_element_type=preferred_element_type or dt)
 
 
-def vdot(a, b):
-    return dot(ravel(conj(a)), ravel(b))
+def vdot(a, b, *, precision=None, preferred_element_type=None):
+    return dot(ravel(conj(a)), ravel(b), precision=precision,
+               preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
@@ -2355,12 +2367,12 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 
 
 @_jit_outside_traces()
-def outer(a, b):
+def outer(a, b, out=None):
     a, b = ravel(a), ravel(b)
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_sharding=None):
     a, b = _v(a), _v(b)
     if isinstance(axes, int):
         ax_a = list(range(a.ndim - axes, a.ndim))
@@ -2464,8 +2476,9 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
     return out
 
 
-@_jit_outside_traces("axis", "mode")
-def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
+@_jit_outside_traces("axis", "mode", "wrap_negative_indices")
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
+                    wrap_negative_indices=None):
     _check_mode(mode)
     arr, idx = _v(arr), _v(indices)
     if axis is None:
@@ -2478,8 +2491,9 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
     n = arr.shape[axis]
     if mode == "wrap":
         idx = remainder(idx, _to(builtins.max(n, 1), idx.dtype))
-    else:
+    elif wrap_negative_indices is None or wrap_negative_indices:
         idx = where(less(idx, 0), add(idx, _to(n, idx.dtype)), idx)
+    # (else a negative index is out of bounds: filled, as JAX's)
     shape = broadcast_shapes(*[tuple(1 if i == axis else s for i, s in enumerate(x.shape))
                                for x in (arr, idx)])
     idx = broadcast_to(idx, tuple(idx.shape[i] if i == axis else shape[i] for i in range(arr.ndim)))

@@ -344,8 +344,8 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     return EighResult(w, v)
 
 
-def eigvalsh(a, UPLO="L"):
-    return eigh(a, UPLO)[0]
+def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
+    return eigh(a, UPLO, symmetrize_input=symmetrize_input)[0]
 
 
 # ----------------------------------------------------------------------------
@@ -705,8 +705,9 @@ def trace(x, /, *, offset=0, dtype=None):
     return jnp.trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
-def vecdot(x1, x2, /, *, axis=-1):
-    return jnp.vecdot(x1, x2, axis=axis)
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    return jnp.vecdot(x1, x2, axis=axis, precision=precision,
+                      preferred_element_type=preferred_element_type)
 
 
 def outer(x1, x2, /):
@@ -723,16 +724,18 @@ def cross(x1, x2, /, *, axis=-1):
     return jnp.cross(x1, x2, axis=axis)
 
 
-def matmul(x1, x2, /):
-    return jnp.matmul(x1, x2)
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+    return jnp.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
 
 
 def matrix_transpose(x, /):
     return jnp.matrix_transpose(x)
 
 
-def tensordot(x1, x2, /, *, axes=2):
-    return jnp.tensordot(x1, x2, axes)
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
+              out_sharding=None):
+    return jnp.tensordot(x1, x2, axes, precision=precision,
+                         preferred_element_type=preferred_element_type, out_sharding=out_sharding)
 
 
 # ----------------------------------------------------------------------------
