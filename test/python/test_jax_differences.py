@@ -1129,3 +1129,37 @@ def test_missing_keywords_and_pow_weak_types():
     assert float(jnp.trace(jnp.eye(2), out=None)) == 2.0
     assert ember.jit(lambda a, b: a ** b)(2.5, 2).weak_type
     assert lax.scan(lambda c, x: (2., 3.), jnp.float32(1.), jnp.zeros((0,)))[0].weak_type
+
+
+def test_pytree_details_array_methods_and_disable_jit_loops():
+    from collections import OrderedDict
+
+    from ember import tree_util
+
+    class Node:
+        def __init__(self, *xs):
+            self.xs = xs
+
+    seen = []
+
+    def unflatten(aux, children):
+        seen.append(type(children))
+        return Node(*children)
+
+    tree_util.register_pytree_node(Node, lambda n: (list(n.xs), None), unflatten)
+    tree_util.tree_map(lambda v: v + 1, Node(1, 2))
+    assert seen == [tuple]  # (JAX passes the children as a tuple)
+    assert tree_util.treedef_is_leaf(tree_util.tree_structure(None))
+    assert tree_util.treedef_is_leaf(tree_util.tree_structure(()))
+    with pytest.raises(TypeError):
+        tree_util.tree_reduce(lambda a, b: a + b, [1, 2], None)  # (None is an initializer)
+    with pytest.raises(ValueError, match="metadata"):
+        tree_util.tree_map(lambda a, b: a - b, OrderedDict(b=10, a=20), OrderedDict(a=1, b=2))
+    a = jnp.array([3., 1., 2.])
+    assert a.argpartition(1).tolist() == [1, 2, 0] and a.is_ready() and a.platform() == "cpu"
+    assert a.tobytes() == np.array([3., 1., 2.], np.float32).tobytes()
+    assert a.clone().tolist() == [3., 1., 2.]
+    with ember.disable_jit():
+        r = lax.fori_loop(0, 3, lambda i, c: c + i, jnp.int8(0))
+        assert r.dtype == np.int8 and int(r) == 3
+        assert lax.while_loop(lambda c: c < 5, lambda c: c * 2, 1).weak_type

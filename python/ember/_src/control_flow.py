@@ -486,11 +486,10 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if (out := _hooked("fori_loop", lower, upper, body_fun, init_val)) is not NotImplemented:
         return out
     if _python_mode():
-        lo, hi = as_value(lower), as_value(upper)
-        dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]
+        # (The index is a Python int, as JAX's Python loop gives it.)
         val = init_val
-        for i in range(int(lo), int(hi)):
-            val = body_fun(jnp.asarray(i, dt), val)
+        for i in range(int(as_value(lower)), int(as_value(upper))):
+            val = body_fun(i, val)
         return val
     if not core._trace_stack:
         # The bounds are concrete here: closed over, the loop is counted.
@@ -533,9 +532,14 @@ def while_loop(cond_fun, body_fun, init_val):
     if (out := _hooked("while_loop", cond_fun, body_fun, init_val)) is not NotImplemented:
         return out
     if _python_mode():
-        val = init_val
+        # (Python's loop on arrays: JAX converts the initial value and each
+        # new one with lax.asarray.)
+        def arrays(v):
+            return tree_util.tree_map(as_value, v)
+
+        val = arrays(init_val)
         while _concrete_pred(cond_fun(val), "while_loop"):
-            val = body_fun(val)
+            val = arrays(body_fun(val))
         return val
     if not core._trace_stack:
         return _eager(lambda v: while_loop(cond_fun, body_fun, v), (init_val,))

@@ -576,6 +576,20 @@ class Array(Value):
     def block_until_ready(self):
         return self
 
+    def is_ready(self):
+        """Computed already (a CPU array's value is there when it exists)."""
+        return True
+
+    def clone(self):
+        """A copy of the array (JAX's `Array.clone`)."""
+        return Array(np.array(self._value), self.weak_type)
+
+    def tobytes(self, order="C"):
+        return self._value.tobytes(order)
+
+    def platform(self):
+        return next(iter(self.sharding.device_set)).platform
+
     def item(self, *args):
         return self._value.item(*args)
 

@@ -302,7 +302,7 @@ def _unflatten(t, it):
 def _build(t, kids):
     k = t.kind
     if k in _registry:
-        return _registry[k][1](t.aux, kids)
+        return _registry[k][1](t.aux, tuple(kids))  # (a tuple, as JAX passes)
     if k is HiNode:
         return _hi_hooks[2](t.aux, kids)
     if k is type(None):
@@ -349,6 +349,10 @@ def _flatten_up_to_rec(t, x, treedef, tree, out):
         raise ValueError(f"Tree structures do not match: {treedef} vs {tree_structure(tree)}")
     if t.kind is dict and node[1] != t.aux:
         raise ValueError(f"Dict key mismatch in tree_map: {t.aux} vs {node[1]}")
+    if t.kind in (collections.OrderedDict, collections.defaultdict) and node[1] != t.aux:
+        # (an OrderedDict's keys in another order: other metadata, as JAX's)
+        raise ValueError(f"pytree structure error: different pytree metadata: {t.aux} vs "
+                         f"{node[1]}")
     for c, k in zip(t.children, node[2]):
         _flatten_up_to_rec(c, k, treedef, tree, out)
 
@@ -368,9 +372,12 @@ def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
     return tree_unflatten(inner_treedef, cols)
 
 
-def tree_reduce(function, tree, initializer=None, is_leaf=None):
+_NO_INITIALIZER = object()
+
+
+def tree_reduce(function, tree, initializer=_NO_INITIALIZER, is_leaf=None):
     leaves = tree_leaves(tree, is_leaf)
-    if initializer is None:
+    if initializer is _NO_INITIALIZER:  # (None is an initializer, as in JAX)
         return functools.reduce(function, leaves)
     return functools.reduce(function, leaves, initializer)
 
@@ -384,7 +391,7 @@ def treedef_children(treedef):
 
 
 def treedef_is_leaf(treedef):
-    return treedef.kind is None
+    return treedef.num_nodes == 1  # (JAX's: None's and ()'s structures too)
 
 
 def all_leaves(iterable, is_leaf=None):

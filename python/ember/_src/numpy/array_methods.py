@@ -101,6 +101,12 @@ def install():
         self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape,
         order, out_sharding=out_sharding)
     Value.copy = lambda self: self
+
+    def argpartition(self, kth, axis=-1):
+        from .extras_array import argpartition as f  # (above this module's layer)
+        return f(self, kth, axis)
+
+    Value.argpartition = argpartition
     # (NumPy's method order: the condition first, the array is self.)
     Value.compress = lambda self, condition, axis=None, *, out=None, size=None, \
         fill_value=0: jnp.compress(condition, self, axis, size=size, fill_value=fill_value)
