@@ -1163,3 +1163,14 @@ def test_pytree_details_array_methods_and_disable_jit_loops():
         r = lax.fori_loop(0, 3, lambda i, c: c + i, jnp.int8(0))
         assert r.dtype == np.int8 and int(r) == 3
         assert lax.while_loop(lambda c: c < 5, lambda c: c * 2, 1).weak_type
+
+
+def test_switch_unsigned_index_and_jacobian_keywords():
+    branches = [lambda: 10, lambda: 20, lambda: 30]
+    assert int(lax.switch(jnp.uint32(0), branches)) == 10  # (was the last branch)
+    assert int(ember.jit(lambda i: lax.switch(i, branches))(jnp.uint8(1))) == 20
+    assert ember.vmap(lambda i: lax.switch(i, branches))(
+        jnp.array([0, 1, 2, 5], jnp.uint32)).tolist() == [10, 20, 30, 30]
+    assert float(ember.jacrev(lambda x, y=2.: x * y)(3., y=3.)) == 3.0
+    assert float(ember.jacfwd(lambda x, y=2.: x * y)(3., y=3.)) == 3.0
+    assert float(ember.hessian(lambda x, y=2.: x ** 2 * y)(3., y=3.)) == 6.0

@@ -796,10 +796,12 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     input. The result nests the input structure inside the output structure."""
 
     @functools.wraps(fun)
-    def wrapped(*args):
+    def wrapped(*args, **kwargs):
         single, nums = _check_argnums(argnums, len(args), jacobian=True)
         diff = tuple(args[i] for i in nums)
-        f, aux_of = _main_and_aux(with_dynamic(fun, args, nums), has_aux)
+        # (keyword arguments are not differentiated, as in JAX)
+        g = functools.partial(fun, **kwargs) if kwargs else fun
+        f, aux_of = _main_and_aux(with_dynamic(g, args, nums), has_aux)
 
         def run(*d):
             in_leaves, in_tree = tree_util.tree_flatten(d)
@@ -843,10 +845,11 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     output. The result nests the input structure inside the output structure."""
 
     @functools.wraps(fun)
-    def wrapped(*args):
+    def wrapped(*args, **kwargs):
         single, nums = _check_argnums(argnums, len(args), jacobian=True)
         diff = tuple(args[i] for i in nums)
-        f = with_dynamic(fun, args, nums)
+        # (keyword arguments are not differentiated, as in JAX)
+        f = with_dynamic(functools.partial(fun, **kwargs) if kwargs else fun, args, nums)
 
         def run(*d):
             in_leaves, in_tree = tree_util.tree_flatten(d)

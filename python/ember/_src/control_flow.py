@@ -182,8 +182,10 @@ def _switch_traced(index, branches, operands):
     if i.shape != () or not dtypes.is_int(i.dtype):
         raise TypeError(f"switch: index must be a scalar integer, got {i.aval.str_short()} "
                         f"(at {core.where()})")
-    # Clamped to [0, len(branches) - 1] by ember.case itself.
-    i = lax.convert_element_type(jnp.clip(i, -1, len(branches)), np.int32)
+    # As JAX's: converted to int32 first (an unsigned index clipped in its
+    # own type wrapped -1 to its largest value: always the last branch),
+    # then clamped to [0, len(branches) - 1] by ember.case itself.
+    i = lax.convert_element_type(i, np.int32)
     return _case(i, branches, operands, "switch",
                  [f"branch {k}" for k in range(len(branches))])
 
