@@ -1174,3 +1174,9 @@ def test_switch_unsigned_index_and_jacobian_keywords():
     assert float(ember.jacrev(lambda x, y=2.: x * y)(3., y=3.)) == 3.0
     assert float(ember.jacfwd(lambda x, y=2.: x * y)(3., y=3.)) == 3.0
     assert float(ember.hessian(lambda x, y=2.: x ** 2 * y)(3., y=3.)) == 6.0
+
+
+def test_ldexp_boolean_exponent():
+    np.testing.assert_array_equal(jnp.ldexp(jnp.array([3., 3.]), jnp.array([True, False])),
+                                  [6., 3.])
+    assert float(jnp.ldexp(2., True)) == 4.0

@@ -881,6 +881,8 @@ def ldexp(x1, x2, /):
         raise core.value_error(f"ldexp not supported for input types "
                                f"({x1_dtype!r}, {x2.dtype!r})")
     x1 = jnp._promote(x1, to_inexact=True)[0]
+    if _dt.is_bool(x2.dtype):
+        x2 = _to(x2, np.int32)  # (a boolean exponent counts as 0 or 1)
     # The exponent is added to x1's own (frexp), so that neither 2**x2 nor
     # the product overflows or underflows on the way (1e-30 * 2**200 is
     # finite); one factor of 2 moves into the mantissa for a positive sum.

@@ -582,7 +582,7 @@ def power(x, y):
     if n is not None:
         x = _v(x)
         if _dt.is_bool(x.dtype):
-            x = _to(x, _dt.default_int())
+            x = _to(x, _np.int32)  # (JAX's to_numeric_dtype, also with x64)
         return lax.integer_pow(x, n)
     xp, yp = _promote_numeric(x, y)
     if _dt.is_int(xp.dtype):
@@ -617,10 +617,11 @@ def float_power(x, y):
 
 
 def _promote_numeric(x, y):
-    """JAX's `promote_args_numeric`: booleans compute as the default int."""
+    """JAX's `promote_args_numeric`: booleans compute as int32 (also with
+    x64: JAX's `to_numeric_dtype`)."""
     x, y = _promote(x, y)
     if _dt.is_bool(x.dtype):
-        x, y = _to(x, _dt.default_int()), _to(y, _dt.default_int())
+        x, y = _to(x, _np.int32), _to(y, _np.int32)
     return x, y
 
 
