@@ -7,7 +7,7 @@ SITE = $(shell $(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))"
 export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: all venv build build-asan mpi jax-venv test test-lit test-python test-asan \
-  test-asan-quick fuzz fuzz-opt demo lint clean gpu-bundle gpu-check
+  test-asan-quick fuzz fuzz-opt demo lint clean gpu-bundle gpu-check tpu-records tpu-check
 
 all: build
 
@@ -180,6 +180,18 @@ gpu-bundle: build
 
 gpu-check:
 	$(GPU_PYTHON) tools/gpu/check.py
+
+# #19. `make tpu-records` (here, after `make build`) writes Ember's TPU
+# lowering of the Pallas TPU programs and its CPU results to build/tpu-check
+# (carry it to the TPU machine); `make tpu-check` (there, with the machine's
+# JAX: no build needed) compiles Ember's modules with XLA:TPU, runs them
+# beside JAX's own lowering and writes $$OUT/tpu-report.md (tools/tpu/tpu_run.py).
+TPU_PYTHON ?= python3
+tpu-records: build
+	$(PY) tools/tpu/ember_record.py --values --bench build/tpu-check
+
+tpu-check:
+	$(TPU_PYTHON) tools/tpu/tpu_run.py build/tpu-check --report $${OUT:-build/tpu-check}/tpu-report.md
 
 demo: build
 	$(PY) examples/demo.py

@@ -214,6 +214,62 @@ def EmberTPU_TransposeOp : EmberTPU_Op<"transpose", [Pure]> {
   let hasVerifier = 1;
 }
 
+// A 0-d i32 tensor: a scalar of a kernel traced as values.
+def EmberTPU_ScalarIndex : 0DTensorOf<[I32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI32Type())";
+}
+
+def EmberTPU_DynamicRotateOp : EmberTPU_Op<"dynamic_rotate",
+    [Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "rotates a vector along a dimension by a run-time amount";
+  let description = [{
+    Mosaic's `tpu.dynamic_rotate` (`pltpu.roll`): element `i` along
+    `dimension` moves to `(i + amount) mod size`, jnp.roll's direction. With
+    `stride`, slice `j` along `stride_dimension` rotates by
+    `amount + j * stride`.
+  }];
+  let arguments = (ins AnyVectorOfNonZeroRank:$value, I32:$amount, SI32Attr:$dimension,
+                       OptionalAttr<SI32Attr>:$stride,
+                       OptionalAttr<SI32Attr>:$stride_dimension);
+  let results = (outs AnyVectorOfNonZeroRank:$result);
+  let assemblyFormat = [{
+    $value `by` $amount `dim` $dimension attr-dict `:` type($value) `,` type($amount)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_TracedRotateOp : EmberTPU_Op<"traced_rotate",
+    [Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "`pltpu.roll` (traced form)";
+  let description = [{
+    `pltpu.roll` in a kernel traced as a function of values (the input of
+    `ember-tpu-kernel`, which makes it `dynamic_rotate`): the amount is a 0-d
+    i32 tensor; the attributes are `dynamic_rotate`'s.
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$value, EmberTPU_ScalarIndex:$amount,
+                       SI32Attr:$dimension, OptionalAttr<SI32Attr>:$stride,
+                       OptionalAttr<SI32Attr>:$stride_dimension);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $value `by` $amount `dim` $dimension attr-dict `:` type($value) `,` type($amount)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_ConcatenateOp : EmberTPU_Op<"concatenate", [Pure]> {
+  let summary = "joins vectors along a dimension";
+  let description = [{
+    Mosaic's `tpu.concatenate` (`jnp.concatenate` in a kernel): the sources
+    one after another along `dimension`.
+  }];
+  let arguments = (ins Variadic<AnyVectorOfNonZeroRank>:$sources, I32Attr:$dimension);
+  let results = (outs AnyVectorOfNonZeroRank:$output);
+  let assemblyFormat = [{
+    $sources `in` $dimension attr-dict `:` type($sources) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Memory: windows, DMAs, semaphores
 //===----------------------------------------------------------------------===//
@@ -359,10 +415,6 @@ def EmberTPU_YieldOp : EmberTPU_Op<"yield",
 //===----------------------------------------------------------------------===//
 // Traced DMAs (before ember-tpu-kernel)
 //===----------------------------------------------------------------------===//
-
-def EmberTPU_ScalarIndex : 0DTensorOf<[I32]> {
-  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI32Type())";
-}
 
 def EmberTPU_PRNGSetSeed32Op : EmberTPU_Op<"prng_set_seed_32",
     [MemoryEffects<[MemWrite]>]> {

@@ -317,3 +317,28 @@ func.func @prng(%o: tensor<8x128xf32>) -> tensor<8x128xf32>
   %f = ember.convert %bits : (tensor<8x128xi32>) -> tensor<8x128xf32>
   return %f : tensor<8x128xf32>
 }
+
+// -----
+
+// pltpu.roll (traced_rotate) is Mosaic's dynamic_rotate and a concatenate
+// Mosaic's concatenate, as JAX lowers them (Mosaic's layout inference takes
+// no vector.insert_strided_slice).
+// CHECK-LABEL: func.func @rotate_concat(
+// CHECK: %[[V:.*]] = vector.load
+// CHECK: %[[N:.*]] = arith.constant 3 : i32
+// CHECK: %[[R:.*]] = ember_tpu.dynamic_rotate %[[V]] by %[[N]] dim 1 {stride = 1 : si32, stride_dimension = 0 : si32} : vector<8x128xf32>, i32
+// CHECK: %[[C:.*]] = ember_tpu.concatenate %{{.*}}, %{{.*}} in 0 : vector<4x128xf32>, vector<4x128xf32> -> vector<8x128xf32>
+// CHECK-NOT: insert_strided_slice
+// CHECK: arith.addf %[[R]], %[[C]]
+func.func @rotate_concat(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 1>} {
+  %n = ember.constant dense<3> : tensor<i32>
+  %r = ember_tpu.traced_rotate %x by %n dim 1 {stride = 1 : si32, stride_dimension = 0 : si32} : tensor<8x128xf32>, tensor<i32>
+  %lo = ember.slice %x, start = [0, 0], limit = [4, 128], strides = [1, 1] : (tensor<8x128xf32>) -> tensor<4x128xf32>
+  %hi = ember.slice %x, start = [4, 0], limit = [8, 128], strides = [1, 1] : (tensor<8x128xf32>) -> tensor<4x128xf32>
+  %c = ember.concatenate dim = 0, %hi, %lo : (tensor<4x128xf32>, tensor<4x128xf32>) -> tensor<8x128xf32>
+  %s = ember.add %r, %c : tensor<8x128xf32>
+  return %s : tensor<8x128xf32>
+}

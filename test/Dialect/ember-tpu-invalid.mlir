@@ -309,3 +309,43 @@ func.func @traced_prng_rank_one() -> tensor<128xi32> {
   %b = ember_tpu.traced_prng_random_bits : tensor<128xi32>
   return %b : tensor<128xi32>
 }
+
+// -----
+
+func.func @rotate_dim(%v: vector<8x128xf32>, %n: i32) {
+  // expected-error @+1 {{rotate_c1}}
+  %r = ember_tpu.dynamic_rotate %v by %n dim 2 : vector<8x128xf32>, i32
+  return
+}
+
+// -----
+
+func.func @rotate_stride_alone(%v: vector<8x128xf32>, %n: i32) {
+  // expected-error @+1 {{rotate_c2}}
+  %r = ember_tpu.dynamic_rotate %v by %n dim 0 {stride = 1 : si32} : vector<8x128xf32>, i32
+  return
+}
+
+// -----
+
+func.func @rotate_stride_same_dim(%v: tensor<8x128xf32>, %n: tensor<i32>) {
+  // expected-error @+1 {{rotate_c2}}
+  %r = ember_tpu.traced_rotate %v by %n dim 0 {stride = 1 : si32, stride_dimension = 0 : si32} : tensor<8x128xf32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @concatenate_none() {
+  // expected-error @+1 {{concatenate_c1}}
+  %r = "ember_tpu.concatenate"() {dimension = 0 : i32} : () -> vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @concatenate_sizes(%a: vector<8x128xf32>, %b: vector<8x128xf32>) {
+  // expected-error @+1 {{concatenate_c2}}
+  %r = ember_tpu.concatenate %a, %b in 0 : vector<8x128xf32>, vector<8x128xf32> -> vector<8x256xf32>
+  return
+}

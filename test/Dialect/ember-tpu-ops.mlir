@@ -8,6 +8,9 @@
 // CHECK: ember_tpu.matmul {{.*}}#ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>
 // CHECK: ember_tpu.iota {dimensions = array<i32: 1>}
 // CHECK: ember_tpu.transpose
+// CHECK: ember_tpu.dynamic_rotate %{{.*}} by %{{.*}} dim 1 : vector<8x128xf32>, i32
+// CHECK: ember_tpu.dynamic_rotate %{{.*}} by %{{.*}} dim 0 {stride = 2 : si32, stride_dimension = 1 : si32}
+// CHECK: ember_tpu.concatenate %{{.*}}, %{{.*}} in 1 : vector<8x8xf32>, vector<8x128xf32> -> vector<8x136xf32>
 // CHECK: ember_tpu.vector_store
 // CHECK: ember_tpu.memref_slice
 // CHECK: ember_tpu.enqueue_dma source
@@ -35,6 +38,10 @@ func.func @kernel(%i: i32, %x: memref<8x128xf32, #ember_tpu.memory_space<vmem>>,
   %m = ember_tpu.matmul %a, %b, %acc {dimension_numbers = #ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>} : vector<8x8xf32>, vector<8x128xf32>, vector<8x128xf32> -> vector<8x128xf32>
   %io = ember_tpu.iota {dimensions = array<i32: 1>} : vector<8x128xi32>
   %t = ember_tpu.transpose %m, [1, 0] : vector<8x128xf32> -> vector<128x8xf32>
+  %three = arith.constant 3 : i32
+  %rot = ember_tpu.dynamic_rotate %m by %three dim 1 : vector<8x128xf32>, i32
+  %rots = ember_tpu.dynamic_rotate %m by %three dim 0 {stride = 2 : si32, stride_dimension = 1 : si32} : vector<8x128xf32>, i32
+  %cat = ember_tpu.concatenate %a, %b in 1 : vector<8x8xf32>, vector<8x128xf32> -> vector<8x136xf32>
   ember_tpu.vector_store %x[%c0, %c0], %m {strides = array<i32>} : memref<8x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>,
   %z = arith.constant 0 : i32
   %w = ember_tpu.memref_slice %h[%i, %z] : memref<16x128xf32, #ember_tpu.memory_space<any>> -> memref<8x128xf32, #ember_tpu.memory_space<any>>

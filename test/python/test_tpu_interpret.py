@@ -400,6 +400,57 @@ def test_ring_all_reduce_over_simulated_devices(devices8):
     assert '"sdy.manual_computation"' in stablehlo and "has_communication" in stablehlo
 
 
+def test_pallas_call_output_window_starts_undefined():
+    # A pallas_call's output block is not loaded from HBM either, aliased or
+    # not: on a real TPU (43rd session) a vmapped kernel reading its aliased
+    # output block got the values a previous grid step had left in the VMEM
+    # buffer. The checked interpreter gives NaN for a new window and keeps
+    # the block while its window repeats (an accumulator over k).
+    def read_alias(x_ref, y_ref, o_ref):
+        o_ref[...] = o_ref[...] + x_ref[...]
+
+    x = jnp.ones((16, 128), jnp.float32)
+    spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    out = pl.pallas_call(read_alias, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         grid=(2,), in_specs=[spec, spec], out_specs=spec,
+                         input_output_aliases={1: 0},
+                         interpret=pltpu.InterpretParams())(x, x)
+    assert np.isnan(np.asarray(out)).all()
+
+    def accumulate(x_ref, o_ref):
+        @pl.when(pl.program_id(1) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += x_ref[...]
+
+    out = pl.pallas_call(accumulate, out_shape=jax.ShapeDtypeStruct((16, 128), jnp.float32),
+                         grid=(2, 3), in_specs=[pl.BlockSpec((8, 128), lambda i, k: (i, 0))],
+                         out_specs=pl.BlockSpec((8, 128), lambda i, k: (i, 0)),
+                         interpret=pltpu.InterpretParams())(x)
+    np.testing.assert_array_equal(np.asarray(out), 3 * np.ones((16, 128), np.float32))
+
+
+def test_fori_index_in_an_interpreted_kernel_is_an_array():
+    # The interpreters run kernels eagerly (disable_jit inside), where a
+    # user's disable_jit gives fori_loop a Python int index (JAX's); a
+    # kernel's index stays an array, as when JAX traces the kernel.
+    def kernel(x_ref, o_ref):
+        def body(i, acc):
+            return acc + i.astype(jnp.float32)
+
+        o_ref[...] = jax.lax.fori_loop(0, 4, body, x_ref[...])
+
+    x = jnp.zeros((8, 128), jnp.float32)
+    out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         interpret=pltpu.InterpretParams())(x)
+    np.testing.assert_array_equal(np.asarray(out), 6 * np.ones((8, 128), np.float32))
+    with jax.disable_jit():
+        seen = []
+        jax.lax.fori_loop(0, 2, lambda i, c: seen.append(type(i)) or c, 0)
+    assert seen == [int, int]
+
+
 def test_repeat_roll_bitcast():
     x = jnp.arange(16 * 128, dtype=jnp.int32).reshape(16, 128)
     np.testing.assert_array_equal(np.asarray(pltpu.repeat(x, 2, 0)),

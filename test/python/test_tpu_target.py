@@ -29,14 +29,10 @@ def _bf16_matmul(x, y):
 
 # Programs JAX 0.10.2's TPU interpret mode cannot check, with their values:
 # it has no semaphore_read on the CPU (the kernel adds the count it read,
-# 2), it leaves an output aliased to an input uninitialized (NaN) where
-# the kernel reads the input's values through it, and it fails on a vmapped
-# kernel with dimension_semantics (its grid grows, the semantics do not).
+# 2), and it fails on a vmapped kernel with dimension_semantics (its grid
+# grows, the semantics do not).
 _JAX_INTERPRET_GAPS = {
     "regular_semaphore": (lambda x: x + 2, 1e-6),
-    "aliased_output": (lambda x, y: y + 2 * x, 1e-6),
-    "vmap_aliased_output": (lambda x, y: y + 2 * x, 1e-6),
-    "vmap_unbatched_alias": (lambda x, y: y + 2 * x, 1e-6),
     # (Under the tool's force_tpu_interpret_mode JAX gives NaN for the
     # ring's remote DMAs; JAX's pltpu.InterpretParams() run of the same
     # program gives the sum, which is checked.)
@@ -282,3 +278,52 @@ def test_kernel_under_shard_map_for_tpu(devices8):
     x, w = (np.asarray(a) for a in args)
     want = np.tanh(x) * np.tile(w, (8, 1)) + np.repeat(np.arange(4.0), 16)[:, None]
     np.testing.assert_allclose(np.asarray(f(*args)), want, rtol=1e-5, atol=1e-6)
+
+
+def test_roll_and_concatenate_lower_to_mosaic_ops():
+    # pltpu.roll is Mosaic's dynamic_rotate and jnp.concatenate its
+    # concatenate, as JAX lowers them: on a real TPU (43rd session) Mosaic
+    # rejected the vector.insert_strided_slice they used to become.
+    def k(x_ref, o_ref):
+        x = x_ref[...]
+        o_ref[...] = (pltpu.roll(x, 3, 1) + pltpu.roll(x, 1, 1, stride=2, stride_axis=0)
+                      + jnp.concatenate([x[8:], x[:8]], axis=0))
+
+    x = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128) / 100
+    f = pl.pallas_call(k, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))
+    mosaic = jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert mosaic.count("ember_tpu.dynamic_rotate") == 2
+    assert "stride = 2 : si32, stride_dimension = 0 : si32" in mosaic
+    assert "ember_tpu.concatenate" in mosaic and "insert_strided_slice" not in mosaic
+    xn = np.asarray(x)
+    strided = np.stack([np.roll(xn[i], 1 + 2 * i) for i in range(16)])
+    want = np.roll(xn, 3, 1) + strided + np.roll(xn, 8, 0)
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(f)(x)), want, rtol=1e-6)
+
+
+def test_tpu_records_for_the_tpu_run(tmp_path):
+    # `make tpu-records` writes what `make tpu-check` runs on a TPU: Ember's
+    # module, its CPU outputs and the arguments (dtypes kept), and the
+    # benchmark programs' modules.
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "tools/tpu/ember_record.py"),
+                          "--values", "--bench", str(tmp_path), "matmul_bf16", "bench_add_exp"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    rec = json.loads((tmp_path / "matmul_bf16.json").read_text())
+    assert rec["arg_dtypes"] == ["bfloat16", "bfloat16"] and len(rec["custom_calls"]) == 1
+    with np.load(tmp_path / "matmul_bf16.args.npz") as z:
+        a = z["arr_0"].view(jnp.bfloat16)
+    progs = {n: (f, args) for n, f, args in _programs()}
+    np.testing.assert_array_equal(a.astype(np.float32),
+                                  np.asarray(progs["matmul_bf16"][1][0]).astype(np.float32))
+    assert (tmp_path / "matmul_bf16.values.npz").exists()
+    bench = json.loads((tmp_path / "bench_add_exp.json").read_text())
+    assert "tpu_custom_call" in bench["stablehlo"] and "8192x1024xf32" in bench["stablehlo"]
+    assert not (tmp_path / "bench_add_exp.values.npz").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "bench_add_exp.json", "matmul_bf16.args.npz", "matmul_bf16.json",
+        "matmul_bf16.values.npz"]

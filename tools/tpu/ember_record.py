@@ -2,16 +2,25 @@
 as `DIR/NAME.json` (`{"name", "custom_calls": [{"backend_config",
 "kernel_name"}], "stablehlo"}`), the input of `jax_mosaic_check.py`:
 
-    .venv/bin/python tools/tpu/ember_record.py DIR [NAME...]
+    .venv/bin/python tools/tpu/ember_record.py [--values] [--bench] DIR [NAME...]
+
+`--values` also writes Ember's outputs of each program on the CPU
+(`DIR/NAME.values.npz`, arr_0, ...), and `--bench` records the benchmark
+programs (`benchmarks()` of the same file) too: the input of `tpu_run.py`,
+which runs them on a TPU (`make tpu-records`, then `make tpu-check` there).
 """
 
+import argparse
 import importlib.util
 import json
 import os
-import sys
 
-import ember as jax
-from ember._mlir import ir
+import numpy as np
+
+os.environ.setdefault("EMBER_NUM_CPU_DEVICES", "8")  # the programs under shard_map
+
+import ember as jax  # noqa: E402
+from ember._mlir import ir  # noqa: E402
 
 
 def programs():
@@ -23,6 +32,20 @@ def programs():
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     return [(name, f, args) for name, (f, args) in example.cross_check_programs().items()]
+
+
+def benchmarks():
+    """[(name, fn, make_args, flops)] of test/data/tpu/kernels.py's benchmarks under Ember."""
+    import ember.numpy as jnp
+    from ember.experimental import pallas as pl
+    from ember.experimental.pallas import tpu as pltpu
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "data",
+                        "tpu", "kernels.py")
+    spec = importlib.util.spec_from_file_location("tpu_kernels", os.path.normpath(path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.benchmarks(jax, jnp, pl, pltpu)
 
 
 def record(fn, args):
@@ -50,17 +73,36 @@ def record(fn, args):
 
 
 def main():
-    out = sys.argv[1]
-    only = set(sys.argv[2:])
-    os.makedirs(out, exist_ok=True)
-    for name, fn, args in programs():
-        if only and name not in only:
+    ap = argparse.ArgumentParser(description="Ember's TPU lowering of the Pallas TPU programs.")
+    ap.add_argument("--values", action="store_true", help="also write Ember's CPU outputs")
+    ap.add_argument("--bench", action="store_true", help="also record the benchmark programs")
+    ap.add_argument("out")
+    ap.add_argument("only", nargs="*")
+    opts = ap.parse_args()
+    os.makedirs(opts.out, exist_ok=True)
+    todo = [(name, fn, lambda args=args: args, True) for name, fn, args in programs()]
+    if opts.bench:
+        todo += [(name, fn, make_args, False) for name, fn, make_args, _ in benchmarks()]
+    for name, fn, make_args, small in todo:
+        if opts.only and name not in opts.only:
             continue
+        args = make_args()
         rec = record(fn, args)
         rec["name"] = name
-        with open(os.path.join(out, f"{name}.json"), "w") as f:
+        with open(os.path.join(opts.out, f"{name}.json"), "w") as f:
             json.dump(rec, f)
-        print("wrote", name)
+        if opts.values and small:
+            outs = [np.asarray(x) for x in jax.tree.leaves(fn(*args))]
+            np.savez(os.path.join(opts.out, f"{name}.values.npz"), *outs)
+            # The arguments too, with their dtypes (bfloat16 is saved as raw
+            # bytes): the TPU run uses these, not its own, so that both sides
+            # compute on the same bits.
+            flat = [np.asarray(a) for a in args]
+            np.savez(os.path.join(opts.out, f"{name}.args.npz"), *flat)
+            rec["arg_dtypes"] = [a.dtype.name for a in flat]
+            with open(os.path.join(opts.out, f"{name}.json"), "w") as f:
+                json.dump(rec, f)
+        print("wrote", name, flush=True)
 
 
 if __name__ == "__main__":

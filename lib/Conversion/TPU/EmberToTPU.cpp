@@ -1080,17 +1080,22 @@ LogicalResult KernelBuilder::op(Operation *op) {
     return success();
   }
   if (auto cat = dyn_cast<ConcatenateOp>(op)) {
-    // Insert each piece into a zero vector at its offset.
-    auto out = cast<VectorType>(kernelType(cat.getType()));
-    Value r = zero(loc, out);
-    SmallVector<int64_t> offsets(out.getRank(), 0), ones(out.getRank(), 1);
-    for (Value in : cat.getInputs()) {
-      r = vector::InsertStridedSliceOp::create(b, loc, get(in), r, offsets,
-                                               ones);
-      offsets[cat.getDimension()] +=
-          cast<RankedTensorType>(in.getType()).getDimSize(cat.getDimension());
-    }
-    set(cat, r);
+    // Mosaic's concatenate, as JAX lowers jnp.concatenate (Mosaic's layout
+    // inference takes no vector.insert_strided_slice).
+    SmallVector<Value> sources;
+    for (Value in : cat.getInputs())
+      sources.push_back(get(in));
+    set(cat,
+        et::ConcatenateOp::create(b, loc, kernelType(cat.getType()), sources,
+                                  b.getI32IntegerAttr(cat.getDimension())));
+    return success();
+  }
+  if (auto rot = dyn_cast<et::TracedRotateOp>(op)) {
+    Value x = get(rot.getValue());
+    set(rot, et::DynamicRotateOp::create(
+                 b, loc, x.getType(), x, get(rot.getAmount()),
+                 rot.getDimensionAttr(), rot.getStrideAttr(),
+                 rot.getStrideDimensionAttr()));
     return success();
   }
   if (auto w = dyn_cast<WhileOp>(op)) {

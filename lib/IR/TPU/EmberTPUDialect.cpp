@@ -221,6 +221,68 @@ LogicalResult TransposeOp::verify() {
   return success();
 }
 
+// rotate_c1/c2, shared by dynamic_rotate and traced_rotate.
+static LogicalResult verifyRotate(Operation *op, int64_t rank, int32_t dim,
+                                  std::optional<int32_t> stride,
+                                  std::optional<int32_t> strideDim) {
+  // rotate_c1: the dimension is one of the value's.
+  if (dim < 0 || dim >= rank)
+    return op->emitOpError("rotate_c1: dimension ")
+           << dim << " is out of range for rank " << rank;
+  // rotate_c2: `stride` (not negative) and `stride_dimension` (another
+  // dimension) come together.
+  if (stride.has_value() != strideDim.has_value())
+    return op->emitOpError(
+        "rotate_c2: stride and stride_dimension come together");
+  if (stride && (*stride < 0 || *strideDim < 0 || *strideDim >= rank ||
+                 *strideDim == dim))
+    return op->emitOpError("rotate_c2: the stride must not be negative and "
+                           "stride_dimension must be another dimension");
+  return success();
+}
+
+LogicalResult DynamicRotateOp::verify() {
+  return verifyRotate(*this, getValue().getType().getRank(), getDimension(),
+                      getStride(), getStrideDimension());
+}
+
+LogicalResult TracedRotateOp::verify() {
+  return verifyRotate(*this, getValue().getType().getRank(), getDimension(),
+                      getStride(), getStrideDimension());
+}
+
+LogicalResult ConcatenateOp::verify() {
+  // concatenate_c1: at least one source; the dimension is one of theirs.
+  if (getSources().empty())
+    return emitOpError("concatenate_c1: needs at least one source");
+  auto out = getOutput().getType();
+  int64_t dim = getDimension();
+  if (dim < 0 || dim >= out.getRank())
+    return emitOpError("concatenate_c1: dimension ")
+           << dim << " is out of range for rank " << out.getRank();
+  // concatenate_c2: the sources have the result's rank, element type and
+  // sizes except along `dimension`, where the result's is their sum.
+  int64_t total = 0;
+  for (Value v : getSources()) {
+    auto t = cast<VectorType>(v.getType());
+    if (t.getRank() != out.getRank() ||
+        t.getElementType() != out.getElementType())
+      return emitOpError("concatenate_c2: source ")
+             << t << " does not match the result " << out;
+    for (int64_t d = 0; d < out.getRank(); ++d)
+      if (d != dim && t.getDimSize(d) != out.getDimSize(d))
+        return emitOpError("concatenate_c2: source ")
+               << t << " differs from the result " << out << " in dimension "
+               << d;
+    total += t.getDimSize(dim);
+  }
+  if (total != out.getDimSize(dim))
+    return emitOpError("concatenate_c2: the sources have ")
+           << total << " elements along dimension " << dim << ", the result "
+           << out.getDimSize(dim);
+  return success();
+}
+
 LogicalResult MemRefSliceOp::verify() {
   auto in = getMemRef().getType();
   auto out = getResult().getType();

@@ -44,6 +44,10 @@ class _Config:
     def __init__(self):
         self.jax_enable_x64 = False
         self.jax_disable_jit = False
+        # Set (with jax_disable_jit) while a Pallas interpreter runs a kernel
+        # eagerly: control flow runs in Python, but a fori_loop's index stays
+        # an array, as a kernel sees it when traced (JAX's interpreters trace).
+        self.ember_interpreting_kernel = False
         # Compiled programs kept in memory (core._program_cache).
         self.ember_program_cache_size = 1024
         # The persistent compilation cache (compilation_cache.py), JAX's names.

@@ -488,10 +488,13 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     if (out := _hooked("fori_loop", lower, upper, body_fun, init_val)) is not NotImplemented:
         return out
     if _python_mode():
-        # (The index is a Python int, as JAX's Python loop gives it.)
+        # (The index is a Python int, as JAX's Python loop gives it; an
+        # array of the bounds' type in a kernel a Pallas interpreter runs.)
+        lo, hi = as_value(lower), as_value(upper)
+        dt = dtypes.result_type_weak((lo.dtype, lo.weak_type), (hi.dtype, hi.weak_type))[0]
         val = init_val
-        for i in range(int(as_value(lower)), int(as_value(upper))):
-            val = body_fun(i, val)
+        for i in range(int(lo), int(hi)):
+            val = body_fun(jnp.asarray(i, dt) if _config.ember_interpreting_kernel else i, val)
         return val
     if not core._trace_stack:
         # The bounds are concrete here: closed over, the loop is counted.

@@ -12,6 +12,37 @@ import numpy as np
 def programs(jax, jnp, pl, pltpu):
     """Returns [(name, fn, args)]: `fn` calls `pl.pallas_call`, `args` are concrete
     arrays made with `jnp`."""
+    return _build(jax, jnp, pl, pltpu)[0]
+
+
+def benchmarks(jax, jnp, pl, pltpu):
+    """Returns [(name, fn, make_args, flops)]: larger instances of the programs'
+    kernels, timed on a TPU by `tools/tpu/tpu_run.py` (`make_args()` makes the
+    arguments; `flops` is None for memory-bound programs)."""
+    _, k = _build(jax, jnp, pl, pltpu)
+    ramp = k["ramp"]
+    n = 4096
+    return [
+        ("bench_matmul_bf16", lambda x, y: k["matmul"](x, y, bm=512, bk=1024, bn=1024),
+         lambda: (ramp((n, n), jnp.bfloat16, mod=17), ramp((n, n), jnp.bfloat16, mod=11)),
+         2 * n**3),
+        ("bench_guide_matmul_f32", lambda x, y: k["guide_matmul"](x, y, b=512),
+         lambda: (ramp((2048, 2048), jnp.float32, scale=3000, mod=19),
+                  ramp((2048, 2048), jnp.float32, scale=3000, mod=23)),
+         2 * 2048**3),
+        ("bench_flash_attention", k["flash_attention"],
+         lambda: (ramp((n, 128), jnp.float32, scale=3000, mod=37),
+                  ramp((n, 128), jnp.float32, scale=3000, mod=41),
+                  ramp((n, 128), jnp.float32, scale=100, mod=29)),
+         4 * n * n * 128),
+        ("bench_add_exp", lambda x, y: k["two_operand_rows"](k["add_exp_kernel"], x, y, rows=512),
+         lambda: (ramp((8192, 1024), jnp.float32), ramp((8192, 1024), jnp.float32, scale=1000)),
+         None),
+    ]
+
+
+def _build(jax, jnp, pl, pltpu):
+    """The programs, and the kernels `benchmarks` reuses by name."""
 
     def ramp(shape, dtype, scale=100, mod=None):
         """A deterministic array: 0, 1, 2, ... (mod `mod`) / `scale`, reshaped."""
@@ -24,13 +55,13 @@ def programs(jax, jnp, pl, pltpu):
     def add_exp_kernel(x_ref, y_ref, o_ref):
         o_ref[...] = x_ref[...] + jnp.exp(y_ref[...]) * 2
 
-    def two_operand_rows(kernel, x, y):
-        """`kernel` on (16, 128) operands in two (8, 128) row blocks."""
-        spec = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    def two_operand_rows(kernel, x, y, rows=8):
+        """`kernel` on 2-D operands in blocks of `rows` whole rows."""
+        spec = pl.BlockSpec((rows, x.shape[1]), lambda i: (i, 0))
         return pl.pallas_call(
             kernel,
             out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-            grid=(2,),
+            grid=(x.shape[0] // rows,),
             in_specs=[spec, spec],
             out_specs=spec,
         )(x, y)
@@ -57,8 +88,7 @@ def programs(jax, jnp, pl, pltpu):
         def _():
             o_ref[...] = acc_ref[...].astype(o_ref.dtype)
 
-    def matmul(x, y):
-        bm = bn = bk = 128
+    def matmul(x, y, bm=128, bk=128, bn=128):
         m, k = x.shape
         n = y.shape[1]
         return pl.pallas_call(
@@ -302,8 +332,8 @@ def programs(jax, jnp, pl, pltpu):
 
         z_ref[...] += x_ref[...] @ y_ref[...]
 
-    def guide_matmul(x, y):
-        bm = bk = bn = 128
+    def guide_matmul(x, y, b=128):
+        bm = bk = bn = b
         m, k = x.shape
         n = y.shape[1]
         return pl.pallas_call(
@@ -412,8 +442,11 @@ def programs(jax, jnp, pl, pltpu):
             out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)))(x)
 
     def alias_kernel(x_ref, y_ref, o_ref):
-        # The output reuses the second operand's buffer (input_output_aliases).
-        o_ref[...] = o_ref[...] + x_ref[...] * 2.0
+        # The output reuses the second operand's buffer (input_output_aliases):
+        # an update in place. (The kernel reads y_ref: an output block's VMEM
+        # buffer is not loaded from HBM on a TPU, aliased or not, so reading
+        # o_ref first would read undefined values; the TPU run showed it.)
+        o_ref[...] = y_ref[...] + x_ref[...] * 2.0
 
     def aliased(x, y):
         return pl.pallas_call(
@@ -714,4 +747,6 @@ def programs(jax, jnp, pl, pltpu):
         ("vmap_batched_prefetch", jax.vmap(gather_blocks),
          (jnp.array([[2, 0, 3, 1, 1], [0, 0, 1, 3, 2]], dtype=jnp.int32),
           ramp((2, 32, 128), jnp.float32))),
-    ]
+    ], {"ramp": ramp, "matmul": matmul, "guide_matmul": guide_matmul,
+        "flash_attention": flash_attention, "two_operand_rows": two_operand_rows,
+        "add_exp_kernel": add_exp_kernel}

@@ -1612,14 +1612,14 @@ def _interpret(body, ins, outs, scratch, grid, grid_names, cluster, cluster_name
     gmem_out = [state.Ref(state.uninitialized(o.shape, o.dtype)) for o in outs]
     cluster = cluster or ()
     nblocks = math.prod(cluster)
-    prev = _config.jax_disable_jit
-    _config.jax_disable_jit = True
+    prev, prev_kernel = _config.jax_disable_jit, _config.ember_interpreting_kernel
+    _config.jax_disable_jit = _config.ember_interpreting_kernel = True
     try:
         for gidx in itertools.product(*[range(g) for g in grid]):
             _run_cluster(body, gmem_in, gmem_out, scratch, dict(zip(grid_names, gidx)), grid,
                          cluster, cluster_names, nblocks, nthreads, thread_name)
     finally:
-        _config.jax_disable_jit = prev
+        _config.jax_disable_jit, _config.ember_interpreting_kernel = prev, prev_kernel
     return [r._value for r in gmem_out]
 
 

@@ -642,11 +642,14 @@ def roll(x, shift, axis, *, stride=None, stride_axis=None):
         raise ValueError(f"pltpu.roll: axis {axis} is out of range (at {core.where()})")
     if (stride is None) != (stride_axis is None):
         raise ValueError(f"pltpu.roll: stride and stride_axis go together (at {core.where()})")
-    if stride is None:
-        return jnp.roll(x, shift, axis)
-    if stride < 0 or not 0 <= stride_axis < x.ndim or stride_axis == axis:
+    if stride is not None and (stride < 0 or not 0 <= stride_axis < x.ndim
+                               or stride_axis == axis):
         raise ValueError(f"pltpu.roll: stride must be non-negative and stride_axis another "
                          f"axis in range (at {core.where()})")
+    if tpu_kernel.tracing():  # lowered for TPU: Mosaic's dynamic_rotate
+        return tpu_kernel.rotate(x, shift, axis, stride, stride_axis)
+    if stride is None:
+        return jnp.roll(x, shift, axis)
     rows = [jnp.roll(lax.slice_in_dim(x, i, i + 1, axis=stride_axis), shift + i * stride, axis)
             for i in range(x.shape[stride_axis])]
     return jnp.concatenate(rows, axis=stride_axis)

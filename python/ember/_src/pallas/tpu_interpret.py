@@ -305,7 +305,14 @@ def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types
     # Pallas TPU's PRNG state (prng_state.py), kept across the grid.
     prng = _Ref(jnp.zeros(prng_state.SHAPE, prng_state.DTYPE), "the PRNG state", checker)
     prev, _config.jax_disable_jit = _config.jax_disable_jit, True
+    prev_kernel, _config.ember_interpreting_kernel = _config.ember_interpreting_kernel, True
     _local.checker = checker
+    # The window each output block had at the previous grid step: a block
+    # stays in VMEM while its window repeats (an accumulator over the last
+    # grid dimension); a new window's VMEM buffer is not loaded from HBM on a
+    # TPU (aliased or not), so it starts uninitialized, as in JAX's
+    # interpreter (NaN for floats).
+    prev_windows = [None] * len(out_blocks)
     try:
         for ids in itertools.product(*[range(n) for n in grid]):
             ids_pf = tuple(ids) + tuple(pf)
@@ -316,7 +323,10 @@ def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types
                     return whole[(kind, k)], None
                 starts = [int(s) for s in b.starts(ids_pf)]
                 sl = tuple(slice(s, s + n) for s, n in zip(starts, b.sizes))
-                value = jnp.reshape(jnp.asarray(x[sl]), b.kernel_shape)
+                if kind == "out" and sl != prev_windows[k]:
+                    value = state.uninitialized(b.kernel_shape, b.dtype)
+                else:
+                    value = jnp.reshape(jnp.asarray(x[sl]), b.kernel_shape)
                 return _Ref(value, f"{kind}put {k}", checker), sl
 
             in_refs = [block_ref(b, x, "in", k)[0]
@@ -336,13 +346,15 @@ def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types
                 grid_env.pop()
             if res is not None:
                 raise ValueError(f"pallas_call: the kernel {kname} must return None")
-            for b, x, r, sl in zip(out_blocks, outs, out_refs, windows):
+            for k, (b, x, r, sl) in enumerate(zip(out_blocks, outs, out_refs, windows)):
                 if sl is not None:
                     x[sl] = np.asarray(checker._raw(lambda r=r: r._value)).reshape(b.sizes)
+                prev_windows[k] = sl
         checker.finish()
     finally:
         _local.checker = None
         _config.jax_disable_jit = prev
+        _config.ember_interpreting_kernel = prev_kernel
     results = []
     for k, (b, x) in enumerate(zip(out_blocks, outs)):
         if b.whole:

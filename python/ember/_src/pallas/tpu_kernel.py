@@ -129,6 +129,24 @@ def prng_random_bits(shape):
     return out
 
 
+def rotate(x, shift, axis, stride, stride_axis):
+    """`pltpu.roll` in a kernel traced for the TPU target: an
+    `ember_tpu.traced_rotate` (Mosaic's `dynamic_rotate`, as JAX lowers it)."""
+    from ..._mlir import ir
+
+    trace = core.current_trace()
+    with context():
+        si32 = ir.IntegerType.get_signed(32)
+        attrs = {"dimension": ir.IntegerAttr.get(si32, axis)}
+        if stride is not None:
+            attrs["stride"] = ir.IntegerAttr.get(si32, stride)
+            attrs["stride_dimension"] = ir.IntegerAttr.get(si32, stride_axis)
+    amount = core.as_value(jnp.asarray(shift, np.int32))
+    out, = trace.emit("ember_tpu.traced_rotate", [trace.to_value(x), trace.to_value(amount)],
+                      [x.aval], attrs)
+    return out
+
+
 def _traced_alloc(shape, dtype, space, flag=None):
     """A `traced_alloc` of a buffer numbered after the kernel's others (a
     Ref of it); `flag` names a unit attribute (`dma_semaphore`, `barrier`)."""
