@@ -342,3 +342,21 @@ func.func @rotate_concat(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor
   %s = ember.add %r, %c : tensor<8x128xf32>
   return %s : tensor<8x128xf32>
 }
+
+// -----
+
+// sign: -1, 0 or 1 by two selects (a float zero or NaN is itself).
+// CHECK-LABEL: func.func @sign(
+// CHECK: %[[V:.*]] = vector.load
+// CHECK: %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<8x128xf32>
+// CHECK: %[[LT:.*]] = arith.cmpf olt, %[[V]], %[[Z]]
+// CHECK: %[[N:.*]] = arith.select %[[LT]], %{{.*}}, %[[V]]
+// CHECK: %[[GT:.*]] = arith.cmpf ogt, %[[V]], %[[Z]]
+// CHECK: arith.select %[[GT]], %{{.*}}, %[[N]]
+func.func @sign(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 1>} {
+  %s = ember.sign %x : tensor<8x128xf32>
+  return %s : tensor<8x128xf32>
+}

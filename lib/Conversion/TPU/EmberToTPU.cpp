@@ -709,6 +709,18 @@ LogicalResult KernelBuilder::elementwise(Operation *op) {
     Value ex = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, a[0]));
     r = arith::DivFOp::create(b, loc, one,
                               arith::AddFOp::create(b, loc, one, ex));
+  } else if (name == "sign" && !e.isInteger(1)) {
+    // -1, 0 or 1 by selects; a float zero or NaN is itself (XLA's sign).
+    Value z = zero(loc, rt);
+    Value rest = f ? a[0] : z;
+    if (!u)
+      rest = arith::SelectOp::create(
+          b, loc,
+          buildCompare(b, loc, ComparisonDirection::LT, a[0], z, orig),
+          splatLike(loc, rt, -1.0, -1), rest);
+    r = arith::SelectOp::create(
+        b, loc, buildCompare(b, loc, ComparisonDirection::GT, a[0], z, orig),
+        splatLike(loc, rt, 1.0, 1), rest);
   } else if (name == "select")
     r = arith::SelectOp::create(b, loc, a[0], a[1], a[2]);
   else if (name == "clamp")

@@ -653,6 +653,49 @@ def _build(jax, jnp, pl, pltpu):
         return on_devices(barrier_kernel, x,
                           compiler_params=pltpu.CompilerParams(collective_id=0))
 
+    # (z) Op coverage, for the run on a real TPU (`make tpu-check`): each
+    # kernel uses many of the ops `ember-tpu-kernel` emits, so that Mosaic's
+    # compiler sees them (its dialect's verifier accepts ops its layout
+    # passes cannot compile).
+    def math_kernel(x_ref, o_ref):
+        x = x_ref[...]
+        a = jnp.abs(x) + 0.5
+        o_ref[...] = (jnp.log(a) + jnp.sqrt(a) + jax.lax.rsqrt(a) + jnp.tanh(x)
+                      + jnp.sin(x) * jnp.cos(x) + jnp.floor(x) - jnp.ceil(x)
+                      + jnp.exp2(x * 0.1) + jnp.log1p(a)
+                      + jnp.where(x > 0.3, x, -x) + jnp.maximum(x, 0.1) * jnp.minimum(x, 0.2)
+                      + jax.nn.sigmoid(x) + jnp.round(x) + a ** 1.5 + jnp.sign(x) / a)
+
+    def casts_kernel(x_ref, i_ref, f_ref, n_ref):
+        x = x_ref[...]
+        i = i_ref[...]
+        f_ref[...] = (x.astype(jnp.bfloat16).astype(jnp.float32) + i.astype(jnp.float32)
+                      + (x * 10).astype(jnp.int32).astype(jnp.float32))
+        n_ref[...] = (((i >> 2) ^ (i << 1)) | (i & 7)) + jnp.where(x > 1.0, i // 3, i % 5)
+
+    def reduce_kernel(x_ref, o_ref):
+        x = x_ref[...]
+        rows = jnp.sum(x, axis=1, keepdims=True)
+        cols = jnp.max(x, axis=0, keepdims=True)
+        o_ref[...] = x - rows / x.shape[1] + cols * jnp.min(x, axis=1, keepdims=True)
+
+    def bf16_kernel(x_ref, o_ref, s_ref):
+        # 16-bit elements (packed sublanes): arithmetic, a max and a
+        # widening for an f32 row sum.
+        x = x_ref[...]
+        y = jnp.maximum(x * x, x + jnp.asarray(1, jnp.bfloat16))
+        o_ref[...] = y
+        s_ref[...] = jnp.sum(y.astype(jnp.float32), axis=1, keepdims=True)
+
+    def dot_t_kernel(x_ref, y_ref, o_ref):
+        # x^T y: a product contracting both operands' first dimensions.
+        o_ref[...] = jax.lax.dot_general(x_ref[...], y_ref[...], (((0,), (0,)), ((), ())),
+                                         preferred_element_type=jnp.float32)
+
+    def whole(kernel, outs, *args):
+        return pl.pallas_call(kernel, out_shape=outs)(*args)
+
+    signed = ramp((16, 256), jnp.float32, scale=37, mod=211) - 2.5
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     # Under grad: a custom_vjp whose fwd and bwd call kernels (how JAX's
@@ -744,6 +787,22 @@ def _build(jax, jnp, pl, pltpu):
                                                 ramp((8, 128), jnp.float32, scale=50))),
         ("buffered_pipeline", buffered_pipeline, (ramp((48, 128), jnp.float32),)),
         ("hardware_prng", prng, (ramp((16, 128), jnp.float32),)),
+        ("ops_math", lambda x: whole(math_kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x),
+         (signed,)),
+        ("ops_casts", lambda x, i: whole(
+            casts_kernel, (jax.ShapeDtypeStruct(x.shape, jnp.float32),
+                           jax.ShapeDtypeStruct(x.shape, jnp.int32)), x, i),
+         (signed, ints_a)),
+        ("ops_reductions", lambda x: whole(reduce_kernel, jax.ShapeDtypeStruct(x.shape, x.dtype),
+                                           x), (signed,)),
+        ("ops_bf16", lambda x: whole(
+            bf16_kernel, (jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          jax.ShapeDtypeStruct((x.shape[0], 1), jnp.float32)), x),
+         (ramp((32, 256), jnp.bfloat16, scale=50, mod=101),)),
+        ("ops_dot_transposed", lambda x, y: whole(
+            dot_t_kernel, jax.ShapeDtypeStruct((x.shape[1], y.shape[1]), jnp.float32), x, y),
+         (ramp((128, 128), jnp.float32, scale=3000, mod=19),
+          ramp((128, 256), jnp.float32, scale=3000, mod=23))),
         ("vmap_batched_prefetch", jax.vmap(gather_blocks),
          (jnp.array([[2, 0, 3, 1, 1], [0, 0, 1, 3, 2]], dtype=jnp.int32),
           ramp((2, 32, 128), jnp.float32))),
