@@ -715,8 +715,7 @@ LogicalResult KernelBuilder::elementwise(Operation *op) {
     Value rest = f ? a[0] : z;
     if (!u)
       rest = arith::SelectOp::create(
-          b, loc,
-          buildCompare(b, loc, ComparisonDirection::LT, a[0], z, orig),
+          b, loc, buildCompare(b, loc, ComparisonDirection::LT, a[0], z, orig),
           splatLike(loc, rt, -1.0, -1), rest);
     r = arith::SelectOp::create(
         b, loc, buildCompare(b, loc, ComparisonDirection::GT, a[0], z, orig),
