@@ -188,7 +188,7 @@ gpu-check:
 # beside JAX's own lowering and writes $$OUT/tpu-report.md (tools/tpu/tpu_run.py).
 TPU_PYTHON ?= python3
 tpu-records: build
-	$(PY) tools/tpu/ember_record.py --values --bench build/tpu-check
+	$(PY) tools/tpu/ember_record.py --values --bench --whole build/tpu-check
 
 tpu-check:
 	$(TPU_PYTHON) tools/tpu/tpu_run.py build/tpu-check --report $${OUT:-build/tpu-check}/tpu-report.md

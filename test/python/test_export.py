@@ -4,6 +4,7 @@ errors for bad calls and for damaged or foreign files (a seeded fuzz)."""
 
 import hashlib
 import json
+import os
 import random
 import struct
 import subprocess
@@ -208,6 +209,59 @@ def test_tpu_export_keeps_its_kernels():
         both.mlir_module()
     want = ember.jit(fn)(*args)
     np.testing.assert_allclose(both.call(*args), want, rtol=1e-6)
+
+
+_TPU_DECOMPOSITIONS = """
+import json, re, sys
+import jax, jax.numpy as jnp
+x = jnp.ones((2, 4, 3), jnp.float32)
+out = {}
+for name, f in [("qr", jnp.linalg.qr), ("eigh", lambda a: jax.lax.linalg.eigh(a[:, :3, :3])),
+                ("lu", jax.lax.linalg.lu)]:
+    text = jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text()
+    out[name] = sorted(re.findall(r"custom_call @(\\w+)\\(.*\\{(.*?)\\}", text))
+print(json.dumps(out))
+"""
+
+
+def test_tpu_exports_decompositions_as_xla_tpu_calls():
+    # For TPU, qr/eigh/lu are XLA:TPU's own custom calls (JAX's lowering),
+    # not LAPACK's CPU ones (which a TPU cannot run: the 43rd session ran
+    # these on a TPU v5e, `make tpu-check`); svd, which XLA:TPU lacks, is the
+    # export's error.
+    x = np.arange(24, dtype=np.float32).reshape(2, 4, 3) % 5 + np.eye(4, 3, dtype=np.float32)
+    fns = {"qr": jnp.linalg.qr, "eigh": lambda a: lax.linalg.eigh(a[:, :3, :3]),
+           "lu": lax.linalg.lu}
+    import re
+
+    ours = {}
+    for name, f in fns.items():
+        text = export.export(ember.jit(f), platforms=["tpu"])(x).mlir_module()
+        assert "lapack" not in text
+        calls = re.findall(r'"stablehlo.custom_call"\(.*?\) <\{(.*?)\}>', text)
+        ours[name] = sorted((re.search(r'call_target_name = "(\w+)"', p).group(1), p)
+                            for p in calls)
+        assert "lapack_" in export.export(ember.jit(f))(x).mlir_module()
+    assert [t for t, _ in ours["qr"]] == ["ProductOfElementaryHouseholderReflectors", "Qr"]
+    assert 'backend_config = "1,1,100,1e-6"' in ours["eigh"][0][1]
+    assert "api_version = 2 : i32" in ours["lu"][0][1]
+    with pytest.raises(NotImplementedError, match="ember.svd .*has no TPU form"):
+        export.export(ember.jit(jnp.linalg.svd), platforms=["tpu"])(x)
+    # Results on the CPU are unchanged by a TPU export beside it.
+    both = export.export(ember.jit(fns["lu"]), platforms=["cpu", "tpu"])(x)
+    np.testing.assert_allclose(both.call(x)[0], lax.linalg.lu(x)[0], rtol=1e-6)
+    jax_python = os.environ.get("EMBER_JAX_PYTHON", "")
+    if jax_python and os.path.exists(jax_python):  # JAX's targets and configs
+        run = subprocess.run([jax_python, "-c", _TPU_DECOMPOSITIONS], capture_output=True,
+                             text=True, timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+        theirs = json.loads(run.stdout.strip().splitlines()[-1])
+        for name in fns:
+            targets = sorted(t for t, _ in theirs[name])
+            assert targets == [t for t, _ in ours[name]], name
+            for (t, cfg), (_, props) in zip(sorted(theirs[name]), ours[name]):
+                want = re.search(r'backend_config = "([^"]*)"', cfg).group(1)
+                assert f'backend_config = "{want}"' in props, (name, t)
+                assert ("api_version = 2" in cfg) == ("api_version = 2" in props), (name, t)
 
 
 def test_sharded_exports(devices8):

@@ -310,7 +310,8 @@ def test_tpu_records_for_the_tpu_run(tmp_path):
     import sys
 
     run = subprocess.run([sys.executable, os.path.join(ROOT, "tools/tpu/ember_record.py"),
-                          "--values", "--bench", str(tmp_path), "matmul_bf16", "bench_add_exp"],
+                          "--values", "--bench", "--whole", str(tmp_path), "matmul_bf16",
+                          "bench_add_exp"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     rec = json.loads((tmp_path / "matmul_bf16.json").read_text())
@@ -326,4 +327,11 @@ def test_tpu_records_for_the_tpu_run(tmp_path):
     assert not (tmp_path / "bench_add_exp.values.npz").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "bench_add_exp.json", "matmul_bf16.args.npz", "matmul_bf16.json",
-        "matmul_bf16.values.npz"]
+        "matmul_bf16.values.npz", "whole"]
+    # Whole programs exported for TPU: decompositions as XLA:TPU's calls,
+    # the programs with an svd reported as not exported.
+    whole = tmp_path / "whole"
+    text = (whole / "tpu_decompositions.mlir").read_text()
+    assert 'call_target_name = "Qr"' in text and "lapack" not in text
+    assert "ember.svd" in (whole / "decompositions.skip").read_text()
+    assert (whole / "mlp_step.in.npz").exists() and (whole / "mlp_step.values.npz").exists()

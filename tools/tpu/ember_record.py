@@ -6,8 +6,12 @@ as `DIR/NAME.json` (`{"name", "custom_calls": [{"backend_config",
 
 `--values` also writes Ember's outputs of each program on the CPU
 (`DIR/NAME.values.npz`, arr_0, ...), and `--bench` records the benchmark
-programs (`benchmarks()` of the same file) too: the input of `tpu_run.py`,
-which runs them on a TPU (`make tpu-records`, then `make tpu-check` there).
+programs (`benchmarks()` of the same file) too; `--whole` writes whole
+programs without kernels (the StableHLO-out programs of
+`test/python/test_stablehlo.py`) exported for TPU, as `DIR/whole/NAME.mlir`
+with their inputs (`NAME.in.npz`) and Ember's CPU outputs
+(`NAME.values.npz`): the input of `tpu_run.py`, which runs them on a TPU
+(`make tpu-records`, then `make tpu-check` there).
 """
 
 import argparse
@@ -72,10 +76,57 @@ def record(fn, args):
     return {"custom_calls": calls, "stablehlo": text}
 
 
+def whole_programs(out):
+    """Writes the StableHLO-out programs exported for TPU to `out` (see the
+    module's doc); returns their names."""
+    from ember import export
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test",
+                        "python", "test_stablehlo.py")
+    spec = importlib.util.spec_from_file_location("stablehlo_programs", os.path.normpath(path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    os.makedirs(out, exist_ok=True)
+    names, programs = [], dict(mod.PROGRAMS)
+    # The decompositions XLA:TPU has (svd it has not: Ember's TPU export
+    # says so), real and complex.
+    lin, jnp = jax.numpy.linalg, jax.numpy
+
+    def eigh(x):
+        # Eigenvectors are unique up to a sign (a phase): each column scaled
+        # so that its first component is real and positive.
+        w, v = lin.eigh(x)
+        first = v[..., :1, :]
+        return w, v * (jnp.conj(first) / jnp.abs(first))
+
+    programs["tpu_decompositions"] = (
+        lambda a, t, b, c: [*jax.lax.linalg.lu(a), *jax.lax.linalg.lu(t), *eigh(a),
+                            *lin.qr(t), *lin.qr(t, mode="complete"), *lin.qr(b),
+                            *eigh(c @ jnp.conj(c.T)), *lin.qr(c), lin.cholesky(a)],
+        mod.PROGRAMS["decompositions"][1] + (mod.C64,))
+    for name, (fn, args) in programs.items():
+        specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
+        try:
+            text = export.export(jax.jit(fn), platforms=["tpu"])(*specs).mlir_module()
+        except NotImplementedError as e:  # (reported by the TPU run)
+            with open(os.path.join(out, f"{name}.skip"), "w") as f:
+                f.write(str(e).splitlines()[0])
+            continue
+        with open(os.path.join(out, f"{name}.mlir"), "w") as f:
+            f.write(text)
+        np.savez(os.path.join(out, f"{name}.in.npz"), *jax.tree_util.tree_leaves(args))
+        np.savez(os.path.join(out, f"{name}.values.npz"),
+                 *[np.asarray(x) for x in jax.tree_util.tree_leaves(jax.jit(fn)(*args))])
+        names.append(name)
+    return names
+
+
 def main():
     ap = argparse.ArgumentParser(description="Ember's TPU lowering of the Pallas TPU programs.")
     ap.add_argument("--values", action="store_true", help="also write Ember's CPU outputs")
     ap.add_argument("--bench", action="store_true", help="also record the benchmark programs")
+    ap.add_argument("--whole", action="store_true",
+                    help="also write whole programs exported for TPU to OUT/whole")
     ap.add_argument("out")
     ap.add_argument("only", nargs="*")
     opts = ap.parse_args()
@@ -103,6 +154,9 @@ def main():
             with open(os.path.join(opts.out, f"{name}.json"), "w") as f:
                 json.dump(rec, f)
         print("wrote", name, flush=True)
+    if opts.whole:
+        for name in whole_programs(os.path.join(opts.out, "whole")):
+            print("wrote whole program", name, flush=True)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,13 @@ KERNELS = os.path.join(ROOT, "test", "data", "tpu", "kernels.py")
 # reference, per output.
 TOL_SAME_CHIP = {"bfloat16": 1e-2, "float16": 1e-3, "float32": 1e-5}
 TOL_CPU = {"bfloat16": 2e-2, "float16": 2e-3, "float32": 2e-3}
+# Whole programs (no kernels) against Ember's CPU outputs: elementwise work
+# to 1e-4 of the output's scale; programs with f32 matrix products looser,
+# since XLA:TPU's default precision multiplies f32 in one bf16 pass.
+TOL_WHOLE = {"bfloat16": 2e-2, "float16": 2e-3, "float32": 1e-4, "complex64": 1e-4}
+TOL_WHOLE_MATMUL = {"bfloat16": 2e-2, "float16": 2e-2, "float32": 2e-2, "complex64": 2e-2}
+MATMUL_PROGRAMS = {"dot", "grad_vmap", "mlp_step", "linalg", "decompositions",
+                   "complex_decompositions", "tpu_decompositions"}
 
 
 def load_programs(jax, jnp, pl, pltpu):
@@ -69,8 +76,9 @@ def compare(got, want, table):
     if name not in table:
         equal = bool(np.array_equal(got, want))
         return (0.0 if equal else float("inf")), equal
-    g = got.astype(np.float64)
-    w = want.astype(np.float64)
+    cplx = want.dtype.kind == "c"
+    g = got.astype(np.complex128 if cplx else np.float64)
+    w = want.astype(np.complex128 if cplx else np.float64)
     if not (np.isfinite(g) == np.isfinite(w)).all():
         return float("nan"), False
     finite = np.isfinite(w)
@@ -220,6 +228,28 @@ def _failure(name, e, failed):
     return msg
 
 
+def run_whole(folder, name):
+    """One whole program exported for TPU: its outputs on the TPU against
+    Ember's CPU outputs."""
+    with open(os.path.join(folder, f"{name}.mlir")) as f:
+        module = TpuModule(f.read())
+    with np.load(os.path.join(folder, f"{name}.in.npz")) as z:
+        args = [z[f"arr_{k}"] for k in range(len(z.files))]
+    with np.load(os.path.join(folder, f"{name}.values.npz")) as z:
+        want = [z[f"arr_{k}"] for k in range(len(z.files))]
+    got = [np.asarray(x) for x in _block(module(module.put(args)))]
+    table = TOL_WHOLE_MATMUL if name in MATMUL_PROGRAMS else TOL_WHOLE
+    if len(got) != len(want):
+        return False, [], [f"{len(got)} outputs vs {len(want)} on the CPU"]
+    errs, why = [], []
+    for k, (g, w) in enumerate(zip(got, want)):
+        err, good = compare(g, w, table)
+        errs.append(err)
+        if not good:
+            why.append(f"output {k} ({w.dtype}{list(w.shape)}) differs: {err}")
+    return not why, errs, why
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder")
@@ -278,7 +308,42 @@ def main(argv=None):
         report.append(f"| {name} | {ncalls} | {fmt(ej)} | {fmt(ec)} | "
                       f"{'ok' if ok else '**' + '; '.join(why) + '**'} |")
 
-    report += ["", f"{counts['ok']} agree, {counts['fail']} fail, {counts['skip']} skipped.", "",
+    report += ["", f"{counts['ok']} agree, {counts['fail']} fail, {counts['skip']} skipped.", ""]
+    whole = os.path.join(opts.folder, "whole")
+    names = sorted(n[:-5] for n in os.listdir(whole) if n.endswith(".mlir")) \
+        if os.path.isdir(whole) else []
+    skipped = sorted(n[:-5] for n in os.listdir(whole) if n.endswith(".skip")) \
+        if os.path.isdir(whole) else []
+    if names:
+        report += ["## Whole programs\n",
+                   "Ember's StableHLO-out programs (`test_stablehlo.py`, no kernels) exported "
+                   "for TPU, run by XLA:TPU, against Ember's CPU outputs.\n",
+                   "| program | errors | result |", "|---|---|---|"]
+    wcount = {"ok": 0, "fail": 0}
+    for name in names:
+        if opts.only and name not in opts.only:
+            continue
+        try:
+            ok, errs, why = run_whole(whole, name)
+        except Exception as e:  # noqa: BLE001 - reported per program
+            wcount["fail"] += 1
+            report.append(f"| {name} | | **failed**: {_failure('whole ' + name, e, failed)} |")
+            continue
+        wcount["ok" if ok else "fail"] += 1
+        if not ok:
+            failed.append("whole " + name)
+        print(f"{'OK' if ok else 'FAIL'} whole {name}: {fmt(errs)}"
+              + ("" if ok else "; " + "; ".join(why)), flush=True)
+        report.append(f"| {name} | {fmt(errs)} | {'ok' if ok else '**' + '; '.join(why) + '**'} |")
+    for name in skipped:
+        with open(os.path.join(whole, f"{name}.skip")) as f:
+            why = f.read().strip()
+        print(f"SKIP whole {name}: not exported for TPU: {why}", flush=True)
+        report.append(f"| {name} | | not exported for TPU: {why} |")
+    if names:
+        report += ["", f"{wcount['ok']} agree, {wcount['fail']} fail, {len(skipped)} not "
+                   "exported for TPU.", ""]
+    report += [
                "## Benchmarks\n",
                f"Medians of {opts.rounds} alternating rounds of {opts.reps} calls (ms per "
                "call; the spread is min-max); Ember / JAX below 1 is faster.\n",

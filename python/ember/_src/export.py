@@ -219,9 +219,9 @@ class Exported:
         if len(own) > 1:
             raise NotImplementedError(
                 f"mlir_module: the export for {self.platforms} has a different module for "
-                f"{sorted(self._platform_modules)} (Pallas kernels); Ember writes no "
-                "multi-platform module with a platform argument yet: export for each "
-                "platform apart")
+                f"{sorted(self._platform_modules)} (Pallas kernels or decompositions); Ember "
+                "writes no multi-platform module with a platform argument yet: export for "
+                "each platform apart")
         if own != {None}:
             return own.pop()
         with core.context():
@@ -932,10 +932,8 @@ def _lower_for_platforms(text, platforms):
     is the user's error now, not in another process later. Returns the
     modules of the platforms whose StableHLO differs from the
     target-independent translation: TPU with Pallas kernels, as Mosaic
-    custom calls."""
-    from .stablehlo_out import to_stablehlo
+    custom calls, or decompositions, as XLA:TPU's."""
     from .targets import get_target
-    from .targets.tpu import _kernel_functions
 
     own = {}
     for p in platforms:
@@ -943,15 +941,11 @@ def _lower_for_platforms(text, platforms):
             target = get_target("cuda")
             compiler.stage_text(text, target.stages[-2][0], target)
         elif p == "tpu":
-            with core.context():
-                kernels = _kernel_functions(ir.Module.parse(text))
-            if kernels:
-                own["tpu"] = compiler.stage_text(text, "stablehlo", get_target("tpu"))
-            else:
-                with core.context():  # (every op has a StableHLO form)
-                    module = ir.Module.parse(text)
-                    compiler.run_pipeline(module, upto="transforms")
-                    to_stablehlo(module)
+            # (Pallas kernels become Mosaic custom calls, decompositions
+            # XLA:TPU's; a program with neither has the generic module.)
+            tpu = compiler.stage_text(text, "stablehlo", get_target("tpu"))
+            if tpu != compiler.stage_text(text, "stablehlo", get_target("cpu")):
+                own["tpu"] = tpu
     return own
 
 

@@ -434,8 +434,11 @@ class _Symbolic:
 
 
 class _Translator:
-    def __init__(self, functions, tpu_kernels=None, scope=None):
+    def __init__(self, functions, tpu_kernels=None, scope=None, platform="cpu"):
         self.w = _Writer()
+        # The platform the module is for: decompositions are LAPACK custom
+        # calls on the CPU and XLA:TPU's own on the TPU (as JAX lowers them).
+        self.platform = platform
         self.env = {}
         self.functions = functions
         self.sym = _Symbolic(self.w, scope) if scope is not None else None
@@ -921,6 +924,15 @@ class _Translator:
             "{num_batch_dims = \"" + str(nbatch) + "\"}} : (", 1)
         return outs
 
+    def _xla_tpu(self, target, operands, rtypes, config="", api_version=None):
+        """A decomposition XLA:TPU implements itself (`Qr`,
+        `ProductOfElementaryHouseholderReflectors`, `Eigh`,
+        `LuDecomposition`), written as JAX 0.10.2 writes it for TPU."""
+        props = {"backend_config": _string(config), "call_target_name": f'"{target}"'}
+        if api_version is not None:
+            props["api_version"] = f"{api_version} : i32"
+        return self.w.op("stablehlo.custom_call", operands, rtypes, props)
+
     def _triangle(self, x, upper):
         """x with the other triangle of each trailing matrix zeroed."""
         w = self.w
@@ -943,12 +955,20 @@ class _Translator:
             "strides": _array([1] * len(shape))})[0]
 
     def t_eigh(self, op, ins, rtypes, a):
+        if self.platform == "tpu":
+            # (lower, sorted eigenvalues, at most 100 sweeps, tolerance: JAX's.)
+            return self._xla_tpu("Eigh", ins, [rtypes[0], rtypes[1]], "1,1,100,1e-6")
         v, w_, _ = self._lapack("syevd", _elt(ins[0].type), ins,
                                 [rtypes[0], rtypes[1], self._info_type(ins[0].type)],
                                 {"mode": "V", "uplo": "L"})
         return [v, w_]
 
     def t_svd(self, op, ins, rtypes, a):
+        if self.platform == "tpu":
+            raise NotImplementedError(
+                "StableHLO export for TPU: ember.svd (XLA:TPU has no SVD of its own; JAX "
+                "computes it from a polar decomposition by QDWH and an eigh) has no TPU form "
+                "in Ember yet")
         x = ins[0]
         shape, elt = _split(x.type)
         m, n = shape[-2:]
@@ -975,7 +995,9 @@ class _Translator:
         batch = shape[:-2]
         k = min(m, n)
         full = str(a["full_matrices"]) == "true"
-        fac, tau = self._lapack("geqrf", elt, [x], [x.type, _tensor(batch + (k,), elt)])
+        tpu = self.platform == "tpu"
+        fac, tau = (self._xla_tpu("Qr", [x], [x.type, _tensor(batch + (k,), elt)]) if tpu else
+                    self._lapack("geqrf", elt, [x], [x.type, _tensor(batch + (k,), elt)]))
         if m > n and full:
             pads = [0] * len(shape)
             high = pads[:-1] + [m - n]
@@ -987,7 +1009,9 @@ class _Translator:
             basis = self._slice_last2(fac, m, m)
         else:
             basis = fac
-        q = self._lapack("orgqr", elt, [basis, tau], [rtypes[0]])[0]
+        q = (self._xla_tpu("ProductOfElementaryHouseholderReflectors", [basis, tau],
+                           [rtypes[0]]) if tpu else
+             self._lapack("orgqr", elt, [basis, tau], [rtypes[0]]))[0]
         r = fac if (full or m <= n) else self._slice_last2(fac, n, n)
         return [q, self._triangle(r, upper=True)]
 
@@ -997,6 +1021,9 @@ class _Translator:
         shape, elt = _split(x.type)
         m = shape[-2]
         batch = shape[:-2]
+        if self.platform == "tpu":  # (0-based pivots and the permutation)
+            return self._xla_tpu("LuDecomposition", [x], [x.type, rtypes[1], rtypes[2]],
+                                 api_version=2)
         lu, ipiv, _ = self._lapack("getrf", elt, [x], [x.type, rtypes[1],
                                                         self._info_type(x.type)])
         pivots = w.bin("stablehlo.subtract", ipiv, w.const(1, _split(ipiv.type)[0], "i32"))
@@ -1487,7 +1514,7 @@ def _string(s):
 
 
 def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_names=None,
-                 result_names=None):
+                 result_names=None, platform="cpu"):
     """The `ember` module `module` (an ir.Module whose `main` has no
     transformation ops left) as StableHLO text in generic form;
     `tpu_kernels` (see `_Translator`) makes Pallas kernels Mosaic calls.
@@ -1496,9 +1523,10 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_name
     from the arguments, dynamic ops where the shapes are computed.
     `arg_names`/`result_names` (an export's: JAX's argument paths and
     `result...` paths) become the arguments' locations and the results'
-    `jax.result_info`, as in JAX's exported modules."""
+    `jax.result_info`, as in JAX's exported modules. `platform` "tpu" writes
+    decompositions as XLA:TPU's custom calls instead of LAPACK's."""
     functions, main, ftype = module_functions(module, "StableHLO export")
-    t = _Translator(functions, tpu_kernels, scope)
+    t = _Translator(functions, tpu_kernels, scope, platform)
     t.mesh = t.device_mesh(main)
     block = main.regions[0].blocks[0]
     arg_types = [str(x) for x in ftype.inputs]

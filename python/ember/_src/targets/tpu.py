@@ -225,7 +225,7 @@ def program_stablehlo(ember_text, translate):
     with context():
         kernels = _kernel_functions(ir.Module.parse(text))
     if not kernels:
-        return translate(ember_text)
+        return translate(ember_text, platform="tpu")
 
     def custom_call(callee):
         if callee not in kernels:
@@ -235,7 +235,7 @@ def program_stablehlo(ember_text, translate):
             raise NotImplementedError(f"lowering for TPU: {kname}")
         return backend_config(ktext), kname, aliases
 
-    return translate(text, transformed=False, tpu_kernels=custom_call)
+    return translate(text, transformed=False, tpu_kernels=custom_call, platform="tpu")
 
 
 def mosaic_text(ember_text):
