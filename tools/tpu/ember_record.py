@@ -2,7 +2,7 @@
 as `DIR/NAME.json` (`{"name", "custom_calls": [{"backend_config",
 "kernel_name"}], "stablehlo"}`), the input of `jax_mosaic_check.py`:
 
-    .venv/bin/python tools/tpu/ember_record.py [--values] [--bench] DIR [NAME...]
+    .venv/bin/python tools/tpu/ember_record.py [--values] [--bench] [--whole] DIR [NAME...]
 
 `--values` also writes Ember's outputs of each program on the CPU
 (`DIR/NAME.values.npz`, arr_0, ...), and `--bench` records the benchmark
@@ -26,15 +26,21 @@ os.environ.setdefault("EMBER_NUM_CPU_DEVICES", "8")  # the programs under shard_
 import ember as jax  # noqa: E402
 from ember._mlir import ir  # noqa: E402
 
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def _load(relpath, name):
+    """The module at `relpath` (from the repository's root)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, relpath))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
 
 def programs():
     """[(name, fn, args)] of test/data/tpu/kernels.py under Ember (loaded
     by the TPU example, which runs some of them)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
-                        "pallas_tpu_kernels.py")
-    spec = importlib.util.spec_from_file_location("pallas_tpu_kernels", os.path.normpath(path))
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = _load("examples/pallas_tpu_kernels.py", "pallas_tpu_kernels")
     return [(name, f, args) for name, (f, args) in example.cross_check_programs().items()]
 
 
@@ -44,12 +50,7 @@ def benchmarks():
     from ember.experimental import pallas as pl
     from ember.experimental.pallas import tpu as pltpu
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "data",
-                        "tpu", "kernels.py")
-    spec = importlib.util.spec_from_file_location("tpu_kernels", os.path.normpath(path))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.benchmarks(jax, jnp, pl, pltpu)
+    return _load("test/data/tpu/kernels.py", "tpu_kernels").benchmarks(jax, jnp, pl, pltpu)
 
 
 def record(fn, args):
@@ -81,11 +82,7 @@ def whole_programs(out):
     module's doc); returns their names."""
     from ember import export
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test",
-                        "python", "test_stablehlo.py")
-    spec = importlib.util.spec_from_file_location("stablehlo_programs", os.path.normpath(path))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _load("test/python/test_stablehlo.py", "stablehlo_programs")
     os.makedirs(out, exist_ok=True)
     names, programs = [], dict(mod.PROGRAMS)
     # The decompositions XLA:TPU has (svd it has not: Ember's TPU export
@@ -140,8 +137,6 @@ def main():
         args = make_args()
         rec = record(fn, args)
         rec["name"] = name
-        with open(os.path.join(opts.out, f"{name}.json"), "w") as f:
-            json.dump(rec, f)
         if opts.values and small:
             outs = [np.asarray(x) for x in jax.tree.leaves(fn(*args))]
             np.savez(os.path.join(opts.out, f"{name}.values.npz"), *outs)
@@ -151,8 +146,8 @@ def main():
             flat = [np.asarray(a) for a in args]
             np.savez(os.path.join(opts.out, f"{name}.args.npz"), *flat)
             rec["arg_dtypes"] = [a.dtype.name for a in flat]
-            with open(os.path.join(opts.out, f"{name}.json"), "w") as f:
-                json.dump(rec, f)
+        with open(os.path.join(opts.out, f"{name}.json"), "w") as f:
+            json.dump(rec, f)
         print("wrote", name, flush=True)
     if opts.whole:
         for name in whole_programs(os.path.join(opts.out, "whole")):
