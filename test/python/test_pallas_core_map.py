@@ -249,3 +249,133 @@ def test_jax_core_map_guide_runs(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert "There are 4 devices, and 2 cores each." in run.stdout
     assert "guide ok" in run.stdout
+
+
+def _lower_tpu(f, *args, view="mosaic"):
+    return jax.jit(f).trace(*args).lower(lowering_platforms=("tpu",)).as_text(view)
+
+
+def _slices_kernel(x_hbm, o_hbm, buf, sem):
+    c = lax.axis_index("core")
+    w = x_hbm.shape[1] // lax.axis_size("core")
+    pltpu.async_copy(x_hbm.at[:, pl.ds(c * w, w)], buf, sem).wait()
+    buf[...] = buf[...] * 2 + c.astype(jnp.float32)
+    pltpu.async_copy(buf, o_hbm.at[:, pl.ds(c * w, w)], sem).wait()
+
+
+def test_core_map_lowers_for_tpu_as_a_kernel_over_the_cores():
+    # As JAX lowers a core_map over TensorCores: a kernel whose grid is the
+    # cores (lax.axis_index is the grid index), every ref an operand in
+    # HBM, the written ones outputs aliased to them. The CPU runs the same
+    # program with the cores as lanes.
+    tc = _tc(2)
+
+    def f(x):
+        x_ref, o_ref = jax.new_ref(x), jax.new_ref(jnp.zeros_like(x))
+
+        @pl.core_map(tc)
+        def slices():
+            pl.run_scoped(partial(_slices_kernel, x_ref, o_ref),
+                          pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA)
+        return o_ref[...]
+
+    x = jnp.arange(8 * 256, dtype=jnp.float32).reshape(8, 256)
+    want = np.asarray(x) * 2
+    want[:, 128:] += 1
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x)), want)
+    mosaic = _lower_tpu(f, x)
+    assert "func.func @slices(%arg0: i32, %arg1: memref<8x256xf32, " \
+           "#ember_tpu.memory_space<any>>, %arg2: memref<8x256xf32, " \
+           "#ember_tpu.memory_space<any>>, %arg3: memref<8x256xf32, " \
+           "#ember_tpu.memory_space<any>>)" in mosaic, mosaic
+    assert "iteration_bounds = array<i64: 2>" in mosaic
+    assert "dimension_semantics = [#ember_tpu.dimension_semantics<parallel>]" in mosaic
+    # The core's column offset is the grid index times 128.
+    assert "arith.muli %arg0, %c128_i32" in mosaic
+    hlo = _lower_tpu(f, x, view="stablehlo")
+    assert hlo.count('"tpu_custom_call"') == 1 and 'kernel_name = "slices"' in hlo
+    # o_ref (operand 1) is written: the kernel's one output, aliased to it.
+    assert "output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = " \
+           "[], operand_index = 1, operand_tuple_indices = []>]" in hlo, hlo
+
+
+def test_kernel_outputs_are_results_and_ref_arguments_aliased():
+    tc = _tc(2)
+
+    def body(x_hbm, acc_hbm, o_hbm, buf, sem):
+        _slices_kernel(x_hbm, o_hbm, buf, sem)
+        pltpu.sync_copy(acc_hbm, buf)  # (acc is read and written back)
+        pltpu.sync_copy(buf, acc_hbm)
+
+    def f(x, acc):
+        acc_ref = jax.new_ref(acc)
+        out = pl.kernel(body, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype), mesh=tc,
+                        scratch_types=[pltpu.VMEM((8, 128), jnp.float32),
+                                       pltpu.SemaphoreType.DMA])(x, acc_ref)
+        return out, acc_ref[...]
+
+    x = jnp.arange(8 * 256, dtype=jnp.float32).reshape(8, 256)
+    acc = jnp.ones((8, 128), jnp.float32)
+    out, acc_out = jax.jit(f)(x, acc)
+    want = np.asarray(x) * 2
+    want[:, 128:] += 1
+    np.testing.assert_array_equal(np.asarray(out), want)
+    np.testing.assert_array_equal(np.asarray(acc_out), np.ones((8, 128)))
+    mosaic = _lower_tpu(f, x, acc)
+    # Operands x and acc; outputs the result and acc; scratch operands the
+    # VMEM buffer and the semaphore (pl.kernel's scratch_types, as JAX).
+    assert "func.func @body(%arg0: i32, %arg1: memref<8x256xf32, #ember_tpu.memory_space<any>>," \
+           " %arg2: memref<8x128xf32, #ember_tpu.memory_space<any>>, %arg3: memref<8x256xf32, " \
+           "#ember_tpu.memory_space<any>>, %arg4: memref<8x128xf32, " \
+           "#ember_tpu.memory_space<any>>, %arg5: memref<8x128xf32, " \
+           "#ember_tpu.memory_space<vmem>>, %arg6: memref<!ember_tpu.dma_semaphore, " \
+           "#ember_tpu.memory_space<semaphore_mem>>)" in mosaic, mosaic
+    assert "scratch_operands = 2" in mosaic
+    hlo = _lower_tpu(f, x, acc, view="stablehlo")
+    assert "output_tuple_indices = [1], operand_index = 1" in hlo, hlo
+
+
+def test_core_map_kernels_tpu_cannot_run_are_lowering_errors():
+    tc = _tc(2)
+    x = jnp.ones((8, 256), jnp.float32)
+
+    def closes_over_array(x):
+        o_ref = jax.new_ref(jnp.zeros_like(x))
+
+        @pl.core_map(tc)
+        def k():
+            pl.run_scoped(lambda buf, sem: (buf.__setitem__(Ellipsis, x[:, :128]),
+                                            pltpu.async_copy(buf, o_ref.at[:, :128], sem).wait()),
+                          pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA)
+        return o_ref[...]
+
+    # The CPU runs it; TPU kernels take refs only.
+    np.testing.assert_array_equal(np.asarray(jax.jit(closes_over_array)(x))[:, :128], 1)
+    with pytest.raises(NotImplementedError, match="closes over an array value"):
+        _lower_tpu(closes_over_array, x)
+
+    def reads_hbm(x):
+        x_ref, o_ref = jax.new_ref(x), jax.new_ref(x)
+
+        @pl.core_map(tc)
+        def k():
+            o_ref[...] = x_ref[...] + 1
+        return o_ref[...]
+
+    np.testing.assert_array_equal(np.asarray(jax.jit(reads_hbm)(x)), 2)
+    with pytest.raises(NotImplementedError, match=r"test_pallas_core_map.py\":\d+:\d+\)\): "
+                       r".*reads or writes a buffer in HBM \(pl.ANY\)"):
+        _lower_tpu(reads_hbm, x)
+
+    def with_semantics(x):
+        o_ref = jax.new_ref(x)
+
+        @pl.core_map(tc, compiler_params=pltpu.CompilerParams(
+            dimension_semantics=(pltpu.PARALLEL,)))
+        def k():
+            pass
+        return o_ref[...]
+
+    # (JAX's error, when the program is traced.)
+    with pytest.raises(ValueError, match="dimension_semantics must be None for TensorCoreMesh"):
+        jax.jit(with_semantics)(x)

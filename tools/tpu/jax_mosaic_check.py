@@ -519,7 +519,7 @@ def main(argv=None):
                 except (NotImplementedError, ValueError) as e:
                     # JAX's interpreter lacks it (or fails: a vmapped kernel
                     # with dimension_semantics in JAX 0.10.2)
-                    print(f"skipped {name}: {str(e).splitlines()[0]}")
+                    print(f"skipped {name}: {(str(e).splitlines() or [type(e).__name__])[0]}")
                     continue
                 for k, r in enumerate(res):
                     out[f"{name}/{k}"] = np.asarray(r.astype(jnp.float32)

@@ -44,6 +44,9 @@ class _Env(threading.local):
         self.frames = []
         # The names among them whose lanes are devices (shard_map, pmap).
         self.device_axes = []
+        # Axes of a kernel being traced for a target, whose index is a grid
+        # index (a core_map's cores in a Mosaic kernel): {name: (index, size)}.
+        self.kernel_axes = {}
 
 
 _env = _Env()
@@ -71,6 +74,21 @@ def bind_axis(name, size, check_vma=False, processes=1, devices=False):
         _env.device_axes.pop()
 
 
+@contextlib.contextmanager
+def kernel_axis(name, index, size):
+    """While a kernel is traced for a target, `axis_index(name)` is `index`
+    (a 0-d int32 of the kernel's trace) and `axis_size(name)` is `size`."""
+    saved = _env.kernel_axes.get(name)
+    _env.kernel_axes[name] = (index, int(size))
+    try:
+        yield
+    finally:
+        if saved is None:
+            _env.kernel_axes.pop(name, None)
+        else:
+            _env.kernel_axes[name] = saved
+
+
 def device_axes():
     """The names of the bound axes whose lanes are devices, outermost first."""
     return [n for n in _env.device_axes if n is not None]
@@ -85,6 +103,8 @@ def _hashable(x):
 
 
 def _frame_full(name):
+    if name in _env.kernel_axes:
+        return _env.kernel_axes[name][1], False, 1
     for n, size, check, procs in reversed(_env.frames):
         if n == name:
             return size, check, procs
@@ -102,7 +122,7 @@ def _split(name):
 
 
 def is_bound(name):
-    return any(f[0] == name for f in _env.frames)
+    return name in _env.kernel_axes or any(f[0] == name for f in _env.frames)
 
 
 def _names(axis_name):
@@ -406,6 +426,10 @@ def axis_index(axis_name):
     idx = None
     for n in _names(axis_name):
         size, check, procs = _frame_full(n)
+        if n in _env.kernel_axes:
+            one = _env.kernel_axes[n][0]
+            idx = one if idx is None else idx * size + one
+            continue
         one = _emit("ember.axis_index", None,
                     core.ShapedArray((), "int32", vma=frozenset({n}) if check else frozenset()),
                     n, size)

@@ -38,6 +38,8 @@ def benchmarks(jax, jnp, pl, pltpu):
         ("bench_add_exp", lambda x, y: k["two_operand_rows"](k["add_exp_kernel"], x, y, rows=512),
          lambda: (ramp((8192, 1024), jnp.float32), ramp((8192, 1024), jnp.float32, scale=1000)),
          None),
+        ("bench_kernel_pipeline", k["kernel_pipeline_split"],
+         lambda: (ramp((8192, 1024), jnp.float32),), None),
     ]
 
 
@@ -697,6 +699,70 @@ def _build(jax, jnp, pl, pltpu):
 
     signed = ramp((16, 256), jnp.float32, scale=37, mod=211) - 2.5
     ints_a = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 97 - 40
+    # pl.core_map over the TensorCores of one device (one on a TPU v5e; the
+    # interpreters and the lowering take any number): refs made with
+    # jax.new_ref, per-core VMEM scratch and a DMA semaphore from
+    # run_scoped; each core copies its column slice in, computes and
+    # copies it out (JAX's core_map guide without the exchange between
+    # cores, which needs two).
+    tc_mesh = pltpu.create_tensorcore_mesh("core", num_cores=1)
+    n_cores = len(tc_mesh.devices)
+
+    def core_slices_kernel(x_hbm, o_hbm, buf, sem):
+        c = jax.lax.axis_index("core")
+        w = x_hbm.shape[1] // jax.lax.axis_size("core")
+        slc = pl.ds(c * w, w)
+        pltpu.async_copy(x_hbm.at[:, slc], buf, sem).wait()
+        buf[...] = jnp.tanh(buf[...]) * 2.0 + c.astype(jnp.float32)
+        pltpu.async_copy(buf, o_hbm.at[:, slc], sem).wait()
+
+    @jax.jit  # (JAX's refs outside jit have no .at)
+    def core_map_slices(x):
+        x_ref = jax.new_ref(x)
+        o_ref = jax.new_ref(jnp.zeros_like(x))
+
+        @pl.core_map(tc_mesh)
+        def per_core():
+            pl.run_scoped(lambda buf, sem: core_slices_kernel(x_ref, o_ref, buf, sem),
+                          pltpu.VMEM((x.shape[0], x.shape[1] // n_cores), x.dtype),
+                          pltpu.SemaphoreType.DMA)
+        return o_ref[...]
+
+    # pl.kernel (core_map, output refs and scratch in one) running
+    # emit_pipeline over HBM operands, as the guide's add_one; and with
+    # sync_copy of an offset into SMEM scratch that the index maps read
+    # (the guide's indexed_add_one: a window of columns from the offset).
+    def kernel_pipeline(x):
+        return pl.kernel(add_one_kernel, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         mesh=tc_mesh)(x)
+
+    def split_add_one_kernel(x_hbm, o_hbm):
+        # (The guide's: the PARALLEL dimension split among the cores.)
+        pltpu.emit_pipeline(
+            add_one_body, grid=(x_hbm.shape[0] // 8, x_hbm.shape[1] // 128),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+            out_specs=[pl.BlockSpec((8, 128), lambda i, j: (i, j))],
+            core_axis_name="core",
+            dimension_semantics=(pltpu.PARALLEL, pltpu.ARBITRARY))(x_hbm, o_hbm)
+
+    def kernel_pipeline_split(x):
+        return pl.kernel(split_add_one_kernel, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         mesh=tc_mesh)(x)
+
+    def indexed_add_one_kernel(x_hbm, i_hbm, o_hbm, i_smem):
+        pltpu.sync_copy(i_hbm, i_smem)
+        rows = x_hbm.shape[0] // jax.lax.axis_size("core")
+        first = jax.lax.axis_index("core") * rows // 8
+        pltpu.emit_pipeline(
+            add_one_body, grid=(rows // 8, o_hbm.shape[1] // 128),
+            in_specs=[pl.BlockSpec((8, 128), lambda i, j: (first + i, i_smem[0] // 128 + j))],
+            out_specs=[pl.BlockSpec((8, 128), lambda i, j: (first + i, j))])(x_hbm, o_hbm)
+
+    def kernel_indexed(x, index):
+        return pl.kernel(indexed_add_one_kernel,
+                         out_type=jax.ShapeDtypeStruct((x.shape[0], x.shape[1] // 2), x.dtype),
+                         mesh=tc_mesh, scratch_types=[pltpu.SMEM((1,), jnp.int32)])(x, index)
+
     ints_b = jnp.arange(16 * 256, dtype=jnp.int32).reshape(16, 256) % 13 - 6
     # Under grad: a custom_vjp whose fwd and bwd call kernels (how JAX's
     # Pallas TPU kernels are differentiated, flash attention among them):
@@ -803,9 +869,14 @@ def _build(jax, jnp, pl, pltpu):
             dot_t_kernel, jax.ShapeDtypeStruct((x.shape[1], y.shape[1]), jnp.float32), x, y),
          (ramp((128, 128), jnp.float32, scale=3000, mod=19),
           ramp((128, 256), jnp.float32, scale=3000, mod=23))),
+        ("core_map_slices", core_map_slices, (ramp((16, 256), jnp.float32),)),
+        ("kernel_pipeline", kernel_pipeline, (ramp((32, 256), jnp.float32),)),
+        ("kernel_pipeline_split", kernel_pipeline_split, (ramp((32, 256), jnp.float32),)),
+        ("kernel_indexed", kernel_indexed, (ramp((32, 512), jnp.float32),
+                                            jnp.array([256], dtype=jnp.int32))),
         ("vmap_batched_prefetch", jax.vmap(gather_blocks),
          (jnp.array([[2, 0, 3, 1, 1], [0, 0, 1, 3, 2]], dtype=jnp.int32),
           ramp((2, 32, 128), jnp.float32))),
     ], {"ramp": ramp, "matmul": matmul, "guide_matmul": guide_matmul,
         "flash_attention": flash_attention, "two_operand_rows": two_operand_rows,
-        "add_exp_kernel": add_exp_kernel}
+        "add_exp_kernel": add_exp_kernel, "kernel_pipeline_split": kernel_pipeline_split}

@@ -296,6 +296,12 @@ def core_map(mesh, *, compiler_params=None, interpret=False, debug=False,
                                   f"(at {core.where()})")
 
     def decorator(fn):
+        if _as_program(mesh):
+            # In a traced program: a function the TPU target lowers to a
+            # Mosaic kernel (TensorCoreMesh.run_program).
+            mesh.run_program(lambda: fn(), compiler_params=compiler_params,
+                             name=name or getattr(fn, "__name__", None))
+            return
         if core._trace_stack or not getattr(mesh, "shares_refs", False):
             mesh.run(fn)
             return
@@ -306,6 +312,15 @@ def core_map(mesh, *, compiler_params=None, interpret=False, debug=False,
         jit(lambda: mesh.run(fn))()
 
     return decorator
+
+
+def _as_program(mesh):
+    """Whether `core_map(mesh)` here is a function of the traced program of
+    its own (TPU TensorCores, in a program being traced, not inside a
+    kernel being traced or interpreted)."""
+    return bool(core._trace_stack) and hasattr(mesh, "run_program") and not (
+        tpu_kernel.tracing() or tpu_interpret.active() is not None
+        or kernel_interpreter.interpreting())
 
 
 # JAX's Pallas options as states (`with pl.enable_debug_checks(True):`).
@@ -357,6 +372,8 @@ def kernel(body=None, out_type=(), *, mesh, scratch_types=(), compiler_params=No
             f"pl.kernel over a {type(mesh).__name__} is not supported (TPU TensorCore meshes "
             f"are; for GPU kernels use plgpu.kernel) (at {core.where()})")
     out_leaves, out_tree = tree_util.tree_flatten(out_type)
+    scratch_leaves, scratch_tree = tree_util.tree_flatten(
+        scratch_types, is_leaf=lambda t: hasattr(t, "shape") and hasattr(t, "dtype"))
 
     def call(*args):
         leaves, in_tree = tree_util.tree_flatten(args, is_leaf=lambda x: isinstance(
@@ -368,19 +385,42 @@ def kernel(body=None, out_type=(), *, mesh, scratch_types=(), compiler_params=No
                     raise NotImplementedError(
                         "Cannot pass the same ref into a mpmd map multiple times")
                 seen.add(id(x))
-        in_refs = [x if isinstance(x, state._RefBase) else state.new_ref(x) for x in leaves]
-        out_refs = [state.empty_ref(o) for o in out_leaves]
-        outs = tree_util.tree_unflatten(out_tree, out_refs)
-        kargs = list(tree_util.tree_unflatten(in_tree, in_refs))
-        kargs += list(outs) if isinstance(out_type, (list, tuple)) else [outs]
 
-        def per_core():
-            if isinstance(scratch_types, dict):
+        def run_body(in_refs, out_refs, scratch=None):
+            """`body` on one core: the arguments' refs, the outputs' refs, and
+            scratch refs (`scratch`, flat, or from `run_scoped`)."""
+            outs = tree_util.tree_unflatten(out_tree, list(out_refs))
+            kargs = list(tree_util.tree_unflatten(in_tree, list(in_refs)))
+            kargs += list(outs) if isinstance(out_type, (list, tuple)) else [outs]
+            if scratch is not None:
+                s = tree_util.tree_unflatten(scratch_tree, list(scratch))
+                body(*kargs, **s) if isinstance(scratch_types, dict) else body(*kargs, *s)
+            elif isinstance(scratch_types, dict):
                 run_scoped(lambda **s: body(*kargs, **s), **scratch_types)
             else:
                 run_scoped(lambda *s: body(*kargs, *s), *scratch_types)
 
-        core_map(mesh, compiler_params=compiler_params, interpret=interpret)(per_core)
+        if _as_program(mesh):
+            # Arrays are the kernel's operands and the outputs its results
+            # (Ref arguments are refs it closes over).
+            arrays = [x for x in leaves if not isinstance(x, state._RefBase)]
+
+            def per_core_refs(*refs):
+                it = iter(refs[:len(arrays)])
+                ins = [x if isinstance(x, state._RefBase) else next(it) for x in leaves]
+                n = len(arrays) + len(out_leaves)
+                run_body(ins, refs[len(arrays):n], refs[n:])
+
+            outs = mesh.run_program(per_core_refs, compiler_params=compiler_params,
+                                    name=name or getattr(body, "__name__", "kernel"),
+                                    args=arrays, out_types=out_leaves,
+                                    scratch_types=scratch_leaves)
+            return tree_util.tree_unflatten(out_tree, outs)
+        in_refs = [x if isinstance(x, state._RefBase) else state.new_ref(x) for x in leaves]
+        out_refs = [state.empty_ref(o) for o in out_leaves]
+        core_map(mesh, compiler_params=compiler_params, interpret=interpret,
+                 name=name or getattr(body, "__name__", "kernel"))(
+            lambda: run_body(in_refs, out_refs))
         return tree_util.tree_unflatten(out_tree, [state.freeze(r) for r in out_refs])
 
     return call

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..._mlir import ir
 from .. import control_flow, core, lax, state
 from ..numpy import lax_numpy as jnp
 from . import core as pl_core
@@ -117,7 +118,29 @@ def async_copy(src_ref, dst_ref, sem, *, priority=0, add=False):
 
 
 def sync_copy(src_ref, dst_ref, *, add=False):
-    async_copy(src_ref, dst_ref, None, add=add)
+    """JAX's `pltpu.sync_copy`: copies `src_ref` into `dst_ref` (pytrees of
+    refs) and waits. In a kernel traced for the TPU target, DMAs on a
+    scoped DMA semaphore, all started, then all waited for (as JAX writes
+    it)."""
+    from .. import tree_util
+
+    srcs, dsts = tree_util.tree_leaves(src_ref), tree_util.tree_leaves(dst_ref)
+    if len(srcs) != len(dsts):
+        raise ValueError(f"sync_copy: {len(srcs)} source refs for {len(dsts)} destinations "
+                         f"(at {core.where()})")
+    if not tpu_kernel.tracing():
+        for s, d in zip(srcs, dsts):
+            async_copy(s, d, None, add=add)
+        return
+
+    def body(sem):
+        copies = [AsyncCopyDescriptor(s, d, add, sem) for s, d in zip(srcs, dsts)]
+        for c in copies:
+            c.start()
+        for c in copies:
+            c.wait()
+
+    pl_core.run_scoped(body, SemaphoreType.DMA(()))
 
 
 class DeviceIdType:
@@ -796,6 +819,131 @@ class TensorCoreMesh:
                                   shared_refs=True)
         finally:
             _core_axes.discard(axis)
+
+    def run_program(self, fn, compiler_params=None, name=None, args=(), out_types=(),
+                    scratch_types=()):
+        """`pl.core_map(self)` / `pl.kernel(mesh=self)` in a traced program:
+        `fn(*refs)` on every core (`run`), with a ref per array of `args`
+        (operands, in order) and an uninitialized one per `out_types`
+        entry (results), then one per `scratch_types` entry (each core's
+        scratch: kernel scratch operands), as a function of its own that the TPU target
+        replaces by a Mosaic kernel, as JAX lowers a core_map over
+        TensorCores: a `pallas_call` over a grid of the cores (one
+        dimension; `lax.axis_index` is the grid index), every buffer in
+        `pl.ANY` (HBM). Refs `fn` closes over are operands too, and each
+        written one (and each written ref of `args`) an output aliased to
+        its operand. Returns the outputs' values."""
+        from .. import ad
+        from ..targets import tpu as tpu_target
+
+        if compiler_params is not None and getattr(
+                compiler_params, "dimension_semantics", None) is not None:
+            raise ValueError("dimension_semantics must be None for TensorCoreMesh")
+        kname = name or getattr(fn, "__name__", "core_map")
+        args = [core.as_value(a) for a in args]
+        found = {}
+
+        def cores(*vals):
+            trace = core.current_trace()
+            in_refs = [state.Ref(v) for v in vals]
+            out_refs = [state.Ref(state.uninitialized(tuple(t.shape), t.dtype))
+                        for t in out_types]
+            with state.scope(in_refs + out_refs):
+                self.run(lambda: pl_core.run_scoped(lambda *s: fn(*in_refs, *out_refs, *s),
+                                                    *scratch_types))
+            # The refs lifted into this function, by operand position.
+            positions = list(trace.block.arguments)
+            found["lifted"] = [(ref, positions.index(trace._capture_args[("ref", id(ref))]))
+                               for ref, _ in trace.lifted]
+            found["written_args"] = [k for k, r in enumerate(in_refs) if id(r) in trace.written]
+            return ([r._value for r in out_refs]
+                    + [in_refs[k]._value for k in found["written_args"]])
+
+        written = []
+        fname, out_avals, captured = core.trace_subfunction(
+            cores, [a.aval for a in args], name=f"core_map_{kname}", sources=args,
+            ref_outs=written)
+        operands = args + list(captured)
+        # Kernel outputs: the results, the written refs of `args`, the
+        # written refs closed over (each aliased to its operand).
+        position = {id(r): k for r, k in found["lifted"]}
+        aliased = found["written_args"] + [position[id(r)] for r in written]
+        try:
+            if len(captured) != len(found["lifted"]):
+                raise NotImplementedError(
+                    "a core_map body lowered for TPU reads only refs (it closes over an "
+                    "array value: make it a ref, or an operand of pl.kernel)")
+            kernel_text, error = self._kernel_module(
+                fn, kname, operands, found["lifted"], out_types, scratch_types, aliased,
+                compiler_params), None
+        except Exception as e:  # only lowering for TPU reports it
+            kernel_text, error = None, f"{kname}: {type(e).__name__}: {e}"
+        func = core.find_function(fname)
+        with core.context():
+            if error is None:
+                func.attributes[tpu_target.KERNEL_ATTR] = ir.StringAttr.get(kernel_text)
+                func.attributes[tpu_target.NAME_ATTR] = ir.StringAttr.get(kname)
+                func.attributes[tpu_target.ALIASES_ATTR] = ir.DenseI64ArrayAttr.get(
+                    [v for o, k in enumerate(aliased) for v in (k, len(out_types) + o)])
+            else:
+                func.attributes[tpu_target.ERROR_ATTR] = ir.StringAttr.get(error)
+        outs = ad._call(fname, operands, out_avals)
+        state.bind_written(written, outs[len(outs) - len(written):])
+        return outs[:len(out_types)]
+
+    def _kernel_module(self, fn, kname, operands, lifted, out_types, scratch_types, aliased,
+                       compiler_params):
+        """The Mosaic form of the cores' kernel (tpu_kernel.kernel_module):
+        operands `operands` (the arrays of `args`, then the refs `lifted`
+        at their positions), outputs `out_types` then the operands at
+        positions `aliased`."""
+        from .. import parallel
+
+        n_args = len(operands) - len(lifted)
+        if sorted(p for _, p in lifted) != list(range(n_args, len(operands))):
+            raise NotImplementedError(
+                "a core_map body lowered for TPU reads only refs (it closes over an array "
+                "value: make it a ref, or an operand of pl.kernel)")
+        any_spec = pl_core.BlockSpec(memory_space=ANY)
+        in_blocks = [pl_core._Block(any_spec, x.shape, x.dtype, f"operand {k}")
+                     for k, x in enumerate(operands)]
+        out_blocks = [pl_core._Block(any_spec, tuple(t.shape), t.dtype, f"output {j}")
+                      for j, t in enumerate(out_types)] + [in_blocks[k] for k in aliased]
+        params = copy.copy(compiler_params) if compiler_params is not None else CompilerParams()
+        params.dimension_semantics = (PARALLEL,)
+        axis, n, nin = self.axis_names[0], self.size, len(operands)
+
+        def kernel(*krefs):
+            # Each ref is a kernel buffer: a written one its output (aliased
+            # to its operand), the others their operand.
+            ins, kouts = krefs[:nin], krefs[nin:nin + len(out_blocks)]
+
+            def home(k):
+                if k in aliased:
+                    return kouts[len(out_types) + aliased.index(k)]
+                return ins[k]
+
+            own = [home(k) for k in range(n_args)] + list(kouts[:len(out_types)])
+            closed = [(r, home(p)) for r, p in lifted]
+            saved = [(r, r._value, getattr(r, "_tpu_buffer", None)) for r, _ in closed]
+            try:
+                for r, h in closed:
+                    r._value, r._tpu_buffer = h._value, h._tpu_buffer
+                with state.scope([r for r, _ in closed]), \
+                        parallel.kernel_axis(axis, pl_core.program_id(0), n):
+                    fn(*own, *krefs[nin + len(out_blocks):])
+                for r, h in closed:
+                    h._value = r._value
+            finally:
+                for r, v, b in saved:
+                    r._value = v
+                    if b is None:
+                        r.__dict__.pop("_tpu_buffer", None)
+                    else:
+                        r._tpu_buffer = b
+
+        return tpu_kernel.kernel_module(kernel, kname, (n,), pl_core._grid_env, [], in_blocks,
+                                        out_blocks, list(scratch_types), params)
 
 
 def _core_axis():
