@@ -482,8 +482,9 @@ class EmberTPU_TracedDMAOp<string mnemonic, dag outs>
     the grid), the windows start at the 0-d starts and have `*_sizes`, the
     `*_squeezed` dimensions are dropped from the window, and the semaphore
     is element `sem_starts` of buffer `sem_buffer`. A remote copy
-    (`make_async_remote_copy`) has the target's logical `device_id`; its
-    start also names the send semaphore (`src_sem_buffer`,
+    (`make_async_remote_copy`) has the target's logical `device_id` and/or
+    its TensorCore `core_id` (another core of this device, in a core_map
+    kernel); its start also names the send semaphore (`src_sem_buffer`,
     `src_sem_starts`), and a wait with `send` waits on the send semaphore
     (`sem_buffer`) until the source is read, the destination unchanged.
   }];
@@ -493,6 +494,7 @@ class EmberTPU_TracedDMAOp<string mnemonic, dag outs>
                        Variadic<EmberTPU_ScalarIndex>:$sem_starts,
                        Variadic<EmberTPU_ScalarIndex>:$src_sem_starts,
                        Optional<EmberTPU_ScalarIndex>:$device_id,
+                       Optional<EmberTPU_ScalarIndex>:$core_id,
                        I64Attr:$src_buffer, I64Attr:$dst_buffer, I64Attr:$sem_buffer,
                        DenseI64ArrayAttr:$src_sizes, DenseI64ArrayAttr:$dst_sizes,
                        DenseI64ArrayAttr:$src_squeezed, DenseI64ArrayAttr:$dst_squeezed,
@@ -507,7 +509,7 @@ def EmberTPU_TracedDMAStartOp
   let assemblyFormat = [{
     $src `[` $src_starts `]` `,` $dst `[` $dst_starts `]` `,` `sem` `[` $sem_starts `]`
       (`send_sem` `[` $src_sem_starts^ `]`)? (`device` $device_id^)?
-      attr-dict `:` type($src) `,` type($dst)
+      (`core` $core_id^)? attr-dict `:` type($src) `,` type($dst)
   }];
 }
 
@@ -517,7 +519,7 @@ def EmberTPU_TracedDMAWaitOp
   let assemblyFormat = [{
     $src `[` $src_starts `]` `,` $dst `[` $dst_starts `]` `,` `sem` `[` $sem_starts `]`
       (`send_sem` `[` $src_sem_starts^ `]`)? (`device` $device_id^)?
-      attr-dict `:` type($src) `,` type($dst) `->` type($dst_after)
+      (`core` $core_id^)? attr-dict `:` type($src) `,` type($dst) `->` type($dst_after)
   }];
 }
 
@@ -534,11 +536,14 @@ class EmberTPU_TracedSemOp<string mnemonic, dag ins, dag outs, list<Trait> trait
 
 def EmberTPU_TracedSemSignalOp : EmberTPU_TracedSemOp<"traced_sem_signal",
     (ins EmberTPU_ScalarIndex:$amount, Variadic<EmberTPU_ScalarIndex>:$sem_starts,
-         Optional<EmberTPU_ScalarIndex>:$device_id, I64Attr:$sem_buffer), (outs),
+         Optional<EmberTPU_ScalarIndex>:$device_id, Optional<EmberTPU_ScalarIndex>:$core_id,
+         I64Attr:$sem_buffer), (outs),
     [AttrSizedOperandSegments]> {
-  let summary = "adds to a regular semaphore, of device `device_id` if given (traced form)";
+  let summary = "adds to a regular semaphore, of device `device_id` and TensorCore `core_id` "
+                "if given (traced form)";
   let assemblyFormat = [{
-    $amount `,` `sem` `[` $sem_starts `]` (`device` $device_id^)? attr-dict
+    $amount `,` `sem` `[` $sem_starts `]` (`device` $device_id^)? (`core` $core_id^)?
+    attr-dict
   }];
 }
 

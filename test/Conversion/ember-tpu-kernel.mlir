@@ -360,3 +360,32 @@ func.func @sign(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf3
   %s = ember.sign %x : tensor<8x128xf32>
   return %s : tensor<8x128xf32>
 }
+
+// -----
+
+// A core_map kernel's copy to the next TensorCore of this device: `core_id`
+// on the start, the receive wait and the signal (no device: this one); the
+// core index is the grid index.
+// CHECK-LABEL: func.func @remote_core(
+// CHECK: %[[C:.*]] = arith.remsi %{{.*}}, %{{.*}} : i32
+// CHECK: ember_tpu.enqueue_dma source(%{{.*}}) source_semaphore(%arg4 : {{.*}}) target(%{{.*}}) target_semaphore(%arg5 : {{.*}}) core_id(%[[C]])
+// CHECK: ember_tpu.wait_dma2 semaphore(%arg5 : {{.*}}) src({{.*}}) dst({{.*}}) core_id(%[[C]])
+// CHECK: ember_tpu.sem_signal %arg6, %{{.*}} core_id %[[C]]
+func.func @remote_core(%c: tensor<i32>, %x: tensor<8x128xf32>, %o: tensor<8x128xf32>, %b: tensor<2x8x128xf32>, %send: tensor<i32>, %recv: tensor<i32>, %ready: tensor<i32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 1 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<semaphore_mem>, #ember_tpu.memory_space<semaphore_mem>, #ember_tpu.memory_space<semaphore_mem>],
+                ember_tpu.dma_semaphores = array<i64: 3, 4>,
+                ember_tpu.result_args = array<i64: 1>} {
+  %z = ember.constant dense<0> : tensor<i32>
+  %one = ember.constant dense<1> : tensor<i32>
+  %two = ember.constant dense<2> : tensor<i32>
+  %r0 = ember.add %c, %one : tensor<i32>
+  %t = ember.rem %r0, %two : tensor<i32>
+  ember_tpu.traced_dma_start %b[%z, %z, %z], %b[%one, %z, %z], sem[] send_sem[] core %t {src_buffer = 2 : i64, dst_buffer = 2 : i64, sem_buffer = 4 : i64, src_sem_buffer = 3 : i64, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32>
+  %w1 = ember_tpu.traced_dma_wait %b[%z, %z, %z], %b[%one, %z, %z], sem[] {src_buffer = 2 : i64, dst_buffer = 2 : i64, sem_buffer = 3 : i64, send, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
+  %w2 = ember_tpu.traced_dma_wait %b[%z, %z, %z], %w1[%one, %z, %z], sem[] core %t {src_buffer = 2 : i64, dst_buffer = 2 : i64, sem_buffer = 4 : i64, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
+  ember_tpu.traced_sem_signal %one, sem[] core %t {sem_buffer = 5 : i64}
+  %s = ember.slice %w2, start = [1, 0, 0], limit = [2, 8, 128], strides = [1, 1, 1] : (tensor<2x8x128xf32>) -> tensor<1x8x128xf32>
+  %r = ember.reshape %s : (tensor<1x8x128xf32>) -> tensor<8x128xf32>
+  return %r : tensor<8x128xf32>
+}

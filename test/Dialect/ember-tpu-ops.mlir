@@ -113,6 +113,19 @@ func.func @remote(%b: tensor<2x8x128xf32>, %i: tensor<i32>, %d: tensor<i32>) -> 
   return %n : tensor<2x8x128xf32>
 }
 
+// Another TensorCore of this device (a core_map kernel): `core`, with or
+// without a device.
+// CHECK-LABEL: func.func @remote_core
+// CHECK: ember_tpu.traced_dma_start {{.*}} sem[] core %arg2 {{{.*}}src_sem_buffer = 3 : i64{{.*}}}
+// CHECK: ember_tpu.traced_dma_wait {{.*}} sem[] device %arg2 core %arg2 {{{.*}}}
+// CHECK: ember_tpu.traced_sem_signal %arg2, sem[] core %arg2 {sem_buffer = 5 : i64}
+func.func @remote_core(%b: tensor<2x8x128xf32>, %i: tensor<i32>, %c: tensor<i32>) -> tensor<2x8x128xf32> {
+  ember_tpu.traced_dma_start %b[%i, %i, %i], %b[%i, %i, %i], sem[] send_sem[] core %c {src_buffer = 1 : i64, dst_buffer = 1 : i64, sem_buffer = 4 : i64, src_sem_buffer = 3 : i64, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32>
+  %n = ember_tpu.traced_dma_wait %b[%i, %i, %i], %b[%i, %i, %i], sem[] device %c core %c {src_buffer = 1 : i64, dst_buffer = 1 : i64, sem_buffer = 4 : i64, src_sizes = array<i64: 1, 8, 128>, dst_sizes = array<i64: 1, 8, 128>, src_squeezed = array<i64: 0>, dst_squeezed = array<i64: 0>} : tensor<2x8x128xf32>, tensor<2x8x128xf32> -> tensor<2x8x128xf32>
+  ember_tpu.traced_sem_signal %c, sem[] core %c {sem_buffer = 5 : i64}
+  return %n : tensor<2x8x128xf32>
+}
+
 // CHECK-LABEL: func.func @barrier
 // CHECK: ember_tpu.sem_barrier : memref<!ember_tpu.semaphore, #ember_tpu.memory_space<semaphore_mem>>
 // CHECK: ember_tpu.traced_alloc {barrier, buffer = 2 : i64, memory_space = #ember_tpu.memory_space<semaphore_mem>} : tensor<i32>

@@ -37,23 +37,20 @@ def test_mesh_as_jax_prints_it():
         pltpu.create_tensorcore_mesh("core")
 
 
-def _swap_kernel(in_hbm, out_hbm, in_vmem, recv_vmem, out_vmem, sem, send_sem, recv_sem):
-    # Each core takes its column block, meets the other core at the barrier,
-    # sends its block to it, and writes twice what it received.
-    me, cores = lax.axis_index("core"), lax.axis_size("core")
-    width = in_hbm.shape[-1] // cores
-    cols = pl.ds(me * width, width)
-    pltpu.async_copy(in_hbm.at[:, cols], in_vmem, sem).wait()
-    other = (me + 1) % cores
-    barrier = pltpu.get_barrier_semaphore()
-    pl.semaphore_signal(barrier, 1, device_id={"core": other})
-    pl.semaphore_wait(barrier, 1)
-    copy = pltpu.make_async_remote_copy(in_vmem, recv_vmem, send_sem, recv_sem,
-                                        device_id={"core": other})
-    copy.start()
-    copy.wait()
-    out_vmem[...] = recv_vmem[...] * 2
-    pltpu.async_copy(out_vmem, out_hbm.at[:, cols], sem).wait()
+def _load_kernels():
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "..", "data", "tpu", "kernels.py")
+    spec = importlib.util.spec_from_file_location("tpu_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod._build(jax, jnp, pl, pltpu)[1]
+
+
+# JAX's core_map guide's kernel (test/data/tpu/kernels.py, also run on a
+# TPU): each core takes its column block, meets the other core at the
+# barrier, sends its block to it, and writes twice what it received.
+_swap_kernel = _load_kernels()["exchange_kernel"]
 
 
 def _swapped(x):
@@ -379,3 +376,30 @@ def test_core_map_kernels_tpu_cannot_run_are_lowering_errors():
     # (JAX's error, when the program is traced.)
     with pytest.raises(ValueError, match="dimension_semantics must be None for TensorCoreMesh"):
         jax.jit(with_semantics)(x)
+
+
+def test_exchange_between_cores_lowers_with_core_ids():
+    # `device_id={'core': c}` in a kernel lowered for TPU: Mosaic's core_id
+    # on the barrier signal, the remote copy's start and its receive wait
+    # (no device_id: this device), as JAX lowers it; no has_communication
+    # (JAX's config for copies between the cores of one device).
+    tc = _tc(2)
+    scratch = [pltpu.VMEM((8, 128), jnp.float32)] * 3 + [pltpu.SemaphoreType.DMA] * 3
+
+    def f(x):
+        return pl.kernel(_swap_kernel, out_type=x, mesh=tc, scratch_types=scratch,
+                         compiler_params=pltpu.CompilerParams(collective_id=0))(x)
+
+    x = jnp.arange(8 * 256, dtype=jnp.float32).reshape(8, 256)
+    np.testing.assert_array_equal(np.asarray(jax.jit(f)(x)), _swapped(np.asarray(x)))
+    mosaic = _lower_tpu(f, x)
+    assert "ember_tpu.sem_barrier" in mosaic
+    signal = [ln for ln in mosaic.splitlines() if "ember_tpu.sem_signal" in ln]
+    assert len(signal) == 1 and "core_id" in signal[0] and "device_id" not in signal[0], signal
+    start = [ln for ln in mosaic.splitlines() if "enqueue_dma" in ln and "source_semaphore" in ln]
+    assert len(start) == 1 and "core_id(" in start[0] and "device_id" not in start[0], start
+    waits = [ln for ln in mosaic.splitlines() if "wait_dma2" in ln and "core_id" in ln]
+    # The send wait (JAX's placeholder device and core) and the receive wait.
+    assert len(waits) == 2, waits
+    hlo = _lower_tpu(f, x, view="stablehlo")
+    assert "collective_id" in hlo and "has_communication" not in hlo

@@ -341,11 +341,12 @@ LogicalResult KernelBuilder::semaphore(Operation *op) {
     auto sem = semaphoreRef(op, buffer, s.getSemStarts(), /*dma=*/false);
     if (failed(sem))
       return failure();
-    // (A remote signal: to the semaphore of device `device_id`.)
+    // (A remote signal: to the semaphore of device `device_id`, core
+    // `core_id`.)
     et::SemaphoreSignalOp::create(
         b, loc, *sem, get(s.getAmount()),
         /*device_id=*/s.getDeviceId() ? get(s.getDeviceId()) : Value(),
-        /*core_id=*/Value());
+        /*core_id=*/s.getCoreId() ? get(s.getCoreId()) : Value());
     return success();
   }
   if (auto w = dyn_cast<et::TracedSemWaitOp>(op)) {
@@ -469,9 +470,11 @@ LogicalResult KernelBuilder::dma(Operation *op) {
   if (failed(semRef))
     return failure();
   Value semW = *semRef;
-  // A remote copy: the target device's logical id.
+  // A remote copy: the target device's logical id and its TensorCore.
   Value deviceId = start ? start.getDeviceId() : wait.getDeviceId();
   Value device = deviceId ? get(deviceId) : Value();
+  Value coreId = start ? start.getCoreId() : wait.getCoreId();
+  Value coreV = coreId ? get(coreId) : Value();
   if (start) {
     Value sendSem;
     if (auto k = start.getSrcSemBuffer()) {
@@ -481,8 +484,8 @@ LogicalResult KernelBuilder::dma(Operation *op) {
         return failure();
       sendSem = *r;
     }
-    et::EnqueueDMAOp::create(b, loc, srcW, sendSem, dstW, semW, device,
-                             /*core_id=*/Value(), /*priority=*/0,
+    et::EnqueueDMAOp::create(b, loc, srcW, sendSem, dstW, semW, device, coreV,
+                             /*priority=*/0,
                              /*strict_ordering=*/false);
   } else if (wait.getSend()) {
     // Until the source is read (the send semaphore), as JAX writes it: the
@@ -497,8 +500,8 @@ LogicalResult KernelBuilder::dma(Operation *op) {
       map.map(wait.getDstAfter(), v);
     return success();
   } else {
-    et::WaitDMA2Op::create(b, loc, semW, srcW, dstW, device,
-                           /*core_id=*/Value(), /*strict_ordering=*/false);
+    et::WaitDMA2Op::create(b, loc, semW, srcW, dstW, device, coreV,
+                           /*strict_ordering=*/false);
   }
   // The destination changes under the copy; after the wait the buffer holds
   // the new value.

@@ -437,11 +437,12 @@ template <typename OpT> static LogicalResult verifyTracedDMA(OpT op) {
 LogicalResult TracedDMAStartOp::verify() {
   if (failed(verifyTracedDMA(*this)))
     return failure();
-  // traced_dma_c3: a send semaphore only for a remote copy (a device_id),
-  // and its starts only with one; `send` only on waits.
-  if ((getSrcSemBuffer() || !getSrcSemStarts().empty()) && !getDeviceId())
+  // traced_dma_c3: a send semaphore only for a remote copy (a device_id or
+  // a core_id), and its starts only with one; `send` only on waits.
+  if ((getSrcSemBuffer() || !getSrcSemStarts().empty()) && !getDeviceId() &&
+      !getCoreId())
     return emitOpError("traced_dma_c3: a send semaphore belongs to a remote "
-                       "copy (with a device_id)");
+                       "copy (with a device_id or core_id)");
   if (!getSrcSemBuffer() && !getSrcSemStarts().empty())
     return emitOpError("traced_dma_c3: send semaphore starts without "
                        "src_sem_buffer");

@@ -728,6 +728,32 @@ def _build(jax, jnp, pl, pltpu):
                           pltpu.SemaphoreType.DMA)
         return o_ref[...]
 
+    # The guide's exchange between cores: a barrier signal and a remote copy
+    # to the next core (`device_id={'core': c}`: Mosaic's core_id), which
+    # with one core is this core itself.
+    def exchange_kernel(x_hbm, o_hbm, in_vmem, recv_vmem, out_vmem, sem, send_sem, recv_sem):
+        c = jax.lax.axis_index("core")
+        cores = jax.lax.axis_size("core")
+        w = x_hbm.shape[1] // cores
+        slc = pl.ds(c * w, w)
+        pltpu.async_copy(x_hbm.at[:, slc], in_vmem, sem).wait()
+        other = (c + 1) % cores
+        barrier = pltpu.get_barrier_semaphore()
+        pl.semaphore_signal(barrier, 1, device_id={"core": other})
+        pl.semaphore_wait(barrier, 1)
+        copy = pltpu.make_async_remote_copy(in_vmem, recv_vmem, send_sem, recv_sem,
+                                            device_id={"core": other})
+        copy.start()
+        copy.wait()
+        out_vmem[...] = recv_vmem[...] * 2
+        pltpu.async_copy(out_vmem, o_hbm.at[:, slc], sem).wait()
+
+    def kernel_exchange(x):
+        block = pltpu.VMEM((x.shape[0], x.shape[1] // n_cores), x.dtype)
+        return pl.kernel(exchange_kernel, out_type=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                         mesh=tc_mesh, scratch_types=[block] * 3 + [pltpu.SemaphoreType.DMA] * 3,
+                         compiler_params=pltpu.CompilerParams(collective_id=0))(x)
+
     # pl.kernel (core_map, output refs and scratch in one) running
     # emit_pipeline over HBM operands, as the guide's add_one; and with
     # sync_copy of an offset into SMEM scratch that the index maps read
@@ -872,6 +898,7 @@ def _build(jax, jnp, pl, pltpu):
         ("core_map_slices", core_map_slices, (ramp((16, 256), jnp.float32),)),
         ("kernel_pipeline", kernel_pipeline, (ramp((32, 256), jnp.float32),)),
         ("kernel_pipeline_split", kernel_pipeline_split, (ramp((32, 256), jnp.float32),)),
+        ("kernel_exchange", kernel_exchange, (ramp((8, 256), jnp.float32),)),
         ("kernel_indexed", kernel_indexed, (ramp((32, 512), jnp.float32),
                                             jnp.array([256], dtype=jnp.int32))),
         ("vmap_batched_prefetch", jax.vmap(gather_blocks),
@@ -879,4 +906,5 @@ def _build(jax, jnp, pl, pltpu):
           ramp((2, 32, 128), jnp.float32))),
     ], {"ramp": ramp, "matmul": matmul, "guide_matmul": guide_matmul,
         "flash_attention": flash_attention, "two_operand_rows": two_operand_rows,
-        "add_exp_kernel": add_exp_kernel, "kernel_pipeline_split": kernel_pipeline_split}
+        "add_exp_kernel": add_exp_kernel, "kernel_pipeline_split": kernel_pipeline_split,
+        "exchange_kernel": exchange_kernel}

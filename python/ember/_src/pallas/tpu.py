@@ -216,7 +216,7 @@ class AsyncRemoteCopyDescriptor:
     def start(self, priority=0):
         if tpu_kernel.tracing():
             # Lowered for TPU: an enqueue_dma to the target device.
-            self.device = tpu_kernel.device_index(self.device_id, self.device_id_type)
+            self.target = tpu_kernel.device_index(self.device_id, self.device_id_type)
             return tpu_kernel.dma(self, "start")
         axis, me, target = _remote(self.device_id, "make_async_remote_copy")
         incoming, any_in = _deliver(axis, me, target, state.load(self.src, ()))
@@ -233,14 +233,14 @@ class AsyncRemoteCopyDescriptor:
     def wait_send(self):
         """Until the source is read (landed when started on the CPU)."""
         if tpu_kernel.tracing():
-            self.device = tpu_kernel.device_index(self.device_id, self.device_id_type)
+            self.target = tpu_kernel.device_index(self.device_id, self.device_id_type)
             tpu_kernel.dma(self, "wait_send")
 
     def wait_recv(self):
         """Until the destination is written (landed when started on the
         CPU)."""
         if tpu_kernel.tracing():
-            self.device = tpu_kernel.device_index(self.device_id, self.device_id_type)
+            self.target = tpu_kernel.device_index(self.device_id, self.device_id_type)
             tpu_kernel.dma(self, "wait")
 
 
@@ -261,13 +261,14 @@ def async_remote_copy(src_ref, dst_ref, send_sem, recv_sem, device_id,
 
 def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_index=None):
     """Adds `inc` to a regular semaphore (of device `device_id`)."""
-    if device_id is not None and tpu_kernel.tracing():
-        # Lowered for TPU: a signal of the target device's semaphore.
-        return tpu_kernel.semaphore("signal", sem, inc, tpu_kernel.device_index(
-            device_id, device_id_type or DeviceIdType.MESH))
-    if device_id is None and core_index is not None and _core_axes:
+    if device_id is None and core_index is not None and (_core_axes or tpu_kernel.tracing()):
         # Another TensorCore of this device (a core_map's lanes).
         device_id = {_core_axis(): core_index}
+    if device_id is not None and tpu_kernel.tracing():
+        # Lowered for TPU: a signal of the target device's (or core's)
+        # semaphore.
+        return tpu_kernel.semaphore("signal", sem, inc, tpu_kernel.device_index(
+            device_id, device_id_type or DeviceIdType.MESH))
     if device_id is not None:
         axis, me, target = _remote(device_id, "semaphore_signal")
         inc, _ = _deliver(axis, me, target, jnp.asarray(inc, np.int32))
@@ -947,7 +948,11 @@ class TensorCoreMesh:
 
 
 def _core_axis():
-    """The axis of the innermost core_map being traced."""
+    """The axis of the innermost core_map being traced (or lowered for TPU)."""
+    from .. import parallel
+
+    if not _core_axes and len(parallel._env.kernel_axes) == 1:
+        return next(iter(parallel._env.kernel_axes))
     if len(_core_axes) != 1:
         raise NotImplementedError(f"core_index needs exactly one core_map axis "
                                   f"(at {core.where()})")

@@ -65,12 +65,33 @@ def _dma_end(ref, what):
 
 
 def device_index(device_id, device_id_type):
-    """The logical id of the device a remote DMA or signal targets, as a
-    0-d int32: a mesh coordinate (one mesh axis, whose stride is 1) or a
-    logical id."""
+    """(device, core) a remote DMA or signal targets, each a 0-d int32 or
+    None (this one): a logical id, mesh coordinates (one shard_map axis,
+    whose stride is 1), or a dict naming mesh axes, among them the core
+    axis of a core_map kernel (its TensorCore: Mosaic's `core_id`)."""
     from .. import parallel
 
+    def as_i32(v):
+        return core.as_value(jnp.asarray(v, np.int32))
+
     kind = getattr(device_id_type, "value", device_id_type)
+    core_id = None
+    if isinstance(device_id, dict):
+        device_id = dict(device_id)
+        cores = [a for a in device_id if a in parallel._env.kernel_axes]
+        if len(cores) > 1:
+            raise ValueError(f"device_id {device_id!r} names {len(cores)} core axes (at "
+                             f"{core.where()})")
+        if cores:
+            core_id = as_i32(device_id.pop(cores[0]))
+        if not device_id:
+            return None, core_id
+        if len(device_id) != 1:
+            raise NotImplementedError(
+                f"lowering a Pallas kernel for TPU: remote DMAs and semaphores naming "
+                f"{len(device_id)} mesh axes (at {core.where()})")
+        device_id = next(iter(device_id.values()))
+        kind = "mesh"
     if str(kind).lower().endswith("mesh"):
         if len(parallel._env.frames) != 1:
             raise NotImplementedError(
@@ -84,13 +105,13 @@ def device_index(device_id, device_id_type):
     elif isinstance(device_id, (tuple, list)):
         raise ValueError(f"a logical device_id is one id, got {device_id!r} "
                          f"(at {core.where()})")
-    return core.as_value(jnp.asarray(device_id, np.int32))
+    return as_i32(device_id), core_id
 
 
-def semaphore(kind, sem, amount=None, device=None):
+def semaphore(kind, sem, amount=None, target=(None, None)):
     """A regular semaphore's signal, wait or read as a traced op (see
-    `ember_tpu.traced_sem_*`); a read returns the count. A signal with
-    `device` (a logical id) signals that device's semaphore."""
+    `ember_tpu.traced_sem_*`); a read returns the count. A signal with a
+    `target` (device, core) (`device_index`) signals that semaphore."""
     from ..._mlir import ir
 
     _, mi, m_starts, _, _ = _dma_end(sem, "semaphore")
@@ -99,11 +120,10 @@ def semaphore(kind, sem, amount=None, device=None):
         attrs = {"sem_buffer": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), mi)}
         if kind == "signal":
             attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(
-                [1, len(m_starts), 0 if device is None else 1])
+                [1, len(m_starts)] + [0 if t is None else 1 for t in target])
     operands = m_starts if amount is None else [
         core.as_value(jnp.asarray(amount, np.int32)), *m_starts]
-    if device is not None:
-        operands.append(device)
+    operands += [t for t in target if t is not None]
     vals = [trace.to_value(v) for v in operands]
     results = [core.ShapedArray((), np.int32)] if kind == "read" else []
     outs = trace.emit(f"ember_tpu.traced_sem_{kind}", vals, results, attrs)
@@ -222,7 +242,11 @@ def dma(desc, kind):
     send_starts, send_buffer = [], None
     if remote and kind == "start":
         _, send_buffer, send_starts, _, _ = _dma_end(desc.send_sem, "send semaphore")
-    device = [desc.device] if remote and kind != "wait_send" else []
+    # (The target's device and core, each when given.)
+    target = ([t for t in getattr(desc, "target", (None, None)) if t is not None]
+              if remote and kind != "wait_send" else [])
+    target_sizes = ([0 if t is None else 1 for t in desc.target]
+                    if remote and kind != "wait_send" else [0, 0])
     trace = core.current_trace()
     with context():
         i64 = ir.IntegerType.get_signless(64)
@@ -236,14 +260,14 @@ def dma(desc, kind):
             "dst_squeezed": ir.DenseI64ArrayAttr.get(d_sq),
             "operandSegmentSizes": ir.DenseI32ArrayAttr.get(
                 [1, 1, len(s_starts), len(d_starts), len(m_starts), len(send_starts),
-                 len(device)]),
+                 *target_sizes]),
         }
         if send_buffer is not None:
             attrs["src_sem_buffer"] = ir.IntegerAttr.get(i64, send_buffer)
         if kind == "wait_send":
             attrs["send"] = ir.UnitAttr.get()
     operands = [src._value, dst._value, *s_starts, *d_starts, *m_starts, *send_starts,
-                *device]
+                *target]
     vals = [trace.to_value(v) for v in operands]
     results = [dst._value.aval] if kind != "start" else []
     op = "start" if kind == "start" else "wait"

@@ -144,11 +144,14 @@ def _properties_as_attributes(text):
 def backend_config(kernel_text):
     """The custom call's backend config (JSON text) for a recorded kernel:
     `has_communication` when it reaches other devices (remote DMAs and
-    semaphore signals), as JAX writes it."""
+    semaphore signals), and the `collective_id` it was given, as JAX writes
+    them."""
     lowered = lower_kernel(kernel_text)
     config = {"body": base64.b64encode(serialize(lowered)).decode("ascii")}
     collective = re.search(r"ember_tpu\.collective_id = (\d+)", kernel_text)
-    if _REMOTE.search(lowered) or collective:
+    if _REMOTE.search(lowered):
+        # (Copies and signals between the TensorCores of one device, which
+        # name a core_id only, are not communication to XLA: JAX's rule.)
         config["has_communication"] = True
     if collective:
         config["collective_id"] = int(collective.group(1))
