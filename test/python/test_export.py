@@ -217,7 +217,7 @@ import jax, jax.numpy as jnp
 x = jnp.ones((2, 4, 3), jnp.float32)
 out = {}
 for name, f in [("qr", jnp.linalg.qr), ("eigh", lambda a: jax.lax.linalg.eigh(a[:, :3, :3])),
-                ("lu", jax.lax.linalg.lu)]:
+                ("lu", jax.lax.linalg.lu), ("svd", jnp.linalg.svd)]:
     text = jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text()
     out[name] = sorted(re.findall(r"custom_call @(\\w+)\\(.*\\{(.*?)\\}", text))
 print(json.dumps(out))
@@ -227,8 +227,9 @@ print(json.dumps(out))
 def test_tpu_exports_decompositions_as_xla_tpu_calls():
     # For TPU, qr/eigh/lu are XLA:TPU's own custom calls (JAX's lowering),
     # not LAPACK's CPU ones (which a TPU cannot run: the 43rd session ran
-    # these on a TPU v5e, `make tpu-check`); svd, which XLA:TPU lacks, is the
-    # export's error.
+    # these on a TPU v5e, `make tpu-check`); svd, which XLA:TPU lacks, is
+    # computed as JAX computes it there, from a polar decomposition (QDWH:
+    # Qr and Householder products, Cholesky steps) and an Eigh.
     x = np.arange(24, dtype=np.float32).reshape(2, 4, 3) % 5 + np.eye(4, 3, dtype=np.float32)
     fns = {"qr": jnp.linalg.qr, "eigh": lambda a: lax.linalg.eigh(a[:, :3, :3]),
            "lu": lax.linalg.lu}
@@ -245,8 +246,13 @@ def test_tpu_exports_decompositions_as_xla_tpu_calls():
     assert [t for t, _ in ours["qr"]] == ["ProductOfElementaryHouseholderReflectors", "Qr"]
     assert 'backend_config = "1,1,100,1e-6"' in ours["eigh"][0][1]
     assert "api_version = 2 : i32" in ours["lu"][0][1]
-    with pytest.raises(NotImplementedError, match="ember.svd .*has no TPU form"):
-        export.export(ember.jit(jnp.linalg.svd), platforms=["tpu"])(x)
+    svd = export.export(ember.jit(jnp.linalg.svd), platforms=["tpu"])(x).mlir_module()
+    assert "lapack" not in svd and "gesdd" not in svd
+    svd_targets = set(re.findall(r'call_target_name = "(\w+)"', svd))
+    assert svd_targets == {"Qr", "ProductOfElementaryHouseholderReflectors", "Eigh"}
+    assert "stablehlo.cholesky" in svd and "stablehlo.while" in svd
+    # (Its products in full f32, as JAX's TPU SVD computes them.)
+    assert "precision_config = [#stablehlo<precision HIGHEST>" in svd
     # Results on the CPU are unchanged by a TPU export beside it.
     both = export.export(ember.jit(fns["lu"]), platforms=["cpu", "tpu"])(x)
     np.testing.assert_allclose(both.call(x)[0], lax.linalg.lu(x)[0], rtol=1e-6)
@@ -262,6 +268,7 @@ def test_tpu_exports_decompositions_as_xla_tpu_calls():
                 want = re.search(r'backend_config = "([^"]*)"', cfg).group(1)
                 assert f'backend_config = "{want}"' in props, (name, t)
                 assert ("api_version = 2" in cfg) == ("api_version = 2" in props), (name, t)
+        assert {t for t, _ in theirs["svd"]} == svd_targets
 
 
 def test_sharded_exports(devices8):

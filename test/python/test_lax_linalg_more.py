@@ -97,3 +97,56 @@ def test_schur():
     assert np.allclose(np.tril(np.asarray(tc), -1), 0)
     with pytest.raises(NotImplementedError, match="sort_eig_vals"):
         lax.linalg.schur(a, sort_eig_vals=True)
+
+
+@pytest.mark.parametrize("shape,dtype", [((6, 6), np.float32), ((9, 5), np.float32),
+                                         ((5, 9), np.float64), ((20, 4), np.float32),
+                                         ((7, 5), np.complex64)])
+@pytest.mark.parametrize("full", [False, True])
+def test_svd_by_polar_decomposition(shape, dtype, full):
+    # The SVD the StableHLO export writes for TPU (XLA:TPU has none; JAX's
+    # TPU SVD is the same construction): QDWH, then eigh of the Hermitian
+    # factor. Against NumPy: singular values, a reconstruction, orthonormal
+    # vectors (the vectors themselves are unique only up to phases).
+    from ember._src.lax_linalg import svd_by_polar
+
+    rng = np.random.default_rng(sum(shape))
+    a = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal(shape)
+    a = a.astype(dtype)
+    u, s, vh = (np.asarray(v) for v in ember.jit(
+        lambda x: svd_by_polar(x, full_matrices=full, compute_uv=True))(a))
+    m, n = shape
+    k = min(m, n)
+    assert u.shape == ((m, m) if full else (m, k)) and s.shape == (k,)
+    assert vh.shape == ((n, n) if full else (k, n))
+    tol = 1e-5 if np.finfo(dtype).bits <= 32 else 1e-12
+    scale = np.linalg.norm(a, 2)
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), atol=tol * 10 * scale)
+    np.testing.assert_allclose((u[:, :k] * s) @ vh[:k], a, atol=tol * 10 * scale)
+    np.testing.assert_allclose(np.conj(u.T) @ u, np.eye(u.shape[1]), atol=tol * 10)
+    np.testing.assert_allclose(vh @ np.conj(vh.T), np.eye(vh.shape[0]), atol=tol * 10)
+    s_only = ember.jit(lambda x: svd_by_polar(x, full_matrices=full, compute_uv=False))(a)
+    np.testing.assert_allclose(np.asarray(s_only), s, rtol=1e-6, atol=tol * scale)
+
+
+def test_svd_by_polar_decomposition_edge_cases():
+    from ember._src.lax_linalg import svd_by_polar
+
+    def run(a):
+        return [np.asarray(v) for v in ember.jit(
+            lambda x: svd_by_polar(x, full_matrices=False, compute_uv=True))(a)]
+
+    # Rank one: u is re-orthonormalized (the tiny singular values' vectors
+    # are not), the product still a.
+    a = np.outer(np.arange(1.0, 6.0), np.arange(1.0, 5.0)).astype(np.float32)
+    u, s, vh = run(a)
+    np.testing.assert_allclose(np.conj(u.T) @ u, np.eye(4), atol=1e-6)
+    np.testing.assert_allclose((u * s) @ vh, a, atol=1e-4)
+    assert s[0] == pytest.approx(np.linalg.norm(a, 2), rel=1e-6) and np.all(s[1:] < 1e-4)
+    # Zeros: zero singular values; a non-finite entry: NaNs everywhere.
+    assert np.all(run(np.zeros((3, 3), np.float32))[1] == 0)
+    bad = np.eye(3, dtype=np.float32)
+    bad[1, 2] = np.inf
+    assert all(np.isnan(v).all() for v in run(bad))

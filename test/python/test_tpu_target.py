@@ -331,10 +331,12 @@ def test_tpu_records_for_the_tpu_run(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "bench_add_exp.json", "matmul_bf16.args.npz", "matmul_bf16.json",
         "matmul_bf16.values.npz", "whole"]
-    # Whole programs exported for TPU: decompositions as XLA:TPU's calls,
-    # the programs with an svd reported as not exported.
+    # Whole programs exported for TPU: decompositions as XLA:TPU's calls
+    # (svd from a polar decomposition and an Eigh), the test's raw
+    # decomposition programs left to tpu_decompositions (unique vectors).
     whole = tmp_path / "whole"
     text = (whole / "tpu_decompositions.mlir").read_text()
     assert 'call_target_name = "Qr"' in text and "lapack" not in text
-    assert "ember.svd" in (whole / "decompositions.skip").read_text()
+    assert 'call_target_name = "Eigh"' in text and "gesdd" not in text
+    assert not any(whole.glob("decompositions.*")) and not any(whole.glob("*.skip"))
     assert (whole / "mlp_step.in.npz").exists() and (whole / "mlp_step.values.npz").exists()

@@ -84,9 +84,11 @@ def whole_programs(out):
 
     mod = _load("test/python/test_stablehlo.py", "stablehlo_programs")
     os.makedirs(out, exist_ok=True)
-    names, programs = [], dict(mod.PROGRAMS)
-    # The decompositions XLA:TPU has (svd it has not: Ember's TPU export
-    # says so), real and complex.
+    # The decompositions, real and complex, are run in `tpu_decompositions`
+    # below, their vectors made unique first (XLA:TPU's and LAPACK's differ
+    # by a sign or phase per vector).
+    names, programs = [], {k: v for k, v in mod.PROGRAMS.items()
+                           if k not in ("decompositions", "complex_decompositions")}
     lin, jnp = jax.numpy.linalg, jax.numpy
 
     def eigh(x):
@@ -96,10 +98,24 @@ def whole_programs(out):
         first = v[..., :1, :]
         return w, v * (jnp.conj(first) / jnp.abs(first))
 
+    def svd(x, full_matrices=True):
+        # (u, s, vh), each pair of singular vectors scaled by one phase so
+        # that u's column starts real and positive (vh's row by its inverse).
+        u, s, vh = lin.svd(x, full_matrices=full_matrices)
+        k = s.shape[-1]
+        first = u[..., :1, :k]
+        phase = jnp.conj(first) / jnp.abs(first)
+        u = jnp.concatenate([u[..., :k] * phase, u[..., k:]], axis=-1)
+        vh = jnp.concatenate([vh[..., :k, :] * jnp.swapaxes(jnp.conj(phase), -1, -2),
+                              vh[..., k:, :]], axis=-2)
+        return u, s, vh
+
     programs["tpu_decompositions"] = (
         lambda a, t, b, c: [*jax.lax.linalg.lu(a), *jax.lax.linalg.lu(t), *eigh(a),
                             *lin.qr(t), *lin.qr(t, mode="complete"), *lin.qr(b),
-                            *eigh(c @ jnp.conj(c.T)), *lin.qr(c), lin.cholesky(a)],
+                            *eigh(c @ jnp.conj(c.T)), *lin.qr(c), lin.cholesky(a),
+                            lin.svd(t, compute_uv=False), *svd(t, full_matrices=False),
+                            *svd(a), *svd(b, full_matrices=False), *svd(c, full_matrices=False)],
         mod.PROGRAMS["decompositions"][1] + (mod.C64,))
     for name, (fn, args) in programs.items():
         specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)

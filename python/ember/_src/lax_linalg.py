@@ -275,6 +275,67 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
     return out[1], s, out[2]
 
 
+def svd_by_polar(x, *, full_matrices, compute_uv, max_iterations=10):
+    """The SVD of one matrix from its polar decomposition, as XLA:TPU runs
+    JAX's (which has no SVD of its own): the StableHLO export for TPU
+    writes `ember.svd` this way (stablehlo_out.py). A wide matrix is
+    decomposed as its conjugate transpose; a tall one is first reduced to
+    its square R factor (always for full_matrices, whose extra columns of u
+    are the rest of that Q; otherwise when over 15% taller than wide).
+    With x = u_p h (`qdwh`) and h = v diag(s) v^H (`eigh`), x = (u_p v)
+    diag(s) v^H: the singular values are h's eigenvalues (clipped at
+    zero), sorted descending with their vectors. When the smallest is
+    negligible next to the largest (rank deficiency), u_p v loses
+    orthogonality and is re-orthonormalized by a QR step, its column
+    signs kept. A matrix with a non-finite entry gives NaNs.
+    Returns s, or (u, s, vh)."""
+    jnp = _jnp()
+    x = as_value(x)
+    m, n = x.shape
+    flip = m < n
+    if flip:
+        x = jnp.conj(x.T)
+        m, n = n, m
+    q = rest = None
+    if full_matrices and m > n:
+        q_full, r_full = qr(x, full_matrices=True)
+        q, rest, a = q_full[:, :n], q_full[:, n:], r_full[:n, :]
+    elif m > 1.15 * n:
+        q, a = qr(x, full_matrices=False)
+    else:
+        a = x
+    u_p, h, _, _ = qdwh(a, max_iterations=max_iterations)
+    v, w = eigh(h, sort_eigenvalues=False)
+    w = jnp.maximum(w, 0.0)
+    order = jnp.argsort(-w, stable=True)
+    s = w[order]
+    if not compute_uv:
+        return s
+    v = v[:, order]
+    u = u_p @ v
+    eps = float(dtypes.finfo(x.dtype).eps)
+
+    def orthonormalize(state):
+        uu, _ = state
+        qq, rr = qr(uu, full_matrices=False)
+        sign = jnp.where(jnp.real(jnp.diagonal(rr)) >= 0, 1, -1).astype(qq.dtype)
+        return qq * sign, jnp.asarray(False)
+
+    deficient = s[-1] <= n * eps * s[0]
+    u, _ = _control_flow().while_loop(lambda st: st[1], orthonormalize, (u, deficient))
+    if q is not None:
+        u = q @ u
+    if rest is not None:
+        u = jnp.concatenate([u, rest], axis=1)
+    finite = jnp.all(jnp.isfinite(a))
+    u = jnp.where(finite, u, jnp.nan)
+    s = jnp.where(finite, s, jnp.nan)
+    v = jnp.where(finite, v, jnp.nan)
+    if flip:
+        return v, s, jnp.conj(u.T)
+    return u, s, jnp.conj(v.T)
+
+
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
                      conjugate_a=False, unit_diagonal=False):
     """x with op(a) @ x = b (`left_side`) or x @ op(a) = b, op(a) being `a`

@@ -452,6 +452,9 @@ class _Translator:
         # callee name -> (backend config, kernel name) for Pallas TPU
         # kernels, None for other callees (targets/tpu.py).
         self.tpu_kernels = tpu_kernels
+        # The precision written on products (None: XLA's default, which on
+        # a TPU is one bf16 pass for f32).
+        self.dot_precision = None
 
     def _tpu_custom_call(self, ins, rtypes, config, kname, aliases=()):
         """A Mosaic kernel as XLA:TPU takes it: `tpu_custom_call` with the
@@ -865,8 +868,11 @@ class _Translator:
             vals = _ints(a[k])
             if vals:
                 fields.append(f"{k} = {_list(vals)}")
-        return self.w.op("stablehlo.dot_general", ins, rtypes, {
-            "dot_dimension_numbers": "#stablehlo.dot<" + ", ".join(fields) + ">"})
+        props = {"dot_dimension_numbers": "#stablehlo.dot<" + ", ".join(fields) + ">"}
+        if self.dot_precision is not None:
+            one = f"#stablehlo<precision {self.dot_precision}>"
+            props["precision_config"] = f"[{one}, {one}]"
+        return self.w.op("stablehlo.dot_general", ins, rtypes, props)
 
     def t_cholesky(self, op, ins, rtypes, a):
         w = self.w
@@ -965,10 +971,8 @@ class _Translator:
 
     def t_svd(self, op, ins, rtypes, a):
         if self.platform == "tpu":
-            raise NotImplementedError(
-                "StableHLO export for TPU: ember.svd (XLA:TPU has no SVD of its own; JAX "
-                "computes it from a polar decomposition by QDWH and an eigh) has no TPU form "
-                "in Ember yet")
+            return self._svd_by_polar(ins[0], str(a["full_matrices"]) == "true",
+                                      len(rtypes) == 3)
         x = ins[0]
         shape, elt = _split(x.type)
         m, n = shape[-2:]
@@ -986,6 +990,22 @@ class _Translator:
                             {"mode": "A" if full else "S"})
         assert full or _split(rtypes[1])[0][-1] == k
         return [outs[1], outs[2], outs[3]]
+
+    def _svd_by_polar(self, x, full, compute_uv):
+        """XLA:TPU has no SVD: as JAX does there, the SVD is computed from a
+        polar decomposition (`lax_linalg.svd_by_polar`: QDWH iterations,
+        then an eigh, which is XLA:TPU's `Eigh`), batched by `vmap`. Ember
+        traces that function for the operand's type and writes its
+        program here."""
+        shape, elt = _split(x.type)
+        functions, main = _svd_program(tuple(shape), elt, full, compute_uv)
+        # (Its products in full f32, as JAX's TPU SVD asks for.)
+        saved = self.functions, self.dot_precision
+        self.functions, self.dot_precision = functions, "HIGHEST"
+        try:
+            return self.block(main.regions[0].blocks[0], [x])
+        finally:
+            self.functions, self.dot_precision = saved
 
     def t_qr(self, op, ins, rtypes, a):
         w = self.w
@@ -1456,6 +1476,34 @@ class _Translator:
         branches = [w.region([], lambda args, r=r: self.block(r.blocks[0], []))
                     for r in op.regions]
         return w.op("stablehlo.case", [index], rtypes, regions=branches)
+
+
+_SVD_PROGRAMS = {}
+
+
+def _svd_program(shape, elt, full, compute_uv):
+    """(functions, main) of the traced program of `svd_by_polar` on one
+    operand type, its results ember.svd's (s, then u and vh), with its
+    transformations expanded; kept per type (the module with them)."""
+    key = (shape, elt, full, compute_uv)
+    if key not in _SVD_PROGRAMS:
+        from functools import partial
+
+        from . import api, batching, core, lax_linalg
+
+        def f(a):
+            fn = partial(lax_linalg.svd_by_polar, full_matrices=full, compute_uv=compute_uv)
+            for _ in shape[:-2]:
+                fn = batching.vmap(fn)
+            out = fn(a)
+            return (out[1], out[0], out[2]) if compute_uv else out
+
+        traced = api.jit(f).trace(core.ShapeDtypeStruct(shape, dtypes.from_mlir_name(elt)))
+        module = ir.Module.parse(traced._text)
+        keep_device_vmaps(module)
+        functions, main, _ = module_functions(module, "svd for TPU")
+        _SVD_PROGRAMS[key] = (module, functions, main)
+    return _SVD_PROGRAMS[key][1:]
 
 
 def keep_device_vmaps(module):
