@@ -497,12 +497,18 @@ def Ember_DotGeneralOp : Ember_Op<"dot_general", [Pure]> {
     Result dimensions are the batch dimensions, then lhs free dimensions, then
     rhs free dimensions. Operands are converted to the result element type
     (the preferred element type) before multiplying and accumulating.
+    `precision` (optional: the target's default) is JAX's `precision=`, per
+    operand, as StableHLO's precision config names it (`DEFAULT`, `HIGH`,
+    `HIGHEST`): what accelerators compute f32 products in (the CPU always
+    computes them in f32). Products derived from this one (its JVP,
+    transpose and batched forms) keep it.
   }];
   let arguments = (ins Ember_NumericTensor:$lhs, Ember_NumericTensor:$rhs,
                        DenseI64ArrayAttr:$lhs_batching_dimensions,
                        DenseI64ArrayAttr:$rhs_batching_dimensions,
                        DenseI64ArrayAttr:$lhs_contracting_dimensions,
-                       DenseI64ArrayAttr:$rhs_contracting_dimensions);
+                       DenseI64ArrayAttr:$rhs_contracting_dimensions,
+                       OptionalAttr<StrArrayAttr>:$precision);
   let results = (outs Ember_NumericTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs `,` `batch` `=` $lhs_batching_dimensions `x` $rhs_batching_dimensions

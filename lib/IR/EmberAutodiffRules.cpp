@@ -183,7 +183,7 @@ Value dotTranspose(R &r, Value ct, Value other, RankedTensorType selfType,
                    ArrayRef<int64_t> selfBatch, ArrayRef<int64_t> selfContract,
                    ArrayRef<int64_t> selfFree, ArrayRef<int64_t> otherBatch,
                    ArrayRef<int64_t> otherContract, ArrayRef<int64_t> otherFree,
-                   int64_t ctOtherFreeStart) {
+                   int64_t ctOtherFreeStart, ArrayAttr precision) {
   int64_t nb = selfBatch.size(), ns = selfFree.size();
   SmallVector<int64_t> ctBatch, ctContract;
   for (int64_t i = 0; i < nb; ++i)
@@ -236,14 +236,14 @@ Value dotTranspose(R &r, Value ct, Value other, RankedTensorType selfType,
           RankedTensorType::get(swappedShape, selfType.getElementType()), other,
           ct, r.b.getDenseI64ArrayAttr({}), r.b.getDenseI64ArrayAttr({}),
           r.b.getDenseI64ArrayAttr(otherFree),
-          r.b.getDenseI64ArrayAttr(ctContract));
+          r.b.getDenseI64ArrayAttr(ctContract), precision);
     }
   }
-  Value dot = DotGeneralOp::create(r.b, r.loc, resType, ct, other,
-                                   r.b.getDenseI64ArrayAttr(ctBatch),
-                                   r.b.getDenseI64ArrayAttr(otherBatch),
-                                   r.b.getDenseI64ArrayAttr(ctContract),
-                                   r.b.getDenseI64ArrayAttr(otherFree));
+  Value dot = DotGeneralOp::create(
+      r.b, r.loc, resType, ct, other, r.b.getDenseI64ArrayAttr(ctBatch),
+      r.b.getDenseI64ArrayAttr(otherBatch),
+      r.b.getDenseI64ArrayAttr(ctContract), r.b.getDenseI64ArrayAttr(otherFree),
+      precision);
   if (identity)
     return dot;
   return TransposeOp::create(r.b, r.loc, dot, r.b.getDenseI64ArrayAttr(perm));
@@ -281,7 +281,7 @@ Value batchedMatmul(R &r, Value x, Value y, bool transX = false) {
       r.b, r.loc, RankedTensorType::get(shape, xt.getElementType()), x, y,
       r.b.getDenseI64ArrayAttr(batch), r.b.getDenseI64ArrayAttr(batch),
       r.b.getDenseI64ArrayAttr({transX ? rank - 2 : rank - 1}),
-      r.b.getDenseI64ArrayAttr({rank - 2}));
+      r.b.getDenseI64ArrayAttr({rank - 2}), /*precision=*/nullptr);
 }
 
 /// `x` with the entries outside the triangle `lower` names set to zero
@@ -1729,10 +1729,12 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
         int64_t nb = d.lb.size(), nl = d.lFree.size();
         if (linear[0])
           out[0] = dotTranspose(r, c, o.getRhs(), o.getLhs().getType(), d.lb,
-                                d.lc, d.lFree, d.rb, d.rc, d.rFree, nb + nl);
+                                d.lc, d.lFree, d.rb, d.rc, d.rFree, nb + nl,
+                                o.getPrecisionAttr());
         if (linear[1])
           out[1] = dotTranspose(r, c, o.getLhs(), o.getRhs().getType(), d.rb,
-                                d.rc, d.rFree, d.lb, d.lc, d.lFree, nb);
+                                d.rc, d.rFree, d.lb, d.lc, d.lFree, nb,
+                                o.getPrecisionAttr());
         return success();
       })
       .Case([&](TriangularSolveOp o) -> LogicalResult {

@@ -346,7 +346,7 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
               b.getDenseI64ArrayAttr(prepend(0, shifted(lb))),
               b.getDenseI64ArrayAttr(prepend(0, shifted(rb))),
               b.getDenseI64ArrayAttr(shifted(lc)),
-              b.getDenseI64ArrayAttr(shifted(rc)));
+              b.getDenseI64ArrayAttr(shifted(rc)), o.getPrecisionAttr());
           return doneValue(d);
         }
         // One side batched: the vmapped dimension is a free dimension of that
@@ -375,7 +375,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
         Value d = DotGeneralOp::create(
             b, c.loc, dotType, operands[0], operands[1],
             b.getDenseI64ArrayAttr(nlb), b.getDenseI64ArrayAttr(nrb),
-            b.getDenseI64ArrayAttr(nlc), b.getDenseI64ArrayAttr(nrc));
+            b.getDenseI64ArrayAttr(nlc), b.getDenseI64ArrayAttr(nrc),
+            o.getPrecisionAttr());
         if (pos == 0)
           return doneValue(d);
         SmallVector<int64_t> perm = {pos};

@@ -951,9 +951,9 @@ struct FoldTransposeIntoDot : public OpRewritePattern<DotGeneralOp> {
     }
     if (!changed)
       return failure();
-    rewriter.replaceOpWithNewOp<DotGeneralOp>(op, op.getType(), operands[0],
-                                              operands[1], batch[0], batch[1],
-                                              contract[0], contract[1]);
+    rewriter.replaceOpWithNewOp<DotGeneralOp>(
+        op, op.getType(), operands[0], operands[1], batch[0], batch[1],
+        contract[0], contract[1], op.getPrecisionAttr());
     return success();
   }
 };
@@ -1008,6 +1008,17 @@ LogicalResult DotGeneralOp::verify() {
   if (getType().getShape() != ArrayRef<int64_t>(shape))
     return emitOpError(
         "dot_general_c6: result shape must be batch, lhs free, rhs free");
+  // dot_general_c7
+  if (auto p = getPrecision()) {
+    bool ok = p->size() == 2;
+    for (Attribute a : *p) {
+      StringRef v = cast<StringAttr>(a).getValue();
+      ok &= v == "DEFAULT" || v == "HIGH" || v == "HIGHEST";
+    }
+    if (!ok)
+      return emitOpError("dot_general_c7: precision names two of DEFAULT, "
+                         "HIGH and HIGHEST (lhs, rhs)");
+  }
   return success();
 }
 

@@ -467,6 +467,24 @@ func.func @dot_general_c5(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x
 
 // -----
 
+// dot_general_c7
+func.func @dot_general_c7(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+1 {{dot_general_c7: precision names two of DEFAULT, HIGH and HIGHEST}}
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] {precision = ["HIGHEST"]} : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// dot_general_c7
+func.func @dot_general_c7_name(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+1 {{dot_general_c7}}
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] {precision = ["float32", "float32"]} : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
 // dot_general_c6
 func.func @dot_general_c6(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) -> tensor<5x2xf32> {
   // expected-error @+1 {{dot_general_c6: result shape must be batch, lhs free, rhs free}}

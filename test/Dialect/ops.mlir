@@ -177,6 +177,8 @@ func.func @structural(%a: tensor<2x3xf32>, %s: tensor<f32>, %i: tensor<i32>) {
   %15:2 = ember.sort dim = 1, keys = 1, %a, %a : tensor<2x3xf32>, tensor<2x3xf32>
   // CHECK: ember.dot_general
   %16 = ember.dot_general %a, %a, batch = [] x [], contract = [1] x [1] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
+  // CHECK: ember.dot_general {{.*}} {precision = ["HIGHEST", "DEFAULT"]}
+  %p16 = ember.dot_general %a, %a, batch = [] x [], contract = [1] x [1] {precision = ["HIGHEST", "DEFAULT"]} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
   return
 }
 

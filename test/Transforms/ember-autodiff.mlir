@@ -27,6 +27,34 @@ func.func @grad_tanh_matvec(%w: tensor<4x3xf32>, %x: tensor<3xf32>) -> tensor<4x
 
 // -----
 
+// A product's precision stays on the products its derivatives are made of
+// (VJP: both transposed products, the forward one unused; JVP: the
+// primal and both tangent products).
+// CHECK-LABEL: func @precision_kept
+// CHECK-COUNT-2: ember.dot_general {{.*}} {precision = ["HIGHEST", "HIGHEST"]}
+// CHECK-NOT: ember.dot_general
+// CHECK-LABEL: func @precision_kept_jvp
+// CHECK-COUNT-3: ember.dot_general {{.*}} {precision = ["HIGH", "HIGH"]}
+// CHECK-NOT: ember.dot_general
+func.func private @prod(%a: tensor<4x3xf32>, %b: tensor<3x2xf32>) -> tensor<4x2xf32> {
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] {precision = ["HIGHEST", "HIGHEST"]} : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+func.func @precision_kept(%a: tensor<4x3xf32>, %b: tensor<3x2xf32>, %c: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<3x2xf32>) {
+  %y, %ga, %gb = ember.vjp @prod(%a, %b) cotangents(%c) wrt [0, 1] : (tensor<4x3xf32>, tensor<3x2xf32>, tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<4x3xf32>, tensor<3x2xf32>)
+  return %ga, %gb : tensor<4x3xf32>, tensor<3x2xf32>
+}
+func.func private @prod_high(%a: tensor<4x3xf32>, %b: tensor<3x2xf32>) -> tensor<4x2xf32> {
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] {precision = ["HIGH", "HIGH"]} : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  return %0 : tensor<4x2xf32>
+}
+func.func @precision_kept_jvp(%a: tensor<4x3xf32>, %b: tensor<3x2xf32>, %ta: tensor<4x3xf32>, %tb: tensor<3x2xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>) {
+  %y, %t = ember.jvp @prod_high(%a, %b) tangents(%ta, %tb) wrt [0, 1] : (tensor<4x3xf32>, tensor<3x2xf32>, tensor<4x3xf32>, tensor<3x2xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>)
+  return %y, %t : tensor<4x2xf32>, tensor<4x2xf32>
+}
+
+// -----
+
 // Forward mode: d(x * sin x) = t * sin x + x * (t * cos x).
 // CHECK-LABEL: func @jvp_mul_sin
 // CHECK-DAG: ember.sin

@@ -21,6 +21,23 @@ func.func @batched_matvec(%w: tensor<4x3xf32>, %xs: tensor<8x3xf32>) -> tensor<8
 
 // -----
 
+// The batched product keeps the product's precision (one side batched, and
+// both).
+// CHECK-LABEL: func @batched_precision
+// CHECK: ember.dot_general {{.*}} contract = [1] x [1] {precision = ["HIGHEST", "DEFAULT"]}
+// CHECK: ember.dot_general {{.*}} batch = [0] x [0], contract = [2] x [1] {precision = ["HIGHEST", "DEFAULT"]}
+func.func private @mv(%w: tensor<4x3xf32>, %x: tensor<3xf32>) -> tensor<4xf32> {
+  %0 = ember.dot_general %w, %x, batch = [] x [], contract = [1] x [0] {precision = ["HIGHEST", "DEFAULT"]} : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @batched_precision(%w: tensor<4x3xf32>, %ws: tensor<8x4x3xf32>, %xs: tensor<8x3xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %y = ember.vmap @mv(%w, %xs) batched [false, true] size 8 : (tensor<4x3xf32>, tensor<8x3xf32>) -> tensor<8x4xf32>
+  %z = ember.vmap @mv(%ws, %xs) batched [true, true] size 8 : (tensor<8x4x3xf32>, tensor<8x3xf32>) -> tensor<8x4xf32>
+  return %y, %z : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
 // Both operands batched: the vmapped dimension is a dot_general batch dim.
 // CHECK-LABEL: func @both_batched
 // CHECK: ember.dot_general %{{.*}}, %{{.*}}, batch = [0] x [0], contract = [1] x [1] : (tensor<5x3xf32>, tensor<5x3xf32>) -> tensor<5xf32>

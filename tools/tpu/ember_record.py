@@ -117,6 +117,18 @@ def whole_programs(out):
                             lin.svd(t, compute_uv=False), *svd(t, full_matrices=False),
                             *svd(a), *svd(b, full_matrices=False), *svd(c, full_matrices=False)],
         mod.PROGRAMS["decompositions"][1] + (mod.C64,))
+    # Products at HIGHEST precision (`precision=`, and the products `grad`
+    # and `vmap` make of them): f32 on the TPU too, so within the tight
+    # tolerance (XLA:TPU's default, one bf16 pass, is 1e-2 off).
+    hi = "highest"
+    programs["precision_highest"] = (
+        lambda a, b, c: [jnp.dot(a, b, precision=hi),
+                         jax.grad(lambda x: jnp.sum(jnp.tanh(jnp.dot(x, b, precision=hi))))(a),
+                         jax.vmap(lambda r: jnp.matmul(r, b, precision=hi))(c),
+                         jnp.einsum("ij,jk->ik", a, b, precision=hi)],
+        (mod.RNG.normal(size=(64, 96)).astype(np.float32),
+         mod.RNG.normal(size=(96, 32)).astype(np.float32),
+         mod.RNG.normal(size=(5, 7, 96)).astype(np.float32)))
     for name, (fn, args) in programs.items():
         specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
         try:

@@ -438,7 +438,7 @@ def _sort_emit(trace, vals, avals, dimension, num_keys, is_stable):
 sort_p = Primitive("sort", _sort_rule, _sort_emit, multiple_results=True)
 
 
-def _dot_rule(lhs, rhs, dimension_numbers, preferred_element_type):
+def _dot_rule(lhs, rhs, dimension_numbers, preferred_element_type, precision=None):
     (lc, rc), (lb, rb) = dimension_numbers
     for a, b in zip(lc, rc):
         if lhs.shape[a] != rhs.shape[b]:
@@ -454,13 +454,18 @@ def _dot_rule(lhs, rhs, dimension_numbers, preferred_element_type):
     return ShapedArray(shape, preferred_element_type, lhs.weak_type and rhs.weak_type)
 
 
-def _dot_emit(trace, vals, avals, dimension_numbers, preferred_element_type):
+def _dot_emit(trace, vals, avals, dimension_numbers, preferred_element_type, precision=None):
     (lc, rc), (lb, rb) = dimension_numbers
-    return trace.emit("ember.dot_general", vals, avals, {
+    attrs = {
         "lhs_batching_dimensions": core.i64_array_attr(lb),
         "rhs_batching_dimensions": core.i64_array_attr(rb),
         "lhs_contracting_dimensions": core.i64_array_attr(lc),
-        "rhs_contracting_dimensions": core.i64_array_attr(rc)})
+        "rhs_contracting_dimensions": core.i64_array_attr(rc)}
+    if precision is not None:
+        ctx = core.context()
+        attrs["precision"] = ir.ArrayAttr.get([ir.StringAttr.get(p, ctx) for p in precision],
+                                              context=ctx)
+    return trace.emit("ember.dot_general", vals, avals, attrs)
 
 
 dot_general_p = Primitive("dot_general", _dot_rule, _dot_emit)
@@ -1411,8 +1416,48 @@ def sort_key_val(keys, values, dimension=-1, is_stable=True):
     return sort((keys, values), dimension, is_stable, 1)
 
 
+_PRECISIONS = {"default": "DEFAULT", "fastest": "DEFAULT", "bfloat16": "DEFAULT",
+               "high": "HIGH", "bfloat16_3x": "HIGH", "tensorfloat32": "HIGH",
+               "highest": "HIGHEST", "float32": "HIGHEST"}
+
+
+def canonicalize_precision(precision):
+    """JAX's `precision=` of a product as the (lhs, rhs) pair of StableHLO's
+    precision names, or None (the target's default). None takes the
+    `jax_default_matmul_precision` config; a `lax.Precision`, its name or
+    one of JAX's aliases ('float32', 'tensorfloat32', 'bfloat16', ...)
+    applies to both operands; a pair, to each. What it means is the
+    accelerator's: the StableHLO written for TPU carries it (XLA:TPU's
+    default is one bf16 pass for f32 products); the CPU computes f32
+    products in full f32 whatever it says."""
+    if precision is None:
+        from . import config
+
+        precision = config.config.jax_default_matmul_precision
+        if precision is None or str(precision).lower() not in _PRECISIONS:
+            return None  # (an algorithm preset's name: not a precision)
+
+    def one(p):
+        name = getattr(p, "name", p)
+        if isinstance(name, str):
+            if name.upper() in ("DEFAULT", "HIGH", "HIGHEST"):
+                return name.upper()
+            if name.lower() in _PRECISIONS:
+                return _PRECISIONS[name.lower()]
+        raise ValueError(f"Precision argument must be one of: None, a lax.Precision, a "
+                         f"string naming one, or a pair of them; got {precision!r}")
+
+    if isinstance(precision, (tuple, list)):
+        if len(precision) != 2:
+            raise ValueError(f"precision {precision!r}: a pair has two entries")
+        return (one(precision[0]), one(precision[1]))
+    p = one(precision)
+    return (p, p)
+
+
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     lhs, rhs = as_value(lhs), as_value(rhs)
+    precision = canonicalize_precision(precision)
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
     out = preferred_element_type or dtypes.promote_types(lhs.dtype, rhs.dtype)
@@ -1420,17 +1465,18 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         # A product of booleans is whether any pair is true both (JAX's):
         # counted in int32, then compared with zero.
         counts = dot_general(convert_element_type(lhs, np.int32),
-                             convert_element_type(rhs, np.int32), dn)
+                             convert_element_type(rhs, np.int32), dn, precision)
         return ne(counts, full(counts.shape, 0, np.int32))
+    params = {} if precision is None else {"precision": precision}
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
-                              preferred_element_type=dtypes.canonicalize_dtype(out))
+                              preferred_element_type=dtypes.canonicalize_dtype(out), **params)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
     lhs, rhs = as_value(lhs), as_value(rhs)
     if lhs.ndim > 2 or rhs.ndim > 2 or lhs.ndim == 0 or rhs.ndim == 0:
         raise type_error(f"lax.dot needs rank 1 or 2 operands, got {lhs.shape} and {rhs.shape}")
-    return dot_general(lhs, rhs, (([lhs.ndim - 1], [0]), ([], [])),
+    return dot_general(lhs, rhs, (([lhs.ndim - 1], [0]), ([], [])), precision=precision,
                        preferred_element_type=preferred_element_type)
 
 

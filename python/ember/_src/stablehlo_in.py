@@ -577,7 +577,14 @@ class _Importer:
         f = _fields(op.attributes["dot_dimension_numbers"])
         dn = ((f.get("lhs_contracting_dimensions", []), f.get("rhs_contracting_dimensions", [])),
               (f.get("lhs_batching_dimensions", []), f.get("rhs_batching_dimensions", [])))
-        return L.dot_general(ins[0], ins[1], dn, preferred_element_type=_dtype(rtypes[0]))
+        # (JAX writes precision_config = [DEFAULT, DEFAULT] on every
+        # product; kept as the product's precision.)
+        precision = None
+        if "precision_config" in op.attributes:
+            names = re.findall(r"precision (\w+)", str(op.attributes["precision_config"]))
+            precision = tuple(names) if len(names) == 2 else None
+        return L.dot_general(ins[0], ins[1], dn, precision=precision,
+                             preferred_element_type=_dtype(rtypes[0]))
 
     def s_gather(self, op, ins, rtypes, env):
         return self._gather(op, ins[0], ins[1], tuple(_ints(op.attributes["slice_sizes"])))

@@ -869,9 +869,13 @@ class _Translator:
             if vals:
                 fields.append(f"{k} = {_list(vals)}")
         props = {"dot_dimension_numbers": "#stablehlo.dot<" + ", ".join(fields) + ">"}
-        if self.dot_precision is not None:
-            one = f"#stablehlo<precision {self.dot_precision}>"
-            props["precision_config"] = f"[{one}, {one}]"
+        # (The product's own precision, or the one asked of the program
+        # being written: _svd_by_polar's.)
+        names = ([self.dot_precision] * 2 if self.dot_precision is not None else
+                 [ir.StringAttr(p).value for p in a["precision"]] if "precision" in a else None)
+        if names is not None:
+            props["precision_config"] = "[" + ", ".join(
+                f"#stablehlo<precision {p}>" for p in names) + "]"
         return self.w.op("stablehlo.dot_general", ins, rtypes, props)
 
     def t_cholesky(self, op, ins, rtypes, a):

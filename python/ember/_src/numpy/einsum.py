@@ -11,9 +11,11 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
         # The interleaved form: einsum(x, [0, 1], y, [1, 2], [0, 2]).
         subscripts, operands = _from_sublists((subscripts,) + operands)
     if out_sharding is None:
-        return _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
+        return _einsum(subscripts, *operands, precision=precision,
+                       preferred_element_type=preferred_element_type)
     with sharding_rules.output_given(out_sharding):
-        out = _einsum(subscripts, *operands, preferred_element_type=preferred_element_type)
+        out = _einsum(subscripts, *operands, precision=precision,
+                      preferred_element_type=preferred_element_type)
     return _core.with_out_sharding(out, out_sharding)
 
 
@@ -134,7 +136,7 @@ def _expand_ellipsis(subscripts, ops):
     return ",".join(new_ins) + "->" + out, new_ops
 
 
-def _einsum(subscripts, *operands, preferred_element_type=None):
+def _einsum(subscripts, *operands, precision=None, preferred_element_type=None):
     ops = [jnp.asarray(o) for o in operands]
     subscripts, ops = _expand_ellipsis(subscripts, ops)
     ins, out = _parse(subscripts, len(ops))
@@ -169,7 +171,7 @@ def _einsum(subscripts, *operands, preferred_element_type=None):
         contract = [c for c in s if c in t and c not in keep]
         dn = (([s.index(c) for c in contract], [t.index(c) for c in contract]),
               ([s.index(c) for c in batch], [t.index(c) for c in batch]))
-        x = lax.dot_general(x, y, dn, preferred_element_type=dt)
+        x = lax.dot_general(x, y, dn, precision=precision, preferred_element_type=dt)
         s = "".join(batch) + "".join(c for c in s if c not in batch and c not in contract) + \
             "".join(c for c in t if c not in batch and c not in contract)
     x, s = _reduce_single(x, s, set(out))

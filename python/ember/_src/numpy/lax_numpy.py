@@ -2309,12 +2309,14 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
         # A vector side contracts as it is (JAX's product: no reshape, so
         # the result and what differentiation saves have the vector's shape).
         return lax.dot_general(a, b, (([a.ndim - 1], [0 if b1 else b.ndim - 2]), ([], [])),
+                               precision=precision,
                                preferred_element_type=preferred_element_type or dt)
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = broadcast_to(a, batch + a.shape[-2:])
     b = broadcast_to(b, batch + b.shape[-2:])
     nb = len(batch)
     return lax.dot_general(a, b, (([nb + 1], [nb]), (list(range(nb)), list(range(nb)))),
+                           precision=precision,
                            preferred_element_type=preferred_element_type or dt)
 
 
@@ -2330,10 +2332,11 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
             a, b = a.astype(preferred_element_type), b.astype(preferred_element_type)
         return multiply(a, b)
     if b.ndim == 1 or a.ndim <= 2 and b.ndim <= 2:
-        return matmul(a, b, preferred_element_type=preferred_element_type)
+        return matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
     dt, weak = _result(a, b)
     a, b = _to(a, dt, weak), _to(b, dt, weak)
     return lax.dot_general(a, b, (([a.ndim - 1], [b.ndim - 2]), ([], [])),
+                           precision=precision,
                            preferred_element_type=preferred_element_type or dt)
 
 
@@ -2363,7 +2366,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
         return multiply(a, b)
     dt, weak = _result(a, b)
     return lax.dot_general(_to(a, dt, weak), _to(b, dt, weak),
-                           (([a.ndim - 1], [b.ndim - 1]), ([], [])),
+                           (([a.ndim - 1], [b.ndim - 1]), ([], [])), precision=precision,
                            preferred_element_type=preferred_element_type or dt)
 
 
@@ -2386,6 +2389,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None, out_
     ax_b = [_axis(x, b.ndim) for x in ax_b]
     dt, weak = _result(a, b)
     return lax.dot_general(_to(a, dt, weak), _to(b, dt, weak), ((ax_a, ax_b), ([], [])),
+                           precision=precision,
                            preferred_element_type=preferred_element_type or dt)
 
 

@@ -1,0 +1,136 @@
+"""`precision=` of products (JAX's `lax.Precision`, its string aliases, a
+pair, and `jax.default_matmul_precision`): kept on `ember.dot_general` (and
+on the products `grad` and `vmap` make of it) and written as StableHLO's
+`precision_config`, which is what a TPU computes f32 products in (its
+default is one bf16 pass). The CPU computes f32 products in f32 whatever
+it says, so values do not change here; the TPU run (`make tpu-check`,
+whole program `precision_highest`) checks them there."""
+
+import json
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import export, lax
+
+A = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
+B = np.arange(6, dtype=np.float32).reshape(3, 2) / 5
+
+
+def _configs(f, *args, platform="tpu"):
+    text = ember.jit(f).trace(*args).lower(lowering_platforms=(platform,)).as_text("stablehlo")
+    return re.findall(r"precision_config = \[#stablehlo<precision (\w+)>, "
+                      r"#stablehlo<precision (\w+)>\]", text), text.count("dot_general")
+
+
+@pytest.mark.parametrize("precision,want", [
+    (lax.Precision.HIGHEST, ("HIGHEST", "HIGHEST")), ("highest", ("HIGHEST", "HIGHEST")),
+    ("float32", ("HIGHEST", "HIGHEST")), ("tensorfloat32", ("HIGH", "HIGH")),
+    ("bfloat16", ("DEFAULT", "DEFAULT")), (lax.Precision.HIGH, ("HIGH", "HIGH")),
+    ((lax.Precision.HIGHEST, lax.Precision.DEFAULT), ("HIGHEST", "DEFAULT")),
+    (("high", "highest"), ("HIGH", "HIGHEST"))])
+def test_precision_is_written_on_the_product(precision, want):
+    for f in (lambda a, b: jnp.dot(a, b, precision=precision),
+              lambda a, b: jnp.matmul(a, b, precision=precision),
+              lambda a, b: jnp.einsum("ij,jk->ik", a, b, precision=precision),
+              lambda a, b: jnp.tensordot(a, b, 1, precision=precision),
+              lambda a, b: lax.dot(a, b, precision=precision),
+              lambda a, b: lax.dot_general(a, b, (([1], [0]), ([], [])), precision=precision)):
+        configs, n = _configs(f, A, B)
+        assert configs == [want] and n == 1
+        np.testing.assert_allclose(np.asarray(ember.jit(f)(A, B)), A @ B, rtol=1e-6)
+
+
+def test_without_precision_the_target_default():
+    configs, n = _configs(lambda a, b: a @ b, A, B)
+    assert configs == [] and n == 1
+
+
+def test_derived_products_keep_it():
+    def loss(a, b):
+        return jnp.sum(jnp.tanh(jnp.dot(a, b, precision="highest")))
+
+    # The forward product and both transposed products of the gradient.
+    configs, n = _configs(ember.grad(loss, argnums=(0, 1)), A, B)
+    assert n == 3 and configs == [("HIGHEST", "HIGHEST")] * 3
+    # vmap: one batched product; jvp: the tangent products too.
+    configs, n = _configs(ember.vmap(lambda b: jnp.dot(A, b, precision="high"), in_axes=1),
+                          np.stack([B, B], axis=1))
+    assert n == 1 and configs == [("HIGH", "HIGH")]
+    configs, n = _configs(lambda a, b, ta: ember.jvp(
+        lambda x: jnp.dot(x, b, precision="highest"), (a,), (ta,)), A, B, A)
+    assert n >= 2 and configs == [("HIGHEST", "HIGHEST")] * n
+
+
+def test_default_matmul_precision_config():
+    f = ember.jit(lambda a, b: a @ b)
+    assert _configs(f, A, B)[0] == []
+    with ember.default_matmul_precision("float32"):
+        assert _configs(lambda a, b: a @ b, A, B)[0] == [("HIGHEST", "HIGHEST")]
+        # A product's own precision wins over the default.
+        assert _configs(lambda a, b: jnp.dot(a, b, precision="bfloat16"), A, B)[0] == [
+            ("DEFAULT", "DEFAULT")]
+        np.testing.assert_allclose(np.asarray(f(A, B)), A @ B, rtol=1e-6)
+    assert _configs(lambda a, b: a @ b, A, B)[0] == []
+    with ember.default_matmul_precision("BF16_BF16_F32"):  # (an algorithm: no precision)
+        assert _configs(lambda a, b: a @ b, A, B)[0] == []
+
+
+def test_bad_precision_is_a_clear_error():
+    with pytest.raises(ValueError, match="Precision argument must be one of"):
+        jnp.dot(A, B, precision="float64")
+    with pytest.raises(ValueError, match="a pair has two entries"):
+        jnp.dot(A, B, precision=("highest",))
+
+
+def test_exports_and_imports_keep_it():
+    exp = export.export(ember.jit(lambda a, b: jnp.dot(a, b, precision="highest")))(A, B)
+    assert "precision_config = [#stablehlo<precision HIGHEST>" in exp.mlir_module()
+    back = export.deserialize(exp.serialize())
+    np.testing.assert_allclose(np.asarray(back.call(A, B)), A @ B, rtol=1e-6)
+    # A module from JAX's text: its precision_config read back.
+    again = export.from_stablehlo(exp.mlir_module())
+    text = ember.jit(again.call).trace(A, B).lower(lowering_platforms=("tpu",)).as_text(
+        "stablehlo")
+    assert "precision_config = [#stablehlo<precision HIGHEST>" in text
+
+
+_JAX_CONFIGS = """
+import json, re
+import jax, jax.numpy as jnp
+a, b = jnp.ones((4, 3)), jnp.ones((3, 2))
+progs = {
+    "highest": lambda a, b: jnp.dot(a, b, precision=jax.lax.Precision.HIGHEST),
+    "pair": lambda a, b: jnp.dot(a, b, precision=("highest", "high")),
+    "grad": jax.grad(lambda a, b: jnp.sum(jnp.tanh(jnp.dot(a, b, precision="highest")))),
+}
+out = {}
+for name, f in progs.items():
+    text = jax.jit(f).trace(a, b).lower(lowering_platforms=("tpu",)).as_text()
+    # (JAX prints the pretty form: precision = [HIGHEST, HIGHEST].)
+    out[name] = re.findall(r"precision = \\[(\\w+), (\\w+)\\]", text)
+print(json.dumps(out))
+"""
+
+
+def test_precision_configs_are_jaxs():
+    jax_python = os.environ.get("EMBER_JAX_PYTHON", "")
+    if not (jax_python and os.path.exists(jax_python)):
+        pytest.skip("no JAX Python (set EMBER_JAX_PYTHON; make test does)")
+    run = subprocess.run([jax_python, "-c", _JAX_CONFIGS], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    theirs = json.loads(run.stdout.strip().splitlines()[-1])
+    ours = {
+        "highest": _configs(lambda a, b: jnp.dot(a, b, precision=lax.Precision.HIGHEST),
+                            A, B)[0],
+        "pair": _configs(lambda a, b: jnp.dot(a, b, precision=("highest", "high")), A, B)[0],
+        "grad": _configs(ember.grad(lambda a, b: jnp.sum(jnp.tanh(
+            jnp.dot(a, b, precision="highest")))), A, B)[0],
+    }
+    for name in ours:
+        assert [tuple(c) for c in theirs[name]] == ours[name], name
