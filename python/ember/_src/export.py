@@ -136,6 +136,33 @@ def _tree_from_json(j):
     return tree_util.PyTreeDef(dict, keys, [_tree_from_json(c) for c in j["dict"]])
 
 
+def _svd_by_polar_text(shape, dtype, full, compute_uv):
+    """The traced program (text) of `lax_linalg.svd_by_polar` on one operand
+    type, vmapped over its batch dimensions, with ember.svd's results (s,
+    then u and vh): the StableHLO export writes an svd for TPU as this
+    program (stablehlo_out.py, which cannot trace)."""
+    from . import batching, lax_linalg
+
+    def f(a):
+        fn = functools.partial(lax_linalg.svd_by_polar, full_matrices=full,
+                               compute_uv=compute_uv)
+        for _ in shape[:-2]:
+            fn = batching.vmap(fn)
+        out = fn(a)
+        return (out[1], out[0], out[2]) if compute_uv else out
+
+    return api.jit(f).trace(core.ShapeDtypeStruct(shape, dtype))._text
+
+
+def _register_svd_tracer():
+    from . import stablehlo_out
+
+    stablehlo_out.svd_tracer = _svd_by_polar_text
+
+
+_register_svd_tracer()
+
+
 def _aval_json(a):
     return [[d if isinstance(d, int) else str(d) for d in a.shape],
             np.dtype(a.dtype).name, bool(a.weak_type)]

@@ -1483,6 +1483,11 @@ class _Translator:
 
 
 _SVD_PROGRAMS = {}
+# (shape, dtype, full_matrices, compute_uv) -> the traced program's text of
+# `lax_linalg.svd_by_polar` on that operand, vmapped over its batch
+# dimensions, results (s, u, vh) or s: registered by export.py, a layer
+# that can trace (this one cannot import the tracer).
+svd_tracer = None
 
 
 def _svd_program(shape, elt, full, compute_uv):
@@ -1491,19 +1496,11 @@ def _svd_program(shape, elt, full, compute_uv):
     transformations expanded; kept per type (the module with them)."""
     key = (shape, elt, full, compute_uv)
     if key not in _SVD_PROGRAMS:
-        from functools import partial
-
-        from . import api, batching, core, lax_linalg
-
-        def f(a):
-            fn = partial(lax_linalg.svd_by_polar, full_matrices=full, compute_uv=compute_uv)
-            for _ in shape[:-2]:
-                fn = batching.vmap(fn)
-            out = fn(a)
-            return (out[1], out[0], out[2]) if compute_uv else out
-
-        traced = api.jit(f).trace(core.ShapeDtypeStruct(shape, dtypes.from_mlir_name(elt)))
-        module = ir.Module.parse(traced._text)
+        if svd_tracer is None:
+            raise NotImplementedError("StableHLO export for TPU: ember.svd needs "
+                                      "ember._src.export (import ember)")
+        module = ir.Module.parse(svd_tracer(shape, dtypes.from_mlir_name(elt), full,
+                                            compute_uv))
         keep_device_vmaps(module)
         functions, main, _ = module_functions(module, "svd for TPU")
         _SVD_PROGRAMS[key] = (module, functions, main)
