@@ -883,3 +883,28 @@ def test_values_in_a_vmap_body_print_as_jax_prints(capsys):
         "VmapTracer(aval=int32[], batched=int32[3]) JitTracer(float32[2])"]
     jax.jit(f)(1.0)
     assert capsys.readouterr().out.splitlines()[0] == "x = JitTracer(~float32[])"
+
+
+def test_lax_map_batch_size():
+    # JAX's lax.map(batch_size=): groups of batch_size elements through a
+    # scan of a vmap, the rest through one more vmap (its docstring's
+    # example traces f twice for 10 elements in groups of 3); 0, or a size
+    # past the axis, is one vmap.
+    x = jnp.arange(10 * 3 * 4, dtype=jnp.float32).reshape(10, 3, 4)
+    traced = []
+
+    def f(v):
+        traced.append(v.shape)
+        return {"a": v + 1, "b": jnp.sum(v)}
+
+    want = np.asarray(x) + 1
+    for bs, n_traces in [(None, 1), (0, 1), (1, 1), (3, 2), (5, 1), (10, 1), (20, 1)]:
+        traced.clear()
+        y = lax.map(f, x, batch_size=bs)
+        assert traced == [(3, 4)] * n_traces, bs
+        np.testing.assert_array_equal(np.asarray(y["a"]), want)
+        np.testing.assert_allclose(np.asarray(y["b"]), np.asarray(x).sum((1, 2)), rtol=1e-6)
+    g = jax.grad(lambda x: lax.map(jnp.sin, x, batch_size=4).sum())(x)
+    np.testing.assert_allclose(np.asarray(g), np.cos(np.asarray(x)), rtol=1e-6)
+    with pytest.raises(ValueError, match="batch_size must be a non-negative integer"):
+        lax.map(f, x, batch_size=-1)

@@ -481,7 +481,37 @@ def _scan_python(f, init, xs, length, reverse):
 
 
 def map(f, xs, *, batch_size=None):
-    return scan(lambda _, x: (None, f(x)), None, xs)[1]
+    """JAX's `lax.map`: `f` over the leading axis of `xs` (pytrees), as a
+    scan. With `batch_size`, the scan runs over groups of that many
+    elements, `f` vmapped over each group, and the elements left over
+    (fewer than a group) go through one more vmapped call, as JAX does;
+    `batch_size=0` (or one larger than the axis) is a plain vmap."""
+    if batch_size is None:
+        return scan(lambda _, x: (None, f(x)), None, xs)[1]
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 0:
+        raise ValueError(f"lax.map: batch_size must be a non-negative integer, got "
+                         f"{batch_size!r} (at {core.where()})")
+    from . import batching
+
+    leaves, tree = tree_util.tree_flatten(xs)
+    fv = batching.vmap(f)
+    if not leaves:
+        return scan(lambda _, x: (None, f(x)), None, xs)[1]
+    leaves = [as_value(x) for x in leaves]
+    n = leaves[0].shape[0] if leaves[0].ndim else 0
+    groups, left = divmod(n, int(batch_size)) if batch_size else (0, n)
+    if groups == 0:
+        return fv(xs)
+    cut = groups * int(batch_size)
+    grouped = tree_util.tree_unflatten(tree, [
+        jnp.reshape(x[:cut], (groups, int(batch_size)) + x.shape[1:]) for x in leaves])
+    ys = scan(lambda _, x: (None, fv(x)), None, grouped)[1]
+    ys = tree_util.tree_map(lambda y: jnp.reshape(y, (-1,) + y.shape[2:]), ys)
+    if left:
+        rest = fv(tree_util.tree_unflatten(tree, [x[cut:] for x in leaves]))
+        ys = tree_util.tree_map(lambda a, b: jnp.concatenate([a, b], axis=0), ys, rest)
+    return ys
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
