@@ -86,3 +86,31 @@ def test_cost_and_memory_analysis_and_stage_attributes():
     # A counted loop counts its body trip_count times.
     g = ember.jit(lambda x: ember.lax.fori_loop(0, 10, lambda i, c: jnp.sin(c) * 2, x))
     assert g.lower(jnp.ones(4)).cost_analysis()["transcendentals"] == 40.0
+
+
+def test_args_info_in_avals_donate_argnums():
+    # JAX's ArgInfo pytree of (args, kwargs) without the static arguments,
+    # donated leaves marked (donate_argnums or donate_argnames), on every
+    # stage; the texts are JAX 0.10.2's for the same calls.
+    import ember.stages
+
+    f = ember.jit(lambda x, n, y=1.0: x * n + y, static_argnums=1, donate_argnums=0)
+    args = (np.ones(3, np.float32), 2)
+    kwargs = {"y": np.float32(3)}
+    traced = f.trace(*args, **kwargs)
+    lowered = traced.lower()
+    compiled = lowered.compile()
+    want = ("((ArgInfo(_aval=ShapedArray(float32[3]), donated=True),), "
+            "{'y': ArgInfo(_aval=ShapedArray(float32[]), donated=False)})")
+    for stage in (traced, lowered, compiled):
+        assert repr(stage.args_info) == want
+        assert repr(stage.in_avals) == "((ShapedArray(float32[3]),), {'y': ShapedArray(float32[])})"
+        assert str(stage.in_tree) == "PyTreeDef(((*,), {'y': *}))"
+        assert stage.donate_argnums == (0,)
+    info = lowered.args_info[0][0]
+    assert isinstance(info, ember.stages.ArgInfo) and info.shape == (3,)
+    assert info.dtype == np.float32 and info.donated
+    g = ember.jit(lambda a, b: a["u"] + b, donate_argnames="b")
+    assert repr(g.lower({"u": np.ones(2, np.float32)}, np.ones(2, np.float32)).args_info) == (
+        "(({'u': ArgInfo(_aval=ShapedArray(float32[2]), donated=False)}, "
+        "ArgInfo(_aval=ShapedArray(float32[2]), donated=True)), {})")

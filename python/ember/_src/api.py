@@ -225,7 +225,60 @@ def _run_in_place(exe, vals, ref_pos, refs, lifted):
             for o, a in zip(outs, exe.out_avals)]
 
 
-class Lowered:
+class ArgInfo:
+    """JAX's `jax.stages.ArgInfo`: one argument leaf of a stage, its abstract
+    value and whether it is donated."""
+
+    __slots__ = ("_aval", "donated")
+
+    def __init__(self, _aval, donated):
+        self._aval, self.donated = _aval, bool(donated)
+
+    @property
+    def shape(self):
+        return self._aval.shape
+
+    @property
+    def dtype(self):
+        return self._aval.dtype
+
+    def __eq__(self, other):
+        return (isinstance(other, ArgInfo) and self._aval == other._aval
+                and self.donated == other.donated)
+
+    def __hash__(self):
+        return hash((self._aval, self.donated))
+
+    def __repr__(self):
+        return f"ArgInfo(_aval={self._aval!r}, donated={self.donated})"
+
+
+class _StageArgs:
+    """What JAX's stages say of their arguments: `args_info` (the pytree of
+    (args, kwargs), static arguments left out, of ArgInfo), `in_avals`
+    (the same tree of abstract values) and `donate_argnums` (the donated
+    leaves' flat indices)."""
+
+    @property
+    def in_tree(self):
+        """The treedef of (args, kwargs), static arguments left out."""
+        return self._in_tree
+
+    @property
+    def args_info(self):
+        return tree_util.tree_unflatten(self._in_tree, [
+            ArgInfo(a, d) for a, d in zip(self._in_avals, self._donated)])
+
+    @property
+    def in_avals(self):
+        return tree_util.tree_unflatten(self._in_tree, list(self._in_avals))
+
+    @property
+    def donate_argnums(self):
+        return tuple(i for i, d in enumerate(self._donated) if d)
+
+
+class Lowered(_StageArgs):
     def __init__(self, jitted, module_text, exe_factory, platform="cpu", source=None):
         self._text = module_text
         # The same module with its locations (the user's lines), which the
@@ -243,10 +296,6 @@ class Lowered:
         if stage == "ember":
             return self._text
         return compiler.stage_text(self._source, stage, self._target)
-
-    @property
-    def in_tree(self):
-        return self._in_tree
 
     def compiler_ir(self, dialect=None):
         """The traced program as an MLIR module: the `ember` dialect, or
@@ -273,6 +322,8 @@ class Lowered:
             return self._compile_for_target()
         compiled = Compiled(self._factory())
         compiled._lowered = self
+        compiled._in_tree, compiled._in_avals = self._in_tree, self._in_avals
+        compiled._donated = self._donated
         return compiled
 
 
@@ -296,10 +347,12 @@ class Lowered:
                                   text=self._text)
         compiled = Compiled((exe, out_tree))
         compiled._lowered = self
+        compiled._in_tree, compiled._in_avals = self._in_tree, self._in_avals
+        compiled._donated = self._donated
         return compiled
 
 
-class Traced:
+class Traced(_StageArgs):
     """`jit(f).trace(*args)`: the traced program, before lowering."""
 
     def __init__(self, jitted, module_text, exe_factory, out_info, source=None):
@@ -327,10 +380,11 @@ class Traced:
         low = Lowered(self._jitted, self._text, self._factory, platforms[0], self._source)
         low._in_tree, low.out_info = self._in_tree, self.out_info
         low._in_avals, low._out_avals = self._in_avals, self._out_avals
+        low._donated = self._donated
         return low
 
 
-class Compiled:
+class Compiled(_StageArgs):
     """A compiled function for the argument signature it was lowered with."""
 
     def __init__(self, entry, static=()):
@@ -577,7 +631,8 @@ def _validate_static_args(sig, static_argnums, static_argnames):
 
 
 class JitWrapped:
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
+                 donate_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
         if isinstance(static_argnums, int):
@@ -606,6 +661,10 @@ class JitWrapped:
                 raise ValueError("static_argnames and donate_argnames cannot intersect. "
                                  f"Argument names {both} appear in both static_argnames and "
                                  "donate_argnames")
+        donate = (donate_argnums,) if isinstance(donate_argnums, int) else donate_argnums
+        self.donate_argnums = tuple(int(i) for i in donate)
+        self.donate_argnames = ((donate_argnames,) if isinstance(donate_argnames, str)
+                                else tuple(donate_argnames))
         self.cache = _shared_cache(fun, (self.static_argnums, self.static_argnames))
         self._fast = _ember_runtime.FastJit(Array)
         # The GPU's fast path: GpuArray arguments' signatures -> (executable,
@@ -786,7 +845,24 @@ class JitWrapped:
                         lambda: self._make(static, treedef, avals, ref_pos, refs),
                         out_info, module.operation.get_asm(enable_debug_info=True))
         traced._in_tree, traced._in_avals, traced._out_avals = treedef, avals, out_avals
+        traced._donated = self._donated_leaves(args, kwargs)
         return traced
+
+    def _donated_leaves(self, args, kwargs):
+        """Per dynamic argument leaf, whether it is donated (`donate_argnums`,
+        `donate_argnames`; JAX's ArgInfo.donated)."""
+        nums, names = set(self.donate_argnums), set(self.donate_argnames)
+        params = list(self.sig.parameters) if self.sig is not None else []
+        names |= {params[i] for i in nums if i < len(params)}
+        nums |= {params.index(n) for n in names if n in params}
+        flags = []
+        for i, a in enumerate(args):
+            if i not in self.static_argnums:
+                flags += [i in nums] * len(tree_util.tree_leaves(a))
+        for k, v in kwargs.items():
+            if k not in self.static_argnames:
+                flags += [k in names] * len(tree_util.tree_leaves(v))
+        return flags
 
     def eval_shape(self, *args, **kwargs):
         return eval_shape(self.fun, *args, **kwargs)
@@ -803,7 +879,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
     argument's entry is ignored); the function is compiled once for every
     value of the variables (per set of static arguments)."""
     def make(f):
-        j = JitWrapped(f, static_argnums, static_argnames, donate_argnums)
+        j = JitWrapped(f, static_argnums, static_argnames, donate_argnums, donate_argnames)
         if polymorphic_shapes is not None:
             j = polymorphic_jit_hook(j, polymorphic_shapes)
         if out_shardings is None:
