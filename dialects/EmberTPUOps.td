@@ -100,6 +100,17 @@ def EmberTPU_RevisitModeAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+def EmberTPU_ContractPrecision : I32EnumAttr<"ContractPrecision",
+    "what the MXU computes a matrix product in", [
+    I32EnumAttrCase<"bf16", 0>, I32EnumAttrCase<"fp32", 1>]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::ember_tpu";
+}
+def EmberTPU_ContractPrecisionAttr
+    : EnumAttr<EmberTPU_Dialect, EmberTPU_ContractPrecision, "contract_precision"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def EmberTPU_VectorLayoutAttr : AttrDef<EmberTPU_Dialect, "VectorLayout"> {
   let mnemonic = "layout";
   let summary = "how a vector is tiled into vector registers";
@@ -182,12 +193,15 @@ def EmberTPU_MatmulOp : EmberTPU_Op<"matmul", [Pure]> {
   let description = [{
     `acc + lhs . rhs`, contracting and batching the dimensions that
     `dimension_numbers` names; the result's dimensions come in the order it
-    gives. The accumulator has the result's type.
+    gives. The accumulator has the result's type. `precision` (Mosaic's:
+    `fp32` for a product asked at HIGHEST precision; absent, Mosaic's
+    default) is what f32 operands are multiplied in.
   }];
   let arguments = (ins AnyVectorOfNonZeroRank:$lhs, AnyVectorOfNonZeroRank:$rhs,
                        AnyVectorOfNonZeroRank:$acc,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs_hint,
-                       EmberTPU_DotDimensionNumbersAttr:$dimension_numbers);
+                       EmberTPU_DotDimensionNumbersAttr:$dimension_numbers,
+                       OptionalAttr<EmberTPU_ContractPrecisionAttr>:$precision);
   let results = (outs AnyVectorOfNonZeroRank:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs `,` $acc attr-dict `:` type($lhs) `,` type($rhs) `,` type($acc)

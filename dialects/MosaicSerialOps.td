@@ -40,6 +40,10 @@ def MosaicSerial_RevisitModeAttr
     : EnumAttr<MosaicSerial_Dialect, EmberTPU_RevisitMode, "revisit_mode"> {
   let assemblyFormat = "`<` $value `>`";
 }
+def MosaicSerial_ContractPrecisionAttr
+    : EnumAttr<MosaicSerial_Dialect, EmberTPU_ContractPrecision, "contract_precision"> {
+  let assemblyFormat = "`<` $value `>`";
+}
 def MosaicSerial_DotDimensionNumbersAttr
     : AttrDef<MosaicSerial_Dialect, "DotDimensionNumbers"> {
   let mnemonic = "dot_dimension_numbers";

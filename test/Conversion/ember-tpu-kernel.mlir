@@ -389,3 +389,32 @@ func.func @remote_core(%c: tensor<i32>, %x: tensor<8x128xf32>, %o: tensor<8x128x
   %r = ember.reshape %s : (tensor<1x8x128xf32>) -> tensor<8x128xf32>
   return %r : tensor<8x128xf32>
 }
+
+// -----
+
+// A product's precision: HIGHEST is Mosaic's fp32 contraction, DEFAULT
+// Mosaic's default (no attribute), as JAX lowers them.
+// CHECK-LABEL: func.func @dot_precision(
+// CHECK: ember_tpu.matmul {{.*}}precision = #ember_tpu.contract_precision<fp32>
+// CHECK: ember_tpu.matmul
+// CHECK-NOT: precision
+// CHECK: return
+func.func @dot_precision(%x: tensor<8x128xf32>, %y: tensor<128x128xf32>, %o: tensor<8x128xf32>, %p: tensor<8x128xf32>) -> (tensor<8x128xf32>, tensor<8x128xf32>)
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 2, 3>} {
+  %a = ember.dot_general %x, %y, batch = [] x [], contract = [1] x [0] {precision = ["HIGHEST", "HIGHEST"]} : (tensor<8x128xf32>, tensor<128x128xf32>) -> tensor<8x128xf32>
+  %b = ember.dot_general %x, %y, batch = [] x [], contract = [1] x [0] {precision = ["DEFAULT", "DEFAULT"]} : (tensor<8x128xf32>, tensor<128x128xf32>) -> tensor<8x128xf32>
+  return %a, %b : tensor<8x128xf32>, tensor<8x128xf32>
+}
+
+// -----
+
+func.func @dot_precision_per_operand(%x: tensor<8x128xf32>, %y: tensor<128x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 2>} {
+  // expected-error @+1 {{per-operand dot precision is not supported in TPU kernels}}
+  %a = ember.dot_general %x, %y, batch = [] x [], contract = [1] x [0] {precision = ["HIGHEST", "DEFAULT"]} : (tensor<8x128xf32>, tensor<128x128xf32>) -> tensor<8x128xf32>
+  return %a : tensor<8x128xf32>
+}

@@ -6,6 +6,7 @@
 // CHECK-SAME: #ember_tpu.memory_space<vmem>
 // CHECK-SAME: window_params = [{pipeline_mode = #ember_tpu.pipeline_mode<synchronous>}, {pipeline_mode = #ember_tpu.pipeline_mode<synchronous>, revisit_mode = #ember_tpu.revisit_mode<any>}]
 // CHECK: ember_tpu.matmul {{.*}}#ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>
+// CHECK: ember_tpu.matmul {{.*}}precision = #ember_tpu.contract_precision<fp32>
 // CHECK: ember_tpu.iota {dimensions = array<i32: 1>}
 // CHECK: ember_tpu.transpose
 // CHECK: ember_tpu.dynamic_rotate %{{.*}} by %{{.*}} dim 1 : vector<8x128xf32>, i32
@@ -36,6 +37,7 @@ func.func @kernel(%i: i32, %x: memref<8x128xf32, #ember_tpu.memory_space<vmem>>,
   %b = vector.extract_strided_slice %v {offsets = [0, 0], sizes = [8, 128], strides = [1, 1]} : vector<8x128xf32> to vector<8x128xf32>
   %acc = arith.constant dense<0.0> : vector<8x128xf32>
   %m = ember_tpu.matmul %a, %b, %acc {dimension_numbers = #ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>} : vector<8x8xf32>, vector<8x128xf32>, vector<8x128xf32> -> vector<8x128xf32>
+  %mp = ember_tpu.matmul %a, %b, %acc {dimension_numbers = #ember_tpu.dot_dimension_numbers<[1], [0], [0], [1], [0, 0, 1, 1], [], []>, precision = #ember_tpu.contract_precision<fp32>} : vector<8x8xf32>, vector<8x128xf32>, vector<8x128xf32> -> vector<8x128xf32>
   %io = ember_tpu.iota {dimensions = array<i32: 1>} : vector<8x128xi32>
   %t = ember_tpu.transpose %m, [1, 0] : vector<8x128xf32> -> vector<128x8xf32>
   %three = arith.constant 3 : i32

@@ -1060,6 +1060,23 @@ LogicalResult KernelBuilder::op(Operation *op) {
         b.getContext(), dot.getLhsContractingDimensions(),
         dot.getRhsContractingDimensions(), lf, rf, order,
         dot.getLhsBatchingDimensions(), dot.getRhsBatchingDimensions());
+    // The product's precision, as JAX lowers it for Mosaic: HIGHEST is
+    // `fp32`, DEFAULT Mosaic's default; HIGH and per-operand precisions
+    // JAX does not lower either.
+    et::ContractPrecisionAttr precision;
+    if (auto p = dot.getPrecision()) {
+      StringRef l = cast<StringAttr>((*p)[0]).getValue();
+      StringRef r = cast<StringAttr>((*p)[1]).getValue();
+      if (l != r)
+        return op->emitOpError(
+            "per-operand dot precision is not supported in TPU kernels");
+      if (l == "HIGH")
+        return op->emitOpError("dot precision HIGH is not supported in TPU "
+                               "kernels (DEFAULT and HIGHEST are)");
+      if (l == "HIGHEST")
+        precision = et::ContractPrecisionAttr::get(
+            b.getContext(), et::ContractPrecision::fp32);
+    }
     Value lhs = get(dot.getLhs()), rhs = get(dot.getRhs());
     auto out = dyn_cast<VectorType>(kernelType(dot.getType()));
     if (!out || !isa<VectorType>(lhs.getType()) ||
@@ -1081,7 +1098,8 @@ LogicalResult KernelBuilder::op(Operation *op) {
     if (isa<FloatType>(oe) && oe.getIntOrFloatBitWidth() < 32) {
       auto wide = VectorType::get(out.getShape(), b.getF32Type());
       Value m = et::MatmulOp::create(b, loc, wide, lhs, rhs, zero(loc, wide),
-                                     /*transpose_lhs_hint=*/false, dn);
+                                     /*transpose_lhs_hint=*/false, dn,
+                                     precision);
       set(dot, arith::TruncFOp::create(b, loc, out, m));
       for (Operation *user : dot->getUsers())
         if (auto cv = dyn_cast<ConvertOp>(user);
@@ -1090,7 +1108,7 @@ LogicalResult KernelBuilder::op(Operation *op) {
       return success();
     }
     set(dot, et::MatmulOp::create(b, loc, out, lhs, rhs, zero(loc, out),
-                                  /*transpose_lhs_hint=*/false, dn));
+                                  /*transpose_lhs_hint=*/false, dn, precision));
     return success();
   }
   if (auto cat = dyn_cast<ConcatenateOp>(op)) {

@@ -694,6 +694,13 @@ def _build(jax, jnp, pl, pltpu):
         o_ref[...] = jax.lax.dot_general(x_ref[...], y_ref[...], (((0,), (0,)), ((), ())),
                                          preferred_element_type=jnp.float32)
 
+    def dot_precision_kernel(x_ref, y_ref, hi_ref, lo_ref):
+        # The same f32 product at HIGHEST precision (Mosaic's fp32) and at
+        # the default (on a TPU, bf16 passes: the outputs differ there).
+        hi_ref[...] = jnp.dot(x_ref[...], y_ref[...], precision=jax.lax.Precision.HIGHEST,
+                              preferred_element_type=jnp.float32)
+        lo_ref[...] = jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
     def whole(kernel, outs, *args):
         return pl.pallas_call(kernel, out_shape=outs)(*args)
 
@@ -901,6 +908,11 @@ def _build(jax, jnp, pl, pltpu):
         ("kernel_exchange", kernel_exchange, (ramp((8, 256), jnp.float32),)),
         ("kernel_indexed", kernel_indexed, (ramp((32, 512), jnp.float32),
                                             jnp.array([256], dtype=jnp.int32))),
+        ("dot_precision", lambda x, y: whole(
+            dot_precision_kernel, [jax.ShapeDtypeStruct((x.shape[0], y.shape[1]), jnp.float32)] * 2,
+            x, y),
+         (ramp((128, 256), jnp.float32, scale=3001, mod=97),
+          ramp((256, 128), jnp.float32, scale=2999, mod=89))),
         ("vmap_batched_prefetch", jax.vmap(gather_blocks),
          (jnp.array([[2, 0, 3, 1, 1], [0, 0, 1, 3, 2]], dtype=jnp.int32),
           ramp((2, 32, 128), jnp.float32))),
