@@ -1074,8 +1074,8 @@ LogicalResult KernelBuilder::op(Operation *op) {
         return op->emitOpError("dot precision HIGH is not supported in TPU "
                                "kernels (DEFAULT and HIGHEST are)");
       if (l == "HIGHEST")
-        precision = et::ContractPrecisionAttr::get(
-            b.getContext(), et::ContractPrecision::fp32);
+        precision = et::ContractPrecisionAttr::get(b.getContext(),
+                                                   et::ContractPrecision::fp32);
     }
     Value lhs = get(dot.getLhs()), rhs = get(dot.getRhs());
     auto out = dyn_cast<VectorType>(kernelType(dot.getType()));
@@ -1097,9 +1097,9 @@ LogicalResult KernelBuilder::op(Operation *op) {
     Type oe = out.getElementType();
     if (isa<FloatType>(oe) && oe.getIntOrFloatBitWidth() < 32) {
       auto wide = VectorType::get(out.getShape(), b.getF32Type());
-      Value m = et::MatmulOp::create(b, loc, wide, lhs, rhs, zero(loc, wide),
-                                     /*transpose_lhs_hint=*/false, dn,
-                                     precision);
+      Value m =
+          et::MatmulOp::create(b, loc, wide, lhs, rhs, zero(loc, wide),
+                               /*transpose_lhs_hint=*/false, dn, precision);
       set(dot, arith::TruncFOp::create(b, loc, out, m));
       for (Operation *user : dot->getUsers())
         if (auto cv = dyn_cast<ConvertOp>(user);
