@@ -134,3 +134,9 @@ def test_precision_configs_are_jaxs():
     }
     for name in ours:
         assert [tuple(c) for c in theirs[name]] == ours[name], name
+
+
+def test_make_jaxpr_shows_it_as_jax():
+    text = str(ember.make_jaxpr(lambda a, b: jnp.dot(a, b, precision="highest"))(A, B))
+    assert "precision=(Precision.HIGHEST, Precision.HIGHEST)" in text  # (JAX 0.10.2's text)
+    assert "precision" not in str(ember.make_jaxpr(lambda a, b: a @ b)(A, B))

@@ -158,8 +158,12 @@ def _jax_form(op, name, params, operands):
             return "[" + ", ".join(map(str, _ints_of(op, k))) + "]"
         dn = (f"(({lst('lhs_contracting_dimensions')}, {lst('rhs_contracting_dimensions')}), "
               f"({lst('lhs_batching_dimensions')}, {lst('rhs_batching_dimensions')}))")
-        return "dot_general", [f"dimension_numbers={dn}", "preferred_element_type="
-                               f"{_dtype_name(op.results[0].type)}"], operands
+        shown = [f"dimension_numbers={dn}"]
+        if "precision" in op.attributes:  # (JAX's Precision names)
+            names = [ir.StringAttr(p).value for p in op.attributes["precision"]]
+            shown.append("precision=(" + ", ".join(f"Precision.{n}" for n in names) + ")")
+        return "dot_general", shown + [
+            f"preferred_element_type={_dtype_name(op.results[0].type)}"], operands
     if name == "slice" and set(_ints_of(op, "strides")) <= {1}:
         return "slice", [p if not p.startswith("strides=") else "strides=None"
                          for p in params], operands
