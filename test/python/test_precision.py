@@ -140,3 +140,37 @@ def test_make_jaxpr_shows_it_as_jax():
     text = str(ember.make_jaxpr(lambda a, b: jnp.dot(a, b, precision="highest"))(A, B))
     assert "precision=(Precision.HIGHEST, Precision.HIGHEST)" in text  # (JAX 0.10.2's text)
     assert "precision" not in str(ember.make_jaxpr(lambda a, b: a @ b)(A, B))
+
+
+def test_in_tpu_kernels_only_the_products_own_precision():
+    # Inside a Pallas TPU kernel HIGHEST is Mosaic's fp32 contraction; the
+    # default_matmul_precision config does not reach kernels (JAX's kernel
+    # lowering reads the product's own precision only).
+    from ember.experimental import pallas as pl
+
+    def kernel(x_ref, y_ref, o_ref, p_ref):
+        o_ref[...] = jnp.dot(x_ref[...], y_ref[...])
+        p_ref[...] = jnp.dot(x_ref[...], y_ref[...], precision="highest")
+
+    x = np.ones((8, 128), np.float32)
+    y = np.ones((128, 128), np.float32)
+
+    def f(x, y):
+        out = ember.ShapeDtypeStruct((8, 128), np.float32)
+        return pl.pallas_call(kernel, out_shape=[out, out])(x, y)
+
+    def matmuls(text):
+        return [ln for ln in text.splitlines() if "ember_tpu.matmul" in ln]
+
+    for config in (None, "float32"):
+        with ember.default_matmul_precision(config):
+            text = ember.jit(f).trace(x, y).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+        plain, highest = matmuls(text)
+        assert "contract_precision" not in plain
+        assert "precision = #ember_tpu.contract_precision<fp32>" in highest
+    with pytest.raises(NotImplementedError, match="per-operand dot precision"):
+        ember.jit(lambda x, y: pl.pallas_call(
+            lambda a, b, o: o.__setitem__(Ellipsis, jnp.dot(a[...], b[...],
+                                                           precision=("highest", "default"))),
+            out_shape=ember.ShapeDtypeStruct((8, 128), np.float32))(x, y)).trace(x, y).lower(
+                lowering_platforms=("tpu",)).as_text("mosaic")

@@ -3,6 +3,7 @@
 import builtins
 import math
 import operator
+import threading
 
 import numpy as np
 
@@ -1416,6 +1417,15 @@ def sort_key_val(keys, values, dimension=-1, is_stable=True):
     return sort((keys, values), dimension, is_stable, 1)
 
 
+class _KernelTracing(threading.local):
+    # > 0 while a Pallas kernel is traced for a target (pallas/tpu_kernel.py):
+    # JAX's kernel lowerings read a product's own precision only, not the
+    # `jax_default_matmul_precision` config.
+    depth = 0
+
+
+kernel_tracing = _KernelTracing()
+
 _PRECISIONS = {"default": "DEFAULT", "fastest": "DEFAULT", "bfloat16": "DEFAULT",
                "high": "HIGH", "bfloat16_3x": "HIGH", "tensorfloat32": "HIGH",
                "highest": "HIGHEST", "float32": "HIGHEST"}
@@ -1433,6 +1443,8 @@ def canonicalize_precision(precision):
     if precision is None:
         from . import config
 
+        if kernel_tracing.depth:
+            return None
         precision = config.config.jax_default_matmul_precision
         if precision is None or str(precision).lower() not in _PRECISIONS:
             return None  # (an algorithm preset's name: not a precision)

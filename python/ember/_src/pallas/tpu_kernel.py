@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from .. import core, state
+from .. import core, lax, state
 from ..context import context
 from ..numpy import lax_numpy as jnp
 from .pipeline_mode import Buffered, RevisitMode
@@ -348,10 +348,12 @@ def kernel_module(kernel, kname, grid, grid_env, prefetch, in_blocks, out_blocks
                  getattr(_state, "collective_id", None))
         _state.next_buffer, _state.barrier = len(refs), None
         _state.collective_id = getattr(compiler_params, "collective_id", None)
+        lax.kernel_tracing.depth += 1
         try:
             with state.scope(refs):
                 kernel(*refs)
         finally:
+            lax.kernel_tracing.depth -= 1
             _state.depth -= 1
             _state.next_buffer, _state.barrier, _state.collective_id = outer
             grid_env.pop()
