@@ -174,3 +174,17 @@ def test_in_tpu_kernels_only_the_products_own_precision():
                                                            precision=("highest", "default"))),
             out_shape=ember.ShapeDtypeStruct((8, 128), np.float32))(x, y)).trace(x, y).lower(
                 lowering_platforms=("tpu",)).as_text("mosaic")
+
+
+def test_changing_the_default_recompiles_nothing(compiles):
+    # The CPU computes f32 products in f32 whatever the precision says:
+    # code compiled before a `with default_matmul_precision(...)` is kept
+    # (JAX's programs would be cached per configuration; clearing Ember's
+    # caches at each `with` would recompile every call in such a loop).
+    f = ember.jit(lambda a, b: jnp.tanh(a @ b))
+    want = np.asarray(f(A, B))
+    n = compiles[0]
+    for _ in range(3):
+        with ember.default_matmul_precision("float32"):
+            np.testing.assert_array_equal(np.asarray(f(A, B)), want)
+    assert compiles[0] == n

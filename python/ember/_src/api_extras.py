@@ -205,11 +205,12 @@ def _optional_enum_state(name, values):
 # Recorded only: Ember's compiler does not read them (it has no transfer
 # guards, leak or key-reuse checker, and jnp promotes dtypes and ranks as
 # with their defaults).
+# (The default precision of products is read when a program is traced,
+# `lax.canonicalize_precision`, and written on its products; compiled CPU
+# code is kept when it changes, since the CPU computes f32 products in f32
+# whatever it says: clearing every cache at each `with` would recompile.)
 default_matmul_precision = _optional_enum_state("jax_default_matmul_precision",
                                                 _MATMUL_PRECISIONS)
-# (Except this one: the default precision of products is written on them,
-# `lax.canonicalize_precision`, so changing it clears the compiled code.)
-_RUNTIME_ONLY.discard("jax_default_matmul_precision")
 log_compiles = _bool_state("jax_log_compiles")
 explain_cache_misses = _bool_state("jax_explain_cache_misses")
 check_tracer_leaks = _bool_state("jax_check_tracer_leaks")
