@@ -53,6 +53,8 @@ def Ember_RefType : TypeDef<Ember_Dialect, "Ref"> {
   let assemblyFormat = "`<` $valueType `>`";
   let genVerifyDecl = 1;
 }
+// What a transformation op (jvp, vjp, vmap) passes to its function.
+def Ember_TensorOrRef : AnyTypeOf<[Ember_Tensor, Ember_RefType]>;
 def Ember_BoolTensor : StaticShapeTensorOf<[Ember_Bool]>;
 def Ember_IntTensor : StaticShapeTensorOf<[Ember_Int]>;
 def Ember_IntOrBoolTensor : StaticShapeTensorOf<[Ember_Bool, Ember_Int]>;

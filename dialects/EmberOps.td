@@ -814,9 +814,10 @@ def Ember_OptimizationBarrierOp : Ember_Op<"optimization_barrier",
 //===----------------------------------------------------------------------===//
 
 // A ref op's ref is an argument of the function it is in, and the op sits
-// in that function's body (ref_c2, verified in C++): the tracer discharges
-// refs used inside loops, conditionals and transformed functions into
-// values, so no transformation pass ever sees a ref.
+// in that function's body or in ember.while/ember.case regions in it
+// (ref_c2, verified in C++). Transformation ops may pass refs to their
+// functions (ref_c6): ember-autodiff and ember-batch thread the refs'
+// values through the transformed body (ember/IR/EmberRefs.h).
 class Ember_RefOp<string mnemonic, list<Trait> traits = []>
     : Op<Ember_Dialect, mnemonic, traits # [Ember_RulesInPasses]> {
   let hasVerifier = 1;
@@ -899,7 +900,7 @@ def Ember_JvpOp : Ember_TransformOp<"jvp"> {
         : (tensor<3xf32>, tensor<3xf32>) -> (tensor<f32>, tensor<f32>)
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_Tensor>:$primals,
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_TensorOrRef>:$primals,
                        Variadic<Ember_Tensor>:$tangents, DenseI64ArrayAttr:$wrt);
   let results = (outs Variadic<Ember_Tensor>:$results);
   let assemblyFormat = [{
@@ -924,7 +925,7 @@ def Ember_VjpOp : Ember_TransformOp<"vjp"> {
         : (tensor<3xf32>, tensor<f32>) -> (tensor<f32>, tensor<3xf32>)
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_Tensor>:$primals,
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_TensorOrRef>:$primals,
                        Variadic<Ember_Tensor>:$cotangents, DenseI64ArrayAttr:$wrt,
                        OptionalAttr<I64Attr>:$effects);
   let results = (outs Variadic<Ember_Tensor>:$results);
@@ -1141,7 +1142,7 @@ def Ember_VmapOp : Op<Ember_Dialect, "vmap",
         : (tensor<8x3xf32>, tensor<3xf32>) -> tensor<8xf32>
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_Tensor>:$inputs,
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<Ember_TensorOrRef>:$inputs,
                        DenseBoolArrayAttr:$batched, I64Attr:$batch_size,
                        OptionalAttr<StrAttr>:$axis_name);
   let results = (outs Variadic<Ember_Tensor>:$results);

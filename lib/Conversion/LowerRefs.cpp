@@ -26,6 +26,7 @@
 //    before the first write.
 //===----------------------------------------------------------------------===//
 #include "EmberToLinalgCommon.h"
+#include "ember/IR/EmberRefs.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -61,159 +62,6 @@ static SmallVector<Value> mayShareBuffer(Value v) {
   return out;
 }
 
-namespace {
-
-/// Threads the refs' values through one function body: `thread` replaces the
-/// ref ops of a block (and of the `ember.while` and `ember.case` ops in it)
-/// by the values they read and write, `current` mapping each ref to its
-/// value at the op being visited.
-class RefThreading {
-public:
-  explicit RefThreading(Block &entry) : entry(entry) {}
-
-  /// The ref's value on entry (one `ref_get` at the function's entry).
-  Value entryValue(Value ref) {
-    Value &v = onEntry[ref];
-    if (!v) {
-      // (A builder made now: the block's first op may have been erased.)
-      OpBuilder atEntry = OpBuilder::atBlockBegin(&entry);
-      v = RefGetOp::create(atEntry, ref.getLoc(), ref).getResult();
-    }
-    return v;
-  }
-
-  LogicalResult thread(Block &block, llvm::DenseMap<Value, Value> &current);
-
-  /// The refs some op wrote.
-  llvm::DenseSet<Value> written;
-
-private:
-  Value valueOf(llvm::DenseMap<Value, Value> &current, Value ref) {
-    Value &v = current[ref];
-    if (!v)
-      v = entryValue(ref);
-    return v;
-  }
-  /// The refs the ref ops in `op`'s regions write, in a fixed order.
-  static SmallVector<Value> writtenInside(Operation *op);
-  LogicalResult threadRegions(Operation *op,
-                              llvm::DenseMap<Value, Value> &current);
-
-  Block &entry;
-  llvm::DenseMap<Value, Value> onEntry;
-};
-
-} // namespace
-
-SmallVector<Value> RefThreading::writtenInside(Operation *op) {
-  SmallVector<Value> refs;
-  op->walk([&](Operation *inner) {
-    if (isa<RefSetOp, RefSwapOp, RefAddUpdateOp>(inner) &&
-        !llvm::is_contained(refs, inner->getOperand(0)))
-      refs.push_back(inner->getOperand(0));
-  });
-  return refs;
-}
-
-static bool hasRefOps(Operation *op) {
-  return op
-      ->walk([](Operation *inner) {
-        return isa<RefGetOp, RefSetOp, RefSwapOp, RefAddUpdateOp>(inner)
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      })
-      .wasInterrupted();
-}
-
-LogicalResult RefThreading::thread(Block &block,
-                                   llvm::DenseMap<Value, Value> &current) {
-  for (Operation &op : llvm::make_early_inc_range(block)) {
-    if (auto get = dyn_cast<RefGetOp>(&op)) {
-      if (get.getResult() == onEntry.lookup(get.getRef()))
-        continue; // the entry read itself
-      get.getResult().replaceAllUsesWith(valueOf(current, get.getRef()));
-      get.erase();
-    } else if (auto set = dyn_cast<RefSetOp>(&op)) {
-      (void)entryValue(set.getRef()); // (the buffer's tensor: see the set)
-      current[set.getRef()] = set.getValue();
-      written.insert(set.getRef());
-      set.erase();
-    } else if (auto swap = dyn_cast<RefSwapOp>(&op)) {
-      swap.getResult().replaceAllUsesWith(valueOf(current, swap.getRef()));
-      current[swap.getRef()] = swap.getValue();
-      written.insert(swap.getRef());
-      swap.erase();
-    } else if (auto add = dyn_cast<RefAddUpdateOp>(&op)) {
-      OpBuilder b(add);
-      Value old = valueOf(current, add.getRef());
-      current[add.getRef()] =
-          AddOp::create(b, add.getLoc(), old.getType(), old, add.getValue());
-      written.insert(add.getRef());
-      add.erase();
-    } else if (op.getNumRegions() && hasRefOps(&op)) {
-      if (!isa<WhileOp, CaseOp>(&op))
-        return op.emitOpError("holds ref ops (only ember.while and ember.case "
-                              "regions may: ref_c2)");
-      if (failed(threadRegions(&op, current)))
-        return failure();
-    }
-  }
-  return success();
-}
-
-/// A loop or conditional whose regions write refs is rebuilt with their
-/// values threaded through it. A loop carries them: each written ref's value
-/// before the loop is one more operand, both regions take it as one more
-/// argument, the body yields its value after an iteration, and the loop's
-/// extra result is its value after the loop (ref_c5: the condition writes
-/// none). A conditional returns them: each branch yields the value it leaves
-/// in each written ref (the value from above when it writes none). Refs
-/// only read inside keep the value from above.
-LogicalResult
-RefThreading::threadRegions(Operation *op,
-                            llvm::DenseMap<Value, Value> &current) {
-  SmallVector<Value> refs = writtenInside(op);
-  bool loop = isa<WhileOp>(op);
-  unsigned n = op->getNumResults();
-  SmallVector<Value> operands(op->getOperands());
-  SmallVector<Type> types(op->getResultTypes());
-  for (Value r : refs) {
-    Value v = valueOf(current, r);
-    if (loop)
-      operands.push_back(v);
-    types.push_back(v.getType());
-  }
-  OpBuilder b(op);
-  OperationState state(op->getLoc(), op->getName());
-  state.addOperands(operands);
-  state.addTypes(types);
-  state.addAttributes(op->getAttrs());
-  for (unsigned i = 0; i < op->getNumRegions(); ++i)
-    state.addRegion();
-  Operation *rebuilt = b.create(state);
-  for (auto [to, from] : llvm::zip(rebuilt->getRegions(), op->getRegions())) {
-    to.takeBody(from);
-    Block &block = to.front();
-    llvm::DenseMap<Value, Value> inner = current;
-    for (Value r : loop ? refs : SmallVector<Value>{})
-      inner[r] = block.addArgument(valueOf(current, r).getType(), r.getLoc());
-    if (failed(thread(block, inner)))
-      return failure();
-    if (loop && &to == &cast<WhileOp>(rebuilt).getCond())
-      continue; // (yields the predicate only)
-    Operation *yield = block.getTerminator();
-    for (Value r : refs)
-      yield->insertOperands(yield->getNumOperands(), inner[r]);
-  }
-  op->replaceAllUsesWith(rebuilt->getResults().take_front(n));
-  op->erase();
-  for (auto [i, r] : llvm::enumerate(refs)) {
-    current[r] = rebuilt->getResult(n + i);
-    written.insert(r);
-  }
-  return success();
-}
-
 LogicalResult mlir::ember::normalizeRefs(ModuleOp module) {
   WalkResult result = module.walk([](func::FuncOp f) {
     if (f.isExternal())
@@ -229,7 +77,7 @@ LogicalResult mlir::ember::normalizeRefs(ModuleOp module) {
     // buffer behind this function's threaded values.
     for (BlockArgument r : refs)
       for (Operation *user : r.getUsers())
-        if (!isa<RefGetOp, RefSetOp, RefSwapOp, RefAddUpdateOp>(user)) {
+        if (!isRefOp(user)) {
           user->emitOpError("uses a ref argument of '")
               << f.getSymName()
               << "': only ember.ref_get, ref_set, ref_swap and ref_addupdate "

@@ -194,24 +194,7 @@ namespace {
 
 /// The code of an element type in a host callback's signature record
 /// (EMBER_TYPE_CODE in Runtime.def; Python reads the same table).
-int64_t hostTypeCode(Type t) {
-  std::string name;
-  if (t.isF16())
-    name = "float16";
-  else if (t.isBF16())
-    name = "bfloat16";
-  else if (t.isF32())
-    name = "float32";
-  else if (t.isF64())
-    name = "float64";
-  else if (auto i = dyn_cast<IntegerType>(t))
-    name = i.getWidth() == 1 ? std::string("bool")
-                             : (i.isUnsigned() ? "uint" : "int") +
-                                   std::to_string(i.getWidth());
-  else if (auto c = dyn_cast<ComplexType>(t))
-    name = c.getElementType().isF32() ? "complex64" : "complex128";
-  return runtime::typeCode(name);
-}
+int64_t hostTypeCode(Type t) { return runtime::typeCode(dtypeName(t)); }
 
 /// `ember.host_callback` becomes a call of a buffer helper that calls
 ///

@@ -1140,6 +1140,24 @@ LogicalResult ScatterOp::verify() {
 // Transformation ops
 //===----------------------------------------------------------------------===//
 
+static LogicalResult verifyRefPlacement(Operation *op, Value ref, bool writes);
+
+// ref_c6: a transformation op passing refs to its function stands where the
+// ref ops may (ref_c2: it reads and writes them), and passes each ref once
+// (its function would see one buffer as two refs).
+static LogicalResult verifyPassedRefs(Operation *op, ValueRange operands) {
+  llvm::SmallPtrSet<void *, 4> seen;
+  for (Value v : operands) {
+    if (!isa<RefType>(v.getType()))
+      continue;
+    if (!seen.insert(v.getAsOpaquePointer()).second)
+      return op->emitOpError("ref_c6: a ref is passed more than once");
+    if (failed(verifyRefPlacement(op, v, /*writes=*/true)))
+      return failure();
+  }
+  return success();
+}
+
 static LogicalResult verifyTransform(Operation *op, StringRef callee,
                                      ValueRange primals, ValueRange extra,
                                      ArrayRef<int64_t> wrt, TypeRange results,
@@ -1163,6 +1181,13 @@ static LogicalResult verifyTransform(Operation *op, StringRef callee,
     if (i < 0 || i >= (int64_t)ft.getNumInputs() || !seen.insert(i).second)
       return op->emitOpError("transform_c3: wrt index ")
              << i << " is invalid or repeated";
+  // transform_c7
+  for (int64_t i : wrt)
+    if (isa<RefType>(ft.getInput(i)))
+      return op->emitOpError("transform_c7: wrt index ")
+             << i << " names a ref argument (refs are not differentiated)";
+  if (failed(verifyPassedRefs(op, primals)))
+    return failure();
   // transform_c4
   SmallVector<Type> expectExtra, expectResults(ft.getResults());
   for (int64_t i : wrt)
@@ -1372,12 +1397,13 @@ LogicalResult VmapOp::verifySymbolUses(SymbolTableCollection &symbols) {
   // vmap_c6 (before any type with a leading `n` is built)
   if (n < 0)
     return emitOpError("vmap_c6: the batch size ") << n << " is negative";
-  auto withBatch = [&](Type t) {
-    auto r = cast<RankedTensorType>(t);
-    SmallVector<int64_t> shape = {n};
-    shape.append(r.getShape().begin(), r.getShape().end());
-    return RankedTensorType::get(shape, r.getElementType());
+  auto withBatch = [&](Type t) -> Type {
+    if (auto ref = dyn_cast<RefType>(t))
+      return RefType::get(getContext(), batchedType(ref.getValueType(), n));
+    return batchedType(t, n);
   };
+  if (failed(verifyPassedRefs(*this, getInputs())))
+    return failure();
   // vmap_c3
   for (auto [i, v] : llvm::enumerate(getInputs())) {
     Type expect =

@@ -2,6 +2,7 @@
 #include "TransformUtils.h"
 #include "ember/Conversion/Passes.h"
 #include "ember/IR/EmberDialect.h"
+#include "ember/IR/EmberRefs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -600,6 +601,87 @@ SmallVector<bool> dependentResults(func::FuncOp fn, ArrayRef<unsigned> args,
   return out;
 }
 
+/// Adds to `active` the float values of `block` that depend on values
+/// already in it (the differentiated arguments): through every op whose
+/// derivative is not zero by rule; through a loop one carry at a time (to a
+/// fixpoint) and a conditional one result at a time, so that a counter a
+/// loop carries beside a differentiated value is not active.
+void markActive(Block &block, DenseSet<Value> &active) {
+  auto mark = [&](Value v) {
+    return isDifferentiable(v.getType()) && active.insert(v).second;
+  };
+  for (Operation &op : block) {
+    if (auto w = dyn_cast<WhileOp>(&op)) {
+      Block &cond = w.getCond().front(), &body = w.getBody().front();
+      auto carry = [&](unsigned i) {
+        bool grew = mark(body.getArgument(i));
+        mark(cond.getArgument(i));
+        return grew;
+      };
+      for (auto [i, v] : llvm::enumerate(w.getInit()))
+        if (active.contains(v))
+          carry(i);
+      for (bool grew = true; grew;) {
+        markActive(body, active);
+        grew = false;
+        for (auto [i, v] : llvm::enumerate(body.getTerminator()->getOperands()))
+          if (active.contains(v))
+            grew |= carry(i);
+      }
+      for (auto [i, r] : llvm::enumerate(w.getResults()))
+        if (active.contains(body.getArgument(i)))
+          mark(r);
+      continue;
+    }
+    if (auto c = dyn_cast<CaseOp>(&op)) {
+      for (Region &r : c.getBranches()) {
+        markActive(r.front(), active);
+        for (auto [i, v] :
+             llvm::enumerate(r.front().getTerminator()->getOperands()))
+          if (active.contains(v))
+            mark(c->getResult(i));
+      }
+      continue;
+    }
+    if (op.hasTrait<ZeroTangentTrait>())
+      continue;
+    bool uses = false;
+    op.walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        uses |= active.contains(v);
+    });
+    if (uses)
+      for (Value r : op.getResults())
+        mark(r);
+  }
+}
+
+/// The writes of refs that threadRefsForTransform leaves in `body`: JAX's
+/// error for one of a value that depends on the differentiated arguments
+/// (`wrt`), as a ref is not differentiated (transform_c7).
+LogicalResult checkRefWrites(Block &body, ArrayRef<int64_t> wrt) {
+  DenseSet<Value> active;
+  for (int64_t i : wrt)
+    if (isDifferentiable(body.getArgument(i).getType()))
+      active.insert(body.getArgument(i));
+  bool writes = false;
+  for (Operation &o : body)
+    writes |= isa<RefSetOp>(o);
+  if (!writes)
+    return success();
+  markActive(body, active);
+  for (Operation &o : body)
+    if (auto set = dyn_cast<RefSetOp>(&o);
+        set && active.contains(set.getValue()))
+      return emitUserError(set, runtime::ErrorKind::RefWrite)
+             << "performing a set/swap operation with a differentiated value "
+                "on a non-differentiated array reference of type Ref{"
+             << avalString(cast<RefType>(set.getRef().getType()).getValueType())
+             << "}. Move the array reference to be an argument of the "
+                "differentiated function?";
+  return success();
+}
+
 /// A custom_jvp/custom_vjp function's rules see only its arguments' tangents:
 /// when the function's result depends on a value it closes over (the second
 /// segment, the callee's arguments after the first segment) that is being
@@ -866,6 +948,8 @@ LogicalResult propagateTangents(OpBuilder &b, Block::iterator begin,
       op->erase();
       continue;
     }
+    if (isa<RefSetOp>(op))
+      continue; // (no results; checkRefWrites checked its value)
     auto rule = dyn_cast<DifferentiableOpInterface>(op);
     if (auto call = dyn_cast<func::CallOp>(op); call && !rule) {
       auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
@@ -1762,7 +1846,10 @@ struct Deriver {
     unsigned np = op.getPrimals().size();
     auto results =
         inlineAD(b, callee, body.getArguments().take_front(np), symbols);
-    if (failed(results))
+    if (failed(results) ||
+        failed(threadRefsForTransform(
+            body, body.empty() ? nullptr : &body.front(), *results)) ||
+        failed(checkRefWrites(body, op.getWrt())))
       return failure();
     flattenCases(body, *results);
     b.setInsertionPointToEnd(&body);
@@ -1795,7 +1882,10 @@ struct Deriver {
     unsigned np = op.getPrimals().size();
     auto results =
         inlineAD(b, callee, body.getArguments().take_front(np), symbols);
-    if (failed(results))
+    if (failed(results) ||
+        failed(threadRefsForTransform(
+            body, body.empty() ? nullptr : &body.front(), *results)) ||
+        failed(checkRefWrites(body, op.getWrt())))
       return failure();
     // 1. Linearize: JVP with symbolic seeds for the wrt arguments.
     DenseMap<Value, Value> tangent;

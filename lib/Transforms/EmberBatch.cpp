@@ -2,6 +2,7 @@
 #include "TransformUtils.h"
 #include "ember/Conversion/Passes.h"
 #include "ember/IR/EmberDialect.h"
+#include "ember/IR/EmberRefs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -436,6 +437,25 @@ LogicalResult batchOps(OpBuilder &b, ArrayRef<Operation *> ops, int64_t n,
         auto c = func::CallOp::create(b, o->getLoc(), *fn, operands);
         res.append(c.getResults().begin(), c.getResults().end());
       }
+    } else if (isa<RefGetOp>(o)) {
+      // (A read on entry of a batched ref: the lanes' values.)
+      res.push_back(RefGetOp::create(b, o->getLoc(), operands[0]));
+    } else if (isa<RefSetOp>(o)) {
+      // (The write of a ref's last value.) A ref that is not batched holds
+      // one value for every lane: JAX's error for a value that varies.
+      if (!isBatched[0])
+        return emitUserError(o, runtime::ErrorKind::RefWrite)
+               << "performing a set/swap operation with vmapped value on an "
+                  "unbatched array reference of type Ref{"
+               << avalString(
+                      cast<RefType>(operands[0].getType()).getValueType())
+               << "}. Move the array reference to be an argument to the "
+                  "vmapped function?";
+      Value v = isBatched[1] ? operands[1]
+                             : broadcastBatch(b, o->getLoc(), operands[1], n);
+      RefSetOp::create(b, o->getLoc(), operands[0], v);
+    } else if (isRefOp(o)) {
+      return o->emitError("ember-batch: ref op not threaded (internal)");
     } else if (isPerDeviceCallback(o)) {
       // A callback traced inside shard_map/pmap, batched over the axis of
       // its device lanes: each device calls it on its own block, so the
@@ -708,8 +728,13 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
   ModuleOp module = scope.module;
   SymbolTable &symbols = *scope.symbols;
   SmallVector<Type> ins, outs;
-  for (auto [t, f] : llvm::zip(callee.getArgumentTypes(), flags))
-    ins.push_back(f ? (Type)withBatch(t, n) : t);
+  for (auto [t, f] : llvm::zip(callee.getArgumentTypes(), flags)) {
+    if (auto ref = dyn_cast<RefType>(t); ref && f)
+      ins.push_back(
+          RefType::get(t.getContext(), withBatch(ref.getValueType(), n)));
+    else
+      ins.push_back(f ? (Type)withBatch(t, n) : t);
+  }
   for (Type t : callee.getResultTypes())
     outs.push_back(withBatch(t, n));
   auto fn = makePrivateFunc(module, symbols, loc,
@@ -725,11 +750,9 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
       exampleArgs.push_back(arg);
       continue;
     }
-    auto t = cast<RankedTensorType>(arg.getType());
-    auto ex = UnrealizedConversionCastOp::create(
-        b, loc,
-        RankedTensorType::get(t.getShape().drop_front(), t.getElementType()),
-        ValueRange{});
+    // (A batched ref's placeholder is a ref of one example's value.)
+    Type example = callee.getArgumentTypes()[i];
+    auto ex = UnrealizedConversionCastOp::create(b, loc, example, ValueRange{});
     exampleArgs.push_back(ex.getResult(0));
     batched[ex.getResult(0)] = arg;
   }
@@ -737,10 +760,19 @@ FailureOr<func::FuncOp> deriveBatchedFn(Location loc, func::FuncOp callee,
   // its recorded kernel too (carryTpuKernel).
   // A call with a user's batching rule stays a call, so that batchOps
   // applies the rule.
+  Operation *beforeBody = body.empty() ? nullptr : &body.back();
   auto results = inlineBody(b, callee, exampleArgs, symbols,
                             /*keepKernelCalls=*/true, 0,
                             /*keepBatchRules=*/true);
-  if (failed(results))
+  // Refs passed to the function: their values threaded through it (a read
+  // on entry, a write of the last value), so that loops and conditionals
+  // carry them as values.
+  if (failed(results) ||
+      failed(threadRefsForTransform(
+          body,
+          beforeBody ? beforeBody->getNextNode()
+                     : (body.empty() ? nullptr : &body.front()),
+          *results)))
     return failure();
   flattenCases(body, *results);
   b.setInsertionPointToEnd(&body);

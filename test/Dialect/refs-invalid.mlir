@@ -93,12 +93,58 @@ func.func @ref_c4(%r: !ember.ref<tensor<3xi1>>, %v: tensor<3xi1>) {
 
 // -----
 
-// A ref cannot reach a transformation: the callee's arguments are tensors
-// (transform_c2).
+// A tensor where the callee takes a ref (transform_c2).
 func.func private @f(%r: !ember.ref<tensor<3xf32>>) -> tensor<3xf32>
 
 func.func @transformed(%x: tensor<3xf32>, %t: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
   // expected-error @+1 {{transform_c2}}
   %0:2 = ember.jvp @f(%x) tangents(%t) wrt [0] : (tensor<3xf32>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
   return %0#0, %0#1 : tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
+// transform_c7: a ref is not differentiated.
+func.func private @f(%x: tensor<3xf32>, %r: !ember.ref<tensor<3xf32>>) -> tensor<3xf32>
+
+func.func @wrt_ref(%x: tensor<3xf32>, %r: !ember.ref<tensor<3xf32>>, %c: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+  // expected-error @+1 {{transform_c7: wrt index 1 names a ref argument}}
+  %0:2 = ember.vjp @f(%x, %r) cotangents(%c) wrt [1] : (tensor<3xf32>, !ember.ref<tensor<3xf32>>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %0#0, %0#1 : tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
+// ref_c6: one ref passed twice would be two refs in the callee.
+func.func private @f(%a: !ember.ref<tensor<3xf32>>, %b: !ember.ref<tensor<3xf32>>) -> tensor<3xf32>
+
+func.func @twice(%r: !ember.ref<tensor<3xf32>>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{ref_c6: a ref is passed more than once}}
+  %0 = ember.vmap @f(%r, %r) batched [false, false] size 4 : (!ember.ref<tensor<3xf32>>, !ember.ref<tensor<3xf32>>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// ref_c6: a transformation op passing a ref stands where the ref ops may.
+func.func private @f(%r: !ember.ref<tensor<3xf32>>) -> tensor<3xf32>
+
+func.func @placed(%r: !ember.ref<tensor<3xf32>>) {
+  scf.execute_region {
+    // expected-error @+1 {{ref_c2: the ref must be an argument of the enclosing function}}
+    %0 = ember.vmap @f(%r) batched [false] size 4 : (!ember.ref<tensor<3xf32>>) -> tensor<4x3xf32>
+    scf.yield
+  }
+  return
+}
+
+// -----
+
+// vmap_c3: a batched ref holds one row per lane.
+func.func private @f(%r: !ember.ref<tensor<3xf32>>) -> tensor<3xf32>
+
+func.func @rows(%r: !ember.ref<tensor<3xf32>>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{vmap_c3: input 0 must have type '!ember.ref<tensor<4x3xf32>>'}}
+  %0 = ember.vmap @f(%r) batched [true] size 4 : (!ember.ref<tensor<3xf32>>) -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
 }

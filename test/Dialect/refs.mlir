@@ -52,3 +52,17 @@ func.func @in_regions(%r: !ember.ref<tensor<i32>>, %x: tensor<i32>) -> tensor<i3
   }
   return %1 : tensor<i32>
 }
+
+// Transformation ops pass refs to their functions (ref_c6); a batched ref
+// holds one row per lane (vmap_c3).
+// CHECK-LABEL: func @transformed
+// CHECK: ember.jvp @takes_ref(%{{.*}}, %arg1) tangents(%{{.*}}) wrt [0] : (tensor<3xf32>, !ember.ref<tensor<3xf32>>, tensor<3xf32>)
+// CHECK: ember.vjp @takes_ref(%{{.*}}, %arg1) cotangents(%{{.*}}) wrt [0] : (tensor<3xf32>, !ember.ref<tensor<3xf32>>, tensor<3xf32>)
+// CHECK: ember.vmap @takes_ref(%{{.*}}, %arg2) batched [true, true] size 4 : (tensor<4x3xf32>, !ember.ref<tensor<4x3xf32>>)
+func.func private @takes_ref(%x: tensor<3xf32>, %r: !ember.ref<tensor<3xf32>>) -> tensor<3xf32>
+func.func @transformed(%x: tensor<3xf32>, %r: !ember.ref<tensor<3xf32>>, %rows: !ember.ref<tensor<4x3xf32>>, %xs: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %y, %ty = ember.jvp @takes_ref(%x, %r) tangents(%x) wrt [0] : (tensor<3xf32>, !ember.ref<tensor<3xf32>>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  %z, %g = ember.vjp @takes_ref(%x, %r) cotangents(%x) wrt [0] : (tensor<3xf32>, !ember.ref<tensor<3xf32>>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  %b = ember.vmap @takes_ref(%xs, %rows) batched [true, true] size 4 : (tensor<4x3xf32>, !ember.ref<tensor<4x3xf32>>) -> tensor<4x3xf32>
+  return %b : tensor<4x3xf32>
+}

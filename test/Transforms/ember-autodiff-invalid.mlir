@@ -67,3 +67,18 @@ func.func @effects_off_path(%x: tensor<f32>) -> tensor<f32> {
   %y, %g, %e = ember.vjp @off_path(%x) cotangents(%one) wrt [0] {effects = 1 : i64} : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>)
   return %g : tensor<f32>
 }
+
+// -----
+
+// A ref passed to a differentiated function is not differentiated: a value
+// with a tangent cannot be written into it (JAX's error, at the write).
+func.func private @acc(%x: tensor<3xf32>, %r: !ember.ref<tensor<3xf32>>) -> tensor<3xf32> {
+  %y = ember.sin %x : tensor<3xf32>
+  // expected-error @+1 {{performing a set/swap operation with a differentiated value on a non-differentiated array reference of type Ref{float32[3]}}}
+  ember.ref_addupdate %r, %y : !ember.ref<tensor<3xf32>>
+  return %y : tensor<3xf32>
+}
+func.func @grad_writes_ref(%x: tensor<3xf32>, %r: !ember.ref<tensor<3xf32>>) -> (tensor<3xf32>, tensor<3xf32>) {
+  %y, %g = ember.vjp @acc(%x, %r) cotangents(%x) wrt [0] : (tensor<3xf32>, !ember.ref<tensor<3xf32>>, tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+  return %y, %g : tensor<3xf32>, tensor<3xf32>
+}

@@ -130,3 +130,17 @@ func.func @unbatched_rule_batched_operand(%xs: tensor<4x3xf32>) -> tensor<4x3xf3
   %r = ember.vmap @body(%xs) batched [true] size 4 : (tensor<4x3xf32>) -> tensor<4x3xf32>
   return %r : tensor<4x3xf32>
 }
+
+// -----
+
+// A ref shared by the lanes (not batched) cannot be written with a value
+// that varies over them (JAX's error, at the write).
+func.func private @put(%x: tensor<3xf32>, %r: !ember.ref<tensor<3xf32>>) -> tensor<3xf32> {
+  // expected-error @+1 {{performing a set/swap operation with vmapped value on an unbatched array reference of type Ref{float32[3]}}}
+  ember.ref_set %r, %x : !ember.ref<tensor<3xf32>>
+  return %x : tensor<3xf32>
+}
+func.func @vmap_writes_shared_ref(%xs: tensor<4x3xf32>, %r: !ember.ref<tensor<3xf32>>) -> tensor<4x3xf32> {
+  %y = ember.vmap @put(%xs, %r) batched [true, false] size 4 : (tensor<4x3xf32>, !ember.ref<tensor<3xf32>>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}

@@ -49,6 +49,12 @@ LogicalResult buildTranspose(Operation *op, OpBuilder &b,
 /// A splat constant `v` of tensor type `t` (float, integer or complex).
 DenseElementsAttr splatOf(RankedTensorType t, double v);
 
+/// The NumPy name of an element type ("float32", "bool", "complex64"; empty
+/// for a type Ember does not have).
+std::string dtypeName(Type elementType);
+/// A tensor type as JAX prints an aval: "float32[3,4]".
+std::string avalString(RankedTensorType t);
+
 /// `t` (a ranked tensor type) with a leading batch dimension of size `n`.
 RankedTensorType batchedType(Type t, int64_t n);
 

@@ -116,7 +116,10 @@ class Traced:
         arguments written into a ref from outside the function (a ref that
         is not differentiated): found by following the traced function's
         def-use chains from its float arguments (ops with a zero derivative
-        and integer results stop them)."""
+        and integer results stop them; a loop's carries and a conditional's
+        results are followed one by one, so that a ref counting iterations
+        beside a differentiated carry is not reported). The same analysis as
+        `markActive` in ember-autodiff, which checks IR that passes refs."""
         trace = core.current_trace()
         func = next(op.operation for op in trace.module.body.operations
                     if op.operation.name == "func.func"
@@ -126,27 +129,58 @@ class Traced:
         stops = {"ember.stop_gradient", "ember.floor", "ember.ceil", "ember.sign",
                  "ember.round_nearest_afz", "ember.round_nearest_even"}
 
+        def mark(v):
+            if _is_inexact(v.type) and v not in active:
+                active.add(v)
+                return True
+            return False
+
         def uses_active(op):
-            hit = any(v in active for v in op.operands)
-            for region in op.regions:
-                for b in region.blocks:
-                    for inner in b.operations:
-                        hit |= visit(inner.operation)
-            return hit
+            if any(v in active for v in op.operands):
+                return True
+            return any(uses_active(inner.operation) for region in op.regions
+                       for b in region.blocks for inner in b.operations)
+
+        def visit_block(b):
+            for op in b.operations:
+                op = op.operation
+                if op.name != "func.return":
+                    visit(op)
 
         def visit(op):
-            hit = uses_active(op)
-            if hit and op.name not in stops:
-                active.update(r for r in op.results if _is_inexact(r.type))
-            return hit
+            if op.name == "ember.while":
+                cond, body = op.regions[0].blocks[0], op.regions[1].blocks[0]
 
-        ret = None
-        for op in block.operations:
-            op = op.operation
-            if op.name == "func.return":
-                ret = op
-            else:
-                visit(op)
+                def carry(i):
+                    mark(cond.arguments[i])
+                    return mark(body.arguments[i])
+
+                for i, v in enumerate(op.operands):
+                    if v in active:
+                        carry(i)
+                grew = True
+                while grew:
+                    visit_block(body)
+                    grew = False
+                    for i, v in enumerate(list(body.operations)[-1].operands):
+                        if v in active:
+                            grew |= carry(i)
+                for i, r in enumerate(op.results):
+                    if body.arguments[i] in active:
+                        mark(r)
+            elif op.name == "ember.case":
+                for region in op.regions:
+                    b = region.blocks[0]
+                    visit_block(b)
+                    for i, v in enumerate(list(b.operations)[-1].operands):
+                        if v in active:
+                            mark(op.results[i])
+            elif op.name not in stops and uses_active(op):
+                for r in op.results:
+                    mark(r)
+
+        visit_block(block)
+        ret = list(block.operations)[-1].operation
         for ref, v in zip(self.ref_outs, list(ret.operands)[self.n_out:]):
             if v in active:
                 raise core.type_error(
