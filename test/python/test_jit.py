@@ -330,3 +330,40 @@ def test_non_array_arguments_raise_jax_error_with_their_path():
             call()
         assert str(info.value).startswith(text(path, kind))
         assert str(info.value).splitlines()[-1].startswith(f"(at {__file__}:")
+
+
+def test_pytree_arguments_and_results_take_the_fast_path(monkeypatch):
+    # A training step's parameters are a pytree: its calls are served by
+    # the leaves' signatures without the slow path (api._tree_fast), with
+    # the right output tree; a signature whose output tree differs from the
+    # one registered for the same argument tree keeps the slow path.
+    def f(p, x):
+        return {"w": p[0] * x, "b": p[1] + 1.0}, [x.sum()] * x.shape[0]
+
+    jf = jax.jit(f)
+    p, x = (jnp.ones(3), jnp.zeros(3)), jnp.arange(3.0)
+    jf(p, x)
+    slow = []
+    call_slow = type(jf)._call_slow
+    monkeypatch.setattr(type(jf), "_call_slow",
+                        lambda self, a, k: (self is jf and slow.append(1)) or
+                        call_slow(self, a, k))
+    out = jf(p, x)
+    assert not slow
+    assert jax.tree_util.tree_structure(out) == jax.tree_util.tree_structure(f(p, x))
+    np.testing.assert_array_equal(out[0]["w"], [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(out[0]["b"], [1.0, 1.0, 1.0])
+    assert [float(v) for v in out[1]] == [3.0, 3.0, 3.0]
+    # Same argument tree, other shapes, another output tree (two sums).
+    q, y = (jnp.ones(2), jnp.zeros(2)), jnp.arange(2.0)
+    for _ in range(2):
+        out = jf(q, y)
+        assert len(out[1]) == 2 and float(out[1][1]) == 1.0
+    assert len(slow) == 2
+    slow.clear()
+    assert len(jf(p, x)[1]) == 3 and not slow
+    # A Python number among the leaves: the slow path, as before.
+    np.testing.assert_array_equal(jf((jnp.ones(3), 2.0), x)[0]["b"], [3.0, 3.0, 3.0])
+    assert slow
+    jf.clear_cache()
+    assert not jf._tree_fast

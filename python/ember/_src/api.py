@@ -667,6 +667,10 @@ class JitWrapped:
                                 else tuple(donate_argnames))
         self.cache = _shared_cache(fun, (self.static_argnums, self.static_argnames))
         self._fast = _ember_runtime.FastJit(Array)
+        # Calls with pytrees of Arrays (a training step's parameters), or
+        # pytree results: the arguments' tree -> (a FastJit keyed by the
+        # leaves' signatures, the output tree) (_register_fast).
+        self._tree_fast = {}
         # The GPU's fast path: GpuArray arguments' signatures -> (executable,
         # output tree, device) (_register_gpu_fast).
         self._gpu_fast = {}
@@ -700,6 +704,11 @@ class JitWrapped:
             out = self._fast(*args, **kwargs)
             if out is not None:
                 return out
+            if self._tree_fast and not kwargs:
+                leaves, tree = tree_util.tree_flatten(args)
+                entry = self._tree_fast.get(tree)
+                if entry is not None and (out := entry[0](*leaves)) is not None:
+                    return tree_util.tree_unflatten(entry[1], out)
         if self._gpu_fast and not kwargs and not _config.jax_disable_jit and \
                 not core._trace_stack:
             sigs = tuple(a._sig if type(a) is core.GpuArray else None for a in args)
@@ -715,6 +724,7 @@ class JitWrapped:
 
     def _forget_signatures(self):
         self._fast.clear()
+        self._tree_fast.clear()
         self._gpu_fast.clear()
 
     def _register_gpu_fast(self, args, kwargs, static, vals, exe, out_tree):
@@ -806,21 +816,36 @@ class JitWrapped:
 
     def _register_fast(self, args, kwargs, static, vals, exe, out_tree):
         """Teaches the C++ dispatch path this signature when it can serve it:
-        positional Array arguments only, and one output or a flat tuple."""
-        if kwargs or static or len(vals) != len(args) or _config.jax_disable_jit:
+        positional arguments that are Arrays or pytrees of them. Flat Array
+        arguments with one output or a flat tuple go straight to `_fast`;
+        otherwise the leaves go to the FastJit of the arguments' tree
+        (`_tree_fast`), whose results are put in `out_tree` (one output tree
+        for every signature of an argument tree: a signature whose call
+        built another one is left to the slow path)."""
+        if kwargs or static or _config.jax_disable_jit:
             return
-        if not all(type(a) is Array for a in args):
-            return
-        single = out_tree == tree_util.tree_structure(0)
-        flat_tuple = out_tree == tree_util.tree_structure((0,) * len(exe.out_avals))
-        if not (single or flat_tuple):
-            return
-        key = tuple(a._sig for a in args)
         out_avals = tuple(exe.out_avals)
         out_sigs = tuple((a.shape, a.dtype, a.weak_type) if a.sharding is None else
                          (a.shape, a.dtype, a.weak_type, a.sharding) for a in out_avals)
-        self._fast.insert(key, exe.kernel, out_avals, out_sigs,
-                          tuple(a.dtype for a in out_avals), single)
+        descrs = tuple(a.dtype for a in out_avals)
+        if len(vals) == len(args) and all(type(a) is Array for a in args):
+            single = out_tree == tree_util.tree_structure(0)
+            flat_tuple = out_tree == tree_util.tree_structure((0,) * len(out_avals))
+            if single or flat_tuple:
+                self._fast.insert(tuple(a._sig for a in args), exe.kernel, out_avals,
+                                  out_sigs, descrs, single)
+                return
+        leaves, tree = tree_util.tree_flatten(args)
+        if len(leaves) != len(vals) or any(
+                type(a) is not Array or a is not v for a, v in zip(leaves, vals)):
+            return
+        entry = self._tree_fast.get(tree)
+        if entry is None:
+            entry = self._tree_fast[tree] = (_ember_runtime.FastJit(Array), out_tree)
+        elif entry[1] != out_tree:
+            return
+        entry[0].insert(tuple(a._sig for a in leaves), exe.kernel, out_avals, out_sigs,
+                        descrs, False)
 
     def __get__(self, obj, objtype=None):
         # A jitted function in a class body is a method, as in JAX.

@@ -20,30 +20,30 @@ class _Children(tuple):
         return list(self)
 
 
+def _hashable(aux):
+    try:
+        hash(aux)
+        return aux
+    except TypeError:
+        return repr(aux)
+
+
 class PyTreeDef:
-    __slots__ = ("kind", "aux", "children", "num_leaves", "_hash")
+    __slots__ = ("kind", "aux", "children", "num_leaves", "_key")
 
     def __init__(self, kind, aux, children):
         self.kind, self.aux, self.children = kind, aux, _Children(children)
         self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
-        self._hash = None
-
-    def _key(self):
-        return (self.kind, _hashable(self.aux), self.children)
+        # The structure as nested tuples, made once (trees are never
+        # changed): hashing and comparing it is done by CPython's tuples, for
+        # the jit call that looks its arguments' tree up on every call.
+        self._key = (kind, _hashable(aux), tuple(c._key for c in children))
 
     def __eq__(self, other):
-        if self is other:
-            return True
-        return (isinstance(other, PyTreeDef) and hash(self) == hash(other)
-                and self._key() == other._key())
+        return self is other or (isinstance(other, PyTreeDef) and self._key == other._key)
 
     def __hash__(self):
-        # (Kept: a jit call hashes its arguments' tree for the cache lookup,
-        # and trees are never changed.)
-        h = self._hash
-        if h is None:
-            h = self._hash = hash(self._key())
-        return h
+        return hash(self._key)
 
     @property
     def num_nodes(self):
@@ -75,14 +75,6 @@ class PyTreeDef:
 
 
 _LEAF = PyTreeDef(None, None, ())  # every leaf's (PyTreeDefs are not changed)
-
-
-def _hashable(aux):
-    try:
-        hash(aux)
-        return aux
-    except TypeError:
-        return repr(aux)
 
 
 def _repr(t):
