@@ -756,3 +756,44 @@ def test_aux_values_that_are_not_arrays():
 def test_jvp_takes_float0_tangents_of_integer_primals():
     out, tan = jax.jvp(lambda a, n: a * n, (2.0, 3), (1.0, np.zeros((), jax.dtypes.float0)))
     assert float(out) == 6.0 and float(tan) == 3.0  # JAX 0.10.2
+
+
+def test_integer_arguments_get_float0_gradients_as_in_jax():
+    # JAX's (co)tangents of integer and boolean values are float0 zeros,
+    # host arrays no program computes; outputs recorded from JAX 0.10.2.
+    def f(x, n):
+        return (x * n).sum()
+
+    x, n = jnp.ones(3), jnp.arange(3)
+    want = "TypedNdArray([(b'',), (b'',), (b'',)], dtype=void)"
+    gx, gn = jax.grad(f, (0, 1), allow_int=True)(x, n)
+    assert repr(gn) == want and gn.dtype == jax.dtypes.float0
+    np.testing.assert_array_equal(gx, [0.0, 1.0, 2.0])
+    # under jit, from vjp, in a pytree
+    assert repr(jax.jit(lambda x, n: jax.grad(f, (0, 1), allow_int=True)(x, n))(x, n)[1]) == want
+    assert repr(jax.vjp(f, x, n)[1](jnp.float32(1.0))[1]) == want
+    g = jax.grad(lambda d: d["a"].sum() * d["i"], allow_int=True)({"a": jnp.ones(2), "i": 3})
+    assert repr(g["i"]) == "TypedNdArray((b'',), dtype=void)"
+    np.testing.assert_array_equal(g["a"], [3.0, 3.0])
+    # booleans, and vmap adding the mapped axis
+    gb = jax.grad(lambda x, b: jnp.where(b, x, 0.0).sum(), (0, 1), allow_int=True)(
+        jnp.ones(2), jnp.array([True, False]))
+    assert repr(gb[1]) == "TypedNdArray([(b'',), (b'',)], dtype=void)"
+    gv = jax.vmap(jax.grad(f, (0, 1), allow_int=True))(jnp.ones((2, 3)),
+                                                      jnp.ones((2, 3), jnp.int32))
+    assert gv[1].shape == (2, 3) and gv[1].dtype == jax.dtypes.float0
+    gv = jax.vmap(jax.grad(f, (0, 1), allow_int=True), out_axes=1)(
+        jnp.ones((2, 3)), jnp.ones((2, 3), jnp.int32))
+    assert gv[1].shape == (3, 2)
+    # jvp: an integer output's tangent; a float0 cotangent for one in vjp
+    (_, m), (_, tm) = jax.jvp(lambda x, n: (x * n, n + 1), (jnp.ones(2), jnp.arange(2)),
+                              (jnp.ones(2), np.zeros(2, jax.dtypes.float0)))
+    np.testing.assert_array_equal(m, [1, 2])
+    assert repr(tm) == "TypedNdArray([(b'',), (b'',)], dtype=void)"
+    out, back = jax.vjp(lambda x, n: (x * 2.0, n + 1), jnp.ones(2), jnp.arange(2))
+    gx, gn = back((jnp.ones(2), np.zeros(2, jax.dtypes.float0)))
+    np.testing.assert_array_equal(gx, [2.0, 2.0])
+    assert gn.dtype == jax.dtypes.float0
+    # jacrev keeps zeros of the argument's dtype (as JAX's)
+    jx, jn = jax.jacrev(f, (0, 1), allow_int=True)(x, n)
+    assert jn.dtype == np.int32 and not np.asarray(jn).any()

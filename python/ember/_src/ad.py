@@ -166,6 +166,21 @@ def _zeros(aval):
     return lax.full(aval.shape, 0, aval.dtype)
 
 
+def _plain_leaves(treedef):
+    """Per leaf of `treedef` (hi values expanded): whether it is an array of
+    its own rather than part of a hi value."""
+    out = []
+
+    def walk(t, hi):
+        if t.kind is None:
+            out.append(not hi)
+        for c in t.children:
+            walk(c, hi or t.kind is tree_util.HiNode)
+
+    walk(treedef, False)
+    return out
+
+
 # --------------------------------------------------------------------------
 # vjp / grad
 # --------------------------------------------------------------------------
@@ -228,6 +243,7 @@ def _vjp_traced(fun, primals, has_aux, replay=False, forward_only=False):
         n_main = len(outs)
     out_tree = tree_util.tree_structure(out)
     wrt = [i for i, v in enumerate(vals) if _is_float(v.aval)]
+    plain = _plain_leaves(treedef)
 
     def vjp_fun(ct, want=None):
         ct_leaves = tree_util.tree_leaves(ct)
@@ -237,7 +253,8 @@ def _vjp_traced(fun, primals, has_aux, replay=False, forward_only=False):
         cts = []
         weak_cts = True
         for c, a in zip(ct_leaves, traced.out_avals[:n_main]):
-            c = as_value(c)
+            # (JAX's float0 cotangent of an integer or boolean output.)
+            c = _zeros(a) if core.is_float0(c) and not _is_float(a) else as_value(c)
             weak_cts = weak_cts and c.weak_type
             if c.shape != a.shape:
                 raise ValueError(f"vjp cotangent shape {c.shape} does not match the output "
@@ -269,8 +286,11 @@ def _vjp_traced(fun, primals, has_aux, replay=False, forward_only=False):
             res = res[:-n_eff]
         grads = res[len(traced.out_avals):]
         by_index = dict(zip(wanted, grads))
-        leaves_out = [by_index[i] if i in by_index else _zeros(v.aval)
-                      for i, v in enumerate(vals)]
+        # An integer or boolean argument's cotangent is JAX's float0 zeros
+        # (one inside a hi value stays zeros of its type).
+        leaves_out = [by_index[i] if i in by_index else
+                      core.float0_zeros(v.shape) if plain[i] and not _is_float(v.aval)
+                      else _zeros(v.aval) for i, v in enumerate(vals)]
         out = tree_util.tree_unflatten(hitypes.tangent_treedef(treedef), leaves_out)
         if want is not None:
             out = tuple(g if w else None for g, w in zip(out, want))
@@ -476,6 +496,10 @@ class VJPFunction:
                 finally:
                     _fwd_cache.replaying = None
 
+            # (JAX's float0 cotangents of integer outputs: zeros, which the
+            # backward pass casts to the output's dtype.)
+            ct = tree_util.tree_map(
+                lambda c: np.zeros(c.shape, np.bool_) if core.is_float0(c) else c, ct)
             grads = eager_transform(backward, (args, ct)) if not core._trace_stack else \
                 backward(args, ct)
         return grads[0] if self._single else grads
@@ -731,7 +755,11 @@ def _jvp_traced(fun, primals, tangents, has_aux, concrete=False):
     n, k = len(traced.out_avals), traced.n_out
     state.bind_written(traced.ref_outs, res[k:n])
     out = tree_util.tree_unflatten(traced.out_tree, res[:k])
-    tan = tree_util.tree_unflatten(traced.out_tree, res[n:n + k])
+    # An integer or boolean output's tangent is JAX's float0 zeros.
+    plain = _plain_leaves(traced.out_tree)
+    tan = tree_util.tree_unflatten(traced.out_tree, [
+        core.float0_zeros(a.shape) if p and not _is_float(a) else t
+        for t, a, p in zip(res[n:n + k], traced.out_avals[:k], plain)])
     if has_aux:
         return out[0], tan[0], out[1]
     return out, tan
@@ -872,8 +900,12 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
                     def pull(e, k=k):
                         cts = [e if j == k else jnp.zeros_like(o)
                                for j, o in enumerate(out_leaves)]
-                        return tree_util.tree_leaves(
-                            vjp_fun(tree_util.tree_unflatten(out_tree, cts)))
+                        # (JAX's jacrev gives an integer argument zeros
+                        # of its dtype, not float0.)
+                        return [jnp.zeros(g.shape, x.dtype) if core.is_float0(g) else g
+                                for g, x in zip(tree_util.tree_leaves(
+                                    vjp_fun(tree_util.tree_unflatten(out_tree, cts))),
+                                    in_leaves)]
 
                     rows = _push_basis(pull, y)  # each [y.size, *x.shape]
                 per_in = [r.reshape(y.shape + x.shape) for r, x in zip(rows, in_leaves)]

@@ -38,6 +38,16 @@ def _static_object(v):
                 or hasattr(v, "__jax_array__"))
 
 
+def float0_static(out, static_objects=False):
+    """`out` with its float0 leaves (JAX's (co)tangents of integer values,
+    which no program computes), and with `static_objects` its Python objects
+    (`_static_object`), as nodes that unflatten to them."""
+    if not static_objects and not any(core.is_float0(v) for v in tree_util.tree_leaves(out)):
+        return out
+    return tree_util.tree_map(lambda v: _StaticLeaf(v) if core.is_float0(v) or (
+        static_objects and _static_object(v)) else v, out)
+
+
 def flatten_fun(fun, in_tree=None, static=(), static_objects=False):
     """`fun` as a function of flat array leaves, for tracing.
 
@@ -67,8 +77,10 @@ def flatten_fun(fun, in_tree=None, static=(), static_objects=False):
         for k, v in keywords:
             kwargs[k] = v
         out = fun(*args, **kwargs)
-        if static_objects:
-            out = tree_util.tree_map(lambda v: _StaticLeaf(v) if _static_object(v) else v, out)
+        # float0 (co)tangents (`grad` with `allow_int`) are no program's
+        # values: they stay in the treedef, as `has_aux` objects do.
+        # (One pass: a _StaticLeaf unflattens to its object.)
+        out = float0_static(out, static_objects)
         out_leaves, store["tree"] = tree_util.tree_flatten_lo(out)
         for x in out_leaves:
             if getattr(x, "_is_ref", False):

@@ -9,7 +9,7 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import core, dtypes, hitypes, lax, parallel, state, tree_util
+from . import api_util, core, dtypes, hitypes, lax, parallel, state, tree_util
 from .api import eager_transform
 from .api_util import Traced, static_positions
 from .core import as_value
@@ -231,6 +231,8 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
                     out = fun(*a, **k)
         finally:
             extras = [(h, t, h.exit(t)) for h, t in reversed(tokens)]
+        # (float0 results, `grad`'s of integer values, stay in the tree.)
+        out = api_util.float0_static(out)
         leaves_out, store["tree"] = tree_util.tree_flatten_lo(out)
         store["extras"] = [(h, t, len(vals)) for h, t, vals in extras]
         return leaves_out + [r._value for r in refs] + [v for _, _, vals in extras
@@ -296,7 +298,26 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs, axis_name=None
                                  f"output of rank {r.ndim} (shape {r.shape}, including the "
                                  f"mapped axis)")
             final.append(jnp.moveaxis(r, 0, ax % r.ndim) if ax % r.ndim else r)
-    return tree_util.tree_unflatten(_batched_hi_tree(store["tree"], out, out_axes, n), final)
+    result = tree_util.tree_unflatten(_batched_hi_tree(store["tree"], out, out_axes, n), final)
+    return _batched_float0(result, out_axes, n)
+
+
+def _batched_float0(out, out_axes, n):
+    """The float0 leaves of vmap's result (`grad`'s of integer values, no
+    program's values) with the mapped axis where out_axes puts it."""
+    def fix(ax, sub):
+        def one(v):
+            if not core.is_float0(v) or ax is None:
+                return v
+            at = ax % (v.ndim + 1)
+            return core.float0_zeros(v.shape[:at] + (n,) + v.shape[at:])
+        return tree_util.tree_map(one, sub)
+
+    if not any(core.is_float0(v) for v in tree_util.tree_leaves(out)):
+        return out
+    if out_axes is None or isinstance(out_axes, int):
+        return fix(out_axes, out)
+    return tree_util.tree_map(fix, out_axes, out, is_leaf=lambda x: x is None)
 
 
 # Hooks around the body of a `vmap` (checkify's checks in it): `enter()`

@@ -106,7 +106,8 @@ class ShapedArray:
         return x
 
     def to_tangent_aval(self):
-        # (Ember's cotangent of an integer array is integer zeros, not float0.)
+        # (Inside programs the cotangent of an integer array is integer
+        # zeros; what `vjp`/`grad`/`jvp` return for one is float0.)
         return self.update(weak_type=False)
 
     def dec_rank(self, size, spec):
@@ -503,6 +504,34 @@ class Value:
 
 
 shape_poly.register_value_hook(Value, dimension_as_value)
+
+
+class TypedNdArray(np.ndarray):
+    """JAX's host-side array of `float0` zeros (`jax.dtypes.float0`): the
+    tangent or cotangent of an integer or boolean value, which carries no
+    number and which no program computes; transformations pass it through
+    their outputs as it is (api_util.flatten_fun). Prints as JAX's."""
+
+    def __repr__(self):
+        prefix, tail = "TypedNdArray(", f"dtype={self.dtype.name})"
+        if self.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(np.asarray(self), prefix=prefix, suffix=",",
+                                   separator=", ")
+        width = np.get_printoptions()["linewidth"]
+        last = len(body) - body.rfind("\n") + 1
+        sep = " " * len(prefix) if last + len(tail) + 1 > width else " "
+        return f"{prefix}{body},{sep}{tail}"
+
+
+def float0_zeros(shape):
+    """The float0 (co)tangent of an integer or boolean value of `shape`."""
+    return np.zeros(shape, dtypes.float0).view(TypedNdArray)
+
+
+def is_float0(x):
+    return isinstance(x, np.ndarray) and x.dtype == dtypes.float0
 
 
 class Array(Value):
