@@ -15,6 +15,7 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::ember;
@@ -1010,14 +1011,26 @@ LogicalResult DotGeneralOp::verify() {
         "dot_general_c6: result shape must be batch, lhs free, rhs free");
   // dot_general_c7
   if (auto p = getPrecision()) {
+    static const llvm::StringSet<> presets = {
+        "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+        "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM",
+        "F16_F16_F16",       "F16_F16_F32",
+        "BF16_BF16_BF16",    "BF16_BF16_F32",
+        "BF16_BF16_F32_X3",  "BF16_BF16_F32_X6",
+        "BF16_BF16_F32_X9",  "TF32_TF32_F32",
+        "TF32_TF32_F32_X3",  "F32_F32_F32",
+        "F64_F64_F64"};
     bool ok = p->size() == 2;
     for (Attribute a : *p) {
       StringRef v = cast<StringAttr>(a).getValue();
       ok &= v == "DEFAULT" || v == "HIGH" || v == "HIGHEST";
     }
+    if (p->size() == 1)
+      ok = presets.contains(cast<StringAttr>((*p)[0]).getValue());
     if (!ok)
       return emitOpError("dot_general_c7: precision names two of DEFAULT, "
-                         "HIGH and HIGHEST (lhs, rhs)");
+                         "HIGH and HIGHEST (lhs, rhs), or one algorithm "
+                         "preset (JAX's DotAlgorithmPreset but DEFAULT)");
   }
   return success();
 }

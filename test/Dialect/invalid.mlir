@@ -476,6 +476,16 @@ func.func @dot_general_c7(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x
 
 // -----
 
+// dot_general_c7: one name is an algorithm preset (DEFAULT is no preset:
+// the product then has no precision).
+func.func @dot_general_c7_preset(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+1 {{dot_general_c7: precision names two of DEFAULT, HIGH and HIGHEST (lhs, rhs), or one algorithm preset}}
+  %0 = ember.dot_general %a, %b, batch = [] x [], contract = [1] x [0] {precision = ["F32_F32_F16"]} : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
 // dot_general_c7
 func.func @dot_general_c7_name(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x5xf32> {
   // expected-error @+1 {{dot_general_c7}}

@@ -179,6 +179,9 @@ func.func @structural(%a: tensor<2x3xf32>, %s: tensor<f32>, %i: tensor<i32>) {
   %16 = ember.dot_general %a, %a, batch = [] x [], contract = [1] x [1] : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
   // CHECK: ember.dot_general {{.*}} {precision = ["HIGHEST", "DEFAULT"]}
   %p16 = ember.dot_general %a, %a, batch = [] x [], contract = [1] x [1] {precision = ["HIGHEST", "DEFAULT"]} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
+  // An algorithm preset (JAX's DotAlgorithmPreset).
+  // CHECK: ember.dot_general {{.*}} {precision = ["BF16_BF16_F32_X3"]}
+  %q16 = ember.dot_general %a, %a, batch = [] x [], contract = [1] x [1] {precision = ["BF16_BF16_F32_X3"]} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x2xf32>
   return
 }
 

@@ -46,6 +46,10 @@ def test_precision_is_written_on_the_product(precision, want):
         np.testing.assert_allclose(np.asarray(ember.jit(f)(A, B)), A @ B, rtol=1e-6)
 
 
+def _stablehlo(f):
+    return ember.jit(f).trace(A, B).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
+
+
 def test_without_precision_the_target_default():
     configs, n = _configs(lambda a, b: a @ b, A, B)
     assert configs == [] and n == 1
@@ -77,8 +81,9 @@ def test_default_matmul_precision_config():
             ("DEFAULT", "DEFAULT")]
         np.testing.assert_allclose(np.asarray(f(A, B)), A @ B, rtol=1e-6)
     assert _configs(lambda a, b: a @ b, A, B)[0] == []
-    with ember.default_matmul_precision("BF16_BF16_F32"):  # (an algorithm: no precision)
-        assert _configs(lambda a, b: a @ b, A, B)[0] == []
+    with ember.default_matmul_precision("BF16_BF16_F32"):  # (an algorithm preset)
+        configs, text = _configs(lambda a, b: a @ b, A, B)[0], _stablehlo(lambda a, b: a @ b)
+        assert configs == [("DEFAULT", "DEFAULT")] and "lhs_precision_type = bf16" in text
 
 
 def test_bad_precision_is_a_clear_error():
@@ -188,3 +193,67 @@ def test_changing_the_default_recompiles_nothing(compiles):
         with ember.default_matmul_precision("float32"):
             np.testing.assert_array_equal(np.asarray(f(A, B)), want)
     assert compiles[0] == n
+
+
+# JAX's algorithm presets (lax.DotAlgorithmPreset, or a preset's name).
+_M = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
+
+
+def test_algorithm_presets_compute_as_jax_does_on_the_cpu():
+    m = jnp.asarray(_M)
+    # Sums of the products recorded from JAX 0.10.2 on the CPU.
+    want = {"DEFAULT": -6.971652373671532, "F32_F32_F32": -6.971652373671532,
+            "BF16_BF16_F32": -6.971652373671532, "F64_F64_F64": -6.971652578562498,
+            "F16_F16_F16": -6.97210693359375}
+    for name, total in want.items():
+        for p in (name, getattr(lax.DotAlgorithmPreset, name)):
+            r = jnp.dot(m, m, precision=p)
+            assert r.dtype == np.float32
+            assert float(np.asarray(r, np.float64).sum()) == total, name
+    # F64_F64_F64 is the f64 product, rounded to f32.
+    np.testing.assert_array_equal(
+        np.asarray(jnp.dot(m, m, precision="F64_F64_F64")),
+        (_M.astype(np.float64) @ _M.astype(np.float64)).astype(np.float32))
+    # Operands of a type the preset does not take are converted (f16 to bf16).
+    h = m.astype(jnp.float16)
+    r = jnp.dot(h, h, precision="BF16_BF16_F32")
+    assert r.dtype == np.float16 and float(np.asarray(r, np.float64).sum()) == -6.948333740234375
+    # Under grad, jit and the default-precision config too.
+    g = ember.grad(lambda x: jnp.dot(x, x, precision=lax.DotAlgorithmPreset.F64_F64_F64).sum())(m)
+    assert float(np.asarray(g, np.float64).sum()) == -34.05721026659012
+    with ember.default_matmul_precision("F64_F64_F64"):
+        r = ember.jit(lambda x: x @ x)(m)
+    assert float(np.asarray(r, np.float64).sum()) == -6.971652578562498
+    assert repr(lax.DotAlgorithmPreset.F64_F64_F64) == "DotAlgorithmPreset.F64_F64_F64"
+    assert str(lax.DotAlgorithmPreset.BF16_BF16_F32) == "BF16_BF16_F32"
+
+
+def test_presets_the_cpu_lacks_are_jaxs_error():
+    m = jnp.asarray(_M)
+    for name in ("TF32_TF32_F32", "F16_F16_F32", "BF16_BF16_BF16", "BF16_BF16_F32_X9",
+                 "ANY_F8_ANY_F8_F32"):
+        with pytest.raises(ValueError, match=f"The precision '{name}' is not supported by "
+                                             "dot_general on CPU"):
+            ember.jit(lambda x, n=name: jnp.dot(x, x, precision=n))(m)
+    with pytest.raises(ValueError, match="The precision 'DotAlgorithm.* is not supported"):
+        jnp.dot(m, m, precision=lax.DotAlgorithm(np.float32, np.float32, np.float32))
+
+
+def test_presets_in_jaxpr_and_stablehlo():
+    m = jnp.asarray(_M)
+    assert "precision=F64_F64_F64" in str(
+        ember.make_jaxpr(lambda x: jnp.dot(x, x, precision="F64_F64_F64"))(m))
+    # As JAX writes it (its text for BF16_BF16_F32 on f32 operands).
+    text = ember.jit(lambda x: jnp.dot(x, x, precision="BF16_BF16_F32")).trace(m).lower(
+        lowering_platforms=("tpu",)).as_text("stablehlo")
+    assert ("algorithm = #stablehlo.dot_algorithm<lhs_precision_type = bf16, "
+            "rhs_precision_type = bf16, accumulation_type = f32, lhs_component_count = 1, "
+            "rhs_component_count = 1, num_primitive_operations = 1, "
+            "allow_imprecise_accumulation = false>") in text
+    # Read back from StableHLO: the preset again.
+    exp = export.export(ember.jit(lambda x: jnp.dot(x, x, precision="BF16_BF16_F32_X3")))(m)
+    again = export.from_stablehlo(exp.mlir_module())
+    assert "precision=BF16_BF16_F32_X3" in str(ember.make_jaxpr(again.call)(m))
+    out = again.call(m)
+    out = out[0] if isinstance(out, (list, tuple)) else out
+    np.testing.assert_allclose(np.asarray(out), _M @ _M, rtol=1e-5)

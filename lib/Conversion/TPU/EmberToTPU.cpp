@@ -1066,6 +1066,10 @@ LogicalResult KernelBuilder::op(Operation *op) {
     et::ContractPrecisionAttr precision;
     if (auto p = dot.getPrecision()) {
       StringRef l = cast<StringAttr>((*p)[0]).getValue();
+      if (p->size() == 1) // (JAX's Mosaic lowering takes no preset either)
+        return op->emitOpError("dot algorithm presets are not supported in "
+                               "TPU kernels (got ")
+               << l << "; DEFAULT and HIGHEST precisions are)";
       StringRef r = cast<StringAttr>((*p)[1]).getValue();
       if (l != r)
         return op->emitOpError(

@@ -141,6 +141,10 @@ class Executable:
         self.in_avals = list(in_avals)
         self.out_avals = list(out_avals)
         self.ember_text = text if text is not None else str(module)
+        if target.name == "cpu":
+            from . import lax  # (JAX's error for an algorithm preset the CPU lacks)
+
+            lax._check_cpu_precisions(self.ember_text)
         self._views = [(a.dtype, a.shape) for a in self.out_avals]
         if _dump_dir and _dump_targets:
             _dump_other_targets(module.operation.get_asm(enable_debug_info=True))

@@ -161,7 +161,8 @@ def _jax_form(op, name, params, operands):
         shown = [f"dimension_numbers={dn}"]
         if "precision" in op.attributes:  # (JAX's Precision names)
             names = [ir.StringAttr(p).value for p in op.attributes["precision"]]
-            shown.append("precision=(" + ", ".join(f"Precision.{n}" for n in names) + ")")
+            shown.append(f"precision={names[0]}" if len(names) == 1 else  # (a preset)
+                         "precision=(" + ", ".join(f"Precision.{n}" for n in names) + ")")
         return "dot_general", shown + [
             f"preferred_element_type={_dtype_name(op.results[0].type)}"], operands
     if name == "slice" and set(_ints_of(op, "strides")) <= {1}:

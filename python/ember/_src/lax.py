@@ -1,9 +1,11 @@
 """The lax primitives: one per ember op, with shape/dtype rules in Python."""
 
 import builtins
+import enum
 import math
 import operator
 import threading
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -1431,6 +1433,110 @@ _PRECISIONS = {"default": "DEFAULT", "fastest": "DEFAULT", "bfloat16": "DEFAULT"
                "highest": "HIGHEST", "float32": "HIGHEST"}
 
 
+class DotAlgorithmPreset(enum.Enum):
+    """JAX's named dot product algorithms (`precision=` of `dot_general`
+    and the products built on it): `LHS_RHS_ACCUM` element types, `_Xn`
+    the number of passes that emulate a wider type. Operands of a type the
+    preset does not take are converted to the first type it takes (f64 too
+    without x64: the product is computed in f64 and converted back), and the
+    product keeps its result type. The CPU computes DEFAULT,
+    BF16_BF16_F32(_X3, _X6), F32_F32_F32 and F64_F64_F64 products (the bf16
+    ones in f32, as XLA:CPU does) and F16_F16_F16 ones in f16; the others
+    are JAX's error there (`_check_cpu_precisions`)."""
+
+    DEFAULT = enum.auto()
+    ANY_F8_ANY_F8_F32 = enum.auto()
+    ANY_F8_ANY_F8_F32_FAST_ACCUM = enum.auto()
+    ANY_F8_ANY_F8_ANY = enum.auto()
+    ANY_F8_ANY_F8_ANY_FAST_ACCUM = enum.auto()
+    F16_F16_F16 = enum.auto()
+    F16_F16_F32 = enum.auto()
+    BF16_BF16_BF16 = enum.auto()
+    BF16_BF16_F32 = enum.auto()
+    BF16_BF16_F32_X3 = enum.auto()
+    BF16_BF16_F32_X6 = enum.auto()
+    BF16_BF16_F32_X9 = enum.auto()
+    TF32_TF32_F32 = enum.auto()
+    TF32_TF32_F32_X3 = enum.auto()
+    F32_F32_F32 = enum.auto()
+    F64_F64_F64 = enum.auto()
+
+    def __repr__(self):
+        return f"{type(self).__name__}.{self.name}"
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def supported_lhs_types(self):
+        """The operand types the preset takes (None: any)."""
+        name = self.name
+        if name == "DEFAULT" or name.startswith("ANY_F8"):
+            return None
+        if name.startswith("F16_"):
+            return (np.dtype(np.float16),)
+        if name in ("BF16_BF16_BF16", "BF16_BF16_F32"):
+            return (dtypes.bfloat16, np.dtype(np.float32))
+        if name == "F64_F64_F64":
+            return (np.dtype(np.float64),)
+        return (np.dtype(np.float32),)
+
+    supported_rhs_types = supported_lhs_types
+
+    @property
+    def accumulation_type(self):
+        name = self.name
+        if name in ("DEFAULT", "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM"):
+            return None
+        return {"F16_F16_F16": np.dtype(np.float16), "BF16_BF16_BF16": dtypes.bfloat16,
+                "F64_F64_F64": np.dtype(np.float64)}.get(name, np.dtype(np.float32))
+
+
+class DotAlgorithm(NamedTuple):
+    """JAX's `DotAlgorithm`: a product's algorithm by its operand and
+    accumulation types. No Ember target computes one (JAX's CPU rejects
+    them too): `dot_general` raises JAX's CPU error for it."""
+
+    lhs_precision_type: Any
+    rhs_precision_type: Any
+    accumulation_type: Any
+    lhs_component_count: int = 1
+    rhs_component_count: int = 1
+    num_primitive_operations: int = 1
+    allow_imprecise_accumulation: bool = False
+
+
+# The presets each target computes (the others are JAX's error there).
+_CPU_PRESETS = frozenset({"DEFAULT", "F16_F16_F16", "BF16_BF16_F32", "BF16_BF16_F32_X3",
+                         "BF16_BF16_F32_X6", "F32_F32_F32", "F64_F64_F64"})
+
+
+def _unsupported_on_cpu(name):
+    return value_error(f"The precision '{name}' is not supported by dot_general on CPU")
+
+
+def _check_cpu_precisions(text):
+    """JAX's error for a product whose algorithm preset the CPU does not
+    compute, from a program's text (compiler.Executable, for the CPU)."""
+    if 'precision = ["' not in text:
+        return
+    import re
+
+    for name in re.findall(r'precision = \["(\w+)"\]', text):
+        if name not in _CPU_PRESETS:
+            raise _unsupported_on_cpu(name)
+
+
+def _preset(precision):
+    """The DotAlgorithmPreset `precision` names (a member or its name), or
+    None."""
+    if isinstance(precision, DotAlgorithmPreset):
+        return precision
+    if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
+        return DotAlgorithmPreset[precision]
+    return None
+
+
 def canonicalize_precision(precision):
     """JAX's `precision=` of a product as the (lhs, rhs) pair of StableHLO's
     precision names, or None (the target's default). None takes the
@@ -1446,8 +1552,13 @@ def canonicalize_precision(precision):
         if kernel_tracing.depth:
             return None
         precision = config.config.jax_default_matmul_precision
-        if precision is None or str(precision).lower() not in _PRECISIONS:
-            return None  # (an algorithm preset's name: not a precision)
+        if precision is None:
+            return None
+    if (preset := _preset(precision)) is not None and precision not in (
+            "DEFAULT", "HIGH", "HIGHEST"):
+        return (preset.name,)  # (an algorithm: one name)
+    if isinstance(precision, DotAlgorithm):
+        raise _unsupported_on_cpu(repr(precision))
 
     def one(p):
         name = getattr(p, "name", p)
@@ -1457,7 +1568,8 @@ def canonicalize_precision(precision):
             if name.lower() in _PRECISIONS:
                 return _PRECISIONS[name.lower()]
         raise ValueError(f"Precision argument must be one of: None, a lax.Precision, a "
-                         f"string naming one, or a pair of them; got {precision!r}")
+                         f"string naming one, a pair of them, a lax.DotAlgorithmPreset or "
+                         f"the name of one, or a lax.DotAlgorithm; got {precision!r}")
 
     if isinstance(precision, (tuple, list)):
         if len(precision) != 2:
@@ -1479,9 +1591,24 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         counts = dot_general(convert_element_type(lhs, np.int32),
                              convert_element_type(rhs, np.int32), dn, precision)
         return ne(counts, full(counts.shape, 0, np.int32))
+    out = dtypes.canonicalize_dtype(out)
+    if precision is not None and len(precision) == 1:
+        preset = DotAlgorithmPreset[precision[0]]
+        if preset is DotAlgorithmPreset.DEFAULT:
+            precision = None
+        elif (types := preset.supported_lhs_types) is not None:
+            # Operands of a type the preset does not take are converted to
+            # the first it takes (f64 also without x64); the product keeps
+            # its result type.
+            lhs, rhs = (x if x.dtype in types else convert_p.bind(
+                x, new_dtype=types[0], weak_type=False) for x in (lhs, rhs))
+            acc = preset.accumulation_type or out
+            res = dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
+                                     preferred_element_type=acc, precision=precision)
+            return res if acc == out else convert_p.bind(res, new_dtype=out, weak_type=False)
     params = {} if precision is None else {"precision": precision}
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn,
-                              preferred_element_type=dtypes.canonicalize_dtype(out), **params)
+                              preferred_element_type=out, **params)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):

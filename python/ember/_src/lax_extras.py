@@ -23,6 +23,7 @@ from . import ad, control_flow, core, dtypes, lax, parallel, scipy_special, tree
 from .api_util import Traced
 from .convolution import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
 from .core import as_value
+from .lax import DotAlgorithm, DotAlgorithmPreset
 from .numpy import fft as numpy_fft
 from .numpy import lax_numpy as jnp
 
@@ -78,43 +79,6 @@ class Tolerance:
 
     def __repr__(self):
         return f"Tolerance(atol={self.atol}, rtol={self.rtol}, ulps={self.ulps})"
-
-
-class DotAlgorithm(NamedTuple):
-    """A dot product's input/accumulation types and decomposition (accepted,
-    not used: Ember's CPU products accumulate in the result type)."""
-    lhs_precision_type: Any
-    rhs_precision_type: Any
-    accumulation_type: Any
-    lhs_component_count: int = 1
-    rhs_component_count: int = 1
-    num_primitive_operations: int = 1
-    allow_imprecise_accumulation: bool = False
-
-
-class DotAlgorithmPreset(enum.Enum):
-    """Named dot algorithms (accepted, not used on the CPU)."""
-    DEFAULT = enum.auto()
-    ANY_F8_ANY_F8_F32 = enum.auto()
-    ANY_F8_ANY_F8_F32_FAST_ACCUM = enum.auto()
-    ANY_F8_ANY_F8_ANY = enum.auto()
-    ANY_F8_ANY_F8_ANY_FAST_ACCUM = enum.auto()
-    F16_F16_F16 = enum.auto()
-    F16_F16_F32 = enum.auto()
-    BF16_BF16_BF16 = enum.auto()
-    BF16_BF16_F32 = enum.auto()
-    BF16_BF16_F32_X3 = enum.auto()
-    BF16_BF16_F32_X6 = enum.auto()
-    BF16_BF16_F32_X9 = enum.auto()
-    TF32_TF32_F32 = enum.auto()
-    TF32_TF32_F32_X3 = enum.auto()
-    F32_F32_F32 = enum.auto()
-    F64_F64_F64 = enum.auto()
-
-    def __repr__(self):
-        return f"DotAlgorithmPreset.{self.name}"
-
-    __str__ = __repr__
 
 
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],

@@ -157,6 +157,20 @@ def _single_combiner(region):
     return None
 
 
+
+def _preset_of(algorithm):
+    """JAX's DotAlgorithmPreset name of a StableHLO dot algorithm."""
+    from .stablehlo_out import DOT_ALGORITHMS
+
+    f = dict(re.findall(r"(\w+) = (\w+)", algorithm))
+    key = (f.get("lhs_precision_type"), f.get("accumulation_type"),
+           int(f.get("num_primitive_operations", 1)))
+    for name, spec in DOT_ALGORITHMS.items():
+        if spec == key and f.get("rhs_precision_type") == spec[0]:
+            return name
+    raise NotImplementedError(f"StableHLO in: the dot algorithm {algorithm} is not one of "
+                              "JAX's presets")
+
 class _Dims:
     """An integer tensor of dimension values (ints and symbolic `DimExpr`s):
     what `get_dimension_size` gives in a module with symbolic shapes, and the
@@ -583,6 +597,8 @@ class _Importer:
         if "precision_config" in op.attributes:
             names = re.findall(r"precision (\w+)", str(op.attributes["precision_config"]))
             precision = tuple(names) if len(names) == 2 else None
+        if "algorithm" in op.attributes:  # (JAX's DotAlgorithmPreset)
+            precision = _preset_of(str(op.attributes["algorithm"]))
         return L.dot_general(ins[0], ins[1], dn, precision=precision,
                              preferred_element_type=_dtype(rtypes[0]))
 

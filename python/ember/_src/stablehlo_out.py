@@ -279,6 +279,27 @@ def _array(vals):
     return "array<i64" + (": " + ", ".join(str(int(v)) for v in vals) if len(vals) else "") + ">"
 
 
+# StableHLO's dot algorithms of JAX's presets: (operand type, accumulation
+# type, number of primitive operations).
+DOT_ALGORITHMS = {
+    "F16_F16_F16": ("f16", "f16", 1), "F16_F16_F32": ("f16", "f32", 1),
+    "BF16_BF16_BF16": ("bf16", "bf16", 1), "BF16_BF16_F32": ("bf16", "f32", 1),
+    "BF16_BF16_F32_X3": ("bf16", "f32", 3), "BF16_BF16_F32_X6": ("bf16", "f32", 6),
+    "BF16_BF16_F32_X9": ("bf16", "f32", 9), "TF32_TF32_F32": ("tf32", "f32", 1),
+    "TF32_TF32_F32_X3": ("tf32", "f32", 3), "F32_F32_F32": ("f32", "f32", 1),
+    "F64_F64_F64": ("f64", "f64", 1)}
+
+
+def _dot_algorithm(preset):
+    if preset not in DOT_ALGORITHMS:  # (the float8 presets: no float8 arrays)
+        raise NotImplementedError(f"StableHLO out: the dot algorithm preset {preset} "
+                                  "(Ember has no float8 arrays)")
+    t, acc, n = DOT_ALGORITHMS[preset]
+    return (f"#stablehlo.dot_algorithm<lhs_precision_type = {t}, rhs_precision_type = {t}, "
+            f"accumulation_type = {acc}, lhs_component_count = 1, rhs_component_count = 1, "
+            f"num_primitive_operations = {n}, allow_imprecise_accumulation = false>")
+
+
 def _list(vals):
     return "[" + ", ".join(str(int(v)) for v in vals) + "]"
 
@@ -873,6 +894,10 @@ class _Translator:
         # being written: _svd_by_polar's.)
         names = ([self.dot_precision] * 2 if self.dot_precision is not None else
                  [ir.StringAttr(p).value for p in a["precision"]] if "precision" in a else None)
+        if names is not None and len(names) == 1:
+            # An algorithm preset (JAX's DotAlgorithmPreset), as JAX writes it.
+            props["algorithm"] = _dot_algorithm(names[0])
+            names = ["DEFAULT", "DEFAULT"]
         if names is not None:
             props["precision_config"] = "[" + ", ".join(
                 f"#stablehlo<precision {p}>" for p in names) + "]"
