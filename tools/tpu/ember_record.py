@@ -129,6 +129,18 @@ def whole_programs(out):
         (mod.RNG.normal(size=(64, 96)).astype(np.float32),
          mod.RNG.normal(size=(96, 32)).astype(np.float32),
          mod.RNG.normal(size=(5, 7, 96)).astype(np.float32)))
+    # Products with JAX's algorithm presets (`precision=`), written as the
+    # product's StableHLO `algorithm`: BF16_BF16_F32_X3 and _X6 (three and
+    # six bf16 passes) are within the f32 tolerance on the TPU, whose
+    # XLA rejects F32_F32_F32 on a v5e (JAX's too); the CPU computes them in
+    # f32.
+    programs["precision_presets"] = (
+        lambda a, b: [jnp.dot(a, b, precision="BF16_BF16_F32_X3"),
+                      jnp.dot(a, b, precision=jax.lax.DotAlgorithmPreset.BF16_BF16_F32_X6),
+                      jax.grad(lambda x: jnp.sum(jnp.tanh(
+                          jnp.dot(x, b, precision="BF16_BF16_F32_X6"))))(a)],
+        (mod.RNG.normal(size=(64, 96)).astype(np.float32),
+         mod.RNG.normal(size=(96, 32)).astype(np.float32)))
     for name, (fn, args) in programs.items():
         specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
         try:
