@@ -340,3 +340,6 @@ def test_tpu_records_for_the_tpu_run(tmp_path):
     assert 'call_target_name = "Eigh"' in text and "gesdd" not in text
     assert not any(whole.glob("decompositions.*")) and not any(whole.glob("*.skip"))
     assert (whole / "mlp_step.in.npz").exists() and (whole / "mlp_step.values.npz").exists()
+    # Algorithm presets as StableHLO's dot algorithms (run on a v5e).
+    text = (whole / "precision_presets.mlir").read_text()
+    assert text.count("lhs_precision_type = bf16") == 3 and "num_primitive_operations = 3" in text
