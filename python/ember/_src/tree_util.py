@@ -29,21 +29,29 @@ def _hashable(aux):
 
 
 class PyTreeDef:
-    __slots__ = ("kind", "aux", "children", "num_leaves", "_key")
+    __slots__ = ("kind", "aux", "children", "num_leaves", "_k")
 
     def __init__(self, kind, aux, children):
         self.kind, self.aux, self.children = kind, aux, _Children(children)
         self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
-        # The structure as nested tuples, made once (trees are never
-        # changed): hashing and comparing it is done by CPython's tuples, for
-        # the jit call that looks its arguments' tree up on every call.
-        self._key = (kind, _hashable(aux), tuple(c._key for c in children))
+        self._k = None
+
+    def _key(self):
+        # The structure as nested tuples, made when first compared or hashed
+        # and kept (trees are never changed): CPython's tuples then hash and
+        # compare it, for the jit call that looks its arguments' tree up on
+        # every call.
+        k = self._k
+        if k is None:
+            k = self._k = (self.kind, _hashable(self.aux),
+                           tuple(c._key() for c in self.children))
+        return k
 
     def __eq__(self, other):
-        return self is other or (isinstance(other, PyTreeDef) and self._key == other._key)
+        return self is other or (isinstance(other, PyTreeDef) and self._key() == other._key())
 
     def __hash__(self):
-        return hash(self._key)
+        return hash(self._key())
 
     @property
     def num_nodes(self):
