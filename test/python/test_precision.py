@@ -224,6 +224,10 @@ def test_algorithm_presets_compute_as_jax_does_on_the_cpu():
     with ember.default_matmul_precision("F64_F64_F64"):
         r = ember.jit(lambda x: x @ x)(m)
     assert float(np.asarray(r, np.float64).sum()) == -6.971652578562498
+    # A product of booleans (counted in int32) takes one too (JAX's values).
+    b = jnp.array([[True, False], [True, True]])
+    np.testing.assert_array_equal(jnp.dot(b, b, precision="F32_F32_F32"),
+                                  [[True, False], [True, True]])
     assert repr(lax.DotAlgorithmPreset.F64_F64_F64) == "DotAlgorithmPreset.F64_F64_F64"
     assert str(lax.DotAlgorithmPreset.BF16_BF16_F32) == "BF16_BF16_F32"
 

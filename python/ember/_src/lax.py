@@ -1557,6 +1557,8 @@ def canonicalize_precision(precision):
     if (preset := _preset(precision)) is not None and precision not in (
             "DEFAULT", "HIGH", "HIGHEST"):
         return (preset.name,)  # (an algorithm: one name)
+    if isinstance(precision, tuple) and len(precision) == 1 and _preset(precision[0]):
+        return precision  # (canonical already: a boolean product's inner one)
     if isinstance(precision, DotAlgorithm):
         raise _unsupported_on_cpu(repr(precision))
 
