@@ -8,6 +8,7 @@ above this layer (`core`), which hands it finished modules.
 """
 
 import os
+import re
 
 from ember._mlir import ir, passmanager
 from ember._mlir._mlir_libs import _ember_runtime
@@ -122,6 +123,26 @@ def exact_at_any_level(module):
     return exact[0]
 
 
+# JAX's algorithm presets (lax.DotAlgorithmPreset) the CPU computes, as
+# XLA:CPU does; a product with another is JAX's error when compiled here.
+CPU_DOT_PRESETS = frozenset({"DEFAULT", "F16_F16_F16", "BF16_BF16_F32", "BF16_BF16_F32_X3",
+                             "BF16_BF16_F32_X6", "F32_F32_F32", "F64_F64_F64"})
+
+
+def unsupported_precision(name):
+    return ValueError(f"The precision '{name}' is not supported by dot_general on CPU")
+
+
+def check_cpu_precisions(text):
+    """JAX's error for a product whose algorithm preset the CPU does not
+    compute, from the program's text (one name in `precision`)."""
+    if 'precision = ["' not in text:
+        return
+    for name in re.findall(r'precision = \["(\w+)"\]', text):
+        if name not in CPU_DOT_PRESETS:
+            raise unsupported_precision(name)
+
+
 class Executable:
     """A compiled function: the C++ kernel plus the avals it was built for."""
 
@@ -142,9 +163,7 @@ class Executable:
         self.out_avals = list(out_avals)
         self.ember_text = text if text is not None else str(module)
         if target.name == "cpu":
-            from . import lax  # (JAX's error for an algorithm preset the CPU lacks)
-
-            lax._check_cpu_precisions(self.ember_text)
+            check_cpu_precisions(self.ember_text)
         self._views = [(a.dtype, a.shape) for a in self.out_avals]
         if _dump_dir and _dump_targets:
             _dump_other_targets(module.operation.get_asm(enable_debug_info=True))

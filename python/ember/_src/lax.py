@@ -11,7 +11,7 @@ import numpy as np
 
 from ember._mlir import ir
 
-from . import core, dtypes, sharding_rules, tree_util
+from . import compiler, core, dtypes, sharding_rules, tree_util
 from .core import Primitive, ShapedArray, as_value, type_error, value_error
 
 # --------------------------------------------------------------------------
@@ -1442,7 +1442,7 @@ class DotAlgorithmPreset(enum.Enum):
     product keeps its result type. The CPU computes DEFAULT,
     BF16_BF16_F32(_X3, _X6), F32_F32_F32 and F64_F64_F64 products (the bf16
     ones in f32, as XLA:CPU does) and F16_F16_F16 ones in f16; the others
-    are JAX's error there (`_check_cpu_precisions`)."""
+    are JAX's error there (`compiler.check_cpu_precisions`)."""
 
     DEFAULT = enum.auto()
     ANY_F8_ANY_F8_F32 = enum.auto()
@@ -1506,27 +1506,6 @@ class DotAlgorithm(NamedTuple):
     allow_imprecise_accumulation: bool = False
 
 
-# The presets each target computes (the others are JAX's error there).
-_CPU_PRESETS = frozenset({"DEFAULT", "F16_F16_F16", "BF16_BF16_F32", "BF16_BF16_F32_X3",
-                         "BF16_BF16_F32_X6", "F32_F32_F32", "F64_F64_F64"})
-
-
-def _unsupported_on_cpu(name):
-    return value_error(f"The precision '{name}' is not supported by dot_general on CPU")
-
-
-def _check_cpu_precisions(text):
-    """JAX's error for a product whose algorithm preset the CPU does not
-    compute, from a program's text (compiler.Executable, for the CPU)."""
-    if 'precision = ["' not in text:
-        return
-    import re
-
-    for name in re.findall(r'precision = \["(\w+)"\]', text):
-        if name not in _CPU_PRESETS:
-            raise _unsupported_on_cpu(name)
-
-
 def _preset(precision):
     """The DotAlgorithmPreset `precision` names (a member or its name), or
     None."""
@@ -1560,7 +1539,7 @@ def canonicalize_precision(precision):
     if isinstance(precision, tuple) and len(precision) == 1 and _preset(precision[0]):
         return precision  # (canonical already: a boolean product's inner one)
     if isinstance(precision, DotAlgorithm):
-        raise _unsupported_on_cpu(repr(precision))
+        raise compiler.unsupported_precision(repr(precision))
 
     def one(p):
         name = getattr(p, "name", p)
