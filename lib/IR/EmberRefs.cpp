@@ -14,31 +14,6 @@
 using namespace mlir;
 using namespace mlir::ember;
 
-std::string mlir::ember::dtypeName(Type t) {
-  if (t.isF16())
-    return "float16";
-  if (t.isBF16())
-    return "bfloat16";
-  if (t.isF32())
-    return "float32";
-  if (t.isF64())
-    return "float64";
-  if (auto i = dyn_cast<IntegerType>(t))
-    return i.getWidth() == 1 ? std::string("bool")
-                             : (i.isUnsigned() ? "uint" : "int") +
-                                   std::to_string(i.getWidth());
-  if (auto c = dyn_cast<ComplexType>(t))
-    return c.getElementType().isF32() ? "complex64" : "complex128";
-  return "";
-}
-
-std::string mlir::ember::avalString(RankedTensorType t) {
-  std::string s = dtypeName(t.getElementType()) + "[";
-  for (auto [i, d] : llvm::enumerate(t.getShape()))
-    s += (i ? "," : "") + std::to_string(d);
-  return s + "]";
-}
-
 bool mlir::ember::isRefOp(Operation *op) {
   return isa<RefGetOp, RefSetOp, RefSwapOp, RefAddUpdateOp>(op);
 }
