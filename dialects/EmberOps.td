@@ -604,7 +604,11 @@ def Ember_WhileOp : Ember_Op<"while", [Ember_RulesInPasses, RecursiveMemoryEffec
   // times (lax.scan / fori_loop with static bounds): reverse-mode
   // ember-autodiff saves residuals in [trip_count, ...] buffers (a run-time
   // stack otherwise), and ember-batch unrolls such loops.
-  let arguments = (ins Variadic<Ember_Tensor>:$init, OptionalAttr<I64Attr>:$trip_count);
+  // `parallel` (with `trip_count`) promises that the iterations are
+  // independent (docs/spec.md, while_c5): the CPU lowering may run them on
+  // several threads.
+  let arguments = (ins Variadic<Ember_Tensor>:$init, OptionalAttr<I64Attr>:$trip_count,
+                       UnitAttr:$parallel);
   let results = (outs Variadic<Ember_Tensor>:$results);
   let regions = (region SizedRegion<1>:$cond, SizedRegion<1>:$body);
   let assemblyFormat = [{

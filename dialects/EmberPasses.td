@@ -107,6 +107,16 @@ def EmberSplitRowsPass : Pass<"ember-split-rows", "ModuleOp"> {
     space reaching the threshold (and at least two rows), the op itself in
     the `else` branch.
 
+    An `scf.for` marked `ember.parallel` (lowered from an `ember.while` with
+    `parallel`, spec rule while_c5: a Pallas grid's independent points)
+    becomes, the same way, a call of an `ember.rows` function running its
+    iterations [lo, hi) on the buffers it uses, when what the loop carries
+    is only integer counters (each `arg + constant`: rewritten from the
+    iteration number) and it calls no runtime function other than the
+    products, sorts and decompositions (a host callback or a run-time stack
+    keeps it sequential, as does any other carried value). Linalg ops inside
+    such a loop are not split themselves.
+
     Before:
     ```mlir
     linalg.generic {...} ins(%a : memref<512x512xf32>) outs(%b : memref<512x512xf32>) {...}
@@ -448,6 +458,33 @@ def EmberUniqueResultsPass : Pass<"ember-unique-results", "ModuleOp"> {
   let dependentDialects = ["linalg::LinalgDialect", "tensor::TensorDialect"];
 }
 
+
+def EmberPrivatizeParallelLoopsPass
+    : Pass<"ember-privatize-parallel-loops", "ModuleOp"> {
+  let summary = "Give each iteration of a parallel loop its own undefined tensors";
+  let description = [{
+    Runs just before one-shot bufferization. Loop-invariant code motion
+    moves `tensor.empty` (and `bufferization.alloc_tensor` without a copy)
+    out of loops; bufferization then gives such a tensor one buffer that
+    every iteration overwrites, which is right for a sequential loop (no
+    iteration reads what another left in an undefined tensor) but a race
+    when the iterations run at the same time. Inside each `scf.for` marked
+    `ember.parallel` (a parallel `ember.while`, spec rule while_c5, which
+    `ember-split-rows` runs on the threads), every use of such a tensor
+    defined outside the loop gets its own clone, placed just before the
+    user.
+
+    Before:
+    ```mlir
+    %e = tensor.empty() : tensor<128xf32>
+    scf.for %i = %c0 to %c4 step %c1 {
+      %y = linalg.generic ... outs(%e : tensor<128xf32>) ...
+    } {ember.parallel}
+    ```
+    After: `%e` is cloned inside the loop, just before the generic.
+  }];
+  let dependentDialects = ["tensor::TensorDialect"];
+}
 
 def EmberAvoidBufferCopiesPass
     : Pass<"ember-avoid-buffer-copies", "ModuleOp"> {

@@ -60,6 +60,10 @@ private:
     Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
     auto loop =
         scf::ForOp::create(rewriter, loc, lb, ub, step, adaptor.getInit());
+    // Independent iterations (while_c5): ember-split-rows may run them on
+    // the threads once the carried tensors are buffers written in place.
+    if (op.getParallel())
+      loop->setAttr(kParallelLoopAttr, rewriter.getUnitAttr());
     Region &to = loop.getRegion();
     rewriter.eraseBlock(&to.front());
     rewriter.inlineRegionBefore(op.getBody(), to, to.end());

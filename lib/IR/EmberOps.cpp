@@ -1455,6 +1455,9 @@ LogicalResult WhileOp::verify() {
   // while_c4
   if (auto n = getTripCountAttr(); n && n.getInt() < 0)
     return emitOpError("while_c4: trip_count must be non-negative");
+  // while_c5
+  if (getParallel() && !getTripCountAttr())
+    return emitOpError("while_c5: a parallel loop must have a trip_count");
   TypeRange carried = getInit().getTypes();
   for (auto [name, region] :
        {std::pair<StringRef, Region *>{"cond", &getCond()},

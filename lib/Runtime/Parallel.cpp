@@ -45,6 +45,18 @@ template <typename F> bool spinFor(F ready) {
   }
 }
 
+thread_local bool inPiece = false;
+
+/// runGuarded for a piece of a job, with inPiece set: products there keep
+/// to one core whether or not the job was split (so that the results do
+/// not depend on the number of threads).
+size_t runPiece(Task task, void *ctx, int64_t a, int64_t b) {
+  inPiece = true;
+  size_t lost = ember::runtime::runGuarded(task, ctx, a, b);
+  inPiece = false;
+  return lost;
+}
+
 class Pool {
 public:
   static Pool &get() {
@@ -67,7 +79,7 @@ public:
     std::unique_lock<std::mutex> busy(submit, std::try_to_lock);
     int parts = (int)std::min<int64_t>(wanted, n);
     if (!busy.owns_lock() || parts < 2)
-      return ember::runtime::runGuarded(task, ctx, lo, hi);
+      return runPiece(task, ctx, lo, hi);
     return runParts(task, ctx, lo, n, parts);
   }
 
@@ -117,7 +129,7 @@ private:
       ++generation;
     }
     wake.notify_all();
-    size_t mine = ember::runtime::runGuarded(task, ctx, lo, lo + n / parts);
+    size_t mine = runPiece(task, ctx, lo, lo + n / parts);
     if (!spinFor([&] { return pending.load() == 0; })) {
       std::unique_lock<std::mutex> g(m);
       done.wait(g, [&] { return pending.load() == 0; });
@@ -170,7 +182,7 @@ private:
         continue;
       g.unlock();
       int64_t a = j.lo + j.n * k / j.parts, b = j.lo + j.n * (k + 1) / j.parts;
-      size_t lost = ember::runtime::runGuarded(j.task, j.ctx, a, b);
+      size_t lost = runPiece(j.task, j.ctx, a, b);
       g.lock();
       if (lost)
         failed = lost;
@@ -193,6 +205,8 @@ public:
   std::atomic<bool> spinning{false}; // workers spin between jobs
 };
 } // namespace
+
+bool ember::runtime::inPoolPiece() { return inPiece; }
 
 namespace ember::runtime::params {
 void ember_parallel_for(Addr task, Addr ctx, I64 lo, I64 hi) {

@@ -508,6 +508,8 @@ LogicalResult jvpWhile(OpBuilder &b, WhileOp op,
   unsigned np = op.getInit().size();
   auto loop = WhileOp::create(b, loc, types, init);
   loop.setTripCountAttr(op.getTripCountAttr());
+  // Tangents are written where their primals are: still independent.
+  loop.setParallel(op.getParallel());
   SmallVector<Location> locs(types.size(), loc);
   for (auto [src, dst] :
        {std::pair<Region *, Region *>{&op.getCond(), &loop.getCond()},

@@ -641,6 +641,8 @@ FailureOr<SmallVector<Value>> batchCountedWhile(OpBuilder &b, WhileOp op,
   }
   auto loop = WhileOp::create(b, loc, types, init);
   loop.setTripCountAttr(op.getTripCountAttr());
+  // Each lane's iterations are independent as the loop's were.
+  loop.setParallel(op.getParallel());
   SmallVector<Location> locs(types.size(), loc);
   Block *cond = b.createBlock(&loop.getCond(), {}, types, locs);
   Block *body = b.createBlock(&loop.getBody(), {}, types, locs);

@@ -4,7 +4,9 @@
 // of a function computing the rows [lo, hi) of that loop on subviews of its
 // operands. The call covers every row, so the program means the same; the
 // function carries `ember.rows`, which `ember-parallel-calls` turns into
-// `ember_parallel_for` over the rows after the LLVM conversion.
+// `ember_parallel_for` over the rows after the LLVM conversion. A loop
+// marked `ember.parallel` (a Pallas grid's independent points) becomes a
+// call of a function of its iterations the same way.
 //
 //===----------------------------------------------------------------------===//
 #include "TransformUtils.h"
@@ -18,6 +20,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -59,13 +62,31 @@ struct EmberSplitRowsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    // Parallel loops (a Pallas grid's independent points) first; their
+    // linalg ops run on one thread each.
+    SmallVector<scf::ForOp> loops;
+    module.walk([&](scf::ForOp loop) {
+      if (loop->hasAttr(ember::kParallelLoopAttr))
+        loops.push_back(loop);
+    });
+    for (scf::ForOp loop : loops) {
+      bool nested = false;
+      for (Operation *p = loop->getParentOp(); p && !nested;
+           p = p->getParentOp())
+        nested =
+            p->hasAttr(ember::kParallelLoopAttr) || p->hasAttr("ember.rows");
+      if (nested || failed(splitLoop(module, symbols, loop)))
+        loop->removeAttr(ember::kParallelLoopAttr);
+    }
     SmallVector<linalg::LinalgOp> ops;
     module.walk([&](linalg::LinalgOp op) {
       // Ops in loops (a scan's body) too, when larger: the pool's wake-up
       // (about 0.1 ms) comes on every iteration.
       if (!op.hasPureBufferSemantics() || op->getNumResults() != 0 ||
           !op->getParentOfType<func::FuncOp>() || op.getNumLoops() == 0 ||
-          op.getIteratorTypesArray()[0] != utils::IteratorType::parallel)
+          op.getIteratorTypesArray()[0] != utils::IteratorType::parallel ||
+          op->getParentOfType<func::FuncOp>()->hasAttr("ember.rows"))
         return;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       int64_t work = 1;
@@ -82,9 +103,146 @@ struct EmberSplitRowsPass
                   : ranges[0] >= 2 && work >= least(op))
         ops.push_back(op);
     });
-    SymbolTable symbols(module);
     for (linalg::LinalgOp op : ops)
       split(module, symbols, op);
+  }
+
+  /// The runtime functions a parallel loop may call: products, sorts and
+  /// decompositions work on the buffers they are given (host callbacks
+  /// and run-time stacks do not: their order would change).
+  static bool threadSafeCallee(StringRef name) {
+    return llvm::any_of(ArrayRef<StringRef>{"ember_gemm", "ember_sort",
+                                            "ember_cholesky", "ember_eigh",
+                                            "ember_lu", "ember_qr", "ember_svd",
+                                            "ember_triangular_solve"},
+                        [&](StringRef p) { return name.starts_with(p); });
+  }
+
+  /// Whether `region` calls, directly or through the module's functions,
+  /// only thread-safe runtime functions.
+  static bool callsThreadSafe(ModuleOp module, Region &region,
+                              DenseSet<Operation *> &seen) {
+    WalkResult r = region.walk([&](Operation *op) {
+      if (isa<CallOpInterface>(op) && !isa<func::CallOp>(op))
+        return WalkResult::interrupt();
+      auto call = dyn_cast<func::CallOp>(op);
+      if (!call)
+        return WalkResult::advance();
+      auto fn = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      if (!fn)
+        return WalkResult::interrupt();
+      if (fn.isExternal())
+        return threadSafeCallee(fn.getName()) ? WalkResult::advance()
+                                              : WalkResult::interrupt();
+      if (seen.insert(fn).second &&
+          !callsThreadSafe(module, fn.getBody(), seen))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    return !r.wasInterrupted();
+  }
+
+  /// A parallel loop as a call of a function of its iterations [lo, hi):
+  /// its counters (carried `arg + c`) are computed from the iteration
+  /// number; any other carried value keeps the loop sequential.
+  LogicalResult splitLoop(ModuleOp module, SymbolTable &symbols,
+                          scf::ForOp loop) {
+    Block *body = loop.getBody();
+    auto yield = cast<scf::YieldOp>(body->getTerminator());
+    SmallVector<Value> steps;
+    for (auto [arg, next] :
+         llvm::zip(loop.getRegionIterArgs(), yield.getOperands())) {
+      auto add = next.getDefiningOp<arith::AddIOp>();
+      if (!add || add->getBlock() != body)
+        return failure();
+      Value other = add.getLhs() == arg   ? add.getRhs()
+                    : add.getRhs() == arg ? add.getLhs()
+                                          : Value();
+      if (!other || !matchPattern(other, m_Constant()))
+        return failure();
+      steps.push_back(other);
+    }
+    DenseSet<Operation *> seen;
+    if (!callsThreadSafe(module, loop.getRegion(), seen))
+      return failure();
+    std::optional<APInt> trips = loop.getStaticTripCount();
+    if (trips && trips->getSExtValue() < 2)
+      return failure();
+    Location loc = loop.getLoc();
+    OpBuilder b(loop);
+    Type index = b.getIndexType();
+    Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
+          step = loop.getStep();
+    // Iterations: ceil((ub - lb) / step), at least 0.
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value n = arith::MaxSIOp::create(
+        b, loc, zero,
+        arith::CeilDivSIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, ub, lb), step));
+    // Counter `arg` at iteration k: init + k * c (after the loop: k = n).
+    auto counterAt = [&](OpBuilder &at, Value k, Value init, Value c) {
+      Value kk = k;
+      if (init.getType() != index)
+        kk = arith::IndexCastOp::create(at, loc, init.getType(), k);
+      Value cc = at.clone(*c.getDefiningOp())->getResult(0);
+      return arith::AddIOp::create(at, loc, init,
+                                   arith::MulIOp::create(at, loc, kk, cc))
+          .getResult();
+    };
+    auto plain = scf::ForOp::create(b, loc, lb, ub, step);
+    OpBuilder pb = OpBuilder::atBlockBegin(plain.getBody());
+    Value iv = plain.getInductionVar();
+    Value k = arith::DivSIOp::create(
+        pb, loc, arith::SubIOp::create(pb, loc, iv, lb), step);
+    SmallVector<Value> argsNow = {iv};
+    for (auto [init, c] : llvm::zip(loop.getInitArgs(), steps))
+      argsNow.push_back(counterAt(pb, k, init, c));
+    for (auto [result, init, c] :
+         llvm::zip(loop.getResults(), loop.getInitArgs(), steps))
+      result.replaceAllUsesWith(counterAt(b, n, init, c));
+    yield->erase();
+    Block *into = plain.getBody();
+    into->getOperations().splice(Block::iterator(into->getTerminator()),
+                                 body->getOperations());
+    for (auto [from, to] : llvm::zip(body->getArguments(), argsNow))
+      from.replaceAllUsesWith(to);
+    loop->erase();
+    // The function: runs iterations [lo, hi) of the plain loop.
+    SmallVector<Operation *> constants;
+    SmallVector<Value> args = ember::outlinedOperands(plain, constants);
+    SmallVector<Type> types = {index, index};
+    for (Value v : args)
+      types.push_back(v.getType());
+    func::FuncOp fn =
+        ember::makePrivateFunc(module, symbols, loc, "__ember_iterations",
+                               b.getFunctionType(types, {}));
+    fn->setAttr("ember.rows", b.getUnitAttr());
+    Block &entry = fn.getBody().front();
+    OpBuilder fb = OpBuilder::atBlockBegin(&entry);
+    IRMapping map;
+    for (auto [v, arg] : llvm::zip(args, entry.getArguments().drop_front(2)))
+      map.map(v, arg);
+    for (Operation *c : constants)
+      fb.clone(*c, map);
+    auto rows = cast<scf::ForOp>(fb.clone(*plain, map));
+    fb.setInsertionPoint(rows);
+    Value flb = rows.getLowerBound(), fstep = rows.getStep();
+    auto bound = [&](Value i) {
+      return arith::AddIOp::create(fb, loc, flb,
+                                   arith::MulIOp::create(fb, loc, i, fstep))
+          .getResult();
+    };
+    rows.setLowerBound(bound(entry.getArgument(0)));
+    rows.setUpperBound(arith::MinSIOp::create(fb, loc, rows.getUpperBound(),
+                                              bound(entry.getArgument(1))));
+    fb.setInsertionPointAfter(rows);
+    func::ReturnOp::create(fb, loc);
+    SmallVector<Value> callArgs = {zero, n};
+    callArgs.append(args);
+    b.setInsertionPoint(plain);
+    func::CallOp::create(b, loc, fn, callArgs);
+    plain->erase();
+    return success();
   }
 
   int64_t least(linalg::LinalgOp op) {

@@ -739,6 +739,34 @@ func.func @counted_loop(%s: tensor<3xf32>) -> tensor<3xf32> {
 
 // -----
 
+// A parallel loop (while_c5) is the same scf.for, marked `ember.parallel`
+// for ember-split-rows.
+// CHECK-LABEL: func @parallel_loop
+// CHECK: scf.for
+// CHECK: scf.yield
+// CHECK-NEXT: } {ember.parallel}
+func.func @parallel_loop(%s: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %zero = ember.constant dense<0> : tensor<i32>
+  %four = ember.constant dense<4> : tensor<i32>
+  %one = ember.constant dense<1> : tensor<i32>
+  %r:2 = ember.while(%zero, %s) {parallel, trip_count = 4 : i64} : tensor<i32>, tensor<4x3xf32> cond {
+  ^bb0(%c: tensor<i32>, %v: tensor<4x3xf32>):
+    %p = ember.compare LT, %c, %four : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<i32>, %v: tensor<4x3xf32>):
+    %n = ember.add %c, %one : tensor<i32>
+    %z = ember.constant dense<0> : tensor<i32>
+    %row = ember.dynamic_slice %v[%c, %z], sizes = [1, 3] : (tensor<4x3xf32>, tensor<i32>, tensor<i32>) -> tensor<1x3xf32>
+    %w = ember.sin %row : tensor<1x3xf32>
+    %u = ember.dynamic_update_slice %v[%c, %z], %w : tensor<4x3xf32>, tensor<1x3xf32>, tensor<i32>, tensor<i32>
+    ember.yield %n, %u : tensor<i32>, tensor<4x3xf32>
+  }
+  return %r#1 : tensor<4x3xf32>
+}
+
+// -----
+
 // The barrier stays, on converted types (ember-drop-optimization-barriers
 // removes it before bufferization).
 // CHECK-LABEL: func @optimization_barrier

@@ -943,6 +943,22 @@ func.func @while_c4(%x: tensor<f32>) -> tensor<f32> {
 
 // -----
 
+// while_c5
+func.func @while_c5(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{while_c5: a parallel loop must have a trip_count}}
+  %r = ember.while (%x) {parallel} : tensor<f32> cond {
+  ^bb0(%v: tensor<f32>):
+    %p = ember.constant dense<false> : tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%v: tensor<f32>):
+    ember.yield %v : tensor<f32>
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
 func.func @stack_c1(%h: tensor<i32>, %x: tensor<f32>) -> tensor<i64> {
   // expected-error @+1 {{stack_c1: the stack operand must be a tensor<i64>}}
   %h1 = ember.stack_push %h(%x) : (tensor<i32>, tensor<f32>) -> tensor<i64>

@@ -240,6 +240,21 @@ func.func @while_loop(%x: tensor<i32>, %ten: tensor<i32>) -> tensor<i32> {
   return %r : tensor<i32>
 }
 
+// CHECK-LABEL: func @parallel_while_loop
+func.func @parallel_while_loop(%x: tensor<i32>, %ten: tensor<i32>) -> tensor<i32> {
+  // CHECK: ember.while(%{{.*}}) {parallel, trip_count = 3 : i64}
+  %r = ember.while (%x) {parallel, trip_count = 3 : i64} : tensor<i32> cond {
+  ^bb0(%c: tensor<i32>):
+    %p = ember.compare LT, %c, %ten : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    ember.yield %p : tensor<i1>
+  } do {
+  ^bb0(%c: tensor<i32>):
+    %n = ember.add %c, %c : tensor<i32>
+    ember.yield %n : tensor<i32>
+  }
+  return %r : tensor<i32>
+}
+
 func.func private @per_example(%x: tensor<3xf32>, %w: tensor<3xf32>) -> tensor<f32> {
   %0 = ember.mul %x, %w : tensor<3xf32>
   %1 = ember.reduce sum %0, dims = [0] : (tensor<3xf32>) -> tensor<f32>

@@ -130,3 +130,14 @@ def assert_prints_recorded(subdir, script, differing=(), cpu_meshes=False):
             assert g != e, f"now equal to JAX's: {e}"
         else:
             assert g == e
+
+
+def stdout_per_thread_count(code, counts=("1", "2", "3")):
+    """What the Python program `code` prints when run with each of
+    `counts` as EMBER_NUM_THREADS (each in a fresh process)."""
+    import os
+    import subprocess
+    import sys
+
+    return [subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
+                           env=dict(os.environ, EMBER_NUM_THREADS=n)).stdout for n in counts]

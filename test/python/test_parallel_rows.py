@@ -13,6 +13,8 @@ import ember
 import ember.numpy as jnp
 from ember._mlir._mlir_libs import _ember_runtime
 
+from helpers import stdout_per_thread_count
+
 
 def _chain(a, b):
     return jnp.tanh(a * 2.0 + b) * a - jnp.exp(-a) + jnp.arange(a.shape[0], dtype=a.dtype)[:, None]
@@ -42,12 +44,7 @@ def test_results_do_not_depend_on_the_thread_count():
         " ember.lax.scan(lambda h, _: (jnp.tanh(h * 0.9 + a), None), a, None, length=5)[0]))\n"
         "np.save('/dev/stdout', np.concatenate([np.ravel(np.asarray(o)) for o in f(x)]))\n"
     )
-    outs = []
-    for n in ("1", "2", "3"):
-        env = dict(os.environ, EMBER_NUM_THREADS=n)
-        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             check=True)
-        outs.append(run.stdout)
+    outs = stdout_per_thread_count(code)
     assert outs[0] == outs[1] == outs[2]
 
 

@@ -25,6 +25,11 @@ void populateEmberToLinalgPatterns(const TypeConverter &converter,
                                    bool runtimeSort = true,
                                    bool deviceBuffers = false);
 
+/// Marks an scf.for lowered from a `parallel` ember.while (spec rule
+/// while_c5): its iterations are independent, and once its carried tensors
+/// are buffers written in place `ember-split-rows` runs them on the threads.
+constexpr llvm::StringLiteral kParallelLoopAttr = "ember.parallel";
+
 /// The type converter of the lowering: unsigned integers become signless.
 class EmberTypeConverter : public TypeConverter {
 public:

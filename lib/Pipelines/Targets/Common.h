@@ -18,6 +18,7 @@
   "ember-avoid-buffer-copies,"                                                 \
   "eliminate-empty-tensors,"                                                   \
   "ember-unique-results,"                                                      \
+  "ember-privatize-parallel-loops,"                                            \
   "one-shot-bufferize{bufferize-function-boundaries "                          \
   "allow-return-allocs-from-loops "                                            \
   "function-boundary-type-conversion=identity-layout-map "                     \

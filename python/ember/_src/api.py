@@ -634,6 +634,10 @@ class JitWrapped:
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
                  donate_argnames=()):
         functools.update_wrapper(self, fun)
+        # (What the function carries in its __dict__ does not hide the jit
+        # object's own methods: a pallas_call's GPU `lower`, say.)
+        for name in [n for n in vars(self) if hasattr(type(self), n)]:
+            del self.__dict__[name]
         self.fun = fun
         if isinstance(static_argnums, int):
             static_argnums = (static_argnums,)

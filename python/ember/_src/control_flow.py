@@ -563,6 +563,20 @@ def _fori_loop(lower, upper, body_fun, init_val):
     return run(init_val)
 
 
+def independent_loop(n, body_fun, init_val):
+    """Ember's own (not JAX's): `fori_loop(0, n, body_fun, init_val)` whose
+    iterations the caller promises are independent (spec rule while_c5):
+    each reads of the carried arrays only the parts it writes, and no two
+    write the same element. The loop is marked `parallel`; the CPU runs its
+    iterations on its threads when what it carries is written in place.
+    Inside a trace only."""
+    if _python_mode() or n < 2:
+        return fori_loop(0, n, body_fun, init_val)
+    i0, end = jnp.int32(0), jnp.int32(n)
+    return _while_traced(lambda c: c[0] < end, lambda c: (c[0] + 1, body_fun(c[0], c[1])),
+                         (i0, init_val), trip_count=n, parallel=True)[1]
+
+
 def while_loop(cond_fun, body_fun, init_val):
     if (out := _hooked("while_loop", cond_fun, body_fun, init_val)) is not NotImplemented:
         return out
@@ -608,7 +622,7 @@ class _WeakCarry(Exception):
         self.dtypes = dtypes
 
 
-def _while_traced(cond_fun, body_fun, init_val, trip_count=None):
+def _while_traced(cond_fun, body_fun, init_val, trip_count=None, parallel=False):
     """Emits an ember.while whose regions hold the traced cond and body
     (with `trip_count`, a loop known to run exactly that many times). The
     body is traced once, as JAX's, unless a weakly typed initial value must
@@ -619,15 +633,15 @@ def _while_traced(cond_fun, body_fun, init_val, trip_count=None):
     trace = core.current_trace()
     mark = state._mark(trace)
     try:
-        return _emit_while(cond_fun, body_fun, tree, vals, trip_count, True)
+        return _emit_while(cond_fun, body_fun, tree, vals, trip_count, True, parallel)
     except _WeakCarry as e:
         state._undo(trace, mark)
         vals = [lax.convert_element_type(v, d) if v.weak_type and v.dtype != d else v
                 for v, d in zip(vals, e.dtypes)]
-        return _emit_while(cond_fun, body_fun, tree, vals, trip_count, False)
+        return _emit_while(cond_fun, body_fun, tree, vals, trip_count, False, parallel)
 
 
-def _emit_while(cond_fun, body_fun, tree, vals, trip_count, promote):
+def _emit_while(cond_fun, body_fun, tree, vals, trip_count, promote, parallel=False):
     avals = [v.aval for v in vals]
     trace = core.current_trace()
     results = trace.emit("ember.while", [trace.to_value(v) for v in vals], avals, regions=2)
@@ -677,6 +691,8 @@ def _emit_while(cond_fun, body_fun, tree, vals, trip_count, promote):
             if isinstance(trip_count, core.DimExpr):
                 op.attributes["ember.sym_attr.trip_count"] = ir.StringAttr.get(
                     str(trip_count))
+            if parallel:
+                op.attributes["parallel"] = ir.UnitAttr.get()
     return tree_util.tree_unflatten(tree, results)
 
 

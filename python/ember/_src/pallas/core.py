@@ -16,6 +16,7 @@ write. Input blocks are fresh per grid step: a kernel's writes to an input
 ref are not seen by later steps (alias the input to an output for that).
 """
 
+import itertools
 import math
 
 import numpy as np
@@ -716,7 +717,7 @@ def pallas_call(
 
         def interpreter(*vals):
             return _run(kern, kname, grid, list(vals[:nprefetch]), list(vals[nprefetch:]),
-                        in_blocks, out_blocks, scratch_shapes, aliases_in)
+                        in_blocks, out_blocks, scratch_shapes, aliases_in, compiler_params)
 
         # The interpreter is a function of its own, which the TPU target
         # replaces by the kernel in Mosaic's form (targets/tpu.py).
@@ -887,24 +888,105 @@ def _scratch_types(scratch_shapes):
     return leaves
 
 
-def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shapes, aliases):
+# A grid's leading axes run on the CPU's threads when their points are
+# independent (docs/design.md, "A Pallas grid on both cores"): the index
+# maps are evaluated on every point (grids of at most this many points) and
+# what the points write must be worth the threads' wake-up.
+_MAX_CHECKED_GRID = 1 << 16
+_MIN_PARALLEL_ELEMENTS = 1 << 15
+
+
+def _block_index(block, ids):
+    """The block indices `block`'s index map gives at the concrete program
+    ids `ids`, or None where they are not Python integers inside the
+    (padded) array."""
+    if block.index_map is None:
+        return (0,) * len(block.shape)
+    try:
+        idx = block.index_map(*ids)
+    except Exception:  # (a map written for traced ids: no concrete answer)
+        return None
+    if not isinstance(idx, (tuple, list)):
+        idx = (idx,)
+    if len(idx) != len(block.shape):
+        return None
+    for i, n, b in zip(idx, block.shape, block.sizes):
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            return None
+        if i < 0 or (i + 1) * b > n + (-n) % b:
+            return None
+    return tuple(int(i) for i in idx)
+
+
+def _parallel_axes(grid, nprefetch, out_blocks, scratch_types, compiler_params):
+    """How many leading axes of `grid` may run concurrently: the most `k`
+    such that points differing in their first `k` ids write disjoint
+    output blocks (checked on every point), every output blocked (not whole
+    or indexed by element), no scalar prefetch (the maps would read it) and
+    no ref of the program live; with scratch buffers, the `k` axes must be
+    declared "parallel" (each group of points then gets its own scratch,
+    as each TensorCore does). 0 runs the grid in order."""
+    n = math.prod(grid)
+    if (not grid or n < 2 or n > _MAX_CHECKED_GRID or nprefetch or not out_blocks
+            or state.live_refs()):
+        return 0
+    if any(b.whole or any(b.element) for b in out_blocks):
+        return 0
+    if n * sum(math.prod(b.sizes) for b in out_blocks) < _MIN_PARALLEL_ELEMENTS:
+        return 0
+    try:
+        semantics = tpu_kernel._semantics(compiler_params, len(grid))
+    except ValueError:
+        semantics = ["arbitrary"] * len(grid)
+    points = list(itertools.product(*[range(g) for g in grid]))
+    written = []
+    for b in out_blocks:
+        idx = []
+        for p in points:  # (a map of jnp ops stops at the first point)
+            if (i := _block_index(b, p)) is None:
+                return 0
+            idx.append(i)
+        written.append(idx)
+    best = 0
+    for k in range(1, len(grid) + 1):
+        if scratch_types and semantics[k - 1] != "parallel":
+            break
+        # (Disjointness fails for every longer prefix once it fails here.)
+        if not all(_disjoint(points, idx, k) for idx in written):
+            break
+        best = k
+    return best if math.prod(grid[:best]) >= 2 else 0
+
+
+def _disjoint(points, idx, k):
+    owner = {}
+    for p, i in zip(points, idx):
+        if owner.setdefault(i, p[:k]) != p[:k]:
+            return False
+    return True
+
+
+def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shapes, aliases,
+         compiler_params=None):
     scratch_types = _scratch_types(scratch_shapes)
     ins_p = [b.padded(x) for b, x in zip(in_blocks, ins)]
     outs0 = [state.uninitialized(b.shape, b.dtype) for b in out_blocks]
     for i, o in aliases.items():
         outs0[o] = ins[i]
     outs0 = [b.padded(x) for b, x in zip(out_blocks, outs0)]
-    # Semaphores count from zero; other scratch starts uninitialized.
-    scratch0 = [jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
+
+    def new_scratch():
+        # Semaphores count from zero; other scratch starts uninitialized.
+        return [jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
                 else state.uninitialized(t.shape, t.dtype) for t in scratch_types]
+
     # Pallas TPU's PRNG state (prng_state.py), after the kernel's scratch.
-    scratch0.append(jnp.zeros(prng_state.SHAPE, prng_state.DTYPE))
+    scratch0 = new_scratch() + [jnp.zeros(prng_state.SHAPE, prng_state.DTYPE)]
     n = math.prod(grid)
 
-    def step(i, carry):
+    def point(ids, carry):
         outs, scratch = carry
         pf_refs = [state.Ref(p) for p in prefetch]
-        ids = _unravel(i, grid) if grid else ()
         # What the index maps take: the program ids, then the prefetched refs.
         ids_pf = ids + tuple(pf_refs)
         in_refs = [state.Ref(b.read(x, ids_pf)) for b, x in zip(in_blocks, ins_p)]
@@ -927,12 +1009,33 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
         new_outs = [b.write(x, r._value, ids_pf) for b, x, r in zip(out_blocks, outs, out_refs)]
         return new_outs, [r._value for r in scratch_refs]
 
-    if n == 1:
-        outs, _ = step(jnp.int32(0), (outs0, scratch0))
-    elif n == 0:
+    def points(axes, first, carry):
+        """The points whose leading ids are `first`, over `axes`, in order."""
+        m = math.prod(axes)
+        if m == 1:
+            return point(first + _unravel(jnp.int32(0), axes), carry)
+        return control_flow.fori_loop(
+            jnp.int32(0), jnp.int32(m),
+            lambda i, c: point(first + _unravel(i, axes), c), carry)
+
+    k = _parallel_axes(grid, len(prefetch), out_blocks, scratch_types, compiler_params)
+    if n == 0:
         outs = outs0
+    elif k:
+        # Groups of points differing in their first k ids are independent:
+        # a loop over the groups marked parallel, each group's points in
+        # order with scratch of its own (the PRNG state is carried: a
+        # kernel drawing from it keeps the loop sequential).
+        def group(g, carry):
+            outs, rng = carry
+            outs, scratch = points(grid[k:], _unravel(g, grid[:k]),
+                                   (outs, new_scratch() + [rng]))
+            return outs, scratch[-1]
+
+        outs, _ = control_flow.independent_loop(math.prod(grid[:k]), group,
+                                                (outs0, scratch0[-1]))
     else:
-        outs, _ = control_flow.fori_loop(jnp.int32(0), jnp.int32(n), step, (outs0, scratch0))
+        outs, _ = points(grid, (), (outs0, scratch0))
     return [b.unpadded(x) for b, x in zip(out_blocks, outs)]
 
 
