@@ -77,6 +77,7 @@ const char *const kPasses[] = {
     "ember-scalarize-loop-counters",
     "ember-unique-results",
     "ember-avoid-buffer-copies",
+    "ember-privatize-parallel-loops",
     "ember-linalg-to-gpu",
     "ember-gpu-to-nvvm",
     "ember-gpu-hoist-allocas",
