@@ -1,9 +1,14 @@
 """ember.lax: the primitives of the ember dialect."""
 
+import builtins as _builtins  # noqa: E402
 import enum as _enum  # noqa: E402
+import functools as _functools  # noqa: E402
 import sys as _sys  # noqa: E402
 
+import numpy as _np  # noqa: E402
+
 from ember._src import core as _core  # noqa: E402
+from ember._src import lax as _lax_src  # noqa: E402
 from ember._src import lax_linalg as linalg  # noqa: F401,E402
 from ember._src.api import with_sharding_constraint  # noqa: F401
 from ember._src.control_flow import (  # noqa: F401
@@ -83,4 +88,43 @@ def cumlogsumexp(operand, axis=0, reverse=False):
 
 # `import jax.lax.linalg` (this module is not a package: the submodule is
 # registered under its dotted name, which the import system looks up first).
+def _jax_typed(x):
+    """A Python or NumPy scalar as JAX's lax takes it: an array of its own
+    default dtype (weakly typed for Python scalars), which the operation
+    then requires to equal the other operands' (JAX 0.10.2's lax promotes
+    nothing: `lax.add(f32_array, 2)` is its TypeError; jnp promotes)."""
+    if isinstance(x, (bool, int, float, _builtins.complex, _np.generic, _np.ndarray)):
+        return _core.asarray_concrete(x)
+    return x
+
+
+# What JAX's arithmetic accepts at each position (Ember's own code adds
+# and multiplies booleans through the internal functions).
+_KINDS = {"add": "num", "sub": "num", "mul": "num", "div": "num", "rem": "intfloat"}
+
+
+def _same_dtypes(fn):
+    name = fn.__name__
+
+    @_functools.wraps(fn)
+    def f(*args, **kwargs):
+        args = [_jax_typed(a) for a in args]
+        if name in _KINDS:
+            _lax_src._check_accepts(name, _KINDS[name], *[_core.as_value(a).aval for a in args])
+        return fn(*args, **kwargs)
+
+    f._ember_lax = fn  # (lax.reduce and reduce_window recognize it)
+    return f
+
+
+# The binary and ternary elementwise functions (`pow` takes an integer
+# exponent, as JAX's; comparisons too need equal dtypes).
+for _name in ["add", "sub", "mul", "div", "rem", "max", "min", "atan2", "nextafter",
+              "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",
+              "shift_right_logical", "shift_right_arithmetic", "eq", "ne", "lt", "le",
+              "gt", "ge", "complex", "clamp"]:
+    globals()[_name] = _same_dtypes(globals()[_name])
+del _name
+
+
 _sys.modules[__name__ + ".linalg"] = linalg

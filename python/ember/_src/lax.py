@@ -35,18 +35,19 @@ def _check_same_types(name, *avals):
                               for x in avals)
             tip = _PROMOTING.get(name)
             tip = (f" (Tip: jnp.{tip} is a similar function that does automatic type "
-                   "promotion on inputs)") if tip else ""
+                   "promotion on inputs).") if tip else ""
             raise TypeError(core.below_location(
-                f"lax.{name} requires arguments to have the same dtypes, got {names}.{tip}."))
+                f"lax.{name} requires arguments to have the same dtypes, got {names}.{tip}"))
 
 
 # The jnp function that promotes its operands' dtypes, for each lax binary
-# op (JAX's tip in its dtype-mismatch error).
+# op (JAX 0.10.2's tip in its dtype-mismatch error; rem, the orderings and
+# the bitwise ops have none).
 _PROMOTING = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
-              "max": "maximum", "min": "minimum", "pow": "power", "rem": "remainder",
-              "atan2": "arctan2", "nextafter": "nextafter", "and": "bitwise_and",
-              "or": "bitwise_or", "xor": "bitwise_xor", "eq": "equal", "ne": "not_equal",
-              "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}
+              "max": "maximum", "min": "minimum", "atan2": "arctan2",
+              "nextafter": "nextafter", "eq": "equal", "ne": "not_equal",
+              "shift_left": "left_shift", "shift_right_logical": "right_shift",
+              "shift_right_arithmetic": "right_shift"}
 
 
 def _binary_rule(name):
@@ -62,7 +63,11 @@ def _binary_rule(name):
 # op is real-only are computed from real and imaginary parts below.
 _ACCEPTS = {
     "float": (lambda d: dtypes.is_inexact(d) and not dtypes.is_complex(d), "floating"),
-    "inexact": (dtypes.is_inexact, "inexact"),
+    "inexact": (dtypes.is_inexact, "floating, complexfloating"),
+    "f32f64": (lambda d: d in (dtypes.float32, dtypes.float64), "float32, float64"),
+    "num": (lambda d: not dtypes.is_bool(d), "integer, floating, complexfloating"),
+    "intfloat": (lambda d: not dtypes.is_bool(d) and not dtypes.is_complex(d),
+                 "integer, floating"),
     "real": (lambda d: not dtypes.is_complex(d), "real"),
     "int": (lambda d: dtypes.is_int(d) or dtypes.is_bool(d), "integer or boolean"),
     "integer": (dtypes.is_int, "integer"),
@@ -108,15 +113,14 @@ def _binary_kinds_rule(name, kinds):
     same = _binary_rule(name)
 
     def rule(x, y, **params):
-        out = same(x, y, **params)
-        if kinds:
+        if kinds:  # (JAX checks each operand's kind first)
             _check_accepts(name, kinds, x, y)
-        return out
+        return same(x, y, **params)
     return rule
 
 
 for _n, _k in [("add", None), ("sub", None), ("mul", None), ("div", None), ("rem", "real"),
-               ("pow", None), ("max", "real"), ("min", "real"), ("atan2", "float"),
+               ("pow", None), ("max", "real"), ("min", "real"), ("atan2", "inexact"),
                ("nextafter", "float"), ("and", "int"), ("or", "int"), ("xor", "int"),
                ("shift_left", "integer"), ("shift_right_logical", "integer"),
                ("shift_right_arithmetic", "integer")]:
@@ -136,6 +140,7 @@ imag_p = Primitive("imag", _part_rule)
 
 
 def _complex_rule(x, y):
+    _check_accepts("complex", "f32f64", x, y)
     _check_same_types("complex", x, y)
     return x.update(dtype=dtypes.complex128 if x.dtype == dtypes.float64 else dtypes.complex64)
 
@@ -1246,7 +1251,7 @@ def reduce(operands, init_values, computation, dimensions):
     vmap)."""
     kinds = {add: "sum", mul: "prod", max: "max", min: "min", bitwise_and: "and",
              bitwise_or: "or", bitwise_xor: "xor"}
-    kind = kinds.get(computation)
+    kind = kinds.get(getattr(computation, "_ember_lax", computation))
     flat_ops, tree = tree_util.tree_flatten(operands)
     flat_init, init_tree = tree_util.tree_flatten(init_values)
     if tree != init_tree:
@@ -1333,6 +1338,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     computation, operand pytrees and dilations fold each window's elements
     into the init value in order (`reduce_window_by_fold`, from
     lax_extras.py)."""
+    computation = getattr(computation, "_ember_lax", computation)  # (public lax's)
     kind = {add: "sum", max: "max", min: "min", mul: "prod"}.get(computation, computation)
     dilated = any(d != 1 for d in tuple(base_dilation or ()) + tuple(window_dilation or ()))
     if not isinstance(kind, str) or dilated or not isinstance(operand, (core.Value, np.ndarray)):
