@@ -82,6 +82,12 @@ MLIR_CAPI_EXPORTED int emberRuntimeNumThreads(void);
 /// which must be called before any other OpenBLAS function.
 MLIR_CAPI_EXPORTED void emberRuntimeUseForOpenblas(void *setCallback);
 
+/// OpenBLAS's `openblas_get_num_threads` and `openblas_set_num_threads`:
+/// while `ember_parallel_for` jobs run (a Pallas grid's points on the
+/// threads), OpenBLAS's products run on one thread each.
+MLIR_CAPI_EXPORTED void
+emberRuntimeSetOpenblasThreadControl(void *getNumThreads, void *setNumThreads);
+
 /// The host CPU's name and features as the JIT targets them: part of the
 /// persistent cache's key.
 MLIR_CAPI_EXPORTED MlirStringRef emberRuntimeHostCpu(void);

@@ -64,14 +64,10 @@ void gemm(Blas blas, int64_t ta, int64_t tb, int64_t batch, int64_t m,
   for (int64_t i = 0; i < batch; ++i) {
     const T *ai = a + i * m * k, *bi = b + i * k * n;
     T *ci = c + i * m * n;
-    // In a piece of a job split over the pool's threads (a Pallas grid's
-    // points), a product keeps to its core: OpenBLAS's threads would be
-    // started beside the busy pool's.
     if (k < kShallowDepth)
       referenceGemm(ta, tb, m, n, k, ai, bi, ci);
     else if (ember::runtime::smallGemmAvailable() &&
-             (!blas || ember::runtime::inPoolPiece() ||
-              ember::runtime::smallGemmPreferred(m, n, k)))
+             (!blas || ember::runtime::smallGemmPreferred(m, n, k)))
       ember::runtime::smallGemm(ta, tb, m, n, k, ai, bi, ci);
     else if (blas)
       blas(101, ta ? 112 : 111, tb ? 112 : 111, (int)m, (int)n, (int)k, T(1),

@@ -47,9 +47,8 @@ template <typename F> bool spinFor(F ready) {
 
 thread_local bool inPiece = false;
 
-/// runGuarded for a piece of a job, with inPiece set: products there keep
-/// to one core whether or not the job was split (so that the results do
-/// not depend on the number of threads).
+/// runGuarded for a piece of a job, with inPiece set (products there choose
+/// their kernel knowing OpenBLAS has one thread: SmallGemm.cpp).
 size_t runPiece(Task task, void *ctx, int64_t a, int64_t b) {
   inPiece = true;
   size_t lost = ember::runtime::runGuarded(task, ctx, a, b);
@@ -206,15 +205,57 @@ public:
 };
 } // namespace
 
-bool ember::runtime::inPoolPiece() { return inPiece; }
+bool ember::runtime::inParallelPiece() { return inPiece; }
+
+namespace {
+/// OpenBLAS's thread count, lowered to one while parallel jobs run: a
+/// product inside a piece (a Pallas grid's points on the threads) then runs
+/// on its core instead of asking the busy pool for threads, and its bits do
+/// not depend on how many threads the job had.
+class OneBlasThread {
+public:
+  OneBlasThread() {
+    if (!set)
+      return;
+    std::lock_guard<std::mutex> g(m);
+    if (jobs++ == 0 && (saved = get()) > 1)
+      set(1);
+  }
+  ~OneBlasThread() {
+    if (!set)
+      return;
+    std::lock_guard<std::mutex> g(m);
+    if (--jobs == 0 && saved > 1)
+      set(saved);
+  }
+
+  static inline int (*get)() = nullptr;
+  static inline void (*set)(int) = nullptr;
+
+private:
+  static inline std::mutex m;
+  static inline int jobs = 0, saved = 0;
+};
+} // namespace
 
 namespace ember::runtime::params {
 void ember_parallel_for(Addr task, Addr ctx, I64 lo, I64 hi) {
-  if (size_t bytes = Pool::get().run(reinterpret_cast<Task>(task),
-                                     reinterpret_cast<void *>(ctx), lo, hi))
+  size_t bytes;
+  {
+    OneBlasThread one;
+    bytes = Pool::get().run(reinterpret_cast<Task>(task),
+                            reinterpret_cast<void *>(ctx), lo, hi);
+  }
+  if (bytes)
     ember::runtime::allocationFailed(bytes);
 }
 } // namespace ember::runtime::params
+
+void emberRuntimeSetOpenblasThreadControl(void *getNumThreads,
+                                          void *setNumThreads) {
+  OneBlasThread::get = reinterpret_cast<int (*)()>(getNumThreads);
+  OneBlasThread::set = reinterpret_cast<void (*)(int)>(setNumThreads);
+}
 
 void emberRuntimeSetNumThreads(int n) { Pool::get().setThreads(n); }
 

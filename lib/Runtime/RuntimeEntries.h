@@ -36,9 +36,9 @@ namespace ember::runtime {
 /// was abandoned (MemoryPool.cpp).
 size_t runGuarded(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t a,
                   int64_t b);
-/// Whether this thread runs a piece of an `ember_parallel_for` job
-/// (Parallel.cpp): a product there keeps to this core.
-bool inPoolPiece();
+/// Whether this thread runs a piece of a pool job (Parallel.cpp), during
+/// which OpenBLAS has one thread.
+bool inParallelPiece();
 /// An allocation of `bytes` failed: jumps to this thread's innermost guard
 /// (runGuarded, emberRuntimeCallChecked); returns when there is none.
 void allocationFailed(size_t bytes);

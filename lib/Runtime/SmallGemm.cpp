@@ -17,6 +17,8 @@
 
 #include "SmallGemm.h"
 
+#include "RuntimeEntries.h"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -264,8 +266,13 @@ bool smallGemmAvailable() {
 
 bool smallGemmPreferred(int64_t m, int64_t n, int64_t k) {
   // One core at its peak matches OpenBLAS on two cores up to about 2^21
-  // multiply-adds (a 32x256x256 product); OpenBLAS's threads win above.
-  return m * n * k <= (int64_t(1) << 21);
+  // multiply-adds (a 32x256x256 product); OpenBLAS's threads win above. In
+  // a piece of a pool job (a Pallas grid's points on the threads) OpenBLAS
+  // has one thread too: the kernels are faster up to 256x256x256 (a Pallas
+  // matmul with such blocks 1.13-1.15x OpenBLAS's 1024^3 against 1.16-1.32)
+  // and several times slower at 512^3.
+  int bits = ember::runtime::inParallelPiece() ? 24 : 21;
+  return m * n * k <= (int64_t(1) << bits);
 }
 
 void smallGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,

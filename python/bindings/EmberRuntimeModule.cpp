@@ -751,6 +751,13 @@ NB_MODULE(_ember_runtime, m) {
         emberRuntimeUseForOpenblas(reinterpret_cast<void *>(setCallback));
       },
       nb::arg("set_callback"));
+  m.def(
+      "set_openblas_thread_control",
+      [](uintptr_t get, uintptr_t set) {
+        emberRuntimeSetOpenblasThreadControl(reinterpret_cast<void *>(get),
+                                             reinterpret_cast<void *>(set));
+      },
+      nb::arg("get_num_threads"), nb::arg("set_num_threads"));
   m.def("num_threads", &emberRuntimeNumThreads);
   m.def(
       "runtime_tables",

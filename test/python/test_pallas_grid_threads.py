@@ -66,7 +66,11 @@ def save_matmul_result():
         in_specs=[pl.BlockSpec((128, 128), lambda i, j, k: (i, k)),
                   pl.BlockSpec((128, 128), lambda i, j, k: (k, j))],
         out_specs=pl.BlockSpec((128, 128), lambda i, j, k: (i, j)))
-    np.save("/dev/stdout", np.asarray(jax.jit(mm)(*_args((384, 384), (384, 384)))))
+    # (And a grid of 512^3 products, which OpenBLAS computes, on one thread
+    # while the job runs.)
+    big = jax.jit(_matmul(1024, 512))(*_args((1024, 1024), (1024, 1024)))
+    np.save("/dev/stdout", np.concatenate([np.ravel(jax.jit(mm)(*_args((384, 384), (384, 384)))),
+                                           np.ravel(big)]))
 
 
 def test_results_do_not_depend_on_the_thread_count():
@@ -75,6 +79,22 @@ def test_results_do_not_depend_on_the_thread_count():
         f"import sys; sys.path.insert(0, {here!r}); import test_pallas_grid_threads as t; "
         f"t.save_matmul_result()")
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_openblas_gets_its_threads_back():
+    # While a parallel job runs OpenBLAS has one thread (a product inside a
+    # piece stays on its core); afterwards the count it had.
+    from ember._src import compiler
+
+    lib = getattr(compiler._use_openblas, "lib", None)
+    if lib is None:
+        pytest.skip("no OpenBLAS (scipy-openblas32) loaded")
+    before = lib.scipy_openblas_get_num_threads()
+    x, y = _args((1024, 1024), (1024, 1024))
+    mm = _matmul(1024, 512)
+    assert "llvm.call @ember_parallel_for" in _stages(mm, x, y)[1]
+    np.testing.assert_allclose(jax.jit(mm)(x, y), x @ y, rtol=1e-3, atol=1e-3)
+    assert lib.scipy_openblas_get_num_threads() == before
 
 
 def test_points_writing_a_shared_block_stay_in_order():

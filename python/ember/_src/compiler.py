@@ -56,6 +56,11 @@ def _use_openblas():
     setter = getattr(lib, "scipy_openblas_set_threads_callback_function", None)
     if setter is not None and os.environ.get("EMBER_OPENBLAS_OWN_THREADS") != "1":
         _ember_runtime.use_for_openblas(ctypes.cast(setter, ctypes.c_void_p).value)
+    # (One OpenBLAS thread per product while the pool's threads run a
+    # parallel job's pieces.)
+    _ember_runtime.set_openblas_thread_control(
+        *[ctypes.cast(getattr(lib, f"scipy_openblas_{k}et_num_threads"), ctypes.c_void_p).value
+          for k in "gs"])
     addr = [ctypes.cast(getattr(lib, f"scipy_cblas_{k}gemm"), ctypes.c_void_p).value
             for k in "sd"]
     _ember_runtime.set_cblas_gemm(*addr)
