@@ -86,8 +86,6 @@ def cumlogsumexp(operand, axis=0, reverse=False):
 
 
 
-# `import jax.lax.linalg` (this module is not a package: the submodule is
-# registered under its dotted name, which the import system looks up first).
 def _jax_typed(x):
     """A Python or NumPy scalar as JAX's lax takes it: an array of its own
     default dtype (weakly typed for Python scalars), which the operation
@@ -127,4 +125,6 @@ for _name in ["add", "sub", "mul", "div", "rem", "max", "min", "atan2", "nextaft
 del _name
 
 
+# `import jax.lax.linalg` (this module is not a package: the submodule is
+# registered under its dotted name, which the import system looks up first).
 _sys.modules[__name__ + ".linalg"] = linalg

@@ -367,3 +367,19 @@ def test_pytree_arguments_and_results_take_the_fast_path(monkeypatch):
     assert slow
     jf.clear_cache()
     assert not jf._tree_fast
+
+
+def test_jitted_functions_keep_their_names_and_their_own_methods():
+    def f(x):
+        """doc of f"""
+        return x * 2
+
+    # An attribute of the function that names a method of the jit object
+    # (a pallas_call's GPU `lower`) does not hide it; the rest is kept.
+    f.lower = lambda *a: "the function's own"
+    f.tag = "kept"
+    j = jax.jit(f)
+    assert (j.__name__, j.__qualname__.rsplit(".", 1)[-1], j.__doc__) == ("f", "f", "doc of f")
+    assert j.__wrapped__ is f and j.tag == "kept"
+    assert "ember.mul" in j.lower(np.float32(1.0)).as_text("ember")
+

@@ -636,7 +636,7 @@ class JitWrapped:
         functools.update_wrapper(self, fun)
         # (What the function carries in its __dict__ does not hide the jit
         # object's own methods: a pallas_call's GPU `lower`, say.)
-        for name in [n for n in vars(self) if hasattr(type(self), n)]:
+        for name in [n for n in vars(self) if not n.startswith("__") and hasattr(type(self), n)]:
             del self.__dict__[name]
         self.fun = fun
         if isinstance(static_argnums, int):
