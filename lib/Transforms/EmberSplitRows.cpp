@@ -208,22 +208,12 @@ struct EmberSplitRowsPass
       from.replaceAllUsesWith(to);
     loop->erase();
     // The function: runs iterations [lo, hi) of the plain loop.
-    SmallVector<Operation *> constants;
-    SmallVector<Value> args = ember::outlinedOperands(plain, constants);
-    SmallVector<Type> types = {index, index};
-    for (Value v : args)
-      types.push_back(v.getType());
-    func::FuncOp fn =
-        ember::makePrivateFunc(module, symbols, loc, "__ember_iterations",
-                               b.getFunctionType(types, {}));
-    fn->setAttr("ember.rows", b.getUnitAttr());
-    Block &entry = fn.getBody().front();
-    OpBuilder fb = OpBuilder::atBlockBegin(&entry);
+    SmallVector<Value> args;
     IRMapping map;
-    for (auto [v, arg] : llvm::zip(args, entry.getArguments().drop_front(2)))
-      map.map(v, arg);
-    for (Operation *c : constants)
-      fb.clone(*c, map);
+    func::FuncOp fn =
+        rowsFunction(module, symbols, plain, "__ember_iterations", args, map);
+    Block &entry = fn.getBody().front();
+    OpBuilder fb = OpBuilder::atBlockEnd(&entry);
     auto rows = cast<scf::ForOp>(fb.clone(*plain, map));
     fb.setInsertionPoint(rows);
     Value flb = rows.getLowerBound(), fstep = rows.getStep();
@@ -245,6 +235,32 @@ struct EmberSplitRowsPass
     return success();
   }
 
+  /// A private function `(lo, hi, args...)` marked `ember.rows` for the
+  /// rows or iterations of `op`: `args` are what `op` uses from outside
+  /// (ember::outlinedOperands), mapped by `map` to the function's arguments;
+  /// the constants it uses are cloned into it.
+  static func::FuncOp rowsFunction(ModuleOp module, SymbolTable &symbols,
+                                   Operation *op, StringRef name,
+                                   SmallVectorImpl<Value> &args,
+                                   IRMapping &map) {
+    SmallVector<Operation *> constants;
+    args = ember::outlinedOperands(op, constants);
+    OpBuilder b(op);
+    SmallVector<Type> types = {b.getIndexType(), b.getIndexType()};
+    for (Value v : args)
+      types.push_back(v.getType());
+    func::FuncOp fn = ember::makePrivateFunc(
+        module, symbols, op->getLoc(), name, b.getFunctionType(types, {}));
+    fn->setAttr("ember.rows", b.getUnitAttr());
+    Block &entry = fn.getBody().front();
+    for (auto [v, arg] : llvm::zip(args, entry.getArguments().drop_front(2)))
+      map.map(v, arg);
+    OpBuilder fb = OpBuilder::atBlockBegin(&entry);
+    for (Operation *c : constants)
+      fb.clone(*c, map); // maps the constant's results
+    return fn;
+  }
+
   int64_t least(linalg::LinalgOp op) {
     return op->getParentOfType<LoopLikeOpInterface>() ? minElementsInLoops
                                                       : minElements;
@@ -254,26 +270,16 @@ struct EmberSplitRowsPass
     FailureOr<SmallVector<int64_t>> dims = rowDims(op);
     if (failed(dims))
       return;
-    SmallVector<Operation *> constants;
-    SmallVector<Value> args = ember::outlinedOperands(op, constants);
     Location loc = op->getLoc();
     OpBuilder b(op);
-    Type index = b.getIndexType();
-    SmallVector<Type> types = {index, index};
-    for (Value v : args)
-      types.push_back(v.getType());
-    func::FuncOp fn = ember::makePrivateFunc(
-        module, symbols, loc, "__ember_rows", b.getFunctionType(types, {}));
-    fn->setAttr("ember.rows", b.getUnitAttr());
+    SmallVector<Value> args;
+    IRMapping map;
+    func::FuncOp fn =
+        rowsFunction(module, symbols, op, "__ember_rows", args, map);
     Block &body = fn.getBody().front();
-    OpBuilder fb = OpBuilder::atBlockBegin(&body);
+    OpBuilder fb = OpBuilder::atBlockEnd(&body);
     Value lo = body.getArgument(0), hi = body.getArgument(1);
     Value count = arith::SubIOp::create(fb, loc, hi, lo);
-    IRMapping map;
-    for (auto [v, arg] : llvm::zip(args, body.getArguments().drop_front(2)))
-      map.map(v, arg);
-    for (Operation *k : constants)
-      fb.clone(*k, map); // maps the constant's results
     // The operands, cut to the rows.
     SmallVector<Value> operands;
     for (auto [operand, dim] : llvm::zip(op->getOpOperands(), *dims)) {

@@ -981,7 +981,7 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
                 else state.uninitialized(t.shape, t.dtype) for t in scratch_types]
 
     # Pallas TPU's PRNG state (prng_state.py), after the kernel's scratch.
-    scratch0 = new_scratch() + [jnp.zeros(prng_state.SHAPE, prng_state.DTYPE)]
+    rng0 = jnp.zeros(prng_state.SHAPE, prng_state.DTYPE)
     n = math.prod(grid)
 
     def point(ids, carry):
@@ -1032,10 +1032,9 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
                                    (outs, new_scratch() + [rng]))
             return outs, scratch[-1]
 
-        outs, _ = control_flow.independent_loop(math.prod(grid[:k]), group,
-                                                (outs0, scratch0[-1]))
+        outs, _ = control_flow.independent_loop(math.prod(grid[:k]), group, (outs0, rng0))
     else:
-        outs, _ = points(grid, (), (outs0, scratch0))
+        outs, _ = points(grid, (), (outs0, new_scratch() + [rng0]))
     return [b.unpadded(x) for b, x in zip(out_blocks, outs)]
 
 
