@@ -3,6 +3,7 @@ run asynchronously and each hazard is an `InterpretError` at the kernel's
 line (`python/ember/_src/pallas/tpu_interpret.py`)."""
 
 import functools
+import os
 import re
 
 import numpy as np
@@ -142,7 +143,10 @@ def test_regular_semaphores():
 
     with pytest.raises(pltpu.InterpretError, match="holds 1 when the kernel ends"):
         _run(leftover, [pltpu.SemaphoreType.REGULAR])
-    with pytest.raises(NotImplementedError, match="device_id"):
+    # Outside shard_map the kernel runs on one device.
+    with pytest.raises(pltpu.InterpretError, match=r"semaphore_signal at .*test_tpu_interpret"
+                                                   r"\.py:\d+ names device 1, but the kernel "
+                                                   r"runs on 1 device \(not under shard_map\)"):
         _run(lambda x, o, s: pltpu.semaphore_signal(s, 1, device_id=1),
              [pltpu.SemaphoreType.REGULAR])
 
@@ -634,3 +638,186 @@ def test_masked_load_store_and_small_apis():
     assert "arith.select" in text and "ember_tpu.vector_store" in text
     with pytest.raises(NotImplementedError, match="only supports HBM, VMEM and SMEM"):
         pltpu.with_memory_space_constraint(x, pltpu.SEMAPHORE)
+
+
+# -- several devices: remote DMAs and semaphores, checked -----------------
+# Inside shard_map over one mesh axis each device runs the kernel in a
+# thread of its own (switching at waits); vector clocks find the races
+# whatever the interleaving. test/data/tpu/races.py has kernels with and
+# without races, written once for Ember and JAX.
+
+
+def _races():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "data" / "tpu" / "races.py"
+    spec = importlib.util.spec_from_file_location("tpu_races", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _on_devices(kernel, scratch, **kw):
+    return _races().on_devices(
+        jax, functools.partial(pl.pallas_call, interpret=pltpu.InterpretParams(), **kw),
+        kernel, scratch)
+
+
+def _race_kernels():
+    return _races().kernels(jax, jnp, pl, pltpu)
+
+
+RACE_X = jnp.arange(32 * 128, dtype=jnp.float32).reshape(32, 128) / 64
+# Which kernels of races.py race (JAX 0.10.2's checked interpreter agrees:
+# test_race_verdicts_agree_with_jax).
+RACY = {"ring_every_step": False, "ring_start_only": True, "exchange": False,
+        "read_before_wait": True, "overwrite_before_send": True,
+        "reuse_without_handshake": True}
+
+
+def _verdicts():
+    found = {}
+    for name, (kernel, scratch) in _race_kernels().items():
+        try:
+            _on_devices(kernel, scratch)(RACE_X)
+            found[name] = False
+        except pltpu.InterpretError as e:
+            assert re.search(r"in flight|still reading|nothing ordering the two", str(e)), e
+            found[name] = True
+    return found
+
+
+def test_ring_all_reduce_checked_over_devices(devices8):
+    want = np.tile(np.asarray(RACE_X).reshape(4, 8, 128).sum(0), (4, 1))
+    f = _on_devices(*_race_kernels()["ring_every_step"])
+    np.testing.assert_allclose(np.asarray(f(RACE_X)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(f)(RACE_X)), want, rtol=1e-6)
+    # With the handshake only at the start, a device's second copy may land
+    # in its right neighbour's slot before that neighbour filled or sent it.
+    # The traced interpreter (lanes in lock step) gives the sum regardless;
+    # the checked one reports the race at the kernel's lines.
+    with pytest.raises(pltpu.InterpretError,
+                       match=r"(scratch 0 of device \d while the DMA into it started at "
+                             r".*races\.py:\d+ on device \d is in flight|copies "
+                             r"into scratch 0 of device \d, which device \d (reads|writes) at "
+                             r".*races\.py:\d+ with nothing ordering the two)"):
+        _on_devices(*_race_kernels()["ring_start_only"])(RACE_X)
+
+
+def test_race_verdicts(devices8):
+    assert _verdicts() == RACY
+
+
+@pytest.mark.skipif(not os.environ.get("EMBER_JAX_PYTHON"),
+                    reason="no JAX Python for the cross-check (EMBER_JAX_PYTHON; make test "
+                           "sets it)")
+def test_race_verdicts_agree_with_jax():
+    # JAX 0.10.2's checked interpreter (detect_races=True) on the same
+    # kernels, in its own process (one MLIR per process).
+    import json
+    import pathlib
+    import subprocess
+
+    tool = pathlib.Path(__file__).resolve().parents[2] / "tools" / "tpu" / "jax_races.py"
+    out = subprocess.run([os.environ["EMBER_JAX_PYTHON"], str(tool)], capture_output=True,
+                         text=True, timeout=600, check=True).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == RACY
+
+
+def test_remote_hazards_each_reported(devices8):
+    x = jnp.ones((32, 128), jnp.float32)
+    kernels = _race_kernels()
+    np.testing.assert_array_equal(np.asarray(_on_devices(*kernels["exchange"])(x)), 2.0)
+    # A read of the receive buffer unordered with the neighbour's copy into
+    # it: reported at the read or at the copy, whichever comes second.
+    unordered_read = (r"(reads scratch 1 of device \d while the DMA into it started at "
+                      r".*races\.py:\d+ on device \d is in flight|copies into scratch 1 of "
+                      r"device \d, which device \d reads at .*races\.py:\d+ with nothing "
+                      r"ordering the two)")
+    for name in ("read_before_wait", "reuse_without_handshake"):
+        with pytest.raises(pltpu.InterpretError, match=unordered_read):
+            _on_devices(*kernels[name])(x)
+    with pytest.raises(pltpu.InterpretError, match=r"overwrites scratch 0 of device \d while "
+                                                   r"the DMA started at .* on device \d is "
+                                                   r"still reading it"):
+        _on_devices(*kernels["overwrite_before_send"])(x)
+    scratch = kernels["exchange"][1]
+
+    def send_right(x_ref, sbuf, rbuf, send, recv):
+        me = jax.lax.axis_index("x")
+        sbuf[...] = x_ref[...]
+        c = pltpu.make_async_remote_copy(sbuf, rbuf, send, recv,
+                                         device_id=(jax.lax.rem(me + 1, 4),))
+        c.start()
+        return c
+
+    def recv_never_waited(x_ref, o_ref, sbuf, rbuf, send, recv):
+        send_right(x_ref, sbuf, rbuf, send, recv).wait_send()
+        o_ref[...] = x_ref[...]
+
+    with pytest.raises(pltpu.InterpretError,
+                       match=r"into scratch 1 of device \d was never waited for \(on device "
+                             r"\d\)"):
+        _on_devices(recv_never_waited, scratch)(x)
+
+    def send_never_waited(x_ref, o_ref, sbuf, rbuf, send, recv):
+        send_right(x_ref, sbuf, rbuf, send, recv).wait_recv()
+        o_ref[...] = rbuf[...]
+
+    with pytest.raises(pltpu.InterpretError, match=r"never waited for on its sending side"):
+        _on_devices(send_never_waited, scratch)(x)
+
+    def deadlock(x_ref, o_ref, sem):
+        pltpu.semaphore_wait(sem, 1)  # nobody signals
+        o_ref[...] = x_ref[...]
+
+    with pytest.raises(pltpu.InterpretError, match=r"deadlock: no device can proceed") as e:
+        _on_devices(deadlock, [pltpu.SemaphoreType.REGULAR])(x)
+    # Each device's stuck wait is listed at the kernel's line.
+    assert len(re.findall(r"device \d: the wait at .*test_tpu_interpret\.py:\d+ for 1 on "
+                          r"semaphore scratch 0 of device \d", str(e.value))) == 4
+
+    def out_of_range(x_ref, o_ref, sem):
+        pltpu.semaphore_signal(sem, 1, device_id=(4,))
+        o_ref[...] = x_ref[...]
+
+    with pytest.raises(pltpu.InterpretError, match=r"names device 4, but the kernel runs on 4 "
+                                                   r"devices"):
+        _on_devices(out_of_range, [pltpu.SemaphoreType.REGULAR])(x)
+
+
+def test_barrier_semaphore_and_remote_signals_checked(devices8):
+    x = jnp.arange(32 * 128, dtype=jnp.float32).reshape(32, 128)
+
+    def barrier_kernel(x_ref, o_ref):
+        me = jax.lax.axis_index("x")
+        barrier = pltpu.get_barrier_semaphore()
+        for other in (jax.lax.rem(me + 3, 4), jax.lax.rem(me + 1, 4)):
+            pltpu.semaphore_signal(barrier, 1, device_id=(other,))
+        pltpu.semaphore_wait(barrier, 2)
+        o_ref[...] = x_ref[...] * 3.0
+
+    f = _on_devices(barrier_kernel, [], compiler_params=pltpu.CompilerParams(collective_id=0))
+    np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(x) * 3)
+
+    def one_short(x_ref, o_ref):
+        me = jax.lax.axis_index("x")
+        pltpu.semaphore_signal(pltpu.get_barrier_semaphore(), 1,
+                               device_id=(jax.lax.rem(me + 1, 4),))
+        pltpu.semaphore_wait(pltpu.get_barrier_semaphore(), 2)
+        o_ref[...] = x_ref[...]
+
+    with pytest.raises(pltpu.InterpretError, match=r"deadlock: no device can proceed") as e:
+        _on_devices(one_short, [], compiler_params=pltpu.CompilerParams(collective_id=0))(x)
+    assert re.search(r"device \d: the wait at .*test_tpu_interpret\.py:\d+ for 2 on semaphore "
+                     r"get_barrier_semaphore\(\) of device \d, which holds 1", str(e.value))
+
+    def signal_kernel(x_ref, o_ref, sem):
+        me = jax.lax.axis_index("x")
+        pltpu.semaphore_signal(sem, me + 1, device_id={"x": jax.lax.rem(me + 1, 4)})
+        pltpu.semaphore_wait(sem, jax.lax.rem(me + 3, 4) + 1)  # what the left one sends
+        o_ref[...] = jnp.full(o_ref.shape, me, jnp.float32)
+
+    got = np.asarray(_on_devices(signal_kernel, [pltpu.SemaphoreType.REGULAR])(x))[::8, 0]
+    np.testing.assert_array_equal(got, [0, 1, 2, 3])

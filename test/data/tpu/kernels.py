@@ -6,7 +6,19 @@ the same programs run under JAX (`jax`, `jax.numpy`, `jax.experimental.pallas`,
 JAX's Mosaic kernels with Ember's. Only full-block ref reads and writes are used.
 """
 
+import importlib.util
+import pathlib
+
 import numpy as np
+
+
+def _races():
+    """races.py, beside this file (kernels with and without races)."""
+    spec = importlib.util.spec_from_file_location(
+        "tpu_races", pathlib.Path(__file__).with_name("races.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def programs(jax, jnp, pl, pltpu):
@@ -601,27 +613,10 @@ def _build(jax, jnp, pl, pltpu):
         return jax.shard_map(body, mesh=mesh, in_specs=(P("x"), P()), out_specs=P("x"),
                              check_vma=False)(x, w)
 
-    # Remote DMAs: a ring all-reduce over the 4 devices (each copies its
-    # running block to its right neighbour, double-buffered), and a remote
-    # semaphore signal to the left neighbour that each device waits for.
-    def ring_kernel(x_ref, o_ref, buf, send_sem, recv_sem, ready):
-        n = 4
-        me = jax.lax.axis_index("x")
-        right = jax.lax.rem(me + 1, n)
-        left = jax.lax.rem(me + n - 1, n)
-        pltpu.semaphore_signal(ready, 1, device_id=(left,),
-                               device_id_type=pltpu.DeviceIdType.MESH)
-        pltpu.semaphore_wait(ready, 1)
-        o_ref[...] = x_ref[...]
-        buf[0] = x_ref[...]
-        for step in range(n - 1):
-            s = step % 2
-            copy = pltpu.make_async_remote_copy(buf.at[s], buf.at[1 - s], send_sem, recv_sem,
-                                                device_id=(right,),
-                                                device_id_type=pltpu.DeviceIdType.MESH)
-            copy.start()
-            copy.wait()
-            o_ref[...] += buf[1 - s]
+    # Remote DMAs: the double-buffered ring all-reduce over the 4 devices of
+    # races.py (each copies its running block to its right neighbour after
+    # the neighbour's "ready" signal; its race-checked variants are there).
+    ring_kernel, ring_scratch = _races().kernels(jax, jnp, pl, pltpu)["ring_every_step"]
 
     def on_devices(kernel, x, **kw):
         """`kernel` on each of 4 devices' row blocks of `x` (shard_map)."""
@@ -635,10 +630,8 @@ def _build(jax, jnp, pl, pltpu):
         return jax.shard_map(per_device, mesh=mesh, in_specs=P("x"), out_specs=P("x"),
                              check_vma=False)(x)
 
-    def ring_all_reduce(x):
-        return on_devices(ring_kernel, x, scratch_shapes=[
-            pltpu.VMEM((2, x.shape[0] // 4, x.shape[1]), x.dtype), pltpu.SemaphoreType.DMA,
-            pltpu.SemaphoreType.DMA, pltpu.SemaphoreType.REGULAR])
+    def ring_all_reduce(x):  # x: (32, 128) float32
+        return on_devices(ring_kernel, x, scratch_shapes=ring_scratch)
 
     # The barrier semaphore: each device signals both neighbours and waits
     # for their two signals before it writes (collective_id given).

@@ -144,8 +144,9 @@ def _grid_tuple(grid):
     return tuple(out)
 
 
-# The grid of the kernel being traced: [(program ids, grid sizes)].
-_grid_env = []
+# The grid of the kernel being traced: [(program ids, grid sizes)], per
+# thread (the checked TPU interpreter runs each device in a thread).
+_grid_env = core._ThreadStack()
 
 
 # Other kernel runners that know program ids (the plgpu interpreter): each
@@ -667,14 +668,20 @@ def pallas_call(
             )
     kname = name or getattr(kernel, "__name__", "kernel")
 
-    def call(*args, checked=False):
+    def operands(args):
+        """(scalar prefetch, flat inputs, input indices that are PRNG keys)."""
         prefetch = [core.as_value(a) for a in args[:nprefetch]]
-        args = args[nprefetch:]
         # PRNG key inputs (a key made outside, read in the kernel): their
         # key data, the kernel's ref reading keys (_KeyRef).
-        leaves = tree_util.tree_leaves(args)
+        leaves = tree_util.tree_leaves(args[nprefetch:])
         keyed = [k for k, a in enumerate(leaves) if prng.is_key(a)]
-        in_leaves = [a._base if prng.is_key(a) else core.as_value(a) for a in leaves]
+        return prefetch, [a._base if prng.is_key(a) else core.as_value(a) for a in leaves], keyed
+
+    def call(*args, checked=False, devices=None):
+        """`devices`: (mesh axis, the arguments of each device) to run the
+        checked interpreter over several devices (`args` are device 0's)."""
+        prefetch, in_leaves, keyed = operands(args)
+        args = args[nprefetch:]
         specs = _specs_for(in_specs, args, "in_specs")
         for k in keyed:
             if getattr(specs[k], "block_shape", None) is not None:
@@ -709,10 +716,14 @@ def pallas_call(
                     f"(at {core.where()})"
                 )
         if checked:
-            outs = tpu_interpret.run(kern, kname, grid, prefetch, in_leaves, in_blocks,
-                                     out_blocks, _scratch_types(scratch_shapes), aliases_in,
-                                     interpret, compiler_params, _grid_env)
-            return tree_util.tree_unflatten(out_tree, outs)
+            axis, per_device = devices or (None, [args])
+            outs = tpu_interpret.run(kern, kname, grid,
+                                     [operands(a)[:2] for a in per_device] if devices
+                                     else [(prefetch, in_leaves)], in_blocks, out_blocks,
+                                     _scratch_types(scratch_shapes), aliases_in, interpret,
+                                     compiler_params, _grid_env, axis)
+            return [tree_util.tree_unflatten(out_tree, o) for o in outs] if devices \
+                else tree_util.tree_unflatten(out_tree, outs[0])
         flat = prefetch + in_leaves
 
         def interpreter(*vals):
@@ -759,31 +770,52 @@ def pallas_call(
                 return call(*args, checked=True)
             from .. import parallel
 
-            if not parallel._env.frames:
+            frames = parallel._env.frames
+            if not frames:
                 return checked_in_trace(*args)
-            # Under named axes (shard_map's devices: the kernel may ask its
-            # axis index or reach other devices) the traced interpreter
-            # runs, unchecked.
+            if (len(frames) == 1 and frames[0][3] == 1
+                    and parallel.device_axes() == [frames[0][0]]):
+                # Inside shard_map over one mesh axis: every device runs
+                # the kernel (remote DMAs and semaphores reach the others).
+                return checked_in_trace(*args, axis=frames[0][:2])
+            # Under other named axes (a vmap's, several mesh axes, devices
+            # split over processes) the traced interpreter runs, unchecked.
         if not core._trace_stack:
             return _eager(call, args)
         return call(*args)
 
-    def checked_in_trace(*args):
+    def checked_in_trace(*args, axis=None):
         # Under jit (or another trace) the checked interpreter runs on the
         # call's values through a host callback, once per example under
         # vmap, as JAX's TPU interpret mode runs on callbacks; its errors
-        # are the callback's (an InterpretError, raised by the call).
+        # are the callback's (an InterpretError, raised by the call). Under
+        # shard_map (`axis`: the mesh axis and its size) the callback takes
+        # every device's operands at once and runs the devices together.
         from .. import callback
 
         leaves, tree = tree_util.tree_flatten(args)
 
         def host(*vals):
-            outs = call(*tree_util.tree_unflatten(tree, [jnp.asarray(v) for v in vals]),
-                        checked=True)
-            return tree_util.tree_leaves(outs)
+            vals = [jnp.asarray(v) for v in vals]
+            if axis is None:
+                outs = call(*tree_util.tree_unflatten(tree, vals), checked=True)
+                return tree_util.tree_leaves(outs)
+            name, n = axis
+            if any(v.ndim != len(x.shape) + 1 or v.shape[0] != n for v, x in zip(vals, leaves)):
+                raise NotImplementedError(
+                    f"pallas_call {kname}: the checked TPU interpreter under shard_map runs "
+                    f"the kernel once per device, not under a vmap inside the shard_map "
+                    f"(use interpret=True there)")
+            per_device = [tree_util.tree_unflatten(tree, [v[d] for v in vals])
+                          for d in range(n)]
+            outs = call(*per_device[0], checked=True, devices=(name, per_device))
+            return [jnp.stack(o) for o in
+                    zip(*[tree_util.tree_leaves(x) for x in outs])]
 
         structs = [core.ShapeDtypeStruct(tuple(o.shape), o.dtype) for o in out_leaves]
-        outs = callback.pure_callback(host, structs, *leaves, vmap_method="sequential")
+        outs = callback.pure_callback(host, structs, *leaves,
+                                      vmap_method="sequential" if axis is None
+                                      else "broadcast_all")
         return tree_util.tree_unflatten(out_tree, outs)
 
     def lower(*args, chip=None):

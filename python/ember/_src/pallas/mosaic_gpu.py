@@ -42,6 +42,7 @@ from ..config import config as _config
 from ..numpy import lax_numpy as jnp
 from . import core as pl_core
 from . import mosaic_gpu_compile as _compile
+from . import scheduler
 
 # --------------------------------------------------------------------------
 # Types of buffers
@@ -202,22 +203,19 @@ class InterpretError(RuntimeError):
 # time, switching at waits.
 
 
-class _Abort(BaseException):
-    pass
+_Abort = scheduler.Abort
 
 
-class _Worker:
+class _Worker(scheduler.Worker):
     def __init__(self, sched, name, block, thread, coords, scope=""):
-        self.sched, self.name, self.block, self.thread = sched, name, block, thread
+        super().__init__(name)
+        self.sched, self.block, self.thread = sched, block, thread
         # Workers of one scope (the warpgroups; the k-th warp of each
         # `core_map(WarpMesh)`) share `run_scoped` buffers along the thread
         # axis (`scoped_allocator`).
         self.scope = scope
         self.coords = coords  # {axis name: index}
         self.vc = {name: 1}
-        self.event = threading.Event()
-        self.waiting = None  # (ready predicate, description) while blocked
-        self.done = False
         self.pending_stores = []  # async SMEM->GMEM copies, oldest first
         self.pending_mma = []  # wgmma groups
         self.pending_tc = []  # tcgen05 MMAs not yet committed
@@ -239,42 +237,16 @@ def _me():
     return w
 
 
-class _Scheduler:
+def _deadlock(stuck):
+    return InterpretError(
+        "deadlock: no thread of the cluster can proceed; every barrier wait below waits "
+        "for a phase that never completes (more waits than the barrier was armed for?):\n  "
+        + "\n  ".join(stuck))
+
+
+class _Scheduler(scheduler.Scheduler):
     def __init__(self):
-        self.workers, self.error = [], None
-
-    def run(self, workers, body):
-        self.workers, self.threads = list(workers), []
-        self.finished = threading.Event()
-        for w in workers:
-            self._start(w, lambda w=w: body(w))
-        workers[0].event.set()
-        self.finished.wait()
-        for t in list(self.threads):
-            t.join()
-        if self.error is not None:
-            raise self.error
-
-    def _start(self, w, fn):
-        def main():
-            _local.worker = w
-            w.event.wait()
-            try:
-                if self.error is None:
-                    fn()
-            except _Abort:
-                pass
-            except BaseException as e:  # noqa: BLE001 - re-raised by run()
-                if self.error is None:
-                    self.error = e
-            finally:
-                w.done = True
-                _local.worker = None
-                self._switch(w, final=True)
-
-        t = threading.Thread(target=main, daemon=True)
-        self.threads.append(t)
-        t.start()
+        super().__init__(_local, _deadlock)
 
     def spawn(self, parent, children, fn):
         """Runs `fn()` in each of `children` (new threads of execution that
@@ -286,58 +258,12 @@ class _Scheduler:
             _join(c.vc, parent.vc)
             if c not in self.workers:
                 self.workers.append(c)
-            self._start(c, fn)
+            self.start(c, fn)
         self.block_until(parent, lambda: all(c.done for c in children),
                          f"waits for its {len(children)} warps at {core.where()}")
         for c in children:
             _join(parent.vc, c.vc)
         parent.vc[parent.name] += 1
-
-    def _next(self, w):
-        """The next worker that can run (round robin after `w`), or None."""
-        k = self.workers.index(w)
-        order = self.workers[k + 1:] + self.workers[:k + 1]
-        for v in order:
-            if v.done:
-                continue
-            if v.waiting is None or v.waiting[0]():
-                return v
-        return None
-
-    def _switch(self, w, final=False):
-        if self.error is not None:
-            nxt = next((v for v in self.workers if not v.done), None)
-        else:
-            nxt = self._next(w)
-            if nxt is None and not all(v.done for v in self.workers):
-                stuck = [f"{v.name}: {v.waiting[1]}" for v in self.workers
-                         if not v.done and v.waiting is not None]
-                self.error = InterpretError(
-                    "deadlock: no thread of the cluster can proceed; every barrier wait "
-                    "below waits for a phase that never completes (more waits than the "
-                    "barrier was armed for?):\n  " + "\n  ".join(stuck))
-                nxt = next((v for v in self.workers if not v.done), None)
-        if nxt is None:
-            self.finished.set()
-            return
-        if nxt is not w:
-            nxt.event.set()
-            if not final:
-                w.event.clear()
-                w.event.wait()
-        if not final and self.error is not None:
-            raise _Abort()
-
-    def block_until(self, w, ready, what):
-        if ready():
-            return
-        w.waiting = (ready, what)
-        w.event.clear()
-        while not ready():
-            self._switch(w)
-            if self.error is not None:
-                raise _Abort()
-        w.waiting = None
 
 
 def _join(a, b):

@@ -7,7 +7,9 @@ the PRNG ops to read and write (pallas/tpu.py)."""
 
 import numpy as np
 
+from .. import core
+
 SHAPE, DTYPE = (2,), np.dtype(np.uint32)
 
-# The state refs of the kernels running, innermost last.
-refs = []
+# The state refs of the kernels running on this thread, innermost last.
+refs = core._ThreadStack()

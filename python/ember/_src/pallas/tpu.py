@@ -158,10 +158,6 @@ def _remote(device_id, what):
     of a `pl.core_map` are lanes too)."""
     from .. import parallel
 
-    if tpu_interpret.active() is not None:
-        raise NotImplementedError(
-            f"pltpu.{what} with device_id: remote DMAs and semaphores run in the traced "
-            f"interpreter (not checked yet) and are lowered for TPU (at {core.where()})")
     if isinstance(device_id, dict):
         if len(device_id) != 1:
             raise NotImplementedError(
@@ -203,8 +199,9 @@ def _deliver(axis, me, target, value):
 
 class AsyncRemoteCopyDescriptor:
     """`make_async_remote_copy`: `src` on this device into `dst` on device
-    `device_id`. On the CPU (devices are lanes of one program under
-    shard_map), every device's copy lands when they start."""
+    `device_id`. In the traced interpreter (devices are lanes of one
+    program under shard_map) every device's copy lands when they start;
+    the checked interpreter runs it asynchronously (tpu_interpret.py)."""
 
     def __init__(self, src, dst, send_sem, recv_sem, device_id, device_id_type):
         self.src, self.dst, self.device_id = src, dst, device_id
@@ -214,6 +211,9 @@ class AsyncRemoteCopyDescriptor:
         self.sem, self.add = recv_sem, False
 
     def start(self, priority=0):
+        if (checker := tpu_interpret.active()) is not None:
+            return checker.start(self, checker.target(self.device_id, "make_async_remote_copy"),
+                                 self.send_sem)
         if tpu_kernel.tracing():
             # Lowered for TPU: an enqueue_dma to the target device.
             self.target = tpu_kernel.device_index(self.device_id, self.device_id_type)
@@ -232,6 +232,8 @@ class AsyncRemoteCopyDescriptor:
 
     def wait_send(self):
         """Until the source is read (landed when started on the CPU)."""
+        if (checker := tpu_interpret.active()) is not None:
+            return checker.wait_send(self.send_sem)
         if tpu_kernel.tracing():
             self.target = tpu_kernel.device_index(self.device_id, self.device_id_type)
             tpu_kernel.dma(self, "wait_send")
@@ -239,6 +241,8 @@ class AsyncRemoteCopyDescriptor:
     def wait_recv(self):
         """Until the destination is written (landed when started on the
         CPU)."""
+        if (checker := tpu_interpret.active()) is not None:
+            return checker.wait(self)
         if tpu_kernel.tracing():
             self.target = tpu_kernel.device_index(self.device_id, self.device_id_type)
             tpu_kernel.dma(self, "wait")
@@ -269,6 +273,8 @@ def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_in
         # semaphore.
         return tpu_kernel.semaphore("signal", sem, inc, tpu_kernel.device_index(
             device_id, device_id_type or DeviceIdType.MESH))
+    if device_id is not None and (checker := tpu_interpret.active()) is not None:
+        return checker.signal(sem, inc, checker.target(device_id, "semaphore_signal"))
     if device_id is not None:
         axis, me, target = _remote(device_id, "semaphore_signal")
         inc, _ = _deliver(axis, me, target, jnp.asarray(inc, np.int32))
@@ -285,13 +291,14 @@ def semaphore_signal(sem, inc=1, *, device_id=None, device_id_type=None, core_in
 def get_barrier_semaphore():
     """The kernel's barrier semaphore, which devices signal each other to
     meet (the kernel needs `CompilerParams(collective_id=...)`). Lowered for
-    TPU as Mosaic's `sem_barrier`; on the CPU the devices are lanes of one
-    program, already in step, so it is a fresh regular semaphore."""
+    TPU as Mosaic's `sem_barrier`; in the checked interpreter a regular
+    semaphore of each device that the others signal; in the traced one
+    the devices are lanes of one program, already in step, so it is a
+    fresh regular semaphore."""
     if tpu_kernel.tracing():
         return tpu_kernel.barrier_semaphore()
-    if tpu_interpret.active() is not None:
-        raise NotImplementedError(
-            f"pltpu.get_barrier_semaphore in the checked interpreter (at {core.where()})")
+    if (checker := tpu_interpret.active()) is not None:
+        return checker.barrier_semaphore()
     return state.Ref(jnp.zeros((), np.int32))
 
 

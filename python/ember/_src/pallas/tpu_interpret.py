@@ -1,27 +1,40 @@
 """The checked interpreter of TPU Pallas kernels (`interpret=
-pltpu.InterpretParams(...)` on concrete arrays, outside `jit`).
+pltpu.InterpretParams(...)`).
 
 The kernel runs eagerly, grid step by grid step (last axis fastest), on
 refs that watch their accesses, with DMAs asynchronous: a copy reads its
 source when it starts and lands in its destination when it is waited for
-(`dma_execution_mode="on_wait"`; "eager" lands it at the start). Misuse is
-an `InterpretError` naming the kernel's lines:
+(`dma_execution_mode="on_wait"`; "eager" lands it at the start). Inside
+`shard_map` over one mesh axis every device runs the kernel in a thread of
+its own (`scheduler.py`: one at a time, switching only at waits), with its
+own buffers; remote DMAs (`make_async_remote_copy`) copy into the same
+buffer of another device and remote `semaphore_signal`s count there, so
+devices really wait for each other.
 
-- reading or writing a window a DMA in flight writes (not waited for);
-- writing a window a DMA in flight still reads;
-- starting a DMA into a window another DMA in flight reads or writes;
-- waiting on a semaphore no DMA in flight signals (a wait that never
-  returns), and a DMA never waited for when the kernel ends;
-- waiting on a regular semaphore for more than it holds (a deadlock on one
-  device), and regular semaphores left non-zero at the end;
+Races are found with vector clocks, whatever the interleaving: every
+device and every DMA is an agent; a semaphore signal (a DMA's completion
+signals its semaphores) publishes the signaller's clock and a wait
+acquires it, and each buffer keeps the accesses not yet ordered before
+the others. Misuse is an `InterpretError` naming the kernel's lines:
+
+- reading or writing a window a DMA writes before waiting for it;
+- writing a window a DMA still reads (its send not waited for);
+- a DMA into a window another DMA reads or writes, or (from another
+  device) into a window its device accessed with no semaphore ordering
+  that access before the copy (the receiver may still be reading it);
+- waiting on a semaphore that no DMA or signal will reach (on one device
+  at once; over several, when no device can proceed: a deadlock, with
+  each device's stuck wait), and a DMA never waited for when the kernel
+  ends (on either side of a remote copy);
+- regular semaphores left non-zero at the end;
 - VMEM the kernel needs beyond its limit: the windowed blocks (two of each,
   as the pipeline double-buffers them) plus VMEM scratch, against
   `CompilerParams(vmem_limit_bytes=)` or Ember's default of 16 MiB; SMEM
   (scalar prefetch, SMEM blocks and scratch) against
   `InterpretParams(smem_limit_bytes=)` when given.
 
-Under `jit` (or another transformation) the same `pallas_call` runs the
-traced interpreter of `core.py` instead, which does not check.
+Under `jit` (or another transformation) the same interpreter runs on the
+call's values through a host callback (pallas/core.py).
 """
 
 import itertools
@@ -29,10 +42,10 @@ import threading
 
 import numpy as np
 
-from .. import core, state
+from .. import core, parallel, state
 from ..config import config as _config
 from ..numpy import lax_numpy as jnp
-from . import prng_state
+from . import prng_state, scheduler
 
 
 class InterpretParams:
@@ -99,8 +112,8 @@ _local = threading.local()
 
 
 def active():
-    """The checker of the kernel running on this thread, if any."""
-    return getattr(_local, "checker", None)
+    """The device (`_Device`) whose kernel runs on this thread, if any."""
+    return getattr(_local, "worker", None)
 
 
 def _region(norm, shape):
@@ -124,22 +137,61 @@ def _overlap(a, b):
     return all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b))
 
 
-class _Ref(state.Ref):
-    """A kernel buffer whose accesses the checker watches."""
+def _inside(a, b):
+    return all(lo2 <= lo1 and hi1 <= hi2 for (lo1, hi1), (lo2, hi2) in zip(a, b))
 
-    def __init__(self, value, name, checker):
+
+class _Access:
+    """An access of a buffer: by `agent` (a device's or a DMA's name) at
+    its clock `clk`; `dma` is the DMA for its accesses."""
+
+    __slots__ = ("region", "write", "agent", "clk", "where", "dma")
+
+    def __init__(self, region, write, agent, clk, where, dma):
+        self.region, self.write, self.agent, self.clk = region, write, agent, clk
+        self.where, self.dma = where, dma
+
+
+class _Ref(state.Ref):
+    """A kernel buffer of one device, whose accesses the checker watches;
+    `slot` names the same buffer on every device (remote DMAs)."""
+
+    def __init__(self, value, name, device, slot):
         super().__init__(value)
-        self.name, self.checker = name, checker
+        self.name, self.device, self.slot = name, device, slot
+        self.log = []  # accesses not superseded (_Access)
+
+    @property
+    def label(self):
+        if len(self.device.world.devices) == 1:
+            return self.name
+        return f"{self.name} of device {self.device.index}"
 
     def _access(self, kind, norm):
-        c = self.checker
-        if c.internal:
+        dev = active()
+        if dev is None or dev.world.internal:
             return
-        c.access(self, kind, _region(norm, self.shape), core.where())
+        dev.access(self, kind != "load", _region(norm, self.shape), core.where())
+
+    def record(self, acc):
+        """Adds an access, dropping those it supersedes and those every
+        device has synchronized with (any later access is ordered after
+        them)."""
+        devices = self.device.world.devices
+
+        def stale(a):
+            if acc.write and _inside(a.region, acc.region):
+                return True
+            if not acc.write and not a.write and a.agent == acc.agent and a.region == acc.region:
+                return True
+            return all(d.vc.get(a.agent, 0) >= a.clk for d in devices)
+
+        self.log = [a for a in self.log if not stale(a)]
+        self.log.append(acc)
 
 
 def _end(ref, what):
-    """(base ref, region, index) of a DMA end or semaphore (ref or view)."""
+    """(base ref, normalized index, region) of a DMA end or semaphore."""
     if isinstance(ref, state.RefView):
         base, norm = ref.base, ref.norm
     else:
@@ -151,169 +203,343 @@ def _end(ref, what):
 
 
 class _Dma:
-    def __init__(self, src, src_region, dst, dst_norm, dst_region, sem, data, where):
-        self.src, self.src_region, self.dst = src, src_region, dst
-        self.dst_norm, self.dst_region, self.sem = dst_norm, dst_region, sem
-        self.data, self.where, self.landed = data, where, False
+    """A DMA in flight: it read `data` from its source when it started and
+    writes it into `dst` (on the receiving device) when it lands."""
+
+    def __init__(self, name, origin, where, src, dst, dst_norm, dst_region, recv_key, send_key,
+                 data, vc):
+        self.name, self.origin, self.where = name, origin, where
+        self.src, self.dst, self.dst_norm, self.dst_region = src, dst, dst_norm, dst_region
+        self.recv_key, self.send_key = recv_key, send_key  # send_key None: a local DMA
+        self.data, self.vc = data, vc
+        self.landed = self.received = False
+        self.sent = send_key is None
+
+    @property
+    def at(self):
+        """Where it started, for messages."""
+        if len(self.origin.world.devices) == 1:
+            return self.where
+        return f"{self.where} on device {self.origin.index}"
 
 
-class Checker:
-    def __init__(self, params, kname):
-        self.params, self.kname = params, kname
-        self.pending = []
-        self.sems = {}  # (semaphore ref id, index) -> count of regular semaphores
-        self.sem_names = {}
+def _join(a, b):
+    for k, v in b.items():
+        if a.get(k, 0) < v:
+            a[k] = v
+
+
+class _World:
+    """The devices of one checked kernel call, their DMAs in flight and
+    their regular semaphores (counts and published clocks)."""
+
+    def __init__(self, params, kname, ndevices, axis):
+        self.params, self.kname, self.axis = params, kname, axis
+        self.devices = [_Device(self, d) for d in range(ndevices)]
+        self.dmas = []
+        self.ndmas = 0
+        self.sems, self.sem_clocks, self.sem_names = {}, {}, {}
         self.internal = False
+        self.sched = scheduler.Scheduler(_local, self._deadlock) if ndevices > 1 else None
 
     def error(self, msg):
         raise InterpretError(f"in kernel {self.kname}: {msg}")
 
-    # -- accesses ------------------------------------------------------------
-    def access(self, ref, kind, region, where):
-        if not self.params.detect_races:
-            return
-        for d in self.pending:
-            if d.dst is ref and _overlap(d.dst_region, region):
-                verb = "reads" if kind == "load" else "writes"
-                self.error(f"{where} {verb} {ref.name} while the DMA into it started at "
-                           f"{d.where} is in flight (wait for it first)")
-            if kind != "load" and d.src is ref and _overlap(d.src_region, region):
-                self.error(f"{where} overwrites {ref.name} while the DMA started at "
-                           f"{d.where} is still reading it (wait for it first)")
+    def _deadlock(self, stuck):
+        return InterpretError(f"in kernel {self.kname}: deadlock: no device can proceed; each "
+                              f"waits for what no other device will send:\n  "
+                              + "\n  ".join(stuck))
 
-    def scoped(self, t):
-        """A `pl.run_scoped` buffer of scratch type `t`, watched as the
-        kernel's own buffers are (semaphores start at zero)."""
-        self.scoped_count = getattr(self, "scoped_count", 0) + 1
-        init = (jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
-                else state.uninitialized(tuple(t.shape), t.dtype))
-        return _Ref(init, f"scoped buffer {self.scoped_count - 1}", self)
-
-    def _raw(self, fn):
+    def raw(self, fn):
+        """`fn()` with the checker's own accesses unwatched."""
         self.internal = True
         try:
             return fn()
         finally:
             self.internal = False
 
-    # -- DMAs ----------------------------------------------------------------
-    def _sem_key(self, sem, what):
-        base, norm, region = _end(sem, what)
-        key = (id(base), tuple(lo for lo, _ in region))
-        self.sem_names[key] = base.name + "".join(f"[{lo}]" for lo, _ in region)
-        return key
-
-    def start(self, desc):
-        where = core.where()
-        if desc.sem is None:
-            self.error(f"the DMA started at {where} has no semaphore")
-        src, _, src_region = _end(desc.src, "DMA source")
-        dst, dst_norm, dst_region = _end(desc.dst, "DMA destination")
-        if self.params.detect_races:
-            for d in self.pending:
-                if (d.dst is dst and _overlap(d.dst_region, dst_region)) or (
-                        d.src is dst and _overlap(d.src_region, dst_region)):
-                    what = "writes" if d.dst is dst else "still reads"
-                    self.error(f"the DMA started at {where} copies into {dst.name}, which the "
-                               f"DMA started at {d.where} {what} (wait for it first)")
-                if d.dst is src and _overlap(d.dst_region, src_region):
-                    self.error(f"the DMA started at {where} reads {src.name} while the DMA "
-                               f"into it started at {d.where} is in flight")
-        data = self._raw(lambda: state.load(desc.src, ()))
-        if desc.add:
-            data = self._raw(lambda: state.load(desc.dst, ())) + data
-        d = _Dma(src, src_region, dst, dst_norm, dst_region,
-                 self._sem_key(desc.sem, "DMA semaphore"), data, where)
-        self.pending.append(d)
-        if self.params.dma_execution_mode == "eager":
-            self._land(d)
-
-    def _land(self, d):
-        if not d.landed:
-            self._raw(lambda: state.store(state.RefView(d.dst, d.dst_norm), (), d.data))
-            d.landed = True
-
-    def wait(self, desc):
-        where = core.where()
-        key = self._sem_key(desc.sem, "DMA semaphore")
-        dst, _, dst_region = _end(desc.dst, "DMA destination")
-        for k, d in enumerate(self.pending):
-            if d.sem == key and d.dst is dst and d.dst_region == dst_region:
-                self._land(d)
-                del self.pending[k]
-                return
-        for k, d in enumerate(self.pending):
-            if d.sem == key:  # the same semaphore, another copy: JAX waits by bytes
-                self._land(d)
-                del self.pending[k]
-                return
-        self.error(f"the wait at {where} on semaphore {self.sem_names[key]} has no DMA in "
-                   f"flight that signals it: it would never return")
-
-    # -- regular semaphores --------------------------------------------------
-    def signal(self, sem, inc):
-        key = self._sem_key(sem, "semaphore_signal")
-        self.sems[key] = self.sems.get(key, 0) + int(inc)
-
-    def wait_sem(self, sem, value):
-        where = core.where()
-        key = self._sem_key(sem, "semaphore_wait")
-        have = self.sems.get(key, 0)
-        if have < int(value):
-            self.error(f"the wait at {where} for {int(value)} on semaphore "
-                       f"{self.sem_names[key]}, which holds {have}, would never return "
-                       f"(nothing else signals it on this device)")
-        self.sems[key] = have - int(value)
-
-    def read_sem(self, sem):
-        return jnp.int32(self.sems.get(self._sem_key(sem, "semaphore_read"), 0))
-
     def finish(self):
-        if self.pending:
-            d = self.pending[0]
-            self.error(f"the DMA started at {d.where} into {d.dst.name} was never waited for")
+        for d in self.dmas:
+            if not d.received:
+                where = ("" if len(self.devices) == 1 or d.dst.device is d.origin
+                         else f" (on device {d.dst.device.index})")
+                self.error(f"the DMA started at {d.at} into {d.dst.label} was never waited "
+                           f"for{where}")
+            self.error(f"the DMA started at {d.at} into {d.dst.label} was never waited for on "
+                       f"its sending side (wait_send, or wait)")
         for key, n in self.sems.items():
             if n:
                 self.error(f"semaphore {self.sem_names[key]} holds {n} when the kernel ends "
                            f"(every signal needs its wait)")
 
 
-def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types, aliases,
-        params, compiler_params, grid_env):
-    """The kernel's outputs (flat), interpreted with checks (module doc);
-    `grid_env` is the stack `pl.program_id` reads (pallas/core.py)."""
-    check_capacity(kname, prefetch, in_blocks, out_blocks, scratch_types, compiler_params,
+class _Device(scheduler.Worker):
+    """One device running the kernel: its clock and its buffers by slot."""
+
+    def __init__(self, world, index):
+        super().__init__(f"device {index}")
+        self.world, self.index = world, index
+        self.vc = {self.name: 1}
+        self.slots = {}
+        self.scoped_count = 0
+
+    def tick(self):
+        self.vc[self.name] += 1
+
+    def buffer(self, value, name, slot):
+        r = self.slots.get(slot)
+        if r is None or slot[0] in ("in", "out"):
+            r = self.slots[slot] = _Ref(value, name, self, slot)
+        return r
+
+    def block(self, ready, what):
+        """Waits until `ready()`; on one device a wait that cannot return
+        now never will (`what` says why)."""
+        if ready():
+            return
+        w = self.world
+        if w.sched is None:
+            w.error(what)
+        w.sched.block_until(self, ready, what)
+
+    # -- accesses ------------------------------------------------------------
+    def ordered(self, acc, vc=None):
+        return (self.vc if vc is None else vc).get(acc.agent, 0) >= acc.clk
+
+    def access(self, ref, write, region, where):
+        if not self.world.params.detect_races:
+            return
+        for a in ref.log:
+            if a.dma is None or not _overlap(a.region, region) or self.ordered(a):
+                continue
+            if a.write:
+                verb = "writes" if write else "reads"
+                self.world.error(f"{where} {verb} {ref.label} while the DMA into it started at "
+                                 f"{a.dma.at} is in flight (wait for it first)")
+            if write:
+                self.world.error(f"{where} overwrites {ref.label} while the DMA started at "
+                                 f"{a.dma.at} is still reading it (wait for it first)")
+        if len(self.world.devices) > 1:
+            # (Only a copy from another device can be unordered with them.)
+            ref.record(_Access(region, write, self.name, self.vc[self.name], where, None))
+
+    def scoped(self, t):
+        """A `pl.run_scoped` buffer of scratch type `t`, watched as the
+        kernel's own buffers are (semaphores start at zero); the k-th of
+        each device is the same buffer for remote DMAs."""
+        self.scoped_count += 1
+        init = (jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
+                else state.uninitialized(tuple(t.shape), t.dtype))
+        return self.buffer(init, f"scoped buffer {self.scoped_count - 1}",
+                           ("scoped", self.scoped_count - 1))
+
+    def barrier_semaphore(self):
+        return self.buffer(jnp.zeros((), np.int32), "get_barrier_semaphore()",
+                           ("barrier",))
+
+    # -- devices ---------------------------------------------------------------
+    def target(self, device_id, what):
+        """The index of the device `device_id` names (JAX's mesh
+        coordinates or logical id, over the one mesh axis)."""
+        w = self.world
+        if isinstance(device_id, dict):
+            if len(device_id) != 1 or w.axis not in device_id:
+                raise NotImplementedError(
+                    f"pltpu.{what}: device_id {device_id!r} in the checked interpreter must "
+                    f"name the one mesh axis of its shard_map ({w.axis!r}) (at {core.where()})")
+            device_id = device_id[w.axis]
+        if isinstance(device_id, (tuple, list)):
+            if len(device_id) != 1:
+                raise ValueError(f"pltpu.{what}: device_id {device_id!r} must have one "
+                                 f"coordinate per mesh axis (at {core.where()})")
+            device_id = device_id[0]
+        t = int(np.asarray(device_id))
+        n = len(w.devices)
+        if not 0 <= t < n:
+            where = "" if w.axis is not None else " (not under shard_map)"
+            w.error(f"{what} at {core.where()} names device {t}, but the kernel runs on {n} "
+                    f"device{'s' if n > 1 else ''}{where}")
+        return t
+
+    def _sem_key(self, sem, what, device=None):
+        base, _, region = _end(sem, what)
+        dev = self if device is None else self.world.devices[device]
+        idx = tuple(lo for lo, _ in region)
+        key = (dev.index, base.slot, idx)
+        name = base.name + "".join(f"[{i}]" for i in idx)
+        if len(self.world.devices) > 1:
+            name += f" of device {dev.index}"
+        self.world.sem_names[key] = name
+        return key
+
+    # -- DMAs ----------------------------------------------------------------
+    def start(self, desc, device=None, send_sem=None):
+        """Starts the copy `desc` (into device `device`'s buffer for a
+        remote copy, signalling `send_sem` here when its source is read)."""
+        w, where = self.world, core.where()
+        if desc.sem is None:
+            w.error(f"the DMA started at {where} has no semaphore")
+        src, _, src_region = _end(desc.src, "DMA source")
+        dst, dst_norm, dst_region = _end(desc.dst, "DMA destination")
+        if device is not None and device != self.index:
+            tdev = w.devices[device]
+            if dst.slot not in tdev.slots and dst.slot[0] == "scoped":
+                # (Not yet entered there: scoped buffers are static.)
+                tdev.buffer(state.uninitialized(dst.shape, dst.dtype), dst.name, dst.slot)
+            dst = tdev.slots.get(dst.slot)
+            if dst is None:
+                w.error(f"the DMA started at {where} copies into a block of device {device} "
+                        f"that device has not started (a remote copy goes to scratch, "
+                        f"run_scoped or pl.ANY buffers)")
+        w.ndmas += 1
+        name = f"dma#{w.ndmas}"
+        vc = dict(self.vc)
+        vc[name] = 1
+        self.tick()
+        dma = _Dma(name, self, where, src, dst, dst_norm, dst_region,
+                   self._sem_key(desc.sem, "DMA semaphore", dst.device.index),
+                   None if send_sem is None else self._sem_key(send_sem, "DMA semaphore"),
+                   None, vc)
+        if w.params.detect_races:
+            for a in src.log:
+                if a.dma is not None and a.write and _overlap(a.region, src_region) \
+                        and not self.ordered(a, vc):
+                    w.error(f"the DMA started at {where} reads {src.label} while the DMA into "
+                            f"it started at {a.dma.at} is in flight")
+            for a in dst.log:
+                if not _overlap(a.region, dst_region) or self.ordered(a, vc):
+                    continue
+                if a.dma is not None:
+                    what = "writes" if a.write else "still reads"
+                    w.error(f"the DMA started at {dma.at} copies into {dst.label}, which the "
+                            f"DMA started at {a.dma.at} {what} (wait for it first)")
+                verb = "writes" if a.write else "reads"
+                w.error(f"the DMA started at {dma.at} copies into {dst.label}, which "
+                        f"{a.agent} {verb} at {a.where} with nothing ordering the two: the "
+                        f"copy may land while it is still in use (signal a semaphore after "
+                        f"that access and wait for it before the copy)")
+        src.record(_Access(src_region, False, name, 1, where, dma))
+        dst.record(_Access(dst_region, True, name, 1, where, dma))
+        data = w.raw(lambda: state.load(desc.src, ()))
+        if desc.add:
+            data = w.raw(lambda: state.load(state.RefView(dst, dst_norm), ())) + data
+        dma.data = data
+        w.dmas.append(dma)
+        if w.params.dma_execution_mode == "eager":
+            self._land(dma)
+
+    def _land(self, d):
+        if not d.landed:
+            self.world.raw(lambda: state.store(state.RefView(d.dst, d.dst_norm), (), d.data))
+            d.landed = True
+
+    def _done(self, d):
+        _join(self.vc, d.vc)
+        if d.sent and d.received:
+            self.world.dmas.remove(d)
+
+    def wait(self, desc):
+        """Waits for a DMA that signals `desc.sem` here (its receiving side),
+        preferably one into `desc.dst`'s window (JAX waits by bytes)."""
+        w, where = self.world, core.where()
+        key = self._sem_key(desc.sem, "DMA semaphore")
+        dst, _, dst_region = _end(desc.dst, "DMA destination")
+
+        def found():
+            live = [d for d in w.dmas if d.recv_key == key and not d.received]
+            same = [d for d in live if d.dst.slot == dst.slot and d.dst_region == dst_region]
+            return (same or live or [None])[0]
+
+        self.block(lambda: found() is not None,
+                   f"the wait at {where} on semaphore {w.sem_names[key]} has no DMA in "
+                   f"flight that signals it: it would never return")
+        d = found()
+        self._land(d)
+        d.received = True
+        if d.send_key is None:
+            d.sent = True
+        self._done(d)
+
+    def wait_send(self, send_sem):
+        """Waits until a remote copy this device started read its source."""
+        w, where = self.world, core.where()
+        key = self._sem_key(send_sem, "DMA semaphore")
+        d = next((d for d in w.dmas if d.send_key == key and not d.sent), None)
+        if d is None:
+            w.error(f"the wait_send at {where} on semaphore {w.sem_names[key]} has no remote "
+                    f"DMA in flight that signals it: it would never return")
+        d.sent = True
+        self._done(d)
+
+    # -- regular semaphores --------------------------------------------------
+    def signal(self, sem, inc, device=None):
+        w = self.world
+        key = self._sem_key(sem, "semaphore_signal", device)
+        w.sems[key] = w.sems.get(key, 0) + int(inc)
+        _join(w.sem_clocks.setdefault(key, {}), self.vc)
+        self.tick()
+
+    def wait_sem(self, sem, value):
+        w, where, value = self.world, core.where(), int(value)
+        key = self._sem_key(sem, "semaphore_wait")
+        have = w.sems.get(key, 0)
+        self.block(lambda: w.sems.get(key, 0) >= value,
+                   f"the wait at {where} for {value} on semaphore {w.sem_names[key]}, which "
+                   f"holds {have}, would never return (nothing else signals it"
+                   f"{' on this device' if len(w.devices) == 1 else ''})")
+        w.sems[key] -= value
+        _join(self.vc, w.sem_clocks.get(key, {}))
+
+    def read_sem(self, sem):
+        return jnp.int32(self.world.sems.get(self._sem_key(sem, "semaphore_read"), 0))
+
+
+def run(kernel, kname, grid, devices, in_blocks, out_blocks, scratch_types, aliases, params,
+        compiler_params, grid_env, axis=None):
+    """The kernel's outputs (flat) for each of `devices`, a list of
+    (scalar prefetch, inputs) per device, interpreted with checks (module
+    doc); `axis` names the mesh axis the devices lie along (several
+    devices); `grid_env` is the stack `pl.program_id` reads
+    (pallas/core.py)."""
+    check_capacity(kname, devices[0][0], in_blocks, out_blocks, scratch_types, compiler_params,
                    params)
-    checker = Checker(params, kname)
-    pf = [_Ref(p, f"scalar prefetch {k}", checker) for k, p in enumerate(prefetch)]
-    padded_in = [np.asarray(b.padded(x)) for b, x in zip(in_blocks, ins)]
-    outs = []
-    for k, b in enumerate(out_blocks):
-        x = ins[[i for i, o in aliases.items() if o == k][0]] if k in aliases.values() \
-            else state.uninitialized(b.shape, b.dtype)
-        outs.append(np.array(b.padded(x)))
-    whole = {}  # refs of operands in pl.ANY (not windowed), kept across steps
-    for k, (b, x) in enumerate(zip(in_blocks, padded_in)):
-        if b.whole:
-            whole[("in", k)] = _Ref(jnp.asarray(x), f"input {k}", checker)
-    for k, (b, x) in enumerate(zip(out_blocks, outs)):
-        if b.whole:
-            whole[("out", k)] = _Ref(jnp.asarray(x), f"output {k}", checker)
-    scratch = [_Ref(jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
-                    else state.uninitialized(tuple(t.shape), t.dtype), f"scratch {k}", checker)
-               for k, t in enumerate(scratch_types)]
-    # Pallas TPU's PRNG state (prng_state.py), kept across the grid.
-    prng = _Ref(jnp.zeros(prng_state.SHAPE, prng_state.DTYPE), "the PRNG state", checker)
-    prev, _config.jax_disable_jit = _config.jax_disable_jit, True
-    prev_kernel, _config.ember_interpreting_kernel = _config.ember_interpreting_kernel, True
-    _local.checker = checker
-    # The window each output block had at the previous grid step: a block
-    # stays in VMEM while its window repeats (an accumulator over the last
-    # grid dimension); a new window's VMEM buffer is not loaded from HBM on a
-    # TPU (aliased or not), so it starts uninitialized, as in JAX's
-    # interpreter (NaN for floats).
-    prev_windows = [None] * len(out_blocks)
-    try:
+    world = _World(params, kname, len(devices), axis)
+    # Every device's buffers exist before any runs (remote copies reach
+    # them); windows are made at each grid step.
+    setups = []
+    for dev, (prefetch, ins) in zip(world.devices, devices):
+        pf = [dev.buffer(p, f"scalar prefetch {k}", ("prefetch", k))
+              for k, p in enumerate(prefetch)]
+        padded_in = [np.asarray(b.padded(x)) for b, x in zip(in_blocks, ins)]
+        outs = []
+        for k, b in enumerate(out_blocks):
+            x = ins[[i for i, o in aliases.items() if o == k][0]] if k in aliases.values() \
+                else state.uninitialized(b.shape, b.dtype)
+            outs.append(np.array(b.padded(x)))
+        whole = {}  # refs of operands in pl.ANY (not windowed), kept across steps
+        for k, (b, x) in enumerate(zip(in_blocks, padded_in)):
+            if b.whole:
+                whole[("in", k)] = dev.buffer(jnp.asarray(x), f"input {k}", ("whole in", k))
+        for k, (b, x) in enumerate(zip(out_blocks, outs)):
+            if b.whole:
+                whole[("out", k)] = dev.buffer(jnp.asarray(x), f"output {k}", ("whole out", k))
+        scratch = [dev.buffer(jnp.zeros(t.shape, t.dtype) if getattr(t, "semaphore_kind", None)
+                              else state.uninitialized(tuple(t.shape), t.dtype),
+                              f"scratch {k}", ("scratch", k))
+                   for k, t in enumerate(scratch_types)]
+        # Pallas TPU's PRNG state (prng_state.py), kept across the grid.
+        prng = dev.buffer(jnp.zeros(prng_state.SHAPE, prng_state.DTYPE), "the PRNG state",
+                          ("prng",))
+        setups.append((pf, padded_in, outs, whole, scratch, prng))
+
+    def body(dev):
+        pf, padded_in, outs, whole, scratch, prng = setups[dev.index]
+        # The window each output block had at the previous grid step: a
+        # block stays in VMEM while its window repeats (an accumulator over
+        # the last grid dimension); a new window's VMEM buffer is not loaded
+        # from HBM on a TPU (aliased or not), so it starts uninitialized, as
+        # in JAX's interpreter (NaN for floats).
+        prev_windows = [None] * len(out_blocks)
         for ids in itertools.product(*[range(n) for n in grid]):
             ids_pf = tuple(ids) + tuple(pf)
             windows = []
@@ -327,7 +553,7 @@ def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types
                     value = state.uninitialized(b.kernel_shape, b.dtype)
                 else:
                     value = jnp.reshape(jnp.asarray(x[sl]), b.kernel_shape)
-                return _Ref(value, f"{kind}put {k}", checker), sl
+                return dev.buffer(value, f"{kind}put {k}", (kind, k)), sl
 
             in_refs = [block_ref(b, x, "in", k)[0]
                        for k, (b, x) in enumerate(zip(in_blocks, padded_in))]
@@ -348,16 +574,36 @@ def run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_types
                 raise ValueError(f"pallas_call: the kernel {kname} must return None")
             for k, (b, x, r, sl) in enumerate(zip(out_blocks, outs, out_refs, windows)):
                 if sl is not None:
-                    x[sl] = np.asarray(checker._raw(lambda r=r: r._value)).reshape(b.sizes)
+                    x[sl] = np.asarray(world.raw(lambda r=r: r._value)).reshape(b.sizes)
                 prev_windows[k] = sl
-        checker.finish()
+
+    def on_device(dev):
+        if axis is None:
+            return body(dev)
+        with parallel.kernel_axis(axis, jnp.int32(dev.index), len(world.devices)):
+            return body(dev)
+
+    prev, _config.jax_disable_jit = _config.jax_disable_jit, True
+    prev_kernel, _config.ember_interpreting_kernel = _config.ember_interpreting_kernel, True
+    try:
+        if world.sched is None:
+            _local.worker = world.devices[0]
+            try:
+                on_device(world.devices[0])
+            finally:
+                _local.worker = None
+        else:
+            world.sched.run(world.devices, on_device)
+        world.finish()
     finally:
-        _local.checker = None
         _config.jax_disable_jit = prev
         _config.ember_interpreting_kernel = prev_kernel
     results = []
-    for k, (b, x) in enumerate(zip(out_blocks, outs)):
-        if b.whole:
-            x = np.asarray(whole[("out", k)]._value)
-        results.append(b.unpadded(jnp.asarray(x)))
+    for (_, _, outs, whole, _, _) in setups:
+        res = []
+        for k, (b, x) in enumerate(zip(out_blocks, outs)):
+            if b.whole:
+                x = np.asarray(whole[("out", k)]._value)
+            res.append(b.unpadded(jnp.asarray(x)))
+        results.append(res)
     return results
