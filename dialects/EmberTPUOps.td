@@ -188,6 +188,36 @@ def EmberTPU_VectorStoreOp : EmberTPU_Op<"vector_store", [AttrSizedOperandSegmen
   let hasVerifier = 1;
 }
 
+def EmberTPU_StridedLoadOp : EmberTPU_Op<"strided_load"> {
+  let summary = "reads every `strides[d]`-th element of a memref window";
+  let description = [{
+    Mosaic's `tpu.strided_load` (a ref read with `pl.ds(start, size,
+    stride)`): element `i` of the result is `base[indices + i * strides]`.
+  }];
+  let arguments = (ins AnyMemRef:$base, Variadic<Index>:$indices,
+                       DenseI32ArrayAttr:$strides);
+  let results = (outs AnyVectorOfNonZeroRank:$result);
+  let assemblyFormat = [{
+    $base `[` $indices `]` attr-dict `:` type($base) `,` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_StridedStoreOp : EmberTPU_Op<"strided_store"> {
+  let summary = "writes a vector to every `strides[d]`-th element of a memref window";
+  let description = [{
+    Mosaic's `tpu.strided_store` (a ref write with `pl.ds(start, size,
+    stride)`): `base[indices + i * strides]` takes element `i`.
+  }];
+  let arguments = (ins AnyVectorOfNonZeroRank:$valueToStore, AnyMemRef:$base,
+                       Variadic<Index>:$indices, DenseI32ArrayAttr:$strides);
+  let assemblyFormat = [{
+    $base `[` $indices `]` `,` $valueToStore attr-dict `:` type($base) `,`
+      type($valueToStore)
+  }];
+  let hasVerifier = 1;
+}
+
 def EmberTPU_MatmulOp : EmberTPU_Op<"matmul", [Pure]> {
   let summary = "an MXU matrix product with an accumulator";
   let description = [{
@@ -266,6 +296,46 @@ def EmberTPU_TracedRotateOp : EmberTPU_Op<"traced_rotate",
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = [{
     $value `by` $amount `dim` $dimension attr-dict `:` type($value) `,` type($amount)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_TracedLoadOp : EmberTPU_Op<"traced_load", [Pure]> {
+  let summary = "a strided ref read (traced form)";
+  let description = [{
+    A kernel ref read with `pl.ds(start, size, stride)` in a kernel traced as
+    a function of values (the input of `ember-tpu-kernel`, which makes it
+    `strided_load` on the buffer): `buffer` is the buffer's current value,
+    `starts` the window's 0-d i32 starts, and element `i` of the result is
+    `buffer[starts + i * strides]`.
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$buffer, Variadic<EmberTPU_ScalarIndex>:$starts,
+                       DenseI32ArrayAttr:$strides);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $buffer `[` $starts `]` attr-dict `:` type($buffer) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def EmberTPU_TracedStoreOp : EmberTPU_Op<"traced_store",
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["buffer", "result"]>]> {
+  let summary = "a strided or masked ref write (traced form)";
+  let description = [{
+    A kernel ref write with `pl.ds(start, size, stride)`, or
+    `pltpu.store(ref, value, mask=)`, in a kernel traced as a function of
+    values (`ember-tpu-kernel` makes it `strided_store`, or a masked
+    `vector_store`, on the buffer): the result is `buffer` with
+    `buffer[starts + i * strides]` set to element `i` of `value` (where
+    `mask` holds).
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$buffer, AnyStaticShapeTensor:$value,
+                       Variadic<EmberTPU_ScalarIndex>:$starts,
+                       Optional<TensorOf<[I1]>>:$mask, DenseI32ArrayAttr:$strides);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $buffer `[` $starts `]` `,` $value (`masked` $mask^)? attr-dict `:` type($buffer) `,`
+      type($value) (`,` type($mask)^)?
   }];
   let hasVerifier = 1;
 }

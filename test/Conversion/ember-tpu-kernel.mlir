@@ -418,3 +418,44 @@ func.func @dot_precision_per_operand(%x: tensor<8x128xf32>, %y: tensor<128x128xf
   %a = ember.dot_general %x, %y, batch = [] x [], contract = [1] x [0] {precision = ["HIGHEST", "DEFAULT"]} : (tensor<8x128xf32>, tensor<128x128xf32>) -> tensor<8x128xf32>
   return %a : tensor<8x128xf32>
 }
+
+// -----
+
+// Strided windows are Mosaic's strided_load and strided_store on the
+// buffers (the run-time start clamped so the strided window fits), a
+// masked write a masked vector_store; the output is not stored again.
+// CHECK-LABEL: func.func @strided(
+// CHECK: %[[I:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK: %[[R:.*]] = ember_tpu.strided_load %arg1[%[[I]], %{{.*}}] {strides = array<i32: 2, 1>} : memref<16x128xf32, #ember_tpu.memory_space<vmem>>, vector<4x128xf32>
+// CHECK: %[[E:.*]] = math.exp %[[R]]
+// CHECK: ember_tpu.strided_store %arg2[%c1{{.*}}, %c0{{.*}}], %[[E]] {strides = array<i32: 3, 1>}
+// CHECK: %[[M:.*]] = arith.cmpf
+// CHECK: ember_tpu.vector_store %arg2[%c0{{.*}}, %c0{{.*}}], %{{.*}} masked %[[M]] {strides = array<i32>}
+// CHECK-NOT: ember_tpu.vector_store
+func.func @strided(%i: tensor<i32>, %x: tensor<16x128xf32>, %o: tensor<16x128xf32>) -> tensor<16x128xf32>
+    attributes {ember_tpu.grid_args = 1 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<vmem>, #ember_tpu.memory_space<vmem>],
+                ember_tpu.result_args = array<i64: 1>, iteration_bounds = array<i64: 2>} {
+  %c1 = ember.constant dense<1> : tensor<i32>
+  %c0 = ember.constant dense<0> : tensor<i32>
+  %r = ember_tpu.traced_load %x[%i, %c0] {strides = array<i32: 2, 1>} : tensor<16x128xf32> -> tensor<4x128xf32>
+  %e = ember.exp %r : tensor<4x128xf32>
+  %s = ember_tpu.traced_store %o[%c1, %c0], %e {strides = array<i32: 3, 1>} : tensor<16x128xf32>, tensor<4x128xf32>
+  %z = ember.constant dense<0.0> : tensor<16x128xf32>
+  %m = ember.compare GT, %x, %z : (tensor<16x128xf32>, tensor<16x128xf32>) -> tensor<16x128xi1>
+  %u = ember_tpu.traced_store %s[%c0, %c0], %x masked %m {strides = array<i32: 1, 1>} : tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xi1>
+  return %u : tensor<16x128xf32>
+}
+
+// -----
+
+// A strided read of an SMEM buffer is an error at the op.
+func.func @strided_smem(%p: tensor<8xi32>) -> tensor<i32>
+    attributes {ember_tpu.grid_args = 0 : i64,
+                ember_tpu.arg_spaces = [#ember_tpu.memory_space<smem>]} {
+  %c0 = ember.constant dense<0> : tensor<i32>
+  // expected-error @+1 {{reads or writes an SMEM buffer by strided or masked windows}}
+  %r = ember_tpu.traced_load %p[%c0] {strides = array<i32: 2>} : tensor<8xi32> -> tensor<4xi32>
+  %v = ember.reduce sum %r, dims = [0] : (tensor<4xi32>) -> tensor<i32>
+  return %v : tensor<i32>
+}

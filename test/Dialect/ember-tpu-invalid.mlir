@@ -349,3 +349,54 @@ func.func @concatenate_sizes(%a: vector<8x128xf32>, %b: vector<8x128xf32>) {
   %r = ember_tpu.concatenate %a, %b in 0 : vector<8x128xf32>, vector<8x128xf32> -> vector<8x256xf32>
   return
 }
+
+// -----
+
+func.func @strided_starts(%m: memref<16x128xf32, #ember_tpu.memory_space<vmem>>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{strided_c1}}
+  %v = ember_tpu.strided_load %m[%c0] {strides = array<i32: 2, 1>} : memref<16x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @strided_zero_stride(%m: memref<16x128xf32, #ember_tpu.memory_space<vmem>>, %v: vector<8x128xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{strided_c2}}
+  ember_tpu.strided_store %m[%c0, %c0], %v {strides = array<i32: 0, 1>} : memref<16x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @strided_does_not_fit(%m: memref<16x128xf32, #ember_tpu.memory_space<vmem>>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{strided_c3}}
+  %v = ember_tpu.strided_load %m[%c0, %c0] {strides = array<i32: 3, 1>} : memref<16x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @traced_load_type(%t: tensor<16x128xf32>, %i: tensor<i32>) {
+  // expected-error @+1 {{strided_c3}}
+  %r = ember_tpu.traced_load %t[%i, %i] {strides = array<i32: 2, 1>} : tensor<16x128xf32> -> tensor<8x128xi32>
+  return
+}
+
+// -----
+
+func.func @traced_store_mask_shape(%t: tensor<16x128xf32>, %i: tensor<i32>, %k: tensor<8x128xi1>) {
+  // expected-error @+1 {{traced_store_c1}}
+  %u = ember_tpu.traced_store %t[%i, %i], %t masked %k {strides = array<i32: 1, 1>} : tensor<16x128xf32>, tensor<16x128xf32>, tensor<8x128xi1>
+  return
+}
+
+// -----
+
+func.func @traced_store_mask_strided(%t: tensor<16x128xf32>, %v: tensor<8x128xf32>, %i: tensor<i32>, %k: tensor<8x128xi1>) {
+  // expected-error @+1 {{traced_store_c1}}
+  %u = ember_tpu.traced_store %t[%i, %i], %v masked %k {strides = array<i32: 2, 1>} : tensor<16x128xf32>, tensor<8x128xf32>, tensor<8x128xi1>
+  return
+}

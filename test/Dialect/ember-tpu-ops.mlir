@@ -150,3 +150,22 @@ func.func @prng(%s: i32, %t: tensor<i32>) -> (vector<8x128xi32>, tensor<8x128xi3
   %b = ember_tpu.traced_prng_random_bits : tensor<8x128xi32>
   return %v, %b : vector<8x128xi32>, tensor<8x128xi32>
 }
+
+// Strided windows and masked stores, in both forms.
+// CHECK-LABEL: func.func @strided
+// CHECK: ember_tpu.strided_load %arg0[%{{.*}}, %{{.*}}] {strides = array<i32: 2, 1>} : memref<16x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>
+// CHECK: ember_tpu.strided_store %arg0[%{{.*}}, %{{.*}}], %{{.*}} {strides = array<i32: 2, 1>} : memref<16x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>
+// CHECK: ember_tpu.traced_load %arg1[%arg2, %arg2] {strides = array<i32: 2, 1>} : tensor<16x128xf32> -> tensor<8x128xf32>
+// CHECK: ember_tpu.traced_store %arg1[%arg2, %arg2], %{{.*}} {strides = array<i32: 2, 1>} : tensor<16x128xf32>, tensor<8x128xf32>
+// CHECK: ember_tpu.traced_store %arg1[%arg2, %arg2], %arg1 masked %arg3 {strides = array<i32: 1, 1>} : tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xi1>
+func.func @strided(%m: memref<16x128xf32, #ember_tpu.memory_space<vmem>>, %t: tensor<16x128xf32>,
+                   %i: tensor<i32>, %k: tensor<16x128xi1>) -> (tensor<16x128xf32>, tensor<16x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %v = ember_tpu.strided_load %m[%c0, %c0] {strides = array<i32: 2, 1>} : memref<16x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>
+  ember_tpu.strided_store %m[%c1, %c0], %v {strides = array<i32: 2, 1>} : memref<16x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>
+  %r = ember_tpu.traced_load %t[%i, %i] {strides = array<i32: 2, 1>} : tensor<16x128xf32> -> tensor<8x128xf32>
+  %s = ember_tpu.traced_store %t[%i, %i], %r {strides = array<i32: 2, 1>} : tensor<16x128xf32>, tensor<8x128xf32>
+  %u = ember_tpu.traced_store %t[%i, %i], %t masked %k {strides = array<i32: 1, 1>} : tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xi1>
+  return %s, %u : tensor<16x128xf32>, tensor<16x128xf32>
+}

@@ -343,3 +343,40 @@ def test_tpu_records_for_the_tpu_run(tmp_path):
     # Algorithm presets as StableHLO's dot algorithms (run on a v5e).
     text = (whole / "precision_presets.mlir").read_text()
     assert text.count("lhs_precision_type = bf16") == 3 and "num_primitive_operations = 3" in text
+
+
+def test_strided_windows_and_masked_stores_lower_to_mosaic_ops():
+    # JAX's forms: a strided ref read is Mosaic's strided_load, a strided
+    # write strided_store, pltpu.store with a mask a masked vector_store
+    # (programs ops_strided and ops_masked_store are also cross-checked
+    # against JAX above).
+    progs = {n: (f, a) for n, f, a in _programs()}
+    f, args = progs["ops_strided"]
+    text = jax.jit(f).trace(*args).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert text.count("ember_tpu.strided_load") == 2, text
+    assert "ember_tpu.strided_store" in text and "gather" not in text, text
+    f, args = progs["ops_masked_store"]
+    text = jax.jit(f).trace(*args).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+    assert "masked" in text and text.count("ember_tpu.vector_store") == 2, text
+    x = jnp.ones((16, 128), jnp.float32)
+
+    def lower(kernel, out=(16, 128), **kw):
+        f = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(out, jnp.float32), **kw)
+        return jax.jit(f).trace(x).lower(lowering_platforms=("tpu",)).as_text("mosaic")
+
+    # A masked strided store: Mosaic's strided_store has no mask.
+    def masked_strided(x_ref, o_ref):
+        pltpu.store(o_ref.at[pl.ds(0, 8, stride=2)], x_ref[pl.ds(0, 8)],
+                    mask=x_ref[pl.ds(0, 8)] > 0)
+
+    with pytest.raises(NotImplementedError, match=r"a masked store of a strided window "
+                                                  r"\(at .*test_tpu_target\.py:\d+\)"):
+        lower(masked_strided)
+
+    # A strided read of SMEM scratch: kernels reach SMEM element by element.
+    def smem_strided(x_ref, o_ref, s_ref):
+        s_ref[0] = jnp.int32(1)
+        o_ref[...] = x_ref[...] + s_ref[pl.ds(0, 4, stride=2)].sum().astype(jnp.float32)
+
+    with pytest.raises(NotImplementedError, match="SMEM buffer by strided or masked windows"):
+        lower(smem_strided, scratch_shapes=[pltpu.SMEM((8,), jnp.int32)])

@@ -156,6 +156,10 @@ struct KernelBuilder {
                            "later write, which TPU kernels cannot keep");
   }
   LogicalResult semaphore(Operation *op);
+  /// `traced_load`/`traced_store`: a strided window of a VMEM buffer read
+  /// (`strided_load`) or written (`strided_store`), or a masked write
+  /// (`vector_store ... masked`).
+  LogicalResult stridedAccess(Operation *op);
   /// The semaphore element a traced op names (a rank-0 semaphore memref).
   FailureOr<Value> semaphoreRef(Operation *op, int64_t buffer,
                                 ValueRange starts, bool dma);
@@ -511,12 +515,69 @@ LogicalResult KernelBuilder::dma(Operation *op) {
   return success();
 }
 
+LogicalResult KernelBuilder::stridedAccess(Operation *op) {
+  Location loc = op->getLoc();
+  auto load = dyn_cast<et::TracedLoadOp>(op);
+  auto store = dyn_cast<et::TracedStoreOp>(op);
+  Value buf = load ? load.getBuffer() : store.getBuffer();
+  if (inHbm(buf))
+    return hbmError(op);
+  if (!current(buf))
+    return staleError(op);
+  if (inSmem(buf))
+    return op->emitOpError("reads or writes an SMEM buffer by strided or "
+                           "masked windows; kernels reach SMEM element by "
+                           "element");
+  Value mem = resident[buf].mem;
+  auto mt = cast<MemRefType>(mem.getType());
+  ArrayRef<int32_t> strides = load ? load.getStrides() : store.getStrides();
+  auto shape =
+      cast<ShapedType>(load ? load.getType() : store.getValue().getType())
+          .getShape();
+  // The window the strided elements span, clamped into the buffer as
+  // dynamic_slice clamps.
+  SmallVector<int64_t> extent;
+  for (auto [n, st] : llvm::zip(shape, strides))
+    extent.push_back(n ? (n - 1) * st + 1 : 0);
+  SmallVector<Value> idx =
+      window(loc, load ? load.getStarts() : store.getStarts(), {}, extent,
+             mt.getShape());
+  auto vt = VectorType::get(shape, mt.getElementType());
+  bool unit = llvm::all_of(strides, [](int32_t st) { return st == 1; });
+  if (load) {
+    Value r = unit ? (Value)vector::LoadOp::create(b, loc, vt, mem, idx)
+                   : (Value)et::StridedLoadOp::create(
+                         b, loc, vt, mem, idx, b.getDenseI32ArrayAttr(strides));
+    set(op, reshapeTo(b, loc, r, kernelType(load.getType())));
+    return success();
+  }
+  Value v = get(store.getValue());
+  Value mask = store.getMask() ? get(store.getMask()) : Value();
+  if (!v || (store.getMask() && !mask))
+    return staleError(op);
+  v = reshapeTo(b, loc, v, vt);
+  if (unit)
+    et::VectorStoreOp::create(
+        b, loc, v, mem, idx,
+        mask ? reshapeTo(b, loc, mask, VectorType::get(shape, b.getI1Type()))
+             : Value(),
+        b.getDenseI32ArrayAttr({}), /*add=*/false);
+  else
+    et::StridedStoreOp::create(b, loc, v, mem, idx,
+                               b.getDenseI32ArrayAttr(strides));
+  versions[mem] = ++counter;
+  resident[store.getResult()] = {mem, counter};
+  return success();
+}
+
 /// The value a buffer held before the writes (stores, DMA waits) that made
 /// `v` from it.
 static Value rootBuffer(Value v) {
   while (true) {
     if (auto d = v.getDefiningOp<DynamicUpdateSliceOp>()) {
       v = d.getOperand();
+    } else if (auto s = v.getDefiningOp<et::TracedStoreOp>()) {
+      v = s.getBuffer();
     } else if (auto w = v.getDefiningOp<et::TracedDMAWaitOp>()) {
       v = w.getDst();
     } else if (auto c = v.getDefiningOp<CaseOp>()) {
@@ -797,6 +858,8 @@ LogicalResult KernelBuilder::op(Operation *op) {
     set(op, et::PRNGRandomBitsOp::create(b, loc, kernelType(bits.getType())));
     return success();
   }
+  if (isa<et::TracedLoadOp, et::TracedStoreOp>(op))
+    return stridedAccess(op);
   if (!isa<SliceOp, DynamicSliceOp, DynamicUpdateSliceOp, WhileOp, CaseOp>(op))
     for (Value o : op->getOperands())
       if (inHbm(o))

@@ -241,6 +241,66 @@ static LogicalResult verifyRotate(Operation *op, int64_t rank, int32_t dim,
   return success();
 }
 
+/// Rules strided_c1-c3 of a strided window: `value` (the vector or tensor
+/// read or written) in `buffer` (memref or tensor) at `numStarts` starts.
+static LogicalResult verifyStrided(Operation *op, ShapedType buffer,
+                                   ShapedType value, size_t numStarts,
+                                   ArrayRef<int32_t> strides) {
+  // strided_c1: one start per buffer dimension.
+  if ((int64_t)numStarts != buffer.getRank())
+    return op->emitOpError("strided_c1: expected ")
+           << buffer.getRank() << " starts, got " << numStarts;
+  // strided_c2: one positive stride per dimension.
+  if ((int64_t)strides.size() != buffer.getRank() ||
+      llvm::any_of(strides, [](int32_t s) { return s < 1; }))
+    return op->emitOpError(
+        "strided_c2: expected one positive stride per dimension");
+  // strided_c3: the value has the buffer's rank and element type, and its
+  // strided window fits in the buffer.
+  if (value.getRank() != buffer.getRank() ||
+      value.getElementType() != buffer.getElementType())
+    return op->emitOpError("strided_c3: ")
+           << value << " does not have the rank and element type of " << buffer;
+  for (auto [n, m, st] :
+       llvm::zip(value.getShape(), buffer.getShape(), strides))
+    if (!ShapedType::isDynamic(m) && n > 0 && (n - 1) * st + 1 > m)
+      return op->emitOpError("strided_c3: ")
+             << value << " with strides does not fit in " << buffer;
+  return success();
+}
+
+LogicalResult StridedLoadOp::verify() {
+  return verifyStrided(*this, getBase().getType(), getResult().getType(),
+                       getIndices().size(), getStrides());
+}
+
+LogicalResult StridedStoreOp::verify() {
+  return verifyStrided(*this, getBase().getType(), getValueToStore().getType(),
+                       getIndices().size(), getStrides());
+}
+
+LogicalResult TracedLoadOp::verify() {
+  return verifyStrided(*this, getBuffer().getType(), getResult().getType(),
+                       getStarts().size(), getStrides());
+}
+
+LogicalResult TracedStoreOp::verify() {
+  auto value = cast<ShapedType>(getValue().getType());
+  if (failed(verifyStrided(*this, getBuffer().getType(), value,
+                           getStarts().size(), getStrides())))
+    return failure();
+  // traced_store_c1: a mask has the value's shape, and comes with unit
+  // strides (Mosaic's strided_store takes none).
+  if (getMask()) {
+    if (cast<ShapedType>(getMask().getType()).getShape() != value.getShape())
+      return emitOpError("traced_store_c1: the mask's shape differs from the "
+                         "value's");
+    if (llvm::any_of(getStrides(), [](int32_t s) { return s != 1; }))
+      return emitOpError("traced_store_c1: a masked store has unit strides");
+  }
+  return success();
+}
+
 LogicalResult DynamicRotateOp::verify() {
   return verifyRotate(*this, getValue().getType().getRank(), getDimension(),
                       getStride(), getStrideDimension());

@@ -355,8 +355,19 @@ def _resolve(ref, idx, what):
     return base, norm
 
 
+# Reads and writes of a kernel's buffers traced for the TPU target that
+# Mosaic has ops for (strided windows, masked stores): set by
+# pallas/tpu_kernel.py, called for refs with a `_tpu_buffer` number; returns
+# the value read (the buffer's new value for "store"), or None for the
+# general path.
+kernel_access = None
+
+
 def load(ref, idx=(), mask=None, other=None):
     ref, norm = _resolve(ref, idx, "load")
+    if kernel_access is not None and getattr(ref, "_tpu_buffer", None) is not None \
+            and (out := kernel_access("load", ref, norm, None, mask)) is not None:
+        return out
     x = ref._value
     if _is_windowed(norm):
         starts, sizes = _window(norm)
@@ -444,6 +455,12 @@ def _set_value(ref, new):
 
 def store(ref, idx, val, mask=None):
     ref, norm = _resolve(ref, idx, "store")
+    if kernel_access is not None and getattr(ref, "_tpu_buffer", None) is not None:
+        shape = [s.size for k, s in norm if k == "ds"]
+        v = _as_stored(ref, val, shape, "store")
+        if (new := kernel_access("store", ref, norm, v, mask)) is not None:
+            _set_value(ref, new)
+            return
     x = ref._value
     if _is_windowed(norm):
         starts, sizes = _window(norm)

@@ -687,6 +687,23 @@ def _build(jax, jnp, pl, pltpu):
         o_ref[...] = jax.lax.dot_general(x_ref[...], y_ref[...], (((0,), (0,)), ((), ())),
                                          preferred_element_type=jnp.float32)
 
+    def strided_kernel(x_ref, o_ref):
+        # Strided windows (Mosaic's strided_load and strided_store): the even
+        # rows doubled into the first half, the odd rows into the second
+        # half's odd rows, at a run-time offset from the grid.
+        i = pl.program_id(0)
+        o_ref[...] = jnp.zeros(o_ref.shape, o_ref.dtype)
+        o_ref[pl.ds(0, 8), :] = x_ref[pl.ds(0, 8, stride=2), :] * 2.0
+        o_ref[pl.ds(9, 4, stride=2), :] = x_ref[pl.ds(i + 1, 4, stride=2), :] + 1.0
+
+    def masked_store_kernel(x_ref, o_ref):
+        # pltpu.store with a mask (a masked vector_store): the lanes left of
+        # a diagonal keep what was there, the others take x + 1.
+        o_ref[...] = x_ref[...] * -1.0
+        rows = jax.lax.broadcasted_iota(jnp.int32, x_ref.shape, 0)
+        cols = jax.lax.broadcasted_iota(jnp.int32, x_ref.shape, 1)
+        pltpu.store(o_ref, x_ref[...] + 1.0, mask=cols >= rows * 8)
+
     def dot_precision_kernel(x_ref, y_ref, hi_ref, lo_ref):
         # The same f32 product at HIGHEST precision (Mosaic's fp32) and at
         # the default (on a TPU, bf16 passes: the outputs differ there).
@@ -895,6 +912,13 @@ def _build(jax, jnp, pl, pltpu):
             dot_t_kernel, jax.ShapeDtypeStruct((x.shape[1], y.shape[1]), jnp.float32), x, y),
          (ramp((128, 128), jnp.float32, scale=3000, mod=19),
           ramp((128, 256), jnp.float32, scale=3000, mod=23))),
+        # (Mosaic's strided_load and strided_store need buffers 128 wide.)
+        ("ops_strided", lambda x: pl.pallas_call(
+            strided_kernel, out_shape=jax.ShapeDtypeStruct((2, 16, 128), jnp.float32),
+            grid=(2,), in_specs=[pl.BlockSpec((16, 128), lambda i: (0, i))],
+            out_specs=pl.BlockSpec((None, 16, 128), lambda i: (i, 0, 0)))(x), (signed,)),
+        ("ops_masked_store", lambda x: whole(
+            masked_store_kernel, jax.ShapeDtypeStruct(x.shape, x.dtype), x), (signed,)),
         ("core_map_slices", core_map_slices, (ramp((16, 256), jnp.float32),)),
         ("kernel_pipeline", kernel_pipeline, (ramp((32, 256), jnp.float32),)),
         ("kernel_pipeline_split", kernel_pipeline_split, (ramp((32, 256), jnp.float32),)),

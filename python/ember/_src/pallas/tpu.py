@@ -1131,7 +1131,7 @@ def load(ref, *, mask=None):
 def store(ref, val, *, mask=None):
     """JAX's `pltpu.store`: writes `val` into `ref`, only where `mask` is
     true when given."""
-    ref[...] = val if mask is None else jnp.where(mask, val, ref[...])
+    state.store(ref, (), val, mask=mask)
 
 
 def touch(ref):

@@ -276,6 +276,51 @@ def dma(desc, kind):
         dst._value = outs[0]
 
 
+def _access(kind, ref, norm, value, mask):
+    """A read or write of a kernel buffer (state.kernel_access) that Mosaic
+    has an op for: a strided window (`pl.ds(start, size, stride)`) read or
+    written, or a masked write (`pltpu.store(..., mask=)`), as an
+    `ember_tpu.traced_load`/`traced_store` (`strided_load`,
+    `strided_store`, a masked `vector_store`, as JAX lowers them); None
+    otherwise (the general path: slices, masked reads as a select)."""
+    from ..._mlir import ir
+
+    if any(k == "gather" for k, _ in norm):
+        return None
+    strided = any(k == "ds" and s.stride != 1 for k, s in norm)
+    if not strided and (kind == "load" or mask is None):
+        return None
+    if strided and mask is not None:
+        raise NotImplementedError(
+            f"lowering a Pallas kernel for TPU: a masked {kind} of a strided window "
+            f"(at {core.where()})")
+    starts = [core.as_value(jnp.asarray(s if k == "at" else s.start, np.int32))
+              for k, s in norm]
+    sizes = [1 if k == "at" else s.size for k, s in norm]
+    view = [s.size for k, s in norm if k == "ds"]
+    trace = core.current_trace()
+    with context():
+        attrs = {"strides": ir.DenseI32ArrayAttr.get(
+            [1 if k == "at" else int(s.stride) for k, s in norm])}
+        if kind == "store":
+            attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(
+                [1, 1, len(starts), 0 if mask is None else 1])
+    buf = ref._value
+    if kind == "load":
+        out, = trace.emit("ember_tpu.traced_load", [trace.to_value(v) for v in [buf, *starts]],
+                          [core.ShapedArray(tuple(sizes), buf.dtype)], attrs)
+        return jnp.reshape(out, view)
+    operands = [buf, jnp.reshape(value, sizes), *starts]
+    if mask is not None:
+        operands.append(jnp.reshape(jnp.broadcast_to(jnp.asarray(mask, np.bool_), view), sizes))
+    out, = trace.emit("ember_tpu.traced_store", [trace.to_value(core.as_value(v))
+                                                 for v in operands], [buf.aval], attrs)
+    return out
+
+
+state.kernel_access = _access
+
+
 def _space(memory_space, default="vmem"):
     if memory_space is None:
         return default
