@@ -10,6 +10,7 @@ raise) always run.
 """
 
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -541,3 +542,69 @@ def test_sharded_stablehlo_forms_and_limits(devices8):
     text = ember.jit(ember.vmap(lambda v: v - lax.pmean(v, "i"), axis_name="i")).lower(
         args[0]).as_text("stablehlo")
     assert "sdy" not in text and "mhlo.num_partitions = 1" in text
+
+
+def _per_platform(v):
+    return ember.lax.platform_dependent(v, cpu=lambda v: jnp.sin(v) + 1,
+                                        tpu=lambda v: v * 3, default=lambda v: v)
+
+
+def test_export_for_several_platforms_takes_the_platform_index():
+    # JAX's calling convention: an export for several platforms takes the
+    # platform index first (`jax.global_constant = "_platform_index"`, not
+    # among in_avals), and lax.platform_dependent is a case on it; `call`
+    # passes the CPU's index. (JAX 0.10.2's own such modules are read by
+    # test_stablehlo_in.py's mp_ programs.)
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    spec = ember.ShapeDtypeStruct(x.shape, x.dtype)
+    exp = export.export(ember.jit(_per_platform), platforms=("tpu", "cuda", "cpu"))(spec)
+    assert exp.in_avals == (core.ShapedArray((2, 4), np.float32),)
+    text = exp.mlir_module()
+    assert re.search(r'@main\(%arg0: tensor<i32> \{jax.global_constant = "_platform_index"\}, '
+                     r'%arg1: tensor<2x4xf32> loc\("v"\)\)', text), text
+    assert '"stablehlo.case"' in text and '"stablehlo.sine"' in text, text
+    want = np.sin(x) + 1
+    np.testing.assert_allclose(np.asarray(exp.call(x)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ember.jit(exp.call)(x)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ember.grad(lambda v: exp.call(v).sum())(x)),
+                               np.cos(x), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ember.vmap(exp.call)(x[None])), want[None], rtol=1e-6)
+    back = export.deserialize(exp.serialize())
+    assert back.in_avals == exp.in_avals and back.mlir_module() == text
+    np.testing.assert_allclose(np.asarray(back.call(x)), want, rtol=1e-6)
+    # One platform: its branch, chosen at export, and no platform index.
+    tpu = export.export(ember.jit(_per_platform), platforms=("tpu",))(spec)
+    assert "_platform_index" not in tpu.mlir_module()
+    assert '"stablehlo.multiply"' in tpu.mlir_module() and "sine" not in tpu.mlir_module()
+    with pytest.raises(ValueError, match="was lowered for platforms"):
+        tpu.call(x)
+    # No branch for a platform and no default: JAX's error.
+    with pytest.raises(NotImplementedError, match="no branch for platform tpu"):
+        export.export(ember.jit(lambda v: ember.lax.platform_dependent(v, cpu=jnp.sin)),
+                      platforms=("cpu", "tpu"))(spec)
+
+
+@needs_xla
+def test_xla_runs_embers_export_for_several_platforms(tmp_path):
+    # XLA compiles Ember's multi-platform module and, given the CPU's
+    # platform index, computes the CPU branch.
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    spec = ember.ShapeDtypeStruct(x.shape, x.dtype)
+    exp = export.export(ember.jit(_per_platform), platforms=("tpu", "cpu"))(spec)
+    (tmp_path / "mp.mlir").write_text(exp.mlir_module())
+    for index in (0, 1):
+        np.savez(tmp_path / "mp.in.npz", np.int32(index), x)
+        subprocess.run([JAX_PYTHON, RUNNER, str(tmp_path)], check=True, timeout=600)
+        assert not (tmp_path / "mp.err").exists(), (tmp_path / "mp.err").read_text()
+        with np.load(tmp_path / "mp.out.npz") as z:
+            np.testing.assert_allclose(z["arr_0"], x * 3 if index == 0 else np.sin(x) + 1,
+                                       rtol=1e-6)
+    # Its VJP too: the backward pass branches on the same platform index
+    # (the TPU's derivative is 3, the CPU's cos).
+    (tmp_path / "mp.mlir").write_text(exp.vjp().mlir_module())
+    for index in (0, 1):
+        np.savez(tmp_path / "mp.in.npz", np.int32(index), x, np.ones_like(x))
+        subprocess.run([JAX_PYTHON, RUNNER, str(tmp_path)], check=True, timeout=600)
+        with np.load(tmp_path / "mp.out.npz") as z:
+            np.testing.assert_allclose(z["arr_0"], np.full_like(x, 3) if index == 0
+                                       else np.cos(x), rtol=1e-6)

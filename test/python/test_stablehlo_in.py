@@ -30,13 +30,15 @@ NOT_READ = {}
 FOLDED = {("conf_lax_bits", 0): 3}
 
 
-def _load(name):
+def _load(name, platforms=False):
     with gzip.open(os.path.join(DATA, name + ".mlir.gz"), "rt") as f:
         text = f.read()
     with np.load(os.path.join(DATA, name + ".npz")) as z:
         ins = [z[f"in_{k}"] for k in range(sum(f.startswith("in_") for f in z.files))]
         outs = [z[f"out_{k}"] for k in range(sum(f.startswith("out_") for f in z.files))]
-    return text, ins, outs
+        # (mp_ programs: exported for several platforms)
+        names = tuple(str(p) for p in z["platforms"]) if "platforms" in z.files else None
+    return (text, ins, outs, names) if platforms else (text, ins, outs)
 
 
 def _close(got, want, name, k):
@@ -60,12 +62,17 @@ def _close(got, want, name, k):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_jax_exported_program_runs_under_ember(name):
-    text, ins, outs = _load(name)
+    text, ins, outs, platforms = _load(name, platforms=True)
     if name in NOT_READ:
         with pytest.raises(NotImplementedError, match=NOT_READ[name]):
             export.from_stablehlo(text)
         return
-    exp = export.from_stablehlo(text)
+    if platforms is not None:
+        # JAX's platform index first: which one the CPU is must be given.
+        with pytest.raises(ValueError, match=r"takes JAX's platform index \(an export for "
+                                             r"several platforms\): pass platforms="):
+            export.from_stablehlo(text)
+    exp = export.from_stablehlo(text, platforms=platforms)
     got = ember.tree_util.tree_leaves(exp.call(*ins))
     assert len(got) == len(outs)
     for k, (g, w) in enumerate(zip(got, outs)):

@@ -1,13 +1,16 @@
 """Mutation fuzzing of ember-opt (#21): splits the lit tests' modules at
 `// -----`, mutates them (deletes, duplicates or swaps lines, changes
 integers, element types and tensor types) and runs `ember-opt` on each, once
-parsing and verifying only and once through `--ember-cpu-pipeline`. Invalid
-input must end in a diagnostic and a non-zero exit, never a signal; inputs
-that abort are kept as crash<N>.mlir in the output directory.
+parsing and verifying only and once through `--ember-cpu-pipeline` (or the
+flag `--pipeline` names). Invalid input must end in a diagnostic and a
+non-zero exit, never a signal; inputs that abort are kept as crash<N>.mlir
+in the output directory.
 
     python tools/fuzz/ember_opt_mutate.py --seed 1 --inputs 5000 --out /tmp/irfuzz
     python tools/fuzz/ember_opt_mutate.py --sources test/Dialect/refs.mlir \
         test/Conversion/ember-to-linalg-refs.mlir          # one family of ops
+    python tools/fuzz/ember_opt_mutate.py --pipeline=--ember-tpu-kernel --sources \
+        test/Dialect/ember-tpu-ops.mlir test/Conversion/ember-tpu-kernel.mlir
 """
 import argparse
 import os
@@ -63,6 +66,9 @@ def main():
     ap.add_argument("--ember-opt", default="build/dev/bin/ember-opt")
     ap.add_argument("--sources", nargs="+", default=SOURCES,
                     help="the lit files whose modules are mutated (default: %(default)s)")
+    ap.add_argument("--pipeline", default="--ember-cpu-pipeline",
+                    help="the ember-opt flag of the second run (default: %(default)s; e.g. "
+                    "--ember-tpu-kernel for the TPU kernel tests)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rng, srcs, crashes, start = random.Random(a.seed), modules(a.sources), 0, time.time()
@@ -71,7 +77,7 @@ def main():
         text = mutate(rng, rng.choice(srcs))
         with open(path, "w") as f:
             f.write(text)
-        for extra in ([], ["--ember-cpu-pipeline"]):
+        for extra in ([], [a.pipeline]):
             p = subprocess.run([a.ember_opt, path, *extra], capture_output=True, timeout=120)
             if p.returncode < 0 or p.returncode > 128:
                 crashes += 1

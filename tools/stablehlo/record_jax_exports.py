@@ -9,6 +9,8 @@ For each program, writes NAME.mlir.gz (`jax.export` of `jax.jit(f)`, its
 (`in_K`: the arguments, `out_K`: JAX's results). The programs are the
 conformance cases that JAX runs without an exception (traced under `jit`,
 so their inputs are constants) and the programs with arguments below; the
+`mp_` programs are exported for several platforms (`platforms` in their
+NAME.npz; their modules take JAX's platform index first); the
 `sym_` programs are exported with symbolic dimensions (`jax.export`'s shape
 polymorphism) and run for two sizes (`in_K`/`out_K` and `bin_K`/`bout_K`).
 """
@@ -117,6 +119,22 @@ def symbolic_programs(jax, jnp):
     }
 
 
+def multiplatform_programs(jax, jnp):
+    """{name: (function, platforms, arguments)}: exported for several
+    platforms, so their modules take JAX's platform index first; the CPU
+    is not the first platform of either."""
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+
+    def per_platform(v):
+        return jax.lax.platform_dependent(v, cpu=lambda v: jnp.sin(v) + 1,
+                                          tpu=lambda v: v * 3, default=lambda v: v)
+
+    return {
+        "mp_platform_dependent": (per_platform, ("tpu", "cuda", "cpu"), (x,)),
+        "mp_plain": (lambda v: (v * 2).sum(0), ("tpu", "cpu"), (x,)),
+    }
+
+
 def _write_gz(path, text):
     # mtime 0: the same program records to the same bytes.
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
@@ -168,6 +186,16 @@ def main(conformance, out):
         arrays = {f"in_{k}": np.asarray(a) for k, a in enumerate(leaves)}
         arrays.update({f"out_{k}": np.asarray(o) for k, o in enumerate(outs)})
         np.savez_compressed(os.path.join(out, name + ".npz"), **arrays)
+        done += 1
+    for name, (f, platforms, args) in multiplatform_programs(jax, jnp).items():
+        specs = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
+        exp = jax.export.export(jax.jit(f), platforms=platforms)(*specs)
+        outs = jax.tree.leaves(jax.jit(f)(*args))
+        _write_gz(os.path.join(out, name + ".mlir.gz"), generic(exp))
+        arrays = {f"in_{k}": np.asarray(a) for k, a in enumerate(jax.tree.leaves(args))}
+        arrays.update({f"out_{k}": np.asarray(o) for k, o in enumerate(outs)})
+        np.savez_compressed(os.path.join(out, name + ".npz"), platforms=np.array(platforms),
+                            **arrays)
         done += 1
     for name, (f, shapes, runs) in symbolic_programs(jax, jnp).items():
         scope = jax.export.SymbolicScope()

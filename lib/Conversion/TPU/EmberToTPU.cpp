@@ -1391,6 +1391,15 @@ struct EmberTPUKernelPass
 
   LogicalResult convert(func::FuncOp fn) {
     MLIRContext *ctx = fn.getContext();
+    // A kernel traced as values takes and returns tensors of static shape.
+    auto staticTensor = [](Type t) {
+      auto r = dyn_cast<RankedTensorType>(t);
+      return r && r.hasStaticShape();
+    };
+    if (!llvm::all_of(fn.getArgumentTypes(), staticTensor) ||
+        !llvm::all_of(fn.getResultTypes(), staticTensor))
+      return fn.emitError("ember-tpu-kernel: a kernel's arguments and results "
+                          "are tensors of static shape");
     // Vectors have no empty dimension: a kernel's arrays are not empty.
     auto empty = [](Type t) {
       auto r = dyn_cast<RankedTensorType>(t);
@@ -1405,6 +1414,13 @@ struct EmberTPUKernelPass
                         "which TPU kernels cannot hold");
         return WalkResult::interrupt();
       }
+      if (llvm::any_of(op->getResultTypes(), [&](Type t) {
+            return isa<TensorType>(t) && !staticTensor(t);
+          })) {
+        op->emitOpError("makes an array of dynamic shape, which TPU kernels "
+                        "cannot hold");
+        return WalkResult::interrupt();
+      }
       return WalkResult::advance();
     });
     if (emptyResult.wasInterrupted())
@@ -1415,8 +1431,11 @@ struct EmberTPUKernelPass
         fn->getAttrOfType<DenseI64ArrayAttr>("ember_tpu.result_args");
     auto dmaSems =
         fn->getAttrOfType<DenseI64ArrayAttr>("ember_tpu.dma_semaphores");
-    int64_t ng = gridArgs.getInt();
     int64_t nargs = fn.getNumArguments();
+    if (!gridArgs || gridArgs.getInt() < 0 || gridArgs.getInt() > nargs)
+      return fn.emitError("ember-tpu-kernel: ember_tpu.grid_args must be the "
+                          "number of grid arguments (an integer)");
+    int64_t ng = gridArgs.getInt();
     if (!spaces || (int64_t)spaces.size() != nargs - ng)
       return fn.emitError("ember-tpu-kernel: ember_tpu.arg_spaces must give a "
                           "memory space for each argument after the grid");

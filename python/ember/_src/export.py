@@ -198,8 +198,14 @@ class Exported:
 
     def __init__(self, fun_name, module_text, in_tree, in_avals, out_tree, out_avals,
                  platforms=("cpu",), scope=None, disabled_checks=(), platform_modules=None,
-                 shardings=None, names=None, calling_convention_version=None):
+                 shardings=None, names=None, calling_convention_version=None,
+                 platform_arg=False):
         self.fun_name = fun_name
+        # Exports for several platforms (static shapes): the program's
+        # first argument is the platform index (JAX's `_platform_index`:
+        # which of `platforms` runs it), which `call` passes and
+        # `platform_dependent` branches on; not among `in_avals`.
+        self._platform_arg = bool(platform_arg)
         # Symbolic exports: the scope of their dimension variables; the
         # module is compiled once for each set of the variables' values.
         self._scope = scope
@@ -247,8 +253,8 @@ class Exported:
             raise NotImplementedError(
                 f"mlir_module: the export for {self.platforms} has a different module for "
                 f"{sorted(self._platform_modules)} (Pallas kernels or decompositions); Ember "
-                "writes no multi-platform module with a platform argument yet: export for "
-                "each platform apart")
+                "writes no multi-platform module whose branches lower differently per "
+                "platform yet: export for each platform apart")
         if own != {None}:
             return own.pop()
         with core.context():
@@ -257,7 +263,8 @@ class Exported:
                 module = _transformed_symbolic(self._text, self._scope)
             arg_names, result_names = self._names or (None, None)
             return to_stablehlo(module, f"jit_{self.fun_name}", scope=self._scope,
-                                arg_names=arg_names, result_names=result_names)
+                                arg_names=arg_names, result_names=result_names,
+                                platform_index=self._platform_arg)
 
     def in_shardings_jax(self, mesh):
         """The arguments' shardings on `mesh` (a Mesh or AbstractMesh of the
@@ -339,6 +346,8 @@ class Exported:
             "platforms": list(self.platforms), "nr_devices": self.nr_devices,
             "calling_convention_version": self.calling_convention_version, "effects": [],
         }
+        if self._platform_arg:
+            header["platform_index"] = True
         if self.disabled_safety_checks:
             header["disabled_checks"] = [str(c) for c in self.disabled_safety_checks]
         if self._platform_modules:
@@ -384,32 +393,57 @@ class Exported:
         return vals
 
     def _check_platform(self):
-        """JAX's error for a call on a platform the function was not
-        exported for (unless that check was disabled at export)."""
+        """The index of the platform the call runs on among `platforms`
+        (the first with the check disabled, as JAX); JAX's error for a
+        platform the function was not exported for. Inside another export's
+        trace, the platforms are that export's, and for several of them the
+        index follows its platform index."""
+        from .lax_extras import _lowering_platforms
+        from .numpy import lax_numpy as jnp
+
+        disabled = any(getattr(c, "is_platform", lambda: False)()
+                       for c in self.disabled_safety_checks)
+        outer = _lowering_platforms.state
+        if outer is not None:
+            names, index = outer
+            missing = [p for p in names if p not in self.platforms]
+            if missing and not disabled:
+                raise ValueError(f"Function '{self.fun_name}' was lowered for platforms "
+                                 f"'{self.platforms}' but it is used on '{names}'. (at "
+                                 f"{core.where()})")
+            which = [self.platforms.index(p) if p in self.platforms else 0 for p in names]
+            if index is None or len(set(which)) == 1:
+                return which[0]
+            return jnp.asarray(np.array(which, np.int32))[index]
         here = compiler.get_target().name
-        if here in self.platforms or any(
-                getattr(c, "is_platform", lambda: False)() for c in self.disabled_safety_checks):
-            return
+        if here in self.platforms:
+            return self.platforms.index(here)
+        if disabled:
+            return 0
         raise ValueError(f"Function '{self.fun_name}' was lowered for platforms "
                          f"'{self.platforms}' but it is used on '{(here,)}'. (at {core.where()})")
 
     def call(self, *args, **kwargs):
         """Runs the exported function (compiled once; inside a trace its ops
         join the traced program, so `jit`, `grad` and `vmap` apply)."""
-        self._check_platform()
+        index = self._check_platform()
         vals = self._check(args, kwargs)
         mesh = self._call_mesh(vals) if self.nr_devices > 1 else None
         if self._scope is not None:
             return tree_util.tree_unflatten(self.out_tree, self._call_symbolic(vals))
+        # (the platform index first, for an export for several platforms)
+        first = [core.as_value(index if isinstance(index, core.Value) else
+                               np.asarray(index, np.int32))] if self._platform_arg else []
         if core._trace_stack or any(isinstance(v, core.Tracer) for v in vals):
-            outs = _inline(self._text, vals)
+            outs = _inline(self._text, first + vals)
         else:
             if self._exe is None:
                 with core.context():
                     module = ir.Module.parse(self._text)
-                self._exe = compiler.Executable(module, self.in_avals, self.out_avals,
-                                                text=self._text)
-            raw = self._exe([v._value for v in vals])
+                self._exe = compiler.Executable(
+                    module, [v.aval for v in first] + list(self.in_avals), self.out_avals,
+                    text=self._text)
+            raw = self._exe([v._value for v in first + vals])
             outs = self._placed([core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)],
                                 mesh)
         return tree_util.tree_unflatten(self.out_tree, outs)
@@ -1032,7 +1066,22 @@ def _trace_export(flat, avals, in_tree, out_tree, name, platforms, disabled_chec
     scope = _scope_of_avals(avals)
     if scope is not None:
         _check_solvable(avals)
-    module, out_avals = core.trace_function(flat, avals, lifted=[])
+    # For several platforms the program takes the platform index first
+    # (JAX's calling convention), which `lax.platform_dependent` branches on.
+    # (With one platform, or symbolic shapes, the branch is chosen now.)
+    from .lax_extras import lowering_platforms
+
+    platform_arg = scope is None and len(platforms) > 1
+    user_fun = flat
+
+    def flat(*args):
+        index, args = (args[0], args[1:]) if platform_arg else (None, args)
+        with lowering_platforms(platforms, index):
+            return user_fun(*args)
+
+    traced_avals = ([core.ShapedArray((), np.dtype(np.int32))] if platform_arg else []) \
+        + list(avals)
+    module, out_avals = core.trace_function(flat, traced_avals, lifted=[])
     if scope is not None and _scope_of_avals(out_avals) not in (None, scope):
         raise ValueError("export: the results' symbolic dimensions come from another scope")
     text = str(module)
@@ -1061,7 +1110,7 @@ def _trace_export(flat, avals, in_tree, out_tree, name, platforms, disabled_chec
         names = (arg_names, _result_names(out_tree()))
     exp = Exported(name, str(module), in_tree, avals, out_tree(), out_avals, platforms,
                    scope=scope, disabled_checks=disabled_checks, platform_modules=own,
-                   shardings=shardings, names=names)
+                   shardings=shardings, names=names, platform_arg=platform_arg)
     exp._device_text = device_text
     return exp
 
@@ -1182,7 +1231,8 @@ def deserialize(blob):
     if main is None or main.name != "func.func":
         raise ValueError("deserialize: the export's module has no main function")
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-    if len(ftype.inputs) != len(in_avals) or len(ftype.results) != len(out_avals):
+    if len(ftype.inputs) != len(in_avals) + bool(header.get("platform_index", False)) or \
+            len(ftype.results) != len(out_avals):
         raise ValueError("deserialize: the export's header and module disagree on the "
                          "number of arguments or results")
     if in_tree.num_leaves != len(in_avals) or out_tree.num_leaves != len(out_avals):
@@ -1197,7 +1247,8 @@ def deserialize(blob):
             f"{maximum_supported_calling_convention_version}")
     exp = Exported(name, text, in_tree, in_avals, out_tree, out_avals, platforms,
                    scope=scope, disabled_checks=disabled, platform_modules=own,
-                   shardings=shardings, names=names, calling_convention_version=version)
+                   shardings=shardings, names=names, calling_convention_version=version,
+                   platform_arg=bool(header.get("platform_index", False)))
     device_text = header.get("device_module")
     if device_text is not None:
         if not isinstance(device_text, str):
@@ -1206,13 +1257,15 @@ def deserialize(blob):
     return exp
 
 
-def from_stablehlo(text, name=None):
+def from_stablehlo(text, name=None, platforms=None):
     """An `Exported` for a StableHLO module in MLIR's generic form (e.g. a
     JAX export's `mlir_module()` printed generically): Ember compiles,
-    differentiates and batches it (`stablehlo_in.py`)."""
+    differentiates and batches it (`stablehlo_in.py`). A module exported
+    for several platforms takes JAX's platform index first: `platforms`
+    (the export's, with "cpu") says which index the CPU is."""
     from .stablehlo_in import from_stablehlo as _from
 
-    return _from(text, name, _export_flat)
+    return _from(text, name, _export_flat, platforms)
 
 
 def symbolic_shape(shape_spec, *, constraints=(), scope=None, like=None):

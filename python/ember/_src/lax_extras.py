@@ -11,9 +11,11 @@ a fixed depth; `fft` is a radix-2 / Bluestein DFT on dot_general.
 """
 
 import builtins
+import contextlib
 import enum
 import itertools
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -932,14 +934,56 @@ def shape_as_value(shape):
     return jnp.asarray(np.array([int(d) for d in shape], dtype=np.int32))
 
 
+class _LoweringPlatforms(threading.local):
+    def __init__(self):
+        self.state = None  # (platforms, 0-d int32 platform index) while exporting
+
+
+_lowering_platforms = _LoweringPlatforms()
+
+
+@contextlib.contextmanager
+def lowering_platforms(platforms, index):
+    """While an export for several platforms traces: `platform_dependent`
+    chooses its branch by `index`, the program's platform index argument
+    (which of `platforms` it runs on; JAX's `_platform_index`)."""
+    saved = _lowering_platforms.state
+    _lowering_platforms.state = (tuple(platforms), index)
+    try:
+        yield
+    finally:
+        _lowering_platforms.state = saved
+
+
 def platform_dependent(*args, default=None, **per_platform):
-    """The result of the "cpu" branch on `args` (Ember runs on the CPU), or
-    of `default` when there is none."""
-    fn = per_platform.get("cpu", default)
-    if fn is None:
-        raise NotImplementedError(f"platform_dependent: no branch for platform cpu and no "
-                                  f"default {_where()}")
-    return fn(*args)
+    """The branch of the platform the program runs on, applied to `args`
+    (`default` for a platform without one): the "cpu" branch (Ember runs on
+    the CPU), or, in an export for several platforms, a `switch` on the
+    platform index over the distinct branches, as JAX lowers it."""
+    state = _lowering_platforms.state
+    platforms, index = state if state is not None else (("cpu",), None)
+    fns = []
+    for p in platforms:
+        fn = per_platform.get(p, default)
+        if fn is None:
+            raise NotImplementedError(f"platform_dependent: no branch for platform {p} and "
+                                      f"no default {_where()}")
+        fns.append(fn)
+    distinct = []
+    for fn in fns:
+        if not any(fn is d for d in distinct):
+            distinct.append(fn)
+    if len(distinct) == 1:
+        return distinct[0](*args)
+    if index is None:
+        raise NotImplementedError(
+            f"platform_dependent: branches that differ between the platforms {platforms} "
+            f"of a shape-polymorphic export (Ember writes its platform index only for "
+            f"static shapes) {_where()}")
+    which = [next(k for k, d in enumerate(distinct) if d is fn) for fn in fns]
+    branch = index if which == list(range(len(fns))) else \
+        jnp.asarray(np.array(which, np.int32))[index]
+    return control_flow.switch(branch, distinct, *args)
 
 
 def composite(decomposition, name, version=0):

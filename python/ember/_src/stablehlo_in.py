@@ -916,9 +916,22 @@ def _symbolic_entry(main, functions, in_types):
     return specs, (callee, dim_args, data_index)
 
 
-def from_stablehlo(text, name, export_flat):
+def _platform_index_arg(main):
+    """Whether `main`'s first argument is JAX's platform index (an export
+    for several platforms: `jax.global_constant = "_platform_index"`)."""
+    attrs = _attr(main, "arg_attrs")
+    if attrs is None or not len(ir.ArrayAttr(attrs)):
+        return False
+    first = ir.DictAttr(ir.ArrayAttr(attrs)[0])
+    return ("jax.global_constant" in first
+            and ir.StringAttr(first["jax.global_constant"]).value == "_platform_index")
+
+
+def from_stablehlo(text, name, export_flat, platforms=None):
     """The StableHLO module `text` (generic form) traced into the `ember`
-    dialect by `export_flat(fun, specs, name, platforms)` (export.py's)."""
+    dialect by `export_flat(fun, specs, name, platforms)` (export.py's). A
+    module for several platforms (JAX's platform index first) needs the
+    export's `platforms`: the program runs as on "cpu"."""
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True
     with ctx:
@@ -945,10 +958,19 @@ def from_stablehlo(text, name, export_flat):
                 outs = importer.call(callee, dim_args + [vals[i] for i in data_index])
                 return tuple(importer._val(v) for v in outs)
         else:
+            first = []
+            if _platform_index_arg(main):
+                if platforms is None or "cpu" not in platforms:
+                    raise ValueError(
+                        "from_stablehlo: the module takes JAX's platform index (an export "
+                        "for several platforms): pass platforms=, the export's platforms, "
+                        f"which must include 'cpu' (got {platforms!r})")
+                first = [np.int32(list(platforms).index("cpu"))]
+                in_types = in_types[1:]
             specs = [core.ShapeDtypeStruct(_split(t)[0], _dtype(t)) for t in in_types]
 
             def fun(*args):
-                outs = importer.call(main, [core.as_value(a) for a in args])
+                outs = importer.call(main, [core.as_value(a) for a in first + list(args)])
                 return tuple(importer._val(v) for v in outs)
 
         # A module with 64-bit types is traced with them (JAX exports them

@@ -1588,7 +1588,7 @@ def _string(s):
 
 
 def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_names=None,
-                 result_names=None, platform="cpu"):
+                 result_names=None, platform="cpu", platform_index=False):
     """The `ember` module `module` (an ir.Module whose `main` has no
     transformation ops left) as StableHLO text in generic form;
     `tpu_kernels` (see `_Translator`) makes Pallas kernels Mosaic calls.
@@ -1598,7 +1598,9 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_name
     `arg_names`/`result_names` (an export's: JAX's argument paths and
     `result...` paths) become the arguments' locations and the results'
     `jax.result_info`, as in JAX's exported modules. `platform` "tpu" writes
-    decompositions as XLA:TPU's custom calls instead of LAPACK's."""
+    decompositions as XLA:TPU's custom calls instead of LAPACK's. With
+    `platform_index`, the first argument is JAX's platform index (an export
+    for several platforms) and `arg_names` name the others."""
     functions, main, ftype = module_functions(module, "StableHLO export")
     t = _Translator(functions, tpu_kernels, scope, platform)
     t.mesh = t.device_mesh(main)
@@ -1629,10 +1631,14 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_name
     def quoted(text):
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-    if arg_names is not None and len(arg_names) == len(args):
-        params = [f"{a.name}: {a.type} loc({quoted(n)})" for a, n in zip(args, arg_names)]
+    first = args[:1] if platform_index else []
+    rest = args[len(first):]
+    if arg_names is not None and len(arg_names) == len(rest):
+        params = [f"{a.name}: {a.type} loc({quoted(n)})" for a, n in zip(rest, arg_names)]
     else:
-        params = [f"{a.name}: {a.type}" for a in args]
+        params = [f"{a.name}: {a.type}" for a in rest]
+    params = [f'{a.name}: {a.type} {{jax.global_constant = "_platform_index"}}'
+              for a in first] + params
     if result_names is not None and len(result_names) == len(results):
         results = [f"{r} {{jax.result_info = {quoted(n)}}}"
                    for r, n in zip(results, result_names)]
