@@ -511,7 +511,7 @@ def test_example_script():
         in run.stdout
     assert "flash attention: checked run ok; TPU custom calls" in run.stdout
     assert "emit_pipeline matmul: checked run ok" in run.stdout
-    assert "ring all-reduce over 4 devices: equals the sum" in run.stdout
+    assert "ring all-reduce over 4 devices: checked run ok, equals the sum" in run.stdout
 
 
 def test_semaphores_under_pl_names():
