@@ -366,6 +366,7 @@ kernel_access = None
 def load(ref, idx=(), mask=None, other=None):
     ref, norm = _resolve(ref, idx, "load")
     if kernel_access is not None and getattr(ref, "_tpu_buffer", None) is not None \
+            and not _is_windowed(norm) \
             and (out := kernel_access("load", ref, norm, None, mask)) is not None:
         return out
     x = ref._value
@@ -455,7 +456,8 @@ def _set_value(ref, new):
 
 def store(ref, idx, val, mask=None):
     ref, norm = _resolve(ref, idx, "store")
-    if kernel_access is not None and getattr(ref, "_tpu_buffer", None) is not None:
+    if kernel_access is not None and getattr(ref, "_tpu_buffer", None) is not None and \
+            (mask is not None or not _is_windowed(norm)):
         shape = [s.size for k, s in norm if k == "ds"]
         v = _as_stored(ref, val, shape, "store")
         if (new := kernel_access("store", ref, norm, v, mask)) is not None:
