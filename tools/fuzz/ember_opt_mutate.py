@@ -32,7 +32,7 @@ def modules(sources):
     for path in sources:
         for chunk in open(path).read().split("// -----"):
             lines = [x for x in chunk.splitlines() if not x.strip().startswith("//")]
-            if any("func.func" in x for x in lines):
+            if any("func.func" in x or "gpu.func" in x for x in lines):
                 out.append(lines)
     return out
 
