@@ -757,4 +757,83 @@ def EmberTPUInferLayoutPass : Pass<"ember-tpu-infer-layout", "ModuleOp"> {
   }];
 }
 
+def EmberPartitionPass : Pass<"ember-partition", "ModuleOp"> {
+  let summary = "Partition functions with sharded arguments into SPMD form over a `shard.grid`";
+  let description = [{
+    Runs on linalg on tensors (after `ember-to-linalg`). A function whose
+    arguments or results carry `ember.split_axes` (per tensor dimension, the
+    axes of the module's one `shard.grid` it is split over, as
+    `shard.sharding`'s `split_axes`) becomes the program of one process of
+    the grid: split arguments are that process's blocks, results are whole
+    (replicated) unless they carry `ember.split_axes` too.
+
+    The function is annotated with `shard.shard` ops, MLIR's
+    `sharding-propagation` (forward then backward) and `shard-partition`
+    run on it, and the resharding collectives they leave are rewritten into
+    ones `convert-shard-to-mpi` lowers: `all_slice` takes the process's block
+    with `tensor.extract_slice` at its `process_multi_index`, `all_gather`
+    inserts the block into zeros and sums the integer view of the buffer
+    with `all_reduce` (exact for every element type: each element has one
+    non-zero contributor). The function is marked `ember.partition =
+    "spmd"`.
+
+    Upstream partitioning asserts on IR it does not cover, so it runs only
+    on functions whose ops it is known to handle (`arith.constant`,
+    `tensor.empty`, `linalg` structured ops whose bodies capture no tensor,
+    `func.return`) and whose every value the propagation annotated. Any
+    other function is still given the same calling convention, computing
+    on whole arrays: split arguments are gathered at the entry, split
+    results sliced at the exit (`ember.partition = "gathered"`).
+
+    Before:
+    ```mlir
+    shard.grid @grid(shape = 2)
+    func.func @f(%x: tensor<8x4xf32> {ember.split_axes = [[0]]}) -> tensor<4xf32> {
+      ... linalg.reduce over dimension 0 ...
+    }
+    ```
+    After:
+    ```mlir
+    func.func @f(%x: tensor<4x4xf32>) -> tensor<4xf32> attributes {ember.partition = "spmd"} {
+      ... linalg.reduce of the block ...
+      %r = shard.all_reduce %p on @grid grid_axes = [0] : tensor<4xf32> -> tensor<4xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::shard::ShardDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
+def EmberShardToMpiPass : Pass<"ember-shard-to-mpi", "ModuleOp"> {
+  let summary = "Lower a partitioned module's collectives to MPI (MPICH)";
+  let description = [{
+    Runs MLIR's `convert-shard-to-mpi` on a module `ember-partition`
+    partitioned, with the module's DLTI entry `MPI:Implementation` set to
+    MPICH unless the module names another (the ABI the `mpi` dialect's
+    lowering to LLVM follows). A module that gives this process's rank as
+    `MPI:comm_world-rank` gets constant block offsets (upstream reads the
+    entry). When the grid is one-dimensional and its size equals the
+    module's `MPI:comm_world-size`, the communicators
+    `convert-shard-to-mpi` splits off `MPI_COMM_WORLD` for each collective
+    (one per call, never freed) are the world itself, so the collectives
+    use `MPI_COMM_WORLD`. The `shard.grid` ops are removed. Without a
+    `shard.grid` the pass does nothing.
+  }];
+  let dependentDialects = ["::mlir::mpi::MPIDialect", "::mlir::DLTIDialect"];
+}
+
+def EmberMpiToLlvmPass : Pass<"ember-mpi-to-llvm", "ModuleOp"> {
+  let summary = "Lower `mpi` dialect ops to calls of MPICH's C API";
+  let description = [{
+    Applies MLIR's MPI-to-LLVM patterns (the ABI from the module's
+    `MPI:Implementation` DLTI entry) with the LLVM type converter, in the
+    CPU pipeline next to the other conversions to the LLVM dialect; memref
+    operands become unrealized casts that `finalize-memref-to-llvm` and
+    `reconcile-unrealized-casts` resolve.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // EMBER_PASSES_TD

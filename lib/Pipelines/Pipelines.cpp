@@ -25,6 +25,14 @@
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/ShardingInterfaceImpl.h"
+#include "mlir/Dialect/DLTI/DLTI.h"
+#include "mlir/Dialect/Func/Extensions/ShardingExtensions.h"
+#include "mlir/Dialect/Linalg/Transforms/ShardingInterfaceImpl.h"
+#include "mlir/Dialect/MPI/IR/MPI.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/Transforms/Passes.h"
+#include "mlir/Dialect/Tensor/IR/ShardingInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
@@ -84,6 +92,13 @@ void mlir::ember::registerEmberDialects(DialectRegistry &registry) {
                   index::IndexDialect, NVVM::NVVMDialect, linalg::LinalgDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
                   scf::SCFDialect, tensor::TensorDialect>();
+  // Partitioning over a grid (ember-partition) and its MPI lowering.
+  registry.insert<shard::ShardDialect, mpi::MPIDialect, DLTIDialect>();
+  arith::registerShardingInterfaceExternalModels(registry);
+  func::registerShardingInterfaceExternalModels(registry);
+  linalg::registerShardingInterfaceExternalModels(registry);
+  tensor::registerShardingInterfaceExternalModels(registry);
+  registerMpiEffectModels(registry);
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
@@ -336,6 +351,8 @@ static void registerOnce() {
   registerConvertGpuOpsToNVVMOpsPass();
   registerGpuToLLVMConversionPass();
   registerConvertNVVMToLLVMPass();
+  shard::registerShardPasses();
+  registerConvertShardToMPIPass();
   // The stages, each reachable by name: ember-transforms, ember-optimize,
   // then per target ember-<t>-codegen and the whole ember-<t>-pipeline.
   PassPipelineRegistration<>(

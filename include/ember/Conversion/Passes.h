@@ -36,6 +36,10 @@ public:
   EmberTypeConverter();
 };
 
+/// Memory effects for the `mpi` ops ember-shard-to-mpi emits (upstream
+/// declares none, which buffer deallocation rejects).
+void registerMpiEffectModels(DialectRegistry &registry);
+
 #define GEN_PASS_REGISTRATION
 #include "ember/Transforms/Passes.h.inc"
 

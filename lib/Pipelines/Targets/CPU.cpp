@@ -16,6 +16,7 @@ using namespace mlir::ember;
 
 static const char kCpuCodegen[] =
     "ember-to-linalg,"
+    "ember-partition,ember-shard-to-mpi,"
     "canonicalize,loop-invariant-code-motion,cse,"
     "ember-scalarize-loop-counters,canonicalize,cse," EMBER_FUSE_AND_BUFFERIZE
     "ember-outline-repeated-kernels{outline-all-above=16},"
@@ -29,6 +30,7 @@ static const char kCpuCodegen[] =
     "ember-arith-expand,"
     "expand-strided-metadata,"
     "lower-affine,"
+    "ember-mpi-to-llvm,"
     "finalize-memref-to-llvm,"
     "convert-math-to-llvm,"
     "convert-math-to-libm,"

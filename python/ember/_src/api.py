@@ -13,7 +13,7 @@ import numpy as np
 from ember._mlir import ir
 from ember._mlir._mlir_libs import _ember_runtime
 
-from . import compiler, core, cost, dtypes, hitypes, state, tree_util
+from . import compiler, core, cost, dtypes, hitypes, spmd, state, tree_util
 from . import devices as devices_lib
 from .api_util import argument_paths, flatten_args, flatten_fun
 from .config import config as _config
@@ -177,6 +177,15 @@ def _run(exe, vals, refs, lifted, ref_pos=()):
     for r, a in zip(list(refs) + list(lifted), arrays[n:]):
         r._value = a
     return arrays[:n]
+
+
+def _run_blocks(exe, vals, plan):
+    """Calls the program of this process of an MPI job (`spmd.Plan`) on its
+    blocks of `vals`; its results are whole."""
+    outs = exe(plan.blocks([v._value for v in vals]))
+    return [Array(o, a.weak_type) if a.sharding is None else
+            Array.with_sharding(o, a.weak_type, a.sharding)
+            for o, a in zip(outs, exe.out_avals)]
 
 
 # EMBER_REFS_IN_PLACE=0: jitted functions take their refs' values and
@@ -690,14 +699,15 @@ class JitWrapped:
         return _prepare_args(self.fun, self.static_argnums, self.static_argnames, args,
                              kwargs, abstract_ok)
 
-    def _make(self, static, treedef, avals, ref_pos=(), refs=()):
+    def _make(self, static, treedef, avals, ref_pos=(), refs=(), plan=None):
         flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
         lifted = []
         # (The computation follows its data.)
         target = _cuda_target() if _gpu_of(avals) is not None else None
         exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs), avals,
                                     lifted=lifted, target=target,
-                                    ref_args=ref_pos if _refs_in_place else None)
+                                    ref_args=ref_pos if _refs_in_place else None,
+                                    partition=plan)
         return exe, out_tree(), lifted
 
     def __call__(self, *args, **kwargs):
@@ -777,11 +787,20 @@ class JitWrapped:
             if len(distinct) > 1 and len({frozenset(s.device_set) for s in distinct}) > 1:
                 _check_devices(self.fun, self.sig, args, kwargs, self.static_argnums,
                                self.static_argnames)
+        # Arrays split over the processes of an MPI job: this process's
+        # program, on its blocks (spmd.py).
+        plan = None
+        if not (ref_pos or refs or gpu is not None) and any(s is not None for s in shardings):
+            plan = spmd.plan_for([v.aval for v in vals])
+            if plan is not None:
+                key += (plan.key,)
         entry = self.cache.lookup(key)
         if entry is None:
-            entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs)
+            entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs, plan)
             self.cache.store(key, entry)
         exe, out_tree, lifted = entry
+        if plan is not None:
+            return tree_util.tree_unflatten(out_tree, _run_blocks(exe, vals, plan))
         result = tree_util.tree_unflatten(out_tree, _run(exe, vals, refs, lifted, ref_pos))
         if not (refs or lifted) and exe.target.name == "cpu":
             self._register_fast(args, kwargs, static, vals, exe, out_tree)

@@ -29,6 +29,7 @@ def _typed_like(name, default):
     return check
 
 
+_validators["ember_mpi_partition"] = _typed_like("ember_mpi_partition", True)
 for _name, _default in _RECORDED.items():
     if _default is not None:
         _validators[_name] = _typed_like(_name, _default)
@@ -55,6 +56,9 @@ class _Config:
         self.jax_persistent_cache_min_compile_time_secs = 1.0
         self.jax_persistent_cache_min_entry_size_bytes = 0
         self.jax_persistent_cache_enable_xla_caches = "none"
+        # A jitted call on arrays split over the processes of an MPI job
+        # compiles one process's partitioned program (spmd.py).
+        self.ember_mpi_partition = os.environ.get("EMBER_MPI_PARTITION", "1") != "0"
         # CPU devices (devices.py; None: EMBER_NUM_CPU_DEVICES or XLA_FLAGS).
         self.jax_num_cpu_devices = None
         # Results checked for NaN/Inf (api.py's jit, core.eager_apply).

@@ -1532,7 +1532,7 @@ _bytecode_index = collections.OrderedDict()
 
 
 def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
-                     fp_contract=True, target=None, ref_args=None):
+                     fp_contract=True, target=None, ref_args=None, partition=None):
     """The Executable of `fun` traced on `in_avals` (see `trace_function`;
     refs appended to `lifted` are extra arguments and results), its code
     optimized at `opt_level`, FMAs contracted with `fp_contract` (see
@@ -1540,9 +1540,17 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
     arguments, whose final values `fun` returns after its own results):
     compiled for the CPU, the Ref arguments and the lifted refs become
     `!ember.ref` arguments updated in place (`refs_in_place`), and the
-    Executable's `ref_weak_types` is set."""
+    Executable's `ref_weak_types` is set. `partition` (an `spmd.Plan`):
+    the program of this process of an MPI job, which takes its blocks of
+    the arguments."""
     refs = []
     module, out_avals = trace_function(fun, in_avals, concrete, refs)
+    if partition is not None:
+        if refs:
+            raise NotImplementedError("a jitted function partitioned over MPI processes "
+                                      "cannot use Refs from outside")
+        partition.annotate(module)
+        in_avals = partition.local_avals(in_avals)
     if refs:
         if lifted is None:
             raise type_error("a mutable array reference (Ref) from outside was used by a "

@@ -1,0 +1,171 @@
+"""`jit` over the processes of an MPI job, partitioned by MLIR (#22).
+
+Where every process of a multi-process run (`distributed.initialize()`)
+calls a jitted function on arrays split over a mesh whose devices are the
+processes (one device each, mesh position i on process i), the program is
+compiled for one process: the traced module gets the mesh as a
+`shard.grid`, each argument's PartitionSpec as `ember.split_axes`, and the
+process's rank and the number of processes in its DLTI map. The CPU
+pipeline's `ember-partition` then runs MLIR's sharding-propagation and
+shard-partition (or, for programs upstream does not cover, gathers the
+split arguments at the entry), and `ember-shard-to-mpi` lowers the
+collectives through MLIR's `mpi` dialect to MPICH's C API. Each process
+passes its own blocks of the (global) arguments and gets the whole results,
+as the replicated computation it replaces did. docs/design.md,
+"Partitioning over MPI processes".
+"""
+
+import ctypes
+import re
+
+import numpy as np
+
+from . import config as _config
+from .mesh import NamedSharding, PartitionSpec
+
+_GRID = "grid"
+_mpi_loaded = [False]
+
+
+def _load_mpi_symbols():
+    """The compiled program calls MPI_Allreduce & co. by name: the MPI
+    library mpi4py loaded (privately, as Python loads extension modules and
+    what they link) is opened again with RTLD_GLOBAL so that the JIT's
+    lookup in the process finds them."""
+    if _mpi_loaded[0]:
+        return
+    from mpi4py import MPI  # noqa: F401  (loads and initializes MPI)
+
+    path = None
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            m = re.search(r"(/\S*/lib(?:mpich|mpi)\.so[.\d]*)$", line.strip())
+            if m:
+                path = m.group(1)
+                break
+    ctypes.CDLL(path or "libmpich.so.12", mode=ctypes.RTLD_GLOBAL)
+    _mpi_loaded[0] = True
+
+
+class Plan:
+    """How one call is partitioned: the mesh (its grid), each argument's
+    split axes (per dimension, mesh axis indices) and this process's
+    position in the grid."""
+
+    def __init__(self, mesh, splits, rank, size):
+        self.mesh, self.splits, self.rank, self.size = mesh, splits, rank, size
+        self.coords = np.unravel_index(rank, mesh.devices.shape)
+        self.key = ("spmd", tuple(mesh.devices.shape), splits, rank, size)
+
+    def local_aval(self, aval, split):
+        shape = list(aval.shape)
+        for d, axes in enumerate(split):
+            for a in axes:
+                shape[d] //= self.mesh.devices.shape[a]
+        return aval.update(shape=tuple(shape))
+
+    def local_avals(self, avals):
+        return [self.local_aval(a, s) for a, s in zip(avals, self.splits)]
+
+    def block(self, value, split):
+        """This process's block of a global array (a view, no copy)."""
+        index = []
+        for d, axes in enumerate(split):
+            n, i = 1, 0
+            for a in axes:
+                size = self.mesh.devices.shape[a]
+                n, i = n * size, i * size + int(self.coords[a])
+            step = value.shape[d] // n
+            index.append(slice(i * step, (i + 1) * step))
+        return value[tuple(index)] if index else value
+
+    def blocks(self, values):
+        return [np.ascontiguousarray(self.block(v, s)) if any(s) else v
+                for v, s in zip(values, self.splits)]
+
+    def annotate(self, module):
+        """The traced module as this process's: the grid, the arguments'
+        splits, the rank and the number of processes."""
+        from .._mlir import ir
+        from .compiler import context
+
+        with context(), ir.Location.unknown():
+            func = module.body.operations[0]
+            shape = "x".join(str(s) for s in self.mesh.devices.shape)
+            grid = ir.Operation.parse(f"shard.grid @{_GRID}(shape = {shape})")
+            module.body.append(grid)
+            attrs = []
+            old = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
+            for k, split in enumerate(self.splits):
+                entries = {}
+                if old is not None:
+                    d = ir.DictAttr(old[k])
+                    entries = {d[i].name: d[i].attr for i in range(len(d))}
+                if any(split):
+                    entries["ember.split_axes"] = ir.Attribute.parse(
+                        "[" + ", ".join("[" + ", ".join(str(a) for a in axes) + "]"
+                                        for axes in split) + "]")
+                attrs.append(ir.DictAttr.get(entries))
+            func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+            module.operation.attributes["dlti.map"] = ir.Attribute.parse(
+                f'#dlti.map<"MPI:Implementation" = "MPICH", '
+                f'"MPI:comm_world-rank" = {self.rank} : i32, '
+                f'"MPI:comm_world-size" = {self.size} : i32>')
+
+
+def _split_axes(spec, mesh, rank):
+    axes = []
+    for d in range(rank):
+        p = spec[d] if d < len(spec) else None
+        if p is None:
+            axes.append(())
+        elif isinstance(p, str):
+            axes.append((mesh.axis_names.index(p),))
+        elif isinstance(p, tuple):
+            axes.append(tuple(mesh.axis_names.index(q) for q in p))
+        else:  # (UNCONSTRAINED)
+            return None
+    return tuple(axes)
+
+
+def plan_for(avals):
+    """The partitioning of a call on arguments of `avals` in this process,
+    or None where the call is not one (one process; no argument split over
+    a mesh of all the processes; a mesh whose devices are not one per
+    process in rank order; shardings on several meshes; unreduced or
+    reduced specs; `config.ember_mpi_partition` off)."""
+    from . import distributed
+
+    if not distributed.is_initialized() or not _config.config.ember_mpi_partition:
+        return None
+    rank, size = distributed._state.rank, distributed._state.size
+    if size < 2:
+        return None
+    mesh, splits = None, []
+    for a in avals:
+        s = a.sharding
+        if s is None:
+            splits.append(((),) * len(a.shape))
+            continue
+        if not isinstance(s, NamedSharding) or not isinstance(s.spec, PartitionSpec):
+            return None
+        if mesh is None:
+            mesh = s.mesh
+        elif s.mesh != mesh:
+            return None
+        if s.spec.unreduced or s.spec.reduced:
+            return None
+        split = _split_axes(s.spec, mesh, len(a.shape))
+        if split is None:
+            return None
+        for d, axes in enumerate(split):
+            n = int(np.prod([mesh.devices.shape[i] for i in axes])) if axes else 1
+            if a.shape[d] % n:
+                return None
+        splits.append(split)
+    if mesh is None or not any(any(s) for s in splits) or mesh.size != size:
+        return None
+    if [d.process_index for d in mesh.devices.flat] != list(range(size)):
+        return None
+    _load_mpi_symbols()
+    return Plan(mesh, tuple(splits), rank, size)
