@@ -777,6 +777,13 @@ def EmberPartitionPass : Pass<"ember-partition", "ModuleOp"> {
     non-zero contributor). The function is marked `ember.partition =
     "spmd"`.
 
+    ember-to-linalg keeps the products of a module with split functions as
+    contraction loop nests (which upstream partitioning covers); after
+    partitioning, every such loop nest of the module becomes an
+    `ember.dot_general` again (plus its initial value where that is not
+    zeros) and ember-to-linalg runs once more to give it to the runtime's
+    GEMM.
+
     Upstream partitioning asserts on IR it does not cover, so it runs only
     on functions whose ops it is known to handle (`arith.constant`,
     `tensor.empty`, `linalg` structured ops whose bodies capture no tensor,
@@ -801,6 +808,7 @@ def EmberPartitionPass : Pass<"ember-partition", "ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::shard::ShardDialect",
+                           "::mlir::ember::EmberDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect"];

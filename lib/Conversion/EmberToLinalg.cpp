@@ -186,6 +186,12 @@ struct EmberToLinalgPass
     GemmEntry gemm = cudaGemm      ? GemmEntry::Cuda
                      : runtimeGemm ? GemmEntry::Cpu
                                    : GemmEntry::None;
+    // A module ember-partition will partition keeps its products as
+    // contractions (linalg ops upstream partitioning covers); ember-partition
+    // gives them to the GEMM afterwards.
+    for (auto f : getOperation().getOps<FunctionOpInterface>())
+      if (hasSplitAxes(f))
+        gemm = GemmEntry::None;
     populateEmberToLinalgPatterns(converter, patterns, gemm, runtimeSort,
                                   deviceBuffers);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,

@@ -135,7 +135,13 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
     int64_t n = inType.hasStaticShape() ? inType.getNumElements() : 0;
     int64_t rows = 0;
     linalg::GenericOp sliceable;
-    if (type.getRank() == 0 && n >= kSplitReductionMinElements) {
+    // A function ember-partition will split over processes keeps its
+    // reductions one op each: upstream partitioning covers no reshape, and
+    // each process sums only its block (the blocks' sums are combined
+    // across processes).
+    auto fn = op->getParentOfType<FunctionOpInterface>();
+    bool reshapes = !(fn && hasSplitAxes(fn));
+    if (reshapes && type.getRank() == 0 && n >= kSplitReductionMinElements) {
       for (int64_t k = 64; k >= 8 && !rows; --k)
         if (n % k == 0)
           rows = k;
@@ -195,8 +201,9 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
     // XLA's CPU tree reduction rewriter does): a column mean of 10,000 f32
     // values was 50 ulp off, now about 1 (docs/decisions.md).
     auto dims = op.getDimensions();
-    if (kind == ReduceKind::Sum && isa<FloatType, ComplexType>(elem) &&
-        dims.size() == 1 && dims[0] != inType.getRank() - 1 &&
+    if (reshapes && kind == ReduceKind::Sum &&
+        isa<FloatType, ComplexType>(elem) && dims.size() == 1 &&
+        dims[0] != inType.getRank() - 1 &&
         inType.hasStaticShape()) {
       int64_t d = dims[0], len = inType.getDimSize(d), block = 0;
       for (int64_t b = 8; b * b <= len; ++b)

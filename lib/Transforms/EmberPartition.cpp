@@ -12,16 +12,21 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ember/Conversion/Passes.h"
+#include "ember/IR/EmberDialect.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace mlir::ember {
@@ -32,7 +37,7 @@ namespace mlir::ember {
 using namespace mlir;
 
 namespace {
-constexpr StringLiteral kSplitAttr = "ember.split_axes";
+constexpr StringLiteral kSplitAttr = ember::kSplitAxesAttr;
 constexpr StringLiteral kPartitionAttr = "ember.partition";
 
 /// Per tensor dimension, the grid axes it is split over.
@@ -148,6 +153,24 @@ IntegerType carrierType(Type e) {
   return nullptr;
 }
 
+/// `v` converted element by element to `type` (a linalg loop: arith casts
+/// of whole tensors do not bufferize).
+Value mapElements(OpBuilder &b, Location loc, Value v, RankedTensorType type,
+                  function_ref<Value(OpBuilder &, Location, Value)> fn) {
+  int64_t rank = type.getRank();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                       type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, type, v, init, ArrayRef<AffineMap>{id, id},
+             SmallVector<utils::IteratorType>(rank,
+                                              utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, fn(nb, l, args[0]));
+             })
+      .getResult(0);
+}
+
 /// All blocks of `v` along `dim`, concatenated: each process writes its
 /// block into zeros and the integer views are summed over `axes`, which is
 /// exact whatever the element type (one process contributes each element).
@@ -164,10 +187,13 @@ FailureOr<Value> gatherBlocks(OpBuilder &b, Location loc, shard::GridOp grid,
            failure();
   Value bits = v;
   auto blockBits = block.clone(carrier);
-  if (isa<FloatType>(e))
-    bits = arith::BitcastOp::create(b, loc, blockBits, v);
-  else if (e != carrier)
-    bits = arith::ExtUIOp::create(b, loc, blockBits, v);
+  if (isa<FloatType>(e) || e != carrier)
+    bits = mapElements(b, loc, v, blockBits,
+                       [&](OpBuilder &nb, Location l, Value x) -> Value {
+                         if (isa<FloatType>(e))
+                           return arith::BitcastOp::create(nb, l, carrier, x);
+                         return arith::ExtUIOp::create(nb, l, carrier, x);
+                       });
   auto fullBits = full.clone(carrier);
   Value zeros = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(fullBits, b.getIntegerAttr(carrier, 0)));
@@ -185,18 +211,92 @@ FailureOr<Value> gatherBlocks(OpBuilder &b, Location loc, shard::GridOp grid,
                                                sizes, strides);
   Value sum = shard::AllReduceOp::create(b, loc, placed, grid.getSymName(),
                                          axes, shard::ReductionKind::Sum);
-  if (isa<FloatType>(e))
-    return (Value)arith::BitcastOp::create(b, loc, full, sum);
-  if (e != carrier)
-    return (Value)arith::TruncIOp::create(b, loc, full, sum);
-  return sum;
+  if (!isa<FloatType>(e) && e == carrier)
+    return sum;
+  return mapElements(b, loc, sum, full,
+                     [&](OpBuilder &nb, Location l, Value x) -> Value {
+                       if (isa<FloatType>(e))
+                         return arith::BitcastOp::create(nb, l, e, x);
+                       return arith::TruncIOp::create(nb, l, e, x);
+                     });
+}
+
+/// Whether upstream partitioning can split the reduction loops of `l`, if
+/// any: one init, combined by one op whose kind and neutral element it
+/// knows, of the result's element type (it asserts otherwise).
+bool reductionCovered(linalg::LinalgOp l) {
+  if (l.getNumReductionLoops() == 0)
+    return true;
+  if (l.getNumDpsInits() != 1 || l->getNumResults() != 1)
+    return false;
+  SmallVector<Operation *> combiners;
+  if (!matchReduction(l.getRegionOutputArgs(), 0, combiners) ||
+      combiners.size() != 1)
+    return false;
+  Operation *c = combiners[0];
+  if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp,
+           arith::MinimumFOp, arith::AddIOp, arith::MulIOp, arith::OrIOp,
+           arith::XOrIOp, arith::AndIOp, arith::MaxSIOp, arith::MinSIOp>(c) ||
+      !arith::getNeutralElement(c))
+    return false;
+  return getElementTypeOrSelf(l->getResult(0).getType()) ==
+         c->getResult(0).getType();
+}
+
+/// The product of a contraction loop nest's two operands, where its body
+/// is `out + a * b` (one FMA, or a multiplication and an addition); null
+/// otherwise.
+math::FmaOp contractionFma(linalg::GenericOp g) {
+  Block &body = g.getRegion().front();
+  if (g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
+      body.getOperations().size() != 2)
+    return nullptr;
+  auto fma = dyn_cast<math::FmaOp>(&body.front());
+  if (!fma || fma.getA() != body.getArgument(0) ||
+      fma.getB() != body.getArgument(1) ||
+      fma.getC() != body.getArgument(2) ||
+      body.getTerminator()->getOperand(0) != fma.getResult())
+    return nullptr;
+  return fma;
+}
+
+bool isMulAdd(linalg::GenericOp g) {
+  Block &body = g.getRegion().front();
+  if (g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
+      body.getOperations().size() != 3)
+    return false;
+  auto mul = dyn_cast<arith::MulFOp>(&body.front());
+  auto add = dyn_cast<arith::AddFOp>(mul ? mul->getNextNode() : nullptr);
+  if (!mul || !add || mul.getLhs() != body.getArgument(0) ||
+      mul.getRhs() != body.getArgument(1) ||
+      body.getTerminator()->getOperand(0) != add.getResult())
+    return false;
+  return (add.getLhs() == mul.getResult() &&
+          add.getRhs() == body.getArgument(2)) ||
+         (add.getRhs() == mul.getResult() &&
+          add.getLhs() == body.getArgument(2));
+}
+
+/// Contraction loop nests accumulate with FMAs, a combiner upstream
+/// partitioning does not know: they multiply and add instead (the products
+/// go to the GEMM afterwards, raiseContractions).
+void splitFmas(func::FuncOp f) {
+  f.walk([](linalg::GenericOp g) {
+    math::FmaOp fma = contractionFma(g);
+    if (!fma || g.getNumReductionLoops() == 0)
+      return;
+    OpBuilder b(fma);
+    Value p = arith::MulFOp::create(b, fma.getLoc(), fma.getA(), fma.getB());
+    Value s = arith::AddFOp::create(b, fma.getLoc(), fma.getC(), p);
+    fma.getResult().replaceAllUsesWith(s);
+    fma.erase();
+  });
 }
 
 /// Whether upstream propagation and partitioning are known to handle every
 /// op of `f`: constants, empties, and linalg structured ops on tensors whose
 /// bodies read nothing but their block arguments and scalars (a captured
-/// tensor would be read with global indices from a local block) and do not
-/// ask for their iteration index (which becomes the block's).
+/// tensor would be read with global indices from a local block).
 bool partitionable(func::FuncOp f) {
   if (!f.getBody().hasOneBlock())
     return false;
@@ -204,7 +304,12 @@ bool partitionable(func::FuncOp f) {
     if (isa<func::ReturnOp, arith::ConstantOp, tensor::EmptyOp>(op))
       continue;
     auto l = dyn_cast<linalg::LinalgOp>(op);
-    if (!l || !l.hasPureTensorSemantics())
+    if (!l || !l.hasPureTensorSemantics() ||
+        !llvm::all_of(l.getIndexingMapsArray(), [](AffineMap m) {
+          return m.isProjectedPermutation();
+        }))
+      return false;
+    if (!reductionCovered(l))
       return false;
     for (Value v : op.getOperands()) {
       if (!isa<ShapedType>(v.getType()))
@@ -216,7 +321,7 @@ bool partitionable(func::FuncOp f) {
     WalkResult r = op.walk([&](Operation *inner) {
       if (inner == &op)
         return WalkResult::advance();
-      if (isa<linalg::IndexOp>(inner) || inner->getNumRegions())
+      if (inner->getNumRegions())
         return WalkResult::interrupt();
       for (Value v : inner->getOperands())
         if (!op.isAncestor(v.getParentRegion()->getParentOp()) &&
@@ -230,6 +335,42 @@ bool partitionable(func::FuncOp f) {
   return true;
 }
 
+/// The split axes of the `shard.shard` annotating result `r` for itself,
+/// or null.
+std::optional<SmallVector<shard::GridAxesAttr>> resultSplit(Value r) {
+  for (Operation *u : r.getUsers())
+    if (auto s = dyn_cast<shard::ShardOp>(u))
+      if (!s.getAnnotateForUsers())
+        if (auto def = s.getSharding().getDefiningOp<shard::ShardingOp>())
+          return SmallVector<shard::GridAxesAttr>(
+              def.getSplitAxes().getAxes());
+  return std::nullopt;
+}
+
+/// Whether a linalg op that asks for its iteration index along some loops
+/// keeps those loops whole: a split loop would count from 0 in every block.
+bool indicesStayGlobal(linalg::LinalgOp l) {
+  SmallVector<int64_t> dims;
+  l->walk([&](linalg::IndexOp i) { dims.push_back(i.getDim()); });
+  if (dims.empty())
+    return true;
+  if (l->getNumResults() != 1)
+    return false;
+  auto split = resultSplit(l->getResult(0));
+  if (!split)
+    return false;
+  AffineMap out = l.getIndexingMapMatchingResult(l->getResult(0));
+  for (int64_t d : dims) {
+    std::optional<unsigned> p =
+        out.getResultPosition(getAffineDimExpr(d, l->getContext()));
+    if (!p)
+      return false;
+    if (*p < split->size() && !(*split)[*p].empty())
+      return false;
+  }
+  return true;
+}
+
 /// Every op that defines tensors has each result annotated for its own
 /// sharding and each tensor operand annotated for its users: what
 /// shard-partition expects (it asserts otherwise).
@@ -237,6 +378,8 @@ bool fullyAnnotated(func::FuncOp f) {
   for (Operation &op : f.getBody().front()) {
     if (isa<shard::ShardOp, shard::ShardingOp, func::ReturnOp>(op))
       continue;
+    if (auto l = dyn_cast<linalg::LinalgOp>(op); l && !indicesStayGlobal(l))
+      return false;
     for (Value r : op.getResults()) {
       if (!isa<RankedTensorType>(r.getType()))
         continue;
@@ -286,6 +429,112 @@ void unshare(func::FuncOp f) {
       u->set(b.clone(*op)->getResult(0));
     }
   }
+}
+
+/// Whether `v` is all zeros: a zero-filled or zero-splat tensor.
+bool isZeros(Value v) {
+  if (auto fill = v.getDefiningOp<linalg::FillOp>())
+    return matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
+  DenseElementsAttr d;
+  return matchPattern(v, m_Constant(&d)) && d.isSplat() &&
+         isa<FloatType>(d.getElementType()) &&
+         d.getSplatValue<APFloat>().isZero();
+}
+
+/// The contraction loop nests of `f` (f32/f64 `linalg.generic`s of two
+/// operands whose body is one FMA, as ember-to-linalg lowers a product it
+/// does not give to the GEMM, or a multiplication and an addition, as
+/// splitFmas leaves it) become `ember.dot_general` again (plus their
+/// initial value where it is not zeros), for ember-to-linalg to give to the
+/// runtime's GEMM. Returns whether any was raised.
+bool raiseContractions(func::FuncOp f) {
+  SmallVector<linalg::GenericOp> generics;
+  f.walk([&](linalg::GenericOp g) { generics.push_back(g); });
+  bool raised = false;
+  for (linalg::GenericOp g : generics) {
+    if (g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
+        g->getNumResults() != 1 || !g.hasPureTensorSemantics())
+      continue;
+    Value lhs = g.getDpsInputs()[0], rhs = g.getDpsInputs()[1];
+    Value init = g.getDpsInits()[0];
+    auto out = cast<RankedTensorType>(g->getResult(0).getType());
+    Type e = out.getElementType();
+    if (!(e.isF32() || e.isF64()) || getElementTypeOrSelf(lhs) != e ||
+        getElementTypeOrSelf(rhs) != e)
+      continue;
+    if (!contractionFma(g) && !isMulAdd(g))
+      continue;
+    // Each loop's position in the operands and the result (-1: absent).
+    int64_t n = g.getNumLoops();
+    SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+    SmallVector<SmallVector<int64_t>> pos(3, SmallVector<int64_t>(n, -1));
+    bool plain = true;
+    for (int k = 0; k < 3 && plain; ++k)
+      for (auto [i, r] : llvm::enumerate(maps[k].getResults())) {
+        auto d = dyn_cast<AffineDimExpr>(r);
+        if (!d || pos[k][d.getPosition()] >= 0) {
+          plain = false;
+          break;
+        }
+        pos[k][d.getPosition()] = i;
+      }
+    if (!plain)
+      continue;
+    SmallVector<int64_t> batch, lFree, rFree, lc, rc;
+    SmallVector<utils::IteratorType> iters = g.getIteratorTypesArray();
+    for (int64_t d = 0; d < n && plain; ++d) {
+      bool inL = pos[0][d] >= 0, inR = pos[1][d] >= 0, inO = pos[2][d] >= 0;
+      if (iters[d] == utils::IteratorType::reduction) {
+        plain = inL && inR && !inO;
+        lc.push_back(pos[0][d]);
+        rc.push_back(pos[1][d]);
+      } else if (!inO) {
+        plain = false;
+      } else if (inL && inR) {
+        batch.push_back(d);
+      } else if (inL) {
+        lFree.push_back(d);
+      } else if (inR) {
+        rFree.push_back(d);
+      } else {
+        plain = false;
+      }
+    }
+    if (!plain || lc.empty())
+      continue;
+    // dot_general's result: the batch dimensions, then the left operand's
+    // free ones in its order, then the right's.
+    auto by = [&](int k) {
+      return [&, k](int64_t a, int64_t b) { return pos[k][a] < pos[k][b]; };
+    };
+    llvm::sort(batch, by(2));
+    llvm::sort(lFree, by(0));
+    llvm::sort(rFree, by(1));
+    SmallVector<int64_t> order(batch);
+    order.append(lFree);
+    order.append(rFree);
+    if (!llvm::all_of(llvm::enumerate(order), [&](auto p) {
+          return pos[2][p.value()] == (int64_t)p.index();
+        }))
+      continue;
+    SmallVector<int64_t> lb, rb;
+    for (int64_t d : batch) {
+      lb.push_back(pos[0][d]);
+      rb.push_back(pos[1][d]);
+    }
+    OpBuilder b(g);
+    Location loc = g.getLoc();
+    Value dot = ember::DotGeneralOp::create(
+        b, loc, out, lhs, rhs, b.getDenseI64ArrayAttr(lb),
+        b.getDenseI64ArrayAttr(rb), b.getDenseI64ArrayAttr(lc),
+        b.getDenseI64ArrayAttr(rc), /*precision=*/nullptr);
+    if (!isZeros(init))
+      dot = ember::AddOp::create(b, loc, dot, init);
+    g->getResult(0).replaceAllUsesWith(dot);
+    g.erase();
+    raised = true;
+  }
+  return raised;
 }
 
 struct Boundary {
@@ -432,14 +681,31 @@ LogicalResult EmberPartitionPass::gatherBoundary(func::FuncOp f,
 
 bool EmberPartitionPass::trySpmd(func::FuncOp f, shard::GridOp grid,
                                  const Boundary &bd) {
-  if (failed(annotate(f, grid, bd)))
+  // Upstream's diagnostics on what it cannot take are not the user's: the
+  // function then takes the gathered path.
+  ScopedDiagnosticHandler quiet(f.getContext(),
+                                [](Diagnostic &) { return success(); });
+  // Unit dimensions (keepdims reductions, `x[:, None]`) as reshapes and
+  // constant indices, which upstream partitioning does not cover, are
+  // dropped.
+  OpPassManager prepare(func::FuncOp::getOperationName());
+  if (failed(parsePassPipeline("linalg-fold-unit-extent-dims,canonicalize,cse",
+                               prepare)) ||
+      failed(runPipeline(prepare, f)))
     return false;
+  splitFmas(f);
+  if (failed(annotate(f, grid, bd))) {
+    if (getenv("EMBER_PDEBUG")) llvm::errs() << "DBG annotate\n" << f;
+    return false;
+  }
   OpPassManager propagate(func::FuncOp::getOperationName());
   shard::ShardingPropagationOptions o;
   o.traversal = shard::TraversalOrder::ForwardBackward;
   propagate.addPass(shard::createShardingPropagation(o));
-  if (failed(runPipeline(propagate, f)) || !fullyAnnotated(f))
+  if (failed(runPipeline(propagate, f)) || !fullyAnnotated(f)) {
+    if (getenv("EMBER_PDEBUG")) llvm::errs() << "DBG propagate\n" << f;
     return false;
+  }
   OpPassManager partition(func::FuncOp::getOperationName());
   partition.addPass(shard::createPartition());
   partition.addPass(createCanonicalizerPass());
@@ -460,15 +726,9 @@ void EmberPartitionPass::runOnOperation() {
   ModuleOp m = getOperation();
   SmallVector<shard::GridOp> grids(m.getOps<shard::GridOp>());
   SmallVector<func::FuncOp> funcs;
-  for (func::FuncOp f : m.getOps<func::FuncOp>()) {
-    bool marked = false;
-    for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      marked |= (bool)f.getArgAttr(i, kSplitAttr);
-    for (unsigned i = 0; i < f.getNumResults(); ++i)
-      marked |= (bool)f.getResultAttr(i, kSplitAttr);
-    if (marked)
+  for (func::FuncOp f : m.getOps<func::FuncOp>())
+    if (ember::hasSplitAxes(f))
       funcs.push_back(f);
-  }
   if (funcs.empty())
     return;
   if (grids.size() != 1) {
@@ -529,5 +789,16 @@ void EmberPartitionPass::runOnOperation() {
       return signalPassFailure();
     f->setAttr(kPartitionAttr, StringAttr::get(&getContext(), how));
   }
+  // ember-to-linalg kept every product of the module as a loop nest for the
+  // partitioning; the contractions go to the runtime's GEMM now.
+  bool raised = false;
+  for (func::FuncOp f : m.getOps<func::FuncOp>())
+    raised |= raiseContractions(f);
+  if (!raised)
+    return;
+  OpPassManager lower(ModuleOp::getOperationName());
+  if (failed(parsePassPipeline("ember-to-linalg", lower)) ||
+      failed(runPipeline(lower, m)))
+    return signalPassFailure();
 }
 } // namespace

@@ -2,6 +2,7 @@
 #ifndef EMBER_CONVERSION_PASSES_H
 #define EMBER_CONVERSION_PASSES_H
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -35,6 +36,21 @@ class EmberTypeConverter : public TypeConverter {
 public:
   EmberTypeConverter();
 };
+
+/// Per tensor dimension, the axes of the module's `shard.grid` an argument
+/// or result is split over (ember-partition's input).
+constexpr llvm::StringLiteral kSplitAxesAttr = "ember.split_axes";
+
+/// Whether `f` has arguments or results carrying `kSplitAxesAttr`.
+inline bool hasSplitAxes(FunctionOpInterface f) {
+  for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+    if (f.getArgAttr(i, kSplitAxesAttr))
+      return true;
+  for (unsigned i = 0, e = f.getNumResults(); i < e; ++i)
+    if (f.getResultAttr(i, kSplitAxesAttr))
+      return true;
+  return false;
+}
 
 /// Memory effects for the `mpi` ops ember-shard-to-mpi emits (upstream
 /// declares none, which buffer deallocation rejects).

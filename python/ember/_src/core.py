@@ -1583,6 +1583,8 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
         if exe is None:
             exe = Executable(module, in_avals, out_avals, text=text, opt_level=opt_level,
                              fp_contract=fp_contract, target=target)
+            if partition is not None:
+                partition.record(module)
             _lru_put(_program_cache, (text, avals), exe)
         _lru_put(_bytecode_index, (buf.getvalue(), avals), exe)
     if ref_weak_types is not None:

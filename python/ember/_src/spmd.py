@@ -15,6 +15,7 @@ as the replicated computation it replaces did. docs/design.md,
 "Partitioning over MPI processes".
 """
 
+import collections
 import ctypes
 import re
 
@@ -24,6 +25,8 @@ from . import config as _config
 from .mesh import NamedSharding, PartitionSpec
 
 _GRID = "grid"
+# How the partitioned programs of this process were compiled (Plan.record).
+compiled = collections.Counter()
 _mpi_loaded = [False]
 
 
@@ -111,6 +114,27 @@ class Plan:
                 f'#dlti.map<"MPI:Implementation" = "MPICH", '
                 f'"MPI:comm_world-rank" = {self.rank} : i32, '
                 f'"MPI:comm_world-size" = {self.size} : i32>')
+
+
+    @staticmethod
+    def record(module):
+        """Counts in `compiled` how ember-partition compiled `module`
+        (lowered in place): "spmd" (partitioned by MLIR) or "gathered" (on
+        whole arrays); "cached" when it came from the persistent cache."""
+        found = []
+
+        def visit(op):
+            if "ember.partition" in op.attributes:
+                found.append(str(op.attributes["ember.partition"]).strip('"'))
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        from .._mlir import ir
+        from .compiler import context
+
+        with context():
+            module.operation.walk(visit)
+        compiled[found[0] if found else "cached"] += 1
 
 
 def _split_axes(spec, mesh, rank):
