@@ -15,6 +15,14 @@ timed alternately in rounds; rank 0 prints the medians and the spread.
 
 (weak scaling) times a data-parallel MLP training step on 256 examples per
 process: 2 processes should take about as long as 1.
+
+    mpirun -n 2 .venv/bin/python benchmarks/mpi_psum.py --what mlp-auto
+
+is the same step written without shard_map: plain `jit` on examples put
+with NamedSharding(mesh, P("i")) (Auto mode), which MLIR's
+sharding-propagation and shard-partition split over the processes
+(`ember-partition`); `--no-partition` times the replicated program every
+process computed before.
 """
 
 import argparse
@@ -43,7 +51,8 @@ def main():
     ap.add_argument("--mb", type=float, default=4.0)
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--what", choices=["psum", "ppermute", "mlp"], default="psum")
+    ap.add_argument("--what", choices=["psum", "ppermute", "mlp", "mlp-auto"], default="psum")
+    ap.add_argument("--no-partition", action="store_true")
     args = ap.parse_args()
     ember.distributed.initialize()
     from mpi4py import MPI
@@ -96,6 +105,12 @@ def main():
 
     loss_dp = ember.shard_map(lambda p, x, y: lax.pmean(loss(p, x, y), "i"), mesh=mesh,
                               in_specs=(P(), P("i"), P("i")), out_specs=P())
+    if args.what == "mlp-auto":
+        from ember.sharding import NamedSharding
+
+        loss_dp = loss
+        xs, ys = (ember.device_put(a, NamedSharding(mesh, P("i"))) for a in (xs, ys))
+        ember.config.update("ember_mpi_partition", not args.no_partition)
 
     @ember.jit
     def step(p, x, y):
@@ -109,7 +124,8 @@ def main():
         comm.Barrier()
         ts += timed(lambda: step(params, xs, ys)[1].block_until_ready(), args.repeat)
     if comm.rank == 0:
-        print(f"data-parallel MLP step, {per} examples per process, {n} process(es): "
+        print(f"data-parallel MLP step ({args.what}), {per} examples per process, "
+              f"{n} process(es): "
               f"{np.median(ts) * 1e3:.2f} ms (p10-p90 {np.percentile(ts, 10) * 1e3:.2f}-"
               f"{np.percentile(ts, 90) * 1e3:.2f})")
 

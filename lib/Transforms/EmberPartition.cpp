@@ -22,6 +22,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
@@ -541,39 +542,113 @@ struct Boundary {
   SmallVector<Split> args, results;
 };
 
-/// Annotates the boundary of `f` for propagation: each argument with its
-/// split for its users, each result with its own. Fails where upstream
-/// would not cover `f`.
-LogicalResult annotate(func::FuncOp f, shard::GridOp grid,
-                       const Boundary &bd) {
-  if (!partitionable(f))
-    return failure();
-  unshare(f);
+/// The sharding `split` describes on `grid`.
+shard::Sharding shardingOf(shard::GridOp grid, const Split &split) {
+  MLIRContext *ctx = grid.getContext();
+  SmallVector<shard::GridAxesAttr> axes;
+  int64_t n = split.size();
+  while (n > 0 && split[n - 1].empty())
+    --n;
+  for (int64_t d = 0; d < n; ++d)
+    axes.push_back(shard::GridAxesAttr::get(ctx, split[d]));
+  return shard::Sharding::get(FlatSymbolRefAttr::get(grid.getSymNameAttr()),
+                              axes);
+}
+
+bool isCreator(Operation *op) {
+  return op && isa<tensor::EmptyOp, arith::ConstantOp>(op);
+}
+
+/// Propagates shardings forward from the arguments' through `f` and
+/// annotates every tensor value for its definition and every tensor
+/// operand for its user, as shard-partition expects. Each op's sharding is
+/// what its ShardingInterface derives from its operands' (the methods
+/// MLIR's sharding-propagation calls); where they conflict, the first
+/// sharded operand decides, and where nothing is known the op is
+/// replicated. MLIR's own sharding-propagation pass is not used: it asserts
+/// when the users of one value ask for different shardings (the
+/// data-parallel MLP step does). Creators (empties, splat constants) take
+/// the sharding their one user asks for. Fails where an op lacks the
+/// interface.
+LogicalResult propagate(func::FuncOp f, shard::GridOp grid,
+                        const Boundary &bd) {
   Block &entry = f.getBody().front();
-  OpBuilder b(&entry, entry.begin());
-  Location loc = f.getLoc();
-  for (auto [i, arg] : llvm::enumerate(f.getArguments())) {
-    auto t = dyn_cast<RankedTensorType>(arg.getType());
-    if (!t || arg.use_empty())
+  DenseMap<Value, shard::Sharding> defined;
+  SmallVector<Value> order;
+  auto define = [&](Value v, const shard::Sharding &s) {
+    if (defined.try_emplace(v, s).second)
+      order.push_back(v);
+  };
+  for (auto [i, arg] : llvm::enumerate(f.getArguments()))
+    if (isa<RankedTensorType>(arg.getType()))
+      define(arg, shardingOf(grid, bd.args[i]));
+  shard::Sharding replicated = shardingOf(grid, {});
+  // Annotates the use `u` for its user with sharding `s`.
+  auto use = [&](OpOperand &u, const shard::Sharding &s) {
+    Value v = u.get();
+    if (!isa<RankedTensorType>(v.getType()))
+      return;
+    if (!defined.count(v)) {
+      Operation *def = v.getDefiningOp();
+      DenseElementsAttr d;
+      bool splat = !matchPattern(v, m_Constant(&d)) || d.isSplat();
+      define(v, isCreator(def) && splat ? s : replicated);
+    }
+    OpBuilder b(u.getOwner());
+    Value sh = shard::ShardingOp::create(b, u.getOwner()->getLoc(), s);
+    u.set(shard::ShardOp::create(b, u.getOwner()->getLoc(), v, sh,
+                                 /*annotate_for_users=*/true));
+  };
+  for (Operation &op : llvm::make_early_inc_range(entry)) {
+    if (isCreator(&op) || isa<shard::ShardOp, shard::ShardingOp>(op))
       continue;
-    Value sh = makeSharding(b, loc, grid, bd.args[i], t.getRank());
-    auto ann = shard::ShardOp::create(b, loc, arg, sh,
-                                      /*annotate_for_users=*/true);
-    arg.replaceAllUsesExcept(ann, ann);
-  }
-  auto ret = cast<func::ReturnOp>(entry.getTerminator());
-  b.setInsertionPoint(ret);
-  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t)
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (OpOperand &u : ret->getOpOperands())
+        use(u, shardingOf(grid, bd.results[u.getOperandNumber()]));
       continue;
-    // A returned argument or annotation: copy it so the result has an op
-    // of its own to annotate.
-    if (isa<BlockArgument>(v) || v.getDefiningOp<shard::ShardOp>())
+    }
+    auto si = dyn_cast<shard::ShardingInterface>(op);
+    if (!si)
       return failure();
-    Value sh = makeSharding(b, loc, grid, bd.results[i], t.getRank());
-    auto ann = shard::ShardOp::create(b, loc, v, sh, false);
-    ret->setOperand(i, ann);
+    SmallVector<shard::Sharding, 4> operands;
+    for (Value v : op.getOperands())
+      operands.push_back(defined.lookup(v));
+    FailureOr<shard::ShardingOption> option =
+        si.getShardingOption(operands, {});
+    for (size_t k = 0; failed(option) && k < operands.size(); ++k) {
+      if (!operands[k])
+        continue;
+      SmallVector<shard::Sharding, 4> one(operands.size());
+      one[k] = operands[k];
+      option = si.getShardingOption(one, {});
+    }
+    if (failed(option))
+      option = shard::ShardingOption();
+    if (option->empty || !option->grid) {
+      option->grid = FlatSymbolRefAttr::get(grid.getSymNameAttr());
+      option->empty = false;
+    }
+    FailureOr<std::vector<shard::Sharding>> ann =
+        si.getShardingAnnotations(*option);
+    if (failed(ann))
+      return failure();
+    for (OpOperand &u : op.getOpOperands())
+      if ((*ann)[u.getOperandNumber()])
+        use(u, (*ann)[u.getOperandNumber()]);
+    for (OpResult r : op.getResults())
+      if (isa<RankedTensorType>(r.getType()))
+        define(r, (*ann)[op.getNumOperands() + r.getResultNumber()]);
+  }
+  // Each value's own sharding, right after its definition.
+  for (Value v : order) {
+    OpBuilder b(f.getContext());
+    if (Operation *def = v.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(&entry);
+    Value sh = shard::ShardingOp::create(b, v.getLoc(), defined[v]);
+    auto ann = shard::ShardOp::create(b, v.getLoc(), v, sh, false);
+    v.replaceAllUsesExcept(ann, ann);
   }
   return success();
 }
@@ -694,18 +769,10 @@ bool EmberPartitionPass::trySpmd(func::FuncOp f, shard::GridOp grid,
       failed(runPipeline(prepare, f)))
     return false;
   splitFmas(f);
-  if (failed(annotate(f, grid, bd))) {
-    if (getenv("EMBER_PDEBUG")) llvm::errs() << "DBG annotate\n" << f;
+  unshare(f);
+  if (!partitionable(f) || failed(propagate(f, grid, bd)) ||
+      !fullyAnnotated(f))
     return false;
-  }
-  OpPassManager propagate(func::FuncOp::getOperationName());
-  shard::ShardingPropagationOptions o;
-  o.traversal = shard::TraversalOrder::ForwardBackward;
-  propagate.addPass(shard::createShardingPropagation(o));
-  if (failed(runPipeline(propagate, f)) || !fullyAnnotated(f)) {
-    if (getenv("EMBER_PDEBUG")) llvm::errs() << "DBG propagate\n" << f;
-    return false;
-  }
   OpPassManager partition(func::FuncOp::getOperationName());
   partition.addPass(shard::createPartition());
   partition.addPass(createCanonicalizerPass());
