@@ -807,11 +807,13 @@ def EmberPartitionPass : Pass<"ember-partition", "ModuleOp"> {
     }
     ```
   }];
-  let dependentDialects = ["::mlir::shard::ShardDialect",
-                           "::mlir::ember::EmberDialect",
-                           "::mlir::tensor::TensorDialect",
-                           "::mlir::arith::ArithDialect",
-                           "::mlir::linalg::LinalgDialect"];
+  // (With what the nested ember-to-linalg creates.)
+  let dependentDialects = [
+    "::mlir::shard::ShardDialect", "::mlir::ember::EmberDialect",
+    "linalg::LinalgDialect", "tensor::TensorDialect", "arith::ArithDialect",
+    "math::MathDialect", "scf::SCFDialect", "complex::ComplexDialect",
+    "func::FuncDialect", "memref::MemRefDialect",
+    "bufferization::BufferizationDialect"];
 }
 
 def EmberShardToMpiPass : Pass<"ember-shard-to-mpi", "ModuleOp"> {
@@ -829,7 +831,11 @@ def EmberShardToMpiPass : Pass<"ember-shard-to-mpi", "ModuleOp"> {
     use `MPI_COMM_WORLD`. The `shard.grid` ops are removed. Without a
     `shard.grid` the pass does nothing.
   }];
-  let dependentDialects = ["::mlir::mpi::MPIDialect", "::mlir::DLTIDialect"];
+  // (With what the nested convert-shard-to-mpi creates.)
+  let dependentDialects = [
+    "::mlir::mpi::MPIDialect", "::mlir::DLTIDialect",
+    "affine::AffineDialect", "arith::ArithDialect", "memref::MemRefDialect",
+    "scf::SCFDialect", "bufferization::BufferizationDialect"];
 }
 
 def EmberMpiToLlvmPass : Pass<"ember-mpi-to-llvm", "ModuleOp"> {

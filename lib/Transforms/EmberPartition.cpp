@@ -17,6 +17,9 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -174,13 +177,45 @@ Value mapElements(OpBuilder &b, Location loc, Value v, RankedTensorType type,
 
 /// All blocks of `v` along `dim`, concatenated: each process writes its
 /// block into zeros and the integer views are summed over `axes`, which is
-/// exact whatever the element type (one process contributes each element).
+/// exact whatever the element type (one process contributes each element;
+/// complex numbers part by part).
 FailureOr<Value> gatherBlocks(OpBuilder &b, Location loc, shard::GridOp grid,
                               Value v, int64_t dim,
                               ArrayRef<shard::GridAxis> axes,
                               RankedTensorType full, Operation *where) {
   auto block = cast<RankedTensorType>(v.getType());
   Type e = block.getElementType();
+  if (auto c = dyn_cast<ComplexType>(e)) {
+    // The real and imaginary parts apart.
+    Type part = c.getElementType();
+    auto take = [&](bool imag) -> FailureOr<Value> {
+      Value p = mapElements(b, loc, v, block.clone(part),
+                            [&](OpBuilder &nb, Location l, Value x) -> Value {
+                              if (imag)
+                                return complex::ImOp::create(nb, l, x);
+                              return complex::ReOp::create(nb, l, x);
+                            });
+      return gatherBlocks(b, loc, grid, p, dim, axes, full.clone(part), where);
+    };
+    FailureOr<Value> re = take(false), im = take(true);
+    if (failed(re) || failed(im))
+      return failure();
+    int64_t rank = full.getRank();
+    AffineMap id = b.getMultiDimIdentityMap(rank);
+    Value init = tensor::EmptyOp::create(b, loc, full.getShape(), e);
+    return linalg::GenericOp::create(
+               b, loc, full, ValueRange{*re, *im}, init,
+               ArrayRef<AffineMap>{id, id, id},
+               SmallVector<utils::IteratorType>(rank,
+                                                utils::IteratorType::parallel),
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 linalg::YieldOp::create(
+                     nb, l,
+                     ValueRange{complex::CreateOp::create(nb, l, e, args[0],
+                                                          args[1])});
+               })
+        .getResult(0);
+  }
   IntegerType carrier = carrierType(e);
   if (!carrier)
     return where->emitError() << "ember-partition: cannot gather blocks of "
@@ -401,20 +436,8 @@ bool fullyAnnotated(func::FuncOp f) {
   return true;
 }
 
-Value makeSharding(OpBuilder &b, Location loc, shard::GridOp grid,
-                   const Split &split, int64_t rank) {
-  SmallVector<shard::GridAxesAttr> axes;
-  for (int64_t d = 0; d < rank; ++d)
-    axes.push_back(shard::GridAxesAttr::get(
-        b.getContext(), d < (int64_t)split.size()
-                            ? ArrayRef<shard::GridAxis>(split[d])
-                            : ArrayRef<shard::GridAxis>{}));
-  return shard::ShardingOp::create(b, loc, grid.getSymName(), axes);
-}
-
-/// Gives each use of a multiply used empty or constant tensor its own op:
-/// propagation annotates a value once, and users sharded differently would
-/// share it (upstream asserts on that).
+/// Gives each use of a multiply used empty or constant tensor its own op,
+/// so that each takes the sharding its one user asks for (propagate).
 void unshare(func::FuncOp f) {
   SmallVector<Operation *> ops;
   for (Operation &op : f.getBody().front())
@@ -559,6 +582,15 @@ bool isCreator(Operation *op) {
   return op && isa<tensor::EmptyOp, arith::ConstantOp>(op);
 }
 
+/// A fill of a creator used once: like a creator, it takes the sharding its
+/// user asks for (the zeros a product accumulates into, say).
+bool isLazyFill(Operation *op) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op);
+  return fill && fill->getResult(0).hasOneUse() &&
+         isCreator(fill.getOutputs()[0].getDefiningOp()) &&
+         fill.getOutputs()[0].hasOneUse();
+}
+
 /// Propagates shardings forward from the arguments' through `f` and
 /// annotates every tensor value for its definition and every tensor
 /// operand for its user, as shard-partition expects. Each op's sharding is
@@ -567,8 +599,8 @@ bool isCreator(Operation *op) {
 /// sharded operand decides, and where nothing is known the op is
 /// replicated. MLIR's own sharding-propagation pass is not used: it asserts
 /// when the users of one value ask for different shardings (the
-/// data-parallel MLP step does). Creators (empties, splat constants) take
-/// the sharding their one user asks for. Fails where an op lacks the
+/// data-parallel MLP step does). Creators (empties, splat constants, and
+/// fills of them) take the sharding their one user asks for. Fails where an op lacks the
 /// interface.
 LogicalResult propagate(func::FuncOp f, shard::GridOp grid,
                         const Boundary &bd) {
@@ -584,7 +616,8 @@ LogicalResult propagate(func::FuncOp f, shard::GridOp grid,
       define(arg, shardingOf(grid, bd.args[i]));
   shard::Sharding replicated = shardingOf(grid, {});
   // Annotates the use `u` for its user with sharding `s`.
-  auto use = [&](OpOperand &u, const shard::Sharding &s) {
+  std::function<void(OpOperand &, const shard::Sharding &)> use =
+      [&](OpOperand &u, const shard::Sharding &s) {
     Value v = u.get();
     if (!isa<RankedTensorType>(v.getType()))
       return;
@@ -592,7 +625,9 @@ LogicalResult propagate(func::FuncOp f, shard::GridOp grid,
       Operation *def = v.getDefiningOp();
       DenseElementsAttr d;
       bool splat = !matchPattern(v, m_Constant(&d)) || d.isSplat();
-      define(v, isCreator(def) && splat ? s : replicated);
+      define(v, (isCreator(def) || isLazyFill(def)) && splat ? s : replicated);
+      if (isLazyFill(def))
+        use(cast<linalg::FillOp>(def).getOutputsMutable()[0], s);
     }
     OpBuilder b(u.getOwner());
     Value sh = shard::ShardingOp::create(b, u.getOwner()->getLoc(), s);
@@ -600,7 +635,8 @@ LogicalResult propagate(func::FuncOp f, shard::GridOp grid,
                                  /*annotate_for_users=*/true));
   };
   for (Operation &op : llvm::make_early_inc_range(entry)) {
-    if (isCreator(&op) || isa<shard::ShardOp, shard::ShardingOp>(op))
+    if (isCreator(&op) || isLazyFill(&op) ||
+        isa<shard::ShardOp, shard::ShardingOp>(op))
       continue;
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (OpOperand &u : ret->getOpOperands())

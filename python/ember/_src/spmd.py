@@ -187,7 +187,11 @@ def plan_for(avals):
             if a.shape[d] % n:
                 return None
         splits.append(split)
-    if mesh is None or not any(any(s) for s in splits) or mesh.size != size:
+    # (One mesh axis: ember-shard-to-mpi then runs every collective on
+    # MPI_COMM_WORLD; over an axis of a larger mesh, convert-shard-to-mpi
+    # splits a communicator on every call and never frees it.)
+    if mesh is None or not any(any(s) for s in splits) or mesh.size != size or \
+            mesh.devices.ndim != 1:
         return None
     if [d.process_index for d in mesh.devices.flat] != list(range(size)):
         return None
