@@ -203,8 +203,7 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
     auto dims = op.getDimensions();
     if (reshapes && kind == ReduceKind::Sum &&
         isa<FloatType, ComplexType>(elem) && dims.size() == 1 &&
-        dims[0] != inType.getRank() - 1 &&
-        inType.hasStaticShape()) {
+        dims[0] != inType.getRank() - 1 && inType.hasStaticShape()) {
       int64_t d = dims[0], len = inType.getDimSize(d), block = 0;
       for (int64_t b = 8; b * b <= len; ++b)
         if (len % b == 0)

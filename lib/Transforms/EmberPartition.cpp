@@ -16,12 +16,12 @@
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -61,8 +61,7 @@ FailureOr<Split> readSplit(Attribute attr, Type type, shard::GridOp grid,
     return split;
   auto t = dyn_cast<RankedTensorType>(type);
   auto dims = dyn_cast<ArrayAttr>(attr);
-  if (!t || !t.hasStaticShape() || !dims ||
-      (int64_t)dims.size() > t.getRank())
+  if (!t || !t.hasStaticShape() || !dims || (int64_t)dims.size() > t.getRank())
     return where->emitError() << what << ": `" << kSplitAttr
                               << "` needs a statically shaped tensor and an "
                                  "array of at most one axis list per "
@@ -73,9 +72,9 @@ FailureOr<Split> readSplit(Attribute attr, Type type, shard::GridOp grid,
   for (auto [d, entry] : llvm::enumerate(dims)) {
     auto axes = dyn_cast<ArrayAttr>(entry);
     if (!axes)
-      return where->emitError() << what << ": dimension " << d
-                                << " of `" << kSplitAttr
-                                << "` is not an array of grid axes",
+      return where->emitError()
+                 << what << ": dimension " << d << " of `" << kSplitAttr
+                 << "` is not an array of grid axes",
              failure();
     SmallVector<shard::GridAxis> list;
     int64_t parts = 1;
@@ -121,10 +120,9 @@ Value blockIndex(OpBuilder &b, Location loc, shard::GridOp grid,
     Value m = shard::ProcessMultiIndexOp::create(b, loc, grid.getSymName(),
                                                  ArrayRef<shard::GridAxis>{a})
                   .getResult()[0];
-    Value size =
-        arith::ConstantIndexOp::create(b, loc, grid.getShape()[a]);
-    idx = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, idx, size), m);
+    Value size = arith::ConstantIndexOp::create(b, loc, grid.getShape()[a]);
+    idx = arith::AddIOp::create(b, loc,
+                                arith::MulIOp::create(b, loc, idx, size), m);
   }
   return idx;
 }
@@ -138,8 +136,8 @@ Value sliceBlock(OpBuilder &b, Location loc, shard::GridOp grid, Value v,
       b, loc, idx,
       arith::ConstantIndexOp::create(b, loc, block.getDimSize(dim)));
   int64_t rank = block.getRank();
-  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
-      sizes, strides(rank, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
+      strides(rank, b.getIndexAttr(1));
   offsets[dim] = offset;
   for (int64_t s : block.getShape())
     sizes.push_back(b.getIndexAttr(s));
@@ -163,8 +161,8 @@ Value mapElements(OpBuilder &b, Location loc, Value v, RankedTensorType type,
                   function_ref<Value(OpBuilder &, Location, Value)> fn) {
   int64_t rank = type.getRank();
   AffineMap id = b.getMultiDimIdentityMap(rank);
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                       type.getElementType());
+  Value init =
+      tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   return linalg::GenericOp::create(
              b, loc, type, v, init, ArrayRef<AffineMap>{id, id},
              SmallVector<utils::IteratorType>(rank,
@@ -209,10 +207,9 @@ FailureOr<Value> gatherBlocks(OpBuilder &b, Location loc, shard::GridOp grid,
                SmallVector<utils::IteratorType>(rank,
                                                 utils::IteratorType::parallel),
                [&](OpBuilder &nb, Location l, ValueRange args) {
-                 linalg::YieldOp::create(
-                     nb, l,
-                     ValueRange{complex::CreateOp::create(nb, l, e, args[0],
-                                                          args[1])});
+                 linalg::YieldOp::create(nb, l,
+                                         ValueRange{complex::CreateOp::create(
+                                             nb, l, e, args[0], args[1])});
                })
         .getResult(0);
   }
@@ -270,9 +267,9 @@ bool reductionCovered(linalg::LinalgOp l) {
       combiners.size() != 1)
     return false;
   Operation *c = combiners[0];
-  if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp,
-           arith::MinimumFOp, arith::AddIOp, arith::MulIOp, arith::OrIOp,
-           arith::XOrIOp, arith::AndIOp, arith::MaxSIOp, arith::MinSIOp>(c) ||
+  if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp,
+           arith::AddIOp, arith::MulIOp, arith::OrIOp, arith::XOrIOp,
+           arith::AndIOp, arith::MaxSIOp, arith::MinSIOp>(c) ||
       !arith::getNeutralElement(c))
     return false;
   return getElementTypeOrSelf(l->getResult(0).getType()) ==
@@ -289,8 +286,7 @@ math::FmaOp contractionFma(linalg::GenericOp g) {
     return nullptr;
   auto fma = dyn_cast<math::FmaOp>(&body.front());
   if (!fma || fma.getA() != body.getArgument(0) ||
-      fma.getB() != body.getArgument(1) ||
-      fma.getC() != body.getArgument(2) ||
+      fma.getB() != body.getArgument(1) || fma.getC() != body.getArgument(2) ||
       body.getTerminator()->getOperand(0) != fma.getResult())
     return nullptr;
   return fma;
@@ -341,9 +337,8 @@ bool partitionable(func::FuncOp f) {
       continue;
     auto l = dyn_cast<linalg::LinalgOp>(op);
     if (!l || !l.hasPureTensorSemantics() ||
-        !llvm::all_of(l.getIndexingMapsArray(), [](AffineMap m) {
-          return m.isProjectedPermutation();
-        }))
+        !llvm::all_of(l.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isProjectedPermutation(); }))
       return false;
     if (!reductionCovered(l))
       return false;
@@ -378,8 +373,7 @@ std::optional<SmallVector<shard::GridAxesAttr>> resultSplit(Value r) {
     if (auto s = dyn_cast<shard::ShardOp>(u))
       if (!s.getAnnotateForUsers())
         if (auto def = s.getSharding().getDefiningOp<shard::ShardingOp>())
-          return SmallVector<shard::GridAxesAttr>(
-              def.getSplitAxes().getAxes());
+          return SmallVector<shard::GridAxesAttr>(def.getSplitAxes().getAxes());
   return std::nullopt;
 }
 
@@ -600,8 +594,8 @@ bool isLazyFill(Operation *op) {
 /// replicated. MLIR's own sharding-propagation pass is not used: it asserts
 /// when the users of one value ask for different shardings (the
 /// data-parallel MLP step does). Creators (empties, splat constants, and
-/// fills of them) take the sharding their one user asks for. Fails where an op lacks the
-/// interface.
+/// fills of them) take the sharding their one user asks for. Fails where an op
+/// lacks the interface.
 LogicalResult propagate(func::FuncOp f, shard::GridOp grid,
                         const Boundary &bd) {
   Block &entry = f.getBody().front();
@@ -618,22 +612,23 @@ LogicalResult propagate(func::FuncOp f, shard::GridOp grid,
   // Annotates the use `u` for its user with sharding `s`.
   std::function<void(OpOperand &, const shard::Sharding &)> use =
       [&](OpOperand &u, const shard::Sharding &s) {
-    Value v = u.get();
-    if (!isa<RankedTensorType>(v.getType()))
-      return;
-    if (!defined.count(v)) {
-      Operation *def = v.getDefiningOp();
-      DenseElementsAttr d;
-      bool splat = !matchPattern(v, m_Constant(&d)) || d.isSplat();
-      define(v, (isCreator(def) || isLazyFill(def)) && splat ? s : replicated);
-      if (isLazyFill(def))
-        use(cast<linalg::FillOp>(def).getOutputsMutable()[0], s);
-    }
-    OpBuilder b(u.getOwner());
-    Value sh = shard::ShardingOp::create(b, u.getOwner()->getLoc(), s);
-    u.set(shard::ShardOp::create(b, u.getOwner()->getLoc(), v, sh,
-                                 /*annotate_for_users=*/true));
-  };
+        Value v = u.get();
+        if (!isa<RankedTensorType>(v.getType()))
+          return;
+        if (!defined.count(v)) {
+          Operation *def = v.getDefiningOp();
+          DenseElementsAttr d;
+          bool splat = !matchPattern(v, m_Constant(&d)) || d.isSplat();
+          define(v,
+                 (isCreator(def) || isLazyFill(def)) && splat ? s : replicated);
+          if (isLazyFill(def))
+            use(cast<linalg::FillOp>(def).getOutputsMutable()[0], s);
+        }
+        OpBuilder b(u.getOwner());
+        Value sh = shard::ShardingOp::create(b, u.getOwner()->getLoc(), s);
+        u.set(shard::ShardOp::create(b, u.getOwner()->getLoc(), v, sh,
+                                     /*annotate_for_users=*/true));
+      };
   for (Operation &op : llvm::make_early_inc_range(entry)) {
     if (isCreator(&op) || isLazyFill(&op) ||
         isa<shard::ShardOp, shard::ShardingOp>(op))
@@ -806,8 +801,7 @@ bool EmberPartitionPass::trySpmd(func::FuncOp f, shard::GridOp grid,
     return false;
   splitFmas(f);
   unshare(f);
-  if (!partitionable(f) || failed(propagate(f, grid, bd)) ||
-      !fullyAnnotated(f))
+  if (!partitionable(f) || failed(propagate(f, grid, bd)) || !fullyAnnotated(f))
     return false;
   OpPassManager partition(func::FuncOp::getOperationName());
   partition.addPass(shard::createPartition());
@@ -855,8 +849,8 @@ void EmberPartitionPass::runOnOperation() {
     Boundary bd;
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
       FailureOr<Split> s =
-          readSplit(f.getArgAttr(i, kSplitAttr), f.getArgumentTypes()[i],
-                    grid, f, "argument " + Twine(i));
+          readSplit(f.getArgAttr(i, kSplitAttr), f.getArgumentTypes()[i], grid,
+                    f, "argument " + Twine(i));
       if (failed(s))
         return signalPassFailure();
       bd.args.push_back(*s);
@@ -864,8 +858,8 @@ void EmberPartitionPass::runOnOperation() {
     }
     for (unsigned i = 0; i < f.getNumResults(); ++i) {
       FailureOr<Split> s =
-          readSplit(f.getResultAttr(i, kSplitAttr), f.getResultTypes()[i],
-                    grid, f, "result " + Twine(i));
+          readSplit(f.getResultAttr(i, kSplitAttr), f.getResultTypes()[i], grid,
+                    f, "result " + Twine(i));
       if (failed(s))
         return signalPassFailure();
       bd.results.push_back(*s);

@@ -10,12 +10,12 @@
 
 #include "mlir/Conversion/ShardToMPI/ShardToMPI.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/DLTI/DLTI.h"
 #include "mlir/Dialect/MPI/IR/MPI.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -33,17 +33,14 @@ namespace {
 struct AllReduceEffects
     : public MemoryEffectOpInterface::ExternalModel<AllReduceEffects,
                                                     mpi::AllReduceOp> {
-  void getEffects(
-      Operation *op,
-      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-          &effects) const {
+  void
+  getEffects(Operation *op,
+             SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+                 &effects) const {
     auto r = cast<mpi::AllReduceOp>(op);
-    effects.emplace_back(MemoryEffects::Read::get(),
-                         &r.getSendbufMutable());
-    effects.emplace_back(MemoryEffects::Read::get(),
-                         &r.getRecvbufMutable());
-    effects.emplace_back(MemoryEffects::Write::get(),
-                         &r.getRecvbufMutable());
+    effects.emplace_back(MemoryEffects::Read::get(), &r.getSendbufMutable());
+    effects.emplace_back(MemoryEffects::Read::get(), &r.getRecvbufMutable());
+    effects.emplace_back(MemoryEffects::Write::get(), &r.getRecvbufMutable());
   }
 };
 } // namespace
@@ -81,14 +78,13 @@ struct EmberShardToMpiPass
             worldSize = v.getInt();
       }
     if (!hasImpl) {
-      entries.push_back(DataLayoutEntryAttr::get(
-          StringAttr::get(ctx, "MPI:Implementation"),
-          StringAttr::get(ctx, "MPICH")));
+      entries.push_back(
+          DataLayoutEntryAttr::get(StringAttr::get(ctx, "MPI:Implementation"),
+                                   StringAttr::get(ctx, "MPICH")));
       m->setAttr("dlti.map", MapAttr::get(ctx, entries));
     }
-    bool gridIsWorld = grids.size() == 1 &&
-                       grids[0].getShape().size() == 1 && worldSize > 0 &&
-                       grids[0].getShape()[0] == worldSize;
+    bool gridIsWorld = grids.size() == 1 && grids[0].getShape().size() == 1 &&
+                       worldSize > 0 && grids[0].getShape()[0] == worldSize;
     OpPassManager pm(ModuleOp::getOperationName());
     pm.addPass(createConvertShardToMPIPass());
     if (failed(runPipeline(pm, m)))

@@ -11,6 +11,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "..", "mpi", "mpi_programs.py")
+SPMD = os.path.join(HERE, "..", "mpi", "spmd_programs.py")
 
 
 def _mpi_ready():
@@ -34,6 +35,23 @@ def test_mpi_programs(procs, local):
     assert r.returncode == 0, out[-4000:]
     for rank in range(procs):
         assert f"rank {rank}/{procs}: 35 checks passed" in out, out[-4000:]
+
+
+@pytest.mark.parametrize("procs", [2, 4])
+def test_jit_partitioned_over_processes(procs):
+    """Plain `jit` on arrays split over the processes' mesh: MLIR's
+    partitioning (ember-partition) and collectives through the mpi dialect;
+    results against NumPy and the replicated program."""
+    why = _mpi_ready()
+    if why:
+        pytest.skip(why)
+    env = dict(os.environ, EMBER_NUM_CPU_DEVICES="1")
+    r = subprocess.run(["mpirun", "-n", str(procs), sys.executable, SPMD], env=env,
+                       capture_output=True, text=True, timeout=600)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    for rank in range(procs):
+        assert f"rank {rank}/{procs}: 12 checks passed" in out, out[-4000:]
 
 
 def test_initialize_outside_mpirun():
