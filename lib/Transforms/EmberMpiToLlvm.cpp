@@ -17,6 +17,14 @@ namespace {
 struct EmberMpiToLlvmPass
     : public mlir::ember::impl::EmberMpiToLlvmPassBase<EmberMpiToLlvmPass> {
   void runOnOperation() override {
+    // (Most modules have no MPI op: no conversion walk for them.)
+    bool any = false;
+    getOperation().walk([&](Operation *op) {
+      any = isa_and_nonnull<mpi::MPIDialect>(op->getDialect());
+      return any ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (!any)
+      return;
     MLIRContext *ctx = &getContext();
     LLVMTypeConverter converter(ctx);
     RewritePatternSet patterns(ctx);

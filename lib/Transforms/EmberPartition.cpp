@@ -430,6 +430,21 @@ bool fullyAnnotated(func::FuncOp f) {
   return true;
 }
 
+/// Whether shard-partition would reshard a value for some user (a user's
+/// annotation differing from the value's own), which upstream does on
+/// one-dimensional grids only (it asserts on others).
+bool reshards(func::FuncOp f) {
+  bool found = false;
+  f.walk([&](shard::ShardOp use) {
+    auto def = use.getSrc().getDefiningOp<shard::ShardOp>();
+    if (use.getAnnotateForUsers() && def && !def.getAnnotateForUsers() &&
+        shard::Sharding(def.getSharding()) !=
+            shard::Sharding(use.getSharding()))
+      found = true;
+  });
+  return found;
+}
+
 /// Gives each use of a multiply used empty or constant tensor its own op,
 /// so that each takes the sharding its one user asks for (propagate).
 void unshare(func::FuncOp f) {
@@ -801,7 +816,8 @@ bool EmberPartitionPass::trySpmd(func::FuncOp f, shard::GridOp grid,
     return false;
   splitFmas(f);
   unshare(f);
-  if (!partitionable(f) || failed(propagate(f, grid, bd)) || !fullyAnnotated(f))
+  if (!partitionable(f) || failed(propagate(f, grid, bd)) ||
+      !fullyAnnotated(f) || (grid.getRank() != 1 && reshards(f)))
     return false;
   OpPassManager partition(func::FuncOp::getOperationName());
   partition.addPass(shard::createPartition());

@@ -156,3 +156,37 @@ shard.grid @grid(shape = 2)
 func.func @complex(%x: tensor<8xcomplex<f32>> {ember.split_axes = [[0]]}) -> tensor<8xcomplex<f32>> {
   return %x : tensor<8xcomplex<f32>>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// On a grid of several axes upstream reshards nothing (it asserts): a whole
+// result of split blocks takes the gathered path; blocks returned as they
+// are split stay partitioned.
+// CHECK-LABEL: func @grid_2d_whole
+// CHECK-SAME: ember.partition = "gathered"
+// CHECK-LABEL: func @grid_2d_blocks
+// CHECK-SAME: (%{{.*}}: tensor<2x2xf32>) -> tensor<2x2xf32>
+// CHECK-SAME: ember.partition = "spmd"
+shard.grid @grid(shape = 2x2)
+func.func @grid_2d_whole(%x: tensor<4x4xf32> {ember.split_axes = [[0], [1]]}) -> tensor<4x4xf32> {
+  %e = tensor.empty() : tensor<4x4xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %v = math.exp %a : f32
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+func.func @grid_2d_blocks(%x: tensor<4x4xf32> {ember.split_axes = [[0], [1]]}) -> (tensor<4x4xf32> {ember.split_axes = [[0], [1]]}) {
+  %e = tensor.empty() : tensor<4x4xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x4xf32>) outs(%e : tensor<4x4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %v = math.exp %a : f32
+    linalg.yield %v : f32
+  } -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}

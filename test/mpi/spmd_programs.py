@@ -138,6 +138,17 @@ for name, f, args in corpus.CORPUS:
 assert kinds["spmd"] >= 40 and kinds["gathered"] >= 20, kinds
 checks.append("partition corpus")
 
+# A 2-D mesh (data x model) over 4 processes is not partitioned (the calls
+# keep the replicated program, design.md).
+if size == 4:
+    mesh2 = ember.make_mesh((2, 2), ("a", "b"), axis_types=(AxisType.Auto,) * 2)
+    x2 = ember.device_put(jnp.asarray(x), NamedSharding(mesh2, P("a", "b")))
+    before = dict(spmd.compiled)
+    got = ember.jit(lambda a: jnp.tanh(a).sum(1))(x2)
+    np.testing.assert_allclose(np.asarray(got), np.tanh(x).sum(1), rtol=1e-5)
+    assert dict(spmd.compiled) == before
+checks.append("2-D mesh (replicated program)")
+
 # Calls that are not partitioned keep the replicated program: a mesh whose
 # device order is not the processes' order.
 rev = ember.sharding.Mesh(np.array(ember.devices()[::-1]), ("i",), (AxisType.Auto,))

@@ -188,8 +188,10 @@ def plan_for(avals):
                 return None
         splits.append(split)
     # (One mesh axis: ember-shard-to-mpi then runs every collective on
-    # MPI_COMM_WORLD; over an axis of a larger mesh, convert-shard-to-mpi
-    # splits a communicator on every call and never frees it.)
+    # MPI_COMM_WORLD. Over an axis of a larger mesh, convert-shard-to-mpi
+    # splits a communicator on every call and never frees it, and
+    # ember-partition computes whole arrays anyway: upstream reshards on
+    # one-dimensional grids only.)
     if mesh is None or not any(any(s) for s in splits) or mesh.size != size or \
             mesh.devices.ndim != 1:
         return None
