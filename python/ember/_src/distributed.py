@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from . import compiler, core, parallel, tree_util
+from . import compiler, core, parallel, spmd, tree_util
 from . import devices as devices_lib
 from .ad import custom_vjp
 from .callback import in_place_callback
@@ -84,6 +84,7 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
         "OMPI_COMM_WORLD_LOCAL_SIZE", _state.size)))
     compiler.set_threads(max(1, (os.cpu_count() or 1) // max(1, on_host)))
     devices_lib.set_processes(_state.rank, _state.size)
+    spmd.set_processes(_state.rank, _state.size)
     parallel.cross_process = _CrossProcess()
 
 
@@ -98,6 +99,7 @@ def shutdown():
     _state.comm = None
     parallel.cross_process = None
     devices_lib.set_processes(0, 1)
+    spmd.set_processes(0, 1)
 
 
 def _mpi_op(kind):

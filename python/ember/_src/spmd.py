@@ -27,6 +27,14 @@ from .mesh import NamedSharding, PartitionSpec
 _GRID = "grid"
 # How the partitioned programs of this process were compiled (Plan.record).
 compiled = collections.Counter()
+# This process's rank and the number of processes of the MPI job
+# (distributed.initialize sets them: the layer above registers itself).
+_processes = (0, 1)
+
+
+def set_processes(rank, size):
+    global _processes
+    _processes = (rank, size)
 _mpi_loaded = [False]
 
 
@@ -158,12 +166,8 @@ def plan_for(avals):
     a mesh of all the processes; a mesh whose devices are not one per
     process in rank order; shardings on several meshes; unreduced or
     reduced specs; `config.ember_mpi_partition` off)."""
-    from . import distributed
-
-    if not distributed.is_initialized() or not _config.config.ember_mpi_partition:
-        return None
-    rank, size = distributed._state.rank, distributed._state.size
-    if size < 2:
+    rank, size = _processes
+    if size < 2 or not _config.config.ember_mpi_partition:
         return None
     mesh, splits = None, []
     for a in avals:
