@@ -149,6 +149,23 @@ if size == 4:
     assert dict(spmd.compiled) == before
 checks.append("2-D mesh (replicated program)")
 
+# A function closing over a Ref keeps the replicated program (and updates
+# the Ref).
+counter = ember.new_ref(jnp.zeros((), jnp.float32))
+
+
+def counted(a):
+    counter[...] += 1.0
+    return a.sum(0)
+
+
+before = dict(spmd.compiled)
+for _ in range(2):
+    got = ember.jit(counted)(xs)
+np.testing.assert_allclose(np.asarray(got), x.sum(0), rtol=1e-5)
+assert float(counter[...]) == 2.0 and dict(spmd.compiled) == before
+checks.append("closed-over Ref (replicated program)")
+
 # Calls that are not partitioned keep the replicated program: a mesh whose
 # device order is not the processes' order.
 rev = ember.sharding.Mesh(np.array(ember.devices()[::-1]), ("i",), (AxisType.Auto,))

@@ -51,7 +51,7 @@ def test_jit_partitioned_over_processes(procs):
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-4000:]
     for rank in range(procs):
-        assert f"rank {rank}/{procs}: 13 checks passed" in out, out[-4000:]
+        assert f"rank {rank}/{procs}: 14 checks passed" in out, out[-4000:]
 
 
 def test_initialize_outside_mpirun():

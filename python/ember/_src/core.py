@@ -1542,13 +1542,13 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
     `!ember.ref` arguments updated in place (`refs_in_place`), and the
     Executable's `ref_weak_types` is set. `partition` (an `spmd.Plan`):
     the program of this process of an MPI job, which takes its blocks of
-    the arguments."""
+    the arguments (unless `fun` uses Refs from outside, which `lifted`
+    then shows: the program takes the whole arrays)."""
     refs = []
     module, out_avals = trace_function(fun, in_avals, concrete, refs)
+    if refs:
+        partition = None  # (Refs from outside: the replicated program.)
     if partition is not None:
-        if refs:
-            raise NotImplementedError("a jitted function partitioned over MPI processes "
-                                      "cannot use Refs from outside")
         partition.annotate(module)
         in_avals = partition.local_avals(in_avals)
     if refs:
