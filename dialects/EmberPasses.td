@@ -767,9 +767,12 @@ def EmberPartitionPass : Pass<"ember-partition", "ModuleOp"> {
     the grid: split arguments are that process's blocks, results are whole
     (replicated) unless they carry `ember.split_axes` too.
 
-    The function is annotated with `shard.shard` ops, MLIR's
-    `sharding-propagation` (forward then backward) and `shard-partition`
-    run on it, and the resharding collectives they leave are rewritten into
+    Shardings are propagated forward from the arguments through the ops'
+    `ShardingInterface` (what MLIR's `sharding-propagation` calls; the pass
+    itself asserts when the users of one value ask for different
+    shardings), every value and use is annotated with `shard.shard`, MLIR's
+    `shard-partition` runs, and the resharding collectives it leaves are
+    rewritten into
     ones `convert-shard-to-mpi` lowers: `all_slice` takes the process's block
     with `tensor.extract_slice` at its `process_multi_index`, `all_gather`
     inserts the block into zeros and sums the integer view of the buffer
@@ -822,9 +825,8 @@ def EmberShardToMpiPass : Pass<"ember-shard-to-mpi", "ModuleOp"> {
     Runs MLIR's `convert-shard-to-mpi` on a module `ember-partition`
     partitioned, with the module's DLTI entry `MPI:Implementation` set to
     MPICH unless the module names another (the ABI the `mpi` dialect's
-    lowering to LLVM follows). A module that gives this process's rank as
-    `MPI:comm_world-rank` gets constant block offsets (upstream reads the
-    entry). When the grid is one-dimensional and its size equals the
+    lowering to LLVM follows); upstream reads the module's
+    `MPI:comm_world-rank`, if any, as this process's rank. When the grid is one-dimensional and its size equals the
     module's `MPI:comm_world-size`, the communicators
     `convert-shard-to-mpi` splits off `MPI_COMM_WORLD` for each collective
     (one per call, never freed) are the world itself, so the collectives

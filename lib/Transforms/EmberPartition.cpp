@@ -127,22 +127,34 @@ Value blockIndex(OpBuilder &b, Location loc, shard::GridOp grid,
   return idx;
 }
 
+/// Where this process's block (of type `block`, split along `dim` over
+/// `axes`) lies in the whole array: offsets, sizes and strides.
+struct BlockWindow {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+BlockWindow blockWindow(OpBuilder &b, Location loc, shard::GridOp grid,
+                        int64_t dim, ArrayRef<shard::GridAxis> axes,
+                        RankedTensorType block) {
+  int64_t rank = block.getRank();
+  BlockWindow w{SmallVector<OpFoldResult>(rank, b.getIndexAttr(0)),
+                {},
+                SmallVector<OpFoldResult>(rank, b.getIndexAttr(1))};
+  w.offsets[dim] = arith::MulIOp::create(b, loc, blockIndex(b, loc, grid, axes),
+                                         arith::ConstantIndexOp::create(
+                                             b, loc, block.getDimSize(dim)))
+                       .getResult();
+  for (int64_t s : block.getShape())
+    w.sizes.push_back(b.getIndexAttr(s));
+  return w;
+}
+
 /// The block of `v` (of type `full`) this process holds along `dim`.
 Value sliceBlock(OpBuilder &b, Location loc, shard::GridOp grid, Value v,
                  int64_t dim, ArrayRef<shard::GridAxis> axes,
                  RankedTensorType block) {
-  Value idx = blockIndex(b, loc, grid, axes);
-  Value offset = arith::MulIOp::create(
-      b, loc, idx,
-      arith::ConstantIndexOp::create(b, loc, block.getDimSize(dim)));
-  int64_t rank = block.getRank();
-  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
-      strides(rank, b.getIndexAttr(1));
-  offsets[dim] = offset;
-  for (int64_t s : block.getShape())
-    sizes.push_back(b.getIndexAttr(s));
-  return tensor::ExtractSliceOp::create(b, loc, block, v, offsets, sizes,
-                                        strides);
+  BlockWindow w = blockWindow(b, loc, grid, dim, axes, block);
+  return tensor::ExtractSliceOp::create(b, loc, block, v, w.offsets, w.sizes,
+                                        w.strides);
 }
 
 /// The integer type whose bits hold an element of `e` for the sum below
@@ -155,20 +167,21 @@ IntegerType carrierType(Type e) {
   return nullptr;
 }
 
-/// `v` converted element by element to `type` (a linalg loop: arith casts
+/// `type` computed element by element from `vs` (a linalg loop: arith casts
 /// of whole tensors do not bufferize).
-Value mapElements(OpBuilder &b, Location loc, Value v, RankedTensorType type,
-                  function_ref<Value(OpBuilder &, Location, Value)> fn) {
+Value mapElements(OpBuilder &b, Location loc, ValueRange vs,
+                  RankedTensorType type,
+                  function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
   int64_t rank = type.getRank();
-  AffineMap id = b.getMultiDimIdentityMap(rank);
+  SmallVector<AffineMap> maps(vs.size() + 1, b.getMultiDimIdentityMap(rank));
   Value init =
       tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   return linalg::GenericOp::create(
-             b, loc, type, v, init, ArrayRef<AffineMap>{id, id},
+             b, loc, type, vs, init, maps,
              SmallVector<utils::IteratorType>(rank,
                                               utils::IteratorType::parallel),
              [&](OpBuilder &nb, Location l, ValueRange args) {
-               linalg::YieldOp::create(nb, l, fn(nb, l, args[0]));
+               linalg::YieldOp::create(nb, l, fn(nb, l, args.drop_back()));
              })
       .getResult(0);
 }
@@ -187,31 +200,22 @@ FailureOr<Value> gatherBlocks(OpBuilder &b, Location loc, shard::GridOp grid,
     // The real and imaginary parts apart.
     Type part = c.getElementType();
     auto take = [&](bool imag) -> FailureOr<Value> {
-      Value p = mapElements(b, loc, v, block.clone(part),
-                            [&](OpBuilder &nb, Location l, Value x) -> Value {
-                              if (imag)
-                                return complex::ImOp::create(nb, l, x);
-                              return complex::ReOp::create(nb, l, x);
-                            });
+      Value p =
+          mapElements(b, loc, v, block.clone(part),
+                      [&](OpBuilder &nb, Location l, ValueRange x) -> Value {
+                        if (imag)
+                          return complex::ImOp::create(nb, l, x[0]);
+                        return complex::ReOp::create(nb, l, x[0]);
+                      });
       return gatherBlocks(b, loc, grid, p, dim, axes, full.clone(part), where);
     };
     FailureOr<Value> re = take(false), im = take(true);
     if (failed(re) || failed(im))
       return failure();
-    int64_t rank = full.getRank();
-    AffineMap id = b.getMultiDimIdentityMap(rank);
-    Value init = tensor::EmptyOp::create(b, loc, full.getShape(), e);
-    return linalg::GenericOp::create(
-               b, loc, full, ValueRange{*re, *im}, init,
-               ArrayRef<AffineMap>{id, id, id},
-               SmallVector<utils::IteratorType>(rank,
-                                                utils::IteratorType::parallel),
-               [&](OpBuilder &nb, Location l, ValueRange args) {
-                 linalg::YieldOp::create(nb, l,
-                                         ValueRange{complex::CreateOp::create(
-                                             nb, l, e, args[0], args[1])});
-               })
-        .getResult(0);
+    return mapElements(b, loc, ValueRange{*re, *im}, full,
+                       [&](OpBuilder &nb, Location l, ValueRange x) -> Value {
+                         return complex::CreateOp::create(nb, l, e, x[0], x[1]);
+                       });
   }
   IntegerType carrier = carrierType(e);
   if (!carrier)
@@ -221,36 +225,28 @@ FailureOr<Value> gatherBlocks(OpBuilder &b, Location loc, shard::GridOp grid,
   Value bits = v;
   auto blockBits = block.clone(carrier);
   if (isa<FloatType>(e) || e != carrier)
-    bits = mapElements(b, loc, v, blockBits,
-                       [&](OpBuilder &nb, Location l, Value x) -> Value {
-                         if (isa<FloatType>(e))
-                           return arith::BitcastOp::create(nb, l, carrier, x);
-                         return arith::ExtUIOp::create(nb, l, carrier, x);
-                       });
+    bits =
+        mapElements(b, loc, v, blockBits,
+                    [&](OpBuilder &nb, Location l, ValueRange x) -> Value {
+                      if (isa<FloatType>(e))
+                        return arith::BitcastOp::create(nb, l, carrier, x[0]);
+                      return arith::ExtUIOp::create(nb, l, carrier, x[0]);
+                    });
   auto fullBits = full.clone(carrier);
   Value zeros = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(fullBits, b.getIntegerAttr(carrier, 0)));
-  Value idx = blockIndex(b, loc, grid, axes);
-  Value offset = arith::MulIOp::create(
-      b, loc, idx,
-      arith::ConstantIndexOp::create(b, loc, block.getDimSize(dim)));
-  int64_t rank = block.getRank();
-  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
-      strides(rank, b.getIndexAttr(1));
-  offsets[dim] = offset;
-  for (int64_t s : block.getShape())
-    sizes.push_back(b.getIndexAttr(s));
-  Value placed = tensor::InsertSliceOp::create(b, loc, bits, zeros, offsets,
-                                               sizes, strides);
+  BlockWindow w = blockWindow(b, loc, grid, dim, axes, block);
+  Value placed = tensor::InsertSliceOp::create(b, loc, bits, zeros, w.offsets,
+                                               w.sizes, w.strides);
   Value sum = shard::AllReduceOp::create(b, loc, placed, grid.getSymName(),
                                          axes, shard::ReductionKind::Sum);
   if (!isa<FloatType>(e) && e == carrier)
     return sum;
   return mapElements(b, loc, sum, full,
-                     [&](OpBuilder &nb, Location l, Value x) -> Value {
+                     [&](OpBuilder &nb, Location l, ValueRange x) -> Value {
                        if (isa<FloatType>(e))
-                         return arith::BitcastOp::create(nb, l, e, x);
-                       return arith::TruncIOp::create(nb, l, e, x);
+                         return arith::BitcastOp::create(nb, l, e, x[0]);
+                       return arith::TruncIOp::create(nb, l, e, x[0]);
                      });
 }
 

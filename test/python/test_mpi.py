@@ -23,18 +23,24 @@ def _mpi_ready():
     return None
 
 
-@pytest.mark.parametrize("procs,local", [(2, 1), (4, 1), (2, 2)])
-def test_mpi_programs(procs, local):
+def _run_under_mpirun(program, procs, local, checks):
+    """Runs `program` in `procs` processes of `local` devices each; every
+    rank must report its `checks` passed."""
     why = _mpi_ready()
     if why:
         pytest.skip(why)
     env = dict(os.environ, EMBER_NUM_CPU_DEVICES=str(local))
-    r = subprocess.run(["mpirun", "-n", str(procs), sys.executable, PROGRAMS], env=env,
+    r = subprocess.run(["mpirun", "-n", str(procs), sys.executable, program], env=env,
                        capture_output=True, text=True, timeout=600)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-4000:]
     for rank in range(procs):
-        assert f"rank {rank}/{procs}: 35 checks passed" in out, out[-4000:]
+        assert f"rank {rank}/{procs}: {checks} checks passed" in out, out[-4000:]
+
+
+@pytest.mark.parametrize("procs,local", [(2, 1), (4, 1), (2, 2)])
+def test_mpi_programs(procs, local):
+    _run_under_mpirun(PROGRAMS, procs, local, 35)
 
 
 @pytest.mark.parametrize("procs", [2, 4])
@@ -42,16 +48,7 @@ def test_jit_partitioned_over_processes(procs):
     """Plain `jit` on arrays split over the processes' mesh: MLIR's
     partitioning (ember-partition) and collectives through the mpi dialect;
     results against NumPy and the replicated program."""
-    why = _mpi_ready()
-    if why:
-        pytest.skip(why)
-    env = dict(os.environ, EMBER_NUM_CPU_DEVICES="1")
-    r = subprocess.run(["mpirun", "-n", str(procs), sys.executable, SPMD], env=env,
-                       capture_output=True, text=True, timeout=600)
-    out = r.stdout + r.stderr
-    assert r.returncode == 0, out[-4000:]
-    for rank in range(procs):
-        assert f"rank {rank}/{procs}: 14 checks passed" in out, out[-4000:]
+    _run_under_mpirun(SPMD, procs, 1, 14)
 
 
 def test_initialize_outside_mpirun():

@@ -6,13 +6,13 @@ processes (one device each, mesh position i on process i), the program is
 compiled for one process: the traced module gets the mesh as a
 `shard.grid`, each argument's PartitionSpec as `ember.split_axes`, and the
 process's rank and the number of processes in its DLTI map. The CPU
-pipeline's `ember-partition` then runs MLIR's sharding-propagation and
+pipeline's `ember-partition` then propagates the shardings and runs MLIR's
 shard-partition (or, for programs upstream does not cover, gathers the
 split arguments at the entry), and `ember-shard-to-mpi` lowers the
 collectives through MLIR's `mpi` dialect to MPICH's C API. Each process
 passes its own blocks of the (global) arguments and gets the whole results,
-as the replicated computation it replaces did. docs/design.md,
-"Partitioning over MPI processes".
+as the replicated computation it replaces did. docs/design.md, "`jit`
+partitioned over the processes"; one-axis meshes only (plan_for).
 """
 
 import collections
@@ -35,6 +35,8 @@ _processes = (0, 1)
 def set_processes(rank, size):
     global _processes
     _processes = (rank, size)
+
+
 _mpi_loaded = [False]
 
 
