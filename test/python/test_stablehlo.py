@@ -584,6 +584,93 @@ def test_export_for_several_platforms_takes_the_platform_index():
                       platforms=("cpu", "tpu"))(spec)
 
 
+def _sym_per_platform(v):
+    return ember.lax.platform_dependent(v, cpu=lambda v: jnp.sin(v) + v.shape[0],
+                                        tpu=lambda v: v * 3, default=lambda v: v)
+
+
+def test_symbolic_export_for_several_platforms_takes_the_platform_index():
+    # With symbolic dimensions too (JAX's convention: the platform index
+    # first, then the arguments; the variables are read from their sizes).
+    # One program serves every size, each call passing the CPU's index.
+    x = np.ones((2, 4), np.float32)
+    specs = export.symbolic_args_specs((x,), "b, 4")
+    exp = export.export(ember.jit(_sym_per_platform), platforms=("tpu", "cpu"))(*specs)
+    assert [str(a) for a in exp.in_avals] == ["float32[b,4]"]
+    text = exp.mlir_module()
+    assert re.search(r'@main\(%arg0: tensor<i32> \{jax.global_constant = "_platform_index"\}, '
+                     r'%arg1: tensor<\?x4xf32>', text), text
+    assert '"stablehlo.case"' in text and "jax.uses_shape_polymorphism = true" in text
+    for b in (1, 3, 7):
+        v = np.linspace(-1, 1, 4 * b, dtype=np.float32).reshape(b, 4)
+        want = np.sin(v) + b
+        np.testing.assert_allclose(np.asarray(exp.call(v)), want, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(ember.jit(exp.call)(v)), want, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(ember.grad(lambda a: exp.call(a).sum())(v)),
+                                   np.cos(v), rtol=1e-6)
+    assert exp._dynamic, exp._dynamic_reason  # (compiled once for every size)
+    back = export.deserialize(exp.serialize())
+    assert back.mlir_module() == text
+    np.testing.assert_allclose(np.asarray(back.call(v)), want, rtol=1e-6)
+    (ct,) = exp.vjp().call(v, np.ones_like(v))
+    np.testing.assert_allclose(np.asarray(ct), np.cos(v), rtol=1e-6)
+    tpu = export.export(ember.jit(_sym_per_platform), platforms=("tpu",))(*specs)
+    assert "_platform_index" not in tpu.mlir_module()
+    assert '"stablehlo.multiply"' in tpu.mlir_module() and "sine" not in tpu.mlir_module()
+    # jit(f).trace(symbolic specs).lower(lowering_platforms=(p,)): p's branch.
+    traced = ember.jit(_sym_per_platform).trace(*specs)
+    assert "sine" in traced.lower().as_text()
+    lowered = traced.lower(lowering_platforms=("tpu",))
+    assert '"stablehlo.multiply"' in lowered.as_text() and "sine" not in lowered.as_text()
+    with pytest.raises(NotImplementedError, match="lowered for tpu: Ember runs those on the "
+                                                  "CPU only"):
+        lowered.compile()
+
+
+@needs_xla
+def test_xla_runs_symbolic_export_for_several_platforms(tmp_path):
+    x = np.ones((2, 4), np.float32)
+    specs = export.symbolic_args_specs((x,), "b, 4")
+    exp = export.export(ember.jit(_sym_per_platform), platforms=("tpu", "cpu"))(*specs)
+    for index, b in ((0, 3), (1, 3), (1, 5)):
+        v = np.linspace(-1, 1, 4 * b, dtype=np.float32).reshape(b, 4)
+        (tmp_path / "smp.mlir").write_text(exp.mlir_module())
+        np.savez(tmp_path / "smp.in.npz", np.int32(index), v)
+        subprocess.run([JAX_PYTHON, RUNNER, str(tmp_path)], check=True, timeout=600)
+        assert not (tmp_path / "smp.err").exists(), (tmp_path / "smp.err").read_text()
+        with np.load(tmp_path / "smp.out.npz") as z:
+            np.testing.assert_allclose(z["arr_0"], v * 3 if index == 0 else np.sin(v) + b,
+                                       rtol=1e-6)
+
+
+def test_lowering_for_a_platform_takes_its_branch():
+    # `jit(f).trace(x).lower(lowering_platforms=(p,))` gives p's branch of
+    # `platform_dependent` (JAX resolves it at lowering; Ember traces once
+    # more for p, only when the program has branches that differ), and the
+    # traced program is the CPU's.
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    traces = []
+
+    def f(v):
+        traces.append(v)
+        return _per_platform(v)
+
+    traced = ember.jit(f).trace(x)
+    assert len(traces) == 1 and "ember.sin" in traced.lower().as_text()
+    tpu = traced.lower(lowering_platforms=("tpu",))
+    assert len(traces) == 2
+    assert '"stablehlo.multiply"' in tpu.as_text("stablehlo")
+    assert "sine" not in tpu.as_text("stablehlo")
+    gpu = traced.lower(lowering_platforms=("gpu",)).as_text()  # the default branch
+    assert "ember.sin" not in gpu and "ember.mul" not in gpu, gpu
+    np.testing.assert_allclose(np.asarray(traced.lower().compile()(x)), np.sin(x) + 1,
+                               rtol=1e-6)
+    # A program the same on every platform is traced once.
+    plain = []
+    ember.jit(lambda v: plain.append(v) or v * 2).trace(x).lower(lowering_platforms=("tpu",))
+    assert len(plain) == 1
+
+
 @needs_xla
 def test_xla_runs_embers_export_for_several_platforms(tmp_path):
     # XLA compiles Ember's multi-platform module and, given the CPU's

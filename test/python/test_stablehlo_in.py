@@ -84,8 +84,8 @@ def test_jax_symbolic_export_runs_for_other_sizes(name):
     """JAX's shape-polymorphic exports keep their dimension variables (read
     from its wrapped function and shape assertions); the second recorded
     size runs from the same import."""
-    text, _, _ = _load(name)
-    exp = export.from_stablehlo(text)
+    text, _, _, platforms = _load(name, platforms=True)
+    exp = export.from_stablehlo(text, platforms=platforms)
     assert any(not isinstance(d, int) for a in exp.in_avals for d in a.shape)
     with np.load(os.path.join(DATA, name + ".npz")) as z:
         ins = [z[f"bin_{k}"] for k in range(sum(f.startswith("bin_") for f in z.files))]

@@ -12,7 +12,8 @@ so their inputs are constants) and the programs with arguments below; the
 `mp_` programs are exported for several platforms (`platforms` in their
 NAME.npz; their modules take JAX's platform index first); the
 `sym_` programs are exported with symbolic dimensions (`jax.export`'s shape
-polymorphism) and run for two sizes (`in_K`/`out_K` and `bin_K`/`bout_K`).
+polymorphism) and run for two sizes (`in_K`/`out_K` and `bin_K`/`bout_K`),
+one of them for several platforms too.
 """
 
 import gzip
@@ -116,6 +117,12 @@ def symbolic_programs(jax, jnp):
                                       jnp.max(x, axis=0), jnp.argmax(x, axis=1),
                                       lax.cumsum(x, axis=0)),
                            ("b, 5",), [(f32(1, 5),), (f32(9, 5),)]),
+        # (for several platforms: the platform index first, then the
+        # dimension variables)
+        "sym_mp_platform_dependent": (
+            lambda x: lax.platform_dependent(x, cpu=lambda v: jnp.sin(v) + x.shape[0],
+                                             tpu=lambda v: v * 3, default=lambda v: v),
+            ("b, 4",), [(f32(1, 4),), (f32(6, 4),)], ("tpu", "cuda", "cpu")),
     }
 
 
@@ -197,7 +204,7 @@ def main(conformance, out):
         np.savez_compressed(os.path.join(out, name + ".npz"), platforms=np.array(platforms),
                             **arrays)
         done += 1
-    for name, (f, shapes, runs) in symbolic_programs(jax, jnp).items():
+    for name, (f, shapes, runs, *platforms) in symbolic_programs(jax, jnp).items():
         scope = jax.export.SymbolicScope()
         specs = []
         for spec, arg in zip(shapes, runs[0]):
@@ -206,9 +213,10 @@ def main(conformance, out):
             else:
                 shape = jax.export.symbolic_shape(spec, scope=scope)
                 specs.append(jax.ShapeDtypeStruct(shape, arg.dtype))
-        exp = jax.export.export(jax.jit(f))(*specs)
+        exp = jax.export.export(jax.jit(f), platforms=platforms[0] if platforms else None)(
+            *specs)
         _write_gz(os.path.join(out, name + ".mlir.gz"), generic(exp))
-        arrays = {}
+        arrays = {"platforms": np.array(platforms[0])} if platforms else {}
         for prefix, args in zip(("", "b"), runs):
             outs = jax.tree.leaves(exp.call(*args))
             arrays.update({f"{prefix}in_{k}": np.asarray(a)

@@ -13,7 +13,7 @@ import numpy as np
 from ember._mlir import ir
 from ember._mlir._mlir_libs import _ember_runtime
 
-from . import compiler, core, cost, dtypes, hitypes, spmd, state, tree_util
+from . import compiler, core, cost, dtypes, hitypes, spmd, state, targets, tree_util
 from . import devices as devices_lib
 from .api_util import argument_paths, flatten_args, flatten_fun
 from .config import config as _config
@@ -370,6 +370,10 @@ class Traced(_StageArgs):
         self._source = source
         self._factory = exe_factory
         self.out_info = out_info
+        # The platform traced for, and, where the program has branches of
+        # `platform_dependent`, a trace for another platform.
+        self._platform = "cpu"
+        self._retrace = None
 
     @property
     def jaxpr(self):
@@ -386,6 +390,10 @@ class Traced(_StageArgs):
             raise NotImplementedError(
                 "lowering for several platforms at once is not supported; "
                 f"got {platforms}")
+        name = get_target(platforms[0]).name
+        if name != self._platform and self._retrace is not None:
+            # (`platform_dependent` chose the traced platform's branches)
+            return self._retrace(name).lower(lowering_platforms=platforms)
         low = Lowered(self._jitted, self._text, self._factory, platforms[0], self._source)
         low._in_tree, low.out_info = self._in_tree, self.out_info
         low._in_avals, low._out_avals = self._in_avals, self._out_avals
@@ -461,14 +469,19 @@ class _SymbolicTraced:
             exported.out_tree, [core.ShapeDtypeStruct(a.shape, a.dtype)
                                 for a in exported.out_avals])
         self.in_avals = exported.in_avals
+        self._retrace = None
 
     def lower(self, *, lowering_platforms=None):
+        """Lowered for one platform (its branches of `platform_dependent`,
+        its kernels); only the CPU's compiles here."""
         platforms = tuple(lowering_platforms or ("cpu",))
-        if platforms != ("cpu",):
+        if len(platforms) != 1:
             raise NotImplementedError(
-                f"jit(f).lower with symbolic dimensions for {platforms}: only the CPU's "
-                "StableHLO is built")
-        return _SymbolicLowered(self._exported, self.out_info)
+                "lowering for several platforms at once is not supported (an export for "
+                f"them is: `export.export(jitted, platforms=...)`); got {platforms}")
+        name = get_target(platforms[0]).name
+        exported = self._exported if name == "cpu" else self._retrace(name)
+        return _SymbolicLowered(exported, self.out_info)
 
 
 class _SymbolicLowered:
@@ -505,6 +518,10 @@ class _SymbolicLowered:
         every size of the variables (design.md, "One compile for every
         size"), compiled here; where it cannot be built, each call's set of
         sizes compiles on first use (the reason: `dynamic_reason`)."""
+        if self._exported.platforms != ("cpu",):
+            raise NotImplementedError(
+                f"compile() of a program with symbolic dimensions lowered for "
+                f"{self._exported.platforms[0]}: Ember runs those on the CPU only")
         self._exported._dynamic_executable()
         return _SymbolicCompiled(self._exported, self.out_info)
 
@@ -704,10 +721,11 @@ class JitWrapped:
         lifted = []
         # (The computation follows its data.)
         target = _cuda_target() if _gpu_of(avals) is not None else None
-        exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs), avals,
-                                    lifted=lifted, target=target,
-                                    ref_args=ref_pos if _refs_in_place else None,
-                                    partition=plan)
+        with targets.lowering_platforms((target.name if target else "cpu",)):
+            exe = core.compile_function(_with_ref_args(flat_fun, ref_pos, refs), avals,
+                                        lifted=lifted, target=target,
+                                        ref_args=ref_pos if _refs_in_place else None,
+                                        partition=plan)
         return exe, out_tree(), lifted
 
     def __call__(self, *args, **kwargs):
@@ -881,12 +899,22 @@ class JitWrapped:
         if any(isinstance(x, core.ShapeDtypeStruct) and core.is_symbolic_shape(x.shape)
                for x in tree_util.tree_leaves((args, kwargs))):
             # (Symbolic shapes come from ember.export, which set the hook.)
-            return _SymbolicTraced(symbolic_trace_hook(self, args, kwargs))
+            traced = _SymbolicTraced(symbolic_trace_hook(self, args, kwargs))
+            traced._retrace = lambda p: symbolic_trace_hook(self, args, kwargs, platforms=(p,))
+            return traced
+        return self._trace(args, kwargs)
+
+    def _trace(self, args, kwargs, platform="cpu"):
+        """`trace` for `platform`, whose branches of `platform_dependent`
+        the program takes (`Traced.lower` traces again for another platform
+        when the program has such branches)."""
         static, treedef, vals, ref_pos, refs = self._prepare(args, kwargs, abstract_ok=True)
         avals = [v.aval for v in vals]
         flat, out_tree = flatten_fun(self.fun, treedef, static)
-        module, out_avals = core.trace_function(_with_ref_args(flat, ref_pos, refs), avals,
-                                                lifted=[])
+        calls = targets.lowering.calls
+        with targets.lowering_platforms((platform,)):
+            module, out_avals = core.trace_function(_with_ref_args(flat, ref_pos, refs), avals,
+                                                    lifted=[])
         leaves = [core.ShapeDtypeStruct(a.shape, a.dtype) for a in out_avals]
         out_info = tree_util.tree_unflatten(out_tree(), leaves[:out_tree().num_leaves])
         traced = Traced(self, str(module),
@@ -894,6 +922,9 @@ class JitWrapped:
                         out_info, module.operation.get_asm(enable_debug_info=True))
         traced._in_tree, traced._in_avals, traced._out_avals = treedef, avals, out_avals
         traced._donated = self._donated_leaves(args, kwargs)
+        traced._platform = platform
+        if targets.lowering.calls != calls:
+            traced._retrace = lambda p: self._trace(args, kwargs, p)
         return traced
 
     def _donated_leaves(self, args, kwargs):

@@ -398,12 +398,12 @@ class Exported:
         platform the function was not exported for. Inside another export's
         trace, the platforms are that export's, and for several of them the
         index follows its platform index."""
-        from .lax_extras import _lowering_platforms
         from .numpy import lax_numpy as jnp
+        from .targets import lowering
 
         disabled = any(getattr(c, "is_platform", lambda: False)()
                        for c in self.disabled_safety_checks)
-        outer = _lowering_platforms.state
+        outer = lowering.state
         if outer is not None:
             names, index = outer
             missing = [p for p in names if p not in self.platforms]
@@ -429,11 +429,11 @@ class Exported:
         index = self._check_platform()
         vals = self._check(args, kwargs)
         mesh = self._call_mesh(vals) if self.nr_devices > 1 else None
-        if self._scope is not None:
-            return tree_util.tree_unflatten(self.out_tree, self._call_symbolic(vals))
         # (the platform index first, for an export for several platforms)
         first = [core.as_value(index if isinstance(index, core.Value) else
                                np.asarray(index, np.int32))] if self._platform_arg else []
+        if self._scope is not None:
+            return tree_util.tree_unflatten(self.out_tree, self._call_symbolic(first, vals))
         if core._trace_stack or any(isinstance(v, core.Tracer) for v in vals):
             outs = _inline(self._text, first + vals)
         else:
@@ -448,36 +448,38 @@ class Exported:
                                 mesh)
         return tree_util.tree_unflatten(self.out_tree, outs)
 
-    def _call_symbolic(self, vals):
+    def _call_symbolic(self, first, vals):
         """Solves the dimension variables from the arguments' shapes (JAX's
         errors on a mismatch), then runs the program refined for them:
-        compiled once per set of values, or inlined into a trace."""
+        compiled once per set of values, or inlined into a trace. (`first`:
+        the platform index, for an export for several platforms.)"""
         shapes = tuple(tuple(v.shape) for v in vals)
-        traced = core._trace_stack or any(isinstance(v, core.Tracer) for v in vals)
+        traced = core._trace_stack or any(isinstance(v, core.Tracer) for v in first + vals)
         dynamic = None if traced else self._dynamic_executable()
         if dynamic is not None:
             outs = self._dynamic_outs.get(shapes)
             if outs is None:
                 env = _solve_dims(self.in_avals, list(shapes), self._scope)
                 outs = self._dynamic_outs[shapes] = [_eval_aval(a, env) for a in self.out_avals]
-            raw = dynamic([v._value for v in vals], outs)
+            raw = dynamic([v._value for v in first + vals], outs)
             return [core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)]
         exe = None if traced else self._exes.get(shapes)
         if exe is not None:  # these sizes were solved and compiled before
-            raw = exe([v._value for v in vals])
+            raw = exe([v._value for v in first + vals])
             return [core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)]
         env = _solve_dims(self.in_avals, list(shapes), self._scope)
         if traced:
             with core.context():
                 module = _refine(self._text, env, self._scope)
-            return _inline_module(module, vals, [_eval_aval(a, env) for a in self.out_avals])
+            return _inline_module(module, first + vals,
+                                  [_eval_aval(a, env) for a in self.out_avals])
         with core.context():
             module = _refine(self._text, env, self._scope)
             text = str(module)
-        ins = [_eval_aval(a, env) for a in self.in_avals]
+        ins = [v.aval for v in first] + [_eval_aval(a, env) for a in self.in_avals]
         outs = [_eval_aval(a, env) for a in self.out_avals]
         exe = self._exes[shapes] = compiler.Executable(module, ins, outs, text=text)
-        raw = exe([v._value for v in vals])
+        raw = exe([v._value for v in first + vals])
         return [core.Array(o, a.weak_type) for o, a in zip(raw, self.out_avals)]
 
     def _dynamic_executable(self):
@@ -492,9 +494,10 @@ class Exported:
                 self._dynamic_reason = "EMBER_DYNAMIC_SHAPES=0"
                 return None
             try:
+                index = [core.ShapedArray((), np.dtype(np.int32))] if self._platform_arg else []
                 self._dynamic = dynamic_shapes.DynamicExecutable(
                     self._text, lambda env: _refine(self._text, env, self._scope), self._scope,
-                    self.in_avals, self.out_avals, compiler.get_target())
+                    index + list(self.in_avals), self.out_avals, compiler.get_target())
             except NotImplementedError as e:
                 self._dynamic_reason = str(e)
         return self._dynamic or None
@@ -1068,10 +1071,10 @@ def _trace_export(flat, avals, in_tree, out_tree, name, platforms, disabled_chec
         _check_solvable(avals)
     # For several platforms the program takes the platform index first
     # (JAX's calling convention), which `lax.platform_dependent` branches on.
-    # (With one platform, or symbolic shapes, the branch is chosen now.)
-    from .lax_extras import lowering_platforms
+    # (With one platform the branch is chosen now.)
+    from .targets import lowering_platforms
 
-    platform_arg = scope is None and len(platforms) > 1
+    platform_arg = len(platforms) > 1
     user_fun = flat
 
     def flat(*args):
@@ -1302,7 +1305,8 @@ def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
     return tree_util.tree_unflatten(tree, out)
 
 
-api.symbolic_trace_hook = lambda jitted, args, kwargs: export(jitted)(*args, **kwargs)
+api.symbolic_trace_hook = lambda jitted, args, kwargs, platforms=None: export(
+    jitted, platforms=platforms)(*args, **kwargs)
 
 
 class _PolymorphicJit:

@@ -11,20 +11,19 @@ a fixed depth; `fft` is a radix-2 / Bluestein DFT on dot_general.
 """
 
 import builtins
-import contextlib
 import enum
 import itertools
 import math
-import threading
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import ad, control_flow, core, dtypes, lax, parallel, scipy_special, tree_util
+from . import ad, control_flow, core, dtypes, lax, parallel, scipy_special, targets, tree_util
 from .api_util import Traced
 from .convolution import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
 from .core import as_value
+from .errors import EmberInternalError
 from .lax import DotAlgorithm, DotAlgorithmPreset
 from .numpy import fft as numpy_fft
 from .numpy import lax_numpy as jnp
@@ -934,34 +933,16 @@ def shape_as_value(shape):
     return jnp.asarray(np.array([int(d) for d in shape], dtype=np.int32))
 
 
-class _LoweringPlatforms(threading.local):
-    def __init__(self):
-        self.state = None  # (platforms, 0-d int32 platform index) while exporting
-
-
-_lowering_platforms = _LoweringPlatforms()
-
-
-@contextlib.contextmanager
-def lowering_platforms(platforms, index):
-    """While an export for several platforms traces: `platform_dependent`
-    chooses its branch by `index`, the program's platform index argument
-    (which of `platforms` it runs on; JAX's `_platform_index`)."""
-    saved = _lowering_platforms.state
-    _lowering_platforms.state = (tuple(platforms), index)
-    try:
-        yield
-    finally:
-        _lowering_platforms.state = saved
-
-
 def platform_dependent(*args, default=None, **per_platform):
     """The branch of the platform the program runs on, applied to `args`
     (`default` for a platform without one): the "cpu" branch (Ember runs on
     the CPU), or, in an export for several platforms, a `switch` on the
     platform index over the distinct branches, as JAX lowers it."""
-    state = _lowering_platforms.state
+    state = targets.lowering.state
     platforms, index = state if state is not None else (("cpu",), None)
+    branches = [default, *per_platform.values()]
+    if any(fn is not branches[0] for fn in branches):
+        targets.lowering.calls += 1  # (the program depends on its platform)
     fns = []
     for p in platforms:
         fn = per_platform.get(p, default)
@@ -975,11 +956,10 @@ def platform_dependent(*args, default=None, **per_platform):
             distinct.append(fn)
     if len(distinct) == 1:
         return distinct[0](*args)
-    if index is None:
-        raise NotImplementedError(
-            f"platform_dependent: branches that differ between the platforms {platforms} "
-            f"of a shape-polymorphic export (Ember writes its platform index only for "
-            f"static shapes) {_where()}")
+    if index is None:  # (every trace for several platforms passes its index)
+        raise EmberInternalError(
+            f"platform_dependent: traced for the platforms {platforms} without a platform "
+            f"index {_where()}")
     which = [next(k for k, d in enumerate(distinct) if d is fn) for fn in fns]
     branch = index if which == list(range(len(fns))) else \
         jnp.asarray(np.array(which, np.int32))[index]

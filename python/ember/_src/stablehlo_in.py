@@ -851,14 +851,16 @@ def _parse_specs(message):
     return out
 
 
-def _symbolic_entry(main, functions, in_types):
+def _symbolic_entry(main, functions, in_types, first):
     """For a JAX export with symbolic dimensions: the arguments' specs (with
     the dimension variables of JAX's wrapped function, `jax.global_constant`,
     and the shapes JAX's shape assertions name) and how to call the wrapped
-    function (its dimension arguments as `_Dims`, the indices of `main`'s
-    arguments it takes). `main`'s own code (computing the variables from the
-    argument sizes and asserting them) is not replayed: `Exported.call`
-    solves and checks the variables itself."""
+    function: per argument, a dimension variable (`_Dims`), the index of
+    one of the data arguments (`in_types`: `main`'s after the platform
+    index, if it takes one), or `first[0]`, the platform index. `main`'s own
+    code (computing the variables from the argument sizes and asserting
+    them) is not replayed: `Exported.call` solves and checks the variables
+    itself."""
     block = main.regions[0].blocks[0]
     call, messages = None, []
     for op in block.operations:
@@ -878,15 +880,18 @@ def _symbolic_entry(main, functions, in_types):
     callee = functions[ir.FlatSymbolRefAttr(call.attributes["callee"]).value]
     arg_attrs = ir.ArrayAttr(callee.attributes["arg_attrs"])
     scope = shape_poly.SymbolicScope()
-    dim_args, data_index = [], []
-    args = list(block.arguments)
+    call_args = []
+    args = list(block.arguments)[len(first):]
     for k, operand in enumerate(call.operands):
         attrs = ir.DictAttr(arg_attrs[k])
-        if "jax.global_constant" in attrs and ir.StringAttr(attrs["jax.global_constant"]).value:
-            var = ir.StringAttr(attrs["jax.global_constant"]).value
-            dim_args.append(_Dims(scope._var(var), _dtype(str(operand.type))))
+        var = ir.StringAttr(attrs["jax.global_constant"]).value \
+            if "jax.global_constant" in attrs else ""
+        if var == "_platform_index" and first and operand == block.arguments[0]:
+            call_args.append(first[0])
+        elif var:
+            call_args.append(_Dims(scope._var(var), _dtype(str(operand.type))))
         elif operand in args:
-            data_index.append(args.index(operand))
+            call_args.append(args.index(operand))
         else:
             raise NotImplementedError("from_stablehlo: the wrapped function takes a value "
                                       "computed in main (platform index or token)")
@@ -913,7 +918,7 @@ def _symbolic_entry(main, functions, in_types):
                                  f"match argument {i}'s type {t}")
             shape = dims
         specs.append(core.ShapeDtypeStruct(shape, _dtype(t)))
-    return specs, (callee, dim_args, data_index)
+    return specs, (callee, call_args)
 
 
 def _platform_index_arg(main):
@@ -949,24 +954,25 @@ def from_stablehlo(text, name, export_flat, platforms=None):
         if name is None:
             sym = module.operation.attributes
             name = str(ir.StringAttr(sym["sym_name"]).value) if "sym_name" in sym else "main"
+        first = []
+        if _platform_index_arg(main):
+            if platforms is None or "cpu" not in platforms:
+                raise ValueError(
+                    "from_stablehlo: the module takes JAX's platform index (an export "
+                    "for several platforms): pass platforms=, the export's platforms, "
+                    f"which must include 'cpu' (got {platforms!r})")
+            first = [np.int32(list(platforms).index("cpu"))]
+            in_types = in_types[1:]
         if any(None in _split(t)[0] for t in in_types):
-            specs, entry = _symbolic_entry(main, functions, in_types)
+            specs, (callee, call_args) = _symbolic_entry(main, functions, in_types, first)
 
             def fun(*args):
-                callee, dim_args, data_index = entry
                 vals = [core.as_value(a) for a in args]
-                outs = importer.call(callee, dim_args + [vals[i] for i in data_index])
+                outs = importer.call(callee, [
+                    vals[a] if isinstance(a, int) else
+                    a if isinstance(a, _Dims) else core.as_value(a) for a in call_args])
                 return tuple(importer._val(v) for v in outs)
         else:
-            first = []
-            if _platform_index_arg(main):
-                if platforms is None or "cpu" not in platforms:
-                    raise ValueError(
-                        "from_stablehlo: the module takes JAX's platform index (an export "
-                        "for several platforms): pass platforms=, the export's platforms, "
-                        f"which must include 'cpu' (got {platforms!r})")
-                first = [np.int32(list(platforms).index("cpu"))]
-                in_types = in_types[1:]
             specs = [core.ShapeDtypeStruct(_split(t)[0], _dtype(t)) for t in in_types]
 
             def fun(*args):

@@ -7,7 +7,9 @@ which stages Python runs and how the target's runtime loads the result.
 Adding a target adds one module here and one file there.
 """
 
+import contextlib
 import dataclasses
+import threading
 from collections.abc import Callable
 
 # The target-independent stages every target starts with: (stage name,
@@ -60,6 +62,34 @@ _targets = {}
 def register(target):
     _targets[target.name] = target
     return target
+
+
+class _Lowering(threading.local):
+    def __init__(self):
+        # (platforms, 0-d int32 platform index or None) while a program is
+        # traced for platforms other than the CPU alone.
+        self.state = None
+        # How many `platform_dependent` calls with branches that differ
+        # between platforms were traced (a trace that made none is the same
+        # program on every platform).
+        self.calls = 0
+
+
+lowering = _Lowering()
+
+
+@contextlib.contextmanager
+def lowering_platforms(platforms, index=None):
+    """While a program is traced for `platforms`: `platform_dependent`
+    takes the branch of the one platform, or, for several (an export),
+    switches by `index`, the program's platform index argument (which of
+    `platforms` it runs on; JAX's `_platform_index`)."""
+    saved = lowering.state
+    lowering.state = (tuple(_PLATFORM_ALIASES.get(p, p) for p in platforms), index)
+    try:
+        yield
+    finally:
+        lowering.state = saved
 
 
 # Platform names JAX uses for a target.
