@@ -26,7 +26,11 @@ def Ember_Bool : I<1>;
 def Ember_SInt : AnyTypeOf<[I8, I16, I32, I64]>;
 def Ember_UInt : AnyTypeOf<[UI8, UI16, UI32, UI64]>;
 def Ember_Int : AnyTypeOf<[Ember_SInt, Ember_UInt]>;
-def Ember_Float : AnyTypeOf<[F16, BF16, F32, F64]>;
+// 8- and 4-bit floats (ml_dtypes'; stored one per byte, computed in f32).
+def Ember_NarrowFloat : AnyTypeOf<[F8E4M3FN, F8E5M2, F8E4M3B11FNUZ, F8E4M3FNUZ,
+                                   F8E5M2FNUZ, F8E3M4, F8E4M3, F8E8M0FNU,
+                                   F4E2M1FN]>;
+def Ember_Float : AnyTypeOf<[F16, BF16, F32, F64, Ember_NarrowFloat]>;
 def Ember_Complex : AnyTypeOf<[Complex<F32>, Complex<F64>]>;
 def Ember_Element : AnyTypeOf<[Ember_Bool, Ember_Int, Ember_Float, Ember_Complex]>;
 

@@ -229,6 +229,47 @@ def EmberArithExpandPass : Pass<"ember-arith-expand"> {
   let dependentDialects = ["arith::ArithDialect"];
 }
 
+def EmberNarrowFloatsPass : Pass<"ember-narrow-floats", "ModuleOp"> {
+  let summary = "Compute on 8- and 4-bit floats in f32, and convert them with integer ops";
+  let description = [{
+    LLVM has no 8- or 4-bit float types (the LLVM type converter stores them
+    as integers of their width). This pass leaves no arith op on them but
+    bit casts and selects:
+
+    - every other arith op on them (add, compare, max, int/float
+      conversions, ...) computes in f32 and rounds back once (upstream
+      `arith-emulate-unsupported-floats`'s patterns; exact for a single
+      IEEE operation, as XLA:CPU computes them);
+    - a constant becomes an integer constant of its bits and a bit cast;
+    - an extension to f32 reads a table of the type's values
+      (`memref.global` with one f32 per bit pattern, computed by
+      `llvm::APFloat`);
+    - a truncation from f32 rounds to nearest, ties to even, with integer
+      and f32 ops: the f32 quantum of the result's binade (the type's
+      smallest one below its normal range), `math.roundeven` of the
+      quotient, then the type's own encoding; overflow gives infinity, NaN
+      (types without infinities) or the largest value (types without
+      NaN), as XLA converts. Other float types convert through f32.
+
+    Before:
+    ```mlir
+    %y = arith.addf %a, %b : f8E4M3FN
+    ```
+    After:
+    ```mlir
+    %ab = arith.bitcast %a : f8E4M3FN to i8
+    %ai = arith.index_cast ...           // the table's index
+    %af = memref.load %table[%ai] : memref<256xf32>
+    ...                                   // the same for %b
+    %s = arith.addf %af, %bf : f32
+    ...                                   // rounding to the type's bits
+    %y = arith.bitcast %bits : i8 to f8E4M3FN
+    ```
+  }];
+  let dependentDialects = ["arith::ArithDialect", "math::MathDialect",
+                           "memref::MemRefDialect"];
+}
+
 def EmberWidenBoolBuffersPass : Pass<"ember-widen-bool-buffers", "ModuleOp"> {
   let summary = "Give memrefs of i1 an i8 element type (stores extend, loads truncate)";
   let description = [{

@@ -24,10 +24,13 @@ bool isUnsignedOrBool(Type t) {
   auto i = dyn_cast<IntegerType>(t);
   return i && (i.isUnsigned() || i.getWidth() == 1);
 }
-bool isLowPrecision(Type t) { return t.isF16() || t.isBF16(); }
+bool isLowPrecision(Type t) {
+  auto f = dyn_cast<FloatType>(t);
+  return f && f.getWidth() <= 16; // (f16, bf16, 8- and 4-bit floats)
+}
 
 Value floatConst(OpBuilder &b, Location loc, Type t, double v) {
-  return arith::ConstantOp::create(b, loc, t, b.getFloatAttr(t, v));
+  return arith::ConstantOp::create(b, loc, t, floatAttrOf(t, v));
 }
 Value intConst(OpBuilder &b, Location loc, Type t, int64_t v) {
   return arith::ConstantOp::create(b, loc, t, b.getIntegerAttr(t, v));
@@ -1175,8 +1178,15 @@ SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b,
   auto finish = [&](Value r) -> SmallVector<Value> {
     if (!r)
       return {};
-    if (upcast && isLowPrecision(resTypes[0]) && r.getType() != resTypes[0])
+    if (upcast && isLowPrecision(resTypes[0]) && r.getType() != resTypes[0]) {
+      // 8- and 4-bit results are rounded to f16 first, as XLA's CPU code
+      // computes them in f16 (f8E8M0FNU, beyond f16's range, in f32).
+      auto ft = cast<FloatType>(resTypes[0]);
+      if (ft.getWidth() <= 8 && !isa<Float8E8M0FNUType>(ft) &&
+          r.getType().isF32())
+        r = arith::TruncFOp::create(b, loc, b.getF16Type(), r);
       r = arith::TruncFOp::create(b, loc, resTypes[0], r);
+    }
     return {r};
   };
 
@@ -1252,16 +1262,12 @@ TypedAttr mlir::ember::combinerIdentity(OpBuilder &b, ReduceKind kind, Type t,
                                         Type origElem) {
   bool u = isUnsignedOrBool(origElem);
   if (auto ft = dyn_cast<FloatType>(t)) {
-    const auto &sem = ft.getFloatSemantics();
     switch (kind) {
     case ReduceKind::Sum:
-      return b.getFloatAttr(t, 0.0);
     case ReduceKind::Prod:
-      return b.getFloatAttr(t, 1.0);
     case ReduceKind::Max:
-      return b.getFloatAttr(t, APFloat::getInf(sem, true));
     case ReduceKind::Min:
-      return b.getFloatAttr(t, APFloat::getInf(sem, false));
+      return b.getFloatAttr(t, reductionIdentity(ft.getFloatSemantics(), kind));
     default:
       return {};
     }
@@ -1305,21 +1311,34 @@ Value mlir::ember::totalOrderKey(OpBuilder &b, Location loc, Value x) {
   Type it = b.getIntegerType(w);
   // JAX's order: -0.0 equals 0.0 and every NaN equals +NaN (after +inf), so
   // both are canonicalized before the bits are read.
-  Value zero = arith::ConstantOp::create(b, loc, ft, b.getFloatAttr(ft, 0.0));
-  Value nan = arith::ConstantOp::create(
-      b, loc, ft, b.getFloatAttr(ft, APFloat::getQNaN(ft.getFloatSemantics())));
-  x = arith::SelectOp::create(
-      b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zero),
-      zero, x);
-  x = arith::SelectOp::create(
-      b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x),
-      nan, x);
+  const auto &sem = ft.getFloatSemantics();
+  Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+  if (APFloat::semanticsHasZero(sem)) {
+    Value zero = floatConst(b, loc, ft, 0.0);
+    x = arith::SelectOp::create(
+        b, loc,
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, zero), zero,
+        x);
+  }
   Value bits = arith::BitcastOp::create(b, loc, it, x);
-  // Negative floats: flip all but the sign bit so that the signed integer
-  // order is the IEEE total order.
-  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, bits,
-                                    intConst(b, loc, it, 0));
-  Value flipped = arith::XOrIOp::create(
-      b, loc, bits, intConstAP(b, loc, it, APInt::getSignedMaxValue(w)));
-  return arith::SelectOp::create(b, loc, neg, flipped, bits);
+  Value key;
+  if (APFloat::semanticsHasSignedRepr(sem)) {
+    // Negative floats: flip all but the sign bit so that the signed
+    // integer order is the IEEE total order.
+    Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, bits,
+                                      intConst(b, loc, it, 0));
+    Value flipped = arith::XOrIOp::create(
+        b, loc, bits, intConstAP(b, loc, it, APInt::getSignedMaxValue(w)));
+    key = arith::SelectOp::create(b, loc, neg, flipped, bits);
+  } else {
+    // (An unsigned type's bits are in order as unsigned integers.)
+    key = arith::XOrIOp::create(b, loc, bits,
+                                intConstAP(b, loc, it, APInt::getSignMask(w)));
+  }
+  if (!APFloat::semanticsHasNaN(sem))
+    return key;
+  // Every NaN after +inf (a NaN's own bits may sort anywhere: f8E4M3FNUZ's
+  // is the pattern of -0).
+  return arith::SelectOp::create(
+      b, loc, isNaN, intConstAP(b, loc, it, APInt::getSignedMaxValue(w)), key);
 }

@@ -313,10 +313,12 @@ struct DotGeneralLowering : public OpConversionPattern<DotGeneralOp> {
       iters[nb + nl + k] = utils::IteratorType::reduction;
     Type origOut = op.getType().getElementType();
     Type lOrig = lhs.getElementType(), rOrig = rhs.getElementType();
-    // f16 and bf16 products accumulate in f32 and round once at the end (as
-    // XLA does): summing in the narrow type loses digits with every term.
+    // f16, bf16 and 8-bit float products accumulate in f32 and round once
+    // at the end (as XLA does): summing in the narrow type loses digits with
+    // every term.
     Type accOrig = origOut;
-    if (!unitContraction && (origOut.isF16() || origOut.isBF16()))
+    auto outFloat = dyn_cast<FloatType>(origOut);
+    if (!unitContraction && outFloat && outFloat.getWidth() <= 16)
       accOrig = rewriter.getF32Type();
     // (Unsigned types are signless once converted.)
     Type accElem = accOrig != origOut ? accOrig : type.getElementType();

@@ -42,7 +42,7 @@ TypedAttr gatherFillValue(OpBuilder &b, Type orig, Type t) {
   if (auto c = dyn_cast<ComplexType>(t))
     return complex::NumberAttr::get(c, NAN, 0.0);
   if (isa<FloatType>(t))
-    return b.getFloatAttr(t, NAN);
+    return floatAttrOf(t, NAN);
   auto it = cast<IntegerType>(orig);
   unsigned w = it.getWidth();
   if (w == 1)

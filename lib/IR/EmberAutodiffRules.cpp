@@ -529,9 +529,65 @@ DenseElementsAttr mlir::ember::splatOf(RankedTensorType t, double v) {
     std::complex<APFloat> z(re, im);
     return DenseElementsAttr::get(t, ArrayRef<std::complex<APFloat>>(z));
   }
-  if (auto f = dyn_cast<FloatType>(e))
-    return DenseElementsAttr::get(t, FloatAttr::get(f, v));
+  if (isa<FloatType>(e))
+    return DenseElementsAttr::get(t, floatAttrOf(e, v));
   return DenseElementsAttr::get(t, IntegerAttr::get(e, (int64_t)v));
+}
+
+APFloat mlir::ember::floatIn(const llvm::fltSemantics &sem, double v) {
+  bool hasNaN = APFloat::semanticsHasNaN(sem);
+  bool isSigned = APFloat::semanticsHasSignedRepr(sem);
+  bool negative = std::signbit(v) && isSigned;
+  auto nan = [&] {
+    return hasNaN ? APFloat::getQNaN(sem, negative)
+                  : APFloat::getZero(sem, true);
+  };
+  if (std::isnan(v))
+    return nan();
+  if (!isSigned && std::signbit(v))
+    return nan();
+  if (v == 0)
+    return APFloat::semanticsHasZero(sem) ? APFloat::getZero(sem, negative)
+                                          : nan();
+  if (std::isinf(v))
+    return APFloat::semanticsHasInf(sem) ? APFloat::getInf(sem, negative)
+           : hasNaN                      ? nan()
+                                         : APFloat::getLargest(sem, negative);
+  APFloat x(v);
+  if (!APFloat::semanticsHasZero(sem)) {
+    APFloat smallest = APFloat::getSmallest(sem);
+    bool lost;
+    smallest.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
+                     &lost);
+    if (std::fabs(v) < smallest.convertToDouble())
+      return APFloat::getSmallest(sem);
+  }
+  bool lost;
+  x.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+  return x;
+}
+
+FloatAttr mlir::ember::floatAttrOf(Type t, double v) {
+  auto f = cast<FloatType>(t);
+  return FloatAttr::get(f, floatIn(f.getFloatSemantics(), v));
+}
+
+APFloat mlir::ember::reductionIdentity(const llvm::fltSemantics &sem,
+                                       ReduceKind kind) {
+  bool inf = APFloat::semanticsHasInf(sem);
+  switch (kind) {
+  case ReduceKind::Prod:
+    return APFloat::getOne(sem);
+  case ReduceKind::Max:
+    return inf ? APFloat::getInf(sem, /*Negative=*/true)
+           : APFloat::semanticsHasSignedRepr(sem)
+               ? APFloat::getLargest(sem, /*Negative=*/true)
+               : APFloat::getSmallest(sem);
+  case ReduceKind::Min:
+    return inf ? APFloat::getInf(sem) : APFloat::getLargest(sem);
+  default:
+    return floatIn(sem, 0.0);
+  }
 }
 
 LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,

@@ -126,13 +126,8 @@ Value padPerExample(BatchCtx &c, Value x, Value pv, ArrayRef<int64_t> low,
 DenseElementsAttr identityOf(RankedTensorType t, ReduceKind kind) {
   Type e = t.getElementType();
   if (auto f = dyn_cast<FloatType>(e)) {
-    const auto &sem = f.getFloatSemantics();
-    APFloat v = kind == ReduceKind::Prod ? APFloat::getOne(sem)
-                : kind == ReduceKind::Max
-                    ? APFloat::getInf(sem, /*Negative=*/true)
-                : kind == ReduceKind::Min ? APFloat::getInf(sem)
-                                          : APFloat::getZero(sem);
-    return DenseElementsAttr::get(t, v);
+    return DenseElementsAttr::get(
+        t, reductionIdentity(f.getFloatSemantics(), kind));
   }
   auto it = cast<IntegerType>(e);
   unsigned w = it.getWidth();

@@ -67,7 +67,10 @@ LogicalResult RefType::verify(function_ref<InFlightDiagnostic()> emitError,
     return w == 1 ? i.isSignless() : (w == 8 || w == 16 || w == 32 || w == 64);
   };
   auto isEmberFloat = [](Type t) {
-    return t.isF16() || t.isBF16() || t.isF32() || t.isF64();
+    auto f = dyn_cast<FloatType>(t);
+    return f &&
+           (t.isF16() || t.isBF16() || t.isF32() || t.isF64() ||
+            (f.getWidth() <= 8 && !isa<Float6E2M3FNType, Float6E3M2FNType>(t)));
   };
   auto c = dyn_cast<ComplexType>(e);
   if (!(isEmberInt(e) || isEmberFloat(e) ||

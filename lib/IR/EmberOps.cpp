@@ -201,15 +201,22 @@ OpFoldResult NotOp::fold(FoldAdaptor) {
   return {};
 }
 
+/// Whether constants of element type `elem` fold in APFloat: floats of 16
+/// bits or more. (8- and 4-bit floats compute through f16 or f32 as XLA's
+/// CPU code does, and APFloat aborts on results they cannot hold.)
+static bool foldsAsFloat(Type elem) {
+  return isa<FloatType>(elem) && elem.getIntOrFloatBitWidth() >= 16;
+}
+
 /// Folds a binary op of two constants when the element type is signless or
-/// float; unsigned types are left to the lowering.
+/// a float folded in APFloat; unsigned types are left to the lowering.
 template <typename IntFn, typename FloatFn>
 static Attribute foldConstants(Type type, ArrayRef<Attribute> operands,
                                IntFn intFn, FloatFn floatFn) {
   Type elem = getElementTypeOrSelf(type);
   if (elem.isSignlessInteger() && !elem.isInteger(1))
     return constFoldBinaryOp<IntegerAttr, APInt, void>(operands, intFn);
-  if (isa<FloatType>(elem))
+  if (foldsAsFloat(elem))
     return constFoldBinaryOp<FloatAttr, APFloat, void>(operands, floatFn);
   return {};
 }
@@ -252,7 +259,7 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   Type elem = getElementTypeOrSelf(getType());
   if (!isa<ComplexType>(elem) && isOneSplat(adaptor.getRhs()))
     return getLhs();
-  if (isa<FloatType>(elem))
+  if (foldsAsFloat(elem))
     return constFoldBinaryOp<FloatAttr, APFloat, void>(
         adaptor.getOperands(),
         [](const APFloat &a, const APFloat &b) { return a / b; });

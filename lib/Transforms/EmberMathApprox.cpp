@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -25,6 +26,21 @@ struct EmberMathApproxPass
         "exp",      "expm1",      "log",       "log1p",
         "log2",     "tanh",       "math.exp",  "math.expm1",
         "math.log", "math.log1p", "math.log2", "math.tanh"};
+    // The approximations clamp their argument with maxnum/minnum, which
+    // drop a NaN where it is folded (exp(x - NaN) folded to 0, JAX's is
+    // NaN): a NaN argument is passed through by a select first.
+    getOperation()->walk([](Operation *op) {
+      if (!isa<math::ExpOp, math::ExpM1Op, math::TanhOp>(op) ||
+          !getElementTypeOrSelf(op->getResult(0).getType()).isF32())
+        return;
+      OpBuilder b(op->getContext());
+      b.setInsertionPointAfter(op);
+      Value x = op->getOperand(0), r = op->getResult(0);
+      Value isNaN = arith::CmpFOp::create(b, op->getLoc(),
+                                          arith::CmpFPredicate::UNO, x, x);
+      auto sel = arith::SelectOp::create(b, op->getLoc(), isNaN, x, r);
+      r.replaceAllUsesExcept(sel, sel);
+    });
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
         patterns, [](StringRef name) { return kApproximated.contains(name); });

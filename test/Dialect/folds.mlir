@@ -99,3 +99,16 @@ func.func @integer_pow_one(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) 
   %1 = ember.integer_pow %x, y = 2 : tensor<3xf32>
   return %0, %1 : tensor<3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// Constants of 8- and 4-bit floats are not folded (XLA computes on them
+// through f16; APFloat aborts on a difference f8E8M0FNU cannot hold).
+// CHECK-LABEL: func @narrow_float_constants
+func.func @narrow_float_constants() -> tensor<2xf8E8M0FNU> {
+  %a = ember.constant dense<[1.0, 2.0]> : tensor<2xf8E8M0FNU>
+  %b = ember.constant dense<[4.0, 4.0]> : tensor<2xf8E8M0FNU>
+  // CHECK: ember.sub
+  %0 = ember.sub %a, %b : tensor<2xf8E8M0FNU>
+  return %0 : tensor<2xf8E8M0FNU>
+}

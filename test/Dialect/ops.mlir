@@ -347,3 +347,17 @@ func.func @backward_effects(%x: tensor<f32>) -> tensor<f32> {
   %z, %g, %e = ember.vjp @eff_f(%y) cotangents(%x) wrt [0] {effects = 1 : i64} : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>)
   return %e : tensor<f32>
 }
+
+// 8- and 4-bit floats are element types of every float op.
+// CHECK-LABEL: func @narrow_floats
+func.func @narrow_floats(%a: tensor<4xf8E4M3FN>, %b: tensor<4xf4E2M1FN>, %c: tensor<4xf8E8M0FNU>) -> tensor<4xf8E5M2> {
+  // CHECK: ember.exp %{{.*}} : tensor<4xf8E4M3FN>
+  %0 = ember.exp %a : tensor<4xf8E4M3FN>
+  // CHECK: ember.add %{{.*}} : tensor<4xf4E2M1FN>
+  %1 = ember.add %b, %b : tensor<4xf4E2M1FN>
+  // CHECK: ember.mul %{{.*}} : tensor<4xf8E8M0FNU>
+  %2 = ember.mul %c, %c : tensor<4xf8E8M0FNU>
+  // CHECK: ember.convert %{{.*}} : (tensor<4xf8E4M3FN>) -> tensor<4xf8E5M2>
+  %3 = ember.convert %0 : (tensor<4xf8E4M3FN>) -> tensor<4xf8E5M2>
+  return %3 : tensor<4xf8E5M2>
+}

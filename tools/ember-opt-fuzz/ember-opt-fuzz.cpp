@@ -67,6 +67,7 @@ const char *const kPasses[] = {
     "ember-lower-copies",
     "ember-math-approx",
     "ember-arith-expand",
+    "ember-narrow-floats",
     "ember-widen-bool-buffers",
     "ember-expand-transforms",
     "ember-autodiff",

@@ -48,6 +48,17 @@ LogicalResult buildTranspose(Operation *op, OpBuilder &b,
                              RuleMode mode = RuleMode::Build);
 /// A splat constant `v` of tensor type `t` (float, integer or complex).
 DenseElementsAttr splatOf(RankedTensorType t, double v);
+/// `v` in the float semantics `sem`, rounded to nearest as XLA converts,
+/// also where the type cannot hold it (8- and 4-bit floats): NaN or
+/// infinity without them, negative numbers or zero in an unsigned type
+/// without zero (NaN; NaN without NaN: negative zero), tiny values there
+/// (the smallest). APFloat itself aborts on these.
+llvm::APFloat floatIn(const llvm::fltSemantics &sem, double v);
+/// A FloatAttr of the float type `t` holding `v` (see floatIn).
+FloatAttr floatAttrOf(Type t, double v);
+/// JAX's identity of a float reduction: 0 (NaN in a type without zero), 1,
+/// -inf/+inf or, in a type without infinities, its lowest/largest value.
+llvm::APFloat reductionIdentity(const llvm::fltSemantics &sem, ReduceKind kind);
 
 /// The NumPy name of an element type ("float32", "bool", "complex64"; empty
 /// for a type Ember does not have).

@@ -15,7 +15,7 @@ const TargetDescription &getCPUTarget();
 using namespace mlir::ember;
 
 static const char kCpuCodegen[] =
-    "ember-to-linalg,"
+    "ember-to-linalg,ember-narrow-floats,"
     "ember-partition,ember-shard-to-mpi,"
     "canonicalize,loop-invariant-code-motion,cse,"
     "ember-scalarize-loop-counters,canonicalize,cse," EMBER_FUSE_AND_BUFFERIZE
@@ -27,6 +27,7 @@ static const char kCpuCodegen[] =
     "lower-affine,"
     "convert-scf-to-cf,"
     "convert-complex-to-standard,"
+    "ember-narrow-floats,"
     "ember-arith-expand,"
     "expand-strided-metadata,"
     "lower-affine,"

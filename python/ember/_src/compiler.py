@@ -17,7 +17,7 @@ from . import compilation_cache
 from .context import compile_lock, context
 from .errors import EmberInternalError
 from .pass_errors import user_error as _user_error
-from .targets import get_target
+from .targets import SHARED_STAGES, get_target
 
 # What the runtime's linear algebra calls (lib/Runtime/Linalg.cpp).
 LAPACK_FUNCTIONS = [t + f for f in ("potrf", "getrf", "trsm", "geqrf", "gesdd")
@@ -230,6 +230,10 @@ def _dump_other_targets(source):
                 f.write(f"{type(e).__name__}: {e}\n")
 
 
+# An 8- or 4-bit float element type in IR text.
+_NARROW_FLOAT = re.compile(r"\b(f8E\w+|f4E2M1FN)\b")
+
+
 def run_pipeline(module, target=None, upto=None, keep_text=None, text=None, keep_last=True):
     """Verifies and lowers `module` in place through the stages of `target`
     (all of them, or up to the stage `upto`); returns the IR text of the
@@ -252,6 +256,11 @@ def _run_pipeline(module, target, upto, keep_text, text, keep_last):
         raise EmberInternalError(f"Ember produced invalid IR (a bug in Ember): {e}") from None
     ran = target.stages if upto is None else target.stages[
         :[n for n, _ in target.stages].index(upto) + 1]
+    if target.name != "cpu" and len(ran) > len(SHARED_STAGES) and \
+            _NARROW_FLOAT.search(stages["ember"]):
+        raise NotImplementedError(
+            f"8- and 4-bit floats (float8_*, float4_e2m1fn) on the {target.name} target: "
+            "Ember computes on them on the CPU only")
     for k, (name, pipeline) in enumerate(ran):
         try:
             if callable(pipeline):  # a stage written in Python

@@ -14,9 +14,17 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+# ml_dtypes' narrow floats, as JAX has them ({dtype: MLIR's type name}):
+# stored one per byte; arithmetic on them is done in f32 and rounded back
+# (XLA:CPU's), and they promote with nothing but themselves and weak types.
+NARROW_FLOATS = {np.dtype(getattr(ml_dtypes, n)): m for n, m in (
+    ("float8_e4m3fn", "f8E4M3FN"), ("float8_e5m2", "f8E5M2"),
+    ("float8_e4m3b11fnuz", "f8E4M3B11FNUZ"), ("float8_e4m3fnuz", "f8E4M3FNUZ"),
+    ("float8_e5m2fnuz", "f8E5M2FNUZ"), ("float8_e3m4", "f8E3M4"), ("float8_e4m3", "f8E4M3"),
+    ("float8_e8m0fnu", "f8E8M0FNU"), ("float4_e2m1fn", "f4E2M1FN"))}
 
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, bfloat16, float32, float64, complex64, complex128}
+              float16, bfloat16, float32, float64, complex64, complex128, *NARROW_FLOATS}
 
 _NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
@@ -87,7 +95,7 @@ def default_complex():
 
 def is_float(d):
     d = np.dtype(d)
-    return d.kind == "f" or d == bfloat16
+    return d.kind == "f" or d == bfloat16 or d in NARROW_FLOATS
 
 
 def is_complex(d):
@@ -117,7 +125,8 @@ _UP = {
     _I: [uint8, int8],
     uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64], uint64: [_F],
     int8: [int16], int16: [int32], int32: [int64], int64: [_F],
-    _F: [float16, bfloat16, _C],
+    _F: [float16, bfloat16, _C, *NARROW_FLOATS],
+    **{t: [] for t in NARROW_FLOATS},
     float16: [float32], bfloat16: [float32], float32: [float64, complex64],
     float64: [complex128],
     _C: [complex64], complex64: [complex128], complex128: [],
@@ -144,6 +153,14 @@ def _lub(nodes):
     for c in common:
         if common <= _UPPER[c]:
             return c
+    narrow = [n for n in nodes if n in NARROW_FLOATS]
+    if narrow:
+        names = tuple(n.name if isinstance(n, np.dtype) else n for n in nodes)
+        raise TypePromotionError(
+            f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+            f"unintended promotion, {itemsize_bits(narrow[0])}-bit floats do not support "
+            "implicit promotion. If you'd like your inputs to be promoted to another type, you "
+            "can do so explicitly using e.g. x.astype('float32')")
     raise TypeError(f"no common type for {nodes}")
 
 
@@ -194,7 +211,7 @@ _MLIR_NAMES = {
     bool_: "i1", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
     uint8: "ui8", uint16: "ui16", uint32: "ui32", uint64: "ui64",
     float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
-    complex64: "complex<f32>", complex128: "complex<f64>",
+    complex64: "complex<f32>", complex128: "complex<f64>", **NARROW_FLOATS,
 }
 
 

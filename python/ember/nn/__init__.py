@@ -135,10 +135,8 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
 @_jit_outside_traces("axis")
 def softmax(x, axis=-1, where=None):
     x = jnp.asarray(x)
-    if where is None:
-        m = jnp.max(x, axis=axis, keepdims=True)
-    else:
-        m = jnp.max(x, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
+    # (`initial=-inf` as JAX's: in a float type without infinities it is NaN.)
+    m = jnp.max(x, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
     e = jnp.exp(x - lax.stop_gradient(m))
     if where is not None:
         e = jnp.where(where, e, 0)
@@ -149,10 +147,8 @@ def softmax(x, axis=-1, where=None):
 @_jit_outside_traces("axis")
 def log_softmax(x, axis=-1, where=None):
     x = jnp.asarray(x)
-    if where is None:
-        m = jnp.max(x, axis=axis, keepdims=True)
-    else:
-        m = jnp.max(x, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
+    # (`initial=-inf` as JAX's: in a float type without infinities it is NaN.)
+    m = jnp.max(x, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
     shifted = x - lax.stop_gradient(m)
     e = jnp.exp(shifted)
     if where is not None:

@@ -9,16 +9,8 @@ transformations outside `jit` evaluated without fusing products into sums
 (JAX runs them op by op) and under `jit` with them (XLA contracts), and dots
 that accumulate with FMAs, and subnormals flushed to zero as XLA's CPU code
 flushes them (on input and output)."""
-import os
-
 import numpy as np
-
-if os.environ["IMPORT"] == "jax":
-    import jax
-    import jax.numpy as jnp
-else:
-    import ember as jax
-    import ember.numpy as jnp
+from cases import jax, jnp, shows
 
 
 def bits(v):
@@ -26,12 +18,7 @@ def bits(v):
     return " ".join(f"{int(b):08x}" for b in a.view(np.uint32))
 
 
-def show(name, f):
-    try:
-        leaves = jax.tree_util.tree_leaves(f())
-        print(name, "->", " | ".join(bits(v) for v in leaves))
-    except Exception as e:  # noqa: BLE001 (the error's type is the case)
-        print(name, "!!", type(e).__name__)
+show = shows(bits)
 
 
 rng = np.random.default_rng(7)

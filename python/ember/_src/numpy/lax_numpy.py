@@ -136,9 +136,10 @@ def _ml_dtype_kinds(a):
 
 
 def isdtype(dtype, kind):
-    # (NumPy's, with the extended floats (bfloat16) counted as real floats.)
+    # (NumPy's, with the extended floats (bfloat16, 8- and 4-bit floats)
+    # counted as real floats.)
     d = _np.dtype(dtype)
-    if d.kind == "V" and d in (_dt.bfloat16,):
+    if d.kind == "V" and (d == _dt.bfloat16 or d in _dt.NARROW_FLOATS):
         kinds = kind if isinstance(kind, tuple) else (kind,)
         return builtins.any(k in ("real floating", "numeric") or
                             (not isinstance(k, str) and _np.dtype(k) == d) for k in kinds)

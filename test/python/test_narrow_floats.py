@@ -1,0 +1,100 @@
+"""8- and 4-bit floats (ml_dtypes' float8_* and float4_e2m1fn, JAX's set):
+arrays of them convert, compute and transform as JAX 0.10.2 computes them
+on the CPU (`test/data/numerics/narrow_floats.py`, recorded from JAX), and
+conversions from f32 round as ml_dtypes and XLA do, bit for bit."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember._src import dtypes
+
+from helpers import assert_prints_recorded
+
+# Known differences: XLA converts float4_e2m1fn's -6 to int32 as
+# -2147483648 (Ember: -6); f8E8M0FNU has no zero, so JAX's zero
+# cotangents are NaN there and its gradient is all NaN (Ember's adds none).
+DIFFERING = {"float4_e2m1fn astype", "float8_e8m0fnu grad narrow"}
+
+NARROW = sorted(dtypes.NARROW_FLOATS, key=lambda d: d.name)
+
+
+def test_narrow_floats_compute_as_jax():
+    assert_prints_recorded("numerics", "narrow_floats", DIFFERING)
+
+
+def _f32_samples():
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 2 ** 32, size=100_000, dtype=np.uint64).astype(np.uint32)
+    scaled = (rng.standard_normal(100_000) * np.exp(rng.uniform(-30, 30, 100_000)))
+    special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, 2.0 ** -127,
+                        2.0 ** -128, 1.4e-39, 3.4e38, 0.75, 0.25, -0.25, 448, 464, 480],
+                       np.float32)
+    return np.concatenate([bits.view(np.float32), scaled.astype(np.float32), special])
+
+
+@pytest.mark.parametrize("dt", NARROW, ids=lambda d: d.name)
+def test_conversions_round_as_ml_dtypes(dt):
+    # Every f32 (random bit patterns, every magnitude, the special values)
+    # rounds to nearest-even as ml_dtypes and XLA convert it: overflow to
+    # infinity, NaN or (float4) the largest value; f8E8M0FNU's zero and
+    # negatives to NaN, its underflow to the smallest. XLA (and so JAX)
+    # gives float4_e2m1fn's sign-bit pattern for NaN, where ml_dtypes keeps
+    # the sign.
+    vals = _f32_samples()
+    got = np.asarray(ember.jit(lambda v: v.astype(dt))(vals)).view(np.uint8)
+    want = vals.astype(dt).view(np.uint8)
+    if dt.name == "float4_e2m1fn":
+        want = np.where(np.isnan(vals), 0x8, want)
+    bad = np.nonzero(got != want)[0]
+    assert not len(bad), [(vals[i], hex(got[i]), hex(want[i])) for i in bad[:5]]
+    # Back to f32, exactly (every bit pattern).
+    codes = np.arange(2 ** dtypes.itemsize_bits(dt), dtype=np.uint8).view(dt)
+    back = np.asarray(ember.jit(lambda v: v.astype(np.float32))(codes))
+    np.testing.assert_array_equal(back, codes.astype(np.float32))
+
+
+def test_narrow_floats_promote_with_nothing_else():
+    x = jnp.ones(3, jnp.float8_e4m3fn)
+    with pytest.raises(dtypes.TypePromotionError,
+                       match=r"Input dtypes \('float8_e4m3fn', 'float32'\) have no available "
+                             r"implicit dtype promotion path. To avoid unintended promotion, "
+                             r"8-bit floats do not support implicit promotion"):
+        x + jnp.ones(3, jnp.float32)
+    with pytest.raises(dtypes.TypePromotionError, match="4-bit floats"):
+        jnp.ones(2, jnp.float4_e2m1fn) + jnp.ones(2, jnp.float8_e5m2)
+    assert (x + 1.5).dtype == jnp.float8_e4m3fn  # (weak types join)
+    assert jnp.promote_types(jnp.float8_e5m2, jnp.int8) == jnp.float8_e5m2
+    assert repr(x * 3) == "Array([3, 3, 3], dtype=float8_e4m3fn)"
+    assert jnp.issubdtype(jnp.float8_e4m3fn, jnp.floating)
+
+
+def test_narrow_float_arrays_through_the_runtime():
+    # Arguments, results, refs and callbacks carry them as bytes.
+    x = jnp.asarray(np.linspace(-3, 3, 12, dtype=np.float32)).astype(jnp.float8_e5m2)
+    ref = ember.new_ref(x)
+
+    @ember.jit
+    def step(r, y):
+        r[...] += y
+        return r[...] * 2
+
+    out = step(ref, x)
+    want = (np.asarray(x).astype(np.float32) * 2).astype(ml_dtypes.float8_e5m2)
+    np.testing.assert_array_equal(np.asarray(ref[...]).view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(
+        np.asarray(out).view(np.uint8),
+        (want.astype(np.float32) * 2).astype(ml_dtypes.float8_e5m2).view(np.uint8))
+    seen = ember.pure_callback(lambda v: np.asarray(v) + np.asarray(v),
+                               ember.ShapeDtypeStruct(x.shape, x.dtype), x)
+    np.testing.assert_array_equal(np.asarray(seen).view(np.uint8), want.view(np.uint8))
+
+
+def test_other_targets_say_they_do_not_compute_on_them():
+    x = jnp.ones(3, jnp.float8_e4m3fn)
+    lowered = ember.jit(lambda a: a * 2).trace(x).lower(lowering_platforms=("cuda",))
+    assert "f8E4M3FN" in lowered.as_text("optimize")  # (the shared stages run)
+    with pytest.raises(NotImplementedError, match="8- and 4-bit floats .* on the cuda target"):
+        lowered.as_text("gpu")
