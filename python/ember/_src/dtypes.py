@@ -231,8 +231,8 @@ def finfo(dtype):
     return ml_dtypes.finfo(dtype)
 
 
-def iinfo(dtype):
-    return np.iinfo(dtype)
+# (`jnp.iinfo` is JAX's class: NumPy's limits, and the narrow integers'.)
+iinfo = ml_dtypes.iinfo
 
 
 # JAX's dtype of the tangents of integer and boolean values (`jax.dtypes.float0`).

@@ -1,7 +1,7 @@
 """8- and 4-bit floats (ml_dtypes' float8_* and float4_e2m1fn): one line per
 case with each result's dtype and values. Run with IMPORT=jax (in a JAX
 venv) to record `narrow_floats.jax.txt` (JAX 0.10.2 on the CPU), with
-IMPORT=ember to compare (test_narrow_floats.py).
+IMPORT=ember to compare (test_narrow_dtypes.py).
 
 The cases are conversions from f32 (rounding, overflow, NaN, the types
 without infinities, zero or sign), arithmetic and transcendental functions

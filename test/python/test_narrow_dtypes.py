@@ -1,7 +1,8 @@
-"""8- and 4-bit floats (ml_dtypes' float8_* and float4_e2m1fn, JAX's set):
-arrays of them convert, compute and transform as JAX 0.10.2 computes them
-on the CPU (`test/data/numerics/narrow_floats.py`, recorded from JAX), and
-conversions from f32 round as ml_dtypes and XLA do, bit for bit."""
+"""JAX's narrow dtypes: 8- and 4-bit floats (ml_dtypes' float8_* and
+float4_e2m1fn). Arrays of them convert, compute and transform as JAX 0.10.2
+computes them on the CPU (`test/data/numerics/narrow_floats.py`, recorded
+from JAX), and conversions from f32 round as ml_dtypes and XLA do, bit for
+bit. (2- and 4-bit integers are not built: only `iinfo` of them.)"""
 
 import ml_dtypes
 import numpy as np
@@ -23,6 +24,7 @@ NARROW = sorted(dtypes.NARROW_FLOATS, key=lambda d: d.name)
 
 def test_narrow_floats_compute_as_jax():
     assert_prints_recorded("numerics", "narrow_floats", DIFFERING)
+
 
 
 def _f32_samples():
@@ -69,9 +71,12 @@ def test_narrow_floats_promote_with_nothing_else():
     assert jnp.promote_types(jnp.float8_e5m2, jnp.int8) == jnp.float8_e5m2
     assert repr(x * 3) == "Array([3, 3, 3], dtype=float8_e4m3fn)"
     assert jnp.issubdtype(jnp.float8_e4m3fn, jnp.floating)
+    assert jnp.iinfo(jnp.int4).min == -8 and jnp.issubdtype(jnp.uint2, jnp.unsignedinteger)
+    with pytest.raises(TypeError, match="dtype int4 is not a valid Ember array type"):
+        jnp.ones(2, jnp.int4)
 
 
-def test_narrow_float_arrays_through_the_runtime():
+def test_narrow_arrays_through_the_runtime():
     # Arguments, results, refs and callbacks carry them as bytes.
     x = jnp.asarray(np.linspace(-3, 3, 12, dtype=np.float32)).astype(jnp.float8_e5m2)
     ref = ember.new_ref(x)
