@@ -198,6 +198,36 @@ def test_pad_options():
                  np.pad(f, (2, 3), mode="linear_ramp", end_values=(5, -1)))
 
 
+def test_pad_with_a_function():
+    # A callable mode, as JAX's and NumPy's: zeros around the array, then
+    # func(vector, the axis's pad widths, the axis, kwargs) along each axis
+    # (JAX's returns the vector; NumPy's fills it in place).
+    def jax_style(vector, pad_width, iaxis, kwargs):
+        fill = kwargs.get("padder", 10)
+        vector = vector.at[:pad_width[0]].set(fill)
+        return vector.at[vector.size - pad_width[1]:].set(fill) if pad_width[1] else vector
+
+    def numpy_style(vector, pad_width, iaxis, kwargs):
+        fill = kwargs.get("padder", 10)
+        vector[:pad_width[0]] = fill
+        if pad_width[1]:
+            vector[vector.size - pad_width[1]:] = fill
+
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    for pw, kw in [(2, {}), (1, {"padder": 100}), (((1, 0), (0, 2)), {})]:
+        assert_close(jnp.pad(x, pw, jax_style, **kw), np.pad(x, pw, numpy_style, **kw))
+
+    def ramp(vector, pad_width, iaxis, kwargs):
+        return vector * (iaxis + 1) + jnp.arange(vector.size)
+
+    y = np.ones((2, 2, 2), np.float32)
+    want = np.pad(y, ((1, 0), (0, 1), (1, 1)))
+    for axis in range(3):
+        want = np.moveaxis(np.moveaxis(want, axis, -1) * (axis + 1)
+                           + np.arange(want.shape[axis]), -1, axis)
+    assert_close(jnp.pad(y, ((1, 0), (0, 1), (1, 1)), ramp), want)
+
+
 @pytest.mark.parametrize("shape", [(3,), (2, 3), (4, 1, 3)])
 def test_broadcast_to(shape):
     x = np.arange(3, dtype=np.int32)

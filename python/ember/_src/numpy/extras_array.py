@@ -267,6 +267,19 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     return func(jnp.asarray(arr))
 
 
+def _pad_func(a, pad_width, func, kwargs):
+    """`jnp.pad` with a callable mode, as JAX's: the array padded with zeros,
+    then `func(vector, pad_width[axis], axis, kwargs)` applied along each
+    axis in turn (it returns the padded vector)."""
+    padded = jnp.pad(a, pad_width)
+    for axis in range(padded.ndim):
+        padded = apply_along_axis(func, axis, padded, tuple(pad_width[axis]), axis, kwargs)
+    return padded
+
+
+jnp.pad_func_hook = _pad_func
+
+
 def apply_over_axes(func, a, axes):
     _check_arraylike("apply_over_axes", a)
     a = jnp.asarray(a)

@@ -1713,11 +1713,20 @@ def roll(a, shift, axis=None):
     return a
 
 
+# A callable `mode` of `pad` (set by extras_array.py, a higher layer: it
+# applies the function along each axis with `apply_along_axis`).
+pad_func_hook = None
+
+
 def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
     a = _v(array)
     pw = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64), (a.ndim, 2)).tolist()
     if builtins.any(w < 0 for row in pw for w in row):
         raise _core.value_error("index can't contain negative values")
+    if callable(mode):
+        # (JAX's: zeros around the array, then the function along each axis,
+        # given (vector, the axis's pad widths, the axis, kwargs).)
+        return pad_func_hook(a, pw, mode, kwargs)
     if a.ndim == 0:  # (nothing to pad, as JAX's)
         return a
     if mode == "constant":
