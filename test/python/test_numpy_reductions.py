@@ -273,3 +273,39 @@ def test_argmax_argmin_of_booleans():
     np.testing.assert_array_equal(np.asarray(jnp.argmax(b, axis=1)), np.argmax(b, axis=1))
     np.testing.assert_array_equal(np.asarray(jnp.argmin(b, axis=0)), np.argmin(b, axis=0))
     np.testing.assert_array_equal(np.asarray(ember.jit(jnp.argmax)(b)), np.argmax(b))
+
+
+def test_weighted_inverted_cdf_quantiles():
+    # `method="inverted_cdf"` with and without `weights=` (NumPy's values;
+    # JAX's checks and NaNs: a NaN datum weighs nothing, and makes the
+    # result NaN unless nan-quantiles; a negative weight makes it NaN).
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(3, 7)).astype(np.float32)
+    w = rng.uniform(0, 2, size=7).astype(np.float32)
+    w2 = rng.uniform(0, 2, size=(3, 7)).astype(np.float32)
+    qs = np.array([0.0, 0.1, 0.25, 0.5, 0.9, 1.0], np.float32)
+    kw = {"method": "inverted_cdf"}
+    assert_close(jnp.quantile(x, qs, axis=1, **kw), np.quantile(x, qs, axis=1, **kw))
+    assert_close(jnp.quantile(x, qs, axis=1, weights=w, **kw),
+                 np.quantile(x, qs, axis=1, weights=np.broadcast_to(w, x.shape), **kw))
+    assert_close(jnp.quantile(x, 0.3, axis=1, weights=w2, keepdims=True, **kw),
+                 np.quantile(x, 0.3, axis=1, weights=w2, keepdims=True, **kw))
+    assert_close(jnp.quantile(x, qs, weights=w2, **kw), np.quantile(x, qs, weights=w2, **kw))
+    assert_close(jnp.percentile(x, 40, axis=1, weights=w, **kw),
+                 np.percentile(x, 40, axis=1, weights=np.broadcast_to(w, x.shape), **kw))
+    assert_close(ember.jit(lambda a, b: jnp.quantile(a, 0.7, axis=1, weights=b, **kw))(x, w),
+                 np.quantile(x, 0.7, axis=1, weights=np.broadcast_to(w, x.shape), **kw))
+    xn = x.copy()
+    xn[1, 2] = np.nan
+    got = np.asarray(jnp.quantile(xn, 0.5, axis=1, weights=w, **kw))
+    assert np.isnan(got[1]) and not np.isnan(got[[0, 2]]).any()
+    assert_close(jnp.nanquantile(xn, qs, axis=1, **kw), np.nanquantile(xn, qs, axis=1, **kw))
+    neg = np.asarray(jnp.quantile(x, 0.5, axis=1, weights=w * np.where(np.arange(7) == 3, -1, 1),
+                                  **kw))
+    assert np.isnan(neg).all()
+    with pytest.raises(ValueError, match=r"Weights shape \(3,\) must match reduction axes"):
+        jnp.quantile(x, 0.5, axis=1, weights=np.ones(3), **kw)
+    with pytest.raises(NotImplementedError, match="linear doesn't support weights"):
+        jnp.quantile(x, 0.5, axis=1, weights=w)
+    with pytest.raises(ValueError, match="Weights cannot be complex"):
+        jnp.quantile(x, 0.5, axis=1, weights=w * 1j, **kw)

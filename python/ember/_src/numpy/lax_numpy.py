@@ -2205,14 +2205,19 @@ def argsort(a, axis=-1, kind=None, order=None, stable=True, descending=False):
     return lax.rev(subtract(_to(n - 1, idx.dtype), rev), (axis,))
 
 
-def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
-    if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
+def _quantile(a, q, axis, keepdims, method, ignore_nan=False, weights=None):
+    if method not in ("linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf"):
         raise ValueError(f"quantile: unsupported method {method!r}")
     a = _v(a)
     a = _to(a, _dt.to_inexact(a.dtype))
     nd = a.ndim
     axes = tuple(range(nd)) if axis is None else _axes(axis, nd)
     keep = [d for d in range(nd) if d not in axes]
+    if weights is not None:
+        weights = _quantile_weights(a, weights, axes, method)
+        a = _to(a, weights.dtype)
+        weights = reshape(transpose(weights, tuple(keep) + tuple(axes)),
+                          tuple(a.shape[d] for d in keep) + (-1,))
     a = transpose(a, tuple(keep) + tuple(axes))
     batch = a.shape[:len(keep)]
     n = int(_np.prod([a.shape[len(keep) + i] for i in range(len(axes))], dtype=_np.int64))
@@ -2220,12 +2225,15 @@ def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
     q = _to(q, a.dtype)
     qs = q.shape
     k = int(_np.prod(qs, dtype=_np.int64))
-    s = sort(a, axis=-1)  # NaNs sort to the end
     qf = reshape(q, (1,) * len(batch) + (k,))
     if ignore_nan:
         cnt = _to(sum(logical_not(isnan(a)), axis=-1, keepdims=True), a.dtype)
     else:
         cnt = _to(n, a.dtype)
+    if method == "inverted_cdf":
+        v = _inverted_cdf(a, weights, qf, cnt, ignore_nan)
+        return _quantile_layout(v, batch, qs, axes, nd, keepdims)
+    s = sort(a, axis=-1)  # NaNs sort to the end
     pos = multiply(qf, subtract(cnt, 1))
     pos = broadcast_to(pos, batch + (k,))
     lo, hi = floor(pos), ceil(pos)
@@ -2249,6 +2257,12 @@ def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
         v = vlo
     if not ignore_nan:
         v = where(any(isnan(a), axis=-1, keepdims=True), _to(nan, v.dtype), v)
+    return _quantile_layout(v, batch, qs, axes, nd, keepdims)
+
+
+def _quantile_layout(v, batch, qs, axes, nd, keepdims):
+    """Quantiles computed as (batch..., k) in the quantiles' shape first,
+    then the kept axes (as size-1 dimensions with `keepdims`)."""
     v = reshape(v, batch + qs)
     v = moveaxis(v, tuple(range(len(batch), v.ndim)), tuple(range(len(qs)))) if qs else v
     if keepdims:
@@ -2259,18 +2273,59 @@ def _quantile(a, q, axis, keepdims, method, ignore_nan=False):
     return v
 
 
+def _quantile_weights(a, weights, axes, method):
+    """`weights` of a quantile (JAX's checks) in `a`'s shape, in the inexact
+    dtype both promote to."""
+    w = _v(weights)
+    if _dt.is_complex(w.dtype):
+        raise _core.value_error("Weights cannot be complex types.")
+    if method != "inverted_cdf":
+        raise NotImplementedError(f"{method} doesn't support weights. Only method "
+                                  f"'inverted_cdf' supports weights.")
+    dt = _dt.to_inexact(_dt.promote_types(a.dtype, w.dtype))
+    w = _to(w, dt)
+    if w.shape != a.shape:
+        reduced = tuple(a.shape[d] for d in axes)
+        if w.shape != reduced:
+            raise _core.value_error(f"Weights shape {w.shape} must match reduction axes "
+                                    f"{reduced}")
+        w = lax.broadcast_in_dim(w, a.shape, axes)
+    return w
+
+
+def _inverted_cdf(a, weights, qf, cnt, ignore_nan):
+    """The inverted-CDF quantiles (NumPy's and JAX's `method='inverted_cdf'`)
+    of the rows of `a` (batch..., n), optionally weighted: the first sorted
+    element whose cumulative weight reaches q times the total (NaN data
+    weigh nothing; a negative or NaN weight makes the row's result NaN)."""
+    w = full_like(a, 1) if weights is None else weights
+    s, sw = lax.sort((a, w), a.ndim - 1, True, 1)  # (NaNs sort to the end)
+    bad = logical_or(less(sw, 0), isnan(sw))
+    nan_data = isnan(s)
+    cum = cumsum(where(logical_or(bad, nan_data), _to(0, sw.dtype), sw), axis=-1)
+    target = multiply(qf, cum[..., -1:])  # (batch..., k)
+    idx = sum(less(expand_dims(cum, -2), expand_dims(target, -1)), axis=-1,
+              dtype=_np.int32)
+    idx = clip(idx, 0, maximum(_to(cnt, _np.int32) - 1, 0))
+    v = take_along_axis(s, idx, axis=-1)
+    force = any(bad, axis=-1, keepdims=True)
+    force = logical_or(force, all(nan_data, axis=-1, keepdims=True) if ignore_nan
+                       else any(nan_data, axis=-1, keepdims=True))
+    return where(force, _to(nan, v.dtype), v)
+
+
 @_jit_outside_traces("axis", "out", "overwrite_input", "method", "keepdims")
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False, **kw):
+             keepdims=False, *, weights=None):
     _check_arraylike("quantile", a, q)
-    return _quantile(a, q, axis, keepdims, method)
+    return _quantile(a, q, axis, keepdims, method, weights=weights)
 
 
 @_jit_outside_traces("axis", "out", "overwrite_input", "method", "keepdims")
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, **kw):
+               keepdims=False, *, weights=None):
     _check_arraylike("percentile", a, q)
-    return _quantile(a, divide(q, 100.0), axis, keepdims, method)
+    return _quantile(a, divide(q, 100.0), axis, keepdims, method, weights=weights)
 
 
 @_jit_outside_traces("axis", "out", "overwrite_input", "keepdims")
@@ -2280,14 +2335,15 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 @_jit_outside_traces("axis", "out", "overwrite_input", "method", "keepdims")
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, **kw):
-    return _quantile(a, q, axis, keepdims, method, ignore_nan=True)
+                keepdims=False, *, weights=None):
+    return _quantile(a, q, axis, keepdims, method, ignore_nan=True, weights=weights)
 
 
 @_jit_outside_traces("axis", "out", "overwrite_input", "method", "keepdims")
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False, **kw):
-    return _quantile(a, divide(q, 100.0), axis, keepdims, method, ignore_nan=True)
+                  keepdims=False, *, weights=None):
+    return _quantile(a, divide(q, 100.0), axis, keepdims, method, ignore_nan=True,
+                     weights=weights)
 
 
 @_jit_outside_traces("axis", "out", "overwrite_input", "keepdims")
