@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import ad, control_flow, core, dtypes, lax, parallel, scipy_special, targets, tree_util
+from . import ad, control_flow, core, dtypes, lax, parallel, prng, scipy_special, targets, tree_util
 from .api_util import Traced
 from .convolution import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
 from .core import as_value
@@ -38,6 +38,7 @@ __all__ = [
     # solvers
     "custom_linear_solve", "custom_root",
     # products, shapes, indexing
+    "select_n",
     "approx_max_k", "approx_min_k", "batch_matmul", "broadcast_like", "broadcast_shapes",
     "broadcast_to_rank", "index_take", "mulhi", "ragged_dot", "ragged_dot_general",
     "reduce_precision", "reduce_window_shape_tuple", "scatter_apply", "scatter_sub", "split",
@@ -964,6 +965,13 @@ def platform_dependent(*args, default=None, **per_platform):
     branch = index if which == list(range(len(fns))) else \
         jnp.asarray(np.array(which, np.int32))[index]
     return control_flow.switch(branch, distinct, *args)
+
+
+def select_n(which, *cases):
+    """`lax.select_n`, of key arrays too (on their key data)."""
+    if prng.has_key(*cases):
+        return prng.select_n(which, *cases)
+    return lax.select_n(which, *cases)
 
 
 def composite(decomposition, name, version=0):

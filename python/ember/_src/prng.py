@@ -414,6 +414,26 @@ def select(pred, on_true, on_false):
     return where(pred, on_true, on_false)
 
 
+def select_n(which, *cases):
+    """`lax.select_n` of key arrays: on their key data, `which` broadcast
+    over the key's words."""
+    cases = _keys_only("select_n", cases)
+    w = core.as_value(which)
+    full = cases[0]._base.shape
+    w = lax.broadcast_in_dim(w, full, tuple(range(w.ndim))) if w.ndim else w
+    return PRNGKeyArray(lax.select_n(w, *(k._base for k in cases)))
+
+
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+    """`jnp.full_like` (and `zeros_like`, `ones_like`, `empty_like`) of a key
+    array: keys whose data words are all `fill_value`, as JAX's; another
+    `dtype` gives an array of it."""
+    shape = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
+    if dtype is not None and not isinstance(dtype, KeyDType):
+        return lax.full(shape, fill_value, np.dtype(dtype))
+    return PRNGKeyArray(lax.full(shape + (_WORDS,), fill_value, np.dtype(np.uint32)))
+
+
 def broadcast_to(x, shape):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     base = x._base

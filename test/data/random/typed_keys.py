@@ -136,3 +136,11 @@ show("shard_map", lambda: jax.jit(jax.shard_map(
     out_specs=jax.P("x")))(ks[:1]))
 show("device_put", lambda: jax.device_put(ks[:2]))
 show("device_get", lambda: jax.device_get(k))
+show("zeros_like", lambda: (jnp.zeros_like(ks), random.key_data(jnp.zeros_like(ks))))
+show("ones_like", lambda: (jnp.ones_like(ks[:2]), jnp.full_like(ks, 3).shape))
+show("empty_like", lambda: jnp.empty_like(ks).shape)
+show("jit zeros_like", lambda: random.key_data(jax.jit(jnp.zeros_like)(ks)))
+show("select_n", lambda: jax.lax.select_n(jnp.array([True, False, True, False])[:len(ks)],
+                                          ks, random.split(random.key(1), len(ks))))
+show("select_n int", lambda: random.key_data(jax.lax.select_n(
+    jnp.array(1), ks[:2], random.split(random.key(2), 2))))

@@ -1083,6 +1083,7 @@ def empty_like(prototype, dtype=None, shape=None, *, device=None):
     return zeros_like(prototype, dtype, shape, device=device)
 
 
+@_on_keys
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     a = _v(a)
     dtype = a.dtype if dtype is None else _dt.check_user_dtype(dtype, "full_like")
