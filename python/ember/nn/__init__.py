@@ -485,8 +485,9 @@ def scaled_dot_general(lhs, rhs, dimension_numbers, preferred_element_type=np.fl
     if configs is None:
         return lax.dot_general(lhs, rhs, dimension_numbers,
                                preferred_element_type=preferred_element_type)
-    raise NotImplementedError("scaled_dot_general with quantization configs needs float8/"
-                              f"float4 arrays, which Ember does not have (at {core.where()})")
+    raise NotImplementedError("scaled_dot_general with quantization configs is not built "
+                              "(JAX computes it with cuDNN, on NVIDIA GPUs only; its CPU "
+                              f"backend has no lowering either) (at {core.where()})")
 
 
 from ember.nn import initializers as initializers  # noqa: E402  (jax.nn.initializers)
