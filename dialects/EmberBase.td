@@ -23,8 +23,10 @@ def Ember_Dialect : Dialect {
 
 // Element types JAX has.
 def Ember_Bool : I<1>;
-def Ember_SInt : AnyTypeOf<[I8, I16, I32, I64]>;
-def Ember_UInt : AnyTypeOf<[UI8, UI16, UI32, UI64]>;
+// (2- and 4-bit integers: ml_dtypes' int2/int4/uint2/uint4, one per byte;
+// ember-widen-narrow-ints computes on them in 8 bits.)
+def Ember_SInt : AnyTypeOf<[I<2>, I<4>, I8, I16, I32, I64]>;
+def Ember_UInt : AnyTypeOf<[UI<2>, UI<4>, UI8, UI16, UI32, UI64]>;
 def Ember_Int : AnyTypeOf<[Ember_SInt, Ember_UInt]>;
 // 8- and 4-bit floats (ml_dtypes'; stored one per byte, computed in f32).
 def Ember_NarrowFloat : AnyTypeOf<[F8E4M3FN, F8E5M2, F8E4M3B11FNUZ, F8E4M3FNUZ,

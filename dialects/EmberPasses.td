@@ -270,6 +270,35 @@ def EmberNarrowFloatsPass : Pass<"ember-narrow-floats", "ModuleOp"> {
                            "memref::MemRefDialect"];
 }
 
+def EmberWidenNarrowIntsPass : Pass<"ember-widen-narrow-ints", "ModuleOp"> {
+  let summary = "Compute ember ops on 2- and 4-bit integers in 8-bit ones";
+  let description = [{
+    As XLA's CPU compiler does (S4 to S8): every ember op (without regions)
+    with an operand or result of 2- or 4-bit integers (`i2`, `i4`, `ui2`,
+    `ui4`; ml_dtypes' int2/int4/uint2/uint4) is rebuilt on 8-bit integers of
+    the same signedness, its narrow operands converted up (sign- or
+    zero-extended) and its narrow results converted back (wrapping), so
+    each op wraps as the narrow type would. Constants are rebuilt with their
+    values extended. What is left on the narrow types are conversions and
+    the ops that only carry values (function arguments and results, loops,
+    branches, refs' ops), which `ember-to-linalg` stores as bytes (the value
+    in the low bits, as ml_dtypes keeps it).
+
+    Before:
+    ```mlir
+    %0 = ember.add %a, %b : tensor<4xi4>
+    ```
+    After:
+    ```mlir
+    %0 = ember.convert %a : (tensor<4xi4>) -> tensor<4xi8>
+    %1 = ember.convert %b : (tensor<4xi4>) -> tensor<4xi8>
+    %2 = ember.add %0, %1 : tensor<4xi8>
+    %3 = ember.convert %2 : (tensor<4xi8>) -> tensor<4xi4>
+    ```
+  }];
+  let dependentDialects = ["::mlir::ember::EmberDialect"];
+}
+
 def EmberWidenBoolBuffersPass : Pass<"ember-widen-bool-buffers", "ModuleOp"> {
   let summary = "Give memrefs of i1 an i8 element type (stores extend, loads truncate)";
   let description = [{

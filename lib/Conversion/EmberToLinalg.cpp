@@ -37,8 +37,10 @@ EmberTypeConverter::EmberTypeConverter() {
   addConversion([](Type t) { return t; });
   addConversion([](IntegerType t) -> Type {
     // Booleans are stored one byte each (0 or 1), as NumPy stores them; the
-    // LLVM lowering of memrefs cannot store i1 elements.
-    if (t.getWidth() == 1)
+    // LLVM lowering of memrefs cannot store i1 elements. 2- and 4-bit
+    // integers too: one per byte, the value in the low bits (ml_dtypes'
+    // layout; MLIR 22 would pack them).
+    if (t.getWidth() < 8)
       return IntegerType::get(t.getContext(), 8);
     if (t.isUnsigned())
       return IntegerType::get(t.getContext(), t.getWidth());

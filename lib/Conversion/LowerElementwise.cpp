@@ -38,14 +38,21 @@ struct ElementwiseLowering : public ConversionPattern {
     auto results = buildGeneric(
         rewriter, op->getLoc(), operands, outTypes,
         [&](OpBuilder &b, Location loc, ValueRange stored) {
-          // Booleans arrive as i8 storage: compute on i1, store back as i8.
+          // Booleans (and 2- and 4-bit integers) arrive as i8 storage:
+          // compute on their own width, store back as i8 (the value in the
+          // low bits).
+          auto narrowWidth = [](Type t) {
+            auto it = dyn_cast<IntegerType>(getElementTypeOrSelf(t));
+            return it && it.getWidth() < 8 ? it.getWidth() : 0u;
+          };
           SmallVector<Value> args(stored);
           for (auto [i, v] : llvm::enumerate(op->getOperands()))
-            if (getElementTypeOrSelf(v.getType()).isInteger(1))
-              args[i] = arith::TruncIOp::create(b, loc, b.getI1Type(), args[i]);
+            if (unsigned w = narrowWidth(v.getType()))
+              args[i] =
+                  arith::TruncIOp::create(b, loc, b.getIntegerType(w), args[i]);
           SmallVector<Value> r = buildElementwiseScalar(b, loc, op, args);
           for (Value &v : r)
-            if (v.getType().isInteger(1))
+            if (narrowWidth(v.getType()))
               v = arith::ExtUIOp::create(b, loc, b.getI8Type(), v);
           if (r.empty()) {
             ok = false;

@@ -64,7 +64,9 @@ LogicalResult RefType::verify(function_ref<InFlightDiagnostic()> emitError,
     if (!i || i.isSigned())
       return false;
     unsigned w = i.getWidth();
-    return w == 1 ? i.isSignless() : (w == 8 || w == 16 || w == 32 || w == 64);
+    return w == 1
+               ? i.isSignless()
+               : (w == 2 || w == 4 || w == 8 || w == 16 || w == 32 || w == 64);
   };
   auto isEmberFloat = [](Type t) {
     auto f = dyn_cast<FloatType>(t);

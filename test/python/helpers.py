@@ -126,7 +126,7 @@ def assert_prints_recorded(subdir, script, differing=(), cpu_meshes=False):
     got = out.stdout.splitlines()
     assert len(got) == len(expected)
     for g, e in zip(got, expected):
-        if e.split(" -> ")[0] in differing:
+        if e.split(" -> ")[0].split(" !! ")[0] in differing:  # (a case, or JAX's error)
             assert g != e, f"now equal to JAX's: {e}"
         else:
             assert g == e

@@ -1,8 +1,9 @@
 """JAX's narrow dtypes: 8- and 4-bit floats (ml_dtypes' float8_* and
-float4_e2m1fn). Arrays of them convert, compute and transform as JAX 0.10.2
-computes them on the CPU (`test/data/numerics/narrow_floats.py`, recorded
-from JAX), and conversions from f32 round as ml_dtypes and XLA do, bit for
-bit. (2- and 4-bit integers are not built: only `iinfo` of them.)"""
+float4_e2m1fn) and 2- and 4-bit integers (int2, int4, uint2, uint4).
+Arrays of them convert, compute and transform as JAX 0.10.2 computes them
+on the CPU (`test/data/numerics/narrow_floats.py` and `narrow_ints.py`,
+recorded from JAX), and conversions from f32 round as ml_dtypes and XLA
+do, bit for bit."""
 
 import ml_dtypes
 import numpy as np
@@ -24,6 +25,21 @@ NARROW = sorted(dtypes.NARROW_FLOATS, key=lambda d: d.name)
 
 def test_narrow_floats_compute_as_jax():
     assert_prints_recorded("numerics", "narrow_floats", DIFFERING)
+
+
+# XLA 0.10.2 cannot compile a product of 4-bit integers accumulating in
+# int32 (a JaxRuntimeError; Ember computes it, checked below), and shifts
+# unsigned 2- and 4-bit integers right arithmetically (9 >> 1 is 12 in
+# uint4; Ember's is NumPy's 4).
+INT_DIFFERING = {"int4 dot", "uint4 dot", "uint4 bits", "uint2 bits"}
+
+
+def test_narrow_ints_compute_as_jax():
+    assert_prints_recorded("numerics", "narrow_ints", INT_DIFFERING)
+    x = np.array([[-8, 7, 3], [1, -1, 0]], np.int32)
+    y = np.array([[2, -3, 7], [-8, 5, 1]], np.int32)
+    got = jnp.matmul(x.astype(jnp.int4), y.T.astype(jnp.int4), preferred_element_type=jnp.int32)
+    np.testing.assert_array_equal(np.asarray(got), x @ y.T)
 
 
 
@@ -72,12 +88,28 @@ def test_narrow_floats_promote_with_nothing_else():
     assert repr(x * 3) == "Array([3, 3, 3], dtype=float8_e4m3fn)"
     assert jnp.issubdtype(jnp.float8_e4m3fn, jnp.floating)
     assert jnp.iinfo(jnp.int4).min == -8 and jnp.issubdtype(jnp.uint2, jnp.unsignedinteger)
-    with pytest.raises(TypeError, match="dtype int4 is not a valid Ember array type"):
-        jnp.ones(2, jnp.int4)
+    with pytest.raises(dtypes.TypePromotionError, match="1-bit, 2-bit and 4-bit integers"):
+        jnp.ones(2, jnp.int4) + jnp.ones(2, jnp.int8)
+    assert (jnp.ones(2, jnp.uint4) + 3).dtype == jnp.uint4
+    with pytest.raises(TypeError, match="abs does not accept dtype int4. Support for "
+                                        "narrow-width integers is platform-dependent"):
+        jnp.abs(jnp.ones(2, jnp.int4))
 
 
 def test_narrow_arrays_through_the_runtime():
-    # Arguments, results, refs and callbacks carry them as bytes.
+    # Arguments, results, refs and callbacks carry them as bytes (a 4-bit
+    # integer in the low bits of its byte, as ml_dtypes keeps it).
+    q = jnp.asarray(np.array([-8, -1, 0, 7], np.int32)).astype(jnp.int4)
+    np.testing.assert_array_equal(np.asarray(ember.jit(lambda v: v + 1)(q)).astype(np.int32),
+                                  [-7, 0, 1, -8])
+    qref = ember.new_ref(q)
+
+    @ember.jit
+    def bump(r):
+        r[...] += jnp.int4(3)
+
+    bump(qref)
+    np.testing.assert_array_equal(np.asarray(qref[...]).astype(np.int32), [-5, 2, 3, -6])
     x = jnp.asarray(np.linspace(-3, 3, 12, dtype=np.float32)).astype(jnp.float8_e5m2)
     ref = ember.new_ref(x)
 

@@ -68,6 +68,7 @@ const char *const kPasses[] = {
     "ember-math-approx",
     "ember-arith-expand",
     "ember-narrow-floats",
+    "ember-widen-narrow-ints",
     "ember-widen-bool-buffers",
     "ember-expand-transforms",
     "ember-autodiff",

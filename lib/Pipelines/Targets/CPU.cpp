@@ -15,7 +15,7 @@ const TargetDescription &getCPUTarget();
 using namespace mlir::ember;
 
 static const char kCpuCodegen[] =
-    "ember-to-linalg,ember-narrow-floats,"
+    "ember-widen-narrow-ints,ember-to-linalg,ember-narrow-floats,"
     "ember-partition,ember-shard-to-mpi,"
     "canonicalize,loop-invariant-code-motion,cse,"
     "ember-scalarize-loop-counters,canonicalize,cse," EMBER_FUSE_AND_BUFFERIZE

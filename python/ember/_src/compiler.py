@@ -230,8 +230,8 @@ def _dump_other_targets(source):
                 f.write(f"{type(e).__name__}: {e}\n")
 
 
-# An 8- or 4-bit float element type in IR text.
-_NARROW_FLOAT = re.compile(r"\b(f8E\w+|f4E2M1FN)\b")
+# An 8- or 4-bit float or a 2- or 4-bit integer element type in IR text.
+_NARROW_FLOAT = re.compile(r"\b(f8E\w+|f4E2M1FN|u?i[24])\b")
 
 
 def run_pipeline(module, target=None, upto=None, keep_text=None, text=None, keep_last=True):
@@ -259,8 +259,8 @@ def _run_pipeline(module, target, upto, keep_text, text, keep_last):
     if target.name != "cpu" and len(ran) > len(SHARED_STAGES) and \
             _NARROW_FLOAT.search(stages["ember"]):
         raise NotImplementedError(
-            f"8- and 4-bit floats (float8_*, float4_e2m1fn) on the {target.name} target: "
-            "Ember computes on them on the CPU only")
+            f"8- and 4-bit floats (float8_*, float4_e2m1fn) and 2- and 4-bit integers on "
+            f"the {target.name} target: Ember computes on them on the CPU only")
     for k, (name, pipeline) in enumerate(ran):
         try:
             if callable(pipeline):  # a stage written in Python

@@ -23,8 +23,14 @@ NARROW_FLOATS = {np.dtype(getattr(ml_dtypes, n)): m for n, m in (
     ("float8_e5m2fnuz", "f8E5M2FNUZ"), ("float8_e3m4", "f8E3M4"), ("float8_e4m3", "f8E4M3"),
     ("float8_e8m0fnu", "f8E8M0FNU"), ("float4_e2m1fn", "f4E2M1FN"))}
 
+# ... and the narrow integers ({dtype: MLIR's type name}): one per byte, the
+# value in the low bits; they too promote with nothing but weak types.
+NARROW_INTS = {np.dtype(getattr(ml_dtypes, n)): m for n, m in (
+    ("int4", "i4"), ("uint4", "ui4"), ("int2", "i2"), ("uint2", "ui2"))}
+
 _SUPPORTED = {bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, bfloat16, float32, float64, complex64, complex128, *NARROW_FLOATS}
+              float16, bfloat16, float32, float64, complex64, complex128, *NARROW_FLOATS,
+              *NARROW_INTS}
 
 _NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
@@ -107,11 +113,13 @@ def is_inexact(d):
 
 
 def is_int(d):
-    return np.dtype(d).kind in "iu"
+    d = np.dtype(d)
+    return d.kind in "iu" or d in NARROW_INTS
 
 
 def is_unsigned(d):
-    return np.dtype(d).kind == "u"
+    d = np.dtype(d)
+    return d.kind == "u" or d in NARROW_INTS and d.name.startswith("u")
 
 
 def is_bool(d):
@@ -122,7 +130,8 @@ def is_bool(d):
 _I, _F, _C = "i*", "f*", "c*"
 _UP = {
     bool_: [_I],
-    _I: [uint8, int8],
+    _I: [uint8, int8, *NARROW_INTS],
+    **{t: [] for t in NARROW_INTS},
     uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64], uint64: [_F],
     int8: [int16], int16: [int32], int32: [int64], int64: [_F],
     _F: [float16, bfloat16, _C, *NARROW_FLOATS],
@@ -153,14 +162,16 @@ def _lub(nodes):
     for c in common:
         if common <= _UPPER[c]:
             return c
-    narrow = [n for n in nodes if n in NARROW_FLOATS]
+    narrow = [n for n in nodes if n in NARROW_FLOATS or n in NARROW_INTS]
     if narrow:
         names = tuple(n.name if isinstance(n, np.dtype) else n for n in nodes)
+        what = (f"{itemsize_bits(narrow[0])}-bit floats" if narrow[0] in NARROW_FLOATS else
+                "1-bit, 2-bit and 4-bit integers")
         raise TypePromotionError(
             f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
-            f"unintended promotion, {itemsize_bits(narrow[0])}-bit floats do not support "
-            "implicit promotion. If you'd like your inputs to be promoted to another type, you "
-            "can do so explicitly using e.g. x.astype('float32')")
+            f"unintended promotion, {what} do not support implicit promotion. If you'd like "
+            "your inputs to be promoted to another type, you can do so explicitly using e.g. "
+            "x.astype('float32')")
     raise TypeError(f"no common type for {nodes}")
 
 
@@ -211,7 +222,7 @@ _MLIR_NAMES = {
     bool_: "i1", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
     uint8: "ui8", uint16: "ui16", uint32: "ui32", uint64: "ui64",
     float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
-    complex64: "complex<f32>", complex128: "complex<f64>", **NARROW_FLOATS,
+    complex64: "complex<f32>", complex128: "complex<f64>", **NARROW_FLOATS, **NARROW_INTS,
 }
 
 

@@ -582,9 +582,15 @@ neg, _abs_real, floor, ceil = (_u(n) for n in ["neg", "abs", "floor", "ceil"])
 
 
 def abs(x):
-    """|x|; of a complex x its modulus, a real array (as JAX's lax.abs)."""
-    if dtypes.is_complex(np.result_type(x) if not isinstance(x, core.Value) else x.dtype):
+    """|x|; of a complex x its modulus, a real array (as JAX's lax.abs).
+    JAX's one primitive that rejects 2- and 4-bit integers."""
+    dt = np.result_type(x) if not isinstance(x, core.Value) else x.dtype
+    if dtypes.is_complex(dt):
         return abs_complex(as_value(x))
+    if np.dtype(dt) in dtypes.NARROW_INTS:
+        raise type_error(f"abs does not accept dtype {np.dtype(dt).name}. Support for "
+                         "narrow-width integers is platform-dependent and limited to a few "
+                         "specific operations, e.g. basic arithmetic and type casting.")
     return _abs_real(x)
 
 
