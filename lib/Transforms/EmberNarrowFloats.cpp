@@ -296,7 +296,10 @@ struct EmberNarrowFloatsPass
       bool narrow =
           TypeSwitch<Operation *, bool>(op)
               .Case([](arith::ConstantOp c) {
-                return isNarrowFloat(getElementTypeOrSelf(c.getType()));
+                // (Tensor constants are bytes in memory already: their
+                // globals store the bits.)
+                return !isa<TensorType>(c.getType()) &&
+                       isNarrowFloat(getElementTypeOrSelf(c.getType()));
               })
               .Case<arith::ExtFOp, arith::TruncFOp>([](Operation *o) {
                 return isNarrowFloat(

@@ -43,12 +43,14 @@ func.func @wide(%x: f64, %y: f8E5M2) -> (f8E5M2, f64, bf16) {
 }
 
 // CHECK-LABEL: func @untouched
-func.func @untouched(%x: f16, %y: f8E4M3FN, %c: i1) -> (f16, f8E4M3FN) {
+func.func @untouched(%x: f16, %y: f8E4M3FN, %c: i1) -> (f16, f8E4M3FN, tensor<2xf8E4M3FN>) {
   // CHECK: arith.addf %{{.*}}, %{{.*}} : f16
   // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f8E4M3FN
+  // CHECK: arith.constant dense<[1.500000e+00, 2.000000e+00]> : tensor<2xf8E4M3FN>
   %0 = arith.addf %x, %x : f16
   %1 = arith.select %c, %y, %y : f8E4M3FN
-  return %0, %1 : f16, f8E4M3FN
+  %2 = arith.constant dense<[1.5, 2.0]> : tensor<2xf8E4M3FN>
+  return %0, %1, %2 : f16, f8E4M3FN, tensor<2xf8E4M3FN>
 }
 
 // -----

@@ -163,3 +163,20 @@ def test_elementwise_ops_round_through_f16(dt):
         got = np.asarray(ember.jit(ours)(*args))
         np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32),
                                       err_msg=f"{dt.name} {name}")
+
+
+def test_constants_of_narrow_dtypes_in_compiled_code():
+    # Arrays of them made inside `jit` are constants of the program (stored
+    # as their bytes; an abort of ember-narrow-floats until this test).
+    f8, f4, e8 = jnp.float8_e4m3fn, jnp.float4_e2m1fn, jnp.float8_e8m0fnu
+    vals = np.array([1.5, 2.5, 3.0, -1.0], np.float32)
+    for dt in (f8, f4, e8):
+        got = ember.jit(lambda dt=dt: jnp.array(vals, dt) * 2)()
+        want = (vals.astype(dt).astype(np.float32) * 2).astype(np.float16).astype(dt) \
+            if dt is not e8 else (vals.astype(dt).astype(np.float32) * 2).astype(dt)
+        np.testing.assert_array_equal(np.asarray(got).astype(np.float32),
+                                      want.astype(np.float32))
+    got = ember.jit(lambda: jnp.array([1, -2, 3], jnp.int4) * 3)()
+    np.testing.assert_array_equal(np.asarray(got).astype(np.int32), [3, -6, -7])
+    got = ember.jit(lambda: jnp.array([1, 14, 3], jnp.uint4).reshape(3, 1).T + 3)()
+    np.testing.assert_array_equal(np.asarray(got).astype(np.int32), [[4, 1, 6]])
