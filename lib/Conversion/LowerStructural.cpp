@@ -36,8 +36,8 @@ struct ConstantLowering : public OpConversionPattern<ConstantOp> {
       return rewriter.notifyMatchFailure(op,
                                          "only dense constants are lowered");
     Type orig = op.getType().getElementType();
-    if (orig.isIntOrFloat() && isa<IntegerType>(orig) &&
-        orig.getIntOrFloatBitWidth() < 8) // (bools, 2- and 4-bit integers)
+    auto origInt = dyn_cast<IntegerType>(orig);
+    if (origInt && origInt.getWidth() < 8) // (bools, 2- and 4-bit integers)
       dense = dense.mapValues(type.getElementType(),
                               [](const APInt &v) { return v.zext(8); });
     else if (type != op.getType())

@@ -36,7 +36,21 @@ struct EmberWidenNarrowIntsPass
           EmberWidenNarrowIntsPass> {
   void runOnOperation() override {
     SmallVector<Operation *> todo;
-    getOperation()->walk([&](Operation *op) {
+    WalkResult walked = getOperation()->walk([&](Operation *op) {
+      // (A bit cast to another width would regroup the narrow elements'
+      // bits, which 8-bit elements do not hold.)
+      if (auto bc = dyn_cast<BitcastConvertOp>(op))
+        if ((widened(bc.getOperand().getType()) || widened(bc.getType())) &&
+            bc.getOperand().getType().getElementTypeBitWidth() !=
+                bc.getType().getElementTypeBitWidth()) {
+          bc.emitOpError("ember-widen-narrow-ints: a bit cast between 2- or "
+                         "4-bit integers and another width is not supported");
+          return WalkResult::interrupt();
+        }
+      // (A constant held as a resource blob is left to ember-to-linalg.)
+      if (auto c = dyn_cast<ConstantOp>(op))
+        if (!isa<DenseIntElementsAttr>(c.getValue()))
+          return WalkResult::advance();
       // (Refs keep their value type: their ops move a ref's bytes, and an
       // addupdate's wrapped sum has the same low bits.)
       auto isRef = [](Type t) { return isa<RefType>(t); };
@@ -44,12 +58,15 @@ struct EmberWidenNarrowIntsPass
           op->getNumRegions() != 0 ||
           llvm::any_of(op->getOperandTypes(), isRef) ||
           llvm::any_of(op->getResultTypes(), isRef))
-        return;
+        return WalkResult::advance();
       auto narrow = [](Value v) { return (bool)widened(v.getType()); };
       if (llvm::any_of(op->getOperands(), narrow) ||
           llvm::any_of(op->getResults(), narrow))
         todo.push_back(op);
+      return WalkResult::advance();
     });
+    if (walked.wasInterrupted())
+      return signalPassFailure();
     for (Operation *op : todo) {
       OpBuilder b(op);
       Location loc = op->getLoc();

@@ -1,4 +1,4 @@
-// RUN: ember-opt %s -ember-widen-narrow-ints | FileCheck %s
+// RUN: ember-opt %s -ember-widen-narrow-ints -split-input-file -verify-diagnostics | FileCheck %s
 
 // Ops on 2- and 4-bit integers compute in 8 bits between conversions, so
 // each wraps as the narrow type would; constants hold extended values.
@@ -32,4 +32,12 @@ func.func @kept(%a: tensor<3xi4>, %x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3
   %0 = ember.convert %a : (tensor<3xi4>) -> tensor<3xf32>
   %1 = ember.exp %x : tensor<3xf32>
   return %0, %1 : tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
+func.func @bitcast_width(%a: tensor<2xi4>) -> tensor<i8> {
+  // expected-error @+1 {{ember-widen-narrow-ints: a bit cast between 2- or 4-bit integers and another width is not supported}}
+  %0 = ember.bitcast_convert %a : (tensor<2xi4>) -> tensor<i8>
+  return %0 : tensor<i8>
 }

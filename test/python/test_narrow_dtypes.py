@@ -180,3 +180,13 @@ def test_constants_of_narrow_dtypes_in_compiled_code():
     np.testing.assert_array_equal(np.asarray(got).astype(np.int32), [3, -6, -7])
     got = ember.jit(lambda: jnp.array([1, 14, 3], jnp.uint4).reshape(3, 1).T + 3)()
     np.testing.assert_array_equal(np.asarray(got).astype(np.int32), [[4, 1, 6]])
+
+
+def test_bit_casts_of_narrow_ints():
+    from ember import lax
+
+    q = jnp.asarray(np.array([-8, -1, 0, 7], np.int32)).astype(jnp.int4)
+    got = ember.jit(lambda v: lax.bitcast_convert_type(v, jnp.uint4))(q)
+    np.testing.assert_array_equal(np.asarray(got).astype(np.int32), [8, 15, 0, 7])
+    with pytest.raises(NotImplementedError, match="only to types of their own width"):
+        lax.bitcast_convert_type(q.reshape(2, 2), jnp.int8)

@@ -1001,7 +1001,14 @@ def convert_element_type(x, new_dtype, weak_type=False):
 
 
 def bitcast_convert_type(x, new_dtype):
-    return bitcast_p.bind(x, new_dtype=dtypes.canonicalize_dtype(new_dtype))
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    old = as_value(x).dtype
+    if (old in dtypes.NARROW_INTS or new_dtype in dtypes.NARROW_INTS) and \
+            dtypes.itemsize_bits(old) != dtypes.itemsize_bits(new_dtype):
+        raise NotImplementedError(
+            f"bitcast_convert_type from {old.name} to {new_dtype.name}: Ember bit-casts 2- "
+            f"and 4-bit integers only to types of their own width (at {core.where()})")
+    return bitcast_p.bind(x, new_dtype=new_dtype)
 
 
 _dim = core.canonicalize_dim
