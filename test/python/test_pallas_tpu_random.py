@@ -158,3 +158,33 @@ def test_errors():
     with pytest.raises(ValueError, match="Bit width must be 32"):
         pl.pallas_call(half, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.bfloat16),
                        interpret=True)()
+
+
+def test_a_kernel_using_the_prng_state_runs_its_grid_in_order():
+    # Grid points writing disjoint blocks run as concurrent groups, but the
+    # PRNG state is carried from point to point: a kernel using it (here
+    # seeding at every point, as `sample_block` does) must not run its
+    # groups concurrently, which raced on the state (a block of
+    # test_sample_block_is_invariant_to_blocks came out of another seed in
+    # a full-suite run). Deterministic check: the traced grid loop is not
+    # marked parallel for it, and is for the same kernel without the PRNG.
+    def plain(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    def drawing(x_ref, o_ref):
+        pltpu.prng_seed(pl.program_id(0))
+        o_ref[...] = x_ref[...] + pltpu.prng_random_bits(o_ref.shape).astype(jnp.float32)
+
+    x = jnp.ones((4 * 64, 128), jnp.float32)
+
+    def call(kernel):
+        return lambda v: pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), grid=(4,),
+            in_specs=[pl.BlockSpec((64, 128), lambda i: (i, 0))],
+            out_specs=pl.BlockSpec((64, 128), lambda i: (i, 0)), interpret=True)(v)
+
+    assert "{parallel" in jax.jit(call(plain)).lower(x).as_text()
+    assert "{parallel" not in jax.jit(call(drawing)).lower(x).as_text()
+    first = np.asarray(jax.jit(call(drawing))(x))
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(jax.jit(call(drawing))(x)), first)

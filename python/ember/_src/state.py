@@ -136,6 +136,19 @@ def _undo(trace, mark):
         r._value = v
 
 
+def undone_on(exc, run):
+    """`run()`; where it raises `exc`, None, with what it emitted into the
+    current trace removed (as `retry` removes an attempt)."""
+    trace = core.current_trace()
+    mark = _mark(trace) if trace is not None else None
+    try:
+        return run()
+    except exc:
+        if mark is not None:
+            _undo(trace, mark)
+        return None
+
+
 def retry(run):
     """Runs `run()` (which emits one control-flow op into the current trace)
     until no body in it uses a ref that is not threaded: each time one does,

@@ -1015,6 +1015,7 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
     # Pallas TPU's PRNG state (prng_state.py), after the kernel's scratch.
     rng0 = jnp.zeros(prng_state.SHAPE, prng_state.DTYPE)
     n = math.prod(grid)
+    in_groups = [False]  # (tracing concurrent groups: no PRNG state)
 
     def point(ids, carry):
         outs, scratch = carry
@@ -1026,7 +1027,7 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
         scratch_refs = [state.Ref(s) for s in scratch]
         refs = pf_refs + in_refs + out_refs + scratch_refs
         _grid_env.append((ids, grid))
-        prng_state.refs.append(scratch_refs[-1])
+        prng_state.refs.append(prng_state.FORBIDDEN if in_groups[0] else scratch_refs[-1])
         try:
             with state.scope(refs):
                 res = kernel(*refs[:-1])
@@ -1053,20 +1054,27 @@ def _run(kernel, kname, grid, prefetch, ins, in_blocks, out_blocks, scratch_shap
     k = _parallel_axes(grid, len(prefetch), out_blocks, scratch_types, compiler_params)
     if n == 0:
         outs = outs0
-    elif k:
-        # Groups of points differing in their first k ids are independent:
-        # a loop over the groups marked parallel, each group's points in
-        # order with scratch of its own (the PRNG state is carried: a
-        # kernel drawing from it keeps the loop sequential).
-        def group(g, carry):
-            outs, rng = carry
-            outs, scratch = points(grid[k:], _unravel(g, grid[:k]),
-                                   (outs, new_scratch() + [rng]))
-            return outs, scratch[-1]
-
-        outs, _ = control_flow.independent_loop(math.prod(grid[:k]), group, (outs0, rng0))
     else:
-        outs, _ = points(grid, (), (outs0, new_scratch() + [rng0]))
+        outs = None
+        if k:
+            # Groups of points differing in their first k ids are
+            # independent: a loop over the groups marked parallel, each
+            # group's points in order with scratch of its own. The PRNG
+            # state is carried from point to point, which concurrent groups
+            # would race on: a kernel using it runs its grid in order.
+            def group(g, carry):
+                outs, scratch = points(grid[k:], _unravel(g, grid[:k]),
+                                       (carry, new_scratch() + [rng0]))
+                return outs
+
+            in_groups[0] = True
+            try:
+                outs = state.undone_on(prng_state.SequentialNeeded, lambda: (
+                    control_flow.independent_loop(math.prod(grid[:k]), group, outs0)))
+            finally:
+                in_groups[0] = False
+        if outs is None:
+            outs, _ = points(grid, (), (outs0, new_scratch() + [rng0]))
     return [b.unpadded(x) for b, x in zip(out_blocks, outs)]
 
 

@@ -13,3 +13,13 @@ SHAPE, DTYPE = (2,), np.dtype(np.uint32)
 
 # The state refs of the kernels running on this thread, innermost last.
 refs = core._ThreadStack()
+
+# Pushed instead of a state ref while a grid's independent groups of points
+# are traced (core._run): the groups run concurrently, so a kernel using
+# the PRNG state (carried from point to point) must run its grid in order.
+FORBIDDEN = object()
+
+
+class SequentialNeeded(Exception):
+    """A kernel traced for concurrent groups of grid points used the PRNG
+    state: core._run traces its grid again, in order."""

@@ -703,6 +703,8 @@ def _prng_ref(name):
     if not prng_state.refs:
         raise ValueError(f"pltpu.{name} is only available inside a Pallas kernel "
                          f"(at {core.where()})")
+    if prng_state.refs[-1] is prng_state.FORBIDDEN:
+        raise prng_state.SequentialNeeded
     return prng_state.refs[-1]
 
 
