@@ -803,26 +803,35 @@ def EmberTPUKernelPass : Pass<"ember-tpu-kernel", "ModuleOp"> {
 }
 
 def EmberTPUInferLayoutPass : Pass<"ember-tpu-infer-layout", "ModuleOp"> {
-  let summary = "Assign vector-register layouts to a TPU kernel's vectors";
+  let summary = "Assign vector-register layouts to a TPU kernel's vectors and insert relayouts";
   let description = [{
-    For every op of a kernel in Mosaic's form (after `ember-tpu-kernel`)
-    whose results include vectors, records `ember_tpu.out_layouts`: per
-    result, `#ember_tpu.layout<bitwidth, (sublanes, 128)>` (8 sublanes for
-    32-bit elements, 16 and 32 for packed 16- and 8-bit ones, 1 for rank-1
-    vectors; unit for results that are not vectors). Fails, at the op, for
-    vectors or VMEM/SMEM buffers a TPU cannot hold (elements wider than 32
-    bits, complex numbers). Mosaic infers its own layouts when it compiles
-    the kernel (`needs_layout_passes`), so serialized kernels carry none:
-    the pass checks kernels before they are serialized and shows the tiling
-    in `as_text("mosaic")`.
+    For a kernel in Mosaic's form (after `ember-tpu-kernel`), the model of
+    Mosaic's `infer-vector-layout` and `relayout-insertion` on a TPU v5e:
+    records on every op with vectors the layouts it needs of its operands
+    (`ember_tpu.in_layouts`) and those it makes (`ember_tpu.out_layouts`),
+    `#ember_tpu.layout<bitwidth, {sublane_offset, lane_offset}, (rows,
+    cols)[, implicit_dim]>` (unit for values that are not vectors), and
+    puts an `ember_tpu.relayout` before every use whose operand was made in
+    another layout. Fails, at the op, for vectors or VMEM/SMEM buffers a
+    TPU cannot hold (elements wider than 32 bits, complex numbers). Mosaic
+    infers its own layouts when it compiles the kernel
+    (`needs_layout_passes`), so serialized kernels carry none: the pass
+    checks kernels before they are serialized and shows their layouts in
+    `as_text("mosaic")`; its rules agree with libtpu's on the cross-check
+    programs' kernels (test/data/tpu/mosaic_layouts.json).
 
     Before:
     ```mlir
-    %v = vector.load %x[%c0, %c0] : memref<16x128xbf16, ...>, vector<16x128xbf16>
+    %a = vector.load %x[%c0, %c0] : memref<8x128xf32, ...>, vector<8x128xf32>
+    %two = arith.constant dense<2.0> : vector<8x128xf32>
+    %p = arith.mulf %a, %two : vector<8x128xf32>
     ```
     After:
     ```mlir
-    %v = vector.load %x[%c0, %c0] {ember_tpu.out_layouts = [#ember_tpu.layout<16, (16, 128)>]} : ...
+    %a = vector.load %x[%c0, %c0] {ember_tpu.out_layouts = [#ember_tpu.layout<32, {0, 0}, (8, 128)>]} : ...
+    %two = arith.constant {ember_tpu.out_layouts = [#ember_tpu.layout<32, {*, *}, (8, 128)>]} dense<2.0> : vector<8x128xf32>
+    %r = ember_tpu.relayout %two : vector<8x128xf32> from #ember_tpu.layout<32, {*, *}, (8, 128)> to #ember_tpu.layout<32, {0, 0}, (8, 128)>
+    %p = arith.mulf %a, %r {ember_tpu.in_layouts = [...], ember_tpu.out_layouts = [#ember_tpu.layout<32, {0, 0}, (8, 128)>]} : vector<8x128xf32>
     ```
   }];
 }

@@ -113,19 +113,35 @@ def EmberTPU_ContractPrecisionAttr
 
 def EmberTPU_VectorLayoutAttr : AttrDef<EmberTPU_Dialect, "VectorLayout"> {
   let mnemonic = "layout";
-  let summary = "how a vector is tiled into vector registers";
+  let summary = "how a vector is laid out in vector registers (Mosaic's VectorLayout)";
   let description = [{
-    `#ember_tpu.layout<bitwidth, (sublanes, lanes)>`: the vector's two minor
-    dimensions are cut into tiles of `sublanes x lanes` elements, one vector
-    register (8 sublanes of 128 32-bit lanes) per tile; elements narrower
-    than 32 bits are packed into the sublanes (16 x 128 for 16-bit, 32 x 128
-    for 8-bit). Rank-1 vectors use one sublane. Booleans (masks) take a
-    32-bit lane each. `ember-tpu-infer-layout` puts them on ops as
-    `ember_tpu.out_layouts`.
+    `#ember_tpu.layout<bitwidth, {sublane_offset, lane_offset}, (rows, cols)[, implicit_dim]>`,
+    the model of Mosaic's `#tpu.vpad<"bitwidth,{..},(..)[,implicit]">`:
+    the vector's two minor dimensions are cut into tiles of `rows x cols`
+    elements, as many tiles per vector register (8 sublanes of 128 32-bit
+    lanes) as fit; elements narrower than 32 bits are packed into the
+    sublanes. The offsets say where the first element sits in its register;
+    `*` (replicated) says the value does not vary along sublanes or lanes,
+    so any offset holds it. `implicit_dim` `-1` (or `-2`) lays a vector out
+    as if a unit dimension were inserted in the minor (or second-minor)
+    position: rank-1 vectors need one. Booleans (masks) take the bitwidth
+    of the values compared. `ember-tpu-infer-layout` puts layouts on ops as
+    `ember_tpu.in_layouts` and `ember_tpu.out_layouts`; replicated offsets
+    are stored as -1.
   }];
-  let parameters = (ins "int64_t":$bitwidth, "int64_t":$sublanes, "int64_t":$lanes);
-  let assemblyFormat = "`<` $bitwidth `,` `(` $sublanes `,` $lanes `)` `>`";
+  let parameters = (ins "int64_t":$bitwidth, "int64_t":$sublaneOffset,
+                        "int64_t":$laneOffset, "int64_t":$rows,
+                        "int64_t":$cols, "int64_t":$implicitDim);
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Elements of this layout's width in one 32-bit word.
+    int64_t packing() const { return 32 / std::max<int64_t>(getBitwidth(), 1); }
+    /// The rows and columns of a vector that one register holds.
+    std::pair<int64_t, int64_t> vregSlice() const {
+      return {getRows(), 8 * packing() * 128 / getRows()};
+    }
+  }];
 }
 
 def EmberTPU_DotDimensionNumbersAttr
@@ -278,6 +294,7 @@ def EmberTPU_DynamicRotateOp : EmberTPU_Op<"dynamic_rotate",
   let results = (outs AnyVectorOfNonZeroRank:$result);
   let assemblyFormat = [{
     $value `by` $amount `dim` $dimension attr-dict `:` type($value) `,` type($amount)
+      `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -358,6 +375,24 @@ def EmberTPU_ConcatenateOp : EmberTPU_Op<"concatenate", [Pure]> {
 // Memory: windows, DMAs, semaphores
 //===----------------------------------------------------------------------===//
 
+def EmberTPU_RelayoutOp : EmberTPU_Op<"relayout",
+    [Pure, AllTypesMatch<["input", "output"]>]> {
+  let summary = "moves a vector from one register layout to another";
+  let description = [{
+    The same vector, laid out as `out_layout` from `in_layout` (Mosaic's
+    `tpu.relayout`). `ember-tpu-infer-layout` inserts one wherever an op
+    needs an operand in another layout than the one it was made in
+    (shifting offsets, changing tilings, making a replicated value's
+    offsets concrete); serialized kernels have none (Mosaic infers its own).
+  }];
+  let arguments = (ins AnyVectorOfNonZeroRank:$input,
+                       EmberTPU_VectorLayoutAttr:$in_layout,
+                       EmberTPU_VectorLayoutAttr:$out_layout);
+  let results = (outs AnyVectorOfNonZeroRank:$output);
+  let assemblyFormat = "$input `:` type($input) `from` qualified($in_layout) `to` qualified($out_layout) attr-dict";
+  let hasVerifier = 1;
+}
+
 def EmberTPU_MemRefSliceOp : EmberTPU_Op<"memref_slice",
                                          [Pure, AttrSizedOperandSegments]> {
   let summary = "a window of a memref at the given offsets";
@@ -386,8 +421,8 @@ def EmberTPU_EnqueueDMAOp : EmberTPU_Op<"enqueue_dma", [AttrSizedOperandSegments
                        DefaultValuedAttr<BoolAttr, "false">:$strict_ordering);
   let assemblyFormat = [{
     `source` `(` $source `:` type($source) `)`
-    (`source_semaphore` `(` $source_semaphore^ `:` type($source_semaphore) `)`)?
     `target` `(` $target `:` type($target) `)`
+    (`source_semaphore` `(` $source_semaphore^ `:` type($source_semaphore) `)`)?
     (`target_semaphore` `(` $target_semaphore^ `:` type($target_semaphore) `)`)?
     (`device_id` `(` $device_id^ `)`)? (`core_id` `(` $core_id^ `)`)? attr-dict
   }];

@@ -249,7 +249,7 @@ func.func @axis_index(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x
 // names the device; a remote signal names it too.
 // CHECK-LABEL: func.func @remote(
 // CHECK: %[[D:.*]] = ember_tpu.device_id : i32
-// CHECK: ember_tpu.enqueue_dma source(%{{.*}}) source_semaphore(%arg3 : {{.*}}) target(%{{.*}}) target_semaphore(%arg4 : {{.*}}) device_id(%[[T:.*]])
+// CHECK: ember_tpu.enqueue_dma source(%{{.*}}) target(%{{.*}}) source_semaphore(%arg3 : {{.*}}) target_semaphore(%arg4 : {{.*}}) device_id(%[[T:.*]])
 // CHECK: ember_tpu.wait_dma2 semaphore(%arg3 : {{.*}}) src({{.*}}) dst({{.*}}) device_id(%[[Z:.*]]) core_id(%[[Z]])
 // CHECK: ember_tpu.wait_dma2 semaphore(%arg4 : {{.*}}) src({{.*}}) dst({{.*}}) device_id(%[[T]])
 // CHECK: ember_tpu.sem_signal %arg5, %{{.*}} device_id %[[T]]
@@ -326,7 +326,7 @@ func.func @prng(%o: tensor<8x128xf32>) -> tensor<8x128xf32>
 // CHECK-LABEL: func.func @rotate_concat(
 // CHECK: %[[V:.*]] = vector.load
 // CHECK: %[[N:.*]] = arith.constant 3 : i32
-// CHECK: %[[R:.*]] = ember_tpu.dynamic_rotate %[[V]] by %[[N]] dim 1 {stride = 1 : si32, stride_dimension = 0 : si32} : vector<8x128xf32>, i32
+// CHECK: %[[R:.*]] = ember_tpu.dynamic_rotate %[[V]] by %[[N]] dim 1 {stride = 1 : si32, stride_dimension = 0 : si32} : vector<8x128xf32>, i32 -> vector<8x128xf32>
 // CHECK: %[[C:.*]] = ember_tpu.concatenate %{{.*}}, %{{.*}} in 0 : vector<4x128xf32>, vector<4x128xf32> -> vector<8x128xf32>
 // CHECK-NOT: insert_strided_slice
 // CHECK: arith.addf %[[R]], %[[C]]
@@ -368,7 +368,7 @@ func.func @sign(%x: tensor<8x128xf32>, %o: tensor<8x128xf32>) -> tensor<8x128xf3
 // core index is the grid index.
 // CHECK-LABEL: func.func @remote_core(
 // CHECK: %[[C:.*]] = arith.remsi %{{.*}}, %{{.*}} : i32
-// CHECK: ember_tpu.enqueue_dma source(%{{.*}}) source_semaphore(%arg4 : {{.*}}) target(%{{.*}}) target_semaphore(%arg5 : {{.*}}) core_id(%[[C]])
+// CHECK: ember_tpu.enqueue_dma source(%{{.*}}) target(%{{.*}}) source_semaphore(%arg4 : {{.*}}) target_semaphore(%arg5 : {{.*}}) core_id(%[[C]])
 // CHECK: ember_tpu.wait_dma2 semaphore(%arg5 : {{.*}}) src({{.*}}) dst({{.*}}) core_id(%[[C]])
 // CHECK: ember_tpu.sem_signal %arg6, %{{.*}} core_id %[[C]]
 func.func @remote_core(%c: tensor<i32>, %x: tensor<8x128xf32>, %o: tensor<8x128xf32>, %b: tensor<2x8x128xf32>, %send: tensor<i32>, %recv: tensor<i32>, %ready: tensor<i32>) -> tensor<8x128xf32>

@@ -184,14 +184,28 @@ func.func @traced_result(%x: tensor<16x128xf32>, %b: tensor<8x128xf32>, %i: tens
 // -----
 
 // expected-error @+1 {{layout_c1}}
-func.func @bad_layout() attributes {l = #ember_tpu.layout<64, (8, 128)>} {
+func.func @bad_layout() attributes {l = #ember_tpu.layout<64, {0, 0}, (8, 128)>} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{layout_c1}}
-func.func @bad_tiling() attributes {l = #ember_tpu.layout<16, (8, 128)>} {
+func.func @bad_tiling() attributes {l = #ember_tpu.layout<32, {0, 0}, (16, 128)>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{layout_c1}}
+func.func @bad_offset() attributes {l = #ember_tpu.layout<32, {8, 0}, (8, 128)>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{layout_c1}}
+func.func @bad_implicit() attributes {l = #ember_tpu.layout<32, {0, 0}, (8, 128), -3>} {
   return
 }
 
@@ -199,7 +213,39 @@ func.func @bad_tiling() attributes {l = #ember_tpu.layout<16, (8, 128)>} {
 
 func.func @layout_mismatch(%a: vector<8x128xf32>) {
   // expected-error @+1 {{layout_c2}}
-  %b = arith.addf %a, %a {ember_tpu.out_layouts = [#ember_tpu.layout<16, (16, 128)>]} : vector<8x128xf32>
+  %b = arith.addf %a, %a {ember_tpu.out_layouts = [#ember_tpu.layout<16, {0, 0}, (16, 128)>]} : vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @layout_rank(%a: vector<128xf32>) {
+  // expected-error @+1 {{layout_c2}}
+  %b = arith.addf %a, %a {ember_tpu.out_layouts = [#ember_tpu.layout<32, {0, 0}, (8, 128)>]} : vector<128xf32>
+  return
+}
+
+// -----
+
+func.func @in_layouts_count(%a: vector<8x128xf32>) {
+  // expected-error @+1 {{layout_c2: ember_tpu.in_layouts needs an entry per operand}}
+  %b = arith.addf %a, %a {ember_tpu.in_layouts = [#ember_tpu.layout<32, {0, 0}, (8, 128)>]} : vector<8x128xf32>
+  return
+}
+
+// -----
+
+func.func @relayout_fit(%a: vector<8x128xf32>) {
+  // expected-error @+1 {{relayout_c1}}
+  %b = ember_tpu.relayout %a : vector<8x128xf32> from #ember_tpu.layout<32, {0, *}, (8, 128)> to #ember_tpu.layout<16, {0, 0}, (8, 128)>
+  return
+}
+
+// -----
+
+func.func @relayout_same(%a: vector<8x128xf32>) {
+  // expected-error @+1 {{relayout_c2}}
+  %b = ember_tpu.relayout %a : vector<8x128xf32> from #ember_tpu.layout<32, {0, 0}, (8, 128)> to #ember_tpu.layout<32, {0, 0}, (8, 128)>
   return
 }
 
@@ -314,7 +360,7 @@ func.func @traced_prng_rank_one() -> tensor<128xi32> {
 
 func.func @rotate_dim(%v: vector<8x128xf32>, %n: i32) {
   // expected-error @+1 {{rotate_c1}}
-  %r = ember_tpu.dynamic_rotate %v by %n dim 2 : vector<8x128xf32>, i32
+  %r = ember_tpu.dynamic_rotate %v by %n dim 2 : vector<8x128xf32>, i32 -> vector<8x128xf32>
   return
 }
 
@@ -322,7 +368,7 @@ func.func @rotate_dim(%v: vector<8x128xf32>, %n: i32) {
 
 func.func @rotate_stride_alone(%v: vector<8x128xf32>, %n: i32) {
   // expected-error @+1 {{rotate_c2}}
-  %r = ember_tpu.dynamic_rotate %v by %n dim 0 {stride = 1 : si32} : vector<8x128xf32>, i32
+  %r = ember_tpu.dynamic_rotate %v by %n dim 0 {stride = 1 : si32} : vector<8x128xf32>, i32 -> vector<8x128xf32>
   return
 }
 

@@ -9,7 +9,7 @@
 // CHECK: ember_tpu.matmul {{.*}}precision = #ember_tpu.contract_precision<fp32>
 // CHECK: ember_tpu.iota {dimensions = array<i32: 1>}
 // CHECK: ember_tpu.transpose
-// CHECK: ember_tpu.dynamic_rotate %{{.*}} by %{{.*}} dim 1 : vector<8x128xf32>, i32
+// CHECK: ember_tpu.dynamic_rotate %{{.*}} by %{{.*}} dim 1 : vector<8x128xf32>, i32 -> vector<8x128xf32>
 // CHECK: ember_tpu.dynamic_rotate %{{.*}} by %{{.*}} dim 0 {stride = 2 : si32, stride_dimension = 1 : si32}
 // CHECK: ember_tpu.concatenate %{{.*}}, %{{.*}} in 1 : vector<8x8xf32>, vector<8x128xf32> -> vector<8x136xf32>
 // CHECK: ember_tpu.vector_store
@@ -41,8 +41,8 @@ func.func @kernel(%i: i32, %x: memref<8x128xf32, #ember_tpu.memory_space<vmem>>,
   %io = ember_tpu.iota {dimensions = array<i32: 1>} : vector<8x128xi32>
   %t = ember_tpu.transpose %m, [1, 0] : vector<8x128xf32> -> vector<128x8xf32>
   %three = arith.constant 3 : i32
-  %rot = ember_tpu.dynamic_rotate %m by %three dim 1 : vector<8x128xf32>, i32
-  %rots = ember_tpu.dynamic_rotate %m by %three dim 0 {stride = 2 : si32, stride_dimension = 1 : si32} : vector<8x128xf32>, i32
+  %rot = ember_tpu.dynamic_rotate %m by %three dim 1 : vector<8x128xf32>, i32 -> vector<8x128xf32>
+  %rots = ember_tpu.dynamic_rotate %m by %three dim 0 {stride = 2 : si32, stride_dimension = 1 : si32} : vector<8x128xf32>, i32 -> vector<8x128xf32>
   %cat = ember_tpu.concatenate %a, %b in 1 : vector<8x8xf32>, vector<8x128xf32> -> vector<8x136xf32>
   ember_tpu.vector_store %x[%c0, %c0], %m {strides = array<i32>} : memref<8x128xf32, #ember_tpu.memory_space<vmem>>, vector<8x128xf32>,
   %z = arith.constant 0 : i32
@@ -168,4 +168,16 @@ func.func @strided(%m: memref<16x128xf32, #ember_tpu.memory_space<vmem>>, %t: te
   %s = ember_tpu.traced_store %t[%i, %i], %r {strides = array<i32: 2, 1>} : tensor<16x128xf32>, tensor<8x128xf32>
   %u = ember_tpu.traced_store %t[%i, %i], %t masked %k {strides = array<i32: 1, 1>} : tensor<16x128xf32>, tensor<16x128xf32>, tensor<16x128xi1>
   return %s, %u : tensor<16x128xf32>, tensor<16x128xf32>
+}
+
+// Vector layouts (Mosaic's VectorLayout) and relayouts.
+// CHECK-LABEL: func.func @layouts
+// CHECK: ember_tpu.relayout %{{.*}} : vector<8x128xf32> from #ember_tpu.layout<32, {0, *}, (8, 128)> to #ember_tpu.layout<32, {0, 0}, (8, 128)>
+// CHECK: ember_tpu.out_layouts = [#ember_tpu.layout<32, {*, 0}, (8, 128), -2>]
+// CHECK: ember_tpu.out_layouts = [#ember_tpu.layout<16, {3, 5}, (16, 128)>]
+func.func @layouts(%a: vector<8x128xf32>, %r: vector<128xf32>, %h: vector<16x128xbf16>) {
+  %b = ember_tpu.relayout %a : vector<8x128xf32> from #ember_tpu.layout<32, {0, *}, (8, 128)> to #ember_tpu.layout<32, {0, 0}, (8, 128)>
+  %s = arith.negf %r {ember_tpu.in_layouts = [#ember_tpu.layout<32, {*, 0}, (8, 128), -2>], ember_tpu.out_layouts = [#ember_tpu.layout<32, {*, 0}, (8, 128), -2>]} : vector<128xf32>
+  %t = arith.negf %h {ember_tpu.out_layouts = [#ember_tpu.layout<16, {3, 5}, (16, 128)>]} : vector<16x128xbf16>
+  return
 }

@@ -398,7 +398,7 @@ def test_ring_all_reduce_over_simulated_devices(devices8):
     assert "ember_tpu.device_id" in text
     assert re.search(r"ember_tpu.sem_signal %\S+, %\S+ device_id %", text), text
     text = jax.jit(ring).trace(x).lower(lowering_platforms=("tpu",)).as_text("mosaic")
-    assert re.search(r"enqueue_dma source\(.*\) source_semaphore\(.*\) target\(.*\) "
+    assert re.search(r"enqueue_dma source\(.*\) target\(.*\) source_semaphore\(.*\) "
                      r"target_semaphore\(.*\) device_id\(", text), text
     stablehlo = jax.jit(ring).trace(x).lower(lowering_platforms=("tpu",)).as_text("stablehlo")
     assert '"sdy.manual_computation"' in stablehlo and "has_communication" in stablehlo

@@ -37,7 +37,6 @@
 
 namespace mlir::ember {
 #define GEN_PASS_DEF_EMBERTPUKERNELPASS
-#define GEN_PASS_DEF_EMBERTPUINFERLAYOUTPASS
 #include "ember/Transforms/Passes.h.inc"
 } // namespace mlir::ember
 
@@ -1679,59 +1678,6 @@ struct EmberTPUKernelPass
     fn.erase();
     nf.setSymNameAttr(name);
     return success();
-  }
-};
-
-/// The layout a TPU gives a vector, or an error at `op` for one it cannot
-/// hold.
-FailureOr<Attribute> vectorLayout(Operation *op, Type t) {
-  auto vt = dyn_cast<VectorType>(t);
-  if (!vt)
-    return Attribute(UnitAttr::get(op->getContext()));
-  Type e = vt.getElementType();
-  if (!e.isIntOrFloat() || e.getIntOrFloatBitWidth() > 32)
-    return op->emitOpError("layout_c3: TPU vector registers hold elements of "
-                           "at most 32 bits, not those of ")
-           << vt;
-  int64_t bw = e.getIntOrFloatBitWidth();
-  int64_t sub = vt.getRank() == 1
-                    ? 1
-                    : 8 * (32 / std::max<int64_t>(bw == 1 ? 32 : bw, 8));
-  return Attribute(
-      et::VectorLayoutAttr::get(op->getContext(), bw, sub, /*lanes=*/128));
-}
-
-struct EmberTPUInferLayoutPass
-    : public ember::impl::EmberTPUInferLayoutPassBase<EmberTPUInferLayoutPass> {
-  void runOnOperation() override {
-    WalkResult r = getOperation().walk([&](Operation *op) -> WalkResult {
-      if (auto fn = dyn_cast<func::FuncOp>(op)) {
-        // Buffers: VMEM and SMEM hold at most 32-bit elements.
-        for (Type t : fn.getArgumentTypes())
-          if (auto mt = dyn_cast<MemRefType>(t);
-              mt && mt.getElementType().isIntOrFloat() &&
-              mt.getElementType().getIntOrFloatBitWidth() > 32)
-            return fn.emitOpError("layout_c3: TPU kernels take buffers of "
-                                  "at most 32-bit elements, not ")
-                   << mt;
-        return WalkResult::advance();
-      }
-      if (!llvm::any_of(op->getResultTypes(),
-                        [](Type t) { return isa<VectorType>(t); }))
-        return WalkResult::advance();
-      SmallVector<Attribute> layouts;
-      for (Type t : op->getResultTypes()) {
-        auto l = vectorLayout(op, t);
-        if (failed(l))
-          return WalkResult::interrupt();
-        layouts.push_back(*l);
-      }
-      op->setAttr("ember_tpu.out_layouts",
-                  ArrayAttr::get(op->getContext(), layouts));
-      return WalkResult::advance();
-    });
-    if (r.wasInterrupted())
-      signalPassFailure();
   }
 };
 

@@ -11,6 +11,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::ember_tpu;
@@ -575,8 +576,12 @@ LogicalResult TracedPRNGRandomBitsOp::verify() {
 }
 
 LogicalResult RegionOp::verify() {
-  // region_c1: the yield gives one value of each result's type.
-  Operation *term = getRegion().front().getTerminator();
+  // region_c1: the region ends in a yield that gives one value of each
+  // result's type (checked here before the implicit-terminator trait is).
+  Block &body = getRegion().front();
+  if (body.empty() || !isa<YieldOp>(body.back()))
+    return emitOpError("region_c1: the region ends in an ember_tpu.yield");
+  Operation *term = &body.back();
   if (term->getOperandTypes() != getResultTypes())
     return emitOpError("region_c1: the yield's operands must have the "
                        "region's result types");
@@ -611,54 +616,137 @@ LogicalResult TracedAllocOp::verify() {
 // Vector layouts
 //===----------------------------------------------------------------------===//
 
-/// The sublane tiling of `bitwidth`-bit elements of a vector of rank 2 or
-/// more: 8 sublanes of 32-bit words, narrower elements packed in them.
-static int64_t sublaneTiling(int64_t bitwidth) {
-  return 8 * (32 / std::max<int64_t>(bitwidth == 1 ? 32 : bitwidth, 8));
+Attribute VectorLayoutAttr::parse(AsmParser &parser, Type) {
+  // `<bitwidth, {sublane, lane}, (rows, cols)[, implicit]>`, `*` for a
+  // replicated offset.
+  auto offset = [&](int64_t &v) -> ParseResult {
+    if (succeeded(parser.parseOptionalStar())) {
+      v = -1;
+      return success();
+    }
+    return parser.parseInteger(v);
+  };
+  int64_t bw, sub, lane, rows, cols, implicit = 0;
+  if (parser.parseLess() || parser.parseInteger(bw) || parser.parseComma() ||
+      parser.parseLBrace() || offset(sub) || parser.parseComma() ||
+      offset(lane) || parser.parseRBrace() || parser.parseComma() ||
+      parser.parseLParen() || parser.parseInteger(rows) ||
+      parser.parseComma() || parser.parseInteger(cols) || parser.parseRParen())
+    return {};
+  if (succeeded(parser.parseOptionalComma()) && parser.parseInteger(implicit))
+    return {};
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<VectorLayoutAttr>(parser.getContext(), bw, sub, lane,
+                                             rows, cols, implicit);
+}
+
+void VectorLayoutAttr::print(AsmPrinter &printer) const {
+  auto offset = [&](int64_t v) {
+    if (v < 0)
+      printer << "*";
+    else
+      printer << v;
+  };
+  printer << "<" << getBitwidth() << ", {";
+  offset(getSublaneOffset());
+  printer << ", ";
+  offset(getLaneOffset());
+  printer << "}, (" << getRows() << ", " << getCols() << ")";
+  if (getImplicitDim())
+    printer << ", " << getImplicitDim();
+  printer << ">";
 }
 
 LogicalResult
 VectorLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                         int64_t bitwidth, int64_t sublanes, int64_t lanes) {
-  // layout_c1: 1-, 8-, 16- or 32-bit elements in tiles of 128 lanes and one
-  // sublane or the element width's sublane tiling.
-  if (bitwidth != 1 && bitwidth != 8 && bitwidth != 16 && bitwidth != 32)
-    return emitError() << "layout_c1: TPU vector registers hold 1-, 8-, 16- "
-                          "or 32-bit elements, not "
+                         int64_t bitwidth, int64_t sublaneOffset,
+                         int64_t laneOffset, int64_t rows, int64_t cols,
+                         int64_t implicitDim) {
+  // layout_c1: 8-, 16- or 32-bit elements; power-of-two tiles of whole
+  // lanes (multiples of 128 columns) that fit one register; offsets inside
+  // the register's slice or replicated; implicit dimension none, -1 or -2.
+  if (bitwidth != 8 && bitwidth != 16 && bitwidth != 32)
+    return emitError() << "layout_c1: TPU vector registers hold 8-, 16- or "
+                          "32-bit elements, not "
                        << bitwidth << "-bit ones";
-  if (lanes != 128 || (sublanes != 1 && sublanes != sublaneTiling(bitwidth)))
-    return emitError() << "layout_c1: " << bitwidth
-                       << "-bit elements are tiled (" << sublaneTiling(bitwidth)
-                       << ", 128) or (1, 128), not (" << sublanes << ", "
-                       << lanes << ")";
+  int64_t capacity = 8 * (32 / bitwidth) * 128;
+  if (rows < 1 || cols < 128 || !llvm::isPowerOf2_64(rows) ||
+      !llvm::isPowerOf2_64(cols) || rows * cols > capacity)
+    return emitError() << "layout_c1: a tile of " << bitwidth
+                       << "-bit elements has power-of-two rows and at least "
+                          "128 columns and fits one register ("
+                       << capacity << " elements), not (" << rows << ", "
+                       << cols << ")";
+  int64_t sliceCols = capacity / rows;
+  if (sublaneOffset < -1 || sublaneOffset >= rows || laneOffset < -1 ||
+      laneOffset >= sliceCols)
+    return emitError() << "layout_c1: offsets lie in the register's " << rows
+                       << " x " << sliceCols << " slice or are replicated (*)";
+  if (implicitDim != 0 && implicitDim != -1 && implicitDim != -2)
+    return emitError() << "layout_c1: the implicit dimension is -1 or -2, not "
+                       << implicitDim;
+  return success();
+}
+
+/// Whether `layout` can lay out `vt`: the elements' width (masks take the
+/// width of what was compared) and a rank of two once the implicit
+/// dimension is counted.
+static bool layoutFits(VectorLayoutAttr layout, VectorType vt) {
+  Type e = vt.getElementType();
+  if (!e.isIntOrFloat())
+    return false;
+  if (!e.isInteger(1) &&
+      layout.getBitwidth() != (int64_t)e.getIntOrFloatBitWidth())
+    return false;
+  return vt.getRank() + (layout.getImplicitDim() ? 1 : 0) >= 2;
+}
+
+/// layout_c2 for the layouts `attr` gives `values` (one each, unit for
+/// those that are not vectors).
+static LogicalResult checkLayouts(Operation *op, StringRef name, Attribute attr,
+                                  ValueRange values) {
+  auto layouts = dyn_cast<ArrayAttr>(attr);
+  if (!layouts || layouts.size() != values.size())
+    return op->emitOpError("layout_c2: ")
+           << name << " needs an entry per "
+           << (name.ends_with("in_layouts") ? "operand" : "result");
+  for (auto [v, a] : llvm::zip(values, layouts)) {
+    auto vt = dyn_cast<VectorType>(v.getType());
+    if (!vt || vt.getRank() == 0) {
+      if (!isa<UnitAttr>(a))
+        return op->emitOpError("layout_c2: values that are not vectors (or "
+                               "are 0-d ones) have a unit layout");
+      continue;
+    }
+    auto l = dyn_cast<VectorLayoutAttr>(a);
+    if (!l || !layoutFits(l, vt))
+      return op->emitOpError("layout_c2: layout ")
+             << a << " does not fit a value of type " << vt;
+  }
+  return success();
+}
+
+LogicalResult RelayoutOp::verify() {
+  // relayout_c1: both layouts fit the vector; relayout_c2: they differ.
+  auto vt = getInput().getType();
+  if (!layoutFits(getInLayout(), vt) || !layoutFits(getOutLayout(), vt))
+    return emitOpError("relayout_c1: the layouts do not fit ") << vt;
+  if (getInLayout() == getOutLayout())
+    return emitOpError("relayout_c2: a relayout changes the layout");
   return success();
 }
 
 LogicalResult
 EmberTPUDialect::verifyOperationAttribute(Operation *op,
                                           NamedAttribute attribute) {
-  if (attribute.getName() != "ember_tpu.out_layouts")
-    return success();
-  // layout_c2: a layout per result, matching each vector result's element
-  // width and rank (unit for results that are not vectors).
-  auto layouts = dyn_cast<ArrayAttr>(attribute.getValue());
-  if (!layouts || layouts.size() != op->getNumResults())
-    return op->emitOpError("layout_c2: ember_tpu.out_layouts needs an entry "
-                           "per result");
-  for (auto [r, a] : llvm::zip(op->getResults(), layouts)) {
-    auto vt = dyn_cast<VectorType>(r.getType());
-    auto l = dyn_cast<VectorLayoutAttr>(a);
-    if (!vt) {
-      if (!isa<UnitAttr>(a))
-        return op->emitOpError("layout_c2: results that are not vectors have "
-                               "a unit layout");
-      continue;
-    }
-    unsigned bw = vt.getElementType().getIntOrFloatBitWidth();
-    if (!l || l.getBitwidth() != (int64_t)bw ||
-        l.getSublanes() != (vt.getRank() == 1 ? 1 : sublaneTiling(bw)))
-      return op->emitOpError("layout_c2: layout ")
-             << a << " does not fit a result of type " << vt;
-  }
+  // layout_c2: a layout per operand (`ember_tpu.in_layouts`) or result
+  // (`ember_tpu.out_layouts`), each vector's fitting its width and rank.
+  if (attribute.getName() == "ember_tpu.out_layouts")
+    return checkLayouts(op, attribute.getName(), attribute.getValue(),
+                        op->getResults());
+  if (attribute.getName() == "ember_tpu.in_layouts")
+    return checkLayouts(op, attribute.getName(), attribute.getValue(),
+                        op->getOperands());
   return success();
 }
