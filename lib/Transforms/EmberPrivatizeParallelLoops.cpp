@@ -6,7 +6,10 @@
 // no iteration reads what another left). An `scf.for` marked
 // `ember.parallel` may run its iterations at the same time
 // (ember-split-rows), so each use of an empty from outside such a loop gets
-// its own clone just before the user: one buffer per iteration again.
+// its own clone just before the user: one buffer per iteration again. The
+// motion also takes views of an empty (the slices a concatenation's pieces
+// are written into, reshapes): a use of such a view gets a clone of the
+// empty and of each view on the way.
 //
 //===----------------------------------------------------------------------===//
 #include "ember/Conversion/Passes.h"
@@ -14,6 +17,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::ember {
 #define GEN_PASS_DEF_EMBERPRIVATIZEPARALLELLOOPSPASS
@@ -32,6 +36,29 @@ bool isEmpty(Operation *op) {
   return alloc && !alloc.getCopy();
 }
 
+/// A view that only selects or reshapes part of its source, so that an
+/// empty seen through it is still an empty's buffer.
+bool isView(Operation *op) {
+  return isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
+             tensor::CollapseShapeOp, tensor::CastOp>(op);
+}
+
+/// The ops from an empty made outside `loop` to `v` through views, in
+/// order (the empty first), or none.
+SmallVector<Operation *> emptyChain(Value v, scf::ForOp loop) {
+  SmallVector<Operation *> chain;
+  Operation *def = v.getDefiningOp();
+  while (def && !loop->isAncestor(def) && isView(def)) {
+    chain.push_back(def);
+    def = def->getOperand(0).getDefiningOp();
+  }
+  if (!def || loop->isAncestor(def) || !isEmpty(def))
+    return {};
+  chain.push_back(def);
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
 struct EmberPrivatizeParallelLoopsPass
     : public mlir::ember::impl::EmberPrivatizeParallelLoopsPassBase<
           EmberPrivatizeParallelLoopsPass> {
@@ -39,17 +66,19 @@ struct EmberPrivatizeParallelLoopsPass
     getOperation().walk([&](scf::ForOp loop) {
       if (!loop->hasAttr(ember::kParallelLoopAttr))
         return;
-      SmallVector<OpOperand *> uses;
+      SmallVector<std::pair<OpOperand *, SmallVector<Operation *>>> uses;
       loop.getRegion().walk([&](Operation *user) {
-        for (OpOperand &operand : user->getOpOperands()) {
-          Operation *def = operand.get().getDefiningOp();
-          if (def && isEmpty(def) && !loop->isAncestor(def))
-            uses.push_back(&operand);
-        }
+        for (OpOperand &operand : user->getOpOperands())
+          if (auto chain = emptyChain(operand.get(), loop); !chain.empty())
+            uses.push_back({&operand, chain});
       });
-      for (OpOperand *use : uses) {
+      for (auto &[use, chain] : uses) {
         OpBuilder b(use->getOwner());
-        use->set(b.clone(*use->get().getDefiningOp())->getResult(0));
+        IRMapping map;
+        Operation *last = nullptr;
+        for (Operation *op : chain)
+          last = b.clone(*op, map);
+        use->set(last->getResult(0));
       }
     });
   }

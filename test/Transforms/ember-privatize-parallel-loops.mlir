@@ -73,3 +73,38 @@ func.func @sequential(%x: tensor<128xf32>, %n: index) -> tensor<128xf32> {
   }
   return %r : tensor<128xf32>
 }
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+// Loop-invariant code motion also moves the slices of an empty that a
+// concatenation's pieces are written into: a use of such a slice inside a
+// parallel loop gets a clone of the empty and of the slice (two iterations
+// wrote the same buffer's halves at once: a Pallas grid's sample_block
+// drew wrong blocks under load).
+// CHECK-LABEL: func @privatized_slice
+func.func @privatized_slice(%x: tensor<16x128xf32>, %out: tensor<4x16x256xf32>) -> tensor<4x16x256xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %e = tensor.empty() : tensor<16x256xf32>
+  %half = tensor.extract_slice %e[0, 0] [16, 128] [1, 1] : tensor<16x256xf32> to tensor<16x128xf32>
+  // CHECK: scf.for
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%o = %out) -> (tensor<4x16x256xf32>) {
+    // CHECK: %[[E1:.*]] = tensor.empty() : tensor<16x256xf32>
+    // CHECK-NEXT: %[[H1:.*]] = tensor.extract_slice %[[E1]][0, 0] [16, 128] [1, 1]
+    // CHECK-NEXT: linalg.generic {{.*}} outs(%[[H1]] : tensor<16x128xf32>)
+    %y = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+        ins(%x : tensor<16x128xf32>) outs(%half : tensor<16x128xf32>) {
+    ^bb0(%a: f32, %b: f32):
+      %s = math.sin %a : f32
+      linalg.yield %s : f32
+    } -> tensor<16x128xf32>
+    %full = tensor.insert_slice %y into %e[0, 0] [16, 128] [1, 1] : tensor<16x128xf32> into tensor<16x256xf32>
+    %row = tensor.expand_shape %full [[0, 1], [2]] output_shape [1, 16, 256] : tensor<16x256xf32> into tensor<1x16x256xf32>
+    %n = tensor.insert_slice %row into %o[%i, 0, 0] [1, 16, 256] [1, 1, 1] : tensor<1x16x256xf32> into tensor<4x16x256xf32>
+    scf.yield %n : tensor<4x16x256xf32>
+  } {ember.parallel}
+  return %r : tensor<4x16x256xf32>
+}
