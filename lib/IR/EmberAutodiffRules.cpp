@@ -424,6 +424,74 @@ Value linearRecurrence(R &r, Value a, Value b, int64_t axis, bool reverse) {
   return b;
 }
 
+/// Elements [start, limit) of `v` along `axis`, every `stride`-th.
+Value sliceAlong(R &r, Value v, int64_t axis, int64_t start, int64_t limit,
+                 int64_t stride = 1) {
+  auto vt = r.ty(v);
+  SmallVector<int64_t> lo(vt.getRank(), 0), hi(vt.getShape()),
+      step(vt.getRank(), 1);
+  lo[axis] = start;
+  hi[axis] = limit;
+  step[axis] = stride;
+  return SliceOp::create(r.b, r.loc, v, r.b.getDenseI64ArrayAttr(lo),
+                         r.b.getDenseI64ArrayAttr(hi),
+                         r.b.getDenseI64ArrayAttr(step));
+}
+
+/// `even` at the even places along `axis` and `odd` at the odd ones (JAX's
+/// `_interleave`: two interior-padded operands added).
+Value interleave(R &r, Value even, Value odd, int64_t axis) {
+  int64_t ne = r.ty(even).getDimSize(axis), no = r.ty(odd).getDimSize(axis);
+  int64_t n = ne + no, rank = r.ty(even).getRank();
+  Value zero =
+      r.splat(RankedTensorType::get({}, r.ty(even).getElementType()), 0.0);
+  auto spread = [&](Value v, int64_t first, int64_t count) {
+    SmallVector<int64_t> lo(rank, 0), hi(rank, 0), interior(rank, 0);
+    lo[axis] = first;
+    hi[axis] = n - first - (2 * count - 1);
+    interior[axis] = 1;
+    return (Value)PadOp::create(
+        r.b, r.loc, v, zero, r.b.getDenseI64ArrayAttr(lo),
+        r.b.getDenseI64ArrayAttr(hi), r.b.getDenseI64ArrayAttr(interior));
+  };
+  if (no == 0)
+    return even;
+  return r.add(spread(even, 0, ne), spread(odd, 1, no));
+}
+
+/// The running max (min) of `x` along `axis` and its tangent for `t`, as
+/// JAX's `associative_scan` computes them (the JVP rule JAX gives
+/// `cummax`/`cummin`): adjacent pairs combined, the scan of those recursed
+/// on, the even places combined from it; ties split the tangent in halves at
+/// each combination (`chooserTangent`), so equal elements share it in the
+/// tree's proportions, as under JAX.
+std::pair<Value, Value> extremeScan(R &r, Value x, Value t, int64_t axis,
+                                    bool isMax) {
+  int64_t n = r.ty(x).getDimSize(axis);
+  if (n < 2)
+    return {x, t};
+  auto combine = [&](Value a, Value b, Value ta, Value tb) {
+    Value y = isMax ? (Value)MaxOp::create(r.b, r.loc, a, b)
+                    : (Value)MinOp::create(r.b, r.loc, a, b);
+    return std::make_pair(y, chooserTangent(r, a, b, ta, tb, isMax));
+  };
+  auto [px, pt] = combine(
+      sliceAlong(r, x, axis, 0, n - 1, 2), sliceAlong(r, x, axis, 1, n, 2),
+      sliceAlong(r, t, axis, 0, n - 1, 2), sliceAlong(r, t, axis, 1, n, 2));
+  auto [ox, ot] = extremeScan(r, px, pt, axis, isMax);
+  Value ex = sliceAlong(r, x, axis, 0, 1), et = sliceAlong(r, t, axis, 0, 1);
+  if (n > 2) {
+    int64_t m = r.ty(ox).getDimSize(axis);
+    Value ax = n % 2 == 0 ? sliceAlong(r, ox, axis, 0, m - 1) : ox;
+    Value at = n % 2 == 0 ? sliceAlong(r, ot, axis, 0, m - 1) : ot;
+    auto [cx, ct] = combine(ax, sliceAlong(r, x, axis, 2, n, 2), at,
+                            sliceAlong(r, t, axis, 2, n, 2));
+    ex = ConcatenateOp::create(r.b, r.loc, ValueRange{ex, cx}, axis);
+    et = ConcatenateOp::create(r.b, r.loc, ValueRange{et, ct}, axis);
+  }
+  return {interleave(r, ex, ox, axis), interleave(r, et, ot, axis)};
+}
+
 /// out[..., i, ...] = v[..., idx[..., i, ...], ...] along `axis` (idx i32,
 /// same shape as v): a gather with every other dimension batched.
 Value takeAlongAxis(R &r, Value v, Value idx, int64_t axis) {
@@ -701,18 +769,20 @@ LogicalResult mlir::ember::buildJvp(Operation *op, OpBuilder &b,
                                        axis, rev));
         }
         if (o.getKind() == ReduceKind::Max || o.getKind() == ReduceKind::Min) {
-          // dy_i = t_k where k is the latest place (in scan order) up to i
-          // at which x attains the running extreme.
-          Value x = o.getOperand();
-          auto it = r.ty(x).clone(b.getI32Type());
-          int64_t n = it.getDimSize(axis);
-          Value iota = IotaOp::create(b, r.loc, it, axis);
-          Value at = r.cmp(ComparisonDirection::EQ, x, o.getResult());
-          Value idx = r.select(at, iota, r.splat(it, rev ? (double)n : -1.0));
-          Value k = CumulativeOp::create(
-              b, r.loc, idx, rev ? ReduceKind::Min : ReduceKind::Max, axis,
-              rev);
-          return pass(takeAlongAxis(r, t[0], k, axis));
+          // JAX's rule: the JVP of its associative scan of max (min), ties
+          // sharing the tangent; `reverse` scans the reversed operand.
+          Value x = o.getOperand(), tt = t[0];
+          auto flip = [&](Value v) {
+            return (Value)ReverseOp::create(b, r.loc, v,
+                                            b.getDenseI64ArrayAttr({axis}));
+          };
+          if (rev) {
+            x = flip(x);
+            tt = flip(tt);
+          }
+          Value dy = extremeScan(r, x, tt, axis, o.getKind() == ReduceKind::Max)
+                         .second;
+          return pass(rev ? flip(dy) : dy);
         }
         return emitUserError(o, runtime::ErrorKind::NoJvpRule)
                << "has no JVP rule for kind "

@@ -975,3 +975,26 @@ func.func @zero_trips_grad(%x: tensor<f32>, %ct: tensor<f32>) -> (tensor<f32>, t
   %y, %g = ember.vjp @zero_trips(%x) cotangents(%ct) wrt [0] : (tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
   return %y, %g : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// cummax's JVP is JAX's: the JVP of its associative scan of max (adjacent
+// pairs combined with strided slices, the tangent split in halves where
+// they tie, the scan of the pairs, the even places combined, the two
+// interleaved by interior padding), not a gather of the last maximum.
+// CHECK-LABEL: func @jvp_cummax
+// CHECK: ember.slice {{.*}} start = [0], limit = [3], strides = [2]
+// CHECK: ember.slice {{.*}} start = [1], limit = [4], strides = [2]
+// CHECK: ember.max
+// CHECK: ember.compare EQ
+// CHECK: ember.pad
+// CHECK-NOT: ember.gather
+// CHECK: return
+func.func private @cm(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = ember.cumulative max %x, axis = 0 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @jvp_cummax(%x: tensor<4xf32>, %t: tensor<4xf32>) -> tensor<4xf32> {
+  %y, %ty = ember.jvp @cm(%x) tangents(%t) wrt [0] : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return %ty : tensor<4xf32>
+}

@@ -15,3 +15,11 @@ DIFFERING = {"grad atan", "jit grad atanh", "jit grad sqrt"}
 
 def test_rounding_equals_jax():
     assert_prints_recorded("numerics", "rounding", DIFFERING)
+
+
+def test_cumulative_extremes_tie_as_jax():
+    # Gradients and JVPs of cummax/cummin where elements tie: JAX's
+    # associative-scan rule (the tangent shared in the scan tree's
+    # proportions), also reversed, along each axis, under jit and vmap, with
+    # NaN and infinities (test/data/numerics/cumulative.py).
+    assert_prints_recorded("numerics", "cumulative", set())
