@@ -9,6 +9,8 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 
+from helpers import assert_prints_recorded
+
 F32 = np.float32
 
 
@@ -380,6 +382,14 @@ def test_fft_jit_grad():
 # --------------------------------------------------------------------------
 
 
+def test_rng_bit_generator_bits_equal_xla():
+    # XLA:CPU's Philox (RNG_DEFAULT) and Threefry bit for bit: 8-, 16-, 32-
+    # and 64-bit results, scalar to 3-d shapes, a counter that carries, jit,
+    # chained keys and JAX's vmap rule (the first key draws for the batch)
+    # against JAX 0.10.2's recorded output (test/data/random).
+    assert_prints_recorded("random", "rng_bit_generator", set())
+
+
 def test_rng_bit_generator_shapes():
     key = np.array([1, 2, 3, 4], np.uint32)
     k2, bits = lax.rng_bit_generator(key, (2, 3))
@@ -391,9 +401,12 @@ def test_rng_bit_generator_shapes():
     assert not np.array_equal(np.asarray(bits), np.asarray(other))
     _, b8 = lax.rng_bit_generator(key, (5,), dtype=np.uint8)
     assert b8.dtype == np.uint8 and b8.shape == (5,)
-    _, tf = lax.rng_bit_generator(np.array([1, 2], np.uint32), (3,),
-                                  algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)
+    _, tf = lax.rng_bit_generator(key, (3,), algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)
     assert tf.shape == (3,)
+    with pytest.raises(TypeError, match="key must be uint32 of shape"):
+        lax.rng_bit_generator(np.array([1, 2], np.uint32), (3,))
+    with pytest.raises(TypeError, match="unsupported dtype int32"):
+        lax.rng_bit_generator(key, (3,), np.int32)
     u = np.asarray(lax.rng_uniform(np.float32(2.0), np.float32(3.0), (100,)))
     assert u.shape == (100,) and u.min() >= 2.0 and u.max() < 3.0
 

@@ -12,6 +12,7 @@ a fixed depth; `fft` is a radix-2 / Bluestein DFT on dot_general.
 
 import builtins
 import enum
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -19,7 +20,19 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import ad, control_flow, core, dtypes, lax, parallel, prng, scipy_special, targets, tree_util
+from . import (
+    ad,
+    control_flow,
+    core,
+    custom_batching,
+    dtypes,
+    lax,
+    parallel,
+    prng,
+    scipy_special,
+    targets,
+    tree_util,
+)
 from .api_util import Traced
 from .convolution import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
 from .core import as_value
@@ -845,46 +858,153 @@ def fft(x, fft_type, fft_lengths):
 def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT, *,
                       out_sharding=None):
     """(new key, random bits of `shape` and unsigned `dtype`) from a uint32
-    key of 4 words (2 for RNG_THREE_FRY), by the threefry2x32 hash of a
-    counter. Not bit-identical to XLA's generators."""
+    key of 4 words, bit for bit as XLA's CPU `RngBitGenerator` computes
+    them (docs/design.md, "rng_bit_generator"): the key is XLA's u64[2]
+    state (words 0-1 the generator's key, 2-3 its counter); RNG_DEFAULT is
+    XLA:CPU's Philox4x32-10, RNG_THREE_FRY Threefry2x32 over counters laid
+    out as XLA lays them; 8- and 16-bit results are 32-bit ones truncated."""
     key = as_value(key)
     shape = tuple(int(d) for d in shape)
     dt = np.dtype(dtypes.canonicalize_dtype(dtype))
-    if dt.kind not in "ui" or dt.itemsize not in (1, 2, 4, 8):
-        raise TypeError(f"rng_bit_generator: dtype must be an integer type, got {dt} "
-                        f"{_where()}")
-    if key.dtype != np.uint32 or key.ndim != 1 or key.shape[0] not in (2, 4):
-        raise TypeError(f"rng_bit_generator: key must be uint32 of shape (2,) or (4,), got "
+    if dt not in (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32),
+                  np.dtype(np.uint64)):
+        raise TypeError(f"rng_bit_generator: unsupported dtype {np.dtype(dtype)} {_where()}")
+    if key.dtype != np.uint32 or key.shape != (4,):
+        raise TypeError(f"rng_bit_generator: key must be uint32 of shape (4,), got "
                         f"{key.dtype} {key.shape} {_where()}")
+    return _bit_generator(shape, dt.name, algorithm != RandomAlgorithm.RNG_THREE_FRY)(key)
+
+
+@functools.lru_cache(maxsize=256)
+def _bit_generator(shape, dtype_name, philox):
+    """The generator of `shape` bits as a function of the key, with JAX's
+    batching rule: a batch of keys draws a batch of bits from the first key
+    alone, and only that key advances (XLA's generator takes one state)."""
+    dt = np.dtype(dtype_name)
     nbits = dt.itemsize * 8
-    total = math.prod(shape)
-    n32 = -(-total * nbits // 32)
-    n_pairs = -(-(n32 + 2) // 2)
-    k0, k1 = key[0], key[1]
-    extra = lax.convert_element_type(key[2], np.uint32) if key.shape[0] == 4 \
-        else lax.full((), 0, np.uint32)
-    ctr = jnp.arange(n_pairs, dtype=np.uint32)
-    hi = lax.full_like(ctr, 0) + extra
-    a, b = lax.threefry2x32(lax.broadcast(k0, (n_pairs,)), lax.broadcast(k1, (n_pairs,)),
-                            hi, ctr)
-    words = lax.reshape(lax.concatenate([a[:, None], b[:, None]], 1), (2 * n_pairs,))
-    new_key = lax.concatenate([words[:2], key[2:]], 0)
-    bits = words[2:2 + n32]
-    if nbits == 32:
-        out = bits
-    elif nbits == 64:
-        w = lax.convert_element_type(lax.reshape(bits, (total, 2)), np.uint64)
-        out = lax.bitwise_or(lax.shift_left(w[:, 0], lax.full_like(w[:, 0], 32)), w[:, 1])
+
+    def generate(key):
+        if philox:  # RNG_DEFAULT and RNG_PHILOX: XLA:CPU's default is Philox
+            new_key, out = _philox_bits(key, math.prod(shape), nbits)
+            out = lax.reshape(out, shape)
+        else:
+            new_key, out = _threefry_bits(key, shape, nbits)
+        if out.dtype != dt:
+            out = lax.convert_element_type(out, dt)
+        return new_key, out
+
+    gen = custom_batching.custom_vmap(generate)
+
+    @gen.def_vmap
+    def rule(axis_size, in_batched, keys):
+        if not in_batched[0]:
+            return gen(keys), (False, False)
+        new_key, bits = _bit_generator((axis_size, *shape), dtype_name, philox)(keys[0])
+        new_keys = lax.concatenate([lax.reshape(new_key, (1, 4)), keys[1:]], 0)
+        return (new_keys, bits), (True, True)
+
+    return gen
+
+
+def _u32(v):
+    return lax.full((), np.uint32(v & 0xFFFFFFFF), np.uint32)
+
+
+def _add64(lo, hi, dlo, dhi):
+    """(lo, hi) + (dlo, dhi) as 64-bit numbers of two uint32 words."""
+    nlo = lo + dlo
+    return nlo, hi + dhi + lax.convert_element_type(nlo < lo, np.uint32)
+
+
+def _mul_wide(x, k):
+    """(high, low) words of the 64-bit product of uint32 `x` and the
+    constant `k`, from 16-bit halves (no 64-bit integers needed)."""
+    x0, x1 = x & _u32(0xFFFF), lax.shift_right_logical(x, _u32(16))
+    p00, p01 = x0 * _u32(k & 0xFFFF), x0 * _u32(k >> 16)
+    p10, p11 = x1 * _u32(k & 0xFFFF), x1 * _u32(k >> 16)
+    low16 = _u32(0xFFFF)
+    mid = lax.shift_right_logical(p00, _u32(16)) + (p01 & low16) + (p10 & low16)
+    lo = (p00 & low16) | lax.shift_left(mid, _u32(16))
+    hi = (p11 + lax.shift_right_logical(p01, _u32(16)) + lax.shift_right_logical(p10, _u32(16))
+          + lax.shift_right_logical(mid, _u32(16)))
+    return hi, lo
+
+
+def _philox4x32(w, k0, k1):
+    """Philox4x32 with 10 rounds of the counters `w` (4 uint32 arrays)."""
+    for _ in range(10):
+        hi0, lo0 = _mul_wide(w[0], 0xD2511F53)
+        hi1, lo1 = _mul_wide(w[2], 0xCD9E8D57)
+        w = [hi1 ^ w[1] ^ k0, lo1, hi0 ^ w[3] ^ k1, lo0]
+        k0, k1 = k0 + _u32(0x9E3779B9), k1 + _u32(0xBB67AE85)
+    return w
+
+
+def _philox_bits(key, n, nbits):
+    """XLA's Philox generator on a u64[2] state: the state reversed is the
+    128-bit counter (its high half the key), one 4-word block per counter,
+    the blocks' words taken in turn; the state's second word advances by
+    the number of blocks."""
+    n32 = n * (2 if nbits == 64 else 1)
+    blocks = -(-n32 // 4)
+    i = jnp.arange(blocks, dtype=np.uint32)
+    zero = lax.full_like(i, 0)
+    w0, w1 = _add64(lax.broadcast(key[2], (blocks,)), lax.broadcast(key[3], (blocks,)), i, zero)
+    carry = lax.convert_element_type(
+        (w1 < lax.broadcast(key[3], (blocks,))) | ((w1 == lax.broadcast(key[3], (blocks,)))
+                                                   & (w0 < lax.broadcast(key[2], (blocks,)))),
+        np.uint32)
+    w2, w3 = _add64(lax.broadcast(key[0], (blocks,)), lax.broadcast(key[1], (blocks,)),
+                    carry, zero)
+    out = _philox4x32([w0, w1, w2, w3], key[0], key[1])
+    nlo, nhi = _add64(key[2], key[3], _u32(blocks), _u32(0))
+    new_key = lax.concatenate([key[:2], lax.reshape(nlo, (1,)), lax.reshape(nhi, (1,))], 0)
+    if nbits == 64:
+        wide = [lax.convert_element_type(o, np.uint64) for o in out]
+        s32 = lax.full((), 32, np.uint64)
+        pairs = [wide[0] | lax.shift_left(wide[1], s32), wide[2] | lax.shift_left(wide[3], s32)]
+        words = lax.reshape(lax.concatenate([p[:, None] for p in pairs], 1), (2 * blocks,))
     else:
-        per = 32 // nbits
-        shifts = jnp.asarray(np.arange(per, dtype=np.uint32) * nbits)
-        parts = lax.shift_right_logical(lax.broadcast_in_dim(bits, (n32, per), (0,)),
-                                        lax.broadcast_in_dim(shifts, (n32, per), (1,)))
-        out = lax.convert_element_type(lax.reshape(parts, (n32 * per,))[:total],
-                                       np.dtype(f"uint{nbits}"))
-    out = lax.reshape(out, shape)
-    if dt.kind == "i":
-        out = lax.bitcast_convert_type(out, dt)
+        words = lax.reshape(lax.concatenate([o[:, None] for o in out], 1), (4 * blocks,))
+    return new_key, words[:n]
+
+
+def _threefry_bits(key, shape, nbits):
+    """XLA's Threefry generator on a u64[2] state (key, counter): 32-bit
+    results hash counters over half the shape (a dimension halved, the
+    first even one or else the largest) and interleave the hash's two words
+    along it; 64-bit ones hash one counter per element and join the words.
+    The counter advances by the number of counters hashed."""
+    if nbits == 64:
+        half, split = shape, None
+    elif not shape:
+        half, split = (1,), None
+    else:
+        split = next((d for d, s in enumerate(shape) if s % 2 == 0), None)
+        if split is None:
+            split = max(range(len(shape)), key=lambda d: (shape[d], -d))
+        half = tuple(-(-s // 2) if d == split else s for d, s in enumerate(shape))
+    m = math.prod(half)
+    i = jnp.arange(m, dtype=np.uint32)
+    lo, hi = _add64(lax.broadcast(key[2], (m,)), lax.broadcast(key[3], (m,)), i,
+                    lax.full_like(i, 0))
+    y0, y1 = lax.threefry2x32(lax.broadcast(key[0], (m,)), lax.broadcast(key[1], (m,)), lo, hi)
+    nlo, nhi = _add64(key[2], key[3], _u32(m), _u32(0))
+    new_key = lax.concatenate([key[:2], lax.reshape(nlo, (1,)), lax.reshape(nhi, (1,))], 0)
+    if nbits == 64:
+        s32 = lax.full((), 32, np.uint64)
+        out = (lax.convert_element_type(y0, np.uint64)
+               | lax.shift_left(lax.convert_element_type(y1, np.uint64), s32))
+        return new_key, lax.reshape(out, shape)
+    if not shape:
+        return new_key, lax.reshape(y0, ())
+    y0, y1 = lax.reshape(y0, half), lax.reshape(y1, half)
+    both = lax.concatenate([lax.expand_dims(y0, (split + 1,)), lax.expand_dims(y1, (split + 1,))],
+                           split + 1)
+    full = tuple(2 * s if d == split else s for d, s in enumerate(half))
+    out = lax.reshape(both, full)
+    if full != shape:
+        out = lax.slice_in_dim(out, 0, shape[split], axis=split)
     return new_key, out
 
 
