@@ -671,6 +671,30 @@ def test_lowering_for_a_platform_takes_its_branch():
     assert len(plain) == 1
 
 
+def test_lowering_for_several_platforms_at_once():
+    # JAX's multi-platform lowering: the platform index first, each
+    # platform's branch of `platform_dependent` under a case on it (the
+    # module an export for those platforms writes); only a lowering for one
+    # platform compiles (JAX's fails too).
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    lowered = ember.jit(_per_platform).trace(x).lower(lowering_platforms=("tpu", "cpu"))
+    text = lowered.as_text("stablehlo")
+    assert re.search(r'@main\(%arg0: tensor<i32> \{jax.global_constant = "_platform_index"\}, '
+                     r'%arg1: tensor<2x4xf32>', text), text
+    assert '"stablehlo.case"' in text and '"stablehlo.sine"' in text, text
+    assert text == export.export(ember.jit(_per_platform), platforms=("tpu", "cpu"))(x) \
+        .mlir_module()
+    plain = ember.jit(lambda v: v * 2).trace(x).lower(lowering_platforms=("cpu", "cuda"))
+    assert "_platform_index" in plain.as_text() and "case" not in plain.as_text()
+    with pytest.raises(NotImplementedError, match="lowered for several platforms"):
+        lowered.compile()
+    # With symbolic dimensions too.
+    specs = export.symbolic_args_specs((x,), "b, 4")
+    sym = ember.jit(_sym_per_platform).trace(*specs).lower(lowering_platforms=("cpu", "tpu"))
+    assert re.search(r'%arg0: tensor<i32> \{jax.global_constant = "_platform_index"\}, '
+                     r'%arg1: tensor<\?x4xf32>', sym.as_text()), sym.as_text()
+
+
 @needs_xla
 def test_xla_runs_embers_export_for_several_platforms(tmp_path):
     # XLA compiles Ember's multi-platform module and, given the CPU's

@@ -374,6 +374,7 @@ class Traced(_StageArgs):
         # `platform_dependent`, a trace for another platform.
         self._platform = "cpu"
         self._retrace = None
+        self._export = None
 
     @property
     def jaxpr(self):
@@ -383,13 +384,13 @@ class Traced(_StageArgs):
         return closed_jaxpr_of(self._text, self._in_avals, self._out_avals)
 
     def lower(self, *, lowering_platforms=None):
-        """Lowered for the first of `lowering_platforms` ("cpu", "cuda" or
-        "gpu"); by default the CPU."""
+        """Lowered for `lowering_platforms` ("cpu", "cuda"/"gpu", "tpu"); by
+        default the CPU. For several platforms, JAX's multi-platform module
+        (its first argument the platform index), made as an export for
+        them makes it; only a single platform's lowering compiles."""
         platforms = tuple(lowering_platforms or ("cpu",))
         if len(platforms) != 1:
-            raise NotImplementedError(
-                "lowering for several platforms at once is not supported; "
-                f"got {platforms}")
+            return _SymbolicLowered(self._export(platforms), self.out_info)
         name = get_target(platforms[0]).name
         if name != self._platform and self._retrace is not None:
             # (`platform_dependent` chose the traced platform's branches)
@@ -469,23 +470,22 @@ class _SymbolicTraced:
             exported.out_tree, [core.ShapeDtypeStruct(a.shape, a.dtype)
                                 for a in exported.out_avals])
         self.in_avals = exported.in_avals
-        self._retrace = None
+        self._retrace = self._export = None
 
     def lower(self, *, lowering_platforms=None):
         """Lowered for one platform (its branches of `platform_dependent`,
         its kernels); only the CPU's compiles here."""
         platforms = tuple(lowering_platforms or ("cpu",))
         if len(platforms) != 1:
-            raise NotImplementedError(
-                "lowering for several platforms at once is not supported (an export for "
-                f"them is: `export.export(jitted, platforms=...)`); got {platforms}")
+            return _SymbolicLowered(self._export(platforms), self.out_info)
         name = get_target(platforms[0]).name
         exported = self._exported if name == "cpu" else self._retrace(name)
         return _SymbolicLowered(exported, self.out_info)
 
 
 class _SymbolicLowered:
-    """`jit(f).trace(...).lower()` of a shape-polymorphic trace."""
+    """`jit(f).trace(...).lower()` of a shape-polymorphic trace, or for
+    several platforms at once (JAX's multi-platform module: an export)."""
 
     def __init__(self, exported, out_info):
         self._exported = exported
@@ -518,6 +518,11 @@ class _SymbolicLowered:
         every size of the variables (design.md, "One compile for every
         size"), compiled here; where it cannot be built, each call's set of
         sizes compiles on first use (the reason: `dynamic_reason`)."""
+        if len(self._exported.platforms) != 1:
+            raise NotImplementedError(
+                f"compile() of a program lowered for several platforms "
+                f"{self._exported.platforms}: lower it for one "
+                "(`lower(lowering_platforms=(p,))`) to compile it")
         if self._exported.platforms != ("cpu",):
             raise NotImplementedError(
                 f"compile() of a program with symbolic dimensions lowered for "
@@ -901,6 +906,7 @@ class JitWrapped:
             # (Symbolic shapes come from ember.export, which set the hook.)
             traced = _SymbolicTraced(symbolic_trace_hook(self, args, kwargs))
             traced._retrace = lambda p: symbolic_trace_hook(self, args, kwargs, platforms=(p,))
+            traced._export = lambda ps: symbolic_trace_hook(self, args, kwargs, platforms=ps)
             return traced
         return self._trace(args, kwargs)
 
@@ -925,6 +931,9 @@ class JitWrapped:
         traced._platform = platform
         if targets.lowering.calls != calls:
             traced._retrace = lambda p: self._trace(args, kwargs, p)
+        # (Several platforms: an export for them, as JAX's multi-platform
+        # lowering.)
+        traced._export = lambda ps: symbolic_trace_hook(self, args, kwargs, platforms=ps)
         return traced
 
     def _donated_leaves(self, args, kwargs):
