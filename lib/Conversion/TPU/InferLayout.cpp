@@ -308,10 +308,7 @@ void Inference::visitShapeCast(vector::ShapeCastOp op) {
   int64_t bw = in.getBitwidth();
   // The same two minor dimensions once implicit ones are counted: the
   // registers do not change.
-  auto minorOf = [](ArrayRef<int64_t> s, int64_t implicit) {
-    return tiledDims(s, implicit);
-  };
-  auto [s2, s1] = minorOf(sshape, in.getImplicitDim());
+  auto [s2, s1] = tiledDims(sshape, in.getImplicitDim());
   auto lead = [](ArrayRef<int64_t> s, int64_t keep) {
     int64_t n = 1;
     for (int64_t k = 0; k + keep < (int64_t)s.size(); ++k)
@@ -322,7 +319,7 @@ void Inference::visitShapeCast(vector::ShapeCastOp op) {
   for (int64_t implicit : {0, -1, -2}) {
     if (rt.getRank() + (implicit ? 1 : 0) < 2)
       continue;
-    auto [r2, r1] = minorOf(rshape, implicit);
+    auto [r2, r1] = tiledDims(rshape, implicit);
     // The first match keeps the registers: no implicit dimension before a
     // minor one before a second-minor one.
     if (r2 == s2 && r1 == s1 && lead(rshape, implicit ? 1 : 2) == sLead) {

@@ -949,11 +949,11 @@ def _philox_bits(key, n, nbits):
     blocks = -(-n32 // 4)
     i = jnp.arange(blocks, dtype=np.uint32)
     zero = lax.full_like(i, 0)
-    w0, w1 = _add64(lax.broadcast(key[2], (blocks,)), lax.broadcast(key[3], (blocks,)), i, zero)
-    carry = lax.convert_element_type(
-        (w1 < lax.broadcast(key[3], (blocks,))) | ((w1 == lax.broadcast(key[3], (blocks,)))
-                                                   & (w0 < lax.broadcast(key[2], (blocks,)))),
-        np.uint32)
+    k3 = lax.broadcast(key[3], (blocks,))
+    w0, w1 = _add64(lax.broadcast(key[2], (blocks,)), k3, i, zero)
+    # (Adding less than 2^32 carries out of the low 64 bits exactly when
+    # their high word wrapped below where it was.)
+    carry = lax.convert_element_type(w1 < k3, np.uint32)
     w2, w3 = _add64(lax.broadcast(key[0], (blocks,)), lax.broadcast(key[1], (blocks,)),
                     carry, zero)
     out = _philox4x32([w0, w1, w2, w3], key[0], key[1])
