@@ -35,10 +35,14 @@ constexpr int64_t kTreeReductionMinLength = 256;
 /// Reduces `in` over `dims` into `type` with the combiner of `kind`, starting
 /// from `init` (the combiner's identity when null). Reassociation is allowed
 /// (as XLA's reductions do), so LLVM vectorizes the loop with several partial
-/// accumulators.
+/// accumulators. With `anyZeroSign`, the combiner may also return either
+/// zero for -0 and +0 (`nsz`): a float max or min is then three vector
+/// instructions an element instead of six (the order of the two zeros takes
+/// a blend and a mask), docs/design.md "Reductions".
 Value buildReduction(OpBuilder &b, Location loc, Value in,
                      ArrayRef<int64_t> dims, RankedTensorType type,
-                     ReduceKind kind, Type orig, Value init = nullptr) {
+                     ReduceKind kind, Type orig, Value init = nullptr,
+                     bool anyZeroSign = false) {
   Type elem = type.getElementType();
   if (!init)
     init = filledTensor(
@@ -47,11 +51,13 @@ Value buildReduction(OpBuilder &b, Location loc, Value in,
   auto r = linalg::ReduceOp::create(
       b, loc, in, init, dims, [&](OpBuilder &bb, Location l, ValueRange a) {
         Value v = buildCombiner(bb, l, kind, a[0], a[1], orig);
+        auto flags = arith::FastMathFlags::reassoc;
+        if (anyZeroSign)
+          flags = flags | arith::FastMathFlags::nsz;
         if (auto fm = v.getDefiningOp<arith::ArithFastMathInterface>())
           v.getDefiningOp()->setAttr(
               fm.getFastMathAttrName(),
-              arith::FastMathFlagsAttr::get(bb.getContext(),
-                                            arith::FastMathFlags::reassoc));
+              arith::FastMathFlagsAttr::get(bb.getContext(), flags));
         linalg::YieldOp::create(bb, l, v);
       });
   return r.getResult(0);
@@ -185,8 +191,14 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
       Value grid = tensor::ExpandShapeOp::create(
           rewriter, loc, inType.clone({rows, body / rows}), piece(0, body),
           ArrayRef<ReassociationIndices>{{0, 1}});
+      // The rows of a large max or min leave the sign of a zero maximum
+      // unspecified, as XLA's vectorized reductions do (JAX's max of a
+      // million -0.0 and one +0.0 is -0.0); the row results are combined
+      // with the order of zeros kept.
+      bool minMax = kind == ReduceKind::Max || kind == ReduceKind::Min;
       Value perRow = buildReduction(rewriter, loc, grid, {1},
-                                    type.clone({rows}), kind, orig);
+                                    type.clone({rows}), kind, orig, nullptr,
+                                    /*anyZeroSign=*/minMax);
       Value start = tail ? buildReduction(rewriter, loc, piece(body, tail), {0},
                                           type, kind, orig)
                          : Value();

@@ -174,6 +174,8 @@ func.func @reduce(%a: tensor<2x3xf32>) -> tensor<2xf32> {
 // CHECK: %[[F:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1]] : tensor<512x1024xf32> into tensor<524288xf32>
 // CHECK: %[[G:.*]] = tensor.expand_shape %[[F]] {{\[\[}}0, 1]] output_shape [64, 8192] : tensor<524288xf32> into tensor<64x8192xf32>
 // CHECK: %[[ROWS:.*]] = linalg.reduce ins(%[[G]] : tensor<64x8192xf32>) outs(%{{.*}} : tensor<64xf32>) dimensions = [1]
+// CHECK-NEXT: (%{{.*}}: f32, %{{.*}}: f32) {
+// CHECK-NEXT: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc> : f32
 // CHECK: linalg.reduce ins(%[[ROWS]] : tensor<64xf32>) outs(%{{.*}} : tensor<f32>) dimensions = [0]
 func.func @reduce_split(%a: tensor<512x1024xf32>) -> tensor<f32> {
   %0 = ember.reduce sum %a, dims = [0, 1] : (tensor<512x1024xf32>) -> tensor<f32>
@@ -184,13 +186,21 @@ func.func @reduce_split(%a: tensor<512x1024xf32>) -> tensor<f32> {
 
 // A size no row count from 64 to 8 divides: 64 rows take all but the last
 // n % 64 elements; the tail's reduction is where the rows' results start.
+// The rows of a max ignore the sign of zero (nsz); the tail and the final
+// combination order -0 below +0.
 // CHECK-LABEL: func @reduce_split_tail
 // CHECK: %[[BODY:.*]] = tensor.extract_slice %arg0[0] [786432] [1] : tensor<786433xf32> to tensor<786432xf32>
 // CHECK: %[[G:.*]] = tensor.expand_shape %[[BODY]] {{\[\[}}0, 1]] output_shape [64, 12288]
 // CHECK: %[[ROWS:.*]] = linalg.reduce ins(%[[G]] : tensor<64x12288xf32>) outs(%{{.*}} : tensor<64xf32>) dimensions = [1]
+// CHECK-NEXT: (%{{.*}}: f32, %{{.*}}: f32) {
+// CHECK-NEXT: arith.maximumf %{{.*}}, %{{.*}} fastmath<reassoc,nsz> : f32
 // CHECK: %[[TAIL:.*]] = tensor.extract_slice %arg0[786432] [1] [1] : tensor<786433xf32> to tensor<1xf32>
 // CHECK: %[[START:.*]] = linalg.reduce ins(%[[TAIL]] : tensor<1xf32>) outs(%{{.*}} : tensor<f32>) dimensions = [0]
+// CHECK-NEXT: (%{{.*}}: f32, %{{.*}}: f32) {
+// CHECK-NEXT: arith.maximumf %{{.*}}, %{{.*}} fastmath<reassoc> : f32
 // CHECK: linalg.reduce ins(%[[ROWS]] : tensor<64xf32>) outs(%[[START]] : tensor<f32>) dimensions = [0]
+// CHECK-NEXT: (%{{.*}}: f32, %{{.*}}: f32) {
+// CHECK-NEXT: arith.maximumf %{{.*}}, %{{.*}} fastmath<reassoc> : f32
 func.func @reduce_split_tail(%a: tensor<786433xf32>) -> tensor<f32> {
   %0 = ember.reduce max %a, dims = [0] : (tensor<786433xf32>) -> tensor<f32>
   return %0 : tensor<f32>
