@@ -575,6 +575,25 @@ def Ember_Threefry2x32Op : Ember_Op<"threefry2x32",
   let assemblyFormat = "$key0 `,` $key1 `,` $x0 `,` $x1 attr-dict `:` type($out0)";
 }
 
+def Ember_Philox4x32Op : Ember_Op<"philox4x32",
+    [Ember_ZeroTangent, Pure, Elementwise,
+     AllTypesMatch<["key0", "key1", "x0", "x1", "x2", "x3", "out0", "out1", "out2", "out3"]>]> {
+  let summary = "Philox-4x32 block cipher (10 rounds), elementwise on ui32";
+  let description = [{
+    Random123's Philox4x32-10 (the generator behind XLA's default
+    `RngBitGenerator` on the CPU): the 128-bit counter `(x0, x1, x2, x3)`
+    enciphered under the 64-bit key `(key0, key1)`, elementwise.
+  }];
+  let arguments = (ins Ember_U32Tensor:$key0, Ember_U32Tensor:$key1,
+                       Ember_U32Tensor:$x0, Ember_U32Tensor:$x1,
+                       Ember_U32Tensor:$x2, Ember_U32Tensor:$x3);
+  let results = (outs Ember_U32Tensor:$out0, Ember_U32Tensor:$out1,
+                      Ember_U32Tensor:$out2, Ember_U32Tensor:$out3);
+  let assemblyFormat = [{
+    $key0 `,` $key1 `,` $x0 `,` $x1 `,` $x2 `,` $x3 attr-dict `:` type($out0)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Control flow
 //===----------------------------------------------------------------------===//

@@ -667,6 +667,30 @@ Value buildThreefryRounds(OpBuilder &b, Location loc, Value k0, Value k1,
   return x0;
 }
 
+/// Random123's Philox4x32-10 of the counter `x` under the key (k0, k1); the
+/// 64-bit products are `arith.mului_extended` (high and low words).
+SmallVector<Value> buildPhiloxRounds(OpBuilder &b, Location loc, Value k0,
+                                     Value k1, ValueRange x) {
+  Type t = k0.getType();
+  auto u32 = [&](uint32_t v) { return intConstAP(b, loc, t, APInt(32, v)); };
+  SmallVector<Value> w(x);
+  for (int round = 0; round < 10; ++round) {
+    if (round) {
+      k0 = arith::AddIOp::create(b, loc, k0, u32(0x9E3779B9));
+      k1 = arith::AddIOp::create(b, loc, k1, u32(0xBB67AE85));
+    }
+    auto p0 = arith::MulUIExtendedOp::create(b, loc, w[0], u32(0xD2511F53));
+    auto p1 = arith::MulUIExtendedOp::create(b, loc, w[2], u32(0xCD9E8D57));
+    auto mix = [&](Value hi, Value v, Value k) -> Value {
+      return arith::XOrIOp::create(b, loc, arith::XOrIOp::create(b, loc, hi, v),
+                                   k);
+    };
+    w = {mix(p1.getHigh(), w[1], k0), p1.getLow(), mix(p0.getHigh(), w[3], k1),
+         p0.getLow()};
+  }
+  return w;
+}
+
 Value buildUnaryFloat(OpBuilder &b, Location loc, Operation *op, Value x) {
   Type t = x.getType();
   return TypeSwitch<Operation *, Value>(op)
@@ -1159,6 +1183,8 @@ SmallVector<Value> mlir::ember::buildElementwiseScalar(OpBuilder &b,
         buildThreefryRounds(b, loc, args[0], args[1], args[2], args[3], out1);
     return {out0, out1};
   }
+  if (isa<Philox4x32Op>(op))
+    return buildPhiloxRounds(b, loc, args[0], args[1], args.drop_front(2));
 
   if (auto ip = dyn_cast<IntegerPowOp>(op))
     return {buildIntegerPow(b, loc, args[0], ip.getY())};

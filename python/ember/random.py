@@ -1,4 +1,6 @@
-"""ember.random: JAX's default PRNG (threefry2x32, partitionable), bit for bit.
+"""ember.random: JAX's default PRNG (threefry2x32, partitionable), bit for bit,
+and its rbg and unsafe_rbg implementations (``impl=``, ``jax_default_prng_impl``;
+docs/design.md, "Typed PRNG keys").
 
 ``key`` returns typed key arrays (dtype ``key<fry>``, `prng.PRNGKeyArray`,
 shape ``()`` for one key); ``PRNGKey`` returns JAX's legacy raw keys,
@@ -26,6 +28,7 @@ number of rounds (see ``_ROUNDS``), after which a not-yet-finished element keeps
 its last state (probability far below 1e-9 per element for the bounds chosen).
 """
 
+import contextvars
 import functools
 import math
 from collections.abc import Sequence
@@ -36,6 +39,7 @@ from ember import numpy as jnp
 from ember._src import control_flow, core, dtypes, lax, lax_extras, prng, tree_util
 from ember._src.ad import custom_jvp
 from ember._src.api import jit
+from ember._src.batching import vmap
 from ember._src.config import config as _config
 
 __all__ = [
@@ -96,12 +100,89 @@ def _check_shape(name, shape, *param_shapes):
                 f"but got result {bshape} for shape argument {tuple(shape)}.")
 
 
-def _check_key(name, key, allow_batched=False):
-    """The key data (uint32[..., 2]) of a typed key array or a raw key."""
+# The implementation of the keys drawn from: `_check_key` sets it when a
+# public function is given its key (a typed key's own, else the default,
+# `jax_default_prng_impl`); the jitted helpers (`_rng_jit`) take it as a
+# static argument and set it while they are traced, where `_split_b`,
+# `_fold_in_impl` and `_random_bits_b` read it (`_current`). A public
+# function calling another (`choice` calls `permutation`) hands on the key
+# data it checked: inside a call (`_in_call`), raw key data is of the
+# implementation already set.
+_impl = contextvars.ContextVar("ember_prng_impl", default=None)
+_in_call = contextvars.ContextVar("ember_prng_in_call", default=False)
+
+
+def _current():
+    return _impl.get() or prng.THREEFRY
+
+
+def _public(fn):
+    """`fn`, a public function of this module, as one call for `_impl`."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if _in_call.get():
+            return fn(*args, **kwargs)
+        t1, t2 = _in_call.set(True), _impl.set(None)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _impl.reset(t2)
+            _in_call.reset(t1)
+    return call
+
+_JAX_IMPLS = ("philox2x32", "philox4x32", "threefry2x32", "rbg", "unsafe_rbg", "threefry4x32")
+
+
+def _resolve_impl(impl):
+    """The `prng.Impl` named by `impl` (JAX's spellings; None: the default)."""
+    if impl is None:
+        impl = _config.jax_default_prng_impl
+    if isinstance(impl, prng.Impl):
+        return impl
+    if isinstance(impl, prng.KeyDType):
+        return impl.impl
+    if isinstance(impl, str):
+        if impl in prng.IMPLS:
+            return prng.IMPLS[impl]
+        if impl in _JAX_IMPLS:
+            raise NotImplementedError(
+                f"PRNG implementation {impl!r}: Ember has threefry2x32, rbg and unsafe_rbg "
+                f"(at {core.where()})")
+        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
+                         + ", ".join(f'"{n}"' for n in _JAX_IMPLS) + f"? (at {core.where()})")
+    raise TypeError(f"unrecognized type {type(impl)} for specifying PRNG implementation. "
+                    f"(at {core.where()})")
+
+
+def _rng_jit(fn, static_argnums=()):
+    """`jit(fn)` whose trace draws with the implementation `_impl` holds
+    when it is called (a static argument: each implementation has its own
+    compiled code)."""
+    def traced(impl, *args):
+        token = _impl.set(impl)
+        try:
+            return fn(*args)
+        finally:
+            _impl.reset(token)
+    compiled = jit(traced, static_argnums=(0,) + tuple(i + 1 for i in static_argnums))
+    return lambda *args: compiled(_current(), *args)
+
+
+def _check_key(name, key, allow_batched=False, raw_impl=None):
+    """The key data (uint32[..., W]) of a typed key array or a raw key (of
+    `raw_impl`, by default the default implementation); `_impl` becomes the
+    key's implementation."""
+    if prng.is_key(key):
+        impl = key._impl
+    elif raw_impl is None and _in_call.get() and _impl.get() is not None:
+        impl = _impl.get()  # key data one of this module's functions handed on
+    else:
+        impl = _resolve_impl(raw_impl)
     key = key._base if prng.is_key(key) else jnp.asarray(key)
-    if key.dtype != _U32 or not key.ndim or key.shape[-1] != 2:
-        raise TypeError(f"{name}: expected a PRNG key (uint32 array with trailing dimension 2), "
-                        f"got {key.dtype}{list(key.shape)}")
+    if key.dtype != _U32 or not key.ndim or key.shape[-1] != impl.words:
+        raise TypeError(f"{name}: expected a {impl.name} PRNG key (uint32 array with trailing "
+                        f"dimension {impl.words}), got {key.dtype}{list(key.shape)}")
+    _impl.set(impl)
     if not allow_batched and key.ndim != 1:
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{key.shape[:-1]} != (). Use jax.vmap for batching.")
@@ -143,7 +224,7 @@ def _threefry_batched(keys, shape):
     return lax.threefry2x32(k0, k1, hi, lo)
 
 
-def _split_b(keys, shape):
+def _threefry_split(keys, shape):
     """Split keys uint32[B...,2] into uint32[B..., *shape, 2] (JAX's _threefry_split_foldlike)."""
     b1, b2 = _threefry_batched(keys, shape)
     full = b1.shape
@@ -151,11 +232,49 @@ def _split_b(keys, shape):
                            len(full))
 
 
+def _halves(keys):
+    """rbg keys uint32[B..., 4] -> their threefry halves, uint32[B..., 2, 2]."""
+    return lax.reshape(keys, keys.shape[:-1] + (2, 2))
+
+
+def _rbg_generate(keys, shape, dtype):
+    """The bits of `lax.rng_bit_generator` from keys uint32[B..., 4], as
+    JAX's batched draw computes them: `vmap` over the keys, whose rule
+    draws the whole batch from the first key (`lax_extras`)."""
+    b = keys.shape[:-1]
+    if not b:
+        return lax_extras.rng_bit_generator(keys, shape, dtype)[1]
+    n = math.prod(b)
+    flat = lax.reshape(keys, (n, 4))
+    out = vmap(lambda k: lax_extras.rng_bit_generator(k, shape, dtype)[1])(flat)
+    return lax.reshape(out, tuple(b) + tuple(shape))
+
+
+def _split_b(keys, shape):
+    """Split keys uint32[B..., W] into uint32[B..., *shape, W] with the
+    implementation's rule (JAX's): threefry2x32's fold-like split; rbg
+    splits each threefry half; unsafe_rbg takes every tenth of 10 x n keys
+    drawn from the generator."""
+    impl = _current()
+    if impl is prng.THREEFRY:
+        return _threefry_split(keys, shape)
+    b, shape = tuple(keys.shape[:-1]), tuple(shape)
+    if impl is prng.RBG:
+        halves = _threefry_split(_halves(keys), shape)  # [B..., 2, *shape, 2]
+        perm = tuple(range(len(b))) + tuple(range(len(b) + 1, len(b) + 1 + len(shape))) + \
+            (len(b), len(b) + 1 + len(shape))
+        return lax.reshape(lax.transpose(halves, perm), b + shape + (4,))
+    n = math.prod(shape)
+    drawn = _rbg_generate(keys, (10 * n, 4), _U32)  # [B..., 10n, 4]
+    every = lax.slice_in_dim(drawn, 0, 10 * n, 10, len(b))
+    return lax.reshape(every, b + shape + (4,))
+
+
 def _take_key(keys, i):
-    """keys uint32[B..., n, 2] -> the i-th along the axis before the key words."""
+    """keys uint32[B..., n, W] -> the i-th along the axis before the key words."""
     ax = keys.ndim - 2
     k = lax.slice_in_dim(keys, i, i + 1, 1, ax)
-    return lax.reshape(k, keys.shape[:ax] + (2,))
+    return lax.reshape(k, keys.shape[:ax] + keys.shape[-1:])
 
 
 def _unstack_keys(keys, n):
@@ -174,11 +293,13 @@ def _random_bits_b(keys, bit_width, shape):
         return _bits_sources[-1](keys, bit_width, shape)
     if bit_width not in (8, 16, 32, 64):
         raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
-    b1, b2 = _threefry_batched(keys, shape)
     dt = _UINT[bit_width]
+    if bit_width == 64 and not _config.jax_enable_x64:
+        raise TypeError("64-bit random bits need jax_enable_x64")
+    if _current() is not prng.THREEFRY:  # rbg, unsafe_rbg: XLA's generator
+        return _rbg_generate(keys, tuple(shape), dt)
+    b1, b2 = _threefry_batched(keys, shape)
     if bit_width == 64:
-        if not _config.jax_enable_x64:
-            raise TypeError("64-bit random bits need jax_enable_x64")
         hi = lax.convert_element_type(b1, dt)
         lo = lax.convert_element_type(b2, dt)
         return lax.bitwise_or(lax.shift_left(hi, _const(dt, 32, hi.shape)), lo)
@@ -257,11 +378,11 @@ def _while(cond, body, consts, state, max_rounds):
     """while_loop(cond, body, state) with cond/body(consts, state); cond may be batched."""
     if _is_traced(consts, state):
         return _rounds(cond, body, consts, state, max_rounds)
-    fns = _chunk_cache.get((cond, body))
+    fns = _chunk_cache.get((cond, body, _current()))
     if fns is None:
-        fns = (jit(lambda cs, st, n: _rounds(cond, body, cs, st, n), static_argnums=(2,)),
+        fns = (_rng_jit(lambda cs, st, n: _rounds(cond, body, cs, st, n), static_argnums=(2,)),
                jit(lambda cs, st: jnp.any(cond(cs, st))))
-        _chunk_cache[(cond, body)] = fns
+        _chunk_cache[(cond, body, _current())] = fns
     chunk, anyc = fns
     while bool(anyc(consts, state)):
         state = chunk(consts, state, _EAGER_CHUNK)
@@ -313,51 +434,58 @@ def _to_u32_bits(x):
     return lax.convert_element_type(lax.convert_element_type(x, dtypes.int32), _U32)
 
 
+def _impl_seed(seed, impl):
+    """The key data of `impl` for `seed`: threefry's two words, twice for
+    the rbg implementations (JAX's `_rbg_seed`)."""
+    words = _seed_words(seed)
+    return words if impl is prng.THREEFRY else lax.concatenate([words, words], 0)
+
+
 def PRNGKey(seed, *, impl=None):
-    """A legacy uint32[2] key from an integer seed (threefry2x32)."""
-    _check_impl(impl)
+    """A legacy raw key (uint32[2] for threefry2x32, uint32[4] for rbg and
+    unsafe_rbg) from an integer seed."""
+    impl = _resolve_impl(impl)
     if np.ndim(seed):
         raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of shape "
                         f"{np.shape(seed)} != (). Use jax.vmap for batching")
-    return _seed_words(seed)
+    return _impl_seed(seed, impl)
 
 
 def key(seed, *, impl=None):
-    """A typed key (a `key<fry>` array of shape ()) from an integer seed."""
-    _check_impl(impl)
+    """A typed key (a `key<fry>`, `key<rbg>` or `key<urbg>` array of shape
+    ()) from an integer seed."""
+    impl = _resolve_impl(impl)
     if np.ndim(seed):
         raise TypeError(f"key accepts a scalar seed, but was given an array of shape "
                         f"{np.shape(seed)} != (). Use jax.vmap for batching")
-    return prng.PRNGKeyArray(_seed_words(seed))
-
-
-def _check_impl(impl):
-    if impl is not None and str(impl) != "threefry2x32":
-        raise NotImplementedError(f"PRNG implementation {impl!r}: only threefry2x32 exists")
+    return prng.PRNGKeyArray(_impl_seed(seed, impl), impl)
 
 
 def key_data(keys):
-    """The uint32[..., 2] data of keys (raw keys are returned as they are)."""
+    """The uint32[..., W] data of keys (raw keys are returned as they are)."""
     return _check_key("key_data", keys, allow_batched=True)
 
 
 def wrap_key_data(key_bits_array, *, impl=None):
-    """Typed keys over uint32[..., 2] key data."""
-    _check_impl(impl)
+    """Typed keys of `impl` over uint32[..., W] key data."""
+    impl = _resolve_impl(impl)
     if prng.is_key(key_bits_array):
         raise TypeError("wrap_key_data takes key data (a uint32 array), not a key array")
-    return prng.PRNGKeyArray(
-        _check_key("wrap_key_data", jnp.asarray(key_bits_array), allow_batched=True))
+    data = _check_key("wrap_key_data", jnp.asarray(key_bits_array), allow_batched=True,
+                      raw_impl=impl)
+    return prng.PRNGKeyArray(data, impl)
 
 
 def _like(given, data):
-    """`data` as the kind of key `given` was: typed or raw."""
-    return prng.PRNGKeyArray(data) if prng.is_key(given) else data
+    """`data` as the kind of key `given` was: typed (of its implementation)
+    or raw."""
+    return prng.PRNGKeyArray(data, given._impl) if prng.is_key(given) else data
 
 
 def key_impl(keys):
+    """The implementation of `keys` (printed as its name, as JAX's)."""
     _check_key("key_impl", keys, allow_batched=True)
-    return "threefry2x32"
+    return _current()
 
 
 def clone(key):
@@ -372,7 +500,7 @@ def split(key, num=2):
     return _like(key, _split_j(data, shape))
 
 
-_split_j = jit(lambda k, shape: _split_b(k, shape), static_argnums=(1,))
+_split_j = _rng_jit(lambda k, shape: _split_b(k, shape), static_argnums=(1,))
 
 
 def _split(key, num=2):
@@ -397,6 +525,20 @@ def fold_in(key, data):
 
 
 def _fold_in_impl(key, data):
+    impl = _current()
+    if impl is prng.RBG:  # each threefry half folded
+        h = _halves(key)
+        return lax.concatenate([_threefry_fold_in(_take_key(h, 0), data),
+                                _threefry_fold_in(_take_key(h, 1), data)], 0)
+    if impl is prng.UNSAFE_RBG:  # key ^ the last of 10 keys drawn from data's seed
+        seed = lax.concatenate([_const(_U32, 0, (1,)), lax.reshape(data, (1,))], 0)
+        drawn = lax_extras.rng_bit_generator(lax.concatenate([seed, seed], 0), (10, 4),
+                                             _U32)[1]
+        return lax.bitwise_xor(key, lax.reshape(lax.slice_in_dim(drawn, 9, 10, 1, 0), (4,)))
+    return _threefry_fold_in(key, data)
+
+
+def _threefry_fold_in(key, data):
     k0, k1 = _key_words(key)
     zero = _const(_U32, 0, (1,))
     b1, b2 = lax.threefry2x32(lax.reshape(k0, (1,)), lax.reshape(k1, (1,)), zero,
@@ -404,7 +546,7 @@ def _fold_in_impl(key, data):
     return lax.concatenate([b1, b2], 0)
 
 
-_fold_in_j = jit(_fold_in_impl)
+_fold_in_j = _rng_jit(_fold_in_impl)
 
 
 # --------------------------------------------------------------------------
@@ -424,7 +566,7 @@ def bits(key, shape=(), dtype=None):
     return _bits_j(key, dtype.itemsize * 8, _canon_shape(shape))
 
 
-_bits_j = jit(lambda k, w, shape: _random_bits_b(k, w, shape), static_argnums=(1, 2))
+_bits_j = _rng_jit(lambda k, w, shape: _random_bits_b(k, w, shape), static_argnums=(1, 2))
 
 
 def uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
@@ -436,7 +578,7 @@ def uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
     return _uniform_j(key, shape, dtype, minval, maxval)
 
 
-_uniform_j = jit(lambda k, shape, dtype, lo, hi: _uniform_b(k, shape, dtype, lo, hi),
+_uniform_j = _rng_jit(lambda k, shape, dtype, lo, hi: _uniform_b(k, shape, dtype, lo, hi),
                  static_argnums=(1, 2))
 
 
@@ -467,7 +609,7 @@ def _normal_impl(key, shape, dtype):
     return _normal_real_b(key, shape, dtype)
 
 
-_normal_j = jit(_normal_impl, static_argnums=(1, 2))
+_normal_j = _rng_jit(_normal_impl, static_argnums=(1, 2))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=float):
@@ -495,7 +637,7 @@ def _truncnorm_impl(key, lower, upper, shape, dtype):
     return jnp.clip(out, lo, hi)
 
 
-_truncnorm_j = jit(_truncnorm_impl, static_argnums=(3, 4))
+_truncnorm_j = _rng_jit(_truncnorm_impl, static_argnums=(3, 4))
 
 
 def bernoulli(key, p=np.float32(0.5), shape=None, mode="low"):
@@ -527,7 +669,7 @@ def _bernoulli_impl(key, p, shape, mode):
     return jnp.less(_uniform_b(key, shape, dtype), p)
 
 
-_bernoulli_j = jit(_bernoulli_impl, static_argnums=(2, 3))
+_bernoulli_j = _rng_jit(_bernoulli_impl, static_argnums=(2, 3))
 
 
 # --------------------------------------------------------------------------
@@ -598,7 +740,7 @@ def _randint_impl(key, shape, minval, maxval, dtype):
     return lax.add(minval, lax.convert_element_type(off, dtype))
 
 
-_randint_j = jit(_randint_impl, static_argnums=(1, 4))
+_randint_j = _rng_jit(_randint_impl, static_argnums=(1, 4))
 
 
 def _shuffle_impl(key, x, axis):
@@ -612,7 +754,7 @@ def _shuffle_impl(key, x, axis):
     return x
 
 
-_shuffle_j = jit(_shuffle_impl, static_argnums=(2,))
+_shuffle_j = _rng_jit(_shuffle_impl, static_argnums=(2,))
 
 
 def _canon_axis(axis, ndim):
@@ -789,7 +931,7 @@ def _gumbel_impl(key, shape, dtype, mode):
     return jnp.negative(jnp.log(jnp.negative(jnp.log(u))))
 
 
-_gumbel_j = jit(_gumbel_impl, static_argnums=(1, 2, 3))
+_gumbel_j = _rng_jit(_gumbel_impl, static_argnums=(1, 2, 3))
 
 
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
@@ -826,7 +968,7 @@ def exponential(key, shape=(), dtype=float):
     return _exp_j(key, _canon_shape(shape), _canon_float(dtype, "exponential"))
 
 
-_exp_j = jit(_exponential_b, static_argnums=(1, 2))
+_exp_j = _rng_jit(_exponential_b, static_argnums=(1, 2))
 
 
 def laplace(key, shape=(), dtype=float):
@@ -842,7 +984,7 @@ def _laplace_impl(key, shape, dtype):
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
-_laplace_j = jit(_laplace_impl, static_argnums=(1, 2))
+_laplace_j = _rng_jit(_laplace_impl, static_argnums=(1, 2))
 
 
 def logistic(key, shape=(), dtype=float):
@@ -858,7 +1000,7 @@ def _logistic_impl(key, shape, dtype):
     return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
 
-_logistic_j = jit(_logistic_impl, static_argnums=(1, 2))
+_logistic_j = _rng_jit(_logistic_impl, static_argnums=(1, 2))
 
 
 def cauchy(key, shape=(), dtype=float):
@@ -874,7 +1016,7 @@ def _cauchy_impl(key, shape, dtype):
                            lax.sub(u, _const(dtype, 0.5, u.shape))))
 
 
-_cauchy_j = jit(_cauchy_impl, static_argnums=(1, 2))
+_cauchy_j = _rng_jit(_cauchy_impl, static_argnums=(1, 2))
 
 
 def pareto(key, b, shape=None, dtype=float):
@@ -1010,22 +1152,33 @@ def _gamma_outer_cond(consts, st):
     return lax.bitwise_and(c1, c2)
 
 
-def _gamma_outer_body(consts, st):
+def _gamma_outer_body(consts, st, loops=False):
     d, c = consts
     k = st[0]
     k, x_key, u_key = _unstack_keys(_split_b(k, (3,)), 3)
     zero = jnp.zeros_like(d)
     inner = (x_key, zero, jnp.full_like(d, -1))
-    _, x, v = _rounds(_gamma_inner_cond, _gamma_inner_body, (c,), inner,
-                      _ROUNDS["gamma_inner"])
+    if loops:
+        _, x, v = _loop(_gamma_inner_cond, _gamma_inner_body, (c,), inner)
+    else:
+        _, x, v = _rounds(_gamma_inner_cond, _gamma_inner_body, (c,), inner,
+                          _ROUNDS["gamma_inner"])
     X = lax.mul(x, x)
     V = lax.mul(lax.mul(v, v), v)
     U = _uniform_b(u_key, (), d.dtype)
     return k, X, V, U
 
 
-def _gamma_one_b(keys, alpha, log_space):
-    """JAX's _gamma_one, batched over keys uint32[n,2] and alpha[n]."""
+def _loop(cond, body, consts, state):
+    """`while_loop` of cond/body(consts, state) on one lane (shape (1,)):
+    JAX's loop itself, however many rounds it takes."""
+    return control_flow.while_loop(lambda st: lax.reshape(cond(consts, st), ()),
+                                   lambda st: body(consts, st), state)
+
+
+def _gamma_one_b(keys, alpha, log_space, loops=False):
+    """JAX's _gamma_one, batched over keys uint32[n,W] and alpha[n] (with
+    `loops`, n is 1 and the rejection loops are while loops)."""
     dtype = alpha.dtype
     one = jnp.ones_like(alpha)
     third = _const(dtype, 1.0 / 3.0, alpha.shape)
@@ -1037,8 +1190,12 @@ def _gamma_one_b(keys, alpha, log_space):
     k, subkey = _unstack_keys(_split_b(keys, (2,)), 2)
     zero = jnp.zeros_like(alpha)
     state = (k, zero, one, _const(dtype, 2, alpha.shape))
-    _, _, V, _ = _while(_gamma_outer_cond, _gamma_outer_body, (d, c), state,
-                        _ROUNDS["gamma_outer"])
+    if loops:
+        _, _, V, _ = _loop(_gamma_outer_cond, functools.partial(_gamma_outer_body, loops=True),
+                           (d, c), state)
+    else:
+        _, _, V, _ = _while(_gamma_outer_cond, _gamma_outer_body, (d, c), state,
+                            _ROUNDS["gamma_outer"])
     if log_space:
         log_samples = lax.neg(_exponential_b(subkey, (), dtype))
         log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_samples, zero)), zero,
@@ -1061,8 +1218,14 @@ def _gamma_impl(key, a, shape, dtype, log_space):
 @functools.partial(custom_jvp, nondiff_argnums=(2, 3))
 def _gamma_samples(key, a, shape, log_space):
     n = math.prod(shape)
-    keys = lax.reshape(_split_b(key, (n,)), (n, 2))
-    samples = _gamma_one_b(keys, lax.reshape(a, (n,)), log_space)
+    keys = _split_b(key, (n,))
+    alphas = lax.reshape(a, (n,))
+    if _current() is prng.THREEFRY:
+        samples = _gamma_one_b(keys, alphas, log_space)
+    else:  # JAX maps over the keys (a batched rbg draw would take the first key's bits)
+        samples = control_flow.map(
+            lambda ka: _gamma_one_b(ka[0][None], ka[1][None], log_space, loops=True)[0],
+            (keys, alphas))
     return lax.reshape(samples, shape)
 
 
@@ -1251,6 +1414,9 @@ def _rejection_body(consts, st):
 def poisson(key, lam, shape=None, dtype=int):
     """Poisson(lam) samples."""
     key = _check_key("poisson", key)
+    if _current() is not prng.THREEFRY:
+        raise NotImplementedError("`poisson` is only implemented for the threefry2x32 RNG, "
+                                  f"not {_current().name} (at {core.where()})")
     dtype = dtypes.check_user_dtype(int if dtype is None else dtype)
     shape = np.shape(lam) if shape is None else _canon_shape(shape)
     lam = lax.convert_element_type(_bcast_to(jnp.asarray(lam), shape), dtypes.float32)
@@ -1423,7 +1589,7 @@ def _binomial_impl(key, count, prob, shape, dtype):
                       count.astype(dtype) - samples)
 
 
-_binomial_j = jit(_binomial_impl, static_argnums=(3, 4))
+_binomial_j = _rng_jit(_binomial_impl, static_argnums=(3, 4))
 
 
 def binomial(key, n, p, shape=None, dtype=None):
@@ -1478,18 +1644,9 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
 
 
 def key_dtype(impl=None):
-    """The dtype of typed keys of a PRNG implementation (only threefry2x32)."""
-    if impl is None or impl is prng.KEY_FRY or (isinstance(impl, str) and
-                                                impl == "threefry2x32"):
-        return prng.KEY_FRY
-    if isinstance(impl, str):
-        if impl in ("philox2x32", "philox4x32", "rbg", "unsafe_rbg", "threefry4x32"):
-            raise NotImplementedError(f"PRNG implementation {impl!r}: only threefry2x32 "
-                                      f"exists (at {core.where()})")
-        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
-                         f'"threefry2x32"? (at {core.where()})')
-    raise TypeError(f"unrecognized type {type(impl)} for specifying PRNG implementation. "
-                    f"(at {core.where()})")
+    """The dtype of typed keys of a PRNG implementation (`key<fry>`,
+    `key<rbg>`, `key<urbg>`)."""
+    return prng._DTYPES[_resolve_impl(impl)]
 
 
 def _takes_out_sharding(fn):
@@ -1511,4 +1668,6 @@ for _name in ("bits", "uniform", "randint", "permutation", "normal", "multivaria
               "generalized_normal", "ball", "rayleigh", "wald", "geometric", "triangular",
               "lognormal"):
     globals()[_name] = _takes_out_sharding(globals()[_name])
+for _name in __all__:
+    globals()[_name] = _public(globals()[_name])
 del _name

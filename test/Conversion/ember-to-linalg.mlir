@@ -450,6 +450,19 @@ func.func @threefry(%k: tensor<4xui32>, %x: tensor<4xui32>) -> (tensor<4xui32>, 
 
 // -----
 
+// Philox's products are mului_extended: ten rounds of two.
+// CHECK-LABEL: func @philox
+// CHECK: %{{.*}}:4 = linalg.generic
+// CHECK-COUNT-20: arith.mului_extended
+// CHECK-NOT: arith.mului_extended
+// CHECK: linalg.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : i32, i32, i32, i32
+func.func @philox(%k: tensor<4xui32>, %x: tensor<4xui32>) -> (tensor<4xui32>, tensor<4xui32>, tensor<4xui32>, tensor<4xui32>) {
+  %0:4 = ember.philox4x32 %k, %k, %x, %x, %x, %x : tensor<4xui32>
+  return %0#0, %0#1, %0#2, %0#3 : tensor<4xui32>, tensor<4xui32>, tensor<4xui32>, tensor<4xui32>
+}
+
+// -----
+
 // Arguments are the caller's: bufferization must not write into them.
 // CHECK-LABEL: func @args_not_writable(%{{.*}}: tensor<4xf32> {bufferization.writable = false})
 func.func @args_not_writable(%a: tensor<4xf32>) -> tensor<4xf32> {

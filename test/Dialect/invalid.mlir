@@ -1363,3 +1363,19 @@ func.func @dynamic_result() -> tensor<?xi32> {
   %0 = ember.iota dim = 0 : tensor<?xi32>
   return %0 : tensor<?xi32>
 }
+
+// -----
+
+func.func @philox_types(%k: tensor<4xui32>, %x: tensor<4xi32>) {
+  // expected-error @+1 {{'ember.philox4x32' op operand #2 must be}}
+  %0:4 = "ember.philox4x32"(%k, %k, %x, %x, %x, %x) : (tensor<4xui32>, tensor<4xui32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<4xi32>) -> (tensor<4xui32>, tensor<4xui32>, tensor<4xui32>, tensor<4xui32>)
+  return
+}
+
+// -----
+
+func.func @philox_shapes(%k: tensor<4xui32>, %x: tensor<3xui32>) {
+  // expected-error @+1 {{'ember.philox4x32' op failed to verify that all of {key0, key1, x0, x1, x2, x3, out0, out1, out2, out3} have same type}}
+  %0:4 = "ember.philox4x32"(%k, %k, %x, %x, %x, %x) : (tensor<4xui32>, tensor<4xui32>, tensor<3xui32>, tensor<3xui32>, tensor<3xui32>, tensor<3xui32>) -> (tensor<4xui32>, tensor<4xui32>, tensor<4xui32>, tensor<4xui32>)
+  return
+}

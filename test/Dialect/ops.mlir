@@ -136,6 +136,8 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %i: tensor<2x3x
   %61 = ember.bitcast_convert %a : (tensor<2x3xf32>) -> tensor<2x3xui32>
   // CHECK: ember.threefry2x32
   %62:2 = ember.threefry2x32 %u, %u, %u, %u : tensor<2x3xui32>
+  // CHECK: ember.philox4x32 %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x3xui32>
+  %63:4 = ember.philox4x32 %u, %u, %u, %u, %u, %u : tensor<2x3xui32>
   return
 }
 

@@ -419,3 +419,44 @@ def test_key_array_errors_point_at_the_user():
         random.wrap_key_data(k)
     with pytest.raises(ValueError, match="single key"):
         random.uniform(random.split(k, 2))
+
+
+def test_prng_impls_equal_jax():
+    """rbg and unsafe_rbg beside threefry2x32: seeds, split, fold_in, bits,
+    the samplers (gamma's keys mapped one by one, as JAX's), `jit`, `vmap`
+    (a batch of rbg keys draws from the first, as XLA's generator) and raw
+    keys under `jax_default_prng_impl`, as JAX 0.10.2 prints them
+    (test/data/random/prng_impls.py)."""
+    assert_prints_recorded("random", "prng_impls")
+
+
+def test_default_prng_impl_recompiles_jitted_code():
+    """A jitted function drawing from a raw key follows the default
+    implementation: changing it clears compiled code, as x64 does."""
+    f = jax.jit(lambda: random.uniform(random.PRNGKey(0), (3,)))
+    fry = np.asarray(f())
+    with jax.default_prng_impl("rbg"):
+        rbg = np.asarray(f())
+        assert random.PRNGKey(0).shape == (4,)
+        np.testing.assert_array_equal(rbg, np.asarray(random.uniform(random.key(0), (3,))))
+    assert not np.array_equal(fry, rbg)
+    np.testing.assert_array_equal(np.asarray(f()), fry)
+
+
+def test_prng_impl_errors():
+    rbg = random.key(0, impl="rbg")
+    assert rbg.dtype == random.key_dtype("rbg") != random.key(0).dtype
+    assert str(random.key(0, impl="unsafe_rbg").dtype) == "key<urbg>"
+    with jax.default_prng_impl("rbg"), pytest.raises(
+            TypeError, match=r"rbg PRNG key \(uint32 array with trailing dimension 4"):
+        random.uniform(jnp.zeros(2, jnp.uint32))
+    with pytest.raises(ValueError, match="not a valid dtype for JAX type promotion"):
+        jnp.concatenate([random.split(rbg), random.split(random.key(0))])
+    with pytest.raises(TypeError, match="equal does not accept dtypes key<fry>, key<rbg>"):
+        random.key(0) == rbg  # noqa: B015 (the comparison raises)
+    with pytest.raises(NotImplementedError, match="only implemented for the threefry2x32"):
+        random.poisson(rbg, 2.0)
+    with pytest.raises(NotImplementedError, match="philox4x32"):
+        random.key(0, impl="philox4x32")
+    with pytest.raises(ValueError, match='unrecognized PRNG implementation "nope"'):
+        random.key(0, impl="nope")

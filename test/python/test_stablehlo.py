@@ -21,7 +21,7 @@ import ember.numpy as jnp
 from ember import export, lax, random
 from ember._mlir import ir
 from ember._src import core
-from ember._src.lax import threefry2x32
+from ember._src.lax import philox4x32, threefry2x32
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -170,6 +170,12 @@ PROGRAMS = {
                (np.array([0, 42], np.uint32),)),
     "threefry": (lambda a, b: list(threefry2x32(a[:3], a[3:], b[:3], b[3:])),
                  (U32, U32)),
+    "philox": (lambda a, b: list(philox4x32(a[:2], a[2:4], b[:2], b[2:4], a[4:], b[4:])),
+               (U32, U32)),
+    "rbg": (lambda k: [random.normal(random.key(0, impl="rbg"), (5,)),
+                       random.uniform(random.wrap_key_data(k, impl="unsafe_rbg"), (2, 3)),
+                       lax.rng_bit_generator(k, (7,))[1]],
+            (np.array([1, 2, 3, 4], np.uint32),)),
     "grad_vmap": (lambda x, g: [ember.grad(lambda w: jnp.sum(jnp.tanh(x @ w) ** 2))(g),
                                 ember.vmap(lambda r: jnp.dot(r, g))(x),
                                 ember.jacfwd(lambda v: jnp.sin(v) * v)(x[0]),

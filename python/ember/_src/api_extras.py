@@ -232,13 +232,16 @@ transfer_guard_device_to_host = _optional_enum_state("jax_transfer_guard_device_
 _transfer_guard_all = _optional_enum_state("jax_transfer_guard", _GUARD_LEVELS)
 
 # More recorded-only states (JAX 0.10.2's defaults; Ember's compiler reads
-# none of them: its PRNG is threefry2x32 with JAX's default partitionable
-# bits, softmax is differentiated as written, f16 reductions are allowed).
+# none of them: its threefry2x32 has JAX's default partitionable bits,
+# softmax is differentiated as written, f16 reductions are allowed).
 softmax_custom_jvp = _bool_state("jax_softmax_custom_jvp")
+# The default PRNG (`ember.random` reads it for raw keys and `key(seed)`):
+# traced programs depend on it, so changing it clears compiled code, as x64.
 default_prng_impl = _RecordedState(
     "jax_default_prng_impl", "threefry2x32",
     _enum_option("jax_default_prng_impl", ("threefry2x32", "threefry4x32", "rbg",
                                            "unsafe_rbg", "philox2x32", "philox4x32"), False))
+_RUNTIME_ONLY.discard("jax_default_prng_impl")
 threefry_partitionable = _RecordedState("jax_threefry_partitionable", True,
                                         _bool_option("jax_threefry_partitionable"),
                                         default=True)

@@ -538,6 +538,7 @@ scatter_p = Primitive("scatter", _scatter_rule, _scatter_emit)
 
 threefry2x32_p = Primitive("threefry2x32", lambda *xs: [xs[0], xs[0]],
                            multiple_results=True)
+philox4x32_p = Primitive("philox4x32", lambda *xs: [xs[0]] * 4, multiple_results=True)
 
 # --------------------------------------------------------------------------
 # Public lax functions
@@ -1718,6 +1719,12 @@ scatter, scatter_add, scatter_mul, scatter_min, scatter_max = (
 
 def threefry2x32(k0, k1, x0, x1):
     return threefry2x32_p.bind(k0, k1, x0, x1)
+
+
+def philox4x32(k0, k1, x0, x1, x2, x3):
+    """Random123's Philox4x32-10 of the counter (x0, x1, x2, x3) under the
+    key (k0, k1), elementwise on uint32 arrays of one shape."""
+    return philox4x32_p.bind(k0, k1, x0, x1, x2, x3)
 
 
 # erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), z >= 0: the Chebyshev fit

@@ -916,28 +916,10 @@ def _add64(lo, hi, dlo, dhi):
     return nlo, hi + dhi + lax.convert_element_type(nlo < lo, np.uint32)
 
 
-def _mul_wide(x, k):
-    """(high, low) words of the 64-bit product of uint32 `x` and the
-    constant `k`, from 16-bit halves (no 64-bit integers needed)."""
-    x0, x1 = x & _u32(0xFFFF), lax.shift_right_logical(x, _u32(16))
-    p00, p01 = x0 * _u32(k & 0xFFFF), x0 * _u32(k >> 16)
-    p10, p11 = x1 * _u32(k & 0xFFFF), x1 * _u32(k >> 16)
-    low16 = _u32(0xFFFF)
-    mid = lax.shift_right_logical(p00, _u32(16)) + (p01 & low16) + (p10 & low16)
-    lo = (p00 & low16) | lax.shift_left(mid, _u32(16))
-    hi = (p11 + lax.shift_right_logical(p01, _u32(16)) + lax.shift_right_logical(p10, _u32(16))
-          + lax.shift_right_logical(mid, _u32(16)))
-    return hi, lo
-
-
 def _philox4x32(w, k0, k1):
     """Philox4x32 with 10 rounds of the counters `w` (4 uint32 arrays)."""
-    for _ in range(10):
-        hi0, lo0 = _mul_wide(w[0], 0xD2511F53)
-        hi1, lo1 = _mul_wide(w[2], 0xCD9E8D57)
-        w = [hi1 ^ w[1] ^ k0, lo1, hi0 ^ w[3] ^ k1, lo0]
-        k0, k1 = k0 + _u32(0x9E3779B9), k1 + _u32(0xBB67AE85)
-    return w
+    k0, k1 = lax.broadcast(k0, w[0].shape), lax.broadcast(k1, w[0].shape)
+    return list(lax.philox4x32(k0, k1, *w))
 
 
 def _philox_bits(key, n, nbits):

@@ -1,7 +1,10 @@
-"""Typed PRNG key arrays (`jax.random.key`): arrays of dtype `key<fry>`.
+"""Typed PRNG key arrays (`jax.random.key`): arrays of dtype `key<fry>`
+(threefry2x32), `key<rbg>` (rbg) or `key<urbg>` (unsafe_rbg).
 
 A key array of shape S is a `PRNGKeyArray` holding its key data, a
-`uint32[*S, 2]` array (or tracer) of threefry2x32 words. It is a hi value
+`uint32[*S, W]` array (or tracer) of its implementation's W words (2 for
+threefry2x32, 4 for the rbg ones), and the implementation (`Impl`: its
+name, tag and W; `ember.random` holds the algorithms). It is a hi value
 (`hitypes`) of type `KeyTy(S)`, lowered to that one array wherever a program
 crosses a transformation boundary (`jit`'s arguments and results, `vmap`,
 `grad`, the loops), so the dialect and its passes see only uint32 arrays.
@@ -20,7 +23,27 @@ import numpy as np
 
 from . import core, hitypes, lax
 
-_WORDS = 2  # threefry2x32 keys are two uint32 words
+
+@dataclass(frozen=True)
+class Impl:
+    """A PRNG implementation as key arrays see it: JAX's name, the tag of
+    its dtype (`key<tag>`) and the uint32 words of one key."""
+
+    name: str
+    tag: str
+    words: int
+
+    def __repr__(self):  # (JAX's `key_impl` result prints as its name)
+        return repr(self.name)
+
+    def __str__(self):
+        return self.name
+
+
+THREEFRY = Impl("threefry2x32", "fry", 2)
+RBG = Impl("rbg", "rbg", 4)
+UNSAFE_RBG = Impl("unsafe_rbg", "urbg", 4)
+IMPLS = {i.name: i for i in (THREEFRY, RBG, UNSAFE_RBG)}
 
 
 class extended(np.generic):  # noqa: N801 (JAX's name)
@@ -32,14 +55,26 @@ class prng_key(extended):  # noqa: N801 (JAX's name)
 
 
 class KeyDType:
-    """The dtype `key<fry>` of threefry2x32 key arrays."""
+    """The dtype `key<tag>` of an implementation's key arrays."""
 
     type = prng_key
-    name = "key<fry>"
-    itemsize = 4 * _WORDS
     kind = "V"
-    impl = "threefry2x32"
     extended = True
+
+    def __init__(self, impl=THREEFRY):
+        self._impl = impl
+
+    @property
+    def impl(self):
+        return self._impl
+
+    @property
+    def name(self):
+        return f"key<{self._impl.tag}>"
+
+    @property
+    def itemsize(self):
+        return 4 * self._impl.words
 
     def __repr__(self):
         return self.name
@@ -47,13 +82,14 @@ class KeyDType:
     __str__ = __repr__
 
     def __eq__(self, other):
-        return isinstance(other, KeyDType)
+        return isinstance(other, KeyDType) and other._impl == self._impl
 
     def __hash__(self):
-        return hash(KeyDType)
+        return hash((KeyDType, self._impl))
 
 
 KEY_FRY = KeyDType()
+_DTYPES = {i: (KEY_FRY if i is THREEFRY else KeyDType(i)) for i in IMPLS.values()}
 
 
 def issubdtype(a, b):
@@ -70,25 +106,26 @@ class KeyTy(hitypes.HiType):
     """The type of a key array of shape `shape` (`ShapedArray(key<fry>[...])`)."""
 
     shape: tuple
+    impl: Impl = THREEFRY
 
     array_like = True  # traced values stay PRNGKeyArrays; vmap maps by int axes
 
     @property
     def dtype(self):
-        return KEY_FRY
+        return _DTYPES[self.impl]
 
     @property
     def ndim(self):
         return len(self.shape)
 
     def lo_ty(self):
-        return [core.ShapedArray(self.shape + (_WORDS,), np.uint32)]
+        return [core.ShapedArray(self.shape + (self.impl.words,), np.uint32)]
 
     def lower_val(self, hi_val, /):
         return [hi_val._base]
 
     def raise_val(self, *lo_vals):
-        return PRNGKeyArray(lo_vals[0])
+        return PRNGKeyArray(lo_vals[0], self.impl)
 
     def to_tangent_aval(self):
         return self.lo_ty()[0].to_tangent_aval()  # (JAX's float0; Ember's integer zeros)
@@ -101,23 +138,24 @@ class KeyTy(hitypes.HiType):
 
     def dec_rank(self, size, spec):
         ax = self._axis(spec, self.ndim, "in_axes")
-        return KeyTy(self.shape[:ax] + self.shape[ax + 1:])
+        return KeyTy(self.shape[:ax] + self.shape[ax + 1:], self.impl)
 
     def inc_rank(self, size, spec):
         ax = self._axis(spec, self.ndim + 1, "out_axes")
-        return KeyTy(self.shape[:ax] + (size,) + self.shape[ax:])
+        return KeyTy(self.shape[:ax] + (size,) + self.shape[ax:], self.impl)
 
     def leading_axis_spec(self):
         return 0
 
     def shard(self, mesh, manual_axes, check_vma, spec):
-        return KeyTy(self.lo_ty()[0].shard(mesh, manual_axes, check_vma, spec).shape[:-1])
+        return KeyTy(self.lo_ty()[0].shard(mesh, manual_axes, check_vma, spec).shape[:-1],
+                     self.impl)
 
     def unshard(self, mesh, check_vma, spec):
-        return KeyTy(self.lo_ty()[0].unshard(mesh, check_vma, spec).shape[:-1])
+        return KeyTy(self.lo_ty()[0].unshard(mesh, check_vma, spec).shape[:-1], self.impl)
 
     def str_short(self, short_dtypes=False, mesh_axis_types=False):
-        return f"key<fry>[{','.join(str(d) for d in self.shape)}]"
+        return f"key<{self.impl.tag}>[{','.join(str(d) for d in self.shape)}]"
 
     def __repr__(self):
         return f"ShapedArray({self.str_short()})"
@@ -128,14 +166,14 @@ class KeyTy(hitypes.HiType):
 
 def _not_array(name):
     def op(self, *args, **kwargs):
-        kinds = ", ".join(["key<fry>"] + [_dtype_name(a) for a in args])
+        kinds = ", ".join([self.dtype.name] + [_dtype_name(a) for a in args])
         raise TypeError(f"{name} does not accept dtypes {kinds}.")
     return op
 
 
 def _dtype_name(x):
     if isinstance(x, PRNGKeyArray):
-        return "key<fry>"
+        return x.dtype.name
     if isinstance(x, bool):
         return "bool"
     if isinstance(x, int):
@@ -146,17 +184,23 @@ def _dtype_name(x):
 
 
 class PRNGKeyArray:
-    """An array of threefry2x32 keys (dtype `key<fry>`) over its key data."""
+    """An array of keys of one implementation (dtype `key<tag>`) over its
+    key data."""
 
-    __slots__ = ("_base", "__weakref__")
+    __slots__ = ("_base", "_impl", "__weakref__")
     __array_priority__ = 200
 
-    def __init__(self, base):
+    def __init__(self, base, impl=THREEFRY):
         base = core.as_value(base)
-        if base.dtype != np.uint32 or not base.ndim or base.shape[-1] != _WORDS:
+        if base.dtype != np.uint32 or not base.ndim or base.shape[-1] != impl.words:
             raise TypeError(f"key data must be a uint32 array with trailing dimension "
-                            f"{_WORDS}, got {base.dtype}{list(base.shape)}")
+                            f"{impl.words}, got {base.dtype}{list(base.shape)}")
         self._base = base
+        self._impl = impl
+
+    def _like(self, base):
+        """Keys of this array's implementation over `base`."""
+        return PRNGKeyArray(base, self._impl)
 
     # -- array properties ---------------------------------------------------
     @property
@@ -173,15 +217,15 @@ class PRNGKeyArray:
 
     @property
     def dtype(self):
-        return KEY_FRY
+        return _DTYPES[self._impl]
 
     @property
     def itemsize(self):
-        return KEY_FRY.itemsize
+        return self.dtype.itemsize
 
     @property
     def aval(self):
-        return KeyTy(self.shape)
+        return KeyTy(self.shape, self._impl)
 
     @property
     def sharding(self):
@@ -225,8 +269,8 @@ class PRNGKeyArray:
     def __repr__(self):
         if isinstance(self._base, core.Tracer):
             kind = repr(self._base).split("(", 1)[0]
-            return f"{kind}({KeyTy(self.shape).str_short()})"
-        return (f"Array({self.shape}, dtype=key<fry>) overlaying:\n"
+            return f"{kind}({self.aval.str_short()})"
+        return (f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n"
                 f"{np.asarray(self._base)}")
 
     __str__ = __repr__
@@ -239,7 +283,7 @@ class PRNGKeyArray:
         idx = idx if isinstance(idx, tuple) else (idx,)
         if any(isinstance(i, PRNGKeyArray) for i in idx):
             raise TypeError("key arrays cannot index arrays")
-        return PRNGKeyArray(self._base[idx + (slice(None),)])
+        return self._like(self._base[idx + (slice(None),)])
 
     def reshape(self, *shape, order="C"):
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
@@ -247,7 +291,7 @@ class PRNGKeyArray:
         if -1 in shape:
             known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
             shape = tuple(self.size // max(known, 1) if d == -1 else d for d in shape)
-        return PRNGKeyArray(self._base.reshape(shape + (_WORDS,), order=order))
+        return self._like(self._base.reshape(shape + (self._impl.words,), order=order))
 
     def ravel(self, order="C"):
         return self.reshape((self.size,), order=order)
@@ -258,13 +302,13 @@ class PRNGKeyArray:
         if axis is None:
             axis = tuple(i for i, d in enumerate(self.shape) if d == 1)
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
-        return PRNGKeyArray(self._base.squeeze(tuple(_norm(a, self.ndim) for a in axes)))
+        return self._like(self._base.squeeze(tuple(_norm(a, self.ndim) for a in axes)))
 
     def transpose(self, *axes):
         axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
         axes = tuple(range(self.ndim))[::-1] if axes in ((), None) else tuple(axes)
         perm = tuple(_norm(a, self.ndim) for a in axes)
-        return PRNGKeyArray(lax.transpose(self._base, perm + (self.ndim,)))
+        return self._like(lax.transpose(self._base, perm + (self.ndim,)))
 
     @property
     def T(self):  # noqa: N802 (NumPy's name)
@@ -279,7 +323,7 @@ class PRNGKeyArray:
     def take(self, indices, axis=None, **kwargs):
         src = self.ravel() if axis is None else self
         ax = 0 if axis is None else _norm(axis, self.ndim)
-        return PRNGKeyArray(src._base.take(indices, axis=ax, **kwargs))
+        return self._like(src._base.take(indices, axis=ax, **kwargs))
 
     @property
     def at(self):
@@ -287,13 +331,13 @@ class PRNGKeyArray:
 
     # -- comparisons: equal when both words are ----------------------------
     def __eq__(self, other):
-        if not isinstance(other, PRNGKeyArray):
-            _not_array("eq")(self, other)
+        if not isinstance(other, PRNGKeyArray) or other._impl != self._impl:
+            _not_array("equal")(self, other)
         return (self._base == other._base).all(axis=-1)
 
     def __ne__(self, other):
-        if not isinstance(other, PRNGKeyArray):
-            _not_array("ne")(self, other)
+        if not isinstance(other, PRNGKeyArray) or other._impl != self._impl:
+            _not_array("not_equal")(self, other)
         return (self._base != other._base).any(axis=-1)
 
 
@@ -331,8 +375,9 @@ class _KeyAtIndex:
 
     def set(self, values, **kwargs):
         values = _keys_only("set", [values])[0]
+        _keys_only("set", [self._keys, values])
         base = self._keys._base.at[self._idx + (slice(None),)].set(values._base, **kwargs)
-        return PRNGKeyArray(base)
+        return self._keys._like(base)
 
 
 def _norm(axis, rank):
@@ -342,10 +387,15 @@ def _norm(axis, rank):
 
 
 def _keys_only(name, values):
+    """`values`, all key arrays of one implementation (else JAX's errors:
+    keys of two implementations do not promote)."""
     for v in values:
         if not isinstance(v, PRNGKeyArray):
             raise TypeError(f"{name} does not accept dtypes "
                             f"{', '.join(_dtype_name(x) for x in values)}.")
+    if any(v._impl != values[0]._impl for v in values):
+        raise ValueError(f"dtype={values[0].dtype} is not a valid dtype for JAX type "
+                         "promotion.")
     return list(values)
 
 
@@ -367,7 +417,7 @@ def has_key(*args):
 
 
 def asarray(a, dtype=None, *args, **kwargs):
-    if dtype is not None and dtype != KEY_FRY:
+    if dtype is not None and dtype != a.dtype:
         raise TypeError(f"cannot convert a key array to dtype {dtype}; use "
                         "jax.random.key_data to read its data")
     return a
@@ -383,14 +433,14 @@ def stack(arrays, axis=0, dtype=None):
     keys = _keys_only("stack", arrays)
     ax = _norm(axis, keys[0].ndim + 1)
     bases = [lax.expand_dims(k._base, (ax,)) for k in keys]
-    return PRNGKeyArray(lax.concatenate(bases, ax))
+    return keys[0]._like(lax.concatenate(bases, ax))
 
 
 def concatenate(arrays, axis=0, dtype=None):
     keys = _keys_only("concatenate", arrays)
     if axis is None:
         keys, axis = [k.ravel() for k in keys], 0
-    return PRNGKeyArray(lax.concatenate([k._base for k in keys], _norm(axis, keys[0].ndim)))
+    return keys[0]._like(lax.concatenate([k._base for k in keys], _norm(axis, keys[0].ndim)))
 
 
 def where(condition, x=None, y=None, **kwargs):
@@ -401,13 +451,13 @@ def where(condition, x=None, y=None, **kwargs):
     if isinstance(condition, PRNGKeyArray) or cond.dtype != np.bool_:
         cond = cond != 0
     shape = tuple(np.broadcast_shapes(cond.shape, x.shape, y.shape))
-    full = shape + (_WORDS,)
+    full = shape + (x._impl.words,)
     c = lax.broadcast_in_dim(cond, full, tuple(range(len(shape) - cond.ndim, len(shape))))
 
     def data(k):
         return lax.broadcast_in_dim(k._base, full,
                                     tuple(range(len(full) - k._base.ndim, len(full))))
-    return PRNGKeyArray(lax.select(c, data(x), data(y)))
+    return x._like(lax.select(c, data(x), data(y)))
 
 
 def select(pred, on_true, on_false):
@@ -421,7 +471,7 @@ def select_n(which, *cases):
     w = core.as_value(which)
     full = cases[0]._base.shape
     w = lax.broadcast_in_dim(w, full, tuple(range(w.ndim))) if w.ndim else w
-    return PRNGKeyArray(lax.select_n(w, *(k._base for k in cases)))
+    return cases[0]._like(lax.select_n(w, *(k._base for k in cases)))
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
@@ -431,20 +481,21 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     shape = a.shape if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))
     if dtype is not None and not isinstance(dtype, KeyDType):
         return lax.full(shape, fill_value, np.dtype(dtype))
-    return PRNGKeyArray(lax.full(shape + (_WORDS,), fill_value, np.dtype(np.uint32)))
+    impl = dtype.impl if dtype is not None else a._impl
+    return PRNGKeyArray(lax.full(shape + (impl.words,), fill_value, np.dtype(np.uint32)), impl)
 
 
 def broadcast_to(x, shape):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     base = x._base
     dims = tuple(range(len(shape) + 1 - base.ndim, len(shape) + 1))
-    return PRNGKeyArray(lax.broadcast_in_dim(base, shape + (_WORDS,), dims))
+    return x._like(lax.broadcast_in_dim(base, shape + (x._impl.words,), dims))
 
 
 def expand_dims(a, axis):
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     rank = a.ndim + len(axes)
-    return PRNGKeyArray(lax.expand_dims(a._base, tuple(_norm(x, rank) for x in axes)))
+    return a._like(lax.expand_dims(a._base, tuple(_norm(x, rank) for x in axes)))
 
 
 def reshape(a, shape=None, order="C", **kwargs):
@@ -479,7 +530,7 @@ def take(a, indices, axis=None, **kwargs):
 
 def _typeof(keys):
     """The hi type of a key array (registered with hitypes)."""
-    return KeyTy(keys.shape)
+    return KeyTy(keys.shape, keys._impl)
 
 
 hitypes.register_hitype(PRNGKeyArray, _typeof)

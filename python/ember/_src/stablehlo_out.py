@@ -702,6 +702,28 @@ class _Translator:
             x1 = add(add(x1, ks[(i + 2) % 3]), c(i + 1))
         return [x0, x1]
 
+    def t_philox4x32(self, op, ins, rtypes, a):
+        w = self.w
+        k0, k1, *x = ins
+        shape, elt = _split(k0.type)
+        wide = _tensor(shape, "ui64")
+
+        def mul_wide(v, m):  # (high, low) words of the 64-bit product
+            p = w.bin("stablehlo.multiply", w.un("stablehlo.convert", v, wide),
+                      w.const(m, shape, "ui64"))
+            hi = w.bin("stablehlo.shift_right_logical", p, w.const(32, shape, "ui64"))
+            return (w.un("stablehlo.convert", hi, k0.type), w.un("stablehlo.convert", p, k0.type))
+
+        for r in range(10):
+            if r:
+                k0 = w.bin("stablehlo.add", k0, w.const(0x9E3779B9, shape, elt))
+                k1 = w.bin("stablehlo.add", k1, w.const(0xBB67AE85, shape, elt))
+            hi0, lo0 = mul_wide(x[0], 0xD2511F53)
+            hi1, lo1 = mul_wide(x[2], 0xCD9E8D57)
+            x = [w.bin("stablehlo.xor", w.bin("stablehlo.xor", hi1, x[1]), k0), lo1,
+                 w.bin("stablehlo.xor", w.bin("stablehlo.xor", hi0, x[3]), k1), lo0]
+        return x
+
     # -- structural -------------------------------------------------------
     def t_broadcast_in_dim(self, op, ins, rtypes, a):
         return self.w.op("stablehlo.broadcast_in_dim", ins, rtypes,
