@@ -144,10 +144,6 @@ def _resolve_impl(impl):
     if isinstance(impl, str):
         if impl in prng.IMPLS:
             return prng.IMPLS[impl]
-        if impl in _JAX_IMPLS:
-            raise NotImplementedError(
-                f"PRNG implementation {impl!r}: Ember has threefry2x32, rbg and unsafe_rbg "
-                f"(at {core.where()})")
         raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
                          + ", ".join(f'"{n}"' for n in _JAX_IMPLS) + f"? (at {core.where()})")
     raise TypeError(f"unrecognized type {type(impl)} for specifying PRNG implementation. "
@@ -258,6 +254,8 @@ def _split_b(keys, shape):
     impl = _current()
     if impl is prng.THREEFRY:
         return _threefry_split(keys, shape)
+    if impl in _COUNTER_CIPHERS:
+        return _counter_split(impl, keys, shape)
     b, shape = tuple(keys.shape[:-1]), tuple(shape)
     if impl is prng.RBG:
         halves = _threefry_split(_halves(keys), shape)  # [B..., 2, *shape, 2]
@@ -296,8 +294,11 @@ def _random_bits_b(keys, bit_width, shape):
     dt = _UINT[bit_width]
     if bit_width == 64 and not _config.jax_enable_x64:
         raise TypeError("64-bit random bits need jax_enable_x64")
-    if _current() is not prng.THREEFRY:  # rbg, unsafe_rbg: XLA's generator
+    impl = _current()
+    if impl in (prng.RBG, prng.UNSAFE_RBG):  # XLA's generator
         return _rbg_generate(keys, tuple(shape), dt)
+    if impl in _COUNTER_CIPHERS:
+        return _counter_bits(impl, keys, tuple(shape), bit_width)
     b1, b2 = _threefry_batched(keys, shape)
     if bit_width == 64:
         hi = lax.convert_element_type(b1, dt)
@@ -305,6 +306,137 @@ def _random_bits_b(keys, bit_width, shape):
         return lax.bitwise_or(lax.shift_left(hi, _const(dt, 32, hi.shape)), lo)
     x = lax.bitwise_xor(b1, b2)
     return x if bit_width == 32 else lax.convert_element_type(x, dt)
+
+
+# JAX 0.10's counter-based implementations (jax/_src/random/philox2x32.py,
+# philox4x32.py, threefry4x32.py): a cipher of the key's words and a counter
+# of four (philox4x32, threefry4x32) or two (philox2x32) words. The seed
+# enciphers threefry's seed words; split and bits encipher each element's
+# linear index (hi, lo) at a place in the counter, fold_in the datum.
+
+
+def _philox2x32(k, x0, x1):
+    """Random123's Philox-2x32-10 of the counter (x0, x1) under the key k."""
+    m = _const(_U32, 0xD256D193, x0.shape)
+    for r in range(10):
+        if r:
+            k = lax.add(k, _const(_U32, 0x9E3779B9, k.shape))
+        x0, x1 = lax.bitwise_xor(lax.bitwise_xor(lax_extras.mulhi(m, x0), x1), k), \
+            lax.mul(m, x0)
+    return x0, x1
+
+
+_THREEFRY4_ROTATIONS = ((10, 26), (11, 21), (13, 27), (23, 5), (6, 20), (17, 11), (25, 10),
+                        (18, 20))
+
+
+def _threefry4x32(k, x):
+    """Threefry-4x32 with 20 rounds of the counter `x` under the key `k`
+    (four words each): mixing pairs (0, 1), (2, 3) on even rounds and
+    (0, 3), (2, 1) on odd ones, the key injected every fourth round."""
+    def rotl(v, d):
+        return lax.bitwise_or(lax.shift_left(v, _const(_U32, d, v.shape)),
+                              lax.shift_right_logical(v, _const(_U32, 32 - d, v.shape)))
+
+    def mix(a, b, d):  # (a + b, rotl(b, d) ^ (a + b))
+        a = lax.add(a, b)
+        return a, lax.bitwise_xor(a, rotl(b, d))
+
+    parity = _const(_U32, 0x1BD11BDA, k[0].shape)
+    ks = list(k) + [functools.reduce(lax.bitwise_xor, list(k) + [parity])]
+    x = [lax.add(xi, ki) for xi, ki in zip(x, ks)]
+    for r in range(20):
+        d0, d1 = _THREEFRY4_ROTATIONS[r % 8]
+        if r % 2 == 0:
+            x[0], x[1] = mix(x[0], x[1], d0)
+            x[2], x[3] = mix(x[2], x[3], d1)
+        else:
+            x[0], x[3] = mix(x[0], x[3], d0)
+            x[2], x[1] = mix(x[2], x[1], d1)
+        if r % 4 == 3:
+            j = r // 4
+            x = [lax.add(x[i], ks[(i + 1 + j) % 5]) for i in range(4)]
+            x[3] = lax.add(x[3], _const(_U32, j + 1, x[3].shape))
+    return x
+
+
+def _encipher(impl, key_words, counter):
+    """The cipher of `impl` on key words and counter words (arrays of one
+    shape); returns the output words."""
+    if impl is prng.PHILOX2:
+        return list(_philox2x32(key_words[0], *counter))
+    if impl is prng.PHILOX4:
+        return list(lax.philox4x32(*key_words, *counter))
+    return _threefry4x32(key_words, counter)
+
+
+_COUNTER_CIPHERS = {prng.PHILOX2: 2, prng.PHILOX4: 4, prng.THREEFRY4: 4}
+
+
+def _words_over(keys, shape):
+    """The words of keys uint32[B..., W], each broadcast to B + shape."""
+    b = tuple(keys.shape[:-1])
+    full = b + tuple(shape)
+    return [lax.broadcast_in_dim(lax.reshape(lax.slice_in_dim(keys, i, i + 1, 1, len(b)), b),
+                                 full, tuple(range(len(b))))
+            for i in range(keys.shape[-1])]
+
+
+def _counters(n, b, shape, where):
+    """The n counter words over B + shape: the linear index's (hi, lo) at
+    positions `where` (two of them), zeros elsewhere."""
+    full = tuple(b) + tuple(shape)
+    hi, lo = _iota_2x32(tuple(shape))
+    dims = tuple(range(len(b), len(full)))
+    words = [_const(_U32, 0, full) for _ in range(n)]
+    words[where[0]] = lax.broadcast_in_dim(hi, full, dims)
+    words[where[1]] = lax.broadcast_in_dim(lo, full, dims)
+    return words
+
+
+def _counter_bits(impl, keys, shape, bit_width):
+    b = tuple(keys.shape[:-1])
+    out = _encipher(impl, _words_over(keys, shape),
+                    _counters(_COUNTER_CIPHERS[impl], b, shape, (0, 1)))
+    dt = _UINT[bit_width]
+    if bit_width == 64:
+        hi, lo = (out[0], out[1]) if impl is not prng.THREEFRY4 else \
+            (lax.bitwise_xor(out[0], out[2]), lax.bitwise_xor(out[1], out[3]))
+        hi, lo = lax.convert_element_type(hi, dt), lax.convert_element_type(lo, dt)
+        return lax.bitwise_or(lax.shift_left(hi, _const(dt, 32, hi.shape)), lo)
+    x = functools.reduce(lax.bitwise_xor, out)
+    return x if bit_width == 32 else lax.convert_element_type(x, dt)
+
+
+def _counter_split(impl, keys, shape):
+    b, w = tuple(keys.shape[:-1]), impl.words
+    n = _COUNTER_CIPHERS[impl]
+    where = (0, 1) if impl is prng.PHILOX2 else (n - 2, n - 1)
+    out = _encipher(impl, _words_over(keys, shape), _counters(n, b, shape, where))
+    full = b + tuple(shape)
+    return lax.concatenate([lax.reshape(o, full + (1,)) for o in out[:w]], len(full))
+
+
+def _counter_fold_in(impl, key, data):
+    n = _COUNTER_CIPHERS[impl]
+    counter = [_const(_U32, 0, (1,)) for _ in range(n)]
+    counter[-1] = lax.reshape(data, (1,))
+    out = _encipher(impl, _words_over(key, (1,)), counter)
+    return lax.concatenate(out[:impl.words], 0)
+
+
+def _counter_seed(impl, words):
+    """`impl`'s key for threefry's seed words (k0, k1)."""
+    n = _COUNTER_CIPHERS[impl]
+    k0, k1 = (lax.reshape(lax.slice_in_dim(words, i, i + 1, 1, 0), (1,)) for i in range(2))
+    zero = _const(_U32, 0, (1,))
+    if impl is prng.PHILOX2:
+        out = _philox2x32(zero, k0, k1)
+    elif impl is prng.PHILOX4:
+        out = lax.philox4x32(zero, zero, k0, k1, zero, zero)
+    else:
+        out = _threefry4x32([k0, k1, zero, zero], [zero] * n)
+    return lax.concatenate(list(out)[:impl.words], 0)
 
 
 def _bcast_to(x, shape):
@@ -438,6 +570,8 @@ def _impl_seed(seed, impl):
     """The key data of `impl` for `seed`: threefry's two words, twice for
     the rbg implementations (JAX's `_rbg_seed`)."""
     words = _seed_words(seed)
+    if impl in _COUNTER_CIPHERS:
+        return _counter_seed(impl, words)
     return words if impl is prng.THREEFRY else lax.concatenate([words, words], 0)
 
 
@@ -526,6 +660,8 @@ def fold_in(key, data):
 
 def _fold_in_impl(key, data):
     impl = _current()
+    if impl in _COUNTER_CIPHERS:
+        return _counter_fold_in(impl, key, data)
     if impl is prng.RBG:  # each threefry half folded
         h = _halves(key)
         return lax.concatenate([_threefry_fold_in(_take_key(h, 0), data),

@@ -422,7 +422,9 @@ def test_key_array_errors_point_at_the_user():
 
 
 def test_prng_impls_equal_jax():
-    """rbg and unsafe_rbg beside threefry2x32: seeds, split, fold_in, bits,
+    """rbg, unsafe_rbg and JAX 0.10's philox2x32, philox4x32 and
+    threefry4x32 beside threefry2x32: seeds, split, fold_in, bits (64-bit
+    too),
     the samplers (gamma's keys mapped one by one, as JAX's), `jit`, `vmap`
     (a batch of rbg keys draws from the first, as XLA's generator) and raw
     keys under `jax_default_prng_impl`, as JAX 0.10.2 prints them
@@ -456,7 +458,8 @@ def test_prng_impl_errors():
         random.key(0) == rbg  # noqa: B015 (the comparison raises)
     with pytest.raises(NotImplementedError, match="only implemented for the threefry2x32"):
         random.poisson(rbg, 2.0)
-    with pytest.raises(NotImplementedError, match="philox4x32"):
-        random.key(0, impl="philox4x32")
+    assert [str(random.key(0, impl=i).dtype) for i in ("philox2x32", "philox4x32",
+                                                        "threefry4x32")] == \
+        ["key<phx2>", "key<phx4>", "key<fry4>"]
     with pytest.raises(ValueError, match='unrecognized PRNG implementation "nope"'):
         random.key(0, impl="nope")

@@ -43,7 +43,10 @@ class Impl:
 THREEFRY = Impl("threefry2x32", "fry", 2)
 RBG = Impl("rbg", "rbg", 4)
 UNSAFE_RBG = Impl("unsafe_rbg", "urbg", 4)
-IMPLS = {i.name: i for i in (THREEFRY, RBG, UNSAFE_RBG)}
+PHILOX2 = Impl("philox2x32", "phx2", 1)
+PHILOX4 = Impl("philox4x32", "phx4", 2)
+THREEFRY4 = Impl("threefry4x32", "fry4", 4)
+IMPLS = {i.name: i for i in (THREEFRY, RBG, UNSAFE_RBG, PHILOX2, PHILOX4, THREEFRY4)}
 
 
 class extended(np.generic):  # noqa: N801 (JAX's name)

@@ -1,4 +1,5 @@
-"""JAX's rbg and unsafe_rbg PRNG implementations beside threefry2x32: seeds,
+"""JAX's PRNG implementations: threefry2x32, rbg, unsafe_rbg and JAX 0.10's
+counter-based philox2x32, philox4x32 and threefry4x32: seeds,
 split, fold_in, bits and the samplers, with typed keys, raw keys under
 `jax_default_prng_impl`, under `jit` and `vmap`. Run with IMPORT=jax (in a
 JAX venv) to record `prng_impls.jax.txt` (JAX 0.10.2 on the CPU, whose rbg
@@ -25,7 +26,7 @@ def text(v):
 
 
 show = shows(text)
-for impl in ["threefry2x32", "rbg", "unsafe_rbg"]:
+for impl in ["threefry2x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32", "threefry4x32"]:
     k = random.key(42, impl=impl)
     s = random.split(k, 4)
     show(f"{impl} key", lambda: k)
@@ -63,8 +64,7 @@ for impl in ["threefry2x32", "rbg", "unsafe_rbg"]:
     show(f"{impl} vmap fold_in", lambda: jax.vmap(lambda q: random.fold_in(q, 3))(s))
     show(f"{impl} vmap split", lambda: jax.vmap(lambda q: random.split(q))(s))
     show(f"{impl} wrap_key_data",
-         lambda: random.wrap_key_data(jnp.arange(2 if impl == "threefry2x32" else 4,
-                                                 dtype=jnp.uint32), impl=impl))
+         lambda: random.wrap_key_data(jnp.arange(k.itemsize // 4, dtype=jnp.uint32), impl=impl))
     show(f"{impl} key_dtype", lambda: jnp.array(str(random.key_dtype(impl)) == str(k.dtype)))
     with jax.default_prng_impl(impl):
         r = random.PRNGKey(3)
@@ -75,3 +75,9 @@ for impl in ["threefry2x32", "rbg", "unsafe_rbg"]:
 show("wrong width", lambda: random.wrap_key_data(jnp.zeros(2, jnp.uint32), impl="rbg"))
 show("mixed stack", lambda: jnp.stack([random.key(0), random.key(0, impl="rbg")]))
 show("unknown impl", lambda: random.key(0, impl="nope"))
+jax.config.update("jax_enable_x64", True)
+for impl in ["threefry2x32", "rbg", "philox2x32", "philox4x32", "threefry4x32"]:
+    k = random.key(2**40 + 5, impl=impl)
+    show(f"x64 {impl} key", lambda: k)
+    show(f"x64 {impl} bits uint64", lambda: random.bits(k, (3,), jnp.uint64))
+    show(f"x64 {impl} uniform f64", lambda: random.uniform(k, (3,), jnp.float64))
