@@ -141,6 +141,34 @@ def test_fuzzed_files_give_value_errors():
             export.deserialize(bytes(b))
 
 
+def test_crafted_bytecode_with_a_valid_checksum_gives_value_errors():
+    """Byte changes in the module's bytecode, resealed with a valid checksum:
+    MLIR's reader aborts the process on some of them (an assertion, LLVM's
+    fatal errors) and leaves its context unusable after others (an error
+    message that is not UTF-8: the next multi-threaded pass pipeline waited
+    forever); `deserialize` reads the bytecode in a forked child, so each is
+    a ValueError (or a module that loads) and this process lives on and
+    compiles."""
+    header, body = _parts(_exported().serialize())
+    h = json.dumps(header).encode()
+    rng = random.Random(1)
+    aborted = 0
+    for _ in range(150):
+        b = bytearray(body)
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        blob = _reseal(struct.pack("<I", len(h)) + h + bytes(b))
+        try:
+            export.deserialize(blob)
+        except ValueError as e:
+            aborted += "aborts on it" in str(e)
+    assert aborted >= 1  # (4 of these 150 abort MLIR's reader)
+    cuda = export.export(ember.jit(_model), platforms=["cuda"])(*SPECS)  # (a threaded pipeline)
+    assert cuda.platforms == ("cuda",)
+    np.testing.assert_allclose(ember.jit(lambda x: jnp.tanh(x) * 2)(X), np.tanh(X) * 2,
+                               rtol=1e-6)
+
+
 def test_export_module_constants_and_shape_dtype_struct_sharding():
     assert export.default_export_platform() == "cpu"
     assert (export.minimum_supported_calling_convention_version,

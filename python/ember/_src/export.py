@@ -9,7 +9,9 @@ length, the header (UTF-8 JSON: format version, Ember version, argument and
 result trees and avals, platforms, devices, effects), then the module as MLIR
 bytecode. The digest is checked before anything is parsed: MLIR's bytecode
 reader aborts the process on some corrupt inputs, so a damaged or truncated
-file must never reach it. The module is the traced program
+file must never reach it; and the bytecode is read in a forked child, which
+answers with the module's text (`_module_text`), so that a crafted file
+with a valid digest cannot abort this process either. The module is the traced program
 after `ember-transforms` (no transformation ops or private callees remain),
 so a reader needs only the `ember` dialect of the same or a later format.
 """
@@ -1171,6 +1173,68 @@ def export(fun_jit, *, platforms=None, disabled_checks=()):
     return do_export
 
 
+def _bytecode_text(code):
+    """The module in bytecode `code`, parsed and verified in a context of
+    its own (single-threaded), as text; MLIR's errors as exceptions."""
+    ctx = ir.Context()
+    ctx.enable_multithreading(False)
+    ctx.load_all_available_dialects()
+    with ctx:
+        module = ir.Module.parse(code)
+        module.operation.verify()
+        return str(module)
+
+
+def _module_text(code):
+    """The text of the module in bytecode `code`, read in a forked child;
+    a ValueError if it is not a valid module. MLIR's bytecode reader aborts
+    the process (an assertion, LLVM's fatal errors) on some invalid input
+    that the checksum does not catch, a file crafted with a valid one (1 of
+    50 random byte changes of a small module), and an error whose message
+    is not UTF-8 leaves the context it was read in unusable (the next pass
+    pipeline waited forever): only printed text, which the parent parses
+    again, reaches Ember's context. Where the platform cannot fork, the
+    bytecode is read here, in a context of its own."""
+    def corrupt(why):
+        return ValueError(f"deserialize: the export's module is corrupt: {why}")
+
+    if not hasattr(os, "fork"):
+        try:
+            return _bytecode_text(code)
+        except Exception as e:  # noqa: BLE001 (MLIR's errors, whatever their type)
+            raise corrupt(e) from None
+    import warnings
+
+    r, w = os.pipe()
+    with warnings.catch_warnings():  # (Python 3.12 warns on forking with threads)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: read, answer, then leave at once (no atexit)
+        try:
+            os.close(r)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+            import faulthandler
+
+            faulthandler.disable()  # (its report of an abort would go to a saved stderr)
+            try:
+                answer = b"T" + _bytecode_text(code).encode()
+            except Exception as e:  # noqa: BLE001
+                answer = b"E" + str(e).encode("utf-8", "replace")
+            with os.fdopen(w, "wb") as f:
+                f.write(answer)
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        answer = f.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status) or not answer:
+        raise corrupt("MLIR's bytecode reader aborts on it")
+    if answer[:1] == b"E":
+        raise corrupt(answer[1:].decode("utf-8", "replace"))
+    return answer[1:].decode()
+
+
 def deserialize(blob):
     """An `Exported` from `Exported.serialize()`'s bytes; a clear ValueError
     for anything else (not Ember's, a newer format, truncated, corrupt)."""
@@ -1223,11 +1287,10 @@ def deserialize(blob):
                          [_spec_from(x) for x in sh["in"]], [_spec_from(x) for x in sh["out"]])
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"deserialize: the export's header is corrupt ({e!r})") from None
+    text = _module_text(data[12 + n:])
     try:
         with core.context():
-            module = ir.Module.parse(data[12 + n:])
-            module.operation.verify()
-            text = str(module)
+            module = ir.Module.parse(text)
     except (ir.MLIRError, ValueError, RuntimeError) as e:
         raise ValueError(f"deserialize: the export's module is corrupt: {e}") from None
     main = module.body.operations[0].operation if len(module.body.operations) else None

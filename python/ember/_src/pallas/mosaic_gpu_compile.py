@@ -83,7 +83,7 @@ ELEMENTWISE = frozenset(
     rsqrt cbrt erf erf_inv lgamma digamma bessel_i0e bessel_i1e not population_count
     clz conj is_finite integer_pow real imag add sub mul div rem pow max min atan2 nextafter and
     or xor shift_left shift_right_logical shift_right_arithmetic complex compare
-    select clamp convert threefry2x32""".split())
+    select clamp convert threefry2x32 philox4x32""".split())
 
 _local = threading.local()
 
