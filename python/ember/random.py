@@ -617,9 +617,9 @@ def _like(given, data):
 
 
 def key_impl(keys):
-    """The implementation of `keys` (printed as its name, as JAX's)."""
+    """The name of the implementation of `keys` (a str, as JAX 0.10's)."""
     _check_key("key_impl", keys, allow_batched=True)
-    return _current()
+    return _current().name
 
 
 def clone(key):

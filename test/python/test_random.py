@@ -449,6 +449,7 @@ def test_prng_impl_errors():
     rbg = random.key(0, impl="rbg")
     assert rbg.dtype == random.key_dtype("rbg") != random.key(0).dtype
     assert str(random.key(0, impl="unsafe_rbg").dtype) == "key<urbg>"
+    assert random.key_impl(rbg) == "rbg" and random.key_impl(random.PRNGKey(0)) == "threefry2x32"
     with jax.default_prng_impl("rbg"), pytest.raises(
             TypeError, match=r"rbg PRNG key \(uint32 array with trailing dimension 4"):
         random.uniform(jnp.zeros(2, jnp.uint32))

@@ -30,7 +30,7 @@ for impl in ["threefry2x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32", "t
     k = random.key(42, impl=impl)
     s = random.split(k, 4)
     show(f"{impl} key", lambda: k)
-    show(f"{impl} impl", lambda: jnp.array(str(random.key_impl(k)) == impl))
+    show(f"{impl} impl", lambda: jnp.array(random.key_impl(k) == impl))
     show(f"{impl} PRNGKey", lambda: random.PRNGKey(7, impl=impl))
     show(f"{impl} split", lambda: s)
     show(f"{impl} split 2x3", lambda: random.split(k, (2, 3)))
