@@ -38,7 +38,8 @@ constexpr int64_t kTreeReductionMinLength = 256;
 /// accumulators. With `anyZeroSign`, the combiner may also return either
 /// zero for -0 and +0 (`nsz`): a float max or min is then three vector
 /// instructions an element instead of six (the order of the two zeros takes
-/// a blend and a mask), docs/design.md "Reductions".
+/// a blend and a mask; docs/decisions.md, "The rows of a large max or min
+/// ignore the sign of zero").
 Value buildReduction(OpBuilder &b, Location loc, Value in,
                      ArrayRef<int64_t> dims, RankedTensorType type,
                      ReduceKind kind, Type orig, Value init = nullptr,

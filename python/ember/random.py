@@ -1,6 +1,7 @@
 """ember.random: JAX's default PRNG (threefry2x32, partitionable), bit for bit,
-and its rbg and unsafe_rbg implementations (``impl=``, ``jax_default_prng_impl``;
-docs/design.md, "Typed PRNG keys").
+and its other implementations: rbg, unsafe_rbg, philox2x32, philox4x32 and
+threefry4x32 (``impl=``, ``jax_default_prng_impl``; docs/design.md, "Typed PRNG
+keys"). The notes below are threefry2x32's.
 
 ``key`` returns typed key arrays (dtype ``key<fry>``, `prng.PRNGKeyArray`,
 shape ``()`` for one key); ``PRNGKey`` returns JAX's legacy raw keys,
@@ -129,6 +130,7 @@ def _public(fn):
             _impl.reset(t2)
             _in_call.reset(t1)
     return call
+
 
 _JAX_IMPLS = ("philox2x32", "philox4x32", "threefry2x32", "rbg", "unsafe_rbg", "threefry4x32")
 

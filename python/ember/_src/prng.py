@@ -1,9 +1,10 @@
 """Typed PRNG key arrays (`jax.random.key`): arrays of dtype `key<fry>`
-(threefry2x32), `key<rbg>` (rbg) or `key<urbg>` (unsafe_rbg).
+(threefry2x32), `key<rbg>` (rbg), `key<urbg>` (unsafe_rbg), `key<phx2>`
+(philox2x32), `key<phx4>` (philox4x32) or `key<fry4>` (threefry4x32).
 
 A key array of shape S is a `PRNGKeyArray` holding its key data, a
 `uint32[*S, W]` array (or tracer) of its implementation's W words (2 for
-threefry2x32, 4 for the rbg ones), and the implementation (`Impl`: its
+threefry2x32, 4 for the rbg ones, ...), and the implementation (`Impl`: its
 name, tag and W; `ember.random` holds the algorithms). It is a hi value
 (`hitypes`) of type `KeyTy(S)`, lowered to that one array wherever a program
 crosses a transformation boundary (`jit`'s arguments and results, `vmap`,
@@ -33,7 +34,7 @@ class Impl:
     tag: str
     words: int
 
-    def __repr__(self):  # (JAX's `key_impl` result prints as its name)
+    def __repr__(self):  # (printed as JAX's name)
         return repr(self.name)
 
     def __str__(self):
