@@ -925,7 +925,13 @@ def _transformed_symbolic(text, scope):
 def _inline_module(module, vals, out_avals):
     """`_inline` for a module that may have private functions (the callees
     of transformation ops): they join the trace's module under new names."""
-    trace = core.current_trace() or core.find_trace(vals)
+    adopt_functions(module, core.current_trace() or core.find_trace(vals))
+    return _inline(module, vals, out_avals)
+
+
+def adopt_functions(module, trace):
+    """Moves the functions of `module` after its first (`main`) into the
+    trace's module, renamed apart from the trace's own."""
     fns = [op.operation for op in module.body.operations]
     for fn in fns[1:]:
         old = ir.StringAttr(fn.attributes["sym_name"]).value
@@ -936,7 +942,6 @@ def _inline_module(module, vals, out_avals):
     for fn in fns[1:]:
         fn.detach_from_parent()
         trace.module.body.append(fn)
-    return _inline(module, vals, out_avals)
 
 
 def _version():
@@ -966,17 +971,27 @@ def _inline(text, vals, out_avals=None):
         if op.name == "func.return":
             outs = list(op.operands)
             break
-        with trace.ctx, trace.location():
-            new = ir.Operation.create(
-                op.name, results=[r.type for r in op.results], operands=list(op.operands),
-                attributes={k: op.attributes[k] for k in op.attributes},
-                regions=len(op.regions), ip=ir.InsertionPoint(trace.block))
-        for k, region in enumerate(op.regions):
-            for b in list(region.blocks):
-                b.append_to(new.regions[k])
+        new = emit_copy(trace, op, list(op.operands))
         for old_r, new_r in zip(op.results, new.results):
             old_r.replace_all_uses_with(new_r)
     return [core.Tracer(trace, v, a) for v, a in zip(outs, out_avals or map(_aval_of, outs))]
+
+
+def emit_copy(trace, op, operands, result_types=None, move_regions=True):
+    """A copy of `op` at the end of the trace's block on `operands` (with
+    `result_types`, or its own), its regions moved into the copy (or left
+    empty)."""
+    with trace.ctx, trace.location():
+        new = ir.Operation.create(
+            op.name, results=result_types or [r.type for r in op.results],
+            operands=operands, attributes={k: op.attributes[k] for k in op.attributes},
+            regions=len(op.regions), ip=ir.InsertionPoint(trace.block))
+    if not move_regions:
+        return new
+    for k, region in enumerate(op.regions):
+        for b in list(region.blocks):
+            b.append_to(new.regions[k])
+    return new
 
 
 def _aval_of(v):

@@ -1,0 +1,52 @@
+"""`ember.experimental.sparse`: JAX's `jax.experimental.sparse` (BCOO and BCSR
+sparse arrays, their operations, `sparsify` and sparse-aware derivatives;
+see `ember._src.sparse` and `ember._src.sparsify`)."""
+
+from ember._src.sparse import BCOO as BCOO
+from ember._src.sparse import BCSR as BCSR
+from ember._src.sparse import COO as COO
+from ember._src.sparse import CSC as CSC
+from ember._src.sparse import CSR as CSR
+from ember._src.sparse import JAXSparse as JAXSparse
+from ember._src.sparse import SparseEfficiencyError as SparseEfficiencyError
+from ember._src.sparse import SparseEfficiencyWarning as SparseEfficiencyWarning
+from ember._src.sparse import bcoo_broadcast_in_dim as bcoo_broadcast_in_dim
+from ember._src.sparse import bcoo_concatenate as bcoo_concatenate
+from ember._src.sparse import bcoo_conv_general_dilated as bcoo_conv_general_dilated
+from ember._src.sparse import bcoo_dot_general as bcoo_dot_general
+from ember._src.sparse import bcoo_dot_general_sampled as bcoo_dot_general_sampled
+from ember._src.sparse import bcoo_dynamic_slice as bcoo_dynamic_slice
+from ember._src.sparse import bcoo_eliminate_zeros as bcoo_eliminate_zeros
+from ember._src.sparse import bcoo_extract as bcoo_extract
+from ember._src.sparse import bcoo_fromdense as bcoo_fromdense
+from ember._src.sparse import bcoo_gather as bcoo_gather
+from ember._src.sparse import bcoo_multiply_dense as bcoo_multiply_dense
+from ember._src.sparse import bcoo_multiply_sparse as bcoo_multiply_sparse
+from ember._src.sparse import bcoo_reduce_sum as bcoo_reduce_sum
+from ember._src.sparse import bcoo_reshape as bcoo_reshape
+from ember._src.sparse import bcoo_rev as bcoo_rev
+from ember._src.sparse import bcoo_slice as bcoo_slice
+from ember._src.sparse import bcoo_sort_indices as bcoo_sort_indices
+from ember._src.sparse import bcoo_squeeze as bcoo_squeeze
+from ember._src.sparse import bcoo_sum_duplicates as bcoo_sum_duplicates
+from ember._src.sparse import bcoo_todense as bcoo_todense
+from ember._src.sparse import bcoo_transpose as bcoo_transpose
+from ember._src.sparse import bcoo_update_layout as bcoo_update_layout
+from ember._src.sparse import bcsr_broadcast_in_dim as bcsr_broadcast_in_dim
+from ember._src.sparse import bcsr_concatenate as bcsr_concatenate
+from ember._src.sparse import bcsr_dot_general as bcsr_dot_general
+from ember._src.sparse import bcsr_extract as bcsr_extract
+from ember._src.sparse import bcsr_fromdense as bcsr_fromdense
+from ember._src.sparse import bcsr_sum_duplicates as bcsr_sum_duplicates
+from ember._src.sparse import bcsr_todense as bcsr_todense
+from ember._src.sparse import empty as empty
+from ember._src.sparse import eye as eye
+from ember._src.sparse import grad as grad
+from ember._src.sparse import jacfwd as jacfwd
+from ember._src.sparse import jacobian as jacobian
+from ember._src.sparse import jacrev as jacrev
+
+from ember._src.sparse import todense as todense
+from ember._src.sparse import value_and_grad as value_and_grad
+from ember._src.sparsify import sparsify as sparsify
+from ember.experimental.sparse.random import random_bcoo as random_bcoo
