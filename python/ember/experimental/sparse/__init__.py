@@ -45,7 +45,6 @@ from ember._src.sparse import grad as grad
 from ember._src.sparse import jacfwd as jacfwd
 from ember._src.sparse import jacobian as jacobian
 from ember._src.sparse import jacrev as jacrev
-
 from ember._src.sparse import todense as todense
 from ember._src.sparse import value_and_grad as value_and_grad
 from ember._src.sparsify import sparsify as sparsify
