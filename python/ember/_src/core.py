@@ -1081,7 +1081,9 @@ class Trace:
         if isinstance(x, Tracer):
             if x._trace is self:
                 return x.value
-            if self._is_ancestor(x._trace):
+            if self._is_ancestor(x._trace) or (
+                    getattr(self, "capture_active", False) and
+                    any(x._trace is t for t in _trace_stack)):
                 arg = self._capture_args.get(id(x))
                 if arg is None:
                     with self.ctx:
@@ -1491,15 +1493,19 @@ def find_function(name):
     raise KeyError(name)
 
 
-def trace_function(fun, in_avals, concrete=None, lifted=None):
+def trace_function(fun, in_avals, concrete=None, lifted=None, captured=None):
     """Traces `fun` (flat args -> flat outputs) into a module; returns (module,
     out_avals). With `concrete` (the argument Arrays; transformations outside
     `jit`), tracers know their values, so Python control flow on them works
     and the module records the path taken. Refs from outside that `fun` uses
     become extra arguments after `in_avals` (their values on entry) and
     extra results (their values on exit); they are appended to `lifted`,
-    which must be given when `fun` may use refs."""
+    which must be given when `fun` may use refs. With `captured` (a list),
+    tracers of the active traces that `fun` closes over become arguments
+    after those (appended to `captured`; the module is then evaluated on
+    them inside those traces, as `sparsify` does)."""
     trace = Trace(concrete=concrete is not None)
+    trace.capture_active = captured is not None
     _trace_stack.append(trace)
     ref_outs = []
     try:
@@ -1518,6 +1524,8 @@ def trace_function(fun, in_avals, concrete=None, lifted=None):
                          "function that cannot update it here")
     if lifted is not None:
         lifted.extend(ref_outs)
+    if captured is not None:
+        captured.extend(trace.captured)
     return module, [o.aval for o in outs]
 
 

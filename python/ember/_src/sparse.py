@@ -745,6 +745,9 @@ def _window(mat, start, shape, strides):
         indices = jnp.stack([jnp.where(oob, f, c).astype(mat.indices.dtype)
                              for c, f in zip(cols, fill)], axis=-1)
         data = jnp.where(oob.reshape(oob.shape + (1,) * nd), jnp.zeros((), data.dtype), data)
+        room = math.prod(shape[nb:nb + ns])
+        if nse > room:  # (JAX's: a window holds at most its size in entries)
+            return bcoo_sum_duplicates(BCOO((data, indices), shape=tuple(shape)), nse=room)
     return BCOO((data, indices), shape=tuple(shape))
 
 
@@ -758,11 +761,17 @@ def bcoo_dynamic_slice(mat, start_indices, slice_sizes):
         raise TypeError(f"slice slice_sizes must be less than or equal to operand shape, "
                         f"got slice_sizes {sizes} for operand shape {mat.shape}")
     starts = []
-    for s, z, n in zip(start_indices, sizes, mat.shape):
+    nb, ns = mat.n_batch, mat.n_sparse
+    for k, (s, z, n) in enumerate(zip(start_indices, sizes, mat.shape)):
+        wrap = nb <= k < nb + ns  # (JAX wraps negative starts of sparse dimensions)
         if isinstance(s, (int, np.integer)):
-            starts.append(int(min(max(int(s), 0), n - z)))
+            s = int(s) + (n if wrap and int(s) < 0 else 0)
+            starts.append(int(min(max(s, 0), n - z)))
         else:
-            starts.append(jnp.clip(jnp.asarray(s).astype(np.int32), 0, n - z))
+            s = jnp.asarray(s).astype(np.int32)
+            if wrap:
+                s = jnp.where(s < 0, s + n, s)
+            starts.append(jnp.clip(s, 0, n - z))
     return _window(mat, starts, sizes, (1,) * mat.ndim)
 
 
@@ -1000,10 +1009,47 @@ def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):
 
 def bcoo_gather(operand, start_indices, dimension_numbers, slice_sizes, *,
                 unique_indices=False, indices_are_sorted=False, mode=None, fill_value=None):
-    """`lax.gather` of a BCOO array (through its dense form: the result is
-    a BCOO array of the gathered values' nonzeros)."""
-    raise NotImplementedError("bcoo_gather: gathers of a sparse array are not built in "
-                              "Ember; convert with todense() first")
+    """`lax.gather` of a BCOO array (JAX's construction: a dynamic slice per
+    start index, mapped with `vmap`, its collapsed dimensions squeezed; the
+    index vector is the last dimension of `start_indices`; starts are
+    clamped into the array, as a dynamic slice clamps them)."""
+    start_indices = jnp.asarray(start_indices)
+    dn = dimension_numbers
+    offset_dims = tuple(dn.offset_dims)
+    collapsed = tuple(dn.collapsed_slice_dims)
+    start_map = tuple(dn.start_index_map)
+    if tuple(getattr(dn, "operand_batching_dims", ()) or ()):
+        raise NotImplementedError("bcoo_gather with operand batching dimensions")
+    if mode is not None and str(mode).lower().split(".")[-1] not in (
+            "clip", "promise_in_bounds", "0", "1"):
+        raise NotImplementedError(f"bcoo_gather: mode={mode} not yet supported.")
+    batch_shape = tuple(start_indices.shape[:-1])
+    flat = start_indices.reshape((-1, start_indices.shape[-1]))
+    sizes = list(operand.shape)
+    for j in start_map:
+        sizes[j] = slice_sizes[j]
+    zero = jnp.zeros((flat.shape[0],), flat.dtype)
+    starts = [zero] * operand.ndim
+    for k, j in enumerate(start_map):
+        starts[j] = flat[:, k]
+
+    def one(st):
+        window = bcoo_dynamic_slice(operand, st, sizes)
+        return bcoo_squeeze(window, dimensions=collapsed) if collapsed else window
+
+    result = vmap(one)(starts)
+    result = bcoo_reshape(result, new_sizes=batch_shape + tuple(result.shape[1:]))
+    # the offset dimensions go where `offset_dims` puts them
+    n_out = len(batch_shape) + len(result.shape) - len(batch_shape)
+    gather_batch = [d for d in range(n_out) if d not in offset_dims]
+    perm = [0] * n_out
+    for src, dst in enumerate(gather_batch + list(offset_dims)):
+        perm[dst] = src
+    if perm != list(range(n_out)):
+        if sorted(perm[:result.n_batch]) != list(range(result.n_batch)):
+            result = bcoo_update_layout(result, n_batch=0, on_inefficient=None)
+        result = bcoo_transpose(result, permutation=perm)
+    return result
 
 
 def bcoo_conv_general_dilated(lhs, rhs, **kwargs):

@@ -15,6 +15,8 @@ array); an op with no rule raises JAX's `NotImplementedError` (design.md,
 
 import functools
 
+import numpy as np
+
 from ember._mlir import ir
 
 from . import api, compiler, core, export, sparse, tree_util
@@ -31,6 +33,39 @@ _UNARY_LINEAR = {"neg", "convert", "bitcast_convert", "real", "imag", "conj", "c
 _DENSIFYING = {"acos", "acosh", "atan2", "cos", "cosh", "exp", "exp2", "log", "logistic",
                "eq", "ne", "ge", "gt", "le", "lt", "pow", "rsqrt", "max", "min",
                "select", "select_n", "and", "or", "xor", "rem", "nextafter", "cbrt"}
+
+
+def _layout(x):
+    """What a branch result's type is made of: None for a dense array; for a
+    sparse one its buffers' types, shape and index flags."""
+    if not isinstance(x, sparse.BCOO):
+        return None
+    return ((x.data.shape, str(x.data.dtype), x.indices.shape, str(x.indices.dtype)),
+            x.shape, x.indices_sorted, x.unique_indices)
+
+
+def _from_layout(lay, data, indices):
+    _, shape, sorted_, unique = lay
+    return sparse.BCOO((data, indices), shape=shape, indices_sorted=sorted_,
+                       unique_indices=unique)
+
+
+def _tensor_type(shape, dtype):
+    return core.mlir_type(core.ShapedArray(tuple(shape), np.dtype(dtype)))
+
+
+def _layouts_text(layouts):
+    return [None if lay is None else f"BCOO(data {lay[0][0]}, indices {lay[0][2]})"
+            for lay in layouts]
+
+
+class _GatherDims:
+    def __init__(self, offset_dims, collapsed_slice_dims, start_index_map,
+                 operand_batching_dims):
+        self.offset_dims = tuple(offset_dims)
+        self.collapsed_slice_dims = tuple(collapsed_slice_dims)
+        self.start_index_map = tuple(start_index_map)
+        self.operand_batching_dims = tuple(operand_batching_dims or ())
 
 
 def _prim_name(op):
@@ -127,15 +162,20 @@ class _Evaluator:
             operands = list(op.operands)
             if op.name == "func.return" or (not op.results and op.name.endswith("yield")):
                 return [self.operand(v) for v in operands]
+            if op.regions and (self._uses_sparse(op) or
+                               any(v in self.sparse for v in operands)):
+                for old_r, new in zip(op.results, self._region_op(op)):
+                    if isinstance(new, sparse.BCOO):
+                        self.sparse[old_r] = new
+                    else:
+                        old_r.replace_all_uses_with(new)
+                continue
             if any(v in self.sparse for v in operands):
                 outs = self.rule(op, [self.operand(v) for v in operands])
                 for old_r, new in zip(op.results, outs):
                     self.set_result(old_r, new)
                 continue
-            if self._uses_sparse(op):
-                new = self._region_op(op, operands)
-            else:
-                new = export.emit_copy(self.trace, op, operands)
+            new = export.emit_copy(self.trace, op, operands)
             if op.name == "ember.broadcast_in_dim" and not _shape(operands[0]):
                 self.from_scalar.add(new.results[0])
             for old_r, new_r in zip(op.results, new.results):
@@ -156,32 +196,63 @@ class _Evaluator:
                     inner.operation.walk(visit)
         return bool(found)
 
-    def _region_op(self, op, operands):
-        """A copy of an op whose regions use sparse values from outside
-        them (a loop or branch closing over a sparse array): each region is
-        evaluated into the copy's, sparse rules and all (its block arguments
-        and results stay dense)."""
-        new = export.emit_copy(self.trace, op, operands, move_regions=False)
+    def _region_op(self, op):
+        """A copy of an op with regions that sees sparse arrays: a loop or
+        branch closing over one, or a `while` carrying one. Each region is
+        evaluated into the copy's, sparse rules and all; a sparse carry is
+        its data and indices (operands, block arguments, results), and the
+        body must give it back in the same layout; branches (`ember.case`)
+        may give sparse arrays, as JAX's cond rule allows, when they agree
+        on their layouts. Returns the new results, by old result."""
+        carried = [_layout(self.sparse.get(v)) for v in op.operands]
+        if any(carried) and op.name != "ember.while":
+            raise _unimplemented(_prim_name(op))
+        flat = []
+        for v in op.operands:
+            x = self.sparse.get(v)
+            flat += [self.value(x.data), self.value(x.indices)] if x is not None else [v]
+        holder = export.emit_copy(self.trace, op, flat, result_types=[], move_regions=False)
+        branch_layouts = None
         for k, region in enumerate(op.regions):
             for old_block in list(region.blocks):
+                args = list(old_block.arguments)
+                lays = carried if len(args) == len(carried) else [None] * len(args)
                 with self.trace.ctx, ir.Location.unknown():
-                    block = new.regions[k].blocks.append(
-                        *[a.type for a in old_block.arguments])
+                    block = holder.regions[k].blocks.append(*[
+                        t for a, lay in zip(args, lays)
+                        for t in ((_tensor_type(*lay[0][:2]), _tensor_type(*lay[0][2:]))
+                                  if lay else (a.type,))])
                 sub = core.RegionTrace(self.trace, block)
                 core._trace_stack.append(sub)
                 try:
                     inner = _Evaluator(sub)
                     inner.sparse, inner.from_scalar = self.sparse, self.from_scalar
-                    for old_a, new_a in zip(old_block.arguments, block.arguments):
-                        old_a.replace_all_uses_with(new_a)
+                    new_args = iter(block.arguments)
+                    for old_a, lay in zip(args, lays):
+                        if lay is None:
+                            old_a.replace_all_uses_with(next(new_args))
+                        else:
+                            data, indices = inner.tracer(next(new_args)), \
+                                inner.tracer(next(new_args))
+                            self.sparse[old_a] = _from_layout(lay, data, indices)
                     term = list(old_block.operations)[-1].operation
                     outs = inner._ops(old_block)
-                    if any(isinstance(o, sparse.BCOO) for o in outs):
-                        raise NotImplementedError(
-                            f"sparse rule for {_prim_name(op)} is not implemented: a "
-                            "sparse array is a result of its region; convert it with "
-                            "sparse.todense().")
-                    vals = [sub.to_value(o) for o in outs]
+                    layout = [_layout(o) for o in outs]
+                    if op.name == "ember.while" and k == 1 and [
+                            lay and lay[0] for lay in layout] != [c and c[0] for c in carried]:
+                        raise TypeError(
+                            "a sparse array carried by a loop must keep its layout, got "
+                            f"{_layouts_text(carried)} in and {_layouts_text(layout)} out")
+                    if op.name == "ember.case":
+                        if branch_layouts is not None and layout != branch_layouts:
+                            raise TypeError(
+                                "sparsified branches of cond must give sparse arrays of the "
+                                f"same layouts, got {_layouts_text(branch_layouts)} and "
+                                f"{_layouts_text(layout)}")
+                        branch_layouts = layout
+                    flat_outs = [v for o in outs for v in (
+                        (o.data, o.indices) if isinstance(o, sparse.BCOO) else (o,))]
+                    vals = [sub.to_value(jnp.asarray(o)) for o in flat_outs]
                     with sub.ctx, ir.Location.unknown():
                         ir.Operation.create(term.name, operands=vals,
                                             attributes={n: term.attributes[n]
@@ -189,7 +260,24 @@ class _Evaluator:
                                             ip=ir.InsertionPoint(block))
                 finally:
                     core._trace_stack.pop()
-        return new
+        lays = carried if op.name == "ember.while" else (branch_layouts or [])
+        if not any(lays):
+            lays = [None] * len(op.results)
+            types = [r.type for r in op.results]
+        elif op.name == "ember.while":
+            types = [v.type for v in flat]
+        else:
+            types = [v.type for v in list(holder.regions[0].blocks[0].operations)[-1].operands]
+        new = export.emit_copy(self.trace, holder, flat, result_types=types)
+        holder.erase()
+        results, it = [], iter(new.results)
+        for lay in lays:
+            if lay is None:
+                results.append(next(it))
+            else:
+                data, indices = self.tracer(next(it)), self.tracer(next(it))
+                results.append(_from_layout(lay, data, indices))
+        return results
 
     def _unary(self, op, x):
         operand = self.value(x.data)
@@ -312,6 +400,19 @@ class _Evaluator:
         if name == "dynamic_slice":
             return [sparse.bcoo_dynamic_slice(args[0], [a for a in args[1:]],
                                               _ints(op, "slice_sizes"))]
+        if name == "gather":
+            x, idx = args
+            ivd = _int(op, "index_vector_dim")
+            if ivd == idx.ndim:
+                idx = idx[..., None]
+            elif ivd != idx.ndim - 1:
+                idx = jnp.moveaxis(idx, ivd, -1)
+            dn = _GatherDims(_ints(op, "offset_dims"), _ints(op, "collapsed_slice_dims"),
+                             _ints(op, "start_index_map"), _ints(op, "operand_batching_dims"))
+            mode = str(op.attributes["mode"]).rstrip(">").split()[-1]
+            out = sparse.bcoo_gather(x, idx, dn, _ints(op, "slice_sizes"), mode=mode)
+            return [out if tuple(out.shape) == tuple(out_shape)
+                    else sparse.bcoo_reshape(out, new_sizes=out_shape)]
         if name == "concatenate":
             if not all(sp):
                 raise NotImplementedError("sparse rule for concatenate of sparse and dense "
@@ -363,7 +464,8 @@ def sparsify(f, use_tracer=False):
 
         avals = [core.ShapedArray(x.shape, x.dtype) if isinstance(x, core.ShapeDtypeStruct)
                  else core.as_value(x).aval for x in stand_in]
-        module, _ = core.trace_function(flat, avals)
+        captured = []  # (tracers of enclosing traces that f closes over)
+        module, _ = core.trace_function(flat, avals, captured=captured)
         text = str(module)
         bufs, specs = [], []
         for x in leaves:
@@ -394,11 +496,11 @@ def sparsify(f, use_tracer=False):
                     compiler.run_pipeline(mod, upto="transforms")
             export.adopt_functions(mod, trace)
             main = mod.body.operations[0].operation
-            outs = _Evaluator(trace).run(main.regions[0].blocks[0], vals)
+            outs = _Evaluator(trace).run(main.regions[0].blocks[0], vals + list(it))
             out_specs.append([type(o) if _is_sparse(o) else None for o in outs])
             return outs
 
-        outs = api.jit(run)(*bufs)
+        outs = api.jit(run)(*bufs, *captured)
         return tree_util.tree_unflatten(out_tree[0], outs)
 
     return wrapped

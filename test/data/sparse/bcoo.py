@@ -241,6 +241,16 @@ show("sparsify scan", lambda: sparse.sparsify(lambda M, x: jax.lax.scan(
     lambda c, t: (M @ c * t, c.sum()), x, jnp.arange(3.0)))(Msp.T @ Msp, v))
 show("sparsify cond returns sparse", lambda: sparse.sparsify(
     lambda M, p: jax.lax.cond(p, lambda: M, lambda: 2 * M))(Msp, True))
+show("sparsify fori_loop carry", lambda: full(sparse.sparsify(
+    lambda M: jax.lax.fori_loop(0, 3, lambda i, c: c * 2, M))(Msp)))
+show("sparsify while carry", lambda: full(sparse.sparsify(lambda M: jax.lax.while_loop(
+    lambda c: c.sum() < 50, lambda c: -c * 2, M))(Msp)))
+show("sparsify carry grows", lambda: sparse.sparsify(
+    lambda M: jax.lax.fori_loop(0, 2, lambda i, c: c + M.T.T, M))(Msp))
+show("sparsify cond mixed layouts", lambda: sparse.sparsify(
+    lambda M, p: jax.lax.cond(p, lambda: M, lambda: M + M.T.T))(Msp, True))
+show("sparsify cond tuple", lambda: [full(x) for x in sparse.sparsify(
+    lambda M, p: jax.lax.cond(p, lambda: (M, 1.0), lambda: (-M, 2.0)))(Msp, False)])
 show("vmap sparsify", lambda: jax.vmap(sparse.sparsify(lambda M, x: M @ x),
                                        in_axes=(None, 0))(Msp, jnp.ones((2, 4))))
 show("grad sparsify", lambda: jax.grad(lambda x: sparse.sparsify(
@@ -273,3 +283,12 @@ show("random_bcoo batched", lambda: full(sparse.random_bcoo(
 show("random_bcoo dense sorted", lambda: full(sparse.random_bcoo(
     jax.random.PRNGKey(3), (4, 5, 2), nse=5, n_dense=1, sorted_indices=True,
     generator=jax.random.normal, dtype=jnp.float32)))
+show("index array rows", lambda: full(Msp[jnp.array([0, 2])]))
+show("index array cols", lambda: full(Msp[:, jnp.array([1, 3])]))
+show("index arrays both", lambda: full(Msp[jnp.array([2, 0]), jnp.array([2, 1])]))
+show("index scalar", lambda: full(Msp[1, 0]))
+show("index traced", lambda: full(Msp[jnp.array(1)]))
+show("index negative", lambda: full(Msp[-1]))
+show("index jit", lambda: full(jax.jit(lambda m, i: m[i])(Msp, jnp.array([1, 2]))))
+show("index 3d", lambda: full(sparse.BCOO.fromdense(A, n_batch=1)[:, jnp.array([0, 4]), 2]))
+show("dynamic_slice negative", lambda: full(sparse.bcoo_dynamic_slice(Msp, (0, -2), (2, 2))))
