@@ -1677,15 +1677,28 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *,
                              start_indices_batching_dims=dn.start_indices_batching_dims)
 
     operand = as_value(operand)
+    if fill_value is None or mode != "fill":
+        return bind(operand)
+    # The op fills out-of-bounds windows with JAX's default (NaN, the least
+    # signed or largest unsigned integer, True). A given fill value replaces
+    # a window whose start is out of bounds (each start index outside [0,
+    # operand size - slice size], as the op decides), computed from the
+    # indices; the windows inside are the clamping gather's (cheaper than
+    # the filling one's bounds checks).
+    valid = None
+    for k, d in enumerate(dn.start_index_map):
+        col = index_in_dim(idx, k, axis=idx.ndim - 1, keepdims=False)
+        ok = bitwise_and(ge(col, full(col.shape, 0, col.dtype)),
+                         le(col, full(col.shape, operand.shape[d] - slice_sizes[d], col.dtype)))
+        valid = ok if valid is None else bitwise_and(valid, ok)
+    if valid is None:
+        return bind(operand)
+    mode = GatherScatterMode.from_any("clip")
     out = bind(operand)
-    if fill_value is not None and mode == "fill":
-        # The op fills out-of-bounds windows with JAX's default (NaN, the
-        # least signed or largest unsigned integer, True); a given fill
-        # value replaces them where a gather of ones says so.
-        valid = bind(full(operand.shape, 1, np.int8))
-        fill = convert_element_type(fill_value, operand.dtype)
-        out = select(eq(valid, full(valid.shape, 1, np.int8)), out, broadcast(fill, out.shape))
-    return out
+    batch_dims = [i for i in range(out.ndim) if i not in dn.offset_dims]
+    fill = convert_element_type(fill_value, operand.dtype)
+    return select(broadcast_in_dim(valid, out.shape, batch_dims), out,
+                  broadcast(fill, out.shape))
 
 
 def _scatter(kind):

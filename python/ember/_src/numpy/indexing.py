@@ -163,10 +163,11 @@ def _dynamic_slices(x, entries):
     return x, out
 
 
-def getitem(x, idx, mode=None):
+def getitem(x, idx, mode=None, fill_value=None):
     """x[idx]. mode=None is Python indexing (static out-of-bounds ints raise,
     dynamic indices are clamped); 'clip' clamps every index; 'fill'/'drop' let
-    out-of-bounds gathers produce the gather fill value (0 for ints)."""
+    out-of-bounds gathers produce the gather fill value (JAX's default for
+    the dtype, or `fill_value`)."""
     x = core.as_value(x)
     if _is_scalar_false(idx):
         return getitem(x, None)[:0]
@@ -260,12 +261,14 @@ def getitem(x, idx, mode=None):
         bshape = jnp.broadcast_shapes(*[a.shape for a in idx_arrays])
         idx = jnp.stack([jnp.broadcast_to(a.astype(np.int32), bshape) for a in idx_arrays], -1)
         adv_dims = [d for d, _ in adv]
-        if any(x.shape[d] == 0 for d in adv_dims):
+        padding = [(0, int(d in adv_dims and n == 0), 0) for d, n in enumerate(x.shape)]
+        padded = any(x.shape[d] == 0 for d in adv_dims)
+        unpadded_shape = x.shape
+        if padded:
             # A gather takes one element per index along these dims, so an
             # empty dim gets one padding element (read only by out-of-bounds
             # indices; an empty mask's index arrays read nothing).
-            x = lax.pad(x, lax.full((), 0, x.dtype),
-                        [(0, int(d in adv_dims and n == 0), 0) for d, n in enumerate(x.shape)])
+            x = lax.pad(x, lax.full((), 0, x.dtype), padding)
         slice_sizes = [1 if d in adv_dims else n for d, n in enumerate(x.shape)]
         # NumPy's rule: with an integer array in the index, the integers
         # count as advanced indices too; advanced indices apart (a slice
@@ -290,9 +293,19 @@ def getitem(x, idx, mode=None):
                            lax.full((), 1, np.int8))
             x = lax.select(valid, lax.gather(x, idx, dn, slice_sizes, mode="fill"),
                            lax.stop_gradient(lax.gather(x, idx, dn, slice_sizes, mode="clip")))
+        elif mode in ("fill", "drop") and fill_value is not None and padded:
+            # (the padding element is out of bounds: a gather of ones, padded
+            # with zero, tells which windows are in)
+            ones = lax.pad(lax.full(unpadded_shape, 1, np.int8), lax.full((), 0, np.int8),
+                           padding)
+            valid = lax.eq(lax.gather(ones, idx, dn, slice_sizes, mode="fill"),
+                           lax.full((), 1, np.int8))
+            out = lax.gather(x, idx, dn, slice_sizes, mode="fill")
+            x = lax.select(valid, out, lax.full(out.shape, fill_value, out.dtype))
         else:
             x = lax.gather(x, idx, dn, slice_sizes,
-                           mode="fill" if mode in ("fill", "drop") else "clip")
+                           mode="fill" if mode in ("fill", "drop") else "clip",
+                           fill_value=fill_value if mode in ("fill", "drop") else None)
         # Now fix up dropped ints and new axes around the gathered dims.
         new_ops = []
         placed = False
@@ -497,6 +510,29 @@ def _winners_only(vals, pos, size):
     return jnp.where(won, vals, lax.stop_gradient(vals))
 
 
+def _flat_positions(x, idx, end):
+    """For an index of one integer array (or int) per dimension of `x`: the
+    row-major position of each indexed element, `end` where an index is out
+    of bounds (negative ones counting from the end), computed from the
+    indices (the general path gathers a table of positions instead). None
+    for other indices."""
+    entries = idx if isinstance(idx, tuple) else (idx,)
+    if len(entries) != x.ndim or x.ndim == 0 or isinstance(x.size, shape_poly.DimExpr) or \
+            x.size >= 2**31 - 1 or not builtins.all(
+                (isinstance(e, (Value, np.ndarray)) and _is_int_array(e)) or
+                (isinstance(e, (int, np.integer)) and not isinstance(e, bool)) for e in entries):
+        return None
+    arrays = [jnp.asarray(e).astype(np.int32) for e in entries]
+    shape = jnp.broadcast_shapes(*[a.shape for a in arrays])
+    pos = jnp.zeros(shape, np.int32)
+    valid = jnp.ones(shape, bool)
+    for a, n in zip(arrays, x.shape):
+        a = jnp.where(a < 0, a + n, a)
+        valid = valid & (a >= 0) & (a < n)
+        pos = pos * n + a
+    return jnp.where(valid, pos, end)
+
+
 class _IndexUpdateRef:
     def __init__(self, x, idx):
         self.x, self.idx = x, idx
@@ -515,9 +551,9 @@ class _IndexUpdateRef:
                 out = self.get(mode=mode, fill_value=fill_value)
             return core.with_out_sharding(out, out_sharding)
         if mode in ("fill", "drop"):
-            out = getitem(self.x, self.idx, mode="clip")
-            fv = jnp._default_fill(out.dtype) if fill_value is None else fill_value
-            return jnp.where(self._valid(), out, jnp.asarray(fv).astype(out.dtype))
+            fv = jnp._default_fill(core.as_value(self.x).dtype) if fill_value is None \
+                else fill_value
+            return getitem(self.x, self.idx, mode="fill", fill_value=fv)
         # (None and promise_in_bounds: clamped, out-of-bounds indices without
         # a derivative, as JAX's; clip: clamped both ways.)
         return getitem(self.x, self.idx, mode="clip" if mode == "clip" else "promise_in_bounds")
@@ -532,12 +568,14 @@ class _IndexUpdateRef:
             flat_pos = jnp.arange(x.size, dtype=np.int32).reshape(x.shape)
             pos = getitem(flat_pos, self.idx, mode="clip")
         elif mode in (None, "fill", "drop"):
-            flat_pos = jnp.arange(1, x.size + 1, dtype=np.int32).reshape(x.shape)
-            pos = getitem(flat_pos, self.idx, mode="fill")
-            # 0 marks an out-of-bounds index: send it past the end so it is dropped.
             end = (np.int32(x.size) if not isinstance(x.size, shape_poly.DimExpr) else
                    lax.convert_element_type(core.as_value(x.size), np.int32))
-            pos = jnp.where(pos > 0, pos - 1, end)
+            pos = _flat_positions(x, self.idx, end)
+            if pos is None:
+                flat_pos = jnp.arange(1, x.size + 1, dtype=np.int32).reshape(x.shape)
+                pos = getitem(flat_pos, self.idx, mode="fill")
+                # 0 marks an out-of-bounds index: send it past the end so it is dropped.
+                pos = jnp.where(pos > 0, pos - 1, end)
         else:
             raise ValueError(f"Invalid mode {mode!r} for an indexed update")
         # JAX's sharding errors for updates into sharded dimensions; else the
