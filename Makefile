@@ -162,7 +162,8 @@ FUZZ_EXAMPLES ?= 5000
 FUZZ_SEED ?= $(shell date +%s)
 fuzz: build
 	EMBER_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) EMBER_FUZZ_SEED=$(FUZZ_SEED) \
-	  $(PY) -m pytest -q test/python/test_fuzz_programs.py
+	  $(PY) -m pytest -q test/python/test_fuzz_programs.py \
+	    test/python/test_sparse.py::test_random_sparse_programs
 
 lint: venv
 	$(VENV)/bin/ruff check python test/python test/mpi benchmarks examples tools

@@ -247,3 +247,108 @@ def test_logistic_regression_of_jax_docs():
     sp = np.asarray(sparse.sparsify(fit)(sparse.BCOO.fromdense(X), y))
     np.testing.assert_allclose(sp, dense, atol=5e-3)
     np.testing.assert_allclose(dense[:3], [-0.7298445, 0.29893667, 1.0248291], atol=1e-3)
+
+
+# -- program fuzzing against NumPy (#21): a chain of random sparse operations on
+# a random array in a random layout, its dense form compared with NumPy's
+# result of the same chain. `make test` runs a few; `make fuzz`
+# (EMBER_FUZZ_EXAMPLES, EMBER_FUZZ_SEED) runs long campaigns.
+
+FUZZ_EXAMPLES = int(__import__("os").environ.get("EMBER_FUZZ_EXAMPLES", "24"))
+FUZZ_SEED = int(__import__("os").environ.get("EMBER_FUZZ_SEED", "0"))
+
+
+def _random_op(rng, m, a):
+    """One random operation: (name, on the sparse array, on the NumPy array)."""
+    nb, ns, nd = m.n_batch, m.n_sparse, m.n_dense
+    choices = ["scalar", "dense_mul", "neg", "sin", "sum", "slice", "rev", "concat",
+               "layout", "dups", "sort", "dot", "index", "expand", "dyn_slice", "add"]
+    kind = choices[rng.randint(len(choices))]
+    if kind == "scalar":
+        c = float(rng.randint(-3, 4))
+        return kind, lambda m: m * c, lambda a: a * c
+    if kind == "dense_mul":
+        d = rng.randn(*a.shape).astype(np.float32)
+        return kind, lambda m: m * d, lambda a: a * d
+    if kind == "neg":
+        return kind, lambda m: -m, lambda a: -a
+    if kind == "sin":
+        return kind, sparse.sparsify(jnp.sin), np.sin
+    if kind == "sum" and a.ndim > 1:
+        axes = tuple(sorted(rng.choice(a.ndim, rng.randint(1, a.ndim), replace=False)))
+        return kind, lambda m: sparse.bcoo_reduce_sum(m, axes=axes), lambda a: a.sum(axes)
+    if kind in ("slice", "dyn_slice"):
+        start = [int(rng.randint(0, n)) if n else 0 for n in a.shape]
+        stop = [int(rng.randint(s, n + 1)) for s, n in zip(start, a.shape)]
+        if kind == "dyn_slice":
+            sizes = [e - s for s, e in zip(start, stop)]
+            return kind, lambda m: sparse.bcoo_dynamic_slice(m, start, sizes), \
+                lambda a: a[tuple(slice(s, s + z) for s, z in zip(start, sizes))]
+        strides = [int(rng.randint(1, 3)) for _ in a.shape]
+        return kind, lambda m: sparse.bcoo_slice(m, start_indices=start, limit_indices=stop,
+                                                 strides=strides), \
+            lambda a: a[tuple(slice(s, e, st) for s, e, st in zip(start, stop, strides))]
+    if kind == "rev":
+        dims = tuple(int(d) for d in rng.choice(a.ndim, rng.randint(1, a.ndim + 1), replace=False))
+        return kind, lambda m: sparse.bcoo_rev(m, dims), lambda a: np.flip(a, dims)
+    if kind == "concat":
+        dim = int(rng.randint(a.ndim))
+        return kind, lambda m: sparse.bcoo_concatenate([m, m * 2], dimension=dim), \
+            lambda a: np.concatenate([a, a * 2], axis=dim)
+    if kind == "layout":
+        new_nb = int(rng.randint(0, a.ndim + 1))
+        new_nd = int(rng.randint(0, a.ndim - new_nb + 1))
+        return kind, lambda m: m.update_layout(n_batch=new_nb, n_dense=new_nd,
+                                               on_inefficient=None), lambda a: a
+    if kind == "dups":
+        return kind, lambda m: m.sum_duplicates(nse=m.nse), lambda a: a
+    if kind == "sort":
+        return kind, lambda m: m.sort_indices(), lambda a: a
+    if kind == "dot" and ns:
+        k = nb + int(rng.randint(ns))
+        w = rng.randn(a.shape[k], 2).astype(np.float32)
+        return kind, lambda m: sparse.bcoo_dot_general(
+            m, w, dimension_numbers=(((k,), (0,)), ((), ()))), \
+            lambda a: np.tensordot(a, w, axes=([k], [0]))
+    if kind == "index" and a.shape[0]:
+        idx = rng.randint(-a.shape[0], a.shape[0], size=3)
+        return kind, lambda m: m[jnp.asarray(idx)], lambda a: a[idx]
+    if kind == "expand":
+        return kind, sparse.sparsify(lambda x: x[None]), lambda a: a[None]
+    if kind == "add":
+        other = sparse.BCOO.fromdense(a * 0 + (np.arange(a.size).reshape(a.shape) % 3 == 0),
+                                      n_batch=nb, n_dense=nd)
+        return kind, lambda m: m + other, \
+            lambda a: a + (np.arange(a.size).reshape(a.shape) % 3 == 0)
+    return "neg", lambda m: -m, lambda a: -a
+
+
+@pytest.mark.parametrize("example", range(FUZZ_EXAMPLES))
+def test_random_sparse_programs(example):
+    rng = np.random.RandomState(FUZZ_SEED * 100_003 + example)
+    ndim = int(rng.randint(1, 4))
+    shape = tuple(int(n) for n in rng.randint(1, 5, size=ndim))
+    a = _random(shape, float(rng.uniform(0.2, 0.9)), int(rng.randint(1 << 30)))
+    nb = int(rng.randint(0, ndim + 1))
+    nd = int(rng.randint(0, ndim - nb + 1))
+    m = sparse.BCOO.fromdense(a, n_batch=nb, n_dense=nd,
+                              nse=None if rng.rand() < 0.5 else int(a.size) + 1)
+    steps = []
+    for _ in range(int(rng.randint(1, 5))):
+        name, f_sp, f_np = _random_op(rng, m, a)
+        try:
+            out = f_sp(m)
+        except NotImplementedError:
+            continue  # (a layout this operation does not take, as JAX's)
+        steps.append(name)
+        a = np.asarray(f_np(a), np.float32)
+        if not isinstance(out, sparse.BCOO):
+            np.testing.assert_allclose(np.asarray(out), a, rtol=1e-4, atol=1e-4,
+                                       err_msg=str(steps))
+            return
+        m = out
+        np.testing.assert_allclose(np.asarray(m.todense()), a, rtol=1e-4, atol=1e-4,
+                                   err_msg=str(steps))
+    # the same array under jit (its buffers in, its dense form out)
+    np.testing.assert_allclose(np.asarray(ember.jit(lambda m: m.todense())(m)), a,
+                               rtol=1e-4, atol=1e-4, err_msg=str(steps))

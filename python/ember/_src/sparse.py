@@ -1582,6 +1582,57 @@ class CSC(_CompressedMatrix):
 # -- api ------------------------------------------------------------------------------------
 
 
+class CuSparseEfficiencyWarning(SparseEfficiencyWarning):
+    pass
+
+
+def coo_fromdense(mat, *, nse=None, index_dtype=np.int32):
+    """A COO matrix of a dense one."""
+    return COO.fromdense(mat, nse=nse, index_dtype=index_dtype)
+
+
+def coo_todense(mat):
+    """The dense form of a COO matrix."""
+    return mat.todense()
+
+
+def _matrix_product(mat, other, transpose, ndim):
+    other = jnp.asarray(other)
+    if other.ndim != ndim:
+        raise ValueError(f"expected a {ndim}-d operand, got shape {other.shape}")
+    return (mat.T if transpose else mat) @ other
+
+
+def coo_matvec(mat, v, transpose=False):
+    """COO matrix (or its transpose) times a vector."""
+    return _matrix_product(mat, v, transpose, 1)
+
+
+def coo_matmat(mat, B, *, transpose=False):
+    """COO matrix (or its transpose) times a matrix."""
+    return _matrix_product(mat, B, transpose, 2)
+
+
+def csr_fromdense(mat, *, nse=None, index_dtype=np.int32):
+    """A CSR matrix of a dense one."""
+    return CSR.fromdense(mat, nse=nse, index_dtype=index_dtype)
+
+
+def csr_todense(mat):
+    """The dense form of a CSR matrix."""
+    return mat.todense()
+
+
+def csr_matvec(mat, v, transpose=False):
+    """CSR matrix (or its transpose) times a vector."""
+    return _matrix_product(mat, v, transpose, 1)
+
+
+def csr_matmat(mat, B, *, transpose=False):
+    """CSR matrix (or its transpose) times a matrix."""
+    return _matrix_product(mat, B, transpose, 2)
+
+
 _FORMATS = {"bcoo": BCOO, "bcsr": BCSR, "coo": COO, "csr": CSR, "csc": CSC}
 
 

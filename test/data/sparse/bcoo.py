@@ -292,3 +292,12 @@ show("index negative", lambda: full(Msp[-1]))
 show("index jit", lambda: full(jax.jit(lambda m, i: m[i])(Msp, jnp.array([1, 2]))))
 show("index 3d", lambda: full(sparse.BCOO.fromdense(A, n_batch=1)[:, jnp.array([0, 4]), 2]))
 show("dynamic_slice negative", lambda: full(sparse.bcoo_dynamic_slice(Msp, (0, -2), (2, 2))))
+show("coo functions", lambda: [sparse.coo_todense(sparse.coo_fromdense(M, nse=5)),
+                               sparse.coo_matvec(sparse.coo_fromdense(M), v),
+                               sparse.coo_matvec(sparse.coo_fromdense(M), y, transpose=True),
+                               sparse.coo_matmat(sparse.coo_fromdense(M), jnp.ones((4, 2)))])
+show("csr functions", lambda: [sparse.csr_todense(sparse.csr_fromdense(M, nse=5)),
+                               sparse.csr_matvec(sparse.csr_fromdense(M), v),
+                               sparse.csr_matvec(sparse.csr_fromdense(M), y, transpose=True),
+                               sparse.csr_matmat(sparse.csr_fromdense(M), jnp.ones((3, 2)),
+                                                 transpose=True)])

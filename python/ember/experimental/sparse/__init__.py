@@ -7,6 +7,7 @@ from ember._src.sparse import BCSR as BCSR
 from ember._src.sparse import COO as COO
 from ember._src.sparse import CSC as CSC
 from ember._src.sparse import CSR as CSR
+from ember._src.sparse import CuSparseEfficiencyWarning as CuSparseEfficiencyWarning
 from ember._src.sparse import JAXSparse as JAXSparse
 from ember._src.sparse import SparseEfficiencyError as SparseEfficiencyError
 from ember._src.sparse import SparseEfficiencyWarning as SparseEfficiencyWarning
@@ -39,6 +40,14 @@ from ember._src.sparse import bcsr_extract as bcsr_extract
 from ember._src.sparse import bcsr_fromdense as bcsr_fromdense
 from ember._src.sparse import bcsr_sum_duplicates as bcsr_sum_duplicates
 from ember._src.sparse import bcsr_todense as bcsr_todense
+from ember._src.sparse import coo_fromdense as coo_fromdense
+from ember._src.sparse import coo_matmat as coo_matmat
+from ember._src.sparse import coo_matvec as coo_matvec
+from ember._src.sparse import coo_todense as coo_todense
+from ember._src.sparse import csr_fromdense as csr_fromdense
+from ember._src.sparse import csr_matmat as csr_matmat
+from ember._src.sparse import csr_matvec as csr_matvec
+from ember._src.sparse import csr_todense as csr_todense
 from ember._src.sparse import empty as empty
 from ember._src.sparse import eye as eye
 from ember._src.sparse import grad as grad
