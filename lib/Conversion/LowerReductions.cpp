@@ -339,7 +339,9 @@ struct CumulativeLowering : public OpConversionPattern<CumulativeOp> {
     auto type = cast<RankedTensorType>(adaptor.getOperand().getType());
     Type orig = op.getType().getElementType();
     int64_t axis = op.getAxis(), n = type.getDimSize(axis);
-    if (n <= 1) {
+    // (An empty operand is its own result: its slices along the axis would
+    // start at offset 0 of an empty dimension.)
+    if (n <= 1 || (type.hasStaticShape() && type.getNumElements() == 0)) {
       rewriter.replaceOp(op, adaptor.getOperand());
       return success();
     }
@@ -661,6 +663,13 @@ struct SortLowering : public OpConversionPattern<SortOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto inputs = adaptor.getInputs();
+    // An empty sort is its operands (the runtime's lane copies would slice
+    // the empty dimensions).
+    if (auto t = cast<RankedTensorType>(inputs[0].getType());
+        t.hasStaticShape() && t.getNumElements() == 0) {
+      rewriter.replaceOp(op, inputs);
+      return success();
+    }
     if (runtimeSort) {
       if (auto sorted = lowerSortToRuntime(op, inputs, rewriter);
           succeeded(sorted)) {

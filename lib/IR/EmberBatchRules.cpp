@@ -28,6 +28,10 @@ SmallVector<int64_t> shifted(ArrayRef<int64_t> v, int64_t by = 1) {
   return out;
 }
 
+/// The slice size of a gather's batching dimension of size `n`: one
+/// element, none when the dimension is empty (gather_c3).
+int64_t batchingSliceSize(int64_t n) { return n == 0 ? 0 : 1; }
+
 SmallVector<int64_t> prepend(int64_t first, ArrayRef<int64_t> rest) {
   SmallVector<int64_t> out = {first};
   out.append(rest.begin(), rest.end());
@@ -407,7 +411,7 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
             b.getDenseI64ArrayAttr(offsetDims), b.getDenseI64ArrayAttr({}),
             b.getDenseI64ArrayAttr({0}), b.getDenseI64ArrayAttr({0}),
             b.getDenseI64ArrayAttr(startMap), b.getI64IntegerAttr(1),
-            b.getDenseI64ArrayAttr(prepend(1, sizes)),
+            b.getDenseI64ArrayAttr(prepend(batchingSliceSize(n), sizes)),
             IndexModeAttr::get(b.getContext(), IndexMode::Clip));
         return doneValue(g);
       })
@@ -459,7 +463,8 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
                 prepend(0, shifted(o.getStartIndicesBatchingDims()))),
             b.getDenseI64ArrayAttr(shifted(o.getStartIndexMap())),
             b.getI64IntegerAttr(o.getIndexVectorDim() + 1),
-            b.getDenseI64ArrayAttr(prepend(1, o.getSliceSizes())),
+            b.getDenseI64ArrayAttr(
+                prepend(batchingSliceSize(n), o.getSliceSizes())),
             o.getModeAttr());
         return doneValue(g);
       })

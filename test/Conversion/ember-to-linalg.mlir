@@ -359,6 +359,28 @@ func.func @scatter(%a: tensor<5x3xf32>, %idx: tensor<4x1xi32>, %upd: tensor<4x3x
 
 // A float running sum is carried in f64 (f32 for 16-bit floats) and rounded
 // once per element; other kinds combine the previous element.
+// An empty sort is its operands.
+// CHECK-LABEL: func @sort_empty
+// CHECK-NOT: tensor.insert_slice
+// CHECK: return %arg0, %arg1
+func.func @sort_empty(%a: tensor<0x65xi32>, %b: tensor<0x65xi32>) -> (tensor<0x65xi32>, tensor<0x65xi32>) {
+  %0:2 = ember.sort dim = 1, keys = 1, %a, %b : tensor<0x65xi32>, tensor<0x65xi32>
+  return %0#0, %0#1 : tensor<0x65xi32>, tensor<0x65xi32>
+}
+
+// -----
+
+// An empty operand is its own running sum (no slices of the empty dimension).
+// CHECK-LABEL: func @cumulative_empty
+// CHECK-NOT: tensor.extract_slice
+// CHECK: return %arg0
+func.func @cumulative_empty(%a: tensor<0x3xf32>) -> tensor<0x3xf32> {
+  %0 = ember.cumulative sum %a, axis = 1 : tensor<0x3xf32>
+  return %0 : tensor<0x3xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @cumulative
 // CHECK: arith.extf %{{.*}} : f32 to f64
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<2x3xf32>, tensor<2x1xf64>)

@@ -68,6 +68,38 @@ func.func @batched_dynamic_slice(%x: tensor<4x10xf32>, %i: tensor<4xi32>) -> ten
 
 // -----
 
+// Over an empty batch, the gather's batching dimension takes a slice of
+// size 0 (gather_c3: a slice of 1 would be out of the empty dimension).
+// CHECK-LABEL: func @empty_batch_dynamic_slice
+// CHECK: ember.gather
+// CHECK-SAME: slice_sizes = array<i64: 0, 3>
+func.func private @ds0(%x: tensor<10xf32>, %i: tensor<i32>) -> tensor<3xf32> {
+  %0 = ember.dynamic_slice %x[%i], sizes = [3] : (tensor<10xf32>, tensor<i32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+func.func @empty_batch_dynamic_slice(%x: tensor<0x10xf32>, %i: tensor<0xi32>) -> tensor<0x3xf32> {
+  %y = ember.vmap @ds0(%x, %i) batched [true, true] size 0 : (tensor<0x10xf32>, tensor<0xi32>) -> tensor<0x3xf32>
+  return %y : tensor<0x3xf32>
+}
+
+// -----
+
+// The same for a batched gather.
+// CHECK-LABEL: func @empty_batch_gather
+// CHECK: ember.gather
+// CHECK-SAME: operand_batching_dims = array<i64: 0>
+// CHECK-SAME: slice_sizes = array<i64: 0, 1>
+func.func private @g0(%x: tensor<5xf32>, %i: tensor<2x1xi32>) -> tensor<2xf32> {
+  %0 = ember.gather %x[%i] {collapsed_slice_dims = array<i64: 0>, index_vector_dim = 1 : i64, mode = #ember<mode clip>, offset_dims = array<i64>, operand_batching_dims = array<i64>, slice_sizes = array<i64: 1>, start_index_map = array<i64: 0>, start_indices_batching_dims = array<i64>} : (tensor<5xf32>, tensor<2x1xi32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+func.func @empty_batch_gather(%x: tensor<0x5xf32>, %i: tensor<0x2x1xi32>) -> tensor<0x2xf32> {
+  %y = ember.vmap @g0(%x, %i) batched [true, true] size 0 : (tensor<0x5xf32>, tensor<0x2x1xi32>) -> tensor<0x2xf32>
+  return %y : tensor<0x2xf32>
+}
+
+// -----
+
 // Reductions shift their dimensions past the batch dimension.
 // CHECK-LABEL: func @batched_reduce
 // CHECK: ember.reduce max %{{.*}}, dims = [2] : (tensor<6x2x3xf32>) -> tensor<6x2xf32>

@@ -418,8 +418,11 @@ def bcoo_update_layout(mat, *, n_batch=None, n_dense=None, on_inefficient="error
         k = nd - n_dense
         data, indices = _nfold_vmap(lambda d, i: _dense_to_sparse(d, i, k), nb + 1)(data,
                                                                                    indices)
-        data = data.reshape(data.shape[:nb] + (-1,) + data.shape[nb + 2:])
-        indices = indices.reshape(indices.shape[:nb] + (-1,) + indices.shape[nb + 2:])
+        data = data.reshape(data.shape[:nb] + (data.shape[nb] * data.shape[nb + 1],) +
+                            data.shape[nb + 2:])
+        indices = indices.reshape(indices.shape[:nb] +
+                                  (indices.shape[nb] * indices.shape[nb + 1],) +
+                                  indices.shape[nb + 2:])
         nd = n_dense
     if n_batch < nb:  # trailing batch dimensions become leading sparse columns
         k = nb - n_batch
@@ -466,9 +469,10 @@ def _batch_to_sparse(d, i, k):
     nse = i.shape[k]
     grids = jnp.meshgrid(*(jnp.arange(s, dtype=i.dtype) for s in (*i.shape[:k], nse)),
                          indexing="ij")
-    flat_i = i.reshape((-1,) + i.shape[k + 1:])
+    flat_i = i.reshape((math.prod(i.shape[:k + 1]),) + i.shape[k + 1:])
     cols = [g.ravel()[:, None] for g in grids[:-1]] + [flat_i]
-    return d.reshape((-1,) + d.shape[k + 1:]), jnp.concatenate(cols, axis=1)
+    return d.reshape((math.prod(d.shape[:k + 1]),) + d.shape[k + 1:]), \
+        jnp.concatenate(cols, axis=1)
 
 
 # -- shape operations -----------------------------------------------------------
@@ -714,7 +718,7 @@ def bcoo_slice(mat, *, start_indices, limit_indices, strides=None):
 def _window(mat, start, shape, strides):
     nb, ns, nd, nse = _props(mat.indices, mat.shape, mat.data)
     data, indices = _common_batch(mat.data, mat.indices, mat.shape, nb)
-    sl = tuple(slice(s, s + (n - 1) * st + 1, st) if isinstance(s, int) else None
+    sl = tuple(slice(s, s + (n - 1) * st + 1 if n else s, st) if isinstance(s, int) else None
                for s, n, st in zip(start, shape, strides))
     if nb:
         if all(isinstance(s, int) for s in start[:nb]):
@@ -1024,7 +1028,7 @@ def bcoo_gather(operand, start_indices, dimension_numbers, slice_sizes, *,
             "clip", "promise_in_bounds", "0", "1"):
         raise NotImplementedError(f"bcoo_gather: mode={mode} not yet supported.")
     batch_shape = tuple(start_indices.shape[:-1])
-    flat = start_indices.reshape((-1, start_indices.shape[-1]))
+    flat = start_indices.reshape((math.prod(start_indices.shape[:-1]), start_indices.shape[-1]))
     sizes = list(operand.shape)
     for j in start_map:
         sizes[j] = slice_sizes[j]

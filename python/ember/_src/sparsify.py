@@ -119,7 +119,7 @@ def _elt(v):
 
 
 def _unique(x):
-    if x.unique_indices or x.n_sparse == 0:
+    if x.unique_indices or (x.n_sparse == 0 and x.nse == 1):
         return x
     return sparse.bcoo_sum_duplicates(x, nse=x.nse)
 
