@@ -1672,7 +1672,7 @@ def _is_sparse(x):
     return isinstance(x, JAXSparse)
 
 
-def _sparse_ad(transform, fun, argnums, per_output=False, **kw):
+def _sparse_ad(transform, fun, argnums, **kw):
     """`transform` (grad, value_and_grad, jacfwd, jacrev) taken with respect
     to the data of sparse arguments: the result for a sparse argument is a
     sparse array of its sparsity pattern (JAX's sparse AD)."""
