@@ -409,3 +409,21 @@ def test_jax_shape_polymorphism_guide_examples():
             del sys.modules[name]
     assert result.attempted >= 70
     assert result.failed == 0, "".join(report)
+
+
+def test_filling_gathers_and_updates_of_a_symbolic_size():
+    # A gather with a fill value tells the windows in from its start indices
+    # where the sizes are known, by a gather of ones where they are symbolic;
+    # an indexed update computes flat positions where the size is known
+    # (the values are JAX 0.10.2's).
+    from ember import export
+
+    spec = export.symbolic_shape("n")
+    args = (ember.ShapeDtypeStruct(spec, jnp.float32), ember.ShapeDtypeStruct((3,), jnp.int32))
+    x, i = jnp.arange(5.0), jnp.array([0, -1, 7])
+    for f, want in [(lambda x, i: x.at[i].get(mode="fill", fill_value=-1.0), [0, 4, -1]),
+                    (lambda x, i: jnp.take(x, i, mode="fill", fill_value=-2.0), [0, 4, -2]),
+                    (lambda x, i: x.at[i].add(1.0), [1, 1, 2, 3, 5])]:
+        exp = export.export(ember.jit(f))(*args)
+        np.testing.assert_array_equal(np.asarray(exp.call(x, i)), want)
+        np.testing.assert_array_equal(np.asarray(ember.jit(f)(x, i)), want)

@@ -1679,6 +1679,13 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *,
     operand = as_value(operand)
     if fill_value is None or mode != "fill":
         return bind(operand)
+    if not all(isinstance(operand.shape[d], (int, np.integer)) for d in dn.start_index_map):
+        # (symbolic sizes: which windows are in, by a gather of ones)
+        out = bind(operand)
+        valid = bind(full(operand.shape, 1, np.int8))
+        fill = convert_element_type(fill_value, operand.dtype)
+        return select(eq(valid, full(valid.shape, 1, np.int8)), out,
+                      broadcast(fill, out.shape))
     # The op fills out-of-bounds windows with JAX's default (NaN, the least
     # signed or largest unsigned integer, True). A given fill value replaces
     # a window whose start is out of bounds (each start index outside [0,
