@@ -352,3 +352,12 @@ def test_random_sparse_programs(example):
     # the same array under jit (its buffers in, its dense form out)
     np.testing.assert_allclose(np.asarray(ember.jit(lambda m: m.todense())(m)), a,
                                rtol=1e-4, atol=1e-4, err_msg=str(steps))
+
+
+def test_functions_that_are_not_zero_preserving_stay_errors():
+    m = sparse.BCOO.fromdense(np.array([[0.0, 1.0], [2.0, 0.0]], np.float32))
+    for f in (jnp.isfinite, jnp.logical_not, jnp.cos, jnp.exp):
+        with pytest.raises(NotImplementedError, match="would result in dense output"):
+            sparse.sparsify(f)(m)
+    np.testing.assert_array_equal(np.asarray(sparse.sparsify(jnp.floor)(m * 1.5).todense()),
+                                  [[0, 1], [3, 0]])

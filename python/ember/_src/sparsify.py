@@ -24,15 +24,17 @@ from .numpy import lax_numpy as jnp
 
 # JAX's zero-preserving unary primitives, by their ember op names
 # (nonlinear ones first sum duplicate indices, as JAX's rule does).
+# (JAX's list, and the zero-preserving erf, erf_inv, round, floor, ceil.)
 _UNARY_NONLINEAR = {"abs", "asin", "asinh", "atan", "atanh", "bessel_i1e", "expm1", "log1p",
                     "sign", "sin", "sinh", "sqrt", "tan", "tanh", "integer_pow", "erf",
-                    "erf_inv", "round", "floor", "ceil", "is_finite", "not"}
+                    "erf_inv", "round", "floor", "ceil"}
 _UNARY_LINEAR = {"neg", "convert", "bitcast_convert", "real", "imag", "conj", "copy",
                  "reduce_precision"}
 # Ops whose result would be dense for a sparse operand (JAX's wording).
 _DENSIFYING = {"acos", "acosh", "atan2", "cos", "cosh", "exp", "exp2", "log", "logistic",
                "eq", "ne", "ge", "gt", "le", "lt", "pow", "rsqrt", "max", "min",
-               "select", "select_n", "and", "or", "xor", "rem", "nextafter", "cbrt"}
+               "select", "select_n", "and", "or", "xor", "rem", "nextafter", "cbrt",
+               "is_finite", "not"}
 
 
 def _layout(x):
