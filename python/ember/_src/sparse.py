@@ -396,7 +396,7 @@ def bcoo_update_layout(mat, *, n_batch=None, n_dense=None, on_inefficient="error
         return mat
     n_sparse = mat.ndim - n_batch - n_dense
     if on_inefficient not in ("error", "warn", None):
-        raise ValueError("on_inefficient={on_inefficient!r}; expected one of "
+        raise ValueError(f"on_inefficient={on_inefficient!r}; expected one of "
                          "['error', 'warn', None].")
     if n_batch < 0 or n_dense < 0 or n_sparse < 0:
         raise ValueError(f"Invalid n_batch={n_batch}, n_dense={n_dense} for shape {mat.shape}")

@@ -537,12 +537,6 @@ class _IndexUpdateRef:
     def __init__(self, x, idx):
         self.x, self.idx = x, idx
 
-    def _valid(self):
-        """Bool mask over the indexed result: which entries are in bounds."""
-        x = self.x
-        pos1 = jnp.arange(1, x.size + 1, dtype=np.int32).reshape(x.shape)
-        return getitem(pos1, self.idx, mode="fill") > 0
-
     @_at_method
     def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False,
             out_sharding=None):
