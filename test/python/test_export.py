@@ -232,9 +232,16 @@ def test_tpu_export_keeps_its_kernels():
     text = exp.mlir_module()
     assert 'call_target_name = "tpu_custom_call"' in text
     assert export.deserialize(exp.serialize()).mlir_module() == text
+    # For the TPU and the CPU: one module, each kernel a case on the
+    # platform index (here the TPU's is 0) between its loops and Mosaic's
+    # call (test_stablehlo.py runs such a module under XLA).
     both = export.export(ember.jit(fn), platforms=["tpu", "cpu"])(*args)
-    with pytest.raises(NotImplementedError, match="export for each platform apart"):
-        both.mlir_module()
+    multi = both.mlir_module()
+    kernels = text.count('"tpu_custom_call"')
+    assert multi.count('"tpu_custom_call"') == kernels
+    assert multi.count('"stablehlo.case"') == kernels, multi
+    assert '"stablehlo.compare"(%arg0, %1)' in multi and "dense<0> : tensor<i32>" in multi
+    assert export.deserialize(both.serialize()).mlir_module() == multi
     want = ember.jit(fn)(*args)
     np.testing.assert_allclose(both.call(*args), want, rtol=1e-6)
 

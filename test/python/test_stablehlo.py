@@ -649,6 +649,55 @@ def test_xla_runs_symbolic_export_for_several_platforms(tmp_path):
                                        rtol=1e-6)
 
 
+def _scaled_exp(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + 2 * jnp.exp(y_ref[...])
+
+
+def _kernel_and_eigh(x, y, a):
+    from ember.experimental import pallas as pl
+
+    block = pl.BlockSpec((8, 128), lambda i: (i, 0))
+    z = pl.pallas_call(_scaled_exp, out_shape=ember.ShapeDtypeStruct(x.shape, x.dtype),
+                       grid=(2,), in_specs=[block, block], out_specs=block)(x, y)
+    return z, jnp.linalg.eigh(a)[0]
+
+
+@needs_xla
+def test_one_module_for_cpu_and_tpu_with_tpu_forms(tmp_path):
+    # A Pallas kernel and a decomposition lower differently on the TPU
+    # (Mosaic's custom call, XLA:TPU's Eigh): an export for the CPU and the
+    # TPU is still one module (JAX's multi-platform module), each such op a
+    # case on the platform index, and XLA on the CPU runs it with the CPU's
+    # index bound as JAX's call binds it. (The TPU's branch runs on a TPU:
+    # `multi_platform` of `make tpu-records`/`make tpu-check`.)
+    x = RNG.normal(size=(16, 128)).astype(np.float32)
+    y = RNG.normal(size=(16, 128)).astype(np.float32)
+    args = (x, y, SPD)
+    specs = [ember.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
+    exp = export.export(ember.jit(_kernel_and_eigh), platforms=("cpu", "tpu"))(*specs)
+    text = exp.mlir_module()
+    assert re.search(r'@main\(%arg0: tensor<i32> \{jax.global_constant = "_platform_index"\}',
+                     text), text[:400]
+    assert text.count('"stablehlo.case"') == 2, text
+    assert text.count('"tpu_custom_call"') == 1 and text.count('"lapack_ssyevd_ffi"') == 1
+    assert text.count('"Eigh"') == 1 and '"stablehlo.while"' in text  # (the CPU's grid)
+    # The same module from the stages API, and after a round trip.
+    lowered = ember.jit(_kernel_and_eigh).trace(*args).lower(lowering_platforms=("cpu", "tpu"))
+    assert lowered.as_text() == text
+    assert export.deserialize(exp.serialize()).mlir_module() == text
+    want = [np.asarray(v) for v in exp.call(*args)]
+    np.testing.assert_allclose(want[0], x + 2 * np.exp(y), rtol=1e-6, atol=1e-6)
+    (tmp_path / "mp.mlir").write_text(text)
+    np.savez(tmp_path / "mp.in.npz", np.int32(0), *args)
+    subprocess.run([JAX_PYTHON, RUNNER, str(tmp_path)], check=True, timeout=600)
+    assert not (tmp_path / "mp.err").exists(), (tmp_path / "mp.err").read_text()
+    with np.load(tmp_path / "mp.out.npz") as z:
+        _assert_close(want, [z["arr_0"], z["arr_1"]], "mp")
+    # One platform alone: no case, that platform's form.
+    tpu = export.export(ember.jit(_kernel_and_eigh), platforms=("tpu",))(*specs).mlir_module()
+    assert "stablehlo.case" not in tpu and "tpu_custom_call" in tpu and "lapack" not in tpu
+
+
 def test_lowering_for_a_platform_takes_its_branch():
     # `jit(f).trace(x).lower(lowering_platforms=(p,))` gives p's branch of
     # `platform_dependent` (JAX resolves it at lowering; Ember traces once

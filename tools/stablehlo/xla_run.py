@@ -50,7 +50,9 @@ def main(folder):
             if os.path.exists(stem + ".in.npz"):
                 with np.load(stem + ".in.npz") as z:
                     args = [z[f"arr_{k}"] for k in range(len(z.files))]
-            if "jax.uses_shape_polymorphism" in text:
+            poly = "jax.uses_shape_polymorphism" in text
+            text, args = bind_platform_index(text, args, refine=not poly)
+            if poly:
                 text = _refined(text, args)
             parts = re.search(r"mhlo\.num_partitions = (\d+)", text)
             if parts and int(parts.group(1)) > 1:
@@ -91,6 +93,50 @@ def _run_partitioned(backend, text, args, n):
     return [np.asarray(jax.make_array_from_single_device_arrays(
         shape, GSPMDSharding(devs, sh), pieces))
         for shape, sh, pieces in zip(shapes, exe.get_output_shardings(), outs)]
+
+
+_TENSOR = r"tensor<(?:[^<>]|<[^<>]*>)*>"
+
+
+def bind_platform_index(text, args, refine=True):
+    """(text, args) of a module for several platforms (its first argument
+    JAX's platform index) as the program that calls it with the index
+    `args[0]` as a constant, the way JAX's call of such an export binds it,
+    refined as JAX refines it, which folds the other platforms' branches
+    away (XLA checks the custom calls of every branch: a Mosaic kernel's
+    exists on the TPU only, LAPACK's on the CPU only; `refine=False` leaves
+    that to the caller, for a module with symbolic shapes). Other modules
+    are returned as they are."""
+    if 'jax.global_constant = "_platform_index"' not in text:
+        return text, args
+    head = re.search(r"func\.func public @main\((.*?)\) -> \((.*?)\) \{", text)
+    params = re.findall(r"%[\w#]+: (" + _TENSOR + ")", head.group(1))
+    results = re.findall(_TENSOR, head.group(2))
+    rest = params[1:]
+    n = len(results)
+    lines = [f"  func.func public @main({', '.join(f'%a{k}: {t}' for k, t in enumerate(rest))})"
+             f" -> ({', '.join(results)}) {{",
+             f'    %i = "stablehlo.constant"() <{{value = dense<{int(args[0])}> : tensor<i32>}}> '
+             ": () -> tensor<i32>",
+             f'    %r:{n} = "func.call"(%i{"".join(f", %a{k}" for k in range(len(rest)))}) '
+             f'<{{callee = @_ember_platforms_main}}> : ({", ".join(params)}) -> '
+             f'({", ".join(results)})',
+             "    return " + ", ".join(f"%r#{k}" for k in range(n)) + " : "
+             + ", ".join(results),
+             "  }"]
+    text = text.replace("func.func public @main(", "func.func private @_ember_platforms_main(",
+                        1)
+    at = text.index("  func.func private @_ember_platforms_main(")
+    text = text[:at] + "\n".join(lines) + "\n" + text[at:]
+    if not refine:
+        return text, args[1:]
+    # (JAX refines the caller's module, which inlines the call and folds the
+    # case on the constant: XLA checks every branch's custom calls.)
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    with mlir.make_ir_context():
+        return str(mlir.refine_polymorphic_shapes(ir.Module.parse(text))), args[1:]
 
 
 def _refined(text, args):

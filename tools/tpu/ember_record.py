@@ -141,17 +141,38 @@ def whole_programs(out):
                           jnp.dot(x, b, precision="BF16_BF16_F32_X6"))))(a)],
         (mod.RNG.normal(size=(64, 96)).astype(np.float32),
          mod.RNG.normal(size=(96, 32)).astype(np.float32)))
-    for name, (fn, args) in programs.items():
+    # One module for the CPU and the TPU (JAX's multi-platform module): a
+    # Pallas kernel and decompositions, each a case on the platform index
+    # (its TPU form a Mosaic kernel, XLA:TPU's), run with the TPU's index.
+    from ember.experimental import pallas as pl
+
+    def scaled_exp(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] + 2 * jnp.exp(y_ref[...])
+
+    def multi_platform(x, y, a):
+        block = pl.BlockSpec((8, 128), lambda i: (i, 0))
+        z = pl.pallas_call(scaled_exp, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                           grid=(x.shape[0] // 8,), in_specs=[block, block],
+                           out_specs=block)(x, y)
+        return [z, *eigh(a), *jax.lax.linalg.lu(a)]
+
+    multi = {"multi_platform": (multi_platform, (
+        mod.RNG.normal(size=(16, 128)).astype(np.float32),
+        mod.RNG.normal(size=(16, 128)).astype(np.float32),
+        mod.PROGRAMS["decompositions"][1][0]))}
+    for name, (fn, args) in {**programs, **multi}.items():
         specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
+        platforms = ["cpu", "tpu"] if name in multi else ["tpu"]
         try:
-            text = export.export(jax.jit(fn), platforms=["tpu"])(*specs).mlir_module()
+            text = export.export(jax.jit(fn), platforms=platforms)(*specs).mlir_module()
         except NotImplementedError as e:  # (reported by the TPU run)
             with open(os.path.join(out, f"{name}.skip"), "w") as f:
                 f.write(str(e).splitlines()[0])
             continue
         with open(os.path.join(out, f"{name}.mlir"), "w") as f:
             f.write(text)
-        np.savez(os.path.join(out, f"{name}.in.npz"), *jax.tree_util.tree_leaves(args))
+        index = [np.int32(platforms.index("tpu"))] if len(platforms) > 1 else []
+        np.savez(os.path.join(out, f"{name}.in.npz"), *index, *jax.tree_util.tree_leaves(args))
         np.savez(os.path.join(out, f"{name}.values.npz"),
                  *[np.asarray(x) for x in jax.tree_util.tree_leaves(jax.jit(fn)(*args))])
         names.append(name)

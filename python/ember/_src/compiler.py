@@ -287,14 +287,16 @@ def _run_pipeline(module, target, upto, keep_text, text, keep_last):
     return stages
 
 
-def stage_text(ember_text, stage, target=None):
+def stage_text(ember_text, stage, target=None, **stablehlo):
     """The IR of `stage` for a traced module's text: the module is parsed
-    again and run through the stages up to that one."""
+    again and run through the stages up to that one. (`stablehlo`: more
+    options of `to_stablehlo`, for that stage.)"""
     target = target or get_target()
     if stage == "stablehlo":
         from .stablehlo_out import to_stablehlo
 
         def translate(text, transformed=True, **kw):
+            kw = {**kw, **stablehlo}
             with context():
                 module = ir.Module.parse(text)
                 if transformed:

@@ -250,13 +250,15 @@ class Exported:
         XLA compiles; `ember_module()` is Ember's own form."""
         from .stablehlo_out import to_stablehlo, transformation_ops
 
+        multi = self._platform_modules.get(_MULTI.join(self.platforms))
+        if len(self.platforms) > 1 and multi is not None:
+            return multi
         own = {self._platform_modules.get(p) for p in self.platforms}
         if len(own) > 1:
             raise NotImplementedError(
                 f"mlir_module: the export for {self.platforms} has a different module for "
-                f"{sorted(self._platform_modules)} (Pallas kernels or decompositions); Ember "
-                "writes no multi-platform module whose branches lower differently per "
-                "platform yet: export for each platform apart")
+                f"{sorted(self._platform_modules)} (Pallas kernels or decompositions) and "
+                "was serialized before Ember wrote one module for them: export it again")
         if own != {None}:
             return own.pop()
         with core.context():
@@ -1027,7 +1029,16 @@ def _lower_for_platforms(text, platforms):
             tpu = compiler.stage_text(text, "stablehlo", get_target("tpu"))
             if tpu != compiler.stage_text(text, "stablehlo", get_target("cpu")):
                 own["tpu"] = tpu
+    if own and len(platforms) > 1:
+        # One module for all of them (JAX's multi-platform module): the ops
+        # whose TPU form differs are cases on the platform index.
+        own[_MULTI.join(platforms)] = compiler.stage_text(
+            text, "stablehlo", get_target("tpu"), platform_index=True, platforms=platforms)
     return own
+
+
+# (The key in `platform_modules` of the module for several platforms.)
+_MULTI = ","
 
 
 def _spec_json(spec):

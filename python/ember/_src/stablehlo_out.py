@@ -476,6 +476,10 @@ class _Translator:
         # The precision written on products (None: XLA's default, which on
         # a TPU is one bf16 pass for f32).
         self.dot_precision = None
+        # A module for several platforms whose TPU form differs (Pallas
+        # kernels, decompositions): the i32 branch index (1 on the TPU, 0
+        # elsewhere) that `stablehlo.case`s of those ops take.
+        self.tpu_branch = None
 
     def _tpu_custom_call(self, ins, rtypes, config, kname, aliases=()):
         """A Mosaic kernel as XLA:TPU takes it: `tpu_custom_call` with the
@@ -525,7 +529,35 @@ class _Translator:
                 self.env[r] = v
         return []
 
+    # The ops whose StableHLO differs on the TPU (XLA:TPU's decompositions).
+    _TPU_FORMS = frozenset(("eigh", "svd", "qr", "lu"))
+
     def translate(self, op):
+        if self.tpu_branch is not None and (
+                op.name.split(".", 1)[1] in self._TPU_FORMS or op.name == "func.call"
+                and self.tpu_kernels(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+                is not None):
+            return self._per_platform(op)
+        return self._translate(op)
+
+    def _per_platform(self, op):
+        """An op whose form differs on the TPU, in a module for several
+        platforms: a `stablehlo.case` on the branch index, the other
+        platforms' form first (a kernel's calls inlined, LAPACK's
+        decompositions), then the TPU's (Mosaic's custom call, XLA:TPU's)."""
+        saved = self.platform, self.tpu_kernels, self.tpu_branch
+        branches = []
+        try:
+            self.tpu_branch = None
+            for platform, kernels in (("cpu", None), ("tpu", saved[1])):
+                self.platform, self.tpu_kernels = platform, kernels
+                branches.append(self.w.region([], lambda args: self._translate(op)))
+        finally:
+            self.platform, self.tpu_kernels, self.tpu_branch = saved
+        return self.w.op("stablehlo.case", [self.tpu_branch],
+                         [str(r.type) for r in op.results], regions=branches)
+
+    def _translate(self, op):
         w = self.w
         kind = op.name.split(".", 1)[1]
         ins = [self.value(o) for o in op.operands]
@@ -1610,7 +1642,7 @@ def _string(s):
 
 
 def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_names=None,
-                 result_names=None, platform="cpu", platform_index=False):
+                 result_names=None, platform="cpu", platform_index=False, platforms=None):
     """The `ember` module `module` (an ir.Module whose `main` has no
     transformation ops left) as StableHLO text in generic form;
     `tpu_kernels` (see `_Translator`) makes Pallas kernels Mosaic calls.
@@ -1622,9 +1654,16 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_name
     `jax.result_info`, as in JAX's exported modules. `platform` "tpu" writes
     decompositions as XLA:TPU's custom calls instead of LAPACK's. With
     `platform_index`, the first argument is JAX's platform index (an export
-    for several platforms) and `arg_names` name the others."""
+    for several platforms) and `arg_names` name the others; `platforms`,
+    the export's, makes the ops whose form differs on the TPU (kernels
+    given by `tpu_kernels`, decompositions) a case on that index: one
+    module for all of them, as JAX's multi-platform modules."""
     functions, main, ftype = module_functions(module, "StableHLO export")
     t = _Translator(functions, tpu_kernels, scope, platform)
+    multi = platform_index and platforms is not None and "tpu" in platforms
+    if multi and scope is not None:
+        raise NotImplementedError("StableHLO with symbolic dimensions for several platforms "
+                                  "whose TPU form differs")
     t.mesh = t.device_mesh(main)
     block = main.regions[0].blocks[0]
     arg_types = [str(x) for x in ftype.inputs]
@@ -1640,6 +1679,12 @@ def to_stablehlo(module, name="jit_main", tpu_kernels=None, scope=None, arg_name
         results = [v.type for v in outs]
     else:
         args = [V(f"%arg{i}", x) for i, x in enumerate(arg_types)]  # (JAX's names)
+        if multi:
+            w = t.w
+            on_tpu = w.cmp("EQ", args[0], w.const(list(platforms).index("tpu"), (), "i32"))
+            t.tpu_branch = w.convert(on_tpu, "i32")
+            if t.tpu_kernels is None:
+                t.tpu_kernels = lambda callee: None
         outs = t.block(block, args)
     # The module and function in their custom form (as JAX prints them; the
     # builtin and func dialects are registered wherever StableHLO is), the
