@@ -1240,7 +1240,11 @@ class custom_vjp:
                                 f"cotangent of a Ref argument (at {core.where()})")
                         continue
                     a = as_value(a)
-                    if cl is not None and tuple(as_value(cl).shape) != tuple(a.shape):
+                    # (`.shape` first: a float0 cotangent, JAX's zeros of an
+                    # integer argument, is no Ember array.)
+                    shape = getattr(cl, "shape", None)
+                    if cl is not None and tuple(
+                            as_value(cl).shape if shape is None else shape) != tuple(a.shape):
                         raise ValueError(
                             "Custom VJP bwd rule must produce an output with the same type "
                             "as the args tuple of the primal function, but at output"
@@ -1248,7 +1252,7 @@ class custom_vjp:
                             f"{as_value(cl).aval.str_short()} corresponding to an input of "
                             f"type {a.aval.str_short()}, so the shapes do not match "
                             f"(at {core.where()})")
-                    flat.append(_zeros(a.aval) if cl is None else
+                    flat.append(_zeros(a.aval) if cl is None or core.is_float0(cl) else
                                 lax.convert_element_type(as_value(cl), a.dtype))
             return flat
 

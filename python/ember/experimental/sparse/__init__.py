@@ -57,4 +57,5 @@ from ember._src.sparse import jacrev as jacrev
 from ember._src.sparse import todense as todense
 from ember._src.sparse import value_and_grad as value_and_grad
 from ember._src.sparsify import sparsify as sparsify
+from ember.experimental.sparse import linalg as linalg
 from ember.experimental.sparse.random import random_bcoo as random_bcoo
