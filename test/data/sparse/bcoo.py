@@ -9,6 +9,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "numerics"))
 from cases import jax, jnp  # noqa: E402
+from printing import shower  # noqa: E402
 
 if os.environ["IMPORT"] == "jax":
     from jax.experimental import sparse
@@ -16,22 +17,7 @@ else:
     from ember.experimental import sparse
 
 
-def text(v):
-    if isinstance(v, str):
-        return v
-    a = np.asarray(v)
-    if a.dtype.kind in "fc":
-        return f"{a.dtype.name}{list(a.shape)} " + " ".join(f"{x:.5g}" for x in a.ravel())
-    return f"{a.dtype.name}{list(a.shape)} " + " ".join(str(x) for x in a.ravel())
-
-
-def show(name, f):
-    try:
-        out = f()
-        leaves = jax.tree_util.tree_leaves(out, is_leaf=lambda x: isinstance(x, str))
-        print(name, "->", " | ".join(text(v) for v in leaves))
-    except Exception as e:  # noqa: BLE001 (the error's type is the case)
-        print(name, "!!", type(e).__name__)
+show = shower(jax, 5)
 
 
 def full(x):

@@ -12,6 +12,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "numerics"))
 from cases import jax, jnp  # noqa: E402
+from printing import shower  # noqa: E402
 
 if os.environ["IMPORT"] == "jax":
     from jax.experimental.sparse import linalg as sl
@@ -19,20 +20,7 @@ else:
     from ember.experimental.sparse import linalg as sl
 
 
-def text(v, digits=4):
-    a = np.asarray(v)
-    if a.dtype.kind in "fc":
-        return f"{a.dtype.name}{list(a.shape)} " + " ".join(f"{x:.{digits}g}" for x in a.ravel())
-    return f"{a.dtype.name}{list(a.shape)} " + " ".join(str(x) for x in a.ravel())
-
-
-def show(name, f):
-    try:
-        out = f()
-        leaves = jax.tree_util.tree_leaves(out)
-        print(name, "->", " | ".join(text(v) for v in leaves))
-    except Exception as e:  # noqa: BLE001 (the error's type is the case)
-        print(name, "!!", type(e).__name__)
+show = shower(jax, 4)
 
 
 rng = np.random.default_rng(11)
