@@ -191,3 +191,18 @@ def test_dlpack_copy_false_is_a_read_only_view():
     out = np.from_dlpack(x, copy=False)
     assert not out.flags.writeable
     np.testing.assert_array_equal(out, [0.0, 1.0, 2.0])
+
+
+def test_take_and_repeat_on_an_empty_axis():
+    # (Found by the Array API suite: gathering from an empty axis left a
+    # gather with an out-of-bounds slice size, a verifier error.)
+    out = jnp.repeat(jnp.zeros((0,), bool), jnp.zeros((0,), jnp.int8))
+    assert out.shape == (0,) and out.dtype == np.bool_
+    assert jnp.take(jnp.zeros((0, 3)), jnp.zeros((0, 2), np.int32), axis=0).shape == (0, 2, 3)
+    assert jnp.zeros((4, 0))[:, jnp.zeros((0,), np.int32)].shape == (4, 0)
+    for mode in (None, "fill", "clip", "wrap"):
+        with pytest.raises(IndexError, match="non-empty jnp.take\\(\\) from an empty axis"):
+            jnp.take(jnp.zeros((0,)), jnp.array([0, 1]), mode=mode)
+    # Under jit too.
+    assert ember.jit(lambda a, i: jnp.take(a, i, axis=1))(
+        np.zeros((2, 0)), np.zeros((3,), np.int32)[:0]).shape == (2, 0)

@@ -58,6 +58,8 @@ def test_like(fn):
 @pytest.mark.parametrize("args,kw", [
     ((5,), {}), ((2, 7), {}), ((1, 10, 3), {}), ((5, 0, -1), {}), ((0.0, 1.0, 0.25), {}),
     ((3,), {"dtype": np.float32}), ((0, 1, 0.1), {}), ((-3.5, 2), {}),
+    # One bound and a step: the bound is the stop (found by the Array API suite).
+    ((5,), {"step": 2}), ((0,), {"step": 2}), ((-4,), {"step": -1}),
 ])
 def test_arange(args, kw):
     assert_close(jnp.arange(*args, **kw), np.arange(*args, **kw))

@@ -1103,7 +1103,7 @@ def _arange(start, stop, step, dtype):
                                       for v in (start, stop, step) if v is not None):
         raise _core.type_error("iota does not accept dtype bool. Accepted dtypes are "
                                "subtypes of integer, floating, complexfloating.")
-    if stop is None and step is None:
+    if stop is None:  # (one bound: the stop, with any step, as NumPy)
         start, stop = 0, start
     step = 1 if step is None else step
     start, stop, step = (_known(v) for v in (start, stop, step))
@@ -2528,6 +2528,11 @@ def take(a, indices, axis=None, mode=None, fill_value=None, unique_indices=False
     if not (_dt.is_int(idx.dtype) or (idx.weak_type and _dt.is_int(idx.dtype))):
         raise TypeError(f"take: indices must be integers, got {idx.dtype}")
     n = a.shape[axis]
+    if isinstance(n, int) and n == 0:
+        # (No slice to gather: JAX's error, or the empty result.)
+        if not (isinstance(idx.size, int) and idx.size == 0):
+            raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
+        return zeros(a.shape[:axis] + idx.shape + a.shape[axis + 1:], a.dtype)
     if mode == "wrap":
         idx = remainder(idx, _to(builtins.max(n, 1), idx.dtype))
     elif mode != "clip":  # clip clamps negative indices to 0, like NumPy
