@@ -58,7 +58,8 @@ mpi: $(VENV)/.mpi
 # that the StableHLO cross-checks (#20) run Ember's exported programs with.
 # Without network access the install fails and those checks skip.
 JAXVENV := build/jaxvenv
-JAX_PIN := jax==0.10.2 jaxlib==0.10.2
+# (rich: JAX draws `visualize_sharding` with it, for recording test/data/sharding/visualize.py.)
+JAX_PIN := jax==0.10.2 jaxlib==0.10.2 rich==15.0.0
 $(JAXVENV)/.deps:
 	@{ $(PYTHON) -m venv $(JAXVENV) && $(JAXVENV)/bin/python -m pip install -q $(JAX_PIN) && \
 	  touch $@; } || echo "note: JAX is not installed; the StableHLO/XLA cross-checks will be skipped"

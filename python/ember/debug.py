@@ -6,20 +6,22 @@ from ember._src.debugger import breakpoint  # noqa: F401, A004
 
 
 def visualize_array_sharding(arr, **kwargs):
-    """Prints which devices hold which block of a 1-D or 2-D array."""
+    """Prints which devices hold which block of a 1-D or 2-D array (JAX's
+    picture; `scale`, `min_width`, `max_width` as JAX's, colours not drawn)."""
+    visualize_sharding(arr.shape, arr.sharding, **kwargs)
+
+
+def visualize_sharding(shape, sharding, *, use_color=True, scale=1.0, min_width=9,
+                       max_width=80, color_map=None):
+    """Prints which devices hold which block of an array of `shape` placed
+    by `sharding` (JAX's picture without colours)."""
     import builtins
 
     from ember._src.mesh import visualize
 
-    builtins.print(visualize(arr.shape, arr.sharding))
-
-
-def visualize_sharding(shape, sharding, **kwargs):
-    import builtins
-
-    from ember._src.mesh import visualize
-
-    builtins.print(visualize(shape, sharding))
+    del use_color, color_map  # (a picture in text; JAX's colours need a terminal)
+    builtins.print(visualize(shape, sharding, scale=scale, min_width=min_width,
+                             max_width=max_width))
 
 
 def inspect_array_sharding(value, *, callback):  # noqa: F811  (JAX's keyword)

@@ -196,9 +196,18 @@ def test_visualize_array_sharding(devices8, capsys):
     x = ember.device_put(jnp.zeros((8, 4)), NamedSharding(mesh, P("x", "y")))
     ember.debug.visualize_array_sharding(x)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1] == "| CPU 0 | CPU 1 |" and lines[-2] == "| CPU 6 | CPU 7 |"
+    assert lines[1] == "\u2502 CPU 0 \u2502 CPU 1 \u2502" and len(lines) == 9
     ember.debug.visualize_array_sharding(ember.device_put(x, NamedSharding(mesh, P("y"))))
-    assert capsys.readouterr().out.splitlines()[1] == "| CPU 0,2,4,6 |"
+    assert capsys.readouterr().out.splitlines()[2] == "\u2502CPU 0,2,4,6\u2502"
+    with pytest.raises(ValueError, match="only works for shapes with 1 and 2 dimensions"):
+        ember.debug.visualize_sharding((2, 2, 2), NamedSharding(mesh, P()))
+
+
+def test_visualize_sharding_draws_what_jax_draws():
+    # JAX 0.10.2's pictures (drawn with rich, without colours) character
+    # for character: cell sizes from the shape's aspect ratio, paddings,
+    # `scale`/`min_width`/`max_width`, a picture wider than the console.
+    assert_prints_recorded("sharding", "visualize", cpu_meshes=True)
 
 
 def test_shard_map_matmul_and_specs(devices8):

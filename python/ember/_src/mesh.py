@@ -668,30 +668,70 @@ def sharding_of(spec_or_sharding, what="device_put"):
     return spec_or_sharding
 
 
-def visualize(shape, sharding):
-    """A text picture of which devices hold which block of a 1-D or 2-D
-    array (JAX draws the same grid with `rich`)."""
+def visualize(shape, sharding, scale=1.0, min_width=9, max_width=80):
+    """A picture of which devices hold which block of a 1-D or 2-D array,
+    drawn as JAX draws it without colours (its `rich` table with square
+    box lines): a cell per block, about 25 characters and 10 lines for the
+    whole array scaled by its aspect ratio (`scale`), each cell at least
+    `min_width` and at most `max_width` wide, naming its devices."""
     if len(shape) not in (1, 2):
-        raise ValueError(f"visualize_array_sharding only works for 1D and 2D arrays, got an "
-                         f"array of shape {tuple(shape)}")
-    rows_n, cols_n = (1, shape[0]) if len(shape) == 1 else shape
-    blocks = {}
+        raise ValueError("`visualize_sharding` only works for shapes with 1 and 2 dimensions.")
+    base_height = int(10 * scale)
+    base_width = int(base_height * (shape[1] if len(shape) == 2 else 1) / shape[0])
+    blocks = {}  # (row, column) -> (device ids, width fraction, height fraction)
     for dev, index, _ in shard_indices(sharding, tuple(shape)):
-        idx = (slice(0, 1),) + index if len(shape) == 1 else index
-        key = tuple((s.start or 0, rows_n if k == 0 and s.stop is None else
-                     cols_n if s.stop is None else s.stop) for k, s in enumerate(idx))
-        blocks.setdefault(key, []).append(dev)
-    row_edges = sorted({k[0][0] for k in blocks} | {rows_n})
-    col_edges = sorted({k[1][0] for k in blocks} | {cols_n})
-    labels = {}
-    for key, devs in blocks.items():
-        ids = ",".join(str(d.id) for d in devs)
-        labels[(key[0][0], key[1][0])] = f"{devs[0].platform.upper()} {ids}"
-    width = max(len(v) for v in labels.values()) + 2
-    sep = "+" + "+".join("-" * width for _ in col_edges[:-1]) + "+"
-    lines = [sep]
-    for r in row_edges[:-1]:
-        cells = [labels.get((r, c), "").center(width) for c in col_edges[:-1]]
-        lines.append("|" + "|".join(cells) + "|")
-        lines.append(sep)
-    return "\n".join(lines)
+        chunk, fracs = [], []
+        for size, s in zip(shape, index):
+            start = s.start or 0
+            stop = size if s.stop is None else s.stop
+            chunk.append(start // (stop - start) if stop > start else 0)
+            fracs.append((stop - start) / size)
+        if len(shape) == 1:
+            chunk, fracs = [0] + chunk, [None] + fracs
+        ids, _, _ = blocks.setdefault(tuple(chunk), (set(), fracs[1], fracs[0]))
+        ids.add(dev.id)
+    kind = next(iter(sharding.device_set)).platform.upper()
+    rows = max(r for r, _ in blocks) + 1
+    cols = max(c for _, c in blocks) + 1
+    cells = {}  # (row, column) -> (text, top, right, bottom, left)
+    for key, (ids, width_frac, height_frac) in blocks.items():
+        text = f"{kind} " + ",".join(str(i) for i in sorted(ids))
+        width = min(max(int(width_frac * base_width * 2.5), min_width), max_width)
+        height = 1 if height_frac is None else int(height_frac * base_height)
+        left, extra = divmod(width - len(text) - 2, 2)
+        top, extra_v = divmod(height - 2, 2)
+        cells[key] = (text, max(top, 0), max(left + extra, 0), max(top + extra_v, 0),
+                      max(left, 0))
+    widths = [max(len(t) + r + lf for (_, c), (t, _, r, _, lf) in cells.items() if c == j)
+              for j in range(cols)]
+    room = max_width - cols - 1
+    if sum(widths) > room:
+        # Wider than the console: the columns shrink in proportion to fill
+        # it (the first ones take what rounding leaves; a cell's name is
+        # dropped where its padding leaves it no room).
+        total = sum(widths)
+        narrow = [max(w * room // total, 1) for w in widths]
+        widths = [w + (k < room - sum(narrow)) for k, w in enumerate(narrow)]
+
+    def lines_of(key, width):
+        text, top, right, bottom, left = cells[key]
+        room = width - left - right
+        body = [text[:room].center(room)] if room > 0 else []
+        return ([" " * width] * top
+                + [(" " * left + b + " " * right)[:width].ljust(width) for b in body]
+                + [" " * width] * bottom)
+
+    def rule(a, mid, b):
+        return a + mid.join("\u2500" * w for w in widths) + b
+
+    out = [rule("\u250c", "\u252c", "\u2510")]
+    for i in range(rows):
+        parts = [lines_of((i, j), widths[j]) for j in range(cols)]
+        height = max(1, max(len(p) for p in parts))
+        parts = [p + [" " * widths[j]] * (height - len(p)) for j, p in enumerate(parts)]
+        out += ["\u2502" + "\u2502".join(p[k] for p in parts) + "\u2502"
+                for k in range(height)]
+        if i + 1 < rows:
+            out.append(rule("\u251c", "\u253c", "\u2524"))
+    out.append(rule("\u2514", "\u2534", "\u2518"))
+    return "\n".join(out)
