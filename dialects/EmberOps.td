@@ -487,6 +487,25 @@ def Ember_TriangularSolveOp : Ember_Op<"triangular_solve", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Ember_FftOp : Ember_Op<"fft", [Ember_Linear, Pure]> {
+  let summary = "discrete Fourier transform over the trailing dimensions";
+  let description = [{
+    The DFT over the trailing k = len(fft_lengths) dimensions (1 to 3) of
+    each element of the leading (batch) dimensions, as StableHLO's `fft`:
+    `FFT` complex to complex, `IFFT` its inverse (scaled by 1 / prod(n)),
+    `RFFT` a real operand to the n // 2 + 1 non-negative frequencies of
+    the last dimension (complex), `IRFFT` such a half spectrum back to the
+    real signal of `fft_lengths`. Compiled code calls the runtime's
+    `ember_fft_*`, which calls the FFT an embedder registers (Python:
+    SciPy's pocketfft) or computes each DFT directly.
+  }];
+  let arguments = (ins Ember_FloatOrComplexTensor:$operand, StrAttr:$fft_type,
+                       DenseI64ArrayAttr:$fft_lengths);
+  let results = (outs Ember_FloatOrComplexTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Contraction, gather and scatter
 //===----------------------------------------------------------------------===//

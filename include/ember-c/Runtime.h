@@ -6,6 +6,7 @@
 #include "mlir-c/Support.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -128,6 +129,21 @@ MLIR_CAPI_EXPORTED void emberRuntimeSetCblasGemm(void *sgemm, void *dgemm);
 /// not know.
 MLIR_CAPI_EXPORTED bool emberRuntimeSetLapackFunction(MlirStringRef name,
                                                       void *fn);
+
+/// `ember.fft` calls `ember_fft_*` (by the operand's element type), which
+/// calls the function registered here when there is one, and otherwise
+/// computes each one-dimensional DFT directly (O(n^2), in double precision).
+/// Its arguments: kind (0 FFT, 1 IFFT scaled by 1 / prod(lengths), 2 RFFT,
+/// 3 IRFFT, as StableHLO's `fft`), double precision (0: f32/complex<f32>,
+/// 1: f64/complex<f64>), batch, ndims (1 to 3), the lengths, and the
+/// contiguous row-major operand and result (batch x the trailing shape;
+/// complex numbers as pairs). Null unregisters. (Python registers SciPy's
+/// pocketfft.)
+typedef void (*EmberFftFunction)(int64_t kind, int64_t doublePrecision,
+                                 int64_t batch, int64_t ndims,
+                                 const int64_t *lengths, const void *in,
+                                 void *out);
+MLIR_CAPI_EXPORTED void emberRuntimeSetFftFunction(EmberFftFunction fn);
 
 /// The runtime's one memory pool, which also serves compiled code's
 /// malloc/calloc/free: a 64-byte aligned block of `bytes` (null when out of

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace mlir::ember;
@@ -450,6 +451,23 @@ std::pair<StringRef, SmallVector<int64_t>> entryOf(TriangularSolveOp op) {
            op.getUnitDiagonal()}};
 }
 
+std::pair<StringRef, SmallVector<int64_t>> entryOf(FftOp op) {
+  auto t = cast<RankedTensorType>(op.getOperand().getType());
+  ArrayRef<int64_t> n = op.getFftLengths();
+  int64_t batch = 1;
+  for (int64_t d : t.getShape().drop_back(n.size()))
+    batch *= d;
+  int64_t kind = llvm::StringSwitch<int64_t>(op.getFftType())
+                     .Case("FFT", 0)
+                     .Case("IFFT", 1)
+                     .Case("RFFT", 2)
+                     .Default(3);
+  SmallVector<int64_t> args{batch, kind, int64_t(n.size())};
+  for (size_t i = 0; i < 3; ++i)
+    args.push_back(i < n.size() ? n[i] : 1);
+  return {"ember_fft", args};
+}
+
 template <typename OpT>
 struct LinalgCallLowering : public OpConversionPattern<OpT> {
   LinalgCallLowering(const TypeConverter &converter, MLIRContext *ctx,
@@ -482,10 +500,11 @@ void mlir::ember::populateRuntimeCallLoweringPatterns(
     bool deviceBuffers) {
   patterns.add<HostCallbackLowering>(converter, patterns.getContext(),
                                      deviceBuffers);
-  patterns.add<StackLowering<StackPushOp>, StackLowering<StackPopOp>,
-               StackLowering<StackFreeOp>, LinalgCallLowering<CholeskyOp>,
-               LinalgCallLowering<EighOp>, LinalgCallLowering<LuOp>,
-               LinalgCallLowering<QrOp>, LinalgCallLowering<SvdOp>,
-               LinalgCallLowering<TriangularSolveOp>>(
-      converter, patterns.getContext(), deviceBuffers);
+  patterns
+      .add<StackLowering<StackPushOp>, StackLowering<StackPopOp>,
+           StackLowering<StackFreeOp>, LinalgCallLowering<CholeskyOp>,
+           LinalgCallLowering<EighOp>, LinalgCallLowering<LuOp>,
+           LinalgCallLowering<QrOp>, LinalgCallLowering<SvdOp>,
+           LinalgCallLowering<TriangularSolveOp>, LinalgCallLowering<FftOp>>(
+          converter, patterns.getContext(), deviceBuffers);
 }

@@ -1863,6 +1863,63 @@ LogicalResult mlir::ember::buildTranspose(Operation *op, OpBuilder &b,
                                 o.getPrecisionAttr());
         return success();
       })
+      .Case([&](FftOp o) -> LogicalResult {
+        // The DFT matrix is symmetric: FFT and IFFT are their own
+        // transposes. RFFT (real to the half spectrum) transposes to the
+        // real part of the FFT of the cotangent zero-padded to the full
+        // spectrum; IRFFT to the conjugate of the RFFT of the cotangent
+        // with the frequencies that stand for two weighted twice, over
+        // prod(n) (JAX's rules).
+        auto inT = cast<RankedTensorType>(o.getOperand().getType());
+        ArrayRef<int64_t> n = o.getFftLengths();
+        int64_t rank = inT.getRank();
+        auto fft = [&](Value x, StringRef kind, Type t) -> Value {
+          return FftOp::create(b, r.loc, t, x, b.getStringAttr(kind),
+                               o.getFftLengthsAttr());
+        };
+        StringRef kind = o.getFftType();
+        if (kind == "FFT" || kind == "IFFT") {
+          out[0] = fft(c, kind, inT);
+          return success();
+        }
+        if (kind == "RFFT") {
+          auto ctT = r.ty(c);
+          SmallVector<int64_t> full(ctT.getShape());
+          full.back() = n.back();
+          SmallVector<int64_t> lo(rank, 0), hi(rank, 0), interior(rank, 0);
+          hi.back() = n.back() - ctT.getShape().back();
+          Value zero =
+              r.splat(RankedTensorType::get({}, ctT.getElementType()), 0.0);
+          Value padded = PadOp::create(
+              b, r.loc, c, zero, b.getDenseI64ArrayAttr(lo),
+              b.getDenseI64ArrayAttr(hi), b.getDenseI64ArrayAttr(interior));
+          out[0] =
+              RealOp::create(b, r.loc, fft(padded, "FFT", ctT.clone(full)));
+          return success();
+        }
+        // IRFFT: the half spectrum's k = 0 (and n / 2 for even n) once,
+        // the others twice.
+        Value x = fft(c, "RFFT", inT);
+        int64_t h = inT.getShape().back();
+        Type real = cast<ComplexType>(inT.getElementType()).getElementType();
+        auto realT = inT.clone(real);
+        Value k = r.convert(iotaLike(r, realT, rank - 1), real);
+        Value once = r.cmp(ComparisonDirection::EQ, k, r.splat(realT, 0.0));
+        if (n.back() % 2 == 0)
+          once = OrOp::create(
+              b, r.loc, once,
+              r.cmp(ComparisonDirection::EQ, k, r.splat(realT, double(h - 1))));
+        double scale = 1.0;
+        for (int64_t v : n)
+          scale /= double(v);
+        Value weight =
+            r.select(once, r.splat(realT, scale), r.splat(realT, 2 * scale));
+        // (Conjugated: JAX's convention for the cotangent of a complex
+        // operand of a map to reals.)
+        out[0] = ConjOp::create(
+            b, r.loc, r.mul(x, r.convert(weight, inT.getElementType())));
+        return success();
+      })
       .Case([&](TriangularSolveOp o) -> LogicalResult {
         // Linear in b: b's cotangent solves the transposed system.
         if (linear[0])

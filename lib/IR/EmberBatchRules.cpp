@@ -287,7 +287,7 @@ LogicalResult mlir::ember::buildBatch(Operation *op, OpBuilder &b,
         return done(c.recreate(op, all(), a));
       })
       // Batch dimensions are leading dimensions of these ops already.
-      .Case<CholeskyOp, EighOp, LuOp, QrOp, SvdOp, TriangularSolveOp>(
+      .Case<CholeskyOp, EighOp, FftOp, LuOp, QrOp, SvdOp, TriangularSolveOp>(
           [&](auto o) { return done(c.recreate(op, all(), attrs())); })
       .Case([&](SortOp o) {
         NamedAttrList a = attrs();

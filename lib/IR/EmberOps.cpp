@@ -889,6 +889,64 @@ LogicalResult SvdOp::verify() {
   return success();
 }
 
+LogicalResult FftOp::verify() {
+  auto in = cast<RankedTensorType>(getOperand().getType());
+  auto out = cast<RankedTensorType>(getType());
+  StringRef kind = getFftType();
+  // fft_c1
+  if (kind != "FFT" && kind != "IFFT" && kind != "RFFT" && kind != "IRFFT")
+    return emitOpError("fft_c1: fft_type must be FFT, IFFT, RFFT or IRFFT, "
+                       "got ")
+           << kind;
+  ArrayRef<int64_t> n = getFftLengths();
+  // fft_c2
+  if (n.empty() || n.size() > 3 || int64_t(n.size()) > in.getRank())
+    return emitOpError("fft_c2: fft_lengths must have 1 to 3 entries, at "
+                       "most the operand's rank");
+  if (llvm::any_of(n, [](int64_t v) { return v < 0; }))
+    return emitOpError("fft_c2: fft_lengths must not be negative");
+  // fft_c3: element types. FFT and IFFT complex to the same, RFFT real to
+  // complex, IRFFT complex to real, of 32 or 64 bits.
+  auto isC = [](Type t) { return isa<ComplexType>(t); };
+  Type inE = in.getElementType(), outE = out.getElementType();
+  Type inReal = isC(inE) ? cast<ComplexType>(inE).getElementType() : inE;
+  Type outReal = isC(outE) ? cast<ComplexType>(outE).getElementType() : outE;
+  bool wantInC = kind != "RFFT", wantOutC = kind != "IRFFT";
+  if (isC(inE) != wantInC || isC(outE) != wantOutC || inReal != outReal ||
+      !(inReal.isF32() || inReal.isF64()))
+    return emitOpError("fft_c3: ")
+           << kind << " takes a " << (wantInC ? "complex" : "real")
+           << " operand to a " << (wantOutC ? "complex" : "real")
+           << " result of the same precision (32 or 64 bits), got " << inE
+           << " to " << outE;
+  // fft_c4: shapes. The batch dimensions pass through; the trailing ones
+  // are fft_lengths, the last halved (n // 2 + 1) on the complex side of
+  // RFFT and IRFFT.
+  int64_t k = n.size(), rank = in.getRank();
+  SmallVector<int64_t> trailing(n);
+  SmallVector<int64_t> half(n);
+  half.back() = n.back() / 2 + 1;
+  ArrayRef<int64_t> wantIn = kind == "IRFFT" ? half : trailing;
+  ArrayRef<int64_t> wantOut = kind == "RFFT" ? half : trailing;
+  auto list = [](ArrayRef<int64_t> v) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "[";
+    llvm::interleaveComma(v, os);
+    os << "]";
+    return text;
+  };
+  if (out.getRank() != rank ||
+      in.getShape().drop_back(k) != out.getShape().drop_back(k) ||
+      in.getShape().take_back(k) != wantIn ||
+      out.getShape().take_back(k) != wantOut)
+    return emitOpError("fft_c4: the operand's and result's trailing "
+                       "dimensions must be ")
+           << list(wantIn) << " and " << list(wantOut)
+           << " and their leading ones equal";
+  return success();
+}
+
 LogicalResult TriangularSolveOp::verify() {
   auto a = cast<RankedTensorType>(getA().getType());
   auto b = cast<RankedTensorType>(getB().getType());

@@ -735,6 +735,12 @@ NB_MODULE(_ember_runtime, m) {
       },
       nb::arg("name"), nb::arg("fn"));
   m.def(
+      "set_fft_function",
+      [](uintptr_t fn) {
+        emberRuntimeSetFftFunction(reinterpret_cast<EmberFftFunction>(fn));
+      },
+      nb::arg("fn"));
+  m.def(
       "set_host_callback_handler",
       [](nb::object handler) {
         hostHandler() = std::move(handler);

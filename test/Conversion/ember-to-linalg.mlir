@@ -931,6 +931,25 @@ func.func @linalg(%a: tensor<2x3x3xf64>, %b: tensor<2x3x4xf64>) -> tensor<2x3x4x
 
 // -----
 
+// fft calls the runtime through a buffer helper: batch (the leading
+// dimensions' product), kind (2: RFFT), ndims, the lengths (1 past ndims),
+// the operand, the result.
+// CHECK-LABEL: func @fft
+// CHECK: call @__ember_fft{{.*}}(%{{.*}}) : (tensor<2x3x8xf32>) -> tensor<2x3x5xcomplex<f32>>
+// CHECK: func.func private @ember_fft_f32(i64, i64, i64, i64, i64, i64, index, index)
+// CHECK: func.func private @__ember_fft
+// CHECK-DAG: %[[SIX:.*]] = arith.constant 6 : i64
+// CHECK-DAG: %[[TWO:.*]] = arith.constant 2 : i64
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[EIGHT:.*]] = arith.constant 8 : i64
+// CHECK: call @ember_fft_f32(%[[SIX]], %[[TWO]], %[[ONE]], %[[EIGHT]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+func.func @fft(%x: tensor<2x3x8xf32>) -> tensor<2x3x5xcomplex<f32>> {
+  %0 = ember.fft %x {fft_type = "RFFT", fft_lengths = array<i64: 8>} : (tensor<2x3x8xf32>) -> tensor<2x3x5xcomplex<f32>>
+  return %0 : tensor<2x3x5xcomplex<f32>>
+}
+
+// -----
+
 // CHECK-LABEL: func @lu
 // CHECK: call @__ember_lu{{.*}}(%{{.*}}) : (tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<3xi32>, tensor<4xi32>)
 // CHECK: func.func private @ember_lu_f32(i64, i64, i64, index, index, index, index)

@@ -1379,3 +1379,57 @@ func.func @philox_shapes(%k: tensor<4xui32>, %x: tensor<3xui32>) {
   %0:4 = "ember.philox4x32"(%k, %k, %x, %x, %x, %x) : (tensor<4xui32>, tensor<4xui32>, tensor<3xui32>, tensor<3xui32>, tensor<3xui32>, tensor<3xui32>) -> (tensor<4xui32>, tensor<4xui32>, tensor<4xui32>, tensor<4xui32>)
   return
 }
+
+// -----
+
+// fft_c1
+func.func @fft_c1(%x: tensor<4x8xcomplex<f32>>) -> tensor<4x8xcomplex<f32>> {
+  // expected-error @+1 {{fft_c1: fft_type must be FFT, IFFT, RFFT or IRFFT, got DCT}}
+  %0 = ember.fft %x {fft_type = "DCT", fft_lengths = array<i64: 8>} : (tensor<4x8xcomplex<f32>>) -> tensor<4x8xcomplex<f32>>
+  return %0 : tensor<4x8xcomplex<f32>>
+}
+
+// -----
+
+// fft_c2
+func.func @fft_c2(%x: tensor<8xcomplex<f32>>) -> tensor<8xcomplex<f32>> {
+  // expected-error @+1 {{fft_c2: fft_lengths must have 1 to 3 entries, at most the operand's rank}}
+  %0 = ember.fft %x {fft_type = "FFT", fft_lengths = array<i64: 1, 8>} : (tensor<8xcomplex<f32>>) -> tensor<8xcomplex<f32>>
+  return %0 : tensor<8xcomplex<f32>>
+}
+
+// -----
+
+// fft_c3
+func.func @fft_c3(%x: tensor<8xcomplex<f32>>) -> tensor<5xcomplex<f32>> {
+  // expected-error @+1 {{fft_c3: RFFT takes a real operand to a complex result of the same precision}}
+  %0 = ember.fft %x {fft_type = "RFFT", fft_lengths = array<i64: 8>} : (tensor<8xcomplex<f32>>) -> tensor<5xcomplex<f32>>
+  return %0 : tensor<5xcomplex<f32>>
+}
+
+// -----
+
+// fft_c3
+func.func @fft_c3_f16(%x: tensor<8xf16>) -> tensor<5xcomplex<f32>> {
+  // expected-error @+1 {{fft_c3: RFFT takes a real operand to a complex result of the same precision (32 or 64 bits)}}
+  %0 = ember.fft %x {fft_type = "RFFT", fft_lengths = array<i64: 8>} : (tensor<8xf16>) -> tensor<5xcomplex<f32>>
+  return %0 : tensor<5xcomplex<f32>>
+}
+
+// -----
+
+// fft_c4
+func.func @fft_c4(%x: tensor<3x8xf32>) -> tensor<3x8xcomplex<f32>> {
+  // expected-error @+1 {{fft_c4: the operand's and result's trailing dimensions must be [8] and [5]}}
+  %0 = ember.fft %x {fft_type = "RFFT", fft_lengths = array<i64: 8>} : (tensor<3x8xf32>) -> tensor<3x8xcomplex<f32>>
+  return %0 : tensor<3x8xcomplex<f32>>
+}
+
+// -----
+
+// fft_c4
+func.func @fft_c4_irfft(%x: tensor<3x4x5xcomplex<f64>>) -> tensor<3x4x9xf64> {
+  // expected-error @+1 {{fft_c4: the operand's and result's trailing dimensions must be [4, 5] and [4, 8]}}
+  %0 = ember.fft %x {fft_type = "IRFFT", fft_lengths = array<i64: 4, 8>} : (tensor<3x4x5xcomplex<f64>>) -> tensor<3x4x9xf64>
+  return %0 : tensor<3x4x9xf64>
+}

@@ -321,6 +321,17 @@ func.func @linalg(%a: tensor<2x3x3xf32>, %b: tensor<2x3x4xf32>) -> tensor<2x3x4x
   return %x : tensor<2x3x4xf32>
 }
 
+// CHECK-LABEL: func @fft
+// CHECK: ember.fft %{{.*}} {fft_lengths = array<i64: 8>, fft_type = "RFFT"} : (tensor<3x8xf32>) -> tensor<3x5xcomplex<f32>>
+// CHECK: ember.fft %{{.*}} {fft_lengths = array<i64: 8>, fft_type = "IRFFT"} : (tensor<3x5xcomplex<f32>>) -> tensor<3x8xf32>
+// CHECK: ember.fft %{{.*}} {fft_lengths = array<i64: 4, 2, 7>, fft_type = "IFFT"} : (tensor<4x2x7xcomplex<f64>>) -> tensor<4x2x7xcomplex<f64>>
+func.func @fft(%x: tensor<3x8xf32>, %c: tensor<4x2x7xcomplex<f64>>) -> (tensor<3x8xf32>, tensor<4x2x7xcomplex<f64>>) {
+  %0 = ember.fft %x {fft_type = "RFFT", fft_lengths = array<i64: 8>} : (tensor<3x8xf32>) -> tensor<3x5xcomplex<f32>>
+  %1 = ember.fft %0 {fft_type = "IRFFT", fft_lengths = array<i64: 8>} : (tensor<3x5xcomplex<f32>>) -> tensor<3x8xf32>
+  %2 = ember.fft %c {fft_type = "IFFT", fft_lengths = array<i64: 4, 2, 7>} : (tensor<4x2x7xcomplex<f64>>) -> tensor<4x2x7xcomplex<f64>>
+  return %1, %2 : tensor<3x8xf32>, tensor<4x2x7xcomplex<f64>>
+}
+
 // CHECK-LABEL: func @qr_svd
 // CHECK: ember.qr %{{.*}} {full_matrices = false} : (tensor<2x5x3xcomplex<f32>>) -> (tensor<2x5x3xcomplex<f32>>, tensor<2x3x3xcomplex<f32>>)
 // CHECK: ember.qr %{{.*}} {full_matrices = true} : (tensor<2x5x3xcomplex<f32>>) -> (tensor<2x5x5xcomplex<f32>>, tensor<2x5x3xcomplex<f32>>)

@@ -998,3 +998,53 @@ func.func @jvp_cummax(%x: tensor<4xf32>, %t: tensor<4xf32>) -> tensor<4xf32> {
   %y, %ty = ember.jvp @cm(%x) tangents(%t) wrt [0] : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return %ty : tensor<4xf32>
 }
+
+// -----
+
+// fft is linear: RFFT's cotangent is the real part of the FFT of the
+// cotangent zero-padded to the full spectrum; IRFFT's the conjugated RFFT of
+// the cotangent, weighted (once for frequency 0 and n / 2, twice for the
+// others) over n.
+// CHECK-LABEL: func @grad_rfft
+// CHECK: %[[P:.*]] = ember.pad %{{.*}}, %{{.*}}, low = [0, 0], high = [0, 3], interior = [0, 0] : (tensor<2x5xcomplex<f32>>, tensor<complex<f32>>) -> tensor<2x8xcomplex<f32>>
+// CHECK: %[[F:.*]] = ember.fft %[[P]] {fft_lengths = array<i64: 8>, fft_type = "FFT"}
+// CHECK: ember.real %[[F]]
+func.func private @rfft(%x: tensor<2x8xf32>) -> tensor<2x5xcomplex<f32>> {
+  %0 = ember.fft %x {fft_type = "RFFT", fft_lengths = array<i64: 8>} : (tensor<2x8xf32>) -> tensor<2x5xcomplex<f32>>
+  return %0 : tensor<2x5xcomplex<f32>>
+}
+func.func @grad_rfft(%x: tensor<2x8xf32>, %ct: tensor<2x5xcomplex<f32>>) -> tensor<2x8xf32> {
+  %y, %g = ember.vjp @rfft(%x) cotangents(%ct) wrt [0] : (tensor<2x8xf32>, tensor<2x5xcomplex<f32>>) -> (tensor<2x5xcomplex<f32>>, tensor<2x8xf32>)
+  return %g : tensor<2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @grad_irfft
+// CHECK: %[[R:.*]] = ember.fft %{{.*}} {fft_lengths = array<i64: 8>, fft_type = "RFFT"} : (tensor<8xf32>) -> tensor<5xcomplex<f32>>
+// CHECK: ember.select
+// CHECK: %[[M:.*]] = ember.mul %[[R]]
+// CHECK: ember.conj %[[M]]
+func.func private @irfft(%x: tensor<5xcomplex<f32>>) -> tensor<8xf32> {
+  %0 = ember.fft %x {fft_type = "IRFFT", fft_lengths = array<i64: 8>} : (tensor<5xcomplex<f32>>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+func.func @grad_irfft(%x: tensor<5xcomplex<f32>>, %ct: tensor<8xf32>) -> tensor<5xcomplex<f32>> {
+  %y, %g = ember.vjp @irfft(%x) cotangents(%ct) wrt [0] : (tensor<5xcomplex<f32>>, tensor<8xf32>) -> (tensor<8xf32>, tensor<5xcomplex<f32>>)
+  return %g : tensor<5xcomplex<f32>>
+}
+
+// -----
+
+// FFT's JVP applies FFT to the tangent; its transpose is FFT again.
+// CHECK-LABEL: func @jvp_fft
+// CHECK: ember.fft %{{.*}} {fft_lengths = array<i64: 4>, fft_type = "FFT"}
+// CHECK: ember.fft %{{.*}} {fft_lengths = array<i64: 4>, fft_type = "FFT"}
+func.func private @fft(%x: tensor<4xcomplex<f64>>) -> tensor<4xcomplex<f64>> {
+  %0 = ember.fft %x {fft_type = "FFT", fft_lengths = array<i64: 4>} : (tensor<4xcomplex<f64>>) -> tensor<4xcomplex<f64>>
+  return %0 : tensor<4xcomplex<f64>>
+}
+func.func @jvp_fft(%x: tensor<4xcomplex<f64>>, %t: tensor<4xcomplex<f64>>) -> (tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>) {
+  %y, %ty = ember.jvp @fft(%x) tangents(%t) wrt [0] : (tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>) -> (tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>)
+  return %y, %ty : tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>
+}

@@ -467,3 +467,18 @@ func.func @batched_custom_linear(%r: tensor<f32>, %t: tensor<4xf32>) -> tensor<4
   %0 = ember.vmap @lin(%r, %t) batched [false, true] size 4 : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// fft transforms trailing dimensions: the batch is one more leading one.
+// CHECK-LABEL: func @batched_fft
+// CHECK-NOT: ember.vmap
+// CHECK: ember.fft %{{.*}} {fft_lengths = array<i64: 8>, fft_type = "RFFT"} : (tensor<6x3x8xf32>) -> tensor<6x3x5xcomplex<f32>>
+func.func private @rfft(%x: tensor<3x8xf32>) -> tensor<3x5xcomplex<f32>> {
+  %0 = ember.fft %x {fft_type = "RFFT", fft_lengths = array<i64: 8>} : (tensor<3x8xf32>) -> tensor<3x5xcomplex<f32>>
+  return %0 : tensor<3x5xcomplex<f32>>
+}
+func.func @batched_fft(%xs: tensor<6x3x8xf32>) -> tensor<6x3x5xcomplex<f32>> {
+  %y = ember.vmap @rfft(%xs) batched [true] size 6 : (tensor<6x3x8xf32>) -> tensor<6x3x5xcomplex<f32>>
+  return %y : tensor<6x3x5xcomplex<f32>>
+}

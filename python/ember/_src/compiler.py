@@ -7,8 +7,11 @@ user's mistake to Python exceptions; `Executable` wraps the compiled kernel. Tra
 above this layer (`core`), which hands it finished modules.
 """
 
+import importlib.util
 import os
 import re
+
+import numpy as np
 
 from ember._mlir import ir, passmanager
 from ember._mlir._mlir_libs import _ember_runtime
@@ -76,6 +79,56 @@ def _use_openblas():
 
 
 _HAVE_BLAS = _use_openblas()
+
+
+def _use_scipy_fft():
+    """Points the runtime's FFT entry points (`ember.fft`) at SciPy's
+    pocketfft (`scipy.fft`, f32 kept f32), through a C callback into this
+    process's Python; without SciPy they compute each DFT directly."""
+    import ctypes
+
+    if importlib.util.find_spec("scipy") is None:
+        return False
+    workers = os.cpu_count() or 1
+
+    def run(kind, double, batch, ndims, lengths, src, dst):
+        import scipy.fft as sfft  # (imported at the first transform)
+
+        kinds = (sfft.fftn, sfft.ifftn, sfft.rfftn, sfft.irfftn)
+        n = tuple(lengths[i] for i in range(ndims))
+        real, cplx = (np.float64, np.complex128) if double else (np.float32, np.complex64)
+        half = n[:-1] + (n[-1] // 2 + 1,)
+        in_shape, in_type = ((batch,) + (half if kind == 3 else n),
+                             real if kind == 2 else cplx)
+        out_shape, out_type = ((batch,) + (half if kind == 2 else n),
+                               real if kind == 3 else cplx)
+
+        def view(addr, shape, dtype):
+            size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+            if size == 0:
+                return np.zeros(shape, dtype)
+            return np.frombuffer((ctypes.c_char * size).from_address(addr),
+                                 dtype).reshape(shape)
+
+        x = view(src, in_shape, in_type)
+        axes = tuple(range(1, ndims + 1))
+        if x.size == 0 or 0 in n:
+            view(dst, out_shape, out_type)[...] = 0
+            return
+        kw = {"s": n} if kind == 3 else {}
+        y = kinds[kind](x, axes=axes, workers=workers, **kw)
+        np.copyto(view(dst, out_shape, out_type), y, casting="unsafe")
+
+    proto = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                             ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p,
+                             ctypes.c_void_p)
+    _use_scipy_fft.callback = proto(run)  # kept alive as long as the module
+    _ember_runtime.set_fft_function(
+        ctypes.cast(_use_scipy_fft.callback, ctypes.c_void_p).value)
+    return True
+
+
+_HAVE_FFT = _use_scipy_fft()
 
 
 def set_threads(n):

@@ -7,7 +7,7 @@ than by differentiating the computation: `custom_linear_solve` and
 traced into private functions whose closed-over values become explicit
 arguments of a `custom_vjp`), and `reduce_precision` (the tangent is rounded
 too). The special functions are series and continued fractions evaluated to
-a fixed depth; `fft` is a radix-2 / Bluestein DFT on dot_general.
+a fixed depth; `fft` is the `ember.fft` op (the runtime's FFT).
 """
 
 import builtins
@@ -27,6 +27,7 @@ from . import (
     custom_batching,
     dtypes,
     lax,
+    lax_linalg,
     parallel,
     prng,
     scipy_special,
@@ -824,16 +825,17 @@ def fft(x, fft_type, fft_lengths):
         raise ValueError(f"fft: fft_lengths must have 1 to 3 entries, at most the operand's "
                          f"rank; got {lengths} for shape {x.shape} {_where()}")
     nd = len(lengths)
-    axes = tuple(range(x.ndim - nd, x.ndim))
     if fft_type == FftType.RFFT:
         if not dtypes.is_inexact(x.dtype):
             x = lax.convert_element_type(x, dtypes.to_inexact(x.dtype))  # (as JAX's)
         if dtypes.is_complex(x.dtype):
             raise TypeError(f"fft: RFFT needs a real operand, got {x.dtype} {_where()}")
+        if x.dtype not in (np.float32, np.float64):
+            raise ValueError(f"RFFT input must be float32 or float64, got {x.dtype}")
         if x.shape[-nd:] != lengths:
             raise ValueError(f"fft: RFFT operand's trailing dims {x.shape[-nd:]} must equal "
                              f"fft_lengths {lengths} {_where()}")
-        return numpy_fft.rfftn(x, axes=axes)
+        return _fft_op(x, "RFFT", lengths)
     if not dtypes.is_complex(x.dtype):
         # (JAX's: a real or integer operand is taken as complex.)
         x = lax.convert_element_type(x, numpy_fft._complex_dtype(dtypes.to_inexact(x.dtype)))
@@ -843,11 +845,19 @@ def fft(x, fft_type, fft_lengths):
         if x.shape[-nd:] != want:
             raise ValueError(f"fft: IRFFT operand's trailing dims {x.shape[-nd:]} must be "
                              f"{want} {_where()}")
-        return numpy_fft.irfftn(x, s=lengths, axes=axes)
+        return _fft_op(x, "IRFFT", lengths)
     if x.shape[-nd:] != lengths:
         raise ValueError(f"fft: operand's trailing dims {x.shape[-nd:]} must equal "
                          f"fft_lengths {lengths} {_where()}")
-    return (numpy_fft.ifftn if fft_type == FftType.IFFT else numpy_fft.fftn)(x, axes=axes)
+    return _fft_op(x, fft_type.name, lengths)
+
+
+def _fft_op(x, kind, lengths):
+    """`ember.fft` (zeros where the transform has no points)."""
+    if math.prod(lengths) == 0:
+        out = lax_linalg._fft_rule(x.aval, kind, lengths)
+        return jnp.zeros(out.shape, out.dtype)
+    return lax_linalg.fft(x, kind, lengths)
 
 
 # --------------------------------------------------------------------------

@@ -1,12 +1,15 @@
 """ember.lax.linalg: the linear algebra primitives (`ember.cholesky`,
 `ember.eigh`, `ember.lu`, `ember.qr`, `ember.svd`, `ember.triangular_solve`), which
-compiled code runs through the runtime's LAPACK and BLAS calls. Their JVP, transpose and
+compiled code runs through the runtime's LAPACK and BLAS calls, and the DFT
+(`ember.fft`, the runtime's FFT call). Their JVP, transpose and
 batching rules are the ops' rules in C++."""
 
 import enum
 import operator
 
 import numpy as np
+
+from ember._mlir import ir
 
 from . import core, dtypes, lax
 from .core import Primitive, as_value, type_error
@@ -753,3 +756,37 @@ def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=
     h = jnp.conj(u.T) @ x
     h = (h + jnp.conj(h.T)) / 2
     return u, h, k, converged
+
+
+# The discrete Fourier transform (`ember.fft`), a runtime call as the
+# decompositions are (SciPy's pocketfft where registered; compiler.py).
+_FFT_KINDS = ("FFT", "IFFT", "RFFT", "IRFFT")
+
+
+def _fft_rule(x, fft_type, fft_lengths):
+    k = len(fft_lengths)
+    real = np.dtype(np.float64 if x.dtype in (np.float64, np.complex128) else np.float32)
+    cplx = np.dtype(np.complex128 if real == np.float64 else np.complex64)
+    lengths = tuple(fft_lengths)
+    if fft_type == "RFFT":
+        return core.ShapedArray(x.shape[:-1] + (lengths[-1] // 2 + 1,), cplx)
+    if fft_type == "IRFFT":
+        return core.ShapedArray(x.shape[:-k] + lengths, real)
+    return core.ShapedArray(x.shape, cplx)
+
+
+def _fft_emit(trace, vals, avals, fft_type, fft_lengths):
+    return trace.emit("ember.fft", vals, avals, {
+        "fft_type": ir.StringAttr.get(fft_type, core.context()),
+        "fft_lengths": core.i64_array_attr(fft_lengths)})
+
+
+fft_p = Primitive("fft", _fft_rule, _fft_emit)
+
+
+def fft(x, fft_type, fft_lengths):
+    """`ember.fft` of `x` (checked and typed by the caller: a complex operand
+    for FFT, IFFT and IRFFT, a real f32/f64 one for RFFT); `fft_type` one of
+    FFT, IFFT, RFFT, IRFFT."""
+    assert fft_type in _FFT_KINDS
+    return fft_p.bind(x, fft_type=fft_type, fft_lengths=tuple(int(n) for n in fft_lengths))

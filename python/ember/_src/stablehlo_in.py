@@ -674,6 +674,12 @@ class _Importer:
             unit_diagonal=str(op.attributes["unit_diagonal"]) == "true",
             transpose_a=trans in ("TRANSPOSE", "ADJOINT"), conjugate_a=trans == "ADJOINT")
 
+    def s_fft(self, op, ins, rtypes, env):
+        from . import lax_extras
+
+        return lax_extras.fft(ins[0], _enum(op.attributes["fft_type"]),
+                              _ints(op.attributes["fft_length"]))
+
     def s_convolution(self, op, ins, rtypes, env):
         lhs_spec, rhs_spec, out_spec = _conv_dims(str(op.attributes["dimension_numbers"]))
         rank = ins[0].ndim - 2

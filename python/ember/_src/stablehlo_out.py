@@ -968,6 +968,12 @@ class _Translator:
         zero = w.const(0, shape, _elt(rtypes[0]))
         return [w.select(w.cmp("GE", rows, cols), l_, zero)]
 
+    def t_fft(self, op, ins, rtypes, a):
+        kind = ir.StringAttr(a["fft_type"]).value
+        return self.w.op("stablehlo.fft", ins, rtypes, {
+            "fft_length": _array(list(ir.DenseI64ArrayAttr(a["fft_lengths"]))),
+            "fft_type": f"#stablehlo<fft_type {kind}>"})
+
     def t_triangular_solve(self, op, ins, rtypes, a):
         trans = "TRANSPOSE" if str(a["transpose_a"]) == "true" else "NO_TRANSPOSE"
         return self.w.op("stablehlo.triangular_solve", ins, rtypes, {

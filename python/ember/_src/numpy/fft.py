@@ -1,20 +1,16 @@
-"""`jax.numpy.fft`: discrete Fourier transforms on Ember's primitives.
-
-A length-2^k transform is the radix-2 Cooley-Tukey recursion with both
-halves batched into one call per level (k levels of a reshape, a twiddle
-multiply and a concatenation: O(n log n) work, O(log n) traced ops); any
-other length goes through Bluestein's chirp-z algorithm on a power-of-two
-transform (chirp phases reduced modulo 2n in integers, so f32 keeps its
-precision). Every step is a linear Ember op, so `grad`, `jvp` and `vmap`
-apply. Written here because no FFT primitive exists in the `ember` dialect;
-docs/decisions.md, "FFT".
+"""`jax.numpy.fft`: discrete Fourier transforms on the `ember.fft` op (the
+runtime's FFT, SciPy's pocketfft where registered: compiler.py), as JAX's
+are on `lax.fft`: the axes moved last, cut or zero-padded to the lengths
+asked for, transformed (up to three at once), scaled for `norm` and moved
+back. The op is linear with JVP, transpose and batching rules in C++, so
+`grad`, `jvp` and `vmap` apply.
 """
 
 import math
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, lax_linalg
 from ..config import config
 from . import lax_numpy as jnp
 
@@ -31,57 +27,65 @@ def _complex_dtype(dtype):
 
 
 def _real_dtype(cdtype):
-    return np.dtype(np.float64 if np.dtype(cdtype) == np.complex128 else np.float32)
+    return np.dtype(np.float64 if np.dtype(cdtype) in (np.complex128, np.float64)
+                    else np.float32)
 
 
-def _pow2(x):
-    """The DFT along the last axis, whose length is a power of two."""
-    n = x.shape[-1]
-    if n == 1:
+def _transform(x, kind, axes, lengths, norm):
+    """The op `kind` over `axes` (x already cut or padded to `lengths`
+    there; the last of them halved on the complex side of RFFT and IRFFT),
+    scaled for `norm`."""
+    if not axes:
         return x
-    half = n // 2
-    # [x0 x1 x2 ...] -> [[x0 x2 ...], [x1 x3 ...]]: both halves in one call.
-    pairs = jnp.swapaxes(jnp.reshape(x, x.shape[:-1] + (half, 2)), -1, -2)
-    y = _pow2(pairs)
-    even, odd = y[..., 0, :], y[..., 1, :]
-    tw = np.exp(-2j * np.pi * np.arange(half) / n).astype(x.dtype)
-    t = odd * tw
-    return jnp.concatenate([even + t, even - t], axis=-1)
+    total = math.prod(lengths)
+    if total == 0:
+        # (No points: zeros of the result's shape, as JAX's.)
+        shape = list(x.shape)
+        if kind == "RFFT":
+            shape[axes[-1]] = lengths[-1] // 2 + 1
+            return jnp.zeros(shape, _complex_dtype(x.dtype))
+        if kind == "IRFFT":
+            shape[axes[-1]] = lengths[-1]
+            return jnp.zeros(shape, _real_dtype(x.dtype))
+        return jnp.zeros(x.shape, x.dtype)
+    if len(axes) <= 3:
+        y = _op_on(x, kind, axes, lengths)
+    elif kind == "RFFT":  # (the op takes three axes at once; the DFT is separable)
+        y = _chunks(_op_on(x, "RFFT", axes[-1:], lengths[-1:]), "FFT", axes[:-1],
+                    lengths[:-1])
+    elif kind == "IRFFT":
+        y = _op_on(_chunks(x, "IFFT", axes[:-1], lengths[:-1]), "IRFFT", axes[-1:],
+                   lengths[-1:])
+    else:
+        y = _chunks(x, kind, axes, lengths)
+    factor = _scale(norm, total, kind in ("IFFT", "IRFFT"))
+    if factor != 1.0:
+        y = y * np.asarray(factor, _real_dtype(y.dtype))
+    return y
 
 
-def _dft(x):
-    """The DFT along the last axis, any length."""
-    n = x.shape[-1]
-    if n == 0:
-        return x
-    if n & (n - 1) == 0:
-        return _pow2(x)
-    # Bluestein: X_k = conj(w_k) sum_j (x_j conj(w_j)) w_(k-j), w_j = exp(i pi j^2 / n).
-    m = 1 << (2 * n - 2).bit_length()
-    j = np.arange(n, dtype=np.int64)
-    phase = np.pi * ((j * j) % (2 * n)) / n
-    w = np.exp(1j * phase)
-    a = jnp.pad(x * np.conj(w).astype(x.dtype), [(0, 0)] * (x.ndim - 1) + [(0, m - n)])
-    b = np.zeros(m, np.complex128)
-    b[:n] = w
-    b[m - n + 1:] = w[1:][::-1]
-    fb = np.fft.fft(b).astype(x.dtype)  # a constant: the chirp's spectrum
-    conv = _inverse_pow2(_pow2(a) * fb)
-    return conv[..., :n] * np.conj(w).astype(x.dtype)
+def _op_on(x, kind, axes, lengths):
+    """`ember.fft` over `axes`: moved last, transformed, moved back."""
+    last = tuple(range(x.ndim - len(axes), x.ndim))
+    y = lax_linalg.fft(jnp.moveaxis(x, axes, last), kind, lengths)
+    return jnp.moveaxis(y, last, axes)
 
 
-def _inverse_pow2(x):
-    n = x.shape[-1]
-    return jnp.conj(_pow2(jnp.conj(x))) / np.asarray(n, _real_dtype(x.dtype))
+def _chunks(x, kind, axes, lengths):
+    for i in range(0, len(axes), 3):
+        x = _op_on(x, kind, axes[i:i + 3], lengths[i:i + 3])
+    return x
 
 
 def _scale(norm, n, inverse):
+    """The factor `norm` asks for beyond the op's own (IFFT and IRFFT divide
+    by n already)."""
     if norm in (None, "backward"):
-        return 1.0 / n if inverse else 1.0
+        return 1.0
     if norm == "ortho":
-        return 1.0 / math.sqrt(n)
+        return math.sqrt(n) if inverse else 1.0 / math.sqrt(n)
     if norm == "forward":
-        return 1.0 if inverse else 1.0 / n
+        return float(n) if inverse else 1.0 / n
     raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or "forward".')
 
 
@@ -93,7 +97,7 @@ def _fit(x, n, axis):
     if n < 1:
         raise ValueError(f"Invalid number of FFT data points ({n}) specified.")
     if n < size:
-        return jnp.take(x, jnp.arange(n), axis=axis)
+        return x[(slice(None),) * axis + (slice(0, n),)]
     pad = [(0, 0)] * x.ndim
     pad[axis] = (0, n - size)
     return jnp.pad(x, pad)
@@ -119,18 +123,25 @@ def _axis(axis, ndim, name):
     return axis % ndim
 
 
+def _real_input(x, name):
+    """A real operand of RFFT: f32 or f64 (integers and booleans become
+    floats; JAX's error for complex and narrow floats)."""
+    if dtypes.is_complex(x.dtype):
+        raise ValueError(f"only real valued inputs supported for {name}")
+    if not dtypes.is_inexact(x.dtype):
+        x = x.astype(_real_dtype(_complex_dtype(dtypes.to_inexact(x.dtype))))
+    if x.dtype not in (np.float32, np.float64):
+        raise ValueError(f"RFFT input must be float32 or float64, got {x.dtype}")
+    return x
+
+
 def _c2c(a, n, axis, norm, inverse):
-    x = _array(a, "ifft" if inverse else "fft")
+    name = "ifft" if inverse else "fft"
+    x = _array(a, name)
     x = x.astype(_complex_dtype(x.dtype))
-    axis = _axis(axis, x.ndim, "ifft" if inverse else "fft")
+    axis = _axis(axis, x.ndim, name)
     x = _fit(x, n, axis)
-    size = x.shape[axis]
-    x = jnp.moveaxis(x, axis, -1)
-    y = jnp.conj(_dft(jnp.conj(x))) if inverse else _dft(x)
-    s = _scale(norm, size, inverse)
-    if s != 1.0:
-        y = y * np.asarray(s, _real_dtype(y.dtype))
-    return jnp.moveaxis(y, -1, axis)
+    return _transform(x, "IFFT" if inverse else "FFT", (axis,), (x.shape[axis],), norm)
 
 
 def fft(a, n=None, axis=-1, norm=None):
@@ -142,37 +153,30 @@ def ifft(a, n=None, axis=-1, norm=None):
 
 
 def rfft(a, n=None, axis=-1, norm=None):
-    x = _array(a, "rfft")
-    if dtypes.is_complex(x.dtype):
-        raise ValueError("only real valued inputs supported for rfft")
+    x = _real_input(_array(a, "rfft"), "rfft")
     axis = _axis(axis, x.ndim, "rfft")
-    y = fft(x, n, axis, norm)
-    keep = y.shape[axis] // 2 + 1
-    return jnp.take(y, jnp.arange(keep), axis=axis)
+    x = _fit(x, n, axis)
+    return _transform(x, "RFFT", (axis,), (x.shape[axis],), norm)
+
+
+def _irfft_length(x, n, axis):
+    """The output length along `axis` (2 (m - 1) by default) and `x` cut or
+    padded to its n // 2 + 1 frequencies there."""
+    if n is None:
+        n = 2 * (x.shape[axis] - 1)
+    n = int(n)
+    if n < 0 or (n == 0 and x.shape[axis] != 1):
+        raise ValueError("Shape should be positive.")
+    return n, _fit(x, n // 2 + 1, axis) if n else x
 
 
 def irfft(a, n=None, axis=-1, norm=None):
     x = _array(a, "irfft")
     x = x.astype(_complex_dtype(x.dtype))
     axis = _axis(axis, x.ndim, "irfft")
-    if n is None:
-        # (A spectrum of one point is the transform of no points, as JAX's.)
-        n = max(0, 2 * (x.shape[axis] - 1))
-        if n == 0:
-            shape = list(x.shape)
-            shape[axis] = 0
-            return jnp.zeros(shape, _real_dtype(x.dtype))
-    n = int(n)
-    if n < 1:
-        raise ValueError("Shape should be positive.")
-    half = n // 2 + 1
-    x = _fit(x, half, axis)
-    x = jnp.moveaxis(x, axis, -1)
-    # The full Hermitian spectrum: X[n-k] = conj(X[k]).
-    mirror = jnp.conj(x[..., 1:n - half + 1][..., ::-1])
-    full = jnp.concatenate([x, mirror], axis=-1)
-    y = jnp.real(ifft(full, axis=-1, norm=norm))
-    return jnp.moveaxis(y, -1, axis)
+    n, x = _irfft_length(x, n, axis)
+    # (A spectrum of one point is the transform of no points, as JAX's.)
+    return _transform(x, "IRFFT", (axis,), (n,), norm)
 
 
 def hfft(a, n=None, axis=-1, norm=None):
@@ -203,22 +207,26 @@ def _axes_and_sizes(x, s, axes, name):
     return axes, sizes
 
 
-def fftn(a, s=None, axes=None, norm=None):
-    x = jnp.asarray(a)
-    axes, sizes = _axes_and_sizes(x, s, axes, "fftn")
-    x = x.astype(_complex_dtype(x.dtype))
+def _fit_all(x, axes, sizes):
     for ax, n in zip(axes, sizes):
-        x = fft(x, n, ax, norm)
+        x = _fit(x, n, ax)
     return x
+
+
+def _c2cn(a, s, axes, norm, name):
+    x = jnp.asarray(a)
+    axes, sizes = _axes_and_sizes(x, s, axes, name)
+    x = _fit_all(x.astype(_complex_dtype(x.dtype)), axes, sizes)
+    return _transform(x, "IFFT" if name == "ifftn" else "FFT", axes,
+                      tuple(x.shape[a] for a in axes), norm)
+
+
+def fftn(a, s=None, axes=None, norm=None):
+    return _c2cn(a, s, axes, norm, "fftn")
 
 
 def ifftn(a, s=None, axes=None, norm=None):
-    x = jnp.asarray(a)
-    axes, sizes = _axes_and_sizes(x, s, axes, "ifftn")
-    x = x.astype(_complex_dtype(x.dtype))
-    for ax, n in zip(axes, sizes):
-        x = ifft(x, n, ax, norm)
-    return x
+    return _c2cn(a, s, axes, norm, "ifftn")
 
 
 def rfftn(a, s=None, axes=None, norm=None):
@@ -226,10 +234,8 @@ def rfftn(a, s=None, axes=None, norm=None):
     axes, sizes = _axes_and_sizes(x, s, axes, "rfftn")
     if not axes:
         return x  # (no axes: the input itself, as JAX's)
-    x = rfft(x, sizes[-1], axes[-1], norm)
-    for ax, n in zip(axes[:-1], sizes[:-1]):
-        x = fft(x, n, ax, norm)
-    return x
+    x = _fit_all(_real_input(x, "rfftn"), axes, sizes)
+    return _transform(x, "RFFT", axes, tuple(x.shape[a] for a in axes), norm)
 
 
 def irfftn(a, s=None, axes=None, norm=None):
@@ -237,9 +243,10 @@ def irfftn(a, s=None, axes=None, norm=None):
     axes, sizes = _axes_and_sizes(x, s, axes, "irfftn")
     if not axes:
         return x.astype(_complex_dtype(x.dtype))  # (as JAX's)
-    for ax, n in zip(axes[:-1], sizes[:-1]):
-        x = ifft(x, n, ax, norm)
-    return irfft(x, sizes[-1], axes[-1], norm)
+    x = _fit_all(x.astype(_complex_dtype(x.dtype)), axes[:-1], sizes[:-1])
+    n, x = _irfft_length(x, sizes[-1], axes[-1])
+    lengths = tuple(x.shape[a] for a in axes[:-1]) + (n,)
+    return _transform(x, "IRFFT", axes, lengths, norm)
 
 
 def fft2(a, s=None, axes=(-2, -1), norm=None):
