@@ -7,6 +7,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
+from helpers import fd_grad
 
 RNG = np.random.default_rng(0)
 
@@ -92,16 +93,6 @@ def test_transformations():
     _close(ember.jit(lambda v: jnp.fft.ifft(jnp.fft.fft(v)))(xs), xs)
 
 
-def _fd_grad(f, x, eps=1e-6):
-    x = np.asarray(x, np.float64)
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
-
-
 @pytest.mark.parametrize("n", [8, 9])
 def test_derivatives_of_every_kind_match_finite_differences(n):
     # The op's JVP and transpose rules (C++), in f64: FFT, IFFT, RFFT and
@@ -120,7 +111,7 @@ def test_derivatives_of_every_kind_match_finite_differences(n):
         ]
         for f in cases:
             g = np.asarray(ember.grad(lambda v, f=f: f(v, jnp))(x))
-            np.testing.assert_allclose(g, _fd_grad(lambda v, f=f: f(v, np), x),
+            np.testing.assert_allclose(g, fd_grad(lambda v, f=f: f(v, np), x),
                                        rtol=1e-6, atol=1e-7)
             # Forward mode against the same differences.
             t = RNG.standard_normal(x.shape)
