@@ -7,6 +7,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
+
 from helpers import fd_grad
 
 RNG = np.random.default_rng(0)
