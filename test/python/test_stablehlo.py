@@ -164,6 +164,11 @@ PROGRAMS = {
     "complex_decompositions": (lambda c: [*jnp.linalg.eigh(c @ jnp.conj(c.T)), *jnp.linalg.qr(c),
                                           *jnp.linalg.svd(c, full_matrices=False)],
                                (C64,)),
+    # `ember.fft` as `stablehlo.fft`: every kind, 1 to 3 axes, and a derivative.
+    "fft": (lambda x, c: [jnp.fft.rfft(x), jnp.fft.irfft(c, 6), jnp.fft.fft(c),
+                          jnp.fft.ifft2(c), jnp.fft.rfftn(x[None]), jnp.fft.irfftn(c, (3, 6)),
+                          ember.grad(lambda v: jnp.sum(jnp.abs(jnp.fft.rfft(v)) ** 2))(x)],
+            (F, C64)),
     "random": (lambda k: [random.normal(random.key(0), (5,)), random.uniform(k, (2, 3)),
                           random.bits(random.split(k)[1], (4,)),
                           random.randint(random.fold_in(k, 3), (6,), 0, 10)],

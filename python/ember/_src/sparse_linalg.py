@@ -19,11 +19,15 @@ import functools
 
 import numpy as np
 
-import ember
-from ember import lax, ops
-from ember import numpy as jnp
-
 from . import core
+from .api import jit
+from .callback import pure_callback
+from .control_flow import while_loop
+from .lax import rsqrt
+from .lax_extras import custom_linear_solve
+from .numpy import lax_numpy as jnp
+from .numpy import linalg as jnp_linalg
+from .ops import segment_sum
 
 __all__ = ["lobpcg_standard", "spsolve"]
 
@@ -79,17 +83,17 @@ def spsolve(data, indices, indptr, b, tol=1e-6, reorder=1):
     rows = jnp.searchsorted(indptr[1:], jnp.arange(nnz, dtype=indptr.dtype), side="right")
 
     def matvec(x):
-        return ops.segment_sum(data * x[indices], rows, num_segments=n)
+        return segment_sum(data * x[indices], rows, num_segments=n)
 
     def solver(transpose):
         def solve(_matvec, rhs):
-            return ember.pure_callback(
+            return pure_callback(
                 functools.partial(_host_solve, transpose=transpose),
-                ember.ShapeDtypeStruct(rhs.shape, rhs.dtype), data, indices, indptr, rhs,
+                core.ShapeDtypeStruct(rhs.shape, rhs.dtype), data, indices, indptr, rhs,
                 vmap_method="sequential")
         return solve
 
-    return lax.custom_linear_solve(matvec, b, solver(False), solver(True))
+    return custom_linear_solve(matvec, b, solver(False), solver(True))
 
 
 # --------------------------------------------------------- lobpcg_standard
@@ -109,7 +113,7 @@ def _check_operator(A, X):
 
 
 def _dot(a, b):
-    return jnp.matmul(a, b, precision=lax.Precision.HIGHEST)
+    return jnp.matmul(a, b, precision="highest")
 
 
 def _orthonormal_columns(U):
@@ -118,11 +122,11 @@ def _orthonormal_columns(U):
     is at rounding level become zero columns instead of noise."""
     eps = jnp.finfo(U.dtype).eps
     for _ in range(2):
-        norms = jnp.linalg.norm(U, axis=0)
+        norms = jnp_linalg.norm(U, axis=0)
         U = U / jnp.where(norms > 0, norms, 1)
-        d, V = jnp.linalg.eigh(_dot(U.T, U))
+        d, V = jnp_linalg.eigh(_dot(U.T, U))
         keep = d > eps * U.shape[1] * jnp.max(d)
-        U = _dot(U, V) * jnp.where(keep, lax.rsqrt(jnp.where(keep, d, 1)), 0)
+        U = _dot(U, V) * jnp.where(keep, rsqrt(jnp.where(keep, d, 1)), 0)
     return U
 
 
@@ -136,7 +140,7 @@ def _orthogonal_to(basis, U):
     U = _orthonormal_columns(U)
     for _ in range(2):
         U = U - _dot(basis, _dot(basis.T, U))
-    norms = jnp.linalg.norm(U, axis=0)
+    norms = jnp_linalg.norm(U, axis=0)
     return U * (norms > 0.9).astype(U.dtype)
 
 
@@ -148,10 +152,10 @@ def _top_ritz_pairs(A, S, k):
     AS = A(S)
     H = _dot(S.T, AS)
     H = (H + H.T) / 2
-    empty = jnp.linalg.norm(S, axis=0) == 0
+    empty = jnp_linalg.norm(S, axis=0) == 0
     floor = -2 * (jnp.max(jnp.abs(H)) + 1)
     H = H + jnp.diag(jnp.where(empty, floor, 0).astype(H.dtype))
-    w, V = jnp.linalg.eigh(H)
+    w, V = jnp_linalg.eigh(H)
     return w[::-1][:k], V[:, ::-1][:, :k]
 
 
@@ -167,8 +171,8 @@ def _lobpcg(A, X, m, tol):
         R = AX - X * theta
         # Converged: the residual within what rounding in computing it
         # could give (JAX's test: |A x - t x| < tol 10 n (|A x| + t)).
-        bound = tol * 10 * n * (jnp.linalg.norm(AX, axis=0) + theta)
-        return R, jnp.sum(jnp.linalg.norm(R, axis=0) < bound)
+        bound = tol * 10 * n * (jnp_linalg.norm(AX, axis=0) + theta)
+        return R, jnp.sum(jnp_linalg.norm(R, axis=0) < bound)
 
     R, done = residuals(X, AX, theta)
 
@@ -192,17 +196,17 @@ def _lobpcg(A, X, m, tol):
         R, done = residuals(X_new, AX, theta)
         return i + 1, X_new, P, R, theta, done
 
-    i, X, _, _, theta, _ = lax.while_loop(
+    i, X, _, _, theta, _ = while_loop(
         cond, body, (jnp.int32(0), X, P, R, theta, done))
     return theta, X, i
 
 
 @functools.lru_cache(maxsize=32)
 def _jitted_callable(A, m):
-    return ember.jit(lambda X, tol: _lobpcg(A, X, m, tol))
+    return jit(lambda X, tol: _lobpcg(A, X, m, tol))
 
 
-@functools.partial(ember.jit, static_argnames=("m",))
+@functools.partial(jit, static_argnames=("m",))
 def _lobpcg_matrix(A, X, m, tol):
     return _lobpcg(lambda v: _dot(A, v), X, m, tol)
 
@@ -231,5 +235,5 @@ def lobpcg_standard(A, X, m=100, tol=None):
     try:
         run = _jitted_callable(A, m)
     except TypeError:  # (an unhashable callable: traced anew)
-        run = ember.jit(lambda X, tol: _lobpcg(A, X, m, tol))
+        run = jit(lambda X, tol: _lobpcg(A, X, m, tol))
     return run(X, tol)
