@@ -163,11 +163,14 @@ def _irfft_length(x, n, axis):
     """The output length along `axis` (2 (m - 1) by default) and `x` cut or
     padded to its n // 2 + 1 frequencies there."""
     if n is None:
-        n = 2 * (x.shape[axis] - 1)
+        # (A spectrum of one point is the transform of no points, as JAX's.)
+        n = max(0, 2 * (x.shape[axis] - 1))
+        if n == 0:
+            return 0, x
     n = int(n)
-    if n < 0 or (n == 0 and x.shape[axis] != 1):
+    if n < 1:
         raise ValueError("Shape should be positive.")
-    return n, _fit(x, n // 2 + 1, axis) if n else x
+    return n, _fit(x, n // 2 + 1, axis)
 
 
 def irfft(a, n=None, axis=-1, norm=None):
@@ -175,7 +178,6 @@ def irfft(a, n=None, axis=-1, norm=None):
     x = x.astype(_complex_dtype(x.dtype))
     axis = _axis(axis, x.ndim, "irfft")
     n, x = _irfft_length(x, n, axis)
-    # (A spectrum of one point is the transform of no points, as JAX's.)
     return _transform(x, "IRFFT", (axis,), (n,), norm)
 
 
