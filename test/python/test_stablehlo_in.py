@@ -171,9 +171,13 @@ def test_errors():
             '  "func.func"() <{function_type = (tensor<2xf32>) -> tensor<2xf32>, '
             'sym_name = "main"}> ({\n'
             '  ^bb0(%a: tensor<2xf32>):\n'
-            '    %0 = "stablehlo.fft"(%a) : (tensor<2xf32>) -> tensor<2xf32>\n'
+            '    %0 = "stablehlo.batch_norm_inference"(%a) : (tensor<2xf32>) -> tensor<2xf32>\n'
             '    "func.return"(%0) : (tensor<2xf32>) -> ()\n'
             '  }) : () -> ()\n'
             '}) : () -> ()\n')
-    with pytest.raises(NotImplementedError, match="stablehlo.fft"):
+    with pytest.raises(NotImplementedError, match="stablehlo.batch_norm_inference"):
         export.from_stablehlo(text)
+    # An op Ember reads, malformed (no fft_type): a clear error.
+    bad = text.replace("stablehlo.batch_norm_inference", "stablehlo.fft")
+    with pytest.raises(ValueError, match="stablehlo.fft needs its fft_type and fft_length"):
+        export.from_stablehlo(bad)

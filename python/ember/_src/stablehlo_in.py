@@ -677,8 +677,11 @@ class _Importer:
     def s_fft(self, op, ins, rtypes, env):
         from . import lax_extras
 
-        return lax_extras.fft(ins[0], _enum(op.attributes["fft_type"]),
-                              _ints(op.attributes["fft_length"]))
+        kind, lengths = _attr(op, "fft_type"), _attr(op, "fft_length")
+        if kind is None or lengths is None:
+            raise ValueError("StableHLO import: stablehlo.fft needs its fft_type and "
+                             "fft_length attributes")
+        return lax_extras.fft(ins[0], _enum(kind), _ints(lengths))
 
     def s_convolution(self, op, ins, rtypes, env):
         lhs_spec, rhs_spec, out_spec = _conv_dims(str(op.attributes["dimension_numbers"]))
