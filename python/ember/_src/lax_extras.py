@@ -835,7 +835,7 @@ def fft(x, fft_type, fft_lengths):
         if x.shape[-nd:] != lengths:
             raise ValueError(f"fft: RFFT operand's trailing dims {x.shape[-nd:]} must equal "
                              f"fft_lengths {lengths} {_where()}")
-        return _fft_op(x, "RFFT", lengths)
+        return lax_linalg.fft(x, "RFFT", lengths)
     if not dtypes.is_complex(x.dtype):
         # (JAX's: a real or integer operand is taken as complex.)
         x = lax.convert_element_type(x, numpy_fft._complex_dtype(dtypes.to_inexact(x.dtype)))
@@ -845,19 +845,11 @@ def fft(x, fft_type, fft_lengths):
         if x.shape[-nd:] != want:
             raise ValueError(f"fft: IRFFT operand's trailing dims {x.shape[-nd:]} must be "
                              f"{want} {_where()}")
-        return _fft_op(x, "IRFFT", lengths)
+        return lax_linalg.fft(x, "IRFFT", lengths)
     if x.shape[-nd:] != lengths:
         raise ValueError(f"fft: operand's trailing dims {x.shape[-nd:]} must equal "
                          f"fft_lengths {lengths} {_where()}")
-    return _fft_op(x, fft_type.name, lengths)
-
-
-def _fft_op(x, kind, lengths):
-    """`ember.fft` (zeros where the transform has no points)."""
-    if math.prod(lengths) == 0:
-        out = lax_linalg._fft_rule(x.aval, kind, lengths)
-        return jnp.zeros(out.shape, out.dtype)
-    return lax_linalg.fft(x, kind, lengths)
+    return lax_linalg.fft(x, fft_type.name, lengths)
 
 
 # --------------------------------------------------------------------------

@@ -5,6 +5,7 @@ compiled code runs through the runtime's LAPACK and BLAS calls, and the DFT
 batching rules are the ops' rules in C++."""
 
 import enum
+import math
 import operator
 
 import numpy as np
@@ -789,4 +790,10 @@ def fft(x, fft_type, fft_lengths):
     for FFT, IFFT and IRFFT, a real f32/f64 one for RFFT); `fft_type` one of
     FFT, IFFT, RFFT, IRFFT."""
     assert fft_type in _FFT_KINDS
-    return fft_p.bind(x, fft_type=fft_type, fft_lengths=tuple(int(n) for n in fft_lengths))
+    lengths = tuple(int(n) for n in fft_lengths)
+    if math.prod(lengths) == 0:
+        # (No points: zeros of the result's type, as JAX's; the op always has
+        # points.)
+        out = _fft_rule(as_value(x).aval, fft_type, lengths)
+        return lax.full(out.shape, 0, out.dtype)
+    return fft_p.bind(x, fft_type=fft_type, fft_lengths=lengths)

@@ -38,16 +38,6 @@ def _transform(x, kind, axes, lengths, norm):
     if not axes:
         return x
     total = math.prod(lengths)
-    if total == 0:
-        # (No points: zeros of the result's shape, as JAX's.)
-        shape = list(x.shape)
-        if kind == "RFFT":
-            shape[axes[-1]] = lengths[-1] // 2 + 1
-            return jnp.zeros(shape, _complex_dtype(x.dtype))
-        if kind == "IRFFT":
-            shape[axes[-1]] = lengths[-1]
-            return jnp.zeros(shape, _real_dtype(x.dtype))
-        return jnp.zeros(x.shape, x.dtype)
     if len(axes) <= 3:
         y = _op_on(x, kind, axes, lengths)
     elif kind == "RFFT":  # (the op takes three axes at once; the DFT is separable)
@@ -58,7 +48,8 @@ def _transform(x, kind, axes, lengths, norm):
                    lengths[-1:])
     else:
         y = _chunks(x, kind, axes, lengths)
-    factor = _scale(norm, total, kind in ("IFFT", "IRFFT"))
+    # (No points: the op's zeros, nothing to scale.)
+    factor = _scale(norm, total, kind in ("IFFT", "IRFFT")) if total else 1.0
     if factor != 1.0:
         y = y * np.asarray(factor, _real_dtype(y.dtype))
     return y
