@@ -926,7 +926,12 @@ def EmberMpiToLlvmPass : Pass<"ember-mpi-to-llvm", "ModuleOp"> {
     `MPI:Implementation` DLTI entry) with the LLVM type converter, in the
     CPU pipeline next to the other conversions to the LLVM dialect; memref
     operands become unrealized casts that `finalize-memref-to-llvm` and
-    `reconcile-unrealized-casts` resolve.
+    `reconcile-unrealized-casts` resolve. In a module with the unit
+    attribute `ember.device_threads` (a program partitioned over the CPU
+    devices of one process, each a thread), the MPI functions are the
+    runtime's `ember_devices_MPI_*` (Runtime.def, `EMBER_DEVICE_MPI_ENTRY`),
+    which implement them among the threads with MPICH's ABI; an MPI
+    function without one is an error.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -73,6 +73,16 @@ MLIR_CAPI_EXPORTED EmberExecutable *emberExecutableLoadObject(
     const void *data, size_t size,
     void (*onError)(MlirStringRef message, void *userData), void *userData);
 
+/// Runs `fn(args[i])` for the `n` in-process devices at once, each on a thread
+/// of its own as device i (a program partitioned over the devices, whose
+/// collectives are the ember_devices_MPI_* functions among these threads).
+/// Returns 0, or 1 where a device's call could not allocate memory (the
+/// largest size asked for in `*failed`; the other devices leave their
+/// collectives). One such call runs at a time.
+MLIR_CAPI_EXPORTED int emberRuntimeRunOnDevices(void (*fn)(void **),
+                                                void ***args, int n,
+                                                size_t *failed);
+
 /// Threads of `ember_parallel_for` (the rows of large loop nests; default
 /// EMBER_NUM_THREADS, else the host's cores), the caller included.
 MLIR_CAPI_EXPORTED void emberRuntimeSetNumThreads(int n);

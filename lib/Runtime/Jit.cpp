@@ -109,13 +109,13 @@ runtimeSymbols(llvm::orc::MangleAndInterner &interner) {
   using Target =
       std::pair<llvm::orc::SymbolMap *, llvm::orc::MangleAndInterner *>;
   Target target{&map, &interner};
-  ember::runtime::bindCudaEntries(
-      [](const char *name, void *fn, void *user) {
-        auto [m, in] = *static_cast<Target *>(user);
-        (*m)[(*in)(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                             llvm::JITSymbolFlags::Exported};
-      },
-      &target);
+  auto bindInto = [](const char *name, void *fn, void *user) {
+    auto [m, in] = *static_cast<Target *>(user);
+    (*m)[(*in)(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                         llvm::JITSymbolFlags::Exported};
+  };
+  ember::runtime::bindCudaEntries(bindInto, &target);
+  ember::runtime::bindDeviceMpiEntries(bindInto, &target);
   for (auto &[n, addr] : extraSymbols())
     map[interner(n)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
                         llvm::JITSymbolFlags::Exported};

@@ -51,6 +51,12 @@ void *registeredSymbol(const char *name);
 /// (Cuda.cpp), for the JIT's symbol table.
 void bindCudaEntries(void (*bind)(const char *name, void *address, void *user),
                      void *user);
+
+/// Calls `bind(name, address)` for each EMBER_DEVICE_MPI_ENTRY of Runtime.def
+/// (Devices.cpp), for the JIT's symbol table.
+void bindDeviceMpiEntries(void (*bind)(const char *name, void *address,
+                                       void *user),
+                          void *user);
 } // namespace ember::runtime
 
 #endif // EMBER_LIB_RUNTIME_RUNTIMEENTRIES_H

@@ -261,72 +261,121 @@ public:
     }
   };
 
-  std::vector<PooledBuffer *> run(PyObject **args, size_t n,
-                                  const Specs &specs) {
+  /// One call's argument views (held until it ends), descriptors and
+  /// result buffers (freed unless taken).
+  struct Call {
+    std::vector<Py_buffer> views;
+    size_t got = 0;
+    std::vector<int64_t> descs;
+    std::vector<void *> descPtrs, argv;
+    std::vector<PooledBuffer *> results;
+    Call() = default;
+    Call(const Call &) = delete;
+    ~Call() {
+      for (size_t i = 0; i < got; ++i)
+        PyBuffer_Release(&views[i]);
+      for (PooledBuffer *b : results) {
+        pool().give(b->data, b->bytes);
+        delete b;
+      }
+    }
+  };
+
+  /// Views `n` buffer-protocol objects as the arguments and allocates the
+  /// results of a call with `specs`.
+  void prepare(Call &c, PyObject **args, size_t n, const Specs &specs) {
     const std::vector<ArgSpec> &ins = specs.ins, &outs = specs.outs;
-    size_t descWords = specs.descWords;
-    int64_t bytes = specs.bytes;
     if (n != ins.size())
       throw nb::type_error(("expected " + std::to_string(ins.size()) +
                             " arguments, got " + std::to_string(n))
                                .c_str());
-    std::vector<Py_buffer> views(n);
-    size_t got = 0;
-    struct Releaser {
-      std::vector<Py_buffer> &v;
-      size_t &k;
-      ~Releaser() {
-        for (size_t i = 0; i < k; ++i)
-          PyBuffer_Release(&v[i]);
-      }
-    } releaser{views, got};
-    std::vector<int64_t> descs(descWords);
-    std::vector<void *> descPtrs(ins.size() + outs.size());
-    std::vector<void *> argv(ins.size() + outs.size());
+    c.views.resize(n);
+    c.descs.resize(specs.descWords);
+    c.descPtrs.resize(ins.size() + outs.size());
+    c.argv.resize(ins.size() + outs.size());
     size_t w = 0, a = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (PyObject_GetBuffer(args[i], &views[i], PyBUF_C_CONTIGUOUS) != 0)
+      if (PyObject_GetBuffer(args[i], &c.views[i], PyBUF_C_CONTIGUOUS) != 0)
         throw nb::python_error();
-      ++got;
-      if (views[i].len != ins[i].nbytes)
+      ++c.got;
+      if (c.views[i].len != ins[i].nbytes)
         throw nb::value_error(("argument " + std::to_string(i) + " has " +
-                               std::to_string(views[i].len) +
+                               std::to_string(c.views[i].len) +
                                " bytes, expected " +
                                std::to_string(ins[i].nbytes))
                                   .c_str());
-      fillDescriptor(&descs[w], views[i].buf, ins[i]);
-      descPtrs[a] = &descs[w];
-      argv[a] = &descPtrs[a];
+      fillDescriptor(&c.descs[w], c.views[i].buf, ins[i]);
+      c.descPtrs[a] = &c.descs[w];
+      c.argv[a] = &c.descPtrs[a];
       w += 3 + 2 * ins[i].shape.size();
       ++a;
     }
-    std::vector<PooledBuffer *> results;
     for (const ArgSpec &s : outs) {
       void *data = emberRuntimeAlloc(s.nbytes);
       if (!data && s.nbytes)
-        outOfMemory(results, s.nbytes);
+        outOfMemory(c.results, s.nbytes);
       auto *buf = new PooledBuffer{data, (size_t)s.nbytes};
-      results.push_back(buf);
-      fillDescriptor(&descs[w], buf->data, s);
-      descPtrs[a] = &descs[w];
-      argv[a] = &descPtrs[a];
+      c.results.push_back(buf);
+      fillDescriptor(&c.descs[w], buf->data, s);
+      c.descPtrs[a] = &c.descs[w];
+      c.argv[a] = &c.descPtrs[a];
       w += 3 + 2 * s.shape.size();
       ++a;
     }
+  }
+
+  /// The results of a call that ended (`lost`: an allocation of `failed`
+  /// bytes failed), or the error it raised.
+  static std::vector<PooledBuffer *> finish(Call &c, int lost, size_t failed) {
+    if (lost)
+      outOfMemory(c.results, failed);
+    if (pendingError)
+      raisePendingError(c.results);
+    return std::move(c.results);
+  }
+
+  std::vector<PooledBuffer *> run(PyObject **args, size_t n,
+                                  const Specs &specs) {
+    Call c;
+    prepare(c, args, n, specs);
     // Small calls keep the GIL: releasing it costs more than the call.
     size_t failed = 0;
     int lost;
-    if (bytes < kReleaseGilBytes) {
-      lost = emberRuntimeCallChecked(fn, argv.data(), &failed);
+    if (specs.bytes < kReleaseGilBytes) {
+      lost = emberRuntimeCallChecked(fn, c.argv.data(), &failed);
     } else {
       nb::gil_scoped_release release;
-      lost = emberRuntimeCallChecked(fn, argv.data(), &failed);
+      lost = emberRuntimeCallChecked(fn, c.argv.data(), &failed);
     }
-    if (lost)
-      outOfMemory(results, failed);
-    if (pendingError)
-      raisePendingError(results);
-    return results;
+    return finish(c, lost, failed);
+  }
+
+  /// Calls a program partitioned over the in-process devices, device i on
+  /// its own thread with the arguments `perDevice[i]` (its blocks);
+  /// returns each device's results.
+  nb::list callOnDevices(nb::sequence perDevice) {
+    size_t d = nb::len(perDevice);
+    std::vector<Call> calls(d);
+    std::vector<void **> argvs(d);
+    for (size_t k = 0; k < d; ++k) {
+      nb::sequence args = nb::borrow<nb::sequence>(perDevice[k]);
+      size_t n = nb::len(args);
+      std::vector<PyObject *> objs(n);
+      for (size_t i = 0; i < n; ++i)
+        objs[i] = args[i].ptr();
+      prepare(calls[k], objs.data(), n, own);
+      argvs[k] = calls[k].argv.data();
+    }
+    size_t failed = 0;
+    int lost;
+    {
+      nb::gil_scoped_release release;
+      lost = emberRuntimeRunOnDevices(fn, argvs.data(), (int)d, &failed);
+    }
+    nb::list out;
+    for (size_t k = 0; k < d; ++k)
+      out.append(wrap(finish(calls[k], lost, failed)));
+    return out;
   }
 
   static constexpr int64_t kReleaseGilBytes = 1 << 16;
@@ -669,6 +718,7 @@ NB_MODULE(_ember_runtime, m) {
            nb::arg("object"), nb::arg("in_shapes"), nb::arg("in_itemsizes"),
            nb::arg("out_shapes"), nb::arg("out_itemsizes"))
       .def("__call__", &Kernel::call, nb::arg("args"))
+      .def("call_on_devices", &Kernel::callOnDevices, nb::arg("per_device"))
       .def("call_shaped", &Kernel::callShaped, nb::arg("args"),
            nb::arg("in_shapes"), nb::arg("out_shapes"));
   nb::class_<CudaKernel>(m, "CudaKernel")

@@ -181,8 +181,13 @@ def _run(exe, vals, refs, lifted, ref_pos=()):
 
 def _run_blocks(exe, vals, plan):
     """Calls the program of this process of an MPI job (`spmd.Plan`) on its
-    blocks of `vals`; its results are whole."""
-    outs = exe(plan.blocks([v._value for v in vals]))
+    blocks of `vals`, or each in-process device's (`spmd.ThreadsPlan`) on
+    its blocks, on a thread each; the results are whole (device 0's)."""
+    values = [v._value for v in vals]
+    if plan.threads:
+        outs = exe.call_on_devices(plan.device_blocks(values))[0]
+    else:
+        outs = exe(plan.blocks(values))
     return [Array(o, a.weak_type) if a.sharding is None else
             Array.with_sharding(o, a.weak_type, a.sharding)
             for o, a in zip(outs, exe.out_avals)]
@@ -822,7 +827,7 @@ class JitWrapped:
             entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs, plan)
             self.cache.store(key, entry)
         exe, out_tree, lifted = entry
-        if plan is not None and not lifted:
+        if plan is not None and not lifted and exe.partition_kind is not None:
             return tree_util.tree_unflatten(out_tree, _run_blocks(exe, vals, plan))
         result = tree_util.tree_unflatten(out_tree, _run(exe, vals, refs, lifted, ref_pos))
         if not (refs or lifted) and exe.target.name == "cpu":

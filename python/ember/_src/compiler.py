@@ -257,11 +257,24 @@ class Executable:
         if loaded:
             self.stages = {"ember": self.ember_text}
 
+    # How spmd.Plan partitioned the program ("spmd", "gathered", "cached"),
+    # None when it is not partitioned.
+    partition_kind = None
+
     def __call__(self, arrays):
         """The outputs, read-only: an Array takes them without a copy (it
         copies a writeable NumPy array, which its caller could change)."""
+        return self._typed(self.kernel(arrays))
+
+    def call_on_devices(self, per_device):
+        """A program partitioned over the in-process devices (spmd.
+        ThreadsPlan), run by each device on its own thread on its arguments
+        `per_device[i]`: each device's outputs."""
+        return [self._typed(outs) for outs in self.kernel.call_on_devices(per_device)]
+
+    def _typed(self, results):
         outs = []
-        for r, (dt, shape) in zip(self.kernel(arrays), self._views):
+        for r, (dt, shape) in zip(results, self._views):
             r.flags.writeable = False
             outs.append(r.view(dt).reshape(shape))
         return outs

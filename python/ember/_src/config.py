@@ -30,6 +30,7 @@ def _typed_like(name, default):
 
 
 _validators["ember_mpi_partition"] = _typed_like("ember_mpi_partition", True)
+_validators["ember_device_threads"] = _typed_like("ember_device_threads", True)
 for _name, _default in _RECORDED.items():
     if _default is not None:
         _validators[_name] = _typed_like(_name, _default)
@@ -59,6 +60,10 @@ class _Config:
         # A jitted call on arrays split over the processes of an MPI job
         # compiles one process's partitioned program (spmd.py).
         self.ember_mpi_partition = os.environ.get("EMBER_MPI_PARTITION", "1") != "0"
+        # A jitted call on arrays split over a mesh of this process's CPU
+        # devices runs the partitioned program on a thread per device
+        # (spmd.py).
+        self.ember_device_threads = os.environ.get("EMBER_DEVICE_THREADS", "1") != "0"
         # CPU devices (devices.py; None: EMBER_NUM_CPU_DEVICES or XLA_FLAGS).
         self.jax_num_cpu_devices = None
         # Results checked for NaN/Inf (api.py's jit, core.eager_apply).

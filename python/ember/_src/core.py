@@ -1556,7 +1556,12 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
     module, out_avals = trace_function(fun, in_avals, concrete, refs)
     if refs:
         partition = None  # (Refs from outside: the replicated program.)
+    whole = None
     if partition is not None:
+        if partition.threads:
+            with context():
+                whole = (ir.Module.parse(module.operation.get_asm(enable_debug_info=True)),
+                         in_avals)
         partition.annotate(module)
         in_avals = partition.local_avals(in_avals)
     if refs:
@@ -1592,7 +1597,13 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
             exe = Executable(module, in_avals, out_avals, text=text, opt_level=opt_level,
                              fp_contract=fp_contract, target=target)
             if partition is not None:
-                partition.record(module)
+                exe.partition_kind = partition.record(module)
+                if whole is not None and exe.partition_kind == "gathered":
+                    # (On the devices' threads the program would gather the
+                    # arguments and every device compute the whole: the
+                    # one program instead.)
+                    exe = Executable(whole[0], whole[1], out_avals, opt_level=opt_level,
+                                     fp_contract=fp_contract, target=target)
             _lru_put(_program_cache, (text, avals), exe)
         _lru_put(_bytecode_index, (buf.getvalue(), avals), exe)
     if ref_weak_types is not None:

@@ -13,6 +13,11 @@ collectives through MLIR's `mpi` dialect to MPICH's C API. Each process
 passes its own blocks of the (global) arguments and gets the whole results,
 as the replicated computation it replaces did. docs/design.md, "`jit`
 partitioned over the processes"; one-axis meshes only (plan_for).
+
+The CPU devices of one process run the same program, one thread each
+(`ThreadsPlan`): compiled once with the rank read at run time, its MPI
+calls are the runtime's collectives among the threads (lib/Runtime/
+Devices.cpp); design.md, "In-process devices as threads".
 """
 
 import collections
@@ -65,6 +70,8 @@ class Plan:
     split axes (per dimension, mesh axis indices) and this process's
     position in the grid."""
 
+    threads = False
+
     def __init__(self, mesh, splits, rank, size):
         self.mesh, self.splits, self.rank, self.size = mesh, splits, rank, size
         self.coords = np.unravel_index(rank, mesh.devices.shape)
@@ -80,20 +87,22 @@ class Plan:
     def local_avals(self, avals):
         return [self.local_aval(a, s) for a, s in zip(avals, self.splits)]
 
-    def block(self, value, split):
-        """This process's block of a global array (a view, no copy)."""
+    def block(self, value, split, coords=None):
+        """This process's block of a global array (a view, no copy), or
+        the block of the device at mesh position `coords`."""
+        coords = self.coords if coords is None else coords
         index = []
         for d, axes in enumerate(split):
             n, i = 1, 0
             for a in axes:
                 size = self.mesh.devices.shape[a]
-                n, i = n * size, i * size + int(self.coords[a])
+                n, i = n * size, i * size + int(coords[a])
             step = value.shape[d] // n
             index.append(slice(i * step, (i + 1) * step))
         return value[tuple(index)] if index else value
 
-    def blocks(self, values):
-        return [np.ascontiguousarray(self.block(v, s)) if any(s) else v
+    def blocks(self, values, coords=None):
+        return [np.ascontiguousarray(self.block(v, s, coords)) if any(s) else v
                 for v, s in zip(values, self.splits)]
 
     def annotate(self, module):
@@ -120,17 +129,21 @@ class Plan:
                                         for axes in split) + "]")
                 attrs.append(ir.DictAttr.get(entries))
             func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
-            module.operation.attributes["dlti.map"] = ir.Attribute.parse(
-                f'#dlti.map<"MPI:Implementation" = "MPICH", '
+            rank = "" if self.rank is None else \
                 f'"MPI:comm_world-rank" = {self.rank} : i32, '
+            module.operation.attributes["dlti.map"] = ir.Attribute.parse(
+                f'#dlti.map<"MPI:Implementation" = "MPICH", {rank}'
                 f'"MPI:comm_world-size" = {self.size} : i32>')
+            if self.threads:
+                module.operation.attributes["ember.device_threads"] = ir.UnitAttr.get()
 
 
     @staticmethod
     def record(module):
         """Counts in `compiled` how ember-partition compiled `module`
-        (lowered in place): "spmd" (partitioned by MLIR) or "gathered" (on
-        whole arrays); "cached" when it came from the persistent cache."""
+        (lowered in place), and returns it: "spmd" (partitioned by MLIR) or
+        "gathered" (on whole arrays); "cached" when it came from the
+        persistent cache."""
         found = []
 
         def visit(op):
@@ -144,7 +157,27 @@ class Plan:
 
         with context():
             module.operation.walk(visit)
-        compiled[found[0] if found else "cached"] += 1
+        kind = found[0] if found else "cached"
+        compiled[kind] += 1
+        return kind
+
+
+class ThreadsPlan(Plan):
+    """A call partitioned over the CPU devices of this process: one program
+    (the rank read at run time) that each device runs on a thread of its
+    own, on its blocks (`Kernel.call_on_devices`)."""
+
+    threads = True
+
+    def __init__(self, mesh, splits):
+        super().__init__(mesh, splits, 0, mesh.size)
+        self.rank = None
+        self.key = ("threads", tuple(mesh.devices.shape), splits)
+
+    def device_blocks(self, values):
+        """Each device's blocks of `values`, in rank (mesh position) order."""
+        shape = self.mesh.devices.shape
+        return [self.blocks(values, np.unravel_index(r, shape)) for r in range(self.size)]
 
 
 def _split_axes(spec, mesh, rank):
@@ -164,13 +197,57 @@ def _split_axes(spec, mesh, rank):
 
 def plan_for(avals):
     """The partitioning of a call on arguments of `avals` in this process,
-    or None where the call is not one (one process; no argument split over
-    a mesh of all the processes; a mesh whose devices are not one per
-    process in rank order; shardings on several meshes; unreduced or
-    reduced specs; `config.ember_mpi_partition` off)."""
+    or None where the call is not one (no argument split over a mesh of all
+    the processes; a mesh whose devices are not one per process in rank
+    order; shardings on several meshes; unreduced or reduced specs;
+    `config.ember_mpi_partition` off). In a single process: the
+    `ThreadsPlan` over its CPU devices, if any."""
     rank, size = _processes
-    if size < 2 or not _config.config.ember_mpi_partition:
+    if size == 1:
+        return _threads_plan_for(avals)
+    if not _config.config.ember_mpi_partition:
         return None
+    found = _mesh_and_splits(avals)
+    if found is None:
+        return None
+    mesh, splits = found
+    # (One mesh axis: ember-shard-to-mpi then runs every collective on
+    # MPI_COMM_WORLD. Over an axis of a larger mesh, convert-shard-to-mpi
+    # splits a communicator on every call and never frees it, and
+    # ember-partition computes whole arrays anyway: upstream reshards on
+    # one-dimensional grids only.)
+    if mesh.size != size or mesh.devices.ndim != 1:
+        return None
+    if [d.process_index for d in mesh.devices.flat] != list(range(size)):
+        return None
+    _load_mpi_symbols()
+    return Plan(mesh, splits, rank, size)
+
+
+def _threads_plan_for(avals):
+    """The partitioning of a call on arrays split over a mesh of this
+    process's CPU devices (`ThreadsPlan`), or None."""
+    if not _config.config.ember_device_threads:
+        return None
+    found = _mesh_and_splits(avals)
+    if found is None:
+        return None
+    mesh, splits = found
+    # (Meshes of several axes too: the communicators the collectives split
+    # off the world are found again by their members for the whole call.
+    # Programs upstream cannot partition there, those resharding values,
+    # keep the one program.)
+    if mesh.size < 2:
+        return None
+    if any(d.platform != "cpu" or d.process_index != 0 for d in mesh.devices.flat):
+        return None
+    return ThreadsPlan(mesh, splits)
+
+
+def _mesh_and_splits(avals):
+    """The one mesh the arguments are split over and each argument's split
+    axes, or None (no argument split; several meshes; unreduced or reduced
+    specs; unconstrained dimensions; sizes the mesh does not divide)."""
     mesh, splits = None, []
     for a in avals:
         s = a.sharding
@@ -193,15 +270,6 @@ def plan_for(avals):
             if a.shape[d] % n:
                 return None
         splits.append(split)
-    # (One mesh axis: ember-shard-to-mpi then runs every collective on
-    # MPI_COMM_WORLD. Over an axis of a larger mesh, convert-shard-to-mpi
-    # splits a communicator on every call and never frees it, and
-    # ember-partition computes whole arrays anyway: upstream reshards on
-    # one-dimensional grids only.)
-    if mesh is None or not any(any(s) for s in splits) or mesh.size != size or \
-            mesh.devices.ndim != 1:
+    if mesh is None or not any(any(s) for s in splits):
         return None
-    if [d.process_index for d in mesh.devices.flat] != list(range(size)):
-        return None
-    _load_mpi_symbols()
-    return Plan(mesh, tuple(splits), rank, size)
+    return mesh, tuple(splits)
