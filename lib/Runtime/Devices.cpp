@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,7 +56,7 @@ struct Group {
   std::mutex m;
   std::condition_variable cv;
   int arrived = 0;
-  uint64_t generation = 0;
+  std::atomic<uint64_t> generation{0};
   std::vector<const void *> slots; // a pointer per member
   std::vector<int> ints;           // two ints per member (Comm_split)
 
@@ -114,7 +115,13 @@ void barrier(Group &g, F publish) {
     g.cv.notify_all();
     return;
   }
-  while (g.generation == gen) {
+  // Yields a while first (the members are usually close behind, and there
+  // may be more devices than cores), then sleeps.
+  lock.unlock();
+  for (int k = 0; k < 256 && g.generation.load() == gen; ++k)
+    std::this_thread::yield();
+  lock.lock();
+  while (g.generation.load() == gen) {
     if (devices().broken.load()) {
       lock.unlock();
       leaveBroken();
@@ -250,6 +257,62 @@ bool reduceParts(void *recv, const std::vector<const void *> &parts,
 }
 
 constexpr int kErrType = 3, kErrComm = 5, kErrOp = 9;
+
+/// The threads of devices 1, 2, ... (device 0 is the caller's), kept
+/// between calls: started as a call asks for more.
+class DeviceThreads {
+public:
+  static DeviceThreads &get() {
+    static DeviceThreads *t = new DeviceThreads; // workers outlive exit
+    return *t;
+  }
+
+  /// Runs job(i) for i in [0, n) at once, job(0) on this thread.
+  void run(int n, const std::function<void(int)> &job) {
+    {
+      std::lock_guard<std::mutex> g(m);
+      while ((int)workers.size() < n - 1) {
+        int k = (int)workers.size() + 1;
+        workers.emplace_back([this, k, seen = generation] { work(k, seen); });
+        workers.back().detach();
+      }
+      current = &job;
+      devices = n;
+      pending = n - 1;
+      ++generation;
+    }
+    wake.notify_all();
+    job(0);
+    std::unique_lock<std::mutex> g(m);
+    done.wait(g, [&] { return pending == 0; });
+    current = nullptr;
+  }
+
+private:
+  void work(int k, uint64_t seen) {
+    emberRuntimeEnterFloatMode(); // (a device thread runs compiled code only)
+    for (;;) {
+      std::unique_lock<std::mutex> g(m);
+      wake.wait(g, [&] { return generation != seen; });
+      seen = generation;
+      if (k >= devices)
+        continue;
+      const std::function<void(int)> *job = current;
+      g.unlock();
+      (*job)(k);
+      g.lock();
+      if (--pending == 0)
+        done.notify_one();
+    }
+  }
+
+  std::mutex m;
+  std::condition_variable wake, done;
+  std::vector<std::thread> workers;
+  const std::function<void(int)> *current = nullptr;
+  int devices = 0, pending = 0;
+  uint64_t generation = 0;
+};
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -364,19 +427,15 @@ int emberRuntimeRunOnDevices(void (*fn)(void **), void ***args, int n,
   }
   std::vector<size_t> lost(n, 0);
   std::vector<int> bad(n, 0);
-  auto run = [&](int i) {
+  ember::runtime::OneBlasThreadScope oneBlasThread;
+  DeviceThreads::get().run(n, [&](int i) {
+    ember::runtime::DeviceWork onDevice;
     deviceRank = i;
     bad[i] = emberRuntimeCallChecked(fn, args[i], &lost[i]);
     deviceRank = -1;
     if (bad[i])
-      d.broken = true; // (the others see it within a wait's 50 ms)
-  };
-  std::vector<std::thread> threads;
-  for (int i = 1; i < n; ++i)
-    threads.emplace_back(run, i);
-  run(0);
-  for (auto &t : threads)
-    t.join();
+      d.broken = true; // (the others see it at their next wait)
+  });
   // The device whose allocation failed first names the size (the others
   // left a broken group with 0).
   int result = 0;

@@ -74,6 +74,8 @@ public:
   /// failed to get (each piece runs under its own guard, so that no lock is
   /// left held: the caller reports the failure after this returns).
   size_t run(Task task, void *ctx, int64_t lo, int64_t hi) {
+    if (inPiece) // (a device's thread: DeviceWork)
+      return ember::runtime::runGuarded(task, ctx, lo, hi);
     int64_t n = hi - lo;
     std::unique_lock<std::mutex> busy(submit, std::try_to_lock);
     int parts = (int)std::min<int64_t>(wanted, n);
@@ -207,6 +209,11 @@ public:
 
 bool ember::runtime::inParallelPiece() { return inPiece; }
 
+ember::runtime::DeviceWork::DeviceWork() : wasInPiece(inPiece) {
+  inPiece = true;
+}
+ember::runtime::DeviceWork::~DeviceWork() { inPiece = wasInPiece; }
+
 namespace {
 /// OpenBLAS's thread count, lowered to one while parallel jobs run: a
 /// product inside a piece (a Pallas grid's points on the threads) then runs
@@ -237,6 +244,12 @@ private:
   static inline int jobs = 0, saved = 0;
 };
 } // namespace
+
+ember::runtime::OneBlasThreadScope::OneBlasThreadScope()
+    : held(new OneBlasThread) {}
+ember::runtime::OneBlasThreadScope::~OneBlasThreadScope() {
+  delete static_cast<OneBlasThread *>(held);
+}
 
 namespace ember::runtime::params {
 void ember_parallel_for(Addr task, Addr ctx, I64 lo, I64 hi) {

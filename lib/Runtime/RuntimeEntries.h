@@ -39,6 +39,27 @@ size_t runGuarded(void (*task)(void *, int64_t, int64_t), void *ctx, int64_t a,
 /// Whether this thread runs a piece of a pool job (Parallel.cpp), during
 /// which OpenBLAS has one thread.
 bool inParallelPiece();
+/// While one lives, this thread is a device's (Devices.cpp): its
+/// `ember_parallel_for` jobs run on it alone, and its products choose
+/// their kernels as a piece's do.
+class DeviceWork {
+public:
+  DeviceWork();
+  ~DeviceWork();
+
+private:
+  bool wasInPiece;
+};
+/// While one lives, OpenBLAS runs its products on one thread (the devices'
+/// threads are the parallelism).
+class OneBlasThreadScope {
+public:
+  OneBlasThreadScope();
+  ~OneBlasThreadScope();
+
+private:
+  void *held;
+};
 /// An allocation of `bytes` failed: jumps to this thread's innermost guard
 /// (runGuarded, emberRuntimeCallChecked); returns when there is none.
 void allocationFailed(size_t bytes);

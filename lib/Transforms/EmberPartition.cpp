@@ -596,6 +596,26 @@ bool isLazyFill(Operation *op) {
          fill.getOutputs()[0].hasOneUse();
 }
 
+/// A broadcast of scalars into a creator used once (a generic without
+/// reductions whose inputs are 0-d tensors, as ember-to-linalg writes a
+/// constant broadcast): like a lazy fill, each device computes the block
+/// its user asks for instead of the whole array, sliced.
+bool isLazyBroadcast(Operation *op) {
+  auto g = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!g || g->getNumResults() != 1 || !g->getResult(0).hasOneUse() ||
+      g.getNumDpsInits() != 1 || g.getNumReductionLoops() != 0)
+    return false;
+  Value init = g.getDpsInits()[0];
+  if (!isCreator(init.getDefiningOp()) || !init.hasOneUse())
+    return false;
+  return llvm::all_of(g.getDpsInputOperands(), [](OpOperand *in) {
+    auto t = dyn_cast<RankedTensorType>(in->get().getType());
+    return !t || t.getRank() == 0;
+  });
+}
+
+bool isLazy(Operation *op) { return isLazyFill(op) || isLazyBroadcast(op); }
+
 /// Propagates shardings forward from the arguments' through `f` and
 /// annotates every tensor value for its definition and every tensor
 /// operand for its user, as shard-partition expects. Each op's sharding is
@@ -605,8 +625,8 @@ bool isLazyFill(Operation *op) {
 /// replicated. MLIR's own sharding-propagation pass is not used: it asserts
 /// when the users of one value ask for different shardings (the
 /// data-parallel MLP step does). Creators (empties, splat constants, and
-/// fills of them) take the sharding their one user asks for. Fails where an op
-/// lacks the interface.
+/// fills or broadcasts of scalars into them) take the sharding their one
+/// user asks for. Fails where an op lacks the interface.
 LogicalResult propagate(func::FuncOp f, shard::GridOp grid,
                         const Boundary &bd) {
   Block &entry = f.getBody().front();
@@ -630,10 +650,15 @@ LogicalResult propagate(func::FuncOp f, shard::GridOp grid,
           Operation *def = v.getDefiningOp();
           DenseElementsAttr d;
           bool splat = !matchPattern(v, m_Constant(&d)) || d.isSplat();
-          define(v,
-                 (isCreator(def) || isLazyFill(def)) && splat ? s : replicated);
+          define(v, (isCreator(def) || isLazy(def)) && splat ? s : replicated);
           if (isLazyFill(def))
             use(cast<linalg::FillOp>(def).getOutputsMutable()[0], s);
+          if (isLazyBroadcast(def)) {
+            auto g = cast<linalg::GenericOp>(def);
+            for (OpOperand *in : g.getDpsInputOperands())
+              use(*in, replicated);
+            use(g.getDpsInitsMutable()[0], s);
+          }
         }
         OpBuilder b(u.getOwner());
         Value sh = shard::ShardingOp::create(b, u.getOwner()->getLoc(), s);
@@ -641,7 +666,7 @@ LogicalResult propagate(func::FuncOp f, shard::GridOp grid,
                                      /*annotate_for_users=*/true));
       };
   for (Operation &op : llvm::make_early_inc_range(entry)) {
-    if (isCreator(&op) || isLazyFill(&op) ||
+    if (isCreator(&op) || isLazy(&op) ||
         isa<shard::ShardOp, shard::ShardingOp>(op))
       continue;
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {

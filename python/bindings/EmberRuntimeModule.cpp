@@ -226,13 +226,17 @@ public:
 
   static nb::list wrap(const std::vector<PooledBuffer *> &results) {
     nb::list out;
-    for (PooledBuffer *buf : results) {
-      nb::capsule owner = ownerOf(buf);
-      size_t shape[1] = {buf->bytes};
-      out.append(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(buf->data, 1,
-                                                              shape, owner));
-    }
+    for (PooledBuffer *buf : results)
+      out.append(wrapOne(buf));
     return out;
+  }
+
+  /// `buf` as a uint8 NumPy array owning it.
+  static nb::object wrapOne(PooledBuffer *buf) {
+    nb::capsule owner = ownerOf(buf);
+    size_t shape[1] = {buf->bytes};
+    return nb::cast(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(
+        buf->data, 1, shape, owner));
   }
 
   static nb::capsule ownerOf(PooledBuffer *buf) {
@@ -274,16 +278,19 @@ public:
     ~Call() {
       for (size_t i = 0; i < got; ++i)
         PyBuffer_Release(&views[i]);
-      for (PooledBuffer *b : results) {
-        pool().give(b->data, b->bytes);
-        delete b;
-      }
+      for (PooledBuffer *b : results)
+        if (b) {
+          pool().give(b->data, b->bytes);
+          delete b;
+        }
     }
   };
 
   /// Views `n` buffer-protocol objects as the arguments and allocates the
-  /// results of a call with `specs`.
-  void prepare(Call &c, PyObject **args, size_t n, const Specs &specs) {
+  /// results of a call with `specs`; where `outData` gives a result's
+  /// memory (non-null), the call writes it there and `c.results` skips it.
+  void prepare(Call &c, PyObject **args, size_t n, const Specs &specs,
+               const std::vector<char *> *outData = nullptr) {
     const std::vector<ArgSpec> &ins = specs.ins, &outs = specs.outs;
     if (n != ins.size())
       throw nb::type_error(("expected " + std::to_string(ins.size()) +
@@ -310,13 +317,16 @@ public:
       w += 3 + 2 * ins[i].shape.size();
       ++a;
     }
-    for (const ArgSpec &s : outs) {
-      void *data = emberRuntimeAlloc(s.nbytes);
-      if (!data && s.nbytes)
-        outOfMemory(c.results, s.nbytes);
-      auto *buf = new PooledBuffer{data, (size_t)s.nbytes};
-      c.results.push_back(buf);
-      fillDescriptor(&c.descs[w], buf->data, s);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const ArgSpec &s = outs[i];
+      void *data = outData ? (*outData)[i] : nullptr;
+      if (!data) {
+        data = emberRuntimeAlloc(s.nbytes);
+        if (!data && s.nbytes)
+          outOfMemory(c.results, s.nbytes);
+        c.results.push_back(new PooledBuffer{data, (size_t)s.nbytes});
+      }
+      fillDescriptor(&c.descs[w], data, s);
       c.descPtrs[a] = &c.descs[w];
       c.argv[a] = &c.descPtrs[a];
       w += 3 + 2 * s.shape.size();
@@ -352,9 +362,36 @@ public:
 
   /// Calls a program partitioned over the in-process devices, device i on
   /// its own thread with the arguments `perDevice[i]` (its blocks);
-  /// returns each device's results.
-  nb::list callOnDevices(nb::sequence perDevice) {
+  /// returns each device's results. `shared[j]`, where not None, is
+  /// (bytes, [each device's byte offset]): result j is one buffer of that
+  /// size, each device writing its block at its offset, and each device's
+  /// list holds that whole buffer.
+  nb::list callOnDevices(nb::sequence perDevice, nb::sequence shared) {
     size_t d = nb::len(perDevice);
+    if (nb::len(shared) != outs.size())
+      throw nb::value_error("ember: one entry per result expected");
+    // The shared results' buffers (freed unless taken).
+    Call wholes;
+    std::vector<std::vector<char *>> outData(d,
+                                             std::vector<char *>(outs.size()));
+    for (size_t j = 0; j < outs.size(); ++j) {
+      if (shared[j].is_none()) {
+        wholes.results.push_back(nullptr);
+        continue;
+      }
+      auto spec = nb::cast<std::pair<int64_t, std::vector<int64_t>>>(shared[j]);
+      if (spec.second.size() != d)
+        throw nb::value_error("ember: one offset per device expected");
+      for (int64_t off : spec.second)
+        if (off < 0 || off + outs[j].nbytes > spec.first)
+          throw nb::value_error("ember: a block outside its result");
+      void *data = emberRuntimeAlloc(spec.first);
+      if (!data && spec.first)
+        outOfMemory(wholes.results, spec.first);
+      wholes.results.push_back(new PooledBuffer{data, (size_t)spec.first});
+      for (size_t k = 0; k < d; ++k)
+        outData[k][j] = static_cast<char *>(data) + spec.second[k];
+    }
     std::vector<Call> calls(d);
     std::vector<void **> argvs(d);
     for (size_t k = 0; k < d; ++k) {
@@ -363,7 +400,7 @@ public:
       std::vector<PyObject *> objs(n);
       for (size_t i = 0; i < n; ++i)
         objs[i] = args[i].ptr();
-      prepare(calls[k], objs.data(), n, own);
+      prepare(calls[k], objs.data(), n, own, &outData[k]);
       argvs[k] = calls[k].argv.data();
     }
     size_t failed = 0;
@@ -372,9 +409,23 @@ public:
       nb::gil_scoped_release release;
       lost = emberRuntimeRunOnDevices(fn, argvs.data(), (int)d, &failed);
     }
-    nb::list out;
+    std::vector<std::vector<PooledBuffer *>> owned(d);
     for (size_t k = 0; k < d; ++k)
-      out.append(wrap(finish(calls[k], lost, failed)));
+      owned[k] = finish(calls[k], lost, failed);
+    std::vector<nb::object> whole(outs.size());
+    for (size_t j = 0; j < outs.size(); ++j)
+      if (wholes.results[j]) {
+        whole[j] = wrapOne(wholes.results[j]);
+        wholes.results[j] = nullptr;
+      }
+    nb::list out;
+    for (size_t k = 0; k < d; ++k) {
+      nb::list mine;
+      size_t next = 0;
+      for (size_t j = 0; j < outs.size(); ++j)
+        mine.append(whole[j].is_valid() ? whole[j] : wrapOne(owned[k][next++]));
+      out.append(mine);
+    }
     return out;
   }
 
@@ -390,7 +441,7 @@ private:
 [[noreturn]] void outOfMemory(std::vector<PooledBuffer *> &results,
                               size_t bytes) {
   for (PooledBuffer *b : results) {
-    if (b->data)
+    if (b && b->data)
       pool().give(b->data, b->bytes);
     delete b;
   }
@@ -718,7 +769,8 @@ NB_MODULE(_ember_runtime, m) {
            nb::arg("object"), nb::arg("in_shapes"), nb::arg("in_itemsizes"),
            nb::arg("out_shapes"), nb::arg("out_itemsizes"))
       .def("__call__", &Kernel::call, nb::arg("args"))
-      .def("call_on_devices", &Kernel::callOnDevices, nb::arg("per_device"))
+      .def("call_on_devices", &Kernel::callOnDevices, nb::arg("per_device"),
+           nb::arg("shared"))
       .def("call_shaped", &Kernel::callShaped, nb::arg("args"),
            nb::arg("in_shapes"), nb::arg("out_shapes"));
   nb::class_<CudaKernel>(m, "CudaKernel")

@@ -190,3 +190,38 @@ func.func @grid_2d_blocks(%x: tensor<4x4xf32> {ember.split_axes = [[0], [1]]}) -
   } -> tensor<4x4xf32>
   return %y : tensor<4x4xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#scalar = affine_map<(d0, d1) -> ()>
+
+// A constant broadcast (a generic reading a 0-d tensor into an empty, as
+// ember-to-linalg writes `x * 2`) is computed at the block's shape where
+// its user is split, like a fill: no whole array sliced at the rank.
+// CHECK-LABEL: func @scalar_broadcast
+// CHECK-SAME: (%{{.*}}: tensor<8x16xf32>) -> tensor<8x16xf32>
+// CHECK-SAME: ember.partition = "spmd"
+// CHECK-NOT: tensor<32x16xf32>
+// CHECK-NOT: shard.all
+// CHECK-NOT: process_multi_index
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<f32>) outs(%{{.*}} : tensor<8x16xf32>)
+// CHECK: arith.mulf
+shard.grid @grid(shape = 4)
+func.func @scalar_broadcast(%x: tensor<32x16xf32> {ember.split_axes = [[0]]}) -> (tensor<32x16xf32> {ember.split_axes = [[0]]}) {
+  %c = arith.constant dense<2.0> : tensor<f32>
+  %e = tensor.empty() : tensor<32x16xf32>
+  %b = linalg.generic {indexing_maps = [#scalar, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c : tensor<f32>) outs(%e : tensor<32x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<32x16xf32>
+  %e2 = tensor.empty() : tensor<32x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<32x16xf32>, tensor<32x16xf32>) outs(%e2 : tensor<32x16xf32>) {
+  ^bb0(%a: f32, %c2: f32, %o: f32):
+    %m = arith.mulf %a, %c2 : f32
+    linalg.yield %m : f32
+  } -> tensor<32x16xf32>
+  return %y : tensor<32x16xf32>
+}

@@ -146,8 +146,8 @@ def test_partition_corpus_on_device_threads(devices8):
 def test_meshes_of_two_axes_on_device_threads(devices8):
     """On a 2 x 4 mesh a sum over one mesh axis all-reduces over a
     communicator split off the world (the same one for every call: the
-    members find it again); programs upstream cannot partition there
-    (results resharded) run as the one program."""
+    members find it again), split results stay blocks; programs upstream
+    cannot partition (a sort along a split axis) run as the one program."""
     mesh = ember.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Auto,) * 2)
     rng = np.random.default_rng(7)
     x = rng.normal(size=(8, 16)).astype(np.float32)
@@ -156,7 +156,8 @@ def test_meshes_of_two_axes_on_device_threads(devices8):
         (P(None, "b"), lambda a: jnp.tanh(a).sum(1), np.tanh(x).sum(1), "spmd"),
         (P("a", "b"), lambda a: (a * a).sum(), (x * x).sum(), "spmd"),
         (P(("a", "b")), lambda a: jnp.cos(a).sum(0), np.cos(x).sum(0), "spmd"),
-        (P("a", "b"), lambda a: jnp.sin(a) * 2, np.sin(x) * 2, "gathered"),
+        (P("a", "b"), lambda a: jnp.sin(a) * 2, np.sin(x) * 2, "spmd"),
+        (P("a", "b"), lambda a: jnp.sort(a, axis=0), np.sort(x, axis=0), "gathered"),
     ]
     for spec, f, want, _ in cases:
         xs = ember.device_put(x, NamedSharding(mesh, spec))

@@ -182,10 +182,13 @@ def _run(exe, vals, refs, lifted, ref_pos=()):
 def _run_blocks(exe, vals, plan):
     """Calls the program of this process of an MPI job (`spmd.Plan`) on its
     blocks of `vals`, or each in-process device's (`spmd.ThreadsPlan`) on
-    its blocks, on a thread each; the results are whole (device 0's)."""
+    its blocks, on a thread each; the results are whole (assembled from
+    the devices' blocks where they are split)."""
     values = [v._value for v in vals]
     if plan.threads:
-        outs = exe.call_on_devices(plan.device_blocks(values))[0]
+        shared = plan.shared_results(exe.out_splits, exe.out_avals)
+        per_device = exe.call_on_devices(plan.device_blocks(values), shared, exe.out_avals)
+        outs = plan.assemble(per_device, exe.out_splits, exe.out_avals, shared)
     else:
         outs = exe(plan.blocks(values))
     return [Array(o, a.weak_type) if a.sharding is None else

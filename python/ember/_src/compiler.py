@@ -266,15 +266,22 @@ class Executable:
         copies a writeable NumPy array, which its caller could change)."""
         return self._typed(self.kernel(arrays))
 
-    def call_on_devices(self, per_device):
+    def call_on_devices(self, per_device, shared=None, whole_avals=None):
         """A program partitioned over the in-process devices (spmd.
         ThreadsPlan), run by each device on its own thread on its arguments
-        `per_device[i]`: each device's outputs."""
-        return [self._typed(outs) for outs in self.kernel.call_on_devices(per_device)]
+        `per_device[i]`: each device's outputs. `shared[j]` (None, or the
+        whole result's bytes and each device's byte offset): result j is
+        one buffer the devices write their blocks into, each device's
+        output j that whole array (of `whole_avals[j]`)."""
+        shared = shared or [None] * len(self._views)
+        views = [v if s is None else (a.dtype, a.shape)
+                 for v, s, a in zip(self._views, shared, whole_avals or self.out_avals)]
+        return [self._typed(outs, views)
+                for outs in self.kernel.call_on_devices(per_device, shared)]
 
-    def _typed(self, results):
+    def _typed(self, results, views=None):
         outs = []
-        for r, (dt, shape) in zip(results, self._views):
+        for r, (dt, shape) in zip(results, views or self._views):
             r.flags.writeable = False
             outs.append(r.view(dt).reshape(shape))
         return outs

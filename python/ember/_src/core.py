@@ -1562,7 +1562,8 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
             with context():
                 whole = (ir.Module.parse(module.operation.get_asm(enable_debug_info=True)),
                          in_avals)
-        partition.annotate(module)
+        out_splits = partition.out_splits(out_avals)
+        partition.annotate(module, out_splits)
         in_avals = partition.local_avals(in_avals)
     if refs:
         if lifted is None:
@@ -1594,9 +1595,13 @@ def compile_function(fun, in_avals, concrete=None, lifted=None, opt_level=None,
         text = str(module)
         exe = _lru_get(_program_cache, (text, avals))
         if exe is None:
-            exe = Executable(module, in_avals, out_avals, text=text, opt_level=opt_level,
+            local_out = out_avals if partition is None else \
+                [a.update(shape=partition.local_aval(a, s).shape)
+                 for a, s in zip(out_avals, out_splits)]
+            exe = Executable(module, in_avals, local_out, text=text, opt_level=opt_level,
                              fp_contract=fp_contract, target=target)
             if partition is not None:
+                exe.out_avals, exe.out_splits = list(out_avals), out_splits
                 exe.partition_kind = partition.record(module)
                 if whole is not None and exe.partition_kind == "gathered":
                     # (On the devices' threads the program would gather the

@@ -87,9 +87,9 @@ class Plan:
     def local_avals(self, avals):
         return [self.local_aval(a, s) for a, s in zip(avals, self.splits)]
 
-    def block(self, value, split, coords=None):
-        """This process's block of a global array (a view, no copy), or
-        the block of the device at mesh position `coords`."""
+    def block_index(self, shape, split, coords=None):
+        """The index of this process's block of a global array of `shape`,
+        or of the block of the device at mesh position `coords`."""
         coords = self.coords if coords is None else coords
         index = []
         for d, axes in enumerate(split):
@@ -97,17 +97,29 @@ class Plan:
             for a in axes:
                 size = self.mesh.devices.shape[a]
                 n, i = n * size, i * size + int(coords[a])
-            step = value.shape[d] // n
+            step = shape[d] // n
             index.append(slice(i * step, (i + 1) * step))
-        return value[tuple(index)] if index else value
+        return tuple(index)
+
+    def block(self, value, split, coords=None):
+        """This process's block of a global array (a view, no copy), or
+        the block of the device at mesh position `coords`."""
+        index = self.block_index(value.shape, split, coords)
+        return value[index] if index else value
+
+    def out_splits(self, out_avals):
+        """How each result is split: the results of a process of an MPI job
+        are whole."""
+        return tuple(((),) * len(a.shape) for a in out_avals)
 
     def blocks(self, values, coords=None):
         return [np.ascontiguousarray(self.block(v, s, coords)) if any(s) else v
                 for v, s in zip(values, self.splits)]
 
-    def annotate(self, module):
+    def annotate(self, module, out_splits=()):
         """The traced module as this process's: the grid, the arguments'
-        splits, the rank and the number of processes."""
+        splits (and the results', `out_splits`), the rank and the number
+        of processes."""
         from .._mlir import ir
         from .compiler import context
 
@@ -124,11 +136,16 @@ class Plan:
                     d = ir.DictAttr(old[k])
                     entries = {d[i].name: d[i].attr for i in range(len(d))}
                 if any(split):
-                    entries["ember.split_axes"] = ir.Attribute.parse(
-                        "[" + ", ".join("[" + ", ".join(str(a) for a in axes) + "]"
-                                        for axes in split) + "]")
+                    entries["ember.split_axes"] = _axes_attr(split)
                 attrs.append(ir.DictAttr.get(entries))
             func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+            if any(any(split) for split in out_splits):
+                if "res_attrs" in func.attributes:
+                    raise AssertionError("results with attributes are not partitioned")
+                func.attributes["res_attrs"] = ir.ArrayAttr.get([
+                    ir.DictAttr.get({"ember.split_axes": _axes_attr(split)} if any(split)
+                                    else {})
+                    for split in out_splits])
             rank = "" if self.rank is None else \
                 f'"MPI:comm_world-rank" = {self.rank} : i32, '
             module.operation.attributes["dlti.map"] = ir.Attribute.parse(
@@ -162,6 +179,13 @@ class Plan:
         return kind
 
 
+def _axes_attr(split):
+    from .._mlir import ir
+
+    return ir.Attribute.parse(
+        "[" + ", ".join("[" + ", ".join(str(a) for a in axes) + "]" for axes in split) + "]")
+
+
 class ThreadsPlan(Plan):
     """A call partitioned over the CPU devices of this process: one program
     (the rank read at run time) that each device runs on a thread of its
@@ -178,6 +202,58 @@ class ThreadsPlan(Plan):
         """Each device's blocks of `values`, in rank (mesh position) order."""
         shape = self.mesh.devices.shape
         return [self.blocks(values, np.unravel_index(r, shape)) for r in range(self.size)]
+
+    def out_splits(self, out_avals):
+        """Results split over this mesh stay each device's block (no
+        gather); the others are whole on every device."""
+        splits = []
+        for a in out_avals:
+            s, split = a.sharding, None
+            if isinstance(s, NamedSharding) and s.mesh == self.mesh and \
+                    isinstance(s.spec, PartitionSpec) and not (s.spec.unreduced or s.spec.reduced):
+                split = _split_axes(s.spec, self.mesh, len(a.shape))
+            if split is not None and all(
+                    a.shape[d] % int(np.prod([self.mesh.devices.shape[i] for i in axes])) == 0
+                    for d, axes in enumerate(split)):
+                splits.append(split)
+            else:
+                splits.append(((),) * len(a.shape))
+        return tuple(splits)
+
+    def shared_results(self, out_splits, out_avals):
+        """For each result split along its first dimension only (each
+        device's block contiguous in the whole array), the whole array's
+        bytes and each device's byte offset in it: the devices write their
+        blocks there (`Executable.call_on_devices`); None for the others."""
+        shared = []
+        mesh_shape = self.mesh.devices.shape
+        for split, aval in zip(out_splits, out_avals):
+            if not split or not split[0] or any(split[1:]):
+                shared.append(None)
+                continue
+            row = int(np.prod(aval.shape[1:], dtype=np.int64)) * np.dtype(aval.dtype).itemsize
+            offsets = [self.block_index(aval.shape, split,
+                                        np.unravel_index(r, mesh_shape))[0].start * row
+                       for r in range(self.size)]
+            shared.append((row * aval.shape[0], offsets))
+        return shared
+
+    def assemble(self, per_device, out_splits, out_avals, shared=None):
+        """The whole results from each device's (blocks of split results;
+        `shared` ones are whole already)."""
+        outs = []
+        mesh_shape = self.mesh.devices.shape
+        for i, (split, aval) in enumerate(zip(out_splits, out_avals)):
+            if not any(split) or (shared and shared[i] is not None):
+                outs.append(per_device[0][i])
+                continue
+            whole = np.empty(aval.shape, per_device[0][i].dtype)
+            for r, results in enumerate(per_device):
+                index = self.block_index(aval.shape, split, np.unravel_index(r, mesh_shape))
+                whole[index] = results[i]
+            whole.flags.writeable = False
+            outs.append(whole)
+        return outs
 
 
 def _split_axes(spec, mesh, rank):
