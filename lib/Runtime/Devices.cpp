@@ -43,9 +43,9 @@ constexpr int kCommWorld = 0x44000000;
 constexpr int kCommNull = 0x04000000;
 constexpr int kUndefined = -32766;
 constexpr int kOpMax = 0x58000001, kOpMin = 0x58000002, kOpSum = 0x58000003,
-              kOpProd = 0x58000004, kOpLand = 0x58000005,
-              kOpBand = 0x58000006, kOpLor = 0x58000007, kOpBor = 0x58000008,
-              kOpLxor = 0x58000009, kOpBxor = 0x5800000a;
+              kOpProd = 0x58000004, kOpLand = 0x58000005, kOpBand = 0x58000006,
+              kOpLor = 0x58000007, kOpBor = 0x58000008, kOpLxor = 0x58000009,
+              kOpBxor = 0x5800000a;
 // Communicators split off the world get handles from here on.
 constexpr int kFirstSplit = 0x44100000;
 
@@ -104,8 +104,7 @@ Group *groupOf(int comm) {
 
 /// Waits until every member has arrived at this point of the group;
 /// `publish` runs under the group's lock before arriving.
-template <typename F>
-void barrier(Group &g, F publish) {
+template <typename F> void barrier(Group &g, F publish) {
   std::unique_lock<std::mutex> lock(g.m);
   publish();
   uint64_t gen = g.generation;
@@ -169,8 +168,7 @@ std::pair<Kind, int> datatype(int h) {
   }
 }
 
-template <typename T>
-void combine(T *acc, const T *x, int64_t n, int op) {
+template <typename T> void combine(T *acc, const T *x, int64_t n, int op) {
   for (int64_t i = 0; i < n; ++i) {
     T a = acc[i], b = x[i];
     switch (op) {
@@ -220,8 +218,8 @@ void reduceAll(void *recv, const std::vector<const void *> &parts, int64_t n,
 
 /// recv = op over the members' buffers, in rank order; false for a
 /// datatype this does not know.
-bool reduceParts(void *recv, const std::vector<const void *> &parts,
-                 int64_t n, int dtype, int op) {
+bool reduceParts(void *recv, const std::vector<const void *> &parts, int64_t n,
+                 int dtype, int op) {
   auto [kind, size] = datatype(dtype);
   switch (kind) {
   case Kind::Float:
@@ -398,11 +396,12 @@ int ember_devices_MPI_Comm_split(int comm, int color, int key, int *newcomm) {
 }
 } // extern "C"
 
-void ember::runtime::bindDeviceMpiEntries(
-    void (*bind)(const char *, void *, void *), void *user) {
+void ember::runtime::bindDeviceMpiEntries(void (*bind)(const char *, void *,
+                                                       void *),
+                                          void *user) {
 #define EMBER_DEVICE_MPI_ENTRY(NAME)                                           \
-  bind("ember_devices_" #NAME, reinterpret_cast<void *>(&ember_devices_##NAME),  \
-       user);
+  bind("ember_devices_" #NAME,                                                 \
+       reinterpret_cast<void *>(&ember_devices_##NAME), user);
 #include "ember/Runtime/Runtime.def"
 }
 

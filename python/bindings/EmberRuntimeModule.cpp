@@ -235,8 +235,8 @@ public:
   static nb::object wrapOne(PooledBuffer *buf) {
     nb::capsule owner = ownerOf(buf);
     size_t shape[1] = {buf->bytes};
-    return nb::cast(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(
-        buf->data, 1, shape, owner));
+    return nb::cast(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(buf->data, 1,
+                                                                 shape, owner));
   }
 
   static nb::capsule ownerOf(PooledBuffer *buf) {
