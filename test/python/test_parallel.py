@@ -203,6 +203,13 @@ def test_visualize_array_sharding(devices8, capsys):
         ember.debug.visualize_sharding((2, 2, 2), NamedSharding(mesh, P()))
 
 
+def test_ffts_of_sharded_arrays_print_what_jax_prints():
+    """FFTs keep the operand's Explicit sharding in their type (an rfft's
+    halved dimension too, with JAX's divisibility error where the devices
+    do not divide it): each line as JAX 0.10.2 printed it."""
+    assert_prints_recorded("sharding", "fft", cpu_meshes=True)
+
+
 def test_visualize_sharding_draws_what_jax_draws():
     # JAX 0.10.2's pictures (drawn with rich, without colours) character
     # for character: cell sizes from the shape's aspect ratio, paddings,

@@ -24,6 +24,7 @@ their results that device.
 """
 
 import contextlib
+import math
 import sys
 import threading
 
@@ -136,9 +137,28 @@ def propagate(prim, args, out_avals, params):
             _kind.value = "Explicit"
         if found is not None:
             dims = [a + b for a, b in zip(dims, found)]
+            if kind == "Explicit":
+                for o in out_avals:
+                    _check_divisibility(mesh, found, o.shape)
     unreduced, reduced = _unreduced_reduced(prim.name, avals, out_avals, params)
     sh = _sharding(mesh, dims, unreduced, reduced)
     return [o.update(sharding=sh) for o in out_avals]
+
+
+def _check_divisibility(mesh, dims, shape):
+    """JAX's check of a result type's Explicit sharding: each split
+    dimension's size a multiple of its axes' devices (an rfft's halved
+    dimension may not be)."""
+    for d, (axes, size) in enumerate(zip(dims, shape)):
+        n = math.prod(mesh.shape[a] for a in axes)
+        if axes and size % n:
+            spec = PartitionSpec(*(None if not a else a[0] if len(a) == 1 else tuple(a)
+                                   for a in dims))
+            raise ValueError(
+                f"Sharding spec {tuple(axes)} implies that array axis {d} is partitioned "
+                f"{n} times, but does not evenly divide the dimension size {size}. Got "
+                f"shape: {tuple(shape)} and sharding "
+                f"{NamedSharding(mesh.abstract_mesh, spec)}")
 
 
 # Unreduced and reduced mesh axes (JAX's sharding-in-AD states; design.md,
@@ -288,7 +308,9 @@ def _rule(prim, avals, out_avals, params, mesh):
             dims = _sliced(avals[0], d, out_avals[0].shape, mesh)
     elif name == "dot_general":
         dims = _dot_general(avals, params)
-    elif name in ("pad", "reverse"):
+    elif name in ("pad", "reverse", "fft"):
+        # (fft: JAX keeps the operand's spec, also on a transformed
+        # dimension whose size changes: an rfft's halved one.)
         _, d = _spec_dims(avals[0])
         dims = d
     elif name == "concatenate":
