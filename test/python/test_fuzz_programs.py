@@ -376,3 +376,22 @@ def test_programs_with_a_symbolic_leading_dimension(prog):
         except _Tie:
             continue
         _close(exp.call(x), want, dtype)
+
+
+@_settings
+@given(programs(), st.sampled_from([2, 4]))
+def test_programs_partitioned_over_device_threads(devices8, prog, n):
+    """The vmapped program over a batch of 4 inputs split over 2 or 4
+    in-process devices (each device's thread runs the partitioned program
+    on its rows, or the one program where MLIR cannot partition it): NumPy's
+    rows (test_device_threads.py has the fixed cases)."""
+    from ember.sharding import AxisType, NamedSharding
+    from ember.sharding import PartitionSpec as P
+
+    shape, dtype, steps = prog
+    xs = np.stack([_input(shape, dtype, seed=s) for s in range(4)])
+    want = np.stack([np.asarray(_reference(x, dtype, steps)) for x in xs])
+    mesh = ember.make_mesh((n,), ("i",), axis_types=(AxisType.Auto,),
+                           devices=ember.devices()[:n])
+    split = ember.device_put(xs, NamedSharding(mesh, P("i")))
+    _close(ember.jit(ember.vmap(lambda v: run(jnp, v, dtype, steps)))(split), want, dtype)
