@@ -182,8 +182,22 @@ def test_device_put_shards_and_typeof(devices8):
     y = ember.device_put(x, NamedSharding(mesh, P("X", None)))
     assert [s.replica_id for s in y.addressable_shards][:2] == [0, 1]
     np.testing.assert_allclose(y.addressable_shards[1].data, np.arange(8.0).reshape(2, 4))
-    with pytest.raises(ValueError, match="should be divisible by 4"):
+    # JAX 0.10.2's texts: Explicit axes fail as the array's type, Auto ones
+    # as the sharding's shard shape.
+    with pytest.raises(ValueError, match=re.escape(
+            "Sharding spec ('X',) implies that array axis 0 is partitioned 4 times, but does "
+            "not evenly divide the dimension size 6. Got shape: (6,) and sharding "
+            "NamedSharding(mesh=AbstractMesh('X': 4, 'Y': 2, axis_types=(Explicit, Explicit), "
+            "device_kind=cpu, num_cores=None, platform=cpu), spec=P('X',))")):
         ember.device_put(jnp.ones(6), P("X"))
+    auto = ember.make_mesh((4,), ("a",), axis_types=(Auto,), devices=ember.devices()[:4])
+    with pytest.raises(ValueError, match=re.escape(
+            "NamedSharding(mesh=Mesh('a': 4, axis_types=(Auto,)), spec=P(None, 'a'), "
+            "memory_kind=device) implies that array axis 1 is partitioned 4 times, but the "
+            "dimension size is 6 (full shape: (8, 6), per-dimension tiling factors: [1, 4] "
+            "should evenly divide the shape)")) as e:
+        ember.device_put(np.ones((8, 6)), NamedSharding(auto, P(None, "a")))
+    assert type(e.value).__name__ == "IndivisibleError"
     with pytest.raises(ValueError, match="not found in mesh"):
         ember.device_put(jnp.ones(8), P("Z"))
     ember.set_mesh(None)

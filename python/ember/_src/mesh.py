@@ -495,8 +495,25 @@ def _partition_spec(parts, unreduced, reduced):
 P = PartitionSpec
 
 
-def check_spec(spec, mesh, shape, what):
-    """JAX's checks of a spec against a mesh and an array shape."""
+class IndivisibleError(ValueError):
+    """JAX's error for an array whose dimension its sharding's devices do
+    not divide (Auto or Manual axes; Explicit ones fail as a type)."""
+
+
+def indivisible_type_error(mesh, spec, d, shape):
+    """JAX's ValueError for the type of an array of `shape` whose Explicit
+    sharding by `spec` does not divide dimension `d` evenly."""
+    axes = tuple(spec.axes(d))
+    k = math.prod(mesh.shape[n] for n in axes)
+    return ValueError(
+        f"Sharding spec {axes} implies that array axis {d} is partitioned {k} times, but "
+        f"does not evenly divide the dimension size {shape[d]}. Got shape: {tuple(shape)} "
+        f"and sharding {NamedSharding(mesh.abstract_mesh, spec)}")
+
+
+def check_spec(spec, mesh, shape, what, divisible=True):
+    """JAX's checks of a spec against a mesh and an array shape (its sizes
+    too with `divisible`)."""
     names = spec.all_axes()
     for n in names + sorted(spec.unreduced | spec.reduced):
         if n not in mesh.axis_names:
@@ -508,7 +525,7 @@ def check_spec(spec, mesh, shape, what):
     if shape is not None and len(spec) > len(shape):
         raise ValueError(f"{what} {spec!r} has length {len(spec)}, which is longer than the "
                          f"rank {len(shape)} of the array of shape {tuple(shape)}")
-    if shape is not None:
+    if shape is not None and divisible:
         for d in range(len(spec)):
             k = math.prod(mesh.shape[n] for n in spec.axes(d))
             if shape[d] % k:
@@ -566,10 +583,19 @@ class NamedSharding(Sharding):
 
     def shard_shape(self, global_shape):
         shape = list(global_shape)
-        check_spec(self.spec, self.mesh, shape, "NamedSharding")
-        for d in range(len(self.spec)):
-            shape[d] //= math.prod(self.mesh.shape[n] for n in self.spec.axes(d))
-        return tuple(shape)
+        check_spec(self.spec, self.mesh, shape, "NamedSharding", divisible=False)
+        ways = [math.prod(self.mesh.shape[n] for n in self.spec.axes(d)) if d < len(self.spec)
+                else 1 for d in range(len(shape))]
+        for d, (size, k) in enumerate(zip(shape, ways)):
+            if size % k == 0:
+                continue
+            if all(n in self.mesh.explicit_axes for n in self.spec.axes(d)):
+                raise indivisible_type_error(self.mesh, self.spec, d, shape)
+            raise IndivisibleError(
+                f"{self} implies that array axis {d} is partitioned {k} times, but the "
+                f"dimension size is {size} (full shape: {tuple(shape)}, per-dimension tiling "
+                f"factors: {ways} should evenly divide the shape)")
+        return tuple(size // k for size, k in zip(shape, ways))
 
     def devices_indices_map(self, global_shape):
         """Each device's block of an array of `global_shape`, as slices."""

@@ -31,7 +31,7 @@ import threading
 import numpy as np
 
 from .errors import ShardingTypeError
-from .mesh import NamedSharding, PartitionSpec, get_abstract_mesh
+from .mesh import NamedSharding, PartitionSpec, get_abstract_mesh, indivisible_type_error
 
 
 class _Given(threading.local):
@@ -150,15 +150,10 @@ def _check_divisibility(mesh, dims, shape):
     dimension's size a multiple of its axes' devices (an rfft's halved
     dimension may not be)."""
     for d, (axes, size) in enumerate(zip(dims, shape)):
-        n = math.prod(mesh.shape[a] for a in axes)
-        if axes and size % n:
+        if axes and size % math.prod(mesh.shape[a] for a in axes):
             spec = PartitionSpec(*(None if not a else a[0] if len(a) == 1 else tuple(a)
                                    for a in dims))
-            raise ValueError(
-                f"Sharding spec {tuple(axes)} implies that array axis {d} is partitioned "
-                f"{n} times, but does not evenly divide the dimension size {size}. Got "
-                f"shape: {tuple(shape)} and sharding "
-                f"{NamedSharding(mesh.abstract_mesh, spec)}")
+            raise indivisible_type_error(mesh, spec, d, shape)
 
 
 # Unreduced and reduced mesh axes (JAX's sharding-in-AD states; design.md,
