@@ -830,7 +830,7 @@ class JitWrapped:
             entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs, plan)
             self.cache.store(key, entry)
         exe, out_tree, lifted = entry
-        if plan is not None and not lifted and exe.partition_kind is not None:
+        if plan is not None and not lifted and getattr(exe, "partition_kind", None) is not None:
             return tree_util.tree_unflatten(out_tree, _run_blocks(exe, vals, plan))
         result = tree_util.tree_unflatten(out_tree, _run(exe, vals, refs, lifted, ref_pos))
         if not (refs or lifted) and exe.target.name == "cpu":
