@@ -101,6 +101,40 @@ def test_dense_times_sparse_and_sparse_times_sparse():
     np.testing.assert_allclose(np.asarray(prod.todense()), a @ b, rtol=1e-5, atol=1e-6)
 
 
+SPSP_DOTS = [
+    # (lhs shape, lhs n_batch, rhs shape, rhs n_batch, dimension numbers)
+    ((3, 4, 5), 1, (3, 5, 2), 1, (((2,), (1,)), ((0,), (0,)))),
+    ((3, 4, 5), 1, (2, 5), 0, (((2,), (1,)), ((), ()))),
+    ((5,), 0, (2, 5, 3), 1, (((0,), (1,)), ((), ()))),
+    ((2, 3, 4, 5), 2, (2, 5, 3), 1, (((3,), (1,)), ((0,), (0,)))),
+    ((2, 3, 4, 5), 2, (3, 2, 5), 2, (((3,), (2,)), ((1, 0), (0, 1)))),
+    ((3, 4, 5), 2, (4, 5, 2), 1, (((2,), (1,)), ((1,), (0,)))),
+]
+
+
+@pytest.mark.parametrize("lhs_shape,lnb,rhs_shape,rnb,dims", SPSP_DOTS)
+def test_sparse_times_sparse_with_batch_dimensions(lhs_shape, lnb, rhs_shape, rnb, dims):
+    """Products of two BCOO arrays with batch dimensions: lax.dot_general's
+    values, in JAX's layout (batch dimensions: the product's, then each
+    operand's others), also under jit; JAX's errors otherwise."""
+    import ember.lax as lax
+
+    a, b = _random(lhs_shape, 0.5, 11), _random(rhs_shape, 0.5, 12)
+    want = np.asarray(lax.dot_general(jnp.asarray(a), jnp.asarray(b), dims))
+    A = sparse.BCOO.fromdense(a, n_batch=lnb)
+    B = sparse.BCOO.fromdense(b, n_batch=rnb)
+    for f in (sparse.bcoo_dot_general,
+              ember.jit(sparse.bcoo_dot_general, static_argnames="dimension_numbers")):
+        got = f(A, B, dimension_numbers=dims)
+        assert isinstance(got, sparse.BCOO)
+        assert got.n_batch == lnb + rnb - len(dims[1][0])
+        np.testing.assert_allclose(np.asarray(got.todense()), want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="cannot have unused batch dims on rhs"):
+        sparse.bcoo_dot_general(sparse.BCOO.fromdense(_random((4, 5), 0.5, 13)),
+                                sparse.BCOO.fromdense(_random((2, 5, 3), 0.5, 14), n_batch=1),
+                                dimension_numbers=(((1,), (1,)), ((), ())))
+
+
 def test_sum_duplicates_and_sort_match_a_dense_scatter():
     rng = np.random.RandomState(8)
     idx = rng.randint(0, 4, size=(30, 2)).astype(np.int32)

@@ -971,12 +971,8 @@ def _spspdot(lhs, rhs, dimension_numbers, pet):
     shape, (lc, rc, lb, rb) = _dot_shape(lhs.shape, rhs.shape, dimension_numbers)
     if lhs.n_dense or rhs.n_dense:
         raise NotImplementedError("bcoo_spdot_general with dense dimensions.")
-    if lb or rb or lhs.n_batch or rhs.n_batch:
-        lhs = bcoo_update_layout(lhs, n_batch=0, on_inefficient=None) if not lb else lhs
-        rhs = bcoo_update_layout(rhs, n_batch=0, on_inefficient=None) if not rb else rhs
-        if lb or lhs.n_batch or rhs.n_batch:
-            raise NotImplementedError("bcoo_dot_general of two sparse arrays with batch "
-                                      "dimensions")
+    if lhs.n_batch or rhs.n_batch or lb or rb:
+        return _spspdot_batched(lhs, rhs, shape, (lc, rc, lb, rb), pet)
     out_dtype = _out_dtype(pet, lhs, rhs)
     lfree = [k for k in range(lhs.ndim) if k not in lc]
     rfree = [k for k in range(rhs.ndim) if k not in rc]
@@ -1003,6 +999,51 @@ def _spspdot(lhs, rhs, dimension_numbers, pet):
     indices = jnp.concatenate([li.astype(it), ri.astype(it)], axis=-1)
     indices = indices.reshape(lhs.nse * rhs.nse, len(lfree) + len(rfree))
     return bcoo_sum_duplicates(BCOO((data, indices), shape=shape), nse=nse)
+
+
+def _spspdot_batched(lhs, rhs, shape, dims, pet):
+    """A product of two BCOO arrays with batch dimensions, laid out as JAX
+    lays it out (the result's batch dimensions: the product's batch ones,
+    then each operand's other batch dimensions): the unbatched product
+    mapped with `vmap` over the buffers' batch dimensions, the product's
+    batch dimensions mapped in both operands, the others in one."""
+    lc, rc, lb, rb = dims
+    lnb, rnb = lhs.n_batch, rhs.n_batch
+    if (lb and max(lb) >= lnb) or (rb and max(rb) >= rnb):
+        raise NotImplementedError("bcoo_spdot_general: batch_dims must correspond to batch "
+                                  "dimensions of the sparse representation.")
+    if any(not lnb <= c < lnb + lhs.n_sparse for c in lc) or \
+            any(not rnb <= c < rnb + rhs.n_sparse for c in rc):
+        raise NotImplementedError("bcoo_spdot_general only supports contraction of sparse "
+                                  "indices.")
+    if rnb > len(rb) and lhs.n_sparse > len(lc):
+        raise ValueError("bcoo_spdot_general: cannot have unused batch dims on rhs with "
+                         "unused sparse dims on lhs.")
+    lfree = [i for i in range(lnb) if i not in lb]
+    rfree = [i for i in range(rnb) if i not in rb]
+
+    def buffers(mat, nb, order):
+        data, indices = _common_batch(mat.data, mat.indices, mat.shape, nb)
+        return (jnp.transpose(data, list(order) + list(range(nb, data.ndim))),
+                jnp.transpose(indices, list(order) + [nb, nb + 1]))
+
+    lshape, rshape = tuple(lhs.shape[lnb:]), tuple(rhs.shape[rnb:])
+    core_dims = ((tuple(c - lnb for c in lc), tuple(c - rnb for c in rc)), ((), ()))
+
+    def core(ld, li, rd, ri):
+        out = _spspdot(BCOO((ld, li), shape=lshape), BCOO((rd, ri), shape=rshape),
+                       core_dims, pet)
+        return out.data, out.indices
+
+    f = core
+    for _ in rfree:
+        f = vmap(f, in_axes=(None, None, 0, 0))
+    for _ in lfree:
+        f = vmap(f, in_axes=(0, 0, None, None))
+    for _ in lb:
+        f = vmap(f, in_axes=(0, 0, 0, 0))
+    data, indices = f(*buffers(lhs, lnb, list(lb) + lfree), *buffers(rhs, rnb, list(rb) + rfree))
+    return BCOO((data, indices), shape=shape)
 
 
 def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):

@@ -287,3 +287,32 @@ show("csr functions", lambda: [sparse.csr_todense(sparse.csr_fromdense(M, nse=5)
                                sparse.csr_matvec(sparse.csr_fromdense(M), y, transpose=True),
                                sparse.csr_matmat(sparse.csr_fromdense(M), jnp.ones((3, 2)),
                                                  transpose=True)])
+
+# Products of two sparse arrays with batch dimensions (JAX's layout: the
+# product's batch dimensions, then each operand's other ones).
+srng = np.random.RandomState(5)
+
+
+def sp(shape, n_batch):
+    a = srng.randn(*shape).astype(np.float32)
+    a[srng.rand(*shape) < 0.6] = 0
+    return sparse.BCOO.fromdense(jnp.asarray(a), n_batch=n_batch)
+
+
+P3, Q3, R2, S3 = sp((3, 4, 5), 1), sp((3, 5, 2), 1), sp((4, 5), 0), sp((2, 5, 3), 1)
+show("spdot batched", lambda: full(sparse.bcoo_dot_general(
+    P3, Q3, dimension_numbers=(((2,), (1,)), ((0,), (0,))))))
+show("spdot batched @", lambda: full(P3 @ Q3))
+show("spdot lhs free batch", lambda: full(sparse.bcoo_dot_general(
+    P3, R2, dimension_numbers=(((2,), (1,)), ((), ())))))
+show("spdot rhs free batch", lambda: full(sparse.bcoo_dot_general(
+    sp((5,), 0), S3, dimension_numbers=(((0,), (1,)), ((), ())))))
+show("spdot two batch dims", lambda: full(sparse.bcoo_dot_general(
+    sp((2, 3, 4, 5), 2), sp((2, 5, 3), 1), dimension_numbers=(((3,), (1,)), ((0,), (0,))))))
+show("spdot batched jit", lambda: full(jax.jit(lambda a, b: a @ b)(P3, Q3)))
+show("spdot unused rhs batch", lambda: sparse.bcoo_dot_general(
+    R2, S3, dimension_numbers=(((1,), (1,)), ((), ()))))
+show("spdot batch not batch", lambda: sparse.bcoo_dot_general(
+    R2, R2, dimension_numbers=(((1,), (1,)), ((0,), (0,)))))
+show("spdot contract batch", lambda: sparse.bcoo_dot_general(
+    P3, Q3, dimension_numbers=(((0,), (0,)), ((), ()))))
