@@ -398,20 +398,31 @@ def bcoo_update_layout(mat, *, n_batch=None, n_dense=None, on_inefficient="error
     if on_inefficient not in ("error", "warn", None):
         raise ValueError(f"on_inefficient={on_inefficient!r}; expected one of "
                          "['error', 'warn', None].")
-    if n_batch < 0 or n_dense < 0 or n_sparse < 0:
-        raise ValueError(f"Invalid n_batch={n_batch}, n_dense={n_dense} for shape {mat.shape}")
-    inefficient = (n_batch > mat.n_batch and
-                   math.prod(mat.shape[mat.n_batch:n_batch]) > 1) or \
-                  (n_dense > mat.n_dense and
-                   math.prod(mat.shape[mat.ndim - n_dense:mat.ndim - mat.n_dense]) > 1)
-    if inefficient and on_inefficient is not None:
-        msg = ("Requested layout update would cause a large increase in the size of the "
-               "representation: the new batch or dense dimensions store every entry.")
+    if n_batch < 0:
+        raise ValueError(f"n_batch must be non-negative; got {n_batch}")
+    if n_dense < 0:
+        raise ValueError(f"n_dense must be non-negative; got {n_dense}")
+    if n_sparse < 0:
+        raise ValueError(f"sum of n_batch={n_batch} and n_dense={n_dense} cannot be larger "
+                         f"than mat.ndim={mat.ndim}.")
+    # JAX's inefficiency checks and texts (dense dimensions first).
+    grown = []
+    if n_dense > mat.n_dense and any(d > 1 for d in mat.shape[mat.ndim - n_dense:
+                                                             mat.ndim - mat.n_dense]):
+        grown.append(("n_dense", mat.n_dense, n_dense))
+    if n_batch > mat.n_batch and any(d > 1 for d in mat.shape[mat.n_batch:n_batch]):
+        grown.append(("n_batch", mat.n_batch, n_batch))
+    for what, old, new in grown:
+        if on_inefficient is None:
+            break
+        msg = (f"For matrix of shape {tuple(mat.shape)}, increasing {what} from {old} to "
+               f"{new} results in inefficient storage.")
         if on_inefficient == "error":
-            raise SparseEfficiencyError(msg + " To disable this error, set the "
-                                        "on_inefficient argument of update_layout to 'warn' "
-                                        "or None.")
-        warnings.warn(msg, category=SparseEfficiencyWarning, stacklevel=2)
+            raise SparseEfficiencyError(msg + " To disable this error, set the on_inefficient "
+                                        "argument of bcoo_update_layout to 'warn' or None.")
+        warnings.warn(msg + " To disable this warning, set the on_inefficient argument of "
+                      "bcoo_update_layout to None.", category=SparseEfficiencyWarning,
+                      stacklevel=2)
     data, indices = _common_batch(mat.data, mat.indices, mat.shape, mat.n_batch)
     shape, nb, nd = mat.shape, mat.n_batch, mat.n_dense
     if n_dense < nd:  # trailing dense dimensions become sparse columns
@@ -1097,9 +1108,67 @@ def bcoo_gather(operand, start_indices, dimension_numbers, slice_sizes, *,
     return result
 
 
-def bcoo_conv_general_dilated(lhs, rhs, **kwargs):
-    raise NotImplementedError("bcoo_conv_general_dilated is not built in Ember; convert "
-                              "with todense() first")
+def bcoo_conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation=None,
+                              rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
+                              batch_group_count=1, precision=None, preferred_element_type=None,
+                              out_sharding=None):
+    """`lax.conv_general_dilated` of BCOO (or dense) operands, in the cases
+    JAX's sparse convolution takes: one spatial dimension, leading
+    dimensions (1, 1), unit strides, dilations and group counts. Each pair
+    of stored entries (one per operand) contributes its product at output
+    position lhs index + low padding - rhs index (a correlation, as the
+    dense op); JAX's layout (n_batch 2, nse the product of the nses)."""
+    from .api import eval_shape
+    from .convolution import conv_general_dilated, padtype_to_pads_conv
+
+    # (The dense op's checks and result shape.)
+    out = eval_shape(lambda a, b: conv_general_dilated(
+        a, b, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+        feature_group_count, batch_group_count, precision, preferred_element_type),
+        core.ShapeDtypeStruct(lhs.shape, lhs.dtype), core.ShapeDtypeStruct(rhs.shape, rhs.dtype))
+    n = len(lhs.shape) - 2
+    if lhs_dilation is not None and tuple(lhs_dilation) != (1,) * n:
+        raise NotImplementedError("bcoo convolution with lhs_dilation.")
+    if rhs_dilation is not None and tuple(rhs_dilation) != (1,) * n:
+        raise NotImplementedError("bcoo convolution with lhs_dilation.")
+    if tuple(window_strides) != (1,) * n:
+        raise NotImplementedError("bcoo convolution with non-unit window_strides.")
+    if batch_group_count != feature_group_count != 1:
+        raise NotImplementedError("bcoo convolution with non-unit group counts.")
+    if tuple(lhs.shape[:2]) != tuple(rhs.shape[:2]) != (1, 1):
+        raise NotImplementedError("bcoo convolution with leading dimensions other than (1, 1)")
+    if n != 1:
+        raise NotImplementedError("bcoo convolution with other than one spatial dimension")
+    if isinstance(padding, str):
+        padding = padtype_to_pads_conv(lhs.shape[2:], rhs.shape[2:], (1,), padding)
+    (low, high), = [tuple(int(p) for p in pads) for pads in padding]
+    index_dtype = next((m.indices.dtype for m in (lhs, rhs) if isinstance(m, BCOO)), np.int32)
+    ld, li = _entries_1d(lhs, index_dtype)
+    rd, ri = _entries_1d(rhs, index_dtype)
+    data = (ld[:, None] * rd[None, :]).ravel()
+    pos = (li[:, None] + (low - ri)[None, :]).ravel()
+    # (Positions before the output's start: zero entries at 0. Those past
+    # its end are out of bounds, which BCOO reads as padding.)
+    data = jnp.where(pos < 0, jnp.zeros((), data.dtype), data)
+    pos = jnp.where(pos < 0, jnp.zeros((), pos.dtype), pos)
+    size = max(0, lhs.shape[2] + low + high - rhs.shape[2] + 1)
+    assert (1, 1, size) == tuple(out.shape), (size, out.shape)
+    return BCOO((data.astype(out.dtype)[None, None], pos[None, None, :, None]),
+                shape=(1, 1, size))
+
+
+def _entries_1d(mat, index_dtype):
+    """The stored values and positions of a (1, 1, n) operand: a BCOO
+    array's (entries at padding positions zeroed), every element of a dense
+    one."""
+    if isinstance(mat, BCOO):
+        mat = bcoo_update_layout(mat, n_batch=2, n_dense=0)
+        data, idx = mat.data[0, 0], mat.indices[0, 0, :, 0]
+        return jnp.where(idx < mat.shape[-1], data, jnp.zeros((), data.dtype)), idx
+    if isinstance(mat, (np.ndarray, core.Array)) or hasattr(mat, "shape"):
+        data = jnp.asarray(mat)[0, 0]
+        return data, jnp.arange(data.shape[0], dtype=index_dtype)
+    raise TypeError(f"bcoo_conv_general_dilated: input of type {type(mat)} not recognized.")
 
 
 def _mapped_shape(shape, data, indices, name, trailing):

@@ -316,3 +316,22 @@ show("spdot batch not batch", lambda: sparse.bcoo_dot_general(
     R2, R2, dimension_numbers=(((1,), (1,)), ((0,), (0,)))))
 show("spdot contract batch", lambda: sparse.bcoo_dot_general(
     P3, Q3, dimension_numbers=(((0,), (0,)), ((), ()))))
+
+# Sparse 1-D convolutions (JAX's cases: leading dimensions (1, 1), unit
+# strides and dilations).
+cx = jnp.array([[[0., 1., 0., 0., 2., 0., 0., 3.]]])
+ck = jnp.array([[[1., 0., -1.]]])
+for pad in ["SAME", "VALID", [(2, 1)]]:
+    show(f"conv sparse sparse {pad}", lambda: full(sparse.bcoo_conv_general_dilated(
+        sparse.BCOO.fromdense(cx), sparse.BCOO.fromdense(ck), window_strides=(1,),
+        padding=pad)))
+    show(f"conv sparse dense {pad}", lambda: full(sparse.bcoo_conv_general_dilated(
+        sparse.BCOO.fromdense(cx), ck, window_strides=(1,), padding=pad)))
+    show(f"conv dense sparse {pad}", lambda: full(sparse.bcoo_conv_general_dilated(
+        cx, sparse.BCOO.fromdense(ck), window_strides=(1,), padding=pad)))
+show("conv jit", lambda: full(jax.jit(lambda a, b: sparse.bcoo_conv_general_dilated(
+    a, b, window_strides=(1,), padding="SAME"))(sparse.BCOO.fromdense(cx), ck)))
+show("conv strides", lambda: sparse.bcoo_conv_general_dilated(
+    sparse.BCOO.fromdense(cx), ck, window_strides=(2,), padding="SAME"))
+show("conv batch of 2", lambda: sparse.bcoo_conv_general_dilated(
+    sparse.BCOO.fromdense(jnp.ones((2, 1, 8))), ck, window_strides=(1,), padding="SAME"))
