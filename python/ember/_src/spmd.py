@@ -128,24 +128,9 @@ class Plan:
             shape = "x".join(str(s) for s in self.mesh.devices.shape)
             grid = ir.Operation.parse(f"shard.grid @{_GRID}(shape = {shape})")
             module.body.append(grid)
-            attrs = []
-            old = func.attributes["arg_attrs"] if "arg_attrs" in func.attributes else None
-            for k, split in enumerate(self.splits):
-                entries = {}
-                if old is not None:
-                    d = ir.DictAttr(old[k])
-                    entries = {d[i].name: d[i].attr for i in range(len(d))}
-                if any(split):
-                    entries["ember.split_axes"] = _axes_attr(split)
-                attrs.append(ir.DictAttr.get(entries))
-            func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+            _set_split_axes(func, "arg_attrs", self.splits)
             if any(any(split) for split in out_splits):
-                if "res_attrs" in func.attributes:
-                    raise AssertionError("results with attributes are not partitioned")
-                func.attributes["res_attrs"] = ir.ArrayAttr.get([
-                    ir.DictAttr.get({"ember.split_axes": _axes_attr(split)} if any(split)
-                                    else {})
-                    for split in out_splits])
+                _set_split_axes(func, "res_attrs", out_splits)
             rank = "" if self.rank is None else \
                 f'"MPI:comm_world-rank" = {self.rank} : i32, '
             module.operation.attributes["dlti.map"] = ir.Attribute.parse(
@@ -179,11 +164,24 @@ class Plan:
         return kind
 
 
-def _axes_attr(split):
+def _set_split_axes(func, name, splits):
+    """`ember.split_axes` of each split argument or result (`name`:
+    arg_attrs or res_attrs) added to the function's attributes there."""
     from .._mlir import ir
 
-    return ir.Attribute.parse(
-        "[" + ", ".join("[" + ", ".join(str(a) for a in axes) + "]" for axes in split) + "]")
+    old = func.attributes[name] if name in func.attributes else None
+    attrs = []
+    for k, split in enumerate(splits):
+        entries = {}
+        if old is not None:
+            d = ir.DictAttr(old[k])
+            entries = {d[i].name: d[i].attr for i in range(len(d))}
+        if any(split):
+            entries["ember.split_axes"] = ir.Attribute.parse(
+                "[" + ", ".join("[" + ", ".join(str(a) for a in axes) + "]"
+                                for axes in split) + "]")
+        attrs.append(ir.DictAttr.get(entries))
+    func.attributes[name] = ir.ArrayAttr.get(attrs)
 
 
 class ThreadsPlan(Plan):
