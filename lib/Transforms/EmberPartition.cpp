@@ -597,13 +597,16 @@ bool isLazyFill(Operation *op) {
 }
 
 /// A broadcast of scalars into a creator used once (a generic without
-/// reductions whose inputs are 0-d tensors, as ember-to-linalg writes a
-/// constant broadcast): like a lazy fill, each device computes the block
-/// its user asks for instead of the whole array, sliced.
+/// reductions or iteration indices whose inputs are 0-d tensors, as
+/// ember-to-linalg writes a constant broadcast): like a lazy fill, each
+/// device computes the block its user asks for instead of the whole array,
+/// sliced. (An iota, asking for its indices, stays whole and sliced: a
+/// split one would count from 0 in every block.)
 bool isLazyBroadcast(Operation *op) {
   auto g = dyn_cast_or_null<linalg::GenericOp>(op);
   if (!g || g->getNumResults() != 1 || !g->getResult(0).hasOneUse() ||
-      g.getNumDpsInits() != 1 || g.getNumReductionLoops() != 0)
+      g.getNumDpsInits() != 1 || g.getNumReductionLoops() != 0 ||
+      !g.getBody()->getOps<linalg::IndexOp>().empty())
     return false;
   Value init = g.getDpsInits()[0];
   if (!isCreator(init.getDefiningOp()) || !init.hasOneUse())

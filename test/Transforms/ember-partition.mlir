@@ -225,3 +225,37 @@ func.func @scalar_broadcast(%x: tensor<32x16xf32> {ember.split_axes = [[0]]}) ->
   } -> tensor<32x16xf32>
   return %y : tensor<32x16xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// An iota (a generic asking for its indices) is not such a broadcast: split,
+// it would count from 0 in every block. It stays whole and each process
+// takes its rows.
+// CHECK-LABEL: func @iota_stays_whole
+// CHECK-SAME: ember.partition = "spmd"
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<32x16xf32>)
+// CHECK: linalg.index 0
+// CHECK: shard.process_multi_index
+// CHECK: tensor.extract_slice {{.*}} : tensor<32x16xf32> to tensor<8x16xf32>
+shard.grid @grid(shape = 4)
+func.func @iota_stays_whole(%x: tensor<32x16xf32> {ember.split_axes = [[0]]}) -> (tensor<32x16xf32> {ember.split_axes = [[0]]}) {
+  %e = tensor.empty() : tensor<32x16xf32>
+  %b = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<32x16xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %ii = arith.index_cast %i : index to i32
+    %f = arith.sitofp %ii : i32 to f32
+    linalg.yield %f : f32
+  } -> tensor<32x16xf32>
+  %e2 = tensor.empty() : tensor<32x16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<32x16xf32>, tensor<32x16xf32>) outs(%e2 : tensor<32x16xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %m = arith.addf %a, %c : f32
+    linalg.yield %m : f32
+  } -> tensor<32x16xf32>
+  return %y : tensor<32x16xf32>
+}
