@@ -128,3 +128,9 @@ del _name
 # `import jax.lax.linalg` (this module is not a package: the submodule is
 # registered under its dotted name, which the import system looks up first).
 _sys.modules[__name__ + ".linalg"] = linalg
+
+# JAX's primitive objects (`exp_p`, `add_p`, ...), which the equations of
+# `make_jaxpr`'s view name.
+from ember._src.lax_primitives import NAMES as _PRIMITIVE_NAMES  # noqa: E402
+
+globals().update(_PRIMITIVE_NAMES)

@@ -365,7 +365,7 @@ def test_equality_constraints_and_static_arguments():
     # A float combined with a dimension is a traced value (JAX's weak float).
     exp = export.export(ember.jit(lambda x: (5.0 + x.shape[0], jnp.array([x.shape[0], 3]))))(
         S((a,), _I32))
-    assert [str(v) for v in exp.out_avals] == ["float32[]", "int32[2]"]
+    assert [str(v) for v in exp.out_avals] == ["~float32[]", "int32[2]"]  # (JAX 0.10.2's)
     v, w = exp.call(np.ones(4, np.int32))
     assert float(v) == 9.0 and w.tolist() == [4, 3]
 

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import ember
+
 from helpers import assert_close, jnp
 
 
@@ -174,3 +176,13 @@ def test_array_of_none_or_an_object_is_an_error_naming_it():
 
     with pytest.raises(TypeError, match="cannot convert Thing to an Ember array"):
         jnp.array(Thing())
+
+
+def test_array_of_a_list_of_weak_values_is_strong():
+    # JAX 0.10.2: jnp.array/asarray of a list is strongly typed even when its
+    # elements are weak (a Python float passed to jit); a bare weak scalar
+    # stays weak.
+    assert not ember.jit(lambda x: jnp.array([x, 3.0]))(2.0).weak_type
+    assert not ember.jit(lambda x: jnp.array([x]))(2.0).weak_type
+    assert not ember.jit(lambda x: jnp.asarray([x, 1.0]))(2.0).weak_type
+    assert ember.jit(lambda x: jnp.array(x))(2.0).weak_type

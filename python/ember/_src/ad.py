@@ -16,6 +16,7 @@ import numpy as np
 
 from ember._mlir import ir
 
+from . import api as _api
 from . import core, dtypes, hitypes, lax, state, tree_util
 from .api import eager_transform
 from .api_util import Traced, flatten_args, resolve_kwargs, static_positions, with_dynamic
@@ -385,6 +386,32 @@ def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
     return (jit(fwd), jit(bwd)) if jitted else (fwd, bwd)
 
 
+# Functions being transposed whose first n arguments are linear (their
+# traces and n): a user's primitive applied to values depending on them
+# is transposed by its own transpose rule (primitive.py).
+_linear_frames = threading.local()
+
+
+def linear_frame():
+    frames = getattr(_linear_frames, "stack", ())
+    return frames[-1] if frames else None
+
+
+class linear_inputs:
+    """Marks the function being traced as linear in its first `n`
+    arguments while its body is traced."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __enter__(self):
+        _linear_frames.stack = getattr(_linear_frames, "stack", ()) + (
+            (core.current_trace(), self.n),)
+
+    def __exit__(self, *exc):
+        _linear_frames.stack = _linear_frames.stack[:-1]
+
+
 def linear_transpose(fun, *primals, reduce_axes=()):
     """JAX's `linear_transpose`: for a linear `fun`, the function mapping an
     output cotangent to the tuple of input cotangents. `primals` give the
@@ -401,8 +428,12 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     zeros = tree_util.tree_unflatten(
         treedef, [lax.full(tuple(x.shape), 0, np.dtype(x.dtype)) for x in leaves])
 
+    def linear(*args):
+        with linear_inputs(len(leaves)):
+            return fun(*args)
+
     def transposed(out_cotangent):
-        return vjp(fun, *zeros)[1](out_cotangent)
+        return vjp(linear, *zeros)[1](out_cotangent)
 
     return transposed
 
@@ -976,6 +1007,25 @@ def differentiation_kind():
     return None
 
 
+def may_depend_on_differentiated(vals):
+    """Whether any of `vals` may depend on the arguments of the innermost
+    function traced for differentiation (False: its derivative is surely
+    zero, and JAX would not differentiate what computes it). Values of
+    functions traced inside that one count as depending."""
+    for t in reversed(core._trace_stack.items):
+        if getattr(t, "differentiated", False):
+            break
+    else:
+        return False
+    n = getattr(t, "n_inputs", None)
+    for v in vals:
+        if not isinstance(v, core.Tracer) or t._is_ancestor(v._trace):
+            continue
+        if n is None or v._trace is not t or v._depends_on_arguments(n, through_regions=False):
+            return True
+    return False
+
+
 def differentiating():
     """Whether the current trace is inside a function traced for `jvp` or
     `vjp` (and what is built on them): only there are custom rules traced,
@@ -1280,3 +1330,11 @@ class custom_vjp:
                            [len(vals), len(f.captured), len(fw.captured), len(bw.captured),
                             len(res_avals)], f.out_avals[:nout], extra)
         return tree_util.tree_unflatten(f.out_tree, res)
+
+
+# JAX's `jax._src.api` also holds the transformations (its primitives
+# tutorial calls `api.grad`, `api.jvp`, `api.vmap`): registered there from
+# here, the layer above it.
+for _f in (grad, jvp, vjp, value_and_grad, linear_transpose, vmap):
+    setattr(_api, _f.__name__, _f)
+del _f

@@ -1310,3 +1310,4 @@ class disable_jit:
 
     def __exit__(self, *a):
         _config.jax_disable_jit = self.prev
+

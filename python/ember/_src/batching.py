@@ -503,22 +503,8 @@ def _unbatched_in(frame, v):
         return True  # (a value from outside the body: closed over)
     if v._trace is not frame:
         return False
-    block, count = frame.block, frame.vmap_lanes[1]
-    seen, stack = set(), [v.value]
-    while stack:
-        x = stack.pop()
-        if x is None or x in seen:
-            continue
-        seen.add(x)
-        if isinstance(x, ir.BlockArgument):
-            if x.owner != block or x.arg_number < count:
-                return False
-            continue
-        op = x.owner if isinstance(x.owner, ir.Operation) else x.owner.operation
-        if len(op.regions):
-            return False  # (its regions may read mapped values from above)
-        stack.extend(op.operands)
-    return True
+    # (An op with regions may read mapped values from above in them.)
+    return not v._depends_on_arguments(frame.vmap_lanes[1], through_regions=False)
 
 
 def call_with_rule(fun, vals, rule, what):

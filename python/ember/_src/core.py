@@ -145,7 +145,7 @@ class ShapedArray:
         return f"ShapedArray({self.str_short()}{', weak_type=True' if self.weak_type else ''})"
 
     def __str__(self):
-        return self.str_short()
+        return f"{'~' if self.weak_type else ''}{self.str_short()}"  # (JAX's)
 
     def _explicit_axes(self):
         """`8@X`-style dims when sharded over Explicit mesh axes, else None."""
@@ -829,9 +829,12 @@ class Tracer(Value):
             return f"VmapTracer(aval={self.aval.str_short()}, batched={batched.str_short()})"
         return f"JitTracer({'~' if self.aval.weak_type else ''}{self.aval.str_short()})"
 
-    def _depends_on_arguments(self, count):
+    def _depends_on_arguments(self, count, through_regions=True):
         """Whether this value is computed from the first `count` arguments
-        of its trace's function (def-use chains in the traced IR)."""
+        of its trace's function (def-use chains in the traced IR; the
+        arguments after them are values it closes over). An op with regions
+        may read the arguments inside them: with `through_regions` only its
+        operands count, otherwise it is taken to depend on them."""
         block = getattr(self._trace, "block", None)
         seen, stack = set(), [self.value]
         while stack:
@@ -843,9 +846,10 @@ class Tracer(Value):
                 if v.owner == block and v.arg_number < count:
                     return True
                 continue
-            owner = v.owner
-            stack.extend(owner.operands if isinstance(owner, ir.Operation) else
-                         owner.operation.operands)
+            op = v.owner if isinstance(v.owner, ir.Operation) else v.owner.operation
+            if len(op.regions) and not through_regions:
+                return True
+            stack.extend(op.operands)
         return False
 
     def _concretization_error(self, what, cls=ConcretizationTypeError):
@@ -1470,6 +1474,7 @@ def trace_subfunction(fun, in_avals, name="f", sources=None, ref_outs=None,
     # Traced for jvp/vjp: custom derivative rules inside are needed (see
     # `ad.differentiating`).
     trace.differentiated = differentiated
+    trace.n_inputs = len(in_avals)  # (the values it closes over come after)
     trace.remat_policy = policy
     _trace_stack.append(trace)
     try:

@@ -9,13 +9,14 @@ as parameters. Scalar constants print inline as JAX's literals; other
 constants are the jaxpr's `consts`.
 """
 
+import ast
 import re
 
 import numpy as np
 
 from ember._mlir import ir
 
-from . import compiler, core, tree_util
+from . import compiler, core, dtypes, tree_util
 from .api_util import flatten_args, flatten_fun
 
 _MLIR_ELT = {"f32": "f32", "f64": "f64", "f16": "f16", "bf16": "bf16", "i1": "bool",
@@ -118,6 +119,11 @@ def _jax_form(op, name, params, operands):
         axes = f"axes={_tuple(_ints_of(op, 'dimensions'))}"
         return f"reduce_{kind}", [axes] + (["out_sharding=None"] if kind == "sum" else []), \
             operands
+    if name == "cumulative":  # JAX's cumsum, cumprod, cummax, ...
+        kind = _param(op.attributes["kind"])
+        reverse = "reverse" in op.attributes and str(op.attributes["reverse"]) == "true"
+        return f"cum{kind}", [f"axis={_param(op.attributes['axis'])}",
+                              f"reverse={reverse}"], operands
     if name == "convert":
         return "convert_element_type", [f"new_dtype={_dtype_name(op.results[0].type)}",
                                         "weak_type=False"], operands
@@ -192,8 +198,8 @@ def _scalar_literal(op):
     return f"{v}:{elt}[]"
 
 
-def _is_literal(text):
-    return isinstance(text, str) and text.endswith("[]") and ":" in text
+def _is_literal(x):
+    return isinstance(x, Literal)
 
 
 def _converted_literal(text, mlir_type):
@@ -235,9 +241,10 @@ _WIDTH = 80  # (JAX's pretty printer's)
 
 
 def _eqn_text(eqn, indent):
-    """An equation `(lhs, prim, params, args, regions)` as JAX lays it out:
-    on one line when it fits, else its parameters one per line."""
-    lhs, prim, params, args, regions = eqn
+    """An equation (its text `(lhs, prim, params, args, regions)`) as JAX
+    lays it out: on one line when it fits, else its parameters one per
+    line."""
+    lhs, prim, params, args, regions = eqn.text
     args = f" {args}"  # (JAX's printer leaves the space before no operands too)
     one = f"{lhs} = {prim}{f'[{chr(32).join(params)}]' if params else ''}{args}"
     if not regions and (not params or indent + len(one) <= _WIDTH):
@@ -248,8 +255,113 @@ def _eqn_text(eqn, indent):
     return "\n".join(lines)
 
 
+def _aval(t):
+    """The ShapedArray of an MLIR tensor type (None for other types)."""
+    try:
+        rt = ir.RankedTensorType(t)
+        return core.ShapedArray(tuple(rt.shape), dtypes.from_mlir_name(rt.element_type))
+    except (ValueError, KeyError):
+        return None
+
+
+class Var:
+    """A variable of a jaxpr (JAX's `Var`): its `aval`; it prints as its
+    name."""
+
+    __slots__ = ("name", "aval", "_type")
+
+    def __init__(self, name, mlir_type):
+        self.name, self._type, self.aval = name, _type_str(mlir_type), _aval(mlir_type)
+
+    def typed(self):
+        return f"{self.name}:{self._type}"
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return self.typed()
+
+
+class Literal:
+    """A constant an equation takes inline (JAX's `Literal`): `val`,
+    `aval`; it prints as JAX prints it (`1.0:f32[]`)."""
+
+    __slots__ = ("val", "aval", "_text")
+
+    def __init__(self, val, text):
+        self.val, self._text = val, text
+        self.aval = core.ShapedArray((), np.asarray(val).dtype)
+
+    def __str__(self):
+        return self._text
+
+    def __repr__(self):
+        return f"Literal({getattr(self.val, 'item', lambda: self.val)()!r})"
+
+
+def _literal(text):
+    """The Literal of JAX's literal text (`2:i32[]`, `True:bool[]`)."""
+    v, elt = text.rsplit(":", 1)
+    dtype = np.dtype(_DTYPE_NAMES.get(elt[:-2], elt[:-2])) if elt[:-2] != "bf16" else \
+        dtypes.bfloat16
+    val = {"True": True, "False": False}.get(v)
+    return Literal(np.asarray(val if val is not None else float(v)).astype(dtype)[()], text)
+
+
+def primitive_of(name):
+    """The primitive object of equations named `name`: `lax_primitives`
+    (the layer above) registers its table here."""
+    raise NotImplementedError(f"no primitive object for {name!r}")
+
+
+class JaxprEqn:
+    """An equation (JAX's `JaxprEqn`): `invars` (Vars and Literals),
+    `outvars`, `primitive` (JAX's primitive object, which `bind`s to the
+    `lax` function of its name) and `params` (JAX's parameters as values).
+    It prints as JAX prints it."""
+
+    def __init__(self, invars, outvars, primitive, params, text):
+        self.invars, self.outvars = invars, outvars
+        self.primitive, self.params, self.text = primitive, params, text
+
+    def __repr__(self):
+        return _eqn_text(self, 0)
+
+
+def _param_value(text):
+    """A printed parameter's value (`(0, 1)`, `float32`, `None`)."""
+    def tuples(x):
+        return tuple(map(tuples, x)) if isinstance(x, (list, tuple)) else x
+
+    try:
+        return tuples(ast.literal_eval(text))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    if re.fullmatch(r"[a-z]+[0-9]*", text):
+        try:
+            return np.dtype(text)
+        except TypeError:
+            pass
+    return text
+
+
+def _params(op, name, printed):
+    """JAX's parameters of an equation as values: the printed ones, and
+    those JAX keeps that the view does not print."""
+    params = {}
+    for p in printed:
+        k, _, v = p.partition("=")
+        params[k] = _param_value(v)
+    if name == "broadcast_in_dim":
+        params.setdefault("broadcast_dimensions", ())
+        params["shape"] = tuple(_dims(op.results[0].type))
+    return params
+
+
 class Jaxpr:
-    """The program: `invars`, `outvars`, `eqns` (text) and `constvars`."""
+    """The program (JAX's `Jaxpr`): `constvars`, `invars` (Vars), `eqns`
+    (JaxprEqns) and `outvars` (Vars and Literals)."""
 
     def __init__(self, constvars, invars, eqns, outvars):
         self.constvars, self.invars, self.eqns, self.outvars = constvars, invars, eqns, outvars
@@ -258,8 +370,9 @@ class Jaxpr:
         """JAX's layout: on one line when it fits in 80 columns (equations
         separated by `; `), else one equation per line."""
         pad = " " * indent
-        head = f"{{ lambda {' '.join(self.constvars)}; {' '.join(self.invars)}. let"
-        outs = ", ".join(self.outvars) + ("," if len(self.outvars) == 1 else "")
+        head = (f"{{ lambda {' '.join(v.typed() for v in self.constvars)}; "
+                f"{' '.join(v.typed() for v in self.invars)}. let")
+        outs = ", ".join(map(str, self.outvars)) + ("," if len(self.outvars) == 1 else "")
         if not self.eqns:
             return f"{pad}{head}  in ({outs}) }}"
         eqns = [_eqn_text(e, indent + 4) for e in self.eqns]
@@ -285,6 +398,10 @@ class ClosedJaxpr:
     def eqns(self):
         return self.jaxpr.eqns
 
+    @property
+    def literals(self):
+        return self.consts
+
     def __str__(self):
         return str(self.jaxpr)
 
@@ -300,14 +417,15 @@ class _Printer:
         self.of = {}
         self.consts, self.constvars = [], []
 
-    def var(self, v, typed=True):
-        name = self.of.get(v)
-        if name is None:
-            name = self.of[v] = next(self.names)
-        return f"{name}:{_type_str(v.type)}" if typed else name
+    def var(self, v):
+        """The Var of the value `v` (named when first seen)."""
+        var = self.of.get(v)
+        if var is None:
+            var = self.of[v] = Var(next(self.names), v.type)
+        return var
 
     def use(self, v):
-        return self.of.get(v) or self.var(v, typed=False)
+        return self.of.get(v) or self.var(v)
 
     def block(self, block, indent):
         eqns, outs = [], []
@@ -320,7 +438,7 @@ class _Printer:
             if name == "ember.constant":
                 lit = _scalar_literal(op)
                 if lit is not None:
-                    self.of[op.results[0]] = lit
+                    self.of[op.results[0]] = _literal(lit)
                     continue
                 if op.results[0] not in self.of:
                     self.constvars.append(self.var(op.results[0]))
@@ -329,9 +447,9 @@ class _Printer:
             if name == "ember.convert" and _is_literal(self.of.get(op.operands[0])):
                 # A Python scalar converted to the operation's type: JAX's
                 # literal of that type (`mul 2.0:f32[] a`).
-                lit = _converted_literal(self.of[op.operands[0]], op.results[0].type)
+                lit = _converted_literal(str(self.of[op.operands[0]]), op.results[0].type)
                 if lit is not None:
-                    self.of[op.results[0]] = lit
+                    self.of[op.results[0]] = _literal(lit)
                     continue
             if name == "ember.broadcast_in_dim" and _is_literal(self.of.get(op.operands[0])) \
                     and _only_elementwise_uses(op.results[0]):
@@ -342,17 +460,20 @@ class _Printer:
             # (Discardable `ember.*` attributes are marks for the passes.)
             params = [f"{k}={_param(op.attributes[k])}" for k in op.attributes
                       if k != "operandSegmentSizes" and not k.startswith("ember.")]
-            lhs = " ".join(self.var(r) for r in op.results) or "_"
+            outvars = [self.var(r) for r in op.results]
+            lhs = " ".join(v.typed() for v in outvars) or "_"
             short = name[len("ember."):] if name.startswith("ember.") else name
             short = _JAX_NAMES.get(short, short)
             operands = list(op.operands)
             short, params, operands = _jax_form(op, short, params, operands)
             if "ember.jax_name" in op.attributes:  # (JAX's primitive this op is)
                 short, params = ir.StringAttr(op.attributes["ember.jax_name"]).value, []
-            args = " ".join(self.use(v) for v in operands)
+            invars = [self.use(v) for v in operands]
+            args = " ".join(map(str, invars))
             regions = [_Printer.region(self, b, indent + 6)
                        for region in op.regions for b in region.blocks]
-            eqns.append((lhs, short, params, args, regions))
+            eqns.append(JaxprEqn(invars, outvars, primitive_of(short),
+                                 _params(op, short, params), (lhs, short, params, args, regions)))
         return eqns, outs
 
     def region(self, block, indent):
@@ -393,6 +514,34 @@ def closed_jaxpr_of(text, in_avals, out_avals):
     return ClosedJaxpr(Jaxpr(p.constvars, invars, eqns, outs), p.consts, in_avals, out_avals)
 
 
+def eval_jaxpr(jaxpr, consts, *args, propagate_source_info=True):
+    """JAX's `eval_jaxpr`: the equations evaluated in order, each by its
+    primitive's `bind` (so under any transformation); the outputs' values."""
+    env = {}
+
+    def read(v):
+        return v.val if isinstance(v, Literal) else env[v]
+
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"eval_jaxpr: {len(args)} arguments for a jaxpr of "
+                        f"{len(jaxpr.invars)} inputs (at {core.where()})")
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        for v, x in zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]):
+            env[v] = x
+    return [read(v) for v in jaxpr.outvars]
+
+
+def jaxpr_as_fun(closed_jaxpr):
+    """JAX's `jaxpr_as_fun`: the closed jaxpr as a function of its inputs
+    (a list of its outputs)."""
+    return lambda *args: eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
+
+
 def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
                abstracted_axes=None):
     """JAX's `make_jaxpr`: `make_jaxpr(f)(*args)` is the program `f` traces
@@ -416,4 +565,5 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
     return wrapped
 
 
-__all__ = ["ClosedJaxpr", "Jaxpr", "make_jaxpr"]
+__all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Literal", "Var", "eval_jaxpr", "jaxpr_as_fun",
+           "make_jaxpr"]

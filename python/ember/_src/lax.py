@@ -4,6 +4,7 @@ import builtins
 import enum
 import math
 import operator
+import sys
 import threading
 from typing import Any, NamedTuple
 
@@ -1971,3 +1972,8 @@ def axis_index(axis_name):
         if i is not None:
             return i
     raise NameError(f"unbound axis name: {axis_name} (at {core.where()})")
+
+
+# JAX's `jax._src.lax` is a package whose module `lax` holds these
+# functions (its primitives tutorial imports `from jax._src.lax import lax`).
+lax = sys.modules[__name__]

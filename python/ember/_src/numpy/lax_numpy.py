@@ -964,8 +964,8 @@ def _array(object, dtype, ndmin):
             isinstance(e, (_core.Tracer, DimExpr)) for e in _flatten_seq(object)):
         out = (stack([array(o) for o in object]) if object
                else _core.asarray_concrete(_np.array(object)))
-        if dtype is not None:
-            out = _to(out, _dt.canonicalize_dtype(dtype))
+        # (A list is strongly typed even of weak values, as JAX's.)
+        out = _to(out, out.dtype if dtype is None else _dt.canonicalize_dtype(dtype))
     elif isinstance(object, (list, tuple)) and builtins.any(
             isinstance(e, _Value) for e in _flatten_seq(object)):
         leaves = [_np.asarray(e) for e in _flatten_seq(object)]

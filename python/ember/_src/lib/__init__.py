@@ -1,0 +1,1 @@
+"""Names JAX's tutorials reach under `jax._src.lib` (see `mlir.dialects.hlo`)."""

@@ -1,0 +1,1 @@
+"""See `dialects.hlo`."""
