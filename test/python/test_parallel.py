@@ -938,3 +938,18 @@ def test_unreduced_shard_map_with_a_mesh_argument(devices8):
     out = f(x)
     assert str(ember.typeof(out)) == "float32[]{U:X}"
     np.testing.assert_allclose(ember.reshard(out, NamedSharding(mesh, P())), 6.0)
+
+
+def test_colocated_cpu_devices():
+    # JAX's colocated-Python guide: a CPU device is its own colocated CPU
+    # device, and the guide's first cells run on them.
+    from ember.experimental import colocated_python
+
+    devs = ember.devices()
+    cpus = colocated_python.colocated_cpu_devices(devs)
+    assert cpus == devs
+    mesh = ember.sharding.Mesh(cpus, ["x"])
+    x = ember.device_put(1, ember.sharding.NamedSharding(mesh, ember.P()))
+    assert int(ember.jit(lambda v: v + 1)(x)) == 2
+    y = colocated_python.colocated_python(lambda v: v + 1)(x)
+    assert int(y) == 2 and y.sharding == x.sharding

@@ -1147,3 +1147,36 @@ def test_a_ref_counting_iterations_beside_a_differentiated_carry():
 
     with pytest.raises(TypeError, match="set/swap operation with a differentiated value"):
         ember.grad(bad)(jnp.ones(3))
+
+
+def test_vjp_with_respect_to_a_ref_argument():
+    # JAX's refs guide (docs/new_docs/301/refs.md), with the values its
+    # comments give: the gradient of a Ref argument, taken at the value it
+    # holds when the function starts, is accumulated into a ref.
+    def f(x_ref):
+        return x_ref[...] ** 2
+
+    x_ref = ember.new_ref(2.0)
+    y, f_vjp = ember.vjp(f, x_ref)
+    assert float(y) == 4.0
+    x_grad_ref = ember.new_ref(0.0)
+    assert f_vjp.with_refs(x_grad_ref)(1.0) == (ember.ad.GradRef(),)
+    assert float(x_grad_ref[...]) == 4.0
+    with pytest.raises(ValueError, match="must be accumulated into a ref.*with_refs"):
+        f_vjp(1.0)
+    acc = ember.new_ref(100.0)
+    ember.vjp(f, ember.new_ref(2.0))[1].with_refs(acc)(1.0)
+    assert float(acc[...]) == 104.0
+
+    def g(x_ref, w):
+        x_ref[...] = jnp.sin(x_ref[...]) * w
+        return x_ref[...] ** 2
+
+    x_ref = ember.new_ref(2.0)
+    _, g_vjp = ember.vjp(g, x_ref, 3.0)
+    # g ran: its write reached the caller's ref.
+    np.testing.assert_allclose(x_ref[...], 3 * np.sin(2.0), rtol=1e-6)
+    g_ref = ember.new_ref(0.0)
+    _, gw = g_vjp.with_refs(g_ref, ember.ad.GradValue())(1.0)
+    np.testing.assert_allclose(g_ref[...], 2 * 9 * np.sin(2.0) * np.cos(2.0), rtol=1e-5)
+    np.testing.assert_allclose(gw, 2 * 3 * np.sin(2.0) ** 2, rtol=1e-5)

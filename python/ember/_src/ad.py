@@ -332,7 +332,27 @@ def _reuse_primal_outputs(state, outs, primal_results):
 
 
 def vjp(fun, *primals, has_aux=False, reduce_axes=()):
-    return _vjp_object(fun, primals, has_aux, None, False)
+    refs = {i: p for i, p in enumerate(primals) if isinstance(p, state.Ref)}
+    if not refs:
+        return _vjp_object(fun, primals, has_aux, None, False)
+    # A Ref argument (JAX's refs guide): differentiated with respect to the
+    # value it holds when `fun` starts (`fun` gets a ref of the traced
+    # function holding it, whose last value the caller's Ref then takes);
+    # the gradient can only be accumulated into a ref (`with_refs`).
+    def through_refs(*vals):
+        args = list(vals)
+        inner = {i: state.new_ref(vals[i]) for i in refs}
+        args = [inner.get(i, v) for i, v in enumerate(vals)]
+        out = fun(*args)
+        for i, r in refs.items():  # (what `fun` left in it, as an effect)
+            r[...] = lax.stop_gradient(inner[i][...])
+        return out
+
+    through_refs.__name__ = getattr(fun, "__name__", "fun")
+    values = tuple(refs[i][...] if i in refs else p for i, p in enumerate(primals))
+    res = _vjp_object(through_refs, values, has_aux, None, False)
+    res[1]._grad_refs = tuple(refs)
+    return res
 
 
 def _vjp_object(fun, primals, has_aux, diff, single):
@@ -498,6 +518,8 @@ class VJPFunction:
         # (A `vjp` taken outside `jit`: its custom_vjp calls' forward passes,
         # for the backward function at these arguments.)
         self._fwd_entries, self._fwd_args = None, tuple(primals)
+        # (Positions of Ref arguments: their gradients go into refs only.)
+        self._grad_refs = ()
 
     def __repr__(self):
         return f"VJP(fun={getattr(self.fun, '__name__', self.fun)!r}, nargs={self._nargs})"
@@ -536,6 +558,11 @@ class VJPFunction:
         return grads[0] if self._single else grads
 
     def __call__(self, ct):
+        if self._grad_refs:
+            raise ValueError(
+                f"the gradient of argument {self._grad_refs[0]}, a mutable array reference, "
+                "must be accumulated into a ref: call the VJP function through "
+                f"`with_refs(...)`, with a Ref for that argument (at {core.where()})")
         return self._call(ct, None)
 
     def with_refs(self, *entries):
@@ -576,10 +603,16 @@ class VJPFunction:
         return apply
 
 
+def _vjp_unflatten(aux, children):
+    f = VJPFunction(aux[0], children[0], aux[1], None, aux[2], aux[3])
+    f._grad_refs = aux[4]
+    return f
+
+
 tree_util.register_pytree_node(
     VJPFunction,
-    lambda f: ((list(f.args_res),), (f.fun, f._has_aux, f._diff, f._single)),
-    lambda aux, children: VJPFunction(aux[0], children[0], aux[1], None, aux[2], aux[3]))
+    lambda f: ((list(f.args_res),), (f.fun, f._has_aux, f._diff, f._single, f._grad_refs)),
+    _vjp_unflatten)
 
 
 def _vjp_pair(fun, primals, has_aux):

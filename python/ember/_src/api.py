@@ -3,6 +3,7 @@
 import collections
 import functools
 import inspect
+import logging
 import os
 import sys
 import types
@@ -563,6 +564,84 @@ class _AbstractArg:
                                      bool(getattr(spec, "weak_type", False)))
 
 
+_miss_logger = logging.getLogger("ember.jit")
+
+
+def _parameter_name(fun, k):
+    """A static argument's name: a keyword's, or its position's parameter."""
+    if isinstance(k, str):
+        return k
+    try:
+        params = [p.name for p in inspect.signature(fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return params[k] if k < len(params) else f"argument {k}"
+_callsites_with_misses = set()
+
+
+def _explain_cache_miss(jitted, key, args, kwargs):
+    """`jax_explain_cache_misses`: why a call of a user's function traces it
+    again, compared with the closest of the calls before (JAX's order of
+    causes: the arguments' structure, the static arguments, their types),
+    logged as a warning as JAX logs it."""
+    fun = jitted.fun
+    code = getattr(fun, "__code__", None)
+    if code is None or code.co_filename.startswith(core._EMBER_DIR):
+        return  # (only users' functions, as JAX)
+    where = core.user_position()
+    site = f"{where[0]}:{where[1]}:{where[2]} ({where[3].co_name})" if where else "<unknown>"
+    name = getattr(fun, "__name__", "fun")
+    defined = f" defined at {code.co_filename}:{code.co_firstlineno}"
+    lines = [f"TRACING CACHE MISS at {site}:"]
+    if not jitted.cache:
+        lines.append(f"  never seen function:\n    {name} id={id(fun)}{defined}")
+        if site in _callsites_with_misses:
+            lines.append("  but seen another function defined on the same line; maybe the "
+                         "function is\n  being re-defined repeatedly, preventing caching?")
+        _callsites_with_misses.add(site)
+        _miss_logger.warning("\n".join(lines))
+        return
+    lines.append(f"  for {name}{defined}")
+    lines.append("  all previously seen cache keys differ. For the closest previous key:")
+    static_names = jitted.static_argnames
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
+    paths = [p for p, _ in argument_paths(fun, args, dyn_kwargs, jitted.static_argnums)]
+
+    def diff(old):
+        static, treedef, avals = key[0], key[1], key[2]
+        if treedef != old[1]:
+            return 1, 1, ("different input pytree:\n"
+                          f"  * now {treedef} and before {old[1]}")
+        if static != old[0]:
+            new_s, old_s = dict((k, v) for k, _, v in static), dict((k, v) for k, _, v in old[0])
+            items = [f"  * at {_parameter_name(fun, k)}, now "
+                     f"{new_s.get(k)!r} and before {old_s.get(k)!r}"
+                     for k in sorted(set(new_s) | set(old_s), key=str)
+                     if new_s.get(k) != old_s.get(k) or k not in new_s or k not in old_s]
+            return 2, len(items), "different static arguments:\n" + "\n".join(items)
+        items, weak = [], False
+        for i, (new, prev) in enumerate(zip(avals, old[2])):
+            if new == prev:
+                continue
+            new_str, old_str = new.str_short(True), prev.str_short(True)
+            if new.weak_type != prev.weak_type:
+                weak = True
+                new_str += f"{{weak_type={new.weak_type}}}"
+                old_str += f"{{weak_type={prev.weak_type}}}"
+            items.append(f"  * at {paths[i] if i < len(paths) else f'argument {i}'}, now "
+                         f"{new_str} and before {old_str}")
+        if items:
+            text = "different input types:\n" + "\n".join(items)
+            if weak:
+                text += "https://docs.jax.dev/en/latest/type_promotion.html#weak-types"
+            return 3, len(items), text
+        return 4, 0, "cache miss explanation unavailable"
+
+    lines.append("  " + min(diff(old) for old in jitted.cache)[-1])
+    _miss_logger.warning("\n".join(lines))
+
+
 def _prepare_args(fun, static_argnums, static_argnames, args, kwargs, abstract_ok=False):
     """Splits a call's arguments into the static ones ((position or name,
     value) pairs), the treedef of the others and their flat Values, with the
@@ -827,6 +906,8 @@ class JitWrapped:
                 key += (plan.key,)
         entry = self.cache.lookup(key)
         if entry is None:
+            if _config.jax_explain_cache_misses:
+                _explain_cache_miss(self, key, args, kwargs)
             entry = self._make(static, treedef, [v.aval for v in vals], ref_pos, refs, plan)
             self.cache.store(key, entry)
         exe, out_tree, lifted = entry

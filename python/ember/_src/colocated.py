@@ -132,3 +132,19 @@ def _method(fn):
     def call(self, *args, **kwargs):
         return _Colocated(lambda *a, **k: fn(self, *a, **k))(*args, **kwargs)
     return call
+
+
+def colocated_cpu_devices(devices):
+    """JAX's `colocated_cpu_devices`: the CPU devices of the hosts of
+    `devices`, one per device (a CPU device is its own; an accelerator's is
+    the CPU device of its process)."""
+    out = []
+    for d in devices:
+        if d.platform == "cpu":
+            out.append(d)
+            continue
+        cpus = [c for c in devices_lib.devices("cpu") if c.process_index == d.process_index]
+        if not cpus:
+            raise ValueError(f"no CPU device in the process of {d}")
+        out.append(cpus[0])
+    return out

@@ -301,6 +301,22 @@ def user_frame():
     return None
 
 
+def user_position():
+    """(file, line, column, code) of the expression the innermost frame
+    outside Ember is evaluating (the column as Python reports it), or
+    None."""
+    f = user_frame()
+    if f is None:
+        return None
+    code = f.f_code
+    positions = _code_positions(code)
+    at = f.f_lasti // 2
+    line, col = f.f_lineno, 0
+    if at < len(positions) and positions[at][0] is not None:
+        line, col = positions[at][0], positions[at][2] or 0
+    return code.co_filename, line, col, code
+
+
 @functools.lru_cache(maxsize=4096)
 def _code_positions(code):
     """(line, end line, column, end column) of each code unit of `code`
@@ -1046,18 +1062,12 @@ class Trace:
     def location(self):
         """The user's line: `"file":line:col` (the column of the expression,
         as Python reports it) named by the function's qualified name."""
-        f = user_frame()
-        if f is None:
+        where = user_position()
+        if where is None:
             return ir.Location.unknown(self.ctx)
-        code = f.f_code
-        positions = _code_positions(code)
-        at = f.f_lasti // 2
-        line, col = f.f_lineno, 0
-        if at < len(positions) and positions[at][0] is not None:
-            line, col = positions[at][0], positions[at][2] or 0
+        file, line, col, code = where
         return ir.Location.name(getattr(code, "co_qualname", code.co_name),
-                                ir.Location.file(code.co_filename, line, col, self.ctx),
-                                self.ctx)
+                                ir.Location.file(file, line, col, self.ctx), self.ctx)
 
     def emit(self, name, operands, result_avals, attributes=None, regions=0):
         with self.ctx, self.location() as loc:
