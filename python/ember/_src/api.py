@@ -91,18 +91,25 @@ def _is_array_leaf(x):
     return isinstance(x, (core.Value, np.ndarray, np.generic, int, float, complex, bool))
 
 
-def _ref_leaves(leaves, name):
+def _ref_leaves(leaves, name, paths=None):
     """Positions of the `Ref` arguments among `leaves` (each ref at most once,
-    as JAX requires)."""
+    as JAX requires). `paths()`: the leaves' argument names (for errors),
+    which each Ref keeps as `_arg_path` for the trace's errors."""
     pos, seen = [], {}
+    names = None
     for i, x in enumerate(leaves):
         if isinstance(x, state.Ref):
+            if names is None:
+                names = paths() if paths is not None else [None] * len(leaves)
             if id(x) in seen:
+                both = (f"at both {names[seen[id(x)]]} and {names[i]}"
+                        if names[i] is not None else "twice")
                 raise core.type_error(
                     f"only one reference to a mutable array may be passed as an argument to "
                     f"a function, but when tracing {name} for jit the mutable array "
-                    f"reference of type {x!r} appeared twice")
+                    f"reference of type {state.type_str(x)} appeared {both}.")
             seen[id(x)] = i
+            x._arg_path = names[i]
             pos.append(i)
     return pos
 
@@ -118,11 +125,13 @@ def _with_ref_args(flat_fun, ref_pos, actual):
     def f(*xs):
         xs = list(xs)
         trace = core.current_trace()
-        trace.arg_refs = {id(r) for r in actual}
+        trace.arg_refs = {id(r): getattr(r, "_arg_path", None) for r in actual}
+        trace.traced_fun = getattr(flat_fun, "fun", None)
         refs = []
-        for i in ref_pos:
+        for i, a in zip(ref_pos, actual):
             r = state.Ref(xs[i], array_ref=True)
             r._home = None  # an argument: only its creator may freeze it
+            r._arg_path = getattr(a, "_arg_path", None)
             xs[i] = r
             refs.append(r)
         outs = flat_fun(*xs)
@@ -665,7 +674,8 @@ def _prepare_args(fun, static_argnums, static_argnames, args, kwargs, abstract_o
         raise ValueError("Non-hashable static arguments are not supported; "
                          f"got {static}") from None
     leaves, treedef = flatten_args(dyn_args, dyn_kwargs)
-    ref_pos = _ref_leaves(leaves, getattr(fun, "__name__", "fun"))
+    ref_pos = _ref_leaves(leaves, core.describe_function(fun), lambda: [
+        p for p, _ in argument_paths(fun, args, dyn_kwargs, static_argnums)])
     refs = [leaves[i] for i in ref_pos]
     vals = []
     for x in leaves:
@@ -809,7 +819,7 @@ class JitWrapped:
                              kwargs, abstract_ok)
 
     def _make(self, static, treedef, avals, ref_pos=(), refs=(), plan=None):
-        flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
+        flat_fun, out_tree = flatten_fun(self.fun, treedef, static, traced_for="jit")
         lifted = []
         # (The computation follows its data.)
         target = _cuda_target() if _gpu_of(avals) is not None else None
@@ -880,7 +890,7 @@ class JitWrapped:
             # Python scalar weakly typed), as under JAX's jit.
             if ref_pos:
                 return self.fun(*args, **kwargs)
-            flat_fun, out_tree = flatten_fun(self.fun, treedef, static)
+            flat_fun, out_tree = flatten_fun(self.fun, treedef, static, traced_for="jit")
             flat = flat_fun(*vals)
             return tree_util.tree_unflatten(out_tree(), flat)
         # (A static argument's type is part of the key, as JAX's: 3 and 3.0
@@ -1005,7 +1015,7 @@ class JitWrapped:
         when the program has such branches)."""
         static, treedef, vals, ref_pos, refs = self._prepare(args, kwargs, abstract_ok=True)
         avals = [v.aval for v in vals]
-        flat, out_tree = flatten_fun(self.fun, treedef, static)
+        flat, out_tree = flatten_fun(self.fun, treedef, static, traced_for="jit")
         calls = targets.lowering.calls
         with targets.lowering_platforms((platform,)):
             module, out_avals = core.trace_function(_with_ref_args(flat, ref_pos, refs), avals,

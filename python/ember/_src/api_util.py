@@ -48,7 +48,8 @@ def float0_static(out, static_objects=False):
         static_objects and _static_object(v)) else v, out)
 
 
-def flatten_fun(fun, in_tree=None, static=(), static_objects=False):
+def flatten_fun(fun, in_tree=None, static=(), static_objects=False,
+                traced_for="a transformation"):
     """`fun` as a function of flat array leaves, for tracing.
 
     `in_tree` is the treedef of `(args, kwargs)` of the arguments passed as
@@ -84,12 +85,16 @@ def flatten_fun(fun, in_tree=None, static=(), static_objects=False):
         out_leaves, store["tree"] = tree_util.tree_flatten_lo(out)
         for x in out_leaves:
             if getattr(x, "_is_ref", False):
-                name = getattr(fun, "__name__", "function")
+                path = getattr(x, "_arg_path", None)
                 raise core.type_error(
-                    f"function {name} traced for a transformation returned a mutable array "
+                    f"function {core.describe_function(fun)} traced for {traced_for} "
+                    "returned a mutable array "
                     f"reference of type {x!r}, but mutable array references cannot be "
-                    "returned")
+                    "returned." + (f"\n\nThe returned mutable array was passed in as the "
+                                   f"argument {path}." if path else ""))
         return [as_value(x) for x in out_leaves]
+
+    flat_fun.fun = fun
 
     def out_tree():
         return store["tree"]

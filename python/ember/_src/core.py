@@ -301,6 +301,14 @@ def user_frame():
     return None
 
 
+def describe_function(fun):
+    """JAX's `name at file:line` of a function (its name alone when it has
+    no code)."""
+    name = getattr(fun, "__name__", "function")
+    code = getattr(fun, "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
 def user_position():
     """(file, line, column, code) of the expression the innermost frame
     outside Ember is evaluating (the column as Python reports it), or

@@ -195,9 +195,13 @@ def _accessible(ref, trace):
             raise core.type_error("a mutable array reference (Ref) created in a transformed "
                                   "function was used after that function returned")
         if id(ref) in getattr(trace, "arg_refs", ()):
+            fun = getattr(trace, "traced_fun", None)
+            name = f"{core.describe_function(fun)} " if fun is not None else ""
+            path = trace.arg_refs[id(ref)]
             raise core.type_error(
-                f"when tracing for jit, a mutable array reference of type {ref!r} was "
-                "both closed over and passed as an argument")
+                f"when tracing {name}for jit, a mutable array reference of type "
+                f"{type_str(ref)} was both closed over and passed as "
+                f"{f'the argument {path}' if path else 'an argument'}")
         _lift(ref, trace)
         return
     _accessible(ref, trace.parent)
@@ -563,6 +567,11 @@ class _RefBase:
     def __repr__(self):
         aval = core.ShapedArray(self.shape, self.dtype).str_short()
         return f"{type(self).__name__}{{{aval}}}"
+
+
+def type_str(ref):
+    """A ref's type as JAX prints it (`Ref{float32[3]}`)."""
+    return f"Ref{{{ref._value.aval.str_short()}}}"
 
 
 class RefView(_RefBase):
