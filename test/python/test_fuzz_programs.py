@@ -21,6 +21,7 @@ from hypothesis import strategies as st  # noqa: E402
 import ember  # noqa: E402
 import ember.numpy as jnp  # noqa: E402
 from ember import lax  # noqa: E402
+from ember.core import eval_jaxpr  # noqa: E402
 from ember.errors import EmberInternalError  # noqa: E402
 
 EXAMPLES = int(os.environ.get("EMBER_FUZZ_EXAMPLES", "30"))
@@ -263,6 +264,23 @@ def test_programs_match_numpy(prog):
     want = _reference(x, dtype, steps)
     _close(run(jnp, jnp.asarray(x), dtype, steps), want, dtype)
     _close(ember.jit(lambda v: run(jnp, v, dtype, steps))(x), want, dtype)
+
+
+@_settings
+@given(programs())
+def test_jaxprs_evaluate_as_their_programs(prog):
+    # make_jaxpr's view as data: evaluating its equations with their
+    # primitives' `bind` (JAX's custom-interpreter guide) gives the
+    # program's results, wherever every equation binds (loops and branches
+    # keep Ember's structure and do not).
+    shape, dtype, steps = prog
+    x = _input(shape, dtype)
+    closed = ember.make_jaxpr(lambda v: run(jnp, v, dtype, steps))(x)
+
+    if not all(e.primitive.bindable for e in closed.jaxpr.eqns):
+        return
+    (got,) = eval_jaxpr(closed.jaxpr, closed.consts, jnp.asarray(x))
+    _close(got, _reference(x, dtype, steps), dtype)
 
 
 @_settings

@@ -117,3 +117,15 @@ def test_equations_without_a_lax_function_do_not_bind():
     eqn = closed.jaxpr.eqns[-1]
     with pytest.raises(NotImplementedError, match="equation cannot be bound"):
         eqn.primitive.bind(1.0, **eqn.params)
+
+
+def test_gathers_reversals_and_scalar_literals_bind():
+    def f(x, i):
+        return jnp.flip(x[i], 0) + x[:, 1][i[0]] * 2.0 + (x[i] > 3.0)
+
+    x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    i = np.array([3, 1, 0])
+    closed = ember.make_jaxpr(f)(x, i)
+    names = {e.primitive.name for e in closed.jaxpr.eqns}
+    assert {"gather", "rev"} <= names
+    np.testing.assert_allclose(eval_jaxpr(closed.jaxpr, closed.consts, x, i)[0], f(x, i))

@@ -26,7 +26,7 @@ _MLIR_ELT = {"f32": "f32", "f64": "f64", "f16": "f16", "bf16": "bf16", "i1": "bo
 
 
 # Ops whose JAX primitive has another name.
-_JAX_NAMES = {"checkpoint_name": "name"}
+_JAX_NAMES = {"checkpoint_name": "name", "reverse": "rev"}
 
 
 def _names():

@@ -9,16 +9,18 @@ transformation."""
 import numpy as np
 
 from . import jaxpr, lax
+from .core import as_value
 from .primitive import Primitive
 
 
 class LaxPrimitive(Primitive):
     """A primitive of the `ember` dialect: `bind` is its `lax` function."""
 
-    def __init__(self, name, fn, multiple_results=False):
+    def __init__(self, name, fn, multiple_results=False, bindable=True):
         super().__init__(name)
         self._fn = fn
         self.multiple_results = multiple_results
+        self.bindable = bindable  # (False: an equation of Ember's own structure)
 
     def bind(self, *args, **params):
         return self._fn(*args, **params)
@@ -28,8 +30,16 @@ def _unary(f):
     return lambda x, accuracy=None: f(x)
 
 
+def _scalars_broadcast(*xs):
+    """Rank-0 operands broadcast to the others' shape (the view's equations
+    take scalar literals beside arrays, as JAX's jaxprs do)."""
+    xs = [as_value(x) for x in xs]
+    shape = next((x.shape for x in xs if x.ndim), ())
+    return [lax.broadcast_in_dim(x, shape, ()) if x.ndim == 0 and shape else x for x in xs]
+
+
 def _binary(f):
-    return lambda x, y: f(x, y)
+    return lambda x, y: f(*_scalars_broadcast(x, y))
 
 
 def _unsupported(name):
@@ -71,9 +81,32 @@ def _cumulative(f):
     return lambda x, axis=0, reverse=False: f(x, axis=axis, reverse=reverse)
 
 
+def _gather(operand, indices, *, slice_sizes, dimension_numbers=None, offset_dims=(),
+            collapsed_slice_dims=(), start_index_map=(), operand_batching_dims=(),
+            start_indices_batching_dims=(), index_vector_dim=None, mode=None,
+            fill_value=None, indices_are_sorted=False, unique_indices=False):
+    """JAX's gather equation, from JAX's parameters (`dimension_numbers`) or
+    the view's (its fields, and where the index vector is)."""
+    idx = lax.convert_element_type(indices, np.dtype(indices.dtype))
+    if dimension_numbers is None:
+        if index_vector_dim is not None and index_vector_dim == idx.ndim:
+            idx = lax.expand_dims(idx, (idx.ndim,))  # (scalar indices)
+        elif index_vector_dim is not None and index_vector_dim != idx.ndim - 1:
+            perm = [d for d in range(idx.ndim) if d != index_vector_dim] + [index_vector_dim]
+            idx = lax.transpose(idx, tuple(perm))
+            start_indices_batching_dims = tuple(
+                d - (d > index_vector_dim) for d in start_indices_batching_dims)
+        dimension_numbers = lax.GatherDimensionNumbers(
+            offset_dims, collapsed_slice_dims, start_index_map, operand_batching_dims,
+            start_indices_batching_dims)
+    return lax.gather(operand, idx, dimension_numbers, tuple(slice_sizes), mode=mode,
+                      fill_value=fill_value)
+
+
 _OTHERS = {
+    "gather": _gather,
     "integer_pow": lambda x, y: lax.integer_pow(x, y),
-    "select_n": lambda which, *cases: lax.select_n(which, *cases),
+    "select_n": lambda which, *cases: lax.select_n(*_scalars_broadcast(which, *cases)),
     "clamp": lambda lo, x, hi: lax.clamp(lo, x, hi),
     "convert_element_type": lambda x, new_dtype, weak_type=False, sharding=None:
         lax.convert_element_type(x, np.dtype(new_dtype)),
@@ -123,7 +156,7 @@ def primitive(name):
     bound for a name without a `lax` function here: loops, calls, ...)."""
     p = PRIMITIVES.get(name)
     if p is None:
-        p = PRIMITIVES[name] = LaxPrimitive(name, _unsupported(name))
+        p = PRIMITIVES[name] = LaxPrimitive(name, _unsupported(name), bindable=False)
     return p
 
 
