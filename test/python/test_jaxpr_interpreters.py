@@ -129,3 +129,11 @@ def test_gathers_reversals_and_scalar_literals_bind():
     names = {e.primitive.name for e in closed.jaxpr.eqns}
     assert {"gather", "rev"} <= names
     np.testing.assert_allclose(eval_jaxpr(closed.jaxpr, closed.consts, x, i)[0], f(x, i))
+
+
+def test_primitives_module():
+    from ember.extend.core import primitives
+
+    assert primitives.exp_p is lax.exp_p
+    closed = ember.make_jaxpr(lambda x: x * 2.0 + 1.0)(jnp.ones(3))
+    assert [e.primitive for e in closed.jaxpr.eqns] == [primitives.mul_p, primitives.add_p]

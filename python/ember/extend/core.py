@@ -11,3 +11,22 @@ from ember._src.jaxpr import jaxpr_as_fun as jaxpr_as_fun
 from ember._src.primitive import Primitive as Primitive
 
 __all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Literal", "Primitive", "Var", "jaxpr_as_fun"]
+
+
+# `jax.extend.core.primitives`: the primitive objects of the `lax` ops the
+# jaxpr view's equations name (registered under its dotted name: this
+# module is not a package).
+def _primitives_module():
+    import sys
+    import types
+
+    from ember._src.lax_primitives import NAMES
+
+    mod = types.ModuleType(__name__ + ".primitives",
+                           "The primitive objects of jaxpr equations (`add_p`, ...).")
+    mod.__dict__.update(NAMES)
+    sys.modules[mod.__name__] = mod
+    return mod
+
+
+primitives = _primitives_module()
