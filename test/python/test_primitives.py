@@ -219,3 +219,27 @@ def test_no_rule_needed_where_no_tangent_reaches():
     assert ember.jvp(lambda x: x * p.bind(5.0), (2.0,), (1.0,)) == (30.0, 15.0)
     with pytest.raises(NotImplementedError, match="Differentiation rule for 'scale'"):
         ember.grad(lambda x, y: p.bind(x) * y)(2.0, 5.0)
+
+
+def test_higher_order_and_control_flow():
+    p = Primitive("softplus")
+    p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+    mlir.register_lowering(p, mlir.lower_fun(lambda x: jnp.logaddexp(x, 0.0),
+                                             multiple_results=False))
+    ad.defjvp(p, lambda g, x: g * lax.logistic(x))
+    batching.defvectorized(p)
+    s = 1 / (1 + np.exp(-1.0))
+    # forward over reverse (the JVP rule at both levels)
+    np.testing.assert_allclose(ember.hessian(p.bind)(1.0), s * (1 - s), rtol=1e-6)
+    np.testing.assert_allclose(ember.grad(ember.grad(p.bind))(1.0), s * (1 - s), rtol=1e-6)
+    x = np.linspace(-2, 2, 5).astype(np.float32)
+    sig = 1 / (1 + np.exp(-x))
+    np.testing.assert_allclose(
+        ember.grad(lambda v: lax.scan(lambda c, xi: (c + p.bind(xi), None), 0.0, v)[0])(x),
+        sig, rtol=1e-6)
+    np.testing.assert_allclose(
+        ember.grad(lambda v: ember.checkpoint(lambda u: p.bind(u) ** 2)(v).sum())(x),
+        2 * np.logaddexp(x, 0) * sig, rtol=1e-5)
+    np.testing.assert_allclose(ember.jacfwd(p.bind)(x).diagonal(), sig, rtol=1e-6)
+    multiply_add = _multiply_add()
+    assert ember.hessian(lambda a: multiply_add.bind(a, a, a))(2.0) == 2.0

@@ -1040,6 +1040,12 @@ def differentiation_kind():
     return None
 
 
+def forward_mode_enclosing():
+    """Whether a function traced for forward mode (`jvp`) encloses the
+    current trace, at any depth."""
+    return any(getattr(t, "differentiated", False) == "jvp" for t in core._trace_stack.items)
+
+
 def may_depend_on_differentiated(vals):
     """Whether any of `vals` may depend on the arguments of the innermost
     function traced for differentiation (False: its derivative is surely

@@ -221,7 +221,10 @@ def _traced(prim, args, params):
     if rule is None:
         raise NotImplementedError(_where(
             f"Differentiation rule for '{prim.name}' not implemented"))
-    if kind == "jvp":
+    if kind == "jvp" or ad.forward_mode_enclosing():
+        # (Forward mode, also around a reverse one, as for a Hessian: the
+        # JVP rule itself, which ember-autodiff transposes for reverse mode;
+        # a custom_vjp has no forward mode.)
         return _result(prim, _forward(prim, vals, params, lowered, rule))
     return _result(prim, _reverse(prim, vals, params, lowered, rule))
 
@@ -229,6 +232,10 @@ def _traced(prim, args, params):
 def _batched_or_lowered(prim, vals, params, lowered):
     found = batching.enclosing_vmap()
     if found is None or all(batching._unbatched_in(found[0], v) for v in vals):
+        return lowered(*vals)
+    if _rule_depth[0] or ad.differentiating():
+        # (A call batched by a rule cannot be differentiated: where the
+        # program may be, ember-batch maps the lowering op by op.)
         return lowered(*vals)
     batcher = primitive_batchers.get(prim)
     if batcher is None:
