@@ -7,19 +7,24 @@ its lowering rule, whose values are Ember tracers (`mlir.lower_fun`'s
 function, or a rule building StableHLO ops through `hlo`'s builders, which
 make Ember ops). The rules are used as JAX uses them:
 
-- differentiated in forward mode, the application is an
-  `ember.custom_jvp_call` whose rule is the primitive's JVP rule;
-- differentiated in reverse mode, it is an `ember.custom_vjp_call` whose
-  backward pass transposes the JVP rule's tangent map (Ember's reverse
-  mode of that map; inside it, the primitive applied to tangents is a
-  custom_vjp whose backward pass is the primitive's transpose rule, as JAX
-  transposes it);
-- inside a `vmap`, applied to batched values, it is a call that
-  `ember-batch` batches by the primitive's batching rule
-  (`batching.call_with_rule`).
+- differentiated in forward mode (at any depth, so also for a Hessian's
+  forward over reverse), the application is an `ember.custom_jvp_call`
+  whose rule is the primitive's JVP rule;
+- differentiated in reverse mode only, it is an `ember.custom_vjp_call`
+  whose backward pass transposes the JVP rule's tangent map (Ember's
+  reverse mode of that map; inside it, the primitive applied to tangents
+  is a custom_vjp whose backward pass is the primitive's transpose rule,
+  as JAX transposes it);
+- applied to values that cannot depend on the differentiated arguments,
+  it is its lowering, no rule used;
+- inside a `vmap`, applied to batched values where nothing differentiates
+  the program, it is a call that `ember-batch` batches by the primitive's
+  batching rule (`batching.call_with_rule`).
 
 A missing rule is JAX's NotImplementedError where the rule is needed
 (docs/design.md, "Users' primitives")."""
+
+import threading
 
 import numpy as np
 
@@ -32,8 +37,13 @@ primitive_transposes = {}
 primitive_batchers = {}
 _lowerings = {}  # primitive -> {platform or None: rule}
 
-# > 0 while a custom call's function or rule is traced (see `_rules_only`).
-_rule_depth = [0]
+# How many custom calls' functions or rules are being traced in this
+# thread (see `_rules_only`).
+_rules = threading.local()
+
+
+def _rule_depth():
+    return getattr(_rules, "depth", 0)
 
 
 class _rules_only:
@@ -42,10 +52,10 @@ class _rules_only:
     call's own rules differentiate it)."""
 
     def __enter__(self):
-        _rule_depth[0] += 1
+        _rules.depth = _rule_depth() + 1
 
     def __exit__(self, *exc):
-        _rule_depth[0] -= 1
+        _rules.depth = _rule_depth() - 1
 
 
 def _plainly(fn):
@@ -204,7 +214,7 @@ def _traced(prim, args, params):
     avals_in = [v.aval for v in vals]
     avals_out = _avals_out(prim, vals, params)
     lowered = _lowered(prim, params, avals_in, avals_out)
-    if _rule_depth[0]:
+    if _rule_depth():
         return _result(prim, _batched_or_lowered(prim, vals, params, lowered))
     frame = ad.linear_frame()
     if frame is not None and (frame[0] is core.current_trace()
@@ -233,7 +243,7 @@ def _batched_or_lowered(prim, vals, params, lowered):
     found = batching.enclosing_vmap()
     if found is None or all(batching._unbatched_in(found[0], v) for v in vals):
         return lowered(*vals)
-    if _rule_depth[0] or ad.differentiating():
+    if _rule_depth() or ad.differentiating():
         # (A call batched by a rule cannot be differentiated: where the
         # program may be, ember-batch maps the lowering op by op.)
         return lowered(*vals)
