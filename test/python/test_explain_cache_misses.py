@@ -70,3 +70,15 @@ def test_off_by_default_and_not_for_embers_own_functions(caplog):
     finally:
         ember.config.update("jax_explain_cache_misses", False)
     assert _misses(caplog) == []
+
+
+def test_static_argument_of_another_type(caplog):
+    ember.config.update("jax_explain_cache_misses", True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="ember.jit"):
+            f = ember.jit(lambda a, n: a * n, static_argnums=1)
+            f(1.0, 3)
+            f(1.0, 3.0)
+    finally:
+        ember.config.update("jax_explain_cache_misses", False)
+    assert "different static arguments:\n  * at n, now 3.0 and before 3" in _misses(caplog)[1]

@@ -137,3 +137,23 @@ def test_primitives_module():
     assert primitives.exp_p is lax.exp_p
     closed = ember.make_jaxpr(lambda x: x * 2.0 + 1.0)(jnp.ones(3))
     assert [e.primitive for e in closed.jaxpr.eqns] == [primitives.mul_p, primitives.add_p]
+
+
+def test_literals_of_every_kind_print_and_bind():
+    # (make_jaxpr of a complex constant failed in the MLIR bindings before;
+    # infinities printed as MLIR's bits)
+    cases = [
+        (lambda x: x * (1 - 0.5j), jnp.ones(3, jnp.complex64), "mul a (1-0.5j):c64[]"),
+        (lambda x: x * jnp.array([1 + 2j, 0.5j], jnp.complex64), jnp.ones(2, jnp.complex64),
+         None),
+        (lambda x: x + np.uint32(4000000000), jnp.ones(3, jnp.uint32), "4000000000:u32[]"),
+        (lambda x: x * jnp.inf, jnp.ones(2), "mul a inf:f32[]"),
+        (lambda x: jnp.where(x > 0, x, jnp.nan), jnp.ones(2), "nan:f32[]"),
+        (lambda x: x - jnp.inf, jnp.ones(2, jnp.float16), "inf:f16[]"),
+        (lambda x: x & True, jnp.ones(2, bool), None),
+    ]
+    for f, x, text in cases:
+        closed = ember.make_jaxpr(f)(x)
+        if text is not None:
+            assert text in str(closed), str(closed)
+        np.testing.assert_array_equal(eval_jaxpr(closed.jaxpr, closed.consts, x)[0], f(x))

@@ -340,7 +340,6 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     # function holding it, whose last value the caller's Ref then takes);
     # the gradient can only be accumulated into a ref (`with_refs`).
     def through_refs(*vals):
-        args = list(vals)
         inner = {i: state.new_ref(vals[i]) for i in refs}
         args = [inner.get(i, v) for i, v in enumerate(vals)]
         out = fun(*args)

@@ -100,7 +100,9 @@ def _ref_leaves(leaves, name, paths=None):
     for i, x in enumerate(leaves):
         if isinstance(x, state.Ref):
             if names is None:
-                names = paths() if paths is not None else [None] * len(leaves)
+                names = paths() if paths is not None else []
+                if len(names) != len(leaves):  # (names only where they line up)
+                    names = [None] * len(leaves)
             if id(x) in seen:
                 both = (f"at both {names[seen[id(x)]]} and {names[i]}"
                         if names[i] is not None else "twice")
@@ -623,11 +625,14 @@ def _explain_cache_miss(jitted, key, args, kwargs):
             return 1, 1, ("different input pytree:\n"
                           f"  * now {treedef} and before {old[1]}")
         if static != old[0]:
-            new_s, old_s = dict((k, v) for k, _, v in static), dict((k, v) for k, _, v in old[0])
-            items = [f"  * at {_parameter_name(fun, k)}, now "
-                     f"{new_s.get(k)!r} and before {old_s.get(k)!r}"
+            # (A static argument's type counts: 3 and 3.0 trace differently.)
+            new_s = {k: (t, v) for k, t, v in static}
+            old_s = {k: (t, v) for k, t, v in old[0]}
+            missing = (None, "<not given>")
+            items = [f"  * at {_parameter_name(fun, k)}, now {new_s.get(k, missing)[1]!r} "
+                     f"and before {old_s.get(k, missing)[1]!r}"
                      for k in sorted(set(new_s) | set(old_s), key=str)
-                     if new_s.get(k) != old_s.get(k) or k not in new_s or k not in old_s]
+                     if new_s.get(k, missing) != old_s.get(k, missing)]
             return 2, len(items), "different static arguments:\n" + "\n".join(items)
         items, weak = [], False
         for i, (new, prev) in enumerate(zip(avals, old[2])):

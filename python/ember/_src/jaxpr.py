@@ -182,13 +182,24 @@ def _scalar_literal(op):
     t = op.results[0].type
     if not str(t).startswith("tensor<") or "x" in str(t)[7:-1].split("complex")[0]:
         return None
-    m = re.match(r"dense<([^>]*)>", str(op.attributes["value"]))
+    m = re.match(r"dense<([^>]*)>", _value_text(op))
     if not m:
         return None
     v = m.group(1)
     elt = _type_str(t)[:-2]
     if v in ("true", "false"):
         v = "True" if v == "true" else "False"
+    elif (pair := re.fullmatch(r"\(([^,()]+),([^,()]+)\)", v)) and elt.startswith("c"):
+        try:  # (JAX's `(1+2j)`)
+            v = repr(complex(float(pair.group(1)), float(pair.group(2))))
+        except ValueError:
+            pass
+    elif v.startswith("0x") and elt.startswith(("f", "bf")):
+        # (MLIR prints infinities and NaNs by their bits; JAX `inf`, `nan`)
+        bits = {"f16": (np.uint16, np.float16), "bf16": (np.uint16, dtypes.bfloat16),
+                "f32": (np.uint32, np.float32), "f64": (np.uint64, np.float64)}.get(elt)
+        if bits is not None:
+            v = repr(float(np.array(int(v, 16), bits[0]).view(bits[1])))
     else:
         try:
             x = float(v) if elt.startswith(("f", "bf")) else int(v)
@@ -222,19 +233,37 @@ def _converted_literal(text, mlir_type):
     return None
 
 
+def _value_text(op):
+    """A constant op's `value` attribute as text (the bindings cannot hand
+    out every element type's attribute, complex ones among them)."""
+    try:
+        return str(op.attributes["value"])
+    except TypeError:
+        m = re.search(r"(dense<[^>]*>)", str(op))
+        return m.group(1) if m else ""
+
+
 def _const_value(op):
     """A constant op's value as a NumPy array."""
-    attr = op.attributes["value"]
+    aval = _aval(op.results[0].type)
+    if aval is not None and np.dtype(aval.dtype).kind == "c":
+        # (complex elements print as `(re,im)` pairs; a splat as one)
+        pairs = re.findall(r"\(([^,()]+),([^,()]+)\)", _value_text(op))
+        vals = [complex(float(a), float(b)) for a, b in pairs]
+        if vals:
+            return (np.full(aval.shape, vals[0], aval.dtype) if len(vals) == 1 else
+                    np.array(vals, aval.dtype).reshape(aval.shape))
     try:
-        return np.array(ir.DenseElementsAttr(attr))
+        return np.array(ir.DenseElementsAttr(op.attributes["value"]))
     except (TypeError, ValueError, RuntimeError):
         pass
-    m = re.match(r"dense<([^>]*)>", str(attr))
+    text = _value_text(op)
+    m = re.match(r"dense<([^>]*)>", text)
     shape = [int(d) for d in re.findall(r"(\d+)x", str(op.results[0].type))]
     try:
         return np.full(shape, float(m.group(1)) if m else np.nan)
     except ValueError:
-        return str(attr)
+        return text
 
 
 _WIDTH = 80  # (JAX's pretty printer's)
@@ -291,7 +320,8 @@ class Literal:
 
     def __init__(self, val, text):
         self.val, self._text = val, text
-        self.aval = core.ShapedArray((), np.asarray(val).dtype)
+        self.aval = core.ShapedArray((), np.asarray(val).dtype) if not isinstance(val, str) \
+            else None
 
     def __str__(self):
         return self._text
@@ -303,10 +333,18 @@ class Literal:
 def _literal(text):
     """The Literal of JAX's literal text (`2:i32[]`, `True:bool[]`)."""
     v, elt = text.rsplit(":", 1)
-    dtype = np.dtype(_DTYPE_NAMES.get(elt[:-2], elt[:-2])) if elt[:-2] != "bf16" else \
-        dtypes.bfloat16
-    val = {"True": True, "False": False}.get(v)
-    return Literal(np.asarray(val if val is not None else float(v)).astype(dtype)[()], text)
+    try:
+        dtype = dtypes.bfloat16 if elt[:-2] == "bf16" else \
+            np.dtype(_DTYPE_NAMES.get(elt[:-2], elt[:-2]))
+        if dtype == np.bool_:
+            val = v == "True"
+        elif dtype.kind in "iu":
+            val = int(v)
+        else:
+            val = complex(v) if dtype.kind == "c" else float(v)
+        return Literal(np.asarray(val).astype(dtype)[()], text)
+    except (TypeError, ValueError, OverflowError):
+        return Literal(text, text)  # (a value the view cannot read back)
 
 
 def primitive_of(name):
