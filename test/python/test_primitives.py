@@ -46,6 +46,17 @@ def _multiply_add(with_rules=True, transpose=True):
     return p
 
 
+def _softplus():
+    """log(1 + e^x) through `ad.defjvp` and `batching.defvectorized`."""
+    p = Primitive("softplus")
+    p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+    mlir.register_lowering(p, mlir.lower_fun(lambda x: jnp.logaddexp(x, 0.0),
+                                             multiple_results=False))
+    ad.defjvp(p, lambda g, x: g * lax.logistic(x))
+    batching.defvectorized(p)
+    return p
+
+
 def test_eager_application_runs_the_impl():
     p = _multiply_add()
     assert p.bind(2.0, 2.0, 10.0) == 14.0
@@ -140,12 +151,7 @@ def test_vmap_uses_the_batching_rule():
 
 
 def test_defjvp_and_defvectorized_primitive_against_finite_differences(x64):
-    p = Primitive("softplus")
-    p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
-    mlir.register_lowering(p, mlir.lower_fun(lambda x: jnp.logaddexp(x, 0.0),
-                                             multiple_results=False))
-    ad.defjvp(p, lambda g, x: g * lax.logistic(x))
-    batching.defvectorized(p)
+    p = _softplus()
     x = np.array([-2.0, 0.25, 3.0], np.float64)
     f = ember.jit(lambda v: jnp.sum(p.bind(v) ** 2))
     g = ember.grad(f)(x)
@@ -222,12 +228,7 @@ def test_no_rule_needed_where_no_tangent_reaches():
 
 
 def test_higher_order_and_control_flow():
-    p = Primitive("softplus")
-    p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
-    mlir.register_lowering(p, mlir.lower_fun(lambda x: jnp.logaddexp(x, 0.0),
-                                             multiple_results=False))
-    ad.defjvp(p, lambda g, x: g * lax.logistic(x))
-    batching.defvectorized(p)
+    p = _softplus()
     s = 1 / (1 + np.exp(-1.0))
     # forward over reverse (the JVP rule at both levels)
     np.testing.assert_allclose(ember.hessian(p.bind)(1.0), s * (1 - s), rtol=1e-6)
